@@ -1,0 +1,41 @@
+"""engine: a PyTorch-compatible deep-learning engine on numpy (CPU) and CuPy (GPU).
+
+``import engine as torch`` and ordinary PyTorch model code runs: tensors with autograd, ``nn``,
+``nn.functional``, ``optim`` and ``utils.data``.
+"""
+from ._dtype import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
+                     int32, int64, promote_types, set_default_dtype, uint8)
+from ._device import device
+from .tensor import Size, Tensor, is_tensor
+from .random import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .ops import *  # noqa: F401,F403
+from . import autograd, cuda, ops  # noqa: F401
+
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
+
+__version__ = "0.1.0"
+
+
+def is_floating_point(input):
+    return input.is_floating_point()
+
+
+def numel(input):
+    return input.numel()
+
+
+def result_type(tensor1, tensor2):
+    from ._dtype import result_type as _result_type
+    return _result_type(tensor1, tensor2)
+
+
+def get_num_threads():
+    from .utils.threads import get_num_threads as _get
+    return _get()
+
+
+def set_num_threads(n):
+    from .utils.threads import set_num_threads as _set
+    _set(n)

@@ -1,0 +1,147 @@
+"""Tensor element types with PyTorch's names and type-promotion rules."""
+import numpy as np
+
+
+class dtype:
+    """A tensor element type (``engine.float32`` ...), backed by a numpy dtype."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_rank", "title")
+
+    def __init__(self, name, np_dtype, rank, title):
+        self.name = name
+        self.title = title  # PyTorch's ScalarType name, used in error messages
+        self.np = np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f"
+        self.is_signed = self.np.kind in "fi"
+        self.itemsize = self.np.itemsize
+        self._rank = rank
+
+    @property
+    def is_complex(self):
+        return False
+
+    def __repr__(self):
+        return "engine." + self.name
+
+    def __reduce__(self):
+        return self.name
+
+    def to_real(self):
+        return self
+
+
+bool_ = dtype("bool", np.bool_, 0, "Bool")
+uint8 = dtype("uint8", np.uint8, 1, "Byte")
+int8 = dtype("int8", np.int8, 1, "Char")
+int16 = dtype("int16", np.int16, 2, "Short")
+int32 = dtype("int32", np.int32, 3, "Int")
+int64 = dtype("int64", np.int64, 4, "Long")
+float16 = dtype("float16", np.float16, 5, "Half")
+float32 = dtype("float32", np.float32, 6, "Float")
+float64 = dtype("float64", np.float64, 7, "Double")
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+_BY_NP = {d.np: d for d in ALL}
+ALIASES = {
+    "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16,
+    "int32": int32, "int": int32, "int64": int64, "long": int64,
+    "float16": float16, "half": float16, "float32": float32, "float": float32,
+    "float64": float64, "double": float64,
+}
+
+_default_float = float32
+
+
+def get_default_dtype():
+    return _default_float
+
+
+def set_default_dtype(d):
+    global _default_float
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default_float = d
+
+
+def from_numpy_dtype(np_dtype):
+    """The engine dtype of a numpy dtype; raises TypeError for types the engine lacks."""
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(f"numpy dtype {np.dtype(np_dtype)} is not supported by engine") from None
+
+
+def to_dtype(d):
+    """Accept an engine dtype, a numpy dtype/type, a Python type or a name."""
+    if isinstance(d, dtype):
+        return d
+    if d is float:
+        return _default_float
+    if d is int:
+        return int64
+    if d is bool:
+        return bool_
+    if isinstance(d, str) and d in ALIASES:
+        return ALIASES[d]
+    return from_numpy_dtype(d)
+
+
+def promote_types(a, b):
+    """torch.promote_types: floats win over ints, ints over bool; uint8+int8 -> int16."""
+    if a is b:
+        return a
+    if a.is_floating_point or b.is_floating_point:
+        if a.is_floating_point and b.is_floating_point:
+            return a if a._rank >= b._rank else b
+        return a if a.is_floating_point else b
+    return from_numpy_dtype(np.promote_types(a.np, b.np))
+
+
+def _category(d):
+    if d is bool_:
+        return 0
+    return 2 if d.is_floating_point else 1
+
+
+def _combine(higher, lower):
+    """Combine results of a higher-priority and a lower-priority operand class (PyTorch rule)."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if _category(lower) > _category(higher):
+        return promote_types(higher, lower)
+    return higher
+
+
+def scalar_dtype(value):
+    """The dtype a Python scalar takes when it stands alone."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool_
+    if isinstance(value, (int, np.integer)):
+        return int64
+    if isinstance(value, (float, np.floating)):
+        return _default_float
+    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+
+
+def result_type(*operands):
+    """PyTorch's result type of an operation over tensors and Python scalars.
+
+    Dimensioned tensors decide within their category; zero-dim tensors and then Python
+    scalars only matter when they belong to a higher category (bool < int < float).
+    """
+    dim_result = zero_result = scalar_result = None
+    for op in operands:
+        shape = getattr(op, "shape", None)
+        if shape is None:
+            d = scalar_dtype(op)
+            scalar_result = d if scalar_result is None else promote_types(scalar_result, d)
+            continue
+        d = op.dtype
+        if len(shape) > 0:
+            dim_result = d if dim_result is None else promote_types(dim_result, d)
+        else:
+            zero_result = d if zero_result is None else promote_types(zero_result, d)
+    return _combine(dim_result, _combine(zero_result, scalar_result))

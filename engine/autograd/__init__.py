@@ -1,0 +1,77 @@
+"""Reverse-mode automatic differentiation: ``Function``, ``backward``, ``grad`` and grad modes."""
+from .function import Function, FunctionCtx
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .graph import run_backward
+
+
+def _as_list(x):
+    from ..tensor import Tensor
+    if x is None:
+        return None
+    return [x] if isinstance(x, Tensor) else list(x)
+
+
+def _root_grads(tensors, grad_tensors):
+    from .._device import array_module
+    from ..tensor import to_array
+    grads = _as_list(grad_tensors) or [None] * len(tensors)
+    out = []
+    for t, g in zip(tensors, grads):
+        if g is None:
+            if t._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            out.append(array_module(t._data).ones(t._data.shape, t._data.dtype))
+        else:
+            out.append(to_array(g))
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of ``tensors`` into the leaves (``torch.autograd.backward``)."""
+    tensors = _as_list(tensors)
+    if inputs is not None:
+        for t in tensors:
+            t.backward(None if grad_tensors is None else grad_tensors, retain_graph, create_graph, inputs)
+        return
+    run_backward(tensors, _root_grads(tensors, grad_tensors), retain_graph=bool(retain_graph))
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated into .grad)."""
+    from .function import _edge
+    from ..tensor import _new
+    if create_graph:
+        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+    outputs, inputs = _as_list(outputs), _as_list(inputs)
+    for t in inputs:
+        if not t.requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    keys = []
+    captures = {}
+    for t in inputs:
+        key = (t.grad_fn, t._output_index) if t.grad_fn is not None else _edge(t)[0]
+        keys.append(key)
+        captures[key] = None
+    run_backward(outputs, _root_grads(outputs, grad_outputs), retain_graph=bool(retain_graph),
+                 captures=captures)
+    result = []
+    for t, key in zip(inputs, keys):
+        g = captures[key]
+        if g is None:
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError("One of the differentiated Tensors appears to not have been used in "
+                                   "the graph. Set allow_unused=True if this is the desired behavior.")
+            result.append(_new(array_module_zeros(t)) if materialize_grads else None)
+        else:
+            result.append(_new(g))
+    return tuple(result)
+
+
+def array_module_zeros(t):
+    from .._device import array_module
+    return array_module(t._data).zeros(t._data.shape, t._data.dtype)
+
+
+__all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
+           "inference_mode", "is_grad_enabled"]

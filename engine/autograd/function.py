@@ -1,0 +1,189 @@
+"""``Function``: one differentiable op, forward beside backward, written against an array module.
+
+A subclass implements ``forward(*arrays)`` and ``backward(*grad_outputs)`` on raw arrays
+(numpy or cupy); parameters go to ``__init__``. Calling an instance on tensors runs the
+forward and, when gradients are needed, records the instance as the outputs' ``grad_fn``.
+The backward engine reduces broadcast gradients and casts them to each input's dtype, so an
+op's backward may return gradients in the broadcast shape.
+"""
+from . import grad_mode
+
+
+class Function:
+    """Base of every autograd op (Chainer's FunctionNode, PyTorch's Node)."""
+
+    #: the op reads its input arrays in backward (guards against later in-place changes)
+    uses_inputs = True
+    #: the op reads its output arrays in backward
+    uses_output = False
+    #: output 0 is a view of input 0 (shares its storage and version counter)
+    is_view = False
+    #: the op writes into input 0 and returns it (``x.relu_()``, ``x += y``)
+    inplace = False
+
+    needs_input_grad = ()
+
+    def forward(self, *arrays):
+        raise NotImplementedError
+
+    def backward(self, *grad_outputs):
+        raise NotImplementedError(f"{type(self).__name__} is not differentiable")
+
+    def name(self):
+        return type(self).__name__ + "Backward"
+
+    def __repr__(self):
+        return f"<{self.name()}>"
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """PyTorch-style custom functions: ``forward(ctx, ...)``/``backward(ctx, ...)`` static methods."""
+        return apply_custom(cls, *args, **kwargs)
+
+    def __call__(self, *inputs):
+        from ..tensor import Tensor, _new
+
+        arrays = tuple(t._data if isinstance(t, Tensor) else t for t in inputs)
+        record = grad_mode._State.enabled and any(
+            isinstance(t, Tensor) and t.requires_grad for t in inputs)
+        if self.inplace:
+            _check_inplace(inputs[0], record)
+        if record:
+            self.needs_input_grad = tuple(isinstance(t, Tensor) and t.requires_grad for t in inputs)
+            self.next_edges = tuple(_edge(t) if need else None
+                                    for t, need in zip(inputs, self.needs_input_grad))
+            self.input_meta = tuple((t.shape, t._data.dtype) if need else None
+                                    for t, need in zip(inputs, self.needs_input_grad))
+        outs = self.forward(*arrays)
+        single = not isinstance(outs, tuple)
+        if single:
+            outs = (outs,)
+        if self.inplace:
+            target = inputs[0]
+            if outs[0] is not target._data:
+                _check_cast(outs[0].dtype, target._data.dtype)
+                target._data[...] = outs[0]
+            target._version[0] += 1
+            results = [target] + [_new(o) for o in outs[1:]]
+        else:
+            results = [_new(o) for o in outs]
+            if self.is_view and isinstance(inputs[0], Tensor):
+                results[0]._version = inputs[0]._version
+                results[0]._base = inputs[0]._base if inputs[0]._base is not None else inputs[0]
+        if record:
+            self.output_meta = tuple((o.shape, o.dtype) for o in outs)
+            for i, r in enumerate(results):
+                if r._data.dtype.kind in "fc":
+                    r.requires_grad = True
+                    r.grad_fn = self
+                    r._output_index = i
+            self._saved_versions = _versions(inputs if self.uses_inputs else (),
+                                             results if self.uses_output else ())
+        return results[0] if single else tuple(results)
+
+    def check_versions(self):
+        """Raise when a tensor this op saved was modified in place after the forward."""
+        for tensor, version in self._saved_versions:
+            if tensor._version[0] != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by an "
+                    f"inplace operation: [{tensor.dtype.name} {list(tensor.shape)}] is at version "
+                    f"{tensor._version[0]}; expected version {version} instead (used by {self.name()})")
+
+
+def _check_cast(result, out):
+    from .._dtype import from_numpy_dtype, promote_types
+    r, o = from_numpy_dtype(result), from_numpy_dtype(out)
+    if promote_types(r, o) is not o:
+        raise RuntimeError(f"result type {r.title} can't be cast to the desired output "
+                           f"type {o.title}")
+
+
+def _versions(inputs, outputs):
+    from ..tensor import Tensor
+    return tuple((t, t._version[0]) for t in (*inputs, *outputs) if isinstance(t, Tensor))
+
+
+def _edge(tensor):
+    """Where a gradient for ``tensor`` goes: its producing node, or its leaf accumulator."""
+    if tensor.grad_fn is not None:
+        return tensor.grad_fn, tensor._output_index
+    acc = tensor._accumulator
+    if acc is None:
+        acc = tensor._accumulator = AccumulateGrad(tensor)
+    return acc, 0
+
+
+def _check_inplace(target, record):
+    if record and target.is_leaf and target.requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+class AccumulateGrad:
+    """The sink of a leaf tensor: adds incoming gradients into ``tensor.grad``."""
+
+    def __init__(self, tensor):
+        import weakref
+        self.tensor_ref = weakref.ref(tensor)
+        self.next_edges = ()
+
+    def name(self):
+        return "AccumulateGrad"
+
+    def __repr__(self):
+        return "<AccumulateGrad>"
+
+    @property
+    def variable(self):
+        return self.tensor_ref()
+
+
+class _CustomNode(Function):
+    """The graph node of a PyTorch-style custom Function (``MyFn.apply(x)``)."""
+
+    def __init__(self, fn_cls, ctx, outs):
+        self.fn_cls, self.ctx, self.outs = fn_cls, ctx, outs
+
+    def name(self):
+        return self.fn_cls.__name__ + "Backward"
+
+    def forward(self, *arrays):
+        outs = tuple(o._data for o in self.outs)
+        del self.outs
+        return outs if len(outs) > 1 else outs[0]
+
+    def backward(self, *grads):
+        from ..tensor import _new
+        gins = self.fn_cls.backward(self.ctx, *(None if g is None else _new(g) for g in grads))
+        if not isinstance(gins, tuple):
+            gins = (gins,)
+        return tuple(None if g is None else g._data for g in gins)
+
+
+def apply_custom(fn_cls, *args, **kwargs):
+    """Run a PyTorch-style custom Function: ``forward(ctx, ...)`` on tensors, then record one node."""
+    from ..tensor import Tensor
+    ctx = FunctionCtx()
+    with grad_mode.no_grad():
+        outs = fn_cls.forward(ctx, *args, **kwargs)
+    single = isinstance(outs, Tensor)
+    node = _CustomNode(fn_cls, ctx, (outs,) if single else tuple(outs))
+    node.uses_inputs = False
+    return node(*args)
+
+
+class FunctionCtx:
+    """The ``ctx`` of a PyTorch-style custom Function (static forward/backward on tensors)."""
+
+    def save_for_backward(self, *tensors):
+        self.to_save = tensors
+
+    @property
+    def saved_tensors(self):
+        return self.to_save
+
+    def mark_non_differentiable(self, *tensors):
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value):
+        self.materialize_grads = value

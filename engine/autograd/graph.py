@@ -1,0 +1,175 @@
+"""The backward engine: walks the recorded graph from the roots in dependency order."""
+from .._device import array_module
+from .function import AccumulateGrad, Function
+
+_KEEP = frozenset(("next_edges", "input_meta", "output_meta", "needs_input_grad", "hooks",
+                   "retained", "_released"))
+
+
+def sum_to_shape(grad, shape):
+    """Reduce a broadcast gradient back to ``shape``."""
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1)
+    out = grad.sum(axis=axes, keepdims=True) if axes else grad
+    if lead:
+        out = out.reshape(out.shape[lead:])
+    return out.reshape(shape)
+
+
+def _release(node):
+    for key in [k for k in node.__dict__ if k not in _KEEP]:
+        del node.__dict__[key]
+    node._released = True
+
+
+def _run_hooks(hooks, grad):
+    from ..tensor import _new
+    for hook in hooks:
+        out = hook(_new(grad))
+        if out is not None:
+            grad = out._data
+    return grad
+
+
+def _dependencies(roots):
+    deps = {}
+    stack = list(roots)
+    seen = set(id(n) for n in roots)
+    while stack:
+        node = stack.pop()
+        for edge in node.next_edges:
+            if edge is None:
+                continue
+            child = edge[0]
+            deps[child] = deps.get(child, 0) + 1
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return deps
+
+
+def _zeros(meta, like):
+    shape, dtype = meta
+    return array_module(like).zeros(shape, dtype)
+
+
+def _accumulate_leaf(node, grad, captures):
+    tensor = node.tensor_ref()
+    if tensor is None:
+        return
+    if tensor._hooks:
+        grad = _run_hooks(tensor._hooks, grad)
+    if captures is not None:
+        if node in captures:
+            prev = captures[node]
+            captures[node] = grad if prev is None else prev + grad
+        return
+    from ..tensor import _new
+    if tensor.grad is None:
+        tensor.grad = _new(grad.copy())
+    else:
+        tensor.grad._data += grad
+
+
+def run_backward(roots, root_grads, retain_graph=False, captures=None):
+    """Propagate ``root_grads`` (arrays) from ``roots`` (tensors) to every leaf that needs them.
+
+    With ``captures`` (a dict keyed by AccumulateGrad nodes or (node, index) pairs), gradients
+    reaching those places are stored there instead of accumulating into ``.grad``.
+    """
+    pending = {}
+    root_nodes = []
+    for tensor, grad in zip(roots, root_grads):
+        if tensor.grad_fn is None:
+            if tensor.requires_grad:
+                from .function import _edge
+                acc = _edge(tensor)[0]
+                _accumulate_leaf(acc, grad, captures)
+            continue
+        node = tensor.grad_fn
+        slots = pending.get(node)
+        if slots is None:
+            slots = pending[node] = [None] * len(node.output_meta)
+            root_nodes.append(node)
+        i = tensor._output_index
+        slots[i] = grad if slots[i] is None else slots[i] + grad
+    deps = _dependencies(root_nodes)
+    ready = [n for n in root_nodes if deps.get(n, 0) == 0]
+    while ready:
+        node = ready.pop()
+        slots = pending.pop(node, None)
+        if isinstance(node, AccumulateGrad):
+            if slots is not None and slots[0] is not None:
+                _accumulate_leaf(node, slots[0], captures)
+            continue
+        grads_in = _backward_node(node, slots, retain_graph, captures)
+        for edge, grad, meta in zip(node.next_edges, grads_in, node.input_meta):
+            if edge is None:
+                continue
+            child, index = edge
+            if grad is not None:
+                shape, dtype = meta
+                if grad.shape != shape:
+                    grad = sum_to_shape(grad, shape)
+                if grad.dtype != dtype:
+                    grad = grad.astype(dtype)
+                child_slots = pending.get(child)
+                if child_slots is None:
+                    n_out = 1 if isinstance(child, AccumulateGrad) else len(child.output_meta)
+                    child_slots = pending[child] = [None] * n_out
+                prev = child_slots[index]
+                child_slots[index] = grad if prev is None else prev + grad
+            deps[child] -= 1
+            if deps[child] == 0:
+                ready.append(child)
+
+
+def _backward_node(node, slots, retain_graph, captures):
+    if getattr(node, "_released", False):
+        raise RuntimeError(
+            "Trying to backward through the graph a second time (or directly access saved tensors "
+            "after they have already been freed). Saved intermediate values of the graph are freed "
+            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+            "backward through the graph a second time or if you need to access saved tensors after "
+            "calling backward.")
+    n_inputs = len(node.next_edges)
+    if slots is None or all(s is None for s in slots):
+        if not retain_graph:
+            _release(node)
+        return (None,) * n_inputs
+    hooks = getattr(node, "hooks", None)
+    if hooks:
+        for i, fns in hooks.items():
+            if slots[i] is not None:
+                slots[i] = _run_hooks(fns, slots[i])
+    retained = getattr(node, "retained", None)
+    if retained:
+        from ..tensor import _new
+        for i, ref in retained.items():
+            tensor = ref()
+            if tensor is not None and slots[i] is not None:
+                if tensor.grad is None:
+                    tensor.grad = _new(slots[i].copy())
+                else:
+                    tensor.grad._data += slots[i]
+    if captures is not None:
+        for i, g in enumerate(slots):
+            if (node, i) in captures and g is not None:
+                captures[(node, i)] = g
+    node.check_versions()
+    like = next(s for s in slots if s is not None)
+    grads = [s if s is not None else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
+    grads_in = node.backward(*grads)
+    if not isinstance(grads_in, tuple):
+        grads_in = (grads_in,)
+    if len(grads_in) < n_inputs:
+        grads_in = grads_in + (None,) * (n_inputs - len(grads_in))
+    if not retain_graph:
+        _release(node)
+    return grads_in
+
+
+__all__ = ["run_backward", "sum_to_shape", "Function"]

@@ -1,0 +1,218 @@
+"""2-D convolution and transposed convolution kernels: im2col over strided views plus one batched GEMM."""
+from collections import namedtuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+# Below this many output pixels per image the batch is folded into the GEMM's column axis: one wide
+# GEMM beats N narrow ones once images are small, and the transposes it costs are small too.
+_FOLD_MAX_PIXELS = 400
+
+ConvSaved = namedtuple("ConvSaved", "x_shape w col fold stride pads dilation groups")
+ConvSaved.__doc__ = "What conv2d_backward needs: the weight, the forward's column matrix and the geometry."
+
+ConvTransposeSaved = namedtuple("ConvTransposeSaved", "x w stride padding output_padding dilation groups")
+ConvTransposeSaved.__doc__ = "What conv_transpose2d_backward needs: the input, the weight and the geometry."
+
+
+def _pair(v):
+    """Accept an int or a 2-sequence for a per-axis parameter."""
+    return (int(v), int(v)) if np.isscalar(v) else (int(v[0]), int(v[1]))
+
+
+def _pad_crop(x, top, bottom, left, right):
+    """Zero-pad the last two axes of x; negative amounts crop instead."""
+    H, W = x.shape[-2:]
+    x = x[..., max(-top, 0):H - max(-bottom, 0), max(-left, 0):W - max(-right, 0)]
+    top, bottom, left, right = max(top, 0), max(bottom, 0), max(left, 0), max(right, 0)
+    if top == bottom == left == right == 0:
+        return x
+    h, w = x.shape[-2:]
+    out = np.zeros(x.shape[:-2] + (h + top + bottom, w + left + right), x.dtype)
+    out[..., top:top + h, left:left + w] = x
+    return out
+
+
+def _out_size(size, k, stride, dilation):
+    """Number of window positions along an already padded axis."""
+    return (size - dilation * (k - 1) - 1) // stride + 1
+
+
+def _im2col(x, kh, kw, stride, pads, dilation, groups):
+    """Column matrix of x, shaped (B, groups, C/groups*kh*kw, L), plus (OH, OW, fold).
+
+    Unfolded (B = N, L = OH*OW): each image is its own GEMM and the result is NCHW with no transpose.
+    Folded (B = 1, L = N*OH*OW): one wide GEMM, used when images are small.
+    """
+    xp = _pad_crop(x, *pads)
+    N, C, Hp, Wp = xp.shape
+    sh, sw = stride
+    dh, dw = dilation
+    OH, OW = _out_size(Hp, kh, sh, dh), _out_size(Wp, kw, sw, dw)
+    fold = N > 1 and OH * OW < _FOLD_MAX_PIXELS
+    cg = C // groups * kh * kw
+    if kh == kw == 1:  # no taps to unfold: subsample (a no-op for stride 1) and, if folding, transpose
+        v = xp[:, :, :(OH - 1) * sh + 1:sh, :(OW - 1) * sw + 1:sw]
+        if fold:
+            return v.transpose(1, 0, 2, 3).reshape(1, groups, cg, N * OH * OW), OH, OW, fold
+        return v.reshape(N, groups, cg, OH * OW), OH, OW, fold
+    sN, sC, sH, sW = xp.strides
+    if fold:
+        v = as_strided(xp, (C, kh, kw, N, OH, OW), (sC, sH * dh, sW * dw, sN, sH * sh, sW * sw))
+        return np.ascontiguousarray(v).reshape(1, groups, cg, N * OH * OW), OH, OW, fold
+    v = as_strided(xp, (N, C, kh, kw, OH, OW), (sN, sC, sH * dh, sW * dw, sH * sh, sW * sw))
+    return np.ascontiguousarray(v).reshape(N, groups, cg, OH * OW), OH, OW, fold
+
+
+def _to_cols_layout(a, groups, fold):
+    """Bring an (N, K, H, W) array into the GEMM layout (B, groups, K/groups, L) matching _im2col's."""
+    N, K, H, W = a.shape
+    if fold:
+        return a.transpose(1, 0, 2, 3).reshape(1, groups, K // groups, N * H * W)
+    return a.reshape(N, groups, K // groups, H * W)
+
+
+def _from_cols_layout(y, N, OH, OW, fold):
+    """Turn a GEMM result (B, groups, K/groups, L) back into an NCHW array."""
+    K = y.shape[1] * y.shape[2]
+    if fold:
+        return np.ascontiguousarray(y.reshape(K, N, OH, OW).transpose(1, 0, 2, 3))
+    return y.reshape(N, K, OH, OW)
+
+
+def _corr(x, w, stride, pads, dilation, groups):
+    """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW); returns (y, col, fold)."""
+    O, _, kh, kw = w.shape
+    col, OH, OW, fold = _im2col(x, kh, kw, stride, pads, dilation, groups)
+    y = np.matmul(w.reshape(groups, O // groups, -1), col)
+    return _from_cols_layout(y, x.shape[0], OH, OW, fold), col, fold
+
+
+def _weight_grad(col, fold, gy, groups, w_shape):
+    """Gradient of the weight from the forward's column matrix and the output gradient gy (N,O,OH,OW)."""
+    g = _to_cols_layout(gy, groups, fold)
+    gw = np.matmul(g, col.swapaxes(-1, -2))
+    return (gw[0] if fold or gw.shape[0] == 1 else gw.sum(0)).reshape(w_shape)
+
+
+def _phase_taps(r, s, pad, d, k, out_len, in_len):
+    """Taps and padding for the input rows r, r+s, r+2s, ... of a strided convolution's data gradient.
+
+    Row i = s*q + r receives gy[q + e] * w[t] for each tap t with (r + pad - t*d) divisible by s,
+    e = (r + pad - t*d) / s.  Listed with e increasing, these taps form a stride-1 correlation of gy
+    with dilation d/gcd(d, s).  Returns (taps, dilation, pad_before, pad_after) or None if no tap hits.
+    """
+    taps = [t for t in range(k - 1, -1, -1) if (r + pad - t * d) % s == 0]
+    if not taps:
+        return None
+    e_first, e_last = (r + pad - taps[0] * d) // s, (r + pad - taps[-1] * d) // s
+    n_rows = (in_len - r + s - 1) // s
+    step = d // int(np.gcd(d, s)) if len(taps) > 1 else 1
+    return taps, step, -e_first, n_rows - 1 + e_last - (out_len - 1)
+
+
+def _data_grad(gy, w, in_hw, stride, pad_tl, dilation, groups):
+    """Gradient w.r.t. the input of a convolution (= transposed convolution of gy), shape (N, C, *in_hw).
+
+    One GEMM gives every tap's contribution, dcol = w^T @ gy, computed on a zero-padded gy grid.  The
+    scatter-add back to pixels (col2im) is then a reduction over a strided view of dcol: for the input
+    rows/cols congruent to (rh, rw) modulo the stride, the contributing taps and gy positions both
+    advance by constant steps, so dcol addresses are affine in (tap index, pixel) and np.sum over the
+    tap axes does the overlap-add.  Only the stride*stride phases are looped over.
+    """
+    N, O, OH, OW = gy.shape
+    _, cg, KH, KW = w.shape
+    H, W = in_hw
+    (sh, sw), (dh, dw) = stride, dilation
+    C = groups * cg
+    rows = [_phase_taps(r, sh, pad_tl[0], dh, KH, OH, H) for r in range(min(sh, H))]
+    cols = [_phase_taps(r, sw, pad_tl[1], dw, KW, OW, W) for r in range(min(sw, W))]
+    top, bottom = (max([0] + [p[i] for p in rows if p]) for i in (2, 3))
+    left, right = (max([0] + [p[i] for p in cols if p]) for i in (2, 3))
+    gyp = _pad_crop(gy, top, bottom, left, right)
+    OHp, OWp = gyp.shape[2:]
+    fold = N > 1 and OHp * OWp < _FOLD_MAX_PIXELS
+    dcol = np.matmul(w.reshape(groups, O // groups, -1).swapaxes(1, 2), _to_cols_layout(gyp, groups, fold))
+    if KH == KW == 1 and sh == sw == 1 and (OHp, OWp) == (H, W):
+        return _from_cols_layout(dcol, N, H, W, fold)
+    L = dcol.shape[-1]
+    s_n = OHp * OWp if fold else C * KH * KW * L
+    s_c, s_kh, s_kw = KH * KW * L, KW * L, L
+    flat = dcol.reshape(-1)
+    gx = (np.empty if all(rows) and all(cols) else np.zeros)((N, C, H, W), gy.dtype)
+    for rh, ph in enumerate(rows):
+        for rw, pw in enumerate(cols):
+            if ph is None or pw is None:
+                continue
+            (th, ddh, bh, _), (tw, ddw, bw, _) = ph, pw
+            step_h = th[1] - th[0] if len(th) > 1 else 0
+            step_w = tw[1] - tw[0] if len(tw) > 1 else 0
+            start = th[0] * s_kh + tw[0] * s_kw + (top - bh) * OWp + (left - bw)
+            view = as_strided(flat[start:], (N, C, len(th), len(tw), (H - rh + sh - 1) // sh, (W - rw + sw - 1) // sw),
+                              tuple(dcol.itemsize * v for v in
+                                    (s_n, s_c, step_h * s_kh + ddh * OWp, step_w * s_kw + ddw, OWp, 1)))
+            np.sum(view, axis=(2, 3), out=gx[:, :, rh::sh, rw::sw])
+    return gx
+
+
+def conv2d_forward(x, w, b, stride, padding, dilation, groups):
+    """conv2d of x (N,C,H,W) with w (O,C/groups,KH,KW) and optional bias b (O,).
+
+    padding is (top, bottom, left, right).  Returns (y, saved) with saved a ConvSaved.
+    """
+    stride, dilation = _pair(stride), _pair(dilation)
+    w = w.astype(x.dtype, copy=False)
+    y, col, fold = _corr(x, w, stride, tuple(padding), dilation, groups)
+    if b is not None:
+        y += b.astype(x.dtype, copy=False).reshape(-1, 1, 1)
+    return y, ConvSaved(x.shape, w, col, fold, stride, tuple(padding), dilation, groups)
+
+
+def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
+    """Gradients (gx, gw, gb) of conv2d from the output gradient gy; entries not needed are None."""
+    s = saved
+    gy = gy.astype(s.w.dtype, copy=False)
+    gx = gw = gb = None
+    if needs_x:
+        gx = _data_grad(gy, s.w, s.x_shape[2:], s.stride, (s.pads[0], s.pads[2]), s.dilation, s.groups)
+    if needs_w:
+        gw = _weight_grad(s.col, s.fold, gy, s.groups, s.w.shape)
+    if needs_b:
+        gb = gy.sum((0, 2, 3))
+    return gx, gw, gb
+
+
+def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):
+    """conv_transpose2d of x (N,C_in,H,W) with torch's weight layout w (C_in,C_out/groups,KH,KW).
+
+    padding and output_padding are per-axis pairs as in torch; the output size is
+    (H-1)*stride - 2*padding + dilation*(K-1) + output_padding + 1.  Returns (y, saved).
+    """
+    stride, padding, output_padding, dilation = map(_pair, (stride, padding, output_padding, dilation))
+    w = w.astype(x.dtype, copy=False)
+    out_hw = tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, s, p, d, k, op in
+                   zip(x.shape[2:], stride, padding, dilation, w.shape[2:], output_padding))
+    y = _data_grad(x, w, out_hw, stride, padding, dilation, groups)
+    if b is not None:
+        y += b.astype(x.dtype, copy=False).reshape(-1, 1, 1)
+    return y, ConvTransposeSaved(x, w, stride, padding, output_padding, dilation, groups)
+
+
+def conv_transpose2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
+    """Gradients (gx, gw, gb) of conv_transpose2d: gx is a plain convolution of gy, gw shares its columns."""
+    s = saved
+    gy = gy.astype(s.w.dtype, copy=False)
+    (ph, pw), (oph, opw) = s.padding, s.output_padding
+    gx = gw = gb = None
+    if needs_x or needs_w:
+        # Bottom/right padding p - output_padding makes the correlation land exactly on x's H x W grid.
+        col, _, _, fold = _im2col(gy, *s.w.shape[2:], s.stride, (ph, ph - oph, pw, pw - opw), s.dilation, s.groups)
+        if needs_x:
+            cin = s.w.shape[0]
+            gx = _from_cols_layout(np.matmul(s.w.reshape(s.groups, cin // s.groups, -1), col),
+                                   gy.shape[0], *s.x.shape[2:], fold)
+        if needs_w:
+            gw = _weight_grad(col, fold, s.x, s.groups, s.w.shape)
+    if needs_b:
+        gb = gy.sum((0, 2, 3))
+    return gx, gw, gb

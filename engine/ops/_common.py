@@ -1,0 +1,74 @@
+"""Small helpers shared by the op modules: operand handling, dtypes, dims."""
+import numbers
+
+import numpy as np
+
+from .. import _dtype
+from .._device import array_module
+from ..tensor import Tensor, _new, _wrap_dim
+
+
+def xp_of(*arrays):
+    """The array module of the first array among ``arrays`` (numpy for scalars)."""
+    for a in arrays:
+        if a is not None and not isinstance(a, numbers.Number):
+            return array_module(a)
+    return np
+
+
+def is_scalar(x):
+    return isinstance(x, (numbers.Number, np.bool_)) and not isinstance(x, Tensor)
+
+
+def as_operand(x, like=None):
+    """Keep tensors and Python scalars; turn lists/arrays into tensors."""
+    if isinstance(x, Tensor) or isinstance(x, (numbers.Number, np.bool_)):
+        if isinstance(x, np.generic):
+            return x.item()
+        return x
+    if isinstance(x, np.ndarray):
+        return _new(x)
+    from ..tensor import to_array
+    arr = to_array(x)
+    if like is not None:
+        from .._device import move
+        arr = move(arr, like.device)
+    return _new(arr)
+
+
+def result_dtype(*operands):
+    return _dtype.result_type(*operands)
+
+
+def float_dtype(d):
+    """Integer and bool inputs of float functions compute in the default float type."""
+    return d if d.is_floating_point else _dtype.get_default_dtype()
+
+
+def cast(x, np_dtype):
+    """Cast an array to ``np_dtype`` (no copy when it already has it); scalars stay weak."""
+    if isinstance(x, numbers.Number):
+        return x
+    return x if x.dtype == np_dtype else x.astype(np_dtype)
+
+
+def wrap_dim(dim, ndim):
+    return _wrap_dim(dim, ndim)
+
+
+def dims_tuple(dim, ndim):
+    """``dim`` (None, int or sequence) as a sorted tuple of positive axes; None means all."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (int, np.integer)):
+        return (wrap_dim(int(dim), ndim),)
+    if len(dim) == 0:
+        return tuple(range(ndim))
+    return tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
+
+
+def shape_arg(args):
+    """Shapes given as ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(Size)``."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return tuple(int(a) for a in args)

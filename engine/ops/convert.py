@@ -1,0 +1,99 @@
+"""Moves between dtypes and devices, and copies: differentiable, so ``x.double()`` keeps the graph."""
+from .._device import device_of, move
+from ..autograd.function import Function
+from ..tensor import Tensor, register_method
+from ._common import as_operand
+
+
+class ToDtype(Function):
+    uses_inputs = False
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def forward(self, x):
+        return x.astype(self.dtype.np)
+
+    def backward(self, gy):
+        return gy
+
+
+class ToDevice(Function):
+    uses_inputs = False
+
+    def __init__(self, device):
+        self.device = device
+
+    def forward(self, x):
+        self.source = device_of(x)
+        return move(x, self.device)
+
+    def backward(self, gy):
+        return move(gy, self.source)
+
+
+class Clone(Function):
+    uses_inputs = False
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, gy):
+        return gy
+
+
+class Contiguous(Function):
+    uses_inputs = False
+
+    def forward(self, x):
+        return x.copy()
+
+    def backward(self, gy):
+        return gy
+
+
+def to_dtype(x, dtype):
+    return ToDtype(dtype)(x)
+
+
+def to_device(x, device):
+    return ToDevice(device)(x)
+
+
+def clone(x, memory_format=None):
+    return Clone()(x)
+
+
+def contiguous(x, memory_format=None):
+    if x._data.flags.c_contiguous:
+        return x
+    return Contiguous()(x)
+
+
+class Copy(Function):
+    """``dst.copy_(src)``: overwrite dst (broadcasting src); the gradient flows to src only."""
+
+    uses_inputs = False
+    inplace = True
+
+    def forward(self, dst, src):
+        dst[...] = move(src, device_of(dst))
+        self.src_device = device_of(src)
+        return dst
+
+    def backward(self, gy):
+        return gy * 0, move(gy, self.src_device)
+
+
+def copy_(self, src, non_blocking=False):
+    if not isinstance(src, Tensor):
+        src = as_operand(src)
+    return Copy()(self, src)
+
+
+register_method(to_dtype, "_to_dtype")
+register_method(clone)
+register_method(contiguous)
+register_method(copy_)
+
+__all__ = ["clone"]

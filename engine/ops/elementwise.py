@@ -1,0 +1,908 @@
+"""Elementwise ops with broadcasting and PyTorch type promotion: arithmetic, math, comparisons.
+
+Binary ops cast both operands to the promoted dtype before computing; their backward returns
+gradients in the broadcast shape (the engine reduces them to each input's shape).
+"""
+import math
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Function
+from ..tensor import Tensor, register_method
+from ._common import as_operand, cast, float_dtype, is_scalar, result_dtype, xp_of
+
+
+# ---- binary arithmetic ---------------------------------------------------------------------
+class _Binary(Function):
+    def __init__(self, dtype):
+        self.dtype = dtype.np
+
+
+class Add(_Binary):
+    uses_inputs = False
+
+    def __init__(self, dtype, alpha=1):
+        super().__init__(dtype)
+        self.alpha = alpha
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        if self.alpha != 1:
+            b = b * self.alpha
+        if self.inplace and a.dtype == self.dtype:
+            return xp_of(a).add(a, b, out=a)
+        return a + b
+
+    def backward(self, gy):
+        return gy, (gy * self.alpha if self.alpha != 1 else gy)
+
+
+class Sub(Add):
+    def forward(self, a, b):
+        self.alpha = -self.alpha
+        return super().forward(a, b)
+
+
+class Mul(_Binary):
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        self.a = a.copy() if self.inplace and self.needs_input_grad[1:2] == (True,) else a
+        self.b = b
+        if self.inplace and a.dtype == self.dtype:
+            return xp_of(a).multiply(a, b, out=a)
+        return a * b
+
+    def backward(self, gy):
+        return (gy * self.b if self.needs_input_grad[0] else None,
+                gy * self.a if self.needs_input_grad[1] else None)
+
+
+class Div(_Binary):
+    def __init__(self, dtype, rounding_mode=None):
+        super().__init__(dtype)
+        self.rounding_mode = rounding_mode
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        xp = xp_of(a, b)
+        if self.rounding_mode is None:
+            y = xp.true_divide(a, b)
+            if self.needs_input_grad[1:2] == (True,):
+                self.b, self.y = b, y.copy() if self.inplace else y
+            elif self.needs_input_grad[0:1] == (True,):
+                self.b = b
+            return y
+        if self.rounding_mode == "floor":
+            return xp.floor_divide(a, b) if self.dtype.kind != "f" else xp.floor(a / b)
+        if self.rounding_mode == "trunc":
+            return xp.trunc(a / b).astype(self.dtype) if self.dtype.kind == "f" else _int_trunc_div(xp, a, b)
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                         f"'{self.rounding_mode}'")
+
+    def backward(self, gy):
+        if self.rounding_mode is not None:
+            return gy * 0, gy * 0
+        ga = gy / self.b if self.needs_input_grad[0] else None
+        gb = -gy * self.y / self.b if self.needs_input_grad[1] else None
+        return ga, gb
+
+
+def _int_trunc_div(xp, a, b):
+    q = xp.floor_divide(a, b)
+    r = a - q * b
+    return q + ((r != 0) & ((a < 0) != (b < 0)))
+
+
+class Remainder(_Binary):
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        self.b = b
+        self.a = a
+        return xp_of(a, b).remainder(a, b)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        return gy, -gy * xp.floor_divide(self.a, self.b)
+
+
+class FloorDivide(_Binary):
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        return xp_of(a, b).floor_divide(a, b)
+
+    def backward(self, gy):
+        return gy * 0, gy * 0
+
+
+class Pow(_Binary):
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        xp = xp_of(a, b)
+        self.a, self.b = (a.copy() if self.inplace else a), b
+        y = xp.power(a, b)
+        self.y = y.copy() if self.inplace else y
+        return y
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            b = self.b
+            if is_scalar(b):
+                ga = gy * (b * xp.power(self.a, b - 1)) if b != 0 else gy * 0
+            else:
+                ga = gy * xp.where(b == 0, 0, b * xp.power(self.a, b - 1))
+        if len(self.needs_input_grad) > 1 and self.needs_input_grad[1]:
+            a = self.a
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gb = gy * xp.where((a == 0) & (self.b >= 0), 0, self.y * xp.log(a))
+        return ga, gb
+
+
+class Maximum(_Binary):
+    pick_first = staticmethod(lambda a, b: a > b)
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        xp = xp_of(a, b)
+        self.a, self.b = a, b
+        return xp.maximum(a, b) if type(self) is Maximum else xp.minimum(a, b)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        first = self.pick_first(self.a, self.b)
+        tie = self.a == self.b
+        share = xp.where(tie, 0.5, xp.where(first, 1.0, 0.0)).astype(gy.dtype)
+        return gy * share, gy * (1 - share)
+
+
+class Minimum(Maximum):
+    pick_first = staticmethod(lambda a, b: a < b)
+
+
+class Atan2(_Binary):
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        self.a, self.b = a, b
+        return xp_of(a, b).arctan2(a, b)
+
+    def backward(self, gy):
+        d = self.a * self.a + self.b * self.b
+        return gy * self.b / d, -gy * self.a / d
+
+
+def _binary(fn_cls, a, b, *, float_result=False, inplace=False, **params):
+    a, b = as_operand(a), as_operand(b, like=a if isinstance(a, Tensor) else None)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{fn_cls.__name__.lower()}(): expected at least one tensor argument")
+    dt = result_dtype(a, b)
+    if float_result:
+        dt = float_dtype(dt)
+    fn = fn_cls(dt, **params)
+    fn.inplace = inplace
+    return fn(a, b)
+
+
+def add(input, other, *, alpha=1, out=None):
+    return _write_out(_binary(Add, input, other, alpha=alpha), out)
+
+
+def sub(input, other, *, alpha=1, out=None):
+    if isinstance(input, Tensor) and input.dtype is _dtype.bool_ and getattr(other, "dtype", None) is _dtype.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    return _write_out(_binary(Sub, input, other, alpha=alpha), out)
+
+
+def mul(input, other, *, out=None):
+    return _write_out(_binary(Mul, input, other), out)
+
+
+def div(input, other, *, rounding_mode=None, out=None):
+    return _write_out(_binary(Div, input, other, float_result=rounding_mode is None,
+                              rounding_mode=rounding_mode), out)
+
+
+def true_divide(input, other):
+    return div(input, other)
+
+
+def floor_divide(input, other):
+    return _binary(FloorDivide, input, other)
+
+
+def remainder(input, other):
+    return _binary(Remainder, input, other)
+
+
+def fmod(input, other):
+    a = as_operand(input)
+    return sub(a, mul(div(a, other, rounding_mode="trunc"), other))
+
+
+def pow(input, exponent):
+    return _binary(Pow, input, exponent)
+
+
+def maximum(input, other):
+    return _binary(Maximum, input, other)
+
+
+def minimum(input, other):
+    return _binary(Minimum, input, other)
+
+
+def atan2(input, other):
+    return _binary(Atan2, input, other, float_result=True)
+
+
+def _write_out(result, out):
+    if out is None:
+        return result
+    out.copy_(result)
+    return out
+
+
+# ---- unary math ----------------------------------------------------------------------------
+class _Unary(Function):
+    """``y = f(x)`` computed in ``dtype``; subclasses define ``f`` and ``df(gy)``."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype.np
+
+    def forward(self, x):
+        x = cast(x, self.dtype)
+        self.x = x.copy() if self.inplace and self.uses_inputs else x
+        y = self.f(xp_of(x), x)
+        if self.inplace:
+            x[...] = y
+            y = x
+        self.y = y.copy() if self.inplace and self.uses_output else y
+        return y
+
+
+class Neg(_Unary):
+    uses_inputs = False
+    f = staticmethod(lambda xp, x: xp.negative(x))
+
+    def backward(self, gy):
+        return -gy
+
+
+class Abs(_Unary):
+    f = staticmethod(lambda xp, x: xp.abs(x))
+
+    def backward(self, gy):
+        return gy * xp_of(gy).sign(self.x)
+
+
+class Sign(_Unary):
+    uses_inputs = False
+    f = staticmethod(lambda xp, x: xp.sign(x))
+
+    def backward(self, gy):
+        return gy * 0
+
+
+class Exp(_Unary):
+    uses_inputs, uses_output = False, True
+    f = staticmethod(lambda xp, x: xp.exp(x))
+
+    def backward(self, gy):
+        return gy * self.y
+
+
+class Exp2(_Unary):
+    uses_inputs, uses_output = False, True
+    f = staticmethod(lambda xp, x: xp.exp2(x))
+
+    def backward(self, gy):
+        return gy * self.y * math.log(2.0)
+
+
+class Expm1(_Unary):
+    uses_inputs, uses_output = False, True
+    f = staticmethod(lambda xp, x: xp.expm1(x))
+
+    def backward(self, gy):
+        return gy * (self.y + 1)
+
+
+class Log(_Unary):
+    f = staticmethod(lambda xp, x: xp.log(x))
+
+    def backward(self, gy):
+        return gy / self.x
+
+
+class Log2(_Unary):
+    f = staticmethod(lambda xp, x: xp.log2(x))
+
+    def backward(self, gy):
+        return gy / (self.x * math.log(2.0))
+
+
+class Log10(_Unary):
+    f = staticmethod(lambda xp, x: xp.log10(x))
+
+    def backward(self, gy):
+        return gy / (self.x * math.log(10.0))
+
+
+class Log1p(_Unary):
+    f = staticmethod(lambda xp, x: xp.log1p(x))
+
+    def backward(self, gy):
+        return gy / (1 + self.x)
+
+
+class Sqrt(_Unary):
+    uses_inputs, uses_output = False, True
+    f = staticmethod(lambda xp, x: xp.sqrt(x))
+
+    def backward(self, gy):
+        return gy / (2 * self.y)
+
+
+class Rsqrt(_Unary):
+    uses_inputs, uses_output = False, True
+    f = staticmethod(lambda xp, x: 1 / xp.sqrt(x))
+
+    def backward(self, gy):
+        return gy * (-0.5) * self.y ** 3
+
+
+class Reciprocal(_Unary):
+    uses_inputs, uses_output = False, True
+    f = staticmethod(lambda xp, x: 1 / x)
+
+    def backward(self, gy):
+        return -gy * self.y * self.y
+
+
+class Square(_Unary):
+    f = staticmethod(lambda xp, x: x * x)
+
+    def backward(self, gy):
+        return gy * 2 * self.x
+
+
+class Sin(_Unary):
+    f = staticmethod(lambda xp, x: xp.sin(x))
+
+    def backward(self, gy):
+        return gy * xp_of(gy).cos(self.x)
+
+
+class Cos(_Unary):
+    f = staticmethod(lambda xp, x: xp.cos(x))
+
+    def backward(self, gy):
+        return -gy * xp_of(gy).sin(self.x)
+
+
+class Tan(_Unary):
+    uses_inputs, uses_output = False, True
+    f = staticmethod(lambda xp, x: xp.tan(x))
+
+    def backward(self, gy):
+        return gy * (1 + self.y * self.y)
+
+
+class Atan(_Unary):
+    f = staticmethod(lambda xp, x: xp.arctan(x))
+
+    def backward(self, gy):
+        return gy / (1 + self.x * self.x)
+
+
+class Asin(_Unary):
+    f = staticmethod(lambda xp, x: xp.arcsin(x))
+
+    def backward(self, gy):
+        return gy / xp_of(gy).sqrt(1 - self.x * self.x)
+
+
+class Acos(_Unary):
+    f = staticmethod(lambda xp, x: xp.arccos(x))
+
+    def backward(self, gy):
+        return -gy / xp_of(gy).sqrt(1 - self.x * self.x)
+
+
+class Sinh(_Unary):
+    f = staticmethod(lambda xp, x: xp.sinh(x))
+
+    def backward(self, gy):
+        return gy * xp_of(gy).cosh(self.x)
+
+
+class Cosh(_Unary):
+    f = staticmethod(lambda xp, x: xp.cosh(x))
+
+    def backward(self, gy):
+        return gy * xp_of(gy).sinh(self.x)
+
+
+class Tanh(_Unary):
+    uses_inputs, uses_output = False, True
+    f = staticmethod(lambda xp, x: xp.tanh(x))
+
+    def backward(self, gy):
+        return gy * (1 - self.y * self.y)
+
+
+class Sigmoid(_Unary):
+    uses_inputs, uses_output = False, True
+
+    @staticmethod
+    def f(xp, x):
+        # split by sign so that exp never overflows
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        return gy * self.y * (1 - self.y)
+
+
+class Erf(_Unary):
+    f = staticmethod(lambda xp, x: _erf_array(xp, x))
+
+    def backward(self, gy):
+        return gy * (2.0 / math.sqrt(math.pi)) * xp_of(gy).exp(-self.x * self.x)
+
+
+class _Rounding(_Unary):
+    uses_inputs = False
+
+    def backward(self, gy):
+        return gy * 0
+
+
+class Floor(_Rounding):
+    f = staticmethod(lambda xp, x: xp.floor(x))
+
+
+class Ceil(_Rounding):
+    f = staticmethod(lambda xp, x: xp.ceil(x))
+
+
+class Trunc(_Rounding):
+    f = staticmethod(lambda xp, x: xp.trunc(x))
+
+
+class Round(_Rounding):
+    def __init__(self, dtype, decimals=0):
+        super().__init__(dtype)
+        self.decimals = decimals
+
+    def f(self, xp, x):
+        return xp.round(x, self.decimals)
+
+
+class Frac(_Unary):
+    uses_inputs = False
+    f = staticmethod(lambda xp, x: x - xp.trunc(x))
+
+    def backward(self, gy):
+        return gy
+
+
+def _erf_array(xp, x):
+    """erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit); scipy is not required."""
+    try:
+        if xp is np:
+            from scipy.special import erf
+        else:
+            from cupyx.scipy.special import erf
+        return erf(x).astype(x.dtype, copy=False)
+    except ImportError:
+        pass
+    z = xp.abs(x).astype(np.float64)
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
+            -0.82215223 + t * 0.17087277))))))))
+    erfc = t * xp.exp(poly)
+    return xp.where(x >= 0, 1 - erfc, erfc - 1).astype(x.dtype)
+
+
+def _unary(fn_cls, x, *, keep_int=False, inplace=False, **params):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn_cls.__name__.lower()}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    dt = x.dtype if keep_int else float_dtype(x.dtype)
+    if inplace and dt is not x.dtype:
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{x.dtype.title}")
+    fn = fn_cls(dt, **params)
+    fn.inplace = inplace
+    return fn(x)
+
+
+def _unary_pair(name, fn_cls, keep_int=False):
+    """Make ``name(x)`` and ``name_(x)`` for a unary Function class."""
+    def op(input, *, out=None):
+        return _write_out(_unary(fn_cls, input, keep_int=keep_int), out)
+
+    def op_(input):
+        return _unary(fn_cls, input, keep_int=keep_int, inplace=True)
+
+    op.__name__, op_.__name__ = name, name + "_"
+    op.__doc__ = f"Elementwise {name} (as ``torch.{name}``)."
+    op_.__doc__ = f"In-place {name}."
+    return op, op_
+
+
+neg, neg_ = _unary_pair("neg", Neg, keep_int=True)
+abs, abs_ = _unary_pair("abs", Abs, keep_int=True)
+sign, sign_ = _unary_pair("sign", Sign, keep_int=True)
+exp, exp_ = _unary_pair("exp", Exp)
+exp2, exp2_ = _unary_pair("exp2", Exp2)
+expm1, expm1_ = _unary_pair("expm1", Expm1)
+log, log_ = _unary_pair("log", Log)
+log2, log2_ = _unary_pair("log2", Log2)
+log10, log10_ = _unary_pair("log10", Log10)
+log1p, log1p_ = _unary_pair("log1p", Log1p)
+sqrt, sqrt_ = _unary_pair("sqrt", Sqrt)
+rsqrt, rsqrt_ = _unary_pair("rsqrt", Rsqrt)
+reciprocal, reciprocal_ = _unary_pair("reciprocal", Reciprocal)
+square, square_ = _unary_pair("square", Square, keep_int=True)
+sin, sin_ = _unary_pair("sin", Sin)
+cos, cos_ = _unary_pair("cos", Cos)
+tan, tan_ = _unary_pair("tan", Tan)
+atan, atan_ = _unary_pair("atan", Atan)
+asin, asin_ = _unary_pair("asin", Asin)
+acos, acos_ = _unary_pair("acos", Acos)
+sinh, sinh_ = _unary_pair("sinh", Sinh)
+cosh, cosh_ = _unary_pair("cosh", Cosh)
+tanh, tanh_ = _unary_pair("tanh", Tanh)
+sigmoid, sigmoid_ = _unary_pair("sigmoid", Sigmoid)
+erf, erf_ = _unary_pair("erf", Erf)
+floor, floor_ = _unary_pair("floor", Floor, keep_int=True)
+ceil, ceil_ = _unary_pair("ceil", Ceil, keep_int=True)
+trunc, trunc_ = _unary_pair("trunc", Trunc, keep_int=True)
+frac, frac_ = _unary_pair("frac", Frac)
+negative, absolute, arctan, arcsin, arccos, fix = neg, abs, atan, asin, acos, trunc
+
+
+def round(input, *, decimals=0):
+    return _unary(Round, input, keep_int=True, decimals=decimals)
+
+
+def round_(input, *, decimals=0):
+    return _unary(Round, input, keep_int=True, inplace=True, decimals=decimals)
+
+
+# ---- clamp and where -------------------------------------------------------------------------
+class Clamp(Function):
+    """clamp(x, lo, hi); each bound may be a tensor, a scalar or None."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype.np
+
+    def forward(self, x, lo, hi):
+        x = cast(x, self.dtype)
+        xp = xp_of(x)
+        y = x
+        self.below = self.above = None
+        if lo is not None:
+            lo = cast(lo, self.dtype)
+            self.below = x < lo
+            y = xp.maximum(y, lo)
+        if hi is not None:
+            hi = cast(hi, self.dtype)
+            self.above = x > hi
+            y = xp.minimum(y, hi)
+        if self.inplace:
+            x[...] = y
+            return x
+        return y if y is not x else x.copy()
+
+    def backward(self, gy):
+        out_of_range = [m for m in (self.below, self.above) if m is not None]
+        keep = ~out_of_range[0] if len(out_of_range) == 1 else ~(out_of_range[0] | out_of_range[1])
+        g_lo = gy * self.below if self.below is not None else None
+        g_hi = gy * self.above if self.above is not None else None
+        if self.below is not None and self.above is not None:
+            g_lo = gy * (self.below & ~self.above)
+        return gy * keep, g_lo, g_hi
+
+
+def clamp(input, min=None, max=None, *, out=None):
+    return _write_out(_clamp(input, min, max, inplace=False), out)
+
+
+def clamp_(input, min=None, max=None):
+    return _clamp(input, min, max, inplace=True)
+
+
+def _clamp(input, lo, hi, inplace):
+    if lo is None and hi is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dt = input.dtype if inplace else result_dtype(input, *[t for t in (lo, hi) if t is not None])
+    fn = Clamp(dt)
+    fn.inplace = inplace
+    return fn(input, lo, hi)
+
+
+clip, clip_ = clamp, clamp_
+
+
+class Where(Function):
+    def __init__(self, dtype):
+        self.dtype = dtype.np
+
+    def forward(self, cond, a, b):
+        self.cond = cond
+        return xp_of(cond).where(cond, cast(a, self.dtype), cast(b, self.dtype))
+
+    def backward(self, gy):
+        return None, gy * self.cond, gy * ~self.cond
+
+
+def where(condition, input=None, other=None):
+    if input is None and other is None:
+        from .indexing import nonzero
+        return nonzero(condition, as_tuple=True)
+    input = as_operand(input)
+    other = as_operand(other, like=condition)
+    dt = result_dtype(input, other)
+    cond = condition if condition.dtype is _dtype.bool_ else condition.bool()
+    return Where(dt)(cond, input, other)
+
+
+# ---- comparisons and logic (not differentiable) ------------------------------------------------
+class _Compare(Function):
+    def __init__(self, ufunc, dtype):
+        self.ufunc, self.dtype = ufunc, dtype.np
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        return getattr(xp_of(a, b), self.ufunc)(a, b)
+
+
+def _compare(ufunc):
+    def op(input, other):
+        a, b = as_operand(input), as_operand(other, like=input if isinstance(input, Tensor) else None)
+        return _Compare(ufunc, result_dtype(a, b))(a, b)
+    op.__name__ = ufunc
+    return op
+
+
+eq = _compare("equal")
+ne = _compare("not_equal")
+lt = _compare("less")
+le = _compare("less_equal")
+gt = _compare("greater")
+ge = _compare("greater_equal")
+eq.__name__, ne.__name__, lt.__name__, le.__name__, gt.__name__, ge.__name__ = "eq", "ne", "lt", "le", "gt", "ge"
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+
+class _Bitwise(Function):
+    def __init__(self, ufunc, dtype):
+        self.ufunc, self.dtype = ufunc, dtype.np
+
+    def forward(self, a, b=None):
+        fn = getattr(xp_of(a, b), self.ufunc)
+        if b is None:
+            return fn(a)
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        if self.inplace:
+            return fn(a, b, out=a)
+        return fn(a, b)
+
+
+def _bitwise(ufunc, name):
+    def op(input, other):
+        a, b = as_operand(input), as_operand(other, like=input if isinstance(input, Tensor) else None)
+        dt = result_dtype(a, b)
+        if dt.is_floating_point:
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
+        return _Bitwise(ufunc, dt)(a, b)
+    op.__name__ = name
+    return op
+
+
+bitwise_and = _bitwise("bitwise_and", "bitwise_and")
+bitwise_or = _bitwise("bitwise_or", "bitwise_or")
+bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
+
+
+def bitwise_not(input):
+    if input.dtype.is_floating_point:
+        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    ufunc = "logical_not" if input.dtype is _dtype.bool_ else "invert"
+    return _Bitwise(ufunc, input.dtype)(input)
+
+
+def logical_not(input):
+    return _Bitwise("logical_not", _dtype.bool_)(input)
+
+
+def _logical(ufunc):
+    def op(input, other):
+        a, b = as_operand(input), as_operand(other, like=input)
+        return _Bitwise(ufunc, result_dtype(a, b))(a, b)
+    op.__name__ = ufunc
+    return op
+
+
+logical_and = _logical("logical_and")
+logical_or = _logical("logical_or")
+logical_xor = _logical("logical_xor")
+
+
+class _Predicate(Function):
+    def __init__(self, ufunc):
+        self.ufunc = ufunc
+
+    def forward(self, x):
+        return getattr(xp_of(x), self.ufunc)(x)
+
+
+def isnan(input):
+    return _Predicate("isnan")(input)
+
+
+def isinf(input):
+    return _Predicate("isinf")(input)
+
+
+def isfinite(input):
+    return _Predicate("isfinite")(input)
+
+
+class NanToNum(Function):
+    def __init__(self, nan, posinf, neginf):
+        self.args = (nan, posinf, neginf)
+
+    def forward(self, x):
+        self.finite = xp_of(x).isfinite(x)
+        nan, posinf, neginf = self.args
+        return xp_of(x).nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+    def backward(self, gy):
+        return gy * self.finite
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    return NanToNum(nan, posinf, neginf)(input)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    from ..tensor import _new
+    a, b = input._data, as_operand(other)._data if isinstance(other, Tensor) else other
+    return _new(xp_of(a).isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return bool(isclose(input, other, rtol, atol, equal_nan)._data.all())
+
+
+def equal(input, other):
+    return input.shape == other.shape and bool((input._data == other._data).all())
+
+
+def lerp(input, end, weight):
+    return add(input, mul(weight, sub(end, input)))
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    return add(input, mul(tensor1, tensor2), alpha=value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    return add(input, div(tensor1, tensor2), alpha=value)
+
+
+# ---- Tensor methods and operators ----------------------------------------------------------------
+def _inplace_binary(fn_cls, **fixed):
+    def op_(self, other, **params):
+        other = as_operand(other, like=self)
+        dt = result_dtype(self, other)
+        if fn_cls is Div and params.get("rounding_mode") is None:
+            dt = float_dtype(dt)
+        from .._dtype import promote_types
+        if promote_types(dt, self.dtype) is not self.dtype:
+            raise RuntimeError(f"result type {dt.title} can't be cast to the desired "
+                               f"output type {self.dtype.title}")
+        fn = fn_cls(self.dtype, **fixed, **params)
+        fn.inplace = True
+        return fn(self, other)
+    return op_
+
+
+add_ = _inplace_binary(Add)
+sub_ = _inplace_binary(Sub)
+mul_ = _inplace_binary(Mul)
+div_ = _inplace_binary(Div)
+pow_ = _inplace_binary(Pow)
+remainder_ = _inplace_binary(Remainder)
+floor_divide_ = _inplace_binary(FloorDivide)
+
+
+def _reflect(fn):
+    return lambda self, other: fn(as_operand(other, like=self), self)
+
+
+def _inplace_bitwise(ufunc):
+    def op_(self, other):
+        fn = _Bitwise(ufunc, self.dtype)
+        fn.inplace = True
+        return fn(self, as_operand(other, like=self))
+    return op_
+
+
+for _name in ("add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
+              "maximum", "minimum", "atan2", "clamp", "clip", "clamp_", "clip_", "eq", "ne",
+              "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
+              "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_not", "logical_and",
+              "logical_or", "logical_xor", "isnan", "isinf", "isfinite", "nan_to_num", "isclose",
+              "allclose", "equal", "lerp", "addcmul", "addcdiv", "round", "round_",
+              "add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_"):
+    register_method(globals()[_name], _name)
+for _name in ("neg", "abs", "sign", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt",
+              "rsqrt", "reciprocal", "square", "sin", "cos", "tan", "atan", "asin", "acos", "sinh",
+              "cosh", "tanh", "sigmoid", "erf", "floor", "ceil", "trunc", "frac"):
+    register_method(globals()[_name], _name)
+    register_method(globals()[_name + "_"], _name + "_")
+register_method(neg, "negative")
+register_method(abs, "absolute")
+register_method(div, "divide")
+register_method(mul, "multiply")
+register_method(sub, "subtract")
+
+
+def _where_method(self, condition, other):
+    return where(condition, self, other)
+
+
+register_method(_where_method, "where")
+register_method(add, "__add__")
+register_method(_reflect(add), "__radd__")
+register_method(sub, "__sub__")
+register_method(_reflect(sub), "__rsub__")
+register_method(mul, "__mul__")
+register_method(_reflect(mul), "__rmul__")
+register_method(div, "__truediv__")
+register_method(_reflect(div), "__rtruediv__")
+register_method(floor_divide, "__floordiv__")
+register_method(_reflect(floor_divide), "__rfloordiv__")
+register_method(remainder, "__mod__")
+register_method(_reflect(remainder), "__rmod__")
+register_method(pow, "__pow__")
+register_method(_reflect(pow), "__rpow__")
+register_method(neg, "__neg__")
+register_method(lambda self: self, "__pos__")
+register_method(abs, "__abs__")
+register_method(eq, "__eq__")
+register_method(ne, "__ne__")
+register_method(lt, "__lt__")
+register_method(le, "__le__")
+register_method(gt, "__gt__")
+register_method(ge, "__ge__")
+register_method(bitwise_and, "__and__")
+register_method(_reflect(bitwise_and), "__rand__")
+register_method(bitwise_or, "__or__")
+register_method(_reflect(bitwise_or), "__ror__")
+register_method(bitwise_xor, "__xor__")
+register_method(_reflect(bitwise_xor), "__rxor__")
+register_method(bitwise_not, "__invert__")
+register_method(add_, "__iadd__")
+register_method(sub_, "__isub__")
+register_method(mul_, "__imul__")
+register_method(div_, "__itruediv__")
+register_method(floor_divide_, "__ifloordiv__")
+register_method(remainder_, "__imod__")
+register_method(pow_, "__ipow__")
+register_method(_inplace_bitwise("bitwise_and"), "__iand__")
+register_method(_inplace_bitwise("bitwise_or"), "__ior__")
+register_method(_inplace_bitwise("bitwise_xor"), "__ixor__")
+register_method(_inplace_bitwise("bitwise_and"), "bitwise_and_")
+register_method(_inplace_bitwise("bitwise_or"), "bitwise_or_")
+
+
+__all__ = [n for n, v in list(globals().items())
+           if callable(v) and n[0].islower() and getattr(v, "__module__", None) == __name__]

@@ -1,0 +1,448 @@
+"""``engine.Tensor``: an n-d array (numpy or cupy) with PyTorch's API and autograd bookkeeping.
+
+The class holds the state and the methods that are not ops; the ops in ``engine.ops`` attach
+themselves as methods (``x.exp()``, ``x + y``) through ``register_method``.
+"""
+import numbers
+import weakref
+
+import numpy as np
+
+from . import _dtype
+from ._device import array_module, device as _device, device_of, move
+from .autograd import grad_mode
+from .autograd.graph import run_backward
+
+
+class Size(tuple):
+    """A tensor shape (``torch.Size``): a tuple with ``numel()``."""
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"engine.Size([{', '.join(map(str, self))}])"
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+
+def _new(array, requires_grad=False):
+    """Wrap an array as a tensor without copying (internal fast path)."""
+    t = Tensor.__new__(Tensor)
+    t._data = array
+    t.requires_grad = requires_grad
+    t.grad = None
+    t.grad_fn = None
+    t._output_index = 0
+    t._version = [0]
+    t._base = None
+    t._accumulator = None
+    t._hooks = None
+    return t
+
+
+def register_method(fn, *names):
+    """Attach ``fn`` to Tensor under ``names`` (default: its own name)."""
+    for name in names or (fn.__name__,):
+        setattr(Tensor, name, fn)
+    return fn
+
+
+def to_array(data, dtype=None, device=None):
+    """Turn Python data, numpy/cupy arrays or tensors into an array with PyTorch's dtype inference."""
+    if isinstance(data, Tensor):
+        arr = data._data
+    elif isinstance(data, np.ndarray) or type(data).__module__.startswith("cupy"):
+        arr = data
+    else:
+        arr = np.asarray(_unwrap_sequence(data))
+        if dtype is None:
+            if arr.dtype.kind == "f":
+                arr = arr.astype(_dtype.get_default_dtype().np)
+            elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
+                arr = arr.astype(np.int64)
+            elif arr.dtype.kind == "O":
+                raise TypeError(f"can't convert {type(data).__name__} of mixed objects to a tensor")
+    if dtype is not None:
+        arr = arr.astype(_dtype.to_dtype(dtype).np, copy=False)
+    else:
+        _dtype.from_numpy_dtype(arr.dtype)  # rejects types the engine lacks
+    if device is not None:
+        arr = move(arr, device)
+    return arr
+
+
+def _unwrap_sequence(data):
+    """Tensors nested in lists become arrays (``engine.tensor([t1, t2])``)."""
+    if isinstance(data, Tensor):
+        return data.detach().cpu()._data
+    if isinstance(data, (list, tuple)):
+        return [_unwrap_sequence(d) for d in data]
+    return data
+
+
+class Tensor:
+    """A multi-dimensional array that can record the operations applied to it."""
+
+    __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
+
+    def __init__(self, *args, dtype=None, device=None, requires_grad=False):
+        if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+            arr = to_array(args[0], dtype or _dtype.get_default_dtype(), device)
+        else:
+            shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            np_dtype = _dtype.to_dtype(dtype or _dtype.get_default_dtype()).np
+            arr = move(np.empty(tuple(int(s) for s in shape), np_dtype), device or "cpu")
+        self.__dict__.update(_new(arr, requires_grad).__dict__)
+
+    # ---- state -------------------------------------------------------------------------------
+    @property
+    def data(self):
+        """This tensor's values, detached from the graph (shares storage)."""
+        t = _new(self._data)
+        t._version = self._version
+        return t
+
+    @data.setter
+    def data(self, value):
+        self._data = value._data if isinstance(value, Tensor) else to_array(value)
+
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return _dtype.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self):
+        return device_of(self._data)
+
+    @property
+    def is_cuda(self):
+        return self.device.type == "cuda"
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self):
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self):
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return int(self._data.nbytes)
+
+    def stride(self, dim=None):
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+
+    def is_contiguous(self, memory_format=None):
+        return bool(self._data.flags.c_contiguous)
+
+    def is_floating_point(self):
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self):
+        return False
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def layout(self):
+        return "strided"
+
+    def data_ptr(self):
+        xp = array_module(self._data)
+        if xp is np:
+            return self._data.__array_interface__["data"][0]
+        return self._data.data.ptr
+
+    def get_device(self):
+        d = self.device
+        return -1 if d.type == "cpu" else (d.index or 0)
+
+    # ---- conversions -------------------------------------------------------------------------
+    def numpy(self, force=False):
+        if self.requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if self.device.type != "cpu":
+            if not force:
+                raise TypeError(f"can't convert {self.device} device type tensor to numpy. "
+                                "Use Tensor.cpu() to copy the tensor to host memory first.")
+            return move(self._data, "cpu")
+        return self._data
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return move(self._data, "cpu").tolist()
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(()).item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.detach().cpu()._data
+        return arr if dtype is None else arr.astype(dtype)
+
+    __hash__ = object.__hash__
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (move(self._data, "cpu"), self.requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
+                               "the deepcopy protocol at the moment.")
+        new = type(self).__new__(type(self))
+        new.__dict__.update(_new(self._data.copy(), self.requires_grad).__dict__)
+        for k, v in self.__dict__.items():
+            if k not in new.__dict__:
+                import copy
+                new.__dict__[k] = copy.deepcopy(v, memo)
+        if self.grad is not None:
+            new.grad = _new(self.grad._data.copy())
+        memo[id(self)] = new
+        return new
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return format(self.item(), spec)
+        return object.__format__(self, spec)
+
+    def __repr__(self):
+        from ._repr import tensor_repr
+        return tensor_repr(self)
+
+    # ---- autograd ----------------------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``torch.Tensor.backward``)."""
+        if create_graph:
+            raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+        if not self.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
+        if gradient is None:
+            if self._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            grad = array_module(self._data).ones(self._data.shape, self._data.dtype)
+        else:
+            grad = to_array(gradient)
+            if grad.shape != self._data.shape:
+                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {Size(grad.shape)} "
+                                   f"and output[0] has a shape of {self.shape}.")
+        if inputs is not None:
+            from .autograd import grad as _grad
+            inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+            grads = _grad([self], inputs, [_new(grad)], retain_graph=bool(retain_graph), allow_unused=True)
+            for t, g in zip(inputs, grads):
+                if g is not None:
+                    if t.grad is None:
+                        t.grad = g
+                    else:
+                        t.grad._data += g._data
+            return
+        run_backward([self], [grad], retain_graph=bool(retain_graph))
+
+    def detach(self):
+        t = _new(self._data)
+        t._version = self._version
+        return t
+
+    def detach_(self):
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
+                               "to use a computed variable in a subgraph that doesn't require "
+                               "differentiation use var_no_grad = var.detach().")
+        if requires_grad and self._data.dtype.kind != "f":
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        self.requires_grad = requires_grad
+        return self
+
+    def retain_grad(self):
+        if self.grad_fn is None:
+            return
+        node = self.grad_fn
+        if getattr(node, "retained", None) is None:
+            node.retained = {}
+        node.retained[self._output_index] = weakref.ref(self)
+
+    @property
+    def retains_grad(self):
+        node = self.grad_fn
+        return node is not None and self._output_index in (getattr(node, "retained", None) or {})
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new grad."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is None:
+            if self._hooks is None:
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            node = self.grad_fn
+            if getattr(node, "hooks", None) is None:
+                node.hooks = {}
+            hooks = node.hooks.setdefault(self._output_index, [])
+        hooks.append(hook)
+        return _HookHandle(hooks, hook)
+
+    # ---- device and dtype moves --------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; keeps autograd."""
+        dtype = kwargs.get("dtype")
+        dev = kwargs.get("device")
+        copy = kwargs.get("copy", False)
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype, dev = a.dtype, a.device
+            elif isinstance(a, _dtype.dtype) or a in (float, int, bool):
+                dtype = a
+            elif a is not None:
+                dev = a
+        from .ops.convert import to_device, to_dtype
+        out = self
+        if dev is not None and _device(dev) != self.device:
+            out = to_device(out, _device(dev))
+        if dtype is not None and _dtype.to_dtype(dtype) is not self.dtype:
+            out = to_dtype(out, _dtype.to_dtype(dtype))
+        if copy and out is self:
+            out = self.clone()
+        return out
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return f"engine.{_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}"
+        return self.to(dtype)
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to("cuda" if device is None else _device("cuda", device if isinstance(device, int) else None))
+
+    def float(self):
+        return self.to(_dtype.float32)
+
+    def double(self):
+        return self.to(_dtype.float64)
+
+    def half(self):
+        return self.to(_dtype.float16)
+
+    def long(self):
+        return self.to(_dtype.int64)
+
+    def int(self):
+        return self.to(_dtype.int32)
+
+    def short(self):
+        return self.to(_dtype.int16)
+
+    def char(self):
+        return self.to(_dtype.int8)
+
+    def byte(self):
+        return self.to(_dtype.uint8)
+
+    def bool(self):
+        return self.to(_dtype.bool_)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        arr = to_array(data, dtype or self.dtype, device or self.device)
+        return _new(arr.copy(), requires_grad)
+
+
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+               "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+
+
+class _HookHandle:
+    def __init__(self, hooks, hook):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self):
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
+
+
+def _rebuild(array, requires_grad):
+    return _new(array, requires_grad)
+
+
+def _wrap_dim(dim, ndim):
+    """A possibly negative dim made positive, with PyTorch's IndexError when out of range."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)

@@ -1,0 +1,1 @@
+"""Utilities: data loading and thread control."""

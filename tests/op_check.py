@@ -1,0 +1,107 @@
+"""One helper that checks any op against PyTorch: forward values and the gradient of every input.
+
+    check_op(lambda x, y: engine.add(x, y), lambda x, y: torch.add(x, y), [a, b])
+
+``inputs`` are numpy arrays (float arrays get ``requires_grad``) or plain Python values passed
+through unchanged. Both sides get the same values; the backward pass uses the same seeded
+upstream gradient for every floating output.
+"""
+import numpy as np
+import torch
+
+import engine
+
+RNG_SEED = 1234
+
+
+def rel_err(ours, ref):
+    """max |ours - ref| / max |ref| (absolute when ref is all zeros)."""
+    ours, ref = np.asarray(ours, np.float64), np.asarray(ref, np.float64)
+    if ours.shape != ref.shape:
+        raise AssertionError(f"shape mismatch: ours {ours.shape} vs torch {ref.shape}")
+    if ours.size == 0:
+        return 0.0
+    both_nan = np.isnan(ours) & np.isnan(ref)
+    both_inf = np.isinf(ours) & np.isinf(ref) & (np.sign(ours) == np.sign(ref))
+    same = both_nan | both_inf
+    diff = np.where(same, 0.0, np.abs(ours - ref))
+    if np.isnan(diff).any():
+        return float("inf")
+    scale = np.abs(np.where(same, 0.0, ref)).max()
+    return float(diff.max() / scale) if scale > 0 else float(diff.max())
+
+
+def assert_close(ours, ref, rtol=1e-5, what="output"):
+    err = rel_err(ours, ref)
+    assert err <= rtol, f"{what}: relative error {err:.3g} > {rtol:g}"
+
+
+def noncontiguous(arr):
+    """The same values as ``arr`` in a non-contiguous (transposed-storage) layout."""
+    if arr.ndim < 2:
+        return np.repeat(arr, 2)[::2] if arr.ndim == 1 else arr
+    return np.ascontiguousarray(arr.swapaxes(-1, -2)).swapaxes(-1, -2)
+
+
+def _outputs(result):
+    if isinstance(result, (tuple, list)):
+        return list(result)
+    if hasattr(result, "values") and hasattr(result, "indices") and not callable(result.values):
+        return [result.values, result.indices]
+    return [result]
+
+
+def _to_numpy(t):
+    if isinstance(t, torch.Tensor):
+        return t.detach().numpy()
+    if isinstance(t, engine.Tensor):
+        return t.detach().numpy()
+    return np.asarray(t)
+
+
+def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_dtype=True):
+    """Run ``ours`` on engine tensors and ``theirs`` on torch tensors; compare values and grads."""
+    grad_rtol = rtol if grad_rtol is None else grad_rtol
+    e_in, t_in = [], []
+    for x in inputs:
+        if isinstance(x, np.ndarray):
+            needs = grad and x.dtype.kind == "f"
+            t_in.append(torch.from_numpy(x.copy() if x.flags.c_contiguous else noncontiguous(x.copy()))
+                        .requires_grad_(needs))
+            e_in.append(engine.from_numpy(x.copy() if x.flags.c_contiguous else noncontiguous(x.copy()))
+                        .requires_grad_(needs))
+        else:
+            t_in.append(x)
+            e_in.append(x)
+    e_out, t_out = _outputs(ours(*e_in)), _outputs(theirs(*t_in))
+    assert len(e_out) == len(t_out), f"{len(e_out)} outputs vs torch {len(t_out)}"
+    for i, (e, t) in enumerate(zip(e_out, t_out)):
+        if check_dtype and isinstance(t, torch.Tensor):
+            assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], \
+                f"output {i} dtype {e.dtype} vs torch {t.dtype}"
+        if isinstance(t, torch.Tensor) and not t.dtype.is_floating_point:
+            np.testing.assert_array_equal(_to_numpy(e), _to_numpy(t), err_msg=f"output {i}")
+        else:
+            assert_close(_to_numpy(e), _to_numpy(t), rtol, f"output {i}")
+    if not grad:
+        return e_out
+    rng = np.random.default_rng(RNG_SEED)
+    e_roots, t_roots, e_grads, t_grads = [], [], [], []
+    for e, t in zip(e_out, t_out):
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            g = rng.standard_normal(tuple(t.shape)).astype(_to_numpy(t).dtype)
+            e_roots.append(e), t_roots.append(t)
+            e_grads.append(engine.from_numpy(g)), t_grads.append(torch.from_numpy(g))
+    if not t_roots:
+        return e_out
+    torch.autograd.backward(t_roots, t_grads)
+    engine.autograd.backward(e_roots, e_grads)
+    for i, (e, t) in enumerate(zip(e_in, t_in)):
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            if t.grad is None:
+                assert e.grad is None or not np.any(e.grad.numpy()), f"input {i}: torch has no grad"
+                continue
+            assert e.grad is not None, f"input {i}: no gradient computed"
+            assert tuple(e.grad.shape) == tuple(t.grad.shape), f"input {i} grad shape"
+            assert_close(e.grad.numpy(), t.grad.numpy(), grad_rtol, f"grad of input {i}")
+    return e_out
