@@ -1,0 +1,2 @@
+"""Placeholder: filled in by the engine-core work."""
+__all__ = []
