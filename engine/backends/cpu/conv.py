@@ -5,8 +5,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 # Below this many output pixels per image the batch is folded into the GEMM's column axis: one wide
-# GEMM beats N narrow ones once images are small, and the transposes it costs are small too.
+# GEMM beats N narrow ones once images are small, and the transposes it costs are small too.  A 1x1
+# kernel needs no im2col copy unfolded, so folding (which copies) pays off only for smaller images.
 _FOLD_MAX_PIXELS = 400
+_FOLD_MAX_PIXELS_1X1 = 100
 
 ConvSaved = namedtuple("ConvSaved", "x_shape w col fold stride pads dilation groups")
 ConvSaved.__doc__ = "What conv2d_backward needs: the weight, the forward's column matrix and the geometry."
@@ -33,23 +35,29 @@ def _pad_crop(x, top, bottom, left, right):
     return out
 
 
+def _fold(n, pixels, kernel_1x1):
+    """Whether to fold the batch into the GEMM columns (see _FOLD_MAX_PIXELS)."""
+    return n > 1 and pixels < (_FOLD_MAX_PIXELS_1X1 if kernel_1x1 else _FOLD_MAX_PIXELS)
+
+
 def _out_size(size, k, stride, dilation):
     """Number of window positions along an already padded axis."""
     return (size - dilation * (k - 1) - 1) // stride + 1
 
 
-def _im2col(x, kh, kw, stride, pads, dilation, groups):
+def _im2col(x, kh, kw, stride, pads, dilation, groups, taps_first=False):
     """Column matrix of x, shaped (B, groups, C/groups*kh*kw, L), plus (OH, OW, fold).
 
     Unfolded (B = N, L = OH*OW): each image is its own GEMM and the result is NCHW with no transpose.
     Folded (B = 1, L = N*OH*OW): one wide GEMM, used when images are small.
+    Rows are ordered (channel, kh, kw) within a group, or (kh, kw, channel) with taps_first.
     """
     xp = _pad_crop(x, *pads)
     N, C, Hp, Wp = xp.shape
     sh, sw = stride
     dh, dw = dilation
     OH, OW = _out_size(Hp, kh, sh, dh), _out_size(Wp, kw, sw, dw)
-    fold = N > 1 and OH * OW < _FOLD_MAX_PIXELS
+    fold = _fold(N, OH * OW, kh == kw == 1)
     cg = C // groups * kh * kw
     if kh == kw == 1:  # no taps to unfold: subsample (a no-op for stride 1) and, if folding, transpose
         v = xp[:, :, :(OH - 1) * sh + 1:sh, :(OW - 1) * sw + 1:sw]
@@ -57,10 +65,12 @@ def _im2col(x, kh, kw, stride, pads, dilation, groups):
             return v.transpose(1, 0, 2, 3).reshape(1, groups, cg, N * OH * OW), OH, OW, fold
         return v.reshape(N, groups, cg, OH * OW), OH, OW, fold
     sN, sC, sH, sW = xp.strides
+    rows = ((groups, kh, kw, C // groups), (sC * (C // groups), sH * dh, sW * dw, sC)) if taps_first else \
+        ((C, kh, kw), (sC, sH * dh, sW * dw))
     if fold:
-        v = as_strided(xp, (C, kh, kw, N, OH, OW), (sC, sH * dh, sW * dw, sN, sH * sh, sW * sw))
+        v = as_strided(xp, rows[0] + (N, OH, OW), rows[1] + (sN, sH * sh, sW * sw))
         return np.ascontiguousarray(v).reshape(1, groups, cg, N * OH * OW), OH, OW, fold
-    v = as_strided(xp, (N, C, kh, kw, OH, OW), (sN, sC, sH * dh, sW * dw, sH * sh, sW * sw))
+    v = as_strided(xp, (N,) + rows[0] + (OH, OW), (sN,) + rows[1] + (sH * sh, sW * sw))
     return np.ascontiguousarray(v).reshape(N, groups, cg, OH * OW), OH, OW, fold
 
 
@@ -114,6 +124,19 @@ def _phase_taps(r, s, pad, d, k, out_len, in_len):
 def _data_grad(gy, w, in_hw, stride, pad_tl, dilation, groups):
     """Gradient w.r.t. the input of a convolution (= transposed convolution of gy), shape (N, C, *in_hw).
 
+    Two exact algorithms with the same GEMM flops; the faster depends on the shape (measured on ResNet
+    layers): col2im needs no transposed weight copy and wins for 1x1 kernels and when the input has fewer
+    channels than the output (its column matrix is then the smaller one); otherwise the phase-wise
+    correlation wins because its GEMM runs on an unpadded grid and needs no reduction pass.
+    """
+    if w.shape[2] * w.shape[3] == 1 or w.shape[1] * groups < gy.shape[1]:
+        return _data_grad_col2im(gy, w, in_hw, stride, pad_tl, dilation, groups)
+    return _data_grad_phases(gy, w, in_hw, stride, pad_tl, dilation, groups)
+
+
+def _data_grad_col2im(gy, w, in_hw, stride, pad_tl, dilation, groups):
+    """Input gradient by one GEMM, dcol = w^T @ gy, followed by an overlap-add done as a reduction.
+
     One GEMM gives every tap's contribution, dcol = w^T @ gy, computed on a zero-padded gy grid.  The
     scatter-add back to pixels (col2im) is then a reduction over a strided view of dcol: for the input
     rows/cols congruent to (rh, rw) modulo the stride, the contributing taps and gy positions both
@@ -131,7 +154,7 @@ def _data_grad(gy, w, in_hw, stride, pad_tl, dilation, groups):
     left, right = (max([0] + [p[i] for p in cols if p]) for i in (2, 3))
     gyp = _pad_crop(gy, top, bottom, left, right)
     OHp, OWp = gyp.shape[2:]
-    fold = N > 1 and OHp * OWp < _FOLD_MAX_PIXELS
+    fold = _fold(N, OHp * OWp, KH == KW == 1)
     dcol = np.matmul(w.reshape(groups, O // groups, -1).swapaxes(1, 2), _to_cols_layout(gyp, groups, fold))
     if KH == KW == 1 and sh == sw == 1 and (OHp, OWp) == (H, W):
         return _from_cols_layout(dcol, N, H, W, fold)
@@ -151,7 +174,40 @@ def _data_grad(gy, w, in_hw, stride, pad_tl, dilation, groups):
             view = as_strided(flat[start:], (N, C, len(th), len(tw), (H - rh + sh - 1) // sh, (W - rw + sw - 1) // sw),
                               tuple(dcol.itemsize * v for v in
                                     (s_n, s_c, step_h * s_kh + ddh * OWp, step_w * s_kw + ddw, OWp, 1)))
-            np.sum(view, axis=(2, 3), out=gx[:, :, rh::sh, rw::sw])
+            if len(th) * len(tw) == 1:
+                gx[:, :, rh::sh, rw::sw] = view[:, :, 0, 0]
+            else:
+                np.sum(view, axis=(2, 3), out=gx[:, :, rh::sh, rw::sw])
+    return gx
+
+
+def _data_grad_phases(gy, w, in_hw, stride, pad_tl, dilation, groups):
+    """Input gradient as stride-1 correlations of gy with flipped sub-kernels, one per stride phase.
+
+    The input rows/cols congruent to (rh, rw) modulo the stride only see a subset of the taps, so each
+    of the stride*stride phases is an im2col + GEMM with no work spent on inserted zeros.
+    """
+    N, O, OH, OW = gy.shape
+    _, cg, KH, KW = w.shape
+    H, W = in_hw
+    (sh, sw), (dh, dw) = stride, dilation
+    og = O // groups
+    # (G, Cg, KH, KW, Og): rows of the transposed weight ordered like taps_first columns.
+    wt = np.ascontiguousarray(w.reshape(groups, og, cg * KH * KW).transpose(0, 2, 1)).reshape(groups, cg, KH, KW, og)
+    rows = [_phase_taps(r, sh, pad_tl[0], dh, KH, OH, H) for r in range(min(sh, H))]
+    cols = [_phase_taps(r, sw, pad_tl[1], dw, KW, OW, W) for r in range(min(sw, W))]
+    gx = None if sh == sw == 1 else np.zeros((N, groups * cg, H, W), gy.dtype)
+    for rh, ph in enumerate(rows):
+        for rw, pw in enumerate(cols):
+            if ph is None or pw is None:
+                continue
+            col, qh, qw, fold = _im2col(gy, len(ph[0]), len(pw[0]), (1, 1), (ph[2], ph[3], pw[2], pw[3]),
+                                        (ph[1], pw[1]), groups, taps_first=True)
+            sub = wt[:, :, ph[0]][:, :, :, pw[0]].reshape(groups, cg, -1)
+            g = _from_cols_layout(np.matmul(sub, col), N, qh, qw, fold)
+            if gx is None:  # stride 1: a single phase covering every pixel
+                return g
+            gx[:, :, rh::sh, rw::sw] = g
     return gx
 
 

@@ -1,0 +1,1 @@
+"""Compute backends: array kernels the autograd functions call."""

@@ -1,0 +1,1 @@
+"""numpy CPU kernels: convolution, pooling and interpolation forward/backward on ndarrays."""
