@@ -17,15 +17,23 @@ def _float_formatter(arr):
     return lambda v: f"{v:.4f}" if np.isfinite(v) else f"{v}"
 
 
+def _padded(fmt, arr):
+    """Right-align every element to the widest one, as PyTorch prints."""
+    flat = arr.ravel()
+    sample = flat if flat.size <= 1000 else np.concatenate([flat[:500], flat[-500:]])
+    width = max((len(fmt(v)) for v in sample), default=0)
+    return lambda v: fmt(v).rjust(width)
+
+
 def tensor_repr(t):
     arr = move(t._data, "cpu")
     prefix = "tensor("
     if arr.dtype.kind == "f":
-        formatter = {"float_kind": _float_formatter(arr.astype(np.float64))}
+        formatter = {"float_kind": _padded(_float_formatter(arr.astype(np.float64)), arr)}
     elif arr.dtype.kind == "b":
-        formatter = {"bool": lambda v: "True" if v else "False"}
+        formatter = {"bool": _padded(lambda v: "True" if v else "False", arr)}
     else:
-        formatter = None
+        formatter = {"int": _padded(str, arr)}
     if arr.size == 0 and arr.ndim > 1:
         body = "[]"
     else:

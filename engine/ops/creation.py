@@ -29,8 +29,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     arr = to_array(data, dtype, device)
     if isinstance(data, Tensor) or isinstance(data, np.ndarray):
         arr = arr.copy()
-    return _finish(np.ascontiguousarray(arr) if isinstance(arr, np.ndarray) else arr,
-                   requires_grad=requires_grad)
+    return _finish(arr, requires_grad=requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):

@@ -181,7 +181,21 @@ def _binary(fn_cls, a, b, *, float_result=False, inplace=False, **params):
         dt = float_dtype(dt)
     fn = fn_cls(dt, **params)
     fn.inplace = inplace
+    check_broadcast(a, b)
     return fn(a, b)
+
+
+def check_broadcast(a, b):
+    """Raise PyTorch's error when two operands' shapes do not broadcast."""
+    sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
+    if sa == sb:
+        return
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    for dim in range(n - 1, -1, -1):
+        if pa[dim] != pb[dim] and pa[dim] != 1 and pb[dim] != 1:
+            raise RuntimeError(f"The size of tensor a ({pa[dim]}) must match the size of tensor b "
+                               f"({pb[dim]}) at non-singleton dimension {dim}")
 
 
 def add(input, other, *, alpha=1, out=None):
@@ -665,6 +679,7 @@ class _Compare(Function):
 def _compare(ufunc):
     def op(input, other):
         a, b = as_operand(input), as_operand(other, like=input if isinstance(input, Tensor) else None)
+        check_broadcast(a, b)
         return _Compare(ufunc, result_dtype(a, b))(a, b)
     op.__name__ = ufunc
     return op

@@ -173,3 +173,12 @@ def test_inplace_under_no_grad_on_leaf_is_allowed():
     with engine.no_grad():
         w.mul_(2)
     assert w.tolist() == [2.0, 2.0, 2.0] and w.is_leaf and w.requires_grad
+
+
+def test_broadcast_mismatch_names_the_sizes():
+    a, b = engine.ones(2, 3), engine.ones(4)
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(3\) must match the size of tensor b \(4\) "
+                                           r"at non-singleton dimension 1"):
+        a + b
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        a < b
