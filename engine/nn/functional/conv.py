@@ -1,2 +1,177 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""Convolutions: conv1d, conv2d, conv_transpose1d/2d — argument handling around the backend kernels.
+
+1-D convolutions run as 2-D ones over a height of 1; the kernels (im2col + one GEMM) live in
+``engine.backends``.
+"""
+from ... import backends
+from ...autograd.function import Function
+from ...tensor import Tensor
+
+
+def _tuple(value, n, name):
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match "
+                           f"the convolution dimensions, but got {name}={list(value)}")
+    return value
+
+
+class ConvNd(Function):
+    """conv1d/conv2d: 1-D runs as 2-D with a unit height axis."""
+
+    def __init__(self, nd, stride, pads, dilation, groups):
+        self.nd, self.stride, self.pads, self.dilation, self.groups = nd, stride, pads, dilation, groups
+
+    def forward(self, x, w, b):
+        if self.nd == 1:
+            x, w = x[:, :, None, :], w[:, :, None, :]
+        self.kernels = backends.kernels(x, "conv")
+        y, self.saved = self.kernels.conv2d_forward(x, w, b, self.stride, self.pads, self.dilation, self.groups)
+        return y[:, :, 0, :] if self.nd == 1 else y
+
+    def backward(self, gy):
+        if self.nd == 1:
+            gy = gy[:, :, None, :]
+        needs = tuple(self.needs_input_grad) + (False,) * (3 - len(self.needs_input_grad))
+        gx, gw, gb = self.kernels.conv2d_backward(gy, self.saved, *needs)
+        if self.nd == 1:
+            gx = None if gx is None else gx[:, :, 0, :]
+            gw = None if gw is None else gw[:, :, 0, :]
+        return gx, gw, gb
+
+
+class ConvTransposeNd(Function):
+    def __init__(self, nd, stride, padding, output_padding, dilation, groups):
+        self.nd = nd
+        self.args = (stride, padding, output_padding, dilation, groups)
+
+    def forward(self, x, w, b):
+        if self.nd == 1:
+            x, w = x[:, :, None, :], w[:, :, None, :]
+        self.kernels = backends.kernels(x, "conv")
+        y, self.saved = self.kernels.conv_transpose2d_forward(x, w, b, *self.args)
+        return y[:, :, 0, :] if self.nd == 1 else y
+
+    def backward(self, gy):
+        if self.nd == 1:
+            gy = gy[:, :, None, :]
+        needs = tuple(self.needs_input_grad) + (False,) * (3 - len(self.needs_input_grad))
+        gx, gw, gb = self.kernels.conv_transpose2d_backward(gy, self.saved, *needs)
+        if self.nd == 1:
+            gx = None if gx is None else gx[:, :, 0, :]
+            gw = None if gw is None else gw[:, :, 0, :]
+        return gx, gw, gb
+
+
+def _check(input, weight, bias, nd, groups, transposed=False):
+    if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"conv{nd}d(): input and weight must be Tensors")
+    if weight.dim() != nd + 2:
+        raise RuntimeError(f"weight should have at least three dimensions" if weight.dim() < 3 else
+                           f"Expected {nd + 2}-dimensional weight for conv{nd}d, but got "
+                           f"{weight.dim()}-dimensional weight of size {list(weight.shape)}")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to conv{nd}d, but got "
+                           f"input of size: {list(input.shape)}")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"Input type ({input.dtype.title}) and weight type ({weight.dtype.title}) "
+                           "should be the same")
+    if not input.is_floating_point():
+        raise RuntimeError(f"\"conv{nd}d\" not implemented for '{input.dtype.title}'")
+    channels = input.shape[-nd - 1]
+    expected = weight.shape[0] if transposed else weight.shape[1] * groups
+    if channels != expected:
+        if transposed:
+            raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+                               f"{list(input.shape)} to have {weight.shape[0]} channels, but got {channels} "
+                               "channels instead")
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected input"
+                           f"{list(input.shape)} to have {weight.shape[1] * groups} channels, but got "
+                           f"{channels} channels instead")
+    out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                           f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
+
+
+def _pads(padding, kernel, dilation, stride, nd):
+    """(top, bottom, left, right) from torch's int / tuple / 'same' / 'valid'."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            pairs = [(0, 0)] * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
+            pairs = [(t // 2, t - t // 2) for t in totals]
+        else:
+            raise RuntimeError(f"Invalid padding string '{padding}'")
+    else:
+        pairs = [(p, p) for p in _tuple(padding, nd, "padding")]
+    if nd == 1:
+        pairs = [(0, 0)] + pairs
+    return pairs[0] + pairs[1]
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
+    _check(input, weight, bias, nd, groups)
+    stride, dilation = _tuple(stride, nd, "stride"), _tuple(dilation, nd, "dilation")
+    kernel = tuple(weight.shape[2:])
+    pads = _pads(padding, kernel, dilation, stride, nd)
+    spatial = input.shape[-nd:]
+    padded = [n + pads[2 * i] + pads[2 * i + 1] for i, n in enumerate(([1] if nd == 1 else []) + list(spatial))]
+    padded = padded[-nd:]
+    extents = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
+    if any(p < e for p, e in zip(padded, extents)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+                           f"Kernel size: ({' x '.join(map(str, extents))}). Kernel size can't be greater "
+                           "than actual input size")
+    unbatched = input.dim() == nd + 1
+    x = input.unsqueeze(0) if unbatched else input
+    fn = ConvNd(nd, (1,) + stride if nd == 1 else stride, pads, (1,) + dilation if nd == 1 else dilation, groups)
+    out = fn(x, weight, bias)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D convolution over (N, C, L) inputs (as ``torch.nn.functional.conv1d``)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D convolution over (N, C, H, W) inputs (as ``torch.nn.functional.conv2d``)."""
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+    _check(input, weight, bias, nd, groups, transposed=True)
+    stride, padding = _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
+    output_padding, dilation = _tuple(output_padding, nd, "output_padding"), _tuple(dilation, nd, "dilation")
+    for op, s, d in zip(output_padding, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding: {list(output_padding)}, stride: {list(stride)}, "
+                               f"dilation: {list(dilation)}")
+    if nd == 1:
+        stride, padding, output_padding, dilation = ((1,) + stride, (0,) + padding, (0,) + output_padding,
+                                                     (1,) + dilation)
+    unbatched = input.dim() == nd + 1
+    x = input.unsqueeze(0) if unbatched else input
+    out = ConvTransposeNd(nd, stride, padding, output_padding, dilation, groups)(x, weight, bias)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed 2-D convolution with torch's weight layout (C_in, C_out/groups, KH, KW)."""
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
+
+
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]

@@ -1,0 +1,79 @@
+"""conv1d / conv2d / conv_transpose1d/2d through nn.functional against PyTorch."""
+import numpy as np
+import pytest
+import torch
+
+import engine
+import engine.nn.functional as F
+from op_check import check_op
+
+rng = np.random.default_rng(3)
+
+
+def rand(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+@pytest.mark.parametrize("n,c,h,w,o,k,stride,padding,dilation,groups,bias", [
+    (2, 3, 9, 11, 4, 3, 1, 1, 1, 1, True),
+    (1, 4, 8, 7, 6, 3, 2, 0, 1, 2, False),
+    (3, 4, 10, 9, 4, (3, 2), (2, 1), (1, 0), (2, 1), 4, True),
+    (2, 6, 7, 7, 6, 1, 1, 0, 1, 1, True),
+    (2, 5, 12, 13, 3, 5, 3, 2, 1, 1, True),
+    (2, 3, 8, 9, 4, 2, 1, "same", 1, 1, True),
+    (2, 3, 8, 9, 4, 3, 1, "same", 2, 1, False),
+    (2, 3, 8, 9, 4, 3, 1, "valid", 1, 1, True),
+])
+def test_conv2d(n, c, h, w, o, k, stride, padding, dilation, groups, bias):
+    kh, kw = (k, k) if isinstance(k, int) else k
+    inputs = [rand(n, c, h, w), rand(o, c // groups, kh, kw)] + ([rand(o)] if bias else [])
+
+    def call(lib_f):
+        return lambda x, wt, *b: lib_f.conv2d(x, wt, b[0] if b else None, stride, padding, dilation, groups)
+    check_op(call(F), call(torch.nn.functional), inputs, rtol=1e-4)
+
+
+def test_conv2d_float64_noncontiguous_and_unbatched():
+    x = np.ascontiguousarray(rand(2, 3, 9, 8, dtype=np.float64).transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)
+    check_op(lambda a, b: F.conv2d(a, b, padding=1), lambda a, b: torch.nn.functional.conv2d(a, b, padding=1),
+             [x, rand(4, 3, 3, 3, dtype=np.float64)], rtol=1e-10)
+    check_op(lambda a, b: F.conv2d(a, b), lambda a, b: torch.nn.functional.conv2d(a, b),
+             [rand(3, 6, 5), rand(2, 3, 3, 3)], rtol=1e-4)
+
+
+@pytest.mark.parametrize("stride,padding,dilation,groups", [(1, 0, 1, 1), (2, 1, 1, 2), (1, "same", 2, 1)])
+def test_conv1d(stride, padding, dilation, groups):
+    check_op(lambda x, w, b: F.conv1d(x, w, b, stride, padding, dilation, groups),
+             lambda x, w, b: torch.nn.functional.conv1d(x, w, b, stride, padding, dilation, groups),
+             [rand(2, 4, 13), rand(6, 4 // groups, 3), rand(6)], rtol=1e-4)
+
+
+@pytest.mark.parametrize("stride,padding,output_padding,dilation,groups", [
+    (1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (3, 2, 1, 2, 2), ((2, 1), (0, 1), (1, 0), 1, 1)])
+def test_conv_transpose2d(stride, padding, output_padding, dilation, groups):
+    check_op(lambda x, w, b: F.conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation),
+             lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, stride, padding, output_padding,
+                                                                  groups, dilation),
+             [rand(2, 4, 5, 6), rand(4, 6 // groups, 3, 3), rand(6)], rtol=1e-4)
+
+
+def test_conv_transpose1d():
+    check_op(lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1),
+             lambda x, w: torch.nn.functional.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1),
+             [rand(2, 3, 7), rand(3, 5, 4)], rtol=1e-4)
+
+
+def test_conv_errors_name_shapes():
+    x, w = engine.zeros(2, 4, 8, 8), engine.zeros(16, 3, 3, 3)
+    with pytest.raises(RuntimeError, match=r"Given groups=1, weight of size \[16, 3, 3, 3\], expected "
+                                           r"input\[2, 4, 8, 8\] to have 3 channels, but got 4 channels instead"):
+        F.conv2d(x, w)
+    with pytest.raises(RuntimeError, match=r"Calculated padded input size per channel: \(2 x 2\). Kernel size: "
+                                           r"\(3 x 3\). Kernel size can't be greater than actual input size"):
+        F.conv2d(engine.zeros(1, 3, 2, 2), w)
+    with pytest.raises(RuntimeError, match="padding='same' is not supported for strided convolutions"):
+        F.conv2d(engine.zeros(1, 3, 8, 8), w, stride=2, padding="same")
+    with pytest.raises(RuntimeError, match=r"Input type \(Double\) and weight type \(Float\) should be the same"):
+        F.conv2d(engine.zeros(1, 3, 8, 8, dtype=engine.float64), w)
+    with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d"):
+        F.conv2d(engine.zeros(3, 8), w)
