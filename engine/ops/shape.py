@@ -1,2 +1,856 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""Shape ops: views (view, reshape, permute, expand, slicing), joins, splits, flips, triangles.
+
+View ops return array views of their input and set ``is_view`` so that the output shares the
+input's version counter; their backward maps the gradient back through the same geometry.
+"""
+import numbers
+
+import numpy as np
+
+from ..autograd.function import Function
+from ..tensor import Size, Tensor, _new, register_method
+from .convert import clone
+from ._common import as_operand, cast, dims_tuple, result_dtype, shape_arg, wrap_dim, xp_of
+
+
+def _shape_str(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _dims_arg(args):
+    """Dims given as ``f(0, 2, 1)`` or ``f((0, 2, 1))``."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    return tuple(int(a) for a in args)
+
+
+def _share_version(outputs, source):
+    """Every output of a multi-output view op shares ``source``'s storage and version counter."""
+    base = source._base if source._base is not None else source
+    for out in outputs:
+        out._version = source._version
+        out._base = base
+    return outputs
+
+
+def infer_shape(shape, numel):
+    """``shape`` with its single -1 filled in; PyTorch's errors for impossible shapes."""
+    shape = tuple(int(s) for s in shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    for s in shape:
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s}")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{_shape_str(shape)}' is invalid for input of size {numel}")
+        i = unknown[0]
+        return shape[:i] + (numel // known,) + shape[i + 1:]
+    if known != numel:
+        raise RuntimeError(f"shape '{_shape_str(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+# ---- reshaping views ---------------------------------------------------------------------------
+class Reshape(Function):
+    """``x.reshape(shape)``: a view when the layout allows, else a copy (``view`` forbids the copy)."""
+
+    uses_inputs = False
+
+    def __init__(self, shape, must_view=False):
+        self.shape, self.must_view = shape, must_view
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        y = x.reshape(self.shape)
+        self.is_view = y.size == 0 or xp_of(x).may_share_memory(y, x)
+        if self.must_view and not self.is_view:
+            raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
+                               "least one dimension spans across two contiguous subspaces). Use "
+                               ".reshape(...) instead.")
+        return y
+
+    def backward(self, gy):
+        return gy.reshape(self.in_shape)
+
+
+def _reshape(x, shape, must_view=False):
+    shape = infer_shape(shape, x.numel())
+    if shape == tuple(x.shape) and not must_view:
+        return Reshape(shape)(x)
+    return Reshape(shape, must_view)(x)
+
+
+def view(input, *shape):
+    """A view with a new shape that must not copy (``Tensor.view``)."""
+    return _reshape(input, shape_arg(shape), must_view=True)
+
+
+def view_as(input, other):
+    return view(input, tuple(other.shape))
+
+
+def reshape(input, *shape):
+    """A view with a new shape when possible, otherwise a copy (``torch.reshape``)."""
+    return _reshape(input, shape_arg(shape))
+
+
+def reshape_as(input, other):
+    return reshape(input, tuple(other.shape))
+
+
+def ravel(input):
+    return reshape(input, -1)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims ``start_dim..end_dim`` into one (a 0-d tensor becomes 1-d)."""
+    if input.ndim == 0:
+        return reshape(input, 1)
+    start, end = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = tuple(input.shape)
+    return reshape(input, shape[:start] + (-1,) + shape[end + 1:])
+
+
+def unflatten(input, dim, sizes):
+    """Split dim ``dim`` into ``sizes`` (one entry may be -1)."""
+    d = wrap_dim(dim, input.ndim)
+    shape = tuple(input.shape)
+    sizes = tuple(int(s) for s in sizes)
+    try:
+        sizes = infer_shape(sizes, shape[d])
+    except RuntimeError:
+        raise RuntimeError(f"unflatten: Provided sizes {_shape_str(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({shape[d]}) in the input tensor") from None
+    return reshape(input, shape[:d] + sizes + shape[d + 1:])
+
+
+def squeeze(input, dim=None):
+    """Drop size-1 dims (all, one, or a tuple of them); other dims are left alone."""
+    shape = tuple(input.shape)
+    dims = set(range(len(shape))) if dim is None else set(dims_tuple(dim, input.ndim))
+    return reshape(input, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)))
+
+
+def unsqueeze(input, dim):
+    """Insert a size-1 dim at ``dim`` (in range ``[-ndim-1, ndim]``)."""
+    d = wrap_dim(dim, input.ndim + 1)
+    shape = tuple(input.shape)
+    return reshape(input, shape[:d] + (1,) + shape[d:])
+
+
+def _atleast(n, tensors):
+    """Reshape each tensor to at least ``n`` dims the way numpy/PyTorch's atleast_nd do."""
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    out = []
+    for t in tensors:
+        shape = tuple(t.shape)
+        if len(shape) < n:
+            if n == 3 and len(shape) == 2:
+                shape = shape + (1,)
+            elif n == 3 and len(shape) == 1:
+                shape = (1,) + shape + (1,)
+            else:
+                shape = (1,) * (n - len(shape)) + shape
+            t = reshape(t, shape)
+        out.append(t)
+    return out[0] if single else tuple(out)
+
+
+def atleast_1d(*tensors):
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors):
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors):
+    return _atleast(3, tensors)
+
+
+# ---- dim reordering ------------------------------------------------------------------------------
+class Permute(Function):
+    is_view, uses_inputs = True, False
+
+    def __init__(self, dims):
+        self.dims = dims
+
+    def forward(self, x):
+        return x.transpose(self.dims)
+
+    def backward(self, gy):
+        return gy.transpose(tuple(np.argsort(self.dims)))
+
+
+def permute(input, *dims):
+    """Reorder dims (a view)."""
+    dims = _dims_arg(dims)
+    if len(dims) != input.ndim:
+        raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not "
+                           "match the length of the desired ordering of dimensions i.e. input.dim() "
+                           f"= {input.ndim} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(wrap_dim(d, input.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return Permute(dims)(input)
+
+
+def transpose(input, dim0, dim1):
+    """Swap two dims (a view)."""
+    dims = list(range(input.ndim))
+    if input.ndim == 0:
+        wrap_dim(dim0, 0), wrap_dim(dim1, 0)
+        return Permute(())(input)
+    a, b = wrap_dim(dim0, input.ndim), wrap_dim(dim1, input.ndim)
+    dims[a], dims[b] = dims[b], dims[a]
+    return Permute(tuple(dims))(input)
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    """Transpose a matrix; 0-d and 1-d tensors come back as they are."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return transpose(input, 0, -1) if input.ndim == 2 else Permute(tuple(range(input.ndim)))(input)
+
+
+def _T(self):
+    return Permute(tuple(reversed(range(self.ndim))))(self)
+
+
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {self.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def movedim(input, source, destination):
+    """Move dims ``source`` to positions ``destination``; the others keep their order."""
+    src = (source,) if isinstance(source, numbers.Integral) else tuple(source)
+    dst = (destination,) if isinstance(destination, numbers.Integral) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} dims) "
+                           f"should contain the same number of dims as destination ({list(dst)} dims)")
+    n = input.ndim
+    src = [wrap_dim(d, n) for d in src]
+    dst = [wrap_dim(d, n) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError("movedim: repeated dim in `source` or `destination`")
+    rest = iter(d for d in range(n) if d not in src)
+    placed = dict(zip(dst, src))
+    order = tuple(placed[i] if i in placed else next(rest) for i in range(n))
+    return Permute(order)(input)
+
+
+moveaxis = movedim
+
+
+# ---- broadcasting views --------------------------------------------------------------------------
+class Expand(Function):
+    """A broadcast view (stride 0 along the expanded dims); backward sums back to the input."""
+
+    is_view, uses_inputs = True, False
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def forward(self, x):
+        return xp_of(x).broadcast_to(x, self.shape)
+
+    def backward(self, gy):
+        return gy
+
+
+def _expand_shape(shape, sizes):
+    """The target of ``expand(sizes)`` with -1 kept, checked with PyTorch's messages."""
+    lead = len(sizes) - len(shape)
+    if lead < 0:
+        raise RuntimeError(f"expand(torch.FloatTensor{{{_shape_str(shape)}}}, size={_shape_str(sizes)}): "
+                           "the number of sizes provided "
+                           f"({len(sizes)}) must be greater or equal to the number of dimensions in "
+                           f"the tensor ({len(shape)})")
+    out = []
+    for i, s in enumerate(sizes):
+        if i < lead:
+            if s < 0:
+                raise RuntimeError(f"The expanded size of the tensor ({s}) isn't allowed in a leading, "
+                                   f"non-existing dimension {i}")
+            out.append(s)
+            continue
+        have = shape[i - lead]
+        if s == -1:
+            s = have
+        elif have != 1 and s != have:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
+                               f"({have}) at non-singleton dimension {i}.  Target sizes: "
+                               f"{_shape_str(sizes)}.  Tensor sizes: {_shape_str(shape)}")
+        out.append(s)
+    return tuple(out)
+
+
+def expand(input, *sizes):
+    """Broadcast size-1 dims (and new leading dims) to ``sizes`` without copying."""
+    shape = _expand_shape(tuple(input.shape), shape_arg(sizes))
+    return Expand(shape)(input)
+
+
+def expand_as(input, other):
+    return expand(input, tuple(other.shape))
+
+
+def broadcast_to(input, size):
+    return expand(input, tuple(size))
+
+
+def broadcast_shapes(*shapes):
+    """The broadcast of several shapes, with PyTorch's error naming the mismatch."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for shape in shapes:
+        for i, s in enumerate(shape):
+            j = ndim - len(shape) + i
+            if out[j] == 1:
+                out[j] = s
+            elif s != 1 and s != out[j]:
+                raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of tensor b "
+                                   f"({s}) at non-singleton dimension {i}")
+    return Size(out)
+
+
+def broadcast_tensors(*tensors):
+    """Expand all tensors to their common broadcast shape (views)."""
+    if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
+        tensors = tuple(tensors[0])
+    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(expand(t, shape) for t in tensors)
+
+
+# ---- repeating -------------------------------------------------------------------------------------
+class Repeat(Function):
+    uses_inputs = False
+
+    def __init__(self, reps):
+        self.reps = reps
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return xp_of(x).tile(x, self.reps)
+
+    def backward(self, gy):
+        padded = (1,) * (len(self.reps) - len(self.in_shape)) + tuple(self.in_shape)
+        interleaved = tuple(n for pair in zip(self.reps, padded) for n in pair)
+        g = gy.reshape(interleaved).sum(axis=tuple(range(0, 2 * len(padded), 2)))
+        return g.reshape(self.in_shape)
+
+
+def repeat(input, *sizes):
+    """Tile the tensor ``sizes`` times along each dim (``Tensor.repeat``)."""
+    reps = shape_arg(sizes)
+    if len(reps) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
+                           "dimensions of tensor")
+    return Repeat(reps)(input)
+
+
+def tile(input, dims):
+    """Like ``repeat``, with missing leading repeats taken as 1."""
+    reps = shape_arg((dims,))
+    return Repeat((1,) * (input.ndim - len(reps)) + reps)(input)
+
+
+class RepeatInterleave(Function):
+    uses_inputs = False
+
+    def __init__(self, repeats, dim):
+        self.repeats, self.dim = repeats, dim
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return xp_of(x).repeat(x, self.repeats, axis=self.dim)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        n = self.in_shape[self.dim]
+        reps = self.repeats if not isinstance(self.repeats, numbers.Integral) else xp.full(n, self.repeats)
+        owner = xp.repeat(xp.arange(n), reps)
+        g = xp.zeros(self.in_shape, gy.dtype)
+        xp.add.at(g, (slice(None),) * self.dim + (owner,), gy)
+        return g
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times (an int or one count per element) along ``dim``."""
+    if repeats is None:
+        counts = input._data
+        return _new(xp_of(counts).repeat(xp_of(counts).arange(counts.shape[0]), counts))
+    if dim is None:
+        input, dim = reshape(input, -1), 0
+    dim = wrap_dim(dim, input.ndim)
+    if isinstance(repeats, Tensor):
+        reps = repeats._data.reshape(-1)
+        if reps.size == 1:
+            reps = int(reps[0])
+        elif reps.size != input.shape[dim]:
+            raise RuntimeError("repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {reps.size} and input.size({dim}) = {input.shape[dim]}")
+    else:
+        reps = int(repeats)
+    return RepeatInterleave(reps, dim)(input)
+
+
+# ---- joining ----------------------------------------------------------------------------------------
+def _as_tensor_list(tensors, name):
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{name}(): argument 'tensors' must be tuple of Tensors, not Tensor")
+    tensors = [as_operand(t) for t in tensors]
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
+class Cat(Function):
+    """Concatenate along ``dim`` in ``dtype``; legacy empty 1-d inputs are skipped."""
+
+    uses_inputs = False
+
+    def __init__(self, dim, dtype, skip):
+        self.dim, self.dtype, self.skip = dim, dtype.np, skip
+
+    def forward(self, *xs):
+        self.shapes = [x.shape for x in xs]
+        parts = [cast(x, self.dtype) for x, s in zip(xs, self.skip) if not s]
+        return xp_of(*xs).concatenate(parts, axis=self.dim)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        grads, start = [], 0
+        for shape, skip in zip(self.shapes, self.skip):
+            if skip:
+                grads.append(xp.zeros(shape, gy.dtype))
+                continue
+            n = shape[self.dim]
+            grads.append(gy[(slice(None),) * self.dim + (slice(start, start + n),)])
+            start += n
+        return tuple(grads)
+
+
+def cat(tensors, dim=0, *, out=None):
+    """Concatenate tensors along an existing dim, promoting their dtypes (``torch.cat``)."""
+    tensors = _as_tensor_list(tensors, "cat")
+    for i, x in enumerate(tensors):
+        if x.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    skip = [tuple(x.shape) == (0,) for x in tensors]
+    kept = [(i, x) for i, x in enumerate(tensors) if not skip[i]]
+    if not kept:
+        kept, skip = [(0, tensors[0])], [False] + skip[1:]
+    ref = kept[0][1]
+    d = wrap_dim(dim, ref.ndim)
+    for i, x in kept[1:]:
+        if x.ndim != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {x.ndim}")
+        for k in range(ref.ndim):
+            if k != d and x.shape[k] != ref.shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{ref.shape[k]} but got size {x.shape[k]} for tensor number {i} in "
+                                   "the list.")
+    dtype = result_dtype(*[x for x, s in zip(tensors, skip) if not s] or tensors)
+    result = Cat(d, dtype, skip)(*tensors)
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result
+
+
+concat = concatenate = cat
+
+
+class Stack(Function):
+    uses_inputs = False
+
+    def __init__(self, dim, dtype):
+        self.dim, self.dtype = dim, dtype.np
+
+    def forward(self, *xs):
+        return xp_of(*xs).stack([cast(x, self.dtype) for x in xs], axis=self.dim)
+
+    def backward(self, gy):
+        return tuple(gy[(slice(None),) * self.dim + (i,)] for i in range(gy.shape[self.dim]))
+
+
+def stack(tensors, dim=0, *, out=None):
+    """Join equally shaped tensors along a new dim."""
+    tensors = _as_tensor_list(tensors, "stack")
+    ref = tuple(tensors[0].shape)
+    for i, x in enumerate(tensors[1:], 1):
+        if tuple(x.shape) != ref:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {_shape_str(ref)} at "
+                               f"entry 0 and {_shape_str(x.shape)} at entry {i}")
+    d = wrap_dim(dim, len(ref) + 1)
+    result = Stack(d, result_dtype(*tensors))(*tensors)
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result
+
+
+def hstack(tensors):
+    tensors = atleast_1d(*_as_tensor_list(tensors, "hstack"))
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat(atleast_2d(*_as_tensor_list(tensors, "vstack")), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    return cat(atleast_3d(*_as_tensor_list(tensors, "dstack")), 2)
+
+
+def column_stack(tensors):
+    tensors = _as_tensor_list(tensors, "column_stack")
+    return hstack([reshape(x, -1, 1) if x.ndim <= 1 else x for x in tensors])
+
+
+# ---- splitting ----------------------------------------------------------------------------------------
+class SplitViews(Function):
+    """Several views of the input along ``dim``: slices ``(start, stop)`` or single indices."""
+
+    is_view, uses_inputs = True, False
+
+    def __init__(self, dim, parts):
+        self.dim, self.parts = dim, parts
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        lead = (slice(None),) * self.dim
+        return tuple(x[lead + (p if isinstance(p, int) else slice(*p),) + (Ellipsis,)]
+                     for p in self.parts)
+
+    def backward(self, *grads):
+        g = xp_of(grads[0]).zeros(self.in_shape, grads[0].dtype)
+        lead = (slice(None),) * self.dim
+        for p, gp in zip(self.parts, grads):
+            g[lead + (p if isinstance(p, int) else slice(*p),)] += gp
+        return g
+
+
+def _split_views(input, dim, parts):
+    return _share_version(SplitViews(dim, parts)(input), input)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Split into chunks of one size (the last may be smaller) or of the given sizes."""
+    d = wrap_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, numbers.Integral):
+        size = int(split_size_or_sections)
+        if size < 0 or (size == 0 and n != 0):
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                               f"size of {n}")
+        starts = range(0, n, size) if size else [0]
+        parts = [(s, min(s + size, n)) for s in starts]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if sum(sizes) != n or any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                               f"tensor's size at dimension {d}), but got split_sizes={sizes}")
+        bounds = np.cumsum([0] + sizes).tolist()
+        parts = list(zip(bounds[:-1], bounds[1:]))
+    return _split_views(tensor, d, parts)
+
+
+def chunk(input, chunks, dim=0):
+    """Split into at most ``chunks`` pieces of size ``ceil(n / chunks)``."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if n == 0:
+        return _split_views(input, d, [(0, 0)] * chunks)
+    return split(input, -(-n // chunks), d)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """numpy's array_split: ``n`` near-equal sections, or cuts at the given indices."""
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, numbers.Integral):
+        k = int(indices_or_sections)
+        if k <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {k}")
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+        bounds = np.cumsum([0] + sizes).tolist()
+        parts = list(zip(bounds[:-1], bounds[1:]))
+    else:
+        cuts = [min(max(int(i) if i >= 0 else int(i) + n, 0), n) for i in indices_or_sections]
+        starts, stops = [0] + cuts, cuts + [n]
+        parts = [(a, max(a, b)) for a, b in zip(starts, stops)]
+    return _split_views(input, d, parts)
+
+
+def unbind(input, dim=0):
+    """All slices along ``dim``, with that dim removed."""
+    d = wrap_dim(dim, input.ndim)
+    return _split_views(input, d, list(range(input.shape[d])))
+
+
+def narrow(input, dim, start, length):
+    """The view ``input[..., start:start+length, ...]`` along ``dim``."""
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    start = int(start)
+    if start < 0:
+        start += n
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return Slice((slice(None),) * d + (slice(start, start + length),))(input)
+
+
+class Slice(Function):
+    """Basic indexing (ints, slices, None, Ellipsis): a view; backward scatters into zeros."""
+
+    is_view, uses_inputs = True, False
+
+    def __init__(self, key):
+        self.key = key if any(k is Ellipsis for k in key) else key + (Ellipsis,)
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return x[self.key]
+
+    def backward(self, gy):
+        g = xp_of(gy).zeros(self.in_shape, gy.dtype)
+        g[self.key] = gy
+        return g
+
+
+# ---- flips, rolls, triangles, diagonals -------------------------------------------------------------
+class Flip(Function):
+    uses_inputs = False
+
+    def __init__(self, dims):
+        self.dims = dims
+
+    def forward(self, x):
+        return xp_of(x).flip(x, self.dims).copy()
+
+    def backward(self, gy):
+        return xp_of(gy).flip(gy, self.dims)
+
+
+def flip(input, *dims):
+    """Reverse the order of elements along ``dims`` (a copy, as in PyTorch)."""
+    dims = tuple(wrap_dim(d, input.ndim) for d in _dims_arg(dims))
+    if len(set(dims)) != len(dims):
+        raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but unique "
+                           f"flip dims size={len(set(dims))}")
+    return Flip(dims)(input)
+
+
+def fliplr(input):
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, 1)
+
+
+def flipud(input):
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, 0)
+
+
+class Roll(Function):
+    uses_inputs = False
+
+    def __init__(self, shifts, dims):
+        self.shifts, self.dims = shifts, dims
+
+    def forward(self, x):
+        return xp_of(x).roll(x, self.shifts, self.dims)
+
+    def backward(self, gy):
+        return xp_of(gy).roll(gy, tuple(-s for s in self.shifts), self.dims)
+
+
+def roll(input, shifts, dims=None):
+    """Rotate elements along ``dims`` (over the flattened tensor when ``dims`` is None)."""
+    shifts = (shifts,) if isinstance(shifts, numbers.Integral) else tuple(shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return reshape(Roll(shifts, (0,))(reshape(input, -1)), tuple(input.shape))
+    dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    return Roll(tuple(int(s) for s in shifts), tuple(wrap_dim(d, input.ndim) for d in dims))(input)
+
+
+class Triangle(Function):
+    """tril/triu over the last two dims; backward applies the same mask."""
+
+    uses_inputs = False
+
+    def __init__(self, upper, diagonal):
+        self.upper, self.diagonal = upper, diagonal
+
+    def _apply(self, a):
+        xp = xp_of(a)
+        return xp.triu(a, self.diagonal) if self.upper else xp.tril(a, self.diagonal)
+
+    def forward(self, x):
+        y = self._apply(x)
+        if self.inplace:
+            x[...] = y
+            return x
+        return y
+
+    def backward(self, gy):
+        return self._apply(gy)
+
+
+def _triangle(input, upper, diagonal, inplace):
+    if input.ndim < 2:
+        raise RuntimeError(f"{'triu' if upper else 'tril'}: input tensor must have at least 2 dimensions")
+    fn = Triangle(upper, int(diagonal))
+    fn.inplace = inplace
+    return fn(input)
+
+
+def tril(input, diagonal=0):
+    return _triangle(input, False, diagonal, False)
+
+
+def triu(input, diagonal=0):
+    return _triangle(input, True, diagonal, False)
+
+
+def tril_(input, diagonal=0):
+    return _triangle(input, False, diagonal, True)
+
+
+def triu_(input, diagonal=0):
+    return _triangle(input, True, diagonal, True)
+
+
+def _diag_view(a, offset, dim1, dim2):
+    """A writable strided view of the ``offset`` diagonal of ``a`` over ``dim1``/``dim2`` (last dim)."""
+    xp = xp_of(a)
+    a = xp.moveaxis(a, (dim1, dim2), (-2, -1))
+    a = a[..., :, offset:] if offset >= 0 else a[..., -offset:, :]
+    n = max(min(a.shape[-2], a.shape[-1]), 0)
+    return xp.lib.stride_tricks.as_strided(a, a.shape[:-2] + (n,),
+                                           a.strides[:-2] + (a.strides[-2] + a.strides[-1],))
+
+
+class Diagonal(Function):
+    is_view, uses_inputs = True, False
+
+    def __init__(self, offset, dim1, dim2):
+        self.args = (offset, dim1, dim2)
+
+    def forward(self, x):
+        self.in_shape = x.shape
+        return _diag_view(x, *self.args)
+
+    def backward(self, gy):
+        g = xp_of(gy).zeros(self.in_shape, gy.dtype)
+        _diag_view(g, *self.args)[...] = gy
+        return g
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The view of a diagonal over ``dim1``/``dim2``, appended as the last dim."""
+    a, b = wrap_dim(dim1, input.ndim), wrap_dim(dim2, input.ndim)
+    if a == b:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return Diagonal(int(offset), a, b)(input)
+
+
+class DiagEmbed1d(Function):
+    """``diag`` of a vector: a square matrix with the vector on the ``offset`` diagonal."""
+
+    uses_inputs = False
+
+    def __init__(self, offset):
+        self.offset = offset
+
+    def forward(self, x):
+        return xp_of(x).diag(x, self.offset)
+
+    def backward(self, gy):
+        return xp_of(gy).diagonal(gy, self.offset).copy()
+
+
+def diag(input, diagonal=0):
+    """Vector -> matrix with it on a diagonal; matrix -> copy of a diagonal."""
+    if input.ndim == 1:
+        return DiagEmbed1d(int(diagonal))(input)
+    if input.ndim != 2:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    return clone(Diagonal(int(diagonal), 0, 1)(input))
+
+
+register_method(view)
+register_method(view_as)
+register_method(reshape)
+register_method(reshape_as)
+register_method(ravel)
+register_method(flatten)
+register_method(unflatten)
+register_method(squeeze)
+register_method(unsqueeze)
+register_method(permute)
+register_method(transpose)
+register_method(transpose, "swapaxes", "swapdims")
+register_method(t)
+register_method(property(_T), "T")
+register_method(property(_mT), "mT")
+register_method(movedim, "movedim", "moveaxis")
+register_method(expand)
+register_method(expand_as)
+register_method(broadcast_to)
+register_method(repeat)
+register_method(tile)
+register_method(repeat_interleave)
+register_method(split)
+register_method(chunk)
+register_method(tensor_split)
+register_method(unbind)
+register_method(narrow)
+register_method(flip)
+register_method(fliplr)
+register_method(flipud)
+register_method(roll)
+register_method(tril)
+register_method(triu)
+register_method(tril_)
+register_method(triu_)
+register_method(diagonal)
+register_method(diag)
+
+__all__ = ["view_as", "reshape", "ravel", "flatten", "unflatten", "squeeze", "unsqueeze",
+           "atleast_1d", "atleast_2d", "atleast_3d", "permute", "transpose", "swapaxes", "swapdims",
+           "t", "movedim", "moveaxis", "expand_as", "broadcast_to", "broadcast_shapes",
+           "broadcast_tensors", "tile", "repeat_interleave", "cat", "concat", "concatenate", "stack",
+           "hstack", "vstack", "row_stack", "dstack", "column_stack", "split", "chunk",
+           "tensor_split", "unbind", "narrow", "flip", "fliplr", "flipud", "roll", "tril", "triu",
+           "diagonal", "diag"]
