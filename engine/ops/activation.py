@@ -1,2 +1,636 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""Activation functions and softmax: each a fused elementwise ``Function``, forward beside backward.
+
+The torch-level functions (``engine.relu``, ``engine.softmax`` ...) and Tensor methods live here;
+``engine.nn.functional.activation`` wraps them with ``F``'s signatures (``inplace=`` flags).
+In-place variants write into the input's array and keep for backward only what they need
+(the output, a boolean mask, or a copy of the input when nothing cheaper is exact).
+"""
+import math
+
+from .. import _dtype
+from ..autograd.function import Function
+from ..tensor import Tensor, register_method
+from ._common import wrap_dim, xp_of
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _check_input(x, name, allow_int=False):
+    """PyTorch's argument errors: a tensor is required; most activations need a float one."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    if not allow_int and not x.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}\" not implemented for '{x.dtype.title}'")
+
+
+def _run(fn, x, inplace=False):
+    fn.inplace = inplace
+    return fn(x)
+
+
+class _Activation(Function):
+    """Elementwise ``y = f(x)``: subclasses define ``compute(xp, x)`` (saving what backward needs)."""
+
+    uses_inputs = False
+
+    def forward(self, x):
+        y = self.compute(xp_of(x), x)
+        if self.inplace and y is not x:
+            x[...] = y
+            return x
+        return y
+
+    def keep_input(self, x):
+        """The input as backward will need it: copied when the op overwrites it."""
+        return x.copy() if self.inplace and self.needs_input_grad else x
+
+
+# ---- piecewise-linear family -----------------------------------------------------------------
+class ReLU(_Activation):
+    """max(x, 0); gradient 1 where the output is positive (0 at x == 0, like PyTorch)."""
+
+    uses_output = True
+
+    def compute(self, xp, x):
+        self.y = xp.maximum(x, 0, out=x) if self.inplace else xp.maximum(x, 0)
+        return self.y
+
+    def backward(self, gy):
+        return gy * (self.y > 0)
+
+
+class Hardtanh(_Activation):
+    """clamp(x, lo, hi) with zero gradient at and beyond the bounds (relu6 is (0, 6))."""
+
+    uses_output = True
+
+    def __init__(self, lo, hi):
+        self.lo, self.hi = lo, hi
+
+    def compute(self, xp, x):
+        lo, hi = (self.lo, self.hi) if x.dtype.kind == "f" else (int(self.lo), int(self.hi))
+        self.y = xp.clip(x, lo, hi, out=x if self.inplace else None)
+        return self.y
+
+    def backward(self, gy):
+        return gy * ((self.y > self.lo) & (self.y < self.hi))
+
+
+class LeakyReLU(_Activation):
+    """x for x > 0, slope * x otherwise."""
+
+    def __init__(self, slope):
+        self.slope = slope
+
+    def compute(self, xp, x):
+        if self.inplace and self.needs_input_grad and self.slope < 0:
+            raise RuntimeError("In-place leakyReLu backward calculation is triggered with a negative "
+                               "slope which is not supported. This is caused by calling in-place forward "
+                               "function with a negative slope, please call out-of-place version instead.")
+        pos = x > 0
+        if self.needs_input_grad:
+            self.pos = pos
+        return xp.where(pos, x, x * self.slope)
+
+    def backward(self, gy):
+        return xp_of(gy).where(self.pos, gy, gy * self.slope)
+
+
+class Threshold(_Activation):
+    """x where x > threshold, else value."""
+
+    def __init__(self, threshold, value):
+        self.threshold, self.value = threshold, value
+
+    def compute(self, xp, x):
+        keep = x > self.threshold
+        if self.needs_input_grad:
+            self.keep = keep
+        return xp.where(keep, x, xp.asarray(self.value, dtype=x.dtype))
+
+    def backward(self, gy):
+        return gy * self.keep
+
+
+class Hardshrink(_Activation):
+    """x where |x| > lambd, else 0."""
+
+    def __init__(self, lambd):
+        self.lambd = lambd
+
+    def compute(self, xp, x):
+        self.keep = xp.abs(x) > self.lambd
+        return x * self.keep
+
+    def backward(self, gy):
+        return gy * self.keep
+
+
+class Softshrink(_Activation):
+    """x - lambd * sign(x) where |x| > lambd, else 0."""
+
+    def __init__(self, lambd):
+        self.lambd = lambd
+
+    def compute(self, xp, x):
+        self.keep = xp.abs(x) > self.lambd
+        return (x - self.lambd * xp.sign(x)) * self.keep
+
+    def backward(self, gy):
+        return gy * self.keep
+
+
+class RReLU(_Activation):
+    """Randomized leaky ReLU (training): each non-positive element gets a slope ~ U(lower, upper)."""
+
+    uses_inputs = False
+
+    def __init__(self, lower, upper, generator=None):
+        self.lower, self.upper, self.generator = lower, upper, generator
+
+    def compute(self, xp, x):
+        from ..random import rng
+        slopes = rng(self.generator).uniform(self.lower, self.upper, x.shape).astype(x.dtype)
+        self.noise = xp.where(x > 0, xp.asarray(1, x.dtype), xp.asarray(slopes))
+        return x * self.noise
+
+    def backward(self, gy):
+        return gy * self.noise
+
+
+# ---- smooth activations ----------------------------------------------------------------------
+class ELU(_Activation):
+    """scale * (x if x > 0 else alpha * (exp(x * input_scale) - 1)): elu, selu and celu."""
+
+    uses_output = True
+
+    def __init__(self, alpha, scale=1.0, input_scale=1.0):
+        self.alpha, self.scale, self.input_scale = alpha, scale, input_scale
+
+    def compute(self, xp, x):
+        pos = x > 0
+        neg = xp.expm1(x * self.input_scale) * (self.scale * self.alpha)
+        y = xp.where(pos, x * self.scale if self.scale != 1 else x, neg)
+        if self.needs_input_grad:
+            self.pos = pos
+            if self.inplace:
+                x[...] = y
+                y = x
+            self.y = y
+        return y
+
+    def backward(self, gy):
+        # for x <= 0 the derivative is input_scale * (y + scale * alpha)
+        xp = xp_of(gy)
+        d = xp.where(self.pos, self.scale, (self.y + self.scale * self.alpha) * self.input_scale)
+        return gy * d.astype(gy.dtype, copy=False)
+
+
+class GELU(_Activation):
+    """x * Phi(x) (exact, via erf) or its tanh approximation."""
+
+    uses_inputs = True
+
+    def __init__(self, approximate="none"):
+        if approximate not in ("none", "tanh"):
+            raise RuntimeError(f"approximate argument must be either none or tanh.")
+        self.approximate = approximate
+
+    def compute(self, xp, x):
+        self.x = self.keep_input(x)
+        if self.approximate == "tanh":
+            return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+        from .elementwise import _erf_array
+        return 0.5 * x * (1 + _erf_array(xp, x * (1 / math.sqrt(2.0))))
+
+    def backward(self, gy):
+        xp, x = xp_of(gy), self.x
+        if self.approximate == "tanh":
+            t = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
+            d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+            return gy * d
+        from .elementwise import _erf_array
+        cdf = 0.5 * (1 + _erf_array(xp, x * (1 / math.sqrt(2.0))))
+        pdf = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
+        return gy * (cdf + x * pdf)
+
+
+def _sigmoid(xp, x):
+    """A sigmoid that never overflows (exp of a non-positive number only)."""
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _softplus(xp, x):
+    """log(1 + exp(x)) without overflow."""
+    return xp.maximum(x, 0) + xp.log1p(xp.exp(-xp.abs(x)))
+
+
+class SiLU(_Activation):
+    """x * sigmoid(x)."""
+
+    uses_inputs = True
+
+    def compute(self, xp, x):
+        self.x = self.keep_input(x)
+        return x * _sigmoid(xp, x)
+
+    def backward(self, gy):
+        s = _sigmoid(xp_of(gy), self.x)
+        return gy * (s * (1 + self.x * (1 - s)))
+
+
+class Mish(_Activation):
+    """x * tanh(softplus(x))."""
+
+    uses_inputs = True
+
+    def compute(self, xp, x):
+        self.x = self.keep_input(x)
+        return x * xp.tanh(_softplus(xp, x))
+
+    def backward(self, gy):
+        xp, x = xp_of(gy), self.x
+        t = xp.tanh(_softplus(xp, x))
+        return gy * (t + x * (1 - t * t) * _sigmoid(xp, x))
+
+
+class Hardswish(_Activation):
+    """x * relu6(x + 3) / 6."""
+
+    uses_inputs = True
+
+    def compute(self, xp, x):
+        self.x = self.keep_input(x)
+        return x * xp.clip(x + 3, 0, 6) * (1 / 6)
+
+    def backward(self, gy):
+        xp, x = xp_of(gy), self.x
+        d = xp.where(x <= -3, 0, xp.where(x < 3, x * (1 / 3) + 0.5, 1))
+        return gy * d.astype(gy.dtype, copy=False)
+
+
+class Hardsigmoid(_Activation):
+    """relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3)."""
+
+    def compute(self, xp, x):
+        if self.needs_input_grad:
+            self.inside = (x > -3) & (x < 3)
+        return xp.clip(x + 3, 0, 6) * (1 / 6)
+
+    def backward(self, gy):
+        return gy * self.inside * (1 / 6)
+
+
+class Softplus(_Activation):
+    """log(1 + exp(beta * x)) / beta, linear where beta * x > threshold."""
+
+    uses_inputs = True
+
+    def __init__(self, beta, threshold):
+        self.beta, self.threshold = beta, threshold
+
+    def compute(self, xp, x):
+        self.x = x
+        bx = x * self.beta
+        return xp.where(bx > self.threshold, x, _softplus(xp, bx) / self.beta)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        bx = self.x * self.beta
+        return gy * xp.where(bx > self.threshold, 1, _sigmoid(xp, bx)).astype(gy.dtype, copy=False)
+
+
+class Softsign(_Activation):
+    """x / (1 + |x|)."""
+
+    uses_inputs = True
+
+    def compute(self, xp, x):
+        self.x = x
+        return x / (1 + xp.abs(x))
+
+    def backward(self, gy):
+        d = 1 + xp_of(gy).abs(self.x)
+        return gy / (d * d)
+
+
+class Tanhshrink(_Activation):
+    """x - tanh(x)."""
+
+    def compute(self, xp, x):
+        self.t = xp.tanh(x)
+        return x - self.t
+
+    def backward(self, gy):
+        return gy * self.t * self.t
+
+
+class LogSigmoid(_Activation):
+    """log(sigmoid(x)) = -softplus(-x), stable for large |x|."""
+
+    uses_inputs = True
+
+    def compute(self, xp, x):
+        self.x = x
+        return -_softplus(xp, -x)
+
+    def backward(self, gy):
+        return gy * _sigmoid(xp_of(gy), -self.x)
+
+
+class PReLU(Function):
+    """x for x > 0, else weight[c] * x with one learned slope per channel (dim 1)."""
+
+    def forward(self, x, w):
+        shape = [1] * x.ndim
+        if w.size > 1:
+            shape[1] = w.size
+        self.x, self.w = x, w.reshape(shape)
+        return xp_of(x).where(x > 0, x, self.w * x)
+
+    def backward(self, gy):
+        xp, x = xp_of(gy), self.x
+        pos = x > 0
+        gx = xp.where(pos, gy, gy * self.w) if self.needs_input_grad[0] else None
+        gw = None
+        if self.needs_input_grad[1]:
+            contrib = xp.where(pos, 0, x * gy)
+            axes = tuple(i for i in range(x.ndim) if i != 1 or self.w.size == 1)
+            gw = contrib.sum(axis=axes).reshape(self.input_meta[1][0])
+        return gx, gw
+
+
+class GLU(Function):
+    """a * sigmoid(b) where (a, b) are the two halves of the input along ``dim``."""
+
+    def __init__(self, dim):
+        self.dim = dim
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.a, self.b = xp.split(x, 2, axis=self.dim)
+        self.s = _sigmoid(xp, self.b)
+        return self.a * self.s
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        ga = gy * self.s
+        gb = ga * self.a * (1 - self.s)
+        return xp.concatenate([ga, gb], axis=self.dim)
+
+
+# ---- softmax ---------------------------------------------------------------------------------
+class Softmax(Function):
+    """exp(x - max) / sum(exp(x - max)) along ``dim``."""
+
+    uses_inputs, uses_output = False, True
+
+    def __init__(self, dim):
+        self.dim = dim
+
+    def forward(self, x):
+        xp, axis = xp_of(x), self.dim if x.ndim else None
+        e = xp.asarray(x - x.max(axis=axis, keepdims=True))  # 0-d inputs may arrive as numpy scalars
+        xp.exp(e, out=e)
+        e /= e.sum(axis=axis, keepdims=True)
+        self.y = e
+        return e
+
+    def backward(self, gy):
+        axis = self.dim if gy.ndim else None
+        gx = gy * self.y
+        gx -= self.y * gx.sum(axis=axis, keepdims=True)
+        return gx
+
+
+class LogSoftmax(Function):
+    """x - max - log(sum(exp(x - max))) along ``dim``."""
+
+    uses_inputs, uses_output = False, True
+
+    def __init__(self, dim):
+        self.dim = dim
+
+    def forward(self, x):
+        self.y = log_softmax_array(xp_of(x), x, self.dim if x.ndim else None)
+        return self.y
+
+    def backward(self, gy):
+        axis = self.dim if gy.ndim else None
+        return gy - xp_of(gy).exp(self.y) * gy.sum(axis=axis, keepdims=True)
+
+
+def log_softmax_array(xp, x, axis):
+    """log_softmax of a raw array (shared with the fused cross-entropy)."""
+    y = x - x.max(axis=axis, keepdims=True)
+    y -= xp.log(xp.exp(y).sum(axis=axis, keepdims=True))
+    return y
+
+
+def _softmax_input(input, dim, dtype, name):
+    _check_input(input, name, allow_int=True)
+    if dtype is not None:
+        input = input.to(_dtype.to_dtype(dtype))
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}_lastdim_kernel_impl\" not implemented for '{input.dtype.title}'")
+    return input, wrap_dim(dim, input.ndim)
+
+
+# ---- torch-level functions -----------------------------------------------------------------------
+def relu(input):
+    """max(input, 0) (``torch.relu``)."""
+    _check_input(input, "relu", allow_int=True)
+    return _run(ReLU(), input)
+
+
+def relu_(input):
+    """In-place relu: ``np.maximum(x, 0, out=x)``."""
+    _check_input(input, "relu_", allow_int=True)
+    return _run(ReLU(), input, inplace=True)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """Clamp to [min_val, max_val] (``F.hardtanh``)."""
+    _check_input(input, "hardtanh", allow_int=True)
+    if max_val < min_val:
+        raise ValueError("max_val cannot be less than min_val")
+    return _run(Hardtanh(float(min_val), float(max_val)), input, inplace)
+
+
+def relu6(input, inplace=False):
+    """min(max(input, 0), 6) (``F.relu6``)."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _check_input(input, "leaky_relu")
+    return _run(LeakyReLU(float(negative_slope)), input, inplace)
+
+
+def threshold(input, threshold, value):
+    """``torch.threshold``: input where input > threshold, else value."""
+    _check_input(input, "threshold", allow_int=True)
+    return _run(Threshold(threshold, value), input)
+
+
+def threshold_(input, threshold, value):
+    _check_input(input, "threshold_", allow_int=True)
+    return _run(Threshold(threshold, value), input, inplace=True)
+
+
+def hardshrink(input, lambd=0.5):
+    _check_input(input, "hardshrink")
+    return _run(Hardshrink(float(lambd)), input)
+
+
+def softshrink(input, lambd=0.5):
+    _check_input(input, "softshrink")
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return _run(Softshrink(float(lambd)), input)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """Randomized leaky ReLU; in eval it is leaky_relu with slope (lower + upper) / 2."""
+    return _rrelu(input, lower, upper, training, generator, inplace=False)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    return _rrelu(input, lower, upper, training, generator, inplace=True)
+
+
+def _rrelu(input, lower, upper, training, generator, inplace):
+    _check_input(input, "rrelu")
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    return _run(RReLU(float(lower), float(upper), generator), input, inplace)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    _check_input(input, "elu")
+    return _run(ELU(float(alpha)), input, inplace)
+
+
+def selu(input):
+    """scale * elu(input, alpha) with the self-normalizing constants."""
+    _check_input(input, "selu")
+    return _run(ELU(_SELU_ALPHA, _SELU_SCALE), input)
+
+
+def selu_(input):
+    _check_input(input, "selu_")
+    return _run(ELU(_SELU_ALPHA, _SELU_SCALE), input, inplace=True)
+
+
+def celu(input, alpha=1.0):
+    """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
+    _check_input(input, "celu")
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return _run(ELU(float(alpha), 1.0, 1.0 / alpha), input)
+
+
+def celu_(input, alpha=1.0):
+    _check_input(input, "celu_")
+    return _run(ELU(float(alpha), 1.0, 1.0 / alpha), input, inplace=True)
+
+
+def gelu(input, approximate="none"):
+    _check_input(input, "GeluKernelImpl")
+    return _run(GELU(approximate), input)
+
+
+def silu(input, inplace=False):
+    _check_input(input, "silu")
+    return _run(SiLU(), input, inplace)
+
+
+def mish(input, inplace=False):
+    _check_input(input, "mish")
+    return _run(Mish(), input, inplace)
+
+
+def hardswish(input, inplace=False):
+    _check_input(input, "hardswish")
+    return _run(Hardswish(), input, inplace)
+
+
+def hardsigmoid(input, inplace=False):
+    _check_input(input, "hardsigmoid")
+    return _run(Hardsigmoid(), input, inplace)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    _check_input(input, "softplus")
+    return _run(Softplus(float(beta), float(threshold)), input)
+
+
+def softsign(input):
+    _check_input(input, "softsign")
+    return _run(Softsign(), input)
+
+
+def tanhshrink(input):
+    _check_input(input, "tanhshrink")
+    return _run(Tanhshrink(), input)
+
+
+def logsigmoid(input):
+    _check_input(input, "log_sigmoid")
+    return _run(LogSigmoid(), input)
+
+
+def prelu(input, weight):
+    """x for x > 0 else weight * x, ``weight`` holding one slope or one per channel (dim 1)."""
+    _check_input(input, "prelu")
+    n = weight.numel()
+    channels = input.shape[1] if input.ndim >= 2 else 1
+    if weight.ndim > 1 or (n != 1 and n != channels):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter "
+                           f"numbers = {n} and channel size = {channels}.")
+    return PReLU()(input, weight)
+
+
+def glu(input, dim=-1):
+    """First half of ``input`` along ``dim`` gated by the sigmoid of the second half."""
+    _check_input(input, "glu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = wrap_dim(dim, input.ndim)
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size {input.shape[d]}")
+    return GLU(d)(input)
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim`` (``torch.softmax``), computed stably."""
+    input, d = _softmax_input(input, dim, dtype, "softmax")
+    return Softmax(d)(input)
+
+
+def log_softmax(input, dim, dtype=None):
+    """log(softmax(x)) along ``dim`` (``torch.log_softmax``), computed stably."""
+    input, d = _softmax_input(input, dim, dtype, "log_softmax")
+    return LogSoftmax(d)(input)
+
+
+def _softmax_method(self, dim, dtype=None):
+    return softmax(self, dim, dtype)
+
+
+def _log_softmax_method(self, dim, dtype=None):
+    return log_softmax(self, dim, dtype)
+
+
+register_method(relu, "relu")
+register_method(relu_, "relu_")
+register_method(prelu, "prelu")
+register_method(hardshrink, "hardshrink")
+register_method(_softmax_method, "softmax")
+register_method(_log_softmax_method, "log_softmax")
+
+__all__ = ["relu", "relu_", "selu", "selu_", "celu", "celu_", "threshold", "threshold_", "prelu",
+           "rrelu", "rrelu_", "hardshrink", "softmax", "log_softmax"]
