@@ -1,2 +1,712 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""Reductions with PyTorch semantics: sum/mean/var/std, max/min/amax/argmax, prod, logsumexp,
+cumulative ops, norms, median, all/any.
+
+``dim`` may be None (all dims), an int or a sequence; ``keepdim`` keeps reduced dims as size 1.
+Integer sums and products accumulate in int64 like PyTorch. Full reductions that pick one element
+(``max()``, ``amax``, ``median()``) split the gradient evenly among ties, as PyTorch does.
+"""
+import builtins
+import collections
+import math
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Function
+from ..tensor import Tensor, register_method
+from ._common import cast, float_dtype, wrap_dim, xp_of
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+def _axes(dim, ndim):
+    """``dim`` (None, int or sequence; empty means all) as sorted positive axes, checked like torch."""
+    if dim is None:
+        return tuple(range(ndim))
+    dims = [dim] if isinstance(dim, (int, np.integer)) else list(dim)
+    if not dims:
+        return tuple(range(ndim))
+    axes = []
+    for d in dims:
+        a = wrap_dim(int(d), ndim)
+        if a in axes:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        axes.append(a)
+    return tuple(sorted(axes)) if ndim else ()
+
+
+def _one_axis(dim, ndim):
+    """A single reduction dim (0-d tensors accept 0 and -1 and have no axis: None)."""
+    axis = wrap_dim(int(dim), ndim)
+    return axis if ndim else None
+
+
+def _keep(g, axes, keepdim):
+    """A reduced gradient with its reduced dims restored as size 1 (for broadcasting back)."""
+    return g if keepdim or not axes else xp_of(g).expand_dims(g, axes)
+
+
+def _count(shape, axes):
+    return math.prod(shape[a] for a in axes)
+
+
+def _as_array(xp, y):
+    """numpy returns scalars from full reductions; tensors need 0-d arrays."""
+    return y if isinstance(y, np.ndarray) or xp is not np else np.asarray(y)
+
+
+def _int_to_long(d):
+    """Sums and products of bool/integer tensors are int64 in PyTorch."""
+    return d if d.is_floating_point else _dtype.int64
+
+
+def _put_along(out, idx, vals, axis):
+    """``out[..., idx, ...] = vals`` along ``axis`` (idx and vals share a shape); CuPy-safe."""
+    xp = xp_of(out)
+    index = list(xp.ix_(*[xp.arange(n) for n in idx.shape]))
+    index[axis] = idx
+    out[tuple(index)] = vals
+    return out
+
+
+def _check_nonempty(x, axes, name):
+    for a in axes:
+        if x.shape[a] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
+
+
+def _check_full_nonempty(x, name):
+    if x.numel() == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           "Specify the reduction dim with the 'dim' argument.")
+
+
+_RESULT_TYPES = {}
+
+
+def return_type(name, fields=("values", "indices")):
+    """A ``torch.return_types.<name>``-like named tuple class (cached)."""
+    key = (name, fields)
+    if key not in _RESULT_TYPES:
+        _RESULT_TYPES[key] = collections.namedtuple(name, fields)
+    return _RESULT_TYPES[key]
+
+
+class Compute(Function):
+    """A non-differentiable op given as a function of arrays (integer/bool results)."""
+
+    uses_inputs = False
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def forward(self, *arrays):
+        return self.fn(*arrays)
+
+
+# ---- sum, mean, nansum, nanmean ----------------------------------------------------------------
+class _Reduction(Function):
+    """A reduction over ``axes``; ``expand`` turns an output gradient back into the input shape."""
+
+    uses_inputs = False
+
+    def __init__(self, axes, keepdim, dtype=None):
+        self.axes, self.keepdim = axes, keepdim
+        self.dtype = None if dtype is None else dtype.np
+
+    def expand(self, g):
+        return xp_of(g).broadcast_to(_keep(g, self.axes, self.keepdim), self.shape)
+
+
+class Sum(_Reduction):
+    def forward(self, x):
+        xp = xp_of(x)
+        self.shape = x.shape
+        x = cast(x, self.dtype)
+        if x.dtype == np.float16:
+            return xp.sum(x, self.axes, np.float32, keepdims=self.keepdim).astype(np.float16)
+        return _as_array(xp, xp.sum(x, self.axes, x.dtype, keepdims=self.keepdim))
+
+    def backward(self, gy):
+        return self.expand(gy)
+
+
+class Mean(_Reduction):
+    def forward(self, x):
+        xp = xp_of(x)
+        self.shape = x.shape
+        self.n = _count(x.shape, self.axes)
+        x = cast(x, self.dtype)
+        acc = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
+        with np.errstate(invalid="ignore", divide="ignore"):
+            y = xp.sum(x, self.axes, acc, keepdims=self.keepdim) / acc.type(self.n)
+        return _as_array(xp, y).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        return self.expand(gy / self.n)
+
+
+class NanSum(_Reduction):
+    uses_inputs = True
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.shape = x.shape
+        x = cast(x, self.dtype)
+        self.valid = ~xp.isnan(x) if x.dtype.kind == "f" else None
+        return _as_array(xp, xp.nansum(x, self.axes, x.dtype, keepdims=self.keepdim))
+
+    def backward(self, gy):
+        g = self.expand(gy)
+        return g if self.valid is None else g * self.valid
+
+
+class NanMean(NanSum):
+    def forward(self, x):
+        total = super().forward(x)
+        self.n = self.valid.sum(self.axes, keepdims=self.keepdim)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (total / self.n).astype(total.dtype, copy=False)
+
+    def backward(self, gy):
+        return super().backward(gy / self.n)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over ``dim``; bool/integer inputs give int64 unless ``dtype`` is set."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
+    return Sum(_axes(dim, input.ndim), keepdim, dt)(input)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over ``dim``; only floating results are defined (as in PyTorch)."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else input.dtype
+    if not dt.is_floating_point:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
+                           f"point or complex dtype. Got: {dt.title}")
+    return Mean(_axes(dim, input.ndim), keepdim, dt)(input)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum treating NaN as zero."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
+    return NanSum(_axes(dim, input.ndim), keepdim, dt)(input)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over the non-NaN elements."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else input.dtype
+    if not dt.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{dt.title}")
+    return NanMean(_axes(dim, input.ndim), keepdim, dt)(input)
+
+
+# ---- var, std ----------------------------------------------------------------------------------
+class Var(_Reduction):
+    uses_inputs = True
+
+    def __init__(self, axes, keepdim, correction):
+        super().__init__(axes, keepdim)
+        self.correction = correction
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.shape = x.shape
+        n = _count(x.shape, self.axes)
+        self.dof = x.dtype.type(builtins.max(n - self.correction, 0))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.centered = x - xp.mean(x, self.axes, keepdims=True)
+            y = (self.centered * self.centered).sum(self.axes, keepdims=self.keepdim) / self.dof
+        return _as_array(xp, y).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return _keep(gy, self.axes, self.keepdim) * (2 / self.dof) * self.centered
+
+
+class Std(Var):
+    def forward(self, x):
+        self.y = xp_of(x).sqrt(super().forward(x))
+        return self.y
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            g = xp.where(self.y == 0, 0, gy / (2 * self.y)).astype(gy.dtype)
+        return super().backward(g)
+
+
+def _correction(dim, unbiased, correction):
+    """Resolve torch's ``var(dim, unbiased, keepdim)`` / ``var(unbiased)`` / ``correction=`` forms."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError("var()/std() got both 'unbiased' and 'correction'; pass only one of them")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return dim, correction
+
+
+def _var_like(fn_cls, input, dim, unbiased, keepdim, correction):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    dim, correction = _correction(dim, unbiased, correction)
+    return fn_cls(_axes(dim, input.ndim), keepdim, correction)(input)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance with Bessel's correction by default (``correction=1``)."""
+    return _var_like(Var, input, dim, unbiased, keepdim, correction)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation; the gradient is zero where the result is zero (as PyTorch)."""
+    return _var_like(Std, input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over the same dims."""
+    d = None if isinstance(dim, bool) else dim
+    return (var(input, dim, unbiased, keepdim, correction=correction), mean(input, d, keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over the same dims."""
+    d = None if isinstance(dim, bool) else dim
+    return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, d, keepdim))
+
+
+# ---- max/min family ----------------------------------------------------------------------------
+class _EvenTies(_Reduction):
+    """A reduction whose value is one of its inputs; the gradient is shared among equal inputs."""
+
+    uses_inputs = True
+
+    def backward(self, gy):
+        y = _keep(self.y, self.axes, self.keepdim)
+        hit = self.x == y
+        share = hit / hit.sum(self.axes, keepdims=True).astype(gy.dtype)
+        return _keep(gy, self.axes, self.keepdim) * share
+
+
+class AMax(_EvenTies):
+    def __init__(self, axes, keepdim, largest=True):
+        super().__init__(axes, keepdim)
+        self.largest = largest
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.x = x
+        fn = xp.amax if self.largest else xp.amin
+        self.y = _as_array(xp, fn(x, self.axes, keepdims=self.keepdim))
+        return self.y
+
+
+class MedianAll(_EvenTies):
+    """The lower median of all elements (NaN if any element is NaN)."""
+
+    def __init__(self):
+        super().__init__(None, False)
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.x = x
+        flat = x.reshape(-1)
+        if flat.size == 0:
+            self.y = xp.asarray(np.nan, x.dtype)
+        else:
+            k = (flat.size - 1) // 2
+            self.y = xp.partition(flat, k)[k].reshape(())
+            if x.dtype.kind == "f" and xp.isnan(flat).any():
+                self.y = xp.asarray(np.nan, x.dtype)
+        return self.y
+
+
+class Select(Function):
+    """Values picked along ``axis`` at computed indices, returned with the indices (int64).
+
+    Subclasses define ``indices(xp, x)`` (keepdims layout). The gradient scatters back to the
+    picked positions. With ``squeeze`` the picked axis (of size 1) is dropped from both outputs.
+    """
+
+    uses_inputs = False
+
+    def __init__(self, axis, squeeze=False):
+        self.axis, self.squeeze = axis, squeeze
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.shape = x.shape
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), np.int64)
+        self.idx = self.indices(xp, x).astype(np.int64, copy=False)
+        vals = xp.take_along_axis(x, self.idx, self.axis)
+        if self.squeeze:
+            return vals.squeeze(self.axis), self.idx.squeeze(self.axis)
+        return vals, self.idx
+
+    def backward(self, gv, gi):
+        xp = xp_of(gv)
+        if len(self.shape) == 0:
+            return gv
+        g = xp.expand_dims(gv, self.axis) if self.squeeze else gv
+        return _put_along(xp.zeros(self.shape, gv.dtype), self.idx, g, self.axis)
+
+
+class ArgExtreme(Select):
+    def __init__(self, axis, squeeze, largest):
+        super().__init__(axis, squeeze)
+        self.largest = largest
+
+    def indices(self, xp, x):
+        fn = xp.argmax if self.largest else xp.argmin
+        return xp.expand_dims(fn(x, axis=self.axis), self.axis)
+
+
+class MedianDim(Select):
+    """Lower median along ``axis`` (stable order for ties; a NaN wins like PyTorch)."""
+
+    def indices(self, xp, x):
+        n = x.shape[self.axis]
+        order = xp.argsort(x, axis=self.axis, kind="stable")
+        idx = xp.take(order, [(n - 1) // 2], axis=self.axis) if n else order
+        if x.dtype.kind == "f" and n:
+            nan = xp.isnan(x)
+            first_nan = xp.expand_dims(xp.argmax(nan, axis=self.axis), self.axis)
+            idx = xp.where(nan.any(axis=self.axis, keepdims=True), first_nan, idx)
+        return idx
+
+
+def _select_dim(fn_cls, input, dim, keepdim, name, **params):
+    axis = _one_axis(dim, input.ndim)
+    if axis is not None:
+        _check_nonempty(input, (axis,), name)
+    values, indices = fn_cls(axis, not keepdim, **params)(input)
+    return return_type(name)(values, indices)
+
+
+def _max_min(input, dim, keepdim, other, largest):
+    name = "max" if largest else "min"
+    if isinstance(dim, Tensor) or other is not None:
+        from .elementwise import maximum, minimum
+        other = dim if other is None else other
+        return maximum(input, other) if largest else minimum(input, other)
+    if dim is None:
+        _check_full_nonempty(input, name)
+        return AMax(_axes(None, input.ndim), False, largest)(input)
+    return _select_dim(ArgExtreme, input, dim, keepdim, name, largest=largest)
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    """``max(x)``: the largest value; ``max(x, dim)``: (values, indices); ``max(x, y)``: maximum."""
+    return _max_min(input, dim, keepdim, other, True)
+
+
+def min(input, dim=None, keepdim=False, *, other=None):
+    """``min(x)``: the smallest value; ``min(x, dim)``: (values, indices); ``min(x, y)``: minimum."""
+    return _max_min(input, dim, keepdim, other, False)
+
+
+def _amax_amin(input, dim, keepdim, largest):
+    name = "amax" if largest else "amin"
+    axes = _axes(dim, input.ndim)
+    if dim is None or dim == () or dim == []:
+        _check_full_nonempty(input, name)
+    _check_nonempty(input, axes, name)
+    return AMax(axes, keepdim, largest)(input)
+
+
+def amax(input, dim=(), keepdim=False):
+    """Largest values over ``dim`` (all dims by default); ties share the gradient."""
+    return _amax_amin(input, dim, keepdim, True)
+
+
+def amin(input, dim=(), keepdim=False):
+    """Smallest values over ``dim`` (all dims by default); ties share the gradient."""
+    return _amax_amin(input, dim, keepdim, False)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) in one call."""
+    d = () if dim is None else dim
+    return return_type("aminmax", ("min", "max"))(amin(input, d, keepdim), amax(input, d, keepdim))
+
+
+def _arg_extreme(input, dim, keepdim, largest):
+    name = "argmax" if largest else "argmin"
+
+    def compute(x):
+        xp = xp_of(x)
+        if dim is None:
+            out = getattr(xp, name)(x.reshape(-1))
+            return xp.asarray(out, np.int64).reshape((1,) * x.ndim if keepdim else ())
+        if axis is None:
+            return xp.zeros((), np.int64)
+        out = getattr(xp, name)(x, axis=axis).astype(np.int64)
+        return xp.expand_dims(out, axis) if keepdim else out
+
+    if dim is None:
+        if input.numel() == 0:
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+        axis = None
+    else:
+        axis = _one_axis(dim, input.ndim)
+        if axis is not None:
+            _check_nonempty(input, (axis,), name)
+    return Compute(compute)(input)
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the largest value (over the flattened tensor when ``dim`` is None)."""
+    return _arg_extreme(input, dim, keepdim, True)
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index of the smallest value (over the flattened tensor when ``dim`` is None)."""
+    return _arg_extreme(input, dim, keepdim, False)
+
+
+def median(input, dim=None, keepdim=False):
+    """Lower median: a value for ``median(x)``, (values, indices) with ``dim``."""
+    if dim is None:
+        return MedianAll()(input)
+    return _select_dim(MedianDim, input, dim, keepdim, "median")
+
+
+# ---- prod, logsumexp ---------------------------------------------------------------------------
+class Prod(_Reduction):
+    """Product; the backward is exact when the input holds zeros (no division by zero)."""
+
+    uses_inputs = True
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.x = x = cast(x, self.dtype)
+        return _as_array(xp, xp.prod(x, self.axes, x.dtype, keepdims=self.keepdim))
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        x = self.x
+        zero = x == 0
+        n_zero = zero.sum(self.axes, keepdims=True)
+        x_nz = xp.where(zero, 1, x)
+        prod_nz = xp.prod(x_nz, self.axes, keepdims=True)
+        share = xp.where(n_zero == 0, prod_nz / x_nz, xp.where((n_zero == 1) & zero, prod_nz, 0))
+        return _keep(gy, self.axes, self.keepdim) * share
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over all elements, or over one ``dim``."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
+    axes = _axes(None, input.ndim) if dim is None else _axes(int(dim), input.ndim)
+    return Prod(axes, keepdim and dim is not None, dt)(input)
+
+
+class LogSumExp(_Reduction):
+    """log(sum(exp(x))) shifted by the max for stability."""
+
+    uses_inputs, uses_output = True, True
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.x = x = cast(x, self.dtype)
+        if x.size == 0 or builtins.any(x.shape[a] == 0 for a in self.axes):
+            m = xp.full(tuple(1 if i in self.axes else n for i, n in enumerate(x.shape)), -np.inf, x.dtype)
+        else:
+            m = xp.amax(x, self.axes, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
+        y = xp.log(xp.sum(xp.exp(x - m), self.axes, keepdims=True)) + m
+        self.y = y
+        return y if self.keepdim or not self.axes else y.squeeze(self.axes)
+
+    def backward(self, gy):
+        return _keep(gy, self.axes, self.keepdim) * xp_of(gy).exp(self.x - self.y)
+
+
+def logsumexp(input, dim, keepdim=False):
+    """Numerically stable log of the summed exponentials over ``dim`` (integers -> float)."""
+    return LogSumExp(_axes(dim, input.ndim), keepdim, float_dtype(input.dtype))(input)
+
+
+# ---- all, any, count_nonzero -------------------------------------------------------------------
+def _logical_reduce(input, dim, keepdim, name):
+    axes = _axes(dim, input.ndim)
+    out_dt = np.uint8 if input.dtype is _dtype.uint8 else np.bool_
+
+    def compute(x):
+        xp = xp_of(x)
+        return _as_array(xp, getattr(xp, name)(x, axis=axes, keepdims=keepdim)).astype(out_dt)
+    return Compute(compute)(input)
+
+
+def all(input, dim=None, keepdim=False):
+    """True where every element over ``dim`` is nonzero (uint8 stays uint8)."""
+    return _logical_reduce(input, dim, keepdim, "all")
+
+
+def any(input, dim=None, keepdim=False):
+    """True where some element over ``dim`` is nonzero (uint8 stays uint8)."""
+    return _logical_reduce(input, dim, keepdim, "any")
+
+
+def count_nonzero(input, dim=None):
+    """Number of nonzero elements over ``dim`` (int64)."""
+    axes = _axes(dim, input.ndim)
+
+    def compute(x):
+        xp = xp_of(x)
+        return _as_array(xp, xp.count_nonzero(x, axis=axes)).astype(np.int64)
+    return Compute(compute)(input)
+
+
+# ---- cumulative ops ----------------------------------------------------------------------------
+def _reverse_cumsum(xp, g, axis):
+    return xp.flip(xp.cumsum(xp.flip(g, axis), axis), axis)
+
+
+class _Cumulative(Function):
+    """Cumulative op along one axis (0-d inputs are treated as one element)."""
+
+    def __init__(self, axis, dtype):
+        self.axis, self.dtype = axis, dtype.np
+
+    def forward(self, x):
+        self.shape = x.shape
+        x = cast(x, self.dtype).reshape(x.shape or (1,))
+        y = self.scan(xp_of(x), x)
+        return y.reshape(self.shape)
+
+    def backward(self, gy):
+        g = self.grad(xp_of(gy), gy.reshape(self.shape or (1,)))
+        return g.reshape(self.shape)
+
+
+class CumSum(_Cumulative):
+    uses_inputs = False
+
+    def scan(self, xp, x):
+        return xp.cumsum(x, self.axis, x.dtype)
+
+    def grad(self, xp, g):
+        return _reverse_cumsum(xp, g, self.axis)
+
+
+class CumProd(_Cumulative):
+    """Cumulative product; the backward is exact around zeros (no division by zero)."""
+
+    def scan(self, xp, x):
+        self.x = x
+        self.y = xp.cumprod(x, self.axis, x.dtype)
+        return self.y
+
+    def grad(self, xp, g):
+        x, axis = self.x, self.axis
+        zero = x == 0
+        zeros_so_far = xp.cumsum(zero, axis)
+        before_zero = zeros_so_far == 0
+        first_zero = zero & (zeros_so_far == 1)
+        x_safe = xp.where(before_zero, x, 1)
+        g_before = _reverse_cumsum(xp, g * self.y, axis) / x_safe
+        y_skip = xp.cumprod(xp.where(first_zero, 1, x), axis)
+        g_at_zero = _reverse_cumsum(xp, g * y_skip, axis)
+        return xp.where(before_zero, g_before, xp.where(first_zero, g_at_zero, 0))
+
+
+def cumsum(input, dim, *, dtype=None):
+    """Running sum along ``dim`` (bool/integers accumulate in int64)."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
+    return CumSum(_one_axis(dim, input.ndim) or 0, dt)(input)
+
+
+def cumprod(input, dim, *, dtype=None):
+    """Running product along ``dim`` (bool/integers accumulate in int64)."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
+    return CumProd(_one_axis(dim, input.ndim) or 0, dt)(input)
+
+
+# ---- norms -------------------------------------------------------------------------------------
+class VectorNorm(_Reduction):
+    """The ``ord``-norm of the elements over ``axes`` (``ord`` any float, inf, -inf or 0)."""
+
+    uses_inputs, uses_output = True, True
+
+    def __init__(self, ord, axes, keepdim, dtype):
+        super().__init__(axes, keepdim, dtype)
+        self.ord = float(ord)
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.x = x = cast(x, self.dtype)
+        a, p, axes, keep = xp.abs(x), self.ord, self.axes, self.keepdim
+        if p == math.inf:
+            y = xp.amax(a, axes, keepdims=keep)
+        elif p == -math.inf:
+            y = xp.amin(a, axes, keepdims=keep)
+        elif p == 0:
+            y = (a != 0).sum(axes, keepdims=keep).astype(x.dtype)
+        elif p == 1:
+            y = a.sum(axes, keepdims=keep)
+        elif p == 2:
+            y = xp.sqrt((x * x).sum(axes, keepdims=keep))
+        else:
+            y = (a ** p).sum(axes, keepdims=keep) ** (1 / p)
+        self.y = _as_array(xp, y).astype(x.dtype, copy=False)
+        return self.y
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        x, p = self.x, self.ord
+        g, y = _keep(gy, self.axes, self.keepdim), _keep(self.y, self.axes, self.keepdim)
+        if p == 0:
+            return xp.zeros_like(x)
+        if p in (math.inf, -math.inf):
+            hit = xp.abs(x) == y
+            return g * xp.sign(x) * hit / hit.sum(self.axes, keepdims=True)
+        if p == 1:
+            return g * xp.sign(x)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            if p == 2:
+                scale = x / y
+            else:
+                scale = x * xp.abs(x) ** (p - 2) / y ** (p - 1)
+        return g * xp.where((y == 0) | (x == 0), 0, scale)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """``torch.linalg.vector_norm``: the ``ord``-norm over ``dim`` (all elements by default)."""
+    dt = _dtype.to_dtype(dtype) if dtype is not None else x.dtype
+    if not x.dtype.is_floating_point:
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {x.dtype.title}")
+    axes = _axes(dim, x.ndim)
+    if float(ord) < 0 or ord == math.inf:
+        if x.numel() == 0 and (dim is None or builtins.any(x.shape[a] == 0 for a in axes)):
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor "
+                               "because the operation does not have an identity")
+    return VectorNorm(ord, axes, keepdim, dt)(x)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """``torch.norm``: vector p-norms over ``dim``; 'fro' is the 2-norm of the selected dims."""
+    if isinstance(p, str):
+        if p != "fro":
+            raise RuntimeError(f"norm(): p='{p}' is not supported (only 'fro' and numeric p)")
+        if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) > 2:
+            raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
+        p = 2
+    result = vector_norm(input, p, dim, keepdim, dtype=dtype)
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result
+
+
+# ---- Tensor methods ----------------------------------------------------------------------------
+for _fn in (sum, mean, nansum, nanmean, var, std, max, min, amax, amin, aminmax, argmax, argmin, median,
+            prod, logsumexp, all, any, count_nonzero, cumsum, cumprod, norm):
+    register_method(_fn)
+
+
+__all__ = ["sum", "mean", "nansum", "nanmean", "var", "std", "var_mean", "std_mean", "max", "min",
+           "amax", "amin", "aminmax", "argmax", "argmin", "median", "prod", "logsumexp", "all", "any",
+           "count_nonzero", "cumsum", "cumprod", "norm"]
