@@ -1,0 +1,240 @@
+"""Normalisation layers: BatchNorm1d/2d/3d, InstanceNorm1d/2d, GroupNorm and LayerNorm."""
+import numbers
+
+from ... import _dtype
+from ...autograd.grad_mode import no_grad
+from ...ops.creation import ones, tensor, zeros
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from ._utils import new_param_data
+from .module import Module
+
+
+class _NormBase(Module):
+    """Affine weight/bias and running statistics shared by batch and instance norm."""
+
+    _version = 2
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 device=None, dtype=None, *, bias=True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if affine:
+            self.weight = Parameter(new_param_data((num_features,), device, dtype))
+            if bias:
+                self.bias = Parameter(new_param_data((num_features,), device, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            float_dtype = dtype or _dtype.get_default_dtype()
+            self.register_buffer("running_mean", zeros(num_features, dtype=float_dtype, device=device))
+            self.register_buffer("running_var", ones(num_features, dtype=float_dtype, device=device))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=_dtype.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input):
+        raise NotImplementedError
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+    def _upgrade_state_dict(self, state_dict, prefix, version):
+        """Checkpoints before version 2 (or without metadata) may lack ``num_batches_tracked``."""
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                                   else tensor(0, dtype=_dtype.int64))
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input):
+        """Normalise with batch statistics in training (updating running stats), running ones in eval."""
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with no_grad():
+                self.num_batches_tracked.add_(1)
+            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if use_running else None,
+                            self.running_var if use_running else None, self.weight, self.bias,
+                            bn_training, factor, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over (N, C) or (N, C, L) inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over (N, C, H, W) inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over (N, C, D, H, W) inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class _InstanceNorm(_NormBase):
+    """Normalise each sample's channels over their spatial dims (no running stats by default)."""
+
+    _spatial_dims = 0
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False,
+                 device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+
+    def forward(self, input):
+        batched = self._spatial_dims + 2
+        if input.dim() not in (batched - 1, batched):
+            raise ValueError(f"expected {batched - 1}D or {batched}D input (got {input.dim()}D input)")
+        unbatched = input.dim() == batched - 1
+        channels = input.size(0 if unbatched else 1)
+        if channels != self.num_features and self.affine:
+            raise ValueError(f"expected input's size at dim={0 if unbatched else 1} to match num_features "
+                             f"({self.num_features}), but got: {channels}.")
+        if unbatched:
+            return self._normalize(input.unsqueeze(0)).squeeze(0)
+        return self._normalize(input)
+
+    def _normalize(self, input):
+        if not self.training and self.track_running_stats:
+            return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0,
+                                self.eps)
+        if self.training and self.track_running_stats and self.momentum is not None:
+            self._update_running_stats(input)
+        return F.group_norm(input, input.size(1), self.weight, self.bias, self.eps)
+
+    def _update_running_stats(self, input):
+        """Running stats move toward the batch average of per-instance mean and unbiased variance."""
+        x = input.detach()._data
+        axes = tuple(range(2, x.ndim))
+        m = self.momentum
+        with no_grad():
+            rm, rv = self.running_mean._data, self.running_var._data
+            rm[...] = (1 - m) * rm + m * x.mean(axis=axes).mean(axis=0)
+            rv[...] = (1 - m) * rv + m * x.var(axis=axes, ddof=1).mean(axis=0)
+            self.running_mean._version[0] += 1
+            self.running_var._version[0] += 1
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial_dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial_dims = 2
+
+
+class GroupNorm(Module):
+    """Normalise each sample over groups of channels, then scale/shift per channel."""
+
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(new_param_data((num_channels,), device, dtype))
+            if bias:
+                self.bias = Parameter(new_param_data((num_channels,), device, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` dims, then scale/shift elementwise."""
+
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(new_param_data(self.normalized_shape, device, dtype))
+            if bias:
+                self.bias = Parameter(new_param_data(self.normalized_shape, device, dtype))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def forward(self, input):
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+                f"bias={self.bias is not None}")
+
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "GroupNorm",
+           "LayerNorm"]
