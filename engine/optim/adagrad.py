@@ -1,0 +1,60 @@
+"""Adagrad: per-coordinate learning rates from the running sum of squared gradients."""
+from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _grad_of, _step_tensor, _to_scalar,
+                        _zeros_like)
+from ..ops._common import xp_of
+
+
+class Adagrad(Optimizer):
+    """``torch.optim.Adagrad``; its state (step, sum) is created when it is constructed."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
+                 foreach=None, *, maximize=False, differentiable=False, fused=None):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, fused=fused)
+        super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        for group in self.param_groups:
+            for p in group["params"]:
+                self._init_state(p, group)
+
+    def _init_state(self, p, group):
+        """``p``'s step counter and accumulator (filled with ``initial_accumulator_value``)."""
+        state = self.state[p]
+        state["step"] = _step_tensor()
+        state["sum"] = _zeros_like(p, group["initial_accumulator_value"])
+        return state
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr = _to_scalar(group["lr"])
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p] or self._init_state(p, group)
+                state["step"]._data += 1
+                step = float(state["step"]._data)
+                g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
+                clr = lr / (1 + (step - 1) * group["lr_decay"])
+                state_sum = state["sum"]._data
+                state_sum += g * g
+                std = xp_of(p._data).sqrt(state_sum)
+                std += group["eps"]
+                update = g * -clr
+                update /= std
+                p._data += update
+                _bump_version(p)
+        return loss

@@ -1,0 +1,97 @@
+"""Adam and AdamW (decoupled weight decay), with optional AMSGrad."""
+from .optimizer import (Optimizer, _bump_version, _grad_of, _lerp_, _step_tensor, _to_scalar,
+                        _zeros_like)
+from ..ops._common import xp_of
+
+
+class Adam(Optimizer):
+    """``torch.optim.Adam``; ``decoupled_weight_decay=True`` makes it AdamW."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _state_of(self, p, amsgrad):
+        """``p``'s state, created on its first step (step, exp_avg, exp_avg_sq[, max_exp_avg_sq])."""
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_tensor()
+            state["exp_avg"] = _zeros_like(p)
+            state["exp_avg_sq"] = _zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = _zeros_like(p)
+        return state
+
+    def _update(self, p, group):
+        """One Adam step on ``p`` in torch's order of operations."""
+        lr = _to_scalar(group["lr"])
+        beta1, beta2 = (_to_scalar(b) for b in group["betas"])
+        weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
+        state = self._state_of(p, amsgrad)
+        state["step"]._data += 1
+        step = float(state["step"]._data)
+        g = _grad_of(p, group["maximize"])
+        if weight_decay != 0:
+            if group["decoupled_weight_decay"]:
+                p._data *= 1 - lr * weight_decay
+            else:
+                g = g + weight_decay * p._data
+        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        _lerp_(exp_avg, g, 1 - beta1)
+        exp_avg_sq *= beta2
+        exp_avg_sq += (1 - beta2) * g * g
+        step_size = lr / (1 - beta1 ** step)
+        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+        second = exp_avg_sq
+        xp = xp_of(p._data)
+        if amsgrad:
+            second = state["max_exp_avg_sq"]._data
+            xp.maximum(second, exp_avg_sq, out=second)
+        denom = xp.sqrt(second)
+        denom /= bias_correction2_sqrt
+        denom += group["eps"]
+        update = exp_avg * -step_size
+        update /= denom
+        p._data += update
+        _bump_version(p)
+
+
+class AdamW(Adam):
+    """``torch.optim.AdamW``: Adam with weight decay applied to the parameters, not the gradient."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group["decoupled_weight_decay"] = True

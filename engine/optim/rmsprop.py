@@ -1,0 +1,74 @@
+"""RMSprop with optional momentum, centering and weight decay."""
+from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _grad_of, _lerp_, _step_tensor,
+                        _to_scalar, _zeros_like)
+from ..ops._common import xp_of
+
+
+class RMSprop(Optimizer):
+    """``torch.optim.RMSprop``."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _state_of(self, p, group):
+        """``p``'s state, created on its first step (step, square_avg[, momentum_buffer, grad_avg])."""
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_tensor()
+            state["square_avg"] = _zeros_like(p)
+            if group["momentum"] > 0:
+                state["momentum_buffer"] = _zeros_like(p)
+            if group["centered"]:
+                state["grad_avg"] = _zeros_like(p)
+        return state
+
+    def _update(self, p, group):
+        """One RMSprop step on ``p`` in torch's order of operations."""
+        lr, alpha = _to_scalar(group["lr"]), group["alpha"]
+        state = self._state_of(p, group)
+        state["step"]._data += 1
+        g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
+        square_avg = state["square_avg"]._data
+        square_avg *= alpha
+        square_avg += (1 - alpha) * g * g
+        xp = xp_of(p._data)
+        if group["centered"]:
+            grad_avg = state["grad_avg"]._data
+            _lerp_(grad_avg, g, 1 - alpha)
+            avg = xp.sqrt(square_avg - grad_avg * grad_avg)
+        else:
+            avg = xp.sqrt(square_avg)
+        avg += group["eps"]
+        if group["momentum"] > 0:
+            buf = state["momentum_buffer"]._data
+            buf *= group["momentum"]
+            buf += g / avg
+            p._data -= lr * buf
+        else:
+            update = g * -lr
+            update /= avg
+            p._data += update
+        _bump_version(p)

@@ -1,0 +1,52 @@
+"""Stochastic gradient descent with optional momentum, dampening, Nesterov and weight decay."""
+from .optimizer import Optimizer, _add_weight_decay, _bump_version, _grad_of, _to_scalar
+from ..tensor import _new
+
+
+class SGD(Optimizer):
+    """``torch.optim.SGD``: the first step's momentum buffer is the gradient itself."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach,
+                        differentiable=differentiable, fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+        if fused and foreach:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def step(self, closure=None):
+        """Update every parameter that has a gradient; returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, momentum = _to_scalar(group["lr"]), group["momentum"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
+                if momentum != 0:
+                    g = self._momentum(p, g, momentum, group["dampening"], group["nesterov"])
+                p._data -= lr * g
+                _bump_version(p)
+        return loss
+
+    def _momentum(self, p, g, momentum, dampening, nesterov):
+        """Update ``p``'s momentum buffer with ``g`` and return the direction to step along."""
+        state = self.state[p]
+        buf = state.get("momentum_buffer")
+        if buf is None:
+            buf = state["momentum_buffer"] = _new(g.copy())
+        else:
+            buf._data *= momentum
+            buf._data += (1 - dampening) * g
+        if nesterov:
+            return g + momentum * buf._data
+        return buf._data
