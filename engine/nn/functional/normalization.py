@@ -1,2 +1,408 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""Normalisation functionals: batch, layer, group, instance, RMS and local response norm.
+
+Each norm is one fused Function. Statistics are reduced with BLAS (a matrix-vector product with
+ones, per-row dot products) and per-channel affine maps are applied as ``x * scale + shift`` with
+broadcast (C, 1) columns over an (N, C, L) view, so no op runs per channel or per pixel.
+Float16 inputs are computed in float32; float32 and float64 in their own dtype.
+"""
+import numbers
+
+import numpy as np
+
+from ...autograd.function import Function
+from ...ops._common import xp_of
+from ...tensor import Tensor
+
+# ---- shared kernels ----------------------------------------------------------------------------
+
+
+def _compute_dtype(dtype):
+    """Half precision accumulates in float32; wider floats compute in themselves."""
+    return np.dtype(np.float32) if dtype.itemsize < 4 else dtype
+
+
+def _as_ncl(x, dtype):
+    """``x`` (N, C, *) as a contiguous (N, C, L) array of ``dtype``."""
+    xp = xp_of(x)
+    x3 = x.reshape(x.shape[0], x.shape[1], -1)
+    return xp.ascontiguousarray(x3, dtype=dtype)
+
+
+def _row_sums(rows):
+    """Sum of each row of a 2-D array (a BLAS matrix-vector product with ones)."""
+    return rows @ xp_of(rows).ones(rows.shape[1], rows.dtype)
+
+
+def _row_dots(a, b):
+    """Dot product of matching rows of two 2-D arrays (BLAS for long rows, einsum for short)."""
+    if a.shape[1] >= 256:
+        return (a[:, None, :] @ b[:, :, None]).reshape(a.shape[0])
+    return xp_of(a).einsum("rl,rl->r", a, b)
+
+
+def _channel_sums(x3):
+    """Per-channel sums of an (N, C, L) array, in float64."""
+    n, c, length = x3.shape
+    return _row_sums(x3.reshape(n * c, length)).reshape(n, c).sum(0, dtype=np.float64)
+
+
+def _channel_dots(a3, b3):
+    """Per-channel sums of ``a3 * b3`` over (N, L) of two (N, C, L) arrays, in float64."""
+    n, c, length = a3.shape
+    dots = _row_dots(a3.reshape(n * c, length), b3.reshape(n * c, length))
+    return dots.reshape(n, c).sum(0, dtype=np.float64)
+
+
+def _column(v, dtype):
+    """A per-channel vector as a (C, 1) column of ``dtype`` that broadcasts over (N, C, L)."""
+    return v.astype(dtype, copy=False).reshape(-1, 1)
+
+
+def _normalize_rows(rows, eps):
+    """Normalise each row of a 2-D array to zero mean, unit variance; returns (xhat, mean, var, invstd)."""
+    m = rows.shape[1]
+    mean = _row_sums(rows) / m
+    xhat = rows - mean[:, None]
+    var = _row_dots(xhat, xhat) / m
+    invstd = 1 / xp_of(rows).sqrt(var + eps)
+    xhat *= invstd[:, None]
+    return xhat, mean, var, invstd
+
+
+def _normalize_rows_backward(gxhat, xhat, invstd):
+    """Gradient through row normalisation: invstd * (g - mean(g) - xhat * mean(g * xhat))."""
+    m = xhat.shape[1]
+    proj = _row_dots(gxhat, xhat) / m
+    gx = xhat * -proj[:, None]
+    gx += gxhat
+    gx -= (_row_sums(gxhat) / m)[:, None]
+    gx *= invstd[:, None]
+    return gx
+
+
+# ---- batch norm --------------------------------------------------------------------------------
+class BatchNorm(Function):
+    """Per-channel normalisation over (N, *spatial) with batch stats, or given running stats."""
+
+    def __init__(self, eps, running_mean=None, running_var=None):
+        self.eps = eps
+        self.training = running_mean is None
+        self.running = (running_mean, running_var)
+
+    def forward(self, x, weight, bias):
+        ct = _compute_dtype(x.dtype)
+        x3 = _as_ncl(x, ct)
+        n, c, length = x3.shape
+        if self.training:
+            self.count = n * length
+            mean = _channel_sums(x3) / self.count
+            out = x3 - _column(mean, ct)
+            self.batch_var = var = _channel_dots(out, out) / self.count
+            self.batch_mean = mean
+        else:
+            mean, var = (a.astype(np.float64) for a in self.running)
+            out = None
+        xp = xp_of(x)
+        invstd = 1 / xp.sqrt(var + self.eps)
+        scale = invstd if weight is None else invstd * weight
+        if out is None:
+            shift = -mean * scale if bias is None else bias - mean * scale
+            out = x3 * _column(scale, ct)
+            out += _column(shift, ct)
+        else:
+            out *= _column(scale, ct)
+            if bias is not None:
+                out += _column(bias, ct)
+        if any(self.needs_input_grad):
+            self.x3, self.mean, self.invstd, self.weight = x3, mean, invstd, weight
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        need_x, need_w, need_b = self.needs_input_grad
+        x3, mean, invstd = self.x3, self.mean, self.invstd
+        ct = x3.dtype
+        g3 = _as_ncl(gy, ct)
+        k = invstd if self.weight is None else invstd * self.weight
+        sum_gy = _channel_sums(g3) if need_b or (need_x and self.training) else None
+        dot = gx = None
+        xc = x3 - _column(mean, ct) if need_w or (need_x and self.training) else None
+        if xc is not None:
+            dot = _channel_dots(g3, xc)
+        if need_x and self.training:
+            coef = k * invstd * invstd * dot / self.count
+            xc *= _column(-coef, ct)
+            xc += _column(-k * sum_gy / self.count, ct)
+            t = g3 * _column(k, ct)
+            xc += t
+            gx = xc
+        elif need_x:
+            gx = g3 * _column(k, ct)
+        if gx is not None:
+            gx = gx.reshape(gy.shape)
+        gw = dot * invstd if need_w else None
+        return gx, gw, sum_gy if need_b else None
+
+
+def _check_per_channel(name, t, c):
+    if t is not None and t.numel() != c:
+        raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5):
+    """Batch normalisation (``torch.nn.functional.batch_norm``); training updates running stats in place."""
+    if input.dim() < 2:
+        raise ValueError(f"batch_norm expected input with at least 2 dims (N, C, ...), but got input of "
+                         f"size {list(input.shape)}")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
+                    ("bias", bias)):
+        _check_per_channel(name, t, c)
+    if training and input.numel() // c <= 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
+    if not training and (running_mean is None or running_var is None):
+        raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
+                           "evaluation mode")
+    if training:
+        fn = BatchNorm(eps)
+    else:
+        fn = BatchNorm(eps, running_mean._data, running_var._data)
+    out = fn(input, weight, bias)
+    if training:
+        count = fn.count
+        _update_running(running_mean, fn.batch_mean, momentum)
+        _update_running(running_var, fn.batch_var * (count / (count - 1)), momentum)
+    return out
+
+
+def _update_running(running, stat, momentum):
+    """running = (1 - momentum) * running + momentum * stat, in place (bumps the version)."""
+    if running is None:
+        return
+    data = running._data
+    data *= 1 - momentum
+    data += (momentum * stat).astype(data.dtype, copy=False)
+    running._version[0] += 1
+
+
+# ---- layer, group and instance norm -------------------------------------------------------------
+class LayerNorm(Function):
+    """Normalisation over the trailing ``n_dims`` dims, with an elementwise affine over those dims."""
+
+    def __init__(self, n_dims, eps):
+        self.n_dims, self.eps = n_dims, eps
+
+    def forward(self, x, weight, bias):
+        ct = _compute_dtype(x.dtype)
+        m = int(np.prod(x.shape[x.ndim - self.n_dims:]))
+        rows = xp_of(x).ascontiguousarray(x.reshape(-1, m), dtype=ct)
+        xhat, _, _, invstd = _normalize_rows(rows, self.eps)
+        out = xhat if weight is None else xhat * weight.reshape(m).astype(ct, copy=False)
+        if bias is not None:
+            out = out + bias.reshape(m).astype(ct, copy=False)
+        if any(self.needs_input_grad):
+            self.xhat, self.invstd, self.weight = xhat, invstd, weight
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        need_x, need_w, need_b = self.needs_input_grad
+        xhat = self.xhat
+        m = xhat.shape[1]
+        g = xp_of(gy).ascontiguousarray(gy.reshape(-1, m), dtype=xhat.dtype)
+        xp = xp_of(g)
+        gw = xp.einsum("rm,rm->m", g, xhat).reshape(self.weight.shape) if need_w else None
+        gb = g.sum(0).reshape(gy.shape[gy.ndim - self.n_dims:]) if need_b else None
+        gx = None
+        if need_x:
+            gxhat = g if self.weight is None else g * self.weight.reshape(m).astype(g.dtype, copy=False)
+            gx = _normalize_rows_backward(gxhat, xhat, self.invstd).reshape(gy.shape)
+        return gx, gw, gb
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Layer normalisation over the last ``len(normalized_shape)`` dims."""
+    shape = _normalized_shape(normalized_shape)
+    k = len(shape)
+    if k == 0 or input.dim() < k or tuple(input.shape[input.dim() - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{input.shape}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                               f"shape {list(t.shape)} and normalized_shape = {list(shape)}")
+    return LayerNorm(k, eps)(input, weight, bias)
+
+
+def _normalized_shape(normalized_shape):
+    if isinstance(normalized_shape, numbers.Integral):
+        return (int(normalized_shape),)
+    return tuple(int(s) for s in normalized_shape)
+
+
+class GroupNorm(Function):
+    """Normalisation over (C / G, *spatial) per sample and group, with a per-channel affine."""
+
+    def __init__(self, num_groups, eps):
+        self.groups, self.eps = num_groups, eps
+
+    def forward(self, x, weight, bias):
+        ct = _compute_dtype(x.dtype)
+        n, c = x.shape[:2]
+        rows = xp_of(x).ascontiguousarray(x.reshape(n * self.groups, -1), dtype=ct)
+        xhat, self.mean, self.var, invstd = _normalize_rows(rows, self.eps)
+        out = xhat.reshape(n, c, -1)
+        if weight is not None:
+            out = out * _column(weight, ct)
+        if bias is not None:
+            out = out + _column(bias, ct)
+        if any(self.needs_input_grad):
+            self.xhat, self.invstd, self.weight = xhat, invstd, weight
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        need_x, need_w, need_b = self.needs_input_grad
+        xhat = self.xhat
+        n, c = gy.shape[:2]
+        g3 = _as_ncl(gy, xhat.dtype)
+        gw = _channel_dots(g3, xhat.reshape(g3.shape)) if need_w else None
+        gb = _channel_sums(g3) if need_b else None
+        gx = None
+        if need_x:
+            gxhat = g3 if self.weight is None else g3 * _column(self.weight, g3.dtype)
+            gx = _normalize_rows_backward(gxhat.reshape(xhat.shape), xhat, self.invstd).reshape(gy.shape)
+        return gx, gw, gb
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """Group normalisation: channels split into ``num_groups`` groups normalised per sample."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
+    c = input.shape[1]
+    if c % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got "
+                           f"input of shape {list(input.shape)} and num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.dim() != 1 or t.numel() != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in "
+                               f"input, but got {name} of shape {list(t.shape)} and input of shape "
+                               f"{list(input.shape)}")
+    return GroupNorm(num_groups, eps)(input, weight, bias)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """Instance normalisation: each sample's channels over their spatial dims (running stats optional)."""
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is "
+                               "false")
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    if input.dim() < 3 or input.numel() // (input.shape[0] * input.shape[1]) <= 1:
+        raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
+    n, c = input.shape[:2]
+    fn = GroupNorm(c, eps)
+    out = fn(input, weight, bias)
+    count = input.numel() // (n * c)
+    mean = fn.mean.reshape(n, c).mean(0, dtype=np.float64)
+    var = (fn.var * (count / (count - 1))).reshape(n, c).mean(0, dtype=np.float64)
+    _update_running(running_mean, mean, momentum)
+    _update_running(running_var, var, momentum)
+    return out
+
+
+# ---- RMS norm and local response norm ----------------------------------------------------------
+class RMSNorm(Function):
+    """x / sqrt(mean(x^2) + eps) over the trailing ``n_dims`` dims, times an elementwise weight."""
+
+    def __init__(self, n_dims, eps):
+        self.n_dims, self.eps = n_dims, eps
+
+    def forward(self, x, weight):
+        ct = _compute_dtype(x.dtype)
+        m = int(np.prod(x.shape[x.ndim - self.n_dims:]))
+        rows = xp_of(x).ascontiguousarray(x.reshape(-1, m), dtype=ct)
+        eps = np.finfo(x.dtype).eps if self.eps is None else self.eps
+        inv = 1 / xp_of(x).sqrt(_row_dots(rows, rows) / m + eps)
+        xn = rows * inv[:, None]
+        out = xn if weight is None else xn * weight.reshape(m).astype(ct, copy=False)
+        if any(self.needs_input_grad):
+            self.xn, self.inv, self.weight = xn, inv, weight
+        return out.reshape(x.shape).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        need_x, need_w = self.needs_input_grad
+        xn = self.xn
+        m = xn.shape[1]
+        g = xp_of(gy).ascontiguousarray(gy.reshape(-1, m), dtype=xn.dtype)
+        gw = xp_of(g).einsum("rm,rm->m", g, xn).reshape(self.weight.shape) if need_w else None
+        gx = None
+        if need_x:
+            gxn = g if self.weight is None else g * self.weight.reshape(m).astype(g.dtype, copy=False)
+            gx = xn * -(_row_dots(gxn, xn) / m)[:, None]
+            gx += gxn
+            gx *= self.inv[:, None]
+            gx = gx.reshape(gy.shape)
+        return gx, gw
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """RMS normalisation over the last ``len(normalized_shape)`` dims (eps defaults to the dtype's eps)."""
+    shape = _normalized_shape(normalized_shape)
+    k = len(shape)
+    if k == 0 or input.dim() < k or tuple(input.shape[input.dim() - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{input.shape}")
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of "
+                           f"shape {list(weight.shape)} and normalized_shape = {list(shape)}")
+    return RMSNorm(k, eps)(input, weight)
+
+
+def _window_sums(a, before, after):
+    """Sum of ``a`` over the channel window [c - before, c + after] (clipped), via a cumulative sum."""
+    xp = xp_of(a)
+    c = a.shape[1]
+    cs = xp.zeros((a.shape[0], c + 1) + a.shape[2:], a.dtype)
+    xp.cumsum(a, axis=1, out=cs[:, 1:])
+    idx = xp.arange(c)
+    hi = xp.minimum(idx + after, c - 1) + 1
+    lo = xp.maximum(idx - before, 0)
+    return cs[:, hi] - cs[:, lo]
+
+
+class LocalResponseNorm(Function):
+    """x / (k + alpha / size * sum of x^2 over neighbouring channels) ** beta."""
+
+    def __init__(self, size, alpha, beta, k):
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x):
+        ct = _compute_dtype(x.dtype)
+        xc = x.astype(ct, copy=False)
+        base = _window_sums(xc * xc, self.size // 2, (self.size - 1) // 2)
+        base *= self.alpha / self.size
+        base += self.k
+        div = base ** self.beta
+        out = xc / div
+        if any(self.needs_input_grad):
+            self.x, self.base, self.div, self.out = xc, base, div, out
+        return out.astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        gy = gy.astype(self.x.dtype, copy=False)
+        spread = _window_sums(gy * self.out / self.base, (self.size - 1) // 2, self.size // 2)
+        spread *= self.x * (-2 * self.alpha * self.beta / self.size)
+        spread += gy / self.div
+        return spread
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Local response normalisation across channels (AlexNet-style)."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if input.numel() == 0:
+        return input
+    return LocalResponseNorm(size, alpha, beta, k)(input)
+
+
+__all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm", "local_response_norm"]
