@@ -142,7 +142,8 @@ class Mean(_Reduction):
         return _as_array(xp, y).astype(x.dtype, copy=False)
 
     def backward(self, gy):
-        return self.expand(gy / self.n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self.expand(gy / self.n)
 
 
 class NanSum(_Reduction):
@@ -215,7 +216,7 @@ class Var(_Reduction):
         n = _count(x.shape, self.axes)
         self.dof = x.dtype.type(builtins.max(n - self.correction, 0))
         with np.errstate(invalid="ignore", divide="ignore"):
-            self.centered = x - xp.mean(x, self.axes, keepdims=True)
+            self.centered = x - xp.sum(x, self.axes, keepdims=True) / x.dtype.type(n)
             y = (self.centered * self.centered).sum(self.axes, keepdims=self.keepdim) / self.dof
         return _as_array(xp, y).astype(x.dtype, copy=False)
 
@@ -285,7 +286,8 @@ class _EvenTies(_Reduction):
     def backward(self, gy):
         y = _keep(self.y, self.axes, self.keepdim)
         hit = self.x == y
-        share = hit / hit.sum(self.axes, keepdims=True).astype(gy.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = hit / hit.sum(self.axes, keepdims=True).astype(gy.dtype)
         return _keep(gy, self.axes, self.keepdim) * share
 
 
@@ -515,7 +517,8 @@ class LogSumExp(_Reduction):
         else:
             m = xp.amax(x, self.axes, keepdims=True)
         m = xp.where(xp.isfinite(m), m, 0).astype(x.dtype, copy=False)
-        y = xp.log(xp.sum(xp.exp(x - m), self.axes, keepdims=True)) + m
+        with np.errstate(divide="ignore"):
+            y = xp.log(xp.sum(xp.exp(x - m), self.axes, keepdims=True)) + m
         self.y = y
         return y if self.keepdim or not self.axes else y.squeeze(self.axes)
 
