@@ -1,0 +1,230 @@
+"""Pooling kernels (max, average, adaptive) on numpy with torch's window, index and divisor rules."""
+from collections import namedtuple
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+MaxPoolSaved = namedtuple("MaxPoolSaved", "indices x_shape overlap")
+MaxPoolSaved.__doc__ = "What the max-pool backwards need: flat argmax indices and whether windows overlap."
+
+AvgPoolSaved = namedtuple("AvgPoolSaved", "x_shape divisor kernel stride padding out_shape padded_shape")
+AvgPoolSaved.__doc__ = "What avg_pool2d_backward needs: the geometry and the (OH, OW) divisor."
+
+AdaptiveAvgSaved = namedtuple("AdaptiveAvgSaved", "x_shape rows cols")
+AdaptiveAvgSaved.__doc__ = "Input shape and the row/column averaging matrices (None for a reshape-mean fast path)."
+
+
+def _pair(v):
+    """Accept an int or a 2-sequence for a per-axis parameter."""
+    return (int(v), int(v)) if np.isscalar(v) else (int(v[0]), int(v[1]))
+
+
+def _out_size(n, k, s, p, d, ceil_mode):
+    """torch's pooling output length; with ceil_mode the last window must start inside input or left pad."""
+    out = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
+
+
+def _geometry(x_shape, kernel_size, stride, padding, dilation, ceil_mode):
+    """Per-axis pairs (k, s, p, d), the output size and the extra bottom/right padding ceil_mode needs."""
+    k = _pair(kernel_size)
+    s = k if stride is None or (not np.isscalar(stride) and len(stride) == 0) else _pair(stride)
+    p, d = _pair(padding), _pair(dilation)
+    out = tuple(_out_size(n, *a, ceil_mode) for n, a in zip(x_shape[2:], zip(k, s, p, d)))
+    extra = tuple(max(0, (o - 1) * si + di * (ki - 1) + 1 - (n + 2 * pi))
+                  for o, si, di, ki, n, pi in zip(out, s, d, k, x_shape[2:], p))
+    return k, s, p, d, out, extra
+
+
+def _pad(x, top, bottom, left, right, value):
+    """Constant-pad the last two axes (returns x itself when nothing is added)."""
+    if top == bottom == left == right == 0:
+        return x
+    N, C, H, W = x.shape
+    out = np.full((N, C, H + top + bottom, W + left + right), value, x.dtype)
+    out[:, :, top:top + H, left:left + W] = x
+    return out
+
+
+def _taps(xp, k, s, d, out):
+    """For each kernel tap (row-major), the strided (N, C, OH, OW) view of the inputs it sees.
+
+    Pooling loops over these few taps with whole-array operations: numpy reductions over tap axes of
+    one 6-D window view iterate with the short tap axis innermost (it has the smallest stride) and
+    measured ~15x slower.
+    """
+    sN, sC, sH, sW = xp.strides
+    shape, strides = xp.shape[:2] + out, (sN, sC, sH * s[0], sW * s[1])
+    return [as_strided(xp[:, :, i * d[0]:, j * d[1]:], shape, strides) for i in range(k[0]) for j in range(k[1])]
+
+
+def _max_and_tap(views, has_nan):
+    """Elementwise max over the tap views and the index of the tap that torch's scan keeps.
+
+    torch replaces the running max when a value is strictly greater or is NaN, so the first maximum
+    wins, NaN propagates, and the last NaN wins.
+    """
+    y = views[0].copy()
+    tap = np.zeros(y.shape, np.min_scalar_type(len(views)))
+    for t, v in enumerate(views[1:], 1):
+        upd = v > y
+        if has_nan:
+            upd |= np.isnan(v)
+        np.putmask(tap, upd, t)
+        np.maximum(y, v, out=y)  # NaN-propagating, like torch's values
+    return y, tap
+
+
+def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool2d of x (N,C,H,W); returns (y, indices, saved) with torch's return_indices indices
+    (int64 flat positions in each H*W input plane)."""
+    N, C, H, W = x.shape
+    k, s, p, d, out, extra = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    xp = _pad(x, p[0], p[0] + extra[0], p[1], p[1] + extra[1], -np.inf)
+    y, tap = _max_and_tap(_taps(xp, k, s, d, out), np.isnan(x.max()))
+    start_h = np.arange(out[0]) * s[0] - p[0]
+    start_w = np.arange(out[1]) * s[1] - p[1]
+    offsets = (np.arange(k[0])[:, None] * d[0] * W + np.arange(k[1]) * d[1]).ravel()
+    indices = (start_h[:, None] * W + start_w) + offsets[tap]
+    if np.isneginf(y).any():  # all -inf window: torch keeps its first in-bounds element
+        first_h = start_h + np.maximum(0, (d[0] - 1 - start_h) // d[0]) * d[0]
+        first_w = start_w + np.maximum(0, (d[1] - 1 - start_w) // d[1]) * d[1]
+        indices = np.where(np.isneginf(y), first_h[:, None] * W + first_w, indices)
+    overlap = s[0] < d[0] * (k[0] - 1) + 1 or s[1] < d[1] * (k[1] - 1) + 1
+    return y, indices, MaxPoolSaved(indices, x.shape, overlap)
+
+
+def max_pool2d_backward(gy, saved):
+    """Input gradient of max pooling: gy scattered (summed where windows overlap) onto the argmax positions."""
+    N, C, H, W = saved.x_shape
+    gx = np.zeros(N * C * H * W, gy.dtype)
+    flat = (saved.indices.reshape(N * C, -1) + np.arange(0, N * C * H * W, H * W)[:, None]).ravel()
+    if saved.overlap:
+        np.add.at(gx, flat, gy.reshape(-1))
+    else:  # each input position lies in at most one window: indices are unique, plain assignment suffices
+        gx[flat] = gy.reshape(-1)
+    return gx.reshape(N, C, H, W)
+
+
+def _avg_divisor(n, k, s, p, out, count_include_pad, dtype):
+    """Per-output-position window length along one axis, by torch's rules."""
+    start = np.arange(out) * s - p
+    end = np.minimum(start + k, n + p)
+    if count_include_pad:
+        return (end - start).astype(dtype)
+    return (np.minimum(end, n) - np.maximum(start, 0)).astype(dtype)
+
+
+def avg_pool2d_forward(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
+    """avg_pool2d of x (N,C,H,W) with torch's divisor rules; returns (y, saved)."""
+    N, C, H, W = x.shape
+    k, s, p, d, out, extra = _geometry(x.shape, kernel_size, stride, padding, 1, ceil_mode)
+    xp = _pad(x, p[0], p[0] + extra[0], p[1], p[1] + extra[1], 0)
+    views = _taps(xp, k, s, (1, 1), out)
+    y = views[0].copy()
+    for v in views[1:]:
+        y += v
+    if divisor_override:
+        divisor = np.asarray(divisor_override, x.dtype)
+    else:
+        divisor = np.multiply.outer(_avg_divisor(H, k[0], s[0], p[0], out[0], count_include_pad, x.dtype),
+                                    _avg_divisor(W, k[1], s[1], p[1], out[1], count_include_pad, x.dtype))
+    y /= divisor
+    return y, AvgPoolSaved(x.shape, divisor, k, s, p, out, xp.shape[2:])
+
+
+def avg_pool2d_backward(gy, saved):
+    """Input gradient of average pooling: each output adds gy/divisor to every input of its window."""
+    N, C, H, W = saved.x_shape
+    (ph, pw) = saved.padding
+    g = gy / saved.divisor
+    gxp = np.zeros((N, C) + saved.padded_shape, g.dtype)
+    for v in _taps(gxp, saved.kernel, saved.stride, (1, 1), saved.out_shape):
+        v += g
+    return np.ascontiguousarray(gxp[:, :, ph:ph + H, pw:pw + W])
+
+
+def _output_size(x_shape, output_size):
+    """Resolve an adaptive output size (int or pair, None entries keep the input size)."""
+    o = (output_size, output_size) if output_size is None or np.isscalar(output_size) else tuple(output_size)
+    return tuple(n if v is None else int(v) for n, v in zip(x_shape[2:], o))
+
+
+def _bins(n, out):
+    """torch's adaptive bins along one axis: start = floor(i*n/out), end = ceil((i+1)*n/out)."""
+    i = np.arange(out)
+    return i * n // out, -(-(i + 1) * n // out)
+
+
+def _averaging_matrix(n, out, dtype):
+    """(out, n) matrix whose row i averages bin i, so pooling one axis is a GEMM."""
+    start, end = _bins(n, out)
+    cols = np.arange(n)
+    inside = (cols >= start[:, None]) & (cols < end[:, None])
+    return (inside / (end - start)[:, None]).astype(dtype)
+
+
+def adaptive_avg_pool2d_forward(x, output_size):
+    """adaptive_avg_pool2d of x (N,C,H,W); returns (y, saved).
+
+    Global and evenly dividing cases are reshape-means; otherwise y = Ah @ x @ Aw^T with small
+    bin-averaging matrices (vectorised, BLAS, exact bins, no cumulative-sum rounding).
+    """
+    N, C, H, W = x.shape
+    OH, OW = _output_size(x.shape, output_size)
+    if (OH, OW) == (1, 1):
+        return x.mean(axis=(2, 3), keepdims=True), AdaptiveAvgSaved(x.shape, None, None)
+    if H % OH == 0 and W % OW == 0:
+        y = x.reshape(N, C, OH, H // OH, OW, W // OW).mean(axis=(3, 5))
+        return y, AdaptiveAvgSaved(x.shape, None, None)
+    rows, cols = _averaging_matrix(H, OH, x.dtype), _averaging_matrix(W, OW, x.dtype)
+    return rows @ (x @ cols.T), AdaptiveAvgSaved(x.shape, rows, cols)
+
+
+def adaptive_avg_pool2d_backward(gy, saved):
+    """Input gradient of adaptive average pooling (the transposed averaging)."""
+    N, C, H, W = saved.x_shape
+    if saved.rows is not None:
+        return (saved.rows.T @ gy) @ saved.cols
+    OH, OW = gy.shape[2:]
+    g = gy / ((H // OH) * (W // OW))
+    return np.broadcast_to(g[:, :, :, None, :, None], (N, C, OH, H // OH, OW, W // OW)).reshape(N, C, H, W)
+
+
+def _bin_taps(n, out):
+    """Per bin, the input positions it covers padded to a common length with index n (a -inf pad)."""
+    start, end = _bins(n, out)
+    pos = start[:, None] + np.arange((end - start).max())
+    return np.where(pos < end[:, None], pos, n), start
+
+
+def adaptive_max_pool2d_forward(x, output_size):
+    """adaptive_max_pool2d of x (N,C,H,W); returns (y, indices, saved) like torch's return_indices.
+
+    Evenly dividing sizes are a plain max pool; otherwise each bin is gathered into a fixed-size,
+    -inf padded window so all bins reduce at once.
+    """
+    N, C, H, W = x.shape
+    OH, OW = _output_size(x.shape, output_size)
+    if H % OH == 0 and W % OW == 0:
+        k = (H // OH, W // OW)
+        return max_pool2d_forward(x, k, k, 0, 1, False)
+    rows, start_h = _bin_taps(H, OH)
+    cols, start_w = _bin_taps(W, OW)
+    xp = _pad(x, 0, 1, 0, 1, -np.inf)
+    v = xp[:, :, rows[:, :, None, None], cols[None, None]]  # (N, C, OH, Lh, OW, Lw)
+    y, tap = _max_and_tap([v[:, :, :, i, :, j] for i in range(rows.shape[1]) for j in range(cols.shape[1])],
+                          np.isnan(x.max()))
+    lw = cols.shape[1]
+    indices = rows[np.arange(OH)[:, None], tap // lw] * W + cols[np.arange(OW), tap % lw]
+    if np.isneginf(y).any():  # all -inf bin: torch keeps the bin's first element
+        indices = np.where(np.isneginf(y), start_h[:, None] * W + start_w, indices)
+    overlap = bool((start_h[1:] < start_h[:-1] + rows.shape[1]).any() or (start_w[1:] < start_w[:-1] + lw).any())
+    return y, indices, MaxPoolSaved(indices, x.shape, overlap)
+
+
+def adaptive_max_pool2d_backward(gy, saved):
+    """Input gradient of adaptive max pooling: the same argmax scatter as max_pool2d_backward."""
+    return max_pool2d_backward(gy, saved)
