@@ -241,6 +241,67 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-__all__ = ["Threshold", "ReLU", "Hardtanh", "ReLU6", "Sigmoid", "Tanh", "SiLU", "Mish", "SELU", "Hardswish",
+class RReLU(Module):
+    """Leaky ReLU with a random slope in [lower, upper] while training (their mean in eval)."""
+
+    def __init__(self, lower=1.0 / 8, upper=1.0 / 3, inplace=False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
+class _Shrink(Module):
+    _fn = None
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):
+        return getattr(F, self._fn)(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    _fn = "hardshrink"
+
+
+class Softshrink(_Shrink):
+    _fn = "softshrink"
+
+
+class LogSigmoid(Module):
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class Softmax2d(Module):
+    """Softmax over the channel dim of (C, H, W) or (N, C, H, W) inputs."""
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
+        return F.softmax(input, -3)
+
+
+__all__ = ["RReLU", "Hardshrink", "Softshrink", "LogSigmoid", "Softsign", "Tanhshrink", "Softmax2d",
+           "Threshold", "ReLU", "Hardtanh", "ReLU6", "Sigmoid", "Tanh", "SiLU", "Mish", "SELU", "Hardswish",
            "Hardsigmoid", "LeakyReLU", "ELU", "CELU", "PReLU", "GELU", "Softplus", "Softmax", "LogSoftmax",
            "Softmin", "GLU"]
