@@ -307,13 +307,14 @@ class Gather(Function):
 
     def forward(self, x, index):
         self.in_shape = x.shape
-        self.key = _along_key(index.reshape(index.shape or (1,)), self.dim)
+        index = index.reshape(index.shape or (1,))
+        self.key, self.index_shape = _along_key(index, self.dim), index.shape
         return x.reshape(x.shape or (1,))[self.key].reshape(index.shape)
 
     def backward(self, gy):
         xp = xp_of(gy)
         g = xp.zeros(self.in_shape or (1,), gy.dtype)
-        xp.add.at(g, self.key, gy.reshape(self.key[0].shape))
+        xp.add.at(g, self.key, gy.reshape(self.index_shape))
         return g.reshape(self.in_shape), None
 
 
@@ -411,7 +412,9 @@ def take_along_dim(input, indices, dim=None):
                            f"dimensions, but got {input.ndim} dimensions for input, and "
                            f"{indices.ndim} dimensions for indices")
     d = wrap_dim(dim, input.ndim)
-    shape = list(broadcast_shapes(tuple(input.shape), tuple(indices.shape)))
+    in_shape, idx_shape = list(input.shape), list(indices.shape)
+    in_shape[d] = idx_shape[d] = 1
+    shape = broadcast_shapes(tuple(in_shape), tuple(idx_shape))
     in_shape, idx_shape = list(shape), list(shape)
     in_shape[d], idx_shape[d] = input.shape[d], indices.shape[d]
     return gather(expand(input, in_shape), d, expand(indices, idx_shape))
