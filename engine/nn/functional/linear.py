@@ -1,2 +1,87 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""``F.linear`` (x @ W^T + b over any leading dims, one BLAS GEMM) and ``F.bilinear``."""
+from ...autograd.function import Function
+from ...ops._common import xp_of
+
+
+class _Linear(Function):
+    """y = x W^T + b for x of shape (..., in), W (out, in), b (out,) or None."""
+
+    def forward(self, x, w, b):
+        self.x, self.w = x, w
+        y = x @ w.T
+        if b is not None:
+            y += b
+        return y
+
+    def backward(self, gy):
+        x, w = self.x, self.w
+        gx = gw = gb = None
+        if self.needs_input_grad[0]:
+            gx = gy @ w
+        n_in, n_out = w.shape[1], w.shape[0]
+        g2 = gy.reshape(-1, n_out)
+        if self.needs_input_grad[1]:
+            gw = g2.T @ x.reshape(-1, n_in)
+        if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+            gb = g2.sum(axis=0)
+        return gx, gw, gb
+
+
+def _dtype_name(d):
+    return d.title.lower()
+
+
+def linear(input, weight, bias=None):
+    """x @ weight.T + bias, for any number of leading dims of ``input``."""
+    if weight.ndim != 2:
+        if weight.ndim == 1 and input.shape[-1:] == weight.shape:
+            return _Linear()(input, weight.reshape(1, -1), bias).squeeze(-1)
+        raise RuntimeError(f"linear(): weight must be 1-D or 2-D, but got {weight.ndim}-D")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+        rows = input.numel() // input.shape[-1] if input.ndim and input.shape[-1] else 1
+        cols = input.shape[-1] if input.ndim else 1
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x{cols} and "
+                           f"{weight.shape[1]}x{weight.shape[0]})")
+    if input.dtype is not weight.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_dtype_name(input.dtype)} != {_dtype_name(weight.dtype)}")
+    if bias is not None and bias.numel() not in (1, weight.shape[0]):
+        raise RuntimeError(f"The expanded size of the tensor ({weight.shape[0]}) must match the existing "
+                           f"size ({bias.numel()}) at non-singleton dimension {max(input.ndim - 1, 0)}.  "
+                           f"Target sizes: {list(input.shape[:-1]) + [weight.shape[0]]}.  "
+                           f"Tensor sizes: {list(bias.shape)}")
+    return _Linear()(input, weight, bias)
+
+
+class _Bilinear(Function):
+    """y[..., o] = x1 A[o] x2 + b[o] for x1 (..., in1), x2 (..., in2), A (out, in1, in2)."""
+
+    def forward(self, x1, x2, a, b):
+        xp = xp_of(x1)
+        self.x1, self.x2, self.a = x1, x2, a
+        y = xp.einsum("...i,oij,...j->...o", x1, a, x2, optimize=True)
+        if b is not None:
+            y += b
+        return y
+
+    def backward(self, gy):
+        xp, need = xp_of(gy), self.needs_input_grad
+        g1 = xp.einsum("...o,oij,...j->...i", gy, self.a, self.x2, optimize=True) if need[0] else None
+        g2 = xp.einsum("...o,oij,...i->...j", gy, self.a, self.x1, optimize=True) if need[1] else None
+        ga = xp.einsum("...o,...i,...j->oij", gy, self.x1, self.x2, optimize=True) if need[2] else None
+        gb = gy.reshape(-1, gy.shape[-1]).sum(axis=0) if len(need) > 3 and need[3] else None
+        return g1, g2, ga, gb
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """x1^T A x2 + b per output feature."""
+    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input sizes {list(input1.shape)} and {list(input2.shape)} do not "
+                           f"match weight of shape {list(weight.shape)}")
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(input1.shape[:-1])} "
+                           f"and {list(input2.shape[:-1])}")
+    return _Bilinear()(input1, input2, weight, bias)
+
+
+__all__ = ["linear", "bilinear"]

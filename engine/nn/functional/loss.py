@@ -1,2 +1,539 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""Loss functions (``F.cross_entropy``, ``F.mse_loss``...) with PyTorch's reductions and semantics.
+
+Cross-entropy, NLL and the binary cross-entropies are single fused Functions (stable log-softmax /
+log-sigmoid forms, forward beside backward). The pointwise regression losses are one Function for
+the unreduced loss followed by ``_Reduce``; the rarer margin losses are compositions of engine ops.
+"""
+import math
+import warnings
+
+import numpy as np
+
+from ... import _dtype
+from ...autograd.function import Function
+from ...ops import elementwise as _ew
+from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
+from ...ops.activation import _sigmoid, _softplus, log_softmax_array
+from ...tensor import Tensor
+from .distance import _cosine_embedding, pairwise_distance
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _reduction(size_average, reduce, reduction):
+    """The reduction string, honouring the legacy ``size_average``/``reduce`` flags."""
+    if size_average is not None or reduce is not None:
+        size_average = True if size_average is None else size_average
+        reduce = True if reduce is None else reduce
+        reduction = "mean" if size_average and reduce else ("sum" if reduce else "none")
+        warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                      f"reduction='{reduction}' instead.", stacklevel=3)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+def _warn_size(input, target):
+    if target.shape != input.shape:
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
+                      f"({input.shape}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", stacklevel=3)
+
+
+class _Reduce(Function):
+    """Sum or mean of all elements (the last step of a loss)."""
+
+    uses_inputs = False
+
+    def __init__(self, mean):
+        self.mean = mean
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.shape, self.n = x.shape, x.size
+        return xp.asarray(x.mean() if self.mean else x.sum(), dtype=x.dtype)
+
+    def backward(self, gy):
+        g = gy / self.n if self.mean else gy
+        return xp_of(gy).broadcast_to(g, self.shape)
+
+
+def _reduce(loss, reduction):
+    return loss if reduction == "none" else _Reduce(reduction == "mean")(loss)
+
+
+def _weighted(loss, weight, reduction, mean_by_weight):
+    """``loss * weight`` reduced; the weighted mean divides by sum(weight) when ``mean_by_weight``."""
+    if weight.shape != loss.shape:
+        raise ValueError("Weights and input must have the same size.")
+    loss = _ew.mul(loss, weight)
+    if reduction == "mean" and mean_by_weight:
+        return _ew.div(_Reduce(False)(loss), _Reduce(False)(weight))
+    return _reduce(loss, reduction)
+
+
+# ---- pointwise regression losses ---------------------------------------------------------------
+class _Pointwise(Function):
+    """An unreduced elementwise loss of (input, target) in the promoted float dtype."""
+
+    uses_inputs = False
+
+    def __init__(self, dtype, param=None):
+        self.dtype, self.param = dtype.np, param
+
+    def forward(self, x, t):
+        x, t = cast(x, self.dtype), cast(t, self.dtype)
+        self.d = x - t
+        return self.loss(xp_of(self.d), self.d)
+
+    def backward(self, gy):
+        g = gy * self.dloss(xp_of(gy), self.d)
+        return (g if self.needs_input_grad[0] else None,
+                -g if self.needs_input_grad[1] else None)
+
+
+class _MSE(_Pointwise):
+    loss = staticmethod(lambda xp, d: d * d)
+    dloss = staticmethod(lambda xp, d: 2 * d)
+
+
+class _L1(_Pointwise):
+    loss = staticmethod(lambda xp, d: xp.abs(d))
+    dloss = staticmethod(lambda xp, d: xp.sign(d))
+
+
+class _SmoothL1(_Pointwise):
+    def loss(self, xp, d):
+        beta, ad = self.param, xp.abs(d)
+        return xp.where(ad < beta, (0.5 / beta) * d * d, ad - 0.5 * beta)
+
+    def dloss(self, xp, d):
+        beta = self.param
+        return xp.clip(d * (1 / beta), -1, 1)
+
+
+class _Huber(_Pointwise):
+    def loss(self, xp, d):
+        delta, ad = self.param, xp.abs(d)
+        return xp.where(ad < delta, 0.5 * d * d, delta * (ad - 0.5 * delta))
+
+    def dloss(self, xp, d):
+        return xp.clip(d, -self.param, self.param)
+
+
+def _pointwise(cls, input, target, param=None):
+    input, target = as_operand(input), as_operand(target, like=input)
+    return cls(float_dtype(result_dtype(input, target)), param)(input, target)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error; with ``weight``, the mean is sum(w * l) / sum(w)."""
+    _warn_size(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = _pointwise(_MSE, input, target)
+    return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, True)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error; with ``weight``, the mean is sum(w * l) / sum(w)."""
+    _warn_size(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = _pointwise(_L1, input, target)
+    return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, True)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; beta=0 is the L1 loss."""
+    _warn_size(input, target)
+    reduction = _reduction(size_average, reduce, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    loss = _pointwise(_SmoothL1, input, target, float(beta)) if beta > 0 else _pointwise(_L1, input, target)
+    return _reduce(loss, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); weighted mean is mean(w * l)."""
+    _warn_size(input, target)
+    reduction = _reduction(None, None, reduction)
+    if delta <= 0:
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta.")
+    loss = _pointwise(_Huber, input, target, float(delta))
+    return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, False)
+
+
+# ---- binary cross-entropies --------------------------------------------------------------------
+class _BCE(Function):
+    """-w (t log x + (1 - t) log(1 - x)), each log clamped at -100 like PyTorch."""
+
+    def forward(self, x, t, w):
+        xp = xp_of(x)
+        if ((x < 0) | (x > 1)).any():
+            raise RuntimeError("all elements of input should be between 0 and 1")
+        self.x, self.t, self.w = x, t, w
+        with np.errstate(divide="ignore"):
+            self.log_x = xp.maximum(xp.log(x), -100)
+            self.log_1mx = xp.maximum(xp.log(1 - x), -100)
+        loss = -(t * self.log_x + (1 - t) * self.log_1mx)
+        return loss if w is None else loss * w
+
+    def backward(self, gy):
+        xp, x = xp_of(gy), self.x
+        g = gy if self.w is None else gy * self.w
+        gx = g * (x - self.t) / xp.maximum((1 - x) * x, 1e-12) if self.needs_input_grad[0] else None
+        gt = g * (self.log_1mx - self.log_x) if self.needs_input_grad[1] else None
+        return gx, gt, None
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Binary cross-entropy of probabilities ``input`` (``weight`` is a constant rescaling)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
+                         f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    dt = input.dtype
+    fn = _BCE()
+    return _reduce(fn(input, target.to(dt), None if weight is None else weight.to(dt)), reduction)
+
+
+class _BCEWithLogits(Function):
+    """(1 - t) x + (1 + (pw - 1) t) softplus(-x), times w: log-sigmoid without overflow."""
+
+    def forward(self, x, t, w, pw):
+        xp = xp_of(x)
+        self.x, self.t, self.w, self.pw = x, t, w, pw
+        self.sp = _softplus(xp, -x)
+        if pw is None:
+            loss = (1 - t) * x + self.sp
+        else:
+            loss = (1 - t) * x + (1 + (pw - 1) * t) * self.sp
+        return loss if w is None else loss * w
+
+    def backward(self, gy):
+        xp, x, t, pw = xp_of(gy), self.x, self.t, self.pw
+        g = gy if self.w is None else gy * self.w
+        gx = gt = None
+        if self.needs_input_grad[0]:
+            s = _sigmoid(xp, x)
+            gx = g * (s - t) if pw is None else g * ((1 + (pw - 1) * t) * s - pw * t)
+        if self.needs_input_grad[1]:
+            gt = g * (-x) if pw is None else g * ((pw - 1) * self.sp - x)
+        return gx, gt, None, None
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """Sigmoid + binary cross-entropy in one stable step; ``pos_weight`` weighs positive targets."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if target.shape != input.shape:
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    dt = input.dtype
+    w = None if weight is None else weight.to(dt)
+    pw = None if pos_weight is None else pos_weight.to(dt)
+    return _reduce(_BCEWithLogits()(input, target.to(dt), w, pw), reduction)
+
+
+# ---- class-index losses: nll_loss and cross_entropy ------------------------------------------------
+class _ClassLoss(Function):
+    """Weighted NLL over class dim 1, from log-probabilities or (fused) from logits with label smoothing.
+
+    Per element n (not ignored): loss_n = -sum_c A[n, c] logp[n, c] with
+    A = (1 - eps) w[t_n] onehot(t_n) + (eps / C) w; the mean divides by sum_n w[t_n].
+    """
+
+    uses_inputs = False
+
+    def __init__(self, reduction, ignore_index, smoothing, from_logits):
+        self.reduction, self.ignore_index = reduction, ignore_index
+        self.eps, self.from_logits = smoothing, from_logits
+
+    def forward(self, x, t, w):
+        xp = xp_of(x)
+        self.unbatched = x.ndim == 1
+        if self.unbatched:
+            x, t = x[None], t[None]
+        self.x_shape, n_class = x.shape, x.shape[1]
+        valid = t != self.ignore_index
+        bad = valid & ((t < 0) | (t >= n_class))
+        if bad.any():
+            raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
+        tc = xp.where(valid, t, 0)
+        logp = log_softmax_array(xp, x, 1) if self.from_logits else x
+        picked = xp.take_along_axis(logp, tc[:, None], axis=1)[:, 0]
+        wt = valid.astype(x.dtype) if w is None else xp.where(valid, cast(w, x.dtype)[tc], 0).astype(x.dtype)
+        loss = picked * wt
+        loss *= -(1 - self.eps)
+        self.wb = None if w is None else cast(w, x.dtype).reshape((1, n_class) + (1,) * (x.ndim - 2))
+        if self.eps:
+            smooth = -(logp if w is None else logp * self.wb).sum(axis=1)
+            loss += (self.eps / n_class) * xp.where(valid, smooth, 0)
+        self.valid, self.tc, self.wt, self.logp = valid, tc, wt, logp
+        if self.reduction == "none":
+            return loss[0] if self.unbatched else loss
+        total = loss.sum()
+        if self.reduction == "sum":
+            return xp.asarray(total, dtype=x.dtype)
+        self.total_weight = wt.sum()
+        with np.errstate(invalid="ignore"):  # all targets ignored: nan, like PyTorch
+            return xp.asarray(total / self.total_weight, dtype=x.dtype)
+
+    def backward(self, gy):
+        xp, n_class = xp_of(gy), self.x_shape[1]
+        if self.reduction == "none":
+            g = gy[None] if self.unbatched else gy
+        elif self.reduction == "sum":
+            g = xp.broadcast_to(gy, self.wt.shape)
+        else:
+            tw = self.total_weight
+            g = xp.broadcast_to(gy / tw if tw != 0 else gy * 0, self.wt.shape)
+        classes = xp.arange(n_class).reshape((1, n_class) + (1,) * (len(self.x_shape) - 2))
+        hit = self.tc[:, None] == classes
+        gx = hit * ((self.eps - 1) * g * self.wt)[:, None]
+        if self.eps:
+            spread = (-self.eps / n_class) * (g * self.valid)[:, None]
+            gx += spread if self.wb is None else spread * self.wb
+        if self.from_logits:
+            # d/dlogits of -sum_c A logp = softmax * sum_c A - A
+            sum_a = (1 - self.eps) * self.wt
+            if self.eps:
+                w_sum = n_class if self.wb is None else self.wb.sum()
+                sum_a = sum_a + (self.eps / n_class) * w_sum * self.valid
+            gx += xp.exp(self.logp) * (g * sum_a)[:, None]
+        gx = gx.astype(self.logp.dtype, copy=False)
+        return (gx[0] if self.unbatched else gx), None, None
+
+
+def _check_class_target(input, target, weight, ignore_index):
+    """PyTorch's checks for (N, C, d...) inputs with (N, d...) integer targets."""
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    if target.dtype.is_floating_point or target.dtype is _dtype.bool_:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype.title}")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif input.ndim == 2 and target.ndim != 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    elif target.ndim == 0 or input.shape[0] != target.shape[0]:
+        got = target.shape[0] if target.ndim else 1
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({got}).")
+    elif input.ndim > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
+        want = [input.shape[0]] + list(input.shape[2:])
+        raise RuntimeError(f"Expected target size {want}, got {list(target.shape)}")
+    n_class = input.shape[1] if input.ndim > 1 else input.shape[0]
+    if weight is not None and weight.numel() != n_class:
+        raise RuntimeError(f"weight tensor should be defined either for all {n_class} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of log-probabilities ``input`` (N, C, d...) at class indices ``target``."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_class_target(input, target, weight, ignore_index)
+    return _ClassLoss(reduction, ignore_index, 0.0, False)(input, target, weight)
+
+
+class _SoftTargetCE(Function):
+    """-sum_c w_c t'_c log_softmax(x)_c with t' = (1 - eps) t + eps / C (class probabilities)."""
+
+    uses_inputs = False
+
+    def __init__(self, reduction, smoothing):
+        self.reduction, self.eps = reduction, smoothing
+
+    def forward(self, x, t, w):
+        xp = xp_of(x)
+        self.unbatched = x.ndim == 1
+        if self.unbatched:
+            x, t = x[None], t[None]
+        n_class = x.shape[1]
+        self.logp = log_softmax_array(xp, x, 1)
+        self.ts = t * (1 - self.eps) + self.eps / n_class if self.eps else t
+        self.wb = None if w is None else w.reshape((1, n_class) + (1,) * (x.ndim - 2))
+        self.a = self.ts if w is None else self.ts * self.wb
+        loss = -(self.logp * self.a).sum(axis=1)
+        if self.reduction == "none":
+            return loss[0] if self.unbatched else loss
+        self.count = loss.size
+        total = loss.sum()
+        return xp.asarray(total if self.reduction == "sum" else total / self.count, dtype=x.dtype)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        if self.reduction == "none":
+            g = (gy[None] if self.unbatched else gy)[:, None]
+        else:
+            g = gy / self.count if self.reduction == "mean" else gy
+        squeeze = (lambda a: a[0]) if self.unbatched else (lambda a: a)
+        gx = gt = gw = None
+        if self.needs_input_grad[0]:
+            gx = squeeze(g * (xp.exp(self.logp) * self.a.sum(axis=1, keepdims=True) - self.a))
+        if self.needs_input_grad[1]:
+            d = -(1 - self.eps) * self.logp
+            gt = squeeze(g * (d if self.wb is None else d * self.wb))
+        if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+            contrib = -(g * self.ts * self.logp)
+            gw = contrib.sum(axis=tuple(i for i in range(contrib.ndim) if i != 1))
+        return gx, gt, gw
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """log_softmax + NLL fused; class-index targets (N, d...) or class-probability targets (as input)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if input.ndim >= 1 and target.shape == input.shape:
+        if not target.dtype.is_floating_point:
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, "
+                               f"got {target.dtype.title}")
+        if ignore_index >= 0:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        n_class = input.shape[1] if input.ndim > 1 else input.shape[0]
+        if weight is not None and weight.numel() != n_class:
+            raise RuntimeError(f"weight tensor should be defined either for all {n_class} classes or no "
+                               f"classes but got weight tensor of shape: {list(weight.shape)}")
+        w = None if weight is None else weight.to(input.dtype)
+        return _SoftTargetCE(reduction, float(label_smoothing))(input, target.to(input.dtype), w)
+    _check_class_target(input, target, weight, ignore_index)
+    return _ClassLoss(reduction, ignore_index, float(label_smoothing), True)(input, target, weight)
+
+
+# ---- divergences and other losses -----------------------------------------------------------
+class _KLDiv(Function):
+    """t (log t - x), or exp(t) (t - x) when the target is given as log-probabilities."""
+
+    def __init__(self, log_target):
+        self.log_target = log_target
+
+    def forward(self, x, t):
+        xp = xp_of(x, t)
+        self.x, self.t = x, t
+        if self.log_target:
+            self.et = xp.exp(t)
+            return self.et * (t - x)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.where(t > 0, t * xp.log(t), 0).astype(t.dtype, copy=False) - t * x
+
+    def backward(self, gy):
+        xp, x, t = xp_of(gy), self.x, self.t
+        gx = gt = None
+        if self.needs_input_grad[0]:
+            gx = -gy * (self.et if self.log_target else t)
+        if self.needs_input_grad[1]:
+            if self.log_target:
+                gt = gy * self.et * (t - x + 1)
+            else:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    gt = gy * (xp.log(t) + 1 - x)
+        return gx, gt
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Pointwise KL divergence with ``input`` as log-probabilities; 'batchmean' divides by N."""
+    if size_average is not None or reduce is not None:
+        reduction = _reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support "
+                      "size.'batchmean' divides only by the batch size, and aligns with the KL div math "
+                      "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
+                      "major release.", stacklevel=2)
+    if reduction not in _REDUCTIONS + ("batchmean",):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    input, target = as_operand(input), as_operand(target, like=input)
+    dt = float_dtype(result_dtype(input, target))
+    loss = _KLDiv(log_target)(input.to(dt), target.to(dt))
+    if reduction == "batchmean":
+        total = _reduce(loss, "sum")
+        return _ew.div(total, input.shape[0]) if input.ndim else total
+    return _reduce(loss, reduction)
+
+
+class _SoftMargin(Function):
+    """log(1 + exp(-t x)); the target is not differentiable (as in PyTorch)."""
+
+    def forward(self, x, t):
+        xp = xp_of(x)
+        self.x, self.t = x, t
+        return _softplus(xp, -t * x)
+
+    def backward(self, gy):
+        return -gy * self.t * _sigmoid(xp_of(gy), -self.t * self.x), None
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    reduction = _reduction(size_average, reduce, reduction)
+    return _reduce(_SoftMargin()(input, target.to(input.dtype)), reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """exp(x) - t x (log_input) or x - t log(x + eps), plus Stirling's term for t > 1 when ``full``."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if log_input:
+        loss = _ew.sub(_ew.exp(input), _ew.mul(target, input))
+    else:
+        loss = _ew.sub(input, _ew.mul(target, _ew.log(_ew.add(input, eps))))
+    if full:
+        stirling = _ew.add(_ew.sub(_ew.mul(target, _ew.log(target)), target),
+                           _ew.mul(_ew.log(_ew.mul(target, 2 * math.pi)), 0.5))
+        loss = _ew.add(loss, _ew.where(_ew.gt(target, 1), stirling, 0.0))
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -y (x1 - x2) + margin)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if not input1.ndim == input2.ndim == target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got "
+                           f"sizes: input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
+    z = _ew.add(_ew.mul(_ew.neg(target), _ew.sub(input1, input2)), margin)
+    return _reduce(_ew.clamp(z, min=0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
+    """x where y == 1, max(0, margin - x) where y == -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    zero = _ew.mul(input, 0.0)
+    below = _ew.where(_ew.ne(target, 1), _ew.clamp(_ew.sub(margin, input), min=0), zero)
+    above = _ew.where(_ew.ne(target, -1), input, zero)
+    return _reduce(_ew.add(below, above), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(x1, x2) where y == 1, max(0, cos(x1, x2) - margin) where y == -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if input1.ndim not in (1, 2) or input1.shape != input2.shape:
+        raise RuntimeError(f"cosine_embedding_loss expects 1D or 2D inputs of the same size, got "
+                           f"{input1.shape} and {input2.shape}")
+    cos = _cosine_embedding(input1, input2, input1.ndim - 1)
+    zero = _ew.mul(cos, 0.0)
+    pos = _ew.where(_ew.eq(target, 1), _ew.sub(1.0, cos), zero)
+    neg = _ew.where(_ew.eq(target, -1), _ew.clamp(_ew.sub(cos, margin), min=0), zero)
+    return _reduce(_ew.add(pos, neg), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, d(a, p) - d(a, n) + margin) with p-norm distances (``swap``: use min(d(a,n), d(p,n)))."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same "
+                           f"number of dimensions, but got: anchor {anchor.ndim}D, positive "
+                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = _ew.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce(_ew.clamp(_ew.add(_ew.sub(d_pos, d_neg), margin), min=0), reduction)
+
+
+__all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy", "kl_div",
+           "soft_margin_loss", "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
+           "cosine_embedding_loss", "triplet_margin_loss"]
