@@ -1,0 +1,244 @@
+"""The numpy CPU kernels (conv, pool, interpolate) against torch.nn.functional, values and gradients."""
+import zlib
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from engine.backends.cpu import conv, interpolate, pool
+
+DTYPES = [np.float32, np.float64]
+
+
+def _rng(*key):
+    """Generator seeded from the test case, stable across runs."""
+    return np.random.default_rng(zlib.crc32(repr(key).encode()))
+
+
+def _close(ours, ref, dtype, rtol32=1e-5):
+    """max |ours - ref| <= rtol * max |ref| (rtol 1e-12-ish for float64)."""
+    ref = ref.detach().numpy() if isinstance(ref, torch.Tensor) else ref
+    assert ours.shape == ref.shape
+    assert ours.dtype == dtype
+    rtol = rtol32 if dtype == np.float32 else 1e-11
+    assert np.abs(ours - ref).max() <= rtol * max(np.abs(ref).max(), 1e-30)
+
+
+def _input(rng, shape, dtype, transposed=False):
+    """Random input; transposed gives a non-contiguous view of the same shape."""
+    if transposed:
+        return rng.standard_normal(shape[:2] + shape[2:][::-1]).astype(dtype).swapaxes(2, 3)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _torch_grads(fn, arrays, gy=None, rng=None):
+    """Run fn on torch leaves made from arrays; return (out, grads, gy) for a random upstream gradient."""
+    leaves = [None if a is None else torch.tensor(np.ascontiguousarray(a), requires_grad=True) for a in arrays]
+    out = fn(*leaves)
+    y = out[0] if isinstance(out, tuple) else out
+    if gy is None:
+        gy = rng.standard_normal(tuple(y.shape)).astype(arrays[0].dtype)
+    y.backward(torch.tensor(gy))
+    return out, [None if t is None else t.grad for t in leaves], gy
+
+
+# (N, C, O, H, W, k, stride, (top, bottom, left, right), dilation, groups, transposed input)
+CONV_CASES = [
+    (1, 4, 6, 7, 9, 3, 1, (1, 1, 1, 1), 1, 1, False),
+    (3, 4, 6, 13, 11, 3, 2, (1, 1, 1, 1), 1, 2, False),
+    (3, 4, 4, 13, 11, 3, 1, (1, 1, 1, 1), 1, 4, True),  # depthwise, non-contiguous
+    (2, 6, 12, 9, 9, 3, 2, (1, 1, 1, 1), 2, 6, False),  # depthwise multiplier 2, dilated, strided
+    (3, 4, 8, 7, 9, 1, 1, (0, 0, 0, 0), 1, 1, False),  # 1x1: plain GEMM (folded batch)
+    (2, 4, 8, 11, 10, 1, 1, (0, 0, 0, 0), 1, 1, True),  # 1x1 unfolded, non-contiguous
+    (2, 4, 8, 9, 7, 1, 2, (0, 0, 0, 0), 1, 2, False),  # 1x1 strided
+    (2, 4, 8, 13, 11, 5, 3, (2, 2, 2, 2), 1, 1, False),
+    (2, 4, 6, 7, 9, 2, 1, (0, 1, 0, 1), 1, 1, False),  # 'same' with an even kernel
+    (1, 4, 6, 8, 9, 4, 1, (1, 2, 1, 2), 1, 2, False),  # 'same', even kernel, asymmetric
+    (1, 4, 6, 7, 9, 3, 3, (0, 2, 1, 0), 2, 2, False),  # asymmetric padding, dilation, stride 3
+    (2, 3, 4, 21, 23, 3, 1, (1, 1, 1, 1), 1, 1, False),  # big enough images to stay unfolded
+    (2, 3, 4, 22, 23, 7, 2, (3, 3, 3, 3), 1, 1, True),  # stem-like
+    (3, 8, 4, 9, 7, 3, 2, (0, 0, 0, 0), 1, 1, False),  # fewer output than input channels
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_conv2d(case, dtype):
+    N, C, O, H, W, k, s, pads, d, g, transposed = case
+    rng = _rng("conv", case)
+    x = _input(rng, (N, C, H, W), dtype, transposed)
+    w = rng.standard_normal((O, C // g, k, k)).astype(dtype)
+    b = rng.standard_normal(O).astype(dtype)
+    y, saved = conv.conv2d_forward(x, w, b, (s, s), pads, (d, d), g)
+    top, bottom, left, right = pads
+
+    def ref(tx, tw, tb):
+        return F.conv2d(F.pad(tx, (left, right, top, bottom)), tw, tb, s, 0, d, g)
+
+    ty, (gx_ref, gw_ref, gb_ref), gy = _torch_grads(ref, [x, w, b], rng=rng)
+    _close(y, ty, dtype, 1e-4)
+    gx, gw, gb = conv.conv2d_backward(gy, saved, True, True, True)
+    _close(gx, gx_ref, dtype, 1e-4)
+    _close(gw, gw_ref, dtype, 1e-4)
+    _close(gb, gb_ref, dtype, 1e-4)
+
+
+def test_conv2d_needs_flags_and_no_bias():
+    rng = _rng("flags")
+    x = rng.standard_normal((2, 3, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    y, saved = conv.conv2d_forward(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    _close(y, F.conv2d(torch.tensor(x), torch.tensor(w), None, 1, 1), np.float32, 1e-4)
+    gx, gw, gb = conv.conv2d_backward(np.ones_like(y), saved, False, True, False)
+    assert gx is None and gb is None and gw.shape == w.shape
+
+
+# (N, C_in, C_out, H, W, k, stride, padding, output_padding, dilation, groups)
+CONV_T_CASES = [
+    (1, 4, 6, 7, 9, 3, 1, 1, 0, 1, 1),
+    (3, 4, 6, 5, 4, 3, 2, 1, 1, 1, 2),
+    (2, 6, 3, 4, 5, 4, 2, 1, 0, 1, 1),
+    (2, 4, 4, 5, 5, 3, 3, 0, 2, 1, 4),
+    (2, 4, 8, 6, 5, 3, 2, 2, 1, 2, 2),
+    (1, 4, 2, 7, 6, 1, 2, 0, 1, 1, 1),
+    (2, 2, 4, 9, 11, 5, 1, 2, 0, 1, 1),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", CONV_T_CASES)
+def test_conv_transpose2d(case, dtype):
+    N, C, O, H, W, k, s, p, op, d, g = case
+    rng = _rng("convT", case)
+    x = rng.standard_normal((N, C, H, W)).astype(dtype)
+    w = rng.standard_normal((C, O // g, k, k)).astype(dtype)
+    b = rng.standard_normal(O).astype(dtype)
+    y, saved = conv.conv_transpose2d_forward(x, w, b, (s, s), (p, p), (op, op), (d, d), g)
+    ty, (gx_ref, gw_ref, gb_ref), gy = _torch_grads(
+        lambda tx, tw, tb: F.conv_transpose2d(tx, tw, tb, s, p, op, g, d), [x, w, b], rng=rng)
+    _close(y, ty, dtype, 1e-4)
+    gx, gw, gb = conv.conv_transpose2d_backward(gy, saved, True, True, True)
+    _close(gx, gx_ref, dtype, 1e-4)
+    _close(gw, gw_ref, dtype, 1e-4)
+    _close(gb, gb_ref, dtype, 1e-4)
+
+
+# (N, H, W, kernel, stride, padding, dilation, ceil_mode, transposed input)
+POOL_CASES = [
+    (1, 7, 9, 3, 2, 1, 1, False, False),
+    (3, 13, 11, 3, 2, 1, 1, True, False),
+    (3, 13, 11, 2, 2, 0, 1, True, True),
+    (1, 8, 8, 2, 2, 0, 1, False, False),
+    (3, 7, 9, 3, 1, 1, 2, False, False),
+    (1, 13, 11, 3, 3, 1, 2, True, False),
+    (3, 7, 9, 5, 3, 2, 1, True, True),
+    (1, 9, 9, 1, 2, 0, 1, False, False),
+    (3, 10, 7, (3, 2), (2, 1), (1, 0), 1, True, False),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_max_pool2d(case, dtype):
+    N, H, W, k, s, p, d, ceil_mode, transposed = case
+    rng = _rng("maxpool", case)
+    x = _input(rng, (N, 3, H, W), dtype, transposed)
+    y, indices, saved = pool.max_pool2d_forward(x, k, s, p, d, ceil_mode)
+    (ty, ti), (gx_ref,), gy = _torch_grads(
+        lambda t: F.max_pool2d(t, k, s, p, d, ceil_mode, return_indices=True), [x], rng=rng)
+    _close(y, ty, dtype)
+    assert indices.dtype == np.int64 and np.array_equal(indices, ti.numpy())
+    _close(pool.max_pool2d_backward(gy, saved), gx_ref, dtype)
+
+
+def test_max_pool2d_nan_and_ties():
+    rng = _rng("maxnan")
+    x = np.round(rng.standard_normal((2, 2, 9, 9))).astype(np.float32)  # many ties
+    x[0, 0, 2, 3] = np.nan
+    x[1, 1, :4, :4] = -np.inf
+    for args in [(3, 2, 1, 1, False), (3, 1, 1, 2, True), (2, 2, 0, 1, False)]:
+        y, indices, _ = pool.max_pool2d_forward(x, *args)
+        ty, ti = F.max_pool2d(torch.tensor(x), *args, return_indices=True)
+        assert np.array_equal(y, ty.numpy(), equal_nan=True)
+        assert np.array_equal(indices, ti.numpy())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", [c for c in POOL_CASES if c[6] == 1])
+@pytest.mark.parametrize("count_include_pad, divisor_override", [(True, None), (False, None), (True, 3)])
+def test_avg_pool2d(case, count_include_pad, divisor_override, dtype):
+    N, H, W, k, s, p, _, ceil_mode, transposed = case
+    rng = _rng("avgpool", case, count_include_pad, divisor_override)
+    x = _input(rng, (N, 3, H, W), dtype, transposed)
+    y, saved = pool.avg_pool2d_forward(x, k, s, p, ceil_mode, count_include_pad, divisor_override)
+    ty, (gx_ref,), gy = _torch_grads(
+        lambda t: F.avg_pool2d(t, k, s, p, ceil_mode, count_include_pad, divisor_override), [x], rng=rng)
+    _close(y, ty, dtype)
+    _close(pool.avg_pool2d_backward(gy, saved), gx_ref, dtype)
+
+
+# (H, W, output_size)
+ADAPTIVE_CASES = [
+    (7, 7, 3), (5, 5, (2, 4)), (10, 9, (None, 4)), (8, 8, 4), (8, 6, 1), (9, 7, (2, None)),
+    (7, 9, (7, 9)), (13, 11, (5, 3)), (3, 4, (5, 6)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ADAPTIVE_CASES)
+def test_adaptive_avg_pool2d(case, dtype):
+    H, W, out = case
+    rng = _rng("aavg", case)
+    x = _input(rng, (2, 3, H, W), dtype, transposed=H == 13)
+    y, saved = pool.adaptive_avg_pool2d_forward(x, out)
+    ty, (gx_ref,), gy = _torch_grads(lambda t: F.adaptive_avg_pool2d(t, out), [x], rng=rng)
+    _close(y, ty, dtype)
+    _close(pool.adaptive_avg_pool2d_backward(gy, saved), gx_ref, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ADAPTIVE_CASES)
+def test_adaptive_max_pool2d(case, dtype):
+    H, W, out = case
+    rng = _rng("amax", case)
+    x = _input(rng, (2, 3, H, W), dtype, transposed=H == 13)
+    y, indices, saved = pool.adaptive_max_pool2d_forward(x, out)
+    (ty, ti), (gx_ref,), gy = _torch_grads(lambda t: F.adaptive_max_pool2d(t, out, return_indices=True), [x], rng=rng)
+    _close(y, ty, dtype)
+    assert np.array_equal(indices, ti.numpy())
+    _close(pool.adaptive_max_pool2d_backward(gy, saved), gx_ref, dtype)
+
+
+INTERP_SIZES = [dict(size=(5, 17)), dict(size=(14, 18)), dict(size=(3, 2)), dict(size=(7, 9)),
+                dict(scale_factor=1.7), dict(scale_factor=0.5), dict(scale_factor=(2, 3)),
+                dict(scale_factor=0.73, recompute_scale_factor=True)]
+INTERP_MODES = [("nearest", None), ("nearest-exact", None), ("bilinear", False), ("bilinear", True),
+                ("bicubic", False), ("bicubic", True), ("area", None)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("mode, align_corners", INTERP_MODES)
+@pytest.mark.parametrize("kwargs", INTERP_SIZES, ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_interpolate_2d(kwargs, mode, align_corners, dtype):
+    rng = _rng("interp", mode, align_corners, tuple(kwargs.items()))
+    x = _input(rng, (2, 3, 7, 9), dtype, transposed=mode == "bilinear")
+    y, saved = interpolate.interpolate_forward(x, mode=mode, align_corners=align_corners, **kwargs)
+    ty, (gx_ref,), gy = _torch_grads(lambda t: F.interpolate(t, mode=mode, align_corners=align_corners, **kwargs),
+                                     [x], rng=rng)
+    _close(y, ty, dtype)
+    _close(interpolate.interpolate_backward(gy, saved), gx_ref, dtype)
+
+
+@pytest.mark.parametrize("mode, align_corners", [("nearest", None), ("nearest-exact", None), ("linear", False),
+                                                 ("linear", True), ("area", None)])
+@pytest.mark.parametrize("kwargs", [dict(size=17), dict(size=4), dict(scale_factor=1.7), dict(scale_factor=0.5)],
+                         ids=lambda kw: "-".join(f"{k}={v}" for k, v in kw.items()))
+def test_interpolate_1d(kwargs, mode, align_corners):
+    rng = _rng("interp1d", mode, align_corners, tuple(kwargs.items()))
+    x = rng.standard_normal((2, 3, 9)).astype(np.float32)
+    y, saved = interpolate.interpolate_forward(x, mode=mode, align_corners=align_corners, **kwargs)
+    ty, (gx_ref,), gy = _torch_grads(lambda t: F.interpolate(t, mode=mode, align_corners=align_corners, **kwargs),
+                                     [x], rng=rng)
+    _close(y, ty, np.float32)
+    _close(interpolate.interpolate_backward(gy, saved), gx_ref, np.float32)
