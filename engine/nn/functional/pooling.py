@@ -1,2 +1,129 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""Pooling: max, average and adaptive pooling over 1-D and 2-D inputs, around the backend kernels.
+
+1-D pooling runs as 2-D pooling over a unit height axis; unbatched inputs get a batch axis.
+"""
+from ... import backends
+from ...autograd.function import Function
+from ...tensor import Tensor
+
+
+def _as_2d(v, fill):
+    """A 1-D pooling parameter as the (height, width) pair of the equivalent 2-D pooling."""
+    if v is None:
+        return None
+    return (fill, v if isinstance(v, int) else tuple(v)[0])
+
+
+class _Pool(Function):
+    """Runs ``<kind>_forward``/``<kind>_backward`` of the pool kernels; 1-D as 2-D."""
+
+    uses_inputs = False
+
+    def __init__(self, kind, nd, args, with_indices):
+        self.kind, self.nd, self.args, self.with_indices = kind, nd, args, with_indices
+
+    def forward(self, x):
+        if self.nd == 1:
+            x = x[:, :, None, :]
+        self.kernels = backends.kernels(x, "pool")
+        out = getattr(self.kernels, self.kind + "_forward")(x, *self.args)
+        if self.with_indices:
+            y, indices, self.saved = out
+        else:
+            y, self.saved = out
+        if self.nd == 1:
+            y = y[:, :, 0, :]
+        if not self.with_indices:
+            return y
+        return y, (indices[:, :, 0, :] if self.nd == 1 else indices)
+
+    def backward(self, gy, g_indices=None):
+        if self.nd == 1:
+            gy = gy[:, :, None, :]
+        gx = getattr(self.kernels, self.kind + "_backward")(gy, self.saved)
+        return gx[:, :, 0, :] if self.nd == 1 else gx
+
+
+def _run(kind, input, nd, args, return_indices=False):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{kind}{nd}d(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{kind}{nd}d: Expected {nd + 1}D or {nd + 2}D input, but got input of size: "
+                           f"{list(input.shape)}")
+    unbatched = input.dim() == nd + 1
+    x = input.unsqueeze(0) if unbatched else input
+    fn = _Pool(kind, nd, args, with_indices=kind.endswith("max_pool2d"))
+    out = fn(x)
+    if isinstance(out, tuple):
+        y, indices = out
+        if unbatched:
+            y, indices = y.squeeze(0), indices.squeeze(0)
+        return (y, indices) if return_indices else y
+    return out.squeeze(0) if unbatched else out
+
+
+def _check_padding(kernel_size, padding, nd):
+    k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * nd
+    p = padding if isinstance(padding, (tuple, list)) else (padding,) * nd
+    k = tuple(k) * nd if len(k) == 1 else k
+    p = tuple(p) * nd if len(p) == 1 else p
+    if any(pi * 2 > ki for pi, ki in zip(p, k)):
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[0]}, "
+                           f"kernel_size={k[0]} and dilation=1")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    _check_padding(kernel_size, padding, 2)
+    stride = None if stride is None or stride == [] or stride == () else stride
+    return _run("max_pool2d", input, 2, (kernel_size, stride, padding, dilation, ceil_mode), return_indices)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    _check_padding(kernel_size, padding, 1)
+    args = (_as_2d(kernel_size, 1), _as_2d(stride, 1), _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode)
+    return _run("max_pool2d", input, 1, args, return_indices)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    _check_padding(kernel_size, padding, 2)
+    stride = None if stride is None or stride == [] or stride == () else stride
+    return _run("avg_pool2d", input, 2, (kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                         divisor_override))
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    _check_padding(kernel_size, padding, 1)
+    args = (_as_2d(kernel_size, 1), _as_2d(stride, 1), _as_2d(padding, 0), ceil_mode, count_include_pad, None)
+    return _run("avg_pool2d", input, 1, args)
+
+
+def _adaptive_size(output_size, nd):
+    if nd == 1:
+        return _as_2d(output_size, 1)
+    return (output_size, output_size) if isinstance(output_size, int) or output_size is None else tuple(output_size)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _run("adaptive_avg_pool2d", input, 2, (_adaptive_size(output_size, 2),))
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _run("adaptive_avg_pool2d", input, 1, (_adaptive_size(output_size, 1),))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _run("adaptive_max_pool2d", input, 2, (_adaptive_size(output_size, 2),), return_indices)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    return _run("adaptive_max_pool2d", input, 1, (_adaptive_size(output_size, 1),), return_indices)
+
+
+def max_pool2d_with_indices(*args, **kwargs):
+    kwargs["return_indices"] = True
+    return max_pool2d(*args, **kwargs)
+
+
+__all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool2d_with_indices"]

@@ -1,2 +1,79 @@
-"""Placeholder: filled in by the engine-core work."""
-__all__ = []
+"""Resampling and rearranging: interpolate/upsample, pixel_shuffle, pixel_unshuffle."""
+import warnings
+
+from ... import backends
+from ...autograd.function import Function
+
+
+class Interpolate(Function):
+    uses_inputs = False
+
+    def __init__(self, size, mode, align_corners, scale_factor, recompute_scale_factor):
+        self.args = (size, mode, align_corners, scale_factor, recompute_scale_factor)
+
+    def forward(self, x):
+        self.kernels = backends.kernels(x, "interpolate")
+        y, self.saved = self.kernels.interpolate_forward(x, *self.args)
+        return y
+
+    def backward(self, gy):
+        return self.kernels.interpolate_backward(gy, self.saved)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize (N, C, L) or (N, C, H, W) inputs (as ``torch.nn.functional.interpolate``)."""
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None else
+                         "either size or scale_factor should be defined")
+    if antialias:
+        raise NotImplementedError("interpolate(antialias=True) is not supported by engine")
+    spatial = input.dim() - 2
+    if spatial not in (1, 2):
+        raise NotImplementedError(f"Input Error: Only 3D and 4D input Tensors supported (got {input.dim()}D) "
+                                  f"for the modes: nearest | linear | bilinear | bicubic")
+    if size is not None and not isinstance(size, int):
+        size = tuple(int(s) for s in size)
+        if len(size) != spatial:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(input.shape[2:])} and output size of {list(size)}. "
+                             "Please provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                             "(o1, o2, ...,oK) format.")
+    if mode in ("linear", "bilinear", "bicubic") and align_corners is None:
+        align_corners = False
+    return Interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor)(input)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.", stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(N, C*r*r, H, W) -> (N, C, H*r, W*r)."""
+    n, c, h, w = input.shape
+    r = upscale_factor
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    x = input.reshape(n, c // (r * r), r, r, h, w).permute(0, 1, 4, 2, 5, 3)
+    return x.reshape(n, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(N, C, H*r, W*r) -> (N, C*r*r, H, W)."""
+    n, c, h, w = input.shape
+    r = downscale_factor
+    x = input.reshape(n, c, h // r, r, w // r, r).permute(0, 1, 3, 5, 2, 4)
+    return x.reshape(n, c * r * r, h // r, w // r)
+
+
+__all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle"]

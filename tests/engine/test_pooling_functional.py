@@ -1,0 +1,67 @@
+"""Pooling and interpolation through nn.functional against PyTorch (1-D, 2-D, unbatched, indices)."""
+import numpy as np
+import pytest
+import torch
+
+import engine
+import engine.nn.functional as F
+from op_check import check_op
+
+rng = np.random.default_rng(5)
+TF = torch.nn.functional
+
+
+def rand(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2),
+                                    dict(kernel_size=(3, 2), stride=(2, 1), dilation=2, ceil_mode=True)])
+def test_max_pool2d_with_indices(kwargs):
+    check_op(lambda x: F.max_pool2d(x, return_indices=True, **kwargs),
+             lambda x: TF.max_pool2d(x, return_indices=True, **kwargs), [rand(2, 3, 11, 9)])
+    check_op(lambda x: F.max_pool2d(x, **kwargs), lambda x: TF.max_pool2d(x, **kwargs), [rand(3, 10, 7)])
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=3, stride=2, padding=1),
+                                    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+                                    dict(kernel_size=2, divisor_override=3)])
+def test_avg_pool2d(kwargs):
+    check_op(lambda x: F.avg_pool2d(x, **kwargs), lambda x: TF.avg_pool2d(x, **kwargs), [rand(2, 3, 9, 10)])
+
+
+@pytest.mark.parametrize("size", [1, 3, (2, 4), (None, 3)])
+def test_adaptive_pools(size):
+    check_op(lambda x: F.adaptive_avg_pool2d(x, size), lambda x: TF.adaptive_avg_pool2d(x, size), [rand(2, 3, 7, 9)])
+    check_op(lambda x: F.adaptive_max_pool2d(x, size, return_indices=True),
+             lambda x: TF.adaptive_max_pool2d(x, size, return_indices=True), [rand(2, 3, 7, 9)])
+
+
+def test_pool1d():
+    x = rand(2, 3, 13)
+    check_op(lambda a: F.max_pool1d(a, 3, 2, 1), lambda a: TF.max_pool1d(a, 3, 2, 1), [x])
+    check_op(lambda a: F.max_pool1d(a, 2, return_indices=True), lambda a: TF.max_pool1d(a, 2, return_indices=True), [x])
+    check_op(lambda a: F.avg_pool1d(a, 3, 2, 1), lambda a: TF.avg_pool1d(a, 3, 2, 1), [x])
+    check_op(lambda a: F.adaptive_avg_pool1d(a, 4), lambda a: TF.adaptive_avg_pool1d(a, 4), [x])
+    check_op(lambda a: F.adaptive_max_pool1d(a, 5), lambda a: TF.adaptive_max_pool1d(a, 5), [x])
+
+
+@pytest.mark.parametrize("kwargs", [dict(size=(13, 17), mode="bilinear"), dict(scale_factor=2, mode="nearest"),
+                                    dict(size=(5, 4), mode="bilinear", align_corners=True),
+                                    dict(scale_factor=1.7, mode="bilinear"), dict(size=(6, 20), mode="nearest")])
+def test_interpolate(kwargs):
+    check_op(lambda x: F.interpolate(x, **kwargs), lambda x: TF.interpolate(x, **kwargs), [rand(2, 3, 7, 9)])
+
+
+def test_interpolate_1d_and_pixel_shuffle():
+    check_op(lambda x: F.interpolate(x, size=11, mode="linear"), lambda x: TF.interpolate(x, size=11, mode="linear"),
+             [rand(2, 3, 7)])
+    check_op(lambda x: F.pixel_shuffle(x, 2), lambda x: TF.pixel_shuffle(x, 2), [rand(2, 8, 3, 5)])
+    check_op(lambda x: F.pixel_unshuffle(x, 2), lambda x: TF.pixel_unshuffle(x, 2), [rand(2, 2, 6, 4)])
+
+
+def test_errors():
+    with pytest.raises(RuntimeError, match="pad should be at most half of effective kernel size"):
+        F.max_pool2d(engine.zeros(1, 1, 5, 5), 2, padding=2)
+    with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
+        F.interpolate(engine.zeros(1, 1, 4, 4), size=3, scale_factor=2)
