@@ -47,6 +47,7 @@ def _per_group(name, optimizer, value):
 
 
 def _check_optimizer(optimizer):
+    """Schedulers drive engine optimizers only."""
     if not isinstance(optimizer, Optimizer):
         raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
 
@@ -98,6 +99,7 @@ class LRScheduler:
         raise NotImplementedError
 
     def _warn_outside_step(self):
+        """``get_lr()`` is internal: outside ``step()`` users want ``get_last_lr()``."""
         if not self._get_lr_called_within_step:
             warnings.warn("To get the last learning rate computed by the scheduler, please use "
                           "`get_last_lr()`.", UserWarning, stacklevel=3)
@@ -115,6 +117,7 @@ class LRScheduler:
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
+        """Compute the new lrs (chainable or closed form) and write them into the groups."""
         self._get_lr_called_within_step = True
         try:
             if epoch is None:
@@ -409,6 +412,7 @@ class _Composite(LRScheduler):
     """Shared checks and state_dict handling of schedulers made of other schedulers."""
 
     def _check_schedulers(self, optimizer, schedulers):
+        """Every sub-scheduler must be an epoch-driven scheduler of ``optimizer``."""
         for i, s in enumerate(schedulers):
             name = type(self).__name__
             if not hasattr(s, "optimizer"):
@@ -523,6 +527,7 @@ class ReduceLROnPlateau(LRScheduler):
         self._reset()
 
     def _reset(self):
+        """Forget the best metric and the bad-epoch and cooldown counters."""
         self.best = self.mode_worse
         self.cooldown_counter = 0
         self.num_bad_epochs = 0
@@ -550,6 +555,7 @@ class ReduceLROnPlateau(LRScheduler):
         self._last_lr = _group_values(self.optimizer, "lr")
 
     def _reduce_lr(self):
+        """Multiply every group's lr by ``factor``, not below its ``min_lr``."""
         groups = self.optimizer.param_groups
         if len(groups) != len(self.min_lrs):
             if self.default_min_lr is None:
@@ -569,11 +575,13 @@ class ReduceLROnPlateau(LRScheduler):
         return self.cooldown_counter > 0
 
     def _is_better(self, a, best):
+        """Whether metric ``a`` beats ``best`` by more than the threshold."""
         if self.mode == "min":
             return a < best * (1.0 - self.threshold) if self.threshold_mode == "rel" else a < best - self.threshold
         return a > best * (self.threshold + 1.0) if self.threshold_mode == "rel" else a > best + self.threshold
 
     def _init_is_better(self, mode, threshold, threshold_mode):
+        """Validate and store how metrics are compared."""
         if mode not in ("min", "max"):
             raise ValueError("mode " + mode + " is unknown!")
         if threshold_mode not in ("rel", "abs"):
@@ -604,6 +612,7 @@ def _cycle_momentum_setup(optimizer, base_momentum, max_momentum, fresh):
 
 
 def _set_momentum(group, value, use_beta1):
+    """Write a cycled momentum into ``momentum`` or into ``betas[0]``."""
     if use_beta1:
         group["betas"] = (value, *group["betas"][1:])
     else:
@@ -711,6 +720,7 @@ class OneCycleLR(LRScheduler):
 
     @staticmethod
     def _total_steps(total_steps, epochs, steps_per_epoch):
+        """The cycle length: ``total_steps`` or ``epochs * steps_per_epoch``."""
         if total_steps is not None:
             if total_steps <= 0 or not isinstance(total_steps, int):
                 raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")

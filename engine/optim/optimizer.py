@@ -32,6 +32,7 @@ def _to_scalar(value):
 
 
 def _typename(obj):
+    """The type name torch's messages show (``torch.FloatTensor`` style for tensors)."""
     return obj.type() if isinstance(obj, Tensor) else type(obj).__module__ + "." + type(obj).__qualname__
 
 
@@ -70,8 +71,8 @@ def _lerp_(start, end, weight):
         diff *= weight
         start += diff
     else:
-        one_minus = np.float32(1) - np.float32(weight) if start.dtype == np.float32 else 1.0 - weight
-        diff *= one_minus
+        scalar = start.dtype.type  # 1 - weight in the array's precision, as torch's kernel does
+        diff *= scalar(1) - scalar(weight)
         start[...] = end - diff
 
 
@@ -215,6 +216,7 @@ class Optimizer:
 
     # ---- hooks -------------------------------------------------------------------------------
     def _register(self, hooks, hook):
+        """Store ``hook`` under a fresh id and return a handle that removes it."""
         self._hook_id += 1
         hooks[self._hook_id] = hook
         return _HookHandle(hooks, self._hook_id)

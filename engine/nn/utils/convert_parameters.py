@@ -3,6 +3,7 @@ from ...tensor import Tensor
 
 
 def _check_same_device(param, device):
+    """All parameters must live on one device."""
     if param.device != device:
         raise TypeError("Found two parameters on different devices, this is currently not supported.")
 
