@@ -83,7 +83,8 @@ class _CosineSimilarity(Function):
         return self.y.squeeze(self.dim)
 
     def backward(self, gy):
-        xp, g = xp_of(gy), xp.expand_dims(gy, self.dim)
+        xp = xp_of(gy)
+        g = xp.expand_dims(gy, self.dim)
         gx1 = gx2 = None
         if self.needs_input_grad[0]:
             gx1 = g * (self.x2 / (self.c1 * self.c2) - self.y / self.c1 * _norm_grad(xp, self.x1, self.n1, 2, self.dim))
