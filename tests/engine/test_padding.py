@@ -1,7 +1,6 @@
 """F.pad against PyTorch: every mode on 2-D to 5-D inputs, asymmetric and negative pads, grads, errors."""
 import numpy as np
 import pytest
-import torch
 import torch.nn.functional as TF
 
 import engine

@@ -11,7 +11,6 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...ops._common import xp_of
-from ...tensor import Tensor
 
 # ---- shared kernels ----------------------------------------------------------------------------
 
@@ -158,7 +157,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                     ("bias", bias)):
         _check_per_channel(name, t, c)
-    if training and input.numel() // c <= 1:
+    if training and input.shape[0] * int(np.prod(input.shape[2:])) <= 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
