@@ -1,0 +1,71 @@
+"""``engine.load`` / ``engine.save``: read PyTorch and safetensors checkpoints without torch; write safetensors.
+
+``load`` recognises the format from the file's first bytes: safetensors, PyTorch's zip format
+(torch >= 1.6) or its legacy pickle format. Pickles go through a restricted unpickler, so a
+checkpoint can never run code. Files on disk are memory-mapped; tensors are views into the map.
+"""
+import io
+import os
+from collections.abc import Mapping
+
+import numpy as np
+
+from .legacy import load_legacy
+from .safetensors_io import is_safetensors, load_safetensors, read_metadata, save_safetensors
+from .torch_zip import load_zip
+from .unpickler import UnpicklingError
+
+__all__ = ["load", "save", "read_metadata", "UnpicklingError"]
+
+
+def _map_file(path):
+    """The file at ``path`` as a copy-on-write uint8 memory map (an empty array for an empty file)."""
+    if os.path.getsize(path) == 0:
+        return np.empty(0, dtype=np.uint8)
+    return np.memmap(path, dtype=np.uint8, mode="c")
+
+
+def _source(f):
+    """(display name, uint8 array of the bytes, is-a-path) for a path or a binary file object."""
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"No such file or directory: '{path}'")
+        return path, _map_file(path), True
+    if not hasattr(f, "read"):
+        raise TypeError(f"engine.load expects a path or a binary file object, got {type(f).__name__}")
+    return getattr(f, "name", "<file>"), np.frombuffer(f.read(), dtype=np.uint8), False
+
+
+def load(f, map_location=None, weights_only=True, mmap=None):
+    """The object saved in ``f`` (a path or binary file), with every tensor an ``engine.Tensor``.
+
+    Reads safetensors and PyTorch checkpoints (zip and legacy formats). ``map_location`` may be
+    None or ``'cpu'``; ``weights_only`` must stay True: nothing else than tensors and plain
+    containers is ever unpickled. ``mmap`` is accepted for torch compatibility: files are always
+    memory-mapped.
+    """
+    if not weights_only:
+        raise ValueError("engine.load never runs code from a checkpoint: weights_only=False is not supported")
+    if map_location not in (None, "cpu") and str(map_location) != "cpu":
+        raise ValueError(f"engine.load reads onto the CPU; move tensors afterwards (map_location={map_location!r})")
+    name, data, is_path = _source(f)
+    head = bytes(data[:16])
+    if not head:
+        raise UnpicklingError(f"'{name}' is empty: not a checkpoint (was the download interrupted?)")
+    if head[:4] == b"PK\x03\x04":
+        return load_zip(name if is_path else io.BytesIO(data.tobytes()), data)
+    if is_safetensors(head):
+        return load_safetensors(data, name)
+    if head[:1] == b"\x80":
+        with (open(name, "rb") if is_path else io.BytesIO(data.tobytes())) as file:
+            return load_legacy(file, data)
+    raise UnpicklingError(f"'{name}' is not a checkpoint: expected a safetensors file or a PyTorch "
+                          f"zip or legacy checkpoint, but it starts with {head[:8]!r}")
+
+
+def save(obj, f, metadata=None):
+    """Write a state_dict (a dict of name -> tensor) to ``f`` as safetensors with string ``metadata``."""
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"engine.save writes a state_dict (a dict of tensors), got {type(obj).__name__}")
+    save_safetensors(obj, os.fspath(f), metadata={"format": "pt", **(metadata or {})})
