@@ -1,0 +1,276 @@
+"""Pretrained weights: torchvision-style enums (``ResNet101_Weights.IMAGENET1K_V2``) built from the manifest.
+
+The manifest (``flowvision/weights/manifest.json``, shipped in the wheel) holds one record per
+(model, tag): URL, sha256, parameter count, published metrics, preprocessing, categories, license.
+Two settings redirect it, for mirrors and tests:
+
+- ``FLOWVISION_WEIGHTS_URL_BASE``: replaces ``https://download.pytorch.org/models/`` in every URL
+  (e.g. ``http://127.0.0.1:8000/``), so the same file names are fetched from a mirror.
+- ``FLOWVISION_WEIGHTS_MANIFEST``: a JSON file ``{model: {tag: {field: value}}}`` merged over the
+  shipped records, e.g. to give the full ``sha256`` of a mirror's own files.
+
+Both are read each time a URL or hash is needed, not at import.
+"""
+import enum
+import json
+import os
+import warnings
+from functools import lru_cache
+
+import numpy as np
+from PIL import Image
+
+import engine
+
+__all__ = ["Weights", "WeightsEnum", "ImageClassification", "get_model_weights", "get_weight",
+           "list_pretrained", "resolve_weights", "load_pretrained", "URL_BASE", "ENV_URL_BASE",
+           "ENV_MANIFEST"]
+
+URL_BASE = "https://download.pytorch.org/models/"
+ENV_URL_BASE = "FLOWVISION_WEIGHTS_URL_BASE"
+ENV_MANIFEST = "FLOWVISION_WEIGHTS_MANIFEST"
+_WEIGHTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "weights")
+
+
+@lru_cache(maxsize=None)
+def _shipped_manifest():
+    """The manifest shipped with the package."""
+    with open(os.path.join(_WEIGHTS_DIR, "manifest.json"), encoding="utf-8") as f:
+        return json.load(f)
+
+
+@lru_cache(maxsize=None)
+def _categories(file_name):
+    """The class names listed one per line in ``flowvision/weights/<file_name>``."""
+    with open(os.path.join(_WEIGHTS_DIR, file_name), encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def _record(model, tag):
+    """The manifest record of (model, tag), with ``$FLOWVISION_WEIGHTS_MANIFEST``'s fields merged over it."""
+    record = dict(_shipped_manifest()["models"][model]["weights"][tag])
+    overlay_path = os.getenv(ENV_MANIFEST)
+    if overlay_path:
+        with open(overlay_path, encoding="utf-8") as f:
+            record.update(json.load(f).get(model, {}).get(tag, {}))
+    return record
+
+
+class ImageClassification:
+    """ImageNet preprocessing for PIL images: resize the short side, center crop, scale to [0, 1], normalize.
+
+    Returns a float32 ``(3, crop, crop)`` tensor; a list of images gives a batch.
+    """
+
+    def __init__(self, crop_size, resize_size=256, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
+                 interpolation="bilinear"):
+        self.crop_size = int(crop_size)
+        self.resize_size = int(resize_size)
+        self.mean = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
+        self.std = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
+        self.interpolation = interpolation
+        self._resample = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}[interpolation]
+
+    def _array(self, image):
+        """One image as a normalized (3, crop, crop) float32 array."""
+        if isinstance(image, np.ndarray):
+            image = Image.fromarray(image)
+        if not isinstance(image, Image.Image):
+            raise TypeError(f"expected a PIL image or an HxWxC uint8 array, got {type(image).__name__}")
+        image = image.convert("RGB")
+        width, height = image.size
+        short, long = (width, height) if width <= height else (height, width)
+        new_short, new_long = self.resize_size, int(self.resize_size * long / short)
+        size = (new_short, new_long) if width <= height else (new_long, new_short)
+        image = image.resize(size, self._resample)
+        left = int(round((size[0] - self.crop_size) / 2.0))
+        top = int(round((size[1] - self.crop_size) / 2.0))
+        image = image.crop((left, top, left + self.crop_size, top + self.crop_size))
+        array = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
+        return (array - self.mean) / self.std
+
+    def __call__(self, image):
+        if isinstance(image, (list, tuple)):
+            return engine.from_numpy(np.stack([self._array(i) for i in image]).astype(np.float32))
+        return engine.from_numpy(self._array(image).astype(np.float32))
+
+    def __repr__(self):
+        return (f"ImageClassification(\n    crop_size=[{self.crop_size}]\n    resize_size=[{self.resize_size}]\n"
+                f"    mean={[round(float(v), 3) for v in self.mean.ravel()]}\n"
+                f"    std={[round(float(v), 3) for v in self.std.ravel()]}\n"
+                f"    interpolation={self.interpolation}\n)")
+
+
+class Weights:
+    """One published checkpoint of a model: where it lives, how to check it and how to feed the model."""
+
+    def __init__(self, model, tag):
+        self.model = model
+        self.tag = tag
+
+    @property
+    def record(self):
+        """The manifest record (with the overlay applied)."""
+        return _record(self.model, self.tag)
+
+    @property
+    def url(self):
+        """The download URL, redirected by ``$FLOWVISION_WEIGHTS_URL_BASE`` when set."""
+        url = self.record["url"]
+        base = os.getenv(ENV_URL_BASE)
+        if base and url.startswith(URL_BASE):
+            url = base.rstrip("/") + "/" + url[len(URL_BASE):]
+        return url
+
+    @property
+    def sha256(self):
+        """The full sha256 when the manifest knows it, else None (the file name's prefix is checked)."""
+        record = self.record
+        return None if record.get("sha256_is_prefix", True) else record["sha256"]
+
+    @property
+    def meta(self):
+        """torchvision-style metadata: categories, num_params, metrics, preprocessing, license..."""
+        record = self.record
+        meta = {k: v for k, v in record.items() if k not in ("url", "categories")}
+        meta.update(categories=_categories(record["categories"]), _metrics=record["metrics"],
+                    _ops=record.get("gflops"), _file_size=record.get("file_size_mb"))
+        return meta
+
+    def transforms(self):
+        """The preprocessing these weights were evaluated with (a callable on PIL images)."""
+        return ImageClassification(**self.record["preprocessing"])
+
+    def get_state_dict(self, progress=True, check_hash=True):
+        """The checkpoint as a dict of engine tensors, downloaded and cached by ``flowvision.hub``."""
+        from .. import hub
+
+        return hub.load_state_dict_from_url(self.url, progress=progress, check_hash=check_hash,
+                                            file_name=self.record["file_name"], sha256=self.sha256)
+
+    def __eq__(self, other):
+        return isinstance(other, Weights) and (self.model, self.tag) == (other.model, other.tag)
+
+    def __hash__(self):
+        return hash((self.model, self.tag))
+
+
+class WeightsEnum(enum.Enum):
+    """Base of the per-model enums; members delegate ``url``, ``meta``, ``transforms`` to their ``Weights``."""
+
+    @property
+    def url(self):
+        return self.value.url
+
+    @property
+    def meta(self):
+        return self.value.meta
+
+    def transforms(self):
+        return self.value.transforms()
+
+    def get_state_dict(self, progress=True, check_hash=True):
+        return self.value.get_state_dict(progress=progress, check_hash=check_hash)
+
+    def __repr__(self):
+        return f"{type(self).__name__}.{self.name}"
+
+
+def _build_enums():
+    """One ``WeightsEnum`` per model of the manifest, ``DEFAULT`` an alias of the default tag."""
+    enums = {}
+    for model, entry in _shipped_manifest()["models"].items():
+        members = [(tag, Weights(model, tag)) for tag in entry["weights"]]
+        members.append(("DEFAULT", Weights(model, entry["default"])))
+        enums[model] = WeightsEnum(entry["weights_enum"], members, module=__name__)
+    return enums
+
+
+_ENUMS = _build_enums()
+for _enum in _ENUMS.values():
+    globals()[_enum.__name__] = _enum
+    __all__.append(_enum.__name__)
+
+
+def list_pretrained():
+    """Names of the models with published weights."""
+    return list(_ENUMS)
+
+
+def get_model_weights(name):
+    """The weights enum of a model, given its name (``'resnet101'``) or its builder function."""
+    name = getattr(name, "__name__", name)
+    if name not in _ENUMS:
+        raise ValueError(f"no pretrained weights for model '{name}'; models with weights: {', '.join(_ENUMS)}")
+    return _ENUMS[name]
+
+
+def get_weight(name):
+    """The weights named ``'<Enum>.<TAG>'``, e.g. ``get_weight('ResNet101_Weights.IMAGENET1K_V2')``."""
+    enum_name, _, tag = name.partition(".")
+    for weights_enum in _ENUMS.values():
+        if weights_enum.__name__ == enum_name:
+            if tag not in weights_enum.__members__:
+                raise ValueError(f"unknown tag '{tag}' for {enum_name}: choose from "
+                                 f"{', '.join(weights_enum.__members__)}")
+            return weights_enum[tag]
+    raise ValueError(f"unknown weights enum '{enum_name}' in '{name}'")
+
+
+def resolve_weights(model, pretrained=False, weights=None):
+    """The weights a builder should load: ``weights`` (enum member, tag, ``'DEFAULT'`` or full name) or,
+    with ``pretrained=True`` alone, the legacy IMAGENET1K_V1 weights as torchvision does; None for none."""
+    if weights is None and not pretrained:
+        return None
+    weights_enum = get_model_weights(model)
+    if weights is None:
+        return weights_enum["IMAGENET1K_V1"]
+    if isinstance(weights, str):
+        if "." in weights:
+            weights = get_weight(weights)
+        elif weights in weights_enum.__members__:
+            return weights_enum[weights]
+        else:
+            raise ValueError(f"unknown weights '{weights}' for {model}: choose from "
+                             f"{', '.join(weights_enum.__members__)}")
+    if not isinstance(weights, weights_enum):
+        raise ValueError(f"weights {weights!r} do not belong to {model}: expected a {weights_enum.__name__} member")
+    return weights
+
+
+def _classifier_keys(model, state_dict):
+    """Checkpoint keys of the classifier that cannot load into ``model`` (other class count, or no head)."""
+    classifier = getattr(model, "default_cfg", {}).get("classifier")
+    if not classifier:
+        return []
+    own = model.state_dict()
+    return [k for k in state_dict if k.startswith(classifier + ".")
+            and (k not in own or tuple(own[k].shape) != tuple(state_dict[k].shape))]
+
+
+def load_pretrained(model, weights, progress=True):
+    """Load ``weights`` into ``model``; a classifier of another size is skipped (with a warning)."""
+    from ._helpers import adapt_input_conv
+
+    state_dict = dict(weights.get_state_dict(progress=progress))
+    first_conv = getattr(model, "default_cfg", {}).get("first_conv")
+    key = f"{first_conv}.weight" if first_conv else None
+    if key in state_dict:
+        in_chans = model.state_dict()[key].shape[1]
+        if state_dict[key].shape[1] != in_chans:
+            state_dict[key] = adapt_input_conv(in_chans, state_dict[key])
+    skipped = _classifier_keys(model, state_dict)
+    if not skipped:
+        return model.load_state_dict(state_dict)
+    for k in skipped:
+        del state_dict[k]
+    result = model.load_state_dict(state_dict, strict=False)
+    unexpected = list(result.unexpected_keys)
+    classifier = model.default_cfg["classifier"] + "."
+    missing = [k for k in result.missing_keys if not k.startswith(classifier)]
+    if missing or unexpected:
+        raise RuntimeError(f"Error(s) in loading {weights!r}: missing keys {missing}, unexpected keys {unexpected}")
+    warnings.warn(f"loaded {weights!r} except the classifier ({', '.join(skipped)}): the checkpoint has "
+                  f"{weights.meta['num_classes']} classes and the model {getattr(model, 'num_classes', '?')}; "
+                  "the classifier keeps its fresh initialisation")
+    return result
