@@ -24,7 +24,7 @@ import requests
 from tqdm import tqdm
 
 import engine
-from engine.serialization import UnpicklingError, read_metadata
+from engine.serialization import UnpicklingError, load, read_metadata, save
 
 __all__ = ["get_dir", "set_dir", "is_offline", "download_url_to_file", "load_state_dict_from_url",
            "DownloadError", "HashMismatchError"]
@@ -159,7 +159,7 @@ def _load_converted(converted, source, expected):
         meta = read_metadata(converted)
         source_matches = not os.path.exists(source) or os.path.getsize(source) == int(meta.get("source_size", -1))
         if source_matches and (not expected or meta.get("source_sha256", "").startswith(expected)):
-            return engine.load(converted)
+            return load(converted)
     except (UnpicklingError, ValueError, OSError):
         pass
     _remove(converted)
@@ -168,11 +168,11 @@ def _load_converted(converted, source, expected):
 
 def _convert(source, converted, url, sha256):
     """Read ``source`` and, when it is a flat state_dict, write it as safetensors to ``converted``."""
-    state_dict = engine.load(source)
+    state_dict = load(source)
     if _is_flat_state_dict(state_dict):
-        engine.save(state_dict, converted, metadata={
+        save(state_dict, converted, metadata={
             "source_url": url, "source_sha256": sha256, "source_size": str(os.path.getsize(source))})
-        return engine.load(converted)
+        return load(converted)
     return state_dict
 
 
@@ -207,5 +207,5 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
             download_url_to_file(url, cached, expected, progress=progress)
             actual = _file_sha256(cached)
         if converted == cached:
-            return engine.load(cached, map_location=map_location, weights_only=weights_only)
+            return load(cached, map_location=map_location, weights_only=weights_only)
         return _convert(cached, converted, url, actual)
