@@ -114,7 +114,8 @@ class _Reduction(Function):
         self.dtype = None if dtype is None else dtype.np
 
     def expand(self, g):
-        return xp_of(g).broadcast_to(_keep(g, self.axes, self.keepdim), self.shape)
+        """A writable, contiguous copy (stride-0 views would slow BLAS and break in-place consumers)."""
+        return xp_of(g).broadcast_to(_keep(g, self.axes, self.keepdim), self.shape).copy()
 
 
 class Sum(_Reduction):
@@ -371,7 +372,7 @@ class MedianDim(Select):
     def indices(self, xp, x):
         n = x.shape[self.axis]
         order = xp.argsort(x, axis=self.axis, kind="stable")
-        idx = xp.take(order, [(n - 1) // 2], axis=self.axis) if n else order
+        idx = xp.take(order, xp.asarray([(n - 1) // 2]), axis=self.axis) if n else order
         if x.dtype.kind == "f" and n:
             nan = xp.isnan(x)
             first_nan = xp.expand_dims(xp.argmax(nan, axis=self.axis), self.axis)
