@@ -124,7 +124,7 @@ class Sum(_Reduction):
         self.shape = x.shape
         x = cast(x, self.dtype)
         if x.dtype == np.float16:
-            return xp.sum(x, self.axes, np.float32, keepdims=self.keepdim).astype(np.float16)
+            return _as_array(xp, xp.sum(x, self.axes, np.float32, keepdims=self.keepdim)).astype(np.float16)
         return _as_array(xp, xp.sum(x, self.axes, x.dtype, keepdims=self.keepdim))
 
     def backward(self, gy):
