@@ -12,3 +12,4 @@ from .padding import *  # noqa: F401,F403
 from .upsampling import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
+from .distance import *  # noqa: F401,F403

@@ -35,9 +35,14 @@ class Dropout2d(_DropoutNd):
     _fn = "dropout2d"
 
 
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of (N, C, D, H, W) inputs."""
+    _fn = "dropout3d"
+
+
 class AlphaDropout(_DropoutNd):
     """Dropout that keeps SELU's self-normalising mean and variance."""
     _fn = "alpha_dropout"
 
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]

@@ -137,24 +137,9 @@ class _InstanceNorm(_NormBase):
         return self._normalize(input)
 
     def _normalize(self, input):
-        if not self.training and self.track_running_stats:
-            return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0,
-                                self.eps)
-        if self.training and self.track_running_stats and self.momentum is not None:
-            self._update_running_stats(input)
-        return F.group_norm(input, input.size(1), self.weight, self.bias, self.eps)
-
-    def _update_running_stats(self, input):
-        """Running stats move toward the batch average of per-instance mean and unbiased variance."""
-        x = input.detach()._data
-        axes = tuple(range(2, x.ndim))
-        m = self.momentum
-        with no_grad():
-            rm, rv = self.running_mean._data, self.running_var._data
-            rm[...] = (1 - m) * rm + m * x.mean(axis=axes).mean(axis=0)
-            rv[...] = (1 - m) * rv + m * x.var(axis=axes, ddof=1).mean(axis=0)
-            self.running_mean._version[0] += 1
-            self.running_var._version[0] += 1
+        return F.instance_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                               self.training or not self.track_running_stats,
+                               self.momentum if self.momentum is not None else 0.0, self.eps)
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -163,6 +148,10 @@ class InstanceNorm1d(_InstanceNorm):
 
 class InstanceNorm2d(_InstanceNorm):
     _spatial_dims = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _spatial_dims = 3
 
 
 class GroupNorm(Module):
@@ -236,5 +225,46 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "GroupNorm",
-           "LayerNorm"]
+class RMSNorm(Module):
+    """Scale by the root mean square over the trailing ``normalized_shape`` dims (no centring)."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(new_param_data(self.normalized_shape, device, dtype))
+        else:
+            self.register_parameter("weight", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        if self.elementwise_affine:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel by the activity of its ``size`` neighbouring channels."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+           "GroupNorm", "LayerNorm", "RMSNorm", "LocalResponseNorm"]

@@ -56,6 +56,11 @@ def test_identity_and_linear():
     check_layer(lambda nn: nn.Linear(1, 3), [randn(4, 1, dtype=np.float64)], double=True, rtol=1e-12)
 
 
+def test_bilinear():
+    check_layer(lambda nn: nn.Bilinear(3, 4, 2), [randn(5, 3), randn(5, 4)], grad_rtol=1e-4)
+    check_layer(lambda nn: nn.Bilinear(2, 2, 3, bias=False), [randn(2, 4, 2), randn(2, 4, 2)], grad_rtol=1e-4)
+
+
 @pytest.mark.parametrize("make,shape", [
     (lambda nn: nn.Conv1d(3, 4, 3, stride=2, padding=1), (2, 3, 9)),
     (lambda nn: nn.Conv1d(4, 6, 2, dilation=2, groups=2, bias=False, padding="same"), (1, 4, 7)),
@@ -144,6 +149,9 @@ def test_batch_norm_cumulative_average_and_eval_after_training():
     (lambda nn: nn.LayerNorm(5), (3, 5)),
     (lambda nn: nn.LayerNorm((4, 5), elementwise_affine=False), (2, 4, 5)),
     (lambda nn: nn.LayerNorm([3], bias=False), (2, 2, 3)),
+    (lambda nn: nn.RMSNorm(5), (3, 5)),
+    (lambda nn: nn.RMSNorm((2, 3), eps=1e-3, elementwise_affine=False), (4, 2, 3)),
+    (lambda nn: nn.LocalResponseNorm(3), (2, 5, 3, 3)),
 ])
 def test_group_and_layer_norm(make, shape):
     check_layer(make, [randn(*shape)], rtol=1e-5, grad_rtol=1e-4)
@@ -157,6 +165,7 @@ def test_group_and_layer_norm(make, shape):
     (lambda nn: nn.InstanceNorm2d(3, affine=True, track_running_stats=True), (3, 3, 4, 3)),
     (lambda nn: nn.InstanceNorm2d(2), (2, 3, 4)),
     (lambda nn: nn.InstanceNorm1d(2, affine=True), (3, 2, 6)),
+    (lambda nn: nn.InstanceNorm3d(2, track_running_stats=True, momentum=None), (2, 2, 3, 2, 3)),
 ])
 @pytest.mark.parametrize("train", [True, False])
 def test_instance_norm(make, shape, train):
@@ -226,9 +235,9 @@ def test_max_pool_return_indices():
 
 
 # ---- dropout -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("cls", ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"])
+@pytest.mark.parametrize("cls", ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"])
 def test_dropout_eval_is_identity_and_p0(cls):
-    shape = (2, 3, 4) if cls == "Dropout1d" else (2, 3, 4, 5)
+    shape = {"Dropout1d": (2, 3, 4), "Dropout3d": (2, 3, 2, 2, 2)}.get(cls, (2, 3, 4, 5))
     check_layer(lambda nn: getattr(nn, cls)(0.3), [randn(*shape)], train=False)
     check_layer(lambda nn: getattr(nn, cls)(0.0), [randn(*shape)], train=True)
     with pytest.raises(ValueError, match="dropout probability has to be between 0 and 1, but got 1.5"):
@@ -372,6 +381,33 @@ def test_kl_div_loss(make):
     logp = np.log(np.abs(randn(3, 4)) + 0.1).astype(np.float32)
     target = np.abs(randn(3, 4)).astype(np.float32)
     check_layer(make, [logp, target])
+
+
+def test_distance_modules():
+    check_layer(lambda nn: nn.CosineSimilarity(), [randn(4, 3), randn(4, 3)])
+    check_layer(lambda nn: nn.CosineSimilarity(dim=0, eps=1e-6), [randn(4, 3), randn(4, 1)])
+    check_layer(lambda nn: nn.PairwiseDistance(), [randn(4, 3), randn(4, 3)])
+    check_layer(lambda nn: nn.PairwiseDistance(p=1.0, keepdim=True), [randn(4, 3), randn(4, 3)])
+
+
+def _sign_target(shape):
+    return np.where(RNG.random(shape) > 0.5, 1.0, -1.0).astype(np.float32)
+
+
+def test_margin_and_embedding_losses():
+    check_layer(lambda nn: nn.SoftMarginLoss(), [randn(4, 3)], call=_targets(_target_for(_sign_target((4, 3)))))
+    check_layer(lambda nn: nn.HingeEmbeddingLoss(margin=0.5), [randn(4, 3)],
+                call=_targets(_target_for(_sign_target((4, 3)))))
+    pair_target = _target_for(_sign_target((5,)))
+    check_layer(lambda nn: nn.CosineEmbeddingLoss(margin=0.2), [randn(5, 3), randn(5, 3)],
+                call=lambda m, a, b: m(a, b, pair_target(m)))
+    check_layer(lambda nn: nn.MarginRankingLoss(0.1, reduction="sum"), [randn(5), randn(5)],
+                call=lambda m, a, b: m(a, b, pair_target(m)))
+    check_layer(lambda nn: nn.TripletMarginLoss(margin=0.5, swap=True), [randn(4, 3), randn(4, 3), randn(4, 3)])
+    counts = RNG.poisson(2.0, (4, 3)).astype(np.float32)
+    check_layer(lambda nn: nn.PoissonNLLLoss(), [randn(4, 3)], call=_targets(_target_for(counts)))
+    check_layer(lambda nn: nn.PoissonNLLLoss(log_input=False, full=True), [np.abs(randn(4, 3)) + 0.5],
+                call=_targets(_target_for(counts)))
 
 
 def test_loss_weight_is_a_buffer_and_legacy_flags():
