@@ -4,6 +4,7 @@ Only the globals a ``state_dict`` pickle needs are resolved, each to a function 
 the real torch object). Any other global (``os.system``, ``builtins.eval``, a user class) raises
 ``UnpicklingError`` naming it before anything is called, so a checkpoint cannot run code.
 """
+import _compat_pickle
 import collections
 import pickle
 
@@ -163,6 +164,9 @@ class RestrictedUnpickler(pickle.Unpickler):
         self._load_storage = load_storage
 
     def find_class(self, module, name):
+        # protocol 2 pickles use Python 2 names (__builtin__.eval): check and report Python 3's
+        module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
+        module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         try:
             return _ALLOWED[(module, name)]
         except KeyError:

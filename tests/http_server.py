@@ -1,0 +1,84 @@
+"""A threaded HTTP file server on 127.0.0.1 for download tests: Range requests and switchable faults.
+
+``server.files[name] = bytes`` publishes a file at ``server.url(name)``. ``server.fault`` is None,
+``"404"``, ``"500"``, ``"wrong"`` (serve the bytes with one flipped) or ``("cut", n)`` (send the
+headers of the whole file, then only ``n`` bytes, then drop the connection; cleared after one use).
+``server.requests`` records ``(path, Range header)`` for every GET.
+"""
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Serves ``self.server.owner.files`` with the owner's fault applied."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        owner = self.server.owner
+        name = self.path.lstrip("/")
+        with owner.lock:
+            owner.requests.append((self.path, self.headers.get("Range")))
+            fault = owner.fault
+            if isinstance(fault, tuple):
+                owner.fault = None
+        if fault in ("404", "500") or name not in owner.files:
+            code = 500 if fault == "500" else 404
+            self.send_error(code)
+            return
+        data = owner.files[name]
+        if fault == "wrong":
+            data = bytes([data[0] ^ 0xFF]) + data[1:]
+        start = 0
+        byte_range = self.headers.get("Range")
+        if byte_range and byte_range.startswith("bytes="):
+            start = int(byte_range[len("bytes="):].split("-")[0])
+            if start >= len(data):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.end_headers()
+                return
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        else:
+            self.send_response(200)
+        body = data[start:]
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        if isinstance(fault, tuple) and fault[0] == "cut":
+            self.wfile.write(body[:fault[1]])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+
+class FileServer:
+    """Start with ``with FileServer() as server:``; it listens on a free port of 127.0.0.1."""
+
+    def __init__(self):
+        self.files = {}
+        self.requests = []
+        self.fault = None
+        self.lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self):
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/"
+
+    def url(self, name):
+        return self.base_url + name
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._httpd.shutdown()
+        self._httpd.server_close()
