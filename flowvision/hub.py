@@ -32,7 +32,7 @@ __all__ = ["get_dir", "set_dir", "is_offline", "download_url_to_file", "load_sta
 ENV_HOME = "FLOWVISION_HOME"
 ENV_OFFLINE = "FLOWVISION_OFFLINE"
 _HASH_IN_NAME = re.compile(r"-([a-f0-9]+)\.")
-_CHUNK = 1 << 20
+_CHUNK = 1 << 16  # small enough that a cut transfer keeps most of what arrived
 _hub_dir = None
 
 
@@ -66,7 +66,7 @@ def _file_sha256(path):
     """The hex sha256 of the file at ``path``."""
     digest = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(_CHUNK), b""):
+        for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
 

@@ -5,6 +5,7 @@
 headers of the whole file, then only ``n`` bytes, then drop the connection; cleared after one use).
 ``server.requests`` records ``(path, Range header)`` for every GET.
 """
+import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -66,7 +67,7 @@ class FileServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def base_url(self):
@@ -82,3 +83,13 @@ class FileServer:
     def __exit__(self, *exc):
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+def hub_download_worker(args):
+    """Run in a child process: load ``url`` through flowvision.hub with the cache at ``home``."""
+    home, url = args
+    os.environ["FLOWVISION_HOME"] = home
+    from flowvision import hub
+
+    loaded = hub.load_state_dict_from_url(url, progress=False)
+    return sorted((k, float(v.numpy().astype("float64").sum())) for k, v in loaded.items())

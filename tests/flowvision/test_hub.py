@@ -1,0 +1,187 @@
+"""flowvision.hub against a real local HTTP server: cache, resume, hashes, faults, offline mode, file lock."""
+import hashlib
+import io
+import multiprocessing
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from engine.serialization import read_metadata
+from flowvision import hub
+from http_server import FileServer, hub_download_worker
+
+
+def _checkpoint(fmt="zip", seed=0, channels=8):
+    """Bytes of a small state_dict saved by torch in ``fmt``, and the state_dict."""
+    g = torch.Generator().manual_seed(seed)
+    state = {"conv.weight": torch.randn(channels, 3, 3, 3, generator=g), "fc.bias": torch.randn(10, generator=g),
+             "bn.num_batches_tracked": torch.tensor(7)}
+    buffer = io.BytesIO()
+    torch.save(state, buffer, _use_new_zipfile_serialization=(fmt == "zip"))
+    return buffer.getvalue(), state
+
+
+def _named(data, stem="weights"):
+    """A torch.hub-style file name carrying the first 8 hex digits of ``data``'s sha256."""
+    return f"{stem}-{hashlib.sha256(data).hexdigest()[:8]}.pth"
+
+
+def _assert_state(loaded, state):
+    assert sorted(loaded) == sorted(state)
+    for key, value in state.items():
+        assert np.array_equal(loaded[key].numpy(), value.numpy())
+
+
+@pytest.fixture
+def server():
+    with FileServer() as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOWVISION_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("FLOWVISION_OFFLINE", raising=False)
+    hub.set_dir(None)
+    return tmp_path / "home" / "checkpoints"
+
+
+def _gets(server, name):
+    return [r for r in server.requests if r[0] == "/" + name]
+
+
+@pytest.mark.parametrize("fmt", ["zip", "legacy"])
+def test_first_download_then_cache_hit(server, cache, fmt, capsys):
+    data, state = _checkpoint(fmt)
+    name = _named(data)
+    server.files[name] = data
+    _assert_state(hub.load_state_dict_from_url(server.url(name), progress=True), state)
+    assert len(_gets(server, name)) == 1
+    assert sorted(os.listdir(cache)) == sorted([name, name + ".lock", name[:-4] + ".safetensors"])
+    meta = read_metadata(cache / (name[:-4] + ".safetensors"))
+    assert meta["source_sha256"] == hashlib.sha256(data).hexdigest() and meta["source_url"] == server.url(name)
+    _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
+    assert len(_gets(server, name)) == 1
+
+
+def test_progress_bar_shows_bytes(server, capsys):
+    data, _ = _checkpoint()
+    name = _named(data)
+    server.files[name] = data
+    hub.load_state_dict_from_url(server.url(name), progress=True)
+    err = capsys.readouterr().err
+    assert name in err and "B" in err and "/s" in err
+    hub.download_url_to_file(server.url(name), str(hub.get_dir()) + "/copy.pth", progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_get_dir_set_dir_and_model_dir(server, tmp_path, monkeypatch):
+    assert hub.get_dir() == str(tmp_path / "home")
+    hub.set_dir(tmp_path / "other")
+    try:
+        assert hub.get_dir() == str(tmp_path / "other")
+        data, state = _checkpoint()
+        server.files["plain.pth"] = data
+        _assert_state(hub.load_state_dict_from_url(server.url("plain.pth"), model_dir=str(tmp_path / "md")), state)
+        assert (tmp_path / "md" / "plain.safetensors").exists()
+    finally:
+        hub.set_dir(None)
+
+
+def test_resume_after_cut_transfer(server, cache):
+    data, state = _checkpoint(channels=4096)  # 442 KB
+    name = _named(data)
+    server.files[name] = data
+    server.fault = ("cut", 300_000)
+    _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
+    ranges = [r[1] for r in _gets(server, name)]
+    assert ranges[0] is None and len(ranges) == 2
+    assert 200_000 < int(ranges[1][len("bytes="):-1]) <= 300_000
+    assert not (cache / (name + ".partial")).exists()
+
+
+def test_hash_mismatch_leaves_nothing(server, cache):
+    data, _ = _checkpoint()
+    name = _named(data)
+    server.files[name] = data
+    server.fault = "wrong"
+    with pytest.raises(hub.HashMismatchError, match=f'{server.url(name)}: expected sha256 "{name[8:16]}", got "'):
+        hub.load_state_dict_from_url(server.url(name), progress=False)
+    assert [f for f in os.listdir(cache) if not f.endswith(".lock")] == []
+
+
+def test_full_sha256_is_checked(server):
+    data, state = _checkpoint()
+    server.files["plain.pth"] = data
+    with pytest.raises(hub.HashMismatchError, match="expected sha256"):
+        hub.load_state_dict_from_url(server.url("plain.pth"), sha256="0" * 64, progress=False)
+    _assert_state(hub.load_state_dict_from_url(server.url("plain.pth"), sha256=hashlib.sha256(data).hexdigest(),
+                                               progress=False), state)
+
+
+@pytest.mark.parametrize("fault, code", [("404", 404), ("500", 500)])
+def test_http_errors(server, cache, fault, code):
+    server.files["x-00000000.pth"] = b"x"
+    server.fault = fault
+    with pytest.raises(hub.DownloadError, match=f"HTTP Error {code}.*x-00000000.pth"):
+        hub.load_state_dict_from_url(server.url("x-00000000.pth"), progress=False)
+    assert len(server.requests) == 1
+    assert [f for f in os.listdir(cache) if not f.endswith(".lock")] == []
+
+
+def test_connection_refused_is_retried_then_names_the_cache_path(cache, monkeypatch):
+    monkeypatch.setattr(hub.time, "sleep", lambda s: None)
+    with FileServer() as closed:
+        url = closed.url("gone-12345678.pth")
+    with pytest.raises(hub.DownloadError, match=f"after 5 attempts.*place it at {cache}/gone-12345678.pth"):
+        hub.load_state_dict_from_url(url, progress=False)
+
+
+def test_offline_uses_cache_or_names_the_path(server, cache, monkeypatch):
+    data, state = _checkpoint()
+    name = _named(data)
+    server.files[name] = data
+    monkeypatch.setenv("FLOWVISION_OFFLINE", "1")
+    with pytest.raises(RuntimeError, match=f"FLOWVISION_OFFLINE.*Download {server.url(name)} and place it at "
+                                           f"{cache}/{name}"):
+        hub.load_state_dict_from_url(server.url(name))
+    assert server.requests == []
+    os.makedirs(cache, exist_ok=True)
+    (cache / name).write_bytes(data)  # a manual download
+    _assert_state(hub.load_state_dict_from_url(server.url(name)), state)
+    assert server.requests == []
+
+
+def test_corrupt_cached_files_are_detected(server, cache):
+    data, state = _checkpoint()
+    name = _named(data)
+    server.files[name] = data
+    hub.load_state_dict_from_url(server.url(name), progress=False)
+    converted = cache / (name[:-4] + ".safetensors")
+    converted.write_bytes(converted.read_bytes()[:-10])  # truncated conversion: rebuilt from the .pth
+    _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
+    assert len(server.requests) == 1
+    (cache / name).write_bytes(data[:-50])  # truncated source: fetched again
+    with pytest.warns(UserWarning, match="corrupt"):
+        _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
+    assert len(server.requests) == 2
+    converted.unlink()
+    (cache / name).write_bytes(bytes([data[0] ^ 1]) + data[1:])  # same size, wrong bytes
+    with pytest.warns(UserWarning, match="corrupt"):
+        _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
+    assert len(server.requests) == 3
+
+
+def test_two_processes_end_with_one_valid_file(server, cache, tmp_path):
+    data, state = _checkpoint()
+    name = _named(data)
+    server.files[name] = data
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        results = pool.map(hub_download_worker, [(str(tmp_path / "home"), server.url(name))] * 2)
+    assert results[0] == results[1]
+    assert len(_gets(server, name)) == 1
+    assert sorted(os.listdir(cache)) == sorted([name, name + ".lock", name[:-4] + ".safetensors"])
+    assert hashlib.sha256((cache / name).read_bytes()).digest() == hashlib.sha256(data).digest()
