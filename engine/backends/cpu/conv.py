@@ -1,4 +1,5 @@
 """2-D convolution and transposed convolution kernels: im2col over strided views plus one batched GEMM."""
+import threading
 from collections import namedtuple
 
 import numpy as np
@@ -10,11 +11,26 @@ from numpy.lib.stride_tricks import as_strided
 _FOLD_MAX_PIXELS = 400
 _FOLD_MAX_PIXELS_1X1 = 100
 
-ConvSaved = namedtuple("ConvSaved", "x_shape w col fold stride pads dilation groups")
-ConvSaved.__doc__ = "What conv2d_backward needs: the weight, the forward's column matrix and the geometry."
+ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups")
+ConvSaved.__doc__ = "What conv2d_backward needs: the input, the weight and the geometry."
 
 ConvTransposeSaved = namedtuple("ConvTransposeSaved", "x w stride padding output_padding dilation groups")
 ConvTransposeSaved.__doc__ = "What conv_transpose2d_backward needs: the input, the weight and the geometry."
+
+
+_local = threading.local()
+
+
+def _scratch(slot, shape, dtype):
+    """Uninitialised array in a per-thread buffer reused across calls, for big temporaries that die
+    within one kernel call (column matrices): fresh 60 MB allocations cost ~3 ms of page faults here.
+    Column matrices are therefore not kept for the backward either; it rebuilds them (cheaper, and
+    saves O(C*k*k*H*W) memory per layer)."""
+    bufs = _local.__dict__.setdefault("buffers", {})
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    if slot not in bufs or bufs[slot].size < n:
+        bufs[slot] = np.empty(n, np.uint8)
+    return bufs[slot][:n].view(dtype).reshape(shape)
 
 
 def _pair(v):
@@ -51,6 +67,7 @@ def _im2col(x, kh, kw, stride, pads, dilation, groups, taps_first=False):
     Unfolded (B = N, L = OH*OW): each image is its own GEMM and the result is NCHW with no transpose.
     Folded (B = 1, L = N*OH*OW): one wide GEMM, used when images are small.
     Rows are ordered (channel, kh, kw) within a group, or (kh, kw, channel) with taps_first.
+    A copied matrix lives in scratch slot 0: use it before the next _im2col call.
     """
     xp = _pad_crop(x, *pads)
     N, C, Hp, Wp = xp.shape
@@ -69,9 +86,11 @@ def _im2col(x, kh, kw, stride, pads, dilation, groups, taps_first=False):
         ((C, kh, kw), (sC, sH * dh, sW * dw))
     if fold:
         v = as_strided(xp, rows[0] + (N, OH, OW), rows[1] + (sN, sH * sh, sW * sw))
-        return np.ascontiguousarray(v).reshape(1, groups, cg, N * OH * OW), OH, OW, fold
-    v = as_strided(xp, (N,) + rows[0] + (OH, OW), (sN,) + rows[1] + (sH * sh, sW * sw))
-    return np.ascontiguousarray(v).reshape(N, groups, cg, OH * OW), OH, OW, fold
+    else:
+        v = as_strided(xp, (N,) + rows[0] + (OH, OW), (sN,) + rows[1] + (sH * sh, sW * sw))
+    col = _scratch(0, v.shape, x.dtype)
+    np.copyto(col, v)
+    return col.reshape((1, groups, cg, N * OH * OW) if fold else (N, groups, cg, OH * OW)), OH, OW, fold
 
 
 def _to_cols_layout(a, groups, fold):
@@ -82,24 +101,34 @@ def _to_cols_layout(a, groups, fold):
     return a.reshape(N, groups, K // groups, H * W)
 
 
-def _from_cols_layout(y, N, OH, OW, fold):
-    """Turn a GEMM result (B, groups, K/groups, L) back into an NCHW array."""
+def _gemm(a, b, fold):
+    """a @ b; a folded result (transposed again by _from_cols_layout) goes to scratch slot 1."""
+    if not fold:
+        return np.matmul(a, b)
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    return np.matmul(a, b, out=_scratch(1, shape, np.result_type(a, b)))
+
+
+def _nchw_view(y, N, OH, OW, fold):
+    """View a GEMM result (B, groups, K/groups, L) as (N, K, OH, OW)."""
     K = y.shape[1] * y.shape[2]
-    if fold:
-        return np.ascontiguousarray(y.reshape(K, N, OH, OW).transpose(1, 0, 2, 3))
-    return y.reshape(N, K, OH, OW)
+    return y.reshape(K, N, OH, OW).transpose(1, 0, 2, 3) if fold else y.reshape(N, K, OH, OW)
+
+
+def _from_cols_layout(y, N, OH, OW, fold):
+    """Turn a GEMM result (B, groups, K/groups, L) into an NCHW array (copied only when folded)."""
+    return np.ascontiguousarray(_nchw_view(y, N, OH, OW, fold))
 
 
 def _corr(x, w, stride, pads, dilation, groups):
-    """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW); returns (y, col, fold)."""
+    """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW) into a fresh NCHW array."""
     O, _, kh, kw = w.shape
     col, OH, OW, fold = _im2col(x, kh, kw, stride, pads, dilation, groups)
-    y = np.matmul(w.reshape(groups, O // groups, -1), col)
-    return _from_cols_layout(y, x.shape[0], OH, OW, fold), col, fold
+    return _from_cols_layout(_gemm(w.reshape(groups, O // groups, -1), col, fold), x.shape[0], OH, OW, fold)
 
 
 def _weight_grad(col, fold, gy, groups, w_shape):
-    """Gradient of the weight from the forward's column matrix and the output gradient gy (N,O,OH,OW)."""
+    """Gradient of the weight from the column matrix of the input and the output gradient gy (N,O,OH,OW)."""
     g = _to_cols_layout(gy, groups, fold)
     gw = np.matmul(g, col.swapaxes(-1, -2))
     return (gw[0] if fold or gw.shape[0] == 1 else gw.sum(0)).reshape(w_shape)
@@ -155,9 +184,10 @@ def _data_grad_col2im(gy, w, in_hw, stride, pad_tl, dilation, groups):
     gyp = _pad_crop(gy, top, bottom, left, right)
     OHp, OWp = gyp.shape[2:]
     fold = _fold(N, OHp * OWp, KH == KW == 1)
-    dcol = np.matmul(w.reshape(groups, O // groups, -1).swapaxes(1, 2), _to_cols_layout(gyp, groups, fold))
+    wt, g = w.reshape(groups, O // groups, -1).swapaxes(1, 2), _to_cols_layout(gyp, groups, fold)
     if KH == KW == 1 and sh == sw == 1 and (OHp, OWp) == (H, W):
-        return _from_cols_layout(dcol, N, H, W, fold)
+        return _from_cols_layout(_gemm(wt, g, fold), N, H, W, fold)
+    dcol = np.matmul(wt, g, out=_scratch(1, g.shape[:2] + (wt.shape[1], g.shape[-1]), gy.dtype))
     L = dcol.shape[-1]
     s_n = OHp * OWp if fold else C * KH * KW * L
     s_c, s_kh, s_kw = KH * KW * L, KW * L, L
@@ -204,10 +234,10 @@ def _data_grad_phases(gy, w, in_hw, stride, pad_tl, dilation, groups):
             col, qh, qw, fold = _im2col(gy, len(ph[0]), len(pw[0]), (1, 1), (ph[2], ph[3], pw[2], pw[3]),
                                         (ph[1], pw[1]), groups, taps_first=True)
             sub = wt[:, :, ph[0]][:, :, :, pw[0]].reshape(groups, cg, -1)
-            g = _from_cols_layout(np.matmul(sub, col), N, qh, qw, fold)
             if gx is None:  # stride 1: a single phase covering every pixel
-                return g
-            gx[:, :, rh::sh, rw::sw] = g
+                return _from_cols_layout(_gemm(sub, col, fold), N, qh, qw, fold)
+            g = np.matmul(sub, col, out=_scratch(1, col.shape[:2] + (cg, col.shape[-1]), gy.dtype))
+            gx[:, :, rh::sh, rw::sw] = _nchw_view(g, N, qh, qw, fold)
     return gx
 
 
@@ -218,10 +248,10 @@ def conv2d_forward(x, w, b, stride, padding, dilation, groups):
     """
     stride, dilation = _pair(stride), _pair(dilation)
     w = w.astype(x.dtype, copy=False)
-    y, col, fold = _corr(x, w, stride, tuple(padding), dilation, groups)
+    y = _corr(x, w, stride, tuple(padding), dilation, groups)
     if b is not None:
         y += b.astype(x.dtype, copy=False).reshape(-1, 1, 1)
-    return y, ConvSaved(x.shape, w, col, fold, stride, tuple(padding), dilation, groups)
+    return y, ConvSaved(x, w, stride, tuple(padding), dilation, groups)
 
 
 def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
@@ -230,9 +260,10 @@ def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
     gy = gy.astype(s.w.dtype, copy=False)
     gx = gw = gb = None
     if needs_x:
-        gx = _data_grad(gy, s.w, s.x_shape[2:], s.stride, (s.pads[0], s.pads[2]), s.dilation, s.groups)
+        gx = _data_grad(gy, s.w, s.x.shape[2:], s.stride, (s.pads[0], s.pads[2]), s.dilation, s.groups)
     if needs_w:
-        gw = _weight_grad(s.col, s.fold, gy, s.groups, s.w.shape)
+        col, _, _, fold = _im2col(s.x, *s.w.shape[2:], s.stride, s.pads, s.dilation, s.groups)
+        gw = _weight_grad(col, fold, gy, s.groups, s.w.shape)
     if needs_b:
         gb = gy.sum((0, 2, 3))
     return gx, gw, gb
@@ -265,7 +296,7 @@ def conv_transpose2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=Tru
         col, _, _, fold = _im2col(gy, *s.w.shape[2:], s.stride, (ph, ph - oph, pw, pw - opw), s.dilation, s.groups)
         if needs_x:
             cin = s.w.shape[0]
-            gx = _from_cols_layout(np.matmul(s.w.reshape(s.groups, cin // s.groups, -1), col),
+            gx = _from_cols_layout(_gemm(s.w.reshape(s.groups, cin // s.groups, -1), col, fold),
                                    gy.shape[0], *s.x.shape[2:], fold)
         if needs_w:
             gw = _weight_grad(col, fold, s.x, s.groups, s.w.shape)
