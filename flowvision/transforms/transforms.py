@@ -1,0 +1,697 @@
+"""Transform classes with torchvision's names, arguments, defaults and reprs.
+
+Random transforms draw from ``engine.random.rng()``, so ``engine.manual_seed(s)`` makes them reproducible.
+"""
+import math
+import numbers
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+import engine
+from engine import nn
+from engine.random import rng
+
+from . import functional as F
+from .functional import InterpolationMode, _interpolation_modes_from_int
+
+
+def _setup_size(size, error_msg):
+    """int or 1/2-sequence -> (h, w)."""
+    if isinstance(size, numbers.Number):
+        return int(size), int(size)
+    if isinstance(size, Sequence) and len(size) == 1:
+        return size[0], size[0]
+    if len(size) != 2:
+        raise ValueError(error_msg)
+    return size
+
+
+def _check_sequence_input(x, name, req_sizes):
+    msg = req_sizes[0] if len(req_sizes) < 2 else " or ".join([str(s) for s in req_sizes])
+    if not isinstance(x, Sequence):
+        raise TypeError(f"{name} should be a sequence of length {msg}.")
+    if len(x) not in req_sizes:
+        raise ValueError(f"{name} should be a sequence of length {msg}.")
+
+
+def _setup_angle(x, name, req_sizes=(2,)):
+    """A number d -> [-d, d]; a sequence -> its floats."""
+    if isinstance(x, numbers.Number):
+        if x < 0:
+            raise ValueError(f"If {name} is a single number, it must be positive.")
+        x = [-x, x]
+    else:
+        _check_sequence_input(x, name, req_sizes)
+    return [float(d) for d in x]
+
+
+def _check_interpolation(interpolation):
+    if isinstance(interpolation, int):
+        return _interpolation_modes_from_int(interpolation)
+    return interpolation
+
+
+def _check_fill(fill):
+    if fill is None:
+        return 0
+    if not isinstance(fill, (Sequence, numbers.Number)):
+        raise TypeError("Fill should be either a sequence or a number.")
+    return fill
+
+
+def _tensor_fill(img, fill):
+    """torchvision's fill for tensors: one float per channel."""
+    if F._is_tensor(img):
+        if isinstance(fill, (int, float)):
+            return [float(fill)] * F.get_image_num_channels(img)
+        return [float(f) for f in fill]
+    return fill
+
+
+def _uniform(lo, hi):
+    return float(rng().uniform(lo, hi))
+
+
+def _randint(lo, hi):
+    """An int in [lo, hi)."""
+    return int(rng().integers(lo, hi))
+
+
+def _rand():
+    return float(rng().random())
+
+
+class Compose:
+    """Apply transforms in order."""
+
+    def __init__(self, transforms):
+        self.transforms = transforms
+
+    def __call__(self, img):
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+    def __repr__(self):
+        body = "".join(f"\n    {t}" for t in self.transforms)
+        return f"{self.__class__.__name__}({body}\n)"
+
+
+class ToTensor:
+    """PIL image or ndarray (HWC) -> float tensor (CHW) in [0, 1]."""
+
+    def __call__(self, pic):
+        return F.to_tensor(pic)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}()"
+
+
+class PILToTensor:
+    """PIL image -> tensor (CHW) with the image's dtype."""
+
+    def __call__(self, pic):
+        return F.pil_to_tensor(pic)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}()"
+
+
+class ToPILImage:
+    """Tensor (CHW) or ndarray (HWC) -> PIL image."""
+
+    def __init__(self, mode=None):
+        self.mode = mode
+
+    def __call__(self, pic):
+        return F.to_pil_image(pic, self.mode)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({'' if self.mode is None else f'mode={self.mode}'})"
+
+
+class ConvertImageDtype(nn.Module):
+    """Convert a tensor image to dtype, rescaling its values."""
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
+
+    def forward(self, image):
+        return F.convert_image_dtype(image, self.dtype)
+
+
+class Normalize(nn.Module):
+    """(tensor - mean) / std per channel."""
+
+    def __init__(self, mean, std, inplace=False):
+        super().__init__()
+        self.mean, self.std, self.inplace = mean, std, inplace
+
+    def forward(self, tensor):
+        return F.normalize(tensor, self.mean, self.std, self.inplace)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(mean={self.mean}, std={self.std})"
+
+
+class Resize(nn.Module):
+    """Resize to (h, w), or the shorter edge to an int size."""
+
+    def __init__(self, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
+        super().__init__()
+        if not isinstance(size, (int, Sequence)):
+            raise TypeError(f"Size should be int or sequence. Got {type(size)}")
+        if isinstance(size, Sequence) and len(size) not in (1, 2):
+            raise ValueError("If size is a sequence, it should have 1 or 2 values")
+        self.size, self.max_size, self.antialias = size, max_size, antialias
+        self.interpolation = _check_interpolation(interpolation)
+
+    def forward(self, img):
+        return F.resize(img, self.size, self.interpolation, self.max_size, self.antialias)
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(size={self.size}, interpolation={self.interpolation.value}, "
+                f"max_size={self.max_size}, antialias={self.antialias})")
+
+
+class CenterCrop(nn.Module):
+    """Crop the center (padding with zeros when the crop is larger)."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = _setup_size(size, "Please provide only two dimensions (h, w) for size.")
+
+    def forward(self, img):
+        return F.center_crop(img, self.size)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(size={self.size})"
+
+
+class Pad(nn.Module):
+    """Pad every side (constant, edge, reflect or symmetric)."""
+
+    def __init__(self, padding, fill=0, padding_mode="constant"):
+        super().__init__()
+        if not isinstance(padding, (numbers.Number, tuple, list)):
+            raise TypeError("Got inappropriate padding arg")
+        if not isinstance(fill, (numbers.Number, tuple, list)):
+            raise TypeError("Got inappropriate fill arg")
+        if padding_mode not in ["constant", "edge", "reflect", "symmetric"]:
+            raise ValueError("Padding mode should be either constant, edge, reflect or symmetric")
+        if isinstance(padding, Sequence) and len(padding) not in [1, 2, 4]:
+            raise ValueError(f"Padding must be an int or a 1, 2, or 4 element tuple, not a {len(padding)} element tuple")
+        self.padding, self.fill, self.padding_mode = padding, fill, padding_mode
+
+    def forward(self, img):
+        return F.pad(img, self.padding, self.fill, self.padding_mode)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(padding={self.padding}, fill={self.fill}, padding_mode={self.padding_mode})"
+
+
+class Lambda:
+    """Apply a user function."""
+
+    def __init__(self, lambd):
+        if not callable(lambd):
+            raise TypeError(f"Argument lambd should be callable, got {repr(type(lambd).__name__)}")
+        self.lambd = lambd
+
+    def __call__(self, img):
+        return self.lambd(img)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}()"
+
+
+class RandomTransforms:
+    """Base of the transforms that pick or order a list of transforms at random."""
+
+    def __init__(self, transforms):
+        if not isinstance(transforms, Sequence):
+            raise TypeError("Argument transforms should be a sequence")
+        self.transforms = transforms
+
+    def __repr__(self):
+        body = "".join(f"\n    {t}" for t in self.transforms)
+        return f"{self.__class__.__name__}({body}\n)"
+
+
+class RandomApply(nn.Module):
+    """Apply all the transforms with probability p."""
+
+    def __init__(self, transforms, p=0.5):
+        super().__init__()
+        self.transforms, self.p = transforms, p
+
+    def forward(self, img):
+        if self.p < _rand():
+            return img
+        for t in self.transforms:
+            img = t(img)
+        return img
+
+    def __repr__(self):
+        body = "".join(f"\n    {t}" for t in self.transforms)
+        return f"{self.__class__.__name__}(\n    p={self.p}{body}\n)"
+
+
+class RandomOrder(RandomTransforms):
+    """Apply the transforms in a random order."""
+
+    def __call__(self, img):
+        for i in rng().permutation(len(self.transforms)):
+            img = self.transforms[int(i)](img)
+        return img
+
+
+class RandomChoice(RandomTransforms):
+    """Apply one transform picked at random (weights p)."""
+
+    def __init__(self, transforms, p=None):
+        super().__init__(transforms)
+        if p is not None and not isinstance(p, Sequence):
+            raise TypeError("Argument p should be a sequence")
+        self.p = p
+
+    def __call__(self, *args):
+        weights = None if self.p is None else np.asarray(self.p, dtype=np.float64) / sum(self.p)
+        return self.transforms[int(rng().choice(len(self.transforms), p=weights))](*args)
+
+    def __repr__(self):
+        return f"{super().__repr__()}(p={self.p})"
+
+
+class RandomCrop(nn.Module):
+    """Crop at a random location (optionally padding first)."""
+
+    @staticmethod
+    def get_params(img, output_size):
+        """(i, j, h, w) of a random crop of output_size."""
+        _, h, w = F.get_dimensions(img)
+        th, tw = output_size
+        if h < th or w < tw:
+            raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(h, w)}")
+        if w == tw and h == th:
+            return 0, 0, h, w
+        return _randint(0, h - th + 1), _randint(0, w - tw + 1), th, tw
+
+    def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
+        super().__init__()
+        self.size = tuple(_setup_size(size, "Please provide only two dimensions (h, w) for size."))
+        self.padding, self.pad_if_needed, self.fill, self.padding_mode = padding, pad_if_needed, fill, padding_mode
+
+    def forward(self, img):
+        if self.padding is not None:
+            img = F.pad(img, self.padding, self.fill, self.padding_mode)
+        _, height, width = F.get_dimensions(img)
+        if self.pad_if_needed and width < self.size[1]:
+            img = F.pad(img, [self.size[1] - width, 0], self.fill, self.padding_mode)
+        _, height, width = F.get_dimensions(img)
+        if self.pad_if_needed and height < self.size[0]:
+            img = F.pad(img, [0, self.size[0] - height], self.fill, self.padding_mode)
+        i, j, h, w = self.get_params(img, self.size)
+        return F.crop(img, i, j, h, w)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(size={self.size}, padding={self.padding})"
+
+
+class RandomHorizontalFlip(nn.Module):
+    """Flip left-right with probability p."""
+
+    def __init__(self, p=0.5):
+        super().__init__()
+        self.p = p
+
+    def forward(self, img):
+        return F.hflip(img) if _rand() < self.p else img
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(p={self.p})"
+
+
+class RandomVerticalFlip(RandomHorizontalFlip):
+    """Flip top-bottom with probability p."""
+
+    def forward(self, img):
+        return F.vflip(img) if _rand() < self.p else img
+
+
+class RandomResizedCrop(nn.Module):
+    """Crop a random area and aspect ratio, then resize to size."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0),
+                 interpolation=InterpolationMode.BILINEAR, antialias=True):
+        super().__init__()
+        self.size = _setup_size(size, "Please provide only two dimensions (h, w) for size.")
+        if not isinstance(scale, Sequence):
+            raise TypeError("Scale should be a sequence")
+        if not isinstance(ratio, Sequence):
+            raise TypeError("Ratio should be a sequence")
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            warnings.warn("Scale and ratio should be of kind (min, max)")
+        self.interpolation = _check_interpolation(interpolation)
+        self.antialias, self.scale, self.ratio = antialias, scale, ratio
+
+    @staticmethod
+    def get_params(img, scale, ratio):
+        """(i, j, h, w) of a random crop: 10 tries at area in scale and log-uniform ratio, else a center crop."""
+        _, height, width = F.get_dimensions(img)
+        area = height * width
+        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+        for _ in range(10):
+            target_area = area * _uniform(scale[0], scale[1])
+            aspect_ratio = math.exp(_uniform(log_ratio[0], log_ratio[1]))
+            w = int(round(math.sqrt(target_area * aspect_ratio)))
+            h = int(round(math.sqrt(target_area / aspect_ratio)))
+            if 0 < w <= width and 0 < h <= height:
+                return _randint(0, height - h + 1), _randint(0, width - w + 1), h, w
+        in_ratio = float(width) / float(height)
+        if in_ratio < min(ratio):
+            w, h = width, int(round(width / min(ratio)))
+        elif in_ratio > max(ratio):
+            h, w = height, int(round(height * max(ratio)))
+        else:
+            w, h = width, height
+        return (height - h) // 2, (width - w) // 2, h, w
+
+    def forward(self, img):
+        i, j, h, w = self.get_params(img, self.scale, self.ratio)
+        return F.resized_crop(img, i, j, h, w, self.size, self.interpolation, antialias=self.antialias)
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(size={self.size}, scale={tuple(round(s, 4) for s in self.scale)}, "
+                f"ratio={tuple(round(r, 4) for r in self.ratio)}, interpolation={self.interpolation.value}, "
+                f"antialias={self.antialias})")
+
+
+class FiveCrop(nn.Module):
+    """The four corner crops and the center crop."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = _setup_size(size, "Please provide only two dimensions (h, w) for size.")
+
+    def forward(self, img):
+        return F.five_crop(img, self.size)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(size={self.size})"
+
+
+class TenCrop(nn.Module):
+    """five_crop of the image and of its flip."""
+
+    def __init__(self, size, vertical_flip=False):
+        super().__init__()
+        self.size = _setup_size(size, "Please provide only two dimensions (h, w) for size.")
+        self.vertical_flip = vertical_flip
+
+    def forward(self, img):
+        return F.ten_crop(img, self.size, self.vertical_flip)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(size={self.size}, vertical_flip={self.vertical_flip})"
+
+
+class ColorJitter(nn.Module):
+    """Randomly change brightness, contrast, saturation and hue (in random order)."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        super().__init__()
+        self.brightness = self._check_input(brightness, "brightness")
+        self.contrast = self._check_input(contrast, "contrast")
+        self.saturation = self._check_input(saturation, "saturation")
+        self.hue = self._check_input(hue, "hue", center=0, bound=(-0.5, 0.5), clip_first_on_zero=False)
+
+    @staticmethod
+    def _check_input(value, name, center=1, bound=(0, float("inf")), clip_first_on_zero=True):
+        """A number v -> (center - v, center + v); a pair as is; None when it changes nothing."""
+        if isinstance(value, numbers.Number):
+            if value < 0:
+                raise ValueError(f"If {name} is a single number, it must be non negative.")
+            value = [center - float(value), center + float(value)]
+            if clip_first_on_zero:
+                value[0] = max(value[0], 0.0)
+        elif isinstance(value, (tuple, list)) and len(value) == 2:
+            value = [float(value[0]), float(value[1])]
+        else:
+            raise TypeError(f"{name} should be a single number or a list/tuple with length 2.")
+        if not bound[0] <= value[0] <= value[1] <= bound[1]:
+            raise ValueError(f"{name} values should be between {bound}, but got {value}.")
+        if value[0] == value[1] == center:
+            return None
+        return tuple(value)
+
+    @staticmethod
+    def get_params(brightness, contrast, saturation, hue):
+        """(order, b, c, s, h): a permutation of the 4 ops and a factor per op (None where disabled)."""
+        fn_idx = rng().permutation(4)
+        factors = [None if r is None else _uniform(r[0], r[1]) for r in (brightness, contrast, saturation, hue)]
+        return (fn_idx, *factors)
+
+    def forward(self, img):
+        fn_idx, b, c, s, h = self.get_params(self.brightness, self.contrast, self.saturation, self.hue)
+        for fn_id in fn_idx:
+            if fn_id == 0 and b is not None:
+                img = F.adjust_brightness(img, b)
+            elif fn_id == 1 and c is not None:
+                img = F.adjust_contrast(img, c)
+            elif fn_id == 2 and s is not None:
+                img = F.adjust_saturation(img, s)
+            elif fn_id == 3 and h is not None:
+                img = F.adjust_hue(img, h)
+        return img
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(brightness={self.brightness}, contrast={self.contrast}, "
+                f"saturation={self.saturation}, hue={self.hue})")
+
+
+class RandomRotation(nn.Module):
+    """Rotate by an angle drawn uniformly from degrees."""
+
+    def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=0):
+        super().__init__()
+        self.interpolation = _check_interpolation(interpolation)
+        self.degrees = _setup_angle(degrees, name="degrees", req_sizes=(2,))
+        if center is not None:
+            _check_sequence_input(center, "center", req_sizes=(2,))
+        self.center, self.expand = center, expand
+        self.fill = _check_fill(fill)
+
+    @staticmethod
+    def get_params(degrees):
+        """An angle uniform in [degrees[0], degrees[1]]."""
+        return _uniform(float(degrees[0]), float(degrees[1]))
+
+    def forward(self, img):
+        angle = self.get_params(self.degrees)
+        return F.rotate(img, angle, self.interpolation, self.expand, self.center, _tensor_fill(img, self.fill))
+
+    def __repr__(self):
+        s = f"{self.__class__.__name__}(degrees={self.degrees}, interpolation={self.interpolation.value}, " \
+            f"expand={self.expand}"
+        if self.center is not None:
+            s += f", center={self.center}"
+        if self.fill is not None:
+            s += f", fill={self.fill}"
+        return s + ")"
+
+
+class RandomAffine(nn.Module):
+    """Random rotation, translation, scale and shear."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
+                 fill=0, center=None):
+        super().__init__()
+        self.interpolation = _check_interpolation(interpolation)
+        self.degrees = _setup_angle(degrees, name="degrees", req_sizes=(2,))
+        if translate is not None:
+            _check_sequence_input(translate, "translate", req_sizes=(2,))
+            for t in translate:
+                if not 0.0 <= t <= 1.0:
+                    raise ValueError("translation values should be between 0 and 1")
+        if scale is not None:
+            _check_sequence_input(scale, "scale", req_sizes=(2,))
+            for s in scale:
+                if s <= 0:
+                    raise ValueError("scale values should be positive")
+        self.translate, self.scale = translate, scale
+        self.shear = _setup_angle(shear, name="shear", req_sizes=(2, 4)) if shear is not None else None
+        self.fill = _check_fill(fill)
+        if center is not None:
+            _check_sequence_input(center, "center", req_sizes=(2,))
+        self.center = center
+
+    @staticmethod
+    def get_params(degrees, translate, scale_ranges, shears, img_size):
+        """(angle, (tx, ty), scale, (shear_x, shear_y)) drawn from the ranges; img_size is (w, h)."""
+        angle = _uniform(float(degrees[0]), float(degrees[1]))
+        if translate is not None:
+            max_dx, max_dy = float(translate[0] * img_size[0]), float(translate[1] * img_size[1])
+            translations = (int(round(_uniform(-max_dx, max_dx))), int(round(_uniform(-max_dy, max_dy))))
+        else:
+            translations = (0, 0)
+        scale = _uniform(scale_ranges[0], scale_ranges[1]) if scale_ranges is not None else 1.0
+        shear_x = shear_y = 0.0
+        if shears is not None:
+            shear_x = _uniform(shears[0], shears[1])
+            if len(shears) == 4:
+                shear_y = _uniform(shears[2], shears[3])
+        return angle, translations, scale, (shear_x, shear_y)
+
+    def forward(self, img):
+        _, height, width = F.get_dimensions(img)
+        angle, translate, scale, shear = self.get_params(self.degrees, self.translate, self.scale, self.shear,
+                                                         [width, height])
+        return F.affine(img, angle, translate, scale, shear, self.interpolation, _tensor_fill(img, self.fill),
+                        self.center)
+
+    def __repr__(self):
+        s = f"{self.__class__.__name__}(degrees={self.degrees}"
+        s += f", translate={self.translate}" if self.translate is not None else ""
+        s += f", scale={self.scale}" if self.scale is not None else ""
+        s += f", shear={self.shear}" if self.shear is not None else ""
+        s += f", interpolation={self.interpolation.value}" if self.interpolation != InterpolationMode.NEAREST else ""
+        s += f", fill={self.fill}" if self.fill != 0 else ""
+        s += f", center={self.center}" if self.center is not None else ""
+        return s + ")"
+
+
+class Grayscale(nn.Module):
+    """Convert to grayscale with 1 or 3 channels."""
+
+    def __init__(self, num_output_channels=1):
+        super().__init__()
+        self.num_output_channels = num_output_channels
+
+    def forward(self, img):
+        return F.rgb_to_grayscale(img, self.num_output_channels)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(num_output_channels={self.num_output_channels})"
+
+
+class RandomGrayscale(nn.Module):
+    """Grayscale (same channel count) with probability p."""
+
+    def __init__(self, p=0.1):
+        super().__init__()
+        self.p = p
+
+    def forward(self, img):
+        num_output_channels = F.get_image_num_channels(img)
+        if _rand() < self.p:
+            return F.rgb_to_grayscale(img, num_output_channels)
+        return img
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(p={self.p})"
+
+
+class GaussianBlur(nn.Module):
+    """Gaussian blur with sigma drawn uniformly from the (min, max) range."""
+
+    def __init__(self, kernel_size, sigma=(0.1, 2.0)):
+        super().__init__()
+        self.kernel_size = _setup_size(kernel_size, "Kernel size should be a tuple/list of two integers")
+        for ks in self.kernel_size:
+            if ks <= 0 or ks % 2 == 0:
+                raise ValueError("Kernel size value should be an odd and positive number.")
+        if isinstance(sigma, numbers.Number):
+            if sigma <= 0:
+                raise ValueError("If sigma is a single number, it must be positive.")
+            sigma = (sigma, sigma)
+        elif isinstance(sigma, Sequence) and len(sigma) == 2:
+            if not 0.0 < sigma[0] <= sigma[1]:
+                raise ValueError("sigma values should be positive and of the form (min, max).")
+        else:
+            raise ValueError("sigma should be a single number or a list/tuple with length 2.")
+        self.sigma = sigma
+
+    @staticmethod
+    def get_params(sigma_min, sigma_max):
+        """A sigma uniform in [sigma_min, sigma_max]."""
+        return _uniform(sigma_min, sigma_max)
+
+    def forward(self, img):
+        sigma = self.get_params(self.sigma[0], self.sigma[1])
+        return F.gaussian_blur(img, self.kernel_size, [sigma, sigma])
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(kernel_size={self.kernel_size}, sigma={self.sigma})"
+
+
+class RandomErasing(nn.Module):
+    """Erase a random rectangle of a tensor image with probability p (value, per-channel values or 'random')."""
+
+    def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False):
+        super().__init__()
+        if not isinstance(value, (numbers.Number, str, tuple, list)):
+            raise TypeError("Argument value should be either a number or str or a sequence")
+        if isinstance(value, str) and value != "random":
+            raise ValueError("If value is str, it should be 'random'")
+        if not isinstance(scale, Sequence):
+            raise TypeError("Scale should be a sequence")
+        if not isinstance(ratio, Sequence):
+            raise TypeError("Ratio should be a sequence")
+        if scale[0] > scale[1] or ratio[0] > ratio[1]:
+            warnings.warn("Scale and ratio should be of kind (min, max)")
+        if scale[0] < 0 or scale[1] > 1:
+            raise ValueError("Scale should be between 0 and 1")
+        if p < 0 or p > 1:
+            raise ValueError("Random erasing probability should be between 0 and 1")
+        self.p, self.scale, self.ratio, self.value, self.inplace = p, scale, ratio, value, inplace
+
+    @staticmethod
+    def get_params(img, scale, ratio, value=None):
+        """(i, j, h, w, v) of the area to erase; v is normal noise when value is None."""
+        img_c, img_h, img_w = img.shape[-3], img.shape[-2], img.shape[-1]
+        area = img_h * img_w
+        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+        for _ in range(10):
+            erase_area = area * _uniform(scale[0], scale[1])
+            aspect_ratio = math.exp(_uniform(log_ratio[0], log_ratio[1]))
+            h = int(round(math.sqrt(erase_area * aspect_ratio)))
+            w = int(round(math.sqrt(erase_area / aspect_ratio)))
+            if not (h < img_h and w < img_w):
+                continue
+            if value is None:
+                v = engine.from_numpy(rng().standard_normal((img_c, h, w)).astype(np.float32))
+            else:
+                v = engine.tensor(value)[:, None, None]
+            return _randint(0, img_h - h + 1), _randint(0, img_w - w + 1), h, w, v
+        return 0, 0, img_h, img_w, img
+
+    def forward(self, img):
+        if _rand() < self.p:
+            if isinstance(self.value, (int, float)):
+                value = [float(self.value)]
+            elif isinstance(self.value, str):
+                value = None
+            else:
+                value = list(self.value)
+            if value is not None and len(value) not in (1, img.shape[-3]):
+                raise ValueError("If value is a sequence, it should have either a single value or "
+                                 f"{img.shape[-3]} (number of input channels)")
+            x, y, h, w, v = self.get_params(img, scale=self.scale, ratio=self.ratio, value=value)
+            return F.erase(img, x, y, h, w, v, self.inplace)
+        return img
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(p={self.p}, scale={self.scale}, ratio={self.ratio}, "
+                f"value={self.value}, inplace={self.inplace})")
+
+
+__all__ = [
+    "Compose", "ToTensor", "PILToTensor", "ToPILImage", "ConvertImageDtype", "Normalize", "Resize", "CenterCrop",
+    "Pad", "Lambda", "RandomApply", "RandomChoice", "RandomOrder", "RandomCrop", "RandomHorizontalFlip",
+    "RandomVerticalFlip", "RandomResizedCrop", "FiveCrop", "TenCrop", "ColorJitter", "RandomRotation",
+    "RandomAffine", "Grayscale", "RandomGrayscale", "GaussianBlur", "RandomErasing", "InterpolationMode",
+]
