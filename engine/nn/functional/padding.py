@@ -26,15 +26,13 @@ def _runs(n, before, after, mode):
     lo, hi = -before, n + after  # output covers input positions [lo, hi)
     if mode == "circular":
         return _circular_runs(n, before, after, lo, hi)
-    edges = {"reflect": (lambda p: -p, -1, lambda p: 2 * (n - 1) - p, -1),
-             "replicate": (lambda p: 0, 0, lambda p: n - 1, 0)}[mode]
-    left, left_step, right, right_step = edges
-    runs = []
-    for start, stop, index, step in ((lo, min(0, hi), left, left_step), (max(lo, 0), min(n, hi), None, 1),
-                                     (max(lo, n), hi, right, right_step)):
-        if start < stop:
-            runs.append((start - lo, stop - lo, start if index is None else index(start), step))
-    return runs
+    mid_start, right_start = max(lo, 0), max(lo, n)
+    if mode == "reflect":
+        left, right = (-lo, -1), (2 * (n - 1) - right_start, -1)
+    else:  # replicate
+        left, right = (0, 0), (n - 1, 0)
+    pieces = ((lo, min(0, hi)) + left, (mid_start, min(n, hi), mid_start, 1), (right_start, hi) + right)
+    return [(start - lo, stop - lo, src, step) for start, stop, src, step in pieces if start < stop]
 
 
 def _circular_runs(n, before, after, lo, hi):
