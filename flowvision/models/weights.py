@@ -244,8 +244,8 @@ def _classifier_keys(model, state_dict):
     if not classifier:
         return []
     own = model.state_dict()
-    return [k for k in state_dict if k.startswith(classifier + ".")
-            and (k not in own or tuple(own[k].shape) != tuple(state_dict[k].shape))]
+    return sorted(k for k in state_dict if k.startswith(classifier + ".")
+            and (k not in own or tuple(own[k].shape) != tuple(state_dict[k].shape)))
 
 
 def load_pretrained(model, weights, progress=True):
