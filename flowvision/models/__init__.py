@@ -1,0 +1,12 @@
+"""flowvision.models: the model registry and the model families.
+
+``flowvision.models.resnet50()`` builds a model directly; ``create_model('resnet50', ...)`` and
+``ModelCreator.create_model`` build one by name; ``list_models('resnet*')`` lists them.
+"""
+from ._features import FeatureInfo, FeatureListNet, create_feature_extractor, get_module_names
+from ._helpers import adapt_input_conv, load_checkpoint, load_state_dict
+from .registry import (ModelCreator, create_model, get_model, is_model, is_model_pretrained, list_models,
+                       list_modules, model_entrypoint, register_model)
+from .resnet import *  # noqa: F401,F403
+from .weights import *  # noqa: F401,F403
+from . import resnet  # noqa: F401

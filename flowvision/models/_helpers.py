@@ -1,0 +1,134 @@
+"""Model building helpers: first-conv adaptation, local checkpoints and the shared builder.
+
+``build_model`` gives every family timm's common arguments (``in_chans``, ``features_only``,
+``out_indices``, ``checkpoint_path``) so entrypoints stay one line each.
+"""
+import math
+import os
+import pickle
+import zipfile
+
+import numpy as np
+
+import engine
+from ._features import FeatureListNet
+
+__all__ = ["adapt_input_conv", "load_state_dict", "load_checkpoint", "build_model"]
+
+
+def adapt_input_conv(in_chans, conv_weight):
+    """A first-conv weight (O, 3, kh, kw) adapted to ``in_chans`` inputs, as timm does.
+
+    One channel sums the RGB filters; other counts repeat them and rescale by ``3 / in_chans`` so
+    the response to a grey image stays the same. Accepts and returns a numpy array or a Tensor.
+    """
+    is_tensor = isinstance(conv_weight, engine.Tensor)
+    weight = conv_weight.detach().numpy() if is_tensor else np.asarray(conv_weight)
+    dtype = weight.dtype
+    weight = weight.astype(np.float32) if weight.dtype.kind != "f" else weight
+    out_chs, old_chans, kh, kw = weight.shape
+    if in_chans == 1:
+        if old_chans > 3:
+            if old_chans % 3:
+                raise NotImplementedError(f"cannot fold a weight of shape {weight.shape} into 1 channel")
+            weight = weight.reshape(out_chs, old_chans // 3, 3, kh, kw).sum(axis=2)
+        else:
+            weight = weight.sum(axis=1, keepdims=True)
+    elif in_chans != old_chans:
+        if old_chans != 3:
+            raise NotImplementedError(f"cannot adapt a weight of shape {weight.shape} to "
+                                      f"{in_chans} input channels: only 3-channel weights convert")
+        repeat = math.ceil(in_chans / 3)
+        weight = np.tile(weight, (1, repeat, 1, 1))[:, :in_chans] * (3 / in_chans)
+    weight = weight.astype(dtype, copy=False)
+    return engine.from_numpy(np.ascontiguousarray(weight)) if is_tensor else weight
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """An unpickler that only rebuilds numpy arrays, dtypes and plain containers (nothing runs)."""
+
+    _allowed = {
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("collections", "OrderedDict"),
+    }
+
+    def find_class(self, module, name):
+        if (module, name) not in self._allowed:
+            raise pickle.UnpicklingError(f"refusing to load '{module}.{name}' from a checkpoint: "
+                                         "only numpy arrays and dicts are allowed")
+        return super().find_class(module, name)
+
+
+def _load_npy(path):
+    """Arrays from a .npy file: a plain array, or a pickled dict of arrays read safely."""
+    with open(path, "rb") as f:
+        major, _ = np.lib.format.read_magic(f)
+        read_header = np.lib.format.read_array_header_1_0 if major == 1 else np.lib.format.read_array_header_2_0
+        _, _, dtype = read_header(f)
+        if dtype.hasobject:
+            obj = _ArrayUnpickler(f).load()
+            return obj.item() if isinstance(obj, np.ndarray) and obj.shape == () else obj
+    return np.load(path, allow_pickle=False)
+
+
+def _unwrap(state_dict):
+    """The tensors of a checkpoint dict: drops ``state_dict``/``model`` wrappers and ``module.`` prefixes."""
+    for key in ("state_dict", "model"):
+        if isinstance(state_dict.get(key), dict):
+            state_dict = state_dict[key]
+            break
+    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state_dict.items()}
+
+
+def load_state_dict(checkpoint_path):
+    """A state dict (name -> numpy array) read from .safetensors, .npz or .npy (dict) files."""
+    if not os.path.isfile(checkpoint_path):
+        raise FileNotFoundError(f"no checkpoint found at '{checkpoint_path}'")
+    ext = os.path.splitext(checkpoint_path)[1].lower()
+    if ext == ".safetensors":
+        from safetensors.numpy import load_file
+
+        state_dict = load_file(checkpoint_path)
+    elif ext == ".npz":
+        try:
+            with np.load(checkpoint_path, allow_pickle=False) as archive:
+                state_dict = {k: archive[k] for k in archive.files}
+        except (ValueError, zipfile.BadZipFile) as e:
+            raise ValueError(f"cannot read '{checkpoint_path}' as an .npz archive of arrays: {e}") from e
+    elif ext == ".npy":
+        state_dict = _load_npy(checkpoint_path)
+    else:
+        raise ValueError(f"unsupported checkpoint format '{ext}' for '{checkpoint_path}': "
+                         "expected .safetensors, .npz or .npy")
+    if not isinstance(state_dict, dict):
+        raise ValueError(f"'{checkpoint_path}' holds a {type(state_dict).__name__}, not a dict of arrays")
+    return _unwrap(state_dict)
+
+
+def load_checkpoint(model, checkpoint_path, strict=True):
+    """Load a local state dict file into ``model``; a 3-channel first conv adapts to the model's ``in_chans``."""
+    state_dict = load_state_dict(checkpoint_path)
+    first_conv = getattr(model, "default_cfg", {}).get("first_conv")
+    key = f"{first_conv}.weight" if first_conv else None
+    if key in state_dict:
+        in_chans = dict(model.named_parameters())[key].shape[1]
+        if np.shape(state_dict[key])[1] != in_chans:
+            state_dict[key] = adapt_input_conv(in_chans, state_dict[key])
+    return model.load_state_dict(state_dict, strict=strict)
+
+
+def build_model(model_cls, variant, pretrained=False, *, weights=None, progress=True, in_chans=3,
+                features_only=False, out_indices=(0, 1, 2, 3, 4), checkpoint_path=None, **kwargs):
+    """Construct ``model_cls(**kwargs)``, load pretrained ``weights`` or ``checkpoint_path``, wrap for ``features_only``."""
+    from .weights import load_pretrained, resolve_weights
+
+    weights = resolve_weights(variant, pretrained, weights)
+    model = model_cls(in_chans=in_chans, **kwargs)
+    if weights is not None:
+        load_pretrained(model, weights, progress=progress)
+    if checkpoint_path:
+        load_checkpoint(model, checkpoint_path)
+    if features_only:
+        model = FeatureListNet(model, out_indices)
+    return model

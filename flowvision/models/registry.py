@@ -1,0 +1,150 @@
+"""The model registry: ``@register_model``, ``list_models``, ``create_model`` and ``ModelCreator``.
+
+Model entrypoints register themselves by name (timm's contract); users find them with wildcard
+filters and build them by name. Unknown names get the closest registered names as suggestions.
+"""
+import difflib
+import fnmatch
+import re
+import sys
+
+__all__ = ["register_model", "list_models", "list_modules", "is_model", "model_entrypoint",
+           "is_model_pretrained", "create_model", "get_model", "ModelCreator"]
+
+_model_entrypoints = {}
+_model_to_module = {}
+_module_to_models = {}
+_model_has_pretrained = set()
+
+
+def register_model(fn=None, *, has_pretrained=False):
+    """Register a model entrypoint under its function name; usable bare or with ``has_pretrained=``."""
+    def register(entrypoint):
+        name = entrypoint.__name__
+        module_name = entrypoint.__module__.split(".")[-1]
+        _model_entrypoints[name] = entrypoint
+        _model_to_module[name] = module_name
+        _module_to_models.setdefault(module_name, set()).add(name)
+        if has_pretrained:
+            _model_has_pretrained.add(name)
+        else:
+            _model_has_pretrained.discard(name)
+        module = sys.modules[entrypoint.__module__]
+        if hasattr(module, "__all__") and name not in module.__all__:
+            module.__all__.append(name)
+        return entrypoint
+
+    return register if fn is None else register(fn)
+
+
+def _natural_key(name):
+    """Sort key that orders embedded numbers numerically (resnet18 < resnet50 < resnet101)."""
+    return [int(part) if part.isdigit() else part.lower() for part in re.split(r"(\d+)", name)]
+
+
+def _as_patterns(patterns):
+    """A filter argument (``''``, a pattern, or a list of patterns) as a list of patterns."""
+    if not patterns:
+        return []
+    return [patterns] if isinstance(patterns, str) else list(patterns)
+
+
+def list_models(filter="", module="", pretrained=False, exclude_filters="", name_matches_cfg=False):
+    """Registered model names matching ``filter`` (fnmatch wildcards, one pattern or a list).
+
+    ``module`` keeps the models of one family module (e.g. ``'resnet'``), ``pretrained=True``
+    keeps those with published weights, ``exclude_filters`` drops names matching any of its
+    patterns. ``name_matches_cfg`` is accepted for timm compatibility: every name here is its own cfg.
+    """
+    names = set(_module_to_models.get(module, ())) if module else set(_model_entrypoints)
+    include = _as_patterns(filter)
+    if include:
+        names = {n for n in names if any(fnmatch.fnmatch(n, p) for p in include)}
+    for pattern in _as_patterns(exclude_filters):
+        names -= set(fnmatch.filter(names, pattern))
+    if pretrained:
+        names = {n for n in names if is_model_pretrained(n)}
+    return sorted(names, key=_natural_key)
+
+
+def list_modules():
+    """Names of the family modules that registered models."""
+    return sorted(_module_to_models)
+
+
+def is_model(model_name):
+    """Whether ``model_name`` is a registered model."""
+    return model_name in _model_entrypoints
+
+
+def is_model_pretrained(model_name):
+    """Whether published weights exist for ``model_name`` (flagged at registration or in the weight manifest)."""
+    from .weights import list_pretrained
+
+    return model_name in _model_has_pretrained or model_name in list_pretrained()
+
+
+def _unknown_model(model_name):
+    """The error for an unregistered name, suggesting names it begins, then the most similar ones."""
+    names = sorted(_model_entrypoints, key=_natural_key)
+    extended = [n for n in names if n.startswith(model_name)]
+    similar = difflib.get_close_matches(model_name, names, n=3, cutoff=0.6)
+    close = list(dict.fromkeys(extended + similar))[:3]
+    hint = f" Did you mean: {', '.join(close)}?" if close else " See flowvision.models.list_models()."
+    return RuntimeError(f"Unknown model '{model_name}'.{hint}")
+
+
+def model_entrypoint(model_name):
+    """The constructor function registered as ``model_name``."""
+    if model_name not in _model_entrypoints:
+        raise _unknown_model(model_name)
+    return _model_entrypoints[model_name]
+
+
+def create_model(model_name, pretrained=False, checkpoint_path=None, **kwargs):
+    """Build the registered model ``model_name``; keyword arguments go to its entrypoint.
+
+    Common ones: ``num_classes`` (0 gives pooled features), ``in_chans``, ``features_only``,
+    ``out_indices``, ``checkpoint_path`` (a local state_dict file). Arguments set to None are
+    dropped so the entrypoint's defaults apply.
+    """
+    entrypoint = model_entrypoint(model_name)
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    if checkpoint_path:
+        kwargs["checkpoint_path"] = checkpoint_path
+    return entrypoint(pretrained=pretrained, **kwargs)
+
+
+get_model = create_model
+
+
+def _table(rows, header):
+    """A plain-text table with a ruled header, columns padded to their widest cell."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def line(cells):
+        return "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    return "\n".join([rule, line(header), rule, *(line(r) for r in rows), rule])
+
+
+class ModelCreator:
+    """flowvision's model API: build models by name and list what exists."""
+
+    @staticmethod
+    def create_model(model_arch, pretrained=False, checkpoint=None, **kwargs):
+        """Build ``model_arch``; ``checkpoint`` is a local state_dict file to load."""
+        return create_model(model_arch, pretrained=pretrained, checkpoint_path=checkpoint, **kwargs)
+
+    @staticmethod
+    def model_list(filter="", pretrained=False, **kwargs):
+        """Registered model names matching ``filter`` (see ``list_models``)."""
+        return list_models(filter, pretrained=pretrained, **kwargs)
+
+    @staticmethod
+    def model_table(filter="", pretrained=False, **kwargs):
+        """A readable table of the matching models and whether pretrained weights exist."""
+        names = list_models(filter, pretrained=pretrained, **kwargs)
+        rows = [(name, "true" if is_model_pretrained(name) else "false") for name in names]
+        return _table(rows, ("Supported Models", "Pretrained"))

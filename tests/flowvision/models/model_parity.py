@@ -1,0 +1,59 @@
+"""Helpers for model parity tests: seeded torchvision models, their weights through numpy, ours."""
+import numpy as np
+import torch
+
+import engine
+import flowvision.models as models
+
+
+def randomize_norms(model, seed):
+    """Give every BatchNorm random running stats and affine parameters (default ones hide bugs)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                c = m.num_features
+                m.running_mean.copy_(torch.randn(c, generator=g) * 0.1)
+                m.running_var.copy_(torch.rand(c, generator=g) * 1.5 + 0.5)
+                m.weight.copy_(torch.rand(c, generator=g) + 0.5)
+                m.bias.copy_(torch.randn(c, generator=g) * 0.1)
+    return model
+
+
+def torch_model(name, seed=0, **kwargs):
+    """A torchvision model with seeded default init and randomised norms, in eval mode."""
+    import torchvision.models as tv
+
+    torch.manual_seed(seed)
+    return randomize_norms(getattr(tv, name)(**kwargs), seed).eval()
+
+
+def numpy_state(model):
+    """The migration path: a torch state_dict as numpy arrays."""
+    return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
+
+
+def ours_like(name, tmodel, **kwargs):
+    """Our model of the same name with the torch model's weights loaded through numpy, in eval mode."""
+    model = models.create_model(name, **kwargs)
+    model.load_state_dict(numpy_state(tmodel))
+    return model.eval()
+
+
+def to_numpy(t):
+    """A torch or engine tensor as a numpy array."""
+    return t.detach().numpy()
+
+
+def image_batch(n, h, w, seed=0, c=3):
+    """A seeded float32 input batch."""
+    return np.random.default_rng(seed).standard_normal((n, c, h, w)).astype(np.float32)
+
+
+def eval_outputs(tmodel, ours, x):
+    """Eval-mode outputs of both models on the same numpy input."""
+    with torch.no_grad():
+        ref = tmodel(torch.from_numpy(x)).numpy()
+    with engine.no_grad():
+        out = ours(engine.from_numpy(x)).numpy()
+    return out, ref

@@ -1,0 +1,173 @@
+"""The model registry, create_model's common arguments, checkpoints and ModelCreator."""
+import pickle
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+import engine
+import flowvision.models as models
+from flowvision.models import ModelCreator, registry
+from op_check import assert_close
+
+RESNETS = ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"]
+
+
+def test_list_models_wildcards_and_lists():
+    assert models.list_models("resnet*") == RESNETS
+    assert models.list_models("resnext*") == ["resnext50_32x4d", "resnext101_32x8d", "resnext101_64x4d"]
+    assert models.list_models(["wide*", "resnet1?"]) == ["resnet18", "wide_resnet50_2", "wide_resnet101_2"]
+    assert models.list_models("*50*", exclude_filters=["wide*", "resnext*"]) == ["resnet50"]
+    assert models.list_models("resnet*", exclude_filters="*1??") == ["resnet18", "resnet34", "resnet50"]
+    assert models.list_models("nothing*") == []
+    assert set(models.list_models(module="resnet")) == set(models.list_models("*res*"))
+    assert "resnet" in models.list_modules()
+
+
+def test_pretrained_filter(monkeypatch):
+    assert models.list_models(pretrained=True) == []  # no weights published yet
+    monkeypatch.setattr(registry, "_model_has_pretrained", {"resnet50", "wide_resnet50_2"})
+    assert models.list_models(pretrained=True) == ["resnet50", "wide_resnet50_2"]
+    assert models.list_models("resnet*", pretrained=True) == ["resnet50"]
+    assert models.is_model_pretrained("resnet50") and not models.is_model_pretrained("resnet18")
+
+
+def test_is_model_and_entrypoint():
+    assert models.is_model("resnet50") and not models.is_model("resnet51")
+    assert models.model_entrypoint("resnet50") is models.resnet50
+
+
+def test_unknown_model_suggests_closest():
+    with pytest.raises(RuntimeError, match=r"Unknown model 'resnet51'\. Did you mean: resnet50"):
+        models.create_model("resnet51")
+    with pytest.raises(RuntimeError, match=r"Unknown model 'resnext50'\. Did you mean: resnext50_32x4d"):
+        models.get_model("resnext50")
+    with pytest.raises(RuntimeError, match=r"Unknown model 'vgg16'\. See flowvision\.models\.list_models"):
+        models.model_entrypoint("vgg16")
+
+
+def test_register_model_decorator(monkeypatch):
+    for table in ("_model_entrypoints", "_model_to_module", "_module_to_models"):
+        monkeypatch.setattr(registry, table, dict(getattr(registry, table)))
+    monkeypatch.setattr(registry, "_model_has_pretrained", set())
+
+    @registry.register_model(has_pretrained=True)
+    def tiny_net(pretrained=False, **kwargs):
+        return engine.nn.Linear(2, kwargs.get("num_classes", 3))
+
+    assert models.list_models("tiny*", pretrained=True) == ["tiny_net"]
+    assert models.create_model("tiny_net", num_classes=4, in_chans=None).out_features == 4
+
+
+def test_num_classes_and_pooled_features():
+    engine.manual_seed(0)
+    model = models.create_model("resnet18", num_classes=10).eval()
+    assert model.num_classes == 10 and model.get_classifier() is model.fc
+    assert tuple(model.fc.weight.shape) == (10, 512)
+    x = engine.randn(2, 3, 64, 64)
+    with engine.no_grad():
+        logits = model(x)
+        pooled = model.forward_head(model.forward_features(x), pre_logits=True)
+        assert tuple(model.forward_features(x).shape) == (2, 512, 2, 2)
+        headless = models.create_model("resnet18", num_classes=0).eval()
+        headless.load_state_dict({k: v for k, v in model.state_dict().items() if not k.startswith("fc.")})
+        features = headless(x)
+    assert tuple(logits.shape) == (2, 10) and tuple(features.shape) == (2, 512)
+    assert isinstance(headless.fc, engine.nn.Identity) and "fc.weight" not in headless.state_dict()
+    assert_close(features.numpy(), pooled.numpy(), 1e-6)
+    assert_close(logits.numpy(), (pooled @ model.fc.weight.t() + model.fc.bias).numpy(), 1e-5)
+
+
+def test_reset_classifier():
+    model = models.resnet50().eval()
+    model.reset_classifier(7)
+    assert model.num_classes == 7 and tuple(model.get_classifier().weight.shape) == (7, 2048)
+    model.reset_classifier(0)
+    assert isinstance(model.get_classifier(), engine.nn.Identity)
+    with engine.no_grad():
+        assert tuple(model(engine.randn(1, 3, 32, 32)).shape) == (1, 2048)
+
+
+def test_pretrained_not_available_yet():
+    with pytest.raises(NotImplementedError, match=r"no pretrained weights for resnet50 yet.*#4.*checkpoint_path"):
+        models.create_model("resnet50", pretrained=True)
+    with pytest.raises(NotImplementedError, match="resnet18"):
+        models.resnet18(weights="IMAGENET1K_V1")
+
+
+def _three_channel_checkpoint(tmp_path, ext=".safetensors"):
+    """A resnet18 state dict (3 input channels) saved to a file; returns (path, numpy dict)."""
+    engine.manual_seed(1)
+    state = {k: v.numpy() for k, v in models.resnet18().state_dict().items()}
+    path = str(tmp_path / f"resnet18{ext}")
+    if ext == ".safetensors":
+        save_file(state, path)
+    else:
+        np.savez(path, **state)
+    return path, state
+
+
+@pytest.mark.parametrize("in_chans", [1, 5])
+def test_in_chans_adapts_checkpoint(tmp_path, in_chans):
+    path, state = _three_channel_checkpoint(tmp_path)
+    model = models.create_model("resnet18", in_chans=in_chans, checkpoint_path=path)
+    w = state["conv1.weight"]
+    expected = w.sum(1, keepdims=True) if in_chans == 1 else np.concatenate([w, w], 1)[:, :5] * (3 / 5)
+    assert tuple(model.conv1.weight.shape) == (64, in_chans, 7, 7)
+    np.testing.assert_allclose(model.conv1.weight.numpy(), expected, rtol=1e-6)
+    np.testing.assert_array_equal(model.layer3[1].conv2.weight.numpy(), state["layer3.1.conv2.weight"])
+    with engine.no_grad():
+        assert tuple(model.eval()(engine.randn(2, in_chans, 40, 40)).shape) == (2, 1000)
+
+
+def test_adapt_input_conv_keeps_grey_response():
+    """A grey image gives the same stem output after adaptation to 6 channels (the rescale's purpose)."""
+    conv = models.resnet18().conv1
+    w6 = models.adapt_input_conv(6, conv.weight)
+    assert isinstance(w6, engine.Tensor) and tuple(w6.shape) == (64, 6, 7, 7)
+    np.testing.assert_allclose(w6.numpy().sum(1), conv.weight.numpy().sum(1), rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="only 3-channel weights convert"):
+        models.adapt_input_conv(2, np.zeros((4, 5, 3, 3), np.float32))
+    np.testing.assert_allclose(models.adapt_input_conv(1, np.ones((2, 6, 1, 1))), np.full((2, 2, 1, 1), 3.0))
+
+
+def test_checkpoint_formats(tmp_path):
+    path, state = _three_channel_checkpoint(tmp_path, ".npz")
+    model = models.create_model("resnet18", checkpoint_path=path)
+    np.testing.assert_array_equal(model.fc.weight.numpy(), state["fc.weight"])
+    wrapped = str(tmp_path / "wrapped.npy")
+    np.save(wrapped, {"state_dict": {f"module.{k}": v for k, v in state.items()}, "epoch": 3})
+    loaded = models.load_state_dict(wrapped)
+    assert list(loaded) == list(state)
+    model = models.ModelCreator.create_model("resnet18", checkpoint=wrapped)
+    np.testing.assert_array_equal(model.bn1.running_var.numpy(), state["bn1.running_var"])
+
+
+def test_checkpoint_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint found at"):
+        models.create_model("resnet18", checkpoint_path=str(tmp_path / "missing.npz"))
+    bad = tmp_path / "weights.pt"
+    bad.write_bytes(b"x")
+    with pytest.raises(ValueError, match=r"unsupported checkpoint format '\.pt'"):
+        models.load_state_dict(str(bad))
+    evil = str(tmp_path / "evil.npy")
+    np.save(evil, np.array([pickle.PicklingError("boom")], dtype=object), allow_pickle=True)
+    with pytest.raises(pickle.UnpicklingError, match="refusing to load"):
+        models.load_state_dict(evil)
+    partial = str(tmp_path / "partial.npz")
+    np.savez(partial, **{"conv1.weight": np.zeros((64, 3, 7, 7), np.float32)})
+    with pytest.raises(RuntimeError, match="Missing key"):
+        models.create_model("resnet18", checkpoint_path=partial)
+
+
+def test_model_creator():
+    assert ModelCreator.model_list("resnet*") == RESNETS
+    assert ModelCreator.model_list("*", pretrained=True) == []
+    table = ModelCreator.model_table("resnet*", pretrained=False)
+    lines = table.splitlines()
+    assert "Supported Models" in lines[1] and "Pretrained" in lines[1]
+    assert [line.split("|")[1].strip() for line in lines[3:-1]] == RESNETS
+    assert all(line.split("|")[2].strip() == "false" for line in lines[3:-1])
+    assert len({len(line) for line in lines}) == 1
+    model = ModelCreator.create_model("resnet18", num_classes=3)
+    assert isinstance(model, models.ResNet) and model.num_classes == 3

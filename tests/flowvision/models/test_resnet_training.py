@@ -1,0 +1,94 @@
+"""Training agreement: resnet18 on the real digits data, ours vs PyTorch from identical weights and batches."""
+import gzip
+import os
+import time
+
+import numpy as np
+import pytest
+import torch
+import torchvision.models as models_torch
+
+import engine
+import engine.nn.functional as F
+import flowvision.models as models_flow
+from model_parity import numpy_state
+
+DIGITS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "digits.csv.gz")
+BATCH = 64
+LR, MOMENTUM = 0.05, 0.9
+
+
+def load_digits(seed=0):
+    """Digits upsampled 8x8 -> 32x32 (nearest), normalised, split 80/20 after a seeded shuffle."""
+    with gzip.open(DIGITS, "rt") as f:
+        rows = np.loadtxt(f, delimiter=",", dtype=np.float32)
+    images = rows[:, :64].reshape(-1, 1, 8, 8) / 16.0
+    labels = rows[:, 64].astype(np.int64)
+    images = np.kron(images, np.ones((1, 1, 4, 4), np.float32))
+    images = ((images - images.mean()) / images.std()).astype(np.float32)
+    order = np.random.default_rng(seed).permutation(len(labels))
+    cut = int(0.8 * len(labels))
+    train, test = order[:cut], order[cut:]
+    return images[train], labels[train], images[test], labels[test]
+
+
+def batches(n, epoch):
+    """Index batches of one epoch (seeded shuffle, last partial batch dropped)."""
+    order = np.random.default_rng(100 + epoch).permutation(n)
+    return [order[i:i + BATCH] for i in range(0, n - BATCH + 1, BATCH)]
+
+
+def torch_step(model, opt, x, y):
+    opt.zero_grad()
+    loss = torch.nn.functional.cross_entropy(model(torch.from_numpy(x)), torch.from_numpy(y))
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def ours_step(model, opt, x, y):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(engine.from_numpy(x)), engine.from_numpy(y))
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def accuracy(model, x, y):
+    """Held-out accuracy of our model in eval mode."""
+    model.eval()
+    correct = 0
+    with engine.no_grad():
+        for i in range(0, len(y), 180):
+            logits = model(engine.from_numpy(x[i:i + 180])).numpy()
+            correct += int((logits.argmax(1) == y[i:i + 180]).sum())
+    model.train()
+    return correct / len(y)
+
+
+@pytest.mark.heavy
+def test_resnet18_digits_losses_agree_and_ours_learns():
+    start = time.perf_counter()
+    x_train, y_train, x_test, y_test = load_digits()
+    torch.manual_seed(0)
+    tmodel = models_torch.resnet18(num_classes=10)
+    tmodel.conv1 = torch.nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
+    ours = models_flow.resnet18(num_classes=10, in_chans=1)
+    ours.load_state_dict(numpy_state(tmodel))
+    topt = torch.optim.SGD(tmodel.parameters(), lr=LR, momentum=MOMENTUM)
+    oopt = engine.optim.SGD(ours.parameters(), lr=LR, momentum=MOMENTUM)
+
+    steps = [b for epoch in range(3) for b in batches(len(y_train), epoch)]
+    ref_losses, our_losses = [], []
+    for idx in steps[:20]:
+        ref_losses.append(torch_step(tmodel, topt, x_train[idx], y_train[idx]))
+        our_losses.append(ours_step(ours, oopt, x_train[idx], y_train[idx]))
+    rel = np.abs(np.array(our_losses) - ref_losses) / np.abs(ref_losses)
+    assert rel.max() <= 1e-3, f"loss curves diverge: {list(zip(ref_losses, our_losses))}"
+    assert np.mean(our_losses[-5:]) < 0.5 * np.mean(our_losses[:5])
+
+    for idx in steps[20:]:
+        ours_step(ours, oopt, x_train[idx], y_train[idx])
+    acc = accuracy(ours, x_test, y_test)
+    print(f"digits: {len(steps)} steps, held-out accuracy {acc:.3f}, {time.perf_counter() - start:.1f}s")
+    assert acc >= 0.95
