@@ -185,8 +185,8 @@ def _convert_array_dtype(a, dtype):
         if dtype.kind == "f":
             return a.astype(dtype)
         if (a.dtype == np.float32 and dtype in (np.int32, np.int64)) or (a.dtype == np.float64 and dtype == np.int64):
-            raise RuntimeError(f"The cast from {engine.from_numpy_dtype(a.dtype)} to "
-                               f"{engine.from_numpy_dtype(dtype)} cannot be performed safely.")
+            raise RuntimeError(f"The cast from {engine._dtype.from_numpy_dtype(a.dtype)} to "
+                               f"{engine._dtype.from_numpy_dtype(dtype)} cannot be performed safely.")
         return (a * a.dtype.type(_max_value(dtype) + 1.0 - 1e-3)).astype(dtype)
     input_max = _max_value(a.dtype)
     if dtype.kind == "f":
@@ -322,7 +322,7 @@ def _resize_array(a, size, mode, antialias):
     if antialias and mode in ("bilinear", "bicubic"):
         wh = _aa_weights(a.shape[-2], size[0], mode).astype(x.dtype)
         ww = _aa_weights(a.shape[-1], size[1], mode).astype(x.dtype)
-        y = np.einsum("oh,nchw,pw->ncop", wh, x, ww)
+        y = wh @ x @ ww.T
     else:
         align = False if mode in ("bilinear", "bicubic") else None
         y = _arr(interpolate(engine.from_numpy(np.ascontiguousarray(x)), size=list(size), mode=mode,
@@ -1012,7 +1012,7 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
 
 
 def _get_perspective_coeffs(startpoints, endpoints):
-    """The 8 coefficients mapping endpoints back to startpoints (least squares, float64)."""
+    """The 8 coefficients mapping endpoints back to startpoints (float64 least squares, rounded to float32)."""
     if len(startpoints) != 4 or len(endpoints) != 4:
         raise ValueError(f"Please provide exactly four corners, got {len(startpoints)} startpoints "
                          f"and {len(endpoints)} endpoints.")
@@ -1022,7 +1022,7 @@ def _get_perspective_coeffs(startpoints, endpoints):
         rows.append([0, 0, 0, x, y, 1, -v * x, -v * y])
     a = np.asarray(rows, dtype=np.float64)
     b = np.asarray(startpoints, dtype=np.float64).reshape(8)
-    return np.linalg.lstsq(a, b, rcond=None)[0].tolist()
+    return np.linalg.lstsq(a, b, rcond=None)[0].astype(np.float32).tolist()
 
 
 def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BILINEAR, fill=None):
