@@ -67,7 +67,7 @@ def _verify(name, model, state_dict):
 
     reference = torchvision.models.get_model(name, weights=None).eval()
     reference.load_state_dict({k: torch.from_numpy(np.array(v.numpy())) for k, v in state_dict.items()})
-    x = np.random.default_rng(0).standard_normal((2, 3, 224, 224), dtype=np.float32)
+    x = np.random.default_rng(0).standard_normal((2, 3, 128, 128), dtype=np.float32)
     with torch.no_grad():
         expected = reference(torch.from_numpy(x)).numpy()
     with engine.no_grad():
