@@ -307,8 +307,8 @@ class Gather(Function):
 
     def forward(self, x, index):
         self.in_shape = x.shape
-        index = index.reshape(index.shape or (1,))
-        self.key, self.index_shape = _along_key(index, self.dim), index.shape
+        flat = index.reshape(index.shape or (1,))
+        self.key, self.index_shape = _along_key(flat, self.dim), flat.shape
         return x.reshape(x.shape or (1,))[self.key].reshape(index.shape)
 
     def backward(self, gy):

@@ -374,3 +374,18 @@ def test_meshgrid(indexing):
 def test_select():
     check_op(lambda x: x.select(1, -1), lambda x: x.select(1, -1), [randn(2, 3, 4)])
     check_op(lambda x: engine.select(x, 0, 1), lambda x: torch.select(x, 0, 1), [randn(2, 3)])
+
+
+def test_zero_dim_inputs():
+    check_op(lambda x: engine.gather(x, 0, engine.tensor(0)), lambda x: torch.gather(x, 0, torch.tensor(0)), [randn()])
+    for key in [None, Ellipsis, ()]:
+        check_op(lambda x: x[key], lambda x: x[key], [randn()])
+
+
+def test_setitem_invalidates_saved_tensors():
+    w = engine.randn(3, requires_grad=True)
+    a = w * 1
+    b = a * w  # saves a
+    a[0] = 5.0
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        b.sum().backward()
