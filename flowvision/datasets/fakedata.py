@@ -1,0 +1,33 @@
+"""FakeData: random images with random labels, the same for the same index (for smoke tests)."""
+import numpy as np
+from PIL import Image
+
+from .utils import VisionDataset
+
+__all__ = ["FakeData"]
+
+
+class FakeData(VisionDataset):
+    """``size`` random PIL images of ``image_size`` (C, H, W) with labels in [0, num_classes)."""
+
+    def __init__(self, size=1000, image_size=(3, 224, 224), num_classes=10, transform=None,
+                 target_transform=None, random_offset=0):
+        super().__init__(None, transform, target_transform)
+        self.size = size
+        self.num_classes = num_classes
+        self.image_size = tuple(image_size)
+        self.random_offset = random_offset
+
+    def __getitem__(self, index):
+        if not -self.size <= index < self.size:
+            raise IndexError(f"{type(self).__name__} index out of range")
+        index %= self.size
+        rng = np.random.default_rng(index + self.random_offset)
+        pixels = rng.standard_normal(self.image_size, dtype=np.float32)
+        target = int(rng.integers(0, self.num_classes))
+        array = (np.clip(pixels, 0, 1) * 255).astype(np.uint8).transpose(1, 2, 0)
+        img = Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
+        return self._apply(img, target)
+
+    def __len__(self):
+        return self.size
