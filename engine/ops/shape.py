@@ -80,10 +80,7 @@ class Reshape(Function):
 
 
 def _reshape(x, shape, must_view=False):
-    shape = infer_shape(shape, x.numel())
-    if shape == tuple(x.shape) and not must_view:
-        return Reshape(shape)(x)
-    return Reshape(shape, must_view)(x)
+    return Reshape(infer_shape(shape, x.numel()), must_view)(x)
 
 
 def view(input, *shape):
