@@ -24,12 +24,19 @@ def test_list_models_wildcards_and_lists():
     assert "resnet" in models.list_modules()
 
 
+def _pretend_pretrained(monkeypatch, names):
+    """Make exactly ``names`` count as having published weights."""
+    monkeypatch.setattr(registry, "is_model_pretrained", lambda name: name in names)
+
+
 def test_pretrained_filter(monkeypatch):
-    assert models.list_models(pretrained=True) == []  # no weights published yet
-    monkeypatch.setattr(registry, "_model_has_pretrained", {"resnet50", "wide_resnet50_2"})
+    assert set(models.list_models(pretrained=True)) <= set(models.list_models())
+    _pretend_pretrained(monkeypatch, set())
+    assert models.list_models(pretrained=True) == []
+    _pretend_pretrained(monkeypatch, {"resnet50", "wide_resnet50_2"})
     assert models.list_models(pretrained=True) == ["resnet50", "wide_resnet50_2"]
     assert models.list_models("resnet*", pretrained=True) == ["resnet50"]
-    assert models.is_model_pretrained("resnet50") and not models.is_model_pretrained("resnet18")
+    assert registry.is_model_pretrained("resnet50") and not registry.is_model_pretrained("resnet18")
 
 
 def test_is_model_and_entrypoint():
@@ -75,7 +82,7 @@ def test_num_classes_and_pooled_features():
     assert tuple(logits.shape) == (2, 10) and tuple(features.shape) == (2, 512)
     assert isinstance(headless.fc, engine.nn.Identity) and "fc.weight" not in headless.state_dict()
     assert_close(features.numpy(), pooled.numpy(), 1e-6)
-    assert_close(logits.numpy(), (pooled @ model.fc.weight.t() + model.fc.bias).numpy(), 1e-5)
+    assert_close(logits.numpy(), (pooled @ model.fc.weight.t() + model.fc.bias).detach().numpy(), 1e-5)
 
 
 def test_reset_classifier():
@@ -86,13 +93,6 @@ def test_reset_classifier():
     assert isinstance(model.get_classifier(), engine.nn.Identity)
     with engine.no_grad():
         assert tuple(model(engine.randn(1, 3, 32, 32)).shape) == (1, 2048)
-
-
-def test_pretrained_not_available_yet():
-    with pytest.raises(NotImplementedError, match=r"no pretrained weights for resnet50 yet.*#4.*checkpoint_path"):
-        models.create_model("resnet50", pretrained=True)
-    with pytest.raises(NotImplementedError, match="resnet18"):
-        models.resnet18(weights="IMAGENET1K_V1")
 
 
 def _three_channel_checkpoint(tmp_path, ext=".safetensors"):
@@ -114,8 +114,8 @@ def test_in_chans_adapts_checkpoint(tmp_path, in_chans):
     w = state["conv1.weight"]
     expected = w.sum(1, keepdims=True) if in_chans == 1 else np.concatenate([w, w], 1)[:, :5] * (3 / 5)
     assert tuple(model.conv1.weight.shape) == (64, in_chans, 7, 7)
-    np.testing.assert_allclose(model.conv1.weight.numpy(), expected, rtol=1e-6)
-    np.testing.assert_array_equal(model.layer3[1].conv2.weight.numpy(), state["layer3.1.conv2.weight"])
+    np.testing.assert_allclose(model.conv1.weight.detach().numpy(), expected, rtol=1e-6)
+    np.testing.assert_array_equal(model.layer3[1].conv2.weight.detach().numpy(), state["layer3.1.conv2.weight"])
     with engine.no_grad():
         assert tuple(model.eval()(engine.randn(2, in_chans, 40, 40)).shape) == (2, 1000)
 
@@ -125,7 +125,7 @@ def test_adapt_input_conv_keeps_grey_response():
     conv = models.resnet18().conv1
     w6 = models.adapt_input_conv(6, conv.weight)
     assert isinstance(w6, engine.Tensor) and tuple(w6.shape) == (64, 6, 7, 7)
-    np.testing.assert_allclose(w6.numpy().sum(1), conv.weight.numpy().sum(1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w6.numpy().sum(1), conv.weight.detach().numpy().sum(1), rtol=1e-5, atol=1e-6)
     with pytest.raises(NotImplementedError, match="only 3-channel weights convert"):
         models.adapt_input_conv(2, np.zeros((4, 5, 3, 3), np.float32))
     np.testing.assert_allclose(models.adapt_input_conv(1, np.ones((2, 6, 1, 1))), np.full((2, 2, 1, 1), 3.0))
@@ -134,7 +134,7 @@ def test_adapt_input_conv_keeps_grey_response():
 def test_checkpoint_formats(tmp_path):
     path, state = _three_channel_checkpoint(tmp_path, ".npz")
     model = models.create_model("resnet18", checkpoint_path=path)
-    np.testing.assert_array_equal(model.fc.weight.numpy(), state["fc.weight"])
+    np.testing.assert_array_equal(model.fc.weight.detach().numpy(), state["fc.weight"])
     wrapped = str(tmp_path / "wrapped.npy")
     np.save(wrapped, {"state_dict": {f"module.{k}": v for k, v in state.items()}, "epoch": 3})
     loaded = models.load_state_dict(wrapped)
@@ -160,14 +160,15 @@ def test_checkpoint_errors(tmp_path):
         models.create_model("resnet18", checkpoint_path=partial)
 
 
-def test_model_creator():
+def test_model_creator(monkeypatch):
+    _pretend_pretrained(monkeypatch, {"resnet50"})
     assert ModelCreator.model_list("resnet*") == RESNETS
-    assert ModelCreator.model_list("*", pretrained=True) == []
+    assert ModelCreator.model_list("*", pretrained=True) == ["resnet50"]
     table = ModelCreator.model_table("resnet*", pretrained=False)
     lines = table.splitlines()
     assert "Supported Models" in lines[1] and "Pretrained" in lines[1]
     assert [line.split("|")[1].strip() for line in lines[3:-1]] == RESNETS
-    assert all(line.split("|")[2].strip() == "false" for line in lines[3:-1])
+    assert [line.split("|")[2].strip() for line in lines[3:-1]] == ["false", "false", "true", "false", "false"]
     assert len({len(line) for line in lines}) == 1
     model = ModelCreator.create_model("resnet18", num_classes=3)
     assert isinstance(model, models.ResNet) and model.num_classes == 3

@@ -130,11 +130,11 @@ def test_init_distributions_match():
 
 def test_kaiming_fan_out_and_norm_init():
     model = models_flow.resnet18()
-    w = model.layer2[0].conv1.weight.numpy()
+    w = model.layer2[0].conv1.weight.detach().numpy()
     assert abs(w.std() - np.sqrt(2.0 / (w.shape[0] * 9))) < 0.05 * np.sqrt(2.0 / (w.shape[0] * 9))
-    assert np.all(model.bn1.weight.numpy() == 1) and np.all(model.bn1.bias.numpy() == 0)
+    assert np.all(model.bn1.weight.detach().numpy() == 1) and np.all(model.bn1.bias.detach().numpy() == 0)
     bound = 1 / np.sqrt(512)
-    fc = model.fc.weight.numpy()
+    fc = model.fc.weight.detach().numpy()
     assert np.abs(fc).max() <= bound and np.abs(fc).max() > 0.9 * bound
 
 
@@ -143,8 +143,8 @@ def test_zero_init_residual(name, last):
     model = getattr(models_flow, name)(zero_init_residual=True)
     for layer in (model.layer1, model.layer4):
         for block in layer:
-            assert np.all(getattr(block, last).weight.numpy() == 0)
-            assert np.all(block.bn1.weight.numpy() == 1)
+            assert np.all(getattr(block, last).weight.detach().numpy() == 0)
+            assert np.all(block.bn1.weight.detach().numpy() == 1)
 
 
 def test_constructor_arguments():
