@@ -102,10 +102,6 @@ def _assert_channels(a, permitted):
         raise TypeError(f"Input image tensor permitted channel values are {permitted}, but found {c}")
 
 
-def _f32(x):
-    return np.float32(x)
-
-
 def _cast_out(a, dtype):
     """Round (for integer targets) and cast a float result back to the image dtype."""
     dtype = np.dtype(dtype)
