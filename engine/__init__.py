@@ -10,6 +10,7 @@ from .tensor import Size, Tensor, is_tensor
 from .random import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import *  # noqa: F401,F403
+from .serialization import load, save  # noqa: F401
 from . import autograd, cuda, linalg, nn, ops, optim, utils  # noqa: F401
 
 half, float, double = float16, float32, float64
