@@ -33,6 +33,8 @@ class Size(tuple):
 
 def _new(array, requires_grad=False):
     """Wrap an array as a tensor without copying (internal fast path)."""
+    if isinstance(array, np.generic):  # numpy reductions of 0-d arrays give scalars
+        array = np.asarray(array)
     t = Tensor.__new__(Tensor)
     t._data = array
     t.requires_grad = requires_grad
