@@ -68,11 +68,13 @@ def test_eval_parity_large(name):
     assert_close(out, ref, TOL, what=name)
 
 
-def _train_step_both(name, x, seed):
+def _train_step_both(name, x, seed, double=False):
     """One train-mode forward/backward on both sides with a fixed random projection as the loss."""
     tmodel = torch_model(name, seed=seed).train()
     ours = ours_like(name, tmodel).train()
-    proj = np.random.default_rng(seed).standard_normal((x.shape[0], 1000)).astype(np.float32)
+    if double:
+        tmodel, ours, x = tmodel.double(), ours.double(), x.astype(np.float64)
+    proj = np.random.default_rng(seed).standard_normal((x.shape[0], 1000)).astype(x.dtype)
     xt = torch.from_numpy(x).requires_grad_()
     ref = tmodel(xt)
     (ref * torch.from_numpy(proj)).sum().backward()
@@ -89,19 +91,30 @@ def test_train_forward_and_running_stats(name):
     ref_state, our_state = numpy_state(tmodel), ours.state_dict()
     for key in ref_state:
         if key.endswith(("running_mean", "running_var", "num_batches_tracked")):
-            assert_close(our_state[key].numpy(), ref_state[key], 1e-5, what=key)
+            assert_close(our_state[key].numpy(), ref_state[key], TOL, what=key)
+
+
+def _assert_grads_close(tmodel, ours, xt, xo, tol, every=1):
+    """Input gradient and every ``every``-th parameter gradient agree within ``tol``."""
+    assert_close(xo.grad.numpy(), xt.grad.numpy(), tol, what="input grad")
+    ref_params = list(tmodel.named_parameters())
+    our_params = dict(ours.named_parameters())
+    for key, param in ref_params[::every] + ref_params[-2:]:
+        assert_close(our_params[key].grad.numpy(), param.grad.numpy(), tol, what=f"grad {key}")
 
 
 @pytest.mark.parametrize("name", ["resnet18", "resnet50"])
-def test_gradients(name):
-    tmodel, ours, (xt, _), (xo, _) = _train_step_both(name, image_batch(2, 64, 64, seed=6), seed=7)
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-4, what="input grad")
-    ref_params = dict(tmodel.named_parameters())
-    our_params = dict(ours.named_parameters())
-    names = list(ref_params)
-    sample = names[:4] + names[len(names) // 2: len(names) // 2 + 3] + names[-5:]
-    for key in sample:
-        assert_close(our_params[key].grad.numpy(), ref_params[key].grad.numpy(), 1e-4, what=f"grad {key}")
+def test_gradients_float64(name):
+    """In float64 every gradient agrees to rounding: the backward pass is the same function."""
+    tmodel, ours, (xt, _), (xo, _) = _train_step_both(name, image_batch(2, 64, 64, seed=6), seed=7, double=True)
+    _assert_grads_close(tmodel, ours, xt, xo, 1e-9)
+
+
+def test_gradients_float32_resnet18():
+    """In float32 too for resnet18 (deeper train-mode nets amplify rounding: torch's own float32
+    input gradient for resnet50 here is ~1% off its float64 one, so only float64 is exact there)."""
+    tmodel, ours, (xt, _), (xo, _) = _train_step_both("resnet18", image_batch(2, 64, 64, seed=6), seed=7)
+    _assert_grads_close(tmodel, ours, xt, xo, 1e-4, every=7)
 
 
 def _weight_stats(model):
