@@ -81,12 +81,17 @@ def _normalize_rows_backward(gxhat, xhat, invstd):
 
 # ---- batch norm --------------------------------------------------------------------------------
 class BatchNorm(Function):
-    """Per-channel normalisation over (N, *spatial) with batch stats, or given running stats."""
+    """Per-channel normalisation over (N, *spatial) with batch stats, or with the running stats.
 
-    def __init__(self, eps, running_mean=None, running_var=None):
+    In training the running stats (tensors, when given) are updated inside the forward, so a
+    replayed graph of this op keeps them current too.
+    """
+
+    def __init__(self, eps, running_mean=None, running_var=None, training=False, momentum=0.1):
         self.eps = eps
-        self.training = running_mean is None
+        self.training = training
         self.running = (running_mean, running_var)
+        self.momentum = momentum
 
     def forward(self, x, weight, bias):
         ct = _compute_dtype(x.dtype)
@@ -96,10 +101,11 @@ class BatchNorm(Function):
             self.count = n * length
             mean = _channel_sums(x3) / self.count
             out = x3 - _column(mean, ct)
-            self.batch_var = var = _channel_dots(out, out) / self.count
-            self.batch_mean = mean
+            var = _channel_dots(out, out) / self.count
+            _update_running(self.running[0], mean, self.momentum)
+            _update_running(self.running[1], var * (self.count / max(self.count - 1, 1)), self.momentum)
         else:
-            mean, var = (a.astype(np.float64) for a in self.running)
+            mean, var = (t._data.astype(np.float64) for t in self.running)
             out = None
         xp = xp_of(x)
         invstd = 1 / xp.sqrt(var + self.eps)
@@ -162,16 +168,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
                            "evaluation mode")
-    if training:
-        fn = BatchNorm(eps)
-    else:
-        fn = BatchNorm(eps, running_mean._data, running_var._data)
-    out = fn(input, weight, bias)
-    if training:
-        count = fn.count
-        _update_running(running_mean, fn.batch_mean, momentum)
-        _update_running(running_var, fn.batch_var * (count / (count - 1)), momentum)
-    return out
+    return BatchNorm(eps, running_mean, running_var, training, momentum)(input, weight, bias)
 
 
 def _update_running(running, stat, momentum):
