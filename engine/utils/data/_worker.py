@@ -128,7 +128,7 @@ def worker_loop(fetcher_cls, dataset, index_queue, result_queue, done_event, aut
         try:
             request = index_queue.get(timeout=STATUS_CHECK_INTERVAL)
         except queue.Empty:
-            if os.getppid() != parent_pid:
+            if done_event.is_set() or os.getppid() != parent_pid:
                 break
             continue
         if request is None:

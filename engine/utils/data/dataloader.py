@@ -3,6 +3,7 @@ import itertools
 import multiprocessing
 import os
 import queue
+import weakref
 
 import numpy as np
 
@@ -137,6 +138,19 @@ class DataLoader:
         return len(self._index_sampler)
 
 
+def _stop_workers(workers, index_queues, result_queue, done_event):
+    """Tell every worker to exit, wait briefly, and terminate any that linger."""
+    done_event.set()
+    for index_queue in index_queues:
+        index_queue.put(None)
+    for worker in workers:
+        worker.join(timeout=_worker.STATUS_CHECK_INTERVAL)
+        if worker.is_alive():
+            worker.terminate()
+    result_queue.cancel_join_thread()
+    result_queue.close()
+
+
 class _BaseIter:
     """State shared by both iterators: fetch settings, the sampler iterator and the workers' base seed."""
 
@@ -181,7 +195,6 @@ class _MultiProcessIter(_BaseIter):
         self._prefetch = loader.prefetch_factor * loader.num_workers
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
-        self._shutdown = False
         _BaseIter.__init__(self, loader)
         ctx = loader._mp_context()
         self._done_event = ctx.Event()
@@ -197,6 +210,10 @@ class _MultiProcessIter(_BaseIter):
             worker.start()
             self._index_queues.append(index_queue)
             self._workers.append(worker)
+        # A finalizer, not __del__: it holds the queues, so they still work when a garbage cycle
+        # (e.g. through an exception's traceback) collects this iterator.
+        self._finalizer = weakref.finalize(self, _stop_workers, self._workers, self._index_queues,
+                                           self._result_queue, self._done_event)
         self._start_epoch()
 
     def _reset(self, loader):
@@ -294,19 +311,5 @@ class _MultiProcessIter(_BaseIter):
         return data
 
     def _shutdown_workers(self):
-        """Tell every worker to exit, wait briefly, and terminate any that linger."""
-        if self._shutdown or not getattr(self, "_workers", None):
-            return
-        self._shutdown = True
-        self._done_event.set()
-        for index_queue in self._index_queues:
-            index_queue.put(None)
-        for worker in self._workers:
-            worker.join(timeout=_worker.STATUS_CHECK_INTERVAL)
-            if worker.is_alive():
-                worker.terminate()
-        self._result_queue.cancel_join_thread()
-        self._result_queue.close()
-
-    def __del__(self):
-        self._shutdown_workers()
+        """Stop the workers now (also runs, once, when the iterator is garbage-collected or at exit)."""
+        self._finalizer()
