@@ -5,8 +5,6 @@ import os
 import queue
 import weakref
 
-import numpy as np
-
 from ... import random as _random
 from . import _worker
 from .collate import default_collate, default_convert
@@ -59,7 +57,7 @@ class DataLoader:
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
                  multiprocessing_context=None, generator=None, *, prefetch_factor=None,
-                 persistent_workers=False, pin_memory_device="", in_order=True):
+                 persistent_workers=False, pin_memory_device=""):
         _check_arguments(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers, timeout,
                          prefetch_factor, persistent_workers)
         self.dataset = dataset
@@ -70,7 +68,6 @@ class DataLoader:
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
-        self.in_order = in_order
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
             sampler = _InfiniteConstantSampler()
