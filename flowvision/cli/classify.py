@@ -1,0 +1,266 @@
+"""Classify images with a pretrained model: the top-k classes and their probabilities, per image.
+
+    flowvision classify IMAGE... [--model resnet101] [--weights TAG|PATH] [--topk 5] [--graph]
+
+IMAGE is any file Pillow reads; a bare name that is not a file but names a photo shipped with
+flowvision (chelsea.png) uses that photo. --weights is a tag of the model's weights (DEFAULT,
+IMAGENET1K_V1, ...) or a local checkpoint (.pth, .safetensors, .npz, .npy); a checkpoint is
+preprocessed and labelled like the model's DEFAULT weights (a classifier of another size gets
+numbered classes). Weights are downloaded once into $FLOWVISION_HOME/checkpoints (default
+~/.cache/flowvision); FLOWVISION_OFFLINE=1 forbids downloads.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+from . import (EXIT_BAD_WEIGHTS, EXIT_DOWNLOAD_FAILED, EXIT_FILE_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_UNKNOWN_MODEL,
+               EXIT_UNREADABLE_IMAGE, EXIT_WEIGHTS_UNAVAILABLE, CLIError)
+
+ASSETS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "assets")
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm")
+CHECKPOINT_EXTENSIONS = (".pth", ".pt", ".bin", ".ckpt", ".safetensors", ".npz", ".npy")
+
+
+def _positive_int(text):
+    """argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def configure(parser):
+    """Add the classify arguments."""
+    parser.add_argument("images", nargs="+", metavar="IMAGE", help="image files (or a shipped sample: chelsea.png)")
+    parser.add_argument("--model", default="resnet101", help="registered model name (default: resnet101)")
+    parser.add_argument("--weights", default="DEFAULT", metavar="TAG|PATH",
+                        help="weights tag (default: DEFAULT) or a local checkpoint file")
+    parser.add_argument("--topk", type=_positive_int, default=5, help="classes to print per image (default: 5)")
+    parser.add_argument("--batch-size", type=_positive_int, default=8, help="images per forward pass (default: 8)")
+    parser.add_argument("--graph", action="store_true", help="run the model as a static engine.nn.Graph")
+
+
+def shipped_samples():
+    """The sample photos shipped in ``flowvision/assets``, by file name."""
+    return {f: os.path.join(ASSETS_DIR, f) for f in sorted(os.listdir(ASSETS_DIR)) if f.lower().endswith(IMAGE_EXTENSIONS)}
+
+
+def resolve_image(name):
+    """The file to read for the IMAGE argument ``name``: the file itself, else a shipped sample of that name."""
+    if os.path.isfile(name):
+        return name
+    if os.path.isdir(name):
+        raise CLIError(f"'{name}' is a directory, not an image file", EXIT_FILE_NOT_FOUND)
+    samples = shipped_samples()
+    if not os.path.dirname(name):
+        for file_name, path in samples.items():
+            if name in (file_name, os.path.splitext(file_name)[0]):
+                return path
+    raise CLIError(f"image file not found: '{name}' (shipped samples: {', '.join(samples)})", EXIT_FILE_NOT_FOUND)
+
+
+def _check_model(name):
+    """Fail with suggestions unless ``name`` is a registered model."""
+    from flowvision.models import model_entrypoint
+
+    try:
+        model_entrypoint(name)
+    except RuntimeError as e:
+        raise CLIError(str(e), EXIT_UNKNOWN_MODEL) from None
+
+
+def _default_weights(model):
+    """The model's DEFAULT weights, or None when it has no published weights."""
+    from flowvision.models import get_model_weights, list_pretrained
+
+    return get_model_weights(model).DEFAULT if model in list_pretrained() else None
+
+
+def _looks_like_path(value):
+    """Whether a --weights value names a file rather than a tag."""
+    return os.path.exists(value) or os.sep in value or value.lower().endswith(CHECKPOINT_EXTENSIONS)
+
+
+def choose_weights(model, value):
+    """(weights enum member or None, checkpoint path or None) for the --weights value ``value``."""
+    from flowvision.models import resolve_weights
+
+    if _looks_like_path(value):
+        if not os.path.isfile(value):
+            raise CLIError(f"checkpoint file not found: '{value}'", EXIT_FILE_NOT_FOUND)
+        return None, value
+    try:
+        return resolve_weights(model, weights=value), None
+    except ValueError as e:
+        raise CLIError(f"bad --weights '{value}': {e}", EXIT_BAD_WEIGHTS) from None
+
+
+def graph_base():
+    """``engine.nn.Graph``, or a clear error when this engine has none."""
+    import engine.nn
+
+    base = getattr(engine.nn, "Graph", None)
+    if base is None:
+        raise CLIError("--graph needs engine.nn.Graph, which this version of the engine does not have; "
+                       "run without --graph", EXIT_UNAVAILABLE)
+    return base
+
+
+def as_graph(model, base):
+    """``model`` wrapped in a minimal ``base`` (engine.nn.Graph) subclass whose build runs its forward."""
+    class InferenceGraph(base):
+        """The model's forward pass as a static graph."""
+
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+
+    return InferenceGraph()
+
+
+def read_image(path):
+    """The image at ``path`` as an RGB PIL image, or a clear error."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+        raise CLIError(f"cannot read '{path}' as an image: {e}", EXIT_UNREADABLE_IMAGE) from None
+
+
+def cache_path(weights):
+    """Where ``flowvision.hub`` keeps the file of ``weights``."""
+    from flowvision import hub
+
+    return os.path.join(hub.get_dir(), "checkpoints", weights.value.record["file_name"])
+
+
+def _is_cached(weights):
+    """Whether the weights' file (or its safetensors conversion) is in the cache."""
+    path = cache_path(weights)
+    return os.path.exists(path) or os.path.exists(os.path.splitext(path)[0] + ".safetensors")
+
+
+def _how_to_get(weights):
+    """The one-line instruction to put the weights in the cache by hand."""
+    from flowvision import hub
+
+    return (f"download {weights.url} and place it at {cache_path(weights)} (or set {hub.ENV_HOME} to a folder "
+            "whose checkpoints/ subfolder holds it)")
+
+
+def load_pretrained(model, weights):
+    """``model`` built with ``weights``, downloading them (with a progress bar) unless cached."""
+    from flowvision import hub
+    from flowvision.models import create_model
+
+    label = f"the {model} weights {weights!r}"
+    if hub.is_offline() and not _is_cached(weights):
+        raise CLIError(f"{hub.ENV_OFFLINE} is set and {label} are not in the cache: {_how_to_get(weights)}",
+                       EXIT_WEIGHTS_UNAVAILABLE)
+    try:
+        return create_model(model, weights=weights)
+    except hub.HashMismatchError as e:
+        raise CLIError(f"{label} arrived corrupt ({e}); run again, or {_how_to_get(weights)}",
+                       EXIT_DOWNLOAD_FAILED) from None
+    except hub.DownloadError as e:
+        reason = str(e).split(" for url ")[0] if str(e).startswith("HTTP Error") else "no network connection"
+        raise CLIError(f"cannot download {label} ({reason}) and they are not in the cache: {_how_to_get(weights)}",
+                       EXIT_WEIGHTS_UNAVAILABLE) from None
+
+
+def read_checkpoint(path):
+    """The state_dict in a local checkpoint (PyTorch, safetensors, .npz or .npy), wrappers stripped."""
+    from engine.serialization import UnpicklingError
+
+    try:
+        if path.lower().endswith((".npz", ".npy")):
+            from flowvision.models import load_state_dict
+
+            return load_state_dict(path)
+        import engine
+        from flowvision.convert import extract_state_dict
+
+        return extract_state_dict(engine.load(path))
+    except (UnpicklingError, ValueError, OSError) as e:
+        raise CLIError(f"cannot read '{path}' as a checkpoint: {e}", EXIT_BAD_WEIGHTS) from None
+
+
+def _listed(keys, limit=3):
+    """Up to ``limit`` keys, comma-separated, with the count of the rest."""
+    more = f" and {len(keys) - limit} more" if len(keys) > limit else ""
+    return ", ".join(keys[:limit]) + more
+
+
+def load_checkpoint(model, path):
+    """``model`` built to fit the checkpoint at ``path`` (its classifier size) and loaded from it."""
+    from flowvision.convert import compare_state_dict
+    from flowvision.models import create_model
+
+    state_dict = read_checkpoint(path)
+    net = create_model(model)
+    key = f"{net.default_cfg.get('classifier')}.weight"
+    if key in state_dict and np.shape(state_dict[key])[0] != net.state_dict()[key].shape[0]:
+        net = create_model(model, num_classes=np.shape(state_dict[key])[0])
+    missing, unexpected, shapes = compare_state_dict(net, state_dict)
+    problems = [f"{len(keys)} {what} ({_listed(keys)})" for what, keys in
+                (("missing keys", missing), ("unexpected keys", unexpected), ("shape mismatches", shapes)) if keys]
+    if problems:
+        raise CLIError(f"'{path}' does not fit {model}: {'; '.join(problems)}", EXIT_BAD_WEIGHTS)
+    net.load_state_dict(state_dict)
+    return net
+
+
+def probabilities(runner, arrays, batch_size):
+    """Softmax probabilities (float64, one row per image) of ``runner`` on the preprocessed ``arrays``."""
+    import engine
+    from tqdm import tqdm
+
+    starts = range(0, len(arrays), batch_size)
+    rows = []
+    with engine.no_grad():
+        for start in tqdm(starts, desc="classifying", unit="batch", disable=len(starts) < 2, file=sys.stderr):
+            logits = runner(engine.from_numpy(np.stack(arrays[start:start + batch_size]))).numpy()
+            logits = logits.astype(np.float64)
+            exp = np.exp(logits - logits.max(axis=1, keepdims=True))
+            rows.append(exp / exp.sum(axis=1, keepdims=True))
+    return np.concatenate(rows)
+
+
+def format_topk(path, probs, k, categories):
+    """The lines printed for one image: its path, then rank, probability, class index and name."""
+    order = np.argsort(-probs, kind="stable")[:k]
+    lines = [path, "  rank  probability  class  name"]
+    for rank, index in enumerate(order, 1):
+        name = categories[index] if categories else f"class {index}"
+        lines.append(f"  {rank:4d}  {probs[index]:11.6f}  {index:5d}  {name}")
+    return "\n".join(lines)
+
+
+def run(args):
+    """Classify every image and print its top-k classes."""
+    from flowvision.models import ImageClassification
+
+    paths = [resolve_image(name) for name in args.images]
+    _check_model(args.model)
+    weights, checkpoint = choose_weights(args.model, args.weights)
+    base = graph_base() if args.graph else None
+    reference = weights or _default_weights(args.model)
+    preprocess = reference.transforms() if reference else ImageClassification(crop_size=224)
+    arrays = [preprocess(read_image(path)).numpy() for path in paths]
+    model = load_checkpoint(args.model, checkpoint) if checkpoint else load_pretrained(args.model, weights)
+    model.eval()
+    categories = reference.meta["categories"] if reference else None
+    probs = probabilities(as_graph(model, base) if base else model, arrays, args.batch_size)
+    if categories and len(categories) != probs.shape[1]:
+        categories = None
+    print(f"{args.model} with {checkpoint or repr(weights)}")
+    for path, row in zip(paths, probs):
+        print(format_topk(path, row, args.topk, categories))
+    return 0

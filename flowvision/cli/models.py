@@ -1,0 +1,71 @@
+"""List the registered models with their weight tags and ImageNet accuracy.
+
+    flowvision models [PATTERN] [--pretrained]
+
+PATTERN is a shell-style wildcard (resnet1*, *resnext*); one without wildcards matches names that
+contain it. --pretrained keeps the models with published weights. The default tag of each
+model is marked with '*'; acc@1/acc@5 are the published ImageNet-1K figures of those weights.
+"""
+import difflib
+
+from . import EXIT_UNKNOWN_MODEL, CLIError
+
+
+def configure(parser):
+    """Add the models arguments."""
+    parser.add_argument("pattern", nargs="?", default="", metavar="PATTERN", help="wildcard filter on model names")
+    parser.add_argument("--pretrained", action="store_true", help="only models with pretrained weights")
+
+
+def _as_filter(pattern):
+    """A wildcard pattern: ``pattern`` itself when it has wildcards, else ``*pattern*``."""
+    if not pattern or any(c in pattern for c in "*?["):
+        return pattern
+    return f"*{pattern}*"
+
+
+def rows(names):
+    """One row per (model, weight tag): name, tag (default starred), acc@1, acc@5, params (M); '-' without weights."""
+    from flowvision.models import get_model_weights, list_pretrained
+
+    table = []
+    for name in names:
+        if name not in list_pretrained():
+            table.append((name, "-", "-", "-", "-"))
+            continue
+        weights_enum = get_model_weights(name)
+        default = weights_enum.DEFAULT.name
+        for tag, member in weights_enum.__members__.items():
+            if tag == "DEFAULT":
+                continue
+            meta = member.meta
+            metrics = next(iter(meta["_metrics"].values()), {})
+            accuracy = [f"{metrics[k]:.3f}" if k in metrics else "-" for k in ("acc@1", "acc@5")]
+            table.append((name, tag + (" *" if tag == default else ""), *accuracy, f"{meta['num_params'] / 1e6:.1f}"))
+    return table
+
+
+def format_table(table):
+    """``table`` under a header, in left-aligned columns (numbers right-aligned)."""
+    header = ("model", "weights", "acc@1", "acc@5", "params (M)")
+    widths = [max(len(str(row[i])) for row in (header, *table)) for i in range(len(header))]
+    lines = []
+    for row in (header, *table):
+        cells = [str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def run(args):
+    """Print the matching models, or fail with suggestions when none matches."""
+    from flowvision.models import list_models
+
+    names = list_models(_as_filter(args.pattern), pretrained=args.pretrained)
+    if not names:
+        every = list_models(pretrained=args.pretrained)
+        close = difflib.get_close_matches(args.pattern.strip("*?"), every, n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else " Run 'flowvision models' to see them all."
+        kind = "pretrained model" if args.pretrained else "model"
+        raise CLIError(f"no {kind} matches '{args.pattern}'.{hint}", EXIT_UNKNOWN_MODEL)
+    print(format_table(rows(names)))
+    return 0
