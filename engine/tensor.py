@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _dtype
 from ._device import array_module, device as _device, device_of, move
-from .autograd import grad_mode
+from .autograd import grad_mode, tracing
 from .autograd.graph import run_backward
 
 
@@ -193,6 +193,7 @@ class Tensor:
 
     # ---- conversions -------------------------------------------------------------------------
     def numpy(self, force=False):
+        tracing.check_value_read(self, "numpy()")
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
@@ -204,11 +205,13 @@ class Tensor:
         return self._data
 
     def item(self):
+        tracing.check_value_read(self, "item()")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(()).item()
 
     def tolist(self):
+        tracing.check_value_read(self, "tolist()")
         return move(self._data, "cpu").tolist()
 
     def __len__(self):
@@ -222,6 +225,7 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
     def __bool__(self):
+        tracing.check_value_read(self, "bool()")
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()).item())
@@ -278,6 +282,9 @@ class Tensor:
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``torch.Tensor.backward``)."""
         if create_graph:
             raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
+        if tracing.active is not None:  # nn.Graph runs the traced backward itself
+            tracing.active.record_backward(self, gradient)
+            return
         if not self.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have a grad_fn")
         if gradient is None:
@@ -303,6 +310,10 @@ class Tensor:
         run_backward([self], [grad], retain_graph=bool(retain_graph))
 
     def detach(self):
+        if tracing.active is not None:
+            from .ops.convert import Alias
+            with grad_mode.no_grad():
+                return Alias()(self)
         t = _new(self._data)
         t._version = self._version
         return t

@@ -6,7 +6,7 @@ forward and, when gradients are needed, records the instance as the outputs' ``g
 The backward engine reduces broadcast gradients and casts them to each input's dtype, so an
 op's backward may return gradients in the broadcast shape.
 """
-from . import grad_mode
+from . import grad_mode, tracing
 
 
 class Function:
@@ -43,6 +43,9 @@ class Function:
     def __call__(self, *inputs):
         from ..tensor import Tensor, _new
 
+        tracer = tracing.active
+        if tracer is not None:
+            state = dict(self.__dict__)
         arrays = tuple(t._data if isinstance(t, Tensor) else t for t in inputs)
         record = grad_mode._State.enabled and any(
             isinstance(t, Tensor) and t.requires_grad for t in inputs)
@@ -79,6 +82,8 @@ class Function:
                     r._output_index = i
             self._saved_versions = _versions(inputs if self.uses_inputs else (),
                                              results if self.uses_output else ())
+        if tracer is not None:
+            tracer.record(type(self), state, inputs, results)
         return results[0] if single else tuple(results)
 
     def check_versions(self):

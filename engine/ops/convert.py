@@ -32,6 +32,16 @@ class ToDevice(Function):
         return move(gy, self.source)
 
 
+class Alias(Function):
+    """The same array under a new tensor (``detach`` while a graph is traced, so replays see it)."""
+
+    uses_inputs = False
+    is_view = True
+
+    def forward(self, x):
+        return x
+
+
 class Clone(Function):
     uses_inputs = False
 

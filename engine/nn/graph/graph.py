@@ -1,0 +1,279 @@
+"""``nn.Graph``: trace ``build`` once per input signature, optimise the op list, replay it.
+
+As in OneFlow: subclass ``Graph``, assign modules as attributes, optionally ``add_optimizer``,
+and write ``build(*inputs)`` with ordinary eager code. The first call with a new signature
+(shapes, dtypes, devices, train/eval state) traces and compiles a plan; later calls replay it.
+Without an optimizer the graph is an inference graph: replays run on raw arrays, with BatchNorm
+folded into convolutions and residual adds and ReLUs fused into them. With an optimizer, each
+call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler).
+"""
+import warnings
+
+from ...autograd import grad_mode
+from ...tensor import Tensor, _new
+from ..modules.module import Module
+from . import passes
+from .plan import SLOT, Plan, trace
+
+
+class GraphConfig:
+    """Switches of a Graph (OneFlow's ``graph.config``)."""
+
+    def __init__(self):
+        self.fuse_add_to_output = True
+        self.fuse_model_update_ops = False
+        self.gradient_accumulation_steps = 1
+        self.amp = False
+
+    def allow_fuse_add_to_output(self, mode=True):
+        """Fuse residual additions into the producing convolution's output."""
+        self.fuse_add_to_output = bool(mode)
+
+    def allow_fuse_model_update_ops(self, mode=True):
+        """Accepted for OneFlow compatibility; optimizer updates already run on raw arrays in place."""
+        self.fuse_model_update_ops = bool(mode)
+
+    def set_gradient_accumulation_steps(self, value):
+        """Split each call's batch into ``value`` micro-batches and accumulate their gradients."""
+        if int(value) < 1:
+            raise ValueError(f"gradient accumulation steps must be >= 1, got {value}")
+        self.gradient_accumulation_steps = int(value)
+
+    def enable_amp(self, mode=True, **kwargs):
+        """Accepted; on the CPU mixed precision does nothing and the graph runs in the model's dtype."""
+        self.amp = bool(mode)
+        if mode:
+            warnings.warn("nn.Graph: enable_amp does nothing on the CPU; the graph runs in the model's dtype",
+                          stacklevel=2)
+
+    def __repr__(self):
+        return (f"GraphConfig(fuse_add_to_output={self.fuse_add_to_output}, "
+                f"fuse_model_update_ops={self.fuse_model_update_ops}, "
+                f"gradient_accumulation_steps={self.gradient_accumulation_steps}, amp={self.amp})")
+
+
+def _flatten(obj, leaves):
+    """Tensors of a nested tuple/list/dict in order, and a spec to rebuild the structure."""
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return ("t",)
+    if isinstance(obj, (tuple, list)):
+        return (type(obj).__name__, tuple(_flatten(o, leaves) for o in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple((k, _flatten(v, leaves)) for k, v in obj.items()))
+    return ("const", obj)
+
+
+def _unflatten(spec, leaves):
+    it = iter(leaves)
+
+    def build(s):
+        kind = s[0]
+        if kind == "t":
+            return next(it)
+        if kind in ("tuple", "list"):
+            items = [build(c) for c in s[1]]
+            return tuple(items) if kind == "tuple" else items
+        if kind == "dict":
+            return {k: build(c) for k, c in s[1]}
+        return s[1]
+    return build(spec)
+
+
+def _split_batch(obj, n):
+    """``n`` micro-batches of a nested input, split along dim 0."""
+    if isinstance(obj, Tensor):
+        if obj.shape[0] % n:
+            raise RuntimeError(f"nn.Graph: batch size {obj.shape[0]} is not divisible by the gradient "
+                               f"accumulation steps {n}")
+        return list(obj.chunk(n, 0))
+    if isinstance(obj, (tuple, list)):
+        parts = [_split_batch(o, n) for o in obj]
+        return [type(obj)(p[i] for p in parts) for i in range(n)]
+    if isinstance(obj, dict):
+        parts = {k: _split_batch(v, n) for k, v in obj.items()}
+        return [{k: v[i] for k, v in parts.items()} for i in range(n)]
+    return [obj] * n
+
+
+class Graph:
+    """Base class of static graphs (see the module docstring)."""
+
+    def __init__(self):
+        object.__setattr__(self, "_modules", {})
+        self.config = GraphConfig()
+        self._optimizers = []
+        self._plans = {}
+        self._debug_level = -1
+        self._last_plan = None
+
+    def __setattr__(self, name, value):
+        if isinstance(value, Module):
+            self._modules[name] = value
+        object.__setattr__(self, name, value)
+
+    def build(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must implement build()")
+
+    @property
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def training(self):
+        return bool(self._optimizers)
+
+    @property
+    def num_compiled(self):
+        """How many plans (input signatures) this graph has compiled."""
+        return len(self._plans)
+
+    def add_optimizer(self, optimizer, *, lr_sch=None, is_sparse=False):
+        """Train with ``optimizer`` (stepped after every call) and an optional lr scheduler."""
+        self._optimizers.append((optimizer, lr_sch))
+
+    def debug(self, v_level=0, **kwargs):
+        """Print the optimisation passes and their effect when a plan compiles (v_level >= 1: the op list)."""
+        self._debug_level = v_level
+
+    # ---- running --------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        inputs = (args, kwargs)
+        if not self.training:
+            with grad_mode.no_grad():
+                return self._run(inputs, None)
+        steps = self.config.gradient_accumulation_steps
+        for optimizer, _ in self._optimizers:
+            optimizer.zero_grad(set_to_none=True)
+        if steps == 1:
+            outputs = self._run(inputs, None)
+        else:
+            micro = [self._run(chunk, 1.0 / steps) for chunk in _split_batch(inputs, steps)]
+            outputs = self._combine(micro)
+        for optimizer, scheduler in self._optimizers:
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            if scheduler is not None:
+                scheduler.step()
+        return outputs
+
+    @staticmethod
+    def _combine(micro):
+        """Mean of scalar outputs, concatenation of batched ones, over the micro-batches."""
+        from ...ops.shape import cat
+        leaves_per = []
+        spec = None
+        for out in micro:
+            leaves = []
+            spec = _flatten(out, leaves)
+            leaves_per.append(leaves)
+        combined = []
+        for parts in zip(*leaves_per):
+            if parts[0].dim() == 0:
+                combined.append(sum(p.detach() for p in parts) / len(parts))
+            else:
+                combined.append(cat([p.detach() for p in parts], 0))
+        return _unflatten(spec, combined)
+
+    def _signature(self, leaves, spec):
+        modes = tuple(m.training for module in self._modules.values() for m in module.modules())
+        return (tuple((tuple(t.shape), t.dtype.name, str(t.device)) for t in leaves), repr(spec), modes)
+
+    def _run(self, inputs, grad_scale):
+        leaves = []
+        spec = _flatten(inputs, leaves)
+        key = self._signature(leaves, spec)
+        plan = self._plans.get(key)
+        if plan is None:
+            return self._compile(key, inputs, leaves, grad_scale)
+        self._last_plan = plan
+        if not self.training:
+            arrays = plan.run_arrays([t._data for t in leaves])
+            return _unflatten(plan.output_spec, [_new(a) for a in arrays])
+        outputs = plan.run_tensors(leaves, grad_scale)
+        return _unflatten(plan.output_spec, outputs)
+
+    def _compile(self, key, inputs, leaves, grad_scale):
+        args, kwargs = inputs
+        outputs, tracer, input_slots = trace(self.name, lambda: self.build(*args, **kwargs), (), leaves)
+        out_leaves = []
+        output_spec = _flatten(outputs, out_leaves)
+        for t in out_leaves:
+            if not tracer.is_traced(t):
+                raise RuntimeError(f"{self.name}.build() returned a tensor that was not computed from its "
+                                   "inputs (return computed tensors; parameters are reachable as modules)")
+        plan = Plan(tracer.ops, input_slots, [tracer.slot_of[id(t)] for t in out_leaves], output_spec,
+                    tracer.backward_calls, tracer.n_slots)
+        plan.log = [f"traced {len(plan.ops)} ops for inputs "
+                    f"{', '.join(str(list(t.shape)) for t in leaves) or '()'}"]
+        if self.training:
+            self._backward_eager(tracer, grad_scale)
+        else:
+            plan.log += passes.optimize_inference(plan, self.config)
+        plan.log.append(f"compiled: {len(plan.ops)} ops")
+        self._plans[key] = plan
+        self._last_plan = plan
+        if self._debug_level >= 0:
+            print(f"[{self.name}] " + f"\n[{self.name}] ".join(plan.log))
+            if self._debug_level >= 1:
+                print(plan.describe())
+        return outputs
+
+    @staticmethod
+    def _backward_eager(tracer, grad_scale):
+        """The traced run deferred ``backward()``: run it now, as replays will."""
+        for slot, gradient in tracer.backward_calls:
+            root = next(t for t in tracer.alive if tracer.slot_of.get(id(t)) == slot)
+            if gradient is None and grad_scale is not None:
+                gradient = _new(root._data * 0 + grad_scale)
+            root.backward(gradient)
+
+    # ---- state ----------------------------------------------------------------------------------
+    def state_dict(self):
+        """Module states by attribute name, plus optimizer and scheduler states."""
+        state = {name: module.state_dict() for name, module in self._modules.items()}
+        for i, (optimizer, scheduler) in enumerate(self._optimizers):
+            state[f"optimizer_{i}"] = optimizer.state_dict()
+            if scheduler is not None:
+                state[f"lr_scheduler_{i}"] = scheduler.state_dict()
+        return state
+
+    def load_state_dict(self, state_dict, strict=True):
+        for name, module in self._modules.items():
+            module.load_state_dict(state_dict[name], strict=strict)
+        for i, (optimizer, scheduler) in enumerate(self._optimizers):
+            optimizer.load_state_dict(state_dict[f"optimizer_{i}"])
+            if scheduler is not None:
+                scheduler.load_state_dict(state_dict[f"lr_scheduler_{i}"])
+
+    def save(self, path):
+        """Write the last compiled inference plan and its tensors to one safetensors file."""
+        from .saving import save_plan
+        if self.training:
+            raise RuntimeError("nn.Graph.save: only inference graphs (without an optimizer) can be saved")
+        if self._last_plan is None:
+            raise RuntimeError("nn.Graph.save: call the graph once so that it compiles before saving")
+        save_plan(self._last_plan, path)
+
+    @staticmethod
+    def load(path):
+        """A callable graph from ``save``'s file; needs no model class."""
+        from .saving import load_plan
+        return load_plan(path)
+
+    def __repr__(self):
+        lines = [f"(GRAPH:{self.name}): ("]
+        lines.append(f"  (CONFIG): {self.config!r}")
+        for name, module in self._modules.items():
+            lines.append(f"  (MODULE:{name}): {type(module).__name__}")
+        for i, (optimizer, scheduler) in enumerate(self._optimizers):
+            lines.append(f"  (OPTIMIZER:{i}): {type(optimizer).__name__}"
+                         + (f" with {type(scheduler).__name__}" if scheduler is not None else ""))
+        for i, plan in enumerate(self._plans.values()):
+            lines.append(f"  (PLAN:{i}): {len(plan.ops)} ops")
+            lines += ["    " + line for line in plan.describe().splitlines()]
+        lines.append(")")
+        return "\n".join(lines)
+
+
+__all__ = ["Graph", "GraphConfig", "SLOT"]

@@ -1,0 +1,209 @@
+"""A traced program: the ops that ``build`` ran, as a flat list over numbered value slots.
+
+Tracing runs ``build`` eagerly once with a ``Tracer`` active; each Function call is recorded
+with a snapshot of its parameters, where its arguments came from (a slot computed in the graph,
+a tensor from outside such as a parameter or buffer, or a constant) and the slots of its outputs.
+A ``Plan`` replays that list on arrays (inference) or on tensors with autograd (training).
+"""
+import linecache
+import os
+import sys
+
+from ...autograd import grad_mode, tracing
+from ...tensor import Tensor, _new
+
+SLOT, TENSOR, CONST = 0, 1, 2
+
+
+class Op:
+    """One recorded call: Function class, its parameter snapshot, argument refs and output slots."""
+
+    __slots__ = ("cls", "state", "args", "outs", "free_after")
+
+    def __init__(self, cls, state, args, outs):
+        self.cls, self.state, self.args, self.outs = cls, state, args, outs
+        self.free_after = ()
+
+    @property
+    def inplace(self):
+        return self.state.get("inplace", self.cls.inplace)
+
+    def name(self):
+        return getattr(self.cls, "op_name", self.cls.__name__)
+
+    def slot_args(self):
+        return [ref for kind, ref in self.args if kind == SLOT]
+
+    def make(self):
+        """A fresh Function instance carrying the recorded parameters."""
+        fn = self.cls.__new__(self.cls)
+        fn.__dict__.update(self.state)
+        return fn
+
+    def __repr__(self):
+        args = ", ".join(f"%{ref}" if kind == SLOT else ("<tensor>" if kind == TENSOR else repr(ref))
+                         for kind, ref in self.args)
+        outs = ", ".join(f"%{s}" for s in self.outs)
+        return f"{outs} = {self.name()}({args})"
+
+
+class Plan:
+    """The ops of one traced signature, with input/output slots and backward calls."""
+
+    def __init__(self, ops, input_slots, output_slots, output_spec, backward_calls, n_slots):
+        self.ops = ops
+        self.input_slots = input_slots
+        self.output_slots = output_slots
+        self.output_spec = output_spec
+        self.backward_calls = backward_calls
+        self.n_slots = n_slots
+        self.log = []
+
+    def plan_liveness(self):
+        """Drop each slot's value right after its last reader, so memory is freed as early as eager."""
+        keep = set(self.output_slots) | {slot for slot, _ in self.backward_calls}
+        last = {}
+        for i, op in enumerate(self.ops):
+            for slot in op.slot_args():
+                last[slot] = i
+            for slot in op.outs:
+                last.setdefault(slot, i)
+        frees = {}
+        for slot, i in last.items():
+            if slot not in keep:
+                frees.setdefault(i, []).append(slot)
+        for i, op in enumerate(self.ops):
+            op.free_after = tuple(frees.get(i, ()))
+
+    def run_arrays(self, arrays):
+        """Replay on raw arrays without autograd (inference)."""
+        env = [None] * self.n_slots
+        for slot, arr in zip(self.input_slots, arrays):
+            env[slot] = arr
+        for op in self.ops:
+            fn = op.make()
+            args = [env[ref] if kind == SLOT else (ref._data if kind == TENSOR else ref) for kind, ref in op.args]
+            fn.needs_input_grad = (False,) * len(args)
+            outs = fn.forward(*args)
+            if not isinstance(outs, tuple):
+                outs = (outs,)
+            if op.inplace and outs[0] is not args[0]:
+                args[0][...] = outs[0]
+                outs = (args[0],) + outs[1:]
+            for slot, value in zip(op.outs, outs):
+                env[slot] = value
+            for slot in op.free_after:
+                env[slot] = None
+        return [env[s] for s in self.output_slots]
+
+    def run_tensors(self, tensors, grad_scale=None):
+        """Replay through Function calls (records autograd), then run the traced backward calls."""
+        env = [None] * self.n_slots
+        for slot, t in zip(self.input_slots, tensors):
+            env[slot] = t
+        for op in self.ops:
+            fn = op.make()
+            args = [env[ref] if kind == SLOT else ref for kind, ref in op.args]
+            outs = fn(*args)
+            if not isinstance(outs, tuple):
+                outs = (outs,)
+            for slot, value in zip(op.outs, outs):
+                env[slot] = value
+        for slot, gradient in self.backward_calls:
+            root = env[slot]
+            if gradient is None and grad_scale is not None:
+                gradient = _new(root._data * 0 + grad_scale)
+            root.backward(gradient)
+        return [env[s] for s in self.output_slots]
+
+    def describe(self):
+        lines = [f"inputs: {', '.join(f'%{s}' for s in self.input_slots)}"]
+        lines += [f"  {op!r}" for op in self.ops]
+        lines.append(f"outputs: {', '.join(f'%{s}' for s in self.output_slots)}")
+        return "\n".join(lines)
+
+
+class Tracer:
+    """Records Function calls while ``build`` runs eagerly (installed as ``tracing.active``)."""
+
+    def __init__(self, graph_name):
+        self.graph_name = graph_name
+        self.ops = []
+        self.slot_of = {}
+        self.alive = []  # keeps traced tensors alive so their ids stay unique
+        self.backward_calls = []
+        self.n_slots = 0
+
+    def new_slot(self, tensor):
+        slot = self.n_slots
+        self.n_slots += 1
+        self.slot_of[id(tensor)] = slot
+        self.alive.append(tensor)
+        return slot
+
+    def is_traced(self, tensor):
+        return id(tensor) in self.slot_of
+
+    def ref(self, value):
+        if isinstance(value, Tensor):
+            slot = self.slot_of.get(id(value))
+            if slot is not None:
+                return (SLOT, slot)
+            self.alive.append(value)
+            return (TENSOR, value)
+        return (CONST, value)
+
+    def record(self, cls, state, inputs, results):
+        args = [self.ref(v) for v in inputs]
+        outs = [self.new_slot(r) for r in results]
+        self.ops.append(Op(cls, state, args, outs))
+
+    def record_backward(self, tensor, gradient):
+        if not self.is_traced(tensor):
+            raise RuntimeError("nn.Graph: backward() on a tensor that was not computed inside build()")
+        self.backward_calls.append((self.slot_of[id(tensor)], gradient))
+
+    def refuse_value_read(self, what):
+        frame = _user_frame()
+        where = ""
+        if frame is not None:
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+            where = f" at {frame.f_code.co_filename}:{frame.f_lineno}: `{line}`"
+        raise RuntimeError(
+            f"{self.graph_name}.build() reads the value of a tensor computed in the graph ({what}){where}. "
+            "nn.Graph traces build() once and replays it, so Python control flow that depends on "
+            "tensor values cannot be captured; compute it with tensor ops (e.g. engine.where) or "
+            "move it out of build().")
+
+    def __enter__(self):
+        if tracing.active is not None:
+            raise RuntimeError("nn.Graph: a graph cannot be built while another graph is being traced")
+        tracing.active = self
+        return self
+
+    def __exit__(self, *exc):
+        tracing.active = None
+        return False
+
+
+_ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _user_frame():
+    """The innermost stack frame outside the engine package (the user's line)."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_ENGINE_DIR):
+        frame = frame.f_back
+    return frame
+
+
+def trace(graph_name, build, inputs, input_tensors):
+    """Run ``build(*inputs)`` eagerly under a tracer; returns (outputs, plan-without-outputs)."""
+    tracer = Tracer(graph_name)
+    input_slots = [tracer.new_slot(t) for t in input_tensors]
+    with tracer:
+        outputs = build(*inputs)
+    return outputs, tracer, input_slots
+
+
+__all__ = ["Op", "Plan", "Tracer", "trace", "SLOT", "TENSOR", "CONST", "grad_mode"]

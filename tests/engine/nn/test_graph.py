@@ -1,0 +1,231 @@
+"""nn.Graph: traced inference and training plans against eager execution of the same model."""
+import numpy as np
+import pytest
+
+import engine
+import engine.nn as nn
+import engine.nn.functional as F
+from op_check import assert_close
+
+
+class SmallResNet(nn.Module):
+    """conv-bn-relu stem, one residual block, pooling and a classifier: every fusion pattern."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(8)
+        self.conv3 = nn.Conv2d(8, 8, 3, padding=1)
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, classes)
+
+    def forward(self, x):
+        x = self.relu(self.bn1(self.conv1(x)))
+        identity = x
+        out = self.bn2(self.conv2(x))
+        out += identity
+        out = self.relu(out)
+        out = F.relu(self.conv3(out))
+        return self.fc(torch_flatten(self.pool(out)))
+
+
+def torch_flatten(x):
+    return engine.flatten(x, 1)
+
+
+def randomize_bn(model):
+    with engine.no_grad():
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                m.running_mean.normal_(0, 0.2)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.normal_(0, 0.2)
+
+
+class InferenceGraph(nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x):
+        return self.model(x)
+
+
+class TrainGraph(nn.Graph):
+    def __init__(self, model, optimizer, lr_scheduler=None):
+        super().__init__()
+        self.model = model
+        self.loss_fn = nn.CrossEntropyLoss()
+        self.add_optimizer(optimizer, lr_sch=lr_scheduler)
+
+    def build(self, x, y):
+        loss = self.loss_fn(self.model(x), y)
+        loss.backward()
+        return loss
+
+
+def test_inference_graph_matches_eager_and_fuses():
+    engine.manual_seed(0)
+    model = SmallResNet().eval()
+    randomize_bn(model)
+    graph = InferenceGraph(model)
+    x = engine.randn(3, 3, 11, 13)
+    with engine.no_grad():
+        ref = model(x).numpy()
+    first, second = graph(x), graph(x)
+    assert_close(first.numpy(), ref, 1e-6, "traced run")
+    assert_close(second.numpy(), ref, 1e-5, "replay")
+    assert graph.num_compiled == 1
+    text = repr(graph)
+    assert "FusedConv" in text and "BatchNorm" not in text.split("(PLAN:0)")[1]
+    graph(engine.randn(2, 3, 9, 9))
+    assert graph.num_compiled == 2
+    model.train()
+    graph(x)
+    assert graph.num_compiled == 3
+
+
+def test_folded_weights_follow_parameter_updates():
+    engine.manual_seed(1)
+    model = SmallResNet().eval()
+    graph = InferenceGraph(model)
+    x = engine.randn(2, 3, 8, 8)
+    graph(x)
+    with engine.no_grad():
+        model.conv1.weight.mul_(1.5)
+        model.bn2.running_var.mul_(2.0)
+        ref = model(x).numpy()
+    assert_close(graph(x).numpy(), ref, 1e-5, "after parameter update")
+
+
+def test_debug_prints_passes(capsys):
+    graph = InferenceGraph(SmallResNet().eval())
+    graph.debug(0)
+    graph(engine.randn(1, 3, 8, 8))
+    out = capsys.readouterr().out
+    assert "fuse_convolutions: 6 ops fused into convolutions (2 BatchNorm folded, 1 residual adds, 3 ReLUs)" in out
+    assert "eliminate_dead_ops" in out and "plan_memory" in out
+
+
+def _train(model, optimizer, scheduler, batches, steps_acc, use_graph):
+    losses = []
+    if use_graph:
+        graph = TrainGraph(model, optimizer, scheduler)
+        graph.config.set_gradient_accumulation_steps(steps_acc)
+        for x, y in batches:
+            losses.append(graph(x, y).item())
+        return losses, graph
+    loss_fn = nn.CrossEntropyLoss()
+    for x, y in batches:
+        optimizer.zero_grad()
+        total = 0.0
+        for xs, ys in zip(x.chunk(steps_acc, 0), y.chunk(steps_acc, 0)):
+            loss = loss_fn(model(xs), ys)
+            (loss / steps_acc).backward()
+            total += loss.item()
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(total / steps_acc)
+    return losses, None
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adamw"])
+@pytest.mark.parametrize("acc", [1, 2])
+@pytest.mark.parametrize("sched", [False, True])
+def test_training_graph_equals_eager_steps(opt, acc, sched):
+    rng = np.random.default_rng(0)
+    batches = [(engine.from_numpy(rng.standard_normal((4, 3, 8, 8), dtype=np.float32)),
+                engine.from_numpy(rng.integers(0, 5, 4))) for _ in range(5)]
+    results = []
+    for use_graph in (False, True):
+        engine.manual_seed(0)
+        model = SmallResNet().train()
+        if opt == "sgd":
+            optimizer = engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        else:
+            optimizer = engine.optim.AdamW(model.parameters(), lr=0.01)
+        scheduler = engine.optim.lr_scheduler.StepLR(optimizer, 2, 0.5) if sched else None
+        losses, graph = _train(model, optimizer, scheduler, batches, acc, use_graph)
+        results.append((losses, model.state_dict(), optimizer.state_dict(), graph))
+    (eager_losses, eager_sd, eager_opt, _), (graph_losses, graph_sd, graph_opt, graph) = results
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5)
+    for k in eager_sd:
+        assert_close(graph_sd[k].numpy(), eager_sd[k].numpy(), 1e-5, k)
+    assert graph.num_compiled == 1
+    state = graph.state_dict()
+    assert set(state) >= {"model", "optimizer_0"} and state["optimizer_0"]["state"]
+    assert optimizer_lr(graph_opt) == optimizer_lr(eager_opt)
+
+
+def optimizer_lr(state):
+    return [g["lr"] for g in state["param_groups"]]
+
+
+def test_nested_inputs_and_outputs():
+    class DictGraph(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+
+        def build(self, batch):
+            a = self.lin(batch["x"])
+            return {"out": a, "both": (a * 2, batch["pair"][1] + 1)}
+
+    g = DictGraph()
+    batch = {"x": engine.randn(2, 4), "pair": [engine.randn(3), engine.randn(2)]}
+    first = g(batch)
+    second = g(batch)
+    assert set(second) == {"out", "both"} and isinstance(second["both"], tuple)
+    assert_close(second["both"][0].numpy(), first["both"][0].numpy(), 1e-6)
+    assert_close(second["both"][1].numpy(), batch["pair"][1].numpy() + 1, 1e-6)
+
+
+def test_value_dependent_control_flow_is_refused_with_the_line():
+    class Branchy(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def build(self, x):
+            y = self.lin(x)
+            if y.sum() > 0:
+                return y
+            return -y
+
+    with pytest.raises(RuntimeError, match=r"reads the value of a tensor computed in the graph \(bool\(\)\) "
+                                           r"at .*test_graph.py:\d+: `if y.sum\(\) > 0:`"):
+        Branchy()(engine.randn(2, 4))
+
+
+def test_save_and_load_runs_without_the_model_class(tmp_path):
+    engine.manual_seed(2)
+    model = SmallResNet().eval()
+    randomize_bn(model)
+    graph = InferenceGraph(model)
+    x = engine.randn(2, 3, 10, 10)
+    expected = graph(x).numpy()
+    path = str(tmp_path / "small.graph.safetensors")
+    graph.save(path)
+    loaded = nn.Graph.load(path)
+    assert "FusedConv" in repr(loaded)
+    assert_close(loaded(x).numpy(), expected, 1e-6, "loaded graph")
+    with open(path, "rb") as f:
+        assert b"pickle" not in f.read(64)
+
+
+def test_config_switches():
+    graph = InferenceGraph(SmallResNet().eval())
+    with pytest.warns(UserWarning, match="enable_amp does nothing on the CPU"):
+        graph.config.enable_amp(True)
+    graph.config.allow_fuse_add_to_output(False)
+    graph.config.allow_fuse_model_update_ops(True)
+    graph.debug(0)
+    graph(engine.randn(1, 3, 8, 8))
+    assert graph.num_compiled == 1
+    with pytest.raises(ValueError, match="gradient accumulation steps must be >= 1"):
+        graph.config.set_gradient_accumulation_steps(0)
