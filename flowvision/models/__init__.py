@@ -8,5 +8,8 @@ from ._helpers import adapt_input_conv, load_checkpoint, load_state_dict
 from .registry import (ModelCreator, create_model, get_model, is_model, is_model_pretrained, list_models,
                        list_modules, model_entrypoint, register_model)
 from .resnet import *  # noqa: F401,F403
+from .mobilenetv2 import *  # noqa: F401,F403
+from .mobilenetv3 import *  # noqa: F401,F403
+from .vgg import *  # noqa: F401,F403
 from .weights import *  # noqa: F401,F403
-from . import resnet  # noqa: F401
+from . import mobilenetv2, mobilenetv3, resnet, segmentation, vgg  # noqa: F401

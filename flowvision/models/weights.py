@@ -22,8 +22,8 @@ from PIL import Image
 
 import engine
 
-__all__ = ["Weights", "WeightsEnum", "ImageClassification", "get_model_weights", "get_weight",
-           "list_pretrained", "resolve_weights", "load_pretrained", "URL_BASE", "ENV_URL_BASE",
+__all__ = ["Weights", "WeightsEnum", "ImageClassification", "SemanticSegmentation", "get_model_weights",
+           "get_weight", "list_pretrained", "resolve_weights", "load_pretrained", "URL_BASE", "ENV_URL_BASE",
            "ENV_MANIFEST"]
 
 URL_BASE = "https://download.pytorch.org/models/"
@@ -56,6 +56,24 @@ def _record(model, tag):
     return record
 
 
+def _as_rgb_image(image):
+    """A PIL image or HxWxC uint8 array as an RGB PIL image."""
+    if isinstance(image, np.ndarray):
+        image = Image.fromarray(image)
+    if not isinstance(image, Image.Image):
+        raise TypeError(f"expected a PIL image or an HxWxC uint8 array, got {type(image).__name__}")
+    return image.convert("RGB")
+
+
+def _resize_short_side(image, size, resample):
+    """``image`` (converted to RGB) resized so its shorter side is ``size``, keeping the aspect ratio."""
+    image = _as_rgb_image(image)
+    width, height = image.size
+    short, long = (width, height) if width <= height else (height, width)
+    new_short, new_long = size, int(size * long / short)
+    return image.resize((new_short, new_long) if width <= height else (new_long, new_short), resample)
+
+
 class ImageClassification:
     """ImageNet preprocessing for PIL images: resize the short side, center crop, scale to [0, 1], normalize.
 
@@ -73,16 +91,8 @@ class ImageClassification:
 
     def _array(self, image):
         """One image as a normalized (3, crop, crop) float32 array."""
-        if isinstance(image, np.ndarray):
-            image = Image.fromarray(image)
-        if not isinstance(image, Image.Image):
-            raise TypeError(f"expected a PIL image or an HxWxC uint8 array, got {type(image).__name__}")
-        image = image.convert("RGB")
-        width, height = image.size
-        short, long = (width, height) if width <= height else (height, width)
-        new_short, new_long = self.resize_size, int(self.resize_size * long / short)
-        size = (new_short, new_long) if width <= height else (new_long, new_short)
-        image = image.resize(size, self._resample)
+        image = _resize_short_side(image, self.resize_size, self._resample)
+        size = image.size
         left = int(round((size[0] - self.crop_size) / 2.0))
         top = int(round((size[1] - self.crop_size) / 2.0))
         image = image.crop((left, top, left + self.crop_size, top + self.crop_size))
@@ -99,6 +109,40 @@ class ImageClassification:
                 f"    mean={[round(float(v), 3) for v in self.mean.ravel()]}\n"
                 f"    std={[round(float(v), 3) for v in self.std.ravel()]}\n"
                 f"    interpolation={self.interpolation}\n)")
+
+
+class SemanticSegmentation:
+    """Segmentation preprocessing for PIL images: resize the short side, scale to [0, 1], normalize (no crop).
+
+    Returns a float32 ``(3, H, W)`` tensor; a list of images of one resized size gives a batch.
+    """
+
+    def __init__(self, resize_size, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), interpolation="bilinear"):
+        self.resize_size = int(resize_size)
+        self.mean = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
+        self.std = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
+        self.interpolation = interpolation
+        self._resample = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}[interpolation]
+
+    def _array(self, image):
+        """One image as a normalized (3, H, W) float32 array."""
+        image = _resize_short_side(image, self.resize_size, self._resample)
+        array = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
+        return (array - self.mean) / self.std
+
+    def __call__(self, image):
+        if isinstance(image, (list, tuple)):
+            return engine.from_numpy(np.stack([self._array(i) for i in image]).astype(np.float32))
+        return engine.from_numpy(self._array(image).astype(np.float32))
+
+    def __repr__(self):
+        return (f"SemanticSegmentation(\n    resize_size=[{self.resize_size}]\n"
+                f"    mean={[round(float(v), 3) for v in self.mean.ravel()]}\n"
+                f"    std={[round(float(v), 3) for v in self.std.ravel()]}\n"
+                f"    interpolation={self.interpolation}\n)")
+
+
+_TRANSFORMS = {"ImageClassification": ImageClassification, "SemanticSegmentation": SemanticSegmentation}
 
 
 class Weights:
@@ -133,13 +177,15 @@ class Weights:
         """torchvision-style metadata: categories, num_params, metrics, preprocessing, license..."""
         record = self.record
         meta = {k: v for k, v in record.items() if k not in ("url", "categories")}
-        meta.update(categories=_categories(record["categories"]), _metrics=record["metrics"],
+        categories = _categories(record["categories"]) if record["categories"] else None
+        meta.update(categories=categories, _metrics=record["metrics"],
                     _ops=record.get("gflops"), _file_size=record.get("file_size_mb"))
         return meta
 
     def transforms(self):
         """The preprocessing these weights were evaluated with (a callable on PIL images)."""
-        return ImageClassification(**self.record["preprocessing"])
+        record = self.record
+        return _TRANSFORMS[record.get("transforms", "ImageClassification")](**record["preprocessing"])
 
     def get_state_dict(self, progress=True, check_hash=True):
         """The checkpoint as a dict of engine tensors, downloaded and cached by ``flowvision.hub``."""

@@ -1,0 +1,51 @@
+"""Small helpers shared by model families: channel rounding and ``IntermediateLayerGetter``."""
+from collections import OrderedDict
+
+from engine import nn
+
+__all__ = ["IntermediateLayerGetter", "_make_divisible"]
+
+
+def _make_divisible(v, divisor, min_value=None):
+    """``v`` rounded to the nearest multiple of ``divisor`` (at least ``min_value``), never more than 10% below ``v``.
+
+    Keeps channel counts hardware-friendly when widths are scaled (MobileNet's ``width_mult``).
+    """
+    if min_value is None:
+        min_value = divisor
+    new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+    if new_v < 0.9 * v:
+        new_v += divisor
+    return new_v
+
+
+class IntermediateLayerGetter(nn.ModuleDict):
+    """The top-level children of ``model`` up to the last one named in ``return_layers``.
+
+    ``forward`` runs them in order and returns an ordered dict ``{return_layers[name]: output}``;
+    the children keep their names, so state_dict keys are those of ``model``.
+    """
+
+    def __init__(self, model, return_layers):
+        children = [name for name, _ in model.named_children()]
+        if not set(return_layers).issubset(children):
+            raise ValueError(f"return_layers are not present in model: {sorted(set(return_layers) - set(children))} "
+                             f"not in {children}")
+        orig_return_layers = return_layers
+        wanted = {str(k): str(v) for k, v in return_layers.items()}
+        layers = OrderedDict()
+        for name, module in model.named_children():
+            layers[name] = module
+            wanted.pop(name, None)
+            if not wanted:
+                break
+        super().__init__(layers)
+        self.return_layers = orig_return_layers
+
+    def forward(self, x):
+        out = OrderedDict()
+        for name, module in self.items():
+            x = module(x)
+            if name in self.return_layers:
+                out[self.return_layers[name]] = x
+        return out

@@ -1,0 +1,173 @@
+"""VGG (Simonyan & Zisserman 2014, "Very Deep Convolutional Networks for Large-Scale Image Recognition").
+
+Configurations A, B, D and E (VGG-11/13/16/19), with or without batch norm. Module names,
+state_dict keys and initialisation follow torchvision, so its checkpoints load directly; the
+model API (``forward_features``, ``forward_head``, ``reset_classifier``, ``in_chans``) follows timm.
+"""
+import engine as torch
+from engine import nn
+
+from ._helpers import build_model
+from .registry import register_model
+
+__all__ = ["VGG", "make_layers"]
+
+# output channels of each 3x3 conv; "M" is a 2x2 max pool
+cfgs = {
+    "A": [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "B": [64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"],
+    "D": [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"],
+    "E": [64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M", 512, 512, 512, 512, "M"],
+}
+
+
+def make_layers(cfg, batch_norm=False, in_chans=3):
+    """The convolutional trunk of a configuration: 3x3 convs (each with optional BN) and ReLU, max pools between."""
+    layers = []
+    in_channels = in_chans
+    for v in cfg:
+        if v == "M":
+            layers.append(nn.MaxPool2d(kernel_size=2, stride=2))
+            continue
+        layers.append(nn.Conv2d(in_channels, v, kernel_size=3, padding=1))
+        if batch_norm:
+            layers.append(nn.BatchNorm2d(v))
+        layers.append(nn.ReLU(inplace=True))
+        in_channels = v
+    return nn.Sequential(*layers)
+
+
+class VGG(nn.Module):
+    """A convolutional trunk, adaptive pooling to 7x7 and three fully connected layers with dropout.
+
+    ``num_classes=0`` replaces the last linear layer with an identity (the 4096 pre-logits).
+    """
+
+    default_cfg = {"first_conv": "features.0", "classifier": "classifier.6"}
+
+    def __init__(self, features, num_classes=1000, init_weights=True, dropout=0.5):
+        super().__init__()
+        self.num_classes = num_classes
+        self.num_features = 4096
+        self.features = features
+        self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
+        self.classifier = nn.Sequential(
+            nn.Linear(512 * 7 * 7, 4096),
+            nn.ReLU(True),
+            nn.Dropout(p=dropout),
+            nn.Linear(4096, 4096),
+            nn.ReLU(True),
+            nn.Dropout(p=dropout),
+            self._linear(num_classes),
+        )
+        if init_weights:
+            self._init_weights()
+
+    def _init_weights(self):
+        """Kaiming-normal (fan_out, ReLU) convolutions, unit/zero norms, N(0, 0.01) linear layers."""
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+                if m.bias is not None:
+                    nn.init.constant_(m.bias, 0)
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+            elif isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0, 0.01)
+                nn.init.constant_(m.bias, 0)
+
+    def _linear(self, num_classes):
+        """The final linear layer (N(0, 0.01) init), or an identity when ``num_classes`` is 0."""
+        if num_classes <= 0:
+            return nn.Identity()
+        linear = nn.Linear(self.num_features, num_classes)
+        nn.init.normal_(linear.weight, 0, 0.01)
+        nn.init.constant_(linear.bias, 0)
+        return linear
+
+    def get_classifier(self):
+        """The final linear layer."""
+        return self.classifier[6]
+
+    def reset_classifier(self, num_classes):
+        """Replace the final linear layer with a fresh one for ``num_classes`` (0: return the pre-logits)."""
+        self.num_classes = num_classes
+        self.classifier[6] = self._linear(num_classes)
+
+    def forward_features(self, x):
+        """The trunk's feature map (N, 512, H/32, W/32)."""
+        return self.features(x)
+
+    def forward_head(self, x, pre_logits=False):
+        """Pool to 7x7, flatten, the two hidden layers; then the final linear layer unless ``pre_logits``."""
+        x = self.avgpool(x)
+        x = torch.flatten(x, 1)
+        for layer in list(self.classifier)[:6]:
+            x = layer(x)
+        return x if pre_logits else self.classifier[6](x)
+
+    def forward(self, x):
+        x = self.forward_features(x)
+        x = self.forward_head(x)
+        return x
+
+
+def _vgg(cfg, batch_norm, in_chans=3, **kwargs):
+    """A VGG of configuration ``cfg`` (the model class for ``build_model``, which passes ``in_chans``)."""
+    return VGG(make_layers(cfgs[cfg], batch_norm, in_chans), **kwargs)
+
+
+def _create_vgg(variant, cfg, batch_norm, pretrained, progress, **kwargs):
+    """Build a registered VGG variant; with pretrained weights the random init is skipped (they overwrite it)."""
+    if pretrained or kwargs.get("weights") is not None:
+        kwargs.setdefault("init_weights", False)
+    return build_model(_vgg, variant, pretrained, progress=progress, cfg=cfg, batch_norm=batch_norm, **kwargs)
+
+
+@register_model
+def vgg11(pretrained=False, progress=True, **kwargs):
+    """VGG-11 (configuration A)."""
+    return _create_vgg("vgg11", "A", False, pretrained, progress, **kwargs)
+
+
+@register_model
+def vgg11_bn(pretrained=False, progress=True, **kwargs):
+    """VGG-11 (configuration A) with batch normalization."""
+    return _create_vgg("vgg11_bn", "A", True, pretrained, progress, **kwargs)
+
+
+@register_model
+def vgg13(pretrained=False, progress=True, **kwargs):
+    """VGG-13 (configuration B)."""
+    return _create_vgg("vgg13", "B", False, pretrained, progress, **kwargs)
+
+
+@register_model
+def vgg13_bn(pretrained=False, progress=True, **kwargs):
+    """VGG-13 (configuration B) with batch normalization."""
+    return _create_vgg("vgg13_bn", "B", True, pretrained, progress, **kwargs)
+
+
+@register_model
+def vgg16(pretrained=False, progress=True, **kwargs):
+    """VGG-16 (configuration D)."""
+    return _create_vgg("vgg16", "D", False, pretrained, progress, **kwargs)
+
+
+@register_model
+def vgg16_bn(pretrained=False, progress=True, **kwargs):
+    """VGG-16 (configuration D) with batch normalization."""
+    return _create_vgg("vgg16_bn", "D", True, pretrained, progress, **kwargs)
+
+
+@register_model
+def vgg19(pretrained=False, progress=True, **kwargs):
+    """VGG-19 (configuration E)."""
+    return _create_vgg("vgg19", "E", False, pretrained, progress, **kwargs)
+
+
+@register_model
+def vgg19_bn(pretrained=False, progress=True, **kwargs):
+    """VGG-19 (configuration E) with batch normalization."""
+    return _create_vgg("vgg19_bn", "E", True, pretrained, progress, **kwargs)
