@@ -3,9 +3,10 @@
 Constructor arguments, submodule order and names match ``torchvision.ops.misc``, so state_dict keys
 of models built from them (MobileNet, EfficientNet, detection heads) equal torchvision's.
 """
+import engine
 from engine import nn
 
-__all__ = ["ConvNormActivation", "Conv2dNormActivation", "SqueezeExcitation"]
+__all__ = ["ConvNormActivation", "Conv2dNormActivation", "SqueezeExcitation", "FrozenBatchNorm2d", "MLP", "Permute"]
 
 
 class ConvNormActivation(nn.Sequential):
@@ -77,3 +78,60 @@ class SqueezeExcitation(nn.Module):
     def forward(self, input):
         scale = self._scale(input)
         return scale * input
+
+
+class FrozenBatchNorm2d(nn.Module):
+    """BatchNorm2d with fixed statistics and affine parameters, all buffers (detection backbones).
+
+    Checkpoints of a trained ``BatchNorm2d`` load into it: their ``num_batches_tracked`` is dropped.
+    """
+
+    def __init__(self, num_features, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.register_buffer("weight", engine.ones(num_features))
+        self.register_buffer("bias", engine.zeros(num_features))
+        self.register_buffer("running_mean", engine.zeros(num_features))
+        self.register_buffer("running_var", engine.ones(num_features))
+
+    def _upgrade_state_dict(self, state_dict, prefix, version):
+        """Drop the batch counter a BatchNorm2d checkpoint carries; this layer never counts."""
+        state_dict.pop(prefix + "num_batches_tracked", None)
+
+    def forward(self, x):
+        scale = self.weight.reshape(1, -1, 1, 1) * (self.running_var.reshape(1, -1, 1, 1) + self.eps).rsqrt()
+        bias = self.bias.reshape(1, -1, 1, 1) - self.running_mean.reshape(1, -1, 1, 1) * scale
+        return x * scale + bias
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}({self.weight.shape[0]}, eps={self.eps})"
+
+
+class MLP(nn.Sequential):
+    """Linear layers of widths ``hidden_channels``, each but the last followed by norm, activation and dropout."""
+
+    def __init__(self, in_channels, hidden_channels, norm_layer=None, activation_layer=nn.ReLU, inplace=None,
+                 bias=True, dropout=0.0):
+        params = {} if inplace is None else {"inplace": inplace}
+        layers, in_dim = [], in_channels
+        for hidden_dim in hidden_channels[:-1]:
+            layers.append(nn.Linear(in_dim, hidden_dim, bias=bias))
+            if norm_layer is not None:
+                layers.append(norm_layer(hidden_dim))
+            layers.append(activation_layer(**params))
+            layers.append(nn.Dropout(dropout, **params))
+            in_dim = hidden_dim
+        layers.append(nn.Linear(in_dim, hidden_channels[-1], bias=bias))
+        layers.append(nn.Dropout(dropout, **params))
+        super().__init__(*layers)
+
+
+class Permute(nn.Module):
+    """``input.permute(*dims)`` as a layer (channels-last blocks)."""
+
+    def __init__(self, dims):
+        super().__init__()
+        self.dims = dims
+
+    def forward(self, x):
+        return engine.permute(x, self.dims)

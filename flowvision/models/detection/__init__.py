@@ -1,0 +1,1 @@
+"""Object detection models (torchvision.models.detection): Faster/Mask/Keypoint R-CNN, RetinaNet, FCOS, SSD."""

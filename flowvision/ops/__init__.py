@@ -1,0 +1,19 @@
+"""Detection and vision operators (torchvision.ops): boxes, NMS, RoI pooling, FPN, losses, layers."""
+from ._utils import convert_boxes_to_roi_format
+from .boxes import (batched_nms, box_area, box_convert, box_iou, clip_boxes_to_image, complete_box_iou,
+                    distance_box_iou, generalized_box_iou, masks_to_boxes, nms, remove_small_boxes)
+from .ciou_loss import complete_box_iou_loss
+from .diou_loss import distance_box_iou_loss
+from .feature_pyramid_network import FeaturePyramidNetwork
+from .focal_loss import sigmoid_focal_loss
+from .giou_loss import generalized_box_iou_loss
+from .misc import MLP, Conv2dNormActivation, FrozenBatchNorm2d, Permute, SqueezeExcitation
+from .poolers import MultiScaleRoIAlign
+from .roi_align import RoIAlign, roi_align
+from .roi_pool import RoIPool, roi_pool
+
+__all__ = ["masks_to_boxes", "nms", "batched_nms", "remove_small_boxes", "clip_boxes_to_image", "box_convert",
+           "box_area", "box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou", "roi_align",
+           "RoIAlign", "roi_pool", "RoIPool", "MultiScaleRoIAlign", "FeaturePyramidNetwork", "sigmoid_focal_loss",
+           "generalized_box_iou_loss", "distance_box_iou_loss", "complete_box_iou_loss", "FrozenBatchNorm2d",
+           "Conv2dNormActivation", "SqueezeExcitation", "MLP", "Permute", "convert_boxes_to_roi_format"]
