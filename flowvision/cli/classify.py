@@ -71,6 +71,14 @@ def _check_model(name):
         raise CLIError(str(e), EXIT_UNKNOWN_MODEL) from None
 
 
+def _check_classifier(model, reference):
+    """Fail unless ``reference`` (the weights used for preprocessing) are an image classifier's."""
+    if reference is not None and not any("acc@1" in m for m in reference.meta["_metrics"].values()):
+        raise CLIError(f"{model} is not an image classifier ({reference!r} report "
+                       f"{', '.join(reference.meta['_metrics'])} metrics); pick one from `flowvision models`",
+                       EXIT_UNKNOWN_MODEL)
+
+
 def _default_weights(model):
     """The model's DEFAULT weights, or None when it has no published weights."""
     from flowvision.models import get_model_weights, list_pretrained
@@ -85,16 +93,19 @@ def _looks_like_path(value):
 
 def choose_weights(model, value):
     """(weights enum member or None, checkpoint path or None) for the --weights value ``value``."""
-    from flowvision.models import resolve_weights
+    from flowvision.models import list_pretrained, resolve_weights
 
     if _looks_like_path(value):
         if not os.path.isfile(value):
             raise CLIError(f"checkpoint file not found: '{value}'", EXIT_FILE_NOT_FOUND)
         return None, value
+    if model not in list_pretrained():
+        raise CLIError(f"{model} has no published weights: pass --weights PATH with a local checkpoint "
+                       "(`flowvision models --pretrained` lists the models that have some)", EXIT_BAD_WEIGHTS)
     try:
         return resolve_weights(model, weights=value), None
     except ValueError as e:
-        raise CLIError(f"bad --weights '{value}': {e}", EXIT_BAD_WEIGHTS) from None
+        raise CLIError(f"bad --weights: {e}", EXIT_BAD_WEIGHTS) from None
 
 
 def graph_base():
@@ -226,8 +237,11 @@ def probabilities(runner, arrays, batch_size):
     rows = []
     with engine.no_grad():
         for start in tqdm(starts, desc="classifying", unit="batch", disable=len(starts) < 2, file=sys.stderr):
-            logits = runner(engine.from_numpy(np.stack(arrays[start:start + batch_size]))).numpy()
-            logits = logits.astype(np.float64)
+            logits = runner(engine.from_numpy(np.stack(arrays[start:start + batch_size])))
+            if not isinstance(logits, engine.Tensor) or logits.ndim != 2:
+                raise CLIError(f"the model is not an image classifier: it returned {type(logits).__name__} "
+                               f"{list(getattr(logits, 'shape', []))}, not (batch, classes) logits", EXIT_UNKNOWN_MODEL)
+            logits = logits.numpy().astype(np.float64)
             exp = np.exp(logits - logits.max(axis=1, keepdims=True))
             rows.append(exp / exp.sum(axis=1, keepdims=True))
     return np.concatenate(rows)
@@ -252,6 +266,7 @@ def run(args):
     weights, checkpoint = choose_weights(args.model, args.weights)
     base = graph_base() if args.graph else None
     reference = weights or _default_weights(args.model)
+    _check_classifier(args.model, reference)
     preprocess = reference.transforms() if reference else ImageClassification(crop_size=224)
     arrays = [preprocess(read_image(path)).numpy() for path in paths]
     model = load_checkpoint(args.model, checkpoint) if checkpoint else load_pretrained(args.model, weights)

@@ -4,7 +4,8 @@
 
 PATTERN is a shell-style wildcard (resnet1*, *resnext*); one without wildcards matches names that
 contain it. --pretrained keeps the models with published weights. The default tag of each
-model is marked with '*'; acc@1/acc@5 are the published ImageNet-1K figures of those weights.
+model is marked with '*'; acc@1/acc@5 are the published ImageNet-1K figures of those weights,
+other metrics those of other tasks (e.g. mIoU of segmentation weights).
 """
 import difflib
 
@@ -24,14 +25,29 @@ def _as_filter(pattern):
     return f"*{pattern}*"
 
 
+def _number(value):
+    """A metric for the table: three decimals, '-' when unknown."""
+    return "-" if value is None or value != value else f"{value:.3f}"
+
+
+def _metrics(meta):
+    """(acc@1, acc@5, the other metrics as 'name value' pairs) of a weights' published metrics."""
+    acc1 = acc5 = None
+    others = []
+    for dataset in meta["_metrics"].values():
+        acc1, acc5 = dataset.get("acc@1", acc1), dataset.get("acc@5", acc5)
+        others += [f"{k} {v:g}" for k, v in dataset.items() if k not in ("acc@1", "acc@5")]
+    return _number(acc1), _number(acc5), ", ".join(others)
+
+
 def rows(names):
-    """One row per (model, weight tag): name, tag (default starred), acc@1, acc@5, params (M); '-' without weights."""
+    """One row per (model, weight tag): name, tag (default starred), acc@1, acc@5, params (M), other metrics."""
     from flowvision.models import get_model_weights, list_pretrained
 
     table = []
     for name in names:
         if name not in list_pretrained():
-            table.append((name, "-", "-", "-", "-"))
+            table.append((name, "-", "-", "-", "-", ""))
             continue
         weights_enum = get_model_weights(name)
         default = weights_enum.DEFAULT.name
@@ -39,19 +55,19 @@ def rows(names):
             if tag == "DEFAULT":
                 continue
             meta = member.meta
-            metrics = next(iter(meta["_metrics"].values()), {})
-            accuracy = [f"{metrics[k]:.3f}" if k in metrics else "-" for k in ("acc@1", "acc@5")]
-            table.append((name, tag + (" *" if tag == default else ""), *accuracy, f"{meta['num_params'] / 1e6:.1f}"))
+            acc1, acc5, others = _metrics(meta)
+            table.append((name, tag + (" *" if tag == default else ""), acc1, acc5,
+                          f"{meta['num_params'] / 1e6:.1f}", others))
     return table
 
 
 def format_table(table):
-    """``table`` under a header, in left-aligned columns (numbers right-aligned)."""
-    header = ("model", "weights", "acc@1", "acc@5", "params (M)")
+    """``table`` under a header, in aligned columns (numbers right-aligned)."""
+    header = ("model", "weights", "acc@1", "acc@5", "params (M)", "other metrics")
     widths = [max(len(str(row[i])) for row in (header, *table)) for i in range(len(header))]
     lines = []
     for row in (header, *table):
-        cells = [str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [str(c).rjust(w) if 2 <= i <= 4 else str(c).ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 

@@ -1,0 +1,252 @@
+"""The flowvision command: classify vs torchvision on served weights, models listing, every error path, delegation."""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torchvision
+from PIL import Image
+
+import engine
+from flowvision import hub
+from flowvision.cli import bench as bench_cli
+from flowvision.cli import main
+from flowvision.cli.classify import ASSETS_DIR
+from flowvision.models import list_models
+from flowvision.models import weights as W
+from http_server import FileServer
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COFFEE = os.path.join(REPO, "tests", "data", "images", "coffee.png")
+CHELSEA = os.path.join(ASSETS_DIR, "chelsea.png")
+FILE_NAME = "resnet18-f37072fd.pth"
+
+
+def _randomized_resnet18(num_classes=1000):
+    """A seeded torchvision resnet18 with random BN statistics and a widened classifier (clear top-k gaps)."""
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(num_classes=num_classes).eval()
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.1, 0.1)
+                module.running_var.uniform_(0.5, 1.5)
+        model.fc.weight.mul_(5)
+    return model
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """resnet18 weights served from a local HTTP server under the manifest's file name; an empty cache."""
+    tmp = tmp_path_factory.mktemp("cli")
+    reference = _randomized_resnet18()
+    checkpoint = tmp / "resnet18.pth"
+    torch.save(reference.state_dict(), checkpoint)
+    data = checkpoint.read_bytes()
+    overlay = tmp / "overlay.json"
+    overlay.write_text(json.dumps({"resnet18": {"IMAGENET1K_V1": {
+        "sha256": hashlib.sha256(data).hexdigest(), "sha256_is_prefix": False}}}))
+    patch = pytest.MonkeyPatch()
+    with FileServer() as server:
+        server.files[FILE_NAME] = data
+        patch.setenv(W.ENV_URL_BASE, server.base_url)
+        patch.setenv(W.ENV_MANIFEST, str(overlay))
+        patch.setenv(hub.ENV_HOME, str(tmp / "home"))
+        patch.delenv(hub.ENV_OFFLINE, raising=False)
+        patch.chdir(tmp)  # no chelsea.png here: the shipped photo is used
+        hub.set_dir(None)
+        yield reference, server, checkpoint
+    patch.undo()
+
+
+def _expected(reference, path, k):
+    """(class index, probability) of torchvision's top-k on ``path`` preprocessed by torchvision."""
+    x = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.transforms()(Image.open(path).convert("RGB"))
+    with torch.no_grad():
+        logits = reference(x[None]).double()[0]
+    top, indices = logits.topk(k + 1)
+    assert (top[:-1] - top[1:]).min() > 1e-3, "the reference's top-k is too close to call"
+    return indices[:k].tolist(), torch.softmax(logits, 0)[indices[:k]].tolist()
+
+
+def _parse(out):
+    """{image path: [(class index, probability, name), ...]} from classify's output."""
+    results, current = {}, None
+    for line in out.splitlines()[1:]:
+        fields = line.split()
+        if not line.startswith(" "):
+            current = results.setdefault(line, [])
+        elif fields[0].isdigit():
+            current.append((int(fields[2]), float(fields[1]), " ".join(fields[3:])))
+    return results
+
+
+def _run(capsys, *argv):
+    """(exit code, stdout, stderr) of ``flowvision argv...`` run in-process."""
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _check(result, code, pattern):
+    """``result`` failed with ``code`` and one ``error:`` line matching ``pattern`` (no traceback)."""
+    import re
+
+    actual_code, _, err = result
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert actual_code == code, err
+    errors = [line for line in lines if line.startswith("error: ")]
+    assert len(errors) == 1 and lines[-1] == errors[0] and "Traceback" not in err, err
+    assert re.search(pattern, errors[0]), errors[0]
+
+
+def _check_against(reference, results, paths, k):
+    """Every image's printed top-k equals torchvision's: same classes, probabilities within 1e-4."""
+    categories = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["categories"]
+    assert list(results) == paths
+    for path in paths:
+        indices, values = _expected(reference, path, k)
+        assert [r[0] for r in results[path]] == indices
+        assert max(abs(r[1] - v) for r, v in zip(results[path], values)) < 1e-4
+        assert [r[2] for r in results[path]] == [categories[i] for i in indices]
+
+
+def test_classify_matches_torchvision(served, capsys):
+    reference, server, _ = served
+    code, out, err = _run(capsys, "classify", "chelsea.png", COFFEE, "--model", "resnet18", "--topk", "3",
+                          "--batch-size", "1")
+    assert code == 0, err
+    assert out.splitlines()[0] == "resnet18 with ResNet18_Weights.IMAGENET1K_V1"
+    _check_against(reference, _parse(out), [CHELSEA, COFFEE], 3)
+    assert FILE_NAME in err and "classifying" in err  # progress bars: the download, then the batches
+    code, out, _ = _run(capsys, "classify", "chelsea", "--model", "resnet18", "--weights", "IMAGENET1K_V1")
+    assert code == 0
+    _check_against(reference, _parse(out), [CHELSEA], 5)
+    assert len(server.requests) == 1  # the second run read the cache
+
+
+def test_classify_local_checkpoints(served, capsys, tmp_path):
+    reference, _, checkpoint = served
+    converted = tmp_path / "resnet18.safetensors"
+    code, out, err = _run(capsys, "convert", str(checkpoint), "--model", "resnet18", "-o", str(converted))
+    assert code == 0 and "wrote" in out, err
+    for path in (checkpoint, converted):
+        code, out, err = _run(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(path), "--topk", "4")
+        assert code == 0, err
+        assert out.splitlines()[0] == f"resnet18 with {path}"
+        _check_against(reference, _parse(out), [COFFEE], 4)
+    ten = _randomized_resnet18(num_classes=10)
+    torch.save({"state_dict": ten.state_dict()}, tmp_path / "ten.pth")
+    code, out, err = _run(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(tmp_path / "ten.pth"),
+                          "--topk", "20")
+    assert code == 0, err
+    rows = _parse(out)[COFFEE]
+    indices, _ = _expected(ten, COFFEE, 9)
+    assert len(rows) == 10 and [r[0] for r in rows[:9]] == indices
+    assert rows[0][2] == f"class {indices[0]}"
+
+
+def test_graph_flag(served, capsys):
+    if not hasattr(engine.nn, "Graph"):
+        _check(_run(capsys, "classify", "chelsea.png", "--model", "resnet18", "--graph"), 9,
+               r"--graph needs engine\.nn\.Graph")
+        return
+    reference = served[0]
+    code, out, err = _run(capsys, "classify", "chelsea.png", COFFEE, "--model", "resnet18", "--graph", "--topk", "3")
+    assert code == 0, err
+    _check_against(reference, _parse(out), [CHELSEA, COFFEE], 3)
+
+
+def test_models_listing(capsys):
+    code, out, _ = _run(capsys, "models", "resnet1*")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["model", "weights", "acc@1", "acc@5", "params", "(M)", "other", "metrics"]
+    assert lines[1].split() == ["resnet18", "IMAGENET1K_V1", "*", "69.758", "89.078", "11.7"]
+    assert {line.split()[0] for line in lines[1:]} == {"resnet18", "resnet101", "resnet152"}
+    assert ["resnet101", "IMAGENET1K_V1", "77.374", "93.546", "44.5"] in [line.split() for line in lines]
+    code, out, _ = _run(capsys, "models", "wide_resnet", "--pretrained")  # no wildcard: names containing it
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert code == 0 and [r[:2] for r in rows] == [["wide_resnet50_2", "IMAGENET1K_V1"], ["wide_resnet50_2", "IMAGENET1K_V2"],
+                                                  ["wide_resnet101_2", "IMAGENET1K_V1"], ["wide_resnet101_2", "IMAGENET1K_V2"]]
+    assert rows[1][2:6] == ["*", "81.602", "95.758", "68.9"]
+    code, out, _ = _run(capsys, "models")
+    assert code == 0 and {line.split()[0] for line in out.splitlines()[1:]} == set(list_models())
+    code, out, _ = _run(capsys, "models", "--pretrained")
+    assert all(line.split()[1] != "-" for line in out.splitlines()[1:])
+    _check(_run(capsys, "models", "resnt50"), 5, r"no model matches 'resnt50'\. Did you mean: resnet50")
+
+
+def test_error_paths(served, capsys, tmp_path):
+    (tmp_path / "bad.png").write_bytes(b"not an image")
+    (tmp_path / "bad.pth").write_bytes(b"not a checkpoint")
+    (tmp_path / "truncated.png").write_bytes(open(CHELSEA, "rb").read()[:5000])
+    cases = [
+        (["classify", "missing.png"], 3, r"image file not found: 'missing\.png' \(shipped samples: chelsea\.png\)"),
+        (["classify", str(tmp_path)], 3, r"is a directory, not an image file"),
+        (["classify", str(tmp_path / "bad.png"), "--model", "resnet18"], 4, r"cannot read '.*bad\.png' as an image"),
+        (["classify", str(tmp_path / "truncated.png"), "--model", "resnet18"], 4, r"truncated\.png' as an image"),
+        (["classify", "chelsea.png", "--model", "resnet19"], 5, r"Unknown model 'resnet19'\. Did you mean: resnet18"),
+        (["classify", "chelsea.png", "--model", "resnet18", "--weights", "IMAGENET1K_V9"], 6,
+         r"bad --weights: unknown weights 'IMAGENET1K_V9' for resnet18: choose from IMAGENET1K_V1, DEFAULT"),
+        (["classify", "chelsea.png", "--model", "resnet18", "--weights", "nowhere/r18.pth"], 3,
+         r"checkpoint file not found: 'nowhere/r18\.pth'"),
+        (["classify", "chelsea.png", "--model", "resnet18", "--weights", str(tmp_path / "bad.pth")], 6,
+         r"cannot read '.*bad\.pth' as a checkpoint"),
+        (["classify", "chelsea.png", "--model", "resnet34", "--weights", str(served[2])], 6,
+         r"does not fit resnet34: \d+ missing keys \(layer1\.2\.conv1\.weight"),
+        (["convert", str(served[2]), "--model", "resnet19"], 5, r"Unknown model 'resnet19'"),
+    ]
+    not_classifier = next((m for m in W.list_pretrained() if "acc@1" not in str(W.get_model_weights(m).DEFAULT.meta)), None)
+    if not_classifier:  # e.g. a segmentation model
+        cases.append((["classify", "chelsea.png", "--model", not_classifier], 5, f"{not_classifier} is not an image classifier"))
+    no_weights = next((m for m in list_models() if m not in W.list_pretrained()), None)
+    if no_weights:
+        cases.append((["classify", "chelsea.png", "--model", no_weights], 6,
+                      f"{no_weights} has no published weights: pass --weights PATH with a local checkpoint"))
+    for argv, code, pattern in cases:
+        _check(_run(capsys, *argv), code, pattern)
+    code, _, err = _run(capsys, "classify", "chelsea.png", "--topk", "0")
+    assert code == 2 and "--topk: must be at least 1" in err
+    assert len(served[1].requests) <= 1  # none of these downloaded anything
+
+
+def test_weights_unavailable(served, capsys, tmp_path, monkeypatch):
+    server = served[1]
+    home = tmp_path / "empty-home"
+    monkeypatch.setenv(hub.ENV_HOME, str(home))
+    monkeypatch.setenv(hub.ENV_OFFLINE, "1")
+    path = os.path.join(home, "checkpoints", FILE_NAME)
+    _check(_run(capsys, "classify", "chelsea.png", "--model", "resnet18"), 7,
+           rf"FLOWVISION_OFFLINE is set and the resnet18 weights ResNet18_Weights\.IMAGENET1K_V1 are not in the cache: "
+           rf"download {server.url(FILE_NAME)} and place it at {path} \(or set FLOWVISION_HOME to a folder")
+    monkeypatch.delenv(hub.ENV_OFFLINE)
+    server.fault = "404"
+    try:
+        _check(_run(capsys, "classify", "chelsea.png", "--model", "resnet18"), 7,
+               rf"cannot download .* \(HTTP Error 404: Not Found\) and they are not in the cache: download .* at {path}")
+        server.fault = "wrong"
+        _check(_run(capsys, "classify", "chelsea.png", "--model", "resnet18"), 8, r"arrived corrupt \(invalid hash value")
+    finally:
+        server.fault = None
+    assert not os.path.exists(path)
+
+
+def test_bench_delegates_and_needs_a_checkout(capsys, monkeypatch):
+    code, out, _ = _run(capsys, "bench", "--help")
+    assert code == 0 and out.startswith("usage: flowvision bench") and "--suite" in out
+    monkeypatch.setattr(bench_cli, "SCRIPT", "/nonexistent/scripts/bench.py")
+    _check(_run(capsys, "bench"), 9, r"flowvision bench needs a source checkout with scripts/bench\.py .* and torch")
+
+
+def test_help_version_and_module_entry_point(capsys):
+    code, out, _ = _run(capsys, "--version")
+    assert code == 0 and out.strip() == "flowvision 0.1.0"
+    code, out, _ = _run(capsys, "convert", "--help")
+    assert code == 0 and "--verify" in out
+    result = subprocess.run([sys.executable, "-m", "flowvision", "--help"], capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    for command in ("classify", "models", "convert", "bench"):
+        assert f"    {command} " in result.stdout
