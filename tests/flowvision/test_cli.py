@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -93,8 +94,6 @@ def _run(capsys, *argv):
 
 def _check(result, code, pattern):
     """``result`` failed with ``code`` and one ``error:`` line matching ``pattern`` (no traceback)."""
-    import re
-
     actual_code, _, err = result
     lines = [line for line in err.splitlines() if line.strip()]
     assert actual_code == code, err
@@ -133,11 +132,10 @@ def test_classify_local_checkpoints(served, capsys, tmp_path):
     converted = tmp_path / "resnet18.safetensors"
     code, out, err = _run(capsys, "convert", str(checkpoint), "--model", "resnet18", "-o", str(converted))
     assert code == 0 and "wrote" in out, err
-    for path in (checkpoint, converted):
-        code, out, err = _run(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(path), "--topk", "4")
-        assert code == 0, err
-        assert out.splitlines()[0] == f"resnet18 with {path}"
-        _check_against(reference, _parse(out), [COFFEE], 4)
+    code, out, err = _run(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(converted), "--topk", "4")
+    assert code == 0, err
+    assert out.splitlines()[0] == f"resnet18 with {converted}"
+    _check_against(reference, _parse(out), [COFFEE], 4)
     ten = _randomized_resnet18(num_classes=10)
     torch.save({"state_dict": ten.state_dict()}, tmp_path / "ten.pth")
     code, out, err = _run(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(tmp_path / "ten.pth"),
