@@ -11,6 +11,16 @@ from numpy.lib.stride_tricks import as_strided
 _FOLD_MAX_PIXELS = 400
 _FOLD_MAX_PIXELS_1X1 = 100
 
+# Winograd F(2x2, 3x3) (Lavin & Gray 2015): a 4x4 input tile d and a 3x3 kernel g give the 2x2 outputs
+# AT [(G g G^T) * (BT d BT^T)] AT^T, 16 multiplies instead of 36.  In Kronecker form every transform
+# is one small GEMM over all tiles.  Its rounding error stays at the direct method's level (unlike
+# F(4x4, 3x3)); it pays off once channel counts make the GEMM dominate the transforms.
+_WINOGRAD_MIN_CHANNELS = 128
+_BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
+_G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
+_AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
+_KB, _KG, _KA = np.kron(_BT, _BT), np.kron(_G, _G), np.kron(_AT, _AT)
+
 ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups")
 ConvSaved.__doc__ = "What conv2d_backward needs: the input, the weight and the geometry."
 
@@ -120,8 +130,43 @@ def _from_cols_layout(y, N, OH, OW, fold):
     return np.ascontiguousarray(_nchw_view(y, N, OH, OW, fold))
 
 
+def _winograd_ok(w_shape, stride, dilation, groups):
+    """Whether a correlation with this weight shape goes through _winograd_corr."""
+    O, C, kh, kw = w_shape
+    return ((kh, kw) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and groups == 1
+            and min(O, C) >= _WINOGRAD_MIN_CHANNELS)
+
+
+def _winograd_weights(w, flip):
+    """Transformed 3x3 weights (16, O, C); flip rotates each kernel 180 degrees (data gradient)."""
+    O, C = w.shape[:2]
+    kg = _KG[:, ::-1] if flip else _KG
+    return np.matmul(kg.astype(w.dtype), w.reshape(O * C, 9).T).reshape(16, O, C)
+
+
+def _winograd_corr(x, u, pads):
+    """Stride-1 3x3 correlation of x (N,C,H,W) with transformed weights u (16, O, C), NCHW result."""
+    N, C, H, W = x.shape
+    O = u.shape[1]
+    OH, OW = H + pads[0] + pads[1] - 2, W + pads[2] + pads[3] - 2
+    th, tw = -(-OH // 2), -(-OW // 2)
+    xp = _pad_crop(x, pads[0], pads[1] + 2 * th - OH, pads[2], pads[3] + 2 * tw - OW)
+    sN, sC, sH, sW = xp.strides
+    d = _scratch(0, (4, 4, C, N, th, tw), x.dtype)
+    np.copyto(d, as_strided(xp, d.shape, (sH, sW, sC, sN, 2 * sH, 2 * sW)))
+    v = np.matmul(_KB.astype(x.dtype), d.reshape(16, -1), out=_scratch(1, (16, d.size // 16), x.dtype))
+    m = np.matmul(u, v.reshape(16, C, -1), out=_scratch(2, (16, O, N * th * tw), x.dtype))
+    t = np.matmul(_KA.astype(x.dtype), m.reshape(16, -1), out=_scratch(1, (4, O * N * th * tw), x.dtype))
+    y = np.empty((N, O, th, 2, tw, 2), x.dtype)
+    np.copyto(y, t.reshape(2, 2, O, N, th, tw).transpose(3, 2, 4, 0, 5, 1))
+    y = y.reshape(N, O, 2 * th, 2 * tw)
+    return y if (2 * th, 2 * tw) == (OH, OW) else np.ascontiguousarray(y[:, :, :OH, :OW])
+
+
 def _corr(x, w, stride, pads, dilation, groups):
     """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW) into a fresh NCHW array."""
+    if _winograd_ok(w.shape, stride, dilation, groups):
+        return _winograd_corr(x, _winograd_weights(w, flip=False), pads)
     O, _, kh, kw = w.shape
     col, OH, OW, fold = _im2col(x, kh, kw, stride, pads, dilation, groups)
     return _from_cols_layout(_gemm(w.reshape(groups, O // groups, -1), col, fold), x.shape[0], OH, OW, fold)
@@ -222,6 +267,9 @@ def _data_grad_phases(gy, w, in_hw, stride, pad_tl, dilation, groups):
     H, W = in_hw
     (sh, sw), (dh, dw) = stride, dilation
     og = O // groups
+    if _winograd_ok(w.shape, stride, dilation, groups):
+        pads = (2 - pad_tl[0], H - OH + pad_tl[0], 2 - pad_tl[1], W - OW + pad_tl[1])
+        return _winograd_corr(gy, _winograd_weights(w, flip=True).transpose(0, 2, 1), pads)
     # (G, Cg, KH, KW, Og): rows of the transposed weight ordered like taps_first columns.
     wt = np.ascontiguousarray(w.reshape(groups, og, cg * KH * KW).transpose(0, 2, 1)).reshape(groups, cg, KH, KW, og)
     rows = [_phase_taps(r, sh, pad_tl[0], dh, KH, OH, H) for r in range(min(sh, H))]
