@@ -15,7 +15,7 @@ from model_parity import numpy_state
 
 DIGITS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "digits.csv.gz")
 BATCH = 64
-LR, MOMENTUM = 0.05, 0.9
+LR, MOMENTUM, EPOCHS = 0.02, 0.9, 3
 
 
 def load_digits(seed=0):
@@ -66,29 +66,50 @@ def accuracy(model, x, y):
     return correct / len(y)
 
 
-@pytest.mark.heavy
-def test_resnet18_digits_losses_agree_and_ours_learns():
-    start = time.perf_counter()
-    x_train, y_train, x_test, y_test = load_digits()
+def initial_models():
+    """A seeded torchvision resnet18 for 1-channel digits, and ours with the same weights (through numpy)."""
     torch.manual_seed(0)
     tmodel = models_torch.resnet18(num_classes=10)
     tmodel.conv1 = torch.nn.Conv2d(1, 64, kernel_size=7, stride=2, padding=3, bias=False)
     ours = models_flow.resnet18(num_classes=10, in_chans=1)
     ours.load_state_dict(numpy_state(tmodel))
+    return tmodel, ours
+
+
+@pytest.mark.heavy
+def test_resnet18_digits_loss_curves_agree():
+    """The first 20 losses from identical weights and batches agree, in float64 on both sides.
+
+    float64 because this run is chaotic in float32: PyTorch's own float32 losses drift more than
+    1e-3 from its float64 ones within a few steps (train-mode BatchNorm, ties in max pooling on the
+    flat background), so a float32 comparison would measure rounding, not the implementation.
+    """
+    x_train, y_train, _, _ = load_digits()
+    tmodel, ours = initial_models()
+    tmodel, ours = tmodel.double(), ours.double()
     topt = torch.optim.SGD(tmodel.parameters(), lr=LR, momentum=MOMENTUM)
     oopt = engine.optim.SGD(ours.parameters(), lr=LR, momentum=MOMENTUM)
-
-    steps = [b for epoch in range(3) for b in batches(len(y_train), epoch)]
     ref_losses, our_losses = [], []
-    for idx in steps[:20]:
-        ref_losses.append(torch_step(tmodel, topt, x_train[idx], y_train[idx]))
-        our_losses.append(ours_step(ours, oopt, x_train[idx], y_train[idx]))
+    for idx in batches(len(y_train), 0)[:20]:
+        x = x_train[idx].astype(np.float64)
+        ref_losses.append(torch_step(tmodel, topt, x, y_train[idx]))
+        our_losses.append(ours_step(ours, oopt, x, y_train[idx]))
     rel = np.abs(np.array(our_losses) - ref_losses) / np.abs(ref_losses)
     assert rel.max() <= 1e-3, f"loss curves diverge: {list(zip(ref_losses, our_losses))}"
+    assert rel.max() <= 1e-9  # in fact they agree to rounding
     assert np.mean(our_losses[-5:]) < 0.5 * np.mean(our_losses[:5])
 
-    for idx in steps[20:]:
-        ours_step(ours, oopt, x_train[idx], y_train[idx])
+
+@pytest.mark.heavy
+def test_resnet18_digits_reaches_95_percent():
+    """Ours alone, float32, from the same initial weights: >= 95% held-out accuracy in 3 epochs."""
+    start = time.perf_counter()
+    x_train, y_train, x_test, y_test = load_digits()
+    _, ours = initial_models()
+    opt = engine.optim.SGD(ours.parameters(), lr=LR, momentum=MOMENTUM)
+    steps = [b for epoch in range(EPOCHS) for b in batches(len(y_train), epoch)]
+    for idx in steps:
+        ours_step(ours, opt, x_train[idx], y_train[idx])
     acc = accuracy(ours, x_test, y_test)
     print(f"digits: {len(steps)} steps, held-out accuracy {acc:.3f}, {time.perf_counter() - start:.1f}s")
     assert acc >= 0.95
