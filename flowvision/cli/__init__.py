@@ -42,6 +42,7 @@ COMMANDS = {
     "models": "flowvision.cli.models",
     "convert": "flowvision.cli.convert",
     "bench": "flowvision.cli.bench",
+    "segment": "flowvision.cli.segment",
 }
 
 

@@ -247,6 +247,19 @@ def test_pretrained_end_to_end(served):
     assert [path for path, _ in server.requests] == ["/lraspp_mobilenet_v3_large-d234d4ea.pth"]
 
 
+def test_segment_cli(served, tmp_path, capsys):
+    from flowvision.cli import EXIT_UNKNOWN_MODEL, main
+
+    output = tmp_path / "overlay.png"
+    assert main(["segment", "chelsea.png", "--model", "lraspp_mobilenet_v3_large", "-o", str(output)]) == 0
+    printed = capsys.readouterr().out
+    assert "class  pixels  name" in printed and f"overlay written to {output}" in printed
+    with Image.open(output) as drawn, Image.open(printed.splitlines()[0]) as original:
+        assert drawn.size == original.size and drawn.mode == "RGB"
+    assert main(["segment", "chelsea.png", "--model", "resnet50"]) == EXIT_UNKNOWN_MODEL
+    assert "resnet50 is not a pretrained segmentation model" in capsys.readouterr().err
+
+
 @pytest.mark.skipif(not hasattr(engine.nn, "Graph"), reason="engine.nn.Graph is not available")
 def test_graph_equals_eager():
     _, ours = _pair("deeplabv3_mobilenet_v3_large", seed=14, aux_loss=True)
