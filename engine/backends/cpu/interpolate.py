@@ -101,7 +101,7 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
     saved = InterpolateSaved(x.shape, mats)
     if mode in ("nearest", "nearest-exact"):
         idx = [R.argmax(1) for R in mats]
-        return (x[..., idx[0]] if x.ndim == 3 else x[:, :, idx[0][:, None], idx[1]]), saved
+        return (x.take(idx[0], axis=2) if x.ndim == 3 else x.take(idx[0], axis=2).take(idx[1], axis=3)), saved
     if x.ndim == 3:
         return x @ mats[0].T, saved
     (oh, h), (ow, w) = mats[0].shape, mats[1].shape
