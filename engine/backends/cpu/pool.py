@@ -7,7 +7,7 @@ from numpy.lib.stride_tricks import as_strided
 MaxPoolSaved = namedtuple("MaxPoolSaved", "indices x_shape overlap")
 MaxPoolSaved.__doc__ = "What the max-pool backwards need: flat argmax indices and whether windows overlap."
 
-AvgPoolSaved = namedtuple("AvgPoolSaved", "x_shape divisor kernel stride padding out_shape padded_shape")
+AvgPoolSaved = namedtuple("AvgPoolSaved", "x_shape divisor kernel stride padding")
 AvgPoolSaved.__doc__ = "What avg_pool2d_backward needs: the geometry and the (OH, OW) divisor."
 
 AdaptiveAvgSaved = namedtuple("AdaptiveAvgSaved", "x_shape rows cols")
@@ -120,33 +120,50 @@ def _avg_divisor(n, k, s, p, out, count_include_pad, dtype):
     return (np.minimum(end, n) - np.maximum(start, 0)).astype(dtype)
 
 
+def _tap_overlap(n, k, s, p, out):
+    """Per tap i along one axis: (input slice, output slice) of the window positions that land inside
+    the unpadded input, so average pooling never materialises the zero padding."""
+    pairs = []
+    for i in range(k):
+        lo = max(0, -((i - p) // s))  # first output whose tap i is at input row >= 0
+        hi = min(out, (n - 1 + p - i) // s + 1)
+        if lo < hi:
+            first = lo * s - p + i
+            pairs.append((slice(first, first + (hi - lo - 1) * s + 1, s), slice(lo, hi)))
+    return pairs
+
+
 def avg_pool2d_forward(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override=None):
     """avg_pool2d of x (N,C,H,W) with torch's divisor rules; returns (y, saved)."""
     N, C, H, W = x.shape
-    k, s, p, d, out, extra = _geometry(x.shape, kernel_size, stride, padding, 1, ceil_mode)
-    xp = _pad(x, p[0], p[0] + extra[0], p[1], p[1] + extra[1], 0)
-    views = _taps(xp, k, s, (1, 1), out)
-    y = views[0].copy()
-    for v in views[1:]:
-        y += v
+    k, s, p, _, out, _ = _geometry(x.shape, kernel_size, stride, padding, 1, ceil_mode)
+    t = np.zeros((N, C, out[0], W), x.dtype)  # separable window sums: rows first, then columns
+    for xr, yr in _tap_overlap(H, k[0], s[0], p[0], out[0]):
+        t[:, :, yr] += x[:, :, xr]
+    y = np.zeros((N, C) + out, x.dtype)
+    for xc, yc in _tap_overlap(W, k[1], s[1], p[1], out[1]):
+        y[:, :, :, yc] += t[:, :, :, xc]
     if divisor_override:
         divisor = np.asarray(divisor_override, x.dtype)
     else:
         divisor = np.multiply.outer(_avg_divisor(H, k[0], s[0], p[0], out[0], count_include_pad, x.dtype),
                                     _avg_divisor(W, k[1], s[1], p[1], out[1], count_include_pad, x.dtype))
     y /= divisor
-    return y, AvgPoolSaved(x.shape, divisor, k, s, p, out, xp.shape[2:])
+    return y, AvgPoolSaved(x.shape, divisor, k, s, p)
 
 
 def avg_pool2d_backward(gy, saved):
     """Input gradient of average pooling: each output adds gy/divisor to every input of its window."""
     N, C, H, W = saved.x_shape
-    (ph, pw) = saved.padding
+    (kh, kw), (sh, sw), (ph, pw) = saved.kernel, saved.stride, saved.padding
     g = gy / saved.divisor
-    gxp = np.zeros((N, C) + saved.padded_shape, g.dtype)
-    for v in _taps(gxp, saved.kernel, saved.stride, (1, 1), saved.out_shape):
-        v += g
-    return np.ascontiguousarray(gxp[:, :, ph:ph + H, pw:pw + W])
+    t = np.zeros((N, C, g.shape[2], W), g.dtype)  # the separable sums of the forward, transposed
+    for xc, yc in _tap_overlap(W, kw, sw, pw, g.shape[3]):
+        t[:, :, :, xc] += g[:, :, :, yc]
+    gx = np.zeros(saved.x_shape, g.dtype)
+    for xr, yr in _tap_overlap(H, kh, sh, ph, g.shape[2]):
+        gx[:, :, xr] += t[:, :, yr]
+    return gx
 
 
 def _output_size(x_shape, output_size):
