@@ -1,1 +1,1 @@
-"""numpy CPU kernels: convolution, pooling and interpolation forward/backward on ndarrays."""
+"""numpy CPU kernels: forward/backward array functions (convolution, pooling, interpolation, ...) on ndarrays."""
