@@ -57,3 +57,25 @@ def set_rng_state(state):
 def rng(generator=None):
     """The numpy Generator behind ``generator`` (or the default one)."""
     return (generator or default_generator).rng
+
+
+def uniform_array(generator, low, high, shape, dtype):
+    """Uniform samples in [low, high) drawn directly in ``dtype``'s precision when it is float32 or lower."""
+    g = rng(generator)
+    if np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize <= 4:
+        out = g.random(shape, dtype=np.float32)
+        out *= high - low
+        out += low
+        return out
+    return g.uniform(low, high, shape)
+
+
+def normal_array(generator, mean, std, shape, dtype):
+    """Normal samples drawn directly in ``dtype``'s precision when it is float32 or lower."""
+    g = rng(generator)
+    if np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize <= 4:
+        out = g.standard_normal(shape, dtype=np.float32)
+        out *= std
+        out += mean
+        return out
+    return g.normal(mean, std, shape)

@@ -64,12 +64,12 @@ def _write(tensor, values):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
-    return _write(tensor, _random.rng(generator).uniform(a, b, tuple(tensor.shape)))
+    return _write(tensor, _random.uniform_array(generator, a, b, tuple(tensor.shape), tensor._data.dtype))
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std^2)."""
-    return _write(tensor, _random.rng(generator).normal(mean, std, tuple(tensor.shape)))
+    return _write(tensor, _random.normal_array(generator, mean, std, tuple(tensor.shape), tensor._data.dtype))
 
 
 def _standard_truncated_normal(rng, shape, lo, hi):

@@ -217,11 +217,11 @@ def _fill_(self, values):
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    return _fill_(self, _random.rng(generator).uniform(a, b, self.shape))
+    return _fill_(self, _random.uniform_array(generator, a, b, tuple(self.shape), self._data.dtype))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    return _fill_(self, _random.rng(generator).normal(mean, std, self.shape))
+    return _fill_(self, _random.normal_array(generator, mean, std, tuple(self.shape), self._data.dtype))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
