@@ -103,7 +103,7 @@ def test_vgg_parity(name, fast_init):
     reference = torch_model(name, seed=6)
     ours = _ours(name, reference)
     _check_structure(ours, reference)
-    sizes = [(1, 67, 83)] + ([(2, 224, 224), (2, 113, 150)] if name == "vgg11" else [])
+    sizes = [(1, 67, 83)] + ([(2, 224, 224)] if name == "vgg11" else [])
     for n, h, w in sizes:
         out, ref = eval_outputs(reference, ours, image_batch(n, h, w, seed=h))
         assert out.shape == ref.shape == (n, 1000)
