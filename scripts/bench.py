@@ -2,7 +2,10 @@
 
     python scripts/bench.py [--suite ops] [--threads 2] [--repeat 5] [--batch 8]
 
-A ratio is ours / PyTorch in time (lower is better; 1.5 means we take 1.5x as long).
+A ratio is ours / PyTorch in time or memory (lower is better; 1.5 means we take 1.5x as long);
+img/s ratios are the inverse. Suites: ops (conv2d/linear/batch_norm on ResNet-50 shapes),
+resnet (eager and nn.Graph inference), train (one training step), build (model construction),
+load (weights from the cache), memory (peak inference memory, separate processes).
 The machine is noisy: compare ratios from one run, not absolute times across runs.
 """
 import argparse
@@ -84,28 +87,199 @@ def suite_ops(args, torch, engine):
     return rows
 
 
-SUITES = {"ops": suite_ops}
+def _models(torch, engine, name):
+    """The same seeded torchvision model and ours with its weights, both in eval mode."""
+    import torchvision
+    import flowvision.models
+    torch.manual_seed(0)
+    ref = getattr(torchvision.models, name)().eval()
+    ours = getattr(flowvision.models, name)().eval()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
+    return ref, ours
 
 
-def print_ratios(title, rows):
-    """Rows of (case, 'torch'|'ours', seconds) printed as one line per case with the ratio."""
+def _inference(lib, model, x):
+    def run():
+        with lib.no_grad():
+            model(lib.from_numpy(x))
+    return run
+
+
+class _InferenceGraph:
+    """Wraps a model in an inference nn.Graph (built lazily so the ops suite needs no flowvision)."""
+
+    def __new__(cls, engine, model):
+        class Inference(engine.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+
+            def build(self, x):
+                return self.model(x)
+        return Inference()
+
+
+def suite_resnet(args, torch, engine):
+    """Eager (and nn.Graph) inference of resnet50/101 at batch 1 and 8; img/s ratios."""
+    rows = []
+    for name in ("resnet50", "resnet101"):
+        ref, ours = _models(torch, engine, name)
+        graph = _InferenceGraph(engine, ours)
+        for batch in (1, 8):
+            x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
+            rows.append((f"{name} eager b{batch}", "torch", median_time(_inference(torch, ref, x), args.repeat)))
+            rows.append((f"{name} eager b{batch}", "ours", median_time(_inference(engine, ours, x), args.repeat)))
+            rows.append((f"{name} graph b{batch}", "torch", rows[-2][2]))
+            rows.append((f"{name} graph b{batch}", "ours", median_time(lambda: graph(engine.from_numpy(x)),
+                                                                       args.repeat)))
+    return rows
+
+
+def suite_train(args, torch, engine):
+    """One resnet50 training step (batch 8, SGD momentum): PyTorch eager vs ours eager and nn.Graph."""
+    ref, ours = _models(torch, engine, "resnet50")
+    ref.train()
+    ours.train()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 3, 224, 224), dtype=np.float32)
+    y = rng.integers(0, 1000, 8)
+
+    def eager_step(lib, model):
+        opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        loss_fn = lib.nn.CrossEntropyLoss()
+
+        def step():
+            opt.zero_grad()
+            loss_fn(model(lib.from_numpy(x)), lib.from_numpy(y)).backward()
+            opt.step()
+        return step
+
+    class Train(engine.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = ours
+            self.loss_fn = engine.nn.CrossEntropyLoss()
+            self.add_optimizer(engine.optim.SGD(ours.parameters(), lr=0.01, momentum=0.9))
+
+        def build(self, a, b):
+            loss = self.loss_fn(self.model(a), b)
+            loss.backward()
+            return loss
+
+    graph = Train()
+    torch_time = median_time(eager_step(torch, ref), args.repeat)
+    return [("resnet50 train step eager", "torch", torch_time),
+            ("resnet50 train step eager", "ours", median_time(eager_step(engine, ours), args.repeat)),
+            ("resnet50 train step graph", "torch", torch_time),
+            ("resnet50 train step graph", "ours", median_time(
+                lambda: graph(engine.from_numpy(x), engine.from_numpy(y)), args.repeat))]
+
+
+def suite_build(args, torch, engine):
+    """Constructing resnet152 (random init) in torchvision and in flowvision."""
+    import torchvision
+    import flowvision.models
+    return [("construct resnet152", "torch", median_time(torchvision.models.resnet152, args.repeat)),
+            ("construct resnet152", "ours", median_time(flowvision.models.resnet152, args.repeat))]
+
+
+def suite_load(args, torch, engine):
+    """Loading resnet101 weights from the cache into a built model: torch.load + load_state_dict vs ours."""
+    import os
+    import tempfile
+
+    import torchvision
+    import flowvision.models
+    ref = torchvision.models.resnet101()
+    ours = flowvision.models.resnet101()
+    with tempfile.TemporaryDirectory() as tmp:
+        pth, cached = os.path.join(tmp, "resnet101.pth"), os.path.join(tmp, "resnet101.safetensors")
+        torch.save(ref.state_dict(), pth)
+        engine.save({k: v.detach().numpy() for k, v in ref.state_dict().items()}, cached)
+        rows = [("load resnet101 weights", "torch", median_time(
+                    lambda: ref.load_state_dict(torch.load(pth, weights_only=True)), args.repeat)),
+                ("load resnet101 weights", "ours", median_time(
+                    lambda: ours.load_state_dict(engine.load(cached)), args.repeat))]
+    return rows
+
+
+def _peak_child(queue, framework, name, batch, use_graph):
+    """In a fresh process: build, warm up (compiles a graph), reset the peak-RSS mark, run once more,
+    and report how far memory rose above the model's resting size."""
+    import torch
+    import engine
+    torch.set_num_threads(1)
+    ref, ours = _models(torch, engine, name)
+    x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
+    lib, model = (torch, ref) if framework == "torch" else (engine, ours)
+    run = _inference(lib, model, x)
+    if use_graph:
+        graph = _InferenceGraph(engine, ours)
+        run = lambda: graph(engine.from_numpy(x))  # noqa: E731
+    run()
+    import gc
+    gc.collect()
+    base = _rss_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    run()
+    queue.put((_rss_kib("VmHWM") - base) / 1024)
+
+
+def _rss_kib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def suite_memory(args, torch, engine):
+    """Peak memory above the resting model during one warm inference (separate processes; MiB).
+
+    glibc's fixed mmap threshold makes every large buffer go back to the OS when freed, so the
+    resident-set peak measures live tensors rather than what the allocator keeps around.
+    """
+    import multiprocessing as mp
+    import os
+    os.environ["MALLOC_MMAP_THRESHOLD_"] = str(128 * 1024)
+    ctx = mp.get_context("spawn")
+    rows = []
+    for case, framework, use_graph in (("resnet50 b8 eager", "torch", False), ("resnet50 b8 eager", "ours", False),
+                                       ("resnet50 b8 graph", "torch", False), ("resnet50 b8 graph", "ours", True)):
+        queue = ctx.Queue()
+        proc = ctx.Process(target=_peak_child, args=(queue, framework, "resnet50", 8, use_graph))
+        proc.start()
+        rows.append((case, framework, queue.get()))
+        proc.join()
+    return rows
+
+
+SUITES = {"ops": suite_ops, "resnet": suite_resnet, "train": suite_train, "build": suite_build,
+          "load": suite_load, "memory": suite_memory}
+UNITS = {"memory": "MiB"}
+
+
+def print_ratios(title, rows, unit="ms"):
+    """Rows of (case, 'torch'|'ours', value) printed as one line per case with the ratio ours/PyTorch."""
     cases = {}
-    for case, who, seconds in rows:
-        cases.setdefault(case, {})[who] = seconds
+    for case, who, value in rows:
+        cases.setdefault(case, {})[who] = value
+    scale = 1e3 if unit == "ms" else 1
     print(f"\n## {title}\n")
-    print(f"| case | PyTorch ms | ours ms | ours/PyTorch |")
+    print(f"| case | PyTorch {unit} | ours {unit} | ours/PyTorch |")
     print("| --- | ---: | ---: | ---: |")
     ratios = []
     for case, t in cases.items():
         ratio = t["ours"] / t["torch"]
         ratios.append(ratio)
-        print(f"| {case} | {t['torch'] * 1e3:.2f} | {t['ours'] * 1e3:.2f} | {ratio:.2f} |")
+        print(f"| {case} | {t['torch'] * scale:.2f} | {t['ours'] * scale:.2f} | {ratio:.2f} |")
     print(f"\nworst ratio {max(ratios):.2f}, median ratio {statistics.median(ratios):.2f}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--suite", choices=sorted(SUITES) + ["all"], default="all")
+    parser.add_argument("--suite", choices=sorted(SUITES) + ["all"], default="all", nargs="+")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--batch", type=int, default=8)
@@ -117,8 +291,8 @@ def main():
     engine.set_num_threads(args.threads)
     print(f"threads: {args.threads} (torch {torch.__version__}, numpy {np.__version__}), batch {args.batch}, "
           f"median of {args.repeat}")
-    for name in sorted(SUITES) if args.suite == "all" else [args.suite]:
-        print_ratios(name, SUITES[name](args, torch, engine))
+    for name in sorted(SUITES) if "all" in args.suite else args.suite:
+        print_ratios(name, SUITES[name](args, torch, engine), UNITS.get(name, "ms"))
 
 
 if __name__ == "__main__":

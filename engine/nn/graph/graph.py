@@ -202,7 +202,7 @@ class Graph:
             if not tracer.is_traced(t):
                 raise RuntimeError(f"{self.name}.build() returned a tensor that was not computed from its "
                                    "inputs (return computed tensors; parameters are reachable as modules)")
-        plan = Plan(tracer.ops, input_slots, [tracer.slot_of[id(t)] for t in out_leaves], output_spec,
+        plan = Plan(tracer.ops, input_slots, [tracer.slot_of(t) for t in out_leaves], output_spec,
                     tracer.backward_calls, tracer.n_slots)
         plan.log = [f"traced {len(plan.ops)} ops for inputs "
                     f"{', '.join(str(list(t.shape)) for t in leaves) or '()'}"]
@@ -222,8 +222,7 @@ class Graph:
     @staticmethod
     def _backward_eager(tracer, grad_scale):
         """The traced run deferred ``backward()``: run it now, as replays will."""
-        for slot, gradient in tracer.backward_calls:
-            root = next(t for t in tracer.alive if tracer.slot_of.get(id(t)) == slot)
+        for (slot, gradient), root in zip(tracer.backward_calls, tracer.backward_roots):
             if gradient is None and grad_scale is not None:
                 gradient = _new(root._data * 0 + grad_scale)
             root.backward(gradient)

@@ -129,28 +129,28 @@ class Tracer:
     def __init__(self, graph_name):
         self.graph_name = graph_name
         self.ops = []
-        self.slot_of = {}
-        self.alive = []  # keeps traced tensors alive so their ids stay unique
         self.backward_calls = []
+        self.backward_roots = []
         self.n_slots = 0
 
     def new_slot(self, tensor):
+        """Number ``tensor``'s value; the mark lives on the tensor, so dead tensors free memory."""
         slot = self.n_slots
         self.n_slots += 1
-        self.slot_of[id(tensor)] = slot
-        self.alive.append(tensor)
+        tensor._graph_slot = (self, slot)
         return slot
 
+    def slot_of(self, tensor):
+        mark = tensor.__dict__.get("_graph_slot")
+        return mark[1] if mark is not None and mark[0] is self else None
+
     def is_traced(self, tensor):
-        return id(tensor) in self.slot_of
+        return self.slot_of(tensor) is not None
 
     def ref(self, value):
         if isinstance(value, Tensor):
-            slot = self.slot_of.get(id(value))
-            if slot is not None:
-                return (SLOT, slot)
-            self.alive.append(value)
-            return (TENSOR, value)
+            slot = self.slot_of(value)
+            return (TENSOR, value) if slot is None else (SLOT, slot)
         return (CONST, value)
 
     def record(self, cls, state, inputs, results):
@@ -161,7 +161,8 @@ class Tracer:
     def record_backward(self, tensor, gradient):
         if not self.is_traced(tensor):
             raise RuntimeError("nn.Graph: backward() on a tensor that was not computed inside build()")
-        self.backward_calls.append((self.slot_of[id(tensor)], gradient))
+        self.backward_calls.append((self.slot_of(tensor), gradient))
+        self.backward_roots.append(tensor)
 
     def refuse_value_read(self, what):
         frame = _user_frame()
