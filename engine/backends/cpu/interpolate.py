@@ -7,7 +7,8 @@ import numpy as np
 InterpolateSaved = namedtuple("InterpolateSaved", "x_shape matrices")
 InterpolateSaved.__doc__ = "Input shape and, per spatial axis, the (out, in) interpolation matrix."
 
-_MODES = {3: ("nearest", "nearest-exact", "linear", "area"), 4: ("nearest", "nearest-exact", "bilinear", "bicubic", "area")}
+_MODES = {3: ("nearest", "nearest-exact", "linear", "area"),
+          4: ("nearest", "nearest-exact", "bilinear", "bicubic", "area")}
 _CUBIC_A = -0.75
 
 
@@ -94,7 +95,8 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
     if mode not in _MODES.get(x.ndim, ()):
         raise ValueError(f"interpolate: mode {mode!r} is not supported for {x.ndim}-D input")
     if align_corners and mode not in ("linear", "bilinear", "bicubic"):
-        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic")
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic")
     out, scales = _output_sizes(x.shape[2:], size, scale_factor, recompute_scale_factor)
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float32)
     mats = [_matrix(n, o, mode, align_corners, s, dtype) for n, o, s in zip(x.shape[2:], out, scales)]
