@@ -49,3 +49,28 @@ class IntermediateLayerGetter(nn.ModuleDict):
             if name in self.return_layers:
                 out[self.return_layers[name]] = x
         return out
+
+
+def init_mobilenet_weights(model):
+    """The MobileNet recipe: kaiming-normal (fan_out) convolutions, unit/zero norms, N(0, 0.01) linears."""
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, 0, 0.01)
+            nn.init.zeros_(m.bias)
+
+
+def classifier_linear(in_features, num_classes):
+    """A final linear layer with N(0, 0.01) weights, or an identity when ``num_classes`` is 0."""
+    if num_classes <= 0:
+        return nn.Identity()
+    linear = nn.Linear(in_features, num_classes)
+    nn.init.normal_(linear.weight, 0, 0.01)
+    nn.init.zeros_(linear.bias)
+    return linear

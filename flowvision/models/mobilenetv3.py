@@ -12,7 +12,7 @@ from engine import nn
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ._helpers import build_model
-from ._utils import _make_divisible
+from ._utils import _make_divisible, classifier_linear, init_mobilenet_weights
 from .registry import register_model
 
 __all__ = ["MobileNetV3"]
@@ -110,32 +110,9 @@ class MobileNetV3(nn.Module):
             nn.Linear(lastconv_output_channels, last_channel),
             nn.Hardswish(inplace=True),
             nn.Dropout(p=dropout, inplace=True),
-            self._linear(num_classes),
+            classifier_linear(self.num_features, num_classes),
         )
-        self._init_weights()
-
-    def _init_weights(self):
-        """Kaiming-normal (fan_out) convolutions, unit/zero norms, N(0, 0.01) linear layers."""
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out")
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0, 0.01)
-                nn.init.zeros_(m.bias)
-
-    def _linear(self, num_classes):
-        """The final linear layer (N(0, 0.01) init), or an identity when ``num_classes`` is 0."""
-        if num_classes <= 0:
-            return nn.Identity()
-        linear = nn.Linear(self.num_features, num_classes)
-        nn.init.normal_(linear.weight, 0, 0.01)
-        nn.init.zeros_(linear.bias)
-        return linear
+        init_mobilenet_weights(self)
 
     def get_classifier(self):
         """The final linear layer."""
@@ -144,7 +121,7 @@ class MobileNetV3(nn.Module):
     def reset_classifier(self, num_classes):
         """Replace the final linear layer with a fresh one for ``num_classes`` (0: return the pre-logits)."""
         self.num_classes = num_classes
-        self.classifier[3] = self._linear(num_classes)
+        self.classifier[3] = classifier_linear(self.num_features, num_classes)
 
     def forward_features(self, x):
         """The feature map after the last 1x1 conv (N, 6 * last bottleneck width, H/32, W/32)."""
