@@ -11,7 +11,6 @@ largest absolute difference. Exit codes: 0 ok, 1 mismatch, 2 unreadable input.
 import argparse
 import os
 import sys
-from collections.abc import Mapping
 
 import numpy as np
 from tqdm import tqdm
@@ -19,36 +18,9 @@ from tqdm import tqdm
 import engine
 from engine.serialization import UnpicklingError, load, save
 
+from .models._helpers import extract_state_dict
+
 __all__ = ["main", "extract_state_dict", "compare_state_dict"]
-
-_WRAPPER_KEYS = ("state_dict", "model", "model_state_dict", "module", "net")
-_PREFIXES = ("module.", "_orig_mod.")
-
-
-def extract_state_dict(obj):
-    """The name -> tensor dict inside a checkpoint: wrapper dicts unwrapped, wrapper prefixes stripped."""
-    while isinstance(obj, Mapping) and not any(isinstance(v, engine.Tensor) for v in obj.values()):
-        inner = next((obj[k] for k in _WRAPPER_KEYS if isinstance(obj.get(k), Mapping)), None)
-        if inner is None:
-            break
-        obj = inner
-    if not isinstance(obj, Mapping):
-        raise ValueError(f"the checkpoint holds a {type(obj).__name__}, not a state_dict")
-    state_dict = {}
-    for key, value in obj.items():
-        if not isinstance(value, engine.Tensor):
-            continue
-        stripped = True
-        while stripped:
-            stripped = False
-            for prefix in _PREFIXES:
-                if key.startswith(prefix):
-                    key, stripped = key[len(prefix):], True
-        state_dict[key] = value
-    if not state_dict:
-        raise ValueError("the checkpoint holds no tensors")
-    return state_dict
-
 
 def compare_state_dict(model, state_dict):
     """(missing keys, unexpected keys, shape mismatches as 'key: checkpoint vs model') against ``model``."""

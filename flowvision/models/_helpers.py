@@ -7,13 +7,14 @@ import math
 import os
 import pickle
 import zipfile
+from collections.abc import Mapping
 
 import numpy as np
 
 import engine
 from ._features import FeatureListNet
 
-__all__ = ["adapt_input_conv", "load_state_dict", "load_checkpoint", "build_model"]
+__all__ = ["adapt_input_conv", "extract_state_dict", "load_state_dict", "load_checkpoint", "build_model"]
 
 
 def adapt_input_conv(in_chans, conv_weight):
@@ -72,38 +73,62 @@ def _load_npy(path):
     return np.load(path, allow_pickle=False)
 
 
-def _unwrap(state_dict):
-    """The tensors of a checkpoint dict: drops ``state_dict``/``model`` wrappers and ``module.`` prefixes."""
-    for key in ("state_dict", "model"):
-        if isinstance(state_dict.get(key), dict):
-            state_dict = state_dict[key]
+_WRAPPER_KEYS = ("state_dict", "model", "model_state_dict", "module", "net")
+_PREFIXES = ("module.", "_orig_mod.")
+
+
+def _is_array(value):
+    return isinstance(value, (engine.Tensor, np.ndarray))
+
+
+def extract_state_dict(obj):
+    """The name -> array dict inside a checkpoint: wrapper dicts unwrapped, wrapper prefixes stripped.
+
+    Wrappers: ``{"state_dict": ...}``, ``{"model": ...}`` and similar; prefixes: ``module.`` from
+    DataParallel, ``_orig_mod.`` from torch.compile. Non-array entries (epochs, configs) are dropped.
+    """
+    while isinstance(obj, Mapping) and not any(_is_array(v) for v in obj.values()):
+        inner = next((obj[k] for k in _WRAPPER_KEYS if isinstance(obj.get(k), Mapping)), None)
+        if inner is None:
             break
-    return {(k[len("module."):] if k.startswith("module.") else k): v for k, v in state_dict.items()}
+        obj = inner
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"the checkpoint holds a {type(obj).__name__}, not a state_dict")
+    state_dict = {}
+    for key, value in obj.items():
+        if not _is_array(value):
+            continue
+        stripped = True
+        while stripped:
+            stripped = False
+            for prefix in _PREFIXES:
+                if key.startswith(prefix):
+                    key, stripped = key[len(prefix):], True
+        state_dict[key] = value
+    if not state_dict:
+        raise ValueError("the checkpoint holds no tensors")
+    return state_dict
 
 
 def load_state_dict(checkpoint_path):
-    """A state dict (name -> numpy array) read from .safetensors, .npz or .npy (dict) files."""
+    """A state dict (name -> numpy array) from any file ``engine.load`` reads (PyTorch .pth in both
+    formats, safetensors), or from .npz / .npy (dict of arrays) files."""
     if not os.path.isfile(checkpoint_path):
         raise FileNotFoundError(f"no checkpoint found at '{checkpoint_path}'")
     ext = os.path.splitext(checkpoint_path)[1].lower()
-    if ext == ".safetensors":
-        from safetensors.numpy import load_file
-
-        state_dict = load_file(checkpoint_path)
-    elif ext == ".npz":
+    if ext == ".npz":
         try:
             with np.load(checkpoint_path, allow_pickle=False) as archive:
-                state_dict = {k: archive[k] for k in archive.files}
+                obj = {k: archive[k] for k in archive.files}
         except (ValueError, zipfile.BadZipFile) as e:
             raise ValueError(f"cannot read '{checkpoint_path}' as an .npz archive of arrays: {e}") from e
     elif ext == ".npy":
-        state_dict = _load_npy(checkpoint_path)
+        obj = _load_npy(checkpoint_path)
     else:
-        raise ValueError(f"unsupported checkpoint format '{ext}' for '{checkpoint_path}': "
-                         "expected .safetensors, .npz or .npy")
-    if not isinstance(state_dict, dict):
-        raise ValueError(f"'{checkpoint_path}' holds a {type(state_dict).__name__}, not a dict of arrays")
-    return _unwrap(state_dict)
+        obj = engine.load(checkpoint_path)
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"'{checkpoint_path}' holds a {type(obj).__name__}, not a dict of arrays")
+    return {k: v.numpy() if isinstance(v, engine.Tensor) else v for k, v in extract_state_dict(obj).items()}
 
 
 def load_checkpoint(model, checkpoint_path, strict=True):

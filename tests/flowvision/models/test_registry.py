@@ -7,6 +7,7 @@ from safetensors.numpy import save_file
 
 import engine
 import flowvision.models as models
+from engine.serialization import UnpicklingError
 from flowvision.models import ModelCreator, registry
 from op_check import assert_close
 
@@ -150,7 +151,7 @@ def test_checkpoint_errors(tmp_path):
         models.create_model("resnet18", checkpoint_path=str(tmp_path / "missing.npz"))
     bad = tmp_path / "weights.pt"
     bad.write_bytes(b"x")
-    with pytest.raises(ValueError, match=r"unsupported checkpoint format '\.pt'"):
+    with pytest.raises(UnpicklingError, match=r"weights.pt' is not a checkpoint"):
         models.load_state_dict(str(bad))
     evil = str(tmp_path / "evil.npy")
     np.save(evil, np.array([pickle.PicklingError("boom")], dtype=object), allow_pickle=True)
@@ -160,6 +161,24 @@ def test_checkpoint_errors(tmp_path):
     np.savez(partial, **{"conv1.weight": np.zeros((64, 3, 7, 7), np.float32)})
     with pytest.raises(RuntimeError, match="Missing key"):
         models.create_model("resnet18", checkpoint_path=partial)
+
+
+@pytest.mark.parametrize("zip_format", [True, False])
+def test_checkpoint_path_reads_pytorch_checkpoints(tmp_path, zip_format):
+    import torch
+    import torchvision
+    torch.manual_seed(0)
+    ref = torchvision.models.resnet18(num_classes=7).eval()
+    path = str(tmp_path / "resnet18.pth")
+    torch.save({"model": {"module." + k: v for k, v in ref.state_dict().items()}}, path,
+               _use_new_zipfile_serialization=zip_format)
+    ours = models.create_model("resnet18", num_classes=7, checkpoint_path=path).eval()
+    x = np.random.default_rng(0).standard_normal((1, 3, 40, 40), dtype=np.float32)
+    with torch.no_grad():
+        expected = ref(torch.from_numpy(x)).numpy()
+    with engine.no_grad():
+        got = ours(engine.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_model_creator(monkeypatch):
