@@ -11,6 +11,11 @@ from numpy.lib.stride_tricks import as_strided
 _FOLD_MAX_PIXELS = 400
 _FOLD_MAX_PIXELS_1X1 = 100
 
+# The forward keeps its column matrix for the weight gradient only when output channel groups are
+# narrower than this: rebuilding it is then a large share of the weight-gradient GEMM (the 7x7 stem,
+# 64-channel 3x3 layers); elsewhere memory wins and the backward rebuilds it in scratch.
+_KEEP_COLS_MAX_CHANNELS = 128
+
 # Winograd F(2x2, 3x3) (Lavin & Gray 2015): a 4x4 input tile d and a 3x3 kernel g give the 2x2 outputs
 # AT [(G g G^T) * (BT d BT^T)] AT^T, 16 multiplies instead of 36.  In Kronecker form every transform
 # is one small GEMM over all tiles.  Its rounding error stays at the direct method's level (unlike
@@ -21,8 +26,9 @@ _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.floa
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 _KB, _KG, _KA = np.kron(_BT, _BT), np.kron(_G, _G), np.kron(_AT, _AT)
 
-ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups")
-ConvSaved.__doc__ = "What conv2d_backward needs: the input, the weight and the geometry."
+ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups cols")
+ConvSaved.__doc__ = ("What conv2d_backward needs: the input, the weight, the geometry and, for narrow layers, "
+                     "the forward's (column matrix, fold) pair (else None: rebuilt from x).")
 
 ConvTransposeSaved = namedtuple("ConvTransposeSaved", "x w stride padding output_padding dilation groups")
 ConvTransposeSaved.__doc__ = "What conv_transpose2d_backward needs: the input, the weight and the geometry."
@@ -71,13 +77,13 @@ def _out_size(size, k, stride, dilation):
     return (size - dilation * (k - 1) - 1) // stride + 1
 
 
-def _im2col(x, kh, kw, stride, pads, dilation, groups, taps_first=False):
+def _im2col(x, kh, kw, stride, pads, dilation, groups, taps_first=False, keep=False):
     """Column matrix of x, shaped (B, groups, C/groups*kh*kw, L), plus (OH, OW, fold).
 
     Unfolded (B = N, L = OH*OW): each image is its own GEMM and the result is NCHW with no transpose.
     Folded (B = 1, L = N*OH*OW): one wide GEMM, used when images are small.
     Rows are ordered (channel, kh, kw) within a group, or (kh, kw, channel) with taps_first.
-    A copied matrix lives in scratch slot 0: use it before the next _im2col call.
+    A copied matrix lives in scratch slot 0 (use it before the next _im2col call) unless keep.
     """
     xp = _pad_crop(x, *pads)
     N, C, Hp, Wp = xp.shape
@@ -98,7 +104,7 @@ def _im2col(x, kh, kw, stride, pads, dilation, groups, taps_first=False):
         v = as_strided(xp, rows[0] + (N, OH, OW), rows[1] + (sN, sH * sh, sW * sw))
     else:
         v = as_strided(xp, (N,) + rows[0] + (OH, OW), (sN,) + rows[1] + (sH * sh, sW * sw))
-    col = _scratch(0, v.shape, x.dtype)
+    col = np.empty(v.shape, x.dtype) if keep else _scratch(0, v.shape, x.dtype)
     np.copyto(col, v)
     return col.reshape((1, groups, cg, N * OH * OW) if fold else (N, groups, cg, OH * OW)), OH, OW, fold
 
@@ -164,12 +170,14 @@ def _winograd_corr(x, u, pads):
 
 
 def _corr(x, w, stride, pads, dilation, groups):
-    """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW) into a fresh NCHW array."""
+    """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (fresh NCHW y, kept (col, fold) or None)."""
     if _winograd_ok(w.shape, stride, dilation, groups):
-        return _winograd_corr(x, _winograd_weights(w, flip=False), pads)
+        return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
     O, _, kh, kw = w.shape
-    col, OH, OW, fold = _im2col(x, kh, kw, stride, pads, dilation, groups)
-    return _from_cols_layout(_gemm(w.reshape(groups, O // groups, -1), col, fold), x.shape[0], OH, OW, fold)
+    keep = kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS
+    col, OH, OW, fold = _im2col(x, kh, kw, stride, pads, dilation, groups, keep=keep)
+    y = _from_cols_layout(_gemm(w.reshape(groups, O // groups, -1), col, fold), x.shape[0], OH, OW, fold)
+    return y, ((col, fold) if keep else None)
 
 
 def _weight_grad(col, fold, gy, groups, w_shape):
@@ -296,10 +304,10 @@ def conv2d_forward(x, w, b, stride, padding, dilation, groups):
     """
     stride, dilation = _pair(stride), _pair(dilation)
     w = w.astype(x.dtype, copy=False)
-    y = _corr(x, w, stride, tuple(padding), dilation, groups)
+    y, cols = _corr(x, w, stride, tuple(padding), dilation, groups)
     if b is not None:
         y += b.astype(x.dtype, copy=False).reshape(-1, 1, 1)
-    return y, ConvSaved(x, w, stride, tuple(padding), dilation, groups)
+    return y, ConvSaved(x, w, stride, tuple(padding), dilation, groups, cols)
 
 
 def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
@@ -310,7 +318,10 @@ def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
     if needs_x:
         gx = _data_grad(gy, s.w, s.x.shape[2:], s.stride, (s.pads[0], s.pads[2]), s.dilation, s.groups)
     if needs_w:
-        col, _, _, fold = _im2col(s.x, *s.w.shape[2:], s.stride, s.pads, s.dilation, s.groups)
+        if s.cols is not None:
+            col, fold = s.cols
+        else:
+            col, _, _, fold = _im2col(s.x, *s.w.shape[2:], s.stride, s.pads, s.dilation, s.groups)
         gw = _weight_grad(col, fold, gy, s.groups, s.w.shape)
     if needs_b:
         gb = gy.sum((0, 2, 3))
