@@ -7,7 +7,10 @@ In-place variants write into the input's array and keep for backward only what t
 """
 import math
 
+import numpy as np
+
 from .. import _dtype
+from ..backends.cpu.threads import parallel_blocks
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import wrap_dim, xp_of
@@ -48,13 +51,26 @@ class _Activation(Function):
 
 
 # ---- piecewise-linear family -----------------------------------------------------------------
+def _relu_numpy(x, out):
+    """max(x, 0) of a contiguous float array into out, in blocks on the CPU thread pool."""
+    src, dst = x.reshape(-1), out.reshape(-1)
+
+    def block(lo, hi):
+        np.maximum(src[lo:hi], 0, out=dst[lo:hi])
+    parallel_blocks(block, src.size, x.itemsize)
+    return out
+
+
 class ReLU(_Activation):
     """max(x, 0); gradient 1 where the output is positive (0 at x == 0, like PyTorch)."""
 
     uses_output = True
 
     def compute(self, xp, x):
-        self.y = xp.maximum(x, 0, out=x) if self.inplace else xp.maximum(x, 0)
+        if xp is np and x.dtype.kind == "f" and x.flags.c_contiguous:
+            self.y = _relu_numpy(x, x if self.inplace else np.empty_like(x))
+        else:
+            self.y = xp.maximum(x, 0, out=x) if self.inplace else xp.maximum(x, 0)
         return self.y
 
     def backward(self, gy):

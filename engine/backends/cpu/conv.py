@@ -5,6 +5,8 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .threads import copyto
+
 # Below this many output pixels per image the batch is folded into the GEMM's column axis: one wide
 # GEMM beats N narrow ones once images are small, and the transposes it costs are small too.  A 1x1
 # kernel needs no im2col copy unfolded, so folding (which copies) pays off only for smaller images.
@@ -63,7 +65,7 @@ def _pad_crop(x, top, bottom, left, right):
         return x
     h, w = x.shape[-2:]
     out = np.zeros(x.shape[:-2] + (h + top + bottom, w + left + right), x.dtype)
-    out[..., top:top + h, left:left + w] = x
+    copyto(out[..., top:top + h, left:left + w], x)
     return out
 
 
@@ -105,7 +107,7 @@ def _im2col(x, kh, kw, stride, pads, dilation, groups, taps_first=False, keep=Fa
     else:
         v = as_strided(xp, (N,) + rows[0] + (OH, OW), (sN,) + rows[1] + (sH * sh, sW * sw))
     col = np.empty(v.shape, x.dtype) if keep else _scratch(0, v.shape, x.dtype)
-    np.copyto(col, v)
+    copyto(col, v)
     return col.reshape((1, groups, cg, N * OH * OW) if fold else (N, groups, cg, OH * OW)), OH, OW, fold
 
 
@@ -133,7 +135,12 @@ def _nchw_view(y, N, OH, OW, fold):
 
 def _from_cols_layout(y, N, OH, OW, fold):
     """Turn a GEMM result (B, groups, K/groups, L) into an NCHW array (copied only when folded)."""
-    return np.ascontiguousarray(_nchw_view(y, N, OH, OW, fold))
+    v = _nchw_view(y, N, OH, OW, fold)
+    if not fold:
+        return v
+    out = np.empty(v.shape, v.dtype)
+    copyto(out, v)
+    return out
 
 
 def _winograd_ok(w_shape, stride, dilation, groups):
@@ -159,12 +166,12 @@ def _winograd_corr(x, u, pads):
     xp = _pad_crop(x, pads[0], pads[1] + 2 * th - OH, pads[2], pads[3] + 2 * tw - OW)
     sN, sC, sH, sW = xp.strides
     d = _scratch(0, (4, 4, C, N, th, tw), x.dtype)
-    np.copyto(d, as_strided(xp, d.shape, (sH, sW, sC, sN, 2 * sH, 2 * sW)))
+    copyto(d, as_strided(xp, d.shape, (sH, sW, sC, sN, 2 * sH, 2 * sW)))
     v = np.matmul(_KB.astype(x.dtype), d.reshape(16, -1), out=_scratch(1, (16, d.size // 16), x.dtype))
     m = np.matmul(u, v.reshape(16, C, -1), out=_scratch(2, (16, O, N * th * tw), x.dtype))
     t = np.matmul(_KA.astype(x.dtype), m.reshape(16, -1), out=_scratch(1, (4, O * N * th * tw), x.dtype))
     y = np.empty((N, O, th, 2, tw, 2), x.dtype)
-    np.copyto(y, t.reshape(2, 2, O, N, th, tw).transpose(3, 2, 4, 0, 5, 1))
+    copyto(y, t.reshape(2, 2, O, N, th, tw).transpose(3, 2, 4, 0, 5, 1))
     y = y.reshape(N, O, 2 * th, 2 * tw)
     return y if (2 * th, 2 * tw) == (OH, OW) else np.ascontiguousarray(y[:, :, :OH, :OW])
 

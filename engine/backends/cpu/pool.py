@@ -4,6 +4,8 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .threads import copyto, parallel_chunks
+
 MaxPoolSaved = namedtuple("MaxPoolSaved", "indices x_shape overlap")
 MaxPoolSaved.__doc__ = "What the max-pool backwards need: flat argmax indices and whether windows overlap."
 
@@ -44,7 +46,7 @@ def _pad(x, top, bottom, left, right, value):
         return x
     N, C, H, W = x.shape
     out = np.full((N, C, H + top + bottom, W + left + right), value, x.dtype)
-    out[:, :, top:top + H, left:left + W] = x
+    copyto(out[:, :, top:top + H, left:left + W], x)
     return out
 
 
@@ -60,13 +62,13 @@ def _taps(xp, k, s, d, out):
     return [as_strided(xp[:, :, i * d[0]:, j * d[1]:], shape, strides) for i in range(k[0]) for j in range(k[1])]
 
 
-def _max_and_tap(views, has_nan):
-    """Elementwise max over the tap views and the index of the tap that torch's scan keeps.
+def _max_and_tap(views, has_nan, y):
+    """Elementwise max over the tap views into y, and the index of the tap that torch's scan keeps.
 
     torch replaces the running max when a value is strictly greater or is NaN, so the first maximum
     wins, NaN propagates, and the last NaN wins.
     """
-    y = views[0].copy()
+    np.copyto(y, views[0])
     code = np.min_scalar_type(len(views))
     tap, upd, hit = np.zeros(y.shape, code), np.empty(y.shape, bool), np.empty(y.shape, code)
     for t, v in enumerate(views[1:], 1):
@@ -77,24 +79,32 @@ def _max_and_tap(views, has_nan):
         # store would cost ~3x more).
         np.maximum(tap, np.multiply(upd, code.type(t), out=hit), out=tap)
         np.maximum(y, v, out=y)  # NaN-propagating, like torch's values
-    return y, tap
+    return tap
 
 
 def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
     """max_pool2d of x (N,C,H,W); returns (y, indices, saved) with torch's return_indices indices
-    (int64 flat positions in each H*W input plane)."""
+    (int64 flat positions in each H*W input plane).  Images (or channels, for one image) are split
+    among the CPU thread pool."""
     N, C, H, W = x.shape
     k, s, p, d, out, extra = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     xp = _pad(x, p[0], p[0] + extra[0], p[1], p[1] + extra[1], -np.inf)
-    y, tap = _max_and_tap(_taps(xp, k, s, d, out), np.isnan(x.max()))
     start_h = np.arange(out[0]) * s[0] - p[0]
     start_w = np.arange(out[1]) * s[1] - p[1]
+    starts = start_h[:, None] * W + start_w
     offsets = (np.arange(k[0])[:, None] * d[0] * W + np.arange(k[1]) * d[1]).ravel()
-    indices = (start_h[:, None] * W + start_w) + offsets[tap]
-    if np.isneginf(y).any():  # all -inf window: torch keeps its first in-bounds element
-        first_h = start_h + np.maximum(0, (d[0] - 1 - start_h) // d[0]) * d[0]
-        first_w = start_w + np.maximum(0, (d[1] - 1 - start_w) // d[1]) * d[1]
-        indices = np.where(np.isneginf(y), first_h[:, None] * W + first_w, indices)
+    first_h = start_h + np.maximum(0, (d[0] - 1 - start_h) // d[0]) * d[0]
+    first_w = start_w + np.maximum(0, (d[1] - 1 - start_w) // d[1]) * d[1]
+    y, indices = np.empty((N, C) + out, x.dtype), np.empty((N, C) + out, np.int64)
+    by_channel = N == 1
+
+    def part(lo, hi):
+        sl = (slice(None), slice(lo, hi)) if by_channel else (slice(lo, hi),)
+        tap = _max_and_tap(_taps(xp[sl], k, s, d, out), np.isnan(x[sl].max()), y[sl])
+        np.add(starts, offsets[tap], out=indices[sl])
+        if np.isneginf(y[sl]).any():  # all -inf window: torch keeps its first in-bounds element
+            indices[sl] = np.where(np.isneginf(y[sl]), first_h[:, None] * W + first_w, indices[sl])
+    parallel_chunks(part, C if by_channel else N, x.nbytes)
     overlap = s[0] < d[0] * (k[0] - 1) + 1 or s[1] < d[1] * (k[1] - 1) + 1
     return y, indices, MaxPoolSaved(indices, x.shape, overlap)
 
@@ -235,8 +245,9 @@ def adaptive_max_pool2d_forward(x, output_size):
     cols, start_w = _bin_taps(W, OW)
     xp = _pad(x, 0, 1, 0, 1, -np.inf)
     v = xp[:, :, rows[:, :, None, None], cols[None, None]]  # (N, C, OH, Lh, OW, Lw)
-    y, tap = _max_and_tap([v[:, :, :, i, :, j] for i in range(rows.shape[1]) for j in range(cols.shape[1])],
-                          np.isnan(x.max()))
+    y = np.empty(v.shape[:3] + v.shape[4:5], x.dtype)
+    tap = _max_and_tap([v[:, :, :, i, :, j] for i in range(rows.shape[1]) for j in range(cols.shape[1])],
+                       np.isnan(x.max()), y)
     lw = cols.shape[1]
     indices = rows[np.arange(OH)[:, None], tap // lw] * W + cols[np.arange(OW), tap % lw]
     if np.isneginf(y).any():  # all -inf bin: torch keeps the bin's first element

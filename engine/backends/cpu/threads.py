@@ -1,0 +1,85 @@
+"""A small shared thread pool that splits memory-bound numpy work (copies, ufunc loops) into chunks.
+
+numpy releases the GIL inside large copies and ufunc loops, so chunks of one such operation run on
+several cores at once.  The chunk count follows the BLAS thread count (``engine.set_num_threads``);
+work below _MIN_BYTES stays on the calling thread, where thread hand-off would cost more than it saves.
+Chunks cover disjoint slices of an axis, so results are bit-identical to the single-threaded run.
+"""
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from ...utils.threads import get_num_threads
+
+_MIN_BYTES = 1 << 20
+_BLOCK_BYTES = 1 << 18
+
+_pool = None
+_pool_size = 0
+_pool_lock = threading.Lock()
+_worker = threading.local()
+
+
+def _mark_worker():
+    """Pool initializer: flag the thread so work it runs never fans out again (no nested waits)."""
+    _worker.active = True
+
+
+def _executor(n):
+    """The shared pool, grown to at least n - 1 workers (the caller runs one chunk itself)."""
+    global _pool, _pool_size
+    with _pool_lock:
+        if _pool is None or _pool_size < n - 1:
+            _pool = ThreadPoolExecutor(n - 1, thread_name_prefix="engine-cpu", initializer=_mark_worker)
+            _pool_size = n - 1
+        return _pool
+
+
+def chunk_count(nbytes, length):
+    """How many chunks to split work of nbytes along an axis of this length into (1: run inline)."""
+    if nbytes < _MIN_BYTES or length < 2 or getattr(_worker, "active", False):
+        return 1
+    return max(1, min(get_num_threads(), length))
+
+
+def parallel_chunks(fn, length, nbytes):
+    """Call fn(lo, hi) over contiguous [lo, hi) pieces covering range(length), in parallel when big."""
+    n = chunk_count(nbytes, length)
+    if n == 1:
+        fn(0, length)
+        return
+    bounds = [length * i // n for i in range(n + 1)]
+    futures = [_executor(n).submit(fn, bounds[i], bounds[i + 1]) for i in range(1, n)]
+    fn(bounds[0], bounds[1])
+    for f in futures:
+        f.result()
+
+
+def parallel_blocks(fn, length, row_bytes):
+    """Call fn(lo, hi) over cache-sized [lo, hi) row blocks of range(length), the blocks shared out
+    among the threads: a multi-pass update of one block (multiply, then add) then stays in cache."""
+    step = max(1, _BLOCK_BYTES // max(row_bytes, 1))
+
+    def chunk(lo, hi):
+        for a in range(lo, hi, step):
+            fn(a, min(a + step, hi))
+    parallel_chunks(chunk, length, length * row_bytes)
+
+
+def split_axis(shape):
+    """The first axis longer than 1 (the axis chunks are cut along), or 0 if there is none."""
+    return next((i for i, n in enumerate(shape) if n > 1), 0)
+
+
+def copyto(dst, src):
+    """np.copyto(dst, src) for same-shape arrays, split along their first non-trivial axis."""
+    if dst.ndim == 0:
+        np.copyto(dst, src)
+        return
+    ax = split_axis(dst.shape)
+    idx = (slice(None),) * ax
+
+    def part(lo, hi):
+        np.copyto(dst[idx + (slice(lo, hi),)], src[idx + (slice(lo, hi),)])
+    parallel_chunks(part, dst.shape[ax], dst.nbytes)
