@@ -74,7 +74,41 @@ def _resize_short_side(image, size, resample):
     return image.resize((new_short, new_long) if width <= height else (new_long, new_short), resample)
 
 
-class ImageClassification:
+class _Preprocessing:
+    """Shared part of the presets: resize the short side (PIL), scale to [0, 1], normalize, batch lists."""
+
+    def __init__(self, resize_size, mean, std, interpolation):
+        self.resize_size = int(resize_size)
+        self.mean = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
+        self.std = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
+        self.interpolation = interpolation
+        self._resample = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}[interpolation]
+
+    def _crop(self, image):
+        return image
+
+    def _array(self, image):
+        """One image as a normalized (3, H, W) float32 array."""
+        image = self._crop(_resize_short_side(image, self.resize_size, self._resample))
+        array = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
+        return (array - self.mean) / self.std
+
+    def __call__(self, image):
+        if isinstance(image, (list, tuple)):
+            return engine.from_numpy(np.stack([self._array(i) for i in image]).astype(np.float32))
+        return engine.from_numpy(self._array(image).astype(np.float32))
+
+    def _repr_lines(self):
+        return [f"resize_size=[{self.resize_size}]",
+                f"mean={[round(float(v), 3) for v in self.mean.ravel()]}",
+                f"std={[round(float(v), 3) for v in self.std.ravel()]}",
+                f"interpolation={self.interpolation}"]
+
+    def __repr__(self):
+        return f"{type(self).__name__}(\n" + "".join(f"    {line}\n" for line in self._repr_lines()) + ")"
+
+
+class ImageClassification(_Preprocessing):
     """ImageNet preprocessing for PIL images: resize the short side, center crop, scale to [0, 1], normalize.
 
     Returns a float32 ``(3, crop, crop)`` tensor; a list of images gives a batch.
@@ -82,64 +116,27 @@ class ImageClassification:
 
     def __init__(self, crop_size, resize_size=256, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
                  interpolation="bilinear"):
+        super().__init__(resize_size, mean, std, interpolation)
         self.crop_size = int(crop_size)
-        self.resize_size = int(resize_size)
-        self.mean = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
-        self.std = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
-        self.interpolation = interpolation
-        self._resample = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}[interpolation]
 
-    def _array(self, image):
-        """One image as a normalized (3, crop, crop) float32 array."""
-        image = _resize_short_side(image, self.resize_size, self._resample)
+    def _crop(self, image):
         size = image.size
         left = int(round((size[0] - self.crop_size) / 2.0))
         top = int(round((size[1] - self.crop_size) / 2.0))
-        image = image.crop((left, top, left + self.crop_size, top + self.crop_size))
-        array = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
-        return (array - self.mean) / self.std
+        return image.crop((left, top, left + self.crop_size, top + self.crop_size))
 
-    def __call__(self, image):
-        if isinstance(image, (list, tuple)):
-            return engine.from_numpy(np.stack([self._array(i) for i in image]).astype(np.float32))
-        return engine.from_numpy(self._array(image).astype(np.float32))
-
-    def __repr__(self):
-        return (f"ImageClassification(\n    crop_size=[{self.crop_size}]\n    resize_size=[{self.resize_size}]\n"
-                f"    mean={[round(float(v), 3) for v in self.mean.ravel()]}\n"
-                f"    std={[round(float(v), 3) for v in self.std.ravel()]}\n"
-                f"    interpolation={self.interpolation}\n)")
+    def _repr_lines(self):
+        return [f"crop_size=[{self.crop_size}]"] + super()._repr_lines()
 
 
-class SemanticSegmentation:
+class SemanticSegmentation(_Preprocessing):
     """Segmentation preprocessing for PIL images: resize the short side, scale to [0, 1], normalize (no crop).
 
     Returns a float32 ``(3, H, W)`` tensor; a list of images of one resized size gives a batch.
     """
 
     def __init__(self, resize_size, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), interpolation="bilinear"):
-        self.resize_size = int(resize_size)
-        self.mean = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
-        self.std = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
-        self.interpolation = interpolation
-        self._resample = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}[interpolation]
-
-    def _array(self, image):
-        """One image as a normalized (3, H, W) float32 array."""
-        image = _resize_short_side(image, self.resize_size, self._resample)
-        array = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
-        return (array - self.mean) / self.std
-
-    def __call__(self, image):
-        if isinstance(image, (list, tuple)):
-            return engine.from_numpy(np.stack([self._array(i) for i in image]).astype(np.float32))
-        return engine.from_numpy(self._array(image).astype(np.float32))
-
-    def __repr__(self):
-        return (f"SemanticSegmentation(\n    resize_size=[{self.resize_size}]\n"
-                f"    mean={[round(float(v), 3) for v in self.mean.ravel()]}\n"
-                f"    std={[round(float(v), 3) for v in self.std.ravel()]}\n"
-                f"    interpolation={self.interpolation}\n)")
+        super().__init__(resize_size, mean, std, interpolation)
 
 
 _TRANSFORMS = {"ImageClassification": ImageClassification, "SemanticSegmentation": SemanticSegmentation}
