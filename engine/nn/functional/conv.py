@@ -20,51 +20,47 @@ def _tuple(value, n, name):
     return value
 
 
-class ConvNd(Function):
-    """conv1d/conv2d: 1-D runs as 2-D with a unit height axis."""
+class _Conv(Function):
+    """Runs a conv kernel pair of the backend; 1-D runs as 2-D with a unit height axis."""
+
+    kernel = None  # "conv2d" or "conv_transpose2d"
+
+    def forward(self, x, w, b):
+        if self.nd == 1:
+            x, w = x[:, :, None, :], w[:, :, None, :]
+        self.kernels = backends.kernels(x, "conv")
+        y, self.saved = getattr(self.kernels, self.kernel + "_forward")(x, w, b, *self.args)
+        return y[:, :, 0, :] if self.nd == 1 else y
+
+    def backward(self, gy):
+        if self.nd == 1:
+            gy = gy[:, :, None, :]
+        needs = tuple(self.needs_input_grad) + (False,) * (3 - len(self.needs_input_grad))
+        gx, gw, gb = getattr(self.kernels, self.kernel + "_backward")(gy, self.saved, *needs)
+        if self.nd == 1:
+            gx = None if gx is None else gx[:, :, 0, :]
+            gw = None if gw is None else gw[:, :, 0, :]
+        return gx, gw, gb
+
+
+class ConvNd(_Conv):
+    """conv1d/conv2d."""
+
+    kernel = "conv2d"
 
     def __init__(self, nd, stride, pads, dilation, groups):
         self.nd, self.stride, self.pads, self.dilation, self.groups = nd, stride, pads, dilation, groups
-
-    def forward(self, x, w, b):
-        if self.nd == 1:
-            x, w = x[:, :, None, :], w[:, :, None, :]
-        self.kernels = backends.kernels(x, "conv")
-        y, self.saved = self.kernels.conv2d_forward(x, w, b, self.stride, self.pads, self.dilation, self.groups)
-        return y[:, :, 0, :] if self.nd == 1 else y
-
-    def backward(self, gy):
-        if self.nd == 1:
-            gy = gy[:, :, None, :]
-        needs = tuple(self.needs_input_grad) + (False,) * (3 - len(self.needs_input_grad))
-        gx, gw, gb = self.kernels.conv2d_backward(gy, self.saved, *needs)
-        if self.nd == 1:
-            gx = None if gx is None else gx[:, :, 0, :]
-            gw = None if gw is None else gw[:, :, 0, :]
-        return gx, gw, gb
+        self.args = (stride, pads, dilation, groups)
 
 
-class ConvTransposeNd(Function):
+class ConvTransposeNd(_Conv):
+    """conv_transpose1d/conv_transpose2d."""
+
+    kernel = "conv_transpose2d"
+
     def __init__(self, nd, stride, padding, output_padding, dilation, groups):
         self.nd = nd
         self.args = (stride, padding, output_padding, dilation, groups)
-
-    def forward(self, x, w, b):
-        if self.nd == 1:
-            x, w = x[:, :, None, :], w[:, :, None, :]
-        self.kernels = backends.kernels(x, "conv")
-        y, self.saved = self.kernels.conv_transpose2d_forward(x, w, b, *self.args)
-        return y[:, :, 0, :] if self.nd == 1 else y
-
-    def backward(self, gy):
-        if self.nd == 1:
-            gy = gy[:, :, None, :]
-        needs = tuple(self.needs_input_grad) + (False,) * (3 - len(self.needs_input_grad))
-        gx, gw, gb = self.kernels.conv_transpose2d_backward(gy, self.saved, *needs)
-        if self.nd == 1:
-            gx = None if gx is None else gx[:, :, 0, :]
-            gw = None if gw is None else gw[:, :, 0, :]
-        return gx, gw, gb
 
 
 def _check(input, weight, bias, nd, groups, transposed=False):
