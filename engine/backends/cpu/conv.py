@@ -5,6 +5,7 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ...autograd.grad_mode import is_grad_enabled
 from .threads import copyto
 
 # Below this many output pixels per image the batch is folded into the GEMM's column axis: one wide
@@ -181,7 +182,8 @@ def _corr(x, w, stride, pads, dilation, groups):
     if _winograd_ok(w.shape, stride, dilation, groups):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
     O, _, kh, kw = w.shape
-    keep = kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS
+    # Under no_grad nothing will run a backward: a kept (fresh, page-faulting) matrix would be waste.
+    keep = kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS and is_grad_enabled()
     col, OH, OW, fold = _im2col(x, kh, kw, stride, pads, dilation, groups, keep=keep)
     y = _from_cols_layout(_gemm(w.reshape(groups, O // groups, -1), col, fold), x.shape[0], OH, OW, fold)
     return y, ((col, fold) if keep else None)
