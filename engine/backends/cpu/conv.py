@@ -24,6 +24,9 @@ _KEEP_COLS_MAX_CHANNELS = 128
 # is one small GEMM over all tiles.  Its rounding error stays at the direct method's level (unlike
 # F(4x4, 3x3)); it pays off once channel counts make the GEMM dominate the transforms.
 _WINOGRAD_MIN_CHANNELS = 128
+# A single image's correlation stays direct: measured on ResNet's 3x3 layers (28x28x128 .. 7x7x512) its
+# transforms and per-call weight transform cost as much as or more than the GEMM flops they save.
+_WINOGRAD_MIN_BATCH = 2
 _BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
@@ -179,7 +182,7 @@ def _winograd_corr(x, u, pads):
 
 def _corr(x, w, stride, pads, dilation, groups):
     """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (fresh NCHW y, kept (col, fold) or None)."""
-    if _winograd_ok(w.shape, stride, dilation, groups):
+    if x.shape[0] >= _WINOGRAD_MIN_BATCH and _winograd_ok(w.shape, stride, dilation, groups):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
     O, _, kh, kw = w.shape
     # Under no_grad nothing will run a backward: a kept (fresh, page-faulting) matrix would be waste.
