@@ -5,6 +5,7 @@ several cores at once.  The chunk count follows the BLAS thread count (``engine.
 work below _MIN_BYTES stays on the calling thread, where thread hand-off would cost more than it saves.
 Chunks cover disjoint slices of an axis, so results are bit-identical to the single-threaded run.
 """
+import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -17,6 +18,7 @@ _BLOCK_BYTES = 1 << 18
 
 _pool = None
 _pool_size = 0
+_pool_pid = None
 _pool_lock = threading.Lock()
 _worker = threading.local()
 
@@ -27,12 +29,13 @@ def _mark_worker():
 
 
 def _executor(n):
-    """The shared pool, grown to at least n - 1 workers (the caller runs one chunk itself)."""
-    global _pool, _pool_size
+    """The shared pool, grown to at least n - 1 workers (the caller runs one chunk itself); a forked
+    child (DataLoader worker) gets its own, as the parent's threads do not exist there."""
+    global _pool, _pool_size, _pool_pid
     with _pool_lock:
-        if _pool is None or _pool_size < n - 1:
+        if _pool is None or _pool_size < n - 1 or _pool_pid != os.getpid():
             _pool = ThreadPoolExecutor(n - 1, thread_name_prefix="engine-cpu", initializer=_mark_worker)
-            _pool_size = n - 1
+            _pool_size, _pool_pid = n - 1, os.getpid()
         return _pool
 
 
