@@ -5,7 +5,6 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ...autograd.grad_mode import is_grad_enabled
 from .threads import copyto
 
 # Below this many output pixels per image the batch is folded into the GEMM's column axis: one wide
@@ -180,13 +179,13 @@ def _winograd_corr(x, u, pads):
     return y if (2 * th, 2 * tw) == (OH, OW) else np.ascontiguousarray(y[:, :, :OH, :OW])
 
 
-def _corr(x, w, stride, pads, dilation, groups):
+def _corr(x, w, stride, pads, dilation, groups, weight_grad):
     """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (fresh NCHW y, kept (col, fold) or None)."""
     if x.shape[0] >= _WINOGRAD_MIN_BATCH and _winograd_ok(w.shape, stride, dilation, groups):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
     O, _, kh, kw = w.shape
-    # Under no_grad nothing will run a backward: a kept (fresh, page-faulting) matrix would be waste.
-    keep = kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS and is_grad_enabled()
+    # Without a weight gradient to come, a kept (fresh, page-faulting) matrix would be waste.
+    keep = kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS and weight_grad
     col, OH, OW, fold = _im2col(x, kh, kw, stride, pads, dilation, groups, keep=keep)
     y = _from_cols_layout(_gemm(w.reshape(groups, O // groups, -1), col, fold), x.shape[0], OH, OW, fold)
     return y, ((col, fold) if keep else None)
@@ -309,14 +308,16 @@ def _data_grad_phases(gy, w, in_hw, stride, pad_tl, dilation, groups):
     return gx
 
 
-def conv2d_forward(x, w, b, stride, padding, dilation, groups):
+def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True):
     """conv2d of x (N,C,H,W) with w (O,C/groups,KH,KW) and optional bias b (O,).
 
     padding is (top, bottom, left, right).  Returns (y, saved) with saved a ConvSaved.
+    ``weight_grad=False`` says no weight gradient will be asked for (inference), so the column
+    matrix is built in reusable scratch instead of being kept for the backward.
     """
     stride, dilation = _pair(stride), _pair(dilation)
     w = w.astype(x.dtype, copy=False)
-    y, cols = _corr(x, w, stride, tuple(padding), dilation, groups)
+    y, cols = _corr(x, w, stride, tuple(padding), dilation, groups, weight_grad)
     if b is not None:
         y += b.astype(x.dtype, copy=False).reshape(-1, 1, 1)
     return y, ConvSaved(x, w, stride, tuple(padding), dilation, groups, cols)

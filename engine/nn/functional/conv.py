@@ -25,11 +25,15 @@ class _Conv(Function):
 
     kernel = None  # "conv2d" or "conv_transpose2d"
 
+    def forward_options(self):
+        return {}
+
     def forward(self, x, w, b):
         if self.nd == 1:
             x, w = x[:, :, None, :], w[:, :, None, :]
         self.kernels = backends.kernels(x, "conv")
-        y, self.saved = getattr(self.kernels, self.kernel + "_forward")(x, w, b, *self.args)
+        run = getattr(self.kernels, self.kernel + "_forward")
+        y, self.saved = run(x, w, b, *self.args, **self.forward_options())
         return y[:, :, 0, :] if self.nd == 1 else y
 
     def backward(self, gy):
@@ -47,6 +51,9 @@ class ConvNd(_Conv):
     """conv1d/conv2d."""
 
     kernel = "conv2d"
+
+    def forward_options(self):
+        return {"weight_grad": self.needs_input_grad[1:2] == (True,)}
 
     def __init__(self, nd, stride, pads, dilation, groups):
         self.nd, self.stride, self.pads, self.dilation, self.groups = nd, stride, pads, dilation, groups

@@ -30,7 +30,8 @@ class FusedConv(Function):
         kernels = backends.kernels(x, "conv")
         if self.nd == 1:
             x, w = x[:, :, None, :], w[:, :, None, :]
-        y, _ = kernels.conv2d_forward(x, w, b, self.stride, self.pads, self.dilation, self.groups)
+        y, _ = kernels.conv2d_forward(x, w, b, self.stride, self.pads, self.dilation, self.groups,
+                                      weight_grad=False)
         if self.nd == 1:
             y = y[:, :, 0, :]
         if residual is not None:
