@@ -1,6 +1,4 @@
 """Training agreement: resnet18 on the real digits data, ours vs PyTorch from identical weights and batches."""
-import gzip
-import os
 import time
 
 import numpy as np
@@ -11,25 +9,19 @@ import torchvision.models as models_torch
 import engine
 import engine.nn.functional as F
 import flowvision.models as models_flow
+from flowvision.datasets import load_digits as load_shipped_digits
 from model_parity import numpy_state
 
-DIGITS = os.path.join(os.path.dirname(__file__), "..", "..", "data", "digits.csv.gz")
 BATCH = 64
 LR, MOMENTUM, EPOCHS = 0.02, 0.9, 3
 
 
 def load_digits(seed=0):
-    """Digits upsampled 8x8 -> 32x32 (nearest), normalised, split 80/20 after a seeded shuffle."""
-    with gzip.open(DIGITS, "rt") as f:
-        rows = np.loadtxt(f, delimiter=",", dtype=np.float32)
-    images = rows[:, :64].reshape(-1, 1, 8, 8) / 16.0
-    labels = rows[:, 64].astype(np.int64)
-    images = np.kron(images, np.ones((1, 1, 4, 4), np.float32))
+    """The shipped digits (seeded 80/20 split) upsampled 8x8 -> 32x32 (nearest) and normalised."""
+    (train_x, train_y), (test_x, test_y) = load_shipped_digits(seed=seed)
+    images = np.kron(np.concatenate([train_x, test_x]), np.ones((1, 1, 4, 4), np.float32))
     images = ((images - images.mean()) / images.std()).astype(np.float32)
-    order = np.random.default_rng(seed).permutation(len(labels))
-    cut = int(0.8 * len(labels))
-    train, test = order[:cut], order[cut:]
-    return images[train], labels[train], images[test], labels[test]
+    return images[:len(train_y)], train_y, images[len(train_y):], test_y
 
 
 def batches(n, epoch):
