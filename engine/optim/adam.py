@@ -28,15 +28,6 @@ class Adam(Optimizer):
         if fused and foreach:
             raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
-    def step(self, closure=None):
-        """Update every parameter that has a gradient; returns the closure's loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group)
-        return loss
-
     def _state_of(self, p, amsgrad):
         """``p``'s state, created on its first step (step, exp_avg, exp_avg_sq[, max_exp_avg_sq])."""
         state = self.state[p]

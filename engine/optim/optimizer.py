@@ -204,8 +204,17 @@ class Optimizer:
                     _bump_version(grad)
 
     def step(self, closure=None):
-        """Perform one optimization step; subclasses implement it."""
-        raise NotImplementedError
+        """Update every parameter that has a gradient (``_update(p, group)``); returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    self._update(p, group)
+        return loss
+
+    def _update(self, p, group):
+        """One parameter's update; optimizers that keep the default ``step`` implement it."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither step() nor _update()")
 
     def _closure_loss(self, closure):
         """Re-evaluate the model through ``closure`` (with grad enabled) and return its loss."""

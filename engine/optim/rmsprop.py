@@ -24,15 +24,6 @@ class RMSprop(Optimizer):
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        """Update every parameter that has a gradient; returns the closure's loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    self._update(p, group)
-        return loss
-
     def _state_of(self, p, group):
         """``p``'s state, created on its first step (step, square_avg[, momentum_buffer, grad_avg])."""
         state = self.state[p]
