@@ -11,6 +11,12 @@ from ._utils import new_param_data
 from .module import Module
 
 
+
+def _register_affine(module, shape, affine, bias, device, dtype):
+    """Register ``weight`` (and ``bias`` unless ``bias=False``) of ``shape``, or None for both without affine."""
+    module.register_parameter("weight", Parameter(new_param_data(shape, device, dtype)) if affine else None)
+    module.register_parameter("bias", Parameter(new_param_data(shape, device, dtype)) if affine and bias else None)
+
 class _NormBase(Module):
     """Affine weight/bias and running statistics shared by batch and instance norm."""
 
@@ -24,15 +30,7 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(new_param_data((num_features,), device, dtype))
-            if bias:
-                self.bias = Parameter(new_param_data((num_features,), device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             float_dtype = dtype or _dtype.get_default_dtype()
             self.register_buffer("running_mean", zeros(num_features, dtype=float_dtype, device=device))
@@ -165,15 +163,7 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(new_param_data((num_channels,), device, dtype))
-            if bias:
-                self.bias = Parameter(new_param_data((num_channels,), device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, (num_channels,), affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -200,15 +190,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(new_param_data(self.normalized_shape, device, dtype))
-            if bias:
-                self.bias = Parameter(new_param_data(self.normalized_shape, device, dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _register_affine(self, self.normalized_shape, elementwise_affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
