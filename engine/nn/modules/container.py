@@ -17,6 +17,14 @@ def _index(idx, size):
     return idx % size
 
 
+def _renumber(container):
+    """Keep keys "0", "1", ... after a deletion or insertion (as PyTorch does)."""
+    modules = list(container._modules.values())
+    container._modules.clear()
+    for i, module in enumerate(modules):
+        container._modules[str(i)] = module
+
+
 class Sequential(Module):
     """Modules run one after the other; built from modules or from an OrderedDict of named ones."""
 
@@ -44,14 +52,7 @@ class Sequential(Module):
         keys = list(self._modules)[idx] if isinstance(idx, slice) else [self._key(idx)]
         for key in keys:
             del self._modules[key]
-        self._renumber()
-
-    def _renumber(self):
-        """Keep keys "0", "1", ... after a deletion or insertion (as PyTorch does)."""
-        modules = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(modules):
-            self._modules[str(i)] = module
+        _renumber(self)
 
     def __len__(self):
         return len(self._modules)
@@ -124,10 +125,7 @@ class ModuleList(Module):
         keys = list(self._modules)[idx] if isinstance(idx, slice) else [str(_index(idx, len(self)))]
         for key in keys:
             del self._modules[key]
-        modules = list(self._modules.values())
-        self._modules.clear()
-        for i, module in enumerate(modules):
-            self._modules[str(i)] = module
+        _renumber(self)
 
     def __len__(self):
         return len(self._modules)
