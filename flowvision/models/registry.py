@@ -101,15 +101,19 @@ def model_entrypoint(model_name):
     return _model_entrypoints[model_name]
 
 
+_NONE_MEANS_NO_WEIGHTS = ("weights", "weights_backbone")
+
+
 def create_model(model_name, pretrained=False, checkpoint_path=None, **kwargs):
     """Build the registered model ``model_name``; keyword arguments go to its entrypoint.
 
     Common ones: ``num_classes`` (0 gives pooled features), ``in_chans``, ``features_only``,
     ``out_indices``, ``checkpoint_path`` (a local state_dict file). Arguments set to None are
-    dropped so the entrypoint's defaults apply.
+    dropped so the entrypoint's defaults apply (as in timm), except ``weights`` and
+    ``weights_backbone``, where None means "no weights" (as in torchvision).
     """
     entrypoint = model_entrypoint(model_name)
-    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    kwargs = {k: v for k, v in kwargs.items() if v is not None or k in _NONE_MEANS_NO_WEIGHTS}
     if checkpoint_path:
         kwargs["checkpoint_path"] = checkpoint_path
     return entrypoint(pretrained=pretrained, **kwargs)

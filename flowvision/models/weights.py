@@ -281,14 +281,21 @@ def resolve_weights(model, pretrained=False, weights=None):
     return weights
 
 
+def _classifier_prefixes(model):
+    """Key prefixes of the class-dependent layers named by ``default_cfg["classifier"]`` (one name or several)."""
+    classifier = getattr(model, "default_cfg", {}).get("classifier") or ()
+    names = (classifier,) if isinstance(classifier, str) else tuple(classifier)
+    return tuple(name + "." for name in names)
+
+
 def _classifier_keys(model, state_dict):
     """Checkpoint keys of the classifier that cannot load into ``model`` (other class count, or no head)."""
-    classifier = getattr(model, "default_cfg", {}).get("classifier")
-    if not classifier:
+    prefixes = _classifier_prefixes(model)
+    if not prefixes:
         return []
     own = model.state_dict()
-    return sorted(k for k in state_dict if k.startswith(classifier + ".")
-            and (k not in own or tuple(own[k].shape) != tuple(state_dict[k].shape)))
+    return sorted(k for k in state_dict if k.startswith(prefixes)
+                  and (k not in own or tuple(own[k].shape) != tuple(state_dict[k].shape)))
 
 
 def load_pretrained(model, weights, progress=True):
@@ -309,8 +316,7 @@ def load_pretrained(model, weights, progress=True):
         del state_dict[k]
     result = model.load_state_dict(state_dict, strict=False)
     unexpected = list(result.unexpected_keys)
-    classifier = model.default_cfg["classifier"] + "."
-    missing = [k for k in result.missing_keys if not k.startswith(classifier)]
+    missing = [k for k in result.missing_keys if not k.startswith(_classifier_prefixes(model))]
     if missing or unexpected:
         raise RuntimeError(f"Error(s) in loading {weights!r}: missing keys {missing}, unexpected keys {unexpected}")
     warnings.warn(f"loaded {weights!r} except the classifier ({', '.join(skipped)}): the checkpoint has "

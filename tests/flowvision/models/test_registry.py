@@ -69,6 +69,21 @@ def test_register_model_decorator(monkeypatch):
     assert models.create_model("tiny_net", num_classes=4, in_chans=None).out_features == 4
 
 
+def test_create_model_passes_none_weights_through(monkeypatch):
+    """``weights_backbone=None`` means "random backbone" (torchvision), not "use the default" (timm's None-dropping)."""
+    for table in ("_model_entrypoints", "_model_to_module", "_module_to_models"):
+        monkeypatch.setattr(registry, table, dict(getattr(registry, table)))
+    seen = {}
+
+    @registry.register_model
+    def probe_net(pretrained=False, weights="DEFAULT", weights_backbone="IMAGENET1K_V1", in_chans=3):
+        seen.update(weights=weights, weights_backbone=weights_backbone, in_chans=in_chans)
+        return engine.nn.Identity()
+
+    models.create_model("probe_net", weights=None, weights_backbone=None, in_chans=None)
+    assert seen == {"weights": None, "weights_backbone": None, "in_chans": 3}
+
+
 def test_num_classes_and_pooled_features():
     engine.manual_seed(0)
     model = models.create_model("resnet18", num_classes=10).eval()
