@@ -12,4 +12,4 @@ from .mobilenetv2 import *  # noqa: F401,F403
 from .mobilenetv3 import *  # noqa: F401,F403
 from .vgg import *  # noqa: F401,F403
 from .weights import *  # noqa: F401,F403
-from . import mobilenetv2, mobilenetv3, resnet, segmentation, vgg  # noqa: F401
+from . import detection, mobilenetv2, mobilenetv3, resnet, segmentation, vgg  # noqa: F401

@@ -1,0 +1,3 @@
+"""GeneralizedRCNN: transform, backbone, RPN and RoI heads chained into one detector."""
+
+__all__ = []

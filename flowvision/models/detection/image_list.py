@@ -1,0 +1,3 @@
+"""ImageList: a padded batch of images together with their sizes before padding."""
+
+__all__ = []

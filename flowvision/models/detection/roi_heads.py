@@ -1,0 +1,3 @@
+"""RoIHeads: the second stage of the R-CNN family (box, mask and keypoint branches)."""
+
+__all__ = []

@@ -1,0 +1,3 @@
+"""SSDlite (Sandler et al. 2018) on MobileNetV3 and its builder."""
+
+__all__ = []
