@@ -22,7 +22,7 @@ from PIL import Image
 
 import engine
 
-__all__ = ["Weights", "WeightsEnum", "ImageClassification", "SemanticSegmentation", "get_model_weights",
+__all__ = ["Weights", "WeightsEnum", "ImageClassification", "SemanticSegmentation", "ObjectDetection", "get_model_weights",
            "get_weight", "list_pretrained", "resolve_weights", "load_pretrained", "URL_BASE", "ENV_URL_BASE",
            "ENV_MANIFEST"]
 
@@ -139,7 +139,28 @@ class SemanticSegmentation(_Preprocessing):
         super().__init__(resize_size, mean, std, interpolation)
 
 
-_TRANSFORMS = {"ImageClassification": ImageClassification, "SemanticSegmentation": SemanticSegmentation}
+class ObjectDetection:
+    """Detection preprocessing: an image as a float32 ``(3, H, W)`` tensor in [0, 1], its size kept.
+
+    The detectors normalise and resize inside the model, so nothing else happens here; a list of
+    images gives a list of tensors (their sizes may differ).
+    """
+
+    def _tensor(self, image):
+        array = np.asarray(_as_rgb_image(image), dtype=np.float32).transpose(2, 0, 1) / 255.0
+        return engine.from_numpy(np.ascontiguousarray(array))
+
+    def __call__(self, image):
+        if isinstance(image, (list, tuple)):
+            return [self._tensor(i) for i in image]
+        return self._tensor(image)
+
+    def __repr__(self):
+        return "ObjectDetection()"
+
+
+_TRANSFORMS = {"ImageClassification": ImageClassification, "SemanticSegmentation": SemanticSegmentation,
+               "ObjectDetection": ObjectDetection}
 
 
 class Weights:

@@ -35,7 +35,21 @@ def test_manifest_matches_torchvision():
             assert mine.meta["license"] == "BSD-3-Clause"
             assert mine.url.rsplit("-", 1)[1].startswith(mine.meta["sha256"])
             tv, fv = member.transforms(), mine.transforms()
-            assert (fv.resize_size, getattr(fv, "crop_size", None)) == (tv.resize_size[0], getattr(tv, "crop_size", [None])[0])
+            assert type(fv).__name__ == type(tv).__name__
+            if hasattr(tv, "resize_size"):
+                assert (fv.resize_size, getattr(fv, "crop_size", None)) == (tv.resize_size[0], getattr(tv, "crop_size", [None])[0])
+            if "keypoint_names" in member.meta:
+                assert mine.meta["keypoint_names"] == member.meta["keypoint_names"]
+
+
+def test_object_detection_preset_matches_torchvision():
+    """Detection weights feed the model the image as floats in [0, 1] at its own size (the model resizes)."""
+    image = Image.open(os.path.join(os.path.dirname(__file__), "..", "data", "images", "chelsea.png"))
+    ours = models.FasterRCNN_ResNet50_FPN_Weights.DEFAULT.transforms()
+    theirs = torchvision.models.detection.FasterRCNN_ResNet50_FPN_Weights.DEFAULT.transforms()
+    expected = theirs(torchvision.transforms.functional.pil_to_tensor(image.convert("RGB"))).numpy()
+    np.testing.assert_allclose(ours(image).numpy(), expected, rtol=1e-6)
+    assert [tuple(t.shape) for t in ours([image, image])] == [expected.shape] * 2
 
 
 def test_model_api_and_registry():
