@@ -3,6 +3,7 @@
 View ops return array views of their input and set ``is_view`` so that the output shares the
 input's version counter; their backward maps the gradient back through the same geometry.
 """
+import math
 import numbers
 
 import numpy as np
@@ -113,7 +114,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = tuple(input.shape)
-    return reshape(input, shape[:start] + (-1,) + shape[end + 1:])
+    merged = math.prod(shape[start:end + 1])
+    return reshape(input, shape[:start] + (merged,) + shape[end + 1:])
 
 
 def unflatten(input, dim, sizes):
