@@ -4,9 +4,11 @@
 the stage outputs as a list. ``create_feature_extractor`` works on any model: forward hooks collect
 the outputs of named submodules, as torchvision's FX-based helper does for module outputs.
 """
+from collections import OrderedDict
+
 from engine import nn
 
-__all__ = ["FeatureInfo", "FeatureListNet", "create_feature_extractor", "get_module_names"]
+__all__ = ["FeatureInfo", "FeatureListNet", "create_feature_extractor", "get_module_names", "sequential_feature_info"]
 
 
 class FeatureInfo:
@@ -54,30 +56,85 @@ class FeatureInfo:
         return f"FeatureInfo({self.info})"
 
 
+def _block_stride(block):
+    """How much ``block`` (one link of a plain conv chain) shrinks the feature map: its convs' and pools' strides."""
+    stride = 1
+    for module in block.modules():
+        if isinstance(module, (nn.Conv2d, nn.MaxPool2d, nn.AvgPool2d)):
+            s = module.stride
+            stride *= s[0] if isinstance(s, tuple) else s
+    return stride
+
+
+def _block_channels(block, channels):
+    """The channels ``block`` outputs, given the ``channels`` it receives (its last conv's, else unchanged)."""
+    convs = [m for m in block.modules() if isinstance(m, nn.Conv2d)]
+    return convs[-1].out_channels if convs else channels
+
+
+def sequential_feature_info(features, prefix="features", in_chans=3):
+    """``feature_info`` of a model whose trunk is the plain chain ``features`` (MobileNet, VGG).
+
+    A stage ends at the last block before the map shrinks again, and at the end of the chain.
+    """
+    info = []
+    reduction, channels = 1, in_chans
+    blocks = list(features.named_children())
+    for i, (name, block) in enumerate(blocks):
+        reduction *= _block_stride(block)
+        channels = _block_channels(block, channels)
+        is_last = i == len(blocks) - 1
+        if is_last or _block_stride(blocks[i + 1][1]) > 1:
+            info.append(dict(num_chs=channels, reduction=reduction, module=f"{prefix}.{name}"))
+    return info
+
+
 class FeatureListNet(nn.Module):
     """A model cut after its last requested stage; ``forward`` returns the stage outputs as a list.
 
-    The stages named in ``model.feature_info`` must be top-level children; children are kept in
-    registration order under their own names, so state_dict keys stay those of the model.
+    The stages named in ``model.feature_info`` are top-level children, or children of a top-level
+    ``nn.Sequential`` (``"features.6"``); children are kept in order under their own names, so
+    state_dict keys stay those of the model. ``out_indices=None`` returns every stage.
     """
 
-    def __init__(self, model, out_indices=(0, 1, 2, 3, 4)):
+    def __init__(self, model, out_indices=None):
         super().__init__()
+        if out_indices is None:
+            out_indices = range(len(model.feature_info))
         self.feature_info = FeatureInfo(model.feature_info, out_indices)
         wanted = {info["module"] for info in self.feature_info.get_dicts()}
         self._return_layers = set(wanted)
         for name, module in model.named_children():
             if not wanted:
                 break
+            inner = {w for w in wanted if w.startswith(name + ".")}
+            if inner:
+                module = self._truncated(module, name, inner)
+                wanted -= inner
             self.add_module(name, module)
             wanted.discard(name)
         if wanted:
             raise ValueError(f"feature modules {sorted(wanted)} are not top-level children of "
-                             f"{type(model).__name__}")
+                             f"{type(model).__name__} or children of its top-level Sequential")
+
+    @staticmethod
+    def _truncated(sequential, name, inner):
+        """``sequential`` (the child ``name``) cut after the last of its children named in ``inner``."""
+        if not isinstance(sequential, nn.Sequential):
+            raise ValueError(f"feature modules {sorted(inner)} are inside '{name}', which is not an nn.Sequential")
+        children = list(sequential.named_children())
+        last = max(i for i, (child, _) in enumerate(children) if f"{name}.{child}" in inner)
+        return nn.Sequential(OrderedDict(children[:last + 1]))
 
     def forward(self, x):
         features = []
         for name, module in self.named_children():
+            if any(layer.startswith(name + ".") for layer in self._return_layers):
+                for child_name, child in module.named_children():
+                    x = child(x)
+                    if f"{name}.{child_name}" in self._return_layers:
+                        features.append(x)
+                continue
             x = module(x)
             if name in self._return_layers:
                 features.append(x)

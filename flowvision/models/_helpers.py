@@ -144,7 +144,7 @@ def load_checkpoint(model, checkpoint_path, strict=True):
 
 
 def build_model(model_cls, variant, pretrained=False, *, weights=None, progress=True, in_chans=3,
-                features_only=False, out_indices=(0, 1, 2, 3, 4), checkpoint_path=None, **kwargs):
+                features_only=False, out_indices=None, checkpoint_path=None, **kwargs):
     """Construct ``model_cls(**kwargs)``, load pretrained ``weights`` or ``checkpoint_path``, wrap for ``features_only``."""
     from .weights import load_pretrained, resolve_weights
 

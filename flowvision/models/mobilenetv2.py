@@ -9,6 +9,7 @@ from engine import nn
 from engine.nn import functional as F
 
 from ..ops.misc import Conv2dNormActivation
+from ._features import sequential_feature_info
 from ._helpers import build_model
 from ._utils import _make_divisible, classifier_linear, init_mobilenet_weights
 from .registry import register_model
@@ -95,6 +96,7 @@ class MobileNetV2(nn.Module):
         features.append(Conv2dNormActivation(input_channel, self.last_channel, kernel_size=1,
                                              norm_layer=norm_layer, activation_layer=nn.ReLU6))
         self.features = nn.Sequential(*features)
+        self.feature_info = sequential_feature_info(self.features, in_chans=in_chans)
         self.num_features = self.last_channel
         self.classifier = nn.Sequential(nn.Dropout(p=dropout), classifier_linear(self.num_features, num_classes))
         init_mobilenet_weights(self)

@@ -11,6 +11,7 @@ import engine as torch
 from engine import nn
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
+from ._features import sequential_feature_info
 from ._helpers import build_model
 from ._utils import _make_divisible, classifier_linear, init_mobilenet_weights
 from .registry import register_model
@@ -104,6 +105,7 @@ class MobileNetV3(nn.Module):
         layers.append(Conv2dNormActivation(lastconv_input_channels, lastconv_output_channels, kernel_size=1,
                                            norm_layer=norm_layer, activation_layer=nn.Hardswish))
         self.features = nn.Sequential(*layers)
+        self.feature_info = sequential_feature_info(self.features, in_chans=in_chans)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.num_features = last_channel
         self.classifier = nn.Sequential(

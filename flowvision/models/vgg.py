@@ -7,6 +7,7 @@ model API (``forward_features``, ``forward_head``, ``reset_classifier``, ``in_ch
 import engine as torch
 from engine import nn
 
+from ._features import sequential_feature_info
 from ._helpers import build_model
 from .registry import register_model
 
@@ -50,6 +51,7 @@ class VGG(nn.Module):
         self.num_classes = num_classes
         self.num_features = 4096
         self.features = features
+        self.feature_info = sequential_feature_info(features, in_chans=features[0].in_channels)
         self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
         self.classifier = nn.Sequential(
             nn.Linear(512 * 7 * 7, 4096),

@@ -115,3 +115,45 @@ def test_create_feature_extractor_errors_and_names():
     assert names[:4] == ["conv1", "bn1", "relu", "maxpool"] and "layer4.1.bn2" in names
     with pytest.raises(ValueError, match=r"return_nodes \['layer5'\] are not modules of ResNet"):
         models.create_feature_extractor(model, ["layer1", "layer5"])
+
+
+# timm's feature_info channels for the MobileNetV3s; VGG's stages end at the ReLU before each pool
+TIMM_MOBILENETV3_CHANNELS = {"mobilenet_v3_large": [16, 24, 40, 112, 960], "mobilenet_v3_small": [16, 16, 24, 48, 576]}
+
+
+@pytest.mark.parametrize("name, nodes", [
+    ("mobilenet_v3_large", ["features.1", "features.3", "features.6", "features.12", "features.16"]),
+    ("mobilenet_v3_small", ["features.0", "features.1", "features.3", "features.8", "features.12"]),
+    ("mobilenet_v2", ["features.1", "features.3", "features.6", "features.13", "features.18"]),
+    ("vgg11_bn", ["features.2", "features.6", "features.13", "features.20", "features.27", "features.28"]),
+])
+def test_features_only_plain_chain_models(name, nodes):
+    """MobileNet and VGG stages sit inside ``features``: outputs equal torchvision's feature extractor's."""
+    reference = torch_model(name)
+    model = models.create_model(name, features_only=True)
+    model.load_state_dict({k: v for k, v in reference.state_dict().items() if k in model.state_dict()})
+    model.eval()
+    assert model.feature_info.module_name() == nodes
+    assert model.feature_info.reduction() == [2, 4, 8, 16, 32] if len(nodes) == 5 else [1, 2, 4, 8, 16, 32]
+    if name in TIMM_MOBILENETV3_CHANNELS:
+        assert model.feature_info.channels() == TIMM_MOBILENETV3_CHANNELS[name]
+    last = int(nodes[-1].split(".")[1])
+    assert list(model.state_dict()) == [k for k in reference.state_dict()
+                                        if k.startswith("features.") and int(k.split(".")[1]) <= last]
+    x = image_batch(2, 65, 97, seed=3)
+    with engine.no_grad():
+        ours = model(engine.from_numpy(x))
+    with torch.no_grad():
+        ref = tv_feature_extractor(reference, return_nodes=nodes)(torch.from_numpy(x))
+    assert [o.shape[1] for o in ours] == model.feature_info.channels()
+    for out, node in zip(ours, nodes):
+        assert_close(to_numpy(out), ref[node].numpy(), rtol=1e-4, what=node)
+
+
+def test_plain_chain_out_indices():
+    model = models.create_model("mobilenet_v3_large", features_only=True, out_indices=(1, 2))
+    assert model.feature_info.module_name() == ["features.3", "features.6"]
+    assert max(int(k.split(".")[1]) for k in model.state_dict()) == 6
+    with engine.no_grad():
+        outs = model.eval()(engine.randn(1, 3, 32, 32))
+    assert [tuple(o.shape) for o in outs] == [(1, 24, 8, 8), (1, 40, 4, 4)]
