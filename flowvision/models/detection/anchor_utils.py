@@ -60,7 +60,7 @@ class AnchorGenerator(nn.Module):
         anchors = []
         for (grid_height, grid_width), (stride_height, stride_width), base_anchors in zip(
                 grid_sizes, strides, self.cell_anchors):
-            base = base_anchors.numpy()
+            base = base_anchors.cpu().numpy()
             shifts_x = np.arange(grid_width, dtype=np.int64) * int(stride_width)
             shifts_y = np.arange(grid_height, dtype=np.int64) * int(stride_height)
             shift_y, shift_x = np.meshgrid(shifts_y, shifts_x, indexing="ij")
@@ -136,7 +136,7 @@ class DefaultBoxGenerator(nn.Module):
             shifts_x = ((np.arange(f_w, dtype=np.float32) + np.float32(0.5)) / np.float32(x_f_k)).astype(np_dtype)
             shifts_y = ((np.arange(f_h, dtype=np.float32) + np.float32(0.5)) / np.float32(y_f_k)).astype(np_dtype)
             shift_y, shift_x = np.meshgrid(shifts_y, shifts_x, indexing="ij")
-            wh = self._wh_pairs[k].numpy()
+            wh = self._wh_pairs[k].cpu().numpy()
             if self.clip:
                 wh = np.clip(wh, 0, 1)
             n = len(wh)

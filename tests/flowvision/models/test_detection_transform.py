@@ -177,3 +177,12 @@ def test_bad_inputs(photos):
 def test_repr():
     ours, ref = both(min_size=(300, 320))
     assert repr(ours) == repr(ref)
+
+
+def test_empty_targets(photos):
+    ours, ref = both()
+    ours.train(), ref.train()
+    h, w = photos[0].shape[1:]
+    empty = [{"boxes": np.zeros((0, 4), np.float32), "labels": np.zeros((0,), np.int64),
+              "masks": np.zeros((0, h, w), np.uint8), "keypoints": np.zeros((0, 17, 3), np.float32)}]
+    compare(*run_both(ours, ref, photos[:1], empty))
