@@ -45,7 +45,8 @@ def test_anchor_generator_fpn(sizes, ratios, batch_hw):
 
 
 def test_anchor_generator_single_map_flat_args_and_float64():
-    ours, ref = anchor_utils.AnchorGenerator((32, 64), (0.25, 1.0, 3.0)), tv_anchor.AnchorGenerator((32, 64), (0.25, 1.0, 3.0))
+    sizes, ratios = (32, 64), (0.25, 1.0, 3.0)
+    ours, ref = anchor_utils.AnchorGenerator(sizes, ratios), tv_anchor.AnchorGenerator(sizes, ratios)
     assert ours.sizes == ref.sizes and ours.aspect_ratios == ref.aspect_ratios
     (oi, of), (ti, tf) = inputs((64, 96), [(64, 90)], [(16, 24), (8, 12)], np.float64)
     assert_same(ours(oi, of), ref(ti, tf))
