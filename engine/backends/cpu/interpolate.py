@@ -5,7 +5,7 @@ from collections import namedtuple
 import numpy as np
 
 InterpolateSaved = namedtuple("InterpolateSaved", "x_shape matrices")
-InterpolateSaved.__doc__ = "Input shape and, per spatial axis, the (out, in) interpolation matrix."
+InterpolateSaved.__doc__ = "Input shape and, per spatial axis, the arguments of its (out, in) interpolation matrix."
 
 _MODES = {3: ("nearest", "nearest-exact", "linear", "area"),
           4: ("nearest", "nearest-exact", "bilinear", "bicubic", "area")}
@@ -84,13 +84,41 @@ def _matrix(n_in, n_out, mode, align_corners, scale, dtype):
     return R
 
 
+def _along(x, axis, idx, w):
+    """One axis of a separable filter: sum over taps k of ``w[:, k] * x`` gathered at ``idx[:, k]``."""
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    y = x.take(idx[:, 0], axis=axis)
+    y *= w[:, 0].reshape(shape)
+    for k in range(1, idx.shape[1]):
+        y += x.take(idx[:, k], axis=axis) * w[:, k].reshape(shape)
+    return y
+
+
+def _separable(x, rh, rw):
+    """``rh @ x @ rw.T`` over the last two axes of an (N, C, H, W) array, as two large 2-D GEMMs.
+
+    One GEMM per axis over the whole batch (numpy's stacked matmul would run N*C small ones);
+    the cheaper axis order goes first.
+    """
+    n, c, h, w = x.shape
+    oh, ow = rh.shape[0], rw.shape[0]
+    if h * w * ow + oh * h * ow <= oh * h * w + oh * w * ow:
+        t = (x.reshape(n * c * h, w) @ rw.T).reshape(n * c, h, ow)
+        y = rh @ t.transpose(1, 0, 2).reshape(h, n * c * ow)
+    else:
+        t = rh @ x.reshape(n * c, h, w).transpose(1, 0, 2).reshape(h, n * c * w)
+        y = t.reshape(oh * n * c, w) @ rw.T
+    return np.ascontiguousarray(y.reshape(oh, n, c, ow).transpose(1, 2, 0, 3))
+
+
 def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_factor=None,
                         recompute_scale_factor=None):
     """torch.nn.functional.interpolate for (N,C,L) and (N,C,H,W) inputs; returns (y, saved).
 
-    Every mode is separable: y = Rh @ x @ Rw^T with small per-axis matrices (BLAS).  Nearest modes
-    gather instead, so non-finite values stay where they are; for the other modes an inf/NaN input
-    spreads along its row and column (0 * inf), unlike torch's sparse stencil.
+    Every mode is separable, one spatial axis after the other. Nearest modes gather; (bi)linear
+    and bicubic sum 2 or 4 gathered taps per axis (the cheaper axis order first); area multiplies
+    by small per-axis averaging matrices. The backward pass multiplies by the transposed matrices.
     """
     if mode not in _MODES.get(x.ndim, ()):
         raise ValueError(f"interpolate: mode {mode!r} is not supported for {x.ndim}-D input")
@@ -99,22 +127,30 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
                          "linear | bilinear | bicubic")
     out, scales = _output_sizes(x.shape[2:], size, scale_factor, recompute_scale_factor)
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float32)
-    mats = [_matrix(n, o, mode, align_corners, s, dtype) for n, o, s in zip(x.shape[2:], out, scales)]
-    saved = InterpolateSaved(x.shape, mats)
+    saved = InterpolateSaved(x.shape, [(n, o, mode, align_corners, s, dtype)
+                                       for n, o, s in zip(x.shape[2:], out, scales)])
+    axes = range(2, x.ndim)
     if mode in ("nearest", "nearest-exact"):
-        idx = [R.argmax(1) for R in mats]
-        return (x.take(idx[0], axis=2) if x.ndim == 3 else x.take(idx[0], axis=2).take(idx[1], axis=3)), saved
-    if x.ndim == 3:
-        return x @ mats[0].T, saved
-    (oh, h), (ow, w) = mats[0].shape, mats[1].shape
-    if h * w * ow + oh * h * ow <= oh * h * w + oh * w * ow:  # cheaper product order first
-        return mats[0] @ (x @ mats[1].T), saved
-    return (mats[0] @ x) @ mats[1].T, saved
+        for axis, (n, o, s) in zip(axes, zip(x.shape[2:], out, scales)):
+            x = x.take(_nearest_index(n, o, s, mode == "nearest-exact"), axis=axis)
+        return x, saved
+    if mode == "area":
+        mats = [_matrix(*args) for args in saved.matrices]
+        if x.ndim == 3:
+            return (x.reshape(-1, x.shape[2]) @ mats[0].T).reshape(x.shape[:2] + out), saved
+        return _separable(x, *mats), saved
+    taps = [_taps(n, o, mode, align_corners, s, dtype.type) for n, o, s in zip(x.shape[2:], out, scales)]
+    order = list(zip(axes, taps))
+    if x.ndim == 4 and x.shape[2] * out[1] > out[0] * x.shape[3]:  # resize the height first: less work
+        order.reverse()
+    for axis, (idx, w) in order:
+        x = _along(x, axis, idx, w)
+    return x, saved
 
 
 def interpolate_backward(gy, saved):
     """Input gradient of interpolate: the transposed interpolation, gx = Rh^T @ gy @ Rw."""
-    if len(saved.matrices) == 1:
-        return gy @ saved.matrices[0].astype(gy.dtype, copy=False)
-    rh, rw = (R.astype(gy.dtype, copy=False) for R in saved.matrices)
-    return (rh.T @ gy) @ rw
+    mats = [_matrix(*args).astype(gy.dtype, copy=False) for args in saved.matrices]
+    if len(mats) == 1:
+        return (gy.reshape(-1, gy.shape[2]) @ mats[0]).reshape(saved.x_shape)
+    return _separable(gy, mats[0].T, mats[1].T)
