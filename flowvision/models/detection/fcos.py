@@ -42,11 +42,9 @@ def _norm_tower(in_channels, num_convs, norm_layer):
 
 
 def _centerness_targets(bbox_reg_targets):
-    """sqrt(min(l, r) / max(l, r) * min(t, b) / max(t, b)) of (l, t, r, b) distance targets."""
-    if len(bbox_reg_targets) == 0:
-        return bbox_reg_targets.new_zeros(bbox_reg_targets.size()[:-1])
-    left_right = bbox_reg_targets[:, :, [0, 2]]
-    top_bottom = bbox_reg_targets[:, :, [1, 3]]
+    """sqrt(min(l, r) / max(l, r) * min(t, b) / max(t, b)) of (K, 4) (l, t, r, b) distance targets."""
+    left_right = bbox_reg_targets[:, [0, 2]]
+    top_bottom = bbox_reg_targets[:, [1, 3]]
     return engine.sqrt((left_right.min(dim=-1)[0] / left_right.max(dim=-1)[0])
                        * (top_bottom.min(dim=-1)[0] / top_bottom.max(dim=-1)[0]))
 
@@ -90,11 +88,11 @@ class FCOSHead(nn.Module):
         pred_boxes = self.box_coder.decode(bbox_regression, anchors)
         loss_bbox_reg = generalized_box_iou_loss(pred_boxes[foreground_mask], all_gt_boxes_targets[foreground_mask],
                                                  reduction="sum")
-        bbox_reg_targets = self.box_coder.encode(anchors, all_gt_boxes_targets)
+        bbox_reg_targets = self.box_coder.encode(anchors[foreground_mask], all_gt_boxes_targets[foreground_mask])
         gt_ctrness_targets = _centerness_targets(bbox_reg_targets)
         pred_centerness = bbox_ctrness.squeeze(dim=2)
-        loss_bbox_ctrness = F.binary_cross_entropy_with_logits(pred_centerness[foreground_mask],
-                                                               gt_ctrness_targets[foreground_mask], reduction="sum")
+        loss_bbox_ctrness = F.binary_cross_entropy_with_logits(pred_centerness[foreground_mask], gt_ctrness_targets,
+                                                               reduction="sum")
         return {
             "classification": loss_cls / num_foreground,
             "bbox_regression": loss_bbox_reg / num_foreground,
