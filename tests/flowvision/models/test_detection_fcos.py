@@ -123,7 +123,7 @@ def test_bad_inputs_raise():
 
 @pytest.mark.heavy
 def test_builder_matches_torchvision():
-    kwargs = dict(weights=None, weights_backbone=None, num_classes=5, min_size=128, max_size=192)
+    kwargs = dict(weights=None, weights_backbone=None, num_classes=5, min_size=96, max_size=144)
     torch.manual_seed(0)
     tm = randomize_norms(torchvision.models.detection.fcos_resnet50_fpn(**kwargs), 0).eval()
     with torch.no_grad():
