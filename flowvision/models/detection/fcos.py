@@ -219,7 +219,8 @@ class FCOS(nn.Module):
         upper_bound = anchor_sizes * 8
         upper_bound[-num_anchors_per_level[-1]:] = float("inf")
         pairwise_dist = pairwise_dist.max(dim=2).values
-        pairwise_match = pairwise_match & (pairwise_dist > lower_bound[:, None]) & (pairwise_dist < upper_bound[:, None])
+        in_scale = (pairwise_dist > lower_bound[:, None]) & (pairwise_dist < upper_bound[:, None])
+        pairwise_match = pairwise_match & in_scale
         gt_areas = (gt_boxes[:, 2] - gt_boxes[:, 0]) * (gt_boxes[:, 3] - gt_boxes[:, 1])
         pairwise_match = pairwise_match.to(engine.float32) * (1e8 - gt_areas[None, :])
         min_values, matched_idx = pairwise_match.max(dim=1)

@@ -36,7 +36,10 @@ def _sum(x):
 
 
 def _box_loss(type, box_coder, anchors_per_image, matched_gt_boxes_per_image, bbox_regression_per_image, cnf=None):
-    """Summed box loss of one image's foreground anchors: 'l1' / 'smooth_l1' on codes, 'giou' / 'diou' / 'ciou' on boxes."""
+    """Summed box loss of one image's foreground anchors.
+
+    'l1' / 'smooth_l1' compare box codes; 'giou' / 'diou' / 'ciou' compare decoded boxes.
+    """
     if type not in ("l1", "smooth_l1", "ciou", "diou", "giou"):
         raise AssertionError(f"Unsupported loss: {type}")
     cnf = cnf or {}

@@ -34,8 +34,8 @@ def load_images():
 
 def make_targets(lib, targets=TARGETS):
     """Target dicts (float boxes, int64 labels) as torch or engine tensors."""
-    return [{"boxes": lib.tensor(boxes, dtype=lib.float32).reshape(-1, 4), "labels": lib.tensor(labels, dtype=lib.int64)}
-            for boxes, labels in targets]
+    return [{"boxes": lib.tensor(boxes, dtype=lib.float32).reshape(-1, 4),
+             "labels": lib.tensor(labels, dtype=lib.int64)} for boxes, labels in targets]
 
 
 def tiny_backbone(lib):
