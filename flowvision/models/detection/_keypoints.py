@@ -58,7 +58,7 @@ def heatmaps_to_keypoints(maps, rois):
 
 
 def keypointrcnn_loss(keypoint_logits, proposals, gt_keypoints, keypoint_matched_idxs):
-    """Cross-entropy over each RoI keypoint's heatmap cells, against the cell of its matched gt keypoint (valid ones)."""
+    """Cross-entropy over each RoI keypoint's heatmap cells against the cell of its matched gt keypoint (valid ones)."""
     N, K, H, W = keypoint_logits.shape
     if H != W:
         raise ValueError("keypoint_logits height and width (last two elements of shape) should be equal. "

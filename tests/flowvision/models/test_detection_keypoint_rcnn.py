@@ -1,4 +1,4 @@
-"""Keypoint R-CNN against torchvision: builder and keys, eval parity on real photos, training losses/grads, bad input."""
+"""Keypoint R-CNN against torchvision: builder, keys, eval parity on real photos, training losses/grads, bad input."""
 import os
 
 import numpy as np
@@ -252,5 +252,6 @@ def test_training_losses_and_grads(pinned_sampler):
     _check_grads(ours, ref, ["roi_heads.box_predictor.cls_score.weight", "rpn.head.cls_logits.weight"], 1e-4)
     # deeper layers: float32 rounding flips ReLU gates near zero over resnet50 and 8 keypoint convs, and the
     # peaked 56x56 softmax amplifies it (the tiny model checks every gradient at 1e-4)
-    _check_grads(ours, ref, ["roi_heads.keypoint_predictor.kps_score_lowres.weight", "roi_heads.keypoint_head.14.weight",
-                             "roi_heads.keypoint_head.0.weight", "backbone.fpn.layer_blocks.0.0.weight"], 5e-2)
+    _check_grads(ours, ref, ["roi_heads.keypoint_predictor.kps_score_lowres.weight",
+                             "roi_heads.keypoint_head.14.weight", "roi_heads.keypoint_head.0.weight",
+                             "backbone.fpn.layer_blocks.0.0.weight"], 5e-2)

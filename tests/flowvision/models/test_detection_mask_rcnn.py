@@ -92,8 +92,10 @@ def _tiny(lib, nn, det_lib, ops_lib, **kwargs):
     anchors = det_lib.anchor_utils.AnchorGenerator(((32, 64, 128),), ((0.5, 1.0, 2.0),))
     return det_lib.mask_rcnn.MaskRCNN(
         backbone, rpn_anchor_generator=anchors, box_roi_pool=ops_lib.MultiScaleRoIAlign(["0"], 7, 2),
-        box_head=det_lib.faster_rcnn.TwoMLPHead(16 * 49, 32), box_predictor=det_lib.faster_rcnn.FastRCNNPredictor(32, 3),
-        mask_roi_pool=ops_lib.MultiScaleRoIAlign(["0"], 14, 2), mask_head=det_lib.mask_rcnn.MaskRCNNHeads(16, (16, 16), 1),
+        box_head=det_lib.faster_rcnn.TwoMLPHead(16 * 49, 32),
+        box_predictor=det_lib.faster_rcnn.FastRCNNPredictor(32, 3),
+        mask_roi_pool=ops_lib.MultiScaleRoIAlign(["0"], 14, 2),
+        mask_head=det_lib.mask_rcnn.MaskRCNNHeads(16, (16, 16), 1),
         mask_predictor=det_lib.mask_rcnn.MaskRCNNPredictor(16, 16, 3), min_size=160, max_size=240, **kwargs)
 
 
