@@ -5,7 +5,7 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .threads import copyto
+from .threads import copyto, parallel_blocks
 
 # Below this many output pixels per image the batch is folded into the GEMM's column axis: one wide
 # GEMM beats N narrow ones once images are small, and the transposes it costs are small too.  A 1x1
@@ -179,8 +179,44 @@ def _winograd_corr(x, u, pads):
     return y if (2 * th, 2 * tw) == (OH, OW) else np.ascontiguousarray(y[:, :, :OH, :OW])
 
 
+def _is_depthwise(x_shape, w_shape, groups):
+    """Whether each input channel is filtered by its own single kernel (MobileNet's depthwise layers)."""
+    return groups > 1 and groups == x_shape[1] == w_shape[0]
+
+
+def _depthwise_corr(x, w, stride, pads, dilation):
+    """Depthwise correlation as one multiply-add per kernel tap over the whole output.
+
+    A GEMM per channel would be (1 x k*k) @ (k*k x H*W): all call overhead and no reuse. Taps are
+    applied to channel blocks that stay in cache, the blocks shared among the threads.
+    """
+    xp = _pad_crop(x, *pads)
+    N, C, Hp, Wp = xp.shape
+    kh, kw = w.shape[2:]
+    (sh, sw), (dh, dw) = stride, dilation
+    OH, OW = _out_size(Hp, kh, sh, dh), _out_size(Wp, kw, sw, dw)
+    y = np.empty((N, C, OH, OW), x.dtype)
+    taps = w.reshape(C, kh * kw, 1, 1).astype(x.dtype, copy=False)
+
+    def block(lo, hi):
+        for n in range(N):
+            out, scratch = y[n, lo:hi], np.empty((hi - lo, OH, OW), x.dtype)
+            for t in range(kh * kw):
+                i, j = divmod(t, kw)
+                window = xp[n, lo:hi, i * dh:i * dh + (OH - 1) * sh + 1:sh, j * dw:j * dw + (OW - 1) * sw + 1:sw]
+                if t == 0:
+                    np.multiply(window, taps[lo:hi, 0], out=out)
+                else:
+                    np.add(out, np.multiply(window, taps[lo:hi, t], out=scratch), out=out)
+
+    parallel_blocks(block, C, N * OH * OW * x.itemsize)
+    return y
+
+
 def _corr(x, w, stride, pads, dilation, groups, weight_grad):
     """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (fresh NCHW y, kept (col, fold) or None)."""
+    if _is_depthwise(x.shape, w.shape, groups):
+        return _depthwise_corr(x, w, stride, pads, dilation), None
     if x.shape[0] >= _WINOGRAD_MIN_BATCH and _winograd_ok(w.shape, stride, dilation, groups):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
     O, _, kh, kw = w.shape
