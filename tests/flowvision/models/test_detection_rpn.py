@@ -45,8 +45,8 @@ def test_rpn_head_parity(conv_depth):
     ours, ref = _head_pair(conv_depth, std=0.1)
     assert list(ours.state_dict()) == list(ref.state_dict())
     assert "conv.0.0.weight" in ours.state_dict()
-    check_op(lambda a, b: [t for out in ours([a, b]) for t in out], lambda a, b: [t for out in ref([a, b]) for t in out],
-             _features(), rtol=1e-5)
+    check_op(lambda a, b: [t for out in ours([a, b]) for t in out],
+             lambda a, b: [t for out in ref([a, b]) for t in out], _features(), rtol=1e-5)
 
 
 def test_rpn_head_default_init_and_old_keys():
