@@ -115,7 +115,8 @@ def test_ssd_head_matches_torchvision():
     assert list(ours.state_dict()) == list(ref.state_dict())
     ours.load_state_dict(numpy_state(ref))
     rng = np.random.default_rng(0)
-    feats = [rng.standard_normal((2, c, h, w)).astype(np.float32) for c, (h, w) in zip(in_channels, [(5, 7), (3, 4), (1, 1)])]
+    grids = [(5, 7), (3, 4), (1, 1)]
+    feats = [rng.standard_normal((2, c, h, w)).astype(np.float32) for c, (h, w) in zip(in_channels, grids)]
     with torch.no_grad():
         exp = ref([torch.from_numpy(f) for f in feats])
     out = ours([engine.from_numpy(f) for f in feats])

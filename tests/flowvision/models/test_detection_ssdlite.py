@@ -191,7 +191,8 @@ def test_ssdlite_head_sgd_steps_lower_the_loss():
     rng = np.random.default_rng(0)
     images = [engine.from_numpy(rng.random((3, 60, 80), dtype=np.float32)) for _ in range(2)]
     targets = [{"boxes": engine.tensor([[5.0, 6.0, 40.0, 50.0]]), "labels": engine.tensor([1])},
-               {"boxes": engine.tensor([[20.0, 10.0, 70.0, 55.0], [2.0, 2.0, 30.0, 20.0]]), "labels": engine.tensor([3, 2])}]
+               {"boxes": engine.tensor([[20.0, 10.0, 70.0, 55.0], [2.0, 2.0, 30.0, 20.0]]),
+                "labels": engine.tensor([3, 2])}]
     optimizer = engine.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     losses = []
     for _ in range(5):
@@ -212,7 +213,8 @@ def test_ssdlite320_builder_arguments():
     assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == \
         [(k, tuple(v.shape)) for k, v in ref.state_dict().items()]
     assert ours.transform.fixed_size == (320, 320)
-    assert (ours.score_thresh, ours.nms_thresh, ours.detections_per_img, ours.topk_candidates) == (0.001, 0.55, 300, 300)
+    settings = (ours.score_thresh, ours.nms_thresh, ours.detections_per_img, ours.topk_candidates)
+    assert settings == (0.001, 0.55, 300, 300)
     bn = ours.backbone.extra[0][0][1]
     assert (bn.eps, bn.momentum) == (0.001, 0.03)
     assert all(p.requires_grad for p in ours.parameters())
