@@ -40,6 +40,17 @@ def _settle_block(over):
     return keep
 
 
+def _per_class(boxes, scores, iou_threshold, classes):
+    """NMS run separately on each class's boxes (sum of squares of the class sizes, not the square of
+    their sum); the survivors of all classes, by decreasing score."""
+    by_class = np.argsort(classes, kind="stable")
+    bounds = np.flatnonzero(np.diff(classes[by_class])) + 1
+    kept = [members[nms(boxes[members], scores[members], iou_threshold)]
+            for members in np.split(by_class, bounds)]
+    kept = np.concatenate(kept)
+    return kept[np.argsort(-scores[kept], kind="stable")].astype(np.int64)
+
+
 def nms(boxes, scores, iou_threshold, classes=None):
     """Indices (int64, by decreasing score) of the boxes greedy NMS keeps.
 
@@ -48,23 +59,20 @@ def nms(boxes, scores, iou_threshold, classes=None):
     n = boxes.shape[0]
     if n == 0:
         return np.zeros(0, np.int64)
+    if classes is not None:
+        return _per_class(boxes, scores, iou_threshold, np.asarray(classes))
     order = np.argsort(-scores, kind="stable")
     boxes = boxes[order]
     areas = _areas(boxes)
-    labels = None if classes is None else np.asarray(classes)[order]
     alive = np.arange(n)
     kept = []
     while alive.size:
         block, rest = alive[:BLOCK], alive[BLOCK:]
         over = _overlaps(boxes[block], areas[block], boxes[block], areas[block], iou_threshold)
-        if labels is not None:
-            over &= labels[block][:, None] == labels[block][None, :]
         block = block[_settle_block(over)]
         kept.append(block)
         if rest.size:
             over = _overlaps(boxes[block], areas[block], boxes[rest], areas[rest], iou_threshold)
-            if labels is not None:
-                over &= labels[block][:, None] == labels[rest][None, :]
             rest = rest[~over.any(axis=0)]
         alive = rest
     return order[np.concatenate(kept)].astype(np.int64)
