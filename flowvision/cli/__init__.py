@@ -43,6 +43,7 @@ COMMANDS = {
     "convert": "flowvision.cli.convert",
     "bench": "flowvision.cli.bench",
     "segment": "flowvision.cli.segment",
+    "detect": "flowvision.cli.detect",
 }
 
 
