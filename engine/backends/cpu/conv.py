@@ -31,6 +31,10 @@ _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.floa
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 _KB, _KG, _KA = np.kron(_BT, _BT), np.kron(_G, _G), np.kron(_AT, _AT)
 
+# Depthwise planes up to this size (one output row of a channel, in bytes) sum their taps in one einsum;
+# larger ones stream one multiply-add per tap (einsum's tap-innermost loop then misses the cache).
+_DEPTHWISE_EINSUM_MAX_BYTES = 16 << 10
+
 ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups cols")
 ConvSaved.__doc__ = ("What conv2d_backward needs: the input, the weight, the geometry and, for narrow layers, "
                      "the forward's (column matrix, fold) pair (else None: rebuilt from x).")
@@ -179,43 +183,60 @@ def _winograd_corr(x, u, pads):
     return y if (2 * th, 2 * tw) == (OH, OW) else np.ascontiguousarray(y[:, :, :OH, :OW])
 
 
-def _is_depthwise(x_shape, w_shape, groups):
-    """Whether each input channel is filtered by its own single kernel (MobileNet's depthwise layers)."""
-    return groups > 1 and groups == x_shape[1] == w_shape[0]
+def _is_depthwise(x_shape, w_shape, groups, stride):
+    """Whether each input channel is filtered by its own single kernel (MobileNet's depthwise layers),
+    with equal strides on both axes (what the flat-plane kernel below handles)."""
+    return groups > 1 and groups == x_shape[1] == w_shape[0] and stride[0] == stride[1]
 
 
 def _depthwise_corr(x, w, stride, pads, dilation):
-    """Depthwise correlation as one multiply-add per kernel tap over the whole output.
+    """Depthwise correlation: every output the weighted sum of its k*k taps, all channel planes at once.
 
-    A GEMM per channel would be (1 x k*k) @ (k*k x H*W): all call overhead and no reuse. Taps are
-    applied to channel blocks that stay in cache, the blocks shared among the threads.
+    A GEMM per channel would be (1 x k*k) @ (k*k x H*W): all call overhead and no reuse. Instead the
+    padded input is split into its s*s stride phases (x[a::s, b::s]) and each phase plane is read as
+    one flat row of width Wq: tap (i, j) then reads a contiguous run of one phase, output (r, c) at
+    r*Wq + c. The few columns c >= OW are computed and dropped; in exchange the taps are summed over
+    long rows, in channel blocks shared among the threads: by one einsum for small stride-1 planes
+    (all taps in cache), else by one multiply-add pass per tap.
     """
-    xp = _pad_crop(x, *pads)
-    N, C, Hp, Wp = xp.shape
+    N, C = x.shape[:2]
     kh, kw = w.shape[2:]
-    (sh, sw), (dh, dw) = stride, dilation
-    OH, OW = _out_size(Hp, kh, sh, dh), _out_size(Wp, kw, sw, dw)
-    y = np.empty((N, C, OH, OW), x.dtype)
-    taps = w.reshape(C, kh * kw, 1, 1).astype(x.dtype, copy=False)
+    s, (dh, dw) = stride[0], dilation
+    Hp, Wp = x.shape[2] + pads[0] + pads[1], x.shape[3] + pads[2] + pads[3]
+    OH, OW = _out_size(Hp, kh, s, dh), _out_size(Wp, kw, s, dw)
+    Wq = -(-Wp // s)
+    length = OH * Wq
+    offsets = [[(i * dh // s) * Wq + j * dw // s for j in range(kw)] for i in range(kh)]
+    Hq = max(-(-Hp // s), -(-(offsets[-1][-1] + length) // Wq))
+    xp = _pad_crop(x, pads[0], Hq * s - Hp + pads[1], pads[2], Wq * s - Wp + pads[3])
+    planes = np.ascontiguousarray(xp.reshape(N * C, Hq, s, Wq, s).transpose(2, 4, 0, 1, 3)).reshape(s, s, N * C, -1)
+    taps = np.tile(w.reshape(C, kh, kw).astype(x.dtype, copy=False), (N, 1, 1))
+    acc = np.empty((N * C, length), x.dtype)
 
-    def block(lo, hi):
-        for n in range(N):
-            out, scratch = y[n, lo:hi], np.empty((hi - lo, OH, OW), x.dtype)
-            for t in range(kh * kw):
-                i, j = divmod(t, kw)
-                window = xp[n, lo:hi, i * dh:i * dh + (OH - 1) * sh + 1:sh, j * dw:j * dw + (OW - 1) * sw + 1:sw]
-                if t == 0:
-                    np.multiply(window, taps[lo:hi, 0], out=out)
-                else:
-                    np.add(out, np.multiply(window, taps[lo:hi, t], out=scratch), out=out)
+    def summed(lo, hi):
+        flat = planes[0, 0, lo:hi]
+        item = flat.itemsize
+        windows = as_strided(flat, (hi - lo, kh, kw, length), (flat.strides[0], dh * Wq * item, dw * item, item))
+        np.einsum("pijl,pij->pl", windows, taps[lo:hi], out=acc[lo:hi])
 
-    parallel_blocks(block, C, N * OH * OW * x.itemsize)
-    return y
+    def accumulated(lo, hi):
+        out, scratch = acc[lo:hi], np.empty((hi - lo, length), x.dtype)
+        for i in range(kh):
+            for j in range(kw):
+                window = planes[i * dh % s, j * dw % s, lo:hi, offsets[i][j]:offsets[i][j] + length]
+                product = np.multiply(window, taps[lo:hi, i, j, None], out=scratch if i or j else out)
+                if i or j:
+                    np.add(out, product, out=out)
+
+    small = s == 1 and length * x.itemsize <= _DEPTHWISE_EINSUM_MAX_BYTES
+    parallel_blocks(summed if small else accumulated, N * C, length * x.itemsize)
+    y = acc.reshape(N, C, OH, Wq)
+    return y if OW == Wq else np.ascontiguousarray(y[..., :OW])
 
 
 def _corr(x, w, stride, pads, dilation, groups, weight_grad):
     """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (fresh NCHW y, kept (col, fold) or None)."""
-    if _is_depthwise(x.shape, w.shape, groups):
+    if _is_depthwise(x.shape, w.shape, groups, stride):
         return _depthwise_corr(x, w, stride, pads, dilation), None
     if x.shape[0] >= _WINOGRAD_MIN_BATCH and _winograd_ok(w.shape, stride, dilation, groups):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
