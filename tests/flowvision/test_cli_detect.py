@@ -1,4 +1,4 @@
-"""flowvision detect: detections vs torchvision on served random weights, the drawing (boxes, masks, keypoints), errors."""
+"""flowvision detect: detections vs torchvision on served random weights, drawing boxes/masks/keypoints, errors."""
 import hashlib
 import json
 import os
@@ -175,7 +175,8 @@ def test_error_paths(served, capsys):
     _check(_run(capsys, "detect", "chelsea.png", "--model", "resnet18"), 5,
            r"resnet18 is not a pretrained detection model; choose one of fasterrcnn_resnet50_fpn, .*"
            r"maskrcnn_resnet50_fpn, .*keypointrcnn_resnet50_fpn, .*ssdlite320_mobilenet_v3_large")
-    _check(_run(capsys, "detect", "chelsea.png", "--model", "deeplabv3_resnet50"), 5, r"not a pretrained detection model")
+    _check(_run(capsys, "detect", "chelsea.png", "--model", "deeplabv3_resnet50"), 5,
+           r"not a pretrained detection model")
     _check(_run(capsys, "detect", "chelsea.png", "--model", MODEL, "--weights", "COCO_V9"), 6,
            r"bad --weights: unknown weights 'COCO_V9' for fasterrcnn_mobilenet_v3_large_320_fpn: choose from COCO_V1")
     _check(_run(capsys, "detect", "chelsea.png", "--score", "1.5"), 2, r"--score: must be in \[0, 1\], got 1\.5")
