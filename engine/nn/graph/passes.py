@@ -130,6 +130,8 @@ def _fusible_chain(plan, uses, i, fuse_add):
             residual = refs[1]
         elif refs[1] == (SLOT, out) and refs[0][0] == SLOT and not add.inplace:
             residual = refs[0]
+        if residual is not None and not _computed_before(plan, residual[1], i):
+            residual = None  # the fused op runs where the conv did: its residual must exist by then
         if residual is not None:
             removed.append(j)
             kinds.append("add")
@@ -148,6 +150,11 @@ def _fusible_chain(plan, uses, i, fuse_add):
                    "cache": {}, "conv_params": (weight, bias[1] if bias[0] == TENSOR else None)}
     args = [conv.args[0], conv.args[1], conv.args[2]] + ([residual] if residual is not None else [])
     return Op(FusedConv, fused_state, args, [out]), set(removed), kinds
+
+
+def _computed_before(plan, slot, i):
+    """Whether ``slot`` is a graph input or an output of an op before op ``i``."""
+    return not any(slot in op.outs for op in plan.ops[i:])
 
 
 def _next_consumer(plan, uses, slot):

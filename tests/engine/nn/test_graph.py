@@ -89,6 +89,41 @@ def test_inference_graph_matches_eager_and_fuses():
     assert graph.num_compiled == 3
 
 
+class TwoBranchSum(nn.Module):
+    """Two convolutions summed, the second computed after the first (as LR-ASPP's head does)."""
+
+    def __init__(self):
+        super().__init__()
+        self.first = nn.Conv2d(4, 3, 1)
+        self.second = nn.Conv2d(5, 3, 3, padding=1)
+
+    def forward(self, x, y):
+        return self.first(x) + self.second(y)
+
+
+def test_residual_fused_only_into_the_later_convolution():
+    """The fused conv runs where the conv ran: an add whose other operand comes later fuses into that one."""
+    engine.manual_seed(2)
+    model = TwoBranchSum().eval()
+
+    class PairGraph(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x, y):
+            return self.model(x, y)
+
+    graph = PairGraph()
+    for _ in range(3):
+        x, y = engine.randn(2, 4, 6, 7), engine.randn(2, 5, 6, 7)
+        with engine.no_grad():
+            ref = model(x, y).numpy()
+        assert_close(graph(x, y).numpy(), ref, 1e-6, "replay on new inputs")
+    plan = repr(graph).split("(PLAN:0)")[1]
+    assert plan.count("FusedConv") == 1 and "Add" not in plan and plan.count("ConvNd") == 1
+
+
 def test_folded_weights_follow_parameter_updates():
     engine.manual_seed(1)
     model = SmallResNet().eval()
