@@ -23,6 +23,13 @@ def rand(*shape, dtype=np.float32):
     (2, 3, 8, 9, 4, 2, 1, "same", 1, 1, True),
     (2, 3, 8, 9, 4, 3, 1, "same", 2, 1, False),
     (2, 3, 8, 9, 4, 3, 1, "valid", 1, 1, True),
+    # depthwise: the tap-by-tap kernel (3x3, stride 1 and 2 phases), the einsum one (5x5), and
+    # a channel multiplier of 2 (general grouped path)
+    (2, 6, 11, 9, 6, 3, 1, 1, 1, 6, True),
+    (3, 5, 12, 11, 5, 3, 2, 1, 1, 5, False),
+    (2, 4, 13, 10, 4, 5, 1, 4, 2, 4, True),
+    (2, 3, 10, 11, 3, 3, 3, 1, 2, 3, True),
+    (2, 3, 9, 8, 6, 3, 1, 1, 1, 3, True),
 ])
 def test_conv2d(n, c, h, w, o, k, stride, padding, dilation, groups, bias):
     kh, kw = (k, k) if isinstance(k, int) else k

@@ -31,8 +31,9 @@ _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.floa
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 _KB, _KG, _KA = np.kron(_BT, _BT), np.kron(_G, _G), np.kron(_AT, _AT)
 
-# Depthwise planes up to this size (one output row of a channel, in bytes) sum their taps in one einsum;
-# larger ones stream one multiply-add per tap (einsum's tap-innermost loop then misses the cache).
+# Depthwise planes up to this size (one output row of a channel, in bytes) with 5x5 or larger kernels
+# sum their taps in one einsum; others stream one multiply-add per tap. Measured on MobileNetV3's
+# layers: einsum wins 2.6x on 33x33x960 5x5 (dilated) but loses 3-4x on 3x3 kernels and large planes.
 _DEPTHWISE_EINSUM_MAX_BYTES = 16 << 10
 
 ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups cols")
@@ -197,7 +198,7 @@ def _depthwise_corr(x, w, stride, pads, dilation):
     one flat row of width Wq: tap (i, j) then reads a contiguous run of one phase, output (r, c) at
     r*Wq + c. The few columns c >= OW are computed and dropped; in exchange the taps are summed over
     long rows, in channel blocks shared among the threads: by one einsum for small stride-1 planes
-    (all taps in cache), else by one multiply-add pass per tap.
+    with 5x5 or larger kernels (all taps in cache), else by one multiply-add pass per tap.
     """
     N, C = x.shape[:2]
     kh, kw = w.shape[2:]
@@ -228,8 +229,8 @@ def _depthwise_corr(x, w, stride, pads, dilation):
                 if i or j:
                     np.add(out, product, out=out)
 
-    small = s == 1 and length * x.itemsize <= _DEPTHWISE_EINSUM_MAX_BYTES
-    parallel_blocks(summed if small else accumulated, N * C, length * x.itemsize)
+    many_taps_in_cache = s == 1 and kh * kw >= 25 and length * x.itemsize <= _DEPTHWISE_EINSUM_MAX_BYTES
+    parallel_blocks(summed if many_taps_in_cache else accumulated, N * C, length * x.itemsize)
     y = acc.reshape(N, C, OH, Wq)
     return y if OW == Wq else np.ascontiguousarray(y[..., :OW])
 
