@@ -8,17 +8,16 @@ from engine.nn import functional as F
 from ...ops import Conv2dNormActivation, FrozenBatchNorm2d, MultiScaleRoIAlign
 from ..mobilenetv3 import mobilenet_v3_large
 from ..registry import register_model
-from ..resnet import resnet50
 from ..weights import (FasterRCNN_MobileNet_V3_Large_320_FPN_Weights, FasterRCNN_MobileNet_V3_Large_FPN_Weights,
                        FasterRCNN_ResNet50_FPN_V2_Weights, FasterRCNN_ResNet50_FPN_Weights, MobileNet_V3_Large_Weights,
                        ResNet50_Weights)
-from ._builder import finish_detection_model, resolve_detection_args
+from ._builder import COCO_NUM_CLASSES, finish_detection_model, resolve_detection_args
+from ._detector import check_out_channels, default_transform
 from .anchor_utils import AnchorGenerator
 from . import backbone_utils
 from .generalized_rcnn import GeneralizedRCNN
 from .roi_heads import RoIHeads
 from .rpn import RegionProposalNetwork, RPNHead
-from .transform import GeneralizedRCNNTransform
 
 __all__ = ["FasterRCNN", "TwoMLPHead", "FastRCNNConvFCHead", "FastRCNNPredictor", "FasterRCNN_ResNet50_FPN_Weights",
            "FasterRCNN_ResNet50_FPN_V2_Weights", "FasterRCNN_MobileNet_V3_Large_FPN_Weights",
@@ -34,9 +33,7 @@ def _default_anchorgen():
 
 def _check_components(backbone, num_classes, rpn_anchor_generator, box_roi_pool, box_predictor):
     """torchvision's argument checks: backbone channels, component types, num_classes xor box_predictor."""
-    if not hasattr(backbone, "out_channels"):
-        raise ValueError("backbone should contain an attribute out_channels specifying the number of output "
-                         "channels (assumed to be the same for all the levels)")
+    check_out_channels(backbone)
     if not isinstance(rpn_anchor_generator, (AnchorGenerator, type(None))):
         raise TypeError("rpn_anchor_generator should be of type AnchorGenerator or None instead of "
                         f"{type(rpn_anchor_generator)}")
@@ -86,12 +83,17 @@ class FasterRCNN(GeneralizedRCNN):
         roi_heads = RoIHeads(
             box_roi_pool, box_head, box_predictor, box_fg_iou_thresh, box_bg_iou_thresh, box_batch_size_per_image,
             box_positive_fraction, bbox_reg_weights, box_score_thresh, box_nms_thresh, box_detections_per_img)
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        transform = GeneralizedRCNNTransform(min_size, max_size, image_mean, image_std, **kwargs)
+        transform = default_transform(min_size, max_size, image_mean, image_std, **kwargs)
         super().__init__(backbone, rpn, roi_heads, transform)
+
+
+def _kaiming_init(module):
+    """Kaiming-normal (fan_out, ReLU) weights and zero biases for every Conv2d of ``module``."""
+    for layer in module.modules():
+        if isinstance(layer, nn.Conv2d):
+            nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
 
 
 class TwoMLPHead(nn.Module):
@@ -129,11 +131,7 @@ class FastRCNNConvFCHead(nn.Sequential):
             blocks.append(nn.ReLU(inplace=True))
             previous_channels = current_channels
         super().__init__(*blocks)
-        for layer in self.modules():
-            if isinstance(layer, nn.Conv2d):
-                nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
-                if layer.bias is not None:
-                    nn.init.zeros_(layer.bias)
+        _kaiming_init(self)
 
 
 class FastRCNNPredictor(nn.Module):
@@ -154,10 +152,44 @@ class FastRCNNPredictor(nn.Module):
         return scores, bbox_deltas
 
 
-def _finish(model, weights, progress, checkpoint_path):
-    """Mark the class-dependent layer for fine-tuning loads, then load weights."""
-    model.default_cfg = {"classifier": ("roi_heads.box_predictor",)}
+def _finish(model, weights, progress, checkpoint_path, classifier=("roi_heads.box_predictor",)):
+    """Name the class-dependent layers (kept out of fine-tuning loads), then load the weights."""
+    model.default_cfg = {"classifier": classifier}
     return finish_detection_model(model, weights, progress, checkpoint_path)
+
+
+def _resnet50_fpn_parts(variant, pretrained, progress, weights, num_classes, weights_backbone, pretrained_backbone,
+                        trainable_backbone_layers, v2=False, default_num_classes=COCO_NUM_CLASSES):
+    """What the ResNet-50-FPN R-CNN builders share: resolved (weights, num_classes) and the backbone.
+
+    v1 freezes the backbone's BatchNorm when any weights load; v2 trains BatchNorm and adds it to the FPN.
+    """
+    weights, num_classes, weights_backbone = resolve_detection_args(
+        variant, pretrained, weights, num_classes, weights_backbone, pretrained_backbone, default_num_classes)
+    backbone = backbone_utils._resnet50_fpn(weights, weights_backbone, progress, trainable_backbone_layers,
+                                            trainable_bn=v2, norm_layer=nn.BatchNorm2d if v2 else None)
+    return weights, num_classes, backbone
+
+
+def _v2_heads(out_channels):
+    """Faster R-CNN v2's components: 5-level anchors, a 2-conv RPN head, a 4-conv(-BatchNorm) + 1-FC box head."""
+    rpn_anchor_generator = _default_anchorgen()
+    rpn_head = RPNHead(out_channels, rpn_anchor_generator.num_anchors_per_location()[0], conv_depth=2)
+    box_head = FastRCNNConvFCHead((out_channels, 7, 7), [256, 256, 256, 256], [1024], norm_layer=nn.BatchNorm2d)
+    return {"rpn_anchor_generator": rpn_anchor_generator, "rpn_head": rpn_head, "box_head": box_head}
+
+
+def _resnet50_fpn_rcnn(model_class, variant, pretrained, progress, weights, num_classes, weights_backbone,
+                       trainable_backbone_layers, pretrained_backbone, checkpoint_path, v2_heads=None,
+                       classifier=("roi_heads.box_predictor",), **kwargs):
+    """The body of the ResNet-50-FPN Faster/Mask R-CNN builders: ``model_class`` on a v1 or (given the
+    ``v2_heads(out_channels)`` components) v2 backbone, then the weights loaded."""
+    weights, num_classes, backbone = _resnet50_fpn_parts(
+        variant, pretrained, progress, weights, num_classes, weights_backbone, pretrained_backbone,
+        trainable_backbone_layers, v2=v2_heads is not None)
+    heads = {} if v2_heads is None else v2_heads(backbone.out_channels)
+    model = model_class(backbone, num_classes=num_classes, **heads, **kwargs)
+    return _finish(model, weights, progress, checkpoint_path, classifier)
 
 
 @register_model
@@ -165,15 +197,9 @@ def fasterrcnn_resnet50_fpn(pretrained=False, progress=True, *, weights=None, nu
                             weights_backbone=ResNet50_Weights.IMAGENET1K_V1, trainable_backbone_layers=None,
                             pretrained_backbone=None, checkpoint_path=None, **kwargs):
     """Faster R-CNN with a ResNet-50-FPN backbone (frozen BatchNorm when any weights are loaded)."""
-    weights, num_classes, weights_backbone = resolve_detection_args(
-        "fasterrcnn_resnet50_fpn", pretrained, weights, num_classes, weights_backbone, pretrained_backbone)
-    is_trained = weights is not None or weights_backbone is not None
-    trainable_backbone_layers = backbone_utils._validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
-    norm_layer = FrozenBatchNorm2d if is_trained else nn.BatchNorm2d
-    backbone = resnet50(weights=weights_backbone, progress=progress, norm_layer=norm_layer)
-    backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable_backbone_layers)
-    model = FasterRCNN(backbone, num_classes=num_classes, **kwargs)
-    return _finish(model, weights, progress, checkpoint_path)
+    return _resnet50_fpn_rcnn(FasterRCNN, "fasterrcnn_resnet50_fpn", pretrained, progress, weights, num_classes,
+                              weights_backbone, trainable_backbone_layers, pretrained_backbone, checkpoint_path,
+                              **kwargs)
 
 
 @register_model
@@ -184,19 +210,9 @@ def fasterrcnn_resnet50_fpn_v2(pretrained=False, progress=True, *, weights=None,
 
     As in torchvision, the backbone gets no ImageNet weights unless ``weights_backbone`` is given.
     """
-    weights, num_classes, weights_backbone = resolve_detection_args(
-        "fasterrcnn_resnet50_fpn_v2", pretrained, weights, num_classes, weights_backbone, pretrained_backbone)
-    is_trained = weights is not None or weights_backbone is not None
-    trainable_backbone_layers = backbone_utils._validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
-    backbone = resnet50(weights=weights_backbone, progress=progress)
-    backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable_backbone_layers, norm_layer=nn.BatchNorm2d)
-    rpn_anchor_generator = _default_anchorgen()
-    rpn_head = RPNHead(backbone.out_channels, rpn_anchor_generator.num_anchors_per_location()[0], conv_depth=2)
-    box_head = FastRCNNConvFCHead((backbone.out_channels, 7, 7), [256, 256, 256, 256], [1024],
-                                  norm_layer=nn.BatchNorm2d)
-    model = FasterRCNN(backbone, num_classes=num_classes, rpn_anchor_generator=rpn_anchor_generator,
-                       rpn_head=rpn_head, box_head=box_head, **kwargs)
-    return _finish(model, weights, progress, checkpoint_path)
+    return _resnet50_fpn_rcnn(FasterRCNN, "fasterrcnn_resnet50_fpn_v2", pretrained, progress, weights, num_classes,
+                              weights_backbone, trainable_backbone_layers, pretrained_backbone, checkpoint_path,
+                              v2_heads=_v2_heads, **kwargs)
 
 
 def _fasterrcnn_mobilenet_v3_large_fpn(variant, pretrained, progress, weights, num_classes, weights_backbone,

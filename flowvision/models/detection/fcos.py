@@ -1,25 +1,20 @@
 """FCOS (Tian et al. 2019): anchor-free one-stage detection with centerness, and its builder."""
-import math
 from functools import partial
 
 import engine
 from engine import nn
 from engine.nn import functional as F
 
-from ...ops import boxes as box_ops
 from ...ops import generalized_box_iou_loss, sigmoid_focal_loss
 from ...ops.feature_pyramid_network import LastLevelP6P7
-from ...ops.misc import FrozenBatchNorm2d
 from ..registry import register_model
-from ..resnet import resnet50
 from ..weights import ResNet50_Weights
 from . import _utils as det_utils
 from ._builder import finish_detection_model, resolve_detection_args
+from ._detector import Detector, backbone_features, check_out_channels, default_transform, prepare_inputs
+from ._one_stage import _match_anchors, _per_anchor, _postprocess, _prior_logits, _run_levels, _split_levels
 from .anchor_utils import AnchorGenerator
-from .backbone_utils import _resnet_fpn_extractor, _validate_trainable_layers
-from .retinanet import (_backbone_features, _check_degenerate_boxes, _check_training_targets, _nms_detections,
-                        _original_image_sizes, _per_anchor, _split_levels, _top_candidates)
-from .transform import GeneralizedRCNNTransform
+from .backbone_utils import _resnet50_fpn
 
 __all__ = ["FCOS", "FCOSHead", "FCOSClassificationHead", "FCOSRegressionHead"]
 
@@ -39,6 +34,11 @@ def _norm_tower(in_channels, num_convs, norm_layer):
             nn.init.normal_(layer.weight, std=0.01)
             nn.init.constant_(layer.bias, 0)
     return conv
+
+
+def _centered_probabilities(outputs):
+    """FCOS's detection scores: sqrt(class probability * centerness probability)."""
+    return engine.sqrt(engine.sigmoid(outputs["cls_logits"]) * engine.sigmoid(outputs["bbox_ctrness"]))
 
 
 def _centerness_targets(bbox_reg_targets):
@@ -113,17 +113,10 @@ class FCOSClassificationHead(nn.Module):
         self.num_classes = num_classes
         self.num_anchors = num_anchors
         self.conv = _norm_tower(in_channels, num_convs, norm_layer)
-        self.cls_logits = nn.Conv2d(in_channels, num_anchors * num_classes, kernel_size=3, stride=1, padding=1)
-        nn.init.normal_(self.cls_logits.weight, std=0.01)
-        nn.init.constant_(self.cls_logits.bias, -math.log((1 - prior_probability) / prior_probability))
+        self.cls_logits = _prior_logits(in_channels, num_anchors, num_classes, prior_probability)
 
     def forward(self, x):
-        all_cls_logits = []
-        for features in x:
-            cls_logits = self.conv(features)
-            cls_logits = self.cls_logits(cls_logits)
-            all_cls_logits.append(_per_anchor(cls_logits, self.num_classes))
-        return engine.cat(all_cls_logits, dim=1)
+        return _run_levels(x, self.conv, self.cls_logits, self.num_classes)
 
 
 class FCOSRegressionHead(nn.Module):
@@ -149,7 +142,7 @@ class FCOSRegressionHead(nn.Module):
         return engine.cat(all_bbox_regression, dim=1), engine.cat(all_bbox_ctrness, dim=1)
 
 
-class FCOS(nn.Module):
+class FCOS(Detector):
     """FCOS: every feature-map location inside (the centre of) a box predicts that box directly.
 
     Input: a list of CHW images in [0, 1]. Train mode (with ``targets``) returns ``{'classification',
@@ -162,9 +155,7 @@ class FCOS(nn.Module):
                  anchor_generator=None, head=None, center_sampling_radius=1.5, score_thresh=0.2, nms_thresh=0.6,
                  detections_per_img=100, topk_candidates=1000, **kwargs):
         super().__init__()
-        if not hasattr(backbone, "out_channels"):
-            raise ValueError("backbone should contain an attribute out_channels specifying the number of output "
-                             "channels (assumed to be the same for all the levels)")
+        check_out_channels(backbone)
         self.backbone = backbone
         if not isinstance(anchor_generator, (AnchorGenerator, type(None))):
             raise TypeError("anchor_generator should be of type AnchorGenerator or None, instead  got "
@@ -181,22 +172,12 @@ class FCOS(nn.Module):
             head = FCOSHead(backbone.out_channels, anchor_generator.num_anchors_per_location()[0], num_classes)
         self.head = head
         self.box_coder = det_utils.BoxLinearCoder(normalize_by_size=True)
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(min_size, max_size, image_mean, image_std, **kwargs)
+        self.transform = default_transform(min_size, max_size, image_mean, image_std, **kwargs)
         self.center_sampling_radius = center_sampling_radius
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh
         self.detections_per_img = detections_per_img
         self.topk_candidates = topk_candidates
-
-    def eager_outputs(self, losses, detections):
-        """The losses in train mode, the detections in eval mode."""
-        if self.training:
-            return losses
-        return detections
 
     def _match_image(self, anchors_per_image, gt_boxes, num_anchors_per_level):
         """Each location's target box: the smallest box whose centre region holds it and whose scale fits its level.
@@ -229,45 +210,17 @@ class FCOS(nn.Module):
 
     def compute_loss(self, targets, head_outputs, anchors, num_anchors_per_level):
         """Assign locations to boxes (none: all background), then the head's losses."""
-        matched_idxs = []
-        for anchors_per_image, targets_per_image in zip(anchors, targets):
-            if targets_per_image["boxes"].numel() == 0:
-                matched_idxs.append(engine.full((anchors_per_image.size(0),), -1, dtype=engine.int64))
-                continue
-            matched_idxs.append(self._match_image(anchors_per_image, targets_per_image["boxes"],
-                                                  num_anchors_per_level))
+        match = partial(self._match_image, num_anchors_per_level=num_anchors_per_level)
+        matched_idxs = _match_anchors(anchors, targets, match)
         return self.head.compute_loss(targets, head_outputs, anchors, matched_idxs)
 
     def postprocess_detections(self, head_outputs, anchors, image_shapes):
         """Per image: each level's top sqrt(class * centerness) scores above ``score_thresh``, decoded, then NMS."""
-        class_logits = head_outputs["cls_logits"]
-        box_regression = head_outputs["bbox_regression"]
-        box_ctrness = head_outputs["bbox_ctrness"]
-        detections = []
-        for index, image_shape in enumerate(image_shapes):
-            image_boxes, image_scores, image_labels = [], [], []
-            for box_regression_per_level, logits_per_level, box_ctrness_per_level, anchors_per_level in zip(
-                    [br[index] for br in box_regression], [cl[index] for cl in class_logits],
-                    [bc[index] for bc in box_ctrness], anchors[index]):
-                scores_per_level = engine.sqrt(engine.sigmoid(logits_per_level)
-                                               * engine.sigmoid(box_ctrness_per_level)).flatten()
-                scores_per_level, anchor_idxs, labels_per_level = _top_candidates(
-                    scores_per_level, self.score_thresh, self.topk_candidates, logits_per_level.shape[-1])
-                boxes_per_level = self.box_coder.decode(box_regression_per_level[anchor_idxs],
-                                                        anchors_per_level[anchor_idxs])
-                image_boxes.append(box_ops.clip_boxes_to_image(boxes_per_level, image_shape))
-                image_scores.append(scores_per_level)
-                image_labels.append(labels_per_level)
-            detections.append(_nms_detections(image_boxes, image_scores, image_labels, self.nms_thresh,
-                                              self.detections_per_img))
-        return detections
+        return _postprocess(self, head_outputs, anchors, image_shapes, _centered_probabilities, self.box_coder.decode)
 
     def forward(self, images, targets=None):
-        _check_training_targets(self.training, targets)
-        original_image_sizes = _original_image_sizes(images)
-        images, targets = self.transform(images, targets)
-        _check_degenerate_boxes(targets)
-        features = _backbone_features(self.backbone, images)
+        images, targets, original_image_sizes = prepare_inputs(self, images, targets)
+        features = list(backbone_features(self.backbone, images).values())
         head_outputs = self.head(features)
         anchors = self.anchor_generator(images, features)
         num_anchors_per_level = [x.size(2) * x.size(3) for x in features]
@@ -288,12 +241,8 @@ def fcos_resnet50_fpn(pretrained=False, progress=True, *, weights=None, num_clas
     """FCOS with a ResNet-50-FPN backbone (P3-P7; P6 from P5)."""
     weights, num_classes, weights_backbone = resolve_detection_args(
         "fcos_resnet50_fpn", pretrained, weights, num_classes, weights_backbone, pretrained_backbone)
-    is_trained = weights is not None or weights_backbone is not None
-    trainable_backbone_layers = _validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
-    norm_layer = FrozenBatchNorm2d if is_trained else nn.BatchNorm2d
-    backbone = resnet50(weights=weights_backbone, progress=progress, norm_layer=norm_layer)
-    backbone = _resnet_fpn_extractor(backbone, trainable_backbone_layers, returned_layers=[2, 3, 4],
-                                     extra_blocks=LastLevelP6P7(256, 256))
+    backbone = _resnet50_fpn(weights, weights_backbone, progress, trainable_backbone_layers, returned_layers=[2, 3, 4],
+                             extra_blocks=LastLevelP6P7(256, 256))
     model = FCOS(backbone, num_classes, **kwargs)
     model.default_cfg = {"classifier": ("head.classification_head.cls_logits",)}
     return finish_detection_model(model, weights, progress, checkpoint_path)

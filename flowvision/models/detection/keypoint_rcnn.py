@@ -5,13 +5,10 @@ Constructor arguments, defaults, module names (state_dict keys) and builders fol
 from engine import nn
 from engine.nn import functional as F
 
-from ...ops import FrozenBatchNorm2d, MultiScaleRoIAlign
+from ...ops import MultiScaleRoIAlign
 from ..registry import register_model
-from ..resnet import resnet50
 from ..weights import KeypointRCNN_ResNet50_FPN_Weights, ResNet50_Weights
-from . import backbone_utils
-from ._builder import finish_detection_model, resolve_detection_args
-from .faster_rcnn import FasterRCNN
+from .faster_rcnn import FasterRCNN, _finish, _kaiming_init, _resnet50_fpn_parts
 
 __all__ = ["KeypointRCNN", "KeypointRCNNHeads", "KeypointRCNNPredictor", "KeypointRCNN_ResNet50_FPN_Weights"]
 
@@ -23,17 +20,11 @@ class KeypointRCNN(FasterRCNN):
 
     Training targets also need ``keypoints`` (FloatTensor[N, K, 3]: x, y, visibility); the loss dict gains
     ``loss_keypoint``. In eval mode each result gains ``keypoints`` (N, K, 3) and ``keypoints_scores`` (N, K).
-    ``min_size`` defaults to multi-scale training sizes (640..800); other arguments are FasterRCNN's.
+    ``min_size`` defaults to multi-scale training sizes (640..800); other arguments (positional ones in
+    FasterRCNN's order) are FasterRCNN's.
     """
 
-    def __init__(self, backbone, num_classes=None, min_size=None, max_size=1333, image_mean=None, image_std=None,
-                 rpn_anchor_generator=None, rpn_head=None, rpn_pre_nms_top_n_train=2000, rpn_pre_nms_top_n_test=1000,
-                 rpn_post_nms_top_n_train=2000, rpn_post_nms_top_n_test=1000, rpn_nms_thresh=0.7,
-                 rpn_fg_iou_thresh=0.7, rpn_bg_iou_thresh=0.3, rpn_batch_size_per_image=256,
-                 rpn_positive_fraction=0.5, rpn_score_thresh=0.0, box_roi_pool=None, box_head=None,
-                 box_predictor=None, box_score_thresh=0.05, box_nms_thresh=0.5, box_detections_per_img=100,
-                 box_fg_iou_thresh=0.5, box_bg_iou_thresh=0.5, box_batch_size_per_image=512,
-                 box_positive_fraction=0.25, bbox_reg_weights=None, keypoint_roi_pool=None, keypoint_head=None,
+    def __init__(self, backbone, num_classes=None, min_size=None, *args, keypoint_roi_pool=None, keypoint_head=None,
                  keypoint_predictor=None, num_keypoints=None, **kwargs):
         if not isinstance(keypoint_roi_pool, (MultiScaleRoIAlign, type(None))):
             raise TypeError(f"keypoint_roi_pool should be of type MultiScaleRoIAlign or None instead of "
@@ -52,13 +43,7 @@ class KeypointRCNN(FasterRCNN):
             keypoint_head = KeypointRCNNHeads(out_channels, (512,) * 8)
         if keypoint_predictor is None:
             keypoint_predictor = KeypointRCNNPredictor(512, num_keypoints)
-        super().__init__(
-            backbone, num_classes, min_size, max_size, image_mean, image_std, rpn_anchor_generator, rpn_head,
-            rpn_pre_nms_top_n_train, rpn_pre_nms_top_n_test, rpn_post_nms_top_n_train, rpn_post_nms_top_n_test,
-            rpn_nms_thresh, rpn_fg_iou_thresh, rpn_bg_iou_thresh, rpn_batch_size_per_image, rpn_positive_fraction,
-            rpn_score_thresh, box_roi_pool, box_head, box_predictor, box_score_thresh, box_nms_thresh,
-            box_detections_per_img, box_fg_iou_thresh, box_bg_iou_thresh, box_batch_size_per_image,
-            box_positive_fraction, bbox_reg_weights, **kwargs)
+        super().__init__(backbone, num_classes, min_size, *args, **kwargs)
         self.roi_heads.keypoint_roi_pool = keypoint_roi_pool
         self.roi_heads.keypoint_head = keypoint_head
         self.roi_heads.keypoint_predictor = keypoint_predictor
@@ -75,10 +60,7 @@ class KeypointRCNNHeads(nn.Sequential):
             blocks.append(nn.ReLU(inplace=True))
             next_feature = out_channels
         super().__init__(*blocks)
-        for m in self.children():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-                nn.init.constant_(m.bias, 0)
+        _kaiming_init(self)
 
 
 class KeypointRCNNPredictor(nn.Module):
@@ -120,15 +102,9 @@ def keypointrcnn_resnet50_fpn(pretrained=False, progress=True, *, weights=None, 
     """
     if weights is None and pretrained == "legacy":
         weights = KeypointRCNN_ResNet50_FPN_Weights.COCO_LEGACY
-    weights, num_classes, weights_backbone = resolve_detection_args(
-        "keypointrcnn_resnet50_fpn", pretrained, weights, num_classes, weights_backbone, pretrained_backbone,
-        default_num_classes=2)
+    weights, num_classes, backbone = _resnet50_fpn_parts(
+        "keypointrcnn_resnet50_fpn", pretrained, progress, weights, num_classes, weights_backbone, pretrained_backbone,
+        trainable_backbone_layers, default_num_classes=2)
     num_keypoints = _resolve_num_keypoints(weights, num_keypoints)
-    is_trained = weights is not None or weights_backbone is not None
-    trainable_backbone_layers = backbone_utils._validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
-    norm_layer = FrozenBatchNorm2d if is_trained else nn.BatchNorm2d
-    backbone = resnet50(weights=weights_backbone, progress=progress, norm_layer=norm_layer)
-    backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable_backbone_layers)
     model = KeypointRCNN(backbone, num_classes, num_keypoints=num_keypoints, **kwargs)
-    model.default_cfg = {"classifier": ("roi_heads.box_predictor",)}
-    return finish_detection_model(model, weights, progress, checkpoint_path)
+    return _finish(model, weights, progress, checkpoint_path)

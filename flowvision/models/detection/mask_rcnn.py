@@ -6,14 +6,10 @@ from collections import OrderedDict
 
 from engine import nn
 
-from ...ops import Conv2dNormActivation, FrozenBatchNorm2d, MultiScaleRoIAlign
+from ...ops import Conv2dNormActivation, MultiScaleRoIAlign
 from ..registry import register_model
-from ..resnet import resnet50
 from ..weights import MaskRCNN_ResNet50_FPN_V2_Weights, MaskRCNN_ResNet50_FPN_Weights, ResNet50_Weights
-from . import backbone_utils
-from ._builder import finish_detection_model, resolve_detection_args
-from .faster_rcnn import FasterRCNN, FastRCNNConvFCHead, _default_anchorgen
-from .rpn import RPNHead
+from .faster_rcnn import FasterRCNN, _kaiming_init, _resnet50_fpn_rcnn, _v2_heads
 
 __all__ = ["MaskRCNN", "MaskRCNNHeads", "MaskRCNNPredictor", "MaskRCNN_ResNet50_FPN_Weights",
            "MaskRCNN_ResNet50_FPN_V2_Weights"]
@@ -24,18 +20,11 @@ class MaskRCNN(FasterRCNN):
 
     Training targets also need ``masks`` (UInt8Tensor[N, H, W]); the loss dict gains ``loss_mask``. In eval
     mode each result gains ``masks`` (FloatTensor[N, 1, H, W], probabilities pasted into the image).
-    All other arguments are FasterRCNN's.
+    All other arguments (positional ones in FasterRCNN's order) are FasterRCNN's.
     """
 
-    def __init__(self, backbone, num_classes=None, min_size=800, max_size=1333, image_mean=None, image_std=None,
-                 rpn_anchor_generator=None, rpn_head=None, rpn_pre_nms_top_n_train=2000, rpn_pre_nms_top_n_test=1000,
-                 rpn_post_nms_top_n_train=2000, rpn_post_nms_top_n_test=1000, rpn_nms_thresh=0.7,
-                 rpn_fg_iou_thresh=0.7, rpn_bg_iou_thresh=0.3, rpn_batch_size_per_image=256,
-                 rpn_positive_fraction=0.5, rpn_score_thresh=0.0, box_roi_pool=None, box_head=None,
-                 box_predictor=None, box_score_thresh=0.05, box_nms_thresh=0.5, box_detections_per_img=100,
-                 box_fg_iou_thresh=0.5, box_bg_iou_thresh=0.5, box_batch_size_per_image=512,
-                 box_positive_fraction=0.25, bbox_reg_weights=None, mask_roi_pool=None, mask_head=None,
-                 mask_predictor=None, **kwargs):
+    def __init__(self, backbone, num_classes=None, *args, mask_roi_pool=None, mask_head=None, mask_predictor=None,
+                 **kwargs):
         if not isinstance(mask_roi_pool, (MultiScaleRoIAlign, type(None))):
             raise TypeError(f"mask_roi_pool should be of type MultiScaleRoIAlign or None instead of "
                             f"{type(mask_roi_pool)}")
@@ -48,13 +37,7 @@ class MaskRCNN(FasterRCNN):
             mask_head = MaskRCNNHeads(out_channels, (256, 256, 256, 256), 1)
         if mask_predictor is None:
             mask_predictor = MaskRCNNPredictor(256, 256, num_classes)
-        super().__init__(
-            backbone, num_classes, min_size, max_size, image_mean, image_std, rpn_anchor_generator, rpn_head,
-            rpn_pre_nms_top_n_train, rpn_pre_nms_top_n_test, rpn_post_nms_top_n_train, rpn_post_nms_top_n_test,
-            rpn_nms_thresh, rpn_fg_iou_thresh, rpn_bg_iou_thresh, rpn_batch_size_per_image, rpn_positive_fraction,
-            rpn_score_thresh, box_roi_pool, box_head, box_predictor, box_score_thresh, box_nms_thresh,
-            box_detections_per_img, box_fg_iou_thresh, box_bg_iou_thresh, box_batch_size_per_image,
-            box_positive_fraction, bbox_reg_weights, **kwargs)
+        super().__init__(backbone, num_classes, *args, **kwargs)
         self.roi_heads.mask_roi_pool = mask_roi_pool
         self.roi_heads.mask_head = mask_head
         self.roi_heads.mask_predictor = mask_predictor
@@ -73,11 +56,7 @@ class MaskRCNNHeads(nn.Sequential):
                                                padding=dilation, dilation=dilation, norm_layer=norm_layer))
             next_feature = layer_features
         super().__init__(*blocks)
-        for layer in self.modules():
-            if isinstance(layer, nn.Conv2d):
-                nn.init.kaiming_normal_(layer.weight, mode="fan_out", nonlinearity="relu")
-                if layer.bias is not None:
-                    nn.init.zeros_(layer.bias)
+        _kaiming_init(self)
 
     def _upgrade_state_dict(self, state_dict, prefix, version):
         """Version-1 checkpoints name the convolutions ``mask_fcn{i}`` (1-based) instead of ``{i-1}.0``."""
@@ -104,10 +83,14 @@ class MaskRCNNPredictor(nn.Sequential):
                 nn.init.kaiming_normal_(param, mode="fan_out", nonlinearity="relu")
 
 
-def _finish(model, weights, progress, checkpoint_path):
-    """Mark the class-dependent layers for fine-tuning loads, then load weights."""
-    model.default_cfg = {"classifier": ("roi_heads.box_predictor", "roi_heads.mask_predictor.mask_fcn_logits")}
-    return finish_detection_model(model, weights, progress, checkpoint_path)
+MASK_CLASSIFIER = ("roi_heads.box_predictor", "roi_heads.mask_predictor.mask_fcn_logits")
+
+
+def _mask_v2_heads(out_channels):
+    """Faster R-CNN v2's components plus a 4-conv mask head with BatchNorm."""
+    heads = _v2_heads(out_channels)
+    heads["mask_head"] = MaskRCNNHeads(out_channels, [256, 256, 256, 256], 1, norm_layer=nn.BatchNorm2d)
+    return heads
 
 
 @register_model
@@ -115,15 +98,9 @@ def maskrcnn_resnet50_fpn(pretrained=False, progress=True, *, weights=None, num_
                           weights_backbone=ResNet50_Weights.IMAGENET1K_V1, trainable_backbone_layers=None,
                           pretrained_backbone=None, checkpoint_path=None, **kwargs):
     """Mask R-CNN with a ResNet-50-FPN backbone (frozen BatchNorm when any weights are loaded)."""
-    weights, num_classes, weights_backbone = resolve_detection_args(
-        "maskrcnn_resnet50_fpn", pretrained, weights, num_classes, weights_backbone, pretrained_backbone)
-    is_trained = weights is not None or weights_backbone is not None
-    trainable_backbone_layers = backbone_utils._validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
-    norm_layer = FrozenBatchNorm2d if is_trained else nn.BatchNorm2d
-    backbone = resnet50(weights=weights_backbone, progress=progress, norm_layer=norm_layer)
-    backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable_backbone_layers)
-    model = MaskRCNN(backbone, num_classes=num_classes, **kwargs)
-    return _finish(model, weights, progress, checkpoint_path)
+    return _resnet50_fpn_rcnn(MaskRCNN, "maskrcnn_resnet50_fpn", pretrained, progress, weights, num_classes,
+                              weights_backbone, trainable_backbone_layers, pretrained_backbone, checkpoint_path,
+                              classifier=MASK_CLASSIFIER, **kwargs)
 
 
 @register_model
@@ -134,17 +111,6 @@ def maskrcnn_resnet50_fpn_v2(pretrained=False, progress=True, *, weights=None, n
 
     As in torchvision, the backbone gets no ImageNet weights unless ``weights_backbone`` is given.
     """
-    weights, num_classes, weights_backbone = resolve_detection_args(
-        "maskrcnn_resnet50_fpn_v2", pretrained, weights, num_classes, weights_backbone, pretrained_backbone)
-    is_trained = weights is not None or weights_backbone is not None
-    trainable_backbone_layers = backbone_utils._validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
-    backbone = resnet50(weights=weights_backbone, progress=progress)
-    backbone = backbone_utils._resnet_fpn_extractor(backbone, trainable_backbone_layers, norm_layer=nn.BatchNorm2d)
-    rpn_anchor_generator = _default_anchorgen()
-    rpn_head = RPNHead(backbone.out_channels, rpn_anchor_generator.num_anchors_per_location()[0], conv_depth=2)
-    box_head = FastRCNNConvFCHead((backbone.out_channels, 7, 7), [256, 256, 256, 256], [1024],
-                                  norm_layer=nn.BatchNorm2d)
-    mask_head = MaskRCNNHeads(backbone.out_channels, [256, 256, 256, 256], 1, norm_layer=nn.BatchNorm2d)
-    model = MaskRCNN(backbone, num_classes=num_classes, rpn_anchor_generator=rpn_anchor_generator,
-                     rpn_head=rpn_head, box_head=box_head, mask_head=mask_head, **kwargs)
-    return _finish(model, weights, progress, checkpoint_path)
+    return _resnet50_fpn_rcnn(MaskRCNN, "maskrcnn_resnet50_fpn_v2", pretrained, progress, weights, num_classes,
+                              weights_backbone, trainable_backbone_layers, pretrained_backbone, checkpoint_path,
+                              v2_heads=_mask_v2_heads, classifier=MASK_CLASSIFIER, **kwargs)

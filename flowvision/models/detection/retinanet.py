@@ -1,57 +1,23 @@
-"""RetinaNet (Lin et al. 2017, focal loss) and its builders.
-
-Also holds the pieces both one-stage detectors (RetinaNet, FCOS) share: head-output reshaping,
-input checks, per-level candidate selection and torchvision's ``_box_loss``.
-"""
-import math
-from collections import OrderedDict
+"""RetinaNet (Lin et al. 2017, focal loss) and its builders."""
 from functools import partial
 
 import engine
 from engine import nn
-from engine.nn import functional as F
 
-from ...ops import boxes as box_ops
-from ...ops import complete_box_iou_loss, distance_box_iou_loss, generalized_box_iou_loss, sigmoid_focal_loss
+from ...ops import sigmoid_focal_loss
 from ...ops.feature_pyramid_network import LastLevelP6P7
-from ...ops.misc import Conv2dNormActivation, FrozenBatchNorm2d
+from ...ops.misc import Conv2dNormActivation
 from ..registry import register_model
-from ..resnet import resnet50
 from ..weights import ResNet50_Weights
 from . import _utils as det_utils
 from ._builder import finish_detection_model, resolve_detection_args
+from ._detector import Detector, backbone_features, check_out_channels, default_transform, prepare_inputs
+from ._one_stage import (_box_loss, _iou_matcher, _match_anchors, _postprocess, _prior_logits, _run_levels,
+                         _split_levels, _sum)
 from .anchor_utils import AnchorGenerator
-from .backbone_utils import _resnet_fpn_extractor, _validate_trainable_layers
-from .transform import GeneralizedRCNNTransform
+from .backbone_utils import _resnet50_fpn
 
 __all__ = ["RetinaNet", "RetinaNetHead", "RetinaNetClassificationHead", "RetinaNetRegressionHead"]
-
-
-def _sum(x):
-    """Sum of a list of tensors (left to right, as torchvision adds the per-image losses)."""
-    res = x[0]
-    for i in x[1:]:
-        res = res + i
-    return res
-
-
-def _box_loss(type, box_coder, anchors_per_image, matched_gt_boxes_per_image, bbox_regression_per_image, cnf=None):
-    """Summed box loss of one image's foreground anchors.
-
-    'l1' / 'smooth_l1' compare box codes; 'giou' / 'diou' / 'ciou' compare decoded boxes.
-    """
-    if type not in ("l1", "smooth_l1", "ciou", "diou", "giou"):
-        raise AssertionError(f"Unsupported loss: {type}")
-    cnf = cnf or {}
-    if type in ("l1", "smooth_l1"):
-        target_regression = box_coder.encode_single(matched_gt_boxes_per_image, anchors_per_image)
-        if type == "l1":
-            return F.l1_loss(bbox_regression_per_image, target_regression, reduction="sum")
-        return F.smooth_l1_loss(bbox_regression_per_image, target_regression, reduction="sum",
-                                beta=cnf.get("beta", 1.0))
-    bbox_per_image = box_coder.decode_single(bbox_regression_per_image, anchors_per_image)
-    iou_loss = {"ciou": complete_box_iou_loss, "diou": distance_box_iou_loss, "giou": generalized_box_iou_loss}[type]
-    return iou_loss(bbox_per_image, matched_gt_boxes_per_image, reduction="sum", eps=cnf.get("eps", 1e-7))
 
 
 def _v1_to_v2_weights(state_dict, prefix):
@@ -70,6 +36,11 @@ def _default_anchorgen():
     return AnchorGenerator(anchor_sizes, aspect_ratios)
 
 
+def _class_probabilities(outputs):
+    """RetinaNet's detection scores: the sigmoid of the class logits."""
+    return engine.sigmoid(outputs["cls_logits"])
+
+
 def _conv_tower(in_channels, norm_layer):
     """Four 3x3 conv (+ norm) + ReLU blocks, the shared trunk of each RetinaNet head."""
     return nn.Sequential(*[Conv2dNormActivation(in_channels, in_channels, norm_layer=norm_layer) for _ in range(4)])
@@ -82,94 +53,6 @@ def _init_tower(conv):
             nn.init.normal_(layer.weight, std=0.01)
             if layer.bias is not None:
                 nn.init.constant_(layer.bias, 0)
-
-
-def _per_anchor(x, channels):
-    """(N, A * channels, H, W) head map -> (N, H * W * A, channels), anchors ordered as the generator's."""
-    N, _, H, W = x.shape
-    x = x.view(N, -1, channels, H, W)
-    x = x.permute(0, 3, 4, 1, 2)
-    return x.reshape(N, -1, channels)
-
-
-def _check_training_targets(training, targets):
-    """Training needs targets whose ``boxes`` are Tensor[N, 4]."""
-    if not training:
-        return
-    if targets is None:
-        raise AssertionError("targets should not be none when in training mode")
-    for target in targets:
-        boxes = target["boxes"]
-        if not isinstance(boxes, engine.Tensor):
-            raise AssertionError("Expected target boxes to be of type Tensor.")
-        if not (len(boxes.shape) == 2 and boxes.shape[-1] == 4):
-            raise AssertionError(f"Expected target boxes to be a tensor of shape [N, 4], got {boxes.shape}.")
-
-
-def _original_image_sizes(images):
-    """(H, W) of every input image, to map detections back to it."""
-    sizes = []
-    for img in images:
-        val = img.shape[-2:]
-        if len(val) != 2:
-            raise AssertionError(f"expecting the last two dimensions of the Tensor to be H and W instead got {val}")
-        sizes.append((val[0], val[1]))
-    return sizes
-
-
-def _check_degenerate_boxes(targets):
-    """Refuse target boxes with x2 <= x1 or y2 <= y1, naming the first one."""
-    if targets is None:
-        return
-    for target_idx, target in enumerate(targets):
-        boxes = target["boxes"]
-        degenerate_boxes = boxes[:, 2:] <= boxes[:, :2]
-        if degenerate_boxes.any():
-            bb_idx = engine.where(degenerate_boxes.any(dim=1))[0][0]
-            degen_bb = boxes[bb_idx].tolist()
-            raise AssertionError("All bounding boxes should have positive height and width."
-                                 f" Found invalid box {degen_bb} for target at index {target_idx}.")
-
-
-def _backbone_features(backbone, images):
-    """The backbone's feature maps of the batched images, as a list (a lone tensor becomes one level)."""
-    features = backbone(images.tensors)
-    if isinstance(features, engine.Tensor):
-        features = OrderedDict([("0", features)])
-    return list(features.values())
-
-
-def _top_candidates(scores, score_thresh, topk_candidates, num_classes):
-    """Of one level's flattened (anchor, class) scores, the best ``topk_candidates`` above the threshold.
-
-    Returns their scores, anchor indices and class labels.
-    """
-    keep_idxs = scores > score_thresh
-    scores = scores[keep_idxs]
-    topk_idxs = engine.where(keep_idxs)[0]
-    num_topk = min(topk_candidates, topk_idxs.size(0))
-    scores, idxs = scores.topk(num_topk)
-    topk_idxs = topk_idxs[idxs]
-    anchor_idxs = engine.div(topk_idxs, num_classes, rounding_mode="floor")
-    labels = topk_idxs % num_classes
-    return scores, anchor_idxs, labels
-
-
-def _nms_detections(boxes, scores, labels, nms_thresh, detections_per_img):
-    """Per-class NMS over one image's candidates from all levels; the best ``detections_per_img`` survive."""
-    boxes = engine.cat(boxes, dim=0)
-    scores = engine.cat(scores, dim=0)
-    labels = engine.cat(labels, dim=0)
-    keep = box_ops.batched_nms(boxes, scores, labels, nms_thresh)
-    keep = keep[:detections_per_img]
-    return {"boxes": boxes[keep], "scores": scores[keep], "labels": labels[keep]}
-
-
-def _split_levels(head_outputs, anchors, num_anchors_per_level):
-    """Head outputs (N, sum HWA, C) and per-image anchors cut into per-level pieces."""
-    split_head_outputs = {k: list(v.split(num_anchors_per_level, dim=1)) for k, v in head_outputs.items()}
-    split_anchors = [list(a.split(num_anchors_per_level)) for a in anchors]
-    return split_head_outputs, split_anchors
 
 
 class RetinaNetHead(nn.Module):
@@ -204,9 +87,7 @@ class RetinaNetClassificationHead(nn.Module):
         super().__init__()
         self.conv = _conv_tower(in_channels, norm_layer)
         _init_tower(self.conv)
-        self.cls_logits = nn.Conv2d(in_channels, num_anchors * num_classes, kernel_size=3, stride=1, padding=1)
-        nn.init.normal_(self.cls_logits.weight, std=0.01)
-        nn.init.constant_(self.cls_logits.bias, -math.log((1 - prior_probability) / prior_probability))
+        self.cls_logits = _prior_logits(in_channels, num_anchors, num_classes, prior_probability)
         self.num_classes = num_classes
         self.num_anchors = num_anchors
         self.BETWEEN_THRESHOLDS = det_utils.Matcher.BETWEEN_THRESHOLDS
@@ -233,12 +114,7 @@ class RetinaNetClassificationHead(nn.Module):
         return _sum(losses) / len(targets)
 
     def forward(self, x):
-        all_cls_logits = []
-        for features in x:
-            cls_logits = self.conv(features)
-            cls_logits = self.cls_logits(cls_logits)
-            all_cls_logits.append(_per_anchor(cls_logits, self.num_classes))
-        return engine.cat(all_cls_logits, dim=1)
+        return _run_levels(x, self.conv, self.cls_logits, self.num_classes)
 
 
 class RetinaNetRegressionHead(nn.Module):
@@ -281,15 +157,10 @@ class RetinaNetRegressionHead(nn.Module):
         return _sum(losses) / max(1, len(targets))
 
     def forward(self, x):
-        all_bbox_regression = []
-        for features in x:
-            bbox_regression = self.conv(features)
-            bbox_regression = self.bbox_reg(bbox_regression)
-            all_bbox_regression.append(_per_anchor(bbox_regression, 4))
-        return engine.cat(all_bbox_regression, dim=1)
+        return _run_levels(x, self.conv, self.bbox_reg, 4)
 
 
-class RetinaNet(nn.Module):
+class RetinaNet(Detector):
     """RetinaNet: a backbone with FPN, dense anchors on each level, focal-loss classification and box regression.
 
     Input: a list of CHW images in [0, 1] (any sizes). Train mode (with ``targets``, dicts of ``boxes``
@@ -301,9 +172,7 @@ class RetinaNet(nn.Module):
                  anchor_generator=None, head=None, proposal_matcher=None, score_thresh=0.05, nms_thresh=0.5,
                  detections_per_img=300, fg_iou_thresh=0.5, bg_iou_thresh=0.4, topk_candidates=1000, **kwargs):
         super().__init__()
-        if not hasattr(backbone, "out_channels"):
-            raise ValueError("backbone should contain an attribute out_channels specifying the number of output "
-                             "channels (assumed to be the same for all the levels)")
+        check_out_channels(backbone)
         self.backbone = backbone
         if not isinstance(anchor_generator, (AnchorGenerator, type(None))):
             raise TypeError("anchor_generator should be of type AnchorGenerator or None instead of "
@@ -318,60 +187,25 @@ class RetinaNet(nn.Module):
             proposal_matcher = det_utils.Matcher(fg_iou_thresh, bg_iou_thresh, allow_low_quality_matches=True)
         self.proposal_matcher = proposal_matcher
         self.box_coder = det_utils.BoxCoder(weights=(1.0, 1.0, 1.0, 1.0))
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(min_size, max_size, image_mean, image_std, **kwargs)
+        self.transform = default_transform(min_size, max_size, image_mean, image_std, **kwargs)
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh
         self.detections_per_img = detections_per_img
         self.topk_candidates = topk_candidates
 
-    def eager_outputs(self, losses, detections):
-        """The losses in train mode, the detections in eval mode."""
-        if self.training:
-            return losses
-        return detections
-
     def compute_loss(self, targets, head_outputs, anchors):
         """Match anchors to target boxes by IoU (none: all background), then the head's losses."""
-        matched_idxs = []
-        for anchors_per_image, targets_per_image in zip(anchors, targets):
-            if targets_per_image["boxes"].numel() == 0:
-                matched_idxs.append(engine.full((anchors_per_image.size(0),), -1, dtype=engine.int64))
-                continue
-            match_quality_matrix = box_ops.box_iou(targets_per_image["boxes"], anchors_per_image)
-            matched_idxs.append(self.proposal_matcher(match_quality_matrix))
+        matched_idxs = _match_anchors(anchors, targets, _iou_matcher(self.proposal_matcher))
         return self.head.compute_loss(targets, head_outputs, anchors, matched_idxs)
 
     def postprocess_detections(self, head_outputs, anchors, image_shapes):
         """Per image: each level's top candidates above ``score_thresh``, decoded and clipped, then NMS."""
-        class_logits = head_outputs["cls_logits"]
-        box_regression = head_outputs["bbox_regression"]
-        detections = []
-        for index, image_shape in enumerate(image_shapes):
-            image_boxes, image_scores, image_labels = [], [], []
-            for box_regression_per_level, logits_per_level, anchors_per_level in zip(
-                    [br[index] for br in box_regression], [cl[index] for cl in class_logits], anchors[index]):
-                scores_per_level = engine.sigmoid(logits_per_level).flatten()
-                scores_per_level, anchor_idxs, labels_per_level = _top_candidates(
-                    scores_per_level, self.score_thresh, self.topk_candidates, logits_per_level.shape[-1])
-                boxes_per_level = self.box_coder.decode_single(box_regression_per_level[anchor_idxs],
-                                                               anchors_per_level[anchor_idxs])
-                image_boxes.append(box_ops.clip_boxes_to_image(boxes_per_level, image_shape))
-                image_scores.append(scores_per_level)
-                image_labels.append(labels_per_level)
-            detections.append(_nms_detections(image_boxes, image_scores, image_labels, self.nms_thresh,
-                                              self.detections_per_img))
-        return detections
+        return _postprocess(self, head_outputs, anchors, image_shapes, _class_probabilities,
+                            self.box_coder.decode_single)
 
     def forward(self, images, targets=None):
-        _check_training_targets(self.training, targets)
-        original_image_sizes = _original_image_sizes(images)
-        images, targets = self.transform(images, targets)
-        _check_degenerate_boxes(targets)
-        features = _backbone_features(self.backbone, images)
+        images, targets, original_image_sizes = prepare_inputs(self, images, targets)
+        features = list(backbone_features(self.backbone, images).values())
         head_outputs = self.head(features)
         anchors = self.anchor_generator(images, features)
         losses, detections = {}, []
@@ -396,17 +230,8 @@ def _retinanet_resnet50_fpn(variant, pretrained, progress, weights, num_classes,
     """Shared builder: v1 has frozen-BN backbone and plain heads; v2 has GroupNorm heads, GIoU loss, P6 from C5."""
     weights, num_classes, weights_backbone = resolve_detection_args(
         variant, pretrained, weights, num_classes, weights_backbone, pretrained_backbone)
-    is_trained = weights is not None or weights_backbone is not None
-    trainable_backbone_layers = _validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
-    if v2:
-        backbone = resnet50(weights=weights_backbone, progress=progress)
-        extra_blocks = LastLevelP6P7(2048, 256)
-    else:
-        norm_layer = FrozenBatchNorm2d if is_trained else nn.BatchNorm2d
-        backbone = resnet50(weights=weights_backbone, progress=progress, norm_layer=norm_layer)
-        extra_blocks = LastLevelP6P7(256, 256)
-    backbone = _resnet_fpn_extractor(backbone, trainable_backbone_layers, returned_layers=[2, 3, 4],
-                                     extra_blocks=extra_blocks)
+    backbone = _resnet50_fpn(weights, weights_backbone, progress, trainable_backbone_layers, trainable_bn=v2,
+                             returned_layers=[2, 3, 4], extra_blocks=LastLevelP6P7(2048 if v2 else 256, 256))
     if v2:
         anchor_generator = _default_anchorgen()
         head = RetinaNetHead(backbone.out_channels, anchor_generator.num_anchors_per_location()[0], num_classes,

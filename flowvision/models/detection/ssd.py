@@ -15,9 +15,10 @@ from ..vgg import vgg16
 from ..weights import VGG16_Weights
 from . import _utils as det_utils
 from ._builder import finish_detection_model, resolve_detection_args
+from ._detector import Detector, backbone_features, default_transform, prepare_inputs
+from ._one_stage import _iou_matcher, _match_anchors, _per_anchor
 from .anchor_utils import DefaultBoxGenerator
 from .backbone_utils import _validate_trainable_layers
-from .transform import GeneralizedRCNNTransform
 
 __all__ = ["SSD", "SSDHead", "SSDScoringHead", "SSDClassificationHead", "SSDRegressionHead",
            "SSDFeatureExtractorVGG", "ssd300_vgg16"]
@@ -78,10 +79,7 @@ class SSDScoringHead(nn.Module):
 
     def _flatten_level(self, results):
         """(N, A * K, H, W) -> (N, H * W * A, K), anchors ordered by position then anchor."""
-        N, _, H, W = results.shape
-        results = results.view(N, -1, self.num_columns, H, W)
-        results = results.permute(0, 3, 4, 1, 2)
-        return results.reshape(N, -1, self.num_columns)
+        return _per_anchor(results, self.num_columns)
 
     def forward(self, x):
         all_results = [self._flatten_level(self._get_result_from_module_list(features, i))
@@ -111,31 +109,7 @@ class SSDRegressionHead(SSDScoringHead):
         super().__init__(bbox_reg, 4)
 
 
-def _check_targets(targets):
-    """Training targets must exist and hold (N, 4) ``boxes`` tensors."""
-    if targets is None:
-        raise AssertionError("targets should not be none when in training mode")
-    for target in targets:
-        boxes = target["boxes"]
-        if not isinstance(boxes, torch.Tensor):
-            raise AssertionError(f"Expected target boxes to be of type Tensor, got {type(boxes)}.")
-        if not (len(boxes.shape) == 2 and boxes.shape[-1] == 4):
-            raise AssertionError(f"Expected target boxes to be a tensor of shape [N, 4], got {boxes.shape}.")
-
-
-def _check_degenerate_boxes(targets):
-    """Every (transformed) target box must have positive width and height."""
-    for target_idx, target in enumerate(targets):
-        boxes = target["boxes"]
-        degenerate_boxes = boxes[:, 2:] <= boxes[:, :2]
-        if degenerate_boxes.any():
-            bb_idx = torch.where(degenerate_boxes.any(dim=1))[0][0]
-            degen_bb = boxes[bb_idx].tolist()
-            raise AssertionError("All bounding boxes should have positive height and width."
-                                 f" Found invalid box {degen_bb} for target at index {target_idx}.")
-
-
-class SSD(nn.Module):
+class SSD(Detector):
     """SSD: a backbone giving several feature maps, a head scoring default boxes on each, and the
     fixed-size transform; returns losses in training (with ``targets``) and detections in eval mode.
 
@@ -154,12 +128,8 @@ class SSD(nn.Module):
             head = self._default_head(backbone, anchor_generator, size, num_classes)
         self.head = head
         self.proposal_matcher = det_utils.SSDMatcher(iou_thresh)
-        if image_mean is None:
-            image_mean = [0.485, 0.456, 0.406]
-        if image_std is None:
-            image_std = [0.229, 0.224, 0.225]
-        self.transform = GeneralizedRCNNTransform(min(size), max(size), image_mean, image_std, size_divisible=1,
-                                                  fixed_size=size, **kwargs)
+        self.transform = default_transform(min(size), max(size), image_mean, image_std, size_divisible=1,
+                                           fixed_size=size, **kwargs)
         self.score_thresh = score_thresh
         self.nms_thresh = nms_thresh
         self.detections_per_img = detections_per_img
@@ -178,12 +148,6 @@ class SSD(nn.Module):
                              "match the length of the anchor generator aspect ratios "
                              f"({len(anchor_generator.aspect_ratios)})")
         return SSDHead(out_channels, anchor_generator.num_anchors_per_location(), num_classes)
-
-    def eager_outputs(self, losses, detections):
-        """The losses in training mode, the detections otherwise."""
-        if self.training:
-            return losses
-        return detections
 
     def _hard_negatives(self, cls_loss, foreground_idxs):
         """Mask of the highest-loss background anchors, ``neg_to_pos_ratio`` per positive of each image."""
@@ -230,32 +194,11 @@ class SSD(nn.Module):
 
     def _match(self, anchors, targets):
         """Per image, the matched ground-truth index of every anchor (-1: background)."""
-        matched_idxs = []
-        for anchors_per_image, targets_per_image in zip(anchors, targets):
-            if targets_per_image["boxes"].numel() == 0:
-                matched_idxs.append(torch.full((anchors_per_image.size(0),), -1, dtype=torch.int64))
-                continue
-            match_quality_matrix = box_ops.box_iou(targets_per_image["boxes"], anchors_per_image)
-            matched_idxs.append(self.proposal_matcher(match_quality_matrix))
-        return matched_idxs
+        return _match_anchors(anchors, targets, _iou_matcher(self.proposal_matcher))
 
     def forward(self, images, targets=None):
-        if self.training:
-            _check_targets(targets)
-        original_image_sizes = []
-        for img in images:
-            val = img.shape[-2:]
-            if len(val) != 2:
-                raise AssertionError("expecting the last two dimensions of the Tensor to be H and W "
-                                     f"instead got {img.shape[-2:]}")
-            original_image_sizes.append((val[0], val[1]))
-        images, targets = self.transform(images, targets)
-        if targets is not None:
-            _check_degenerate_boxes(targets)
-        features = self.backbone(images.tensors)
-        if isinstance(features, torch.Tensor):
-            features = OrderedDict([("0", features)])
-        features = list(features.values())
+        images, targets, original_image_sizes = prepare_inputs(self, images, targets)
+        features = list(backbone_features(self.backbone, images).values())
         head_outputs = self.head(features)
         anchors = self.anchor_generator(images, features)
         losses = {}
