@@ -1,39 +1,23 @@
 """Keypoint R-CNN against torchvision: builder, keys, eval parity on real photos, training losses/grads, bad input."""
-import os
-
 import numpy as np
 import pytest
 import torch
 import torchvision.models.detection as tv_det
-import torchvision.ops as tv_ops
-from model_parity import numpy_state, randomize_norms
-from op_check import assert_close
-from PIL import Image
-from torchvision.models.detection import _utils as tv_utils
+from detection_parity import keep_all_sampler  # noqa: F401  (fixture)
+from detection_parity import (assert_detections_match, assert_grads_match, assert_losses_match,
+                              assert_recorded_close, backward_both, builder_pair, parity_pair, photos, record,
+                              run_both, sgd_history, to_lib)
 
 import engine
 import flowvision.models as models
 import flowvision.models.detection as det
-from flowvision import ops
-from flowvision.models.detection import _utils as det_utils
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images")
 SMALL = dict(min_size=224, max_size=352)
 LOSS_KEYS = ["loss_classifier", "loss_box_reg", "loss_keypoint", "loss_objectness", "loss_rpn_box_reg"]
 
 
-def _photos():
-    """chelsea (451x300) and rocket (640x427) as float32 CHW arrays in [0, 1]."""
-    arrays = []
-    for name in ("chelsea.png", "rocket.jpg"):
-        with Image.open(os.path.join(DATA, name)) as image:
-            array = np.asarray(image.convert("RGB"), np.float32) / 255.0
-        arrays.append(np.ascontiguousarray(array.transpose(2, 0, 1)))
-    return arrays
-
-
-def _targets(lib, num_keypoints, empty_second=False):
-    """Person boxes with seeded keypoints inside them (about a third invisible); the second image may have none."""
+def _targets(num_keypoints, empty_second=False):
+    """Person boxes with seeded keypoints inside them (about a third invisible), as numpy; the second may have none."""
     rng = np.random.default_rng(0)
     boxes = [np.array([[60, 20, 330, 290]], np.float32),
              np.array([[250, 30, 400, 420], [20, 300, 200, 420]], np.float32)]
@@ -45,42 +29,12 @@ def _targets(lib, num_keypoints, empty_second=False):
         visible = rng.integers(0, 3, (len(b), num_keypoints, 1))
         targets.append({"boxes": b, "labels": np.ones(len(b), np.int64),
                         "keypoints": np.concatenate([xy, visible], 2).astype(np.float32)})
-    return [{k: lib.from_numpy(v) for k, v in t.items()} for t in targets]
+    return targets
 
 
-def _record(model, names):
-    """Forward hooks that keep the outputs of the named submodules."""
-    seen = {}
-    for name in names:
-        model.get_submodule(name).register_forward_hook(lambda m, i, o, name=name: seen.__setitem__(name, o))
-    return seen
-
-
-def _flat(output):
-    """A module output (tensor, tuple/list, dict) as a list of numpy arrays."""
-    if isinstance(output, dict):
-        return [a for v in output.values() for a in _flat(v)]
-    if isinstance(output, (list, tuple)):
-        return [a for v in output for a in _flat(v)]
-    return [output.detach().numpy()]
-
-
-@pytest.fixture
-def pinned_sampler(monkeypatch):
-    """Both libraries' BalancedPositiveNegativeSampler keep every positive and negative (order-free, seed-free)."""
-    def pin(lib, wrap):
-        def call(self, matched_idxs):
-            labels = [m.numpy() for m in matched_idxs]
-            return ([wrap((m >= 1).astype(np.uint8)) for m in labels],
-                    [wrap((m == 0).astype(np.uint8)) for m in labels])
-        monkeypatch.setattr(lib.BalancedPositiveNegativeSampler, "__call__", call)
-    pin(det_utils, engine.from_numpy)
-    pin(tv_utils, torch.from_numpy)
-
-
-def _tiny(lib, nn, det_lib, ops_lib, **kwargs):
-    """A small Keypoint R-CNN with 5 keypoints built from explicit components, in either library."""
-    lib.manual_seed(0)
+def _tiny(lib, **kwargs):
+    """A small Keypoint R-CNN with 5 keypoints built from explicit components, in ``lib`` (TORCH or OURS)."""
+    nn, det_lib, ops_lib = lib.nn, lib.det, lib.ops
     backbone = nn.Sequential(nn.Conv2d(3, 16, 3, stride=4, padding=1), nn.ReLU(),
                              nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU())
     backbone.out_channels = 16
@@ -92,85 +46,58 @@ def _tiny(lib, nn, det_lib, ops_lib, **kwargs):
         keypoint_predictor=kp.KeypointRCNNPredictor(16, 5), min_size=160, max_size=240, **kwargs)
 
 
-def _tiny_pair(**kwargs):
-    """The tiny model in torchvision (seeded) and ours with its weights, both in train mode."""
-    ref = _tiny(torch, torch.nn, tv_det, tv_ops, **kwargs)
-    ours = _tiny(engine, engine.nn, det, ops, **kwargs)
-    ours.load_state_dict(numpy_state(ref))
+def _tiny_pair(prepare=None, **kwargs):
+    """The tiny model in torchvision (seeded, changed by ``prepare``) and ours with its weights, in train mode."""
+    ours, ref = parity_pair(lambda lib: _tiny(lib, **kwargs), prepare=prepare)
     return ours.train(), ref.train()
 
 
 def _train_both(ours, ref, num_keypoints, empty_second=False):
-    """Loss dicts of both models on the photos and the same targets."""
-    photos = _photos()
-    losses = ours([engine.from_numpy(x) for x in photos], _targets(engine, num_keypoints, empty_second))
-    tv_losses = ref([torch.from_numpy(x) for x in photos], _targets(torch, num_keypoints, empty_second))
-    assert list(losses) == list(tv_losses) == LOSS_KEYS
-    for key in losses:
-        assert_close(losses[key].detach().numpy(), tv_losses[key].detach().numpy(), 1e-4, key)
-    sum(losses.values()).backward()
-    sum(tv_losses.values()).backward()
+    """Loss dicts of both models on the photos and the same targets: equal, then backpropagated."""
+    losses, tv_losses = run_both(ours, ref, photos(), _targets(num_keypoints, empty_second))
+    assert_losses_match(losses, tv_losses, 1e-4, LOSS_KEYS)
+    backward_both(losses, tv_losses)
     return losses
 
 
-def _check_grads(ours, ref, names, rtol):
-    """The named parameters' gradients agree."""
-    for name in names:
-        grad = ours.get_parameter(name).grad
-        assert grad is not None, name
-        assert_close(grad.numpy(), ref.get_parameter(name).grad.numpy(), rtol, f"grad of {name}")
-
-
 @pytest.mark.parametrize("empty_second", [False, True])
-def test_tiny_training_losses_and_grads(pinned_sampler, empty_second):
+def test_tiny_training_losses_and_grads(keep_all_sampler, empty_second):
     ours, ref = _tiny_pair()
     losses = _train_both(ours, ref, 5, empty_second)
     assert losses["loss_keypoint"].item() > 0
     # the heatmap bias shifts all logits of a softmax equally: its gradient is zero up to rounding on both sides
     bias = "roi_heads.keypoint_predictor.kps_score_lowres.bias"
     assert float(ours.get_parameter(bias).grad.abs().max()) < 1e-5
-    _check_grads(ours, ref, [name for name, _ in ref.named_parameters() if name != bias], 1e-4)
+    assert_grads_match(ours, ref, [name for name, _ in ref.named_parameters() if name != bias], 1e-4)
 
 
 def test_tiny_eval_parity():
-    ours, ref = _tiny_pair(box_score_thresh=0.0, box_detections_per_img=20)
-    with torch.no_grad():
+    def spread_scores(ref):
         ref.roi_heads.box_predictor.cls_score.weight.mul_(30)
         ref.roi_heads.keypoint_predictor.kps_score_lowres.weight.mul_(30)
-    ours.load_state_dict(numpy_state(ref))
+
+    ours, ref = _tiny_pair(spread_scores, box_score_thresh=0.0, box_detections_per_img=20)
     ours.eval(), ref.eval()
-    photos = _photos()
-    with engine.no_grad():
-        out = ours([engine.from_numpy(x) for x in photos])
-    with torch.no_grad():
-        tv_out = ref([torch.from_numpy(x) for x in photos])
+    out, tv_out = run_both(ours, ref, photos())
     _compare_detections(out, tv_out, top=5)
 
 
-def test_sgd_steps_lower_the_loss(pinned_sampler):
+def test_sgd_steps_lower_the_loss(keep_all_sampler):
     model, _ = _tiny_pair()
-    images = [engine.from_numpy(x) for x in _photos()]
-    targets = _targets(engine, 5)
-    optimizer = engine.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    history = []
-    for _ in range(5):
-        losses = model(images, targets)
-        optimizer.zero_grad()
-        sum(losses.values()).backward()
-        optimizer.step()
-        history.append((losses["loss_keypoint"].item(), losses["loss_objectness"].item()))
+    history = sgd_history(model, to_lib(engine, photos()), to_lib(engine, _targets(5)), 5,
+                          keys=("loss_keypoint", "loss_objectness"))
     # box losses are normalised by a proposal count that changes as the RPN learns; these two are fixed objectives
     assert history[-1][0] < history[0][0] and history[-1][1] < history[0][1], history
 
 
 def test_bad_targets():
     model, _ = _tiny_pair()
-    images = [engine.from_numpy(x) for x in _photos()]
-    targets = _targets(engine, 5)
+    images = to_lib(engine, photos())
+    targets = to_lib(engine, _targets(5))
     targets[0]["keypoints"] = targets[0]["keypoints"].double()
     with pytest.raises(TypeError, match="target keypoints must of float type"):
         model(images, targets)
-    targets = _targets(engine, 5)
+    targets = to_lib(engine, _targets(5))
     targets[1]["boxes"] = engine.tensor([[250.0, 30.0, 400.0, 420.0], [20.0, 300.0, 10.0, 420.0]])
     with pytest.raises(AssertionError, match="All bounding boxes should have positive height and width"):
         model(images, targets)
@@ -203,55 +130,36 @@ def test_builder_keys_shapes_and_config():
 
 
 def _compare_detections(out, ref, top):
-    """Same counts and labels; the best ``top`` boxes, scores, keypoints and keypoint scores equal."""
-    for o, r in zip(out, ref):
-        assert list(o) == list(r) == ["boxes", "labels", "scores", "keypoints", "keypoints_scores"]
-        assert o["boxes"].shape[0] == r["boxes"].shape[0] > 0
-        assert tuple(o["keypoints"].shape) == tuple(r["keypoints"].shape)
-        np.testing.assert_array_equal(o["labels"].numpy()[:top], r["labels"].numpy()[:top])
-        assert_close(o["boxes"].numpy()[:top], r["boxes"].numpy()[:top], 1e-4, "boxes")
-        # softmax of scaled logits that agree to ~1e-5 relative: probabilities move a few 1e-4 at most
-        assert_close(o["scores"].numpy()[:top], r["scores"].numpy()[:top], 5e-4, "scores")
-        assert_close(o["keypoints"].numpy()[:top], r["keypoints"].numpy()[:top], 1e-4, "keypoints")
-        assert_close(o["keypoints_scores"].numpy()[:top], r["keypoints_scores"].numpy()[:top], 1e-4,
-                     "keypoints_scores")
+    """Same counts, labels and dtypes; the best ``top`` boxes, scores, keypoints and keypoint scores equal."""
+    for o in out:
+        assert list(o) == ["boxes", "labels", "scores", "keypoints", "keypoints_scores"]
+    # softmax of scaled logits that agree to ~1e-5 relative: probabilities move a few 1e-4 at most
+    assert_detections_match(out, ref, top, score_rtol=5e-4)
 
 
 def _resnet_pair(**kwargs):
     """torchvision's keypointrcnn_resnet50_fpn (seeded, random norms, spread scores) and ours with its weights."""
-    torch.manual_seed(0)
-    ref = randomize_norms(tv_det.keypointrcnn_resnet50_fpn(weights=None, weights_backbone=None, **kwargs), 0)
-    with torch.no_grad():
-        ref.roi_heads.box_predictor.cls_score.weight.mul_(8)
-    ours = models.create_model("keypointrcnn_resnet50_fpn", weights=None, weights_backbone=None, **kwargs)
-    ours.load_state_dict(numpy_state(ref))
-    return ours.eval(), ref.eval()
+    return builder_pair("keypointrcnn_resnet50_fpn", {"roi_heads.box_predictor.cls_score.weight": 8}, **kwargs)
 
 
 @pytest.mark.heavy
 def test_eval_parity_on_photos():
     ours, ref = _resnet_pair(rpn_post_nms_top_n_test=200, box_detections_per_img=6, box_score_thresh=0.0, **SMALL)
     names = ["backbone", "rpn.head", "roi_heads.keypoint_predictor"]
-    seen, tv_seen = _record(ours, names), _record(ref, names)
-    photos = _photos()
-    with engine.no_grad():
-        out = ours([engine.from_numpy(x) for x in photos])
-    with torch.no_grad():
-        tv_out = ref([torch.from_numpy(x) for x in photos])
-    for key in names:
-        for a, b in zip(_flat(seen[key]), _flat(tv_seen[key])):
-            assert_close(a, b, 1e-4, key)
+    seen, tv_seen = record(ours, names), record(ref, names)
+    out, tv_out = run_both(ours, ref, photos())
+    assert_recorded_close(seen, tv_seen, names)
     _compare_detections(out, tv_out, top=6)
 
 
 @pytest.mark.heavy
-def test_training_losses_and_grads(pinned_sampler):
+def test_training_losses_and_grads(keep_all_sampler):
     ours, ref = _resnet_pair(rpn_pre_nms_top_n_train=300, rpn_post_nms_top_n_train=100, **SMALL)
     ours.train(), ref.train()
     _train_both(ours, ref, 17)
-    _check_grads(ours, ref, ["roi_heads.box_predictor.cls_score.weight", "rpn.head.cls_logits.weight"], 1e-4)
+    assert_grads_match(ours, ref, ["roi_heads.box_predictor.cls_score.weight", "rpn.head.cls_logits.weight"], 1e-4)
     # deeper layers: float32 rounding flips ReLU gates near zero over resnet50 and 8 keypoint convs, and the
     # peaked 56x56 softmax amplifies it (the tiny model checks every gradient at 1e-4)
-    _check_grads(ours, ref, ["roi_heads.keypoint_predictor.kps_score_lowres.weight",
-                             "roi_heads.keypoint_head.14.weight", "roi_heads.keypoint_head.0.weight",
-                             "backbone.fpn.layer_blocks.0.0.weight"], 5e-2)
+    assert_grads_match(ours, ref, ["roi_heads.keypoint_predictor.kps_score_lowres.weight",
+                                   "roi_heads.keypoint_head.14.weight", "roi_heads.keypoint_head.0.weight",
+                                   "backbone.fpn.layer_blocks.0.0.weight"], 5e-2)
