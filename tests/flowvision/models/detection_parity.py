@@ -103,6 +103,32 @@ def three_level_backbone(lib):
     return Tiny()
 
 
+# (boxes, labels) in the pixels of chelsea and rocket
+PHOTO_TARGETS = (([[150.0, 30.0, 330.0, 230.0]], [1]),
+                 ([[280.0, 20.0, 380.0, 400.0], [50.0, 300.0, 200.0, 420.0]], [2, 3]))
+
+
+def make_targets(targets=PHOTO_TARGETS):
+    """Target dicts (float32 boxes, int64 labels) as numpy from (boxes, labels) lists."""
+    return [{"boxes": np.array(boxes, np.float32).reshape(-1, 4), "labels": np.array(labels, np.int64)}
+            for boxes, labels in targets]
+
+
+def redraw_head(std):
+    """A ``prepare`` for parity_pair: the head's conv weights drawn anew with ``std`` (spreads scores apart)."""
+    def prepare(ref):
+        for p in ref.head.parameters():
+            if p.dim() == 4:
+                p.normal_(0.0, std)
+    return None if std is None else prepare
+
+
+def head_features(seed, sizes):
+    """Random (2, 32, h, w) feature maps, one per level size."""
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((2, 32, h, w)).astype(np.float32) for h, w in sizes]
+
+
 def run_both(ours, ref, inputs, targets=None):
     """Both models on the same numpy inputs: without targets under no_grad (eval outputs), with numpy
     targets (train losses). Returns (ours', torchvision's)."""
