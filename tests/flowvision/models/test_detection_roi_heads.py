@@ -2,15 +2,14 @@
 import numpy as np
 import pytest
 import torch
+from detection_parity import pinned_sampler  # noqa: F401  (fixture)
 import torchvision
 from op_check import assert_close, check_op
-from torchvision.models.detection import _utils as tv_utils
 from torchvision.models.detection import faster_rcnn as tv_faster_rcnn
 from torchvision.models.detection import roi_heads as tv_roi_heads
 
 import engine
 from flowvision import ops
-from flowvision.models.detection import _utils as det_utils
 from flowvision.models.detection import faster_rcnn, roi_heads
 
 rng = np.random.default_rng(0)
@@ -94,31 +93,6 @@ def _targets(lib, empty_second=False, masks=False, keypoints=False):
             t["keypoints"] = lib.from_numpy(kp.astype(np.float32))
         out.append(t)
     return out
-
-
-def _pinned_choice(labels, batch_size_per_image, positive_fraction):
-    """A deterministic stand-in for the random sampler: a fixed permutation of each label set."""
-    positive = np.flatnonzero(labels >= 1)
-    negative = np.flatnonzero(labels == 0)
-    num_pos = min(positive.size, int(batch_size_per_image * positive_fraction))
-    num_neg = min(negative.size, batch_size_per_image - num_pos)
-    pos = np.zeros(labels.shape, np.uint8)
-    neg = np.zeros(labels.shape, np.uint8)
-    pos[np.random.default_rng(positive.size).permutation(positive)[:num_pos]] = 1
-    neg[np.random.default_rng(negative.size).permutation(negative)[:num_neg]] = 1
-    return pos, neg
-
-
-@pytest.fixture
-def pinned_sampler(monkeypatch):
-    """Both libraries' BalancedPositiveNegativeSampler draw the same deterministic samples."""
-    def sample(lib, wrap):
-        def call(self, matched_idxs):
-            pairs = [_pinned_choice(m.numpy(), self.batch_size_per_image, self.positive_fraction) for m in matched_idxs]
-            return [wrap(p) for p, _ in pairs], [wrap(n) for _, n in pairs]
-        monkeypatch.setattr(lib.BalancedPositiveNegativeSampler, "__call__", call)
-    sample(det_utils, engine.from_numpy)
-    sample(tv_utils, torch.from_numpy)
 
 
 def _compare_results(result, tv_result):

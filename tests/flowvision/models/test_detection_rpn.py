@@ -2,14 +2,13 @@
 import numpy as np
 import pytest
 import torch
+from detection_parity import pinned_sampler  # noqa: F401  (fixture)
 from op_check import assert_close, check_op
-from torchvision.models.detection import _utils as tv_utils
 from torchvision.models.detection import anchor_utils as tv_anchor_utils
 from torchvision.models.detection import image_list as tv_image_list
 from torchvision.models.detection import rpn as tv_rpn
 
 import engine
-from flowvision.models.detection import _utils as det_utils
 from flowvision.models.detection import anchor_utils, image_list, rpn
 
 rng = np.random.default_rng(0)
@@ -104,31 +103,6 @@ def test_rpn_proposals_match(overrides):
     for b, t in zip(boxes, tv_boxes):
         assert 0 < b.shape[0] == t.shape[0]
         assert_close(b.numpy(), t.numpy(), 1e-5, "proposals")
-
-
-def _pinned_choice(labels, batch_size_per_image, positive_fraction):
-    """A deterministic stand-in for the random sampler: a fixed permutation of each label set."""
-    positive = np.flatnonzero(labels >= 1)
-    negative = np.flatnonzero(labels == 0)
-    num_pos = min(positive.size, int(batch_size_per_image * positive_fraction))
-    num_neg = min(negative.size, batch_size_per_image - num_pos)
-    pos = np.zeros(labels.shape, np.uint8)
-    neg = np.zeros(labels.shape, np.uint8)
-    pos[np.random.default_rng(positive.size).permutation(positive)[:num_pos]] = 1
-    neg[np.random.default_rng(negative.size).permutation(negative)[:num_neg]] = 1
-    return pos, neg
-
-
-@pytest.fixture
-def pinned_sampler(monkeypatch):
-    """Both libraries' BalancedPositiveNegativeSampler draw the same deterministic samples."""
-    def sample(lib, wrap):
-        def call(self, matched_idxs):
-            pairs = [_pinned_choice(m.numpy(), self.batch_size_per_image, self.positive_fraction) for m in matched_idxs]
-            return [wrap(p) for p, _ in pairs], [wrap(n) for _, n in pairs]
-        monkeypatch.setattr(lib.BalancedPositiveNegativeSampler, "__call__", call)
-    sample(det_utils, engine.from_numpy)
-    sample(tv_utils, torch.from_numpy)
 
 
 def _targets(empty_second=False):

@@ -1,6 +1,5 @@
 """SSD and ssd300_vgg16 against torchvision: heads, the VGG extractor, loss (hard negative mining),
 postprocessing, training on a tiny SSD, and the full model on real photos."""
-import os
 import types
 from collections import OrderedDict
 
@@ -8,27 +7,20 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from PIL import Image
 from torchvision.models.detection import ssd as tv_ssd
 from torchvision.models.detection.anchor_utils import DefaultBoxGenerator as TvDefaultBoxGenerator
 
 import engine
-import flowvision.models as models
 from flowvision.models import vgg as our_vgg
 from flowvision.models.detection import ssd as our_ssd
 from flowvision.models.detection.anchor_utils import DefaultBoxGenerator
+from detection_parity import (assert_detections_match, assert_losses_match, assert_outputs_close, builder_pair,
+                              photos, record, run_both, sgd_history, to_lib)
 from model_parity import numpy_state
 from op_check import assert_close
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images")
 TINY_SIZE = (64, 64)
 TINY_RATIOS = [[2], [2, 3], [2]]
-
-
-def load(name):
-    """A photo as float32 CHW in [0, 1]."""
-    with Image.open(os.path.join(DATA, name)) as im:
-        return (np.asarray(im.convert("RGB"), np.float32) / 255.0).transpose(2, 0, 1).copy()
 
 
 def tiny_backbone(nn, with_out_channels=True):
@@ -70,41 +62,6 @@ def tiny_data(seed=0):
     targets = [{"boxes": np.array([[5, 6, 40, 50], [30, 10, 75, 35]], np.float32), "labels": np.array([1, 3])},
                {"boxes": np.array([[10, 12, 45, 60]], np.float32), "labels": np.array([4])}]
     return images, targets
-
-
-def as_engine(images, targets=None):
-    """Numpy images/targets as engine tensors."""
-    images = [engine.from_numpy(i) for i in images]
-    if targets is None:
-        return images, None
-    return images, [{k: engine.from_numpy(v) for k, v in t.items()} for t in targets]
-
-
-def as_torch(images, targets=None):
-    """Numpy images/targets as torch tensors."""
-    images = [torch.from_numpy(i) for i in images]
-    if targets is None:
-        return images, None
-    return images, [{k: torch.from_numpy(v) for k, v in t.items()} for t in targets]
-
-
-def assert_losses_close(out, ref, rtol=1e-4):
-    """Same loss names and values."""
-    assert list(out) == list(ref)
-    for k in ref:
-        assert_close(out[k].detach().numpy(), ref[k].detach().numpy(), rtol=rtol, what=k)
-
-
-def assert_detections_close(out, ref, top=None, rtol=1e-4):
-    """Per image, the same number of detections and equal boxes/labels/scores (the ``top`` best if given)."""
-    assert len(out) == len(ref)
-    for o, r in zip(out, ref):
-        assert len(o["boxes"]) == len(r["boxes"]) > 0
-        n = top or len(r["boxes"])
-        np.testing.assert_array_equal(o["labels"].numpy()[:n], r["labels"].numpy()[:n])
-        assert str(o["labels"].dtype) == "engine.int64"
-        assert_close(o["scores"].numpy()[:n], r["scores"].numpy()[:n], rtol=rtol, what="scores")
-        assert_close(o["boxes"].numpy()[:n], r["boxes"].numpy()[:n], rtol=rtol, what="boxes")
 
 
 def test_ssd_head_matches_torchvision():
@@ -178,11 +135,9 @@ def test_compute_loss_hard_negative_mining(positive_fraction):
     matched[1][[3, 17]] = [0, 1]
     o_heads = {k: engine.from_numpy(v).requires_grad_() for k, v in heads.items()}
     r_heads = {k: torch.from_numpy(v).requires_grad_() for k, v in heads.items()}
-    out = ours.compute_loss(as_engine([], targets)[1], o_heads, [engine.from_numpy(a) for a in anchors],
-                            [engine.from_numpy(m) for m in matched])
-    exp = ref.compute_loss(as_torch([], targets)[1], r_heads, [torch.from_numpy(a) for a in anchors],
-                           [torch.from_numpy(m) for m in matched])
-    assert_losses_close(out, exp, rtol=1e-5)
+    out = ours.compute_loss(to_lib(engine, targets), o_heads, to_lib(engine, anchors), to_lib(engine, matched))
+    exp = ref.compute_loss(to_lib(torch, targets), r_heads, to_lib(torch, anchors), to_lib(torch, matched))
+    assert_losses_match(out, exp, rtol=1e-5)
     sum(out.values()).backward()
     sum(exp.values()).backward()
     for k in heads:
@@ -197,11 +152,9 @@ def test_postprocess_detections_matches_torchvision(topk_candidates, score_thres
     heads = random_head_outputs(num_anchors, 6, seed=7)
     anchors = [random_anchors(num_anchors, 8), random_anchors(num_anchors, 9)]
     shapes = [(64, 64), (50, 60)]
-    out = ours.postprocess_detections({k: engine.from_numpy(v) for k, v in heads.items()},
-                                      [engine.from_numpy(a) for a in anchors], shapes)
-    exp = ref.postprocess_detections({k: torch.from_numpy(v) for k, v in heads.items()},
-                                     [torch.from_numpy(a) for a in anchors], shapes)
-    assert_detections_close(out, exp, rtol=1e-5)
+    out = ours.postprocess_detections(to_lib(engine, heads), to_lib(engine, anchors), shapes)
+    exp = ref.postprocess_detections(to_lib(torch, heads), to_lib(torch, anchors), shapes)
+    assert_detections_match(out, exp, rtol=1e-5)
 
 
 def test_tiny_ssd_eval_and_train_match_torchvision():
@@ -213,15 +166,11 @@ def test_tiny_ssd_eval_and_train_match_torchvision():
     ours.load_state_dict(numpy_state(ref))
     images, targets = tiny_data()
     ours.eval(), ref.eval()
-    with torch.no_grad():
-        exp = ref(as_torch(images)[0])
-    with engine.no_grad():
-        out = ours(as_engine(images)[0])
-    assert_detections_close(out, exp, top=30)
+    out, exp = run_both(ours, ref, images)
+    assert_detections_match(out, exp, top=30)
     ours.train(), ref.train()
-    exp = ref(*as_torch(images, targets))
-    out = ours(*as_engine(images, targets))
-    assert_losses_close(out, exp)
+    out, exp = run_both(ours, ref, images, targets)
+    assert_losses_match(out, exp)
     sum(exp.values()).backward()
     sum(out.values()).backward()
     ref_params = dict(ref.named_parameters())
@@ -235,9 +184,9 @@ def test_tiny_ssd_empty_targets_and_tensor_backbone():
     ours.train(), ref.train()
     images, targets = tiny_data()
     targets[1] = {"boxes": np.zeros((0, 4), np.float32), "labels": np.zeros((0,), np.int64)}
-    assert_losses_close(ours(*as_engine(images, targets)), ref(*as_torch(images, targets)))
+    assert_losses_match(*run_both(ours, ref, images, targets))
     targets[0] = targets[1]
-    losses = ours(*as_engine(images, targets))
+    losses = ours(to_lib(engine, images), to_lib(engine, targets))
     assert float(losses["bbox_regression"]) == 0.0 and float(losses["classification"]) == 0.0
 
     class Single(engine.nn.Module):
@@ -251,21 +200,14 @@ def test_tiny_ssd_empty_targets_and_tensor_backbone():
     model = our_ssd.SSD(Single(), DefaultBoxGenerator([[2]]), (32, 32), 3).eval()
     assert len(model.head.classification_head.module_list) == 1
     with engine.no_grad():
-        assert len(model(as_engine(images)[0])) == 2
+        assert len(model(to_lib(engine, images))) == 2
 
 
 def test_tiny_ssd_sgd_steps_lower_the_loss():
     engine.manual_seed(0)
     model = our_ssd.SSD(tiny_backbone(engine.nn), DefaultBoxGenerator(TINY_RATIOS), TINY_SIZE, 5).train()
-    images, targets = as_engine(*tiny_data())
-    optimizer = engine.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
-    losses = []
-    for _ in range(5):
-        loss = sum(model(images, targets).values())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
+    images, targets = to_lib(engine, tiny_data())
+    losses = sgd_history(model, images, targets, 5, lr=1e-2)
     assert all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.95 * losses[0], losses
 
 
@@ -274,17 +216,17 @@ def test_bad_input():
     images, targets = tiny_data()
     ours.train()
     with pytest.raises(AssertionError, match="targets should not be none when in training mode"):
-        ours(as_engine(images)[0])
+        ours(to_lib(engine, images))
     bad = [dict(t) for t in targets]
     bad[1]["boxes"] = np.array([[10, 12, 10, 60]], np.float32)
     with pytest.raises(AssertionError, match=r"All bounding boxes should have positive height and width. "
                                              r"Found invalid box \[.*\] for target at index 1."):
-        ours(*as_engine(images, bad))
+        ours(to_lib(engine, images), to_lib(engine, bad))
     bad[1]["boxes"] = np.array([10, 12, 45, 60], np.float32)
     with pytest.raises(AssertionError, match=r"Expected target boxes to be a tensor of shape \[N, 4\], got"):
-        ours(*as_engine(images, bad))
+        ours(to_lib(engine, images), to_lib(engine, bad))
     with pytest.raises(AssertionError, match="Expected target boxes to be of type Tensor, got <class 'list'>"):
-        ours(as_engine(images)[0], [{"boxes": [[1, 2, 3, 4]], "labels": engine.tensor([1])}] * 2)
+        ours(to_lib(engine, images), [{"boxes": [[1, 2, 3, 4]], "labels": engine.tensor([1])}] * 2)
     with pytest.raises(ValueError, match=r"output channels from the backbone \(3\) do not match the length of the "
                                          r"anchor generator aspect ratios \(2\)"):
         our_ssd.SSD(tiny_backbone(engine.nn), DefaultBoxGenerator([[2], [2]]), TINY_SIZE, 5)
@@ -299,52 +241,34 @@ def test_retrieve_out_channels_probes_the_backbone():
 @pytest.fixture(scope="module")
 def ssd300_pair():
     """ssd300_vgg16 in both libraries with the same random weights (confident enough: a few scores near 0.99)."""
-    torch.manual_seed(0)
-    ref = torchvision.models.detection.ssd300_vgg16(weights=None, weights_backbone=None, score_thresh=0.5)
-    ours = models.create_model("ssd300_vgg16", weights=None, weights_backbone=None, score_thresh=0.5)
+    ours, ref = builder_pair("ssd300_vgg16", score_thresh=0.5)
     assert list(ours.state_dict()) == list(ref.state_dict())
-    ours.load_state_dict(numpy_state(ref))
-    return ours.eval(), ref.eval()
-
-
-def record(model, names):
-    """Forward hooks storing the outputs of the named submodules."""
-    outputs = {}
-    modules = dict(model.named_modules())
-    for name in names:
-        modules[name].register_forward_hook(lambda m, i, o, name=name: outputs.__setitem__(name, o))
-    return outputs
+    return ours, ref
 
 
 @pytest.mark.heavy
 def test_ssd300_vgg16_matches_torchvision_on_photos(ssd300_pair):
     ours, ref = ssd300_pair
-    photos = [load("chelsea.png"), load("rocket.jpg")]
     seen_ours, seen_ref = record(ours, ["backbone", "head"]), record(ref, ["backbone", "head"])
-    with torch.no_grad():
-        exp = ref(as_torch(photos)[0])
-    with engine.no_grad():
-        out = ours(as_engine(photos)[0])
+    out, exp = run_both(ours, ref, photos())
     for key in seen_ref["backbone"]:
         assert_close(seen_ours["backbone"][key].numpy(), seen_ref["backbone"][key].numpy(), rtol=1e-4,
                      what="feature " + key)
-    for key in seen_ref["head"]:
-        assert_close(seen_ours["head"][key].numpy(), seen_ref["head"][key].numpy(), rtol=1e-4, what=key)
-    assert_detections_close(out, exp, top=10)
+    assert_outputs_close(seen_ours["head"], seen_ref["head"], 1e-4, "head")
+    assert_detections_match(out, exp, top=10)
 
 
 @pytest.mark.heavy
 def test_ssd300_vgg16_train_losses_match_torchvision(ssd300_pair):
     ours, ref = ssd300_pair
-    photo = [load("rocket.jpg")]
+    photo = photos()[1:]
     targets = [{"boxes": np.array([[250, 30, 400, 420], [20, 300, 200, 420]], np.float32), "labels": np.array([5, 1])}]
     ours.train(), ref.train()
     try:
-        exp = ref(*as_torch(photo, targets))
-        out = ours(*as_engine(photo, targets))
+        out, exp = run_both(ours, ref, photo, targets)
     finally:
         ours.eval(), ref.eval()
-    assert_losses_close(out, exp)
+    assert_losses_match(out, exp)
 
 
 def test_ssd300_builder_arguments(monkeypatch):

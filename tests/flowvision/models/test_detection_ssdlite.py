@@ -1,13 +1,11 @@
 """SSDlite and ssdlite320_mobilenet_v3_large against torchvision: heads, extractor freezing, the full model
 on real photos (eval and train), a few SGD steps, builder arguments."""
-import os
 from collections import OrderedDict
 
 import numpy as np
 import pytest
 import torch
 import torchvision
-from PIL import Image
 from torchvision.models.detection import ssdlite as tv_ssdlite
 
 import engine
@@ -16,26 +14,10 @@ from flowvision.models.detection import ssdlite as our_ssdlite
 from flowvision.models.detection.anchor_utils import DefaultBoxGenerator
 from flowvision.models.detection.ssd import SSD
 from flowvision.ops.misc import Conv2dNormActivation
+from detection_parity import (assert_detections_match, assert_losses_match, assert_outputs_close, builder_pair,
+                              photos, record, run_both, sgd_history)
 from model_parity import numpy_state, randomize_norms
 from op_check import assert_close
-
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images")
-
-
-def load(name):
-    """A photo as float32 CHW in [0, 1]."""
-    with Image.open(os.path.join(DATA, name)) as im:
-        return (np.asarray(im.convert("RGB"), np.float32) / 255.0).transpose(2, 0, 1).copy()
-
-
-def record(model, names):
-    """Forward hooks storing the outputs of the named submodules."""
-    outputs = {}
-    modules = dict(model.named_modules())
-    for name in names:
-        modules[name].register_forward_hook(lambda m, i, o, name=name: outputs.__setitem__(name, o))
-    return outputs
-
 
 def norm_pair():
     """BatchNorm2d factories with SSDlite's eps and momentum, one per library."""
@@ -92,48 +74,34 @@ def ssdlite_pair():
 
     The convolutions are Kaiming-initialised: the builder's N(0, 0.03) init fades the signal to nothing by the
     head, leaving every anchor the same near-uniform (tied) scores."""
-    torch.manual_seed(0)
-    ref = torchvision.models.detection.ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None,
-                                                                     score_thresh=0.5)
-    for m in ref.modules():
-        if isinstance(m, torch.nn.Conv2d):
-            torch.nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
-    randomize_norms(ref, 0)
-    ours = models.create_model("ssdlite320_mobilenet_v3_large", weights=None, weights_backbone=None,
-                               score_thresh=0.5)
+    def kaiming(ref):
+        for m in ref.modules():
+            if isinstance(m, torch.nn.Conv2d):
+                torch.nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+
+    ours, ref = builder_pair("ssdlite320_mobilenet_v3_large", prepare=kaiming, score_thresh=0.5)
     assert [(k, tuple(v.shape)) for k, v in ours.state_dict().items()] == \
         [(k, tuple(v.shape)) for k, v in ref.state_dict().items()]
-    ours.load_state_dict(numpy_state(ref))
-    return ours.eval(), ref.eval()
+    return ours, ref
 
 
 def test_ssdlite320_matches_torchvision_on_photos(ssdlite_pair):
     ours, ref = ssdlite_pair
-    photos = [load("chelsea.png"), load("rocket.jpg")]
     seen_ours, seen_ref = record(ours, ["backbone", "head"]), record(ref, ["backbone", "head"])
-    with torch.no_grad():
-        exp = ref([torch.from_numpy(p) for p in photos])
-    with engine.no_grad():
-        out = ours([engine.from_numpy(p) for p in photos])
+    out, exp = run_both(ours, ref, photos())
     assert list(seen_ours["backbone"]) == list(seen_ref["backbone"]) == [str(i) for i in range(6)]
     for key in seen_ref["backbone"]:
         assert_close(seen_ours["backbone"][key].numpy(), seen_ref["backbone"][key].numpy(), rtol=1e-4,
                      what="feature " + key)
-    for key in seen_ref["head"]:
-        assert_close(seen_ours["head"][key].numpy(), seen_ref["head"][key].numpy(), rtol=1e-4, what=key)
-    for o, r in zip(out, exp):
-        assert len(o["boxes"]) == len(r["boxes"]) > 0
-        np.testing.assert_array_equal(o["labels"].numpy()[:10], r["labels"].numpy()[:10])
-        assert_close(o["scores"].numpy()[:10], r["scores"].numpy()[:10], rtol=1e-4, what="scores")
-        assert_close(o["boxes"].numpy()[:10], r["boxes"].numpy()[:10], rtol=1e-4, what="boxes")
+    assert_outputs_close(seen_ours["head"], seen_ref["head"], 1e-4, "head")
+    assert_detections_match(out, exp, top=10)
 
 
 def photo_targets():
     """Two photos and boxes in their pixels."""
-    photos = [load("chelsea.png"), load("rocket.jpg")]
     targets = [{"boxes": np.array([[50, 20, 300, 290], [300, 100, 440, 250]], np.float32), "labels": np.array([17, 3])},
                {"boxes": np.array([[250, 30, 400, 420]], np.float32), "labels": np.array([5])}]
-    return photos, targets
+    return photos(), targets
 
 
 @pytest.mark.heavy
@@ -141,18 +109,13 @@ def test_ssdlite320_train_losses_grads_and_norm_stats_match_torchvision(ssdlite_
     """In float64: train-mode BatchNorm over the 1x1 and 2x2 extra maps (2 values per channel) is too
     ill-conditioned for float32 gradients to agree beyond ~1e-2."""
     ours, ref = ssdlite_pair
-    photos, targets = photo_targets()
-    photos = [p.astype(np.float64) for p in photos]
+    images, targets = photo_targets()
+    images = [p.astype(np.float64) for p in images]
     targets = [{"boxes": t["boxes"].astype(np.float64), "labels": t["labels"]} for t in targets]
     ours.double().train(), ref.double().train()
     try:
-        exp = ref([torch.from_numpy(p) for p in photos],
-                  [{k: torch.from_numpy(v) for k, v in t.items()} for t in targets])
-        out = ours([engine.from_numpy(p) for p in photos],
-                   [{k: engine.from_numpy(v) for k, v in t.items()} for t in targets])
-        assert list(out) == list(exp)
-        for k in exp:
-            assert_close(out[k].detach().numpy(), exp[k].detach().numpy(), rtol=1e-9, what=k)
+        out, exp = run_both(ours, ref, images, targets)
+        assert_losses_match(out, exp, rtol=1e-9)
         sum(exp.values()).backward()
         sum(out.values()).backward()
     finally:
@@ -193,14 +156,7 @@ def test_ssdlite_head_sgd_steps_lower_the_loss():
     targets = [{"boxes": engine.tensor([[5.0, 6.0, 40.0, 50.0]]), "labels": engine.tensor([1])},
                {"boxes": engine.tensor([[20.0, 10.0, 70.0, 55.0], [2.0, 2.0, 30.0, 20.0]]),
                 "labels": engine.tensor([3, 2])}]
-    optimizer = engine.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    losses = []
-    for _ in range(5):
-        loss = sum(model(images, targets).values())
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss))
+    losses = sgd_history(model, images, targets, 5, lr=0.05)
     assert all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.95 * losses[0], losses
 
 

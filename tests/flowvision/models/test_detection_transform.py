@@ -1,10 +1,8 @@
 """GeneralizedRCNNTransform against torchvision's on real photos: normalise, resize, batch, postprocess."""
-import os
-
 import numpy as np
 import pytest
 import torch
-from PIL import Image
+import detection_parity
 from torchvision.models.detection import transform as tv_transform
 
 import engine
@@ -12,19 +10,12 @@ from flowvision.models.detection import transform as our_transform
 from flowvision.models.detection.image_list import ImageList
 from op_check import assert_close
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images")
 MEAN, STD = [0.485, 0.456, 0.406], [0.229, 0.224, 0.225]
-
-
-def load(name):
-    """A photo as float32 CHW in [0, 1]."""
-    with Image.open(os.path.join(DATA, name)) as im:
-        return (np.asarray(im.convert("RGB"), np.float32) / 255.0).transpose(2, 0, 1).copy()
 
 
 @pytest.fixture(scope="module")
 def photos():
-    return [load("chelsea.png"), load("rocket.jpg")]
+    return detection_parity.photos()
 
 
 def make_targets(photos, seed=0):
