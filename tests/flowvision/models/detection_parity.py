@@ -83,6 +83,15 @@ def builder_pair(name, scales=None, prepare=None, **kwargs):
     return ours.eval(), ref.eval()
 
 
+def one_level_backbone(lib):
+    """A 16-channel stride-8 conv backbone and 3 sizes x 3 ratios of anchors on it, for tiny R-CNNs in ``lib``."""
+    nn = lib.nn
+    backbone = nn.Sequential(nn.Conv2d(3, 16, 3, stride=4, padding=1), nn.ReLU(),
+                             nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU())
+    backbone.out_channels = 16
+    return backbone, lib.det.anchor_utils.AnchorGenerator(((32, 64, 128),), ((0.5, 1.0, 2.0),))
+
+
 def three_level_backbone(lib):
     """Three 32-channel levels at strides 4, 8, 16 from plain convolutions, built with ``lib`` (torch or engine)."""
 

@@ -70,14 +70,12 @@ def test_empty_targets_match(targets):
 
 def test_sgd_steps_lower_the_loss():
     model, _ = tiny_pair(seed=3)
-    model.train()
-    losses = sgd_history(model, to_lib(engine, photos()), to_lib(engine, make_targets()), 4)
+    losses = sgd_history(model.train(), to_lib(engine, photos()), to_lib(engine, make_targets()), 4)
     assert losses[-1] < losses[0], losses
 
 
 def test_bad_inputs_raise():
-    model, _ = tiny_pair()
-    model.train()
+    model = tiny_pair()[0].train()
     images = to_lib(engine, photos())
     with pytest.raises(AssertionError, match="targets should not be none when in training mode"):
         model(images)

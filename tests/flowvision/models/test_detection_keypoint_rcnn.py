@@ -4,9 +4,9 @@ import pytest
 import torch
 import torchvision.models.detection as tv_det
 from detection_parity import keep_all_sampler  # noqa: F401  (fixture)
-from detection_parity import (assert_detections_match, assert_grads_match, assert_losses_match,
-                              assert_recorded_close, backward_both, builder_pair, parity_pair, photos, record,
-                              run_both, sgd_history, to_lib)
+from detection_parity import (assert_detections_match, assert_grads_match, assert_losses_match, assert_recorded_close,
+                              backward_both, builder_pair, one_level_backbone, parity_pair, photos, record, run_both,
+                              sgd_history, to_lib)
 
 import engine
 import flowvision.models as models
@@ -34,11 +34,8 @@ def _targets(num_keypoints, empty_second=False):
 
 def _tiny(lib, **kwargs):
     """A small Keypoint R-CNN with 5 keypoints built from explicit components, in ``lib`` (TORCH or OURS)."""
-    nn, det_lib, ops_lib = lib.nn, lib.det, lib.ops
-    backbone = nn.Sequential(nn.Conv2d(3, 16, 3, stride=4, padding=1), nn.ReLU(),
-                             nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU())
-    backbone.out_channels = 16
-    anchors = det_lib.anchor_utils.AnchorGenerator(((32, 64, 128),), ((0.5, 1.0, 2.0),))
+    det_lib, ops_lib = lib.det, lib.ops
+    backbone, anchors = one_level_backbone(lib)
     kp = det_lib.keypoint_rcnn
     return kp.KeypointRCNN(
         backbone, num_classes=2, rpn_anchor_generator=anchors, box_roi_pool=ops_lib.MultiScaleRoIAlign(["0"], 7, 2),
