@@ -5,7 +5,8 @@
 A ratio is ours / PyTorch in time or memory (lower is better; 1.5 means we take 1.5x as long);
 img/s ratios are the inverse. Suites: ops (conv2d/linear/batch_norm on ResNet-50 shapes),
 resnet (eager and nn.Graph inference), train (one training step), build (model construction),
-load (weights from the cache), memory (peak inference memory, separate processes).
+load (weights from the cache), memory (peak inference memory, separate processes), segmentation
+(deeplabv3/lraspp at 520x520, eager and nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066).
 The machine is noisy: compare ratios from one run, not absolute times across runs.
 """
 import argparse
@@ -135,6 +136,52 @@ def suite_resnet(args, torch, engine):
     return rows
 
 
+def _seeded_pair(torch, tv_module, fv_module, name, **kwargs):
+    """A seeded torchvision model of ``tv_module`` and ours of ``fv_module`` with its weights, in eval mode."""
+    torch.manual_seed(0)
+    ref = getattr(tv_module, name)(weights=None, weights_backbone=None, **kwargs).eval()
+    ours = getattr(fv_module, name)(weights=None, weights_backbone=None, **kwargs).eval()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
+    return ref, ours
+
+
+def suite_segmentation(args, torch, engine):
+    """deeplabv3_resnet50 and lraspp_mobilenet_v3_large at 1x3x520x520: PyTorch eager vs ours eager and nn.Graph."""
+    import torchvision.models.segmentation as tv_seg
+    import flowvision.models.segmentation as fv_seg
+    rows = []
+    x = np.random.default_rng(0).standard_normal((1, 3, 520, 520), dtype=np.float32)
+    for name in ("deeplabv3_resnet50", "lraspp_mobilenet_v3_large"):
+        ref, ours = _seeded_pair(torch, tv_seg, fv_seg, name)
+        graph = _InferenceGraph(engine, ours)
+        reference_time = median_time(_inference(torch, ref, x), args.repeat)
+        rows.append((f"{name} eager", "torch", reference_time))
+        rows.append((f"{name} eager", "ours", median_time(_inference(engine, ours, x), args.repeat)))
+        rows.append((f"{name} graph", "torch", reference_time))
+        rows.append((f"{name} graph", "ours", median_time(lambda: graph(engine.from_numpy(x)), args.repeat)))
+    return rows
+
+
+def _detect(lib, model, image):
+    def run():
+        with lib.no_grad():
+            model([lib.from_numpy(image)])
+    return run
+
+
+def suite_detection(args, torch, engine):
+    """fasterrcnn_resnet50_fpn and retinanet_resnet50_fpn on one 800x1066 image, eager, same weights."""
+    import torchvision.models.detection as tv_det
+    import flowvision.models.detection as fv_det
+    rows = []
+    image = np.random.default_rng(0).random((3, 800, 1066), dtype=np.float32)
+    for name in ("fasterrcnn_resnet50_fpn", "retinanet_resnet50_fpn"):
+        ref, ours = _seeded_pair(torch, tv_det, fv_det, name)
+        rows.append((f"{name} eager", "torch", median_time(_detect(torch, ref, image), args.repeat)))
+        rows.append((f"{name} eager", "ours", median_time(_detect(engine, ours, image), args.repeat)))
+    return rows
+
+
 def suite_train(args, torch, engine):
     """One resnet50 training step (batch 8, SGD momentum): PyTorch eager vs ours eager and nn.Graph."""
     ref, ours = _models(torch, engine, "resnet50")
@@ -256,7 +303,8 @@ def suite_memory(args, torch, engine):
 
 
 SUITES = {"ops": suite_ops, "resnet": suite_resnet, "train": suite_train, "build": suite_build,
-          "load": suite_load, "memory": suite_memory}
+          "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
+          "detection": suite_detection}
 UNITS = {"memory": "MiB"}
 
 
