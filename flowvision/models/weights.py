@@ -340,7 +340,8 @@ def load_pretrained(model, weights, progress=True):
     missing = [k for k in result.missing_keys if not k.startswith(_classifier_prefixes(model))]
     if missing or unexpected:
         raise RuntimeError(f"Error(s) in loading {weights!r}: missing keys {missing}, unexpected keys {unexpected}")
+    model_classes = getattr(model, "num_classes", None)
+    theirs = f"the model {model_classes}" if model_classes is not None else "the model's class layers another count"
     warnings.warn(f"loaded {weights!r} except the classifier ({', '.join(skipped)}): the checkpoint has "
-                  f"{weights.meta['num_classes']} classes and the model {getattr(model, 'num_classes', '?')}; "
-                  "the classifier keeps its fresh initialisation")
+                  f"{weights.meta['num_classes']} classes and {theirs}; the classifier keeps its fresh initialisation")
     return result
