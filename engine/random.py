@@ -59,11 +59,37 @@ def rng(generator=None):
     return (generator or default_generator).rng
 
 
+# float32 arrays of at least this many samples are drawn in _PIECES fixed pieces, each from its own
+# generator seeded by the caller's, on the CPU threads (resnet152's init: 0.66 s -> about half that
+# on 2 cores). The pieces do not depend on the thread count, so a seed gives the same values anywhere.
+_PARALLEL_MIN_SAMPLES = 1 << 20
+_PIECES = 8
+
+
+def _float32_samples(g, shape, draw):
+    """A float32 array of ``shape`` filled by ``draw(generator, out)``; large ones piecewise in parallel."""
+    out = np.empty(shape, np.float32)
+    flat = out.reshape(-1)
+    if flat.size < _PARALLEL_MIN_SAMPLES:
+        draw(g, flat)
+        return out
+    from .backends.cpu.threads import parallel_chunks
+
+    seeds = g.integers(0, 2 ** 63, size=_PIECES)
+    bounds = [flat.size * i // _PIECES for i in range(_PIECES + 1)]
+
+    def pieces(lo, hi):
+        for i in range(lo, hi):
+            draw(np.random.Generator(np.random.PCG64(seeds[i])), flat[bounds[i]:bounds[i + 1]])
+    parallel_chunks(pieces, _PIECES, out.nbytes)
+    return out
+
+
 def uniform_array(generator, low, high, shape, dtype):
     """Uniform samples in [low, high) drawn directly in ``dtype``'s precision when it is float32 or lower."""
     g = rng(generator)
     if np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize <= 4:
-        out = g.random(shape, dtype=np.float32)
+        out = _float32_samples(g, shape, lambda gen, view: gen.random(out=view, dtype=np.float32))
         out *= high - low
         out += low
         return out
@@ -74,7 +100,7 @@ def normal_array(generator, mean, std, shape, dtype):
     """Normal samples drawn directly in ``dtype``'s precision when it is float32 or lower."""
     g = rng(generator)
     if np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize <= 4:
-        out = g.standard_normal(shape, dtype=np.float32)
+        out = _float32_samples(g, shape, lambda gen, view: gen.standard_normal(out=view, dtype=np.float32))
         out *= std
         out += mean
         return out

@@ -60,6 +60,25 @@ def test_manual_seed_makes_random_creation_reproducible():
     assert engine.rand(3).tolist() != draws[0][0]
 
 
+def test_large_random_fills_are_threaded_yet_reproducible():
+    """Arrays of 2**20+ samples are drawn in fixed pieces on the thread pool: same values whatever the thread count."""
+    n = (1 << 20) + 7
+    draws = {}
+    for threads in (1, 2):
+        engine.set_num_threads(threads)
+        engine.manual_seed(7)
+        w = engine.empty(n)
+        draws[threads] = (engine.nn.init.normal_(w, 0.5, 2.0).numpy().copy(), engine.empty(n).uniform_(-1, 3).numpy())
+    engine.set_num_threads(2)
+    for a, b in zip(draws[1], draws[2]):
+        np.testing.assert_array_equal(a, b)
+    normal, uniform = draws[2]
+    assert abs(normal.mean() - 0.5) < 0.01 and abs(normal.std() - 2.0) < 0.01
+    assert -1 <= uniform.min() and uniform.max() < 3 and abs(uniform.mean() - 1.0) < 0.01
+    pieces = np.split(normal[:n - 7], 8)
+    assert not any(np.array_equal(pieces[0], p) for p in pieces[1:])  # independent streams, not one repeated
+
+
 def test_random_distributions_and_dtypes():
     engine.manual_seed(0)
     u, n = engine.rand(100000), engine.randn(100000)
