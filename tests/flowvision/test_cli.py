@@ -1,6 +1,4 @@
 """The flowvision command: classify vs torchvision on served weights, models listing, every error path, delegation."""
-import hashlib
-import json
 import os
 import re
 import subprocess
@@ -19,6 +17,7 @@ from flowvision.cli.classify import ASSETS_DIR
 from flowvision.models import list_models
 from flowvision.models import weights as W
 from http_server import FileServer
+from weights_server import serve_weights
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COFFEE = os.path.join(REPO, "tests", "data", "images", "coffee.png")
@@ -46,19 +45,10 @@ def served(tmp_path_factory):
     reference = _randomized_resnet18()
     checkpoint = tmp / "resnet18.pth"
     torch.save(reference.state_dict(), checkpoint)
-    data = checkpoint.read_bytes()
-    overlay = tmp / "overlay.json"
-    overlay.write_text(json.dumps({"resnet18": {"IMAGENET1K_V1": {
-        "sha256": hashlib.sha256(data).hexdigest(), "sha256_is_prefix": False}}}))
     patch = pytest.MonkeyPatch()
     with FileServer() as server:
-        server.files[FILE_NAME] = data
-        patch.setenv(W.ENV_URL_BASE, server.base_url)
-        patch.setenv(W.ENV_MANIFEST, str(overlay))
-        patch.setenv(hub.ENV_HOME, str(tmp / "home"))
-        patch.delenv(hub.ENV_OFFLINE, raising=False)
+        serve_weights(patch, server, tmp, "resnet18", "IMAGENET1K_V1", FILE_NAME, checkpoint.read_bytes())
         patch.chdir(tmp)  # no chelsea.png here: the shipped photo is used
-        hub.set_dir(None)
         yield reference, server, checkpoint
     patch.undo()
 

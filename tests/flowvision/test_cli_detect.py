@@ -1,6 +1,4 @@
 """flowvision detect: detections vs torchvision on served random weights, drawing boxes/masks/keypoints, errors."""
-import hashlib
-import json
 import os
 import re
 
@@ -15,8 +13,8 @@ from flowvision import hub
 from flowvision.cli import main
 from flowvision.cli.classify import ASSETS_DIR
 from flowvision.cli.detect import draw
-from flowvision.models import weights as W
 from http_server import FileServer
+from weights_server import serve_weights
 
 MODEL = "fasterrcnn_mobilenet_v3_large_320_fpn"
 FILE_NAME = "fasterrcnn_mobilenet_v3_large_320_fpn-907ea3f9.pth"
@@ -49,19 +47,10 @@ def served(tmp_path_factory):
     reference = _randomized_detector()
     checkpoint = tmp / "detector.pth"
     torch.save(reference.state_dict(), checkpoint)
-    data = checkpoint.read_bytes()
-    overlay = tmp / "overlay.json"
-    overlay.write_text(json.dumps({MODEL: {"COCO_V1": {
-        "sha256": hashlib.sha256(data).hexdigest(), "sha256_is_prefix": False}}}))
     patch = pytest.MonkeyPatch()
     with FileServer() as server:
-        server.files[FILE_NAME] = data
-        patch.setenv(W.ENV_URL_BASE, server.base_url)
-        patch.setenv(W.ENV_MANIFEST, str(overlay))
-        patch.setenv(hub.ENV_HOME, str(tmp / "home"))
-        patch.delenv(hub.ENV_OFFLINE, raising=False)
+        serve_weights(patch, server, tmp, MODEL, "COCO_V1", FILE_NAME, checkpoint.read_bytes())
         patch.chdir(tmp)  # no chelsea.png here: the shipped photo is used
-        hub.set_dir(None)
         yield reference, server, tmp
     patch.undo()
 

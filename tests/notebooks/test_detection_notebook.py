@@ -1,24 +1,16 @@
 """notebooks/finetune_detection.ipynb runs end to end with nbclient, offline (served weights or a checkpoint)."""
-import hashlib
-import json
 import os
 import re
-import sys
 
 import pytest
 import torch
 import torchvision
 from PIL import Image
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-kernelspec = pytest.importorskip("ipykernel.kernelspec")
-from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402  (installed with nbclient)
-from jupyter_client.manager import KernelManager  # noqa: E402
-
-from flowvision import hub  # noqa: E402
-from flowvision.models import weights as W  # noqa: E402
-from http_server import FileServer  # noqa: E402
+from flowvision import hub
+from http_server import FileServer
+from notebook_runner import execute
+from weights_server import serve_weights
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOK = os.path.join(REPO, "notebooks", "finetune_detection.ipynb")
@@ -27,22 +19,9 @@ FILE_NAME = "fasterrcnn_mobilenet_v3_large_320_fpn-907ea3f9.pth"
 TINY = {"NUM_TRAIN": 8, "NUM_VAL": 2, "IMAGE_SIZE": 128, "BATCH_SIZE": 2, "SCORE_THRESH": 0.1}
 
 
-def _kernel_manager(tmp_path):
-    """A kernel manager whose only ``python3`` kernel runs this interpreter (not whatever ``python`` is on PATH)."""
-    kernels = tmp_path / "kernels"
-    kernelspec.write_kernel_spec(str(kernels / "python3"))
-    return KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
-
-
 def _execute(workdir, tmp_path):
-    """Run the notebook in ``workdir``; (executed notebook, all its stream output as one string)."""
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, km=_kernel_manager(tmp_path), timeout=300,
-                                     resources={"metadata": {"path": str(workdir)}})
-    client.execute()
-    outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
-    assert not [out for out in outputs if out.output_type == "error"]
-    return nb, "".join(out.text for out in outputs if out.output_type == "stream")
+    """Run the notebook in ``workdir``: (executed notebook, all its stream output as one string)."""
+    return execute(NOTEBOOK, workdir, tmp_path)
 
 
 def _checkpoint(path, seed):
@@ -77,19 +56,13 @@ def kernel_env(monkeypatch, tmp_path):
 
 def test_finetune_detection_with_served_coco_weights(tmp_path, kernel_env):
     data = _checkpoint(tmp_path / "detector.pth", 0)
-    overlay = tmp_path / "overlay.json"
-    overlay.write_text(json.dumps({MODEL: {"COCO_V1": {
-        "sha256": hashlib.sha256(data).hexdigest(), "sha256_is_prefix": False}}}))
     kernel_env.setenv("EPOCHS", "3")
     kernel_env.setenv("OUTPUT_DIR", "out")
-    kernel_env.setenv(W.ENV_MANIFEST, str(overlay))
     kernel_env.delenv("WEIGHTS", raising=False)  # the default: COCO_V1
-    kernel_env.delenv(hub.ENV_OFFLINE)
     workdir = tmp_path / "work"
     workdir.mkdir()
     with FileServer() as server:
-        server.files[FILE_NAME] = data
-        kernel_env.setenv(W.ENV_URL_BASE, server.base_url)
+        serve_weights(kernel_env, server, tmp_path, MODEL, "COCO_V1", FILE_NAME, data)
         nb, text = _execute(workdir, tmp_path)
     assert [path for path, _ in server.requests] == [f"/{FILE_NAME}"]
     assert "train images: 8, val images: 2, classes: ['square', 'disc']" in text

@@ -1,9 +1,6 @@
 """Both notebooks run end to end with nbclient, offline: local photos as the dataset, weights from a local server."""
-import hashlib
-import json
 import os
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -11,16 +8,11 @@ import torch
 import torchvision
 from PIL import Image
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-kernelspec = pytest.importorskip("ipykernel.kernelspec")
-from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402  (installed with nbclient)
-from jupyter_client.manager import KernelManager  # noqa: E402
-
-from flowvision import hub  # noqa: E402
-from flowvision.datasets.utils import MIRROR_ENV  # noqa: E402
-from flowvision.models import weights as W  # noqa: E402
-from http_server import FileServer  # noqa: E402
+from flowvision import hub
+from flowvision.datasets.utils import MIRROR_ENV
+from http_server import FileServer
+from notebook_runner import execute
+from weights_server import serve_weights
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOKS = os.path.join(REPO, "notebooks")
@@ -43,24 +35,9 @@ def _make_dataset(root, per_class, seed=0):
                 photo.crop((left, top, left + 96, top + 96)).save(folder / f"{class_name}_{i}.jpg", quality=90)
 
 
-def _kernel_manager(tmp_path):
-    """A kernel manager whose only ``python3`` kernel runs this interpreter (not whatever ``python`` is on PATH)."""
-    kernels = tmp_path / "kernels"
-    kernelspec.write_kernel_spec(str(kernels / "python3"))
-    spec = json.loads((kernels / "python3" / "kernel.json").read_text())
-    assert spec["argv"][0] == sys.executable
-    return KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(kernels)]))
-
-
 def _execute(name, workdir, tmp_path):
-    """Run ``notebooks/<name>`` in ``workdir``; all stream output of the executed notebook as one string."""
-    nb = nbformat.read(os.path.join(NOTEBOOKS, name), as_version=4)
-    client = nbclient.NotebookClient(nb, km=_kernel_manager(tmp_path), timeout=300,
-                                     resources={"metadata": {"path": str(workdir)}})
-    client.execute()
-    outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
-    assert not [out for out in outputs if out.output_type == "error"]
-    return nb, "".join(out.text for out in outputs if out.output_type == "stream")
+    """Run ``notebooks/<name>`` in ``workdir``: (executed notebook, all its stream output as one string)."""
+    return execute(os.path.join(NOTEBOOKS, name), workdir, tmp_path)
 
 
 @pytest.fixture
@@ -77,21 +54,14 @@ def test_transfer_learning_runs_offline(tmp_path, kernel_env):
     torch.manual_seed(0)
     checkpoint = tmp_path / "resnet18.pth"
     torch.save(torchvision.models.resnet18().state_dict(), checkpoint)
-    data = checkpoint.read_bytes()
-    overlay = tmp_path / "overlay.json"
-    overlay.write_text(json.dumps({"resnet18": {"IMAGENET1K_V1": {
-        "sha256": hashlib.sha256(data).hexdigest(), "sha256_is_prefix": False}}}))
     for key, value in {"DATA_DIR": tmp_path / "data", "WEIGHTS": "IMAGENET1K_V1", "EPOCHS": 1, "IMAGE_SIZE": 64,
                        "RESIZE": 72, "BATCH_SIZE": 8, "DEVICE": "cpu", "OUTPUT_DIR": "out",
-                       "DATA_URL": "http://127.0.0.1:9/unreachable.zip", W.ENV_MANIFEST: overlay,
-                       hub.ENV_HOME: tmp_path / "home"}.items():
+                       "DATA_URL": "http://127.0.0.1:9/unreachable.zip"}.items():
         kernel_env.setenv(key, str(value))
-    kernel_env.delenv(hub.ENV_OFFLINE)
     workdir = tmp_path / "work"
     workdir.mkdir()
     with FileServer() as server:
-        server.files[FILE_NAME] = data
-        kernel_env.setenv(W.ENV_URL_BASE, server.base_url)
+        serve_weights(kernel_env, server, tmp_path, "resnet18", "IMAGENET1K_V1", FILE_NAME, checkpoint.read_bytes())
         nb, text = _execute("transfer_learning.ipynb", workdir, tmp_path)
     assert [path for path, _ in server.requests] == [f"/{FILE_NAME}"]
     assert "classes: ['cat', 'coffee']" in text and "train images: 16, val images: 8" in text

@@ -1,7 +1,4 @@
 """Published detection weights: loading served checkpoints, fine-tuning class counts, legacy eps, argument rules."""
-import hashlib
-import json
-
 import numpy as np
 import pytest
 import torch
@@ -13,6 +10,7 @@ from flowvision.models import weights as W
 from flowvision.models.detection._builder import resolve_detection_args
 from flowvision.ops.misc import FrozenBatchNorm2d
 from http_server import FileServer
+from weights_server import serve_weights
 
 MODEL = "fasterrcnn_mobilenet_v3_large_320_fpn"
 FILE_NAME = "fasterrcnn_mobilenet_v3_large_320_fpn-907ea3f9.pth"
@@ -28,24 +26,14 @@ def reference_state():
 
 @pytest.fixture
 def served(tmp_path, monkeypatch, reference_state):
-    """The reference's weights served under the manifest's file name; ``overlay(fields)`` edits the record."""
+    """The reference's weights served under the manifest's file name; ``overlay(**fields)`` edits the record."""
     checkpoint = tmp_path / "detector.pth"
     torch.save(reference_state, checkpoint)
-    data = checkpoint.read_bytes()
-    overlay_path = tmp_path / "overlay.json"
-
-    def overlay(**fields):
-        record = {"sha256": hashlib.sha256(data).hexdigest(), "sha256_is_prefix": False, **fields}
-        overlay_path.write_text(json.dumps({MODEL: {"COCO_V1": record}}))
-
-    overlay()
     with FileServer() as server:
-        server.files[FILE_NAME] = data
-        monkeypatch.setenv(W.ENV_URL_BASE, server.base_url)
-        monkeypatch.setenv(W.ENV_MANIFEST, str(overlay_path))
-        monkeypatch.setenv(hub.ENV_HOME, str(tmp_path / "home"))
-        monkeypatch.delenv(hub.ENV_OFFLINE, raising=False)
-        hub.set_dir(None)
+        def overlay(**fields):
+            serve_weights(monkeypatch, server, tmp_path, MODEL, "COCO_V1", FILE_NAME, checkpoint.read_bytes(), **fields)
+
+        overlay()
         yield overlay
     hub.set_dir(None)
 
