@@ -1,6 +1,5 @@
 """The flowvision command: classify vs torchvision on served weights, models listing, every error path, delegation."""
 import os
-import re
 import subprocess
 import sys
 
@@ -12,10 +11,10 @@ from PIL import Image
 import engine
 from flowvision import hub
 from flowvision.cli import bench as bench_cli
-from flowvision.cli import main
 from flowvision.cli.classify import ASSETS_DIR
 from flowvision.models import list_models
 from flowvision.models import weights as W
+from cli_runner import check_error, run_cli
 from http_server import FileServer
 from weights_server import serve_weights
 
@@ -75,23 +74,6 @@ def _parse(out):
     return results
 
 
-def _run(capsys, *argv):
-    """(exit code, stdout, stderr) of ``flowvision argv...`` run in-process."""
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _check(result, code, pattern):
-    """``result`` failed with ``code`` and one ``error:`` line matching ``pattern`` (no traceback)."""
-    actual_code, _, err = result
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert actual_code == code, err
-    errors = [line for line in lines if line.startswith("error: ")]
-    assert len(errors) == 1 and lines[-1] == errors[0] and "Traceback" not in err, err
-    assert re.search(pattern, errors[0]), errors[0]
-
-
 def _check_against(reference, results, paths, k):
     """Every image's printed top-k equals torchvision's: same classes, probabilities within 1e-4."""
     categories = torchvision.models.ResNet18_Weights.IMAGENET1K_V1.meta["categories"]
@@ -105,13 +87,13 @@ def _check_against(reference, results, paths, k):
 
 def test_classify_matches_torchvision(served, capsys):
     reference, server, _ = served
-    code, out, err = _run(capsys, "classify", "chelsea.png", COFFEE, "--model", "resnet18", "--topk", "3",
+    code, out, err = run_cli(capsys, "classify", "chelsea.png", COFFEE, "--model", "resnet18", "--topk", "3",
                           "--batch-size", "1")
     assert code == 0, err
     assert out.splitlines()[0] == "resnet18 with ResNet18_Weights.IMAGENET1K_V1"
     _check_against(reference, _parse(out), [CHELSEA, COFFEE], 3)
     assert FILE_NAME in err and "classifying" in err  # progress bars: the download, then the batches
-    code, out, _ = _run(capsys, "classify", "chelsea", "--model", "resnet18", "--weights", "IMAGENET1K_V1")
+    code, out, _ = run_cli(capsys, "classify", "chelsea", "--model", "resnet18", "--weights", "IMAGENET1K_V1")
     assert code == 0
     _check_against(reference, _parse(out), [CHELSEA], 5)
     assert len(server.requests) == 1  # the second run read the cache
@@ -120,15 +102,15 @@ def test_classify_matches_torchvision(served, capsys):
 def test_classify_local_checkpoints(served, capsys, tmp_path):
     reference, _, checkpoint = served
     converted = tmp_path / "resnet18.safetensors"
-    code, out, err = _run(capsys, "convert", str(checkpoint), "--model", "resnet18", "-o", str(converted))
+    code, out, err = run_cli(capsys, "convert", str(checkpoint), "--model", "resnet18", "-o", str(converted))
     assert code == 0 and "wrote" in out, err
-    code, out, err = _run(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(converted), "--topk", "4")
+    code, out, err = run_cli(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(converted), "--topk", "4")
     assert code == 0, err
     assert out.splitlines()[0] == f"resnet18 with {converted}"
     _check_against(reference, _parse(out), [COFFEE], 4)
     ten = _randomized_resnet18(num_classes=10)
     torch.save({"state_dict": ten.state_dict()}, tmp_path / "ten.pth")
-    code, out, err = _run(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(tmp_path / "ten.pth"),
+    code, out, err = run_cli(capsys, "classify", COFFEE, "--model", "resnet18", "--weights", str(tmp_path / "ten.pth"),
                           "--topk", "20")
     assert code == 0, err
     rows = _parse(out)[COFFEE]
@@ -139,32 +121,32 @@ def test_classify_local_checkpoints(served, capsys, tmp_path):
 
 def test_graph_flag(served, capsys):
     if not hasattr(engine.nn, "Graph"):
-        _check(_run(capsys, "classify", "chelsea.png", "--model", "resnet18", "--graph"), 9,
+        check_error(run_cli(capsys, "classify", "chelsea.png", "--model", "resnet18", "--graph"), 9,
                r"--graph needs engine\.nn\.Graph")
         return
     reference = served[0]
-    code, out, err = _run(capsys, "classify", "chelsea.png", COFFEE, "--model", "resnet18", "--graph", "--topk", "3")
+    code, out, err = run_cli(capsys, "classify", "chelsea.png", COFFEE, "--model", "resnet18", "--graph", "--topk", "3")
     assert code == 0, err
     _check_against(reference, _parse(out), [CHELSEA, COFFEE], 3)
 
 
 def test_models_listing(capsys):
-    code, out, _ = _run(capsys, "models", "resnet1*")
+    code, out, _ = run_cli(capsys, "models", "resnet1*")
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["model", "weights", "acc@1", "acc@5", "params", "(M)", "other", "metrics"]
     assert lines[1].split() == ["resnet18", "IMAGENET1K_V1", "*", "69.758", "89.078", "11.7"]
     assert {line.split()[0] for line in lines[1:]} == {"resnet18", "resnet101", "resnet152"}
     assert ["resnet101", "IMAGENET1K_V1", "77.374", "93.546", "44.5"] in [line.split() for line in lines]
-    code, out, _ = _run(capsys, "models", "wide_resnet", "--pretrained")  # no wildcard: names containing it
+    code, out, _ = run_cli(capsys, "models", "wide_resnet", "--pretrained")  # no wildcard: names containing it
     rows = [line.split() for line in out.splitlines()[1:]]
     assert code == 0 and [r[:2] for r in rows] == [["wide_resnet50_2", "IMAGENET1K_V1"], ["wide_resnet50_2", "IMAGENET1K_V2"],
                                                   ["wide_resnet101_2", "IMAGENET1K_V1"], ["wide_resnet101_2", "IMAGENET1K_V2"]]
     assert rows[1][2:6] == ["*", "81.602", "95.758", "68.9"]
-    code, out, _ = _run(capsys, "models")
+    code, out, _ = run_cli(capsys, "models")
     assert code == 0 and {line.split()[0] for line in out.splitlines()[1:]} == set(list_models())
-    code, out, _ = _run(capsys, "models", "--pretrained")
+    code, out, _ = run_cli(capsys, "models", "--pretrained")
     assert all(line.split()[1] != "-" for line in out.splitlines()[1:])
-    _check(_run(capsys, "models", "resnt50"), 5, r"no model matches 'resnt50'\. Did you mean: resnet50")
+    check_error(run_cli(capsys, "models", "resnt50"), 5, r"no model matches 'resnt50'\. Did you mean: resnet50")
 
 
 def test_error_paths(served, capsys, tmp_path):
@@ -195,8 +177,8 @@ def test_error_paths(served, capsys, tmp_path):
         cases.append((["classify", "chelsea.png", "--model", no_weights], 6,
                       f"{no_weights} has no published weights: pass --weights PATH with a local checkpoint"))
     for argv, code, pattern in cases:
-        _check(_run(capsys, *argv), code, pattern)
-    code, _, err = _run(capsys, "classify", "chelsea.png", "--topk", "0")
+        check_error(run_cli(capsys, *argv), code, pattern)
+    code, _, err = run_cli(capsys, "classify", "chelsea.png", "--topk", "0")
     assert code == 2 and "--topk: must be at least 1" in err
     assert len(served[1].requests) <= 1  # none of these downloaded anything
 
@@ -207,32 +189,32 @@ def test_weights_unavailable(served, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv(hub.ENV_HOME, str(home))
     monkeypatch.setenv(hub.ENV_OFFLINE, "1")
     path = os.path.join(home, "checkpoints", FILE_NAME)
-    _check(_run(capsys, "classify", "chelsea.png", "--model", "resnet18"), 7,
+    check_error(run_cli(capsys, "classify", "chelsea.png", "--model", "resnet18"), 7,
            rf"FLOWVISION_OFFLINE is set and the resnet18 weights ResNet18_Weights\.IMAGENET1K_V1 are not in the cache: "
            rf"download {server.url(FILE_NAME)} and place it at {path} \(or set FLOWVISION_HOME to a folder")
     monkeypatch.delenv(hub.ENV_OFFLINE)
     server.fault = "404"
     try:
-        _check(_run(capsys, "classify", "chelsea.png", "--model", "resnet18"), 7,
+        check_error(run_cli(capsys, "classify", "chelsea.png", "--model", "resnet18"), 7,
                rf"cannot download .* \(HTTP Error 404: Not Found\) and they are not in the cache: download .* at {path}")
         server.fault = "wrong"
-        _check(_run(capsys, "classify", "chelsea.png", "--model", "resnet18"), 8, r"arrived corrupt \(invalid hash value")
+        check_error(run_cli(capsys, "classify", "chelsea.png", "--model", "resnet18"), 8, r"arrived corrupt \(invalid hash value")
     finally:
         server.fault = None
     assert not os.path.exists(path)
 
 
 def test_bench_delegates_and_needs_a_checkout(capsys, monkeypatch):
-    code, out, _ = _run(capsys, "bench", "--help")
+    code, out, _ = run_cli(capsys, "bench", "--help")
     assert code == 0 and out.startswith("usage: flowvision bench") and "--suite" in out
     monkeypatch.setattr(bench_cli, "SCRIPT", "/nonexistent/scripts/bench.py")
-    _check(_run(capsys, "bench"), 9, r"flowvision bench needs a source checkout with scripts/bench\.py .* and torch")
+    check_error(run_cli(capsys, "bench"), 9, r"flowvision bench needs a source checkout with scripts/bench\.py .* and torch")
 
 
 def test_help_version_and_module_entry_point(capsys):
-    code, out, _ = _run(capsys, "--version")
+    code, out, _ = run_cli(capsys, "--version")
     assert code == 0 and out.strip() == "flowvision 0.1.0"
-    code, out, _ = _run(capsys, "convert", "--help")
+    code, out, _ = run_cli(capsys, "convert", "--help")
     assert code == 0 and "--verify" in out
     result = subprocess.run([sys.executable, "-m", "flowvision", "--help"], capture_output=True, text=True, cwd=REPO)
     assert result.returncode == 0, result.stderr

@@ -10,9 +10,9 @@ from PIL import Image
 from torchvision.transforms.functional import pil_to_tensor
 
 from flowvision import hub
-from flowvision.cli import main
 from flowvision.cli.classify import ASSETS_DIR
 from flowvision.cli.detect import draw
+from cli_runner import check_error, run_cli
 from http_server import FileServer
 from weights_server import serve_weights
 
@@ -55,20 +55,6 @@ def served(tmp_path_factory):
     patch.undo()
 
 
-def _run(capsys, *argv):
-    """(exit code, stdout, stderr) of ``flowvision argv...`` run in-process."""
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def _check(result, code, pattern):
-    """``result`` failed with ``code`` and an error line matching ``pattern`` (no traceback)."""
-    actual_code, _, err = result
-    assert actual_code == code, err
-    assert "Traceback" not in err and re.search(pattern, err.strip().splitlines()[-1]), err
-
-
 def _parse(out):
     """[(label, score, [x1, y1, x2, y2]), ...] from detect's table."""
     rows = []
@@ -93,7 +79,7 @@ def _expected(reference, path, min_score):
 
 def test_detect_matches_torchvision(served, capsys):
     reference, server, tmp = served
-    code, out, err = _run(capsys, "detect", "chelsea.png", "--model", MODEL, "--score", str(SCORE))
+    code, out, err = run_cli(capsys, "detect", "chelsea.png", "--model", MODEL, "--score", str(SCORE))
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == CHELSEA and lines[1].split() == ["score", "label", "x1", "y1", "x2", "y2"]
@@ -118,7 +104,7 @@ def test_detect_output_path_and_cache(served, capsys, tmp_path):
     _, server, _ = served
     requests = len(server.requests)
     output = tmp_path / "boxes.png"
-    code, out, err = _run(capsys, "detect", CHELSEA, "--model", MODEL, "--weights", "COCO_V1", "--score", "1", "-o",
+    code, out, err = run_cli(capsys, "detect", CHELSEA, "--model", MODEL, "--weights", "COCO_V1", "--score", "1", "-o",
                           str(output))
     assert code == 0, err
     assert out.splitlines()[-1] == f"0 detections with score >= 1.0; drawn to {output}"
@@ -158,19 +144,19 @@ def test_draw_masks_and_keypoints():
 def test_error_paths(served, capsys):
     _, server, _ = served
     requests = len(server.requests)
-    _check(_run(capsys, "detect", "missing.png", "--model", MODEL), 3, r"image file not found: 'missing\.png'")
-    _check(_run(capsys, "detect", "chelsea.png", "--model", "fasterrcnn_resnet5_fpn"), 5,
+    check_error(run_cli(capsys, "detect", "missing.png", "--model", MODEL), 3, r"image file not found: 'missing\.png'")
+    check_error(run_cli(capsys, "detect", "chelsea.png", "--model", "fasterrcnn_resnet5_fpn"), 5,
            r"Unknown model 'fasterrcnn_resnet5_fpn'")
-    _check(_run(capsys, "detect", "chelsea.png", "--model", "resnet18"), 5,
+    check_error(run_cli(capsys, "detect", "chelsea.png", "--model", "resnet18"), 5,
            r"resnet18 is not a pretrained detection model; choose one of fasterrcnn_resnet50_fpn, .*"
            r"maskrcnn_resnet50_fpn, .*keypointrcnn_resnet50_fpn, .*ssdlite320_mobilenet_v3_large")
-    _check(_run(capsys, "detect", "chelsea.png", "--model", "deeplabv3_resnet50"), 5,
+    check_error(run_cli(capsys, "detect", "chelsea.png", "--model", "deeplabv3_resnet50"), 5,
            r"not a pretrained detection model")
-    _check(_run(capsys, "detect", "chelsea.png", "--model", MODEL, "--weights", "COCO_V9"), 6,
+    check_error(run_cli(capsys, "detect", "chelsea.png", "--model", MODEL, "--weights", "COCO_V9"), 6,
            r"bad --weights: unknown weights 'COCO_V9' for fasterrcnn_mobilenet_v3_large_320_fpn: choose from COCO_V1")
-    _check(_run(capsys, "detect", "chelsea.png", "--score", "1.5"), 2, r"--score: must be in \[0, 1\], got 1\.5")
-    _check(_run(capsys, "detect", "chelsea.png", "--score", "-0.1"), 2, r"--score: must be in \[0, 1\]")
-    _check(_run(capsys, "detect", "chelsea.png", "--score", "high"), 2, r"--score: not a number: 'high'")
+    check_error(run_cli(capsys, "detect", "chelsea.png", "--score", "1.5"), 2, r"--score: must be in \[0, 1\], got 1\.5")
+    check_error(run_cli(capsys, "detect", "chelsea.png", "--score", "-0.1"), 2, r"--score: must be in \[0, 1\]")
+    check_error(run_cli(capsys, "detect", "chelsea.png", "--score", "high"), 2, r"--score: not a number: 'high'")
     assert len(server.requests) == requests
 
 
@@ -179,14 +165,14 @@ def test_offline_without_cache(served, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv(hub.ENV_HOME, str(tmp_path / "empty-home"))
     monkeypatch.setenv(hub.ENV_OFFLINE, "1")
     path = os.path.join(tmp_path, "empty-home", "checkpoints", FILE_NAME)
-    _check(_run(capsys, "detect", "chelsea.png", "--model", MODEL), 7,
+    check_error(run_cli(capsys, "detect", "chelsea.png", "--model", MODEL), 7,
            rf"FLOWVISION_OFFLINE is set and the {MODEL} weights .*COCO_V1 are not in the cache: "
            rf"download {re.escape(server.url(FILE_NAME))} and place it at {re.escape(path)}")
     assert not os.path.exists(path)
 
 
 def test_help_lists_detect(capsys):
-    code, out, _ = _run(capsys, "detect", "--help")
+    code, out, _ = run_cli(capsys, "detect", "--help")
     assert code == 0 and out.startswith("usage: flowvision detect") and "--score" in out
-    code, out, _ = _run(capsys, "--help")
+    code, out, _ = run_cli(capsys, "--help")
     assert code == 0 and "    detect " in out
