@@ -234,9 +234,26 @@ class GELU(_Activation):
 
 
 def _sigmoid(xp, x):
-    """A sigmoid that never overflows (exp of a non-positive number only)."""
-    e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    """1 / (1 + exp(-x)), as PyTorch computes it (below about -88 exp overflows to inf and the result is 0).
+
+    Contiguous numpy floats go in cache-sized blocks on the CPU threads, every pass in place: whole-array
+    temporaries cost more in page faults than the arithmetic.
+    """
+    if xp is not np or x.dtype.kind != "f" or not x.flags.c_contiguous:
+        e = xp.exp(-xp.abs(x))
+        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    src = x.reshape(-1)
+    out = np.empty_like(src)
+
+    def block(lo, hi):
+        y = out[lo:hi]
+        np.negative(src[lo:hi], out=y)
+        with np.errstate(over="ignore"):
+            np.exp(y, out=y)
+        y += 1
+        np.reciprocal(y, out=y)
+    parallel_blocks(block, src.size, x.itemsize)
+    return out.reshape(x.shape)
 
 
 def _softplus(xp, x):

@@ -452,9 +452,8 @@ class Sigmoid(_Unary):
 
     @staticmethod
     def f(xp, x):
-        # split by sign so that exp never overflows
-        e = xp.exp(-xp.abs(x))
-        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+        from .activation import _sigmoid
+        return _sigmoid(xp, x)
 
     def backward(self, gy):
         return gy * self.y * (1 - self.y)
