@@ -23,6 +23,21 @@ def test_max_pool2d_with_indices(kwargs):
     check_op(lambda x: F.max_pool2d(x, **kwargs), lambda x: TF.max_pool2d(x, **kwargs), [rand(3, 10, 7)])
 
 
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2, ceil_mode=True),
+                                    dict(kernel_size=(3, 2), stride=(2, 1), dilation=2, ceil_mode=True)])
+def test_max_pool2d_inference_values(kwargs):
+    """Without gradient or indices only the values are computed: equal to torch's, NaN and all -inf windows too."""
+    x = rand(2, 3, 11, 9)
+    x[0, 0, 4, 4] = np.nan
+    x[1, 2, :3, :3] = -np.inf
+    with engine.no_grad():
+        ours = F.max_pool2d(engine.from_numpy(x), **kwargs).numpy()
+    np.testing.assert_array_equal(ours, TF.max_pool2d(torch.from_numpy(x), **kwargs).numpy())
+    with engine.no_grad():
+        unbatched = F.max_pool1d(engine.from_numpy(x[0, 0]), 3, 2, 1).numpy()
+    np.testing.assert_array_equal(unbatched, TF.max_pool1d(torch.from_numpy(x[0, 0]), 3, 2, 1).numpy())
+
+
 @pytest.mark.parametrize("kwargs", [dict(kernel_size=3, stride=2, padding=1),
                                     dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
                                     dict(kernel_size=2, divisor_override=3)])

@@ -109,6 +109,27 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
     return y, indices, MaxPoolSaved(indices, x.shape, overlap)
 
 
+def max_pool2d_values_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool2d's values alone, for inference (no gradient, no indices asked for): returns (y, None).
+
+    np.maximum over the tap views propagates NaN as torch does; no argmax tap is tracked.
+    """
+    N, C, H, W = x.shape
+    k, s, p, d, out, extra = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    xp = _pad(x, p[0], p[0] + extra[0], p[1], p[1] + extra[1], -np.inf)
+    y = np.empty((N, C) + out, x.dtype)
+    by_channel = N == 1
+
+    def part(lo, hi):
+        sl = (slice(None), slice(lo, hi)) if by_channel else (slice(lo, hi),)
+        views = _taps(xp[sl], k, s, d, out)
+        np.copyto(y[sl], views[0])
+        for v in views[1:]:
+            np.maximum(y[sl], v, out=y[sl])
+    parallel_chunks(part, C if by_channel else N, x.nbytes)
+    return y, None
+
+
 def max_pool2d_backward(gy, saved):
     """Input gradient of max pooling: gy scattered (summed where windows overlap) onto the argmax positions."""
     N, C, H, W = saved.x_shape

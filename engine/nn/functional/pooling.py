@@ -4,6 +4,7 @@
 """
 from ... import backends
 from ...autograd.function import Function
+from ...autograd.grad_mode import is_grad_enabled
 from ...tensor import Tensor
 
 
@@ -52,6 +53,8 @@ def _run(kind, input, nd, args, return_indices=False):
                            f"{list(input.shape)}")
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
+    if kind == "max_pool2d" and not return_indices and not (is_grad_enabled() and input.requires_grad):
+        kind = "max_pool2d_values"  # inference: the argmax indices would be computed for nothing
     fn = _Pool(kind, nd, args, with_indices=kind.endswith("max_pool2d"))
     out = fn(x)
     if isinstance(out, tuple):
