@@ -381,6 +381,29 @@ def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True)
     return y, ConvSaved(x, w, stride, tuple(padding), dilation, groups, cols)
 
 
+def conv_epilogue(y, scale, shift, residual, relu):
+    """In place on a convolution's (N, C, ...) output: ``y * scale + shift`` per channel (when scale is
+    given), ``+ residual``, then ReLU; all of it in one pass over cache-sized row blocks on the threads."""
+    n, c = y.shape[:2]
+    rows = y.reshape(n * c, -1)
+    extra = residual.reshape(n * c, -1) if residual is not None else None
+    if scale is not None:
+        scale = np.tile(scale.astype(y.dtype, copy=False), n)[:, None]
+        shift = np.tile(shift.astype(y.dtype, copy=False), n)[:, None]
+
+    def block(lo, hi):
+        r = rows[lo:hi]
+        if scale is not None:
+            r *= scale[lo:hi]
+            r += shift[lo:hi]
+        if extra is not None:
+            r += extra[lo:hi]
+        if relu:
+            np.maximum(r, 0, out=r)
+    parallel_blocks(block, n * c, rows.shape[1] * y.itemsize)
+    return y
+
+
 def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
     """Gradients (gx, gw, gb) of conv2d from the output gradient gy; entries not needed are None."""
     s = saved

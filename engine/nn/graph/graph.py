@@ -3,8 +3,8 @@
 As in OneFlow: subclass ``Graph``, assign modules as attributes, optionally ``add_optimizer``,
 and write ``build(*inputs)`` with ordinary eager code. The first call with a new signature
 (shapes, dtypes, devices, train/eval state) traces and compiles a plan; later calls replay it.
-Without an optimizer the graph is an inference graph: replays run on raw arrays, with BatchNorm
-folded into convolutions and residual adds and ReLUs fused into them. With an optimizer, each
+Without an optimizer the graph is an inference graph: replays run on raw arrays, with eval
+BatchNorm, residual adds and ReLUs fused into the convolutions' output pass. With an optimizer, each
 call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler).
 """
 import warnings

@@ -1,12 +1,11 @@
-"""Inference passes over a traced Plan: fold BatchNorm into convolutions, fuse the residual add and
-activation into the convolution's output, drop dead ops, and free values after their last use.
+"""Inference passes over a traced Plan: fuse eval BatchNorm, the residual add and ReLU into the
+convolution's output pass, drop dead ops, and free values after their last use.
 
 Each pass returns a one-line summary of what it changed (``Graph.debug`` prints them).
 """
 import numpy as np
 
 from ...autograd.function import Function
-from ...ops._common import xp_of
 from ...ops.activation import ReLU
 from ...ops.elementwise import Add
 from ..functional.conv import ConvNd
@@ -15,52 +14,44 @@ from .plan import SLOT, TENSOR, Op
 
 
 class FusedConv(Function):
-    """conv2d with BatchNorm folded into its weights, then ``+ residual`` and ReLU in place.
+    """conv2d, then in one pass over its output: eval BatchNorm as a per-channel scale and shift,
+    ``+ residual`` and ReLU.
 
-    The folded weights are cached and recomputed only when a parameter or running statistic
-    changed (their version counters), so an optimizer step between replays is honoured.
+    BatchNorm is applied to the output rather than folded into the weights, so the graph keeps no
+    second copy of the convolution weights and always reads the current parameters and statistics.
     """
 
     op_name = "FusedConv"
 
     def forward(self, x, w, b, residual=None):
         from ... import backends
-        if self.bn is not None:
-            w, b = self.folded(w, b)
         kernels = backends.kernels(x, "conv")
+        scale = shift = None
+        if self.bn is not None:
+            scale, shift = self.scale_shift(b)
+            b = None
         if self.nd == 1:
             x, w = x[:, :, None, :], w[:, :, None, :]
         y, _ = kernels.conv2d_forward(x, w, b, self.stride, self.pads, self.dilation, self.groups,
                                       weight_grad=False)
         if self.nd == 1:
             y = y[:, :, 0, :]
-        if residual is not None:
-            y += residual
-        if self.relu:
-            xp_of(y).maximum(y, 0, out=y)
+        if scale is not None or residual is not None or self.relu:
+            y = kernels.conv_epilogue(y, scale, shift, residual, self.relu)
         return y
 
-    def folded(self, w, b):
+    def scale_shift(self, b):
+        """BatchNorm's (scale, shift) per channel, with the convolution's bias ``b`` folded into the shift."""
         eps, mean, var, gamma, beta = self.bn
-        tensors = [t for t in (mean, var, gamma, beta) if t is not None]
-        key = tuple(t._version[0] for t in tensors) + tuple(id(t._data) for t in tensors) + (id(w), id(b))
-        cache = self.cache
-        if cache.get("key") != key or cache.get("w_version") != self.w_version():
-            scale = 1 / np.sqrt(var._data.astype(np.float64) + eps)
-            if gamma is not None:
-                scale = scale * gamma._data
-            shift = -mean._data * scale
-            if beta is not None:
-                shift = shift + beta._data
-            if b is not None:
-                shift = shift + b * scale
-            cache["w"] = (w * scale.reshape(-1, *([1] * (w.ndim - 1)))).astype(w.dtype)
-            cache["b"] = shift.astype(w.dtype)
-            cache["key"], cache["w_version"] = key, self.w_version()
-        return cache["w"], cache["b"]
-
-    def w_version(self):
-        return tuple(t._version[0] for t in self.conv_params if t is not None)
+        scale = 1 / np.sqrt(var._data.astype(np.float64) + eps)
+        if gamma is not None:
+            scale = scale * gamma._data
+        shift = -mean._data * scale
+        if beta is not None:
+            shift = shift + beta._data
+        if b is not None:
+            shift = shift + b * scale
+        return scale, shift
 
 
 def _consumers(plan):
@@ -99,7 +90,7 @@ def fuse_convolutions(plan, fuse_add=True):
             break
     total = sum(counts.values())
     return (f"fuse_convolutions: {total} ops fused into convolutions "
-            f"({counts['bn']} BatchNorm folded, {counts['add']} residual adds, {counts['relu']} ReLUs)")
+            f"({counts['bn']} BatchNorm fused, {counts['add']} residual adds, {counts['relu']} ReLUs)")
 
 
 def _fusible_chain(plan, uses, i, fuse_add):
@@ -108,7 +99,6 @@ def _fusible_chain(plan, uses, i, fuse_add):
     out = conv.outs[0]
     bn = None
     removed, kinds = [], []
-    weight = conv.args[1][1]
     bias = conv.args[2]
     j = _next_consumer(plan, uses, out)
     if j is not None and plan.ops[j].cls is BatchNorm and not plan.ops[j].state["training"]:
@@ -146,8 +136,7 @@ def _fusible_chain(plan, uses, i, fuse_add):
     if not kinds:
         return None
     fused_state = {"nd": state["nd"], "stride": state["stride"], "pads": state["pads"],
-                   "dilation": state["dilation"], "groups": state["groups"], "bn": bn, "relu": relu,
-                   "cache": {}, "conv_params": (weight, bias[1] if bias[0] == TENSOR else None)}
+                   "dilation": state["dilation"], "groups": state["groups"], "bn": bn, "relu": relu}
     args = [conv.args[0], conv.args[1], conv.args[2]] + ([residual] if residual is not None else [])
     return Op(FusedConv, fused_state, args, [out]), set(removed), kinds
 

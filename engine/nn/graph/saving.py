@@ -74,7 +74,6 @@ def save_plan(plan, path):
     ops = []
     for op in plan.ops:
         name = f"{op.cls.__module__}:{op.cls.__qualname__}"
-        state = {k: ({} if k == "cache" else v) for k, v in op.state.items()}
         args = []
         for kind, ref in op.args:
             if kind == SLOT:
@@ -83,7 +82,7 @@ def save_plan(plan, path):
                 args.append(["tensor", enc.array_key(ref._data)])
             else:
                 args.append(["const", enc.value(ref, f"argument of {name}")])
-        ops.append({"op": name, "state": enc.value(state, f"state of {name}"), "args": args, "outs": op.outs})
+        ops.append({"op": name, "state": enc.value(op.state, f"state of {name}"), "args": args, "outs": op.outs})
     body = {"format": FORMAT, "ops": ops, "inputs": plan.input_slots, "outputs": plan.output_slots,
             "output_spec": enc.value(plan.output_spec, "output structure"), "n_slots": plan.n_slots}
     save_file(enc.arrays, path, metadata={"graph": json.dumps(body)})

@@ -124,7 +124,7 @@ def test_residual_fused_only_into_the_later_convolution():
     assert plan.count("FusedConv") == 1 and "Add" not in plan and plan.count("ConvNd") == 1
 
 
-def test_folded_weights_follow_parameter_updates():
+def test_fused_batchnorm_follows_parameter_updates():
     engine.manual_seed(1)
     model = SmallResNet().eval()
     graph = InferenceGraph(model)
@@ -142,7 +142,7 @@ def test_debug_prints_passes(capsys):
     graph.debug(0)
     graph(engine.randn(1, 3, 8, 8))
     out = capsys.readouterr().out
-    assert "fuse_convolutions: 6 ops fused into convolutions (2 BatchNorm folded, 1 residual adds, 3 ReLUs)" in out
+    assert "fuse_convolutions: 6 ops fused into convolutions (2 BatchNorm fused, 1 residual adds, 3 ReLUs)" in out
     assert "eliminate_dead_ops" in out and "plan_memory" in out
 
 
