@@ -68,6 +68,21 @@ def test_interpolate(kwargs):
     check_op(lambda x: F.interpolate(x, **kwargs), lambda x: TF.interpolate(x, **kwargs), [rand(2, 3, 7, 9)])
 
 
+@pytest.mark.parametrize("size, mode", [((9, 600), "bilinear"), ((9, 600), "bicubic"), ((40, 11), "bilinear")])
+def test_interpolate_wide_and_tall_and_nonfinite(size, mode):
+    """Long output rows (the last axis by GEMM or by gather) match torch; inf/NaN stay where torch puts them."""
+    x = rand(2, 3, 7, 9)
+    check_op(lambda a: F.interpolate(a, size=size, mode=mode), lambda a: TF.interpolate(a, size=size, mode=mode), [x])
+    x[0, 0, 3, 4], x[1, 2, 1, 1] = np.inf, np.nan
+    with engine.no_grad():
+        ours = F.interpolate(engine.from_numpy(x), size=size, mode=mode).numpy()
+    ref = TF.interpolate(torch.from_numpy(x), size=size, mode=mode).numpy()
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(ours), np.isinf(ref))
+    finite = np.isfinite(ref)
+    np.testing.assert_allclose(ours[finite], ref[finite], rtol=1e-5, atol=1e-5)
+
+
 def test_interpolate_1d_and_pixel_shuffle():
     check_op(lambda x: F.interpolate(x, size=11, mode="linear"), lambda x: TF.interpolate(x, size=11, mode="linear"),
              [rand(2, 3, 7)])

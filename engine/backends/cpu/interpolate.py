@@ -10,6 +10,11 @@ InterpolateSaved.__doc__ = "Input shape and, per spatial axis, the arguments of 
 _MODES = {3: ("nearest", "nearest-exact", "linear", "area"),
           4: ("nearest", "nearest-exact", "bilinear", "bicubic", "area")}
 _CUBIC_A = -0.75
+# The last axis, when at most this long, is resized by one GEMM with its dense interpolation matrix:
+# the gather it replaces reads and writes the whole output once per tap with short strided rows
+# (65 -> 520 columns of 21 channels: 2.5 ms instead of 18). A non-finite input keeps the gather, so
+# inf and NaN stay where torch's stencil puts them instead of spreading through 0 * inf.
+_GEMM_MAX_WIDTH = 512
 
 
 def _output_sizes(in_sizes, size, scale_factor, recompute_scale_factor):
@@ -117,8 +122,9 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
     """torch.nn.functional.interpolate for (N,C,L) and (N,C,H,W) inputs; returns (y, saved).
 
     Every mode is separable, one spatial axis after the other. Nearest modes gather; (bi)linear
-    and bicubic sum 2 or 4 gathered taps per axis (the cheaper axis order first); area multiplies
-    by small per-axis averaging matrices. The backward pass multiplies by the transposed matrices.
+    and bicubic sum 2 or 4 gathered taps per axis (the cheaper axis order first), except that a
+    short last axis is one GEMM (see _GEMM_MAX_WIDTH); area multiplies by small per-axis averaging
+    matrices. The backward pass multiplies by the transposed matrices.
     """
     if mode not in _MODES.get(x.ndim, ()):
         raise ValueError(f"interpolate: mode {mode!r} is not supported for {x.ndim}-D input")
@@ -139,12 +145,14 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
         if x.ndim == 3:
             return (x.reshape(-1, x.shape[2]) @ mats[0].T).reshape(x.shape[:2] + out), saved
         return _separable(x, *mats), saved
-    taps = [_taps(n, o, mode, align_corners, s, dtype.type) for n, o, s in zip(x.shape[2:], out, scales)]
-    order = list(zip(axes, taps))
+    order = list(zip(axes, saved.matrices))
     if x.ndim == 4 and x.shape[2] * out[1] > out[0] * x.shape[3]:  # resize the height first: less work
         order.reverse()
-    for axis, (idx, w) in order:
-        x = _along(x, axis, idx, w)
+    for axis, args in order:
+        if axis == x.ndim - 1 and args[0] <= _GEMM_MAX_WIDTH and np.isfinite(x).all():
+            x = (x.reshape(-1, args[0]) @ _matrix(*args).T).reshape(x.shape[:-1] + (args[1],))
+        else:
+            x = _along(x, axis, *_taps(*args[:5], dtype.type))
     return x, saved
 
 
