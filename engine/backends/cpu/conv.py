@@ -383,7 +383,9 @@ def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True)
 
 def conv_epilogue(y, scale, shift, residual, relu):
     """In place on a convolution's (N, C, ...) output: ``y * scale + shift`` per channel (when scale is
-    given), ``+ residual``, then ReLU; all of it in one pass over cache-sized row blocks on the threads."""
+    given), ``+ residual``, then ReLU; all of it in one pass over cache-sized row blocks on the threads.
+    Returns the result (``y`` itself, or a contiguous copy when ``y`` is a strided view)."""
+    y = np.ascontiguousarray(y)
     n, c = y.shape[:2]
     rows = y.reshape(n * c, -1)
     extra = residual.reshape(n * c, -1) if residual is not None else None
