@@ -6,7 +6,8 @@ A ratio is ours / PyTorch in time or memory (lower is better; 1.5 means we take 
 img/s ratios are the inverse. Suites: ops (conv2d/linear/batch_norm on ResNet-50 shapes),
 resnet (eager and nn.Graph inference), train (one training step), build (model construction),
 load (weights from the cache), memory (peak inference memory, separate processes), segmentation
-(deeplabv3/lraspp at 520x520, eager and nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066).
+(deeplabv3/lraspp at 520x520, eager and nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066),
+onnxruntime (reference: ONNX Runtime on the exported resnet50 vs our nn.Graph, where it is installed).
 The machine is noisy: compare ratios from one run, not absolute times across runs.
 """
 import argparse
@@ -182,6 +183,34 @@ def suite_detection(args, torch, engine):
     return rows
 
 
+def suite_onnxruntime(args, torch, engine):
+    """Reference: ONNX Runtime (where onnxruntime and onnx are installed) on the exported torchvision
+    resnet50 vs our nn.Graph, same weights and inputs; the ratio column is ours / ONNX Runtime."""
+    try:
+        import onnxruntime
+        import onnx  # noqa: F401  (torch.onnx.export needs it)
+    except ImportError as e:
+        print(f"\nonnxruntime suite skipped: {e.name} is not installed (pip install onnxruntime onnx)")
+        return []
+    import io
+    ref, ours = _models(torch, engine, "resnet50")
+    buffer = io.BytesIO()
+    torch.onnx.export(ref, torch.randn(1, 3, 224, 224), buffer, dynamo=False, input_names=["x"],
+                      dynamic_axes={"x": {0: "batch"}})
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = args.threads
+    session = onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+    graph = _InferenceGraph(engine, ours)
+    rows = []
+    for batch in (1, 8):
+        x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
+        rows.append((f"resnet50 b{batch} ONNX Runtime vs our graph", "torch",
+                     median_time(lambda: session.run(None, {"x": x}), args.repeat)))
+        rows.append((f"resnet50 b{batch} ONNX Runtime vs our graph", "ours",
+                     median_time(lambda: graph(engine.from_numpy(x)), args.repeat)))
+    return rows
+
+
 def suite_train(args, torch, engine):
     """One resnet50 training step (batch 8, SGD momentum): PyTorch eager vs ours eager and nn.Graph."""
     ref, ours = _models(torch, engine, "resnet50")
@@ -304,18 +333,22 @@ def suite_memory(args, torch, engine):
 
 SUITES = {"ops": suite_ops, "resnet": suite_resnet, "train": suite_train, "build": suite_build,
           "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
-          "detection": suite_detection}
+          "detection": suite_detection, "onnxruntime": suite_onnxruntime}
 UNITS = {"memory": "MiB"}
+REFERENCES = {"onnxruntime": "ONNX Runtime"}
 
 
-def print_ratios(title, rows, unit="ms"):
-    """Rows of (case, 'torch'|'ours', value) printed as one line per case with the ratio ours/PyTorch."""
+def print_ratios(title, rows, unit="ms", reference="PyTorch"):
+    """Rows of (case, 'torch'|'ours', value) printed as one line per case with the ratio ours/reference
+    (the 'torch' entry holds the reference: PyTorch, or ONNX Runtime for that suite)."""
+    if not rows:
+        return
     cases = {}
     for case, who, value in rows:
         cases.setdefault(case, {})[who] = value
     scale = 1e3 if unit == "ms" else 1
     print(f"\n## {title}\n")
-    print(f"| case | PyTorch {unit} | ours {unit} | ours/PyTorch |")
+    print(f"| case | {reference} {unit} | ours {unit} | ours/{reference} |")
     print("| --- | ---: | ---: | ---: |")
     ratios = []
     for case, t in cases.items():
@@ -340,7 +373,7 @@ def main():
     print(f"threads: {args.threads} (torch {torch.__version__}, numpy {np.__version__}), batch {args.batch}, "
           f"median of {args.repeat}")
     for name in sorted(SUITES) if "all" in args.suite else args.suite:
-        print_ratios(name, SUITES[name](args, torch, engine), UNITS.get(name, "ms"))
+        print_ratios(name, SUITES[name](args, torch, engine), UNITS.get(name, "ms"), REFERENCES.get(name, "PyTorch"))
 
 
 if __name__ == "__main__":
