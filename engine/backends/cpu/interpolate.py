@@ -122,7 +122,7 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
     """torch.nn.functional.interpolate for (N,C,L) and (N,C,H,W) inputs; returns (y, saved).
 
     Every mode is separable, one spatial axis after the other. Nearest modes gather; (bi)linear
-    and bicubic sum 2 or 4 gathered taps per axis (the cheaper axis order first), except that a
+    and bicubic sum 2 or 4 gathered taps per axis (the last axis first), except that a
     short last axis is one GEMM (see _GEMM_MAX_WIDTH); area multiplies by small per-axis averaging
     matrices. The backward pass multiplies by the transposed matrices.
     """
@@ -145,10 +145,8 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
         if x.ndim == 3:
             return (x.reshape(-1, x.shape[2]) @ mats[0].T).reshape(x.shape[:2] + out), saved
         return _separable(x, *mats), saved
-    order = list(zip(axes, saved.matrices))
-    if x.ndim == 4 and x.shape[2] * out[1] > out[0] * x.shape[3]:  # resize the height first: less work
-        order.reverse()
-    for axis, args in order:
+    # the last axis first, as torch's kernel mixes each row's taps before mixing rows: the closest rounding
+    for axis, args in reversed(list(zip(axes, saved.matrices))):
         if axis == x.ndim - 1 and args[0] <= _GEMM_MAX_WIDTH and np.isfinite(x).all():
             x = (x.reshape(-1, args[0]) @ _matrix(*args).T).reshape(x.shape[:-1] + (args[1],))
         else:
