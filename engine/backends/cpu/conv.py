@@ -381,9 +381,10 @@ def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True)
     return y, ConvSaved(x, w, stride, tuple(padding), dilation, groups, cols)
 
 
-def conv_epilogue(y, scale, shift, residual, relu):
+def conv_epilogue(y, scale, shift, residual, activation):
     """In place on a convolution's (N, C, ...) output: ``y * scale + shift`` per channel (when scale is
-    given), ``+ residual``, then ReLU; all of it in one pass over cache-sized row blocks on the threads.
+    given), ``+ residual``, then the activation ("relu", "hardswish" or ("clip", lo, hi)); all of it in
+    one pass over cache-sized row blocks on the threads, with eager's arithmetic.
     Returns the result (``y`` itself, or a contiguous copy when ``y`` is a strided view)."""
     y = np.ascontiguousarray(y)
     n, c = y.shape[:2]
@@ -400,8 +401,15 @@ def conv_epilogue(y, scale, shift, residual, relu):
             r += shift[lo:hi]
         if extra is not None:
             r += extra[lo:hi]
-        if relu:
+        if activation == "relu":
             np.maximum(r, 0, out=r)
+        elif activation == "hardswish":
+            gate = np.add(r, 3)
+            np.clip(gate, 0, 6, out=gate)
+            r *= gate
+            r *= 1 / 6
+        elif activation is not None:
+            np.clip(r, activation[1], activation[2], out=r)
     parallel_blocks(block, n * c, rows.shape[1] * y.itemsize)
     return y
 

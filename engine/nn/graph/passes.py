@@ -6,7 +6,7 @@ Each pass returns a one-line summary of what it changed (``Graph.debug`` prints 
 import numpy as np
 
 from ...autograd.function import Function
-from ...ops.activation import ReLU
+from ...ops.activation import Hardswish, Hardtanh, ReLU
 from ...ops.elementwise import Add
 from ..functional.conv import ConvNd
 from ..functional.normalization import BatchNorm
@@ -15,7 +15,7 @@ from .plan import SLOT, TENSOR, Op
 
 class FusedConv(Function):
     """conv2d, then in one pass over its output: eval BatchNorm as a per-channel scale and shift,
-    ``+ residual`` and ReLU.
+    ``+ residual`` and the activation (ReLU, ReLU6/Hardtanh or Hardswish).
 
     BatchNorm is applied to the output rather than folded into the weights, so the graph keeps no
     second copy of the convolution weights and always reads the current parameters and statistics.
@@ -36,8 +36,8 @@ class FusedConv(Function):
                                       weight_grad=False)
         if self.nd == 1:
             y = y[:, :, 0, :]
-        if scale is not None or residual is not None or self.relu:
-            y = kernels.conv_epilogue(y, scale, shift, residual, self.relu)
+        if scale is not None or residual is not None or self.activation is not None:
+            y = kernels.conv_epilogue(y, scale, shift, residual, self.activation)
         return y
 
     def scale_shift(self, b):
@@ -68,8 +68,8 @@ def _single_use(plan, uses, slot):
 
 
 def fuse_convolutions(plan, fuse_add=True):
-    """Turn conv [-> eval BatchNorm] [-> add residual] [-> ReLU] chains into single FusedConv ops."""
-    counts = {"bn": 0, "add": 0, "relu": 0}
+    """Turn conv [-> eval BatchNorm] [-> add residual] [-> activation] chains into single FusedConv ops."""
+    counts = {"bn": 0, "add": 0, "activation": 0}
     while True:
         uses = _consumers(plan)
         changed = False
@@ -90,7 +90,7 @@ def fuse_convolutions(plan, fuse_add=True):
             break
     total = sum(counts.values())
     return (f"fuse_convolutions: {total} ops fused into convolutions "
-            f"({counts['bn']} BatchNorm fused, {counts['add']} residual adds, {counts['relu']} ReLUs)")
+            f"({counts['bn']} BatchNorm fused, {counts['add']} residual adds, {counts['activation']} activations)")
 
 
 def _fusible_chain(plan, uses, i, fuse_add):
@@ -127,18 +127,30 @@ def _fusible_chain(plan, uses, i, fuse_add):
             kinds.append("add")
             out = add.outs[0]
             j = _next_consumer(plan, uses, out)
-    relu = False
-    if j is not None and plan.ops[j].cls is ReLU and plan.ops[j].args[0] == (SLOT, out):
-        relu = True
-        removed.append(j)
-        kinds.append("relu")
-        out = plan.ops[j].outs[0]
+    activation = None
+    if j is not None and plan.ops[j].args[0] == (SLOT, out):
+        activation = _activation_spec(plan.ops[j])
+        if activation is not None:
+            removed.append(j)
+            kinds.append("activation")
+            out = plan.ops[j].outs[0]
     if not kinds:
         return None
     fused_state = {"nd": state["nd"], "stride": state["stride"], "pads": state["pads"],
-                   "dilation": state["dilation"], "groups": state["groups"], "bn": bn, "relu": relu}
+                   "dilation": state["dilation"], "groups": state["groups"], "bn": bn, "activation": activation}
     args = [conv.args[0], conv.args[1], conv.args[2]] + ([residual] if residual is not None else [])
     return Op(FusedConv, fused_state, args, [out]), set(removed), kinds
+
+
+def _activation_spec(op):
+    """The epilogue's description of an activation op ("relu", "hardswish", ("clip", lo, hi)), else None."""
+    if op.cls is ReLU:
+        return "relu"
+    if op.cls is Hardswish:
+        return "hardswish"
+    if op.cls is Hardtanh:
+        return ("clip", op.state["lo"], op.state["hi"])
+    return None
 
 
 def _computed_before(plan, slot, i):

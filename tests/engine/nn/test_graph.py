@@ -124,6 +124,23 @@ def test_residual_fused_only_into_the_later_convolution():
     assert plan.count("FusedConv") == 1 and "Add" not in plan and plan.count("ConvNd") == 1
 
 
+def test_hardswish_and_relu6_fuse_into_the_convolution():
+    """MobileNet's conv-BN-activation blocks (Hardswish, ReLU6) become single FusedConv ops, equal to eager."""
+    engine.manual_seed(4)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.Hardswish(),
+                          nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), nn.BatchNorm2d(8), nn.ReLU6(),
+                          nn.Conv2d(8, 4, 1)).eval()
+    randomize_bn(model)
+    graph = InferenceGraph(model)
+    for _ in range(2):
+        x = engine.randn(2, 3, 9, 11) * 4
+        with engine.no_grad():
+            ref = model(x).numpy()
+        assert_close(graph(x).numpy(), ref, 1e-6, "replay")
+    plan = repr(graph).split("(PLAN:0)")[1]
+    assert plan.count("FusedConv") == 2 and "Hardswish" not in plan and "Hardtanh" not in plan
+
+
 def test_fused_batchnorm_follows_parameter_updates():
     engine.manual_seed(1)
     model = SmallResNet().eval()
@@ -142,7 +159,7 @@ def test_debug_prints_passes(capsys):
     graph.debug(0)
     graph(engine.randn(1, 3, 8, 8))
     out = capsys.readouterr().out
-    assert "fuse_convolutions: 6 ops fused into convolutions (2 BatchNorm fused, 1 residual adds, 3 ReLUs)" in out
+    assert "fuse_convolutions: 6 ops fused into convolutions (2 BatchNorm fused, 1 residual adds, 3 activations)" in out
     assert "eliminate_dead_ops" in out and "plan_memory" in out
 
 
