@@ -1,4 +1,4 @@
-"""Inference passes over a traced Plan: fuse eval BatchNorm, the residual add and ReLU into the
+"""Inference passes over a traced Plan: fuse eval BatchNorm, the residual add and the activation into the
 convolution's output pass, drop dead ops, and free values after their last use.
 
 Each pass returns a one-line summary of what it changed (``Graph.debug`` prints them).
