@@ -17,6 +17,15 @@ def _register_affine(module, shape, affine, bias, device, dtype):
     module.register_parameter("weight", Parameter(new_param_data(shape, device, dtype)) if affine else None)
     module.register_parameter("bias", Parameter(new_param_data(shape, device, dtype)) if affine and bias else None)
 
+
+def _reset_affine(module):
+    """Unit scale and zero shift, for whichever of ``weight`` / ``bias`` the layer has."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if getattr(module, "bias", None) is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     """Affine weight/bias and running statistics shared by batch and instance norm."""
 
@@ -51,10 +60,7 @@ class _NormBase(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input):
         raise NotImplementedError
@@ -167,10 +173,7 @@ class GroupNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -194,10 +197,7 @@ class LayerNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -224,8 +224,7 @@ class RMSNorm(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.elementwise_affine:
-            init.ones_(self.weight)
+        _reset_affine(self)
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
