@@ -11,6 +11,7 @@ from .. import _dtype
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, is_scalar, result_dtype, xp_of
+from .activation import _sigmoid
 
 
 # ---- binary arithmetic ---------------------------------------------------------------------
@@ -450,10 +451,7 @@ class Tanh(_Unary):
 class Sigmoid(_Unary):
     uses_inputs, uses_output = False, True
 
-    @staticmethod
-    def f(xp, x):
-        from .activation import _sigmoid
-        return _sigmoid(xp, x)
+    f = staticmethod(_sigmoid)
 
     def backward(self, gy):
         return gy * self.y * (1 - self.y)
