@@ -30,6 +30,12 @@ def rand(*shape, dtype=np.float32):
     (2, 4, 13, 10, 4, 5, 1, 4, 2, 4, True),
     (2, 3, 10, 11, 3, 3, 3, 1, 2, 3, True),
     (2, 3, 9, 8, 6, 3, 1, 1, 1, 3, True),
+    # windows hanging far over the padding (ASPP's large rates): computed region by region, folded
+    # and unfolded batches, strided and grouped, and windows that see only padding
+    (2, 4, 9, 10, 5, 3, 1, 6, 6, 1, True),
+    (2, 2, 45, 45, 3, 3, 1, 10, 10, 1, False),
+    (3, 4, 7, 6, 4, 3, 2, 3, 2, 2, True),
+    (2, 3, 6, 6, 2, 3, 1, 8, 1, 1, True),
 ])
 def test_conv2d(n, c, h, w, o, k, stride, padding, dilation, groups, bias):
     kh, kw = (k, k) if isinstance(k, int) else k

@@ -1,4 +1,5 @@
 """2-D convolution and transposed convolution kernels: im2col over strided views plus one batched GEMM."""
+import functools
 import threading
 from collections import namedtuple
 
@@ -35,6 +36,12 @@ _KB, _KG, _KA = np.kron(_BT, _BT), np.kron(_G, _G), np.kron(_AT, _AT)
 # sum their taps in one einsum; others stream one multiply-add per tap. Measured on MobileNetV3's
 # layers: einsum wins 2.6x on 33x33x960 5x5 (dilated) but loses 3-4x on 3x3 kernels and large planes.
 _DEPTHWISE_EINSUM_MAX_BYTES = 16 << 10
+
+# A correlation whose windows hang over the zero padding by more than this share of their taps (large
+# dilations on small planes: DeepLabV3's ASPP at rates 12-36 on 65x65 keeps 40-77% of them) is split
+# into regions that each see only their in-bounds taps; below it the extra GEMM calls cost more than
+# the zeros they skip.
+_MAX_PADDED_TAP_SHARE = 0.2
 
 ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups cols")
 ConvSaved.__doc__ = ("What conv2d_backward needs: the input, the weight, the geometry and, for narrow layers, "
@@ -235,6 +242,57 @@ def _depthwise_corr(x, w, stride, pads, dilation):
     return y if OW == Wq else np.ascontiguousarray(y[..., :OW])
 
 
+@functools.lru_cache(maxsize=1024)
+def _tap_runs(in_len, out_len, k, stride, pad_before, dilation):
+    """Output positions along one axis grouped into runs that share their in-bounds taps.
+
+    Window o reads input o*stride - pad_before + t*dilation for taps t; the taps that land inside
+    [0, in_len) form a contiguous range [t0, t1).  Returns [(o0, o1, t0, t1)], empty ranges included.
+    """
+    runs = []
+    for o in range(out_len):
+        start = o * stride - pad_before
+        t0 = min(k, max(0, -(start // dilation)))
+        t1 = max(t0, min(k, -(-(in_len - start) // dilation)))
+        if runs and runs[-1][2:] == (t0, t1):
+            runs[-1] = (runs[-1][0], o + 1, t0, t1)
+        else:
+            runs.append((o, o + 1, t0, t1))
+    return tuple(runs)
+
+
+def _padded_tap_share(rows, cols, kh, kw):
+    """Share of the k*k taps of all windows that read padding, from the runs of both axes (0 if none)."""
+    if not rows or not cols:
+        return 0.0
+    inside = np.prod([sum((o1 - o0) * (t1 - t0) for o0, o1, t0, t1 in runs) for runs in (rows, cols)])
+    return 1 - inside / ((rows[-1][1] * kh) * (cols[-1][1] * kw))
+
+
+def _regional_corr(x, w, stride, pads, dilation, groups, rows, cols):
+    """Correlation computed region by region, each region an unpadded correlation of the input window it
+    reads with the sub-kernel of its in-bounds taps; windows entirely in the padding stay zero."""
+    N, O = x.shape[0], w.shape[0]
+    kh, kw = w.shape[2:]
+    flat_taps = w.reshape(O, -1, kh * kw)
+    (sh, sw), (dh, dw) = stride, dilation
+    y = np.zeros((N, O, rows[-1][1], cols[-1][1]), x.dtype)
+    for o0, o1, t0, t1 in rows:
+        for p0, p1, u0, u1 in cols:
+            if t0 == t1 or u0 == u1:
+                continue
+            h0, w0 = o0 * sh - pads[0] + t0 * dh, p0 * sw - pads[2] + u0 * dw
+            window = x[:, :, h0:h0 + (o1 - o0 - 1) * sh + (t1 - t0 - 1) * dh + 1,
+                       w0:w0 + (p1 - p0 - 1) * sw + (u1 - u0 - 1) * dw + 1]
+            taps = (np.arange(t0, t1)[:, None] * kw + np.arange(u0, u1)).ravel()
+            sub = w if taps.size == kh * kw else np.take(flat_taps, taps, axis=2)  # faster than a 4-D slice copy
+            col, oh, ow, fold = _im2col(window, t1 - t0, u1 - u0, stride, (0, 0, 0, 0), dilation, groups)
+            g = np.matmul(sub.reshape(groups, O // groups, -1), col,
+                          out=_scratch(1, col.shape[:2] + (O // groups, col.shape[-1]), x.dtype))
+            y[:, :, o0:o1, p0:p1] = _nchw_view(g, N, oh, ow, fold)
+    return y
+
+
 def _corr(x, w, stride, pads, dilation, groups, weight_grad):
     """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (fresh NCHW y, kept (col, fold) or None)."""
     if _is_depthwise(x.shape, w.shape, groups, stride):
@@ -242,6 +300,12 @@ def _corr(x, w, stride, pads, dilation, groups, weight_grad):
     if x.shape[0] >= _WINOGRAD_MIN_BATCH and _winograd_ok(w.shape, stride, dilation, groups):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
     O, _, kh, kw = w.shape
+    if kh * kw > 1:
+        H, W = x.shape[2:]
+        rows = _tap_runs(H, _out_size(H + pads[0] + pads[1], kh, stride[0], dilation[0]), kh, stride[0], pads[0], dilation[0])
+        cols = _tap_runs(W, _out_size(W + pads[2] + pads[3], kw, stride[1], dilation[1]), kw, stride[1], pads[2], dilation[1])
+        if _padded_tap_share(rows, cols, kh, kw) > _MAX_PADDED_TAP_SHARE:
+            return _regional_corr(x, w, stride, pads, dilation, groups, rows, cols), None
     # Without a weight gradient to come, a kept (fresh, page-faulting) matrix would be waste.
     keep = kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS and weight_grad
     col, OH, OW, fold = _im2col(x, kh, kw, stride, pads, dilation, groups, keep=keep)
