@@ -1,4 +1,6 @@
 """The backward engine: walks the recorded graph from the roots in dependency order."""
+import sys
+
 from .._device import array_module
 from .function import AccumulateGrad, Function
 
@@ -56,7 +58,26 @@ def _zeros(meta, like):
     return array_module(like).zeros(shape, dtype)
 
 
-def _accumulate_leaf(node, grad, captures):
+def _unshared_refs():
+    """What sys.getrefcount reports for an array held by one local variable only (interpreter-specific)."""
+    probe = object()
+    return sys.getrefcount(probe)
+
+
+_UNSHARED_REFS = _unshared_refs()
+
+
+def _owns_memory(array):
+    """Whether array's memory is its own or that of a base array only it refers to (a reshaped copy)."""
+    base = array.base
+    # Referred to by this local variable and by the view only.
+    return base is None or (getattr(base, "base", 0) is None and sys.getrefcount(base) == _UNSHARED_REFS + 1)
+
+
+def _accumulate_leaf(node, grad, captures, unshared=False):
+    """Add ``grad`` into the leaf's ``.grad`` (or its capture slot). An ``unshared`` grad, one no other
+    object refers to, becomes the new ``.grad`` as it is, as torch's AccumulateGrad steals it: a copy of
+    a fresh parameter-sized array costs more than the kernel that made it (new pages)."""
     tensor = node.tensor_ref()
     if tensor is None:
         return
@@ -69,7 +90,8 @@ def _accumulate_leaf(node, grad, captures):
         return
     from ..tensor import _new
     if tensor.grad is None:
-        tensor.grad = _new(grad.copy())
+        own = unshared and not tensor._hooks and grad.flags.writeable and _owns_memory(grad)
+        tensor.grad = _new(grad if own else grad.copy())
     else:
         tensor.grad._data += grad
 
@@ -102,8 +124,10 @@ def run_backward(roots, root_grads, retain_graph=False, captures=None):
         node = ready.pop()
         slots = pending.pop(node, None)
         if isinstance(node, AccumulateGrad):
-            if slots is not None and slots[0] is not None:
-                _accumulate_leaf(node, slots[0], captures)
+            grad = slots.pop() if slots is not None else None
+            if grad is not None:
+                unshared = sys.getrefcount(grad) == _UNSHARED_REFS
+                _accumulate_leaf(node, grad, captures, unshared)
             continue
         grads_in = _backward_node(node, slots, retain_graph, captures)
         for edge, grad, meta in zip(node.next_edges, grads_in, node.input_meta):
@@ -125,6 +149,7 @@ def run_backward(roots, root_grads, retain_graph=False, captures=None):
             deps[child] -= 1
             if deps[child] == 0:
                 ready.append(child)
+        del grads_in, grad  # hold no gradient past its hand-over: a leaf may take it without a copy
 
 
 def _backward_node(node, slots, retain_graph, captures):

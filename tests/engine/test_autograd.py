@@ -139,6 +139,31 @@ def test_gradient_flows_to_both_operands_without_aliasing():
     assert b.grad.tolist() == [1.0, 1.0, 1.0]
 
 
+def test_leaf_gradients_never_alias_what_others_hold():
+    """A fresh gradient becomes .grad without a copy; one that anything else still refers to is copied."""
+    root = engine.ones(3)
+    a = engine.ones(3, requires_grad=True)
+    b = engine.ones(3, requires_grad=True)
+    (a + b).backward(root)  # one array handed to both leaves and owned by the caller
+    a.grad.add_(5)
+    b.grad.add_(7)
+    assert root.tolist() == [1.0] * 3 and a.grad.tolist() == [6.0] * 3 and b.grad.tolist() == [8.0] * 3
+    w = engine.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    x = engine.tensor([[0.5, -1.0]])
+    y = (x @ w).sum()  # w's gradient is a fresh array: the leaf keeps it
+    y.backward(retain_graph=True)
+    first = w.grad
+    y.backward()  # accumulates in place into the kept array, not into anything the graph saved
+    assert first is w.grad
+    np.testing.assert_array_equal(w.grad.numpy(), 2 * np.array([[0.5, 0.5], [-1.0, -1.0]]))
+    hooked = engine.ones(2, requires_grad=True)
+    kept = []
+    hooked.register_hook(lambda g: kept.append(g) or g * 1)
+    (hooked * 2).sum().backward()
+    hooked.grad.add_(1)
+    assert kept[0].tolist() == [2.0, 2.0] and hooked.grad.tolist() == [3.0, 3.0]
+
+
 def test_broadcast_gradients_reduce_to_input_shapes():
     def run(lib):
         a = lib.ones(3, 1, requires_grad=True)
