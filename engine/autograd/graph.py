@@ -149,7 +149,7 @@ def run_backward(roots, root_grads, retain_graph=False, captures=None):
             deps[child] -= 1
             if deps[child] == 0:
                 ready.append(child)
-        del grads_in, grad  # hold no gradient past its hand-over: a leaf may take it without a copy
+        grads_in = grad = None  # hold no gradient past its hand-over: a leaf may take it without a copy
 
 
 def _backward_node(node, slots, retain_graph, captures):
