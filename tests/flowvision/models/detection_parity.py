@@ -178,6 +178,28 @@ def assert_outputs_close(out, ref, rtol=1e-4, what="output"):
         assert_close(a, b, rtol, what)
 
 
+def assert_proposals_match(seen, tv_seen, rtol=1e-4, max_shift=2):
+    """The recorded "rpn" proposals and "roi_heads.box_predictor" outputs agree, in order, except that
+    proposals whose objectness ties to rounding may swap places (by at most ``max_shift``): which of two
+    near-equal scores sorts first depends on the last bits, and those differ between frameworks and CPUs.
+    The box predictor's rows follow the proposals, so they are compared under the same pairing."""
+    order, offset = [], 0
+    for ours, ref in zip(seen["rpn"][0], tv_seen["rpn"][0]):
+        a, b = ours.numpy(), ref.detach().numpy()
+        assert a.shape == b.shape, ("rpn", a.shape, b.shape)
+        pair = np.abs(a[:, None] - b[None]).max(-1).argmin(1)
+        assert sorted(pair.tolist()) == list(range(len(b))), "rpn: proposals do not pair up one to one"
+        assert np.abs(pair - np.arange(len(b))).max(initial=0) <= max_shift, "rpn: proposals out of order"
+        assert_close(a, b[pair], rtol, "rpn")
+        order.append(pair + offset)
+        offset += len(b)
+    order = np.concatenate(order)
+    ours, ref = flat(seen["roi_heads.box_predictor"]), flat(tv_seen["roi_heads.box_predictor"])
+    assert len(ours) == len(ref)
+    for a, b in zip(ours, ref):
+        assert_close(a, b[order], rtol, "roi_heads.box_predictor")
+
+
 def assert_recorded_close(seen, tv_seen, names, rtol=1e-4):
     """The outputs ``record`` kept of the named submodules agree between the two models."""
     for name in names:
