@@ -20,6 +20,7 @@ def rand(*shape, dtype=np.float32):
     (3, 4, 10, 9, 4, (3, 2), (2, 1), (1, 0), (2, 1), 4, True),
     (2, 6, 7, 7, 6, 1, 1, 0, 1, 1, True),
     (2, 5, 12, 13, 3, 5, 3, 2, 1, 1, True),
+    (2, 6, 11, 10, 4, 3, 2, 1, 1, 1, True),  # strided input gradient by phases (the one above: col2im)
     (2, 3, 8, 9, 4, 2, 1, "same", 1, 1, True),
     (2, 3, 8, 9, 4, 3, 1, "same", 2, 1, False),
     (2, 3, 8, 9, 4, 3, 1, "valid", 1, 1, True),

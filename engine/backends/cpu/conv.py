@@ -342,11 +342,14 @@ def _data_grad(gy, w, in_hw, stride, pad_tl, dilation, groups):
     """Gradient w.r.t. the input of a convolution (= transposed convolution of gy), shape (N, C, *in_hw).
 
     Two exact algorithms with the same GEMM flops; the faster depends on the shape (measured on ResNet
-    layers): col2im needs no transposed weight copy and wins for 1x1 kernels and when the input has fewer
-    channels than the output (its column matrix is then the smaller one); otherwise the phase-wise
-    correlation wins because its GEMM runs on an unpadded grid and needs no reduction pass.
+    layers): col2im needs no transposed weight copy and wins for 1x1 kernels, when the input has fewer
+    channels than the output (its column matrix is then the smaller one) and when the weight outnumbers
+    the output gradient (strided 3x3 layers on 14x14 maps: the copy then costs more than the reduction);
+    otherwise the phase-wise correlation wins because its GEMM runs on an unpadded grid and needs no
+    reduction pass (and stride-1 3x3 layers of 128+ channels use Winograd there).
     """
-    if w.shape[2] * w.shape[3] == 1 or w.shape[1] * groups < gy.shape[1]:
+    if (w.shape[2] * w.shape[3] == 1 or w.shape[1] * groups < gy.shape[1]
+            or (w.size > gy.size and not _winograd_ok(w.shape, stride, dilation, groups))):
         return _data_grad_col2im(gy, w, in_hw, stride, pad_tl, dilation, groups)
     return _data_grad_phases(gy, w, in_hw, stride, pad_tl, dilation, groups)
 
