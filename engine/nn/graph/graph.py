@@ -208,6 +208,7 @@ class Graph:
                     f"{', '.join(str(list(t.shape)) for t in leaves) or '()'}"]
         if self.training:
             self._backward_eager(tracer, grad_scale)
+            plan.plan_liveness()
         else:
             plan.log += passes.optimize_inference(plan, self.config)
         plan.log.append(f"compiled: {len(plan.ops)} ops")

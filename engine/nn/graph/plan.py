@@ -97,7 +97,11 @@ class Plan:
         return [env[s] for s in self.output_slots]
 
     def run_tensors(self, tensors, grad_scale=None):
-        """Replay through Function calls (records autograd), then run the traced backward calls."""
+        """Replay through Function calls (records autograd), then run the traced backward calls.
+
+        Values are dropped after their last reader and the slots are let go before the backward, so
+        only the autograd graph holds activations and the backward frees them as it goes, as in eager.
+        """
         env = [None] * self.n_slots
         for slot, t in zip(self.input_slots, tensors):
             env[slot] = t
@@ -109,12 +113,16 @@ class Plan:
                 outs = (outs,)
             for slot, value in zip(op.outs, outs):
                 env[slot] = value
-        for slot, gradient in self.backward_calls:
-            root = env[slot]
+            for slot in op.free_after:
+                env[slot] = None
+        outputs = [env[s] for s in self.output_slots]
+        roots = [(env[slot], gradient) for slot, gradient in self.backward_calls]
+        env = args = outs = None
+        for root, gradient in roots:
             if gradient is None and grad_scale is not None:
                 gradient = _new(root._data * 0 + grad_scale)
             root.backward(gradient)
-        return [env[s] for s in self.output_slots]
+        return outputs
 
     def describe(self):
         lines = [f"inputs: {', '.join(f'%{s}' for s in self.input_slots)}"]
