@@ -46,7 +46,7 @@ class SGD(Optimizer):
             buf = state["momentum_buffer"] = _new(g.copy())
         else:
             buf._data *= momentum
-            buf._data += (1 - dampening) * g
+            buf._data += g if dampening == 0 else (1 - dampening) * g  # no scaled copy when undamped
         if nesterov:
             return g + momentum * buf._data
         return buf._data
