@@ -1,4 +1,6 @@
-"""2-D convolution and transposed convolution kernels: im2col over strided views plus one batched GEMM."""
+"""2-D convolution and transposed convolution kernels: im2col over strided views plus one batched GEMM
+(Winograd for wide 3x3 layers, per-tap passes for depthwise ones, one GEMM per region where windows hang
+far over the padding)."""
 import functools
 import threading
 from collections import namedtuple
@@ -247,7 +249,8 @@ def _tap_runs(in_len, out_len, k, stride, pad_before, dilation):
     """Output positions along one axis grouped into runs that share their in-bounds taps.
 
     Window o reads input o*stride - pad_before + t*dilation for taps t; the taps that land inside
-    [0, in_len) form a contiguous range [t0, t1).  Returns [(o0, o1, t0, t1)], empty ranges included.
+    [0, in_len) form a contiguous range [t0, t1).  Returns a tuple of (o0, o1, t0, t1), empty ranges
+    included.
     """
     runs = []
     for o in range(out_len):
@@ -301,9 +304,9 @@ def _corr(x, w, stride, pads, dilation, groups, weight_grad):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
     O, _, kh, kw = w.shape
     if kh * kw > 1:
-        H, W = x.shape[2:]
-        rows = _tap_runs(H, _out_size(H + pads[0] + pads[1], kh, stride[0], dilation[0]), kh, stride[0], pads[0], dilation[0])
-        cols = _tap_runs(W, _out_size(W + pads[2] + pads[3], kw, stride[1], dilation[1]), kw, stride[1], pads[2], dilation[1])
+        (H, W), (sh, sw), (dh, dw) = x.shape[2:], stride, dilation
+        rows = _tap_runs(H, _out_size(H + pads[0] + pads[1], kh, sh, dh), kh, sh, pads[0], dh)
+        cols = _tap_runs(W, _out_size(W + pads[2] + pads[3], kw, sw, dw), kw, sw, pads[2], dw)
         if _padded_tap_share(rows, cols, kh, kw) > _MAX_PADDED_TAP_SHARE:
             return _regional_corr(x, w, stride, pads, dilation, groups, rows, cols), None
     # Without a weight gradient to come, a kept (fresh, page-faulting) matrix would be waste.
