@@ -30,6 +30,7 @@ def rand(*shape, dtype=np.float32):
     (3, 5, 12, 11, 5, 3, 2, 1, 1, 5, False),
     (2, 4, 13, 10, 4, 5, 1, 4, 2, 4, True),
     (2, 3, 10, 11, 3, 3, 3, 1, 2, 3, True),
+    (2, 4, 9, 8, 4, 2, 1, "same", 1, 4, True),  # uneven padding (bottom/right only)
     (2, 3, 9, 8, 6, 3, 1, 1, 1, 3, True),
     # windows hanging far over the padding (ASPP's large rates): computed region by region, folded
     # and unfolded batches, strided and grouped, and windows that see only padding

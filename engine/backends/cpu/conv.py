@@ -199,6 +199,34 @@ def _is_depthwise(x_shape, w_shape, groups, stride):
     return groups > 1 and groups == x_shape[1] == w_shape[0] and stride[0] == stride[1]
 
 
+def _phase_planes(x, s, top, left, Hq, Wq):
+    """The input, zero-padded by ``top``/``left`` (and up to Hq*s x Wq*s), split into its s*s stride
+    phases: (s, s, N*C, Hq*Wq) in scratch, phase (a, b) holding padded rows a, a+s, ... and columns
+    b, b+s, ...  Filled straight from x, with no padded copy and no fresh (page-faulting) memory."""
+    N, C, H, W = x.shape
+    planes = _scratch("depthwise_planes", (s, s, N * C, Hq, Wq), x.dtype)
+    src = x.reshape(N * C, H, W)
+
+    def inside(a, pad, n, q):
+        """Phase positions [q0, q1) whose input index q*s + a - pad lies in [0, n), and the first index."""
+        q0, q1 = max(0, -((a - pad) // s)), min(q, (n - 1 + pad - a) // s + 1)
+        return q0, max(q0, q1), q0 * s + a - pad
+
+    for a in range(s):
+        hq0, hq1, r0 = inside(a, top, H, Hq)
+        for b in range(s):
+            wq0, wq1, c0 = inside(b, left, W, Wq)
+            plane = planes[a, b]
+            plane[:, :hq0] = 0
+            plane[:, hq1:] = 0
+            plane[:, hq0:hq1, :wq0] = 0
+            plane[:, hq0:hq1, wq1:] = 0
+            if hq1 > hq0 and wq1 > wq0:
+                copyto(plane[:, hq0:hq1, wq0:wq1], src[:, r0:r0 + (hq1 - hq0 - 1) * s + 1:s,
+                                                       c0:c0 + (wq1 - wq0 - 1) * s + 1:s])
+    return planes.reshape(s, s, N * C, Hq * Wq)
+
+
 def _depthwise_corr(x, w, stride, pads, dilation):
     """Depthwise correlation: every output the weighted sum of its k*k taps, all channel planes at once.
 
@@ -218,10 +246,10 @@ def _depthwise_corr(x, w, stride, pads, dilation):
     length = OH * Wq
     offsets = [[(i * dh // s) * Wq + j * dw // s for j in range(kw)] for i in range(kh)]
     Hq = max(-(-Hp // s), -(-(offsets[-1][-1] + length) // Wq))
-    xp = _pad_crop(x, pads[0], Hq * s - Hp + pads[1], pads[2], Wq * s - Wp + pads[3])
-    planes = np.ascontiguousarray(xp.reshape(N * C, Hq, s, Wq, s).transpose(2, 4, 0, 1, 3)).reshape(s, s, N * C, -1)
+    planes = _phase_planes(x, s, pads[0], pads[2], Hq, Wq)
     taps = np.tile(w.reshape(C, kh, kw).astype(x.dtype, copy=False), (N, 1, 1))
-    acc = np.empty((N * C, length), x.dtype)
+    # Rows of width Wq > OW are cropped into a fresh array below, so they can live in scratch.
+    acc = np.empty((N * C, length), x.dtype) if OW == Wq else _scratch("depthwise_rows", (N * C, length), x.dtype)
 
     def summed(lo, hi):
         flat = planes[0, 0, lo:hi]
@@ -230,7 +258,7 @@ def _depthwise_corr(x, w, stride, pads, dilation):
         np.einsum("pijl,pij->pl", windows, taps[lo:hi], out=acc[lo:hi])
 
     def accumulated(lo, hi):
-        out, scratch = acc[lo:hi], np.empty((hi - lo, length), x.dtype)
+        out, scratch = acc[lo:hi], _scratch("depthwise_block", (hi - lo, length), x.dtype)
         for i in range(kh):
             for j in range(kw):
                 window = planes[i * dh % s, j * dw % s, lo:hi, offsets[i][j]:offsets[i][j] + length]
