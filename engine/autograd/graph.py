@@ -67,8 +67,12 @@ def _unshared_refs():
 _UNSHARED_REFS = _unshared_refs()
 
 
-def _owns_memory(array):
-    """Whether array's memory is its own or that of a base array only it refers to (a reshaped copy)."""
+def _keepable(array):
+    """Whether a leaf may keep array as its .grad: writeable (CuPy's flags have no ``writeable``: its
+    arrays always are), with memory of its own or of a base array that only it refers to (a reshaped
+    copy)."""
+    if not getattr(array.flags, "writeable", True):
+        return False
     base = array.base
     # Referred to by this local variable and by the view only.
     return base is None or (getattr(base, "base", 0) is None and sys.getrefcount(base) == _UNSHARED_REFS + 1)
@@ -90,7 +94,7 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
         return
     from ..tensor import _new
     if tensor.grad is None:
-        own = unshared and not tensor._hooks and grad.flags.writeable and _owns_memory(grad)
+        own = unshared and not tensor._hooks and _keepable(grad)
         tensor.grad = _new(grad if own else grad.copy())
     else:
         tensor.grad._data += grad
