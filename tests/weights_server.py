@@ -1,6 +1,11 @@
 """Point flowvision's published weights at a local test server, with an empty cache."""
+import contextlib
 import hashlib
 import json
+
+import pytest
+import torch
+from http_server import FileServer
 
 from flowvision import hub
 from flowvision.models import weights as W
@@ -18,3 +23,20 @@ def serve_weights(patch, server, tmp, model, tag, file_name, data, **fields):
     patch.setenv(hub.ENV_HOME, str(tmp / "home"))
     patch.delenv(hub.ENV_OFFLINE, raising=False)
     hub.set_dir(None)
+
+
+@contextlib.contextmanager
+def serving_checkpoint(tmp, reference, model, tag, file_name):
+    """For a module's tests: ``reference`` (a torch module) saved under ``tmp`` as a PyTorch checkpoint and
+    published by a local server as (``model``, ``tag``)'s file, with an empty cache and ``tmp`` as the
+    working directory. Yields (server, checkpoint path); everything is put back on exit."""
+    checkpoint = tmp / f"{model}.pth"
+    torch.save(reference.state_dict(), checkpoint)
+    patch = pytest.MonkeyPatch()
+    try:
+        with FileServer() as server:
+            serve_weights(patch, server, tmp, model, tag, file_name, checkpoint.read_bytes())
+            patch.chdir(tmp)
+            yield server, checkpoint
+    finally:
+        patch.undo()

@@ -15,8 +15,7 @@ from flowvision.cli.classify import ASSETS_DIR
 from flowvision.models import list_models
 from flowvision.models import weights as W
 from cli_runner import check_error, run_cli
-from http_server import FileServer
-from weights_server import serve_weights
+from weights_server import serving_checkpoint
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COFFEE = os.path.join(REPO, "tests", "data", "images", "coffee.png")
@@ -40,16 +39,11 @@ def _randomized_resnet18(num_classes=1000):
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     """resnet18 weights served from a local HTTP server under the manifest's file name; an empty cache."""
-    tmp = tmp_path_factory.mktemp("cli")
     reference = _randomized_resnet18()
-    checkpoint = tmp / "resnet18.pth"
-    torch.save(reference.state_dict(), checkpoint)
-    patch = pytest.MonkeyPatch()
-    with FileServer() as server:
-        serve_weights(patch, server, tmp, "resnet18", "IMAGENET1K_V1", FILE_NAME, checkpoint.read_bytes())
-        patch.chdir(tmp)  # no chelsea.png here: the shipped photo is used
+    # no chelsea.png in the working directory: the shipped photo is used
+    with serving_checkpoint(tmp_path_factory.mktemp("cli"), reference, "resnet18", "IMAGENET1K_V1",
+                            FILE_NAME) as (server, checkpoint):
         yield reference, server, checkpoint
-    patch.undo()
 
 
 def _expected(reference, path, k):

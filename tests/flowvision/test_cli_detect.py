@@ -13,8 +13,7 @@ from flowvision import hub
 from flowvision.cli.classify import ASSETS_DIR
 from flowvision.cli.detect import draw
 from cli_runner import check_error, run_cli
-from http_server import FileServer
-from weights_server import serve_weights
+from weights_server import serving_checkpoint
 
 MODEL = "fasterrcnn_mobilenet_v3_large_320_fpn"
 FILE_NAME = "fasterrcnn_mobilenet_v3_large_320_fpn-907ea3f9.pth"
@@ -45,14 +44,9 @@ def served(tmp_path_factory):
     """The detector's weights served from a local HTTP server under the manifest's file name; an empty cache."""
     tmp = tmp_path_factory.mktemp("cli_detect")
     reference = _randomized_detector()
-    checkpoint = tmp / "detector.pth"
-    torch.save(reference.state_dict(), checkpoint)
-    patch = pytest.MonkeyPatch()
-    with FileServer() as server:
-        serve_weights(patch, server, tmp, MODEL, "COCO_V1", FILE_NAME, checkpoint.read_bytes())
-        patch.chdir(tmp)  # no chelsea.png here: the shipped photo is used
+    # no chelsea.png in the working directory: the shipped photo is used
+    with serving_checkpoint(tmp, reference, MODEL, "COCO_V1", FILE_NAME) as (server, _):
         yield reference, server, tmp
-    patch.undo()
 
 
 def _parse(out):
