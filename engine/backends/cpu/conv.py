@@ -502,7 +502,7 @@ def conv_epilogue(y, scale, shift, residual, activation):
         if extra is not None:
             r += extra[lo:hi]
         if activation == "relu":
-            np.maximum(r, 0, out=r)
+            np.clip(r, 0, np.inf, out=r)  # vectorised, unlike maximum with a scalar (see ops.activation)
         elif activation == "hardswish":
             gate = np.add(r, 3)
             np.clip(gate, 0, 6, out=gate)
