@@ -83,6 +83,15 @@ def test_interpolate_wide_and_tall_and_nonfinite(size, mode):
     np.testing.assert_allclose(ours[finite], ref[finite], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_interpolate_many_rows(mode):
+    """Inputs with more rows than the row GEMM takes (the gathered stencil) match torch too."""
+    from engine.backends.cpu.interpolate import _GEMM_MAX_HEIGHT
+    x = rand(2, 2, _GEMM_MAX_HEIGHT + 11, 5)
+    size = (2 * x.shape[2] - 3, 8)
+    check_op(lambda a: F.interpolate(a, size=size, mode=mode), lambda a: TF.interpolate(a, size=size, mode=mode), [x])
+
+
 def test_interpolate_1d_and_pixel_shuffle():
     check_op(lambda x: F.interpolate(x, size=11, mode="linear"), lambda x: TF.interpolate(x, size=11, mode="linear"),
              [rand(2, 3, 7)])
