@@ -128,7 +128,8 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
     Every mode is separable, one spatial axis after the other. Nearest modes gather; (bi)linear
     and bicubic sum 2 or 4 gathered taps per axis (the last axis first), except that a short last
     axis or few rows are GEMMs with the dense interpolation matrix (see _GEMM_MAX_WIDTH and
-    _GEMM_MAX_HEIGHT); area multiplies by small per-axis averaging matrices. The backward pass multiplies by the transposed matrices.
+    _GEMM_MAX_HEIGHT); area multiplies by small per-axis averaging matrices. The backward pass
+    multiplies by the transposed matrices.
     """
     if mode not in _MODES.get(x.ndim, ()):
         raise ValueError(f"interpolate: mode {mode!r} is not supported for {x.ndim}-D input")
