@@ -72,10 +72,13 @@ class ReLU(_Activation):
     uses_output = True
 
     def compute(self, xp, x):
-        if xp is np and x.dtype.kind == "f" and x.flags.c_contiguous:
+        out = x if self.inplace else None
+        if x.dtype.kind != "f":
+            self.y = xp.maximum(x, 0, out=out)
+        elif xp is np and x.flags.c_contiguous:
             self.y = _relu_numpy(x, x if self.inplace else np.empty_like(x))
-        else:
-            self.y = xp.maximum(x, 0, out=x) if self.inplace else xp.maximum(x, 0)
+        else:  # the same clip as _relu_numpy, so strided inputs keep -0.0 too
+            self.y = xp.clip(x, 0, math.inf, out=out)
         return self.y
 
     def backward(self, gy):
@@ -485,7 +488,7 @@ def relu(input):
 
 
 def relu_(input):
-    """In-place relu: ``np.maximum(x, 0, out=x)``."""
+    """In-place relu (``torch.relu_``)."""
     _check_input(input, "relu_", allow_int=True)
     return _run(ReLU(), input, inplace=True)
 

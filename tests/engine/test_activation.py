@@ -91,11 +91,13 @@ def test_relu_gradient_at_zero_and_int():
 
 def test_relu_keeps_nan_infinities_and_negative_zero_like_torch():
     special = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, -2.5, 1.5], np.float32)
-    for inplace in (False, True):
-        ours = F.relu(engine.from_numpy(special.copy()), inplace=inplace).numpy()
-        ref = TF.relu(torch.from_numpy(special.copy()), inplace=inplace).numpy()
-        np.testing.assert_array_equal(ours, ref)
-        np.testing.assert_array_equal(np.signbit(ours), np.signbit(ref))
+    for step in (1, 2):  # the contiguous fast path and the general (strided) one
+        for inplace in (False, True):
+            x = np.repeat(special, step)[::step]
+            ours = F.relu(engine.from_numpy(x), inplace=inplace).numpy()
+            ref = TF.relu(torch.from_numpy(special.copy()), inplace=inplace).numpy()
+            np.testing.assert_array_equal(ours, ref)
+            np.testing.assert_array_equal(np.signbit(ours), np.signbit(ref))
 
 
 def test_relu_inplace_saved_output_modified_raises():
