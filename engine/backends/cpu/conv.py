@@ -8,7 +8,7 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .threads import copyto, parallel_blocks, parallel_chunks
+from .threads import copyto, parallel_blocks, parallel_chunks, with_row_buffer
 
 # Below this many output pixels per image the batch is folded into the GEMM's column axis: one wide
 # GEMM beats N narrow ones once images are small, and the transposes it costs are small too.  A 1x1
@@ -268,7 +268,7 @@ def _depthwise_corr(x, w, stride, pads, dilation):
                     np.add(out, product, out=out)
 
     many_taps_in_cache = s == 1 and kh * kw >= 25 and length * x.itemsize <= _DEPTHWISE_EINSUM_MAX_BYTES
-    parallel_chunks(summed if many_taps_in_cache else accumulated, N * C, N * C * length * x.itemsize)
+    parallel_chunks(summed if many_taps_in_cache else with_row_buffer(accumulated, length), N * C, N * C * length * x.itemsize)
     y = acc.reshape(N, C, OH, Wq)
     return y if OW == Wq else np.ascontiguousarray(y[..., :OW])
 
@@ -517,7 +517,7 @@ def conv_epilogue(y, scale, shift, residual, activation):
             r *= 1 / 6
         elif activation is not None:
             np.clip(r, activation[1], activation[2], out=r)
-    parallel_blocks(block, n * c, rows.shape[1] * y.itemsize)
+    parallel_blocks(with_row_buffer(block, rows.shape[1]), n * c, rows.shape[1] * y.itemsize)
     return y
 
 

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from ...autograd.function import Function
-from ...backends.cpu.threads import parallel_blocks
+from ...backends.cpu.threads import parallel_blocks, with_row_buffer
 from ...ops._common import xp_of
 
 # ---- shared kernels ----------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def _scale_shift(x3, scale, shift):
     def block(lo, hi):
         np.multiply(rows[lo:hi], scale[lo:hi], out=flat[lo:hi])
         np.add(flat[lo:hi], shift[lo:hi], out=flat[lo:hi])
-    parallel_blocks(block, n * c, length * x3.itemsize)
+    parallel_blocks(with_row_buffer(block, length), n * c, length * x3.itemsize)
     return out
 
 
