@@ -21,7 +21,8 @@ def stats(c, dtype=np.float32):
 
 
 # ---- batch norm --------------------------------------------------------------------------------
-BN_SHAPES = [(4, 3), (5, 3, 7), (2, 3, 5, 6), (3, 2, 3, 4, 5), (3, 4, 1, 1)]
+# The last two have rows (planes) long enough for the blocked kernels, one in several threads' blocks.
+BN_SHAPES = [(4, 3), (5, 3, 7), (2, 3, 5, 6), (3, 2, 3, 4, 5), (3, 4, 1, 1), (2, 3, 23, 29), (4, 32, 45, 50)]
 
 
 @pytest.mark.parametrize("shape", BN_SHAPES)
