@@ -268,7 +268,8 @@ def _depthwise_corr(x, w, stride, pads, dilation):
                     np.add(out, product, out=out)
 
     many_taps_in_cache = s == 1 and kh * kw >= 25 and length * x.itemsize <= _DEPTHWISE_EINSUM_MAX_BYTES
-    parallel_chunks(summed if many_taps_in_cache else with_row_buffer(accumulated, length), N * C, N * C * length * x.itemsize)
+    taps_summed = summed if many_taps_in_cache else with_row_buffer(accumulated, length)
+    parallel_chunks(taps_summed, N * C, N * C * length * x.itemsize)
     y = acc.reshape(N, C, OH, Wq)
     return y if OW == Wq else np.ascontiguousarray(y[..., :OW])
 
