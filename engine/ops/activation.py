@@ -46,8 +46,13 @@ class _Activation(Function):
         return y
 
     def keep_input(self, x):
-        """The input as backward will need it: copied when the op overwrites it."""
-        return x.copy() if self.inplace and self.needs_input_grad else x
+        """The input as backward will need it: copied when the op overwrites it. No later in-place
+        change reaches the copy, so the overwritten tensor's version is then not checked (as in torch,
+        where ``hardswish_`` followed by MobileNetV3's in-place dropout back-propagates)."""
+        if self.inplace and self.needs_input_grad:
+            self.uses_inputs = False
+            return x.copy()
+        return x
 
 
 # ---- piecewise-linear family -----------------------------------------------------------------

@@ -100,6 +100,20 @@ def test_relu_keeps_nan_infinities_and_negative_zero_like_torch():
             np.testing.assert_array_equal(np.signbit(ours), np.signbit(ref))
 
 
+@pytest.mark.parametrize("name", ["silu", "mish", "hardswish", "hardsigmoid"])
+def test_inplace_then_modified_in_place_again(name):
+    """These keep what backward needs, so a later in-place op (MobileNetV3's dropout) is allowed."""
+    x = rand(4, 6)
+
+    def run(lib, fn):
+        leaf = lib.tensor(x, requires_grad=True)
+        out = fn(leaf * 2, inplace=True)
+        out.mul_(3)
+        out.sum().backward()
+        return leaf.grad.numpy()
+    np.testing.assert_allclose(run(engine, getattr(F, name)), run(torch, getattr(TF, name)), rtol=1e-5, atol=1e-6)
+
+
 def test_relu_inplace_saved_output_modified_raises():
     leaf = engine.tensor(rand(3), requires_grad=True)
     y = engine.relu(leaf * 1)

@@ -162,6 +162,17 @@ def test_vgg_timm_api(fast_init):
     assert tuple(model.get_classifier().weight.shape) == (3, 4096)
 
 
+def test_train_mode_backward_mobilenet_v3_with_dropout():
+    """The classifier's in-place hardswish then in-place dropout must back-propagate, as in torch."""
+    engine.manual_seed(0)
+    model = models_flow.mobilenet_v3_small(num_classes=5).train()
+    x = engine.from_numpy(image_batch(2, 64, 64, seed=3))
+    model(x).square().sum().backward()
+    grads = {name: p.grad for name, p in model.named_parameters()}
+    assert all(g is not None and np.isfinite(g.numpy()).all() for g in grads.values())
+    assert np.abs(grads["classifier.0.weight"].numpy()).sum() > 0
+
+
 def test_train_mode_backward_mobilenet_v2():
     """In float64: batch statistics of 2x2 maps at batch 2 amplify float32 rounding past any fixed tolerance."""
     reference = randomize_norms(torch_model("mobilenet_v2", seed=7, num_classes=5), 7).train().double()
