@@ -100,11 +100,17 @@ class Hardtanh(_Activation):
 
     def compute(self, xp, x):
         lo, hi = (self.lo, self.hi) if x.dtype.kind == "f" else (int(self.lo), int(self.hi))
-        self.y = xp.clip(x, lo, hi, out=x if self.inplace else None)
-        return self.y
+        y = xp.clip(x, lo, hi, out=x if self.inplace else None)
+        if self.inplace and self.needs_input_grad:
+            # torch lets an in-place hardtanh's output change afterwards: keep the mask, not the output
+            self.inside, self.uses_output = (y > self.lo) & (y < self.hi), False
+        else:
+            self.y = y
+        return y
 
     def backward(self, gy):
-        return gy * ((self.y > self.lo) & (self.y < self.hi))
+        inside = self.inside if not self.uses_output else (self.y > self.lo) & (self.y < self.hi)
+        return gy * inside
 
 
 class LeakyReLU(_Activation):

@@ -100,7 +100,7 @@ def test_relu_keeps_nan_infinities_and_negative_zero_like_torch():
             np.testing.assert_array_equal(np.signbit(ours), np.signbit(ref))
 
 
-@pytest.mark.parametrize("name", ["silu", "mish", "hardswish", "hardsigmoid"])
+@pytest.mark.parametrize("name", ["silu", "mish", "hardswish", "hardsigmoid", "relu6", "hardtanh"])
 def test_inplace_then_modified_in_place_again(name):
     """These keep what backward needs, so a later in-place op (MobileNetV3's dropout) is allowed."""
     x = rand(4, 6)
