@@ -3,18 +3,29 @@
 Binary ops cast both operands to the promoted dtype before computing; their backward returns
 gradients in the broadcast shape (the engine reduces them to each input's shape).
 """
+import contextlib
 import math
 
 import numpy as np
 
 from .. import _dtype
 from ..autograd.function import Function
+from ..backends.cpu.ufunc_buffer import ROW_BUFFER, broadcast_run, row_buffer
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, is_scalar, result_dtype, xp_of
 from .activation import _sigmoid
 
 
 # ---- binary arithmetic ---------------------------------------------------------------------
+def _streamed(a, b):
+    """Context for a numpy op over arrays ``a`` and ``b``: a broadcast one, such as a per-channel
+    (N, C, 1, 1) scale over (N, C, H, W), runs unbuffered (see backends.cpu.ufunc_buffer)."""
+    if (type(a) is np.ndarray and type(b) is np.ndarray and a.shape != b.shape
+            and max(a.size, b.size) >= ROW_BUFFER):
+        return row_buffer(broadcast_run(a, b))
+    return contextlib.nullcontext()
+
+
 class _Binary(Function):
     def __init__(self, dtype):
         self.dtype = dtype.np
@@ -31,9 +42,10 @@ class Add(_Binary):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         if self.alpha != 1:
             b = b * self.alpha
-        if self.inplace and a.dtype == self.dtype:
-            return xp_of(a).add(a, b, out=a)
-        return a + b
+        with _streamed(a, b):
+            if self.inplace and a.dtype == self.dtype:
+                return xp_of(a).add(a, b, out=a)
+            return a + b
 
     def backward(self, gy):
         return gy, (gy * self.alpha if self.alpha != 1 else gy)
@@ -50,13 +62,17 @@ class Mul(_Binary):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         self.a = a.copy() if self.inplace and self.needs_input_grad[1:2] == (True,) else a
         self.b = b
-        if self.inplace and a.dtype == self.dtype:
-            return xp_of(a).multiply(a, b, out=a)
-        return a * b
+        with _streamed(a, b):
+            if self.inplace and a.dtype == self.dtype:
+                return xp_of(a).multiply(a, b, out=a)
+            return a * b
 
     def backward(self, gy):
-        return (gy * self.b if self.needs_input_grad[0] else None,
-                gy * self.a if self.needs_input_grad[1] else None)
+        with _streamed(gy, self.b):
+            ga = gy * self.b if self.needs_input_grad[0] else None
+        with _streamed(gy, self.a):
+            gb = gy * self.a if self.needs_input_grad[1] else None
+        return ga, gb
 
 
 class Div(_Binary):
@@ -68,7 +84,8 @@ class Div(_Binary):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         xp = xp_of(a, b)
         if self.rounding_mode is None:
-            y = xp.true_divide(a, b)
+            with _streamed(a, b):
+                y = xp.true_divide(a, b)
             if self.needs_input_grad[1:2] == (True,):
                 self.b, self.y = b, y.copy() if self.inplace else y
             elif self.needs_input_grad[0:1] == (True,):
@@ -84,7 +101,8 @@ class Div(_Binary):
     def backward(self, gy):
         if self.rounding_mode is not None:
             return gy * 0, gy * 0
-        ga = gy / self.b if self.needs_input_grad[0] else None
+        with _streamed(gy, self.b):
+            ga = gy / self.b if self.needs_input_grad[0] else None
         gb = -gy * self.y / self.b if self.needs_input_grad[1] else None
         return ga, gb
 

@@ -8,7 +8,8 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .threads import copyto, parallel_blocks, parallel_chunks, with_row_buffer
+from .threads import copyto, parallel_blocks, parallel_chunks
+from .ufunc_buffer import with_row_buffer
 
 # Below this many output pixels per image the batch is folded into the GEMM's column axis: one wide
 # GEMM beats N narrow ones once images are small, and the transposes it costs are small too.  A 1x1

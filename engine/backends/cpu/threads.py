@@ -16,12 +16,6 @@ from ...utils.threads import get_num_threads
 _MIN_BYTES = 1 << 20
 _BLOCK_BYTES = 1 << 18
 
-# numpy buffers a broadcast operand whenever rows are shorter than its ufunc buffer (8192 elements by
-# default): a per-channel (rows, L) * (rows, 1) product then ran 2-2.5x slower than a full-array one.
-# Kernels made of such products run with this smaller buffer, below the rows they stream. It is set per
-# kernel (and per thread, as numpy keeps it per thread), not globally: casting ops slow down with it.
-_ROW_BUFFER = 512
-
 _pool = None
 _pool_size = 0
 _pool_pid = None
@@ -74,22 +68,6 @@ def parallel_blocks(fn, length, row_bytes):
         for a in range(lo, hi, step):
             fn(a, min(a + step, hi))
     parallel_chunks(chunk, length, length * row_bytes)
-
-
-def with_row_buffer(fn, row_length):
-    """``fn(lo, hi)``, for per-channel broadcast products over rows of ``row_length`` elements, set to
-    run with numpy's ufunc buffer at _ROW_BUFFER elements when the rows are at least that long but
-    shorter than the buffer in force (longer rows are not buffered anyway)."""
-    if not _ROW_BUFFER <= row_length < np.getbufsize():
-        return fn
-
-    def run(lo, hi):
-        old = np.setbufsize(_ROW_BUFFER)
-        try:
-            fn(lo, hi)
-        finally:
-            np.setbufsize(old)
-    return run
 
 
 def split_axis(shape):

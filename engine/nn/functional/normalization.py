@@ -10,7 +10,8 @@ import numbers
 import numpy as np
 
 from ...autograd.function import Function
-from ...backends.cpu.threads import parallel_blocks, with_row_buffer
+from ...backends.cpu.threads import parallel_blocks
+from ...backends.cpu.ufunc_buffer import with_row_buffer
 from ...ops._common import xp_of
 
 # ---- shared kernels ----------------------------------------------------------------------------
