@@ -352,14 +352,12 @@ def _weight_grad(col, fold, gy, groups, w_shape):
 
     C-contiguous like torch's: SGD's passes over transposed resnet50 gradients took 4x as long."""
     g = _to_cols_layout(gy, groups, fold)
-    if fold or w_shape[2] * w_shape[3] == 1:
-        gw = np.matmul(g, col.swapaxes(-1, -2))
-        return (gw[0] if gw.shape[0] == 1 else gw.sum(0)).reshape(w_shape)
     # Per-image GEMMs of kernels with taps run up to 20% faster transposed, col @ g^T (64-channel ResNet
     # layers), and such weights are small enough to copy back into place.
-    gw_t = np.matmul(col, g.swapaxes(-1, -2))
-    gw_t = gw_t[0] if gw_t.shape[0] == 1 else gw_t.sum(0)
-    return np.ascontiguousarray(gw_t.swapaxes(-1, -2)).reshape(w_shape)
+    transposed = not fold and w_shape[2] * w_shape[3] > 1
+    gw = np.matmul(col, g.swapaxes(-1, -2)) if transposed else np.matmul(g, col.swapaxes(-1, -2))
+    gw = gw[0] if gw.shape[0] == 1 else gw.sum(0)
+    return (np.ascontiguousarray(gw.swapaxes(-1, -2)) if transposed else gw).reshape(w_shape)
 
 
 def _phase_taps(r, s, pad, d, k, out_len, in_len):
