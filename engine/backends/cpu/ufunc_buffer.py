@@ -48,8 +48,8 @@ def broadcast_run(*arrays):
     broadcast at all (same shapes coalesce into one run, which numpy does not buffer)."""
     ndim = max(a.ndim for a in arrays)
     shapes = [(1,) * (ndim - a.ndim) + a.shape for a in arrays]
-    out = [max(d) for d in zip(*shapes)]
-    if all(s == out for s in map(list, shapes)):
+    out = tuple(max(d) for d in zip(*shapes))
+    if all(s == out for s in shapes):
         return 0
     run, pattern = 1, None
     for i in range(ndim - 1, -1, -1):
