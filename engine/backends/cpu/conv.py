@@ -25,11 +25,18 @@ _KEEP_COLS_MAX_CHANNELS = 128
 # Winograd F(2x2, 3x3) (Lavin & Gray 2015): a 4x4 input tile d and a 3x3 kernel g give the 2x2 outputs
 # AT [(G g G^T) * (BT d BT^T)] AT^T, 16 multiplies instead of 36.  In Kronecker form every transform
 # is one small GEMM over all tiles.  Its rounding error stays at the direct method's level (unlike
-# F(4x4, 3x3)); it pays off once channel counts make the GEMM dominate the transforms.
+# F(4x4, 3x3)); it pays off once channel counts make the GEMM dominate the transforms.  Input gradients
+# of stride-1 layers with this many channels always use it: the other two methods need a transposed
+# copy of the weight or a reduction pass (8x512x7x7: 16 ms against 23-24 ms).
 _WINOGRAD_MIN_CHANNELS = 128
-# A single image's correlation stays direct: measured on ResNet's 3x3 layers (28x28x128 .. 7x7x512) its
-# transforms and per-call weight transform cost as much as or more than the GEMM flops they save.
-_WINOGRAD_MIN_BATCH = 2
+# The forward correlation, whose direct method needs neither, only where the GEMM flops saved outweigh
+# the transforms: >= 256 channels, planes of 14x14 and up, and N*OH*OW*channels >= 8x14x14x256.
+# Measured in alternating runs, weight transform included: 8x256x14x14 10.7 ms against 12.8 direct,
+# 4x512x14x14 18.9 against 23.7; direct wins at 128 channels (8x128x28x28: 13.9 against 15.1), on 7x7
+# planes, whose 2x2 tiles waste a quarter of the work (8x512x7x7: 12.9 against 15.3), and below that size.
+_WINOGRAD_FORWARD_MIN_CHANNELS = 256
+_WINOGRAD_FORWARD_MIN_SIDE = 14
+_WINOGRAD_FORWARD_MIN_WORK = 8 * 14 * 14 * 256
 _BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], np.float64)
 _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.float64)
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
@@ -162,10 +169,21 @@ def _from_cols_layout(y, N, OH, OW, fold):
 
 
 def _winograd_ok(w_shape, stride, dilation, groups):
-    """Whether a correlation with this weight shape goes through _winograd_corr."""
+    """Whether an input gradient with this weight shape goes through _winograd_corr."""
     O, C, kh, kw = w_shape
     return ((kh, kw) == (3, 3) and tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and groups == 1
             and min(O, C) >= _WINOGRAD_MIN_CHANNELS)
+
+
+def _winograd_forward_pays(x_shape, w_shape, stride, pads, dilation, groups):
+    """Whether the forward correlation of x with w goes through _winograd_corr (see above)."""
+    if not _winograd_ok(w_shape, stride, dilation, groups):
+        return False
+    N, _, H, W = x_shape
+    OH, OW = H + pads[0] + pads[1] - 2, W + pads[2] + pads[3] - 2
+    channels = min(w_shape[:2])
+    return (channels >= _WINOGRAD_FORWARD_MIN_CHANNELS and min(OH, OW) >= _WINOGRAD_FORWARD_MIN_SIDE
+            and N * OH * OW * channels >= _WINOGRAD_FORWARD_MIN_WORK)
 
 
 def _winograd_weights(w, flip):
@@ -331,7 +349,7 @@ def _corr(x, w, stride, pads, dilation, groups, weight_grad):
     """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (fresh NCHW y, kept (col, fold) or None)."""
     if _is_depthwise(x.shape, w.shape, groups, stride):
         return _depthwise_corr(x, w, stride, pads, dilation), None
-    if x.shape[0] >= _WINOGRAD_MIN_BATCH and _winograd_ok(w.shape, stride, dilation, groups):
+    if _winograd_forward_pays(x.shape, w.shape, stride, pads, dilation, groups):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads), None
     O, _, kh, kw = w.shape
     if kh * kw > 1:

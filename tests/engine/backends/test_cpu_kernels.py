@@ -59,8 +59,9 @@ CONV_CASES = [
     (2, 3, 4, 21, 23, 3, 1, (1, 1, 1, 1), 1, 1, False),  # big enough images to stay unfolded
     (2, 3, 4, 22, 23, 7, 2, (3, 3, 3, 3), 1, 1, True),  # stem-like
     (3, 8, 4, 9, 7, 3, 2, (0, 0, 0, 0), 1, 1, False),  # fewer output than input channels
-    (2, 128, 128, 7, 6, 3, 1, (1, 1, 1, 1), 1, 1, False),  # Winograd path (>= 128 channels)
-    (1, 128, 136, 5, 9, 3, 1, (0, 2, 1, 0), 1, 1, True),  # Winograd, odd tiles, asymmetric padding
+    (2, 128, 128, 7, 6, 3, 1, (1, 1, 1, 1), 1, 1, False),  # Winograd input gradient (>= 128 channels)
+    (1, 128, 136, 5, 9, 3, 1, (0, 2, 1, 0), 1, 1, True),  # the same, odd tiles, asymmetric padding
+    (2, 256, 264, 28, 29, 3, 1, (1, 1, 1, 1), 1, 1, False),  # Winograd forward too, odd tiles
 ]
 
 
