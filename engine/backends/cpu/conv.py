@@ -2,12 +2,12 @@
 (Winograd for wide 3x3 layers, per-tap passes for depthwise ones, one GEMM per region where windows hang
 far over the padding)."""
 import functools
-import threading
 from collections import namedtuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .scratch import phase_planes, scratch as _scratch
 from .threads import copyto, parallel_blocks, parallel_chunks
 from .ufunc_buffer import with_row_buffer
 
@@ -59,21 +59,6 @@ ConvSaved.__doc__ = ("What conv2d_backward needs: the input, the weight, the geo
 
 ConvTransposeSaved = namedtuple("ConvTransposeSaved", "x w stride padding output_padding dilation groups")
 ConvTransposeSaved.__doc__ = "What conv_transpose2d_backward needs: the input, the weight and the geometry."
-
-
-_local = threading.local()
-
-
-def _scratch(slot, shape, dtype):
-    """Uninitialised array in a per-thread buffer reused across calls, for big temporaries that die
-    within one kernel call (column matrices): fresh 60 MB allocations cost ~3 ms of page faults here.
-    Column matrices are therefore not kept for the backward either; it rebuilds them (cheaper, and
-    saves O(C*k*k*H*W) memory per layer)."""
-    bufs = _local.__dict__.setdefault("buffers", {})
-    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    if slot not in bufs or bufs[slot].size < n:
-        bufs[slot] = np.empty(n, np.uint8)
-    return bufs[slot][:n].view(dtype).reshape(shape)
 
 
 def _pair(v):
@@ -218,34 +203,6 @@ def _is_depthwise(x_shape, w_shape, groups, stride):
     return groups > 1 and groups == x_shape[1] == w_shape[0] and stride[0] == stride[1]
 
 
-def _phase_planes(x, s, top, left, Hq, Wq):
-    """The input, zero-padded by ``top``/``left`` (and up to Hq*s x Wq*s), split into its s*s stride
-    phases: (s, s, N*C, Hq*Wq) in scratch, phase (a, b) holding padded rows a, a+s, ... and columns
-    b, b+s, ...  Filled straight from x, with no padded copy and no fresh (page-faulting) memory."""
-    N, C, H, W = x.shape
-    planes = _scratch("depthwise_planes", (s, s, N * C, Hq, Wq), x.dtype)
-    src = x.reshape(N * C, H, W)
-
-    def inside(a, pad, n, q):
-        """Phase positions [q0, q1) whose input index q*s + a - pad lies in [0, n), and the first index."""
-        q0, q1 = max(0, -((a - pad) // s)), min(q, (n - 1 + pad - a) // s + 1)
-        return q0, max(q0, q1), q0 * s + a - pad
-
-    for a in range(s):
-        hq0, hq1, r0 = inside(a, top, H, Hq)
-        for b in range(s):
-            wq0, wq1, c0 = inside(b, left, W, Wq)
-            plane = planes[a, b]
-            plane[:, :hq0] = 0
-            plane[:, hq1:] = 0
-            plane[:, hq0:hq1, :wq0] = 0
-            plane[:, hq0:hq1, wq1:] = 0
-            if hq1 > hq0 and wq1 > wq0:
-                copyto(plane[:, hq0:hq1, wq0:wq1], src[:, r0:r0 + (hq1 - hq0 - 1) * s + 1:s,
-                                                       c0:c0 + (wq1 - wq0 - 1) * s + 1:s])
-    return planes.reshape(s, s, N * C, Hq * Wq)
-
-
 def _depthwise_corr(x, w, stride, pads, dilation):
     """Depthwise correlation: every output the weighted sum of its k*k taps, all channel planes at once.
 
@@ -266,7 +223,7 @@ def _depthwise_corr(x, w, stride, pads, dilation):
     length = OH * Wq
     offsets = [[(i * dh // s) * Wq + j * dw // s for j in range(kw)] for i in range(kh)]
     Hq = max(-(-Hp // s), -(-(offsets[-1][-1] + length) // Wq))
-    planes = _phase_planes(x, s, pads[0], pads[2], Hq, Wq)
+    planes = phase_planes(x, (s, s), pads[0], pads[2], Hq, Wq, 0)
     taps = np.tile(w.reshape(C, kh, kw).astype(x.dtype, copy=False), (N, 1, 1))
     # Rows of width Wq > OW are cropped into a fresh array below, so they can live in scratch.
     acc = np.empty((N * C, length), x.dtype) if OW == Wq else _scratch("depthwise_rows", (N * C, length), x.dtype)

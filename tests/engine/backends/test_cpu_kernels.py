@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from engine.backends.cpu import conv, interpolate, pool
+from engine.backends.cpu import conv, interpolate, pool, threads
 
 DTYPES = [np.float32, np.float64]
 
@@ -165,6 +165,22 @@ def test_max_pool2d_nan_and_ties():
         ty, ti = F.max_pool2d(torch.tensor(x), *args, return_indices=True)
         assert np.array_equal(y, ty.numpy(), equal_nan=True)
         assert np.array_equal(indices, ti.numpy())
+
+
+def test_max_pool2d_split_over_threads():
+    """An input big enough to be split among the CPU threads: values and indices equal torch's in every
+    chunk, with a NaN and an all -inf window in different ones; the values-only kernel agrees."""
+    rng = _rng("maxsplit")
+    x = rng.standard_normal((2, 8, 130, 129)).astype(np.float32)
+    assert x.nbytes > threads._MIN_BYTES
+    x[0, 1, 7, 9] = np.nan
+    x[1, 6, :3, :3] = -np.inf
+    for args in [(3, 2, 1, 1, False), (2, 2, 0, 1, True)]:
+        y, indices, _ = pool.max_pool2d_forward(x, *args)
+        ty, ti = F.max_pool2d(torch.tensor(x), *args, return_indices=True)
+        assert np.array_equal(y, ty.numpy(), equal_nan=True)
+        assert np.array_equal(indices, ti.numpy())
+        assert np.array_equal(pool.max_pool2d_values_forward(x, *args)[0], y, equal_nan=True)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
