@@ -62,6 +62,8 @@ CONV_CASES = [
     (2, 128, 128, 7, 6, 3, 1, (1, 1, 1, 1), 1, 1, False),  # Winograd input gradient (>= 128 channels)
     (1, 128, 136, 5, 9, 3, 1, (0, 2, 1, 0), 1, 1, True),  # the same, odd tiles, asymmetric padding
     (2, 256, 264, 28, 29, 3, 1, (1, 1, 1, 1), 1, 1, False),  # Winograd forward too, odd tiles
+    (1, 256, 264, 41, 43, 3, 1, (2, 2, 2, 2), 2, 1, False),  # dilated Winograd forward (sub-grid tiles)
+    (1, 256, 256, 45, 47, 3, 1, (3, 2, 3, 4), 3, 1, True),  # the same, dilation 3, asymmetric padding
 ]
 
 
