@@ -202,8 +202,8 @@ def _winograd_corr(x, u, pads, dilation=(1, 1)):
     m = np.matmul(u, v.reshape(16, C, tiles), out=_scratch(2, (16, O, tiles), x.dtype))
     t = np.matmul(_KA.astype(x.dtype), m.reshape(16, -1), out=_scratch(1, (4, O * tiles), x.dtype))
     # Output row p * 2dh + i * dh + a holds tile row p, tile output row i, sub-grid a (columns alike). One
-    # copy per (i, j, a, b) keeps the tile columns q innermost: a single transposing copy would run its
-    # inner loop over the 2 outputs of a tile (measured 2x slower on 65x65 planes).
+    # copy per (i, j, a, b) keeps the tile columns q innermost; a single transposing copy runs its inner
+    # loop over the 2 outputs of a tile (256 channels on 65x65: 33 -> 30 ms undilated, ~37 -> 29 at rate 2).
     y = np.empty((N, O, th, 2, dh, tw, 2, dw), x.dtype)
     t = t.reshape(2, 2, O, N, dh, th, dw, tw)
     for i, j, a, b in itertools.product(range(2), range(2), range(dh), range(dw)):

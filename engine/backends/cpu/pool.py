@@ -2,7 +2,6 @@
 from collections import namedtuple
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .scratch import phase_planes, scratch
 from .threads import copyto, parallel_chunks
@@ -101,11 +100,11 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
     y, indices = np.empty((N, C) + out, x.dtype), np.empty((N, C) + out, np.int64)
     length = out[0] * Wq
     wide = y.reshape(N * C, length) if Wq == out[1] else scratch("pool_rows", (N * C, length), x.dtype)
-    planes_in, y_rows, index_rows = x.reshape(N * C, H * W), y.reshape((N * C,) + out), indices.reshape((N * C,) + out)
+    x_rows, y_rows, index_rows = x.reshape(N * C, H * W), y.reshape((N * C,) + out), indices.reshape((N * C,) + out)
 
     def part(lo, hi):
         views = [planes[a, b, lo:hi, o:o + length] for a, b, o in taps]
-        tap = _max_and_tap(views, np.isnan(planes_in[lo:hi].max()), wide[lo:hi])
+        tap = _max_and_tap(views, np.isnan(x_rows[lo:hi].max()), wide[lo:hi])
         tap = tap.reshape(hi - lo, out[0], Wq)[:, :, :out[1]]
         if Wq != out[1]:
             np.copyto(y_rows[lo:hi], wide[lo:hi].reshape(hi - lo, out[0], Wq)[:, :, :out[1]])

@@ -11,9 +11,8 @@ _local = threading.local()
 
 def scratch(slot, shape, dtype):
     """Uninitialised array in a per-thread buffer reused across calls, for big temporaries that die
-    within one kernel call (column matrices): fresh 60 MB allocations cost ~3 ms of page faults here.
-    Column matrices are therefore not kept for the backward either; it rebuilds them (cheaper, and
-    saves O(C*k*k*H*W) memory per layer)."""
+    within one kernel call (column matrices, phase planes): fresh 60 MB allocations cost ~3 ms of page
+    faults here."""
     bufs = _local.__dict__.setdefault("buffers", {})
     n = int(np.prod(shape)) * np.dtype(dtype).itemsize
     if slot not in bufs or bufs[slot].size < n:
