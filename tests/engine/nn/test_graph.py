@@ -203,15 +203,32 @@ def test_training_graph_equals_eager_steps(opt, acc, sched):
             optimizer = engine.optim.AdamW(model.parameters(), lr=0.01)
         scheduler = engine.optim.lr_scheduler.StepLR(optimizer, 2, 0.5) if sched else None
         losses, graph = _train(model, optimizer, scheduler, batches, acc, use_graph)
-        results.append((losses, model.state_dict(), optimizer.state_dict(), graph))
-    (eager_losses, eager_sd, eager_opt, _), (graph_losses, graph_sd, graph_opt, graph) = results
+        grads = {name: p.grad.numpy().copy() for name, p in model.named_parameters()}
+        results.append((losses, model.state_dict(), optimizer.state_dict(), graph, grads))
+    (eager_losses, eager_sd, eager_opt, _, eager_grads), (graph_losses, graph_sd, graph_opt, graph, graph_grads) = \
+        results
     np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5)
     for k in eager_sd:
         assert_close(graph_sd[k].numpy(), eager_sd[k].numpy(), 1e-5, k)
+    for k in eager_grads:  # after a call .grad holds that step's gradients, as after an eager step
+        assert_close(graph_grads[k], eager_grads[k], 1e-5, k)
     assert graph.num_compiled == 1
     state = graph.state_dict()
     assert set(state) >= {"model", "optimizer_0"} and state["optimizer_0"]["state"]
     assert optimizer_lr(graph_opt) == optimizer_lr(eager_opt)
+
+
+def test_training_graph_reuses_gradient_buffers():
+    """Each step zeroes the gradient arrays of the last one and accumulates into them (that the values
+    are then right is test_training_graph_equals_eager_steps's)."""
+    engine.manual_seed(0)
+    model = SmallResNet().train()
+    graph = TrainGraph(model, engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), None)
+    x, y = engine.randn(4, 3, 8, 8), engine.randint(0, 5, (4,))
+    graph(x, y)
+    buffers = [p.grad._data for p in model.parameters()]
+    graph(x, y)
+    assert all(p.grad._data is b for p, b in zip(model.parameters(), buffers))
 
 
 def optimizer_lr(state):
