@@ -5,11 +5,14 @@ and write ``build(*inputs)`` with ordinary eager code. The first call with a new
 (shapes, dtypes, devices, train/eval state) traces and compiles a plan; later calls replay it.
 Without an optimizer the graph is an inference graph: replays run on raw arrays, with eval
 BatchNorm, residual adds and ReLUs fused into the convolutions' output pass. With an optimizer, each
-call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler).
+call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler),
+reusing the gradient arrays; compiling one also makes the C allocator keep freed blocks in the process
+(``backends/cpu/allocator.py``), so each step reuses the last one's memory instead of faulting it in.
 """
 import warnings
 
 from ...autograd import grad_mode
+from ...backends.cpu.allocator import retain_freed_memory
 from ...tensor import Tensor, _new
 from ..modules.module import Module
 from . import passes
@@ -211,6 +214,8 @@ class Graph:
         if self.training:
             self._backward_eager(tracer, grad_scale)
             plan.plan_liveness()
+            if retain_freed_memory():
+                plan.log.append("retain_freed_memory: freed blocks stay in the process for the next step")
         else:
             plan.log += passes.optimize_inference(plan, self.config)
         plan.log.append(f"compiled: {len(plan.ops)} ops")

@@ -1,0 +1,34 @@
+"""The C allocator setting that training graphs switch on: freed blocks stay in the process."""
+import platform
+import subprocess
+import sys
+
+import pytest
+
+# Allocates and frees a 48 MB array three times (above the largest mmap threshold glibc picks by itself)
+# and prints how many page faults the last round took.
+CHECK = r"""
+import resource, sys
+import numpy as np
+from engine.backends.cpu.allocator import retain_freed_memory
+if sys.argv[1] == "retain":
+    assert retain_freed_memory()
+counts = []
+for _ in range(3):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    a = np.ones(12 << 20, np.float32)
+    del a
+    counts.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(counts[-1])
+"""
+
+
+def _last_round_faults(mode):
+    out = subprocess.run([sys.executable, "-c", CHECK, mode], capture_output=True, text=True, check=True)
+    return int(out.stdout)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt and its thresholds are glibc's")
+def test_retain_freed_memory_stops_refaulting():
+    assert _last_round_faults("default") > 100  # every round faults the array's pages in again
+    assert _last_round_faults("retain") < 20
