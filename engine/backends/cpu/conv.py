@@ -8,7 +8,7 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .scratch import phase_planes, scratch as _scratch
+from .scratch import phase_windows, scratch as _scratch
 from .threads import copyto, parallel_blocks, parallel_chunks
 from .ufunc_buffer import with_row_buffer
 
@@ -234,11 +234,8 @@ def _depthwise_corr(x, w, stride, pads, dilation):
     s, (dh, dw) = stride[0], dilation
     Hp, Wp = x.shape[2] + pads[0] + pads[1], x.shape[3] + pads[2] + pads[3]
     OH, OW = _out_size(Hp, kh, s, dh), _out_size(Wp, kw, s, dw)
-    Wq = -(-Wp // s)
+    planes, windows_at, Wq = phase_windows(x, (kh, kw), (s, s), (dh, dw), pads[0], pads[2], (Hp, Wp), OH, 0)
     length = OH * Wq
-    offsets = [[(i * dh // s) * Wq + j * dw // s for j in range(kw)] for i in range(kh)]
-    Hq = max(-(-Hp // s), -(-(offsets[-1][-1] + length) // Wq))
-    planes = phase_planes(x, (s, s), pads[0], pads[2], Hq, Wq, 0)
     taps = np.tile(w.reshape(C, kh, kw).astype(x.dtype, copy=False), (N, 1, 1))
     # Rows of width Wq > OW are cropped into a fresh array below, so they can live in scratch.
     acc = np.empty((N * C, length), x.dtype) if OW == Wq else _scratch("depthwise_rows", (N * C, length), x.dtype)
@@ -251,12 +248,12 @@ def _depthwise_corr(x, w, stride, pads, dilation):
 
     def accumulated(lo, hi):
         out, scratch = acc[lo:hi], _scratch("depthwise_block", (hi - lo, length), x.dtype)
-        for i in range(kh):
-            for j in range(kw):
-                window = planes[i * dh % s, j * dw % s, lo:hi, offsets[i][j]:offsets[i][j] + length]
-                product = np.multiply(window, taps[lo:hi, i, j, None], out=scratch if i or j else out)
-                if i or j:
-                    np.add(out, product, out=out)
+        weights = taps[lo:hi].reshape(hi - lo, kh * kw)
+        for t, (a, b, offset) in enumerate(windows_at):
+            product = np.multiply(planes[a, b, lo:hi, offset:offset + length], weights[:, t, None],
+                                  out=scratch if t else out)
+            if t:
+                np.add(out, product, out=out)
 
     many_taps_in_cache = s == 1 and kh * kw >= 25 and length * x.itemsize <= _DEPTHWISE_EINSUM_MAX_BYTES
     taps_summed = summed if many_taps_in_cache else with_row_buffer(accumulated, length)

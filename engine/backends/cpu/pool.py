@@ -3,7 +3,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .scratch import phase_planes, scratch
+from .scratch import phase_windows, scratch
 from .threads import copyto, parallel_chunks
 
 MaxPoolSaved = namedtuple("MaxPoolSaved", "indices x_shape overlap")
@@ -71,18 +71,11 @@ def _max_and_tap(views, has_nan, y):
 
 
 def _phase_windows(x, k, s, d, p, out, extra):
-    """The -inf padded input split into its stride phases (flat planes in scratch, see
-    scratch.phase_planes), their row width Wq, and for each kernel tap (row-major) its (phase row,
-    phase column, offset): output (r, c) of that tap reads ``planes[a, b, :, offset + r * Wq + c]``.
-    Every tap thus reads one contiguous run per plane (strided views of the input ran ~2.5x slower);
-    the Wq - OW extra columns of each output row are computed and dropped."""
-    H, W = x.shape[2:]
-    Hp, Wp = H + 2 * p[0] + extra[0], W + 2 * p[1] + extra[1]
-    Wq = -(-Wp // s[1])
-    taps = [((i * d[0]) % s[0], (j * d[1]) % s[1], (i * d[0] // s[0]) * Wq + j * d[1] // s[1])
-            for i in range(k[0]) for j in range(k[1])]
-    Hq = max(-(-Hp // s[0]), -(-(max(t[2] for t in taps) + out[0] * Wq) // Wq))
-    return phase_planes(x, s, p[0], p[1], Hq, Wq, -np.inf), taps, Wq
+    """The input padded with -inf, in stride-phase planes, and each tap's place in them (see
+    scratch.phase_windows): every tap reads one contiguous run per plane, where strided views of the
+    input ran ~2.5x slower."""
+    padded = (x.shape[2] + 2 * p[0] + extra[0], x.shape[3] + 2 * p[1] + extra[1])
+    return phase_windows(x, k, s, d, p[0], p[1], padded, out[0], -np.inf)
 
 
 def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):

@@ -1,5 +1,6 @@
 """Per-thread scratch buffers for the big temporaries of one kernel call, and the stride-phase planes
-that the depthwise convolution and max pooling read their windows from."""
+(with each kernel tap's place in them) that the depthwise convolution and max pooling read their
+windows from."""
 import threading
 
 import numpy as np
@@ -48,3 +49,16 @@ def phase_planes(x, strides, top, left, Hq, Wq, fill):
                 copyto(plane[:, hq0:hq1, wq0:wq1], src[:, r0:r0 + (hq1 - hq0 - 1) * sh + 1:sh,
                                                        c0:c0 + (wq1 - wq0 - 1) * sw + 1:sw])
     return planes.reshape(sh, sw, N * C, Hq * Wq)
+
+
+def phase_windows(x, kernel, strides, dilation, top, left, padded, out_rows, fill):
+    """``phase_planes`` of x padded with ``fill`` to ``padded`` = (Hp, Wp), sized for ``out_rows``
+    output rows, with each kernel tap (row-major) as (phase row, phase column, offset): output (r, c)
+    of that tap reads ``planes[a, b, :, offset + r * Wq + c]``, one contiguous run per plane row span
+    (the Wq - OW extra columns of each output row are computed and dropped).  Returns (planes, taps, Wq)."""
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilation
+    Hp, Wp = padded
+    Wq = -(-Wp // sw)
+    taps = [((i * dh) % sh, (j * dw) % sw, (i * dh // sh) * Wq + j * dw // sw) for i in range(kh) for j in range(kw)]
+    Hq = max(-(-Hp // sh), -(-(taps[-1][2] + out_rows * Wq) // Wq))
+    return phase_planes(x, strides, top, left, Hq, Wq, fill), taps, Wq
