@@ -164,11 +164,10 @@ def _winograd_ok(w_shape, stride, dilation, groups):
 def _winograd_forward_pays(x_shape, w_shape, stride, pads, dilation, groups):
     """Whether the forward correlation of x with w goes through _winograd_corr (see above); a dilated
     one counts the planes of its sub-grids, which are what the tiles cover."""
-    O, C, kh, kw = w_shape
-    if (kh, kw) != (3, 3) or tuple(stride) != (1, 1) or groups != 1:
+    if not _winograd_ok(w_shape, stride, (1, 1), groups):  # the sub-grids are undilated correlations
         return False
     N, _, H, W = x_shape
-    (dh, dw), channels = dilation, min(O, C)
+    (dh, dw), channels = dilation, min(w_shape[:2])
     OH, OW = H + pads[0] + pads[1] - 2 * dh, W + pads[2] + pads[3] - 2 * dw
     return (channels >= _WINOGRAD_FORWARD_MIN_CHANNELS and min(OH // dh, OW // dw) >= _WINOGRAD_FORWARD_MIN_SIDE
             and N * OH * OW * channels >= _WINOGRAD_FORWARD_MIN_WORK)
