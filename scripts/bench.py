@@ -121,10 +121,10 @@ class _InferenceGraph:
         return Inference()
 
 
-def suite_resnet(args, torch, engine):
-    """Eager (and nn.Graph) inference of resnet50/101 at batch 1 and 8; img/s ratios."""
+def _classification_rows(args, torch, engine, names):
+    """Eager and nn.Graph inference of each named classifier at batch 1 and 8 against PyTorch eager."""
     rows = []
-    for name in ("resnet50", "resnet101"):
+    for name in names:
         ref, ours = _models(torch, engine, name)
         graph = _InferenceGraph(engine, ours)
         for batch in (1, 8):
@@ -135,6 +135,16 @@ def suite_resnet(args, torch, engine):
             rows.append((f"{name} graph b{batch}", "ours", median_time(lambda: graph(engine.from_numpy(x)),
                                                                        args.repeat)))
     return rows
+
+
+def suite_resnet(args, torch, engine):
+    """Eager (and nn.Graph) inference of resnet50/101 at batch 1 and 8; img/s ratios."""
+    return _classification_rows(args, torch, engine, ("resnet50", "resnet101"))
+
+
+def suite_mobilenet(args, torch, engine):
+    """Eager (and nn.Graph) inference of mobilenet_v2 and mobilenet_v3_large (depthwise layers) at batch 1, 8."""
+    return _classification_rows(args, torch, engine, ("mobilenet_v2", "mobilenet_v3_large"))
 
 
 def _seeded_pair(torch, tv_module, fv_module, name, **kwargs):
@@ -331,8 +341,8 @@ def suite_memory(args, torch, engine):
     return rows
 
 
-SUITES = {"ops": suite_ops, "resnet": suite_resnet, "train": suite_train, "build": suite_build,
-          "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
+SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet, "train": suite_train,
+          "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
           "detection": suite_detection, "onnxruntime": suite_onnxruntime}
 UNITS = {"memory": "MiB"}
 REFERENCES = {"onnxruntime": "ONNX Runtime"}

@@ -43,10 +43,11 @@ _G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]], np.floa
 _AT = np.array([[1, 1, 1, 0], [0, 1, -1, -1]], np.float64)
 _KB, _KG, _KA = np.kron(_BT, _BT), np.kron(_G, _G), np.kron(_AT, _AT)
 
-# Depthwise planes up to this size (one output row of a channel, in bytes) with 5x5 or larger kernels
-# sum their taps in one einsum; others stream one multiply-add per tap. Measured on MobileNetV3's
-# layers: einsum wins 2.6x on 33x33x960 5x5 (dilated) but loses 3-4x on 3x3 kernels and large planes.
-_DEPTHWISE_EINSUM_MAX_BYTES = 16 << 10
+# Depthwise layers whose flat output rows (OH * Wq, see _depthwise_corr) are at most this long run
+# channels-last instead, where every tap is one long run over all N*C channels: on MobileNetV3's 7x7
+# planes at batch 8 (960 channels 5x5: 8.9 -> 2.7 ms, 672 5x5/2: 8.2 -> 4.8) short rows cost more
+# per-call overhead than the two transposes; from 14x14 planes on (rows of 200+) it is a tie or a loss.
+_DEPTHWISE_CHANNELS_LAST_MAX_ROW = 128
 
 # A correlation whose windows hang over the zero padding by more than this share of their taps (large
 # dilations on small planes: DeepLabV3's ASPP at rates 12-36 on 65x65 keeps 40-77% of them) is split
@@ -224,9 +225,14 @@ def _depthwise_corr(x, w, stride, pads, dilation):
     padded input is split into its s*s stride phases (x[a::s, b::s]) and each phase plane is read as
     one flat row of width Wq: tap (i, j) then reads a contiguous run of one phase, output (r, c) at
     r*Wq + c. The few columns c >= OW are computed and dropped; in exchange the taps are summed over
-    long rows, each thread taking one run of channels: by one einsum for small stride-1 planes with
-    5x5 or larger kernels (all taps in cache), else by one multiply-add pass per tap. (Cache-sized
-    channel blocks were slower: on MobileNetV3's layers their extra calls cost more than the cache saves.)
+    long rows, each thread taking one run of channels.
+
+    With stride 1 an einsum sums a whole grid of taps in one pass, but only when its columns are not
+    adjacent: numpy's iterator then loops over the output row innermost, and over the kernel columns
+    otherwise (7-10x slower). Undilated kernels are therefore summed as two grids, even and odd columns
+    (MobileNetV3's stride-1 layers: 1.1-1.4x faster than a multiply and an add per tap, 5x5 ones on
+    28x28 and 7x7 planes 2-5x faster than one einsum over all taps). Strided layers keep a multiply-add
+    per tap: split over their phases, the grids are too small to pay.
     """
     N, C = x.shape[:2]
     kh, kw = w.shape[2:]
@@ -235,15 +241,24 @@ def _depthwise_corr(x, w, stride, pads, dilation):
     OH, OW = _out_size(Hp, kh, s, dh), _out_size(Wp, kw, s, dw)
     planes, windows_at, Wq = phase_windows(x, (kh, kw), (s, s), (dh, dw), pads[0], pads[2], (Hp, Wp), OH, 0)
     length = OH * Wq
+    if length <= _DEPTHWISE_CHANNELS_LAST_MAX_ROW:
+        return _depthwise_channels_last(x, w, s, pads, (dh, dw), (OH, OW))
     taps = np.tile(w.reshape(C, kh, kw).astype(x.dtype, copy=False), (N, 1, 1))
     # Rows of width Wq > OW are cropped into a fresh array below, so they can live in scratch.
     acc = np.empty((N * C, length), x.dtype) if OW == Wq else _scratch("depthwise_rows", (N * C, length), x.dtype)
+    column_period = 1 if dw > 1 else 2
 
     def summed(lo, hi):
-        flat = planes[0, 0, lo:hi]
-        item = flat.itemsize
-        windows = as_strided(flat, (hi - lo, kh, kw, length), (flat.strides[0], dh * Wq * item, dw * item, item))
-        np.einsum("pijl,pij->pl", windows, taps[lo:hi], out=acc[lo:hi])
+        out = acc[lo:hi]
+        for j0 in range(min(kw, column_period)):
+            flat = planes[0, 0, lo:hi, j0 * dw:]
+            item = flat.itemsize
+            windows = as_strided(flat, (hi - lo, kh, len(range(j0, kw, column_period)), length),
+                                 (flat.strides[0], dh * Wq * item, column_period * dw * item, item))
+            grid = _scratch("depthwise_block", (hi - lo, length), x.dtype) if j0 else out
+            np.einsum("pijl,pij->pl", windows, taps[lo:hi, :, j0::column_period], out=grid)
+            if j0:
+                np.add(out, grid, out=out)
 
     def accumulated(lo, hi):
         out, scratch = acc[lo:hi], _scratch("depthwise_block", (hi - lo, length), x.dtype)
@@ -254,11 +269,36 @@ def _depthwise_corr(x, w, stride, pads, dilation):
             if t:
                 np.add(out, product, out=out)
 
-    many_taps_in_cache = s == 1 and kh * kw >= 25 and length * x.itemsize <= _DEPTHWISE_EINSUM_MAX_BYTES
-    taps_summed = summed if many_taps_in_cache else with_row_buffer(accumulated, length)
-    parallel_chunks(taps_summed, N * C, N * C * length * x.itemsize)
+    taps_summed = summed if s == 1 else accumulated
+    parallel_chunks(with_row_buffer(taps_summed, length), N * C, N * C * length * x.itemsize)
     y = acc.reshape(N, C, OH, Wq)
     return y if OW == Wq else np.ascontiguousarray(y[..., :OW])
+
+
+def _depthwise_channels_last(x, w, s, pads, dilation, out_hw):
+    """_depthwise_corr on small planes: the padded input transposed to (H, W, N*C), so that one einsum
+    over all taps and output pixels runs its inner loop along the channels, then transposed back."""
+    N, C, H, W = x.shape
+    kh, kw = w.shape[2:]
+    (top, bottom, left, right), (dh, dw), (OH, OW) = pads, dilation, out_hw
+    P, Hp, Wp = N * C, H + top + bottom, W + left + right
+    padded = _scratch("depthwise_channels_last", (Hp, Wp, P), x.dtype)
+    padded[:top] = padded[top + H:] = 0
+    padded[top:top + H, :left] = padded[top:top + H, left + W:] = 0
+    copyto(padded[top:top + H, left:left + W], x.reshape(P, H, W).transpose(1, 2, 0))
+    taps = np.ascontiguousarray(np.tile(w.reshape(C, kh * kw).astype(x.dtype, copy=False), (N, 1)).T)
+    out = _scratch("depthwise_channels_last_out", (OH, OW, P), x.dtype)
+    item = x.itemsize
+
+    def channels(lo, hi):
+        windows = as_strided(padded[:, :, lo:hi], (kh, kw, OH, OW, hi - lo),
+                             (dh * Wp * P * item, dw * P * item, s * Wp * P * item, s * P * item, item))
+        np.einsum("ijrcp,ijp->rcp", windows, taps.reshape(kh, kw, P)[:, :, lo:hi], out=out[:, :, lo:hi])
+
+    parallel_chunks(channels, P, out.nbytes)
+    y = np.empty((N, C, OH, OW), x.dtype)
+    copyto(y.reshape(P, OH * OW), out.reshape(OH * OW, P).T)
+    return y
 
 
 @functools.lru_cache(maxsize=1024)

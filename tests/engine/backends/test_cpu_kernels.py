@@ -99,6 +99,37 @@ def test_conv2d_needs_flags_and_no_bias():
     assert gx is None and gb is None and gw.shape == w.shape
 
 
+# (N, C, H, W, k, stride, dilation, (top, bottom, left, right)): depthwise layers summed as einsum grids
+# (stride 1: even and odd columns, or one grid when dilated), tap by tap over stride phases, or (small
+# planes) channels-last
+DEPTHWISE_CASES = [
+    (2, 3, 11, 12, 5, 1, 1, (2, 2, 2, 2)),
+    (1, 2, 9, 10, 6, 1, 1, (2, 3, 3, 2)),
+    (2, 3, 12, 13, 1, 1, 1, (0, 0, 0, 0)),
+    (2, 2, 14, 13, 3, 1, 2, (1, 0, 2, 1)),
+    (2, 3, 23, 22, 5, 2, 1, (2, 2, 2, 2)),
+    (1, 4, 17, 19, 7, 2, 3, (9, 9, 8, 9)),
+    (2, 64, 67, 66, 3, 1, 1, (1, 1, 1, 1)),  # split among the threads
+    # small planes, channels-last: stride 1, strided, dilated with asymmetric padding, split among threads
+    (2, 5, 7, 6, 5, 1, 1, (2, 2, 2, 2)),
+    (3, 4, 9, 8, 3, 2, 1, (1, 0, 1, 1)),
+    (2, 3, 6, 7, 3, 1, 2, (2, 1, 3, 2)),
+    (8, 960, 7, 7, 5, 1, 1, (2, 2, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_CASES)
+def test_depthwise_corr(case):
+    N, C, H, W, k, s, d, pads = case
+    rng = _rng("depthwise", case)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((C, 1, k, k)).astype(np.float32)
+    y, _ = conv.conv2d_forward(x, w, None, (s, s), pads, (d, d), C)
+    top, bottom, left, right = pads
+    ref = F.conv2d(F.pad(torch.tensor(x), (left, right, top, bottom)), torch.tensor(w), None, s, 0, d, C)
+    _close(y, ref, np.float32, 1e-5)
+
+
 # (N, C_in, C_out, H, W, k, stride, padding, output_padding, dilation, groups)
 CONV_T_CASES = [
     (1, 4, 6, 7, 9, 3, 1, 1, 0, 1, 1),
