@@ -32,8 +32,8 @@ def rand(*shape, dtype=np.float32):
     (2, 3, 10, 11, 3, 3, 3, 1, 2, 3, True),
     (2, 4, 9, 8, 4, 2, 1, "same", 1, 4, True),  # uneven padding (bottom/right only)
     (2, 3, 9, 8, 6, 3, 1, 1, 1, 3, True),
-    # windows hanging far over the padding (ASPP's large rates): computed region by region, folded
-    # and unfolded batches, strided and grouped, and windows that see only padding
+    # windows hanging far over the padding (ASPP's large rates): computed tap by tap, from whole input
+    # rows and from copied windows, strided and grouped, and windows that see only padding
     (2, 4, 9, 10, 5, 3, 1, 6, 6, 1, True),
     (2, 2, 45, 45, 3, 3, 1, 10, 10, 1, False),
     (3, 4, 7, 6, 4, 3, 2, 3, 2, 2, True),
