@@ -217,7 +217,7 @@ def _is_depthwise(x_shape, w_shape, groups, stride):
     return groups > 1 and groups == x_shape[1] == w_shape[0] and stride[0] == stride[1]
 
 
-def _depthwise_corr(x, w, stride, pads, dilation):
+def _depthwise_corr(x, w, stride, pads, dilation, contiguous=True):
     """Depthwise correlation: every output the weighted sum of its k*k taps, all channel planes at once.
 
     A GEMM per channel would be (1 x k*k) @ (k*k x H*W): all call overhead and no reuse. Instead the
@@ -270,8 +270,8 @@ def _depthwise_corr(x, w, stride, pads, dilation):
 
     taps_summed = summed if s == 1 else accumulated
     parallel_chunks(with_row_buffer(taps_summed, length), N * C, N * C * length * x.itemsize)
-    y = acc.reshape(N, C, OH, Wq)
-    return y if OW == Wq else np.ascontiguousarray(y[..., :OW])
+    y = acc.reshape(N, C, OH, Wq)[..., :OW]
+    return np.ascontiguousarray(y) if contiguous else y
 
 
 def _depthwise_channels_last(x, w, s, pads, dilation, out_hw):
@@ -344,10 +344,11 @@ def _tapwise_corr(x, w, stride, pads, dilation, groups, out_hw, rows, cols):
     return y
 
 
-def _corr(x, w, stride, pads, dilation, groups, weight_grad):
-    """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (fresh NCHW y, kept (col, fold) or None)."""
+def _corr(x, w, stride, pads, dilation, groups, weight_grad, contiguous=True):
+    """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW): (NCHW y, kept (col, fold) or None); y is
+    fresh, or with ``contiguous=False`` possibly a strided view into scratch (see conv2d_forward)."""
     if _is_depthwise(x.shape, w.shape, groups, stride):
-        return _depthwise_corr(x, w, stride, pads, dilation), None
+        return _depthwise_corr(x, w, stride, pads, dilation, contiguous), None
     if _winograd_forward_pays(x.shape, w.shape, stride, pads, dilation, groups):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads, dilation), None
     O, _, kh, kw = w.shape
@@ -490,29 +491,34 @@ def _data_grad_phases(gy, w, in_hw, stride, pad_tl, dilation, groups):
     return gx
 
 
-def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True):
+def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True, contiguous=True):
     """conv2d of x (N,C,H,W) with w (O,C/groups,KH,KW) and optional bias b (O,).
 
     padding is (top, bottom, left, right).  Returns (y, saved) with saved a ConvSaved.
     ``weight_grad=False`` says no weight gradient will be asked for (inference), so the column
     matrix is built in reusable scratch instead of being kept for the backward.
+    ``contiguous=False`` lets y be a strided view into scratch memory where that saves a copy (a
+    cropped depthwise result): the caller must consume it (conv_epilogue) before the next kernel call.
     """
     stride, dilation = _pair(stride), _pair(dilation)
     w = w.astype(x.dtype, copy=False)
-    y, cols = _corr(x, w, stride, tuple(padding), dilation, groups, weight_grad)
+    y, cols = _corr(x, w, stride, tuple(padding), dilation, groups, weight_grad, contiguous)
     if b is not None:
         y += b.astype(x.dtype, copy=False).reshape(-1, 1, 1)
     return y, ConvSaved(x, w, stride, tuple(padding), dilation, groups, cols)
 
 
 def conv_epilogue(y, scale, shift, residual, activation):
-    """In place on a convolution's (N, C, ...) output: ``y * scale + shift`` per channel (when scale is
-    given), ``+ residual``, then the activation ("relu", "hardswish" or ("clip", lo, hi)); all of it in
-    one pass over cache-sized row blocks on the threads, with eager's arithmetic.
-    Returns the result (``y`` itself, or a contiguous copy when ``y`` is a strided view)."""
-    y = np.ascontiguousarray(y)
+    """On a convolution's (N, C, ...) output: ``y * scale + shift`` per channel (when scale is given),
+    ``+ residual``, then the activation ("relu", "hardswish" or ("clip", lo, hi)); all of it in one
+    pass over cache-sized row blocks on the threads, with eager's arithmetic.
+
+    In place when ``y`` is contiguous; a strided ``y`` (a cropped depthwise result) is copied block by
+    block into a fresh array that the rest then updates while the block is in cache, rather than in a
+    pass of its own first. Returns the result."""
     n, c = y.shape[:2]
-    rows = y.reshape(n * c, -1)
+    out = y if y.flags.c_contiguous else np.empty(y.shape, y.dtype)
+    rows, source = out.reshape(n * c, -1), y.reshape((n * c,) + y.shape[2:])
     extra = residual.reshape(n * c, -1) if residual is not None else None
     if scale is not None:
         scale = np.tile(scale.astype(y.dtype, copy=False), n)[:, None]
@@ -520,6 +526,8 @@ def conv_epilogue(y, scale, shift, residual, activation):
 
     def block(lo, hi):
         r = rows[lo:hi]
+        if out is not y:
+            np.copyto(r.reshape(source[lo:hi].shape), source[lo:hi])
         if scale is not None:
             r *= scale[lo:hi]
             r += shift[lo:hi]
@@ -535,7 +543,7 @@ def conv_epilogue(y, scale, shift, residual, activation):
         elif activation is not None:
             np.clip(r, activation[1], activation[2], out=r)
     parallel_blocks(with_row_buffer(block, rows.shape[1]), n * c, rows.shape[1] * y.itemsize)
-    return y
+    return out
 
 
 def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):

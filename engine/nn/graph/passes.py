@@ -32,11 +32,12 @@ class FusedConv(Function):
             b = None
         if self.nd == 1:
             x, w = x[:, :, None, :], w[:, :, None, :]
+        epilogue = scale is not None or residual is not None or self.activation is not None
         y, _ = kernels.conv2d_forward(x, w, b, self.stride, self.pads, self.dilation, self.groups,
-                                      weight_grad=False)
+                                      weight_grad=False, contiguous=not epilogue)
         if self.nd == 1:
             y = y[:, :, 0, :]
-        if scale is not None or residual is not None or self.activation is not None:
+        if epilogue:
             y = kernels.conv_epilogue(y, scale, shift, residual, self.activation)
         return y
 
@@ -99,7 +100,6 @@ def _fusible_chain(plan, uses, i, fuse_add):
     out = conv.outs[0]
     bn = None
     removed, kinds = [], []
-    bias = conv.args[2]
     j = _next_consumer(plan, uses, out)
     if j is not None and plan.ops[j].cls is BatchNorm and not plan.ops[j].state["training"]:
         bn_op = plan.ops[j]

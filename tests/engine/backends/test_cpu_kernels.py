@@ -130,6 +130,35 @@ def test_depthwise_corr(case):
     _close(y, ref, np.float32, 1e-5)
 
 
+@pytest.mark.parametrize("activation", [None, "relu", "hardswish", ("clip", 0.0, 6.0)])
+@pytest.mark.parametrize("with_scale, with_residual", [(True, True), (True, False), (False, True), (False, False)])
+def test_conv_epilogue(activation, with_scale, with_residual):
+    """The fused epilogue against torch's ops: in place on a contiguous output, and from a strided view
+    (a cropped depthwise result) into a fresh array, leaving the view's memory alone; big enough to be
+    split among the threads."""
+    rng = _rng("epilogue", activation, with_scale, with_residual)
+    full = rng.standard_normal((2, 64, 40, 70)).astype(np.float32)
+    strided = full[..., :66]
+    scale, shift = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    residual = rng.standard_normal(strided.shape).astype(np.float32)
+    args = (scale if with_scale else None, shift if with_scale else None,
+            residual if with_residual else None, activation)
+    ref = torch.tensor(np.ascontiguousarray(strided))
+    if with_scale:
+        ref = ref * torch.tensor(scale)[:, None, None] + torch.tensor(shift)[:, None, None]
+    if with_residual:
+        ref = ref + torch.tensor(residual)
+    ref = {None: lambda t: t, "relu": F.relu, "hardswish": F.hardswish}.get(
+        activation, lambda t: t.clamp(0.0, 6.0))(ref)
+    before = full.copy()
+    out = conv.conv_epilogue(strided, *args)
+    assert out.flags.c_contiguous and np.array_equal(full, before)
+    contiguous = np.ascontiguousarray(strided)
+    assert conv.conv_epilogue(contiguous, *args) is contiguous
+    for result in (out, contiguous):
+        _close(result, ref, np.float32, 1e-6)
+
+
 # (N, C_in, C_out, H, W, k, stride, padding, output_padding, dilation, groups)
 CONV_T_CASES = [
     (1, 4, 6, 7, 9, 3, 1, 1, 0, 1, 1),
