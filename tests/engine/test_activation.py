@@ -89,6 +89,14 @@ def test_relu_gradient_at_zero_and_int():
     check_op(lambda t: t.relu(), lambda t: t.relu(), [np.array([-1, 0, 2], np.int64)])
 
 
+def test_relu_gradient_split_over_threads():
+    """A gradient big enough to be split among the CPU threads, with zeros in the input (gradient 0)."""
+    x = rand(2, 8, 130, 129)
+    x[0, 1, :5] = 0.0
+    assert x.nbytes > 1 << 20
+    check_op(engine.relu, torch.relu, [x])
+
+
 def test_relu_keeps_nan_infinities_and_negative_zero_like_torch():
     special = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, -2.5, 1.5], np.float32)
     for step in (1, 2):  # the contiguous fast path and the general (strided) one
