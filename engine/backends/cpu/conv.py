@@ -1,6 +1,6 @@
 """2-D convolution and transposed convolution kernels: im2col over strided views plus one batched GEMM
-(Winograd for wide 3x3 layers, per-tap passes for depthwise ones, one GEMM per region where windows hang
-far over the padding)."""
+(Winograd for wide 3x3 layers, einsum grids or per-tap passes for depthwise ones, one GEMM per tap where
+windows hang far over the padding)."""
 import itertools
 from collections import namedtuple
 
@@ -238,12 +238,13 @@ def _depthwise_corr(x, w, stride, pads, dilation, contiguous=True):
     s, (dh, dw) = stride[0], dilation
     Hp, Wp = x.shape[2] + pads[0] + pads[1], x.shape[3] + pads[2] + pads[3]
     OH, OW = _out_size(Hp, kh, s, dh), _out_size(Wp, kw, s, dw)
+    if OH * -(-Wp // s) <= _DEPTHWISE_CHANNELS_LAST_MAX_ROW:  # flat rows of phase-plane width
+        return _depthwise_channels_last(x, w, s, pads, (dh, dw), (OH, OW))
     planes, windows_at, Wq = phase_windows(x, (kh, kw), (s, s), (dh, dw), pads[0], pads[2], (Hp, Wp), OH, 0)
     length = OH * Wq
-    if length <= _DEPTHWISE_CHANNELS_LAST_MAX_ROW:
-        return _depthwise_channels_last(x, w, s, pads, (dh, dw), (OH, OW))
     taps = np.tile(w.reshape(C, kh, kw).astype(x.dtype, copy=False), (N, 1, 1))
-    # Rows of width Wq > OW are cropped into a fresh array below, so they can live in scratch.
+    # Rows of width Wq > OW are cropped below (into a fresh array, or by the caller), so they can live in
+    # scratch.
     acc = np.empty((N * C, length), x.dtype) if OW == Wq else _scratch("depthwise_rows", (N * C, length), x.dtype)
     column_period = 1 if dw > 1 else 2
 
