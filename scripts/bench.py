@@ -9,8 +9,7 @@ step), build (model construction), load (weights from the cache), memory (peak i
 separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and nn.Graph), detection
 (Faster R-CNN and RetinaNet at 800x1066), onnxruntime (reference: ONNX Runtime on the exported
 resnet50 vs our nn.Graph, where it is installed).
-The runs of one case take turns (see interleaved_medians), so both frameworks see the machine's slow and
-fast phases alike; it is noisy all the same: compare ratios from one run, not absolute times across runs.
+The machine is noisy: compare ratios from one run, not absolute times across runs.
 """
 import argparse
 import statistics
@@ -19,32 +18,15 @@ import time
 import numpy as np
 
 
-# After a run, a framework's worker threads keep spinning for a while (OpenBLAS's and OpenMP's wait
-# policies) and would slow down whichever framework runs next; this pause lets them go to sleep first.
-_PAUSE = 0.2
-
-
-def interleaved_medians(fns, repeat):
-    """Median wall time of each of ``fns`` over ``repeat`` runs, after one warm-up run each. The runs
-    take turns (the order rotating each round, a pause before each run), so the slow and fast phases of
-    a noisy machine fall on every function alike instead of on whichever ran during them."""
-    for fn in fns:
+def median_time(fn, repeat):
+    """Median wall time of ``fn()`` over ``repeat`` runs, after one warm-up run."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
         fn()
-    times = [[] for _ in fns]
-    for i in range(repeat):
-        for k in range(len(fns)):
-            j = (i + k) % len(fns)
-            time.sleep(_PAUSE)
-            start = time.perf_counter()
-            fns[j]()
-            times[j].append(time.perf_counter() - start)
-    return [statistics.median(t) for t in times]
-
-
-def _pair_rows(case, torch_fn, our_fn, repeat):
-    """Rows for one case: PyTorch and ours, timed in turns."""
-    torch_time, our_time = interleaved_medians([torch_fn, our_fn], repeat)
-    return [(case, "torch", torch_time), (case, "ours", our_time)]
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def forward_backward(lib, fn, arrays):
@@ -86,22 +68,25 @@ def suite_ops(args, torch, engine):
         x = rng.standard_normal((args.batch, cin, size, size), dtype=np.float32)
         w = rng.standard_normal((cout, cin, k, k), dtype=np.float32) * 0.05
         pad = k // 2
-        runs = [forward_backward(lib, lambda a, b, c=lib.nn.functional.conv2d: c(a, b, None, stride, pad), [x, w])
-                for lib in (torch, engine)]
-        rows += _pair_rows(f"conv2d {name}", *runs, args.repeat)
+        for lib_name, lib in (("torch", torch), ("ours", engine)):
+            conv = lib.nn.functional.conv2d
+            rows.append((f"conv2d {name}", lib_name, median_time(
+                forward_backward(lib, lambda a, b, c=conv: c(a, b, None, stride, pad), [x, w]), args.repeat)))
     x = rng.standard_normal((args.batch, 2048), dtype=np.float32)
     w = rng.standard_normal((1000, 2048), dtype=np.float32) * 0.02
     b = np.zeros(1000, np.float32)
-    runs = [forward_backward(lib, lib.nn.functional.linear, [x, w, b]) for lib in (torch, engine)]
-    rows += _pair_rows("linear 2048->1000", *runs, args.repeat)
+    for lib_name, lib in (("torch", torch), ("ours", engine)):
+        rows.append(("linear 2048->1000", lib_name, median_time(
+            forward_backward(lib, lib.nn.functional.linear, [x, w, b]), args.repeat)))
     for name, c, size in RESNET50_BN:
         x = rng.standard_normal((args.batch, c, size, size), dtype=np.float32)
         gamma, beta = np.ones(c, np.float32), np.zeros(c, np.float32)
-
-        def bn(lib, c=c):
-            return lambda a, g, bb: lib.nn.functional.batch_norm(a, lib.zeros(c), lib.ones(c), g, bb, training=True)
-        runs = [forward_backward(lib, bn(lib), [x, gamma, beta]) for lib in (torch, engine)]
-        rows += _pair_rows(f"batch_norm {name}", *runs, args.repeat)
+        for lib_name, lib in (("torch", torch), ("ours", engine)):
+            def bn(a, g, bb, lib=lib, c=c):
+                mean, var = lib.zeros(c), lib.ones(c)
+                return lib.nn.functional.batch_norm(a, mean, var, g, bb, training=True)
+            rows.append((f"batch_norm {name}", lib_name, median_time(
+                forward_backward(lib, bn, [x, gamma, beta]), args.repeat)))
     return rows
 
 
@@ -145,18 +130,12 @@ def _classification_rows(args, torch, engine, names):
         graph = _InferenceGraph(engine, ours)
         for batch in (1, 8):
             x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
-            rows += _eager_and_graph_rows(f"{name} %s b{batch}", _inference(torch, ref, x),
-                                          _inference(engine, ours, x), lambda: graph(engine.from_numpy(x)),
-                                          args.repeat)
+            rows.append((f"{name} eager b{batch}", "torch", median_time(_inference(torch, ref, x), args.repeat)))
+            rows.append((f"{name} eager b{batch}", "ours", median_time(_inference(engine, ours, x), args.repeat)))
+            rows.append((f"{name} graph b{batch}", "torch", rows[-2][2]))
+            rows.append((f"{name} graph b{batch}", "ours", median_time(lambda: graph(engine.from_numpy(x)),
+                                                                       args.repeat)))
     return rows
-
-
-def _eager_and_graph_rows(case, torch_fn, eager_fn, graph_fn, repeat):
-    """Rows for PyTorch eager against our eager and our nn.Graph runs (``case`` has a %s for the mode),
-    all three timed in turns."""
-    torch_time, eager_time, graph_time = interleaved_medians([torch_fn, eager_fn, graph_fn], repeat)
-    return [(case % "eager", "torch", torch_time), (case % "eager", "ours", eager_time),
-            (case % "graph", "torch", torch_time), (case % "graph", "ours", graph_time)]
 
 
 def suite_resnet(args, torch, engine):
@@ -187,8 +166,11 @@ def suite_segmentation(args, torch, engine):
     for name in ("deeplabv3_resnet50", "lraspp_mobilenet_v3_large"):
         ref, ours = _seeded_pair(torch, tv_seg, fv_seg, name)
         graph = _InferenceGraph(engine, ours)
-        rows += _eager_and_graph_rows(f"{name} %s", _inference(torch, ref, x), _inference(engine, ours, x),
-                                      lambda: graph(engine.from_numpy(x)), args.repeat)
+        reference_time = median_time(_inference(torch, ref, x), args.repeat)
+        rows.append((f"{name} eager", "torch", reference_time))
+        rows.append((f"{name} eager", "ours", median_time(_inference(engine, ours, x), args.repeat)))
+        rows.append((f"{name} graph", "torch", reference_time))
+        rows.append((f"{name} graph", "ours", median_time(lambda: graph(engine.from_numpy(x)), args.repeat)))
     return rows
 
 
@@ -207,7 +189,8 @@ def suite_detection(args, torch, engine):
     image = np.random.default_rng(0).random((3, 800, 1066), dtype=np.float32)
     for name in ("fasterrcnn_resnet50_fpn", "retinanet_resnet50_fpn"):
         ref, ours = _seeded_pair(torch, tv_det, fv_det, name)
-        rows += _pair_rows(f"{name} eager", _detect(torch, ref, image), _detect(engine, ours, image), args.repeat)
+        rows.append((f"{name} eager", "torch", median_time(_detect(torch, ref, image), args.repeat)))
+        rows.append((f"{name} eager", "ours", median_time(_detect(engine, ours, image), args.repeat)))
     return rows
 
 
@@ -232,8 +215,10 @@ def suite_onnxruntime(args, torch, engine):
     rows = []
     for batch in (1, 8):
         x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
-        rows += _pair_rows(f"resnet50 b{batch} ONNX Runtime vs our graph", lambda: session.run(None, {"x": x}),
-                           lambda: graph(engine.from_numpy(x)), args.repeat)
+        rows.append((f"resnet50 b{batch} ONNX Runtime vs our graph", "torch",
+                     median_time(lambda: session.run(None, {"x": x}), args.repeat)))
+        rows.append((f"resnet50 b{batch} ONNX Runtime vs our graph", "ours",
+                     median_time(lambda: graph(engine.from_numpy(x)), args.repeat)))
     return rows
 
 
@@ -269,15 +254,20 @@ def suite_train(args, torch, engine):
             return loss
 
     graph = Train()
-    return _eager_and_graph_rows("resnet50 train step %s", eager_step(torch, ref), eager_step(engine, ours),
-                                 lambda: graph(engine.from_numpy(x), engine.from_numpy(y)), args.repeat)
+    torch_time = median_time(eager_step(torch, ref), args.repeat)
+    return [("resnet50 train step eager", "torch", torch_time),
+            ("resnet50 train step eager", "ours", median_time(eager_step(engine, ours), args.repeat)),
+            ("resnet50 train step graph", "torch", torch_time),
+            ("resnet50 train step graph", "ours", median_time(
+                lambda: graph(engine.from_numpy(x), engine.from_numpy(y)), args.repeat))]
 
 
 def suite_build(args, torch, engine):
     """Constructing resnet152 (random init) in torchvision and in flowvision."""
     import torchvision
     import flowvision.models
-    return _pair_rows("construct resnet152", torchvision.models.resnet152, flowvision.models.resnet152, args.repeat)
+    return [("construct resnet152", "torch", median_time(torchvision.models.resnet152, args.repeat)),
+            ("construct resnet152", "ours", median_time(flowvision.models.resnet152, args.repeat))]
 
 
 def suite_load(args, torch, engine):
@@ -293,8 +283,11 @@ def suite_load(args, torch, engine):
         pth, cached = os.path.join(tmp, "resnet101.pth"), os.path.join(tmp, "resnet101.safetensors")
         torch.save(ref.state_dict(), pth)
         engine.save({k: v.detach().numpy() for k, v in ref.state_dict().items()}, cached)
-        return _pair_rows("load resnet101 weights", lambda: ref.load_state_dict(torch.load(pth, weights_only=True)),
-                          lambda: ours.load_state_dict(engine.load(cached)), args.repeat)
+        rows = [("load resnet101 weights", "torch", median_time(
+                    lambda: ref.load_state_dict(torch.load(pth, weights_only=True)), args.repeat)),
+                ("load resnet101 weights", "ours", median_time(
+                    lambda: ours.load_state_dict(engine.load(cached)), args.repeat))]
+    return rows
 
 
 def _peak_child(queue, framework, name, batch, use_graph):
