@@ -1,6 +1,6 @@
 """Ours and PyTorch side by side, in one process, same threads and inputs; prints medians and ratios.
 
-    python scripts/bench.py [--suite ops] [--threads 2] [--repeat 5] [--batch 8]
+    python scripts/bench.py [--suite ops] [--threads 2] [--repeat 5] [--rounds 3] [--batch 8]
 
 A ratio is ours / PyTorch in time or memory (lower is better; 1.5 means we take 1.5x as long);
 img/s ratios are the inverse. Suites: ops (conv2d/linear/batch_norm on ResNet-50 shapes),
@@ -9,24 +9,44 @@ step), build (model construction), load (weights from the cache), memory (peak i
 separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and nn.Graph), detection
 (Faster R-CNN and RetinaNet at 800x1066), onnxruntime (reference: ONNX Runtime on the exported
 resnet50 vs our nn.Graph, where it is installed).
+Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
+the value is the median over its processes of each process's median): in one process the frameworks
+share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
+PyTorch's time depending on the order of runs in one process, 1.30-1.32x in separate processes).
 The machine is noisy: compare ratios from one run, not absolute times across runs.
 """
 import argparse
+import json
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
 
 
+class _Timing:
+    """The median wall time of ``fn()`` over ``repeat`` runs after one warm-up run, measured when first
+    asked for: a process that times one framework resolves that framework's rows only."""
+
+    def __init__(self, fn, repeat):
+        self.fn, self.repeat, self.value = fn, repeat, None
+
+    def resolve(self):
+        if self.value is None:
+            self.fn()
+            times = []
+            for _ in range(self.repeat):
+                start = time.perf_counter()
+                self.fn()
+                times.append(time.perf_counter() - start)
+            self.value = statistics.median(times)
+        return self.value
+
+
 def median_time(fn, repeat):
-    """Median wall time of ``fn()`` over ``repeat`` runs, after one warm-up run."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    """``fn``'s median wall time over ``repeat`` runs, measured when a framework's process resolves it."""
+    return _Timing(fn, repeat)
 
 
 def forward_backward(lib, fn, arrays):
@@ -279,15 +299,14 @@ def suite_load(args, torch, engine):
     import flowvision.models
     ref = torchvision.models.resnet101()
     ours = flowvision.models.resnet101()
-    with tempfile.TemporaryDirectory() as tmp:
-        pth, cached = os.path.join(tmp, "resnet101.pth"), os.path.join(tmp, "resnet101.safetensors")
-        torch.save(ref.state_dict(), pth)
-        engine.save({k: v.detach().numpy() for k, v in ref.state_dict().items()}, cached)
-        rows = [("load resnet101 weights", "torch", median_time(
-                    lambda: ref.load_state_dict(torch.load(pth, weights_only=True)), args.repeat)),
-                ("load resnet101 weights", "ours", median_time(
-                    lambda: ours.load_state_dict(engine.load(cached)), args.repeat))]
-    return rows
+    tmp = tempfile.TemporaryDirectory()  # removed once the timings (whose closures hold it) are gone
+    pth, cached = os.path.join(tmp.name, "resnet101.pth"), os.path.join(tmp.name, "resnet101.safetensors")
+    torch.save(ref.state_dict(), pth)
+    engine.save({k: v.detach().numpy() for k, v in ref.state_dict().items()}, cached)
+    return [("load resnet101 weights", "torch", median_time(
+                lambda tmp=tmp: ref.load_state_dict(torch.load(pth, weights_only=True)), args.repeat)),
+            ("load resnet101 weights", "ours", median_time(
+                lambda tmp=tmp: ours.load_state_dict(engine.load(cached)), args.repeat))]
 
 
 def _peak_child(queue, framework, name, batch, use_graph):
@@ -346,6 +365,7 @@ SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
           "detection": suite_detection, "onnxruntime": suite_onnxruntime}
 UNITS = {"memory": "MiB"}
+_OWN_PROCESSES = {"memory"}  # suites that already measure each framework in a process of its own
 REFERENCES = {"onnxruntime": "ONNX Runtime"}
 
 
@@ -369,22 +389,57 @@ def print_ratios(title, rows, unit="ms", reference="PyTorch"):
     print(f"\nworst ratio {max(ratios):.2f}, median ratio {statistics.median(ratios):.2f}")
 
 
+def _framework_rows(args, name, torch, engine, framework):
+    """A suite's rows for one framework, timed in this process ("torch" also stands for the reference)."""
+    rows = SUITES[name](args, torch, engine)
+    return [(case, who, value.resolve() if isinstance(value, _Timing) else value)
+            for case, who, value in rows if who == framework]
+
+
+def _rows_in_processes(args, name):
+    """A suite's rows with each framework timed in processes of its own, ``args.rounds`` of each in
+    alternating order, the value being the median over its processes. In one process the frameworks
+    share the C heap and interfere (one's freed memory and page faults land on the other's runs)."""
+    values, order = {}, []
+    for r in range(args.rounds):
+        for framework in ("torch", "ours") if r % 2 == 0 else ("ours", "torch"):
+            command = [sys.executable, __file__, "--suite", name, "--threads", str(args.threads),
+                       "--repeat", str(args.repeat), "--batch", str(args.batch), "--framework", framework]
+            out = subprocess.run(command, stdout=subprocess.PIPE, text=True, check=True).stdout.splitlines()
+            for line in out[:-1]:
+                if r == 0:
+                    print(line)
+            for case, who, value in json.loads(out[-1]):
+                if (case, who) not in values:
+                    order.append((case, who))
+                values.setdefault((case, who), []).append(value)
+    return [(case, who, statistics.median(values[case, who])) for case, who in order]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suite", choices=sorted(SUITES) + ["all"], default="all", nargs="+")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3, help="processes per framework (alternating)")
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--framework", choices=("torch", "ours"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     import torch
     import engine
     torch.set_num_threads(args.threads)
     engine.set_num_threads(args.threads)
+    names = sorted(SUITES) if "all" in args.suite else args.suite
+    if args.framework:  # a worker process: one framework's rows as JSON on the last line
+        rows = [row for name in names for row in _framework_rows(args, name, torch, engine, args.framework)]
+        print(json.dumps(rows))
+        return
     print(f"threads: {args.threads} (torch {torch.__version__}, numpy {np.__version__}), batch {args.batch}, "
-          f"median of {args.repeat}")
-    for name in sorted(SUITES) if "all" in args.suite else args.suite:
-        print_ratios(name, SUITES[name](args, torch, engine), UNITS.get(name, "ms"), REFERENCES.get(name, "PyTorch"))
+          f"median of {args.repeat} runs in each of {args.rounds} processes per framework")
+    for name in names:
+        rows = SUITES[name](args, torch, engine) if name in _OWN_PROCESSES else _rows_in_processes(args, name)
+        print_ratios(name, rows, UNITS.get(name, "ms"), REFERENCES.get(name, "PyTorch"))
 
 
 if __name__ == "__main__":
