@@ -1,4 +1,4 @@
-"""Ours and PyTorch side by side, in one process, same threads and inputs; prints medians and ratios.
+"""Ours and PyTorch side by side in one run, same threads and inputs; prints medians and ratios.
 
     python scripts/bench.py [--suite ops] [--threads 2] [--repeat 5] [--rounds 3] [--batch 8]
 
