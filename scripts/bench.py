@@ -25,28 +25,21 @@ import time
 import numpy as np
 
 
-class _Timing:
-    """The median wall time of ``fn()`` over ``repeat`` runs after one warm-up run, measured when first
-    asked for: a process that times one framework resolves that framework's rows only."""
-
-    def __init__(self, fn, repeat):
-        self.fn, self.repeat, self.value = fn, repeat, None
-
-    def resolve(self):
-        if self.value is None:
-            self.fn()
-            times = []
-            for _ in range(self.repeat):
-                start = time.perf_counter()
-                self.fn()
-                times.append(time.perf_counter() - start)
-            self.value = statistics.median(times)
-        return self.value
+_TIMED = None  # in a worker process: the framework it times ("torch" also stands for the reference)
 
 
-def median_time(fn, repeat):
-    """``fn``'s median wall time over ``repeat`` runs, measured when a framework's process resolves it."""
-    return _Timing(fn, repeat)
+def median_time(fn, repeat, framework):
+    """Median wall time of ``fn()`` over ``repeat`` runs, after one warm-up run; None (and ``fn`` never
+    run) in a worker process that times the other framework."""
+    if _TIMED not in (None, framework):
+        return None
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def forward_backward(lib, fn, arrays):
@@ -91,13 +84,13 @@ def suite_ops(args, torch, engine):
         for lib_name, lib in (("torch", torch), ("ours", engine)):
             conv = lib.nn.functional.conv2d
             rows.append((f"conv2d {name}", lib_name, median_time(
-                forward_backward(lib, lambda a, b, c=conv: c(a, b, None, stride, pad), [x, w]), args.repeat)))
+                forward_backward(lib, lambda a, b, c=conv: c(a, b, None, stride, pad), [x, w]), args.repeat, lib_name)))
     x = rng.standard_normal((args.batch, 2048), dtype=np.float32)
     w = rng.standard_normal((1000, 2048), dtype=np.float32) * 0.02
     b = np.zeros(1000, np.float32)
     for lib_name, lib in (("torch", torch), ("ours", engine)):
         rows.append(("linear 2048->1000", lib_name, median_time(
-            forward_backward(lib, lib.nn.functional.linear, [x, w, b]), args.repeat)))
+            forward_backward(lib, lib.nn.functional.linear, [x, w, b]), args.repeat, lib_name)))
     for name, c, size in RESNET50_BN:
         x = rng.standard_normal((args.batch, c, size, size), dtype=np.float32)
         gamma, beta = np.ones(c, np.float32), np.zeros(c, np.float32)
@@ -106,7 +99,7 @@ def suite_ops(args, torch, engine):
                 mean, var = lib.zeros(c), lib.ones(c)
                 return lib.nn.functional.batch_norm(a, mean, var, g, bb, training=True)
             rows.append((f"batch_norm {name}", lib_name, median_time(
-                forward_backward(lib, bn, [x, gamma, beta]), args.repeat)))
+                forward_backward(lib, bn, [x, gamma, beta]), args.repeat, lib_name)))
     return rows
 
 
@@ -150,11 +143,13 @@ def _classification_rows(args, torch, engine, names):
         graph = _InferenceGraph(engine, ours)
         for batch in (1, 8):
             x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
-            rows.append((f"{name} eager b{batch}", "torch", median_time(_inference(torch, ref, x), args.repeat)))
-            rows.append((f"{name} eager b{batch}", "ours", median_time(_inference(engine, ours, x), args.repeat)))
-            rows.append((f"{name} graph b{batch}", "torch", rows[-2][2]))
+            torch_time = median_time(_inference(torch, ref, x), args.repeat, "torch")
+            rows.append((f"{name} eager b{batch}", "torch", torch_time))
+            rows.append((f"{name} eager b{batch}", "ours", median_time(_inference(engine, ours, x), args.repeat,
+                                                                       "ours")))
+            rows.append((f"{name} graph b{batch}", "torch", torch_time))
             rows.append((f"{name} graph b{batch}", "ours", median_time(lambda: graph(engine.from_numpy(x)),
-                                                                       args.repeat)))
+                                                                       args.repeat, "ours")))
     return rows
 
 
@@ -186,11 +181,11 @@ def suite_segmentation(args, torch, engine):
     for name in ("deeplabv3_resnet50", "lraspp_mobilenet_v3_large"):
         ref, ours = _seeded_pair(torch, tv_seg, fv_seg, name)
         graph = _InferenceGraph(engine, ours)
-        reference_time = median_time(_inference(torch, ref, x), args.repeat)
+        reference_time = median_time(_inference(torch, ref, x), args.repeat, "torch")
         rows.append((f"{name} eager", "torch", reference_time))
-        rows.append((f"{name} eager", "ours", median_time(_inference(engine, ours, x), args.repeat)))
+        rows.append((f"{name} eager", "ours", median_time(_inference(engine, ours, x), args.repeat, "ours")))
         rows.append((f"{name} graph", "torch", reference_time))
-        rows.append((f"{name} graph", "ours", median_time(lambda: graph(engine.from_numpy(x)), args.repeat)))
+        rows.append((f"{name} graph", "ours", median_time(lambda: graph(engine.from_numpy(x)), args.repeat, "ours")))
     return rows
 
 
@@ -209,8 +204,8 @@ def suite_detection(args, torch, engine):
     image = np.random.default_rng(0).random((3, 800, 1066), dtype=np.float32)
     for name in ("fasterrcnn_resnet50_fpn", "retinanet_resnet50_fpn"):
         ref, ours = _seeded_pair(torch, tv_det, fv_det, name)
-        rows.append((f"{name} eager", "torch", median_time(_detect(torch, ref, image), args.repeat)))
-        rows.append((f"{name} eager", "ours", median_time(_detect(engine, ours, image), args.repeat)))
+        rows.append((f"{name} eager", "torch", median_time(_detect(torch, ref, image), args.repeat, "torch")))
+        rows.append((f"{name} eager", "ours", median_time(_detect(engine, ours, image), args.repeat, "ours")))
     return rows
 
 
@@ -236,9 +231,9 @@ def suite_onnxruntime(args, torch, engine):
     for batch in (1, 8):
         x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
         rows.append((f"resnet50 b{batch} ONNX Runtime vs our graph", "torch",
-                     median_time(lambda: session.run(None, {"x": x}), args.repeat)))
+                     median_time(lambda: session.run(None, {"x": x}), args.repeat, "torch")))
         rows.append((f"resnet50 b{batch} ONNX Runtime vs our graph", "ours",
-                     median_time(lambda: graph(engine.from_numpy(x)), args.repeat)))
+                     median_time(lambda: graph(engine.from_numpy(x)), args.repeat, "ours")))
     return rows
 
 
@@ -274,20 +269,20 @@ def suite_train(args, torch, engine):
             return loss
 
     graph = Train()
-    torch_time = median_time(eager_step(torch, ref), args.repeat)
+    torch_time = median_time(eager_step(torch, ref), args.repeat, "torch")
     return [("resnet50 train step eager", "torch", torch_time),
-            ("resnet50 train step eager", "ours", median_time(eager_step(engine, ours), args.repeat)),
+            ("resnet50 train step eager", "ours", median_time(eager_step(engine, ours), args.repeat, "ours")),
             ("resnet50 train step graph", "torch", torch_time),
             ("resnet50 train step graph", "ours", median_time(
-                lambda: graph(engine.from_numpy(x), engine.from_numpy(y)), args.repeat))]
+                lambda: graph(engine.from_numpy(x), engine.from_numpy(y)), args.repeat, "ours"))]
 
 
 def suite_build(args, torch, engine):
     """Constructing resnet152 (random init) in torchvision and in flowvision."""
     import torchvision
     import flowvision.models
-    return [("construct resnet152", "torch", median_time(torchvision.models.resnet152, args.repeat)),
-            ("construct resnet152", "ours", median_time(flowvision.models.resnet152, args.repeat))]
+    return [("construct resnet152", "torch", median_time(torchvision.models.resnet152, args.repeat, "torch")),
+            ("construct resnet152", "ours", median_time(flowvision.models.resnet152, args.repeat, "ours"))]
 
 
 def suite_load(args, torch, engine):
@@ -299,14 +294,14 @@ def suite_load(args, torch, engine):
     import flowvision.models
     ref = torchvision.models.resnet101()
     ours = flowvision.models.resnet101()
-    tmp = tempfile.TemporaryDirectory()  # removed once the timings (whose closures hold it) are gone
-    pth, cached = os.path.join(tmp.name, "resnet101.pth"), os.path.join(tmp.name, "resnet101.safetensors")
-    torch.save(ref.state_dict(), pth)
-    engine.save({k: v.detach().numpy() for k, v in ref.state_dict().items()}, cached)
-    return [("load resnet101 weights", "torch", median_time(
-                lambda tmp=tmp: ref.load_state_dict(torch.load(pth, weights_only=True)), args.repeat)),
-            ("load resnet101 weights", "ours", median_time(
-                lambda tmp=tmp: ours.load_state_dict(engine.load(cached)), args.repeat))]
+    with tempfile.TemporaryDirectory() as tmp:
+        pth, cached = os.path.join(tmp, "resnet101.pth"), os.path.join(tmp, "resnet101.safetensors")
+        torch.save(ref.state_dict(), pth)
+        engine.save({k: v.detach().numpy() for k, v in ref.state_dict().items()}, cached)
+        return [("load resnet101 weights", "torch", median_time(
+                    lambda: ref.load_state_dict(torch.load(pth, weights_only=True)), args.repeat, "torch")),
+                ("load resnet101 weights", "ours", median_time(
+                    lambda: ours.load_state_dict(engine.load(cached)), args.repeat, "ours"))]
 
 
 def _peak_child(queue, framework, name, batch, use_graph):
@@ -391,9 +386,9 @@ def print_ratios(title, rows, unit="ms", reference="PyTorch"):
 
 def _framework_rows(args, name, torch, engine, framework):
     """A suite's rows for one framework, timed in this process ("torch" also stands for the reference)."""
-    rows = SUITES[name](args, torch, engine)
-    return [(case, who, value.resolve() if isinstance(value, _Timing) else value)
-            for case, who, value in rows if who == framework]
+    global _TIMED
+    _TIMED = framework
+    return [row for row in SUITES[name](args, torch, engine) if row[1] == framework]
 
 
 def _rows_in_processes(args, name):
