@@ -12,7 +12,7 @@ resnet50 vs our nn.Graph, where it is installed).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
 share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
-PyTorch's time depending on the order of runs in one process, 1.30-1.32x in separate processes).
+PyTorch's time depending on the order of runs in one process, 1.30-1.40x in separate processes).
 The machine is noisy: compare ratios from one run, not absolute times across runs.
 """
 import argparse
