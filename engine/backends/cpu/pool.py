@@ -70,12 +70,28 @@ def _max_and_tap(views, has_nan, y):
     return tap
 
 
-def _phase_windows(x, k, s, d, p, out, extra):
-    """The input padded with -inf, in stride-phase planes, and each tap's place in them (see
-    scratch.phase_windows): every tap reads one contiguous run per plane, where strided views of the
-    input ran ~2.5x slower."""
+def _tap_rows(x, y, k, s, d, p, out, extra):
+    """The windows of max pooling x into y (N, C, OH, OW), read from stride-phase planes of the input
+    padded with -inf (see scratch.phase_windows): every tap reads one contiguous run per plane, where
+    strided views of the input ran ~2.5x slower.
+
+    Returns ``(views, rows, crop, Wq)``: ``views(lo, hi)`` the taps' (hi - lo, OH*Wq) runs for channel
+    planes [lo, hi); ``rows`` the (N*C, OH*Wq) array their maxima go to, y itself when Wq == OW, else
+    scratch whose first OW columns of each output row ``crop(lo, hi)`` copies into y."""
+    N, C = x.shape[:2]
     padded = (x.shape[2] + 2 * p[0] + extra[0], x.shape[3] + 2 * p[1] + extra[1])
-    return phase_windows(x, k, s, d, p[0], p[1], padded, out[0], -np.inf)
+    planes, taps, Wq = phase_windows(x, k, s, d, p[0], p[1], padded, out[0], -np.inf)
+    length = out[0] * Wq
+    rows = y.reshape(N * C, length) if Wq == out[1] else scratch("pool_rows", (N * C, length), x.dtype)
+    y_rows = y.reshape((N * C,) + out)
+
+    def views(lo, hi):
+        return [planes[a, b, lo:hi, o:o + length] for a, b, o in taps]
+
+    def crop(lo, hi):
+        if Wq != out[1]:
+            np.copyto(y_rows[lo:hi], rows[lo:hi].reshape(hi - lo, out[0], Wq)[:, :, :out[1]])
+    return views, rows, crop, Wq
 
 
 def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -83,7 +99,6 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
     (int64 flat positions in each H*W input plane).  Channel planes are split among the CPU thread pool."""
     N, C, H, W = x.shape
     k, s, p, d, out, extra = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
-    planes, taps, Wq = _phase_windows(x, k, s, d, p, out, extra)
     start_h = np.arange(out[0]) * s[0] - p[0]
     start_w = np.arange(out[1]) * s[1] - p[1]
     starts = start_h[:, None] * W + start_w
@@ -91,17 +106,13 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
     first_h = start_h + np.maximum(0, (d[0] - 1 - start_h) // d[0]) * d[0]
     first_w = start_w + np.maximum(0, (d[1] - 1 - start_w) // d[1]) * d[1]
     y, indices = np.empty((N, C) + out, x.dtype), np.empty((N, C) + out, np.int64)
-    length = out[0] * Wq
-    wide = y.reshape(N * C, length) if Wq == out[1] else scratch("pool_rows", (N * C, length), x.dtype)
+    views, rows, crop, Wq = _tap_rows(x, y, k, s, d, p, out, extra)
     x_rows, y_rows, index_rows = x.reshape(N * C, H * W), y.reshape((N * C,) + out), indices.reshape((N * C,) + out)
 
     def part(lo, hi):
-        views = [planes[a, b, lo:hi, o:o + length] for a, b, o in taps]
-        tap = _max_and_tap(views, np.isnan(x_rows[lo:hi].max()), wide[lo:hi])
-        tap = tap.reshape(hi - lo, out[0], Wq)[:, :, :out[1]]
-        if Wq != out[1]:
-            np.copyto(y_rows[lo:hi], wide[lo:hi].reshape(hi - lo, out[0], Wq)[:, :, :out[1]])
-        np.take(offsets, tap, out=index_rows[lo:hi])
+        tap = _max_and_tap(views(lo, hi), np.isnan(x_rows[lo:hi].max()), rows[lo:hi])
+        crop(lo, hi)
+        np.take(offsets, tap.reshape(hi - lo, out[0], Wq)[:, :, :out[1]], out=index_rows[lo:hi])
         index_rows[lo:hi] += starts
         if np.isneginf(y_rows[lo:hi]).any():  # all -inf window: torch keeps its first in-bounds element
             index_rows[lo:hi] = np.where(np.isneginf(y_rows[lo:hi]), first_h[:, None] * W + first_w, index_rows[lo:hi])
@@ -115,23 +126,18 @@ def max_pool2d_values_forward(x, kernel_size, stride, padding, dilation, ceil_mo
 
     np.maximum over the tap views propagates NaN as torch does; no argmax tap is tracked.
     """
-    N, C, H, W = x.shape
+    N, C = x.shape[:2]
     k, s, p, d, out, extra = _geometry(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
-    planes, taps, Wq = _phase_windows(x, k, s, d, p, out, extra)
     y = np.empty((N, C) + out, x.dtype)
-    length = out[0] * Wq
-    wide = y.reshape(N * C, length) if Wq == out[1] else scratch("pool_rows", (N * C, length), x.dtype)
+    views, rows, crop, _ = _tap_rows(x, y, k, s, d, p, out, extra)
 
     def part(lo, hi):
-        rows = wide[lo:hi]
-        for t, (a, b, o) in enumerate(taps):
-            v = planes[a, b, lo:hi, o:o + length]
-            if t == 0:
-                np.copyto(rows, v)
-            else:
-                np.maximum(rows, v, out=rows)
-        if Wq != out[1]:
-            np.copyto(y.reshape((N * C,) + out)[lo:hi], rows.reshape(hi - lo, out[0], Wq)[:, :, :out[1]])
+        block = rows[lo:hi]
+        first, *others = views(lo, hi)
+        np.copyto(block, first)
+        for v in others:
+            np.maximum(block, v, out=block)
+        crop(lo, hi)
     parallel_chunks(part, N * C, x.nbytes)
     return y, None
 
