@@ -304,12 +304,16 @@ def suite_load(args, torch, engine):
                     lambda: ours.load_state_dict(engine.load(cached)), args.repeat, "ours"))]
 
 
-def _peak_child(queue, framework, name, batch, use_graph):
-    """In a fresh process: build, warm up (compiles a graph), reset the peak-RSS mark, run once more,
-    and report how far memory rose above the model's resting size."""
+def _peak_child(queue, framework, name, batch, use_graph, threads):
+    """In a fresh process: build the model, note the resident size at rest, run warm-up calls (a graph
+    compiles on the first and replays on the second), then report how far one more call takes memory
+    above the model at rest. That counts what a framework keeps between calls for its next one
+    (our kernels' scratch buffers, the allocators' caches) as well as what a call allocates and frees."""
+    import gc
     import torch
     import engine
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
+    engine.set_num_threads(threads)
     ref, ours = _models(torch, engine, name)
     x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
     lib, model = (torch, ref) if framework == "torch" else (engine, ours)
@@ -317,14 +321,15 @@ def _peak_child(queue, framework, name, batch, use_graph):
     if use_graph:
         graph = _InferenceGraph(engine, ours)
         run = lambda: graph(engine.from_numpy(x))  # noqa: E731
-    run()
-    import gc
     gc.collect()
-    base = _rss_kib("VmRSS")
+    rest = _rss_kib("VmRSS")
+    for _ in range(2):
+        run()
+    gc.collect()
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     run()
-    queue.put((_rss_kib("VmHWM") - base) / 1024)
+    queue.put((_rss_kib("VmHWM") - rest) / 1024)
 
 
 def _rss_kib(field):
@@ -336,7 +341,7 @@ def _rss_kib(field):
 
 
 def suite_memory(args, torch, engine):
-    """Peak memory above the resting model during one warm inference (separate processes; MiB).
+    """Peak memory above the model at rest during a warm inference (separate processes; MiB).
 
     glibc's fixed mmap threshold makes every large buffer go back to the OS when freed, so the
     resident-set peak measures live tensors rather than what the allocator keeps around.
@@ -349,7 +354,7 @@ def suite_memory(args, torch, engine):
     for case, framework, use_graph in (("resnet50 b8 eager", "torch", False), ("resnet50 b8 eager", "ours", False),
                                        ("resnet50 b8 graph", "torch", False), ("resnet50 b8 graph", "ours", True)):
         queue = ctx.Queue()
-        proc = ctx.Process(target=_peak_child, args=(queue, framework, "resnet50", 8, use_graph))
+        proc = ctx.Process(target=_peak_child, args=(queue, framework, "resnet50", 8, use_graph, args.threads))
         proc.start()
         rows.append((case, framework, queue.get()))
         proc.join()

@@ -22,6 +22,11 @@ def scratch(slot, shape, dtype):
     return bufs[slot][:n].view(dtype).reshape(shape)
 
 
+def release():
+    """Drop this thread's scratch buffers (the next kernel call allocates what it needs again)."""
+    _local.__dict__.pop("buffers", None)
+
+
 def phase_planes(x, strides, top, left, Hq, Wq, fill):
     """The input, padded with ``fill`` by ``top``/``left`` (and up to Hq*sh x Wq*sw), split into its
     sh*sw stride phases: (sh, sw, N*C, Hq*Wq) in scratch, phase (a, b) holding padded rows a, a+sh, ...

@@ -7,7 +7,7 @@ Chunks cover disjoint slices of an axis, so results are bit-identical to the sin
 """
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -72,6 +72,20 @@ def parallel_blocks(fn, length, row_bytes):
         for a in range(lo, hi, step):
             fn(a, min(a + step, hi))
     parallel_chunks(chunk, length, length * row_bytes)
+
+
+def run_concurrently(fns):
+    """Call every ``fn()`` at once, one per thread (the caller runs the first), and return their results.
+    Kernels inside run whole on their thread: none of them fans out into the pool, which is busy."""
+    futures = [_executor(len(fns)).submit(fn) for fn in fns[1:]]
+    nested = getattr(_worker, "active", False)
+    _worker.active = True
+    try:
+        first = fns[0]()
+    finally:
+        _worker.active = nested
+        wait(futures)
+    return [first] + [f.result() for f in futures]
 
 
 def split_axis(shape):

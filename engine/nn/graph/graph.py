@@ -13,9 +13,10 @@ import warnings
 
 from ...autograd import grad_mode
 from ...backends.cpu.allocator import retain_freed_memory
+from ...backends.cpu.scratch import release as release_scratch
 from ...tensor import Tensor, _new
 from ..modules.module import Module
-from . import passes
+from . import passes, streams
 from .plan import SLOT, Plan, trace
 
 
@@ -191,15 +192,39 @@ class Graph:
         key = self._signature(leaves, spec)
         plan = self._plans.get(key)
         if plan is None:
-            return self._compile(key, inputs, leaves, grad_scale)
+            return self._compile(key, inputs, spec, leaves, grad_scale)
         self._last_plan = plan
         if not self.training:
-            arrays = plan.run_arrays([t._data for t in leaves])
-            return _unflatten(plan.output_spec, [_new(a) for a in arrays])
+            arrays = [t._data for t in leaves]
+            outputs = streams.run(plan, arrays, lambda lo, hi: self._part_plan(plan, spec, leaves, lo, hi))
+            if outputs is None:
+                outputs = plan.run_arrays(arrays)
+            return _unflatten(plan.output_spec, [_new(a) for a in outputs])
         outputs = plan.run_tensors(leaves, grad_scale)
         return _unflatten(plan.output_spec, outputs)
 
-    def _compile(self, key, inputs, leaves, grad_scale):
+    def _compile(self, key, inputs, spec, leaves, grad_scale):
+        plan, outputs = self._build_plan(inputs, leaves, grad_scale)
+        bounds = streams.stream_bounds(plan.stream_batch) if plan.stream_batch is not None else ()
+        if len(bounds) > 1:
+            for lo, hi in bounds:
+                self._part_plan(plan, spec, leaves, lo, hi)
+            release_scratch()  # sized by the whole batch's trace; the streams need their share only
+        self._plans[key] = plan
+        self._last_plan = plan
+        return outputs
+
+    def _part_plan(self, plan, spec, leaves, lo, hi):
+        """The plan of a batch stream: ``plan`` traced again on samples [lo, hi) of the inputs."""
+        part = plan.parts.get(hi - lo)
+        if part is None:
+            chunk = [_new(t._data[lo:hi]) for t in leaves]
+            part, _ = self._build_plan(_unflatten(spec, chunk), chunk, None)
+            plan.parts[hi - lo] = part
+        return part
+
+    def _build_plan(self, inputs, leaves, grad_scale):
+        """Trace ``build`` on the inputs and compile the ops it ran; returns (plan, traced outputs)."""
         args, kwargs = inputs
         outputs, tracer, input_slots = trace(self.name, lambda: self.build(*args, **kwargs), (), leaves)
         out_leaves = []
@@ -219,14 +244,16 @@ class Graph:
                 plan.log.append("retain_freed_memory: freed blocks stay in the process for the next step")
         else:
             plan.log += passes.optimize_inference(plan, self.config)
+            plan.stream_batch = streams.stream_batch(plan, tracer.shapes)
+            if plan.stream_batch is not None:
+                plan.log.append(f"batch streams: every sample is computed on its own, so the batch of "
+                                f"{plan.stream_batch} may run as one stream per BLAS thread")
         plan.log.append(f"compiled: {len(plan.ops)} ops")
-        self._plans[key] = plan
-        self._last_plan = plan
         if self._debug_level >= 0:
             print(f"[{self.name}] " + f"\n[{self.name}] ".join(plan.log))
             if self._debug_level >= 1:
                 print(plan.describe())
-        return outputs
+        return plan, outputs
 
     @staticmethod
     def _backward_eager(tracer, grad_scale):

@@ -58,6 +58,8 @@ class Plan:
         self.backward_calls = backward_calls
         self.n_slots = n_slots
         self.log = []
+        self.stream_batch = None  # set where the batch may run as streams (graph/streams.py)
+        self.parts = {}  # the stream plans, by their number of samples
 
     def plan_liveness(self):
         """Drop each slot's value right after its last reader, so memory is freed as early as eager."""
@@ -140,11 +142,13 @@ class Tracer:
         self.backward_calls = []
         self.backward_roots = []
         self.n_slots = 0
+        self.shapes = []  # each slot's traced shape
 
     def new_slot(self, tensor):
         """Number ``tensor``'s value; the mark lives on the tensor, so dead tensors free memory."""
         slot = self.n_slots
         self.n_slots += 1
+        self.shapes.append(tuple(tensor.shape))
         tensor._graph_slot = (self, slot)
         return slot
 

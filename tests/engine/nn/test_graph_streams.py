@@ -1,0 +1,151 @@
+"""Batch streams of inference graphs: which plans split their batch, and split runs equal eager ones."""
+import numpy as np
+import pytest
+
+import engine
+import engine.nn as nn
+import engine.nn.functional as F
+import flowvision.models as models
+from engine.backends.cpu import blas
+from engine.backends.cpu.threads import parallel_chunks, run_concurrently
+from engine.nn.graph import streams
+from op_check import assert_close
+from test_graph import InferenceGraph, SmallResNet, randomize_bn
+
+needs_openblas = pytest.mark.skipif(blas.threads() is None, reason="numpy is not linked to OpenBLAS here")
+
+
+@pytest.fixture
+def two_blas_threads():
+    before = engine.get_num_threads()
+    engine.set_num_threads(2)
+    yield
+    engine.set_num_threads(before)
+
+
+class Lambda(nn.Module):
+    """A conv layer followed by ``fn``: a model whose last step is the op under test."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(F.relu(self.conv(x)))
+
+
+OUTSIDE = engine.randn(5, 4, 1, 1)
+SAMPLE_WISE = {
+    "flatten and linear": lambda y: F.linear(engine.flatten(y, 1), engine.ones(3, 4 * 6 * 7)),
+    "softmax over channels": lambda y: F.softmax(y, dim=1),
+    "concatenation along channels": lambda y: engine.cat([y, y * 2], 1),
+    "slices of channels": lambda y: y[:, 1:3, 2:] - y[..., 0:2, 2:, :],
+    "resize and pool": lambda y: F.max_pool2d(F.interpolate(y, scale_factor=2, mode="bilinear"), 2),
+    "broadcast parameter": lambda y: y * engine.ones(4, 1, 1) + 1,
+}
+BATCH_MIXING = {
+    "mean over the batch": lambda y: y - y.mean(0, keepdim=True),
+    "softmax over the batch": lambda y: F.softmax(y, dim=0),
+    "flip of the batch": lambda y: y.flip(0),
+    "reversed batch slice": lambda y: y[::-1],
+    "outside tensor varying along the batch": lambda y: y * OUTSIDE,
+    "batch folded into rows": lambda y: y.reshape(-1, 6 * 7),
+}
+
+
+@pytest.mark.parametrize("name", SAMPLE_WISE)
+def test_sample_wise_plans_split_their_batch(name, two_blas_threads):
+    engine.manual_seed(0)
+    model = Lambda(SAMPLE_WISE[name]).eval()
+    graph = InferenceGraph(model)
+    x = engine.randn(5, 3, 6, 7)
+    with engine.no_grad():
+        ref = model(x).numpy()
+    graph(x)
+    assert graph._last_plan.stream_batch == 5
+    assert_close(graph(x).numpy(), ref, 1e-5, name)
+
+
+@pytest.mark.parametrize("name", BATCH_MIXING)
+def test_plans_mixing_the_batch_run_whole(name, two_blas_threads):
+    engine.manual_seed(0)
+    model = Lambda(BATCH_MIXING[name]).eval()
+    graph = InferenceGraph(model)
+    x = engine.randn(5, 3, 6, 7)
+    with engine.no_grad():
+        ref = model(x).numpy()
+    graph(x)
+    assert graph._last_plan.stream_batch is None
+    assert_close(graph(x).numpy(), ref, 1e-5, name)
+    assert graph._last_plan.parts == {}
+
+
+def test_single_samples_and_training_batchnorm_run_whole(two_blas_threads):
+    engine.manual_seed(0)
+    model = SmallResNet().eval()
+    graph = InferenceGraph(model)
+    graph(engine.randn(1, 3, 9, 9))
+    assert graph._last_plan.stream_batch is None
+    model.train()
+    graph(engine.randn(4, 3, 9, 9))
+    assert graph._last_plan.stream_batch is None
+
+
+@needs_openblas
+def test_uneven_streams_equal_eager_and_restore_blas_threads(two_blas_threads):
+    engine.manual_seed(0)
+    model = SmallResNet().eval()
+    randomize_bn(model)
+    graph = InferenceGraph(model)
+    x = engine.randn(3, 3, 11, 13)
+    with engine.no_grad():
+        ref = model(x).numpy()
+    graph(x)
+    assert streams.stream_bounds(3) == [(0, 1), (1, 3)]
+    assert sorted(graph._last_plan.parts) == [1, 2] and graph.num_compiled == 1
+    out = graph(x)
+    assert_close(out.numpy(), ref, 1e-5, "two streams")
+    assert blas.threads() == 2
+
+
+@needs_openblas
+def test_blas_limit_holds_inside_and_is_restored(two_blas_threads):
+    with blas.limited(1) as single:
+        assert single and blas.threads() == 1
+    assert blas.threads() == 2
+
+
+def test_run_concurrently_keeps_order_keeps_kernels_whole_and_raises():
+    seen = []
+
+    def work(i):
+        def run():
+            a = np.arange(1 << 19, dtype=np.float64) + i  # big enough that a free caller would fan out
+            parallel_chunks(lambda lo, hi: seen.append((lo, hi)), len(a), a.nbytes)
+            return a[:2].tolist()
+        return run
+    assert run_concurrently([work(0), work(1), work(2)]) == [[0, 1], [1, 2], [2, 3]]
+    assert seen == [(0, 1 << 19)] * 3
+
+    def fail():
+        raise ValueError("stream failed")
+    with pytest.raises(ValueError, match="stream failed"):
+        run_concurrently([work(0), fail])
+
+
+CLASSIFIERS = models.list_models(["resnet*", "resnext*", "wide_resnet*", "mobilenet*", "vgg*"])
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_classification_graphs_equal_eager(name, two_blas_threads):
+    """Every classification model through its compiled plan and its batch streams, against eager."""
+    engine.manual_seed(0)
+    model = models.create_model(name).eval()
+    graph = InferenceGraph(model)
+    x = engine.randn(3, 3, 32, 35)
+    with engine.no_grad():
+        ref = model(x).numpy()
+    graph(x)
+    assert graph._last_plan.stream_batch == 3
+    assert_close(graph(x).numpy(), ref, 1e-4, name)
