@@ -5,10 +5,10 @@
 A ratio is ours / PyTorch in time or memory (lower is better; 1.5 means we take 1.5x as long);
 img/s ratios are the inverse. Suites: ops (conv2d/linear/batch_norm on ResNet-50 shapes),
 resnet (eager and nn.Graph inference), mobilenet (the same for MobileNetV2/V3), train (one training
-step), build (model construction), load (weights from the cache), memory (peak inference memory,
-separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and nn.Graph), detection
-(Faster R-CNN and RetinaNet at 800x1066), onnxruntime (reference: ONNX Runtime on the exported
-resnet50 vs our nn.Graph, where it is installed).
+step), build (model construction), load (weights from the cache), memory (peak inference memory
+above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and
+nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), onnxruntime (reference: ONNX Runtime
+on the exported resnet50 vs our nn.Graph, where it is installed).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
 share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
@@ -343,8 +343,9 @@ def _rss_kib(field):
 def suite_memory(args, torch, engine):
     """Peak memory above the model at rest during a warm inference (separate processes; MiB).
 
-    glibc's fixed mmap threshold makes every large buffer go back to the OS when freed, so the
-    resident-set peak measures live tensors rather than what the allocator keeps around.
+    glibc's fixed mmap threshold hands every large freed block back to the OS, so what stays resident
+    between calls is what a framework keeps on purpose (scratch buffers, caches), not glibc's choice.
+    Until 2026-12-03 the baseline was the process after a warm call, which left out what it kept.
     """
     import multiprocessing as mp
     import os
