@@ -2,9 +2,10 @@
 
 Batch streams (``nn.Graph``) run one GEMM per core at a time, each on one BLAS thread; with OpenBLAS
 still splitting every GEMM over all cores the streams fight over them (resnet50 at batch 8: 690 ms
-a call against 600 unsplit and 480 with one BLAS thread per stream). threadpoolctl does this too but
-is not a runtime dependency: the library is found among the process's mapped files (Linux), under
-any of the symbol names its builds export (numpy's wheels prefix and suffix them).
+a call against 600-640 unsplit and 480-500 with one BLAS thread per stream). threadpoolctl does
+this too but is not a runtime dependency: here the library is found among the process's mapped
+files (Linux), under any of the symbol names its builds export (numpy's wheels prefix and suffix
+them).
 """
 import contextlib
 import ctypes
@@ -41,9 +42,9 @@ def _find():
 
 
 def _openblas():
+    """The (get, set) pair, looked up once (numpy, imported by engine first, has loaded the library)."""
     global _api
     if _api is None:
-        import numpy  # noqa: F401  (loads the library before the maps are read)
         _api = _find() or False
     return _api
 

@@ -4,7 +4,9 @@ As in OneFlow: subclass ``Graph``, assign modules as attributes, optionally ``ad
 and write ``build(*inputs)`` with ordinary eager code. The first call with a new signature
 (shapes, dtypes, devices, train/eval state) traces and compiles a plan; later calls replay it.
 Without an optimizer the graph is an inference graph: replays run on raw arrays, with eval
-BatchNorm, residual adds and ReLUs fused into the convolutions' output pass. With an optimizer, each
+BatchNorm, residual adds and ReLUs fused into the convolutions' output pass, and on the CPU a batch
+whose samples are computed each on its own runs as one stream per core (``streams.py``; the first
+call then also compiles a plan for each stream's share of the batch). With an optimizer, each
 call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler),
 reusing the gradient arrays; compiling one also makes the C allocator keep freed blocks in the process
 (``backends/cpu/allocator.py``), so each step reuses the last one's memory instead of faulting it in.
@@ -244,7 +246,8 @@ class Graph:
                 plan.log.append("retain_freed_memory: freed blocks stay in the process for the next step")
         else:
             plan.log += passes.optimize_inference(plan, self.config)
-            plan.stream_batch = streams.stream_batch(plan, tracer.shapes)
+            if all(t.device.type == "cpu" for t in leaves):
+                plan.stream_batch = streams.stream_batch(plan, tracer.shapes)
             if plan.stream_batch is not None:
                 plan.log.append(f"batch streams: every sample is computed on its own, so the batch of "
                                 f"{plan.stream_batch} may run as one stream per BLAS thread")

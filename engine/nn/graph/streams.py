@@ -3,9 +3,11 @@ per BLAS thread, each stream a plan of its own for its share of the images, all 
 on one thread.
 
 OpenBLAS splits every GEMM over all cores, and between GEMMs the cores wait on each other and on the
-numpy passes between them. One stream per core keeps each core busy with its own images instead: a
-resnet50 graph at batch 8 took 480 ms a call as two streams of 4 against 600 ms as one (medians,
-separate processes). Outputs equal the single plan's up to the GEMMs' rounding.
+numpy passes between them. One stream per core keeps each core busy with its own images instead. On
+2 cores (medians of 8-10 calls, separate processes, 2026-12-03): resnet50 at batch 8 474-519 ms a
+call as two streams of 4 against 558-607 ms as one, at batch 2 132-143 against 171-184;
+mobilenet_v3_large at batch 8 102-108 against 161-172; mobilenet_v2 at batch 2 the same time. Outputs
+equal the single plan's up to the GEMMs' rounding.
 
 A plan qualifies when all its inputs, values and outputs have the same leading (batch) size of 2 or
 more and every op is one known to compute each sample from that sample alone: elementwise ops whose
