@@ -54,31 +54,20 @@ BATCH_MIXING = {
 }
 
 
-@pytest.mark.parametrize("name", SAMPLE_WISE)
-def test_sample_wise_plans_split_their_batch(name, two_blas_threads):
+@pytest.mark.parametrize("name", list(SAMPLE_WISE) + list(BATCH_MIXING))
+def test_only_plans_keeping_samples_apart_split_their_batch(name, two_blas_threads):
+    batch = 5 if name in SAMPLE_WISE else None
     engine.manual_seed(0)
-    model = Lambda(SAMPLE_WISE[name]).eval()
+    model = Lambda(SAMPLE_WISE.get(name) or BATCH_MIXING[name]).eval()
     graph = InferenceGraph(model)
     x = engine.randn(5, 3, 6, 7)
     with engine.no_grad():
         ref = model(x).numpy()
     graph(x)
-    assert graph._last_plan.stream_batch == 5
+    assert graph._last_plan.stream_batch == batch
     assert_close(graph(x).numpy(), ref, 1e-5, name)
-
-
-@pytest.mark.parametrize("name", BATCH_MIXING)
-def test_plans_mixing_the_batch_run_whole(name, two_blas_threads):
-    engine.manual_seed(0)
-    model = Lambda(BATCH_MIXING[name]).eval()
-    graph = InferenceGraph(model)
-    x = engine.randn(5, 3, 6, 7)
-    with engine.no_grad():
-        ref = model(x).numpy()
-    graph(x)
-    assert graph._last_plan.stream_batch is None
-    assert_close(graph(x).numpy(), ref, 1e-5, name)
-    assert graph._last_plan.parts == {}
+    if batch is None:
+        assert graph._last_plan.parts == {}
 
 
 def test_single_samples_and_training_batchnorm_run_whole(two_blas_threads):
