@@ -12,8 +12,8 @@ equal the single plan's up to the GEMMs' rounding.
 A plan qualifies when all its inputs, values and outputs have the same leading (batch) size of 2 or
 more and every op is one known to compute each sample from that sample alone: elementwise ops whose
 other operands do not vary along the batch, convolutions, pooling, eval BatchNorm, linear layers,
-resizing, reshapes that keep the batch axis, concatenation and slicing along other axes. Anything
-else (an unknown op, a reduction over the batch, training-mode BatchNorm) keeps the plan whole.
+resizing, reshapes that keep the batch axis, and softmax, concatenation and slicing along other axes.
+Anything else (an unknown op, a reduction over the batch, training-mode BatchNorm) keeps it whole.
 """
 import numpy as np
 
@@ -27,7 +27,7 @@ from ..functional.normalization import BatchNorm
 from ..functional.pooling import _Pool
 from ..functional.vision import Interpolate
 from .passes import FusedConv
-from .plan import CONST, SLOT, TENSOR
+from .plan import SLOT, TENSOR
 
 _ELEMENTWISE = (elementwise._Binary, elementwise._Unary, elementwise.Clamp, elementwise.Where,
                 elementwise._Compare, elementwise._Bitwise, elementwise._Predicate, elementwise.NanToNum,
@@ -43,7 +43,7 @@ def _elementwise_ok(op, shapes):
             if len(shapes[ref]) != ndim:
                 return False
             continue
-        shape = tuple(ref.shape) if kind == TENSOR else np.shape(ref) if kind == CONST else ()
+        shape = tuple(ref.shape) if kind == TENSOR else np.shape(ref)
         if len(shape) == ndim and shape[0] != 1:
             return False
     return True
