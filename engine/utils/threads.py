@@ -21,11 +21,19 @@ def get_num_threads():
         for info in ctl.info():
             if info.get("user_api") == "blas":
                 return info["num_threads"]
-    return os.cpu_count() or 1
+    return _openblas().threads() or os.cpu_count() or 1
 
 
 def set_num_threads(n):
+    """Through threadpoolctl where installed (any BLAS), else through OpenBLAS's own C API."""
     ctl = _controller()
-    if not ctl:
-        raise RuntimeError("set_num_threads needs threadpoolctl (pip install threadpoolctl)")
-    ctl.limit(limits=int(n), user_api="blas")
+    if ctl:
+        ctl.limit(limits=int(n), user_api="blas")
+    elif not _openblas().set_threads(int(n)):
+        raise RuntimeError("set_num_threads needs numpy built with OpenBLAS, or threadpoolctl for other BLAS "
+                           "libraries (pip install threadpoolctl)")
+
+
+def _openblas():
+    from ..backends.cpu import blas
+    return blas

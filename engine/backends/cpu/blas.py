@@ -2,10 +2,10 @@
 
 Batch streams (``nn.Graph``) run one GEMM per core at a time, each on one BLAS thread; with OpenBLAS
 still splitting every GEMM over all cores the streams fight over them (resnet50 at batch 8: 690 ms
-a call against 600-640 unsplit and 480-500 with one BLAS thread per stream). threadpoolctl does
-this too but is not a runtime dependency: here the library is found among the process's mapped
-files (Linux), under any of the symbol names its builds export (numpy's wheels prefix and suffix
-them).
+a call against 600-640 unsplit and 480-500 with one BLAS thread per stream). It also lets
+``engine.set_num_threads`` work without threadpoolctl, which is not a runtime dependency: here the
+library is found among the process's mapped files (Linux), under any of the symbol names its builds
+export (numpy's wheels prefix and suffix them).
 """
 import contextlib
 import ctypes
@@ -53,6 +53,17 @@ def threads():
     """OpenBLAS's thread count, or None without OpenBLAS."""
     api = _openblas()
     return api[0]() if api else None
+
+
+def set_threads(n):
+    """Set OpenBLAS's thread count; returns whether it took (False without OpenBLAS, see ``limited``)."""
+    api = _openblas()
+    if not api:
+        return False
+    get, set_ = api
+    with _lock:
+        set_(n)
+        return get() == n
 
 
 @contextlib.contextmanager

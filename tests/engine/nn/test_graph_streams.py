@@ -98,13 +98,6 @@ def test_uneven_streams_equal_eager_and_restore_blas_threads(two_blas_threads):
     assert blas.threads() == 2
 
 
-@needs_openblas
-def test_blas_limit_holds_inside_and_is_restored(two_blas_threads):
-    with blas.limited(1) as single:
-        assert single and blas.threads() == 1
-    assert blas.threads() == 2
-
-
 def test_run_concurrently_keeps_order_keeps_kernels_whole_and_raises():
     seen = []
 
