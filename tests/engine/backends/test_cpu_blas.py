@@ -9,14 +9,6 @@ from engine.utils import threads
 pytestmark = pytest.mark.skipif(blas.threads() is None, reason="numpy is not linked to OpenBLAS here")
 
 
-@pytest.fixture
-def two_blas_threads():
-    before = engine.get_num_threads()
-    engine.set_num_threads(2)
-    yield
-    engine.set_num_threads(before)
-
-
 def test_limit_holds_inside_and_is_restored(two_blas_threads):
     with blas.limited(1) as single:
         assert single and blas.threads() == 1

@@ -15,14 +15,6 @@ from test_graph import InferenceGraph, SmallResNet, randomize_bn
 needs_openblas = pytest.mark.skipif(blas.threads() is None, reason="numpy is not linked to OpenBLAS here")
 
 
-@pytest.fixture
-def two_blas_threads():
-    before = engine.get_num_threads()
-    engine.set_num_threads(2)
-    yield
-    engine.set_num_threads(before)
-
-
 class Lambda(nn.Module):
     """A conv layer followed by ``fn``: a model whose last step is the op under test."""
 
