@@ -1,6 +1,8 @@
 """Thread count of the BLAS library that runs the heavy math (``torch.set_num_threads``)."""
 import os
 
+from ..backends.cpu import blas
+
 _limits = None
 
 
@@ -21,7 +23,7 @@ def get_num_threads():
         for info in ctl.info():
             if info.get("user_api") == "blas":
                 return info["num_threads"]
-    return _openblas().threads() or os.cpu_count() or 1
+    return blas.threads() or os.cpu_count() or 1
 
 
 def set_num_threads(n):
@@ -29,11 +31,6 @@ def set_num_threads(n):
     ctl = _controller()
     if ctl:
         ctl.limit(limits=int(n), user_api="blas")
-    elif not _openblas().set_threads(int(n)):
+    elif not blas.set_threads(int(n)):
         raise RuntimeError("set_num_threads needs numpy built with OpenBLAS, or threadpoolctl for other BLAS "
                            "libraries (pip install threadpoolctl)")
-
-
-def _openblas():
-    from ..backends.cpu import blas
-    return blas

@@ -207,8 +207,8 @@ class Graph:
 
     def _compile(self, key, inputs, spec, leaves, grad_scale):
         plan, outputs = self._build_plan(inputs, leaves, grad_scale)
-        bounds = streams.stream_bounds(plan.stream_batch) if plan.stream_batch is not None else ()
-        if len(bounds) > 1:
+        bounds = streams.plan_bounds(plan)
+        if bounds:
             for lo, hi in bounds:
                 self._part_plan(plan, spec, leaves, lo, hi)
             release_scratch()  # sized by the whole batch's trace; the streams need their share only

@@ -106,13 +106,17 @@ def stream_bounds(batch):
     return list(zip(cuts[:-1], cuts[1:]))
 
 
+def plan_bounds(plan):
+    """``stream_bounds`` of the plan's batch where it runs as two or more streams, else []."""
+    bounds = stream_bounds(plan.stream_batch) if plan.stream_batch is not None else []
+    return bounds if len(bounds) > 1 else []
+
+
 def run(plan, arrays, part_plan):
     """The plan's outputs on ``arrays`` computed by streams, or None where it runs as one plan.
     ``part_plan(lo, hi)`` gives (compiling it the first time) the plan for samples [lo, hi)."""
-    if plan.stream_batch is None or not all(isinstance(a, np.ndarray) for a in arrays):
-        return None
-    bounds = stream_bounds(plan.stream_batch)
-    if len(bounds) < 2:
+    bounds = plan_bounds(plan)
+    if not bounds or not all(isinstance(a, np.ndarray) for a in arrays):
         return None
     parts = [(part_plan(lo, hi), [a[lo:hi] for a in arrays]) for lo, hi in bounds]
     with blas.limited(1) as single:
