@@ -8,8 +8,9 @@ BatchNorm, residual adds and ReLUs fused into the convolutions' output pass, and
 whose samples are computed each on its own runs as one stream per core (``streams.py``; the first
 call then also compiles a plan for each stream's share of the batch). With an optimizer, each
 call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler),
-reusing the gradient arrays; compiling one also makes the C allocator keep freed blocks in the process
-(``backends/cpu/allocator.py``), so each step reuses the last one's memory instead of faulting it in.
+reusing the gradient arrays; its backward, as any backward pass, makes the C allocator keep freed blocks
+in the process (``backends/cpu/allocator.py``), so each step reuses the last one's memory instead of
+faulting it in.
 """
 import warnings
 
