@@ -8,8 +8,8 @@ faults back in: resnet50 at batch 8 faulted ~44K times per step, 0.2 s of system
 thresholds raised, freed blocks stay in the heap and the next step reuses them: a handful of faults,
 0.02 s, and 2.25 -> 1.98 s per step (mean of three best-of-4 runs in alternating processes; one of the
 three went the other way). Eager steps gain alike (medians of 6 steps in alternating processes:
-1783-2235 ms against 2182-2304), and so do single layers: forward and backward of ResNet's 56x56 1x1
-convolutions at batch 8, whose outputs and gradients are 6-26 MB, 50 -> 18 ms (bench.py --suite ops).
+1783-2235 ms against 2182-2304), and so do single layers' forward and backward: ResNet's 1x1
+convolution from 64 to 256 channels on 56x56 at batch 8 (26 MB output) 49-53 -> 18-24 ms (--suite ops).
 The setting holds for the whole process, every library's allocations included, which keeps its
 high-water mark of memory from then on, as caching allocators do.
 """
