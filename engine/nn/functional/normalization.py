@@ -100,6 +100,21 @@ def _scale_shift(x3, scale, shift):
     return out
 
 
+def _whole(a3):
+    """An (N, C, L) array as the operand of whole-array per-channel arithmetic (see _per_channel)."""
+    return a3.reshape(a3.shape[0], -1) if xp_of(a3) is np else a3
+
+
+def _per_channel(v, a3):
+    """A per-channel vector as the operand that matches ``_whole(a3)``: on numpy, repeated over each
+    channel's L values for the (N, C*L) view, so that short rows (ResNet's 14x14 and 7x7 maps) stream as
+    two long runs instead of one short run per (image, channel), 1.5-2x faster a pass (8x1024x14x14:
+    0.24 against 0.40 ms, 8x2048x7x7: 0.10 against 0.21); on other devices the (C, 1) column."""
+    if xp_of(a3) is not np:
+        return _column(v, a3.dtype)
+    return np.repeat(v.astype(a3.dtype, copy=False), a3.shape[2])
+
+
 # Rows (N, C planes) shorter than this are centred and scaled as whole arrays: cache-sized blocks of them
 # cost more in calls than they save (ResNet's 14x14 and 7x7 maps).
 _MIN_BLOCKED_ROW = 512
@@ -111,7 +126,7 @@ def _centred(x3, mean, g3=None):
     pass of cache-sized blocks on the CPU threads."""
     n, c, length = x3.shape
     if xp_of(x3) is not np or length < _MIN_BLOCKED_ROW:
-        xc = x3 - _column(mean, x3.dtype)
+        xc = (_whole(x3) - _per_channel(mean, x3)).reshape(x3.shape)
         return xc, _channel_dots(xc if g3 is None else g3, xc)
     out = np.empty(x3.shape, x3.dtype)
     rows, flat = x3.reshape(n * c, length), out.reshape(n * c, length)
@@ -126,21 +141,22 @@ def _centred(x3, mean, g3=None):
 
 
 def _affine_(out3, scale, shift=None, g3=None, g_scale=None):
-    """In place on an (N, C, L) array: ``out * scale + shift + g * g_scale`` per channel (the terms
-    given); long rows on numpy in cache-sized blocks on the CPU threads, with the whole-array arithmetic."""
-    dt = out3.dtype
-    scale, shift, g_scale = (None if v is None else _column(v, dt) for v in (scale, shift, g_scale))
+    """In place on a contiguous (N, C, L) array, which it returns: ``out * scale + shift + g * g_scale``
+    per channel (the terms given); long rows on numpy in cache-sized blocks on the CPU threads, with the
+    whole-array arithmetic."""
     n, c, length = out3.shape
     if xp_of(out3) is not np or length < _MIN_BLOCKED_ROW:
-        out3 *= scale
+        out = _whole(out3)
+        out *= _per_channel(scale, out3)
         if shift is not None:
-            out3 += shift
+            out += _per_channel(shift, out3)
         if g3 is not None:
-            out3 += g3 * g_scale
-        return out3
+            out += _whole(g3) * _per_channel(g_scale, out3)
+        return out.reshape(out3.shape)
     flat = out3.reshape(n * c, length)
     g_rows = None if g3 is None else g3.reshape(n * c, length)
-    scale, shift, g_scale = (None if v is None else np.tile(v, (n, 1)) for v in (scale, shift, g_scale))
+    scale, shift, g_scale = (None if v is None else np.tile(_column(v, out3.dtype), (n, 1))
+                             for v in (scale, shift, g_scale))
 
     def block(lo, hi):
         o = flat[lo:hi]
