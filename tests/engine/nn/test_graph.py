@@ -57,6 +57,18 @@ class InferenceGraph(nn.Graph):
         return self.model(x)
 
 
+def small_resnet_case(shape=(3, 3, 11, 13)):
+    """A seeded eval SmallResNet with random BatchNorm statistics, its inference graph (not yet run), an
+    input of ``shape`` and the eager output for it."""
+    engine.manual_seed(0)
+    model = SmallResNet().eval()
+    randomize_bn(model)
+    x = engine.randn(*shape)
+    with engine.no_grad():
+        ref = model(x).numpy()
+    return InferenceGraph(model), x, ref
+
+
 class TrainGraph(nn.Graph):
     def __init__(self, model, optimizer, lr_scheduler=None):
         super().__init__()
@@ -71,13 +83,7 @@ class TrainGraph(nn.Graph):
 
 
 def test_inference_graph_matches_eager_and_fuses():
-    engine.manual_seed(0)
-    model = SmallResNet().eval()
-    randomize_bn(model)
-    graph = InferenceGraph(model)
-    x = engine.randn(3, 3, 11, 13)
-    with engine.no_grad():
-        ref = model(x).numpy()
+    graph, x, ref = small_resnet_case()
     first, second = graph(x), graph(x)
     assert_close(first.numpy(), ref, 1e-6, "traced run")
     assert_close(second.numpy(), ref, 1e-5, "replay")
@@ -86,7 +92,7 @@ def test_inference_graph_matches_eager_and_fuses():
     assert "FusedConv" in text and "BatchNorm" not in text.split("(PLAN:0)")[1]
     graph(engine.randn(2, 3, 9, 9))
     assert graph.num_compiled == 2
-    model.train()
+    graph.model.train()
     graph(x)
     assert graph.num_compiled == 3
 

@@ -10,7 +10,7 @@ from engine.backends.cpu import blas
 from engine.backends.cpu.threads import parallel_chunks, run_concurrently
 from engine.nn.graph import streams
 from op_check import assert_close
-from test_graph import InferenceGraph, SmallResNet, randomize_bn
+from test_graph import InferenceGraph, SmallResNet, small_resnet_case
 
 needs_openblas = pytest.mark.skipif(blas.threads() is None, reason="numpy is not linked to OpenBLAS here")
 
@@ -75,13 +75,7 @@ def test_single_samples_and_training_batchnorm_run_whole(two_blas_threads):
 
 @needs_openblas
 def test_uneven_streams_equal_eager_and_restore_blas_threads(two_blas_threads):
-    engine.manual_seed(0)
-    model = SmallResNet().eval()
-    randomize_bn(model)
-    graph = InferenceGraph(model)
-    x = engine.randn(3, 3, 11, 13)
-    with engine.no_grad():
-        ref = model(x).numpy()
+    graph, x, ref = small_resnet_case()
     graph(x)
     assert streams.stream_bounds(3) == [(0, 1), (1, 3)]
     assert sorted(graph._last_plan.parts) == [1, 2] and graph.num_compiled == 1
