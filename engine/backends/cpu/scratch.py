@@ -37,8 +37,17 @@ def phase_planes(x, strides, top, left, Hq, Wq, fill):
     whole-array passes per phase: 8x64x112x112 at stride 2 9.1 -> 6.6 ms, 8x256x56x56 10.3 -> 7.1,
     1x960x33x33 padded by 4 1.7 -> 0.8)."""
     N, C, H, W = x.shape
+    planes = scratch("phase_planes", (strides[0], strides[1], N * C, Hq, Wq), x.dtype)
+    fill_block = phase_plane_filler(x, strides, top, left, Hq, Wq, fill)
+    parallel_blocks(lambda lo, hi: fill_block(planes[:, :, lo:hi], lo, hi), N * C, H * W * x.itemsize)
+    return planes.reshape(strides[0], strides[1], N * C, Hq * Wq)
+
+
+def phase_plane_filler(x, strides, top, left, Hq, Wq, fill):
+    """``fill_block(planes, lo, hi)``: the phase planes (sh, sw, hi - lo, Hq, Wq) of x's channel planes
+    [lo, hi) (flattened over N*C), as ``phase_planes`` lays them out, written into ``planes``."""
+    N, C, H, W = x.shape
     sh, sw = strides
-    planes = scratch("phase_planes", (sh, sw, N * C, Hq, Wq), x.dtype)
     src = x.reshape(N * C, H, W)
 
     def inside(a, pad, n, q, s):
@@ -48,18 +57,16 @@ def phase_planes(x, strides, top, left, Hq, Wq, fill):
 
     phases = [(a, b, inside(a, top, H, Hq, sh), inside(b, left, W, Wq, sw)) for a in range(sh) for b in range(sw)]
 
-    def channels(lo, hi):
+    def fill_block(planes, lo, hi):
         for a, b, (hq0, hq1, r0), (wq0, wq1, c0) in phases:
-            plane = planes[a, b, lo:hi]
+            plane = planes[a, b]
             if hq1 == hq0 or wq1 == wq0:
                 plane[...] = fill
                 continue
             _fill_outside(plane, hq0, hq1, wq0, wq1, fill)
             np.copyto(plane[:, hq0:hq1, wq0:wq1],
                       src[lo:hi, r0:r0 + (hq1 - hq0 - 1) * sh + 1:sh, c0:c0 + (wq1 - wq0 - 1) * sw + 1:sw])
-
-    parallel_blocks(channels, N * C, H * W * x.itemsize)
-    return planes.reshape(sh, sw, N * C, Hq * Wq)
+    return fill_block
 
 
 def _fill_outside(plane, hq0, hq1, wq0, wq1, fill):
@@ -79,12 +86,19 @@ def _fill_outside(plane, hq0, hq1, wq0, wq1, fill):
 
 def phase_windows(x, kernel, strides, dilation, top, left, padded, out_rows, fill):
     """``phase_planes`` of x padded with ``fill`` to ``padded`` = (Hp, Wp), sized for ``out_rows``
-    output rows, with each kernel tap (row-major) as (phase row, phase column, offset): output (r, c)
+    output rows, with each kernel tap's place in them (see ``phase_geometry``). Returns (planes, taps, Wq)."""
+    taps, Hq, Wq = phase_geometry(kernel, strides, dilation, padded, out_rows)
+    return phase_planes(x, strides, top, left, Hq, Wq, fill), taps, Wq
+
+
+def phase_geometry(kernel, strides, dilation, padded, out_rows):
+    """The phase planes' size for windows over a (Hp, Wp) = ``padded`` input that give ``out_rows``
+    output rows, and each kernel tap (row-major) as (phase row, phase column, offset): output (r, c)
     of that tap reads ``planes[a, b, :, offset + r * Wq + c]``, one contiguous run per plane row span
-    (the Wq - OW extra columns of each output row are computed and dropped).  Returns (planes, taps, Wq)."""
+    (the Wq - OW extra columns of each output row are computed and dropped).  Returns (taps, Hq, Wq)."""
     (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilation
     Hp, Wp = padded
     Wq = -(-Wp // sw)
     taps = [((i * dh) % sh, (j * dw) % sw, (i * dh // sh) * Wq + j * dw // sw) for i in range(kh) for j in range(kw)]
     Hq = max(-(-Hp // sh), -(-(taps[-1][2] + out_rows * Wq) // Wq))
-    return phase_planes(x, strides, top, left, Hq, Wq, fill), taps, Wq
+    return taps, Hq, Wq

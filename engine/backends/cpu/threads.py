@@ -66,12 +66,16 @@ def parallel_chunks(fn, length, nbytes):
 def parallel_blocks(fn, length, row_bytes):
     """Call fn(lo, hi) over cache-sized [lo, hi) row blocks of range(length), the blocks shared out
     among the threads: a multi-pass update of one block (multiply, then add) then stays in cache."""
-    step = max(1, _BLOCK_BYTES // max(row_bytes, 1))
-
     def chunk(lo, hi):
-        for a in range(lo, hi, step):
-            fn(a, min(a + step, hi))
+        for a, b in cache_blocks(lo, hi, row_bytes):
+            fn(a, b)
     parallel_chunks(chunk, length, length * row_bytes)
+
+
+def cache_blocks(lo, hi, row_bytes):
+    """[lo, hi) as consecutive cache-sized [a, b) blocks of rows of ``row_bytes`` each."""
+    step = max(1, _BLOCK_BYTES // max(row_bytes, 1))
+    return [(a, min(a + step, hi)) for a in range(lo, hi, step)]
 
 
 def run_concurrently(fns):

@@ -32,14 +32,12 @@ class FusedConv(Function):
             b = None
         if self.nd == 1:
             x, w = x[:, :, None, :], w[:, :, None, :]
-        epilogue = scale is not None or residual is not None or self.activation is not None
+        epilogue = None
+        if scale is not None or residual is not None or self.activation is not None:
+            epilogue = (scale, shift, residual, self.activation)
         y, _ = kernels.conv2d_forward(x, w, b, self.stride, self.pads, self.dilation, self.groups,
-                                      weight_grad=False, contiguous=not epilogue)
-        if self.nd == 1:
-            y = y[:, :, 0, :]
-        if epilogue:
-            y = kernels.conv_epilogue(y, scale, shift, residual, self.activation)
-        return y
+                                      weight_grad=False, epilogue=epilogue)
+        return y[:, :, 0, :] if self.nd == 1 else y
 
     def scale_shift(self, b):
         """BatchNorm's (scale, shift) per channel, with the convolution's bias ``b`` folded into the shift."""

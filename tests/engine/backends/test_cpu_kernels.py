@@ -130,26 +130,33 @@ def test_depthwise_corr(case):
     _close(y, ref, np.float32, 1e-5)
 
 
+def _epilogue_reference(y, scale, shift, residual, activation):
+    """What conv_epilogue computes, in torch's ops."""
+    ref = torch.tensor(y)
+    if scale is not None:
+        ref = ref * torch.tensor(scale)[:, None, None]
+    if shift is not None:
+        ref = ref + torch.tensor(shift)[:, None, None]
+    if residual is not None:
+        ref = ref + torch.tensor(residual)
+    return {None: lambda t: t, "relu": F.relu, "hardswish": F.hardswish}.get(
+        activation, lambda t: t.clamp(activation[1], activation[2]))(ref)
+
+
 @pytest.mark.parametrize("activation", [None, "relu", "hardswish", ("clip", 0.0, 6.0)])
-@pytest.mark.parametrize("with_scale, with_residual", [(True, True), (True, False), (False, True), (False, False)])
-def test_conv_epilogue(activation, with_scale, with_residual):
+@pytest.mark.parametrize("with_scale, with_shift, with_residual",
+                         [(True, True, True), (True, True, False), (False, True, False), (False, False, True)])
+def test_conv_epilogue(activation, with_scale, with_shift, with_residual):
     """The fused epilogue against torch's ops: in place on a contiguous output, and from a strided view
-    (a cropped depthwise result) into a fresh array, leaving the view's memory alone; big enough to be
-    split among the threads."""
-    rng = _rng("epilogue", activation, with_scale, with_residual)
+    into a fresh array, leaving the view's memory alone; big enough to be split among the threads."""
+    rng = _rng("epilogue", activation, with_scale, with_shift, with_residual)
     full = rng.standard_normal((2, 64, 40, 70)).astype(np.float32)
     strided = full[..., :66]
     scale, shift = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
     residual = rng.standard_normal(strided.shape).astype(np.float32)
-    args = (scale if with_scale else None, shift if with_scale else None,
+    args = (scale if with_scale else None, shift if with_shift else None,
             residual if with_residual else None, activation)
-    ref = torch.tensor(np.ascontiguousarray(strided))
-    if with_scale:
-        ref = ref * torch.tensor(scale)[:, None, None] + torch.tensor(shift)[:, None, None]
-    if with_residual:
-        ref = ref + torch.tensor(residual)
-    ref = {None: lambda t: t, "relu": F.relu, "hardswish": F.hardswish}.get(
-        activation, lambda t: t.clamp(0.0, 6.0))(ref)
+    ref = _epilogue_reference(np.ascontiguousarray(strided), *args)
     before = full.copy()
     out = conv.conv_epilogue(strided, *args)
     assert out.flags.c_contiguous and np.array_equal(full, before)
@@ -157,6 +164,26 @@ def test_conv_epilogue(activation, with_scale, with_residual):
     assert conv.conv_epilogue(contiguous, *args) is contiguous
     for result in (out, contiguous):
         _close(result, ref, np.float32, 1e-6)
+
+
+@pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[6], DEPTHWISE_CASES[8]])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_depthwise_corr_with_epilogue(case, with_bias):
+    """A depthwise layer with an epilogue (applied block by block inside the kernel, or after it on
+    small planes) equals the layer followed by the epilogue in torch; a bias joins the shift."""
+    N, C, H, W, k, s, d, pads = case
+    rng = _rng("depthwise epilogue", case, with_bias)
+    x = rng.standard_normal((N, C, H, W)).astype(np.float32)
+    w = rng.standard_normal((C, 1, k, k)).astype(np.float32)
+    b = rng.standard_normal(C).astype(np.float32) if with_bias else None
+    scale, shift = (rng.standard_normal(C).astype(np.float32) for _ in range(2))
+    top, bottom, left, right = pads
+    plain = F.conv2d(F.pad(torch.tensor(x), (left, right, top, bottom)), torch.tensor(w),
+                     None if b is None else torch.tensor(b), s, 0, d, C).numpy()
+    residual = rng.standard_normal(plain.shape).astype(np.float32)
+    y, _ = conv.conv2d_forward(x, w, b, (s, s), pads, (d, d), C, weight_grad=False,
+                               epilogue=(scale, shift, residual, "hardswish"))
+    _close(y, _epilogue_reference(plain, scale, shift, residual, "hardswish"), np.float32, 1e-5)
 
 
 # (N, C_in, C_out, H, W, k, stride, padding, output_padding, dilation, groups)
