@@ -338,6 +338,17 @@ def test_interpolate_2d(kwargs, mode, align_corners, dtype):
     _close(interpolate.interpolate_backward(gy, saved), gx_ref, dtype)
 
 
+@pytest.mark.parametrize("mode, align_corners", [("bilinear", False), ("bilinear", True), ("bicubic", False)])
+@pytest.mark.parametrize("in_rows, out_rows", [(37, 301), (150, 37)])
+def test_interpolate_rows_in_bands(in_rows, out_rows, mode, align_corners):
+    """Rows resized by banded GEMMs (upsampling with a remainder band, downsampling), against torch."""
+    rng = _rng("interp bands", in_rows, out_rows, mode, align_corners)
+    x = rng.standard_normal((2, 3, in_rows, 11)).astype(np.float32)
+    y, _ = interpolate.interpolate_forward(x, size=(out_rows, 23), mode=mode, align_corners=align_corners)
+    _close(y, F.interpolate(torch.tensor(x), size=(out_rows, 23), mode=mode, align_corners=align_corners),
+           np.float32)
+
+
 @pytest.mark.parametrize("mode, align_corners", [("nearest", None), ("nearest-exact", None), ("linear", False),
                                                  ("linear", True), ("area", None)])
 @pytest.mark.parametrize("kwargs", [dict(size=17), dict(size=4), dict(scale_factor=1.7), dict(scale_factor=0.5)],
