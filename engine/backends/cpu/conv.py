@@ -282,7 +282,7 @@ def _depthwise_corr(x, w, stride, pads, dilation, epilogue=None):
 
     def block(lo, hi):
         planes = _scratch("depthwise_planes", (s, s, hi - lo, Hq, Wq), x.dtype)
-        for a, b in cache_blocks(lo, hi, x[0, 0].nbytes):  # every phase cut from cached input rows
+        for a, b in cache_blocks(lo, hi, x.shape[2] * x.shape[3] * x.itemsize):  # phases from cached rows
             fill_planes(planes[:, :, a - lo:b - lo], a, b)
         out = _scratch("depthwise_rows", (hi - lo, length), x.dtype)
         taps_summed(planes.reshape(s, s, hi - lo, Hq * Wq), out, taps[lo:hi])
@@ -550,7 +550,8 @@ def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True,
     if epilogue is not None and b is not None:
         scale, shift, residual, activation = epilogue
         b = b.astype(x.dtype, copy=False)
-        epilogue = (scale, b if scale is None else shift + b * scale, residual, activation)
+        folded = b if scale is None else b * scale  # (y + b) * scale + shift
+        epilogue = (scale, folded if shift is None else shift + folded, residual, activation)
         b = None
     y, cols = _corr(x, w, stride, tuple(padding), dilation, groups, weight_grad, epilogue)
     if b is not None:
@@ -565,7 +566,7 @@ def conv_epilogue(y, scale, shift, residual, activation):
     (on a contiguous copy of a strided y). Returns the result."""
     n, c = y.shape[:2]
     y = np.ascontiguousarray(y)
-    rows = y.reshape(n * c, -1)
+    rows = y.reshape(n * c, y[0, 0].size if y.size else 0)
     parallel_blocks(with_row_buffer(_row_epilogue(rows, n, scale, shift, residual, activation), rows.shape[1]),
                     n * c, rows.shape[1] * y.itemsize)
     return y

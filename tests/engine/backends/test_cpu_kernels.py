@@ -143,6 +143,32 @@ def _epilogue_reference(y, scale, shift, residual, activation):
         activation, lambda t: t.clamp(activation[1], activation[2]))(ref)
 
 
+@pytest.mark.parametrize("with_scale, with_shift", [(True, True), (False, True), (False, False)])
+def test_conv_with_bias_and_epilogue(with_scale, with_shift):
+    """A dense convolution's bias joins its epilogue's shift: (conv + b) * scale + shift, then ReLU."""
+    rng = _rng("conv bias epilogue", with_scale, with_shift)
+    x = rng.standard_normal((2, 5, 9, 11)).astype(np.float32)
+    w, b = rng.standard_normal((7, 5, 3, 3)).astype(np.float32), rng.standard_normal(7).astype(np.float32)
+    scale, shift = (rng.standard_normal(7).astype(np.float32) for _ in range(2))
+    args = (scale if with_scale else None, shift if with_shift else None, None, "relu")
+    y, _ = conv.conv2d_forward(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1, weight_grad=False, epilogue=args)
+    plain = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), 1, 1).numpy()
+    _close(y, _epilogue_reference(plain, *args), np.float32, 1e-5)
+
+
+@pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[8]])
+@pytest.mark.parametrize("with_epilogue", [False, True])
+def test_depthwise_corr_empty_batch(case, with_epilogue):
+    """A batch of no images gives an empty output of torch's shape, with or without an epilogue."""
+    _, C, H, W, k, s, d, pads = case
+    x, w = np.zeros((0, C, H, W), np.float32), np.ones((C, 1, k, k), np.float32)
+    epilogue = (np.ones(C, np.float32), np.zeros(C, np.float32), None, "relu") if with_epilogue else None
+    y, _ = conv.conv2d_forward(x, w, None, (s, s), pads, (d, d), C, weight_grad=False, epilogue=epilogue)
+    top, bottom, left, right = pads
+    assert y.shape == F.conv2d(F.pad(torch.tensor(x), (left, right, top, bottom)), torch.tensor(w), None, s, 0, d,
+                               C).shape
+
+
 @pytest.mark.parametrize("activation", [None, "relu", "hardswish", ("clip", 0.0, 6.0)])
 @pytest.mark.parametrize("with_scale, with_shift, with_residual",
                          [(True, True, True), (True, True, False), (False, True, False), (False, False, True)])
