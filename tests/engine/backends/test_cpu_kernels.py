@@ -195,7 +195,7 @@ def test_conv_epilogue(activation, with_scale, with_shift, with_residual):
 @pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[6], DEPTHWISE_CASES[8]])
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_depthwise_corr_with_epilogue(case, with_bias):
-    """A depthwise layer with an epilogue (applied block by block inside the kernel, or after it on
+    """A depthwise layer with an epilogue (applied inside each thread's pipeline, or after the kernel on
     small planes) equals the layer followed by the epilogue in torch; a bias joins the shift."""
     N, C, H, W, k, s, d, pads = case
     rng = _rng("depthwise epilogue", case, with_bias)
