@@ -2,6 +2,7 @@
 (Winograd for wide 3x3 layers, einsum grids or per-tap passes for depthwise ones, one GEMM per tap where
 windows hang far over the padding)."""
 import itertools
+import math
 from collections import namedtuple
 
 import numpy as np
@@ -566,7 +567,7 @@ def conv_epilogue(y, scale, shift, residual, activation):
     (on a contiguous copy of a strided y). Returns the result."""
     n, c = y.shape[:2]
     y = np.ascontiguousarray(y)
-    rows = y.reshape(n * c, y[0, 0].size if y.size else 0)
+    rows = y.reshape(n * c, math.prod(y.shape[2:]))
     parallel_blocks(with_row_buffer(_row_epilogue(rows, n, scale, shift, residual, activation), rows.shape[1]),
                     n * c, rows.shape[1] * y.itemsize)
     return y
