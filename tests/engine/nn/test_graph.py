@@ -264,6 +264,26 @@ def test_nested_inputs_and_outputs():
     assert_close(second["both"][1].numpy(), batch["pair"][1].numpy() + 1, 1e-6)
 
 
+@pytest.mark.parametrize("training", [False, True])
+def test_outputs_are_freed_when_the_caller_drops_them(training):
+    """No reference cycle holds a call's outputs: they die with the caller's last reference, not when
+    the cyclic garbage collector next runs (a segmentation graph otherwise piled up its outputs)."""
+    import gc
+    import weakref
+
+    model = nn.Linear(4, 3)
+    graph = TrainGraph(model, engine.optim.SGD(model.parameters(), lr=0.1)) if training else InferenceGraph(model)
+    args = (engine.randn(2, 4), engine.randint(0, 3, (2,))) if training else (engine.randn(2, 4),)
+    graph(*args)
+    gc.disable()
+    try:
+        out = graph(*args)
+        ref = weakref.ref(out)
+        del out
+        assert ref() is None
+    finally:
+        gc.enable()
+
 def test_value_dependent_control_flow_is_refused_with_the_line():
     class Branchy(nn.Graph):
         def __init__(self):
