@@ -6,6 +6,10 @@ a call against 600-640 unsplit and 480-500 with one BLAS thread per stream). It 
 ``engine.set_num_threads`` work without threadpoolctl, which is not a runtime dependency: here the
 library is found among the process's mapped files (Linux), under any of the symbol names its builds
 export (numpy's wheels prefix and suffix them).
+
+OpenBLAS's worker threads also spin, after each threaded call, for 2**28 clock ticks (~0.1 s) before
+they sleep: numpy work that our own thread pool runs right after a GEMM then shares its cores with them
+(``shorten_idle_spin``).
 """
 import contextlib
 import ctypes
@@ -17,11 +21,14 @@ _NAMES = tuple(f"{prefix}openblas_{{}}_num_threads{suffix}"
                for prefix, suffix in itertools.product(("scipy_", ""), ("64_", "", "_64")))
 _lock = threading.Lock()
 _api = None
+# OpenBLAS's idle workers sleep after 2**this clock ticks (~0.1 ms) instead of 2**28 (~0.1 s).
+_IDLE_SPIN_EXPONENT = 18
+_TIMEOUT_VARIABLE = "OPENBLAS_THREAD_TIMEOUT"
 
 
 def _find():
-    """(get, set) C functions of the loaded OpenBLAS, or None where there is none (MKL, Accelerate,
-    a system without /proc)."""
+    """(get, set, library) of the loaded OpenBLAS: its thread-count C functions and the library itself;
+    None where there is none (MKL, Accelerate, a system without /proc)."""
     try:
         with open("/proc/self/maps") as maps:
             paths = sorted({line.split()[-1] for line in maps
@@ -37,12 +44,13 @@ def _find():
             get, set_ = getattr(lib, name.format("get"), None), getattr(lib, name.format("set"), None)
             if get is not None and set_ is not None:
                 get.restype, set_.argtypes = ctypes.c_int, (ctypes.c_int,)
-                return get, set_
+                return get, set_, lib
     return None
 
 
 def _openblas():
-    """The (get, set) pair, looked up once (numpy, imported by engine first, has loaded the library)."""
+    """The (get, set, library) triple, looked up once (numpy, imported by engine first, has loaded the
+    library)."""
     global _api
     if _api is None:
         _api = _find() or False
@@ -60,7 +68,7 @@ def set_threads(n):
     api = _openblas()
     if not api:
         return False
-    get, set_ = api
+    get, set_, _ = api
     with _lock:
         set_(n)
         return get() == n
@@ -74,7 +82,7 @@ def limited(n):
     if not api:
         yield False
         return
-    get, set_ = api
+    get, set_, _ = api
     with _lock:
         before = get()
         if before > n:
@@ -86,3 +94,32 @@ def limited(n):
         if before > n:
             with _lock:
                 set_(before)
+
+
+def shorten_idle_spin():
+    """Make OpenBLAS's idle worker threads sleep 2**_IDLE_SPIN_EXPONENT clock ticks after a call instead
+    of spinning for ~0.1 s; returns whether it did (False without OpenBLAS or those C functions, or when
+    the user set OPENBLAS_THREAD_TIMEOUT, whose choice stands).
+
+    A spinning worker holds a core while our thread pool runs the numpy passes that follow a GEMM
+    (epilogues, depthwise convolutions), so those ran at half speed: MobileNetV3's 960-channel 5x5
+    depthwise layer took 9.1-10.4 ms right after a GEMM against 5.4-5.5 with the short spin, and
+    lraspp_mobilenet_v3_large's graph 115-127 ms against 95-104 (in-process alternating calls).
+    OpenBLAS reads the timeout from its environment variable when its threads start, so the variable is
+    set just while the library re-reads its settings, and the workers are stopped: the next threaded
+    call starts them again with it. Call it where no other thread is inside OpenBLAS."""
+    api = _openblas()
+    if not api or _TIMEOUT_VARIABLE in os.environ:
+        return False
+    read_settings = getattr(api[2], "openblas_read_env", None)
+    stop_workers = getattr(api[2], "blas_thread_shutdown_", None)
+    if read_settings is None or stop_workers is None:
+        return False
+    with _lock:
+        os.environ[_TIMEOUT_VARIABLE] = str(_IDLE_SPIN_EXPONENT)
+        try:
+            read_settings()
+        finally:
+            del os.environ[_TIMEOUT_VARIABLE]
+        stop_workers()
+    return True

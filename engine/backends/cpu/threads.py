@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 import numpy as np
 
 from ...utils.threads import get_num_threads
+from . import blas
 
 _MIN_BYTES = 1 << 20
 # One core's L2 here. Each block costs a few numpy calls (~20 us with the row-buffer switch), which
@@ -34,9 +35,13 @@ def _mark_worker():
 
 def _executor(n):
     """The shared pool, grown to at least n - 1 workers (the caller runs one chunk itself); a forked
-    child (DataLoader worker) gets its own, as the parent's threads do not exist there."""
+    child (DataLoader worker) gets its own, as the parent's threads do not exist there. A process's first
+    pool also has OpenBLAS's idle threads stop spinning soon, so that they leave the pool's threads
+    the cores (``blas.shorten_idle_spin``; no BLAS call runs elsewhere at that point)."""
     global _pool, _pool_size, _pool_pid
     with _pool_lock:
+        if _pool_pid != os.getpid():
+            blas.shorten_idle_spin()
         if _pool is None or _pool_size < n - 1 or _pool_pid != os.getpid():
             _pool = ThreadPoolExecutor(n - 1, thread_name_prefix="engine-cpu", initializer=_mark_worker)
             _pool_size, _pool_pid = n - 1, os.getpid()
