@@ -1,5 +1,9 @@
 """OpenBLAS's thread count through its C API: the limit batch streams run under, and
-engine.set_num_threads without threadpoolctl."""
+engine.set_num_threads without threadpoolctl, and the short idle spin of its worker threads."""
+import os
+import subprocess
+import sys
+
 import pytest
 
 import engine
@@ -51,9 +55,6 @@ def test_idle_openblas_threads_stop_spinning_soon():
     """After a threaded GEMM, OpenBLAS's idle worker burns CPU time while the process sleeps (its
     default spin of ~0.1 s); after shorten_idle_spin it does not, and GEMMs still give the right
     product (their workers restart). In a fresh process, as engine's thread pool shortens the spin."""
-    import os
-    import subprocess
-    import sys
     env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
     env.pop("OPENBLAS_THREAD_TIMEOUT", None)
     out = subprocess.run([sys.executable, "-c", _IDLE_CPU_SCRIPT], env=env, capture_output=True, text=True,

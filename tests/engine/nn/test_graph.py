@@ -284,6 +284,7 @@ def test_outputs_are_freed_when_the_caller_drops_them(training):
     finally:
         gc.enable()
 
+
 def test_value_dependent_control_flow_is_refused_with_the_line():
     class Branchy(nn.Graph):
         def __init__(self):
