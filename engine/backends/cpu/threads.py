@@ -40,9 +40,10 @@ def _executor(n):
     the cores (``blas.shorten_idle_spin``; no BLAS call runs elsewhere at that point)."""
     global _pool, _pool_size, _pool_pid
     with _pool_lock:
-        if _pool_pid != os.getpid():
+        first_in_process = _pool_pid != os.getpid()
+        if first_in_process:
             blas.shorten_idle_spin()
-        if _pool is None or _pool_size < n - 1 or _pool_pid != os.getpid():
+        if _pool is None or _pool_size < n - 1 or first_in_process:
             _pool = ThreadPoolExecutor(n - 1, thread_name_prefix="engine-cpu", initializer=_mark_worker)
             _pool_size, _pool_pid = n - 1, os.getpid()
         return _pool
