@@ -10,6 +10,9 @@ export (numpy's wheels prefix and suffix them).
 OpenBLAS's worker threads also spin, after each threaded call, for 2**28 clock ticks (~0.1 s) before
 they sleep: numpy work that our own thread pool runs right after a GEMM then shares its cores with them
 (``shorten_idle_spin``).
+
+``gemm`` calls the library's cblas GEMM directly where numpy's matmul falls short: it accumulates into
+its output (BLAS's beta = 1) with no temporary and no extra pass.
 """
 import contextlib
 import ctypes
@@ -17,10 +20,13 @@ import itertools
 import os
 import threading
 
+import numpy as np
+
 _NAMES = tuple(f"{prefix}openblas_{{}}_num_threads{suffix}"
                for prefix, suffix in itertools.product(("scipy_", ""), ("64_", "", "_64")))
 _lock = threading.Lock()
 _api = None
+_gemm_api = None
 # OpenBLAS's idle workers sleep after 2**this clock ticks (~0.1 ms) instead of 2**28 (~0.1 s).
 _IDLE_SPIN_EXPONENT = 18
 _TIMEOUT_VARIABLE = "OPENBLAS_THREAD_TIMEOUT"
@@ -123,3 +129,83 @@ def shorten_idle_spin():
             del os.environ[_TIMEOUT_VARIABLE]
         stop_workers()
     return True
+
+
+# cblas's enums: row-major storage, untransposed and transposed operands.
+_ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
+
+
+def _find_gemm():
+    """{dtype: cblas ?gemm function} of the loaded OpenBLAS, with its integer width (64-bit in builds whose
+    configuration says USE64BITINT, as numpy's wheels are) set up and checked on a small product;
+    empty where there is no OpenBLAS or no such function."""
+    api = _openblas()
+    if not api:
+        return {}
+    lib = api[2]
+    affixes = [(prefix, suffix) for prefix, suffix in itertools.product(("scipy_", ""), ("64_", "", "_64"))
+               if getattr(lib, f"{prefix}cblas_sgemm{suffix}", None) is not None]
+    if not affixes:
+        return {}
+    prefix, suffix = affixes[0]
+    config = getattr(lib, f"{prefix}openblas_get_config{suffix}", None)
+    if config is None:
+        return {}
+    config.restype = ctypes.c_char_p
+    size = ctypes.c_int64 if b"USE64BITINT" in config() else ctypes.c_int32
+    functions = {}
+    for dtype, letter, scalar in ((np.float32, "s", ctypes.c_float), (np.float64, "d", ctypes.c_double)):
+        fn = getattr(lib, f"{prefix}cblas_{letter}gemm{suffix}")
+        fn.restype = None
+        fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int, size, size, size, scalar, ctypes.c_void_p, size,
+                       ctypes.c_void_p, size, scalar, ctypes.c_void_p, size)
+        functions[np.dtype(dtype)] = fn
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
+    out = np.ones((2, 2))
+    if not _call_gemm(functions[out.dtype], a, b, out, 1.0) or not np.array_equal(out, a @ b + 1):
+        return {}
+    return functions
+
+
+def _operand(m):
+    """(transpose flag, leading dimension) of a 2-D matrix cblas can read in place, or None."""
+    item = m.itemsize
+    rows, cols = m.strides
+    if cols == item and rows % item == 0 and rows // item >= max(1, m.shape[1]):
+        return _NO_TRANS, rows // item
+    if rows == item and cols % item == 0 and cols // item >= max(1, m.shape[0]):
+        return _TRANS, cols // item
+    return None
+
+
+def _call_gemm(fn, a, b, out, beta):
+    """out = a @ b + beta * out through ``fn``; False (nothing done) where an operand's layout does not
+    suit cblas."""
+    ta, tb, to = _operand(a), _operand(b), _operand(out)
+    if ta is None or tb is None or to is None or to[0] != _NO_TRANS:
+        return False
+    (m, k), n = a.shape, b.shape[1]
+    fn(_ROW_MAJOR, ta[0], tb[0], m, n, k, 1.0, a.ctypes.data, ta[1], b.ctypes.data, tb[1], beta, out.ctypes.data,
+       to[1])
+    return True
+
+
+def gemm(a, b, out, accumulate=False):
+    """``out = a @ b``, or ``out += a @ b`` with ``accumulate``, for 2-D matrices (strided row windows of
+    longer rows and transposed views are read in place). Summing several products into one output
+    (a convolution's kernel rows) then costs no temporary and no extra pass; without OpenBLAS, or with
+    other dtypes or layouts, numpy does the same with them."""
+    global _gemm_api
+    if a.shape[1] != b.shape[0] or out.shape != (a.shape[0], b.shape[1]):
+        raise ValueError(f"gemm: shapes {a.shape} @ {b.shape} do not give {out.shape}")
+    if _gemm_api is None:
+        with _lock:
+            _gemm_api = _find_gemm()
+    fn = _gemm_api.get(out.dtype) if a.dtype == b.dtype == out.dtype and min(a.shape + b.shape) > 0 else None
+    if fn is not None and _call_gemm(fn, a, b, out, 1.0 if accumulate else 0.0):
+        return out
+    if accumulate:
+        out += a @ b
+    else:
+        np.matmul(a, b, out=out)
+    return out

@@ -8,6 +8,7 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .blas import gemm
 from .scratch import phase_geometry, phase_plane_filler, scratch as _scratch
 from .threads import cache_blocks, copyto, parallel_blocks, parallel_chunks
 from .ufunc_buffer import with_row_buffer
@@ -54,6 +55,18 @@ _DEPTHWISE_CHANNELS_LAST_MAX_ROW = 128
 # tap by tap over the outputs each tap reaches; below it the extra GEMM calls and accumulating passes
 # cost more than the zeros they skip.
 _MAX_PADDED_TAP_SHARE = 0.2
+
+# Stride-1 correlations between 16-127 input and 16-128 output channels on planes at least this wide go
+# through _row_shift_corr, forward (in inference) and for the input gradient. Its kh GEMMs per image,
+# K = C*kw each, run as fast as im2col's one (K = C*kh*kw) there, and it copies the input kw times instead
+# of kh*kw times (in-process alternating runs, 3x3 kernels, batch 8 unless noted: 64x56x56 forward 12.2
+# against 13.2 ms, input gradient 12.5 against 15.0; 64->128 on 56x56 23.0 against 27.7, and 26.7
+# against 35.9; 64x112x112 at batch 1 9.4 both ways, and 8.1 against 9.6). On 28x28 planes (its rows
+# are 7% wider than the output's) it is a tie at 64 channels and loses at 128 (1.72 against 1.47 ms at
+# batch 1); with 3 channels its GEMMs are too thin (15.4 against 4.5 ms); from 128 input channels on,
+# Winograd's input gradient wins (128x56x56: 48.2 against 44.2 ms).
+_ROW_SHIFT_MIN_CHANNELS = 16
+_ROW_SHIFT_MIN_WIDTH = 48
 
 ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups cols")
 ConvSaved.__doc__ = ("What conv2d_backward needs: the input, the weight, the geometry and, for narrow layers, "
@@ -365,13 +378,89 @@ def _tapwise_corr(x, w, stride, pads, dilation, groups, out_hw, rows, cols):
     return y
 
 
+def _row_shift_pays(in_channels, out_channels, out_width):
+    """Whether a stride-1 ungrouped correlation goes through _row_shift_corr (see _ROW_SHIFT_*)."""
+    return (_ROW_SHIFT_MIN_CHANNELS <= in_channels < _WINOGRAD_MIN_CHANNELS
+            and _ROW_SHIFT_MIN_CHANNELS <= out_channels <= _WINOGRAD_MIN_CHANNELS and out_width >= _ROW_SHIFT_MIN_WIDTH)
+
+
+def _row_shift_corr(x, w, pads, dilation, epilogue=None):
+    """Stride-1 correlation of an ungrouped layer as kh GEMMs per image, one per kernel row, summed by
+    BLAS into one output, from kw copies of the padded input instead of im2col's kh*kw; followed by
+    ``epilogue`` (conv_epilogue's arguments) when given.
+
+    Copy j of a channel is its padded plane moved left by j*dw columns. Read as one flat row of the
+    padded width Wp, kernel row i's kw taps for every output (r, c) are then the kw copies' entries at
+    (r + i*dh)*Wp + c: a window of the copies' rows, which BLAS reads in place. Outputs come out Wp wide
+    and the last (kw-1)*dw columns of each row are dropped, as each image's result is cropped into the
+    output (and the epilogue applied while it is in cache).
+    """
+    N, C, H, W = x.shape
+    O, _, kh, kw = w.shape
+    (top, bottom, left, right), (dh, dw) = pads, dilation
+    Hp, Wp = H + top + bottom, W + left + right
+    OH, OW = _out_size(Hp, kh, 1, dh), _out_size(Wp, kw, 1, dw)
+    length = OH * Wp
+    kernel_rows = [np.ascontiguousarray(w[:, :, i]).reshape(O, C * kw) for i in range(kh)]
+    copies = _scratch(0, (C * kw, Hp * Wp), x.dtype)
+    wide = _scratch(1, (O, length), x.dtype)
+    y = np.empty((N, O, OH, OW), x.dtype)
+    finish = _row_epilogue(y.reshape(N * O, OH * OW), N, *epilogue) if epilogue is not None else None
+    for n in range(N):
+        _row_copies(x[n], top, left, Hp, Wp, dw, copies.reshape(C, kw, Hp * Wp))
+        for i in range(kh):
+            gemm(kernel_rows[i], copies[:, i * dh * Wp:i * dh * Wp + length], wide, accumulate=i > 0)
+
+        def crop(lo, hi, n=n):
+            for a, b in cache_blocks(lo, hi, OH * OW * x.itemsize):
+                np.copyto(y[n, a:b], wide.reshape(O, OH, Wp)[a:b, :, :OW])
+                if finish is not None:
+                    finish(n * O + a, n * O + b)
+        parallel_chunks(with_row_buffer(crop, OH * OW), O, O * OH * OW * x.itemsize)
+    return y
+
+
+def _row_copies(image, top, left, Hp, Wp, dw, out):
+    """Fill ``out`` (C, kw, Hp*Wp) with each channel's plane of ``image`` (C, H, W), padded with zeros to
+    Hp x Wp, as one flat row moved left by j*dw for j < kw (the entries moved in past a row's end are
+    the next row's first ones: finite, and read only for the columns _row_shift_corr drops)."""
+    C, H, W = image.shape
+    kw = out.shape[1]
+    padded = _scratch("row_shift_padded", (C, Hp + 1, Wp), image.dtype)  # a row more for the last moves
+    padded[:, :top] = padded[:, top + H:] = 0
+    padded[:, top:top + H, :left] = padded[:, top:top + H, left + W:] = 0
+    padded[:, top:top + H, left:left + W] = image
+    flat = padded.reshape(C, (Hp + 1) * Wp)
+    np.copyto(out, as_strided(flat, out.shape, (flat.strides[0], dw * flat.itemsize, flat.itemsize)))
+
+
 def _corr(x, w, stride, pads, dilation, groups, weight_grad, epilogue=None):
     """Cross-correlate x (N,C,H,W) with w (O,C/groups,KH,KW), then apply ``epilogue`` if given:
     (fresh NCHW y, kept (col, fold) or None)."""
     if _is_depthwise(x.shape, w.shape, groups, stride):
         return _depthwise_corr(x, w, stride, pads, dilation, epilogue), None
+    if _forward_row_shift(x.shape, w.shape, stride, pads, dilation, groups, weight_grad):
+        return _row_shift_corr(x, w, pads, dilation, epilogue), None
     y, cols = _dense_corr(x, w, stride, pads, dilation, groups, weight_grad)
     return (y if epilogue is None else conv_epilogue(y, *epilogue)), cols
+
+
+def _keeps_cols(w_shape, groups, weight_grad):
+    """Whether the forward keeps its column matrix for the weight gradient (see _KEEP_COLS_MAX_CHANNELS)."""
+    O, _, kh, kw = w_shape
+    return kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS and weight_grad
+
+
+def _forward_row_shift(x_shape, w_shape, stride, pads, dilation, groups, weight_grad):
+    """Whether the forward correlation goes through _row_shift_corr: a stride-1 ungrouped kernel with
+    taps, channels and width as _row_shift_pays asks, whose weight gradient will not want a column
+    matrix, and whose windows do not hang far over the padding (those go tap by tap)."""
+    (N, C, H, W), (O, _, kh, kw), (dh, dw) = x_shape, w_shape, dilation
+    if tuple(stride) != (1, 1) or groups != 1 or kh * kw == 1 or _keeps_cols(w_shape, groups, weight_grad):
+        return False
+    OH, OW = _out_size(H + pads[0] + pads[1], kh, 1, dh), _out_size(W + pads[2] + pads[3], kw, 1, dw)
+    rows, cols = _tap_spans(H, OH, kh, 1, pads[0], dh), _tap_spans(W, OW, kw, 1, pads[2], dw)
+    return _row_shift_pays(C, O, OW) and _padded_tap_share(rows, cols, (OH, OW)) <= _MAX_PADDED_TAP_SHARE
 
 
 def _dense_corr(x, w, stride, pads, dilation, groups, weight_grad):
@@ -380,7 +469,7 @@ def _dense_corr(x, w, stride, pads, dilation, groups, weight_grad):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads, dilation), None
     O, _, kh, kw = w.shape
     # Without a weight gradient to come, a kept (fresh, page-faulting) matrix would be waste.
-    keep = kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS and weight_grad
+    keep = _keeps_cols(w.shape, groups, weight_grad)
     if kh * kw > 1:
         (N, _, H, W), (sh, sw), (dh, dw) = x.shape, stride, dilation
         OH, OW = _out_size(H + pads[0] + pads[1], kh, sh, dh), _out_size(W + pads[2] + pads[3], kw, sw, dw)
@@ -442,17 +531,33 @@ def _phase_taps(r, s, pad, d, k, out_len, in_len):
 def _data_grad(gy, w, in_hw, stride, pad_tl, dilation, groups):
     """Gradient w.r.t. the input of a convolution (= transposed convolution of gy), shape (N, C, *in_hw).
 
-    Two exact algorithms with the same GEMM flops; the faster depends on the shape (measured on ResNet
-    layers): col2im needs no transposed weight copy and wins for 1x1 kernels, when the input has fewer
+    Stride-1 layers of 16-127 channels on wide planes take _row_shift_corr (see _ROW_SHIFT_MIN_WIDTH).
+    Otherwise two exact algorithms with the same GEMM flops; the faster depends on the shape (measured
+    on ResNet layers): col2im needs no transposed weight copy and wins for 1x1 kernels, when the input has fewer
     channels than the output (its column matrix is then the smaller one) and when the weight outnumbers
     the output gradient (strided 3x3 layers on 14x14 maps: the copy then costs more than the reduction);
     otherwise the phase-wise correlation wins because its GEMM runs on an unpadded grid and needs no
     reduction pass (and stride-1 3x3 layers of 128+ channels use Winograd there).
     """
+    pads = _row_shift_grad_pads(gy.shape, w.shape, in_hw, stride, pad_tl, dilation, groups)
+    if pads is not None:
+        return _row_shift_corr(gy, w.transpose(1, 0, 2, 3)[:, :, ::-1, ::-1], pads, dilation)
     if (w.shape[2] * w.shape[3] == 1 or w.shape[1] * groups < gy.shape[1]
             or (w.size > gy.size and not _winograd_ok(w.shape, stride, dilation, groups))):
         return _data_grad_col2im(gy, w, in_hw, stride, pad_tl, dilation, groups)
     return _data_grad_phases(gy, w, in_hw, stride, pad_tl, dilation, groups)
+
+
+def _row_shift_grad_pads(gy_shape, w_shape, in_hw, stride, pad_tl, dilation, groups):
+    """The padding of gy (top, bottom, left, right) under which the input gradient is the stride-1
+    correlation of gy with the flipped, transposed kernel, where that goes through _row_shift_corr;
+    else None (also when the forward padded by more than the kernel's reach)."""
+    (_, O, OH, OW), (_, C, kh, kw), (H, W) = gy_shape, w_shape, in_hw
+    if tuple(stride) != (1, 1) or groups != 1 or kh * kw == 1 or not _row_shift_pays(O, C, W):
+        return None
+    top, left = (kh - 1) * dilation[0] - pad_tl[0], (kw - 1) * dilation[1] - pad_tl[1]
+    pads = (top, H - OH + pad_tl[0], left, W - OW + pad_tl[1])
+    return pads if min(pads) >= 0 else None
 
 
 def _data_grad_col2im(gy, w, in_hw, stride, pad_tl, dilation, groups):
