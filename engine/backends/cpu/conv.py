@@ -1,6 +1,7 @@
 """2-D convolution and transposed convolution kernels: im2col over strided views plus one batched GEMM
-(Winograd for wide 3x3 layers, einsum grids or per-tap passes for depthwise ones, one GEMM per tap where
-windows hang far over the padding)."""
+(Winograd for wide 3x3 layers, one GEMM per kernel row over shifted copies for narrow layers on wide
+planes, einsum grids or per-tap passes for depthwise ones, one GEMM per tap where windows hang far over
+the padding)."""
 import itertools
 import math
 from collections import namedtuple
@@ -59,12 +60,13 @@ _MAX_PADDED_TAP_SHARE = 0.2
 # Stride-1 correlations between 16-127 input and 16-128 output channels on planes at least this wide go
 # through _row_shift_corr, forward (in inference) and for the input gradient. Its kh GEMMs per image,
 # K = C*kw each, run as fast as im2col's one (K = C*kh*kw) there, and it copies the input kw times instead
-# of kh*kw times (in-process alternating runs, 3x3 kernels, batch 8 unless noted: 64x56x56 forward 12.2
-# against 13.2 ms, input gradient 12.5 against 15.0; 64->128 on 56x56 23.0 against 27.7, and 26.7
-# against 35.9; 64x112x112 at batch 1 9.4 both ways, and 8.1 against 9.6). On 28x28 planes (its rows
-# are 7% wider than the output's) it is a tie at 64 channels and loses at 128 (1.72 against 1.47 ms at
-# batch 1); with 3 channels its GEMMs are too thin (15.4 against 4.5 ms); from 128 input channels on,
-# Winograd's input gradient wins (128x56x56: 48.2 against 44.2 ms).
+# of kh*kw times. Fastest of 9-41 in-process alternating runs, 3x3 kernels, batch 8 unless noted:
+# 64x56x56 forward 12.2 against 13.2 ms, input gradient 12.5 against 15.0 (medians of 60: 15.4 against
+# 18.1); 64->128 on 56x56 23.0 against 27.7, and 26.7 against 35.9; 64x112x112 at batch 1 9.4 both ways,
+# and 8.1 against 9.6. On 28x28 planes (its rows are 7% wider than the output's) it is a tie at 64
+# channels and loses at 128 (1.72 against 1.47 ms at batch 1); with 3 channels its GEMMs are too thin
+# (15.4 against 4.5 ms); from 128 input channels on, Winograd's input gradient wins (128x56x56: 48.2
+# against 44.2 ms).
 _ROW_SHIFT_MIN_CHANNELS = 16
 _ROW_SHIFT_MIN_WIDTH = 48
 
@@ -381,7 +383,8 @@ def _tapwise_corr(x, w, stride, pads, dilation, groups, out_hw, rows, cols):
 def _row_shift_pays(in_channels, out_channels, out_width):
     """Whether a stride-1 ungrouped correlation goes through _row_shift_corr (see _ROW_SHIFT_*)."""
     return (_ROW_SHIFT_MIN_CHANNELS <= in_channels < _WINOGRAD_MIN_CHANNELS
-            and _ROW_SHIFT_MIN_CHANNELS <= out_channels <= _WINOGRAD_MIN_CHANNELS and out_width >= _ROW_SHIFT_MIN_WIDTH)
+            and _ROW_SHIFT_MIN_CHANNELS <= out_channels <= _WINOGRAD_MIN_CHANNELS
+            and out_width >= _ROW_SHIFT_MIN_WIDTH)
 
 
 def _row_shift_corr(x, w, pads, dilation, epilogue=None):
@@ -455,7 +458,7 @@ def _forward_row_shift(x_shape, w_shape, stride, pads, dilation, groups, weight_
     """Whether the forward correlation goes through _row_shift_corr: a stride-1 ungrouped kernel with
     taps, channels and width as _row_shift_pays asks, whose weight gradient will not want a column
     matrix, and whose windows do not hang far over the padding (those go tap by tap)."""
-    (N, C, H, W), (O, _, kh, kw), (dh, dw) = x_shape, w_shape, dilation
+    (_, C, H, W), (O, _, kh, kw), (dh, dw) = x_shape, w_shape, dilation
     if tuple(stride) != (1, 1) or groups != 1 or kh * kw == 1 or _keeps_cols(w_shape, groups, weight_grad):
         return False
     OH, OW = _out_size(H + pads[0] + pads[1], kh, 1, dh), _out_size(W + pads[2] + pads[3], kw, 1, dw)
@@ -533,8 +536,8 @@ def _data_grad(gy, w, in_hw, stride, pad_tl, dilation, groups):
 
     Stride-1 layers of 16-127 channels on wide planes take _row_shift_corr (see _ROW_SHIFT_MIN_WIDTH).
     Otherwise two exact algorithms with the same GEMM flops; the faster depends on the shape (measured
-    on ResNet layers): col2im needs no transposed weight copy and wins for 1x1 kernels, when the input has fewer
-    channels than the output (its column matrix is then the smaller one) and when the weight outnumbers
+    on ResNet layers): col2im needs no transposed weight copy and wins for 1x1 kernels, when the input
+    has fewer channels than the output (its column matrix is then the smaller one) and when the weight outnumbers
     the output gradient (strided 3x3 layers on 14x14 maps: the copy then costs more than the reduction);
     otherwise the phase-wise correlation wins because its GEMM runs on an unpadded grid and needs no
     reduction pass (and stride-1 3x3 layers of 128+ channels use Winograd there).
