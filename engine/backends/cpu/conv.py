@@ -1,7 +1,7 @@
 """2-D convolution and transposed convolution kernels: im2col over strided views plus one batched GEMM
-(Winograd for wide 3x3 layers, one GEMM per kernel row over shifted copies for narrow layers on wide
-planes, einsum grids or per-tap passes for depthwise ones, one GEMM per tap where windows hang far over
-the padding)."""
+(Winograd for wide 3x3 layers, einsum grids or per-tap passes for depthwise ones, one GEMM per tap where
+windows hang far over the padding; input gradients of narrow layers on wide planes by one GEMM per kernel
+row over shifted copies)."""
 import itertools
 import math
 from collections import namedtuple
@@ -57,16 +57,15 @@ _DEPTHWISE_CHANNELS_LAST_MAX_ROW = 128
 # cost more than the zeros they skip.
 _MAX_PADDED_TAP_SHARE = 0.2
 
-# Stride-1 correlations between 16-127 input and 16-128 output channels on planes at least this wide go
-# through _row_shift_corr, forward (in inference) and for the input gradient. Its kh GEMMs per image,
-# K = C*kw each, run as fast as im2col's one (K = C*kh*kw) there, and it copies the input kw times instead
-# of kh*kw times. Fastest of 9-41 in-process alternating runs, 3x3 kernels, batch 8 unless noted:
-# 64x56x56 forward 12.2 against 13.2 ms, input gradient 12.5 against 15.0 (medians of 60: 15.4 against
-# 18.1); 64->128 on 56x56 23.0 against 27.7, and 26.7 against 35.9; 64x112x112 at batch 1 9.4 both ways,
-# and 8.1 against 9.6. On 28x28 planes (its rows are 7% wider than the output's) it is a tie at 64
-# channels and loses at 128 (1.72 against 1.47 ms at batch 1); with 3 channels its GEMMs are too thin
-# (15.4 against 4.5 ms); from 128 input channels on, Winograd's input gradient wins (128x56x56: 48.2
-# against 44.2 ms).
+# Input gradients of stride-1 layers whose correlation runs from 16-127 to 16-128 channels on planes
+# at least this wide go through _row_shift_corr. Its kh GEMMs per image, K = C*kw each, run as fast as
+# im2col's one (K = C*kh*kw) there, and it copies its input kw times instead of kh*kw times. Fastest of
+# 9-41 in-process alternating runs, 3x3 kernels, batch 8 unless noted: 64x56x56 12.5 against 15.0 ms
+# (medians of 60: 15.4 against 18.1); 128 to 64 channels on 56x56 26.7 against 35.9; 64x112x112 at
+# batch 1 8.1 against 9.6. On 28x28 planes (its rows are 7% wider than the output's) it is a tie at 64
+# channels; with 3 output channels its GEMMs are too thin (15.4 against 4.5 ms); from 128 input channels
+# on, Winograd wins (128x56x56: 48.2 against 44.2 ms). Forward correlations stay on im2col: they gained
+# at most 8% (64x56x56: 12.2 against 13.2 ms) and nothing at batch 1 or on 28x28 planes.
 _ROW_SHIFT_MIN_CHANNELS = 16
 _ROW_SHIFT_MIN_WIDTH = 48
 
@@ -387,16 +386,14 @@ def _row_shift_pays(in_channels, out_channels, out_width):
             and out_width >= _ROW_SHIFT_MIN_WIDTH)
 
 
-def _row_shift_corr(x, w, pads, dilation, epilogue=None):
+def _row_shift_corr(x, w, pads, dilation):
     """Stride-1 correlation of an ungrouped layer as kh GEMMs per image, one per kernel row, summed by
-    BLAS into one output, from kw copies of the padded input instead of im2col's kh*kw; followed by
-    ``epilogue`` (conv_epilogue's arguments) when given.
+    BLAS into one output, from kw copies of the padded input instead of im2col's kh*kw.
 
     Copy j of a channel is its padded plane moved left by j*dw columns. Read as one flat row of the
     padded width Wp, kernel row i's kw taps for every output (r, c) are then the kw copies' entries at
-    (r + i*dh)*Wp + c: a window of the copies' rows, which BLAS reads in place. Outputs come out Wp wide
-    and the last (kw-1)*dw columns of each row are dropped, as each image's result is cropped into the
-    output (and the epilogue applied while it is in cache).
+    (r + i*dh)*Wp + c: a window of the copies' rows, which BLAS reads in place. Outputs come out Wp wide;
+    the last (kw-1)*dw columns of each row are dropped as each image's result is cropped into place.
     """
     N, C, H, W = x.shape
     O, _, kh, kw = w.shape
@@ -408,18 +405,11 @@ def _row_shift_corr(x, w, pads, dilation, epilogue=None):
     copies = _scratch(0, (C * kw, Hp * Wp), x.dtype)
     wide = _scratch(1, (O, length), x.dtype)
     y = np.empty((N, O, OH, OW), x.dtype)
-    finish = _row_epilogue(y.reshape(N * O, OH * OW), N, *epilogue) if epilogue is not None else None
     for n in range(N):
         _row_copies(x[n], top, left, Hp, Wp, dw, copies.reshape(C, kw, Hp * Wp))
         for i in range(kh):
             gemm(kernel_rows[i], copies[:, i * dh * Wp:i * dh * Wp + length], wide, accumulate=i > 0)
-
-        def crop(lo, hi, n=n):
-            for a, b in cache_blocks(lo, hi, OH * OW * x.itemsize):
-                np.copyto(y[n, a:b], wide.reshape(O, OH, Wp)[a:b, :, :OW])
-                if finish is not None:
-                    finish(n * O + a, n * O + b)
-        parallel_chunks(with_row_buffer(crop, OH * OW), O, O * OH * OW * x.itemsize)
+        copyto(y[n], wide.reshape(O, OH, Wp)[:, :, :OW])
     return y
 
 
@@ -428,7 +418,6 @@ def _row_copies(image, top, left, Hp, Wp, dw, out):
     Hp x Wp, as one flat row moved left by j*dw for j < kw (the entries moved in past a row's end are
     the next row's first ones: finite, and read only for the columns _row_shift_corr drops)."""
     C, H, W = image.shape
-    kw = out.shape[1]
     padded = _scratch("row_shift_padded", (C, Hp + 1, Wp), image.dtype)  # a row more for the last moves
     padded[:, :top] = padded[:, top + H:] = 0
     padded[:, top:top + H, :left] = padded[:, top:top + H, left + W:] = 0
@@ -442,28 +431,8 @@ def _corr(x, w, stride, pads, dilation, groups, weight_grad, epilogue=None):
     (fresh NCHW y, kept (col, fold) or None)."""
     if _is_depthwise(x.shape, w.shape, groups, stride):
         return _depthwise_corr(x, w, stride, pads, dilation, epilogue), None
-    if _forward_row_shift(x.shape, w.shape, stride, pads, dilation, groups, weight_grad):
-        return _row_shift_corr(x, w, pads, dilation, epilogue), None
     y, cols = _dense_corr(x, w, stride, pads, dilation, groups, weight_grad)
     return (y if epilogue is None else conv_epilogue(y, *epilogue)), cols
-
-
-def _keeps_cols(w_shape, groups, weight_grad):
-    """Whether the forward keeps its column matrix for the weight gradient (see _KEEP_COLS_MAX_CHANNELS)."""
-    O, _, kh, kw = w_shape
-    return kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS and weight_grad
-
-
-def _forward_row_shift(x_shape, w_shape, stride, pads, dilation, groups, weight_grad):
-    """Whether the forward correlation goes through _row_shift_corr: a stride-1 ungrouped kernel with
-    taps, channels and width as _row_shift_pays asks, whose weight gradient will not want a column
-    matrix, and whose windows do not hang far over the padding (those go tap by tap)."""
-    (_, C, H, W), (O, _, kh, kw), (dh, dw) = x_shape, w_shape, dilation
-    if tuple(stride) != (1, 1) or groups != 1 or kh * kw == 1 or _keeps_cols(w_shape, groups, weight_grad):
-        return False
-    OH, OW = _out_size(H + pads[0] + pads[1], kh, 1, dh), _out_size(W + pads[2] + pads[3], kw, 1, dw)
-    rows, cols = _tap_spans(H, OH, kh, 1, pads[0], dh), _tap_spans(W, OW, kw, 1, pads[2], dw)
-    return _row_shift_pays(C, O, OW) and _padded_tap_share(rows, cols, (OH, OW)) <= _MAX_PADDED_TAP_SHARE
 
 
 def _dense_corr(x, w, stride, pads, dilation, groups, weight_grad):
@@ -472,7 +441,7 @@ def _dense_corr(x, w, stride, pads, dilation, groups, weight_grad):
         return _winograd_corr(x, _winograd_weights(w, flip=False), pads, dilation), None
     O, _, kh, kw = w.shape
     # Without a weight gradient to come, a kept (fresh, page-faulting) matrix would be waste.
-    keep = _keeps_cols(w.shape, groups, weight_grad)
+    keep = kh * kw > 1 and O // groups < _KEEP_COLS_MAX_CHANNELS and weight_grad
     if kh * kw > 1:
         (N, _, H, W), (sh, sw), (dh, dw) = x.shape, stride, dilation
         OH, OW = _out_size(H + pads[0] + pads[1], kh, sh, dh), _out_size(W + pads[2] + pads[3], kw, sw, dw)

@@ -64,9 +64,9 @@ CONV_CASES = [
     (2, 256, 264, 28, 29, 3, 1, (1, 1, 1, 1), 1, 1, False),  # Winograd forward too, odd tiles
     (1, 256, 264, 41, 43, 3, 1, (2, 2, 2, 2), 2, 1, False),  # dilated Winograd forward (sub-grid tiles)
     (1, 256, 256, 45, 47, 3, 1, (3, 2, 3, 4), 3, 1, True),  # the same, dilation 3, asymmetric padding
-    # wide planes, 16-128 channels: input gradients by row shifts (forward too with 128 outputs)
+    # wide planes, 16-128 channels: input gradients by row shifts
     (2, 20, 24, 5, 50, 3, 1, (1, 1, 1, 1), 1, 1, False),
-    (1, 24, 128, 8, 49, 3, 1, (2, 1, 0, 3), 2, 1, True),  # dilated, asymmetric padding, non-contiguous
+    (1, 24, 40, 8, 49, 3, 1, (2, 1, 0, 3), 2, 1, True),  # dilated, asymmetric padding, non-contiguous
     (2, 16, 17, 4, 52, 4, 1, (1, 2, 2, 1), 1, 1, False),  # even kernel
 ]
 
@@ -93,34 +93,18 @@ def test_conv2d(case, dtype):
     _close(gb, gb_ref, dtype, 1e-4)
 
 
-@pytest.mark.parametrize("weight_grad", [False, True])
-def test_row_shift_route_is_taken(monkeypatch, weight_grad):
-    """Wide 64-channel 3x3 layers go through the row-shift correlation: the forward in inference, the
-    input gradient in training (whose forward keeps im2col's matrix for the weight gradient)."""
+def test_row_shift_route_is_taken(monkeypatch):
+    """A wide 64-channel 3x3 layer's input gradient goes through the row-shift correlation (its forward,
+    in training and in inference, through im2col)."""
     calls = []
     row_shift = conv._row_shift_corr
     monkeypatch.setattr(conv, "_row_shift_corr", lambda x, *args: calls.append(x.shape) or row_shift(x, *args))
     x, w = np.ones((1, 64, 4, 56), np.float32), np.ones((64, 64, 3, 3), np.float32)
-    y, saved = conv.conv2d_forward(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1, weight_grad=weight_grad)
-    assert calls == ([] if weight_grad else [x.shape])
+    conv.conv2d_forward(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1, weight_grad=False)
+    y, saved = conv.conv2d_forward(x, w, None, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    assert calls == []
     conv.conv2d_backward(np.ones_like(y), saved, True, False, False)
-    assert calls[-1] == y.shape
-
-
-@pytest.mark.parametrize("with_bias", [False, True])
-def test_row_shift_corr_with_epilogue(with_bias):
-    """The epilogue applied to each image as it is cropped out equals the layer and then the epilogue
-    in torch; a bias joins the shift."""
-    rng = _rng("row shift epilogue", with_bias)
-    x = rng.standard_normal((3, 32, 7, 61)).astype(np.float32)
-    w = rng.standard_normal((48, 32, 3, 3)).astype(np.float32)
-    b = rng.standard_normal(48).astype(np.float32) if with_bias else None
-    scale, shift = (rng.standard_normal(48).astype(np.float32) for _ in range(2))
-    plain = F.conv2d(torch.tensor(x), torch.tensor(w), None if b is None else torch.tensor(b), 1, 1).numpy()
-    residual = rng.standard_normal(plain.shape).astype(np.float32)
-    args = (scale, shift, residual, "relu")
-    y, _ = conv.conv2d_forward(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1, weight_grad=False, epilogue=args)
-    _close(y, _epilogue_reference(plain, *args), np.float32, 1e-5)
+    assert calls == [y.shape]
 
 
 def test_conv2d_needs_flags_and_no_bias():
