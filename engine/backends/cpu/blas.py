@@ -180,9 +180,11 @@ def _operand(m):
 
 def _call_gemm(fn, a, b, out, beta):
     """out = a @ b + beta * out through ``fn``; False (nothing done) where an operand's layout does not
-    suit cblas."""
+    suit cblas, or where out may overlap an operand (numpy then works on a copy)."""
     ta, tb, to = _operand(a), _operand(b), _operand(out)
     if ta is None or tb is None or to is None or to[0] != _NO_TRANS:
+        return False
+    if np.may_share_memory(out, a) or np.may_share_memory(out, b):
         return False
     (m, k), n = a.shape, b.shape[1]
     fn(_ROW_MAJOR, ta[0], tb[0], m, n, k, 1.0, a.ctypes.data, ta[1], b.ctypes.data, tb[1], beta, out.ctypes.data,

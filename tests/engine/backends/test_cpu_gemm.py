@@ -44,6 +44,16 @@ def test_gemm_into_a_window_and_from_layouts_cblas_cannot_read():
     assert np.allclose(half, a @ b, rtol=1e-2, atol=1e-2)
 
 
+def test_gemm_into_an_operand():
+    """An output that is also an operand gets the product of the operands as they were."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((700, 700)).astype(np.float32)  # bigger than BLAS's packed blocks
+    b = rng.standard_normal((700, 700)).astype(np.float32)
+    expected = a.astype(np.float64) @ b + a
+    blas.gemm(a, b, a, accumulate=True)
+    assert np.abs(a - expected).max() <= 1e-5 * np.abs(expected).max()
+
+
 def test_gemm_with_an_empty_inner_dimension():
     out = np.ones((3, 2), np.float32)
     blas.gemm(np.empty((3, 0), np.float32), np.empty((0, 2), np.float32), out, accumulate=True)
