@@ -143,11 +143,11 @@ def _find_gemm():
     if not api:
         return {}
     lib = api[2]
-    affixes = [(prefix, suffix) for prefix, suffix in itertools.product(("scipy_", ""), ("64_", "", "_64"))
-               if getattr(lib, f"{prefix}cblas_sgemm{suffix}", None) is not None]
-    if not affixes:
+    affix = next(((prefix, suffix) for prefix, suffix in itertools.product(("scipy_", ""), ("64_", "", "_64"))
+                  if getattr(lib, f"{prefix}cblas_sgemm{suffix}", None) is not None), None)
+    if affix is None:
         return {}
-    prefix, suffix = affixes[0]
+    prefix, suffix = affix
     config = getattr(lib, f"{prefix}openblas_get_config{suffix}", None)
     if config is None:
         return {}
@@ -155,15 +155,17 @@ def _find_gemm():
     size = ctypes.c_int64 if b"USE64BITINT" in config() else ctypes.c_int32
     functions = {}
     for dtype, letter, scalar in ((np.float32, "s", ctypes.c_float), (np.float64, "d", ctypes.c_double)):
-        fn = getattr(lib, f"{prefix}cblas_{letter}gemm{suffix}")
+        fn = getattr(lib, f"{prefix}cblas_{letter}gemm{suffix}", None)
+        if fn is None:
+            continue
         fn.restype = None
         fn.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int, size, size, size, scalar, ctypes.c_void_p, size,
                        ctypes.c_void_p, size, scalar, ctypes.c_void_p, size)
+        a, b = np.arange(6, dtype=dtype).reshape(2, 3), np.arange(6, dtype=dtype).reshape(3, 2)
+        out = np.ones((2, 2), dtype)
+        if not _call_gemm(fn, a, b, out, 1.0) or not np.array_equal(out, a @ b + 1):
+            return {}
         functions[np.dtype(dtype)] = fn
-    a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
-    out = np.ones((2, 2))
-    if not _call_gemm(functions[out.dtype], a, b, out, 1.0) or not np.array_equal(out, a @ b + 1):
-        return {}
     return functions
 
 
