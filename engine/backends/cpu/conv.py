@@ -390,10 +390,11 @@ def _row_shift_corr(x, w, pads, dilation):
     """Stride-1 correlation of an ungrouped layer as kh GEMMs per image, one per kernel row, summed by
     BLAS into one output, from kw copies of the padded input instead of im2col's kh*kw.
 
-    Copy j of a channel is its padded plane moved left by j*dw columns. Read as one flat row of the
-    padded width Wp, kernel row i's kw taps for every output (r, c) are then the kw copies' entries at
+    Copy j of a channel is its padded plane, read as one flat row of the padded width Wp, moved left by
+    j*dw. Kernel row i's kw taps for every output (r, c) are then the kw copies' entries at
     (r + i*dh)*Wp + c: a window of the copies' rows, which BLAS reads in place. Outputs come out Wp wide;
-    the last (kw-1)*dw columns of each row are dropped as each image's result is cropped into place.
+    the last (kw-1)*dw columns of each row are dropped as each image's result is cropped into place (the
+    copies' entries moved in past a row's end, from the next row, are only read for those).
     """
     N, C, H, W = x.shape
     O, _, kh, kw = w.shape
@@ -402,28 +403,20 @@ def _row_shift_corr(x, w, pads, dilation):
     OH, OW = _out_size(Hp, kh, 1, dh), _out_size(Wp, kw, 1, dw)
     length = OH * Wp
     kernel_rows = [np.ascontiguousarray(w[:, :, i]).reshape(O, C * kw) for i in range(kh)]
-    copies = _scratch(0, (C * kw, Hp * Wp), x.dtype)
+    fill_planes = phase_plane_filler(x, (1, 1), top, left, Hp + 1, Wp, 0)  # a zero row more for the moves
+    padded = _scratch("row_shift_padded", (C, (Hp + 1) * Wp), x.dtype)
+    copies = _scratch(0, (C, kw, Hp * Wp), x.dtype)
+    rows = copies.reshape(C * kw, Hp * Wp)
     wide = _scratch(1, (O, length), x.dtype)
     y = np.empty((N, O, OH, OW), x.dtype)
+    item = x.itemsize
     for n in range(N):
-        _row_copies(x[n], top, left, Hp, Wp, dw, copies.reshape(C, kw, Hp * Wp))
+        fill_planes(padded.reshape(1, 1, C, Hp + 1, Wp), n * C, (n + 1) * C)
+        np.copyto(copies, as_strided(padded, copies.shape, (padded.strides[0], dw * item, item)))
         for i in range(kh):
-            gemm(kernel_rows[i], copies[:, i * dh * Wp:i * dh * Wp + length], wide, accumulate=i > 0)
+            gemm(kernel_rows[i], rows[:, i * dh * Wp:i * dh * Wp + length], wide, accumulate=i > 0)
         copyto(y[n], wide.reshape(O, OH, Wp)[:, :, :OW])
     return y
-
-
-def _row_copies(image, top, left, Hp, Wp, dw, out):
-    """Fill ``out`` (C, kw, Hp*Wp) with each channel's plane of ``image`` (C, H, W), padded with zeros to
-    Hp x Wp, as one flat row moved left by j*dw for j < kw (the entries moved in past a row's end are
-    the next row's first ones: finite, and read only for the columns _row_shift_corr drops)."""
-    C, H, W = image.shape
-    padded = _scratch("row_shift_padded", (C, Hp + 1, Wp), image.dtype)  # a row more for the last moves
-    padded[:, :top] = padded[:, top + H:] = 0
-    padded[:, top:top + H, :left] = padded[:, top:top + H, left + W:] = 0
-    padded[:, top:top + H, left:left + W] = image
-    flat = padded.reshape(C, (Hp + 1) * Wp)
-    np.copyto(out, as_strided(flat, out.shape, (flat.strides[0], dw * flat.itemsize, flat.itemsize)))
 
 
 def _corr(x, w, stride, pads, dilation, groups, weight_grad, epilogue=None):
