@@ -22,8 +22,9 @@ import threading
 
 import numpy as np
 
-_NAMES = tuple(f"{prefix}openblas_{{}}_num_threads{suffix}"
-               for prefix, suffix in itertools.product(("scipy_", ""), ("64_", "", "_64")))
+# (prefix, suffix) pairs around OpenBLAS's symbol names in the builds we know (numpy's wheels: scipy_, 64_).
+_AFFIXES = tuple(itertools.product(("scipy_", ""), ("64_", "", "_64")))
+_NAMES = tuple(f"{prefix}openblas_{{}}_num_threads{suffix}" for prefix, suffix in _AFFIXES)
 _lock = threading.Lock()
 _api = None
 _gemm_api = None
@@ -143,7 +144,7 @@ def _find_gemm():
     if not api:
         return {}
     lib = api[2]
-    affix = next(((prefix, suffix) for prefix, suffix in itertools.product(("scipy_", ""), ("64_", "", "_64"))
+    affix = next(((prefix, suffix) for prefix, suffix in _AFFIXES
                   if getattr(lib, f"{prefix}cblas_sgemm{suffix}", None) is not None), None)
     if affix is None:
         return {}
