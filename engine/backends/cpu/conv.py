@@ -257,6 +257,10 @@ def _depthwise_corr(x, w, stride, pads, dilation, epilogue=None):
     28x28 and 7x7 planes 2-5x faster than one einsum over all taps). Strided layers keep a multiply-add
     per tap: split over their phases, the grids are too small to pay.
     """
+    if epilogue is not None and epilogue[0] is not None:  # a k*k kernel per channel: the scale joins it
+        scale, shift, residual, activation = epilogue
+        w = w * scale.astype(w.dtype, copy=False).reshape(-1, 1, 1, 1)
+        epilogue = (None, shift, residual, activation)
     N, C = x.shape[:2]
     kh, kw = w.shape[2:]
     s, (dh, dw) = stride[0], dilation

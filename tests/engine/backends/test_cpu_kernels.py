@@ -127,6 +127,9 @@ DEPTHWISE_CASES = [
     (2, 2, 14, 13, 3, 1, 2, (1, 0, 2, 1)),
     (2, 3, 23, 22, 5, 2, 1, (2, 2, 2, 2)),
     (1, 4, 17, 19, 7, 2, 3, (9, 9, 8, 9)),
+    (2, 3, 30, 27, 5, 2, 2, (4, 3, 4, 4)),
+    (1, 2, 25, 24, 4, 2, 1, (1, 2, 2, 1)),
+    (2, 3, 40, 41, 3, 3, 1, (1, 1, 1, 1)),
     (2, 64, 67, 66, 3, 1, 1, (1, 1, 1, 1)),  # split among the threads
     # small planes, channels-last: stride 1, strided, dilated with asymmetric padding, split among threads
     (2, 5, 7, 6, 5, 1, 1, (2, 2, 2, 2)),
@@ -174,7 +177,7 @@ def test_conv_with_bias_and_epilogue(with_scale, with_shift):
     _close(y, _epilogue_reference(plain, *args), np.float32, 1e-5)
 
 
-@pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[8]])
+@pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[11]])
 @pytest.mark.parametrize("with_epilogue", [False, True])
 def test_depthwise_corr_empty_batch(case, with_epilogue):
     """A batch of no images gives an empty output of torch's shape, with or without an epilogue."""
@@ -210,17 +213,19 @@ def test_conv_epilogue(activation, with_scale, with_shift, with_residual):
         _close(result, ref, np.float32, 1e-6)
 
 
-@pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[6], DEPTHWISE_CASES[8]])
-@pytest.mark.parametrize("with_bias", [False, True])
-def test_depthwise_corr_with_epilogue(case, with_bias):
+@pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[9], DEPTHWISE_CASES[11]])
+@pytest.mark.parametrize("with_bias, with_scale, with_shift",
+                         [(False, True, True), (True, True, True), (True, True, False), (False, False, True)])
+def test_depthwise_corr_with_epilogue(case, with_bias, with_scale, with_shift):
     """A depthwise layer with an epilogue (applied inside each thread's pipeline, or after the kernel on
-    small planes) equals the layer followed by the epilogue in torch; a bias joins the shift."""
+    small planes; its scale joined to the kernel) equals the layer followed by the epilogue in torch;
+    a bias joins the shift."""
     N, C, H, W, k, s, d, pads = case
-    rng = _rng("depthwise epilogue", case, with_bias)
+    rng = _rng("depthwise epilogue", case, with_bias, with_scale, with_shift)
     x = rng.standard_normal((N, C, H, W)).astype(np.float32)
     w = rng.standard_normal((C, 1, k, k)).astype(np.float32)
     b = rng.standard_normal(C).astype(np.float32) if with_bias else None
-    scale, shift = (rng.standard_normal(C).astype(np.float32) for _ in range(2))
+    scale, shift = (rng.standard_normal(C).astype(np.float32) if on else None for on in (with_scale, with_shift))
     top, bottom, left, right = pads
     plain = F.conv2d(F.pad(torch.tensor(x), (left, right, top, bottom)), torch.tensor(w),
                      None if b is None else torch.tensor(b), s, 0, d, C).numpy()
