@@ -69,6 +69,15 @@ _MAX_PADDED_TAP_SHARE = 0.2
 _ROW_SHIFT_MIN_CHANNELS = 16
 _ROW_SHIFT_MIN_WIDTH = 48
 
+# The passes next to GEMMs (im2col copies, epilogues) are split among the threads only from this size up,
+# not from threads._MIN_BYTES: on this 2-vCPU virtual machine a hand-off and the wait for its result cost
+# ~80 us (both threads wake through the hypervisor), and for ~0.1 ms after a GEMM OpenBLAS's idle workers
+# still spin on the other core. After a GEMM, a BatchNorm + residual + ReLU epilogue on 256x56x56 took
+# 0.52 ms inline against 0.69 split, and was no faster split up to 16 MB; resnet50's graph at batch 1
+# 64.2-65.6 -> 60.8-60.9 ms (alternating processes). Depthwise layers, with a pass per tap, keep the
+# lower bound: mobilenet_v2 lost 1 ms with theirs weighted by their taps against this one.
+_NEAR_GEMM_MIN_BYTES = 16 << 20
+
 ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups cols")
 ConvSaved.__doc__ = ("What conv2d_backward needs: the input, the weight, the geometry and, for narrow layers, "
                      "the forward's (column matrix, fold) pair (else None: rebuilt from x).")
@@ -133,7 +142,7 @@ def _im2col(x, kh, kw, stride, pads, dilation, groups, taps_first=False, keep=Fa
     else:
         v = as_strided(xp, (N,) + rows[0] + (OH, OW), (sN,) + rows[1] + (sH * sh, sW * sw))
     col = np.empty(v.shape, x.dtype) if keep else _scratch(0, v.shape, x.dtype)
-    copyto(col, v)
+    copyto(col, v, _NEAR_GEMM_MIN_BYTES)
     return col.reshape((1, groups, cg, N * OH * OW) if fold else (N, groups, cg, OH * OW)), OH, OW, fold
 
 
@@ -643,7 +652,7 @@ def conv_epilogue(y, scale, shift, residual, activation):
     y = np.ascontiguousarray(y)
     rows = y.reshape(n * c, math.prod(y.shape[2:]))
     parallel_blocks(with_row_buffer(_row_epilogue(rows, n, scale, shift, residual, activation), rows.shape[1]),
-                    n * c, rows.shape[1] * y.itemsize)
+                    n * c, rows.shape[1] * y.itemsize, _NEAR_GEMM_MIN_BYTES)
     return y
 
 

@@ -2,7 +2,8 @@
 
 numpy releases the GIL inside large copies and ufunc loops, so chunks of one such operation run on
 several cores at once.  The chunk count follows the BLAS thread count (``engine.set_num_threads``);
-work below _MIN_BYTES stays on the calling thread, where thread hand-off would cost more than it saves.
+work below _MIN_BYTES (or a call's own bound, where it measured otherwise) stays on the calling thread,
+where thread hand-off would cost more than it saves.
 Chunks cover disjoint slices of an axis, so results are bit-identical to the single-threaded run.
 """
 import os
@@ -49,16 +50,17 @@ def _executor(n):
         return _pool
 
 
-def chunk_count(nbytes, length):
-    """How many chunks to split work of nbytes along an axis of this length into (1: run inline)."""
-    if nbytes < _MIN_BYTES or length < 2 or getattr(_worker, "active", False):
+def chunk_count(nbytes, length, min_bytes=_MIN_BYTES):
+    """How many chunks to split work of nbytes along an axis of this length into (1: run inline, as
+    work below min_bytes does)."""
+    if nbytes < min_bytes or length < 2 or getattr(_worker, "active", False):
         return 1
     return max(1, min(get_num_threads(), length))
 
 
-def parallel_chunks(fn, length, nbytes):
+def parallel_chunks(fn, length, nbytes, min_bytes=_MIN_BYTES):
     """Call fn(lo, hi) over contiguous [lo, hi) pieces covering range(length), in parallel when big."""
-    n = chunk_count(nbytes, length)
+    n = chunk_count(nbytes, length, min_bytes)
     if n == 1:
         fn(0, length)
         return
@@ -69,13 +71,13 @@ def parallel_chunks(fn, length, nbytes):
         f.result()
 
 
-def parallel_blocks(fn, length, row_bytes):
+def parallel_blocks(fn, length, row_bytes, min_bytes=_MIN_BYTES):
     """Call fn(lo, hi) over cache-sized [lo, hi) row blocks of range(length), the blocks shared out
     among the threads: a multi-pass update of one block (multiply, then add) then stays in cache."""
     def chunk(lo, hi):
         for a, b in cache_blocks(lo, hi, row_bytes):
             fn(a, b)
-    parallel_chunks(chunk, length, length * row_bytes)
+    parallel_chunks(chunk, length, length * row_bytes, min_bytes)
 
 
 def cache_blocks(lo, hi, row_bytes):
@@ -103,8 +105,8 @@ def split_axis(shape):
     return next((i for i, n in enumerate(shape) if n > 1), 0)
 
 
-def copyto(dst, src):
-    """np.copyto(dst, src) for same-shape arrays, split along their first non-trivial axis."""
+def copyto(dst, src, min_bytes=_MIN_BYTES):
+    """np.copyto(dst, src) for same-shape arrays, split along their first non-trivial axis when big."""
     if dst.ndim == 0:
         np.copyto(dst, src)
         return
@@ -113,4 +115,4 @@ def copyto(dst, src):
 
     def part(lo, hi):
         np.copyto(dst[idx + (slice(lo, hi),)], src[idx + (slice(lo, hi),)])
-    parallel_chunks(part, dst.shape[ax], dst.nbytes)
+    parallel_chunks(part, dst.shape[ax], dst.nbytes, min_bytes)

@@ -193,12 +193,14 @@ def test_depthwise_corr_empty_batch(case, with_epilogue):
 @pytest.mark.parametrize("activation", [None, "relu", "hardswish", ("clip", 0.0, 6.0)])
 @pytest.mark.parametrize("with_scale, with_shift, with_residual",
                          [(True, True, True), (True, True, False), (False, True, False), (False, False, True)])
-def test_conv_epilogue(activation, with_scale, with_shift, with_residual):
+def test_conv_epilogue(activation, with_scale, with_shift, with_residual, monkeypatch):
     """The fused epilogue against torch's ops: in place on a contiguous output, and from a strided view
     into a fresh array, leaving the view's memory alone; big enough to be split among the threads."""
+    monkeypatch.setattr(conv, "_NEAR_GEMM_MIN_BYTES", threads._MIN_BYTES)
     rng = _rng("epilogue", activation, with_scale, with_shift, with_residual)
     full = rng.standard_normal((2, 64, 40, 70)).astype(np.float32)
     strided = full[..., :66]
+    assert strided.nbytes > threads._MIN_BYTES
     scale, shift = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
     residual = rng.standard_normal(strided.shape).astype(np.float32)
     args = (scale if with_scale else None, shift if with_shift else None,
@@ -303,6 +305,19 @@ def test_max_pool2d_nan_and_ties():
         ty, ti = F.max_pool2d(torch.tensor(x), *args, return_indices=True)
         assert np.array_equal(y, ty.numpy(), equal_nan=True)
         assert np.array_equal(indices, ti.numpy())
+
+
+def test_parallel_chunks_min_bytes():
+    """Work is split among the threads from its call's lower bound up (threads._MIN_BYTES unless given),
+    into pieces that cover the range once; below it one call runs inline."""
+    if threads.get_num_threads() < 2:
+        pytest.skip("one CPU thread: nothing is ever split")
+    low = threads._MIN_BYTES
+    for nbytes, min_bytes, pieces in [(4 * low, low, 2), (4 * low, 8 * low, 1), (low // 2, low, 1)]:
+        seen = []
+        threads.parallel_chunks(lambda lo, hi: seen.append((lo, hi)), 10, nbytes, min_bytes)
+        assert len(seen) == pieces and sorted(seen)[0][0] == 0 and sorted(seen)[-1][1] == 10
+        assert sum(hi - lo for lo, hi in seen) == 10
 
 
 def test_max_pool2d_split_over_threads():
