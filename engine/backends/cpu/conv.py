@@ -70,12 +70,12 @@ _ROW_SHIFT_MIN_CHANNELS = 16
 _ROW_SHIFT_MIN_WIDTH = 48
 
 # The passes next to GEMMs (im2col copies, epilogues) are split among the threads only from this size up,
-# not from threads._MIN_BYTES: on this 2-vCPU virtual machine a hand-off and the wait for its result cost
-# ~80 us (both threads wake through the hypervisor), and for ~0.1 ms after a GEMM OpenBLAS's idle workers
-# still spin on the other core. After a GEMM, a BatchNorm + residual + ReLU epilogue on 256x56x56 took
-# 0.52 ms inline against 0.69 split, and was no faster split up to 16 MB; resnet50's graph at batch 1
-# 64.2-65.6 -> 60.8-60.9 ms (alternating processes). Depthwise layers, with a pass per tap, keep the
-# lower bound: mobilenet_v2 lost 1 ms with theirs weighted by their taps against this one.
+# not from threads._MIN_BYTES: on the 2-vCPU Intel VM measured (2026-12-04) a hand-off and the wait for its
+# result cost ~80 us (both threads wake through the hypervisor), and for ~0.1 ms after a GEMM OpenBLAS's
+# idle workers still spin on the other core. After a GEMM, a BatchNorm + residual + ReLU epilogue on
+# 256x56x56 took 0.52 ms inline against 0.69 split, and was no faster split up to 16 MB; resnet50's graph
+# at batch 1 64.2-65.6 -> 60.8-60.9 ms (alternating processes). Depthwise layers keep threads._MIN_BYTES:
+# their bytes weighted by their taps against this bound cost mobilenet_v2 1 ms.
 _NEAR_GEMM_MIN_BYTES = 16 << 20
 
 ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups cols")

@@ -307,17 +307,15 @@ def test_max_pool2d_nan_and_ties():
         assert np.array_equal(indices, ti.numpy())
 
 
-def test_parallel_chunks_min_bytes():
-    """Work is split among the threads from its call's lower bound up (threads._MIN_BYTES unless given),
-    into pieces that cover the range once; below it one call runs inline."""
-    if threads.get_num_threads() < 2:
-        pytest.skip("one CPU thread: nothing is ever split")
+def test_parallel_chunks_min_bytes(monkeypatch):
+    """Work is split between two threads from its call's lower bound up (threads._MIN_BYTES unless
+    given); below it one call covers the range inline."""
+    monkeypatch.setattr(threads, "get_num_threads", lambda: 2)
     low = threads._MIN_BYTES
-    for nbytes, min_bytes, pieces in [(4 * low, low, 2), (4 * low, 8 * low, 1), (low // 2, low, 1)]:
+    for nbytes, min_bytes, split in [(4 * low, low, True), (4 * low, 8 * low, False), (low // 2, low, False)]:
         seen = []
         threads.parallel_chunks(lambda lo, hi: seen.append((lo, hi)), 10, nbytes, min_bytes)
-        assert len(seen) == pieces and sorted(seen)[0][0] == 0 and sorted(seen)[-1][1] == 10
-        assert sum(hi - lo for lo, hi in seen) == 10
+        assert sorted(seen) == ([(0, 5), (5, 10)] if split else [(0, 10)])
 
 
 def test_max_pool2d_split_over_threads():
