@@ -164,9 +164,12 @@ def _epilogue_reference(y, scale, shift, residual, activation):
         activation, lambda t: t.clamp(activation[1], activation[2]))(ref)
 
 
-@pytest.mark.parametrize("with_scale, with_shift", [(True, True), (False, True), (False, False)])
-def test_conv_with_bias_and_epilogue(with_scale, with_shift):
-    """A dense convolution's bias joins its epilogue's shift: (conv + b) * scale + shift, then ReLU."""
+@pytest.mark.parametrize("with_scale, with_shift", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.parametrize("scale_folds", [True, False])
+def test_conv_with_bias_and_epilogue(with_scale, with_shift, scale_folds, monkeypatch):
+    """A dense convolution's bias joins its epilogue's shift: (conv + b) * scale + shift, then ReLU, with
+    the scale applied to the weight or to the output."""
+    monkeypatch.setattr(conv, "_SCALE_FOLD_RATIO", 0 if scale_folds else np.inf)
     rng = _rng("conv bias epilogue", with_scale, with_shift)
     x = rng.standard_normal((2, 5, 9, 11)).astype(np.float32)
     w, b = rng.standard_normal((7, 5, 3, 3)).astype(np.float32), rng.standard_normal(7).astype(np.float32)
@@ -175,6 +178,18 @@ def test_conv_with_bias_and_epilogue(with_scale, with_shift):
     y, _ = conv.conv2d_forward(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1, weight_grad=False, epilogue=args)
     plain = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), 1, 1).numpy()
     _close(y, _epilogue_reference(plain, *args), np.float32, 1e-5)
+
+
+def test_scale_folds_where_the_weight_is_smaller():
+    """An epilogue's scale goes into the weight of a depthwise layer or a 1x1 layer on a large map, and
+    stays on the output of a late ResNet layer (weight 94x its output at batch 1) up to the batch whose
+    output is _SCALE_FOLD_RATIO (4) times its weight."""
+    same = ((1, 1), (1, 1, 1, 1), (1, 1))
+    assert conv._scale_folds((1, 960, 33, 33), (960, 1, 5, 5), (1, 1), (4, 4, 4, 4), (2, 2))
+    assert conv._scale_folds((1, 16, 260, 260), (64, 16, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1))
+    assert not conv._scale_folds((1, 512, 7, 7), (512, 512, 3, 3), *same)
+    assert not conv._scale_folds((376, 512, 7, 7), (512, 512, 3, 3), *same)
+    assert conv._scale_folds((377, 512, 7, 7), (512, 512, 3, 3), *same)
 
 
 @pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[11]])
@@ -218,10 +233,12 @@ def test_conv_epilogue(activation, with_scale, with_shift, with_residual, monkey
 @pytest.mark.parametrize("case", [DEPTHWISE_CASES[0], DEPTHWISE_CASES[4], DEPTHWISE_CASES[9], DEPTHWISE_CASES[11]])
 @pytest.mark.parametrize("with_bias, with_scale, with_shift",
                          [(False, True, True), (True, True, True), (True, True, False), (False, False, True)])
-def test_depthwise_corr_with_epilogue(case, with_bias, with_scale, with_shift):
+@pytest.mark.parametrize("scale_folds", [True, False])
+def test_depthwise_corr_with_epilogue(case, with_bias, with_scale, with_shift, scale_folds, monkeypatch):
     """A depthwise layer with an epilogue (applied inside each thread's pipeline, or after the kernel on
-    small planes; its scale joined to the kernel) equals the layer followed by the epilogue in torch;
-    a bias joins the shift."""
+    small planes; its scale applied to the kernel or to the output) equals the layer followed by the
+    epilogue in torch; a bias joins the shift."""
+    monkeypatch.setattr(conv, "_SCALE_FOLD_RATIO", 0 if scale_folds else np.inf)
     N, C, H, W, k, s, d, pads = case
     rng = _rng("depthwise epilogue", case, with_bias, with_scale, with_shift)
     x = rng.standard_normal((N, C, H, W)).astype(np.float32)
