@@ -80,10 +80,11 @@ _NEAR_GEMM_MIN_BYTES = 16 << 20
 
 # A fused epilogue's per-channel scale (eval BatchNorm's) multiplies the weight instead of the output
 # where the output has at least _SCALE_FOLD_RATIO times as many entries as the weight: a pass over the
-# weight instead of one over the output (depthwise layers but those on maps under 4x their kernel's size,
-# 1x1 layers on large maps; not ResNet's late layers at batch 1, whose weights are up to 94x their output). In-process alternating calls, 40
-# each, no fold / depthwise layers only / this rule: lraspp's graph 84.5 / 83.7 / 82.8 ms,
-# mobilenet_v3_large's at batch 1 19.47 / 19.22 / 19.08; at a ratio of 1, mobilenet_v3_large lost ~0.3 ms.
+# weight instead of one over the output (depthwise layers but those on maps under 4x their kernel's
+# size, 1x1 layers on large maps; not ResNet's late layers at batch 1, whose weights are up to 94x their
+# output). In-process alternating calls, 40 each, no fold / depthwise layers only / this rule: lraspp's
+# graph 84.5 / 83.7 / 82.8 ms, mobilenet_v3_large's at batch 1 19.47 / 19.22 / 19.08; at a ratio of 1,
+# mobilenet_v3_large lost ~0.3 ms.
 _SCALE_FOLD_RATIO = 4
 
 ConvSaved = namedtuple("ConvSaved", "x w stride pads dilation groups cols")
