@@ -1,8 +1,8 @@
 """The backward engine: walks the recorded graph from the roots in dependency order."""
 import sys
 
+from .. import backends
 from .._device import array_module
-from ..backends.cpu.allocator import retain_freed_memory
 from .function import AccumulateGrad, Function
 
 _KEEP = frozenset(("next_edges", "input_meta", "output_meta", "needs_input_grad", "hooks",
@@ -106,10 +106,11 @@ def run_backward(roots, root_grads, retain_graph=False, captures=None):
 
     With ``captures`` (a dict keyed by AccumulateGrad nodes or (node, index) pairs), gradients
     reaching those places are stored there instead of accumulating into ``.grad``.
-    A backward means training, whose next step allocates the same arrays again: from the first one on,
-    the C allocator keeps freed blocks in the process for them (``backends/cpu/allocator.py``).
+    The device's runtime prepares for training first (on the CPU the C allocator keeps freed blocks
+    for the next step: ``backends/cpu/runtime.py``).
     """
-    retain_freed_memory()
+    if root_grads:
+        backends.runtime(root_grads[0]).prepare_backward()
     pending = {}
     root_nodes = []
     for tensor, grad in zip(roots, root_grads):

@@ -1,14 +1,78 @@
-"""Compute backends: array kernels the autograd functions call, one module per device type.
+"""Compute backends: the one table of kernel families every device implements, and the device runtimes.
 
-``kernels(array, family)`` picks the kernel module of a family (``conv``, ``pool``,
-``interpolate``) for an array: ``engine.backends.cpu.<family>`` for numpy arrays,
-``engine.backends.cuda.<family>`` for CuPy arrays. Twins expose the same function names.
+An op that needs a device kernel (a convolution, a pooling window, NMS, RoIAlign, a fused pass)
+asks ``kernels(array, family)`` for that family on the array's device and calls the kernel by name.
+``KERNELS`` below lists every family and the kernels it holds; each device package lists its
+family modules explicitly (``engine.backends.cpu.FAMILIES``, ``engine.backends.cuda.FAMILIES``),
+and a test checks that both modules of a family define every kernel with the same signature.
+
+``runtime(array_or_device)`` is the device's small runtime (``<device>/runtime.py``): what a
+backward pass prepares, scratch release, and whether an inference batch may run as several streams.
+Autograd and ``nn.Graph`` call it without knowing which device they run on.
 """
-import importlib
+from .._device import device as _device, device_of
+from .epilogue import Epilogue
 
-from .._device import device_of
+#: family -> the kernels each device's module of that family defines (same names, same signatures)
+KERNELS = {
+    "conv": ("conv2d_forward", "conv2d_backward", "conv_transpose2d_forward", "conv_transpose2d_backward"),
+    "pool": ("max_pool2d_forward", "max_pool2d_values_forward", "max_pool2d_backward",
+             "avg_pool2d_forward", "avg_pool2d_backward",
+             "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward",
+             "adaptive_max_pool2d_forward", "adaptive_max_pool2d_backward"),
+    "interpolate": ("interpolate_forward", "interpolate_backward"),
+    "roi": ("roi_align_forward", "roi_align_backward", "roi_pool_forward", "roi_pool_backward"),
+    "nms": ("nms",),
+    "pointwise": ("relu", "relu_backward", "sigmoid", "binary_context"),
+    "norm": ("scale_shift", "centred", "affine_"),
+}
+
+_DEVICE_NAMES = {"cpu": "CPU", "cuda": "CUDA"}
+_sets = {}
+
+
+class KernelSet:
+    """The kernels of one family on one device, as attributes; a kernel the device lacks raises
+    ``NotImplementedError: no CUDA kernel for max_pool2d_forward``."""
+
+    def __init__(self, device_type, family, module):
+        self._device_type, self._family = device_type, family
+        for name in KERNELS[family]:
+            fn = getattr(module, name, None)
+            if fn is not None:
+                setattr(self, name, fn)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        where = "" if name in KERNELS[self._family] else f" (not a kernel of the {self._family!r} family)"
+        raise NotImplementedError(f"no {_DEVICE_NAMES[self._device_type]} kernel for {name}{where}")
+
+
+def _device_package(device_type):
+    if device_type == "cpu":
+        from . import cpu
+        return cpu
+    from . import cuda
+    return cuda
 
 
 def kernels(array, family):
-    """The ``family`` kernel module for ``array``'s device."""
-    return importlib.import_module(f"{__name__}.{device_of(array).type}.{family}")
+    """The ``family`` kernels (see ``KERNELS``) for ``array``'s device."""
+    device_type = device_of(array).type
+    found = _sets.get((device_type, family))
+    if found is None:
+        if family not in KERNELS:
+            raise KeyError(f"unknown kernel family {family!r}; the families are {sorted(KERNELS)}")
+        module = _device_package(device_type).FAMILIES[family]
+        found = _sets[(device_type, family)] = KernelSet(device_type, family, module)
+    return found
+
+
+def runtime(where):
+    """The runtime module of a device, given as a device, a device string or an array on it."""
+    device_type = _device(where).type if isinstance(where, (str, _device)) else device_of(where).type
+    return _device_package(device_type).runtime
+
+
+__all__ = ["KERNELS", "Epilogue", "KernelSet", "kernels", "runtime"]

@@ -9,8 +9,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype
-from ..backends.cpu.threads import parallel_blocks, parallel_chunks
+from .. import _dtype, backends
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import wrap_dim, xp_of
@@ -56,52 +55,20 @@ class _Activation(Function):
 
 
 # ---- piecewise-linear family -----------------------------------------------------------------
-def _relu_numpy(x, out):
-    """max(x, 0) of a contiguous float array into out, split among the CPU thread pool when large.
-
-    Written as a clip to [0, inf]: numpy's two-sided clip loop is vectorised where ``maximum`` with a
-    scalar is not (measured 2.5x faster in cache), and it keeps -0.0 and NaN as torch's relu does.
-    One pass needs no cache blocking: each thread takes one contiguous chunk.
-    """
-    src, dst = x.reshape(-1), out.reshape(-1)
-
-    def chunk(lo, hi):
-        np.clip(src[lo:hi], 0, np.inf, out=dst[lo:hi])
-    parallel_chunks(chunk, src.size, x.nbytes)
-    return out
-
-
 class ReLU(_Activation):
     """max(x, 0); gradient 1 where the output is positive (0 at x == 0, like PyTorch)."""
 
     uses_output = True
 
     def compute(self, xp, x):
-        out = x if self.inplace else None
         if x.dtype.kind != "f":
-            self.y = xp.maximum(x, 0, out=out)
-        elif xp is np and x.flags.c_contiguous:
-            self.y = _relu_numpy(x, x if self.inplace else np.empty_like(x))
-        else:  # the same clip as _relu_numpy, so strided inputs keep -0.0 too
-            self.y = xp.clip(x, 0, math.inf, out=out)
+            self.y = xp.maximum(x, 0, out=x if self.inplace else None)
+        else:
+            self.y = backends.kernels(x, "pointwise").relu(x, self.inplace)
         return self.y
 
     def backward(self, gy):
-        if xp_of(gy) is np and gy.shape == self.y.shape and gy.flags.c_contiguous and self.y.flags.c_contiguous:
-            return _relu_grad_numpy(gy, self.y)
-        return gy * (self.y > 0)
-
-
-def _relu_grad_numpy(gy, y):
-    """``gy * (y > 0)`` of contiguous arrays into a fresh array, split among the CPU thread pool when
-    large (resnet50's ReLUs at batch 8: 8x256x56x56 4.9 -> 3.0-3.3 ms)."""
-    out = np.empty_like(gy)
-    g, mask_of, dst = gy.reshape(-1), y.reshape(-1), out.reshape(-1)
-
-    def chunk(lo, hi):
-        np.multiply(g[lo:hi], mask_of[lo:hi] > 0, out=dst[lo:hi])
-    parallel_chunks(chunk, g.size, gy.nbytes)
-    return out
+        return backends.kernels(gy, "pointwise").relu_backward(gy, self.y)
 
 
 class Hardtanh(_Activation):
@@ -267,26 +234,11 @@ class GELU(_Activation):
 
 
 def _sigmoid(xp, x):
-    """1 / (1 + exp(-x)), as PyTorch computes it (below about -88 exp overflows to inf and the result is 0).
-
-    Contiguous numpy floats go in cache-sized blocks on the CPU threads, every pass in place: whole-array
-    temporaries cost more in page faults than the arithmetic.
-    """
-    if xp is not np or x.dtype.kind != "f" or not x.flags.c_contiguous:
+    """1 / (1 + exp(-x)), as PyTorch computes it (below about -88 exp overflows to inf and the result is 0)."""
+    if x.dtype.kind != "f":
         e = xp.exp(-xp.abs(x))
         return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
-    src = x.reshape(-1)
-    out = np.empty_like(src)
-
-    def block(lo, hi):
-        y = out[lo:hi]
-        np.negative(src[lo:hi], out=y)
-        with np.errstate(over="ignore"):
-            np.exp(y, out=y)
-        y += 1
-        np.reciprocal(y, out=y)
-    parallel_blocks(block, src.size, x.itemsize)
-    return out.reshape(x.shape)
+    return backends.kernels(x, "pointwise").sigmoid(x)
 
 
 def _softplus(xp, x):

@@ -4,13 +4,13 @@ Binary ops cast both operands to the promoted dtype before computing; their back
 gradients in the broadcast shape (the engine reduces them to each input's shape).
 """
 import contextlib
+import numbers
 import math
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, backends
 from ..autograd.function import Function
-from ..backends.cpu.ufunc_buffer import ROW_BUFFER, broadcast_run, row_buffer
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, is_scalar, result_dtype, xp_of
 from .activation import _sigmoid
@@ -18,12 +18,11 @@ from .activation import _sigmoid
 
 # ---- binary arithmetic ---------------------------------------------------------------------
 def _streamed(a, b):
-    """Context for a numpy op over arrays ``a`` and ``b``: a broadcast one, such as a per-channel
-    (N, C, 1, 1) scale over (N, C, H, W), runs unbuffered (see backends.cpu.ufunc_buffer)."""
-    if (type(a) is np.ndarray and type(b) is np.ndarray and a.shape != b.shape
-            and max(a.size, b.size) >= ROW_BUFFER):
-        return row_buffer(broadcast_run(a, b))
-    return contextlib.nullcontext()
+    """The context a binary op over arrays ``a`` and ``b`` runs in, from the device's kernels (numpy
+    streams a broadcast one unbuffered); scalars need none."""
+    if isinstance(a, numbers.Number) or isinstance(b, numbers.Number):
+        return contextlib.nullcontext()
+    return backends.kernels(a, "pointwise").binary_context(a, b)
 
 
 class _Binary(Function):

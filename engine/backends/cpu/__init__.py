@@ -1,1 +1,8 @@
-"""numpy CPU kernels: forward/backward array functions (convolution, pooling, interpolation, ...) on ndarrays."""
+"""The CPU backend: numpy kernels, one module per family of ``engine.backends.KERNELS``, and the CPU
+runtime (thread pool, scratch, allocator, OpenBLAS threads)."""
+from . import conv, interpolate, nms, norm, pointwise, pool, roi, runtime
+
+FAMILIES = {"conv": conv, "pool": pool, "interpolate": interpolate, "roi": roi, "nms": nms,
+            "pointwise": pointwise, "norm": norm}
+
+__all__ = ["FAMILIES", "runtime"]

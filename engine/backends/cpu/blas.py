@@ -214,3 +214,38 @@ def gemm(a, b, out, accumulate=False):
     else:
         np.matmul(a, b, out=out)
     return out
+
+
+_controller = None
+
+
+def _threadpool_controller():
+    """threadpoolctl's controller where it is installed (any BLAS), else False."""
+    global _controller
+    if _controller is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _controller = ThreadpoolController()
+        except ImportError:
+            _controller = False
+    return _controller
+
+
+def num_threads():
+    """The BLAS library's thread count (``torch.get_num_threads``)."""
+    ctl = _threadpool_controller()
+    if ctl:
+        for info in ctl.info():
+            if info.get("user_api") == "blas":
+                return info["num_threads"]
+    return threads() or os.cpu_count() or 1
+
+
+def set_num_threads(n):
+    """Set the BLAS thread count: through threadpoolctl where installed, else through OpenBLAS's C API."""
+    ctl = _threadpool_controller()
+    if ctl:
+        ctl.limit(limits=int(n), user_api="blas")
+    elif not set_threads(int(n)):
+        raise RuntimeError("set_num_threads needs numpy built with OpenBLAS, or threadpoolctl for other BLAS "
+                           "libraries (pip install threadpoolctl)")

@@ -252,7 +252,7 @@ def _is_depthwise(x_shape, w_shape, groups, stride):
 
 def _depthwise_corr(x, w, stride, pads, dilation, epilogue=None):
     """Depthwise correlation: every output the weighted sum of its k*k taps, all channel planes at once,
-    followed by ``epilogue`` (conv_epilogue's arguments) when given.
+    followed by ``epilogue`` (an Epilogue) when given.
 
     A GEMM per channel would be (1 x k*k) @ (k*k x H*W): all call overhead and no reuse. Instead the
     padded input is split into its s*s stride phases (x[a::s, b::s]) and each phase plane is read as
@@ -282,14 +282,14 @@ def _depthwise_corr(x, w, stride, pads, dilation, epilogue=None):
     OH, OW = _out_size(Hp, kh, s, dh), _out_size(Wp, kw, s, dw)
     if OH * -(-Wp // s) <= _DEPTHWISE_CHANNELS_LAST_MAX_ROW:  # flat rows of phase-plane width
         y = _depthwise_channels_last(x, w, s, pads, (dh, dw), (OH, OW))
-        return y if epilogue is None else conv_epilogue(y, *epilogue)
+        return y if epilogue is None else conv_epilogue(y, epilogue)
     windows_at, Hq, Wq = phase_geometry((kh, kw), (s, s), (dh, dw), (Hp, Wp), OH)
     fill_planes = phase_plane_filler(x, (s, s), pads[0], pads[2], Hq, Wq, 0)
     length = OH * Wq
     taps = np.tile(w.reshape(C, kh, kw).astype(x.dtype, copy=False), (N, 1, 1))
     y = np.empty((N, C, OH, OW), x.dtype)
     y_planes = y.reshape(N * C, OH, OW)
-    finish = _row_epilogue(y.reshape(N * C, OH * OW), N, *epilogue) if epilogue is not None else None
+    finish = _row_epilogue(y.reshape(N * C, OH * OW), N, epilogue) if epilogue is not None else None
     column_period = 1 if dw > 1 else 2
 
     def summed(planes, out, weights):
@@ -443,7 +443,7 @@ def _corr(x, w, stride, pads, dilation, groups, weight_grad, epilogue=None):
     if _is_depthwise(x.shape, w.shape, groups, stride):
         return _depthwise_corr(x, w, stride, pads, dilation, epilogue), None
     y, cols = _dense_corr(x, w, stride, pads, dilation, groups, weight_grad)
-    return (y if epilogue is None else conv_epilogue(y, *epilogue)), cols
+    return (y if epilogue is None else conv_epilogue(y, epilogue)), cols
 
 
 def _dense_corr(x, w, stride, pads, dilation, groups, weight_grad):
@@ -638,46 +638,43 @@ def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True,
     padding is (top, bottom, left, right).  Returns (y, saved) with saved a ConvSaved.
     ``weight_grad=False`` says no weight gradient will be asked for (inference), so the column
     matrix is built in reusable scratch instead of being kept for the backward.
-    ``epilogue`` = (scale, shift, residual, activation), as conv_epilogue takes them, is applied to
-    the output (a graph's fused convolution), by depthwise layers inside their pipeline (see
-    _depthwise_corr). The bias then joins its shift, and the scale multiplies the weight where the output
-    is the much larger array (see _SCALE_FOLD_RATIO).
+    ``epilogue`` (an ``Epilogue``) is applied to the output (a graph's fused convolution), by depthwise
+    layers inside their pipeline (see _depthwise_corr). The bias then joins its shift, and the scale
+    multiplies the weight where the output is the much larger array (see _SCALE_FOLD_RATIO).
     """
     stride, dilation = _pair(stride), _pair(dilation)
     w = w.astype(x.dtype, copy=False)
     if epilogue is not None and b is not None:
-        scale, shift, residual, activation = epilogue
-        b = b.astype(x.dtype, copy=False)
-        folded = b if scale is None else b * scale  # (y + b) * scale + shift
-        epilogue = (scale, folded if shift is None else shift + folded, residual, activation)
+        epilogue = epilogue.with_bias(b.astype(x.dtype, copy=False))
         b = None
     kernel = w
-    if epilogue is not None and epilogue[0] is not None and _scale_folds(x.shape, w.shape, stride, padding, dilation):
-        scale, shift, residual, activation = epilogue
-        kernel = w * scale.astype(x.dtype, copy=False).reshape(-1, 1, 1, 1)
-        epilogue = (None, shift, residual, activation)
+    if epilogue is not None and epilogue.scale is not None and _scale_folds(x.shape, w.shape, stride, padding,
+                                                                            dilation):
+        kernel = w * epilogue.scale.astype(x.dtype, copy=False).reshape(-1, 1, 1, 1)
+        epilogue = epilogue._replace(scale=None)
     y, cols = _corr(x, kernel, stride, tuple(padding), dilation, groups, weight_grad, epilogue)
     if b is not None:
         y += b.astype(x.dtype, copy=False).reshape(-1, 1, 1)
     return y, ConvSaved(x, w, stride, tuple(padding), dilation, groups, cols)
 
 
-def conv_epilogue(y, scale, shift, residual, activation):
-    """On a convolution's (N, C, ...) output: ``y * scale + shift`` per channel (``+ shift`` alone when
-    scale is None), ``+ residual``, then the activation ("relu", "hardswish" or ("clip", lo, hi)); all
-    of it in one pass over cache-sized row blocks on the threads, with eager's arithmetic, in place
-    (on a contiguous copy of a strided y). Returns the result."""
+def conv_epilogue(y, epilogue):
+    """On a convolution's (N, C, ...) output, the ``Epilogue``: ``y * scale + shift`` per channel
+    (``+ shift`` alone when scale is None), ``+ residual``, then the activation; all of it in one pass
+    over cache-sized row blocks on the threads, with eager's arithmetic, in place (on a contiguous copy
+    of a strided y). Returns the result."""
     n, c = y.shape[:2]
     y = np.ascontiguousarray(y)
     rows = y.reshape(n * c, math.prod(y.shape[2:]))
-    parallel_blocks(with_row_buffer(_row_epilogue(rows, n, scale, shift, residual, activation), rows.shape[1]),
+    parallel_blocks(with_row_buffer(_row_epilogue(rows, n, epilogue), rows.shape[1]),
                     n * c, rows.shape[1] * y.itemsize, _NEAR_GEMM_MIN_BYTES)
     return y
 
 
-def _row_epilogue(rows, n, scale, shift, residual, activation):
+def _row_epilogue(rows, n, epilogue):
     """``apply(lo, hi)``: conv_epilogue's arithmetic on rows [lo, hi) of a convolution's output taken
     as (N*C, pixels) ``rows``, in place."""
+    scale, shift, residual, activation = epilogue
     extra = residual.reshape(rows.shape) if residual is not None else None
     scale, shift = (None if v is None else np.tile(v.astype(rows.dtype, copy=False), n)[:, None]
                     for v in (scale, shift))

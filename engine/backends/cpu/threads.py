@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
-from ...utils.threads import get_num_threads
 from . import blas
 
 _MIN_BYTES = 1 << 20
@@ -55,7 +54,7 @@ def chunk_count(nbytes, length, min_bytes=_MIN_BYTES):
     work below min_bytes does)."""
     if nbytes < min_bytes or length < 2 or getattr(_worker, "active", False):
         return 1
-    return max(1, min(get_num_threads(), length))
+    return max(1, min(blas.num_threads(), length))
 
 
 def parallel_chunks(fn, length, nbytes, min_bytes=_MIN_BYTES):

@@ -9,9 +9,8 @@ import numbers
 
 import numpy as np
 
+from ... import backends
 from ...autograd.function import Function
-from ...backends.cpu.threads import parallel_blocks
-from ...backends.cpu.ufunc_buffer import with_row_buffer
 from ...ops._common import xp_of
 
 # ---- shared kernels ----------------------------------------------------------------------------
@@ -82,93 +81,6 @@ def _normalize_rows_backward(gxhat, xhat, invstd):
 
 
 # ---- batch norm --------------------------------------------------------------------------------
-def _scale_shift(x3, scale, shift):
-    """x3 * scale + shift for (C, 1) columns over an (N, C, L) array; numpy arrays are done in
-    cache-sized row blocks on the CPU thread pool (bit-identical to the plain two-pass form)."""
-    if xp_of(x3) is not np:
-        out = x3 * scale
-        out += shift
-        return out
-    n, c, length = x3.shape
-    rows, out = x3.reshape(n * c, length), np.empty(x3.shape, x3.dtype)
-    flat, scale, shift = out.reshape(n * c, length), np.tile(scale, (n, 1)), np.tile(shift, (n, 1))
-
-    def block(lo, hi):
-        np.multiply(rows[lo:hi], scale[lo:hi], out=flat[lo:hi])
-        np.add(flat[lo:hi], shift[lo:hi], out=flat[lo:hi])
-    parallel_blocks(with_row_buffer(block, length), n * c, length * x3.itemsize)
-    return out
-
-
-def _whole(a3):
-    """An (N, C, L) array as the operand of whole-array per-channel arithmetic (see _per_channel)."""
-    return a3.reshape(a3.shape[0], -1) if xp_of(a3) is np else a3
-
-
-def _per_channel(v, a3):
-    """A per-channel vector as the operand that matches ``_whole(a3)``: on numpy, repeated over each
-    channel's L values for the (N, C*L) view, so that short rows (ResNet's 14x14 and 7x7 maps) stream as
-    two long runs instead of one short run per (image, channel), 1.5-2x faster a pass (8x1024x14x14:
-    0.24 against 0.40 ms, 8x2048x7x7: 0.10 against 0.21); on other devices the (C, 1) column."""
-    if xp_of(a3) is not np:
-        return _column(v, a3.dtype)
-    return np.repeat(v.astype(a3.dtype, copy=False), a3.shape[2])
-
-
-# Rows (N, C planes) shorter than this are centred and scaled as whole arrays: cache-sized blocks of them
-# cost more in calls than they save (ResNet's 14x14 and 7x7 maps).
-_MIN_BLOCKED_ROW = 512
-
-
-def _centred(x3, mean, g3=None):
-    """``x - mean`` per channel of an (N, C, L) array (fresh), and the per-channel sums over (N, L) of
-    ``(x - mean) * g`` in float64, g defaulting to ``x - mean`` itself; long rows on numpy in one
-    pass of cache-sized blocks on the CPU threads."""
-    n, c, length = x3.shape
-    if xp_of(x3) is not np or length < _MIN_BLOCKED_ROW:
-        xc = (_whole(x3) - _per_channel(mean, x3)).reshape(x3.shape)
-        return xc, _channel_dots(xc if g3 is None else g3, xc)
-    out = np.empty(x3.shape, x3.dtype)
-    rows, flat = x3.reshape(n * c, length), out.reshape(n * c, length)
-    other = flat if g3 is None else g3.reshape(n * c, length)
-    centre, dots = np.tile(_column(mean, x3.dtype), (n, 1)), np.empty(n * c, x3.dtype)
-
-    def block(lo, hi):
-        np.subtract(rows[lo:hi], centre[lo:hi], out=flat[lo:hi])
-        dots[lo:hi] = _row_dots(other[lo:hi], flat[lo:hi])
-    parallel_blocks(with_row_buffer(block, length), n * c, length * x3.itemsize)
-    return out, dots.reshape(n, c).sum(0, dtype=np.float64)
-
-
-def _affine_(out3, scale, shift=None, g3=None, g_scale=None):
-    """In place on a contiguous (N, C, L) array, which it returns: ``out * scale + shift + g * g_scale``
-    per channel (the terms given); long rows on numpy in cache-sized blocks on the CPU threads, with the
-    whole-array arithmetic."""
-    n, c, length = out3.shape
-    if xp_of(out3) is not np or length < _MIN_BLOCKED_ROW:
-        out = _whole(out3)
-        out *= _per_channel(scale, out3)
-        if shift is not None:
-            out += _per_channel(shift, out3)
-        if g3 is not None:
-            out += _whole(g3) * _per_channel(g_scale, out3)
-        return out.reshape(out3.shape)
-    flat = out3.reshape(n * c, length)
-    g_rows = None if g3 is None else g3.reshape(n * c, length)
-    scale, shift, g_scale = (None if v is None else np.tile(_column(v, out3.dtype), (n, 1))
-                             for v in (scale, shift, g_scale))
-
-    def block(lo, hi):
-        o = flat[lo:hi]
-        o *= scale[lo:hi]
-        if shift is not None:
-            o += shift[lo:hi]
-        if g_rows is not None:
-            o += g_rows[lo:hi] * g_scale[lo:hi]
-    parallel_blocks(with_row_buffer(block, length), n * c, length * out3.itemsize)
-    return out3
-
-
 class BatchNorm(Function):
     """Per-channel normalisation over (N, *spatial) with batch stats, or with the running stats.
 
@@ -185,11 +97,12 @@ class BatchNorm(Function):
     def forward(self, x, weight, bias):
         ct = _compute_dtype(x.dtype)
         x3 = _as_ncl(x, ct)
+        norm = backends.kernels(x3, "norm")
         n, c, length = x3.shape
         if self.training:
             self.count = n * length
             mean = _channel_sums(x3) / self.count
-            out, var = _centred(x3, mean)
+            out, var = norm.centred(x3, mean)
             var /= self.count
             _update_running(self.running[0], mean, self.momentum)
             _update_running(self.running[1], var * (self.count / max(self.count - 1, 1)), self.momentum)
@@ -199,10 +112,10 @@ class BatchNorm(Function):
         invstd = 1 / xp.sqrt(var + self.eps)
         scale = invstd if weight is None else invstd * weight
         if self.training:
-            out = _affine_(out, scale, bias)
+            out = norm.affine_(out, scale, bias)
         else:
             shift = -mean * scale if bias is None else bias - mean * scale
-            out = _scale_shift(x3, _column(scale, ct), _column(shift, ct))
+            out = norm.scale_shift(x3, scale, shift)
         if any(self.needs_input_grad):
             self.x3, self.mean, self.invstd, self.weight = x3, mean, invstd, weight
         return out.reshape(x.shape).astype(x.dtype, copy=False)
@@ -212,14 +125,15 @@ class BatchNorm(Function):
         x3, mean, invstd = self.x3, self.mean, self.invstd
         ct = x3.dtype
         g3 = _as_ncl(gy, ct)
+        norm = backends.kernels(g3, "norm")
         k = invstd if self.weight is None else invstd * self.weight
         sum_gy = _channel_sums(g3) if need_b or (need_x and self.training) else None
         dot = gx = None
         if need_w or (need_x and self.training):
-            xc, dot = _centred(x3, mean, g3)
+            xc, dot = norm.centred(x3, mean, g3)
         if need_x and self.training:
             coef = k * invstd * invstd * dot / self.count
-            gx = _affine_(xc, -coef, -k * sum_gy / self.count, g3, k)
+            gx = norm.affine_(xc, -coef, -k * sum_gy / self.count, g3, k)
         elif need_x:
             gx = g3 * _column(k, ct)
         if gx is not None:

@@ -8,15 +8,14 @@ BatchNorm, residual adds and ReLUs fused into the convolutions' output pass, and
 whose samples are computed each on its own runs as one stream per core (``streams.py``; the first
 call then also compiles a plan for each stream's share of the batch). With an optimizer, each
 call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler),
-reusing the gradient arrays; its backward, as any backward pass, makes the C allocator keep freed blocks
-in the process (``backends/cpu/allocator.py``), so each step reuses the last one's memory instead of
-faulting it in.
+reusing the gradient arrays; its backward, as any backward pass, prepares the device's runtime for
+training (on the CPU the C allocator keeps freed blocks in the process, so each step reuses the last
+one's memory instead of faulting it in).
 """
 import warnings
 
+from ... import backends
 from ...autograd import grad_mode
-from ...backends.cpu.allocator import retain_freed_memory
-from ...backends.cpu.scratch import release as release_scratch
 from ...tensor import Tensor, _new
 from ..modules.module import Module
 from . import passes, streams
@@ -217,7 +216,7 @@ class Graph:
         if bounds:
             for lo, hi in bounds:
                 self._part_plan(plan, spec, leaves, lo, hi)
-            release_scratch()  # sized by the whole batch's trace; the streams need their share only
+            backends.runtime(leaves[0].device).release_scratch()  # sized by the whole batch; streams need less
         self._plans[key] = plan
         self._last_plan = plan
         return outputs
@@ -248,7 +247,7 @@ class Graph:
         if self.training:
             self._backward_eager(tracer, grad_scale)
             plan.plan_liveness()
-            if retain_freed_memory():
+            if leaves and backends.runtime(leaves[0].device).prepare_backward():
                 plan.log.append("retain_freed_memory: freed blocks stay in the process for the next step")
         else:
             plan.log += passes.optimize_inference(plan, self.config)

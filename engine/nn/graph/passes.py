@@ -3,9 +3,10 @@ convolution's output pass, drop dead ops, and free values after their last use.
 
 Each pass returns a one-line summary of what it changed (``Graph.debug`` prints them).
 """
-import numpy as np
-
+from ... import backends
 from ...autograd.function import Function
+from ..._device import array_module
+from ...backends import Epilogue
 from ...ops.activation import Hardswish, Hardtanh, ReLU
 from ...ops.elementwise import Add
 from ..functional.conv import ConvNd
@@ -24,7 +25,6 @@ class FusedConv(Function):
     op_name = "FusedConv"
 
     def forward(self, x, w, b, residual=None):
-        from ... import backends
         kernels = backends.kernels(x, "conv")
         scale = shift = None
         if self.bn is not None:
@@ -32,9 +32,9 @@ class FusedConv(Function):
             b = None
         if self.nd == 1:
             x, w = x[:, :, None, :], w[:, :, None, :]
-        epilogue = None
-        if scale is not None or residual is not None or self.activation is not None:
-            epilogue = (scale, shift, residual, self.activation)
+        epilogue = Epilogue(scale, shift, residual, self.activation)
+        if epilogue.is_empty():
+            epilogue = None
         y, _ = kernels.conv2d_forward(x, w, b, self.stride, self.pads, self.dilation, self.groups,
                                       weight_grad=False, epilogue=epilogue)
         return y[:, :, 0, :] if self.nd == 1 else y
@@ -42,7 +42,8 @@ class FusedConv(Function):
     def scale_shift(self, b):
         """BatchNorm's (scale, shift) per channel, with the convolution's bias ``b`` folded into the shift."""
         eps, mean, var, gamma, beta = self.bn
-        scale = 1 / np.sqrt(var._data.astype(np.float64) + eps)
+        xp = array_module(var._data)
+        scale = 1 / xp.sqrt(var._data.astype(xp.float64) + eps)
         if gamma is not None:
             scale = scale * gamma._data
         shift = -mean._data * scale

@@ -17,8 +17,7 @@ Anything else (an unknown op, a reduction over the batch, training-mode BatchNor
 """
 import numpy as np
 
-from ...backends.cpu import blas
-from ...backends.cpu.threads import run_concurrently
+from ... import backends
 from ...ops import activation, convert, elementwise
 from ...ops.shape import Cat, Reshape, Slice
 from ..functional.conv import ConvNd
@@ -100,8 +99,9 @@ def stream_batch(plan, shapes):
 
 
 def stream_bounds(batch):
-    """The samples [lo, hi) of each stream: one stream per BLAS thread, the batch shared out evenly."""
-    n = min(blas.threads() or 1, batch)
+    """The samples [lo, hi) of each stream: as many streams as the CPU runtime allows (one per BLAS
+    thread), the batch shared out evenly."""
+    n = backends.runtime("cpu").stream_count(batch)
     cuts = [batch * i // n for i in range(n + 1)]
     return list(zip(cuts[:-1], cuts[1:]))
 
@@ -119,8 +119,7 @@ def run(plan, arrays, part_plan):
     if not bounds or not all(isinstance(a, np.ndarray) for a in arrays):
         return None
     parts = [(part_plan(lo, hi), [a[lo:hi] for a in arrays]) for lo, hi in bounds]
-    with blas.limited(1) as single:
-        if not single:
-            return None
-        results = run_concurrently([lambda p=p, a=a: p.run_arrays(a) for p, a in parts])
+    results = backends.runtime("cpu").run_streams([lambda p=p, a=a: p.run_arrays(a) for p, a in parts])
+    if results is None:
+        return None
     return [np.concatenate(outs) for outs in zip(*results)]

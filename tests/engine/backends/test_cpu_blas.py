@@ -8,7 +8,6 @@ import pytest
 
 import engine
 from engine.backends.cpu import blas
-from engine.utils import threads
 
 pytestmark = pytest.mark.skipif(blas.threads() is None, reason="numpy is not linked to OpenBLAS here")
 
@@ -20,7 +19,7 @@ def test_limit_holds_inside_and_is_restored(two_blas_threads):
 
 
 def test_thread_count_without_threadpoolctl(two_blas_threads, monkeypatch):
-    monkeypatch.setattr(threads, "_controller", lambda: False)
+    monkeypatch.setattr(blas, "_threadpool_controller", lambda: False)
     engine.set_num_threads(1)
     assert blas.threads() == 1 and engine.get_num_threads() == 1
     engine.set_num_threads(2)

@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from engine.backends import Epilogue
 from engine.backends.cpu import conv, interpolate, pool, threads
 
 DTYPES = [np.float32, np.float64]
@@ -174,7 +175,7 @@ def test_conv_with_bias_and_epilogue(with_scale, with_shift, scale_folds, monkey
     x = rng.standard_normal((2, 5, 9, 11)).astype(np.float32)
     w, b = rng.standard_normal((7, 5, 3, 3)).astype(np.float32), rng.standard_normal(7).astype(np.float32)
     scale, shift = (rng.standard_normal(7).astype(np.float32) for _ in range(2))
-    args = (scale if with_scale else None, shift if with_shift else None, None, "relu")
+    args = Epilogue(scale if with_scale else None, shift if with_shift else None, None, "relu")
     y, _ = conv.conv2d_forward(x, w, b, (1, 1), (1, 1, 1, 1), (1, 1), 1, weight_grad=False, epilogue=args)
     plain = F.conv2d(torch.tensor(x), torch.tensor(w), torch.tensor(b), 1, 1).numpy()
     _close(y, _epilogue_reference(plain, *args), np.float32, 1e-5)
@@ -198,7 +199,7 @@ def test_depthwise_corr_empty_batch(case, with_epilogue):
     """A batch of no images gives an empty output of torch's shape, with or without an epilogue."""
     _, C, H, W, k, s, d, pads = case
     x, w = np.zeros((0, C, H, W), np.float32), np.ones((C, 1, k, k), np.float32)
-    epilogue = (np.ones(C, np.float32), np.zeros(C, np.float32), None, "relu") if with_epilogue else None
+    epilogue = Epilogue(np.ones(C, np.float32), np.zeros(C, np.float32), None, "relu") if with_epilogue else None
     y, _ = conv.conv2d_forward(x, w, None, (s, s), pads, (d, d), C, weight_grad=False, epilogue=epilogue)
     top, bottom, left, right = pads
     assert y.shape == F.conv2d(F.pad(torch.tensor(x), (left, right, top, bottom)), torch.tensor(w), None, s, 0, d,
@@ -218,14 +219,14 @@ def test_conv_epilogue(activation, with_scale, with_shift, with_residual, monkey
     assert strided.nbytes > threads._MIN_BYTES
     scale, shift = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
     residual = rng.standard_normal(strided.shape).astype(np.float32)
-    args = (scale if with_scale else None, shift if with_shift else None,
-            residual if with_residual else None, activation)
+    args = Epilogue(scale if with_scale else None, shift if with_shift else None,
+                    residual if with_residual else None, activation)
     ref = _epilogue_reference(np.ascontiguousarray(strided), *args)
     before = full.copy()
-    out = conv.conv_epilogue(strided, *args)
+    out = conv.conv_epilogue(strided, args)
     assert out.flags.c_contiguous and np.array_equal(full, before)
     contiguous = np.ascontiguousarray(strided)
-    assert conv.conv_epilogue(contiguous, *args) is contiguous
+    assert conv.conv_epilogue(contiguous, args) is contiguous
     for result in (out, contiguous):
         _close(result, ref, np.float32, 1e-6)
 
@@ -250,7 +251,7 @@ def test_depthwise_corr_with_epilogue(case, with_bias, with_scale, with_shift, s
                      None if b is None else torch.tensor(b), s, 0, d, C).numpy()
     residual = rng.standard_normal(plain.shape).astype(np.float32)
     y, _ = conv.conv2d_forward(x, w, b, (s, s), pads, (d, d), C, weight_grad=False,
-                               epilogue=(scale, shift, residual, "hardswish"))
+                               epilogue=Epilogue(scale, shift, residual, "hardswish"))
     _close(y, _epilogue_reference(plain, scale, shift, residual, "hardswish"), np.float32, 1e-5)
 
 
@@ -327,7 +328,7 @@ def test_max_pool2d_nan_and_ties():
 def test_parallel_chunks_min_bytes(monkeypatch):
     """Work is split between two threads from its call's lower bound up (threads._MIN_BYTES unless
     given); below it one call covers the range inline."""
-    monkeypatch.setattr(threads, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(threads.blas, "num_threads", lambda: 2)
     low = threads._MIN_BYTES
     for nbytes, min_bytes, split in [(4 * low, low, True), (4 * low, 8 * low, False), (low // 2, low, False)]:
         seen = []

@@ -23,7 +23,7 @@ def test_row_buffer_set_in_every_thread_and_restored_after_errors():
     def block(lo, hi):
         seen[threading.get_ident()] = np.getbufsize()
     threads.parallel_blocks(ufunc_buffer.with_row_buffer(block, 1024), 64, 1 << 20)
-    assert set(seen.values()) == {512} and len(seen) == min(2, threads.get_num_threads())
+    assert set(seen.values()) == {512} and len(seen) == min(2, threads.blas.num_threads())
 
     def failing(lo, hi):
         raise ValueError("boom")

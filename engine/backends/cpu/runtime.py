@@ -1,0 +1,34 @@
+"""The CPU runtime: what autograd and ``nn.Graph`` ask of the device, without knowing which it is.
+
+- ``prepare_backward()``: a backward pass means training, whose next step allocates the same arrays
+  again, so from the first one on the C allocator keeps freed blocks in the process (allocator.py).
+- ``release_scratch()``: drop the per-thread scratch buffers (sized by the largest call so far).
+- ``stream_count(batch)`` and ``run_streams(fns)``: an inference batch whose samples are computed each
+  on its own may run as one stream per BLAS thread, each stream with single-threaded BLAS.
+"""
+from . import blas, scratch
+from .allocator import retain_freed_memory
+from .threads import run_concurrently
+
+
+def prepare_backward():
+    """Keep freed memory for the next step; returns whether the allocator does (False without glibc)."""
+    return retain_freed_memory()
+
+
+def release_scratch():
+    scratch.release()
+
+
+def stream_count(batch):
+    """How many streams a batch of ``batch`` independent samples may run as: one per BLAS thread."""
+    return min(blas.threads() or 1, batch)
+
+
+def run_streams(fns):
+    """Every ``fn()`` at once, one per thread, each with single-threaded BLAS; their results, or None
+    where BLAS cannot be held to one thread (then the caller runs the batch as one plan)."""
+    with blas.limited(1) as single:
+        if not single:
+            return None
+        return run_concurrently(fns)
