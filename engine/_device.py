@@ -6,15 +6,19 @@ try:  # CuPy is an optional dependency: the GPU extra.
 except Exception:  # pragma: no cover - depends on the machine
     _cupy = None
 
+_INSTALL_HINT = ("pip install 'flowvision[gpu]' (CuPy for CUDA 13; 'flowvision[cuda12]' for CUDA 12)")
+
 
 class device:
     """A device such as ``device("cpu")`` or ``device("cuda", 0)``."""
 
-    __slots__ = ("type", "index")
+    __slots__ = ("type", "index", "_context")
 
     def __init__(self, type, index=None):
         if isinstance(type, device):
             type, index = type.type, type.index
+        elif isinstance(type, int) and not isinstance(type, bool):
+            type, index = "cuda", type
         elif isinstance(type, str) and ":" in type:
             type, idx = type.split(":", 1)
             index = int(idx)
@@ -22,6 +26,7 @@ class device:
             raise RuntimeError(f"Expected one of cpu, cuda device type at start of device string: {type}")
         self.type = type
         self.index = index
+        self._context = None
 
     def __eq__(self, other):
         if isinstance(other, str):
@@ -41,17 +46,47 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with engine.device("cuda:1"):`` makes that GPU the current one inside."""
+        if self.type == "cuda":
+            self._context = cupy().cuda.Device(self.index or 0)
+            self._context.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._context is not None:
+            self._context.__exit__(*exc)
+            self._context = None
+        return False
+
 
 CPU = device("cpu")
 
 
-def cuda_available():
+def cupy():
+    """The CuPy module, or a one-line error saying what is missing and how to install it."""
     if _cupy is None:
-        return False
+        raise RuntimeError(f"CUDA is not available: CuPy is not installed; {_INSTALL_HINT}")
+    return _cupy
+
+
+def cuda_unavailable_reason():
+    """Why no CUDA device can be used here (None when one can)."""
+    if _cupy is None:
+        return f"CuPy is not installed; {_INSTALL_HINT}"
     try:
-        return _cupy.cuda.runtime.getDeviceCount() > 0
-    except Exception:
-        return False
+        count = _cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no driver, or the driver refuses
+        return f"CuPy found no NVIDIA GPU or driver ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+    return None if count > 0 else "CuPy found no NVIDIA GPU"
+
+
+def cuda_available():
+    return cuda_unavailable_reason() is None
+
+
+def is_cuda_array(arr):
+    return _cupy is not None and isinstance(arr, _cupy.ndarray)
 
 
 def array_module(arr):
@@ -72,18 +107,20 @@ def xp_for(dev):
     dev = device(dev)
     if dev.type == "cpu":
         return np
-    if not cuda_available():
-        raise RuntimeError("CUDA is not available: install the 'gpu' extra (cupy) on a machine with an NVIDIA GPU")
+    reason = cuda_unavailable_reason()
+    if reason is not None:
+        raise RuntimeError(f"CUDA is not available: {reason}")
     return _cupy
 
 
-def move(arr, dev):
-    """Copy ``arr`` to device ``dev`` (no copy when it is already there)."""
+def move(arr, dev, non_blocking=False):
+    """Copy ``arr`` to device ``dev`` (no copy when it is already there). ``non_blocking`` copies from
+    pinned host memory, or to the host, run on the current stream without waiting for it."""
     dev = device(dev)
     if device_of(arr) == dev:
         return arr
     if dev.type == "cpu":
-        return _cupy.asnumpy(arr)
+        return _cupy.asnumpy(arr, blocking=not non_blocking)
     xp = xp_for(dev)
     with xp.cuda.Device(dev.index or 0):
-        return xp.asarray(arr)
+        return xp.asarray(arr, blocking=not non_blocking)

@@ -32,9 +32,43 @@ class Generator:
 
 default_generator = Generator()
 
+# Random numbers drawn on a GPU come from CuPy's generator of that device, seeded like torch's CUDA
+# generators: by engine.manual_seed (with the CPU's) or engine.cuda.manual_seed (alone).
+_cuda_seed = default_generator.initial_seed()
+_cuda_states = {}
+
+
+def seed_cuda(seed):
+    """Seed the random numbers drawn on every GPU."""
+    global _cuda_seed
+    _cuda_seed = int(seed)
+    _cuda_states.clear()
+
+
+def cuda_rng(index):
+    """CuPy's random state of GPU ``index`` (created from the CUDA seed on first use)."""
+    state = _cuda_states.get(index)
+    if state is None:
+        from ._device import cupy
+        with cupy().cuda.Device(index):
+            state = _cuda_states[index] = cupy().random.RandomState(_cuda_seed + index)
+    return state
+
+
+def device_rng(device, generator=None):
+    """The CuPy random state that draws on ``device``, or None where samples are drawn on the host (the
+    CPU, or an explicit ``generator``, which is a host generator)."""
+    from ._device import device as _device
+    if device is None or generator is not None:
+        return None
+    device = _device(device)
+    return cuda_rng(device.index or 0) if device.type == "cuda" else None
+
 
 def manual_seed(seed):
-    """Seed the default generator: initialisation, dropout and random creation become reproducible."""
+    """Seed the default generator and the GPUs': initialisation, dropout and random creation become
+    reproducible."""
+    seed_cuda(seed)
     return default_generator.manual_seed(seed)
 
 

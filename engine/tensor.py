@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from . import _dtype
-from ._device import array_module, device as _device, device_of, move
+from ._device import array_module, cuda_available, device as _device, device_of, is_cuda_array, move, xp_for
 from .autograd import grad_mode, tracing
 from .autograd.graph import run_backward
 
@@ -59,7 +59,7 @@ def to_array(data, dtype=None, device=None):
     """Turn Python data, numpy/cupy arrays or tensors into an array with PyTorch's dtype inference."""
     if isinstance(data, Tensor):
         arr = data._data
-    elif isinstance(data, np.ndarray) or type(data).__module__.startswith("cupy"):
+    elif isinstance(data, np.ndarray) or is_cuda_array(data):
         arr = data
     else:
         arr = np.asarray(_unwrap_sequence(data))
@@ -368,17 +368,20 @@ class Tensor:
         dtype = kwargs.get("dtype")
         dev = kwargs.get("device")
         copy = kwargs.get("copy", False)
+        non_blocking = kwargs.get("non_blocking", False)
         for a in args:
             if isinstance(a, Tensor):
                 dtype, dev = a.dtype, a.device
             elif isinstance(a, _dtype.dtype) or a in (float, int, bool):
                 dtype = a
+            elif isinstance(a, bool):
+                non_blocking = a
             elif a is not None:
                 dev = a
         from .ops.convert import to_device, to_dtype
         out = self
         if dev is not None and _device(dev) != self.device:
-            out = to_device(out, _device(dev))
+            out = to_device(out, _device(dev), non_blocking)
         if dtype is not None and _dtype.to_dtype(dtype) is not self.dtype:
             out = to_dtype(out, _dtype.to_dtype(dtype))
         if copy and out is self:
@@ -393,8 +396,30 @@ class Tensor:
     def cpu(self):
         return self.to("cpu")
 
-    def cuda(self, device=None):
-        return self.to("cuda" if device is None else _device("cuda", device if isinstance(device, int) else None))
+    def cuda(self, device=None, non_blocking=False):
+        target = "cuda" if device is None else _device(device) if not isinstance(device, int) else _device("cuda", device)
+        return self.to(target, non_blocking=non_blocking)
+
+    def pin_memory(self):
+        """A copy in page-locked host memory, from which ``.cuda(non_blocking=True)`` copies without
+        waiting (``torch.Tensor.pin_memory``)."""
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.device}' memory: only dense CPU tensors can be pinned")
+        cupy = xp_for("cuda")
+        memory = cupy.cuda.alloc_pinned_memory(max(self._data.nbytes, 1))
+        pinned = np.frombuffer(memory, self._data.dtype, self._data.size).reshape(self._data.shape)
+        pinned[...] = self._data
+        return _new(pinned, self.requires_grad)
+
+    def is_pinned(self):
+        """Whether this tensor's memory is page-locked host memory (see ``pin_memory``)."""
+        if self.device.type != "cpu" or not cuda_available():
+            return False
+        pinned_type = xp_for("cuda").cuda.PinnedMemoryPointer
+        base = self._data
+        while base is not None and not isinstance(base, pinned_type):
+            base = getattr(base, "base", None) if isinstance(base, np.ndarray) else getattr(base, "obj", None)
+        return base is not None
 
     def float(self):
         return self.to(_dtype.float32)

@@ -4,7 +4,9 @@
 
 ``inputs`` are numpy arrays (float arrays get ``requires_grad``) or plain Python values passed
 through unchanged. Both sides get the same values; the backward pass uses the same seeded
-upstream gradient for every floating output.
+upstream gradient for every floating output. With ``device="cuda"`` our side runs on the GPU (its
+inputs and upstream gradients moved there, its outputs and gradients checked to be there) against
+PyTorch on the CPU.
 """
 import numpy as np
 import torch
@@ -55,11 +57,26 @@ def _to_numpy(t):
     if isinstance(t, torch.Tensor):
         return t.detach().numpy()
     if isinstance(t, engine.Tensor):
-        return t.detach().numpy()
+        return t.detach().cpu().numpy()
     return np.asarray(t)
 
 
-def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_dtype=True):
+def _on(device, t):
+    """An engine tensor on ``device`` (unchanged when None)."""
+    return t if device is None else t.to(device)
+
+
+def _engine_input(x, device):
+    """``x`` as an engine tensor on ``device``, laid out like ``noncontiguous(x)`` when x is not contiguous
+    (the strided view is taken on the device, which copies contiguous memory only)."""
+    if x.flags.c_contiguous:
+        return _on(device, engine.from_numpy(x.copy()))
+    if x.ndim < 2:
+        return _on(device, engine.from_numpy(np.repeat(x, 2)))[::2]
+    return _on(device, engine.from_numpy(np.ascontiguousarray(x.swapaxes(-1, -2)))).transpose(-1, -2)
+
+
+def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_dtype=True, device=None):
     """Run ``ours`` on engine tensors and ``theirs`` on torch tensors; compare values and grads."""
     grad_rtol = rtol if grad_rtol is None else grad_rtol
     e_in, t_in = [], []
@@ -68,13 +85,16 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
             needs = grad and x.dtype.kind == "f"
             t_in.append(torch.from_numpy(x.copy() if x.flags.c_contiguous else noncontiguous(x.copy()))
                         .requires_grad_(needs))
-            e_in.append(engine.from_numpy(x.copy() if x.flags.c_contiguous else noncontiguous(x.copy()))
-                        .requires_grad_(needs))
+            e_in.append(_engine_input(x, device).requires_grad_(needs))
         else:
             t_in.append(x)
             e_in.append(x)
     e_out, t_out = _outputs(ours(*e_in)), _outputs(theirs(*t_in))
     assert len(e_out) == len(t_out), f"{len(e_out)} outputs vs torch {len(t_out)}"
+    if device is not None:
+        for i, e in enumerate(e_out):
+            assert not isinstance(e, engine.Tensor) or e.device.type == engine.device(device).type, \
+                f"output {i} is on {e.device}, not {device}"
     for i, (e, t) in enumerate(zip(e_out, t_out)):
         if check_dtype and isinstance(t, torch.Tensor):
             assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], \
@@ -91,7 +111,7 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
         if isinstance(t, torch.Tensor) and t.requires_grad:
             g = rng.standard_normal(tuple(t.shape)).astype(_to_numpy(t).dtype)
             e_roots.append(e), t_roots.append(t)
-            e_grads.append(engine.from_numpy(g)), t_grads.append(torch.from_numpy(g))
+            e_grads.append(_on(device, engine.from_numpy(g))), t_grads.append(torch.from_numpy(g))
     if not t_roots:
         return e_out
     torch.autograd.backward(t_roots, t_grads)
@@ -99,9 +119,10 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
     for i, (e, t) in enumerate(zip(e_in, t_in)):
         if isinstance(t, torch.Tensor) and t.requires_grad:
             if t.grad is None:
-                assert e.grad is None or not np.any(e.grad.numpy()), f"input {i}: torch has no grad"
+                assert e.grad is None or not np.any(_to_numpy(e.grad)), f"input {i}: torch has no grad"
                 continue
             assert e.grad is not None, f"input {i}: no gradient computed"
             assert tuple(e.grad.shape) == tuple(t.grad.shape), f"input {i} grad shape"
-            assert_close(e.grad.numpy(), t.grad.numpy(), grad_rtol, f"grad of input {i}")
+            assert e.grad.device == e.device, f"input {i}: grad on {e.grad.device}, input on {e.device}"
+            assert_close(_to_numpy(e.grad), t.grad.numpy(), grad_rtol, f"grad of input {i}")
     return e_out

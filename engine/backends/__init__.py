@@ -3,7 +3,7 @@
 An op that needs a device kernel (a convolution, a pooling window, NMS, RoIAlign, a fused pass)
 asks ``kernels(array, family)`` for that family on the array's device and calls the kernel by name.
 ``KERNELS`` below lists every family and the kernels it holds; each device package lists its
-family modules explicitly (``engine.backends.cpu.FAMILIES``, ``engine.backends.cuda.FAMILIES``),
+family modules explicitly (``engine.backends.cpu.families()``, ``engine.backends.cuda.families()``),
 and a test checks that both modules of a family define every kernel with the same signature.
 
 ``runtime(array_or_device)`` is the device's small runtime (``<device>/runtime.py``): what a
@@ -11,6 +11,7 @@ backward pass prepares, scratch release, and whether an inference batch may run 
 Autograd and ``nn.Graph`` call it without knowing which device they run on.
 """
 from .._device import device as _device, device_of
+from . import cpu, cuda, cudnn  # noqa: F401  (torch.backends.cuda / cudnn switches)
 from .epilogue import Epilogue
 
 #: family -> the kernels each device's module of that family defines (same names, same signatures)
@@ -50,11 +51,7 @@ class KernelSet:
 
 
 def _device_package(device_type):
-    if device_type == "cpu":
-        from . import cpu
-        return cpu
-    from . import cuda
-    return cuda
+    return cpu if device_type == "cpu" else cuda
 
 
 def kernels(array, family):
@@ -64,7 +61,7 @@ def kernels(array, family):
     if found is None:
         if family not in KERNELS:
             raise KeyError(f"unknown kernel family {family!r}; the families are {sorted(KERNELS)}")
-        module = _device_package(device_type).FAMILIES[family]
+        module = _device_package(device_type).families()[family]
         found = _sets[(device_type, family)] = KernelSet(device_type, family, module)
     return found
 

@@ -7,8 +7,6 @@ In-place variants write into the input's array and keep for backward only what t
 """
 import math
 
-import numpy as np
-
 from .. import _dtype, backends
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method

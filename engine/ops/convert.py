@@ -21,12 +21,12 @@ class ToDtype(Function):
 class ToDevice(Function):
     uses_inputs = False
 
-    def __init__(self, device):
-        self.device = device
+    def __init__(self, device, non_blocking=False):
+        self.device, self.non_blocking = device, non_blocking
 
     def forward(self, x):
         self.source = device_of(x)
-        return move(x, self.device)
+        return move(x, self.device, self.non_blocking)
 
     def backward(self, gy):
         return move(gy, self.source)
@@ -66,8 +66,8 @@ def to_dtype(x, dtype):
     return ToDtype(dtype)(x)
 
 
-def to_device(x, device):
-    return ToDevice(device)(x)
+def to_device(x, device, non_blocking=False):
+    return ToDevice(device, non_blocking)(x)
 
 
 def clone(x, memory_format=None):

@@ -127,20 +127,28 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
 
 
 # ---- random --------------------------------------------------------------------------------
-def _random_tensor(sample, size, dtype, device, requires_grad, generator):
+def _random_tensor(sample, device_sample, size, dtype, device, requires_grad, generator):
+    """Samples drawn on ``device`` (a GPU draws them itself), or on the host by ``generator``."""
     d = _float(dtype)
-    arr = sample(_random.rng(generator), shape_arg(size), d)
+    shape = shape_arg(size)
+    state = _random.device_rng(device, generator)
+    if state is not None:
+        draw = d.np if d.np != np.float16 else np.float32
+        return _new(device_sample(state, shape, draw).astype(d.np, copy=False), requires_grad)
+    arr = sample(_random.rng(generator), shape, d)
     return _finish(arr, device=device, requires_grad=requires_grad)
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     return _random_tensor(lambda g, s, d: g.random(s, dtype=np.float64).astype(d.np),
+                          lambda state, s, d: state.random_sample(s, dtype=d),
                           size, dtype, device, requires_grad, generator)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     return _random_tensor(lambda g, s, d: g.standard_normal(s, dtype=np.float32).astype(d.np, copy=False)
                           if d.np != np.float64 else g.standard_normal(s),
+                          lambda state, s, d: state.standard_normal(s, dtype=d),
                           size, dtype, device, requires_grad, generator)
 
 
@@ -160,6 +168,9 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     if high is None:
         low, high = 0, low
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    state = _random.device_rng(device, generator)
+    if state is not None:
+        return _new(state.randint(low, high, size=tuple(size), dtype=np.int64).astype(d.np, copy=False))
     arr = _random.rng(generator).integers(low, high, size=tuple(size)).astype(d.np)
     return _finish(arr, device=device)
 
@@ -170,6 +181,9 @@ def randint_like(input, low, high=None, dtype=None, device=None):
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    state = _random.device_rng(device, generator)
+    if state is not None:
+        return _new(state.permutation(int(n)).astype(d.np))
     return _finish(_random.rng(generator).permutation(int(n)).astype(d.np), device=device)
 
 
@@ -189,6 +203,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 def bernoulli(input, p=None, *, generator=None):
+    state = _random.device_rng(input.device, generator)
+    if state is not None:
+        probs = input._data if p is None else p
+        return _new((state.random_sample(input.shape, dtype=np.float64) < probs).astype(input.dtype.np))
     probs = input._data if p is None else np.full(input.shape, p)
     arr = (_random.rng(generator).random(input.shape) < move(probs, "cpu")).astype(input.dtype.np)
     return _finish(arr, device=input.device)

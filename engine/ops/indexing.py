@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype
+from .._device import device_of, is_cuda_array, move
 from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, wrap_dim, xp_of
@@ -47,7 +48,7 @@ def _index_item(k):
         arr = np.asarray(k) if len(k) else np.zeros(0, np.int64)
         if arr.dtype.kind in "iu" and arr.dtype != np.uint8:
             arr = arr.astype(np.int64)
-    elif isinstance(k, np.ndarray) or type(k).__module__.startswith("cupy"):
+    elif isinstance(k, np.ndarray) or is_cuda_array(k):
         arr = k
     else:
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
@@ -59,6 +60,13 @@ def _index_item(k):
     if arr.ndim == 0 and isinstance(k, Tensor):
         return int(arr)
     return arr
+
+
+def _key_on(key, like):
+    """An advanced key with its index arrays on the device of array ``like`` (lists become host arrays)."""
+    if key is None or key is Ellipsis or device_of(like).type == "cpu":
+        return key
+    return tuple(move(k, device_of(like)) if isinstance(k, np.ndarray) else k for k in key)
 
 
 def _consumed(k):
@@ -149,6 +157,7 @@ class AdvancedIndex(Function):
 
     def forward(self, x):
         self.in_shape = x.shape
+        self.key = _key_on(self.key, x)
         try:
             return _as_array(x[self.key], x)
         except IndexError as err:
@@ -183,6 +192,7 @@ class IndexPut(Function):
     def forward(self, x, value):
         out = x if self.inplace else x.copy()
         view = self._region(out)
+        self.adv = _key_on(self.adv, x)
         key = self.adv if self.adv is not None else Ellipsis
         if not isinstance(value, numbers.Number):
             self.value_shape = value.shape

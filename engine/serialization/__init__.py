@@ -10,6 +10,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .._device import device
+from ..tensor import Tensor
 from .legacy import load_legacy
 from .safetensors_io import is_safetensors, load_safetensors, read_metadata, save_safetensors
 from .torch_zip import load_zip
@@ -40,15 +42,42 @@ def _source(f):
 def load(f, map_location=None, weights_only=True, mmap=None):
     """The object saved in ``f`` (a path or binary file), with every tensor an ``engine.Tensor``.
 
-    Reads safetensors and PyTorch checkpoints (zip and legacy formats). ``map_location`` may be
-    None or ``'cpu'``; ``weights_only`` must stay True: nothing else than tensors and plain
+    Reads safetensors and PyTorch checkpoints (zip and legacy formats). ``map_location`` puts every
+    tensor on a device: None or ``'cpu'`` (the file is read onto the CPU), ``'cuda'``, ``'cuda:1'``
+    or an ``engine.device``; ``weights_only`` must stay True: nothing else than tensors and plain
     containers is ever unpickled. ``mmap`` is accepted for torch compatibility: files are always
     memory-mapped.
     """
     if not weights_only:
         raise ValueError("engine.load never runs code from a checkpoint: weights_only=False is not supported")
-    if map_location not in (None, "cpu") and str(map_location) != "cpu":
-        raise ValueError(f"engine.load reads onto the CPU; move tensors afterwards (map_location={map_location!r})")
+    target = _map_location(map_location)
+    obj = _load_cpu(f)
+    return obj if target is None else _to_device(obj, target)
+
+
+def _map_location(map_location):
+    """The device map_location names (None: stay on the CPU); a one-line error for what we don't take."""
+    if map_location is None:
+        return None
+    if not isinstance(map_location, (str, device)):
+        raise ValueError(f"engine.load takes map_location as a device or a device string, got "
+                         f"{type(map_location).__name__}")
+    target = device(map_location)
+    return None if target.type == "cpu" else target
+
+
+def _to_device(obj, target):
+    """``obj`` with every tensor moved to ``target`` (nested dicts, lists and tuples)."""
+    if isinstance(obj, Tensor):
+        return obj.to(target)
+    if isinstance(obj, Mapping):
+        return type(obj)((k, _to_device(v, target)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_device(v, target) for v in obj)
+    return obj
+
+
+def _load_cpu(f):
     name, data, is_path = _source(f)
     head = bytes(data[:16])
     if not head:

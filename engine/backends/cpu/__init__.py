@@ -1,8 +1,13 @@
 """The CPU backend: numpy kernels, one module per family of ``engine.backends.KERNELS``, and the CPU
 runtime (thread pool, scratch, allocator, OpenBLAS threads)."""
-from . import conv, interpolate, nms, norm, pointwise, pool, roi, runtime
+from . import runtime
 
-FAMILIES = {"conv": conv, "pool": pool, "interpolate": interpolate, "roi": roi, "nms": nms,
+
+def families():
+    """{family: kernel module} of the CPU backend."""
+    from . import conv, interpolate, nms, norm, pointwise, pool, roi
+    return {"conv": conv, "pool": pool, "interpolate": interpolate, "roi": roi, "nms": nms,
             "pointwise": pointwise, "norm": norm}
 
-__all__ = ["FAMILIES", "runtime"]
+
+__all__ = ["families", "runtime"]

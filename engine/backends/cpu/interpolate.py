@@ -1,15 +1,14 @@
 """Interpolation kernels (nearest, nearest-exact, (bi)linear, bicubic, area) as separable per-axis matrices."""
-import math
 from collections import namedtuple
 
 import numpy as np
 
+from ..interpolation_geometry import check_mode, matrix as _matrix, nearest_index as _nearest_index, \
+    output_sizes as _output_sizes, taps as _taps
+
 InterpolateSaved = namedtuple("InterpolateSaved", "x_shape matrices")
 InterpolateSaved.__doc__ = "Input shape and, per spatial axis, the arguments of its (out, in) interpolation matrix."
 
-_MODES = {3: ("nearest", "nearest-exact", "linear", "area"),
-          4: ("nearest", "nearest-exact", "bilinear", "bicubic", "area")}
-_CUBIC_A = -0.75
 # The last axis, when at most this long, is resized by one GEMM with its dense interpolation matrix:
 # the gather it replaces reads and writes the whole output once per tap with short strided rows
 # (65 -> 520 columns of 21 channels: 2.5 ms instead of 18). A non-finite input keeps the gather, so
@@ -21,78 +20,6 @@ _GEMM_MAX_WIDTH = 512
 _GEMM_MAX_HEIGHT = 160
 # Output rows per GEMM of the banded form (see _banded_matmul).
 _BAND_ROWS = 16
-
-
-def _output_sizes(in_sizes, size, scale_factor, recompute_scale_factor):
-    """torch.nn.functional.interpolate's output sizes and the per-axis scale factors the kernels see."""
-    nd = len(in_sizes)
-    if size is not None:
-        out = (size,) * nd if np.isscalar(size) else tuple(size)
-        return tuple(int(o) for o in out), (None,) * nd
-    scales = (scale_factor,) * nd if np.isscalar(scale_factor) else tuple(scale_factor)
-    out = tuple(int(math.floor(float(n) * float(s))) for n, s in zip(in_sizes, scales))
-    return out, ((None,) * nd if recompute_scale_factor else tuple(float(s) for s in scales))
-
-
-def _scale(n_in, n_out, scale, f):
-    """torch's compute_scales_value in float type f: 1/scale_factor when given, else in/out."""
-    return f(1.0 / scale) if scale is not None and scale > 0 else f(n_in) / f(n_out)
-
-
-def _nearest_index(n_in, n_out, scale, exact):
-    """Source index of every output position, computed in float32 exactly as torch does."""
-    dst = np.arange(n_out)
-    if not exact and n_out == n_in:
-        return dst
-    if not exact and n_out == 2 * n_in:
-        return dst >> 1
-    s = _scale(n_in, n_out, scale, np.float32)
-    src = np.float32((dst + 0.5) * np.float64(s)) if exact else dst.astype(np.float32) * s
-    return np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-
-
-def _taps(n_in, n_out, mode, align_corners, scale, f):
-    """(index, weight) arrays of shape (n_out, taps) for the linear and cubic modes, in float type f."""
-    dst = np.arange(n_out, dtype=f)
-    if mode != "bicubic" and n_out == n_in:  # torch copies when the size is unchanged
-        return np.arange(n_out)[:, None], np.ones((n_out, 1), f)
-    if align_corners:
-        s = f(n_in - 1) / f(n_out - 1) if n_out > 1 else f(0)
-        src = s * dst
-    else:
-        src = _scale(n_in, n_out, scale, f) * (dst + f(0.5)) - f(0.5)
-        if mode != "bicubic":
-            src = np.maximum(src, f(0))
-    i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
-    t = np.clip(src - i0, f(0), f(1)).astype(f)
-    if mode != "bicubic":
-        return np.stack([i0, i0 + (i0 < n_in - 1)], 1), np.stack([f(1) - t, t], 1)
-    a = f(_CUBIC_A)
-
-    def near(x):  # |x| <= 1
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-
-    def far(x):  # 1 < |x| < 2
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-
-    w = np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)], 1).astype(f)
-    return np.clip(i0[:, None] + np.arange(-1, 3), 0, n_in - 1), w
-
-
-def _matrix(n_in, n_out, mode, align_corners, scale, dtype):
-    """(n_out, n_in) matrix R with y = R @ x along one axis; its transpose gives the gradient."""
-    R = np.zeros((n_out, n_in), dtype)
-    rows = np.arange(n_out)
-    if mode in ("nearest", "nearest-exact"):
-        R[rows, _nearest_index(n_in, n_out, scale, mode == "nearest-exact")] = 1
-    elif mode == "area":  # adaptive average pooling bins
-        start, end = rows * n_in // n_out, -(-(rows + 1) * n_in // n_out)
-        cols = np.arange(n_in)
-        R[...] = ((cols >= start[:, None]) & (cols < end[:, None])) / (end - start)[:, None]
-    else:
-        idx, w = _taps(n_in, n_out, mode, align_corners, scale, dtype.type)
-        np.add.at(R, (np.broadcast_to(rows[:, None], idx.shape), idx), w)
-    return R
 
 
 def _along(x, axis, idx, w):
@@ -163,11 +90,7 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
     and _banded_matmul); area multiplies by small per-axis averaging matrices. The backward pass
     multiplies by the transposed matrices.
     """
-    if mode not in _MODES.get(x.ndim, ()):
-        raise ValueError(f"interpolate: mode {mode!r} is not supported for {x.ndim}-D input")
-    if align_corners and mode not in ("linear", "bilinear", "bicubic"):
-        raise ValueError("align_corners option can only be set with the interpolating modes: "
-                         "linear | bilinear | bicubic")
+    check_mode(x.ndim, mode, align_corners)
     out, scales = _output_sizes(x.shape[2:], size, scale_factor, recompute_scale_factor)
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float32)
     saved = InterpolateSaved(x.shape, [(n, o, mode, align_corners, s, dtype)

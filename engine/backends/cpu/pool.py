@@ -3,6 +3,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ..pool_geometry import adaptive_output_size as _output_size, bins as _bins, geometry as _geometry
 from .scratch import phase_windows, scratch
 from .threads import copyto, parallel_chunks
 
@@ -14,30 +15,6 @@ AvgPoolSaved.__doc__ = "What avg_pool2d_backward needs: the geometry and the (OH
 
 AdaptiveAvgSaved = namedtuple("AdaptiveAvgSaved", "x_shape rows cols")
 AdaptiveAvgSaved.__doc__ = "Input shape and the row/column averaging matrices (None for a reshape-mean fast path)."
-
-
-def _pair(v):
-    """Accept an int or a 2-sequence for a per-axis parameter."""
-    return (int(v), int(v)) if np.isscalar(v) else (int(v[0]), int(v[1]))
-
-
-def _out_size(n, k, s, p, d, ceil_mode):
-    """torch's pooling output length; with ceil_mode the last window must start inside input or left pad."""
-    out = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (out - 1) * s >= n + p:
-        out -= 1
-    return out
-
-
-def _geometry(x_shape, kernel_size, stride, padding, dilation, ceil_mode):
-    """Per-axis pairs (k, s, p, d), the output size and the extra bottom/right padding ceil_mode needs."""
-    k = _pair(kernel_size)
-    s = k if stride is None or (not np.isscalar(stride) and len(stride) == 0) else _pair(stride)
-    p, d = _pair(padding), _pair(dilation)
-    out = tuple(_out_size(n, *a, ceil_mode) for n, a in zip(x_shape[2:], zip(k, s, p, d)))
-    extra = tuple(max(0, (o - 1) * si + di * (ki - 1) + 1 - (n + 2 * pi))
-                  for o, si, di, ki, n, pi in zip(out, s, d, k, x_shape[2:], p))
-    return k, s, p, d, out, extra
 
 
 def _pad(x, top, bottom, left, right, value):
@@ -210,18 +187,6 @@ def avg_pool2d_backward(gy, saved):
     for xr, yr in _tap_overlap(H, kh, sh, ph, g.shape[2]):
         gx[:, :, xr] += t[:, :, yr]
     return gx
-
-
-def _output_size(x_shape, output_size):
-    """Resolve an adaptive output size (int or pair, None entries keep the input size)."""
-    o = (output_size, output_size) if output_size is None or np.isscalar(output_size) else tuple(output_size)
-    return tuple(n if v is None else int(v) for n, v in zip(x_shape[2:], o))
-
-
-def _bins(n, out):
-    """torch's adaptive bins along one axis: start = floor(i*n/out), end = ceil((i+1)*n/out)."""
-    i = np.arange(out)
-    return i * n // out, -(-(i + 1) * n // out)
 
 
 def _averaging_matrix(n, out, dtype):

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...autograd.function import Function
 from ...ops._common import xp_of
-from ...random import rng
+from ...random import device_rng, rng
 
 
 class _ScaleShift(Function):
@@ -35,9 +35,12 @@ def _check_p(p):
 
 
 def _keep(input, p, shape):
-    """A boolean mask of shape ``shape``, True with probability 1 - p, on the input's device."""
-    u = rng().random(shape, dtype=np.float64 if input.dtype.itemsize == 8 else np.float32)
-    return xp_of(input._data).asarray(u >= p)
+    """A boolean mask of shape ``shape``, True with probability 1 - p, drawn on the input's device."""
+    dtype = np.float64 if input.dtype.itemsize == 8 else np.float32
+    state = device_rng(input.device)
+    if state is not None:
+        return state.random_sample(shape, dtype=dtype) >= p
+    return rng().random(shape, dtype=dtype) >= p
 
 
 def _apply(input, scale, shift, inplace):

@@ -3,9 +3,12 @@ import itertools
 import multiprocessing
 import os
 import queue
+import warnings
 import weakref
 
 from ... import random as _random
+from ..._device import cuda_available
+from ...tensor import Tensor
 from . import _worker
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
@@ -135,6 +138,19 @@ class DataLoader:
         return len(self._index_sampler)
 
 
+def pin_memory(data):
+    """``data`` with every tensor in it copied to page-locked memory (nested lists, tuples and dicts)."""
+    if isinstance(data, Tensor):
+        return data.pin_memory()
+    if isinstance(data, (list, tuple)) and not hasattr(data, "_fields"):
+        return type(data)(pin_memory(d) for d in data)
+    if isinstance(data, tuple):  # a named tuple
+        return type(data)(*(pin_memory(d) for d in data))
+    if isinstance(data, dict):
+        return type(data)((k, pin_memory(v)) for k, v in data.items())
+    return data
+
+
 def _stop_workers(workers, index_queues, result_queue, done_event):
     """Tell every worker to exit, wait briefly, and terminate any that linger."""
     done_event.set()
@@ -157,6 +173,10 @@ class _BaseIter:
         self._auto_collation = loader._auto_collation
         self._collate_fn = loader.collate_fn
         self._drop_last = loader.drop_last
+        self._pin_memory = loader.pin_memory and cuda_available()
+        if loader.pin_memory and not self._pin_memory:
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
+                          "memory won't be used.", stacklevel=3)
         self._reset(loader)
 
     def _reset(self, loader):
@@ -170,7 +190,7 @@ class _BaseIter:
     def __next__(self):
         data = self._next_data()
         self._num_yielded += 1
-        return data
+        return pin_memory(data) if self._pin_memory else data
 
 
 class _SingleProcessIter(_BaseIter):

@@ -1,0 +1,60 @@
+"""RoIAlign and RoIPool on the GPU with torchvision's semantics: one thread per output bin and channel,
+gradients scattered with atomicAdd (the twin of ``backends/cpu/roi.py``). float16 is computed in
+float32."""
+from collections import namedtuple
+
+import cupy
+
+from .source import launch
+
+RoIAlignSaved = namedtuple("RoIAlignSaved", "x_shape dtype rois args")
+RoIAlignSaved.__doc__ = "The input's shape and dtype, the boxes and the kernel's geometry arguments."
+
+RoIPoolSaved = namedtuple("RoIPoolSaved", "x_shape dtype argmax")
+RoIPoolSaved.__doc__ = "The input's shape and dtype and the flat input index each bin took its maximum from."
+
+
+def _computable(a, dtype=None):
+    a = cupy.ascontiguousarray(a.astype(dtype or a.dtype, copy=False))
+    return a.astype(cupy.float32) if a.dtype == cupy.float16 else a
+
+
+def roi_align_forward(x, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio, aligned):
+    """(K, C, PH, PW) average of bilinear samples per bin, and what the backward needs."""
+    xc = _computable(x)
+    r = _computable(rois, xc.dtype)
+    N, C, H, W = xc.shape
+    K, ph, pw = r.shape[0], int(pooled_height), int(pooled_width)
+    args = (K, C, H, W, ph, pw, xc.dtype.type(spatial_scale), int(sampling_ratio), int(bool(aligned)))
+    y = cupy.empty((K, C, ph, pw), xc.dtype)
+    launch("roi", "roi_align_forward", xc.dtype, y.size, xc, r, y, *args)
+    return y.astype(x.dtype, copy=False), RoIAlignSaved(x.shape, x.dtype, r, args)
+
+
+def roi_align_backward(gy, saved):
+    """Each bin's gradient, weighted, onto the bilinear taps it averaged."""
+    g = _computable(gy, saved.rois.dtype)
+    gx = cupy.zeros(saved.x_shape, g.dtype)
+    launch("roi", "roi_align_backward", g.dtype, g.size, g, saved.rois, gx, *saved.args)
+    return gx.astype(saved.dtype, copy=False)
+
+
+def roi_pool_forward(x, rois, spatial_scale, pooled_height, pooled_width):
+    """(K, C, PH, PW) max over each bin's integer window (0 for empty bins), and the argmax indices."""
+    xc = _computable(x)
+    r = _computable(rois, xc.dtype)
+    N, C, H, W = xc.shape
+    K, ph, pw = r.shape[0], int(pooled_height), int(pooled_width)
+    y = cupy.empty((K, C, ph, pw), xc.dtype)
+    argmax = cupy.empty((K, C, ph, pw), cupy.int64)
+    launch("roi", "roi_pool_forward", xc.dtype, y.size, xc, r, y, argmax, K, C, H, W, ph, pw,
+           xc.dtype.type(spatial_scale))
+    return y.astype(x.dtype, copy=False), RoIPoolSaved(x.shape, x.dtype, argmax)
+
+
+def roi_pool_backward(gy, saved):
+    """Each bin's gradient onto the input element that was its maximum."""
+    g = _computable(gy)
+    gx = cupy.zeros(saved.x_shape, g.dtype)
+    launch("roi", "roi_pool_backward", g.dtype, g.size, g, saved.argmax, gx, g.size)
+    return gx.astype(saved.dtype, copy=False)

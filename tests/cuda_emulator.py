@@ -1,0 +1,602 @@
+"""A CPU stand-in for CuPy, so that the CUDA backend's code runs in the tests of machines without a GPU.
+
+What it keeps from CuPy, so that mistakes fail here as they would on a GPU:
+
+- Arrays are ``DeviceArray`` objects, numpy arrays behind a wrapper that refuses implicit conversion
+  (``np.asarray(device_array)`` raises TypeError, as CuPy's ``__array__`` does) and refuses numpy
+  arrays as operands of arithmetic, ufuncs and functions (CuPy's ``Unsupported type``). A host array
+  mixed into device code is therefore an error, not a silent success.
+- ``RawModule`` compiles the kernel source with g++ under a small header in which every thread and
+  block index is 0 and every dimension 1, so a grid-stride loop visits every index on one CPU thread
+  (``atomicAdd`` is then a plain add). Each launch checks its arguments against the kernel's declared
+  parameters: an array must be C-contiguous with the pointer's element type, a scalar of the exact C
+  type (a numpy scalar, as CuPy needs for anything but ``long long`` and ``double``).
+
+What it cannot check: timing, memory use, races between threads, CuPy's own bugs. The ``cuda`` tests
+run the same checks on a real GPU.
+"""
+import contextlib
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import types
+
+import numpy as np
+
+_PRELUDE = r"""
+#include <math.h>
+#include <stdint.h>
+struct emu_dim3 { unsigned int x, y, z; };
+static const emu_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
+static const emu_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __restrict__
+#define __syncthreads() ((void)0)
+template <typename V> static inline V atomicAdd(V* address, V value) { V old = *address; *address = old + value; return old; }
+"""
+
+_C_TYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "long long": np.int64,
+            "unsigned long long": np.uint64, "bool": np.bool_, "unsigned char": np.uint8, "char": np.int8,
+            "signed char": np.int8, "short": np.int16, "unsigned int": np.uint32}
+_CTYPES = {np.float32: ctypes.c_float, np.float64: ctypes.c_double, np.int32: ctypes.c_int32,
+           np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.bool_: ctypes.c_bool,
+           np.uint8: ctypes.c_uint8, np.int8: ctypes.c_int8, np.int16: ctypes.c_int16, np.uint32: ctypes.c_uint32}
+
+
+def available():
+    """Whether kernels can be emulated here (a C++ compiler is on the PATH)."""
+    return shutil.which("g++") is not None
+
+
+# ---- arrays ----------------------------------------------------------------------------------------
+class _Pointer:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+class _Device:
+    id = 0
+    compute_capability = "90"
+
+    def __init__(self, index=0):
+        self.id = index or 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def use(self):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def __eq__(self, other):
+        return isinstance(other, _Device) and other.id == self.id
+
+    def __hash__(self):
+        return hash(self.id)
+
+
+def _unwrap(x, allow_host=False):
+    """The numpy value behind device arrays, recursively through lists and tuples; a numpy array
+    operand is CuPy's TypeError unless ``allow_host``."""
+    if type(x) is DeviceArray:
+        return x._a
+    if isinstance(x, np.ndarray) and not allow_host:
+        raise TypeError(f"Unsupported type {type(x)}")
+    if isinstance(x, (list, tuple)):
+        return type(x)(_unwrap(v, allow_host) for v in x)
+    return x
+
+
+def _unwrap_kwargs(kwargs, allow_host=False):
+    return {k: _unwrap(v, allow_host) for k, v in kwargs.items()}
+
+
+def _wrap(r):
+    """numpy results as device arrays (a numpy scalar as a 0-d array, as CuPy's reductions give)."""
+    if isinstance(r, np.ndarray):
+        return DeviceArray(r)
+    if isinstance(r, np.generic):
+        return DeviceArray(np.asarray(r))
+    if isinstance(r, tuple):
+        return tuple(_wrap(v) for v in r)
+    if isinstance(r, list):
+        return [_wrap(v) for v in r]
+    return r
+
+
+def _call(fn, args, kwargs, allow_host=False):
+    out = kwargs.get("out")
+    result = fn(*_unwrap(args, allow_host), **_unwrap_kwargs(kwargs, allow_host))
+    if type(out) is DeviceArray:
+        return out
+    return _wrap(result)
+
+
+class DeviceArray:
+    """A numpy array standing for a CuPy array (see the module docstring)."""
+
+    __array_priority__ = 10000
+
+    def __init__(self, array):
+        object.__setattr__(self, "_a", array)
+
+    def __getattr__(self, name):
+        attr = getattr(self._a, name)
+        if callable(attr):
+            return lambda *args, **kwargs: _call(attr, args, kwargs)
+        return _wrap(attr)
+
+    def __setattr__(self, name, value):
+        setattr(self._a, name, _unwrap(value))
+
+    @property
+    def data(self):
+        return _Pointer(self._a.ctypes.data)
+
+    @property
+    def device(self):
+        return _Device(0)
+
+    @property
+    def flags(self):
+        return self._a.flags
+
+    @property
+    def base(self):
+        return None if self._a.base is None else DeviceArray(self._a.base)
+
+    def get(self, stream=None, out=None):
+        return self._a.copy()
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("Implicit conversion to a NumPy array is not allowed. Please use `.get()` to "
+                        "construct a NumPy array explicitly.")
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return _call(getattr(ufunc, method), inputs, kwargs)
+
+    def __array_function__(self, func, types_, args, kwargs):
+        return _call(func, args, kwargs)
+
+    def __getitem__(self, key):
+        return _wrap(self._a[_unwrap(key, allow_host=True)])
+
+    def __setitem__(self, key, value):
+        self._a[_unwrap(key, allow_host=True)] = _unwrap(value)
+
+    def __len__(self):
+        return len(self._a)
+
+    def __iter__(self):
+        return (DeviceArray(np.asarray(v)) for v in self._a)
+
+    def __bool__(self):
+        return bool(self._a)
+
+    def __float__(self):
+        return float(self._a)
+
+    def __int__(self):
+        return int(self._a)
+
+    def __index__(self):
+        return self._a.__index__()
+
+    def __complex__(self):
+        return complex(self._a)
+
+    def __repr__(self):
+        return "emulated_cupy." + repr(self._a)
+
+    def __format__(self, spec):
+        return format(self._a, spec)
+
+    def __copy__(self):
+        return DeviceArray(self._a.copy())
+
+    def __deepcopy__(self, memo):
+        return DeviceArray(self._a.copy())
+
+    def __reduce__(self):
+        raise TypeError("a device array cannot be pickled here; copy it to the host first")
+
+    __hash__ = None
+
+
+def _binary(name):
+    op = getattr(np.ndarray, name)
+
+    def method(self, other):
+        result = op(self._a, _unwrap(other))
+        if result is NotImplemented:
+            return NotImplemented
+        if name.startswith("__i"):
+            return self
+        return _wrap(result)
+    method.__name__ = name
+    return method
+
+
+def _unary(name):
+    op = getattr(np.ndarray, name)
+
+    def method(self):
+        return _wrap(op(self._a))
+    method.__name__ = name
+    return method
+
+
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or", "xor",
+            "lshift", "rshift"):
+    for _form in ("__{}__", "__r{}__", "__i{}__"):
+        _name = _form.format(_op)
+        if hasattr(np.ndarray, _name):
+            setattr(DeviceArray, _name, _binary(_name))
+for _name in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+    setattr(DeviceArray, _name, _binary(_name))
+for _name in ("__neg__", "__pos__", "__abs__", "__invert__"):
+    setattr(DeviceArray, _name, _unary(_name))
+
+
+# ---- kernels -----------------------------------------------------------------------------------------
+def _compile(code):
+    """The shared library of ``code`` compiled by g++ under the emulation prelude (cached by hash)."""
+    digest = hashlib.sha256((_PRELUDE + code).encode()).hexdigest()[:24]
+    folder = os.path.join(tempfile.gettempdir(), "engine-cuda-emulator")
+    os.makedirs(folder, exist_ok=True)
+    lib_path = os.path.join(folder, digest + ".so")
+    if not os.path.exists(lib_path):
+        src = os.path.join(folder, digest + ".cpp")
+        with open(src, "w") as f:
+            f.write(_PRELUDE + code)
+        partial = f"{lib_path}.{os.getpid()}"
+        subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-o", partial, src], check=True,
+                       capture_output=True, text=True)
+        os.replace(partial, lib_path)
+    return ctypes.CDLL(lib_path)
+
+
+def _typedefs(code):
+    """{alias: C type} from ``typedef X Y;`` lines, resolved transitively."""
+    table = {}
+    for base, alias in re.findall(r"typedef\s+([A-Za-z_][A-Za-z_ ]*?)\s+([A-Za-z_]\w*)\s*;", code):
+        table[alias] = table.get(base, base)
+    return table
+
+
+def _parameters(code, name, typedefs):
+    """[(is_pointer, numpy type)] of kernel ``name``'s parameters."""
+    match = re.search(r"__global__\s+void\s+" + re.escape(name) + r"\s*\(([^)]*)\)", code)
+    if match is None:
+        raise AttributeError(f"no kernel named {name} in the module")
+    params = []
+    for raw in match.group(1).split(","):
+        text = raw.replace("__restrict__", " ").replace("const ", " ").strip()
+        pointer = "*" in text
+        words = text.replace("*", " ").split()[:-1]
+        ctype = " ".join(typedefs.get(w, w) for w in words)
+        ctype = typedefs.get(ctype, ctype)
+        params.append((pointer, _C_TYPES[ctype]))
+    return params
+
+
+class _Kernel:
+    def __init__(self, fn, name, params):
+        self.fn, self.name, self.params = fn, name, params
+
+    def __call__(self, grid, block, args, **kwargs):
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name}: {len(args)} arguments for {len(self.params)} parameters")
+        c_args, c_types = [], []
+        for i, (arg, (pointer, np_type)) in enumerate(zip(args, self.params)):
+            if pointer:
+                if type(arg) is not DeviceArray:
+                    raise TypeError(f"{self.name}: argument {i} must be a device array, got {type(arg).__name__}")
+                if not arg._a.flags.c_contiguous:
+                    raise ValueError(f"{self.name}: argument {i} is not C-contiguous")
+                if arg._a.dtype != np.dtype(np_type):
+                    raise TypeError(f"{self.name}: argument {i} is {arg._a.dtype}, the kernel reads "
+                                    f"{np.dtype(np_type)}")
+                c_args.append(ctypes.c_void_p(arg._a.ctypes.data))
+                c_types.append(ctypes.c_void_p)
+            else:
+                if type(arg) is not np_type:
+                    raise TypeError(f"{self.name}: argument {i} must be a {np_type.__name__} scalar, "
+                                    f"got {type(arg).__name__}")
+                c_args.append(_CTYPES[np_type](arg))
+                c_types.append(_CTYPES[np_type])
+        self.fn.argtypes = c_types
+        self.fn.restype = None
+        self.fn(*c_args)
+
+
+class RawModule:
+    """CuPy's RawModule, compiled for the CPU (see the module docstring)."""
+
+    def __init__(self, code=None, *, options=(), **kwargs):
+        self.code = code
+        self._lib = None
+
+    def get_function(self, name):
+        if self._lib is None:
+            self._lib = _compile(self.code)
+        return _Kernel(getattr(self._lib, name), name, _parameters(self.code, name, _typedefs(self.code)))
+
+
+# ---- the module --------------------------------------------------------------------------------------
+def _function(fn, allow_host=False):
+    def call(*args, **kwargs):
+        return _call(fn, args, kwargs, allow_host)
+    call.__name__ = getattr(fn, "__name__", "function")
+    return call
+
+
+class _Namespace(types.ModuleType):
+    """A module whose unknown attributes are numpy's, their results wrapped as device arrays."""
+
+    def __init__(self, name, source):
+        super().__init__(name)
+        self._source = source
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        attr = getattr(self._source, name)
+        if isinstance(attr, np.ufunc):
+            return _Ufunc(attr)
+        if isinstance(attr, (type, types.ModuleType)) or not callable(attr):
+            return attr
+        return _function(attr)
+
+
+def _asarray(a, dtype=None, order=None, copy=None, blocking=False):
+    """Host data or a device array as a device array (host data is always copied)."""
+    if type(a) is DeviceArray:
+        out = a._a.astype(dtype, copy=False) if dtype is not None else a._a
+        return DeviceArray(out.copy() if copy else out)
+    return DeviceArray(np.array(_unwrap(a, allow_host=True), dtype=dtype, copy=True))
+
+
+def _array(a, dtype=None, copy=True, order="K", subok=False, ndmin=0, blocking=False):
+    """cupy.array: a copy unless ``copy=False`` allows a view."""
+    out = _asarray(a, dtype, copy=copy)
+    return DeviceArray(np.array(out._a, ndmin=ndmin, copy=False)) if ndmin else out
+
+
+class _Ufunc:
+    """A numpy ufunc over device arrays, with its methods (``add.at``, ``maximum.reduce``...)."""
+
+    def __init__(self, ufunc):
+        self._ufunc = ufunc
+
+    def __call__(self, *args, **kwargs):
+        return _call(self._ufunc, args, kwargs)
+
+    def __getattr__(self, name):
+        attr = getattr(self._ufunc, name)
+        return _function(attr) if callable(attr) else attr
+
+
+def _asnumpy(a, stream=None, out=None, blocking=True):
+    return a._a.copy() if type(a) is DeviceArray else np.asarray(a)
+
+
+def _get_array_module(*args):
+    return module() if any(type(a) is DeviceArray for a in args) else np
+
+
+class _MemoryPool:
+    def used_bytes(self):
+        return 0
+
+    def total_bytes(self):
+        return 0
+
+    def free_bytes(self):
+        return 0
+
+    def free_all_blocks(self, stream=None):
+        pass
+
+    def n_free_blocks(self):
+        return 0
+
+
+_POOL = _MemoryPool()
+_PINNED_POOL = _MemoryPool()
+
+
+class _Stream:
+    null = None
+
+    def __init__(self, null=False, non_blocking=False, ptr=0):
+        self.ptr = 0 if null else id(self)
+
+    def __enter__(self):
+        _stream_stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _stream_stack.pop()
+        return False
+
+    def synchronize(self):
+        pass
+
+    def use(self):
+        _stream_stack[0] = self
+        return self
+
+    def wait_event(self, event):
+        pass
+
+    def record(self, event=None):
+        event = event or _Event()
+        event.record(self)
+        return event
+
+    @property
+    def done(self):
+        return True
+
+
+_Stream.null = _Stream(null=True)
+_stream_stack = [_Stream.null]
+
+
+class _Event:
+    def __init__(self, block=False, disable_timing=False, interprocess=False):
+        self.time = None
+
+    def record(self, stream=None):
+        self.time = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    @property
+    def done(self):
+        return True
+
+
+def _elapsed(start, end):
+    return (end.time - start.time) * 1000.0
+
+
+class _PinnedMemory(bytearray):
+    """Host memory as cupy.cuda.alloc_pinned_memory gives it (a buffer numpy can wrap)."""
+
+    def __init__(self, nbytes):
+        super().__init__(max(int(nbytes), 1))
+
+
+class _RandomState:
+    """cupy.random.RandomState on numpy's, with CuPy's ``dtype`` keywords."""
+
+    def __init__(self, seed=None):
+        self._rs = np.random.RandomState(None if seed is None else int(seed) % (2 ** 32))
+
+    def seed(self, seed=None):
+        self._rs.seed(None if seed is None else int(seed) % (2 ** 32))
+
+    def __getattr__(self, name):
+        fn = getattr(self._rs, name)
+
+        def call(*args, dtype=None, **kwargs):
+            out = fn(*_unwrap(args), **_unwrap_kwargs(kwargs))
+            out = np.asarray(out)
+            return DeviceArray(out.astype(dtype) if dtype is not None else out)
+        return call
+
+
+_module = None
+
+
+def module():
+    """The emulated ``cupy`` module (one per process)."""
+    global _module
+    if _module is not None:
+        return _module
+    cp = _Namespace("cupy", np)
+    cp.ndarray = DeviceArray
+    cp.asarray = _asarray
+    cp.array = _array
+    cp.asnumpy = _asnumpy
+    cp.get_array_module = _get_array_module
+    cp.RawModule = RawModule
+    cp.get_default_memory_pool = lambda: _POOL
+    cp.get_default_pinned_memory_pool = lambda: _PINNED_POOL
+    lib = types.ModuleType("cupy.lib")
+    stride_tricks = types.ModuleType("cupy.lib.stride_tricks")
+    stride_tricks.as_strided = lambda x, shape=None, strides=None: DeviceArray(
+        np.lib.stride_tricks.as_strided(x._a, shape, strides))
+    lib.stride_tricks = stride_tricks
+    cp.lib = lib
+    cuda = types.ModuleType("cupy.cuda")
+    runtime = types.ModuleType("cupy.cuda.runtime")
+    runtime.getDeviceCount = lambda: 1
+    runtime.deviceSynchronize = lambda: None
+    runtime.getDeviceProperties = lambda i: {"name": b"CUDA emulated on the CPU", "totalGlobalMem": 1 << 34,
+                                             "major": 9, "minor": 0, "multiProcessorCount": 1}
+    runtime.runtimeGetVersion = lambda: 13000
+    runtime.driverGetVersion = lambda: 13000
+    cuda.runtime = runtime
+    cuda.Device = _Device
+    cuda.Stream = _Stream
+    cuda.Event = _Event
+    cuda.get_current_stream = lambda: _stream_stack[-1]
+    cuda.get_elapsed_time = _elapsed
+    cuda.alloc_pinned_memory = _PinnedMemory
+    cuda.PinnedMemoryPointer = _PinnedMemory
+    cuda.is_available = lambda: True
+    cp.cuda = cuda
+    random = types.ModuleType("cupy.random")
+    random.RandomState = _RandomState
+    cp.random = random
+    cp.fuse = lambda *a, **k: (lambda fn: fn)
+    _module = cp
+    return cp
+
+
+def _cupyx():
+    """The emulated ``cupyx`` with the SciPy special functions the engine uses."""
+    import scipy.special
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scipy = types.ModuleType("cupyx.scipy")
+    cupyx.scipy.special = _Namespace("cupyx.scipy.special", scipy.special)
+    return cupyx
+
+
+_KERNEL_MODULES = ("source", "conv", "pool", "interpolate", "roi", "nms", "pointwise", "norm")
+
+
+@contextlib.contextmanager
+def installed():
+    """Inside, ``import cupy`` gives the emulated module and engine sees one emulated GPU; the CUDA
+    backend's modules are imported afresh against it, and dropped again after."""
+    import engine._device as device_module
+    from engine import backends
+
+    fake = module()
+    cupyx = _cupyx()
+    names = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special")
+    saved = {n: sys.modules.get(n) for n in names}
+    saved_cupy = device_module._cupy
+
+    import engine.backends.cuda as cuda_package
+
+    def drop_backend():
+        """Forget the CUDA kernel modules (they hold the ``cupy`` they were imported with)."""
+        for name in _KERNEL_MODULES:
+            sys.modules.pop(f"engine.backends.cuda.{name}", None)
+            if hasattr(cuda_package, name):
+                delattr(cuda_package, name)
+        backends._sets.clear()
+    drop_backend()
+    sys.modules["cupy"] = fake
+    sys.modules.update({"cupyx": cupyx, "cupyx.scipy": cupyx.scipy, "cupyx.scipy.special": cupyx.scipy.special})
+    device_module._cupy = fake
+    try:
+        yield fake
+    finally:
+        drop_backend()
+        for n, m in saved.items():
+            if m is None:
+                sys.modules.pop(n, None)
+            else:
+                sys.modules[n] = m
+        device_module._cupy = saved_cupy
