@@ -107,7 +107,7 @@ def _float32_samples(g, shape, draw):
     if flat.size < _PARALLEL_MIN_SAMPLES:
         draw(g, flat)
         return out
-    from .backends.cpu.threads import parallel_chunks
+    from . import backends
 
     seeds = g.integers(0, 2 ** 63, size=_PIECES)
     bounds = [flat.size * i // _PIECES for i in range(_PIECES + 1)]
@@ -115,7 +115,7 @@ def _float32_samples(g, shape, draw):
     def pieces(lo, hi):
         for i in range(lo, hi):
             draw(np.random.Generator(np.random.PCG64(seeds[i])), flat[bounds[i]:bounds[i + 1]])
-    parallel_chunks(pieces, _PIECES, out.nbytes)
+    backends.runtime("cpu").parallel_chunks(pieces, _PIECES, out.nbytes)
     return out
 
 

@@ -8,7 +8,9 @@ resnet (eager and nn.Graph inference), mobilenet (the same for MobileNetV2/V3), 
 step), build (model construction), load (weights from the cache), memory (peak inference memory
 above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and
 nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), onnxruntime (reference: ONNX Runtime
-on the exported resnet50 vs our nn.Graph, where it is installed).
+on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
+resnet50 inference at batch 1/8/64, a resnet50 training step at batch 64 with its peak memory,
+deeplabv3_resnet50 at 520x520 and fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
 share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
@@ -362,11 +364,98 @@ def suite_memory(args, torch, engine):
     return rows
 
 
+def _gpu_time(sync, fn, repeat):
+    """Median wall time of ``fn()`` on the GPU, each run waited for (``sync``), after two warm-up runs."""
+    for _ in range(2):
+        fn()
+    sync()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def suite_gpu(args, torch, engine):
+    """On CUDA, both frameworks in this process (their GPU memory pools are separate): float32, TF32 off."""
+    import torchvision.models.detection as tv_det
+    import torchvision.models.segmentation as tv_seg
+    import flowvision.models.detection as fv_det
+    import flowvision.models.segmentation as fv_seg
+    if not (torch.cuda.is_available() and engine.cuda.is_available()):
+        print("\ngpu suite skipped: it needs a CUDA GPU with PyTorch's CUDA build and CuPy")
+        return []
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    syncs = {"torch": torch.cuda.synchronize, "ours": engine.cuda.synchronize}
+    libs = {"torch": torch, "ours": engine}
+    rng = np.random.default_rng(0)
+    rows = []
+
+    def timed(case, models, make_inputs, call):
+        for who in ("torch", "ours"):
+            lib = libs[who]
+            inputs = make_inputs(lib)
+            with lib.no_grad():
+                rows.append((case, who, _gpu_time(syncs[who], lambda: call(models[who], inputs), args.repeat)))
+
+    def gpu_pair(ref, ours):
+        return {"torch": ref.cuda(), "ours": ours.cuda()}
+
+    ref, ours = _models(torch, engine, "resnet50")
+    models = gpu_pair(ref, ours)
+    for batch in (1, 8, 64):
+        x = rng.standard_normal((batch, 3, 224, 224), dtype=np.float32)
+        timed(f"resnet50 eager b{batch}", models, lambda lib: lib.from_numpy(x).cuda(), lambda m, a: m(a))
+    rows += _gpu_train_rows(args, torch, engine, models, syncs)
+    del models, ref, ours
+    image = rng.standard_normal((1, 3, 520, 520), dtype=np.float32)
+    models = gpu_pair(*_seeded_pair(torch, tv_seg, fv_seg, "deeplabv3_resnet50"))
+    timed("deeplabv3_resnet50 eager 520x520", models, lambda lib: lib.from_numpy(image).cuda(), lambda m, a: m(a))
+    photo = rng.random((3, 800, 1066), dtype=np.float32)
+    models = gpu_pair(*_seeded_pair(torch, tv_det, fv_det, "fasterrcnn_resnet50_fpn"))
+    timed("fasterrcnn_resnet50_fpn eager 800x1066", models, lambda lib: [lib.from_numpy(photo).cuda()],
+          lambda m, a: m(a))
+    return rows
+
+
+def _gpu_train_rows(args, torch, engine, models, syncs):
+    """A resnet50 training step at batch 64 (SGD momentum) on each framework, and its peak GPU memory above
+    the model at rest."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((64, 3, 224, 224), dtype=np.float32)
+    y = rng.integers(0, 1000, 64)
+    rows, memory = [], []
+    for who, lib, cuda in (("torch", torch, torch.cuda), ("ours", engine, engine.cuda)):
+        model = models[who].train()
+        opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        loss_fn = lib.nn.CrossEntropyLoss()
+        a, b = lib.from_numpy(x).cuda(), lib.from_numpy(y).cuda()
+
+        def step():
+            opt.zero_grad()
+            loss_fn(model(a), b).backward()
+            opt.step()
+        step()
+        syncs[who]()
+        rest = cuda.memory_allocated()
+        cuda.reset_peak_memory_stats()
+        rows.append(("resnet50 train step b64", who, _gpu_time(syncs[who], step, args.repeat)))
+        memory.append(("resnet50 train step b64 peak GPU memory above rest, MiB", who,
+                       (cuda.max_memory_allocated() - rest) / 2 ** 20))
+        model.eval()
+    return rows + memory
+
+
 SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet, "train": suite_train,
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
-          "detection": suite_detection, "onnxruntime": suite_onnxruntime}
+          "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu}
 UNITS = {"memory": "MiB"}
-_OWN_PROCESSES = {"memory"}  # suites that already measure each framework in a process of its own
+# suites measured in this process: memory runs each framework in a process of its own, and on the GPU the
+# frameworks' memory pools are separate
+_OWN_PROCESSES = {"memory", "gpu"}
 REFERENCES = {"onnxruntime": "ONNX Runtime"}
 
 
@@ -386,7 +475,8 @@ def print_ratios(title, rows, unit="ms", reference="PyTorch"):
     for case, t in cases.items():
         ratio = t["ours"] / t["torch"]
         ratios.append(ratio)
-        print(f"| {case} | {t['torch'] * scale:.2f} | {t['ours'] * scale:.2f} | {ratio:.2f} |")
+        factor = 1 if case.endswith("MiB") else scale  # a memory row among timings carries its unit
+        print(f"| {case} | {t['torch'] * factor:.2f} | {t['ours'] * factor:.2f} | {ratio:.2f} |")
     print(f"\nworst ratio {max(ratios):.2f}, median ratio {statistics.median(ratios):.2f}")
 
 

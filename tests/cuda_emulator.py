@@ -12,6 +12,9 @@ What it keeps from CuPy, so that mistakes fail here as they would on a GPU:
   parameters: an array must be C-contiguous with the pointer's element type, a scalar of the exact C
   type (a numpy scalar, as CuPy needs for anything but ``long long`` and ``double``).
 
+- Where CuPy is installed (it imports without a GPU), every function, array method and keyword the code
+  uses is looked up in the real CuPy first: a numpy name CuPy lacks fails here too.
+
 What it cannot check: timing, memory use, races between threads, CuPy's own bugs. The ``cuda`` tests
 run the same checks on a real GPU.
 """
@@ -27,7 +30,15 @@ import tempfile
 import time
 import types
 
+import inspect
+
 import numpy as np
+
+try:  # the installed CuPy, to check names and keywords against (it imports without a GPU)
+    import cupy as _real_cupy
+    import cupyx.scipy.special as _real_special
+except Exception:  # pragma: no cover - depends on the machine
+    _real_cupy = _real_special = None
 
 _PRELUDE = r"""
 #include <math.h>
@@ -89,6 +100,29 @@ class _Device:
         return hash(self.id)
 
 
+_MISSING = object()
+
+
+def _check_real(owner, label, name, kwargs=None):
+    """Raise where the real CuPy has no ``label.name`` or its signature lacks a keyword given."""
+    if owner is None:
+        return
+    real = getattr(owner, name, _MISSING)
+    if real is _MISSING:
+        raise AttributeError(f"CuPy has no {label}.{name}")
+    if not kwargs:
+        return
+    try:
+        params = inspect.signature(real).parameters.values()
+    except (TypeError, ValueError):  # a compiled function without a signature
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    unknown = set(kwargs) - {p.name for p in params}
+    if unknown:
+        raise TypeError(f"CuPy's {label}.{name} takes no keyword {sorted(unknown)}")
+
+
 def _unwrap(x, allow_host=False):
     """The numpy value behind device arrays, recursively through lists and tuples; a numpy array
     operand is CuPy's TypeError unless ``allow_host``."""
@@ -135,9 +169,13 @@ class DeviceArray:
         object.__setattr__(self, "_a", array)
 
     def __getattr__(self, name):
+        _check_real(getattr(_real_cupy, "ndarray", None), "ndarray", name)
         attr = getattr(self._a, name)
         if callable(attr):
-            return lambda *args, **kwargs: _call(attr, args, kwargs)
+            def method(*args, **kwargs):
+                _check_real(getattr(_real_cupy, "ndarray", None), "ndarray", name, kwargs)
+                return _call(attr, args, kwargs)
+            return method
         return _wrap(attr)
 
     def __setattr__(self, name, value):
@@ -338,8 +376,9 @@ class RawModule:
 
 
 # ---- the module --------------------------------------------------------------------------------------
-def _function(fn, allow_host=False):
+def _function(fn, allow_host=False, real=None, label="cupy"):
     def call(*args, **kwargs):
+        _check_real(real, label, fn.__name__, kwargs)
         return _call(fn, args, kwargs, allow_host)
     call.__name__ = getattr(fn, "__name__", "function")
     return call
@@ -348,19 +387,20 @@ def _function(fn, allow_host=False):
 class _Namespace(types.ModuleType):
     """A module whose unknown attributes are numpy's, their results wrapped as device arrays."""
 
-    def __init__(self, name, source):
+    def __init__(self, name, source, real=None):
         super().__init__(name)
-        self._source = source
+        self._source, self._real = source, real
 
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        _check_real(self._real, self.__name__, name)
         attr = getattr(self._source, name)
         if isinstance(attr, np.ufunc):
             return _Ufunc(attr)
         if isinstance(attr, (type, types.ModuleType)) or not callable(attr):
             return attr
-        return _function(attr)
+        return _function(attr, real=self._real, label=self.__name__)
 
 
 def _asarray(a, dtype=None, order=None, copy=None, blocking=False):
@@ -511,12 +551,13 @@ def module():
     global _module
     if _module is not None:
         return _module
-    cp = _Namespace("cupy", np)
+    cp = _Namespace("cupy", np, _real_cupy)
     cp.ndarray = DeviceArray
     cp.asarray = _asarray
     cp.array = _array
     cp.asnumpy = _asnumpy
     cp.get_array_module = _get_array_module
+    cp.argsort = lambda a, axis=-1, kind=None: DeviceArray(np.argsort(_unwrap(a), axis=axis, kind="stable"))
     cp.RawModule = RawModule
     cp.get_default_memory_pool = lambda: _POOL
     cp.get_default_pinned_memory_pool = lambda: _PINNED_POOL
@@ -557,7 +598,7 @@ def _cupyx():
     import scipy.special
     cupyx = types.ModuleType("cupyx")
     cupyx.scipy = types.ModuleType("cupyx.scipy")
-    cupyx.scipy.special = _Namespace("cupyx.scipy.special", scipy.special)
+    cupyx.scipy.special = _Namespace("cupyx.scipy.special", scipy.special, _real_special)
     return cupyx
 
 

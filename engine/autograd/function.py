@@ -6,6 +6,7 @@ forward and, when gradients are needed, records the instance as the outputs' ``g
 The backward engine reduces broadcast gradients and casts them to each input's dtype, so an
 op's backward may return gradients in the broadcast shape.
 """
+from .. import _device
 from . import grad_mode, tracing
 
 
@@ -47,6 +48,8 @@ class Function:
         if tracer is not None:
             state = dict(self.__dict__)
         arrays = tuple(t._data if isinstance(t, Tensor) else t for t in inputs)
+        if _device._cupy is not None and len(arrays) > 1:
+            arrays = _same_device(inputs, arrays)
         record = grad_mode._State.enabled and any(
             isinstance(t, Tensor) and t.requires_grad for t in inputs)
         if self.inplace:
@@ -94,6 +97,24 @@ class Function:
                     "one of the variables needed for gradient computation has been modified by an "
                     f"inplace operation: [{tensor.dtype.name} {list(tensor.shape)}] is at version "
                     f"{tensor._version[0]}; expected version {version} instead (used by {self.name()})")
+
+
+def _same_device(inputs, arrays):
+    """The arrays of one op's inputs, all on one device: torch's error when tensors are on different
+    devices, except that a 0-d CPU tensor joins a GPU op (moved there, as torch takes CPU scalars)."""
+    from ..tensor import Tensor
+    gpu = next((t.device for t in inputs if isinstance(t, Tensor) and _device.is_cuda_array(t._data)), None)
+    if gpu is None:
+        return arrays
+    out = []
+    for t, a in zip(inputs, arrays):
+        if isinstance(t, Tensor) and not _device.is_cuda_array(a):
+            if a.ndim:
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                                   f"devices, {gpu} and cpu!")
+            a = _device.move(a, gpu)
+        out.append(a)
+    return tuple(out)
 
 
 def _check_cast(result, out):

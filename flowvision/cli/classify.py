@@ -1,6 +1,6 @@
 """Classify images with a pretrained model: the top-k classes and their probabilities, per image.
 
-    flowvision classify IMAGE... [--model resnet101] [--weights TAG|PATH] [--topk 5] [--graph]
+    flowvision classify IMAGE... [--model resnet101] [--weights TAG|PATH] [--topk 5] [--graph] [--device auto]
 
 IMAGE is any file Pillow reads; a bare name that is not a file but names a photo shipped with
 flowvision (chelsea.png) uses that photo. --weights is a tag of the model's weights (DEFAULT,
@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from . import device as device_option
 from . import (EXIT_BAD_WEIGHTS, EXIT_DOWNLOAD_FAILED, EXIT_FILE_NOT_FOUND, EXIT_UNAVAILABLE, EXIT_UNKNOWN_MODEL,
                EXIT_UNREADABLE_IMAGE, EXIT_WEIGHTS_UNAVAILABLE, CLIError)
 
@@ -40,6 +41,7 @@ def configure(parser):
     parser.add_argument("--topk", type=_positive_int, default=5, help="classes to print per image (default: 5)")
     parser.add_argument("--batch-size", type=_positive_int, default=8, help="images per forward pass (default: 8)")
     parser.add_argument("--graph", action="store_true", help="run the model as a static engine.nn.Graph")
+    device_option.add_argument(parser)
 
 
 def shipped_samples():
@@ -228,8 +230,9 @@ def load_checkpoint(model, path):
     return net
 
 
-def probabilities(runner, arrays, batch_size):
-    """Softmax probabilities (float64, one row per image) of ``runner`` on the preprocessed ``arrays``."""
+def probabilities(runner, arrays, batch_size, device="cpu"):
+    """Softmax probabilities (float64, one row per image) of ``runner`` on the preprocessed ``arrays``,
+    computed on ``device``."""
     import engine
     from tqdm import tqdm
 
@@ -237,11 +240,11 @@ def probabilities(runner, arrays, batch_size):
     rows = []
     with engine.no_grad():
         for start in tqdm(starts, desc="classifying", unit="batch", disable=len(starts) < 2, file=sys.stderr):
-            logits = runner(engine.from_numpy(np.stack(arrays[start:start + batch_size])))
+            logits = runner(engine.from_numpy(np.stack(arrays[start:start + batch_size])).to(device))
             if not isinstance(logits, engine.Tensor) or logits.ndim != 2:
                 raise CLIError(f"the model is not an image classifier: it returned {type(logits).__name__} "
                                f"{list(getattr(logits, 'shape', []))}, not (batch, classes) logits", EXIT_UNKNOWN_MODEL)
-            logits = logits.numpy().astype(np.float64)
+            logits = logits.cpu().numpy().astype(np.float64)
             exp = np.exp(logits - logits.max(axis=1, keepdims=True))
             rows.append(exp / exp.sum(axis=1, keepdims=True))
     return np.concatenate(rows)
@@ -270,9 +273,10 @@ def run(args):
     preprocess = reference.transforms() if reference else ImageClassification(crop_size=224)
     arrays = [preprocess(read_image(path)).numpy() for path in paths]
     model = load_checkpoint(args.model, checkpoint) if checkpoint else load_pretrained(args.model, weights)
-    model.eval()
+    device = device_option.choose(args.device)
+    model.eval().to(device)
     categories = reference.meta["categories"] if reference else None
-    probs = probabilities(as_graph(model, base) if base else model, arrays, args.batch_size)
+    probs = probabilities(as_graph(model, base) if base else model, arrays, args.batch_size, device)
     if categories and len(categories) != probs.shape[1]:
         categories = None
     print(f"{args.model} with {checkpoint or repr(weights)}")

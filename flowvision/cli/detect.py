@@ -1,6 +1,6 @@
 """Detect objects in an image with a pretrained detector: print the detections and draw them.
 
-    flowvision detect IMAGE [--model fasterrcnn_resnet50_fpn] [--weights TAG] [--score 0.5] [-o boxes.png]
+    flowvision detect IMAGE [--model fasterrcnn_resnet50_fpn] [--weights TAG] [--score 0.5] [-o boxes.png] [--device auto]
 
 IMAGE is any file Pillow reads, or a photo shipped with flowvision (chelsea.png). The model is a
 detector of `flowvision models 'fasterrcnn*' 'maskrcnn*' 'keypointrcnn*' 'retinanet*' 'fcos*' 'ssd*'`;
@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from . import device as device_option
 from . import EXIT_BAD_WEIGHTS, EXIT_UNKNOWN_MODEL, CLIError
 from .classify import _check_model, load_pretrained, read_image, resolve_image
 
@@ -40,6 +41,7 @@ def configure(parser):
     parser.add_argument("--weights", default="DEFAULT", metavar="TAG", help="weights tag (default: DEFAULT)")
     parser.add_argument("--score", type=_score, default=0.5, help="lowest score shown, in [0, 1] (default: 0.5)")
     parser.add_argument("-o", "--output", default=None, help="PNG to write (default: IMAGE_boxes.png)")
+    device_option.add_argument(parser)
 
 
 def _is_detector(model):
@@ -71,8 +73,9 @@ def detect(model, image_tensor, min_score):
 
     with engine.no_grad():
         result = model([image_tensor])[0]
-    keep = result["scores"].numpy() >= min_score
-    return {name: value.numpy()[keep] for name, value in result.items()}
+    result = {name: value.cpu().numpy() for name, value in result.items()}
+    keep = result["scores"] >= min_score
+    return {name: value[keep] for name, value in result.items()}
 
 
 def summary(detections, categories):
@@ -110,8 +113,9 @@ def run(args):
     _check_model(args.model)
     weights = detection_weights(args.model, args.weights)
     image = read_image(path)
-    model = load_pretrained(args.model, weights).eval()
-    detections = detect(model, weights.transforms()(image), args.score)
+    device = device_option.choose(args.device)
+    model = load_pretrained(args.model, weights).eval().to(device)
+    detections = detect(model, weights.transforms()(image).to(device), args.score)
     categories = weights.meta["categories"]
     output = args.output or os.path.splitext(os.path.basename(path))[0] + "_boxes.png"
     draw(image, detections, categories).save(output)

@@ -1,6 +1,7 @@
 """Segment an image with a pretrained model: write it with the class mask drawn over it, print the classes found.
 
     flowvision segment IMAGE [--model deeplabv3_resnet50] [--weights TAG] [-o overlay.png] [--alpha 0.6] [--graph]
+                       [--device auto]
 
 IMAGE is any file Pillow reads, or a photo shipped with flowvision (chelsea.png). The model is a
 segmentation model of `flowvision models 'fcn*' 'deeplab*' 'lraspp*'`; --weights is a tag of its
@@ -12,6 +13,7 @@ import os
 
 import numpy as np
 
+from . import device as device_option
 from . import EXIT_BAD_WEIGHTS, EXIT_UNKNOWN_MODEL, CLIError
 from .classify import _check_model, as_graph, graph_base, load_pretrained, read_image, resolve_image
 
@@ -28,6 +30,7 @@ def configure(parser):
     parser.add_argument("-o", "--output", default=None, help="overlay PNG to write (default: IMAGE_overlay.png)")
     parser.add_argument("--alpha", type=float, default=0.6, help="mask opacity in [0, 1] (default: 0.6)")
     parser.add_argument("--graph", action="store_true", help="run the model as a static engine.nn.Graph")
+    device_option.add_argument(parser)
 
 
 def segmentation_weights(model, tag):
@@ -51,7 +54,7 @@ def predict_labels(runner, batch):
 
     with engine.no_grad():
         logits = runner(batch)["out"]
-    return logits.numpy()[0].argmax(axis=0)
+    return logits.cpu().numpy()[0].argmax(axis=0)
 
 
 def overlay(image, labels, alpha):
@@ -89,9 +92,10 @@ def run(args):
     _check_model(args.model)
     weights = segmentation_weights(args.model, args.weights)
     image = read_image(path)
-    model = load_pretrained(args.model, weights).eval()
+    device = device_option.choose(args.device)
+    model = load_pretrained(args.model, weights).eval().to(device)
     runner = as_graph(model, graph_base()) if args.graph else model
-    batch = weights.transforms()([image])
+    batch = weights.transforms()([image]).to(device)
     labels = predict_labels(runner, batch)
     drawn, full_labels = overlay(image, labels, args.alpha)
     output = args.output or os.path.splitext(os.path.basename(path))[0] + "_overlay.png"

@@ -54,7 +54,7 @@ def batched_nms(boxes, scores, idxs, iou_threshold):
     """
     _check_nms_inputs(boxes, scores)
     if boxes.numel() == 0:
-        return engine.zeros(0, dtype=engine.int64)
+        return engine.zeros(0, dtype=engine.int64, device=boxes.device)
     b, s, labels = boxes.detach()._data, scores.detach()._data, idxs._data
     if boxes.numel() > 4000:
         return _new(backends.kernels(b, "nms").nms(b, s, float(iou_threshold), labels))
@@ -209,7 +209,7 @@ def complete_box_iou(boxes1, boxes2, eps=1e-7):
 def masks_to_boxes(masks):
     """Tight (x1, y1, x2, y2) float boxes around the nonzero pixels of each (N, H, W) mask; 0 for empty masks."""
     if masks.numel() == 0:
-        return engine.zeros((0, 4), dtype=engine.float32)
+        return engine.zeros((0, 4), dtype=engine.float32, device=masks.device)
     n, h, w = masks.shape
     xp = xp_of(masks._data)
     filled = masks._data != 0

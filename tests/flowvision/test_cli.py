@@ -214,3 +214,23 @@ def test_help_version_and_module_entry_point(capsys):
     assert result.returncode == 0, result.stderr
     for command in ("classify", "models", "convert", "bench"):
         assert f"    {command} " in result.stdout
+
+
+def test_device_option_on_the_gpu(served, capsys, cuda):
+    reference = served[0]
+    code, out, err = run_cli(capsys, "classify", "chelsea.png", COFFEE, "--model", "resnet18", "--topk", "3",
+                             "--device", "cuda")
+    assert code == 0, err
+    assert "device: cuda:0 (" in err
+    _check_against(reference, _parse(out), [CHELSEA, COFFEE], 3)
+
+
+def test_device_option_errors(served, capsys, monkeypatch):
+    from engine import _device
+    code, _, err = run_cli(capsys, "classify", "chelsea.png", "--model", "resnet18", "--topk", "1")
+    assert code == 0 and ("device: cpu" in err) != engine.cuda.is_available()
+    check_error(run_cli(capsys, "classify", "chelsea.png", "--model", "resnet18", "--device", "tpu"), 2,
+                r"bad --device 'tpu': use cpu, cuda, cuda:N or auto")
+    monkeypatch.setattr(_device, "_cupy", None)
+    check_error(run_cli(capsys, "segment", "chelsea.png", "--device", "cuda"), 9,
+                r"--device cuda: CUDA is not available: CuPy is not installed; pip install 'flowvision\[gpu\]'")

@@ -5,10 +5,16 @@
 - ``release_scratch()``: drop the per-thread scratch buffers (sized by the largest call so far).
 - ``stream_count(batch)`` and ``run_streams(fns)``: an inference batch whose samples are computed each
   on its own may run as one stream per BLAS thread, each stream with single-threaded BLAS.
+- ``parallel_chunks``, ``num_threads``, ``set_num_threads``: the thread pool and the BLAS thread count,
+  for host work outside the kernels (random draws, ``engine.set_num_threads``).
 """
 from . import blas, scratch
 from .allocator import retain_freed_memory
-from .threads import run_concurrently
+from .blas import num_threads, set_num_threads
+from .threads import parallel_chunks, run_concurrently
+
+__all__ = ["prepare_backward", "release_scratch", "stream_count", "run_streams", "parallel_chunks", "num_threads",
+           "set_num_threads"]
 
 
 def prepare_backward():

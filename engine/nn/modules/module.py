@@ -358,7 +358,7 @@ class Module:
                 dev, dtype = a.device, a.dtype
             elif isinstance(a, _dtype.dtype):
                 dtype = a
-            elif a is not None:
+            elif a is not None and not isinstance(a, bool):  # a bool is torch's non_blocking
                 dev = a
         if dtype is not None:
             dtype = _dtype.to_dtype(dtype)

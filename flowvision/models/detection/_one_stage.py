@@ -64,7 +64,8 @@ def _match_anchors(anchors, targets, match):
     matched_idxs = []
     for anchors_per_image, targets_per_image in zip(anchors, targets):
         if targets_per_image["boxes"].numel() == 0:
-            matched_idxs.append(engine.full((anchors_per_image.size(0),), -1, dtype=engine.int64))
+            matched_idxs.append(engine.full((anchors_per_image.size(0),), -1, dtype=engine.int64,
+                                            device=anchors_per_image.device))
             continue
         matched_idxs.append(match(anchors_per_image, targets_per_image["boxes"]))
     return matched_idxs

@@ -69,7 +69,7 @@ class BoxCoder:
         return targets.split(boxes_per_image, 0)
 
     def encode_single(self, reference_boxes, proposals):
-        weights = engine.as_tensor(self.weights, dtype=reference_boxes.dtype)
+        weights = engine.as_tensor(self.weights, dtype=reference_boxes.dtype, device=reference_boxes.device)
         return encode_boxes(reference_boxes, proposals, weights)
 
     def decode(self, rel_codes, boxes):
@@ -189,5 +189,5 @@ class SSDMatcher(Matcher):
         matches = super().__call__(match_quality_matrix)
         _, highest_quality_pred_foreach_gt = match_quality_matrix.max(dim=1)
         matches[highest_quality_pred_foreach_gt] = engine.arange(highest_quality_pred_foreach_gt.size(0),
-                                                                 dtype=engine.int64)
+                                                                 dtype=engine.int64, device=matches.device)
         return matches

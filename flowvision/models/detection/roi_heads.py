@@ -88,8 +88,9 @@ class RoIHeads(nn.Module):
         labels = []
         for proposals_in_image, gt_boxes_in_image, gt_labels_in_image in zip(proposals, gt_boxes, gt_labels):
             if gt_boxes_in_image.numel() == 0:
-                matched_idxs.append(engine.zeros((proposals_in_image.shape[0],), dtype=engine.int64))
-                labels.append(engine.zeros((proposals_in_image.shape[0],), dtype=engine.int64))
+                device = proposals_in_image.device
+                matched_idxs.append(engine.zeros((proposals_in_image.shape[0],), dtype=engine.int64, device=device))
+                labels.append(engine.zeros((proposals_in_image.shape[0],), dtype=engine.int64, device=device))
                 continue
             match_quality_matrix = box_ops.box_iou(gt_boxes_in_image, proposals_in_image)
             matched_idxs_in_image = self.proposal_matcher(match_quality_matrix)
@@ -138,7 +139,7 @@ class RoIHeads(nn.Module):
             matched_idxs[img_id] = matched_idxs[img_id][img_sampled_inds]
             gt_boxes_in_image = gt_boxes[img_id]
             if gt_boxes_in_image.numel() == 0:
-                gt_boxes_in_image = engine.zeros((1, 4), dtype=dtype)
+                gt_boxes_in_image = engine.zeros((1, 4), dtype=dtype, device=gt_boxes_in_image.device)
             matched_gt_boxes.append(gt_boxes_in_image[matched_idxs[img_id]])
         regression_targets = self.box_coder.encode(matched_gt_boxes, proposals)
         return proposals, matched_idxs, labels, regression_targets
@@ -163,7 +164,7 @@ class RoIHeads(nn.Module):
     def _detections_in_image(self, boxes, scores, image_shape, num_classes):
         """One image's (K, C, 4) boxes and (K, C) scores -> its final detections, best first."""
         boxes = box_ops.clip_boxes_to_image(boxes, image_shape)
-        labels = engine.arange(num_classes).view(1, -1).expand_as(scores)
+        labels = engine.arange(num_classes, device=scores.device).view(1, -1).expand_as(scores)
         boxes = boxes[:, 1:].reshape(-1, 4)
         scores = scores[:, 1:].reshape(-1)
         labels = labels[:, 1:].reshape(-1)

@@ -111,8 +111,9 @@ class RegionProposalNetwork(nn.Module):
         for anchors_per_image, targets_per_image in zip(anchors, targets):
             gt_boxes = targets_per_image["boxes"]
             if gt_boxes.numel() == 0:
-                matched_gt_boxes.append(engine.zeros(anchors_per_image.shape, dtype=engine.float32))
-                labels.append(engine.zeros((anchors_per_image.shape[0],), dtype=engine.float32))
+                device = anchors_per_image.device
+                matched_gt_boxes.append(engine.zeros(anchors_per_image.shape, dtype=engine.float32, device=device))
+                labels.append(engine.zeros((anchors_per_image.shape[0],), dtype=engine.float32, device=device))
                 continue
             match_quality_matrix = self.box_similarity(gt_boxes, anchors_per_image)
             matched_idxs = self.proposal_matcher(match_quality_matrix)
@@ -138,11 +139,12 @@ class RegionProposalNetwork(nn.Module):
         """Top-n per level, clip, drop tiny and low-scored boxes, NMS per level, keep ``post_nms_top_n``."""
         num_images = proposals.shape[0]
         objectness = objectness.detach().reshape(num_images, -1)
-        levels = engine.cat([engine.full((n,), idx, dtype=engine.int64)
+        device = proposals.device
+        levels = engine.cat([engine.full((n,), idx, dtype=engine.int64, device=device)
                              for idx, n in enumerate(num_anchors_per_level)], 0)
         levels = levels.reshape(1, -1).expand_as(objectness)
         top_n_idx = self._get_top_n_idx(objectness, num_anchors_per_level)
-        batch_idx = engine.arange(num_images)[:, None]
+        batch_idx = engine.arange(num_images, device=device)[:, None]
         objectness = objectness[batch_idx, top_n_idx]
         levels = levels[batch_idx, top_n_idx]
         proposals = proposals[batch_idx, top_n_idx]

@@ -175,7 +175,8 @@ class SSD(Detector):
             anchors_per_image = anchors_per_image[foreground_idxs_per_image, :]
             target_regression = self.box_coder.encode_single(matched_gt_boxes_per_image, anchors_per_image)
             bbox_loss.append(F.smooth_l1_loss(bbox_regression_per_image, target_regression, reduction="sum"))
-            gt_classes_target = torch.zeros((cls_logits_per_image.size(0),), dtype=targets_per_image["labels"].dtype)
+            gt_classes_target = torch.zeros((cls_logits_per_image.size(0),), dtype=targets_per_image["labels"].dtype,
+                                            device=cls_logits_per_image.device)
             matched_labels = targets_per_image["labels"][foreground_matched_idxs_per_image]
             gt_classes_target[foreground_idxs_per_image] = matched_labels
             cls_targets.append(gt_classes_target)

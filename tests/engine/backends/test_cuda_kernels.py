@@ -215,3 +215,15 @@ ARRAY_OPS = [
 @pytest.mark.parametrize("name, ours, theirs, inputs", ARRAY_OPS, ids=[case[0] for case in ARRAY_OPS])
 def test_array_ops(cuda, name, ours, theirs, inputs):
     check_op(ours, theirs, inputs, rtol=1e-5, device="cuda")
+
+
+def test_mixed_devices(cuda):
+    """Tensors on two devices in one op: torch's error; a 0-d CPU tensor joins a GPU op."""
+    a, b = engine.ones(3).cuda(), engine.ones(3)
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device, but found at least "
+                                           "two devices, cuda:0 and cpu!"):
+        a + b
+    with pytest.raises(RuntimeError, match="same device"):
+        F.conv2d(engine.ones(1, 1, 3, 3).cuda(), engine.ones(1, 1, 1, 1))
+    out = a * engine.tensor(2.0)
+    assert out.device.type == "cuda" and out.cpu().tolist() == [2.0, 2.0, 2.0]

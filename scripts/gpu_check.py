@@ -1,0 +1,85 @@
+"""The GPU check: one command for a machine with an NVIDIA GPU, CuPy and PyTorch; about 5 minutes.
+
+    python scripts/gpu_check.py [--out DIR] [--tests-only | --bench-only] [-k EXPR]
+
+Runs the ``cuda`` tests (every CUDA kernel against PyTorch, every zoo model against itself on the CPU,
+training steps, the digits run) and the ``gpu`` bench suite (ours and PyTorch side by side), each in a
+process of its own so that a failure in one still leaves the other's results; writes their logs to
+``DIR`` (default: the current folder) and prints a summary: the machine, the test counts and failures,
+and the bench table. Exit status 0 when every test passed and the bench ran.
+"""
+import argparse
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _machine():
+    """One line about the GPU and the libraries, or why there is no GPU."""
+    code = ("import cupy, numpy, torch; p = cupy.cuda.runtime.getDeviceProperties(0); "
+            "print(p['name'].decode(), '|', 'CUDA runtime', cupy.cuda.runtime.runtimeGetVersion(), '| driver',"
+            " cupy.cuda.runtime.driverGetVersion(), '| CuPy', cupy.__version__, '| torch', torch.__version__,"
+            " '| numpy', numpy.__version__)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return result.stdout.strip() or f"no GPU: {result.stderr.strip().splitlines()[-1:]}"
+
+
+def _run(name, command, log):
+    """Run ``command`` from the repository root, its output to ``log``; (return code, seconds)."""
+    start = time.perf_counter()
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+               PYTHONUNBUFFERED="1")
+    with open(log, "w") as out:
+        code = subprocess.run(command, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env).returncode
+    seconds = time.perf_counter() - start
+    print(f"{name}: exit {code} in {seconds:.0f} s (log: {log})", flush=True)
+    return code, seconds
+
+
+def _test_summary(log):
+    text = pathlib.Path(log).read_text(errors="replace")
+    counts = re.findall(r"^=+ (.*) in [\d.]+s", text, re.M)
+    failures = re.findall(r"^(FAILED|ERROR) (.*)$", text, re.M)
+    lines = [f"tests: {counts[-1] if counts else 'no summary line (see the log)'}"]
+    lines += [f"  {kind} {what}" for kind, what in failures[:40]]
+    return "\n".join(lines)
+
+
+def _bench_table(log):
+    text = pathlib.Path(log).read_text(errors="replace")
+    start = text.find("## gpu")
+    return text[start:].strip() if start >= 0 else "bench: no table (see the log)\n" + text[-2000:]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.environ.get("OUT", "."))
+    parser.add_argument("--tests-only", action="store_true")
+    parser.add_argument("--bench-only", action="store_true")
+    parser.add_argument("-k", help="run only the cuda tests matching this pytest expression")
+    args = parser.parse_args()
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"gpu_check {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {_machine()}", flush=True)
+    status = 0
+    if not args.bench_only:
+        command = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-rfE", "-p", "no:cacheprovider",
+                   "--durations=15", "tests"] + (["-k", args.k] if args.k else [])
+        code, _ = _run("cuda tests", command, out / "cuda_tests.log")
+        status |= code
+        print(_test_summary(out / "cuda_tests.log"), flush=True)
+    if not args.tests_only:
+        command = [sys.executable, "scripts/bench.py", "--suite", "gpu", "--repeat", "10"]
+        code, _ = _run("gpu bench", command, out / "gpu_bench.log")
+        status |= code
+        print(_bench_table(out / "gpu_bench.log"), flush=True)
+    return 1 if status else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,302 @@
+"""Every zoo model on the CUDA backend against the same model on the CPU: eval outputs within 1e-4
+relative, training losses and gradients, and a resnet18 training run on the digits.
+
+On a GPU (marked ``cuda``) every model runs; on the CPU emulation of CuPy one model of each family does
+(the emulated kernels run serially, and the GPU run covers the rest; ``EMULATE_EVERY_MODEL=1`` runs them
+all there too).
+"""
+import copy
+import os
+
+import numpy as np
+import pytest
+from op_check import assert_close
+
+import engine
+import flowvision.models as models
+import flowvision.models.detection as det
+from flowvision.datasets import load_digits
+
+CLASSIFIERS = [n for n in models.list_models() if n.startswith(("resnet", "resnext", "wide_", "mobilenet", "vgg"))]
+SEGMENTERS = [n for n in models.list_models() if n.startswith(("fcn", "deeplab", "lraspp")) and not n.endswith("coco")]
+DETECTORS = [n for n in models.list_models() if n.startswith(("fasterrcnn", "maskrcnn", "keypointrcnn", "retinanet",
+                                                              "fcos", "ssd"))]
+EMULATED = {"retinanet_resnet50_fpn", "resnet18", "resnext50_32x4d", "mobilenet_v3_small", "vgg11_bn", "lraspp_mobilenet_v3_large",
+            "fcn_resnet50", "fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large",
+            "maskrcnn_resnet50_fpn"}
+
+
+def _only_on_gpu_unless_emulated(cuda, name):
+    if cuda == "emulated" and name not in EMULATED and not os.environ.get("EMULATE_EVERY_MODEL"):
+        pytest.skip("the emulation runs one model per family; the GPU runs them all")
+
+
+def randomize_norms(model, seed=0):
+    """Random running statistics and affine parameters for every BatchNorm (defaults hide bugs)."""
+    rng = np.random.default_rng(seed)
+    for m in model.modules():
+        if isinstance(m, engine.nn.BatchNorm2d):
+            c = m.num_features
+            m.running_mean.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
+            m.running_var.copy_(engine.from_numpy(rng.uniform(0.5, 2.0, c).astype(np.float32)))
+            with engine.no_grad():
+                m.weight.copy_(engine.from_numpy(rng.uniform(0.5, 1.5, c).astype(np.float32)))
+                m.bias.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
+    return model
+
+
+def cpu_and_gpu(build, seed=0, random_norms=True):
+    """A seeded model (with random norms) on the CPU, and its copy on the GPU (loaded from the CPU's
+    state_dict into a model moved there first, as users move checkpoints)."""
+    engine.manual_seed(seed)
+    cpu = build()
+    if random_norms:
+        randomize_norms(cpu, seed)
+    gpu = build().cuda()
+    gpu.load_state_dict(cpu.state_dict())
+    assert all(p.device.type == "cuda" for p in gpu.parameters())
+    return cpu, gpu
+
+
+def _images(seed, *shape):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_classifier_eval(cuda, name):
+    _only_on_gpu_unless_emulated(cuda, name)
+    cpu, gpu = cpu_and_gpu(lambda: models.create_model(name))
+    x = _images(0, 2, 3, 64, 72)
+    with engine.no_grad():
+        ref = cpu.eval()(engine.from_numpy(x))
+        out = gpu.eval()(engine.from_numpy(x).cuda())
+    assert out.device.type == "cuda"
+    assert_close(out.cpu().numpy(), ref.numpy(), 1e-4, name)
+
+
+@pytest.mark.parametrize("name", SEGMENTERS)
+def test_segmentation_eval(cuda, name):
+    _only_on_gpu_unless_emulated(cuda, name)
+    cpu, gpu = cpu_and_gpu(lambda: models.create_model(name, weights_backbone=None))
+    x = _images(1, 2, 3, 70, 58)
+    with engine.no_grad():
+        ref = cpu.eval()(engine.from_numpy(x))
+        out = gpu.eval()(engine.from_numpy(x).cuda())
+    assert list(out) == list(ref)
+    for key in ref:
+        assert out[key].device.type == "cuda"
+        assert_close(out[key].cpu().numpy(), ref[key].numpy(), 1e-4, f"{name} {key}")
+
+
+# Small images, few classes, and classification heads scaled up so that random weights give spread-out
+# scores: the same detections survive on both devices (tied scores could swap at a cut).
+_MOBILENET_RCNN_HEADS = {"rpn.head.cls_logits.weight": 200.0, "rpn.head.bbox_pred.weight": 100.0,
+                         "roi_heads.box_predictor.cls_score.weight": 150.0,
+                         "roi_heads.box_predictor.bbox_pred.weight": 50.0}
+_RESNET_RCNN_HEADS = {}
+_ONE_STAGE_HEAD = {"head.classification_head.cls_logits.weight": 8.0}
+_DETECTION = {"fasterrcnn_mobilenet": _MOBILENET_RCNN_HEADS, "fasterrcnn": _RESNET_RCNN_HEADS,
+              "maskrcnn": _RESNET_RCNN_HEADS, "keypointrcnn": _RESNET_RCNN_HEADS, "retinanet": _ONE_STAGE_HEAD,
+              "fcos": _ONE_STAGE_HEAD, "ssd": {}}
+
+
+def _detector(name):
+    kwargs = dict(weights_backbone=None, num_classes=2 if name.startswith("keypoint") else 5)
+    if not name.startswith("ssd"):
+        kwargs.update(min_size=160, max_size=200)
+    if "rcnn" in name:
+        kwargs.update(rpn_post_nms_top_n_test=100, box_detections_per_img=20)
+    return getattr(det, name)(**kwargs)
+
+
+def _spread_scores(model, name):
+    scales = next(v for k, v in _DETECTION.items() if name.startswith(k))
+    with engine.no_grad():
+        for parameter_name, factor in scales.items():
+            model.get_parameter(parameter_name).mul_(factor)
+    return model
+
+
+def _photo_batch(seed):
+    """Two noise images of one size that the transform neither resizes nor pads (padding's constant
+    features give exactly tied scores)."""
+    rng = np.random.default_rng(seed)
+    return [rng.uniform(0, 1, (3, 160, 192)).astype(np.float32) for _ in range(2)]
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_detection_eval(cuda, name):
+    """The backbone's features in float32 within 1e-4; the detections (boxes, scores, labels, masks,
+    keypoints) in float64, where the rounding of the two devices cannot reorder near-tied random scores."""
+    _only_on_gpu_unless_emulated(cuda, name)
+    cpu, gpu = cpu_and_gpu(lambda: _spread_scores(_detector(name), name))
+    images = _photo_batch(2)
+    features = {}
+    for model, device in ((cpu, "cpu"), (gpu, "cuda")):
+        model.backbone.register_forward_hook(lambda m, i, out, d=device: features.__setitem__(d, out))
+        with engine.no_grad():
+            model.eval()([engine.from_numpy(x).to(device) for x in images])
+    for level in features["cpu"]:
+        assert features["cuda"][level].device.type == "cuda"
+        assert_close(features["cuda"][level].cpu().numpy(), features["cpu"][level].numpy(), 1e-4, f"{name} {level}")
+    cpu.double(), gpu.double()
+    with engine.no_grad():
+        ref = cpu([engine.from_numpy(x.astype(np.float64)) for x in images])
+        out = gpu([engine.from_numpy(x.astype(np.float64)).cuda() for x in images])
+    for o, r in zip(out, ref):
+        assert sorted(o) == sorted(r)
+        assert all(o[key].device.type == "cuda" and o[key].dtype == r[key].dtype for key in r)
+        _assert_same_detections({k: v.cpu().numpy() for k, v in o.items()}, {k: v.numpy() for k, v in r.items()},
+                                name)
+
+
+def _assert_same_detections(out, ref, name, rtol=1e-6, tie=1e-10):
+    """The same scores, by rank; every detection whose score stands apart from its neighbours' has the same
+    box, label, mask and keypoints on both devices (exactly tied scores may be ordered differently)."""
+    order, ref_order = (np.argsort(-d["scores"], kind="stable") for d in (out, ref))
+    ref_scores = ref["scores"][ref_order]
+    assert len(ref_scores) > 0, f"{name}: no detections to compare"
+    assert_close(out["scores"][order], ref_scores, rtol, f"{name} scores")
+    gaps = np.abs(np.diff(ref_scores)) > tie * np.abs(ref_scores).max()
+    apart = np.concatenate([[True], gaps]) & np.concatenate([gaps, [True]])
+    assert apart.mean() >= 0.2, f"{name}: nearly every score is tied"
+    for key in ref:
+        assert_close(out[key][order][apart], ref[key][ref_order][apart], rtol, f"{name} {key}")
+
+
+def _assert_same_training_step(cpu, gpu, loss_of, rtol32=1e-4):
+    """One training forward and backward on each device: the same float32 loss within ``rtol32``, then in
+    float64 the same loss and every gradient within 1e-7 (in float32 a ReLU or a max-pool window whose
+    input is within rounding of its kink routes a gradient differently on two devices, and BatchNorm
+    spreads that over its channel; float64 leaves no such ties)."""
+    cpu.train(), gpu.train()
+    loss, gpu_loss = loss_of(cpu, "cpu", np.float32), loss_of(gpu, "cuda", np.float32)
+    assert gpu_loss.device.type == "cuda"
+    assert_close(gpu_loss.detach().cpu().numpy(), loss.detach().numpy(), rtol32, "float32 loss")
+    cpu.double(), gpu.double()
+    loss, gpu_loss = loss_of(cpu, "cpu", np.float64), loss_of(gpu, "cuda", np.float64)
+    assert_close(gpu_loss.detach().cpu().numpy(), loss.detach().numpy(), 1e-7, "loss")
+    loss.backward(), gpu_loss.backward()
+    params, gpu_params = dict(cpu.named_parameters()), dict(gpu.named_parameters())
+    grads = {n: p.grad.numpy() for n, p in params.items() if p.grad is not None}
+    assert sorted(grads) == sorted(n for n, p in gpu_params.items() if p.grad is not None)
+    largest = max(np.abs(g).max() for g in grads.values())
+    for name, grad in grads.items():
+        assert gpu_params[name].grad.device.type == "cuda", name
+        error = np.abs(gpu_params[name].grad.cpu().numpy() - grad).max()
+        # gradients that are zero but for rounding (a bias before BatchNorm) are measured against the largest
+        assert error <= 1e-7 * max(np.abs(grad).max(), 1e-6 * largest), f"grad of {name}: {error:.3g}"
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small", "resnext50_32x4d", "vgg11_bn"])
+def test_classifier_training_step(cuda, name):
+    _only_on_gpu_unless_emulated(cuda, name)
+    options = {} if name.startswith("res") else {"dropout": 0.0}  # dropout masks are drawn on each device
+    cpu, gpu = cpu_and_gpu(lambda: models.create_model(name, num_classes=7, **options))
+    x, y = _images(3, 4, 3, 48, 40), np.array([0, 3, 6, 2])
+    loss_fn = engine.nn.CrossEntropyLoss()
+    _assert_same_training_step(cpu, gpu, lambda m, d, dt: loss_fn(m(engine.from_numpy(x.astype(dt)).to(d)),
+                                                                  engine.from_numpy(y).to(d)))
+
+
+def test_segmentation_training_step(cuda):
+    cpu, gpu = cpu_and_gpu(lambda: models.create_model("lraspp_mobilenet_v3_large", num_classes=5,
+                                                       weights_backbone=None))
+    x, y = _images(4, 2, 3, 64, 56), np.random.default_rng(4).integers(0, 5, (2, 64, 56))
+    _assert_same_training_step(cpu, gpu, lambda m, d, dt: engine.nn.functional.cross_entropy(
+        m(engine.from_numpy(x.astype(dt)).to(d))["out"], engine.from_numpy(y).to(d)))
+
+
+@pytest.mark.parametrize("name", ["fasterrcnn_mobilenet_v3_large_320_fpn", "retinanet_resnet50_fpn",
+                                  "maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn", "fcos_resnet50_fpn",
+                                  "ssdlite320_mobilenet_v3_large"])
+def test_detection_training_step(cuda, name):
+    _only_on_gpu_unless_emulated(cuda, name)
+    cpu, gpu = cpu_and_gpu(lambda: _detector(name))
+    images = _photo_batch(5)
+    boxes = [np.array([[10, 20, 120, 140]], np.float32), np.array([[5, 5, 60, 90], [70, 40, 130, 160]], np.float32)]
+    labels = [np.array([1]), np.array([1, 1])] if name.startswith("keypoint") else [np.array([3]), np.array([1, 4])]
+    masks = [np.zeros((len(b),) + x.shape[1:], np.uint8) for b, x in zip(boxes, images)]
+    keypoints = [np.concatenate([np.random.default_rng(i).uniform(10, 120, (len(b), 17, 2)),
+                                 np.ones((len(b), 17, 1))], 2).astype(np.float32) for i, b in enumerate(boxes)]
+    for m, b in zip(masks, boxes):
+        for i, (x1, y1, x2, y2) in enumerate(b.astype(int)):
+            m[i, y1:y2, x1:x2] = 1
+
+    def loss_of(model, device, dtype):
+        engine.manual_seed(7)  # the samplers of positive and negative proposals draw on the host
+        targets = [{"boxes": engine.from_numpy(b.astype(dtype)).to(device), "labels": engine.from_numpy(lb).to(device),
+                    "masks": engine.from_numpy(m).to(device), "keypoints": engine.from_numpy(k.astype(dtype)).to(device)}
+                   for b, lb, m, k in zip(boxes, labels, masks, keypoints)]
+        losses = model([engine.from_numpy(x.astype(dtype)).to(device) for x in images], targets)
+        return sum(losses.values())
+    # float32 detection losses sum several heads' over sampled proposals: 5e-4
+    _assert_same_training_step(cpu, gpu, loss_of, rtol32=5e-4)
+
+
+def _digits_run(model, device, dtype, frozen_norms):
+    """Ten SGD-momentum steps of resnet18 on the digits (upsampled to 32x32), with weight decay, gradient
+    clipping and a step scheduler; returns the losses."""
+    (train_x, train_y), _ = load_digits()
+    optimizer = engine.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    scheduler = engine.optim.lr_scheduler.StepLR(optimizer, 3, 0.5)
+    model.train()
+    if frozen_norms:
+        for m in model.modules():
+            if isinstance(m, engine.nn.BatchNorm2d):
+                m.eval()
+    losses = []
+    for step in range(10):
+        idx = np.arange(step * 32, (step + 1) * 32)
+        x = engine.from_numpy(np.repeat(train_x[idx], 3, axis=1).astype(dtype)).to(device)
+        x = engine.nn.functional.interpolate(x, size=(32, 32), mode="bilinear")
+        loss = engine.nn.functional.cross_entropy(model(x), engine.from_numpy(train_y[idx]).to(device))
+        optimizer.zero_grad()
+        loss.backward()
+        engine.nn.utils.clip_grad_norm_(model.parameters(), 50.0)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+    assert all(s["momentum_buffer"].device.type == device for s in optimizer.state.values())
+    return np.array(losses)
+
+
+def test_resnet18_digits_losses(cuda):
+    """resnet18 trained on the digits: in float32 with BatchNorm's statistics frozen (fine-tuning), the first
+    10 losses agree within 1e-4; with BatchNorm training, in float64 within 1e-9. (In float32, training
+    BatchNorm makes the run chaotic: from step 4 on its losses move by 1e-3 to 1e-1 between any two
+    float32 runs, the CPU's against float64 too, as ReLU and max-pool ties resolve differently.)"""
+    cpu, gpu = cpu_and_gpu(lambda: models.resnet18(num_classes=10), random_norms=False)
+    assert_close(_digits_run(gpu, "cuda", np.float32, True), _digits_run(cpu, "cpu", np.float32, True), 1e-4,
+                 "float32 losses")
+    cpu, gpu = cpu_and_gpu(lambda: models.resnet18(num_classes=10).double(), random_norms=False)
+    assert_close(_digits_run(gpu, "cuda", np.float64, False), _digits_run(cpu, "cpu", np.float64, False), 1e-9,
+                 "float64 losses")
+
+
+def test_graph_inference_on_gpu(cuda):
+    """nn.Graph's fused convolutions (BatchNorm, residual, ReLU in the output pass) on the GPU equal eager."""
+    _, gpu = cpu_and_gpu(lambda: models.resnet18(num_classes=5))
+    gpu.eval()
+
+    class Inference(engine.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = gpu
+
+        def build(self, x):
+            return self.model(x)
+    x = engine.from_numpy(_images(6, 2, 3, 48, 52)).cuda()
+    with engine.no_grad():
+        eager = gpu(x)
+    out = Inference()(x)
+    assert out.device.type == "cuda"
+    assert_close(out.cpu().numpy(), eager.cpu().numpy(), 1e-5, "graph")
+
+
+def test_deepcopy_and_state_dict_on_gpu(cuda):
+    model = models.resnet18(num_classes=3).cuda()
+    twin = copy.deepcopy(model)
+    assert all(p.device.type == "cuda" for p in twin.parameters())
+    state = twin.state_dict()
+    assert all(v.device.type == "cuda" for v in state.values())
