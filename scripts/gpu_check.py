@@ -69,7 +69,8 @@ def main():
     status = 0
     if not args.bench_only:
         command = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-rfE", "-p", "no:cacheprovider",
-                   "--durations=15", "tests"] + (["-k", args.k] if args.k else [])
+                   "--durations=15", "--timeout=150", "--continue-on-collection-errors", "tests"]
+        command += ["-k", args.k] if args.k else []
         code, _ = _run("cuda tests", command, out / "cuda_tests.log")
         status |= code
         print(_test_summary(out / "cuda_tests.log"), flush=True)
