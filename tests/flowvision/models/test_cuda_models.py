@@ -159,7 +159,7 @@ def _assert_same_detections(out, ref, name, rtol=1e-6, tie=1e-10):
     assert_close(out["scores"][order], ref_scores, rtol, f"{name} scores")
     gaps = np.abs(np.diff(ref_scores)) > tie * np.abs(ref_scores).max()
     apart = np.concatenate([[True], gaps]) & np.concatenate([gaps, [True]])
-    assert apart.mean() >= 0.2, f"{name}: nearly every score is tied"
+    assert apart.sum() >= min(10, len(ref_scores)), f"{name}: nearly every score is tied"
     for key in ref:
         assert_close(out[key][order][apart], ref[key][ref_order][apart], rtol, f"{name} {key}")
 
@@ -225,8 +225,9 @@ def test_detection_training_step(cuda, name):
 
     def loss_of(model, device, dtype):
         engine.manual_seed(7)  # the samplers of positive and negative proposals draw on the host
+        # keypoints stay float32, as torchvision requires of them
         targets = [{"boxes": engine.from_numpy(b.astype(dtype)).to(device), "labels": engine.from_numpy(lb).to(device),
-                    "masks": engine.from_numpy(m).to(device), "keypoints": engine.from_numpy(k.astype(dtype)).to(device)}
+                    "masks": engine.from_numpy(m).to(device), "keypoints": engine.from_numpy(k).to(device)}
                    for b, lb, m, k in zip(boxes, labels, masks, keypoints)]
         losses = model([engine.from_numpy(x.astype(dtype)).to(device) for x in images], targets)
         return sum(losses.values())
