@@ -440,6 +440,11 @@ def _get_array_module(*args):
 
 
 class _MemoryPool:
+    """CuPy's memory pools, holding nothing: numpy's memory is not a device's."""
+
+    def malloc(self, size):
+        return None
+
     def used_bytes(self):
         return 0
 
@@ -581,6 +586,7 @@ def module():
     cuda.Event = _Event
     cuda.get_current_stream = lambda: _stream_stack[-1]
     cuda.get_elapsed_time = _elapsed
+    cuda.set_allocator = lambda allocator=None: None
     cuda.alloc_pinned_memory = _PinnedMemory
     cuda.PinnedMemoryPointer = _PinnedMemory
     cuda.is_available = lambda: True

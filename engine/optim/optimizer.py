@@ -203,6 +203,7 @@ class Optimizer:
                     grad._data[...] = 0
                     _bump_version(grad)
 
+    @_wrap_step
     def step(self, closure=None):
         """Update every parameter that has a gradient (``_update(p, group)``); returns the closure's loss."""
         loss = self._closure_loss(closure)

@@ -286,3 +286,21 @@ def test_add_param_group_fills_defaults_and_state_dict_format():
     opt_theirs.add_param_group({"params": theirs[1:], "lr": 0.5})
     assert opt_ours.state_dict()["param_groups"] == opt_theirs.state_dict()["param_groups"]
     assert repr(opt_ours).replace("engine", "torch") == repr(opt_theirs)
+
+
+def test_default_step_runs_hooks_and_tells_the_scheduler():
+    """Optimizers that keep the base step() (Adam, AdamW, ...) run step hooks and mark the step taken, so a
+    scheduler stepped after them does not warn."""
+    import warnings
+
+    model = engine.nn.Linear(2, 2)
+    optimizer = engine.optim.Adam(model.parameters(), lr=0.1)
+    scheduler = engine.optim.lr_scheduler.CosineAnnealingLR(optimizer, 5)
+    calls = []
+    optimizer.register_step_post_hook(lambda opt, args, kwargs: calls.append(opt))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model(engine.ones(1, 2)).sum().backward()
+        optimizer.step()
+        scheduler.step()
+    assert calls == [optimizer]

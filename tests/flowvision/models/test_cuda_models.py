@@ -26,8 +26,13 @@ EMULATED = {"retinanet_resnet50_fpn", "resnet18", "resnext50_32x4d", "mobilenet_
             "maskrcnn_resnet50_fpn"}
 
 
-def _only_on_gpu_unless_emulated(cuda, name):
-    if cuda == "emulated" and name not in EMULATED and not os.environ.get("EMULATE_EVERY_MODEL"):
+# Training steps emulated (the others, slow there, run on the GPU).
+EMULATED_TRAINING = {"resnet18", "mobilenet_v3_small", "resnext50_32x4d", "fasterrcnn_mobilenet_v3_large_320_fpn",
+                     "ssdlite320_mobilenet_v3_large"}
+
+
+def _only_on_gpu_unless_emulated(cuda, name, emulated=EMULATED):
+    if cuda == "emulated" and name not in emulated and not os.environ.get("EMULATE_EVERY_MODEL"):
         pytest.skip("the emulation runs one model per family; the GPU runs them all")
 
 
@@ -190,7 +195,7 @@ def _assert_same_training_step(cpu, gpu, loss_of, rtol32=1e-4):
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small", "resnext50_32x4d", "vgg11_bn"])
 def test_classifier_training_step(cuda, name):
-    _only_on_gpu_unless_emulated(cuda, name)
+    _only_on_gpu_unless_emulated(cuda, name, EMULATED_TRAINING)
     options = {} if name.startswith("res") else {"dropout": 0.0}  # dropout masks are drawn on each device
     cpu, gpu = cpu_and_gpu(lambda: models.create_model(name, num_classes=7, **options))
     x, y = _images(3, 4, 3, 48, 40), np.array([0, 3, 6, 2])
@@ -211,7 +216,7 @@ def test_segmentation_training_step(cuda):
                                   "maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn", "fcos_resnet50_fpn",
                                   "ssdlite320_mobilenet_v3_large"])
 def test_detection_training_step(cuda, name):
-    _only_on_gpu_unless_emulated(cuda, name)
+    _only_on_gpu_unless_emulated(cuda, name, EMULATED_TRAINING)
     cpu, gpu = cpu_and_gpu(lambda: _detector(name))
     images = _photo_batch(5)
     boxes = [np.array([[10, 20, 120, 140]], np.float32), np.array([[5, 5, 60, 90], [70, 40, 130, 160]], np.float32)]
