@@ -32,6 +32,14 @@ def result_type(tensor1, tensor2):
     return _result_type(tensor1, tensor2)
 
 
+def channel_shuffle(input, groups):
+    """``torch.channel_shuffle`` (see ``nn.functional.channel_shuffle``)."""
+    return nn.functional.channel_shuffle(input, groups)
+
+
+native_channel_shuffle = channel_shuffle
+
+
 def get_num_threads():
     from .utils.threads import get_num_threads as _get
     return _get()

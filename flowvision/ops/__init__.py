@@ -11,9 +11,11 @@ from .misc import MLP, Conv2dNormActivation, FrozenBatchNorm2d, Permute, Squeeze
 from .poolers import MultiScaleRoIAlign
 from .roi_align import RoIAlign, roi_align
 from .roi_pool import RoIPool, roi_pool
+from .stochastic_depth import StochasticDepth, stochastic_depth
 
 __all__ = ["masks_to_boxes", "nms", "batched_nms", "remove_small_boxes", "clip_boxes_to_image", "box_convert",
            "box_area", "box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou", "roi_align",
            "RoIAlign", "roi_pool", "RoIPool", "MultiScaleRoIAlign", "FeaturePyramidNetwork", "sigmoid_focal_loss",
            "generalized_box_iou_loss", "distance_box_iou_loss", "complete_box_iou_loss", "FrozenBatchNorm2d",
-           "Conv2dNormActivation", "SqueezeExcitation", "MLP", "Permute", "convert_boxes_to_roi_format"]
+           "Conv2dNormActivation", "SqueezeExcitation", "MLP", "Permute", "convert_boxes_to_roi_format",
+           "stochastic_depth", "StochasticDepth"]
