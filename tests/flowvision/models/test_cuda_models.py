@@ -17,10 +17,12 @@ import flowvision.models as models
 import flowvision.models.detection as det
 from flowvision.datasets import load_digits
 
-CLASSIFIERS = [n for n in models.list_models() if n.startswith(("resnet", "resnext", "wide_", "mobilenet", "vgg"))]
-SEGMENTERS = [n for n in models.list_models() if n.startswith(("fcn", "deeplab", "lraspp")) and not n.endswith("coco")]
-DETECTORS = [n for n in models.list_models() if n.startswith(("fasterrcnn", "maskrcnn", "keypointrcnn", "retinanet",
-                                                              "fcos", "ssd"))]
+_SEGMENTATION_MODULES = {"fcn", "deeplabv3", "lraspp"}
+_DETECTION_MODULES = {"faster_rcnn", "mask_rcnn", "keypoint_rcnn", "retinanet", "fcos", "ssd", "ssdlite"}
+SEGMENTERS = [n for m in sorted(_SEGMENTATION_MODULES) for n in models.list_models(module=m) if not n.endswith("coco")]
+DETECTORS = [n for m in sorted(_DETECTION_MODULES) for n in models.list_models(module=m)]
+CLASSIFIERS = [n for m in models.list_modules() if m not in _SEGMENTATION_MODULES | _DETECTION_MODULES
+               for n in models.list_models(module=m)]
 EMULATED = {"retinanet_resnet50_fpn", "resnet18", "resnext50_32x4d", "mobilenet_v3_small", "vgg11_bn", "lraspp_mobilenet_v3_large",
             "fcn_resnet50", "fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large",
             "maskrcnn_resnet50_fpn"}
