@@ -43,15 +43,27 @@ extern "C" __global__ void max_pool_backward(const T* __restrict__ gy, const ind
     }
 }
 
-// torch's average pooling: windows clipped to the padded input give the divisor with count_include_pad,
-// windows clipped to the input without; divisor > 0 overrides both.
-__device__ __forceinline__ void avg_window(index_t o, index_t S, index_t P, index_t K, index_t n, index_t* start,
-                                           index_t* end, index_t* padded) {
-    index_t s = o * S - P;
-    index_t e = imin(s + K, n + P);
-    *padded = e - s;
-    *start = imax(s, 0);
-    *end = imin(e, n);
+// torch's average pooling window of output idx: the input rows [h0, h1) and columns [w0, w1) it sums,
+// and its divisor: the window clipped to the padded input with count_include_pad, clipped to the input
+// without; divisor > 0 overrides both.
+struct AvgWindow {
+    index_t plane, h0, h1, w0, w1, count;
+};
+
+__device__ __forceinline__ AvgWindow avg_window(index_t idx, index_t H, index_t W, index_t KH, index_t KW, index_t SH,
+                                                index_t SW, index_t PH, index_t PW, index_t OH, index_t OW,
+                                                index_t count_include_pad, index_t divisor) {
+    AvgWindow win;
+    const index_t ow = idx % OW, oh = (idx / OW) % OH;
+    win.plane = idx / (OW * OH);
+    const index_t hs = oh * SH - PH, ws = ow * SW - PW;
+    const index_t he = imin(hs + KH, H + PH), we = imin(ws + KW, W + PW);
+    win.h0 = imax(hs, 0);
+    win.h1 = imin(he, H);
+    win.w0 = imax(ws, 0);
+    win.w1 = imin(we, W);
+    win.count = divisor > 0 ? divisor : (count_include_pad ? (he - hs) * (we - ws) : (win.h1 - win.h0) * (win.w1 - win.w0));
+    return win;
 }
 
 extern "C" __global__ void avg_pool_forward(const T* __restrict__ x, T* __restrict__ y, index_t NC, index_t H,
@@ -59,16 +71,12 @@ extern "C" __global__ void avg_pool_forward(const T* __restrict__ x, T* __restri
                                             index_t PW, index_t OH, index_t OW, index_t count_include_pad,
                                             index_t divisor) {
     GRID_LOOP(idx, NC * OH * OW) {
-        const index_t ow = idx % OW, oh = (idx / OW) % OH, plane = idx / (OW * OH);
-        index_t h0, h1, ph, w0, w1, pw;
-        avg_window(oh, SH, PH, KH, H, &h0, &h1, &ph);
-        avg_window(ow, SW, PW, KW, W, &w0, &w1, &pw);
-        const T* in = x + plane * H * W;
+        const AvgWindow win = avg_window(idx, H, W, KH, KW, SH, SW, PH, PW, OH, OW, count_include_pad, divisor);
+        const T* in = x + win.plane * H * W;
         A sum = 0;
-        for (index_t h = h0; h < h1; ++h)
-            for (index_t w = w0; w < w1; ++w) sum += (A)in[h * W + w];
-        const index_t count = divisor > 0 ? divisor : (count_include_pad ? ph * pw : (h1 - h0) * (w1 - w0));
-        y[idx] = (T)(sum / (A)count);
+        for (index_t h = win.h0; h < win.h1; ++h)
+            for (index_t w = win.w0; w < win.w1; ++w) sum += (A)in[h * W + w];
+        y[idx] = (T)(sum / (A)win.count);
     }
 }
 
@@ -77,15 +85,11 @@ extern "C" __global__ void avg_pool_backward(const T* __restrict__ gy, T* __rest
                                              index_t PW, index_t OH, index_t OW, index_t count_include_pad,
                                              index_t divisor) {
     GRID_LOOP(idx, NC * OH * OW) {
-        const index_t ow = idx % OW, oh = (idx / OW) % OH, plane = idx / (OW * OH);
-        index_t h0, h1, ph, w0, w1, pw;
-        avg_window(oh, SH, PH, KH, H, &h0, &h1, &ph);
-        avg_window(ow, SW, PW, KW, W, &w0, &w1, &pw);
-        const index_t count = divisor > 0 ? divisor : (count_include_pad ? ph * pw : (h1 - h0) * (w1 - w0));
-        const T g = (T)((A)gy[idx] / (A)count);
-        T* out = gx + plane * H * W;
-        for (index_t h = h0; h < h1; ++h)
-            for (index_t w = w0; w < w1; ++w) atomicAdd(out + h * W + w, g);
+        const AvgWindow win = avg_window(idx, H, W, KH, KW, SH, SW, PH, PW, OH, OW, count_include_pad, divisor);
+        const T g = (T)((A)gy[idx] / (A)win.count);
+        T* out = gx + win.plane * H * W;
+        for (index_t h = win.h0; h < win.h1; ++h)
+            for (index_t w = win.w0; w < win.w1; ++w) atomicAdd(out + h * W + w, g);
     }
 }
 
