@@ -76,7 +76,7 @@ def build_parser():
             sub = subparsers.add_parser(name, help=_help_line(module), description=module.__doc__,
                                         formatter_class=argparse.RawDescriptionHelpFormatter)
             module.configure(sub)
-        sub.set_defaults(run=module.run)
+        sub.set_defaults(run=module.run, parser=sub)
     return parser
 
 
@@ -84,7 +84,9 @@ def main(argv=None):
     """Run ``flowvision`` with ``argv`` (default: the process's arguments) and return the exit code."""
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:  # argparse would blame the top-level command: say it with the subcommand's usage
+            args.parser.error(f"unrecognized arguments: {' '.join(extras)}")
         return args.run(args)
     except SystemExit as e:  # argparse (--help, usage errors) and delegated parsers
         return e.code if isinstance(e.code, int) else (EXIT_OK if e.code is None else EXIT_FAILURE)

@@ -147,6 +147,14 @@ def read_image(path):
         raise CLIError(f"cannot read '{path}' as an image: {e}", EXIT_UNREADABLE_IMAGE) from None
 
 
+def _preprocessed(preprocess, path):
+    """The model input of the image at ``path``; an image the preprocessing refuses is one line, exit 4."""
+    try:
+        return preprocess(read_image(path)).numpy()
+    except ValueError as e:
+        raise CLIError(f"cannot classify '{path}': {e}", EXIT_UNREADABLE_IMAGE) from None
+
+
 def cache_path(weights):
     """Where ``flowvision.hub`` keeps the file of ``weights``."""
     from flowvision import hub
@@ -205,29 +213,40 @@ def read_checkpoint(path):
         raise CLIError(f"cannot read '{path}' as a checkpoint: {e}", EXIT_BAD_WEIGHTS) from None
 
 
-def _listed(keys, limit=3):
-    """Up to ``limit`` keys, comma-separated, with the count of the rest."""
-    more = f" and {len(keys) - limit} more" if len(keys) > limit else ""
-    return ", ".join(keys[:limit]) + more
-
-
-def load_checkpoint(model, path):
-    """``model`` built to fit the checkpoint at ``path`` (its classifier size) and loaded from it."""
-    from flowvision.convert import compare_state_dict
+def _classifier_fitting(model, state_dict):
+    """``model`` built with the checkpoint's classifier size (a fine-tuned classifier of other classes)."""
     from flowvision.models import create_model
 
-    state_dict = read_checkpoint(path)
     net = create_model(model)
     key = f"{net.default_cfg.get('classifier')}.weight"
     if key in state_dict and np.shape(state_dict[key])[0] != net.state_dict()[key].shape[0]:
         net = create_model(model, num_classes=np.shape(state_dict[key])[0])
-    missing, unexpected, shapes = compare_state_dict(net, state_dict)
-    problems = [f"{len(keys)} {what} ({_listed(keys)})" for what, keys in
-                (("missing keys", missing), ("unexpected keys", unexpected), ("shape mismatches", shapes)) if keys]
-    if problems:
-        raise CLIError(f"'{path}' does not fit {model}: {'; '.join(problems)}", EXIT_BAD_WEIGHTS)
+    return net
+
+
+def load_checkpoint(model, path, build=_classifier_fitting):
+    """``build(model, state_dict)`` loaded from the checkpoint at ``path``; a checkpoint that does not fit is
+    one line, exit 6."""
+    from flowvision.convert import compare_state_dict, describe_mismatch
+
+    state_dict = read_checkpoint(path)
+    net = build(model, state_dict)
+    mismatch = describe_mismatch(*compare_state_dict(net, state_dict))
+    if mismatch:
+        raise CLIError(f"'{path}' does not fit {model}: {mismatch}", EXIT_BAD_WEIGHTS)
     net.load_state_dict(state_dict)
     return net
+
+
+def choose_task_weights(model, value, task_weights):
+    """(weights, checkpoint path or None) for a --weights TAG|PATH of segment or detect: a path takes the
+    preprocessing and labels of the model's DEFAULT weights; ``task_weights(model, tag)`` checks the model."""
+    if _looks_like_path(value):
+        default = task_weights(model, "DEFAULT")
+        if not os.path.isfile(value):
+            raise CLIError(f"checkpoint file not found: '{value}'", EXIT_FILE_NOT_FOUND)
+        return default, value
+    return task_weights(model, value), None
 
 
 def probabilities(runner, arrays, batch_size, device="cpu"):
@@ -271,7 +290,7 @@ def run(args):
     reference = weights or _default_weights(args.model)
     _check_classifier(args.model, reference)
     preprocess = reference.transforms() if reference else ImageClassification(crop_size=224)
-    arrays = [preprocess(read_image(path)).numpy() for path in paths]
+    arrays = [_preprocessed(preprocess, path) for path in paths]
     model = load_checkpoint(args.model, checkpoint) if checkpoint else load_pretrained(args.model, weights)
     device = device_option.choose(args.device)
     model.eval().to(device)

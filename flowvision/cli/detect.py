@@ -1,36 +1,27 @@
 """Detect objects in an image with a pretrained detector: print the detections and draw them.
 
-    flowvision detect IMAGE [--model fasterrcnn_resnet50_fpn] [--weights TAG] [--score 0.5] [-o boxes.png] [--device auto]
+    flowvision detect IMAGE [--model fasterrcnn_resnet50_fpn] [--weights TAG|PATH] [--score 0.5] [-o boxes.png]
+                      [--device auto]
 
 IMAGE is any file Pillow reads, or a photo shipped with flowvision (chelsea.png). The model is a
-detector of `flowvision models 'fasterrcnn*' 'maskrcnn*' 'keypointrcnn*' 'retinanet*' 'fcos*' 'ssd*'`;
---weights is a tag of its weights (default DEFAULT: COCO). Detections scoring at least --score are
+detector of `flowvision models fasterrcnn maskrcnn keypointrcnn retinanet fcos ssd`; --weights is a
+tag of its weights (default DEFAULT: COCO) or a local checkpoint of the model (any file engine.load
+reads), preprocessed and labelled like DEFAULT. Detections scoring at least --score are
 printed (best first, boxes as x1 y1 x2 y2 in the image's pixels) and drawn on the image with their
 labels, plus masks and keypoints for the models that predict them (default output: IMAGE's name
 with _boxes.png, in the current directory). Weights are downloaded once into
 $FLOWVISION_HOME/checkpoints; FLOWVISION_OFFLINE=1 forbids downloads.
 """
-import argparse
 import os
 
 import numpy as np
 
 from . import device as device_option
 from . import EXIT_BAD_WEIGHTS, EXIT_UNKNOWN_MODEL, CLIError
-from .classify import _check_model, load_pretrained, read_image, resolve_image
+from .classify import _check_model, choose_task_weights, load_checkpoint, load_pretrained, read_image, resolve_image
+from .options import IMAGE_EXTENSIONS, check_output, unit_interval
 
 MASK_THRESHOLD = 0.5
-
-
-def _score(text):
-    """argparse type: a score threshold in [0, 1]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text}")
-    return value
 
 
 def configure(parser):
@@ -38,9 +29,10 @@ def configure(parser):
     parser.add_argument("image", metavar="IMAGE", help="image file (or a shipped sample: chelsea.png)")
     parser.add_argument("--model", default="fasterrcnn_resnet50_fpn",
                         help="detection model (default: fasterrcnn_resnet50_fpn)")
-    parser.add_argument("--weights", default="DEFAULT", metavar="TAG", help="weights tag (default: DEFAULT)")
-    parser.add_argument("--score", type=_score, default=0.5, help="lowest score shown, in [0, 1] (default: 0.5)")
-    parser.add_argument("-o", "--output", default=None, help="PNG to write (default: IMAGE_boxes.png)")
+    parser.add_argument("--weights", default="DEFAULT", metavar="TAG|PATH",
+                        help="weights tag or local checkpoint (default: DEFAULT)")
+    parser.add_argument("--score", type=unit_interval, default=0.5, help="lowest score shown, in [0, 1] (default: 0.5)")
+    parser.add_argument("-o", "--output", default=None, help="image to write (default: IMAGE_boxes.png)")
     device_option.add_argument(parser)
 
 
@@ -107,17 +99,26 @@ def draw(image, detections, categories):
     return Image.fromarray(pixels.numpy().transpose(1, 2, 0))
 
 
+def _fresh_detector(model, state_dict):
+    """``model`` with random weights and no backbone download."""
+    from flowvision.models import create_model
+
+    return create_model(model, weights=None, weights_backbone=None)
+
+
 def run(args):
     """Detect, print and draw."""
     path = resolve_image(args.image)
     _check_model(args.model)
-    weights = detection_weights(args.model, args.weights)
+    weights, checkpoint = choose_task_weights(args.model, args.weights, detection_weights)
+    output = check_output(args.output or os.path.splitext(os.path.basename(path))[0] + "_boxes.png",
+                          extensions=IMAGE_EXTENSIONS)
     image = read_image(path)
     device = device_option.choose(args.device)
-    model = load_pretrained(args.model, weights).eval().to(device)
-    detections = detect(model, weights.transforms()(image).to(device), args.score)
+    model = load_checkpoint(args.model, checkpoint, _fresh_detector) if checkpoint else load_pretrained(args.model,
+                                                                                                      weights)
+    detections = detect(model.eval().to(device), weights.transforms()(image).to(device), args.score)
     categories = weights.meta["categories"]
-    output = args.output or os.path.splitext(os.path.basename(path))[0] + "_boxes.png"
     draw(image, detections, categories).save(output)
     print(path)
     print(summary(detections, categories))

@@ -1,11 +1,12 @@
 """List the registered models with their weight tags and ImageNet accuracy.
 
-    flowvision models [PATTERN] [--pretrained]
+    flowvision models [PATTERN...] [--pretrained]
 
-PATTERN is a shell-style wildcard (resnet1*, *resnext*); one without wildcards matches names that
-contain it. --pretrained keeps the models with published weights. The default tag of each
-model is marked with '*'; acc@1/acc@5 are the published ImageNet-1K figures of those weights,
-other metrics those of other tasks (e.g. mIoU of segmentation weights).
+Each PATTERN is a shell-style wildcard (resnet1*, *resnext*); one without wildcards matches names that
+contain it; a model matching any pattern is listed. --pretrained keeps the models with published
+weights. The default tag of each model (weights="DEFAULT", and the CLI's choice) is marked with '*';
+acc@1/acc@5 are the published ImageNet-1K figures of those weights, other metrics those of other tasks
+(e.g. mIoU of segmentation weights). Older names kept for compatibility are listed as aliases.
 """
 import difflib
 
@@ -14,7 +15,7 @@ from . import EXIT_UNKNOWN_MODEL, CLIError
 
 def configure(parser):
     """Add the models arguments."""
-    parser.add_argument("pattern", nargs="?", default="", metavar="PATTERN", help="wildcard filter on model names")
+    parser.add_argument("patterns", nargs="*", default=[], metavar="PATTERN", help="wildcard filters on model names")
     parser.add_argument("--pretrained", action="store_true", help="only models with pretrained weights")
 
 
@@ -43,9 +44,13 @@ def _metrics(meta):
 def rows(names):
     """One row per (model, weight tag): name, tag (default starred), acc@1, acc@5, params (M), other metrics."""
     from flowvision.models import get_model_weights, list_pretrained
+    from flowvision.models.registry import model_alias_of
 
     table = []
     for name in names:
+        if model_alias_of(name):
+            table.append((name, f"alias of {model_alias_of(name)}", "", "", "", ""))
+            continue
         if name not in list_pretrained():
             table.append((name, "-", "-", "-", "-", ""))
             continue
@@ -72,16 +77,25 @@ def format_table(table):
     return "\n".join(lines)
 
 
+FOOTNOTE = ("* the default weights: weights='DEFAULT' and the CLI load them; pretrained=True loads the first tag "
+            "listed (IMAGENET1K_V1 for ImageNet classifiers), as torchvision's legacy flag does")
+
+
 def run(args):
-    """Print the matching models, or fail with suggestions when none matches."""
+    """Print the models matching any pattern, or fail with suggestions when none matches."""
     from flowvision.models import list_models
 
-    names = list_models(_as_filter(args.pattern), pretrained=args.pretrained)
+    patterns = args.patterns or [""]
+    names = list_models([_as_filter(p) for p in patterns] if args.patterns else "", pretrained=args.pretrained)
     if not names:
         every = list_models(pretrained=args.pretrained)
-        close = difflib.get_close_matches(args.pattern.strip("*?"), every, n=3, cutoff=0.6)
+        close = list(dict.fromkeys(m for p in patterns  # closest first, each once
+                                   for m in difflib.get_close_matches(p.strip("*?"), every, n=3, cutoff=0.6)))
         hint = f" Did you mean: {', '.join(close)}?" if close else " Run 'flowvision models' to see them all."
         kind = "pretrained model" if args.pretrained else "model"
-        raise CLIError(f"no {kind} matches '{args.pattern}'.{hint}", EXIT_UNKNOWN_MODEL)
-    print(format_table(rows(names)))
+        raise CLIError(f"no {kind} matches {' or '.join(repr(p) for p in patterns)}.{hint}", EXIT_UNKNOWN_MODEL)
+    table = rows(names)
+    print(format_table(table))
+    if any(row[1].endswith(" *") for row in table):
+        print(FOOTNOTE)
     return 0

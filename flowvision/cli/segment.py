@@ -1,11 +1,12 @@
 """Segment an image with a pretrained model: write it with the class mask drawn over it, print the classes found.
 
-    flowvision segment IMAGE [--model deeplabv3_resnet50] [--weights TAG] [-o overlay.png] [--alpha 0.6] [--graph]
-                       [--device auto]
+    flowvision segment IMAGE [--model deeplabv3_resnet50] [--weights TAG|PATH] [-o overlay.png] [--alpha 0.6]
+                       [--graph] [--device auto]
 
 IMAGE is any file Pillow reads, or a photo shipped with flowvision (chelsea.png). The model is a
-segmentation model of `flowvision models 'fcn*' 'deeplab*' 'lraspp*'`; --weights is a tag of its
-weights (default DEFAULT: COCO with the 21 VOC classes). The overlay is written at the image's
+segmentation model of `flowvision models fcn deeplab lraspp`; --weights is a tag of its weights
+(default DEFAULT: COCO with the 21 VOC classes) or a local checkpoint of the model (any file
+engine.load reads), preprocessed and labelled like DEFAULT. The overlay is written at the image's
 own size (default: IMAGE's name with _overlay.png, in the current directory). Weights are
 downloaded once into $FLOWVISION_HOME/checkpoints; FLOWVISION_OFFLINE=1 forbids downloads.
 """
@@ -15,7 +16,9 @@ import numpy as np
 
 from . import device as device_option
 from . import EXIT_BAD_WEIGHTS, EXIT_UNKNOWN_MODEL, CLIError
-from .classify import _check_model, as_graph, graph_base, load_pretrained, read_image, resolve_image
+from .classify import (_check_model, as_graph, choose_task_weights, graph_base, load_checkpoint, load_pretrained,
+                       read_image, resolve_image)
+from .options import IMAGE_EXTENSIONS, check_output, unit_interval
 
 # a color per class index (VOC's palette order); index 0, the background, is never drawn
 PALETTE = ["black", "maroon", "green", "olive", "navy", "purple", "teal", "gray", "red", "lime", "yellow", "blue",
@@ -26,9 +29,10 @@ def configure(parser):
     """Add the segment arguments."""
     parser.add_argument("image", metavar="IMAGE", help="image file (or a shipped sample: chelsea.png)")
     parser.add_argument("--model", default="deeplabv3_resnet50", help="segmentation model (default: deeplabv3_resnet50)")
-    parser.add_argument("--weights", default="DEFAULT", metavar="TAG", help="weights tag (default: DEFAULT)")
-    parser.add_argument("-o", "--output", default=None, help="overlay PNG to write (default: IMAGE_overlay.png)")
-    parser.add_argument("--alpha", type=float, default=0.6, help="mask opacity in [0, 1] (default: 0.6)")
+    parser.add_argument("--weights", default="DEFAULT", metavar="TAG|PATH",
+                        help="weights tag or local checkpoint (default: DEFAULT)")
+    parser.add_argument("-o", "--output", default=None, help="overlay image to write (default: IMAGE_overlay.png)")
+    parser.add_argument("--alpha", type=unit_interval, default=0.6, help="mask opacity in [0, 1] (default: 0.6)")
     parser.add_argument("--graph", action="store_true", help="run the model as a static engine.nn.Graph")
     device_option.add_argument(parser)
 
@@ -84,21 +88,30 @@ def summary(labels, categories):
     return "\n".join(lines)
 
 
+def _fresh_segmenter(model, state_dict):
+    """``model`` with random weights and no backbone download, with the checkpoint's auxiliary head if it has one."""
+    from flowvision.models import create_model
+
+    aux = any(key.startswith("aux_classifier.") for key in state_dict)
+    return create_model(model, weights=None, weights_backbone=None, aux_loss=aux)
+
+
 def run(args):
     """Segment the image, write the overlay and print the classes."""
-    if not 0.0 <= args.alpha <= 1.0:
-        raise CLIError(f"--alpha must be in [0, 1], got {args.alpha}")
     path = resolve_image(args.image)
     _check_model(args.model)
-    weights = segmentation_weights(args.model, args.weights)
+    weights, checkpoint = choose_task_weights(args.model, args.weights, segmentation_weights)
+    output = check_output(args.output or os.path.splitext(os.path.basename(path))[0] + "_overlay.png",
+                          extensions=IMAGE_EXTENSIONS)
     image = read_image(path)
     device = device_option.choose(args.device)
-    model = load_pretrained(args.model, weights).eval().to(device)
+    model = load_checkpoint(args.model, checkpoint, _fresh_segmenter) if checkpoint else load_pretrained(args.model,
+                                                                                                       weights)
+    model = model.eval().to(device)
     runner = as_graph(model, graph_base()) if args.graph else model
     batch = weights.transforms()([image]).to(device)
     labels = predict_labels(runner, batch)
     drawn, full_labels = overlay(image, labels, args.alpha)
-    output = args.output or os.path.splitext(os.path.basename(path))[0] + "_overlay.png"
     drawn.save(output)
     print(path)
     print(summary(full_labels, weights.meta["categories"]))

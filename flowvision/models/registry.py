@@ -9,20 +9,24 @@ import re
 import sys
 
 __all__ = ["register_model", "list_models", "list_modules", "is_model", "model_entrypoint",
-           "is_model_pretrained", "create_model", "get_model", "ModelCreator"]
+           "is_model_pretrained", "create_model", "get_model", "ModelCreator", "model_alias_of"]
 
 _model_entrypoints = {}
 _model_to_module = {}
 _module_to_models = {}
 _model_has_pretrained = set()
+_model_aliases = {}
 
 
-def register_model(fn=None, *, has_pretrained=False):
-    """Register a model entrypoint under its function name; usable bare or with ``has_pretrained=``."""
+def register_model(fn=None, *, has_pretrained=False, alias_of=None):
+    """Register a model entrypoint under its function name; usable bare or with ``has_pretrained=``, or
+    ``alias_of=`` for an older name of another model (listed as such)."""
     def register(entrypoint):
         name = entrypoint.__name__
         module_name = entrypoint.__module__.split(".")[-1]
         _model_entrypoints[name] = entrypoint
+        if alias_of is not None:
+            _model_aliases[name] = alias_of
         _model_to_module[name] = module_name
         _module_to_models.setdefault(module_name, set()).add(name)
         if has_pretrained:
@@ -35,6 +39,11 @@ def register_model(fn=None, *, has_pretrained=False):
         return entrypoint
 
     return register if fn is None else register(fn)
+
+
+def model_alias_of(model_name):
+    """The model ``model_name`` is an older name of, or None."""
+    return _model_aliases.get(model_name)
 
 
 def _natural_key(name):

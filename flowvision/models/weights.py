@@ -47,12 +47,19 @@ def _categories(file_name):
 
 
 def _record(model, tag):
-    """The manifest record of (model, tag), with ``$FLOWVISION_WEIGHTS_MANIFEST``'s fields merged over it."""
+    """The manifest record of (model, tag), with ``$FLOWVISION_WEIGHTS_MANIFEST``'s fields merged over it.
+
+    The overlay is a JSON file ``{model: {tag: {field: value}}}`` (e.g. another ``url``, or the full
+    ``sha256`` of a mirrored file). A full 64-digit sha256 in it is checked whole, without also having
+    to set ``sha256_is_prefix``."""
     record = dict(_shipped_manifest()["models"][model]["weights"][tag])
     overlay_path = os.getenv(ENV_MANIFEST)
     if overlay_path:
         with open(overlay_path, encoding="utf-8") as f:
-            record.update(json.load(f).get(model, {}).get(tag, {}))
+            fields = json.load(f).get(model, {}).get(tag, {})
+        if len(fields.get("sha256", "")) == 64:
+            fields = {"sha256_is_prefix": False, **fields}
+        record.update(fields)
     return record
 
 
@@ -65,12 +72,22 @@ def _as_rgb_image(image):
     return image.convert("RGB")
 
 
+# The largest image the short-side resize may make (64 Mpx, 8192 x 8192): a thin strip such as a 20000x1
+# image would otherwise grow to 5,120,000 x 256 (27 s and 5.3 GB for one classification).
+MAX_RESIZED_PIXELS = 1 << 26
+
+
 def _resize_short_side(image, size, resample):
-    """``image`` (converted to RGB) resized so its shorter side is ``size``, keeping the aspect ratio."""
+    """``image`` (converted to RGB) resized so its shorter side is ``size``, keeping the aspect ratio; a
+    ValueError when the result would exceed MAX_RESIZED_PIXELS."""
     image = _as_rgb_image(image)
     width, height = image.size
     short, long = (width, height) if width <= height else (height, width)
     new_short, new_long = size, int(size * long / short)
+    if new_short * new_long > MAX_RESIZED_PIXELS:
+        new_size = (new_short, new_long) if width <= height else (new_long, new_short)
+        raise ValueError(f"a {width}x{height} image resized to a short side of {size} would be "
+                         f"{new_size[0]}x{new_size[1]}, over {MAX_RESIZED_PIXELS:,} pixels: crop it first")
     return image.resize((new_short, new_long) if width <= height else (new_long, new_short), resample)
 
 

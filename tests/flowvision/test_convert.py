@@ -46,20 +46,21 @@ def test_legacy_checkpoint_with_verify(tmp_path, reference, capsys):
 
 def test_mismatches_exit_non_zero_and_write_nothing(tmp_path, reference, capsys):
     torch.save(reference.state_dict(), tmp_path / "r18.pth")
-    assert main([str(tmp_path / "r18.pth"), "--model", "resnet34"]) == 1
+    assert main([str(tmp_path / "r18.pth"), "--model", "resnet34"]) == 6
     err = capsys.readouterr().err
-    assert "missing keys" in err and "layer1.2.conv1.weight" in err
+    assert len(err.splitlines()) == 1 and "96 missing keys (layer1.2.conv1.weight" in err
     state = dict(reference.state_dict(), **{"fc.weight": torch.zeros(10, 512), "extra.bias": torch.zeros(1)})
     torch.save(state, tmp_path / "bad.pth", _use_new_zipfile_serialization=False)
-    assert main([str(tmp_path / "bad.pth"), "--model", "resnet18"]) == 1
+    assert main([str(tmp_path / "bad.pth"), "--model", "resnet18"]) == 6
     err = capsys.readouterr().err
-    assert "fc.weight: checkpoint [10, 512] vs model [1000, 512]" in err and "unexpected keys (1)" in err
+    assert len(err.splitlines()) == 1
+    assert "1 unexpected keys (extra.bias)" in err and "fc.weight: checkpoint [10, 512] vs model [1000, 512]" in err
     assert not any(name.endswith(".safetensors") for name in os.listdir(tmp_path))
 
 
 def test_not_a_checkpoint(tmp_path, capsys):
     (tmp_path / "notes.pth").write_text("just text")
-    assert main([str(tmp_path / "notes.pth"), "--model", "resnet18"]) == 2
+    assert main([str(tmp_path / "notes.pth"), "--model", "resnet18"]) == 6
     err = capsys.readouterr().err
     assert "cannot read" in err and "is not a checkpoint" in err
 

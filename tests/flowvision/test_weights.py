@@ -153,3 +153,12 @@ def test_manifest_ships_in_a_non_editable_install(tmp_path):
                          check=True, capture_output=True, text=True).stdout.split()
     assert out[0].startswith(str(target))
     assert out[1:] == ["https://download.pytorch.org/models/resnet101-cd907fc2.pth", "tench", "1000"]
+
+
+def test_overlay_with_a_full_hash_checks_it_whole(tmp_path, monkeypatch):
+    overlay = tmp_path / "overlay.json"
+    overlay.write_text(json.dumps({"resnet18": {"IMAGENET1K_V1": {"sha256": "ab" * 32}}}))
+    monkeypatch.setenv(W.ENV_MANIFEST, str(overlay))
+    assert models.ResNet18_Weights.IMAGENET1K_V1.value.sha256 == "ab" * 32
+    overlay.write_text(json.dumps({"resnet18": {"IMAGENET1K_V1": {"url": "https://example.com/r18-f37072fd.pth"}}}))
+    assert models.ResNet18_Weights.IMAGENET1K_V1.value.sha256 is None  # the file name's prefix is checked

@@ -171,19 +171,19 @@ def deeplabv3_mobilenet_v3_large(pretrained=False, progress=True, *, weights=Non
                              pretrained_backbone, checkpoint_path)
 
 
-@register_model
+@register_model(alias_of="deeplabv3_resnet50")
 def deeplabv3_resnet50_coco(pretrained=False, progress=True, **kwargs):
     """flowvision's earlier name of ``deeplabv3_resnet50``."""
     return deeplabv3_resnet50(pretrained, progress, **kwargs)
 
 
-@register_model
+@register_model(alias_of="deeplabv3_resnet101")
 def deeplabv3_resnet101_coco(pretrained=False, progress=True, **kwargs):
     """flowvision's earlier name of ``deeplabv3_resnet101``."""
     return deeplabv3_resnet101(pretrained, progress, **kwargs)
 
 
-@register_model
+@register_model(alias_of="deeplabv3_mobilenet_v3_large")
 def deeplabv3_mobilenet_v3_large_coco(pretrained=False, progress=True, **kwargs):
     """flowvision's earlier name of ``deeplabv3_mobilenet_v3_large``."""
     return deeplabv3_mobilenet_v3_large(pretrained, progress, **kwargs)

@@ -70,13 +70,13 @@ def fcn_resnet101(pretrained=False, progress=True, *, weights=None, num_classes=
                        weights_backbone, pretrained_backbone, checkpoint_path)
 
 
-@register_model
+@register_model(alias_of="fcn_resnet50")
 def fcn_resnet50_coco(pretrained=False, progress=True, **kwargs):
     """flowvision's earlier name of ``fcn_resnet50``."""
     return fcn_resnet50(pretrained, progress, **kwargs)
 
 
-@register_model
+@register_model(alias_of="fcn_resnet101")
 def fcn_resnet101_coco(pretrained=False, progress=True, **kwargs):
     """flowvision's earlier name of ``fcn_resnet101``."""
     return fcn_resnet101(pretrained, progress, **kwargs)

@@ -88,7 +88,7 @@ def lraspp_mobilenet_v3_large(pretrained=False, progress=True, *, weights=None, 
     return finish_model(model, weights, progress, checkpoint_path)
 
 
-@register_model
+@register_model(alias_of="lraspp_mobilenet_v3_large")
 def lraspp_mobilenet_v3_large_coco(pretrained=False, progress=True, **kwargs):
     """flowvision's earlier name of ``lraspp_mobilenet_v3_large``."""
     return lraspp_mobilenet_v3_large(pretrained, progress, **kwargs)
