@@ -1,5 +1,6 @@
 """``engine.nn.functional``: PyTorch's functional API, one module per family of ops."""
 from .activation import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
 from .conv import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403

@@ -13,3 +13,5 @@ from .upsampling import *  # noqa: F401,F403
 from .flatten import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
+from .attention import *  # noqa: F401,F403
+from .transformer import *  # noqa: F401,F403
