@@ -4,11 +4,18 @@ from ...ops._common import xp_of
 
 
 class _Linear(Function):
-    """y = x W^T + b for x of shape (..., in), W (out, in), b (out,) or None."""
+    """y = x W^T + b for x of shape (..., in), W (out, in), b (out,) or None.
+
+    Leading dims are flattened into the GEMM's rows: numpy's matmul of a 3-D or 4-D x runs one small GEMM
+    per leading index, 1.1-5x slower (medians of 11 in-process alternating calls: 2x14x14x384 by 1536
+    outputs 8.2 -> 1.6 ms, 64x49x768 by 768 23.1 -> 11.6, 8x197x768 by 3072 29.3 -> 22.7). Whole models
+    at 1x3x224x224, eval (medians of 4 alternating calls): swin_t 235 -> 155 ms, convnext_tiny 250 -> 159.
+    """
 
     def forward(self, x, w, b):
         self.x, self.w = x, w
-        y = x @ w.T
+        n_in, n_out = w.shape[1], w.shape[0]
+        y = x @ w.T if x.ndim <= 2 else (x.reshape(-1, n_in) @ w.T).reshape(x.shape[:-1] + (n_out,))
         if b is not None:
             y += b
         return y
@@ -16,10 +23,10 @@ class _Linear(Function):
     def backward(self, gy):
         x, w = self.x, self.w
         gx = gw = gb = None
-        if self.needs_input_grad[0]:
-            gx = gy @ w
         n_in, n_out = w.shape[1], w.shape[0]
         g2 = gy.reshape(-1, n_out)
+        if self.needs_input_grad[0]:
+            gx = (g2 @ w).reshape(x.shape[:-1] + (n_in,))
         if self.needs_input_grad[1]:
             gw = g2.T @ x.reshape(-1, n_in)
         if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
