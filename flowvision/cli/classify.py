@@ -218,7 +218,8 @@ def _classifier_fitting(model, state_dict):
     from flowvision.models import create_model
 
     net = create_model(model)
-    key = f"{net.default_cfg.get('classifier')}.weight"
+    classifier = net.default_cfg.get("classifier")
+    key = f"{classifier[0] if isinstance(classifier, tuple) else classifier}.weight"  # GoogLeNet: fc first
     if key in state_dict and np.shape(state_dict[key])[0] != net.state_dict()[key].shape[0]:
         net = create_model(model, num_classes=np.shape(state_dict[key])[0])
     return net

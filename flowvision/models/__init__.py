@@ -6,10 +6,27 @@
 from ._features import FeatureInfo, FeatureListNet, create_feature_extractor, get_module_names
 from ._helpers import adapt_input_conv, load_checkpoint, load_state_dict
 from .registry import (ModelCreator, create_model, get_model, is_model, is_model_pretrained, list_models,
-                       list_modules, model_entrypoint, register_model)
+                       list_modules, model_alias_of, model_entrypoint, register_model)
 from .resnet import *  # noqa: F401,F403
 from .mobilenetv2 import *  # noqa: F401,F403
 from .mobilenetv3 import *  # noqa: F401,F403
 from .vgg import *  # noqa: F401,F403
+from .convnext import *  # noqa: F401,F403
+from .regnet import *  # noqa: F401,F403
+from .alexnet import *  # noqa: F401,F403
+from .densenet import *  # noqa: F401,F403
+from .googlenet import *  # noqa: F401,F403
+from .inception import *  # noqa: F401,F403
+from .squeezenet import *  # noqa: F401,F403
+from .shufflenetv2 import *  # noqa: F401,F403
+from .mnasnet import *  # noqa: F401,F403
+from .efficientnet import *  # noqa: F401,F403
+from .vision_transformer import *  # noqa: F401,F403
+from .swin_transformer import *  # noqa: F401,F403
+from .maxvit import *  # noqa: F401,F403
 from .weights import *  # noqa: F401,F403
-from . import detection, mobilenetv2, mobilenetv3, resnet, segmentation, vgg  # noqa: F401
+from . import convnext, detection, mobilenetv2, mobilenetv3, regnet, resnet, segmentation, vgg  # noqa: F401
+from . import alexnet, densenet, googlenet, inception, squeezenet  # noqa: F401
+from . import efficientnet, mnasnet, shufflenetv2  # noqa: F401
+from . import vision_transformer  # noqa: F401
+from . import maxvit, swin_transformer  # noqa: F401
