@@ -19,6 +19,7 @@ The machine is noisy: compare ratios from one run, not absolute times across run
 """
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -459,25 +460,60 @@ _OWN_PROCESSES = {"memory", "gpu"}
 REFERENCES = {"onnxruntime": "ONNX Runtime"}
 
 
-def print_ratios(title, rows, unit="ms", reference="PyTorch"):
-    """Rows of (case, 'torch'|'ours', value) printed as one line per case with the ratio ours/reference
-    (the 'torch' entry holds the reference: PyTorch, or ONNX Runtime for that suite)."""
+def format_ratios(title, rows, unit="ms", reference="PyTorch"):
+    """Rows of (case, 'torch'|'ours', value) as a markdown section: one line per case with the ratio
+    ours/reference (the 'torch' entry holds the reference: PyTorch, or ONNX Runtime for that suite)."""
     if not rows:
-        return
+        return ""
     cases = {}
     for case, who, value in rows:
         cases.setdefault(case, {})[who] = value
     scale = 1e3 if unit == "ms" else 1
-    print(f"\n## {title}\n")
-    print(f"| case | {reference} {unit} | ours {unit} | ours/{reference} |")
-    print("| --- | ---: | ---: | ---: |")
+    lines = [f"## {title}", "", f"| case | {reference} {unit} | ours {unit} | ours/{reference} |",
+             "| --- | ---: | ---: | ---: |"]
     ratios = []
     for case, t in cases.items():
         ratio = t["ours"] / t["torch"]
         ratios.append(ratio)
         factor = 1 if case.endswith("MiB") else scale  # a memory row among timings carries its unit
-        print(f"| {case} | {t['torch'] * factor:.2f} | {t['ours'] * factor:.2f} | {ratio:.2f} |")
-    print(f"\nworst ratio {max(ratios):.2f}, median ratio {statistics.median(ratios):.2f}")
+        lines.append(f"| {case} | {t['torch'] * factor:.2f} | {t['ours'] * factor:.2f} | {ratio:.2f} |")
+    lines += ["", f"worst ratio {max(ratios):.2f}, median ratio {statistics.median(ratios):.2f}"]
+    return "\n".join(lines)
+
+
+def machine_line(torch):
+    """The machine and library versions a table was measured with, for the performance page."""
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    gpu = ""
+    if torch.cuda.is_available():
+        gpu = f", GPU {torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
+    return (f"{cpu}, {os.cpu_count()} cores{gpu}; Python {platform.python_version()}, numpy {np.__version__}, "
+            f"torch {torch.__version__}")
+
+
+def update_page(path, sections):
+    """Write ``sections`` ({suite: markdown}) into the performance page at ``path``, replacing those suites'
+    sections and keeping the others (one current table per suite; history lives in git)."""
+    header = ("# Performance\n\nOne current table per `scripts/bench.py` suite, written by "
+              "`python scripts/bench.py --suite NAME --markdown docs/performance.md` (each section says when, "
+              "where and how it was measured). A ratio is ours / the reference, lower is better; the machines "
+              "are shared and noisy, so compare ratios within one table, not times across tables.\n")
+    kept = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for chunk in text.split("\n## ")[1:]:
+            kept[chunk.split("\n", 1)[0].strip()] = "## " + chunk.strip()
+    kept.update(sections)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(header + "".join(f"\n{kept[name]}\n" for name in sorted(kept)))
 
 
 def _framework_rows(args, name, torch, engine, framework):
@@ -514,6 +550,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3, help="processes per framework (alternating)")
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--markdown", metavar="PAGE", help="also write each suite's table into this markdown page "
+                                                            "(docs/performance.md), replacing its old section")
     parser.add_argument("--framework", choices=("torch", "ours"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -528,9 +566,17 @@ def main():
         return
     print(f"threads: {args.threads} (torch {torch.__version__}, numpy {np.__version__}), batch {args.batch}, "
           f"median of {args.repeat} runs in each of {args.rounds} processes per framework")
+    sections = {}
     for name in names:
         rows = SUITES[name](args, torch, engine) if name in _OWN_PROCESSES else _rows_in_processes(args, name)
-        print_ratios(name, rows, UNITS.get(name, "ms"), REFERENCES.get(name, "PyTorch"))
+        table = format_ratios(name, rows, UNITS.get(name, "ms"), REFERENCES.get(name, "PyTorch"))
+        if table:
+            print("\n" + table)
+            how = (f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine_line(torch)}; "
+                   f"`python scripts/bench.py {' '.join(sys.argv[1:])}`")
+            sections[name] = table.replace("\n\n", f"\n\n{how}\n\n", 1)
+    if args.markdown and sections:
+        update_page(args.markdown, sections)
 
 
 if __name__ == "__main__":

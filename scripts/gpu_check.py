@@ -1,6 +1,6 @@
 """The GPU check: one command for a machine with an NVIDIA GPU, CuPy and PyTorch; about 5 minutes.
 
-    python scripts/gpu_check.py [--out DIR] [--tests-only | --bench-only] [-k EXPR]
+    python scripts/gpu_check.py [--out DIR] [--tests-only | --bench-only] [-k EXPR] [--every-model]
 
 Runs the ``cuda`` tests (every CUDA kernel against PyTorch, every zoo model against itself on the CPU,
 training steps, the digits run) and the ``gpu`` bench suite (ours and PyTorch side by side), each in a
@@ -62,11 +62,15 @@ def main():
     parser.add_argument("--tests-only", action="store_true")
     parser.add_argument("--bench-only", action="store_true")
     parser.add_argument("-k", help="run only the cuda tests matching this pytest expression")
+    parser.add_argument("--every-model", action="store_true",
+                        help="every classifier up to 300M parameters, not the smallest of each family")
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"gpu_check {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {_machine()}", flush=True)
     status = 0
+    if args.every_model:
+        os.environ["CUDA_EVERY_MODEL"] = "1"
     if not args.bench_only:
         command = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-rfE", "-p", "no:cacheprovider",
                    "--durations=15", "--timeout=150", "--continue-on-collection-errors", "tests"]

@@ -1,0 +1,73 @@
+"""The README's model zoo table, generated from the registry and the weights manifest.
+
+    python scripts/model_table.py            # print the table
+    python scripts/model_table.py --check    # exit 1 when README.md's table is not this one
+
+One row per family module: its models (aliases left out), the weight tags they publish and the best
+published metric (ImageNet-1K acc@1 for classifiers, box mAP for detectors, mIoU for segmentation).
+"""
+import argparse
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BEGIN, END = "<!-- model zoo: scripts/model_table.py -->", "<!-- end of model zoo -->"
+# the metric a family's weights are best known by, in the manifest's metric names
+_METRICS = (("acc@1", "acc@1 {:.1f}"), ("box_map", "box mAP {:.1f}"), ("miou", "mIoU {:.1f}"))
+
+
+def _best(names):
+    """The best published headline metric among the models ``names``, formatted, or '-'."""
+    from flowvision.models import get_model_weights, list_pretrained
+
+    for key, text in _METRICS:
+        values = [dataset[key] for name in names if name in list_pretrained()
+                  for member in get_model_weights(name) for dataset in member.meta["_metrics"].values()
+                  if key in dataset]
+        if values:
+            return text.format(max(values))
+    return "-"
+
+
+def _tags(names):
+    from flowvision.models import get_model_weights, list_pretrained
+
+    tags = {tag for name in names if name in list_pretrained() for tag in get_model_weights(name).__members__}
+    return ", ".join(sorted(tags - {"DEFAULT"})) or "-"
+
+
+def table():
+    """The markdown table, one row per family module."""
+    sys.path.insert(0, ROOT)
+    from flowvision.models import list_models, list_modules
+    from flowvision.models.registry import model_alias_of
+
+    lines = ["| family | models | weights | best published |", "| --- | --- | --- | --- |"]
+    for module in list_modules():
+        names = [n for n in list_models(module=module) if not model_alias_of(n)]
+        lines.append(f"| {module} | {', '.join(names)} | {_tags(names)} | {_best(names)} |")
+    return "\n".join(lines)
+
+
+def readme_table(path=os.path.join(ROOT, "README.md")):
+    """The table between the markers in README.md."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with README.md's table")
+    args = parser.parse_args()
+    if args.check:
+        same = readme_table() == table()
+        print("README.md's model table is current" if same else "README.md's model table is stale: "
+              "replace it with `python scripts/model_table.py`'s output")
+        return 0 if same else 1
+    print(table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
