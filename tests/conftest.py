@@ -18,6 +18,7 @@ except ImportError:  # the parity tests import torch themselves and fail loudly 
 def pytest_configure(config):
     config.addinivalue_line("markers", "heavy: large parity runs (few, but part of the suite)")
     config.addinivalue_line("markers", "cuda: needs an NVIDIA GPU with CuPy (skipped without one)")
+    config.addinivalue_line("markers", "slow: whole-model runs, left out of the quick subset (-m 'not slow')")
 
 
 @pytest.fixture

@@ -14,6 +14,8 @@ from http_server import FileServer
 from notebook_runner import execute
 from weights_server import serve_weights
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOKS = os.path.join(REPO, "notebooks")
 IMAGES = os.path.join(REPO, "tests", "data", "images")

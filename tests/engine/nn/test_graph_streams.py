@@ -12,6 +12,8 @@ from engine.nn.graph import streams
 from op_check import assert_close
 from test_graph import InferenceGraph, SmallResNet, small_resnet_case
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 needs_openblas = pytest.mark.skipif(blas.threads() is None, reason="numpy is not linked to OpenBLAS here")
 
 

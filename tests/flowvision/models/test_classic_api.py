@@ -18,6 +18,8 @@ from flowvision.models import weights as W
 from model_parity import eval_outputs, image_batch, numpy_state
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 IMAGE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images", "chelsea.png")
 
 

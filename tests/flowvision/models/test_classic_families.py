@@ -11,6 +11,8 @@ from classic_parity import (CLASSIC, FAMILIES, TOL, check_structure, he_weights,
 from model_parity import eval_outputs, image_batch
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 
 @pytest.fixture
 def no_init(monkeypatch):

@@ -17,6 +17,8 @@ import flowvision.models as models
 import flowvision.models.detection as det
 from flowvision.datasets import load_digits
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 def _published(name, key, default):
     """A field of the model's DEFAULT weights' metadata (``default`` without published weights)."""
     if name not in models.list_pretrained():

@@ -15,6 +15,8 @@ import engine
 import flowvision.models.detection as det
 from flowvision import ops
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 SMALL = dict(min_size=200, max_size=320)
 BUILDERS = ["fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "fasterrcnn_mobilenet_v3_large_fpn",
             "fasterrcnn_mobilenet_v3_large_320_fpn"]

@@ -12,6 +12,8 @@ import engine
 import flowvision.models as models
 import flowvision.models.detection as det
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 SMALL = dict(min_size=224, max_size=352)
 LOSS_KEYS = ["loss_classifier", "loss_box_reg", "loss_keypoint", "loss_objectness", "loss_rpn_box_reg"]
 

@@ -19,6 +19,8 @@ from detection_parity import (assert_detections_match, assert_losses_match, asse
 from model_parity import numpy_state
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 TINY_SIZE = (64, 64)
 TINY_RATIOS = [[2], [2, 3], [2]]
 

@@ -9,6 +9,8 @@ import flowvision.models as models
 from model_parity import image_batch, ours_like, to_numpy, torch_model
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 # timm's resnet50 feature_info (timm names the stem output 'act1'; ours is torchvision's 'relu')
 TIMM_RESNET50_CHANNELS = [64, 256, 512, 1024, 2048]
 TIMM_RESNET50_REDUCTIONS = [2, 4, 8, 16, 32]

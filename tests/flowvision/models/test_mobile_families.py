@@ -22,6 +22,8 @@ from flowvision.ops import StochasticDepth
 from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 SHUFFLENETS = ["shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0"]
 MNASNETS = ["mnasnet0_5", "mnasnet0_75", "mnasnet1_0", "mnasnet1_3"]
 EFFICIENTNETS = [f"efficientnet_b{i}" for i in range(8)] + [f"efficientnet_v2_{s}" for s in "sml"]

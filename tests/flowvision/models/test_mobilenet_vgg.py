@@ -10,6 +10,8 @@ from engine.nn import init
 from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 MOBILENETS = ["mobilenet_v2", "mobilenet_v3_large", "mobilenet_v3_small"]
 VGGS = [f"vgg{depth}{bn}" for depth in (11, 13, 16, 19) for bn in ("", "_bn")]
 TOL = 1e-4

@@ -9,6 +9,8 @@ import flowvision.models as models_flow
 from model_parity import eval_outputs, image_batch, numpy_state, ours_like, to_numpy, torch_model
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 SMALL = ["resnet18", "resnet34", "resnet50", "resnext50_32x4d", "wide_resnet50_2"]
 LARGE = ["resnet101", "resnet152", "resnext101_32x8d", "resnext101_64x4d", "wide_resnet101_2"]
 TOL = 1e-4

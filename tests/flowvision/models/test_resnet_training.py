@@ -12,6 +12,8 @@ import flowvision.models as models_flow
 from flowvision.datasets import load_digits as load_shipped_digits
 from model_parity import numpy_state
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 BATCH = 64
 LR, MOMENTUM, EPOCHS = 0.02, 0.9, 4
 

@@ -20,6 +20,8 @@ from http_server import FileServer
 from model_parity import image_batch, numpy_state, randomize_norms
 from op_check import assert_close, check_op
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 NAMES = ["fcn_resnet50", "fcn_resnet101", "deeplabv3_resnet50", "deeplabv3_resnet101",
          "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"]
 TOL = 1e-4

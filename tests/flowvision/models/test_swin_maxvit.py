@@ -13,6 +13,8 @@ from engine.nn import init
 from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 SWINS = ["swin_t", "swin_s", "swin_b", "swin_v2_t", "swin_v2_s", "swin_v2_b"]
 TOL = 1e-4
 

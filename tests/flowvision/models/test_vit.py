@@ -21,6 +21,8 @@ from flowvision.models import weights as W
 from model_parity import image_batch, numpy_state, to_numpy
 from op_check import assert_close
 
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+
 VITS = ["vit_b_16", "vit_b_32", "vit_l_16", "vit_l_32", "vit_h_14"]
 TOL = 1e-4
 IMAGE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images", "chelsea.png")
