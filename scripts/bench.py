@@ -7,7 +7,8 @@ img/s ratios are the inverse. Suites: ops (conv2d/linear/batch_norm on ResNet-50
 resnet (eager and nn.Graph inference), mobilenet (the same for MobileNetV2/V3), train (one training
 step), build (model construction), load (weights from the cache), memory (peak inference memory
 above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and
-nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), onnxruntime (reference: ONNX Runtime
+nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager and nn.Graph inference of
+efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
 resnet50 inference at batch 1/8/64, a resnet50 training step at batch 64 with its peak memory,
 deeplabv3_resnet50 at 520x520 and fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN).
@@ -164,6 +165,13 @@ def suite_resnet(args, torch, engine):
 def suite_mobilenet(args, torch, engine):
     """Eager (and nn.Graph) inference of mobilenet_v2 and mobilenet_v3_large (depthwise layers) at batch 1, 8."""
     return _classification_rows(args, torch, engine, ("mobilenet_v2", "mobilenet_v3_large"))
+
+
+def suite_families(args, torch, engine):
+    """Eager (and nn.Graph) inference at batch 1 and 8 of one model per newer family: efficientnet_b0,
+    convnext_tiny, vit_b_16, swin_t, regnet_y_800mf."""
+    return _classification_rows(args, torch, engine, ("efficientnet_b0", "convnext_tiny", "vit_b_16", "swin_t",
+                                                      "regnet_y_800mf"))
 
 
 def _seeded_pair(torch, tv_module, fv_module, name, **kwargs):
@@ -452,7 +460,8 @@ def _gpu_train_rows(args, torch, engine, models, syncs):
 
 SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet, "train": suite_train,
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
-          "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu}
+          "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu,
+          "families": suite_families}
 UNITS = {"memory": "MiB"}
 # suites measured in this process: memory runs each framework in a process of its own, and on the GPU the
 # frameworks' memory pools are separate

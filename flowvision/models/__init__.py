@@ -11,22 +11,23 @@ from .resnet import *  # noqa: F401,F403
 from .mobilenetv2 import *  # noqa: F401,F403
 from .mobilenetv3 import *  # noqa: F401,F403
 from .vgg import *  # noqa: F401,F403
-from .convnext import *  # noqa: F401,F403
-from .regnet import *  # noqa: F401,F403
 from .alexnet import *  # noqa: F401,F403
-from .densenet import *  # noqa: F401,F403
+from .squeezenet import *  # noqa: F401,F403
 from .googlenet import *  # noqa: F401,F403
 from .inception import *  # noqa: F401,F403
-from .squeezenet import *  # noqa: F401,F403
+from .densenet import *  # noqa: F401,F403
 from .shufflenetv2 import *  # noqa: F401,F403
 from .mnasnet import *  # noqa: F401,F403
 from .efficientnet import *  # noqa: F401,F403
+from .regnet import *  # noqa: F401,F403
+from .convnext import *  # noqa: F401,F403
 from .vision_transformer import *  # noqa: F401,F403
 from .swin_transformer import *  # noqa: F401,F403
 from .maxvit import *  # noqa: F401,F403
 from .weights import *  # noqa: F401,F403
-from . import convnext, detection, mobilenetv2, mobilenetv3, regnet, resnet, segmentation, vgg  # noqa: F401
-from . import alexnet, densenet, googlenet, inception, squeezenet  # noqa: F401
-from . import efficientnet, mnasnet, shufflenetv2  # noqa: F401
-from . import vision_transformer  # noqa: F401
-from . import maxvit, swin_transformer  # noqa: F401
+from . import (alexnet, convnext, densenet, detection, efficientnet, googlenet, inception, maxvit,  # noqa: F401
+               mnasnet, mobilenetv2, mobilenetv3, regnet, resnet, segmentation, shufflenetv2, squeezenet,
+               swin_transformer, vgg, vision_transformer)
+from .registry import document_entrypoints as _document_entrypoints
+
+_document_entrypoints(lambda name: get_model_weights(name) if name in list_pretrained() else None)  # noqa: F405

@@ -5,11 +5,13 @@ filters and build them by name. Unknown names get the closest registered names a
 """
 import difflib
 import fnmatch
+import inspect
 import re
 import sys
 
 __all__ = ["register_model", "list_models", "list_modules", "is_model", "model_entrypoint",
-           "is_model_pretrained", "create_model", "get_model", "ModelCreator", "model_alias_of"]
+           "is_model_pretrained", "create_model", "get_model", "ModelCreator", "model_alias_of",
+           "document_entrypoints"]
 
 _model_entrypoints = {}
 _model_to_module = {}
@@ -44,6 +46,51 @@ def register_model(fn=None, *, has_pretrained=False, alias_of=None):
 def model_alias_of(model_name):
     """The model ``model_name`` is an older name of, or None."""
     return _model_aliases.get(model_name)
+
+
+def _weights_paragraph(name, weights_enum):
+    """The docstring paragraph on ``name``'s published weights (``weights_enum``: its enum, or None)."""
+    if weights_enum is None:
+        return ("Weights: none published; ``checkpoint_path=`` (or ``load_checkpoint``) loads a local "
+                "checkpoint.")
+    tags = [tag for tag in weights_enum.__members__ if tag != "DEFAULT"]
+    described = []
+    for tag in tags:
+        member = weights_enum[tag]
+        metrics = {k: v for dataset in member.meta["_metrics"].values() for k, v in dataset.items()}
+        headline = next((f"{k} {metrics[k]:g}" for k in ("acc@1", "box_map", "miou") if k in metrics), "")
+        default = ", the DEFAULT" if weights_enum.DEFAULT.name == tag else ""
+        described.append(f"{tag} ({headline}{default})" if headline or default else tag)
+    dense = sys.modules[_model_entrypoints[name].__module__].__name__.split(".")[-2] in ("segmentation", "detection")
+    legacy = "IMAGENET1K_V1" if "IMAGENET1K_V1" in tags else (tags[0] if dense else None)
+    pretrained = (f"``pretrained=True`` loads {legacy}, as torchvision's legacy flag does." if legacy else
+                  "``pretrained=True`` has no legacy weights to load here: pass ``weights=``.")
+    return (f"Weights: ``weights=`` takes a tag or a member of ``{weights_enum.__name__}``: "
+            f"{', '.join(described)}. {pretrained}")
+
+
+def document_entrypoints(weights_enum_of):
+    """Give every registered entrypoint ``weights=`` in its signature (it is accepted through ``**kwargs``)
+    and a docstring naming its paper (its family module's first paragraph) and its published weights;
+    ``weights_enum_of(name)`` gives a model's weights enum or None. Run once, after every family is
+    registered."""
+    for name, entrypoint in _model_entrypoints.items():
+        if getattr(entrypoint, "_documented", False):
+            continue
+        signature = inspect.signature(entrypoint)
+        params = list(signature.parameters.values())
+        if "weights" not in signature.parameters:
+            at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+            params.insert(at, inspect.Parameter("weights", inspect.Parameter.KEYWORD_ONLY, default=None))
+            entrypoint.__signature__ = signature.replace(parameters=params)
+        module_doc = inspect.getdoc(sys.modules[entrypoint.__module__]) or ""
+        paper = " ".join(module_doc.split("\n\n")[0].split())
+        target = model_alias_of(name)
+        parts = [inspect.getdoc(entrypoint) or name]
+        if target is None:
+            parts += [f"Family: {paper}" if paper else "", _weights_paragraph(name, weights_enum_of(name))]
+        entrypoint.__doc__ = "\n\n".join(p for p in parts if p)
+        entrypoint._documented = True
 
 
 def _natural_key(name):

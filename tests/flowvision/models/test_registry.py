@@ -208,3 +208,25 @@ def test_model_creator(monkeypatch):
     assert len({len(line) for line in lines}) == 1
     model = ModelCreator.create_model("resnet18", num_classes=3)
     assert isinstance(model, models.ResNet) and model.num_classes == 3
+
+
+def test_every_entrypoint_documents_its_weights_and_paper():
+    """help(models.X) shows ``weights=`` in the signature, the family's paper and what each weights tag and
+    ``pretrained=True`` give."""
+    import inspect
+
+    from flowvision.models import get_model_weights, list_models, list_pretrained, model_alias_of, model_entrypoint
+
+    for name in list_models():
+        entrypoint = model_entrypoint(name)
+        assert "weights" in inspect.signature(entrypoint).parameters, name
+        doc = entrypoint.__doc__
+        if model_alias_of(name):
+            continue
+        assert "\n\nFamily: " in doc and "\n\nWeights: " in doc, name
+        if name in list_pretrained():
+            enum = get_model_weights(name)
+            assert f"``{enum.__name__}``" in doc and f"{enum.DEFAULT.name} (" in doc and "``pretrained=True``" in doc
+    assert "pretrained=True`` loads IMAGENET1K_V1" in model_entrypoint("resnet50").__doc__
+    assert "acc@1 80.858, the DEFAULT" in model_entrypoint("resnet50").__doc__
+    assert "no legacy weights" in model_entrypoint("regnet_y_128gf").__doc__
