@@ -6,8 +6,8 @@ activation) into one pass over the convolution's output:
     y = activation(y * scale + shift + residual)
 
 per output channel for ``scale`` and ``shift`` (1-D arrays of the output's channel count, on the
-output's device), with every field optional. ``activation`` is None, ``"relu"``, ``"hardswish"``
-or ``("clip", lo, hi)`` (ReLU6 and Hardtanh).
+output's device), with every field optional. ``activation`` is None, ``"relu"``, ``"hardswish"``,
+``"silu"`` or ``("clip", lo, hi)`` (ReLU6 and Hardtanh).
 """
 from typing import Any, NamedTuple, Optional, Tuple, Union
 

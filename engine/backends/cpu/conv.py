@@ -694,6 +694,13 @@ def _row_epilogue(rows, n, epilogue):
             np.clip(gate, 0, 6, out=gate)
             r *= gate
             r *= 1 / 6
+        elif activation == "silu":  # x * (1 / (1 + exp(-x))), the eager SiLU's operations
+            gate = np.negative(r)
+            with np.errstate(over="ignore"):
+                np.exp(gate, out=gate)
+            gate += 1
+            np.reciprocal(gate, out=gate)
+            r *= gate
         elif activation is not None:
             np.clip(r, activation[1], activation[2], out=r)
     return apply

@@ -227,3 +227,28 @@ def test_mixed_devices(cuda):
         F.conv2d(engine.ones(1, 1, 3, 3).cuda(), engine.ones(1, 1, 1, 1))
     out = a * engine.tensor(2.0)
     assert out.device.type == "cuda" and out.cpu().tolist() == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("activation", [None, "relu", "hardswish", "silu", ("clip", 0.0, 6.0)])
+@pytest.mark.parametrize("groups", [1, 6])
+def test_fused_epilogue(cuda, activation, groups):
+    """A graph's fused convolution on the GPU: (conv + b) * scale + shift + residual, then the activation,
+    in the output pass (dense layers) or after the depthwise kernel."""
+    import sys
+
+    from engine import backends
+    from engine.backends import Epilogue
+
+    cp = sys.modules["cupy"]
+    x, w, b = _rand(2, 6, 9, 11), _rand(12, 6 // groups, 3, 3, seed=1), _rand(12, seed=2)
+    scale, shift, residual = _rand(12, seed=3), _rand(12, seed=4), _rand(2, 12, 9, 11, seed=5)
+    epilogue = Epilogue(cp.asarray(scale), cp.asarray(shift), cp.asarray(residual), activation)
+    y, _ = backends.kernels(cp.asarray(x), "conv").conv2d_forward(
+        cp.asarray(x), cp.asarray(w), cp.asarray(b), (1, 1), (1, 1, 1, 1), (1, 1), groups, weight_grad=False,
+        epilogue=epilogue)
+    ref = TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1, 1, groups)
+    ref = ref * torch.from_numpy(scale)[:, None, None] + torch.from_numpy(shift)[:, None, None] + torch.from_numpy(residual)
+    ref = {None: lambda t: t, "relu": TF.relu, "hardswish": TF.hardswish, "silu": TF.silu}.get(
+        activation, lambda t: t.clamp(0.0, 6.0))(ref)
+    from op_check import assert_close
+    assert_close(cp.asnumpy(y), ref.numpy(), 1e-5)
