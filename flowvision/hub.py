@@ -3,9 +3,11 @@
 Files land in ``<get_dir()>/checkpoints`` (``$FLOWVISION_HOME``, default ``~/.cache/flowvision``).
 A download goes to ``<file>.partial`` (resumed with an HTTP Range request after a cut), is checked
 against its sha256 (the full hash when known, else the ``-<hex>`` prefix in the file name, as
-torch.hub does) and only then renamed into place, under a file lock so that concurrent processes
-end with one valid file. The first load converts the checkpoint to ``<file>.safetensors`` beside
-it, recording the source's hash and size; later loads memory-map that file. With
+torch.hub does) and only then renamed into place, under a file lock (in ``checkpoints/.locks``) so
+that concurrent processes end with one valid file. The first load converts a flat state_dict to
+``<stem>.safetensors``, recording the source's URL, hash and size, and deletes the download, so the
+cache holds one file per checkpoint; later loads memory-map it. A checkpoint that is not a flat
+state_dict (nested or holding non-tensors) stays as downloaded. With
 ``FLOWVISION_OFFLINE=1`` nothing is downloaded and a missing file is reported with the exact
 path where a manual download can be placed.
 """
@@ -151,29 +153,33 @@ def _is_flat_state_dict(obj):
     return isinstance(obj, Mapping) and all(isinstance(k, str) and isinstance(v, engine.Tensor) for k, v in obj.items())
 
 
-def _load_converted(converted, source, expected):
-    """The cached safetensors conversion of ``source``, or None when it is missing, stale or corrupt."""
+def _load_converted(converted, source, expected, map_location):
+    """The cached safetensors conversion of ``source``, or None when it is missing, stale or corrupt.
+
+    A ``source`` file present beside it (a manual download) must have the size it was converted from.
+    """
     if not os.path.exists(converted):
         return None
     try:
         meta = read_metadata(converted)
         source_matches = not os.path.exists(source) or os.path.getsize(source) == int(meta.get("source_size", -1))
         if source_matches and (not expected or meta.get("source_sha256", "").startswith(expected)):
-            return load(converted)
+            return load(converted, map_location=map_location)
     except (UnpicklingError, ValueError, OSError):
         pass
     _remove(converted)
     return None
 
 
-def _convert(source, converted, url, sha256):
-    """Read ``source`` and, when it is a flat state_dict, write it as safetensors to ``converted``."""
-    state_dict = load(source)
-    if _is_flat_state_dict(state_dict):
-        save(state_dict, converted, metadata={
-            "source_url": url, "source_sha256": sha256, "source_size": str(os.path.getsize(source))})
-        return load(converted)
-    return state_dict
+def _convert(source, converted, url, sha256, map_location, weights_only):
+    """Read ``source``; a flat state_dict is written as safetensors to ``converted`` and ``source`` deleted."""
+    state_dict = load(source, weights_only=weights_only)
+    if not _is_flat_state_dict(state_dict):
+        return load(source, map_location=map_location, weights_only=weights_only)
+    save(state_dict, converted, metadata={
+        "source_url": url, "source_sha256": sha256, "source_size": str(os.path.getsize(source))})
+    _remove(source)
+    return load(converted, map_location=map_location)
 
 
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=True,
@@ -182,7 +188,8 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
 
     ``check_hash`` verifies the sha256: ``sha256`` (full hash, e.g. from the weight manifest) or
     the ``-<hex>`` prefix in the file name. ``map_location`` and ``weights_only`` follow
-    ``engine.load``. A cached file that fails its check is deleted and downloaded again.
+    ``engine.load``. A cached file that fails its check is deleted and downloaded again; a
+    conversion whose metadata or data cannot be read is too.
     """
     directory = model_dir if model_dir is not None else os.path.join(get_dir(), "checkpoints")
     os.makedirs(directory, exist_ok=True)
@@ -190,9 +197,11 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
     cached = os.path.join(directory, file_name)
     converted = os.path.splitext(cached)[0] + ".safetensors"
     expected = _expected_hash(file_name, sha256) if check_hash else None
-    with _file_lock(cached + ".lock"):
+    locks = os.path.join(directory, ".locks")
+    os.makedirs(locks, exist_ok=True)
+    with _file_lock(os.path.join(locks, file_name + ".lock")):
         if converted != cached:
-            state_dict = _load_converted(converted, cached, expected)
+            state_dict = _load_converted(converted, cached, expected, map_location)
             if state_dict is not None:
                 return state_dict
         actual = _file_sha256(cached) if os.path.exists(cached) else None
@@ -208,4 +217,4 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
             actual = _file_sha256(cached)
         if converted == cached:
             return load(cached, map_location=map_location, weights_only=weights_only)
-        return _convert(cached, converted, url, actual)
+        return _convert(cached, converted, url, actual, map_location, weights_only)

@@ -59,7 +59,8 @@ def test_first_download_then_cache_hit(server, cache, fmt, capsys):
     server.files[name] = data
     _assert_state(hub.load_state_dict_from_url(server.url(name), progress=True), state)
     assert len(_gets(server, name)) == 1
-    assert sorted(os.listdir(cache)) == sorted([name, name + ".lock", name[:-4] + ".safetensors"])
+    assert sorted(os.listdir(cache)) == [".locks", name[:-4] + ".safetensors"]  # the download was converted
+    assert os.listdir(cache / ".locks") == [name + ".lock"]
     meta = read_metadata(cache / (name[:-4] + ".safetensors"))
     assert meta["source_sha256"] == hashlib.sha256(data).hexdigest() and meta["source_url"] == server.url(name)
     _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
@@ -109,7 +110,7 @@ def test_hash_mismatch_leaves_nothing(server, cache):
     server.fault = "wrong"
     with pytest.raises(hub.HashMismatchError, match=f'{server.url(name)}: expected sha256 "{name[8:16]}", got "'):
         hub.load_state_dict_from_url(server.url(name), progress=False)
-    assert [f for f in os.listdir(cache) if not f.endswith(".lock")] == []
+    assert os.listdir(cache) == [".locks"]
 
 
 def test_full_sha256_is_checked(server):
@@ -128,7 +129,7 @@ def test_http_errors(server, cache, fault, code):
     with pytest.raises(hub.DownloadError, match=f"HTTP Error {code}.*x-00000000.pth"):
         hub.load_state_dict_from_url(server.url("x-00000000.pth"), progress=False)
     assert len(server.requests) == 1
-    assert [f for f in os.listdir(cache) if not f.endswith(".lock")] == []
+    assert os.listdir(cache) == [".locks"]
 
 
 def test_connection_refused_is_retried_then_names_the_cache_path(cache, monkeypatch):
@@ -160,18 +161,46 @@ def test_corrupt_cached_files_are_detected(server, cache):
     server.files[name] = data
     hub.load_state_dict_from_url(server.url(name), progress=False)
     converted = cache / (name[:-4] + ".safetensors")
-    converted.write_bytes(converted.read_bytes()[:-10])  # truncated conversion: rebuilt from the .pth
+    converted.write_bytes(converted.read_bytes()[:-10])  # truncated conversion: fetched again
     _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
-    assert len(server.requests) == 1
-    (cache / name).write_bytes(data[:-50])  # truncated source: fetched again
+    assert len(server.requests) == 2
+    converted.write_bytes(b"\x00" * 16)  # unreadable header: fetched again
+    _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
+    assert len(server.requests) == 3
+    converted.unlink()
+    (cache / name).write_bytes(data[:-50])  # truncated manual download: fetched again
     with pytest.warns(UserWarning, match="corrupt"):
         _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
-    assert len(server.requests) == 2
+    assert len(server.requests) == 4
     converted.unlink()
     (cache / name).write_bytes(bytes([data[0] ^ 1]) + data[1:])  # same size, wrong bytes
     with pytest.warns(UserWarning, match="corrupt"):
         _assert_state(hub.load_state_dict_from_url(server.url(name), progress=False), state)
-    assert len(server.requests) == 3
+    assert len(server.requests) == 5
+    assert sorted(os.listdir(cache)) == [".locks", converted.name]
+
+
+def test_conversion_from_another_source_is_replaced(server, cache):
+    old, _ = _checkpoint(seed=1)
+    new, state = _checkpoint(seed=2)
+    server.files["plain.pth"] = old
+    hub.load_state_dict_from_url(server.url("plain.pth"), progress=False)
+    server.files["plain.pth"] = new
+    _assert_state(hub.load_state_dict_from_url(server.url("plain.pth"), sha256=hashlib.sha256(new).hexdigest(),
+                                               progress=False), state)
+    assert len(server.requests) == 2
+
+
+def test_nested_checkpoint_is_kept_as_downloaded(server, cache):
+    state = {"model": {"w": torch.arange(6.0)}, "epoch": 3}
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    server.files["nested.pth"] = buffer.getvalue()
+    loaded = hub.load_state_dict_from_url(server.url("nested.pth"), progress=False)
+    assert loaded["epoch"] == 3 and np.array_equal(loaded["model"]["w"].numpy(), np.arange(6.0, dtype=np.float32))
+    assert sorted(os.listdir(cache)) == [".locks", "nested.pth"]
+    hub.load_state_dict_from_url(server.url("nested.pth"), progress=False)
+    assert len(server.requests) == 1
 
 
 def test_two_processes_end_with_one_valid_file(server, cache, tmp_path):
@@ -183,5 +212,5 @@ def test_two_processes_end_with_one_valid_file(server, cache, tmp_path):
         results = pool.map(hub_download_worker, [(str(tmp_path / "home"), server.url(name))] * 2)
     assert results[0] == results[1]
     assert len(_gets(server, name)) == 1
-    assert sorted(os.listdir(cache)) == sorted([name, name + ".lock", name[:-4] + ".safetensors"])
-    assert hashlib.sha256((cache / name).read_bytes()).digest() == hashlib.sha256(data).digest()
+    assert sorted(os.listdir(cache)) == [".locks", name[:-4] + ".safetensors"]
+    assert read_metadata(cache / (name[:-4] + ".safetensors"))["source_sha256"] == hashlib.sha256(data).hexdigest()
