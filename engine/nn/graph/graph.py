@@ -217,6 +217,7 @@ class Graph:
             for lo, hi in bounds:
                 self._part_plan(plan, spec, leaves, lo, hi)
             backends.runtime(leaves[0].device).release_scratch()  # sized by the whole batch; streams need less
+        plan.input_signature = (spec, key[0])
         self._plans[key] = plan
         self._last_plan = plan
         return outputs

@@ -60,6 +60,7 @@ class Plan:
         self.log = []
         self.stream_batch = None  # set where the batch may run as streams (graph/streams.py)
         self.parts = {}  # the stream plans, by their number of samples
+        self.input_signature = None  # (input spec, [(shape, dtype, device)]): set by nn.Graph, saved with the plan
 
     def plan_liveness(self):
         """Drop each slot's value right after its last reader, so memory is freed as early as eager."""
