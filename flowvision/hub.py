@@ -1,15 +1,20 @@
 """Download and cache checkpoints: ``load_state_dict_from_url`` and ``download_url_to_file`` (torch.hub's API).
 
 Files land in ``<get_dir()>/checkpoints`` (``$FLOWVISION_HOME``, default ``~/.cache/flowvision``).
-A download goes to ``<file>.partial`` (resumed with an HTTP Range request after a cut), is checked
-against its sha256 (the full hash when known, else the ``-<hex>`` prefix in the file name, as
-torch.hub does) and only then renamed into place, under a file lock (in ``checkpoints/.locks``) so
-that concurrent processes end with one valid file. The first load converts a flat state_dict to
-``<stem>.safetensors``, recording the source's URL, hash and size, and deletes the download, so the
-cache holds one file per checkpoint; later loads memory-map it. A checkpoint that is not a flat
-state_dict (nested or holding non-tensors) stays as downloaded. With
-``FLOWVISION_OFFLINE=1`` nothing is downloaded and a missing file is reported with the exact
-path where a manual download can be placed.
+A download goes to ``<file>.partial`` (resumed with an HTTP Range request after a cut, the server's
+``Content-Range`` checked against the offset asked for), is checked against its sha256 (the full
+hash when known, else the ``-<hex>`` prefix in the file name, as torch.hub does) or, without one,
+against the size the server stated, and only then renamed into place. Each destination has a file
+lock (in ``.locks`` beside it), so concurrent processes end with one valid file. A whole download
+has a deadline (``timeout=``, ``$FLOWVISION_DOWNLOAD_TIMEOUT``, default 30 minutes) besides the 30 s
+a stalled connection may wait.
+
+The first load converts a flat state_dict to ``<stem>.safetensors``, recording the source's URL,
+hash and size, and deletes the download, so the cache holds one file per checkpoint; later loads
+memory-map it. A checkpoint that is not a flat state_dict (nested or holding non-tensors) stays as
+downloaded; a download that does not load is deleted. With ``FLOWVISION_OFFLINE=1`` nothing is
+downloaded and nothing is deleted: a missing file is reported with the exact path where a manual
+download can be placed, and a corrupt one is moved aside to ``<file>.corrupt``.
 """
 import contextlib
 import fcntl
@@ -24,26 +29,45 @@ from urllib.parse import urlparse
 
 import requests
 from tqdm import tqdm
+from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 import engine
 from engine.serialization import UnpicklingError, load, read_metadata, save
 
-__all__ = ["get_dir", "set_dir", "is_offline", "download_url_to_file", "load_state_dict_from_url",
-           "DownloadError", "HashMismatchError"]
+__all__ = ["get_dir", "set_dir", "is_offline", "download_timeout", "download_url_to_file",
+           "load_state_dict_from_url", "DownloadError", "CorruptDownloadError", "HashMismatchError"]
 
 ENV_HOME = "FLOWVISION_HOME"
 ENV_OFFLINE = "FLOWVISION_OFFLINE"
+ENV_TIMEOUT = "FLOWVISION_DOWNLOAD_TIMEOUT"
+DEFAULT_TIMEOUT = 1800.0  # seconds for a whole download: the 548 MB vgg19 at 300 KB/s, retries included
+_STALL_TIMEOUT = 30.0  # seconds a connection may wait to connect or between two reads
 _HASH_IN_NAME = re.compile(r"-([a-f0-9]+)\.")
-_CHUNK = 1 << 16  # small enough that a cut transfer keeps most of what arrived
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+# the most bytes taken from the socket at once; a cut transfer keeps what arrived. Bodies are read with
+# urllib3's HTTPResponse.read1 (urllib3 >= 2.3), which returns what one read brought, so a server that
+# trickles bytes still meets the deadline check between reads.
+_CHUNK = 1 << 16
 _hub_dir = None
 
 
 class DownloadError(RuntimeError):
-    """A download that failed: an HTTP error status, or the network after every retry."""
+    """A download that failed: an HTTP error status, the network after every retry, or its deadline.
+
+    ``reason`` says which in a few words.
+    """
+
+    def __init__(self, message, reason):
+        super().__init__(message)
+        self.reason = reason
 
 
-class HashMismatchError(RuntimeError):
-    """A downloaded file whose sha256 is not the expected one (it was deleted)."""
+class CorruptDownloadError(RuntimeError):
+    """A downloaded (or manually placed) file that is not what was expected; it was not kept as valid."""
+
+
+class HashMismatchError(CorruptDownloadError):
+    """A file whose sha256 is not the expected one."""
 
 
 def get_dir():
@@ -62,6 +86,19 @@ def set_dir(d):
 def is_offline():
     """Whether ``FLOWVISION_OFFLINE`` forbids downloads."""
     return os.getenv(ENV_OFFLINE, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def download_timeout(timeout=None):
+    """The deadline in seconds for one download: ``timeout``, else ``$FLOWVISION_DOWNLOAD_TIMEOUT``, else 1800."""
+    if timeout is None:
+        text = os.getenv(ENV_TIMEOUT, "").strip()
+        try:
+            timeout = float(text) if text else DEFAULT_TIMEOUT
+        except ValueError:
+            raise ValueError(f"{ENV_TIMEOUT} must be a number of seconds, got {text!r}") from None
+    if not timeout > 0:
+        raise ValueError(f"the download timeout must be a positive number of seconds, got {timeout!r}")
+    return float(timeout)
 
 
 def _file_sha256(path):
@@ -83,8 +120,13 @@ def _expected_hash(file_name, sha256):
 
 @contextlib.contextmanager
 def _file_lock(path):
-    """An exclusive ``fcntl`` lock on ``path`` (created if needed) for the duration of the block."""
-    with open(path, "a+") as handle:
+    """An exclusive ``fcntl`` lock for the file at ``path`` for the duration of the block.
+
+    The lock file is ``.locks/<name>.lock`` in the same folder, so the cache itself only holds checkpoints.
+    """
+    locks = os.path.join(os.path.dirname(os.path.abspath(path)), ".locks")
+    os.makedirs(locks, exist_ok=True)
+    with open(os.path.join(locks, os.path.basename(path) + ".lock"), "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -99,46 +141,91 @@ def _remove(*paths):
             os.remove(path)
 
 
-def _fetch_once(url, partial, progress, timeout):
-    """One GET of ``url`` appended to ``partial`` (resuming from its size); True when complete."""
+class _DeadlinePassed(Exception):
+    """Raised inside a transfer when the download's deadline has passed."""
+
+
+def _remaining(deadline):
+    """Seconds left before ``deadline`` (a ``time.monotonic`` value); raises once none are."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _DeadlinePassed
+    return left
+
+
+def _body_start(response, offset, partial):
+    """Where the response's body goes in the file: ``offset`` for the part asked for, 0 for the whole file,
+    None for a part that does not continue ``partial`` (which is then deleted)."""
+    if response.status_code != 206:
+        return 0  # the server sent the whole file
+    match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
+    start = int(match.group(1)) if match else None
+    if start == offset:
+        return offset
+    _remove(partial)
+    return 0 if start == 0 else None
+
+
+def _stated_size(response, start):
+    """The whole file's size as the server states it (Content-Range, else Content-Length), or None."""
+    match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
+    if match and match.group(3) != "*":
+        return int(match.group(3))
+    length = response.headers.get("Content-Length")
+    return start + int(length) if length is not None else None
+
+
+def _fetch_once(url, partial, progress, deadline):
+    """One GET of ``url`` continuing ``partial``; True when it holds the whole file (as far as the server says)."""
     offset = os.path.getsize(partial) if os.path.exists(partial) else 0
     headers = {"Range": f"bytes={offset}-"} if offset else {}
+    timeout = min(_STALL_TIMEOUT, _remaining(deadline))
     with requests.get(url, stream=True, headers=headers, timeout=timeout) as response:
         if response.status_code == 416:  # the partial file is not a prefix of this one: start over
             _remove(partial)
             return False
         if response.status_code >= 400:
-            raise DownloadError(f"HTTP Error {response.status_code}: {response.reason} for url {url}")
-        if response.status_code != 206:
-            offset = 0  # the server sent the whole file
-        length = response.headers.get("Content-Length")
-        total = offset + int(length) if length is not None else None
-        with open(partial, "ab" if offset else "wb") as f, \
-                tqdm(total=total, initial=offset, unit="B", unit_scale=True, unit_divisor=1024,
+            raise DownloadError(f"HTTP Error {response.status_code}: {response.reason} for url {url}",
+                                f"HTTP Error {response.status_code}: {response.reason}")
+        start = _body_start(response, offset, partial)
+        if start is None:
+            return False
+        total = _stated_size(response, start)
+        with open(partial, "ab" if start else "wb") as f, \
+                tqdm(total=total, initial=start, unit="B", unit_scale=True, unit_divisor=1024,
                      disable=not progress, desc=os.path.basename(urlparse(url).path), file=sys.stderr) as bar:
-            for chunk in response.iter_content(_CHUNK):
+            while chunk := response.raw.read1(_CHUNK, decode_content=True):
                 f.write(chunk)
                 bar.update(len(chunk))
-    return total is None or os.path.getsize(partial) >= total
+                _remaining(deadline)
+    size = os.path.getsize(partial)
+    if total is not None and size > total:
+        _remove(partial)
+        return False
+    return total is None or size == total
 
 
-def download_url_to_file(url, dst, hash_prefix=None, progress=True, retries=4, backoff=0.5, timeout=30):
-    """Download ``url`` to ``dst``: resumable, retried with backoff, sha256-checked, renamed atomically.
-
-    ``hash_prefix`` is the expected sha256 or a prefix of it. On a mismatch nothing is left behind.
-    """
+def _download(url, dst, hash_prefix, progress, retries=4, backoff=0.5, timeout=None):
+    """``download_url_to_file`` without its lock (callers hold it)."""
     partial = dst + ".partial"
-    for attempt in range(retries + 1):
-        try:
-            if _fetch_once(url, partial, progress, timeout):
-                break
-            error = "the transfer ended early"
-        except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as e:
-            error = e
-        if attempt == retries:
-            raise DownloadError(f"could not download {url} after {retries + 1} attempts ({error}). Download it "
-                                f"manually and place it at {dst}")
-        time.sleep(backoff * 2 ** attempt)
+    seconds = download_timeout(timeout)
+    deadline = time.monotonic() + seconds
+    try:
+        for attempt in range(retries + 1):
+            try:
+                if _fetch_once(url, partial, progress, deadline):
+                    break
+                error = "the transfer ended early"
+            except (requests.ConnectionError, requests.Timeout, ProtocolError, ReadTimeoutError) as e:
+                error = e
+            if attempt == retries:
+                raise DownloadError(f"could not download {url} after {retries + 1} attempts ({error}). Download it "
+                                    f"manually and place it at {dst}", "no network connection")
+            time.sleep(min(backoff * 2 ** attempt, _remaining(deadline)))
+    except _DeadlinePassed:
+        raise DownloadError(f"the download of {url} did not finish within {seconds:g} s (the deadline; set "
+                            f"{ENV_TIMEOUT} or timeout= for more). Download it manually and place it at {dst}",
+                            f"not finished within {seconds:g} s") from None
     if hash_prefix:
         actual = _file_sha256(partial)
         if not actual.startswith(hash_prefix.lower()):
@@ -146,6 +233,18 @@ def download_url_to_file(url, dst, hash_prefix=None, progress=True, retries=4, b
             raise HashMismatchError(f'invalid hash value for {url}: expected sha256 "{hash_prefix}", '
                                     f'got "{actual}"; the file was deleted')
     os.replace(partial, dst)
+
+
+def download_url_to_file(url, dst, hash_prefix=None, progress=True, retries=4, backoff=0.5, timeout=None):
+    """Download ``url`` to ``dst``: resumable, retried with backoff, sha256-checked, renamed atomically.
+
+    ``hash_prefix`` is the expected sha256 or a prefix of it; without one the size the server states
+    is checked. On a mismatch nothing is left behind. ``timeout`` is the deadline in seconds for the
+    whole download, retries included (see ``download_timeout``). Concurrent calls for the same ``dst``
+    take turns (a file lock), so each ends with the complete file.
+    """
+    with _file_lock(dst):
+        _download(url, dst, hash_prefix, progress, retries, backoff, timeout)
 
 
 def _is_flat_state_dict(obj):
@@ -182,14 +281,34 @@ def _convert(source, converted, url, sha256, map_location, weights_only):
     return load(converted, map_location=map_location)
 
 
+def _check_cached(cached, expected, url):
+    """The sha256 of the cached download, or None when there is none or it failed its check.
+
+    Online a corrupt file is deleted (and downloaded again); offline it is moved aside, never deleted.
+    """
+    if not os.path.exists(cached):
+        return None
+    actual = _file_sha256(cached)
+    if not expected or actual.startswith(expected):
+        return actual
+    if is_offline():
+        os.replace(cached, cached + ".corrupt")
+        raise HashMismatchError(f"{cached} is corrupt (sha256 {actual}, expected {expected}) and {ENV_OFFLINE} is "
+                                f"set: it was moved to {cached}.corrupt; download {url} and place it at {cached}")
+    warnings.warn(f"cached file {cached} is corrupt (sha256 {actual}, expected {expected}): downloading it again")
+    _remove(cached)
+    return None
+
+
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=True,
-                             file_name=None, weights_only=True, sha256=None):
+                             file_name=None, weights_only=True, sha256=None, timeout=None):
     """The checkpoint at ``url`` (a dict of engine tensors), downloaded once into the cache.
 
     ``check_hash`` verifies the sha256: ``sha256`` (full hash, e.g. from the weight manifest) or
     the ``-<hex>`` prefix in the file name. ``map_location`` and ``weights_only`` follow
-    ``engine.load``. A cached file that fails its check is deleted and downloaded again; a
-    conversion whose metadata or data cannot be read is too.
+    ``engine.load``; ``timeout`` is the download's deadline (see ``download_timeout``). A cached file
+    that fails its check is downloaded again; a conversion whose metadata or data cannot be read is
+    too; a download that does not load raises ``CorruptDownloadError`` and is deleted.
     """
     directory = model_dir if model_dir is not None else os.path.join(get_dir(), "checkpoints")
     os.makedirs(directory, exist_ok=True)
@@ -197,24 +316,26 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
     cached = os.path.join(directory, file_name)
     converted = os.path.splitext(cached)[0] + ".safetensors"
     expected = _expected_hash(file_name, sha256) if check_hash else None
-    locks = os.path.join(directory, ".locks")
-    os.makedirs(locks, exist_ok=True)
-    with _file_lock(os.path.join(locks, file_name + ".lock")):
+    with _file_lock(cached):
         if converted != cached:
             state_dict = _load_converted(converted, cached, expected, map_location)
             if state_dict is not None:
                 return state_dict
-        actual = _file_sha256(cached) if os.path.exists(cached) else None
-        if actual is not None and expected and not actual.startswith(expected):
-            warnings.warn(f"cached file {cached} is corrupt (sha256 {actual}, expected {expected}): downloading it again")
-            _remove(cached)
-            actual = None
-        if actual is None:
+        actual = _check_cached(cached, expected, url)
+        downloaded = actual is None
+        if downloaded:
             if is_offline():
                 raise RuntimeError(f"{ENV_OFFLINE} is set and {file_name} is not in the cache. Download {url} "
                                    f"and place it at {cached}")
-            download_url_to_file(url, cached, expected, progress=progress)
+            _download(url, cached, expected, progress, timeout=timeout)
             actual = _file_sha256(cached)
-        if converted == cached:
-            return load(cached, map_location=map_location, weights_only=weights_only)
-        return _convert(cached, converted, url, actual, map_location, weights_only)
+        try:
+            if converted == cached:
+                return load(cached, map_location=map_location, weights_only=weights_only)
+            return _convert(cached, converted, url, actual, map_location, weights_only)
+        except Exception as e:
+            if not downloaded:
+                raise
+            _remove(cached, converted)
+            raise CorruptDownloadError(f"{url} did not give a readable checkpoint ({e}); the download was "
+                                       "deleted") from e

@@ -1,12 +1,17 @@
 """A threaded HTTP file server on 127.0.0.1 for download tests: Range requests and switchable faults.
 
 ``server.files[name] = bytes`` publishes a file at ``server.url(name)``. ``server.fault`` is None,
-``"404"``, ``"500"``, ``"wrong"`` (serve the bytes with one flipped) or ``("cut", n)`` (send the
-headers of the whole file, then only ``n`` bytes, then drop the connection; cleared after one use).
+``"404"``, ``"500"``, ``"wrong"`` (serve the bytes with one flipped), ``"from zero"`` (answer a Range
+request with 206 and the whole file from byte 0) or ``("cut", n)`` (send the headers of the whole
+file, then only ``n`` bytes, then drop the connection; cleared after one use). ``server.no_length``
+leaves out Content-Length (a body delimited by closing the connection); ``server.block`` bytes are
+sent at a time with ``server.delay`` seconds after each (a slow or trickling server).
 ``server.requests`` records ``(path, Range header)`` for every GET.
 """
+import hashlib
 import os
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -34,7 +39,7 @@ class _Handler(BaseHTTPRequestHandler):
         start = 0
         byte_range = self.headers.get("Range")
         if byte_range and byte_range.startswith("bytes="):
-            start = int(byte_range[len("bytes="):].split("-")[0])
+            start = 0 if fault == "from zero" else int(byte_range[len("bytes="):].split("-")[0])
             if start >= len(data):
                 self.send_response(416)
                 self.send_header("Content-Range", f"bytes */{len(data)}")
@@ -45,15 +50,20 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self.send_response(200)
         body = data[start:]
-        self.send_header("Content-Length", str(len(body)))
+        if not owner.no_length:
+            self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
         if isinstance(fault, tuple) and fault[0] == "cut":
-            self.wfile.write(body[:fault[1]])
-            self.wfile.flush()
-            self.close_connection = True
-            return
-        self.wfile.write(body)
+            body = body[:fault[1]]
+        try:
+            for i in range(0, len(body), owner.block):
+                self.wfile.write(body[i:i + owner.block])
+                self.wfile.flush()
+                time.sleep(owner.delay)
+        except ConnectionError:  # the client gave up
+            pass
+        self.close_connection = True
 
 
 class FileServer:
@@ -63,6 +73,9 @@ class FileServer:
         self.files = {}
         self.requests = []
         self.fault = None
+        self.no_length = False
+        self.block = 1 << 20
+        self.delay = 0.0
         self.lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.daemon_threads = True
@@ -93,3 +106,13 @@ def hub_download_worker(args):
 
     loaded = hub.load_state_dict_from_url(url, progress=False)
     return sorted((k, float(v.numpy().astype("float64").sum())) for k, v in loaded.items())
+
+
+def file_download_worker(args):
+    """Run in a child process: ``hub.download_url_to_file(url, dst)``; the sha256 of what ``dst`` then holds."""
+    url, dst = args
+    from flowvision import hub
+
+    hub.download_url_to_file(url, dst, progress=False)
+    with open(dst, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()

@@ -187,12 +187,13 @@ def load_pretrained(model, weights):
                        EXIT_WEIGHTS_UNAVAILABLE)
     try:
         return create_model(model, weights=weights)
-    except hub.HashMismatchError as e:
+    except hub.CorruptDownloadError as e:
+        if hub.is_offline():  # a file placed in the cache by hand, moved aside by the hub
+            raise CLIError(f"{label} are corrupt: {e}", EXIT_DOWNLOAD_FAILED) from None
         raise CLIError(f"{label} arrived corrupt ({e}); run again, or {_how_to_get(weights)}",
                        EXIT_DOWNLOAD_FAILED) from None
     except hub.DownloadError as e:
-        reason = str(e).split(" for url ")[0] if str(e).startswith("HTTP Error") else "no network connection"
-        raise CLIError(f"cannot download {label} ({reason}) and they are not in the cache: {_how_to_get(weights)}",
+        raise CLIError(f"cannot download {label} ({e.reason}) and they are not in the cache: {_how_to_get(weights)}",
                        EXIT_WEIGHTS_UNAVAILABLE) from None
 
 

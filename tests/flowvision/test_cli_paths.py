@@ -106,3 +106,15 @@ def test_images_too_elongated_to_resize_are_refused(capsys, tmp_path):
     check_error(run_cli(capsys, "classify", str(tmp_path / "strip.png"), "--model", "resnet18"), 4,
                 r"cannot classify '.*strip\.png': a 20000x1 image resized to a short side of 256 would be "
                 r"5120000x256, over 67,108,864 pixels: crop it first")
+
+
+def test_offline_corrupt_cache_file_is_moved_aside(offline, capsys, tmp_path):
+    from flowvision.models import ResNet18_Weights
+
+    placed = tmp_path / "cache" / "checkpoints" / ResNet18_Weights.IMAGENET1K_V1.value.record["file_name"]
+    placed.parent.mkdir(parents=True)
+    placed.write_bytes(b"not the checkpoint")
+    check_error(run_cli(capsys, "classify", "chelsea.png", "--model", "resnet18"), 8,
+                rf"the resnet18 weights .* are corrupt: {placed} is corrupt \(sha256 \w+, expected f37072fd\) and "
+                rf"FLOWVISION_OFFLINE is set: it was moved to {placed}\.corrupt; download https://\S+ and place it at")
+    assert (tmp_path / "cache" / "checkpoints" / (placed.name + ".corrupt")).read_bytes() == b"not the checkpoint"

@@ -3,6 +3,7 @@ import hashlib
 import io
 import multiprocessing
 import os
+import time
 
 import numpy as np
 import pytest
@@ -10,7 +11,7 @@ import torch
 
 from engine.serialization import read_metadata
 from flowvision import hub
-from http_server import FileServer, hub_download_worker
+from http_server import FileServer, file_download_worker, hub_download_worker
 
 
 def _checkpoint(fmt="zip", seed=0, channels=8):
@@ -214,3 +215,98 @@ def test_two_processes_end_with_one_valid_file(server, cache, tmp_path):
     assert len(_gets(server, name)) == 1
     assert sorted(os.listdir(cache)) == [".locks", name[:-4] + ".safetensors"]
     assert read_metadata(cache / (name[:-4] + ".safetensors"))["source_sha256"] == hashlib.sha256(data).hexdigest()
+
+
+def test_concurrent_file_downloads_take_turns(server, tmp_path):
+    data, _ = _checkpoint(channels=2048)  # 221 KB, sent in 16 KB blocks over about 0.4 s
+    server.files["big.pth"] = data
+    server.block, server.delay = 1 << 14, 0.03
+    dst = str(tmp_path / "big.pth")
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        digests = pool.map(file_download_worker, [(server.url("big.pth"), dst)] * 2)
+    assert digests == [hashlib.sha256(data).hexdigest()] * 2
+    assert sorted(os.listdir(tmp_path)) == [".locks", "big.pth"]
+
+
+def test_resume_checks_content_range(server, cache):
+    data, state = _checkpoint(channels=64)
+    server.files["plain.pth"] = data
+    os.makedirs(cache)
+    (cache / "plain.pth.partial").write_bytes(data[:1000])
+    server.fault = "from zero"  # answers the Range request with the whole file from byte 0
+    _assert_state(hub.load_state_dict_from_url(server.url("plain.pth"), progress=False), state)
+    assert [r[1] for r in server.requests] == ["bytes=1000-"]
+
+
+def test_download_that_does_not_load_is_deleted(server, cache):
+    data, state = _checkpoint(channels=64)
+    server.files["plain.pth"] = data
+    os.makedirs(cache)
+    (cache / "plain.pth.partial").write_bytes(b"\0" * 1000)  # not a prefix of the file, and no hash to say so
+    with pytest.raises(hub.CorruptDownloadError, match="plain.pth did not give a readable checkpoint"):
+        hub.load_state_dict_from_url(server.url("plain.pth"), progress=False)
+    assert os.listdir(cache) == [".locks"]
+    _assert_state(hub.load_state_dict_from_url(server.url("plain.pth"), progress=False), state)
+
+
+def test_close_delimited_body_cut_short(server, cache, monkeypatch):
+    monkeypatch.setattr(hub.time, "sleep", lambda s: None)
+    data, state = _checkpoint(channels=64)
+    server.files["plain.pth"] = data
+    server.no_length = True
+    server.fault = ("cut", len(data) // 2)  # ends like a complete body: nothing states the size
+    with pytest.raises(hub.CorruptDownloadError, match="did not give a readable checkpoint"):
+        hub.load_state_dict_from_url(server.url("plain.pth"), progress=False)
+    assert os.listdir(cache) == [".locks"]
+    _assert_state(hub.load_state_dict_from_url(server.url("plain.pth"), progress=False), state)
+
+
+def test_stated_size_is_checked(server, tmp_path, monkeypatch):
+    monkeypatch.setattr(hub.time, "sleep", lambda s: None)
+    server.files["f.bin"] = b"x" * 5000
+    server.fault = ("cut", 3000)
+    hub.download_url_to_file(server.url("f.bin"), str(tmp_path / "f.bin"), progress=False)
+    assert (tmp_path / "f.bin").read_bytes() == b"x" * 5000
+    assert [r[1] for r in server.requests] == [None, "bytes=3000-"]
+
+
+@pytest.mark.parametrize("block, delay", [(1, 0.2), (500, 5.0)], ids=["trickle", "stall"])
+def test_deadline(server, tmp_path, monkeypatch, block, delay):
+    server.files["f.bin"] = b"x" * 1000
+    server.block, server.delay = block, delay
+    dst = str(tmp_path / "f.bin")
+    start = time.monotonic()
+    with pytest.raises(hub.DownloadError, match=r"did not finish within 1 s \(the deadline; set "
+                                                r"FLOWVISION_DOWNLOAD_TIMEOUT or timeout= for more\).*place it at"):
+        hub.download_url_to_file(server.url("f.bin"), dst, progress=False, timeout=1)
+    assert time.monotonic() - start < 3 and not os.path.exists(dst)
+    monkeypatch.setenv(hub.ENV_TIMEOUT, "0.5")
+    with pytest.raises(hub.DownloadError, match="within 0.5 s") as info:
+        hub.load_state_dict_from_url(server.url("f.bin"), model_dir=str(tmp_path / "md"), progress=False)
+    assert info.value.reason == "not finished within 0.5 s"
+
+
+def test_timeout_values(monkeypatch):
+    assert hub.download_timeout() == hub.DEFAULT_TIMEOUT
+    monkeypatch.setenv(hub.ENV_TIMEOUT, "12.5")
+    assert hub.download_timeout() == 12.5 and hub.download_timeout(3) == 3.0
+    monkeypatch.setenv(hub.ENV_TIMEOUT, "soon")
+    with pytest.raises(ValueError, match="FLOWVISION_DOWNLOAD_TIMEOUT must be a number of seconds, got 'soon'"):
+        hub.download_timeout()
+    with pytest.raises(ValueError, match="positive number of seconds, got 0"):
+        hub.download_timeout(0)
+
+
+def test_offline_never_deletes_a_corrupt_file(server, cache, monkeypatch):
+    data, _ = _checkpoint()
+    name = _named(data)
+    monkeypatch.setenv("FLOWVISION_OFFLINE", "1")
+    os.makedirs(cache)
+    placed = bytes([data[0] ^ 1]) + data[1:]
+    (cache / name).write_bytes(placed)
+    with pytest.raises(hub.HashMismatchError, match=rf"{cache}/{name} is corrupt \(sha256 \w+, expected "
+                                                   rf"{name[8:16]}\) and FLOWVISION_OFFLINE is set: it was moved to "
+                                                   rf"{cache}/{name}\.corrupt; download .* and place it at"):
+        hub.load_state_dict_from_url(server.url(name))
+    assert (cache / (name + ".corrupt")).read_bytes() == placed and not (cache / name).exists()
+    assert server.requests == []
