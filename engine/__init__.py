@@ -12,6 +12,10 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from .ops import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
 from . import autograd, cuda, linalg, nn, ops, optim, utils  # noqa: F401
+from . import accelerator  # noqa: F401  (after cuda, which it wraps)
+from .backends.determinism import (are_deterministic_algorithms_enabled,  # noqa: F401
+                                  is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
+from .backends.float32_precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64

@@ -12,6 +12,7 @@ Autograd and ``nn.Graph`` call it without knowing which device they run on.
 """
 from .._device import device as _device, device_of
 from . import cpu, cuda, cudnn  # noqa: F401  (torch.backends.cuda / cudnn switches)
+from . import mkldnn, mps, opt_einsum  # noqa: F401  (torch.backends' other switches)
 from .epilogue import Epilogue
 
 #: family -> the kernels each device's module of that family defines (same names, same signatures)

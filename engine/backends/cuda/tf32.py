@@ -11,6 +11,8 @@ import contextlib
 
 
 class _Switch:
+    __slots__ = ("name", "_allow_tf32")
+
     def __init__(self, name):
         self.name = name
         self._allow_tf32 = False
@@ -21,7 +23,9 @@ class _Switch:
 
     @allow_tf32.setter
     def allow_tf32(self, value):
-        self._allow_tf32 = bool(value)
+        if not isinstance(value, bool):
+            raise RuntimeError(f"{self.name}.allow_tf32 expects a bool, but got {type(value).__name__}")
+        self._allow_tf32 = value
         if self is matmul:
             _set_compute_type(self._allow_tf32)
 
@@ -29,7 +33,49 @@ class _Switch:
         return f"<{self.name}: allow_tf32={self._allow_tf32}>"
 
 
-matmul = _Switch("engine.backends.cuda.matmul")
+class _Matmul(_Switch):
+    """``torch.backends.cuda.matmul``: TF32, and the switches that let float16 / bfloat16 GEMMs reduce in
+    lower precision (True by default, as in torch). Those two are accepted and checked as torch checks
+    them, and change nothing here: our float16 GEMMs always accumulate in float32 (CuPy's default)."""
+
+    __slots__ = ("_reduced_precision",)
+
+    def __init__(self, name):
+        super().__init__(name)
+        self._reduced_precision = {"fp16": True, "bf16": True}
+
+    @property
+    def allow_fp16_reduced_precision_reduction(self):
+        return self._reduced_precision["fp16"]
+
+    @allow_fp16_reduced_precision_reduction.setter
+    def allow_fp16_reduced_precision_reduction(self, value):
+        self._reduced_precision["fp16"] = _reduction_setting(value, "allow_fp16_reduced_precision_reduction")
+
+    @property
+    def allow_bf16_reduced_precision_reduction(self):
+        return self._reduced_precision["bf16"]
+
+    @allow_bf16_reduced_precision_reduction.setter
+    def allow_bf16_reduced_precision_reduction(self, value):
+        self._reduced_precision["bf16"] = _reduction_setting(value, "allow_bf16_reduced_precision_reduction")
+
+
+def _reduction_setting(value, name):
+    """The reduced-precision flag of ``value``: a bool, or (as torch also takes) a list or tuple of one
+    or two bools whose first says it (the second, split-K, has no counterpart here)."""
+    if isinstance(value, (list, tuple)):
+        if not 1 <= len(value) <= 2:
+            raise TypeError(f"{name} expects one or two booleans, got {len(value)}")
+        if not all(isinstance(v, bool) for v in value):
+            raise TypeError(f"{name} expects booleans, but got {[type(v).__name__ for v in value]}")
+        return value[0]
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} expects a bool or a tuple/list of bools, but got {type(value).__name__}")
+    return value
+
+
+matmul = _Matmul("engine.backends.cuda.matmul")
 convolution = _Switch("engine.backends.cudnn")
 
 
