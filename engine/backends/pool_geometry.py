@@ -21,6 +21,9 @@ def geometry(x_shape, kernel_size, stride, padding, dilation, ceil_mode):
     s = k if stride is None or (not np.isscalar(stride) and len(stride) == 0) else pair(stride)
     p, d = pair(padding), pair(dilation)
     out = tuple(out_size(n, *a, ceil_mode) for n, a in zip(x_shape[2:], zip(k, s, p, d)))
+    if min(out) < 1:
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x_shape[1:]))}). Calculated output size: "
+                           f"({'x'.join(map(str, (x_shape[1],) + out))}). Output size is too small")
     extra = tuple(max(0, (o - 1) * si + di * (ki - 1) + 1 - (n + 2 * pi))
                   for o, si, di, ki, n, pi in zip(out, s, d, k, x_shape[2:], p))
     return k, s, p, d, out, extra

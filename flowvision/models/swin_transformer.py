@@ -188,7 +188,7 @@ def shifted_window_attention(input, qkv_weight, proj_weight, relative_position_b
     if shifted:
         mask = _shifted_window_mask(padded_height, padded_width, window_size, shift_size)
         mask = torch.from_numpy(mask).to(device=attn.device, dtype=attn.dtype)
-        attn = attn.view(batch, windows // batch, num_heads, tokens, tokens) + mask.unsqueeze(1).unsqueeze(0)
+        attn = attn.view(batch, mask.shape[0], num_heads, tokens, tokens) + mask.unsqueeze(1).unsqueeze(0)
         attn = attn.view(windows, num_heads, tokens, tokens)
     attn = F.softmax(attn, dim=-1)
     attn = F.dropout(attn, p=attention_dropout, training=training)

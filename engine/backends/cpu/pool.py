@@ -27,6 +27,11 @@ def _pad(x, top, bottom, left, right, value):
     return out
 
 
+def _has_nan(a):
+    """Whether ``a`` holds a NaN: max propagates NaN, so one reduction answers (none in an empty array)."""
+    return a.size > 0 and bool(np.isnan(a.max()))
+
+
 def _max_and_tap(views, has_nan, y):
     """Elementwise max over the tap views into y, and the index of the tap that torch's scan keeps.
 
@@ -87,7 +92,7 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
     x_rows, y_rows, index_rows = x.reshape(N * C, H * W), y.reshape((N * C,) + out), indices.reshape((N * C,) + out)
 
     def part(lo, hi):
-        tap = _max_and_tap(views(lo, hi), np.isnan(x_rows[lo:hi].max()), rows[lo:hi])
+        tap = _max_and_tap(views(lo, hi), _has_nan(x_rows[lo:hi]), rows[lo:hi])
         crop(lo, hi)
         np.take(offsets, tap.reshape(hi - lo, out[0], Wq)[:, :, :out[1]], out=index_rows[lo:hi])
         index_rows[lo:hi] += starts
@@ -126,7 +131,8 @@ def max_pool2d_backward(gy, saved):
     """Input gradient of max pooling: gy scattered (summed where windows overlap) onto the argmax positions."""
     N, C, H, W = saved.x_shape
     gx = np.zeros(N * C * H * W, gy.dtype)
-    flat = (saved.indices.reshape(N * C, -1) + np.arange(0, N * C * H * W, H * W)[:, None]).ravel()
+    planes = saved.indices.reshape(N * C, saved.indices.shape[2] * saved.indices.shape[3])
+    flat = (planes + np.arange(0, N * C * H * W, H * W)[:, None]).ravel()
     if saved.overlap:
         np.add.at(gx, flat, gy.reshape(-1))
     else:  # each input position lies in at most one window: indices are unique, plain assignment suffices
@@ -248,7 +254,7 @@ def adaptive_max_pool2d_forward(x, output_size):
     v = xp[:, :, rows[:, :, None, None], cols[None, None]]  # (N, C, OH, Lh, OW, Lw)
     y = np.empty(v.shape[:3] + v.shape[4:5], x.dtype)
     tap = _max_and_tap([v[:, :, :, i, :, j] for i in range(rows.shape[1]) for j in range(cols.shape[1])],
-                       np.isnan(x.max()), y)
+                       _has_nan(x), y)
     lw = cols.shape[1]
     indices = rows[np.arange(OH)[:, None], tap // lw] * W + cols[np.arange(OW), tap % lw]
     if np.isneginf(y).any():  # all -inf bin: torch keeps the bin's first element

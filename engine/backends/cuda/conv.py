@@ -58,9 +58,10 @@ def _plain_1x1(geo):
 def _to_cols(a):
     """(N, K, *plane) -> (K, N * plane): the batch folded into the columns (no copy for one image)."""
     n, k = a.shape[:2]
+    plane = int(np.prod(a.shape[2:]))  # spelled out: -1 cannot stand for it in an empty batch
     if n == 1:
-        return a.reshape(k, -1)
-    return cupy.ascontiguousarray(a.reshape(n, k, -1).transpose(1, 0, 2)).reshape(k, -1)
+        return a.reshape(k, plane)
+    return cupy.ascontiguousarray(a.reshape(n, k, plane).transpose(1, 0, 2)).reshape(k, n * plane)
 
 
 def _im2col(x, geo):

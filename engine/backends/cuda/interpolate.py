@@ -72,7 +72,7 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
 def interpolate_backward(gy, saved):
     """Input gradient of interpolate: the transposed resampling."""
     if saved.pooled is not None:
-        g4 = gy.reshape(saved.pooled.x_shape[:2] + (-1,) + gy.shape[-1:])
+        g4 = gy.reshape(gy.shape[:2] + (1,) * (4 - gy.ndim) + gy.shape[2:])
         return pool.adaptive_avg_pool2d_backward(g4, saved.pooled).reshape(saved.x_shape)
     ih, wh = saved.taps[:2]
     dtype = wh.dtype

@@ -14,7 +14,6 @@ from ...autograd.function import Function
 from ...ops import elementwise as _ew
 from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
 from ...ops.activation import _sigmoid, _softplus, log_softmax_array
-from ...tensor import Tensor
 from .distance import _cosine_embedding, pairwise_distance
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -51,9 +50,13 @@ class _Reduce(Function):
     def forward(self, x):
         xp = xp_of(x)
         self.shape, self.n = x.shape, x.size
+        if self.mean and x.size == 0:  # the mean of no losses is NaN, as in PyTorch (numpy would warn)
+            return xp.full((), np.nan, x.dtype)
         return xp.asarray(x.mean() if self.mean else x.sum(), dtype=x.dtype)
 
     def backward(self, gy):
+        if self.n == 0:
+            return xp_of(gy).zeros(self.shape, gy.dtype)
         g = gy / self.n if self.mean else gy
         return xp_of(gy).broadcast_to(g, self.shape)
 
@@ -157,7 +160,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _warn_size(input, target)
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
-        raise RuntimeError(f"huber_loss does not support non-positive values for delta.")
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
     loss = _pointwise(_Huber, input, target, float(delta))
     return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, False)
 

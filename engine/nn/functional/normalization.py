@@ -22,10 +22,17 @@ def _compute_dtype(dtype):
 
 
 def _as_ncl(x, dtype):
-    """``x`` (N, C, *) as a contiguous (N, C, L) array of ``dtype``."""
+    """``x`` (N, C, *) as a contiguous (N, C, L) array of ``dtype`` (L spelled out: N may be 0)."""
     xp = xp_of(x)
-    x3 = x.reshape(x.shape[0], x.shape[1], -1)
+    x3 = x.reshape(x.shape[0], x.shape[1], int(np.prod(x.shape[2:])))
     return xp.ascontiguousarray(x3, dtype=dtype)
+
+
+def _no_value_grads(gy, channels, needs_input_grad):
+    """Gradients of a norm that saw no values: an empty input gradient, zero per-channel ones."""
+    xp = xp_of(gy)
+    input_grad = xp.zeros_like(gy) if needs_input_grad[0] else None
+    return (input_grad,) + tuple(xp.zeros(channels, gy.dtype) if need else None for need in needs_input_grad[1:])
 
 
 def _row_sums(rows):
@@ -85,7 +92,8 @@ class BatchNorm(Function):
     """Per-channel normalisation over (N, *spatial) with batch stats, or with the running stats.
 
     In training the running stats (tensors, when given) are updated inside the forward, so a
-    replayed graph of this op keeps them current too.
+    replayed graph of this op keeps them current too. An input without values (an empty batch) gives
+    an empty output and leaves the running stats alone, as PyTorch does.
     """
 
     def __init__(self, eps, running_mean=None, running_var=None, training=False, momentum=0.1):
@@ -95,6 +103,9 @@ class BatchNorm(Function):
         self.momentum = momentum
 
     def forward(self, x, weight, bias):
+        self.channels = x.shape[1]
+        if x.size == 0:
+            return xp_of(x).empty_like(x)
         ct = _compute_dtype(x.dtype)
         x3 = _as_ncl(x, ct)
         norm = backends.kernels(x3, "norm")
@@ -121,6 +132,8 @@ class BatchNorm(Function):
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, gy):
+        if gy.size == 0:
+            return _no_value_grads(gy, self.channels, self.needs_input_grad)
         need_x, need_w, need_b = self.needs_input_grad
         x3, mean, invstd = self.x3, self.mean, self.invstd
         ct = x3.dtype
@@ -157,7 +170,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     for name, t in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
                     ("bias", bias)):
         _check_per_channel(name, t, c)
-    if training and input.shape[0] * int(np.prod(input.shape[2:])) <= 1:
+    if training and input.shape[0] * int(np.prod(input.shape[2:])) == 1:
         raise ValueError(f"Expected more than 1 value per channel when training, got input size {input.shape}")
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
@@ -238,9 +251,10 @@ class GroupNorm(Function):
     def forward(self, x, weight, bias):
         ct = _compute_dtype(x.dtype)
         n, c = x.shape[:2]
-        rows = xp_of(x).ascontiguousarray(x.reshape(n * self.groups, -1), dtype=ct)
+        spatial = int(np.prod(x.shape[2:]))
+        rows = xp_of(x).ascontiguousarray(x.reshape(n * self.groups, c // self.groups * spatial), dtype=ct)
         xhat, self.mean, self.var, invstd = _normalize_rows(rows, self.eps)
-        out = xhat.reshape(n, c, -1)
+        out = xhat.reshape(n, c, spatial)
         if weight is not None:
             out = out * _column(weight, ct)
         if bias is not None:
@@ -287,17 +301,23 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is "
                                "false")
         return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
-    if input.dim() < 3 or input.numel() // (input.shape[0] * input.shape[1]) <= 1:
+    count = int(np.prod(input.shape[2:]))
+    if input.dim() < 3 or count == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     n, c = input.shape[:2]
     fn = GroupNorm(c, eps)
     out = fn(input, weight, bias)
-    count = input.numel() // (n * c)
-    mean = fn.mean.reshape(n, c).mean(0, dtype=np.float64)
-    var = (fn.var * (count / (count - 1))).reshape(n, c).mean(0, dtype=np.float64)
-    _update_running(running_mean, mean, momentum)
-    _update_running(running_var, var, momentum)
+    if running_mean is not None or running_var is not None:
+        _update_running(running_mean, _batch_average(fn.mean, n, c), momentum)
+        _update_running(running_var, _batch_average(fn.var * (count / (count - 1)), n, c), momentum)
     return out
+
+
+def _batch_average(per_instance, n, c):
+    """The batch mean of (N * C,) per-instance statistics: NaN for an empty batch, as in PyTorch."""
+    if n == 0:
+        return xp_of(per_instance).full(c, np.nan)
+    return per_instance.reshape(n, c).mean(0, dtype=np.float64)
 
 
 # ---- RMS norm and local response norm ----------------------------------------------------------

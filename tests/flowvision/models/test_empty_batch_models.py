@@ -1,0 +1,148 @@
+"""Every zoo family on an empty batch, against torchvision on the same weights: classifiers and segmenters
+given (0, 3, H, W) in eval and in training mode (output shapes, dtypes and keys, zero gradients, running
+statistics left alone, the batch counted), and every detector given images in which it detects nothing
+(a score threshold of 1.0), so each of its heads runs on no boxes (Mask R-CNN v2's BatchNorm mask head,
+keypoint R-CNN's heads)."""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torchvision.models as tv
+import torchvision.models.segmentation as tv_seg
+from classic_parity import he_weights
+from detection_parity import builder_pair, photos, to_lib
+from model_parity import numpy_state, randomize_norms
+
+import engine
+import flowvision.models as models
+
+pytestmark = pytest.mark.slow  # whole models, built twice each
+
+_SEGMENTATION_MODULES = {"fcn", "deeplabv3", "lraspp"}
+_DETECTION_MODULES = {"faster_rcnn", "mask_rcnn", "keypoint_rcnn", "retinanet", "fcos", "ssd", "ssdlite"}
+
+
+def _num_params(name):
+    if name not in models.list_pretrained():
+        return 0
+    return models.get_model_weights(name).DEFAULT.meta["num_params"]
+
+
+def _smallest(module):
+    """The model of a family with the fewest parameters (aliases left out)."""
+    return min((n for n in models.list_models(module=module) if not models.model_alias_of(n)), key=_num_params)
+
+
+CLASSIFIERS = [_smallest(m) for m in models.list_modules() if m not in _SEGMENTATION_MODULES | _DETECTION_MODULES]
+SEGMENTERS = [_smallest(m) for m in sorted(_SEGMENTATION_MODULES)]
+DETECTORS = [n for m in sorted(_DETECTION_MODULES) for n in models.list_models(module=m)]
+# torchvision's GoogLeNet and Inception v3 warn without an explicit init_weights
+_QUIET_INIT = {"googlenet": dict(init_weights=False), "inception_v3": dict(init_weights=False)}
+
+
+def _input_size(name):
+    """The smallest input the model takes; Inception v3 trains its auxiliary head from 299 pixels up."""
+    if name == "inception_v3":
+        return (299, 299)
+    if name not in models.list_pretrained():
+        return (64, 64)
+    return tuple(models.get_model_weights(name).DEFAULT.meta["min_size"])
+
+
+def _outputs(result):
+    """A model's outputs as {name: tensor}: a tensor, a dict, or a named tuple of tensors (aux heads)."""
+    if isinstance(result, dict):
+        return dict(result)
+    if hasattr(result, "_fields"):
+        return {k: v for k, v in zip(result._fields, result) if v is not None}
+    return {"out": result}
+
+
+def _same_outputs(ours, theirs):
+    ours, theirs = _outputs(ours), _outputs(theirs)
+    assert list(ours) == list(theirs)
+    for key in theirs:
+        assert tuple(ours[key].shape) == tuple(theirs[key].shape), key
+        assert ours[key].dtype.name == str(theirs[key].dtype).split(".")[-1], key
+        assert ours[key].numel() == 0, key
+
+
+def _backward_of_nothing(ours, theirs, ours_out, theirs_out):
+    """Backward through an empty batch: every parameter gets a gradient where torch gives one, all zero."""
+    sum(v.sum() for v in _outputs(theirs_out).values()).backward()
+    sum(v.sum() for v in _outputs(ours_out).values()).backward()
+    ours_params = dict(ours.named_parameters())
+    for name, p in theirs.named_parameters():
+        assert (ours_params[name].grad is None) == (p.grad is None), name
+        if p.grad is not None:
+            assert not ours_params[name].grad.numpy().any(), name
+
+
+def _same_buffers(ours, theirs):
+    """Running statistics untouched by the empty batch, and the batch counted, as in torch."""
+    ours_buffers = dict(ours.named_buffers())
+    for name, b in theirs.named_buffers():
+        np.testing.assert_array_equal(ours_buffers[name].numpy(), b.numpy(), err_msg=name)
+
+
+def _check_empty_batch(ours, ref, size):
+    x = np.zeros((0, 3) + size, np.float32)
+    with torch.no_grad():
+        theirs_out = ref.eval()(torch.from_numpy(x))
+    with engine.no_grad():
+        ours_out = ours.eval()(engine.from_numpy(x))
+    _same_outputs(ours_out, theirs_out)
+    theirs_out = ref.train()(torch.from_numpy(x))
+    ours_out = ours.train()(engine.from_numpy(x))
+    _same_outputs(ours_out, theirs_out)
+    _backward_of_nothing(ours, ref, ours_out, theirs_out)
+    _same_buffers(ours, ref)
+
+
+@pytest.fixture(autouse=True)
+def no_numpy_warnings():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        yield
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_classifier_on_an_empty_batch(name):
+    kwargs = _QUIET_INIT.get(name, {})
+    torch.manual_seed(0)
+    ref = randomize_norms(he_weights(getattr(tv, name)(**kwargs), 0), 0)
+    ours = models.create_model(name, **kwargs)
+    ours.load_state_dict(numpy_state(ref))
+    _check_empty_batch(ours, ref, _input_size(name))
+
+
+@pytest.mark.parametrize("name", SEGMENTERS)
+def test_segmenter_on_an_empty_batch(name):
+    kwargs = dict(weights_backbone=None, aux_loss=name != "lraspp_mobilenet_v3_large")
+    torch.manual_seed(0)
+    ref = randomize_norms(getattr(tv_seg, name)(**kwargs), 0)
+    ours = models.create_model(name, **kwargs)
+    ours.load_state_dict(numpy_state(ref))
+    _check_empty_batch(ours, ref, (48, 56))
+
+
+def _nothing_detected_kwargs(name):
+    """A score threshold no score passes, and (R-CNNs, RetinaNet, FCOS) small images for speed."""
+    if name.startswith("ssd"):
+        return dict(score_thresh=1.0)
+    threshold = "box_score_thresh" if "rcnn" in name else "score_thresh"
+    return {threshold: 1.0, "min_size": 160, "max_size": 240}
+
+
+@pytest.mark.parametrize("name", DETECTORS)
+def test_detector_on_images_without_detections(name):
+    ours, ref = builder_pair(name, **_nothing_detected_kwargs(name))
+    images = photos()
+    with torch.no_grad():
+        theirs = ref(to_lib(torch, images))
+    with engine.no_grad():
+        result = ours(to_lib(engine, images))
+    assert len(result) == len(theirs) == len(images)
+    for ours_image, theirs_image in zip(result, theirs):
+        _same_outputs(ours_image, theirs_image)
