@@ -6,6 +6,8 @@
 from ._dtype import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, promote_types, set_default_dtype, uint8)
 from ._device import device
+from ._layout import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: F401
+                      preserve_format, sparse_coo, strided)
 from .tensor import Size, Tensor, is_tensor
 from .random import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled

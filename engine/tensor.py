@@ -8,7 +8,7 @@ import weakref
 
 import numpy as np
 
-from . import _dtype
+from . import _dtype, _layout
 from ._device import array_module, cuda_available, device as _device, device_of, is_cuda_array, move, xp_for
 from .autograd import grad_mode, tracing
 from .autograd.graph import run_backward
@@ -179,7 +179,58 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        """Always ``engine.strided``: engine tensors are dense (``torch.Tensor.layout``)."""
+        return _layout.strided
+
+    # ---- what PyTorch code asks of a dense tensor on the CPU or a CUDA device --------------------
+    @property
+    def is_cpu(self):
+        return self.device.type == "cpu"
+
+    #: devices, layouts and kinds the engine does not have: False on every engine tensor, as PyTorch
+    #: answers for a dense CPU or CUDA tensor
+    is_xpu = is_mps = is_meta = is_ipu = is_xla = is_vulkan = is_maia = is_mtia = property(lambda self: False)
+    is_quantized = is_sparse = is_sparse_csr = is_nested = is_mkldnn = property(lambda self: False)
+
+    @property
+    def output_nr(self):
+        """Which output of its ``grad_fn`` this tensor is (0 for leaves)."""
+        return self._output_index
+
+    def is_conj(self):
+        return False
+
+    def is_neg(self):
+        return False
+
+    def is_inference(self):
+        """False: ``inference_mode`` works like ``no_grad`` here and makes ordinary tensors."""
+        return False
+
+    def is_signed(self):
+        return self._data.dtype.kind in "if"
+
+    def is_shared(self):
+        return False
+
+    def is_same_size(self, other):
+        return self._data.shape == other._data.shape
+
+    def is_nonzero(self):
+        """The truth of a one-element tensor (``torch.is_nonzero``)."""
+        if self._data.size == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+        return bool(self)
+
+    def storage_offset(self):
+        """How many elements into its storage this tensor's first element lies."""
+        return storage_offset_of(self._data)
+
+    def dim_order(self):
+        """The dims from outermost to innermost in memory (stable for equal strides)."""
+        strides = self.stride()
+        return tuple(sorted(range(self._data.ndim), key=lambda d: -strides[d]))
+
 
     def data_ptr(self):
         xp = array_module(self._data)
@@ -480,6 +531,17 @@ def _wrap_dim(dim, ndim):
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+def storage_offset_of(array):
+    """Elements between the start of the memory ``array`` views and its first element."""
+    if isinstance(array, np.ndarray):
+        root = array
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        start = root.__array_interface__["data"][0]
+        return (array.__array_interface__["data"][0] - start) // array.itemsize
+    return (array.data.ptr - array.data.mem.ptr) // array.itemsize
 
 
 def is_tensor(obj):

@@ -8,8 +8,18 @@ from .indexing import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .activation import *  # noqa: F401,F403
+from .pointwise import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
+from .scan import *  # noqa: F401,F403
+from .products import *  # noqa: F401,F403
+from .rearrange import *  # noqa: F401,F403
+from .histogram import *  # noqa: F401,F403
+from .quantiles import *  # noqa: F401,F403
 
 from . import (activation as _a, convert as _cv, creation as _cr, elementwise as _e, indexing as _i,  # noqa: E402
-               linalg as _l, reduction as _r, shape as _sh, sorting as _so)
+               linalg as _l, pointwise as _pw, reduction as _r, shape as _sh, sorting as _so, special as _sp,
+               scan as _sc, products as _pr, rearrange as _re, histogram as _h, quantiles as _q)
+from . import inplace  # noqa: E402,F401  (the in-place twins of the ops above, made from them)
 
-__all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _r, _sh, _so) for name in module.__all__]
+__all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q)
+           for name in module.__all__]

@@ -216,6 +216,13 @@ def check_broadcast(a, b):
                                f"({pb[dim]}) at non-singleton dimension {dim}")
 
 
+def _check_fits(target, result_shape):
+    """Raise PyTorch's error when an in-place op's broadcast result would not fit ``target``."""
+    if tuple(result_shape) != tuple(target.shape):
+        raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast shape "
+                           f"{list(result_shape)}")
+
+
 def add(input, other, *, alpha=1, out=None):
     return _write_out(_binary(Add, input, other, alpha=alpha), out)
 
@@ -310,8 +317,15 @@ class Abs(_Unary):
 
 
 class Sign(_Unary):
+    """-1, 0 or 1; 0 for NaN and a bool tensor unchanged, as in PyTorch (numpy gives NaN, or fails)."""
+
     uses_inputs = False
-    f = staticmethod(lambda xp, x: xp.sign(x))
+
+    @staticmethod
+    def f(xp, x):
+        if x.dtype == np.bool_:
+            return x.copy()
+        return xp.where(x == x, xp.sign(x), 0).astype(x.dtype, copy=False)
 
     def backward(self, gy):
         return gy * 0
@@ -830,6 +844,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 def _inplace_binary(fn_cls, **fixed):
     def op_(self, other, **params):
         other = as_operand(other, like=self)
+        check_broadcast(self, other)
+        _check_fits(self, np.broadcast_shapes(tuple(self.shape), tuple(getattr(other, "shape", ()))))
         dt = result_dtype(self, other)
         if fn_cls is Div and params.get("rounding_mode") is None:
             dt = float_dtype(dt)

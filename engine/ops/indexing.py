@@ -6,6 +6,7 @@ indexing, which copies. Backward of every gather-like op accumulates with ``add.
 repeated indices add up.
 """
 import numbers
+import operator
 
 import numpy as np
 
@@ -31,20 +32,22 @@ def _as_array(y, like):
 # ---- key parsing -----------------------------------------------------------------------------
 def _is_sequence_key(key):
     """PyTorch treats a list holding tensors, sequences, slices, None or ... as a tuple of indices."""
-    return any(isinstance(k, (Tensor, list, tuple, slice)) or k is None or k is Ellipsis for k in key)
+    return any(isinstance(k, (Tensor, list, tuple, range, slice)) or k is None or k is Ellipsis for k in key)
 
 
 def _index_item(k):
-    """One index item normalised: None, Ellipsis, slice, int, or an int/bool array."""
-    if k is None or k is Ellipsis or isinstance(k, slice):
+    """One index item normalised: None, Ellipsis, slice (of ints), int, or an int/bool array."""
+    if k is None or k is Ellipsis:
         return k
+    if isinstance(k, slice):
+        return slice(*(None if b is None else operator.index(b) for b in (k.start, k.stop, k.step)))
     if isinstance(k, (bool, np.bool_)):
         return np.asarray(bool(k))
     if isinstance(k, numbers.Integral):
         return int(k)
     if isinstance(k, Tensor):
         arr = k._data
-    elif isinstance(k, (list, tuple)):
+    elif isinstance(k, (list, tuple, range)):
         arr = np.asarray(k) if len(k) else np.zeros(0, np.int64)
         if arr.dtype.kind in "iu" and arr.dtype != np.uint8:
             arr = arr.astype(np.int64)

@@ -1,0 +1,176 @@
+"""In-place twins (``x.foo_(...)``) of out-of-place ops, for every ``x.foo`` PyTorch has both of.
+
+Ops whose Function can write into its input (``add_``, ``exp_``, ``clamp_``) do so where they are
+defined. The rest are made here from their out-of-place op: the result is computed from ``x``, or,
+when autograd records, from a copy of ``x`` that keeps its history (the op may save its inputs for
+backward, and ``x`` is about to be overwritten); it must fit ``x`` (PyTorch's shape and dtype
+errors); then it is copied into x's memory, which makes it x's new value and x's history, as
+PyTorch's in-place ops do. The view ops (``t_``, ``squeeze_``) change ``x`` itself into the view.
+"""
+import numpy as np
+
+from .. import _dtype
+from .._device import array_module
+from ..autograd import grad_mode
+from ..tensor import Tensor, register_method
+from ._common import shape_arg
+from .convert import clone, copy_
+from .elementwise import _check_fits, add_, div, mul, sub
+
+
+def _records(x, args, kwargs):
+    """Whether autograd records an op on ``x`` with these arguments."""
+    if not grad_mode.is_grad_enabled():
+        return False
+    operands = (x, *args, *kwargs.values())
+    return any(isinstance(t, Tensor) and t.requires_grad for t in operands)
+
+
+def assign_result(target, result):
+    """Write ``result`` into ``target``'s memory as its new value, with PyTorch's errors when it does
+    not fit (a broadcast that grows ``target``, a type ``target`` cannot hold)."""
+    _check_fits(target, result.shape)
+    if _dtype.promote_types(result.dtype, target.dtype) is not target.dtype:
+        raise RuntimeError(f"result type {result.dtype.title} can't be cast to the desired output type "
+                           f"{target.dtype.title}")
+    return copy_(target, result)
+
+
+def inplace_of(op, name=None):
+    """``op_(x, ...)``: ``op(x, ...)`` written into ``x``."""
+    def op_(self, *args, **kwargs):
+        source = clone(self) if _records(self, args, kwargs) else self
+        return assign_result(self, op(source, *args, **kwargs))
+    op_.__name__ = name or op.__name__ + "_"
+    op_.__doc__ = f"In-place ``{op.__name__}``: the result is written into ``self``."
+    return op_
+
+
+# ---- the optimizer family: written with add_ so that they allocate as little as possible ----------
+def addcmul_(self, tensor1, tensor2, *, value=1):
+    """``self += value * tensor1 * tensor2`` (``torch.Tensor.addcmul_``)."""
+    return add_(self, mul(tensor1, tensor2), alpha=value)
+
+
+def addcdiv_(self, tensor1, tensor2, *, value=1):
+    """``self += value * tensor1 / tensor2`` (``torch.Tensor.addcdiv_``)."""
+    return add_(self, div(tensor1, tensor2), alpha=value)
+
+
+def lerp_(self, end, weight):
+    """``self += weight * (end - self)`` (``torch.Tensor.lerp_``)."""
+    return add_(self, mul(weight, sub(end, self)))
+
+
+def float_power_(self, exponent):
+    """``self **= exponent`` in float64: ``self`` must already be float64, as PyTorch requires."""
+    if self.dtype is not _dtype.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.title} but the "
+                           "operation's result requires dtype Double")
+    return _float_power_into(self, exponent)
+
+
+# ---- view ops that change the tensor itself -----------------------------------------------------
+def _become(self, view):
+    """Make ``self`` the view ``view`` of its own memory: its array, shape and history."""
+    if grad_mode.is_grad_enabled() and self.requires_grad and self.is_leaf:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    self._data = view._data
+    if view.grad_fn is not None:
+        self.grad_fn, self._output_index = view.grad_fn, view._output_index
+    return self
+
+
+def _view_inplace(view_op, name):
+    def op_(self, *args, **kwargs):
+        return _become(self, view_op(self, *args, **kwargs))
+    op_.__name__ = name
+    op_.__doc__ = f"``self`` becomes ``self.{view_op.__name__}(...)`` (in place, as ``torch.Tensor.{name}``)."
+    return op_
+
+
+def resize_(self, *sizes, memory_format=None):
+    """Give ``self`` the shape ``sizes``: its elements in order, cut or followed by zeros (where
+    PyTorch leaves new memory unset); non-contiguous tensors are read in logical order."""
+    shape = shape_arg(sizes)
+    if self.requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
+    n = int(np.prod(shape))
+    flat = self._data.reshape(-1)
+    if n == flat.size:
+        self._data = flat.reshape(shape)
+        return self
+    grown = array_module(flat).zeros(n, flat.dtype)
+    kept = min(n, flat.size)
+    grown[:kept] = flat[:kept]
+    self._data = grown.reshape(shape)
+    return self
+
+
+def resize_as_(self, other, memory_format=None):
+    return resize_(self, other.shape)
+
+
+# ---- Python callables, element by element (CPU only and slow, as in PyTorch) --------------------
+def _check_python_callable_target(self, name):
+    if self.device.type != "cpu":
+        raise TypeError(f"{name} is only implemented on CPU tensors")
+    if self.requires_grad:
+        raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                           f"var.detach().{name}() instead.")
+
+
+def apply_(self, callable):
+    """``self[i] = callable(self[i])`` for every element, with Python numbers."""
+    _check_python_callable_target(self, "apply_")
+    values = np.frompyfunc(callable, 1, 1)(self._data.tolist() if self.ndim == 0 else self._data)
+    self._data[...] = np.asarray(values, dtype=object).astype(self._data.dtype)
+    self._version[0] += 1
+    return self
+
+
+def map_(self, tensor, callable):
+    """``self[i] = callable(self[i], tensor[i])`` for every element (``tensor`` broadcasts to self)."""
+    _check_python_callable_target(self, "map_")
+    other = np.broadcast_to(tensor._data, self._data.shape)
+    values = np.frompyfunc(callable, 2, 1)(self._data, other)
+    self._data[...] = np.asarray(values, dtype=object).astype(self._data.dtype)
+    self._version[0] += 1
+    return self
+
+
+_float_power_into = inplace_of(Tensor.float_power)
+
+register_method(addcmul_, "addcmul_")
+register_method(addcdiv_, "addcdiv_")
+register_method(lerp_, "lerp_")
+register_method(float_power_, "float_power_")
+register_method(resize_, "resize_")
+register_method(resize_as_, "resize_as_")
+register_method(apply_, "apply_")
+register_method(map_, "map_")
+
+# aliases of in-place ops defined elsewhere
+for _alias, _name in (("absolute_", "abs_"), ("negative_", "neg_"), ("divide_", "div_"),
+                      ("true_divide_", "div_"), ("multiply_", "mul_"), ("subtract_", "sub_"),
+                      ("fix_", "trunc_"), ("arccos_", "acos_"), ("arcsin_", "asin_"),
+                      ("arctan_", "atan_"), ("sgn_", "sign_")):
+    register_method(getattr(Tensor, _name), _alias)
+
+# in-place twins made from the out-of-place op
+for _name in ("atan2", "fmod", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+              "logical_xor", "logical_not", "bitwise_not", "bitwise_xor", "cumsum", "cumprod",
+              "nan_to_num", "addmm", "baddbmm", "clamp_min", "clamp_max", "hypot", "copysign", "xlogy",
+              "heaviside", "gcd", "lcm"):
+    register_method(inplace_of(getattr(Tensor, _name)), _name + "_")
+for _alias, _name in (("greater_", "gt"), ("greater_equal_", "ge"), ("less_", "lt"),
+                      ("less_equal_", "le"), ("not_equal_", "ne"), ("arctan2_", "atan2")):
+    register_method(inplace_of(getattr(Tensor, _name), _alias), _alias)
+
+for _name, _view in (("t_", "t"), ("transpose_", "transpose"), ("swapaxes_", "swapaxes"),
+                     ("swapdims_", "swapdims"), ("squeeze_", "squeeze"), ("unsqueeze_", "unsqueeze")):
+    register_method(_view_inplace(getattr(Tensor, _view), _name), _name)
+
+__all__ = []

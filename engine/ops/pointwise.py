@@ -1,0 +1,392 @@
+"""More elementwise math with PyTorch's dtypes and gradients: hypot, copysign, xlogy, logaddexp,
+fmax/fmin, float_power, heaviside, gcd/lcm, clamp_min/clamp_max, inverse hyperbolics, sinc, logit,
+angle conversions and sign tests.
+
+Built on ``elementwise``'s ``_Binary``/``_Unary`` Functions and its promotion helpers, so these ops
+broadcast and promote like ``add`` and ``exp``. The in-place forms of the binary ones are made in
+``inplace``.
+"""
+import math
+
+import numpy as np
+
+from .. import _dtype
+from ..autograd.function import Function
+from ..tensor import Tensor, register_method
+from ._common import as_operand, cast, result_dtype, xp_of
+from .elementwise import _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, pow
+
+
+# ---- binary ---------------------------------------------------------------------------------------
+class Hypot(_Binary):
+    """sqrt(a**2 + b**2) without overflow; the gradient is (a, b) / result."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        self.a, self.b = a, b
+        self.y = xp_of(a, b).hypot(a, b)
+        return self.y
+
+    def backward(self, gy):
+        return gy * self.a / self.y, gy * self.b / self.y
+
+
+class Copysign(_Binary):
+    """|a| with the sign of b; the gradient to a is result / a (0 where a is 0), none to b."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        xp = xp_of(a, b)
+        self.a = a
+        self.y = xp.copysign(a, b)
+        return self.y
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = xp.where(self.a == 0, 0, self.y / self.a)
+        return gy * ratio, gy * 0
+
+
+class Xlogy(_Binary):
+    """a * log(b), and 0 where a is 0 (unless b is NaN)."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        xp = xp_of(a, b)
+        self.a, self.b = a, b
+        self.zero = (a == 0) & ~xp.isnan(b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.where(self.zero, 0, a * xp.log(b)).astype(self.dtype, copy=False)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ga = gy * xp.where(self.zero, 0, xp.log(self.b))
+            gb = gy * self.a / self.b
+        return ga, gb
+
+
+class LogAddExp(_Binary):
+    """log(exp(a) + exp(b)) computed without overflow; the gradients are softmax weights."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        self.a, self.b = a, b
+        self.y = xp_of(a, b).logaddexp(a, b)
+        return self.y
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        return gy * xp.exp(self.a - self.y), gy * xp.exp(self.b - self.y)
+
+
+class LogAddExp2(LogAddExp):
+    """log2(2**a + 2**b); the gradients are base-2 softmax weights."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        self.a, self.b = a, b
+        self.y = xp_of(a, b).logaddexp2(a, b)
+        return self.y
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        return gy * xp.exp2(self.a - self.y), gy * xp.exp2(self.b - self.y)
+
+
+class FMax(_Binary):
+    """The larger operand, ignoring NaN. Backward as PyTorch's: ties share the gradient equally, the
+    smaller operand gets none, and where a NaN makes the comparison false both get all of it."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        self.a, self.b = a, b
+        return xp_of(a, b).fmax(a, b)
+
+    @staticmethod
+    def loses(a, b):
+        return a < b
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        share = xp.where(self.a == self.b, 0.5, 1.0).astype(gy.dtype)
+        return gy * share * ~self.loses(self.a, self.b), gy * share * ~self.loses(self.b, self.a)
+
+
+class FMin(FMax):
+    """The smaller operand, ignoring NaN (gradients as ``FMax``'s, mirrored)."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        self.a, self.b = a, b
+        return xp_of(a, b).fmin(a, b)
+
+    @staticmethod
+    def loses(a, b):
+        return a > b
+
+
+class Heaviside(_Binary):
+    """0 where a < 0, ``values`` where a == 0, 1 where a > 0 (not differentiable, as in PyTorch)."""
+
+    def forward(self, a, values):
+        return xp_of(a).where(a == 0, values, a > 0).astype(self.dtype, copy=False)
+
+
+class _IntegerBinary(_Binary):
+    """gcd and lcm: integer ufuncs, not differentiable."""
+
+    def __init__(self, dtype, ufunc):
+        super().__init__(dtype)
+        self.ufunc = ufunc
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        return getattr(xp_of(a, b), self.ufunc)(a, b)
+
+
+def _check_kinds(name, dt, kinds, device="cpu"):
+    """PyTorch's error for a dtype the op has no kernel for (``"hypot_cpu" not implemented for 'Long'``)."""
+    if dt.np.kind not in kinds:
+        raise RuntimeError(f"\"{name}_{device}\" not implemented for '{dt.title}'")
+
+
+def _device_type(*operands):
+    return next((t.device.type for t in operands if isinstance(t, Tensor)), "cpu")
+
+
+def _float_only(name, fn_cls, input, other):
+    dt = result_dtype(as_operand(input), as_operand(other))
+    _check_kinds(name, dt, "f", _device_type(input, other))
+    return _binary(fn_cls, input, other)
+
+
+def hypot(input, other):
+    """sqrt(input**2 + other**2), elementwise (floating types only, as in PyTorch)."""
+    return _float_only("hypot", Hypot, input, other)
+
+
+def logaddexp(input, other):
+    """log(exp(input) + exp(other)) without overflow (floating types only)."""
+    return _float_only("logaddexp", LogAddExp, input, other)
+
+
+def logaddexp2(input, other):
+    """log2(2**input + 2**other) without overflow (floating types only)."""
+    return _float_only("logaddexp2", LogAddExp2, input, other)
+
+
+def copysign(input, other):
+    """The magnitude of ``input`` with the sign of ``other``; integers give the default float type."""
+    return _binary(Copysign, input, other, float_result=True)
+
+
+def xlogy(input, other):
+    """input * log(other), with 0 where input is 0 (``torch.xlogy``); integers give floats."""
+    return _binary(Xlogy, input, other, float_result=True)
+
+
+def fmax(input, other):
+    """The elementwise maximum where a NaN loses to a number (``maximum`` propagates NaN)."""
+    return _binary(FMax, input, other)
+
+
+def fmin(input, other):
+    """The elementwise minimum where a NaN loses to a number."""
+    return _binary(FMin, input, other)
+
+
+def float_power(input, exponent):
+    """``input ** exponent`` computed in float64 whatever the operands' types (``torch.float_power``)."""
+    return pow(_as_double(input), _as_double(exponent))
+
+
+def _as_double(x):
+    return x.to(_dtype.float64) if isinstance(x, Tensor) else float(x)
+
+
+def heaviside(input, values):
+    """The Heaviside step of ``input`` taking ``values`` at 0; both must share one dtype."""
+    values = as_operand(values, like=input)
+    if isinstance(values, Tensor) and values.dtype is not input.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return _binary(Heaviside, input, values)
+
+
+def _integer_op(name):
+    def op(input, other):
+        dt = result_dtype(as_operand(input), as_operand(other))
+        _check_kinds(name, dt, "iu", _device_type(input, other))
+        return _binary(_IntegerBinary, input, other, ufunc=name)
+    op.__name__ = name
+    op.__doc__ = f"The elementwise {name} of two integer tensors (``torch.{name}``)."
+    return op
+
+
+gcd = _integer_op("gcd")
+lcm = _integer_op("lcm")
+
+
+def clamp_min(input, min):
+    """``clamp(input, min=min)``; ``min`` may be a tensor."""
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    """``clamp(input, max=max)``; ``max`` may be a tensor."""
+    return clamp(input, max=max)
+
+
+# ---- unary ----------------------------------------------------------------------------------------
+class Asinh(_Unary):
+    f = staticmethod(lambda xp, x: xp.arcsinh(x))
+
+    def backward(self, gy):
+        return gy / xp_of(gy).sqrt(self.x * self.x + 1)
+
+
+class Acosh(_Unary):
+    f = staticmethod(lambda xp, x: xp.arccosh(x))
+
+    def backward(self, gy):
+        with np.errstate(invalid="ignore"):
+            return gy / xp_of(gy).sqrt(self.x * self.x - 1)
+
+
+class Atanh(_Unary):
+    f = staticmethod(lambda xp, x: xp.arctanh(x))
+
+    def backward(self, gy):
+        with np.errstate(divide="ignore"):
+            return gy / (1 - self.x * self.x)
+
+
+class Sinc(_Unary):
+    """sin(pi x) / (pi x), 1 at 0."""
+
+    f = staticmethod(lambda xp, x: xp.sinc(x))
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        px = math.pi * self.x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = (xp.cos(px) * px - xp.sin(px)) / (px * self.x)
+        return gy * xp.where(self.x == 0, 0, d)
+
+
+class _Scale(_Unary):
+    """Multiplication by a constant (``deg2rad``, ``rad2deg``)."""
+
+    uses_inputs = False
+    factor = 1.0
+
+    def f(self, xp, x):
+        return x * self.dtype.type(self.factor)
+
+    def backward(self, gy):
+        return gy * self.factor
+
+
+class Deg2Rad(_Scale):
+    factor = math.pi / 180
+
+
+class Rad2Deg(_Scale):
+    factor = 180 / math.pi
+
+
+class Logit(_Unary):
+    """log(x / (1 - x)), with x first clamped to [eps, 1 - eps] when eps is given."""
+
+    def __init__(self, dtype, eps=None):
+        super().__init__(dtype)
+        self.eps = eps
+
+    def f(self, xp, x):
+        if self.eps is not None:
+            x = xp.clip(x, self.eps, 1 - self.eps)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.log(x / (1 - x))
+
+    def backward(self, gy):
+        x = self.x
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = gy / (x * (1 - x))
+        if self.eps is None:
+            return g
+        return xp_of(gy).where((x < self.eps) | (x > 1 - self.eps), 0, g)
+
+
+asinh, asinh_ = _unary_pair("asinh", Asinh)
+acosh, acosh_ = _unary_pair("acosh", Acosh)
+atanh, atanh_ = _unary_pair("atanh", Atanh)
+sinc, sinc_ = _unary_pair("sinc", Sinc)
+deg2rad, deg2rad_ = _unary_pair("deg2rad", Deg2Rad)
+rad2deg, rad2deg_ = _unary_pair("rad2deg", Rad2Deg)
+arcsinh, arccosh, arctanh, arctan2 = asinh, acosh, atanh, atan2
+
+
+def logit(input, eps=None):
+    """log(p / (1 - p)); with ``eps`` the input is clamped to [eps, 1 - eps] first."""
+    return _unary(Logit, input, eps=eps)
+
+
+def logit_(input, eps=None):
+    return _unary(Logit, input, inplace=True, eps=eps)
+
+
+def sgn(input):
+    """The sign of each element (for real tensors the same as ``sign``)."""
+    return input.sign()
+
+
+def positive(input):
+    """``input`` itself (``+x``); refused for bool tensors, as in PyTorch."""
+    if input.dtype is _dtype.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+class _Test(Function):
+    """An elementwise predicate giving a bool tensor (not differentiable)."""
+
+    def __init__(self, test):
+        self.test = test
+
+    def forward(self, x):
+        return self.test(xp_of(x), x)
+
+
+def signbit(input):
+    """True where the sign bit is set (negative numbers and -0.0)."""
+    return _Test(lambda xp, x: xp.signbit(x))(input)
+
+
+def isposinf(input):
+    return _Test(lambda xp, x: xp.isposinf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))(input)
+
+
+def isneginf(input):
+    return _Test(lambda xp, x: xp.isneginf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))(input)
+
+
+def isreal(input):
+    """True everywhere: engine tensors are real."""
+    return _Test(lambda xp, x: xp.ones(x.shape, bool))(input)
+
+
+for _name in ("hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "fmax", "fmin", "float_power",
+              "heaviside", "gcd", "lcm", "clamp_min", "clamp_max", "asinh", "asinh_", "acosh",
+              "acosh_", "atanh", "atanh_", "sinc", "sinc_", "deg2rad", "deg2rad_", "rad2deg", "rad2deg_",
+              "logit", "logit_", "sgn", "positive", "signbit", "isposinf", "isneginf", "isreal"):
+    register_method(globals()[_name], _name)
+for _alias, _name in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"), ("arctan2", "atan2"),
+                      ("arcsinh_", "asinh_"), ("arccosh_", "acosh_"), ("arctanh_", "atanh_")):
+    register_method(globals()[_name], _alias)
+
+__all__ = ["hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "fmax", "fmin", "float_power",
+           "heaviside", "gcd", "lcm", "clamp_min", "clamp_max", "asinh", "asinh_", "acosh", "acosh_",
+           "atanh", "atanh_", "arcsinh", "arccosh", "arctanh", "arctan2", "sinc", "sinc_", "deg2rad",
+           "deg2rad_", "rad2deg", "rad2deg_", "logit", "logit_", "sgn", "positive", "signbit", "isposinf",
+           "isneginf", "isreal"]

@@ -1,0 +1,97 @@
+"""quantile and nanquantile: sort along the dim, then read (and interpolate) at q's rank.
+
+Composed of ``sort``, ``gather`` and arithmetic, so the gradient goes to the one or two sorted
+elements each quantile reads, weighted by the interpolation, as in PyTorch. Sorting puts NaN last:
+a slice holding NaN reads its last element (quantile), and one of only NaN reads its first
+(nanquantile), which gives NaN and sends the gradient where PyTorch sends it.
+"""
+import numbers
+
+from ..tensor import _new, register_method
+from ._common import wrap_dim, xp_of
+from .indexing import gather
+from .shape import flatten, movedim, squeeze, unsqueeze
+from .sorting import sort
+
+INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _check(input, q, interpolation):
+    """PyTorch's argument checks (its messages say quantile() for nanquantile too); returns q as a
+    1-d array and whether it was a scalar."""
+    if not input.is_floating_point():
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if interpolation not in INTERPOLATIONS:
+        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or "
+                           f"nearest, but got {interpolation}")
+    scalar = isinstance(q, numbers.Real)
+    if not scalar:
+        if q.ndim > 1:
+            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+        if q.dtype is not input.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    xp = xp_of(input._data)
+    values = xp.asarray([q], input._data.dtype) if scalar else q._data.reshape(-1)
+    bad = values[(values < 0) | (values > 1)]
+    if bad.size:
+        raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {float(bad[0])}")
+    return values, scalar or q.ndim == 0
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    qs, scalar_q = _check(input, q, interpolation)
+    xp = xp_of(input._data)
+    if dim is None:
+        rows = flatten(input)
+    else:
+        rows = movedim(input, wrap_dim(dim, input.ndim), -1) if input.ndim else input.reshape(1)
+    ordered = sort(rows, dim=-1).values
+    n = ordered.shape[-1]
+    nan = xp.isnan(rows._data)
+    count = n - nan.sum(axis=-1, keepdims=True) if ignore_nan else xp.full(ordered.shape[:-1] + (1,), n)
+    rank = qs * (xp.maximum(count, 1) - 1)
+    if not ignore_nan:
+        rank = xp.where(nan.any(axis=-1, keepdims=True), n - 1, rank)
+    below, above = xp.floor(rank), xp.ceil(rank)
+    if interpolation == "lower":
+        above = below
+    elif interpolation == "higher":
+        below = above
+    elif interpolation == "nearest":
+        below = above = xp.round(rank)
+    if interpolation == "linear":
+        weight = rank - below
+    else:
+        weight = xp.full(rank.shape, 0.5 if interpolation == "midpoint" else 0.0)
+    low = gather(ordered, -1, _new(below.astype("int64")))
+    high = gather(ordered, -1, _new(above.astype("int64")))
+    out = movedim(low + (high - low) * _new(weight.astype(input._data.dtype)), -1, 0)
+    if keepdim:
+        out = _keep_dims(out, input.ndim, dim)
+    return squeeze(out, 0) if scalar_q else out
+
+
+def _keep_dims(out, ndim, dim):
+    """Put back the reduced dim(s) as size 1 after q's leading dim."""
+    if dim is None:
+        return out.reshape((out.shape[0],) + (1,) * ndim)
+    return unsqueeze(out, 1 + wrap_dim(dim, ndim)) if ndim else out
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The ``q``-quantiles (a scalar or 1-d tensor in [0, 1]) of ``input`` along ``dim`` (all of it
+    when None); a 1-d q puts its dim first. A slice holding NaN gives NaN."""
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """``quantile`` ignoring NaN (a slice of only NaN gives NaN)."""
+    return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+register_method(quantile)
+register_method(nanquantile)
+
+__all__ = ["quantile", "nanquantile"]

@@ -1,0 +1,350 @@
+"""The ops training scripts reach for beyond the basics, against PyTorch: hypot, copysign, xlogy,
+logaddexp, fmax/fmin, float_power, heaviside, gcd/lcm, clamp_min/max, inverse hyperbolics, sinc,
+logit, special functions, cummax/cummin, logcumsumexp, diff, trace, inner, cross, dist, cdist, rot90,
+Tensor.unfold, diag_embed, diagflat, splits, sum_to_size, fill_diagonal_, bincount, histc, quantile.
+
+Values, dtypes, broadcasting and gradients through ``check_op``; bad input through ``same_error``
+(the engine's message equals PyTorch's).
+"""
+import numpy as np
+import pytest
+import torch
+from op_check import check_op, noncontiguous
+
+import engine
+
+RNG = np.random.default_rng(7)
+
+
+def randn(*shape, dtype=np.float32):
+    return np.asarray(RNG.standard_normal(shape), dtype)
+
+
+def uniform(low, high, *shape, dtype=np.float32):
+    return np.asarray(RNG.uniform(low, high, shape), dtype)
+
+
+def both(make):
+    """``make(mod)`` builds the function for one library; returns (ours, theirs)."""
+    return make(engine), make(torch)
+
+
+def same_error(make):
+    """``make(mod)`` fails in the engine with PyTorch's message (and a RuntimeError where torch raises
+    one of its subclasses, such as NotImplementedError)."""
+    with pytest.raises(Exception) as theirs:
+        make(torch)
+    with pytest.raises(Exception) as ours:
+        make(engine)
+    assert str(ours.value).splitlines()[0] == str(theirs.value).splitlines()[0]
+    kind = RuntimeError if isinstance(theirs.value, RuntimeError) else type(theirs.value)
+    assert isinstance(ours.value, kind), f"{type(ours.value).__name__} vs torch {type(theirs.value).__name__}"
+
+
+# ---- binary pointwise ---------------------------------------------------------------------------------
+BINARY = ["hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "fmax", "fmin", "float_power"]
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_broadcast_forward_backward(name):
+    positive_second = name in ("xlogy", "float_power")
+    first = uniform(0.2, 2, 3, 1, 5) if name == "float_power" else randn(3, 1, 5)
+    second = uniform(0.1, 3, 4, 1) if positive_second else randn(4, 1)
+    check_op(*both(lambda m: getattr(m, name)), [first, second])
+    check_op(*both(lambda m: lambda x, y: getattr(x, name)(y)), [noncontiguous(randn(4, 6).__abs__() + 0.1), uniform(0.1, 2, 6)])
+    check_op(*both(lambda m: getattr(m, name)), [randn(2, 3, dtype=np.float64), uniform(0.5, 2, 3, dtype=np.float64)])
+
+
+@pytest.mark.parametrize("name", ["copysign", "xlogy", "fmax", "fmin", "float_power"])
+def test_binary_integer_and_mixed_dtypes(name):
+    ints = np.array([[3, -2, 0], [1, 5, -7]])
+    floats = np.array([0.5, -1.5, 2.0], np.float32)
+    check_op(*both(lambda m: getattr(m, name)), [ints, ints[::-1].copy()])
+    check_op(*both(lambda m: getattr(m, name)), [ints, floats], grad=False)
+
+
+def test_binary_special_values():
+    specials = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 2.0], np.float32)
+    others = np.array([np.nan, 1.0, 0.0, -1.0, np.nan, -np.inf], np.float32)
+    for name in ("fmax", "fmin", "xlogy", "copysign", "hypot", "logaddexp"):
+        check_op(*both(lambda m: getattr(m, name)), [specials, others], grad=False)
+
+
+def test_fmax_gradient_goes_to_the_number_not_the_nan_and_to_input_on_ties():
+    a = np.array([1.0, np.nan, 2.0, 3.0], np.float32)
+    b = np.array([1.0, 4.0, np.nan, 0.0], np.float32)
+    check_op(*both(lambda m: m.fmax), [a, b])
+    check_op(*both(lambda m: m.fmin), [a, b])
+
+
+def test_heaviside_gcd_lcm():
+    x = np.array([-1.5, 0.0, 2.0, 0.0], np.float32)
+    values = np.array([0.5, 0.25, 0.5, 0.75], np.float32)
+    check_op(*both(lambda m: lambda a, v: m.heaviside(a, v)), [x, values], grad=False)
+    a = np.array([[12, -18, 0], [7, 0, 21]])
+    b = np.array([8, 27, 5])
+    for name in ("gcd", "lcm"):
+        check_op(*both(lambda m: getattr(m, name)), [a, b])
+        check_op(*both(lambda m: lambda p, q: getattr(p.int(), name)(q.int())), [a, b])
+
+
+def test_clamp_min_max():
+    check_op(*both(lambda m: lambda x: m.clamp_min(x, 0.2)), [randn(3, 4)])
+    check_op(*both(lambda m: lambda x, lo: x.clamp_min(lo)), [randn(3, 4), randn(4)])
+    check_op(*both(lambda m: lambda x, hi: m.clamp_max(x, hi)), [randn(3, 4), randn(3, 1)])
+    check_op(*both(lambda m: lambda x: m.clamp_min(x, 0.5)), [np.array([1, 0, -2])], grad=False)
+
+
+def test_binary_errors():
+    same_error(lambda m: m.hypot(m.tensor([1, 2]), m.tensor([3, 4])))
+    same_error(lambda m: m.logaddexp(m.tensor([True]), m.tensor([False])))
+    same_error(lambda m: m.logaddexp2(m.tensor([1]), m.tensor([1])))
+    same_error(lambda m: m.gcd(m.tensor([1.0]), m.tensor([2.0])))
+    same_error(lambda m: m.lcm(m.tensor([True]), m.tensor([True])))
+    same_error(lambda m: m.heaviside(m.tensor([1.0]), m.tensor([1.0], dtype=m.float64)))
+    same_error(lambda m: m.hypot(m.ones(2, 3), m.ones(4)))
+
+
+# ---- unary pointwise and special functions --------------------------------------------------------------
+UNARY = [  # (name, input maker)
+    ("asinh", lambda: randn(3, 5)),
+    ("acosh", lambda: uniform(1.1, 4, 3, 5)),
+    ("atanh", lambda: uniform(-0.9, 0.9, 3, 5)),
+    ("sinc", lambda: np.concatenate([randn(7), np.zeros(1, np.float32)])),
+    ("deg2rad", lambda: randn(3, 5) * 90),
+    ("rad2deg", lambda: randn(3, 5)),
+    ("erfc", lambda: randn(3, 5) * 3),
+    ("erfinv", lambda: uniform(-0.99, 0.99, 3, 5)),
+    ("lgamma", lambda: np.concatenate([uniform(0.1, 8, 9), -uniform(0.1, 0.9, 3) - 2])),
+    ("digamma", lambda: uniform(0.2, 9, 3, 5)),
+    ("logit", lambda: uniform(0.01, 0.99, 3, 5)),
+]
+
+
+@pytest.mark.parametrize("name,make", UNARY, ids=[n for n, _ in UNARY])
+def test_unary_values_and_gradients(name, make):
+    x = make()
+    check_op(*both(lambda m: getattr(m, name)), [x], rtol=2e-5)
+    check_op(*both(lambda m: lambda t: getattr(t, name)()), [noncontiguous(np.resize(x, (4, 6)))], rtol=2e-5)
+    check_op(*both(lambda m: getattr(m, name)), [x.astype(np.float64)], rtol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["asinh", "acosh", "atanh", "sinc", "deg2rad", "rad2deg", "erfc", "erfinv",
+                                  "lgamma", "digamma", "logit"])
+def test_unary_integer_inputs_give_floats(name):
+    check_op(*both(lambda m: getattr(m, name)), [np.array([[1, 0, -2], [3, 2, 1]])], grad=False)
+
+
+def test_unary_edges_match_torch():
+    edges = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, -3.0, 2.0], np.float32)
+    for name in ("erfinv", "lgamma", "digamma", "logit", "atanh", "acosh", "sinc", "erfc", "sgn"):
+        check_op(*both(lambda m: getattr(m, name)), [edges], grad=False)
+
+
+def test_logit_eps_clamps_input_and_gradient():
+    x = np.array([0.0, 0.05, 0.3, 0.9, 0.97, 1.0], np.float32)
+    check_op(*both(lambda m: lambda t: m.logit(t, eps=0.1)), [x])
+    check_op(*both(lambda m: lambda t: t.logit(1e-6)), [x[1:-1]])
+
+
+def test_predicates_and_positive():
+    x = np.array([1.0, -0.0, 0.0, np.inf, -np.inf, np.nan, -2.5], np.float32)
+    for name in ("signbit", "isposinf", "isneginf", "isreal", "positive"):
+        check_op(*both(lambda m: getattr(m, name)), [x], grad=False)
+        check_op(*both(lambda m: getattr(m, name)), [np.array([3, -1, 0])], grad=False)
+    same_error(lambda m: m.positive(m.tensor([True])))
+
+
+# ---- scans along a dim ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cummax_cummin_with_ties_and_nan(name):
+    ties = np.round(randn(4, 6) * 1.5).astype(np.float32)
+    check_op(*both(lambda m: lambda x: getattr(m, name)(x, 1)), [ties])
+    check_op(*both(lambda m: lambda x: getattr(x, name)(0)), [noncontiguous(ties)])
+    with_nan = randn(3, 5)
+    with_nan[1, 2] = np.nan
+    with_nan[2, 0] = np.nan
+    check_op(*both(lambda m: lambda x: getattr(m, name)(x, -1)), [with_nan])
+    check_op(*both(lambda m: lambda a: getattr(m, name)(a, 0)), [np.array([[3, 1], [1, 5], [3, 0]])])
+    result = getattr(engine, name)(engine.tensor([2.0, 1.0]), 0)
+    assert result.indices.dtype is engine.int64 and result.values is result[0]
+
+
+def test_logcumsumexp_wide_ranges():
+    check_op(*both(lambda m: lambda x: m.logcumsumexp(x, 1)), [randn(3, 6) * 40])
+    check_op(*both(lambda m: lambda x: x.logcumsumexp(0)), [noncontiguous(randn(5, 4))])
+    check_op(*both(lambda m: lambda x: m.logcumsumexp(x, 0)), [np.array([-1000.0, 0.0, -np.inf, 3.0], np.float64)])
+    same_error(lambda m: m.logcumsumexp(m.tensor([1, 2, 3]), 0))
+
+
+def test_diff():
+    check_op(*both(lambda m: lambda x: m.diff(x)), [randn(3, 6)])
+    check_op(*both(lambda m: lambda x: x.diff(n=3, dim=0)), [randn(5, 4)])
+    check_op(*both(lambda m: lambda x, p, a: m.diff(x, dim=1, prepend=p, append=a)), [randn(3, 4), randn(3, 2), randn(3, 1)])
+    check_op(*both(lambda m: m.diff), [np.array([True, True, False, True])], grad=False)
+    check_op(*both(lambda m: lambda a: m.diff(a, n=2)), [np.array([3, 9, 4, 4, 0])], grad=False)
+    same_error(lambda m: m.diff(m.tensor(1.0)))
+
+
+# ---- products and distances ----------------------------------------------------------------------------
+def test_trace_inner_dist():
+    check_op(*both(lambda m: m.trace), [randn(4, 3)])
+    check_op(*both(lambda m: m.trace), [np.arange(9).reshape(3, 3)])
+    check_op(*both(lambda m: m.inner), [randn(2, 3, 5), randn(4, 5)])
+    check_op(*both(lambda m: lambda a, b: a.inner(b)), [randn(5), noncontiguous(randn(3, 5))])
+    check_op(*both(lambda m: lambda a: m.inner(a, m.tensor(2.5))), [randn(2, 3)])
+    for p in (1, 2, 3.5, float("inf")):
+        check_op(*both(lambda m: lambda a, b: m.dist(a, b, p)), [randn(3, 4), randn(4)])
+    check_op(*both(lambda m: lambda a, b: m.dist(a, b, 0)), [randn(3, 4), randn(4)], grad=False)
+    same_error(lambda m: m.trace(m.ones(2, 2, 2)))
+    same_error(lambda m: m.inner(m.ones(2, 3), m.ones(4, 5)))
+
+
+def test_cross():
+    check_op(*both(lambda m: lambda a, b: m.cross(a, b, dim=1)), [randn(4, 3), randn(1, 3)])
+    check_op(*both(lambda m: lambda a, b: a.cross(b, dim=0)), [randn(3, 5), randn(3, 5)])
+    check_op(*both(lambda m: lambda a, b: m.linalg.cross(a, b) if m is torch else m.cross(a, b, dim=-1)),
+             [randn(2, 4, 3), randn(2, 4, 3)])
+    same_error(lambda m: m.cross(m.ones(4, 2), m.ones(4, 2), dim=1))
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, float("inf"), 0.0])
+def test_cdist(p):
+    check_op(*both(lambda m: lambda a, b: m.cdist(a, b, p=p)), [randn(2, 5, 3), randn(2, 4, 3)], rtol=2e-5)
+    check_op(*both(lambda m: lambda a, b: m.cdist(a, b, p=p)), [randn(5, 3), randn(1, 4, 3)], rtol=2e-5)
+
+
+def test_cdist_zero_distance_gradient_and_errors():
+    points = randn(4, 3)
+    check_op(*both(lambda m: lambda a, b: m.cdist(a, b)), [points, points[1:3].copy()])
+    same_error(lambda m: m.cdist(m.ones(3), m.ones(2, 3)))
+    same_error(lambda m: m.cdist(m.ones(2, 3), m.ones(2, 4)))
+    same_error(lambda m: m.cdist(m.ones(2, 3), m.ones(2, 3), p=-1))
+
+
+# ---- rearranging -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("k,dims", [(1, (0, 1)), (2, (1, 2)), (3, (0, 2)), (-1, (2, 0)), (0, (0, 1)), (5, (-1, -2))])
+def test_rot90(k, dims):
+    check_op(*both(lambda m: lambda x: m.rot90(x, k, dims)), [randn(2, 3, 4)])
+    check_op(*both(lambda m: lambda x: x.rot90(k, dims)), [noncontiguous(randn(3, 2, 5))])
+
+
+def test_rot90_errors():
+    same_error(lambda m: m.rot90(m.ones(2, 2), 1, [0]))
+    same_error(lambda m: m.rot90(m.ones(2), 1, [0, 1]))
+    same_error(lambda m: m.rot90(m.ones(2, 2), 1, [1, 1]))
+
+
+@pytest.mark.parametrize("dim,size,step", [(1, 2, 1), (1, 3, 2), (0, 1, 1), (-1, 4, 3), (2, 5, 5)])
+def test_unfold_windows(dim, size, step):
+    check_op(*both(lambda m: lambda x: x.unfold(dim, size, step)), [randn(3, 7, 5)])
+    check_op(*both(lambda m: lambda x: x.unfold(dim, size, step) * 2), [noncontiguous(randn(3, 7, 5))])
+
+
+def test_unfold_is_a_view_and_errors():
+    x = engine.arange(6.0)
+    windows = x.unfold(0, 2, 2)
+    windows[1, 0] = -1.0
+    assert x[2].item() == -1.0 and windows._base is x
+    same_error(lambda m: m.ones(3, 4).unfold(1, 5, 1))
+    same_error(lambda m: m.ones(3, 4).unfold(1, 2, 0))
+
+
+@pytest.mark.parametrize("offset,dim1,dim2", [(0, -2, -1), (1, 0, 2), (-2, 2, 0), (2, 1, 0)])
+def test_diag_embed(offset, dim1, dim2):
+    check_op(*both(lambda m: lambda x: m.diag_embed(x, offset, dim1, dim2)), [randn(2, 4)])
+    check_op(*both(lambda m: lambda x: x.diag_embed(offset, dim1, dim2)), [noncontiguous(randn(3, 5))])
+
+
+def test_diagflat_and_splits():
+    check_op(*both(lambda m: lambda x: m.diagflat(x, -1)), [randn(2, 3)])
+    check_op(*both(lambda m: lambda x: x.diagflat(2)), [randn(4)])
+    check_op(*both(lambda m: lambda x: x.split_with_sizes([2, 1, 3], 1)), [randn(2, 6)])
+    check_op(*both(lambda m: lambda x: m.hsplit(x, [1, 4])), [randn(3, 5, 2)])
+    check_op(*both(lambda m: lambda x: m.hsplit(x, 2)), [randn(6)])
+    check_op(*both(lambda m: lambda x: x.vsplit(3)), [randn(6, 2)])
+    check_op(*both(lambda m: lambda x: m.dsplit(x, [1])), [randn(2, 2, 3)])
+    same_error(lambda m: m.ones(2, 6).split_with_sizes([2, 3], 1))
+    same_error(lambda m: m.hsplit(m.ones(3, 5), 2))
+    same_error(lambda m: m.vsplit(m.ones(4), 2))
+
+
+@pytest.mark.parametrize("size", [(3, 1), (1, 3, 1), (2, 3, 4), (4,), (1,), ()])
+def test_sum_to_size(size):
+    check_op(*both(lambda m: lambda x: x.sum_to_size(size)), [randn(2, 3, 4)])
+
+
+def test_sum_to_size_error():
+    same_error(lambda m: m.ones(2, 3).sum_to_size(3, 3))
+
+
+@pytest.mark.parametrize("shape,wrap", [((3, 3), False), ((7, 3), False), ((7, 3), True), ((3, 5), True),
+                                        ((2, 2, 2), False)])
+def test_fill_diagonal_(shape, wrap):
+    check_op(*both(lambda m: lambda x: (x * 1).fill_diagonal_(-4.5, wrap)), [randn(*shape)])
+    same_error(lambda m: m.ones(2, 3, 2).fill_diagonal_(1))
+
+
+# ---- counting --------------------------------------------------------------------------------------------
+def test_bincount():
+    values = RNG.integers(0, 9, 40)
+    weights = randn(40)
+    check_op(*both(lambda m: m.bincount), [values], grad=False)
+    check_op(*both(lambda m: lambda v: v.bincount(minlength=15)), [values])
+    check_op(*both(lambda m: m.bincount), [values, weights], grad=False)
+    check_op(*both(lambda m: lambda v, w: m.bincount(v, w.double())), [values, weights], grad=False)
+    check_op(*both(lambda m: lambda v: m.bincount(v, v)), [values])
+    check_op(*both(lambda m: m.bincount), [np.zeros(0, np.int64)])
+    same_error(lambda m: m.bincount(m.tensor([1, -1])))
+    same_error(lambda m: m.bincount(m.tensor([[1]])))
+    same_error(lambda m: m.bincount(m.tensor([1.0])))
+    same_error(lambda m: m.bincount(m.tensor([1, 2]), m.ones(3)))
+    same_error(lambda m: m.bincount(m.tensor([1]), minlength=-1))
+
+
+def test_histc():
+    data = randn(500)
+    check_op(*both(lambda m: lambda x: m.histc(x)), [data], grad=False)
+    check_op(*both(lambda m: lambda x: x.histc(7, -1, 1)), [data.astype(np.float64)], grad=False)
+    check_op(*both(lambda m: lambda x: m.histc(x, 4, 0, 3)), [np.array([1, 2, 1, 3, np.inf, -1], np.float32)],
+             grad=False)
+    check_op(*both(lambda m: lambda x: m.histc(x, 4)), [np.array([2.0, 2.0], np.float32)], grad=False)
+    same_error(lambda m: m.histc(m.tensor([1, 2])))
+    same_error(lambda m: m.histc(m.tensor([1.0]), bins=0))
+    same_error(lambda m: m.histc(m.tensor([1.0]), min=3, max=1))
+
+
+# ---- quantiles -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_quantile_interpolations(interpolation):
+    check_op(*both(lambda m: lambda x: m.quantile(x, 0.37, dim=1, interpolation=interpolation)), [randn(4, 7)])
+    check_op(*both(lambda m: lambda x: x.quantile(m.tensor([0.0, 0.25, 0.5, 1.0]), dim=0, keepdim=True,
+                                                   interpolation=interpolation)), [randn(5, 3)])
+
+
+def test_quantile_whole_tensor_scalars_and_keepdim():
+    check_op(*both(lambda m: lambda x: m.quantile(x, 0.9)), [randn(3, 4, 5)])
+    check_op(*both(lambda m: lambda x: m.quantile(x, m.tensor([0.2, 0.8], dtype=m.float64), keepdim=True)),
+             [randn(2, 3, dtype=np.float64)])
+    check_op(*both(lambda m: lambda x: m.quantile(x, 0.5, dim=0)), [np.asarray(3.0, np.float32)])
+    check_op(*both(lambda m: lambda x: m.quantile(x, m.tensor(0.5), dim=-1, keepdim=True)), [randn(2, 5)])
+
+
+def test_quantile_and_nanquantile_with_nan():
+    x = randn(4, 6)
+    x[0, 1] = np.nan
+    x[2] = np.nan
+    x[3, ::2] = np.nan
+    check_op(*both(lambda m: lambda t: m.quantile(t, m.tensor([0.3, 0.6]), dim=1)), [x], grad=False)
+    check_op(*both(lambda m: lambda t: m.nanquantile(t, m.tensor([0.3, 0.6]), dim=1)), [x])
+    check_op(*both(lambda m: lambda t: t.nanquantile(0.5)), [x])
+
+
+def test_quantile_errors():
+    x = lambda m: m.tensor([[1.0, 2.0], [3.0, 4.0]])  # noqa: E731
+    same_error(lambda m: m.quantile(x(m), 1.5))
+    same_error(lambda m: m.quantile(x(m).long(), 0.5))
+    same_error(lambda m: m.quantile(x(m), m.tensor([0.5], dtype=m.float64)))
+    same_error(lambda m: m.quantile(x(m), 0.5, interpolation="cubic"))
+    same_error(lambda m: m.quantile(x(m), m.tensor([[0.5]])))
+    same_error(lambda m: m.nanquantile(m.tensor([]), 0.5))
