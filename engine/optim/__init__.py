@@ -1,9 +1,19 @@
-"""``engine.optim``: optimizers that update parameters in place, and learning-rate schedulers."""
-from . import lr_scheduler  # noqa: F401
+"""``engine.optim``: optimizers that update parameters in place, learning-rate schedulers and weight
+averaging (``swa_utils``)."""
+from . import lr_scheduler, swa_utils  # noqa: F401
+from .adadelta import Adadelta
 from .adagrad import Adagrad
 from .adam import Adam, AdamW
+from .adamax import Adamax
+from .asgd import ASGD
+from .lbfgs import LBFGS
+from .nadam import NAdam
 from .optimizer import Optimizer
+from .radam import RAdam
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
-__all__ = ["Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
+__all__ = ["ASGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer", "RAdam",
+           "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]

@@ -1,11 +1,16 @@
 """Adagrad: per-coordinate learning rates from the running sum of squared gradients."""
-from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _grad_of, _step_tensor, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _check_fused, _check_fused_param,
+                        _grad_of, _step_tensor, _to_scalar, _zeros_like)
 from ..ops._common import xp_of
 
 
 class Adagrad(Optimizer):
-    """``torch.optim.Adagrad``; its state (step, sum) is created when it is constructed."""
+    """``torch.optim.Adagrad``; its state (step, sum) is created when it is constructed.
+
+    ``foreach`` and ``fused`` (on any device, as torch allows on the CPU) are accepted and change nothing:
+    each parameter's update is a few whole-array operations either way; ``fused`` keeps torch's checks
+    and its float32 step counter. ``differentiable`` is accepted; the update is not recorded by autograd.
+    """
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
@@ -23,8 +28,7 @@ class Adagrad(Optimizer):
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        _check_fused(fused, foreach, differentiable)
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(p, group)
@@ -32,7 +36,7 @@ class Adagrad(Optimizer):
     def _init_state(self, p, group):
         """``p``'s step counter and accumulator (filled with ``initial_accumulator_value``)."""
         state = self.state[p]
-        state["step"] = _step_tensor()
+        state["step"] = _step_tensor(fused=group["fused"])
         state["sum"] = _zeros_like(p, group["initial_accumulator_value"])
         return state
 
@@ -44,6 +48,8 @@ class Adagrad(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if group["fused"]:
+                    _check_fused_param(p)
                 state = self.state[p] or self._init_state(p, group)
                 state["step"]._data += 1
                 step = float(state["step"]._data)

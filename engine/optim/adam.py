@@ -1,11 +1,17 @@
 """Adam and AdamW (decoupled weight decay), with optional AMSGrad."""
-from .optimizer import (Optimizer, _bump_version, _grad_of, _lerp_, _step_tensor, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _bump_version, _check_fused, _check_fused_param, _grad_of, _lerp_,
+                        _step_tensor, _to_scalar, _zeros_like)
 from ..ops._common import xp_of
 
 
 class Adam(Optimizer):
-    """``torch.optim.Adam``; ``decoupled_weight_decay=True`` makes it AdamW."""
+    """``torch.optim.Adam``; ``decoupled_weight_decay=True`` makes it AdamW.
+
+    ``foreach``, ``capturable`` and ``fused`` (on any device, as torch allows on the CPU) are accepted and
+    change nothing: each parameter's update is a few whole-array operations either way; ``fused`` keeps
+    torch's checks and its float32 step counter. ``differentiable`` is accepted; the update is not
+    recorded by autograd.
+    """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
@@ -25,14 +31,15 @@ class Adam(Optimizer):
                         differentiable=differentiable, fused=fused,
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        _check_fused(fused, foreach, differentiable)
 
-    def _state_of(self, p, amsgrad):
+    def _state_of(self, p, amsgrad, fused):
         """``p``'s state, created on its first step (step, exp_avg, exp_avg_sq[, max_exp_avg_sq])."""
         state = self.state[p]
         if not state:
-            state["step"] = _step_tensor()
+            if fused:
+                _check_fused_param(p)
+            state["step"] = _step_tensor(fused=fused)
             state["exp_avg"] = _zeros_like(p)
             state["exp_avg_sq"] = _zeros_like(p)
             if amsgrad:
@@ -44,7 +51,7 @@ class Adam(Optimizer):
         lr = _to_scalar(group["lr"])
         beta1, beta2 = (_to_scalar(b) for b in group["betas"])
         weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
-        state = self._state_of(p, amsgrad)
+        state = self._state_of(p, amsgrad, group["fused"])
         state["step"]._data += 1
         step = float(state["step"]._data)
         g = _grad_of(p, group["maximize"])

@@ -10,6 +10,7 @@ from itertools import chain
 
 import numpy as np
 
+from .. import _dtype
 from .._device import move
 from ..autograd import grad_mode
 from ..ops._common import xp_of
@@ -43,9 +44,26 @@ def _zeros_like(p, fill=0):
     return _new(arr)
 
 
-def _step_tensor():
-    """A fresh step counter: a float32 scalar tensor on the CPU, as torch keeps it."""
-    return _new(np.zeros((), np.float32))
+def _step_tensor(fill=0.0, fused=False):
+    """A fresh step counter (or other scalar state): a CPU scalar tensor of the default float dtype
+    (float64 only when that is the default; float32 for fused optimizers), as torch keeps it."""
+    dtype = np.float32 if fused else _dtype.get_default_dtype().np
+    return _new(np.full((), fill, dtype))
+
+
+def _check_fused(fused, foreach, differentiable):
+    """torch's constructor checks of ``fused=True``: it excludes ``differentiable`` and ``foreach``."""
+    if fused and differentiable:
+        raise RuntimeError("`fused` does not support `differentiable`")
+    if fused and foreach:
+        raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+
+def _check_fused_param(p):
+    """``fused=True`` takes floating-point parameters only (on every engine device), as torch."""
+    if not p.is_floating_point():
+        raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
+                           f"devices: ['cpu', 'cuda'] but {p.dtype} and {p.device.type}")
 
 
 def _bump_version(p):

@@ -5,7 +5,12 @@ from ..ops._common import xp_of
 
 
 class RMSprop(Optimizer):
-    """``torch.optim.RMSprop``."""
+    """``torch.optim.RMSprop``.
+
+    ``foreach`` and ``capturable`` are accepted and change nothing: each parameter's update is a few
+    whole-array operations either way. ``differentiable`` is accepted; the update is not recorded by
+    autograd.
+    """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):

@@ -1,10 +1,17 @@
 """Stochastic gradient descent with optional momentum, dampening, Nesterov and weight decay."""
-from .optimizer import Optimizer, _add_weight_decay, _bump_version, _grad_of, _to_scalar
+from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _check_fused, _check_fused_param,
+                        _grad_of, _to_scalar)
 from ..tensor import _new
 
 
 class SGD(Optimizer):
-    """``torch.optim.SGD``: the first step's momentum buffer is the gradient itself."""
+    """``torch.optim.SGD``: the first step's momentum buffer is the gradient itself.
+
+    ``foreach`` and ``fused`` (on any device, as torch allows on the CPU) are accepted and change nothing:
+    each parameter's update is a few whole-array operations either way; ``fused`` keeps torch's checks
+    (floating-point parameters, not with ``differentiable`` or ``foreach``). ``differentiable`` is
+    accepted; the update is not recorded by autograd.
+    """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
@@ -20,8 +27,7 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-        if fused and foreach:
-            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        _check_fused(fused, foreach, differentiable)
 
     def step(self, closure=None):
         """Update every parameter that has a gradient; returns the closure's loss."""
@@ -31,6 +37,8 @@ class SGD(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                if group["fused"]:
+                    _check_fused_param(p)
                 g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
                 if momentum != 0:
                     g = self._momentum(p, g, momentum, group["dampening"], group["nesterov"])

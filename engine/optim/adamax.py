@@ -1,0 +1,59 @@
+"""Adamax: Adam with the infinity norm of past gradients in place of their second moment."""
+from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _grad_of, _lerp_, _step_tensor, _to_scalar,
+                        _zeros_like)
+from ..ops._common import xp_of
+
+
+class Adamax(Optimizer):
+    """``torch.optim.Adamax`` (Kingma and Ba 2015, section 7).
+
+    ``foreach`` and ``capturable`` are accepted and change nothing: each parameter's update is a few
+    whole-array operations either way. ``differentiable`` is accepted; the update is not recorded by
+    autograd.
+    """
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def _state_of(self, p):
+        """``p``'s state, created on its first step (step, exp_avg, exp_inf)."""
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_tensor()
+            state["exp_avg"] = _zeros_like(p)
+            state["exp_inf"] = _zeros_like(p)
+        return state
+
+    def _update(self, p, group):
+        """One Adamax step on ``p`` in torch's order of operations."""
+        lr = _to_scalar(group["lr"])
+        beta1, beta2 = group["betas"]
+        state = self._state_of(p)
+        state["step"]._data += 1
+        step = float(state["step"]._data)
+        g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
+        exp_avg, exp_inf = state["exp_avg"]._data, state["exp_inf"]._data
+        _lerp_(exp_avg, g, 1 - beta1)
+        xp = xp_of(p._data)
+        exp_inf *= beta2
+        norm = xp.abs(g)
+        norm += group["eps"]
+        xp.maximum(exp_inf, norm, out=exp_inf)
+        clr = lr / (1 - beta1 ** step)
+        update = exp_avg / exp_inf
+        update *= -clr
+        p._data += update
+        _bump_version(p)

@@ -1,0 +1,72 @@
+"""RAdam: Adam with the variance of its adaptive learning rate rectified in the first steps."""
+from .optimizer import (Optimizer, _bump_version, _grad_of, _lerp_, _step_tensor, _to_scalar, _zeros_like)
+from ..ops._common import xp_of
+
+
+class RAdam(Optimizer):
+    """``torch.optim.RAdam`` (Liu et al. 2019): while the approximated SMA length is at most 5 the step
+    is plain momentum SGD; ``decoupled_weight_decay=True`` applies weight decay as AdamW does.
+
+    ``foreach`` and ``capturable`` are accepted and change nothing: each parameter's update is a few
+    whole-array operations either way. ``differentiable`` is accepted; the update is not recorded by
+    autograd.
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
+                 *, foreach=None, maximize=False, capturable=False, differentiable=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable, decoupled_weight_decay=decoupled_weight_decay,
+                        differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def _state_of(self, p):
+        """``p``'s state, created on its first step (step, exp_avg, exp_avg_sq)."""
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_tensor()
+            state["exp_avg"] = _zeros_like(p)
+            state["exp_avg_sq"] = _zeros_like(p)
+        return state
+
+    def _update(self, p, group):
+        """One RAdam step on ``p`` in torch's order of operations."""
+        lr = _to_scalar(group["lr"])
+        beta1, beta2 = group["betas"]
+        weight_decay = group["weight_decay"]
+        state = self._state_of(p)
+        state["step"]._data += 1
+        step = float(state["step"]._data)
+        g = _grad_of(p, group["maximize"])
+        if weight_decay != 0:
+            if group["decoupled_weight_decay"]:
+                p._data *= 1 - lr * weight_decay
+            else:
+                g = g + weight_decay * p._data
+        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        _lerp_(exp_avg, g, 1 - beta1)
+        exp_avg_sq *= beta2
+        exp_avg_sq += (1 - beta2) * g * g
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        update = exp_avg / bias_correction1
+        update *= lr
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if rho_t > 5.0:
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            root = xp_of(p._data).sqrt(exp_avg_sq)
+            root += group["eps"]
+            update *= bias_correction2 ** 0.5 / root
+            update *= rect
+        p._data -= update
+        _bump_version(p)
