@@ -21,7 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 import engine
-from engine.serialization import UnpicklingError, load, save
+from engine.serialization import UnpicklingError, load, save_safetensors
 
 from .models._helpers import extract_state_dict
 
@@ -123,7 +123,8 @@ def main(argv=None, prog="flowvision-convert"):
         return _fail(f"'{args.input}' does not fit {args.model}: {mismatch}; nothing written", 6)
     arrays = {k: np.array(v.numpy(), order="C") for k, v in
               tqdm(state_dict.items(), desc="converting", unit="tensor", disable=len(state_dict) < 50)}
-    save(arrays, output, metadata={"model": args.model, "source": os.path.basename(args.input)})
+    save_safetensors(arrays, output, metadata={"format": "pt", "model": args.model,
+                                               "source": os.path.basename(args.input)})
     model.load_state_dict(load(output))
     print(f"wrote {output}: {len(arrays)} tensors, {sum(a.size for a in arrays.values()):,} values")
     if args.verify:

@@ -1,42 +1,35 @@
-"""``engine.load`` / ``engine.save``: read PyTorch and safetensors checkpoints without torch; write safetensors.
+"""``engine.load`` / ``engine.save``: PyTorch's checkpoint formats and safetensors, without torch.
 
 ``load`` recognises the format from the file's first bytes: safetensors, PyTorch's zip format
 (torch >= 1.6) or its legacy pickle format. Pickles go through a restricted unpickler, so a
-checkpoint can never run code. Files on disk are memory-mapped; tensors are views into the map.
+checkpoint can never run code. A file that cannot be loaded raises ``CheckpointError``, one line
+naming the file and what is wrong. ``save`` writes what ``torch.save`` writes (a zip archive
+``torch.load(f, weights_only=True)`` reads), or safetensors for a ``.safetensors`` name.
 """
-import io
 import os
+import pickle
+import struct
+import zipfile
+import zlib
 from collections.abc import Mapping
 
 import numpy as np
 
 from .._device import device
-from ..tensor import Tensor
+from .errors import CheckpointError
 from .legacy import load_legacy
 from .safetensors_io import is_safetensors, load_safetensors, read_metadata, save_safetensors
+from .torch_save import save_torch
 from .torch_zip import load_zip
-from .unpickler import UnpicklingError
 
-__all__ = ["load", "save", "read_metadata", "UnpicklingError"]
+__all__ = ["load", "save", "save_safetensors", "read_metadata", "CheckpointError", "UnpicklingError"]
 
+UnpicklingError = CheckpointError  # the name this error had before; callers still catch it by it
 
-def _map_file(path):
-    """The file at ``path`` as a copy-on-write uint8 memory map (an empty array for an empty file)."""
-    if os.path.getsize(path) == 0:
-        return np.empty(0, dtype=np.uint8)
-    return np.memmap(path, dtype=np.uint8, mode="c")
-
-
-def _source(f):
-    """(display name, uint8 array of the bytes, is-a-path) for a path or a binary file object."""
-    if isinstance(f, (str, os.PathLike)):
-        path = os.fspath(f)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"No such file or directory: '{path}'")
-        return path, _map_file(path), True
-    if not hasattr(f, "read"):
-        raise TypeError(f"engine.load expects a path or a binary file object, got {type(f).__name__}")
-    return getattr(f, "name", "<file>"), np.frombuffer(f.read(), dtype=np.uint8), False
+# what the zip, pickle and numpy machinery raise on bytes that are not a well-formed checkpoint
+_MALFORMED = (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, LookupError,
+              NotImplementedError, OverflowError, struct.error, zipfile.BadZipFile, zlib.error)
+_MAX_DETAIL = 300
 
 
 def load(f, map_location=None, weights_only=True, mmap=None):
@@ -44,57 +37,102 @@ def load(f, map_location=None, weights_only=True, mmap=None):
 
     Reads safetensors and PyTorch checkpoints (zip and legacy formats). ``map_location`` puts every
     tensor on a device: None or ``'cpu'`` (the file is read onto the CPU), ``'cuda'``, ``'cuda:1'``
-    or an ``engine.device``; ``weights_only`` must stay True: nothing else than tensors and plain
-    containers is ever unpickled. ``mmap`` is accepted for torch compatibility: files are always
-    memory-mapped.
+    or an ``engine.device``. ``weights_only`` must stay True: nothing else than tensors and plain
+    containers is ever unpickled. ``mmap`` (as ``torch.load``): False or None reads the file into
+    memory, so the tensors are unaffected by later changes to the file; True memory-maps it (copy on
+    write), which loads faster, but the tensors then read the file's pages as they are used, so the
+    file must not be truncated or rewritten while they live (``Module.load_state_dict`` copies them
+    into the module's own arrays). Raises ``CheckpointError`` for a file that is not a loadable checkpoint.
     """
     if not weights_only:
         raise ValueError("engine.load never runs code from a checkpoint: weights_only=False is not supported")
-    target = _map_location(map_location)
-    obj = _load_cpu(f)
-    return obj if target is None else _to_device(obj, target)
+    place = _placer(map_location)
+    name, data = _read(f, mmap)
+    return _parse(name, data, place)
 
 
-def _map_location(map_location):
-    """The device map_location names (None: stay on the CPU); a one-line error for what we don't take."""
+def _placer(map_location):
+    """A function putting a tensor on the device map_location names (None: tensors stay on the CPU)."""
     if map_location is None:
         return None
     if not isinstance(map_location, (str, device)):
         raise ValueError(f"engine.load takes map_location as a device or a device string, got "
                          f"{type(map_location).__name__}")
     target = device(map_location)
-    return None if target.type == "cpu" else target
+    return None if target.type == "cpu" else (lambda tensor: tensor.to(target))
 
 
-def _to_device(obj, target):
-    """``obj`` with every tensor moved to ``target`` (nested dicts, lists and tuples)."""
-    if isinstance(obj, Tensor):
-        return obj.to(target)
-    if isinstance(obj, Mapping):
-        return type(obj)((k, _to_device(v, target)) for k, v in obj.items())
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_device(v, target) for v in obj)
-    return obj
+def _read(f, mmap):
+    """(display name, the bytes as a writable uint8 array) of a path or a binary file object."""
+    if isinstance(f, (str, os.PathLike)):
+        path = os.fspath(f)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"No such file or directory: '{path}'")
+        if mmap and os.path.getsize(path) > 0:
+            return path, np.memmap(path, dtype=np.uint8, mode="c")
+        return path, np.fromfile(path, dtype=np.uint8)
+    if not hasattr(f, "read"):
+        raise TypeError(f"engine.load expects a path or a binary file object, got {type(f).__name__}")
+    if mmap:
+        raise ValueError("engine.load(mmap=True) maps a file: f must be a path, not a file object")
+    content = f.read()
+    if not isinstance(content, bytes):
+        raise TypeError(f"engine.load expects a binary file object; reading it gave {type(content).__name__}")
+    return getattr(f, "name", "<file>"), np.frombuffer(content, dtype=np.uint8).copy()
 
 
-def _load_cpu(f):
-    name, data, is_path = _source(f)
+def _reader(head):
+    """The reader of the format whose file starts with ``head`` (None when it is no checkpoint format)."""
+    if head[:4] == b"PK\x03\x04":
+        return load_zip
+    if is_safetensors(head):
+        return load_safetensors
+    if head[:1] == b"\x80":
+        return load_legacy
+    return None
+
+
+def _one_line(error):
+    """An exception's message on one line, cut to a readable length."""
+    text = " ".join(str(error).split()) or type(error).__name__
+    return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
+
+
+def _parse(name, data, place):
+    """The object in the checkpoint bytes ``data`` of the file ``name``."""
     head = bytes(data[:16])
     if not head:
-        raise UnpicklingError(f"'{name}' is empty: not a checkpoint (was the download interrupted?)")
-    if head[:4] == b"PK\x03\x04":
-        return load_zip(name if is_path else io.BytesIO(data.tobytes()), data)
-    if is_safetensors(head):
-        return load_safetensors(data, name)
-    if head[:1] == b"\x80":
-        with (open(name, "rb") if is_path else io.BytesIO(data.tobytes())) as file:
-            return load_legacy(file, data)
-    raise UnpicklingError(f"'{name}' is not a checkpoint: expected a safetensors file or a PyTorch "
-                          f"zip or legacy checkpoint, but it starts with {head[:8]!r}")
+        raise CheckpointError(f"'{name}' is empty: not a checkpoint (was the download interrupted?)")
+    reader = _reader(head)
+    if reader is None:
+        raise CheckpointError(f"'{name}' is not a checkpoint: expected a safetensors file or a PyTorch "
+                              f"zip or legacy checkpoint, but it starts with {head[:8]!r}")
+    try:
+        return reader(data, place)
+    except CheckpointError as e:
+        raise CheckpointError(f"cannot load '{name}': {_one_line(e)}") from e
+    except _MALFORMED as e:
+        raise CheckpointError(f"cannot load '{name}': corrupt or truncated checkpoint "
+                              f"({type(e).__name__}: {_one_line(e)})") from e
 
 
 def save(obj, f, metadata=None):
-    """Write a state_dict (a dict of name -> tensor) to ``f`` as safetensors with string ``metadata``."""
-    if not isinstance(obj, Mapping):
-        raise TypeError(f"engine.save writes a state_dict (a dict of tensors), got {type(obj).__name__}")
-    save_safetensors(obj, os.fspath(f), metadata={"format": "pt", **(metadata or {})})
+    """Write ``obj`` to ``f`` (a path or binary file object) as ``torch.save`` does.
+
+    ``obj`` is any nesting of dicts (OrderedDicts stay ordered), lists and tuples of tensors,
+    parameters, numpy arrays (written as tensors), numbers, strings, bools, None, dtypes, sizes and
+    devices: a state_dict, or a training checkpoint with the optimizer's and scheduler's state.
+    Tensors that view the same memory share a storage, as in torch. A path ending in
+    ``.safetensors`` gets a safetensors file of the flat dict of tensors ``obj`` with string
+    ``metadata`` (also ``save_safetensors``). A path is written through a temporary file renamed
+    at the end, so an interrupted save never leaves a partial checkpoint under its name.
+    """
+    if isinstance(f, (str, os.PathLike)) and os.fspath(f).lower().endswith(".safetensors"):
+        if not isinstance(obj, Mapping):
+            raise TypeError(f"a .safetensors file holds a state_dict (a dict of tensors), got {type(obj).__name__}")
+        save_safetensors(obj, f, metadata={"format": "pt", **(metadata or {})})
+        return
+    if metadata is not None:
+        raise ValueError("engine.save writes metadata= into safetensors files only: name the file "
+                         "'*.safetensors' or call engine.serialization.save_safetensors")
+    save_torch(obj, f)

@@ -1,24 +1,23 @@
-"""safetensors files: written with the ``safetensors`` package, read as zero-copy memory-mapped views.
+"""safetensors files: written and read by us (no dependency), tensors read as views of the file's bytes.
 
-The format is an 8-byte little-endian header length, a JSON header (name -> dtype, shape,
-data_offsets; optional ``__metadata__`` of strings) and the raw little-endian data. Reading maps
-the file copy-on-write and returns each tensor as a view, after checking every offset against the
-file (``safetensors.numpy.load_file`` copies each tensor, which doubles the cost of a load).
+Reading checks the whole header first (``safetensors_header``), then returns each tensor as a view
+into the bytes ``engine.load`` holds (a memory map or one in-memory copy of the file). Writing
+orders tensors by element size, largest first, after a header padded to 8 bytes (as the reference
+writer does), so that each tensor's data is aligned for its type.
 """
 import json
-import os
-import tempfile
+from collections.abc import Mapping
 
 import numpy as np
 
-from .unpickler import UnpicklingError
+from .errors import CheckpointError
+from .files import writable
+from .safetensors_header import DTYPES, header_length, parse_header
+from .unpickler import BFLOAT16, to_native
 
 __all__ = ["save_safetensors", "load_safetensors", "read_metadata", "is_safetensors"]
 
-_DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16,
-           "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8,
-           "BOOL": np.bool_}
-_MAX_HEADER = 100 * 1024 * 1024
+_NAMES = {np.dtype(numpy_type): name for name, numpy_type in DTYPES.items() if name != "BF16"}
 
 
 def is_safetensors(head):
@@ -26,89 +25,74 @@ def is_safetensors(head):
     return len(head) >= 9 and head[8:9] == b"{" and int.from_bytes(head[:8], "little") > 1
 
 
-def _parse_header(mapped, name):
-    """(header dict, offset where the data starts) of a safetensors file mapped as uint8."""
-    if mapped.size < 8:
-        raise UnpicklingError(f"'{name}' is not a safetensors file: it is only {mapped.size} bytes")
-    length = int.from_bytes(bytes(mapped[:8]), "little")
-    if length > _MAX_HEADER or 8 + length > mapped.size:
-        raise UnpicklingError(f"corrupt or truncated safetensors file '{name}': header of {length} bytes "
-                              f"in a file of {mapped.size} bytes")
-    try:
-        header = json.loads(bytes(mapped[8:8 + length]))
-    except ValueError as e:
-        raise UnpicklingError(f"corrupt safetensors file '{name}': bad JSON header ({e})") from e
-    if not isinstance(header, dict):
-        raise UnpicklingError(f"corrupt safetensors file '{name}': header is not a JSON object")
-    return header, 8 + length
-
-
 def read_metadata(path):
-    """The ``__metadata__`` strings of a safetensors file (an empty dict when it has none)."""
+    """The ``__metadata__`` strings of the safetensors file at ``path`` (an empty dict when it has none)."""
     with open(path, "rb") as f:
-        head = f.read(8)
-        length = int.from_bytes(head, "little") if len(head) == 8 else -1
-        if length < 2 or length > _MAX_HEADER:
-            raise UnpicklingError(f"'{path}' is not a safetensors file")
-        raw = f.read(length)
-    try:
-        return dict(json.loads(raw).get("__metadata__") or {})
-    except (ValueError, AttributeError) as e:
-        raise UnpicklingError(f"corrupt safetensors file '{path}': bad JSON header ({e})") from e
-
-
-def load_safetensors(mapped, name="<buffer>"):
-    """name -> engine tensor for the safetensors file ``mapped`` (a uint8 array, e.g. a memory map)."""
-    from ..tensor import _new
-    from .unpickler import BFLOAT16, to_native
-
-    header, start = _parse_header(mapped, name)
-    data_size = mapped.size - start
-    out = {}
-    for key, entry in header.items():
-        if key == "__metadata__":
-            continue
+        f.seek(0, 2)
+        size = f.tell()
+        f.seek(0)
         try:
-            dtype = np.dtype(_DTYPES[entry["dtype"]])
-            shape = tuple(int(s) for s in entry["shape"])
-            begin, end = (int(o) for o in entry["data_offsets"])
-        except (KeyError, TypeError, ValueError) as e:
-            raise UnpicklingError(f"corrupt or unsupported safetensors entry '{key}' in '{name}': {e}") from e
-        if not 0 <= begin <= end <= data_size or end - begin != int(np.prod(shape)) * dtype.itemsize:
-            raise UnpicklingError(f"corrupt or truncated safetensors file '{name}': tensor '{key}' of shape "
-                                  f"{list(shape)} does not fit its offsets [{begin}, {end}) in {data_size} bytes")
-        array = mapped[start + begin:start + end].view(dtype).reshape(shape)
-        out[key] = _new(to_native(array, BFLOAT16) if entry["dtype"] == "BF16" else array)
+            length = header_length(f.read(8), size)
+            _, metadata = parse_header(f.read(length), size - 8 - length)
+        except CheckpointError as e:
+            raise CheckpointError(f"cannot read '{path}': {e}") from e
+    return metadata
+
+
+def load_safetensors(data, place=None):
+    """name -> engine tensor for the safetensors file whose bytes are the uint8 array ``data``."""
+    from ..tensor import _new
+
+    length = header_length(bytes(data[:8]), data.size)
+    start = 8 + length
+    entries, _ = parse_header(bytes(data[8:start]), data.size - start)
+    out = {}
+    for entry in entries:
+        stored = np.dtype(DTYPES[entry.dtype]).newbyteorder("<")
+        array = data[start + entry.begin:start + entry.end].view(stored).reshape(entry.shape)
+        array = array.astype(stored.newbyteorder("="), copy=False)
+        tensor = _new(to_native(array, BFLOAT16) if entry.dtype == "BF16" else array)
+        out[entry.name] = tensor if place is None else place(tensor)
     return out
 
 
 def _as_array(name, value):
-    """A C-contiguous numpy array for a tensor or array value (a clear error for anything else)."""
+    """A C-contiguous little-endian numpy array for a tensor or array value (a clear error for anything else)."""
     from ..tensor import Tensor
 
+    if not isinstance(name, str) or name == "__metadata__":
+        raise TypeError(f"a safetensors file names its tensors with strings other than '__metadata__', got {name!r}")
     if isinstance(value, Tensor):
         value = value.detach().cpu().numpy()
     if not isinstance(value, np.ndarray):
-        raise TypeError(f"engine.save writes a dict of tensors: value for '{name}' is a {type(value).__name__}")
+        raise TypeError(f"a safetensors file holds a dict of tensors: value for '{name}' is a {type(value).__name__}")
+    if value.dtype.newbyteorder("=") not in _NAMES:
+        raise TypeError(f"safetensors cannot hold '{name}' of dtype {value.dtype}")
+    value = value.astype(value.dtype.newbyteorder("<"), copy=False)
     return value if value.flags.c_contiguous else value.copy(order="C")  # keeps 0-d arrays 0-d
 
 
-def save_safetensors(tensors, path, metadata=None):
-    """Write ``tensors`` (name -> tensor/array) to ``path`` atomically, with string ``metadata``."""
-    from safetensors.numpy import save_file
+def save_safetensors(tensors, f, metadata=None):
+    """Write ``tensors`` (a dict of name -> tensor or array) as safetensors with string ``metadata``.
 
-    arrays = {}
-    for name, value in tensors.items():
-        if not isinstance(name, str):
-            raise TypeError(f"engine.save writes a dict with string keys, got key {name!r}")
-        arrays[name] = _as_array(name, value)
-    meta = {str(k): str(v) for k, v in (metadata or {}).items()}
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".safetensors")
-    os.close(fd)
-    try:
-        save_file(arrays, tmp, metadata=meta)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    ``f`` is a path (written to a temporary file beside it, then renamed: no half-written file ever
+    has its name) or a binary file object.
+    """
+    if not isinstance(tensors, Mapping):
+        raise TypeError(f"a safetensors file holds a state_dict (a dict of tensors), got {type(tensors).__name__}")
+    arrays = {name: _as_array(name, value) for name, value in tensors.items()}
+    order = sorted(arrays, key=lambda name: (-arrays[name].itemsize, name))
+    header = {"__metadata__": {str(k): str(v) for k, v in metadata.items()}} if metadata else {}
+    offset = 0
+    for name in order:
+        array = arrays[name]
+        header[name] = {"dtype": _NAMES[array.dtype.newbyteorder("=")], "shape": list(array.shape),
+                        "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)
+    with writable(f) as out:
+        out.write(len(raw).to_bytes(8, "little"))
+        out.write(raw)
+        for name in order:
+            out.write(arrays[name].reshape(-1).view(np.uint8))

@@ -1,7 +1,7 @@
 """PyTorch's zip checkpoint format (torch >= 1.6): ``<archive>/data.pkl`` plus one ``data/<key>`` per storage.
 
-Storages are stored uncompressed, so a checkpoint on disk is memory-mapped and every tensor is a
-strided view into the mapping (no copy); shared storages give tensors that share memory.
+Storages are stored uncompressed, so every tensor is a strided view into the file's bytes (memory
+mapped or read into memory by ``engine.load``); shared storages give tensors that share memory.
 """
 import io
 import struct
@@ -9,11 +9,15 @@ import zipfile
 
 import numpy as np
 
-from .unpickler import RestrictedUnpickler, Storage, UnpicklingError, storage_numpy_dtype
+from .byte_view import open_bytes
+from .errors import CheckpointError
+from .unpickler import RestrictedUnpickler, Storage, storage_numpy_dtype
 
 __all__ = ["load_zip"]
 
 _LOCAL_HEADER = struct.Struct("<4s22xHH")  # signature ... file name length, extra field length
+_ENCRYPTED = 0x1  # general purpose flag bit 0
+_COMPRESSIONS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)  # torch stores; deflate is what re-zipping gives
 
 
 def _record_prefix(names):
@@ -21,46 +25,53 @@ def _record_prefix(names):
     for name in names:
         if name.endswith("data.pkl") and name.count("/") == 1:
             return name[: -len("data.pkl")]
-    raise UnpicklingError("not a PyTorch checkpoint: the zip archive has no '<name>/data.pkl'")
+    raise CheckpointError("not a PyTorch checkpoint: the zip archive has no '<name>/data.pkl'")
 
 
 class _MemberReader:
-    """Raw bytes of archive members: views into a memory map when stored, else decompressed copies."""
+    """Raw bytes of archive members: views into the file's bytes when stored, else decompressed copies."""
 
-    def __init__(self, archive, mapped):
+    def __init__(self, archive, data):
         self.archive = archive
-        self.mapped = mapped
+        self.data = data
 
     def read(self, name):
         info = self.archive.getinfo(name)
-        if self.mapped is None or info.compress_type != zipfile.ZIP_STORED:
-            return np.frombuffer(self.archive.read(name), dtype=np.uint8)
+        if info.compress_type != zipfile.ZIP_STORED:  # a writable copy, like every loaded tensor
+            return np.frombuffer(bytearray(self.archive.read(name)), dtype=np.uint8)
         start = info.header_offset
-        signature, name_len, extra_len = _LOCAL_HEADER.unpack(bytes(self.mapped[start:start + 30]))
-        if signature != b"PK\x03\x04":
-            raise UnpicklingError(f"corrupt checkpoint: bad local header for '{name}'")
-        begin = start + 30 + name_len + extra_len
-        if begin + info.file_size > self.mapped.size:
-            raise UnpicklingError(f"truncated checkpoint: '{name}' extends past the end of the file")
-        return self.mapped[begin:begin + info.file_size]
+        header = bytes(self.data[start:start + _LOCAL_HEADER.size])
+        if len(header) != _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
+            raise CheckpointError(f"corrupt checkpoint: bad local header for '{name}'")
+        _, name_len, extra_len = _LOCAL_HEADER.unpack(header)
+        begin = start + _LOCAL_HEADER.size + name_len + extra_len
+        if begin + info.file_size > self.data.size:
+            raise CheckpointError(f"truncated checkpoint: '{name}' extends past the end of the file")
+        return self.data[begin:begin + info.file_size]
 
 
-def load_zip(source, mapped=None):
-    """The object pickled in the zip checkpoint ``source`` (a path or file object).
+def _byteorder(archive, prefix, names):
+    """The byte order the storages are written in (``'little'`` when the archive does not say)."""
+    if prefix + "byteorder" not in names:
+        return "little"
+    order = archive.read(prefix + "byteorder")
+    if order not in (b"little", b"big"):
+        raise CheckpointError(f"corrupt checkpoint: unknown byte order {order[:20]!r}")
+    return order.decode()
 
-    ``mapped`` is the whole file as a uint8 array (a memory map) to take stored members from.
-    """
-    try:
-        archive = zipfile.ZipFile(source)
-    except (zipfile.BadZipFile, EOFError, OSError) as e:
-        raise UnpicklingError(f"corrupt or truncated checkpoint (bad zip archive): {e}") from e
+
+def load_zip(data, place=None):
+    """The object pickled in the zip checkpoint whose bytes are the uint8 array ``data``."""
+    archive = zipfile.ZipFile(open_bytes(data))
     with archive:
-        names = archive.namelist()
-        prefix = _record_prefix(names)
-        byteorder = "little"
-        if prefix + "byteorder" in names:
-            byteorder = archive.read(prefix + "byteorder").decode("ascii").strip()
-        reader = _MemberReader(archive, mapped)
+        for info in archive.infolist():
+            if info.flag_bits & _ENCRYPTED or info.compress_type not in _COMPRESSIONS:
+                raise CheckpointError(f"corrupt checkpoint: its record '{info.filename:.80}' claims encryption "
+                                      f"or compression method {info.compress_type}, which checkpoints do not use")
+        names = set(archive.namelist())
+        prefix = _record_prefix(sorted(names))
+        byteorder = _byteorder(archive, prefix, names)
+        reader = _MemberReader(archive, data)
         storages = {}
 
         def load_storage(storage_type, key, location, numel):
@@ -68,11 +79,11 @@ def load_zip(source, mapped=None):
             if key not in storages:
                 member = f"{prefix}data/{key}"
                 if member not in names:
-                    raise UnpicklingError(f"corrupt checkpoint: storage '{member}' is missing")
+                    raise CheckpointError(f"corrupt checkpoint: storage '{member}' is missing")
                 raw = reader.read(member)
                 dtype = storage_numpy_dtype(storage_type.dtype)
                 if raw.size % dtype.itemsize:
-                    raise UnpicklingError(f"corrupt checkpoint: storage '{member}' has {raw.size} bytes, "
+                    raise CheckpointError(f"corrupt checkpoint: storage '{member}' has {raw.size} bytes, "
                                           f"not a multiple of {dtype.itemsize}")
                 array = raw.view(dtype)
                 if byteorder == "big" and dtype.itemsize > 1:
@@ -80,8 +91,5 @@ def load_zip(source, mapped=None):
                 storages[key] = Storage(array, storage_type.dtype)
             return storages[key]
 
-        try:
-            data = archive.read(prefix + "data.pkl")
-        except (zipfile.BadZipFile, EOFError, OSError) as e:
-            raise UnpicklingError(f"corrupt checkpoint: cannot read data.pkl: {e}") from e
-        return RestrictedUnpickler(io.BytesIO(data), load_storage).load()
+        pickled = archive.read(prefix + "data.pkl")
+        return RestrictedUnpickler(io.BytesIO(pickled), load_storage, place).load()

@@ -1,35 +1,40 @@
 """A restricted unpickler for PyTorch checkpoints: it rebuilds tensors and containers, nothing else.
 
-Only the globals a ``state_dict`` pickle needs are resolved, each to a function of ours (never to
-the real torch object). Any other global (``os.system``, ``builtins.eval``, a user class) raises
-``UnpicklingError`` naming it before anything is called, so a checkpoint cannot run code.
+Only the globals a checkpoint pickle needs are resolved, each to a value or function of ours (never
+to the real torch object). Any other global (``os.system``, ``builtins.eval``, a user class) raises
+``CheckpointError`` naming it before anything is called, so a checkpoint cannot run code. Before
+unpickling, the opcodes are scanned once: a memo index or a length field that a file of this size
+cannot hold is refused there, because C ``pickle`` would first allocate what it names, and so is a
+text string with an invalid escape (a warning, which ``-W error`` would turn into an exception).
 """
 import _compat_pickle
 import collections
+import functools
+import io
 import pickle
+import pickletools
+import warnings
 
 import numpy as np
 
-__all__ = ["UnpicklingError", "RestrictedUnpickler", "StorageType", "BFLOAT16", "to_native"]
+from .. import _dtype
+from .errors import CheckpointError
 
-
-class UnpicklingError(pickle.UnpicklingError):
-    """A checkpoint that is malformed or asks for a global outside the allowlist."""
+__all__ = ["RestrictedUnpickler", "StorageType", "Storage", "BFLOAT16", "to_native", "storage_numpy_dtype"]
 
 
 BFLOAT16 = "bfloat16"  # bfloat16 storages are read as uint16 and widened to float32
 
+# torch's dtypes by name: engine's own where engine has them, numpy's for the few it lacks
+_TORCH_DTYPES = {d.name: d for d in _dtype.ALL}
+_TORCH_DTYPES.update({"bfloat16": BFLOAT16, "uint16": np.dtype(np.uint16), "uint32": np.dtype(np.uint32),
+                      "uint64": np.dtype(np.uint64)})
 _STORAGE_DTYPES = {
-    "DoubleStorage": np.float64, "FloatStorage": np.float32, "HalfStorage": np.float16,
-    "BFloat16Storage": BFLOAT16, "LongStorage": np.int64, "IntStorage": np.int32,
-    "ShortStorage": np.int16, "CharStorage": np.int8, "ByteStorage": np.uint8,
-    "BoolStorage": np.bool_, "UntypedStorage": np.uint8,
+    "DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
+    "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
+    "ByteStorage": "uint8", "BoolStorage": "bool", "UntypedStorage": "uint8",
 }
-_TORCH_DTYPES = {
-    "float64": np.float64, "float32": np.float32, "float16": np.float16, "bfloat16": BFLOAT16,
-    "int64": np.int64, "int32": np.int32, "int16": np.int16, "int8": np.int8, "uint8": np.uint8,
-    "bool": np.bool_, "uint16": np.uint16, "uint32": np.uint32, "uint64": np.uint64,
-}
+_MEMO_OPCODES = {"PUT", "BINPUT", "LONG_BINPUT"}
 
 
 class StorageType:
@@ -52,8 +57,14 @@ class Storage:
 
 
 def storage_numpy_dtype(dtype):
-    """The numpy dtype a storage of ``dtype`` is stored as (bfloat16 as raw uint16)."""
-    return np.dtype(np.uint16) if dtype is BFLOAT16 else np.dtype(dtype)
+    """The numpy dtype elements of torch dtype ``dtype`` are stored as (bfloat16 as raw uint16)."""
+    if dtype is BFLOAT16:
+        return np.dtype(np.uint16)
+    if isinstance(dtype, _dtype.dtype):
+        return dtype.np
+    if isinstance(dtype, np.dtype):
+        return dtype
+    raise CheckpointError(f"a tensor's dtype is {dtype!r:.80}, not a dtype")
 
 
 def to_native(array, dtype):
@@ -63,20 +74,33 @@ def to_native(array, dtype):
     return array
 
 
-def _strided_view(storage, storage_offset, size, stride, dtype=None):
+def _integers(values, what):
+    """``values`` as a tuple of ints; anything else in a tensor's geometry means a corrupt pickle."""
+    if not isinstance(values, tuple) or not all(type(v) is int for v in values):
+        raise CheckpointError(f"invalid tensor {what} {values!r:.80}: expected a tuple of integers")
+    return values
+
+
+def _strided_view(storage, storage_offset, size, stride, dtype, place):
     """The tensor ``(size, stride)`` at ``storage_offset`` of ``storage``, bounds-checked, as a view."""
     if storage is None:  # scan pass of the legacy reader: shapes only
         return None
+    if not isinstance(storage, Storage):
+        raise CheckpointError(f"a tensor's storage is a {type(storage).__name__}, not a storage")
     dtype = storage.dtype if dtype is None else dtype
     flat = storage.array
-    if storage.dtype != dtype:  # v3 tensors carry their dtype; the storage is untyped bytes
+    if storage.dtype is not dtype:  # v3 tensors carry their dtype; the storage is untyped bytes
+        if storage.array.nbytes % storage_numpy_dtype(dtype).itemsize:
+            raise CheckpointError(f"a storage of {storage.array.nbytes} bytes cannot hold {dtype} elements")
         flat = flat.view(storage_numpy_dtype(dtype))
-    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    size, stride = _integers(tuple(size), "size"), _integers(tuple(stride), "stride")
+    if type(storage_offset) is not int:
+        raise CheckpointError(f"invalid tensor storage offset {storage_offset!r:.80}")
     if len(size) != len(stride) or any(s < 0 for s in size) or any(s < 0 for s in stride):
-        raise UnpicklingError(f"invalid tensor geometry: size {size}, stride {stride}")
+        raise CheckpointError(f"invalid tensor geometry: size {size}, stride {stride}")
     extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
     if storage_offset < 0 or storage_offset + extent > flat.size:
-        raise UnpicklingError(f"tensor of size {size} and stride {stride} at offset {storage_offset} "
+        raise CheckpointError(f"tensor of size {size} and stride {stride} at offset {storage_offset} "
                               f"does not fit in a storage of {flat.size} elements")
     base = flat[storage_offset:]
     if 0 in size:
@@ -84,35 +108,36 @@ def _strided_view(storage, storage_offset, size, stride, dtype=None):
     else:
         array = np.lib.stride_tricks.as_strided(
             base, shape=size, strides=tuple(s * base.itemsize for s in stride), writeable=base.flags.writeable)
-    return _wrap(to_native(array, dtype))
+    return _wrap(to_native(array, dtype), place)
 
 
-def _wrap(array):
-    """An engine tensor sharing ``array`` (dtypes the engine lacks are refused by name)."""
-    from .._dtype import from_numpy_dtype
+def _wrap(array, place):
+    """An engine tensor sharing ``array``, put on its device by ``place`` (dtypes engine lacks are refused)."""
     from ..tensor import _new
 
     try:
-        from_numpy_dtype(array.dtype)
-    except (TypeError, KeyError, ValueError) as e:
-        raise UnpicklingError(f"checkpoint holds a tensor of dtype {array.dtype}, which engine does not support") from e
-    return _new(array)
+        _dtype.from_numpy_dtype(array.dtype)
+    except TypeError as e:
+        raise CheckpointError(f"checkpoint holds a tensor of dtype {array.dtype}, which engine does not support") from e
+    tensor = _new(array)
+    return tensor if place is None else place(tensor)
 
 
-def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None):
+def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None, *,
+                       place=None):
     """``torch._utils._rebuild_tensor_v2``: a tensor over a storage (hooks and metadata are dropped)."""
-    return _strided_view(storage, storage_offset, size, stride)
+    return _strided_view(storage, storage_offset, size, stride, None, place)
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype,
-                       metadata=None):
+                       metadata=None, *, place=None):
     """``torch._utils._rebuild_tensor_v3``: like v2, with the dtype given explicitly."""
-    return _strided_view(storage, storage_offset, size, stride, dtype)
+    return _strided_view(storage, storage_offset, size, stride, dtype, place)
 
 
-def _rebuild_tensor(storage, storage_offset, size, stride):
+def _rebuild_tensor(storage, storage_offset, size, stride, *, place=None):
     """``torch._utils._rebuild_tensor`` (checkpoints from torch < 1.0)."""
-    return _strided_view(storage, storage_offset, size, stride)
+    return _strided_view(storage, storage_offset, size, stride, None, place)
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks):
@@ -120,7 +145,10 @@ def _rebuild_parameter(data, requires_grad, backward_hooks):
     if data is None:
         return None
     from ..nn.parameter import Parameter
+    from ..tensor import Tensor
 
+    if not isinstance(data, Tensor):
+        raise CheckpointError(f"a parameter's data is a {type(data).__name__}, not a tensor")
     return Parameter(data, requires_grad=bool(requires_grad))
 
 
@@ -128,22 +156,39 @@ def _torch_size(dims=()):
     """``torch.Size``: an ``engine.Size``."""
     from ..tensor import Size
 
-    return Size(int(d) for d in dims)
+    return Size(_integers(tuple(dims), "size"))
+
+
+def _torch_device(kind, index=None):
+    """``torch.device``: an ``engine.device``."""
+    from .._device import device
+
+    if not isinstance(kind, str) or not (index is None or type(index) is int):
+        raise CheckpointError(f"invalid device ({kind!r:.40}, {index!r:.40})")
+    try:
+        return device(kind, index)
+    except (RuntimeError, ValueError) as e:
+        raise CheckpointError(f"invalid device {kind!r:.40}: {e}") from e
+
+
+_TENSOR_BUILDERS = {  # each gets the loader's ``place``
+    ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+    ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+    ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
+}
 
 
 def _allowlist():
-    """(module, name) -> the object of ours that stands in for it."""
+    """(module, name) -> the object of ours that stands in for it (tensor builders apart)."""
     allowed = {
         ("collections", "OrderedDict"): collections.OrderedDict,
-        ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
-        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
-        ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
         ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
         ("torch", "Size"): _torch_size,
+        ("torch", "device"): _torch_device,
     }
-    for name, dtype in _STORAGE_DTYPES.items():
+    for name, dtype_name in _STORAGE_DTYPES.items():
         for module in ("torch", "torch.storage"):
-            allowed[(module, name)] = StorageType(name, dtype)
+            allowed[(module, name)] = StorageType(name, _TORCH_DTYPES[dtype_name])
     for name, dtype in _TORCH_DTYPES.items():
         allowed[("torch", name)] = dtype
     return allowed
@@ -152,32 +197,62 @@ def _allowlist():
 _ALLOWED = _allowlist()
 
 
+def check_opcodes(file):
+    """Scan the pickle at ``file``'s position up to its STOP (then return there): refuse what C pickle
+    would allocate blindly (a memo index past anything the pickle could have stored, a length or a
+    frame past the end of the file)."""
+    start = file.tell()
+    end = file.seek(0, io.SEEK_END)
+    file.seek(start)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)  # an invalid escape in a text-mode string
+            for opcode, argument, position in pickletools.genops(file):
+                if opcode.name in _MEMO_OPCODES and argument > position - start:
+                    raise CheckpointError(f"corrupt pickle: memo index {argument} at byte {position}")
+                if opcode.name == "FRAME" and argument > end - position:
+                    raise CheckpointError(f"corrupt pickle: a frame of {argument} bytes at byte {position}")
+    except (ValueError, DeprecationWarning) as e:  # pickletools' message for a bad length, opcode or string
+        raise CheckpointError(f"corrupt pickle: {e}") from e
+    except MemoryError:  # a buffered file allocates the length a corrupt count field names before reading
+        raise CheckpointError("corrupt pickle: a length field names more bytes than memory holds") from None
+    file.seek(start)
+
+
 class RestrictedUnpickler(pickle.Unpickler):
-    """Unpickles a checkpoint; ``load_storage(storage_type, key, location, numel)`` supplies storages.
+    """Unpickles a checkpoint; ``load_storage(storage_type, key, location, numel, ...)`` supplies storages.
 
     With ``load_storage=None`` every storage is None and tensors come back as None (a scan pass that
-    only finds where the pickle ends).
+    only finds where the pickle ends). ``place(tensor)`` puts each tensor on its device (None: the CPU).
     """
 
-    def __init__(self, file, load_storage=None):
+    def __init__(self, file, load_storage=None, place=None):
         super().__init__(file)
+        self._file = file
         self._load_storage = load_storage
+        self._place = place
+
+    def load(self):
+        check_opcodes(self._file)
+        return super().load()
 
     def find_class(self, module, name):
         # protocol 2 pickles use Python 2 names (__builtin__.eval): check and report Python 3's
         module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
         module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+        if (module, name) in _TENSOR_BUILDERS:
+            return functools.partial(_TENSOR_BUILDERS[(module, name)], place=self._place)
         try:
             return _ALLOWED[(module, name)]
         except KeyError:
-            raise UnpicklingError(
-                f"refusing to load the global '{module}.{name}' from a checkpoint: only tensors, "
-                "storages and plain containers are allowed (nothing in a checkpoint may run code)") from None
+            raise CheckpointError(
+                f"refusing to load the global '{module}.{name}': only tensors, storages and plain containers "
+                "are allowed (nothing in a checkpoint may run code)") from None
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"
                 and isinstance(pid[1], StorageType)):
-            raise UnpicklingError(f"unsupported persistent id in checkpoint: {pid!r:.200}")
+            raise CheckpointError(f"unsupported persistent id {pid!r:.200}")
         if self._load_storage is None:
             return None
         return self._load_storage(*pid[1:])

@@ -1,7 +1,11 @@
-"""engine.serialization: torch checkpoints (zip and legacy) read without torch, safetensors, malicious pickles."""
+"""engine.serialization: torch checkpoints (zip and legacy) read without torch, safetensors and their header
+checks, malicious pickles, one error type for bad files, and mmap= (memory-mapped or read into memory)."""
 import io
+import json
 import os
 import pickle
+import subprocess
+import sys
 import zipfile
 from collections import OrderedDict
 
@@ -11,7 +15,7 @@ import torch
 
 import engine
 from engine import nn
-from engine.serialization import UnpicklingError, load, read_metadata, save
+from engine.serialization import CheckpointError, UnpicklingError, load, read_metadata, save
 
 FORMATS = {"zip": {}, "legacy": {"_use_new_zipfile_serialization": False}}
 
@@ -76,6 +80,15 @@ def test_resnet_state_dict_loads_into_engine_model(tmp_path, fmt):
     with torch.no_grad(), engine.no_grad():
         np.testing.assert_allclose(ours(engine.from_numpy(x)).numpy(), reference(torch.from_numpy(x)).numpy(),
                                    rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_pickle_protocol_4_checkpoints(tmp_path, fmt):
+    obj = {"w": torch.arange(5.0), "names": ["conv", "bn"] * 40, "epoch": 3}
+    path = tmp_path / "p4.pth"
+    torch.save(obj, path, pickle_protocol=4, **FORMATS[fmt])
+    loaded = load(path)
+    assert _equal(loaded["w"], obj["w"]) and loaded["names"] == obj["names"] and loaded["epoch"] == 3
 
 
 def test_file_objects_and_big_endian_flag(tmp_path):
@@ -206,3 +219,126 @@ def test_out_of_bounds_tensor_geometry_is_refused(tmp_path):
     (tmp_path / "bad.pth").write_bytes(patched)
     with pytest.raises(UnpicklingError, match="does not fit"):
         load(tmp_path / "bad.pth")
+
+
+def test_checkpoint_error_is_the_one_documented_type(tmp_path):
+    assert issubclass(CheckpointError, pickle.UnpicklingError) and UnpicklingError is CheckpointError
+    legacy = _torch_save({"x": torch.randn(50)}, tmp_path / "l.pth", "legacy").read_bytes()
+    for cut in (3, 40, len(legacy) // 2):
+        (tmp_path / "cut.pth").write_bytes(legacy[:cut])
+        with pytest.raises(CheckpointError, match=r"^cannot load '.*cut\.pth': ") as caught:
+            load(tmp_path / "cut.pth")
+        assert "\n" not in str(caught.value)
+
+
+def _safetensors_file(path, header, data=b""):
+    """A safetensors file with the given JSON header (a dict or raw bytes) and data bytes."""
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw + data)
+    return path
+
+
+GOOD_ENTRY = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+
+
+@pytest.mark.parametrize("header, data, message", [
+    (b'{"a":' * 100_000 + b"1" + b"}" * 100_000, b"", "nested too deeply"),
+    ({"w": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}}, bytes(8), r"shape \[-2\]"),
+    ({"w": {"dtype": "F32", "shape": [4.7], "data_offsets": [0, 16]}}, bytes(16), r"shape \[4\.7\]"),
+    ({"w": {"dtype": "F32", "shape": [True], "data_offsets": [0, 4]}}, bytes(4), r"shape \[true\]|shape \[True\]"),
+    ({"w": GOOD_ENTRY, "v": GOOD_ENTRY}, bytes(8), "'v' at bytes \\[0, 8\\) overlaps|'w' at bytes \\[0, 8\\) overlaps"),
+    ({"w": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}}, bytes(12), "leaves a gap"),
+    ({"w": GOOD_ENTRY}, bytes(12), "span 8 bytes of data, the file holds 12"),
+    ({"w": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}}, bytes(8), "needs 12 bytes"),
+    ({"w": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}}, bytes(8), "needs 8 bytes"),
+    ({"w": {"dtype": "F32", "shape": [2], "data_offsets": [0]}}, bytes(8), "expected 2 non-negative integers"),
+    ({"w": {"dtype": "C64", "shape": [1], "data_offsets": [0, 8]}}, bytes(8), "dtype 'C64', which engine does not read"),
+    ({"w": {"dtype": "F32", "shape": [2]}}, bytes(8), "lacks dtype, shape or data_offsets"),
+    ({"__metadata__": {"a": 1}, "w": GOOD_ENTRY}, bytes(8), "must map strings to strings"),
+    ({"__metadata__": ["a"], "w": GOOD_ENTRY}, bytes(8), "must map strings to strings"),
+    (b'{"w":' + json.dumps(GOOD_ENTRY).encode() + b',"w":' + json.dumps(GOOD_ENTRY).encode() + b"}", bytes(8),
+     "'w' appears twice"),
+    (b'{"w": \xff}', b"", "not UTF-8"),
+    (b'{"w": 1,}', b"", "bad JSON"),
+])
+def test_safetensors_headers_are_checked_as_the_spec_requires(tmp_path, header, data, message):
+    path = _safetensors_file(tmp_path / "bad.safetensors", header, data)
+    with pytest.raises(CheckpointError, match=message) as caught:
+        load(path)
+    assert "bad.safetensors" in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(CheckpointError, match=message):
+        read_metadata(path)
+
+
+def test_safetensors_header_length_is_bounded(tmp_path):
+    path = tmp_path / "huge.safetensors"
+    path.write_bytes((100_000_001).to_bytes(8, "little") + b"{" + bytes(64))
+    with pytest.raises(CheckpointError, match="over the format's limit of 100000000"):
+        load(path)
+    path.write_bytes((1000).to_bytes(8, "little") + b"{}")
+    with pytest.raises(CheckpointError, match="header of 1000 bytes in a file of 10 bytes"):
+        load(path)
+
+
+def test_valid_safetensors_edge_cases_load(tmp_path):
+    header = {"__metadata__": {"k": "v"}, "z": {"dtype": "F32", "shape": [0, 3], "data_offsets": [0, 0]},
+              "s": {"dtype": "I64", "shape": [], "data_offsets": [0, 8]},
+              "b": {"dtype": "BOOL", "shape": [2], "data_offsets": [8, 10]}}
+    path = _safetensors_file(tmp_path / "edge.safetensors", header,
+                             np.int64(-3).tobytes() + bytes([1, 0]))
+    loaded = load(path)
+    assert loaded["z"].shape == (0, 3) and loaded["s"].item() == -3 and loaded["b"].tolist() == [True, False]
+    assert read_metadata(path) == {"k": "v"}
+
+
+def _mmap_script(path, body):
+    """Run ``body`` in a fresh interpreter (a SIGBUS there fails the test instead of killing pytest)."""
+    script = f"import engine, numpy as np\nfrom engine import nn\npath = {str(path)!r}\n{body}\nprint('ok')"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                            cwd=os.path.dirname(os.path.dirname(engine.__file__)))
+    assert result.returncode == 0 and result.stdout.strip() == "ok", (result.returncode, result.stderr[-2000:])
+
+
+def test_loaded_tensors_do_not_follow_later_changes_to_the_file(tmp_path):
+    _mmap_script(tmp_path / "weights", """
+for suffix in ('.safetensors', '.pth'):
+    file = path + suffix
+    model = nn.Linear(64, 32)
+    engine.save(model.state_dict(), file)
+    expected = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    copied = engine.load(file)                      # mmap=None: read into memory
+    mapped = engine.load(file, mmap=True)
+    fresh = nn.Linear(64, 32)
+    fresh.load_state_dict(mapped)                   # copies into the module's own arrays
+    del mapped
+    engine.save({k: v * 0 + 7 for k, v in model.state_dict().items()}, file + '.new')
+    with open(file, 'r+b') as f:                    # rewrite in place, then cut the file short
+        f.write(open(file + '.new', 'rb').read())
+        f.truncate(10)
+    for key, value in expected.items():
+        assert np.array_equal(copied[key].numpy(), value), key
+        assert np.array_equal(fresh.state_dict()[key].numpy(), value), key
+""")
+
+
+def test_mmap_true_maps_the_file_and_needs_a_path(tmp_path):
+    path = tmp_path / "w.pth"
+    save({"w": engine.arange(6.0)}, path)
+    mapped = load(path, mmap=True)["w"].numpy()
+    assert isinstance(mapped.base, np.memmap) or any(isinstance(b, np.memmap) for b in _bases(mapped))
+    assert not any(isinstance(b, np.memmap) for b in _bases(load(path)["w"].numpy()))
+    with pytest.raises(ValueError, match=r"mmap=True\) maps a file: f must be a path"):
+        load(io.BytesIO(path.read_bytes()), mmap=True)
+    loaded = load(io.BytesIO(path.read_bytes()))["w"]
+    loaded.add_(1)  # tensors read from a file object are writable too
+    assert loaded.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+def _bases(array):
+    """``array``'s chain of bases (through as_strided's wrapper objects)."""
+    chain = []
+    base = getattr(array, "base", None)
+    while base is not None:
+        chain.append(base)
+        base = getattr(base, "base", None)
+    return chain

@@ -1,0 +1,200 @@
+"""The ``data.pkl`` of a PyTorch checkpoint: a protocol-2 pickle written opcode by opcode.
+
+``pickle.Pickler`` would look each global up by importing it (``torch._utils._rebuild_tensor_v2``),
+and engine never imports torch; so the few opcodes a checkpoint needs are written here, exactly the
+ones torch's ``weights_only`` unpickler accepts: containers, numbers, strings, None, bools, and
+through allowlisted globals tensors (``_rebuild_tensor_v2`` over a persistent storage id),
+parameters, ``torch.Size``, ``torch.device`` and dtypes. Tensors and containers are memoized, so an
+object saved twice loads as one object, and a container may hold itself.
+"""
+import io
+import struct
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import _dtype
+from .._device import device
+
+__all__ = ["checkpoint_pickle"]
+
+_SUPPORTED = ("tensors, numpy arrays, numbers, strings, bools, None, dtypes, sizes, devices, and dicts, "
+              "lists and tuples of these")
+
+
+class _Writer:
+    """Writes the pickle of a checkpoint object; ``locate(tensor)`` gives each tensor's ``Placement``."""
+
+    def __init__(self, locate):
+        self.out = io.BytesIO()
+        self.locate = locate
+        self.memo = {}  # id(object) -> memo index
+        self.alive = []  # memoized objects, kept referenced so that their ids stay theirs
+        self.globals = {}  # (module, name) -> memo index
+        self.memo_size = 0
+        self.open_tuples = set()
+
+    def op(self, code, payload=b""):
+        self.out.write(code + payload)
+
+    def remember(self, obj):
+        """Memoize the object just built (on top of the stack)."""
+        self.memo[id(obj)] = self.put()
+        self.alive.append(obj)
+
+    def put(self):
+        """Store the top of the stack at the next memo index, and return that index."""
+        index = self.memo_size
+        self.memo_size += 1
+        if index < 256:
+            self.op(b"q", bytes([index]))
+        else:
+            self.op(b"r", struct.pack("<I", index))
+        return index
+
+    def get(self, index):
+        """Push the object stored at memo ``index``."""
+        if index < 256:
+            self.op(b"h", bytes([index]))
+        else:
+            self.op(b"j", struct.pack("<I", index))
+
+    def global_(self, module, name):
+        if (module, name) in self.globals:
+            self.get(self.globals[(module, name)])
+            return
+        self.op(b"c", f"{module}\n{name}\n".encode("ascii"))
+        self.globals[(module, name)] = self.put()
+
+    def call(self, module, name, *args):
+        """``module.name(*args)``: the global, the argument tuple, REDUCE."""
+        self.global_(module, name)
+        self.tuple(args, "argument")
+        self.op(b"R")
+
+    def save(self, obj, where):
+        from ..tensor import Size, Tensor
+
+        if obj is None:
+            self.op(b"N")
+        elif obj is True or obj is False:
+            self.op(b"\x88" if obj else b"\x89")
+        elif isinstance(obj, int):
+            self.int(int(obj), where)
+        elif isinstance(obj, float):
+            self.op(b"G", struct.pack(">d", obj))
+        elif isinstance(obj, str):
+            encoded = obj.encode("utf-8", "surrogatepass")
+            self.op(b"X", struct.pack("<I", len(encoded)) + encoded)
+        elif isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+            self.save(obj.item(), where)
+        elif id(obj) in self.memo:
+            self.get(self.memo[id(obj)])
+        elif isinstance(obj, (Tensor, np.ndarray)):
+            self.tensor(obj)
+        elif isinstance(obj, _dtype.dtype):
+            self.global_("torch", obj.name)
+        elif isinstance(obj, device):
+            self.call("torch", "device", obj.type, *(() if obj.index is None else (obj.index,)))
+        elif isinstance(obj, Size):
+            self.call("torch", "Size", tuple(obj))
+        elif isinstance(obj, dict):
+            self.dict(obj, where)
+        elif isinstance(obj, list):
+            self.list(obj, where)
+        elif isinstance(obj, tuple):
+            self.tuple(obj, where)
+        else:
+            raise TypeError(f"engine.save cannot write {where}, a {type(obj).__name__}: it writes {_SUPPORTED}")
+
+    def int(self, value, where):
+        if 0 <= value < 256:
+            self.op(b"K", bytes([value]))
+        elif 0 <= value < 65536:
+            self.op(b"M", struct.pack("<H", value))
+        elif -2 ** 31 <= value < 2 ** 31:
+            self.op(b"J", struct.pack("<i", value))
+        else:
+            encoded = value.to_bytes(value.bit_length() // 8 + 1, "little", signed=True)
+            if len(encoded) > 255:
+                raise TypeError(f"engine.save cannot write {where}: an integer of {value.bit_length()} bits")
+            self.op(b"\x8a", bytes([len(encoded)]) + encoded)
+
+    def dict(self, obj, where):
+        ordered = isinstance(obj, OrderedDict)
+        if ordered:
+            self.call("collections", "OrderedDict")
+        else:
+            self.op(b"}")
+        self.remember(obj)
+        if obj:
+            self.op(b"(")
+            for key, value in obj.items():
+                self.save(key, f"a key of {where}")
+                self.save(value, f"{where}[{key!r}]")
+            self.op(b"u")
+        attributes = getattr(obj, "__dict__", None) if ordered else None
+        if attributes:  # a state_dict's _metadata (module versions)
+            self.save(dict(attributes), f"{where}.__dict__")
+            self.op(b"b")
+
+    def list(self, obj, where):
+        self.op(b"]")
+        self.remember(obj)
+        if obj:
+            self.op(b"(")
+            for index, value in enumerate(obj):
+                self.save(value, f"{where}[{index}]")
+            self.op(b"e")
+
+    def tuple(self, obj, where):
+        if id(obj) in self.open_tuples:
+            raise TypeError(f"engine.save cannot write {where}: a tuple that contains itself")
+        self.open_tuples.add(id(obj))
+        self.op(b"(")
+        for index, value in enumerate(obj):
+            self.save(value, f"{where}[{index}]")
+        self.op(b"t")
+        self.open_tuples.discard(id(obj))
+
+    def tensor(self, obj):
+        from ..nn.parameter import Parameter
+        from ..tensor import Tensor
+
+        if isinstance(obj, Parameter):
+            self.global_("torch._utils", "_rebuild_parameter")
+            self.op(b"(")
+            self.plain_tensor(obj, False)
+            self.save(bool(obj.requires_grad), "requires_grad")
+            self.call("collections", "OrderedDict")
+            self.op(b"tR")
+        else:
+            self.plain_tensor(obj, isinstance(obj, Tensor) and bool(obj.requires_grad))
+        self.remember(obj)
+
+    def plain_tensor(self, obj, requires_grad):
+        """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())``."""
+        placement = self.locate(obj)
+        self.global_("torch._utils", "_rebuild_tensor_v2")
+        self.op(b"(")
+        self.op(b"(")
+        self.save("storage", "storage id")
+        self.global_("torch", placement.storage_type)
+        for part in (placement.key, placement.location, placement.numel):
+            self.save(part, "storage id")
+        self.op(b"tQ")
+        self.save(placement.offset, "offset")
+        self.save(tuple(int(n) for n in obj.shape), "size")
+        self.save(placement.stride, "stride")
+        self.save(requires_grad, "requires_grad")
+        self.call("collections", "OrderedDict")
+        self.op(b"tR")
+
+
+def checkpoint_pickle(obj, locate):
+    """The protocol-2 pickle of ``obj`` (bytes); ``locate(tensor)`` gives each tensor's storage placement."""
+    writer = _Writer(locate)
+    writer.op(b"\x80\x02")
+    writer.save(obj, "the checkpoint")
+    writer.op(b".")
+    return writer.out.getvalue()
