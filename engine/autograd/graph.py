@@ -1,6 +1,8 @@
 """The backward engine: walks the recorded graph from the roots in dependency order."""
 import sys
 
+import numpy as np
+
 from .. import backends
 from .._device import array_module
 from .function import AccumulateGrad, Function
@@ -102,6 +104,13 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
 
 
 def run_backward(roots, root_grads, retain_graph=False, captures=None):
+    """Propagate ``root_grads`` (arrays) from ``roots`` (tensors) to every leaf that needs them, with
+    numpy's floating-point warnings off: PyTorch's gradients become inf or NaN without a word."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        _run_backward(roots, root_grads, retain_graph, captures)
+
+
+def _run_backward(roots, root_grads, retain_graph, captures):
     """Propagate ``root_grads`` (arrays) from ``roots`` (tensors) to every leaf that needs them.
 
     With ``captures`` (a dict keyed by AccumulateGrad nodes or (node, index) pairs), gradients

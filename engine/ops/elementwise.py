@@ -25,6 +25,21 @@ def _streamed(a, b):
     return backends.kernels(a, "pointwise").binary_context(a, b)
 
 
+def _quiet():
+    """numpy's floating-point warnings off: PyTorch returns inf and NaN (1 / 0, 0 / 0) without a word."""
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+def _check_divisor(kernel, a, b, dtype):
+    """PyTorch's refusals of an integer division: bool has no such kernel, and a zero divisor is an error
+    where numpy would give 0 and warn. Checked on the CPU only, as torch does (CUDA kernels do not check)."""
+    if dtype == np.bool_:
+        device = "cpu" if xp_of(a, b) is np else "cuda"
+        raise NotImplementedError(f"\"{kernel}_{device}\" not implemented for 'Bool'")
+    if dtype.kind in "iu" and xp_of(a, b) is np and np.size(a) > 0 and np.any(np.equal(b, 0)):
+        raise RuntimeError("ZeroDivisionError")
+
+
 class _Binary(Function):
     def __init__(self, dtype):
         self.dtype = dtype.np
@@ -83,27 +98,35 @@ class Div(_Binary):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         xp = xp_of(a, b)
         if self.rounding_mode is None:
-            with _streamed(a, b):
+            with _streamed(a, b), _quiet():
                 y = xp.true_divide(a, b)
             if self.needs_input_grad[1:2] == (True,):
                 self.b, self.y = b, y.copy() if self.inplace else y
             elif self.needs_input_grad[0:1] == (True,):
                 self.b = b
             return y
-        if self.rounding_mode == "floor":
-            return xp.floor_divide(a, b) if self.dtype.kind != "f" else xp.floor(a / b)
-        if self.rounding_mode == "trunc":
+        if self.rounding_mode not in ("floor", "trunc"):
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+                             f"'{self.rounding_mode}'")
+        _check_divisor("div_" + self.rounding_mode, a, b, self.dtype)
+        with _quiet():
+            if self.rounding_mode == "floor":  # numpy's float floor_divide is torch's (1 // 0.1 == 9)
+                return xp.floor_divide(a, b)
             return xp.trunc(a / b).astype(self.dtype) if self.dtype.kind == "f" else _int_trunc_div(xp, a, b)
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
-                         f"'{self.rounding_mode}'")
 
     def backward(self, gy):
         if self.rounding_mode is not None:
-            return gy * 0, gy * 0
-        with _streamed(gy, self.b):
+            return _no_grads(gy)
+        with _streamed(gy, self.b), _quiet():
             ga = gy / self.b if self.needs_input_grad[0] else None
-        gb = -gy * self.y / self.b if self.needs_input_grad[1] else None
+            gb = -gy * self.y / self.b if self.needs_input_grad[1] else None
         return ga, gb
+
+
+def _no_grads(gy):
+    """Zero gradients for both operands of a rounding division (even where ``gy`` is inf or NaN)."""
+    zeros = xp_of(gy).zeros_like(gy)
+    return zeros, zeros
 
 
 def _int_trunc_div(xp, a, b):
@@ -113,24 +136,51 @@ def _int_trunc_div(xp, a, b):
 
 
 class Remainder(_Binary):
+    """a - b * floor(a / b), the sign of the divisor (Python's %)."""
+
     def forward(self, a, b):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
+        _check_divisor("remainder", a, b, self.dtype)
         self.b = b
         self.a = a
-        return xp_of(a, b).remainder(a, b)
+        xp = xp_of(a, b)
+        if self.dtype.kind != "f":
+            return xp.remainder(a, b)
+        with _quiet():  # torch's steps, whose zeros keep the dividend's sign (numpy's take the divisor's)
+            mod = xp.fmod(a, b)
+            return xp.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
 
     def backward(self, gy):
         xp = xp_of(gy)
-        return gy, -gy * xp.floor_divide(self.a, self.b)
+        with _quiet():
+            return gy, -gy * xp.floor_divide(self.a, self.b)
+
+
+class Fmod(_Binary):
+    """a - b * trunc(a / b), the sign of the dividend (C's fmod); exact, unlike that formula in floats."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        _check_divisor("fmod", a, b, self.dtype)
+        self.a, self.b = a, b
+        with _quiet():
+            return xp_of(a, b).fmod(a, b)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        with _quiet():
+            return gy, -gy * xp.trunc(self.a / self.b)
 
 
 class FloorDivide(_Binary):
     def forward(self, a, b):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
-        return xp_of(a, b).floor_divide(a, b)
+        _check_divisor("div_floor", a, b, self.dtype)
+        with _quiet():
+            return xp_of(a, b).floor_divide(a, b)
 
     def backward(self, gy):
-        return gy * 0, gy * 0
+        return _no_grads(gy)
 
 
 class Pow(_Binary):
@@ -138,7 +188,10 @@ class Pow(_Binary):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         xp = xp_of(a, b)
         self.a, self.b = (a.copy() if self.inplace else a), b
-        y = xp.power(a, b)
+        if self.dtype == np.bool_:
+            raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+        with _quiet():
+            y = xp.power(a, b) if self.dtype.kind == "f" else _int_power(xp, a, b, self.dtype)
         self.y = y.copy() if self.inplace else y
         return y
 
@@ -156,6 +209,18 @@ class Pow(_Binary):
             with np.errstate(divide="ignore", invalid="ignore"):
                 gb = gy * xp.where((a == 0) & (self.b >= 0), 0, self.y * xp.log(a))
         return ga, gb
+
+
+def _int_power(xp, a, b, dtype):
+    """Integer ``a ** b`` as PyTorch computes it: a negative Python exponent is an error; a negative
+    tensor exponent gives 1 ** b = 1, (-1) ** b = +-1 and 0 for every other base (numpy raises)."""
+    if is_scalar(b):
+        if b < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return xp.power(a, b)
+    y = xp.power(a, xp.maximum(b, 0))
+    unit_power = xp.where(a == 1, 1, xp.where(a == -1, 1 - 2 * (b & 1), 0))
+    return xp.where(b < 0, unit_power, y).astype(dtype, copy=False)
 
 
 class Maximum(_Binary):
@@ -256,8 +321,7 @@ def remainder(input, other):
 
 
 def fmod(input, other):
-    a = as_operand(input)
-    return sub(a, mul(div(a, other, rounding_mode="trunc"), other))
+    return _binary(Fmod, input, other)
 
 
 def pow(input, exponent):
@@ -293,7 +357,8 @@ class _Unary(Function):
     def forward(self, x):
         x = cast(x, self.dtype)
         self.x = x.copy() if self.inplace and self.uses_inputs else x
-        y = self.f(xp_of(x), x)
+        with _quiet():
+            y = self.f(xp_of(x), x)
         if self.inplace:
             x[...] = y
             y = x
