@@ -255,6 +255,8 @@ def _is_flat_state_dict(obj):
 def _load_converted(converted, source, expected, map_location):
     """The cached safetensors conversion of ``source``, or None when it is missing, stale or corrupt.
 
+    It is memory-mapped: cache files are only ever replaced (``os.replace``) or deleted, never rewritten in place.
+
     A ``source`` file present beside it (a manual download) must have the size it was converted from.
     """
     if not os.path.exists(converted):
@@ -263,7 +265,7 @@ def _load_converted(converted, source, expected, map_location):
         meta = read_metadata(converted)
         source_matches = not os.path.exists(source) or os.path.getsize(source) == int(meta.get("source_size", -1))
         if source_matches and (not expected or meta.get("source_sha256", "").startswith(expected)):
-            return load(converted, map_location=map_location)
+            return load(converted, map_location=map_location, mmap=True)
     except (UnpicklingError, ValueError, OSError):
         pass
     _remove(converted)
@@ -278,7 +280,7 @@ def _convert(source, converted, url, sha256, map_location, weights_only):
     save(state_dict, converted, metadata={
         "source_url": url, "source_sha256": sha256, "source_size": str(os.path.getsize(source))})
     _remove(source)
-    return load(converted, map_location=map_location)
+    return load(converted, map_location=map_location, mmap=True)
 
 
 def _check_cached(cached, expected, url):
