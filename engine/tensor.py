@@ -45,6 +45,7 @@ def _new(array, requires_grad=False):
     t._base = None
     t._accumulator = None
     t._hooks = None
+    t._post_accumulate_grad_hooks = None
     return t
 
 
@@ -412,6 +413,18 @@ class Tensor:
             hooks = node.hooks.setdefault(self._output_index, [])
         hooks.append(hook)
         return _HookHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` each time a backward pass has accumulated this leaf's gradient into
+        ``.grad`` (``torch.Tensor.register_post_accumulate_grad_hook``); DDP starts its all-reduces here."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = []
+        self._post_accumulate_grad_hooks.append(hook)
+        return _HookHandle(self._post_accumulate_grad_hooks, hook)
 
     # ---- device and dtype moves --------------------------------------------------------------
     def to(self, *args, **kwargs):

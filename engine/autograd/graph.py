@@ -101,6 +101,9 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
         tensor.grad = _new(grad if own else grad.copy())
     else:
         tensor.grad._data += grad
+    if tensor._post_accumulate_grad_hooks:
+        for hook in tuple(tensor._post_accumulate_grad_hooks):
+            hook(tensor)
 
 
 def run_backward(roots, root_grads, retain_graph=False, captures=None):
@@ -138,8 +141,12 @@ def _run_backward(roots, root_grads, retain_graph, captures):
         slots[i] = grad if slots[i] is None else slots[i] + grad
     deps = _dependencies(root_nodes)
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
-    while ready:
-        node = ready.pop()
+    # Leaves go first, as torch's engine runs AccumulateGrad nodes first: a last-in-first-out walk would
+    # otherwise leave each leaf's gradient pending until the walk came back up from the graph's inputs,
+    # so .grad (and its post-accumulate hooks: DDP's all-reduces) would come in forward order at the end.
+    ready_leaves = []
+    while ready or ready_leaves:
+        node = ready_leaves.pop() if ready_leaves else ready.pop()
         slots = pending.pop(node, None)
         if isinstance(node, AccumulateGrad):
             grad = slots.pop() if slots is not None else None
@@ -166,7 +173,7 @@ def _run_backward(roots, root_grads, retain_graph, captures):
                 child_slots[index] = grad if prev is None else prev + grad
             deps[child] -= 1
             if deps[child] == 0:
-                ready.append(child)
+                (ready_leaves if isinstance(child, AccumulateGrad) else ready).append(child)
         grads_in = grad = None  # hold no gradient past its hand-over: a leaf may take it without a copy
 
 
