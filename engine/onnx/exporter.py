@@ -1,0 +1,249 @@
+"""``engine.onnx.export``: trace a model with ``nn.Graph``'s tracer and write the ops as an ONNX model.
+
+As ``torch.onnx.export`` (the TorchScript exporter's signature): ``model`` is an ``nn.Module`` (run as
+``model(*args)``) or an ``nn.Graph`` (its ``build``), traced in eval mode without gradients; ``args``
+is a tensor or a tuple of arguments (tensors may sit in lists, tuples and dicts); ``f`` a path or a
+binary file object. The model is traced twice: once on ``args`` and once on a probe with other values
+and, along every axis named in ``dynamic_axes``, another size (see ``variation``), so that sizes and
+parameters that follow the input are written as runtime values and input-dependent control flow is
+refused instead of being frozen into the file.
+"""
+import contextlib
+import os
+
+import numpy as np
+
+from ..nn.graph.graph import _flatten, _unflatten
+from ..tensor import Tensor, _new
+from .capture import modules_of, run_traced
+from .conversion import Conversion
+from .errors import ExportError, missing_onnx
+from .onnx_graph import OnnxGraph
+from .variation import Variation
+
+MIN_OPSET = 13
+MAX_OPSET = 21
+
+
+def export(model, args, f, input_names=None, output_names=None, dynamic_axes=None, opset_version=17,
+           do_constant_folding=True, verbose=False):
+    """Write ``model`` run on ``args`` to ``f`` as an ONNX model; see the module docstring.
+
+    ``dynamic_axes`` maps input and output names to the axes whose size may change, as a list of axes or
+    a dict {axis: name}. ``do_constant_folding`` computes ops on constants at export time and folds eval
+    BatchNorms into the preceding convolutions.
+    """
+    onnx = _import_onnx()
+    opset = _check_opset(opset_version)
+    args = args if isinstance(args, tuple) else (args,)
+    call = _callable(model)
+    with _eval_mode(model):
+        capture = run_traced(model, call, args)
+        input_names = _names(input_names, len(capture.inputs), "input")
+        output_names = _names(output_names, len(capture.output_leaves), "output")
+        axes_in, axes_out = _dynamic_axes(dynamic_axes, input_names, output_names, capture)
+        probe_args, what = _probe(args, axes_in, input_names)
+        probe = _run_probe(model, call, probe_args, what)
+    variation = Variation(capture, probe, what)
+    graph = OnnxGraph(onnx, opset, _tensor_names(model))
+    for name in input_names + output_names:
+        graph.reserve(name)
+    conversion = Conversion(graph, capture, variation, do_constant_folding)
+    conversion.run(input_names)
+    proto = _model(onnx, graph, conversion, input_names, output_names, axes_in, axes_out)
+    _write(proto.SerializeToString(), f)
+    if verbose:
+        print(onnx.printer.to_text(proto.graph))
+
+
+def _import_onnx():
+    try:
+        import onnx
+        import onnx.numpy_helper  # noqa: F401  (submodules: numpy_helper for OnnxGraph, printer for verbose)
+        import onnx.printer  # noqa: F401
+    except ImportError:
+        raise missing_onnx() from None
+    return onnx
+
+
+def _check_opset(opset):
+    if isinstance(opset, bool) or not isinstance(opset, int) or not MIN_OPSET <= opset <= MAX_OPSET:
+        raise ValueError(f"engine.onnx.export: opset_version must be an integer from {MIN_OPSET} to {MAX_OPSET}, "
+                         f"got {opset!r}")
+    return opset
+
+
+def _callable(model):
+    from ..nn.graph import Graph
+    from ..nn.modules.module import Module
+    if isinstance(model, Graph):
+        return model.build
+    if isinstance(model, Module):
+        return model
+    raise TypeError(f"engine.onnx.export: model must be an nn.Module or an nn.Graph, got {type(model).__name__}")
+
+
+@contextlib.contextmanager
+def _eval_mode(model):
+    """Trace in eval mode (as torch's default ``training=TrainingMode.EVAL``); restore the modes after."""
+    modules = [m for _, m in modules_of(model)]
+    modes = [m.training for m in modules]
+    for m in modules:
+        m.training = False
+    try:
+        yield
+    finally:
+        for m, mode in zip(modules, modes):
+            m.training = mode
+
+
+def _names(names, count, default):
+    """``names`` checked against ``count`` values, padded with 'input_3'-style names (a lone one: 'input')."""
+    names = list(names or [])
+    if len(names) > count:
+        raise ValueError(f"engine.onnx.export: {len(names)} {default}_names given for {count} {default} tensors")
+    if len(set(names)) != len(names):
+        raise ValueError(f"engine.onnx.export: {default}_names repeat a name: {names}")
+    if count == 1 and not names:
+        return [default]
+    return names + [f"{default}_{k}" for k in range(len(names), count)]
+
+
+def _dynamic_axes(dynamic_axes, input_names, output_names, capture):
+    """({input index: {axis: name}}, {output index: {axis: name}}) from torch's ``dynamic_axes`` forms."""
+    axes_in, axes_out = {}, {}
+    for name, axes in (dynamic_axes or {}).items():
+        if name in input_names:
+            index, target, rank = input_names.index(name), axes_in, len(capture.inputs[input_names.index(name)].shape)
+        elif name in output_names:
+            index, target = output_names.index(name), axes_out
+            slot = capture.output_slots[index]
+            rank = len(capture.shapes[slot]) if slot is not None else len(capture.output_leaves[index].shape)
+        else:
+            raise ValueError(f"engine.onnx.export: dynamic_axes names '{name}', which is neither an input nor an "
+                             f"output (inputs {input_names}, outputs {output_names})")
+        named = dict(axes) if isinstance(axes, dict) else {int(a): f"{name}_dynamic_axes_{int(a) + 1}" for a in axes}
+        for axis in named:
+            if not -rank <= axis < rank:
+                raise ValueError(f"engine.onnx.export: dynamic axis {axis} of '{name}' is out of range for its "
+                                 f"{rank} dimensions")
+        target[index] = {a % rank: str(n) for a, n in named.items()}
+    return axes_in, axes_out
+
+
+def _probe(args, axes_in, input_names):
+    """The arguments of the second trace: new random values (seeded, in each input's range) and, along the
+    dynamic axes, new sizes (+1 for axis 0, more for others, equal for axes sharing a name)."""
+    leaves = []
+    spec = _flatten(args, leaves)
+    rng = np.random.default_rng(0)
+    deltas = {}
+    changes = []
+    probe = []
+    for k, t in enumerate(leaves):
+        shape = list(t.shape)
+        for axis, name in sorted(axes_in.get(k, {}).items()):
+            delta = deltas.setdefault(name, 1 if axis == 0 else 16 * (axis + 1))
+            shape[axis] += delta
+        if shape != list(t.shape):
+            changes.append(f"'{input_names[k]}' of size {shape}")
+        probe.append(_new(_random_like(rng, t._data, shape)))
+    what = "other input values" + (f" and sizes ({', '.join(changes)})" if changes else "")
+    return _unflatten(spec, probe), what
+
+
+def _random_like(rng, array, shape):
+    """Random values of ``array``'s dtype and range (floats uniform in [min, max]) with the given shape."""
+    host = np.asarray(array)
+    lo, hi = (float(host.min()), float(host.max())) if host.size else (0.0, 1.0)
+    if host.dtype == np.bool_:
+        values = rng.random(shape) < 0.5
+    elif host.dtype.kind in "iu":
+        values = rng.integers(int(lo), int(hi) + 1, size=shape)
+    else:
+        if lo == hi:
+            lo, hi = lo - 1.0, hi + 1.0
+        values = rng.uniform(lo, hi, size=shape)
+    values = values.astype(host.dtype)
+    if not isinstance(array, np.ndarray):
+        from .._device import device_of, move
+        values = move(values, device_of(array))
+    return values
+
+
+def _run_probe(model, call, probe_args, what):
+    try:
+        return run_traced(model, call, probe_args)
+    except ExportError:
+        raise
+    except Exception as e:  # the model refuses the probe's sizes: those axes cannot be dynamic
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ExportError(f"engine.onnx.export: the model fails on {what} ({type(e).__name__}: {message}); "
+                          "drop those dynamic axes") from None
+
+
+def _tensor_names(model):
+    """id(array) -> state_dict key of every parameter and buffer (the initializers' names)."""
+    names = {}
+    for prefix, module in modules_of(model):
+        for key, t in list(module._parameters.items()) + list(module._buffers.items()):
+            if isinstance(t, Tensor):
+                names.setdefault(id(t._data), f"{prefix}.{key}" if prefix else key)
+    return names
+
+
+def _model(onnx, graph, conversion, input_names, output_names, axes_in, axes_out):
+    """The ModelProto: inputs and outputs typed with their traced shapes (dynamic dims named)."""
+    capture, variation = conversion.capture, conversion.variation
+    helper = onnx.helper
+    dim_names = {}
+    inputs = []
+    for k, (name, slot) in enumerate(zip(input_names, capture.input_slots)):
+        dims = list(capture.shapes[slot])
+        for axis, dim_name in axes_in.get(k, {}).items():
+            dim_names[(dims[axis], variation.b.shapes[slot][axis])] = dim_name
+            dims[axis] = dim_name
+        inputs.append(helper.make_tensor_value_info(name, graph.elem_type(capture.dtypes[slot]), dims))
+    outputs = []
+    written = set()
+    for k, (name, slot) in enumerate(zip(output_names, capture.output_slots)):
+        source = conversion.output_name(slot) if slot is not None else graph.constant(
+            np.asarray(capture.output_leaves[k]._data), hint="constant_output")
+        if slot is not None and source not in written and graph.produced(source) and source not in input_names:
+            graph.rename(source, name)
+            conversion.names[slot] = name
+        else:
+            graph.node("Identity", [source], outputs=[name])
+        written.add(name)
+        shape = capture.shapes[slot] if slot is not None else tuple(capture.output_leaves[k].shape)
+        dtype = capture.dtypes[slot] if slot is not None else capture.output_leaves[k]._data.dtype
+        dims = _output_dims(name, shape, slot, variation, dim_names, axes_out.get(k, {}))
+        outputs.append(helper.make_tensor_value_info(name, graph.elem_type(dtype), dims))
+    body = helper.make_graph(graph.nodes, "engine_export", inputs, outputs, graph.initializers)
+    opsets = [helper.make_opsetid("", graph.opset)]
+    return helper.make_model(body, opset_imports=opsets, producer_name="flowvision engine.onnx",
+                             ir_version=helper.find_min_ir_version_for(opsets))
+
+
+def _output_dims(name, shape, slot, variation, dim_names, named):
+    """An output's dims: those named in ``dynamic_axes``, those that changed in the probe (named after the
+    input dim they follow, else '<output>_dim<k>'), and fixed sizes."""
+    dims = list(shape)
+    changed = variation.dynamic_axes(slot) if slot is not None else set()
+    for axis in sorted(changed | set(named)):
+        if axis in named:
+            dims[axis] = named[axis]
+        else:
+            pair = (shape[axis], variation.b.shapes[slot][axis])
+            dims[axis] = dim_names.get(pair, f"{name}_dim{axis}")
+    return dims
+
+
+def _write(data, f):
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as out:
+            out.write(data)
+    elif hasattr(f, "write"):
+        f.write(data)
+    else:
+        raise TypeError(f"engine.onnx.export: f must be a path or a binary file object, got {type(f).__name__}")

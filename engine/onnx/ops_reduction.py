@@ -1,0 +1,163 @@
+"""Converters of the reductions, arg-extremes, top-k, sort and cumulative sums (engine/ops/reduction.py and
+engine/ops/sorting.py), and the closures the engine runs some reductions as."""
+import inspect
+import math
+
+import numpy as np
+
+from ..ops import reduction as red, sorting
+from .table import converts
+
+
+def _x(ctx):
+    dtype = ctx.state.get("dtype")
+    return ctx.input(0, dtype)
+
+
+@converts(red.Sum, red.Mean, red.Prod)
+def reduce_(ctx):
+    op_type = {"Sum": "ReduceSum", "Mean": "ReduceMean", "Prod": "ReduceProd"}[ctx.name]
+    return ctx.reduce(op_type, _x(ctx), list(ctx.state["axes"]), ctx.state["keepdim"])
+
+
+@converts(red.AMax)
+def amax(ctx):
+    op_type = "ReduceMax" if ctx.state["largest"] else "ReduceMin"
+    return ctx.reduce(op_type, ctx.input(0), list(ctx.state["axes"]), ctx.state["keepdim"])
+
+
+@converts(red.Var, red.Std)
+def var(ctx):
+    x = ctx.input(0)
+    axes = list(ctx.state["axes"])
+    n = int(np.prod([ctx.in_shape(0)[a] for a in axes]))
+    if any(a in ctx.dynamic(0) for a in axes):
+        ctx.fail("variance over a dimension whose size follows the input")
+    centred = ctx.g.node("Sub", [x, ctx.reduce("ReduceMean", x, axes, True)])
+    total = ctx.reduce("ReduceSum", ctx.g.node("Mul", [centred, centred]), axes, ctx.state["keepdim"])
+    y = ctx.g.node("Div", [total, ctx.scalar(max(n - ctx.state["correction"], 0))])
+    return ctx.g.node("Sqrt", [y]) if ctx.op.cls is red.Std else y
+
+
+@converts(red.LogSumExp)
+def logsumexp(ctx):
+    return ctx.reduce("ReduceLogSumExp", _x(ctx), list(ctx.state["axes"]), ctx.state["keepdim"])
+
+
+@converts(red.VectorNorm)
+def vector_norm(ctx):
+    x = _x(ctx)
+    p, axes, keep = ctx.state["ord"], list(ctx.state["axes"]), ctx.state["keepdim"]
+    if p == 2:
+        return ctx.reduce("ReduceL2", x, axes, keep)
+    if p == 1:
+        return ctx.reduce("ReduceL1", x, axes, keep)
+    if p == math.inf:
+        return ctx.reduce("ReduceMax", ctx.g.node("Abs", [x]), axes, keep)
+    if p == -math.inf:
+        return ctx.reduce("ReduceMin", ctx.g.node("Abs", [x]), axes, keep)
+    if p == 0:
+        nonzero = ctx.g.node("Cast", [ctx.g.node("Not", [ctx.g.node("Equal", [x, ctx.scalar(0)])])],
+                             to=ctx.g.elem_type(ctx.out_dtype()))
+        return ctx.reduce("ReduceSum", nonzero, axes, keep)
+    powered = ctx.g.node("Pow", [ctx.g.node("Abs", [x]), ctx.scalar(p)])
+    return ctx.g.node("Pow", [ctx.reduce("ReduceSum", powered, axes, keep), ctx.scalar(1.0 / p)])
+
+
+@converts(red.CumSum)
+def cumsum(ctx):
+    x = _x(ctx)
+    if not ctx.in_shape(0):
+        return ctx.g.node("Identity", [x])
+    return ctx.g.node("CumSum", [x, ctx.g.constant(np.int64(ctx.state["axis"]))])
+
+
+@converts(red.ArgExtreme)
+def arg_extreme(ctx):
+    """Values and int64 indices of the max/min along ``axis`` (first occurrence, as numpy)."""
+    axis = ctx.state["axis"]
+    if axis is None:
+        ctx.fail("argmax/argmin of a 0-d tensor")
+    x = ctx.input(0)
+    keep = 0 if ctx.state["squeeze"] else 1
+    indices = ctx.g.node("ArgMax" if ctx.state["largest"] else "ArgMin", [x], axis=axis, keepdims=1,
+                         select_last_index=0)
+    values = ctx.g.node("GatherElements", [x, indices], axis=axis)
+    if not keep:
+        return ctx.squeeze(values, [axis]), ctx.squeeze(indices, [axis])
+    return values, indices
+
+
+@converts(sorting.TopK)
+def topk(ctx):
+    """``TopK`` (sorted; ONNX Runtime orders ties by index, as the engine's stable sort does)."""
+    axis = ctx.state["axis"]
+    k = ctx.varying("state", "k")
+    count = ctx.dim(k, "k") if k is not None else ctx.g.ints([ctx.state["k"]])
+    values, indices = ctx.g.node("TopK", [ctx.input(0), count], outputs=2, axis=axis,
+                                 largest=int(ctx.state["largest"]), sorted=1)
+    if ctx.state.get("squeeze"):
+        return ctx.squeeze(values, [axis]), ctx.squeeze(indices, [axis])
+    return values, indices
+
+
+@converts(sorting.SortSelect)
+def sort(ctx):
+    """A full sort as ``TopK`` with k the axis' size (taken at run time when it follows the input)."""
+    axis = ctx.state["axis"]
+    x = ctx.input(0)
+    if axis in ctx.dynamic(0):
+        count = ctx.shape_of(x, axis, axis + 1)
+    else:
+        count = ctx.g.ints([ctx.in_shape(0)[axis]])
+    values, indices = ctx.g.node("TopK", [x, count], outputs=2, axis=axis, largest=int(ctx.state["descending"]),
+                                 sorted=1)
+    return values, indices
+
+
+# ---- reductions the engine runs as closures (``Compute``): argmax/argmin, all/any, count_nonzero ----
+@converts(red.Compute)
+def compute(ctx):
+    """``Compute`` ops carry a closure; the ones the engine's reductions build are recognised by the function
+    that made them and read through the values it closed over."""
+    fn = ctx.state["fn"]
+    maker = fn.__qualname__.split(".<locals>")[0]
+    closed = inspect.getclosurevars(fn).nonlocals
+    if maker == "_arg_extreme":
+        return _arg_closure(ctx, closed)
+    if maker == "_logical_reduce":
+        return _logical_closure(ctx, closed)
+    if maker == "count_nonzero":
+        return ctx.reduce("ReduceSum", _nonzero_ints(ctx), list(closed["axes"]), False)
+    ctx.fail(f"the computation {fn.__qualname__} (no ONNX mapping)")
+
+
+def _nonzero_ints(ctx):
+    x = ctx.input(0)
+    is_zero = ctx.g.node("Equal", [x, ctx.scalar(0, ctx.in_dtype(0))])
+    return ctx.g.node("Cast", [ctx.g.node("Not", [is_zero])], to=ctx.g.elem_type(np.int64))
+
+
+def _arg_closure(ctx, closed):
+    op_type = "ArgMax" if closed["name"] == "argmax" else "ArgMin"
+    x = ctx.input(0)
+    rank = len(ctx.in_shape(0))
+    if closed["dim"] is None:
+        flat = ctx.g.node(op_type, [ctx.g.node("Reshape", [x, ctx.g.ints([-1])])], axis=0, keepdims=0)
+        return ctx.g.node("Reshape", [flat, ctx.g.ints([1] * rank if closed["keepdim"] else [])])
+    if closed["axis"] is None:
+        return ctx.g.constant(np.int64(0))
+    return ctx.g.node(op_type, [x], axis=closed["axis"], keepdims=int(bool(closed["keepdim"])), select_last_index=0)
+
+
+def _logical_closure(ctx, closed):
+    """any: some element is nonzero (a positive count); all: no element is zero."""
+    counts = ctx.reduce("ReduceSum", _nonzero_ints(ctx), list(closed["axes"]), closed["keepdim"])
+    if closed["name"] == "any":
+        result = ctx.g.node("Greater", [counts, ctx.scalar(0, np.int64)])
+    else:
+        size = int(np.prod([ctx.in_shape(0)[a] for a in closed["axes"]]))
+        if any(a in ctx.dynamic(0) for a in closed["axes"]):
+            ctx.fail("all() over a dimension whose size follows the input")
+        result = ctx.g.node("Equal", [counts, ctx.scalar(size, np.int64)])
+    return ctx.cast(result, np.bool_, ctx.out_dtype())

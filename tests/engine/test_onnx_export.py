@@ -1,0 +1,368 @@
+"""engine.onnx.export, op by op: each op family exported with a dynamic batch, the file checked by onnx.checker
+and run in ONNX Runtime at two batch sizes against our eager outputs; dynamic heights and widths, opsets,
+BatchNorm and constant folding, nn.Graph and file objects; and the one-line errors (unmapped op, missing
+onnx package, control flow on values or sizes, values computed outside the traced ops, bad arguments)."""
+import io
+import sys
+
+import numpy as np
+import pytest
+from onnx_check import check_export, eager_outputs, export_bytes, images, node_types, onnx, run_onnx
+
+import engine
+import engine.onnx
+from engine import nn
+from engine.nn import functional as F
+
+
+class Fn(nn.Module):
+    """A module running ``fn`` (with optional parameter-holding submodules)."""
+
+    def __init__(self, fn, **modules):
+        super().__init__()
+        self.fn = fn
+        for name, module in modules.items():
+            setattr(self, name, module)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
+
+
+def one(*shape, seed=0):
+    return lambda batch: (images(seed, batch, *shape),)
+
+
+ELEMENTWISE = {
+    "arithmetic": lambda m, x: (x * 2.5 + 1) - x / 3 + x.pow(2) - 2 ** x.clamp(-2, 2),
+    "sub_alpha": lambda m, x: engine.sub(x, x.sin(), alpha=0.5) + engine.add(x, 1.0, alpha=2),
+    "maximum": lambda m, x: engine.maximum(x, x.cos()) - engine.minimum(x, -x),
+    "clamp": lambda m, x: x.clamp(min=-0.5) + x.clamp(max=0.3) + x.clamp(-1, 1),
+    "where_compare": lambda m, x: engine.where(x > 0.2, x, -x) + (x <= 0).float() + (x != x.round()).float(),
+    "unary": lambda m, x: x.abs().sqrt() + x.exp() + (x.abs() + 1).log() + x.tanh() + x.sigmoid() + x.erf()
+    + x.neg() + x.sign() + (x.abs() + 0.5).rsqrt() + x.reciprocal() * 0 + x.atan() + x.sinh(),
+    "rounding": lambda m, x: (x * 3).floor() + (x * 3).ceil() + (x * 3).round() + (x * 3).trunc() + (x * 3).frac(),
+    "log_exp": lambda m, x: (x.abs() + 1).log2() + (x.abs() + 1).log10() + x.abs().log1p() + x.expm1() + x.exp2(),
+    "division": lambda m, x: engine.div(x * 5, 2, rounding_mode="floor") + engine.div(x * 5, 2, rounding_mode="trunc")
+    + engine.remainder(x * 5, 1.5) + engine.floor_divide(x * 5, 2.0),
+    "logic": lambda m, x: ((x > 0) & (x < 1) | (x < -1)).float() + (~(x > 0)).float() + engine.logical_xor(
+        x > 0, x > 0.5).float(),
+    "casts": lambda m, x: (x * 10).long().float() + (x > 0).int().to(engine.float32) + x.double().float(),
+    "integer_math": lambda m, x: ((x * 10).long() // 3).float() + ((x * 10).long() % 4).float(),
+    "atan2": lambda m, x: engine.atan2(x, x.cos() - 0.5),
+    "square": lambda m, x: x.square() + x.clone() + x.contiguous() + x.detach(),
+}
+
+
+@pytest.mark.parametrize("name", list(ELEMENTWISE))
+def test_elementwise(name):
+    check_export(Fn(ELEMENTWISE[name]), one(5, 7), what=name)
+
+
+ACTIVATIONS = {
+    "relu": nn.ReLU(), "relu6": nn.ReLU6(), "hardtanh": nn.Hardtanh(-0.3, 0.7), "leaky": nn.LeakyReLU(0.2),
+    "elu": nn.ELU(0.7), "selu": nn.SELU(), "celu": nn.CELU(1.3), "gelu": nn.GELU(), "gelu_tanh": nn.GELU("tanh"),
+    "silu": nn.SiLU(), "mish": nn.Mish(), "hardswish": nn.Hardswish(), "hardsigmoid": nn.Hardsigmoid(),
+    "softplus": nn.Softplus(beta=2.0, threshold=1.5), "softsign": nn.Softsign(), "tanhshrink": nn.Tanhshrink(),
+    "logsigmoid": nn.LogSigmoid(), "hardshrink": nn.Hardshrink(0.4), "softshrink": nn.Softshrink(0.3),
+    "threshold": nn.Threshold(0.1, -2.0), "prelu": nn.PReLU(6, 0.3), "glu": nn.GLU(1), "softmax": nn.Softmax(2),
+    "log_softmax": nn.LogSoftmax(1),
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activation(name):
+    check_export(ACTIVATIONS[name], one(6, 5, 3), what=name)
+
+
+def test_inplace_ops():
+    model = Fn(lambda m, x: F.relu(x * 1, inplace=True).add_(x.sum((1, 2)).view(-1, 1, 1)).mul_(2))
+    check_export(model, one(4, 3))
+
+
+SHAPES = {
+    "flatten_view": lambda m, x: x.flatten(1) * 2 + x.view(x.shape[0], -1) + x.reshape(-1, 35).reshape(x.shape[0], 35),
+    "permute_transpose": lambda m, x: x.permute(0, 2, 1).transpose(1, 2) + x.mT.mT,
+    "expand_token": lambda m, x: engine.cat([m.token.expand(x.shape[0], -1, -1), x], dim=1),
+    "repeat": lambda m, x: x.repeat(1, 2, 1) + 0 * x.repeat(1, 2, 1),
+    "stack_unbind": lambda m, x: engine.stack(list(x.unbind(1)), dim=2),
+    "split_chunk": lambda m, x: [p * (k + 1) for k, p in enumerate(x.split([2, 3], dim=1) + x.chunk(7, dim=2))],
+    "slicing": lambda m, x: (x[:, 1:4, ::2], x[:, -1], x[..., 3], x[:, None, 2:], x[:, ::-1, 1:-1], x[:, 4:1:-2]),
+    "flip_roll": lambda m, x: x.flip(1, 2) + x.roll(2, 1) + x.roll((-3, 1), (1, 2)),
+    "squeeze": lambda m, x: x[:, :1].squeeze(1).unsqueeze(-1) * x.sum(1, keepdim=True).squeeze(1).unsqueeze(-1),
+    "advanced_index": lambda m, x: (x[:, [4, 0, 0, 2]], x[:, [1, 3], [2, 6]], x[:, 1:3][:, :, [0, 5]],
+                                     x[:, :, engine.tensor([[1, 2], [0, 6]])]),
+    "gather_index_select": lambda m, x: engine.gather(x, 2, engine.tensor([[[1, 0, 6]] * 5] * x.shape[0]))
+    + engine.index_select(x, 2, engine.tensor([6, 6, 2])),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_shape_ops(name):
+    model = Fn(SHAPES[name])
+    model.token = nn.Parameter(engine.randn(1, 1, 7))
+    check_export(model, one(5, 7), what=name)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate"])
+def test_pad(mode):
+    model = Fn(lambda m, x: F.pad(x, (2, 1, 1, 3), mode=mode) + 0 if mode != "constant" else
+               F.pad(x, (2, -1, 1, 3), value=1.5))
+    check_export(model, one(2, 5, 6), what=mode)
+
+
+def test_circular_pad_needs_opset_19():
+    model = Fn(lambda m, x: F.pad(x, (2, 1), mode="circular"))
+    check_export(model, one(2, 5), opset_version=19)
+    with pytest.raises(engine.onnx.UnsupportedOperatorError, match="circular padding needs ONNX opset 19"):
+        export_bytes(model, engine.randn(1, 2, 5))
+
+
+LAYERS = {
+    "conv2d": nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv2d(8, 8, (3, 1), groups=4, dilation=2,
+                                                                                padding=(2, 0), bias=False)),
+    "conv1d": nn.Conv1d(3, 4, 3, stride=2, padding=2, dilation=2),
+    "conv_transpose": nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1, groups=1),
+    "conv_transpose1d": nn.ConvTranspose1d(3, 4, 4, stride=2, padding=1),
+    "batchnorm_unfolded": nn.Sequential(nn.ReLU(), nn.BatchNorm2d(3)),
+    "batchnorm1d": nn.Sequential(nn.Flatten(), nn.BatchNorm1d(3 * 9 * 11)),
+    "layer_norm": nn.LayerNorm([9, 11]),
+    "layer_norm_no_affine": nn.LayerNorm(11, elementwise_affine=False),
+    "group_norm": nn.GroupNorm(1, 3),
+    "local_response_norm": nn.LocalResponseNorm(3, alpha=0.2, beta=0.75, k=1.5),
+    "max_pool": nn.MaxPool2d(3, stride=2, padding=1),
+    "max_pool_ceil": nn.MaxPool2d(2, ceil_mode=True),
+    "avg_pool": nn.AvgPool2d(3, stride=2, padding=1, count_include_pad=False),
+    "avg_pool_ceil": nn.AvgPool2d(2, ceil_mode=True),
+    "adaptive_avg_global": nn.AdaptiveAvgPool2d(1),
+    "adaptive_avg_uneven": nn.AdaptiveAvgPool2d((4, 3)),
+    "adaptive_avg_divisible": nn.AdaptiveAvgPool2d((3, None)),
+    "adaptive_max": nn.AdaptiveMaxPool2d(1),
+    "upsample_nearest": nn.Upsample(scale_factor=2, mode="nearest"),
+    "upsample_bilinear": nn.Upsample(size=(13, 8), mode="bilinear"),
+    "upsample_align": nn.Upsample(scale_factor=1.5, mode="bilinear", align_corners=True),
+    "upsample_bicubic": nn.Upsample(size=(20, 15), mode="bicubic"),
+    "nearest_exact": Fn(lambda m, x: F.interpolate(x, size=(5, 17), mode="nearest-exact")),
+    "linear": nn.Sequential(nn.Flatten(), nn.Linear(297, 10)),
+    "linear_3d": nn.Linear(11, 4),
+    "linear_no_bias": nn.Linear(11, 4, bias=False),
+    "normalize": Fn(lambda m, x: F.normalize(x, dim=1) + F.normalize(x, p=1, dim=2)),
+}
+
+
+@pytest.mark.parametrize("name", list(LAYERS))
+def test_layers(name):
+    layer = LAYERS[name]
+    layer.eval()
+    engine.manual_seed(0)
+    for module in layer.modules():
+        if isinstance(module, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            module.running_mean.copy_(engine.randn(module.num_features) * 0.1)
+            module.running_var.copy_(engine.rand(module.num_features) + 0.5)
+    shape = {"conv1d": (3, 13), "conv_transpose1d": (3, 13)}.get(name, (3, 9, 11))
+    check_export(layer, one(*shape), what=name, rtol=1e-4)
+
+
+def test_matmul_and_attention():
+    attention = nn.MultiheadAttention(8, 2, batch_first=True)
+    model = Fn(lambda m, x: (m.attention(x, x, x)[0], x @ x.transpose(1, 2), engine.bmm(x, x.mT),
+                             F.scaled_dot_product_attention(x, x, x)), attention=attention.eval())
+    check_export(model, one(5, 8), rtol=1e-4)
+
+
+REDUCTIONS = {
+    "sum_mean": lambda m, x: (x.sum(1), x.mean((1, 2), keepdim=True), x.sum(), x.prod(2)),
+    "amax_amin": lambda m, x: (x.amax(2), x.amin((1, 2)), x.max(1).values, x.min(2, keepdim=True)[0]),
+    "var_std": lambda m, x: (x.var(1), x.std(2, correction=0, keepdim=True)),
+    "norms": lambda m, x: (x.norm(dim=1), engine.linalg.vector_norm(x, 1, dim=2), x.abs().max(), x.logsumexp(1)),
+    "arg": lambda m, x: (x.argmax(1), x.argmin(2, keepdim=True), x.max(2).indices),
+    "topk_sort": lambda m, x: (*x.topk(3, dim=2), *x.sort(1, descending=True), *x.sort(2)),
+    "cumsum": lambda m, x: x.cumsum(2),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reductions(name):
+    check_export(Fn(REDUCTIONS[name]), one(5, 7), what=name, rtol=1e-5)
+
+
+def test_embedding_of_integer_input():
+    model = nn.Embedding(10, 4)
+    check_export(model, lambda batch: (np.random.default_rng(batch).integers(0, 10, (batch, 6)),))
+
+
+# ---- dynamic sizes, opsets, folding, entry points ----------------------------------------------------
+def _convnet():
+    engine.manual_seed(1)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+                          nn.Conv2d(8, 8, 3, stride=2, groups=2), nn.BatchNorm2d(8), nn.Hardswish(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5))
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_mean.copy_(engine.randn(8) * 0.2)
+            module.running_var.copy_(engine.rand(8) + 0.5)
+            module.weight.data.copy_(engine.rand(8) + 0.5)
+    return model.eval()
+
+
+def test_batchnorm_folded_into_convolutions_unless_folding_is_off():
+    model = _convnet()
+    folded = check_export(model, one(3, 9, 11))
+    assert "BatchNormalization" not in node_types(folded)
+    assert node_types(folded).count("Conv") == 2
+    unfolded = check_export(model, one(3, 9, 11), do_constant_folding=False)
+    assert node_types(unfolded).count("BatchNormalization") == 2
+
+
+def test_constant_subgraphs_are_folded():
+    model = Fn(lambda m, x: x + (m.table[[2, 0, 1]].reshape(3, 1, 1) * 2).exp())
+    model.table = nn.Parameter(engine.randn(4))
+    folded = check_export(model, one(3, 4, 4))
+    assert node_types(folded) == ["Add"]
+    assert "Gather" in node_types(check_export(model, one(3, 4, 4), do_constant_folding=False))
+
+
+def test_dynamic_height_and_width():
+    model = Fn(lambda m, x: F.interpolate(m.net(x)[:, :, None, None], size=x.shape[-2:], mode="bilinear")
+               + x.mean(1, keepdim=True), net=_convnet())
+    data = export_bytes(model, engine.from_numpy(images(0, 1, 3, 9, 11)), input_names=["x"],
+                        dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"}})
+    for batch, h, w in ((2, 9, 11), (1, 17, 6), (3, 12, 23)):
+        x = images(batch, batch, 3, h, w)
+        np.testing.assert_allclose(run_onnx(data, {"x": x})[0], eager_outputs(model, [x])[0], rtol=1e-4, atol=1e-5)
+    graph = onnx.load_from_string(data).graph
+    dims = [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim] for v in (graph.input[0], graph.output[0])]
+    assert dims == [["batch", 3, "height", "width"], ["batch", 5, "height", "width"]]
+
+
+def test_dynamic_axes_as_lists_and_named_outputs():
+    data = export_bytes(_convnet(), engine.randn(2, 3, 9, 11), input_names=["images"], output_names=["logits"],
+                        dynamic_axes={"images": [0], "logits": [0]})
+    graph = onnx.load_from_string(data).graph
+    assert [graph.input[0].name, graph.output[0].name] == ["images", "logits"]
+    assert graph.input[0].type.tensor_type.shape.dim[0].dim_param == "images_dynamic_axes_1"
+    assert graph.output[0].type.tensor_type.shape.dim[0].dim_param == "logits_dynamic_axes_1"
+
+
+def test_static_export_keeps_fixed_sizes():
+    data = check_export(_convnet(), one(3, 9, 11), dynamic=False)
+    dims = [d.dim_value for d in onnx.load_from_string(data).graph.input[0].type.tensor_type.shape.dim]
+    assert dims == [2, 3, 9, 11]
+
+
+@pytest.mark.parametrize("opset", [13, 16, 18, 21])
+def test_opsets(opset):
+    model = Fn(lambda m, x: (m.norm(m.net(x)[:, None]).amax(-1), x.mean((2, 3)), x.amax(1)),
+               net=_convnet(), norm=nn.LayerNorm(5))
+    data = check_export(model, one(3, 9, 11), opset_version=opset, rtol=1e-4)
+    assert onnx.load_from_string(data).opset_import[0].version == opset
+
+
+def test_graph_and_file_objects(tmp_path):
+    class Inference(nn.Graph):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x).softmax(1)
+
+    model = _convnet()
+    x = images(0, 2, 3, 9, 11)
+    path = tmp_path / "graph.onnx"
+    engine.onnx.export(Inference(model), engine.from_numpy(x), str(path))
+    buffer = io.BytesIO()
+    engine.onnx.export(Inference(model), engine.from_numpy(x), buffer)
+    assert path.read_bytes() == buffer.getvalue()
+    expected = eager_outputs(Fn(lambda m, x: m.model(x).softmax(1), model=model), [x])[0]
+    np.testing.assert_allclose(run_onnx(buffer.getvalue(), {"input": x})[0], expected, rtol=1e-5, atol=1e-7)
+
+
+def test_model_modes_restored_and_verbose_prints_the_graph(capsys):
+    model = _convnet().train()
+    export_bytes(model, engine.randn(1, 3, 9, 11), verbose=True)
+    assert all(m.training for m in model.modules())
+    assert "Conv" in capsys.readouterr().out
+
+
+def test_nested_inputs_and_outputs():
+    model = Fn(lambda m, pair, scale: {"sum": pair[0] + pair[1] * scale, "parts": [pair[0].exp(), pair[1]]})
+    x, y = images(0, 2, 4), images(1, 2, 4)
+    data = export_bytes(model, ([engine.from_numpy(x), engine.from_numpy(y)], 3.0))
+    outs = run_onnx(data, {"input_0": x, "input_1": y})
+    for got, ref in zip(outs, eager_outputs(Fn(lambda m, a, b: m.inner([a, b], 3.0), inner=model), [x, y])):
+        np.testing.assert_allclose(got, ref, rtol=1e-6)
+
+
+# ---- errors ---------------------------------------------------------------------------------------
+class _Head(nn.Module):
+    def forward(self, x):
+        return engine.linalg.inv(x[:, :3, :3])
+
+
+def test_unmapped_op_names_the_op_its_module_and_the_opset():
+    model = nn.Sequential(nn.Identity(), nn.Sequential(_Head()))
+    with pytest.raises(engine.onnx.UnsupportedOperatorError) as info:
+        export_bytes(model, engine.randn(2, 4, 4), opset_version=15)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "'Inverse'" in message and "module '1.0' (_Head)" in message and "opset 15" in message
+
+
+def test_ops_the_outputs_do_not_need_are_not_written():
+    model = Fn(lambda m, x: (engine.linalg.inv(x[:, :3, :3]), x.exp())[1], head=_Head())
+    assert node_types(check_export(model, one(4, 4))) == ["Exp"]
+
+
+def test_missing_onnx_package_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    with pytest.raises(engine.onnx.OnnxNotInstalledError, match=r"pip install flowvision\[onnx\]"):
+        engine.onnx.export(_convnet(), engine.randn(1, 3, 9, 11), io.BytesIO())
+
+
+def test_control_flow_on_values_is_refused():
+    model = nn.Sequential(Fn(lambda m, x: x * 2 if x.sum() > 0 else x))
+    with pytest.raises(engine.onnx.ExportError, match=r"module '0' \(Fn\) reads the value of a traced tensor"):
+        export_bytes(model, engine.randn(2, 3))
+
+
+def test_control_flow_on_dynamic_sizes_is_refused():
+    model = Fn(lambda m, x: x * 2 if x.shape[0] < 2 else x.exp())
+    with pytest.raises(engine.onnx.ExportError, match="runs different ops for other input values and sizes"):
+        export_bytes(model, engine.randn(1, 3), dynamic_axes={"input": [0]})
+
+
+def test_inplace_write_read_through_another_view_is_refused():
+    model = nn.Sequential(Fn(lambda m, x: F.relu(x.view(x.shape[0], -1), inplace=True) * 2 + x.sum()))
+    with pytest.raises(engine.onnx.ExportError, match=r"op 'ReLU' called in module '0' \(Fn\) writes in place into "
+                                                      r"a tensor whose other view is read afterwards"):
+        export_bytes(model, engine.randn(2, 4, 3))
+
+
+def test_values_computed_outside_the_trace_are_refused():
+    model = Fn(lambda m, x: x + engine.from_numpy(np.sort(x.detach()._data, axis=1)))
+    with pytest.raises(engine.onnx.ExportError, match="computed outside the traced ops"):
+        export_bytes(model, engine.randn(2, 5))
+
+
+def test_model_failing_on_the_dynamic_size_is_refused():
+    model = Fn(lambda m, x: x.reshape(2, 6))
+    with pytest.raises(engine.onnx.ExportError, match="the model fails on other input values and sizes"):
+        export_bytes(model, engine.randn(2, 6), dynamic_axes={"input": [0]})
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"opset_version": 12}, "opset_version must be an integer from 13 to 21"),
+    ({"dynamic_axes": {"nope": [0]}}, "dynamic_axes names 'nope'"),
+    ({"dynamic_axes": {"input": [4]}}, "dynamic axis 4 of 'input' is out of range"),
+    ({"input_names": ["a", "b"]}, "2 input_names given for 1 input tensors"),
+])
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        engine.onnx.export(_convnet(), engine.randn(1, 3, 9, 11), io.BytesIO(), **kwargs)
+
+
+def test_bad_model_and_file():
+    with pytest.raises(TypeError, match="model must be an nn.Module or an nn.Graph"):
+        engine.onnx.export(lambda x: x, engine.randn(2), io.BytesIO())
+    with pytest.raises(TypeError, match="f must be a path or a binary file object"):
+        engine.onnx.export(_convnet(), engine.randn(1, 3, 9, 11), 42)
