@@ -163,10 +163,12 @@ for _alias, _name in (("absolute_", "abs_"), ("negative_", "neg_"), ("divide_", 
 for _name in ("atan2", "fmod", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
               "logical_xor", "logical_not", "bitwise_not", "bitwise_xor", "cumsum", "cumprod",
               "nan_to_num", "addmm", "baddbmm", "clamp_min", "clamp_max", "hypot", "copysign", "xlogy",
-              "heaviside", "gcd", "lcm"):
+              "heaviside", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "ldexp", "addmv", "addr",
+              "addbmm", "renorm"):
     register_method(inplace_of(getattr(Tensor, _name)), _name + "_")
 for _alias, _name in (("greater_", "gt"), ("greater_equal_", "ge"), ("less_", "lt"),
-                      ("less_equal_", "le"), ("not_equal_", "ne"), ("arctan2_", "atan2")):
+                      ("less_equal_", "le"), ("not_equal_", "ne"), ("arctan2_", "atan2"),
+                      ("__ilshift__", "bitwise_left_shift"), ("__irshift__", "bitwise_right_shift")):
     register_method(inplace_of(getattr(Tensor, _name), _alias), _alias)
 
 for _name, _view in (("t_", "t"), ("transpose_", "transpose"), ("swapaxes_", "swapaxes"),

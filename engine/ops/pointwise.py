@@ -14,7 +14,7 @@ from .. import _dtype
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
-from .elementwise import _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, pow
+from .elementwise import _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, div, mul, pow, sub
 
 
 # ---- binary ---------------------------------------------------------------------------------------
@@ -228,6 +228,51 @@ gcd = _integer_op("gcd")
 lcm = _integer_op("lcm")
 
 
+class Shift(_Binary):
+    """Bit shifts of integers; shifting by the width or more gives 0 (left) or the sign (right), as
+    PyTorch does (C leaves it undefined)."""
+
+    def __init__(self, dtype, left):
+        super().__init__(dtype)
+        self.left = left
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        xp = xp_of(a, b)
+        bits = self.dtype.itemsize * 8
+        shift = xp.asarray(xp.minimum(b, bits - 1), dtype=self.dtype)
+        if self.left:
+            return xp.where(b >= bits, 0, xp.left_shift(a, shift)).astype(self.dtype, copy=False)
+        return xp.right_shift(a, shift)
+
+
+def _shift(name, kernel, left):
+    def op(input, other):
+        dt = result_dtype(as_operand(input), as_operand(other))
+        _check_kinds(kernel, dt, "iu", _device_type(input, other))
+        return _binary(Shift, input, other, left=left)
+    op.__name__ = name
+    op.__doc__ = f"``input {'<<' if left else '>>'} other`` for integer tensors (``torch.{name}``)."
+    return op
+
+
+bitwise_left_shift = _shift("bitwise_left_shift", "lshift", True)
+bitwise_right_shift = _shift("bitwise_right_shift", "rshift", False)
+
+
+def ldexp(input, other):
+    """input * 2 ** other (integers give the default float type)."""
+    return mul(input, pow(2.0, as_operand(other, like=input)))
+
+
+def rsub(input, other, *, alpha=1):
+    """other - alpha * input (``torch.rsub``)."""
+    return sub(as_operand(other, like=input), input, alpha=alpha)
+
+
+divide, multiply, subtract = div, mul, sub
+
+
 def clamp_min(input, min):
     """``clamp(input, min=min)``; ``min`` may be a tensor."""
     return clamp(input, min=min)
@@ -379,14 +424,20 @@ def isreal(input):
 for _name in ("hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "fmax", "fmin", "float_power",
               "heaviside", "gcd", "lcm", "clamp_min", "clamp_max", "asinh", "asinh_", "acosh",
               "acosh_", "atanh", "atanh_", "sinc", "sinc_", "deg2rad", "deg2rad_", "rad2deg", "rad2deg_",
-              "logit", "logit_", "sgn", "positive", "signbit", "isposinf", "isneginf", "isreal"):
+              "logit", "logit_", "sgn", "positive", "signbit", "isposinf", "isneginf", "isreal",
+              "bitwise_left_shift", "bitwise_right_shift", "ldexp"):
     register_method(globals()[_name], _name)
 for _alias, _name in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"), ("arctan2", "atan2"),
-                      ("arcsinh_", "asinh_"), ("arccosh_", "acosh_"), ("arctanh_", "atanh_")):
+                      ("arcsinh_", "asinh_"), ("arccosh_", "acosh_"), ("arctanh_", "atanh_"),
+                      ("__lshift__", "bitwise_left_shift"), ("__rshift__", "bitwise_right_shift")):
     register_method(globals()[_name], _alias)
+# PyTorch's other names for ops defined in elementwise
+for _alias, _name in (("arccos", "acos"), ("arcsin", "asin"), ("arctan", "atan"), ("fix", "trunc")):
+    register_method(getattr(Tensor, _name), _alias)
 
 __all__ = ["hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "fmax", "fmin", "float_power",
            "heaviside", "gcd", "lcm", "clamp_min", "clamp_max", "asinh", "asinh_", "acosh", "acosh_",
            "atanh", "atanh_", "arcsinh", "arccosh", "arctanh", "arctan2", "sinc", "sinc_", "deg2rad",
            "deg2rad_", "rad2deg", "rad2deg_", "logit", "logit_", "sgn", "positive", "signbit", "isposinf",
-           "isneginf", "isreal"]
+           "isneginf", "isreal", "bitwise_left_shift", "bitwise_right_shift", "ldexp", "rsub", "divide", "multiply",
+           "subtract"]

@@ -1,11 +1,13 @@
-"""Products and distances built from the engine's differentiable ops: trace, inner, cross, dist, cdist.
+"""Products, distances and norms built from the engine's differentiable ops: trace, inner, vdot, kron,
+cross, addmv, addr, addbmm, matrix_power, dist, cdist, renorm.
 
-Each is a short composition (``diagonal`` + ``sum``, ``tensordot``, ``narrow`` + ``mul``, a norm
+Each is a short composition (``diagonal`` + ``sum``, ``tensordot``, broadcasting products, a norm
 of differences), so the gradients are those of its parts, which match PyTorch's.
 """
 from ..tensor import Tensor, register_method
 from ._common import wrap_dim
-from .linalg import tensordot
+from .elementwise import where
+from .linalg import dot, inverse, matmul, mv, outer, tensordot
 from .reduction import norm, vector_norm
 from .shape import broadcast_tensors, cat, diagonal, narrow, unsqueeze
 
@@ -25,6 +27,68 @@ def inner(input, other):
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
                            f"{list(input.shape)} and {list(other.shape)}")
     return tensordot(input, other, dims=([-1], [-1]))
+
+
+def vdot(input, other):
+    """The dot product of two 1-d tensors (the conjugate of the first is itself here)."""
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    return dot(input, other)
+
+
+def kron(input, other):
+    """The Kronecker product: every element of ``input`` times a whole block ``other``."""
+    n = max(input.ndim, other.ndim)
+    a_shape = (1,) * (n - input.ndim) + tuple(input.shape)
+    b_shape = (1,) * (n - other.ndim) + tuple(other.shape)
+    a = input.reshape([size for d in a_shape for size in (d, 1)])
+    b = other.reshape([size for d in b_shape for size in (1, d)])
+    return (a * b).reshape([x * y for x, y in zip(a_shape, b_shape)])
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """beta * input + alpha * product, where beta == 0 ignores input (NaN included), as PyTorch."""
+    scaled = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return scaled
+    return scaled + (input if beta == 1 else input * beta)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat @ vec)."""
+    return _scaled_sum(input, mv(mat, vec), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """beta * input + alpha * outer(vec1, vec2)."""
+    return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i])."""
+    if batch1.ndim != 3 or batch2.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor")
+    return _scaled_sum(input, matmul(batch1, batch2).sum(0), beta, alpha)
+
+
+def matrix_power(input, n):
+    """The ``n``-th power of square matrices by repeated squaring (the inverse's for negative n)."""
+    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+        rows = input.shape[-2] if input.ndim >= 2 else 1
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
+                           f"{rows} by {input.shape[-1] if input.ndim else 1} matrices")
+    base = inverse(input) if n < 0 else input
+    result = None
+    exponent = abs(int(n))
+    while exponent:
+        if exponent & 1:
+            result = base if result is None else matmul(result, base)
+        exponent >>= 1
+        if exponent:
+            base = matmul(base, base)
+    if result is None:
+        return input.new_ones(input.shape[:-1]).diag_embed()
+    return result
 
 
 def cross(input, other, dim=None):
@@ -70,7 +134,21 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return vector_norm(differences, p, dim=-1)
 
 
-for _name in ("trace", "inner", "cross", "dist"):
+def renorm(input, p, dim, maxnorm):
+    """``input`` with each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to it."""
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    d = wrap_dim(dim, input.ndim)
+    others = tuple(i for i in range(input.ndim) if i != d)
+    norms = vector_norm(input, p, dim=others, keepdim=True)
+    return input * where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+
+
+for _name in ("trace", "inner", "vdot", "kron", "cross", "addmv", "addr", "addbmm", "matrix_power", "dist",
+              "renorm"):
     register_method(globals()[_name], _name)
 
-__all__ = ["trace", "inner", "cross", "dist", "cdist"]
+__all__ = ["trace", "inner", "vdot", "kron", "cross", "addmv", "addr", "addbmm", "matrix_power", "dist", "cdist",
+           "renorm"]

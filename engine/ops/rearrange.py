@@ -8,9 +8,10 @@ import numbers
 from ..autograd.function import Function
 from ..tensor import register_method
 from ._common import shape_arg, wrap_dim, xp_of
-from .creation import arange
+from .. import _dtype
+from .creation import arange, zeros
 from .reduction import sum as _sum
-from .shape import Diagonal, diag, flatten, flip, split, tensor_split, transpose
+from .shape import Diagonal, diag, flatten, flip, narrow, split, tensor_split, transpose
 
 
 def rot90(input, k=1, dims=(0, 1)):
@@ -120,6 +121,32 @@ def diagflat(input, offset=0):
     return diag(flatten(input), offset)
 
 
+def block_diag(*tensors):
+    """The tensors (scalars, vectors as rows, matrices) along the diagonal of one zero matrix, in the
+    promoted dtype."""
+    blocks = []
+    for i, t in enumerate(tensors):
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has "
+                               f"{t.ndim} dimensions")
+        blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    dtype = _dtype.result_type(*tensors) if tensors else _dtype.get_default_dtype()
+    rows = sum(b.shape[0] for b in blocks)
+    cols = sum(b.shape[1] for b in blocks)
+    out = zeros(rows, cols, dtype=dtype, device=tensors[0].device if tensors else None)
+    top = left = 0
+    for b in blocks:
+        block_rows = arange(top, top + b.shape[0]).reshape(-1, 1)
+        out = out.index_put((block_rows, arange(left, left + b.shape[1])), b.to(dtype))
+        top, left = top + b.shape[0], left + b.shape[1]
+    return out
+
+
+def narrow_copy(input, dim, start, length):
+    """A copy of ``input.narrow(dim, start, length)``."""
+    return narrow(input, dim, start, length).clone()
+
+
 def split_with_sizes(input, split_sizes, dim=0):
     """Pieces of the given sizes along ``dim`` (they must add up to its length)."""
     if isinstance(split_sizes, numbers.Integral):
@@ -181,8 +208,9 @@ def fill_diagonal_(input, fill_value, wrap=False):
 
 
 register_method(unfold)
-for _name in ("rot90", "diag_embed", "diagflat", "split_with_sizes", "hsplit", "vsplit", "dsplit",
+for _name in ("rot90", "diag_embed", "diagflat", "narrow_copy", "split_with_sizes", "hsplit", "vsplit", "dsplit",
               "sum_to_size", "fill_diagonal_"):
     register_method(globals()[_name], _name)
 
-__all__ = ["rot90", "diag_embed", "diagflat", "split_with_sizes", "hsplit", "vsplit", "dsplit"]
+__all__ = ["rot90", "diag_embed", "diagflat", "block_diag", "narrow_copy", "split_with_sizes", "hsplit", "vsplit",
+           "dsplit"]

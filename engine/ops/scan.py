@@ -15,6 +15,21 @@ _cummax_result = return_type("cummax")
 _cummin_result = return_type("cummin")
 
 
+def inclusive_scan(xp, ufunc, x, axis):
+    """``ufunc`` accumulated along ``axis``: numpy's ``accumulate``, and for other array modules (CuPy's
+    ``accumulate`` is not relied on beyond sums) Hillis-Steele doubling, log2(n) whole-array passes."""
+    if xp is np:
+        return ufunc.accumulate(x, axis=axis)
+    out = x.copy()
+    n = x.shape[axis]
+    lead = (slice(None),) * axis
+    step = 1
+    while step < n:
+        out[lead + (slice(step, None),)] = ufunc(out[lead + (slice(step, None),)], out[lead + (slice(0, n - step),)])
+        step *= 2
+    return out
+
+
 class CumExtreme(Function):
     """The running max (or min) along ``dim`` and, for each position, the index it was last reached
     at (PyTorch's choice on ties; a NaN, once seen, stays the value). The gradient of each output goes
@@ -28,7 +43,7 @@ class CumExtreme(Function):
     def forward(self, x):
         xp = xp_of(x)
         ufunc = xp.maximum if self.largest else xp.minimum
-        values = ufunc.accumulate(x, axis=self.dim) if x.size else x.copy()
+        values = inclusive_scan(xp, ufunc, x, self.dim) if x.size else x.copy()
         reached = (x == values)
         if x.dtype.kind == "f":
             reached |= xp.isnan(x)
@@ -36,7 +51,7 @@ class CumExtreme(Function):
         shape[self.dim] = x.shape[self.dim]
         positions = xp.arange(x.shape[self.dim], dtype=np.int64).reshape(shape)
         marks = xp.where(reached, positions, 0)
-        self.indices = xp.maximum.accumulate(marks, axis=self.dim) if x.size else marks
+        self.indices = inclusive_scan(xp, xp.maximum, marks, self.dim) if x.size else marks
         self.in_shape = x.shape
         return values, self.indices
 
@@ -77,7 +92,7 @@ class LogCumSumExp(Function):
     def forward(self, x):
         xp = xp_of(x)
         self.x = x
-        self.y = xp.logaddexp.accumulate(x, axis=self.dim) if x.size else x.copy()
+        self.y = inclusive_scan(xp, xp.logaddexp, x, self.dim) if x.size else x.copy()
         return self.y
 
     def backward(self, gy):
@@ -92,7 +107,7 @@ class LogCumSumExp(Function):
     def _tail_sums(self, xp, log_g):
         """log of sum over i >= j of exp(log_g_i - y_i), for every j."""
         reversed_terms = xp.flip(log_g - self.y, self.dim)
-        return xp.flip(xp.logaddexp.accumulate(reversed_terms, axis=self.dim), self.dim)
+        return xp.flip(inclusive_scan(xp, xp.logaddexp, reversed_terms, self.dim), self.dim)
 
 
 def logcumsumexp(input, dim):

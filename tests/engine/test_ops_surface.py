@@ -348,3 +348,251 @@ def test_quantile_errors():
     same_error(lambda m: m.quantile(x(m), 0.5, interpolation="cubic"))
     same_error(lambda m: m.quantile(x(m), m.tensor([[0.5]])))
     same_error(lambda m: m.nanquantile(m.tensor([]), 0.5))
+
+
+# ---- more elementwise names ------------------------------------------------------------------------------
+def test_ldexp_shifts_rsub_and_aliases():
+    check_op(*both(lambda m: m.ldexp), [randn(3, 4), RNG.integers(-3, 4, (4,))])
+    check_op(*both(lambda m: lambda x, y: x.ldexp(y)), [RNG.integers(-5, 5, (3,)), RNG.integers(0, 3, (3,))])
+    shifted, amounts = RNG.integers(-9, 9, (3, 4)), RNG.integers(0, 70, (4,))
+    check_op(*both(lambda m: m.bitwise_left_shift), [shifted, amounts])
+    check_op(*both(lambda m: lambda x, y: x >> y), [shifted, amounts])
+    check_op(*both(lambda m: lambda x: (x.clone() << 2) >> 1), [shifted.astype(np.int32)])
+    check_op(*both(lambda m: lambda x, y: m.rsub(x, y, alpha=2)), [randn(3, 4), randn(4)])
+    check_op(*both(lambda m: lambda x: m.rsub(x, 5)), [RNG.integers(0, 9, (4,))])
+    for name in ("divide", "multiply", "subtract"):
+        check_op(*both(lambda m: getattr(m, name)), [randn(3, 4), randn(4)])
+    for name in ("arccos", "arcsin", "arctan", "fix"):
+        check_op(*both(lambda m: lambda x: getattr(x, name)()), [uniform(-0.9, 0.9, 3, 4)])
+    same_error(lambda m: m.bitwise_left_shift(m.tensor([1.0]), 1))
+
+
+# ---- the complex API on real tensors ----------------------------------------------------------------------
+def test_complex_api_on_real_tensors():
+    for m in (engine, torch):
+        x = m.tensor([[1.0, -2.0], [3.0, 4.0]])
+        assert x.conj() is x and m.resolve_conj(x) is x and m.resolve_neg(x) is x and x.real is x
+        assert m.conj_physical(x) is x and x.conj_physical_() is x
+        assert not m.is_complex(x) and not m.is_conj(x) and not m.is_neg(x) and m.is_signed(x)
+        assert m.is_nonzero(m.tensor([3])) and m.is_same_size(x, x.T) and not m.is_inference(x)
+    check_op(*both(lambda m: lambda x: x.H * 2), [randn(3, 4)])
+    check_op(*both(lambda m: lambda x: x.mH), [randn(2, 3, 4)])
+    check_op(*both(lambda m: lambda x: x.adjoint()), [noncontiguous(randn(2, 3, 4))])
+    check_op(*both(lambda m: m.real), [randn(3)])
+    same_error(lambda m: m.ones(3).imag)
+    same_error(lambda m: m.ones(3).H)
+    same_error(lambda m: m.ones(2, 3, 4).H)
+    same_error(lambda m: m.ones(3).mH)
+    same_error(lambda m: m.ones(3).adjoint())
+
+
+# ---- index sets --------------------------------------------------------------------------------------------
+def test_isin():
+    values, tests = RNG.integers(0, 9, (3, 4)), RNG.integers(0, 9, (5,))
+    check_op(*both(lambda m: m.isin), [values, tests])
+    check_op(*both(lambda m: lambda v: m.isin(v, 3, invert=True)), [values])
+    check_op(*both(lambda m: lambda t: m.isin(4, t)), [tests])
+    check_op(*both(lambda m: lambda v, t: m.isin(v, t, assume_unique=True)), [np.arange(6.0), np.array([2.0, 7.0])],
+             grad=False)
+
+
+@pytest.mark.parametrize("row,col,offset", [(4, 3, 0), (3, 5, -1), (5, 5, 2), (1, 4, -3), (0, 3, 0)])
+def test_triangle_indices(row, col, offset):
+    check_op(*both(lambda m: lambda: m.tril_indices(row, col, offset)), [])
+    check_op(*both(lambda m: lambda: m.triu_indices(row, col, offset, dtype=m.int32)), [])
+
+
+def test_cartesian_prod_and_combinations():
+    check_op(*both(lambda m: m.cartesian_prod), [randn(2), randn(3), randn(2)])
+    check_op(*both(lambda m: m.cartesian_prod), [randn(4)])
+    for r, replace in ((2, False), (3, False), (2, True), (5, False), (1, True)):
+        check_op(*both(lambda m: lambda x: m.combinations(x, r, with_replacement=replace)), [randn(4)])
+    check_op(*both(lambda m: lambda x: m.combinations(x)), [RNG.integers(0, 9, (4,))])
+    same_error(lambda m: m.cartesian_prod(m.ones(2, 2)))
+    same_error(lambda m: m.combinations(m.ones(2, 2)))
+
+
+def test_block_diag_and_narrow_copy():
+    check_op(*both(lambda m: m.block_diag), [randn(2, 2), randn(3), randn(1, 4)])
+    check_op(*both(lambda m: lambda a, b: m.block_diag(a, b, m.tensor(7.0), m.ones(2, 1, dtype=m.float64))),
+             [randn(2, 3), randn(0, 2)])
+    check_op(*both(lambda m: lambda a: m.block_diag(a, a.int())), [RNG.integers(0, 5, (2, 2))])
+    check_op(*both(lambda m: lambda x: x.narrow_copy(1, 1, 2)), [randn(3, 4)])
+    same_error(lambda m: m.block_diag(m.ones(2, 2, 2)))
+
+
+# ---- order statistics and statistics -------------------------------------------------------------------------
+def test_mode():
+    check_op(*both(lambda m: lambda x: m.mode(x, 1)), [np.round(randn(5, 9))])
+    check_op(*both(lambda m: lambda x: x.mode(0, keepdim=True)), [noncontiguous(np.round(randn(9, 3)))])
+    check_op(*both(lambda m: lambda x: m.mode(x)), [RNG.integers(0, 4, (3, 8))])
+    check_op(*both(lambda m: lambda x: m.mode(x, 0)), [np.asarray(2.5, np.float32)])
+
+
+def test_nanmedian():
+    x = randn(5, 7)
+    x[x > 0.7] = np.nan
+    check_op(*both(lambda m: lambda t: m.nanmedian(t, 1)), [x])
+    check_op(*both(lambda m: lambda t: t.nanmedian(0, keepdim=True)), [x])
+    check_op(*both(lambda m: lambda t: t.nanmedian()), [x])
+    x[2] = np.nan
+    values = both(lambda m: lambda t: m.nanmedian(t, 1).values)
+    check_op(*values, [x], grad=False)
+
+
+def test_cov_and_corrcoef():
+    check_op(*both(lambda m: m.cov), [randn(3, 6)])
+    check_op(*both(lambda m: lambda x: x.cov(correction=0)), [randn(6)])
+    check_op(*both(lambda m: lambda x, w: m.cov(x, fweights=m.tensor([1, 2, 1, 3, 1, 1]), aweights=w.abs())),
+             [randn(3, 6), randn(6)])
+    check_op(*both(lambda m: lambda x, w: m.cov(x, correction=2, aweights=w.abs())), [randn(2, 5), randn(5)])
+    check_op(*both(lambda m: m.cov), [RNG.integers(0, 9, (2, 5))])
+    check_op(*both(lambda m: m.corrcoef), [randn(4, 6)])
+    check_op(*both(lambda m: lambda x: x.corrcoef()), [randn(5, dtype=np.float64)])
+    same_error(lambda m: m.cov(m.ones(2, 2, 2)))
+
+
+# ---- products and norms ----------------------------------------------------------------------------------------
+def test_kron_vdot_and_scaled_products():
+    check_op(*both(lambda m: m.kron), [randn(2, 3), randn(3, 1, 2)])
+    check_op(*both(lambda m: lambda a, b: a.kron(b)), [randn(3), randn(2, 2)])
+    check_op(*both(lambda m: m.vdot), [randn(5), randn(5)])
+    check_op(*both(lambda m: lambda i, a, v: m.addmv(i, a, v, beta=0.5, alpha=2)), [randn(3), randn(3, 4), randn(4)])
+    check_op(*both(lambda m: lambda i, a, v: i.addr(a, v, alpha=3)), [randn(3, 4), randn(3), randn(4)])
+    check_op(*both(lambda m: lambda i, a, b: m.addbmm(i, a, b, beta=2)), [randn(3, 4), randn(5, 3, 2), randn(5, 2, 4)])
+    check_op(*both(lambda m: lambda i, a, b: (i * 1).addbmm_(a, b, alpha=0.5)), [randn(3, 4), randn(2, 3, 2), randn(2, 2, 4)])
+    check_op(*both(lambda m: lambda i, a, v: m.addmv(i, a, v, beta=0)), [np.full(3, np.nan, np.float32), randn(3, 4), randn(4)],
+             grad=False)
+    same_error(lambda m: m.vdot(m.ones(2, 2), m.ones(2)))
+    same_error(lambda m: m.addbmm(m.ones(2, 2), m.ones(2, 2), m.ones(2, 2, 2)))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, -1, -3])
+def test_matrix_power(n):
+    well_conditioned = randn(2, 3, 3) * 0.3 + 2 * np.eye(3, dtype=np.float32)
+    check_op(*both(lambda m: lambda x: m.matrix_power(x, n)), [well_conditioned], rtol=1e-4)
+
+
+def test_matrix_power_zero_and_errors():
+    check_op(*both(lambda m: lambda x: x.matrix_power(0)), [randn(2, 3, 3)], grad=False)
+    same_error(lambda m: m.matrix_power(m.ones(2, 3), 2))
+
+
+@pytest.mark.parametrize("p,dim,maxnorm", [(2, 0, 1.5), (1, 1, 2.0), (3, -1, 0.5), (2.5, 2, 100.0)])
+def test_renorm(p, dim, maxnorm):
+    check_op(*both(lambda m: lambda x: m.renorm(x, p, dim, maxnorm)), [randn(2, 3, 4)])
+    check_op(*both(lambda m: lambda x: (x * 1).renorm_(p, dim, maxnorm)), [randn(2, 3, 4)])
+
+
+def test_renorm_errors():
+    same_error(lambda m: m.renorm(m.ones(2, 2), 0, 0, 1))
+    same_error(lambda m: m.renorm(m.ones(2, 2), 2, 0, -1))
+
+
+# ---- scatter_reduce -------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_reduce(reduce, include_self):
+    """Repeated indices, ties and zeros (prod's special case) in both the input and src."""
+    index = RNG.integers(0, 4, (3, 5))
+    x = np.round(randn(4, 5))
+    x[0, 0] = 0
+    src = np.round(randn(3, 5) * 2) / 2
+    src[1:, 1] = 0
+
+    def run(m):
+        return lambda a, s: a.scatter_reduce(0, m.from_numpy(index), s, reduce, include_self=include_self)
+    check_op(*both(run), [x, src])
+    check_op(*both(lambda m: lambda a, s: (a * 1).scatter_reduce_(1, m.from_numpy(index[:, :4] % 5), s, reduce,
+                                                                  include_self=include_self)), [randn(3, 5), randn(3, 4)])
+    check_op(*both(lambda m: lambda a, s: m.scatter_reduce(a, 1, m.from_numpy(index % 5), s, reduce,
+                                                           include_self=include_self)),
+             [RNG.integers(-9, 9, (3, 5)), RNG.integers(-9, 9, (3, 5))])
+
+
+def test_scatter_reduce_errors():
+    same_error(lambda m: m.ones(3).scatter_reduce(0, m.tensor([0]), m.ones(1), "add"))
+    for alias in ("max", "min"):  # PyTorch takes them forward (its backward refuses them)
+        check_op(*both(lambda m: lambda x, s: x.scatter_reduce(0, m.tensor([0, 2, 0]), s, alias)), [randn(3), randn(3)],
+                 grad=False)
+    same_error(lambda m: m.ones(3).scatter_reduce(0, m.tensor([0]), m.ones(1, dtype=m.float64), "sum"))
+    same_error(lambda m: m.ones(3).scatter_reduce(0, m.tensor([5]), m.ones(1), "sum"))
+
+
+# ---- dtype limits ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["float16", "float32", "float64"])
+def test_finfo(name):
+    ours, theirs = engine.finfo(getattr(engine, name)), torch.finfo(getattr(torch, name))
+    for field in ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert repr(ours) == repr(theirs)
+
+
+@pytest.mark.parametrize("name", ["uint8", "int8", "int16", "int32", "int64"])
+def test_iinfo(name):
+    ours, theirs = engine.iinfo(getattr(engine, name)), torch.iinfo(getattr(torch, name))
+    for field in ("bits", "max", "min", "dtype"):
+        assert getattr(ours, field) == getattr(theirs, field), field
+    assert repr(ours) == repr(theirs)
+
+
+def test_type_info_defaults_errors_and_constants():
+    assert engine.finfo().eps == torch.finfo().eps
+    same_error(lambda m: m.finfo(m.int32))
+    same_error(lambda m: m.iinfo(m.float32))
+    same_error(lambda m: m.iinfo(m.bool))
+    for name in ("pi", "e", "inf"):
+        assert getattr(engine, name) == getattr(torch, name)
+    assert np.isnan(engine.nan)
+
+
+# ---- on the CUDA backend (a GPU, or CuPy's emulation here) ----------------------------------------------------
+CUDA_CASES = {
+    "hypot": (lambda m: m.hypot, lambda: [randn(3, 4), randn(4)]),
+    "xlogy": (lambda m: m.xlogy, lambda: [randn(3, 4), uniform(0.1, 2, 4)]),
+    "logaddexp": (lambda m: m.logaddexp, lambda: [randn(3, 4), randn(3, 1)]),
+    "fmax": (lambda m: m.fmax, lambda: [randn(3, 4), randn(4)]),
+    "copysign": (lambda m: m.copysign, lambda: [randn(3, 4), randn(4)]),
+    "erfinv": (lambda m: m.erfinv, lambda: [uniform(-0.9, 0.9, 3, 4)]),
+    "lgamma": (lambda m: m.lgamma, lambda: [uniform(0.5, 5, 3, 4)]),
+    "digamma": (lambda m: m.digamma, lambda: [uniform(0.5, 5, 3, 4)]),
+    "logit": (lambda m: lambda x: m.logit(x, 0.1), lambda: [uniform(0.01, 0.99, 3, 4)]),
+    "cummax": (lambda m: lambda x: m.cummax(x, 1), lambda: [np.round(randn(3, 5))]),
+    "logcumsumexp": (lambda m: lambda x: m.logcumsumexp(x, 0), lambda: [randn(4, 3)]),
+    "diff": (lambda m: lambda x: m.diff(x, 2), lambda: [randn(3, 6)]),
+    "cdist": (lambda m: m.cdist, lambda: [randn(2, 4, 3), randn(2, 5, 3)]),
+    "unfold": (lambda m: lambda x: x.unfold(1, 3, 2), lambda: [randn(2, 7)]),
+    "diag_embed": (lambda m: lambda x: m.diag_embed(x, 1), lambda: [randn(2, 3)]),
+    "quantile": (lambda m: lambda x: m.quantile(x, 0.3, dim=1), lambda: [randn(3, 6)]),
+    "mode": (lambda m: lambda x: m.mode(x, 1), lambda: [np.round(randn(3, 7))]),
+    "nanmedian": (lambda m: lambda x: m.nanmedian(x, 0), lambda: [np.where(randn(5, 3) > 1, np.nan, randn(5, 3))]),
+    "cov": (lambda m: m.cov, lambda: [randn(3, 5)]),
+    "kron": (lambda m: m.kron, lambda: [randn(2, 2), randn(2, 3)]),
+    "renorm": (lambda m: lambda x: m.renorm(x, 2, 0, 1.0), lambda: [randn(3, 4)]),
+    "addcmul_": (lambda m: lambda x, a, b: (x * 1).addcmul_(a, b, value=0.5), lambda: [randn(3, 4), randn(4), randn(3, 1)]),
+    "lerp_": (lambda m: lambda x, y: (x * 1).lerp_(y, 0.3), lambda: [randn(3, 4), randn(3, 4)]),
+    "hypot_": (lambda m: lambda x, y: (x * 1).hypot_(y), lambda: [randn(3, 4), randn(4)]),
+    "t_": (lambda m: lambda x: (x * 1).t_(), lambda: [randn(3, 4)]),
+    "scatter_reduce": (lambda m: lambda x, s: x.scatter_reduce(0, m.tensor([[0, 1], [0, 0]], device=x.device), s, "amax"),
+                       lambda: [randn(2, 2), randn(2, 2)]),
+    "scatter_reduce_prod": (lambda m: lambda x, s: x.scatter_reduce(1, m.tensor([[0, 0, 2]], device=x.device), s, "prod"),
+                            lambda: [randn(1, 3), np.array([[2.0, 0.0, -1.5]], np.float32)]),
+    "cummin_nan": (lambda m: lambda x: m.cummin(x, 0), lambda: [np.array([3.0, 1.0, np.nan, 0.5, 1.0], np.float32)]),
+}
+
+
+@pytest.mark.parametrize("name", list(CUDA_CASES))
+def test_ops_on_cuda(cuda, name):
+    make, inputs = CUDA_CASES[name]
+    check_op(*both(make), inputs(), rtol=2e-5, device="cuda")
+
+
+def test_counting_and_index_sets_on_cuda(cuda):
+    values = engine.from_numpy(RNG.integers(0, 6, 30)).cuda()
+    assert values.bincount().device.type == "cuda"
+    np.testing.assert_array_equal(values.bincount().cpu().numpy(), np.bincount(values.cpu().numpy()))
+    data = engine.from_numpy(randn(50)).cuda()
+    assert data.histc(5).cpu().tolist() == torch.histc(torch.from_numpy(data.cpu().numpy()), 5).tolist()
+    found = engine.isin(values, engine.tensor([1, 2], device="cuda"))
+    assert found.device.type == "cuda" and found.cpu().tolist() == np.isin(values.cpu().numpy(), [1, 2]).tolist()
+    assert engine.tril_indices(3, 3, device="cuda").device.type == "cuda"

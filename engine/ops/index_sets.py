@@ -1,0 +1,72 @@
+"""Index sets and set membership: isin, tril_indices, triu_indices, cartesian_prod, combinations.
+
+The index builders return int64 coordinates in PyTorch's order; cartesian_prod and combinations
+select from their inputs with ``meshgrid``/``index_select``, so gradients flow back to them.
+"""
+import itertools
+import numbers
+
+import numpy as np
+
+from .. import _dtype
+from .._device import move
+from ..tensor import Tensor, _new
+from ._common import xp_of
+from .indexing import index_select, meshgrid
+from .shape import stack
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each of ``elements`` occurs in ``test_elements`` (either may be a scalar)."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin() expected at least one of elements or test_elements to be a Tensor")
+    like = elements if isinstance(elements, Tensor) else test_elements
+    xp = xp_of(like._data)
+    values = elements._data if isinstance(elements, Tensor) else xp.asarray(elements)
+    tests = test_elements._data if isinstance(test_elements, Tensor) else xp.asarray([test_elements])
+    return _new(xp.isin(values, tests.reshape(-1), assume_unique=assume_unique, invert=invert))
+
+
+def _triangle_indices(row, col, offset, upper, dtype, device):
+    rows, cols = np.indices((row, col))
+    keep = cols - rows >= offset if upper else cols - rows <= offset
+    out = np.stack([rows[keep], cols[keep]]).astype(_dtype.to_dtype(dtype or _dtype.int64).np)
+    return _new(move(out, device or "cpu"))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) coordinates of the lower triangle of a row x col matrix, row by row."""
+    return _triangle_indices(row, col, offset, False, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) coordinates of the upper triangle of a row x col matrix, row by row."""
+    return _triangle_indices(row, col, offset, True, dtype, device)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of one element from each 1-d tensor, as rows (a single tensor is returned)."""
+    for t in tensors:
+        if t.ndim != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = meshgrid(*tensors, indexing="ij")
+    return stack([g.reshape(-1) for g in grids], dim=1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """Every length-``r`` combination of the elements of a 1-d tensor, in order, as rows."""
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if not isinstance(r, numbers.Integral) or r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return input.new_zeros((0,))
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    chosen = np.asarray(list(pick(range(input.shape[0]), r)), np.int64).reshape(-1, r)
+    index = _new(move(chosen.reshape(-1), input.device))
+    return index_select(input, 0, index).reshape(chosen.shape)
+
+
+__all__ = ["isin", "tril_indices", "triu_indices", "cartesian_prod", "combinations"]

@@ -1,0 +1,53 @@
+"""``engine.finfo`` and ``engine.iinfo``, the limits of the floating and integer dtypes (numpy's, under
+PyTorch's names), and the constants ``engine.pi``, ``e``, ``inf`` and ``nan``."""
+from math import e, inf, nan, pi
+
+import numpy as np
+
+from .. import _dtype
+
+
+class finfo:
+    """Machine limits of a floating dtype (the default dtype when none is given)."""
+
+    def __init__(self, type=None):
+        dt = _dtype.to_dtype(type) if type is not None else _dtype.get_default_dtype()
+        if not dt.is_floating_point:
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
+        info = np.finfo(dt.np)
+        self.bits = info.bits
+        self.eps = float(info.eps)
+        self.max = float(info.max)
+        self.min = float(info.min)
+        self.tiny = float(info.tiny)
+        self.smallest_normal = float(info.smallest_normal)
+        self.resolution = 10.0 ** -info.precision
+        self.dtype = dt.name
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype."""
+
+    def __init__(self, type):
+        dt = _dtype.to_dtype(type)
+        if dt is _dtype.bool_:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if dt.is_floating_point:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle "
+                            "'torch.iinfo'")
+        info = np.iinfo(dt.np)
+        self.bits = info.bits
+        self.max = int(info.max)
+        self.min = int(info.min)
+        self.dtype = dt.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
+
+
+__all__ = ["finfo", "iinfo", "pi", "e", "inf", "nan"]
