@@ -4,7 +4,7 @@
 ``nn.functional``, ``optim`` and ``utils.data``.
 """
 from ._dtype import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
-                     int32, int64, promote_types, set_default_dtype, uint8)
+                     int32, int64, promote_types, set_default_dtype, uint8, uint16, uint32, uint64)
 from ._device import device
 from ._layout import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: F401
                       preserve_format, sparse_coo, strided)
@@ -15,6 +15,7 @@ from .ops import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
 from . import autograd, cuda, linalg, nn, ops, optim, utils  # noqa: F401
 from . import accelerator  # noqa: F401  (after cuda, which it wraps)
+from . import multiprocessing  # noqa: F401  (after nn: registers how tensors cross processes)
 from .backends.determinism import (are_deterministic_algorithms_enabled,  # noqa: F401
                                   is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
 from .backends.float32_precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401

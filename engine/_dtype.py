@@ -39,14 +39,20 @@ int64 = dtype("int64", np.int64, 4, "Long")
 float16 = dtype("float16", np.float16, 5, "Half")
 float32 = dtype("float32", np.float32, 6, "Float")
 float64 = dtype("float64", np.float64, 7, "Double")
+# The wide unsigned types of PyTorch 2.3+: they hold data (16-bit images, ids) and convert, but promote
+# with no other integer type and have few kernels in torch
+uint16 = dtype("uint16", np.uint16, 2, "UInt16")
+uint32 = dtype("uint32", np.uint32, 3, "UInt32")
+uint64 = dtype("uint64", np.uint64, 4, "UInt64")
+_NO_PROMOTION = (uint16, uint32, uint64)
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, uint16, uint32, uint64)
 _BY_NP = {d.np: d for d in ALL}
 ALIASES = {
     "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16,
     "int32": int32, "int": int32, "int64": int64, "long": int64,
     "float16": float16, "half": float16, "float32": float32, "float": float32,
-    "float64": float64, "double": float64,
+    "float64": float64, "double": float64, "uint16": uint16, "uint32": uint32, "uint64": uint64,
 }
 
 _default_float = float32
@@ -65,7 +71,11 @@ def set_default_dtype(d):
 
 
 def from_numpy_dtype(np_dtype):
-    """The engine dtype of a numpy dtype; raises TypeError for types the engine lacks."""
+    """The engine dtype of a numpy dtype; raises TypeError for types the engine lacks, and torch's
+    ValueError for a foreign byte order (a big-endian 16-bit image: Pillow's mode I;16B)."""
+    if not np.dtype(np_dtype).isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
     try:
         return _BY_NP[np.dtype(np_dtype)]
     except KeyError:
@@ -88,13 +98,17 @@ def to_dtype(d):
 
 
 def promote_types(a, b):
-    """torch.promote_types: floats win over ints, ints over bool; uint8+int8 -> int16."""
+    """torch.promote_types: floats win over ints, ints over bool; uint8+int8 -> int16; uint16, uint32 and
+    uint64 promote only to floats."""
     if a is b:
         return a
     if a.is_floating_point or b.is_floating_point:
         if a.is_floating_point and b.is_floating_point:
             return a if a._rank >= b._rank else b
         return a if a.is_floating_point else b
+    if a in _NO_PROMOTION or b in _NO_PROMOTION:
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{a.title} and {b.title}")
     return from_numpy_dtype(np.promote_types(a.np, b.np))
 
 

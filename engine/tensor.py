@@ -63,7 +63,7 @@ def to_array(data, dtype=None, device=None):
     elif isinstance(data, np.ndarray) or is_cuda_array(data):
         arr = data
     else:
-        arr = np.asarray(_unwrap_sequence(data))
+        arr = _sequence_array(_unwrap_sequence(data), dtype)
         if dtype is None:
             if arr.dtype.kind == "f":
                 arr = arr.astype(_dtype.get_default_dtype().np)
@@ -78,6 +78,17 @@ def to_array(data, dtype=None, device=None):
     if device is not None:
         arr = move(arr, device)
     return arr
+
+
+def _sequence_array(values, dtype):
+    """Python data as an array: integers go straight into an integer ``dtype`` where they fit (uint64s past
+    int64's range would pass through float64); the others go through the cast that follows."""
+    if dtype is not None and _dtype.to_dtype(dtype).np.kind in "iu":
+        try:
+            return np.asarray(values, dtype=_dtype.to_dtype(dtype).np)
+        except (OverflowError, TypeError, ValueError):
+            pass
+    return np.asarray(values)
 
 
 def _unwrap_sequence(data):
@@ -231,7 +242,6 @@ class Tensor:
         """The dims from outermost to innermost in memory (stable for equal strides)."""
         strides = self.stride()
         return tuple(sorted(range(self._data.ndim), key=lambda d: -strides[d]))
-
 
     def data_ptr(self):
         xp = array_module(self._data)
@@ -522,7 +532,8 @@ class Tensor:
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
                "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
-               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
+               "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor", "uint16": "UInt16Tensor",
+               "uint32": "UInt32Tensor", "uint64": "UInt64Tensor"}
 
 
 class _HookHandle:

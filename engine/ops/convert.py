@@ -1,4 +1,6 @@
 """Moves between dtypes and devices, and copies: differentiable, so ``x.double()`` keeps the graph."""
+import numpy as np
+
 from .._device import device_of, move
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
@@ -12,7 +14,9 @@ class ToDtype(Function):
         self.dtype = dtype
 
     def forward(self, x):
-        return x.astype(self.dtype.np)
+        # values out of the target's range (70000 to float16: inf) convert as in torch, without numpy's warning
+        with np.errstate(over="ignore", invalid="ignore"):
+            return x.astype(self.dtype.np)
 
     def backward(self, gy):
         return gy

@@ -86,14 +86,15 @@ def _assert_image_array(a):
         raise TypeError("Tensor is not a torch image.")
 
 
+# torchvision's table of image value ranges: 16-bit images span uint16; floats, bool, uint32 and uint64 count as 1
+_MAX_VALUES = {np.dtype(t): int(np.iinfo(t).max) for t in (np.uint8, np.int8, np.int16, np.uint16, np.int32, np.int64)}
+# the integer dtypes torchvision rounds float results to (uint16 results are truncated there)
+_ROUNDED = {np.dtype(t) for t in (np.uint8, np.int8, np.int16, np.int32, np.int64)}
+
+
 def _max_value(dtype):
-    """Largest value of an image dtype: 1.0 for floats, the integer max otherwise."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return 1.0
-    if dtype == np.bool_:
-        return 1
-    return int(np.iinfo(dtype).max)
+    """Largest value of an image dtype, as torchvision's table has it."""
+    return _MAX_VALUES.get(np.dtype(dtype), 1)
 
 
 def _assert_channels(a, permitted):
@@ -103,11 +104,11 @@ def _assert_channels(a, permitted):
 
 
 def _cast_out(a, dtype):
-    """Round (for integer targets) and cast a float result back to the image dtype."""
+    """Cast a float result back to the image dtype, rounded first where torchvision rounds."""
     dtype = np.dtype(dtype)
     if a.dtype == dtype:
         return a
-    if dtype.kind in "iub":
+    if dtype in _ROUNDED:
         a = np.round(a)
     return a.astype(dtype)
 
@@ -185,8 +186,9 @@ def _convert_array_dtype(a, dtype):
                                f"{engine._dtype.from_numpy_dtype(dtype)} cannot be performed safely.")
         return (a * a.dtype.type(_max_value(dtype) + 1.0 - 1e-3)).astype(dtype)
     input_max = _max_value(a.dtype)
-    if dtype.kind == "f":
-        return a.astype(dtype) / dtype.type(input_max)
+    if dtype.kind == "f":  # torch divides float16 by the (float) maximum in float32, then rounds
+        compute = np.promote_types(dtype, np.float32)
+        return (a.astype(dtype).astype(compute) / compute.type(input_max)).astype(dtype)
     output_max = _max_value(dtype)
     if input_max > output_max:
         return (a // ((input_max + 1) // (output_max + 1))).astype(dtype)
