@@ -1,0 +1,104 @@
+"""``engine.utils.checkpoint``: activation checkpointing (``torch.utils.checkpoint``), memory for time.
+
+``checkpoint(function, *args)`` runs ``function`` without recording a graph, keeping only its inputs;
+backward runs it again with recording (under the CPU random state the forward saw, so dropout draws
+the same masks) and back-propagates through that. This is PyTorch's reentrant scheme for both values
+of ``use_reentrant``: the parameters of a ``Module`` function take part (they get gradients even when
+no input requires one), gradients reach ``.grad`` (so ``autograd.grad`` cannot capture the
+parameters'), and random numbers drawn on a GPU are not replayed.
+"""
+import warnings
+
+from .. import random as _random
+from ..autograd import Function, backward, enable_grad, is_grad_enabled
+from ..tensor import Tensor
+
+
+class _Recompute(Function):
+    """The graph node standing for a checkpointed call: inputs are the call's arguments followed by
+    the parameters it uses; backward recomputes the call and back-propagates through it."""
+
+    @staticmethod
+    def forward(ctx, call, n_args, preserve_rng_state, *inputs):
+        ctx.call, ctx.arguments, ctx.input_count = call, inputs[:n_args], len(inputs)
+        ctx.rng_state = _random.get_rng_state() if preserve_rng_state else None
+        return call(*ctx.arguments)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        arguments = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
+                     for a in ctx.arguments]
+        outside_state = _random.get_rng_state()
+        if ctx.rng_state is not None:
+            _random.set_rng_state(ctx.rng_state)
+        try:
+            with enable_grad():
+                outputs = ctx.call(*arguments)
+        finally:
+            _random.set_rng_state(outside_state)
+        outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+        pairs = [(o, g) for o, g in zip(outputs, grads) if isinstance(o, Tensor) and o.requires_grad and g is not None]
+        if pairs:
+            backward([o for o, _ in pairs], [g for _, g in pairs])
+        argument_grads = tuple(a.grad if isinstance(a, Tensor) else None for a in arguments)
+        return (None, None, None) + argument_grads + (None,) * (ctx.input_count - len(arguments))
+
+
+class _Call:
+    """``function(*args, **kwargs)`` with the keyword arguments bound."""
+
+    def __init__(self, function, kwargs):
+        self.function, self.kwargs = function, kwargs
+
+    def __call__(self, *args):
+        return self.function(*args, **self.kwargs)
+
+
+
+
+def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, context_fn=None,
+               determinism_check="default", debug=False, early_stop=True, **kwargs):
+    """``function(*args, **kwargs)``, its intermediate values recomputed in backward instead of kept."""
+    if use_reentrant is None:
+        warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
+                      "Starting in PyTorch 2.9, calling checkpoint without use_reentrant will raise an "
+                      "exception. use_reentrant=False is recommended, but if you need to preserve the "
+                      "current default behavior, you can pass use_reentrant=True. Refer to docs for more "
+                      "details on the differences between the two variants.", stacklevel=2)
+    if use_reentrant and kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
+    if not is_grad_enabled():
+        return function(*args, **kwargs)
+    parameters = tuple(p for p in function.parameters() if p.requires_grad) if hasattr(function, "parameters") else ()
+    if not any(isinstance(t, Tensor) and t.requires_grad for t in (*args, *parameters)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+    return _Recompute.apply(_Call(function, kwargs), len(args), preserve_rng_state, *args, *parameters)
+
+
+class _Segment:
+    """Modules applied in turn (one piece of ``checkpoint_sequential``), with their parameters."""
+
+    def __init__(self, functions):
+        self.functions = functions
+
+    def parameters(self):
+        return (p for f in self.functions if hasattr(f, "parameters") for p in f.parameters())
+
+    def __call__(self, value):
+        for f in self.functions:
+            value = f(value)
+        return value
+
+
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+    """Run a sequence of modules in ``segments`` pieces, checkpointing every piece but the last."""
+    functions = list(functions.children()) if hasattr(functions, "children") else list(functions)
+    size = len(functions) // segments
+    end = 0
+    for start in range(0, size * (segments - 1), size):
+        end = start + size
+        input = checkpoint(_Segment(functions[start:end]), input, use_reentrant=use_reentrant, **kwargs)
+    return _Segment(functions[end:])(input)
+
+
+__all__ = ["checkpoint", "checkpoint_sequential"]
