@@ -263,3 +263,13 @@ def test_batch_norm_and_roi_align_on_an_empty_batch_on_cuda(cuda, training):
     check_op(lambda x, r: ops.roi_align(x, r, (7, 7), 0.5, 2, True),
              lambda x, r: tvops.roi_align(x, r, (7, 7), 0.5, 2, True), [randn(2, 3, 10, 12), np.zeros((0, 5), np.float32)],
              device="cuda")
+
+
+@pytest.mark.parametrize("name", ["FrozenBatchNorm2d", "Conv2dNormActivation", "SqueezeExcitation"])
+def test_zoo_building_blocks_on_an_empty_batch(name):
+    args = {"FrozenBatchNorm2d": (4,), "Conv2dNormActivation": (4, 6, 3), "SqueezeExcitation": (4, 2)}[name]
+    torch.manual_seed(0)
+    theirs = getattr(tvops, name)(*args).eval()
+    ours = getattr(ops, name)(*args).eval()
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    check_op(ours, theirs, [randn(0, 4, 7, 6)])
