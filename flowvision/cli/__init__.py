@@ -44,6 +44,7 @@ COMMANDS = {
     "bench": "flowvision.cli.bench",
     "segment": "flowvision.cli.segment",
     "detect": "flowvision.cli.detect",
+    "export": "flowvision.cli.export",
 }
 
 
