@@ -1,4 +1,5 @@
-"""Index sets and set membership: isin, tril_indices, triu_indices, cartesian_prod, combinations.
+"""Index sets and set membership: isin, tril_indices, triu_indices, cartesian_prod, combinations,
+unravel_index, and ``put`` (writing at flat indices).
 
 The index builders return int64 coordinates in PyTorch's order; cartesian_prod and combinations
 select from their inputs with ``meshgrid``/``index_select``, so gradients flow back to them.
@@ -10,7 +11,7 @@ import numpy as np
 
 from .. import _dtype
 from .._device import move
-from ..tensor import Tensor, _new
+from ..tensor import Tensor, _new, register_method
 from ._common import xp_of
 from .indexing import index_select, meshgrid
 from .shape import stack
@@ -69,4 +70,39 @@ def combinations(input, r=2, with_replacement=False):
     return index_select(input, 0, index).reshape(chosen.shape)
 
 
-__all__ = ["isin", "tril_indices", "triu_indices", "cartesian_prod", "combinations"]
+def unravel_index(indices, shape):
+    """The coordinates in ``shape`` of flat (row-major) ``indices``: one int64 tensor per dim."""
+    if not isinstance(indices, Tensor):
+        indices = _new(np.asarray(indices))
+    if indices.dtype.is_floating_point or indices.dtype is _dtype.bool_:
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {_torch_name(indices.dtype)}")
+    shape = (int(shape),) if isinstance(shape, numbers.Integral) else tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ValueError("'shape' cannot have negative values, but got " + str(shape))
+    flat = indices._data.astype(np.int64)
+    coordinates = []
+    for n in reversed(shape):
+        coordinates.append(flat % n if n else flat * 0)
+        flat = flat // n if n else flat
+    return tuple(_new(c) for c in reversed(coordinates))
+
+
+def _torch_name(dtype):
+    return "torch." + dtype.name
+
+
+def put(input, index, source, accumulate=False):
+    """``input`` (as 1-d, row-major) with ``source`` written, or added, at ``index`` (negative counts
+    from the end)."""
+    flat = input.reshape(-1)
+    n = flat.shape[0]
+    wrapped = _new(index._data.reshape(-1) % max(n, 1))
+    if index.numel() and (int(index._data.min()) < -n or int(index._data.max()) >= n):
+        bad = int(index._data.max()) if int(index._data.max()) >= n else int(index._data.min())
+        raise IndexError(f"out of range: tried to access index {bad} on a tensor of {n} elements.")
+    return flat.index_put((wrapped,), source.reshape(-1), accumulate).reshape(input.shape)
+
+
+register_method(put)
+
+__all__ = ["isin", "tril_indices", "triu_indices", "cartesian_prod", "combinations", "unravel_index"]

@@ -164,7 +164,7 @@ for _name in ("atan2", "fmod", "eq", "ne", "lt", "le", "gt", "ge", "logical_and"
               "logical_xor", "logical_not", "bitwise_not", "bitwise_xor", "cumsum", "cumprod",
               "nan_to_num", "addmm", "baddbmm", "clamp_min", "clamp_max", "hypot", "copysign", "xlogy",
               "heaviside", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "ldexp", "addmv", "addr",
-              "addbmm", "renorm"):
+              "addbmm", "renorm", "put", "nextafter", "polygamma", "i0"):
     register_method(inplace_of(getattr(Tensor, _name)), _name + "_")
 for _alias, _name in (("greater_", "gt"), ("greater_equal_", "ge"), ("less_", "lt"),
                       ("less_equal_", "le"), ("not_equal_", "ne"), ("arctan2_", "atan2"),

@@ -1,6 +1,6 @@
 """More elementwise math with PyTorch's dtypes and gradients: hypot, copysign, xlogy, logaddexp,
-fmax/fmin, float_power, heaviside, gcd/lcm, clamp_min/clamp_max, inverse hyperbolics, sinc, logit,
-angle conversions and sign tests.
+fmax/fmin, float_power, heaviside, gcd/lcm, bit shifts, ldexp, frexp, nextafter, clamp_min/clamp_max,
+inverse hyperbolics, sinc, logit, angle conversions, sign tests and PyTorch's other names for ops.
 
 Built on ``elementwise``'s ``_Binary``/``_Unary`` Functions and its promotion helpers, so these ops
 broadcast and promote like ``add`` and ``exp``. The in-place forms of the binary ones are made in
@@ -15,6 +15,9 @@ from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
 from .elementwise import _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, div, mul, pow, sub
+from .reduction import return_type
+
+_frexp_result = return_type("frexp", ("mantissa", "exponent"))
 
 
 # ---- binary ---------------------------------------------------------------------------------------
@@ -260,6 +263,34 @@ bitwise_left_shift = _shift("bitwise_left_shift", "lshift", True)
 bitwise_right_shift = _shift("bitwise_right_shift", "rshift", False)
 
 
+class NextAfter(_Binary):
+    """The next representable number after ``a`` towards ``b`` (not differentiable, as in PyTorch)."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        return xp_of(a, b).nextafter(a, b)
+
+
+def nextafter(input, other):
+    """The next floating-point value after ``input`` towards ``other``."""
+    return _binary(NextAfter, input, other)
+
+
+class Frexp(Function):
+    """Mantissa in [0.5, 1) (with the sign) and int32 exponent: input = mantissa * 2 ** exponent."""
+
+    def forward(self, x):
+        mantissa, exponent = xp_of(x).frexp(x)
+        return mantissa, exponent.astype(np.int32)
+
+
+def frexp(input):
+    """``(mantissa, exponent)`` with ``input == mantissa * 2 ** exponent`` (floating inputs only)."""
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    return _frexp_result(*Frexp()(input))
+
+
 def ldexp(input, other):
     """input * 2 ** other (integers give the default float type)."""
     return mul(input, pow(2.0, as_operand(other, like=input)))
@@ -425,7 +456,7 @@ for _name in ("hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "fmax", "
               "heaviside", "gcd", "lcm", "clamp_min", "clamp_max", "asinh", "asinh_", "acosh",
               "acosh_", "atanh", "atanh_", "sinc", "sinc_", "deg2rad", "deg2rad_", "rad2deg", "rad2deg_",
               "logit", "logit_", "sgn", "positive", "signbit", "isposinf", "isneginf", "isreal",
-              "bitwise_left_shift", "bitwise_right_shift", "ldexp"):
+              "bitwise_left_shift", "bitwise_right_shift", "ldexp", "nextafter", "frexp"):
     register_method(globals()[_name], _name)
 for _alias, _name in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "atanh"), ("arctan2", "atan2"),
                       ("arcsinh_", "asinh_"), ("arccosh_", "acosh_"), ("arctanh_", "atanh_"),
@@ -440,4 +471,4 @@ __all__ = ["hypot", "copysign", "xlogy", "logaddexp", "logaddexp2", "fmax", "fmi
            "atanh", "atanh_", "arcsinh", "arccosh", "arctanh", "arctan2", "sinc", "sinc_", "deg2rad",
            "deg2rad_", "rad2deg", "rad2deg_", "logit", "logit_", "sgn", "positive", "signbit", "isposinf",
            "isneginf", "isreal", "bitwise_left_shift", "bitwise_right_shift", "ldexp", "rsub", "divide", "multiply",
-           "subtract"]
+           "subtract", "nextafter", "frexp"]

@@ -1,5 +1,5 @@
-"""PyTorch's complex-number API as it answers for real tensors (every engine tensor is real), and the
-``torch.is_*`` forms of the tensor queries.
+"""PyTorch's complex-number API as it answers for real tensors (every engine tensor is real and dense:
+``to_dense`` gives the tensor itself), and the ``torch.is_*`` forms of the tensor queries.
 
 ``x.conj()``, ``conj_physical``, ``resolve_conj``, ``resolve_neg`` and ``x.real`` give ``x`` itself, as PyTorch does for
 a real tensor; ``x.imag`` is PyTorch's error; the conjugate transposes (``H``, ``mH``, ``adjoint``)
@@ -38,6 +38,11 @@ def real(input):
 
 def imag(input):
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+def to_dense(input, dtype=None, *, masked_grad=None):
+    """``input`` itself (in ``dtype`` if given): engine tensors are dense."""
+    return input if dtype is None else input.to(dtype)
 
 
 def adjoint(input):
@@ -92,7 +97,7 @@ def is_inference(input):
     return input.is_inference()
 
 
-for _name in ("conj", "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "adjoint"):
+for _name in ("conj", "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "adjoint", "to_dense"):
     register_method(globals()[_name], _name)
 register_method(property(real), "real")
 register_method(property(imag), "imag")

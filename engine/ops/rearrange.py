@@ -11,7 +11,7 @@ from ._common import shape_arg, wrap_dim, xp_of
 from .. import _dtype
 from .creation import arange, zeros
 from .reduction import sum as _sum
-from .shape import Diagonal, diag, flatten, flip, narrow, split, tensor_split, transpose
+from .shape import Diagonal, chunk, diag, flatten, flip, narrow, split, tensor_split, transpose
 
 
 def rot90(input, k=1, dims=(0, 1)):
@@ -207,10 +207,14 @@ def fill_diagonal_(input, fill_value, wrap=False):
     return input
 
 
+unsafe_chunk, unsafe_split, unsafe_split_with_sizes = chunk, split, split_with_sizes  # PyTorch's unchecked twins
+
 register_method(unfold)
+for _alias, _op in (("unsafe_chunk", chunk), ("unsafe_split", split), ("unsafe_split_with_sizes", split_with_sizes)):
+    register_method(_op, _alias)
 for _name in ("rot90", "diag_embed", "diagflat", "narrow_copy", "split_with_sizes", "hsplit", "vsplit", "dsplit",
               "sum_to_size", "fill_diagonal_"):
     register_method(globals()[_name], _name)
 
 __all__ = ["rot90", "diag_embed", "diagflat", "block_diag", "narrow_copy", "split_with_sizes", "hsplit", "vsplit",
-           "dsplit"]
+           "dsplit", "unsafe_chunk", "unsafe_split", "unsafe_split_with_sizes"]

@@ -1,4 +1,5 @@
-"""Special functions: erfc, erfinv, lgamma, digamma (``torch.erfc`` ..., and ``torch.special``'s names).
+"""Special functions: erfc, erfinv, lgamma, digamma, polygamma, i0 (``torch.erfc`` ..., and
+``torch.special``'s names).
 
 Their values come from ``scipy.special`` on the CPU and ``cupyx.scipy.special`` on the GPU (the
 accurate implementations; numpy has none of them). scipy is optional for the engine as a whole:
@@ -9,7 +10,7 @@ import math
 
 import numpy as np
 
-from .elementwise import _Unary, _unary_pair
+from .elementwise import _Unary, _unary, _unary_pair
 from ..tensor import register_method
 from ._common import xp_of
 
@@ -70,12 +71,51 @@ class Digamma(_Unary):
         return gy * scipy_special(xp_of(gy), "polygamma")(1, self.x)
 
 
+class I0(_Unary):
+    """The modified Bessel function of the first kind, order 0; the gradient is i1(x)."""
+
+    f = _special("i0")
+
+    def backward(self, gy):
+        return gy * scipy_special(xp_of(gy), "i1")(self.x)
+
+
+class Polygamma(_Unary):
+    """The ``n``-th derivative of digamma; the gradient is polygamma(n + 1, x)."""
+
+    def __init__(self, dtype, n):
+        super().__init__(dtype)
+        self.n = n
+
+    def f(self, xp, x):
+        return scipy_special(xp, "polygamma")(self.n, x).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        return gy * scipy_special(xp_of(gy), "polygamma")(self.n + 1, self.x)
+
+
+def polygamma(n, input):
+    """The ``n``-th derivative of the digamma function (``n`` = 0 is digamma itself)."""
+    if n < 0:
+        raise RuntimeError("polygamma(n, x) does not support negative n.")
+    if n == 0:
+        return digamma(input)
+    return _unary(Polygamma, input, n=int(n))
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
 erfc, erfc_ = _unary_pair("erfc", Erfc)
 erfinv, erfinv_ = _unary_pair("erfinv", Erfinv)
 lgamma, lgamma_ = _unary_pair("lgamma", Lgamma)
 digamma, digamma_ = _unary_pair("digamma", Digamma)
+i0, i0_ = _unary_pair("i0", I0)
 
-for _name in ("erfc", "erfc_", "erfinv", "erfinv_", "lgamma", "lgamma_", "digamma", "digamma_"):
+for _name in ("erfc", "erfc_", "erfinv", "erfinv_", "lgamma", "lgamma_", "digamma", "digamma_", "i0", "i0_"):
     register_method(globals()[_name], _name)
+register_method(_polygamma_method, "polygamma")
 
-__all__ = ["erfc", "erfc_", "erfinv", "erfinv_", "lgamma", "lgamma_", "digamma", "digamma_"]
+__all__ = ["erfc", "erfc_", "erfinv", "erfinv_", "lgamma", "lgamma_", "digamma", "digamma_", "i0", "i0_",
+           "polygamma"]

@@ -1,5 +1,5 @@
 """``engine.finfo`` and ``engine.iinfo``, the limits of the floating and integer dtypes (numpy's, under
-PyTorch's names), and the constants ``engine.pi``, ``e``, ``inf`` and ``nan``."""
+PyTorch's names), ``can_cast`` and ``typename``, and the constants ``engine.pi``, ``e``, ``inf`` and ``nan``."""
 from math import e, inf, nan, pi
 
 import numpy as np
@@ -50,4 +50,23 @@ class iinfo:
         return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
 
 
-__all__ = ["finfo", "iinfo", "pi", "e", "inf", "nan"]
+def can_cast(from_, to):
+    """Whether PyTorch's type promotion may cast ``from_`` to ``to``: never floating to integral, nor
+    anything but bool to bool."""
+    source, target = _dtype.to_dtype(from_), _dtype.to_dtype(to)
+    if source.is_floating_point and not target.is_floating_point:
+        return False
+    return source is _dtype.bool_ or target is not _dtype.bool_
+
+
+def typename(obj):
+    """A tensor's type string (``x.type()``), else the object's type name, module-qualified outside
+    builtins."""
+    from ..tensor import Tensor
+    if isinstance(obj, Tensor):
+        return obj.type()
+    kind = type(obj)
+    return kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+
+
+__all__ = ["finfo", "iinfo", "can_cast", "typename", "pi", "e", "inf", "nan"]

@@ -51,7 +51,8 @@ def test_binary_broadcast_forward_backward(name):
     first = uniform(0.2, 2, 3, 1, 5) if name == "float_power" else randn(3, 1, 5)
     second = uniform(0.1, 3, 4, 1) if positive_second else randn(4, 1)
     check_op(*both(lambda m: getattr(m, name)), [first, second])
-    check_op(*both(lambda m: lambda x, y: getattr(x, name)(y)), [noncontiguous(randn(4, 6).__abs__() + 0.1), uniform(0.1, 2, 6)])
+    check_op(*both(lambda m: lambda x, y: getattr(x, name)(y)),
+             [noncontiguous(np.abs(randn(4, 6)) + 0.1), uniform(0.1, 2, 6)])
     check_op(*both(lambda m: getattr(m, name)), [randn(2, 3, dtype=np.float64), uniform(0.5, 2, 3, dtype=np.float64)])
 
 
@@ -180,7 +181,8 @@ def test_logcumsumexp_wide_ranges():
 def test_diff():
     check_op(*both(lambda m: lambda x: m.diff(x)), [randn(3, 6)])
     check_op(*both(lambda m: lambda x: x.diff(n=3, dim=0)), [randn(5, 4)])
-    check_op(*both(lambda m: lambda x, p, a: m.diff(x, dim=1, prepend=p, append=a)), [randn(3, 4), randn(3, 2), randn(3, 1)])
+    check_op(*both(lambda m: lambda x, p, a: m.diff(x, dim=1, prepend=p, append=a)),
+             [randn(3, 4), randn(3, 2), randn(3, 1)])
     check_op(*both(lambda m: m.diff), [np.array([True, True, False, True])], grad=False)
     check_op(*both(lambda m: lambda a: m.diff(a, n=2)), [np.array([3, 9, 4, 4, 0])], grad=False)
     same_error(lambda m: m.diff(m.tensor(1.0)))
@@ -460,9 +462,10 @@ def test_kron_vdot_and_scaled_products():
     check_op(*both(lambda m: lambda i, a, v: m.addmv(i, a, v, beta=0.5, alpha=2)), [randn(3), randn(3, 4), randn(4)])
     check_op(*both(lambda m: lambda i, a, v: i.addr(a, v, alpha=3)), [randn(3, 4), randn(3), randn(4)])
     check_op(*both(lambda m: lambda i, a, b: m.addbmm(i, a, b, beta=2)), [randn(3, 4), randn(5, 3, 2), randn(5, 2, 4)])
-    check_op(*both(lambda m: lambda i, a, b: (i * 1).addbmm_(a, b, alpha=0.5)), [randn(3, 4), randn(2, 3, 2), randn(2, 2, 4)])
-    check_op(*both(lambda m: lambda i, a, v: m.addmv(i, a, v, beta=0)), [np.full(3, np.nan, np.float32), randn(3, 4), randn(4)],
-             grad=False)
+    check_op(*both(lambda m: lambda i, a, b: (i * 1).addbmm_(a, b, alpha=0.5)),
+             [randn(3, 4), randn(2, 3, 2), randn(2, 2, 4)])
+    check_op(*both(lambda m: lambda i, a, v: m.addmv(i, a, v, beta=0)),
+             [np.full(3, np.nan, np.float32), randn(3, 4), randn(4)], grad=False)
     same_error(lambda m: m.vdot(m.ones(2, 2), m.ones(2)))
     same_error(lambda m: m.addbmm(m.ones(2, 2), m.ones(2, 2), m.ones(2, 2, 2)))
 
@@ -504,7 +507,8 @@ def test_scatter_reduce(reduce, include_self):
         return lambda a, s: a.scatter_reduce(0, m.from_numpy(index), s, reduce, include_self=include_self)
     check_op(*both(run), [x, src])
     check_op(*both(lambda m: lambda a, s: (a * 1).scatter_reduce_(1, m.from_numpy(index[:, :4] % 5), s, reduce,
-                                                                  include_self=include_self)), [randn(3, 5), randn(3, 4)])
+                                                                  include_self=include_self)),
+             [randn(3, 5), randn(3, 4)])
     check_op(*both(lambda m: lambda a, s: m.scatter_reduce(a, 1, m.from_numpy(index % 5), s, reduce,
                                                            include_self=include_self)),
              [RNG.integers(-9, 9, (3, 5)), RNG.integers(-9, 9, (3, 5))])
@@ -546,6 +550,71 @@ def test_type_info_defaults_errors_and_constants():
     assert np.isnan(engine.nan)
 
 
+# ---- a last batch of names ------------------------------------------------------------------------------------
+def test_unravel_index_and_put():
+    check_op(*both(lambda m: lambda i: m.unravel_index(i, (3, 4))), [np.array([4, 1, 11, 0])])
+    check_op(*both(lambda m: lambda i: m.unravel_index(i, (2, 1, 3))), [np.array([[5, 0], [3, 2]])])
+    check_op(*both(lambda m: lambda i: m.unravel_index(i, 7)), [np.asarray(5)])
+    same_error(lambda m: m.unravel_index(m.tensor([1.0]), (3, 4)))
+    for accumulate in (False, True):
+        check_op(*both(lambda m: lambda x, s: x.put(m.tensor([0, 5, -1]), s, accumulate)), [randn(2, 3), randn(3)],
+                 grad=accumulate)
+        check_op(*both(lambda m: lambda x, s: (x * 1).put_(m.tensor([[1], [4]]), s, accumulate=accumulate)),
+                 [randn(2, 3), randn(2, 1)], grad=accumulate)
+    same_error(lambda m: m.zeros(2, 3).put_(m.tensor([6]), m.ones(1)))
+
+
+def test_polygamma_i0_frexp_nextafter():
+    for n in (0, 1, 2, 3):
+        check_op(*both(lambda m: lambda x: m.polygamma(n, x)), [uniform(0.5, 4, 3, 4)], rtol=1e-4)
+        check_op(*both(lambda m: lambda x: x.polygamma(n)), [uniform(0.5, 4, 5).astype(np.float64)], rtol=1e-9)
+    check_op(*both(lambda m: lambda x: (x * 1).polygamma_(1)), [uniform(0.5, 4, 3)], rtol=1e-4)
+    check_op(*both(lambda m: m.i0), [randn(3, 4) * 3])
+    check_op(*both(lambda m: lambda x: (x * 1).i0_()), [randn(5)])
+    check_op(*both(lambda m: m.frexp), [np.array([8.0, -0.3, 0.0, 1e-40, np.inf, 3.5], np.float32)], grad=False)
+    check_op(*both(lambda m: lambda x: x.frexp()), [randn(3, 2).astype(np.float64)], grad=False)
+    check_op(*both(lambda m: m.nextafter), [randn(3, 4), randn(4)], grad=False)
+    check_op(*both(lambda m: lambda x, y: x.clone().nextafter_(y)), [randn(3).astype(np.float64), randn(3)], grad=False)
+    same_error(lambda m: m.frexp(m.tensor([1, 2])))
+    same_error(lambda m: m.polygamma(-1, m.ones(2)))
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                                  "kaiser_window"])
+@pytest.mark.parametrize("length", [0, 1, 2, 7, 16])
+@pytest.mark.parametrize("periodic", [True, False])
+def test_windows(name, length, periodic):
+    """(absolute tolerances: where a window is 0, torch's float32 arithmetic leaves about 3e-8)"""
+    for dtype, atol in (("float32", 1e-6), ("float64", 1e-12)):
+        ours = getattr(engine, name)(length, periodic, dtype=getattr(engine, dtype))
+        theirs = getattr(torch, name)(length, periodic, dtype=getattr(torch, dtype))
+        assert ours.dtype.name == dtype and ours.shape == theirs.shape
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, atol=atol)
+    assert getattr(engine, name)(length).dtype is engine.get_default_dtype()
+
+
+def test_window_arguments():
+    check_op(*both(lambda m: lambda: m.hamming_window(9, False, alpha=0.6, beta=0.4)), [])
+    check_op(*both(lambda m: lambda: m.kaiser_window(9, True, 5.0)), [])
+    assert engine.hann_window(4, requires_grad=True).requires_grad
+    same_error(lambda m: m.hann_window(-1))
+
+
+def test_can_cast_typename_to_dense_and_unsafe_splits():
+    names = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
+    for a in names:
+        for b in names:
+            assert engine.can_cast(getattr(engine, a), getattr(engine, b)) == torch.can_cast(getattr(torch, a),
+                                                                                               getattr(torch, b))
+    assert engine.typename(engine.ones(2)) == "engine.FloatTensor" and engine.typename(3) == torch.typename(3)
+    assert engine.typename(engine.float32) == "engine._dtype.dtype"
+    x = engine.ones(2, 3)
+    assert x.to_dense() is x and x.to_dense(engine.float64).dtype is engine.float64
+    check_op(*both(lambda m: lambda t: t.unsafe_chunk(2, 1)), [randn(2, 5)])
+    check_op(*both(lambda m: lambda t: m.unsafe_split(t, 2)), [randn(5, 2)])
+    check_op(*both(lambda m: lambda t: t.unsafe_split_with_sizes([1, 4])), [randn(5)])
+
+
 # ---- on the CUDA backend (a GPU, or CuPy's emulation here) ----------------------------------------------------
 CUDA_CASES = {
     "hypot": (lambda m: m.hypot, lambda: [randn(3, 4), randn(4)]),
@@ -569,13 +638,16 @@ CUDA_CASES = {
     "cov": (lambda m: m.cov, lambda: [randn(3, 5)]),
     "kron": (lambda m: m.kron, lambda: [randn(2, 2), randn(2, 3)]),
     "renorm": (lambda m: lambda x: m.renorm(x, 2, 0, 1.0), lambda: [randn(3, 4)]),
-    "addcmul_": (lambda m: lambda x, a, b: (x * 1).addcmul_(a, b, value=0.5), lambda: [randn(3, 4), randn(4), randn(3, 1)]),
+    "addcmul_": (lambda m: lambda x, a, b: (x * 1).addcmul_(a, b, value=0.5),
+                 lambda: [randn(3, 4), randn(4), randn(3, 1)]),
     "lerp_": (lambda m: lambda x, y: (x * 1).lerp_(y, 0.3), lambda: [randn(3, 4), randn(3, 4)]),
     "hypot_": (lambda m: lambda x, y: (x * 1).hypot_(y), lambda: [randn(3, 4), randn(4)]),
     "t_": (lambda m: lambda x: (x * 1).t_(), lambda: [randn(3, 4)]),
-    "scatter_reduce": (lambda m: lambda x, s: x.scatter_reduce(0, m.tensor([[0, 1], [0, 0]], device=x.device), s, "amax"),
+    "scatter_reduce": (lambda m: lambda x, s: x.scatter_reduce(0, m.tensor([[0, 1], [0, 0]], device=x.device), s,
+                                                                 "amax"),
                        lambda: [randn(2, 2), randn(2, 2)]),
-    "scatter_reduce_prod": (lambda m: lambda x, s: x.scatter_reduce(1, m.tensor([[0, 0, 2]], device=x.device), s, "prod"),
+    "scatter_reduce_prod": (lambda m: lambda x, s: x.scatter_reduce(1, m.tensor([[0, 0, 2]], device=x.device), s,
+                                                                      "prod"),
                             lambda: [randn(1, 3), np.array([[2.0, 0.0, -1.5]], np.float32)]),
     "cummin_nan": (lambda m: lambda x: m.cummin(x, 0), lambda: [np.array([3.0, 1.0, np.nan, 0.5, 1.0], np.float32)]),
 }
