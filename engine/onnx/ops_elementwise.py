@@ -85,6 +85,12 @@ def remainder(ctx):
     return ctx.g.node("Mod", [a, b], fmod=0)
 
 
+@converts(ew.Fmod)
+def fmod(ctx):
+    """C's fmod (the dividend's sign): ONNX's Mod with fmod=1, which floats require and integers follow."""
+    return ctx.g.node("Mod", list(_operands(ctx)), fmod=1)
+
+
 @converts(ew.Pow)
 def pow_(ctx):
     return ctx.g.node("Pow", list(_operands(ctx)))

@@ -190,3 +190,14 @@ def test_sign_of_integers_and_bools_and_its_gradient():
 def test_unary_math_at_its_edges_is_quiet(op):
     x = np.array([0.0, -0.0, -1.0, 1.0, np.nan, np.inf, -np.inf, 100.0], np.float32)
     check_op(getattr(engine, op), getattr(torch, op), [x])
+
+
+def test_fmod_exports_to_onnx():
+    """fmod is one op now (it was a composite of exported ops): ONNX's Mod with fmod=1, for floats and ints."""
+    import onnx_check  # skips the test without the onnx extra
+
+    class Fmods(engine.nn.Module):
+        def forward(self, x):
+            return engine.fmod(x * 5, 1.5) + engine.fmod((x * 10).long(), 3).float() + engine.fmod(x, -0.7)
+    exported = onnx_check.check_export(Fmods(), lambda batch: (onnx_check.images(0, batch, 5, 7),))
+    assert "Mod" in onnx_check.node_types(exported)

@@ -261,8 +261,8 @@ def test_batch_norm_and_roi_align_on_an_empty_batch_on_cuda(cuda, training):
              [randn(0, 3, 5, 4), randn(3), randn(3)], device="cuda")
     np.testing.assert_array_equal(ours_stats[0].cpu().numpy(), stats[0])
     check_op(lambda x, r: ops.roi_align(x, r, (7, 7), 0.5, 2, True),
-             lambda x, r: tvops.roi_align(x, r, (7, 7), 0.5, 2, True), [randn(2, 3, 10, 12), np.zeros((0, 5), np.float32)],
-             device="cuda")
+             lambda x, r: tvops.roi_align(x, r, (7, 7), 0.5, 2, True),
+             [randn(2, 3, 10, 12), np.zeros((0, 5), np.float32)], device="cuda")
 
 
 @pytest.mark.parametrize("name", ["FrozenBatchNorm2d", "Conv2dNormActivation", "SqueezeExcitation"])

@@ -83,8 +83,9 @@ def test_to_tensor_gives_torchvisions_dtypes(images, mode):
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int64"])
 def test_convert_image_dtype_from_uint16(images, dtype):
     ours, theirs = F.pil_to_tensor(images["I;16"]), TF.pil_to_tensor(images["I;16"])
-    same_tensor(F.convert_image_dtype(ours, getattr(engine, dtype)), TF.convert_image_dtype(theirs, getattr(torch, dtype)))
-    same_tensor(FT.ConvertImageDtype(getattr(engine, dtype))(ours), T.ConvertImageDtype(getattr(torch, dtype))(theirs))
+    ours_dtype, theirs_dtype = getattr(engine, dtype), getattr(torch, dtype)
+    same_tensor(F.convert_image_dtype(ours, ours_dtype), TF.convert_image_dtype(theirs, theirs_dtype))
+    same_tensor(FT.ConvertImageDtype(ours_dtype)(ours), T.ConvertImageDtype(theirs_dtype)(theirs))
 
 
 def test_convert_image_dtype_uint16_to_uint8_as_torchvision_v2():
