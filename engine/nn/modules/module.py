@@ -372,6 +372,12 @@ class Module:
             return arr if dev is None else move(arr, dev)
         return self._apply(convert)
 
+    def share_memory(self):
+        """Move every parameter, buffer and gradient into shared memory (``Tensor.share_memory_``), so that
+        processes this module is passed to update the same tensors."""
+        from ...multiprocessing.shared_memory import share_array
+        return self._apply(share_array)
+
     def cpu(self):
         return self.to("cpu")
 

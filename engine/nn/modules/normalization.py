@@ -118,6 +118,45 @@ class BatchNorm3d(_BatchNorm):
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
 
 
+class SyncBatchNorm(_BatchNorm):
+    """Batch norm over (N, C, ...) inputs whose statistics torch averages over a process group in training.
+
+    The engine has no process groups yet (no ``engine.distributed``), so it normalises as BatchNorm does,
+    on any device: what torch's does outside an initialised process group (torch only asks for a GPU
+    input when it synchronises). ``process_group`` is kept for that future.
+    """
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                 process_group=None, device=None, dtype=None, *, bias=True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+        if input.size(1) == 0:
+            raise ValueError("SyncBatchNorm number of input channels should be non-zero")
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """``module`` with every BatchNorm layer in it replaced by a SyncBatchNorm that holds the same
+        parameter and buffer tensors (state_dict keys and values unchanged) and training mode."""
+        converted = module
+        if isinstance(module, _BatchNorm):
+            converted = SyncBatchNorm(module.num_features, module.eps, module.momentum, module.affine,
+                                      module.track_running_stats, process_group, bias=module.bias is not None)
+            if module.affine:
+                converted.weight = module.weight
+                converted.bias = module.bias
+            converted.running_mean = module.running_mean
+            converted.running_var = module.running_var
+            converted.num_batches_tracked = module.num_batches_tracked
+            converted.training = module.training
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted
+
+
 class _InstanceNorm(_NormBase):
     """Normalise each sample's channels over their spatial dims (no running stats by default)."""
 
@@ -247,5 +286,5 @@ class LocalResponseNorm(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "GroupNorm", "LayerNorm", "RMSNorm", "LocalResponseNorm"]
