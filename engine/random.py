@@ -1,33 +1,93 @@
-"""Random number generation: a seedable ``Generator`` and the process-wide default one."""
+"""Random number generation: a seedable ``Generator`` and the process-wide default one.
+
+On the CPU the generator is PyTorch's: an mt19937 seeded as ``torch.Generator`` seeds it, drawn from
+by samplers that use its stream as torch's CPU kernels do (``engine._rng``), so a seed gives the
+same tensors, initial weights, dropout masks and shuffles as in PyTorch. Its state reads and writes
+as torch's bytes: ``engine.set_rng_state(torch.get_rng_state())`` continues torch's stream.
+"""
+import os
+
 import numpy as np
+
+from ._rng import state as _state
+
+_DEFAULT_SEED = 67280421310721
+_UINT64 = 2 ** 64
+
+
+def _seed_value(seed):
+    """``seed`` as the unsigned 64-bit value torch stores (negative seeds wrap around)."""
+    seed = int(seed)
+    if not -2 ** 63 <= seed < _UINT64:
+        raise RuntimeError(f"Overflow when unpacking long: seed {seed} does not fit in 64 bits")
+    return seed % _UINT64
 
 
 class Generator:
-    """A seedable source of random numbers (numpy PCG64), like ``torch.Generator``."""
+    """A seedable source of random numbers, like ``torch.Generator``: torch's CPU mt19937 stream."""
 
     def __init__(self, device="cpu"):
         self.device = device
-        self._seed = 67280421310721
-        self.rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._bits = np.random.MT19937()
+        self._numpy = np.random.Generator(self._bits)
+        self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed):
-        self._seed = int(seed)
-        self.rng = np.random.Generator(np.random.PCG64(self._seed))
+        """Restart the stream from ``seed``; returns the generator."""
+        self._seed = _seed_value(seed)
+        self._bits.state = _state.numpy_state(_state.key_for_seed(self._seed), _state.WORDS)
+        self._fresh = True
+        self.next_double_normal = None
+        self.next_float_normal = None
         return self
 
     def seed(self):
-        self.manual_seed(np.random.SeedSequence().entropy % (2 ** 63))
+        """Seed from the operating system's entropy; returns the seed."""
+        self.manual_seed(int.from_bytes(os.urandom(8), "little"))
         return self._seed
 
     def initial_seed(self):
         return self._seed
 
     def get_state(self):
-        return self.rng.bit_generator.state
+        """The state as torch's uint8 tensor of 5056 bytes (what ``torch.Generator.get_state`` returns)."""
+        from .ops.creation import from_numpy
 
-    def set_state(self, state):
-        self.rng.bit_generator.state = state
+        bits = self._bits.state["state"]
+        data = _state.pack(self._seed, bits["key"], bits["pos"], self._fresh and bits["pos"] == _state.WORDS,
+                           self.next_double_normal, self.next_float_normal)
+        return from_numpy(np.frombuffer(data, np.uint8).copy())
+
+    def set_state(self, new_state):
+        """Restore a state from ``get_state`` (ours or torch's: a tensor, array or bytes); returns self."""
+        data = new_state.numpy() if hasattr(new_state, "numpy") else new_state
+        data = np.ascontiguousarray(data, dtype=np.uint8).tobytes() if not isinstance(data, bytes) else data
+        try:
+            seed, key, position, double_normal, float_normal = _state.unpack(data)
+        except ValueError as error:
+            raise RuntimeError(str(error)) from None
+        self._seed = seed
+        self._bits.state = _state.numpy_state(key, position)
+        self._fresh = position == _state.WORDS
+        self.next_double_normal = double_normal
+        self.next_float_normal = float_normal
         return self
+
+    def draw_uint32(self, count):
+        """The next ``count`` 32-bit words of the stream (torch's ``random()``), as uint32."""
+        self._fresh = False
+        return self._numpy.integers(0, 2 ** 32, count, dtype=np.uint32)
+
+    def draw_uint64(self, count):
+        """The next ``count`` 64-bit values, each two words high then low (torch's ``random64()``)."""
+        self._fresh = False
+        return self._numpy.integers(0, _UINT64 - 1, count, dtype=np.uint64, endpoint=True)
+
+    @property
+    def numpy(self):
+        """A numpy ``Generator`` drawing from this generator's stream (for samplers torch does not have)."""
+        self._fresh = False
+        return self._numpy
 
 
 default_generator = Generator()
@@ -67,7 +127,7 @@ def device_rng(device, generator=None):
 
 def manual_seed(seed):
     """Seed the default generator and the GPUs': initialisation, dropout and random creation become
-    reproducible."""
+    reproducible, and equal to PyTorch's after ``torch.manual_seed`` with the same seed."""
     seed_cuda(seed)
     return default_generator.manual_seed(seed)
 
@@ -81,61 +141,24 @@ def initial_seed():
 
 
 def get_rng_state():
+    """The default generator's state, as torch's uint8 tensor."""
     return default_generator.get_state()
 
 
-def set_rng_state(state):
-    default_generator.set_state(state)
+def set_rng_state(new_state):
+    """Restore the default generator's state (also from ``torch.get_rng_state()``)."""
+    default_generator.set_state(new_state)
+
+
+def generator_or_default(generator=None):
+    return generator or default_generator
 
 
 def rng(generator=None):
-    """The numpy Generator behind ``generator`` (or the default one)."""
-    return (generator or default_generator).rng
+    """A numpy Generator drawing from ``generator``'s stream (or the default one's)."""
+    return generator_or_default(generator).numpy
 
 
-# float32 arrays of at least this many samples are drawn in _PIECES fixed pieces, each from its own
-# generator seeded by the caller's, on the CPU threads (resnet152's init: 0.66 s -> about half that
-# on 2 cores). The pieces do not depend on the thread count, so a seed gives the same values anywhere.
-_PARALLEL_MIN_SAMPLES = 1 << 20
-_PIECES = 8
-
-
-def _float32_samples(g, shape, draw):
-    """A float32 array of ``shape`` filled by ``draw(generator, out)``; large ones piecewise in parallel."""
-    out = np.empty(shape, np.float32)
-    flat = out.reshape(-1)
-    if flat.size < _PARALLEL_MIN_SAMPLES:
-        draw(g, flat)
-        return out
-    from . import backends
-
-    seeds = g.integers(0, 2 ** 63, size=_PIECES)
-    bounds = [flat.size * i // _PIECES for i in range(_PIECES + 1)]
-
-    def pieces(lo, hi):
-        for i in range(lo, hi):
-            draw(np.random.Generator(np.random.PCG64(seeds[i])), flat[bounds[i]:bounds[i + 1]])
-    backends.runtime("cpu").parallel_chunks(pieces, _PIECES, out.nbytes)
-    return out
-
-
-def uniform_array(generator, low, high, shape, dtype):
-    """Uniform samples in [low, high) drawn directly in ``dtype``'s precision when it is float32 or lower."""
-    g = rng(generator)
-    if np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize <= 4:
-        out = _float32_samples(g, shape, lambda gen, view: gen.random(out=view, dtype=np.float32))
-        out *= high - low
-        out += low
-        return out
-    return g.uniform(low, high, shape)
-
-
-def normal_array(generator, mean, std, shape, dtype):
-    """Normal samples drawn directly in ``dtype``'s precision when it is float32 or lower."""
-    g = rng(generator)
-    if np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize <= 4:
-        out = _float32_samples(g, shape, lambda gen, view: gen.standard_normal(out=view, dtype=np.float32))
-        out *= std
-        out += mean
-        return out
-    return g.normal(mean, std, shape)
+def random_seed(generator=None):
+    """A seed drawn as ``torch.empty((), dtype=torch.int64).random_(generator=g).item()`` draws it."""
+    return int(generator_or_default(generator).draw_uint64(1)[0] % np.uint64(2 ** 63))

@@ -1,15 +1,16 @@
 """``engine.nn.init``: in-place weight initialisation with PyTorch's formulas and defaults.
 
-Every function fills its tensor under ``no_grad`` from ``engine.random`` (so ``engine.manual_seed``
-makes it reproducible) and returns the tensor.
+Every function fills its tensor under ``no_grad`` from ``engine.random`` and returns the tensor. The
+random ones draw as torch's do, so after the same seed they give torch's values bit for bit (except
+``orthogonal_``, whose QR factorisation is numpy's).
 """
 import math
-import statistics
 import warnings
 
 import numpy as np
 
 from .. import random as _random
+from .._rng import continuous
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import _fill_
 
@@ -64,44 +65,71 @@ def _write(tensor, values):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
-    return _write(tensor, _random.uniform_array(generator, a, b, tuple(tensor.shape), tensor._data.dtype))
+    with no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std^2)."""
-    return _write(tensor, _random.normal_array(generator, mean, std, tuple(tensor.shape), tensor._data.dtype))
+    with no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
-def _standard_truncated_normal(rng, shape, lo, hi):
-    """Exact samples of N(0, 1) restricted to [lo, hi].
+def _normal_cdf(x):
+    return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
-    Rejection sampling when the interval holds a fair share of the mass; otherwise the inverse
-    CDF of uniforms drawn between the CDF values of the bounds.
-    """
-    size = int(np.prod(shape))
-    cdf = statistics.NormalDist().cdf
-    mass = cdf(hi) - cdf(lo)
-    if mass >= 0.25:
-        out = np.empty(size)
-        todo = np.arange(size)
-        while todo.size:
-            draw = rng.standard_normal(todo.size)
-            ok = (draw >= lo) & (draw <= hi)
-            out[todo[ok]] = draw[ok]
-            todo = todo[~ok]
-        return out.reshape(shape)
-    inv = np.frompyfunc(statistics.NormalDist().inv_cdf, 1, 1)
-    u = rng.uniform(cdf(lo), cdf(hi), size)
-    u = np.clip(u, np.nextafter(0.0, 1.0), np.nextafter(1.0, 0.0))
-    return np.clip(inv(u).astype(np.float64), lo, hi).reshape(shape)
+
+def _truncate_by_redrawing(values, generator, mean, std, a, b):
+    """Normal draws; those outside [a, b] are replaced from fresh full draws until none is left."""
+    low, high = (float(values.dtype.type(bound)) for bound in (a, b))
+    continuous.normal_(generator, values, mean, std)
+    outside = (values < low) | (values > high)
+    while outside.any():
+        fresh = np.empty_like(values)
+        continuous.normal_(generator, fresh, mean, std)
+        values[outside] = fresh[outside]
+        outside = (values < low) | (values > high)
+
+
+def _truncate_by_proposals(values, generator, mean, std, a, b):
+    """Uniform proposals on [a, b], each accepted with probability density / peak density; the
+    rejected ones are proposed again (every round draws for the whole tensor, as torch does)."""
+    dtype = values.dtype.type
+    mode = max(a, min(mean, b))
+    log_peak = dtype(-0.5 * ((mode - mean) / std) ** 2)
+
+    def log_density_below_peak(x):
+        return ((x - dtype(mean)) / dtype(std)) ** 2 * dtype(-0.5) - log_peak
+
+    def rejected(proposals):
+        acceptance = np.empty_like(values)
+        continuous.uniform_(generator, acceptance, 0.0, 1.0)
+        with np.errstate(divide="ignore"):  # log(0) = -inf accepts, as in torch
+            log_acceptance = np.log(acceptance.astype(np.float64)).astype(values.dtype)
+        return log_acceptance > log_density_below_peak(proposals)
+
+    continuous.uniform_(generator, values, a, b)
+    pending = rejected(values)
+    proposals = np.empty_like(values)
+    while pending.any():
+        continuous.uniform_(generator, proposals, a, b)
+        values[pending] = proposals[pending]
+        pending &= rejected(proposals)
 
 
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
-    """Fill with N(mean, std^2) truncated to [a, b] (exactly, not by clamping)."""
-    if std <= 0:
+    """Fill with N(mean, std^2) truncated to [a, b], by torch's rejection sampling: redrawn normals
+    when [a, b] holds more than 30% of the mass, else uniform proposals accepted by density."""
+    if not std > 0:
         raise ValueError(f"trunc_normal_ expects std > 0, got {std}")
-    z = _standard_truncated_normal(_random.rng(generator), tuple(tensor.shape), (a - mean) / std, (b - mean) / std)
-    return _write(tensor, np.clip(z * std + mean, a, b))
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
+                      "values may be incorrect.", stacklevel=2)
+    mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
+    sample = _truncate_by_redrawing if mass > 0.3 else _truncate_by_proposals
+    host = tensor._data if tensor.device.type == "cpu" else np.empty(tuple(tensor.shape), tensor._data.dtype)
+    sample(host, _random.generator_or_default(generator), mean, std, a, b)
+    return _write(tensor, host)
 
 
 def constant_(tensor, val):
@@ -142,9 +170,10 @@ def dirac_(tensor, groups=1):
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
-    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    """Glorot uniform: U(-a, a) with a = sqrt(3) * gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -177,21 +206,24 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
 
 def orthogonal_(tensor, gain=1, generator=None):
-    """Fill with a (semi-)orthogonal matrix (trailing dims flattened), scaled by ``gain``."""
+    """Fill with a (semi-)orthogonal matrix (trailing dims flattened), scaled by ``gain``: the Q of
+    the QR factorisation of a standard normal matrix (torch's draw; numpy's LAPACK factorises it, so
+    the values agree with torch's to rounding, not bit for bit)."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = _random.rng(generator).standard_normal((rows, cols))
+    flat = np.empty((rows, cols), tensor._data.dtype)
+    continuous.normal_(_random.generator_or_default(generator), flat, 0.0, 1.0)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _write(tensor, (gain * q).reshape(tuple(tensor.shape)))
+    return _write(tensor, (q * q.dtype.type(gain)).reshape(tuple(tensor.shape)))
 
 
 # PyTorch's deprecated non-underscore aliases are not provided: call the in-place names.

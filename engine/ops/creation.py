@@ -1,8 +1,13 @@
-"""Tensor creation: from data, filled, ranges and random (seeded through ``engine.manual_seed``)."""
+"""Tensor creation: from data, filled, ranges and random (torch's CPU numbers, seeded through
+``engine.manual_seed``)."""
+import functools
+import math
+
 import numpy as np
 
 from .. import _dtype
 from .. import random as _random
+from .._rng import continuous, discrete
 from .._device import move, xp_for
 from ..tensor import Tensor, _new, register_method, to_array
 from ._common import shape_arg
@@ -127,97 +132,160 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
 
 
 # ---- random --------------------------------------------------------------------------------
-def _random_tensor(sample, device_sample, size, dtype, device, requires_grad, generator):
-    """Samples drawn on ``device`` (a GPU draws them itself), or on the host by ``generator``."""
-    d = _float(dtype)
-    shape = shape_arg(size)
+# On the CPU every sampler reproduces torch's kernel for the same generator state (engine._rng); on a
+# GPU, numbers are drawn there by CuPy's generator (seeded, but not torch's numbers).
+def _host_fill(fill, array, generator):
+    fill(_random.generator_or_default(generator), array)
+    return array
+
+
+def _sampled(fill, device_sample, shape, d, device, requires_grad, generator, like=None):
+    """A new ``d`` tensor of ``shape`` filled by ``fill(generator, array)`` on the host, or by
+    ``device_sample(state, shape, dtype)`` on a GPU. ``like``: a host array whose layout (and so
+    fill order) the result takes, as torch's ``*_like`` functions do."""
     state = _random.device_rng(device, generator)
     if state is not None:
         draw = d.np if d.np != np.float16 else np.float32
         return _new(device_sample(state, shape, draw).astype(d.np, copy=False), requires_grad)
-    arr = sample(_random.rng(generator), shape, d)
-    return _finish(arr, device=device, requires_grad=requires_grad)
+    array = np.empty(shape, d.np) if like is None else np.empty_like(like, d.np)
+    return _finish(_host_fill(fill, array, generator), device=device, requires_grad=requires_grad)
+
+
+def _layout_of(input, device):
+    """The host array a ``*_like`` result copies its layout from (None on a GPU)."""
+    target = device or input.device
+    return input._data if input.device.type == "cpu" and _random.device_rng(target) is None else None
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    return _random_tensor(lambda g, s, d: g.random(s, dtype=np.float64).astype(d.np),
-                          lambda state, s, d: state.random_sample(s, dtype=d),
-                          size, dtype, device, requires_grad, generator)
+    """Uniform samples on [0, 1)."""
+    return _sampled(lambda g, a: continuous.uniform_(g, a, 0.0, 1.0),
+                    lambda state, s, d: state.random_sample(s, dtype=d),
+                    shape_arg(size), _float(dtype), device, requires_grad, generator)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    return _random_tensor(lambda g, s, d: g.standard_normal(s, dtype=np.float32).astype(d.np, copy=False)
-                          if d.np != np.float64 else g.standard_normal(s),
-                          lambda state, s, d: state.standard_normal(s, dtype=d),
-                          size, dtype, device, requires_grad, generator)
+    """Standard normal samples."""
+    return _sampled(lambda g, a: continuous.normal_(g, a, 0.0, 1.0),
+                    lambda state, s, d: state.standard_normal(s, dtype=d),
+                    shape_arg(size), _float(dtype), device, requires_grad, generator)
 
 
-def rand_like(input, dtype=None, device=None, requires_grad=False):
-    return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                requires_grad=requires_grad)
+def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    return _sampled(lambda g, a: continuous.uniform_(g, a, 0.0, 1.0),
+                    lambda state, s, d: state.random_sample(s, dtype=d),
+                    tuple(input.shape), _dtype.to_dtype(dtype or input.dtype), device or input.device,
+                    requires_grad, generator, _layout_of(input, device))
 
 
-def randn_like(input, dtype=None, device=None, requires_grad=False):
-    return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                 requires_grad=requires_grad)
+def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    return _sampled(lambda g, a: continuous.normal_(g, a, 0.0, 1.0),
+                    lambda state, s, d: state.standard_normal(s, dtype=d),
+                    tuple(input.shape), _dtype.to_dtype(dtype or input.dtype), device or input.device,
+                    requires_grad, generator, _layout_of(input, device))
+
+
+def _check_from_to(low, high):
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """Integers drawn uniformly from [low, high)."""
     if size is None:
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    _check_from_to(low, high)
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
-    state = _random.device_rng(device, generator)
-    if state is not None:
-        return _new(state.randint(low, high, size=tuple(size), dtype=np.int64).astype(d.np, copy=False))
-    arr = _random.rng(generator).integers(low, high, size=tuple(size)).astype(d.np)
-    return _finish(arr, device=device)
+    return _sampled(lambda g, a: discrete.random_from_to_(g, a, low, high - low),
+                    lambda state, s, t: state.randint(low, high, size=s, dtype=np.int64),
+                    shape_arg((size,)), d, device, requires_grad, generator)
 
 
-def randint_like(input, low, high=None, dtype=None, device=None):
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device)
+def randint_like(input, low, high=None, dtype=None, device=None, generator=None):
+    if high is None:
+        low, high = 0, low
+    _check_from_to(low, high)
+    return _sampled(lambda g, a: discrete.random_from_to_(g, a, low, high - low),
+                    lambda state, s, t: state.randint(low, high, size=s, dtype=np.int64),
+                    tuple(input.shape), _dtype.to_dtype(dtype or input.dtype), device or input.device,
+                    False, generator, _layout_of(input, device))
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1."""
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got{n}")
+    if n > 0 and d.is_floating_point and n - 1 > 2 ** (np.finfo(d.np).nmant + 1):
+        raise RuntimeError(f"n cannot be greater than 2^{np.finfo(d.np).nmant + 1}+1 for {d.title} type.")
+    if n > 0 and not d.is_floating_point and d is not _dtype.bool_ and n - 1 > np.iinfo(d.np).max:
+        raise RuntimeError(f"n is too large for result tensor type: '{d.title}'")
     state = _random.device_rng(device, generator)
     if state is not None:
-        return _new(state.permutation(int(n)).astype(d.np))
-    return _finish(_random.rng(generator).permutation(int(n)).astype(d.np), device=device)
+        return _new(state.permutation(n).astype(d.np))
+    order = discrete.randperm(_random.generator_or_default(generator), n)
+    return _finish(order.astype(d.np), device=device, requires_grad=requires_grad)
+
+
+def _host(value):
+    return move(value._data, "cpu") if isinstance(value, Tensor) else value
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """Normal samples; ``mean``/``std`` may be tensors (broadcast) or numbers with ``size``."""
-    g = _random.rng(generator)
-    m = mean._data if isinstance(mean, Tensor) else mean
-    s = std._data if isinstance(std, Tensor) else std
-    if size is None:
-        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
-        ref = mean if isinstance(mean, Tensor) else std
-        d = ref.dtype if isinstance(ref, Tensor) else _float(dtype)
+    """Normal samples; ``mean``/``std`` may be tensors (broadcast) or numbers with ``size``.
+
+    As in torch, tensor arguments draw N(0, 1) (or N(0, std) for a number ``std``) in their dtype
+    and then scale by ``std`` and shift by ``mean``.
+    """
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments: numbers for mean and "
+                            "std need a size")
+        result = empty(shape_arg((size,)), dtype=dtype, device=device)
+        return result.normal_(mean, std, generator=generator).requires_grad_(requires_grad)
+    ref = mean if isinstance(mean, Tensor) else std
+    shape = np.broadcast_shapes(tuple(np.shape(_host(mean))), tuple(np.shape(_host(std))))
+    values = np.empty(shape, ref.dtype.np)
+    g = _random.generator_or_default(generator)
+    if isinstance(std, Tensor):
+        continuous.normal_(g, values, 0.0, 1.0)
+        values *= _host(std).astype(values.dtype, copy=False)
     else:
-        shape, d = shape_arg((size,)), _float(dtype)
-    arr = (g.standard_normal(shape) * move(s, "cpu") + move(m, "cpu")).astype(d.np)
-    return _finish(arr, device=device, requires_grad=requires_grad)
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        continuous.normal_(g, values, 0.0, std)
+    values += np.asarray(_host(mean)).astype(values.dtype, copy=False)
+    return _finish(values, device=device or ref.device, requires_grad=requires_grad)
 
 
 def bernoulli(input, p=None, *, generator=None):
+    """1 with probability ``input`` (elementwise), or with probability ``p`` everywhere."""
     state = _random.device_rng(input.device, generator)
     if state is not None:
         probs = input._data if p is None else p
         return _new((state.random_sample(input.shape, dtype=np.float64) < probs).astype(input.dtype.np))
-    probs = input._data if p is None else np.full(input.shape, p)
-    arr = (_random.rng(generator).random(input.shape) < move(probs, "cpu")).astype(input.dtype.np)
-    return _finish(arr, device=input.device)
+    probs = move(input._data, "cpu")
+    out = np.empty_like(probs)
+    g = _random.generator_or_default(generator)
+    if p is None:
+        discrete.bernoulli_tensor_(g, out, probs)
+    else:
+        discrete.bernoulli_scalar_(g, out, _check_probability(p))
+    return _finish(out, device=input.device)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
-    g = _random.rng(generator)
-    probs = move(input._data, "cpu").astype(np.float64)
+    """Category indices drawn from the rows of ``input`` (non-negative weights)."""
+    probs = move(input._data, "cpu")
+    problem = discrete.multinomial_checks(probs, num_samples, replacement)
+    if problem:
+        raise RuntimeError(problem)
     rows = probs.reshape(-1, probs.shape[-1])
-    out = np.stack([g.choice(rows.shape[1], num_samples, replace=replacement, p=r / r.sum()) for r in rows])
-    return _finish(out.reshape(*probs.shape[:-1], num_samples).astype(np.int64), device=input.device)
+    out = discrete.multinomial(_random.generator_or_default(generator), rows, num_samples, replacement)
+    return _finish(out.reshape(*probs.shape[:-1], num_samples), device=input.device)
 
 
 # ---- in-place random fills (used by nn.init) -------------------------------------------------
@@ -234,26 +302,116 @@ def _fill_(self, values):
     return self
 
 
+def _sample_(self, kernel, fill, device_sample, generator, floating=True):
+    """Fill ``self`` in place: ``fill(generator, array)`` on the CPU (in torch's order), or
+    ``device_sample(state, shape, dtype)`` on a GPU. ``floating``: the sampler needs a float dtype."""
+    if floating and not self.dtype.is_floating_point:
+        raise RuntimeError(f'"{kernel}" not implemented for \'{self.dtype.title}\'')
+    _check_fill(self)
+    state = _random.device_rng(self.device, generator)
+    if state is not None:
+        draw = self._data.dtype if self._data.dtype != np.float16 else np.dtype(np.float32)
+        self._data[...] = device_sample(state, tuple(self.shape), draw).astype(self._data.dtype, copy=False)
+    elif self.device.type == "cpu":
+        _host_fill(fill, self._data, generator)
+    else:
+        self._data[...] = move(_host_fill(fill, np.empty(tuple(self.shape), self._data.dtype), generator),
+                               self.device)
+    self._version[0] += 1
+    return self
+
+
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    return _fill_(self, _random.uniform_array(generator, a, b, tuple(self.shape), self._data.dtype))
+    if not a <= b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    return _sample_(self, "uniform_kernel_cpu", lambda g, arr: continuous.uniform_(g, arr, a, b),
+                    lambda state, s, d: state.uniform(a, b, s, dtype=d), generator)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
-    return _fill_(self, _random.normal_array(generator, mean, std, tuple(self.shape), self._data.dtype))
+    if not std >= 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _sample_(self, "normal_kernel_cpu", lambda g, arr: continuous.normal_(g, arr, mean, std),
+                    lambda state, s, d: state.normal(mean, std, s, dtype=d), generator)
 
 
-def bernoulli_(self, p=0.5, *, generator=None):
-    return _fill_(self, _random.rng(generator).random(self.shape) < p)
-
-
-def random_(self, from_=0, to=None, *, generator=None):
-    if to is None:
-        from_, to = 0, from_ if from_ else 2 ** 24
-    return _fill_(self, _random.rng(generator).integers(from_, to, self.shape))
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+    return _sample_(self, "log_normal_cpu", lambda g, arr: continuous.log_normal_(g, arr, mean, std),
+                    lambda state, s, d: state.lognormal(mean, std, s, dtype=d), generator)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
-    return _fill_(self, _random.rng(generator).exponential(1.0 / lambd, self.shape))
+    if not 0 < lambd < math.inf:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    return _sample_(self, "exponential_cpu", lambda g, arr: continuous.exponential_(g, arr, lambd),
+                    lambda state, s, d: state.exponential(1.0 / lambd, s, dtype=d), generator)
+
+
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    return _sample_(self, "cauchy_cpu", lambda g, arr: continuous.cauchy_(g, arr, median, sigma),
+                    lambda state, s, d: (median + sigma * state.standard_cauchy(s)).astype(d), generator)
+
+
+def geometric_(self, p, *, generator=None):
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+    return _sample_(self, "geometric_cpu", lambda g, arr: continuous.geometric_(g, arr, p),
+                    lambda state, s, d: state.geometric(p, s).astype(d), generator, floating=False)
+
+
+def _check_probability(p):
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    return p
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """1 with probability ``p`` (a number, or a tensor broadcast to ``self``)."""
+    if isinstance(p, Tensor):
+        probs = move(p._data, "cpu")
+        return _sample_(self, "bernoulli_tensor_cpu", lambda g, arr: discrete.bernoulli_tensor_(g, arr, probs),
+                        lambda state, s, d: state.random_sample(s) < move(p._data, self.device), generator,
+                        floating=False)
+    _check_probability(p)
+    return _sample_(self, "bernoulli_scalar_cpu", lambda g, arr: discrete.bernoulli_scalar_(g, arr, p),
+                    lambda state, s, d: state.random_sample(s) < p, generator, floating=False)
+
+
+_TO_OMITTED = object()
+
+
+def _largest_random(dtype):
+    """The inclusive upper end of ``random_(from)``: 2^mantissa for floats, the maximum for integers."""
+    if dtype.is_floating_point:
+        return 2 ** (np.finfo(dtype.np).nmant + 1)
+    return 1 if dtype is _dtype.bool_ else int(np.iinfo(dtype.np).max)
+
+
+def _random_bounds(dtype, from_, to):
+    """The half-open range [low, high) of ``random_(from_, to)`` (``to`` omitted: ``from_`` is ``to``)."""
+    if from_ is None:
+        return 0, _largest_random(dtype) + 1
+    if to is _TO_OMITTED:
+        return 0, from_
+    return from_, _largest_random(dtype) + 1 if to is None else to
+
+
+def random_(self, from_=None, to=_TO_OMITTED, *, generator=None):
+    """``random_()``: [0, 2^mantissa] or [0, max]; ``random_(to)``: [0, to); ``random_(from, to)``:
+    [from, to); ``random_(from, None)``: [from, max]."""
+    low, high = _random_bounds(self.dtype, from_, to)
+    _check_from_to(low, high)
+    if from_ is None:
+        fill = discrete.random_
+    elif to is None and from_ == -2 ** 63:
+        fill = discrete.random_full_range_
+    else:
+        fill = functools.partial(discrete.random_from_to_, low=low, span=high - low)
+    return _sample_(self, "random_", fill,
+                    lambda state, s, d: state.randint(low, min(high, 2 ** 63), s, dtype=np.int64).astype(d),
+                    generator, floating=False)
 
 
 def fill_(self, value):
@@ -284,8 +442,8 @@ def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=Fals
                 requires_grad=requires_grad)
 
 
-for _fn in (uniform_, normal_, bernoulli_, random_, exponential_, fill_, zero_,
-            new_zeros, new_ones, new_empty, new_full):
+for _fn in (uniform_, normal_, log_normal_, bernoulli_, random_, exponential_, cauchy_, geometric_,
+            fill_, zero_, new_zeros, new_ones, new_empty, new_full):
     register_method(_fn)
 register_method(lambda self, p=None, generator=None: bernoulli(self, p, generator=generator), "bernoulli")
 

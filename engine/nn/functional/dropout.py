@@ -1,13 +1,15 @@
-"""Dropout: random zeroing with 1 / (1 - p) rescaling, drawn from ``engine.random`` (seedable).
+"""Dropout: random zeroing with 1 / (1 - p) rescaling, drawn from ``engine.random`` (seedable; on the
+CPU the masks are torch's for the same seed).
 
 In eval mode, with p = 0 or on empty inputs, each function returns its input unchanged (the same
 tensor, as in PyTorch); p = 1 gives zeros.
 """
 import numpy as np
 
+from ..._rng import discrete
 from ...autograd.function import Function
 from ...ops._common import xp_of
-from ...random import device_rng, rng
+from ...random import default_generator, device_rng
 
 
 class _ScaleShift(Function):
@@ -34,13 +36,18 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _keep(input, p, shape):
-    """A boolean mask of shape ``shape``, True with probability 1 - p, drawn on the input's device."""
-    dtype = np.float64 if input.dtype.itemsize == 8 else np.float32
+def _noise(input, p, shape):
+    """torch's dropout noise: 1 with probability 1 - p, else 0, in the input's dtype and of ``shape``.
+    On the CPU it is ``empty_like(input).bernoulli_(1 - p)`` (or a fresh (N, C, 1, ...) tensor for
+    channel-wise dropout), so the same seed drops the same elements as in PyTorch."""
+    dt = input._data.dtype
     state = device_rng(input.device)
     if state is not None:
-        return state.random_sample(shape, dtype=dtype) >= p
-    return rng().random(shape, dtype=dtype) >= p
+        draw = np.float64 if dt.itemsize == 8 else np.float32
+        return (state.random_sample(shape, dtype=draw) >= p).astype(dt)
+    noise = np.empty_like(input._data) if shape == tuple(input.shape) else np.empty(shape, dt)
+    discrete.bernoulli_scalar_(default_generator, noise, 1.0 - p)
+    return noise
 
 
 def _apply(input, scale, shift, inplace):
@@ -57,9 +64,8 @@ def _dropout(input, p, training, inplace, mask_shape):
     dt = input._data.dtype
     if p == 1:
         return _apply(input, xp_of(input._data).zeros((), dt), None, inplace)
-    scale = _keep(input, p, mask_shape).astype(dt)
-    scale *= 1.0 / (1.0 - p)
-    return _apply(input, scale, None, inplace)
+    noise = _noise(input, p, mask_shape)
+    return _apply(input, noise / dt.type(1.0 - p), None, inplace)
 
 
 def _feature_shape(input):
@@ -120,9 +126,9 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     if p == 1:
         return _apply(input, xp_of(input._data).zeros((), dt), None, inplace)
     a = 1.0 / np.sqrt((_SELU_NEG_SAT ** 2 * p + 1) * (1 - p))
-    keep = _keep(input, p, tuple(input.shape)).astype(dt)
-    shift = (keep - 1) * (_SELU_NEG_SAT * a) + _SELU_NEG_SAT * a * p
-    return _apply(input, keep * a, shift.astype(dt), inplace)
+    noise = _noise(input, p, tuple(input.shape))
+    shift = (noise - dt.type(1)) * dt.type(_SELU_NEG_SAT * a) + dt.type(_SELU_NEG_SAT * a * p)
+    return _apply(input, noise * dt.type(a), shift, inplace)
 
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]

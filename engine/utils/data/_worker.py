@@ -102,10 +102,12 @@ class IterFetcher:
         return self.collate_fn(data)
 
 
-def _seed_worker(seed):
-    """Seed Python's, numpy's and the engine's global generators from the worker's seed."""
+def _seed_worker(base_seed, worker_id):
+    """Seed Python's, numpy's and the engine's global generators as torch seeds a worker's: base seed
+    plus worker id, and numpy's from a SeedSequence of (worker id, the base seed's two 32-bit halves)."""
+    seed = base_seed + worker_id
     random.seed(seed)
-    np.random.seed(seed % 2 ** 32)
+    np.random.seed(np.random.SeedSequence([worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32]).generate_state(4))
     _random.manual_seed(seed)
 
 
@@ -114,7 +116,7 @@ def worker_loop(fetcher_cls, dataset, index_queue, result_queue, done_event, aut
     """Serve (send_idx, index) requests from ``index_queue`` until None arrives or the parent dies."""
     global _worker_info
     seed = base_seed + worker_id
-    _seed_worker(seed)
+    _seed_worker(base_seed, worker_id)
     _worker_info = WorkerInfo(worker_id, num_workers, seed, dataset)
     init_error = None
     try:

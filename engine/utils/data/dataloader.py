@@ -178,9 +178,10 @@ class _BaseIter:
             warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then device pinned "
                           "memory won't be used.", stacklevel=3)
         self._reset(loader)
+        # Drawn once per iterator, as torch does (persistent workers keep theirs across epochs).
+        self._base_seed = _random.random_seed(loader.generator)
 
     def _reset(self, loader):
-        self._base_seed = int(_random.rng(loader.generator).integers(0, 2 ** 63 - 1))
         self._sampler_iter = iter(loader._index_sampler)
         self._num_yielded = 0
 

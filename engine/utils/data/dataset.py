@@ -3,7 +3,7 @@ import bisect
 import math
 import warnings
 
-from ... import random as _random
+from ...ops.creation import randperm
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
            "random_split"]
@@ -144,7 +144,7 @@ def random_split(dataset, lengths, generator=None):
         lengths = _lengths_from_fractions(lengths, len(dataset))
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
-    order = _random.rng(generator).permutation(sum(lengths)).tolist()
+    order = randperm(sum(lengths), generator=generator).tolist()
     subsets, offset = [], 0
     for length in lengths:
         subsets.append(Subset(dataset, order[offset:offset + length]))

@@ -2,18 +2,18 @@
 import numpy as np
 
 from ... import random as _random
+from ...ops.creation import from_numpy, multinomial, randint, randperm
 from ...tensor import Tensor
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 
 
-def _epoch_rng(generator):
-    """The numpy Generator for one pass: ``generator``'s, or a fresh one seeded from the default generator."""
+def _epoch_generator(generator):
+    """``generator``, or as torch does without one: a fresh generator seeded from the default one."""
     if generator is not None:
-        return _random.rng(generator)
-    seed = int(_random.rng(None).integers(0, 2 ** 63 - 1))
-    return np.random.Generator(np.random.PCG64(seed))
+        return generator
+    return _random.Generator().manual_seed(_random.random_seed())
 
 
 def _check_positive_int(name, value):
@@ -61,13 +61,17 @@ class RandomSampler(Sampler):
         return len(self.data_source) if self._num_samples is None else self._num_samples
 
     def __iter__(self):
-        n, rng = len(self.data_source), _epoch_rng(self.generator)
+        """torch's order: permutations from ``randperm``, or ``randint`` in batches of 32."""
+        n = len(self.data_source)
+        generator = _epoch_generator(self.generator)
         if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+            for _ in range(self.num_samples // 32):
+                yield from randint(n, (32,), generator=generator).tolist()
+            yield from randint(n, (self.num_samples % 32,), generator=generator).tolist()
             return
         for _ in range(self.num_samples // n):
-            yield from rng.permutation(n).tolist()
-        yield from rng.permutation(n)[:self.num_samples % n].tolist()
+            yield from randperm(n, generator=generator).tolist()
+        yield from randperm(n, generator=generator).tolist()[:self.num_samples % n]
 
     def __len__(self):
         return self.num_samples
@@ -81,7 +85,7 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        for i in _epoch_rng(self.generator).permutation(len(self.indices)).tolist():
+        for i in randperm(len(self.indices), generator=self.generator).tolist():
             yield self.indices[i]
 
     def __len__(self):
@@ -109,9 +113,8 @@ class WeightedRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self):
-        p = self.weights / self.weights.sum()
-        draws = _epoch_rng(self.generator).choice(len(p), size=self.num_samples, replace=self.replacement, p=p)
-        return iter(draws.tolist())
+        draws = multinomial(from_numpy(self.weights), self.num_samples, self.replacement, generator=self.generator)
+        yield from draws.tolist()
 
     def __len__(self):
         return self.num_samples
