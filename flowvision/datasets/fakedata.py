@@ -2,13 +2,20 @@
 import numpy as np
 from PIL import Image
 
+import engine
+
 from .utils import VisionDataset
 
 __all__ = ["FakeData"]
 
 
 class FakeData(VisionDataset):
-    """``size`` random PIL images of ``image_size`` (C, H, W) with labels in [0, num_classes)."""
+    """``size`` random PIL images of ``image_size`` (C, H, W) with labels in [0, num_classes).
+
+    Item ``i`` is torchvision's: a standard normal (C, H, W) image and a label, both drawn after
+    seeding with ``i + random_offset``, the image converted to 8 bits as ``ToPILImage`` converts a
+    float tensor (times 255, truncated, wrapped modulo 256). The global generator is left untouched.
+    """
 
     def __init__(self, size=1000, image_size=(3, 224, 224), num_classes=10, transform=None,
                  target_transform=None, random_offset=0):
@@ -22,10 +29,10 @@ class FakeData(VisionDataset):
         if not -self.size <= index < self.size:
             raise IndexError(f"{type(self).__name__} index out of range")
         index %= self.size
-        rng = np.random.default_rng(index + self.random_offset)
-        pixels = rng.standard_normal(self.image_size, dtype=np.float32)
-        target = int(rng.integers(0, self.num_classes))
-        array = (np.clip(pixels, 0, 1) * 255).astype(np.uint8).transpose(1, 2, 0)
+        generator = engine.Generator().manual_seed(index + self.random_offset)
+        pixels = engine.randn(*self.image_size, generator=generator).numpy()
+        target = int(engine.randint(0, self.num_classes, (1,), generator=generator)[0])
+        array = (pixels * np.float32(255)).astype(np.int32).astype(np.uint8).transpose(1, 2, 0)
         img = Image.fromarray(array[:, :, 0] if array.shape[2] == 1 else array)
         return self._apply(img, target)
 

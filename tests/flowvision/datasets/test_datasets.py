@@ -328,3 +328,13 @@ def test_fakedata():
     with pytest.raises(IndexError):
         ds[6]
     assert "Number of datapoints: 6" in repr(ds)
+
+
+@pytest.mark.parametrize("kwargs", [{"size": 3}, {"size": 4, "image_size": (1, 17, 9), "num_classes": 3,
+                                                   "random_offset": 7}])
+def test_fakedata_items_equal_torchvision(kwargs):
+    ours, ref = fd.FakeData(**kwargs), tvd.FakeData(**kwargs)
+    for i in range(len(ours)):
+        (image, target), (ref_image, ref_target) = ours[i], ref[i]
+        assert target == ref_target and image.mode == ref_image.mode
+        np.testing.assert_array_equal(np.asarray(image), np.asarray(ref_image))
