@@ -458,15 +458,39 @@ def _gpu_train_rows(args, torch, engine, models, syncs):
     return rows + memory
 
 
+def suite_distributed(args, torch, engine):
+    """A resnet50 training step (SGD momentum) at 4 samples per process, one BLAS thread each: as
+    DistributedDataParallel on 2 processes (engine.distributed over MPI) vs one process alone, each run by
+    scripts/ddp_step_timer.py in processes of its own (target: at most 1.2x). The reference column is the
+    single process, not PyTorch."""
+    scripts = os.path.dirname(os.path.abspath(__file__))
+    timer = [os.path.join(scripts, "ddp_step_timer.py"), "--model", "resnet50", "--batch", "4",
+             "--repeat", str(args.repeat)]
+
+    def median_step(launcher):
+        out = subprocess.run(launcher + timer, stdout=subprocess.PIPE, text=True, check=True,
+                             cwd=os.path.dirname(scripts), env={**os.environ, "OMP_NUM_THREADS": "1"}).stdout
+        return json.loads(out.splitlines()[-1])["median_s"]
+
+    case = "resnet50 train step, 4 samples and 1 thread per process: DDP on 2 processes / 1 process"
+    rows = []
+    if _TIMED in (None, "torch"):
+        rows.append((case, "torch", median_step([sys.executable])))
+    if _TIMED in (None, "ours"):
+        rows.append((case, "ours", median_step([sys.executable, "-m", "engine.distributed.run",
+                                                "--nproc-per-node", "2"])))
+    return rows
+
+
 SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet, "train": suite_train,
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
           "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu,
-          "families": suite_families}
+          "families": suite_families, "distributed": suite_distributed}
 UNITS = {"memory": "MiB"}
 # suites measured in this process: memory runs each framework in a process of its own, and on the GPU the
 # frameworks' memory pools are separate
 _OWN_PROCESSES = {"memory", "gpu"}
-REFERENCES = {"onnxruntime": "ONNX Runtime"}
+REFERENCES = {"onnxruntime": "ONNX Runtime", "distributed": "one process"}
 
 
 def format_ratios(title, rows, unit="ms", reference="PyTorch"):

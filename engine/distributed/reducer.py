@@ -4,8 +4,8 @@ backward, as soon as every gradient of a bucket is ready.
 Buckets follow the parameters in reverse order (roughly the order the backward produces their
 gradients), grouped by dtype and device, up to ``bucket_cap_mb`` each (the first one to 1 MB, as torch,
 so that the first all-reduce starts early). Each parameter has a post-accumulate-grad hook: it copies
-the gradient into its bucket's flat array, and when the bucket is full, the bucket's non-blocking
-all-reduce (AVG) starts; buckets start in index order on every rank, as MPI and NCCL need. The hook
+the gradient, divided by the world size, into its bucket's flat array, and when the bucket is full,
+the bucket's non-blocking all-reduce (a sum: the average) starts; buckets start in index order on every rank, as MPI and NCCL need. The hook
 of the last gradient waits for all buckets and copies the averages back into the ``.grad`` arrays
 (keeping them, so ``nn.Graph`` and optimizers that reuse gradient arrays see the averages in place).
 
@@ -19,6 +19,7 @@ from .._device import array_module
 from ..autograd.function import AccumulateGrad
 from ..tensor import Tensor, _new
 from .collectives import all_reduce
+from .process_group import default_group
 from .reduce_op import ReduceOp
 
 #: torch's size of the first bucket
@@ -97,6 +98,9 @@ class Reducer:
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.buckets = [Bucket(ps) for ps in assign_buckets(params, bucket_cap_bytes)]
+        #: each gradient is divided by the world size as it enters its bucket, so the all-reduce's sum is
+        #: the average (as torch's DDP; dividing after would be one more pass over every gradient)
+        self.scale = 1.0 / default_group(group).size
         self.place = {id(p): (b, i) for b, bucket in enumerate(self.buckets) for i, p in enumerate(bucket.params)}
         self.sync = True  # set by each forward: False inside DistributedDataParallel.no_sync()
         self.unused = []  # parameters the last forward's graph does not reach (find_unused_parameters)
@@ -147,8 +151,10 @@ class Reducer:
         slot = bucket.slots[i]
         if not used or param.grad is None:
             slot[...] = 0
-        elif param.grad._data is not slot:
-            slot[...] = param.grad._data
+        elif param.grad._data is slot:
+            slot *= self.scale
+        else:
+            array_module(slot).multiply(param.grad._data, self.scale, out=slot)
         bucket.pending -= 1
         self._start_ready_buckets()
         if self.next_bucket == len(self.buckets):
@@ -160,7 +166,7 @@ class Reducer:
         """Start the all-reduces of the full buckets that follow the last one started."""
         while self.next_bucket < len(self.buckets) and self.buckets[self.next_bucket].pending == 0:
             bucket = self.buckets[self.next_bucket]
-            bucket.work = all_reduce(_new(bucket.flat), ReduceOp.AVG, group=self.group, async_op=True)
+            bucket.work = all_reduce(_new(bucket.flat), ReduceOp.SUM, group=self.group, async_op=True)
             self.next_bucket += 1
 
     def _progress(self):

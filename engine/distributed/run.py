@@ -5,7 +5,8 @@ through the MPI launcher (``mpiexec``: MPICH's Hydra, or Open MPI's).
     python -m engine.distributed.run --nproc-per-node 4 --hosts node1,node2 train.py   # 8 processes
 
 Each process gets torchrun's variables (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``)
-before the script starts, and ``init_process_group()`` joins them. Several hosts need the same Python
+before the script starts, and ``init_process_group()`` joins them. Unless ``OMP_NUM_THREADS`` is set,
+each process gets an equal share of this host's cores for its BLAS threads. Several hosts need the same Python
 environment and paths on each and password-less ssh between them (as MPI always does); ``--hostfile``
 takes MPI's host file instead of ``--hosts``. ``--dry-run`` prints the mpiexec command instead.
 """
@@ -91,14 +92,24 @@ def build_command(args, mpiexec, flavour):
             + [sys.executable, "-m", "engine.distributed.launch_worker"] + target + list(args.script_args))
 
 
+def thread_settings(nproc_per_node, environ=None):
+    """``OMP_NUM_THREADS`` for each process where it is not set: this host's cores shared out among its
+    processes (BLAS threads of processes that share the cores only contend; torchrun sets it to 1)."""
+    environ = os.environ if environ is None else environ
+    if "OMP_NUM_THREADS" in environ or nproc_per_node < 2:
+        return {}
+    return {"OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // nproc_per_node))}
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     mpiexec = find_mpiexec(args.mpiexec)
     command = build_command(args, mpiexec, launcher_flavour(mpiexec))
+    threads = thread_settings(args.nproc_per_node)
     if args.dry_run:
-        print(shlex.join(command))
+        print(" ".join([f"{k}={v}" for k, v in threads.items()] + [shlex.join(command)]))
         return 0
-    return subprocess.run(command).returncode
+    return subprocess.run(command, env={**os.environ, **threads}).returncode
 
 
 if __name__ == "__main__":

@@ -27,11 +27,12 @@ def require_mpi():
 
 
 def worker_env(**extra):
-    """The environment of the ranks: the repository importable, one BLAS thread each (two ranks share
+    """The environment of the ranks: the repository and test helpers importable, one BLAS thread each (two ranks share
     the cores), and no launcher variables inherited from the test's own environment."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
-    env["PYTHONPATH"] = os.pathsep.join([REPO, HERE] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    tests = os.path.dirname(os.path.dirname(HERE))  # the shared helpers (cuda_emulator)
+    env["PYTHONPATH"] = os.pathsep.join([REPO, HERE, tests] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     env.update({k: str(v) for k, v in extra.items()})
     return env

@@ -1,7 +1,10 @@
 """engine.distributed's collectives on two MPI processes: each result equals numpy's reduction over the
 ranks' inputs (float32, float64, int64; odd and zero sizes; every ReduceOp; async, views, bool,
 float16), the object collectives, bad calls refused in one line, and a group made again after
-``destroy_process_group``. One mpiexec run (rank_collectives.py) makes all results."""
+``destroy_process_group``. One mpiexec run (rank_collectives.py) per configuration makes all results:
+CPU tensors over MPI; and, on the CPU emulation of CuPy, CUDA tensors staged through the host over MPI
+and CUDA tensors over the NCCL transport (its NCCL calls answered by fake_nccl.py over MPI: the
+transport's pointers, counts, types, ops and grouped sends are checked, NCCL itself is not)."""
 import json
 import os
 
@@ -14,13 +17,21 @@ from distributed_runner import check_ok, run_ranks
 import engine.distributed as dist
 
 
-@pytest.fixture(scope="module")
-def outputs(tmp_path_factory):
+CONFIGURATIONS = [("mpi", "cpu"), ("mpi", "cuda"), ("nccl", "cuda")]
+
+
+@pytest.fixture(scope="module", params=CONFIGURATIONS, ids=["mpi-cpu", "mpi-emulated-cuda", "nccl-emulated-cuda"])
+def outputs(request, tmp_path_factory):
+    backend, device = request.param
+    if device == "cuda":
+        import cuda_emulator
+        if not cuda_emulator.available():
+            pytest.skip("emulating CUDA needs g++")
     out = tmp_path_factory.mktemp("collectives")
-    check_ok(run_ranks("rank_collectives.py", out, timeout=180))
+    check_ok(run_ranks("rank_collectives.py", out, backend, device, timeout=180))
     results = [dict(np.load(os.path.join(out, f"rank{r}.npz"))) for r in range(RANKS)]
     infos = [json.load(open(os.path.join(out, f"rank{r}.json"))) for r in range(RANKS)]
-    return results, infos
+    return results, infos, backend
 
 
 def _inputs(dtype, shape, salt=""):
@@ -55,7 +66,7 @@ CASES = [(dtype, shape) for dtype in DTYPES for shape in SHAPES]
 @pytest.mark.parametrize("dtype,shape", CASES)
 @pytest.mark.parametrize("op", OPS)
 def test_all_reduce(outputs, dtype, shape, op):
-    results, _ = outputs
+    results = outputs[0]
     expected = _reduced(_inputs(dtype, shape), op)
     for rank in range(RANKS):
         _same(results[rank][key("all_reduce", dtype, shape, op)], expected)
@@ -63,7 +74,7 @@ def test_all_reduce(outputs, dtype, shape, op):
 
 @pytest.mark.parametrize("dtype,shape", CASES)
 def test_rooted_and_gathering_collectives(outputs, dtype, shape):
-    results, _ = outputs
+    results = outputs[0]
     stack = _inputs(dtype, shape)
     for rank in range(RANKS):
         got = results[rank]
@@ -82,7 +93,7 @@ def test_rooted_and_gathering_collectives(outputs, dtype, shape):
 
 
 def test_views_bool_and_float16(outputs):
-    results, _ = outputs
+    results = outputs[0]
     views = _inputs("float32", (5, 3))
     booleans = _inputs("int64", (9,)) > 0
     halves = _inputs("float32", (6,)).astype(np.float16)
@@ -93,9 +104,9 @@ def test_views_bool_and_float16(outputs):
 
 
 def test_group_queries_objects_and_second_group(outputs):
-    _, infos = outputs
+    _, infos, backend = outputs
     for rank, info in enumerate(infos):
-        assert (info["rank"], info["size"], info["backend"], info["initialized"]) == (rank, RANKS, "mpi", True)
+        assert (info["rank"], info["size"], info["backend"], info["initialized"]) == (rank, RANKS, backend, True)
         assert info["objects"] == [{"rank": r, "text": "x" * r} for r in range(RANKS)]
         assert info["broadcast_objects"] == [1, "from rank 1"]
         assert info["after_destroy"] is False
@@ -103,7 +114,7 @@ def test_group_queries_objects_and_second_group(outputs):
 
 
 def test_bad_calls_are_refused_in_one_line(outputs):
-    _, infos = outputs
+    _, infos, backend = outputs
     errors = infos[0]["errors"]
     expected = {
         "list_length": "ValueError: all_gather: tensor_list must hold world_size=2 tensors, got 1",

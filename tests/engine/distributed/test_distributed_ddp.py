@@ -60,8 +60,8 @@ def test_eager_training_equals_one_process(eager_ranks, whole_batch_reference):
         assert info["buckets"] > 2 and info["started_before_last_gradient"] == info["buckets"] - 1
 
 
-def test_unused_parameters(eager_ranks):
-    arrays, infos = eager_ranks
+def _expected_unused_gradients():
+    """Each rank's gradients of the two-headed model in this process, averaged as DDP must."""
     local = []
     for rank in range(RANKS):
         engine.manual_seed(0)
@@ -69,14 +69,34 @@ def test_unused_parameters(eager_ranks):
         model(heads_input(rank), HEADS[rank]).backward()
         local.append({n: p.grad.numpy() if p.grad is not None else np.zeros(p.shape, np.float32)
                       for n, p in model.named_parameters()})
+    return {name: (local[0][name] + local[1][name]) / 2 for name in local[0] if not name.startswith("never.")}
+
+
+def _check_unused(arrays):
+    expected = _expected_unused_gradients()
     for rank in range(RANKS):
         got = {k.split("/", 1)[1]: v for k, v in arrays[rank].items() if k.startswith("unused/")}
-        assert sorted(got) == sorted(n for n in local[0] if not n.startswith("never."))
+        assert sorted(got) == sorted(expected)  # no rank used `never`: its gradients stay None
         for name, grad in got.items():
-            np.testing.assert_allclose(grad, (local[0][name] + local[1][name]) / 2, rtol=1e-6, atol=1e-7)
-        assert infos[rank]["unused_error"].startswith(
+            np.testing.assert_allclose(grad, expected[name], rtol=1e-6, atol=1e-7)
+
+
+def test_unused_parameters(eager_ranks):
+    arrays, infos = eager_ranks
+    _check_unused(arrays)
+    for info in infos:
+        assert info["unused_error"].startswith(
             "DistributedDataParallel: expected to have finished reduction in the prior iteration before starting "
             "a new one: ")
+
+
+def test_cuda_module_over_nccl(tmp_path):
+    """On the CPU emulation of CuPy, with fake_nccl.py answering the NCCL transport's calls."""
+    import cuda_emulator
+    if not cuda_emulator.available():
+        pytest.skip("emulating CUDA needs g++")
+    check_ok(run_ranks("rank_ddp_cuda.py", tmp_path))
+    _check_unused([dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(RANKS)])
 
 
 @pytest.mark.slow

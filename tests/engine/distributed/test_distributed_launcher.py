@@ -36,6 +36,12 @@ def test_several_hosts_commands(tmp_path):
     assert module[-4:] == ["-m", "pkg.train", "--epochs", "3"]
 
 
+def test_thread_share():
+    assert run.thread_settings(2, {"OMP_NUM_THREADS": "3"}) == {}
+    assert run.thread_settings(1, {}) == {}
+    assert run.thread_settings(2, {}) == {"OMP_NUM_THREADS": str(max(1, os.cpu_count() // 2))}
+
+
 def test_two_processes_launched(tmp_path):
     require_mpi()
     result = run_command([sys.executable, "-m", "engine.distributed.run", "--nproc-per-node", "2",
