@@ -39,18 +39,19 @@ class Work:
     (dividing a sum into an average, copying a staged result back, splitting a gathered buffer); ``on_timeout``
     runs before the timeout error is raised (NCCL aborts its communicator there)."""
 
-    def __init__(self, done, what, group, finish=None, on_timeout=None, result=()):
+    def __init__(self, done, what, group, finish=None, on_timeout=None):
         self._done = done
         self._what = what
         self._group = group
         self._finishers = [] if finish is None else [finish]
         self._on_timeout = on_timeout
-        self._result = list(result)
         self._completed = False
 
     def is_completed(self):
-        """Whether the operation has finished (without waiting); its result is in place once waited on."""
-        return self._completed or bool(self._done())
+        """Whether the operation has finished, its result in place (without waiting)."""
+        if not self._completed and self._done():
+            self._complete()
+        return self._completed
 
     def is_success(self):
         return self.is_completed()
@@ -67,30 +68,23 @@ class Work:
             if self._on_timeout is not None:
                 self._on_timeout()
             raise
+        self._complete()
+        return True
+
+    def _complete(self):
         self._completed = True
         for finish in self._finishers:
             finish()
-        return True
 
     def then(self, finish):
         """Run ``finish()`` after the ones already set, once the operation is done; returns self."""
         self._finishers.append(finish)
         return self
 
-    def result(self):
-        """The output tensors of the operation (waits for it first)."""
-        self.wait()
-        return self._result
-
     def _timeout_message(self, seconds):
         return (f"engine.distributed: {self._what} on rank {self._group.rank} of {self._group.size} did not "
                 f"complete within {seconds:g} s: another rank failed, exited or did not make the same call "
                 "(init_process_group's timeout= sets the limit)")
-
-
-def completed_work(group, what, result=()):
-    """A Work that is already done (a call with nothing to communicate)."""
-    return Work(lambda: True, what, group, result=result)
 
 
 def _seconds(timeout):

@@ -41,6 +41,11 @@ def run_cases(rank, size):
             dist.all_reduce(t, async_op=True).wait()
             results[key("all_reduce_async", dtype, shape)] = host(t)
             t = tensor(mine)
+            work = dist.broadcast(t, src=1, async_op=True)
+            while not work.is_completed():  # polled instead of waited on: the result is in place all the same
+                pass
+            results[key("broadcast_polled", dtype, shape)] = host(t)
+            t = tensor(mine)
             dist.broadcast(t, src=1)
             results[key("broadcast", dtype, shape)] = host(t)
             t = tensor(mine)

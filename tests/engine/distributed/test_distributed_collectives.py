@@ -80,6 +80,7 @@ def test_rooted_and_gathering_collectives(outputs, dtype, shape):
         got = results[rank]
         _same(got[key("all_reduce_async", dtype, shape)], _reduced(stack, "SUM"))
         _same(got[key("broadcast", dtype, shape)], stack[1])
+        _same(got[key("broadcast_polled", dtype, shape)], stack[1])
         _same(got[key("all_gather", dtype, shape)], stack)
         _same(got[key("all_gather_into_tensor", dtype, shape)], np.concatenate(list(stack)))
         big = _inputs(dtype, (RANKS * shape[0],) + shape[1:], "scatter")
