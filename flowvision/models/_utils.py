@@ -66,6 +66,15 @@ def init_mobilenet_weights(model):
             nn.init.zeros_(m.bias)
 
 
+def linear_or_identity(in_features, num_classes, bias=True):
+    """A linear layer with only its default initialisation, or an identity when ``num_classes`` is 0.
+
+    Constructors use it so that their weight-init pass initialises the classifier in module order, as
+    torchvision's do (initialising it on construction as well would draw from the random stream twice).
+    """
+    return nn.Linear(in_features, num_classes, bias=bias) if num_classes > 0 else nn.Identity()
+
+
 def classifier_linear(in_features, num_classes):
     """A final linear layer with N(0, 0.01) weights, or an identity when ``num_classes`` is 0."""
     if num_classes <= 0:

@@ -20,7 +20,7 @@ from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ..ops.stochastic_depth import StochasticDepth
 from ._features import sequential_feature_info
 from ._helpers import build_model
-from ._utils import _make_divisible
+from ._utils import _make_divisible, linear_or_identity
 from .registry import register_model
 
 __all__ = ["EfficientNet"]
@@ -137,6 +137,13 @@ class FusedMBConv(nn.Module):
         return result
 
 
+def _init_linear(linear):
+    """Uniform weights within 1/sqrt(out_features) and a zero bias."""
+    init_range = 1.0 / math.sqrt(linear.out_features)
+    nn.init.uniform_(linear.weight, -init_range, init_range)
+    nn.init.zeros_(linear.bias)
+
+
 class EfficientNet(nn.Module):
     """A strided 3x3 SiLU stem, one ``nn.Sequential`` per stage config, a 1x1 conv, pooling and a classifier.
 
@@ -180,7 +187,8 @@ class EfficientNet(nn.Module):
         self.features = nn.Sequential(*layers)
         self.feature_info = sequential_feature_info(self.features, in_chans=in_chans)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
-        self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True), self._linear(num_classes))
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True),
+                                        linear_or_identity(self.num_features, num_classes))
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out")
@@ -189,15 +197,14 @@ class EfficientNet(nn.Module):
             elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Linear):
+                _init_linear(m)
 
     def _linear(self, num_classes):
-        """The final linear layer (uniform within 1/sqrt(num_classes), zero bias), or an identity for 0 classes."""
-        if num_classes <= 0:
-            return nn.Identity()
-        linear = nn.Linear(self.num_features, num_classes)
-        init_range = 1.0 / math.sqrt(num_classes)
-        nn.init.uniform_(linear.weight, -init_range, init_range)
-        nn.init.zeros_(linear.bias)
+        """A fresh final linear layer, initialised, or an identity for 0 classes."""
+        linear = linear_or_identity(self.num_features, num_classes)
+        if num_classes > 0:
+            _init_linear(linear)
         return linear
 
     def get_classifier(self):

@@ -185,11 +185,12 @@ def _linear(in_features, num_classes):
     return nn.Linear(in_features, num_classes) if num_classes > 0 else nn.Identity()
 
 
-def _init_weights(module, std=0.1):
-    """Convolutions and linear layers from N(0, ``std``) truncated at +-2; unit/zero batch norms."""
+def _init_weights(module, std=0.1, aux_fc=None):
+    """Convolutions and linear layers from N(0, ``std``) truncated at +-2 (``aux_fc``, the auxiliary
+    head's class layer, from N(0, 0.001), in its place in module order); unit/zero batch norms."""
     for m in module.modules():
         if isinstance(m, (nn.Conv2d, nn.Linear)):
-            nn.init.trunc_normal_(m.weight, mean=0.0, std=std, a=-2, b=2)
+            nn.init.trunc_normal_(m.weight, mean=0.0, std=0.001 if m is aux_fc else std, a=-2, b=2)
         elif isinstance(m, nn.BatchNorm2d):
             nn.init.constant_(m.weight, 1)
             nn.init.constant_(m.bias, 0)
@@ -245,9 +246,7 @@ class Inception3(nn.Module):
         self.fc = _linear(2048, num_classes)
 
         if init_weights:
-            _init_weights(self)
-            if self.AuxLogits is not None:
-                _init_weights(self.AuxLogits.fc, std=0.001)
+            _init_weights(self, aux_fc=None if self.AuxLogits is None else self.AuxLogits.fc)
 
     @property
     def default_cfg(self):

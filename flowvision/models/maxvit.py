@@ -23,6 +23,7 @@ from engine.nn import functional as F
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ..ops.stochastic_depth import StochasticDepth
 from ._helpers import build_model
+from ._utils import linear_or_identity
 from .registry import register_model
 from .swin_transformer import _relative_position_index
 
@@ -325,7 +326,7 @@ class MaxVit(nn.Module):
             nn.LayerNorm(block_channels[-1]),
             nn.Linear(block_channels[-1], block_channels[-1]),
             nn.Tanh(),
-            _classifier_linear(block_channels[-1], num_classes),
+            linear_or_identity(block_channels[-1], num_classes, bias=False),
         )
         self._init_weights()
 

@@ -13,6 +13,7 @@ from engine import nn
 
 from ._features import sequential_feature_info
 from ._helpers import build_model
+from ._utils import linear_or_identity
 from .registry import register_model
 
 __all__ = ["MNASNet"]
@@ -91,6 +92,12 @@ def _stem(in_chans, stem_ch, proj_ch):
     ]
 
 
+def _init_linear(linear):
+    """Kaiming-uniform weights over the outputs (sigmoid gain) and a zero bias."""
+    nn.init.kaiming_uniform_(linear.weight, mode="fan_out", nonlinearity="sigmoid")
+    nn.init.zeros_(linear.bias)
+
+
 class MNASNet(nn.Module):
     """MNASNet-B1 with width multiplier ``alpha``; ``num_classes=0`` replaces the classifier with an identity.
 
@@ -122,7 +129,8 @@ class MNASNet(nn.Module):
         self.layers = nn.Sequential(*layers)
         self.feature_info = sequential_feature_info(self.layers, prefix="layers", in_chans=in_chans)
         self.num_features = 1280
-        self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True), self._linear(num_classes))
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True),
+                                        linear_or_identity(self.num_features, num_classes))
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
@@ -131,14 +139,14 @@ class MNASNet(nn.Module):
             elif isinstance(m, nn.BatchNorm2d):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Linear):
+                _init_linear(m)
 
     def _linear(self, num_classes):
-        """The final linear layer (kaiming-uniform over its outputs, zero bias), or an identity for 0 classes."""
-        if num_classes <= 0:
-            return nn.Identity()
-        linear = nn.Linear(self.num_features, num_classes)
-        nn.init.kaiming_uniform_(linear.weight, mode="fan_out", nonlinearity="sigmoid")
-        nn.init.zeros_(linear.bias)
+        """A fresh final linear layer, initialised, or an identity for 0 classes."""
+        linear = linear_or_identity(self.num_features, num_classes)
+        if num_classes > 0:
+            _init_linear(linear)
         return linear
 
     def _upgrade_state_dict(self, state_dict, prefix, version):

@@ -11,7 +11,7 @@ from engine.nn import functional as F
 from ..ops.misc import Conv2dNormActivation
 from ._features import sequential_feature_info
 from ._helpers import build_model
-from ._utils import _make_divisible, classifier_linear, init_mobilenet_weights
+from ._utils import _make_divisible, classifier_linear, init_mobilenet_weights, linear_or_identity
 from .registry import register_model
 
 __all__ = ["MobileNetV2"]
@@ -98,7 +98,7 @@ class MobileNetV2(nn.Module):
         self.features = nn.Sequential(*features)
         self.feature_info = sequential_feature_info(self.features, in_chans=in_chans)
         self.num_features = self.last_channel
-        self.classifier = nn.Sequential(nn.Dropout(p=dropout), classifier_linear(self.num_features, num_classes))
+        self.classifier = nn.Sequential(nn.Dropout(p=dropout), linear_or_identity(self.num_features, num_classes))
         init_mobilenet_weights(self)
 
     def get_classifier(self):

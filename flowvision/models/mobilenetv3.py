@@ -13,7 +13,7 @@ from engine import nn
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ._features import sequential_feature_info
 from ._helpers import build_model
-from ._utils import _make_divisible, classifier_linear, init_mobilenet_weights
+from ._utils import _make_divisible, classifier_linear, init_mobilenet_weights, linear_or_identity
 from .registry import register_model
 
 __all__ = ["MobileNetV3"]
@@ -112,7 +112,7 @@ class MobileNetV3(nn.Module):
             nn.Linear(lastconv_output_channels, last_channel),
             nn.Hardswish(inplace=True),
             nn.Dropout(p=dropout, inplace=True),
-            classifier_linear(self.num_features, num_classes),
+            linear_or_identity(self.num_features, num_classes),
         )
         init_mobilenet_weights(self)
 

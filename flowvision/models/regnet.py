@@ -18,7 +18,7 @@ from engine import nn
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ._helpers import build_model
-from ._utils import _make_divisible
+from ._utils import _make_divisible, linear_or_identity
 from .registry import register_model
 
 __all__ = ["RegNet"]
@@ -188,7 +188,7 @@ class RegNet(nn.Module):
         self.trunk_output = nn.Sequential(OrderedDict(stages))
         self.num_features = width
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = self._classifier(num_classes)
+        self.fc = linear_or_identity(self.num_features, num_classes)
         self._init_weights()
 
     def _init_weights(self):

@@ -95,6 +95,12 @@ def _feature_info(features, in_chans):
     return info
 
 
+def _init_final_conv(conv):
+    """N(0, 0.01) weights and a zero bias for the class conv."""
+    nn.init.normal_(conv.weight, mean=0.0, std=0.01)
+    nn.init.constant_(conv.bias, 0)
+
+
 class SqueezeNet(nn.Module):
     """The Fire trunk, then a 1x1 conv to class scores, ReLU and global average pooling (no linear layer).
 
@@ -111,26 +117,32 @@ class SqueezeNet(nn.Module):
         self.feature_info = _feature_info(self.features, in_chans)
         self.classifier = nn.Sequential(
             nn.Dropout(p=dropout),
-            self._final_conv(num_classes),
+            self._plain_final_conv(num_classes),
             nn.ReLU(inplace=True),
             nn.AdaptiveAvgPool2d((1, 1)),
         )
         self._init_weights()
 
     def _init_weights(self):
-        """Kaiming-uniform trunk convolutions with zero biases (the class conv has its own init)."""
+        """Kaiming-uniform trunk convolutions with zero biases, then the class conv's own init."""
         for m in self.features.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_uniform_(m.weight)
                 nn.init.constant_(m.bias, 0)
+        if isinstance(self.classifier[1], nn.Conv2d):
+            _init_final_conv(self.classifier[1])
 
-    def _final_conv(self, num_classes):
-        """The 1x1 class conv, N(0, 0.01) weights and zero bias; an identity when ``num_classes`` is 0."""
+    def _plain_final_conv(self, num_classes):
+        """The 1x1 class conv with only its default init; an identity when ``num_classes`` is 0."""
         if num_classes <= 0:
             return nn.Identity()
-        conv = nn.Conv2d(self.num_features, num_classes, kernel_size=1)
-        nn.init.normal_(conv.weight, mean=0.0, std=0.01)
-        nn.init.constant_(conv.bias, 0)
+        return nn.Conv2d(self.num_features, num_classes, kernel_size=1)
+
+    def _final_conv(self, num_classes):
+        """A fresh 1x1 class conv, N(0, 0.01) weights and zero bias; an identity when ``num_classes`` is 0."""
+        conv = self._plain_final_conv(num_classes)
+        if num_classes > 0:
+            _init_final_conv(conv)
         return conv
 
     def get_classifier(self):

@@ -9,6 +9,7 @@ from engine import nn
 
 from ._features import sequential_feature_info
 from ._helpers import build_model
+from ._utils import linear_or_identity
 from .registry import register_model
 
 __all__ = ["VGG", "make_layers"]
@@ -60,7 +61,7 @@ class VGG(nn.Module):
             nn.Linear(4096, 4096),
             nn.ReLU(True),
             nn.Dropout(p=dropout),
-            self._linear(num_classes),
+            linear_or_identity(self.num_features, num_classes),
         )
         if init_weights:
             self._init_weights()

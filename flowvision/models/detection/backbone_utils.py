@@ -83,16 +83,20 @@ def _resnet_fpn_extractor(backbone, trainable_layers, returned_layers=None, extr
                            norm_layer=norm_layer)
 
 
-def _resnet50_fpn(weights, weights_backbone, progress, trainable_backbone_layers, trainable_bn=False, **fpn_kwargs):
+def _resnet50_fpn(weights, weights_backbone, progress, trainable_backbone_layers, trainable_bn=False,
+                  make_extra_blocks=None, **fpn_kwargs):
     """The ResNet-50-FPN of a detection builder: 3 of 5 stages trainable by default when any weights load.
 
     v1 models (``trainable_bn=False``) freeze BatchNorm when any weights load; v2 ones keep it trainable.
-    ``fpn_kwargs`` go to ``_resnet_fpn_extractor`` (returned_layers, extra_blocks, norm_layer).
+    ``fpn_kwargs`` go to ``_resnet_fpn_extractor`` (returned_layers, norm_layer); ``make_extra_blocks``
+    builds its extra blocks after the ResNet, in torchvision's order of random initialisation.
     """
     is_trained = weights is not None or weights_backbone is not None
     trainable_backbone_layers = _validate_trainable_layers(is_trained, trainable_backbone_layers, 5, 3)
     norm_layer = FrozenBatchNorm2d if is_trained and not trainable_bn else nn.BatchNorm2d
     backbone = resnet.resnet50(weights=weights_backbone, progress=progress, norm_layer=norm_layer)
+    if make_extra_blocks is not None:
+        fpn_kwargs["extra_blocks"] = make_extra_blocks()
     return _resnet_fpn_extractor(backbone, trainable_backbone_layers, **fpn_kwargs)
 
 

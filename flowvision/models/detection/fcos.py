@@ -20,7 +20,7 @@ __all__ = ["FCOS", "FCOSHead", "FCOSClassificationHead", "FCOSRegressionHead"]
 
 
 def _norm_tower(in_channels, num_convs, norm_layer):
-    """``num_convs`` x (3x3 conv, norm, ReLU) as one flat Sequential, weights N(0, 0.01), zero biases."""
+    """``num_convs`` x (3x3 conv, norm, ReLU) as one flat Sequential (convolutions not yet re-initialised)."""
     if norm_layer is None:
         norm_layer = partial(nn.GroupNorm, 32)
     conv = []
@@ -28,12 +28,15 @@ def _norm_tower(in_channels, num_convs, norm_layer):
         conv.append(nn.Conv2d(in_channels, in_channels, kernel_size=3, stride=1, padding=1))
         conv.append(norm_layer(in_channels))
         conv.append(nn.ReLU())
-    conv = nn.Sequential(*conv)
+    return nn.Sequential(*conv)
+
+
+def _init_tower(conv):
+    """N(0, 0.01) weights and zero biases for a tower's convolutions."""
     for layer in conv.children():
         if isinstance(layer, nn.Conv2d):
             nn.init.normal_(layer.weight, std=0.01)
             nn.init.constant_(layer.bias, 0)
-    return conv
 
 
 def _centered_probabilities(outputs):
@@ -113,6 +116,7 @@ class FCOSClassificationHead(nn.Module):
         self.num_classes = num_classes
         self.num_anchors = num_anchors
         self.conv = _norm_tower(in_channels, num_convs, norm_layer)
+        _init_tower(self.conv)
         self.cls_logits = _prior_logits(in_channels, num_anchors, num_classes, prior_probability)
 
     def forward(self, x):
@@ -130,6 +134,7 @@ class FCOSRegressionHead(nn.Module):
         for layer in [self.bbox_reg, self.bbox_ctrness]:
             nn.init.normal_(layer.weight, std=0.01)
             nn.init.zeros_(layer.bias)
+        _init_tower(self.conv)  # after the outputs, in torchvision's order of random initialisation
 
     def forward(self, x):
         all_bbox_regression, all_bbox_ctrness = [], []
@@ -242,7 +247,7 @@ def fcos_resnet50_fpn(pretrained=False, progress=True, *, weights=None, num_clas
     weights, num_classes, weights_backbone = resolve_detection_args(
         "fcos_resnet50_fpn", pretrained, weights, num_classes, weights_backbone, pretrained_backbone)
     backbone = _resnet50_fpn(weights, weights_backbone, progress, trainable_backbone_layers, returned_layers=[2, 3, 4],
-                             extra_blocks=LastLevelP6P7(256, 256))
+                             make_extra_blocks=partial(LastLevelP6P7, 256, 256))
     model = FCOS(backbone, num_classes, **kwargs)
     model.default_cfg = {"classifier": ("head.classification_head.cls_logits",)}
     return finish_detection_model(model, weights, progress, checkpoint_path)

@@ -231,7 +231,8 @@ def _retinanet_resnet50_fpn(variant, pretrained, progress, weights, num_classes,
     weights, num_classes, weights_backbone = resolve_detection_args(
         variant, pretrained, weights, num_classes, weights_backbone, pretrained_backbone)
     backbone = _resnet50_fpn(weights, weights_backbone, progress, trainable_backbone_layers, trainable_bn=v2,
-                             returned_layers=[2, 3, 4], extra_blocks=LastLevelP6P7(2048 if v2 else 256, 256))
+                             returned_layers=[2, 3, 4],
+                             make_extra_blocks=partial(LastLevelP6P7, 2048 if v2 else 256, 256))
     if v2:
         anchor_generator = _default_anchorgen()
         head = RetinaNetHead(backbone.out_channels, anchor_generator.num_anchors_per_location()[0], num_classes,
