@@ -119,17 +119,25 @@ class BatchNorm3d(_BatchNorm):
 
 
 class SyncBatchNorm(_BatchNorm):
-    """Batch norm over (N, C, ...) inputs whose statistics torch averages over a process group in training.
-
-    The engine has no process groups yet (no ``engine.distributed``), so it normalises as BatchNorm does,
-    on any device: what torch's does outside an initialised process group (torch only asks for a GPU
-    input when it synchronises). ``process_group`` is kept for that future.
+    """Batch norm over (N, C, ...) inputs whose statistics, in training, are those of the whole batch over a
+    process group (``engine.distributed``: MPI for CPU tensors, NCCL for CUDA ones). Outside an initialised
+    group of two or more ranks it normalises as BatchNorm does, as torch's does.
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
                  process_group=None, device=None, dtype=None, *, bias=True):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
         self.process_group = process_group
+
+    def forward(self, input):
+        """BatchNorm's, except in training inside a process group of two or more ranks: there the batch
+        statistics are those of all the ranks' samples together (``engine/distributed/sync_batch_norm.py``)."""
+        from ... import distributed
+        if self.training and distributed.is_initialized() and distributed.get_world_size(self.process_group) > 1:
+            from ...distributed.sync_batch_norm import forward_synchronised
+            self._check_input_dim(input)
+            return forward_synchronised(self, input)
+        return super().forward(input)
 
     def _check_input_dim(self, input):
         if input.dim() < 2:
