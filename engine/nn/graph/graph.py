@@ -248,6 +248,10 @@ class Graph:
         if self.training:
             self._backward_eager(tracer, grad_scale)
             plan.plan_liveness()
+            hooked = sum(bool(p._post_accumulate_grad_hooks) for m in self._modules.values() for p in m.parameters())
+            if hooked:
+                plan.log.append(f"backward: the post-accumulate-grad hooks of {hooked} parameters run in each "
+                                "replay (DistributedDataParallel's gradient all-reduces)")
             if leaves and backends.runtime(leaves[0].device).prepare_backward():
                 plan.log.append("retain_freed_memory: freed blocks stay in the process for the next step")
         else:

@@ -71,6 +71,7 @@ def train_graph(rank, info):
         step(rank_part(images, rank), rank_part(labels, rank))
     info["graph_plans"] = step.num_compiled
     info["graph_broadcasts"] = sum(op.name() == "BroadcastInPlace" for plan in step._plans.values() for op in plan.ops)
+    info["graph_log"] = [line for plan in step._plans.values() for line in plan.log]
     return state(model.module)
 
 

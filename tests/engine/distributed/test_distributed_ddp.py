@@ -107,3 +107,5 @@ def test_no_sync_accumulation_and_graph_equal_one_process(tmp_path_factory, whol
     for info in infos:
         assert info["graph_plans"] == 1
         assert info["graph_broadcasts"] == 1  # the buffers' broadcast is an op of the compiled step
+        assert ("backward: the post-accumulate-grad hooks of 62 parameters run in each replay "
+                "(DistributedDataParallel's gradient all-reduces)") in info["graph_log"]
