@@ -63,12 +63,12 @@ class Generator:
         data = new_state.numpy() if hasattr(new_state, "numpy") else new_state
         data = np.ascontiguousarray(data, dtype=np.uint8).tobytes() if not isinstance(data, bytes) else data
         try:
-            seed, key, position, double_normal, float_normal = _state.unpack(data)
+            seed, key, position, fresh, double_normal, float_normal = _state.unpack(data)
         except ValueError as error:
             raise RuntimeError(str(error)) from None
         self._seed = seed
         self._bits.state = _state.numpy_state(key, position)
-        self._fresh = position == _state.WORDS
+        self._fresh = fresh
         self.next_double_normal = double_normal
         self.next_float_normal = float_normal
         return self
@@ -83,8 +83,7 @@ class Generator:
         self._fresh = False
         return self._numpy.integers(0, _UINT64 - 1, count, dtype=np.uint64, endpoint=True)
 
-    @property
-    def numpy(self):
+    def numpy_generator(self):
         """A numpy ``Generator`` drawing from this generator's stream (for samplers torch does not have)."""
         self._fresh = False
         return self._numpy
@@ -128,6 +127,7 @@ def device_rng(device, generator=None):
 def manual_seed(seed):
     """Seed the default generator and the GPUs': initialisation, dropout and random creation become
     reproducible, and equal to PyTorch's after ``torch.manual_seed`` with the same seed."""
+    seed = _seed_value(seed)
     seed_cuda(seed)
     return default_generator.manual_seed(seed)
 
@@ -156,7 +156,7 @@ def generator_or_default(generator=None):
 
 def rng(generator=None):
     """A numpy Generator drawing from ``generator``'s stream (or the default one's)."""
-    return generator_or_default(generator).numpy
+    return generator_or_default(generator).numpy_generator()
 
 
 def random_seed(generator=None):

@@ -45,7 +45,8 @@ def pack(seed, key, position, fresh, double_normal, float_normal):
 
 
 def unpack(data):
-    """(seed, key, position, double_normal, float_normal) from torch's state bytes; ValueError if invalid."""
+    """(seed, key, position, fresh, double_normal, float_normal) from torch's state bytes (``fresh``:
+    seeded and not drawn from); ValueError if invalid."""
     if len(data) != STATE_BYTES:
         raise ValueError(f"Expected a CPUGeneratorImplState of size {STATE_BYTES} but found the input RNG "
                          f"state size to be {len(data)}")
@@ -54,5 +55,5 @@ def unpack(data):
         raise ValueError("Invalid mt19937 state")
     key = np.frombuffer(data, "<u8", WORDS, _WORDS_AT).astype(np.uint32)
     _, double_normal, _, double_valid, float_normal, float_valid = _NORMAL.unpack_from(data, _NORMAL_AT)
-    return (seed, key, 1 + WORDS - left, double_normal if double_valid else None,
+    return (seed, key, 1 + WORDS - left, left == 1 and next_word == 0, double_normal if double_valid else None,
             float_normal if float_valid else None)

@@ -63,6 +63,7 @@ def test_state_bytes_after_draws_and_across_twists(draws):
     engine.rand(draws, generator=ours)
     torch.rand(draws, generator=ref)
     assert_same(ours.get_state(), ref.get_state())
+    assert_same(engine.Generator().set_state(ref.get_state()).get_state(), ref.get_state())
 
 
 def test_torch_state_continues_on_engine_and_back():
