@@ -16,6 +16,7 @@ from .serialization import load, save  # noqa: F401
 from . import autograd, cuda, linalg, nn, ops, optim, utils  # noqa: F401
 from . import accelerator  # noqa: F401  (after cuda, which it wraps)
 from . import multiprocessing  # noqa: F401  (after nn: registers how tensors cross processes)
+from . import distributed, onnx  # noqa: F401  (reachable after ``import engine``, as torch's)
 from .backends.determinism import (are_deterministic_algorithms_enabled,  # noqa: F401
                                   is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
 from .backends.float32_precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401
