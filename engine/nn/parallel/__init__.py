@@ -1,4 +1,5 @@
-"""``engine.nn.parallel``: ``DataParallel`` (one GPU, or none) and the name ``DistributedDataParallel``."""
+"""``engine.nn.parallel``: ``DataParallel`` (one GPU, or none) and ``DistributedDataParallel`` (one process
+per replica over ``engine.distributed``)."""
 from .data_parallel import DataParallel, data_parallel
 from .distributed import DistributedDataParallel
 
