@@ -987,12 +987,21 @@ register_method(_reflect(pow), "__rpow__")
 register_method(neg, "__neg__")
 register_method(lambda self: self, "__pos__")
 register_method(abs, "__abs__")
-register_method(eq, "__eq__")
-register_method(ne, "__ne__")
-register_method(lt, "__lt__")
-register_method(le, "__le__")
-register_method(gt, "__gt__")
-register_method(ge, "__ge__")
+
+
+def _comparison_method(op):
+    """``op`` as an operator method: NotImplemented for an operand it refuses, as torch's operators do,
+    so that Python falls back (``t == None`` is False, ``t < None`` a TypeError from Python)."""
+    def method(self, other):
+        try:
+            return op(self, other)
+        except TypeError:
+            return NotImplemented
+    return method
+
+
+for _op, _dunder in ((eq, "__eq__"), (ne, "__ne__"), (lt, "__lt__"), (le, "__le__"), (gt, "__gt__"), (ge, "__ge__")):
+    register_method(_comparison_method(_op), _dunder)
 register_method(bitwise_and, "__and__")
 register_method(_reflect(bitwise_and), "__rand__")
 register_method(bitwise_or, "__or__")

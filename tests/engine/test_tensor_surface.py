@@ -277,3 +277,13 @@ def test_one_hot_through_range_index():
             return (x * target).sum(1)
         return run
     check_op(fill(engine), fill(torch), [randn(5, 4)])
+
+
+def test_comparison_operators_fall_back_as_torchs():
+    """``t == None`` is False and ``t < None`` Python's TypeError, as in torch (``iter(queue.get, None)``)."""
+    for lib in (torch, engine):
+        t = lib.ones(2)
+        assert (t == None) is False and (t != None) is True and (t == "a") is False  # noqa: E711
+        with pytest.raises(TypeError, match="'<' not supported between instances of 'Tensor' and 'NoneType'"):
+            t < None
+    assert (engine.ones(2) == 1).tolist() == [True, True]
