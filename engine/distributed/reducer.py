@@ -106,11 +106,8 @@ class Reducer:
         self.unused = []  # parameters the last forward's graph does not reach (find_unused_parameters)
         self.ready = set()
         self.next_bucket = 0
-        self.handles = [p.register_post_accumulate_grad_hook(self._on_gradient) for p in params]
-
-    def remove_hooks(self):
-        for handle in self.handles:
-            handle.remove()
+        for p in params:
+            p.register_post_accumulate_grad_hook(self._on_gradient)
 
     # ---- each forward ----------------------------------------------------------------------------
     def prepare(self, outputs, sync):

@@ -19,8 +19,8 @@ from .device_transfer import to_device
 
 class DistributedDataParallel(Module):
     """Data-parallel training over ``engine.distributed``'s default process group (torch's signature;
-    ``device_ids`` holds at most the one GPU of a CUDA module, ``dim``, ``output_device`` and
-    ``static_graph`` are kept as given)."""
+    ``device_ids`` holds at most the one GPU of a CUDA module; ``dim``, ``output_device`` and
+    ``static_graph`` are kept as given and ``check_reduction``, deprecated in torch, is ignored)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  process_group=None, bucket_cap_mb=None, find_unused_parameters=False, check_reduction=False,
