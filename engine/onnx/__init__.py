@@ -1,8 +1,15 @@
 """ONNX export of engine models (``engine.onnx.export``, as ``torch.onnx.export``).
 
-The model is traced with ``nn.Graph``'s tracer; each recorded op is written as ONNX nodes through the
-op table (``table.py`` and the ``ops_*`` converters), with eval BatchNorm folded into convolutions and
-ops on constants computed at export time (``folding.py``). Needs the optional ``onnx`` package
+The model is traced with ``nn.Graph``'s tracer (``capture.py``), twice, and what differs between the two
+runs (``variation.py``) says which sizes and op parameters follow the input; each recorded op is written
+as ONNX nodes through the op table (``table.py`` and the ``ops_*`` converters; ``detection.py``: RoIAlign
+and NMS), with eval BatchNorm folded into convolutions and ops on constants computed at export time
+(``folding.py``). Indexing by traced tensors and ``nonzero`` are recorded ops (engine/ops/tensor_index.py),
+so data-dependent numbers of values (detections) stay dynamic.
+
+Limits: Python control flow on values, or on sizes that differ between the runs, is refused (Keypoint R-CNN's
+per-box keypoint decoding); a data-dependent number that is the same in both runs (detections at their cap
+both times) is written as a fixed size where an op needs it as a number. Needs the optional ``onnx`` package
 (``pip install flowvision[onnx]``).
 """
 from .errors import ExportError, OnnxNotInstalledError, UnsupportedOperatorError

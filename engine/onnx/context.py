@@ -97,10 +97,16 @@ class OpContext:
         return self.cast(name, self.in_dtype(i), dtype)
 
     def _varying_tensor(self, i):
-        """A constant tensor whose shape follows the input but whose values are equal along the changing
-        axes (``torch.zeros(batch, ...)``): one slice of it, expanded to the runtime shape."""
+        """A constant tensor whose shape follows the input: ``arange(n)`` as a ``Range`` to the runtime n, or one
+        whose values are equal along the changing axes (``torch.zeros(batch, ...)``) as one slice of it expanded
+        to the runtime shape."""
         a, b = (t._data for t in self._varying[("args", i)])
         self.claimed.add(("args", i))
+        if _is_range(a) and _is_range(b):
+            size = self.dim((len(a), len(b)), f"the length of its argument {i} (an arange)")
+            count = self.g.node("Squeeze", [size, self.g.ints([0])])
+            zero, one = self.g.constant(np.int64(0)), self.g.constant(np.int64(1))
+            return self.cast(self.g.node("Range", [zero, count, one]), np.int64, a.dtype)
         axes = [k for k, (m, n) in enumerate(zip(a.shape, b.shape)) if m != n] if a.ndim == b.ndim else []
         first = _first_along(a, axes) if axes else None
         if first is None or not np.array_equal(first, _first_along(b, axes)):
@@ -234,3 +240,8 @@ def _first_along(array, axes):
         return None
     first = np.ascontiguousarray(array[tuple(slice(0, 1) if k in axes else slice(None) for k in range(array.ndim))])
     return first if np.array_equal(np.broadcast_to(first, array.shape), array) else None
+
+
+def _is_range(array):
+    """Whether ``array`` is 0, 1, ..., n - 1 (an ``arange`` made in the model's Python)."""
+    return array.ndim == 1 and array.dtype.kind in "iuf" and bool(np.array_equal(array, np.arange(len(array))))

@@ -42,9 +42,9 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
         input_names = _names(input_names, len(capture.inputs), "input")
         output_names = _names(output_names, len(capture.output_leaves), "output")
         axes_in, axes_out = _dynamic_axes(dynamic_axes, input_names, output_names, capture)
-        probe_args, what = _probe(args, axes_in, input_names)
-        probe = _run_probe(model, call, probe_args, what)
+        probe, what = _run_probe(model, call, args, axes_in, input_names)
     variation = Variation(capture, probe, what)
+    _check_untraced_outputs(capture, probe, output_names, what)
     graph = OnnxGraph(onnx, opset, _tensor_names(model))
     for name in input_names + output_names:
         graph.reserve(name)
@@ -131,9 +131,10 @@ def _dynamic_axes(dynamic_axes, input_names, output_names, capture):
     return axes_in, axes_out
 
 
-def _probe(args, axes_in, input_names):
-    """The arguments of the second trace: new random values (seeded, in each input's range) and, along the
-    dynamic axes, new sizes (+1 for axis 0, more for others, equal for axes sharing a name)."""
+def _probe(args, axes_in, input_names, perturb):
+    """The arguments of the second trace: new values (seeded: random in each input's range, or with ``perturb``
+    the input's own values moved by up to 1%) and, along the dynamic axes, new sizes (+1 for axis 0, more for
+    others, equal for axes sharing a name)."""
     leaves = []
     spec = _flatten(args, leaves)
     rng = np.random.default_rng(0)
@@ -147,19 +148,23 @@ def _probe(args, axes_in, input_names):
             shape[axis] += delta
         if shape != list(t.shape):
             changes.append(f"'{input_names[k]}' of size {shape}")
-        probe.append(_new(_random_like(rng, t._data, shape)))
+        probe.append(_new(_new_values(rng, t._data, shape, perturb)))
     what = "other input values" + (f" and sizes ({', '.join(changes)})" if changes else "")
     return _unflatten(spec, probe), what
 
 
-def _random_like(rng, array, shape):
-    """Random values of ``array``'s dtype and range (floats uniform in [min, max]) with the given shape."""
+def _new_values(rng, array, shape, perturb):
+    """Values of ``array``'s dtype for the probe with the given shape: floats uniform in the array's range (or,
+    with ``perturb``, its values (tiled to the shape) times 1 + U(-0.01, 0.01)), integers and booleans random."""
     host = np.asarray(array)
     lo, hi = (float(host.min()), float(host.max())) if host.size else (0.0, 1.0)
     if host.dtype == np.bool_:
         values = rng.random(shape) < 0.5
     elif host.dtype.kind in "iu":
         values = rng.integers(int(lo), int(hi) + 1, size=shape)
+    elif perturb:
+        tiled = np.resize(host, shape) if host.size else np.zeros(shape, host.dtype)
+        values = tiled * (1 + rng.uniform(-0.01, 0.01, size=shape))
     else:
         if lo == hi:
             lo, hi = lo - 1.0, hi + 1.0
@@ -171,15 +176,32 @@ def _random_like(rng, array, shape):
     return values
 
 
-def _run_probe(model, call, probe_args, what):
-    try:
-        return run_traced(model, call, probe_args)
-    except ExportError:
-        raise
-    except Exception as e:  # the model refuses the probe's sizes: those axes cannot be dynamic
-        message = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ExportError(f"engine.onnx.export: the model fails on {what} ({type(e).__name__}: {message}); "
-                          "drop those dynamic axes") from None
+def _run_probe(model, call, args, axes_in, input_names):
+    """The probe's capture and a description of what changed: fresh random values first; where the model
+    refuses those (inputs with structure, such as box coordinates or indices), its own values perturbed."""
+    for perturb in (False, True):
+        probe_args, what = _probe(args, axes_in, input_names, perturb)
+        try:
+            return run_traced(model, call, probe_args), what
+        except ExportError:
+            raise
+        except Exception as e:
+            failure = e
+    message = str(failure).splitlines()[0] if str(failure) else type(failure).__name__
+    advice = "; drop those dynamic axes" if axes_in else ""
+    raise ExportError(f"engine.onnx.export: the model fails on {what} ({type(failure).__name__}: {message}){advice}")
+
+
+def _check_untraced_outputs(capture, probe, output_names, what):
+    """An output no traced op computed is written as a constant: refuse one whose value follows the input
+    (computed from raw arrays, outside the ops a trace records)."""
+    for k, slot in enumerate(capture.output_slots):
+        if slot is not None:
+            continue
+        a, b = capture.output_leaves[k]._data, probe.output_leaves[k]._data
+        if a.shape != b.shape or not np.array_equal(np.asarray(a), np.asarray(b)):
+            raise ExportError(f"engine.onnx.export: output '{output_names[k]}' is computed outside the ops a trace "
+                              f"records (from raw arrays) and differs for {what}; compute it with engine ops")
 
 
 def _tensor_names(model):
@@ -219,6 +241,7 @@ def _model(onnx, graph, conversion, input_names, output_names, axes_in, axes_out
         dtype = capture.dtypes[slot] if slot is not None else capture.output_leaves[k]._data.dtype
         dims = _output_dims(name, shape, slot, variation, dim_names, axes_out.get(k, {}))
         outputs.append(helper.make_tensor_value_info(name, graph.elem_type(dtype), dims))
+    graph.schedule(output_names)
     body = helper.make_graph(graph.nodes, "engine_export", inputs, outputs, graph.initializers)
     opsets = [helper.make_opsetid("", graph.opset)]
     return helper.make_model(body, opset_imports=opsets, producer_name="flowvision engine.onnx",

@@ -97,3 +97,23 @@ class OnnxGraph:
 
     def produced(self, name):
         return any(name in node.output for node in self.nodes)
+
+    def schedule(self, outputs):
+        """Order the nodes depth-first from the outputs, each input's producers before the node and the first
+        input's before the second's (as torch's exporter orders a residual block: the branch that feeds the
+        add first); a value is then computed close to where it is read. Nodes nothing reads are dropped."""
+        producer = {name: node for node in self.nodes for name in node.output}
+        ordered, done = [], set()
+        for output in outputs:
+            stack = [(producer.get(output), False)]
+            while stack:
+                node, expanded = stack.pop()
+                if node is None or id(node) in done:
+                    continue
+                if expanded:
+                    done.add(id(node))
+                    ordered.append(node)
+                    continue
+                stack.append((node, True))
+                stack.extend((producer.get(name), False) for name in reversed(node.input))
+        self.nodes = ordered

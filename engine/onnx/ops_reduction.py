@@ -90,10 +90,13 @@ def arg_extreme(ctx):
 
 @converts(sorting.TopK)
 def topk(ctx):
-    """``TopK`` (sorted; ONNX Runtime orders ties by index, as the engine's stable sort does)."""
+    """``TopK`` (sorted; ONNX Runtime orders ties by index, as the engine's stable sort does), k at most the axis'
+    size at run time: ``min(k, n)`` in the model's Python is decided again for the run's n (a number of
+    candidates that follows the data can be smaller on another input than in both traces)."""
     axis = ctx.state["axis"]
     k = ctx.varying("state", "k")
     count = ctx.dim(k, "k") if k is not None else ctx.g.ints([ctx.state["k"]])
+    count = ctx.g.node("Min", [count, ctx.shape_of(ctx.input(0), axis, axis + 1)])
     values, indices = ctx.g.node("TopK", [ctx.input(0), count], outputs=2, axis=axis,
                                  largest=int(ctx.state["largest"]), sorted=1)
     if ctx.state.get("squeeze"):

@@ -1,5 +1,5 @@
-"""Converters of the shape and indexing ops: reshape, permute, expand, repeat, cat, stack, split, basic and
-advanced indexing, flip, roll, pad, gather and index_select.
+"""Converters of the shape ops: reshape, permute, expand, repeat, cat, stack, split, basic indexing, flip,
+roll and pad.
 
 A traced reshape holds concrete sizes; a size that follows a dynamic input dimension is written as 0
 (copy the input's) when it is that same dimension, as -1 when it is the only one left, and otherwise
@@ -8,7 +8,8 @@ computed from the runtime shape (``OpContext.ints``).
 import numpy as np
 
 from ..nn.functional.padding import Pad
-from ..ops import indexing, shape as sh
+from ..nn.graph.plan import SLOT
+from ..ops import shape as sh
 from .table import converts
 
 _BIG = 2 ** 62
@@ -20,18 +21,32 @@ def _dim_pair(ctx, i, axis):
     return ctx.conversion.capture.shapes[slot][axis], ctx.conversion.variation.b.shapes[slot][axis]
 
 
+def _same_size(ctx, in_shape, axis, varying, k):
+    """Whether entry ``k`` of a target shape is the size of input 0's dim ``axis`` in both traces (fixed in both,
+    or following the input the same way)."""
+    dynamic = ctx.kind(0) == SLOT and axis in ctx.dynamic(0)
+    if k in varying:
+        return dynamic and _dim_pair(ctx, 0, axis) == varying[k]
+    return not dynamic
+
+
 @converts(sh.Reshape)
 def reshape(ctx):
+    """The leading sizes equal to the input's are copied (0) even when they did not change between the traces
+    (a batch of detections capped at the same number twice can be smaller on another input, as torch's traced
+    ``x.view(x.size(0), -1)`` would follow it); of the other sizes that follow the input, a single one is -1 and
+    more are computed at run time."""
     target = list(ctx.state["shape"])
+    in_shape = ctx.in_shape(0)
     varying = {path[0]: pair for path, pair in ctx.varying_under("state", "shape").items()}
+    has_zero = 0 in target or 0 in in_shape
     entries = list(target)
-    left = {}
-    has_zero = 0 in target
-    for k, pair in sorted(varying.items()):
-        if not has_zero and k < len(ctx.in_shape(0)) and k in ctx.dynamic(0) and _dim_pair(ctx, 0, k) == pair:
-            entries[k] = 0
-        else:
-            left[k] = pair
+    copied = 0
+    while (not has_zero and copied < min(len(target), len(in_shape)) and target[copied] == in_shape[copied]
+           and _same_size(ctx, in_shape, copied, varying, copied)):
+        entries[copied] = 0
+        copied += 1
+    left = {k: pair for k, pair in varying.items() if k >= copied}
     if len(left) == 1 and not has_zero:
         entries[next(iter(left))] = -1
         shape = ctx.g.ints(entries)
@@ -49,17 +64,19 @@ def permute(ctx):
 
 @converts(sh.Expand)
 def expand(ctx):
-    """``Expand`` broadcasts both ways: a size that follows the input's own dimension is written as 1."""
+    """``Expand`` broadcasts both ways: a size equal to the input's own (following the input or not) is written
+    as 1, so it keeps the input's size at run time."""
     target = list(ctx.state["shape"])
     varying = {path[0]: pair for path, pair in ctx.varying_under("state", "shape").items()}
-    offset = len(target) - len(ctx.in_shape(0))
+    in_shape = ctx.in_shape(0)
+    offset = len(target) - len(in_shape)
     left = {}
-    for k, pair in varying.items():
+    for k in range(len(target)):
         axis = k - offset
-        if axis >= 0 and axis in ctx.dynamic(0) and _dim_pair(ctx, 0, axis) == pair:
+        if axis >= 0 and target[k] == in_shape[axis] and _same_size(ctx, in_shape, axis, varying, k):
             target[k] = 1
-        else:
-            left[k] = pair
+        elif k in varying:
+            left[k] = varying[k]
     return ctx.g.node("Expand", [ctx.input(0), ctx.ints(None, target, pairs=left)])
 
 
@@ -75,8 +92,12 @@ def repeat(ctx):
 
 @converts(sh.Cat)
 def cat(ctx):
+    """``Concat`` of every input of the output's rank, empty ones too (the engine skips legacy empty 1-d
+    inputs; which ones are empty can follow the data, and ONNX concatenates empty tensors as they are)."""
     dtype = ctx.state["dtype"]
-    parts = [ctx.input(i, dtype) for i, skip in enumerate(ctx.state["skip"]) if not skip]
+    ctx.varying_under("state", "skip")
+    rank = len(ctx.out_shape())
+    parts = [ctx.input(i, dtype) for i in range(ctx.n_args()) if len(ctx.in_shape(i)) == rank]
     if len(parts) == 1:
         return ctx.g.node("Identity", parts)
     return ctx.g.node("Concat", parts, axis=ctx.state["dim"])
@@ -135,17 +156,27 @@ def slice_(ctx):
     items = key[:at] + [slice(None)] * (rank - used) + key[at + 1:]
     paths = list(range(at)) + [None] * (rank - used) + list(range(at + 1, len(key)))
     varying = ctx.varying_under("state", "key")
+    pairs = [varying.get((path,)) if path is not None else None for path in paths]
+    y = basic_index(ctx, ctx.input(0), items, pairs)
+    return y if y != ctx.input(0) else ctx.g.node("Identity", [y])
+
+
+def basic_index(ctx, x, items, pairs):
+    """``x[items]`` for ints, slices and Nones covering every dim of ``x`` (``pairs[k]``: item k's values in
+    the two traces when it follows the input, else None)."""
     starts, ends, axes, steps, squeeze, unsqueeze = [], [], [], [], [], []
     axis = out_axis = 0
-    for item, path in zip(items, paths):
+    for item, pair in zip(items, pairs):
         if item is None:
             unsqueeze.append(out_axis)
             out_axis += 1
             continue
-        pair = varying.get((path,)) if path is not None else None
         if isinstance(item, int):
             start = _index_value(ctx, item, pair, axis)
-            end = ctx.g.ints([_BIG]) if item == -1 else ctx.g.node("Add", [start, ctx.g.ints([1])])
+            if pair is None:
+                end = ctx.g.ints([_BIG if item == -1 else item + 1])
+            else:
+                end = ctx.g.node("Add", [start, ctx.g.ints([1])])
             starts.append(start)
             ends.append(end)
             axes.append(axis)
@@ -161,15 +192,13 @@ def slice_(ctx):
         else:
             out_axis += 1
         axis += 1
-    y = ctx.input(0)
+    y = x
     if axes:
         y = ctx.g.node("Slice", [y, _concat(ctx, starts), _concat(ctx, ends), ctx.g.ints(axes), ctx.g.ints(steps)])
     if squeeze:
         y = ctx.squeeze(y, squeeze)
     if unsqueeze:
         y = ctx.unsqueeze(y, unsqueeze)
-    if y == ctx.input(0):
-        y = ctx.g.node("Identity", [y])
     return y
 
 
@@ -255,45 +284,3 @@ def pad(ctx):
     if mode == "constant":
         inputs.append(ctx.scalar(ctx.state["value"], ctx.in_dtype(0)))
     return ctx.g.node("Pad", inputs, mode=modes[mode])
-
-
-# ---- advanced indexing and gathers ---------------------------------------------------------------
-@converts(indexing.AdvancedIndex)
-def advanced_index(ctx):
-    """numpy advanced indexing with constant index arrays: ``Gather`` for one array, else ``GatherND`` over
-    the indexed axes moved to the front (the result's index dims go where numpy puts them)."""
-    if ctx.varying_under("state", "key"):
-        ctx.fail("its index arrays were computed from the input's values outside the traced ops")
-    key = ctx.state["key"]
-    arrays = [(axis, np.asarray(k)) for axis, k in enumerate(key) if not isinstance(k, slice)]
-    if any(k != slice(None) for k in key if isinstance(k, slice)):
-        ctx.fail("advanced indexing mixed with partial slices")
-    x = ctx.input(0)
-    if len(arrays) == 1:
-        axis, index = arrays[0]
-        return ctx.g.node("Gather", [x, ctx.g.constant(index.astype(np.int64))], axis=axis)
-    axes = [axis for axis, _ in arrays]
-    rank = len(ctx.in_shape(0))
-    broadcast = np.broadcast_arrays(*(index.astype(np.int64) for _, index in arrays))
-    indices = np.stack(broadcast, axis=-1)
-    rest = [a for a in range(rank) if a not in axes]
-    moved = ctx.g.node("Transpose", [x], perm=axes + rest) if axes != list(range(len(axes))) else x
-    y = ctx.g.node("GatherND", [moved, ctx.g.constant(indices)])
-    adjacent = axes == list(range(axes[0], axes[0] + len(axes)))
-    if adjacent and axes[0] > 0:
-        n_index = indices.ndim - 1
-        lead = list(range(n_index, n_index + axes[0]))
-        perm = lead + list(range(n_index)) + list(range(n_index + axes[0], n_index + len(rest)))
-        y = ctx.g.node("Transpose", [y], perm=perm)
-    return y
-
-
-@converts(indexing.Gather)
-def gather(ctx):
-    return ctx.g.node("GatherElements", [ctx.input(0), ctx.input(1, np.int64)], axis=ctx.state["dim"])
-
-
-@converts(indexing.IndexSelect)
-def index_select(ctx):
-    index = ctx.g.node("Reshape", [ctx.input(1, np.int64), ctx.g.ints([-1])])
-    return ctx.g.node("Gather", [ctx.input(0), index], axis=ctx.state["dim"])

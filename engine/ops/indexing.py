@@ -12,10 +12,12 @@ import numpy as np
 
 from .. import _dtype
 from .._device import device_of, is_cuda_array, move
+from ..autograd import tracing
 from ..autograd.function import Function
-from ..tensor import Tensor, _new, register_method
+from ..tensor import Tensor, register_method
 from ._common import as_operand, wrap_dim, xp_of
 from .shape import Slice, broadcast_shapes, expand, reshape
+from .tensor_index import NonZero, TensorIndex
 
 _INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
 
@@ -173,7 +175,16 @@ class AdvancedIndex(Function):
 
 
 def getitem(self, key):
-    """``self[key]`` with PyTorch's semantics: basic parts give a view, tensors/masks a copy."""
+    """``self[key]`` with PyTorch's semantics: basic parts give a view, tensors/masks a copy.
+
+    While a trace records, index tensors are the op's arguments (``TensorIndex``), not frozen arrays."""
+    if tracing.active is not None:
+        items = tuple(key) if isinstance(key, list) and _is_sequence_key(key) else key if isinstance(key, tuple) \
+            else (key,)
+        positions = [i for i, k in enumerate(items) if isinstance(k, Tensor)]
+        if positions:
+            template = tuple(None if i in positions else k for i, k in enumerate(items))
+            return TensorIndex(template, positions)(self, *[items[i] for i in positions])
     basic, adv = parse_key(tuple(self.shape), key)
     out = self if _is_identity(basic) and adv is not None else Slice(basic)(self)
     return out if adv is None else AdvancedIndex(adv)(out)
@@ -723,11 +734,7 @@ def masked_scatter_(input, mask, source):
 # ---- positions ------------------------------------------------------------------------------------
 def nonzero(input, *, as_tuple=False):
     """Indices of the non-zero entries: an (N, ndim) int64 tensor, or one 1-d tensor per dim."""
-    a = input._data
-    xp = xp_of(a)
-    if as_tuple:
-        return tuple(_new(i.astype(np.int64, copy=False)) for i in xp.nonzero(a.reshape(a.shape or (1,))))
-    return _new(xp.argwhere(a).astype(np.int64, copy=False))
+    return NonZero(bool(as_tuple))(input)
 
 
 def argwhere(input):

@@ -10,7 +10,8 @@ N-image batch; a detector takes a list of N CxHxW images (one ONNX input per ima
 image_K). --dynamic-batch lets the file take any batch size (not for detectors, whose list of
 images is unrolled). The ONNX outputs are named after the model's output dicts (out, aux; boxes,
 labels, scores...), else output. --check runs the file in ONNX Runtime on a random input (seeded)
-and prints, per output, the largest difference from the engine's own output.
+and prints, per output, the largest difference from the engine's own output (position by position:
+detectors with random weights give tied scores, which may come in another order).
 
 Needs the onnx extra (pip install flowvision[onnx]; --check also onnxruntime): without it the
 command fails with exit 9. A model the exporter cannot write fails with exit 1 and one line

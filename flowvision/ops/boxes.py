@@ -7,6 +7,7 @@ import math
 
 import engine
 from engine import backends
+from engine.autograd.function import Function
 from engine.ops._common import xp_of
 from engine.tensor import _new
 
@@ -29,10 +30,31 @@ def _check_nms_inputs(boxes, scores):
                            f"got {boxes.size(0)} and {scores.size(0)}")
 
 
-def _run_nms(boxes, scores, iou_threshold, classes=None):
-    """The backend's greedy NMS on raw arrays, as an int64 tensor of kept indices."""
-    keep = backends.kernels(boxes._data, "nms").nms(boxes._data, scores._data, float(iou_threshold), classes)
-    return _new(keep)
+class _NMS(Function):
+    """Greedy NMS through the backend's kernel as one op (so that traces record it): the kept indices
+    (int64) by decreasing score; with category ``idxs``, boxes of different categories never suppress
+    each other. No gradient.
+
+    Like torchvision, up to 1000 boxes run per category as one NMS over boxes shifted apart by category
+    (the coordinate trick); more run with a per-category overlap mask. Both keep the same boxes.
+    """
+
+    uses_inputs = False
+
+    def __init__(self, iou_threshold):
+        self.iou_threshold = float(iou_threshold)
+
+    def forward(self, boxes, scores, idxs=None):
+        kernels = backends.kernels(boxes, "nms")
+        if idxs is None:
+            return kernels.nms(boxes, scores, self.iou_threshold)
+        if boxes.size == 0:
+            return xp_of(boxes).zeros(0, dtype="int64")
+        if boxes.size > 4000:
+            return kernels.nms(boxes, scores, self.iou_threshold, idxs)
+        step = boxes.max() + boxes.dtype.type(1)
+        shifted = boxes + (idxs.astype(boxes.dtype) * step)[:, None]
+        return kernels.nms(shifted, scores, self.iou_threshold)
 
 
 def nms(boxes, scores, iou_threshold):
@@ -42,25 +64,13 @@ def nms(boxes, scores, iou_threshold):
     are visited in index order.
     """
     _check_nms_inputs(boxes, scores)
-    return _run_nms(boxes.detach(), scores.detach(), iou_threshold)
+    return _NMS(iou_threshold)(boxes.detach(), scores.detach())
 
 
 def batched_nms(boxes, scores, idxs, iou_threshold):
-    """NMS within each category ``idxs``: boxes of different categories never suppress each other.
-
-    Like torchvision, up to 1000 boxes run as one NMS over boxes shifted apart per category (the
-    coordinate trick); more run with a per-category overlap mask. Both keep what per-category NMS
-    keeps, ordered by decreasing score.
-    """
+    """NMS within each category ``idxs``: boxes of different categories never suppress each other."""
     _check_nms_inputs(boxes, scores)
-    if boxes.numel() == 0:
-        return engine.zeros(0, dtype=engine.int64, device=boxes.device)
-    b, s, labels = boxes.detach()._data, scores.detach()._data, idxs._data
-    if boxes.numel() > 4000:
-        return _new(backends.kernels(b, "nms").nms(b, s, float(iou_threshold), labels))
-    step = b.max() + b.dtype.type(1)
-    shifted = b + (labels.astype(b.dtype) * step)[:, None]
-    return _new(backends.kernels(b, "nms").nms(shifted, s, float(iou_threshold)))
+    return _NMS(iou_threshold)(boxes.detach(), scores.detach(), idxs)
 
 
 def remove_small_boxes(boxes, min_size):

@@ -190,6 +190,136 @@ def test_embedding_of_integer_input():
     check_export(model, lambda batch: (np.random.default_rng(batch).integers(0, 10, (batch, 6)),))
 
 
+# ---- values whose number follows the data: indexing by traced tensors, nonzero, NMS, RoIAlign, top-k ----------
+def check_data_dependent(model, make_inputs, seeds=(0, 1, 2), rtol=1e-6, **kwargs):
+    """Export ``model`` on ``make_inputs(seeds[0])`` (arrays whose axis 0 is dynamic) and compare ONNX Runtime with
+    our eager outputs on the inputs of every seed; returns the sizes of the first output (they should differ)."""
+    arrays = make_inputs(seeds[0])
+    names = [f"in{k}" for k in range(len(arrays))]
+    data = export_bytes(model, tuple(engine.from_numpy(a) for a in arrays), input_names=names,
+                        dynamic_axes={name: [0] for name in names}, **kwargs)
+    sizes = []
+    for seed in seeds:
+        arrays = make_inputs(seed)
+        ours = eager_outputs(model, arrays)
+        got = run_onnx(data, dict(zip(names, arrays)))
+        for k, (o, r) in enumerate(zip(got, ours)):
+            assert o.shape == r.shape and o.dtype == r.dtype, f"output {k}: {o.dtype}{o.shape} vs {r.dtype}{r.shape}"
+            np.testing.assert_allclose(o, r, rtol=rtol, atol=rtol, err_msg=f"output {k} at seed {seed}")
+        sizes.append(ours[0].shape)
+    return sizes
+
+
+def _ragged(seed):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal((int(rng.integers(5, 12)), 6)).astype(np.float32),)
+
+
+DATA_DEPENDENT = {
+    "mask": lambda m, x: x[x > 0.3],
+    "row_mask": lambda m, x: x[x[:, 0] > 0] * 2,
+    "mask_then_slice": lambda m, x: x[:, 1:4][x[:, 2] < 0.5, ::2],
+    "argsort_index": lambda m, x: x[x[:, 1].argsort(descending=True)][:, 2:],
+    "two_indices": lambda m, x: x[x[:, 0].argsort(), (x[:, 1].abs() * 3).long().clamp(max=5)],
+    "broadcast_indices": lambda m, x: x[engine.arange(x.shape[0])[:, None], x.topk(2, dim=1).indices],
+    "constant_and_tensor": lambda m, x: x[[0, 2, 1], x[:3, 0].argsort()],
+    "nonzero": lambda m, x: ((x > 0).nonzero(), engine.where(x > 0.5)[1], (x[:, 0] > 0).nonzero(as_tuple=True)[0]),
+    "topk_min": lambda m, x: (lambda y: y.topk(min(4, y.shape[0])).values)(x[x[:, 0] > 0][:, 1]),
+}
+
+
+@pytest.mark.parametrize("name", list(DATA_DEPENDENT))
+def test_indexing_by_traced_tensors(name):
+    sizes = check_data_dependent(Fn(DATA_DEPENDENT[name]), _ragged)
+    assert len(set(sizes)) > 1 or name == "constant_and_tensor", f"{name}: the sizes did not change ({sizes})"
+
+
+def test_graph_replays_data_dependent_indices():
+    """nn.Graph traces through the same recorded op: a replay computes the indices of its own input."""
+    class Positive(nn.Graph):
+        def build(self, x):
+            return x[x > 0] * 2
+
+    graph = Positive()
+    for seed in (0, 1, 2):
+        x = images(seed, 4, 5)
+        np.testing.assert_array_equal(graph(engine.from_numpy(x)).numpy(), x[x > 0] * 2)
+
+
+def _boxes(seed, n=None, categories=3):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 60)) if n is None else n
+    corner = rng.uniform(0, 80, (n, 2))
+    boxes = np.concatenate([corner, corner + rng.uniform(4, 40, (n, 2))], 1).astype(np.float32)
+    return boxes, rng.permutation(n).astype(np.float32) / n, rng.integers(0, categories, n)
+
+
+@pytest.mark.parametrize("n", [None, 1200])
+def test_nms_and_batched_nms(n):
+    from flowvision.ops import batched_nms, nms
+    model = Fn(lambda m, b, s, c: (nms(b, s, 0.4), batched_nms(b, s, c, 0.5)))
+    sizes = check_data_dependent(model, lambda seed: _boxes(seed, n if n is None else n + seed))
+    assert len(set(sizes)) > 1
+    assert "NonMaxSuppression" in node_types(export_bytes(model, tuple(engine.from_numpy(a) for a in _boxes(0))))
+
+
+@pytest.mark.parametrize("sampling_ratio, aligned", [(2, False), (0, False), (-1, True)])
+def test_roi_align(sampling_ratio, aligned):
+    from flowvision.ops import roi_align
+
+    def rois(seed):
+        boxes, _, index = _boxes(seed, categories=2)
+        return images(seed, 2, 3, 25, 29), np.concatenate([index[:, None].astype(np.float32), boxes - 10], 1)
+
+    model = Fn(lambda m, x, r: roi_align(x, r, (5, 4), 0.3, sampling_ratio, aligned))
+    check_data_dependent(model, rois, rtol=1e-5, opset_version=16)
+    with pytest.raises(engine.onnx.UnsupportedOperatorError, match="RoIAlign needs ONNX opset 16"):
+        export_bytes(model, tuple(engine.from_numpy(a) for a in rois(0)), opset_version=15)
+
+
+def test_arange_of_a_size_that_follows_the_input_becomes_a_range():
+    model = Fn(lambda m, x: x[:, 0] * engine.arange(x.shape[0]) + x[engine.arange(x.shape[0]), x[:, 1].argmax(0)])
+    data = check_export(model, one(4))
+    assert "Range" in node_types(data)
+
+
+def _capped_rows(m, x):
+    """Up to 3 rows with a positive first column, then per row the column its second value picks."""
+    positive = x[x[:, 0] > 0]
+    rows = positive[positive[:, 0].topk(min(3, positive.shape[0])).indices]
+    return rows[engine.arange(rows.shape[0]), (rows[:, 1] > 0).long()]
+
+
+def test_an_arange_index_follows_the_indexed_axis():
+    """``x[arange(n), labels]`` with n the same in both traces (detections at their cap) follows the rows the
+    file's input gives (fewer here)."""
+    x = np.abs(images(0, 12, 3))
+    data = export_bytes(Fn(_capped_rows), engine.from_numpy(x), input_names=["x"])
+    x[2:, 0] = -1
+    np.testing.assert_array_equal(run_onnx(data, {"x": x})[0], eager_outputs(Fn(_capped_rows), [x])[0])
+    assert eager_outputs(Fn(_capped_rows), [x])[0].shape == (2,)
+
+
+def test_outputs_computed_from_raw_arrays_are_refused():
+    model = Fn(lambda m, x: engine.from_numpy(np.asarray(x.detach()._data) * 2))
+    with pytest.raises(engine.onnx.ExportError, match="output 'output' is computed outside the ops a trace records"):
+        export_bytes(model, engine.randn(2, 3))
+
+
+def test_traced_mask_pasting_equals_eager():
+    from flowvision.models.detection import _masks
+    rng = np.random.default_rng(0)
+    masks = engine.from_numpy(rng.random((9, 1, 28, 28), dtype=np.float32))
+    corner = rng.uniform(-20, 110, (9, 2))
+    boxes = engine.from_numpy(np.concatenate([corner, corner + rng.uniform(-3, 80, (9, 2))], 1).astype(np.float32))
+    expected = _masks.paste_masks_in_image(masks, boxes, (101, 93)).numpy()
+    model = Fn(lambda m, masks, boxes: _masks.paste_masks_in_image(masks, boxes, (101, 93)))
+    data = export_bytes(model, (masks, boxes), input_names=["masks", "boxes"],
+                        dynamic_axes={"masks": [0], "boxes": [0]})
+    np.testing.assert_array_equal(run_onnx(data, {"masks": masks.numpy(), "boxes": boxes.numpy()})[0], expected)
+    assert (expected != 0).sum() > 1000
+
+
 # ---- dynamic sizes, opsets, folding, entry points ----------------------------------------------------
 def _convnet():
     engine.manual_seed(1)

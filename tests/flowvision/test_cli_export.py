@@ -82,6 +82,17 @@ def test_export_segmentation_with_random_weights(capsys, tmp_path):
     assert onnx.load(str(path)).graph.output[0].type.tensor_type.shape.dim[0].dim_param == "batch"
 
 
+def test_export_detector_takes_a_list_of_images(capsys, tmp_path):
+    path = tmp_path / "ssdlite.onnx"
+    code, out, err = run_cli(capsys, "export", "ssdlite320_mobilenet_v3_large", "-o", str(path), "--weights", "none",
+                             "--input-size", "2x3x71x67")
+    assert code == 0, err
+    assert "(detection)" in out and "inputs: image_0, image_1; outputs: boxes_0, scores_0, labels_0, boxes_1" in out
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model)
+    assert [d.dim_value for d in model.graph.input[1].type.tensor_type.shape.dim] == [3, 71, 67]
+
+
 def test_help_lists_export(capsys):
     code, out, _ = run_cli(capsys, "--help")
     assert code == 0 and "export" in out and "Export a model to ONNX" in out

@@ -1,5 +1,6 @@
 """Keypoint R-CNN's heatmap targets, loss and decoding of heatmaps to keypoints."""
 import engine as torch
+from engine.autograd import tracing
 from engine.nn import functional as F
 from engine.ops._common import xp_of
 from engine.tensor import _new
@@ -36,7 +37,11 @@ def _roi_argmax(maps, width, height):
 
 
 def heatmaps_to_keypoints(maps, rois):
-    """Decode (K, N, H, W) heatmaps into (K, N, 3) keypoints (x, y, 1) in image coordinates and (K, N) scores."""
+    """Decode (K, N, H, W) heatmaps into (K, N, 3) keypoints (x, y, 1) in image coordinates and (K, N) scores.
+
+    Each box's heatmaps are resized to the box's own size in a Python loop over the boxes: a trace (nn.Graph,
+    engine.onnx.export) cannot record that, and is refused here rather than frozen to one image's boxes."""
+    tracing.check_value_read(rois, "keypoint decoding: a bicubic resize per box, to the box's own size")
     with torch.no_grad():
         boxes = rois.detach()._data.astype("float32", copy=False)
         xp = xp_of(boxes)
