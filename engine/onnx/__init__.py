@@ -5,12 +5,12 @@ runs (``variation.py``) says which sizes and op parameters follow the input; eac
 as ONNX nodes through the op table (``table.py`` and the ``ops_*`` converters; ``detection.py``: RoIAlign
 and NMS), with eval BatchNorm folded into convolutions and ops on constants computed at export time
 (``folding.py``). Indexing by traced tensors and ``nonzero`` are recorded ops (engine/ops/tensor_index.py),
-so data-dependent numbers of values (detections) stay dynamic.
+so data-dependent numbers of values (detections) stay dynamic: in the second run, every mask or NMS that keeps
+as many entries as in the first keeps one more or one fewer (``tracing.vary``), so that no such number can
+pass for a constant.
 
 Limits: Python control flow on values, or on sizes that differ between the runs, is refused (Keypoint R-CNN's
-per-box keypoint decoding); a data-dependent number that is the same in both runs (detections at their cap
-both times) is written as a fixed size where an op needs it as a number. Needs the optional ``onnx`` package
-(``pip install flowvision[onnx]``).
+per-box keypoint decoding). Needs the optional ``onnx`` package (``pip install flowvision[onnx]``).
 """
 from .errors import ExportError, OnnxNotInstalledError, UnsupportedOperatorError
 from .exporter import MAX_OPSET, MIN_OPSET, export

@@ -18,8 +18,10 @@ class ExportTracer(Tracer):
     """``nn.Graph``'s tracer, also noting slot dtypes and the module of every recorded op (``paths`` for
     messages, ``scopes``: the dotted module path, for node names)."""
 
-    def __init__(self):
+    def __init__(self, reference=None):
         super().__init__("engine.onnx.export")
+        self.reference = reference
+        self.counts = {}
         self.dtypes = []
         self.paths = []
         self.scopes = []
@@ -33,6 +35,15 @@ class ExportTracer(Tracer):
         super().record(cls, state, inputs, results)
         self.paths.append(self.where())
         self.scopes.append(self.module_stack[-1][0] if self.module_stack else "")
+
+    def vary_count(self, count):
+        """``tracing.vary``: the exported trace notes each op's data-dependent count; the probe (traced with the
+        exported trace's counts as ``reference``) changes a count that came out the same."""
+        index = len(self.ops)
+        if self.reference is None:
+            self.counts[index] = count
+            return False
+        return self.reference.get(index) == count
 
     def where(self):
         """'module 'layer1.0.conv1' (Conv2d)': the innermost module whose forward is running."""
@@ -68,6 +79,7 @@ class Capture:
         self.output_leaves = []
         self.output_spec = _flatten(outputs, self.output_leaves)
         self.output_slots = [tracer.slot_of(t) for t in self.output_leaves]
+        self.counts = tracer.counts
 
 
 def modules_of(model):
@@ -93,9 +105,10 @@ def _install_path_hooks(tracer, modules):
     return handles
 
 
-def run_traced(model, call, args):
-    """Trace ``call(*args)`` without gradients; returns a ``Capture``."""
-    tracer = ExportTracer()
+def run_traced(model, call, args, reference=None):
+    """Trace ``call(*args)`` without gradients; returns a ``Capture``. The probe passes the exported
+    ``Capture`` as ``reference`` (see ``ExportTracer.vary_count``)."""
+    tracer = ExportTracer(reference.counts if reference is not None else None)
     leaves = []
     _flatten(args, leaves)
     input_slots = [tracer.new_slot(t) for t in leaves]

@@ -42,7 +42,7 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
         input_names = _names(input_names, len(capture.inputs), "input")
         output_names = _names(output_names, len(capture.output_leaves), "output")
         axes_in, axes_out = _dynamic_axes(dynamic_axes, input_names, output_names, capture)
-        probe, what = _run_probe(model, call, args, axes_in, input_names)
+        probe, what = _run_probe(model, call, args, axes_in, input_names, capture)
     variation = Variation(capture, probe, what)
     _check_untraced_outputs(capture, probe, output_names, what)
     graph = OnnxGraph(onnx, opset, _tensor_names(model))
@@ -176,13 +176,13 @@ def _new_values(rng, array, shape, perturb):
     return values
 
 
-def _run_probe(model, call, args, axes_in, input_names):
+def _run_probe(model, call, args, axes_in, input_names, capture):
     """The probe's capture and a description of what changed: fresh random values first; where the model
     refuses those (inputs with structure, such as box coordinates or indices), its own values perturbed."""
     for perturb in (False, True):
         probe_args, what = _probe(args, axes_in, input_names, perturb)
         try:
-            return run_traced(model, call, probe_args), what
+            return run_traced(model, call, probe_args, capture), what
         except ExportError:
             raise
         except Exception as e:

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..nn.functional.padding import Pad
 from ..nn.graph.plan import SLOT
+from ..ops import creation
 from ..ops import shape as sh
 from .table import converts
 
@@ -55,6 +56,12 @@ def reshape(ctx):
     if has_zero:
         return ctx.g.node("Reshape", [ctx.input(0), shape], allowzero=1)
     return ctx.g.node("Reshape", [ctx.input(0), shape])
+
+
+@converts(creation.FilledLike)
+def filled_like(ctx):
+    """``zeros_like`` and kin: the fill value expanded to the input's run-time shape."""
+    return ctx.g.node("Expand", [ctx.g.constant(ctx.state["fill"] or 0, ctx.out_dtype()), ctx.shape_of(ctx.input(0))])
 
 
 @converts(sh.Permute)

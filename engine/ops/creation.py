@@ -9,8 +9,10 @@ from .. import _dtype
 from .. import random as _random
 from .._rng import continuous, discrete
 from .._device import move, xp_for
+from ..autograd import grad_mode, tracing
+from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method, to_array
-from ._common import shape_arg
+from ._common import shape_arg, xp_of
 
 
 def _finish(arr, dtype=None, device=None, requires_grad=False):
@@ -79,7 +81,24 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=Non
     return _filled(fill_value, (size,), dtype, device, requires_grad, default=default)
 
 
+class FilledLike(Function):
+    """``zeros_like`` and kin of a tensor that a trace computed, as a recorded op: replays and exports then
+    give it the size of that run's tensor (a number of detections), not the traced size."""
+
+    uses_inputs = False
+
+    def __init__(self, fill, dtype):
+        self.fill, self.dtype = fill, dtype
+
+    def forward(self, x):
+        return xp_of(x).full(x.shape, 0 if self.fill is None else self.fill, self.dtype)
+
+
 def _like(fill, input, dtype, device, requires_grad):
+    tracer = tracing.active
+    if (tracer is not None and device is None and not requires_grad and tracer.is_traced(input)
+            and not (input.requires_grad and grad_mode.is_grad_enabled())):
+        return FilledLike(fill, _dtype.to_dtype(dtype or input.dtype).np)(input)
     return _filled(fill, (tuple(input.shape),), dtype or input.dtype, device or input.device, requires_grad)
 
 

@@ -8,6 +8,7 @@ exports compute them. ``NonZero`` is ``nonzero`` as a recorded op.
 """
 import numpy as np
 
+from ..autograd import tracing
 from ..autograd.function import Function
 from ._common import xp_of
 
@@ -30,6 +31,7 @@ class TensorIndex(Function):
     def forward(self, x, *indices):
         from .indexing import _as_array, _key_on, _torch_index_error, parse_key
         self.in_shape = x.shape
+        indices = [tracing.vary_mask(i) if i.dtype == np.bool_ and i.ndim else i for i in indices]
         self.basic, adv = parse_key(x.shape, self.full_key(indices))
         view = x[self.basic]
         self.view_shape = view.shape
@@ -61,6 +63,8 @@ class NonZero(Function):
 
     def forward(self, a):
         xp = xp_of(a)
+        if tracing.active is not None:
+            a = tracing.vary_mask(a != 0)
         if self.as_tuple:
             return tuple(i.astype(np.int64, copy=False) for i in xp.nonzero(a.reshape(a.shape or (1,))))
         return xp.argwhere(a).astype(np.int64, copy=False)

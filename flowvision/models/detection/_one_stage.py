@@ -84,9 +84,11 @@ def _top_candidates(scores, score_thresh, topk_candidates, num_classes):
     keep_idxs = scores > score_thresh
     scores = scores[keep_idxs]
     topk_idxs = engine.where(keep_idxs)[0]
-    num_topk = min(topk_candidates, topk_idxs.size(0))
-    scores, idxs = scores.topk(num_topk)
-    topk_idxs = topk_idxs[idxs]
+    # a sort cut at topk_candidates, rather than topk(min(topk_candidates, n)): traces (nn.Graph, ONNX export)
+    # then record the cap, not the number of candidates of the traced input
+    scores, idxs = scores.sort(descending=True)
+    scores = scores[:topk_candidates]
+    topk_idxs = topk_idxs[idxs[:topk_candidates]]
     anchor_idxs = engine.div(topk_idxs, num_classes, rounding_mode="floor")
     labels = topk_idxs % num_classes
     return scores, anchor_idxs, labels
