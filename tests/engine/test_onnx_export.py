@@ -251,6 +251,26 @@ def test_graph_replays_data_dependent_indices():
         np.testing.assert_array_equal(graph(engine.from_numpy(x)).numpy(), x[x > 0] * 2)
 
 
+def test_counts_equal_in_both_traces_stay_dynamic():
+    """Nothing above 10 in the traced input, nor in the probe: the count is 0 twice, yet the file follows each
+    input's count, through nonzero, a boolean mask, a reshape, zeros_like and NMS."""
+    def fn(m, x):
+        big = x[x > 10]
+        rows = (x > 10).nonzero()
+        boxes = engine.stack([x[:, 0], x[:, 0], x[:, 0] + 1, x[:, 0] + 1], 1)[x[:, 0] > 10]
+        kept = box_ops.nms(boxes, boxes[:, 0], 0.5)
+        return big.reshape(-1, 1) + engine.zeros_like(big).reshape(-1, 1), rows, kept
+
+    from flowvision.ops import boxes as box_ops
+    x = images(0, 6, 5)
+    data = export_bytes(Fn(fn), (engine.from_numpy(x),), input_names=["x"])
+    for scale in (1.0, 20.0, 40.0):
+        y = x * scale
+        for got, expected in zip(run_onnx(data, {"x": y}), eager_outputs(Fn(fn), [y])):
+            np.testing.assert_array_equal(got, expected)
+        assert len(expected) == int((y[:, 0] > 10).sum()), "NMS keeps each disjoint box"
+
+
 def _boxes(seed, n=None, categories=3):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(20, 60)) if n is None else n
