@@ -85,12 +85,25 @@ def test_conv1d(stride, padding, dilation, groups):
 
 
 @pytest.mark.parametrize("stride,padding,output_padding,dilation,groups", [
-    (1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (3, 2, 1, 2, 2), ((2, 1), (0, 1), (1, 0), 1, 1)])
+    (1, 0, 0, 1, 1), (2, 1, 1, 1, 1), (3, 2, 1, 2, 2), ((2, 1), (0, 1), (1, 0), 1, 1),
+    (4, 0, 2, 1, 1),  # stride beyond the kernel: output rows no tap reaches, and output padding past them
+    (2, 3, 1, 1, 1),  # padding beyond the kernel's reach crops into the taps
+    (2, 1, 1, 3, 2)])
 def test_conv_transpose2d(stride, padding, output_padding, dilation, groups):
     check_op(lambda x, w, b: F.conv_transpose2d(x, w, b, stride, padding, output_padding, groups, dilation),
              lambda x, w, b: torch.nn.functional.conv_transpose2d(x, w, b, stride, padding, output_padding,
                                                                   groups, dilation),
              [rand(2, 4, 5, 6), rand(4, 6 // groups, 3, 3), rand(6)], rtol=1e-4)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,stride,padding", [
+    ((3, 10, 1, 1), (10, 16, 4, 4), 1, 0),  # DCGAN's first layer: a latent vector to a 4x4 map
+    ((3, 16, 4, 5), (16, 8, 4, 4), 2, 1),  # its upsampling layers
+    ((5, 8, 7, 7), (8, 8, 2, 2), 2, 0)])  # Mask R-CNN's mask head
+def test_conv_transpose2d_generator_layers(x_shape, w_shape, stride, padding):
+    check_op(lambda x, w: F.conv_transpose2d(x, w, None, stride, padding),
+             lambda x, w: torch.nn.functional.conv_transpose2d(x, w, None, stride, padding),
+             [rand(*x_shape), rand(*w_shape)], rtol=1e-4)
 
 
 def test_conv_transpose1d():
