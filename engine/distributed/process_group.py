@@ -13,11 +13,13 @@ rank is left waiting for one that died; a rank stuck in a call raises after the 
 import datetime
 import importlib.util
 import sys
+import time
 
 from .environment import launcher_placement
 
 #: torch's default_pg_timeout
 DEFAULT_TIMEOUT = datetime.timedelta(minutes=30)
+_ABORT_GRACE_SECONDS = 0.5  # time for the launcher to pass on a failing rank's last output before the abort
 _NOT_INITIALIZED = ("Default process group has not been initialized, please make sure to call "
                     "init_process_group.")
 
@@ -148,6 +150,9 @@ def _abort_job_on_uncaught_exception(kind, value, traceback):
     if group is not None and group.size > 1:
         sys.stderr.write(f"engine.distributed: rank {group.rank} failed; aborting all {group.size} ranks\n")
         sys.stderr.flush()
+        # the launcher forwards each rank's output through a pipe, and Abort kills the job at once: without a
+        # pause, the traceback just written was sometimes lost on a loaded machine
+        time.sleep(_ABORT_GRACE_SECONDS)
         from mpi4py import MPI
         MPI.COMM_WORLD.Abort(1)
 
