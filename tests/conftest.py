@@ -3,6 +3,7 @@ that runs a test with 2 BLAS threads (batch streams need more than one)."""
 import os
 import sys
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -58,3 +59,48 @@ def cuda(request):
         pytest.skip("emulating CUDA kernels needs g++")
     with cuda_emulator.installed():
         yield "emulated"
+
+
+class _NumpyDraws:
+    """The sampling calls ``engine.random.device_rng``'s states answer (CuPy's interface), on numpy's float32
+    generator: the same distributions, not PyTorch's numbers."""
+
+    def __init__(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+    def uniform(self, low, high, size, dtype):
+        return (self.rng.random(size, dtype=np.float32) * np.float32(high - low) + np.float32(low)).astype(dtype)
+
+    def normal(self, mean, std, size, dtype):
+        return (self.rng.standard_normal(size, dtype=np.float32) * np.float32(std) + np.float32(mean)).astype(dtype)
+
+    def random_sample(self, size, dtype=np.float64):
+        return self.rng.random(size, dtype=np.float32).astype(dtype)
+
+    def standard_normal(self, size, dtype=np.float64):
+        return self.rng.standard_normal(size, dtype=np.float32).astype(dtype)
+
+    def randint(self, low, high, size, dtype=np.int64):
+        return self.rng.integers(low, high, size, dtype=dtype)
+
+    def __getattr__(self, name):  # permutation, lognormal, exponential, ... as numpy names them
+        return getattr(self.rng, name)
+
+
+@pytest.fixture
+def fast_random(monkeypatch):
+    """Our uniform and normal draws on the CPU from numpy (seeded) instead of PyTorch's exact stream, for tests
+    whose models load other weights or whose values only need the right scale: drawing VGG's 120M initial
+    weights the exact way took 5 s."""
+    import engine.random
+
+    draws = _NumpyDraws(0)
+    exact = engine.random.device_rng
+
+    def device_rng(device, generator=None):
+        state = exact(device, generator)
+        if state is None and generator is None and (device is None or str(device).startswith("cpu")):
+            return draws
+        return state
+
+    monkeypatch.setattr(engine.random, "device_rng", device_rng)

@@ -17,7 +17,8 @@ from model_parity import numpy_state, randomize_norms
 import engine
 import flowvision.models as models
 
-pytestmark = pytest.mark.slow  # whole models, built twice each
+# whole models, built twice each; ours with numpy's quicker initial draws (they load torchvision's weights)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fast_random")]
 
 _SEGMENTATION_MODULES = {"fcn", "deeplabv3", "lraspp"}
 _DETECTION_MODULES = {"faster_rcnn", "mask_rcnn", "keypoint_rcnn", "retinanet", "fcos", "ssd", "ssdlite"}

@@ -32,7 +32,7 @@ def test_migration_path_verbatim():
 
 
 @pytest.mark.parametrize("name", SMALL + LARGE)
-def test_state_dict_keys_shapes_order(name):
+def test_state_dict_keys_shapes_order(name, fast_random):
     ref = getattr(models_torch, name)().state_dict()
     ours = getattr(models_flow, name)().state_dict()
     assert list(ours) == list(ref)
@@ -52,7 +52,7 @@ def test_module_tree_matches_torchvision():
 
 
 @pytest.mark.parametrize("name", SMALL)
-def test_eval_parity(name):
+def test_eval_parity(name, fast_random):
     tmodel = torch_model(name, seed=1)
     ours = ours_like(name, tmodel)
     for n, h, w in [(2, 224, 224), (3, 197, 251)]:
@@ -63,7 +63,7 @@ def test_eval_parity(name):
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", LARGE)
-def test_eval_parity_large(name):
+def test_eval_parity_large(name, fast_random):
     tmodel = torch_model(name, seed=2)
     ours = ours_like(name, tmodel)
     out, ref = eval_outputs(tmodel, ours, image_batch(2, 97, 113, seed=3))
@@ -87,7 +87,7 @@ def _train_step_both(name, x, seed, double=False):
 
 
 @pytest.mark.parametrize("name", SMALL)
-def test_train_forward_and_running_stats(name):
+def test_train_forward_and_running_stats(name, fast_random):
     tmodel, ours, (_, ref), (_, out) = _train_step_both(name, image_batch(2, 64, 64, seed=5), seed=4)
     assert_close(to_numpy(out), to_numpy(ref), TOL, what="train-mode output")
     ref_state, our_state = numpy_state(tmodel), ours.state_dict()
