@@ -73,12 +73,21 @@ RESNET50_CONVS = [
     ("l4 3x3 512", 512, 512, 3, 1, 7),
     ("l4 1x1 2048->512", 2048, 512, 1, 1, 7),
 ]
+# DCGAN's generator (nz=100, ngf=64) at 64x64: (name, in_channels, out_channels, input size, stride, padding), 4x4 kernels
+DCGAN_CONV_TRANSPOSES = [
+    ("z 100->512 1->4", 100, 512, 1, 1, 0),
+    ("512->256 4->8", 512, 256, 4, 2, 1),
+    ("256->128 8->16", 256, 128, 8, 2, 1),
+    ("128->64 16->32", 128, 64, 16, 2, 1),
+    ("64->3 32->64", 64, 3, 32, 2, 1),
+]
 RESNET50_BN = [("bn 64x112", 64, 112), ("bn 256x56", 256, 56), ("bn 512x28", 512, 28),
                ("bn 1024x14", 1024, 14), ("bn 2048x7", 2048, 7)]
 
 
 def suite_ops(args, torch, engine):
-    """conv2d, linear and batch_norm forward+backward on ResNet-50 shapes."""
+    """conv2d, linear and batch_norm forward+backward on ResNet-50 shapes; conv_transpose2d forward and
+    forward+backward on DCGAN's generator shapes."""
     rng = np.random.default_rng(0)
     rows = []
     for name, cin, cout, k, stride, size in RESNET50_CONVS:
@@ -95,6 +104,19 @@ def suite_ops(args, torch, engine):
     for lib_name, lib in (("torch", torch), ("ours", engine)):
         rows.append(("linear 2048->1000", lib_name, median_time(
             forward_backward(lib, lib.nn.functional.linear, [x, w, b]), args.repeat, lib_name)))
+    for name, cin, cout, size, stride, pad in DCGAN_CONV_TRANSPOSES:
+        x = rng.standard_normal((args.batch, cin, size, size), dtype=np.float32)
+        w = rng.standard_normal((cin, cout, 4, 4), dtype=np.float32) * 0.05
+        for lib_name, lib in (("torch", torch), ("ours", engine)):
+            def transposed(a, b, lib=lib, stride=stride, pad=pad):
+                return lib.nn.functional.conv_transpose2d(a, b, None, stride, pad)
+
+            def forward(lib=lib, transposed=transposed):
+                with lib.no_grad():
+                    transposed(lib.from_numpy(x), lib.from_numpy(w))
+            rows.append((f"conv_transpose2d {name} forward", lib_name, median_time(forward, args.repeat, lib_name)))
+            rows.append((f"conv_transpose2d {name} fwd+bwd", lib_name, median_time(
+                forward_backward(lib, transposed, [x, w]), args.repeat, lib_name)))
     for name, c, size in RESNET50_BN:
         x = rng.standard_normal((args.batch, c, size, size), dtype=np.float32)
         gamma, beta = np.ones(c, np.float32), np.zeros(c, np.float32)
@@ -222,7 +244,9 @@ def suite_detection(args, torch, engine):
 
 def suite_onnxruntime(args, torch, engine):
     """Reference: ONNX Runtime (where onnxruntime and onnx are installed) on the exported torchvision
-    resnet50 vs our nn.Graph, same weights and inputs; the ratio column is ours / ONNX Runtime."""
+    resnet50 vs our nn.Graph, same weights and inputs; the ratio column is ours / ONNX Runtime. Then the
+    file engine.onnx.export writes of our resnet50 vs the file torch.onnx.export writes, both run in ONNX
+    Runtime (its outputs checked equal to the reference file's first); the ratio is our file / torch's."""
     try:
         import onnxruntime
         import onnx  # noqa: F401  (torch.onnx.export needs it)
@@ -230,13 +254,18 @@ def suite_onnxruntime(args, torch, engine):
         print(f"\nonnxruntime suite skipped: {e.name} is not installed (pip install onnxruntime onnx)")
         return []
     import io
+    import engine.onnx
     ref, ours = _models(torch, engine, "resnet50")
     buffer = io.BytesIO()
     torch.onnx.export(ref, torch.randn(1, 3, 224, 224), buffer, dynamo=False, input_names=["x"],
                       dynamic_axes={"x": {0: "batch"}})
+    our_buffer = io.BytesIO()
+    engine.onnx.export(ours, engine.randn(1, 3, 224, 224), our_buffer, input_names=["x"],
+                       dynamic_axes={"x": {0: "batch"}})
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = args.threads
     session = onnxruntime.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+    our_session = onnxruntime.InferenceSession(our_buffer.getvalue(), options, providers=["CPUExecutionProvider"])
     graph = _InferenceGraph(engine, ours)
     rows = []
     for batch in (1, 8):
@@ -245,6 +274,15 @@ def suite_onnxruntime(args, torch, engine):
                      median_time(lambda: session.run(None, {"x": x}), args.repeat, "torch")))
         rows.append((f"resnet50 b{batch} ONNX Runtime vs our graph", "ours",
                      median_time(lambda: graph(engine.from_numpy(x)), args.repeat, "ours")))
+    for batch in (1, 8):
+        x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
+        expected, = session.run(None, {"x": x})
+        got, = our_session.run(None, {"x": x})
+        assert np.abs(got - expected).max() <= 1e-4 * np.abs(expected).max(), "our file's output differs"
+        rows.append((f"resnet50 b{batch} ORT: our file vs torch's file", "torch",
+                     median_time(lambda: session.run(None, {"x": x}), args.repeat, "torch")))
+        rows.append((f"resnet50 b{batch} ORT: our file vs torch's file", "ours",
+                     median_time(lambda: our_session.run(None, {"x": x}), args.repeat, "ours")))
     return rows
 
 
@@ -549,6 +587,15 @@ def update_page(path, sections):
         f.write(header + "".join(f"\n{kept[name]}\n" for name in sorted(kept)))
 
 
+def _update_readme_rows(page):
+    """Copy the headline rows into README.md when ``page`` is the repository's performance page."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import headline_rows
+
+    if os.path.abspath(page) == headline_rows.PAGE:
+        headline_rows.write()
+
+
 def _framework_rows(args, name, torch, engine, framework):
     """A suite's rows for one framework, timed in this process ("torch" also stands for the reference)."""
     global _TIMED
@@ -610,6 +657,7 @@ def main():
             sections[name] = table.replace("\n\n", f"\n\n{how}\n\n", 1)
     if args.markdown and sections:
         update_page(args.markdown, sections)
+        _update_readme_rows(args.markdown)
 
 
 if __name__ == "__main__":
