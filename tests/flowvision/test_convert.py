@@ -65,6 +65,7 @@ def test_not_a_checkpoint(tmp_path, capsys):
     assert "cannot read" in err and "is not a checkpoint" in err
 
 
+@pytest.mark.slow  # a subprocess
 def test_script_wrapper(tmp_path):
     state = torchvision.models.resnet18().state_dict()
     torch.save(state, tmp_path / "a.pth")

@@ -204,6 +204,7 @@ def test_nested_checkpoint_is_kept_as_downloaded(server, cache):
     assert len(server.requests) == 1
 
 
+@pytest.mark.slow  # two processes
 def test_two_processes_end_with_one_valid_file(server, cache, tmp_path):
     data, state = _checkpoint()
     name = _named(data)
@@ -217,6 +218,7 @@ def test_two_processes_end_with_one_valid_file(server, cache, tmp_path):
     assert read_metadata(cache / (name[:-4] + ".safetensors"))["source_sha256"] == hashlib.sha256(data).hexdigest()
 
 
+@pytest.mark.slow  # two processes
 def test_concurrent_file_downloads_take_turns(server, tmp_path):
     data, _ = _checkpoint(channels=2048)  # 221 KB, sent in 16 KB blocks over about 0.4 s
     server.files["big.pth"] = data

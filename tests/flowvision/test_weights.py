@@ -143,6 +143,7 @@ def test_other_num_classes_loads_all_but_classifier(served_resnet18):
     np.testing.assert_allclose(pooled, expected, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # builds and installs a wheel
 def test_manifest_ships_in_a_non_editable_install(tmp_path):
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",

@@ -36,6 +36,7 @@ def _last_round_faults(mode):
     return int(out.stdout)
 
 
+@pytest.mark.slow  # times page faults over many allocations
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt and its thresholds are glibc's")
 def test_retain_freed_memory_stops_refaulting():
     assert _last_round_faults("default") > 100  # every round faults the array's pages in again

@@ -50,6 +50,7 @@ print(before, shortened, after)
 """
 
 
+@pytest.mark.slow  # waits for idle threads
 def test_idle_openblas_threads_stop_spinning_soon():
     """After a threaded GEMM, OpenBLAS's idle worker burns CPU time while the process sleeps (its
     default spin of ~0.1 s); after shorten_idle_spin it does not, and GEMMs still give the right

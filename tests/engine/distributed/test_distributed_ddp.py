@@ -14,6 +14,8 @@ from ddp_cases import (HEADS, RANKS, TwoHeads, heads_input, resnet, state, train
                        whole_batch_step)
 from distributed_runner import check_ok, run_ranks
 
+pytestmark = pytest.mark.slow  # resnet18 steps in two MPI processes: outside the quick subset
+
 import engine
 
 TOLERANCE = 1e-5

@@ -7,6 +7,8 @@ import pytest
 
 from distributed_runner import run_ranks, worker_env
 
+pytestmark = pytest.mark.slow  # MPI jobs that wait out timeouts: outside the quick subset
+
 
 def _run(mode, **env):
     start = time.monotonic()

@@ -6,6 +6,7 @@ import os
 import sys
 from types import SimpleNamespace
 
+import pytest
 from distributed_runner import HERE, check_ok, require_mpi, run_command
 
 from engine.distributed import run
@@ -42,6 +43,7 @@ def test_thread_share():
     assert run.thread_settings(2, {}) == {"OMP_NUM_THREADS": str(max(1, os.cpu_count() // 2))}
 
 
+@pytest.mark.slow  # a real MPI launch
 def test_two_processes_launched(tmp_path):
     require_mpi()
     result = run_command([sys.executable, "-m", "engine.distributed.run", "--nproc-per-node", "2",
