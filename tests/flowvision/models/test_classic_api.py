@@ -13,7 +13,6 @@ from PIL import Image
 import engine
 import flowvision.models as models
 from classic_parity import CLASSIC, check_structure, reference, skip_init
-from engine.nn import init
 from flowvision.models import weights as W
 from model_parity import eval_outputs, image_batch, numpy_state
 from op_check import assert_close
@@ -21,24 +20,6 @@ from op_check import assert_close
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
 
 IMAGE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images", "chelsea.png")
-
-
-@pytest.fixture
-def fast_init(monkeypatch):
-    """The same distributions drawn in float32 (truncated normals untruncated: the bounds are 20+ sigmas)."""
-    rng = np.random.default_rng(0)
-
-    def uniform_(tensor, a=0.0, b=1.0, generator=None):
-        tensor._data[...] = rng.random(tuple(tensor.shape), dtype=np.float32) * (b - a) + a
-        return tensor
-
-    def normal_(tensor, mean=0.0, std=1.0, *args, generator=None, **kwargs):
-        tensor._data[...] = rng.standard_normal(tuple(tensor.shape), dtype=np.float32) * std + mean
-        return tensor
-
-    monkeypatch.setattr(init, "uniform_", uniform_)
-    monkeypatch.setattr(init, "normal_", normal_)
-    monkeypatch.setattr(init, "trunc_normal_", normal_)
 
 
 @pytest.fixture
@@ -172,7 +153,7 @@ def _std(tensor):
     return float(tensor.detach().numpy().std())
 
 
-def test_init_follows_torchvision(fast_init):
+def test_init_follows_torchvision(fast_random):
     googlenet = models.googlenet()
     assert abs(_std(googlenet.inception4c.branch2[1].conv.weight) / 0.01 - 1) < 0.05
     assert abs(_std(googlenet.aux2.fc1.weight) / 0.01 - 1) < 0.05
@@ -213,7 +194,7 @@ TIMM_CASES = [
 
 
 @pytest.mark.parametrize("name, size, feature_shape, classifier_shape, first_conv", TIMM_CASES)
-def test_timm_api(name, size, feature_shape, classifier_shape, first_conv, fast_init):
+def test_timm_api(name, size, feature_shape, classifier_shape, first_conv, fast_random):
     model = models.create_model(name, num_classes=7, in_chans=1).eval()
     assert model.default_cfg["first_conv"] == first_conv
     assert dict(model.named_parameters())[f"{first_conv}.weight"].shape[1] == 1

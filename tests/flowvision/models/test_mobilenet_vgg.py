@@ -2,11 +2,9 @@
 import numpy as np
 import pytest
 import torch
-import torchvision.models as models_torch
 
 import engine
 import flowvision.models as models_flow
-from engine.nn import init
 from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model
 from op_check import assert_close
 
@@ -15,23 +13,6 @@ pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m 
 MOBILENETS = ["mobilenet_v2", "mobilenet_v3_large", "mobilenet_v3_small"]
 VGGS = [f"vgg{depth}{bn}" for depth in (11, 13, 16, 19) for bn in ("", "_bn")]
 TOL = 1e-4
-
-
-@pytest.fixture
-def fast_init(monkeypatch):
-    """Random init drawn in float32 (the same distributions): VGG's 100M-weight linear layers build in seconds."""
-    rng = np.random.default_rng(0)
-
-    def uniform_(tensor, a=0.0, b=1.0, generator=None):
-        tensor._data[...] = rng.random(tuple(tensor.shape), dtype=np.float32) * (b - a) + a
-        return tensor
-
-    def normal_(tensor, mean=0.0, std=1.0, generator=None):
-        tensor._data[...] = rng.standard_normal(tuple(tensor.shape), dtype=np.float32) * std + mean
-        return tensor
-
-    monkeypatch.setattr(init, "uniform_", uniform_)
-    monkeypatch.setattr(init, "normal_", normal_)
 
 
 def _ours(name, reference, **kwargs):
@@ -101,7 +82,7 @@ def test_mobilenet_v3_blocks():
 
 
 @pytest.mark.parametrize("name", VGGS)
-def test_vgg_parity(name, fast_init):
+def test_vgg_parity(name, fast_random):
     reference = torch_model(name, seed=6)
     ours = _ours(name, reference)
     _check_structure(ours, reference)
@@ -116,7 +97,7 @@ def _std(tensor):
     return float(to_numpy(tensor).std())
 
 
-def test_init_follows_torchvision(fast_init):
+def test_init_follows_torchvision(fast_random):
     engine.manual_seed(0)
     model = models_flow.mobilenet_v3_small()
     conv = model.features[4].block[0][0]
@@ -153,7 +134,7 @@ def test_timm_api():
     assert models_flow.mobilenet_v3_small.__name__ in models_flow.list_models(pretrained=True)
 
 
-def test_vgg_timm_api(fast_init):
+def test_vgg_timm_api(fast_random):
     model = models_flow.create_model("vgg11", num_classes=0, in_chans=4).eval()
     assert tuple(model.features[0].weight.shape) == (64, 4, 3, 3)
     with engine.no_grad():
