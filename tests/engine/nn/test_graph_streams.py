@@ -111,7 +111,7 @@ CLASSIFIERS = models.list_models(["resnet*", "resnext50*", "wide_resnet50*", "mo
 
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classification_graphs_equal_eager(name, two_blas_threads, fast_random):
-    """Every classification model through its compiled plan and its batch streams, against eager."""
+    """A classification model of each block type through its compiled plan and its batch streams, against eager."""
     engine.manual_seed(0)
     model = models.create_model(name).eval()
     graph = InferenceGraph(model)
