@@ -51,6 +51,20 @@ def _step_tensor(fill=0.0, fused=False):
     return _new(np.full((), fill, dtype))
 
 
+def _check_adam_arguments(lr, eps, betas, weight_decay):
+    """torch's constructor checks shared by Adam, Adamax, NAdam and RAdam, with its messages."""
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 def _check_fused(fused, foreach, differentiable):
     """torch's constructor checks of ``fused=True``: it excludes ``differentiable`` and ``foreach``."""
     if fused and differentiable:
