@@ -6,11 +6,9 @@ what an export needs on top: each slot's dtype, the dotted path of the module wh
 running when each op was recorded (forward hooks keep a stack of paths), and an error worded for
 export when the model reads a traced value (Python control flow on data cannot be captured).
 """
-import linecache
-
 from ..autograd import grad_mode
 from ..nn.graph.graph import _flatten
-from ..nn.graph.plan import Tracer, _user_frame
+from ..nn.graph.plan import Tracer, user_line
 from .errors import ExportError
 
 
@@ -55,12 +53,8 @@ class ExportTracer(Tracer):
         return f"module '{path}' ({type(module).__name__})"
 
     def refuse_value_read(self, what):
-        frame = _user_frame()
-        line = ""
-        if frame is not None:
-            code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-            line = f" at {frame.f_code.co_filename}:{frame.f_lineno}: `{code}`"
-        raise ExportError(f"engine.onnx.export: {self.where()} reads the value of a traced tensor ({what}){line}; "
+        raise ExportError(f"engine.onnx.export: {self.where()} reads the value of a traced tensor "
+                          f"({what}){user_line()}; "
                           "control flow that depends on tensor values cannot be exported (compute it with tensor "
                           "ops such as engine.where)")
 

@@ -178,13 +178,8 @@ class Tracer:
         self.backward_roots.append(tensor)
 
     def refuse_value_read(self, what):
-        frame = _user_frame()
-        where = ""
-        if frame is not None:
-            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
-            where = f" at {frame.f_code.co_filename}:{frame.f_lineno}: `{line}`"
         raise RuntimeError(
-            f"{self.graph_name}.build() reads the value of a tensor computed in the graph ({what}){where}. "
+            f"{self.graph_name}.build() reads the value of a tensor computed in the graph ({what}){user_line()}. "
             "nn.Graph traces build() once and replays it, so Python control flow that depends on "
             "tensor values cannot be captured; compute it with tensor ops (e.g. engine.where) or "
             "move it out of build().")
@@ -203,12 +198,16 @@ class Tracer:
 _ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _user_frame():
-    """The innermost stack frame outside the engine package (the user's line)."""
+def user_line():
+    """" at FILE:LINE: `code`" for the innermost stack frame outside the engine package (the user's line that
+    read a traced value), or "" when there is none."""
     frame = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_ENGINE_DIR):
         frame = frame.f_back
-    return frame
+    if frame is None:
+        return ""
+    code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    return f" at {frame.f_code.co_filename}:{frame.f_lineno}: `{code}`"
 
 
 def trace(graph_name, build, inputs, input_tensors):
