@@ -20,6 +20,21 @@ def randomize_norms(model, seed):
     return model
 
 
+def randomize_engine_norms(model, seed=0):
+    """``randomize_norms`` for one of our models (numpy's stream): random running statistics and affine parameters
+    of every BatchNorm, as the defaults would hide a wrong fold or a wrong device transfer."""
+    rng = np.random.default_rng(seed)
+    for m in model.modules():
+        if isinstance(m, engine.nn.BatchNorm2d):
+            c = m.num_features
+            m.running_mean.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
+            m.running_var.copy_(engine.from_numpy(rng.uniform(0.5, 2.0, c).astype(np.float32)))
+            with engine.no_grad():
+                m.weight.copy_(engine.from_numpy(rng.uniform(0.5, 1.5, c).astype(np.float32)))
+                m.bias.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
+    return model
+
+
 def torch_model(name, seed=0, **kwargs):
     """A torchvision model with seeded default init and randomised norms, in eval mode."""
     import torchvision.models as tv

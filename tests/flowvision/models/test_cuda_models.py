@@ -10,6 +10,7 @@ import os
 
 import numpy as np
 import pytest
+from model_parity import randomize_engine_norms
 from op_check import assert_close
 
 import engine
@@ -58,27 +59,13 @@ def _only_on_gpu_unless_emulated(cuda, name, emulated=EMULATED):
         pytest.skip("the emulation runs one model per family; the GPU runs them all")
 
 
-def randomize_norms(model, seed=0):
-    """Random running statistics and affine parameters for every BatchNorm (defaults hide bugs)."""
-    rng = np.random.default_rng(seed)
-    for m in model.modules():
-        if isinstance(m, engine.nn.BatchNorm2d):
-            c = m.num_features
-            m.running_mean.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
-            m.running_var.copy_(engine.from_numpy(rng.uniform(0.5, 2.0, c).astype(np.float32)))
-            with engine.no_grad():
-                m.weight.copy_(engine.from_numpy(rng.uniform(0.5, 1.5, c).astype(np.float32)))
-                m.bias.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
-    return model
-
-
 def cpu_and_gpu(build, seed=0, random_norms=True):
     """A seeded model (with random norms) on the CPU, and its copy on the GPU (loaded from the CPU's
     state_dict into a model moved there first, as users move checkpoints)."""
     engine.manual_seed(seed)
     cpu = build()
     if random_norms:
-        randomize_norms(cpu, seed)
+        randomize_engine_norms(cpu, seed)
     gpu = build().cuda()
     gpu.load_state_dict(cpu.state_dict())
     assert all(p.device.type == "cuda" for p in gpu.parameters())

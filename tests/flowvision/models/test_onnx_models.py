@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 import pytest
+from model_parity import randomize_engine_norms
 from onnx_check import check_export, export_bytes, images, run_onnx, session
 
 import engine
@@ -49,20 +50,6 @@ else:
     SEGMENTERS = [_cheapest(names) for names in _SEGMENTERS.values()]
 
 
-def randomize_norms(model, seed=0):
-    """Random running statistics and affine parameters of every BatchNorm (the defaults would hide a wrong fold)."""
-    rng = np.random.default_rng(seed)
-    for m in model.modules():
-        if isinstance(m, engine.nn.BatchNorm2d):
-            c = m.num_features
-            m.running_mean.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
-            m.running_var.copy_(engine.from_numpy(rng.uniform(0.5, 2.0, c).astype(np.float32)))
-            with engine.no_grad():
-                m.weight.copy_(engine.from_numpy(rng.uniform(0.5, 1.5, c).astype(np.float32)))
-                m.bias.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
-    return model
-
-
 def _spread_head(model):
     """Scale the last linear layer up so the logits differ clearly between inputs (some heads start at zero)."""
     linears = [m for m in model.modules() if isinstance(m, engine.nn.Linear)]
@@ -77,7 +64,7 @@ def _spread_head(model):
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier(name):
     engine.manual_seed(0)
-    model = randomize_norms(models.create_model(name)).eval()
+    model = randomize_engine_norms(models.create_model(name)).eval()
     _spread_head(model)
     min_height, min_width = _published(name, "min_size", (1, 1))
     height, width = (224, 224) if min_height >= 224 else (max(63, min_height + 1) | 1, max(71, min_width) | 1)
@@ -89,7 +76,7 @@ def test_classifier(name):
 def test_segmenter(name):
     engine.manual_seed(0)
     aux = {} if name.startswith("lraspp") else {"aux_loss": True}
-    model = randomize_norms(models.create_model(name, weights_backbone=None, **aux)).eval()
+    model = randomize_engine_norms(models.create_model(name, weights_backbone=None, **aux)).eval()
     check_export(model, lambda batch: (images(0, batch, 3, 61, 75),), batches=(2, 3), rtol=1e-4, what=name,
                  per_sample=True)
 
