@@ -7,17 +7,12 @@ from PIL import Image
 
 import engine
 
-from .files import write_file
+from .files import check_uint8, write_file
 
 
 def _image_of(input, what):
     """The Pillow image of a (1 or 3, H, W) uint8 tensor (RuntimeError naming ``what`` otherwise)."""
-    if not isinstance(input, engine.Tensor):
-        raise TypeError(f"{what} expects a tensor, got {type(input).__name__}")
-    if input.dtype != engine.uint8:
-        raise RuntimeError(f"{what}: Input tensor dtype should be uint8, got {input.dtype}")
-    if input.dim() != 3:
-        raise RuntimeError(f"{what}: Input data should be a 3-dimensional tensor, got {input.dim()} dimensions")
+    check_uint8(input, what, 3)
     if input.shape[0] not in (1, 3):
         raise RuntimeError(f"{what}: The number of channels should be 1 or 3, got: {input.shape[0]}")
     pixels = np.ascontiguousarray(input.detach().cpu().numpy().transpose(1, 2, 0))

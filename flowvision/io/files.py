@@ -15,14 +15,19 @@ def read_file(path):
     return engine.from_numpy(np.frombuffer(data, np.uint8).copy())
 
 
-def bytes_of(data, what):
-    """The bytes of a 1-D uint8 tensor (RuntimeError naming ``what`` otherwise)."""
+def check_uint8(data, what, ndim):
+    """Refuse anything but an ``ndim``-dimensional uint8 tensor, with torchvision's messages naming ``what``."""
     if not isinstance(data, engine.Tensor):
         raise TypeError(f"{what} expects a tensor, got {type(data).__name__}")
     if data.dtype != engine.uint8:
         raise RuntimeError(f"{what}: Input tensor dtype should be uint8, got {data.dtype}")
-    if data.dim() != 1:
-        raise RuntimeError(f"{what}: Input data should be a 1-dimensional tensor, got {data.dim()} dimensions")
+    if data.dim() != ndim:
+        raise RuntimeError(f"{what}: Input data should be a {ndim}-dimensional tensor, got {data.dim()} dimensions")
+
+
+def bytes_of(data, what):
+    """The bytes of a 1-D uint8 tensor (RuntimeError naming ``what`` otherwise)."""
+    check_uint8(data, what, 1)
     return data.cpu().numpy().tobytes()
 
 
