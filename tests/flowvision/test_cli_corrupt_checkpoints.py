@@ -32,13 +32,6 @@ def broken(tmp_path_factory):
     return folder
 
 
-@pytest.fixture
-def offline(monkeypatch, tmp_path):
-    monkeypatch.setenv("FLOWVISION_OFFLINE", "1")
-    monkeypatch.setenv("FLOWVISION_HOME", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-
 NAMES = ["legacy_cut_in_pickle.pth", "legacy_cut_in_data.pth", "zip_cut.pth", "bad.safetensors"]
 
 

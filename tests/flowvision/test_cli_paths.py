@@ -29,14 +29,6 @@ def checkpoints(tmp_path_factory):
     return folder
 
 
-@pytest.fixture
-def offline(monkeypatch, tmp_path):
-    """No network and an empty cache: anything that tries to download fails."""
-    monkeypatch.setenv("FLOWVISION_OFFLINE", "1")
-    monkeypatch.setenv("FLOWVISION_HOME", str(tmp_path / "cache"))
-    monkeypatch.chdir(tmp_path)
-
-
 def test_convert_detection_and_segmentation_checkpoints_offline(checkpoints, offline, capsys, tmp_path):
     for name, model in (("frcnn320.pth", DETECTOR), ("lraspp.pth", SEGMENTER)):
         out = tmp_path / f"{name}.safetensors"
