@@ -4,6 +4,7 @@ import torch
 
 import engine
 import flowvision.models as models
+from op_check import assert_close
 
 
 def randomize_norms(model, seed):
@@ -33,6 +34,19 @@ def randomize_engine_norms(model, seed=0):
                 m.weight.copy_(engine.from_numpy(rng.uniform(0.5, 1.5, c).astype(np.float32)))
                 m.bias.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
     return model
+
+
+def backward_both(reference, ours, x):
+    """``x`` (float64) through both models in their current modes: outputs equal within 1e-10 and the input
+    gradients of the summed squared outputs within 1e-9. Returns both models' named parameters (reference's,
+    ours), their gradients filled."""
+    xt, xo = torch.from_numpy(x).requires_grad_(), engine.from_numpy(x).requires_grad_()
+    ref, out = reference(xt), ours(xo)
+    assert_close(out.detach().numpy(), ref.detach().numpy(), 1e-10)
+    (ref ** 2).sum().backward()
+    (out ** 2).sum().backward()
+    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-9, what="input grad")
+    return dict(reference.named_parameters()), dict(ours.named_parameters())
 
 
 def torch_model(name, seed=0, **kwargs):

@@ -18,7 +18,7 @@ from engine.nn import init
 from flowvision.models import weights as W
 from flowvision.models.convnext import CNBlock, CNBlockConfig, LayerNorm2d
 from flowvision.models.regnet import BlockParams
-from model_parity import eval_outputs, image_batch, numpy_state, to_numpy, torch_model
+from model_parity import backward_both, eval_outputs, image_batch, numpy_state, to_numpy, torch_model
 from op_check import assert_close, check_op
 
 CONVNEXTS = ["convnext_tiny", "convnext_small", "convnext_base", "convnext_large"]
@@ -228,13 +228,7 @@ def test_eval_parity(name):
 def _train_step(reference, ours, x, params):
     """Train-mode outputs, input gradients and the named parameter gradients of both models, in float64."""
     reference, ours = reference.train().double(), ours.train().double()
-    xt, xo = torch.from_numpy(x).requires_grad_(), engine.from_numpy(x).requires_grad_()
-    ref, out = reference(xt), ours(xo)
-    assert_close(out.detach().numpy(), ref.detach().numpy(), 1e-10)
-    (ref ** 2).sum().backward()
-    (out ** 2).sum().backward()
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-9, what="input grad")
-    ref_params, our_params = dict(reference.named_parameters()), dict(ours.named_parameters())
+    ref_params, our_params = backward_both(reference, ours, x)
     assert all(p.grad is not None for p in our_params.values())
     for k in params:
         assert_close(our_params[k].grad.numpy(), ref_params[k].grad.numpy(), 1e-9, what=k)

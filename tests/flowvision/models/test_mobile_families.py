@@ -19,7 +19,7 @@ from flowvision import hub
 from flowvision.models import weights as W
 from http_server import FileServer
 from flowvision.ops import StochasticDepth
-from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model
+from model_parity import backward_both, eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -118,13 +118,7 @@ def _train_step_matches(name, keys, shape, **kwargs):
     reference = randomize_norms(torch_model(name, seed=7, num_classes=5, **kwargs), 7).train().double()
     ours = _ours(name, reference, num_classes=5, **kwargs).train().double()
     x = image_batch(*shape, seed=8).astype(np.float64)
-    xt, xo = torch.from_numpy(x).requires_grad_(), engine.from_numpy(x).requires_grad_()
-    ref, out = reference(xt), ours(xo)
-    assert_close(out.detach().numpy(), ref.detach().numpy(), 1e-10)
-    (ref ** 2).sum().backward()
-    (out ** 2).sum().backward()
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-9, what="input grad")
-    ref_params, our_params = dict(reference.named_parameters()), dict(ours.named_parameters())
+    ref_params, our_params = backward_both(reference, ours, x)
     assert set(our_params) == set(ref_params)
     for k in keys:
         assert_close(our_params[k].grad.numpy(), ref_params[k].grad.numpy(), 1e-9, what=k)

@@ -1,11 +1,10 @@
 """MobileNetV2/V3 and VGG parity with torchvision: structure, state_dict, init, eval numerics, timm API."""
 import numpy as np
 import pytest
-import torch
 
 import engine
 import flowvision.models as models_flow
-from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model
+from model_parity import backward_both, eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -162,13 +161,7 @@ def test_train_mode_backward_mobilenet_v2():
     ours = _ours("mobilenet_v2", reference, num_classes=5, dropout=0.0).train().double()
     reference.classifier[0].p = 0.0
     x = image_batch(2, 64, 80, seed=8).astype(np.float64)
-    xt, xo = torch.from_numpy(x).requires_grad_(), engine.from_numpy(x).requires_grad_()
-    ref, out = reference(xt), ours(xo)
-    assert_close(out.detach().numpy(), ref.detach().numpy(), 1e-10)
-    (ref ** 2).sum().backward()
-    (out ** 2).sum().backward()
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-9, what="input grad")
-    ref_params, our_params = dict(reference.named_parameters()), dict(ours.named_parameters())
+    ref_params, our_params = backward_both(reference, ours, x)
     for k in ["features.0.0.weight", "features.5.conv.1.0.weight", "features.17.conv.2.weight", "classifier.1.bias"]:
         assert_close(our_params[k].grad.numpy(), ref_params[k].grad.numpy(), 1e-9, what=k)
     assert_close(to_numpy(ours.features[3].conv[1][1].running_var),

@@ -18,7 +18,7 @@ import flowvision.models as models
 from engine.nn import init
 from flowvision.models import vision_transformer as vit
 from flowvision.models import weights as W
-from model_parity import image_batch, numpy_state, to_numpy
+from model_parity import backward_both, image_batch, numpy_state, to_numpy
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -138,14 +138,8 @@ def test_train_mode_outputs_and_gradients():
     _check_structure(ours, reference)
     ours.load_state_dict(numpy_state(reference))
     x = image_batch(3, 48, 48, seed=6).astype(np.float64)
-    xt, xo = torch.from_numpy(x).requires_grad_(), engine.from_numpy(x).requires_grad_()
-    ref, out = reference(xt), ours(xo)
-    assert_close(out.detach().numpy(), ref.detach().numpy(), 1e-10)
-    (ref ** 2).sum().backward()
-    (out ** 2).sum().backward()
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-9, what="input grad")
-    ref_params = dict(reference.named_parameters())
-    for k, p in ours.named_parameters():
+    ref_params, our_params = backward_both(reference, ours, x)
+    for k, p in our_params.items():
         assert_close(p.grad.numpy(), ref_params[k].grad.numpy(), 1e-9, what=k)
     ref_bn = reference.conv_proj.conv_bn_relu_1[1]
     assert_close(to_numpy(ours.conv_proj.conv_bn_relu_1[1].running_var), to_numpy(ref_bn.running_var), 1e-10)
