@@ -9,8 +9,8 @@ so data-dependent numbers of values (detections) stay dynamic: in the second run
 as many entries as in the first keeps one more or one fewer (``tracing.vary``), so that no such number can
 pass for a constant.
 
-Limits: Python control flow on values, or on sizes that differ between the runs, is refused (Keypoint R-CNN's
-per-box keypoint decoding). Needs the optional ``onnx`` package (``pip install flowvision[onnx]``).
+Limits: Python control flow on values, or on sizes that differ between the runs, is refused; an op that loops
+over data-dependent sizes inside itself (Keypoint R-CNN's per-box decoding) is written as an ONNX ``Loop``. Needs the optional ``onnx`` package (``pip install flowvision[onnx]``).
 """
 from .errors import ExportError, OnnxNotInstalledError, UnsupportedOperatorError
 from .exporter import MAX_OPSET, MIN_OPSET, export

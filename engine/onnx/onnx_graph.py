@@ -3,6 +3,8 @@
 Converters add nodes through ``node``; constant arrays become initializers (equal small constants
 are shared, a tensor reached twice is stored once, under its state_dict name when it has one).
 """
+import contextlib
+
 import numpy as np
 
 
@@ -47,6 +49,17 @@ class OnnxGraph:
         attrs = {k: v for k, v in attrs.items() if v is not None}
         self.nodes.append(self.onnx.helper.make_node(op_type, list(inputs), names, name=self.fresh(base), **attrs))
         return names[0] if isinstance(outputs, int) and outputs == 1 else names
+
+    @contextlib.contextmanager
+    def subgraph(self):
+        """Collect the nodes added inside the block into the yielded list instead of the graph: the body of a
+        ``Loop``. Its names stay unique across both scopes; it may read the graph's initializers."""
+        outer = self.nodes
+        self.nodes = []
+        try:
+            yield self.nodes
+        finally:
+            self.nodes = outer
 
     def constant(self, value, dtype=None, hint="const"):
         """An initializer holding ``value`` (an array or a Python number) as ``dtype``; small ones are shared."""

@@ -1,9 +1,9 @@
 """Keypoint R-CNN's heatmap targets, loss and decoding of heatmaps to keypoints."""
 import engine as torch
-from engine.autograd import tracing
+from engine import backends
+from engine.autograd.function import Function
 from engine.nn import functional as F
 from engine.ops._common import xp_of
-from engine.tensor import _new
 
 
 def keypoints_to_heatmap(keypoints, rois, heatmap_size):
@@ -29,21 +29,22 @@ def keypoints_to_heatmap(keypoints, rois, heatmap_size):
 
 def _roi_argmax(maps, width, height):
     """Upsample one RoI's (N, H, W) heatmaps bicubically to its box size: per keypoint the argmax cell and its score."""
-    roi_map = F.interpolate(maps[:, None], size=(height, width), mode="bicubic", align_corners=False)._data[:, 0]
-    xp = xp_of(roi_map)
+    kernels = backends.kernels(maps, "interpolate")
+    roi_map = kernels.interpolate_forward(maps[:, None], size=(height, width), mode="bicubic", align_corners=False)[0]
     flat = roi_map.reshape(roi_map.shape[0], -1)
     pos = flat.argmax(axis=1)
-    return pos % width, pos // width, flat[xp.arange(flat.shape[0]), pos]
+    return pos % width, pos // width, flat[xp_of(flat).arange(flat.shape[0]), pos]
 
 
-def heatmaps_to_keypoints(maps, rois):
-    """Decode (K, N, H, W) heatmaps into (K, N, 3) keypoints (x, y, 1) in image coordinates and (K, N) scores.
+class _HeatmapsToKeypoints(Function):
+    """Keypoint decoding as one op, so that a trace (nn.Graph, engine.onnx.export) records it whole: each box's
+    heatmaps are resized to the box's own size, which no fixed-shape op sequence can express. ONNX writes it
+    as a ``Loop`` over the boxes (engine/onnx/detection.py). No gradient."""
 
-    Each box's heatmaps are resized to the box's own size in a Python loop over the boxes: a trace (nn.Graph,
-    engine.onnx.export) cannot record that, and is refused here rather than frozen to one image's boxes."""
-    tracing.check_value_read(rois, "keypoint decoding: a bicubic resize per box, to the box's own size")
-    with torch.no_grad():
-        boxes = rois.detach()._data.astype("float32", copy=False)
+    uses_inputs = False
+
+    def forward(self, maps, rois):
+        boxes = rois.astype("float32", copy=False)
         xp = xp_of(boxes)
         widths = xp.maximum(boxes[:, 2] - boxes[:, 0], xp.float32(1))
         heights = xp.maximum(boxes[:, 3] - boxes[:, 1], xp.float32(1))
@@ -58,8 +59,14 @@ def heatmaps_to_keypoints(maps, rois):
             x_int[i], y_int[i], scores[i] = _roi_argmax(maps[i], w, h)
         x = (x_int.astype(xp.float32) + xp.float32(0.5)) * (widths / widths_ceil)[:, None] + boxes[:, 0, None]
         y = (y_int.astype(xp.float32) + xp.float32(0.5)) * (heights / heights_ceil)[:, None] + boxes[:, 1, None]
-        xy_preds = xp.stack([x, y, xp.ones_like(x)], axis=2)
-    return _new(xy_preds), _new(scores)
+        return xp.stack([x, y, xp.ones_like(x)], axis=2), scores
+
+
+def heatmaps_to_keypoints(maps, rois):
+    """Decode (K, N, H, W) heatmaps into (K, N, 3) keypoints (x, y, 1) in image coordinates and (K, N) scores:
+    per box and keypoint, the argmax cell of the heatmap resized bicubically to the box's size (in whole
+    pixels), at the cell's centre scaled back to the box's exact size."""
+    return _HeatmapsToKeypoints()(maps.detach(), rois.detach())
 
 
 def keypointrcnn_loss(keypoint_logits, proposals, gt_keypoints, keypoint_matched_idxs):

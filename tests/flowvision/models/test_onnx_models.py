@@ -3,7 +3,8 @@ files, exported at an odd input size with a dynamic batch and run in ONNX Runtim
 eager output within 1e-4 relative; one resnet18 file matches torchvision's own eager output on the same weights.
 Detection files (a list of one image of an odd size; a dynamic number of detections) give on several images the
 same number of detections as our eager model, the same labels, boxes within 1e-3 px and scores within 1e-5 (and
-masks within 1e-4); Keypoint R-CNN is refused in one line (its keypoint decoding resizes each box in Python).
+masks within 1e-4, keypoints within 1e-3 px); Keypoint R-CNN's decoding op alone, an ONNX ``Loop``, matches our eager
+decoding at several numbers of boxes, none included.
 
 By default the cheapest model of each family or kind runs (``ONNX_EVERY_MODEL=1``: every model).
 """
@@ -12,11 +13,12 @@ import os
 import numpy as np
 import pytest
 from model_parity import randomize_engine_norms
-from onnx_check import check_export, export_bytes, images, run_onnx, session
+from onnx_check import check_export, eager_outputs, export_bytes, images, run_onnx, session
 
 import engine
 import engine.onnx
 import flowvision.models as models
+from flowvision.models.detection._keypoints import heatmaps_to_keypoints
 
 # whole-model exports, outside the quick subset (-m "not slow"); random weights drawn the quicker numpy way
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fast_random")]
@@ -81,8 +83,7 @@ def test_segmenter(name):
                  per_sample=True)
 
 
-_DETECTORS = {m: [n for n in models.list_models(module=m) if not n.startswith("keypoint")]
-              for m in sorted(_DETECTION_MODULES - {"keypoint_rcnn"})}
+_DETECTORS = {m: models.list_models(module=m) for m in sorted(_DETECTION_MODULES)}
 # the family's cheapest model, but for Faster R-CNN the ResNet one: the MobileNet ones, with random weights, give
 # the same detections whatever the image (their number would not change)
 DETECTORS = [n for names in _DETECTORS.values() for n in names] if EVERY else [
@@ -95,6 +96,7 @@ _BOX_DELTAS = {"rpn.head.bbox_pred.weight": 0.01, "roi_heads.box_predictor.bbox_
 _CLASSES = {  # model prefix: (parameter, scale)
     "fasterrcnn": ("roi_heads.box_predictor.cls_score.weight", 3.0),
     "maskrcnn": ("roi_heads.box_predictor.cls_score.weight", 3.0),
+    "keypointrcnn": ("roi_heads.box_predictor.cls_score.weight", 3.0),
     "retinanet": ("head.classification_head.cls_logits.weight", 16.0),
     "fcos": ("head.classification_head.cls_logits.weight", 4.0),
     "ssdlite": ("head.classification_head", 0.5),
@@ -162,8 +164,8 @@ def _threshold(model, name, images):
 
 def _assert_same_detections(got, expected, name, tie=2e-5):
     """The same scores by rank (within 1e-5); every detection whose score stands apart from its neighbours' by
-    more than ``tie`` has the same label, box (within 1e-3 px) and mask (1e-4): tied scores may come in either
-    order from two implementations that round differently."""
+    more than ``tie`` has the same label, box and keypoints (within 1e-3 px), mask (1e-4) and keypoint scores (1e-4
+    of their largest): tied scores may come in either order from two implementations that round differently."""
     assert got["boxes"].shape == expected["boxes"].shape, f"{name}: {len(got['boxes'])} detections, not " \
                                                           f"{len(expected['boxes'])}"
     order, expected_order = (np.argsort(-d["scores"], kind="stable") for d in (got, expected))
@@ -172,7 +174,9 @@ def _assert_same_detections(got, expected, name, tie=2e-5):
     gaps = np.abs(np.diff(scores)) > tie
     apart = np.concatenate([[True], gaps]) & np.concatenate([gaps, [True]])
     assert apart.sum() >= 2, f"{name}: nearly every score is tied"
-    tolerances = {"boxes": 1e-3, "labels": 0, "masks": 1e-4}
+    tolerances = {"boxes": 1e-3, "labels": 0, "masks": 1e-4, "keypoints": 1e-3}
+    if "keypoints_scores" in expected:
+        tolerances["keypoints_scores"] = 1e-4 * np.abs(expected["keypoints_scores"]).max(initial=1)
     for key in expected:
         if key != "scores":
             np.testing.assert_allclose(got[key][order][apart], expected[key][expected_order][apart], rtol=0,
@@ -204,13 +208,32 @@ def test_detector(name):
         _assert_same_detections(dict(zip(expected, runner.run(None, {"image": image}))), expected, name)
 
 
-def test_keypoint_rcnn_is_refused_in_one_line():
-    model = models.create_model("keypointrcnn_resnet50_fpn", weights_backbone=None, num_classes=2, min_size=160,
-                                max_size=200).eval()
-    with pytest.raises(engine.onnx.ExportError) as info:
-        export_bytes(model, ([engine.from_numpy(_photo(0))],))
-    message = str(info.value)
-    assert "\n" not in message and "module 'roi_heads' (RoIHeads)" in message and "keypoint decoding" in message
+class _KeypointDecoding(engine.nn.Module):
+    def forward(self, maps, rois):
+        return heatmaps_to_keypoints(maps, rois)
+
+
+def _heatmaps_and_boxes(seed, count):
+    """``count`` boxes' (count, 5, 13, 13) heatmaps and (count, 4) boxes from 0.2 to 120 px wide and high."""
+    rng = np.random.default_rng(seed)
+    maps = (rng.standard_normal((count, 5, 13, 13)) * 3).astype(np.float32)
+    corners = rng.uniform(0, 300, (count, 2))
+    sizes = rng.uniform(0.2, 120, (count, 2))
+    return maps, np.concatenate([corners, corners + sizes], 1).astype(np.float32)
+
+
+def test_keypoint_decoding_loop_matches_eager():
+    maps, rois = _heatmaps_and_boxes(0, 3)
+    data = export_bytes(_KeypointDecoding(), (engine.from_numpy(maps), engine.from_numpy(rois)),
+                        input_names=["maps", "rois"], dynamic_axes={"maps": {0: "boxes"}, "rois": {0: "boxes"}})
+    runner = session(data)
+    for seed, count in enumerate((0, 1, 7, 40)):
+        maps, rois = _heatmaps_and_boxes(seed + 1, count)
+        expected = eager_outputs(_KeypointDecoding(), (maps, rois))
+        points, scores = runner.run(None, {"maps": maps, "rois": rois})
+        assert points.shape == (count, 5, 3) and scores.shape == (count, 5)
+        np.testing.assert_array_equal(points, expected[0])
+        np.testing.assert_allclose(scores, expected[1], rtol=0, atol=5e-5)  # heatmap values reach about 15
 
 
 def test_resnet18_file_matches_torchvision():
