@@ -19,7 +19,6 @@ class ExportTracer(Tracer):
     def __init__(self, reference=None):
         super().__init__("engine.onnx.export")
         self.reference = reference
-        self.counts = {}
         self.dtypes = []
         self.paths = []
         self.scopes = []
@@ -37,11 +36,9 @@ class ExportTracer(Tracer):
     def vary_count(self, count):
         """``tracing.vary``: the exported trace notes each op's data-dependent count; the probe (traced with the
         exported trace's counts as ``reference``) changes a count that came out the same."""
-        index = len(self.ops)
         if self.reference is None:
-            self.counts[index] = count
-            return False
-        return self.reference.get(index) == count
+            return super().vary_count(count)
+        return self.reference.get(len(self.ops)) == count
 
     def where(self):
         """'module 'layer1.0.conv1' (Conv2d)': the innermost module whose forward is running."""

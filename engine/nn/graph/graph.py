@@ -243,6 +243,7 @@ class Graph:
                                    "inputs (return computed tensors; parameters are reachable as modules)")
         plan = Plan(tracer.ops, input_slots, [tracer.slot_of(t) for t in out_leaves], output_spec,
                     tracer.backward_calls, tracer.n_slots)
+        plan.name = self.name
         plan.log = [f"traced {len(plan.ops)} ops for inputs "
                     f"{', '.join(str(list(t.shape)) for t in leaves) or '()'}"]
         if self.training:

@@ -16,13 +16,26 @@ SLOT, TENSOR, CONST = 0, 1, 2
 
 
 class Op:
-    """One recorded call: Function class, its parameter snapshot, argument refs and output slots."""
+    """One recorded call: Function class, its parameter snapshot, argument refs and output slots.
 
-    __slots__ = ("cls", "state", "args", "outs", "free_after")
+    ``data_dependent`` is set on an op whose output size depends on values (nonzero, a boolean mask, NMS):
+    (its traced output shapes, where it was called). A replay computes such sizes anew, which later ops that
+    only map values follow; one that fails on them is reported with the size that changed (``Plan``)."""
+
+    __slots__ = ("cls", "state", "args", "outs", "free_after", "data_dependent")
 
     def __init__(self, cls, state, args, outs):
         self.cls, self.state, self.args, self.outs = cls, state, args, outs
         self.free_after = ()
+        self.data_dependent = None
+
+    def size_change(self, outs):
+        """For a data-dependent op whose outputs differ in shape from the traced ones, a phrase saying so."""
+        traced, where = self.data_dependent
+        now = tuple(tuple(o.shape) for o in outs)
+        if now == traced:
+            return None
+        return f"{self.name()}{where} returned shape {_shapes(now)} where the traced call had {_shapes(traced)}"
 
     @property
     def inplace(self):
@@ -57,6 +70,7 @@ class Plan:
         self.output_spec = output_spec
         self.backward_calls = backward_calls
         self.n_slots = n_slots
+        self.name = "nn.Graph"  # the graph's class name, for messages
         self.log = []
         self.stream_batch = None  # set where the batch may run as streams (graph/streams.py)
         self.parts = {}  # the stream plans, by their number of samples
@@ -83,13 +97,20 @@ class Plan:
         env = [None] * self.n_slots
         for slot, arr in zip(self.input_slots, arrays):
             env[slot] = arr
+        changed = None
         for op in self.ops:
             fn = op.make()
             args = [env[ref] if kind == SLOT else (ref._data if kind == TENSOR else ref) for kind, ref in op.args]
             fn.needs_input_grad = (False,) * len(args)
-            outs = fn.forward(*args)
+            try:
+                outs = fn.forward(*args)
+            except Exception as error:
+                self._raise_after_size_change(changed, op, error)
+                raise
             if not isinstance(outs, tuple):
                 outs = (outs,)
+            if op.data_dependent is not None and changed is None:
+                changed = op.size_change(outs)
             if op.inplace and outs[0] is not args[0]:
                 args[0][...] = outs[0]
                 outs = (args[0],) + outs[1:]
@@ -108,12 +129,19 @@ class Plan:
         env = [None] * self.n_slots
         for slot, t in zip(self.input_slots, tensors):
             env[slot] = t
+        changed = None
         for op in self.ops:
             fn = op.make()
             args = [env[ref] if kind == SLOT else ref for kind, ref in op.args]
-            outs = fn(*args)
+            try:
+                outs = fn(*args)
+            except Exception as error:
+                self._raise_after_size_change(changed, op, error)
+                raise
             if not isinstance(outs, tuple):
                 outs = (outs,)
+            if op.data_dependent is not None and changed is None:
+                changed = op.size_change(outs)
             for slot, value in zip(op.outs, outs):
                 env[slot] = value
             for slot in op.free_after:
@@ -126,6 +154,17 @@ class Plan:
                 gradient = _new(root._data * 0 + grad_scale)
             root.backward(gradient)
         return outputs
+
+    def _raise_after_size_change(self, changed, op, error):
+        """When ``op`` failed after a data-dependent size changed in this replay, raise the one-line error that
+        says so (the likely cause: ``op`` replays a size of the trace)."""
+        if changed is None:
+            return
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RuntimeError(
+            f"{self.name}: {changed}, and {op.name()} then failed ({first}): nn.Graph replays the sizes of its "
+            "trace where later ops fix them. Run this model eagerly, or export it with engine.onnx.export (its "
+            "files keep data-dependent sizes dynamic).") from error
 
     def describe(self):
         lines = [f"inputs: {', '.join(f'%{s}' for s in self.input_slots)}"]
@@ -144,6 +183,7 @@ class Tracer:
         self.backward_roots = []
         self.n_slots = 0
         self.shapes = []  # each slot's traced shape
+        self.counts = {}  # op index -> the data-dependent count it reported (``tracing.vary``)
 
     def new_slot(self, tensor):
         """Number ``tensor``'s value; the mark lives on the tensor, so dead tensors free memory."""
@@ -169,7 +209,17 @@ class Tracer:
     def record(self, cls, state, inputs, results):
         args = [self.ref(v) for v in inputs]
         outs = [self.new_slot(r) for r in results]
-        self.ops.append(Op(cls, state, args, outs))
+        op = Op(cls, state, args, outs)
+        if len(self.ops) in self.counts:
+            where = user_line(skip=getattr(sys.modules.get(cls.__module__), "__file__", None))
+            op.data_dependent = (tuple(tuple(r.shape) for r in results), where)
+        self.ops.append(op)
+
+    def vary_count(self, count):
+        """``tracing.vary``: the op being run has a data-dependent count; note it (and where it was called) so that
+        replays check its size. A graph's trace never changes the count (an export's probe does)."""
+        self.counts[len(self.ops)] = count
+        return False
 
     def record_backward(self, tensor, gradient):
         if not self.is_traced(tensor):
@@ -198,16 +248,22 @@ class Tracer:
 _ENGINE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def user_line():
-    """" at FILE:LINE: `code`" for the innermost stack frame outside the engine package (the user's line that
-    read a traced value), or "" when there is none."""
+def user_line(skip=None):
+    """" at FILE:LINE: `code`" for the innermost stack frame outside the engine package and the file ``skip``
+    (the user's line that read a traced value or called an op), or "" when there is none."""
     frame = sys._getframe(1)
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_ENGINE_DIR):
+    skip = os.path.abspath(skip) if skip else None
+    while frame is not None and (os.path.abspath(frame.f_code.co_filename).startswith(_ENGINE_DIR)
+                                 or os.path.abspath(frame.f_code.co_filename) == skip):
         frame = frame.f_back
     if frame is None:
         return ""
     code = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
     return f" at {frame.f_code.co_filename}:{frame.f_lineno}: `{code}`"
+
+
+def _shapes(shapes):
+    return ", ".join(str(list(shape)) for shape in shapes)
 
 
 def trace(graph_name, build, inputs, input_tensors):

@@ -163,7 +163,11 @@ def save_plan(plan, path):
                 args.append(["tensor", enc.array_key(ref._data)])
             else:
                 args.append(["const", enc.value(ref, f"argument of {name}")])
-        ops.append({"op": name, "state": enc.value(op.state, f"state of {name}"), "args": args, "outs": op.outs})
+        record = {"op": name, "state": enc.value(op.state, f"state of {name}"), "args": args, "outs": op.outs}
+        if op.data_dependent is not None:
+            shapes, where = op.data_dependent
+            record["traced_sizes"] = [[list(shape) for shape in shapes], where]
+        ops.append(record)
     body = {"format": FORMAT, "ops": ops, "inputs": plan.input_slots, "outputs": plan.output_slots,
             "output_spec": enc.value(plan.output_spec, "output structure"), "n_slots": plan.n_slots,
             "input_spec": repr(spec), "input_leaves": leaves, "signature": describe_inputs(spec, leaves),
@@ -248,7 +252,20 @@ def _op(index, rec, arrays, n_slots):
         else:
             raise _Refused(f"op {index} ({name}) has an argument of unknown kind {kind!r}")
     outs = [_slot(ref, n_slots, f"op {index} ({name})") for ref in rec["outs"]]
-    return Op(cls, state, args, outs)
+    op = Op(cls, state, args, outs)
+    if "traced_sizes" in rec:
+        op.data_dependent = _traced_sizes(rec["traced_sizes"], f"op {index} ({name})")
+    return op
+
+
+def _traced_sizes(value, what):
+    """A data-dependent op's (traced output shapes, where it was called), checked."""
+    try:
+        shapes, where = value
+        shapes = tuple(tuple(int(n) for n in shape) for shape in shapes)
+    except (TypeError, ValueError):
+        raise _Refused(f"{what} has traced sizes that are not a list of shapes and a location") from None
+    return shapes, str(where)
 
 
 def _plan(body, arrays):

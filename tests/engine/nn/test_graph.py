@@ -302,6 +302,41 @@ def test_value_dependent_control_flow_is_refused_with_the_line():
         Branchy()(engine.randn(2, 4))
 
 
+class PositiveSum(nn.Graph):
+    """The scaled sum of the positive entries through a boolean mask (a size that depends on the values) and a
+    reshape that the trace fixes to the traced size; in training, a step of SGD on the scale."""
+
+    def __init__(self, training):
+        super().__init__()
+        self.scale = nn.Linear(1, 1, bias=False)
+        nn.init.ones_(self.scale.weight)
+        if training:
+            self.add_optimizer(engine.optim.SGD(self.scale.parameters(), lr=0.0))
+
+    def build(self, x):
+        positive = x[x > 0]
+        total = self.scale(positive.reshape(-1, 1)).sum()
+        if self.training:
+            total.backward()
+        return total
+
+
+@pytest.mark.parametrize("training", [False, True])
+def test_replay_names_the_data_dependent_size_that_changed(tmp_path, training):
+    graph = PositiveSum(training)
+    assert graph(engine.tensor([1.0, -2.0, 3.0, -4.0])).item() == 4.0
+    assert graph(engine.tensor([-1.0, 5.0, 0.5, -4.0])).item() == 5.5  # two entries again: replays
+    message = (r"^PositiveSum: TensorIndex at .*test_graph.py:\d+: `positive = x\[x > 0\]` returned shape \[3\] "
+               r"where the traced call had \[2\], and Reshape then failed \(cannot reshape .*\): nn.Graph replays")
+    with pytest.raises(RuntimeError, match=message):
+        graph(engine.tensor([1.0, 2.0, 3.0, -4.0]))
+    if not training:
+        path = str(tmp_path / "positive.graph.safetensors")
+        graph.save(path)
+        with pytest.raises(RuntimeError, match=r"returned shape \[1\] where the traced call had \[2\]"):
+            nn.Graph.load(path)(engine.tensor([1.0, -2.0, -3.0, -4.0]))
+
+
 def test_save_and_load_runs_without_the_model_class(tmp_path):
     engine.manual_seed(2)
     model = SmallResNet().eval()
