@@ -11,6 +11,9 @@ pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m 
 
 MOBILENETS = ["mobilenet_v2", "mobilenet_v3_large", "mobilenet_v3_small"]
 VGGS = [f"vgg{depth}{bn}" for depth in (11, 13, 16, 19) for bn in ("", "_bn")]
+# the deeper VGGs repeat vgg11's layers: their structure is checked against torchvision's, built on the meta
+# device (no weights drawn), and only vgg11 and vgg11_bn run forward (about 4 s each)
+FORWARD_VGGS = ["vgg11", "vgg11_bn"]
 TOL = 1e-4
 
 
@@ -27,7 +30,7 @@ def _check_structure(ours, reference):
     assert list(our_sd) == list(ref_sd)
     for k in ref_sd:
         assert tuple(our_sd[k].shape) == tuple(ref_sd[k].shape), k
-        assert our_sd[k].dtype == engine.from_numpy(ref_sd[k].numpy()).dtype, k
+        assert str(our_sd[k].dtype).split(".")[-1] == str(ref_sd[k].dtype).split(".")[-1], k
     assert [n for n, _ in ours.named_modules()] == [n for n, _ in reference.named_modules()]
     assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
 
@@ -80,7 +83,16 @@ def test_mobilenet_v3_blocks():
         models_flow.mobilenetv2.InvertedResidual(16, 16, 3, 6)
 
 
-@pytest.mark.parametrize("name", VGGS)
+@pytest.mark.parametrize("name", [n for n in VGGS if n not in FORWARD_VGGS])
+def test_vgg_structure(name, fast_random):
+    import torch
+    import torchvision.models as tv
+    with torch.device("meta"):
+        reference = getattr(tv, name)()
+    _check_structure(models_flow.create_model(name), reference)
+
+
+@pytest.mark.parametrize("name", FORWARD_VGGS)
 def test_vgg_parity(name, fast_random):
     reference = torch_model(name, seed=6)
     ours = _ours(name, reference)
