@@ -93,6 +93,7 @@ def test_classify_matches_torchvision(served, capsys):
     assert len(server.requests) == 1  # the second run read the cache
 
 
+@pytest.mark.slow  # over a second: outside the quick subset
 def test_classify_local_checkpoints(served, capsys, tmp_path):
     reference, _, checkpoint = served
     converted = tmp_path / "resnet18.safetensors"

@@ -29,6 +29,7 @@ def checkpoints(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow  # over a second: outside the quick subset
 def test_convert_detection_and_segmentation_checkpoints_offline(checkpoints, offline, capsys, tmp_path):
     for name, model in (("frcnn320.pth", DETECTOR), ("lraspp.pth", SEGMENTER)):
         out = tmp_path / f"{name}.safetensors"
@@ -36,6 +37,7 @@ def test_convert_detection_and_segmentation_checkpoints_offline(checkpoints, off
         assert code == 0 and out.exists() and "wrote" in stdout, err
 
 
+@pytest.mark.slow  # over a second: outside the quick subset
 def test_segment_and_detect_take_a_local_checkpoint(checkpoints, offline, capsys, tmp_path):
     code, out, err = run_cli(capsys, "segment", "chelsea.png", "--model", SEGMENTER, "--weights",
                              str(checkpoints / "lraspp.pth"), "-o", str(tmp_path / "mask.png"))

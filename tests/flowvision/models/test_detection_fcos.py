@@ -88,6 +88,7 @@ def test_bad_inputs_raise():
         FCOS(three_level_backbone(engine), 3, anchor_generator=object())
 
 
+@pytest.mark.slow  # over a second: outside the quick subset
 @pytest.mark.heavy
 def test_builder_matches_torchvision():
     om, tm = builder_pair("fcos_resnet50_fpn", {"head.classification_head.cls_logits.weight": 8.0}, num_classes=5,

@@ -134,6 +134,7 @@ def test_bad_inputs_raise():
         RetinaNet(three_level_backbone(engine), 3, anchor_generator=object())
 
 
+@pytest.mark.slow  # over a second: outside the quick subset
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", ["retinanet_resnet50_fpn", "retinanet_resnet50_fpn_v2"])
 def test_builder_matches_torchvision(name):

@@ -104,6 +104,7 @@ def photo_targets():
     return photos(), targets
 
 
+@pytest.mark.slow  # over a second: outside the quick subset
 @pytest.mark.heavy
 def test_ssdlite320_train_losses_grads_and_norm_stats_match_torchvision(ssdlite_pair):
     """In float64: train-mode BatchNorm over the 1x1 and 2x2 extra maps (2 values per channel) is too

@@ -149,6 +149,7 @@ def test_adapt_input_conv_keeps_grey_response():
     np.testing.assert_allclose(models.adapt_input_conv(1, np.ones((2, 6, 1, 1))), np.full((2, 2, 1, 1), 3.0))
 
 
+@pytest.mark.slow  # over a second: outside the quick subset
 def test_checkpoint_formats(tmp_path):
     path, state = _three_channel_checkpoint(tmp_path, ".npz")
     model = models.create_model("resnet18", checkpoint_path=path)
