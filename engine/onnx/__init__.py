@@ -10,7 +10,8 @@ as many entries as in the first keeps one more or one fewer (``tracing.vary``), 
 pass for a constant.
 
 Limits: Python control flow on values, or on sizes that differ between the runs, is refused; an op that loops
-over data-dependent sizes inside itself (Keypoint R-CNN's per-box decoding) is written as an ONNX ``Loop``. Needs the optional ``onnx`` package (``pip install flowvision[onnx]``).
+over data-dependent sizes inside itself (Keypoint R-CNN's per-box decoding) is written as an ONNX ``Loop``.
+Needs the optional ``onnx`` package (``pip install flowvision[onnx]``).
 """
 from .errors import ExportError, OnnxNotInstalledError, UnsupportedOperatorError
 from .exporter import MAX_OPSET, MIN_OPSET, export

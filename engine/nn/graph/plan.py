@@ -216,8 +216,8 @@ class Tracer:
         self.ops.append(op)
 
     def vary_count(self, count):
-        """``tracing.vary``: the op being run has a data-dependent count; note it (and where it was called) so that
-        replays check its size. A graph's trace never changes the count (an export's probe does)."""
+        """``tracing.vary``: the op being run has a data-dependent count; note it, so that ``record`` marks the op
+        (``Op.data_dependent``). A graph's trace never changes the count (an export's probe does)."""
         self.counts[len(self.ops)] = count
         return False
 
