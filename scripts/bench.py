@@ -465,6 +465,48 @@ def suite_gpu(args, torch, engine):
     models = gpu_pair(*_seeded_pair(torch, tv_det, fv_det, "fasterrcnn_resnet50_fpn"))
     timed("fasterrcnn_resnet50_fpn eager 800x1066", models, lambda lib: [lib.from_numpy(photo).cuda()],
           lambda m, a: m(a))
+    return rows + _nccl_rows(torch, engine, args.repeat)
+
+
+#: the all-reduce the distributed issue asks a bandwidth for: 100 MB of float32
+_NCCL_BYTES = 100 * 2 ** 20
+
+
+def _nccl_rows(torch, engine, repeat):
+    """A 100 MB float32 all-reduce (SUM) over NCCL on one rank: torch.distributed's and engine.distributed's,
+    with the bandwidth of each printed (bytes / time). One GPU holds one rank, so this times the NCCL code path
+    rather than a ring between GPUs. engine.distributed meets its ranks through MPI: without mpi4py the rows are
+    skipped with a line (``scripts/device_wheels.py`` fetches the wheels for a machine without network)."""
+    try:
+        import mpi4py  # noqa: F401  (engine.distributed's rendezvous)
+    except ImportError:
+        print("\nnccl all-reduce skipped: engine.distributed needs mpi4py and mpich (scripts/device_wheels.py)")
+        return []
+    import socket
+    import torch.distributed as torch_distributed
+
+    case = "NCCL all-reduce 100 MB float32, 1 rank"
+    count = _NCCL_BYTES // 4
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    rows = []
+    torch_distributed.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    try:
+        x = torch.ones(count, device="cuda")
+        rows.append((case, "torch", _gpu_time(torch.cuda.synchronize, lambda: torch_distributed.all_reduce(x),
+                                              repeat)))
+    finally:
+        torch_distributed.destroy_process_group()
+    engine.distributed.init_process_group("nccl")
+    try:
+        y = engine.ones(count, device="cuda")
+        rows.append((case, "ours", _gpu_time(engine.cuda.synchronize, lambda: engine.distributed.all_reduce(y),
+                                             repeat)))
+    finally:
+        engine.distributed.destroy_process_group()
+    for _, who, seconds in rows:
+        print(f"{case}, {who}: {seconds * 1e3:.3f} ms, {_NCCL_BYTES / seconds / 1e9:.1f} GB/s")
     return rows
 
 

@@ -1,12 +1,15 @@
 """The GPU check: one command for a machine with an NVIDIA GPU, CuPy and PyTorch; about 5 minutes.
 
     python scripts/gpu_check.py [--out DIR] [--tests-only | --bench-only] [-k EXPR] [--every-model]
+                                [--wheels DIR]
 
 Runs the ``cuda`` tests (every CUDA kernel against PyTorch, every zoo model against itself on the CPU,
 training steps, the digits run) and the ``gpu`` bench suite (ours and PyTorch side by side), each in a
 process of its own so that a failure in one still leaves the other's results; writes their logs to
 ``DIR`` (default: the current folder) and prints a summary: the machine, the test counts and failures,
-and the bench table. Exit status 0 when every test passed and the bench ran.
+and the bench table. Exit status 0 when every test passed and the bench ran. ``--wheels DIR`` first installs
+mpi4py and MPICH from DIR without network where they are missing (``scripts/device_wheels.py`` fills it), so
+that the NCCL tests and the NCCL bandwidth rows of the bench run.
 """
 import argparse
 import os
@@ -41,6 +44,17 @@ def _run(name, command, log):
     return code, seconds
 
 
+def _install_wheels(folder):
+    """Install mpi4py and MPICH from the wheels in ``folder`` (offline) unless mpi4py imports already; a line."""
+    if subprocess.run([sys.executable, "-c", "import mpi4py"], capture_output=True).returncode == 0:
+        return "mpi4py: already installed"
+    result = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--find-links",
+                             str(folder), "mpi4py", "mpich"], capture_output=True, text=True)
+    if result.returncode:
+        return f"mpi4py: not installed from {folder}: {(result.stderr.strip().splitlines() or ['?'])[-1]}"
+    return f"mpi4py: installed from {folder}"
+
+
 def _test_summary(log):
     text = pathlib.Path(log).read_text(errors="replace")
     counts = re.findall(r"^=+ (.*) in [\d.]+s", text, re.M)
@@ -64,10 +78,13 @@ def main():
     parser.add_argument("-k", help="run only the cuda tests matching this pytest expression")
     parser.add_argument("--every-model", action="store_true",
                         help="every classifier up to 300M parameters, not the smallest of each family")
+    parser.add_argument("--wheels", help="a folder of mpi4py/mpich wheels to install offline where missing")
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"gpu_check {time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {_machine()}", flush=True)
+    if args.wheels:
+        print(_install_wheels(args.wheels), flush=True)
     status = 0
     if args.every_model:
         os.environ["CUDA_EVERY_MODEL"] = "1"
