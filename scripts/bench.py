@@ -10,8 +10,9 @@ above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 
 nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager and nn.Graph inference of
 efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
-resnet50 inference at batch 1/8/64, a resnet50 training step at batch 64 with its peak memory,
-deeplabv3_resnet50 at 520x520 and fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN).
+resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
+replay; a resnet50 training step at batch 64 with its peak memory, deeplabv3_resnet50 at 520x520 and
+fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
 share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
@@ -453,9 +454,10 @@ def suite_gpu(args, torch, engine):
 
     ref, ours = _models(torch, engine, "resnet50")
     models = gpu_pair(ref, ours)
-    for batch in (1, 8, 64):
-        x = rng.standard_normal((batch, 3, 224, 224), dtype=np.float32)
+    batches = {batch: rng.standard_normal((batch, 3, 224, 224), dtype=np.float32) for batch in (1, 8, 64)}
+    for batch, x in batches.items():
         timed(f"resnet50 eager b{batch}", models, lambda lib: lib.from_numpy(x).cuda(), lambda m, a: m(a))
+    rows += _optional_rows("resnet50 graph", lambda: _gpu_graph_rows(args, torch, engine, models, batches, rows))
     rows += _gpu_train_rows(args, torch, engine, models, syncs)
     del models, ref, ours
     image = rng.standard_normal((1, 3, 520, 520), dtype=np.float32)
@@ -465,7 +467,49 @@ def suite_gpu(args, torch, engine):
     models = gpu_pair(*_seeded_pair(torch, tv_det, fv_det, "fasterrcnn_resnet50_fpn"))
     timed("fasterrcnn_resnet50_fpn eager 800x1066", models, lambda lib: [lib.from_numpy(photo).cuda()],
           lambda m, a: m(a))
-    return rows + _nccl_rows(torch, engine, args.repeat)
+    return rows + _optional_rows("nccl all-reduce", lambda: _nccl_rows(torch, engine, args.repeat))
+
+
+def _optional_rows(what, make_rows):
+    """``make_rows()``, or no rows and one line when it fails: the other rows of a GPU run still come out."""
+    try:
+        return make_rows()
+    except Exception as error:
+        print(f"\n{what} rows failed: {type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
+        return []
+
+
+def _gpu_graph_rows(args, torch, engine, models, batches, eager_rows):
+    """resnet50 inference in our nn.Graph on CUDA at each batch, against PyTorch eager (from ``eager_rows``) and
+    against PyTorch's own forward captured in a CUDA Graph and replayed."""
+    eager = {case: value for case, who, value in eager_rows if who == "torch"}
+    graph = _InferenceGraph(engine, models["ours"])
+    rows = []
+    for batch, x in batches.items():
+        inputs = engine.from_numpy(x).cuda()
+        ours = _gpu_time(engine.cuda.synchronize, lambda: graph(inputs), args.repeat)
+        rows += [(f"resnet50 graph b{batch} vs PyTorch eager", "torch", eager[f"resnet50 eager b{batch}"]),
+                 (f"resnet50 graph b{batch} vs PyTorch eager", "ours", ours),
+                 (f"resnet50 graph b{batch} vs PyTorch CUDA Graph replay", "torch",
+                  _torch_cuda_graph_time(torch, models["torch"], x, args.repeat)),
+                 (f"resnet50 graph b{batch} vs PyTorch CUDA Graph replay", "ours", ours)]
+    return rows
+
+
+def _torch_cuda_graph_time(torch, model, x, repeat):
+    """PyTorch's fastest inference: the forward captured once in a CUDA Graph (after warm-up runs on a side
+    stream, as torch.cuda.graphs asks) and replayed on a static input."""
+    static_input = torch.from_numpy(x).cuda()
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(side):
+        for _ in range(3):
+            model(static_input)
+    torch.cuda.current_stream().wait_stream(side)
+    captured = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(captured):
+        model(static_input)
+    return _gpu_time(torch.cuda.synchronize, captured.replay, repeat)
 
 
 #: the all-reduce the distributed issue asks a bandwidth for: 100 MB of float32

@@ -67,7 +67,9 @@ def _test_summary(log):
 def _bench_table(log):
     text = pathlib.Path(log).read_text(errors="replace")
     start = text.find("## gpu")
-    return text[start:].strip() if start >= 0 else "bench: no table (see the log)\n" + text[-2000:]
+    notes = re.findall(r"^(?:NCCL all-reduce .*|.* rows failed: .*|.* skipped: .*)$", text, re.M)
+    table = text[start:].strip() if start >= 0 else "bench: no table (see the log)\n" + text[-2000:]
+    return "\n".join(notes + [table])
 
 
 def main():
