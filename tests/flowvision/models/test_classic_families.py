@@ -8,7 +8,7 @@ import engine
 import flowvision.models as models
 from classic_parity import (CLASSIC, FAMILIES, TOL, check_structure, he_weights, meta_model, pair, reference,
                             shared_pair, skip_init)
-from model_parity import eval_outputs, image_batch
+from model_parity import backward_both, eval_outputs, image_batch
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -108,13 +108,7 @@ def test_inception_aux_head_training():
     ref = he_weights(TorchAux(768, 10), seed=2).double().train()
     ours = InceptionAux(768, 10).double().train()
     ours.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()})
-    x = np.random.default_rng(3).standard_normal((2, 768, 17, 17))
-    xt, xo = torch.from_numpy(x).requires_grad_(), engine.from_numpy(x).requires_grad_()
-    expected, out = ref(xt), ours(xo)
-    assert_close(out.detach().numpy(), expected.detach().numpy(), 1e-10)
-    (expected ** 2).sum().backward()
-    (out ** 2).sum().backward()
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-9, what="input grad")
+    backward_both(ref, ours, np.random.default_rng(3).standard_normal((2, 768, 17, 17)))
     _check_grads(ours, ref, ["conv0.conv.weight", "conv1.bn.bias", "fc.weight"])
 
 
@@ -151,13 +145,7 @@ def test_inception_training_returns_aux_logits():
 def test_densenet_training_and_memory_efficient():
     """Training-mode outputs and gradients in float64 (drop_rate 0); memory_efficient computes the same."""
     ref, ours = _float64_pair("densenet121", 7, num_classes=6, memory_efficient=True)
-    x = image_batch(2, 64, 64, seed=8).astype(np.float64)
-    xt, xo = torch.from_numpy(x).requires_grad_(), engine.from_numpy(x).requires_grad_()
-    expected, out = ref(xt), ours(xo)
-    assert_close(out.detach().numpy(), expected.detach().numpy(), 1e-9)
-    (expected ** 2).sum().backward()
-    (out ** 2).sum().backward()
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-9, what="input grad")
+    backward_both(ref, ours, image_batch(2, 64, 64, seed=8).astype(np.float64))
     _check_grads(ours, ref, ["features.conv0.weight", "features.denseblock2.denselayer7.conv2.weight",
                              "features.transition3.norm.weight", "features.norm5.bias", "classifier.weight"])
 
