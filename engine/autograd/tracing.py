@@ -20,8 +20,9 @@ def vary(count):
 
 
 def vary_mask(mask):
-    """``mask`` (a boolean array), or a copy with its first entry flipped where ``vary`` says so."""
-    if mask.size == 0 or not vary(mask.sum()):
+    """``mask`` (a boolean array), or a copy with its first entry flipped where ``vary`` says so. Outside a trace
+    the mask is not counted (on a GPU, counting would wait for the device)."""
+    if active is None or mask.size == 0 or not vary(mask.sum()):
         return mask
     mask = mask.copy()
     mask.flat[0] = not mask.flat[0]
