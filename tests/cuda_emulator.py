@@ -15,9 +15,22 @@ What it keeps from CuPy, so that mistakes fail here as they would on a GPU:
 - Where CuPy is installed (it imports without a GPU), every function, array method and keyword the code
   uses is looked up in the real CuPy first: a numpy name CuPy lacks fails here too.
 
+- Stream capture (``Stream.begin_capture``/``end_capture``, ``Graph.launch``): while a stream is being
+  captured, every array operation and kernel launch runs and is also recorded; a launch runs the recorded
+  operations again in order, writing each result into the array the capture gave out, so a graph reads
+  its inputs' current values and writes its outputs' memory as a CUDA graph does. What CUDA or CuPy refuse
+  during a capture is refused here: reading device data on the host (``get``, ``bool()``, ``float()``,
+  ``item()``), copying host data to the device, synchronising, data-dependent sizes (``nonzero``, boolean
+  indexing) and CuPy's cuBLAS calls (``matmul``, ``dot``, ``@``, ...). The arrays a capture made are filled
+  with NaN when it ends, as their values are not computed until the graph is launched.
+- ``emulated_cublas()``: the few cuBLAS entry points ``engine/backends/cuda/cublas.py`` calls through
+  ctypes (``cublasGemmEx``, ``cublasGemmStridedBatchedEx``...), written here in C after cuBLAS's documented
+  column-major semantics and run on the arrays' memory, for float32 and float64.
+
 What it cannot check: timing, memory use, races between threads, CuPy's own bugs. The ``cuda`` tests
 run the same checks on a real GPU.
 """
+import weakref
 import contextlib
 import ctypes
 import hashlib
@@ -91,7 +104,7 @@ class _Device:
         pass
 
     def synchronize(self):
-        pass
+        _refuse_in_capture("synchronising the device")
 
     def __eq__(self, other):
         return isinstance(other, _Device) and other.id == self.id
@@ -101,6 +114,89 @@ class _Device:
 
 
 _MISSING = object()
+
+
+# ---- stream capture ------------------------------------------------------------------------------------
+class CaptureError(RuntimeError):
+    """What CUDA raises for an operation a stream capture does not permit."""
+
+
+class _Capture:
+    """The operations recorded while a stream is being captured, and the memory they made."""
+
+    def __init__(self):
+        self.records = []
+        self.made = {}  # id -> numpy root allocated during the capture
+
+
+_capture = None
+_roots_before = weakref.WeakValueDictionary()  # id -> numpy root of every device array made outside captures
+
+
+def _root(a):
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def _note_array(a):
+    root = _root(a)
+    if _capture is None:
+        _roots_before[id(root)] = root
+    elif id(root) not in _roots_before:
+        _capture.made[id(root)] = root
+
+
+def _refuse_in_capture(what):
+    if _capture is not None:
+        raise CaptureError(f"cudaErrorStreamCaptureUnsupported: operation not permitted when stream is capturing "
+                           f"({what})")
+
+
+def _refuse_cublas_in_capture():
+    if _capture is not None:
+        raise NotImplementedError("calling cuBLAS API during stream capture is currently unsupported")
+
+
+def _recorded(thunk):
+    """``thunk()`` (an array operation); inside a capture also kept, for ``Graph.launch`` to run again."""
+    result = thunk()
+    if _capture is not None:
+        _capture.records.append((thunk, result))
+    return result
+
+
+def _device_arrays(value):
+    if type(value) is DeviceArray:
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [a for v in value for a in _device_arrays(v)]
+    return []
+
+
+def _replay(records):
+    """Run recorded operations again, each result written into the array the capture gave out."""
+    for thunk, result in records:
+        fresh = thunk()
+        for old, new in zip(_device_arrays(result), _device_arrays(fresh)):
+            if not np.may_share_memory(old._a, new._a):
+                old._a[...] = new._a
+
+
+class _Graph:
+    """A captured graph: its launch replays the recorded operations. It keeps the memory the capture
+    allocated (as the memory pool a capture allocates from keeps its blocks for the graph)."""
+
+    def __init__(self, records, memory):
+        self._records = records
+        self._memory = memory
+
+    def launch(self, stream=None):
+        _refuse_in_capture("launching a graph")
+        _replay(self._records)
+
+    def upload(self, stream=None):
+        pass
 
 
 def _check_real(owner, label, name, kwargs=None):
@@ -154,10 +250,11 @@ def _wrap(r):
 
 def _call(fn, args, kwargs, allow_host=False):
     out = kwargs.get("out")
-    result = fn(*_unwrap(args, allow_host), **_unwrap_kwargs(kwargs, allow_host))
-    if type(out) is DeviceArray:
-        return out
-    return _wrap(result)
+
+    def run():
+        result = fn(*_unwrap(args, allow_host), **_unwrap_kwargs(kwargs, allow_host))
+        return out if type(out) is DeviceArray else _wrap(result)
+    return _recorded(run)
 
 
 class DeviceArray:
@@ -167,6 +264,7 @@ class DeviceArray:
 
     def __init__(self, array):
         object.__setattr__(self, "_a", array)
+        _note_array(array)
 
     def __getattr__(self, name):
         _check_real(getattr(_real_cupy, "ndarray", None), "ndarray", name)
@@ -174,6 +272,10 @@ class DeviceArray:
         if callable(attr):
             def method(*args, **kwargs):
                 _check_real(getattr(_real_cupy, "ndarray", None), "ndarray", name, kwargs)
+                if name in _HOST_READS:
+                    _refuse_in_capture(f"ndarray.{name}()")
+                if name in _CUBLAS:
+                    _refuse_cublas_in_capture()
                 return _call(attr, args, kwargs)
             return method
         return _wrap(attr)
@@ -198,6 +300,7 @@ class DeviceArray:
         return None if self._a.base is None else DeviceArray(self._a.base)
 
     def get(self, stream=None, out=None):
+        _refuse_in_capture("a device-to-host copy")
         return self._a.copy()
 
     def __array__(self, *args, **kwargs):
@@ -211,10 +314,15 @@ class DeviceArray:
         return _call(func, args, kwargs)
 
     def __getitem__(self, key):
-        return _wrap(self._a[_unwrap(key, allow_host=True)])
+        if _capture is not None and any(type(k) is DeviceArray and k._a.dtype == np.bool_
+                                        for k in (key if isinstance(key, tuple) else (key,))):
+            _refuse_in_capture("boolean indexing, whose size depends on values")
+        return _recorded(lambda: _wrap(self._a[_unwrap(key, allow_host=True)]))
 
     def __setitem__(self, key, value):
-        self._a[_unwrap(key, allow_host=True)] = _unwrap(value)
+        def run():
+            self._a[_unwrap(key, allow_host=True)] = _unwrap(value)
+        _recorded(run)
 
     def __len__(self):
         return len(self._a)
@@ -223,18 +331,23 @@ class DeviceArray:
         return (DeviceArray(np.asarray(v)) for v in self._a)
 
     def __bool__(self):
+        _refuse_in_capture("bool() of a device array")
         return bool(self._a)
 
     def __float__(self):
+        _refuse_in_capture("float() of a device array")
         return float(self._a)
 
     def __int__(self):
+        _refuse_in_capture("int() of a device array")
         return int(self._a)
 
     def __index__(self):
+        _refuse_in_capture("a device array as an index")
         return self._a.__index__()
 
     def __complex__(self):
+        _refuse_in_capture("complex() of a device array")
         return complex(self._a)
 
     def __repr__(self):
@@ -244,7 +357,7 @@ class DeviceArray:
         return format(self._a, spec)
 
     def __copy__(self):
-        return DeviceArray(self._a.copy())
+        return _recorded(lambda: DeviceArray(self._a.copy()))
 
     def __deepcopy__(self, memo):
         return DeviceArray(self._a.copy())
@@ -259,12 +372,15 @@ def _binary(name):
     op = getattr(np.ndarray, name)
 
     def method(self, other):
-        result = op(self._a, _unwrap(other))
-        if result is NotImplemented:
-            return NotImplemented
-        if name.startswith("__i"):
-            return self
-        return _wrap(result)
+        if "matmul" in name:
+            _refuse_cublas_in_capture()
+
+        def run():
+            result = op(self._a, _unwrap(other))
+            if result is NotImplemented:
+                return NotImplemented
+            return self if name.startswith("__i") else _wrap(result)
+        return _recorded(run)
     method.__name__ = name
     return method
 
@@ -273,7 +389,7 @@ def _unary(name):
     op = getattr(np.ndarray, name)
 
     def method(self):
-        return _wrap(op(self._a))
+        return _recorded(lambda: _wrap(op(self._a)))
     method.__name__ = name
     return method
 
@@ -359,7 +475,11 @@ class _Kernel:
                 c_types.append(_CTYPES[np_type])
         self.fn.argtypes = c_types
         self.fn.restype = None
-        self.fn(*c_args)
+
+        def run():
+            self.fn(*c_args)
+            return args  # a capture keeps the arrays whose memory the launch reads and writes
+        _recorded(run)
 
 
 class RawModule:
@@ -395,6 +515,10 @@ class _Namespace(types.ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         _check_real(self._real, self.__name__, name)
+        if name in _CUBLAS:
+            _refuse_cublas_in_capture()
+        if name in _DATA_DEPENDENT:
+            _refuse_in_capture(f"cupy.{name}, whose size depends on values")
         attr = getattr(self._source, name)
         if isinstance(attr, np.ufunc):
             return _Ufunc(attr)
@@ -406,8 +530,11 @@ class _Namespace(types.ModuleType):
 def _asarray(a, dtype=None, order=None, copy=None, blocking=False):
     """Host data or a device array as a device array (host data is always copied)."""
     if type(a) is DeviceArray:
-        out = a._a.astype(dtype, copy=False) if dtype is not None else a._a
-        return DeviceArray(out.copy() if copy else out)
+        def run():
+            out = a._a.astype(dtype, copy=False) if dtype is not None else a._a
+            return DeviceArray(out.copy() if copy else out)
+        return _recorded(run)
+    _refuse_in_capture("a host-to-device copy")
     return DeviceArray(np.array(_unwrap(a, allow_host=True), dtype=dtype, copy=True))
 
 
@@ -432,11 +559,17 @@ class _Ufunc:
 
 
 def _asnumpy(a, stream=None, out=None, blocking=True):
+    _refuse_in_capture("a device-to-host copy")
     return a._a.copy() if type(a) is DeviceArray else np.asarray(a)
 
 
 def _get_array_module(*args):
     return module() if any(type(a) is DeviceArray for a in args) else np
+
+
+_HOST_READS = frozenset({"item", "tolist", "tobytes", "get"})
+_CUBLAS = frozenset({"matmul", "dot", "vdot", "inner", "tensordot", "einsum", "kron"})
+_DATA_DEPENDENT = frozenset({"nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress"})
 
 
 class _MemoryPool:
@@ -461,6 +594,11 @@ class _MemoryPool:
         return 0
 
 
+@contextlib.contextmanager
+def _using_allocator(allocator=None):
+    yield
+
+
 _POOL = _MemoryPool()
 _PINNED_POOL = _MemoryPool()
 
@@ -480,11 +618,32 @@ class _Stream:
         return False
 
     def synchronize(self):
-        pass
+        _refuse_in_capture("synchronising a stream")
 
     def use(self):
         _stream_stack[0] = self
         return self
+
+    def begin_capture(self, mode=None):
+        global _capture
+        if _capture is not None:
+            raise CaptureError("cudaErrorIllegalState: a stream is already being captured")
+        _capture = _Capture()
+
+    def is_capturing(self):
+        return _capture is not None
+
+    def end_capture(self):
+        """The graph of what ran since ``begin_capture``; the arrays it made are filled with NaN (a graph
+        computes nothing until it is launched)."""
+        global _capture
+        if _capture is None:
+            raise CaptureError("cudaErrorIllegalState: the stream is not being captured")
+        done, _capture = _capture, None
+        for root in done.made.values():
+            if root.dtype.kind in "fc" and root.flags.writeable:
+                root.fill(np.nan)
+        return _Graph(done.records, list(done.made.values()))
 
     def wait_event(self, event):
         pass
@@ -511,7 +670,7 @@ class _Event:
         self.time = time.perf_counter()
 
     def synchronize(self):
-        pass
+        _refuse_in_capture("synchronising an event")
 
     @property
     def done(self):
@@ -562,7 +721,8 @@ def module():
     cp.array = _array
     cp.asnumpy = _asnumpy
     cp.get_array_module = _get_array_module
-    cp.argsort = lambda a, axis=-1, kind=None: DeviceArray(np.argsort(_unwrap(a), axis=axis, kind="stable"))
+    cp.argsort = lambda a, axis=-1, kind=None: _recorded(
+        lambda: DeviceArray(np.argsort(_unwrap(a), axis=axis, kind="stable")))
     cp.RawModule = RawModule
     cp.get_default_memory_pool = lambda: _POOL
     cp.get_default_pinned_memory_pool = lambda: _PINNED_POOL
@@ -575,7 +735,7 @@ def module():
     cuda = types.ModuleType("cupy.cuda")
     runtime = types.ModuleType("cupy.cuda.runtime")
     runtime.getDeviceCount = lambda: 1
-    runtime.deviceSynchronize = lambda: None
+    runtime.deviceSynchronize = lambda: _refuse_in_capture("synchronising the device")
     runtime.getDeviceProperties = lambda i: {"name": b"CUDA emulated on the CPU", "totalGlobalMem": 1 << 34,
                                              "major": 9, "minor": 0, "multiProcessorCount": 1}
     runtime.runtimeGetVersion = lambda: 13000
@@ -587,6 +747,8 @@ def module():
     cuda.get_current_stream = lambda: _stream_stack[-1]
     cuda.get_elapsed_time = _elapsed
     cuda.set_allocator = lambda allocator=None: None
+    cuda.using_allocator = _using_allocator
+    cuda.MemoryPool = _MemoryPool
     cuda.alloc_pinned_memory = _PinnedMemory
     cuda.PinnedMemoryPointer = _PinnedMemory
     cuda.is_available = lambda: True
@@ -608,7 +770,97 @@ def _cupyx():
     return cupyx
 
 
-_KERNEL_MODULES = ("source", "conv", "pool", "interpolate", "roi", "nms", "pointwise", "norm")
+_KERNEL_MODULES = ("source", "conv", "pool", "interpolate", "roi", "nms", "pointwise", "norm", "gemm", "cublas",
+                   "graphs")
+
+# cuBLAS's documented column-major GEMM (C = alpha op(A) op(B) + beta C) for the entry points cublas.py calls,
+# on host memory, float32 (cudaDataType 0) and float64 (1); other types answer CUBLAS_STATUS_NOT_SUPPORTED.
+_CUBLAS_SOURCE = r"""
+#include <stdint.h>
+template <typename T>
+static void emu_gemm(int ta, int tb, int m, int n, int k, double alpha, const T* A, int lda,
+                     const T* B, int ldb, double beta, T* C, int ldc) {
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+            double sum = 0;
+            for (int l = 0; l < k; ++l) {
+                double a = ta ? A[l + (int64_t)i * lda] : A[i + (int64_t)l * lda];
+                double b = tb ? B[j + (int64_t)l * ldb] : B[l + (int64_t)j * ldb];
+                sum += a * b;
+            }
+            T* c = C + i + (int64_t)j * ldc;
+            *c = (T)(alpha * sum + (beta == 0 ? 0 : beta * *c));
+        }
+}
+
+static int emu_check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc, int type, int ctype,
+                     int compute) {
+    if (ta < 0 || ta > 1 || tb < 0 || tb > 1 || m < 0 || n < 0 || k < 0) return 7;
+    if (lda < (ta ? k : m) || lda < 1 || ldb < (tb ? n : k) || ldb < 1 || ldc < m || ldc < 1) return 7;
+    if (type != ctype || (type != 0 && type != 1)) return 15;
+    if ((type == 0 && compute != 68 && compute != 77) || (type == 1 && compute != 70)) return 15;
+    return 0;
+}
+
+extern "C" {
+static int emu_handles = 0;
+int cublasCreate_v2(void** handle) { *handle = (void*)(intptr_t)(++emu_handles); return 0; }
+int cublasSetStream_v2(void* handle, void* stream) { return handle ? 0 : 1; }
+
+int cublasGemmStridedBatchedEx(void* handle, int ta, int tb, int m, int n, int k, const void* alpha,
+                               const void* A, int atype, int lda, long long sa, const void* B, int btype,
+                               int ldb, long long sb, const void* beta, void* C, int ctype, int ldc,
+                               long long sc, int batch, int compute, int algo) {
+    int status = emu_check(ta, tb, m, n, k, lda, ldb, ldc, atype, btype, compute);
+    if (status || atype != ctype) return status ? status : 15;
+    for (int p = 0; p < batch; ++p) {
+        if (atype == 0)
+            emu_gemm<float>(ta, tb, m, n, k, *(const float*)alpha, (const float*)A + p * sa, lda,
+                            (const float*)B + p * sb, ldb, *(const float*)beta, (float*)C + p * sc, ldc);
+        else
+            emu_gemm<double>(ta, tb, m, n, k, *(const double*)alpha, (const double*)A + p * sa, lda,
+                             (const double*)B + p * sb, ldb, *(const double*)beta, (double*)C + p * sc, ldc);
+    }
+    return 0;
+}
+
+int cublasGemmEx(void* handle, int ta, int tb, int m, int n, int k, const void* alpha, const void* A,
+                 int atype, int lda, const void* B, int btype, int ldb, const void* beta, void* C, int ctype,
+                 int ldc, int compute, int algo) {
+    return cublasGemmStridedBatchedEx(handle, ta, tb, m, n, k, alpha, A, atype, lda, 0, B, btype, ldb, 0, beta,
+                                      C, ctype, ldc, 0, 1, compute, algo);
+}
+}
+"""
+
+
+class _CapturedCalls:
+    """A ctypes library whose GEMM calls are recorded in a stream capture, as kernel launches are."""
+
+    def __init__(self, lib):
+        object.__setattr__(self, "_lib", lib)
+
+    def __getattr__(self, name):
+        fn = getattr(self._lib, name)
+        if "Gemm" not in name:
+            return fn
+        return _CapturedCall(fn)
+
+
+class _CapturedCall:
+    def __init__(self, fn):
+        object.__setattr__(self, "_fn", fn)
+
+    def __setattr__(self, name, value):  # argtypes, restype
+        setattr(self._fn, name, value)
+
+    def __call__(self, *args):
+        return _recorded(lambda: self._fn(*args))
+
+
+def emulated_cublas():
+    """The emulated cuBLAS entry points (see ``_CUBLAS_SOURCE``) as a ctypes library."""
+    return _CapturedCalls(_compile(_CUBLAS_SOURCE))
 
 
 @contextlib.contextmanager
@@ -637,6 +889,8 @@ def installed():
     sys.modules["cupy"] = fake
     sys.modules.update({"cupyx": cupyx, "cupyx.scipy": cupyx.scipy, "cupyx.scipy.special": cupyx.scipy.special})
     device_module._cupy = fake
+    import engine.backends.cuda.cublas as cublas
+    cublas._open_library = emulated_cublas
     try:
         yield fake
     finally:

@@ -1,7 +1,9 @@
 """Linear algebra with PyTorch semantics: matmul (all broadcasting cases), mm, bmm, mv, dot, outer,
 addmm, baddbmm, einsum, tensordot, inverse, det.
 
-Products go to BLAS through ``xp.matmul``; a batched operand times a matrix is folded into one GEMM.
+Products go to BLAS through the device's ``gemm`` kernels (``backends.kernels(x, "gemm")``: numpy's or CuPy's
+matmul, and cuBLAS directly while a CUDA graph is captured); a batched operand times a matrix is folded into
+one GEMM.
 Shape errors use PyTorch's wording and name both shapes.
 """
 import math
@@ -9,7 +11,7 @@ import string
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, backends
 from ..autograd.function import Function
 from ..autograd.graph import sum_to_shape
 from ..tensor import Tensor, register_method
@@ -19,10 +21,10 @@ from ._common import as_operand, cast, result_dtype, xp_of
 # ---- products of arrays ------------------------------------------------------------------------
 def _mm(x, y):
     """``x @ y`` with a batched ``x`` and a matrix ``y`` folded into one GEMM."""
-    xp = xp_of(x, y)
+    matmul = backends.kernels(x, "gemm").matmul
     if y.ndim == 2 and x.ndim > 2:
-        return xp.matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[-1:])
-    return xp.matmul(x, y)
+        return matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[-1:])
+    return matmul(x, y)
 
 
 def _t(x):
@@ -37,9 +39,9 @@ def _matmul_grads(a, b, g, needs):
     if needs[1]:
         if b.ndim == 2 and a.ndim > 2:
             rows = math.prod(a.shape[:-1])
-            gb = xp_of(a).matmul(a.reshape(rows, a.shape[-1]).T, g.reshape(rows, g.shape[-1]))
+            gb = _mm(a.reshape(rows, a.shape[-1]).T, g.reshape(rows, g.shape[-1]))
         else:
-            gb = sum_to_shape(xp_of(a).matmul(_t(a), g), b.shape)
+            gb = sum_to_shape(_mm(_t(a), g), b.shape)
     return ga, gb
 
 

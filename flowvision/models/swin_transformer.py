@@ -15,7 +15,7 @@ directly; the model API (``forward_features``, ``forward_head``, ``reset_classif
 ``feature_info``) follows timm.
 """
 import math
-from functools import partial
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -137,6 +137,13 @@ def _shift_regions(size, window, shift):
     return regions
 
 
+@lru_cache(maxsize=32)
+def _shifted_window_mask_tensor(height, width, window_size, shift_size, device, dtype):
+    """``_shifted_window_mask`` as a tensor on ``device``, made once per geometry: each block's call then copies
+    nothing from the host (on a GPU, a copy per call, which a CUDA graph capture refuses)."""
+    return torch.tensor(_shifted_window_mask(height, width, window_size, shift_size), dtype=dtype, device=device)
+
+
 def _shifted_window_mask(height, width, window_size, shift_size):
     """(windows, N, N) float32: -100 between two tokens of a window that come from different regions of the
     rolled map (they are not neighbours in the image), 0 elsewhere."""
@@ -186,8 +193,8 @@ def shifted_window_attention(input, qkv_weight, proj_weight, relative_position_b
     attn = attn + relative_position_bias
 
     if shifted:
-        mask = _shifted_window_mask(padded_height, padded_width, window_size, shift_size)
-        mask = torch.from_numpy(mask).to(device=attn.device, dtype=attn.dtype)
+        mask = _shifted_window_mask_tensor(padded_height, padded_width, tuple(window_size), tuple(shift_size),
+                                           attn.device, attn.dtype)
         attn = attn.view(batch, mask.shape[0], num_heads, tokens, tokens) + mask.unsqueeze(1).unsqueeze(0)
         attn = attn.view(windows, num_heads, tokens, tokens)
     attn = F.softmax(attn, dim=-1)

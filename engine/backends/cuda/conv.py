@@ -14,6 +14,7 @@ import cupy
 import numpy as np
 
 from ..epilogue import Epilogue
+from .gemm import matmul
 from .source import launch
 from .tf32 import convolution_math
 
@@ -116,7 +117,7 @@ def _grouped_matmul(a, b, groups, out_rows, a_t=False, b_t=False):
     with convolution_math():
         for g in range(groups):
             ga, gb = a[g * a_rows:(g + 1) * a_rows], b[g * b_rows:(g + 1) * b_rows]
-            cupy.matmul(ga.T if a_t else ga, gb.T if b_t else gb, out=out[g * out_rows:(g + 1) * out_rows])
+            matmul(ga.T if a_t else ga, gb.T if b_t else gb, out=out[g * out_rows:(g + 1) * out_rows])
     return out
 
 

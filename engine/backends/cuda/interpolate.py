@@ -5,6 +5,7 @@ gradient scatters back onto the taps (the twin of ``backends/cpu/interpolate.py`
 Area mode is adaptive average pooling. Integer inputs (nearest modes only) are gathered with ``take``;
 float16 is computed in float32.
 """
+import functools
 from collections import namedtuple
 
 import cupy
@@ -28,8 +29,17 @@ def _axis_taps(n_in, n_out, mode, align_corners, scale, dtype):
 
 
 def _device_taps(x_shape, out, mode, align_corners, scales, dtype):
-    """The (ih, wh, iw, ww) device arrays of a 3-D or 4-D input; a 1-D resize has one identity row tap."""
-    axes = list(zip(x_shape[2:], out, scales))
+    """The (ih, wh, iw, ww) device arrays of a 3-D or 4-D input; a 1-D resize has one identity row tap.
+
+    Kept per geometry and device (they are only read): computed on the host and copied once, so repeated
+    calls copy nothing from the host, which a CUDA graph capture would refuse."""
+    return _cached_taps(tuple(x_shape[2:]), tuple(out), mode, align_corners, tuple(scales), np.dtype(dtype),
+                        cupy.cuda.Device().id)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_taps(in_size, out, mode, align_corners, scales, dtype, device_id):
+    axes = list(zip(in_size, out, scales))
     if len(axes) == 1:
         rows = (np.zeros((1, 1), np.int64), np.ones((1, 1), dtype))
     else:
@@ -37,6 +47,12 @@ def _device_taps(x_shape, out, mode, align_corners, scales, dtype):
     cols = _axis_taps(*axes[-1][:2], mode, align_corners, axes[-1][2], dtype)
     return tuple(cupy.asarray(np.ascontiguousarray(a, dtype=np.int64 if i % 2 == 0 else dtype))
                  for i, a in enumerate(rows + cols))
+
+
+@functools.lru_cache(maxsize=256)
+def _device_index(n_in, n_out, scale, exact, device_id):
+    """The nearest-neighbour source index of each output position, on the device (kept, as the taps are)."""
+    return cupy.asarray(nearest_index(n_in, n_out, scale, exact))
 
 
 def _planes(shape):
@@ -56,7 +72,7 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
         return y.reshape(x.shape[:2] + out), InterpolateSaved(x.shape, x.dtype, None, pooled)
     if x.dtype.kind != "f":  # nearest modes on integers: a gather per axis
         for axis, (n, o, s) in enumerate(zip(x.shape[2:], out, scales), 2):
-            x = x.take(cupy.asarray(nearest_index(n, o, s, mode == "nearest-exact")), axis=axis)
+            x = x.take(_device_index(n, o, s, mode == "nearest-exact", cupy.cuda.Device().id), axis=axis)
         return x, None
     dtype = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
     xc = cupy.ascontiguousarray(x.astype(dtype, copy=False))

@@ -1,7 +1,8 @@
 """The CUDA runtime: what autograd and ``nn.Graph`` ask of the device (see ``backends/cpu/runtime.py``).
 
 CuPy's memory pool already keeps freed blocks for the next step, the kernels keep no scratch of their
-own, and the GPU runs a whole batch at once: every hook here is a no-op or says no.
+own, and the GPU runs a whole batch at once: those hooks are no-ops or say no. ``capture`` turns an inference
+plan's run into a CUDA graph (``graphs.py``).
 """
 
 
@@ -22,3 +23,15 @@ def stream_count(batch):
 def run_streams(fns):
     """Batch streams are a CPU strategy; a GPU plan runs whole (the caller then does)."""
     return None
+
+
+def captures_graphs():
+    """Whether ``capture`` makes replayable graphs here: yes, CUDA graphs."""
+    return True
+
+
+def capture(fn, arrays):
+    """``fn(arrays)`` captured into a CUDA graph: a callable that replays it on new arrays (``graphs.py``).
+    Raises what the capture met where ``fn`` cannot be captured."""
+    from .graphs import CapturedGraph
+    return CapturedGraph(fn, arrays)

@@ -88,14 +88,26 @@ def _set_compute_type(tf32):
     linalg.set_compute_type(_device.cupy().float32, linalg.COMPUTE_TYPE_TF32 if tf32 else linalg.COMPUTE_TYPE_DEFAULT)
 
 
+_in_convolution = False
+
+
+def gemm_tf32():
+    """Whether a float32 GEMM issued now may use TF32: ``cudnn.allow_tf32`` inside ``convolution_math``, else
+    ``matmul.allow_tf32`` (for GEMMs that choose their compute type themselves, as ``cublas.matmul`` does)."""
+    return convolution.allow_tf32 if _in_convolution else matmul.allow_tf32
+
+
 @contextlib.contextmanager
 def convolution_math():
     """Inside, float32 GEMMs follow ``cudnn.allow_tf32`` instead of ``matmul.allow_tf32``."""
-    if convolution.allow_tf32 == matmul.allow_tf32:
-        yield
-        return
-    _set_compute_type(convolution.allow_tf32)
+    global _in_convolution
+    differs = convolution.allow_tf32 != matmul.allow_tf32
+    if differs:
+        _set_compute_type(convolution.allow_tf32)
+    _in_convolution = True
     try:
         yield
     finally:
-        _set_compute_type(matmul.allow_tf32)
+        _in_convolution = False
+        if differs:
+            _set_compute_type(matmul.allow_tf32)

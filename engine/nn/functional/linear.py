@@ -1,4 +1,5 @@
 """``F.linear`` (x @ W^T + b over any leading dims, one BLAS GEMM) and ``F.bilinear``."""
+from ... import backends
 from ...autograd.function import Function
 from ...ops._common import xp_of
 
@@ -14,21 +15,23 @@ class _Linear(Function):
 
     def forward(self, x, w, b):
         self.x, self.w = x, w
+        matmul = backends.kernels(x, "gemm").matmul
         n_in, n_out = w.shape[1], w.shape[0]
-        y = x @ w.T if x.ndim <= 2 else (x.reshape(-1, n_in) @ w.T).reshape(x.shape[:-1] + (n_out,))
+        y = matmul(x, w.T) if x.ndim <= 2 else matmul(x.reshape(-1, n_in), w.T).reshape(x.shape[:-1] + (n_out,))
         if b is not None:
             y += b
         return y
 
     def backward(self, gy):
         x, w = self.x, self.w
+        matmul = backends.kernels(gy, "gemm").matmul
         gx = gw = gb = None
         n_in, n_out = w.shape[1], w.shape[0]
         g2 = gy.reshape(-1, n_out)
         if self.needs_input_grad[0]:
-            gx = (g2 @ w).reshape(x.shape[:-1] + (n_in,))
+            gx = matmul(g2, w).reshape(x.shape[:-1] + (n_in,))
         if self.needs_input_grad[1]:
-            gw = g2.T @ x.reshape(-1, n_in)
+            gw = matmul(g2.T, x.reshape(-1, n_in))
         if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = g2.sum(axis=0)
         return gx, gw, gb

@@ -37,14 +37,14 @@ def _no_value_grads(gy, channels, needs_input_grad):
 
 def _row_sums(rows):
     """Sum of each row of a 2-D array (a BLAS matrix-vector product with ones)."""
-    return rows @ xp_of(rows).ones(rows.shape[1], rows.dtype)
+    return backends.kernels(rows, "gemm").matmul(rows, xp_of(rows).ones(rows.shape[1], rows.dtype))
 
 
 def _row_dots(a, b):
-    """Dot product of matching rows of two 2-D arrays (BLAS for long rows, einsum for short)."""
-    if a.shape[1] >= 256:
-        return (a[:, None, :] @ b[:, :, None]).reshape(a.shape[0])
-    return xp_of(a).einsum("rl,rl->r", a, b)
+    """Dot product of matching rows of two 2-D arrays (BLAS for long rows, einsum for short on the CPU)."""
+    if a.shape[1] >= 256 or not isinstance(a, np.ndarray):
+        return backends.kernels(a, "gemm").matmul(a[:, None, :], b[:, :, None]).reshape(a.shape[0])
+    return np.einsum("rl,rl->r", a, b)
 
 
 def _channel_sums(x3):

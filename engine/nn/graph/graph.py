@@ -4,9 +4,10 @@ As in OneFlow: subclass ``Graph``, assign modules as attributes, optionally ``ad
 and write ``build(*inputs)`` with ordinary eager code. The first call with a new signature
 (shapes, dtypes, devices, train/eval state) traces and compiles a plan; later calls replay it.
 Without an optimizer the graph is an inference graph: replays run on raw arrays, with eval
-BatchNorm, residual adds and ReLUs fused into the convolutions' output pass, and on the CPU a batch
+BatchNorm, residual adds and ReLUs fused into the convolutions' output pass; on the CPU a batch
 whose samples are computed each on its own runs as one stream per core (``streams.py``; the first
-call then also compiles a plan for each stream's share of the batch). With an optimizer, each
+call then also compiles a plan for each stream's share of the batch), and on the GPU the plan is
+captured into a CUDA graph that later calls replay in one launch (``capture.py``). With an optimizer, each
 call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler),
 reusing the gradient arrays; its backward, as any backward pass, prepares the device's runtime for
 training (on the CPU the C allocator keeps freed blocks in the process, so each step reuses the last
@@ -18,7 +19,7 @@ from ... import backends
 from ...autograd import grad_mode
 from ...tensor import Tensor, _new
 from ..modules.module import Module
-from . import passes, streams
+from . import capture, passes, streams
 from .plan import SLOT, Plan, trace
 
 
@@ -30,6 +31,7 @@ class GraphConfig:
         self.fuse_model_update_ops = False
         self.gradient_accumulation_steps = 1
         self.amp = False
+        self.cuda_graph = True
 
     def allow_fuse_add_to_output(self, mode=True):
         """Fuse residual additions into the producing convolution's output."""
@@ -38,6 +40,11 @@ class GraphConfig:
     def allow_fuse_model_update_ops(self, mode=True):
         """Accepted for OneFlow compatibility; optimizer updates already run on raw arrays in place."""
         self.fuse_model_update_ops = bool(mode)
+
+    def enable_cuda_graph(self, mode=True):
+        """On the GPU, capture each inference plan into a CUDA graph and replay that (on by default here;
+        OneFlow's default is off). Off: the plan is replayed op by op."""
+        self.cuda_graph = bool(mode)
 
     def set_gradient_accumulation_steps(self, value):
         """Split each call's batch into ``value`` micro-batches and accumulate their gradients."""
@@ -55,7 +62,8 @@ class GraphConfig:
     def __repr__(self):
         return (f"GraphConfig(fuse_add_to_output={self.fuse_add_to_output}, "
                 f"fuse_model_update_ops={self.fuse_model_update_ops}, "
-                f"gradient_accumulation_steps={self.gradient_accumulation_steps}, amp={self.amp})")
+                f"gradient_accumulation_steps={self.gradient_accumulation_steps}, amp={self.amp}, "
+                f"cuda_graph={self.cuda_graph})")
 
 
 def _flatten(obj, leaves):
@@ -203,7 +211,10 @@ class Graph:
         self._last_plan = plan
         if not self.training:
             arrays = [t._data for t in leaves]
-            outputs = streams.run(plan, arrays, lambda lo, hi: self._part_plan(plan, spec, leaves, lo, hi))
+            if plan.captured is not None:
+                outputs = plan.captured(arrays)
+            else:
+                outputs = streams.run(plan, arrays, lambda lo, hi: self._part_plan(plan, spec, leaves, lo, hi))
             if outputs is None:
                 outputs = plan.run_arrays(arrays)
             return _unflatten(plan.output_spec, [_new(a) for a in outputs])
@@ -262,6 +273,10 @@ class Graph:
             if plan.stream_batch is not None:
                 plan.log.append(f"batch streams: every sample is computed on its own, so the batch of "
                                 f"{plan.stream_batch} may run as one stream per BLAS thread")
+            if self.config.cuda_graph:
+                plan.captured = capture.capture_plan(plan, [t._data for t in leaves])
+                if plan.captured is not None:
+                    plan.log.append("captured into a CUDA graph: later calls replay it")
         plan.log.append(f"compiled: {len(plan.ops)} ops")
         if self._debug_level >= 0:
             print(f"[{self.name}] " + f"\n[{self.name}] ".join(plan.log))

@@ -75,6 +75,8 @@ class Plan:
         self.stream_batch = None  # set where the batch may run as streams (graph/streams.py)
         self.parts = {}  # the stream plans, by their number of samples
         self.input_signature = None  # (input spec, [(shape, dtype, device)]): set by nn.Graph, saved with the plan
+        self.captured = None  # the replay captured as a CUDA graph (capture.py), where it could be
+        self.failed_op = None  # the op that raised in the last replay that failed
 
     def plan_liveness(self):
         """Drop each slot's value right after its last reader, so memory is freed as early as eager."""
@@ -105,6 +107,7 @@ class Plan:
             try:
                 outs = fn.forward(*args)
             except Exception as error:
+                self.failed_op = op
                 self._raise_after_size_change(changed, op, error)
                 raise
             if not isinstance(outs, tuple):

@@ -42,7 +42,7 @@ def test_cpu_and_cuda_kernels_share_names_and_signatures(family):
 
 
 def test_every_family_module_is_listed_by_both_devices():
-    sources = {p.stem for p in CUDA.glob("*.py")} - {"__init__", "runtime", "source", "tf32"}
+    sources = {p.stem for p in CUDA.glob("*.py")} - {"__init__", "runtime", "source", "tf32", "cublas", "graphs"}
     assert sources == set(backends.KERNELS)
     assert set(backends.cpu.families()) == set(backends.KERNELS)
 
@@ -58,10 +58,11 @@ def test_a_missing_kernel_names_the_device_and_kernel():
 
 
 def test_runtimes_have_the_same_hooks():
-    names = ("prepare_backward", "release_scratch", "stream_count", "run_streams")
+    names = ("prepare_backward", "release_scratch", "stream_count", "run_streams", "captures_graphs", "capture")
     for name in names:
         assert callable(getattr(backends.runtime("cpu"), name)) and callable(getattr(backends.runtime("cuda"), name))
     assert backends.runtime("cuda").stream_count(8) == 1 and backends.runtime("cuda").run_streams([]) is None
+    assert backends.runtime("cuda").captures_graphs() and not backends.runtime("cpu").captures_graphs()
     assert backends.runtime(engine.zeros(1)._data) is backends.runtime("cpu")
 
 

@@ -1,0 +1,179 @@
+"""nn.Graph on the GPU: inference plans captured into CUDA graphs, the cuBLAS binding they use for GEMMs, and
+the fallback where a plan cannot be captured. On a GPU (marked ``cuda``) and, without one, on the CPU
+emulation of CuPy, which refuses in a capture what CUDA refuses and replays what it recorded."""
+import warnings
+
+import numpy as np
+import pytest
+
+import engine
+import engine.nn as nn
+from engine.autograd.function import Function
+from op_check import assert_close
+from test_graph import InferenceGraph, SmallResNet, randomize_bn
+
+
+def _rand(*shape, seed=0, dtype=np.float32):
+    return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+
+
+# (a shape, b shape, transpose a, transpose b): row-major, transposed views, batches, broadcasting, 1-D, empty
+MATMUL_CASES = [
+    ((7, 5), (5, 9), False, False),
+    ((5, 7), (5, 9), True, False),
+    ((7, 5), (9, 5), False, True),
+    ((6, 7), (9, 6), True, True),
+    ((3, 4, 5), (3, 5, 6), False, False),
+    ((3, 6, 4), (3, 6, 5), True, False),
+    ((2, 1, 4, 5), (3, 5, 6), False, False),
+    ((4, 5), (3, 5, 6), False, False),
+    ((3, 4, 5), (5, 6), False, False),
+    ((5,), (5, 6), False, False),
+    ((4, 5), (5,), False, False),
+    ((4, 0), (0, 3), False, False),
+    ((0, 4), (4, 3), False, False),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", MATMUL_CASES)
+def test_cublas_matmul_matches_cupy(cuda, case, dtype):
+    import cupy
+    from engine.backends.cuda import cublas
+    a_shape, b_shape, a_t, b_t = case
+    a = cupy.asarray(_rand(*a_shape, dtype=dtype))
+    b = cupy.asarray(_rand(*b_shape, seed=1, dtype=dtype))
+    a = a.swapaxes(-1, -2) if a_t else a
+    b = b.swapaxes(-1, -2) if b_t else b
+    want = cupy.matmul(a, b).get()
+    got = cublas.matmul(a, b).get()
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+    out = cupy.empty(want.shape, dtype)
+    assert cublas.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out.get(), want, rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-6)
+
+
+def test_cublas_matmul_refuses_what_it_cannot_take(cuda):
+    import cupy
+    from engine.backends.cuda import cublas
+    a = cupy.ones((3, 4), np.float32)
+    with pytest.raises(TypeError, match="int64"):
+        cublas.matmul(a.astype(np.int64), a.T.astype(np.int64))
+    with pytest.raises(ValueError, match=r"contracted dimension \(\(3, 4\) and \(3, 4\)\)"):
+        cublas.matmul(a, a)
+    with pytest.raises(ValueError, match="C-contiguous float32 array of shape \\(3, 3\\)"):
+        cublas.matmul(a, a.T, out=cupy.empty((3, 3), np.float32).T)
+
+
+def _graph_on_gpu(model):
+    graph = InferenceGraph(model)
+    graph.debug(-1)
+    return graph
+
+
+def test_graph_is_captured_and_replays_like_eager(cuda):
+    engine.manual_seed(0)
+    model = SmallResNet().eval()
+    randomize_bn(model)
+    model.cuda()
+    graph = _graph_on_gpu(model)
+    inputs = [_rand(3, 3, 11, 13, seed=s) for s in range(4)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing in this model refuses the capture
+        outputs = [graph(engine.tensor(x, device="cuda")) for x in inputs]
+    assert graph._last_plan.captured is not None
+    for x, y in zip(inputs, outputs):  # each call's result stays valid after the later calls
+        with engine.no_grad():
+            want = model(engine.tensor(x, device="cuda"))
+        assert y.device.type == "cuda"
+        assert_close(y.cpu().numpy(), want.cpu().numpy(), rtol=1e-5)
+
+
+def test_graph_capture_follows_new_parameters(cuda):
+    engine.manual_seed(0)
+    model = SmallResNet().eval().cuda()
+    graph = _graph_on_gpu(model)
+    x = engine.tensor(_rand(2, 3, 9, 9), device="cuda")
+    graph(x)
+    graph(x)
+    other = SmallResNet().eval()
+    randomize_bn(other)
+    model.load_state_dict(other.state_dict())
+    with engine.no_grad():
+        model.fc.weight.mul_(3)  # in place: the graph reads the same memory
+        want = model(x)
+    assert_close(graph(x).cpu().numpy(), want.cpu().numpy(), rtol=1e-5)
+
+
+class _HostRead(Function):
+    """x * its mean, the mean read on the host: traceable, but not capturable (a device-to-host copy)."""
+
+    def forward(self, x):
+        return x * float(x.mean())
+
+
+class HostReadNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+
+    def forward(self, x):
+        return _HostRead()(self.conv(x))
+
+
+def test_an_op_that_cannot_be_captured_warns_and_replays_op_by_op(cuda):
+    engine.manual_seed(0)
+    model = HostReadNet().cuda()
+    graph = _graph_on_gpu(model)
+    x = engine.tensor(_rand(2, 3, 7, 8), device="cuda")
+    with pytest.warns(RuntimeWarning, match=r"^InferenceGraph: _HostRead cannot be captured into a CUDA graph "
+                                            r"\(.+\); this plan is replayed op by op$"):
+        graph(x)
+    assert graph._last_plan.captured is None
+    x2 = engine.tensor(_rand(2, 3, 7, 8, seed=1), device="cuda")
+    with engine.no_grad():
+        want = model(x2)
+    assert_close(graph(x2).cpu().numpy(), want.cpu().numpy(), rtol=1e-5)
+
+
+def test_a_data_dependent_size_is_not_captured(cuda):
+    class Positive(nn.Module):
+        def forward(self, x):
+            return x[x > 0] * 2
+
+    graph = _graph_on_gpu(Positive())
+    with pytest.warns(RuntimeWarning, match=r"TensorIndex cannot be captured into a CUDA graph \(its output size "
+                                            r"depends on values\)"):
+        graph(engine.tensor(_rand(5, 4), device="cuda"))
+    x = _rand(5, 4, seed=3)
+    assert_close(graph(engine.tensor(x, device="cuda")).cpu().numpy(), x[x > 0] * 2)
+
+
+def test_cuda_graph_can_be_turned_off(cuda):
+    graph = _graph_on_gpu(SmallResNet().eval().cuda())
+    graph.config.enable_cuda_graph(False)
+    graph(engine.tensor(_rand(2, 3, 9, 9), device="cuda"))
+    assert graph._last_plan.captured is None and "cuda_graph=False" in repr(graph.config)
+
+
+@pytest.mark.cuda
+def test_replays_allocate_nothing():
+    """On a real GPU: 20 replays leave the graph's pool and the default pool's bytes in use where they were."""
+    from conftest import REAL_GPU
+    if not REAL_GPU:
+        pytest.skip("memory pools are measured on a GPU")
+    import cupy
+    engine.manual_seed(0)
+    graph = _graph_on_gpu(SmallResNet().eval().cuda())
+    x = engine.tensor(_rand(4, 3, 32, 32), device="cuda")
+    graph(x)
+    captured = graph._last_plan.captured
+    pool = cupy.get_default_memory_pool()
+    graph(x)
+    cupy.cuda.Device().synchronize()
+    before = (captured.graph.pool_bytes(), pool.used_bytes())
+    for _ in range(20):
+        graph(x)
+    cupy.cuda.Device().synchronize()
+    assert (captured.graph.pool_bytes(), pool.used_bytes()) == before
