@@ -11,8 +11,8 @@ nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager a
 efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
 resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
-replay; a resnet50 training step at batch 64 with its peak memory, deeplabv3_resnet50 at 520x520 and
-fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
+replay; a resnet50 training step at batch 64 with its peak memory, deeplabv3_resnet50 at 520x520 (eager,
+and in our nn.Graph) and fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
 share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
@@ -463,6 +463,7 @@ def suite_gpu(args, torch, engine):
     image = rng.standard_normal((1, 3, 520, 520), dtype=np.float32)
     models = gpu_pair(*_seeded_pair(torch, tv_seg, fv_seg, "deeplabv3_resnet50"))
     timed("deeplabv3_resnet50 eager 520x520", models, lambda lib: lib.from_numpy(image).cuda(), lambda m, a: m(a))
+    rows += _optional_rows("deeplabv3 graph", lambda: _gpu_segmentation_graph_rows(args, engine, models, image, rows))
     photo = rng.random((3, 800, 1066), dtype=np.float32)
     models = gpu_pair(*_seeded_pair(torch, tv_det, fv_det, "fasterrcnn_resnet50_fpn"))
     timed("fasterrcnn_resnet50_fpn eager 800x1066", models, lambda lib: [lib.from_numpy(photo).cuda()],
@@ -494,6 +495,16 @@ def _gpu_graph_rows(args, torch, engine, models, batches, eager_rows):
                   _torch_cuda_graph_time(torch, models["torch"], x, args.repeat)),
                  (f"resnet50 graph b{batch} vs PyTorch CUDA Graph replay", "ours", ours)]
     return rows
+
+
+def _gpu_segmentation_graph_rows(args, engine, models, image, eager_rows):
+    """deeplabv3_resnet50 at 520x520 in our nn.Graph on CUDA (a captured CUDA graph) against PyTorch eager."""
+    case = "deeplabv3_resnet50 graph 520x520 vs PyTorch eager"
+    eager = next(value for name, who, value in eager_rows
+                 if name == "deeplabv3_resnet50 eager 520x520" and who == "torch")
+    graph = _InferenceGraph(engine, models["ours"])
+    inputs = engine.from_numpy(image).cuda()
+    return [(case, "torch", eager), (case, "ours", _gpu_time(engine.cuda.synchronize, lambda: graph(inputs), args.repeat))]
 
 
 def _torch_cuda_graph_time(torch, model, x, repeat):

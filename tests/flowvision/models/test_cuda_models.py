@@ -7,6 +7,7 @@ model of each kind does (the emulated kernels run serially; ``EMULATE_EVERY_MODE
 """
 import copy
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from op_check import assert_close
 import engine
 import flowvision.models as models
 import flowvision.models.detection as det
+import flowvision.models.segmentation as seg
 from flowvision.datasets import load_digits
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -290,9 +292,22 @@ def test_resnet18_digits_losses(cuda):
                  "float64 losses")
 
 
-def test_graph_inference_on_gpu(cuda):
-    """nn.Graph's fused convolutions (BatchNorm, residual, ReLU in the output pass) on the GPU equal eager."""
-    _, gpu = cpu_and_gpu(lambda: models.resnet18(num_classes=5))
+#: one model per kind of block: residual convolutions, squeeze-excitation with hardswish, depthwise
+#: convolutions with LayerNorm and GELU, shifted-window attention, and a segmentation head that resizes
+_GRAPH_MODELS = {"resnet18": lambda: models.resnet18(num_classes=5),
+                 "mobilenet_v3_small": lambda: models.mobilenet_v3_small(num_classes=5),
+                 "convnext_tiny": lambda: models.convnext_tiny(num_classes=5),
+                 "swin_t": lambda: models.swin_t(num_classes=5),
+                 "lraspp_mobilenet_v3_large": lambda: seg.lraspp_mobilenet_v3_large(num_classes=3,
+                                                                                    weights_backbone=None)}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in ("convnext_tiny", "swin_t") else n
+                                  for n in sorted(_GRAPH_MODELS)])
+def test_graph_inference_on_gpu(cuda, name):
+    """nn.Graph on the GPU (fused convolutions, the plan captured into a CUDA graph and replayed) equals eager
+    on each call, with no op refusing the capture."""
+    _, gpu = cpu_and_gpu(_GRAPH_MODELS[name])
     gpu.eval()
 
     class Inference(engine.nn.Graph):
@@ -302,12 +317,19 @@ def test_graph_inference_on_gpu(cuda):
 
         def build(self, x):
             return self.model(x)
-    x = engine.from_numpy(_images(6, 2, 3, 48, 52)).cuda()
-    with engine.no_grad():
-        eager = gpu(x)
-    out = Inference()(x)
-    assert out.device.type == "cuda"
-    assert_close(out.cpu().numpy(), eager.cpu().numpy(), 1e-5, "graph")
+    graph = Inference()
+    for seed in (6, 7, 8):
+        x = engine.from_numpy(_images(seed, 2, 3, 64, 72)).cuda()
+        with engine.no_grad():
+            eager = gpu(x)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            out = graph(x)
+        if isinstance(out, dict):
+            out, eager = out["out"], eager["out"]
+        assert out.device.type == "cuda"
+        assert_close(out.cpu().numpy(), eager.cpu().numpy(), 1e-5, f"graph call with seed {seed}")
+    assert graph._last_plan.captured is not None
 
 
 def test_deepcopy_and_state_dict_on_gpu(cuda):
