@@ -21,8 +21,9 @@ What it keeps from CuPy, so that mistakes fail here as they would on a GPU:
   its inputs' current values and writes its outputs' memory as a CUDA graph does. What CUDA or CuPy refuse
   during a capture is refused here: reading device data on the host (``get``, ``bool()``, ``float()``,
   ``item()``), copying host data to the device, synchronising, data-dependent sizes (``nonzero``, boolean
-  indexing) and CuPy's cuBLAS calls (``matmul``, ``dot``, ``@``, ...). The arrays a capture made are filled
-  with NaN when it ends, as their values are not computed until the graph is launched.
+  indexing) and CuPy's cuBLAS calls (``matmul``, ``dot``, ``@``, ...). As a capture computes nothing on a
+  GPU, the memory from before it that it touched is restored when it ends, and the arrays it made are
+  filled with NaN.
 - ``emulated_cublas()``: the few cuBLAS entry points ``engine/backends/cuda/cublas.py`` calls through
   ctypes (``cublasGemmEx``, ``cublasGemmStridedBatchedEx``...), written here in C after cuBLAS's documented
   column-major semantics and run on the arrays' memory, for float32 and float64.
@@ -122,11 +123,26 @@ class CaptureError(RuntimeError):
 
 
 class _Capture:
-    """The operations recorded while a stream is being captured, and the memory they made."""
+    """The operations recorded while a stream is being captured, the memory they made, and a copy of the
+    memory from before the capture that they touched (restored when the capture ends: a capture runs
+    nothing on a GPU, so what it would have changed in place stays as it was)."""
 
     def __init__(self):
         self.records = []
         self.made = {}  # id -> numpy root allocated during the capture
+        self.saved = {}  # id -> (numpy root from before the capture, its values when first touched)
+
+    def touch(self, values):
+        for value in values:
+            roots = [_root(value._a)] if type(value) is DeviceArray else _roots_at(value)
+            for root in roots:
+                if id(root) in _roots_before and id(root) not in self.saved:
+                    self.saved[id(root)] = (root, root.copy())
+
+    def restore(self):
+        for root, values in self.saved.values():
+            if root.flags.writeable:
+                root[...] = values
 
 
 _capture = None
@@ -137,6 +153,15 @@ def _root(a):
     while isinstance(a.base, np.ndarray):
         a = a.base
     return a
+
+
+def _roots_at(value):
+    """The device memory from before the capture that an address (a Python int, as ctypes calls take) points
+    into."""
+    if type(value) is not int or value < 4096:
+        return []
+    return [root for root in list(_roots_before.values())
+            if root.ctypes.data <= value < root.ctypes.data + max(root.nbytes, 1)]
 
 
 def _note_array(a):
@@ -158,8 +183,11 @@ def _refuse_cublas_in_capture():
         raise NotImplementedError("calling cuBLAS API during stream capture is currently unsupported")
 
 
-def _recorded(thunk):
-    """``thunk()`` (an array operation); inside a capture also kept, for ``Graph.launch`` to run again."""
+def _recorded(thunk, touched=()):
+    """``thunk()`` (an array operation on the device values ``touched``: arrays, or addresses); inside a
+    capture also kept, for ``Graph.launch`` to run again."""
+    if _capture is not None:
+        _capture.touch(touched)
     result = thunk()
     if _capture is not None:
         _capture.records.append((thunk, result))
@@ -248,13 +276,14 @@ def _wrap(r):
     return r
 
 
-def _call(fn, args, kwargs, allow_host=False):
+def _call(fn, args, kwargs, allow_host=False, owner=None):
     out = kwargs.get("out")
 
     def run():
         result = fn(*_unwrap(args, allow_host), **_unwrap_kwargs(kwargs, allow_host))
         return out if type(out) is DeviceArray else _wrap(result)
-    return _recorded(run)
+    touched = _device_arrays(list(args) + list(kwargs.values())) + ([owner] if owner is not None else [])
+    return _recorded(run, touched)
 
 
 class DeviceArray:
@@ -276,7 +305,7 @@ class DeviceArray:
                     _refuse_in_capture(f"ndarray.{name}()")
                 if name in _CUBLAS:
                     _refuse_cublas_in_capture()
-                return _call(attr, args, kwargs)
+                return _call(attr, args, kwargs, owner=self)
             return method
         return _wrap(attr)
 
@@ -317,12 +346,12 @@ class DeviceArray:
         if _capture is not None and any(type(k) is DeviceArray and k._a.dtype == np.bool_
                                         for k in (key if isinstance(key, tuple) else (key,))):
             _refuse_in_capture("boolean indexing, whose size depends on values")
-        return _recorded(lambda: _wrap(self._a[_unwrap(key, allow_host=True)]))
+        return _recorded(lambda: _wrap(self._a[_unwrap(key, allow_host=True)]), [self])
 
     def __setitem__(self, key, value):
         def run():
             self._a[_unwrap(key, allow_host=True)] = _unwrap(value)
-        _recorded(run)
+        _recorded(run, [self] + _device_arrays([value]))
 
     def __len__(self):
         return len(self._a)
@@ -380,7 +409,7 @@ def _binary(name):
             if result is NotImplemented:
                 return NotImplemented
             return self if name.startswith("__i") else _wrap(result)
-        return _recorded(run)
+        return _recorded(run, [self] + _device_arrays([other]))
     method.__name__ = name
     return method
 
@@ -389,7 +418,7 @@ def _unary(name):
     op = getattr(np.ndarray, name)
 
     def method(self):
-        return _recorded(lambda: _wrap(op(self._a)))
+        return _recorded(lambda: _wrap(op(self._a)), [self])
     method.__name__ = name
     return method
 
@@ -479,7 +508,7 @@ class _Kernel:
         def run():
             self.fn(*c_args)
             return args  # a capture keeps the arrays whose memory the launch reads and writes
-        _recorded(run)
+        _recorded(run, _device_arrays(list(args)))
 
 
 class RawModule:
@@ -533,7 +562,7 @@ def _asarray(a, dtype=None, order=None, copy=None, blocking=False):
         def run():
             out = a._a.astype(dtype, copy=False) if dtype is not None else a._a
             return DeviceArray(out.copy() if copy else out)
-        return _recorded(run)
+        return _recorded(run, [a])
     _refuse_in_capture("a host-to-device copy")
     return DeviceArray(np.array(_unwrap(a, allow_host=True), dtype=dtype, copy=True))
 
@@ -640,6 +669,7 @@ class _Stream:
         if _capture is None:
             raise CaptureError("cudaErrorIllegalState: the stream is not being captured")
         done, _capture = _capture, None
+        done.restore()
         for root in done.made.values():
             if root.dtype.kind in "fc" and root.flags.writeable:
                 root.fill(np.nan)
@@ -855,7 +885,7 @@ class _CapturedCall:
         setattr(self._fn, name, value)
 
     def __call__(self, *args):
-        return _recorded(lambda: self._fn(*args))
+        return _recorded(lambda: self._fn(*args), args)
 
 
 def emulated_cublas():

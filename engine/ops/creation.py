@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtype
 from .. import random as _random
 from .._rng import continuous, discrete
-from .._device import move, xp_for
+from .._device import device_of, move, xp_for
 from ..autograd import grad_mode, tracing
 from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method, to_array
@@ -158,10 +158,48 @@ def _host_fill(fill, array, generator):
     return array
 
 
+class _RandomFill(Function):
+    """A random fill of a tensor in place (``draw(array)``), recorded as an op while ``nn.Graph`` traces, so
+    that each replay draws new numbers (a tensor filled at trace time would be a constant of the graph)."""
+
+    inplace = True
+    uses_inputs = False
+    draws_random = True
+
+    def forward(self, x):
+        self.draw(x)
+        return x
+
+
+def _traced_fill(tensor, fill, device_sample, generator):
+    """``tensor`` filled by the samplers through a recorded ``_RandomFill`` (inside an nn.Graph trace)."""
+    fn = _RandomFill()
+    fn.draw = functools.partial(_fill_array, fill=fill, device_sample=device_sample, generator=generator)
+    return fn(tensor)
+
+
+def _fill_array(array, fill, device_sample, generator):
+    """Fill ``array`` in place: ``fill(generator, array)`` on the CPU (in torch's order), or
+    ``device_sample(state, shape, dtype)`` on a GPU."""
+    device = device_of(array)
+    state = _random.device_rng(device, generator)
+    if state is not None:
+        draw = array.dtype if array.dtype != np.float16 else np.dtype(np.float32)
+        array[...] = device_sample(state, array.shape, draw).astype(array.dtype, copy=False)
+    elif device.type == "cpu":
+        _host_fill(fill, array, generator)
+    else:
+        array[...] = move(_host_fill(fill, np.empty(array.shape, array.dtype), generator), device)
+
+
 def _sampled(fill, device_sample, shape, d, device, requires_grad, generator, like=None):
     """A new ``d`` tensor of ``shape`` filled by ``fill(generator, array)`` on the host, or by
     ``device_sample(state, shape, dtype)`` on a GPU. ``like``: a host array whose layout (and so
     fill order) the result takes, as torch's ``*_like`` functions do."""
+    if tracing.active is not None:
+        array = np.empty(shape, d.np) if like is None else np.empty_like(like, d.np)
+        result = _traced_fill(_finish(array, device=device), fill, device_sample, generator)
+        return result.requires_grad_(requires_grad) if requires_grad else result
     state = _random.device_rng(device, generator)
     if state is not None:
         draw = d.np if d.np != np.float16 else np.float32
@@ -327,15 +365,9 @@ def _sample_(self, kernel, fill, device_sample, generator, floating=True):
     if floating and not self.dtype.is_floating_point:
         raise RuntimeError(f'"{kernel}" not implemented for \'{self.dtype.title}\'')
     _check_fill(self)
-    state = _random.device_rng(self.device, generator)
-    if state is not None:
-        draw = self._data.dtype if self._data.dtype != np.float16 else np.dtype(np.float32)
-        self._data[...] = device_sample(state, tuple(self.shape), draw).astype(self._data.dtype, copy=False)
-    elif self.device.type == "cpu":
-        _host_fill(fill, self._data, generator)
-    else:
-        self._data[...] = move(_host_fill(fill, np.empty(tuple(self.shape), self._data.dtype), generator),
-                               self.device)
+    if tracing.active is not None:
+        return _traced_fill(self, fill, device_sample, generator)
+    _fill_array(self._data, fill, device_sample, generator)
     self._version[0] += 1
     return self
 

@@ -7,6 +7,7 @@ tensor, as in PyTorch); p = 1 gives zeros.
 import numpy as np
 
 from ..._rng import discrete
+from ..._device import device_of
 from ...autograd.function import Function
 from ...ops._common import xp_of
 from ...random import default_generator, device_rng
@@ -19,16 +20,43 @@ class _ScaleShift(Function):
 
     def forward(self, x, scale, shift):
         self.scale = scale
-        if self.inplace:
-            xp_of(x).multiply(x, scale, out=x)
-            if shift is not None:
-                x += shift
-            return x
-        y = x * scale
-        return y if shift is None else y + shift
+        return _scale_shift(x, scale, shift, self.inplace)
 
     def backward(self, gy):
         return gy * self.scale, None, None
+
+
+class _Dropout(Function):
+    """Dropout's ``x * noise / (1 - p)`` (alpha dropout's affine map of the noise with ``alpha``), the noise
+    drawn in the forward: each call, and each replay of an ``nn.Graph`` that traced it, draws its own."""
+
+    uses_inputs = False
+    draws_random = True
+
+    def forward(self, x):
+        dt = x.dtype
+        noise = _noise(x, self.p, self.mask_shape)
+        if self.alpha:
+            a = 1.0 / np.sqrt((_SELU_NEG_SAT ** 2 * self.p + 1) * (1 - self.p))
+            shift = (noise - dt.type(1)) * dt.type(_SELU_NEG_SAT * a) + dt.type(_SELU_NEG_SAT * a * self.p)
+            self.scale = noise * dt.type(a)
+        else:
+            shift = None
+            self.scale = noise / dt.type(1.0 - self.p)
+        return _scale_shift(x, self.scale, shift, self.inplace)
+
+    def backward(self, gy):
+        return (gy * self.scale,)
+
+
+def _scale_shift(x, scale, shift, inplace):
+    if inplace:
+        xp_of(x).multiply(x, scale, out=x)
+        if shift is not None:
+            x += shift
+        return x
+    y = x * scale
+    return y if shift is None else y + shift
 
 
 def _check_p(p):
@@ -36,24 +64,31 @@ def _check_p(p):
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
-def _noise(input, p, shape):
-    """torch's dropout noise: 1 with probability 1 - p, else 0, in the input's dtype and of ``shape``.
+def _noise(x, p, shape):
+    """torch's dropout noise for array ``x``: 1 with probability 1 - p, else 0, in x's dtype and of ``shape``.
     On the CPU it is ``empty_like(input).bernoulli_(1 - p)`` (or a fresh (N, C, 1, ...) tensor for
     channel-wise dropout), so the same seed drops the same elements as in PyTorch."""
-    dt = input._data.dtype
-    state = device_rng(input.device)
+    dt = x.dtype
+    state = device_rng(device_of(x))
     if state is not None:
         draw = np.float64 if dt.itemsize == 8 else np.float32
         return (state.random_sample(shape, dtype=draw) >= p).astype(dt)
-    noise = np.empty_like(input._data) if shape == tuple(input.shape) else np.empty(shape, dt)
+    noise = np.empty_like(x) if shape == x.shape else np.empty(shape, dt)
     discrete.bernoulli_scalar_(default_generator, noise, 1.0 - p)
     return noise
 
 
-def _apply(input, scale, shift, inplace):
+def _zeros(input, inplace):
+    """p = 1: every unit dropped."""
     fn = _ScaleShift()
     fn.inplace = inplace
-    return fn(input, scale, shift)
+    return fn(input, xp_of(input._data).zeros((), input._data.dtype), None)
+
+
+def _apply_noise(input, p, mask_shape, inplace, alpha=False):
+    fn = _Dropout()
+    fn.p, fn.mask_shape, fn.inplace, fn.alpha = p, mask_shape, inplace, alpha
+    return fn(input)
 
 
 def _dropout(input, p, training, inplace, mask_shape):
@@ -61,11 +96,9 @@ def _dropout(input, p, training, inplace, mask_shape):
     _check_p(p)
     if not training or p == 0 or input.numel() == 0:
         return input
-    dt = input._data.dtype
     if p == 1:
-        return _apply(input, xp_of(input._data).zeros((), dt), None, inplace)
-    noise = _noise(input, p, mask_shape)
-    return _apply(input, noise / dt.type(1.0 - p), None, inplace)
+        return _zeros(input, inplace)
+    return _apply_noise(input, p, mask_shape, inplace)
 
 
 def _feature_shape(input):
@@ -122,13 +155,9 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
     if not training or p == 0 or input.numel() == 0:
         return input
-    dt = input._data.dtype
     if p == 1:
-        return _apply(input, xp_of(input._data).zeros((), dt), None, inplace)
-    a = 1.0 / np.sqrt((_SELU_NEG_SAT ** 2 * p + 1) * (1 - p))
-    noise = _noise(input, p, tuple(input.shape))
-    shift = (noise - dt.type(1)) * dt.type(_SELU_NEG_SAT * a) + dt.type(_SELU_NEG_SAT * a * p)
-    return _apply(input, noise * dt.type(a), shift, inplace)
+        return _zeros(input, inplace)
+    return _apply_noise(input, p, tuple(input.shape), inplace, alpha=True)
 
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]

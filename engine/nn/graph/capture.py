@@ -54,6 +54,10 @@ def capture_plan(plan, arrays):
     if dependent is not None:
         _refused(plan, dependent, "its output size depends on values")
         return None
+    random = next((op for op in plan.ops if getattr(op.cls, "draws_random", False)), None)
+    if random is not None:
+        _refused(plan, random, "it draws random numbers, which every replay of a capture would repeat")
+        return None
     plan.failed_op = None
     try:
         return CapturedPlan(plan, arrays)

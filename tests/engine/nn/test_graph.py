@@ -226,6 +226,56 @@ def test_training_graph_equals_eager_steps(opt, acc, sched):
     assert optimizer_lr(graph_opt) == optimizer_lr(eager_opt)
 
 
+class DropNet(nn.Module):
+    """Dropout, a random draw in forward (stochastic depth's ``empty(...).bernoulli_``) and a linear head."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.drop = nn.Dropout(0.5)
+        self.fc2 = nn.Linear(16, 3)
+
+    def forward(self, x):
+        h = self.drop(F.relu(self.fc1(x)))
+        keep = engine.empty(h.shape[0], 1).bernoulli_(0.7) / 0.7
+        return self.fc2(h * keep + engine.randn(h.shape) * 0.01)
+
+
+def test_training_graph_draws_new_random_numbers_each_step():
+    """Dropout masks and random tensors made in build are drawn anew in each replay, from the same stream as
+    eager: with one seed, five graph steps give the eager steps' losses and parameters."""
+    rng = np.random.default_rng(0)
+    batches = [(engine.from_numpy(rng.standard_normal((8, 6), dtype=np.float32)),
+                engine.from_numpy(rng.integers(0, 3, 8))) for _ in range(5)]
+    results = []
+    for use_graph in (False, True):
+        engine.manual_seed(0)
+        model = DropNet().train()
+        optimizer = engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        losses, _ = _train(model, optimizer, None, batches, 1, use_graph)
+        results.append((losses, model.state_dict()))
+    (eager_losses, eager_sd), (graph_losses, graph_sd) = results
+    assert len(set(np.round(eager_losses, 6))) == 5
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-6)
+    for k in eager_sd:
+        assert_close(graph_sd[k].numpy(), eager_sd[k].numpy(), 1e-6, k)
+
+
+def test_inference_graph_draws_new_random_numbers_each_call():
+    class Noisy(nn.Graph):
+        def build(self, x):
+            return x + engine.rand(x.shape)
+
+    graph = Noisy()
+    x = engine.zeros(4, 5)
+    first, second = graph(x).numpy(), graph(x).numpy()
+    assert not np.array_equal(first, second) and 0 <= first.min() and second.max() < 1
+    engine.manual_seed(3)
+    replayed = graph(x).numpy()
+    engine.manual_seed(3)
+    assert np.array_equal(replayed, engine.rand(4, 5).numpy())
+
+
 def test_training_graph_reuses_gradient_buffers():
     """Each step zeroes the gradient arrays of the last one and accumulates into them (that the values
     are then right is test_training_graph_equals_eager_steps's)."""

@@ -150,6 +150,20 @@ def test_a_data_dependent_size_is_not_captured(cuda):
     assert_close(graph(engine.tensor(x, device="cuda")).cpu().numpy(), x[x > 0] * 2)
 
 
+def test_random_draws_are_not_captured(cuda):
+    class Noisy(nn.Graph):
+        def build(self, x):
+            return x + engine.rand(x.shape, device="cuda")
+
+    graph = Noisy()
+    x = engine.zeros(4, 5, device="cuda")
+    with pytest.warns(RuntimeWarning, match=r"_RandomFill cannot be captured into a CUDA graph \(it draws random "
+                                            r"numbers"):
+        first = graph(x).cpu().numpy()
+    second = graph(x).cpu().numpy()
+    assert not np.array_equal(first, second) and 0 <= min(first.min(), second.min()) and second.max() < 1
+
+
 def test_cuda_graph_can_be_turned_off(cuda):
     graph = _graph_on_gpu(SmallResNet().eval().cuda())
     graph.config.enable_cuda_graph(False)
