@@ -11,8 +11,9 @@ nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager a
 efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
 resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
-replay; a resnet50 training step at batch 64 with its peak memory, deeplabv3_resnet50 at 520x520 (eager,
-and in our nn.Graph) and fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
+replay; a resnet50 training step at batch 64 with its peak memory, and at batch 32 and 64 in our training
+nn.Graph; deeplabv3_resnet50 at 520x520, eager and in our nn.Graph; fasterrcnn_resnet50_fpn at 800x1066;
+PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
 share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
@@ -162,6 +163,24 @@ class _InferenceGraph:
         return Inference()
 
 
+class _TrainGraph:
+    """Wraps a model and its optimizer in a training nn.Graph (cross-entropy loss, backward, the update)."""
+
+    def __new__(cls, engine, model, optimizer):
+        class Train(engine.nn.Graph):
+            def __init__(self):
+                super().__init__()
+                self.model = model
+                self.loss_fn = engine.nn.CrossEntropyLoss()
+                self.add_optimizer(optimizer)
+
+            def build(self, a, b):
+                loss = self.loss_fn(self.model(a), b)
+                loss.backward()
+                return loss
+        return Train()
+
+
 def _classification_rows(args, torch, engine, names):
     """Eager and nn.Graph inference of each named classifier at batch 1 and 8 against PyTorch eager."""
     rows = []
@@ -306,19 +325,7 @@ def suite_train(args, torch, engine):
             opt.step()
         return step
 
-    class Train(engine.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = ours
-            self.loss_fn = engine.nn.CrossEntropyLoss()
-            self.add_optimizer(engine.optim.SGD(ours.parameters(), lr=0.01, momentum=0.9))
-
-        def build(self, a, b):
-            loss = self.loss_fn(self.model(a), b)
-            loss.backward()
-            return loss
-
-    graph = Train()
+    graph = _TrainGraph(engine, ours, engine.optim.SGD(ours.parameters(), lr=0.01, momentum=0.9))
     torch_time = median_time(eager_step(torch, ref), args.repeat, "torch")
     return [("resnet50 train step eager", "torch", torch_time),
             ("resnet50 train step eager", "ours", median_time(eager_step(engine, ours), args.repeat, "ours")),
@@ -459,6 +466,7 @@ def suite_gpu(args, torch, engine):
         timed(f"resnet50 eager b{batch}", models, lambda lib: lib.from_numpy(x).cuda(), lambda m, a: m(a))
     rows += _optional_rows("resnet50 graph", lambda: _gpu_graph_rows(args, torch, engine, models, batches, rows))
     rows += _gpu_train_rows(args, torch, engine, models, syncs)
+    rows += _optional_rows("resnet50 train graph", lambda: _gpu_train_graph_rows(args, torch, engine, models))
     del models, ref, ours
     image = rng.standard_normal((1, 3, 520, 520), dtype=np.float32)
     models = gpu_pair(*_seeded_pair(torch, tv_seg, fv_seg, "deeplabv3_resnet50"))
@@ -591,6 +599,35 @@ def _gpu_train_rows(args, torch, engine, models, syncs):
                        (cuda.max_memory_allocated() - rest) / 2 ** 20))
         model.eval()
     return rows + memory
+
+
+def _gpu_train_graph_rows(args, torch, engine, models):
+    """A resnet50 training step (SGD momentum) in our training nn.Graph on CUDA (captured into a CUDA graph
+    from its second call on) at batch 32 and 64, against PyTorch's eager step."""
+    rng = np.random.default_rng(2)
+    rows = []
+    for batch in (32, 64):
+        x = rng.standard_normal((batch, 3, 224, 224), dtype=np.float32)
+        y = rng.integers(0, 1000, batch)
+        case = f"resnet50 train step graph b{batch} vs PyTorch eager"
+        model = models["torch"].train()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+        a, b = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
+
+        def torch_step():
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(a), b).backward()
+            opt.step()
+        torch_step()
+        rows.append((case, "torch", _gpu_time(torch.cuda.synchronize, torch_step, args.repeat)))
+        model.eval()
+        ours = models["ours"].train()
+        graph = _TrainGraph(engine, ours, engine.optim.SGD(ours.parameters(), lr=0.01, momentum=0.9))
+        a, b = engine.from_numpy(x).cuda(), engine.from_numpy(y).cuda()
+        graph(a, b)  # traces; the timed calls capture once, then replay
+        rows.append((case, "ours", _gpu_time(engine.cuda.synchronize, lambda: graph(a, b), args.repeat)))
+        ours.eval()
+    return rows
 
 
 def suite_distributed(args, torch, engine):

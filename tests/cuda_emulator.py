@@ -346,7 +346,7 @@ class DeviceArray:
         if _capture is not None and any(type(k) is DeviceArray and k._a.dtype == np.bool_
                                         for k in (key if isinstance(key, tuple) else (key,))):
             _refuse_in_capture("boolean indexing, whose size depends on values")
-        return _recorded(lambda: _wrap(self._a[_unwrap(key, allow_host=True)]), [self])
+        return _recorded(lambda: _wrap(_item_view(self._a, _unwrap(key, allow_host=True))), [self])
 
     def __setitem__(self, key, value):
         def run():
@@ -395,6 +395,14 @@ class DeviceArray:
         raise TypeError("a device array cannot be pickled here; copy it to the host first")
 
     __hash__ = None
+
+
+def _item_view(a, key):
+    """``a[key]``, where it picks one element a 0-d view as CuPy gives (numpy gives a copied scalar)."""
+    result = a[key]
+    if isinstance(result, np.generic):
+        return a[(key if isinstance(key, tuple) else (key,)) + (Ellipsis,)]
+    return result
 
 
 def _binary(name):

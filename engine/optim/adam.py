@@ -1,6 +1,6 @@
 """Adam and AdamW (decoupled weight decay), with optional AMSGrad."""
 from .optimizer import (Optimizer, _bump_version, _check_adam_arguments, _check_fused, _check_fused_param, _grad_of,
-                        _lerp_, _step_tensor, _to_scalar, _zeros_like)
+                        _lerp_, _like, _step_tensor, _to_scalar, _zeros_like)
 from ..ops._common import xp_of
 
 
@@ -37,35 +37,40 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = _zeros_like(p)
         return state
 
-    def _update(self, p, group):
-        """One Adam step on ``p`` in torch's order of operations."""
+    def _scalars(self, p, group):
+        """(learning rate, step size lr / (1 - beta1^step), sqrt(1 - beta2^step)), the step counted."""
         lr = _to_scalar(group["lr"])
         beta1, beta2 = (_to_scalar(b) for b in group["betas"])
-        weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
-        state = self._state_of(p, amsgrad, group["fused"])
+        state = self._state_of(p, group["amsgrad"], group["fused"])
         state["step"]._data += 1
         step = float(state["step"]._data)
+        return lr, lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5
+
+    def _apply(self, p, group, scalars):
+        """One Adam step on ``p`` in torch's order of operations."""
+        lr, step_size, bias_correction2_sqrt = scalars
+        beta1, beta2 = (_to_scalar(b) for b in group["betas"])
+        weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
+        state = self.state[p]
         g = _grad_of(p, group["maximize"])
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
-                p._data *= 1 - lr * weight_decay
+                p._data *= _like(1 - lr * weight_decay, p._data)
             else:
                 g = g + weight_decay * p._data
         exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
         _lerp_(exp_avg, g, 1 - beta1)
         exp_avg_sq *= beta2
         exp_avg_sq += (1 - beta2) * g * g
-        step_size = lr / (1 - beta1 ** step)
-        bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
         second = exp_avg_sq
         xp = xp_of(p._data)
         if amsgrad:
             second = state["max_exp_avg_sq"]._data
             xp.maximum(second, exp_avg_sq, out=second)
         denom = xp.sqrt(second)
-        denom /= bias_correction2_sqrt
+        denom /= _like(bias_correction2_sqrt, denom)
         denom += group["eps"]
-        update = exp_avg * -step_size
+        update = exp_avg * _like(-step_size, exp_avg)
         update /= denom
         p._data += update
         _bump_version(p)

@@ -32,6 +32,12 @@ def _to_scalar(value):
     return value.item() if isinstance(value, Tensor) else value
 
 
+def _like(scalar, array):
+    """A step's scalar for math with ``array``: a Python number as it is (numpy casts it to the array's dtype),
+    a device scalar (a captured step's, ``Optimizer.apply_scalars``) cast to the array's dtype likewise."""
+    return scalar if isinstance(scalar, (int, float)) else scalar.astype(array.dtype)
+
+
 def _typename(obj):
     """The type name torch's messages show (``torch.FloatTensor`` style for tensors)."""
     return obj.type() if isinstance(obj, Tensor) else type(obj).__module__ + "." + type(obj).__qualname__
@@ -235,6 +241,28 @@ class Optimizer:
                     grad._data[...] = 0
                     _bump_version(grad)
 
+    # ---- steps in two parts, for a step captured into a CUDA graph -----------------------------
+    # An optimizer that defines ``_scalars(p, group)`` (the host part of one parameter's update: advance its
+    # step counter, return the numbers that change from step to step, such as the learning rate) and
+    # ``_apply(p, group, scalars)`` (the array part, given those numbers as Python floats or as device
+    # scalars) can have its array part captured once and replayed, the numbers written to the device before
+    # each replay (``nn.Graph`` on the GPU). ``_update`` then does the two in a row.
+    @property
+    def captures(self):
+        """Whether this optimizer's step can be captured (it defines ``_scalars`` and ``_apply``)."""
+        return hasattr(type(self), "_apply")
+
+    def step_scalars(self):
+        """The host part of a step: [(group, parameter, its scalars)] for every parameter with a gradient."""
+        return [(group, p, self._scalars(p, group)) for group in self.param_groups for p in group["params"]
+                if p.grad is not None]
+
+    def apply_scalars(self, items):
+        """The array part of a step, for ``step_scalars``' items (their scalars may be device scalars)."""
+        with grad_mode.no_grad():
+            for group, p, scalars in items:
+                self._apply(p, group, scalars)
+
     @_wrap_step
     def step(self, closure=None):
         """Update every parameter that has a gradient (``_update(p, group)``); returns the closure's loss."""
@@ -246,8 +274,11 @@ class Optimizer:
         return loss
 
     def _update(self, p, group):
-        """One parameter's update; optimizers that keep the default ``step`` implement it."""
-        raise NotImplementedError(f"{type(self).__name__} implements neither step() nor _update()")
+        """One parameter's update; optimizers that keep the default ``step`` implement it, or ``_scalars`` and
+        ``_apply``."""
+        if not self.captures:
+            raise NotImplementedError(f"{type(self).__name__} implements neither step() nor _update()")
+        self._apply(p, group, self._scalars(p, group))
 
     def _closure_loss(self, closure):
         """Re-evaluate the model through ``closure`` (with grad enabled) and return its loss."""

@@ -1,6 +1,6 @@
 """Stochastic gradient descent with optional momentum, dampening, Nesterov and weight decay."""
 from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _check_fused, _check_fused_param,
-                        _grad_of, _to_scalar)
+                        _grad_of, _like, _to_scalar)
 from ..tensor import _new
 
 
@@ -29,22 +29,20 @@ class SGD(Optimizer):
         super().__init__(params, defaults)
         _check_fused(fused, foreach, differentiable)
 
-    def step(self, closure=None):
-        """Update every parameter that has a gradient; returns the closure's loss."""
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, momentum = _to_scalar(group["lr"]), group["momentum"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if group["fused"]:
-                    _check_fused_param(p)
-                g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
-                if momentum != 0:
-                    g = self._momentum(p, g, momentum, group["dampening"], group["nesterov"])
-                p._data -= lr * g
-                _bump_version(p)
-        return loss
+    def _scalars(self, p, group):
+        """(learning rate,)"""
+        if group["fused"]:
+            _check_fused_param(p)
+        return (_to_scalar(group["lr"]),)
+
+    def _apply(self, p, group, scalars):
+        (lr,) = scalars
+        momentum = group["momentum"]
+        g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
+        if momentum != 0:
+            g = self._momentum(p, g, momentum, group["dampening"], group["nesterov"])
+        p._data -= _like(lr, g) * g
+        _bump_version(p)
 
     def _momentum(self, p, g, momentum, dampening, nesterov):
         """Update ``p``'s momentum buffer with ``g`` and return the direction to step along."""

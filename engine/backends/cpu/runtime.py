@@ -5,8 +5,8 @@
 - ``release_scratch()``: drop the per-thread scratch buffers (sized by the largest call so far).
 - ``stream_count(batch)`` and ``run_streams(fns)``: an inference batch whose samples are computed each
   on its own may run as one stream per BLAS thread, each stream with single-threaded BLAS.
-- ``captures_graphs()`` and ``capture(fn, arrays)``: a replayable capture of an inference plan's run (CUDA
-  graphs; none on the CPU).
+- ``captures_graphs()``, ``capture(fn, arrays)`` and ``capturing()``: a replayable capture of a plan's run
+  (CUDA graphs; none on the CPU), and whether one is under way.
 - ``parallel_chunks``, ``num_threads``, ``set_num_threads``: the thread pool and the BLAS thread count,
   for host work outside the kernels (random draws, ``engine.set_num_threads``).
 """
@@ -15,8 +15,8 @@ from .allocator import retain_freed_memory
 from .blas import num_threads, set_num_threads
 from .threads import parallel_chunks, run_concurrently
 
-__all__ = ["prepare_backward", "release_scratch", "stream_count", "run_streams", "captures_graphs", "capture",
-           "parallel_chunks", "num_threads", "set_num_threads"]
+__all__ = ["prepare_backward", "release_scratch", "stream_count", "run_streams", "capturing", "captures_graphs",
+           "capture", "parallel_chunks", "num_threads", "set_num_threads"]
 
 
 def prepare_backward():
@@ -42,10 +42,15 @@ def run_streams(fns):
         return run_concurrently(fns)
 
 
+def capturing():
+    """Whether a graph capture is under way: never on the CPU."""
+    return False
+
+
 def captures_graphs():
     """Whether ``capture`` makes replayable graphs here: not on the CPU (plans replay op by op)."""
     return False
 
 
-def capture(fn, arrays):
+def capture(fn, arrays, warm_up=True):
     raise NotImplementedError("no graph capture on the CPU")

@@ -1,7 +1,8 @@
 """CUDA graph capture and replay of a function of arrays (``nn.Graph``'s inference plans on the GPU).
 
 ``CapturedGraph(fn, arrays)`` runs ``fn`` once on a private stream (a warm-up: kernels compile, the memory
-pool grows to the run's size), then again under stream capture, and from then on replays the captured
+pool grows to the run's size; ``warm_up=False`` where the caller has just run it, as a training step that
+must not run twice), then again under stream capture, and from then on replays the captured
 graph: one launch instead of a Python call per op.
 
 - Memory: every allocation of the warm-up and of the capture comes from a memory pool of the graph's own,
@@ -32,13 +33,14 @@ def capturing():
 class CapturedGraph:
     """``fn(list of arrays) -> list of arrays`` captured into a CUDA graph (see the module docstring)."""
 
-    def __init__(self, fn, arrays):
+    def __init__(self, fn, arrays, warm_up=True):
         cupy.cuda.get_current_stream().synchronize()  # the inputs are ready before the private stream reads them
         self.pool = cupy.cuda.MemoryPool()
         self.stream = cupy.cuda.Stream(non_blocking=True)
         with cupy.cuda.using_allocator(self.pool.malloc), self.stream:
             self.inputs = [cupy.array(a, copy=True) for a in arrays]
-            fn(self.inputs)
+            if warm_up:
+                fn(self.inputs)
             self.stream.synchronize()
             cublas.set_stream(self.stream)
             self.outputs, self.graph = _capture(self.stream, fn, self.inputs)

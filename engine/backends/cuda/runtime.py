@@ -25,13 +25,19 @@ def run_streams(fns):
     return None
 
 
+def capturing():
+    """Whether a CUDA graph capture is under way (ops then skip checks that read values on the host)."""
+    from .graphs import capturing
+    return capturing()
+
+
 def captures_graphs():
     """Whether ``capture`` makes replayable graphs here: yes, CUDA graphs."""
     return True
 
 
-def capture(fn, arrays):
-    """``fn(arrays)`` captured into a CUDA graph: a callable that replays it on new arrays (``graphs.py``).
-    Raises what the capture met where ``fn`` cannot be captured."""
+def capture(fn, arrays, warm_up=True):
+    """``fn(arrays)`` captured into a CUDA graph: a callable that replays it on new arrays (``graphs.py``;
+    ``warm_up``: run ``fn`` once before). Raises what the capture met where ``fn`` cannot be captured."""
     from .graphs import CapturedGraph
-    return CapturedGraph(fn, arrays)
+    return CapturedGraph(fn, arrays, warm_up)

@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 
-from ... import _dtype
+from ... import _dtype, backends
 from ...autograd.function import Function
 from ...ops import elementwise as _ew
 from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
@@ -258,7 +258,7 @@ class _ClassLoss(Function):
         self.x_shape, n_class = x.shape, x.shape[1]
         valid = t != self.ignore_index
         bad = valid & ((t < 0) | (t >= n_class))
-        if bad.any():
+        if not backends.runtime(t).capturing() and bad.any():  # a CUDA graph capture cannot read values
             raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
         tc = xp.where(valid, t, 0)
         logp = log_softmax_array(xp, x, 1) if self.from_logits else x
@@ -288,7 +288,7 @@ class _ClassLoss(Function):
             g = xp.broadcast_to(gy, self.wt.shape)
         else:
             tw = self.total_weight
-            g = xp.broadcast_to(gy / tw if tw != 0 else gy * 0, self.wt.shape)
+            g = xp.broadcast_to(gy / xp.where(tw != 0, tw, 1) * (tw != 0), self.wt.shape)  # 0 where tw is 0
         classes = xp.arange(n_class).reshape((1, n_class) + (1,) * (len(self.x_shape) - 2))
         hit = self.tc[:, None] == classes
         gx = hit * ((self.eps - 1) * g * self.wt)[:, None]

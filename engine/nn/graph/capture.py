@@ -1,14 +1,26 @@
-"""An inference plan captured by its device's runtime (on the GPU: one CUDA graph per input signature).
+"""Plans captured by their device's runtime: on the GPU, one CUDA graph per input signature.
 
-The capture reads the parameters' and buffers' arrays where they were when it was made. A replay checks
-that every tensor the plan reads from outside still holds the same array (``load_state_dict``, ``.to()``
-or an assignment to ``.data`` puts in another) and captures anew where one does not; values changed in
-place (an optimizer step, ``copy_``) need nothing.
+- Inference (``capture_plan``): the plan's replay is captured when it compiles. The capture reads the
+  parameters' and buffers' arrays where they were when it was made: a replay checks that every tensor the
+  plan reads from outside still holds the same array (``load_state_dict``, ``.to()`` or an assignment to
+  ``.data`` puts in another) and captures anew where one does not; values changed in place (an optimizer
+  step, ``copy_``) need nothing.
+- Training (``capture_step``): a whole call (gradients zeroed, forward and backward of each micro-batch,
+  each optimizer's update) is captured on its second call, which runs first (kernels compile, optimizer
+  state exists from the first call). The numbers that change from step to step (the learning rate, Adam's
+  bias corrections) are computed on the host before each replay (``Optimizer.step_scalars``) and written
+  to device scalars the graph reads; a change to any other hyper-parameter, or to which parameters have
+  gradients, makes a new capture. Learning-rate schedulers step on the host after each call.
+
+What cannot be captured is refused with one warning naming it, and that plan or step then runs op by op.
 """
 import warnings
 
+import numpy as np
+
 from ... import backends
-from ...tensor import Tensor
+from ...ops._common import xp_of
+from ...tensor import Tensor, _new
 from .plan import TENSOR
 
 
@@ -69,5 +81,138 @@ def capture_plan(plan, arrays):
 
 
 def _refused(plan, op, why):
-    warnings.warn(f"{plan.name}: {op.name()} cannot be captured into a CUDA graph ({why}); this plan is replayed "
-                  "op by op", RuntimeWarning, stacklevel=4)
+    _warn(plan.name, op.name(), why, "this plan is replayed op by op")
+
+
+def _warn(graph_name, what, why, instead):
+    warnings.warn(f"{graph_name}: {what} cannot be captured into a CUDA graph ({why}); {instead}", RuntimeWarning,
+                  stacklevel=5)
+
+
+# ---- training steps ------------------------------------------------------------------------------
+def capture_step(graph, spec, leaves):
+    """(this call's outputs, its step captured) for a training graph's second call with a signature; (None,
+    None) where the step cannot be captured before it runs, (outputs, None) where the capture failed after it
+    ran, each with a one-line warning."""
+    refusal = _step_refusal(graph, leaves)
+    if refusal is not None:
+        _warn(graph.name, *refusal, "the training step runs op by op")
+        return None, None
+    step = CapturedStep(graph, spec, leaves)
+    outputs = step.run_first(leaves)
+    for plan in graph._plans.values():
+        plan.failed_op = None
+    try:
+        step.capture([t._data for t in leaves])
+    except Exception as error:
+        failed = next((plan.failed_op for plan in graph._plans.values() if plan.failed_op is not None), None)
+        if failed is None:
+            raise
+        why = str(error).splitlines()[0] if str(error) else type(error).__name__
+        _warn(graph.name, failed.name(), why, "the training step runs op by op")
+        return outputs, None
+    return outputs, step
+
+
+def _step_refusal(graph, leaves):
+    """(what, why) where a training call cannot be captured, judged before it runs; else None."""
+    for optimizer, _ in graph._optimizers:
+        name = type(optimizer).__name__
+        if not optimizer.captures:
+            return name, "its update is not split into host scalars and array math; SGD, Adam and AdamW are"
+        if optimizer._step_pre_hooks or optimizer._step_post_hooks:
+            return f"{name} with step hooks", "the hooks run on the host"
+        if any(p._post_accumulate_grad_hooks for group in optimizer.param_groups for p in group["params"]):
+            return "gradient hooks", "they run on the host, as DistributedDataParallel's all-reduces do"
+    if any(t.requires_grad for t in leaves):
+        return "an input that requires grad", "its gradient would be computed into the graph's own buffers"
+    for plan in graph._plans.values():
+        for op in plan.ops:
+            if op.data_dependent is not None:
+                return op.name(), "its output size depends on values"
+            if getattr(op.cls, "draws_random", False):
+                return op.name(), "it draws random numbers, which every replay of a capture would repeat"
+    return None
+
+
+def _settings(optimizers):
+    """Every hyper-parameter but the learning rate, and which parameters have gradients: a captured step holds
+    these, and a change to them needs a new capture."""
+    return [[(key, repr(value)) for key, value in sorted(group.items()) if key not in ("params", "lr")]
+            + [(id(p), id(p.grad)) for p in group["params"] if p.grad is not None]
+            for optimizer in optimizers for group in optimizer.param_groups]
+
+
+def _step_tensors(graph, optimizers):
+    """The tensors a captured step reads and writes in place: parameters, gradients, optimizer state, module
+    buffers (the graph holds their arrays, and is captured anew where one of them gets another array)."""
+    tensors = [t for module in graph._modules.values() for t in module.buffers()]
+    for optimizer in optimizers:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                tensors += [p] + ([p.grad] if p.grad is not None else [])
+                tensors += [v for v in optimizer.state.get(p, {}).values() if isinstance(v, Tensor)]
+    return [t for t in tensors if t._data.__class__ is not np.ndarray]
+
+
+class CapturedStep:
+    """A training graph's call captured into one CUDA graph (see the module docstring): ``capture_step``
+    makes one; calling it replays the step, or returns None where the optimizers' settings changed."""
+
+    def __init__(self, graph, spec, leaves):
+        self.graph, self.spec = graph, spec
+        self.optimizers = [optimizer for optimizer, _ in graph._optimizers]
+        self.settings = _settings(self.optimizers)
+        self.output_spec = None
+        self.replay = None
+        self.scalars = None
+        self.items = []
+        self.held = []
+
+    def _upload_scalars(self, like):
+        """This step's host scalars (step counters advance), written to the device scalars the graph reads."""
+        host = [optimizer.step_scalars() for optimizer in self.optimizers]
+        flat = np.array([value for items in host for _, _, scalars in items for value in scalars], np.float64)
+        values = xp_of(like).asarray(flat)
+        if self.scalars is None:
+            self.scalars = values
+            views = iter([values[i] for i in range(flat.size)])  # 0-d device views, made before the capture
+            self.items = [[(group, p, tuple(next(views) for _ in scalars)) for group, p, scalars in items]
+                          for items in host]
+        else:
+            self.scalars[...] = values
+        for optimizer in self.optimizers:
+            optimizer._opt_called = True
+
+    def _step(self, arrays):
+        """The captured work: zero the gradients, forward and backward, each optimizer's array math."""
+        from .graph import _flatten, _unflatten
+        inputs = _unflatten(self.spec, [_new(a) for a in arrays])
+        for optimizer in self.optimizers:
+            optimizer.zero_grad(set_to_none=False)
+        outputs = self.graph._forward_backward(inputs)
+        for optimizer, items in zip(self.optimizers, self.items):
+            optimizer.apply_scalars(items)
+        leaves = []
+        self.output_spec = _flatten(outputs, leaves)
+        return [t.detach()._data for t in leaves]
+
+    def run_first(self, leaves):
+        """This call's step, run as the capture will run it (kernels compile; its outputs are this call's)."""
+        from .graph import _unflatten
+        self._upload_scalars(leaves[0]._data)
+        outputs = self._step([t._data for t in leaves])
+        return _unflatten(self.output_spec, [_new(a) for a in outputs])
+
+    def capture(self, arrays):
+        tensors = _step_tensors(self.graph, self.optimizers)
+        self.held = list(zip(tensors, [t._data for t in tensors]))
+        self.replay = backends.runtime(arrays[0]).capture(self._step, arrays, warm_up=False)
+
+    def __call__(self, leaves):
+        from .graph import _unflatten
+        if _settings(self.optimizers) != self.settings or any(t._data is not a for t, a in self.held):
+            return None
+        self._upload_scalars(leaves[0]._data)
+        outputs = self.replay([t._data for t in leaves])
+        return _unflatten(self.output_spec, [_new(a) for a in outputs])

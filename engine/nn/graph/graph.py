@@ -7,7 +7,8 @@ Without an optimizer the graph is an inference graph: replays run on raw arrays,
 BatchNorm, residual adds and ReLUs fused into the convolutions' output pass; on the CPU a batch
 whose samples are computed each on its own runs as one stream per core (``streams.py``; the first
 call then also compiles a plan for each stream's share of the batch), and on the GPU the plan is
-captured into a CUDA graph that later calls replay in one launch (``capture.py``). With an optimizer, each
+captured into a CUDA graph that later calls replay in one launch (``capture.py``); a training call
+is captured whole, optimizer update included, from its second call on. With an optimizer, each
 call replays forward and the traced ``backward()`` and then steps the optimizer (and scheduler),
 reusing the gradient arrays; its backward, as any backward pass, prepares the device's runtime for
 training (on the CPU the C allocator keeps freed blocks in the process, so each step reuses the last
@@ -42,8 +43,9 @@ class GraphConfig:
         self.fuse_model_update_ops = bool(mode)
 
     def enable_cuda_graph(self, mode=True):
-        """On the GPU, capture each inference plan into a CUDA graph and replay that (on by default here;
-        OneFlow's default is off). Off: the plan is replayed op by op."""
+        """On the GPU, capture each inference plan, and each training call (forward, backward and the optimizer
+        update) from its second call on, into a CUDA graph and replay that (on by default here; OneFlow's
+        default is off). Off: plans are replayed op by op."""
         self.cuda_graph = bool(mode)
 
     def set_gradient_accumulation_steps(self, value):
@@ -125,6 +127,8 @@ class Graph:
         self._plans = {}
         self._debug_level = -1
         self._last_plan = None
+        self._steps = {}  # training call signature -> its CapturedStep, or False where it is not captured
+        self._traced_calls = set()  # training call signatures called once (traced) on a GPU
 
     def __setattr__(self, name, value):
         if isinstance(value, Module):
@@ -161,22 +165,51 @@ class Graph:
         if not self.training:
             with grad_mode.no_grad():
                 return self._run(inputs, None)
-        steps = self.config.gradient_accumulation_steps
-        # Gradient buffers are reused: zeroed in place and accumulated into, not dropped and made again
-        # each step (fresh parameter-sized arrays page-fault: resnet50 at batch 8, before the allocator
-        # setting below, faulted 42K times per step against 22K, best step 2134 against 2012 ms, in
-        # alternating blocks of steps). After a call they hold that step's gradients.
-        for optimizer, _ in self._optimizers:
-            optimizer.zero_grad(set_to_none=False)
-        if steps == 1:
-            outputs = self._run(inputs, None)
-        else:
-            micro = [self._run(chunk, 1.0 / steps) for chunk in _split_batch(inputs, steps)]
-            outputs = self._combine(micro)
-        for optimizer, scheduler in self._optimizers:
-            optimizer.step()
+        outputs = self._captured_step(inputs)
+        if outputs is None:
+            # Gradient buffers are reused: zeroed in place and accumulated into, not dropped and made again
+            # each step (fresh parameter-sized arrays page-fault: resnet50 at batch 8, before the allocator
+            # setting below, faulted 42K times per step against 22K, best step 2134 against 2012 ms, in
+            # alternating blocks of steps). After a call they hold that step's gradients.
+            for optimizer, _ in self._optimizers:
+                optimizer.zero_grad(set_to_none=False)
+            outputs = self._forward_backward(inputs)
+            for optimizer, _ in self._optimizers:
+                optimizer.step()
+        for _, scheduler in self._optimizers:
             if scheduler is not None:
                 scheduler.step()
+        return outputs
+
+    def _forward_backward(self, inputs):
+        """Forward and backward of a training call: the whole batch, or its micro-batches (gradient accumulation)."""
+        steps = self.config.gradient_accumulation_steps
+        if steps == 1:
+            return self._run(inputs, None)
+        micro = [self._run(chunk, 1.0 / steps) for chunk in _split_batch(inputs, steps)]
+        return self._combine(micro)
+
+    def _captured_step(self, inputs):
+        """On the GPU, a training call's outputs from its CUDA graph (``capture.CapturedStep``): the first call
+        with a signature traces (None here: run it op by op), the second runs and captures, later ones replay.
+        None where the step is not captured."""
+        leaves = []
+        spec = _flatten(inputs, leaves)
+        if not (self.config.cuda_graph and leaves and backends.runtime(leaves[0]._data).captures_graphs()):
+            return None
+        key = self._signature(leaves, spec)
+        step = self._steps.get(key, None)
+        if step is False:
+            return None
+        if step is not None:
+            outputs = step(leaves)
+            if outputs is not None:
+                return outputs
+        elif key not in self._traced_calls:
+            self._traced_calls.add(key)
+            return None
+        outputs, step = capture.capture_step(self, spec, leaves)
+        self._steps[key] = step if step is not None else False
         return outputs
 
     @staticmethod

@@ -139,6 +139,7 @@ class Plan:
             try:
                 outs = fn(*args)
             except Exception as error:
+                self.failed_op = op
                 self._raise_after_size_change(changed, op, error)
                 raise
             if not isinstance(outs, tuple):

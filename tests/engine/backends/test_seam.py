@@ -58,7 +58,8 @@ def test_a_missing_kernel_names_the_device_and_kernel():
 
 
 def test_runtimes_have_the_same_hooks():
-    names = ("prepare_backward", "release_scratch", "stream_count", "run_streams", "captures_graphs", "capture")
+    names = ("prepare_backward", "release_scratch", "stream_count", "run_streams", "capturing", "captures_graphs",
+             "capture")
     for name in names:
         assert callable(getattr(backends.runtime("cpu"), name)) and callable(getattr(backends.runtime("cuda"), name))
     assert backends.runtime("cuda").stream_count(8) == 1 and backends.runtime("cuda").run_streams([]) is None

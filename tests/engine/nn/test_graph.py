@@ -237,8 +237,8 @@ class DropNet(nn.Module):
 
     def forward(self, x):
         h = self.drop(F.relu(self.fc1(x)))
-        keep = engine.empty(h.shape[0], 1).bernoulli_(0.7) / 0.7
-        return self.fc2(h * keep + engine.randn(h.shape) * 0.01)
+        keep = engine.empty(h.shape[0], 1, device=h.device).bernoulli_(0.7) / 0.7
+        return self.fc2(h * keep + engine.randn(h.shape, device=h.device) * 0.01)
 
 
 def test_training_graph_draws_new_random_numbers_each_step():

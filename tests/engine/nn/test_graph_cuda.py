@@ -10,7 +10,7 @@ import engine
 import engine.nn as nn
 from engine.autograd.function import Function
 from op_check import assert_close
-from test_graph import InferenceGraph, SmallResNet, randomize_bn
+from test_graph import DropNet, InferenceGraph, SmallResNet, TrainGraph, randomize_bn
 
 
 def _rand(*shape, seed=0, dtype=np.float32):
@@ -169,6 +169,101 @@ def test_cuda_graph_can_be_turned_off(cuda):
     graph.config.enable_cuda_graph(False)
     graph(engine.tensor(_rand(2, 3, 9, 9), device="cuda"))
     assert graph._last_plan.captured is None and "cuda_graph=False" in repr(graph.config)
+
+
+def _optimizer(kind, model):
+    if kind == "sgd":
+        return engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4, nesterov=True)
+    return engine.optim.AdamW(model.parameters(), lr=0.01)
+
+
+def _train_on_gpu(kind, accumulation, use_graph, batches, model=None):
+    engine.manual_seed(0)
+    model = (model or SmallResNet()).train().cuda()
+    optimizer = _optimizer(kind, model)
+    scheduler = engine.optim.lr_scheduler.StepLR(optimizer, 2, 0.5)
+    graph = TrainGraph(model, optimizer, scheduler) if use_graph else None
+    if graph is not None:
+        graph.config.set_gradient_accumulation_steps(accumulation)
+    losses = []
+    for x, y in batches:
+        x, y = engine.tensor(x, device="cuda"), engine.tensor(y, device="cuda")
+        if graph is not None:
+            losses.append(graph(x, y).item())
+            continue
+        optimizer.zero_grad()
+        total = 0.0
+        for xs, ys in zip(x.chunk(accumulation, 0), y.chunk(accumulation, 0)):
+            loss = nn.functional.cross_entropy(model(xs), ys)
+            (loss / accumulation).backward()
+            total += loss.item()
+        optimizer.step()
+        scheduler.step()
+        losses.append(total / accumulation)
+    return losses, model, optimizer, graph
+
+
+@pytest.mark.parametrize("kind", ["sgd", "adamw"])
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_training_step_is_captured_and_equals_eager(cuda, kind, accumulation):
+    """Step 1 traces, step 2 runs and captures, steps 3-6 replay the captured step (forward, backward, the
+    update with the learning rate the scheduler set): losses, parameters and optimizer state equal eager's."""
+    rng = np.random.default_rng(0)
+    batches = [(_rand(4, 3, 9, 11, seed=s), rng.integers(0, 5, 4)) for s in range(6)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        graph_losses, graph_model, graph_opt, graph = _train_on_gpu(kind, accumulation, True, batches)
+    eager_losses, eager_model, eager_opt, _ = _train_on_gpu(kind, accumulation, False, batches)
+    assert len(graph._steps) == 1 and next(iter(graph._steps.values())) is not False
+    np.testing.assert_allclose(graph_losses, eager_losses, rtol=1e-5)
+    eager_state = eager_model.state_dict()
+    for name, value in graph_model.state_dict().items():
+        assert_close(value.cpu().numpy(), eager_state[name].cpu().numpy(), 1e-5, name)
+    for p, q in zip(graph_model.parameters(), eager_model.parameters()):
+        assert_close(p.grad.cpu().numpy(), q.grad.cpu().numpy(), 1e-5, "gradient")
+        for key, value in eager_opt.state[q].items():
+            assert_close(engine.as_tensor(graph_opt.state[p][key]).cpu().numpy(), value.cpu().numpy(), 1e-5, key)
+    assert graph_opt.param_groups[0]["lr"] == eager_opt.param_groups[0]["lr"]
+
+
+def test_training_step_is_captured_anew_when_a_setting_changes(cuda):
+    rng = np.random.default_rng(1)
+    batches = [(_rand(4, 3, 9, 11, seed=s), rng.integers(0, 5, 4)) for s in range(5)]
+    runs = []
+    for use_graph in (True, False):
+        engine.manual_seed(0)
+        model = SmallResNet().train().cuda()
+        optimizer = engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        graph = TrainGraph(model, optimizer)
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            if i == 3:
+                optimizer.param_groups[0]["momentum"] = 0.5
+            x, y = engine.tensor(x, device="cuda"), engine.tensor(y, device="cuda")
+            if use_graph:
+                losses.append(graph(x, y).item())
+            else:
+                optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+        runs.append((losses, model))
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5)
+    assert_close(runs[0][1].fc.weight.detach().cpu().numpy(), runs[1][1].fc.weight.detach().cpu().numpy(), 1e-5)
+
+
+def test_a_training_step_with_dropout_is_not_captured(cuda):
+    rng = np.random.default_rng(2)
+    model = DropNet().cuda()
+    graph = TrainGraph(model, engine.optim.SGD(model.parameters(), lr=0.1))
+    batches = [(engine.tensor(_rand(8, 6, seed=s), device="cuda"), engine.tensor(rng.integers(0, 3, 8), device="cuda"))
+               for s in range(3)]
+    graph(*batches[0])
+    with pytest.warns(RuntimeWarning, match=r"^TrainGraph: _Dropout cannot be captured into a CUDA graph \(it draws "
+                                            r"random numbers.*\); the training step runs op by op$"):
+        graph(*batches[1])
+    assert np.isfinite(graph(*batches[2]).item())
 
 
 def test_replays_allocate_nothing(cuda):
