@@ -799,6 +799,17 @@ def module():
     return cp
 
 
+def _linalg_routines():
+    """``cupy._core._routines_linalg``: the GEMM compute type per dtype that the TF32 switches set (kept in
+    ``compute_types``; the emulated GEMMs compute in full precision whatever it says)."""
+    routines = types.ModuleType("cupy._core._routines_linalg")
+    routines.COMPUTE_TYPE_DEFAULT, routines.COMPUTE_TYPE_TF32 = 1, 7  # CuPy 14.2's values
+    routines.compute_types = {}
+    routines.set_compute_type = lambda dtype, compute_type: routines.compute_types.__setitem__(np.dtype(dtype),
+                                                                                               compute_type)
+    return routines
+
+
 def _cupyx():
     """The emulated ``cupyx`` with the SciPy special functions the engine uses."""
     import scipy.special
@@ -910,7 +921,9 @@ def installed():
 
     fake = module()
     cupyx = _cupyx()
-    names = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special")
+    core = types.ModuleType("cupy._core")
+    core._routines_linalg = _linalg_routines()
+    names = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special", "cupy._core", "cupy._core._routines_linalg")
     saved = {n: sys.modules.get(n) for n in names}
     saved_cupy = device_module._cupy
 
@@ -925,7 +938,8 @@ def installed():
         backends._sets.clear()
     drop_backend()
     sys.modules["cupy"] = fake
-    sys.modules.update({"cupyx": cupyx, "cupyx.scipy": cupyx.scipy, "cupyx.scipy.special": cupyx.scipy.special})
+    sys.modules.update({"cupyx": cupyx, "cupyx.scipy": cupyx.scipy, "cupyx.scipy.special": cupyx.scipy.special,
+                        "cupy._core": core, "cupy._core._routines_linalg": core._routines_linalg})
     device_module._cupy = fake
     import engine.backends.cuda.cublas as cublas
     cublas._open_library = emulated_cublas

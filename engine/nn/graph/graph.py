@@ -14,6 +14,7 @@ reusing the gradient arrays; its backward, as any backward pass, prepares the de
 training (on the CPU the C allocator keeps freed blocks in the process, so each step reuses the last
 one's memory instead of faulting it in).
 """
+import contextlib
 import warnings
 
 from ... import backends
@@ -33,6 +34,7 @@ class GraphConfig:
         self.gradient_accumulation_steps = 1
         self.amp = False
         self.cuda_graph = True
+        self.tf32 = False
 
     def allow_fuse_add_to_output(self, mode=True):
         """Fuse residual additions into the producing convolution's output."""
@@ -47,6 +49,12 @@ class GraphConfig:
         update) from its second call on, into a CUDA graph and replay that (on by default here; OneFlow's
         default is off). Off: plans are replayed op by op."""
         self.cuda_graph = bool(mode)
+
+    def allow_tf32(self, mode=True):
+        """Let this graph's float32 GEMMs (convolutions and matmuls) use TF32 on the GPU, whatever
+        ``torch.backends.cuda.matmul.allow_tf32`` and ``torch.backends.cudnn.allow_tf32`` say outside it (off by
+        default: full float32, as those switches' defaults here)."""
+        self.tf32 = bool(mode)
 
     def set_gradient_accumulation_steps(self, value):
         """Split each call's batch into ``value`` micro-batches and accumulate their gradients."""
@@ -65,7 +73,7 @@ class GraphConfig:
         return (f"GraphConfig(fuse_add_to_output={self.fuse_add_to_output}, "
                 f"fuse_model_update_ops={self.fuse_model_update_ops}, "
                 f"gradient_accumulation_steps={self.gradient_accumulation_steps}, amp={self.amp}, "
-                f"cuda_graph={self.cuda_graph})")
+                f"cuda_graph={self.cuda_graph}, tf32={self.tf32})")
 
 
 def _flatten(obj, leaves):
@@ -99,6 +107,23 @@ def _rebuild(spec, leaves):
     if kind == "dict":
         return {k: _rebuild(c, leaves) for k, c in spec[1]}
     return spec[1]
+
+
+@contextlib.contextmanager
+def _float32_math(tf32):
+    """Inside, with ``tf32``, both TF32 switches on (``config.allow_tf32``); else they stay as they are."""
+    if not tf32:
+        yield
+        return
+    switches = (backends.cuda.matmul, backends.cudnn)
+    saved = [switch.allow_tf32 for switch in switches]
+    for switch in switches:
+        switch.allow_tf32 = True
+    try:
+        yield
+    finally:
+        for switch, value in zip(switches, saved):
+            switch.allow_tf32 = value
 
 
 def _split_batch(obj, n):
@@ -161,7 +186,10 @@ class Graph:
 
     # ---- running --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        inputs = (args, kwargs)
+        with _float32_math(self.config.tf32):
+            return self._call((args, kwargs))
+
+    def _call(self, inputs):
         if not self.training:
             with grad_mode.no_grad():
                 return self._run(inputs, None)

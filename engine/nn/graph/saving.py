@@ -20,6 +20,7 @@ from ... import _dtype
 from ..._device import CPU, device, is_cuda_array, move
 from ...autograd.function import Function
 from ...tensor import Tensor, _new
+from .capture import capture_plan
 from .plan import CONST, SLOT, TENSOR, Op, Plan
 
 FORMAT = "engine.nn.Graph/2"
@@ -177,13 +178,15 @@ def save_plan(plan, path):
 
 # ---- loading --------------------------------------------------------------------------------------
 class LoadedGraph:
-    """A saved inference plan, callable like the graph it came from with the inputs it was saved with."""
+    """A saved inference plan, callable like the graph it came from with the inputs it was saved with. On the GPU
+    its first call captures the plan into a CUDA graph, which later calls replay (``capture.py``)."""
 
     def __init__(self, plan, input_spec, input_leaves, signature):
         self.plan = plan
         self.input_spec = input_spec
         self.input_leaves = input_leaves
         self.signature = signature
+        self.captured = None  # the plan's capture: made by the first call, False where there is none
 
     def __call__(self, *args, **kwargs):
         from .graph import _flatten, _unflatten
@@ -194,8 +197,15 @@ class LoadedGraph:
             raise ValueError(f"LoadedGraph: saved for inputs {self.signature}, called with "
                              f"{describe_inputs(spec, given)}; a loaded graph cannot trace again, so save "
                              "one graph per input signature")
-        arrays = self.plan.run_arrays([t._data for t in leaves])
-        return _unflatten(self.plan.output_spec, [_new(a) for a in arrays])
+        arrays = [t._data for t in leaves]
+        if self.captured is None:
+            outputs = self.plan.run_arrays(arrays)
+            self.captured = capture_plan(self.plan, arrays) or False
+        elif self.captured:
+            outputs = self.captured(arrays)
+        else:
+            outputs = self.plan.run_arrays(arrays)
+        return _unflatten(self.plan.output_spec, [_new(a) for a in outputs])
 
     def __repr__(self):
         return f"LoadedGraph(inputs {self.signature}\n{self.plan.describe()}\n)"

@@ -164,6 +164,48 @@ def test_random_draws_are_not_captured(cuda):
     assert not np.array_equal(first, second) and 0 <= min(first.min(), second.min()) and second.max() < 1
 
 
+def test_a_loaded_graph_is_captured(cuda, tmp_path):
+    engine.manual_seed(0)
+    model = SmallResNet().eval()
+    randomize_bn(model)
+    model.cuda()
+    graph = _graph_on_gpu(model)
+    graph(engine.tensor(_rand(2, 3, 9, 9), device="cuda"))
+    graph.save(tmp_path / "g.safetensors")
+    loaded = nn.Graph.load(tmp_path / "g.safetensors")
+    for seed in (1, 2, 3):
+        x = engine.tensor(_rand(2, 3, 9, 9, seed=seed), device="cuda")
+        with engine.no_grad():
+            want = model(x)
+        assert_close(loaded(x).cpu().numpy(), want.cpu().numpy(), 1e-5)
+    assert loaded.captured
+
+
+class MatmulGraph(nn.Graph):
+    def __init__(self):
+        super().__init__()
+        self.switches = []
+
+    def build(self, a, b):
+        self.switches.append((engine.backends.cuda.matmul.allow_tf32, engine.backends.cudnn.allow_tf32))
+        return engine.matmul(a, b)
+
+
+def test_config_allow_tf32_holds_inside_the_graph_only(cuda):
+    graph = MatmulGraph()
+    graph.config.allow_tf32(True)
+    a = engine.tensor(_rand(256, 512), device="cuda")
+    b = engine.tensor(_rand(512, 128, seed=1), device="cuda")
+    for _ in range(3):
+        tf32 = graph(a, b).cpu().numpy()
+    assert graph.switches == [(True, True)] and "tf32=True" in repr(graph.config)
+    assert not engine.backends.cuda.matmul.allow_tf32 and not engine.backends.cudnn.allow_tf32
+    if cuda == "gpu":  # TF32 rounds the operands to 10 mantissa bits: about 1e-3 relative, not float32's 1e-7
+        exact = _rand(256, 512).astype(np.float64) @ _rand(512, 128, seed=1)
+        error = np.abs(tf32 - exact).max() / np.abs(exact).max()
+        assert 1e-5 < error < 1e-2
+
+
 def test_cuda_graph_can_be_turned_off(cuda):
     graph = _graph_on_gpu(SmallResNet().eval().cuda())
     graph.config.enable_cuda_graph(False)
