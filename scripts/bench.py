@@ -11,8 +11,8 @@ nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager a
 efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
 resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
-replay; a resnet50 training step at batch 64 with its peak memory, and at batch 32 and 64 in our training
-nn.Graph; deeplabv3_resnet50 at 520x520, eager and in our nn.Graph; fasterrcnn_resnet50_fpn at 800x1066;
+replay and its memory against PyTorch's eager peak; a resnet50 training step at batch 64 with its peak
+memory, and at batch 32 and 64 in our training nn.Graph; deeplabv3_resnet50 at 520x520, eager and in our nn.Graph; fasterrcnn_resnet50_fpn at 800x1066;
 PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
@@ -502,7 +502,26 @@ def _gpu_graph_rows(args, torch, engine, models, batches, eager_rows):
                  (f"resnet50 graph b{batch} vs PyTorch CUDA Graph replay", "torch",
                   _torch_cuda_graph_time(torch, models["torch"], x, args.repeat)),
                  (f"resnet50 graph b{batch} vs PyTorch CUDA Graph replay", "ours", ours)]
+    batch = max(batches)  # the last plan compiled: the graph's own memory (its pool holds every buffer)
+    captured = graph._last_plan.captured
+    if captured is not None:
+        rows += [(f"resnet50 graph b{batch} memory vs PyTorch eager peak, MiB", "torch",
+                  _torch_eager_peak(torch, models["torch"], batches[batch]) / 2 ** 20),
+                 (f"resnet50 graph b{batch} memory vs PyTorch eager peak, MiB", "ours",
+                  captured.graph.pool_bytes() / 2 ** 20)]
     return rows
+
+
+def _torch_eager_peak(torch, model, x):
+    """PyTorch's peak GPU memory above the model at rest during one inference call on ``x`` (bytes)."""
+    inputs = torch.from_numpy(x).cuda()
+    torch.cuda.synchronize()
+    rest = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    with torch.no_grad():
+        model(inputs)
+    torch.cuda.synchronize()
+    return torch.cuda.max_memory_allocated() - rest
 
 
 def _gpu_segmentation_graph_rows(args, engine, models, image, eager_rows):
