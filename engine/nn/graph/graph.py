@@ -19,6 +19,7 @@ import warnings
 
 from ... import backends
 from ...autograd import grad_mode
+from ...backends.flag_module import switched
 from ...tensor import Tensor, _new
 from ..modules.module import Module
 from . import capture, passes, streams
@@ -112,18 +113,9 @@ def _rebuild(spec, leaves):
 @contextlib.contextmanager
 def _float32_math(tf32):
     """Inside, with ``tf32``, both TF32 switches on (``config.allow_tf32``); else they stay as they are."""
-    if not tf32:
+    allow = True if tf32 else None  # None: left as it is
+    with switched(backends.cuda.matmul, allow_tf32=allow), switched(backends.cudnn, allow_tf32=allow):
         yield
-        return
-    switches = (backends.cuda.matmul, backends.cudnn)
-    saved = [switch.allow_tf32 for switch in switches]
-    for switch in switches:
-        switch.allow_tf32 = True
-    try:
-        yield
-    finally:
-        for switch, value in zip(switches, saved):
-            switch.allow_tf32 = value
 
 
 def _split_batch(obj, n):
