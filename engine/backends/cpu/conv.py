@@ -694,6 +694,10 @@ def _row_epilogue(rows, n, epilogue):
             np.clip(gate, 0, 6, out=gate)
             r *= gate
             r *= 1 / 6
+        elif activation == "hardsigmoid":  # relu6(x + 3) / 6, the eager Hardsigmoid's operations
+            r += 3
+            np.clip(r, 0, 6, out=r)
+            r *= 1 / 6
         elif activation == "silu":  # x * (1 / (1 + exp(-x))), the eager SiLU's operations
             gate = np.negative(r)
             with np.errstate(over="ignore"):

@@ -24,7 +24,7 @@ ConvSaved.__doc__ = "What conv2d_backward needs: the input, the weight and the g
 ConvTransposeSaved = namedtuple("ConvTransposeSaved", "x w stride padding output_padding dilation groups")
 ConvTransposeSaved.__doc__ = "What conv_transpose2d_backward needs: the input, the weight and the geometry."
 
-_ACTIVATION_CODES = {None: 0, "relu": 1, "hardswish": 2, "silu": 4}  # 3: ("clip", lo, hi)
+_ACTIVATION_CODES = {None: 0, "relu": 1, "hardswish": 2, "silu": 4, "hardsigmoid": 5}  # 3: ("clip", lo, hi)
 
 
 def _pair(v):

@@ -133,11 +133,12 @@ def test_residual_fused_only_into_the_later_convolution():
 
 
 def test_hardswish_and_relu6_fuse_into_the_convolution():
-    """MobileNet's conv-BN-activation blocks (Hardswish, ReLU6) become single FusedConv ops, equal to eager."""
+    """MobileNet's conv-BN-activation blocks (Hardswish, ReLU6) and squeeze-excitation gates (a 1x1 convolution
+    and Hardsigmoid) become single FusedConv ops, equal to eager."""
     engine.manual_seed(4)
     model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.Hardswish(),
                           nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), nn.BatchNorm2d(8), nn.ReLU6(),
-                          nn.Conv2d(8, 4, 1)).eval()
+                          nn.Conv2d(8, 4, 1), nn.Hardsigmoid()).eval()
     randomize_bn(model)
     graph = InferenceGraph(model)
     for _ in range(2):
@@ -146,7 +147,8 @@ def test_hardswish_and_relu6_fuse_into_the_convolution():
             ref = model(x).numpy()
         assert_close(graph(x).numpy(), ref, 1e-6, "replay")
     plan = repr(graph).split("(PLAN:0)")[1]
-    assert plan.count("FusedConv") == 2 and "Hardswish" not in plan and "Hardtanh" not in plan
+    assert plan.count("FusedConv") == 3 and "Hardswish" not in plan and "Hardtanh" not in plan
+    assert "Hardsigmoid" not in plan
 
 
 def test_fused_batchnorm_follows_parameter_updates():
