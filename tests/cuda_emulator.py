@@ -223,9 +223,6 @@ class _Graph:
         _refuse_in_capture("launching a graph")
         _replay(self._records)
 
-    def upload(self, stream=None):
-        pass
-
 
 def _check_real(owner, label, name, kwargs=None):
     """Raise where the real CuPy has no ``label.name`` or its signature lacks a keyword given."""
@@ -604,7 +601,7 @@ def _get_array_module(*args):
     return module() if any(type(a) is DeviceArray for a in args) else np
 
 
-_HOST_READS = frozenset({"item", "tolist", "tobytes", "get"})
+_HOST_READS = frozenset({"item", "tolist", "tobytes"})
 _CUBLAS = frozenset({"matmul", "dot", "vdot", "inner", "tensordot", "einsum", "kron"})
 _DATA_DEPENDENT = frozenset({"nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress"})
 
@@ -666,9 +663,6 @@ class _Stream:
         if _capture is not None:
             raise CaptureError("cudaErrorIllegalState: a stream is already being captured")
         _capture = _Capture()
-
-    def is_capturing(self):
-        return _capture is not None
 
     def end_capture(self):
         """The graph of what ran since ``begin_capture``; the arrays it made are filled with NaN (a graph
