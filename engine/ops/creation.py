@@ -320,18 +320,40 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 def bernoulli(input, p=None, *, generator=None):
     """1 with probability ``input`` (elementwise), or with probability ``p`` everywhere."""
-    state = _random.device_rng(input.device, generator)
+    if tracing.active is not None:  # an op of the graph, drawn anew in each replay
+        fn = _Bernoulli()
+        fn.p, fn.generator = p, generator
+        return fn(input)
+    return _new(_bernoulli_array(input._data, p, generator))
+
+
+class _Bernoulli(Function):
+    """``bernoulli`` recorded as an op while ``nn.Graph`` traces (see ``_RandomFill``); not differentiable."""
+
+    uses_inputs = False
+    draws_random = True
+
+    def forward(self, probs):
+        return _bernoulli_array(probs, self.p, self.generator)
+
+    def backward(self, gy):
+        return (None,)
+
+
+def _bernoulli_array(probs, p, generator):
+    """0/1 draws in ``probs``' dtype and device: 1 with probability ``probs`` (elementwise), or ``p``."""
+    device = device_of(probs)
+    state = _random.device_rng(device, generator)
     if state is not None:
-        probs = input._data if p is None else p
-        return _new((state.random_sample(input.shape, dtype=np.float64) < probs).astype(input.dtype.np))
-    probs = move(input._data, "cpu")
-    out = np.empty_like(probs)
+        return (state.random_sample(probs.shape, dtype=np.float64) < (probs if p is None else p)).astype(probs.dtype)
+    host = move(probs, "cpu")
+    out = np.empty_like(host)
     g = _random.generator_or_default(generator)
     if p is None:
-        discrete.bernoulli_tensor_(g, out, probs)
+        discrete.bernoulli_tensor_(g, out, host)
     else:
         discrete.bernoulli_scalar_(g, out, _check_probability(p))
-    return _finish(out, device=input.device)
+    return move(out, device)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

@@ -229,7 +229,8 @@ def test_training_graph_equals_eager_steps(opt, acc, sched):
 
 
 class DropNet(nn.Module):
-    """Dropout, a random draw in forward (stochastic depth's ``empty(...).bernoulli_``) and a linear head."""
+    """Dropout, random draws in forward (stochastic depth's ``empty(...).bernoulli_``, ``bernoulli`` of a
+    probability tensor, ``randn``) and a linear head."""
 
     def __init__(self):
         super().__init__()
@@ -240,7 +241,8 @@ class DropNet(nn.Module):
     def forward(self, x):
         h = self.drop(F.relu(self.fc1(x)))
         keep = engine.empty(h.shape[0], 1, device=h.device).bernoulli_(0.7) / 0.7
-        return self.fc2(h * keep + engine.randn(h.shape, device=h.device) * 0.01)
+        gate = engine.bernoulli(engine.full((1, h.shape[1]), 0.9, device=h.device))
+        return self.fc2(h * keep * gate + engine.randn(h.shape, device=h.device) * 0.01)
 
 
 def test_training_graph_draws_new_random_numbers_each_step():
