@@ -37,6 +37,17 @@ def _outside_tensors(plan):
     return list(found.values())
 
 
+def _hold(tensors):
+    """(tensor, its array) for each of ``tensors``: a capture reads and writes these arrays by address, and
+    keeps them alive."""
+    return [(t, t._data) for t in tensors]
+
+
+def _moved(held):
+    """Whether a held tensor now holds another array (the capture must be made again)."""
+    return any(t._data is not a for t, a in held)
+
+
 class CapturedPlan:
     """A plan's replay captured by the runtime of its inputs' device, recaptured when an outside tensor's
     array changed. ``capture_plan`` makes one."""
@@ -47,11 +58,11 @@ class CapturedPlan:
         self._capture(arrays)
 
     def _capture(self, arrays):
-        self.arrays = [t._data for t in self.tensors]  # kept: the graph reads them by address
+        self.held = _hold(self.tensors)
         self.graph = backends.runtime(arrays[0]).capture(self.plan.run_arrays, arrays)
 
     def __call__(self, arrays):
-        if any(t._data is not a for t, a in zip(self.tensors, self.arrays)):
+        if _moved(self.held):
             self._capture(arrays)
         return self.graph(arrays)
 
@@ -62,13 +73,9 @@ def capture_plan(plan, arrays):
     (the plan is then replayed op by op)."""
     if not arrays or not backends.runtime(arrays[0]).captures_graphs():
         return None
-    dependent = next((op for op in plan.ops if op.data_dependent is not None), None)
-    if dependent is not None:
-        _refused(plan, dependent, "its output size depends on values")
-        return None
-    random = next((op for op in plan.ops if getattr(op.cls, "draws_random", False)), None)
-    if random is not None:
-        _refused(plan, random, "it draws random numbers, which every replay of a capture would repeat")
+    refusal = _plan_refusal(plan)
+    if refusal is not None:
+        _refused(plan, *refusal)
         return None
     plan.failed_op = None
     try:
@@ -78,6 +85,16 @@ def capture_plan(plan, arrays):
             raise
         _refused(plan, plan.failed_op, str(error).splitlines()[0] if str(error) else type(error).__name__)
         return None
+
+
+def _plan_refusal(plan):
+    """(op, why) for the first op of ``plan`` that no capture can hold, judged before it runs; else None."""
+    for op in plan.ops:
+        if op.data_dependent is not None:
+            return op, "its output size depends on values"
+        if op.cls.draws_random:
+            return op, "it draws random numbers, which every replay of a capture would repeat"
+    return None
 
 
 def _refused(plan, op, why):
@@ -127,11 +144,10 @@ def _step_refusal(graph, leaves):
     if any(t.requires_grad for t in leaves):
         return "an input that requires grad", "its gradient would be computed into the graph's own buffers"
     for plan in graph._plans.values():
-        for op in plan.ops:
-            if op.data_dependent is not None:
-                return op.name(), "its output size depends on values"
-            if getattr(op.cls, "draws_random", False):
-                return op.name(), "it draws random numbers, which every replay of a capture would repeat"
+        refusal = _plan_refusal(plan)
+        if refusal is not None:
+            op, why = refusal
+            return op.name(), why
     return None
 
 
@@ -205,13 +221,12 @@ class CapturedStep:
         return _unflatten(self.output_spec, [_new(a) for a in outputs])
 
     def capture(self, arrays):
-        tensors = _step_tensors(self.graph, self.optimizers)
-        self.held = list(zip(tensors, [t._data for t in tensors]))
+        self.held = _hold(_step_tensors(self.graph, self.optimizers))
         self.replay = backends.runtime(arrays[0]).capture(self._step, arrays, warm_up=False)
 
     def __call__(self, leaves):
         from .graph import _unflatten
-        if _settings(self.optimizers) != self.settings or any(t._data is not a for t, a in self.held):
+        if _settings(self.optimizers) != self.settings or _moved(self.held):
             return None
         self._upload_scalars(leaves[0]._data)
         outputs = self.replay([t._data for t in leaves])
