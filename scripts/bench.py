@@ -316,14 +316,7 @@ def suite_train(args, torch, engine):
     y = rng.integers(0, 1000, 8)
 
     def eager_step(lib, model):
-        opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        loss_fn = lib.nn.CrossEntropyLoss()
-
-        def step():
-            opt.zero_grad()
-            loss_fn(model(lib.from_numpy(x)), lib.from_numpy(y)).backward()
-            opt.step()
-        return step
+        return _eager_train_step(lib, model, lib.from_numpy(x), lib.from_numpy(y))
 
     graph = _TrainGraph(engine, ours, engine.optim.SGD(ours.parameters(), lr=0.01, momentum=0.9))
     torch_time = median_time(eager_step(torch, ref), args.repeat, "torch")
@@ -332,6 +325,19 @@ def suite_train(args, torch, engine):
             ("resnet50 train step graph", "torch", torch_time),
             ("resnet50 train step graph", "ours", median_time(
                 lambda: graph(engine.from_numpy(x), engine.from_numpy(y)), args.repeat, "ours"))]
+
+
+def _eager_train_step(lib, model, a, b):
+    """A closure running one eager training step of ``model`` on inputs ``a`` and labels ``b`` (cross-entropy,
+    SGD with momentum), in framework ``lib``."""
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = lib.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(a), b).backward()
+        opt.step()
+    return step
 
 
 def suite_build(args, torch, engine):
@@ -601,14 +607,7 @@ def _gpu_train_rows(args, torch, engine, models, syncs):
     rows, memory = [], []
     for who, lib, cuda in (("torch", torch, torch.cuda), ("ours", engine, engine.cuda)):
         model = models[who].train()
-        opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        loss_fn = lib.nn.CrossEntropyLoss()
-        a, b = lib.from_numpy(x).cuda(), lib.from_numpy(y).cuda()
-
-        def step():
-            opt.zero_grad()
-            loss_fn(model(a), b).backward()
-            opt.step()
+        step = _eager_train_step(lib, model, lib.from_numpy(x).cuda(), lib.from_numpy(y).cuda())
         step()
         syncs[who]()
         rest = cuda.memory_allocated()
@@ -630,13 +629,7 @@ def _gpu_train_graph_rows(args, torch, engine, models):
         y = rng.integers(0, 1000, batch)
         case = f"resnet50 train step graph b{batch} vs PyTorch eager"
         model = models["torch"].train()
-        opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-        a, b = torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda()
-
-        def torch_step():
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(model(a), b).backward()
-            opt.step()
+        torch_step = _eager_train_step(torch, model, torch.from_numpy(x).cuda(), torch.from_numpy(y).cuda())
         torch_step()
         rows.append((case, "torch", _gpu_time(torch.cuda.synchronize, torch_step, args.repeat)))
         model.eval()
