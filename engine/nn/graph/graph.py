@@ -111,10 +111,9 @@ def _rebuild(spec, leaves):
 
 
 @contextlib.contextmanager
-def _float32_math(tf32):
-    """Inside, with ``tf32``, both TF32 switches on (``config.allow_tf32``); else they stay as they are."""
-    allow = True if tf32 else None  # None: left as it is
-    with switched(backends.cuda.matmul, allow_tf32=allow), switched(backends.cudnn, allow_tf32=allow):
+def _tf32_allowed():
+    """Inside, both TF32 switches on (``config.allow_tf32``); restored after."""
+    with switched(backends.cuda.matmul, allow_tf32=True), switched(backends.cudnn, allow_tf32=True):
         yield
 
 
@@ -178,7 +177,9 @@ class Graph:
 
     # ---- running --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        with _float32_math(self.config.tf32):
+        if not self.config.tf32:
+            return self._call((args, kwargs))
+        with _tf32_allowed():
             return self._call((args, kwargs))
 
     def _call(self, inputs):
