@@ -11,7 +11,8 @@ nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager a
 efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
 resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
-replay and its memory against PyTorch's eager peak; a resnet50 training step at batch 64 with its peak
+replay and its memory against PyTorch's eager peak, and at batch 64 with bfloat16 autocast against PyTorch's
+autocast in channels_last; a resnet50 training step at batch 64 with its peak
 memory, and at batch 32 and 64 in our training nn.Graph; deeplabv3_resnet50 at 520x520, eager and in our
 nn.Graph; fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
@@ -471,6 +472,7 @@ def suite_gpu(args, torch, engine):
     for batch, x in batches.items():
         timed(f"resnet50 eager b{batch}", models, lambda lib: lib.from_numpy(x).cuda(), lambda m, a: m(a))
     rows += _optional_rows("resnet50 graph", lambda: _gpu_graph_rows(args, torch, engine, models, batches, rows))
+    rows += _optional_rows("resnet50 graph amp", lambda: _gpu_amp_rows(args, torch, engine, models, batches[64]))
     rows += _gpu_train_rows(args, torch, engine, models, syncs)
     rows += _optional_rows("resnet50 train graph", lambda: _gpu_train_graph_rows(args, torch, engine, models))
     del models, ref, ours
@@ -516,6 +518,24 @@ def _gpu_graph_rows(args, torch, engine, models, batches, eager_rows):
                  (f"resnet50 graph b{batch} memory vs PyTorch eager peak, MiB", "ours",
                   captured.graph.pool_bytes() / 2 ** 20)]
     return rows
+
+
+def _gpu_amp_rows(args, torch, engine, models, x):
+    """resnet50 inference at batch 64 with bfloat16 autocast: our nn.Graph with ``config.enable_amp`` against
+    PyTorch's fastest eager form of it, ``torch.autocast`` with the model and input in channels_last."""
+    import copy
+    case = f"resnet50 graph amp b{x.shape[0]} vs PyTorch autocast + channels_last"
+    theirs = copy.deepcopy(models["torch"]).to(memory_format=torch.channels_last)
+    inputs = torch.from_numpy(x).cuda().to(memory_format=torch.channels_last)
+
+    def torch_call():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            theirs(inputs)
+    graph = _InferenceGraph(engine, models["ours"])
+    graph.config.enable_amp(True)
+    ours = engine.from_numpy(x).cuda()
+    return [(case, "torch", _gpu_time(torch.cuda.synchronize, torch_call, args.repeat)),
+            (case, "ours", _gpu_time(engine.cuda.synchronize, lambda: graph(ours), args.repeat))]
 
 
 def _torch_eager_peak(torch, model, x):

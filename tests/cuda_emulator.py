@@ -26,7 +26,7 @@ What it keeps from CuPy, so that mistakes fail here as they would on a GPU:
   filled with NaN.
 - ``emulated_cublas()``: the few cuBLAS entry points ``engine/backends/cuda/cublas.py`` calls through
   ctypes (``cublasGemmEx``, ``cublasGemmStridedBatchedEx``...), written here in C after cuBLAS's documented
-  column-major semantics and run on the arrays' memory, for float32 and float64.
+  column-major semantics and run on the arrays' memory, for float32, float64 and bfloat16 operands.
 
 What it cannot check: timing, memory use, races between threads, CuPy's own bugs. The ``cuda`` tests
 run the same checks on a real GPU.
@@ -57,6 +57,8 @@ except Exception:  # pragma: no cover - depends on the machine
 _PRELUDE = r"""
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
+static inline unsigned int __float_as_uint(float v) { unsigned int u; memcpy(&u, &v, sizeof u); return u; }
 struct emu_dim3 { unsigned int x, y, z; };
 static const emu_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
 static const emu_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
@@ -71,10 +73,11 @@ template <typename V> static inline V atomicAdd(V* address, V value) { V old = *
 
 _C_TYPES = {"float": np.float32, "double": np.float64, "int": np.int32, "long long": np.int64,
             "unsigned long long": np.uint64, "bool": np.bool_, "unsigned char": np.uint8, "char": np.int8,
-            "signed char": np.int8, "short": np.int16, "unsigned int": np.uint32}
+            "signed char": np.int8, "short": np.int16, "unsigned short": np.uint16, "unsigned int": np.uint32}
 _CTYPES = {np.float32: ctypes.c_float, np.float64: ctypes.c_double, np.int32: ctypes.c_int32,
            np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.bool_: ctypes.c_bool,
-           np.uint8: ctypes.c_uint8, np.int8: ctypes.c_int8, np.int16: ctypes.c_int16, np.uint32: ctypes.c_uint32}
+           np.uint8: ctypes.c_uint8, np.int8: ctypes.c_int8, np.int16: ctypes.c_int16, np.uint16: ctypes.c_uint16,
+           np.uint32: ctypes.c_uint32}
 
 
 def available():
@@ -817,32 +820,45 @@ _KERNEL_MODULES = ("source", "conv", "pool", "interpolate", "roi", "nms", "point
                    "graphs")
 
 # cuBLAS's documented column-major GEMM (C = alpha op(A) op(B) + beta C) for the entry points cublas.py calls,
-# on host memory, float32 (cudaDataType 0) and float64 (1); other types answer CUBLAS_STATUS_NOT_SUPPORTED.
+# on host memory: float32 (cudaDataType 0), float64 (1), and bfloat16 operands (14) with a float32 result;
+# other types answer CUBLAS_STATUS_NOT_SUPPORTED.
 _CUBLAS_SOURCE = r"""
 #include <stdint.h>
-template <typename T>
+#include <string.h>
+static inline double emu_load(const float* p) { return *p; }
+static inline double emu_load(const double* p) { return *p; }
+static inline double emu_load(const uint16_t* p) {  /* bfloat16: the upper half of a float's bits */
+    uint32_t bits = (uint32_t)*p << 16;
+    float v;
+    memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
+template <typename T, typename R>
 static void emu_gemm(int ta, int tb, int m, int n, int k, double alpha, const T* A, int lda,
-                     const T* B, int ldb, double beta, T* C, int ldc) {
+                     const T* B, int ldb, double beta, R* C, int ldc) {
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
             double sum = 0;
             for (int l = 0; l < k; ++l) {
-                double a = ta ? A[l + (int64_t)i * lda] : A[i + (int64_t)l * lda];
-                double b = tb ? B[j + (int64_t)l * ldb] : B[l + (int64_t)j * ldb];
+                double a = emu_load(ta ? A + l + (int64_t)i * lda : A + i + (int64_t)l * lda);
+                double b = emu_load(tb ? B + j + (int64_t)l * ldb : B + l + (int64_t)j * ldb);
                 sum += a * b;
             }
-            T* c = C + i + (int64_t)j * ldc;
-            *c = (T)(alpha * sum + (beta == 0 ? 0 : beta * *c));
+            R* c = C + i + (int64_t)j * ldc;
+            *c = (R)(alpha * sum + (beta == 0 ? 0 : beta * *c));
         }
 }
 
-static int emu_check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc, int type, int ctype,
-                     int compute) {
+static int emu_check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc, int atype, int btype,
+                     int ctype, int compute) {
     if (ta < 0 || ta > 1 || tb < 0 || tb > 1 || m < 0 || n < 0 || k < 0) return 7;
     if (lda < (ta ? k : m) || lda < 1 || ldb < (tb ? n : k) || ldb < 1 || ldc < m || ldc < 1) return 7;
-    if (type != ctype || (type != 0 && type != 1)) return 15;
-    if ((type == 0 && compute != 68 && compute != 77) || (type == 1 && compute != 70)) return 15;
-    return 0;
+    if (atype != btype) return 15;
+    if (atype == 0 && ctype == 0 && (compute == 68 || compute == 77)) return 0;
+    if (atype == 1 && ctype == 1 && compute == 70) return 0;
+    if (atype == 14 && ctype == 0 && compute == 68) return 0;
+    return 15;
 }
 
 extern "C" {
@@ -854,15 +870,20 @@ int cublasGemmStridedBatchedEx(void* handle, int ta, int tb, int m, int n, int k
                                const void* A, int atype, int lda, long long sa, const void* B, int btype,
                                int ldb, long long sb, const void* beta, void* C, int ctype, int ldc,
                                long long sc, int batch, int compute, int algo) {
-    int status = emu_check(ta, tb, m, n, k, lda, ldb, ldc, atype, btype, compute);
-    if (status || atype != ctype) return status ? status : 15;
+    int status = emu_check(ta, tb, m, n, k, lda, ldb, ldc, atype, btype, ctype, compute);
+    if (status) return status;
     for (int p = 0; p < batch; ++p) {
         if (atype == 0)
-            emu_gemm<float>(ta, tb, m, n, k, *(const float*)alpha, (const float*)A + p * sa, lda,
-                            (const float*)B + p * sb, ldb, *(const float*)beta, (float*)C + p * sc, ldc);
+            emu_gemm<float, float>(ta, tb, m, n, k, *(const float*)alpha, (const float*)A + p * sa, lda,
+                                   (const float*)B + p * sb, ldb, *(const float*)beta, (float*)C + p * sc, ldc);
+        else if (atype == 1)
+            emu_gemm<double, double>(ta, tb, m, n, k, *(const double*)alpha, (const double*)A + p * sa, lda,
+                                     (const double*)B + p * sb, ldb, *(const double*)beta, (double*)C + p * sc,
+                                     ldc);
         else
-            emu_gemm<double>(ta, tb, m, n, k, *(const double*)alpha, (const double*)A + p * sa, lda,
-                             (const double*)B + p * sb, ldb, *(const double*)beta, (double*)C + p * sc, ldc);
+            emu_gemm<uint16_t, float>(ta, tb, m, n, k, *(const float*)alpha, (const uint16_t*)A + p * sa, lda,
+                                      (const uint16_t*)B + p * sb, ldb, *(const float*)beta, (float*)C + p * sc,
+                                      ldc);
     }
     return 0;
 }

@@ -27,7 +27,7 @@ KERNELS = {
     "nms": ("nms",),
     "pointwise": ("relu", "relu_backward", "sigmoid", "binary_context"),
     "norm": ("scale_shift", "centred", "affine_"),
-    "gemm": ("matmul",),
+    "gemm": ("matmul", "autocast_matmul"),
 }
 
 _DEVICE_NAMES = {"cpu": "CPU", "cuda": "CUDA"}

@@ -20,8 +20,9 @@ from ._common import as_operand, cast, result_dtype, xp_of
 
 # ---- products of arrays ------------------------------------------------------------------------
 def _mm(x, y):
-    """``x @ y`` with a batched ``x`` and a matrix ``y`` folded into one GEMM."""
-    matmul = backends.kernels(x, "gemm").matmul
+    """``x @ y`` with a batched ``x`` and a matrix ``y`` folded into one GEMM (one autocast covers: bfloat16
+    operands inside ``nn.Graph`` with ``config.enable_amp`` on the GPU)."""
+    matmul = backends.kernels(x, "gemm").autocast_matmul
     if y.ndim == 2 and x.ndim > 2:
         return matmul(x.reshape(math.prod(x.shape[:-1]), x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[-1:])
     return matmul(x, y)

@@ -7,6 +7,8 @@
   on its own may run as one stream per BLAS thread, each stream with single-threaded BLAS.
 - ``captures_graphs()``, ``capture(fn, arrays)`` and ``capturing()``: a replayable capture of a plan's run
   (CUDA graphs; none on the CPU), and whether one is under way.
+- ``autocast()`` and ``gemm_settings()``: mixed-precision GEMMs (none on the CPU), and the GEMM settings a
+  capture depends on.
 - ``parallel_chunks``, ``num_threads``, ``set_num_threads``: the thread pool and the BLAS thread count,
   for host work outside the kernels (random draws, ``engine.set_num_threads``).
 """
@@ -16,7 +18,7 @@ from .blas import num_threads, set_num_threads
 from .threads import parallel_chunks, run_concurrently
 
 __all__ = ["prepare_backward", "release_scratch", "stream_count", "run_streams", "capturing", "captures_graphs",
-           "capture", "parallel_chunks", "num_threads", "set_num_threads"]
+           "capture", "autocast", "gemm_settings", "parallel_chunks", "num_threads", "set_num_threads"]
 
 
 def prepare_backward():
@@ -54,3 +56,13 @@ def captures_graphs():
 
 def capture(fn, arrays, warm_up=True):
     raise NotImplementedError("no graph capture on the CPU")
+
+
+def autocast():
+    """None: no mixed precision on the CPU (numpy has no bfloat16 GEMM); products stay in their dtype."""
+    return None
+
+
+def gemm_settings():
+    """Nothing a capture depends on: the CPU captures nothing."""
+    return ()

@@ -6,7 +6,8 @@ Folding the batch into the GEMM's columns keeps the GEMMs large at any batch: re
 have 49 output pixels per image, far too few for a GEMM per image. Depthwise layers, whose GEMMs would
 be 1 x k*k, run as direct kernels. The backward rebuilds the column matrix for the weight gradient
 (``gw = gy @ col^T``), and the input gradient is one GEMM (``dcol = w^T @ gy``) followed by col2im.
-float16 inputs are computed in float32.
+float16 inputs are computed in float32. Under autocast (``autocast.py``) every GEMM here takes bfloat16
+operands, the column matrices written as bfloat16 by im2col itself.
 """
 from collections import namedtuple
 
@@ -14,7 +15,8 @@ import cupy
 import numpy as np
 
 from ..epilogue import Epilogue
-from .gemm import matmul
+from .autocast import bfloat16_bits, rounds
+from .gemm import autocast_matmul
 from .source import launch
 from .tf32 import convolution_math
 
@@ -66,11 +68,13 @@ def _to_cols(a):
 
 
 def _im2col(x, geo):
+    """The column matrix of x; under autocast, bfloat16 bits written in the same pass."""
     N, C, H, W, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW = geo
-    if _plain_1x1(geo):
+    rounded = rounds(x)
+    if _plain_1x1(geo) and not rounded:
         return _to_cols(x)
-    col = cupy.empty((C * KH * KW, N * OH * OW), x.dtype)
-    launch("conv", "im2col", x.dtype, col.size, x, col, *geo)
+    col = cupy.empty((C * KH * KW, N * OH * OW), np.uint16 if rounded else x.dtype)
+    launch("conv", "im2col_bfloat16" if rounded else "im2col", x.dtype, col.size, x, col, *geo)
     return col
 
 
@@ -110,14 +114,18 @@ def _from_cols(y, n, channels, h, w, epilogue=None):
 
 def _grouped_matmul(a, b, groups, out_rows, a_t=False, b_t=False):
     """Row-stacked products of group g's row block of ``a`` with group g's row block of ``b`` (either
-    transposed, as a view: cuBLAS reads transposed operands in place)."""
+    transposed, as a view: cuBLAS reads transposed operands in place). Under autocast, both are rounded to
+    bfloat16 once for all groups and the products are float32."""
+    rounded = rounds(a, b)
+    if rounded:
+        a, b = bfloat16_bits(a), bfloat16_bits(b)
     a_rows, b_rows = a.shape[0] // groups, b.shape[0] // groups
     cols = b_rows if b_t else b.shape[1]
-    out = cupy.empty((out_rows * groups, cols), a.dtype)
+    out = cupy.empty((out_rows * groups, cols), np.float32 if rounded else a.dtype)
     with convolution_math():
         for g in range(groups):
             ga, gb = a[g * a_rows:(g + 1) * a_rows], b[g * b_rows:(g + 1) * b_rows]
-            matmul(ga.T if a_t else ga, gb.T if b_t else gb, out=out[g * out_rows:(g + 1) * out_rows])
+            autocast_matmul(ga.T if a_t else ga, gb.T if b_t else gb, out=out[g * out_rows:(g + 1) * out_rows])
     return out
 
 

@@ -2,7 +2,8 @@
 
 CuPy's memory pool already keeps freed blocks for the next step, the kernels keep no scratch of their
 own, and the GPU runs a whole batch at once: those hooks are no-ops or say no. ``capture`` turns an inference
-plan's run into a CUDA graph (``graphs.py``).
+plan's run into a CUDA graph (``graphs.py``); ``autocast`` gives bfloat16 GEMMs (``autocast.py``), and
+``gemm_settings`` what a captured graph's GEMMs were made with.
 """
 
 
@@ -41,3 +42,17 @@ def capture(fn, arrays, warm_up=True):
     ``warm_up``: run ``fn`` once before). Raises what the capture met where ``fn`` cannot be captured."""
     from .graphs import CapturedGraph
     return CapturedGraph(fn, arrays, warm_up)
+
+
+def autocast():
+    """A context in which convolutions, linear layers and matmuls multiply float32 operands rounded to bfloat16,
+    with float32 accumulation (``autocast.py``; ``nn.Graph``'s ``config.enable_amp``)."""
+    from .autocast import bfloat16
+    return bfloat16()
+
+
+def gemm_settings():
+    """What the GEMMs issued now compute in: (matmul.allow_tf32, cudnn.allow_tf32, bfloat16 autocast). A captured
+    graph holds the GEMMs of the settings it was captured under."""
+    from . import autocast, tf32
+    return tf32.matmul.allow_tf32, tf32.convolution.allow_tf32, autocast.enabled()

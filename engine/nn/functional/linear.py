@@ -11,11 +11,12 @@ class _Linear(Function):
     per leading index, 1.1-5x slower (medians of 11 in-process alternating calls: 2x14x14x384 by 1536
     outputs 8.2 -> 1.6 ms, 64x49x768 by 768 23.1 -> 11.6, 8x197x768 by 3072 29.3 -> 22.7). Whole models
     at 1x3x224x224, eval (medians of 4 alternating calls): swin_t 235 -> 155 ms, convnext_tiny 250 -> 159.
+    Its GEMMs are ones autocast covers (``autocast_matmul``: bfloat16 operands under ``config.enable_amp``).
     """
 
     def forward(self, x, w, b):
         self.x, self.w = x, w
-        matmul = backends.kernels(x, "gemm").matmul
+        matmul = backends.kernels(x, "gemm").autocast_matmul
         n_in, n_out = w.shape[1], w.shape[0]
         y = matmul(x, w.T) if x.ndim <= 2 else matmul(x.reshape(-1, n_in), w.T).reshape(x.shape[:-1] + (n_out,))
         if b is not None:
@@ -24,7 +25,7 @@ class _Linear(Function):
 
     def backward(self, gy):
         x, w = self.x, self.w
-        matmul = backends.kernels(gy, "gemm").matmul
+        matmul = backends.kernels(gy, "gemm").autocast_matmul
         gx = gw = gb = None
         n_in, n_out = w.shape[1], w.shape[0]
         g2 = gy.reshape(-1, n_out)

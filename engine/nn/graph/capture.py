@@ -4,7 +4,8 @@
   parameters' and buffers' arrays where they were when it was made: a replay checks that every tensor the
   plan reads from outside still holds the same array (``load_state_dict``, ``.to()`` or an assignment to
   ``.data`` puts in another) and captures anew where one does not; values changed in place (an optimizer
-  step, ``copy_``) need nothing.
+  step, ``copy_``) need nothing. The same holds for the GEMM settings (TF32, bfloat16 autocast): a call
+  under other settings captures anew, as does a training step.
 - Training (``capture_step``): a whole call (gradients zeroed, forward and backward of each micro-batch,
   each optimizer's update) is captured on its second call, which runs first (kernels compile, optimizer
   state exists from the first call). The numbers that change from step to step (the learning rate, Adam's
@@ -58,11 +59,13 @@ class CapturedPlan:
         self._capture(arrays)
 
     def _capture(self, arrays):
+        runtime = backends.runtime(arrays[0])
         self.held = _hold(self.tensors)
-        self.graph = backends.runtime(arrays[0]).capture(self.plan.run_arrays, arrays)
+        self.settings = runtime.gemm_settings()
+        self.graph = runtime.capture(self.plan.run_arrays, arrays)
 
     def __call__(self, arrays):
-        if _moved(self.held):
+        if _moved(self.held) or backends.runtime(arrays[0]).gemm_settings() != self.settings:
             self._capture(arrays)
         return self.graph(arrays)
 
@@ -184,6 +187,7 @@ class CapturedStep:
         self.scalars = None
         self.items = []
         self.held = []
+        self.gemm_settings = None
 
     def _upload_scalars(self, like):
         """This step's host scalars (step counters advance), written to the device scalars the graph reads."""
@@ -221,12 +225,15 @@ class CapturedStep:
         return _unflatten(self.output_spec, [_new(a) for a in outputs])
 
     def capture(self, arrays):
+        runtime = backends.runtime(arrays[0])
         self.held = _hold(_step_tensors(self.graph, self.optimizers))
-        self.replay = backends.runtime(arrays[0]).capture(self._step, arrays, warm_up=False)
+        self.gemm_settings = runtime.gemm_settings()
+        self.replay = runtime.capture(self._step, arrays, warm_up=False)
 
     def __call__(self, leaves):
         from .graph import _unflatten
-        if _settings(self.optimizers) != self.settings or _moved(self.held):
+        if (_settings(self.optimizers) != self.settings or _moved(self.held)
+                or backends.runtime(leaves[0]._data).gemm_settings() != self.gemm_settings):
             return None
         self._upload_scalars(leaves[0]._data)
         outputs = self.replay([t._data for t in leaves])

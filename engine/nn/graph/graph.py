@@ -63,12 +63,15 @@ class GraphConfig:
             raise ValueError(f"gradient accumulation steps must be >= 1, got {value}")
         self.gradient_accumulation_steps = int(value)
 
-    def enable_amp(self, mode=True, **kwargs):
-        """Accepted; on the CPU mixed precision does nothing and the graph runs in the model's dtype."""
+    def enable_amp(self, mode=True, dtype=None):
+        """bfloat16 autocast on the GPU (off by default): convolutions, linear layers and matmuls multiply their
+        float32 operands rounded to bfloat16, with float32 accumulation; BatchNorm and everything else stay
+        float32, and outputs keep their dtype (``backends/cuda/autocast.py``). The CPU has no bfloat16 GEMMs:
+        there the first call warns once and the graph runs in the model's dtype. ``dtype``: only bfloat16
+        (OneFlow's default, float16, is not offered)."""
+        if dtype is not None and getattr(dtype, "name", dtype) != "bfloat16":
+            raise ValueError(f"nn.Graph: enable_amp runs bfloat16 autocast only, got dtype={dtype}")
         self.amp = bool(mode)
-        if mode:
-            warnings.warn("nn.Graph: enable_amp does nothing on the CPU; the graph runs in the model's dtype",
-                          stacklevel=2)
 
     def __repr__(self):
         return (f"GraphConfig(fuse_add_to_output={self.fuse_add_to_output}, "
@@ -145,6 +148,7 @@ class Graph:
         self._last_plan = None
         self._steps = {}  # training call signature -> its CapturedStep, or False where it is not captured
         self._traced_calls = set()  # training call signatures called once (traced) on a GPU
+        self._amp_warned = False
 
     def __setattr__(self, name, value):
         if isinstance(value, Module):
@@ -177,10 +181,30 @@ class Graph:
 
     # ---- running --------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if not self.config.tf32:
-            return self._call((args, kwargs))
-        with _tf32_allowed():
-            return self._call((args, kwargs))
+        inputs = (args, kwargs)
+        if not (self.config.tf32 or self.config.amp):
+            return self._call(inputs)
+        with self._gemm_precision(inputs):
+            return self._call(inputs)
+
+    @contextlib.contextmanager
+    def _gemm_precision(self, inputs):
+        """Around a call: both TF32 switches on (``config.allow_tf32``) and bfloat16 autocast where the inputs'
+        device has it (``config.enable_amp``; the CPU does not: one warning)."""
+        with contextlib.ExitStack() as stack:
+            if self.config.tf32:
+                stack.enter_context(_tf32_allowed())
+            if self.config.amp:
+                leaves = []
+                _flatten(inputs, leaves)
+                autocast = backends.runtime(leaves[0]._data if leaves else "cpu").autocast()
+                if autocast is not None:
+                    stack.enter_context(autocast)
+                elif not self._amp_warned:
+                    self._amp_warned = True
+                    warnings.warn(f"{self.name}: enable_amp does nothing on the CPU (no bfloat16 GEMMs); the graph "
+                                  "runs in the model's dtype", stacklevel=4)
+            yield
 
     def _call(self, inputs):
         if not self.training:

@@ -42,7 +42,8 @@ def test_cpu_and_cuda_kernels_share_names_and_signatures(family):
 
 
 def test_every_family_module_is_listed_by_both_devices():
-    sources = {p.stem for p in CUDA.glob("*.py")} - {"__init__", "runtime", "source", "tf32", "cublas", "graphs"}
+    sources = {p.stem for p in CUDA.glob("*.py")} - {"__init__", "runtime", "source", "tf32", "cublas", "graphs",
+                                                    "autocast"}
     assert sources == set(backends.KERNELS)
     assert set(backends.cpu.families()) == set(backends.KERNELS)
 
@@ -59,11 +60,13 @@ def test_a_missing_kernel_names_the_device_and_kernel():
 
 def test_runtimes_have_the_same_hooks():
     names = ("prepare_backward", "release_scratch", "stream_count", "run_streams", "capturing", "captures_graphs",
-             "capture")
+             "capture", "autocast", "gemm_settings")
     for name in names:
         assert callable(getattr(backends.runtime("cpu"), name)) and callable(getattr(backends.runtime("cuda"), name))
     assert backends.runtime("cuda").stream_count(8) == 1 and backends.runtime("cuda").run_streams([]) is None
     assert backends.runtime("cuda").captures_graphs() and not backends.runtime("cpu").captures_graphs()
+    assert backends.runtime("cpu").autocast() is None and backends.runtime("cpu").gemm_settings() == ()
+    assert backends.runtime("cuda").gemm_settings() == (False, False, False)
     assert backends.runtime(engine.zeros(1)._data) is backends.runtime("cpu")
 
 

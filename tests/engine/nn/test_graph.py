@@ -1,5 +1,6 @@
 """nn.Graph: traced inference and training plans against eager execution of the same model."""
 import platform
+import warnings
 
 import numpy as np
 import pytest
@@ -409,12 +410,18 @@ def test_save_and_load_runs_without_the_model_class(tmp_path):
 
 def test_config_switches():
     graph = InferenceGraph(SmallResNet().eval())
-    with pytest.warns(UserWarning, match="enable_amp does nothing on the CPU"):
-        graph.config.enable_amp(True)
+    graph.config.enable_amp(True)
+    with pytest.raises(ValueError, match="enable_amp runs bfloat16 autocast only, got dtype=engine.float16"):
+        graph.config.enable_amp(True, dtype=engine.float16)
     graph.config.allow_fuse_add_to_output(False)
     graph.config.allow_fuse_model_update_ops(True)
     graph.debug(0)
-    graph(engine.randn(1, 3, 8, 8))
+    x = engine.randn(1, 3, 8, 8)
+    with pytest.warns(UserWarning, match="enable_amp does nothing on the CPU"):
+        graph(x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graph(x)  # warned once
     assert graph.num_compiled == 1
     with pytest.raises(ValueError, match="gradient accumulation steps must be >= 1"):
         graph.config.set_gradient_accumulation_steps(0)

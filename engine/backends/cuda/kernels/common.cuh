@@ -13,3 +13,12 @@ __device__ __forceinline__ index_t imax(index_t a, index_t b) { return a > b ? a
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
 #endif
+
+// bfloat16 as its 16 bits: the upper half of a float's bits, rounded to nearest even (as PyTorch and
+// cuda_bf16.h round); a NaN stays a quiet NaN of the same sign.
+typedef unsigned short bfloat16_bits;
+__device__ __forceinline__ bfloat16_bits to_bfloat16(float v) {
+    const unsigned int u = __float_as_uint(v);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (bfloat16_bits)((u >> 16) | 0x40u);
+    return (bfloat16_bits)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}

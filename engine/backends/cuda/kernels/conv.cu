@@ -5,18 +5,36 @@
 // DH, DW and top/left padding PT, PL; the output plane is OH x OW. Column matrices are
 // (C*KH*KW) x (N*OH*OW): row (c*KH + i)*KW + j, column (n*OH + oh)*OW + ow.
 
-// col[row][column] = x[n][c][oh*SH - PT + i*DH][ow*SW - PL + j*DW], 0 in the padding.
-extern "C" __global__ void im2col(const T* __restrict__ x, T* __restrict__ col, index_t N, index_t C, index_t H,
-                                  index_t W, index_t KH, index_t KW, index_t SH, index_t SW, index_t PT,
-                                  index_t PL, index_t DH, index_t DW, index_t OH, index_t OW) {
+// col[row][column] = x[n][c][oh*SH - PT + i*DH][ow*SW - PL + j*DW], 0 in the padding; stored as C, the
+// element type or, for the bfloat16 GEMMs of autocast, bfloat16 bits.
+__device__ __forceinline__ void store(T* p, T v) { *p = v; }
+__device__ __forceinline__ void store(bfloat16_bits* p, T v) { *p = to_bfloat16((float)v); }
+
+template <typename C>
+__device__ void im2col_into(const T* __restrict__ x, C* __restrict__ col, index_t N, index_t Cin, index_t H,
+                            index_t W, index_t KH, index_t KW, index_t SH, index_t SW, index_t PT, index_t PL,
+                            index_t DH, index_t DW, index_t OH, index_t OW) {
     const index_t L = N * OH * OW;
-    GRID_LOOP(idx, C * KH * KW * L) {
+    GRID_LOOP(idx, Cin * KH * KW * L) {
         const index_t column = idx % L, row = idx / L;
         const index_t ow = column % OW, oh = (column / OW) % OH, n = column / (OW * OH);
         const index_t j = row % KW, i = (row / KW) % KH, c = row / (KW * KH);
         const index_t h = oh * SH - PT + i * DH, w = ow * SW - PL + j * DW;
-        col[idx] = (h >= 0 && h < H && w >= 0 && w < W) ? x[((n * C + c) * H + h) * W + w] : (T)0;
+        store(col + idx, (h >= 0 && h < H && w >= 0 && w < W) ? x[((n * Cin + c) * H + h) * W + w] : (T)0);
     }
+}
+
+extern "C" __global__ void im2col(const T* __restrict__ x, T* __restrict__ col, index_t N, index_t C, index_t H,
+                                  index_t W, index_t KH, index_t KW, index_t SH, index_t SW, index_t PT,
+                                  index_t PL, index_t DH, index_t DW, index_t OH, index_t OW) {
+    im2col_into(x, col, N, C, H, W, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW);
+}
+
+extern "C" __global__ void im2col_bfloat16(const T* __restrict__ x, bfloat16_bits* __restrict__ col, index_t N,
+                                           index_t C, index_t H, index_t W, index_t KH, index_t KW, index_t SH,
+                                           index_t SW, index_t PT, index_t PL, index_t DH, index_t DW, index_t OH,
+                                           index_t OW) {
+    im2col_into(x, col, N, C, H, W, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW);
 }
 
 // The transpose of im2col: every input pixel sums the column entries that read it (no atomics).
