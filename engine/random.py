@@ -91,32 +91,35 @@ class Generator:
 
 default_generator = Generator()
 
-# Random numbers drawn on a GPU come from CuPy's generator of that device, seeded like torch's CUDA
+# Random numbers drawn on a GPU come from that device's generator (``backends.runtime("cuda").generator``:
+# counter-based, its state on the device, so CUDA graphs capture its draws), seeded like torch's CUDA
 # generators: by engine.manual_seed (with the CPU's) or engine.cuda.manual_seed (alone).
 _cuda_seed = default_generator.initial_seed()
 _cuda_states = {}
 
 
 def seed_cuda(seed):
-    """Seed the random numbers drawn on every GPU."""
+    """Seed the random numbers drawn on every GPU (generators made already restart in place)."""
     global _cuda_seed
     _cuda_seed = int(seed)
-    _cuda_states.clear()
+    for index, state in _cuda_states.items():
+        state.manual_seed(_cuda_seed + index)
 
 
 def cuda_rng(index):
-    """CuPy's random state of GPU ``index`` (created from the CUDA seed on first use)."""
+    """The random number generator of GPU ``index`` (created from the CUDA seed on first use)."""
     state = _cuda_states.get(index)
     if state is None:
+        from . import backends
         from ._device import cupy
         with cupy().cuda.Device(index):
-            state = _cuda_states[index] = cupy().random.RandomState(_cuda_seed + index)
+            state = _cuda_states[index] = backends.runtime("cuda").generator(_cuda_seed + index)
     return state
 
 
 def device_rng(device, generator=None):
-    """The CuPy random state that draws on ``device``, or None where samples are drawn on the host (the
-    CPU, or an explicit ``generator``, which is a host generator)."""
+    """The generator that draws on ``device`` (CuPy's sampler interface), or None where samples are drawn on
+    the host (the CPU, or an explicit ``generator``, which is a host generator)."""
     from ._device import device as _device
     if device is None or generator is not None:
         return None

@@ -59,6 +59,7 @@ _PRELUDE = r"""
 #include <stdint.h>
 #include <string.h>
 static inline unsigned int __float_as_uint(float v) { unsigned int u; memcpy(&u, &v, sizeof u); return u; }
+static inline unsigned int __umulhi(unsigned int a, unsigned int b) { return (unsigned int)(((unsigned long long)a * b) >> 32); }
 struct emu_dim3 { unsigned int x, y, z; };
 static const emu_dim3 threadIdx = {0, 0, 0}, blockIdx = {0, 0, 0};
 static const emu_dim3 blockDim = {1, 1, 1}, gridDim = {1, 1, 1};
@@ -817,7 +818,7 @@ def _cupyx():
 
 
 _KERNEL_MODULES = ("source", "conv", "pool", "interpolate", "roi", "nms", "pointwise", "norm", "gemm", "cublas",
-                   "graphs")
+                   "graphs", "philox")
 
 # cuBLAS's documented column-major GEMM (C = alpha op(A) op(B) + beta C) for the entry points cublas.py calls,
 # on host memory: float32 (cudaDataType 0), float64 (1), and bfloat16 operands (14) with a float32 result;
@@ -932,6 +933,7 @@ def installed():
     """Inside, ``import cupy`` gives the emulated module and engine sees one emulated GPU; the CUDA
     backend's modules are imported afresh against it, and dropped again after."""
     import engine._device as device_module
+    import engine.random as random_module
     from engine import backends
 
     fake = module()
@@ -941,6 +943,8 @@ def installed():
     names = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.special", "cupy._core", "cupy._core._routines_linalg")
     saved = {n: sys.modules.get(n) for n in names}
     saved_cupy = device_module._cupy
+    saved_generators = dict(random_module._cuda_states)  # the GPUs' generators hold their device's arrays
+    random_module._cuda_states.clear()
 
     import engine.backends.cuda as cuda_package
 
@@ -968,3 +972,5 @@ def installed():
             else:
                 sys.modules[n] = m
         device_module._cupy = saved_cupy
+        random_module._cuda_states.clear()
+        random_module._cuda_states.update(saved_generators)

@@ -21,8 +21,6 @@ class Function:
     is_view = False
     #: the op writes into input 0 and returns it (``x.relu_()``, ``x += y``)
     inplace = False
-    #: the op draws random numbers (a CUDA graph capture would repeat them in every replay)
-    draws_random = False
 
     needs_input_grad = ()
 

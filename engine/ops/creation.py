@@ -164,7 +164,6 @@ class _RandomFill(Function):
 
     inplace = True
     uses_inputs = False
-    draws_random = True
 
     def forward(self, x):
         self.draw(x)
@@ -331,7 +330,6 @@ class _Bernoulli(Function):
     """``bernoulli`` recorded as an op while ``nn.Graph`` traces (see ``_RandomFill``); not differentiable."""
 
     uses_inputs = False
-    draws_random = True
 
     def forward(self, probs):
         return _bernoulli_array(probs, self.p, self.generator)

@@ -8,7 +8,7 @@
 - ``captures_graphs()``, ``capture(fn, arrays)`` and ``capturing()``: a replayable capture of a plan's run
   (CUDA graphs; none on the CPU), and whether one is under way.
 - ``autocast()`` and ``gemm_settings()``: mixed-precision GEMMs (none on the CPU), and the GEMM settings a
-  capture depends on.
+  capture depends on. ``generator(seed)``: a device generator (none: the CPU draws from ``engine.random``'s).
 - ``parallel_chunks``, ``num_threads``, ``set_num_threads``: the thread pool and the BLAS thread count,
   for host work outside the kernels (random draws, ``engine.set_num_threads``).
 """
@@ -18,7 +18,7 @@ from .blas import num_threads, set_num_threads
 from .threads import parallel_chunks, run_concurrently
 
 __all__ = ["prepare_backward", "release_scratch", "stream_count", "run_streams", "capturing", "captures_graphs",
-           "capture", "autocast", "gemm_settings", "parallel_chunks", "num_threads", "set_num_threads"]
+           "capture", "autocast", "gemm_settings", "generator", "parallel_chunks", "num_threads", "set_num_threads"]
 
 
 def prepare_backward():
@@ -66,3 +66,8 @@ def autocast():
 def gemm_settings():
     """Nothing a capture depends on: the CPU captures nothing."""
     return ()
+
+
+def generator(seed):
+    """None: CPU tensors draw from ``engine.random``'s generators (PyTorch's mt19937 stream)."""
+    return None

@@ -3,7 +3,8 @@
 CuPy's memory pool already keeps freed blocks for the next step, the kernels keep no scratch of their
 own, and the GPU runs a whole batch at once: those hooks are no-ops or say no. ``capture`` turns an inference
 plan's run into a CUDA graph (``graphs.py``); ``autocast`` gives bfloat16 GEMMs (``autocast.py``), and
-``gemm_settings`` what a captured graph's GEMMs were made with.
+``gemm_settings`` what a captured graph's GEMMs were made with; ``generator`` draws random numbers on the
+device, captures included (``philox.py``).
 """
 
 
@@ -56,3 +57,10 @@ def gemm_settings():
     graph holds the GEMMs of the settings it was captured under."""
     from . import autocast, tf32
     return tf32.matmul.allow_tf32, tf32.convolution.allow_tf32, autocast.enabled()
+
+
+def generator(seed):
+    """The random numbers of the current GPU, from ``seed``: uniform and normal draws that CUDA graphs capture
+    (``philox.DeviceGenerator``)."""
+    from .philox import DeviceGenerator
+    return DeviceGenerator(seed)

@@ -31,7 +31,6 @@ class _Dropout(Function):
     drawn in the forward: each call, and each replay of an ``nn.Graph`` that traced it, draws its own."""
 
     uses_inputs = False
-    draws_random = True
 
     def forward(self, x):
         dt = x.dtype

@@ -12,8 +12,11 @@
   bias corrections) are computed on the host before each replay (``Optimizer.step_scalars``) and written
   to device scalars the graph reads; a change to any other hyper-parameter, or to which parameters have
   gradients, makes a new capture. Learning-rate schedulers step on the host after each call.
+- Random draws (dropout, stochastic depth, ``rand``/``randn`` in ``build``) come from the device's generator,
+  whose seed and offset live on the device: each replay draws new numbers, in the order eager code would.
 
-What cannot be captured is refused with one warning naming it, and that plan or step then runs op by op.
+What cannot be captured is refused with one warning naming it, and that plan or step then runs op by op:
+data-dependent sizes, ops that read the host, samplers other than uniform and normal ones.
 """
 import warnings
 
@@ -95,8 +98,6 @@ def _plan_refusal(plan):
     for op in plan.ops:
         if op.data_dependent is not None:
             return op, "its output size depends on values"
-        if op.cls.draws_random:
-            return op, "it draws random numbers, which every replay of a capture would repeat"
     return None
 
 

@@ -150,18 +150,34 @@ def test_a_data_dependent_size_is_not_captured(cuda):
     assert_close(graph(engine.tensor(x, device="cuda")).cpu().numpy(), x[x > 0] * 2)
 
 
-def test_random_draws_are_not_captured(cuda):
+def test_random_draws_are_captured_and_new_in_each_replay(cuda):
     class Noisy(nn.Graph):
         def build(self, x):
-            return x + engine.rand(x.shape, device="cuda")
+            return x + engine.rand(x.shape, device="cuda") + engine.randn(x.shape, device="cuda")
 
     graph = Noisy()
-    x = engine.zeros(4, 5, device="cuda")
-    with pytest.warns(RuntimeWarning, match=r"_RandomFill cannot be captured into a CUDA graph \(it draws random "
-                                            r"numbers"):
+    x = engine.zeros(64, 5, device="cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        draws = [graph(x).cpu().numpy() for _ in range(4)]
+    assert graph._last_plan.captured is not None
+    assert len({d.tobytes() for d in draws}) == 4  # the replays (calls 2-4) too
+    assert all(abs(d.mean() - 0.5) < 0.3 for d in draws)
+
+
+def test_a_sampler_of_cupys_generator_is_not_captured(cuda):
+    class Integers(nn.Graph):
+        def build(self, x):
+            return x + engine.randint(0, 10, x.shape, device="cuda")
+
+    graph = Integers()
+    x = engine.zeros(4, 5, dtype=engine.int64, device="cuda")
+    with pytest.warns(RuntimeWarning, match=r"^Integers: _RandomFill cannot be captured into a CUDA graph \(the "
+                                            r"randint sampler draws from CuPy's generator, .*\); this plan is "
+                                            r"replayed op by op$"):
         first = graph(x).cpu().numpy()
     second = graph(x).cpu().numpy()
-    assert not np.array_equal(first, second) and 0 <= min(first.min(), second.min()) and second.max() < 1
+    assert not np.array_equal(first, second) and 0 <= min(first.min(), second.min()) and second.max() < 10
 
 
 def test_a_loaded_graph_is_captured(cuda, tmp_path):
@@ -295,17 +311,36 @@ def test_training_step_is_captured_anew_when_a_setting_changes(cuda):
     assert_close(runs[0][1].fc.weight.detach().cpu().numpy(), runs[1][1].fc.weight.detach().cpu().numpy(), 1e-5)
 
 
-def test_a_training_step_with_dropout_is_not_captured(cuda):
+def test_a_training_step_with_random_draws_is_captured_and_equals_eager(cuda):
+    """Dropout, stochastic depth's ``bernoulli_``, ``bernoulli`` and ``randn`` in a captured step draw what eager
+    steps draw after the same seed: the generator's offset advances on the device in each replay."""
     rng = np.random.default_rng(2)
-    model = DropNet().cuda()
-    graph = TrainGraph(model, engine.optim.SGD(model.parameters(), lr=0.1))
-    batches = [(engine.tensor(_rand(8, 6, seed=s), device="cuda"), engine.tensor(rng.integers(0, 3, 8), device="cuda"))
-               for s in range(3)]
-    graph(*batches[0])
-    with pytest.warns(RuntimeWarning, match=r"^TrainGraph: _Dropout cannot be captured into a CUDA graph \(it draws "
-                                            r"random numbers.*\); the training step runs op by op$"):
-        graph(*batches[1])
-    assert np.isfinite(graph(*batches[2]).item())
+    batches = [(_rand(8, 6, seed=s), rng.integers(0, 3, 8)) for s in range(5)]
+    runs = []
+    for use_graph in (True, False):
+        engine.manual_seed(0)
+        model = DropNet().cuda()
+        optimizer = engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        graph = TrainGraph(model, optimizer)
+        losses = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            for x, y in batches:
+                x, y = engine.tensor(x, device="cuda"), engine.tensor(y, device="cuda")
+                if use_graph:
+                    losses.append(graph(x, y).item())
+                    continue
+                optimizer.zero_grad()
+                loss = nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                losses.append(loss.item())
+        runs.append((losses, model, graph))
+    assert next(iter(runs[0][2]._steps.values())) is not False
+    np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5)
+    assert len(set(runs[0][0])) == 5
+    for (name, ours), theirs in zip(runs[0][1].state_dict().items(), runs[1][1].state_dict().values()):
+        assert_close(ours.cpu().numpy(), theirs.cpu().numpy(), 1e-5, name)
 
 
 def test_replays_allocate_nothing(cuda):

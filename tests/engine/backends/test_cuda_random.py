@@ -1,0 +1,93 @@
+"""The GPU's counter-based generator (``backends/cuda/philox.py``): Philox4x32-10 as published, the values and
+offsets of its draws, the distributions, and seeding in place."""
+import numpy as np
+import pytest
+
+import engine
+
+_M = (0xD2511F53, 0xCD9E8D57)
+_W = (0x9E3779B9, 0xBB67AE85)
+_MASK = 0xFFFFFFFF
+
+
+def philox(counter, key):
+    """Philox4x32-10 of four 32-bit counter words under two key words (Salmon et al. 2011), in Python."""
+    c, k = list(counter), list(key)
+    for _ in range(10):
+        p0, p1 = _M[0] * c[0], _M[1] * c[2]
+        c = [(p1 >> 32) ^ c[1] ^ k[0], p1 & _MASK, (p0 >> 32) ^ c[3] ^ k[1], p0 & _MASK]
+        k = [(k[0] + _W[0]) & _MASK, (k[1] + _W[1]) & _MASK]
+    return c
+
+
+def test_the_reference_gives_the_published_answers():
+    """Random123's known-answer vectors for Philox4x32-10."""
+    assert philox((0, 0, 0, 0), (0, 0)) == [0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8]
+    assert philox((_MASK,) * 4, (_MASK,) * 2) == [0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD]
+
+
+def _block(seed, counter):
+    return philox((counter & _MASK, counter >> 32, 0, 0), (seed & _MASK, seed >> 32))
+
+
+def _uniform32(seed, first_block, n):
+    words = [w for b in range(first_block, first_block + -(-n // 4)) for w in _block(seed, b)][:n]
+    return np.array([(w >> 8) / 2 ** 24 for w in words], np.float32)
+
+
+def _uniform64(seed, first_block, n):
+    words = [w for b in range(first_block, first_block + -(-n // 2)) for w in _block(seed, b)]
+    return np.array([((words[2 * i] >> 5) * 2 ** 26 + (words[2 * i + 1] >> 6)) / 2 ** 53 for i in range(n)])
+
+
+def _generator(seed):
+    return engine.backends.runtime("cuda").generator(seed)
+
+
+@pytest.mark.parametrize("seed", [0, 2 ** 40 + 12345])
+def test_uniform_draws_are_philox_blocks_in_order(cuda, seed):
+    g = _generator(seed)
+    first = g.random_sample(10, dtype=np.float32)  # blocks 0-2 (the last half used)
+    np.testing.assert_array_equal(first.get(), _uniform32(seed, 0, 10))
+    following = g.random_sample((2, 3), dtype=np.float64)  # blocks 3-5: two float64 values a block
+    np.testing.assert_array_equal(following.get().ravel(), _uniform64(seed, 3, 6))
+    assert following.shape == (2, 3) and following.dtype == np.float64
+    np.testing.assert_array_equal(g.random_sample(4, dtype=np.float32).get(), _uniform32(seed, 6, 4))
+    assert g.random_sample(0, dtype=np.float32).size == 0
+    np.testing.assert_array_equal(g.random_sample(1, dtype=np.float32).get(), _uniform32(seed, 7, 1))
+
+
+def test_normal_draws_are_box_muller_of_the_blocks(cuda):
+    g = _generator(7)
+    got = g.standard_normal(6, dtype=np.float64).get()
+    u = _uniform64(7, 0, 6)
+    radius = np.sqrt(-2 * np.log(1 - u[0::2]))
+    want = np.stack([radius * np.cos(2 * np.pi * u[1::2]), radius * np.sin(2 * np.pi * u[1::2])], 1).ravel()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    many = g.standard_normal((400, 250), dtype=np.float32).get()
+    assert many.dtype == np.float32 and abs(many.mean()) < 0.02 and abs(many.std() - 1) < 0.02
+    uniform = g.uniform(-2.0, 3.0, 100000, dtype=np.float32).get()
+    assert -2 <= uniform.min() and uniform.max() < 3 and abs(uniform.mean() - 0.5) < 0.03
+    normal = g.normal(4.0, 0.5, 100000, dtype=np.float64).get()
+    assert abs(normal.mean() - 4) < 0.01 and abs(normal.std() - 0.5) < 0.01
+
+
+def test_manual_seed_restarts_the_generators_in_place(cuda):
+    engine.manual_seed(3)
+    a = engine.rand(5, device="cuda")
+    b = engine.randn(5, device="cuda")
+    generator = engine.random.cuda_rng(0)
+    engine.manual_seed(3)
+    assert engine.random.cuda_rng(0) is generator  # a captured graph keeps reading its state
+    np.testing.assert_array_equal(engine.rand(5, device="cuda").cpu().numpy(), a.cpu().numpy())
+    np.testing.assert_array_equal(engine.randn(5, device="cuda").cpu().numpy(), b.cpu().numpy())
+    engine.cuda.manual_seed(4)
+    assert not np.array_equal(engine.rand(5, device="cuda").cpu().numpy(), a.cpu().numpy())
+
+
+def test_dropout_on_the_gpu_keeps_the_expected_value(cuda):
+    engine.manual_seed(0)
+    x = engine.ones(200, 500, device="cuda")
+    y = engine.nn.functional.dropout(x, 0.3).cpu().numpy()
+    assert set(np.unique(y).tolist()) == {0.0, np.float32(1 / 0.7)}
+    assert abs((y == 0).mean() - 0.3) < 0.01
