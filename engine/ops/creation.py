@@ -279,11 +279,8 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
         raise RuntimeError(f"n cannot be greater than 2^{np.finfo(d.np).nmant + 1}+1 for {d.title} type.")
     if n > 0 and not d.is_floating_point and d is not _dtype.bool_ and n - 1 > np.iinfo(d.np).max:
         raise RuntimeError(f"n is too large for result tensor type: '{d.title}'")
-    state = _random.device_rng(device, generator)
-    if state is not None:
-        return _new(state.permutation(n).astype(d.np))
-    order = discrete.randperm(_random.generator_or_default(generator), n)
-    return _finish(order.astype(d.np), device=device, requires_grad=requires_grad)
+    return _sampled(lambda g, a: a.__setitem__(Ellipsis, discrete.randperm(g, n)),
+                    lambda state, s, t: state.permutation(n), (n,), d, device, requires_grad, generator)
 
 
 def _host(value):
@@ -302,19 +299,52 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
                             "std need a size")
         result = empty(shape_arg((size,)), dtype=dtype, device=device)
         return result.normal_(mean, std, generator=generator).requires_grad_(requires_grad)
-    ref = mean if isinstance(mean, Tensor) else std
-    shape = np.broadcast_shapes(tuple(np.shape(_host(mean))), tuple(np.shape(_host(std))))
-    values = np.empty(shape, ref.dtype.np)
+    if tracing.active is not None:  # an op of the graph, drawn anew in each replay
+        fn = _Normal()
+        fn.mean = None if isinstance(mean, Tensor) else mean
+        fn.std = None if isinstance(std, Tensor) else std
+        fn.generator = generator
+        result = fn(*(v for v in (mean, std) if isinstance(v, Tensor)))
+    else:
+        ref = mean if isinstance(mean, Tensor) else std
+        result = _new(move(_normal_array(_host(mean), _host(std), generator), ref.device))
+    if device is not None:
+        result = result.to(device)
+    return result.requires_grad_(requires_grad) if requires_grad else result
+
+
+def _normal_array(mean, std, generator):
+    """torch's ``normal`` of host means and deviations (arrays or numbers, broadcast): N(0, 1) draws scaled
+    by an array ``std`` (N(0, std) for a number), then shifted by ``mean``; in the dtype of the arrays."""
+    ref = mean if isinstance(mean, np.ndarray) else std
+    values = np.empty(np.broadcast_shapes(np.shape(mean), np.shape(std)), ref.dtype)
     g = _random.generator_or_default(generator)
-    if isinstance(std, Tensor):
+    if isinstance(std, np.ndarray):
         continuous.normal_(g, values, 0.0, 1.0)
-        values *= _host(std).astype(values.dtype, copy=False)
+        values *= std.astype(values.dtype, copy=False)
     else:
         if std < 0:
             raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         continuous.normal_(g, values, 0.0, std)
-    values += np.asarray(_host(mean)).astype(values.dtype, copy=False)
-    return _finish(values, device=device or ref.device, requires_grad=requires_grad)
+    values += np.asarray(mean).astype(values.dtype, copy=False)
+    return values
+
+
+class _Normal(Function):
+    """``normal`` of tensor means or deviations recorded as an op while ``nn.Graph`` traces (see
+    ``_RandomFill``); its inputs are the tensor ones of ``mean`` and ``std`` (None: a tensor). Not
+    differentiable."""
+
+    uses_inputs = False
+
+    def forward(self, *arrays):
+        given = iter(arrays)
+        mean = move(next(given), "cpu") if self.mean is None else self.mean
+        std = move(next(given), "cpu") if self.std is None else self.std
+        return move(_normal_array(mean, std, self.generator), device_of(arrays[0]))
+
+    def backward(self, gy):
+        return (None,) * ((self.mean is None) + (self.std is None))
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -356,13 +386,31 @@ def _bernoulli_array(probs, p, generator):
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Category indices drawn from the rows of ``input`` (non-negative weights)."""
-    probs = move(input._data, "cpu")
-    problem = discrete.multinomial_checks(probs, num_samples, replacement)
-    if problem:
-        raise RuntimeError(problem)
-    rows = probs.reshape(-1, probs.shape[-1])
-    out = discrete.multinomial(_random.generator_or_default(generator), rows, num_samples, replacement)
-    return _finish(out.reshape(*probs.shape[:-1], num_samples), device=input.device)
+    fn = _Multinomial()
+    fn.num_samples, fn.replacement, fn.generator = num_samples, replacement, generator
+    if tracing.active is not None:  # an op of the graph, drawn anew in each replay
+        return fn(input)
+    return _new(fn.forward(input._data))
+
+
+class _Multinomial(Function):
+    """``multinomial`` (drawn on the host, as torch's CPU kernel draws), recorded as an op while ``nn.Graph``
+    traces (see ``_RandomFill``); not differentiable."""
+
+    uses_inputs = False
+
+    def forward(self, weights):
+        probs = move(weights, "cpu")
+        problem = discrete.multinomial_checks(probs, self.num_samples, self.replacement)
+        if problem:
+            raise RuntimeError(problem)
+        rows = probs.reshape(-1, probs.shape[-1])
+        out = discrete.multinomial(_random.generator_or_default(self.generator), rows, self.num_samples,
+                                   self.replacement)
+        return move(out.reshape(*probs.shape[:-1], self.num_samples), device_of(weights))
+
+    def backward(self, gy):
+        return (None,)
 
 
 # ---- in-place random fills (used by nn.init) -------------------------------------------------

@@ -281,6 +281,33 @@ def test_inference_graph_draws_new_random_numbers_each_call():
     assert np.array_equal(replayed, engine.rand(4, 5).numpy())
 
 
+def test_inference_graph_draws_normal_randperm_and_multinomial_anew():
+    """``normal`` of tensor means and deviations, ``randperm`` and ``multinomial`` in build are ops of the graph:
+    each call draws anew, what eager code draws after the same seed."""
+    class Sampler(nn.Graph):
+        def build(self, mean, weights):
+            noise = engine.normal(mean, engine.full_like(mean, 0.5)) + engine.normal(mean, 2.0)
+            order = engine.randperm(mean.shape[1])
+            picks = engine.multinomial(weights, 3)
+            return noise[:, order], picks
+
+    def eager(mean, weights):
+        noise = engine.normal(mean, engine.full_like(mean, 0.5)) + engine.normal(mean, 2.0)
+        return noise[:, engine.randperm(mean.shape[1])], engine.multinomial(weights, 3)
+
+    graph = Sampler()
+    mean = engine.arange(12.0).reshape(3, 4)
+    weights = engine.tensor([[1.0, 2.0, 3.0, 4.0, 5.0], [5.0, 0.0, 1.0, 1.0, 2.0]])
+    engine.manual_seed(5)
+    calls = [graph(mean, weights) for _ in range(3)]
+    engine.manual_seed(5)
+    wanted = [eager(mean, weights) for _ in range(3)]
+    assert len({c[0].numpy().tobytes() for c in calls}) == 3
+    for (noise, picks), (want_noise, want_picks) in zip(calls, wanted):
+        assert np.array_equal(noise.numpy(), want_noise.numpy())
+        assert np.array_equal(picks.numpy(), want_picks.numpy())
+
+
 def test_training_graph_reuses_gradient_buffers():
     """Each step zeroes the gradient arrays of the last one and accumulates into them (that the values
     are then right is test_training_graph_equals_eager_steps's)."""
