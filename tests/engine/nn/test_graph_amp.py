@@ -253,4 +253,6 @@ def test_resnet18_graph_with_amp_equals_pytorch_on_rounded_operands(cuda):
     with torch.no_grad():
         want = theirs(torch.from_numpy(x).double()).numpy()
     got = _amp_graph(ours.cuda())(engine.tensor(x, device="cuda")).cpu().numpy()
-    assert_close(got, want, 1e-4, "resnet18 with amp")
+    # an activation within float32 rounding of a bfloat16 tie rounds the other way (0.4% of that value): 5e-4 leaves
+    # room for a GPU's few such flips, and fails without the rounding (8e-3 then)
+    assert_close(got, want, 5e-4, "resnet18 with amp")
