@@ -212,7 +212,11 @@ def _backward_node(node, slots, retain_graph, captures):
     node.check_versions()
     like = next(s for s in slots if s is not None)
     grads = [s if s is not None else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
-    grads_in = node.backward(*grads)
+    try:
+        grads_in = node.backward(*grads)
+    except Exception as error:
+        error.add_note(_BACKWARD_NOTE + node.name())
+        raise
     if not isinstance(grads_in, tuple):
         grads_in = (grads_in,)
     if len(grads_in) < n_inputs:
@@ -222,4 +226,13 @@ def _backward_node(node, slots, retain_graph, captures):
     return grads_in
 
 
-__all__ = ["run_backward", "sum_to_shape", "Function"]
+_BACKWARD_NOTE = "raised in "
+
+
+def failed_backward(error):
+    """The name of the backward node that raised ``error`` (``run_backward`` notes it on the error), or None."""
+    return next((note[len(_BACKWARD_NOTE):] for note in getattr(error, "__notes__", ())
+                 if note.startswith(_BACKWARD_NOTE)), None)
+
+
+__all__ = ["run_backward", "sum_to_shape", "Function", "failed_backward"]

@@ -47,6 +47,14 @@ def _row_dots(a, b):
     return np.einsum("rl,rl->r", a, b)
 
 
+def _column_dots(a, b):
+    """Sum over rows of ``a * b`` for two 2-D arrays: einsum on the CPU (no temporary), a product and a
+    reduction on the GPU (CuPy's einsum calls cuBLAS, which a CUDA graph capture refuses)."""
+    if isinstance(a, np.ndarray):
+        return np.einsum("rm,rm->m", a, b)
+    return (a * b).sum(0)
+
+
 def _channel_sums(x3):
     """Per-channel sums of an (N, C, L) array, in float64."""
     n, c, length = x3.shape
@@ -212,8 +220,7 @@ class LayerNorm(Function):
         xhat = self.xhat
         m = xhat.shape[1]
         g = xp_of(gy).ascontiguousarray(gy.reshape(-1, m), dtype=xhat.dtype)
-        xp = xp_of(g)
-        gw = xp.einsum("rm,rm->m", g, xhat).reshape(self.weight.shape) if need_w else None
+        gw = _column_dots(g, xhat).reshape(self.weight.shape) if need_w else None
         gb = g.sum(0).reshape(gy.shape[gy.ndim - self.n_dims:]) if need_b else None
         gx = None
         if need_x:
@@ -344,7 +351,7 @@ class RMSNorm(Function):
         xn = self.xn
         m = xn.shape[1]
         g = xp_of(gy).ascontiguousarray(gy.reshape(-1, m), dtype=xn.dtype)
-        gw = xp_of(g).einsum("rm,rm->m", g, xn).reshape(self.weight.shape) if need_w else None
+        gw = _column_dots(g, xn).reshape(self.weight.shape) if need_w else None
         gx = None
         if need_x:
             gxn = g if self.weight is None else g * self.weight.reshape(m).astype(g.dtype, copy=False)

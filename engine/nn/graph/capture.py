@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 
 from ... import backends
+from ...autograd.graph import failed_backward
 from ...ops._common import xp_of
 from ...tensor import Tensor, _new
 from .plan import TENSOR
@@ -126,11 +127,12 @@ def capture_step(graph, spec, leaves):
     try:
         step.capture([t._data for t in leaves])
     except Exception as error:
-        failed = next((plan.failed_op for plan in graph._plans.values() if plan.failed_op is not None), None)
+        failed = next((plan.failed_op.name() for plan in graph._plans.values() if plan.failed_op is not None),
+                      None) or failed_backward(error)
         if failed is None:
             raise
         why = str(error).splitlines()[0] if str(error) else type(error).__name__
-        _warn(graph.name, failed.name(), why, "the training step runs op by op")
+        _warn(graph.name, failed, why, "the training step runs op by op")
         return outputs, None
     return outputs, step
 

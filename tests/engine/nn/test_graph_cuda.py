@@ -343,6 +343,50 @@ def test_a_training_step_with_random_draws_is_captured_and_equals_eager(cuda):
         assert_close(ours.cpu().numpy(), theirs.cpu().numpy(), 1e-5, name)
 
 
+class _HostReadInBackward(Function):
+    """x * 2, whose backward reads the gradient's mean on the host: captured forward, refused in the backward."""
+
+    def forward(self, x):
+        return x * 2
+
+    def backward(self, gy):
+        return gy * 2 + float(gy.mean()) * 0
+
+
+class BackwardHostReadNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 3)
+
+    def forward(self, x):
+        return _HostReadInBackward()(self.fc(x))
+
+
+def test_a_backward_that_cannot_be_captured_warns_naming_it(cuda):
+    rng = np.random.default_rng(3)
+    model = BackwardHostReadNet().cuda()
+    graph = TrainGraph(model, engine.optim.SGD(model.parameters(), lr=0.1))
+    batches = [(engine.tensor(_rand(8, 6, seed=s), device="cuda"), engine.tensor(rng.integers(0, 3, 8), device="cuda"))
+               for s in range(3)]
+    graph(*batches[0])
+    with pytest.warns(RuntimeWarning, match=r"^TrainGraph: _HostReadInBackwardBackward cannot be captured into a CUDA "
+                                            r"graph \(.+\); the training step runs op by op$"):
+        graph(*batches[1])
+    assert np.isfinite(graph(*batches[2]).item()) and next(iter(graph._steps.values())) is False
+
+
+def test_layer_norm_training_is_captured(cuda):
+    """LayerNorm's weight gradient is a reduction, not CuPy's einsum (cuBLAS, which a capture refuses)."""
+    model = nn.Sequential(nn.Linear(6, 8), nn.LayerNorm(8), nn.Linear(8, 3)).cuda()
+    graph = TrainGraph(model, engine.optim.SGD(model.parameters(), lr=0.1))
+    rng = np.random.default_rng(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for s in range(3):
+            graph(engine.tensor(_rand(8, 6, seed=s), device="cuda"), engine.tensor(rng.integers(0, 3, 8), device="cuda"))
+    assert next(iter(graph._steps.values())) is not False
+
+
 def test_replays_allocate_nothing(cuda):
     """On a real GPU: 20 replays leave the graph's pool and the default pool's bytes in use where they were."""
     if cuda == "emulated":
