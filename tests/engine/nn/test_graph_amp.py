@@ -9,11 +9,10 @@ import torch
 import torch.nn.functional as TF
 
 import engine
-import engine.nn as nn
 import engine.nn.functional as F
 from op_check import assert_close, rel_err
-from test_graph import InferenceGraph, SmallResNet, TrainGraph, randomize_bn
-from test_graph_cuda import MATMUL_CASES
+from test_graph import InferenceGraph, SmallResNet, TrainGraph
+from test_graph_cuda import MATMUL_CASES, small_resnet_on_gpu
 
 
 def _rand(*shape, seed=0, dtype=np.float32):
@@ -152,10 +151,7 @@ def _amp_graph(model):
 
 
 def test_inference_graph_with_amp_is_captured_and_equals_eager_autocast(cuda):
-    engine.manual_seed(0)
-    model = SmallResNet().eval()
-    randomize_bn(model)
-    model.cuda()
+    model = small_resnet_on_gpu()
     graph = _amp_graph(model)
     x = engine.tensor(_rand(3, 3, 11, 13), device="cuda")
     with warnings.catch_warnings():

@@ -72,11 +72,16 @@ def _graph_on_gpu(model):
     return graph
 
 
-def test_graph_is_captured_and_replays_like_eager(cuda):
+def small_resnet_on_gpu():
+    """SmallResNet in eval mode with random BatchNorm statistics, seeded, on the GPU."""
     engine.manual_seed(0)
     model = SmallResNet().eval()
     randomize_bn(model)
-    model.cuda()
+    return model.cuda()
+
+
+def test_graph_is_captured_and_replays_like_eager(cuda):
+    model = small_resnet_on_gpu()
     graph = _graph_on_gpu(model)
     inputs = [_rand(3, 3, 11, 13, seed=s) for s in range(4)]
     with warnings.catch_warnings():
@@ -181,10 +186,7 @@ def test_a_sampler_of_cupys_generator_is_not_captured(cuda):
 
 
 def test_a_loaded_graph_is_captured(cuda, tmp_path):
-    engine.manual_seed(0)
-    model = SmallResNet().eval()
-    randomize_bn(model)
-    model.cuda()
+    model = small_resnet_on_gpu()
     graph = _graph_on_gpu(model)
     graph(engine.tensor(_rand(2, 3, 9, 9), device="cuda"))
     graph.save(tmp_path / "g.safetensors")
