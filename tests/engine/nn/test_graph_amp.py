@@ -11,8 +11,8 @@ import torch.nn.functional as TF
 import engine
 import engine.nn.functional as F
 from op_check import assert_close, rel_err
-from test_graph import InferenceGraph, SmallResNet, TrainGraph
-from test_graph_cuda import MATMUL_CASES, small_resnet_on_gpu
+from test_graph import InferenceGraph, SmallResNet
+from test_graph_cuda import MATMUL_CASES, run_training, small_resnet_on_gpu
 
 
 def _rand(*shape, seed=0, dtype=np.float32):
@@ -170,8 +170,7 @@ def test_inference_graph_with_amp_is_captured_and_equals_eager_autocast(cuda):
 
 
 def test_switching_amp_captures_anew(cuda):
-    engine.manual_seed(0)
-    model = SmallResNet().eval().cuda()
+    model = small_resnet_on_gpu()
     graph = InferenceGraph(model)
     x = engine.tensor(_rand(2, 3, 9, 9), device="cuda")
     graph(x)
@@ -190,21 +189,8 @@ def test_switching_amp_captures_anew(cuda):
 def _train(batches, use_graph):
     engine.manual_seed(0)
     model = SmallResNet().train().cuda()
-    optimizer = engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    graph = TrainGraph(model, optimizer)
-    graph.config.enable_amp(True)
-    losses = []
-    for x, y in batches:
-        x, y = engine.tensor(x, device="cuda"), engine.tensor(y, device="cuda")
-        if use_graph:
-            losses.append(graph(x, y).item())
-            continue
-        optimizer.zero_grad()
-        with _autocast():
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
+    losses, graph = run_training(model, engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), batches,
+                                 use_graph, amp=True)
     return losses, model, graph
 
 

@@ -1,6 +1,7 @@
 """nn.Graph on the GPU: inference plans captured into CUDA graphs, the cuBLAS binding they use for GEMMs, and
 the fallback where a plan cannot be captured. On a GPU (marked ``cuda``) and, without one, on the CPU
 emulation of CuPy, which refuses in a capture what CUDA refuses and replays what it recorded."""
+import contextlib
 import warnings
 
 import numpy as np
@@ -313,6 +314,26 @@ def test_training_step_is_captured_anew_when_a_setting_changes(cuda):
     assert_close(runs[0][1].fc.weight.detach().cpu().numpy(), runs[1][1].fc.weight.detach().cpu().numpy(), 1e-5)
 
 
+def run_training(model, optimizer, batches, use_graph, amp=False):
+    """(losses, the graph) of SGD steps on the GPU over ``batches`` of arrays, in a TrainGraph or eagerly (under
+    bfloat16 autocast where ``amp``)."""
+    graph = TrainGraph(model, optimizer)
+    graph.config.enable_amp(amp)
+    losses = []
+    for x, y in batches:
+        x, y = engine.tensor(x, device="cuda"), engine.tensor(y, device="cuda")
+        if use_graph:
+            losses.append(graph(x, y).item())
+            continue
+        optimizer.zero_grad()
+        with engine.backends.runtime("cuda").autocast() if amp else contextlib.nullcontext():
+            loss = nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses, graph
+
+
 def test_a_training_step_with_random_draws_is_captured_and_equals_eager(cuda):
     """Dropout, stochastic depth's ``bernoulli_``, ``bernoulli`` and ``randn`` in a captured step draw what eager
     steps draw after the same seed: the generator's offset advances on the device in each replay."""
@@ -322,21 +343,10 @@ def test_a_training_step_with_random_draws_is_captured_and_equals_eager(cuda):
     for use_graph in (True, False):
         engine.manual_seed(0)
         model = DropNet().cuda()
-        optimizer = engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-        graph = TrainGraph(model, optimizer)
-        losses = []
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
-            for x, y in batches:
-                x, y = engine.tensor(x, device="cuda"), engine.tensor(y, device="cuda")
-                if use_graph:
-                    losses.append(graph(x, y).item())
-                    continue
-                optimizer.zero_grad()
-                loss = nn.functional.cross_entropy(model(x), y)
-                loss.backward()
-                optimizer.step()
-                losses.append(loss.item())
+            losses, graph = run_training(model, engine.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), batches,
+                                         use_graph)
         runs.append((losses, model, graph))
     assert next(iter(runs[0][2]._steps.values())) is not False
     np.testing.assert_allclose(runs[0][0], runs[1][0], rtol=1e-5)
