@@ -96,12 +96,18 @@ default_generator = Generator()
 # generators: by engine.manual_seed (with the CPU's) or engine.cuda.manual_seed (alone).
 _cuda_seed = default_generator.initial_seed()
 _cuda_states = {}
+_cuda_process = os.getpid()  # the process whose GPUs the generators in _cuda_states draw on
 
 
 def seed_cuda(seed):
-    """Seed the random numbers drawn on every GPU (generators made already restart in place)."""
-    global _cuda_seed
+    """Seed the random numbers drawn on every GPU: generators made already restart in place (graphs that
+    captured their draws follow), except in a forked process (a DataLoader worker seeding itself), which must
+    not touch its parent's GPU: there they are dropped."""
+    global _cuda_seed, _cuda_process
     _cuda_seed = int(seed)
+    if _cuda_process != os.getpid():
+        _cuda_states.clear()
+        _cuda_process = os.getpid()
     for index, state in _cuda_states.items():
         state.manual_seed(_cuda_seed + index)
 

@@ -1,5 +1,7 @@
 """The GPU's counter-based generator (``backends/cuda/philox.py``): Philox4x32-10 as published, the values and
 offsets of its draws, the distributions, and seeding in place."""
+import os
+
 import numpy as np
 import pytest
 
@@ -91,3 +93,20 @@ def test_dropout_on_the_gpu_keeps_the_expected_value(cuda):
     y = engine.nn.functional.dropout(x, 0.3).cpu().numpy()
     assert set(np.unique(y).tolist()) == {0.0, np.float32(1 / 0.7)}
     assert abs((y == 0).mean() - 0.3) < 0.01
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_seeding_in_a_forked_process_leaves_the_gpu_alone(cuda, monkeypatch):
+    """A DataLoader worker forked from a process that drew on the GPU seeds itself: it must not write its parent's
+    device memory (CUDA fails in a forked child); its generators are dropped instead."""
+    engine.rand(3, device="cuda")
+    reseeded = []
+    monkeypatch.setattr(engine.random.cuda_rng(0), "manual_seed", reseeded.append)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child's outcome is its exit status
+        engine.manual_seed(5)
+        os._exit(0 if not reseeded and not engine.random._cuda_states else 1)
+    _, status = os.waitpid(pid, 0)
+    assert status == 0
+    engine.manual_seed(5)
+    assert reseeded == [5]
