@@ -212,6 +212,7 @@ def _bfloat16_inputs(module, inputs):
     return tuple(i.to(torch.bfloat16).to(i.dtype) for i in inputs)
 
 
+@pytest.mark.slow
 def test_resnet18_graph_with_amp_equals_pytorch_on_rounded_operands(cuda):
     """torchvision's resnet18 in float64 whose convolutions and linear layer read bfloat16-rounded inputs and
     weights: our graph with amp gives its output (within what float32 rounding flips near bfloat16 ties)."""
