@@ -2,6 +2,7 @@
 ``engine.manual_seed``)."""
 import functools
 import math
+import numbers
 
 import numpy as np
 
@@ -283,10 +284,6 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
                     lambda state, s, t: state.permutation(n), (n,), d, device, requires_grad, generator)
 
 
-def _host(value):
-    return move(value._data, "cpu") if isinstance(value, Tensor) else value
-
-
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Normal samples; ``mean``/``std`` may be tensors (broadcast) or numbers with ``size``.
 
@@ -306,28 +303,36 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         fn.generator = generator
         result = fn(*(v for v in (mean, std) if isinstance(v, Tensor)))
     else:
-        ref = mean if isinstance(mean, Tensor) else std
-        result = _new(move(_normal_array(_host(mean), _host(std), generator), ref.device))
+        result = _new(_normal_array(*(v._data if isinstance(v, Tensor) else v for v in (mean, std)), generator))
     if device is not None:
         result = result.to(device)
     return result.requires_grad_(requires_grad) if requires_grad else result
 
 
 def _normal_array(mean, std, generator):
-    """torch's ``normal`` of host means and deviations (arrays or numbers, broadcast): N(0, 1) draws scaled
-    by an array ``std`` (N(0, std) for a number), then shifted by ``mean``; in the dtype of the arrays."""
-    ref = mean if isinstance(mean, np.ndarray) else std
-    values = np.empty(np.broadcast_shapes(np.shape(mean), np.shape(std)), ref.dtype)
+    """torch's ``normal`` of means and deviations (arrays or numbers, broadcast; at least one an array): N(0, 1)
+    draws scaled by an array ``std`` (N(0, std) for a number), then shifted by ``mean``, in the arrays' dtype and
+    on their device: drawn there by a GPU's generator (which CUDA graphs capture), or on the host from torch's
+    CPU stream (on the CPU, or with an explicit ``generator``)."""
+    ref = mean if not isinstance(mean, numbers.Number) else std
+    if isinstance(std, numbers.Number) and std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    shape = np.broadcast_shapes(np.shape(mean), np.shape(std))
+    device = device_of(ref)
+    state = _random.device_rng(device, generator)
+    if state is not None:
+        draw = ref.dtype if ref.dtype != np.float16 else np.dtype(np.float32)
+        return (state.standard_normal(shape, dtype=draw) * std + mean).astype(ref.dtype, copy=False)
+    mean, std = (v if isinstance(v, numbers.Number) else move(v, "cpu") for v in (mean, std))
+    values = np.empty(shape, ref.dtype)
     g = _random.generator_or_default(generator)
     if isinstance(std, np.ndarray):
         continuous.normal_(g, values, 0.0, 1.0)
         values *= std.astype(values.dtype, copy=False)
     else:
-        if std < 0:
-            raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
         continuous.normal_(g, values, 0.0, std)
     values += np.asarray(mean).astype(values.dtype, copy=False)
-    return values
+    return move(values, device)
 
 
 class _Normal(Function):
@@ -339,9 +344,9 @@ class _Normal(Function):
 
     def forward(self, *arrays):
         given = iter(arrays)
-        mean = move(next(given), "cpu") if self.mean is None else self.mean
-        std = move(next(given), "cpu") if self.std is None else self.std
-        return move(_normal_array(mean, std, self.generator), device_of(arrays[0]))
+        mean = next(given) if self.mean is None else self.mean
+        std = next(given) if self.std is None else self.std
+        return _normal_array(mean, std, self.generator)
 
     def backward(self, gy):
         return (None,) * ((self.mean is None) + (self.std is None))

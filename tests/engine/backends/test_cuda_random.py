@@ -74,6 +74,17 @@ def test_normal_draws_are_box_muller_of_the_blocks(cuda):
     assert abs(normal.mean() - 4) < 0.01 and abs(normal.std() - 0.5) < 0.01
 
 
+def test_normal_of_tensors_draws_on_the_device(cuda):
+    mean = engine.tensor(_uniform32(1, 0, 12).reshape(3, 4) * 10, device="cuda")
+    std = engine.tensor(_uniform32(2, 0, 4) + 0.5, device="cuda")
+    engine.manual_seed(9)
+    got = engine.normal(mean, std).cpu().numpy()
+    engine.manual_seed(9)
+    z = engine.random.cuda_rng(0).standard_normal((3, 4), dtype=np.float32).get()
+    np.testing.assert_array_equal(got, z * std.cpu().numpy() + mean.cpu().numpy())
+    assert engine.normal(mean, 2.0).device.type == "cuda"
+
+
 def test_manual_seed_restarts_the_generators_in_place(cuda):
     engine.manual_seed(3)
     a = engine.rand(5, device="cuda")

@@ -159,7 +159,8 @@ def test_a_data_dependent_size_is_not_captured(cuda):
 def test_random_draws_are_captured_and_new_in_each_replay(cuda):
     class Noisy(nn.Graph):
         def build(self, x):
-            return x + engine.rand(x.shape, device="cuda") + engine.randn(x.shape, device="cuda")
+            noise = engine.normal(x, engine.full_like(x, 0.5))  # tensor arguments: drawn on the device too
+            return x + engine.rand(x.shape, device="cuda") + engine.randn(x.shape, device="cuda") + noise
 
     graph = Noisy()
     x = engine.zeros(64, 5, device="cuda")
