@@ -182,6 +182,8 @@ def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
             gw = partial.sum(axis=1).reshape(w.shape)
     else:
         g_cols = _to_cols(g)
+        if rounds(g_cols):
+            g_cols = bfloat16_bits(g_cols)  # once for both GEMMs
         if needs_w:
             gw = _grouped_matmul(g_cols, _im2col(x, geo), s.groups, O // s.groups, b_t=True).reshape(w.shape)
         if needs_x:
