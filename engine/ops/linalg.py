@@ -9,8 +9,6 @@ Shape errors use PyTorch's wording and name both shapes.
 import math
 import string
 
-import numpy as np
-
 from .. import _dtype, backends
 from ..autograd.function import Function
 from ..autograd.graph import sum_to_shape
