@@ -48,7 +48,9 @@ if EVERY:
     CLASSIFIERS = [n for names in _FAMILIES.values() for n in names]
     SEGMENTERS = [n for names in _SEGMENTERS.values() for n in names]
 else:
-    CLASSIFIERS = [_cheapest(names) for names in _FAMILIES.values()]
+    # vgg11's layers are exported by test_detector's ssd300_vgg16 backbone (features) and by alexnet (the head);
+    # its 133M parameters took 26 s of the suite to export and run
+    CLASSIFIERS = [_cheapest(names) for module, names in _FAMILIES.items() if module != "vgg"]
     SEGMENTERS = [_cheapest(names) for names in _SEGMENTERS.values()]
 
 
