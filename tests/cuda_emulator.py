@@ -24,12 +24,17 @@ What it keeps from CuPy, so that mistakes fail here as they would on a GPU:
   indexing) and CuPy's cuBLAS calls (``matmul``, ``dot``, ``@``, ...). As a capture computes nothing on a
   GPU, the memory from before it that it touched is restored when it ends, and the arrays it made are
   filled with NaN.
+- Memory: arrays made under ``cupy.cuda.using_allocator`` are placed in the memory the allocator gives
+  (``MemoryPool.malloc`` blocks, ``UnownedMemory`` inside them: host bytes at real addresses), and they
+  hold the allocator's pointer as CuPy arrays do, so an allocator learns when a buffer is freed. What a
+  capture records holds memory, not those pointers, as a CUDA graph holds addresses: a memory plan that
+  gives one place to two buffers alive together makes replays wrong here as on a GPU.
 - ``emulated_cublas()``: the few cuBLAS entry points ``engine/backends/cuda/cublas.py`` calls through
   ctypes (``cublasGemmEx``, ``cublasGemmStridedBatchedEx``...), written here in C after cuBLAS's documented
   column-major semantics and run on the arrays' memory, for float32, float64 and bfloat16 operands.
 
-What it cannot check: timing, memory use, races between threads, CuPy's own bugs. The ``cuda`` tests
-run the same checks on a real GPU.
+What it cannot check: timing, how much memory CuPy's pools hold, races between threads, CuPy's own bugs.
+The ``cuda`` tests run the same checks on a real GPU.
 """
 import weakref
 import contextlib
@@ -151,6 +156,7 @@ class _Capture:
 
 _capture = None
 _roots_before = weakref.WeakValueDictionary()  # id -> numpy root of every device array made outside captures
+_device_roots = weakref.WeakValueDictionary()  # id -> numpy root of every device array
 
 
 def _root(a):
@@ -170,6 +176,7 @@ def _roots_at(value):
 
 def _note_array(a):
     root = _root(a)
+    _device_roots[id(root)] = root
     if _capture is None:
         _roots_before[id(root)] = root
     elif id(root) not in _roots_before:
@@ -194,8 +201,32 @@ def _recorded(thunk, touched=()):
         _capture.touch(touched)
     result = thunk()
     if _capture is not None:
-        _capture.records.append((thunk, result))
+        _capture.records.append((_detached(thunk), _detached(result)))
     return result
+
+
+def _detached(value):
+    """``value`` with each device array in it (through containers and the emulator's closures) replaced by its
+    detached twin, so that a record keeps memory, not allocations, alive (see ``_Raw``)."""
+    if type(value) is DeviceArray:
+        return value._detached()
+    if type(value) in (tuple, list):
+        return type(value)(_detached(v) for v in value)
+    if type(value) is dict:
+        return {k: _detached(v) for k, v in value.items()}
+    if type(value) is types.FunctionType and value.__module__ == __name__ and value.__closure__:
+        cells = tuple(types.CellType(_detached(cell.cell_contents)) if _filled(cell) else cell
+                      for cell in value.__closure__)
+        return types.FunctionType(value.__code__, value.__globals__, value.__name__, value.__defaults__, cells)
+    return value
+
+
+def _filled(cell):
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _device_arrays(value):
@@ -293,8 +324,17 @@ class DeviceArray:
     __array_priority__ = 10000
 
     def __init__(self, array):
+        array, pointer = _placed(array)
         object.__setattr__(self, "_a", array)
+        object.__setattr__(self, "_pointer", pointer)
         _note_array(array)
+
+    def _detached(self):
+        """The same array holding no allocator pointer (what a captured graph keeps of it)."""
+        twin = object.__new__(DeviceArray)
+        object.__setattr__(twin, "_a", self._a)
+        object.__setattr__(twin, "_pointer", None)
+        return twin
 
     def __getattr__(self, name):
         _check_real(getattr(_real_cupy, "ndarray", None), "ndarray", name)
@@ -610,17 +650,64 @@ _CUBLAS = frozenset({"matmul", "dot", "vdot", "inner", "tensordot", "einsum", "k
 _DATA_DEPENDENT = frozenset({"nonzero", "argwhere", "flatnonzero", "unique", "extract", "compress"})
 
 
+class _Memory:
+    """A block of emulated device memory: host bytes at a real address, so that kernels, cuBLAS calls and
+    arrays placed in it (see ``_placed``) read and write the same bytes."""
+
+    def __init__(self, size):
+        self.size = size
+        self.buffer = np.zeros(max(size, 1), np.uint8)
+        self.ptr = self.buffer.ctypes.data
+        _memories[id(self)] = self
+
+
+_memories = weakref.WeakValueDictionary()  # id -> every live emulated block
+_pointers = weakref.WeakValueDictionary()  # id of a placed array -> the allocator's pointer it lies at
+
+
+class _UnownedMemory:
+    """``cupy.cuda.UnownedMemory``: ``size`` bytes at ``ptr`` inside memory that ``owner`` keeps alive."""
+
+    def __init__(self, ptr, size, owner, device_id=-1):
+        self.ptr, self.size, self.owner = ptr, size, owner
+
+
+class _MemoryPointer:
+    """``cupy.cuda.MemoryPointer``: a place in a memory block (which it keeps alive)."""
+
+    def __init__(self, mem, offset):
+        self.mem = mem
+        self.ptr = mem.ptr + offset
+
+    def __add__(self, offset):
+        return _MemoryPointer(self.mem, self.ptr - self.mem.ptr + offset)
+
+    def __int__(self):
+        return self.ptr
+
+
 class _MemoryPool:
-    """CuPy's memory pools, holding nothing: numpy's memory is not a device's."""
+    """CuPy's memory pool without its cache: each ``malloc`` is a fresh block, counted in ``used_bytes`` and
+    ``total_bytes`` until every pointer to it is gone. The default pools hold nothing: arrays made outside
+    ``using_allocator`` are plain numpy memory."""
+
+    def __init__(self):
+        self._used = 0
 
     def malloc(self, size):
-        return None
+        memory = _Memory(size)
+        self._used += size
+        weakref.finalize(memory, self._release, size)
+        return _MemoryPointer(memory, 0)
+
+    def _release(self, size):
+        self._used -= size
 
     def used_bytes(self):
-        return 0
+        return self._used
 
     def total_bytes(self):
-        return 0
+        return self._used
 
     def free_bytes(self):
         return 0
@@ -632,9 +719,52 @@ class _MemoryPool:
         return 0
 
 
+_allocators = [None]
+
+
 @contextlib.contextmanager
 def _using_allocator(allocator=None):
-    yield
+    """Inside, every new device array is placed in memory from ``allocator(nbytes)`` (as CuPy allocates)."""
+    _allocators.append(allocator)
+    try:
+        yield
+    finally:
+        _allocators.pop()
+
+
+class _Raw:
+    """Emulated device memory seen as an array (through ``__array_interface__``). It keeps the block's bytes
+    alive but not the pointer an allocator gave out: as on a GPU, a captured graph holds memory by address,
+    and the allocator learns a buffer is free when the arrays on it (which hold the pointer) are gone."""
+
+    def __init__(self, memory, ptr, shape, dtype):
+        self.memory = memory
+        self.__array_interface__ = {"data": (ptr, False), "shape": shape, "typestr": dtype.str, "version": 3}
+
+
+def _memory_at(ptr):
+    """The emulated block that holds the address ``ptr``."""
+    for memory in list(_memories.values()):
+        if memory.ptr <= ptr < memory.ptr + max(memory.size, 1):
+            return memory
+    raise ValueError(f"no emulated device memory at address {ptr:#x}")
+
+
+def _placed(array):
+    """(array, pointer): ``array`` copied into memory from the current allocator and the pointer it gave,
+    where an allocator is set and the array is new (not a view of a device array's memory); else
+    (``array``, the pointer of the placed array it is a view of, or None)."""
+    allocator = _allocators[-1]
+    root = _root(array)
+    if _device_roots.get(id(root)) is root:
+        return array, _pointers.get(id(root))
+    if allocator is None or array.nbytes == 0 or array.dtype.hasobject:
+        return array, None
+    pointer = allocator(array.nbytes)
+    placed = np.asarray(_Raw(_memory_at(pointer.ptr), pointer.ptr, array.shape, array.dtype))
+    placed[...] = array
+    _pointers[id(placed)] = pointer
+    return placed, pointer
 
 
 _POOL = _MemoryPool()
@@ -785,6 +915,8 @@ def module():
     cuda.set_allocator = lambda allocator=None: None
     cuda.using_allocator = _using_allocator
     cuda.MemoryPool = _MemoryPool
+    cuda.MemoryPointer = _MemoryPointer
+    cuda.UnownedMemory = _UnownedMemory
     cuda.alloc_pinned_memory = _PinnedMemory
     cuda.PinnedMemoryPointer = _PinnedMemory
     cuda.is_available = lambda: True
@@ -818,7 +950,7 @@ def _cupyx():
 
 
 _KERNEL_MODULES = ("source", "conv", "pool", "interpolate", "roi", "nms", "pointwise", "norm", "gemm", "cublas",
-                   "graphs", "philox")
+                   "graphs", "arena", "philox")
 
 # cuBLAS's documented column-major GEMM (C = alpha op(A) op(B) + beta C) for the entry points cublas.py calls,
 # on host memory: float32 (cudaDataType 0), float64 (1), and bfloat16 operands (14) with a float32 result;

@@ -54,7 +54,7 @@ def captures_graphs():
     return False
 
 
-def capture(fn, arrays, warm_up=True):
+def capture(fn, arrays, on_warm_up=None):
     raise NotImplementedError("no graph capture on the CPU")
 
 

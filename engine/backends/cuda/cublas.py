@@ -132,11 +132,16 @@ def _batched(x, batch, count):
     return x, stride, layout
 
 
+def takes(a, b):
+    """Whether ``matmul`` multiplies arrays of these dtypes (two of float16, bfloat16, float32 or float64)."""
+    return a.dtype == b.dtype and a.dtype.name in _TYPES
+
+
 def matmul(a, b, out=None, tf32=False):
     """``a @ b`` as ``cupy.matmul`` computes it, through cuBLAS directly (``tf32``: float32 on TF32 tensor cores).
 
     ``out``, where given, must be C-contiguous with the result's shape and dtype."""
-    if a.dtype != b.dtype or a.dtype.name not in _TYPES:
+    if not takes(a, b):
         raise TypeError(f"cuBLAS matmul takes two arrays of one of {sorted(_TYPES)}, got {a.dtype} and {b.dtype}")
     data_type, compute, scalar = _TYPES[a.dtype.name]
     if tf32 and a.dtype == np.float32:

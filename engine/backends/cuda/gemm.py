@@ -1,6 +1,6 @@
 """Matrix products on the GPU: cuBLAS through CuPy, or through our own binding while a CUDA graph is being
-captured (CuPy refuses cuBLAS calls then; ``cublas.py``) and for autocast's bfloat16 GEMMs (``autocast.py``).
-The twin of ``backends/cpu/gemm.py``."""
+warmed up and captured (CuPy refuses cuBLAS calls in a capture; ``cublas.py``) and for autocast's bfloat16
+GEMMs (``autocast.py``). The twin of ``backends/cpu/gemm.py``."""
 import cupy
 
 from . import autocast, cublas, graphs
@@ -9,7 +9,7 @@ from .tf32 import gemm_tf32
 
 def matmul(a, b, out=None):
     """``a @ b`` with numpy's broadcasting rules, into ``out`` where given."""
-    if graphs.capturing():
+    if graphs.capturing() or graphs.in_graph() and cublas.takes(a, b):  # a warm-up must not fail where eager works
         return cublas.matmul(a, b, out=out, tf32=gemm_tf32())
     return cupy.matmul(a, b, out=out)
 

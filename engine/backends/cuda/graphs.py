@@ -1,48 +1,78 @@
 """CUDA graph capture and replay of a function of arrays (``nn.Graph``'s inference plans on the GPU).
 
-``CapturedGraph(fn, arrays)`` runs ``fn`` once on a private stream (a warm-up: kernels compile, the memory
-pool grows to the run's size; ``warm_up=False`` where the caller has just run it, as a training step that
-must not run twice), then again under stream capture, and from then on replays the captured
-graph: one launch instead of a Python call per op.
+``CapturedGraph(fn, arrays)`` runs ``fn`` once on a private stream (a warm-up: kernels compile, and its
+allocations are recorded), then again under stream capture, and from then on replays the captured graph:
+one launch instead of a Python call per op. The warm-up's outputs go to ``on_warm_up`` where one is given: a
+training step's warm-up is that call's step, which must not run twice.
 
 - Memory: every allocation of the warm-up and of the capture comes from a memory pool of the graph's own,
   so the buffers the graph reads and writes are never handed to anything else, and a replay allocates
-  nothing. The capture reuses the warm-up's freed blocks, so the pool holds about one eager run's peak.
+  nothing. The warm-up records each buffer's size and lifetime; its freed blocks are then given back, and
+  the capture takes its buffers from one arena in which those lifetimes are packed (``arena.py``): the
+  graph holds that arena, its inputs and outputs (and the warm-up's buffers still in use: a training
+  step's outputs, state it created).
 - Inputs and outputs: the graph reads static input buffers (each call copies its arrays into them) and
   writes the capture's output arrays; each call hands back copies of those, so results stay valid after
   the next call.
-- GEMMs: CuPy refuses cuBLAS calls during capture; while ``capturing()`` is true, ``gemm.matmul`` calls
-  cuBLAS through ``cublas.py``, whose handle is set to the capture stream before the capture begins.
+- GEMMs: CuPy refuses cuBLAS calls during capture; while ``in_graph()`` is true (the capture and its
+  warm-up), ``gemm.matmul`` calls cuBLAS through ``cublas.py``, whose handle is set to the private stream
+  before the warm-up.
 
 Anything that needs the host during capture (a device-to-host copy, a synchronisation, a data-dependent
 size) makes CuPy or CUDA raise; the capture is then ended and the error passed on, for the caller to fall
 back to replaying op by op.
 """
+import contextlib
+
 import cupy
 
 from . import cublas
+from .arena import ArenaAllocator, Lifetimes
 
-_capturing = False
+_mode = None  # "warm-up" or "capture" while a CapturedGraph runs its function
 
 
 def capturing():
     """Whether a ``CapturedGraph`` is being captured now."""
-    return _capturing
+    return _mode == "capture"
+
+
+def in_graph():
+    """Whether a ``CapturedGraph`` is being captured or warmed up. The warm-up runs the code the capture will
+    run, so that both make the same allocations: GEMMs through ``cublas.py``, no checks reading the host."""
+    return _mode is not None
+
+
+@contextlib.contextmanager
+def _running(mode):
+    global _mode
+    _mode = mode
+    try:
+        yield
+    finally:
+        _mode = None
 
 
 class CapturedGraph:
     """``fn(list of arrays) -> list of arrays`` captured into a CUDA graph (see the module docstring)."""
 
-    def __init__(self, fn, arrays, warm_up=True):
+    def __init__(self, fn, arrays, on_warm_up=None):
         cupy.cuda.get_current_stream().synchronize()  # the inputs are ready before the private stream reads them
         self.pool = cupy.cuda.MemoryPool()
         self.stream = cupy.cuda.Stream(non_blocking=True)
         with cupy.cuda.using_allocator(self.pool.malloc), self.stream:
             self.inputs = [cupy.array(a, copy=True) for a in arrays]
-            if warm_up:
-                fn(self.inputs)
-            self.stream.synchronize()
-            cublas.set_stream(self.stream)
+        cublas.set_stream(self.stream)
+        lifetimes = Lifetimes(self.pool)
+        with cupy.cuda.using_allocator(lifetimes.malloc), self.stream, _running("warm-up"):
+            outputs = fn(self.inputs)
+        self.stream.synchronize()
+        if on_warm_up is not None:
+            on_warm_up(outputs)
+        del outputs  # unless the caller keeps them, their lifetimes end with the run
+        self.pool.free_all_blocks()  # the warm-up's freed blocks go back before the arena is drawn
+        self.arena = ArenaAllocator(self.pool, lifetimes)
+        with cupy.cuda.using_allocator(self.arena.malloc), self.stream:
             self.outputs, self.graph = _capture(self.stream, fn, self.inputs)
 
     def __call__(self, arrays):
@@ -54,23 +84,21 @@ class CapturedGraph:
         return [out.copy() for out in self.outputs]
 
     def pool_bytes(self):
-        """Device memory the graph's pool holds (its buffers)."""
+        """Device memory the graph's pool holds: its arena, inputs and outputs, and whatever the arena could
+        not place."""
         return self.pool.total_bytes()
 
 
 def _capture(stream, fn, inputs):
     """(fn's outputs, the CUDA graph) of ``fn(inputs)`` captured on ``stream``."""
-    global _capturing
     stream.begin_capture()
-    _capturing = True
     try:
-        outputs = fn(inputs)
+        with _running("capture"):
+            outputs = fn(inputs)
     except BaseException:
-        _capturing = False
         try:
             stream.end_capture()
         except Exception:  # an invalidated capture also fails to end; the first error is the one to report
             pass
         raise
-    _capturing = False
     return outputs, stream.end_capture()

@@ -28,9 +28,10 @@ def run_streams(fns):
 
 
 def capturing():
-    """Whether a CUDA graph capture is under way (ops then skip checks that read values on the host)."""
-    from .graphs import capturing
-    return capturing()
+    """Whether a CUDA graph is being captured, or warmed up by the same code just before (ops then skip
+    checks that read values on the host)."""
+    from .graphs import in_graph
+    return in_graph()
 
 
 def captures_graphs():
@@ -38,11 +39,12 @@ def captures_graphs():
     return True
 
 
-def capture(fn, arrays, warm_up=True):
-    """``fn(arrays)`` captured into a CUDA graph: a callable that replays it on new arrays (``graphs.py``;
-    ``warm_up``: run ``fn`` once before). Raises what the capture met where ``fn`` cannot be captured."""
+def capture(fn, arrays, on_warm_up=None):
+    """``fn(arrays)`` captured into a CUDA graph: a callable that replays it on new arrays (``graphs.py``).
+    ``fn`` runs once before the capture; ``on_warm_up`` receives that run's outputs. Raises what the capture
+    met where ``fn`` cannot be captured."""
     from .graphs import CapturedGraph
-    return CapturedGraph(fn, arrays, warm_up)
+    return CapturedGraph(fn, arrays, on_warm_up)
 
 
 def autocast():

@@ -7,11 +7,11 @@
   step, ``copy_``) need nothing. The same holds for the GEMM settings (TF32, bfloat16 autocast): a call
   under other settings captures anew, as does a training step.
 - Training (``capture_step``): a whole call (gradients zeroed, forward and backward of each micro-batch,
-  each optimizer's update) is captured on its second call, which runs first (kernels compile, optimizer
-  state exists from the first call). The numbers that change from step to step (the learning rate, Adam's
-  bias corrections) are computed on the host before each replay (``Optimizer.step_scalars``) and written
-  to device scalars the graph reads; a change to any other hyper-parameter, or to which parameters have
-  gradients, makes a new capture. Learning-rate schedulers step on the host after each call.
+  each optimizer's update) is captured on its second call, whose step is the capture's warm-up (kernels
+  compile, its allocations are planned; optimizer state exists from the first call). The numbers that
+  change from step to step (the learning rate, Adam's bias corrections) are computed on the host before
+  each replay (``Optimizer.step_scalars``) and written to device scalars the graph reads; a change to any
+  other hyper-parameter, or to which parameters have gradients, makes a new capture. Learning-rate schedulers step on the host after each call.
 - Random draws (dropout, stochastic depth, ``rand``/``randn`` in ``build``) come from the device's generator,
   whose seed and offset live on the device: each replay draws new numbers, in the order eager code would.
 
@@ -121,20 +121,19 @@ def capture_step(graph, spec, leaves):
         _warn(graph.name, *refusal, "the training step runs op by op")
         return None, None
     step = CapturedStep(graph, spec, leaves)
-    outputs = step.run_first(leaves)
-    for plan in graph._plans.values():
-        plan.failed_op = None
     try:
-        step.capture([t._data for t in leaves])
+        step.capture(leaves)
     except Exception as error:
+        if step.first_outputs is None:  # the step itself failed, before any capture
+            raise
         failed = next((plan.failed_op.name() for plan in graph._plans.values() if plan.failed_op is not None),
                       None) or failed_backward(error)
         if failed is None:
             raise
         why = str(error).splitlines()[0] if str(error) else type(error).__name__
         _warn(graph.name, failed, why, "the training step runs op by op")
-        return outputs, None
-    return outputs, step
+        return step.first_outputs, None
+    return step.first_outputs, step
 
 
 def _step_refusal(graph, leaves):
@@ -191,6 +190,7 @@ class CapturedStep:
         self.items = []
         self.held = []
         self.gemm_settings = None
+        self.first_outputs = None
 
     def _upload_scalars(self, like):
         """This step's host scalars (step counters advance), written to the device scalars the graph reads."""
@@ -220,18 +220,22 @@ class CapturedStep:
         self.output_spec = _flatten(outputs, leaves)
         return [t.detach()._data for t in leaves]
 
-    def run_first(self, leaves):
-        """This call's step, run as the capture will run it (kernels compile; its outputs are this call's)."""
+    def _first_run(self, outputs):
+        """The warm-up before the capture ran this call's step: its outputs are this call's."""
         from .graph import _unflatten
-        self._upload_scalars(leaves[0]._data)
-        outputs = self._step([t._data for t in leaves])
-        return _unflatten(self.output_spec, [_new(a) for a in outputs])
-
-    def capture(self, arrays):
-        runtime = backends.runtime(arrays[0])
+        self.first_outputs = _unflatten(self.output_spec, [_new(a) for a in outputs])
+        for plan in self.graph._plans.values():
+            plan.failed_op = None
         self.held = _hold(_step_tensors(self.graph, self.optimizers))
+
+    def capture(self, leaves):
+        """Run this call's step (the capture's warm-up; kernels compile, its allocations are planned) and capture
+        the next; ``first_outputs`` are this call's outputs once the step has run."""
+        arrays = [t._data for t in leaves]
+        runtime = backends.runtime(arrays[0])
         self.gemm_settings = runtime.gemm_settings()
-        self.replay = runtime.capture(self._step, arrays, warm_up=False)
+        self._upload_scalars(arrays[0])
+        self.replay = runtime.capture(self._step, arrays, on_warm_up=self._first_run)
 
     def __call__(self, leaves):
         from .graph import _unflatten

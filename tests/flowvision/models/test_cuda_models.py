@@ -342,10 +342,13 @@ def test_deepcopy_and_state_dict_on_gpu(cuda):
     assert all(v.device.type == "cuda" for v in state.values())
 
 
-def test_graph_training_with_dropout_on_gpu(cuda):
+def test_graph_training_with_dropout_on_gpu(cuda, monkeypatch):
     """A training nn.Graph of a model with dropout and stochastic depth (efficientnet_b0) on the GPU: captured
-    from its second call (no op refuses), and its losses and weights equal eager steps' after the same seed
-    (within 1e-4: a capture's GEMMs are cuBLAS calls of our own, summing in another order than CuPy's)."""
+    from its second call (no op refuses), and its losses and weights equal eager steps' after the same seed.
+    Every GEMM goes through the cuBLAS binding a capture uses: CuPy's matmul sums in another order, which these
+    few steps amplify to 3e-4 (measured on the emulation; with one GEMM for all, it measures 0)."""
+    from engine.backends.cuda import cublas, gemm
+    monkeypatch.setattr(gemm, "matmul", lambda a, b, out=None: cublas.matmul(a, b, out=out))
     _, gpu = cpu_and_gpu(lambda: models.efficientnet_b0(num_classes=5))
     start = {k: v.clone() for k, v in gpu.state_dict().items()}
     batches = [(engine.from_numpy(_images(seed, 4, 3, 40, 48)).cuda(),
@@ -382,6 +385,6 @@ def test_graph_training_with_dropout_on_gpu(cuda):
                 losses.append(loss.item())
         runs.append((losses, {k: v.cpu().numpy() for k, v in gpu.state_dict().items()}, graph))
     assert next(iter(runs[0][2]._steps.values())) is not False
-    assert_close(np.array(runs[0][0]), np.array(runs[1][0]), 1e-4, "losses")
+    assert_close(np.array(runs[0][0]), np.array(runs[1][0]), 1e-5, "losses")
     for key, value in runs[1][1].items():
-        assert_close(runs[0][1][key], value, 1e-4, key)
+        assert_close(runs[0][1][key], value, 1e-5, key)
