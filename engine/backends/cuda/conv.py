@@ -6,6 +6,9 @@ Folding the batch into the GEMM's columns keeps the GEMMs large at any batch: re
 have 49 output pixels per image, far too few for a GEMM per image. Depthwise layers, whose GEMMs would
 be 1 x k*k, run as direct kernels. The backward rebuilds the column matrix for the weight gradient
 (``gw = gy @ col^T``), and the input gradient is one GEMM (``dcol = w^T @ gy``) followed by col2im.
+Where the whole batch's column matrix would pass ``COLUMN_BYTES``, the batch runs in groups of images,
+one column matrix and GEMM each, written into their images of the output or of the input gradient (the
+weight gradient sums over the groups).
 float16 inputs are computed in float32. Under autocast (``autocast.py``) every GEMM here takes bfloat16
 operands, the column matrices written as bfloat16 by im2col itself.
 """
@@ -27,6 +30,12 @@ ConvTransposeSaved = namedtuple("ConvTransposeSaved", "x w stride padding output
 ConvTransposeSaved.__doc__ = "What conv_transpose2d_backward needs: the input, the weight and the geometry."
 
 _ACTIVATION_CODES = {None: 0, "relu": 1, "hardswish": 2, "silu": 4, "hardsigmoid": 5}  # 3: ("clip", lo, hi)
+
+#: The most bytes a column matrix (im2col's, or the input gradient's columns) may take before the batch is cut
+#: into groups of images, one GEMM each. Whole-batch columns are most of a graph's memory at large batches
+#: (resnet50 at batch 64: 472 MB for the stem's, 462 MB in layer1, against 205 MB for its largest
+#: activation); at this size every GEMM of resnet50 still has over 3500 columns (not yet timed on a GPU).
+COLUMN_BYTES = 64 << 20
 
 
 def _pair(v):
@@ -67,6 +76,13 @@ def _to_cols(a):
     return cupy.ascontiguousarray(a.reshape(n, k, plane).transpose(1, 0, 2)).reshape(k, n * plane)
 
 
+def _image_groups(n, column_bytes_per_image):
+    """(start, stop) of consecutive groups of the batch's n images whose columns fit in ``COLUMN_BYTES``
+    (one image at least)."""
+    per_group = max(1, COLUMN_BYTES // max(column_bytes_per_image, 1))
+    return [(start, min(n, start + per_group)) for start in range(0, n, per_group)] or [(0, 0)]
+
+
 def _im2col(x, geo):
     """The column matrix of x; under autocast, bfloat16 bits written in the same pass."""
     N, C, H, W, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW = geo
@@ -78,11 +94,12 @@ def _im2col(x, geo):
     return col
 
 
-def _col2im(col, geo):
+def _col2im(col, geo, out=None):
+    """The input-shaped sums of the column matrix ``col``, into ``out`` where given."""
     N, C, H, W = geo[:4]
     if _plain_1x1(geo):
-        return _from_cols(col, N, C, H, W)
-    x = cupy.empty((N, C, H, W), col.dtype)
+        return _from_cols(col, N, C, H, W, out=out)
+    x = cupy.empty((N, C, H, W), col.dtype) if out is None else out
     launch("conv", "col2im", col.dtype, x.size, col, x, *geo)
     return x
 
@@ -104,11 +121,12 @@ def _output(y, out, n, channels, cols_layout, epilogue):
     return out
 
 
-def _from_cols(y, n, channels, h, w, epilogue=None):
-    """A GEMM result (O, N*H*W) as a fresh NCHW array, with the epilogue applied on the way."""
-    if n == 1 and (epilogue is None or epilogue.is_empty()):
+def _from_cols(y, n, channels, h, w, epilogue=None, out=None):
+    """A GEMM result (O, N*H*W) as an NCHW array (fresh, or ``out``), with the epilogue applied on the way."""
+    if out is None and n == 1 and (epilogue is None or epilogue.is_empty()):
         return y.reshape(1, channels, h, w)
-    out = cupy.empty((n, channels, h, w), y.dtype)
+    if out is None:
+        out = cupy.empty((n, channels, h, w), y.dtype)
     return _output(y, out, n, channels, True, epilogue or Epilogue())
 
 
@@ -142,9 +160,25 @@ def _corr(x, w, stride, pads, dilation, groups, epilogue):
         if epilogue is not None and not epilogue.is_empty():
             _output(y, y, N, O, False, epilogue)
         return y
-    col = _im2col(x, geo)
-    y = _grouped_matmul(w.reshape(O, -1), col, groups, O // groups)
-    return _from_cols(y, N, O, OH, OW, epilogue)
+    groups_of_images = _image_groups(N, w[0].size * groups * OH * OW * x.itemsize)
+    if len(groups_of_images) == 1:
+        y = _grouped_matmul(w.reshape(O, -1), _im2col(x, geo), groups, O // groups)
+        return _from_cols(y, N, O, OH, OW, epilogue)
+    out = cupy.empty((N, O, OH, OW), x.dtype)
+    for start, stop in groups_of_images:
+        part = x[start:stop]
+        col = _im2col(part, _geometry(part.shape, w.shape, stride, (pads[0], pads[2]), dilation, (OH, OW)))
+        y = _grouped_matmul(w.reshape(O, -1), col, groups, O // groups)
+        _from_cols(y, stop - start, O, OH, OW, _images_of(epilogue, start, stop), out=out[start:stop])
+        del col, y  # before the next group's are made
+    return out
+
+
+def _images_of(epilogue, start, stop):
+    """The epilogue of images start:stop of the batch (its residual's rows)."""
+    if epilogue is None or epilogue.residual is None:
+        return epilogue
+    return epilogue._replace(residual=epilogue.residual[start:stop])
 
 
 def conv2d_forward(x, w, b, stride, padding, dilation, groups, weight_grad=True, epilogue=None):
@@ -181,15 +215,29 @@ def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
                    *geo[4:])
             gw = partial.sum(axis=1).reshape(w.shape)
     else:
-        g_cols = _to_cols(g)
-        if rounds(g_cols):
-            g_cols = bfloat16_bits(g_cols)  # once for both GEMMs
+        k = w[0].size
+        groups_of_images = _image_groups(N, k * s.groups * OH * OW * x.itemsize)
+        if needs_x and len(groups_of_images) > 1:
+            gx = cupy.empty(x.shape, x.dtype)
+        for start, stop in groups_of_images:
+            part = _geometry((stop - start,) + x.shape[1:], w.shape, s.stride, (s.pads[0], s.pads[2]), s.dilation,
+                             (OH, OW))
+            g_cols = _to_cols(g[start:stop])
+            if rounds(g_cols):
+                g_cols = bfloat16_bits(g_cols)  # once for both GEMMs
+            if needs_w:
+                part_gw = _grouped_matmul(g_cols, _im2col(x[start:stop], part), s.groups, O // s.groups, b_t=True)
+                gw = part_gw if gw is None else gw + part_gw
+            if needs_x:
+                dcol = _grouped_matmul(w.reshape(O, k), g_cols, s.groups, k, a_t=True)
+                if len(groups_of_images) == 1:
+                    gx = _col2im(dcol, part)
+                else:
+                    _col2im(dcol, part, out=gx[start:stop])
+                del dcol  # before the next group's is made
+            del g_cols
         if needs_w:
-            gw = _grouped_matmul(g_cols, _im2col(x, geo), s.groups, O // s.groups, b_t=True).reshape(w.shape)
-        if needs_x:
-            k = w[0].size
-            dcol = _grouped_matmul(w.reshape(O, k), g_cols, s.groups, k, a_t=True)
-            gx = _col2im(dcol, geo)
+            gw = gw.reshape(w.shape)
     if needs_b:
         gb = g.sum(axis=(0, 2, 3))
     return tuple(None if a is None else a.astype(s.x.dtype, copy=False) for a in (gx, gw, gb))

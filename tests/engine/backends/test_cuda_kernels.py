@@ -37,6 +37,18 @@ def test_conv2d(cuda, case, dtype):
              [x, w, b], rtol=1e-5 if dtype == np.float32 else 1e-10, device="cuda")
 
 
+@pytest.mark.parametrize("case", [c for c in CONV_CASES if not 1 < c[9] == c[1]])  # depthwise has no columns
+def test_conv2d_in_groups_of_images(cuda, case, monkeypatch):
+    """Where the batch's column matrix would pass ``COLUMN_BYTES``, forward and backward run image by image
+    (here: a limit of one byte): the same values and gradients."""
+    from engine.backends.cuda import conv
+    monkeypatch.setattr(conv, "COLUMN_BYTES", 1)
+    N, C, O, H, W, k, s, p, d, g = case
+    x, w, b = _rand(N + 1, C, H, W), _rand(O, C // g, k, k, seed=1), _rand(O, seed=2)
+    check_op(lambda x, w, b: F.conv2d(x, w, b, s, p, d, g), lambda x, w, b: TF.conv2d(x, w, b, s, p, d, g),
+             [x, w, b], device="cuda")
+
+
 def test_conv2d_noncontiguous_and_padding_same(cuda):
     x = np.ascontiguousarray(_rand(2, 3, 9, 8).swapaxes(2, 3)).swapaxes(2, 3)
     check_op(lambda x, w: F.conv2d(x, w, None, 1, "same"), lambda x, w: TF.conv2d(x, w, None, 1, "same"),
@@ -230,14 +242,18 @@ def test_mixed_devices(cuda):
 
 
 @pytest.mark.parametrize("activation", [None, "relu", "hardswish", "hardsigmoid", "silu", ("clip", 0.0, 6.0)])
-@pytest.mark.parametrize("groups", [1, 6])
-def test_fused_epilogue(cuda, activation, groups):
+@pytest.mark.parametrize("groups", [1, 6, "1 in groups of images"])
+def test_fused_epilogue(cuda, activation, groups, monkeypatch):
     """A graph's fused convolution on the GPU: (conv + b) * scale + shift + residual, then the activation,
-    in the output pass (dense layers) or after the depthwise kernel."""
+    in the output pass (dense layers, also image by image) or after the depthwise kernel."""
     import sys
 
     from engine import backends
     from engine.backends import Epilogue
+    from engine.backends.cuda import conv
+    if groups == "1 in groups of images":
+        monkeypatch.setattr(conv, "COLUMN_BYTES", 1)
+        groups = 1
 
     cp = sys.modules["cupy"]
     x, w, b = _rand(2, 6, 9, 11), _rand(12, 6 // groups, 3, 3, seed=1), _rand(12, seed=2)
