@@ -7,7 +7,7 @@ activation) into one pass over the convolution's output:
 
 per output channel for ``scale`` and ``shift`` (1-D arrays of the output's channel count, on the
 output's device), with every field optional. ``activation`` is None, ``"relu"``, ``"hardswish"``,
-``"hardsigmoid"``, ``"silu"`` or ``("clip", lo, hi)`` (ReLU6 and Hardtanh).
+``"hardsigmoid"``, ``"silu"``, ``"gelu"`` (exact, through erf) or ``("clip", lo, hi)`` (ReLU6 and Hardtanh).
 """
 from typing import Any, NamedTuple, Optional, Tuple, Union
 

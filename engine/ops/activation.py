@@ -9,6 +9,7 @@ import math
 
 from .. import _dtype, backends
 from ..autograd.function import Function
+from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import wrap_dim, xp_of
 
@@ -216,8 +217,7 @@ class GELU(_Activation):
         self.x = self.keep_input(x)
         if self.approximate == "tanh":
             return 0.5 * x * (1 + xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
-        from .elementwise import _erf_array
-        return 0.5 * x * (1 + _erf_array(xp, x * (1 / math.sqrt(2.0))))
+        return 0.5 * x * (1 + erf_array(xp, x * (1 / math.sqrt(2.0))))
 
     def backward(self, gy):
         xp, x = xp_of(gy), self.x
@@ -225,8 +225,7 @@ class GELU(_Activation):
             t = xp.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x))
             d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
             return gy * d
-        from .elementwise import _erf_array
-        cdf = 0.5 * (1 + _erf_array(xp, x * (1 / math.sqrt(2.0))))
+        cdf = 0.5 * (1 + erf_array(xp, x * (1 / math.sqrt(2.0))))
         pdf = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
         return gy * (cdf + x * pdf)
 

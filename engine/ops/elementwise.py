@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _dtype, backends
 from ..autograd.function import Function
+from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, is_scalar, result_dtype, xp_of
 from .activation import _sigmoid
@@ -554,7 +555,7 @@ class Sigmoid(_Unary):
 
 
 class Erf(_Unary):
-    f = staticmethod(lambda xp, x: _erf_array(xp, x))
+    f = staticmethod(lambda xp, x: erf_array(xp, x))
 
     def backward(self, gy):
         return gy * (2.0 / math.sqrt(math.pi)) * xp_of(gy).exp(-self.x * self.x)
@@ -594,25 +595,6 @@ class Frac(_Unary):
 
     def backward(self, gy):
         return gy
-
-
-def _erf_array(xp, x):
-    """erf with |error| < 1.2e-7 (Numerical Recipes' erfc Chebyshev fit); scipy is not required."""
-    try:
-        if xp is np:
-            from scipy.special import erf
-        else:
-            from cupyx.scipy.special import erf
-        return erf(x).astype(x.dtype, copy=False)
-    except ImportError:
-        pass
-    z = xp.abs(x).astype(np.float64)
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
-    erfc = t * xp.exp(poly)
-    return xp.where(x >= 0, 1 - erfc, erfc - 1).astype(x.dtype)
 
 
 def _unary(fn_cls, x, *, keep_int=False, inplace=False, **params):

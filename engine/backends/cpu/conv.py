@@ -9,6 +9,7 @@ from collections import namedtuple
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..special import erf
 from .blas import gemm
 from .scratch import phase_geometry, phase_plane_filler, scratch as _scratch
 from .threads import cache_blocks, copyto, parallel_blocks, parallel_chunks
@@ -705,6 +706,8 @@ def _row_epilogue(rows, n, epilogue):
             gate += 1
             np.reciprocal(gate, out=gate)
             r *= gate
+        elif activation == "gelu":  # x * (1 + erf(x / sqrt 2)) / 2, the eager GELU's
+            r[...] = 0.5 * r * (1 + erf(np, r * (1 / math.sqrt(2.0))))
         elif activation is not None:
             np.clip(r, activation[1], activation[2], out=r)
     return apply

@@ -29,7 +29,7 @@ ConvSaved.__doc__ = "What conv2d_backward needs: the input, the weight and the g
 ConvTransposeSaved = namedtuple("ConvTransposeSaved", "x w stride padding output_padding dilation groups")
 ConvTransposeSaved.__doc__ = "What conv_transpose2d_backward needs: the input, the weight and the geometry."
 
-_ACTIVATION_CODES = {None: 0, "relu": 1, "hardswish": 2, "silu": 4, "hardsigmoid": 5}  # 3: ("clip", lo, hi)
+_ACTIVATION_CODES = {None: 0, "relu": 1, "hardswish": 2, "silu": 4, "hardsigmoid": 5, "gelu": 6}  # 3: clip
 
 #: The most bytes a column matrix (im2col's, or the input gradient's columns) may take before the batch is cut
 #: into groups of images, one GEMM each. Whole-batch columns are most of a graph's memory at large batches

@@ -7,7 +7,7 @@ from ... import backends
 from ...autograd.function import Function
 from ..._device import array_module
 from ...backends import Epilogue
-from ...ops.activation import Hardsigmoid, Hardswish, Hardtanh, ReLU, SiLU
+from ...ops.activation import GELU, Hardsigmoid, Hardswish, Hardtanh, ReLU, SiLU
 from ...ops.elementwise import Add
 from ..functional.conv import ConvNd
 from ..functional.normalization import BatchNorm
@@ -16,7 +16,7 @@ from .plan import SLOT, TENSOR, Op
 
 class FusedConv(Function):
     """conv2d, then in one pass over its output: eval BatchNorm as a per-channel scale and shift,
-    ``+ residual`` and the activation (ReLU, ReLU6/Hardtanh, Hardswish, Hardsigmoid or SiLU).
+    ``+ residual`` and the activation (ReLU, ReLU6/Hardtanh, Hardswish, Hardsigmoid, SiLU or exact GELU).
 
     BatchNorm is applied to the output rather than folded into the weights, so the graph keeps no
     second copy of the convolution weights and always reads the current parameters and statistics.
@@ -142,8 +142,8 @@ def _fusible_chain(plan, uses, i, fuse_add):
 
 
 def _activation_spec(op):
-    """The epilogue's description of an activation op ("relu", "hardswish", "hardsigmoid", "silu", ("clip", lo,
-    hi)), else None."""
+    """The epilogue's description of an activation op ("relu", "hardswish", "hardsigmoid", "silu", "gelu",
+    ("clip", lo, hi)), else None (GELU's tanh approximation among those)."""
     if op.cls is ReLU:
         return "relu"
     if op.cls is Hardswish:
@@ -152,6 +152,8 @@ def _activation_spec(op):
         return "hardsigmoid"
     if op.cls is SiLU:
         return "silu"
+    if op.cls is GELU and op.state["approximate"] == "none":
+        return "gelu"
     if op.cls is Hardtanh:
         return ("clip", op.state["lo"], op.state["hi"])
     return None

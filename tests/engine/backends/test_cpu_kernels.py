@@ -161,8 +161,8 @@ def _epilogue_reference(y, scale, shift, residual, activation):
         ref = ref + torch.tensor(shift)[:, None, None]
     if residual is not None:
         ref = ref + torch.tensor(residual)
-    return {None: lambda t: t, "relu": F.relu, "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "silu": F.silu}.get(
-        activation, lambda t: t.clamp(activation[1], activation[2]))(ref)
+    return {None: lambda t: t, "relu": F.relu, "hardswish": F.hardswish, "hardsigmoid": F.hardsigmoid, "silu": F.silu,
+            "gelu": F.gelu}.get(activation, lambda t: t.clamp(activation[1], activation[2]))(ref)
 
 
 @pytest.mark.parametrize("with_scale, with_shift", [(True, True), (True, False), (False, True), (False, False)])
@@ -206,7 +206,7 @@ def test_depthwise_corr_empty_batch(case, with_epilogue):
                                C).shape
 
 
-@pytest.mark.parametrize("activation", [None, "relu", "hardswish", "hardsigmoid", "silu", ("clip", 0.0, 6.0)])
+@pytest.mark.parametrize("activation", [None, "relu", "hardswish", "hardsigmoid", "silu", "gelu", ("clip", 0.0, 6.0)])
 @pytest.mark.parametrize("with_scale, with_shift, with_residual",
                          [(True, True, True), (True, True, False), (False, True, False), (False, False, True)])
 def test_conv_epilogue(activation, with_scale, with_shift, with_residual, monkeypatch):

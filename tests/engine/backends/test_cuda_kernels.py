@@ -241,7 +241,7 @@ def test_mixed_devices(cuda):
     assert out.device.type == "cuda" and out.cpu().tolist() == [2.0, 2.0, 2.0]
 
 
-@pytest.mark.parametrize("activation", [None, "relu", "hardswish", "hardsigmoid", "silu", ("clip", 0.0, 6.0)])
+@pytest.mark.parametrize("activation", [None, "relu", "hardswish", "hardsigmoid", "silu", "gelu", ("clip", 0.0, 6.0)])
 @pytest.mark.parametrize("groups", [1, 6, "1 in groups of images"])
 def test_fused_epilogue(cuda, activation, groups, monkeypatch):
     """A graph's fused convolution on the GPU: (conv + b) * scale + shift + residual, then the activation,
@@ -265,7 +265,7 @@ def test_fused_epilogue(cuda, activation, groups, monkeypatch):
     ref = TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1, 1, groups)
     ref = ref * torch.from_numpy(scale)[:, None, None] + torch.from_numpy(shift)[:, None, None] + torch.from_numpy(residual)
     ref = {None: lambda t: t, "relu": TF.relu, "hardswish": TF.hardswish, "hardsigmoid": TF.hardsigmoid,
-           "silu": TF.silu}.get(
+           "silu": TF.silu, "gelu": TF.gelu}.get(
         activation, lambda t: t.clamp(0.0, 6.0))(ref)
     from op_check import assert_close
     assert_close(cp.asnumpy(y), ref.numpy(), 1e-5)

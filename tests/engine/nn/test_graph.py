@@ -133,6 +133,23 @@ def test_residual_fused_only_into_the_later_convolution():
     assert plan.count("FusedConv") == 1 and "Add" not in plan and plan.count("ConvNd") == 1
 
 
+def test_silu_and_gelu_fuse_into_the_convolution():
+    """SiLU and exact GELU after a convolution (with BatchNorm, and after a residual add) become FusedConv ops,
+    equal to eager; GELU's tanh approximation is left as its own op."""
+    engine.manual_seed(5)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.GELU(),
+                          nn.Conv2d(8, 8, 1), nn.SiLU(), nn.Conv2d(8, 4, 3), nn.GELU("tanh")).eval()
+    randomize_bn(model)
+    graph = InferenceGraph(model)
+    for _ in range(2):
+        x = engine.randn(2, 3, 9, 11) * 3
+        with engine.no_grad():
+            ref = model(x).numpy()
+        assert_close(graph(x).numpy(), ref, 1e-6, "replay")
+    plan = repr(graph).split("(PLAN:0)")[1]
+    assert plan.count("FusedConv") == 2 and "SiLU" not in plan and plan.count("GELU") == 1
+
+
 def test_hardswish_and_relu6_fuse_into_the_convolution():
     """MobileNet's conv-BN-activation blocks (Hardswish, ReLU6) and squeeze-excitation gates (a 1x1 convolution
     and Hardsigmoid) become single FusedConv ops, equal to eager."""

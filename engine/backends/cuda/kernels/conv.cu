@@ -61,7 +61,7 @@ extern "C" __global__ void col2im(const T* __restrict__ col, T* __restrict__ x, 
 // out[n][o][l] = act(y * scale[o] + shift[o] + residual[n][o][l]) with y = y[o][n*L + l] when
 // cols_layout (a GEMM result), else y[n][o][l]; out may be y itself in the second layout.
 // flags: 1 scale, 2 shift, 4 residual (absent arrays are placeholders never read).
-// act: 0 none, 1 relu, 2 hardswish, 3 clip to [lo, hi], 4 silu, 5 hardsigmoid.
+// act: 0 none, 1 relu, 2 hardswish, 3 clip to [lo, hi], 4 silu, 5 hardsigmoid, 6 gelu (exact, through erf).
 extern "C" __global__ void conv_output(const T* y, T* out, const T* __restrict__ scale,
                                        const T* __restrict__ shift, const T* __restrict__ residual, index_t N,
                                        index_t O, index_t L, index_t cols_layout, index_t flags, index_t act,
@@ -85,6 +85,8 @@ extern "C" __global__ void conv_output(const T* y, T* out, const T* __restrict__
         } else if (act == 5) {
             v = v + (A)3;
             v = (v < (A)0 ? (A)0 : (v > (A)6 ? (A)6 : v)) * ((A)1 / (A)6);
+        } else if (act == 6) {
+            v = (A)0.5 * v * ((A)1 + erf(v * (A)0.70710678118654752440));
         }
         out[idx] = (T)v;
     }
