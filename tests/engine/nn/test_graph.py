@@ -133,20 +133,26 @@ def test_residual_fused_only_into_the_later_convolution():
     assert plan.count("FusedConv") == 1 and "Add" not in plan and plan.count("ConvNd") == 1
 
 
-def test_silu_and_gelu_fuse_into_the_convolution():
-    """SiLU and exact GELU after a convolution (with BatchNorm, and after a residual add) become FusedConv ops,
-    equal to eager; GELU's tanh approximation is left as its own op."""
-    engine.manual_seed(5)
-    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.GELU(),
-                          nn.Conv2d(8, 8, 1), nn.SiLU(), nn.Conv2d(8, 4, 3), nn.GELU("tanh")).eval()
+def _plan_equal_to_eager(model, scale):
+    """The text of an inference graph's plan of ``model`` (eval, random BatchNorm statistics), after checking
+    that its traced run and replay equal eager on inputs times ``scale``."""
     randomize_bn(model)
     graph = InferenceGraph(model)
     for _ in range(2):
-        x = engine.randn(2, 3, 9, 11) * 3
+        x = engine.randn(2, 3, 9, 11) * scale
         with engine.no_grad():
             ref = model(x).numpy()
         assert_close(graph(x).numpy(), ref, 1e-6, "replay")
-    plan = repr(graph).split("(PLAN:0)")[1]
+    return repr(graph).split("(PLAN:0)")[1]
+
+
+def test_silu_and_gelu_fuse_into_the_convolution():
+    """SiLU and exact GELU after a convolution (with or without BatchNorm) become FusedConv ops, equal to eager;
+    GELU's tanh approximation is left as its own op."""
+    engine.manual_seed(5)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.GELU(),
+                          nn.Conv2d(8, 8, 1), nn.SiLU(), nn.Conv2d(8, 4, 3), nn.GELU("tanh")).eval()
+    plan = _plan_equal_to_eager(model, 3)
     assert plan.count("FusedConv") == 2 and "SiLU" not in plan and plan.count("GELU") == 1
 
 
@@ -157,14 +163,7 @@ def test_hardswish_and_relu6_fuse_into_the_convolution():
     model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.Hardswish(),
                           nn.Conv2d(8, 8, 3, padding=1, groups=8, bias=False), nn.BatchNorm2d(8), nn.ReLU6(),
                           nn.Conv2d(8, 4, 1), nn.Hardsigmoid()).eval()
-    randomize_bn(model)
-    graph = InferenceGraph(model)
-    for _ in range(2):
-        x = engine.randn(2, 3, 9, 11) * 4
-        with engine.no_grad():
-            ref = model(x).numpy()
-        assert_close(graph(x).numpy(), ref, 1e-6, "replay")
-    plan = repr(graph).split("(PLAN:0)")[1]
+    plan = _plan_equal_to_eager(model, 4)
     assert plan.count("FusedConv") == 3 and "Hardswish" not in plan and "Hardtanh" not in plan
     assert "Hardsigmoid" not in plan
 
