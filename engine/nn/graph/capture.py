@@ -11,7 +11,8 @@
   compile, its allocations are planned; optimizer state exists from the first call). The numbers that
   change from step to step (the learning rate, Adam's bias corrections) are computed on the host before
   each replay (``Optimizer.step_scalars``) and written to device scalars the graph reads; a change to any
-  other hyper-parameter, or to which parameters have gradients, makes a new capture. Learning-rate schedulers step on the host after each call.
+  other hyper-parameter, or to which parameters have gradients, makes a new capture. Learning-rate
+  schedulers step on the host after each call.
 - Random draws (dropout, stochastic depth, ``rand``/``randn`` in ``build``) come from the device's generator,
   whose seed and offset live on the device: each replay draws new numbers, in the order eager code would.
 
