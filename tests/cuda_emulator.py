@@ -170,15 +170,23 @@ def _roots_at(value):
     into."""
     if type(value) is not int or value < 4096:
         return []
-    return [root for root in list(_roots_before.values())
-            if root.ctypes.data <= value < root.ctypes.data + max(root.nbytes, 1)]
+    return [root for key, root in list(_roots_before.items()) if _spans[key][0] <= value < _spans[key][1]]
+
+
+_spans = {}  # id of a root in _roots_before -> its addresses [first, end)
 
 
 def _note_array(a):
     root = _root(a)
     _device_roots[id(root)] = root
     if _capture is None:
-        _roots_before[id(root)] = root
+        if _roots_before.get(id(root)) is not root:
+            _roots_before[id(root)] = root
+            start = root.ctypes.data
+            _spans[id(root)] = (start, start + max(root.nbytes, 1))
+            if len(_spans) > 2 * len(_roots_before) + 10000:  # forget the spans of dead roots now and then
+                for key in _spans.keys() - _roots_before.keys():
+                    del _spans[key]
     elif id(root) not in _roots_before:
         _capture.made[id(root)] = root
 
@@ -485,9 +493,9 @@ for _name in ("__neg__", "__pos__", "__abs__", "__invert__"):
 
 
 # ---- kernels -----------------------------------------------------------------------------------------
-def _compile(code):
+def _compile(code, optimisation="-O1"):
     """The shared library of ``code`` compiled by g++ under the emulation prelude (cached by hash)."""
-    digest = hashlib.sha256((_PRELUDE + code).encode()).hexdigest()[:24]
+    digest = hashlib.sha256((optimisation + _PRELUDE + code).encode()).hexdigest()[:24]
     folder = os.path.join(tempfile.gettempdir(), "engine-cuda-emulator")
     os.makedirs(folder, exist_ok=True)
     lib_path = os.path.join(folder, digest + ".so")
@@ -496,7 +504,7 @@ def _compile(code):
         with open(src, "w") as f:
             f.write(_PRELUDE + code)
         partial = f"{lib_path}.{os.getpid()}"
-        subprocess.run(["g++", "-O1", "-shared", "-fPIC", "-o", partial, src], check=True,
+        subprocess.run(["g++", optimisation, "-shared", "-fPIC", "-o", partial, src], check=True,
                        capture_output=True, text=True)
         os.replace(partial, lib_path)
     return ctypes.CDLL(lib_path)
@@ -957,6 +965,7 @@ _KERNEL_MODULES = ("source", "conv", "pool", "interpolate", "roi", "nms", "point
 # other types answer CUBLAS_STATUS_NOT_SUPPORTED.
 _CUBLAS_SOURCE = r"""
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 static inline double emu_load(const float* p) { return *p; }
 static inline double emu_load(const double* p) { return *p; }
@@ -967,20 +976,29 @@ static inline double emu_load(const uint16_t* p) {  /* bfloat16: the upper half 
     return v;
 }
 
+/* Each C[i][j] is the sum over l = 0, 1, ... of op(A)[i][l] op(B)[l][j] in double, in that order; op(A) is first
+   read into a dense column-major double matrix so that the sums run over contiguous columns. */
 template <typename T, typename R>
 static void emu_gemm(int ta, int tb, int m, int n, int k, double alpha, const T* A, int lda,
                      const T* B, int ldb, double beta, R* C, int ldc) {
-    for (int j = 0; j < n; ++j)
-        for (int i = 0; i < m; ++i) {
-            double sum = 0;
-            for (int l = 0; l < k; ++l) {
-                double a = emu_load(ta ? A + l + (int64_t)i * lda : A + i + (int64_t)l * lda);
-                double b = emu_load(tb ? B + j + (int64_t)l * ldb : B + l + (int64_t)j * ldb);
-                sum += a * b;
-            }
-            R* c = C + i + (int64_t)j * ldc;
-            *c = (R)(alpha * sum + (beta == 0 ? 0 : beta * *c));
+    double* a = (double*)malloc(sizeof(double) * ((size_t)m * k + m));
+    double* sum = a + (size_t)m * k;
+    for (int l = 0; l < k; ++l)
+        for (int i = 0; i < m; ++i)
+            a[i + (size_t)l * m] = emu_load(ta ? A + l + (int64_t)i * lda : A + i + (int64_t)l * lda);
+    for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < m; ++i) sum[i] = 0;
+        for (int l = 0; l < k; ++l) {
+            const double b = emu_load(tb ? B + j + (int64_t)l * ldb : B + l + (int64_t)j * ldb);
+            const double* column = a + (size_t)l * m;
+            for (int i = 0; i < m; ++i) sum[i] += column[i] * b;
         }
+        for (int i = 0; i < m; ++i) {
+            R* c = C + i + (int64_t)j * ldc;
+            *c = (R)(alpha * sum[i] + (beta == 0 ? 0 : beta * *c));
+        }
+    }
+    free(a);
 }
 
 static int emu_check(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc, int atype, int btype,
@@ -1057,7 +1075,7 @@ class _CapturedCall:
 
 def emulated_cublas():
     """The emulated cuBLAS entry points (see ``_CUBLAS_SOURCE``) as a ctypes library."""
-    return _CapturedCalls(_compile(_CUBLAS_SOURCE))
+    return _CapturedCalls(_compile(_CUBLAS_SOURCE, "-O3"))  # vectorised over rows; each sum keeps its order
 
 
 @contextlib.contextmanager
