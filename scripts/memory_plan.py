@@ -16,17 +16,6 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def live_peak(lifetimes):
-    """The most bytes alive at once in a run's recorded lifetimes."""
-    events = sorted([(t, s) for s, t in zip(lifetimes.sizes, lifetimes.made)]
-                    + [(t, -s) for s, t in zip(lifetimes.sizes, lifetimes.freed)])
-    live = peak = 0
-    for _, change in events:
-        live += change
-        peak = max(peak, live)
-    return peak
-
-
 def _graph(engine, model, train):
     class Step(engine.nn.Graph):
         def __init__(self):
@@ -60,7 +49,7 @@ def report(name, args):
     arena = captured.arena
     mib = 2 ** 20
     print(f"{name:28s} {arena.count:6d} {arena.misses:6d} {arena.arena_bytes / mib:10.2f} "
-          f"{live_peak(arena.lifetimes) / mib:10.2f} {sum(arena.sizes) / mib:10.2f} "
+          f"{arena.lifetimes.peak() / mib:10.2f} {sum(arena.sizes) / mib:10.2f} "
           f"{time.perf_counter() - start:7.1f}", flush=True)
 
 

@@ -66,6 +66,20 @@ class Lifetimes:
         block = self.pool.malloc(size)
         return _tracked(block.ptr, size, block, lambda: self.freed.__setitem__(index, self._tick()))
 
+    def peak(self):
+        """The most bytes the recorded run had alive at once (``live_peak``)."""
+        return live_peak(self.sizes, self.made, self.freed)
+
+
+def live_peak(sizes, made, freed):
+    """The most bytes alive at once in lifetimes [made, freed): the least arena any packing needs."""
+    events = sorted([(t, s) for s, t in zip(sizes, made)] + [(t, -s) for s, t in zip(sizes, freed)])
+    live = peak = 0
+    for _, change in events:
+        live += change
+        peak = max(peak, live)
+    return peak
+
 
 def pack(sizes, made, freed):
     """(offsets, arena size): an offset for each buffer such that buffers whose lifetimes [made, freed)

@@ -161,16 +161,13 @@ def _corr(x, w, stride, pads, dilation, groups, epilogue):
             _output(y, y, N, O, False, epilogue)
         return y
     groups_of_images = _image_groups(N, w[0].size * groups * OH * OW * x.itemsize)
-    if len(groups_of_images) == 1:
-        y = _grouped_matmul(w.reshape(O, -1), _im2col(x, geo), groups, O // groups)
-        return _from_cols(y, N, O, OH, OW, epilogue)
-    out = cupy.empty((N, O, OH, OW), x.dtype)
-    for start, stop in groups_of_images:
-        part = x[start:stop]
-        col = _im2col(part, _geometry(part.shape, w.shape, stride, (pads[0], pads[2]), dilation, (OH, OW)))
-        y = _grouped_matmul(w.reshape(O, -1), col, groups, O // groups)
+    out = cupy.empty((N, O, OH, OW), x.dtype) if len(groups_of_images) > 1 else None
+    for start, stop in groups_of_images:  # each column matrix freed after its GEMM
+        y = _grouped_matmul(w.reshape(O, -1), _im2col(x[start:stop], (stop - start,) + geo[1:]), groups, O // groups)
+        if out is None:  # the whole batch at once
+            return _from_cols(y, N, O, OH, OW, epilogue)
         _from_cols(y, stop - start, O, OH, OW, _images_of(epilogue, start, stop), out=out[start:stop])
-        del col, y  # before the next group's are made
+        del y  # before the next group's is made
     return out
 
 
@@ -220,8 +217,7 @@ def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
         if needs_x and len(groups_of_images) > 1:
             gx = cupy.empty(x.shape, x.dtype)
         for start, stop in groups_of_images:
-            part = _geometry((stop - start,) + x.shape[1:], w.shape, s.stride, (s.pads[0], s.pads[2]), s.dilation,
-                             (OH, OW))
+            part = (stop - start,) + geo[1:]
             g_cols = _to_cols(g[start:stop])
             if rounds(g_cols):
                 g_cols = bfloat16_bits(g_cols)  # once for both GEMMs

@@ -15,15 +15,6 @@ def _arena():
     return arena
 
 
-def _live_peak(sizes, made, freed):
-    events = sorted([(t, s) for s, t in zip(sizes, made)] + [(t, -s) for s, t in zip(sizes, freed)])
-    live = peak = 0
-    for _, change in events:
-        live += change
-        peak = max(peak, live)
-    return peak
-
-
 def _random_lifetimes(rng, n, equal_sizes=False):
     clock = rng.permutation(2 * n) + 1
     made, freed = np.minimum(clock[:n], clock[n:]), np.maximum(clock[:n], clock[n:]).astype(float)
@@ -41,7 +32,7 @@ def test_packed_buffers_alive_together_never_share_bytes(cuda, seed):
         for j in range(i):
             if made[i] < freed[j] and made[j] < freed[i]:
                 assert offsets[i] + sizes[i] <= offsets[j] or offsets[j] + sizes[j] <= offsets[i], (i, j)
-    peak = _live_peak(sizes, made, freed)
+    peak = _arena().live_peak(sizes, made, freed)
     assert peak <= total <= 1.5 * peak
 
 
@@ -49,7 +40,7 @@ def test_packed_buffers_alive_together_never_share_bytes(cuda, seed):
 def test_buffers_of_one_size_pack_into_the_peak(cuda, seed):
     """For equal sizes, first fit in order of birth is an optimal colouring of the interval graph."""
     sizes, made, freed = _random_lifetimes(np.random.default_rng(seed), 100, equal_sizes=True)
-    assert _arena().pack(sizes, made, freed)[1] == _live_peak(sizes, made, freed)
+    assert _arena().pack(sizes, made, freed)[1] == _arena().live_peak(sizes, made, freed)
 
 
 def test_a_freed_buffers_place_is_reused(cuda):
@@ -103,7 +94,7 @@ def test_the_allocator_takes_a_pool_block_where_the_plan_is_unsafe(cuda):
     base, end = allocator.arena.ptr, allocator.arena.ptr + allocator.arena_bytes
     assert a.ptr == base and not base <= c.ptr < end and not base <= d.ptr < end
     del a, b, c, d
-    e = _arena().ArenaAllocator(pool, _recorded_run(arena, pool))
+    e = arena.ArenaAllocator(pool, _recorded_run(arena, pool))
     assert e.malloc(2000).ptr != e.arena.ptr and e.misses == 1  # a size the plan does not have at that place
 
 
@@ -115,7 +106,7 @@ def test_an_inference_graph_takes_its_buffers_from_one_packed_arena(cuda):
     arena = graph._last_plan.captured.graph.arena
     assert arena.count > 20 and arena.misses == 0
     lifetimes = arena.lifetimes
-    peak = _live_peak(lifetimes.sizes, lifetimes.made, lifetimes.freed)
+    peak = lifetimes.peak()
     assert arena.arena_bytes <= 1.1 * peak < sum(lifetimes.sizes)
 
 
@@ -129,7 +120,7 @@ def test_a_training_step_takes_its_buffers_from_one_packed_arena(cuda):
     arena = next(iter(graph._steps.values())).replay.arena
     assert arena.count > 100 and arena.misses == 0
     lifetimes = arena.lifetimes
-    peak = _live_peak(lifetimes.sizes, lifetimes.made, lifetimes.freed)
+    peak = lifetimes.peak()
     assert arena.arena_bytes <= 1.1 * peak < sum(lifetimes.sizes)
     np.testing.assert_allclose(losses, _train_on_gpu("adamw", 1, False, batches)[0], rtol=1e-5)
 
