@@ -8,7 +8,9 @@ be 1 x k*k, run as direct kernels. The backward rebuilds the column matrix for t
 (``gw = gy @ col^T``), and the input gradient is one GEMM (``dcol = w^T @ gy``) followed by col2im.
 Where the whole batch's column matrix would pass ``COLUMN_BYTES``, the batch runs in groups of images,
 one column matrix and GEMM each, written into their images of the output or of the input gradient (the
-weight gradient sums over the groups).
+weight gradient sums over the groups). A 1x1 stride-1 convolution over planes of ``BATCHED_1X1_PLANE`` pixels or
+more is one strided-batched GEMM, the weight times each image, read from and written into NCHW with no column
+matrix (its input gradient too; the weight gradient still folds the batch into columns).
 float16 inputs are computed in float32. Under autocast (``autocast.py``) every GEMM here takes bfloat16
 operands, the column matrices written as bfloat16 by im2col itself.
 """
@@ -36,6 +38,13 @@ _ACTIVATION_CODES = {None: 0, "relu": 1, "hardswish": 2, "silu": 4, "hardsigmoid
 #: (resnet50 at batch 64: 472 MB for the stem's, 462 MB in layer1, against 205 MB for its largest
 #: activation); at this size every GEMM of resnet50 still has over 3500 columns (not yet timed on a GPU).
 COLUMN_BYTES = 64 << 20
+
+#: The smallest output plane (pixels per image) at which a 1x1 stride-1 convolution multiplies each image in place
+#: (one strided-batched GEMM, no transposed copy of the input or the output) instead of folding the batch into one
+#: GEMM's columns. Smaller planes fold: a GEMM 49 columns wide (resnet50's last stage) would leave most of each of
+#: cuBLAS's 128-column tiles empty. At 256, resnet50's first two stages (3136 and 784 pixels) multiply in place,
+#: its 196- and 49-pixel stages fold. Not yet timed on a GPU.
+BATCHED_1X1_PLANE = 256
 
 
 def _pair(v):
@@ -65,6 +74,21 @@ def _plain_1x1(geo):
     """Whether the column matrix is the input itself, transposed (1x1, stride 1, no padding)."""
     N, C, H, W, KH, KW, SH, SW, PT, PL, DH, DW, OH, OW = geo
     return KH == KW == SH == SW == 1 and PT == PL == 0 and (OH, OW) == (H, W)
+
+
+def _in_place_1x1(geo, groups):
+    """Whether the convolution is the weight times each image as it lies (see ``BATCHED_1X1_PLANE``)."""
+    return groups == 1 and _plain_1x1(geo) and geo[2] * geo[3] >= BATCHED_1X1_PLANE
+
+
+def _times_each_image(a, x):
+    """a (R, K) times each image of x (N, K, *plane): (N, R, *plane), one strided-batched GEMM (under autocast in
+    bfloat16)."""
+    n, k = x.shape[:2]
+    plane = x.shape[2:]
+    with convolution_math():
+        y = autocast_matmul(a, x.reshape(n, k, int(np.prod(plane))))
+    return y.reshape((n, a.shape[0]) + plane)
 
 
 def _to_cols(a):
@@ -160,6 +184,11 @@ def _corr(x, w, stride, pads, dilation, groups, epilogue):
         if epilogue is not None and not epilogue.is_empty():
             _output(y, y, N, O, False, epilogue)
         return y
+    if _in_place_1x1(geo, groups):
+        y = _times_each_image(w.reshape(O, C), x)
+        if epilogue is not None and not epilogue.is_empty():
+            _output(y, y, N, O, False, epilogue)
+        return y
     groups_of_images = _image_groups(N, w[0].size * groups * OH * OW * x.itemsize)
     out = cupy.empty((N, O, OH, OW), x.dtype) if len(groups_of_images) > 1 else None
     for start, stop in groups_of_images:  # each column matrix freed after its GEMM
@@ -213,10 +242,14 @@ def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
             gw = partial.sum(axis=1).reshape(w.shape)
     else:
         k = w[0].size
+        cols_x = needs_x  # the input gradient through columns and col2im
+        if needs_x and _in_place_1x1(geo, s.groups):
+            gx = _times_each_image(w.reshape(O, C).T, g)
+            cols_x = False
         groups_of_images = _image_groups(N, k * s.groups * OH * OW * x.itemsize)
-        if needs_x and len(groups_of_images) > 1:
+        if cols_x and len(groups_of_images) > 1:
             gx = cupy.empty(x.shape, x.dtype)
-        for start, stop in groups_of_images:
+        for start, stop in groups_of_images if needs_w or cols_x else ():
             part = (stop - start,) + geo[1:]
             g_cols = _to_cols(g[start:stop])
             if rounds(g_cols):
@@ -224,7 +257,7 @@ def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
             if needs_w:
                 part_gw = _grouped_matmul(g_cols, _im2col(x[start:stop], part), s.groups, O // s.groups, b_t=True)
                 gw = part_gw if gw is None else gw + part_gw
-            if needs_x:
+            if cols_x:
                 dcol = _grouped_matmul(w.reshape(O, k), g_cols, s.groups, k, a_t=True)
                 if len(groups_of_images) == 1:
                     gx = _col2im(dcol, part)

@@ -21,6 +21,7 @@ CONV_CASES = [
     (2, 4, 4, 13, 11, 3, 1, 1, 1, 4),     # depthwise
     (2, 6, 12, 9, 9, 5, 2, 2, 2, 6),      # depthwise multiplier 2, dilated, strided
     (3, 4, 8, 7, 9, 1, 1, 0, 1, 1),       # 1x1: the input is the column matrix
+    (2, 5, 7, 16, 17, 1, 1, 0, 1, 1),     # 1x1 over a plane past BATCHED_1X1_PLANE: each image multiplied in place
     (1, 4, 8, 7, 9, 1, 1, 0, 1, 1),       # 1x1, one image
     (2, 4, 8, 9, 7, 1, 2, 0, 1, 2),       # 1x1 strided, grouped
     (2, 3, 4, 22, 23, 7, 2, 3, 1, 1),     # stem-like
@@ -47,6 +48,26 @@ def test_conv2d_in_groups_of_images(cuda, case, monkeypatch):
     x, w, b = _rand(N + 1, C, H, W), _rand(O, C // g, k, k, seed=1), _rand(O, seed=2)
     check_op(lambda x, w, b: F.conv2d(x, w, b, s, p, d, g), lambda x, w, b: TF.conv2d(x, w, b, s, p, d, g),
              [x, w, b], device="cuda")
+
+
+def test_conv2d_1x1_makes_no_column_matrix_past_batched_1x1_plane(cuda, monkeypatch):
+    """A 1x1 stride-1 convolution over planes of ``BATCHED_1X1_PLANE`` pixels or more multiplies each image where it
+    lies: the forward and the input gradient transpose nothing into columns; only the weight gradient does (its
+    values: CONV_CASES)."""
+    from engine.backends.cuda import conv
+    transposed = []
+    to_cols = conv._to_cols
+    monkeypatch.setattr(conv, "_to_cols", lambda a: transposed.append(a.shape) or to_cols(a))
+    x = engine.tensor(_rand(2, 3, 16, 16), device="cuda", requires_grad=True)
+    w = engine.tensor(_rand(4, 3, 1, 1, seed=1), device="cuda")
+    F.conv2d(x, w).sum().backward()
+    assert transposed == []
+    w.requires_grad_()
+    F.conv2d(x, w).sum().backward()
+    assert transposed == [(2, 4, 16, 16), (2, 3, 16, 16)]
+    monkeypatch.setattr(conv, "BATCHED_1X1_PLANE", 16 * 16 + 1)
+    F.conv2d(x, w.detach())
+    assert transposed[2:] == [(2, 3, 16, 16)]
 
 
 def test_conv2d_noncontiguous_and_padding_same(cuda):
@@ -242,27 +263,32 @@ def test_mixed_devices(cuda):
 
 
 @pytest.mark.parametrize("activation", [None, "relu", "hardswish", "hardsigmoid", "silu", "gelu", ("clip", 0.0, 6.0)])
-@pytest.mark.parametrize("groups", [1, 6, "1 in groups of images"])
+@pytest.mark.parametrize("groups", [1, 6, "1 in groups of images", "1x1 in place"])
 def test_fused_epilogue(cuda, activation, groups, monkeypatch):
     """A graph's fused convolution on the GPU: (conv + b) * scale + shift + residual, then the activation,
-    in the output pass (dense layers, also image by image) or after the depthwise kernel."""
+    in the output pass (dense layers, also image by image) or after the depthwise kernel or the 1x1 GEMM in
+    place."""
     import sys
 
     from engine import backends
     from engine.backends import Epilogue
     from engine.backends.cuda import conv
+    k = 3
     if groups == "1 in groups of images":
         monkeypatch.setattr(conv, "COLUMN_BYTES", 1)
-        groups = 1
+    if groups == "1x1 in place":
+        monkeypatch.setattr(conv, "BATCHED_1X1_PLANE", 1)
+        k = 1
+    groups = groups if isinstance(groups, int) else 1
 
     cp = sys.modules["cupy"]
-    x, w, b = _rand(2, 6, 9, 11), _rand(12, 6 // groups, 3, 3, seed=1), _rand(12, seed=2)
+    x, w, b = _rand(2, 6, 9, 11), _rand(12, 6 // groups, k, k, seed=1), _rand(12, seed=2)
     scale, shift, residual = _rand(12, seed=3), _rand(12, seed=4), _rand(2, 12, 9, 11, seed=5)
     epilogue = Epilogue(cp.asarray(scale), cp.asarray(shift), cp.asarray(residual), activation)
     y, _ = backends.kernels(cp.asarray(x), "conv").conv2d_forward(
-        cp.asarray(x), cp.asarray(w), cp.asarray(b), (1, 1), (1, 1, 1, 1), (1, 1), groups, weight_grad=False,
+        cp.asarray(x), cp.asarray(w), cp.asarray(b), (1, 1), (k // 2,) * 4, (1, 1), groups, weight_grad=False,
         epilogue=epilogue)
-    ref = TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, 1, 1, groups)
+    ref = TF.conv2d(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1, k // 2, 1, groups)
     ref = ref * torch.from_numpy(scale)[:, None, None] + torch.from_numpy(shift)[:, None, None] + torch.from_numpy(residual)
     ref = {None: lambda t: t, "relu": TF.relu, "hardswish": TF.hardswish, "hardsigmoid": TF.hardsigmoid,
            "silu": TF.silu, "gelu": TF.gelu}.get(

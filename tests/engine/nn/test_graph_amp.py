@@ -85,11 +85,13 @@ def _check_autocast(ours, theirs, arrays, rounded, seed=9, additive=None):
     return ins, gy
 
 
-# (input shape, weight shape, stride, padding, dilation, groups): 3x3, plain 1x1 with a batch, strided 1x1,
+# (input shape, weight shape, stride, padding, dilation, groups): 3x3, plain 1x1 with a batch (folded into
+# columns, and multiplied image by image past BATCHED_1X1_PLANE), strided 1x1,
 # groups, dilation, odd sizes
 CONV_CASES = [
     ((2, 5, 9, 11), (7, 5, 3, 3), 1, 1, 1, 1),
     ((3, 6, 7, 5), (4, 6, 1, 1), 1, 0, 1, 1),
+    ((2, 6, 16, 17), (5, 6, 1, 1), 1, 0, 1, 1),
     ((2, 6, 9, 9), (8, 6, 1, 1), 2, 0, 1, 1),
     ((2, 6, 8, 10), (6, 3, 3, 3), 2, 1, 1, 2),
     ((1, 3, 13, 11), (5, 3, 3, 3), 1, 2, 2, 1),
