@@ -23,8 +23,11 @@ def _random_lifetimes(rng, n, equal_sizes=False):
     return sizes, made.tolist(), freed.tolist()
 
 
+@pytest.mark.parametrize("search", [False, True])
 @pytest.mark.parametrize("seed", range(5))
-def test_packed_buffers_alive_together_never_share_bytes(cuda, seed):
+def test_packed_buffers_alive_together_never_share_bytes(cuda, seed, search, monkeypatch):
+    if search:  # the random tries too, whatever the waste
+        monkeypatch.setattr(_arena(), "SEARCH_WASTE", -1)
     sizes, made, freed = _random_lifetimes(np.random.default_rng(seed), 150)
     offsets, total = _arena().pack(sizes, made, freed)
     for i in range(len(sizes)):
@@ -41,6 +44,44 @@ def test_buffers_of_one_size_pack_into_the_peak(cuda, seed):
     """For equal sizes, first fit in order of birth is an optimal colouring of the interval graph."""
     sizes, made, freed = _random_lifetimes(np.random.default_rng(seed), 100, equal_sizes=True)
     assert _arena().pack(sizes, made, freed)[1] == _arena().live_peak(sizes, made, freed)
+
+
+def _chain(links):
+    """A chain of block outputs (49 units), each alive with the next, and a column matrix (62 units) alive in
+    each block with its output only: resnet50's large buffers. Units of 512 bytes."""
+    sizes, made, freed = [], [], []
+    for k in range(links):
+        sizes += [49 * 512, 62 * 512]
+        made += [10 * k, 10 * k + 5]
+        freed += [10 * k + 12, 10 * k + 6]
+    return sizes, made, freed
+
+
+def test_chains_of_buffers_alternate_into_the_live_peak(cuda):
+    """Largest first puts every column matrix at 0, and the outputs then stack three high (160 units); in order
+    of birth, an output put as high as the arena allows leaves the next column matrix room below (111 units:
+    the live peak, one output and one column matrix)."""
+    arena = _arena()
+    sizes, made, freed = _chain(8)
+    largest_first = arena._first_fit(sizes, made, freed, np.lexsort((made, -np.asarray(sizes))),
+                                     high=np.zeros(len(sizes), bool))
+    assert largest_first[1] == 160 * 512
+    assert arena.live_peak(sizes, made, freed) == arena.pack(sizes, made, freed)[1] == 111 * 512
+
+
+def test_the_random_search_takes_a_smaller_packing(cuda, monkeypatch):
+    """Where both fixed orders waste over ``SEARCH_WASTE``, the seeded tries run, and keep only a smaller arena:
+    here, with the birth order's packing made useless, they find the chain's live peak."""
+    arena = _arena()
+    first_fit = arena._first_fit
+    monkeypatch.setattr(arena, "_first_fit", lambda sizes, made, freed, order, high: (
+        ([0] * len(sizes), 10 ** 9) if high.all() else first_fit(sizes, made, freed, order, high)))
+    sizes, made, freed = _chain(3)
+    monkeypatch.setattr(arena, "SEARCH_WASTE", 16 << 20)
+    assert arena.pack(sizes, made, freed)[1] == 160 * 512
+    monkeypatch.setattr(arena, "SEARCH_WASTE", 0)
+    assert arena.pack(sizes, made, freed) == arena.pack(sizes, made, freed)  # seeded
+    assert arena.pack(sizes, made, freed)[1] == 111 * 512
 
 
 def test_a_freed_buffers_place_is_reused(cuda):
