@@ -1,10 +1,21 @@
-"""Test configuration: make the shared test helpers importable, pin torch to 2 threads, and a fixture
-that runs a test with 2 BLAS threads (batch streams need more than one)."""
+"""Test configuration: make the shared test helpers importable, pin torch to 2 threads, keep numpy from asking
+for huge pages, and a fixture that runs a test with 2 BLAS threads (batch streams need more than one)."""
 import os
 import sys
 
-import numpy as np
-import pytest
+# numpy advises the kernel to back each array of 4 MB or more with transparent huge pages. Where the kernel
+# then compacts memory to find them (the development machine: enabled and defrag both "madvise"), a first touch
+# can stall once the process's memory is fragmented, as it soon is in a suite that builds model after model:
+# there a 400 MB float32 copy took 2.6 s instead of 0.24 s, and tests/flowvision/models/test_mobilenet_vgg.py
+# 69 s instead of 37 s (VGG13's construction alone 18 s). The variable reaches subprocesses (MPI ranks, CLI
+# runs); the call, this process, where pytest has imported numpy already. Values do not change, only how
+# memory is paged.
+os.environ["NUMPY_MADVISE_HUGEPAGE"] = "0"
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+np._core.multiarray._set_madvise_hugepage(False)
 
 sys.path.insert(0, os.path.dirname(__file__))
 
