@@ -3,10 +3,10 @@
 A capture's warm-up run records every allocation it makes: its size, and when it was made and freed on a
 clock that ticks at each of those events (``Lifetimes``). ``pack`` places these intervals in one arena,
 largest first, each at the lowest offset free of every buffer whose lifetime overlaps its own, so that two
-buffers share bytes only where they are never alive together. Where that wastes much over the peak of the
-bytes alive at once, it searches a little further (``SEARCH_WASTE``). The capture, which runs the same code, then
-takes its n-th allocation from the n-th place of the plan (``ArenaAllocator``), and its replays touch no
-other memory.
+buffers share bytes only where they are never alive together; where that needs more than the peak of the
+bytes alive at once, it tries other orders and keeps the smallest arena. The capture, which runs the same
+code, then takes its n-th allocation from the n-th place of the plan (``ArenaAllocator``), and its replays
+touch no other memory.
 
 The plan is followed only where it is safe: an allocation whose size differs from the plan's, or whose
 place overlaps a buffer still alive (the run went another way than the warm-up), comes from the graph's
