@@ -100,8 +100,9 @@ def multinomial(generator, probs, count, replacement):
     return out
 
 
-def multinomial_checks(probs, count, replacement):
-    """torch's one-line errors for a bad multinomial call, or None."""
+def multinomial_checks(probs, count, replacement, values=True):
+    """torch's one-line errors for a bad multinomial call, or None; ``values``: the checks of probs' values too
+    (they read a GPU array's values: a CUDA graph capture leaves them out)."""
     if probs.ndim not in (1, 2):
         return "prob_dist must be 1 or 2 dim"
     categories = probs.shape[-1]
@@ -111,6 +112,8 @@ def multinomial_checks(probs, count, replacement):
         return "cannot sample n_sample <= 0 samples"
     if not replacement and count > categories:
         return "cannot sample n_sample > prob_dist.size(-1) samples without replacement"
+    if not values:
+        return None
     if not np.all(np.isfinite(probs)) or np.any(probs < 0):
         return "probability tensor contains either `inf`, `nan` or element < 0"
     if np.any(probs.reshape(-1, categories).sum(axis=1) == 0):

@@ -399,23 +399,58 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 
 class _Multinomial(Function):
-    """``multinomial`` (drawn on the host, as torch's CPU kernel draws), recorded as an op while ``nn.Graph``
-    traces (see ``_RandomFill``); not differentiable."""
+    """``multinomial``, recorded as an op while ``nn.Graph`` traces (see ``_RandomFill``); not differentiable.
+    On the CPU drawn as torch's CPU kernel draws; on a GPU, on the device (``_device_multinomial``)."""
 
     uses_inputs = False
 
     def forward(self, weights):
-        probs = move(weights, "cpu")
-        problem = discrete.multinomial_checks(probs, self.num_samples, self.replacement)
+        device = device_of(weights)
+        if device.type != "cpu":
+            return _device_multinomial(weights, self.num_samples, self.replacement,
+                                       _random.device_rng(device, self.generator))
+        problem = discrete.multinomial_checks(weights, self.num_samples, self.replacement)
         if problem:
             raise RuntimeError(problem)
-        rows = probs.reshape(-1, probs.shape[-1])
+        rows = weights.reshape(-1, weights.shape[-1])
         out = discrete.multinomial(_random.generator_or_default(self.generator), rows, self.num_samples,
                                    self.replacement)
-        return move(out.reshape(*probs.shape[:-1], self.num_samples), device_of(weights))
+        return out.reshape(*weights.shape[:-1], self.num_samples)
 
     def backward(self, gy):
         return (None,)
+
+
+def _device_multinomial(weights, count, replacement, state):
+    """``count`` category indices (int64) from each row of ``weights`` on a GPU, from the device generator's
+    uniform draws, without reading the device (the value checks, which read it, are left out of a CUDA graph
+    capture). With replacement, each draw's uniform is looked up in the row's normalised cumulative sums
+    (zero-weight categories are never taken); without, the ``count`` categories whose exponential draws divided
+    by their weights are smallest (a race of exponential clocks: sampling without replacement in proportion to
+    the weights; zero weights come last)."""
+    from .. import backends
+    xp = xp_of(weights)
+    capturing = backends.runtime(weights).capturing()
+    problem = discrete.multinomial_checks(weights, count, replacement, values=not capturing)
+    if problem:
+        raise RuntimeError(problem)
+    categories = weights.shape[-1]
+    rows = weights.reshape(-1, categories).astype(np.float64)
+    if replacement:
+        row = xp.arange(len(rows), dtype=np.float64)[:, None]
+        sums = xp.cumsum(rows, axis=1)
+        sums = sums / sums[:, -1:] + row  # row r's cumulative sums in [r, r + 1]: one search for every row
+        drawn = state.random_sample((len(rows), count), dtype=np.float64) + row
+        picks = xp.searchsorted(sums.ravel(), drawn.ravel(), side="right").reshape(drawn.shape)
+        picks -= row.astype(np.int64) * categories
+        last_positive = categories - 1 - xp.argmax(rows[:, ::-1] > 0, axis=1)
+        picks = xp.minimum(picks, last_positive[:, None])  # past a row's last sum, rounded below 1
+    else:
+        clocks = -xp.log1p(-state.random_sample(rows.shape, dtype=np.float64))
+        positive = rows > 0
+        finish = xp.where(positive, clocks / xp.where(positive, rows, 1.0), xp.inf)  # zero weights: never
+        picks = xp.argsort(finish, axis=1)[:, :count]
+    return picks.astype(np.int64).reshape(weights.shape[:-1] + (count,))
 
 
 # ---- in-place random fills (used by nn.init) -------------------------------------------------

@@ -5,7 +5,8 @@ CuPy's generator keeps its position on the host: a CUDA graph that captured one 
 same numbers in every replay. Here each draw reads the seed and offset from the device, and a one-thread kernel
 advances the offset after it, so a captured draw is new in each replay and a training step with dropout or
 stochastic depth is captured whole. ``DeviceGenerator`` is what ``engine.random`` gives the samplers for a GPU:
-uniform and normal draws (dropout, ``bernoulli``, ``rand``, ``randn``, ``uniform_``, ``normal_``) are Philox's;
+uniform and normal draws (dropout, ``bernoulli``, ``rand``, ``randn``, ``uniform_``, ``normal_``, and
+``multinomial``'s uniforms) are Philox's;
 the rarer samplers (``randint``, ``randperm``, ``exponential_``, ...) are CuPy's generator's, seeded alike, and
 raise during a capture (the graph then runs op by op, with a warning naming the op).
 """

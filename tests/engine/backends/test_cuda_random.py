@@ -121,3 +121,71 @@ def test_seeding_in_a_forked_process_leaves_the_gpu_alone(cuda, monkeypatch):
     assert status == 0
     engine.manual_seed(5)
     assert reseeded == [5]
+
+
+_WEIGHTS = np.array([[1, 0, 3, 6, 0], [0, 0, 2, 0, 0], [5, 5, 0, 5, 5]], np.float32)
+
+
+def _multinomial(count, replacement, seed=3):
+    engine.manual_seed(seed)
+    picks = engine.multinomial(engine.tensor(_WEIGHTS, device="cuda"), count, replacement)
+    assert picks.device.type == "cuda" and picks.dtype == engine.int64 and picks.shape == (3, count)
+    return picks.cpu().numpy()
+
+
+def test_multinomial_with_replacement_draws_in_proportion_on_the_device(cuda, monkeypatch):
+    """Drawn from the device generator's uniforms (the CPU stream is not touched): frequencies in proportion to
+    the weights, zero weights never taken, the same draws after the same seed."""
+    from engine._rng import discrete
+    monkeypatch.setattr(discrete, "multinomial", None)  # the CPU sampler
+    picks = _multinomial(6000, True)
+    for row, weights in zip(picks, _WEIGHTS):
+        frequencies = np.bincount(row, minlength=5) / len(row)
+        np.testing.assert_allclose(frequencies, weights / weights.sum(), atol=0.03)
+    np.testing.assert_array_equal(_multinomial(6000, True), picks)
+    assert not np.array_equal(_multinomial(6000, True, seed=4), picks)
+    one = engine.multinomial(engine.tensor(_WEIGHTS[2], device="cuda"), 2, True)
+    assert one.shape == (2,) and set(one.cpu().tolist()) <= {0, 1, 3, 4}
+
+
+def test_multinomial_without_replacement_takes_each_category_once(cuda):
+    """Distinct categories, positive weights before zero ones, and first picks in proportion to the weights."""
+    picks = _multinomial(5, False)
+    for row, weights in zip(picks, _WEIGHTS):
+        assert sorted(row) == list(range(5))
+        positive = int((weights > 0).sum())
+        assert all(weights[row[:positive]] > 0)
+    engine.manual_seed(5)
+    first = engine.multinomial(engine.tensor(np.tile(_WEIGHTS[:1], (6000, 1)), device="cuda"), 2).cpu().numpy()
+    np.testing.assert_allclose(np.bincount(first[:, 0], minlength=5) / 6000, _WEIGHTS[0] / 10, atol=0.03)
+    assert (first[:, 0] != first[:, 1]).all()
+
+
+@pytest.mark.parametrize("weights, count, message", [
+    ([[1.0, -1.0]], 1, "probability tensor contains either `inf`, `nan` or element < 0"),
+    ([[1.0, float("inf")]], 1, "probability tensor contains either `inf`, `nan` or element < 0"),
+    ([[1.0, 2.0], [0.0, 0.0]], 1, r"invalid multinomial distribution \(sum of probabilities <= 0\)"),
+    ([[1.0, 2.0]], 3, r"cannot sample n_sample > prob_dist.size\(-1\) samples without replacement"),
+])
+def test_multinomial_errors_on_the_gpu_are_torchs(cuda, weights, count, message):
+    with pytest.raises(RuntimeError, match=message):
+        engine.multinomial(engine.tensor(weights, device="cuda"), count)
+
+
+def test_multinomial_is_captured_and_new_in_each_replay(cuda):
+    import warnings
+
+    class Picks(engine.nn.Graph):
+        def build(self, weights):
+            return engine.multinomial(weights, 4, replacement=True), engine.multinomial(weights, 3)
+
+    graph = Picks()
+    weights = engine.tensor(_WEIGHTS, device="cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        draws = [[p.cpu().numpy() for p in graph(weights)] for _ in range(4)]
+    assert graph._last_plan.captured is not None
+    assert len({with_replacement.tobytes() for with_replacement, _ in draws}) == 4  # the replays too
+    for with_replacement, without in draws:
+        assert (_WEIGHTS[np.arange(3)[:, None], with_replacement] > 0).all()
+        assert all(len(set(row)) == 3 for row in without)
