@@ -13,7 +13,8 @@ on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, 
 resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
 replay and its memory against PyTorch's eager peak, and at batch 64 with bfloat16 autocast against PyTorch's
 autocast in channels_last; a resnet50 training step at batch 64 with its peak memory, and at batch 32 and 64
-in our training nn.Graph; deeplabv3_resnet50 at 520x520, eager and in our nn.Graph; fasterrcnn_resnet50_fpn
+in our training nn.Graph; resnet50's 1x1 convolutions at batch 64, ours with each image multiplied in place
+and with the batch folded into the GEMM's columns; deeplabv3_resnet50 at 520x520, eager and in our nn.Graph; fasterrcnn_resnet50_fpn
 at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
@@ -476,6 +477,7 @@ def suite_gpu(args, torch, engine):
     rows += _gpu_train_rows(args, torch, engine, models, syncs)
     rows += _optional_rows("resnet50 train graph", lambda: _gpu_train_graph_rows(args, torch, engine, models))
     del models, ref, ours
+    rows += _optional_rows("conv1x1", lambda: _gpu_conv1x1_rows(args, torch, engine, rng))
     image = rng.standard_normal((1, 3, 520, 520), dtype=np.float32)
     models = gpu_pair(*_seeded_pair(torch, tv_seg, fv_seg, "deeplabv3_resnet50"))
     timed("deeplabv3_resnet50 eager 520x520", models, lambda lib: lib.from_numpy(image).cuda(), lambda m, a: m(a))
@@ -536,6 +538,33 @@ def _gpu_amp_rows(args, torch, engine, models, x):
     ours = engine.from_numpy(x).cuda()
     return [(case, "torch", _gpu_time(torch.cuda.synchronize, torch_call, args.repeat)),
             (case, "ours", _gpu_time(engine.cuda.synchronize, lambda: graph(ours), args.repeat))]
+
+
+def _gpu_conv1x1_rows(args, torch, engine, rng):
+    """resnet50's 1x1 convolutions at batch 64, one per stage, ours both ways against cuDNN: each image multiplied
+    where it lies, and the batch folded into one GEMM's columns. Where the first wins, by plane size, is what
+    ``BATCHED_1X1_PLANE`` (``engine/backends/cuda/conv.py``) should say."""
+    from engine.backends.cuda import conv
+    rows = []
+    default = conv.BATCHED_1X1_PLANE
+    for channels, out_channels, size in ((256, 64, 56), (512, 128, 28), (1024, 256, 14), (2048, 512, 7)):
+        x = rng.standard_normal((64, channels, size, size), dtype=np.float32)
+        w = rng.standard_normal((out_channels, channels, 1, 1), dtype=np.float32) / channels ** 0.5
+        theirs = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
+        ours = engine.from_numpy(x).cuda(), engine.from_numpy(w).cuda()
+        with torch.no_grad():
+            cudnn = _gpu_time(torch.cuda.synchronize, lambda: torch.nn.functional.conv2d(*theirs), args.repeat)
+        for mode, plane in (("in place", 0), ("folded", size * size + 1)):
+            conv.BATCHED_1X1_PLANE = plane
+            try:
+                with engine.no_grad():
+                    time_ours = _gpu_time(engine.cuda.synchronize, lambda: engine.nn.functional.conv2d(*ours),
+                                          args.repeat)
+            finally:
+                conv.BATCHED_1X1_PLANE = default
+            case = f"conv1x1 {channels}->{out_channels} {size}x{size} b64 {mode}"
+            rows += [(case, "torch", cudnn), (case, "ours", time_ours)]
+    return rows
 
 
 def _torch_eager_peak(torch, model, x):
