@@ -14,8 +14,8 @@ resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also ag
 replay and its memory against PyTorch's eager peak, and at batch 64 with bfloat16 autocast against PyTorch's
 autocast in channels_last; a resnet50 training step at batch 64 with its peak memory, and at batch 32 and 64
 in our training nn.Graph; resnet50's 1x1 convolutions at batch 64, ours with each image multiplied in place
-and with the batch folded into the GEMM's columns; deeplabv3_resnet50 at 520x520, eager and in our nn.Graph; fasterrcnn_resnet50_fpn
-at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
+and with the batch folded into the GEMM's columns; deeplabv3_resnet50 at 520x520, eager and in our nn.Graph;
+fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
 share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
