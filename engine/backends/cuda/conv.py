@@ -274,7 +274,8 @@ def conv2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
 
 def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation, groups):
     """conv_transpose2d of x (N,C_in,H,W) with torch's weight layout w (C_in,C_out/groups,KH,KW): the
-    input gradient of the convolution it transposes (one GEMM, then col2im). Returns (y, saved)."""
+    input gradient of the convolution it transposes (one GEMM, then col2im; in groups of images past
+    ``COLUMN_BYTES``). Returns (y, saved)."""
     stride, padding, output_padding, dilation = map(_pair, (stride, padding, output_padding, dilation))
     xc, wc = _computable(x), _computable(w, x.dtype)
     N, c_in, H, W = xc.shape
@@ -283,8 +284,15 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
                    zip((H, W), stride, padding, dilation, wc.shape[2:], output_padding))
     geo = _geometry((N, c_out) + out_hw, wc.shape, stride, padding, dilation, (H, W))
     k = wc[0].size
-    dcol = _grouped_matmul(wc.reshape(c_in, k), _to_cols(xc), groups, k, a_t=True)
-    y = _col2im(dcol, geo)
+    groups_of_images = _image_groups(N, k * groups * H * W * xc.itemsize)
+    y = cupy.empty((N, c_out) + out_hw, xc.dtype) if len(groups_of_images) > 1 else None
+    for start, stop in groups_of_images:  # each column matrix freed after its col2im
+        dcol = _grouped_matmul(wc.reshape(c_in, k), _to_cols(xc[start:stop]), groups, k, a_t=True)
+        if y is None:  # the whole batch at once
+            y = _col2im(dcol, geo)
+        else:
+            _col2im(dcol, (stop - start,) + geo[1:], out=y[start:stop])
+        del dcol  # before the next group's is made
     if b is not None:
         y += b.astype(y.dtype, copy=False).reshape(-1, 1, 1)
     return y.astype(x.dtype, copy=False), ConvTransposeSaved(x, w, stride, padding, output_padding, dilation, groups)
@@ -292,19 +300,32 @@ def conv_transpose2d_forward(x, w, b, stride, padding, output_padding, dilation,
 
 def conv_transpose2d_backward(gy, saved, needs_x=True, needs_w=True, needs_b=True):
     """Gradients (gx, gw, gb) of conv_transpose2d: gx is the convolution of gy with w, gw the product
-    of x with gy's column matrix."""
+    of x with gy's column matrix (both in groups of images past ``COLUMN_BYTES``)."""
     s = saved
     x, w = _computable(s.x), _computable(s.w, s.x.dtype)
     g = _computable(gy, s.x.dtype)
     N, c_in, H, W = x.shape
     geo = _geometry(g.shape, w.shape, s.stride, s.padding, s.dilation, (H, W))
     gx = gw = gb = None
-    if needs_x or needs_w:
-        col = _im2col(g, geo)
+    k = w[0].size
+    groups_of_images = _image_groups(N, k * s.groups * H * W * x.itemsize)
+    if needs_x and len(groups_of_images) > 1:
+        gx = cupy.empty(x.shape, x.dtype)
+    for start, stop in groups_of_images if needs_x or needs_w else ():
+        col = _im2col(g[start:stop], (stop - start,) + geo[1:])
         if needs_x:
-            gx = _from_cols(_grouped_matmul(w.reshape(c_in, -1), col, s.groups, c_in // s.groups), N, c_in, H, W)
+            part_gx = _grouped_matmul(w.reshape(c_in, k), col, s.groups, c_in // s.groups)
+            if len(groups_of_images) == 1:
+                gx = _from_cols(part_gx, N, c_in, H, W)
+            else:
+                _from_cols(part_gx, stop - start, c_in, H, W, out=gx[start:stop])
+            del part_gx
         if needs_w:
-            gw = _grouped_matmul(_to_cols(x), col, s.groups, c_in // s.groups, b_t=True).reshape(w.shape)
+            part_gw = _grouped_matmul(_to_cols(x[start:stop]), col, s.groups, c_in // s.groups, b_t=True)
+            gw = part_gw if gw is None else gw + part_gw
+        del col  # before the next group's is made
+    if needs_w:
+        gw = gw.reshape(w.shape)
     if needs_b:
         gb = g.sum(axis=(0, 2, 3))
     return tuple(None if a is None else a.astype(s.x.dtype, copy=False) for a in (gx, gw, gb))

@@ -90,9 +90,15 @@ CONV_T_CASES = [
 ]
 
 
+@pytest.mark.parametrize("in_groups_of_images", [False, True])
 @pytest.mark.parametrize("case", CONV_T_CASES)
-def test_conv_transpose2d(cuda, case):
+def test_conv_transpose2d(cuda, case, in_groups_of_images, monkeypatch):
+    """Also image by image (a ``COLUMN_BYTES`` of one byte), with a batch one larger."""
+    from engine.backends.cuda import conv
     N, C, O, H, W, k, s, p, op, d, g = case
+    if in_groups_of_images:
+        monkeypatch.setattr(conv, "COLUMN_BYTES", 1)
+        N += 1
     x, w, b = _rand(N, C, H, W), _rand(C, O // g, k, k, seed=1), _rand(O, seed=2)
     check_op(lambda x, w, b: F.conv_transpose2d(x, w, b, s, p, op, g, d),
              lambda x, w, b: TF.conv_transpose2d(x, w, b, s, p, op, g, d), [x, w, b], device="cuda")
