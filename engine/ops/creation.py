@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, backends
 from .. import random as _random
 from .._rng import continuous, discrete
 from .._device import device_of, move, xp_for
@@ -428,7 +428,6 @@ def _device_multinomial(weights, count, replacement, state):
     (zero-weight categories are never taken); without, the ``count`` categories whose exponential draws divided
     by their weights are smallest (a race of exponential clocks: sampling without replacement in proportion to
     the weights; zero weights come last)."""
-    from .. import backends
     xp = xp_of(weights)
     capturing = backends.runtime(weights).capturing()
     problem = discrete.multinomial_checks(weights, count, replacement, values=not capturing)

@@ -111,18 +111,20 @@ def pack(sizes, made, freed):
     size = np.asarray(sizes, np.int64)
     n = len(sizes)
     floor = live_peak(sizes, made, freed)
+
+    def smaller(packing, order, high):  # the first of the two where they tie
+        tried = _first_fit(sizes, made, freed, order, high)
+        return tried if tried[1] < packing[1] else packing
+
     best = _first_fit(sizes, made, freed, np.lexsort((made, -size)), high=np.zeros(n, bool))
     if best[1] > floor:
-        best = min(best, _first_fit(sizes, made, freed, np.lexsort((-size, made)), high=np.ones(n, bool)),
-                   key=lambda packing: packing[1])
+        best = smaller(best, np.lexsort((-size, made)), high=np.ones(n, bool))
     if best[1] - floor <= SEARCH_WASTE:
         return best
     rng = np.random.default_rng(0)
     for _ in range(min(SEARCH_TRIES, int(SEARCH_WORK / n ** 2))):
-        order = np.lexsort((made, -size * rng.uniform(0.8, 1.2, n)))
-        tried = _first_fit(sizes, made, freed, order, high=rng.random(n) < rng.uniform(0, 0.5))
-        if tried[1] < best[1]:
-            best = tried
+        best = smaller(best, np.lexsort((made, -size * rng.uniform(0.8, 1.2, n))),
+                       high=rng.random(n) < rng.uniform(0, 0.5))
         if best[1] == floor:
             break
     return best

@@ -181,14 +181,9 @@ def _corr(x, w, stride, pads, dilation, groups, epilogue):
     if _is_depthwise(C, O, groups):
         y = cupy.empty((N, O, OH, OW), x.dtype)
         launch("conv", "depthwise_forward", x.dtype, y.size, x, w, y, N, C, H, W, O // C, *geo[4:])
-        if epilogue is not None and not epilogue.is_empty():
-            _output(y, y, N, O, False, epilogue)
-        return y
+        return _epilogue_in_place(y, epilogue)
     if _in_place_1x1(geo, groups):
-        y = _times_each_image(w.reshape(O, C), x)
-        if epilogue is not None and not epilogue.is_empty():
-            _output(y, y, N, O, False, epilogue)
-        return y
+        return _epilogue_in_place(_times_each_image(w.reshape(O, C), x), epilogue)
     groups_of_images = _image_groups(N, w[0].size * groups * OH * OW * x.itemsize)
     out = cupy.empty((N, O, OH, OW), x.dtype) if len(groups_of_images) > 1 else None
     for start, stop in groups_of_images:  # each column matrix freed after its GEMM
@@ -198,6 +193,13 @@ def _corr(x, w, stride, pads, dilation, groups, epilogue):
         _from_cols(y, stop - start, O, OH, OW, _images_of(epilogue, start, stop), out=out[start:stop])
         del y  # before the next group's is made
     return out
+
+
+def _epilogue_in_place(y, epilogue):
+    """y (N, O, ...), written as NCHW by a kernel or GEMM of its own, with the epilogue applied where it lies."""
+    if epilogue is not None and not epilogue.is_empty():
+        _output(y, y, y.shape[0], y.shape[1], False, epilogue)
+    return y
 
 
 def _images_of(epilogue, start, stop):
