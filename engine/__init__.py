@@ -3,7 +3,7 @@
 ``import engine as torch`` and ordinary PyTorch model code runs: tensors with autograd, ``nn``,
 ``nn.functional``, ``optim`` and ``utils.data``.
 """
-from ._dtype import (bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
+from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, promote_types, set_default_dtype, uint8, uint16, uint32, uint64)
 from ._device import device
 from ._layout import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: F401

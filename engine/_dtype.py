@@ -1,5 +1,17 @@
-"""Tensor element types with PyTorch's names and type-promotion rules."""
+"""Tensor element types with PyTorch's names and type-promotion rules.
+
+``bfloat16`` is backed by ``ml_dtypes.bfloat16``, the numpy extension type CuPy 14 also takes. ml_dtypes is
+optional (installed with the ``gpu`` extras; ``pip install ml_dtypes`` on its own): without it
+``engine.bfloat16`` still exists, and making a tensor of it raises one line saying what to install.
+"""
 import numpy as np
+
+try:
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # optional: only bfloat16 tensors need it
+    _ml_dtypes = None
+
+_BFLOAT16_MISSING = "engine.bfloat16 tensors need the ml_dtypes package: pip install ml_dtypes"
 
 
 class dtype:
@@ -7,13 +19,13 @@ class dtype:
 
     __slots__ = ("name", "np", "is_floating_point", "is_signed", "itemsize", "_rank", "title")
 
-    def __init__(self, name, np_dtype, rank, title):
+    def __init__(self, name, np_dtype, rank, title, itemsize=None, floating=None):
         self.name = name
         self.title = title  # PyTorch's ScalarType name, used in error messages
-        self.np = np.dtype(np_dtype)
-        self.is_floating_point = self.np.kind == "f"
-        self.is_signed = self.np.kind in "fi"
-        self.itemsize = self.np.itemsize
+        self.np = None if np_dtype is None else np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f" if floating is None else floating
+        self.is_signed = self.is_floating_point or self.np.kind == "i"
+        self.itemsize = self.np.itemsize if itemsize is None else itemsize
         self._rank = rank
 
     @property
@@ -39,6 +51,8 @@ int64 = dtype("int64", np.int64, 4, "Long")
 float16 = dtype("float16", np.float16, 5, "Half")
 float32 = dtype("float32", np.float32, 6, "Float")
 float64 = dtype("float64", np.float64, 7, "Double")
+# float32's range with 8 significant bits; between float16 and float32 in promotion, and with float16 -> float32
+bfloat16 = dtype("bfloat16", None if _ml_dtypes is None else _ml_dtypes.bfloat16, 5, "BFloat16", 2, True)
 # The wide unsigned types of PyTorch 2.3+: they hold data (16-bit images, ids) and convert, but promote
 # with no other integer type and have few kernels in torch
 uint16 = dtype("uint16", np.uint16, 2, "UInt16")
@@ -46,13 +60,17 @@ uint32 = dtype("uint32", np.uint32, 3, "UInt32")
 uint64 = dtype("uint64", np.uint64, 4, "UInt64")
 _NO_PROMOTION = (uint16, uint32, uint64)
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, uint16, uint32, uint64)
-_BY_NP = {d.np: d for d in ALL}
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, uint16, uint32, uint64, bfloat16)
+_BY_NP = {d.np: d for d in ALL if d.np is not None}
+_FLOATING_NP = frozenset(d.np for d in ALL if d.np is not None and d.is_floating_point)
+#: the numpy dtypes of float16 and bfloat16 (where ml_dtypes gives one), which kernels compute in float32
+HALF_NP = tuple(d.np for d in (float16, bfloat16) if d.np is not None)
 ALIASES = {
     "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16,
     "int32": int32, "int": int32, "int64": int64, "long": int64,
     "float16": float16, "half": float16, "float32": float32, "float": float32,
     "float64": float64, "double": float64, "uint16": uint16, "uint32": uint32, "uint64": uint64,
+    "bfloat16": bfloat16,
 }
 
 _default_float = float32
@@ -70,6 +88,19 @@ def set_default_dtype(d):
     _default_float = d
 
 
+def is_floating(np_dtype):
+    """Whether arrays of this numpy dtype hold a floating engine type (float16/32/64 or bfloat16, whose
+    ml_dtypes numpy kind is "V", not "f")."""
+    return np_dtype in _FLOATING_NP
+
+
+def numpy_dtype(d):
+    """The numpy dtype of engine dtype ``d``; one line saying what to install where it has none."""
+    if d.np is None:
+        raise RuntimeError(_BFLOAT16_MISSING)
+    return d.np
+
+
 def from_numpy_dtype(np_dtype):
     """The engine dtype of a numpy dtype; raises TypeError for types the engine lacks, and torch's
     ValueError for a foreign byte order (a big-endian 16-bit image: Pillow's mode I;16B)."""
@@ -83,8 +114,10 @@ def from_numpy_dtype(np_dtype):
 
 
 def to_dtype(d):
-    """Accept an engine dtype, a numpy dtype/type, a Python type or a name."""
+    """Accept an engine dtype, a numpy dtype/type, a Python type or a name. Every dtype a caller asks for
+    passes here, so bfloat16 without ml_dtypes fails here with its one line."""
     if isinstance(d, dtype):
+        numpy_dtype(d)
         return d
     if d is float:
         return _default_float
@@ -93,18 +126,20 @@ def to_dtype(d):
     if d is bool:
         return bool_
     if isinstance(d, str) and d in ALIASES:
-        return ALIASES[d]
+        return to_dtype(ALIASES[d])
     return from_numpy_dtype(d)
 
 
 def promote_types(a, b):
-    """torch.promote_types: floats win over ints, ints over bool; uint8+int8 -> int16; uint16, uint32 and
-    uint64 promote only to floats."""
+    """torch.promote_types: floats win over ints, ints over bool; float16+bfloat16 -> float32; uint8+int8 ->
+    int16; uint16, uint32 and uint64 promote only to floats."""
     if a is b:
         return a
     if a.is_floating_point or b.is_floating_point:
         if a.is_floating_point and b.is_floating_point:
-            return a if a._rank >= b._rank else b
+            if a._rank == b._rank:  # float16 with bfloat16: neither holds the other
+                return float32
+            return a if a._rank > b._rank else b
         return a if a.is_floating_point else b
     if a in _NO_PROMOTION or b in _NO_PROMOTION:
         raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
@@ -112,10 +147,18 @@ def promote_types(a, b):
     return from_numpy_dtype(np.promote_types(a.np, b.np))
 
 
-def _category(d):
+def category(d):
+    """0 for bool, 1 for the integer types, 2 for the floating types: torch's order for promotion and casts."""
     if d is bool_:
         return 0
     return 2 if d.is_floating_point else 1
+
+
+def can_cast(source, target):
+    """torch.can_cast: a value may narrow within its category (float32 into float16 or bfloat16, int64 into
+    uint8), never fall to a lower one (a float into an integer, anything but bool into bool). In-place ops
+    and ``out=`` write their result into a tensor under this rule."""
+    return category(source) <= category(target)
 
 
 def _combine(higher, lower):
@@ -124,7 +167,7 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
-    if _category(lower) > _category(higher):
+    if category(lower) > category(higher):
         return promote_types(higher, lower)
     return higher
 

@@ -28,6 +28,8 @@ def _padded(fmt, arr):
 def tensor_repr(t):
     arr = move(t._data, "cpu")
     prefix = "tensor("
+    if t.dtype is _dtype.bfloat16:  # ml_dtypes' kind "V": numpy formats it as floats once widened
+        arr = arr.astype(np.float32)
     if arr.dtype.kind == "f":
         formatter = {"float_kind": _padded(_float_formatter(arr.astype(np.float64)), arr)}
     elif arr.dtype.kind == "b":
@@ -45,8 +47,8 @@ def tensor_repr(t):
     if t.device.type != "cpu":
         extras.append(f"device='{t.device}'")
     default_float = _dtype.get_default_dtype()
-    implied = arr.dtype == default_float.np or arr.dtype == np.int64 or arr.dtype == np.bool_
-    if not implied or arr.size == 0 and arr.dtype != default_float.np:
+    implied = t.dtype in (default_float, _dtype.int64, _dtype.bool_)
+    if not implied or arr.size == 0 and t.dtype is not default_float:
         extras.append(f"dtype={t.dtype}")
     if t.grad_fn is not None:
         extras.append(f"grad_fn=<{t.grad_fn.name()}>")

@@ -180,7 +180,7 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def is_floating_point(self):
-        return self._data.dtype.kind == "f"
+        return _dtype.is_floating(self._data.dtype)
 
     def is_complex(self):
         return False
@@ -220,7 +220,7 @@ class Tensor:
         return False
 
     def is_signed(self):
-        return self._data.dtype.kind in "if"
+        return self._data.dtype.kind == "i" or _dtype.is_floating(self._data.dtype)
 
     def is_shared(self):
         return False
@@ -390,7 +390,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want "
                                "to use a computed variable in a subgraph that doesn't require "
                                "differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind != "f":
+        if requires_grad and not _dtype.is_floating(self._data.dtype):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
         self.requires_grad = requires_grad
         return self
@@ -504,6 +504,9 @@ class Tensor:
     def half(self):
         return self.to(_dtype.float16)
 
+    def bfloat16(self):
+        return self.to(_dtype.bfloat16)
+
     def long(self):
         return self.to(_dtype.int64)
 
@@ -530,7 +533,7 @@ class Tensor:
         return _new(arr.copy(), requires_grad)
 
 
-_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
+_TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
                "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
                "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor", "uint16": "UInt16Tensor",
                "uint32": "UInt32Tensor", "uint64": "UInt64Tensor"}

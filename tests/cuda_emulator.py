@@ -769,9 +769,12 @@ def _placed(array):
     if allocator is None or array.nbytes == 0 or array.dtype.hasobject:
         return array, None
     pointer = allocator(array.nbytes)
-    placed = np.asarray(_Raw(_memory_at(pointer.ptr), pointer.ptr, array.shape, array.dtype))
+    stored = array.dtype if array.dtype.kind != "V" else np.dtype(f"u{array.dtype.itemsize}")
+    placed = np.asarray(_Raw(_memory_at(pointer.ptr), pointer.ptr, array.shape, stored))
+    if stored != array.dtype:  # ml_dtypes' bfloat16: an array interface cannot name it, a view can
+        placed = placed.view(array.dtype)
     placed[...] = array
-    _pointers[id(placed)] = pointer
+    _pointers[id(_root(placed))] = pointer
     return placed, pointer
 
 

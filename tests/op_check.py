@@ -6,7 +6,8 @@
 through unchanged. Both sides get the same values; the backward pass uses the same seeded
 upstream gradient for every floating output. With ``device="cuda"`` our side runs on the GPU (its
 inputs and upstream gradients moved there, its outputs and gradients checked to be there) against
-PyTorch on the CPU.
+PyTorch on the CPU. With ``dtype="bfloat16"`` (or any floating type's name) both sides cast their floating
+inputs to that type, as leaves, so values, dtypes and gradients are checked in it.
 """
 import numpy as np
 import torch
@@ -55,10 +56,11 @@ def _outputs(result):
 
 
 def _to_numpy(t):
+    """A numpy array of t's values; bfloat16 widened to float32 (numpy has no bfloat16 of its own)."""
     if isinstance(t, torch.Tensor):
-        return t.detach().numpy()
+        return t.detach().float().numpy() if t.dtype is torch.bfloat16 else t.detach().numpy()
     if isinstance(t, engine.Tensor):
-        return t.detach().cpu().numpy()
+        return t.detach().cpu().float().numpy() if t.dtype is engine.bfloat16 else t.detach().cpu().numpy()
     return np.asarray(t)
 
 
@@ -77,16 +79,20 @@ def _engine_input(x, device):
     return _on(device, engine.from_numpy(np.ascontiguousarray(x.swapaxes(-1, -2)))).transpose(-1, -2)
 
 
-def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_dtype=True, device=None):
+def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_dtype=True, device=None,
+             dtype=None):
     """Run ``ours`` on engine tensors and ``theirs`` on torch tensors; compare values and grads."""
     grad_rtol = rtol if grad_rtol is None else grad_rtol
     e_in, t_in = [], []
     for x in inputs:
         if isinstance(x, np.ndarray):
             needs = grad and x.dtype.kind == "f"
-            t_in.append(torch.from_numpy(x.copy() if x.flags.c_contiguous else noncontiguous(x.copy()))
-                        .requires_grad_(needs))
-            e_in.append(_engine_input(x, device).requires_grad_(needs))
+            t = torch.from_numpy(x.copy() if x.flags.c_contiguous else noncontiguous(x.copy()))
+            e = _engine_input(x, device)
+            if dtype is not None and x.dtype.kind == "f":
+                t, e = t.to(getattr(torch, dtype)), e.to(getattr(engine, dtype))
+            t_in.append(t.requires_grad_(needs))
+            e_in.append(e.requires_grad_(needs))
         else:
             t_in.append(x)
             e_in.append(x)
@@ -112,7 +118,7 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
         if isinstance(t, torch.Tensor) and t.requires_grad:
             g = rng.standard_normal(tuple(t.shape)).astype(_to_numpy(t).dtype)
             e_roots.append(e), t_roots.append(t)
-            e_grads.append(_on(device, engine.from_numpy(g))), t_grads.append(torch.from_numpy(g))
+            e_grads.append(_on(device, engine.from_numpy(g)).to(e.dtype)), t_grads.append(torch.from_numpy(g).to(t.dtype))
     if not t_roots:
         return e_out
     torch.autograd.backward(t_roots, t_grads)
@@ -125,5 +131,6 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
             assert e.grad is not None, f"input {i}: no gradient computed"
             assert tuple(e.grad.shape) == tuple(t.grad.shape), f"input {i} grad shape"
             assert e.grad.device == e.device, f"input {i}: grad on {e.grad.device}, input on {e.device}"
-            assert_close(_to_numpy(e.grad), t.grad.numpy(), grad_rtol, f"grad of input {i}")
+            assert e.grad.dtype is e.dtype, f"input {i}: grad {e.grad.dtype}, input {e.dtype}"
+            assert_close(_to_numpy(e.grad), _to_numpy(t.grad), grad_rtol, f"grad of input {i}")
     return e_out

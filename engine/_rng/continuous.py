@@ -2,18 +2,20 @@
 
 Each fills a numpy array ``out`` in place from a ``Generator``'s 32-bit stream. The unit uniforms are
 torch's: float32 takes the low 24 bits of one word, float64 the low 53 bits of a 64-bit draw (two
-words, the first high). Float16 computes in float32 and float64 in float64, rounding as the kernels do.
+words, the first high). Float16 and bfloat16 compute in float32 and float64 in float64, rounding as the kernels do.
 """
 import math
 
 import numpy as np
 
+from .. import _dtype
 from . import avx_math
 from .order import fill_in_memory_order
 from .rounding import fma32, fma64, libm
 
 _F32 = np.float32
 _F64 = np.float64
+_HALVES = _dtype.HALF_NP  # torch's kernels compute these in float32 and draw for both alike
 _MASK24 = np.uint32((1 << 24) - 1)
 _MASK53 = np.uint64((1 << 53) - 1)
 _TWO_PI_F32 = _F32(2.0 * math.pi)
@@ -35,8 +37,9 @@ def unit_float64(generator, count):
 
 
 def _cast(values, dtype):
-    """float64 ``values`` in ``dtype`` as C++'s static_cast gives them (a double reaches half through float)."""
-    if dtype == np.float16:
+    """float64 ``values`` in ``dtype`` as C++'s static_cast gives them (a double reaches half and bfloat16
+    through float)."""
+    if dtype in _HALVES:
         values = values.astype(_F32)
     return values.astype(dtype, copy=False)
 
@@ -115,7 +118,7 @@ def _box_muller_float64(uniforms, mean, std, out):
 def _normal_blocks(generator, out, mean, std):
     """The vectorised fill of a contiguous array of 16 or more: whole blocks of 16, then the last 16
     elements again from 16 fresh uniforms. Float32 and float64 first draw one uniform per element (the
-    tail's are drawn and discarded); float16 draws per block only. Chunk by chunk, in stream order."""
+    tail's are drawn and discarded); float16 and bfloat16 draw per block only. Chunk by chunk, in stream order."""
     count = out.size
     whole = count - count % _BLOCK
     flat = out.reshape(-1)
@@ -129,7 +132,7 @@ def _normal_blocks(generator, out, mean, std):
         stop = min(whole, start + _CHUNK)
         transform(draw(generator, stop - start), mean, std, flat[start:stop])
     if whole < count:
-        if out.dtype != np.float16:
+        if out.dtype not in _HALVES:
             draw(generator, count - whole)
         transform(draw(generator, _BLOCK), mean, std, flat[count - _BLOCK:])
 

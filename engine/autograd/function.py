@@ -6,8 +6,8 @@ forward and, when gradients are needed, records the instance as the outputs' ``g
 The backward engine reduces broadcast gradients and casts them to each input's dtype, so an
 op's backward may return gradients in the broadcast shape.
 """
-from .. import _device
-from . import grad_mode, tracing
+from .. import _device, _dtype
+from . import bfloat16, grad_mode, tracing
 
 
 class Function:
@@ -21,6 +21,8 @@ class Function:
     is_view = False
     #: the op writes into input 0 and returns it (``x.relu_()``, ``x += y``)
     inplace = False
+    #: forward and backward ran on float32 copies of bfloat16 inputs (``bfloat16.py``)
+    widened = False
 
     needs_input_grad = ()
 
@@ -60,7 +62,7 @@ class Function:
                                     for t, need in zip(inputs, self.needs_input_grad))
             self.input_meta = tuple((t.shape, t._data.dtype) if need else None
                                     for t, need in zip(inputs, self.needs_input_grad))
-        outs = self.forward(*arrays)
+        outs = bfloat16.forward(self, arrays)
         single = not isinstance(outs, tuple)
         if single:
             outs = (outs,)
@@ -79,7 +81,7 @@ class Function:
         if record:
             self.output_meta = tuple((o.shape, o.dtype) for o in outs)
             for i, r in enumerate(results):
-                if r._data.dtype.kind in "fc":
+                if _dtype.is_floating(r._data.dtype):
                     r.requires_grad = True
                     r.grad_fn = self
                     r._output_index = i
@@ -118,9 +120,8 @@ def _same_device(inputs, arrays):
 
 
 def _check_cast(result, out):
-    from .._dtype import from_numpy_dtype, promote_types
-    r, o = from_numpy_dtype(result), from_numpy_dtype(out)
-    if promote_types(r, o) is not o:
+    r, o = _dtype.from_numpy_dtype(result), _dtype.from_numpy_dtype(out)
+    if not _dtype.can_cast(r, o):
         raise RuntimeError(f"result type {r.title} can't be cast to the desired output "
                            f"type {o.title}")
 

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import backends
 from .._device import array_module
+from . import bfloat16
 from .function import AccumulateGrad, Function
 
 _KEEP = frozenset(("next_edges", "input_meta", "output_meta", "needs_input_grad", "hooks",
@@ -212,6 +213,8 @@ def _backward_node(node, slots, retain_graph, captures):
     node.check_versions()
     like = next(s for s in slots if s is not None)
     grads = [s if s is not None else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
+    if node.widened:
+        grads = bfloat16.widen(grads)
     try:
         grads_in = node.backward(*grads)
     except Exception as error:

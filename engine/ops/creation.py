@@ -178,14 +178,18 @@ def _traced_fill(tensor, fill, device_sample, generator):
     return fn(tensor)
 
 
+def _drawn_as(np_dtype):
+    """The dtype a GPU generator draws for ``np_dtype``: float32 for float16 and bfloat16, which it rounds to."""
+    return np.dtype(np.float32) if np_dtype in _dtype.HALF_NP else np_dtype
+
+
 def _fill_array(array, fill, device_sample, generator):
     """Fill ``array`` in place: ``fill(generator, array)`` on the CPU (in torch's order), or
     ``device_sample(state, shape, dtype)`` on a GPU."""
     device = device_of(array)
     state = _random.device_rng(device, generator)
     if state is not None:
-        draw = array.dtype if array.dtype != np.float16 else np.dtype(np.float32)
-        array[...] = device_sample(state, array.shape, draw).astype(array.dtype, copy=False)
+        array[...] = device_sample(state, array.shape, _drawn_as(array.dtype)).astype(array.dtype, copy=False)
     elif device.type == "cpu":
         _host_fill(fill, array, generator)
     else:
@@ -202,8 +206,7 @@ def _sampled(fill, device_sample, shape, d, device, requires_grad, generator, li
         return result.requires_grad_(requires_grad) if requires_grad else result
     state = _random.device_rng(device, generator)
     if state is not None:
-        draw = d.np if d.np != np.float16 else np.float32
-        return _new(device_sample(state, shape, draw).astype(d.np, copy=False), requires_grad)
+        return _new(device_sample(state, shape, _drawn_as(d.np)).astype(d.np, copy=False), requires_grad)
     array = np.empty(shape, d.np) if like is None else np.empty_like(like, d.np)
     return _finish(_host_fill(fill, array, generator), device=device, requires_grad=requires_grad)
 
@@ -321,8 +324,7 @@ def _normal_array(mean, std, generator):
     device = device_of(ref)
     state = _random.device_rng(device, generator)
     if state is not None:
-        draw = ref.dtype if ref.dtype != np.float16 else np.dtype(np.float32)
-        return (state.standard_normal(shape, dtype=draw) * std + mean).astype(ref.dtype, copy=False)
+        return (state.standard_normal(shape, dtype=_drawn_as(ref.dtype)) * std + mean).astype(ref.dtype, copy=False)
     mean, std = (v if isinstance(v, numbers.Number) else move(v, "cpu") for v in (mean, std))
     values = np.empty(shape, ref.dtype)
     g = _random.generator_or_default(generator)

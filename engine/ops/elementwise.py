@@ -665,7 +665,11 @@ def round_(input, *, decimals=0):
 
 # ---- clamp and where -------------------------------------------------------------------------
 class Clamp(Function):
-    """clamp(x, lo, hi); each bound may be a tensor, a scalar or None."""
+    """clamp(x, lo, hi); each bound may be a tensor, a scalar or None.
+
+    Gradients where x meets a bound follow torch 2.14: with scalar bounds x gets nothing there (only
+    lo < x < hi passes); with tensor bounds, x and the bound it meets share the gradient half and half, x
+    takes all of it where x == lo == hi, and the upper bound all of it where lo > hi (the result is hi)."""
 
     def __init__(self, dtype):
         self.dtype = dtype.np
@@ -673,29 +677,45 @@ class Clamp(Function):
     def forward(self, x, lo, hi):
         x = cast(x, self.dtype)
         xp = xp_of(x)
-        y = x
-        self.below = self.above = None
-        if lo is not None:
-            lo = cast(lo, self.dtype)
-            self.below = x < lo
-            y = xp.maximum(y, lo)
-        if hi is not None:
-            hi = cast(hi, self.dtype)
-            self.above = x > hi
-            y = xp.minimum(y, hi)
+        lo = None if lo is None else cast(lo, self.dtype)
+        hi = None if hi is None else cast(hi, self.dtype)
+        y = x if lo is None else xp.maximum(x, lo)
+        y = y if hi is None else xp.minimum(y, hi)
+        self.shares = self._shares(xp, x, lo, hi)
         if self.inplace:
             x[...] = y
             return x
         return y if y is not x else x.copy()
 
+    def _shares(self, xp, x, lo, hi):
+        """The parts of the gradient that go to x, lo and hi (None for an absent bound)."""
+        tensors = any(isinstance(b, xp.ndarray) and b.ndim for b in (lo, hi))
+        if not tensors:
+            inside = True
+            if lo is not None:
+                inside = inside & (x > lo)
+            if hi is not None:
+                inside = inside & (x < hi)
+            return inside, None, None
+        to_x, to_lo, to_hi = 0.0, None, None
+        if lo is not None:
+            at_lo = x == lo
+            to_x = to_x + (x > lo) + 0.5 * at_lo
+            to_lo = (x < lo) + 0.5 * at_lo
+        if hi is not None:
+            at_hi = x == hi
+            to_x = to_x + (x < hi) + 0.5 * at_hi
+            to_hi = (x > hi) + 0.5 * at_hi
+        if lo is not None and hi is not None:
+            crossed, point = lo > hi, at_lo & at_hi
+            # x > lo and x < hi each counted "inside" once; at lo == hi == x, x takes the bounds' halves
+            to_x = xp.where(crossed, 0.0, to_x - 1.0 + point)
+            to_lo = xp.where(crossed, 0.0, to_lo - 0.5 * point)
+            to_hi = xp.where(crossed, 1.0, to_hi - 0.5 * point)
+        return to_x, to_lo, to_hi
+
     def backward(self, gy):
-        out_of_range = [m for m in (self.below, self.above) if m is not None]
-        keep = ~out_of_range[0] if len(out_of_range) == 1 else ~(out_of_range[0] | out_of_range[1])
-        g_lo = gy * self.below if self.below is not None else None
-        g_hi = gy * self.above if self.above is not None else None
-        if self.below is not None and self.above is not None:
-            g_lo = gy * (self.below & ~self.above)
-        return gy * keep, g_lo, g_hi
+        return tuple(None if share is None else gy * share for share in self.shares)
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -896,8 +916,7 @@ def _inplace_binary(fn_cls, **fixed):
         dt = result_dtype(self, other)
         if fn_cls is Div and params.get("rounding_mode") is None:
             dt = float_dtype(dt)
-        from .._dtype import promote_types
-        if promote_types(dt, self.dtype) is not self.dtype:
+        if not _dtype.can_cast(dt, self.dtype):
             raise RuntimeError(f"result type {dt.title} can't be cast to the desired "
                                f"output type {self.dtype.title}")
         fn = fn_cls(self.dtype, **fixed, **params)

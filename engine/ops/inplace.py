@@ -30,7 +30,7 @@ def assign_result(target, result):
     """Write ``result`` into ``target``'s memory as its new value, with PyTorch's errors when it does
     not fit (a broadcast that grows ``target``, a type ``target`` cannot hold)."""
     _check_fits(target, result.shape)
-    if _dtype.promote_types(result.dtype, target.dtype) is not target.dtype:
+    if not _dtype.can_cast(result.dtype, target.dtype):
         raise RuntimeError(f"result type {result.dtype.title} can't be cast to the desired output type "
                            f"{target.dtype.title}")
     return copy_(target, result)

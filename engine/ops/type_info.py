@@ -53,10 +53,7 @@ class iinfo:
 def can_cast(from_, to):
     """Whether PyTorch's type promotion may cast ``from_`` to ``to``: never floating to integral, nor
     anything but bool to bool."""
-    source, target = _dtype.to_dtype(from_), _dtype.to_dtype(to)
-    if source.is_floating_point and not target.is_floating_point:
-        return False
-    return source is _dtype.bool_ or target is not _dtype.bool_
+    return _dtype.can_cast(_dtype.to_dtype(from_), _dtype.to_dtype(to))
 
 
 def typename(obj):

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .. import _dtype
 from .errors import CheckpointError
 from .files import writable
 from .safetensors_header import DTYPES, header_length, parse_header
@@ -18,6 +19,8 @@ from .unpickler import BFLOAT16, to_native
 __all__ = ["save_safetensors", "load_safetensors", "read_metadata", "is_safetensors"]
 
 _NAMES = {np.dtype(numpy_type): name for name, numpy_type in DTYPES.items() if name != "BF16"}
+if _dtype.bfloat16.np is not None:
+    _NAMES[_dtype.bfloat16.np] = "BF16"
 
 
 def is_safetensors(head):

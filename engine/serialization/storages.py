@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _dtype
 from .._device import move
 
 __all__ = ["StoragePlanner", "Placement", "STORAGE_TYPES"]
@@ -19,6 +20,8 @@ STORAGE_TYPES = {np.dtype(np.float64): "DoubleStorage", np.dtype(np.float32): "F
                  np.dtype(np.int32): "IntStorage", np.dtype(np.int16): "ShortStorage",
                  np.dtype(np.int8): "CharStorage", np.dtype(np.uint8): "ByteStorage",
                  np.dtype(np.bool_): "BoolStorage"}
+if _dtype.bfloat16.np is not None:
+    STORAGE_TYPES[_dtype.bfloat16.np] = "BFloat16Storage"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from .errors import CheckpointError
 __all__ = ["RestrictedUnpickler", "StorageType", "Storage", "BFLOAT16", "to_native", "storage_numpy_dtype"]
 
 
-BFLOAT16 = "bfloat16"  # bfloat16 storages are read as uint16 and widened to float32
+BFLOAT16 = "bfloat16"  # bfloat16 storages are read as uint16: bfloat16 tensors, or float32 without ml_dtypes
 
 # torch's dtypes by name: engine's own where engine has them, numpy's for the few it lacks
 _TORCH_DTYPES = {d.name: d for d in _dtype.ALL}
@@ -68,8 +68,11 @@ def storage_numpy_dtype(dtype):
 
 
 def to_native(array, dtype):
-    """``array`` as an engine-compatible array: bfloat16 bits widened to float32."""
+    """``array`` as an engine-compatible array: bfloat16 bits viewed as engine.bfloat16 (as torch.load gives),
+    or widened to float32 (exactly) where ml_dtypes, which engine's bfloat16 needs, is not installed."""
     if dtype is BFLOAT16:
+        if _dtype.bfloat16.np is not None:
+            return array.view(_dtype.bfloat16.np)
         return (array.astype(np.uint32) << 16).view(np.float32)
     return array
 

@@ -74,6 +74,18 @@ def test_clamp_tensor_bounds():
              [rand(4, 6), rand(4, 1, low=0.2, high=1)])
 
 
+def test_clamp_gradients_where_x_meets_a_bound():
+    """Ties: every (x, lo, hi) from {0, 1, 2}^3, bounds as tensors (shared half and half, crossed bounds give
+    hi) and as scalars (x gets nothing at a bound), one-sided too."""
+    grid = np.array(np.meshgrid([0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [0.0, 1.0, 2.0])).reshape(3, -1).astype(np.float32)
+    x, lo, hi = grid
+    check_op(lambda x, lo, hi: engine.clamp(x, lo, hi), lambda x, lo, hi: torch.clamp(x, lo, hi), [x, lo, hi])
+    check_op(lambda x, lo: engine.clamp(x, min=lo), lambda x, lo: torch.clamp(x, min=lo), [x, lo])
+    check_op(lambda x, hi: engine.clamp(x, max=hi), lambda x, hi: torch.clamp(x, max=hi), [x, hi])
+    for bounds in [(1.0, 1.0), (0.0, 2.0), (1.0, None), (None, 1.0), (2.0, 0.0)]:
+        check_op(lambda x: engine.clamp(x, *bounds), lambda x: torch.clamp(x, *bounds), [x])
+
+
 def test_where():
     cond = rng.random((3, 4)) > 0.5
     check_op(lambda c, a, b: engine.where(c, a, b), lambda c, a, b: torch.where(c, a, b),

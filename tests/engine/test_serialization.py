@@ -26,9 +26,10 @@ def _torch_save(obj, path, fmt):
 
 
 def _equal(ours, theirs):
-    """An engine tensor equals a torch tensor in shape, values and (bfloat16 -> float32) dtype."""
-    expected = theirs.float() if theirs.dtype == torch.bfloat16 else theirs
-    return tuple(ours.shape) == tuple(expected.shape) and np.array_equal(ours.numpy(), expected.numpy())
+    """An engine tensor equals a torch tensor in shape and values (bfloat16 compared widened to float32)."""
+    if theirs.dtype == torch.bfloat16:
+        ours, theirs = ours.float(), theirs.float()
+    return tuple(ours.shape) == tuple(theirs.shape) and np.array_equal(ours.numpy(), theirs.numpy())
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -39,9 +40,31 @@ def test_dtypes(tmp_path, fmt, dtype):
     tensor = (source > 3) if dtype == torch.bool else source.to(dtype)
     loaded = load(_torch_save({"t": tensor}, tmp_path / "c.pth", fmt))
     assert _equal(loaded["t"], tensor)
-    name = "float32" if dtype == torch.bfloat16 else str(dtype).split(".")[1]
-    expected = getattr(engine, name)
-    assert loaded["t"].dtype == expected
+    assert loaded["t"].dtype == getattr(engine, str(dtype).split(".")[1])
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_bfloat16_round_trips_with_torch(tmp_path, fmt):
+    """engine.save writes BFloat16Storage that torch.load reads bit for bit, views and all, and back."""
+    ours = engine.randn(3, 5).bfloat16()
+    save({"t": ours, "view": ours[:, 1:4]}, tmp_path / "ours.pth")
+    theirs = torch.load(tmp_path / "ours.pth")
+    assert theirs["t"].dtype == torch.bfloat16 and _equal(ours, theirs["t"])
+    assert _equal(ours[:, 1:4], theirs["view"]) and theirs["view"].storage_offset() == 1
+    back = load(_torch_save(theirs, tmp_path / "theirs.pth", fmt))
+    assert back["t"].dtype == engine.bfloat16 and _equal(back["t"], theirs["t"])
+
+
+def test_bfloat16_is_widened_to_float32_without_ml_dtypes(tmp_path, monkeypatch):
+    """Where ml_dtypes (engine.bfloat16's backing) is missing, a bfloat16 checkpoint still loads, widened
+    exactly to float32, and asking for a bfloat16 tensor says what to install."""
+    tensor = torch.randn(4, 3).to(torch.bfloat16)
+    path = _torch_save({"t": tensor}, tmp_path / "c.pth", "zip")
+    monkeypatch.setattr(engine.bfloat16, "np", None)
+    loaded = load(path)["t"]
+    assert loaded.dtype == engine.float32 and np.array_equal(loaded.numpy(), tensor.float().numpy())
+    with pytest.raises(RuntimeError, match="engine.bfloat16 tensors need the ml_dtypes package: pip install"):
+        loaded.to(engine.bfloat16)
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -131,7 +154,17 @@ def test_safetensors_bfloat16_from_the_package(tmp_path):
     tensor = torch.randn(3, 4).to(torch.bfloat16)
     save_file({"w": tensor, "i": torch.arange(3)}, str(tmp_path / "b.safetensors"))
     loaded = load(tmp_path / "b.safetensors")
-    assert _equal(loaded["w"], tensor) and loaded["i"].numpy().tolist() == [0, 1, 2]
+    assert loaded["w"].dtype == engine.bfloat16 and _equal(loaded["w"], tensor)
+    assert loaded["i"].numpy().tolist() == [0, 1, 2]
+
+
+def test_safetensors_bfloat16_written_for_the_package(tmp_path):
+    from safetensors.torch import load_file
+
+    ours = engine.randn(2, 7).bfloat16()
+    save({"w": ours}, tmp_path / "b.safetensors")
+    theirs = load_file(str(tmp_path / "b.safetensors"))["w"]
+    assert theirs.dtype == torch.bfloat16 and _equal(ours, theirs)
 
 
 def test_save_rejects_non_state_dicts(tmp_path):

@@ -6,12 +6,12 @@ accumulation; everything else (BatchNorm, the other norms, softmax, losses, the 
 in float32, as under ``torch.autocast("cuda", dtype=torch.bfloat16)``. float64 operands are not rounded.
 
 One difference from PyTorch: a product is returned in float32, not rounded to bfloat16 again. Tensors keep
-their dtype (engine has no bfloat16 tensors), and results are a little closer to float32's. What gets
+their dtype (no bfloat16 tensor is made), and results are a little closer to float32's. What gets
 faster: the GEMMs (bfloat16's tensor-core rate is twice TF32's) and the convolutions' column matrices, which
 im2col writes as bfloat16 in the same pass (half the bytes of the pass that dominates large batches).
 Depthwise convolutions, direct kernels without a GEMM, run in float32.
 
-bfloat16 values live in uint16 arrays of their bits (CuPy's own bfloat16 needs the optional ml_dtypes);
+bfloat16 values live in uint16 arrays of their bits (engine.bfloat16 tensors need the optional ml_dtypes);
 ``cublas.matmul_bfloat16`` multiplies them.
 """
 import contextlib

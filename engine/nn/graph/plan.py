@@ -9,7 +9,7 @@ import linecache
 import os
 import sys
 
-from ...autograd import grad_mode, tracing
+from ...autograd import bfloat16, grad_mode, tracing
 from ...tensor import Tensor, _new
 
 SLOT, TENSOR, CONST = 0, 1, 2
@@ -105,7 +105,7 @@ class Plan:
             args = [env[ref] if kind == SLOT else (ref._data if kind == TENSOR else ref) for kind, ref in op.args]
             fn.needs_input_grad = (False,) * len(args)
             try:
-                outs = fn.forward(*args)
+                outs = bfloat16.forward(fn, args)
             except Exception as error:
                 self.failed_op = op
                 self._raise_after_size_change(changed, op, error)

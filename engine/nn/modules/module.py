@@ -367,7 +367,7 @@ class Module:
         dev = None if dev is None else _device(dev)
 
         def convert(arr):
-            if dtype is not None and arr.dtype.kind == "f" and arr.dtype != dtype.np:
+            if dtype is not None and _dtype.is_floating(arr.dtype) and arr.dtype != dtype.np:
                 arr = arr.astype(dtype.np)
             return arr if dev is None else move(arr, dev)
         return self._apply(convert)
@@ -385,7 +385,8 @@ class Module:
         return self.to("cuda" if device is None else _device("cuda", device if isinstance(device, int) else None))
 
     def _cast_floats(self, dtype):
-        return self._apply(lambda a: a.astype(dtype.np) if a.dtype.kind == "f" else a)
+        dtype = _dtype.to_dtype(dtype)
+        return self._apply(lambda a: a.astype(dtype.np) if _dtype.is_floating(a.dtype) else a)
 
     def float(self):
         return self._cast_floats(_dtype.float32)
@@ -395,6 +396,9 @@ class Module:
 
     def half(self):
         return self._cast_floats(_dtype.float16)
+
+    def bfloat16(self):
+        return self._cast_floats(_dtype.bfloat16)
 
     def type(self, dst_type):
         """Cast every parameter and buffer (floating or not) to ``dst_type``."""

@@ -1,0 +1,67 @@
+"""bfloat16 ops compute in float32, as PyTorch's CPU and CUDA kernels do (their "opmath" type).
+
+A ``Function`` given bfloat16 arrays runs its forward and its backward on float32 copies of them, and its
+float32 outputs are rounded to bfloat16 once, at the end, where bfloat16 is the op's result type: its own
+``dtype`` attribute where it has one (``.float()`` and ``sum(dtype=engine.float32)`` stay float32), else
+torch's promotion over its tensor inputs. Without this, numpy (through ml_dtypes) and CuPy would round after
+every step of a composite op (softmax, a norm, a loss), and every kernel (im2col, pooling, cuBLAS) would
+need a bfloat16 variant. Views compute nothing: they see the bfloat16 array itself.
+
+The price is memory: what an op saves for its backward is float32, twice bfloat16's bytes.
+"""
+from collections import namedtuple
+
+import numpy as np
+
+from .. import _dtype
+
+_BFLOAT16 = _dtype.bfloat16.np  # None without ml_dtypes: then no array holds bfloat16
+_FLOAT32 = np.dtype(np.float32)
+_Operand = namedtuple("_Operand", "shape dtype")  # what ``_dtype.result_type`` reads of a tensor
+
+
+def forward(fn, arrays):
+    """``fn.forward(*arrays)``, on float32 copies where any array is bfloat16 (``fn.widened`` then tells the
+    backward engine to widen the gradients too), its float32 outputs rounded back where ``narrows``. Returns
+    what ``forward`` returns. Eager calls and ``nn.Graph``'s replays both come here."""
+    if fn.is_view or not holds_bfloat16(arrays):
+        return fn.forward(*arrays)
+    fn.widened = True
+    rounds = narrows(fn, arrays)
+    outs = fn.forward(*widen(arrays))
+    if not rounds:
+        return outs
+    return narrow(outs) if isinstance(outs, tuple) else narrow((outs,))[0]
+
+
+def holds_bfloat16(arrays):
+    """Whether any of these arrays (or plain values) is bfloat16."""
+    return _BFLOAT16 is not None and any(getattr(a, "dtype", None) is _BFLOAT16 for a in arrays)
+
+
+def widen(arrays):
+    """The arrays with each bfloat16 one replaced by a float32 copy."""
+    return tuple(a.astype(_FLOAT32) if getattr(a, "dtype", None) is _BFLOAT16 else a for a in arrays)
+
+
+def narrows(fn, arrays):
+    """Whether ``fn``'s float32 outputs go back to bfloat16: its array inputs promote to bfloat16 (torch's
+    rules: dimensioned arrays over 0-dim ones) and it has no dtype of its own, or its own dtype is bfloat16.
+    An op's own bfloat16 (``Sum``'s result type, which it casts its input to) is turned into float32 on
+    ``fn`` here, so that it computes in float32."""
+    own = getattr(fn, "dtype", None)
+    if own is None:
+        operands = (_Operand(a.shape, _dtype.from_numpy_dtype(a.dtype)) for a in arrays if hasattr(a, "shape"))
+        return _dtype.result_type(*operands) is _dtype.bfloat16
+    if own is _dtype.bfloat16:
+        fn.dtype = _dtype.float32
+    elif own is _BFLOAT16:
+        fn.dtype = _FLOAT32
+    else:
+        return False
+    return True
+
+
+def narrow(arrays):
+    """The arrays with each float32 one rounded to bfloat16."""
+    return tuple(a.astype(_BFLOAT16) if a.dtype == _FLOAT32 else a for a in arrays)
