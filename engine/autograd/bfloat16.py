@@ -45,10 +45,13 @@ def widen(arrays):
 
 
 def narrows(fn, arrays):
-    """Whether ``fn``'s float32 outputs go back to bfloat16: its array inputs promote to bfloat16 (torch's
-    rules: dimensioned arrays over 0-dim ones) and it has no dtype of its own, or its own dtype is bfloat16.
+    """Whether ``fn``'s float32 outputs go back to bfloat16: its input 0 is bfloat16 where the op keeps that
+    input's dtype (the norms), else its array inputs promote to bfloat16 (torch's rules: dimensioned arrays
+    over 0-dim ones) and it has no dtype of its own, or its own dtype is bfloat16.
     An op's own bfloat16 (``Sum``'s result type, which it casts its input to) is turned into float32 on
     ``fn`` here, so that it computes in float32."""
+    if fn.keeps_input_dtype:
+        return arrays[0].dtype is _BFLOAT16
     own = getattr(fn, "dtype", None)
     if own is None:
         operands = (_Operand(a.shape, _dtype.from_numpy_dtype(a.dtype)) for a in arrays if hasattr(a, "shape"))

@@ -23,6 +23,9 @@ class Function:
     inplace = False
     #: forward and backward ran on float32 copies of bfloat16 inputs (``bfloat16.py``)
     widened = False
+    #: the output takes input 0's dtype whatever the others' (torch's norms: a bfloat16 or float16 input with
+    #: float32 weights and statistics gives a bfloat16 or float16 output)
+    keeps_input_dtype = False
 
     needs_input_grad = ()
 

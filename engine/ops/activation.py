@@ -8,6 +8,7 @@ In-place variants write into the input's array and keep for backward only what t
 import math
 
 from .. import _dtype, backends
+from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
@@ -578,6 +579,7 @@ def hardsigmoid(input, inplace=False):
     return _run(Hardsigmoid(), input, inplace)
 
 
+@autocast_mode.float32("cuda")
 def softplus(input, beta=1.0, threshold=20.0):
     _check_input(input, "softplus")
     return _run(Softplus(float(beta), float(threshold)), input)
@@ -598,6 +600,7 @@ def logsigmoid(input):
     return _run(LogSigmoid(), input)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def prelu(input, weight):
     """x for x > 0 else weight * x, ``weight`` holding one slope or one per channel (dim 1)."""
     _check_input(input, "prelu")

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .. import _dtype, backends
+from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
@@ -946,6 +947,10 @@ def _inplace_bitwise(ufunc):
     return op_
 
 
+# torch's CUDA autocast runs these in float32 (none of them is on its CPU list)
+for _name in ("exp", "expm1", "log", "log2", "log10", "log1p", "rsqrt", "reciprocal", "tan", "asin", "acos", "sinh",
+              "cosh", "pow"):
+    globals()[_name] = autocast_mode.float32("cuda")(globals()[_name])
 for _name in ("add", "sub", "mul", "div", "true_divide", "floor_divide", "remainder", "fmod", "pow",
               "maximum", "minimum", "atan2", "clamp", "clip", "clamp_", "clip_", "eq", "ne",
               "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
@@ -978,13 +983,13 @@ register_method(_reflect(sub), "__rsub__")
 register_method(mul, "__mul__")
 register_method(_reflect(mul), "__rmul__")
 register_method(div, "__truediv__")
-register_method(_reflect(div), "__rtruediv__")
+register_method(autocast_mode.float32("cuda")(_reflect(div)), "__rtruediv__")
 register_method(floor_divide, "__floordiv__")
 register_method(_reflect(floor_divide), "__rfloordiv__")
 register_method(remainder, "__mod__")
 register_method(_reflect(remainder), "__rmod__")
 register_method(pow, "__pow__")
-register_method(_reflect(pow), "__rpow__")
+register_method(autocast_mode.float32("cuda")(_reflect(pow)), "__rpow__")
 register_method(neg, "__neg__")
 register_method(lambda self: self, "__pos__")
 register_method(abs, "__abs__")

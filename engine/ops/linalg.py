@@ -10,6 +10,7 @@ import math
 import string
 
 from .. import _dtype, backends
+from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..autograd.graph import sum_to_shape
 from ..tensor import Tensor, register_method
@@ -154,6 +155,7 @@ def _check_matmul(a, b):
 
 
 # ---- public products ---------------------------------------------------------------------------
+@autocast_mode.lower_precision("cpu", "cuda")
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch broadcasting: dot, mv, mm and batched forms."""
     _check_dtypes(input, other)
@@ -165,6 +167,7 @@ def matmul(input, other, *, out=None):
     return result
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def mm(input, mat2):
     """Product of two matrices."""
     if input.ndim != 2:
@@ -174,6 +177,7 @@ def mm(input, mat2):
     return matmul(input, mat2)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def bmm(input, mat2):
     """Batched product of two 3-D tensors with equal batch sizes."""
     if input.ndim != 3:
@@ -188,6 +192,7 @@ def bmm(input, mat2):
     return matmul(input, mat2)
 
 
+@autocast_mode.lower_precision("cuda")
 def mv(input, vec):
     """Matrix times vector."""
     if input.ndim != 2 or vec.ndim != 1:
@@ -195,6 +200,7 @@ def mv(input, vec):
     return matmul(input, vec)
 
 
+@autocast_mode.as_given
 def dot(input, other):
     """Inner product of two 1-D tensors."""
     if input.ndim != 1 or other.ndim != 1:
@@ -216,6 +222,7 @@ def outer(input, vec2):
 ger = outer
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape."""
     if mat1.ndim != 2:
@@ -228,6 +235,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return AddMatMul(beta, alpha)(as_operand(input), mat1, mat2)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     if batch1.ndim != 3:
@@ -319,6 +327,7 @@ class Einsum(Function):
         return xp.broadcast_to(grad, shape)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def einsum(equation, *operands):
     """Einstein summation (``'...'`` and implicit output supported), computed with optimized contraction."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):

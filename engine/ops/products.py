@@ -4,6 +4,7 @@ cross, addmv, addr, addbmm, matrix_power, dist, cdist, renorm.
 Each is a short composition (``diagonal`` + ``sum``, ``tensordot``, broadcasting products, a norm
 of differences), so the gradients are those of its parts, which match PyTorch's.
 """
+from ..amp import autocast_mode
 from ..tensor import Tensor, register_method
 from ._common import wrap_dim
 from .elementwise import where
@@ -54,16 +55,19 @@ def _scaled_sum(input, product, beta, alpha):
     return scaled + (input if beta == 1 else input * beta)
 
 
+@autocast_mode.lower_precision("cuda")
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec)."""
     return _scaled_sum(input, mv(mat, vec), beta, alpha)
 
 
+@autocast_mode.lower_precision("cuda")
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """beta * input + alpha * outer(vec1, vec2)."""
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i])."""
     if batch1.ndim != 3 or batch2.ndim != 3:
@@ -110,11 +114,13 @@ def cross(input, other, dim=None):
     return cat([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], d)
 
 
+@autocast_mode.float32("cuda")
 def dist(input, other, p=2):
     """The ``p``-norm of ``input - other`` (broadcast)."""
     return norm(input - other, p)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """Pairwise ``p``-norm distances between the rows of ``x1`` (..., P, M) and ``x2`` (..., R, M),
     computed from the differences (PyTorch may use a matrix product for p=2 on large inputs, equal up
@@ -134,6 +140,7 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return vector_norm(differences, p, dim=-1)
 
 
+@autocast_mode.float32("cuda")
 def renorm(input, p, dim, maxnorm):
     """``input`` with each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to it."""
     if p <= 0:

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .. import _dtype
+from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import cast, float_dtype, wrap_dim, xp_of
@@ -173,6 +174,7 @@ class NanMean(NanSum):
         return super().backward(gy / self.n)
 
 
+@autocast_mode.float32("cuda")
 def sum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum over ``dim``; bool/integer inputs give int64 unless ``dtype`` is set."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
@@ -498,6 +500,7 @@ class Prod(_Reduction):
         return _keep(gy, self.axes, self.keepdim) * share
 
 
+@autocast_mode.float32("cpu", "cuda")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over all elements, or over one ``dim``."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
@@ -527,6 +530,7 @@ class LogSumExp(_Reduction):
         return _keep(gy, self.axes, self.keepdim) * xp_of(gy).exp(self.x - self.y)
 
 
+@autocast_mode.float32("cuda")
 def logsumexp(input, dim, keepdim=False):
     """Numerically stable log of the summed exponentials over ``dim`` (integers -> float)."""
     return LogSumExp(_axes(dim, input.ndim), keepdim, float_dtype(input.dtype))(input)
@@ -616,12 +620,14 @@ class CumProd(_Cumulative):
         return xp.where(before_zero, g_before, xp.where(first_zero, g_at_zero, 0))
 
 
+@autocast_mode.float32("cuda")
 def cumsum(input, dim, *, dtype=None):
     """Running sum along ``dim`` (bool/integers accumulate in int64)."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
     return CumSum(_one_axis(dim, input.ndim) or 0, dt)(input)
 
 
+@autocast_mode.float32("cuda")
 def cumprod(input, dim, *, dtype=None):
     """Running product along ``dim`` (bool/integers accumulate in int64)."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
@@ -690,6 +696,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     return VectorNorm(ord, axes, keepdim, dt)(x)
 
 
+@autocast_mode.float32("cuda")
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     """``torch.norm``: vector p-norms over ``dim``; 'fro' is the 2-norm of the selected dims."""
     if isinstance(p, str):

@@ -92,6 +92,25 @@ def test_bfloat16_needs_ml_dtypes_and_says_so(monkeypatch):
     assert engine.ones(2).half().dtype == engine.float16  # the other types do not care
 
 
+@pytest.mark.parametrize("norm", ["batch_norm", "layer_norm", "group_norm"])
+def test_norms_keep_a_bfloat16_input_s_dtype_with_float32_weights(norm):
+    """As torch's mixed-dtype norms: the output is bfloat16, the float32 weights get float32 gradients."""
+    calls = {"batch_norm": lambda L, x, w, b: L.nn.functional.batch_norm(x, None, None, w, b, training=True),
+             "layer_norm": lambda L, x, w, b: L.nn.functional.layer_norm(x, (6,), w, b),
+             "group_norm": lambda L, x, w, b: L.nn.functional.group_norm(x, 5, w, b)}
+    weights = _randn(6 if norm == "layer_norm" else 5, seed=1)
+    results = []
+    for lib in (torch, engine):
+        x = lib.from_numpy(_x4).bfloat16().requires_grad_()
+        w, b = (lib.from_numpy(a.copy()).requires_grad_() for a in (weights, weights[::-1].copy()))
+        out = calls[norm](lib, x, w, b)
+        out.backward(lib.from_numpy(_randn(*_x4.shape, seed=3)).bfloat16())
+        assert out.dtype == lib.bfloat16 and x.grad.dtype == lib.bfloat16 and w.grad.dtype == lib.float32
+        results.append([out.detach().float().numpy(), x.grad.float().numpy(), w.grad.numpy(), b.grad.numpy()])
+    for ours, theirs, what in zip(results[1], results[0], ("output", "input grad", "weight grad", "bias grad")):
+        assert_close(ours, theirs, GRAD_RTOL, what)
+
+
 def test_in_place_results_narrow_within_their_category_as_torch():
     """A float32 result goes into a bfloat16 or float16 tensor in place (rounded); never a float into an
     integer tensor, nor an integer into a bool one, with torch's message."""

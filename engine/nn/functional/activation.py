@@ -1,6 +1,7 @@
 """``F.relu``, ``F.softmax``...: the activation ops of ``engine.ops.activation`` with F's signatures."""
 import warnings
 
+from ...amp import autocast_mode
 from ...ops import activation as _act
 from ...ops.activation import (celu_, elu, gelu, glu, hardshrink, hardsigmoid, hardswish,  # noqa: F401
                                hardtanh, leaky_relu, logsigmoid, mish, prelu, relu6, rrelu_,
@@ -51,12 +52,14 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
+@autocast_mode.float32("cuda")
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("softmax", input.ndim, _stacklevel)
     return _act.softmax(input, dim, dtype)
 
 
+@autocast_mode.float32("cuda")
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """softmax(-input)."""
     if dim is None:
@@ -66,6 +69,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return _act.softmax(-input, dim)
 
 
+@autocast_mode.float32("cuda")
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _softmax_dim("log_softmax", input.ndim, _stacklevel)

@@ -9,6 +9,7 @@ import math
 
 from ... import ops
 from ..._dtype import bool_ as _bool
+from ...amp import autocast_mode
 from .dropout import dropout
 from .linear import linear
 from .padding import pad
@@ -38,6 +39,7 @@ def _masked_softmax(scores):
     return ops.where(blocked, 0.0, weights)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
     """softmax(Q K^T * scale + mask) V over the last two dims, batch dims broadcast.

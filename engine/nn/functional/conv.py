@@ -4,6 +4,7 @@
 ``engine.backends``.
 """
 from ... import backends
+from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...tensor import Tensor
 
@@ -140,11 +141,13 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution over (N, C, L) inputs (as ``torch.nn.functional.conv1d``)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D convolution over (N, C, H, W) inputs (as ``torch.nn.functional.conv2d``)."""
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
@@ -168,10 +171,12 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     return out.squeeze(0) if unbatched else out
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 1)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """Transposed 2-D convolution with torch's weight layout (C_in, C_out/groups, KH, KW)."""
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)

@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...ops._common import as_operand, wrap_dim, xp_of
 
@@ -58,6 +59,7 @@ class _Normalize(Function):
         return gy / self.d - inner * dn
 
 
+@autocast_mode.float32("cuda")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input`` divided by its p-norm along ``dim`` (at least ``eps``)."""
     result = _Normalize(float(p), wrap_dim(dim, input.ndim), eps)(input)
@@ -93,6 +95,7 @@ class _CosineSimilarity(Function):
         return gx1, gx2
 
 
+@autocast_mode.float32("cuda")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcasting)."""
     x1, x2 = as_operand(x1), as_operand(x2, like=x1)

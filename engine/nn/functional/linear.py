@@ -1,5 +1,6 @@
 """``F.linear`` (x @ W^T + b over any leading dims, one BLAS GEMM) and ``F.bilinear``."""
 from ... import backends
+from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...ops._common import xp_of
 
@@ -42,6 +43,7 @@ def _dtype_name(d):
     return d.title.lower()
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
 def linear(input, weight, bias=None):
     """x @ weight.T + bias, for any number of leading dims of ``input``."""
     if weight.ndim != 2:
@@ -84,6 +86,7 @@ class _Bilinear(Function):
         return g1, g2, ga, gb
 
 
+@autocast_mode.as_given
 def bilinear(input1, input2, weight, bias=None):
     """x1^T A x2 + b per output feature."""
     if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:

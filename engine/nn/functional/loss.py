@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 from ... import _dtype, backends
+from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...ops import elementwise as _ew
 from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
@@ -129,6 +130,7 @@ def _pointwise(cls, input, target, param=None):
     return cls(float_dtype(result_dtype(input, target)), param)(input, target)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error; with ``weight``, the mean is sum(w * l) / sum(w)."""
     _warn_size(input, target)
@@ -137,6 +139,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, True)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error; with ``weight``, the mean is sum(w * l) / sum(w)."""
     _warn_size(input, target)
@@ -145,6 +148,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, True)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; beta=0 is the L1 loss."""
     _warn_size(input, target)
@@ -155,6 +159,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, reduction)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); weighted mean is mean(w * l)."""
     _warn_size(input, target)
@@ -188,6 +193,14 @@ class _BCE(Function):
         return gx, gt, None
 
 
+_BCE_UNSAFE = ("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
+               "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
+               "In this case, combine the two layers using torch.nn.functional.binary_cross_entropy_with_logits\n"
+               "or torch.nn.BCEWithLogitsLoss.  binary_cross_entropy_with_logits and BCEWithLogits are\n"
+               "safe to autocast.")
+
+
+@autocast_mode.policy(cpu=autocast_mode.FLOAT32, cuda=autocast_mode.refusal(_BCE_UNSAFE))
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Binary cross-entropy of probabilities ``input`` (``weight`` is a constant rescaling)."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -224,6 +237,7 @@ class _BCEWithLogits(Function):
         return gx, gt, None, None
 
 
+@autocast_mode.float32("cpu", "cuda")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """Sigmoid + binary cross-entropy in one stable step; ``pos_weight`` weighs positive targets."""
@@ -329,6 +343,7 @@ def _check_class_target(input, target, weight, ignore_index):
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
 
 
+@autocast_mode.float32("cpu", "cuda")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log-likelihood of log-probabilities ``input`` (N, C, d...) at class indices ``target``."""
@@ -381,6 +396,7 @@ class _SoftTargetCE(Function):
         return gx, gt, gw
 
 
+@autocast_mode.float32("cpu", "cuda")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax + NLL fused; class-index targets (N, d...) or class-probability targets (as input)."""
@@ -433,6 +449,7 @@ class _KLDiv(Function):
         return gx, gt
 
 
+@autocast_mode.float32("cpu", "cuda")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Pointwise KL divergence with ``input`` as log-probabilities; 'batchmean' divides by N."""
     if size_average is not None or reduce is not None:
@@ -465,11 +482,13 @@ class _SoftMargin(Function):
         return -gy * self.t * _sigmoid(xp_of(gy), -self.t * self.x), None
 
 
+@autocast_mode.float32("cpu", "cuda")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
     return _reduce(_SoftMargin()(input, target.to(input.dtype)), reduction)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """exp(x) - t x (log_input) or x - t log(x + eps), plus Stirling's term for t > 1 when ``full``."""
@@ -485,6 +504,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, reduction)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -y (x1 - x2) + margin)."""
@@ -496,6 +516,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(_ew.clamp(z, min=0), reduction)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """x where y == 1, max(0, margin - x) where y == -1."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -505,6 +526,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(_ew.add(below, above), reduction)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where y == 1, max(0, cos(x1, x2) - margin) where y == -1."""
@@ -519,6 +541,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(_ew.add(pos, neg), reduction)
 
 
+@autocast_mode.float32("cpu", "cuda")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, d(a, p) - d(a, n) + margin) with p-norm distances (``swap``: use min(d(a,n), d(p,n)))."""

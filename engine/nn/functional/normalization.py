@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from ... import backends
+from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...ops._common import xp_of
 
@@ -103,6 +104,8 @@ class BatchNorm(Function):
     replayed graph of this op keeps them current too. An input without values (an empty batch) gives
     an empty output and leaves the running stats alone, as PyTorch does.
     """
+
+    keeps_input_dtype = True
 
     def __init__(self, eps, running_mean=None, running_var=None, training=False, momentum=0.1):
         self.eps = eps
@@ -200,6 +203,8 @@ def _update_running(running, stat, momentum):
 class LayerNorm(Function):
     """Normalisation over the trailing ``n_dims`` dims, with an elementwise affine over those dims."""
 
+    keeps_input_dtype = True
+
     def __init__(self, n_dims, eps):
         self.n_dims, self.eps = n_dims, eps
 
@@ -229,6 +234,7 @@ class LayerNorm(Function):
         return gx, gw, gb
 
 
+@autocast_mode.float32("cuda")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Layer normalisation over the last ``len(normalized_shape)`` dims."""
     shape = _normalized_shape(normalized_shape)
@@ -251,6 +257,8 @@ def _normalized_shape(normalized_shape):
 
 class GroupNorm(Function):
     """Normalisation over (C / G, *spatial) per sample and group, with a per-channel affine."""
+
+    keeps_input_dtype = True
 
     def __init__(self, num_groups, eps):
         self.groups, self.eps = num_groups, eps
@@ -284,6 +292,7 @@ class GroupNorm(Function):
         return gx, gw, gb
 
 
+@autocast_mode.float32("cuda")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Group normalisation: channels split into ``num_groups`` groups normalised per sample."""
     if input.dim() < 2:
@@ -330,6 +339,8 @@ def _batch_average(per_instance, n, c):
 # ---- RMS norm and local response norm ----------------------------------------------------------
 class RMSNorm(Function):
     """x / sqrt(mean(x^2) + eps) over the trailing ``n_dims`` dims, times an elementwise weight."""
+
+    keeps_input_dtype = True
 
     def __init__(self, n_dims, eps):
         self.n_dims, self.eps = n_dims, eps

@@ -5,7 +5,7 @@ device raises one line saying which of the two is missing and how to install the
 """
 import contextlib
 
-from . import _device, random as _random
+from .. import _device, random as _random
 
 _peak = {}
 
@@ -200,7 +200,9 @@ class Event:
         return _cupy().cuda.get_elapsed_time(self._event, end_event._event)
 
 
+from . import amp  # noqa: E402  (torch.cuda.amp: needs the functions above)
+
 __all__ = ["is_available", "device_count", "current_device", "set_device", "get_device_name",
            "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "empty_cache",
            "memory_allocated", "memory_reserved", "max_memory_allocated", "reset_peak_memory_stats",
-           "mem_get_info", "Stream", "current_stream", "default_stream", "stream", "Event"]
+           "mem_get_info", "Stream", "current_stream", "default_stream", "stream", "Event", "amp"]

@@ -1,0 +1,25 @@
+"""``torch.cuda.amp``: the CUDA spellings of ``engine.amp``'s autocast and GradScaler, deprecated as in torch."""
+import warnings
+
+from .. import _dtype
+from .. import amp as _amp
+
+
+class autocast(_amp.autocast):
+    """``torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)``."""
+
+    def __init__(self, enabled=True, dtype=_dtype.float16, cache_enabled=True):
+        warnings.warn("`torch.cuda.amp.autocast(args...)` is deprecated. Please use `torch.amp.autocast('cuda', "
+                      "args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(_amp.GradScaler):
+    """``torch.cuda.amp.GradScaler(init_scale=65536.0, growth_factor=2.0, backoff_factor=0.5,
+    growth_interval=2000, enabled=True)``."""
+
+    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                 enabled=True):
+        warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
+                      "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
+        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
