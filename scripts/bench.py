@@ -474,6 +474,8 @@ def suite_gpu(args, torch, engine):
         timed(f"resnet50 eager b{batch}", models, lambda lib: lib.from_numpy(x).cuda(), lambda m, a: m(a))
     rows += _optional_rows("resnet50 graph", lambda: _gpu_graph_rows(args, torch, engine, models, batches, rows))
     rows += _optional_rows("resnet50 graph amp", lambda: _gpu_amp_rows(args, torch, engine, models, batches[64]))
+    rows += _optional_rows("resnet50 eager autocast", lambda: _gpu_autocast_rows(args, torch, engine, models,
+                                                                                 batches[64]))
     rows += _gpu_train_rows(args, torch, engine, models, syncs)
     rows += _optional_rows("resnet50 train graph", lambda: _gpu_train_graph_rows(args, torch, engine, models))
     del models, ref, ours
@@ -538,6 +540,23 @@ def _gpu_amp_rows(args, torch, engine, models, x):
     ours = engine.from_numpy(x).cuda()
     return [(case, "torch", _gpu_time(torch.cuda.synchronize, torch_call, args.repeat)),
             (case, "ours", _gpu_time(engine.cuda.synchronize, lambda: graph(ours), args.repeat))]
+
+
+def _gpu_autocast_rows(args, torch, engine, models, x):
+    """resnet50 eager inference at batch 64 under ``autocast("cuda", dtype=bfloat16)``, ours against PyTorch's:
+    our convolutions take bfloat16 tensors and multiply them on the tensor cores (``autograd/bfloat16.py``)."""
+    case = f"resnet50 eager autocast bfloat16 b{x.shape[0]}"
+    theirs, ours = torch.from_numpy(x).cuda(), engine.from_numpy(x).cuda()
+
+    def torch_call():
+        with torch.no_grad(), torch.autocast("cuda", dtype=torch.bfloat16):
+            models["torch"](theirs)
+
+    def our_call():
+        with engine.no_grad(), engine.autocast("cuda", dtype=engine.bfloat16):
+            models["ours"](ours)
+    return [(case, "torch", _gpu_time(torch.cuda.synchronize, torch_call, args.repeat)),
+            (case, "ours", _gpu_time(engine.cuda.synchronize, our_call, args.repeat))]
 
 
 def _gpu_conv1x1_rows(args, torch, engine, rng):

@@ -7,13 +7,18 @@ torch's promotion over its tensor inputs. Without this, numpy (through ml_dtypes
 every step of a composite op (softmax, a norm, a loss), and every kernel (im2col, pooling, cuBLAS) would
 need a bfloat16 variant. Views compute nothing: they see the bfloat16 array itself.
 
+On a GPU the op's GEMMs (convolutions, linear layers, matmuls) take bfloat16 operands with float32
+accumulation, on the tensor cores (the device runtime's ``autocast``): exact for the inputs, which were
+bfloat16, and as torch rounds the intermediates of an op such as attention.
+
 The price is memory: what an op saves for its backward is float32, twice bfloat16's bytes.
 """
+import contextlib
 from collections import namedtuple
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, backends
 
 _BFLOAT16 = _dtype.bfloat16.np  # None without ml_dtypes: then no array holds bfloat16
 _FLOAT32 = np.dtype(np.float32)
@@ -28,10 +33,27 @@ def forward(fn, arrays):
         return fn.forward(*arrays)
     fn.widened = True
     rounds = narrows(fn, arrays)
-    outs = fn.forward(*widen(arrays))
+    with _bfloat16_gemms(arrays):
+        outs = fn.forward(*widen(arrays))
     if not rounds:
         return outs
     return narrow(outs) if isinstance(outs, tuple) else narrow((outs,))[0]
+
+
+def backward(fn, grads):
+    """``fn.backward(*grads)``; for an op whose forward was widened, on float32 copies of its bfloat16
+    gradients, its GEMMs as in the forward."""
+    if not fn.widened:
+        return fn.backward(*grads)
+    with _bfloat16_gemms(grads):
+        return fn.backward(*widen(grads))
+
+
+def _bfloat16_gemms(arrays):
+    """The device runtime's bfloat16 GEMM context for these arrays' device (none on the CPU)."""
+    first = next(a for a in arrays if hasattr(a, "dtype"))
+    context = backends.runtime(first).autocast()
+    return contextlib.nullcontext() if context is None else context
 
 
 def holds_bfloat16(arrays):

@@ -213,10 +213,8 @@ def _backward_node(node, slots, retain_graph, captures):
     node.check_versions()
     like = next(s for s in slots if s is not None)
     grads = [s if s is not None else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
-    if node.widened:
-        grads = bfloat16.widen(grads)
     try:
-        grads_in = node.backward(*grads)
+        grads_in = bfloat16.backward(node, grads)
     except Exception as error:
         error.add_note(_BACKWARD_NOTE + node.name())
         raise

@@ -90,6 +90,7 @@ def test_cpu_autocast_casts_each_op_as_torch(name, given):
     assert_close(ours.detach().float().numpy(), theirs.detach().float().numpy(), RTOL)
 
 
+@pytest.mark.slow
 def test_a_zoo_model_and_its_gradients_under_cpu_autocast():
     """resnet18 under autocast: bfloat16 logits as torch's; float32 parameters get float32 gradients."""
     torch.manual_seed(0)
@@ -261,3 +262,19 @@ def test_grad_scaler_errors_and_state():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)
         assert isinstance(engine.cuda.amp.GradScaler(enabled=False), engine.amp.GradScaler)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_zoo_model_under_cuda_autocast(cuda, dtype):
+    """resnet18 on the GPU under autocast gives float32's logits within the low precision's rounding, in
+    that dtype (bfloat16 convolutions multiply on the tensor cores)."""
+    engine.manual_seed(0)
+    model = flowvision.models.resnet18(num_classes=10).eval().cuda()
+    x = engine.from_numpy(_randn(2, 3, 40, 40)).cuda()
+    with engine.no_grad():
+        expected = model(x).cpu().numpy()
+        with engine.autocast("cuda", dtype=getattr(engine, dtype)):
+            out = model(x)
+    assert out.dtype == getattr(engine, dtype) and out.device.type == "cuda"
+    assert_close(out.float().cpu().numpy(), expected, 5e-2 if dtype == "bfloat16" else 1e-2)

@@ -185,6 +185,7 @@ def test_op_matches_torch_in_bfloat16(name):
     check_op(ours, theirs, inputs, rtol=FORWARD_RTOL, grad_rtol=GRAD_RTOL, dtype="bfloat16")
 
 
+@pytest.mark.slow
 def test_a_zoo_model_in_bfloat16():
     """resnet18 with torchvision's weights, both cast to bfloat16: the same logits within a few bfloat16 steps."""
     torch.manual_seed(0)
@@ -267,6 +268,7 @@ def test_bfloat16_on_the_gpu(cuda, name):
             assert_close(g.grad.cpu().float().numpy(), c.grad.float().numpy(), FORWARD_RTOL, "gradient")
 
 
+@pytest.mark.slow
 def test_nn_graph_runs_bfloat16_as_eager():
     """An inference graph (replayed on arrays, BatchNorm folded) and a training graph (SGD) of a bfloat16
     model give eager's bfloat16 results."""
@@ -320,6 +322,7 @@ def test_nn_graph_runs_bfloat16_as_eager():
     np.testing.assert_allclose(losses[3:], losses[:3], rtol=FORWARD_RTOL)
 
 
+@pytest.mark.slow
 def test_nn_graph_captures_bfloat16_on_the_gpu(cuda):
     """A bfloat16 resnet18's inference graph on the GPU is captured (no fallback warning) and replays eager's
     bfloat16 logits."""

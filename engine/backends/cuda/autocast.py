@@ -1,4 +1,5 @@
-"""bfloat16 autocast of the GPU's GEMMs (``nn.Graph``'s ``config.enable_amp``).
+"""bfloat16 autocast of the GPU's GEMMs (``nn.Graph``'s ``config.enable_amp``, and the ops of bfloat16
+tensors, which ``autograd/bfloat16.py`` runs on float32 copies: rounding those back is exact).
 
 Inside ``bfloat16()``, the ops PyTorch's autocast puts in bfloat16 (convolutions, linear layers, matmul, mm,
 bmm) round their float32 operands to bfloat16 and multiply them on the tensor cores with float32
