@@ -7,7 +7,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as TF
 import torchvision
 from op_check import assert_close
 

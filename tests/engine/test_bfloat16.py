@@ -268,18 +268,19 @@ def test_bfloat16_on_the_gpu(cuda, name):
             assert_close(g.grad.cpu().float().numpy(), c.grad.float().numpy(), FORWARD_RTOL, "gradient")
 
 
+class _Inference(engine.nn.Graph):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x):
+        return self.model(x)
+
+
 @pytest.mark.slow
 def test_nn_graph_runs_bfloat16_as_eager():
     """An inference graph (replayed on arrays, BatchNorm folded) and a training graph (SGD) of a bfloat16
     model give eager's bfloat16 results."""
-    class Inference(engine.nn.Graph):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-
     class Train(engine.nn.Graph):
         def __init__(self, model, optimizer):
             super().__init__()
@@ -296,7 +297,7 @@ def test_nn_graph_runs_bfloat16_as_eager():
     x = engine.from_numpy(_randn(2, 3, 40, 40)).bfloat16()
     with engine.no_grad():
         expected = model(x)
-    graph = Inference(model)
+    graph = _Inference(model)
     for out in (graph(x), graph(x)):
         assert out.dtype == engine.bfloat16
         assert_close(out.float().numpy(), expected.float().numpy(), FORWARD_RTOL)
@@ -328,20 +329,12 @@ def test_nn_graph_captures_bfloat16_on_the_gpu(cuda):
     bfloat16 logits."""
     import warnings
 
-    class Inference(engine.nn.Graph):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-
     engine.manual_seed(0)
     model = flowvision.models.resnet18(num_classes=10).eval().bfloat16().cuda()
     x = engine.from_numpy(_randn(2, 3, 40, 40)).bfloat16().cuda()
     with engine.no_grad():
         expected = model(x).float().cpu().numpy()
-    graph = Inference(model)
+    graph = _Inference(model)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         outs = [graph(x) for _ in range(3)]
