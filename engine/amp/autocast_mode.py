@@ -162,7 +162,7 @@ def _autocast_op(fn, by_device):
     @functools.wraps(fn)
     def op(*args, **kwargs):
         state = _state
-        if state.depth == 0 or state.inside:
+        if state.inside or not (state.enabled["cpu"] or state.enabled["cuda"]):
             return fn(*args, **kwargs)
         device = _device_type(args, kwargs)
         if device is None or not state.enabled[device]:

@@ -135,6 +135,11 @@ def test_the_rules_of_the_context():
     def decorated(a, b):
         return F.conv2d(a, b)
     assert decorated(x, w).dtype == engine.bfloat16 and F.conv2d(x, w).dtype == engine.float32
+    engine.set_autocast_enabled("cpu", True)  # torch's switch, outside any region
+    try:
+        assert F.conv2d(x, w).dtype == engine.bfloat16
+    finally:
+        engine.set_autocast_enabled("cpu", False)
     with pytest.warns(UserWarning, match="In CPU autocast, but the target dtype is not supported"):
         with engine.autocast("cpu", dtype=engine.float64):
             assert F.conv2d(x, w).dtype == engine.float32
