@@ -5,7 +5,8 @@ float32 outputs are rounded to bfloat16 once, at the end, where bfloat16 is the 
 ``dtype`` attribute where it has one (``.float()`` and ``sum(dtype=engine.float32)`` stay float32), else
 torch's promotion over its tensor inputs. Without this, numpy (through ml_dtypes) and CuPy would round after
 every step of a composite op (softmax, a norm, a loss), and every kernel (im2col, pooling, cuBLAS) would
-need a bfloat16 variant. Views compute nothing: they see the bfloat16 array itself.
+need a bfloat16 variant. Views and ops that only move elements (``moves_only``: reshape, clone, a copy to
+another device) compute nothing: they take the bfloat16 array itself.
 
 On a GPU the op's GEMMs (convolutions, linear layers, matmuls) take bfloat16 operands with float32
 accumulation, on the tensor cores (the device runtime's ``autocast``): exact for the inputs, which were
@@ -29,7 +30,7 @@ def forward(fn, arrays):
     """``fn.forward(*arrays)``, on float32 copies where any array is bfloat16 (``fn.widened`` then tells the
     backward engine to widen the gradients too), its float32 outputs rounded back where ``narrows``. Returns
     what ``forward`` returns. Eager calls and ``nn.Graph``'s replays both come here."""
-    if fn.is_view or not holds_bfloat16(arrays):
+    if fn.is_view or fn.moves_only or not holds_bfloat16(arrays):
         return fn.forward(*arrays)
     fn.widened = True
     rounds = narrows(fn, arrays)

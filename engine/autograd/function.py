@@ -21,6 +21,9 @@ class Function:
     is_view = False
     #: the op writes into input 0 and returns it (``x.relu_()``, ``x += y``)
     inplace = False
+    #: the op only moves or views elements (a reshape, a copy, a move between devices): it takes bfloat16
+    #: arrays as they are, so that a reshape stays a view (``bfloat16.py``)
+    moves_only = False
     #: forward and backward ran on float32 copies of bfloat16 inputs (``bfloat16.py``)
     widened = False
     #: the output takes input 0's dtype whatever the others' (torch's norms: a bfloat16 or float16 input with

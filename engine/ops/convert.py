@@ -23,7 +23,7 @@ class ToDtype(Function):
 
 
 class ToDevice(Function):
-    uses_inputs = False
+    uses_inputs, moves_only = False, True
 
     def __init__(self, device, non_blocking=False):
         self.device, self.non_blocking = device, non_blocking
@@ -47,7 +47,7 @@ class Alias(Function):
 
 
 class Clone(Function):
-    uses_inputs = False
+    uses_inputs, moves_only = False, True
 
     def forward(self, x):
         return x.copy()
@@ -57,7 +57,7 @@ class Clone(Function):
 
 
 class Contiguous(Function):
-    uses_inputs = False
+    uses_inputs, moves_only = False, True
 
     def forward(self, x):
         return x.copy()

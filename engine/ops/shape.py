@@ -61,7 +61,7 @@ def infer_shape(shape, numel):
 class Reshape(Function):
     """``x.reshape(shape)``: a view when the layout allows, else a copy (``view`` forbids the copy)."""
 
-    uses_inputs = False
+    uses_inputs, moves_only = False, True
 
     def __init__(self, shape, must_view=False):
         self.shape, self.must_view = shape, must_view

@@ -111,6 +111,19 @@ def test_norms_keep_a_bfloat16_input_s_dtype_with_float32_weights(norm):
         assert_close(ours, theirs, GRAD_RTOL, what)
 
 
+def test_views_of_bfloat16_tensors_share_their_memory():
+    """Views (a reshape included, whose view-ness is decided as it runs) write through to the base, as in
+    float32: bfloat16 ops compute on float32 copies, views must not."""
+    writes = [lambda x: x.view(6).__setitem__(1, 5.0), lambda x: x.reshape(3, 2).fill_(5.0),
+              lambda x: x.unsqueeze(0).fill_(5.0), lambda x: x.flatten().fill_(5.0), lambda x: x.t().fill_(5.0),
+              lambda x: x[:, 1:].fill_(5.0), lambda x: x.permute(1, 0).fill_(5.0),
+              lambda x: x.view(3, 2).mul_(2).add_(5.0)]
+    for write in writes:
+        x = engine.zeros(2, 3, dtype=engine.bfloat16)
+        write(x)
+        assert x[0, 1].item() == 5.0
+
+
 def test_in_place_results_narrow_within_their_category_as_torch():
     """A float32 result goes into a bfloat16 or float16 tensor in place (rounded); never a float into an
     integer tensor, nor an integer into a bool one, with torch's message."""
