@@ -415,6 +415,7 @@ class Solve(Function):
         return ga, (gb[..., 0] if self.vector else gb)
 
 
+@autocast_mode.float32("cpu")
 def inverse(input):
     """Inverse of a (batch of) square matrices."""
     _check_square(input, "linalg.inv")
@@ -427,6 +428,7 @@ def det(input):
     return Det()(input)
 
 
+@autocast_mode.float32("cpu")
 def solve(A, B, *, left=True):
     """``torch.linalg.solve``: X with A @ X = B (B a vector when it is 1-D or A's batch of vectors)."""
     if not left:

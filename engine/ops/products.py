@@ -13,6 +13,7 @@ from .reduction import norm, vector_norm
 from .shape import broadcast_tensors, cat, diagonal, narrow, unsqueeze
 
 
+@autocast_mode.float32("cpu")
 def trace(input):
     """The sum of a matrix's main diagonal (integers sum to int64, as ``sum`` does)."""
     if input.ndim != 2:

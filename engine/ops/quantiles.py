@@ -7,6 +7,7 @@ a slice holding NaN reads its last element (quantile), and one of only NaN reads
 """
 import numbers
 
+from ..amp import autocast_mode
 from ..tensor import _new, register_method
 from ._common import wrap_dim, xp_of
 from .indexing import gather
@@ -80,12 +81,14 @@ def _keep_dims(out, ndim, dim):
     return unsqueeze(out, 1 + wrap_dim(dim, ndim)) if ndim else out
 
 
+@autocast_mode.float32("cpu")
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-quantiles (a scalar or 1-d tensor in [0, 1]) of ``input`` along ``dim`` (all of it
     when None); a 1-d q puts its dim first. A slice holding NaN gives NaN."""
     return _quantile(input, q, dim, keepdim, interpolation, False)
 
 
+@autocast_mode.float32("cpu")
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """``quantile`` ignoring NaN (a slice of only NaN gives NaN)."""
     return _quantile(input, q, dim, keepdim, interpolation, True)

@@ -8,6 +8,8 @@ import numbers
 
 import numpy as np
 
+from .. import _dtype
+from ..autograd import grad_mode
 from ..autograd.function import Function
 from ..tensor import Size, Tensor, _new, register_method
 from .convert import clone
@@ -84,9 +86,52 @@ def _reshape(x, shape, must_view=False):
     return Reshape(infer_shape(shape, x.numel()), must_view)(x)
 
 
-def view(input, *shape):
-    """A view with a new shape that must not copy (``Tensor.view``)."""
+def view(input, *shape, dtype=None):
+    """A view with a new shape that must not copy (``Tensor.view``); ``view(dtype)`` views the same bytes as
+    another dtype (``_view_as_dtype``)."""
+    if dtype is None and len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
+        dtype = shape[0]
+    if dtype is not None:
+        return _view_as_dtype(input, _dtype.to_dtype(dtype))
     return _reshape(input, shape_arg(shape), must_view=True)
+
+
+def _view_as_dtype(input, target):
+    """The tensor's bytes read as ``target`` (``x.view(torch.int16)``): the last dim scales by the ratio of
+    the element sizes, with torch's conditions where they differ. Not differentiable, as in torch (run under
+    no_grad); a Function, so that nn.Graph traces it."""
+    arr, source = input._data, input.dtype
+    if target.itemsize != arr.itemsize:
+        what = f"to view {source.title} as {target.title} (different element sizes)"
+        if arr.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if input.stride(-1) != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {input.stride(-1)}")
+        ratio = target.itemsize // arr.itemsize
+        if ratio > 1:
+            if arr.shape[-1] % ratio:
+                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {arr.shape[-1]}")
+            if input.storage_offset() % ratio:
+                raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got "
+                                   f"{input.storage_offset()}")
+            for d in range(arr.ndim - 1):
+                if input.stride(d) % ratio:
+                    raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, but got "
+                                       f"{input.stride(d)}")
+    with grad_mode.no_grad():
+        return ViewAsDtype(target.np)(input)
+
+
+class ViewAsDtype(Function):
+    """The same bytes as another dtype: a view, never differentiable (``_view_as_dtype``)."""
+
+    is_view, uses_inputs = True, False
+
+    def __init__(self, np_dtype):
+        self.np_dtype = np_dtype
+
+    def forward(self, x):
+        return x.view(self.np_dtype)
 
 
 def view_as(input, other):

@@ -70,6 +70,13 @@ CPU_OPS = {
     "triplet_margin_loss": (lambda L, a, b: L.nn.functional.triplet_margin_loss(a, b, a * 2),
                             [_randn(4, 5), _randn(4, 5, seed=5)]),
     "prod": (lambda L, a: (a * 0.5 + 1).prod(), [_randn(7)]),
+    "reflect padding": (lambda L, a: L.nn.functional.pad(a, (1, 2, 2, 1), mode="reflect"), [_x4]),
+    "replicate padding": (lambda L, a: L.nn.functional.pad(a, (1, 2), mode="replicate"), [_x3]),
+    "constant padding (not listed)": (lambda L, a: L.nn.functional.pad(a, (1, 2), value=0.5), [_x3]),
+    "trace": (lambda L, a: a.trace(), [_m]),
+    "quantile": (lambda L, a: L.quantile(a, 0.3), [_x3]),
+    "inverse": (lambda L, a: L.inverse(a + 4 * L.eye(5, dtype=a.dtype)), [_m]),
+    "linalg.solve": (lambda L, a, b: L.linalg.solve(a + 4 * L.eye(5, dtype=a.dtype), b), [_m, _randn(5, 2)]),
     "cdist": (lambda L, a, b: L.cdist(a, b), [_x3, _randn(2, 3, 5, seed=5)]),
 }
 

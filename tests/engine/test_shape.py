@@ -1,4 +1,6 @@
 """Shape ops against PyTorch: values, dtypes and gradients; views share memory and versions."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -320,3 +322,29 @@ def test_grad_through_chain_of_views():
     check_op(lambda x: x.permute(2, 0, 1).reshape(4, -1).t().unsqueeze(0).expand(2, -1, -1) * 2,
              lambda x: x.permute(2, 0, 1).reshape(4, -1).t().unsqueeze(0).expand(2, -1, -1) * 2,
              [randn(2, 3, 4)])
+
+
+def test_view_as_another_dtype_as_torch():
+    """``view(dtype)``: the same bytes read as another type (bfloat16 bits as int16, floats as bytes), the last
+    dim scaled by the size ratio, torch's errors where the layout does not allow it, and writes through."""
+    def cases(lib):
+        x = lib.arange(-6, 6, dtype=lib.float32).reshape(2, 6) / 3
+        return [lambda: x.view(lib.int32), lambda: x.view(lib.uint8), lambda: x.view(dtype=lib.int16),
+                lambda: x[:, 2:].view(lib.float64), lambda: x.bfloat16().view(lib.int16),
+                lambda: x.view(lib.int16).view(lib.bfloat16).float(), lambda: lib.tensor(1.0).view(lib.int16),
+                lambda: x[:, 1:].view(lib.float64), lambda: x[:, :5].view(lib.int64), lambda: x.t().view(lib.int16),
+                lambda: x[:, ::2].view(lib.uint8)]
+    for ours, theirs in zip(cases(engine), cases(torch)):
+        try:
+            expected = theirs()
+        except RuntimeError as error:
+            with pytest.raises(RuntimeError, match=re.escape(str(error))):
+                ours()
+            continue
+        got = ours()
+        assert str(got.dtype).split(".")[1] == str(expected.dtype).split(".")[1]
+        assert tuple(got.shape) == tuple(expected.shape) and got.tolist() == expected.tolist()
+    x = engine.zeros(4, requires_grad=True)
+    bits = x.detach().view(engine.int32)
+    bits[1] = 1065353216  # 1.0's bits
+    assert x.tolist() == [0.0, 1.0, 0.0, 0.0] and not x.view(engine.int32).requires_grad

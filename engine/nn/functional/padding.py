@@ -7,6 +7,7 @@ and backward adds each run's gradient back with slices, so nothing loops per ele
 """
 import numbers
 
+from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...ops._common import xp_of
 
@@ -173,7 +174,15 @@ def _check_pad(input, pad, mode, value):
 def pad(input, pad, mode="constant", value=None):
     """Pad (or crop, with negative amounts) ``input``; ``pad`` goes (left, right, top, bottom, ...)."""
     pairs = _check_pad(input, tuple(pad), mode, value)
+    if mode in ("reflect", "replicate"):
+        return _pad_from_edges(input, pairs, mode)
     return Pad(pairs, mode, 0 if value is None else value)(input)
+
+
+@autocast_mode.float32("cpu")
+def _pad_from_edges(input, pairs, mode):
+    """Reflect and replicate padding: on torch's float32 list of CPU autocast, unlike the other modes."""
+    return Pad(pairs, mode, 0)(input)
 
 
 __all__ = ["pad"]
