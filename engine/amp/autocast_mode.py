@@ -127,7 +127,7 @@ class autocast:
         return autocast_wrapper
 
 
-LOWER, FLOAT32 = "lower precision", "float32"
+LOWER, FLOAT32, PROMOTE = "lower precision", "float32", "widest"
 
 
 class refusal:
@@ -154,7 +154,8 @@ def as_given(fn):
 
 
 def policy(**by_device):
-    """Mark an op with what autocast does to it per device type: ``LOWER``, ``FLOAT32`` or a ``refusal``."""
+    """Mark an op with what autocast does to it per device type: ``LOWER``, ``FLOAT32``, ``PROMOTE`` (every
+    floating input to the widest of their types) or a ``refusal``."""
     return functools.partial(_autocast_op, by_device=by_device)
 
 
@@ -172,6 +173,9 @@ def _autocast_op(fn, by_device):
             if isinstance(rule, refusal):
                 raise RuntimeError(rule.message)
             target = state.dtype[device] if rule is LOWER else _dtype.float32
+            if rule is PROMOTE:
+                floating = [t.dtype for t in _tensors((*args, *kwargs.values())) if t.is_floating_point()]
+                target = functools.reduce(_dtype.promote_types, floating) if floating else None
             args = [_cast(a, device, target) for a in args]
             kwargs = {k: _cast(v, device, target) for k, v in kwargs.items()}
         state.inside += 1
@@ -203,7 +207,7 @@ def _cast(value, device, target):
     from ..tensor import Tensor
     if isinstance(value, (list, tuple)):
         return type(value)(_cast(v, device, target) for v in value)
-    if (not isinstance(value, Tensor) or value.dtype is target or not value.is_floating_point()
+    if (not isinstance(value, Tensor) or target is None or value.dtype is target or not value.is_floating_point()
             or value.dtype is _dtype.float64 or value.device.type != device):
         return value
     if not (_state.cache_enabled and value.is_leaf and value.requires_grad):

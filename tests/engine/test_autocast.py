@@ -179,8 +179,8 @@ def test_parameters_are_cast_once_per_region():
 
 
 def test_cuda_policy_on_the_gpu(cuda):
-    """float16 by default; CUDA's float32 list (softmax, exp, sum, norms, losses); binary_cross_entropy
-    refused with torch's message; CPU tensors untouched by autocast("cuda")."""
+    """float16 by default; CUDA's float32 list (softmax, exp, sum, norms, losses); grid_sample promoting;
+    binary_cross_entropy refused with torch's message; CPU tensors untouched by autocast("cuda")."""
     x, w = engine.from_numpy(_x4).cuda(), engine.from_numpy(_w4).cuda()
     with engine.autocast("cuda"):
         y = F.conv2d(x, w, padding=1)
@@ -190,6 +190,8 @@ def test_cuda_policy_on_the_gpu(cuda):
                    lambda t: F.layer_norm(t, (8,)), lambda t: F.mse_loss(t, t), lambda t: 1 / t):
             assert op(y).dtype == engine.float32
         assert F.relu(y).dtype == engine.float16 and F.max_pool2d(y, 2).dtype == engine.float16
+        grid = engine.zeros(2, 3, 3, 2, device="cuda")  # float32: grid_sample promotes both to the widest
+        assert F.grid_sample(y, grid, align_corners=False).dtype == engine.float32
         with pytest.raises(RuntimeError, match="binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast"):
             F.binary_cross_entropy(y.sigmoid(), y.sigmoid())
         assert F.conv2d(x.cpu(), w.cpu()).dtype == engine.float32
