@@ -192,3 +192,25 @@ def test_rrelu_training_is_random_and_seeded():
     assert 0.1 <= slopes.min() and slopes.max() <= 0.3 and slopes.std() > 0.03
     a.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), slopes)
+
+
+@pytest.mark.parametrize("hard", [False, True])
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_gumbel_softmax_draws_torch_s_samples(hard, dim):
+    """The same seed gives torch's sample (noise from the exponential stream) and gradients; ``hard`` gives
+    one-hot rows with the soft sample's gradient."""
+    logits = np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32)
+
+    def ours(x):
+        engine.manual_seed(5)
+        return F.gumbel_softmax(x, tau=0.7, hard=hard, dim=dim)
+
+    def theirs(x):
+        torch.manual_seed(5)
+        return TF.gumbel_softmax(x, tau=0.7, hard=hard, dim=dim)
+    out = check_op(ours, theirs, [logits])[0]
+    if hard:
+        assert sorted(set(out.detach().numpy().ravel().tolist())) == [0.0, 1.0]
+        assert (out.detach().numpy().sum(dim) == 1).all()
+    with pytest.warns(UserWarning, match="`eps` parameter is deprecated"):
+        F.gumbel_softmax(engine.from_numpy(logits), eps=1e-3)

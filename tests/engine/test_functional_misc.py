@@ -172,3 +172,20 @@ def test_pairwise_distance(p, keepdim):
              lambda a, b: TF.pairwise_distance(a, b, p=p, keepdim=keepdim), [rand(5, 7), rand(5, 7)])
     check_op(lambda a, b: F.pairwise_distance(a, b, p=p), lambda a, b: TF.pairwise_distance(a, b, p=p),
              [rand(7), rand(3, 7)])
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_pad_sequence_as_torch(batch_first, side):
+    from torch.nn.utils.rnn import pad_sequence as theirs
+
+    from engine.nn.utils.rnn import pad_sequence as ours
+    rng = np.random.default_rng(0)
+    sequences = [rng.standard_normal((n, 3)).astype(np.float32) for n in (2, 5, 1)]
+    check_op(lambda *s: ours(list(s), batch_first, -1.5, side), lambda *s: theirs(list(s), batch_first, -1.5, side),
+             sequences)
+    for fn, lib in ((ours, engine), (theirs, torch)):
+        with pytest.raises(RuntimeError, match="received an empty list of sequences"):
+            fn([])
+        with pytest.raises(RuntimeError, match="Expected padding_side to be one of left or right, but got mid."):
+            fn([lib.ones(2)], padding_side="mid")

@@ -76,8 +76,23 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     return _act.log_softmax(input, dim, dtype)
 
 
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax distribution over ``dim``: softmax((logits + g) / tau) with Gumbel noise
+    g = -log(Exponential(1)), drawn from the same stream as torch's. ``hard``: the one-hot of the largest,
+    with the soft sample's gradient (straight through)."""
+    from ...ops.creation import empty_like, zeros_like
+    if eps != 1e-10:
+        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+    gumbels = -empty_like(logits).exponential_().log()
+    soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return soft
+    one_hot = zeros_like(logits).scatter_(dim, soft.argmax(dim, keepdim=True), 1.0)
+    return one_hot - soft.detach() + soft
+
+
 __all__ = ["relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "celu",
            "celu_", "selu_", "rrelu", "rrelu_", "gelu", "silu", "mish", "hardswish", "hardsigmoid",
            "hardtanh", "hardtanh_", "softplus", "softsign", "tanhshrink", "threshold", "threshold_",
            "logsigmoid", "prelu", "glu", "hardshrink", "softshrink", "softmax", "softmin",
-           "log_softmax", "sigmoid", "tanh"]
+           "log_softmax", "gumbel_softmax", "sigmoid", "tanh"]

@@ -1,4 +1,4 @@
-"""Upsample (any F.interpolate mode), its fixed-mode variants, and PixelShuffle/PixelUnshuffle."""
+"""Upsample (any F.interpolate mode), its fixed-mode variants, PixelShuffle/PixelUnshuffle, Fold/Unfold."""
 from .. import functional as F
 from .module import Module
 
@@ -85,5 +85,36 @@ class ChannelShuffle(Module):
         return f"groups={self.groups}"
 
 
+class Unfold(Module):
+    """Sliding blocks as columns (``functional.unfold``)."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, padding={self.padding}, "
+                f"stride={self.stride}")
+
+
+class Fold(Module):
+    """Columns summed back into an image (``functional.fold``)."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
 __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle",
-           "ChannelShuffle"]
+           "ChannelShuffle", "Unfold", "Fold"]
