@@ -1,4 +1,6 @@
-"""conv1d / conv2d / conv_transpose1d/2d through nn.functional against PyTorch."""
+"""conv1d / conv2d / conv3d / conv_transpose1d/2d through nn.functional (and Conv3d) against PyTorch."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -126,3 +128,50 @@ def test_conv_errors_name_shapes():
         F.conv2d(engine.zeros(1, 3, 8, 8, dtype=engine.float64), w)
     with pytest.raises(RuntimeError, match=r"Expected 3D \(unbatched\) or 4D \(batched\) input to conv2d"):
         F.conv2d(engine.zeros(3, 8), w)
+
+
+CONV3D_CASES = [dict(), dict(stride=(2, 1, 2), padding=(1, 0, 2), dilation=(2, 1, 1)), dict(padding="same"),
+                dict(groups=2, padding=1), dict(padding="valid", stride=2), dict(padding="same", dilation=(2, 1, 2))]
+
+
+@pytest.mark.parametrize("args", CONV3D_CASES)
+def test_conv3d_matches_torch(args):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, 7, 6, 5)).astype(np.float32)
+    w = rng.standard_normal((6, 4 // args.get("groups", 1), 3, 2, 3)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    check_op(lambda *a: engine.nn.functional.conv3d(*a, **args), lambda *a: torch.nn.functional.conv3d(*a, **args),
+             [x, w, b], rtol=1e-5)
+    check_op(lambda a, k: engine.nn.functional.conv3d(a, k, **args), lambda a, k: torch.nn.functional.conv3d(a, k, **args),
+             [x[0], w], rtol=1e-5)  # unbatched, no bias
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflect", "replicate", "circular"])
+def test_conv3d_module_matches_torch(padding_mode):
+    torch.manual_seed(0)
+    theirs = torch.nn.Conv3d(3, 4, (3, 2, 3), stride=(1, 2, 1), padding=(1, 1, 2), padding_mode=padding_mode)
+    engine.manual_seed(0)
+    ours = engine.nn.Conv3d(3, 4, (3, 2, 3), stride=(1, 2, 1), padding=(1, 1, 2), padding_mode=padding_mode)
+    np.testing.assert_array_equal(ours.weight.detach().numpy(), theirs.weight.detach().numpy())  # torch's init
+    assert repr(ours) == repr(theirs)
+    x = np.random.default_rng(1).standard_normal((2, 3, 5, 6, 7)).astype(np.float32)
+    check_op(lambda a: ours(a), lambda a: theirs(a), [x], rtol=1e-5)
+
+
+def test_conv3d_errors_as_torch():
+    x, w = np.zeros((1, 2, 3, 3, 3), np.float32), np.zeros((4, 2, 5, 1, 1), np.float32)
+    for call in (lambda lib: lib.nn.functional.conv3d(lib.from_numpy(x), lib.from_numpy(w)),
+                 lambda lib: lib.nn.functional.conv3d(lib.from_numpy(x), lib.from_numpy(w[:, :1]))):
+        with pytest.raises(RuntimeError) as theirs:
+            call(torch)
+        with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
+            call(engine)
+
+
+def test_conv3d_on_the_gpu(cuda):
+    rng = np.random.default_rng(0)
+    check_op(lambda *a: engine.nn.functional.conv3d(*a, stride=2, padding=1),
+             lambda *a: torch.nn.functional.conv3d(*a, stride=2, padding=1),
+             [rng.standard_normal((2, 3, 5, 6, 7)).astype(np.float32),
+              rng.standard_normal((4, 3, 3, 3, 3)).astype(np.float32), rng.standard_normal(4).astype(np.float32)],
+             rtol=1e-5, device="cuda")

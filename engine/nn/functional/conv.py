@@ -1,4 +1,4 @@
-"""Convolutions: conv1d, conv2d, conv_transpose1d/2d — argument handling around the backend kernels.
+"""Convolutions: conv1d, conv2d, conv3d, conv_transpose1d/2d — argument handling around the backend kernels.
 
 1-D convolutions run as 2-D ones over a height of 1; the kernels (im2col + one GEMM) live in
 ``engine.backends``.
@@ -103,7 +103,8 @@ def _check(input, weight, bias, nd, groups, transposed=False):
 
 
 def _pads(padding, kernel, dilation, stride, nd):
-    """(top, bottom, left, right) from torch's int / tuple / 'same' / 'valid'."""
+    """(before, after) per spatial dim, flat ((top, bottom, left, right) in 2-D; 1-D gets a unit height), from
+    torch's int / tuple / 'same' / 'valid'."""
     if isinstance(padding, str):
         if padding == "valid":
             pairs = [(0, 0)] * nd
@@ -118,7 +119,7 @@ def _pads(padding, kernel, dilation, stride, nd):
         pairs = [(p, p) for p in _tuple(padding, nd, "padding")]
     if nd == 1:
         pairs = [(0, 0)] + pairs
-    return pairs[0] + pairs[1]
+    return tuple(amount for pair in pairs for amount in pair)
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
@@ -153,6 +154,42 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
 
 
+@autocast_mode.lower_precision("cpu", "cuda")
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D convolution over (N, C, D, H, W) inputs (as ``torch.nn.functional.conv3d``).
+
+    A sum over the kernel's depth taps of 2-D convolutions, each over every output depth at once (folded into
+    the batch): the 2-D kernels' im2col and GEMMs on the CPU and the GPU, and their gradients through autograd.
+    """
+    from .padding import pad
+    _check(input, weight, bias, 3, groups)
+    stride, dilation = _tuple(stride, 3, "stride"), _tuple(dilation, 3, "dilation")
+    kernel = tuple(weight.shape[2:])
+    pads = _pads(padding, kernel, dilation, stride, 3)
+    x = input.unsqueeze(0) if input.dim() == 4 else input
+    padded = [n + pads[2 * i] + pads[2 * i + 1] for i, n in enumerate(x.shape[2:])]
+    extents = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
+    if any(p < e for p, e in zip(padded, extents)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+                           f"Kernel size: ({' x '.join(map(str, extents))}). Kernel size can't be greater "
+                           "than actual input size")
+    if any(pads):
+        x = pad(x, pads[4:6] + pads[2:4] + pads[0:2])
+    n, c, depth, height, width = x.shape
+    out_depth = (depth - extents[0]) // stride[0] + 1
+    out = None
+    for i in range(kernel[0]):
+        start = i * dilation[0]
+        planes = x[:, :, start:start + stride[0] * (out_depth - 1) + 1:stride[0]]
+        planes = planes.transpose(1, 2).reshape(n * out_depth, c, height, width)
+        term = conv2d(planes, weight[:, :, i], None, stride[1:], 0, dilation[1:], groups)
+        out = term if out is None else out + term
+    out = out.reshape((n, out_depth) + tuple(out.shape[1:])).transpose(1, 2).contiguous()
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if input.dim() == 4 else out
+
+
 def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
     _check(input, weight, bias, nd, groups, transposed=True)
     stride, padding = _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
@@ -182,4 +219,4 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"]

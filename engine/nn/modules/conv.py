@@ -1,10 +1,10 @@
-"""Convolutions: Conv1d, Conv2d and the transposed ConvTranspose1d/2d."""
+"""Convolutions: Conv1d, Conv2d, Conv3d and the transposed ConvTranspose1d/2d."""
 import math
 
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ._utils import _pair, _reverse_repeat_tuple, _single, new_param_data
+from ._utils import _pair, _reverse_repeat_tuple, _single, _triple, new_param_data
 from .module import Module
 
 _PADDING_STRINGS = {"same", "valid"}
@@ -133,6 +133,25 @@ class Conv2d(_ConvNd):
         return self._conv_forward(input, self.weight, self.bias)
 
 
+class Conv3d(_ConvNd):
+    """3-D convolution over (N, C, D, H, W) inputs (video, volumes); padding int, tuple, 'same' or 'valid'."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                 bias=True, padding_mode="zeros", device=None, dtype=None):
+        padding = padding if isinstance(padding, str) else _triple(padding)
+        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride), padding,
+                         _triple(dilation), False, _triple(0), groups, bias, padding_mode, device, dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                            weight, bias, self.stride, _triple(0), self.dilation, self.groups)
+        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
 class _ConvTransposeNd(_ConvNd):
     """Transposed convolutions: only 'zeros' padding; ``output_size`` picks the output padding."""
 
@@ -197,4 +216,4 @@ class ConvTranspose2d(_ConvTransposeNd):
                                   self.groups, self.dilation)
 
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
