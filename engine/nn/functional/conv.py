@@ -75,7 +75,7 @@ def _check(input, weight, bias, nd, groups, transposed=False):
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"conv{nd}d(): input and weight must be Tensors")
     if weight.dim() != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if weight.dim() < 3 else
+        raise RuntimeError("weight should have at least three dimensions" if weight.dim() < 3 else
                            f"Expected {nd + 2}-dimensional weight for conv{nd}d, but got "
                            f"{weight.dim()}-dimensional weight of size {list(weight.shape)}")
     if input.dim() not in (nd + 1, nd + 2):
