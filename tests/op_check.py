@@ -118,7 +118,8 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
         if isinstance(t, torch.Tensor) and t.requires_grad:
             g = rng.standard_normal(tuple(t.shape)).astype(_to_numpy(t).dtype)
             e_roots.append(e), t_roots.append(t)
-            e_grads.append(_on(device, engine.from_numpy(g)).to(e.dtype)), t_grads.append(torch.from_numpy(g).to(t.dtype))
+            e_grads.append(_on(device, engine.from_numpy(g)).to(e.dtype))
+            t_grads.append(torch.from_numpy(g).to(t.dtype))
     if not t_roots:
         return e_out
     torch.autograd.backward(t_roots, t_grads)

@@ -70,9 +70,9 @@ class GradScaler:
             return
         self._check_scale("unscale_")
         state = self._state(optimizer)
-        if state["stage"] is _UNSCALED:
+        if state["stage"] == _UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
-        if state["stage"] is _STEPPED:
+        if state["stage"] == _STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         state["found_inf"] = self._unscale_grads(optimizer, 1.0 / self._scale_value)
         state["stage"] = _UNSCALED
@@ -103,9 +103,9 @@ class GradScaler:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
         self._check_scale("step")
         state = self._state(optimizer)
-        if state["stage"] is _STEPPED:
+        if state["stage"] == _STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
-        if state["stage"] is _READY:
+        if state["stage"] == _READY:
             self.unscale_(optimizer)
         if not state["found_inf"]:
             raise AssertionError("No inf checks were recorded for this optimizer.")

@@ -142,8 +142,8 @@ def test_conv3d_matches_torch(args):
     b = rng.standard_normal(6).astype(np.float32)
     check_op(lambda *a: engine.nn.functional.conv3d(*a, **args), lambda *a: torch.nn.functional.conv3d(*a, **args),
              [x, w, b], rtol=1e-5)
-    check_op(lambda a, k: engine.nn.functional.conv3d(a, k, **args), lambda a, k: torch.nn.functional.conv3d(a, k, **args),
-             [x[0], w], rtol=1e-5)  # unbatched, no bias
+    check_op(lambda a, k: engine.nn.functional.conv3d(a, k, **args),
+             lambda a, k: torch.nn.functional.conv3d(a, k, **args), [x[0], w], rtol=1e-5)  # unbatched, no bias
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflect", "replicate", "circular"])

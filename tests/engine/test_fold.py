@@ -42,8 +42,10 @@ def test_modules_and_errors_as_torch():
     for lib in (engine, torch):
         assert repr(lib.nn.Unfold((2, 3), padding=1)) == "Unfold(kernel_size=(2, 3), dilation=1, padding=1, stride=1)"
         assert tuple(lib.nn.Fold((4, 4), 2)(lib.ones(1, 8, 9)).shape) == (1, 2, 4, 4)
-    calls = [lambda fn, lib: fn.fold(lib.ones(2, 7, 9), (4, 4), 2), lambda fn, lib: fn.fold(lib.ones(2, 8, 10), (4, 4), 2),
-             lambda fn, lib: fn.unfold(lib.from_numpy(x), 7), lambda fn, lib: fn.unfold(lib.from_numpy(x), 2, stride=0)]
+    calls = [lambda fn, lib: fn.fold(lib.ones(2, 7, 9), (4, 4), 2),
+             lambda fn, lib: fn.fold(lib.ones(2, 8, 10), (4, 4), 2),
+             lambda fn, lib: fn.unfold(lib.from_numpy(x), 7),
+             lambda fn, lib: fn.unfold(lib.from_numpy(x), 2, stride=0)]
     for call in calls:
         with pytest.raises(RuntimeError) as theirs:
             call(TF, torch)

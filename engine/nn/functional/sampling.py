@@ -153,7 +153,7 @@ class GridSample(Function):
 
 @autocast_mode.policy(cpu=autocast_mode.FLOAT32, cuda=autocast_mode.PROMOTE)
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """``input`` (N, C, H, W) read at ``grid`` (N, Ho, Wo, 2): (N, C, Ho, Wo), as ``torch.nn.functional.grid_sample``."""
+    """``input`` (N, C, H, W) read at ``grid`` (N, Ho, Wo, 2): (N, C, Ho, Wo), as torch's ``grid_sample``."""
     if mode not in _MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
