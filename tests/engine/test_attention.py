@@ -303,6 +303,40 @@ def test_transformer_encoder_clones_and_errors():
         nn.TransformerEncoderLayer(8, 2, activation="tanh")
 
 
+@pytest.mark.parametrize("config", ["post_norm", "pre_norm_gelu_batch_first"])
+def test_transformer_decoder_layer(config):
+    kwargs = {"post_norm": {}, "pre_norm_gelu_batch_first": {"activation": "gelu", "norm_first": True,
+                                                            "batch_first": True}}[config]
+    torch.manual_seed(0)
+    theirs = torch.nn.TransformerDecoderLayer(12, 3, dim_feedforward=20, **kwargs).double().eval()
+    ours = nn.TransformerDecoderLayer(12, 3, dim_feedforward=20, **kwargs).double().eval()
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours.load_state_dict({k: v.numpy() for k, v in theirs.state_dict().items()})
+    tgt, memory = ((2, 5, 12), (2, 7, 12)) if kwargs.get("batch_first") else ((5, 2, 12), (7, 2, 12))
+    masks = {"tgt_mask": np.triu(np.full((5, 5), -np.inf), 1), "tgt_key_padding_mask": _float_padding(2, 5),
+             "memory_key_padding_mask": _padding(2, 7)}
+    _run_both(ours, theirs, [_rand(*tgt), _rand(*memory, seed=1)], masks, {})
+
+
+def test_transformer_matches_torch_from_the_same_seed():
+    """nn.Transformer: the same initial parameters as torch's after the same seed (Xavier-uniform matrices),
+    then the same outputs and gradients with causal and padding masks, and torch's checks."""
+    torch.manual_seed(0)
+    theirs = torch.nn.Transformer(12, 4, 2, 2, dim_feedforward=16, batch_first=True).double().eval()
+    engine.manual_seed(0)
+    ours = nn.Transformer(12, 4, 2, 2, dim_feedforward=16, batch_first=True).double().eval()
+    for (name, p), (their_name, q) in zip(ours.state_dict().items(), theirs.state_dict().items()):
+        assert name == their_name and np.array_equal(p.numpy(), q.numpy()), name
+    causal = nn.Transformer.generate_square_subsequent_mask(4).numpy()
+    np.testing.assert_array_equal(causal, torch.nn.Transformer.generate_square_subsequent_mask(4).numpy())
+    masks = {"tgt_mask": causal, "src_key_padding_mask": _padding(2, 6), "memory_key_padding_mask": _padding(2, 6)}
+    _run_both(ours, theirs, [_rand(2, 6, 12), _rand(2, 4, 12, seed=1)], masks, {}, rtol=1e-9)
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        ours(engine.zeros(2, 6, 12, dtype=engine.float64), engine.zeros(3, 4, 12, dtype=engine.float64))
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal to d_model"):
+        ours(engine.zeros(2, 6, 12, dtype=engine.float64), engine.zeros(2, 4, 8, dtype=engine.float64))
+
+
 # ---- CUDA backend ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("case", ["plain", "causal_wide", "bool_mask_broadcast", "gqa"])
 def test_sdpa_cuda(cuda, case):

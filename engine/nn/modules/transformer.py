@@ -1,4 +1,4 @@
-"""``nn.TransformerEncoderLayer`` and ``nn.TransformerEncoder`` (Vaswani et al. 2017, "Attention Is All You
+"""``nn.Transformer`` and its encoder and decoder stacks and layers (Vaswani et al. 2017, "Attention Is All You
 Need"; ``norm_first`` is the pre-norm variant of Xiong et al. 2020) with PyTorch's arguments and names.
 
 PyTorch's inference fast paths (fused kernels, nested tensors) compute the same values in other ways;
@@ -10,6 +10,7 @@ import copy
 
 from ... import ops
 from .. import functional as F
+from .. import init
 from ..functional.attention import _canonical_mask
 from .activation import GELU, ReLU
 from .attention import MultiheadAttention
@@ -126,4 +127,137 @@ class TransformerEncoder(Module):
         return output
 
 
-__all__ = ["TransformerEncoderLayer", "TransformerEncoder"]
+class TransformerDecoderLayer(Module):
+    """Self-attention over the target, attention from the target to the encoder's ``memory``, and the
+    feed-forward block; each with dropout, a residual and a LayerNorm (post-norm, or pre-norm with
+    ``norm_first``), as ``TransformerEncoderLayer``."""
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
+                                            **factory)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
+                                                 bias=bias, **factory)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation_fn(activation) if isinstance(activation, str) else activation
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+        """``tgt`` (T, N, E) and ``memory`` (S, N, E) (batch first with ``batch_first``); masks as in
+        MultiheadAttention."""
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
+                           need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal):
+        x = self.multihead_attn(x, memory, memory, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                                is_causal=is_causal, need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x):
+        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        return self.dropout3(x)
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` copies of ``decoder_layer`` (independent parameters, equal at the start), then ``norm``."""
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+        """Run the layers in turn; ``tgt_is_causal=None`` detects whether ``tgt_mask`` is the causal mask."""
+        batch_first = self.layers[0].self_attn.batch_first if self.num_layers else False
+        seq_len = tgt.shape[0] if tgt.dim() == 2 else tgt.shape[1 if batch_first else 0]
+        tgt_is_causal = _is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        output = tgt
+        for layer in self.layers:
+            output = layer(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                           tgt_key_padding_mask=tgt_key_padding_mask,
+                           memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                           memory_is_causal=memory_is_causal)
+        if self.norm is not None:
+            output = self.norm(output)
+        return output
+
+
+class Transformer(Module):
+    """The encoder-decoder of the paper: ``num_encoder_layers`` encoder layers and ``num_decoder_layers``
+    decoder layers, each stack ending in a LayerNorm; every matrix initialised Xavier-uniform, as torch's."""
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
+        super().__init__()
+        factory = {"device": device, "dtype": dtype}
+        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
+                      bias)
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            encoder_layer = TransformerEncoderLayer(*layer_args, **factory)
+            encoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            decoder_layer = TransformerDecoderLayer(*layer_args, **factory)
+            decoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory)
+            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                memory_is_causal=False):
+        """Encode ``src``, then decode ``tgt`` against it: (T, N, E), or (N, T, E) with ``batch_first``."""
+        batched = src.dim() == 3
+        if batched and src.shape[1 if not self.batch_first else 0] != tgt.shape[1 if not self.batch_first else 0]:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask, tgt_is_causal=tgt_is_causal,
+                            memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        """The causal mask: -inf above the diagonal, 0 elsewhere."""
+        return _square_subsequent_mask(sz, device=device, dtype=dtype)
+
+
+__all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder",
+           "Transformer"]
