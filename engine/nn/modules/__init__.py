@@ -15,3 +15,4 @@ from .sparse import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
+from .rnn import *  # noqa: F401,F403

@@ -1,0 +1,288 @@
+"""Recurrent layers with torch's names, arguments and parameters: ``RNN``, ``LSTM``, ``GRU`` and their cells.
+
+Each layer projects the whole input sequence through ``weight_ih`` in one product, then steps through time
+with the hidden-state product and the gates (torch's gate order: LSTM i, f, g, o; GRU r, z, n). Layers stack
+(``num_layers``, ``dropout`` between them in training), run both ways (``bidirectional``), take batch-first
+or unbatched inputs, and LSTM projects its hidden state (``proj_size``). Parameters are registered and
+initialised in torch's order, uniform in +-1/sqrt(hidden_size), so the same seed gives torch's weights.
+Packed sequences are not supported. ``RNN`` and ``GRU`` take ``proj_size`` only to refuse it, as torch's.
+"""
+import math
+
+from ... import ops
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from ._utils import new_param_data
+from .module import Module
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _rnn_step(mode, x_proj, h, w_hh, b_hh):
+    """One step of a plain RNN: x_proj is x W_ih^T + b_ih."""
+    pre = x_proj + F.linear(h, w_hh, b_hh)
+    return F.relu(pre) if mode == "RNN_RELU" else pre.tanh()
+
+
+def _lstm_step(x_proj, state, w_hh, b_hh, w_hr):
+    h, c = state
+    i, f, g, o = (x_proj + F.linear(h, w_hh, b_hh)).chunk(4, -1)
+    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    h = o.sigmoid() * c.tanh()
+    return (h if w_hr is None else F.linear(h, w_hr)), c
+
+
+def _gru_step(x_proj, h, w_hh, b_hh):
+    xr, xz, xn = x_proj.chunk(3, -1)
+    hr, hz, hn = F.linear(h, w_hh, b_hh).chunk(3, -1)
+    r = (xr + hr).sigmoid()
+    z = (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return (1 - z) * n + z * h
+
+
+class RNNBase(Module):
+    """The shared layer stack of ``RNN``, ``LSTM`` and ``GRU`` (see the module docstring)."""
+
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__()
+        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+                             "element being zeroed")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than 0")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than 0")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        self.mode, self.input_size, self.hidden_size = mode, input_size, hidden_size
+        self.num_layers, self.bias, self.batch_first = num_layers, bias, batch_first
+        self.dropout, self.bidirectional, self.proj_size = float(dropout), bidirectional, proj_size
+        directions = 2 if bidirectional else 1
+        out_size = proj_size or hidden_size
+        gate_size = _GATES[mode] * hidden_size
+        self._flat_weights_names = []
+        for layer in range(num_layers):
+            for direction in range(directions):
+                suffix = f"_l{layer}" + ("_reverse" if direction else "")
+                layer_input = input_size if layer == 0 else out_size * directions
+                shapes = [("weight_ih", (gate_size, layer_input)), ("weight_hh", (gate_size, out_size))]
+                if bias:
+                    shapes += [("bias_ih", (gate_size,)), ("bias_hh", (gate_size,))]
+                if proj_size:
+                    shapes += [("weight_hr", (proj_size, hidden_size))]
+                for name, shape in shapes:
+                    setattr(self, name + suffix, Parameter(new_param_data(shape, device, dtype)))
+                    self._flat_weights_names.append(name + suffix)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def _weights(self, layer, direction):
+        suffix = f"_l{layer}" + ("_reverse" if direction else "")
+        get = lambda name: getattr(self, name + suffix, None)  # noqa: E731
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
+
+    def forward(self, input, hx=None):
+        """``input`` (T, N, H_in), (N, T, H_in) with ``batch_first``, or (T, H_in); returns the output sequence
+        and the last hidden state (h_n, or (h_n, c_n) for LSTM) with torch's shapes."""
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+        if input.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
+                               f"{input.shape[-1]}")
+        unbatched = input.dim() == 2
+        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+        directions = 2 if self.bidirectional else 1
+        states = self._initial_states(x, hx, unbatched, directions)
+        last_h, last_c = [], []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                index = layer * directions + direction
+                state = (states[0][index], states[1][index]) if self.mode == "LSTM" else states[index]
+                sequence, state = self._run(x, state, self._weights(layer, direction), reverse=direction == 1)
+                outputs.append(sequence)
+                last_h.append(state[0] if self.mode == "LSTM" else state)
+                if self.mode == "LSTM":
+                    last_c.append(state[1])
+            x = outputs[0] if directions == 1 else ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        output = x.squeeze(1) if unbatched else (x.transpose(0, 1) if self.batch_first else x)
+        h_n = ops.stack(last_h, 0)
+        h_n = h_n.squeeze(1) if unbatched else h_n
+        if self.mode != "LSTM":
+            return output, h_n
+        c_n = ops.stack(last_c, 0)
+        return output, (h_n, c_n.squeeze(1) if unbatched else c_n)
+
+    def _initial_states(self, x, hx, unbatched, directions):
+        batch = x.shape[1]
+        count = self.num_layers * directions
+        out_size = self.proj_size or self.hidden_size
+
+        def zeros(size):
+            return ops.zeros(count, batch, size, dtype=x.dtype, device=x.device)
+
+        def batched(state, size, name):
+            state = state.unsqueeze(1) if unbatched else state
+            expected = (count, batch, size)
+            if tuple(state.shape) != expected:
+                raise RuntimeError(f"Expected {name} size {expected}, got {tuple(state.shape)}")
+            return state
+        if self.mode == "LSTM":
+            if hx is None:
+                return zeros(out_size), zeros(self.hidden_size)
+            return batched(hx[0], out_size, "hidden"), batched(hx[1], self.hidden_size, "cell")
+        return zeros(out_size) if hx is None else batched(hx, out_size, "hidden")
+
+    def _run(self, x, state, weights, reverse):
+        """One direction of one layer over the whole sequence: the outputs (T, N, H_out) and the last state."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = weights
+        projected = F.linear(x, w_ih, b_ih)  # every time step's input product at once
+        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+        outputs = [None] * x.shape[0]
+        for t in steps:
+            if self.mode == "LSTM":
+                state = _lstm_step(projected[t], state, w_hh, b_hh, w_hr)
+                outputs[t] = state[0]
+            elif self.mode == "GRU":
+                state = outputs[t] = _gru_step(projected[t], state, w_hh, b_hh)
+            else:
+                state = outputs[t] = _rnn_step(self.mode, projected[t], state, w_hh, b_hh)
+        return ops.stack(outputs, 0), state
+
+    def extra_repr(self):
+        text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
+        if self.num_layers != 1:
+            text += f", num_layers={self.num_layers}"
+        if self.bias is not True:
+            text += f", bias={self.bias}"
+        if self.batch_first:
+            text += f", batch_first={self.batch_first}"
+        if self.dropout:
+            text += f", dropout={self.dropout}"
+        if self.bidirectional:
+            text += f", bidirectional={self.bidirectional}"
+        return text
+
+
+class RNN(RNNBase):
+    """Elman RNN: h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh) (``nonlinearity="relu"``: relu)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, nonlinearity="tanh", bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, device=None, dtype=None, proj_size=0):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+        self.nonlinearity = nonlinearity
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", input_size, hidden_size,
+                         num_layers, bias, batch_first, dropout, bidirectional, proj_size, device, dtype)
+
+
+class LSTM(RNNBase):
+    """Long short-term memory (Hochreiter and Schmidhuber 1997), optionally with a projected hidden state."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (Cho et al. 2014)."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
+                 bidirectional=False, device=None, dtype=None, proj_size=0):
+        super().__init__("GRU", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+                         proj_size, device, dtype)
+
+
+class RNNCellBase(Module):
+    """One step: parameters ``weight_ih``, ``weight_hh`` and (with ``bias``) ``bias_ih``, ``bias_hh``."""
+
+    def __init__(self, input_size, hidden_size, bias, gates, device=None, dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        self.weight_ih = Parameter(new_param_data((gates * hidden_size, input_size), device, dtype))
+        self.weight_hh = Parameter(new_param_data((gates * hidden_size, hidden_size), device, dtype))
+        if bias:
+            self.bias_ih = Parameter(new_param_data((gates * hidden_size,), device, dtype))
+            self.bias_hh = Parameter(new_param_data((gates * hidden_size,), device, dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        bound = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -bound, bound)
+
+    def _prepare(self, input, hx, cells=1):
+        """(input, states, unbatched): an unbatched input gets a batch of one; missing states are zeros."""
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        unbatched = input.dim() == 1
+        x = input.unsqueeze(0) if unbatched else input
+        if hx is None:
+            zeros = ops.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
+            return x, (zeros,) * cells, unbatched
+        states = hx if isinstance(hx, tuple) else (hx,)
+        return x, tuple(s.unsqueeze(0) if unbatched else s for s in states), unbatched
+
+    def extra_repr(self):
+        text = f"{self.input_size}, {self.hidden_size}"
+        return text if self.bias else text + ", bias=False"
+
+
+class RNNCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
+        self.nonlinearity = nonlinearity
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, (h,), unbatched = self._prepare(input, hx)
+        mode = "RNN_TANH" if self.nonlinearity == "tanh" else "RNN_RELU"
+        h = _rnn_step(mode, F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return h.squeeze(0) if unbatched else h
+
+    def extra_repr(self):
+        text = super().extra_repr()
+        return text if self.nonlinearity == "tanh" else text + f", nonlinearity={self.nonlinearity}"
+
+
+class LSTMCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, state, unbatched = self._prepare(input, hx, cells=2)
+        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), state, self.weight_hh, self.bias_hh, None)
+        return (h.squeeze(0), c.squeeze(0)) if unbatched else (h, c)
+
+
+class GRUCell(RNNCellBase):
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+
+    def forward(self, input, hx=None):
+        x, (h,), unbatched = self._prepare(input, hx)
+        h = _gru_step(F.linear(x, self.weight_ih, self.bias_ih), h, self.weight_hh, self.bias_hh)
+        return h.squeeze(0) if unbatched else h
+
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
