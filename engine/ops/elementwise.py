@@ -690,7 +690,7 @@ class Clamp(Function):
 
     def _shares(self, xp, x, lo, hi):
         """The parts of the gradient that go to x, lo and hi (None for an absent bound)."""
-        tensors = any(isinstance(b, xp.ndarray) and b.ndim for b in (lo, hi))
+        tensors = any(isinstance(b, xp.ndarray) for b in (lo, hi))
         if not tensors:
             inside = True
             if lo is not None:

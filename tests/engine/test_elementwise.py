@@ -76,12 +76,15 @@ def test_clamp_tensor_bounds():
 
 def test_clamp_gradients_where_x_meets_a_bound():
     """Ties: every (x, lo, hi) from {0, 1, 2}^3, bounds as tensors (shared half and half, crossed bounds give
-    hi) and as scalars (x gets nothing at a bound), one-sided too."""
+    hi; 0-dim tensors too) and as scalars (x gets nothing at a bound), one-sided too."""
     grid = np.array(np.meshgrid([0.0, 1.0, 2.0], [0.0, 1.0, 2.0], [0.0, 1.0, 2.0])).reshape(3, -1).astype(np.float32)
     x, lo, hi = grid
     check_op(lambda x, lo, hi: engine.clamp(x, lo, hi), lambda x, lo, hi: torch.clamp(x, lo, hi), [x, lo, hi])
     check_op(lambda x, lo: engine.clamp(x, min=lo), lambda x, lo: torch.clamp(x, min=lo), [x, lo])
     check_op(lambda x, hi: engine.clamp(x, max=hi), lambda x, hi: torch.clamp(x, max=hi), [x, hi])
+    for lo, hi in [(0.0, 2.0), (1.0, 1.0), (2.0, 0.0)]:  # 0-dim tensor bounds: tensor rules, gradients to them
+        check_op(lambda x, a, b: engine.clamp(x, a, b), lambda x, a, b: torch.clamp(x, a, b),
+                 [x, np.array(lo, np.float32), np.array(hi, np.float32)])
     for bounds in [(1.0, 1.0), (0.0, 2.0), (1.0, None), (None, 1.0), (2.0, 0.0)]:
         check_op(lambda x: engine.clamp(x, *bounds), lambda x: torch.clamp(x, *bounds), [x])
 
