@@ -15,7 +15,6 @@ from .rounding import fma32, fma64, libm
 
 _F32 = np.float32
 _F64 = np.float64
-_HALVES = _dtype.HALF_NP  # torch's kernels compute these in float32 and draw for both alike
 _MASK24 = np.uint32((1 << 24) - 1)
 _MASK53 = np.uint64((1 << 53) - 1)
 _TWO_PI_F32 = _F32(2.0 * math.pi)
@@ -39,7 +38,7 @@ def unit_float64(generator, count):
 def _cast(values, dtype):
     """float64 ``values`` in ``dtype`` as C++'s static_cast gives them (a double reaches half and bfloat16
     through float)."""
-    if dtype in _HALVES:
+    if dtype in _dtype.HALF_NP:
         values = values.astype(_F32)
     return values.astype(dtype, copy=False)
 
@@ -132,7 +131,7 @@ def _normal_blocks(generator, out, mean, std):
         stop = min(whole, start + _CHUNK)
         transform(draw(generator, stop - start), mean, std, flat[start:stop])
     if whole < count:
-        if out.dtype not in _HALVES:
+        if out.dtype not in _dtype.HALF_NP:
             draw(generator, count - whole)
         transform(draw(generator, _BLOCK), mean, std, flat[count - _BLOCK:])
 

@@ -7,6 +7,7 @@ from ... import backends
 from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...tensor import Tensor
+from .padding import pad
 
 
 def _tuple(value, n, name):
@@ -122,19 +123,24 @@ def _pads(padding, kernel, dilation, stride, nd):
     return tuple(amount for pair in pairs for amount in pair)
 
 
-def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
-    _check(input, weight, bias, nd, groups)
-    stride, dilation = _tuple(stride, nd, "stride"), _tuple(dilation, nd, "dilation")
-    kernel = tuple(weight.shape[2:])
-    pads = _pads(padding, kernel, dilation, stride, nd)
-    spatial = input.shape[-nd:]
-    padded = [n + pads[2 * i] + pads[2 * i + 1] for i, n in enumerate(([1] if nd == 1 else []) + list(spatial))]
-    padded = padded[-nd:]
+def _kernel_extents(spatial, pads, kernel, dilation):
+    """The dilated kernel's extent per dim, with torch's error where it is larger than the padded input.
+    ``pads`` is ``_pads``'s flat (before, after) per entry of ``spatial``; the last ``len(kernel)`` count."""
+    padded = [n + pads[2 * i] + pads[2 * i + 1] for i, n in enumerate(spatial)][-len(kernel):]
     extents = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
     if any(p < e for p, e in zip(padded, extents)):
         raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
                            f"Kernel size: ({' x '.join(map(str, extents))}). Kernel size can't be greater "
                            "than actual input size")
+    return extents
+
+
+def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
+    _check(input, weight, bias, nd, groups)
+    stride, dilation = _tuple(stride, nd, "stride"), _tuple(dilation, nd, "dilation")
+    kernel = tuple(weight.shape[2:])
+    pads = _pads(padding, kernel, dilation, stride, nd)
+    _kernel_extents(([1] if nd == 1 else []) + list(input.shape[-nd:]), pads, kernel, dilation)
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     fn = ConvNd(nd, (1,) + stride if nd == 1 else stride, pads, (1,) + dilation if nd == 1 else dilation, groups)
@@ -161,18 +167,12 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     A sum over the kernel's depth taps of 2-D convolutions, each over every output depth at once (folded into
     the batch): the 2-D kernels' im2col and GEMMs on the CPU and the GPU, and their gradients through autograd.
     """
-    from .padding import pad
     _check(input, weight, bias, 3, groups)
     stride, dilation = _tuple(stride, 3, "stride"), _tuple(dilation, 3, "dilation")
     kernel = tuple(weight.shape[2:])
     pads = _pads(padding, kernel, dilation, stride, 3)
     x = input.unsqueeze(0) if input.dim() == 4 else input
-    padded = [n + pads[2 * i] + pads[2 * i + 1] for i, n in enumerate(x.shape[2:])]
-    extents = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
-    if any(p < e for p, e in zip(padded, extents)):
-        raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
-                           f"Kernel size: ({' x '.join(map(str, extents))}). Kernel size can't be greater "
-                           "than actual input size")
+    extents = _kernel_extents(x.shape[2:], pads, kernel, dilation)
     if any(pads):
         x = pad(x, pads[4:6] + pads[2:4] + pads[0:2])
     n, c, depth, height, width = x.shape

@@ -6,10 +6,7 @@ whole-array pass per kernel tap (kh * kw of them) over strided views, on numpy a
 """
 from ...autograd.function import Function
 from ...ops._common import xp_of
-
-
-def _pair(value):
-    return tuple(int(v) for v in value) if isinstance(value, (tuple, list)) else (int(value), int(value))
+from .conv import _tuple
 
 
 def _blocks(size, kernel, dilation, padding, stride):
@@ -83,7 +80,8 @@ class Fold(Function):
 
 
 def _geometry(kernel_size, dilation, padding, stride):
-    geometry = tuple(_pair(v) for v in (kernel_size, dilation, padding, stride))
+    geometry = tuple(_tuple(value, 2, name) for value, name in
+                     zip((kernel_size, dilation, padding, stride), ("kernel_size", "dilation", "padding", "stride")))
     kernel, dilation, padding, stride = geometry
     if min(kernel) <= 0:
         raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {kernel[0]} "
@@ -122,7 +120,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
                                   f"(got {input.dim()}D)")
     geometry = _geometry(kernel_size, dilation, padding, stride)
-    size = _pair(output_size)
+    size = _tuple(output_size, 2, "output_size")
     kernel, dilation, padding, stride = geometry
     cols = input if input.dim() == 3 else input.unsqueeze(0)
     if cols.shape[1] % (kernel[0] * kernel[1]):

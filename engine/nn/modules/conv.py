@@ -95,7 +95,21 @@ class _ConvNd(Module):
         self.__dict__.setdefault("padding_mode", "zeros")
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """The forward of Conv1d/2d/3d: F.conv{n}d, after F.pad for a padding_mode other than 'zeros'."""
+
+    def _conv_forward(self, input, weight, bias):
+        conv = getattr(F, f"conv{len(self.kernel_size)}d")
+        if self.padding_mode != "zeros":
+            return conv(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
+                        weight, bias, self.stride, 0, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class Conv1d(_Conv):
     """1-D convolution over (N, C, L) inputs."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
@@ -104,17 +118,8 @@ class Conv1d(_ConvNd):
         super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride), padding,
                          _single(dilation), False, _single(0), groups, bias, padding_mode, device, dtype)
 
-    def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return F.conv1d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
-                            weight, bias, self.stride, _single(0), self.dilation, self.groups)
-        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
-
-
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-D convolution over (N, C, H, W) inputs; padding int, tuple, 'same' or 'valid'."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
@@ -123,17 +128,8 @@ class Conv2d(_ConvNd):
         super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride), padding,
                          _pair(dilation), False, _pair(0), groups, bias, padding_mode, device, dtype)
 
-    def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return F.conv2d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
-                            weight, bias, self.stride, _pair(0), self.dilation, self.groups)
-        return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
-
-
-class Conv3d(_ConvNd):
+class Conv3d(_Conv):
     """3-D convolution over (N, C, D, H, W) inputs (video, volumes); padding int, tuple, 'same' or 'valid'."""
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
@@ -141,15 +137,6 @@ class Conv3d(_ConvNd):
         padding = padding if isinstance(padding, str) else _triple(padding)
         super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride), padding,
                          _triple(dilation), False, _triple(0), groups, bias, padding_mode, device, dtype)
-
-    def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode),
-                            weight, bias, self.stride, _triple(0), self.dilation, self.groups)
-        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
 
 
 class _ConvTransposeNd(_ConvNd):

@@ -43,6 +43,12 @@ def _is_causal_mask(mask, is_causal, size):
     return tuple(mask.shape) == tuple(causal.shape) and bool((mask == causal).all())
 
 
+def _sequence_length(layers, x):
+    """The length of sequence x (unbatched (S, E), or batched as the stack's layers take it)."""
+    batch_first = layers[0].self_attn.batch_first if len(layers) else False
+    return x.shape[0] if x.dim() == 2 else x.shape[1 if batch_first else 0]
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention and a two-layer feed-forward block, each with dropout, a residual and a LayerNorm.
 
@@ -115,10 +121,8 @@ class TransformerEncoder(Module):
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         """Run the layers in turn; ``is_causal=None`` detects whether ``mask`` is the causal mask."""
-        batch_first = self.layers[0].self_attn.batch_first if self.num_layers else False
-        seq_len = src.shape[0] if src.dim() == 2 else src.shape[1 if batch_first else 0]
         mask = _canonical_mask(mask, "mask", src.dtype)
-        is_causal = _is_causal_mask(mask, is_causal, seq_len)
+        is_causal = _is_causal_mask(mask, is_causal, _sequence_length(self.layers, src))
         output = src
         for layer in self.layers:
             output = layer(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
@@ -191,9 +195,7 @@ class TransformerDecoder(Module):
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
         """Run the layers in turn; ``tgt_is_causal=None`` detects whether ``tgt_mask`` is the causal mask."""
-        batch_first = self.layers[0].self_attn.batch_first if self.num_layers else False
-        seq_len = tgt.shape[0] if tgt.dim() == 2 else tgt.shape[1 if batch_first else 0]
-        tgt_is_causal = _is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
+        tgt_is_causal = _is_causal_mask(tgt_mask, tgt_is_causal, _sequence_length(self.layers, tgt))
         output = tgt
         for layer in self.layers:
             output = layer(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
