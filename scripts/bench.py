@@ -8,7 +8,8 @@ resnet (eager and nn.Graph inference), mobilenet (the same for MobileNetV2/V3), 
 step), build (model construction), load (weights from the cache), memory (peak inference memory
 above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and
 nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager and nn.Graph inference of
-efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), onnxruntime (reference: ONNX Runtime
+efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), bfloat16 (resnet50 eager inference in
+float32, in bfloat16, and under CPU autocast), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
 resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
 replay and its memory against PyTorch's eager peak, and at batch 64 with bfloat16 autocast against PyTorch's
@@ -23,6 +24,7 @@ PyTorch's time depending on the order of runs in one process, 1.30-1.40x in sepa
 The machine is noisy: compare ratios from one run, not absolute times across runs.
 """
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -216,6 +218,24 @@ def suite_families(args, torch, engine):
     convnext_tiny, vit_b_16, swin_t, regnet_y_800mf."""
     return _classification_rows(args, torch, engine, ("efficientnet_b0", "convnext_tiny", "vit_b_16", "swin_t",
                                                       "regnet_y_800mf"))
+
+
+def suite_bfloat16(args, torch, engine):
+    """resnet50 eager inference at ``--batch`` in float32, with the model and input in bfloat16, and in float32
+    under ``autocast("cpu")`` (bfloat16 convolutions and GEMMs)."""
+    ref, ours = _models(torch, engine, "resnet50")
+    x = np.random.default_rng(0).standard_normal((args.batch, 3, 224, 224), dtype=np.float32)
+    rows = []
+    for case, cast in (("float32", None), ("bfloat16", "bfloat16"), ("autocast bfloat16", None)):
+        for who, lib, model in (("torch", torch, ref), ("ours", engine, ours)):
+            model = model if cast is None else copy.deepcopy(model).to(getattr(lib, cast))
+            data = lib.from_numpy(x) if cast is None else lib.from_numpy(x).to(getattr(lib, cast))
+
+            def run(lib=lib, model=model, data=data, autocast=case.startswith("autocast")):
+                with lib.no_grad(), lib.autocast("cpu", enabled=autocast):
+                    model(data)
+            rows.append((f"resnet50 eager b{args.batch} {case}", who, median_time(run, args.repeat, who)))
+    return rows
 
 
 def _seeded_pair(torch, tv_module, fv_module, name, **kwargs):
@@ -527,7 +547,6 @@ def _gpu_graph_rows(args, torch, engine, models, batches, eager_rows):
 def _gpu_amp_rows(args, torch, engine, models, x):
     """resnet50 inference at batch 64 with bfloat16 autocast: our nn.Graph with ``config.enable_amp`` against
     PyTorch's fastest eager form of it, ``torch.autocast`` with the model and input in channels_last."""
-    import copy
     case = f"resnet50 graph amp b{x.shape[0]} vs PyTorch autocast + channels_last"
     theirs = copy.deepcopy(models["torch"]).to(memory_format=torch.channels_last)
     inputs = torch.from_numpy(x).cuda().to(memory_format=torch.channels_last)
@@ -738,7 +757,7 @@ def suite_distributed(args, torch, engine):
 SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet, "train": suite_train,
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
           "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu,
-          "families": suite_families, "distributed": suite_distributed}
+          "families": suite_families, "distributed": suite_distributed, "bfloat16": suite_bfloat16}
 UNITS = {"memory": "MiB"}
 # suites measured in this process: memory runs each framework in a process of its own, and on the GPU the
 # frameworks' memory pools are separate
