@@ -51,6 +51,10 @@ CPU_OPS = {
     "batch_norm with float32 statistics": (lambda L, a: L.nn.functional.batch_norm(
         a, L.zeros(3), L.ones(3), L.ones(3), L.zeros(3)), [_x4]),
     "max_pool2d (not listed)": (lambda L, a: L.nn.functional.max_pool2d(a, 2), [_x4]),
+    "max_pool3d": (lambda L, a: L.nn.functional.max_pool3d(a, 2), [_randn(2, 2, 3, 4, 4)]),
+    "avg_pool3d": (lambda L, a: L.nn.functional.avg_pool3d(a, 2), [_randn(2, 2, 3, 4, 4)]),
+    "adaptive_avg_pool3d": (lambda L, a: L.nn.functional.adaptive_avg_pool3d(a, 2), [_randn(2, 2, 3, 4, 4)]),
+    "adaptive_max_pool3d": (lambda L, a: L.nn.functional.adaptive_max_pool3d(a, 2), [_randn(2, 2, 3, 4, 4)]),
     "exp (CUDA's list only)": (lambda L, a: a.exp(), [_x3]),
     "sum (CUDA's list only)": (lambda L, a: a.sum(), [_x3]),
     "cross_entropy": (lambda L, a: L.nn.functional.cross_entropy(a, L.from_numpy(_labels)), [_randn(3, 5)]),

@@ -10,6 +10,7 @@ from .loss import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
+from .pooling3d import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
