@@ -47,7 +47,8 @@ def taps(n_in, n_out, mode, align_corners, scale, f):
         s = f(n_in - 1) / f(n_out - 1) if n_out > 1 else f(0)
         src = s * dst
     else:
-        src = _scale(n_in, n_out, scale, f) * (dst + f(0.5)) - f(0.5)
+        # one rounding of scale * (dst + 0.5) - 0.5, as torch's kernels get from a fused multiply-add
+        src = (np.float64(_scale(n_in, n_out, scale, f)) * (np.arange(n_out) + 0.5) - 0.5).astype(f)
         if mode != "bicubic":
             src = np.maximum(src, f(0))
     i0 = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
