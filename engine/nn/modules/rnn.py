@@ -5,14 +5,21 @@ with the hidden-state product and the gates (torch's gate order: LSTM i, f, g, o
 (``num_layers``, ``dropout`` between them in training), run both ways (``bidirectional``), take batch-first
 or unbatched inputs, and LSTM projects its hidden state (``proj_size``). Parameters are registered and
 initialised in torch's order, uniform in +-1/sqrt(hidden_size), so the same seed gives torch's weights.
-Packed sequences are not supported. ``RNN`` and ``GRU`` take ``proj_size`` only to refuse it, as torch's.
+``RNN`` and ``GRU`` take ``proj_size`` only to refuse it, as torch's.
+
+Every input runs in packed form, as torch runs a ``PackedSequence``: rows sorted by decreasing length, step
+after step, and at each step only the sequences still running (a padded batch keeps them all). The batch
+shrinks forward and grows in reverse, so each sequence's last state is taken at its own last step and the
+reverse direction starts there; the steps only slice rows, no masks and no wasted work.
 """
+import itertools
 import math
 
 from ... import ops
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from ._utils import new_param_data
 from .module import Module
 
@@ -93,74 +100,112 @@ class RNNBase(Module):
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
     def forward(self, input, hx=None):
-        """``input`` (T, N, H_in), (N, T, H_in) with ``batch_first``, or (T, H_in); returns the output sequence
-        and the last hidden state (h_n, or (h_n, c_n) for LSTM) with torch's shapes."""
-        if input.dim() not in (2, 3):
-            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
-        if input.shape[-1] != self.input_size:
+        """``input`` (T, N, H_in), (N, T, H_in) with ``batch_first``, (T, H_in), or a ``PackedSequence``; returns
+        the output sequence (packed for packed input) and the last hidden state (h_n, or (h_n, c_n) for LSTM)
+        with torch's shapes. A packed batch runs sorted by length: ``hx`` comes in the original order and is
+        permuted by ``sorted_indices``, the last states go back by ``unsorted_indices``."""
+        packed = isinstance(input, PackedSequence)
+        if packed:
+            if input.data.dim() != 2:
+                raise RuntimeError(f"input must have 2 dimensions, got {input.data.dim()}")
+            x, batch_sizes, unbatched = input.data, input.batch_sizes.tolist(), False
+        else:
+            if input.dim() not in (2, 3):
+                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+            unbatched = input.dim() == 2
+            padded = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
+            steps, batch = padded.shape[:2]
+            x, batch_sizes = padded.reshape(steps * batch, padded.shape[2]), [batch] * steps
+        if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
-                               f"{input.shape[-1]}")
-        unbatched = input.dim() == 2
-        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
-        directions = 2 if self.bidirectional else 1
-        states = self._initial_states(x, hx, unbatched, directions)
-        last_h, last_c = [], []
-        for layer in range(self.num_layers):
-            outputs = []
-            for direction in range(directions):
-                index = layer * directions + direction
-                state = (states[0][index], states[1][index]) if self.mode == "LSTM" else states[index]
-                sequence, state = self._run(x, state, self._weights(layer, direction), reverse=direction == 1)
-                outputs.append(sequence)
-                last_h.append(state[0] if self.mode == "LSTM" else state)
-                if self.mode == "LSTM":
-                    last_c.append(state[1])
-            x = outputs[0] if directions == 1 else ops.cat(outputs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                x = F.dropout(x, self.dropout, True)
-        output = x.squeeze(1) if unbatched else (x.transpose(0, 1) if self.batch_first else x)
-        h_n = ops.stack(last_h, 0)
-        h_n = h_n.squeeze(1) if unbatched else h_n
-        if self.mode != "LSTM":
-            return output, h_n
-        c_n = ops.stack(last_c, 0)
-        return output, (h_n, c_n.squeeze(1) if unbatched else c_n)
+                               f"{x.shape[-1]}")
+        states = self._initial_states(batch_sizes[0], x, hx, unbatched)
+        if packed and input.sorted_indices is not None:
+            states = tuple(s.index_select(1, input.sorted_indices) for s in states)
+        x, last = self._layers(x, batch_sizes, states)
+        if packed:
+            output = PackedSequence(x, input.batch_sizes, input.sorted_indices, input.unsorted_indices)
+            if input.unsorted_indices is not None:
+                last = tuple(s.index_select(1, input.unsorted_indices) for s in last)
+        else:
+            output = x.reshape(steps, batch, x.shape[-1])
+            output = output.squeeze(1) if unbatched else (output.transpose(0, 1) if self.batch_first else output)
+            last = tuple(s.squeeze(1) for s in last) if unbatched else last
+        return (output, last) if self.mode == "LSTM" else (output, last[0])
 
-    def _initial_states(self, x, hx, unbatched, directions):
-        batch = x.shape[1]
-        count = self.num_layers * directions
+    def _initial_states(self, batch, like, hx, unbatched):
+        """The initial states as a tuple, (h_0, c_0) for LSTM or (h_0,), each (layers * directions, batch, H):
+        ``hx`` checked against torch's shapes, or zeros of ``like``'s dtype and device."""
+        count = self.num_layers * (2 if self.bidirectional else 1)
         out_size = self.proj_size or self.hidden_size
 
         def zeros(size):
-            return ops.zeros(count, batch, size, dtype=x.dtype, device=x.device)
+            return ops.zeros(count, batch, size, dtype=like.dtype, device=like.device)
 
         def batched(state, size, name):
             state = state.unsqueeze(1) if unbatched else state
             expected = (count, batch, size)
             if tuple(state.shape) != expected:
-                raise RuntimeError(f"Expected {name} size {expected}, got {tuple(state.shape)}")
+                raise RuntimeError(f"Expected {name} size {expected}, got {list(state.shape)}")
             return state
         if self.mode == "LSTM":
             if hx is None:
                 return zeros(out_size), zeros(self.hidden_size)
             return batched(hx[0], out_size, "hidden"), batched(hx[1], self.hidden_size, "cell")
-        return zeros(out_size) if hx is None else batched(hx, out_size, "hidden")
+        return (zeros(out_size) if hx is None else batched(hx, out_size, "hidden"),)
 
-    def _run(self, x, state, weights, reverse):
-        """One direction of one layer over the whole sequence: the outputs (T, N, H_out) and the last state."""
+    def _layers(self, x, batch_sizes, states):
+        """The layer stack over packed rows ``x``: the last layer's output rows and the last states, stacked
+        like ``states`` (layer-major, then direction)."""
+        directions = 2 if self.bidirectional else 1
+        last = []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                index = layer * directions + direction
+                sequence, state = self._run(x, batch_sizes, tuple(s[index] for s in states),
+                                            self._weights(layer, direction), reverse=direction == 1)
+                outputs.append(sequence)
+                last.append(state)
+            x = outputs[0] if directions == 1 else ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, tuple(ops.stack(parts, 0) for parts in zip(*last))
+
+    def _step(self, x_proj, state, w_hh, b_hh, w_hr):
+        """One time step of this layer's cell on a state tuple."""
+        if self.mode == "LSTM":
+            return _lstm_step(x_proj, state, w_hh, b_hh, w_hr)
+        if self.mode == "GRU":
+            return (_gru_step(x_proj, state[0], w_hh, b_hh),)
+        return (_rnn_step(self.mode, x_proj, state[0], w_hh, b_hh),)
+
+    def _run(self, x, batch_sizes, state, weights, reverse):
+        """One direction of one layer over packed rows ``x`` (sum(batch_sizes), H_in): step t takes the next
+        ``batch_sizes[t]`` rows, those of the first sequences of the batch (longest first; a padded batch is
+        the case of equal sizes). Going forward, the batch shrinks: a sequence's state is set aside after its
+        last step. In reverse it grows: a sequence joins at its own last step with its initial state. Returns
+        the output rows, packed like ``x``, and the last state tuple of every sequence."""
         w_ih, w_hh, b_ih, b_hh, w_hr = weights
         projected = F.linear(x, w_ih, b_ih)  # every time step's input product at once
-        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
-        outputs = [None] * x.shape[0]
+        starts = list(itertools.accumulate(batch_sizes, initial=0))
+        initial = state
+        if reverse and batch_sizes[-1] < batch_sizes[0]:
+            state = tuple(s[:batch_sizes[-1]] for s in initial)
+        outputs, finished = [None] * len(batch_sizes), []
+        steps = range(len(batch_sizes) - 1, -1, -1) if reverse else range(len(batch_sizes))
         for t in steps:
-            if self.mode == "LSTM":
-                state = _lstm_step(projected[t], state, w_hh, b_hh, w_hr)
-                outputs[t] = state[0]
-            elif self.mode == "GRU":
-                state = outputs[t] = _gru_step(projected[t], state, w_hh, b_hh)
-            else:
-                state = outputs[t] = _rnn_step(self.mode, projected[t], state, w_hh, b_hh)
-        return ops.stack(outputs, 0), state
+            size, running = batch_sizes[t], state[0].shape[0]
+            if size < running:
+                finished.append(tuple(s[size:] for s in state))
+                state = tuple(s[:size] for s in state)
+            elif size > running:
+                state = tuple(ops.cat([s, s0[running:size]], 0) for s, s0 in zip(state, initial))
+            state = self._step(projected[starts[t]:starts[t + 1]], state, w_hh, b_hh, w_hr)
+            outputs[t] = state[0]
+        if finished:  # the sequences ended in decreasing batch position: the last state in batch order
+            state = tuple(ops.cat(parts, 0) for parts in zip(state, *reversed(finished)))
+        return ops.cat(outputs, 0), state
 
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"
