@@ -4,7 +4,8 @@
     python scripts/model_table.py --check    # exit 1 when README.md's table is not this one
 
 One row per family module: its models (aliases left out), the weight tags they publish and the best
-published metric (ImageNet-1K acc@1 for classifiers, box mAP for detectors, mIoU for segmentation).
+published metric (ImageNet-1K acc@1 for classifiers, Kinetics-400 acc@1 for video classifiers, box mAP for
+detectors, mIoU for segmentation).
 """
 import argparse
 import os
@@ -14,6 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- model zoo: scripts/model_table.py -->", "<!-- end of model zoo -->"
 # the metric a family's weights are best known by, in the manifest's metric names
 _METRICS = (("acc@1", "acc@1 {:.1f}"), ("box_map", "box mAP {:.1f}"), ("miou", "mIoU {:.1f}"))
+# datasets named after the metric: those not implied by it (acc@1 is ImageNet-1K's unless said)
+_NAMED_DATASETS = ("Kinetics-400",)
 
 
 def _best(names):
@@ -21,11 +24,12 @@ def _best(names):
     from flowvision.models import get_model_weights, list_pretrained
 
     for key, text in _METRICS:
-        values = [dataset[key] for name in names if name in list_pretrained()
-                  for member in get_model_weights(name) for dataset in member.meta["_metrics"].values()
-                  if key in dataset]
+        values = [(metrics[key], dataset) for name in names if name in list_pretrained()
+                  for member in get_model_weights(name) for dataset, metrics in member.meta["_metrics"].items()
+                  if key in metrics]
         if values:
-            return text.format(max(values))
+            value, dataset = max(values)
+            return text.format(value) + (f" ({dataset})" if dataset in _NAMED_DATASETS else "")
     return "-"
 
 

@@ -61,7 +61,7 @@ def _weights_paragraph(name, weights_enum):
         headline = next((f"{k} {metrics[k]:g}" for k in ("acc@1", "box_map", "miou") if k in metrics), "")
         default = ", the DEFAULT" if weights_enum.DEFAULT.name == tag else ""
         described.append(f"{tag} ({headline}{default})" if headline or default else tag)
-    dense = sys.modules[_model_entrypoints[name].__module__].__name__.split(".")[-2] in ("segmentation", "detection")
+    dense = sys.modules[_model_entrypoints[name].__module__].__name__.split(".")[-2] in ("segmentation", "detection", "video")
     legacy = "IMAGENET1K_V1" if "IMAGENET1K_V1" in tags else (tags[0] if dense else None)
     pretrained = (f"``pretrained=True`` loads {legacy}, as torchvision's legacy flag does." if legacy else
                   "``pretrained=True`` has no legacy weights to load here: pass ``weights=``.")

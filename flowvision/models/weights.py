@@ -22,7 +22,8 @@ from PIL import Image
 
 import engine
 
-__all__ = ["Weights", "WeightsEnum", "ImageClassification", "SemanticSegmentation", "ObjectDetection", "get_model_weights",
+__all__ = ["Weights", "WeightsEnum", "ImageClassification", "SemanticSegmentation", "ObjectDetection",
+           "VideoClassification", "get_model_weights",
            "get_weight", "list_pretrained", "resolve_weights", "load_pretrained", "URL_BASE", "ENV_URL_BASE",
            "ENV_MANIFEST"]
 
@@ -176,8 +177,51 @@ class ObjectDetection:
         return "ObjectDetection()"
 
 
+class VideoClassification:
+    """Kinetics preprocessing for clips, as torchvision's preset: every frame resized (no antialiasing) to
+    ``resize_size`` (a (height, width) pair, or one number for the short side), center-cropped to ``crop_size``
+    (zero-padded where larger), scaled to [0, 1], normalized, and the time axis moved behind the channels. The
+    steps are ``flowvision.transforms.functional``'s, so uint8 frames round after the resize as torchvision's.
+
+    Takes a (T, C, H, W) clip or a (B, T, C, H, W) batch of clips, as an engine tensor or a numpy array: uint8
+    in [0, 255] or floating in [0, 1]. Returns float32 (C, T, crop_h, crop_w) or (B, C, T, crop_h, crop_w), the
+    layout the video models take.
+    """
+
+    def __init__(self, crop_size, resize_size, mean=(0.43216, 0.394666, 0.37645), std=(0.22803, 0.22145, 0.216989),
+                 interpolation="bilinear"):
+        self.crop_size = [int(v) for v in crop_size]
+        sizes = resize_size if isinstance(resize_size, (list, tuple)) else [resize_size]
+        self.resize_size = [int(v) for v in sizes]
+        self.mean = [float(v) for v in mean]
+        self.std = [float(v) for v in std]
+        self.interpolation = interpolation
+
+    def __call__(self, video):
+        from ..transforms import functional as F
+
+        clips = video if isinstance(video, engine.Tensor) else engine.from_numpy(np.ascontiguousarray(video))
+        if clips.dim() not in (4, 5):
+            raise ValueError(f"expected a (T, C, H, W) clip or a (B, T, C, H, W) batch, got shape {tuple(clips.shape)}")
+        batch = clips if clips.dim() == 5 else clips.unsqueeze(0)
+        n, t, c, h, w = batch.shape
+        frames = batch.reshape(n * t, c, h, w)
+        frames = F.resize(frames, self.resize_size, interpolation=F.InterpolationMode(self.interpolation),
+                          antialias=False)
+        frames = F.center_crop(frames, self.crop_size)
+        frames = F.convert_image_dtype(frames, engine.float32)
+        frames = F.normalize(frames, mean=self.mean, std=self.std)
+        out = frames.reshape(n, t, c, *self.crop_size).permute(0, 2, 1, 3, 4).contiguous()
+        return out if clips.dim() == 5 else out.squeeze(0)
+
+    def __repr__(self):
+        lines = [f"crop_size={self.crop_size}", f"resize_size={self.resize_size}", f"mean={self.mean}",
+                 f"std={self.std}", f"interpolation={self.interpolation}"]
+        return "VideoClassification(\n" + "".join(f"    {line}\n" for line in lines) + ")"
+
+
 _TRANSFORMS = {"ImageClassification": ImageClassification, "SemanticSegmentation": SemanticSegmentation,
-               "ObjectDetection": ObjectDetection}
+               "ObjectDetection": ObjectDetection, "VideoClassification": VideoClassification}
 
 
 class Weights:

@@ -7,7 +7,7 @@ from .diou_loss import distance_box_iou_loss
 from .feature_pyramid_network import FeaturePyramidNetwork
 from .focal_loss import sigmoid_focal_loss
 from .giou_loss import generalized_box_iou_loss
-from .misc import MLP, Conv2dNormActivation, FrozenBatchNorm2d, Permute, SqueezeExcitation
+from .misc import MLP, Conv2dNormActivation, Conv3dNormActivation, FrozenBatchNorm2d, Permute, SqueezeExcitation
 from .poolers import MultiScaleRoIAlign
 from .roi_align import RoIAlign, roi_align
 from .roi_pool import RoIPool, roi_pool
@@ -17,5 +17,5 @@ __all__ = ["masks_to_boxes", "nms", "batched_nms", "remove_small_boxes", "clip_b
            "box_area", "box_iou", "generalized_box_iou", "distance_box_iou", "complete_box_iou", "roi_align",
            "RoIAlign", "roi_pool", "RoIPool", "MultiScaleRoIAlign", "FeaturePyramidNetwork", "sigmoid_focal_loss",
            "generalized_box_iou_loss", "distance_box_iou_loss", "complete_box_iou_loss", "FrozenBatchNorm2d",
-           "Conv2dNormActivation", "SqueezeExcitation", "MLP", "Permute", "convert_boxes_to_roi_format",
-           "stochastic_depth", "StochasticDepth"]
+           "Conv2dNormActivation", "Conv3dNormActivation", "SqueezeExcitation", "MLP", "Permute",
+           "convert_boxes_to_roi_format", "stochastic_depth", "StochasticDepth"]

@@ -6,7 +6,8 @@ of models built from them (MobileNet, EfficientNet, detection heads) equal torch
 import engine
 from engine import nn
 
-__all__ = ["ConvNormActivation", "Conv2dNormActivation", "SqueezeExcitation", "FrozenBatchNorm2d", "MLP", "Permute"]
+__all__ = ["ConvNormActivation", "Conv2dNormActivation", "Conv3dNormActivation", "SqueezeExcitation", "FrozenBatchNorm2d",
+           "MLP", "Permute"]
 
 
 class ConvNormActivation(nn.Sequential):
@@ -50,6 +51,15 @@ class Conv2dNormActivation(ConvNormActivation):
                  norm_layer=nn.BatchNorm2d, activation_layer=nn.ReLU, dilation=1, inplace=True, bias=None):
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, groups, norm_layer,
                          activation_layer, dilation, inplace, bias, nn.Conv2d)
+
+
+class Conv3dNormActivation(ConvNormActivation):
+    """``ConvNormActivation`` with a 3-d convolution and, by default, a 3-d batch norm (video models)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size=3, stride=1, padding=None, groups=1,
+                 norm_layer=nn.BatchNorm3d, activation_layer=nn.ReLU, dilation=1, inplace=True, bias=None):
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, groups, norm_layer,
+                         activation_layer, dilation, inplace, bias, nn.Conv3d)
 
 
 class SqueezeExcitation(nn.Module):

@@ -11,6 +11,7 @@ import numpy as np
 from PIL import Image, ImageEnhance, ImageOps
 
 import engine
+from engine.backends.interpolation_geometry import taps
 from engine.nn.functional import interpolate
 
 
@@ -312,8 +313,26 @@ def _aa_weights(n_in, n_out, mode):
     return w / w.sum(axis=1, keepdims=True)
 
 
+def _fused_linear(x, axis, n_out):
+    """Linear interpolation of float32 ``x`` along ``axis`` in torch's arithmetic to the bit: ``w0 * x0``
+    fused into ``w1 * x1`` (one multiply-add, one rounding), as torch's compiled kernel computes it."""
+    index, weight = taps(x.shape[axis], n_out, "linear", False, None, np.float32)
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    x0 = np.take(x, index[:, 0], axis=axis)
+    if index.shape[1] == 1:
+        return x0
+    x1 = np.take(x, index[:, 1], axis=axis)
+    far = x1 * weight[:, 1].reshape(shape)
+    return (x0.astype(np.float64) * weight[:, 0].reshape(shape) + far).astype(np.float32)
+
+
 def _resize_array(a, size, mode, antialias):
-    """Resize a [..., H, W] array the way torchvision resizes tensors."""
+    """Resize a [..., H, W] array the way torchvision resizes tensors.
+
+    Integer images resized bilinearly take ``_fused_linear`` (the width first, as torch's kernel), so that a
+    value on a .5 boundary rounds as torchvision's; the matrix products of ``interpolate`` sum in another
+    order, one float32 step away."""
     out_dtype = a.dtype
     lead = a.shape[:-2]
     x = _work_float(a).reshape((-1, 1) + a.shape[-2:])
@@ -321,6 +340,8 @@ def _resize_array(a, size, mode, antialias):
         wh = _aa_weights(a.shape[-2], size[0], mode).astype(x.dtype)
         ww = _aa_weights(a.shape[-1], size[1], mode).astype(x.dtype)
         y = wh @ x @ ww.T
+    elif mode == "bilinear" and out_dtype in _ROUNDED and x.dtype == np.float32:
+        y = _fused_linear(_fused_linear(x, 3, size[1]), 2, size[0])
     else:
         align = False if mode in ("bilinear", "bicubic") else None
         y = _arr(interpolate(engine.from_numpy(np.ascontiguousarray(x)), size=list(size), mode=mode,

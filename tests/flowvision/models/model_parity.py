@@ -8,11 +8,11 @@ from op_check import assert_close
 
 
 def randomize_norms(model, seed):
-    """Give every BatchNorm random running stats and affine parameters (default ones hide bugs)."""
+    """Give every 2-d and 3-d BatchNorm random running stats and affine parameters (default ones hide bugs)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
+            if isinstance(m, (torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)):
                 c = m.num_features
                 m.running_mean.copy_(torch.randn(c, generator=g) * 0.1)
                 m.running_var.copy_(torch.rand(c, generator=g) * 1.5 + 0.5)
@@ -26,7 +26,7 @@ def randomize_engine_norms(model, seed=0):
     of every BatchNorm, as the defaults would hide a wrong fold or a wrong device transfer."""
     rng = np.random.default_rng(seed)
     for m in model.modules():
-        if isinstance(m, engine.nn.BatchNorm2d):
+        if isinstance(m, (engine.nn.BatchNorm2d, engine.nn.BatchNorm3d)):
             c = m.num_features
             m.running_mean.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
             m.running_var.copy_(engine.from_numpy(rng.uniform(0.5, 2.0, c).astype(np.float32)))
@@ -54,7 +54,8 @@ def torch_model(name, seed=0, **kwargs):
     import torchvision.models as tv
 
     torch.manual_seed(seed)
-    return randomize_norms(getattr(tv, name)(**kwargs), seed).eval()
+    builder = getattr(tv, name) if hasattr(tv, name) else getattr(tv.video, name)
+    return randomize_norms(builder(**kwargs), seed).eval()
 
 
 def numpy_state(model):

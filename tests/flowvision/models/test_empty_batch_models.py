@@ -43,12 +43,16 @@ _QUIET_INIT = {"googlenet": dict(init_weights=False), "inception_v3": dict(init_
 
 
 def _input_size(name):
-    """The smallest input the model takes; Inception v3 trains its auxiliary head from 299 pixels up."""
+    """The smallest input the model takes, (T, H, W) for a video model; Inception v3 trains its auxiliary head
+    from 299 pixels up."""
     if name == "inception_v3":
         return (299, 299)
     if name not in models.list_pretrained():
         return (64, 64)
-    return tuple(models.get_model_weights(name).DEFAULT.meta["min_size"])
+    meta = models.get_model_weights(name).DEFAULT.meta
+    if meta["categories"] == models.video.R3D_18_Weights.DEFAULT.meta["categories"]:
+        return (meta.get("min_temporal_size", 4),) + tuple(max(n, 16) for n in meta["min_size"])
+    return tuple(meta["min_size"])
 
 
 def _outputs(result):
@@ -112,7 +116,8 @@ def no_numpy_warnings():
 def test_classifier_on_an_empty_batch(name):
     kwargs = _QUIET_INIT.get(name, {})
     torch.manual_seed(0)
-    ref = randomize_norms(he_weights(getattr(tv, name)(**kwargs), 0), 0)
+    builder = getattr(tv, name) if hasattr(tv, name) else getattr(tv.video, name)
+    ref = randomize_norms(he_weights(builder(**kwargs), 0), 0)
     ours = models.create_model(name, **kwargs)
     ours.load_state_dict(numpy_state(ref))
     _check_empty_batch(ours, ref, _input_size(name))

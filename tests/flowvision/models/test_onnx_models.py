@@ -31,11 +31,13 @@ EVERY = bool(os.environ.get("ONNX_EVERY_MODEL"))
 def _published(name, key, default):
     if name not in models.list_pretrained():
         return default
-    return models.get_model_weights(name).DEFAULT.meta[key]
+    return models.get_model_weights(name).DEFAULT.meta.get(key, default)
 
 
+_VIDEO_MODULES = {m for m in models.list_modules()
+                  if models.model_entrypoint(models.list_models(module=m)[0]).__module__.startswith(models.video.__name__)}
 _FAMILIES = {m: [n for n in models.list_models(module=m) if not models.model_alias_of(n)]
-             for m in models.list_modules() if m not in set(_SEGMENTATION_MODULES) | _DETECTION_MODULES}
+             for m in models.list_modules() if m not in set(_SEGMENTATION_MODULES) | _DETECTION_MODULES | _VIDEO_MODULES}
 
 
 def _cheapest(names):
@@ -73,6 +75,20 @@ def test_classifier(name):
     min_height, min_width = _published(name, "min_size", (1, 1))
     height, width = (224, 224) if min_height >= 224 else (max(63, min_height + 1) | 1, max(71, min_width) | 1)
     check_export(model, lambda batch: (images(0, batch, 3, height, width),), batches=(2, 3), rtol=1e-4, what=name,
+                 per_sample=True)
+
+
+@pytest.mark.parametrize("name", sorted(_cheapest(models.list_models(module=m)) for m in _VIDEO_MODULES))
+def test_video_classifier(name):
+    """Clips (N, 3, T, H, W) of each video family's cheapest model at its smallest published clip size, or
+    a small one."""
+    engine.manual_seed(0)
+    model = randomize_engine_norms(models.create_model(name)).eval()
+    _spread_head(model)
+    frames = _published(name, "min_temporal_size", 1)
+    height, width = _published(name, "min_size", (1, 1))
+    shape = (3, max(frames, 4), max(height, 24), max(width, 31))
+    check_export(model, lambda batch: (images(0, batch, *shape),), batches=(1, 2), rtol=1e-4, what=name,
                  per_sample=True)
 
 

@@ -1,0 +1,8 @@
+"""Video classification models (clips in, Kinetics-400 actions out): the video ResNets and S3D.
+
+Inputs are float clips (N, 3, T, H, W), as ``VideoClassification`` (the weights' ``transforms()``) makes them
+from frames; names, arguments and state_dict keys follow ``torchvision.models.video``.
+"""
+from .video_resnet import *  # noqa: F401,F403
+from .s3d import *  # noqa: F401,F403
+from ..weights import MC3_18_Weights, R2Plus1D_18_Weights, R3D_18_Weights, S3D_Weights  # noqa: F401
