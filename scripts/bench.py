@@ -264,6 +264,27 @@ def suite_segmentation(args, torch, engine):
     return rows
 
 
+def suite_video(args, torch, engine):
+    """The video classifiers on one 16-frame 112x112 clip (s3d: 16 frames of 224x224, its smallest input):
+    PyTorch eager vs ours eager and nn.Graph."""
+    import torchvision.models.video as tv_video
+    import flowvision.models.video as fv_video
+    rows = []
+    for name, size in (("r3d_18", 112), ("mc3_18", 112), ("r2plus1d_18", 112), ("s3d", 224)):
+        x = np.random.default_rng(0).standard_normal((1, 3, 16, size, size), dtype=np.float32)
+        torch.manual_seed(0)
+        ref = getattr(tv_video, name)().eval()
+        ours = getattr(fv_video, name)().eval()
+        ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
+        graph = _InferenceGraph(engine, ours)
+        reference_time = median_time(_inference(torch, ref, x), args.repeat, "torch")
+        rows.append((f"{name} eager", "torch", reference_time))
+        rows.append((f"{name} eager", "ours", median_time(_inference(engine, ours, x), args.repeat, "ours")))
+        rows.append((f"{name} graph", "torch", reference_time))
+        rows.append((f"{name} graph", "ours", median_time(lambda: graph(engine.from_numpy(x)), args.repeat, "ours")))
+    return rows
+
+
 def _detect(lib, model, image):
     def run():
         with lib.no_grad():
@@ -757,7 +778,8 @@ def suite_distributed(args, torch, engine):
 SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet, "train": suite_train,
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
           "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu,
-          "families": suite_families, "distributed": suite_distributed, "bfloat16": suite_bfloat16}
+          "families": suite_families, "distributed": suite_distributed, "bfloat16": suite_bfloat16,
+          "video": suite_video}
 UNITS = {"memory": "MiB"}
 # suites measured in this process: memory runs each framework in a process of its own, and on the GPU the
 # frameworks' memory pools are separate

@@ -3,7 +3,8 @@
     flowvision classify IMAGE... [--model resnet101] [--weights TAG|PATH] [--topk 5] [--graph] [--device auto]
 
 IMAGE is any file Pillow reads; a bare name that is not a file but names a photo shipped with
-flowvision (chelsea.png) uses that photo. --weights is a tag of the model's weights (DEFAULT,
+flowvision (chelsea.png) uses that photo. For a video classifier (``--model r2plus1d_18``) each IMAGE is a
+clip: the frames of an animated GIF, WebP or PNG. --weights is a tag of the model's weights (DEFAULT,
 IMAGENET1K_V1, ...) or a local checkpoint (.pth, .safetensors, .npz, .npy); a checkpoint is
 preprocessed and labelled like the model's DEFAULT weights (a classifier of another size gets
 numbered classes). Weights are downloaded once into $FLOWVISION_HOME/checkpoints (default
@@ -147,10 +148,28 @@ def read_image(path):
         raise CLIError(f"cannot read '{path}' as an image: {e}", EXIT_UNREADABLE_IMAGE) from None
 
 
-def _preprocessed(preprocess, path):
-    """The model input of the image at ``path``; an image the preprocessing refuses is one line, exit 4."""
+def read_clip(path):
+    """Every frame of the animated image at ``path`` as (T, 3, H, W) uint8, or a clear error."""
+    from PIL import Image, ImageSequence
+
     try:
-        return preprocess(read_image(path)).numpy()
+        with Image.open(path) as image:
+            frames = [np.asarray(frame.convert("RGB")) for frame in ImageSequence.Iterator(image)]
+    except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as e:
+        raise CLIError(f"cannot read '{path}' as a clip: {e}", EXIT_UNREADABLE_IMAGE) from None
+    return np.stack(frames).transpose(0, 3, 1, 2)
+
+
+def _preprocessed(preprocess, path, min_frames=None):
+    """The model input of the image at ``path`` (of the clip, when ``min_frames`` is given: a video model's);
+    an image the preprocessing refuses, or a clip too short, is one line, exit 4."""
+    try:
+        if min_frames is None:
+            return preprocess(read_image(path)).numpy()
+        clip = read_clip(path)
+        if len(clip) < min_frames:
+            raise ValueError(f"the model needs clips of at least {min_frames} frames, this one has {len(clip)}")
+        return preprocess(clip).numpy()
     except ValueError as e:
         raise CLIError(f"cannot classify '{path}': {e}", EXIT_UNREADABLE_IMAGE) from None
 
@@ -257,6 +276,8 @@ def probabilities(runner, arrays, batch_size, device="cpu"):
     import engine
     from tqdm import tqdm
 
+    if len({a.shape for a in arrays}) > 1:  # clips of different lengths
+        batch_size = 1
     starts = range(0, len(arrays), batch_size)
     rows = []
     with engine.no_grad():
@@ -282,8 +303,8 @@ def format_topk(path, probs, k, categories):
 
 
 def run(args):
-    """Classify every image and print its top-k classes."""
-    from flowvision.models import ImageClassification
+    """Classify every image (or clip) and print its top-k classes."""
+    from flowvision.models import ImageClassification, VideoClassification
 
     paths = [resolve_image(name) for name in args.images]
     _check_model(args.model)
@@ -292,7 +313,9 @@ def run(args):
     reference = weights or _default_weights(args.model)
     _check_classifier(args.model, reference)
     preprocess = reference.transforms() if reference else ImageClassification(crop_size=224)
-    arrays = [_preprocessed(preprocess, path) for path in paths]
+    clips = isinstance(preprocess, VideoClassification)
+    min_frames = reference.meta.get("min_temporal_size", 1) if clips else None
+    arrays = [_preprocessed(preprocess, path, min_frames) for path in paths]
     model = load_checkpoint(args.model, checkpoint) if checkpoint else load_pretrained(args.model, weights)
     device = device_option.choose(args.device)
     model.eval().to(device)
