@@ -16,10 +16,8 @@ from ...tensor import Tensor
 from .pooling import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 
 
-def _triple(name, op, value, allow_none=False):
+def _triple(name, op, value):
     """``value`` as a tuple of three, with torch's error for a wrong count."""
-    if value is None and allow_none:
-        return None
     values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
     if len(values) == 1:
         values = values * 3
@@ -41,7 +39,7 @@ def _checked_input(op, input):
     return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
 
 
-def _window_geometry(op, input, kernel, stride, padding, dilation, ceil_mode):
+def _check_window(op, input, kernel, stride, padding, dilation, ceil_mode):
     """torch's checks of a 3-d window on ``input``: zero strides, over-wide padding, empty outputs."""
     if any(s == 0 for s in stride):
         raise RuntimeError("stride should not be zero")
@@ -121,7 +119,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     padding = _triple("padding", "max_pool3d", padding)
     dilation = _triple("dilation", "max_pool3d", dilation)
     x, unbatched = _checked_input("max_pool3d", input)
-    _window_geometry("max_pool3d", x, kernel, stride, padding, dilation, ceil_mode)
+    _check_window("max_pool3d", x, kernel, stride, padding, dilation, ceil_mode)
 
     def plane_pool(slices, indices):
         return max_pool2d(slices, kernel[1:], stride[1:], padding[1:], dilation[1:], ceil_mode, indices)
@@ -143,7 +141,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     x, unbatched = _checked_input("avg_pool3d", input)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
-    _window_geometry("avg_pool3d", x, kernel, stride, padding, (1, 1, 1), ceil_mode)
+    _check_window("avg_pool3d", x, kernel, stride, padding, (1, 1, 1), ceil_mode)
     sums = None if divisor_override is None else 1  # each pass sums; the override divides once at the end
     n, c, d, h, w = x.shape
     y = avg_pool2d(_slices(x), kernel[1:], stride[1:], padding[1:], ceil_mode, count_include_pad, sums)
