@@ -8,10 +8,12 @@ import numpy as np
 
 from ..nn.functional.conv import ConvNd, ConvTransposeNd
 from ..nn.functional.distance import _Normalize
+from ..nn.functional.fold import Fold, Unfold
 from ..nn.functional.dropout import _ScaleShift
 from ..nn.functional.linear import _Linear
 from ..nn.functional.normalization import BatchNorm, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from ..nn.functional.pooling import _Pool
+from ..nn.functional.sampling import GridSample
 from ..nn.functional.sparse import _Embedding
 from ..nn.functional.vision import Interpolate
 from ..ops import linalg
@@ -45,6 +47,43 @@ def conv_transpose_nd(ctx):
     inputs = [ctx.input(0), ctx.input(1)] + ([] if ctx.is_none(2) else [ctx.input(2)])
     return ctx.g.node("ConvTranspose", inputs, strides=stride, pads=padding + padding, dilations=dilation,
                       output_padding=output_padding, group=groups, kernel_shape=list(ctx.in_shape(1)[2:]))
+
+
+def _block_taps(ctx, channels, kernel):
+    """One-hot (channels * kh * kw, 1, kh, kw) weights: grouped by channel, output channel c * kh * kw + t of a
+    convolution copies tap t of channel c, the column order of unfold."""
+    taps = kernel[0] * kernel[1]
+    weight = np.zeros((channels, taps, 1, taps), np.dtype(ctx.in_dtype(0)))
+    weight[:, np.arange(taps), 0, np.arange(taps)] = 1
+    return ctx.g.constant(weight.reshape(channels * taps, 1, *kernel), hint="block_taps")
+
+
+@converts(Unfold)
+def unfold_(ctx):
+    """unfold as a grouped Conv with one-hot taps, its (N, C * kh * kw, OH, OW) output flattened to columns."""
+    kernel, dilation, padding, stride = (list(v) for v in ctx.state["geometry"])
+    channels = ctx.in_shape(0)[1]
+    blocks = ctx.g.node("Conv", [ctx.input(0), _block_taps(ctx, channels, kernel)], strides=stride,
+                        pads=padding + padding, dilations=dilation, group=channels, kernel_shape=kernel)
+    shape = ctx.g.constant(np.asarray([0, channels * kernel[0] * kernel[1], -1], np.int64))
+    return ctx.g.node("Reshape", [blocks, shape])
+
+
+@converts(Fold)
+def fold_(ctx):
+    """fold as a grouped ConvTranspose with the same one-hot taps (summing overlapping blocks), its output
+    padded to ``output_size``."""
+    kernel, dilation, padding, stride = (list(v) for v in ctx.state["geometry"])
+    size = list(ctx.state["size"])
+    taps = kernel[0] * kernel[1]
+    channels = ctx.in_shape(0)[1] // taps
+    blocks = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, k, d, p, s in zip(size, kernel, dilation, padding, stride)]
+    spans = [s * (b - 1) + d * (k - 1) + 1 - 2 * p for s, b, d, k, p in zip(stride, blocks, dilation, kernel, padding)]
+    shape = ctx.g.constant(np.asarray([0, channels * taps] + blocks, np.int64))
+    grid = ctx.g.node("Reshape", [ctx.input(0), shape])
+    return ctx.g.node("ConvTranspose", [grid, _block_taps(ctx, channels, kernel)], strides=stride,
+                      pads=padding + padding, dilations=dilation, group=channels, kernel_shape=kernel,
+                      output_padding=[n - span for n, span in zip(size, spans)])
 
 
 # ---- linear algebra ----------------------------------------------------------------------------
@@ -263,6 +302,22 @@ def _output_sizes(ctx, x, spatial, size, scale_factor):
     dims = ctx.g.node("Cast", [ctx.shape_of(x, 2, 2 + spatial)], to=ctx.g.elem_type(np.float64))
     scaled = ctx.g.node("Floor", [ctx.g.node("Mul", [dims, ctx.g.constant(np.asarray(factors, np.float64))])])
     return ctx.g.node("Concat", [lead, ctx.g.node("Cast", [scaled], to=ctx.g.elem_type(np.int64))], axis=0)
+
+
+# ONNX's GridSample mode names: opset 16's, renamed in opset 20
+_GRID_MODES = {16: {"bilinear": "bilinear", "nearest": "nearest", "bicubic": "bicubic"},
+               20: {"bilinear": "linear", "nearest": "nearest", "bicubic": "cubic"}}
+
+
+@converts(GridSample)
+def grid_sample(ctx):
+    """GridSample (opset 16 on): the same modes, paddings and ``align_corners`` as torch's grid_sample; its
+    nearest mode rounds half to even, as ours (ONNX Runtime's does too)."""
+    if ctx.opset < 16:
+        ctx.fail("grid_sample needs ONNX opset 16 (GridSample)")
+    modes = _GRID_MODES[20 if ctx.opset >= 20 else 16]
+    return ctx.g.node("GridSample", [ctx.input(0), ctx.input(1, ctx.in_dtype(0))], mode=modes[ctx.state["mode"]],
+                      padding_mode=ctx.state["padding"], align_corners=int(ctx.state["align_corners"]))
 
 
 # ---- lookups and constant affine maps ----------------------------------------------------------

@@ -122,6 +122,29 @@ def test_circular_pad_needs_opset_19():
         export_bytes(model, engine.randn(1, 2, 5))
 
 
+@pytest.mark.parametrize("opset", [16, 20])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample(opset, mode):
+    """GridSample with each padding and both align_corners, points partly outside the image; opset 20 renames
+    the modes."""
+    for padding in ("zeros", "border", "reflection"):
+        for align_corners in (False, True):
+            model = Fn(lambda m, x, g: F.grid_sample(x, g, mode, padding, align_corners))
+            check_export(model, lambda batch: (images(0, batch, 3, 7, 9), images(1, batch, 5, 6, 2).clip(-1.3, 1.3)),
+                         opset_version=opset, what=f"{padding} {align_corners}")
+    with pytest.raises(engine.onnx.UnsupportedOperatorError, match="grid_sample needs ONNX opset 16"):
+        export_bytes(model, (engine.randn(1, 3, 7, 9), engine.zeros(1, 5, 6, 2)), opset_version=15)
+
+
+@pytest.mark.parametrize("geometry", [dict(kernel_size=2), dict(kernel_size=3, padding=(0, 2), stride=3),
+                                      dict(kernel_size=(2, 3), dilation=(1, 2), padding=1, stride=(2, 1))])
+def test_unfold_and_fold(geometry):
+    """unfold as a grouped Conv with one-hot taps, fold as the matching ConvTranspose (overlaps summed)."""
+    check_export(Fn(lambda m, x: F.unfold(x, **geometry)), one(3, 7, 9))
+    columns = F.unfold(engine.zeros(1, 3, 7, 9), **geometry).shape[1:]
+    check_export(Fn(lambda m, c: F.fold(c, (7, 9), **geometry)), one(*columns, seed=1))
+
+
 LAYERS = {
     "conv2d": nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv2d(8, 8, (3, 1), groups=4, dilation=2,
                                                                                 padding=(2, 0), bias=False)),
