@@ -20,6 +20,8 @@ from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dty
 from . import accelerator  # noqa: F401  (after cuda, which it wraps)
 from . import multiprocessing  # noqa: F401  (after nn: registers how tensors cross processes)
 from . import distributed, onnx  # noqa: F401  (reachable after ``import engine``, as torch's)
+from . import compiler  # noqa: F401  (after nn: compiled modules are nn.Graphs)
+from .compiler import compile  # noqa: F401
 from .backends.determinism import (are_deterministic_algorithms_enabled,  # noqa: F401
                                   is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
 from .backends.float32_precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401
