@@ -88,7 +88,7 @@ def test_timm_api():
     s3d = video.s3d(num_classes=0)
     assert isinstance(s3d.classifier, engine.nn.Identity) and s3d.default_cfg["classifier"] == "classifier.1"
     assert models.list_models(module="video_resnet") == ["mc3_18", "r2plus1d_18", "r3d_18"]
-    assert set(models.list_models("*3d*")) == {"r3d_18", "s3d"}
+    assert {"r3d_18", "s3d"} <= set(models.list_models("*3d*"))
     assert video.R3D_18_Weights.DEFAULT.meta["categories"][:2] == ["abseiling", "air drumming"]
 
 
