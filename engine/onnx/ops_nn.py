@@ -109,6 +109,19 @@ def matmul(ctx):
     return ctx.g.node("MatMul", [ctx.input(0), ctx.input(1)])
 
 
+@converts(linalg.Einsum)
+def einsum(ctx):
+    """Einsum with the equation's letters renamed to lower case (ONNX's alphabet), operands in the op's dtype;
+    the index sizes follow the operands' shapes at run time."""
+    ctx.varying_under("state", "sizes")
+    letters = dict(zip(sorted(set("".join(ctx.state["subs"]) + ctx.state["out"])), "abcdefghijklmnopqrstuvwxyz"))
+    if len(letters) > 26:
+        ctx.fail("an einsum over more than 26 indices")
+    equation = ",".join("".join(letters[c] for c in sub) for sub in ctx.state["subs"])
+    equation += "->" + "".join(letters[c] for c in ctx.state["out"])
+    return ctx.g.node("Einsum", [ctx.input(i, ctx.state["dtype"]) for i in range(ctx.n_args())], equation=equation)
+
+
 # ---- normalisation -----------------------------------------------------------------------------
 @converts(BatchNorm)
 def batch_norm(ctx):

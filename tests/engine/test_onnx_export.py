@@ -145,6 +145,18 @@ def test_unfold_and_fold(geometry):
     check_export(Fn(lambda m, c: F.fold(c, (7, 9), **geometry)), one(*columns, seed=1))
 
 
+EINSUMS = {"bij,jk->bik": ((4, 5), (5, 3)), "bhwc,hkc->bhwk": ((3, 4, 6), (3, 2, 6)),
+           "b...i,ij->b...j": ((3, 4, 5), (5, 2)), "bAi,iB->bBA": ((4, 5), (5, 3)), "bii,ij->bj": ((5, 5), (5, 2))}
+
+
+@pytest.mark.parametrize("equation, shapes", list(EINSUMS.items()))
+def test_einsum(equation, shapes):
+    """Einsum with upper-case letters renamed, ellipses resolved and a diagonal; the batch size follows the input."""
+    weight = nn.Parameter(engine.from_numpy(images(1, *shapes[1])))
+    check_export(Fn(lambda m, x: engine.einsum(equation, x, m.holder.weight), holder=Fn(None, weight=weight)),
+                 one(*shapes[0]))
+
+
 LAYERS = {
     "conv2d": nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.Conv2d(8, 8, (3, 1), groups=4, dilation=2,
                                                                                 padding=(2, 0), bias=False)),
