@@ -26,7 +26,7 @@ def _published(name, key, default):
     """A field of the model's DEFAULT weights' metadata (``default`` without published weights)."""
     if name not in models.list_pretrained():
         return default
-    return models.get_model_weights(name).DEFAULT.meta[key]
+    return models.get_model_weights(name).DEFAULT.meta.get(key, default)
 
 
 _SEGMENTATION_MODULES = {"fcn", "deeplabv3", "lraspp"}
@@ -77,12 +77,17 @@ def _images(seed, *shape):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
+def _is_video(name):
+    return models.model_entrypoint(name).__module__.startswith(models.video.__name__)
+
+
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier_eval(cuda, name):
     _only_on_gpu_unless_emulated(cuda, name)
     cpu, gpu = cpu_and_gpu(lambda: models.create_model(name))
     min_height, min_width = _published(name, "min_size", (1, 1))  # MaxViT and ViT need their 224x224
-    x = _images(0, 2, 3, max(64, min_height), max(72, min_width))
+    frames = (max(4, _published(name, "min_temporal_size", 1)),) if _is_video(name) else ()  # clips
+    x = _images(0, 2, 3, *frames, max(64, min_height), max(72, min_width))
     with engine.no_grad():
         ref = cpu.eval()(engine.from_numpy(x))
         out = gpu.eval()(engine.from_numpy(x).cuda())

@@ -36,6 +36,9 @@ def _smallest(module):
 
 
 CLASSIFIERS = [_smallest(m) for m in models.list_modules() if m not in _SEGMENTATION_MODULES | _DETECTION_MODULES]
+# torchvision's MViT fails on an empty batch (ours runs one: tests/flowvision/models/test_mvit.py)
+CLASSIFIERS = [pytest.param(n, marks=pytest.mark.skip(reason="torchvision's MViT fails on an empty batch"))
+               if n.startswith("mvit") else n for n in CLASSIFIERS]
 SEGMENTERS = [_smallest(m) for m in sorted(_SEGMENTATION_MODULES)]
 DETECTORS = [n for m in sorted(_DETECTION_MODULES) for n in models.list_models(module=m)]
 # torchvision's GoogLeNet and Inception v3 warn without an explicit init_weights
