@@ -18,7 +18,7 @@ __all__ = ["adapt_input_conv", "extract_state_dict", "load_state_dict", "load_ch
 
 
 def adapt_input_conv(in_chans, conv_weight):
-    """A first-conv weight (O, 3, kh, kw) adapted to ``in_chans`` inputs, as timm does.
+    """A first-conv weight (O, 3, *kernel) adapted to ``in_chans`` inputs, as timm does (2-d and 3-d kernels).
 
     One channel sums the RGB filters; other counts repeat them and rescale by ``3 / in_chans`` so
     the response to a grey image stays the same. Accepts and returns a numpy array or a Tensor.
@@ -27,12 +27,12 @@ def adapt_input_conv(in_chans, conv_weight):
     weight = conv_weight.detach().numpy() if is_tensor else np.asarray(conv_weight)
     dtype = weight.dtype
     weight = weight.astype(np.float32) if weight.dtype.kind != "f" else weight
-    out_chs, old_chans, kh, kw = weight.shape
+    out_chs, old_chans, kernel = weight.shape[0], weight.shape[1], weight.shape[2:]
     if in_chans == 1:
         if old_chans > 3:
             if old_chans % 3:
                 raise NotImplementedError(f"cannot fold a weight of shape {weight.shape} into 1 channel")
-            weight = weight.reshape(out_chs, old_chans // 3, 3, kh, kw).sum(axis=2)
+            weight = weight.reshape((out_chs, old_chans // 3, 3) + kernel).sum(axis=2)
         else:
             weight = weight.sum(axis=1, keepdims=True)
     elif in_chans != old_chans:
@@ -40,7 +40,7 @@ def adapt_input_conv(in_chans, conv_weight):
             raise NotImplementedError(f"cannot adapt a weight of shape {weight.shape} to "
                                       f"{in_chans} input channels: only 3-channel weights convert")
         repeat = math.ceil(in_chans / 3)
-        weight = np.tile(weight, (1, repeat, 1, 1))[:, :in_chans] * (3 / in_chans)
+        weight = np.tile(weight, (1, repeat) + (1,) * len(kernel))[:, :in_chans] * (3 / in_chans)
     weight = weight.astype(dtype, copy=False)
     return engine.from_numpy(np.ascontiguousarray(weight)) if is_tensor else weight
 

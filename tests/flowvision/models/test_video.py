@@ -125,4 +125,7 @@ def test_pretrained_from_a_local_server(tmp_path):
                 assert_close(model(engine.from_numpy(x)).numpy(), reference(torch.from_numpy(x)).numpy(), 1e-5)
         with pytest.warns(UserWarning, match=r"except the classifier \(fc.bias, fc.weight\).*400 classes"):
             video.mc3_18(weights="KINETICS400_V1", num_classes=10, progress=False)
+        grey = video.mc3_18(weights="KINETICS400_V1", in_chans=1, progress=False)  # the 3-d stem's RGB filters summed
+        expected = reference.stem[0].weight.sum(1, keepdim=True).detach().numpy()
+        assert_close(grey.stem[0].weight.detach().numpy(), expected, 1e-6)
         assert len(server.requests) == 1
