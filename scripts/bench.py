@@ -255,13 +255,18 @@ def suite_segmentation(args, torch, engine):
     x = np.random.default_rng(0).standard_normal((1, 3, 520, 520), dtype=np.float32)
     for name in ("deeplabv3_resnet50", "lraspp_mobilenet_v3_large"):
         ref, ours = _seeded_pair(torch, tv_seg, fv_seg, name)
-        graph = _InferenceGraph(engine, ours)
-        reference_time = median_time(_inference(torch, ref, x), args.repeat, "torch")
-        rows.append((f"{name} eager", "torch", reference_time))
-        rows.append((f"{name} eager", "ours", median_time(_inference(engine, ours, x), args.repeat, "ours")))
-        rows.append((f"{name} graph", "torch", reference_time))
-        rows.append((f"{name} graph", "ours", median_time(lambda: graph(engine.from_numpy(x)), args.repeat, "ours")))
+        rows += _eager_and_graph_rows(args, torch, engine, name, ref, ours, x)
     return rows
+
+
+def _eager_and_graph_rows(args, torch, engine, name, ref, ours, x):
+    """Rows of ``ours`` eager and in an inference nn.Graph on ``x``, each against PyTorch eager (timed once)."""
+    graph = _InferenceGraph(engine, ours)
+    reference_time = median_time(_inference(torch, ref, x), args.repeat, "torch")
+    return [(f"{name} eager", "torch", reference_time),
+            (f"{name} eager", "ours", median_time(_inference(engine, ours, x), args.repeat, "ours")),
+            (f"{name} graph", "torch", reference_time),
+            (f"{name} graph", "ours", median_time(lambda: graph(engine.from_numpy(x)), args.repeat, "ours"))]
 
 
 def suite_video(args, torch, engine):
@@ -276,12 +281,7 @@ def suite_video(args, torch, engine):
         ref = getattr(tv_video, name)().eval()
         ours = getattr(fv_video, name)().eval()
         ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
-        graph = _InferenceGraph(engine, ours)
-        reference_time = median_time(_inference(torch, ref, x), args.repeat, "torch")
-        rows.append((f"{name} eager", "torch", reference_time))
-        rows.append((f"{name} eager", "ours", median_time(_inference(engine, ours, x), args.repeat, "ours")))
-        rows.append((f"{name} graph", "torch", reference_time))
-        rows.append((f"{name} graph", "ours", median_time(lambda: graph(engine.from_numpy(x)), args.repeat, "ours")))
+        rows += _eager_and_graph_rows(args, torch, engine, name, ref, ours, x)
     return rows
 
 

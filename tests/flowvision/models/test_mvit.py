@@ -22,20 +22,11 @@ from flowvision.models.video import mvit
 document_entrypoints(lambda name: get_model_weights(name) if name in list_pretrained() else None)
 
 NAMES = ["mvit_v1_b", "mvit_v2_s"]
+pytestmark = pytest.mark.usefixtures("one_thread")  # one BLAS thread each (see the fixture)
+
 # A 14 x 10 patch grid of 2 frames: strided pooling meets odd sizes (7 x 5 -> 4 x 3 -> 2 x 2), so MViTv2's
 # tables are resized and some query/key size ratios are not whole numbers.
 SPATIAL, TEMPORAL = (56, 40), 4
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One BLAS thread on each side: the attention's many small matrix products pay for every thread handoff."""
-    engine_threads, torch_threads = engine.get_num_threads(), torch.get_num_threads()
-    engine.set_num_threads(1)
-    torch.set_num_threads(1)
-    yield
-    engine.set_num_threads(engine_threads)
-    torch.set_num_threads(torch_threads)
 
 
 def _clips(*shape, seed=0):

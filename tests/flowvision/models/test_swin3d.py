@@ -12,32 +12,13 @@ from weights_server import serving_checkpoint
 
 import engine
 import flowvision.models as models
-from engine.nn import init
 from flowvision.models.video import swin3d
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # one BLAS thread each (see the fixture)
 
 VARIANTS = {"swin3d_t": 768, "swin3d_s": 768, "swin3d_b": 1024}
 SMALL = dict(patch_size=[1, 2, 2], embed_dim=12, depths=[2, 2], num_heads=[2, 4], window_size=[2, 3, 3],
              stochastic_depth_prob=0.2)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One BLAS thread on each side: the attention's many small matrix products pay for every thread handoff."""
-    engine_threads, torch_threads = engine.get_num_threads(), torch.get_num_threads()
-    engine.set_num_threads(1)
-    torch.set_num_threads(1)
-    yield
-    engine.set_num_threads(engine_threads)
-    torch.set_num_threads(torch_threads)
-
-
-@pytest.fixture
-def no_init(monkeypatch):
-    """Random initialisation replaced by zeros: the big variants build in a fraction of a second for tests of
-    structure and shapes."""
-    zeros_ = init.zeros_
-    for name in ("trunc_normal_", "normal_", "uniform_", "xavier_uniform_", "kaiming_uniform_"):
-        monkeypatch.setattr(init, name, lambda tensor, *args, **kwargs: zeros_(tensor))
 
 
 @pytest.fixture

@@ -9,34 +9,14 @@ from PIL import Image
 
 import engine
 import flowvision.models as models_flow
-from engine.nn import init
 from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy
 from op_check import assert_close
 
-pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+# whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each (see the fixture)
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 SWINS = ["swin_t", "swin_s", "swin_b", "swin_v2_t", "swin_v2_s", "swin_v2_b"]
 TOL = 1e-4
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One BLAS thread on each side: the attention's many small matrix products pay for every thread
-    handoff, and on the shared 2-core test machine a second thread made these tests several times slower."""
-    engine_threads, torch_threads = engine.get_num_threads(), torch.get_num_threads()
-    engine.set_num_threads(1)
-    torch.set_num_threads(1)
-    yield
-    engine.set_num_threads(engine_threads)
-    torch.set_num_threads(torch_threads)
-
-
-@pytest.fixture
-def no_init(monkeypatch):
-    """Random initialisation skipped (the tensors keep whatever they were created with): big models build in
-    milliseconds, for tests that only look at the structure or load every weight from torchvision's model."""
-    for name in ("trunc_normal_", "normal_", "uniform_", "xavier_uniform_", "kaiming_uniform_"):
-        monkeypatch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
 
 
 def _randomize(model, seed):
@@ -72,7 +52,7 @@ def _check_structure(ours, reference):
 
 
 def test_registered_families():
-    assert models_flow.list_models("swin*") == sorted(SWINS)
+    assert models_flow.list_models("swin_*") == sorted(SWINS)  # swin3d_* are the video family
     assert models_flow.list_models(module="swin_transformer") == sorted(SWINS)
     assert models_flow.list_models(module="maxvit") == ["maxvit_t"]
     assert all(models_flow.is_model_pretrained(n) for n in SWINS + ["maxvit_t"])
