@@ -270,12 +270,13 @@ def _eager_and_graph_rows(args, torch, engine, name, ref, ours, x):
 
 
 def suite_video(args, torch, engine):
-    """The video classifiers on one 16-frame 112x112 clip (s3d: 16 frames of 224x224, its smallest input):
-    PyTorch eager vs ours eager and nn.Graph."""
+    """One 16-frame clip through each video family, at its weights' crop (112x112 for the video ResNets, 224x224
+    for s3d, swin3d_t and mvit_v2_s): PyTorch eager vs ours eager and nn.Graph."""
     import torchvision.models.video as tv_video
     import flowvision.models.video as fv_video
     rows = []
-    for name, size in (("r3d_18", 112), ("mc3_18", 112), ("r2plus1d_18", 112), ("s3d", 224)):
+    for name, size in (("r3d_18", 112), ("mc3_18", 112), ("r2plus1d_18", 112), ("s3d", 224), ("swin3d_t", 224),
+                       ("mvit_v2_s", 224)):
         x = np.random.default_rng(0).standard_normal((1, 3, 16, size, size), dtype=np.float32)
         torch.manual_seed(0)
         ref = getattr(tv_video, name)().eval()
