@@ -32,11 +32,14 @@ def _number(value):
 
 
 def _metrics(meta):
-    """(acc@1, acc@5, the other metrics as 'name value' pairs) of a weights' published metrics."""
+    """(acc@1, acc@5, the other metrics as 'name value' pairs) of a weights' published metrics; accuracies measured
+    on another dataset than ImageNet-1K (Kinetics-400 for the video models) name it among the others."""
     acc1 = acc5 = None
     others = []
-    for dataset in meta["_metrics"].values():
+    for name, dataset in meta["_metrics"].items():
         acc1, acc5 = dataset.get("acc@1", acc1), dataset.get("acc@5", acc5)
+        if "acc@1" in dataset and name != "ImageNet-1K":
+            others.append(f"accuracies on {name}")
         others += [f"{k} {v:g}" for k, v in dataset.items() if k not in ("acc@1", "acc@5")]
     return _number(acc1), _number(acc5), ", ".join(others)
 

@@ -143,6 +143,9 @@ def test_models_listing(capsys):
     code, out, _ = run_cli(capsys, "models", "--pretrained")
     assert all(line.split()[1] != "-" for line in out.splitlines()[1:-1])
     check_error(run_cli(capsys, "models", "resnt50"), 5, r"no model matches 'resnt50'\. Did you mean: resnet50")
+    code, out, _ = run_cli(capsys, "models", "r3d_18")  # a video model's accuracies are Kinetics-400's
+    assert code == 0 and out.splitlines()[1].split() == ["r3d_18", "KINETICS400_V1", "*", "63.200", "83.479", "33.4",
+                                                         "accuracies", "on", "Kinetics-400"]
 
 
 def test_error_paths(served, capsys, tmp_path):
