@@ -230,3 +230,20 @@ def test_local_response_norm(shape, size):
 def test_local_response_norm_error():
     with pytest.raises(ValueError, match=r"Expected 3D or higher dimensionality input \(got 2 dimensions\)"):
         F.local_response_norm(engine.randn(2, 3), 2)
+
+
+@pytest.mark.parametrize("make", [lambda nn: nn.InstanceNorm2d(4), lambda nn: nn.GroupNorm(2, 4, affine=False),
+                                  lambda nn: nn.LayerNorm([5, 6], elementwise_affine=False),
+                                  lambda nn: nn.RMSNorm([6], elementwise_affine=False),
+                                  lambda nn: nn.BatchNorm2d(4, affine=False).double()])
+def test_norm_without_affine_then_an_inplace_op(make):
+    """An in-place op on a norm's output (InstanceNorm2d then ReLU(inplace=True), as in RAFT's encoders) leaves
+    the norm's gradient as torch's: the normalized array backward reads is not the output's memory."""
+    x = np.random.default_rng(0).standard_normal((2, 4, 5, 6))
+    weights = np.arange(x.size).reshape(x.shape) * 0.01
+    grads = []
+    for lib in (torch, engine):
+        leaf = lib.from_numpy(x.copy()).requires_grad_()
+        (make(lib.nn)(leaf).relu_() * lib.from_numpy(weights)).sum().backward()
+        grads.append(leaf.grad.numpy())
+    assert_close(grads[1], grads[0], 1e-10)

@@ -200,6 +200,14 @@ def _update_running(running, stat, momentum):
 
 
 # ---- layer, group and instance norm -------------------------------------------------------------
+def _apart_from_saved(out, is_saved):
+    """``out``, copied when it is (a view of) the normalized array that backward reads (``is_saved``: kept for a
+    gradient, with no affine after the norm): an in-place op on the output (``InstanceNorm2d`` then
+    ``ReLU(inplace=True)``, as in RAFT's encoders) would otherwise change what the gradient is computed from,
+    silently, where torch keeps its own copy."""
+    return out.copy() if is_saved else out
+
+
 class LayerNorm(Function):
     """Normalisation over the trailing ``n_dims`` dims, with an elementwise affine over those dims."""
 
@@ -218,6 +226,7 @@ class LayerNorm(Function):
             out = out + bias.reshape(m).astype(ct, copy=False)
         if any(self.needs_input_grad):
             self.xhat, self.invstd, self.weight = xhat, invstd, weight
+        out = _apart_from_saved(out, any(self.needs_input_grad) and weight is None and bias is None)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, gy):
@@ -276,6 +285,7 @@ class GroupNorm(Function):
             out = out + _column(bias, ct)
         if any(self.needs_input_grad):
             self.xhat, self.invstd, self.weight = xhat, invstd, weight
+        out = _apart_from_saved(out, any(self.needs_input_grad) and weight is None and bias is None)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, gy):
@@ -355,6 +365,7 @@ class RMSNorm(Function):
         out = xn if weight is None else xn * weight.reshape(m).astype(ct, copy=False)
         if any(self.needs_input_grad):
             self.xn, self.inv, self.weight = xn, inv, weight
+        out = _apart_from_saved(out, any(self.needs_input_grad) and weight is None)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, gy):
