@@ -127,3 +127,16 @@ def test_on_the_gpu(cuda):
              [_randn(2, 3, 5, 7), _grid(2, 4, 6, 2)], rtol=1e-5, device="cuda")
     check_op(lambda t: F.affine_grid(t, (2, 3, 5, 4), align_corners=True),
              lambda t: TF.affine_grid(t, (2, 3, 5, 4), align_corners=True), [_randn(2, 2, 3)], device="cuda")
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
+def test_grid_sample_of_nothing(mode):
+    """An empty batch or an empty grid gives torch's empty result and gradients."""
+    for x_shape, grid_shape in (((0, 3, 5, 6), (0, 4, 7, 2)), ((2, 3, 5, 6), (2, 0, 7, 2))):
+        shapes = []
+        for lib, fn in ((torch, TF), (engine, F)):
+            x, grid = lib.zeros(*x_shape).requires_grad_(), lib.zeros(*grid_shape).requires_grad_()
+            y = fn.grid_sample(x, grid, mode=mode, align_corners=False)
+            y.sum().backward()
+            shapes.append((tuple(y.shape), tuple(x.grad.shape), tuple(grid.grad.shape)))
+        assert shapes[0] == shapes[1]

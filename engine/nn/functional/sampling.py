@@ -91,15 +91,16 @@ class GridSample(Function):
         xp = xp_of(x, grid)
         n, c, h, w = x.shape
         self.shape = x.shape
-        gx, dx = _unnormalize(grid[..., 0].reshape(n, 1, -1), w, self.align_corners)
-        gy, dy = _unnormalize(grid[..., 1].reshape(n, 1, -1), h, self.align_corners)
+        points = grid.shape[1] * grid.shape[2]
+        gx, dx = _unnormalize(grid[..., 0].reshape(n, 1, points), w, self.align_corners)
+        gy, dy = _unnormalize(grid[..., 1].reshape(n, 1, points), h, self.align_corners)
         self.taps = list(self._taps(xp, gx, gy, dx, dy, h, w))
         self.x = x.reshape(n, c, h * w)
         out = None
         for index, weight, _, _ in self.taps:
             term = weight * xp.take_along_axis(self.x, xp.broadcast_to(index, (n, c, index.shape[-1])), axis=2)
             out = term if out is None else out + term
-        return out.reshape((n, c) + grid.shape[1:3]).astype(x.dtype, copy=False)
+        return xp.ascontiguousarray(out.reshape((n, c) + grid.shape[1:3]), dtype=x.dtype)
 
     def _taps(self, xp, gx, gy, dx, dy, h, w):
         """(flat pixel index, weight, d weight / d grid x, d weight / d grid y) per tap."""
@@ -134,7 +135,7 @@ class GridSample(Function):
     def backward(self, gy):
         xp = xp_of(gy)
         n, c, h, w = self.shape
-        g = gy.reshape(n, c, -1)
+        g = gy.reshape(n, c, gy.shape[2] * gy.shape[3])
         g_input = g_grid = None
         if self.needs_input_grad[0]:
             rows = (xp.arange(n * c, dtype=np.int64) * (h * w)).reshape(n, c, 1)
