@@ -5,7 +5,7 @@
 
 One row per family module: its models (aliases left out), the weight tags they publish and the best
 published metric (ImageNet-1K acc@1 for classifiers, Kinetics-400 acc@1 for video classifiers, box mAP for
-detectors, mIoU for segmentation).
+detectors, mIoU for segmentation, the lowest end-point error for optical flow, with its dataset).
 """
 import argparse
 import os
@@ -13,23 +13,27 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BEGIN, END = "<!-- model zoo: scripts/model_table.py -->", "<!-- end of model zoo -->"
-# the metric a family's weights are best known by, in the manifest's metric names
-_METRICS = (("acc@1", "acc@1 {:.1f}"), ("box_map", "box mAP {:.1f}"), ("miou", "mIoU {:.1f}"))
-# datasets named after the metric: those not implied by it (acc@1 is ImageNet-1K's unless said)
+# the metric a family's weights are best known by, in the manifest's metric names, and which value is the best
+_METRICS = (("acc@1", "acc@1 {:.1f}", max), ("box_map", "box mAP {:.1f}", max), ("miou", "mIoU {:.1f}", max),
+            ("epe", "epe {:.2f}", min))
+# datasets named after the metric: those not implied by it (acc@1 is ImageNet-1K's unless said), and every
+# dataset of an end-point error (Sintel's passes and splits differ widely)
 _NAMED_DATASETS = ("Kinetics-400",)
+_ALWAYS_NAMED = ("epe",)
 
 
 def _best(names):
     """The best published headline metric among the models ``names``, formatted, or '-'."""
     from flowvision.models import get_model_weights, list_pretrained
 
-    for key, text in _METRICS:
+    for key, text, best in _METRICS:
         values = [(metrics[key], dataset) for name in names if name in list_pretrained()
                   for member in get_model_weights(name) for dataset, metrics in member.meta["_metrics"].items()
                   if key in metrics]
         if values:
-            value, dataset = max(values)
-            return text.format(value) + (f" ({dataset})" if dataset in _NAMED_DATASETS else "")
+            value, dataset = best(values)
+            named = dataset in _NAMED_DATASETS or key in _ALWAYS_NAMED
+            return text.format(value) + (f" ({dataset})" if named else "")
     return "-"
 
 

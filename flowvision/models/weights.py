@@ -23,7 +23,7 @@ from PIL import Image
 import engine
 
 __all__ = ["Weights", "WeightsEnum", "ImageClassification", "SemanticSegmentation", "ObjectDetection",
-           "VideoClassification", "get_model_weights",
+           "VideoClassification", "OpticalFlow", "get_model_weights",
            "get_weight", "list_pretrained", "resolve_weights", "load_pretrained", "URL_BASE", "ENV_URL_BASE",
            "ENV_MANIFEST"]
 
@@ -220,8 +220,38 @@ class VideoClassification:
         return "VideoClassification(\n" + "".join(f"    {line}\n" for line in lines) + ")"
 
 
+class OpticalFlow:
+    """Optical flow preprocessing, as torchvision's preset: both images of a pair converted to float32 and mapped
+    from [0, 1] to [-1, 1] (normalized by mean 0.5 and std 0.5), their sizes kept (RAFT needs multiples of 8).
+
+    Takes two images, each a PIL image or a (C, H, W) image or (B, C, H, W) batch as an engine tensor or a numpy
+    array, uint8 in [0, 255] or floating in [0, 1]; returns the pair ``(img1, img2)`` of contiguous float32
+    tensors, the way a RAFT model (``model(img1, img2)``) takes them.
+    """
+
+    def _image(self, image):
+        from ..transforms import functional as F
+
+        if isinstance(image, Image.Image):
+            image = F.pil_to_tensor(image)
+        elif not isinstance(image, engine.Tensor):
+            image = engine.from_numpy(np.ascontiguousarray(image))
+        if image.dim() not in (3, 4):
+            raise ValueError(f"expected a (C, H, W) image or a (B, C, H, W) batch, got shape {tuple(image.shape)}")
+        image = F.convert_image_dtype(image, engine.float32)
+        image = F.normalize(image, mean=[0.5, 0.5, 0.5], std=[0.5, 0.5, 0.5])
+        return image.contiguous()
+
+    def __call__(self, img1, img2):
+        return self._image(img1), self._image(img2)
+
+    def __repr__(self):
+        return "OpticalFlow()"
+
+
 _TRANSFORMS = {"ImageClassification": ImageClassification, "SemanticSegmentation": SemanticSegmentation,
-               "ObjectDetection": ObjectDetection, "VideoClassification": VideoClassification}
+               "ObjectDetection": ObjectDetection, "VideoClassification": VideoClassification,
+               "OpticalFlow": OpticalFlow}
 
 
 class Weights:
@@ -262,7 +292,7 @@ class Weights:
         return meta
 
     def transforms(self):
-        """The preprocessing these weights were evaluated with (a callable on PIL images)."""
+        """The preprocessing these weights were evaluated with (the preset named by the record's "transforms")."""
         record = self.record
         return _TRANSFORMS[record.get("transforms", "ImageClassification")](**record["preprocessing"])
 

@@ -1,8 +1,8 @@
 """Every zoo model on the CUDA backend against the same model on the CPU: eval outputs within 1e-4
 relative, training losses and gradients, and a resnet18 training run on the digits.
 
-On a GPU (marked ``cuda``) every segmentation and detection model and the smallest classifier of each family
-run (``CUDA_EVERY_MODEL=1``: every classifier up to 300M parameters); on the CPU emulation of CuPy one
+On a GPU (marked ``cuda``) every segmentation, detection and optical flow model and the smallest classifier of
+each family run (``CUDA_EVERY_MODEL=1``: every classifier up to 300M parameters); on the CPU emulation of CuPy one
 model of each kind does (the emulated kernels run serially; ``EMULATE_EVERY_MODEL=1`` runs the GPU's list).
 """
 import copy
@@ -31,14 +31,17 @@ def _published(name, key, default):
 
 _SEGMENTATION_MODULES = {"fcn", "deeplabv3", "lraspp"}
 _DETECTION_MODULES = {"faster_rcnn", "mask_rcnn", "keypoint_rcnn", "retinanet", "fcos", "ssd", "ssdlite"}
+_OPTICAL_FLOW_MODULES = {"raft"}
 SEGMENTERS = [n for m in sorted(_SEGMENTATION_MODULES) for n in models.list_models(module=m) if not n.endswith("coco")]
 DETECTORS = [n for m in sorted(_DETECTION_MODULES) for n in models.list_models(module=m)]
+OPTICAL_FLOW = [n for m in sorted(_OPTICAL_FLOW_MODULES) for n in models.list_models(module=m)]
 # Models above this many parameters are left out of the GPU run: each is built and run on the CPU too (the
 # reference), regnet_y_128gf alone taking ~25 s and 3 GB there; their kernels and layers are their
 # family's smaller models'.
 _MAX_PARAMETERS = 300_000_000
 _FAMILIES = {m: [n for n in models.list_models(module=m) if not models.model_alias_of(n)]
-             for m in models.list_modules() if m not in _SEGMENTATION_MODULES | _DETECTION_MODULES}
+             for m in models.list_modules()
+             if m not in _SEGMENTATION_MODULES | _DETECTION_MODULES | _OPTICAL_FLOW_MODULES}
 # The GPU run takes the smallest model of each family (the others share its kernels and layers), or with
 # CUDA_EVERY_MODEL=1 (scripts/gpu_check.py --every-model) every classifier up to _MAX_PARAMETERS.
 if os.environ.get("CUDA_EVERY_MODEL"):
@@ -47,7 +50,7 @@ if os.environ.get("CUDA_EVERY_MODEL"):
 else:
     CLASSIFIERS = [min(names, key=lambda n: _published(n, "num_params", 0)) for names in _FAMILIES.values()]
 EMULATED = {"retinanet_resnet50_fpn", "resnet18", "resnext50_32x4d", "mobilenet_v3_small", "vgg11_bn", "lraspp_mobilenet_v3_large",
-            "fcn_resnet50", "fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large"}
+            "fcn_resnet50", "fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large", "raft_small"}
 
 
 # Training steps emulated (the others, slow there, run on the GPU).
@@ -107,6 +110,22 @@ def test_segmentation_eval(cuda, name):
     for key in ref:
         assert out[key].device.type == "cuda"
         assert_close(out[key].cpu().numpy(), ref[key].numpy(), 1e-4, f"{name} {key}")
+
+
+@pytest.mark.parametrize("name", OPTICAL_FLOW)
+def test_optical_flow_eval(cuda, name):
+    """Every flow prediction of two updates on a pair of the smallest images RAFT takes (the correlation lookup's
+    grid_sample, the convex upsampling's unfold and softmax on the GPU)."""
+    _only_on_gpu_unless_emulated(cuda, name)
+    cpu, gpu = cpu_and_gpu(lambda: models.create_model(name))
+    pair = [_images(seed, 2, 3, 128, 136) for seed in (5, 6)]
+    with engine.no_grad():
+        ref = cpu.eval()(*[engine.from_numpy(x) for x in pair], num_flow_updates=2)
+        out = gpu.eval()(*[engine.from_numpy(x).cuda() for x in pair], num_flow_updates=2)
+    assert len(out) == len(ref) == 2
+    for i, (flow, expected) in enumerate(zip(out, ref)):
+        assert flow.device.type == "cuda"
+        assert_close(flow.cpu().numpy(), expected.numpy(), 1e-4, f"{name} flow {i}")
 
 
 # Small images, few classes, and classification heads scaled up so that random weights give spread-out

@@ -1,6 +1,7 @@
 """Zoo models exported with engine.onnx.export: each file passes onnx.checker. Classification and segmentation
 files, exported at an odd input size with a dynamic batch and run in ONNX Runtime at two batch sizes, match our
 eager output within 1e-4 relative; one resnet18 file matches torchvision's own eager output on the same weights.
+RAFT's files (two flow updates, a fixed batch) give our eager flows within 1e-4.
 Detection files (a list of one image of an odd size; a dynamic number of detections) give on several images the
 same number of detections as our eager model, the same labels, boxes within 1e-3 px and scores within 1e-5 (and
 masks within 1e-4, keypoints within 1e-3 px); Keypoint R-CNN's decoding op alone, an ONNX ``Loop``, matches our eager
@@ -34,10 +35,17 @@ def _published(name, key, default):
     return models.get_model_weights(name).DEFAULT.meta.get(key, default)
 
 
-_VIDEO_MODULES = {m for m in models.list_modules()
-                  if models.model_entrypoint(models.list_models(module=m)[0]).__module__.startswith(models.video.__name__)}
+def _modules_of(package):
+    """The family modules whose models ``package`` defines."""
+    return {m for m in models.list_modules()
+            if models.model_entrypoint(models.list_models(module=m)[0]).__module__.startswith(package.__name__)}
+
+
+_VIDEO_MODULES = _modules_of(models.video)
+_OPTICAL_FLOW_MODULES = _modules_of(models.optical_flow)
 _FAMILIES = {m: [n for n in models.list_models(module=m) if not models.model_alias_of(n)]
-             for m in models.list_modules() if m not in set(_SEGMENTATION_MODULES) | _DETECTION_MODULES | _VIDEO_MODULES}
+             for m in models.list_modules()
+             if m not in set(_SEGMENTATION_MODULES) | _DETECTION_MODULES | _VIDEO_MODULES | _OPTICAL_FLOW_MODULES}
 
 
 def _cheapest(names):
@@ -92,6 +100,28 @@ def test_video_classifier(name):
     shape = (3, max(frames, 4), max(height, 24), max(width, 31))
     check_export(model, lambda batch: (images(0, batch, *shape),), batches=(1, 2), rtol=1e-4, what=name,
                  per_sample=True)
+
+
+class _FewFlowUpdates(engine.nn.Module):
+    """A RAFT model called with two flow updates (the exported graph unrolls them)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, image1, image2):
+        return self.model(image1, image2, num_flow_updates=2)
+
+
+@pytest.mark.parametrize("name", sorted(_cheapest(models.list_models(module=m)) for m in _OPTICAL_FLOW_MODULES))
+def test_optical_flow(name):
+    """Both flow predictions of two updates on pairs of the smallest images RAFT takes (128 pixels a side), the
+    batch dynamic (1 and 2: grid_sample's output is contiguous at every batch, as torch's, so RAFT's
+    ``contiguous()`` calls trace the same ops)."""
+    engine.manual_seed(0)
+    model = _FewFlowUpdates(randomize_engine_norms(models.create_model(name)).eval())
+    check_export(model, lambda batch: (images(0, batch, 3, 128, 136), images(1, batch, 3, 128, 136)), batches=(1, 2),
+                 rtol=1e-4, what=name)
 
 
 @pytest.mark.parametrize("name", SEGMENTERS)
