@@ -3,7 +3,8 @@
     flowvision export MODEL -o model.onnx [--weights PATH|TAG|none] [--input-size 1x3x224x224]
                       [--dynamic-batch] [--opset 17] [--check]
 
-MODEL is any registered model (`flowvision models`). --weights is a tag of its weights (default
+MODEL is any registered image model (`flowvision models`; video and optical-flow models are exported
+from Python, engine.onnx.export). --weights is a tag of its weights (default
 DEFAULT, downloaded once into $FLOWVISION_HOME/checkpoints), a local checkpoint, or none (random
 weights, no download). --input-size is NxCxHxW: a classifier or segmentation model takes one
 N-image batch; a detector takes a list of N CxHxW images (one ONNX input per image, each named
@@ -52,11 +53,12 @@ def configure(parser):
 
 
 def model_kind(model):
-    """'classification', 'segmentation' or 'detection', from the module that registers ``model``."""
+    """'classification', 'segmentation', 'detection', 'video' or 'optical_flow', from the module that registers
+    ``model``."""
     from flowvision.models import model_entrypoint
 
     module = model_entrypoint(model).__module__
-    for kind in ("segmentation", "detection"):
+    for kind in ("segmentation", "detection", "video", "optical_flow"):
         if f".{kind}." in module:
             return kind
     return "classification"
@@ -206,6 +208,10 @@ def run(args):
     check_output(args.output)
     _check_tools(args)
     kind = model_kind(args.model)
+    if kind in ("video", "optical_flow"):
+        takes = "clips (N, C, T, H, W)" if kind == "video" else "pairs of images"
+        raise CLIError(f"{args.model} takes {takes}, not the NxCxHxW batch this command traces: export it from "
+                       "Python with engine.onnx.export(model, example_inputs, path)", EXIT_UNAVAILABLE)
     net = build_model(args.model, kind, args.weights).eval()
     input_names, names, seconds = export_model(net, kind, args)
     size_mb = os.path.getsize(args.output) / 1e6

@@ -36,11 +36,13 @@ def _metrics(meta):
     on another dataset than ImageNet-1K (Kinetics-400 for the video models) name it among the others."""
     acc1 = acc5 = None
     others = []
+    several = len(meta["_metrics"]) > 1  # then each metric names its dataset (RAFT's Sintel and KITTI)
     for name, dataset in meta["_metrics"].items():
         acc1, acc5 = dataset.get("acc@1", acc1), dataset.get("acc@5", acc5)
         if "acc@1" in dataset and name != "ImageNet-1K":
             others.append(f"accuracies on {name}")
-        others += [f"{k} {v:g}" for k, v in dataset.items() if k not in ("acc@1", "acc@5")]
+        prefix = f"{name} " if several else ""
+        others += [f"{prefix}{k} {v:g}" for k, v in dataset.items() if k not in ("acc@1", "acc@5")]
     return _number(acc1), _number(acc5), ", ".join(others)
 
 
@@ -80,8 +82,8 @@ def format_table(table):
     return "\n".join(lines)
 
 
-FOOTNOTE = ("* the default weights: weights='DEFAULT' and the CLI load them; pretrained=True loads the first tag "
-            "listed (IMAGENET1K_V1 for ImageNet classifiers), as torchvision's legacy flag does")
+FOOTNOTE = ("* the default weights: weights='DEFAULT' and the CLI load them; pretrained=True loads the weights "
+            "torchvision's legacy flag loads (IMAGENET1K_V1 for ImageNet classifiers)")
 
 
 def run(args):

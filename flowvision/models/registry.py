@@ -48,6 +48,10 @@ def model_alias_of(model_name):
     return _model_aliases.get(model_name)
 
 
+# Model packages whose legacy ``pretrained=True`` loads their first weights tag, as torchvision's builders do.
+_FIRST_TAG_LEGACY = ("segmentation", "detection", "video")
+
+
 def _weights_paragraph(name, weights_enum):
     """The docstring paragraph on ``name``'s published weights (``weights_enum``: its enum, or None)."""
     if weights_enum is None:
@@ -58,11 +62,14 @@ def _weights_paragraph(name, weights_enum):
     for tag in tags:
         member = weights_enum[tag]
         metrics = {k: v for dataset in member.meta["_metrics"].values() for k, v in dataset.items()}
-        headline = next((f"{k} {metrics[k]:g}" for k in ("acc@1", "box_map", "miou") if k in metrics), "")
-        default = ", the DEFAULT" if weights_enum.DEFAULT.name == tag else ""
-        described.append(f"{tag} ({headline}{default})" if headline or default else tag)
-    dense = sys.modules[_model_entrypoints[name].__module__].__name__.split(".")[-2] in ("segmentation", "detection", "video")
-    legacy = "IMAGENET1K_V1" if "IMAGENET1K_V1" in tags else (tags[0] if dense else None)
+        headline = next((f"{k} {metrics[k]:g}" for k in ("acc@1", "box_map", "miou", "epe") if k in metrics), "")
+        default = "the DEFAULT" if weights_enum.DEFAULT.name == tag else ""
+        notes = ", ".join(note for note in (headline, default) if note)
+        described.append(f"{tag} ({notes})" if notes else tag)
+    package = sys.modules[_model_entrypoints[name].__module__].__name__.split(".")[-2]
+    legacy = "IMAGENET1K_V1" if "IMAGENET1K_V1" in tags else (tags[0] if package in _FIRST_TAG_LEGACY else None)
+    if package == "optical_flow":  # torchvision's RAFT builders load their DEFAULT for pretrained=True
+        legacy = weights_enum.DEFAULT.name
     pretrained = (f"``pretrained=True`` loads {legacy}, as torchvision's legacy flag does." if legacy else
                   "``pretrained=True`` has no legacy weights to load here: pass ``weights=``.")
     return (f"Weights: ``weights=`` takes a tag or a member of ``{weights_enum.__name__}``: "

@@ -146,6 +146,9 @@ def test_models_listing(capsys):
     code, out, _ = run_cli(capsys, "models", "r3d_18")  # a video model's accuracies are Kinetics-400's
     assert code == 0 and out.splitlines()[1].split() == ["r3d_18", "KINETICS400_V1", "*", "63.200", "83.479", "33.4",
                                                          "accuracies", "on", "Kinetics-400"]
+    code, out, _ = run_cli(capsys, "models", "raft_small")  # optical flow: end-point errors, no accuracies
+    row = out.splitlines()[2]
+    assert code == 0 and row.split()[:6] == ["raft_small", "C_T_V2", "*", "-", "-", "1.0"] and "epe 1.9901" in row
 
 
 def test_error_paths(served, capsys, tmp_path):
@@ -167,6 +170,8 @@ def test_error_paths(served, capsys, tmp_path):
         (["classify", "chelsea.png", "--model", "resnet34", "--weights", str(served[2])], 6,
          r"does not fit resnet34: \d+ missing keys \(layer1\.2\.conv1\.weight"),
         (["convert", str(served[2]), "--model", "resnet19"], 5, r"Unknown model 'resnet19'"),
+        (["classify", "chelsea.png", "--model", "raft_small"], 5,
+         r"raft_small is not an image classifier \(Raft_Small_Weights\.C_T_V2 report Sintel-Train-Cleanpass"),
     ]
     not_classifier = next((m for m in W.list_pretrained() if "acc@1" not in str(W.get_model_weights(m).DEFAULT.meta)), None)
     if not_classifier:  # e.g. a segmentation model

@@ -111,6 +111,10 @@ def test_error_paths(capsys, tmp_path, monkeypatch):
     check_error(run_cli(capsys, "export", "resnet18", "-o", path, "--weights", "NOPE"), 6, "bad --weights")
     check_error(run_cli(capsys, "export", "ssdlite320_mobilenet_v3_large", "-o", path, "--weights", "none",
                         "--dynamic-batch"), 2, "--dynamic-batch: a detector takes a list of images")
+    check_error(run_cli(capsys, "export", "r3d_18", "-o", path, "--weights", "none"), 9,
+                r"r3d_18 takes clips \(N, C, T, H, W\), not the NxCxHxW batch .* engine\.onnx\.export")
+    check_error(run_cli(capsys, "export", "raft_small", "-o", path, "--weights", "none"), 9,
+                r"raft_small takes pairs of images")
 
 
 def test_missing_packages_exit_9(capsys, tmp_path, monkeypatch):
