@@ -29,6 +29,8 @@ CPU_OPS = {
     "conv1d": (lambda L, a, w: L.nn.functional.conv1d(a, w), [_randn(2, 3, 9), _randn(4, 3, 3, seed=1)]),
     "conv2d": (lambda L, a, w: L.nn.functional.conv2d(a, w, padding=1), [_x4, _w4]),
     "conv_transpose2d": (lambda L, a, w: L.nn.functional.conv_transpose2d(a, w), [_x4, _randn(3, 2, 3, 3)]),
+    "conv_transpose3d": (lambda L, a, w: L.nn.functional.conv_transpose3d(a, w), [_randn(2, 3, 2, 4, 4),
+                                                                                   _randn(3, 2, 2, 3, 3)]),
     "linear": (lambda L, a, w, b: L.nn.functional.linear(a, w, b), [_x3, _randn(6, 5), _randn(6)]),
     "matmul": (lambda L, a, b: a @ b, [_x3, _m]),
     "mm": (lambda L, a, b: L.mm(a, b), [_m, _m]),

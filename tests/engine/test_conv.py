@@ -1,4 +1,4 @@
-"""conv1d / conv2d / conv3d / conv_transpose1d/2d through nn.functional (and Conv3d) against PyTorch."""
+"""conv1d / conv2d / conv3d / conv_transpose1d/2d/3d through nn.functional (and Conv3d, ConvTranspose3d) against PyTorch."""
 import re
 
 import numpy as np
@@ -174,4 +174,50 @@ def test_conv3d_on_the_gpu(cuda):
              lambda *a: torch.nn.functional.conv3d(*a, stride=2, padding=1),
              [rng.standard_normal((2, 3, 5, 6, 7)).astype(np.float32),
               rng.standard_normal((4, 3, 3, 3, 3)).astype(np.float32), rng.standard_normal(4).astype(np.float32)],
+             rtol=1e-5, device="cuda")
+
+
+CONV_TRANSPOSE3D_CASES = [dict(), dict(stride=2, padding=1, output_padding=1),
+                          dict(stride=(2, 1, 3), padding=(1, 0, 2), output_padding=(1, 0, 1)),
+                          dict(groups=2, padding=1, dilation=(2, 1, 1)),
+                          dict(stride=(3, 2, 2), dilation=2, output_padding=(2, 1, 0))]
+
+
+@pytest.mark.parametrize("args", CONV_TRANSPOSE3D_CASES)
+def test_conv_transpose3d_matches_torch(args):
+    """Strided, padded, dilated and grouped, in float64: values and the gradients of input, weight and bias."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, 3, 5, 4))
+    w = rng.standard_normal((4, 6 // args.get("groups", 1), 3, 2, 3))
+    check_op(lambda *a: F.conv_transpose3d(*a, **args), lambda *a: torch.nn.functional.conv_transpose3d(*a, **args),
+             [x, w, rng.standard_normal(6)], rtol=1e-9)
+    check_op(lambda a, k: F.conv_transpose3d(a, k, **args),
+             lambda a, k: torch.nn.functional.conv_transpose3d(a, k, **args), [x[0], w], rtol=1e-9)  # unbatched
+
+
+def test_conv_transpose3d_module_and_errors_as_torch():
+    torch.manual_seed(0)
+    theirs = torch.nn.ConvTranspose3d(3, 4, (3, 2, 3), stride=2, padding=(1, 0, 1))
+    engine.manual_seed(0)
+    ours = engine.nn.ConvTranspose3d(3, 4, (3, 2, 3), stride=2, padding=(1, 0, 1))
+    np.testing.assert_array_equal(ours.weight.detach().numpy(), theirs.weight.detach().numpy())  # torch's init
+    assert repr(ours) == repr(theirs)
+    x = np.random.default_rng(1).standard_normal((2, 3, 3, 4, 5)).astype(np.float32)
+    check_op(lambda a: ours(a, output_size=(6, 8, 10)), lambda a: theirs(a, output_size=(6, 8, 10)), [x], rtol=1e-5)
+    w = np.zeros((2, 4, 3, 3, 3), np.float32)
+    for call in (lambda lib: lib.nn.functional.conv_transpose3d(lib.from_numpy(x), lib.from_numpy(w)),
+                 lambda lib: lib.nn.functional.conv_transpose3d(lib.from_numpy(x[:, :2]), lib.from_numpy(w),
+                                                                stride=2, output_padding=2)):
+        with pytest.raises(RuntimeError) as error:
+            call(torch)
+        with pytest.raises(RuntimeError, match=re.escape(str(error.value))):
+            call(engine)
+
+
+def test_conv_transpose3d_on_the_gpu(cuda):
+    rng = np.random.default_rng(0)
+    args = CONV_TRANSPOSE3D_CASES[2]
+    check_op(lambda *a: F.conv_transpose3d(*a, **args), lambda *a: torch.nn.functional.conv_transpose3d(*a, **args),
+             [rng.standard_normal((2, 4, 3, 5, 4)).astype(np.float32),
+              rng.standard_normal((4, 6, 3, 2, 3)).astype(np.float32), rng.standard_normal(6).astype(np.float32)],
              rtol=1e-5, device="cuda")

@@ -3,7 +3,7 @@
 1-D convolutions run as 2-D ones over a height of 1; the kernels (im2col + one GEMM) live in
 ``engine.backends``.
 """
-from ... import backends
+from ... import backends, ops
 from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...tensor import Tensor
@@ -190,15 +190,24 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if input.dim() == 4 else out
 
 
-def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+def _transposed_geometry(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+    """torch's checks of a transposed convolution, and its (stride, padding, output_padding, dilation) tuples."""
     _check(input, weight, bias, nd, groups, transposed=True)
     stride, padding = _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
     output_padding, dilation = _tuple(output_padding, nd, "output_padding"), _tuple(dilation, nd, "dilation")
     for op, s, d in zip(output_padding, stride, dilation):
         if op >= s and op >= d:
-            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
-                               f"output_padding: {list(output_padding)}, stride: {list(stride)}, "
-                               f"dilation: {list(dilation)}")
+            got = (f"output_padding: {list(output_padding)}, stride: {list(stride)}, dilation: {list(dilation)}"
+                   if nd < 3 else " ".join(f"{name}_{axis}: {v}" for name, values in (
+                       ("output_padding", output_padding), ("stride", stride), ("dilation", dilation))
+                       for axis, v in zip(("depth", "height", "width"), values)))
+            raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {got}")
+    return stride, padding, output_padding, dilation
+
+
+def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
+    stride, padding, output_padding, dilation = _transposed_geometry(input, weight, bias, stride, padding,
+                                                                     output_padding, groups, dilation, nd)
     if nd == 1:
         stride, padding, output_padding, dilation = ((1,) + stride, (0,) + padding, (0,) + output_padding,
                                                      (1,) + dilation)
@@ -219,4 +228,44 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups, dilation, 2)
 
 
-__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"]
+@autocast_mode.lower_precision("cpu", "cuda")
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    """Transposed 3-D convolution with torch's weight layout (C_in, C_out/groups, KD, KH, KW).
+
+    A sum over the kernel's depth taps of transposed 2-D convolutions of every input depth at once (folded into
+    the batch): tap i of input depth d lands on output depth d * stride + i * dilation, before the padding is
+    cropped from both ends. The 2-D kernels and autograd do the rest, as for ``conv3d``.
+    """
+    stride, padding, output_padding, dilation = _transposed_geometry(input, weight, bias, stride, padding,
+                                                                     output_padding, groups, dilation, 3)
+    x = input.unsqueeze(0) if input.dim() == 4 else input
+    n, c, depth, height, width = x.shape
+    planes = x.transpose(1, 2).reshape(n * depth, c, height, width)
+    taps = weight.shape[2]
+    full_depth = (depth - 1) * stride[0] + dilation[0] * (taps - 1) + 1 + output_padding[0]
+    out = None
+    for i in range(taps):
+        term = conv_transpose2d(planes, weight[:, :, i], None, stride[1:], padding[1:], output_padding[1:], groups,
+                                dilation[1:])
+        term = _spread_depth(term.reshape((n, depth) + tuple(term.shape[1:])).transpose(1, 2), stride[0])
+        start = i * dilation[0]
+        term = pad(term, (0, 0, 0, 0, start, full_depth - start - term.shape[2]))
+        out = term if out is None else out + term
+    out = out[:, :, padding[0]:full_depth - padding[0]].contiguous()
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if input.dim() == 4 else out
+
+
+def _spread_depth(x, stride):
+    """(N, C, D, H, W) with ``stride - 1`` zero planes after each depth but the last: (N, C, (D - 1) * stride + 1,
+    H, W), the depths a strided transposed convolution writes."""
+    if stride == 1:
+        return x
+    n, c, depth, height, width = x.shape
+    gaps = ops.zeros(n, c, depth, stride - 1, height, width, dtype=x.dtype, device=x.device)
+    spread = ops.cat([x.unsqueeze(3), gaps], 3).reshape(n, c, depth * stride, height, width)
+    return spread[:, :, :(depth - 1) * stride + 1]
+
+
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"]
