@@ -6,8 +6,8 @@ of models built from them (MobileNet, EfficientNet, detection heads) equal torch
 import engine
 from engine import nn
 
-__all__ = ["ConvNormActivation", "Conv2dNormActivation", "Conv3dNormActivation", "SqueezeExcitation", "FrozenBatchNorm2d",
-           "MLP", "Permute"]
+__all__ = ["ConvNormActivation", "Conv2dNormActivation", "Conv3dNormActivation", "SqueezeExcitation",
+           "FrozenBatchNorm2d", "MLP", "Permute"]
 
 
 class ConvNormActivation(nn.Sequential):

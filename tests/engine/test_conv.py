@@ -1,4 +1,5 @@
-"""conv1d / conv2d / conv3d / conv_transpose1d/2d/3d through nn.functional (and Conv3d, ConvTranspose3d) against PyTorch."""
+"""conv1d / conv2d / conv3d / conv_transpose1d/2d/3d through nn.functional (and Conv3d, ConvTranspose3d) against
+PyTorch."""
 import re
 
 import numpy as np
