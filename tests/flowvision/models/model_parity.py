@@ -63,6 +63,17 @@ def numpy_state(model):
     return {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}
 
 
+def assert_same_init(ours, theirs):
+    """Same printout and the same state_dict, key for key and bit for bit, dtypes included (a model built from the
+    same seed as torchvision's)."""
+    assert repr(ours) == repr(theirs)
+    expected = numpy_state(theirs)
+    state = {k: v.numpy() for k, v in ours.state_dict().items()}
+    assert list(state) == list(expected)
+    for key, value in expected.items():
+        assert state[key].dtype == value.dtype and np.array_equal(state[key], value), key
+
+
 def ours_like(name, tmodel, **kwargs):
     """Our model of the same name with the torch model's weights loaded through numpy, in eval mode."""
     model = models.create_model(name, **kwargs)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision.models.video.mvit as tv_mvit
-from model_parity import backward_both, numpy_state, ours_like
+from model_parity import assert_same_init, backward_both, numpy_state, ours_like
 from op_check import assert_close
 from weights_server import serving_checkpoint
 
@@ -88,12 +88,7 @@ def test_same_seed_gives_torchvision_s_weights(name):
     theirs = getattr(tv_mvit, name)()
     engine.manual_seed(3)
     ours = getattr(mvit, name)()
-    assert repr(ours) == repr(theirs)
-    expected = numpy_state(theirs)
-    state = {k: v.numpy() for k, v in ours.state_dict().items()}
-    assert list(state) == list(expected)
-    for key, value in expected.items():
-        assert np.array_equal(state[key], value), key
+    assert_same_init(ours, theirs)
     assert sum(p.numel() for p in ours.parameters()) == get_model_weights(name).DEFAULT.meta["num_params"]
 
 

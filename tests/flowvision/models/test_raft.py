@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from model_parity import numpy_state, randomize_norms
+from model_parity import assert_same_init, numpy_state, randomize_norms
 from op_check import assert_close
 from PIL import Image
 from torchvision.models.optical_flow import raft as tv_raft
@@ -53,12 +53,7 @@ def test_same_seed_gives_torchvision_s_weights(name):
     theirs = getattr(tv_raft, name)()
     engine.manual_seed(3)
     ours = getattr(optical_flow, name)()
-    assert repr(ours) == repr(theirs)
-    expected = numpy_state(theirs)
-    state = {k: v.numpy() for k, v in ours.state_dict().items()}
-    assert list(state) == list(expected)
-    for key, value in expected.items():
-        assert np.array_equal(state[key], value), key
+    assert_same_init(ours, theirs)
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from model_parity import backward_both, numpy_state
+from model_parity import assert_same_init, backward_both, numpy_state
 from op_check import assert_close
 from weights_server import serving_checkpoint
 
@@ -50,16 +50,6 @@ def _randomize_layer_norms(model, seed):
     return model
 
 
-def _assert_same_init(ours, theirs):
-    """Same printout and the same state_dict, key for key and bit for bit."""
-    assert repr(ours) == repr(theirs)
-    expected = numpy_state(theirs)
-    state = {k: v.numpy() for k, v in ours.state_dict().items()}
-    assert list(state) == list(expected)
-    for key, value in expected.items():
-        assert state[key].dtype == value.dtype and np.array_equal(state[key], value), key
-
-
 def _float64_pair(reference, ours):
     """Random LayerNorms in ``reference``, its weights loaded into ``ours``, both float64 and in eval mode."""
     _randomize_layer_norms(reference, 1)
@@ -84,7 +74,7 @@ def test_small_configuration_matches_torchvision(windows_seen):
     theirs = torchvision.models.video.SwinTransformer3d(num_classes=5, **SMALL)
     engine.manual_seed(7)
     ours = swin3d.SwinTransformer3d(num_classes=5, **SMALL)
-    _assert_same_init(ours, theirs)
+    assert_same_init(ours, theirs)
     reference, ours = _float64_pair(theirs, ours)
     for shape in [(2, 3, 5, 13, 15), (1, 3, 1, 13, 15)]:
         _backward_matches(reference, ours, _clips(*shape))
@@ -98,7 +88,7 @@ def test_same_seed_gives_torchvision_s_weights():
     theirs = torchvision.models.video.swin3d_t()
     engine.manual_seed(3)
     ours = swin3d.swin3d_t()
-    _assert_same_init(ours, theirs)
+    assert_same_init(ours, theirs)
 
 
 @pytest.mark.slow

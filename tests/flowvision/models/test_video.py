@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from model_parity import backward_both, numpy_state, ours_like, torch_model
+from model_parity import assert_same_init, backward_both, numpy_state, ours_like, torch_model
 from op_check import assert_close
 from weights_server import serving_checkpoint
 
@@ -27,12 +27,7 @@ def test_same_seed_gives_torchvision_s_weights(name):
     theirs = getattr(torchvision.models.video, name)()
     engine.manual_seed(3)
     ours = getattr(video, name)()
-    assert repr(ours) == repr(theirs)
-    expected = numpy_state(theirs)
-    state = {k: v.numpy() for k, v in ours.state_dict().items()}
-    assert list(state) == list(expected)
-    for key, value in expected.items():
-        assert np.array_equal(state[key], value), key
+    assert_same_init(ours, theirs)
 
 
 @pytest.mark.slow
