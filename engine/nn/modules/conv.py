@@ -169,55 +169,43 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(output_size[d] - min_sizes[d] for d in range(num_spatial_dims))
 
 
-class ConvTranspose1d(_ConvTransposeNd):
+class _ConvTransposeOf(_ConvTransposeNd):
+    """The constructor and forward of ConvTranspose1d/2d/3d: ``_expand`` makes the size arguments tuples of the
+    class's dimension, ``_conv_transpose`` is its functional op."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
+                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        expand = self._expand
+        super().__init__(in_channels, out_channels, expand(kernel_size), expand(stride), expand(padding),
+                         expand(dilation), True, expand(output_padding), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        output_padding = self._output_padding(input, output_size, len(self.kernel_size))
+        return self._conv_transpose(input, self.weight, self.bias, self.stride, self.padding, output_padding,
+                                    self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTransposeOf):
     """1-D transposed convolution (the gradient of Conv1d w.r.t. its input)."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        if padding_mode != "zeros":
-            raise ValueError('Only "zeros" padding mode is supported for ConvTranspose1d')
-        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride), _single(padding),
-                         _single(dilation), True, _single(output_padding), groups, bias, padding_mode,
-                         device, dtype)
-
-    def forward(self, input, output_size=None):
-        output_padding = self._output_padding(input, output_size, 1)
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+    _expand = staticmethod(_single)
+    _conv_transpose = staticmethod(F.conv_transpose1d)
 
 
-class ConvTranspose2d(_ConvTransposeNd):
+class ConvTranspose2d(_ConvTransposeOf):
     """2-D transposed convolution (the gradient of Conv2d w.r.t. its input)."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        if padding_mode != "zeros":
-            raise ValueError('Only "zeros" padding mode is supported for ConvTranspose2d')
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride), _pair(padding),
-                         _pair(dilation), True, _pair(output_padding), groups, bias, padding_mode,
-                         device, dtype)
-
-    def forward(self, input, output_size=None):
-        output_padding = self._output_padding(input, output_size, 2)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+    _expand = staticmethod(_pair)
+    _conv_transpose = staticmethod(F.conv_transpose2d)
 
 
-class ConvTranspose3d(_ConvTransposeNd):
+class ConvTranspose3d(_ConvTransposeOf):
     """3-D transposed convolution (the gradient of Conv3d w.r.t. its input)."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1,
-                 bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None):
-        if padding_mode != "zeros":
-            raise ValueError('Only "zeros" padding mode is supported for ConvTranspose3d')
-        super().__init__(in_channels, out_channels, _triple(kernel_size), _triple(stride), _triple(padding),
-                         _triple(dilation), True, _triple(output_padding), groups, bias, padding_mode,
-                         device, dtype)
-
-    def forward(self, input, output_size=None):
-        output_padding = self._output_padding(input, output_size, 3)
-        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, output_padding,
-                                  self.groups, self.dilation)
+    _expand = staticmethod(_triple)
+    _conv_transpose = staticmethod(F.conv_transpose3d)
 
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
