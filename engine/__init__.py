@@ -3,6 +3,8 @@
 ``import engine as torch`` and ordinary PyTorch model code runs: tensors with autograd, ``nn``,
 ``nn.functional``, ``optim`` and ``utils.data``.
 """
+import sys as _sys
+
 from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, promote_types, set_default_dtype, uint8, uint16, uint32, uint64)
 from ._device import device
@@ -21,6 +23,14 @@ from . import accelerator  # noqa: F401  (after cuda, which it wraps)
 from . import multiprocessing  # noqa: F401  (after nn: registers how tensors cross processes)
 from . import distributed, onnx  # noqa: F401  (reachable after ``import engine``, as torch's)
 from . import compiler  # noqa: F401  (after nn: compiled modules are nn.Graphs)
+from ._dtype import qint8, qint32, quint8  # noqa: F401
+from .quantized_tensor import (dequantize, per_channel_affine, per_channel_symmetric, per_tensor_affine,  # noqa: F401
+                               per_tensor_symmetric, qscheme, quantize_per_channel, quantize_per_tensor)
+from . import ao  # noqa: F401  (after nn: quantized layers are modules)
+from .ao.quantization.fake_quantize import (fake_quantize_per_channel_affine,  # noqa: F401
+                                            fake_quantize_per_tensor_affine)
+nn.quantized = ao.nn.quantized  # torch.nn.quantized, the older name torchvision's quantizable models use
+_sys.modules["engine.nn.quantized"] = ao.nn.quantized
 from .compiler import compile  # noqa: F401
 from .backends.determinism import (are_deterministic_algorithms_enabled,  # noqa: F401
                                   is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)

@@ -59,6 +59,12 @@ uint16 = dtype("uint16", np.uint16, 2, "UInt16")
 uint32 = dtype("uint32", np.uint32, 3, "UInt32")
 uint64 = dtype("uint64", np.uint64, 4, "UInt64")
 _NO_PROMOTION = (uint16, uint32, uint64)
+# PyTorch's quantized types: 8/32-bit integers read through a scale and zero point (engine.QuantizedTensor). They
+# are not in ALL: no plain tensor has them, and they take part in no promotion
+quint8 = dtype("quint8", np.uint8, 1, "QUInt8")
+qint8 = dtype("qint8", np.int8, 1, "QInt8")
+qint32 = dtype("qint32", np.int32, 3, "QInt32")
+QUANTIZED = (quint8, qint8, qint32)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, uint16, uint32, uint64, bfloat16)
 _BY_NP = {d.np: d for d in ALL if d.np is not None}

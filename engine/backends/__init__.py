@@ -12,7 +12,7 @@ Autograd and ``nn.Graph`` call it without knowing which device they run on.
 """
 from .._device import device as _device, device_of
 from . import cpu, cuda, cudnn  # noqa: F401  (torch.backends.cuda / cudnn switches)
-from . import mkldnn, mps, opt_einsum  # noqa: F401  (torch.backends' other switches)
+from . import mkldnn, mps, opt_einsum, quantized  # noqa: F401  (torch.backends' other switches)
 from .epilogue import Epilogue
 
 #: family -> the kernels each device's module of that family defines (same names, same signatures)
@@ -29,7 +29,14 @@ KERNELS = {
     "norm": ("scale_shift", "centred", "affine_"),
     "gemm": ("matmul", "autocast_matmul"),
 }
+#: families only the CPU backend has: PyTorch's quantized kernels (fbgemm, qnnpack) are CPU kernels, and so are ours
+CPU_ONLY = {
+    "quantized": ("quantize", "quantize_per_channel", "dequantize", "dequantize_per_channel", "conv2d", "linear",
+                  "add", "mul", "add_scalar", "mul_scalar", "cat", "relu", "max_pool2d", "avg_pool2d",
+                  "adaptive_avg_pool2d", "hardswish", "hardsigmoid", "spatial_mean"),
+}
 
+_FAMILIES = {**KERNELS, **CPU_ONLY}
 _DEVICE_NAMES = {"cpu": "CPU", "cuda": "CUDA"}
 _sets = {}
 
@@ -40,7 +47,7 @@ class KernelSet:
 
     def __init__(self, device_type, family, module):
         self._device_type, self._family = device_type, family
-        for name in KERNELS[family]:
+        for name in _FAMILIES[family]:
             fn = getattr(module, name, None)
             if fn is not None:
                 setattr(self, name, fn)
@@ -48,7 +55,7 @@ class KernelSet:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        where = "" if name in KERNELS[self._family] else f" (not a kernel of the {self._family!r} family)"
+        where = "" if name in _FAMILIES[self._family] else f" (not a kernel of the {self._family!r} family)"
         raise NotImplementedError(f"no {_DEVICE_NAMES[self._device_type]} kernel for {name}{where}")
 
 
@@ -61,8 +68,10 @@ def kernels(array, family):
     device_type = device_of(array).type
     found = _sets.get((device_type, family))
     if found is None:
-        if family not in KERNELS:
-            raise KeyError(f"unknown kernel family {family!r}; the families are {sorted(KERNELS)}")
+        if family in CPU_ONLY and device_type != "cpu":
+            raise NotImplementedError(f"the {family} kernels run on the CPU only")
+        if family not in _FAMILIES:
+            raise KeyError(f"unknown kernel family {family!r}; the families are {sorted(_FAMILIES)}")
         module = _device_package(device_type).families()[family]
         found = _sets[(device_type, family)] = KernelSet(device_type, family, module)
     return found
@@ -74,4 +83,4 @@ def runtime(where):
     return _device_package(device_type).runtime
 
 
-__all__ = ["KERNELS", "Epilogue", "KernelSet", "kernels", "runtime"]
+__all__ = ["KERNELS", "CPU_ONLY", "Epilogue", "KernelSet", "kernels", "runtime"]

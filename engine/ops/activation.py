@@ -456,14 +456,25 @@ def _softmax_input(input, dim, dtype, name):
 
 
 # ---- torch-level functions -----------------------------------------------------------------------
+def _quantized():
+    """The quantized ops (``engine.ao``, imported on first use: it builds on this module's layers)."""
+    from ..ao.nn.quantized import functional
+
+    return functional
+
+
 def relu(input):
     """max(input, 0) (``torch.relu``)."""
+    if getattr(input, "is_quantized", False):
+        return input.relu()
     _check_input(input, "relu", allow_int=True)
     return _run(ReLU(), input)
 
 
 def relu_(input):
     """In-place relu (``torch.relu_``)."""
+    if getattr(input, "is_quantized", False):
+        return input.relu_()
     _check_input(input, "relu_", allow_int=True)
     return _run(ReLU(), input, inplace=True)
 
@@ -570,11 +581,15 @@ def mish(input, inplace=False):
 
 
 def hardswish(input, inplace=False):
+    if getattr(input, "is_quantized", False):  # torch keeps the input's quantization
+        return _quantized().hardswish(input, input.q_scale(), input.q_zero_point())
     _check_input(input, "hardswish")
     return _run(Hardswish(), input, inplace)
 
 
 def hardsigmoid(input, inplace=False):
+    if getattr(input, "is_quantized", False):
+        return _quantized().hardsigmoid(input, inplace)
     _check_input(input, "hardsigmoid")
     return _run(Hardsigmoid(), input, inplace)
 

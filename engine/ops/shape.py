@@ -153,6 +153,8 @@ def ravel(input):
 
 def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims ``start_dim..end_dim`` into one (a 0-d tensor becomes 1-d)."""
+    if getattr(input, "is_quantized", False):
+        return input.flatten(start_dim, end_dim)
     if input.ndim == 0:
         return reshape(input, 1)
     start, end = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
@@ -251,6 +253,8 @@ def permute(input, *dims):
 
 def transpose(input, dim0, dim1):
     """Swap two dims (a view)."""
+    if getattr(input, "is_quantized", False):
+        return input.transpose(dim0, dim1)
     dims = list(range(input.ndim))
     if input.ndim == 0:
         wrap_dim(dim0, 0), wrap_dim(dim1, 0)

@@ -3,8 +3,8 @@
 ``pickle.Pickler`` would look each global up by importing it (``torch._utils._rebuild_tensor_v2``),
 and engine never imports torch; so the few opcodes a checkpoint needs are written here, exactly the
 ones torch's ``weights_only`` unpickler accepts: containers, numbers, strings, None, bools, and
-through allowlisted globals tensors (``_rebuild_tensor_v2`` over a persistent storage id),
-parameters, ``torch.Size``, ``torch.device`` and dtypes. Tensors and containers are memoized, so an
+through allowlisted globals tensors (``_rebuild_tensor_v2`` over a persistent storage id), quantized
+tensors (``_rebuild_qtensor``), parameters, ``torch.Size``, ``torch.device`` and dtypes. Tensors and containers are memoized, so an
 object saved twice loads as one object, and a container may hold itself.
 """
 import io
@@ -18,8 +18,8 @@ from .._device import device
 
 __all__ = ["checkpoint_pickle"]
 
-_SUPPORTED = ("tensors, numpy arrays, numbers, strings, bools, None, dtypes, sizes, devices, and dicts, "
-              "lists and tuples of these")
+_SUPPORTED = ("tensors, quantized tensors, numpy arrays, numbers, strings, bools, None, dtypes, sizes, devices, "
+              "and dicts, lists and tuples of these")
 
 
 class _Writer:
@@ -90,6 +90,8 @@ class _Writer:
             self.save(obj.item(), where)
         elif id(obj) in self.memo:
             self.get(self.memo[id(obj)])
+        elif getattr(obj, "is_quantized", False) and not isinstance(obj, Tensor):
+            self.quantized_tensor(obj)
         elif isinstance(obj, (Tensor, np.ndarray)):
             self.tensor(obj)
         elif isinstance(obj, _dtype.dtype):
@@ -172,17 +174,47 @@ class _Writer:
             self.plain_tensor(obj, isinstance(obj, Tensor) and bool(obj.requires_grad))
         self.remember(obj)
 
-    def plain_tensor(self, obj, requires_grad):
-        """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())``."""
+    def quantized_tensor(self, obj):
+        """``_rebuild_qtensor(storage, offset, size, stride, quantizer_params, False, OrderedDict())``; the
+        quantizer parameters are (scheme, scale, zero point) or (scheme, scales, zero points, axis)."""
         placement = self.locate(obj)
-        self.global_("torch._utils", "_rebuild_tensor_v2")
+        self.global_("torch._utils", "_rebuild_qtensor")
         self.op(b"(")
+        self.storage_id(placement)
+        self.save(placement.offset, "offset")
+        self.save(tuple(int(n) for n in obj.shape), "size")
+        self.save(placement.stride, "stride")
+        self.op(b"(")
+        self.global_("torch", obj.qscheme().name)
+        if obj.qscheme().name == "per_channel_affine":
+            scales, zero_points = obj._qparam_tensors()
+            self.save(scales, "scales")
+            self.save(zero_points, "zero points")
+            self.save(obj.q_per_channel_axis(), "axis")
+        else:
+            self.save(obj.q_scale(), "scale")
+            self.save(obj.q_zero_point(), "zero point")
+        self.op(b"t")
+        self.save(False, "requires_grad")
+        self.call("collections", "OrderedDict")
+        self.op(b"tR")
+        self.remember(obj)
+
+    def storage_id(self, placement):
+        """The persistent id ``("storage", StorageType, key, location, numel)``."""
         self.op(b"(")
         self.save("storage", "storage id")
         self.global_("torch", placement.storage_type)
         for part in (placement.key, placement.location, placement.numel):
             self.save(part, "storage id")
         self.op(b"tQ")
+
+    def plain_tensor(self, obj, requires_grad):
+        """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())``."""
+        placement = self.locate(obj)
+        self.global_("torch._utils", "_rebuild_tensor_v2")
+        self.op(b"(")
+        self.storage_id(placement)
         self.save(placement.offset, "offset")
         self.save(tuple(int(n) for n in obj.shape), "size")
         self.save(placement.stride, "stride")

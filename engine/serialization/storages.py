@@ -24,6 +24,9 @@ if _dtype.bfloat16.np is not None:
     STORAGE_TYPES[_dtype.bfloat16.np] = "BFloat16Storage"
 
 
+QUANTIZED_STORAGE_TYPES = {"qint8": "QInt8Storage", "quint8": "QUInt8Storage", "qint32": "QInt32Storage"}
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where a tensor's elements are: storage ``key`` of ``numel`` elements, at ``offset`` with ``stride``."""
@@ -45,6 +48,7 @@ class _Source:
 
     array: np.ndarray
     location: str
+    storage_type: str = None  # a quantized tensor's (QInt8Storage ...); None: the array dtype's
     storage: int = -1
     offset: int = 0
     stride: tuple = ()
@@ -69,7 +73,7 @@ def _byte_span(array):
 def _can_share(source):
     """Whether ``source`` may be a strided view into a storage shared with others."""
     array = source.array
-    return (source.location == "cpu" and array.size > 0
+    return (source.location == "cpu" and array.size > 0 and source.storage_type is None
             and all(s >= 0 and s % array.itemsize == 0 for s in array.strides))
 
 
@@ -85,6 +89,9 @@ class StoragePlanner:
         from ..tensor import Tensor
 
         if id(value) in self._sources:
+            return _PENDING
+        if getattr(value, "is_quantized", False):  # an engine.QuantizedTensor: its integers, in its own storage
+            self._sources[id(value)] = _Source(value._data, "cpu", QUANTIZED_STORAGE_TYPES[value.dtype.name])
             return _PENDING
         if isinstance(value, Tensor):
             location = str(value.device)
@@ -156,5 +163,5 @@ class StoragePlanner:
         """The ``Placement`` of a tensor or array passed to ``add``."""
         source = self._sources[id(value)]
         flat = self._storages[source.storage]
-        return Placement(STORAGE_TYPES[flat.dtype.newbyteorder("=")], str(source.storage), source.location, flat.size,
-                         source.offset, source.stride)
+        storage_type = source.storage_type or STORAGE_TYPES[flat.dtype.newbyteorder("=")]
+        return Placement(storage_type, str(source.storage), source.location, flat.size, source.offset, source.stride)

@@ -26,13 +26,14 @@ __all__ = ["RestrictedUnpickler", "StorageType", "Storage", "BFLOAT16", "to_nati
 BFLOAT16 = "bfloat16"  # bfloat16 storages are read as uint16: bfloat16 tensors, or float32 without ml_dtypes
 
 # torch's dtypes by name: engine's own where engine has them, numpy's for the few it lacks
-_TORCH_DTYPES = {d.name: d for d in _dtype.ALL}
+_TORCH_DTYPES = {d.name: d for d in _dtype.ALL + _dtype.QUANTIZED}
 _TORCH_DTYPES.update({"bfloat16": BFLOAT16, "uint16": np.dtype(np.uint16), "uint32": np.dtype(np.uint32),
                       "uint64": np.dtype(np.uint64)})
 _STORAGE_DTYPES = {
     "DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
     "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
     "ByteStorage": "uint8", "BoolStorage": "bool", "UntypedStorage": "uint8",
+    "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
 }
 _MEMO_OPCODES = {"PUT", "BINPUT", "LONG_BINPUT"}
 
@@ -143,6 +144,36 @@ def _rebuild_tensor(storage, storage_offset, size, stride, *, place=None):
     return _strided_view(storage, storage_offset, size, stride, None, place)
 
 
+def _rebuild_qtensor(storage, storage_offset, size, stride, quantizer_params, requires_grad, backward_hooks, *,
+                     place=None):
+    """``torch._utils._rebuild_qtensor``: an ``engine.QuantizedTensor`` (per-tensor or per-channel affine)."""
+    from .. import quantized_tensor as qt
+
+    if not isinstance(quantizer_params, tuple) or not quantizer_params:
+        raise CheckpointError(f"invalid quantizer parameters {quantizer_params!r:.80}")
+    scheme = quantizer_params[0]
+    if storage is None:
+        return None
+    dtype = storage.dtype
+    if dtype not in _dtype.QUANTIZED:
+        raise CheckpointError(f"a quantized tensor's storage holds {dtype}, not a quantized type")
+    data = np.array(_strided_view(storage, storage_offset, size, stride, None, None)._data)
+    if scheme is qt.per_tensor_affine and len(quantizer_params) == 3:
+        scale, zero_point = quantizer_params[1:]
+        if isinstance(scale, (int, float)) and type(zero_point) is int:
+            return qt.QuantizedTensor(data, dtype, float(scale), zero_point)
+    elif scheme is qt.per_channel_affine and len(quantizer_params) == 4:
+        scales, zero_points, axis = quantizer_params[1:]
+        channels = data.shape[axis] if type(axis) is int and -data.ndim <= axis < data.ndim else None
+        if channels is not None and all(getattr(t, "shape", None) == (channels,) for t in (scales, zero_points)):
+            return qt.QuantizedTensor(data, dtype, scales=np.asarray(scales._data, np.float64),
+                                      zero_points=np.asarray(zero_points._data, np.int64), axis=axis % data.ndim)
+    else:
+        raise CheckpointError(f"quantized tensors of scheme {scheme!r:.60} are not supported (per_tensor_affine and "
+                              f"per_channel_affine are)")
+    raise CheckpointError(f"invalid quantizer parameters {quantizer_params!r:.120} for a tensor of size {size}")
+
+
 def _rebuild_parameter(data, requires_grad, backward_hooks):
     """``torch._utils._rebuild_parameter``: an ``engine.nn.Parameter``."""
     if data is None:
@@ -178,6 +209,7 @@ _TENSOR_BUILDERS = {  # each gets the loader's ``place``
     ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
     ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
     ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
+    ("torch._utils", "_rebuild_qtensor"): _rebuild_qtensor,
 }
 
 
@@ -194,6 +226,10 @@ def _allowlist():
             allowed[(module, name)] = StorageType(name, _TORCH_DTYPES[dtype_name])
     for name, dtype in _TORCH_DTYPES.items():
         allowed[("torch", name)] = dtype
+    from ..quantized_tensor import QSCHEMES
+
+    for name, scheme in QSCHEMES.items():
+        allowed[("torch", name)] = scheme
     return allowed
 
 

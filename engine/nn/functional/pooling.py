@@ -45,6 +45,13 @@ class _Pool(Function):
         return gx[:, :, 0, :] if self.nd == 1 else gx
 
 
+def _quantized():
+    """Pooling of quantized tensors (``engine.ao``, imported on first use: it builds on these layers)."""
+    from ...ao.nn.quantized import functional
+
+    return functional
+
+
 def _run(kind, input, nd, args, return_indices=False):
     if not isinstance(input, Tensor):
         raise TypeError(f"{kind}{nd}d(): argument 'input' must be Tensor, not {type(input).__name__}")
@@ -76,6 +83,8 @@ def _check_padding(kernel_size, padding, nd):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    if getattr(input, "is_quantized", False):
+        return _quantized().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     _check_padding(kernel_size, padding, 2)
     stride = None if stride is None or stride == [] or stride == () else stride
     return _run("max_pool2d", input, 2, (kernel_size, stride, padding, dilation, ceil_mode), return_indices)
@@ -89,6 +98,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    if getattr(input, "is_quantized", False):
+        return _quantized().avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                       divisor_override)
     _check_padding(kernel_size, padding, 2)
     stride = None if stride is None or stride == [] or stride == () else stride
     return _run("avg_pool2d", input, 2, (kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -108,6 +120,8 @@ def _adaptive_size(output_size, nd):
 
 
 def adaptive_avg_pool2d(input, output_size):
+    if getattr(input, "is_quantized", False):
+        return _quantized().adaptive_avg_pool2d(input, output_size)
     return _run("adaptive_avg_pool2d", input, 2, (_adaptive_size(output_size, 2),))
 
 

@@ -515,7 +515,8 @@ class Module:
         """Fill in entries that checkpoints of an older ``_version`` of this layer lack (override)."""
 
     def _plan_load(self, state_dict, prefix, plan, missing, unexpected, errors):
-        """Check this module's own entries of ``state_dict``; record the copies to make in ``plan``."""
+        """Check this module's own entries of ``state_dict``; record the copies to make in ``plan`` (as
+        ``(module, name, target, value, array)``, or a callable that a module with other state appends)."""
         local = OrderedDict((k, v) for k, v in self._parameters.items() if v is not None)
         local.update((k, v) for k, v in self._buffers.items()
                      if v is not None and k not in self._non_persistent_buffers_set)
@@ -578,7 +579,11 @@ class Module:
             raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
                 type(self).__name__, "\n\t".join(errors)))
         with no_grad():
-            for module, name, target, value, array in plan:
+            for entry in plan:
+                if callable(entry):  # a module's own setter: state that is not parameters (quantized layers)
+                    entry()
+                    continue
+                module, name, target, value, array = entry
                 if assign:
                     module._assign_loaded(name, target, value, array)
                 else:

@@ -45,7 +45,17 @@ def test_every_family_module_is_listed_by_both_devices():
     sources = {p.stem for p in CUDA.glob("*.py")} - {"__init__", "runtime", "source", "tf32", "cublas", "graphs",
                                                     "arena", "autocast", "philox"}
     assert sources == set(backends.KERNELS)
-    assert set(backends.cpu.families()) == set(backends.KERNELS)
+    assert set(backends.cpu.families()) == set(backends.KERNELS) | set(backends.CPU_ONLY)
+
+
+def test_cpu_only_families_are_whole_and_refused_elsewhere():
+    import cuda_emulator
+
+    for family, names in backends.CPU_ONLY.items():
+        kernels = backends.kernels(engine.zeros(1)._data, family)
+        assert all(callable(getattr(kernels, name)) for name in names)
+        with cuda_emulator.installed(), pytest.raises(NotImplementedError, match=f"^the {family} kernels run on"):
+            backends.kernels(engine.zeros(1, device="cuda")._data, family)
 
 
 def test_a_missing_kernel_names_the_device_and_kernel():
