@@ -59,12 +59,12 @@ class Inception(nn.Module):
             conv_block(in_channels, pool_proj, kernel_size=1),
         )
 
+    def _forward(self, x):
+        """The four branch outputs, in concatenation order (a quantizable subclass concatenates them its way)."""
+        return [self.branch1(x), self.branch2(x), self.branch3(x), self.branch4(x)]
+
     def forward(self, x):
-        branch1 = self.branch1(x)
-        branch2 = self.branch2(x)
-        branch3 = self.branch3(x)
-        branch4 = self.branch4(x)
-        return torch.cat([branch1, branch2, branch3, branch4], 1)
+        return torch.cat(self._forward(x), 1)
 
 
 class InceptionAux(nn.Module):

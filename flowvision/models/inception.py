@@ -38,7 +38,8 @@ class InceptionA(nn.Module):
         self.branch3x3dbl_3 = conv_block(96, 96, kernel_size=3, padding=1)
         self.branch_pool = conv_block(in_channels, pool_features, kernel_size=1)
 
-    def forward(self, x):
+    def _forward(self, x):
+        """The branch outputs, in concatenation order (a quantizable subclass concatenates them its way)."""
         branch1x1 = self.branch1x1(x)
         branch5x5 = self.branch5x5_1(x)
         branch5x5 = self.branch5x5_2(branch5x5)
@@ -47,7 +48,10 @@ class InceptionA(nn.Module):
         branch3x3dbl = self.branch3x3dbl_3(branch3x3dbl)
         branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
         branch_pool = self.branch_pool(branch_pool)
-        return torch.cat([branch1x1, branch5x5, branch3x3dbl, branch_pool], 1)
+        return [branch1x1, branch5x5, branch3x3dbl, branch_pool]
+
+    def forward(self, x):
+        return torch.cat(self._forward(x), 1)
 
 
 class InceptionB(nn.Module):
@@ -62,13 +66,17 @@ class InceptionB(nn.Module):
         self.branch3x3dbl_2 = conv_block(64, 96, kernel_size=3, padding=1)
         self.branch3x3dbl_3 = conv_block(96, 96, kernel_size=3, stride=2)
 
-    def forward(self, x):
+    def _forward(self, x):
+        """The branch outputs, in concatenation order (a quantizable subclass concatenates them its way)."""
         branch3x3 = self.branch3x3(x)
         branch3x3dbl = self.branch3x3dbl_1(x)
         branch3x3dbl = self.branch3x3dbl_2(branch3x3dbl)
         branch3x3dbl = self.branch3x3dbl_3(branch3x3dbl)
         branch_pool = F.max_pool2d(x, kernel_size=3, stride=2)
-        return torch.cat([branch3x3, branch3x3dbl, branch_pool], 1)
+        return [branch3x3, branch3x3dbl, branch_pool]
+
+    def forward(self, x):
+        return torch.cat(self._forward(x), 1)
 
 
 class InceptionC(nn.Module):
@@ -90,7 +98,8 @@ class InceptionC(nn.Module):
         self.branch7x7dbl_5 = conv_block(c7, 192, kernel_size=(1, 7), padding=(0, 3))
         self.branch_pool = conv_block(in_channels, 192, kernel_size=1)
 
-    def forward(self, x):
+    def _forward(self, x):
+        """The branch outputs, in concatenation order (a quantizable subclass concatenates them its way)."""
         branch1x1 = self.branch1x1(x)
         branch7x7 = self.branch7x7_1(x)
         branch7x7 = self.branch7x7_2(branch7x7)
@@ -102,7 +111,10 @@ class InceptionC(nn.Module):
         branch7x7dbl = self.branch7x7dbl_5(branch7x7dbl)
         branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
         branch_pool = self.branch_pool(branch_pool)
-        return torch.cat([branch1x1, branch7x7, branch7x7dbl, branch_pool], 1)
+        return [branch1x1, branch7x7, branch7x7dbl, branch_pool]
+
+    def forward(self, x):
+        return torch.cat(self._forward(x), 1)
 
 
 class InceptionD(nn.Module):
@@ -119,7 +131,8 @@ class InceptionD(nn.Module):
         self.branch7x7x3_3 = conv_block(192, 192, kernel_size=(7, 1), padding=(3, 0))
         self.branch7x7x3_4 = conv_block(192, 192, kernel_size=3, stride=2)
 
-    def forward(self, x):
+    def _forward(self, x):
+        """The branch outputs, in concatenation order (a quantizable subclass concatenates them its way)."""
         branch3x3 = self.branch3x3_1(x)
         branch3x3 = self.branch3x3_2(branch3x3)
         branch7x7x3 = self.branch7x7x3_1(x)
@@ -127,7 +140,10 @@ class InceptionD(nn.Module):
         branch7x7x3 = self.branch7x7x3_3(branch7x7x3)
         branch7x7x3 = self.branch7x7x3_4(branch7x7x3)
         branch_pool = F.max_pool2d(x, kernel_size=3, stride=2)
-        return torch.cat([branch3x3, branch7x7x3, branch_pool], 1)
+        return [branch3x3, branch7x7x3, branch_pool]
+
+    def forward(self, x):
+        return torch.cat(self._forward(x), 1)
 
 
 class InceptionE(nn.Module):
@@ -147,16 +163,25 @@ class InceptionE(nn.Module):
         self.branch3x3dbl_3b = conv_block(384, 384, kernel_size=(3, 1), padding=(1, 0))
         self.branch_pool = conv_block(in_channels, 192, kernel_size=1)
 
-    def forward(self, x):
+    def _join(self, pair, split):
+        """Concatenate the 1x3 and 3x1 outputs of split branch ``split`` (0: 3x3, 1: double 3x3) along channels
+        (a quantizable subclass observes each join on its own)."""
+        return torch.cat(pair, 1)
+
+    def _forward(self, x):
+        """The branch outputs, in concatenation order (a quantizable subclass concatenates them its way)."""
         branch1x1 = self.branch1x1(x)
         branch3x3 = self.branch3x3_1(x)
-        branch3x3 = torch.cat([self.branch3x3_2a(branch3x3), self.branch3x3_2b(branch3x3)], 1)
+        branch3x3 = self._join([self.branch3x3_2a(branch3x3), self.branch3x3_2b(branch3x3)], 0)
         branch3x3dbl = self.branch3x3dbl_1(x)
         branch3x3dbl = self.branch3x3dbl_2(branch3x3dbl)
-        branch3x3dbl = torch.cat([self.branch3x3dbl_3a(branch3x3dbl), self.branch3x3dbl_3b(branch3x3dbl)], 1)
+        branch3x3dbl = self._join([self.branch3x3dbl_3a(branch3x3dbl), self.branch3x3dbl_3b(branch3x3dbl)], 1)
         branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
         branch_pool = self.branch_pool(branch_pool)
-        return torch.cat([branch1x1, branch3x3, branch3x3dbl, branch_pool], 1)
+        return [branch1x1, branch3x3, branch3x3dbl, branch_pool]
+
+    def forward(self, x):
+        return torch.cat(self._forward(x), 1)
 
 
 class InceptionAux(nn.Module):

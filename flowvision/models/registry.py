@@ -25,7 +25,7 @@ def register_model(fn=None, *, has_pretrained=False, alias_of=None):
     ``alias_of=`` for an older name of another model (listed as such)."""
     def register(entrypoint):
         name = entrypoint.__name__
-        module_name = entrypoint.__module__.split(".")[-1]
+        module_name = _family_module(entrypoint.__module__)
         _model_entrypoints[name] = entrypoint
         if alias_of is not None:
             _model_aliases[name] = alias_of
@@ -41,6 +41,13 @@ def register_model(fn=None, *, has_pretrained=False, alias_of=None):
         return entrypoint
 
     return register if fn is None else register(fn)
+
+
+def _family_module(module):
+    """The family a model module registers under: its own name (``resnet``), except that the quantizable
+    models of ``models.quantization`` are one family, ``quantization``, apart from the float ones they extend."""
+    parts = module.split(".")
+    return "quantization" if "quantization" in parts[:-1] else parts[-1]
 
 
 def model_alias_of(model_name):

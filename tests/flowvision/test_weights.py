@@ -2,6 +2,7 @@
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -34,7 +35,10 @@ def test_manifest_matches_torchvision():
             assert mine.meta["categories"] == member.meta.get("categories")  # RAFT's weights have none
             # torchvision's own checkpoints are BSD-3-Clause; the SWAG ones carry SWAG's license (CC-BY-NC 4.0)
             assert mine.meta["license"] == member.meta.get("license", "BSD-3-Clause")
-            assert mine.url.rsplit("-", 1)[1].startswith(mine.meta["sha256"])
+            assert re.search(r"[-_]([0-9a-f]+)\.pth$", mine.url).group(1).startswith(mine.meta["sha256"])
+            assert mine.meta.get("backend") == member.meta.get("backend")  # quantized weights' engine
+            unquantized = member.meta.get("unquantized")
+            assert mine.meta.get("unquantized") == (unquantized and f"{type(unquantized).__name__}.{unquantized.name}")
             tv, fv = member.transforms(), mine.transforms()
             assert type(fv).__name__ == type(tv).__name__
             if type(tv).__name__ == "VideoClassification":
