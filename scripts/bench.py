@@ -286,6 +286,29 @@ def suite_video(args, torch, engine):
     return rows
 
 
+def suite_quantized(args, torch, engine):
+    """int8 inference of torchvision's quantized models at 224x224: PyTorch's quantized kernels (fbgemm; qnnpack for
+    mobilenet_v2) vs ours, both with torchvision's quantized state_dict (calibrated by torchvision, seed 0)."""
+    import torchvision.models.quantization as tv_quantized
+    import flowvision.models.quantization as fv_quantized
+    rows = []
+    for name, batches in (("resnet18", (1, 8)), ("resnet50", (1, 8)), ("mobilenet_v2", (1,)),
+                          ("shufflenet_v2_x1_0", (1,)), ("googlenet", (1,))):
+        torch.manual_seed(0)
+        ref = getattr(tv_quantized, name)(weights=None, quantize=True).eval()
+        backend = torch.backends.quantized.engine  # the builder set its weights' engine
+        ours = getattr(fv_quantized, name)(quantize=True, backend=backend).eval()
+        ours.load_state_dict(ref.state_dict())
+        engine.backends.quantized.engine = backend
+        for batch in batches:
+            x = np.random.default_rng(0).random((batch, 3, 224, 224), dtype=np.float32)
+            rows.append((f"quantized {name} b{batch}", "torch", median_time(_inference(torch, ref, x), args.repeat,
+                                                                           "torch")))
+            rows.append((f"quantized {name} b{batch}", "ours", median_time(_inference(engine, ours, x), args.repeat,
+                                                                          "ours")))
+    return rows
+
+
 def _detect(lib, model, image):
     def run():
         with lib.no_grad():
@@ -780,7 +803,7 @@ SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
           "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu,
           "families": suite_families, "distributed": suite_distributed, "bfloat16": suite_bfloat16,
-          "video": suite_video}
+          "video": suite_video, "quantized": suite_quantized}
 UNITS = {"memory": "MiB"}
 # suites measured in this process: memory runs each framework in a process of its own, and on the GPU the
 # frameworks' memory pools are separate

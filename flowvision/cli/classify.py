@@ -195,8 +195,14 @@ def _how_to_get(weights):
             "whose checkpoints/ subfolder holds it)")
 
 
+def is_quantized(weights):
+    """Whether ``weights`` are int8 (torchvision's quantized weights, which name their quantized engine)."""
+    return weights is not None and "backend" in weights.meta
+
+
 def load_pretrained(model, weights):
-    """``model`` built with ``weights``, downloading them (with a progress bar) unless cached."""
+    """``model`` built with ``weights``, downloading them (with a progress bar) unless cached; quantized weights
+    build the int8 model (``quantize=True``)."""
     from flowvision import hub
     from flowvision.models import create_model
 
@@ -205,7 +211,7 @@ def load_pretrained(model, weights):
         raise CLIError(f"{hub.ENV_OFFLINE} is set and {label} are not in the cache: {_how_to_get(weights)}",
                        EXIT_WEIGHTS_UNAVAILABLE)
     try:
-        return create_model(model, weights=weights)
+        return create_model(model, weights=weights, **({"quantize": True} if is_quantized(weights) else {}))
     except hub.CorruptDownloadError as e:
         if hub.is_offline():  # a file placed in the cache by hand, moved aside by the hub
             raise CLIError(f"{label} are corrupt: {e}", EXIT_DOWNLOAD_FAILED) from None
@@ -312,12 +318,16 @@ def run(args):
     base = graph_base() if args.graph else None
     reference = weights or _default_weights(args.model)
     _check_classifier(args.model, reference)
+    quantized = not checkpoint and is_quantized(reference)
+    if quantized and base:
+        raise CLIError(f"--graph: nn.Graph does not trace int8 models ({args.model}); run without --graph",
+                       EXIT_UNAVAILABLE)
     preprocess = reference.transforms() if reference else ImageClassification(crop_size=224)
     clips = isinstance(preprocess, VideoClassification)
     min_frames = reference.meta.get("min_temporal_size", 1) if clips else None
     arrays = [_preprocessed(preprocess, path, min_frames) for path in paths]
     model = load_checkpoint(args.model, checkpoint) if checkpoint else load_pretrained(args.model, weights)
-    device = device_option.choose(args.device)
+    device = device_option.choose(args.device, cpu_only="int8 quantized models" if quantized else None)
     model.eval().to(device)
     categories = reference.meta["categories"] if reference else None
     probs = probabilities(as_graph(model, base) if base else model, arrays, args.batch_size, device)

@@ -10,13 +10,18 @@ def add_argument(parser):
                         help="cpu, cuda or cuda:N; auto (default): cuda when a GPU is available, else cpu")
 
 
-def choose(value):
-    """The engine device ``value`` names (auto resolved), or a one-line error when it is unusable."""
+def choose(value, cpu_only=None):
+    """The engine device ``value`` names (auto resolved), or a one-line error when it is unusable.
+
+    ``cpu_only`` names why the model runs on the CPU alone (int8 models): auto then means cpu, and cuda is refused.
+    """
     import engine
     from engine import _device
 
     if value == "auto":
-        value = "cuda" if engine.cuda.is_available() else "cpu"
+        value = "cuda" if engine.cuda.is_available() and not cpu_only else "cpu"
+    if cpu_only and value.startswith("cuda"):
+        raise CLIError(f"--device {value}: {cpu_only} run on the CPU only; use --device cpu", EXIT_UNAVAILABLE)
     try:
         device = engine.device(value)
     except RuntimeError:

@@ -213,6 +213,11 @@ def run(args):
         raise CLIError(f"{args.model} takes {takes}, not the NxCxHxW batch this command traces: export it from "
                        "Python with engine.onnx.export(model, example_inputs, path)", EXIT_UNAVAILABLE)
     net = build_model(args.model, kind, args.weights).eval()
+    import engine.ao
+
+    if any(isinstance(m, engine.ao.nn.quantized.Quantize) for m in net.modules()):
+        raise CLIError(f"{args.model} with {args.weights} weights is an int8 model, which has no ONNX export here: "
+                       "export it with --weights none or the float weights of its family", EXIT_UNAVAILABLE)
     input_names, names, seconds = export_model(net, kind, args)
     size_mb = os.path.getsize(args.output) / 1e6
     batch = "dynamic batch" if args.dynamic_batch else f"batch {args.input_size[0]}"
