@@ -25,6 +25,7 @@ The machine is noisy: compare ratios from one run, not absolute times across run
 """
 import argparse
 import copy
+import io
 import json
 import os
 import statistics
@@ -298,7 +299,10 @@ def suite_quantized(args, torch, engine):
         ref = getattr(tv_quantized, name)(weights=None, quantize=True).eval()
         backend = torch.backends.quantized.engine  # the builder set its weights' engine
         ours = getattr(fv_quantized, name)(quantize=True, backend=backend).eval()
-        ours.load_state_dict(ref.state_dict())
+        checkpoint = io.BytesIO()  # quantized tensors move over as a checkpoint file
+        torch.save(ref.state_dict(), checkpoint)
+        checkpoint.seek(0)
+        ours.load_state_dict(engine.load(checkpoint))
         engine.backends.quantized.engine = backend
         for batch in batches:
             x = np.random.default_rng(0).random((batch, 3, 224, 224), dtype=np.float32)

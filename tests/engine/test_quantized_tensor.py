@@ -166,3 +166,15 @@ def test_malformed_quantizer_parameters_are_one_checkpoint_error():
                    (engine.per_channel_affine, engine.ones(2), engine.zeros(2), 5), ("per_channel_affine",)):
         with pytest.raises(CheckpointError):
             _rebuild_qtensor(storage, 0, (2, 3), (3, 1), params, False, None)
+
+
+def test_loading_names_what_does_not_fit():
+    layer = engine.ao.nn.quantized.Conv2d(3, 4, 3)
+    state = layer.state_dict()
+    bad = dict(state, weight=engine.zeros(4, 3, 3, 3), bias=np.zeros(5, np.float32))
+    with pytest.raises(RuntimeError) as caught:
+        layer.load_state_dict(bad)
+    assert 'While copying the parameter named "weight", expected an engine qint8 quantized tensor' in str(caught.value)
+    assert "size mismatch for bias: copying a param with shape engine.Size([5])" in str(caught.value)
+    layer.load_state_dict(dict(state, bias=np.arange(4, dtype=np.float64)))  # anything engine.tensor takes
+    assert layer.bias().dtype == engine.float32 and layer.bias().tolist() == [0, 1, 2, 3]

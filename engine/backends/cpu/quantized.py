@@ -18,6 +18,8 @@ which changes its sums once activations exceed 127 (beyond the reduce-range quan
 give): ``_fbgemm_depthwise_sums`` does the same. Its other convolutions and linear layers sum exactly on CPUs with
 AVX512-VNNI (where torch's results were taken); on AVX2-only CPUs they may saturate too, which is not reproduced.
 """
+import functools
+
 import numpy as np
 
 from ..pool_geometry import bins as _bins, geometry as _geometry
@@ -28,6 +30,7 @@ _LIMITS = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127),
            np.dtype(np.int32): (-2 ** 31, 2 ** 31 - 1)}
 _GRAIN, _VECTOR_RUN = 32768, 64  # ATen's elementwise loops: parallel grain and vectorised run (see _vector_lanes)
 _CAT_RUN = 8  # torch's channels-last cat vectorises each input's channels in runs of 8
+_CODES = np.arange(256, dtype=np.float32)  # every quint8 value, for per-value tables
 
 
 # ---- float32 helpers ---------------------------------------------------------------------------------------------
@@ -60,17 +63,22 @@ def _to_uint8(v, zero_point, relu):
 
 
 def _dequantize_fma(q, scale, zero_point):
-    """ATen's vectorised dequantize: float32 ``fma(q, scale, -zero_point * scale)`` with a float32 premultiply."""
+    """ATen's vectorised dequantize: float32 ``fma(q, scale, -zero_point * scale)`` with a float32 premultiply.
+    A uint8 array reads a 256-entry table (the exact fma is ~10 numpy passes; this keeps it off every element)."""
     s = _F32(scale)
+    if q.dtype == np.uint8:
+        return _fma(_CODES, s, s * _F32(-zero_point))[q]
     return _fma(q.astype(_F32), s, s * _F32(-zero_point))
 
 
+@functools.lru_cache(maxsize=64)
 def _vector_lanes(shape, channels_last, threads):
     """Where ATen's elementwise quantized loops take their vectorised path rather than the scalar tail.
 
     The tensor is walked in memory order, split over ``min(threads, ceil(n / 32768))`` equal chunks (one chunk
     below 32768 elements), and in each chunk the runs of 64 elements are vectorised and the last ``len % 64``
-    elements go through the scalar code, whose rounding can differ. Returns a bool array of ``shape``.
+    elements go through the scalar code, whose rounding can differ. Returns a read-only bool array of ``shape``
+    (kept per layout: a model asks for the same few again on every call).
     """
     n = int(np.prod(shape))
     tasks = 1 if n < _GRAIN or threads <= 1 else min(threads, -(-n // _GRAIN))
@@ -78,6 +86,7 @@ def _vector_lanes(shape, channels_last, threads):
     pos = np.arange(n)
     start = pos // chunk * chunk
     vector = pos - start < (np.minimum(start + chunk, n) - start) // _VECTOR_RUN * _VECTOR_RUN
+    vector.flags.writeable = False
     if channels_last and len(shape) == 4:
         N, C, H, W = shape
         return vector.reshape(N, H, W, C).transpose(0, 3, 1, 2)
@@ -116,7 +125,9 @@ def quantize_per_channel(x, scales, zero_points, axis, np_dtype):
 
 
 def dequantize(q, scale, zero_point):
-    """Per-tensor dequantize as torch: float32 ``(q - zero_point) * float32(scale)``."""
+    """Per-tensor dequantize as torch: float32 ``(q - zero_point) * float32(scale)`` (a table for uint8 arrays)."""
+    if q.dtype == np.uint8:
+        return ((_CODES - _F32(zero_point)) * _F32(scale))[q]
     return (q.astype(np.int64) - zero_point).astype(_F32) * _F32(scale)
 
 

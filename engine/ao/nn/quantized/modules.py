@@ -15,7 +15,7 @@ from ....nn.modules.linear import Identity
 from ....nn.modules.module import Module
 from ....nn.modules._utils import _pair
 from ....quantized_tensor import QuantizedTensor, _kernels, quantize_per_channel, quantize_per_tensor
-from ....tensor import Tensor, _new
+from ....tensor import Size, Tensor, _new, to_array
 from . import functional as qF
 
 __all__ = ["Quantize", "DeQuantize", "Conv2d", "Linear", "LinearPackedParams", "FloatFunctional", "QFunctional",
@@ -58,8 +58,10 @@ class _OwnState(Module):
                 missing.append(key)
                 continue
             problem = self._check(name, state_dict[key])
-            if problem:
+            if problem and problem.startswith("copying a param with shape"):  # torch's two kinds of message
                 errors.append(f"size mismatch for {key}: {problem}")
+            elif problem:
+                errors.append(f'While copying the parameter named "{key}", {problem}')
             else:
                 found[name] = state_dict[key]
         for key in state_dict:
@@ -119,7 +121,9 @@ def _weighted_layer(cls, mod):
 
 def _check_weight(value, current):
     if not isinstance(value, QuantizedTensor) or value.dtype is not qint8:
-        return f"expected a qint8 quantized tensor, got {getattr(value, 'dtype', type(value).__name__)}"
+        kind = type(value)
+        return (f"expected an engine qint8 quantized tensor, got a {kind.__module__}.{kind.__qualname__} of dtype "
+                f"{getattr(value, 'dtype', None)} (torch's tensors load through a checkpoint file: engine.load)")
     if value.shape != current.shape:
         return (f"copying a param with shape {value.shape} from checkpoint, the shape in current model is "
                 f"{current.shape}.")
@@ -129,9 +133,19 @@ def _check_weight(value, current):
 def _check_bias(value, out_features):
     if value is None:
         return None
-    if not isinstance(value, Tensor) or tuple(value.shape) != (out_features,):
-        return f"expected a float bias of shape ({out_features},), got {getattr(value, 'shape', value)!r}"
+    try:
+        shape = np.shape(to_array(value))
+    except (TypeError, ValueError):
+        return f"expected a float tensor as the bias, got a {type(value).__module__}.{type(value).__qualname__}"
+    if shape != (out_features,):
+        return (f"copying a param with shape {Size(shape)} from checkpoint, the shape in current model is "
+                f"{Size((out_features,))}.")
     return None
+
+
+def _float_bias(value):
+    """A bias as given (a tensor, an array...) as an engine float32 tensor of its own, or None."""
+    return None if value is None else _new(np.array(to_array(value), dtype=np.float32))
 
 
 class Quantize(Module):
@@ -199,7 +213,7 @@ class Conv2d(_OutputQParams):
         problem = _check_weight(w, self._weight) or _check_bias(b, self.out_channels)
         if problem:
             raise ValueError(problem)
-        self._weight, self._bias = w, None if b is None else b.detach()
+        self._weight, self._bias = w, _float_bias(b)
 
     def _state(self):
         state = OrderedDict(weight=self._weight, bias=self._bias)
@@ -268,8 +282,8 @@ class LinearPackedParams(_OwnState):
         return _check_weight(value[0], self._weight) or _check_bias(value[1], self._weight.shape[0])
 
     def _set_state(self, values):
-        weight, bias = values["_packed_params"]  # a checkpoint's bias may be a Parameter: keep it unregistered
-        self._weight, self._bias = weight, None if bias is None else bias.detach()
+        weight, bias = values["_packed_params"]
+        self._weight, self._bias = weight, _float_bias(bias)  # a copy: a checkpoint's Parameter stays unregistered
 
 
 class Linear(_OutputQParams):
@@ -300,7 +314,7 @@ class Linear(_OutputQParams):
         problem = _check_weight(w, self.weight()) or _check_bias(b, self.out_features)
         if problem:
             raise ValueError(problem)
-        self._packed_params._weight, self._packed_params._bias = w, None if b is None else b.detach()
+        self._packed_params._weight, self._packed_params._bias = w, _float_bias(b)
 
     def forward(self, x):
         return qF.linear(x, self.weight(), self.bias(), self.scale, self.zero_point, relu=self._relu)
