@@ -6,12 +6,11 @@ range is calibrated instead). The published weights are qnnpack's (per-tensor we
 backend.
 """
 from engine import nn
-from engine.ao import quantization as tq
 
 from ...ops.misc import Conv2dNormActivation
 from ..mobilenetv2 import InvertedResidual, MobileNetV2
 from ..registry import register_model
-from .utils import _fuse_modules, build_quantizable
+from .utils import QuantStubbed, _fuse_modules, build_quantizable
 
 __all__ = ["QuantizableMobileNetV2"]  # the blocks stay in this module, as torchvision's
 
@@ -35,20 +34,9 @@ class QuantizableInvertedResidual(InvertedResidual):
                 _fuse_modules(self.conv, [str(idx), str(idx + 1)], is_qat)
 
 
-class QuantizableMobileNetV2(MobileNetV2):
+class QuantizableMobileNetV2(QuantStubbed, MobileNetV2):
     """``MobileNetV2`` between a ``QuantStub`` and a ``DeQuantStub`` (build it with
     ``block=QuantizableInvertedResidual``, as the builder does, for observed residual adds)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.quant = tq.QuantStub()
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        x = self.quant(x)
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return self.dequant(x)
 
     def fuse_model(self, is_qat=None):
         """Fuse every conv, batch norm and ReLU (in place; same float outputs)."""

@@ -15,7 +15,7 @@ from engine.ao import quantization as tq
 from ...ops.misc import Conv2dNormActivation, SqueezeExcitation
 from ..mobilenetv3 import InvertedResidual, MobileNetV3, _mobilenet_v3_conf
 from ..registry import register_model
-from .utils import _fuse_modules, _quantizable_weights, _replace_relu
+from .utils import QuantStubbed, _fuse_modules, _quantizable_weights, _replace_relu
 
 __all__ = ["QuantizableMobileNetV3"]  # the blocks stay in this module, as torchvision's
 
@@ -64,20 +64,9 @@ class QuantizableInvertedResidual(InvertedResidual):
         return self.block(x)
 
 
-class QuantizableMobileNetV3(MobileNetV3):
+class QuantizableMobileNetV3(QuantStubbed, MobileNetV3):
     """``MobileNetV3`` between a ``QuantStub`` and a ``DeQuantStub`` (build it with
     ``block=QuantizableInvertedResidual``, as the builder does)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.quant = tq.QuantStub()
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        x = self.quant(x)
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return self.dequant(x)
 
     def fuse_model(self, is_qat=None):
         """Fuse each conv with its batch norm (and ReLU; not the hard-swishes) and each squeeze conv with its

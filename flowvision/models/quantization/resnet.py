@@ -5,11 +5,10 @@ The float blocks of ``flowvision.models.resnet`` with their residual add and ReL
 a block reused one; the state_dict keys are the float model's, or torchvision's quantized ones after conversion.
 """
 from engine import nn
-from engine.ao import quantization as tq
 
 from ..registry import register_model
 from ..resnet import BasicBlock, Bottleneck, ResNet
-from .utils import _fuse_modules, build_quantizable
+from .utils import QuantStubbed, _fuse_modules, build_quantizable
 
 __all__ = ["QuantizableBasicBlock", "QuantizableBottleneck", "QuantizableResNet"]
 
@@ -63,19 +62,8 @@ class QuantizableBottleneck(Bottleneck):
             _fuse_modules(self.downsample, ["0", "1"], is_qat)
 
 
-class QuantizableResNet(ResNet):
+class QuantizableResNet(QuantStubbed, ResNet):
     """``ResNet`` between a ``QuantStub`` (float in) and a ``DeQuantStub`` (float logits out)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.quant = tq.QuantStub()
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        x = self.quant(x)
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return self.dequant(x)
 
     def fuse_model(self, is_qat=None):
         """Fold every batch norm into its conv and fuse the ReLUs that follow (in place; same float outputs)."""

@@ -6,11 +6,10 @@ The float units of ``flowvision.models.shufflenetv2`` with their concatenation t
 """
 import engine as torch
 from engine import nn
-from engine.ao import quantization as tq
 
 from ..registry import register_model
 from ..shufflenetv2 import InvertedResidual, ShuffleNetV2
-from .utils import _fuse_modules, build_quantizable
+from .utils import QuantStubbed, _fuse_modules, build_quantizable
 
 __all__ = ["QuantizableShuffleNetV2"]  # the blocks stay in this module, as torchvision's
 
@@ -37,19 +36,11 @@ class QuantizableInvertedResidual(InvertedResidual):
         _fuse_modules(self.branch2, [["0", "1", "2"], ["3", "4"], ["5", "6", "7"]], is_qat)
 
 
-class QuantizableShuffleNetV2(ShuffleNetV2):
+class QuantizableShuffleNetV2(QuantStubbed, ShuffleNetV2):
     """``ShuffleNetV2`` of quantizable units between a ``QuantStub`` and a ``DeQuantStub``."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, inverted_residual=QuantizableInvertedResidual, **kwargs)
-        self.quant = tq.QuantStub()
-        self.dequant = tq.DeQuantStub()
-
-    def forward(self, x):
-        x = self.quant(x)
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return self.dequant(x)
 
     def fuse_model(self, is_qat=None):
         """Fold every batch norm into its conv and fuse the ReLUs that follow (in place; same float outputs)."""

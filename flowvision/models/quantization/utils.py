@@ -13,7 +13,24 @@ from engine.ao import quantization as tq
 
 from ..weights import get_model_weights, resolve_weights
 
-__all__ = ["quantize_model", "build_quantizable"]
+__all__ = ["QuantStubbed", "quantize_model", "build_quantizable"]
+
+
+class QuantStubbed:
+    """Mixin of a quantizable classifier (``class QuantizableResNet(QuantStubbed, ResNet)``): a ``QuantStub``
+    (float images in) before the float family's ``forward_features`` and ``forward_head``, a ``DeQuantStub``
+    (float logits out) after them."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.quant = tq.QuantStub()
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        x = self.quant(x)
+        x = self.forward_features(x)
+        x = self.forward_head(x)
+        return self.dequant(x)
 
 
 def _replace_relu(module):
