@@ -31,6 +31,8 @@ from .ao.quantization.fake_quantize import (fake_quantize_per_channel_affine,  #
                                             fake_quantize_per_tensor_affine)
 nn.quantized = ao.nn.quantized  # torch.nn.quantized, the older name torchvision's quantizable models use
 _sys.modules["engine.nn.quantized"] = ao.nn.quantized
+quantization = ao.quantization  # torch.quantization, the older name of torch.ao.quantization
+_sys.modules["engine.quantization"] = ao.quantization
 from .compiler import compile  # noqa: F401
 from .backends.determinism import (are_deterministic_algorithms_enabled,  # noqa: F401
                                   is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)

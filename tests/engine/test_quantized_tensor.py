@@ -178,3 +178,11 @@ def test_loading_names_what_does_not_fit():
     assert "size mismatch for bias: copying a param with shape engine.Size([5])" in str(caught.value)
     layer.load_state_dict(dict(state, bias=np.arange(4, dtype=np.float64)))  # anything engine.tensor takes
     assert layer.bias().dtype == engine.float32 and layer.bias().tolist() == [0, 1, 2, 3]
+
+
+def test_older_names_are_the_ao_modules():
+    import engine.nn.quantized
+    import engine.quantization
+
+    assert engine.quantization is engine.ao.quantization and engine.nn.quantized is engine.ao.nn.quantized
+    assert engine.quantization.QuantStub is engine.ao.quantization.QuantStub
