@@ -131,6 +131,24 @@ def test_conv2d_accumulators_past_float32(engine):
           torch.ops.quantized.conv2d(x, packed, so, zo))
 
 
+def test_conv2d_sums_stay_exact_on_the_engines_winograd_path():
+    """A 3x3 layer large enough for engine's float Winograd convolution (F(2, 3): only halves, so integer sums
+    stay exact in float64) gives torch's integers too."""
+    from engine.backends.cpu import conv
+
+    rng = _rng("winograd")
+    shape, weight_shape = (8, 256, 14, 14), (256, 256, 3, 3)
+    assert conv._winograd_forward_pays(shape, weight_shape, (1, 1), (1, 1, 1, 1), (1, 1), 1)
+    xq, xs, xz = _act(rng, shape, 127)
+    wq, ws, wz, w = _weight(rng, weight_shape, "fbgemm", True)
+    x = _tq(xq, xs, xz)
+    so, zo = _out_qparams(F.conv2d(x.dequantize(), w.dequantize(), None, 1, 1))
+    torch.backends.quantized.engine = "fbgemm"
+    packed = torch.ops.quantized.conv2d_prepack(w, None, [1, 1], [1, 1], [1, 1], 1)
+    _same(Q.conv2d(xq, xs, xz, wq, ws, wz, None, 1, 1, 1, 1, so, zo, False, "fbgemm"),
+          torch.ops.quantized.conv2d(x, packed, so, zo))
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kind", [(16, 12, 1, 1, 1, 0), (8, 8, 3, 8, 1, 1), (16, 16, 5, 16, 2, 2),
                                   (64, 64, 3, 16, 1, 1), (12, 8, 3, 1, 2, 1), None])

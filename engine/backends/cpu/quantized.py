@@ -5,7 +5,8 @@ tensor or per output channel). PyTorch's quantized CPU ops come from two engines
 the ops that differ take ``engine_name``: "fbgemm" (torchvision's ResNet, ResNeXt, GoogLeNet, Inception v3 and
 ShuffleNet v2 weights) or "qnnpack" (the MobileNets). Each docstring states the arithmetic; every step named
 float32 is one IEEE float32 operation (numpy float32 arithmetic, round half to even), which is what makes the
-results exact. Integer sums are exact: convolutions and matrix products run in float64, exact below 2**53.
+results exact. Integer sums are exact: convolutions and matrix products run in float64, exact below 2**53 (the
+engine's Winograd path for large 3x3 layers, F(2, 3), only halves, so its sums stay exact integers too).
 
 Pooling, ``cat`` and fbgemm's elementwise ops also depend on the memory layout torch would see
 (``channels_last``): quantized convolutions return channels-last tensors, so inside a quantized model every
