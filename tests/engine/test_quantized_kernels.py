@@ -131,6 +131,25 @@ def test_conv2d_accumulators_past_float32(engine):
           torch.ops.quantized.conv2d(x, packed, so, zo))
 
 
+@pytest.mark.parametrize("channels", [57, 58])
+def test_conv2d_sums_in_float32_only_below_its_exact_range(channels):
+    """Every product at its largest (255 * 127, sums of 57 or 58 channels x 9 taps): 57 stays below 2**24 and is
+    summed in float32, 58 passes it and is summed in float64; both give torch's integers."""
+    xq = np.full((2, channels, 5, 6), 255, np.uint8)
+    wq = np.full((3, channels, 3, 3), 127, np.int8)
+    ws, wz = np.full(3, 1e-3), np.zeros(3, np.int64)
+    bound = 255 * 127 * channels * 9
+    assert Q._exact_sum_dtype(xq, 0, wq.astype(np.float64), Q.EXACT_FLOAT32) == (
+        np.float32 if channels == 57 else np.float64) and (bound < 2 ** 24) == (channels == 57)
+    x = _tq(xq, 0.01, 0)
+    w = torch._make_per_channel_quantized_tensor(torch.from_numpy(wq), torch.from_numpy(ws), torch.from_numpy(wz), 0)
+    torch.backends.quantized.engine = "fbgemm"
+    packed = torch.ops.quantized.conv2d_prepack(w, None, [1, 1], [0, 0], [1, 1], 1)
+    so = 0.01 * 1e-3 * bound / 200  # the largest sum near 200 output steps: every unit of it shows
+    _same(Q.conv2d(xq, 0.01, 0, wq, ws, wz, None, 1, 0, 1, 1, so, 0, False, "fbgemm"),
+          torch.ops.quantized.conv2d(x, packed, so, 0))
+
+
 def test_conv2d_sums_stay_exact_on_the_engines_winograd_path():
     """A 3x3 layer large enough for engine's float Winograd convolution (F(2, 3): only halves, so integer sums
     stay exact in float64) gives torch's integers too."""
