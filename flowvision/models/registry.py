@@ -55,8 +55,9 @@ def model_alias_of(model_name):
     return _model_aliases.get(model_name)
 
 
-# Model packages whose legacy ``pretrained=True`` loads their first weights tag, as torchvision's builders do.
-_FIRST_TAG_LEGACY = ("segmentation", "detection", "video")
+# Model packages whose legacy ``pretrained=True`` loads their first weights tag, as torchvision's builders do
+# (the quantized builders with ``quantize=True``; without it, the float family's IMAGENET1K_V1).
+_FIRST_TAG_LEGACY = ("segmentation", "detection", "video", "quantization")
 
 
 def _weights_paragraph(name, weights_enum):
