@@ -11,8 +11,9 @@ a stalled connection may wait.
 
 The first load converts a flat state_dict to ``<stem>.safetensors``, recording the source's URL,
 hash and size, and deletes the download, so the cache holds one file per checkpoint; later loads
-memory-map it. A checkpoint that is not a flat state_dict (nested or holding non-tensors) stays as
-downloaded; a download that does not load is deleted. With ``FLOWVISION_OFFLINE=1`` nothing is
+memory-map it. A quantized state_dict is converted too (``cache_format``: its integers and scales, and
+a layout that rebuilds it). Any other checkpoint that is not a flat state_dict (nested, holding other
+objects) stays as downloaded; a download that does not load is deleted. With ``FLOWVISION_OFFLINE=1`` nothing is
 downloaded and nothing is deleted: a missing file is reported with the exact path where a manual
 download can be placed, and a corrupt one is moved aside to ``<file>.corrupt``.
 """
@@ -33,6 +34,8 @@ from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 import engine
 from engine.serialization import UnpicklingError, load, read_metadata, save
+
+from . import cache_format
 
 __all__ = ["get_dir", "set_dir", "is_offline", "download_timeout", "download_url_to_file",
            "load_state_dict_from_url", "DownloadError", "CorruptDownloadError", "HashMismatchError"]
@@ -265,22 +268,35 @@ def _load_converted(converted, source, expected, map_location):
         meta = read_metadata(converted)
         source_matches = not os.path.exists(source) or os.path.getsize(source) == int(meta.get("source_size", -1))
         if source_matches and (not expected or meta.get("source_sha256", "").startswith(expected)):
-            return load(converted, map_location=map_location, mmap=True)
+            return _read_converted(converted, map_location, meta)
     except (UnpicklingError, ValueError, OSError):
         pass
     _remove(converted)
     return None
 
 
+def _read_converted(converted, map_location, meta):
+    """The state_dict in a cache file: its tensors, put back together when it holds a quantized checkpoint."""
+    tensors = load(converted, map_location=map_location, mmap=True)
+    layout = meta.get(cache_format.LAYOUT_KEY)
+    return tensors if layout is None else cache_format.restore(tensors, layout)
+
+
 def _convert(source, converted, url, sha256, map_location, weights_only):
-    """Read ``source``; a flat state_dict is written as safetensors to ``converted`` and ``source`` deleted."""
+    """Read ``source``; a flat state_dict (or a quantized one, see ``cache_format``) is written as safetensors to
+    ``converted`` and ``source`` deleted."""
     state_dict = load(source, weights_only=weights_only)
-    if not _is_flat_state_dict(state_dict):
-        return load(source, map_location=map_location, weights_only=weights_only)
-    save(state_dict, converted, metadata={
-        "source_url": url, "source_sha256": sha256, "source_size": str(os.path.getsize(source))})
+    metadata = {"source_url": url, "source_sha256": sha256, "source_size": str(os.path.getsize(source))}
+    if _is_flat_state_dict(state_dict):
+        tensors = state_dict
+    else:
+        flattened = cache_format.flatten(state_dict)
+        if flattened is None:
+            return load(source, map_location=map_location, weights_only=weights_only)
+        tensors, metadata[cache_format.LAYOUT_KEY] = flattened
+    save(tensors, converted, metadata=metadata)
     _remove(source)
-    return load(converted, map_location=map_location, mmap=True)
+    return _read_converted(converted, map_location, read_metadata(converted))
 
 
 def _check_cached(cached, expected, url):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+import engine
 from engine.serialization import read_metadata
 from flowvision import hub
 from http_server import FileServer, file_download_worker, hub_download_worker
@@ -312,3 +313,44 @@ def test_offline_never_deletes_a_corrupt_file(server, cache, monkeypatch):
         hub.load_state_dict_from_url(server.url(name))
     assert (cache / (name + ".corrupt")).read_bytes() == placed and not (cache / name).exists()
     assert server.requests == []
+
+
+def _same_entries(ours, expected):
+    """Two loaded state_dict values alike: tensors, quantized tensors (integers and parameters), dtypes, tuples."""
+    assert type(ours) is type(expected)
+    if isinstance(expected, tuple):
+        assert len(ours) == len(expected)
+        for a, b in zip(ours, expected):
+            _same_entries(a, b)
+    elif getattr(expected, "is_quantized", False):
+        assert (ours.dtype, ours.qscheme(), ours.shape) == (expected.dtype, expected.qscheme(), expected.shape)
+        np.testing.assert_array_equal(ours.int_repr().numpy(), expected.int_repr().numpy())
+        np.testing.assert_array_equal(ours.dequantize().numpy(), expected.dequantize().numpy())
+    elif isinstance(expected, engine.Tensor):
+        np.testing.assert_array_equal(ours.numpy(), expected.numpy())
+    else:
+        assert ours is expected
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_quantized_checkpoints_are_cached_as_safetensors(server, cache):
+    """A quantized state_dict (per-tensor and per-channel quantized tensors, a qint8 dtype, a linear layer's
+    (weight, bias) pair) is converted like a flat one, and the cached file gives the same state_dict back."""
+    torch.backends.quantized.engine = "fbgemm"
+    model = torch.nn.Sequential(torch.ao.nn.quantized.Quantize(0.1, 3, torch.quint8),
+                                torch.ao.nn.quantized.Conv2d(3, 4, 3), torch.ao.nn.quantized.Linear(5, 2))
+    weights = torch.quantize_per_channel(torch.randn(4, 3, 3, 3), torch.rand(4, dtype=torch.float64) + 0.01,
+                                         torch.arange(4), 0, torch.qint8)
+    model[1].set_weight_bias(weights, torch.randn(4))
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    data = buffer.getvalue()
+    name = _named(data, "quantized")
+    server.files[name] = data
+    expected = engine.load(io.BytesIO(data))
+    for _ in range(2):  # the download, converted; then the cache
+        loaded = hub.load_state_dict_from_url(server.url(name), progress=False)
+        assert list(loaded) == list(expected)
+        for key, value in expected.items():
+            _same_entries(loaded[key], value)
+    assert sorted(os.listdir(cache)) == [".locks", name[:-4] + ".safetensors"] and len(_gets(server, name)) == 1
