@@ -151,14 +151,20 @@ class QuantizedTensor:
         self._per_channel_only("q_per_channel_axis")
         return self._axis
 
+    def _memo(self, key, make):
+        """``make()``, computed once for this tensor: what is derived from its integers alone (a conv weight's
+        exactness bound, its scales as tensors). The in-place ``relu_`` forgets them."""
+        memos = self.__dict__.setdefault("_memos", {})
+        if key not in memos:
+            memos[key] = make()
+        return memos[key]
+
     def _qparam_tensors(self):
         """The per-channel scales and zero points as tensors, made once (a checkpoint writer finds them by
         identity on its two passes)."""
         from .tensor import _new
 
-        if not hasattr(self, "_qparams_as_tensors"):
-            self._qparams_as_tensors = (_new(self._scales), _new(self._zero_points))
-        return self._qparams_as_tensors
+        return self._memo("qparam_tensors", lambda: (_new(self._scales), _new(self._zero_points)))
 
     def _per_tensor(self, what):
         if self._per_channel:
@@ -269,6 +275,14 @@ class QuantizedTensor:
 
     def relu_(self):
         self._data[...] = self.relu()._data
+        self.__dict__.pop("_memos", None)
+        return self
+
+    def _adopt(self, result):
+        """Become ``result`` (a per-tensor op's output, for its in-place form): its integers and quantization;
+        what was derived from the old integers is forgotten."""
+        self._data, self._scale, self._zero_point = result._data, result._scale, result._zero_point
+        self.__dict__.pop("_memos", None)
         return self
 
     def __repr__(self):

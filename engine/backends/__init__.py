@@ -33,7 +33,7 @@ KERNELS = {
 CPU_ONLY = {
     "quantized": ("quantize", "quantize_per_channel", "dequantize", "dequantize_per_channel", "conv2d", "linear",
                   "add", "mul", "add_scalar", "mul_scalar", "cat", "relu", "max_pool2d", "avg_pool2d",
-                  "adaptive_avg_pool2d", "hardswish", "hardsigmoid", "spatial_mean"),
+                  "adaptive_avg_pool2d", "hardswish", "hardsigmoid", "spatial_mean", "conv2d_weight_bound"),
 }
 
 _FAMILIES = {**KERNELS, **CPU_ONLY}

@@ -139,7 +139,8 @@ def test_conv2d_sums_in_float32_only_below_its_exact_range(channels):
     wq = np.full((3, channels, 3, 3), 127, np.int8)
     ws, wz = np.full(3, 1e-3), np.zeros(3, np.int64)
     bound = 255 * 127 * channels * 9
-    assert Q._exact_sum_dtype(xq, 0, wq.astype(np.float64), Q.EXACT_FLOAT32) == (
+    assert Q.conv2d_weight_bound(wq, wz) == 127 * channels * 9
+    assert Q._exact_sum_dtype(xq, 0, Q.conv2d_weight_bound(wq, wz), Q.EXACT_FLOAT32) == (
         np.float32 if channels == 57 else np.float64) and (bound < 2 ** 24) == (channels == 57)
     x = _tq(xq, 0.01, 0)
     w = torch._make_per_channel_quantized_tensor(torch.from_numpy(wq), torch.from_numpy(ws), torch.from_numpy(wz), 0)

@@ -186,3 +186,16 @@ def test_older_names_are_the_ao_modules():
 
     assert engine.quantization is engine.ao.quantization and engine.nn.quantized is engine.ao.nn.quantized
     assert engine.quantization.QuantStub is engine.ao.quantization.QuantStub
+
+
+def test_derived_values_are_kept_until_an_in_place_op():
+    """A conv weight's exactness bound is computed once per weight; in-place ops forget it."""
+    from engine.ao.nn.quantized import functional as qF
+
+    q = engine.quantize_per_tensor(engine.tensor([[-1.0, 2.0], [0.5, -3.0]]), 0.5, 10, engine.quint8)
+    calls = []
+    assert q._memo("k", lambda: calls.append(1) or 7) == 7 and q._memo("k", lambda: calls.append(1) or 8) == 7
+    q.relu_()
+    assert q._memo("k", lambda: calls.append(1) or 9) == 9 and len(calls) == 2
+    qF.hardsigmoid(q, inplace=True)
+    assert q._memo("k", lambda: 10) == 10 and q.q_scale() == 1 / 256

@@ -220,26 +220,32 @@ EXACT_FLOAT32 = 2 ** 24  # float32 holds every integer below this: sums of produ
 EXACT_FLOAT32_WINOGRAD = 2 ** 24 // 144
 
 
-def _exact_sum_dtype(xq, x_zp, w, limit):
+def conv2d_weight_bound(wq, w_zps):
+    """The weight's factor of ``conv2d``'s float32 exactness bound: the largest ``sum|w - w_zp|`` over one output
+    channel's kernel (an int). It depends on the weight alone, so callers may compute it once per weight."""
+    zps = np.asarray(w_zps, np.int64).reshape((-1,) + (1,) * (wq.ndim - 1))
+    return int(np.abs(wq.astype(np.int64) - zps).reshape(wq.shape[0], -1).sum(axis=1).max(initial=0))
+
+
+def _exact_sum_dtype(xq, x_zp, weight_bound, limit):
     """float32 where the products' sums cannot reach ``limit`` in magnitude (then a float32 convolution adds the
     integers exactly, in any order, at about twice float64's speed), else float64 (exact below 2**53).
 
-    The bound per output channel is ``max|x - x_zp| * sum|w|`` over its kernel, which every partial sum stays
-    under; with fbgemm's 7-bit activations the ResNets' layers mostly pass it (int8 resnet50 at batch 8: 2.3 s
-    -> 1.25 s)."""
+    The bound per output channel is ``max|x - x_zp| * sum|w|`` over its kernel (``weight_bound``: the largest
+    sum), which every partial sum stays under; with fbgemm's 7-bit activations the ResNets' layers mostly pass it
+    (int8 resnet50 at batch 8: 2.3 s -> 1.25 s)."""
     largest = max(int(xq.max(initial=0)) - x_zp, x_zp - int(xq.min(initial=255)), 0)
-    bound = largest * np.abs(w).reshape(w.shape[0], -1).sum(axis=1).max(initial=0)
-    return np.float32 if bound < limit else np.float64
+    return np.float32 if largest * weight_bound < limit else np.float64
 
 
-def _centered_weight(wq, w_zps):
-    """float64 ``wq - zero_point`` (one zero point, or one per output channel on axis 0)."""
-    zps = np.asarray(w_zps, np.float64).reshape((-1,) + (1,) * (wq.ndim - 1))
-    return wq.astype(np.float64) - zps
+def _centered_weight(wq, w_zps, dtype=np.float64):
+    """``wq - zero_point`` in ``dtype`` (one zero point, or one per output channel on axis 0): exact integers."""
+    zps = np.asarray(w_zps, dtype).reshape((-1,) + (1,) * (wq.ndim - 1))
+    return wq.astype(dtype) - zps
 
 
 def conv2d(xq, x_scale, x_zp, wq, w_scales, w_zps, bias, stride, padding, dilation, groups, out_scale, out_zp,
-           relu, engine_name):
+           relu, engine_name, weight_bound=None):
     """Quantized conv2d (``quantized::conv2d`` / ``conv2d_relu``), uint8 NCHW out, equal to torch's engine.
 
     xq uint8 (N, C, H, W); wq int8 (O, C/groups, KH, KW); ``w_scales``/``w_zps`` of length 1 (per tensor) or O
@@ -247,18 +253,19 @@ def conv2d(xq, x_scale, x_zp, wq, w_scales, w_zps, bias, stride, padding, dilati
     sum of ``(x - x_zp) * (w - w_zp)`` (padding reads x_zp, so it adds 0; fbgemm's depthwise kernel saturates, see
     ``_fbgemm_depthwise_sums``), then each engine's output stage
     (``_requantize_fbgemm`` / ``_requantize_qnnpack``), ``+ out_zp`` and a clamp to [0, 255] ([out_zp, 255]
-    with ``relu``).
+    with ``relu``). ``weight_bound`` is ``conv2d_weight_bound(wq, w_zps)`` when the caller keeps it per weight.
     """
     stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
     depthwise = _fbgemm_depthwise(xq.shape[1], wq.shape, groups, stride, padding, dilation)
     if depthwise and engine_name != "qnnpack":
         acc = _fbgemm_depthwise_sums(xq, x_zp, wq, w_zps, stride, padding)
     else:
-        (ph, pw), w = padding, _centered_weight(wq, w_zps)
-        winograd = _winograd_forward_pays(xq.shape, w.shape, stride, (ph, ph, pw, pw), dilation, groups)
-        dtype = _exact_sum_dtype(xq, x_zp, w, EXACT_FLOAT32_WINOGRAD if winograd else EXACT_FLOAT32)
-        acc, _ = conv2d_forward(xq.astype(dtype) - dtype(x_zp), w.astype(dtype), None, stride, (ph, ph, pw, pw),
-                                dilation, groups, weight_grad=False)
+        ph, pw = padding
+        winograd = _winograd_forward_pays(xq.shape, wq.shape, stride, (ph, ph, pw, pw), dilation, groups)
+        bound = conv2d_weight_bound(wq, w_zps) if weight_bound is None else weight_bound
+        dtype = _exact_sum_dtype(xq, x_zp, bound, EXACT_FLOAT32_WINOGRAD if winograd else EXACT_FLOAT32)
+        acc, _ = conv2d_forward(xq.astype(dtype) - dtype(x_zp), _centered_weight(wq, w_zps, dtype), None, stride,
+                                (ph, ph, pw, pw), dilation, groups, weight_grad=False)
     out = _requantize(np.moveaxis(acc, 1, -1), x_scale, w_scales, bias, out_scale, out_zp, relu, engine_name,
                       fused=not depthwise)
     return np.ascontiguousarray(np.moveaxis(out, -1, 1))

@@ -48,9 +48,10 @@ def conv2d(input, weight, bias, stride=1, padding=0, dilation=1, groups=1, paddi
     if x.ndim != 4:
         raise ValueError(f"Input shape must be `(N, C, H, W)`!, got {tuple(x.shape)}")
     w_scales, w_zps = _weight_qparams(weight)
+    bound = weight._memo("conv2d_weight_bound", lambda: _kernels.conv2d_weight_bound(weight._data, w_zps))
     out = _kernels.conv2d(x, x_scale, x_zp, weight._data, w_scales, w_zps, _bias(bias), _pair(stride),
                           _pair(padding), _pair(dilation), groups, float(scale), int(zero_point), relu,
-                          _switch.engine)
+                          _switch.engine, weight_bound=bound)
     return QuantizedTensor(out, quint8, scale, zero_point, channels_last=True)
 
 
@@ -113,10 +114,7 @@ def hardsigmoid(input, inplace=False):
                                 threads=get_num_threads())
     out = QuantizedTensor(data, quint8, HARDSIGMOID_SCALE, HARDSIGMOID_ZERO_POINT,
                           channels_last=input._channels_last)
-    if inplace:
-        input._data, input._scale, input._zero_point = out._data, out._scale, out._zero_point
-        return input
-    return out
+    return input._adopt(out) if inplace else out
 
 
 def relu(input, inplace=False):
