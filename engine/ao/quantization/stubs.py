@@ -9,8 +9,8 @@ from ...nn.modules.module import Module
 __all__ = ["QuantStub", "DeQuantStub", "QuantWrapper"]
 
 
-class QuantStub(Module):
-    """Identity before ``convert``, ``nnq.Quantize`` after; ``qconfig`` overrides the one propagated to it."""
+class _Stub(Module):
+    """An identity until ``convert`` replaces it; ``qconfig`` overrides the one propagated to it."""
 
     def __init__(self, qconfig=None):
         super().__init__()
@@ -21,16 +21,12 @@ class QuantStub(Module):
         return x
 
 
-class DeQuantStub(Module):
-    """Identity before ``convert``, ``nnq.DeQuantize`` after; ``qconfig`` overrides the one propagated to it."""
+class QuantStub(_Stub):
+    """Identity before ``convert``, ``nnq.Quantize`` after."""
 
-    def __init__(self, qconfig=None):
-        super().__init__()
-        if qconfig:
-            self.qconfig = qconfig
 
-    def forward(self, x):
-        return x
+class DeQuantStub(_Stub):
+    """Identity before ``convert``, ``nnq.DeQuantize`` after."""
 
 
 class QuantWrapper(Module):
