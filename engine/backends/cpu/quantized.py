@@ -24,7 +24,7 @@ import functools
 import numpy as np
 
 from ..pool_geometry import bins as _bins, geometry as _geometry
-from .conv import _winograd_forward_pays, conv2d_forward
+from .conv import _pair, _winograd_forward_pays, conv2d_forward
 
 _F32 = np.float32
 _LIMITS = {np.dtype(np.uint8): (0, 255), np.dtype(np.int8): (-128, 127),
@@ -183,11 +183,6 @@ def _requantize(acc, x_scale, w_scales, bias, out_scale, out_zp, relu, engine_na
     else:
         out = _requantize_fbgemm(acc, x_scale, w_scales, bias, out_scale, fused)
     return _to_uint8(out + out_zp, out_zp, relu)
-
-
-def _pair(v):
-    """An int or a pair as a pair of ints."""
-    return (int(v), int(v)) if np.isscalar(v) else (int(v[0]), int(v[1]))
 
 
 def _fbgemm_depthwise(in_channels, w_shape, groups, stride, padding, dilation):
