@@ -246,16 +246,24 @@ class GoogLeNet(nn.Module):
 
 
 def _create_googlenet(pretrained, progress, **kwargs):
-    """Build GoogLeNet; pretrained weights bring ``transform_input=True`` unless given and, as in torchvision,
-    their auxiliary heads (untrained) are removed after loading unless ``aux_logits=True`` was asked."""
+    """Build GoogLeNet (see ``build_with_weights_defaults``)."""
     if kwargs.get("features_only"):
         raise ValueError("googlenet has no features_only mode; use flowvision.models.create_feature_extractor")
+    return build_with_weights_defaults(
+        lambda **options: build_model(GoogLeNet, "googlenet", pretrained, progress=progress, **options),
+        pretrained, kwargs)
+
+
+def build_with_weights_defaults(build, pretrained, kwargs):
+    """``build(**kwargs)``, as torchvision builds GoogLeNet (float or quantizable): pretrained weights bring
+    ``transform_input=True`` unless given, and their auxiliary heads (untrained) are built to load the
+    checkpoint and removed after it unless ``aux_logits=True`` was asked."""
     if not (pretrained or kwargs.get("weights") is not None):
-        return build_model(GoogLeNet, "googlenet", pretrained, progress=progress, **kwargs)
+        return build(**kwargs)
     keep_aux = kwargs.pop("aux_logits", False)
     kwargs.setdefault("transform_input", True)
     kwargs.setdefault("init_weights", False)
-    model = build_model(GoogLeNet, "googlenet", pretrained, progress=progress, aux_logits=True, **kwargs)
+    model = build(aux_logits=True, **kwargs)
     if keep_aux:
         warnings.warn("the auxiliary heads of the pretrained googlenet are not trained: train them before use")
     else:

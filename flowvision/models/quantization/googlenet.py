@@ -5,14 +5,14 @@ the branch concatenations through ``FloatFunctional.cat`` and the network betwee
 ``transform_input``) and a ``DeQuantStub``. With weights, as torchvision's builder: ``transform_input`` on unless
 given, the checkpoint's auxiliary heads (untrained) loaded and then removed unless ``aux_logits=True`` is asked.
 """
-import warnings
 
 import engine as torch
 import engine.nn.functional as F
 from engine import nn
 from engine.ao import quantization as tq
 
-from ..googlenet import BasicConv2d, GoogLeNet, GoogLeNetOutputs, Inception, InceptionAux
+from ..googlenet import (BasicConv2d, GoogLeNet, GoogLeNetOutputs, Inception, InceptionAux,
+                         build_with_weights_defaults)
 from ..registry import register_model
 from .utils import _fuse_modules, build_quantizable
 
@@ -94,19 +94,7 @@ class QuantizableGoogLeNet(GoogLeNet):
 def quantized_googlenet(pretrained=False, progress=True, quantize=False, **kwargs):
     """Quantizable GoogLeNet; ``quantize=True``: int8 (fbgemm). Weights bring ``transform_input=True`` (unless
     given) and drop the auxiliary heads after loading unless ``aux_logits=True``."""
-    name = "quantized_googlenet"
-    if not (pretrained or kwargs.get("weights") is not None):
-        return build_quantizable(QuantizableGoogLeNet, name, "googlenet", progress=progress, quantize=quantize,
-                                 **kwargs)
-    keep_aux = kwargs.pop("aux_logits", False)
-    kwargs.setdefault("transform_input", True)
-    kwargs.setdefault("init_weights", False)
-    model = build_quantizable(QuantizableGoogLeNet, name, "googlenet", pretrained=pretrained, progress=progress,
-                              quantize=quantize, aux_logits=True, **kwargs)
-    if keep_aux:
-        warnings.warn("the auxiliary heads of the pretrained googlenet are not trained: train them before use")
-    else:
-        model.aux_logits = False
-        model.aux1 = None
-        model.aux2 = None
-    return model
+    return build_with_weights_defaults(
+        lambda **options: build_quantizable(QuantizableGoogLeNet, "quantized_googlenet", "googlenet",
+                                            pretrained=pretrained, progress=progress, quantize=quantize, **options),
+        pretrained, kwargs)

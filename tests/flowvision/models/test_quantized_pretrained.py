@@ -35,3 +35,21 @@ def test_quantized_weights_from_a_local_server(tmp_path, fbgemm):
         assert len(server.requests) == 1
         with pytest.raises(ValueError, match="do not belong to resnet18"):
             quantization.resnet18(weights=quantization.ResNet18_QuantizedWeights.DEFAULT, quantize=False)
+
+
+def test_quantized_googlenet_weights_bring_transform_input_and_drop_the_aux_heads(tmp_path, fbgemm):
+    """As torchvision's builder: the checkpoint's auxiliary heads load, then go unless ``aux_logits=True``."""
+    torch.manual_seed(4)
+    reference = tvq.googlenet(weights=None, quantize=True, aux_logits=True, transform_input=True,
+                              init_weights=False).eval()
+    image = np.random.default_rng(1).random((1, 3, 64, 72), dtype=np.float32)
+    expected = reference(torch.from_numpy(image)).numpy()
+    with serving_checkpoint(tmp_path, reference, "quantized_googlenet", "IMAGENET1K_FBGEMM_V1",
+                            "quantized/googlenet_fbgemm-c81f6644.pth"):
+        model = quantization.googlenet(weights="DEFAULT", quantize=True, progress=False).eval()
+        assert model.transform_input and model.aux1 is None and model.aux2 is None and not model.aux_logits
+        with engine.no_grad():
+            np.testing.assert_array_equal(model(engine.from_numpy(image)).numpy(), expected)
+        with pytest.warns(UserWarning, match="auxiliary heads of the pretrained googlenet are not trained"):
+            kept = quantization.googlenet(weights="DEFAULT", quantize=True, aux_logits=True, progress=False)
+        assert kept.aux1 is not None
