@@ -3,8 +3,9 @@
 Files land in ``<get_dir()>/checkpoints`` (``$FLOWVISION_HOME``, default ``~/.cache/flowvision``).
 A download goes to ``<file>.partial`` (resumed with an HTTP Range request after a cut, the server's
 ``Content-Range`` checked against the offset asked for), is checked against its sha256 (the full
-hash when known, else the ``-<hex>`` prefix in the file name, as torch.hub does) or, without one,
-against the size the server stated, and only then renamed into place. Each destination has a file
+hash when known, else the ``-<hex>`` prefix in the file name, as torch.hub does, else the sha256 the
+server states, as the Hugging Face hub does) and against the size the server stated, and only then
+renamed into place. Each destination has a file
 lock (in ``.locks`` beside it), so concurrent processes end with one valid file. A whole download
 has a deadline (``timeout=``, ``$FLOWVISION_DOWNLOAD_TIMEOUT``, default 30 minutes) besides the 30 s
 a stalled connection may wait.
@@ -47,6 +48,7 @@ DEFAULT_TIMEOUT = 1800.0  # seconds for a whole download: the 548 MB vgg19 at 30
 _STALL_TIMEOUT = 30.0  # seconds a connection may wait to connect or between two reads
 _HASH_IN_NAME = re.compile(r"-([a-f0-9]+)\.")
 _CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 # the most bytes taken from the socket at once; a cut transfer keeps what arrived. Bodies are read with
 # urllib3's HTTPResponse.read1 (urllib3 >= 2.3), which returns what one read brought, so a server that
 # trickles bytes still meets the deadline check between reads.
@@ -178,8 +180,20 @@ def _stated_size(response, start):
     return start + int(length) if length is not None else None
 
 
-def _fetch_once(url, partial, progress, deadline):
-    """One GET of ``url`` continuing ``partial``; True when it holds the whole file (as far as the server says)."""
+def _stated_sha256(response):
+    """The sha256 the server states for the file: the Hugging Face hub's ``X-Linked-Etag`` (the stored file's
+    sha256, sent with the redirect to its storage), or None."""
+    for hop in (*response.history, response):
+        etag = hop.headers.get("X-Linked-Etag", "").strip().removeprefix("W/").strip('"').lower()
+        if _SHA256.fullmatch(etag):
+            return etag
+    return None
+
+
+def _fetch_once(url, partial, progress, deadline, stated):
+    """One GET of ``url`` continuing ``partial``; True when it holds the whole file (as far as the server says).
+
+    The sha256 the server states (``_stated_sha256``) is recorded in the dict ``stated``."""
     offset = os.path.getsize(partial) if os.path.exists(partial) else 0
     headers = {"Range": f"bytes={offset}-"} if offset else {}
     timeout = min(_STALL_TIMEOUT, _remaining(deadline))
@@ -187,6 +201,7 @@ def _fetch_once(url, partial, progress, deadline):
         if response.status_code == 416:  # the partial file is not a prefix of this one: start over
             _remove(partial)
             return False
+        stated["sha256"] = _stated_sha256(response) or stated.get("sha256")
         if response.status_code >= 400:
             raise DownloadError(f"HTTP Error {response.status_code}: {response.reason} for url {url}",
                                 f"HTTP Error {response.status_code}: {response.reason}")
@@ -213,10 +228,11 @@ def _download(url, dst, hash_prefix, progress, retries=4, backoff=0.5, timeout=N
     partial = dst + ".partial"
     seconds = download_timeout(timeout)
     deadline = time.monotonic() + seconds
+    stated = {}
     try:
         for attempt in range(retries + 1):
             try:
-                if _fetch_once(url, partial, progress, deadline):
+                if _fetch_once(url, partial, progress, deadline, stated):
                     break
                 error = "the transfer ended early"
             except (requests.ConnectionError, requests.Timeout, ProtocolError, ReadTimeoutError) as e:
@@ -229,11 +245,13 @@ def _download(url, dst, hash_prefix, progress, retries=4, backoff=0.5, timeout=N
         raise DownloadError(f"the download of {url} did not finish within {seconds:g} s (the deadline; set "
                             f"{ENV_TIMEOUT} or timeout= for more). Download it manually and place it at {dst}",
                             f"not finished within {seconds:g} s") from None
-    if hash_prefix:
+    expected = hash_prefix or stated.get("sha256")
+    if expected:
         actual = _file_sha256(partial)
-        if not actual.startswith(hash_prefix.lower()):
+        if not actual.startswith(expected.lower()):
             _remove(partial)
-            raise HashMismatchError(f'invalid hash value for {url}: expected sha256 "{hash_prefix}", '
+            source = "" if hash_prefix else " (as the server stated it)"
+            raise HashMismatchError(f'invalid hash value for {url}: expected sha256 "{expected}"{source}, '
                                     f'got "{actual}"; the file was deleted')
     os.replace(partial, dst)
 
@@ -241,8 +259,8 @@ def _download(url, dst, hash_prefix, progress, retries=4, backoff=0.5, timeout=N
 def download_url_to_file(url, dst, hash_prefix=None, progress=True, retries=4, backoff=0.5, timeout=None):
     """Download ``url`` to ``dst``: resumable, retried with backoff, sha256-checked, renamed atomically.
 
-    ``hash_prefix`` is the expected sha256 or a prefix of it; without one the size the server states
-    is checked. On a mismatch nothing is left behind. ``timeout`` is the deadline in seconds for the
+    ``hash_prefix`` is the expected sha256 or a prefix of it; without one the sha256 the server states (the
+    Hugging Face hub's ``X-Linked-Etag``) and the size it states are checked. On a mismatch nothing is left behind. ``timeout`` is the deadline in seconds for the
     whole download, retries included (see ``download_timeout``). Concurrent calls for the same ``dst``
     take turns (a file lock), so each ends with the complete file.
     """

@@ -37,11 +37,15 @@ def _best(names):
     return "-"
 
 
+_MAX_TAGS = 4  # a family with more tags (timm's publish one per recipe) shows their count: `flowvision models` lists them
+
+
 def _tags(names):
     from flowvision.models import get_model_weights, list_pretrained
 
-    tags = {tag for name in names if name in list_pretrained() for tag in get_model_weights(name).__members__}
-    return ", ".join(sorted(tags - {"DEFAULT"})) or "-"
+    tags = sorted({tag for name in names if name in list_pretrained() for tag in get_model_weights(name).__members__}
+                  - {"DEFAULT"})
+    return ", ".join(tags) if len(tags) <= _MAX_TAGS else f"{len(tags)} tags"
 
 
 def table():

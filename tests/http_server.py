@@ -6,7 +6,9 @@ request with 206 and the whole file from byte 0) or ``("cut", n)`` (send the hea
 file, then only ``n`` bytes, then drop the connection; cleared after one use). ``server.no_length``
 leaves out Content-Length (a body delimited by closing the connection); ``server.block`` bytes are
 sent at a time with ``server.delay`` seconds after each (a slow or trickling server).
-``server.requests`` records ``(path, Range header)`` for every GET.
+``server.requests`` records ``(path, Range header)`` for every GET. ``server.redirects[name] = (target,
+headers)`` answers ``name`` with a 302 to ``target`` carrying ``headers`` (as the Hugging Face hub redirects a
+file to its storage with ``X-Linked-Etag``).
 """
 import hashlib
 import os
@@ -24,6 +26,15 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         owner = self.server.owner
         name = self.path.lstrip("/")
+        if name in owner.redirects:  # faults apply to the file it leads to
+            target, headers = owner.redirects[name]
+            self.send_response(302)
+            self.send_header("Location", "/" + target)
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         with owner.lock:
             owner.requests.append((self.path, self.headers.get("Range")))
             fault = owner.fault
@@ -71,6 +82,7 @@ class FileServer:
 
     def __init__(self):
         self.files = {}
+        self.redirects = {}
         self.requests = []
         self.fault = None
         self.no_length = False

@@ -75,8 +75,11 @@ def _check_model(name):
 
 
 def _check_classifier(model, reference):
-    """Fail unless ``reference`` (the weights used for preprocessing) are an image classifier's."""
-    if reference is not None and not any("acc@1" in m for m in reference.meta["_metrics"].values()):
+    """Fail unless ``reference`` (the weights used for preprocessing) are an image classifier's: they report an
+    accuracy, or have the classification preset (weights published without a measured accuracy)."""
+    if reference is None or reference.value.record.get("transforms", "ImageClassification") == "ImageClassification":
+        return
+    if not any("acc@1" in m for m in reference.meta["_metrics"].values()):
         raise CLIError(f"{model} is not an image classifier ({reference!r} report "
                        f"{', '.join(reference.meta['_metrics'])} metrics); pick one from `flowvision models`",
                        EXIT_UNKNOWN_MODEL)

@@ -24,10 +24,11 @@ from .convnext import *  # noqa: F401,F403
 from .vision_transformer import *  # noqa: F401,F403
 from .swin_transformer import *  # noqa: F401,F403
 from .maxvit import *  # noqa: F401,F403
+from .timm_families import *  # noqa: F401,F403
 from .weights import *  # noqa: F401,F403
 from . import (alexnet, convnext, densenet, detection, efficientnet, googlenet, inception, maxvit,  # noqa: F401
                mnasnet, mobilenetv2, mobilenetv3, optical_flow, quantization, regnet, resnet, segmentation,
-               shufflenetv2, squeezenet, swin_transformer, vgg, video, vision_transformer)
+               shufflenetv2, squeezenet, swin_transformer, timm_families, vgg, video, vision_transformer)
 from .registry import document_entrypoints as _document_entrypoints
 
 _document_entrypoints(lambda name: get_model_weights(name) if name in list_pretrained() else None)  # noqa: F405

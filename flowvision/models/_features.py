@@ -1,14 +1,18 @@
-"""Feature extraction: ``FeatureListNet`` (timm's ``features_only``) and ``create_feature_extractor``.
+"""Feature extraction: timm's ``features_only`` wrappers and ``create_feature_extractor``.
 
 ``FeatureListNet`` rebuilds a model's top-level children up to its last requested stage and returns
-the stage outputs as a list. ``create_feature_extractor`` works on any model: forward hooks collect
-the outputs of named submodules, as torchvision's FX-based helper does for module outputs.
+the stage outputs as a list; ``FeatureHookNet`` does the same for stages that end inside blocks, with
+forward hooks; ``FeatureGetterNet`` asks a transformer's ``forward_intermediates`` for its blocks'
+outputs as maps. A model names the wrapper it needs in ``feature_wrapper`` (``FeatureListNet`` when it
+does not). ``create_feature_extractor`` works on any model: forward hooks collect the outputs of named
+submodules, as torchvision's FX-based helper does for module outputs.
 """
 from collections import OrderedDict
 
 from engine import nn
 
-__all__ = ["FeatureInfo", "FeatureListNet", "create_feature_extractor", "get_module_names", "sequential_feature_info"]
+__all__ = ["FeatureInfo", "FeatureListNet", "FeatureHookNet", "FeatureGetterNet", "create_feature_extractor",
+           "get_module_names", "sequential_feature_info"]
 
 
 class FeatureInfo:
@@ -139,6 +143,81 @@ class FeatureListNet(nn.Module):
             if name in self._return_layers:
                 features.append(x)
         return features
+
+
+class FeatureHookNet(nn.Module):
+    """``features_only`` for models whose stages end inside their blocks (timm's hook-based feature models).
+
+    Keeps the model's top-level children up to the one holding the last requested stage (a top-level
+    ``nn.Sequential`` cut after its child holding it), under their own names so state_dict keys stay the model's;
+    forward hooks on the stage modules named in ``model.feature_info`` collect their outputs, returned as a list.
+    ``out_indices=None`` returns every stage.
+    """
+
+    def __init__(self, model, out_indices=None):
+        super().__init__()
+        if out_indices is None:
+            out_indices = range(len(model.feature_info))
+        self.feature_info = FeatureInfo(model.feature_info, out_indices)
+        self._taps = self.feature_info.module_name()
+        remaining = set(self._taps)
+        for name, module in model.named_children():
+            if not remaining:
+                break
+            inside = {tap for tap in remaining if tap == name or tap.startswith(name + ".")}
+            if inside and name not in inside and isinstance(module, nn.Sequential):
+                module = self._truncated(module, name, inside)
+            self.add_module(name, module)
+            remaining -= inside
+        if remaining:
+            raise ValueError(f"feature modules {sorted(remaining)} are not in {type(model).__name__}")
+
+    @staticmethod
+    def _truncated(sequential, name, inside):
+        """``sequential`` (the child ``name``) cut after the last of its children holding a module of ``inside``."""
+        children = list(sequential.named_children())
+        holds = [any(tap == f"{name}.{child}" or tap.startswith(f"{name}.{child}.") for tap in inside)
+                 for child, _ in children]
+        last = max(i for i, held in enumerate(holds) if held)
+        return nn.Sequential(OrderedDict(children[:last + 1]))
+
+    def forward(self, x):
+        modules = dict(self.named_modules())
+        outputs = {}
+
+        def hook_for(tap):
+            def hook(module, inputs, output):
+                outputs.setdefault(tap, output)
+
+            return hook
+
+        handles = [modules[tap].register_forward_hook(hook_for(tap)) for tap in self._taps]
+        try:
+            for module in self.children():
+                x = module(x)
+        finally:
+            for handle in handles:
+                handle.remove()
+        return [outputs[tap] for tap in self._taps]
+
+
+class FeatureGetterNet(nn.Module):
+    """A model with ``forward_intermediates`` cut after its last requested block; ``forward`` returns the
+    requested blocks' outputs as (N, C, H, W) maps (timm's ``features_only`` for transformers).
+
+    ``out_indices``: n (the last n blocks; None: timm's default, the last three) or a list of block indices. State-dict keys are the model's
+    behind ``model.``, as in timm.
+    """
+
+    def __init__(self, model, out_indices=None):
+        super().__init__()
+        out_indices = model.prune_intermediate_layers(3 if out_indices is None else out_indices, prune_norm=True)
+        self.feature_info = FeatureInfo(model.feature_info, out_indices)
+        self.model = model
+        self.out_indices = out_indices
+
+    def forward(self, x):
+        return self.model.forward_intermediates(x, indices=self.out_indices, intermediates_only=True)
 
 
 class _Collected(Exception):

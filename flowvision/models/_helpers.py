@@ -145,15 +145,21 @@ def load_checkpoint(model, checkpoint_path, strict=True):
 
 def build_model(model_cls, variant, pretrained=False, *, weights=None, progress=True, in_chans=3,
                 features_only=False, out_indices=None, checkpoint_path=None, **kwargs):
-    """Construct ``model_cls(**kwargs)``, load pretrained ``weights`` or ``checkpoint_path``, wrap for ``features_only``."""
+    """Construct ``model_cls(**kwargs)``, load pretrained ``weights`` or ``checkpoint_path``, wrap for ``features_only``
+    (in the model's ``feature_wrapper``, by default ``FeatureListNet``).
+
+    With weights and no ``num_classes`` given, the model gets the weights' class count (as in torchvision and timm).
+    """
     from .weights import load_pretrained, resolve_weights
 
     weights = resolve_weights(variant, pretrained, weights)
+    if weights is not None and weights.meta.get("num_classes") is not None:
+        kwargs.setdefault("num_classes", weights.meta["num_classes"])
     model = model_cls(in_chans=in_chans, **kwargs)
     if weights is not None:
         load_pretrained(model, weights, progress=progress)
     if checkpoint_path:
         load_checkpoint(model, checkpoint_path)
     if features_only:
-        model = FeatureListNet(model, out_indices)
+        model = getattr(model, "feature_wrapper", FeatureListNet)(model, out_indices)
     return model

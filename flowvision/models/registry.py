@@ -11,7 +11,7 @@ import sys
 
 __all__ = ["register_model", "list_models", "list_modules", "is_model", "model_entrypoint",
            "is_model_pretrained", "create_model", "get_model", "ModelCreator", "model_alias_of",
-           "document_entrypoints"]
+           "document_entrypoints", "split_model_name_tag"]
 
 _model_entrypoints = {}
 _model_to_module = {}
@@ -74,11 +74,14 @@ def _weights_paragraph(name, weights_enum):
         default = "the DEFAULT" if weights_enum.DEFAULT.name == tag else ""
         notes = ", ".join(note for note in (headline, default) if note)
         described.append(f"{tag} ({notes})" if notes else tag)
+    from .weights import pretrained_tag
+
     package = sys.modules[_model_entrypoints[name].__module__].__name__.split(".")[-2]
-    legacy = "IMAGENET1K_V1" if "IMAGENET1K_V1" in tags else (tags[0] if package in _FIRST_TAG_LEGACY else None)
+    legacy = pretrained_tag(name) or (tags[0] if package in _FIRST_TAG_LEGACY else None)
     if package == "optical_flow":  # torchvision's RAFT builders load their DEFAULT for pretrained=True
         legacy = weights_enum.DEFAULT.name
-    pretrained = (f"``pretrained=True`` loads {legacy}, as torchvision's legacy flag does." if legacy else
+    source = "timm's" if package == "timm_families" else "torchvision's legacy flag"
+    pretrained = (f"``pretrained=True`` loads {legacy}, as {source} does." if legacy else
                   "``pretrained=True`` has no legacy weights to load here: pass ``weights=``.")
     return (f"Weights: ``weights=`` takes a tag or a member of ``{weights_enum.__name__}``: "
             f"{', '.join(described)}. {pretrained}")
@@ -144,8 +147,8 @@ def list_modules():
 
 
 def is_model(model_name):
-    """Whether ``model_name`` is a registered model."""
-    return model_name in _model_entrypoints
+    """Whether ``model_name`` (with or without a weights tag) is a registered model."""
+    return split_model_name_tag(model_name)[0] in _model_entrypoints
 
 
 def is_model_pretrained(model_name):
@@ -175,15 +178,26 @@ def model_entrypoint(model_name):
 _NONE_MEANS_NO_WEIGHTS = ("weights", "weights_backbone")
 
 
+def split_model_name_tag(model_name):
+    """``'resnet50d.a1_in1k'`` as ``('resnet50d', 'a1_in1k')``: timm's spelling of a model and its weights'
+    tag; a name without a tag gives ``(model_name, '')``."""
+    name, _, tag = model_name.partition(".")
+    return name, tag
+
+
 def create_model(model_name, pretrained=False, checkpoint_path=None, **kwargs):
     """Build the registered model ``model_name``; keyword arguments go to its entrypoint.
 
     Common ones: ``num_classes`` (0 gives pooled features), ``in_chans``, ``features_only``,
     ``out_indices``, ``checkpoint_path`` (a local state_dict file). Arguments set to None are
     dropped so the entrypoint's defaults apply (as in timm), except ``weights`` and
-    ``weights_backbone``, where None means "no weights" (as in torchvision).
+    ``weights_backbone``, where None means "no weights" (as in torchvision). As in timm, a name may carry
+    its weights' tag (``'deit_small_patch16_224.fb_in1k'``): ``pretrained=True`` then loads those weights.
     """
+    model_name, tag = split_model_name_tag(model_name)
     entrypoint = model_entrypoint(model_name)
+    if tag and pretrained and kwargs.get("weights") is None:
+        kwargs["weights"] = tag
     kwargs = {k: v for k, v in kwargs.items() if v is not None or k in _NONE_MEANS_NO_WEIGHTS}
     if checkpoint_path:
         kwargs["checkpoint_path"] = checkpoint_path

@@ -4,10 +4,16 @@ The manifest (``flowvision/weights/manifest.json``, shipped in the wheel) holds 
 (model, tag): URL, sha256, parameter count, published metrics, preprocessing, categories, license.
 Two settings redirect it, for mirrors and tests:
 
-- ``FLOWVISION_WEIGHTS_URL_BASE``: replaces ``https://download.pytorch.org/models/`` in every URL
-  (e.g. ``http://127.0.0.1:8000/``), so the same file names are fetched from a mirror.
+- ``FLOWVISION_WEIGHTS_URL_BASE``: replaces ``https://download.pytorch.org/models/`` and
+  ``https://huggingface.co/`` in every URL (e.g. ``http://127.0.0.1:8000/``), so the same file paths are
+  fetched from one mirror.
+- ``HF_ENDPOINT`` (the Hugging Face hub's own setting): replaces ``https://huggingface.co`` alone, for a
+  mirror of the hub.
 - ``FLOWVISION_WEIGHTS_MANIFEST``: a JSON file ``{model: {tag: {field: value}}}`` merged over the
   shipped records, e.g. to give the full ``sha256`` of a mirror's own files.
+
+The records come from two manifests: torchvision's weights (``manifest.json``) and timm's weights on the
+Hugging Face hub (``timm_manifest.json``, written by ``scripts/timm_manifest.py``).
 
 Both are read each time a URL or hash is needed, not at import.
 """
@@ -24,20 +30,26 @@ import engine
 
 __all__ = ["Weights", "WeightsEnum", "ImageClassification", "SemanticSegmentation", "ObjectDetection",
            "VideoClassification", "OpticalFlow", "get_model_weights",
-           "get_weight", "list_pretrained", "resolve_weights", "load_pretrained", "URL_BASE", "ENV_URL_BASE",
-           "ENV_MANIFEST"]
+           "get_weight", "list_pretrained", "pretrained_tag", "resolve_weights", "load_pretrained", "URL_BASE",
+           "HF_URL_BASE", "ENV_URL_BASE", "ENV_HF_ENDPOINT", "ENV_MANIFEST"]
 
 URL_BASE = "https://download.pytorch.org/models/"
+HF_URL_BASE = "https://huggingface.co/"
 ENV_URL_BASE = "FLOWVISION_WEIGHTS_URL_BASE"
+ENV_HF_ENDPOINT = "HF_ENDPOINT"
 ENV_MANIFEST = "FLOWVISION_WEIGHTS_MANIFEST"
 _WEIGHTS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "weights")
+_MANIFESTS = ("manifest.json", "timm_manifest.json")
 
 
 @lru_cache(maxsize=None)
 def _shipped_manifest():
-    """The manifest shipped with the package."""
-    with open(os.path.join(_WEIGHTS_DIR, "manifest.json"), encoding="utf-8") as f:
-        return json.load(f)
+    """The manifests shipped with the package, their models in one ``{"models": {...}}``."""
+    merged = {"models": {}}
+    for file_name in _MANIFESTS:
+        with open(os.path.join(_WEIGHTS_DIR, file_name), encoding="utf-8") as f:
+            merged["models"].update(json.load(f)["models"])
+    return merged
 
 
 @lru_cache(maxsize=None)
@@ -268,11 +280,13 @@ class Weights:
 
     @property
     def url(self):
-        """The download URL, redirected by ``$FLOWVISION_WEIGHTS_URL_BASE`` when set."""
+        """The download URL, redirected by ``$FLOWVISION_WEIGHTS_URL_BASE`` (any source) or ``$HF_ENDPOINT`` (the
+        Hugging Face hub's files) when set."""
         url = self.record["url"]
-        base = os.getenv(ENV_URL_BASE)
-        if base and url.startswith(URL_BASE):
-            url = base.rstrip("/") + "/" + url[len(URL_BASE):]
+        for source, env in ((URL_BASE, ENV_URL_BASE), (HF_URL_BASE, ENV_URL_BASE), (HF_URL_BASE, ENV_HF_ENDPOINT)):
+            base = os.getenv(env)
+            if base and url.startswith(source):
+                return base.rstrip("/") + "/" + url[len(source):]
         return url
 
     @property
@@ -372,19 +386,31 @@ def get_weight(name):
     raise ValueError(f"unknown weights enum '{enum_name}' in '{name}'")
 
 
+def pretrained_tag(model):
+    """The tag ``pretrained=True`` alone loads: the manifest's ``pretrained_tag`` (timm's default weights for the
+    timm families), else IMAGENET1K_V1 as torchvision's legacy flag does; None when the model has neither."""
+    entry = _shipped_manifest()["models"].get(model, {})
+    tag = entry.get("pretrained_tag", "IMAGENET1K_V1")
+    return tag if tag in entry.get("weights", {}) else None
+
+
 def resolve_weights(model, pretrained=False, weights=None):
-    """The weights a builder should load: ``weights`` (enum member, tag, ``'DEFAULT'`` or full name) or,
-    with ``pretrained=True`` alone, the legacy IMAGENET1K_V1 weights as torchvision does; None for none."""
+    """The weights a builder should load: ``weights`` (enum member, tag in either case, ``'DEFAULT'`` or full
+    name) or, with ``pretrained=True`` alone, ``pretrained_tag(model)``'s; None for none."""
     if weights is None and not pretrained:
         return None
     weights_enum = get_model_weights(model)
     if weights is None:
-        return weights_enum["IMAGENET1K_V1"]
+        tag = pretrained_tag(model)
+        if tag is None:
+            raise ValueError(f"no legacy weights for {model}: pass weights= (one of "
+                             f"{', '.join(weights_enum.__members__)})")
+        return weights_enum[tag]
     if isinstance(weights, str):
-        if "." in weights:
+        if weights.upper() in weights_enum.__members__:
+            return weights_enum[weights.upper()]
+        elif "." in weights:
             weights = get_weight(weights)
-        elif weights in weights_enum.__members__:
-            return weights_enum[weights]
         else:
             raise ValueError(f"unknown weights '{weights}' for {model}: choose from "
                              f"{', '.join(weights_enum.__members__)}")

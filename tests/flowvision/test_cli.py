@@ -126,7 +126,7 @@ def test_graph_flag(served, capsys):
 
 
 def test_models_listing(capsys):
-    code, out, _ = run_cli(capsys, "models", "resnet1*")
+    code, out, _ = run_cli(capsys, "models", "resnet1[0-9]", "resnet1[0-9][0-9]")
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["model", "weights", "acc@1", "acc@5", "params", "(M)", "other", "metrics"]
     assert lines[1].split() == ["resnet18", "IMAGENET1K_V1", "*", "69.758", "89.078", "11.7"]

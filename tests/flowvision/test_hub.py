@@ -124,6 +124,31 @@ def test_full_sha256_is_checked(server):
                                                progress=False), state)
 
 
+def _hub_file(server, data, sha256):
+    """Publish ``data`` as the Hugging Face hub does: a ``resolve`` URL redirecting to the stored file with its
+    sha256 in ``X-Linked-Etag``. Returns the resolve URL."""
+    name = "timm/tiny.in1k/resolve/main/model.safetensors"
+    server.files["storage/blob"] = data
+    server.redirects[name] = ("storage/blob", {"X-Linked-Etag": f'"{sha256}"', "X-Linked-Size": str(len(data))})
+    return server.url(name)
+
+
+def test_sha256_stated_by_the_hub_is_checked(server, cache, tmp_path):
+    arrays = {"conv.weight": torch.randn(64, 3, 7, 7, generator=torch.Generator().manual_seed(0))}
+    from safetensors.torch import save
+    data = save(arrays)
+    url = _hub_file(server, data, "0" * 64)
+    with pytest.raises(hub.HashMismatchError, match=r'expected sha256 "0{64}" \(as the server stated it\)'):
+        hub.load_state_dict_from_url(url, file_name="tiny.in1k.safetensors", progress=False)
+    assert os.listdir(cache) == [".locks"]
+
+    url = _hub_file(server, data, hashlib.sha256(data).hexdigest())
+    server.fault = ("cut", 20_000)
+    _assert_state(hub.load_state_dict_from_url(url, file_name="tiny.in1k.safetensors", progress=False), arrays)
+    assert [r[1] for r in _gets(server, "storage/blob")][-2:] == [None, "bytes=20000-"]
+    assert sorted(os.listdir(cache)) == [".locks", "tiny.in1k.safetensors"]  # kept as downloaded: already safetensors
+
+
 @pytest.mark.parametrize("fault, code", [("404", 404), ("500", 500)])
 def test_http_errors(server, cache, fault, code):
     server.files["x-00000000.pth"] = b"x"

@@ -22,7 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def test_manifest_matches_torchvision():
-    for name in W.list_pretrained():
+    for name in [n for n in W.list_pretrained() if W.get_model_weights(n).DEFAULT.url.startswith(W.URL_BASE)]:
         ours, theirs = W.get_model_weights(name), torchvision.models.get_model_weights(name)
         assert ours.__name__ == theirs.__name__
         assert list(ours.__members__) == list(theirs.__members__)
@@ -156,6 +156,7 @@ def test_manifest_ships_in_a_non_editable_install(tmp_path):
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
                     "--no-index", "--target", str(target), REPO], check=True, capture_output=True)
     assert (target / "flowvision" / "weights" / "manifest.json").exists()
+    assert (target / "flowvision" / "weights" / "timm_manifest.json").exists()
     code = ("import flowvision.models as m, flowvision; print(flowvision.__file__); "
             "w = m.ResNet101_Weights.DEFAULT; print(w.url, w.meta['categories'][0], len(w.meta['categories']))")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)},

@@ -17,7 +17,9 @@ TOL = 1e-4
 
 
 def test_registered_family():
-    assert models_flow.list_models("*resne*", module="resnet") == sorted(SMALL + LARGE, key=models_flow.registry._natural_key)
+    torchvision_names = models_flow.list_models(["resnet[0-9][0-9]", "resnet1[0-9][0-9]", "resnext*", "wide_resnet*"],
+                                                module="resnet", exclude_filters="resnet26")  # timm's resnet26
+    assert torchvision_names == sorted(SMALL + LARGE, key=models_flow.registry._natural_key)
 
 
 def test_migration_path_verbatim():

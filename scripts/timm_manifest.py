@@ -1,0 +1,122 @@
+"""Write ``flowvision/weights/timm_manifest.json``: the published ImageNet-1k weights of the timm families.
+
+    python scripts/timm_manifest.py --results /path/to/pytorch-image-models/results
+
+For every model registered by ``flowvision.models.timm_families``, each of timm's pretrained tags with a
+1000-class head on the Hugging Face hub becomes a record: the hub URL of its ``model.safetensors``, the
+preprocessing of timm's pretrained config (resize to ``floor(size / crop_pct)``, center crop ``size``), the
+parameter count of timm's model with that head, and the metrics and GMACs timm publishes in its repository's ``results``
+folder (top-1/top-5 at the config's input size; none when timm has no row there). timm's default tag is what
+``pretrained=True`` loads. timm publishes no hashes: the hub's download checks the sha256 the hub states.
+Needs timm (a test dependency) and a checkout of timm's repository for ``--results``.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUTPUT = os.path.join(ROOT, "flowvision", "weights", "timm_manifest.json")
+BENCHMARK = "benchmark-infer-amp-nchw-pt291-cu130-5090.csv"  # timm's newest table with GMACs per input size
+
+
+def _rows(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _enum_name(model):
+    """``deit_tiny_patch16_224`` -> ``Deit_Tiny_Patch16_224_Weights``."""
+    return "_".join(part[:1].upper() + part[1:] for part in model.split("_")) + "_Weights"
+
+
+def _num_params(model, num_classes):
+    """The parameter count of timm's ``model`` with a ``num_classes`` head (built on the meta device)."""
+    import timm
+    import torch
+
+    with torch.device("meta"):
+        built = timm.create_model(model, pretrained=False, num_classes=num_classes)
+    return sum(p.numel() for p in built.parameters())
+
+
+def _record(model, cfg, accuracy, gmacs):
+    """The manifest record of one (model, tag)."""
+    size = cfg.input_size[-1]
+    top = accuracy.get((f"{model}.{cfg.tag}", size))
+    return {
+        "url": f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors",
+        "file_name": f"{model}.{cfg.tag}.safetensors",
+        "sha256": None,
+        "sha256_is_prefix": False,
+        "num_params": _num_params(model, cfg.num_classes),
+        "num_classes": cfg.num_classes,
+        "metrics": {"ImageNet-1K": {"acc@1": float(top["top1"]), "acc@5": float(top["top5"])}} if top else {},
+        "gflops": gmacs.get((model, size)),
+        "file_size_mb": None,
+        "min_size": list(cfg.input_size[1:]) if cfg.fixed_input_size else None,
+        "recipe": f"https://huggingface.co/{cfg.hf_hub_id}",
+        "preprocessing": {"resize_size": math.floor(size / cfg.crop_pct), "crop_size": size,
+                          "interpolation": cfg.interpolation, "mean": list(cfg.mean), "std": list(cfg.std)},
+        "categories": "imagenet1k_categories.txt",
+        "license": cfg.license,
+    }
+
+
+def build(results):
+    """The manifest as a dict."""
+    import timm
+    from timm.models import get_pretrained_cfg
+
+    sys.path.insert(0, ROOT)
+    import flowvision.models as models
+
+    accuracy = {(r["model"], int(r["img_size"])): r for r in _rows(os.path.join(results, "results-imagenet.csv"))}
+    gmacs = {(r["model"], int(r["infer_img_size"])): float(r["infer_gmacs"])
+             for r in _rows(os.path.join(results, BENCHMARK))}
+    entries = {}
+    for model in models.list_models():
+        if ".timm_families." not in models.model_entrypoint(model).__module__:
+            continue
+        cfgs = [get_pretrained_cfg(name) for name in timm.list_pretrained(f"{model}.*")]
+        cfgs = [cfg for cfg in cfgs if cfg.num_classes == 1000 and cfg.hf_hub_id]
+        if not cfgs:
+            continue
+        default = get_pretrained_cfg(model).tag
+        default = default if default in [cfg.tag for cfg in cfgs] else cfgs[0].tag
+        cfgs.sort(key=lambda cfg: cfg.tag != default)
+        entries[model] = {
+            "weights_enum": _enum_name(model),
+            "default": default.upper(),
+            "pretrained_tag": default.upper(),
+            "weights": {cfg.tag.upper(): _record(model, cfg, accuracy, gmacs) for cfg in cfgs},
+        }
+    return {
+        "format_version": 1,
+        "source": (f"timm {timm.__version__} (its pretrained configs: hub ids, preprocessing, licenses) and the "
+                   "results folder of its repository (ImageNet-1k accuracy, GMACs); checkpoints on the Hugging "
+                   "Face hub"),
+        "sha256_note": ("timm publishes no hashes: sha256 is null, and the download is checked against the sha256 "
+                        "the hub states for the file (X-Linked-Etag) and its stated size."),
+        "license_note": "each record names the license timm's pretrained config gives for those weights.",
+        "models": entries,
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--results", required=True, help="the results folder of a checkout of timm's repository")
+    parser.add_argument("--output", default=OUTPUT)
+    args = parser.parse_args(argv)
+    manifest = build(args.results)
+    with open(args.output, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    print(f"{len(manifest['models'])} models, {sum(len(e['weights']) for e in manifest['models'].values())} "
+          f"weights -> {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,419 @@
+"""timm's Vision Transformer and DeiT families against timm: the configuration of every registered model and the
+layout of one of each kind, eval outputs of the small registered models at an odd image size (fused and unfused
+attention), float64 train-mode outputs and every gradient, dropout / stochastic depth, the distilled heads, the
+timm API (pooled features, reset_classifier, in_chans, features_only, list_models), seeded initialisation and
+resample_abs_pos_embed."""
+import inspect
+
+import numpy as np
+import pytest
+import timm
+import timm.layers
+import timm.models.deit as timm_deit
+import timm.models.vision_transformer as timm_vit
+import torch
+
+import engine
+import flowvision.models as models
+from engine.nn import init
+from flowvision.models.timm_families import deit, vision_transformer
+from flowvision.models.timm_families._layers import pair
+from model_parity import backward_both, image_batch, numpy_state
+from op_check import assert_close
+
+pytestmark = pytest.mark.slow
+
+VITS = ["vit_tiny_patch16_224", "vit_tiny_patch16_384", "vit_small_patch16_224", "vit_small_patch16_384",
+        "vit_small_patch32_224", "vit_small_patch32_384", "vit_base_patch8_224", "vit_base_patch16_224",
+        "vit_base_patch16_384", "vit_base_patch32_224", "vit_base_patch32_384", "vit_large_patch16_224",
+        "vit_large_patch16_384", "vit_large_patch32_384", "vit_base_patch16_224_miil"]
+DEITS = ["deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_224", "deit_base_patch16_384",
+         "deit_tiny_distilled_patch16_224", "deit_small_distilled_patch16_224", "deit_base_distilled_patch16_224",
+         "deit_base_distilled_patch16_384", "deit3_small_patch16_224", "deit3_small_patch16_384",
+         "deit3_medium_patch16_224", "deit3_base_patch16_224", "deit3_base_patch16_384", "deit3_large_patch16_224",
+         "deit3_large_patch16_384", "deit3_huge_patch14_224"]
+ODD = (50, 66)  # 3 x 4 patches of 16 with leftover pixels, not square
+TINY = dict(img_size=(27, 19), patch_size=8, embed_dim=24, depth=2, num_heads=3, num_classes=7)
+
+
+class _Built(Exception):
+    """Stops a constructor once its arguments are recorded."""
+
+
+def _constructor_args(cls, build, monkeypatch):
+    """Every argument ``cls.__init__`` receives from ``build()`` (defaults filled in), without building."""
+    seen = {}
+    signature = inspect.signature(cls.__init__)
+
+    def record(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        seen.update(bound.arguments)
+        seen.update(seen.pop("kwargs", {}))
+        raise _Built
+
+    monkeypatch.setattr(cls, "__init__", record)
+    with pytest.raises(_Built):
+        build()
+    monkeypatch.undo()
+    del seen["self"]
+    return seen
+
+
+@pytest.mark.parametrize("name", VITS + DEITS)
+def test_configuration_matches_timm(name, monkeypatch):
+    """The arguments our entrypoint gives the model class equal those timm's gives its class (distilled or
+    not), every argument we share; timm's others stay at the defaults our models are built as."""
+    distilled = "distilled" in name
+    timm_cls = timm_deit.VisionTransformerDistilled if distilled else timm_vit.VisionTransformer
+    ours_cls = deit.VisionTransformerDistilled if distilled else vision_transformer.VisionTransformer
+    theirs = _constructor_args(timm_cls, lambda: timm.create_model(name), monkeypatch)
+    ours = _constructor_args(ours_cls, lambda: models.create_model(name), monkeypatch)
+    if distilled:  # both pass everything through **kwargs to VisionTransformer
+        theirs = {**_defaults(timm_vit.VisionTransformer), **theirs}
+        ours = {**_defaults(vision_transformer.VisionTransformer), **ours}
+    for key, value in ours.items():
+        if key == "img_size":
+            assert pair(value) == timm.layers.to_2tuple(theirs[key])
+        else:
+            assert value == theirs[key], key
+    assert {k: v for k, v in theirs.items() if k not in ours} == _timm_only_arguments()
+
+
+def _timm_only_arguments():
+    """timm's arguments that we do not take, at the values our models are built as (timm's defaults)."""
+    return dict(proj_bias=True, pos_embed="learn", reg_tokens=0, final_norm=True, pool_include_prefix=False,
+                dynamic_img_size=False, dynamic_img_pad=False, patch_drop_rate=0.0, fix_init=False,
+                embed_layer=timm.layers.PatchEmbed, embed_norm_layer=None, block_fn=timm_vit.Block,
+                mlp_layer=timm.layers.Mlp, attn_layer=timm.layers.Attention, device=None, dtype=None)
+
+
+def _defaults(cls):
+    """The defaults of ``cls.__init__``'s named arguments."""
+    return {k: p.default for k, p in inspect.signature(cls.__init__).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+@pytest.fixture
+def no_init(monkeypatch):
+    """Our models built without drawing their initial weights (the checkpoint replaces them)."""
+    for name in ("uniform_", "normal_", "trunc_normal_"):
+        monkeypatch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
+    monkeypatch.setattr(vision_transformer, "trunc_normal_", lambda tensor, std=0.02: tensor)
+    monkeypatch.setattr(deit, "trunc_normal_", lambda tensor, std=0.02: tensor)
+
+
+@pytest.mark.parametrize("name", ["vit_base_patch16_224_miil", "deit_base_distilled_patch16_384",
+                                  "deit3_huge_patch14_224"])
+def test_layout_matches_timm(name, no_init):
+    """state_dict keys in order, shapes, dtypes; module names and kinds (one model of each kind, at full size
+    with stochastic depth: ViT without qkv biases and 11221 classes, distilled DeiT at 384, DeiT III with layer
+    scale)."""
+    with torch.device("meta"):
+        reference = timm.create_model(name, drop_path_rate=0.1)
+    ours = models.create_model(name, drop_path_rate=0.1)
+    ref_sd, our_sd = reference.state_dict(), ours.state_dict()
+    assert list(our_sd) == list(ref_sd)
+    for k in ref_sd:
+        assert tuple(our_sd[k].shape) == tuple(ref_sd[k].shape), k
+        assert str(our_sd[k].dtype).split(".")[-1] == str(ref_sd[k].dtype).split(".")[-1], k
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in reference.named_modules()]
+    kinds = {"DropPath": "StochasticDepth"}
+    assert [type(m).__name__ for m in ours.modules()] == [
+        kinds.get(type(m).__name__, type(m).__name__) for m in reference.modules()]
+    assert ours.default_cfg["first_conv"] == reference.pretrained_cfg["first_conv"]
+    assert ours.default_cfg["classifier"] == reference.pretrained_cfg["classifier"]
+
+
+def randomize(model, seed):
+    """Random weights everywhere: LayerNorm affines near 1, biases, layer scales, tokens and position
+    embeddings (their initial zeros / ones / 1e-6 values would hide bugs), Linear weights at std 0.1."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("gamma"):
+                p.copy_(torch.rand(p.shape, generator=g) * 0.5 + 0.25)
+            elif "norm" in name and name.endswith("weight"):
+                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
+            elif p.ndim == 1 or name.split(".")[-1] in ("cls_token", "dist_token", "pos_embed"):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+    return model
+
+
+def _timm(name_or_cls, seed=0, **kwargs):
+    """A timm model (registered name or class) without its init, randomised, in eval mode."""
+    build = timm.create_model if isinstance(name_or_cls, str) else lambda cls, **kw: cls(**kw)
+    return randomize(build(name_or_cls, weight_init="skip", **kwargs), seed).eval()
+
+
+def _ours(name_or_cls, reference, **kwargs):
+    """Our model (registered name or class) without its init, the reference's weights loaded, in eval mode."""
+    build = models.create_model if isinstance(name_or_cls, str) else lambda cls, **kw: cls(**kw)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(init, "uniform_", lambda tensor, *args, **kw: tensor)
+        model = build(name_or_cls, weight_init="skip", **kwargs)
+    model.load_state_dict(numpy_state(reference))
+    return model.eval()
+
+
+def _eval_pair(reference, ours, x):
+    with torch.no_grad():
+        ref = reference(torch.from_numpy(x))
+    with engine.no_grad():
+        out = ours(engine.from_numpy(x))
+    return out.numpy(), ref.numpy()
+
+
+@pytest.mark.parametrize("name", ["vit_tiny_patch16_224", "deit_tiny_distilled_patch16_224",
+                                  "deit3_small_patch16_224"])
+def test_eval_outputs_match_timm(name):
+    """Registered models built for a 50x66 image (4 blocks, to stay quick), timm's weights (randomised) loaded
+    through numpy: logits within 1e-4 of timm's fused-attention and unfused-attention paths."""
+    reference = _timm(name, img_size=ODD, depth=4)
+    ours = _ours(name, reference, img_size=ODD, depth=4)
+    x = image_batch(2, *ODD, seed=1)
+    out, ref = _eval_pair(reference, ours, x)
+    assert_close(out, ref, 1e-4)
+    for m in reference.modules():
+        if isinstance(m, timm.layers.Attention):
+            m.fused_attn = False
+    with torch.no_grad():
+        ref = reference(torch.from_numpy(x)).numpy()
+    assert_close(out, ref, 1e-4, what="output vs unfused attention")
+
+
+SMALL_VARIANTS = {
+    "token": dict(),
+    "avg_fc_norm_no_class_token": dict(global_pool="avg", class_token=False, qkv_bias=False),
+    "max_pre_norm_layer_scale": dict(global_pool="max", pre_norm=True, init_values=0.1, no_embed_class=True),
+    "avgmax_qk_norm_sequence": dict(global_pool="avgmax", fc_norm=False, qk_norm=True, scale_attn_norm=True,
+                                    scale_mlp_norm=True, mlp_ratio=2.5),
+    "no_pool": dict(global_pool="", num_classes=0),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(SMALL_VARIANTS))
+def test_train_mode_gradients_match_timm_float64(variant):
+    """A 2-block ViT per constructor option, float64, train mode (no dropout): outputs, the input gradient and
+    every parameter's gradient equal timm's."""
+    kwargs = {**TINY, **SMALL_VARIANTS[variant]}
+    reference = _timm(timm_vit.VisionTransformer, seed=2, **kwargs).double().train()
+    ours = _ours(vision_transformer.VisionTransformer, reference, **kwargs).double().train()
+    ref_params, our_params = backward_both(reference, ours, image_batch(2, 27, 19, seed=3).astype(np.float64))
+    assert list(our_params) == list(ref_params)
+    for name, p in ref_params.items():
+        assert_grad_close(our_params[name].grad.numpy(), p.grad.numpy(), name)
+
+
+def assert_grad_close(ours, ref, name):
+    """Gradients within 1e-9 (relative to the largest); those that are zero in exact arithmetic (a key-norm
+    bias: softmax ignores what shifts all scores of a query alike) only need to be rounding noise on both sides."""
+    if np.abs(ref).max() < 1e-12:
+        assert np.abs(ours).max() < 1e-12, name
+        return
+    assert_close(ours, ref, 1e-9, what=f"{name} grad")
+
+
+def test_distilled_heads_and_gradients_match_timm_float64():
+    """Distilled DeiT (2 blocks, without and with layer scale), float64: the averaged heads in train mode with
+    every gradient; with distilled training, train mode returns both heads' logits, eval mode their average."""
+    for extra in ({}, {"init_values": 0.2}):
+        kwargs = {**TINY, **extra}
+        reference = _timm(timm_deit.VisionTransformerDistilled, seed=4, **kwargs).double().train()
+        ours = _ours(deit.VisionTransformerDistilled, reference, **kwargs).double().train()
+        x = image_batch(2, 27, 19, seed=5).astype(np.float64)
+        ref_params, our_params = backward_both(reference, ours, x)
+        for name, p in ref_params.items():
+            assert_grad_close(our_params[name].grad.numpy(), p.grad.numpy(), name)
+    reference.set_distilled_training()
+    ours.set_distilled_training()
+    ref = reference(torch.from_numpy(x))
+    out = ours(engine.from_numpy(x))
+    assert isinstance(out, tuple) and len(out) == 2
+    for o, r in zip(out, ref):
+        assert_close(o.detach().numpy(), r.detach().numpy(), 1e-10)
+    assert not np.allclose(out[0].detach().numpy(), out[1].detach().numpy())
+    out, ref = _eval_pair(reference.eval(), ours.eval(), x)
+    assert_close(out, ref, 1e-10)
+    assert out.shape == (2, 7)
+    head, head_dist = ours.get_classifier()
+    assert head is ours.head and head_dist is ours.head_dist
+
+
+DROPOUTS = dict(drop_rate=0.3, pos_drop_rate=0.2, proj_drop_rate=0.2, attn_drop_rate=0.2, drop_path_rate=0.3)
+
+
+def test_dropout_and_drop_path_train_only():
+    """The drop probabilities are timm's; each dropout and stochastic depth alone makes train-mode outputs
+    random; with all of them on, eval-mode outputs are timm's."""
+    kwargs = dict(TINY, depth=3, **DROPOUTS)
+    reference = _timm(timm_vit.VisionTransformer, **kwargs)
+    ours = _ours(vision_transformer.VisionTransformer, reference, **kwargs)
+    ref_p = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
+    our_p = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
+    np.testing.assert_allclose(our_p, ref_p, rtol=1e-6)
+    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
+        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
+    x = image_batch(2, 27, 19, seed=6)
+    out, ref = _eval_pair(reference, ours, x)
+    assert_close(out, ref, 1e-5)
+    for rate, p in DROPOUTS.items():
+        model = vision_transformer.VisionTransformer(**dict(TINY, depth=3, **{rate: p})).train()
+        first, second = (model(engine.from_numpy(x)).detach().numpy() for _ in range(2))
+        assert not np.allclose(first, second), rate
+        with engine.no_grad():
+            model.eval()
+            assert np.array_equal(model(engine.from_numpy(x)).numpy(), model(engine.from_numpy(x)).numpy())
+
+
+def test_pooled_features_and_reset_classifier():
+    """num_classes=0 gives timm's forward_features + forward_head(pre_logits=True); reset_classifier gives
+    the classes asked for and changes the pooling like timm's."""
+    kwargs = dict(img_size=ODD, depth=2)
+    reference = _timm("deit_tiny_patch16_224", **kwargs)
+    x = image_batch(2, *ODD, seed=7)
+    with torch.no_grad():
+        ref = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True).numpy()
+    reference.reset_classifier(0)
+    pooled = _ours("deit_tiny_patch16_224", reference, num_classes=0, **kwargs)
+    assert isinstance(pooled.get_classifier(), engine.nn.Identity) and pooled.num_features == 192
+    with engine.no_grad():
+        assert_close(pooled(engine.from_numpy(x)).numpy(), ref, 1e-5)
+    pooled.reset_classifier(5, "avg")
+    assert pooled.get_classifier().out_features == 5 and pooled.num_classes == 5 and pooled.global_pool == "avg"
+    pooled.reset_classifier(0)
+    reference.reset_classifier(0, "avg")
+    out, ref = _eval_pair(reference, pooled, x)
+    assert_close(out, ref, 1e-5)
+    distilled = _ours("deit_tiny_distilled_patch16_224", _timm("deit_tiny_distilled_patch16_224", **kwargs), **kwargs)
+    distilled.reset_classifier(3)
+    assert [head.out_features for head in distilled.get_classifier()] == [3, 3]
+    with pytest.raises(ValueError):
+        distilled.reset_classifier(3, "avg")
+
+
+def test_in_chans_one_and_image_size_check():
+    """in_chans=1 builds a one-channel patch projection that gives timm's outputs; images of another size than
+    the model was built for are refused."""
+    reference = _timm("vit_tiny_patch16_224", img_size=ODD, in_chans=1, depth=2)
+    ours = _ours("vit_tiny_patch16_224", reference, img_size=ODD, in_chans=1, depth=2)
+    assert tuple(ours.patch_embed.proj.weight.shape) == (192, 1, 16, 16)
+    out, ref = _eval_pair(reference, ours, image_batch(2, *ODD, seed=8, c=1))
+    assert_close(out, ref, 1e-4)
+    with pytest.raises(ValueError, match="img_size"):
+        ours(engine.from_numpy(image_batch(1, 48, 48, c=1)))
+
+
+def test_timm_checkpoint_file_loads(tmp_path):
+    """A timm safetensors checkpoint loads through checkpoint_path (strict), also into a one-channel model
+    (the patch projection adapted as timm adapts it), and gives timm's outputs."""
+    from safetensors.torch import save_file
+
+    name, kwargs = "deit_tiny_distilled_patch16_224", dict(img_size=ODD, depth=2)
+    reference = _timm(name, seed=15, **kwargs)
+    path = tmp_path / "model.safetensors"
+    save_file(reference.state_dict(), str(path))
+    x = image_batch(2, *ODD, seed=16)
+    out, ref = _eval_pair(reference, models.create_model(name, checkpoint_path=str(path), **kwargs).eval(), x)
+    assert_close(out, ref, 1e-4)
+    grey = _timm(name, in_chans=1, **kwargs)
+    state = reference.state_dict()
+    state["patch_embed.proj.weight"] = timm.models.adapt_input_conv(1, state["patch_embed.proj.weight"])
+    grey.load_state_dict(state)
+    ours = models.create_model(name, checkpoint_path=str(path), in_chans=1, **kwargs).eval()
+    out, ref = _eval_pair(grey, ours, x[:, :1].copy())
+    assert_close(out, ref, 1e-4)
+
+
+def test_features_only_matches_timm():
+    """features_only (4-block models): timm's FeatureGetterNet stages (the last three blocks by default, or
+    out_indices) as (N, C, H/16, W/16) maps, its state_dict keys (pruned blocks, norm and head) and feature_info."""
+    for distilled, out_indices in ((False, None), (True, (0, -2))):
+        name = "deit_tiny_distilled_patch16_224" if distilled else "deit_tiny_patch16_224"
+        kwargs = dict(img_size=ODD, features_only=True, depth=4)
+        if out_indices is not None:
+            kwargs["out_indices"] = out_indices
+        reference = _timm(name, seed=9, **kwargs)
+        ours = _ours(name, reference, **kwargs)
+        assert list(ours.state_dict()) == list(reference.state_dict())
+        assert ours.feature_info.channels() == reference.feature_info.channels()
+        assert ours.feature_info.reduction() == reference.feature_info.reduction()
+        assert ours.feature_info.module_name() == reference.feature_info.module_name()
+        x = image_batch(2, *ODD, seed=10)
+        with torch.no_grad():
+            refs = reference(torch.from_numpy(x))
+        with engine.no_grad():
+            outs = ours(engine.from_numpy(x))
+        assert len(outs) == len(refs)
+        for out, ref in zip(outs, refs):
+            assert tuple(out.shape) == tuple(ref.shape) == (2, 192, 3, 4)
+            assert_close(out.numpy(), ref.numpy(), 1e-4)
+
+
+def test_forward_intermediates_matches_timm():
+    """forward_intermediates' options against timm's: picked blocks as token sequences with their prefix
+    tokens and the final norm, stopping early, and the final normalised sequence."""
+    reference = _timm(timm_deit.VisionTransformerDistilled, seed=13, **TINY)
+    ours = _ours(deit.VisionTransformerDistilled, reference, **TINY)
+    x = image_batch(2, 27, 19, seed=14)
+    with torch.no_grad():
+        ref_final, refs = reference.forward_intermediates(torch.from_numpy(x), indices=[-2], norm=True,
+                                                         return_prefix_tokens=True, output_fmt="NLC",
+                                                         stop_early=True)
+    with engine.no_grad():
+        final, outs = ours.forward_intermediates(engine.from_numpy(x), indices=[-2], norm=True,
+                                                 return_prefix_tokens=True, output_fmt="NLC", stop_early=True)
+    assert_close(final.numpy(), ref_final.numpy(), 1e-5)
+    assert len(outs) == len(refs) == 1
+    (out, out_prefix), (ref, ref_prefix) = outs[0], refs[0]
+    assert tuple(out.shape) == (2, 6, 24) and tuple(out_prefix.shape) == (2, 2, 24)
+    assert_close(out.numpy(), ref.numpy(), 1e-5)
+    assert_close(out_prefix.numpy(), ref_prefix.numpy(), 1e-5)
+
+
+def test_list_models():
+    """Every name is registered, under timm's family modules, beside torchvision's ViTs."""
+    assert set(models.list_models("vit_*_patch*")) == set(VITS)
+    assert set(models.list_models("deit*")) == set(DEITS)
+    assert set(models.list_models(module="deit")) == set(DEITS)
+    assert set(VITS) <= set(models.list_models(module="vision_transformer"))
+
+
+def test_seeded_init_follows_timm():
+    """Same seed, same initial weights as timm, drawn in timm's order: default-initialised layers, zeros, ones,
+    the class token's N(0, 1e-12) bit for bit; truncated normals within 2 float32 ulps (the engine's float32
+    erfinv rounds differently from torch's); and both generators end in step."""
+    for timm_cls, ours_cls in ((timm_vit.VisionTransformer, vision_transformer.VisionTransformer),
+                               (timm_deit.VisionTransformerDistilled, deit.VisionTransformerDistilled)):
+        kwargs = dict(TINY, init_values=1e-3)
+        torch.manual_seed(11)
+        reference = timm_cls(**kwargs)
+        after_ref = torch.rand(4).numpy()
+        engine.manual_seed(11)
+        ours = ours_cls(**kwargs)
+        after_ours = engine.rand(4).numpy()
+        assert np.array_equal(after_ours, after_ref)
+        truncated = {"pos_embed", "dist_token"} | {f"{n}.weight" for n, m in reference.named_modules()
+                                                   if isinstance(m, torch.nn.Linear)}
+        state = {k: v.numpy() for k, v in ours.state_dict().items()}
+        for key, value in numpy_state(reference).items():
+            if key in truncated:
+                np.testing.assert_allclose(state[key], value, rtol=0, atol=2 * np.spacing(np.float32(0.1)))
+            else:
+                assert np.array_equal(state[key], value), key
+
+
+def test_resample_abs_pos_embed_matches_timm():
+    """Bicubic resampling of the position-embedding grid (no antialiasing) equals timm's, prefix tokens kept,
+    for square and non-square grids, Tensors and numpy arrays."""
+    rng = np.random.default_rng(12)
+    for prefix, old, new in ((1, (4, 4), (6, 3)), (2, (3, 5), (7, 7)), (0, (5, 5), (2, 3))):
+        posemb = rng.standard_normal((1, prefix + old[0] * old[1], 8)).astype(np.float32)
+        ref = timm.layers.resample_abs_pos_embed(torch.from_numpy(posemb), list(new), old_size=list(old),
+                                                 num_prefix_tokens=prefix, antialias=False).numpy()
+        old_size = None if old[0] == old[1] else old
+        out = vision_transformer.resample_abs_pos_embed(engine.from_numpy(posemb), new, old_size, prefix)
+        assert_close(out.numpy(), ref, 1e-6)
+        assert_close(vision_transformer.resample_abs_pos_embed(posemb, new, old_size, prefix), ref, 1e-6)

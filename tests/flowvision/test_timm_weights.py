@@ -1,0 +1,114 @@
+"""timm's published weights: the manifest against timm's pretrained configs, timm's preprocessing, and
+``create_model('<name>.<tag>', pretrained=True)`` from a local server that answers as the Hugging Face hub does."""
+import hashlib
+import json
+import os
+
+import numpy as np
+import pytest
+import timm
+import torch
+from PIL import Image
+from safetensors.torch import save
+from timm.data import create_transform, resolve_data_config
+from timm.models import get_pretrained_cfg
+
+import engine
+import flowvision.models as models
+from flowvision import hub
+from flowvision.models import weights as W
+from http_server import FileServer
+
+IMAGE = os.path.join(os.path.dirname(__file__), "..", "data", "images", "chelsea.png")
+TIMM_MODELS = [n for n in W.list_pretrained() if W.get_model_weights(n).DEFAULT.url.startswith(W.HF_URL_BASE)]
+
+
+def test_every_timm_family_model_with_weights_has_its_records():
+    registered = [n for n in models.list_models() if ".timm_families." in models.model_entrypoint(n).__module__]
+    published = [n for n in registered if any(get_pretrained_cfg(p).num_classes == 1000
+                                              for p in timm.list_pretrained(f"{n}.*"))]
+    assert sorted(TIMM_MODELS) == sorted(published) and len(published) > 50
+
+
+@pytest.mark.parametrize("name", TIMM_MODELS)
+def test_records_match_timm(name):
+    """Tags, default, hub file, classes, license and preprocessing are timm's pretrained config's."""
+    enum = W.get_model_weights(name)
+    tags = [p.split(".", 1)[1] for p in timm.list_pretrained(f"{name}.*")
+            if get_pretrained_cfg(p).num_classes == 1000]
+    assert sorted(m.lower() for m in enum.__members__ if m != "DEFAULT") == sorted(tags)
+    default = get_pretrained_cfg(name).tag  # timm's, unless its head has other classes (then the first 1000-class one)
+    assert enum.DEFAULT.name.lower() == (default if default in tags else tags[0])
+    for member in enum:
+        cfg = get_pretrained_cfg(f"{name}.{member.name.lower()}")
+        assert member.url == f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors"
+        assert member.meta["num_classes"] == 1000 and len(member.meta["categories"]) == 1000
+        assert member.meta["license"] == cfg.license
+        preset = member.transforms()
+        size = cfg.input_size[-1]
+        assert (preset.crop_size, preset.interpolation) == (size, cfg.interpolation)
+        assert preset.resize_size == int(size / cfg.crop_pct)
+        assert np.allclose(preset.mean.ravel(), cfg.mean) and np.allclose(preset.std.ravel(), cfg.std)
+
+
+@pytest.mark.parametrize("name", ["deit_tiny_patch16_224", "inception_v4", "mixer_b16_224"])
+def test_preprocessing_equals_timm_transform(name):
+    """Our preset of the default weights gives what timm's eval transform gives on a real photo."""
+    image = Image.open(IMAGE).convert("RGB")
+    cfg = get_pretrained_cfg(name)
+    theirs = create_transform(**resolve_data_config({}, pretrained_cfg=cfg.to_dict()))(image).numpy()
+    ours = W.get_model_weights(name).DEFAULT.transforms()(image).numpy()
+    assert ours.shape == theirs.shape
+    np.testing.assert_allclose(ours, theirs, atol=1e-5)
+
+
+def _serve(server, name, tag, data, sha256):
+    """Publish ``data`` at the hub path of ``name.tag`` as the hub does: a redirect carrying the sha256."""
+    path = f"timm/{name}.{tag}/resolve/main/model.safetensors"
+    server.files[f"xet/{name}.{tag}"] = data
+    server.redirects[path] = (f"xet/{name}.{tag}", {"X-Linked-Etag": f'"{sha256}"'})
+
+
+@pytest.fixture
+def hub_server(tmp_path, monkeypatch):
+    monkeypatch.setenv(hub.ENV_HOME, str(tmp_path / "home"))
+    monkeypatch.delenv(hub.ENV_OFFLINE, raising=False)
+    monkeypatch.delenv(W.ENV_MANIFEST, raising=False)
+    hub.set_dir(None)
+    with FileServer() as server:
+        yield server
+
+
+def test_pretrained_from_the_hub(hub_server, monkeypatch):
+    """``name.tag`` with ``pretrained=True`` downloads that tag's safetensors, checks the hub's sha256 and gives
+    timm's outputs; ``pretrained=True`` alone loads timm's default tag; a wrong stated hash loads nothing."""
+    torch.manual_seed(0)
+    reference = timm.create_model("resnet18d").eval()
+    data = save(reference.state_dict())
+    _serve(hub_server, "resnet18d", "ra2_in1k", data, hashlib.sha256(data).hexdigest())
+    _serve(hub_server, "resnet18d", "ra4_e3600_r224_in1k", data, "0" * 64)
+    monkeypatch.setenv(W.ENV_URL_BASE, hub_server.base_url)
+    x = np.random.default_rng(0).standard_normal((2, 3, 61, 67), dtype=np.float32)
+    with torch.no_grad():
+        expected = reference(torch.from_numpy(x)).numpy()
+    for kwargs in ({"model_name": "resnet18d.ra2_in1k", "pretrained": True},
+                   {"model_name": "resnet18d", "weights": "ra2_in1k"}):
+        model = models.create_model(progress=False, **kwargs).eval()
+        with engine.no_grad():
+            np.testing.assert_allclose(model(engine.from_numpy(x)).numpy(), expected, rtol=1e-4, atol=1e-4)
+    assert len([r for r in hub_server.requests if r[0].startswith("/xet/")]) == 1  # then the cache
+    assert W.resolve_weights("resnet18d", pretrained=True).name == get_pretrained_cfg("resnet18d").tag.upper()
+    with pytest.raises(hub.HashMismatchError, match="as the server stated it"):
+        models.create_model("resnet18d.ra4_e3600_r224_in1k", pretrained=True, progress=False)
+    assert not [f for f in os.listdir(hub.get_dir() + "/checkpoints") if "ra4" in f]
+
+
+def test_hf_endpoint_and_tags_without_pretrained(hub_server, monkeypatch):
+    monkeypatch.setenv(W.ENV_HF_ENDPOINT, "http://127.0.0.1:9")
+    assert models.get_model_weights("deit_tiny_patch16_224").DEFAULT.url == \
+        "http://127.0.0.1:9/timm/deit_tiny_patch16_224.fb_in1k/resolve/main/model.safetensors"
+    model = models.create_model("resnet18d.ra2_in1k", num_classes=3)  # a tag alone downloads nothing (as in timm)
+    assert model.fc.out_features == 3 and not hub_server.requests
+    assert models.is_model("resnet18d.ra2_in1k") and not models.is_model("resnet18x.ra2_in1k")
+    with pytest.raises(ValueError, match="unknown weights 'nope' for resnet18d"):
+        models.create_model("resnet18d.nope", pretrained=True)
