@@ -5,7 +5,7 @@
 For every model registered by ``flowvision.models.timm_families``, each of timm's pretrained tags with a
 1000-class head on the Hugging Face hub becomes a record: the hub URL of its ``model.safetensors``, the
 preprocessing of timm's pretrained config (resize to ``floor(size / crop_pct)``, center crop ``size``), the
-parameter count of timm's model with that head, and the metrics and GMACs timm publishes in its repository's ``results``
+parameter count of timm's model with that head, the smallest input our model takes, and the metrics and GMACs timm publishes in its repository's ``results``
 folder (top-1/top-5 at the config's input size; none when timm has no row there). timm's default tag is what
 ``pretrained=True`` loads. timm publishes no hashes: the hub's download checks the sha256 the hub states.
 Needs timm (a test dependency) and a checkout of timm's repository for ``--results``.
@@ -42,7 +42,33 @@ def _num_params(model, num_classes):
     return sum(p.numel() for p in built.parameters())
 
 
-def _record(model, cfg, accuracy, gmacs):
+def _runs_at(model, size):
+    """Whether ``model`` (ours, in eval mode) takes a (1, 3, size, size) image."""
+    import engine
+
+    try:
+        with engine.no_grad():
+            model(engine.zeros(1, 3, size, size))
+    except (RuntimeError, ValueError):
+        return False
+    return True
+
+
+def _min_size(model_name, cfg):
+    """The smallest square input the model takes: its fixed size, else found by bisection on our model."""
+    if cfg.fixed_input_size:
+        return list(cfg.input_size[1:])
+    import flowvision.models as models
+
+    model = models.create_model(model_name).eval()
+    low, high = 1, cfg.input_size[-1]  # runs at high; the answer is in [low, high]
+    while low < high:
+        middle = (low + high) // 2
+        low, high = (low, middle) if _runs_at(model, middle) else (middle + 1, high)
+    return [low, low]
+
+
+def _record(model, cfg, accuracy, gmacs, min_size):
     """The manifest record of one (model, tag)."""
     size = cfg.input_size[-1]
     top = accuracy.get((f"{model}.{cfg.tag}", size))
@@ -56,7 +82,7 @@ def _record(model, cfg, accuracy, gmacs):
         "metrics": {"ImageNet-1K": {"acc@1": float(top["top1"]), "acc@5": float(top["top5"])}} if top else {},
         "gflops": gmacs.get((model, size)),
         "file_size_mb": None,
-        "min_size": list(cfg.input_size[1:]) if cfg.fixed_input_size else None,
+        "min_size": min_size,
         "recipe": f"https://huggingface.co/{cfg.hf_hub_id}",
         "preprocessing": {"resize_size": math.floor(size / cfg.crop_pct), "crop_size": size,
                           "interpolation": cfg.interpolation, "mean": list(cfg.mean), "std": list(cfg.std)},
@@ -87,11 +113,12 @@ def build(results):
         default = get_pretrained_cfg(model).tag
         default = default if default in [cfg.tag for cfg in cfgs] else cfgs[0].tag
         cfgs.sort(key=lambda cfg: cfg.tag != default)
+        min_size = _min_size(model, cfgs[0])
         entries[model] = {
             "weights_enum": _enum_name(model),
             "default": default.upper(),
             "pretrained_tag": default.upper(),
-            "weights": {cfg.tag.upper(): _record(model, cfg, accuracy, gmacs) for cfg in cfgs},
+            "weights": {cfg.tag.upper(): _record(model, cfg, accuracy, gmacs, min_size) for cfg in cfgs},
         }
     return {
         "format_version": 1,

@@ -79,6 +79,7 @@ def hub_server(tmp_path, monkeypatch):
         yield server
 
 
+@pytest.mark.slow  # builds timm's and our model
 def test_pretrained_from_the_hub(hub_server, monkeypatch):
     """``name.tag`` with ``pretrained=True`` downloads that tag's safetensors, checks the hub's sha256 and gives
     timm's outputs; ``pretrained=True`` alone loads timm's default tag; a wrong stated hash loads nothing."""
@@ -112,3 +113,16 @@ def test_hf_endpoint_and_tags_without_pretrained(hub_server, monkeypatch):
     assert models.is_model("resnet18d.ra2_in1k") and not models.is_model("resnet18x.ra2_in1k")
     with pytest.raises(ValueError, match="unknown weights 'nope' for resnet18d"):
         models.create_model("resnet18d.nope", pretrained=True)
+
+
+@pytest.mark.slow  # whole models
+@pytest.mark.parametrize("name", ["convmixer_1024_20_ks9_p14", "inception_v4", "resnet10t", "xception41"])
+def test_min_size_is_the_smallest_input(name):
+    """The records' ``min_size`` (found by the manifest script) runs, and one pixel less does not."""
+    size = W.get_model_weights(name).DEFAULT.meta["min_size"]
+    model = models.create_model(name, num_classes=2).eval()
+    with engine.no_grad():
+        assert model(engine.zeros(1, 3, *size)).shape == (1, 2)
+        if size[0] > 1:
+            with pytest.raises((RuntimeError, ValueError)):
+                model(engine.zeros(1, 3, size[0] - 1, size[1] - 1))

@@ -98,3 +98,33 @@ def eval_outputs(tmodel, ours, x):
     with engine.no_grad():
         out = ours(engine.from_numpy(x)).numpy()
     return out, ref
+
+
+def is_timm_family(name):
+    """Whether ``name`` is one of the families from timm (``flowvision.models.timm_families``)."""
+    return ".timm_families." in models.model_entrypoint(name).__module__
+
+
+def family_sweep(excluded=()):
+    """The zoo's families for the sweeps that run one model of each: ``{family: model names}``, aliases left out.
+    A family module holding torchvision's models and timm's (``resnet``, ``vision_transformer``) gives two
+    families, the second keyed ``'<module> (timm)'``, as their layers differ."""
+    families = {}
+    for module in models.list_modules():
+        if module in excluded:
+            continue
+        for name in models.list_models(module=module):
+            if not models.model_alias_of(name):
+                families.setdefault(module + (" (timm)" if is_timm_family(name) else ""), []).append(name)
+    return families
+
+
+def reference_classifier(name, **kwargs):
+    """The model ``name`` as torchvision (or, for a timm family, timm) builds it."""
+    if is_timm_family(name):
+        import timm
+
+        return timm.create_model(name, pretrained=False, **kwargs)
+    import torchvision.models as tv
+
+    return (getattr(tv, name) if hasattr(tv, name) else getattr(tv.video, name))(**kwargs)

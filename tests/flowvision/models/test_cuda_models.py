@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from model_parity import randomize_engine_norms
+from model_parity import family_sweep, randomize_engine_norms
 from op_check import assert_close
 
 import engine
@@ -41,9 +41,7 @@ OPTICAL_FLOW = [n for m in sorted(_OPTICAL_FLOW_MODULES) for n in models.list_mo
 _MAX_PARAMETERS = 300_000_000
 # quantizable models are left out: int8 inference runs on the CPU only (as torch's), and their float form is
 # their float family's
-_FAMILIES = {m: [n for n in models.list_models(module=m) if not models.model_alias_of(n)]
-             for m in models.list_modules()
-             if m not in _SEGMENTATION_MODULES | _DETECTION_MODULES | _OPTICAL_FLOW_MODULES | {"quantization"}}
+_FAMILIES = family_sweep(_SEGMENTATION_MODULES | _DETECTION_MODULES | _OPTICAL_FLOW_MODULES | {"quantization"})
 # The GPU run takes the smallest model of each family (the others share its kernels and layers), or with
 # CUDA_EVERY_MODEL=1 (scripts/gpu_check.py --every-model) every classifier up to _MAX_PARAMETERS.
 if os.environ.get("CUDA_EVERY_MODEL"):

@@ -8,11 +8,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
-import torchvision.models as tv
 import torchvision.models.segmentation as tv_seg
 from classic_parity import he_weights
 from detection_parity import builder_pair, photos, to_lib
-from model_parity import numpy_state, randomize_norms
+from model_parity import family_sweep, numpy_state, randomize_norms, reference_classifier
 
 import engine
 import flowvision.models as models
@@ -39,8 +38,8 @@ def _smallest(module):
 
 
 # quantizable models are left out: their float form is their float family's (int8 models do not train)
-CLASSIFIERS = [_smallest(m) for m in models.list_modules()
-               if m not in _SEGMENTATION_MODULES | _DETECTION_MODULES | _OPTICAL_FLOW_MODULES | {"quantization"}]
+CLASSIFIERS = [min(names, key=_num_params) for names in family_sweep(
+    _SEGMENTATION_MODULES | _DETECTION_MODULES | _OPTICAL_FLOW_MODULES | {"quantization"}).values()]
 # torchvision's MViT fails on an empty batch (ours runs one: tests/flowvision/models/test_mvit.py)
 CLASSIFIERS = [pytest.param(n, marks=pytest.mark.skip(reason="torchvision's MViT fails on an empty batch"))
                if n.startswith("mvit") else n for n in CLASSIFIERS]
@@ -124,8 +123,7 @@ def no_numpy_warnings():
 def test_classifier_on_an_empty_batch(name):
     kwargs = _QUIET_INIT.get(name, {})
     torch.manual_seed(0)
-    builder = getattr(tv, name) if hasattr(tv, name) else getattr(tv.video, name)
-    ref = randomize_norms(he_weights(builder(**kwargs), 0), 0)
+    ref = randomize_norms(he_weights(reference_classifier(name, **kwargs), 0), 0)
     ours = models.create_model(name, **kwargs)
     ours.load_state_dict(numpy_state(ref))
     _check_empty_batch(ours, ref, _input_size(name))

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 import pytest
-from model_parity import randomize_engine_norms
+from model_parity import family_sweep, randomize_engine_norms
 from onnx_check import check_export, eager_outputs, export_bytes, images, run_onnx, session
 
 import engine
@@ -44,10 +44,8 @@ def _modules_of(package):
 _VIDEO_MODULES = _modules_of(models.video)
 _OPTICAL_FLOW_MODULES = _modules_of(models.optical_flow)
 # quantizable models are left out: int8 layers have no ONNX export here, and their float form is their float family's
-_FAMILIES = {m: [n for n in models.list_models(module=m) if not models.model_alias_of(n)]
-             for m in models.list_modules()
-             if m not in set(_SEGMENTATION_MODULES) | _DETECTION_MODULES | _VIDEO_MODULES | _OPTICAL_FLOW_MODULES
-             | {"quantization"}}
+_FAMILIES = family_sweep(set(_SEGMENTATION_MODULES) | _DETECTION_MODULES | _VIDEO_MODULES | _OPTICAL_FLOW_MODULES
+                         | {"quantization"})
 
 
 def _cheapest(names):
