@@ -126,3 +126,27 @@ def test_min_size_is_the_smallest_input(name):
         if size[0] > 1:
             with pytest.raises((RuntimeError, ValueError)):
                 model(engine.zeros(1, 3, size[0] - 1, size[1] - 1))
+
+
+@pytest.mark.slow  # builds timm's and our model
+def test_classify_command_with_timm_weights(hub_server, monkeypatch, capsys):
+    """``flowvision classify --model resnet18d`` downloads timm's default weights and prints timm's top-3 on timm's
+    preprocessing of a real photo."""
+    from cli_runner import run_cli
+
+    torch.manual_seed(0)
+    reference = timm.create_model("resnet18d", zero_init_last=False).eval()
+    torch.nn.init.normal_(reference.fc.weight, std=0.5)  # confident predictions, which preprocessing errors move
+    data = save(reference.state_dict())
+    tag = get_pretrained_cfg("resnet18d").tag
+    _serve(hub_server, "resnet18d", tag, data, hashlib.sha256(data).hexdigest())
+    monkeypatch.setenv(W.ENV_URL_BASE, hub_server.base_url)
+    code, out, err = run_cli(capsys, "classify", IMAGE, "--model", "resnet18d", "--topk", "3", "--device", "cpu")
+    assert code == 0, err
+    rows = [line.split() for line in out.splitlines() if line.startswith(" ") and line.split()[0].isdigit()]
+    transform = create_transform(**resolve_data_config({}, pretrained_cfg=get_pretrained_cfg("resnet18d").to_dict()))
+    with torch.no_grad():
+        probabilities = reference(transform(Image.open(IMAGE).convert("RGB"))[None]).softmax(1)[0]
+    top = probabilities.topk(3)
+    assert [int(r[2]) for r in rows] == top.indices.tolist()
+    np.testing.assert_allclose([float(r[1]) for r in rows], top.values.numpy(), atol=1e-4)
