@@ -1,6 +1,7 @@
 """The op library: every op is a small ``Function``; this package gathers the public functions."""
 from .convert import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
+from .ranges import *  # noqa: F401,F403
 from .elementwise import *  # noqa: F401,F403
 from .reduction import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
@@ -27,9 +28,9 @@ from . import (activation as _a, convert as _cv, creation as _cr, elementwise as
                linalg as _l, pointwise as _pw, reduction as _r, shape as _sh, sorting as _so, special as _sp,
                scan as _sc, products as _pr, rearrange as _re, histogram as _h, quantiles as _q,
                real_tensors as _rt, index_sets as _is, order_stats as _os, statistics as _st, scatter_reductions as _sr,
-               type_info as _ti, windows as _w)
+               type_info as _ti, windows as _w, ranges as _rg)
 from . import inplace  # noqa: E402,F401  (the in-place twins of the ops above, made from them)
 
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,
-                              _rt, _is, _os, _st, _sr, _ti, _w)
+                              _rt, _is, _os, _st, _sr, _ti, _w, _rg)
            for name in module.__all__]

@@ -119,33 +119,6 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
     return _like(fill_value, input, dtype, device, requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
-    if end is None:
-        start, end = 0, start
-    values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if dtype is None:
-        d = _dtype.get_default_dtype() if any(isinstance(v, float) for v in values) else _dtype.int64
-    else:
-        d = _dtype.to_dtype(dtype)
-    xp = xp_for(device or "cpu")
-    start, end, step = values
-    n = max(int(np.ceil((end - start) / step)), 0)
-    arr = (start + step * xp.arange(n, dtype=np.float64)) if d.is_floating_point else xp.arange(start, end, step)
-    return _finish(arr.astype(d.np), requires_grad=requires_grad)
-
-
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
-    d = _float(dtype)
-    xp = xp_for(device or "cpu")
-    return _finish(xp.linspace(start, end, int(steps)).astype(d.np), requires_grad=requires_grad)
-
-
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    d = _float(dtype)
-    xp = xp_for(device or "cpu")
-    return _finish(xp.logspace(start, end, int(steps), base=base).astype(d.np), requires_grad=requires_grad)
-
-
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
     xp = xp_for(device or "cpu")
     return _finish(xp.eye(n, m, dtype=_float(dtype).np), requires_grad=requires_grad)
@@ -609,6 +582,6 @@ register_method(lambda self, p=None, generator=None: bernoulli(self, p, generato
 
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "zeros_like",
-           "ones_like", "empty_like", "full_like", "arange", "linspace", "logspace", "eye", "rand",
+           "ones_like", "empty_like", "full_like", "eye", "rand",
            "randn", "rand_like", "randn_like", "randint", "randint_like", "randperm", "normal",
            "bernoulli", "multinomial"]

@@ -9,7 +9,8 @@ from ..autograd.function import Function
 from ..tensor import register_method
 from ._common import shape_arg, wrap_dim, xp_of
 from .. import _dtype
-from .creation import arange, zeros
+from .creation import zeros
+from .ranges import arange
 from .reduction import sum as _sum
 from .shape import Diagonal, chunk, diag, flatten, flip, narrow, split, tensor_split, transpose
 

@@ -142,6 +142,49 @@ def test_unary_edges_match_torch():
         check_op(*both(lambda m: getattr(m, name)), [edges], grad=False)
 
 
+def erfinv_inputs(dtype, count):
+    """Uniform values in (-1, 1), then ones near the central range's edge 0.7, near +-1 and tiny ones, and
+    the edges (+-0, +-1, beyond, NaN, subnormals)."""
+    rng = np.random.default_rng(17)
+    tiny = float(np.finfo(dtype).smallest_subnormal)
+    parts = [rng.uniform(-1, 1, count), rng.uniform(0.69, 0.71, count // 10),
+             1 - 2.0 ** rng.uniform(-np.finfo(dtype).nmant, -1, count // 10), 2.0 ** rng.uniform(-30, -1, count // 10),
+             [0.0, -0.0, 1.0, -1.0, 1.5, -2.0, np.inf, np.nan, tiny, -tiny, 1e-40, 0.7, -0.7]]
+    return np.concatenate([np.asarray(p, np.float64) for p in parts]).astype(dtype)
+
+
+@pytest.mark.skipif(not torch.backends.mkl.is_available(), reason="torch's CPU erfinv is MKL's in its MKL builds")
+@pytest.mark.parametrize("dtype,at_most,ulps", [(np.float32, 1e-3, 1), (np.float64, 1.0, 4)])
+def test_erfinv_is_torchs_cpu_erfinv_but_for_rare_last_bits(dtype, at_most, ulps):
+    """torch's CPU erfinv (MKL's, correctly rounded but for ~0.03% of float32 inputs): engine's float32 values are
+    correctly rounded, so nearly all agree exactly and the rest by 1 ulp (scipy's float32 erfinv, which engine used,
+    differed by 1 ulp on ~43% of them); float64 values agree within a few ulp."""
+    y = erfinv_inputs(dtype, 100_003)
+    ours, theirs = engine.from_numpy(y).erfinv().numpy(), torch.from_numpy(y).erfinv().numpy()
+    assert ours.dtype == theirs.dtype == dtype
+    nan = np.isnan(theirs)
+    assert np.array_equal(np.isnan(ours), nan) and np.array_equal(np.signbit(ours[~nan]), np.signbit(theirs[~nan]))
+    differ = ours[~nan] != theirs[~nan]
+    assert differ.mean() <= at_most
+    ints = np.int64 if dtype == np.float64 else np.int32
+    assert np.abs(ours[~nan].view(ints).astype(np.int64) - theirs[~nan].view(ints)).max() <= ulps
+
+
+@pytest.mark.parametrize("name", ["float16", "bfloat16"])
+def test_erfinv_of_every_half_value_equals_torchs(name):
+    """All 65536 bit patterns: torch computes in float32 and rounds; so does engine, and every value agrees."""
+    dtype = getattr(engine, name)
+    if dtype.np is None:
+        pytest.skip("engine.bfloat16 needs ml_dtypes")
+    bits = np.arange(1 << 16, dtype=np.uint16)
+    ours = engine.from_numpy(bits.view(dtype.np)).erfinv()
+    theirs = torch.from_numpy(bits.view(np.int16)).view(getattr(torch, name)).erfinv()
+    ours, theirs = ours.float().numpy(), theirs.float().numpy()
+    assert np.array_equal(ours, theirs, equal_nan=True)
+    numbers = ~np.isnan(theirs)
+    assert np.array_equal(np.signbit(ours[numbers]), np.signbit(theirs[numbers]))  # -0 stays -0
+
+
 def test_logit_eps_clamps_input_and_gradient():
     x = np.array([0.0, 0.05, 0.3, 0.9, 0.97, 1.0], np.float32)
     check_op(*both(lambda m: lambda t: m.logit(t, eps=0.1)), [x])

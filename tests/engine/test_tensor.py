@@ -175,3 +175,101 @@ def test_type_promotion_result_type():
     assert engine.result_type(engine.tensor([1]), 1.0) is engine.float32
     assert engine.promote_types(engine.uint8, engine.int8) is engine.int16
     assert engine.promote_types(engine.int64, engine.float16) is engine.float16
+
+
+# ---- ranges: torch's CPU values bit for bit -----------------------------------------------------------
+RANGE_DTYPES = ["float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8"]
+
+
+def range_dtypes(names):
+    """(engine dtype, torch dtype) pairs; bfloat16 only where ml_dtypes is installed."""
+    if "bfloat16" in names and engine.bfloat16.np is None:
+        pytest.skip("engine.bfloat16 needs ml_dtypes")
+    return getattr(engine, names), getattr(torch, names)
+
+
+def same_bits(ours, ref):
+    """Equal shapes and equal bytes (so -0.0 differs from 0.0, and NaN payloads count)."""
+    return tuple(ours.shape) == tuple(ref.shape) and ours.numpy().tobytes() == ref.view(torch.uint8).numpy().tobytes()
+
+
+def endpoints(rng, name):
+    start, end = rng.standard_normal(2) * 10.0 ** rng.integers(-3, 4)
+    if name in ("int16", "int8", "uint8"):  # inside the type's range
+        start, end = np.clip([start, end], 0 if name == "uint8" else -100, 100)
+    return float(start), float(end)
+
+
+@pytest.mark.parametrize("name", RANGE_DTYPES)
+def test_linspace_equals_torch_bit_for_bit(name):
+    ours_dtype, torch_dtype = range_dtypes(name)
+    rng = np.random.default_rng(11)
+    for trial in range(80):
+        start, end = endpoints(rng, name)
+        steps = int(rng.integers(2, 400)) if trial % 20 else 40_001 + trial  # odd sizes, one past GRAIN_SIZE
+        ours = engine.linspace(start, end, steps, dtype=ours_dtype)
+        assert same_bits(ours, torch.linspace(start, end, steps, dtype=torch_dtype)), (start, end, steps)
+    for start, end, steps in [(0, 0.1, 12), (0, 0.2, 24), (-0.0, -0.0, 5), (2.7, -1.2, 1), (2.7, -1.2, 0),
+                              (-3, 3, 2), (1e-3, 7, 3)]:
+        ours = engine.linspace(start, end, steps, dtype=ours_dtype)
+        assert same_bits(ours, torch.linspace(start, end, steps, dtype=torch_dtype)), (start, end, steps)
+
+
+def test_linspace_is_drop_path_rates_of_timm():
+    """timm's ``[x.item() for x in torch.linspace(0, drop_path_rate, depth)]``, which float64 math then a cast
+    missed in the last bit (0.04545454680919647 against torch's 0.045454543083906174 here)."""
+    assert engine.linspace(0, 0.1, 12)[5].item() == torch.linspace(0, 0.1, 12)[5].item() == 0.045454543083906174
+    ours = [x.item() for x in engine.linspace(0, 0.3, 37)]
+    assert ours == [x.item() for x in torch.linspace(0, 0.3, 37)]
+    assert same_bits(engine.linspace(engine.tensor(0.5), engine.tensor(2.0), 9), torch.linspace(0.5, 2.0, 9))
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8"])
+def test_logspace_equals_torch_bit_for_bit(name):
+    ours_dtype, torch_dtype = range_dtypes(name)
+    rng = np.random.default_rng(12)
+    for trial in range(60):
+        start, end = (float(v) for v in rng.uniform(-3, 3, 2))
+        if name == "uint8":
+            start, end = abs(start) % 2, abs(end) % 2
+        steps, base = int(rng.integers(0, 300)), float(rng.choice([10.0, 2.0, np.e, 1.5]))
+        ours = engine.logspace(start, end, steps, base=base, dtype=ours_dtype)
+        assert same_bits(ours, torch.logspace(start, end, steps, base=base, dtype=torch_dtype)), (start, end, steps)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "float16", "bfloat16"])
+def test_float_arange_equals_torch_bit_for_bit(name):
+    ours_dtype, torch_dtype = range_dtypes(name)
+    rng = np.random.default_rng(13)
+    for trial in range(80):
+        step = float(rng.choice([0.1, 0.05, 0.3, 1 / 3, 0.01, 0.7, 2.5])) * float(rng.choice([1, -1]))
+        count = int(rng.integers(1, 400))
+        start = float(np.round(rng.standard_normal() * 5, 3))
+        end = start + step * count * float(rng.uniform(0.9, 1.0))
+        ours = engine.arange(start, end, step, dtype=ours_dtype)
+        assert same_bits(ours, torch.arange(start, end, step, dtype=torch_dtype)), (start, end, step)
+
+
+def test_long_float_arange_is_split_as_torchs_threads_split_it():
+    """Past 32768 values torch's kernel restarts its vector blocks at each thread's first index."""
+    before = torch.get_num_threads(), engine.get_num_threads()
+    try:
+        for threads in (1, 2, 3):
+            torch.set_num_threads(threads)
+            engine.set_num_threads(threads)
+            for dtype, torch_dtype in ((engine.float32, torch.float32), (engine.float64, torch.float64)):
+                ours = engine.arange(-3.0, 30_001 * 0.37, 0.37 / 3, dtype=dtype)
+                assert same_bits(ours, torch.arange(-3.0, 30_001 * 0.37, 0.37 / 3, dtype=torch_dtype)), threads
+    finally:
+        torch.set_num_threads(before[0])
+        engine.set_num_threads(before[1])
+
+
+def test_range_errors_match_torch():
+    for make in (lambda m: m.linspace(0, 1, -1), lambda m: m.logspace(0, 1, -2),
+                 lambda m: m.linspace(0, 1, 3, dtype=m.bool)):
+        with pytest.raises(Exception) as theirs:
+            make(torch)
+        with pytest.raises(type(theirs.value)) as ours:
+            make(engine)
+        assert str(ours.value) == str(theirs.value)

@@ -182,7 +182,8 @@ def affine_grid(theta, size, align_corners=None):
     """The grid (N, H, W, 2) that ``grid_sample`` needs to apply the 2x3 affine maps ``theta`` (N, 2, 3) to an
     image of ``size`` (N, C, H, W); differentiable in theta (a product with the base grid, which autocast
     casts as it casts torch's)."""
-    from ...ops.creation import linspace, ones, zeros
+    from ...ops.creation import ones, zeros
+    from ...ops.ranges import linspace
     from ...ops.shape import stack
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING)
