@@ -8,7 +8,8 @@ resnet (eager and nn.Graph inference), mobilenet (the same for MobileNetV2/V3), 
 step), build (model construction), load (weights from the cache), memory (peak inference memory
 above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and
 nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager and nn.Graph inference of
-efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), bfloat16 (resnet50 eager inference in
+efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), timm (the same for deit_small_patch16_224,
+resnet50d, seresnext26d_32x4d and mixer_b16_224 against timm's models on PyTorch), bfloat16 (resnet50 eager inference in
 float32, in bfloat16, and under CPU autocast), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
 resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
@@ -147,6 +148,17 @@ def _models(torch, engine, name):
     return ref, ours
 
 
+def _timm_models(torch, engine, name):
+    """The same seeded timm model and ours (of flowvision.models.timm_families) with its weights, in eval mode."""
+    import timm
+    import flowvision.models
+    torch.manual_seed(0)
+    ref = timm.create_model(name, pretrained=False).eval()
+    ours = flowvision.models.create_model(name).eval()
+    ours.load_state_dict({k: v.detach().numpy() for k, v in ref.state_dict().items()})
+    return ref, ours
+
+
 def _inference(lib, model, x):
     def run():
         with lib.no_grad():
@@ -186,11 +198,12 @@ class _TrainGraph:
         return Train()
 
 
-def _classification_rows(args, torch, engine, names):
-    """Eager and nn.Graph inference of each named classifier at batch 1 and 8 against PyTorch eager."""
+def _classification_rows(args, torch, engine, names, pair=_models):
+    """Eager and nn.Graph inference of each named classifier at batch 1 and 8 against PyTorch eager (the models
+    from ``pair``: torchvision's by default)."""
     rows = []
     for name in names:
-        ref, ours = _models(torch, engine, name)
+        ref, ours = pair(torch, engine, name)
         graph = _InferenceGraph(engine, ours)
         for batch in (1, 8):
             x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
@@ -219,6 +232,13 @@ def suite_families(args, torch, engine):
     convnext_tiny, vit_b_16, swin_t, regnet_y_800mf."""
     return _classification_rows(args, torch, engine, ("efficientnet_b0", "convnext_tiny", "vit_b_16", "swin_t",
                                                       "regnet_y_800mf"))
+
+
+def suite_timm(args, torch, engine):
+    """Eager (and nn.Graph) inference at batch 1 and 8 of timm families against timm's own models on PyTorch:
+    deit_small_patch16_224, resnet50d, seresnext26d_32x4d, mixer_b16_224."""
+    return _classification_rows(args, torch, engine, ("deit_small_patch16_224", "resnet50d", "seresnext26d_32x4d",
+                                                      "mixer_b16_224"), pair=_timm_models)
 
 
 def suite_bfloat16(args, torch, engine):
@@ -807,7 +827,7 @@ SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
           "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu,
           "families": suite_families, "distributed": suite_distributed, "bfloat16": suite_bfloat16,
-          "video": suite_video, "quantized": suite_quantized}
+          "video": suite_video, "quantized": suite_quantized, "timm": suite_timm}
 UNITS = {"memory": "MiB"}
 # suites measured in this process: memory runs each framework in a process of its own, and on the GPU the
 # frameworks' memory pools are separate
