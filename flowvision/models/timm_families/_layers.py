@@ -1,6 +1,7 @@
 """Layers that several timm families share, with timm's module names (so their ``state_dict`` keys are timm's):
 patch embedding, the transformer MLP, global pooling chosen by name and the head built on it, convolution +
-BatchNorm + activation, stochastic depth, and timm's truncated-normal initialisation.
+BatchNorm + activation, an Inception block's concatenated branches, stochastic depth, and timm's truncated-normal
+initialisation.
 """
 import math
 
@@ -11,7 +12,7 @@ from engine import nn
 from ...ops.stochastic_depth import StochasticDepth
 
 __all__ = ["pair", "drop_path_module", "trunc_normal_", "PatchEmbed", "Mlp", "SelectAdaptivePool2d",
-           "create_classifier", "BatchNormAct2d", "ConvNormAct"]
+           "create_classifier", "BatchNormAct2d", "ConvNormAct", "ConcatBranches"]
 
 
 def pair(value):
@@ -173,3 +174,11 @@ class ConvNormAct(nn.Module):
         x = self.conv(x)
         x = self.bn(x)
         return x
+
+
+class ConcatBranches(nn.Module):
+    """An Inception block whose forward runs each of its children (its branches, in the order they were made) on
+    the same input and concatenates their outputs along the channels."""
+
+    def forward(self, x):
+        return torch.cat([branch(x) for branch in self.children()], 1)

@@ -16,12 +16,12 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import ConvNormAct, create_classifier
+from ._layers import ConcatBranches, ConvNormAct, create_classifier
 
 __all__ = []
 
 
-class Mixed_5b(nn.Module):
+class Mixed_5b(ConcatBranches):
     """35x35 entry block: 1x1, 1x1-5x5, 1x1-3x3-3x3 and avgpool-1x1 branches, 96 + 64 + 96 + 64 = 320 channels."""
 
     def __init__(self, conv_block):
@@ -40,13 +40,6 @@ class Mixed_5b(nn.Module):
             nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False),
             conv_block(192, 64, kernel_size=1),
         )
-
-    def forward(self, x):
-        x0 = self.branch0(x)
-        x1 = self.branch1(x)
-        x2 = self.branch2(x)
-        x3 = self.branch3(x)
-        return torch.cat((x0, x1, x2, x3), 1)
 
 
 class Block35(nn.Module):
@@ -79,7 +72,7 @@ class Block35(nn.Module):
         return out
 
 
-class Mixed_6a(nn.Module):
+class Mixed_6a(ConcatBranches):
     """Reduction-A (paper's Figure 7, k=256, l=256, m=384, n=384), 35x35 -> 17x17: 320 + 384 + 384 = 1088
     channels."""
 
@@ -92,12 +85,6 @@ class Mixed_6a(nn.Module):
             conv_block(256, 384, kernel_size=3, stride=2),
         )
         self.branch2 = nn.MaxPool2d(3, stride=2)
-
-    def forward(self, x):
-        x0 = self.branch0(x)
-        x1 = self.branch1(x)
-        x2 = self.branch2(x)
-        return torch.cat((x0, x1, x2), 1)
 
 
 class Block17(nn.Module):
@@ -125,7 +112,7 @@ class Block17(nn.Module):
         return out
 
 
-class Mixed_7a(nn.Module):
+class Mixed_7a(ConcatBranches):
     """Reduction-B (paper's Figure 18), 17x17 -> 8x8: three strided-conv branches and a max pool,
     384 + 288 + 320 + 1088 = 2080 channels."""
 
@@ -145,13 +132,6 @@ class Mixed_7a(nn.Module):
             conv_block(288, 320, kernel_size=3, stride=2),
         )
         self.branch3 = nn.MaxPool2d(3, stride=2)
-
-    def forward(self, x):
-        x0 = self.branch0(x)
-        x1 = self.branch1(x)
-        x2 = self.branch2(x)
-        x3 = self.branch3(x)
-        return torch.cat((x0, x1, x2, x3), 1)
 
 
 class Block8(nn.Module):

@@ -15,12 +15,12 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import ConvNormAct, create_classifier
+from ._layers import ConcatBranches, ConvNormAct, create_classifier
 
 __all__ = []
 
 
-class Mixed3a(nn.Module):
+class Mixed3a(ConcatBranches):
     """Stem, 147x147 -> 73x73: a strided max pool beside a strided 3x3 convolution, concatenated (64 + 96)."""
 
     def __init__(self, conv_block):
@@ -28,13 +28,8 @@ class Mixed3a(nn.Module):
         self.maxpool = nn.MaxPool2d(3, stride=2)
         self.conv = conv_block(64, 96, kernel_size=3, stride=2)
 
-    def forward(self, x):
-        x0 = self.maxpool(x)
-        x1 = self.conv(x)
-        return torch.cat((x0, x1), 1)
 
-
-class Mixed4a(nn.Module):
+class Mixed4a(ConcatBranches):
     """Stem, 73x73 -> 71x71: a 1x1-3x3 branch beside a 1x1-7x1-1x7-3x3 branch (96 + 96 channels)."""
 
     def __init__(self, conv_block):
@@ -50,13 +45,8 @@ class Mixed4a(nn.Module):
             conv_block(64, 96, kernel_size=3),
         )
 
-    def forward(self, x):
-        x0 = self.branch0(x)
-        x1 = self.branch1(x)
-        return torch.cat((x0, x1), 1)
 
-
-class Mixed5a(nn.Module):
+class Mixed5a(ConcatBranches):
     """Stem, 71x71 -> 35x35: a strided 3x3 convolution beside a strided max pool (192 + 192 channels)."""
 
     def __init__(self, conv_block):
@@ -64,13 +54,8 @@ class Mixed5a(nn.Module):
         self.conv = conv_block(192, 192, kernel_size=3, stride=2)
         self.maxpool = nn.MaxPool2d(3, stride=2)
 
-    def forward(self, x):
-        x0 = self.conv(x)
-        x1 = self.maxpool(x)
-        return torch.cat((x0, x1), 1)
 
-
-class InceptionA(nn.Module):
+class InceptionA(ConcatBranches):
     """The 35x35 block (paper's Figure 4): 1x1, 1x1-3x3, 1x1-3x3-3x3 and avgpool-1x1 branches, 4 x 96 channels."""
 
     def __init__(self, conv_block):
@@ -90,15 +75,8 @@ class InceptionA(nn.Module):
             conv_block(384, 96, kernel_size=1),
         )
 
-    def forward(self, x):
-        x0 = self.branch0(x)
-        x1 = self.branch1(x)
-        x2 = self.branch2(x)
-        x3 = self.branch3(x)
-        return torch.cat((x0, x1, x2, x3), 1)
 
-
-class ReductionA(nn.Module):
+class ReductionA(ConcatBranches):
     """35x35 -> 17x17 (paper's Figure 7, k=192, l=224, m=256, n=384): strided 3x3, 1x1-3x3-strided 3x3 and max
     pool branches, 384 + 256 + 384 = 1024 channels."""
 
@@ -112,14 +90,8 @@ class ReductionA(nn.Module):
         )
         self.branch2 = nn.MaxPool2d(3, stride=2)
 
-    def forward(self, x):
-        x0 = self.branch0(x)
-        x1 = self.branch1(x)
-        x2 = self.branch2(x)
-        return torch.cat((x0, x1, x2), 1)
 
-
-class InceptionB(nn.Module):
+class InceptionB(ConcatBranches):
     """The 17x17 block (paper's Figure 5): 7x7 convolutions factorised into 1x7 and 7x1, 384 + 256 + 256 + 128
     channels."""
 
@@ -143,15 +115,8 @@ class InceptionB(nn.Module):
             conv_block(1024, 128, kernel_size=1),
         )
 
-    def forward(self, x):
-        x0 = self.branch0(x)
-        x1 = self.branch1(x)
-        x2 = self.branch2(x)
-        x3 = self.branch3(x)
-        return torch.cat((x0, x1, x2, x3), 1)
 
-
-class ReductionB(nn.Module):
+class ReductionB(ConcatBranches):
     """17x17 -> 8x8 (paper's Figure 8): 1x1-strided 3x3, 1x1-1x7-7x1-strided 3x3 and max pool branches,
     192 + 320 + 1024 = 1536 channels."""
 
@@ -168,12 +133,6 @@ class ReductionB(nn.Module):
             conv_block(320, 320, kernel_size=3, stride=2),
         )
         self.branch2 = nn.MaxPool2d(3, stride=2)
-
-    def forward(self, x):
-        x0 = self.branch0(x)
-        x1 = self.branch1(x)
-        x2 = self.branch2(x)
-        return torch.cat((x0, x1, x2), 1)
 
 
 class InceptionC(nn.Module):
