@@ -260,9 +260,10 @@ def download_url_to_file(url, dst, hash_prefix=None, progress=True, retries=4, b
     """Download ``url`` to ``dst``: resumable, retried with backoff, sha256-checked, renamed atomically.
 
     ``hash_prefix`` is the expected sha256 or a prefix of it; without one the sha256 the server states (the
-    Hugging Face hub's ``X-Linked-Etag``) and the size it states are checked. On a mismatch nothing is left behind. ``timeout`` is the deadline in seconds for the
-    whole download, retries included (see ``download_timeout``). Concurrent calls for the same ``dst``
-    take turns (a file lock), so each ends with the complete file.
+    Hugging Face hub's ``X-Linked-Etag``) and the size it states are checked. On a mismatch nothing is left
+    behind. ``timeout`` is the deadline in seconds for the whole download, retries included (see
+    ``download_timeout``). Concurrent calls for the same ``dst`` take turns (a file lock), so each ends with
+    the complete file.
     """
     with _file_lock(dst):
         _download(url, dst, hash_prefix, progress, retries, backoff, timeout)

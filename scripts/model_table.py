@@ -37,7 +37,8 @@ def _best(names):
     return "-"
 
 
-_MAX_TAGS = 4  # a family with more tags (timm's publish one per recipe) shows their count: `flowvision models` lists them
+# a family with more tags than this (timm's publish one per recipe) shows their count; `flowvision models` lists them
+_MAX_TAGS = 4
 
 
 def _tags(names):

@@ -5,8 +5,9 @@
 For every model registered by ``flowvision.models.timm_families``, each of timm's pretrained tags with a
 1000-class head on the Hugging Face hub becomes a record: the hub URL of its ``model.safetensors``, the
 preprocessing of timm's pretrained config (resize to ``floor(size / crop_pct)``, center crop ``size``), the
-parameter count of timm's model with that head, the smallest input our model takes, and the metrics and GMACs timm publishes in its repository's ``results``
-folder (top-1/top-5 at the config's input size; none when timm has no row there). timm's default tag is what
+parameter count of timm's model with that head, the smallest input our model takes, and the metrics and GMACs
+timm publishes in its repository's ``results`` folder (top-1/top-5 at the config's input size; none when timm has
+no row there). timm's default tag is what
 ``pretrained=True`` loads. timm publishes no hashes: the hub's download checks the sha256 the hub states.
 Needs timm (a test dependency) and a checkout of timm's repository for ``--results``.
 """

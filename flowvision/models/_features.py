@@ -205,8 +205,8 @@ class FeatureGetterNet(nn.Module):
     """A model with ``forward_intermediates`` cut after its last requested block; ``forward`` returns the
     requested blocks' outputs as (N, C, H, W) maps (timm's ``features_only`` for transformers).
 
-    ``out_indices``: n (the last n blocks; None: timm's default, the last three) or a list of block indices. State-dict keys are the model's
-    behind ``model.``, as in timm.
+    ``out_indices``: n (the last n blocks; None: timm's default, the last three) or a list of block indices.
+    State-dict keys are the model's behind ``model.``, as in timm.
     """
 
     def __init__(self, model, out_indices=None):
