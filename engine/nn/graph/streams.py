@@ -12,13 +12,14 @@ equal the single plan's up to the GEMMs' rounding.
 A plan qualifies when all its inputs, values and outputs have the same leading (batch) size of 2 or
 more and every op is one known to compute each sample from that sample alone: elementwise ops whose
 other operands do not vary along the batch, convolutions, pooling, eval BatchNorm, linear layers,
-resizing, reshapes that keep the batch axis, and softmax, concatenation and slicing along other axes.
+resizing, reshapes that keep the batch axis, and softmax, concatenation, slicing and sums, means and maxima
+along other axes (squeeze-and-excitation's spatial means).
 Anything else (an unknown op, a reduction over the batch, training-mode BatchNorm) keeps it whole.
 """
 import numpy as np
 
 from ... import backends
-from ...ops import activation, convert, elementwise
+from ...ops import activation, convert, elementwise, reduction
 from ...ops.shape import Cat, Reshape, Slice
 from ..functional.conv import ConvNd
 from ..functional.linear import _Linear
@@ -84,6 +85,10 @@ def _op_ok(op, shapes):
         return state["dim"] % ndim != 0
     if cls is Slice:
         return _slice_ok(state["key"], ndim)
+    if cls in (reduction.Sum, reduction.Mean, reduction.AMax):
+        axes = state["axes"]
+        axes = (axes,) if isinstance(axes, int) else axes
+        return axes is not None and all(a % ndim != 0 for a in axes)
     return False
 
 

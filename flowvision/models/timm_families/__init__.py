@@ -4,19 +4,25 @@
 Each module here registers under timm's module name (``deit``, ``mlp_mixer``...), so a family that
 torchvision also has (``resnet``, ``vision_transformer``) lists its timm variants beside torchvision's.
 """
-from . import convmixer, deit, inception_resnet_v2, inception_v4, mlp_mixer, resnet, vision_transformer, xception_aligned
+from . import (convmixer, deit, efficientnet, inception_resnet_v2, inception_v4, mlp_mixer, res2net, resnest, resnet,
+               sknet, vision_transformer, xception_aligned)
 
 # the entrypoints alone (each module's ``__all__`` lists only what it registered), gathered before the star imports
 # below bind ``inception_v4`` and ``inception_resnet_v2`` to the entrypoints of those names; the classes keep their
 # module's name, apart from torchvision's ``ResNet`` and ``VisionTransformer`` in ``flowvision.models``
-__all__ = (convmixer.__all__ + deit.__all__ + inception_resnet_v2.__all__ + inception_v4.__all__ + mlp_mixer.__all__
-           + resnet.__all__ + vision_transformer.__all__ + xception_aligned.__all__)
+__all__ = (convmixer.__all__ + deit.__all__ + efficientnet.__all__ + inception_resnet_v2.__all__ + inception_v4.__all__
+           + mlp_mixer.__all__ + res2net.__all__ + resnest.__all__ + resnet.__all__ + sknet.__all__
+           + vision_transformer.__all__ + xception_aligned.__all__)
 
 from .convmixer import *  # noqa: E402,F401,F403
 from .deit import *  # noqa: E402,F401,F403
+from .efficientnet import *  # noqa: E402,F401,F403
 from .inception_resnet_v2 import *  # noqa: E402,F401,F403
 from .inception_v4 import *  # noqa: E402,F401,F403
 from .mlp_mixer import *  # noqa: E402,F401,F403
+from .res2net import *  # noqa: E402,F401,F403
+from .resnest import *  # noqa: E402,F401,F403
 from .resnet import *  # noqa: E402,F401,F403
+from .sknet import *  # noqa: E402,F401,F403
 from .vision_transformer import *  # noqa: E402,F401,F403
 from .xception_aligned import *  # noqa: E402,F401,F403

@@ -162,12 +162,14 @@ class BatchNormAct2d(nn.BatchNorm2d):
 
 
 class ConvNormAct(nn.Module):
-    """A bias-free convolution (``conv``), then BatchNorm and ReLU (``bn``): the basic layer of the TensorFlow-ported
-    families."""
+    """A bias-free convolution (``conv``), then BatchNorm and ReLU (``bn``; no ReLU with ``apply_act=False``): the
+    basic layer of the TensorFlow-ported families and of the selective kernel paths."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, eps=1e-5, apply_act=True):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, eps=1e-5,
+                 apply_act=True):
         super().__init__()
-        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, bias=False)
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
+                              dilation=dilation, groups=groups, bias=False)
         self.bn = BatchNormAct2d(out_channels, eps=eps, apply_act=apply_act)
 
     def forward(self, x):

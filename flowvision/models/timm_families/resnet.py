@@ -318,13 +318,13 @@ class ResNet(nn.Module):
 
     def _init_weights(self, zero_init_last):
         """Kaiming-normal (fan_out) 2-d convolutions, the rest as constructed; optionally each block's last
-        norm scale zeroed."""
+        norm scale zeroed (any block class that has ``zero_init_last``: those of the ResNet-based families too)."""
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
         if zero_init_last:
             for m in self.modules():
-                if isinstance(m, (BasicBlock, Bottleneck)):
+                if hasattr(m, "zero_init_last"):
                     m.zero_init_last()
 
     def _classifier(self, num_classes):

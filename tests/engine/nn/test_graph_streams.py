@@ -37,9 +37,13 @@ SAMPLE_WISE = {
     "slices of channels": lambda y: y[:, 1:3, 2:] - y[..., 0:2, 2:, :],
     "resize and pool": lambda y: F.max_pool2d(F.interpolate(y, scale_factor=2, mode="bilinear"), 2),
     "broadcast parameter": lambda y: y * engine.ones(4, 1, 1) + 1,
+    "squeeze and excitation": lambda y: y * y.mean((2, 3), keepdim=True).sigmoid(),
+    "sums and maxima along other axes": lambda y: y + y.amax(-1).sum(-1)[..., None, None],
 }
 BATCH_MIXING = {
     "mean over the batch": lambda y: y - y.mean(0, keepdim=True),
+    "sum over every axis": lambda y: y - y.sum(),
+    "maximum over batch and channels": lambda y: y - y.amax((0, 1), keepdim=True),
     "softmax over the batch": lambda y: F.softmax(y, dim=0),
     "flip of the batch": lambda y: y.flip(0),
     "reversed batch slice": lambda y: y[::-1],
@@ -105,8 +109,11 @@ def test_run_concurrently_keeps_order_keeps_kernels_whole_and_raises():
 
 
 # every block type: the deeper and wider variants of ResNeXt, Wide ResNet and VGG add no new one (each VGG
-# took 6 s, mostly building its 120M weights)
-CLASSIFIERS = models.list_models(["resnet*", "resnext50*", "wide_resnet50*", "mobilenet*", "vgg11", "vgg19_bn"])
+# took 6 s, mostly building its 120M weights); of timm's ResNets, the deep-tiered stem with average-pool shortcuts
+# and the SE-ResNeXt block
+CLASSIFIERS = models.list_models(["resnet[0-9][0-9]", "resnet1[0-9][0-9]", "resnext50*", "wide_resnet50*",
+                                  "mobilenet_v*", "vgg11", "vgg19_bn", "resnet10t", "seresnext26d_32x4d"],
+                                 exclude_filters="resnet26")
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)

@@ -106,9 +106,10 @@ def is_timm_family(name):
 
 
 def family_sweep(excluded=()):
-    """The zoo's families for the sweeps that run one model of each: ``{family: model names}``, aliases left out.
-    A family module holding torchvision's models and timm's (``resnet``, ``vision_transformer``) gives two
-    families, the second keyed ``'<module> (timm)'``, as their layers differ."""
+    """The zoo's families for the sweeps that run one model of each: ``{family: model names}``, aliases left out,
+    the family modules in ``excluded`` too. timm's models are keyed ``'<module> (timm)'``, so that a family module
+    holding torchvision's models and timm's (``resnet``, ``vision_transformer``) gives two families, as their
+    layers differ."""
     families = {}
     for module in models.list_modules():
         if module in excluded:

@@ -61,8 +61,8 @@ else:
     # vgg11's layers are exported by test_detector's ssd300_vgg16 backbone (features) and by alexnet (the head);
     # its 133M parameters took 26 s of the suite to export and run. timm's DeiT is its ViT with a second head,
     # and timm's Inceptions' layers are inception_v3's (11 s together).
-    CLASSIFIERS = [_cheapest(names) for module, names in _FAMILIES.items()
-                   if module not in ("vgg", "deit", "inception_v4", "inception_resnet_v2")]
+    CLASSIFIERS = [_cheapest(names) for family, names in _FAMILIES.items()
+                   if family.removesuffix(" (timm)") not in ("vgg", "deit", "inception_v4", "inception_resnet_v2")]
     SEGMENTERS = [_cheapest(names) for names in _SEGMENTERS.values()]
 
 

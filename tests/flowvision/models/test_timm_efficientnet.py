@@ -1,0 +1,327 @@
+"""timm's EfficientNet builder (tf_efficientnet_b*, efficientnetv2_rw_*, tf_efficientnetv2_*) against timm itself:
+the layout of every variant, TensorFlow "same" padding, eval numerics of a whole model, float64 train-mode outputs,
+gradients and BatchNorm statistics of a small model with every block kind, stochastic depth and dropout, seeded
+initialisation, and the timm API (pre-logits, reset_classifier, in_chans, features_only, list_models)."""
+import copy
+import inspect
+from functools import partial
+
+import numpy as np
+import pytest
+import timm
+import torch
+from timm.layers import create_conv2d as timm_create_conv2d
+from timm.models import _efficientnet_builder as timm_builder
+from timm.models import efficientnet as timm_efficientnet
+
+import engine
+import flowvision.models as models
+from engine.nn import init
+from flowvision.models._features import FeatureListNet
+from flowvision.models._helpers import build_model
+from flowvision.models.timm_families import efficientnet
+from flowvision.models.timm_families._efficientnet_blocks import create_conv2d
+from flowvision.models.timm_families.efficientnet import EfficientNet, decode_arch_def
+from model_parity import backward_both, image_batch, is_timm_family, numpy_state, randomize_norms, to_numpy
+from op_check import assert_close
+
+# whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
+
+NAMES = ["tf_efficientnet_b0", "tf_efficientnet_b1", "tf_efficientnet_b2", "tf_efficientnet_b3",
+         "tf_efficientnet_b4", "tf_efficientnet_b5", "tf_efficientnet_b6", "tf_efficientnet_b7",
+         "efficientnetv2_rw_s", "efficientnetv2_rw_t", "tf_efficientnetv2_s", "tf_efficientnetv2_m",
+         "tf_efficientnetv2_l", "tf_efficientnetv2_b0", "tf_efficientnetv2_b1", "tf_efficientnetv2_b2",
+         "tf_efficientnetv2_b3", "mobilenetv2_100", "mobilenetv2_110d", "mobilenetv2_120d", "mobilenetv2_140",
+         "mnasnet_100", "semnasnet_100", "spnasnet_100", "fbnetc_100"]
+TOL = 1e-4
+# every block kind, with and without squeeze-and-excitation and skip, strides 2 (dynamic "same" padding) and a
+# stride turned into dilation by output_stride=8, kernels 3 and 5, an expansion that rounds up (e3 of 12 -> 40)
+SMALL_ARCH = [
+    ["cn_r1_k3_s1_e1_c16_skip"],
+    ["er_r2_k3_s2_e4_c16", "ds_r1_k3_s1_e1_c16_se0.25"],
+    ["ir_r2_k5_s2_e3_c24_se0.25"],
+    ["ir_r1_k3_s2_e6_c24_se0.25_noskip", "dsa_r1_k5_s1_e1_c32"],
+]
+
+
+def _skip_random_init(patch):
+    """Our random initialisation skipped (weights are overwritten by timm's): builds in a few milliseconds."""
+    for name in ("uniform_", "normal_", "trunc_normal_"):
+        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
+
+
+def _small_pair(seed=0, tf_port=True, **kwargs):
+    """A small EfficientNet (``SMALL_ARCH``, widths x0.75) from timm's class and ours, the same random weights
+    (norms randomised), in eval mode."""
+    pad = dict(pad_type="same", bn_eps=1e-3) if tf_port else {}
+    torch.manual_seed(seed)
+    reference = timm_efficientnet.EfficientNet(
+        timm_builder.decode_arch_def(SMALL_ARCH), num_features=48, stem_size=16, output_stride=8,
+        round_chs_fn=partial(timm_builder.round_channels, multiplier=0.75), act_layer=torch.nn.SiLU,
+        norm_layer=partial(torch.nn.BatchNorm2d, eps=pad.get("bn_eps", 1e-5)), pad_type=pad.get("pad_type", ""),
+        num_classes=10, **kwargs)
+    randomize_norms(reference, seed).eval()
+    ours = EfficientNet(decode_arch_def(SMALL_ARCH), num_features=48, stem_size=16, output_stride=8,
+                        channel_multiplier=0.75, num_classes=10, **pad, **kwargs)
+    ours.load_state_dict(numpy_state(reference))
+    return reference, ours.eval()
+
+
+def _outputs(reference, ours, x, **kwargs):
+    """Both models' outputs on the numpy input ``x``, as numpy arrays."""
+    with torch.no_grad():
+        ref = reference(torch.from_numpy(x), **kwargs)
+    with engine.no_grad():
+        out = ours(engine.from_numpy(x), **kwargs)
+    return to_numpy(out), to_numpy(ref)
+
+
+def _check_structure(ours, reference, types=True):
+    """Same state_dict keys in order, shapes and dtypes, the same module tree (and module class names)."""
+    ref_sd, our_sd = reference.state_dict(), ours.state_dict()
+    assert list(our_sd) == list(ref_sd)
+    for k in ref_sd:
+        assert tuple(our_sd[k].shape) == tuple(ref_sd[k].shape), k
+        assert str(our_sd[k].dtype).split(".")[-1] == str(ref_sd[k].dtype).split(".")[-1], k
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in reference.named_modules()]
+    if types:
+        assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
+
+
+# ---- structure and registration ------------------------------------------------------------------------------
+
+
+# full layout for a model of each kind; the configuration only for the others (timm's Python build of the big ones
+# costs seconds even on the meta device)
+LAYOUT_NAMES = ["tf_efficientnet_b1", "efficientnetv2_rw_t", "tf_efficientnetv2_b2", "mobilenetv2_120d",
+                "semnasnet_100"]
+BLOCK_KEYS = ("block_type", "out_chs", "stride", "dw_kernel_size", "exp_kernel_size", "kernel_size", "exp_ratio",
+              "se_ratio", "noskip", "skip", "pw_act")
+
+
+@pytest.mark.parametrize("name", LAYOUT_NAMES)
+def test_layout_matches_timm(name):
+    """state_dict keys in order, shapes, dtypes, module names and classes (Conv2dSame where TensorFlow pads
+    asymmetrically), BatchNorm eps, num_features and feature_info against timm's model built on the meta device."""
+    with torch.device("meta"):
+        reference = timm.create_model(name)
+    with pytest.MonkeyPatch.context() as patch:
+        _skip_random_init(patch)
+        ours = models.create_model(name)
+    _check_structure(ours, reference)
+    ref_eps = [m.eps for m in reference.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    assert [m.eps for m in ours.modules() if isinstance(m, engine.nn.BatchNorm2d)] == ref_eps
+    assert ours.feature_info == reference.feature_info
+    assert ours.num_features == reference.num_features
+    assert type(ours).default_cfg["first_conv"] == reference.pretrained_cfg["first_conv"]
+    assert type(ours).default_cfg["classifier"] == reference.pretrained_cfg["classifier"]
+
+
+def test_configuration_matches_timm():
+    """Every variant's configuration, as each entrypoint hands it to its model class: the decoded blocks (kind,
+    channels, stride, kernel, expansion, SE ratio, skip) stage by stage, the width multiplier and rounding, stem and
+    head widths, BatchNorm eps, padding and activation."""
+    for name in NAMES:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(timm_efficientnet, "_create_effnet", lambda variant, pretrained, **kwargs: kwargs)
+            ref = getattr(timm_efficientnet, name)()
+            patch.setattr(efficientnet, "build_model", lambda cls, variant, pretrained, progress, **kwargs: kwargs)
+            cfg = models.model_entrypoint(name)()
+        # what an entrypoint leaves out is its class's default
+        ref = {**{k: p.default for k, p in inspect.signature(timm_efficientnet.EfficientNet).parameters.items()}, **ref}
+        cfg = {**{k: p.default for k, p in inspect.signature(EfficientNet).parameters.items()}, **cfg}
+        flat = [b for stage in ref["block_args"] for b in stage]
+        # our pointwise convolutions are 1x1, as in all of these variants (timm's exp_kernel_size of 'ir' blocks)
+        assert all(b.get("pw_kernel_size", 1) == 1 for b in flat)
+        assert all(b["exp_kernel_size"] == 1 for b in flat if b["block_type"] == "ir")
+        ref_blocks = [[{k: b[k] for k in BLOCK_KEYS if k in b and (k, b["block_type"]) != ("exp_kernel_size", "ir")}
+                       for b in stage] for stage in ref["block_args"]]
+        our_blocks = [[{k: b[k] for k in BLOCK_KEYS if k in b} for b in stage] for stage in cfg["block_args"]]
+        assert our_blocks == ref_blocks, name
+        assert all(b.get("act_layer") is None and not b.get("s2d") for b in flat)
+        rounding = ref["round_chs_fn"].keywords
+        assert cfg["channel_multiplier"] == rounding["multiplier"], name
+        assert cfg["round_limit"] == rounding.get("round_limit", 0.9), name
+        assert cfg["num_features"] == ref["num_features"], name
+        assert cfg["stem_size"] == ref["stem_size"] and cfg["fix_stem"] == ref["fix_stem"], name
+        assert cfg["bn_eps"] == ref["norm_layer"].keywords.get("eps", 1e-5), name
+        assert cfg["pad_type"] == ref["pad_type"], name
+        assert cfg["act_layer"].__name__ == (ref.get("act_layer") or torch.nn.ReLU).__name__, name
+
+
+def test_registered_names_and_modules():
+    """timm's names sit in the ``efficientnet`` module beside torchvision's (efficientnet_b0...)."""
+    assert [n for n in models.list_models(module="efficientnet") if is_timm_family(n)] == sorted(NAMES)
+    assert set(models.list_models("tf_efficientnet*")) == {n for n in NAMES if n.startswith("tf_")}
+    assert set(models.list_models("mobilenetv2_*")) == {n for n in NAMES if n.startswith("mobilenetv2_")}
+    assert all(timm.list_pretrained(name + ".*") for name in NAMES)
+
+
+def test_seeded_init_equals_timm():
+    """The same seed gives timm's initial weights bit for bit (default inits, timm's probe of its SE layer, then
+    TensorFlow's init in module order), and leaves both generators in step."""
+    engine.manual_seed(5)
+    ours = models.create_model("tf_efficientnetv2_b0")
+    torch.manual_seed(5)
+    reference = timm.create_model("tf_efficientnetv2_b0")
+    our_sd = ours.state_dict()
+    for key, value in reference.state_dict().items():
+        assert np.array_equal(our_sd[key].numpy(), value.numpy()), key
+    assert np.array_equal(engine.get_rng_state().numpy(), torch.get_rng_state().numpy())
+
+
+# ---- numerics ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kernel_size, stride, dilation", [(3, 2, 1), (5, 2, 1), (2, 1, 1), (3, 1, 2), (4, 1, 1)])
+def test_same_padding_matches_timm(kernel_size, stride, dilation):
+    """TensorFlow "same" padding of timm's create_conv2d, for odd and even sizes: the same module class (static
+    symmetric padding where exact, Conv2dSame otherwise), padding and outputs."""
+    torch.manual_seed(0)
+    reference = timm_create_conv2d(3, 4, kernel_size, stride=stride, dilation=dilation, padding="same")
+    ours = create_conv2d(3, 4, kernel_size, stride, dilation, pad_type="same")
+    assert type(ours).__name__ == type(reference).__name__
+    assert tuple(ours.padding) == tuple(reference.padding)
+    ours.load_state_dict(numpy_state(reference))
+    for size in ((9, 8), (8, 9)):
+        out, ref = _outputs(reference, ours, image_batch(1, *size, seed=1))
+        assert out.shape == ref.shape
+        assert_close(out, ref, 1e-5)
+
+
+def test_eval_outputs_match_timm():
+    """Logits of tf_efficientnet_b0 on a batch of 2 at an odd size, float32, timm's weights (random norms)
+    loaded."""
+    torch.manual_seed(0)
+    reference = randomize_norms(timm.create_model("tf_efficientnet_b0"), 0).eval()
+    with pytest.MonkeyPatch.context() as patch:
+        _skip_random_init(patch)
+        ours = models.create_model("tf_efficientnet_b0")
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = _outputs(reference, ours.eval(), image_batch(2, 35, 33, seed=1))
+    assert np.abs(ref).max() > 1e-2
+    assert_close(out, ref, TOL)
+
+
+@pytest.mark.parametrize("tf_port", [True, False])
+def test_small_model_train_mode_gradients_match_timm(tf_port):
+    """A small model with every block kind, TensorFlow or PyTorch padding, in float64 and train mode: outputs,
+    input and parameter gradients, BatchNorm running statistics."""
+    reference, ours = _small_pair(tf_port=tf_port)
+    _check_structure(ours, reference)
+    assert ours.feature_info == reference.feature_info
+    reference.double().train()
+    ours.double().train()
+    ref_params, our_params = backward_both(reference, ours, image_batch(2, 23, 21, seed=3).astype(np.float64))
+    assert list(our_params) == list(ref_params)
+    floor = 1e-3 * max(np.abs(p.grad.numpy()).max() for p in ref_params.values())
+    for name, p in ref_params.items():
+        ref_grad, our_grad = p.grad.numpy(), our_params[name].grad.numpy()
+        err = np.abs(our_grad - ref_grad).max() / max(np.abs(ref_grad).max(), floor)
+        assert err < 1e-8, f"{name}: gradient relative error {err:.3g}"
+    ref_sd, our_sd = numpy_state(reference), {k: v.numpy() for k, v in ours.state_dict().items()}
+    for k in ref_sd:
+        assert_close(our_sd[k], ref_sd[k], 1e-10, what=k)
+
+
+def test_drop_path_and_dropout_active_in_training_only():
+    """Stochastic depth (timm's rule: block i of n gets rate * i / n) and the head's dropout change train-mode
+    outputs from call to call; in eval both are off and the model matches timm's."""
+    reference, ours = _small_pair(drop_path_rate=0.5, drop_rate=0.5)
+    probs = [(n, m.p) for n, m in ours.named_modules() if type(m).__name__ == "StochasticDepth"]
+    ref_probs = [(n, m.drop_prob) for n, m in reference.named_modules() if type(m).__name__ == "DropPath"]
+    assert probs == ref_probs
+    assert [p for _, p in probs] == [0.5 * i / 8 for i in range(1, 8)]
+    x = image_batch(2, 23, 21, seed=4)
+    out, ref = _outputs(reference, ours, x)
+    assert_close(out, ref, TOL)
+    training = copy.deepcopy(ours).train()
+    first = to_numpy(training(engine.from_numpy(x)))
+    second = to_numpy(training(engine.from_numpy(x)))
+    assert not np.allclose(first, second)
+    features = engine.from_numpy(image_batch(2, 2, 2, seed=5, c=48))
+    assert (to_numpy(training.forward_head(features, pre_logits=True)) == 0).mean() > 0.3
+    assert_close(to_numpy(ours.forward_head(features, pre_logits=True)), to_numpy(features).mean((2, 3)), 1e-6)
+
+
+# ---- the timm API -----------------------------------------------------------------------------------------------
+
+
+def test_num_classes_0_and_reset_classifier_like_timm():
+    """num_classes=0 and reset_classifier(0) give timm's pre-logits features; reset_classifier(n, 'catavgmax') a
+    layer over twice the features, whose outputs match timm's after the same reset (its new weights loaded)."""
+    reference, ours = _small_pair()
+    x = image_batch(2, 23, 21, seed=6)
+    with torch.no_grad():
+        pre_logits = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True)
+    state = {k: v for k, v in numpy_state(reference).items() if not k.startswith("classifier.")}
+    headless = EfficientNet(decode_arch_def(SMALL_ARCH), num_features=48, stem_size=16, output_stride=8,
+                            channel_multiplier=0.75, num_classes=0, pad_type="same", bn_eps=1e-3)
+    headless.load_state_dict(state)
+    with engine.no_grad():
+        assert_close(to_numpy(headless.eval()(engine.from_numpy(x))), pre_logits.numpy(), TOL)
+    ours.reset_classifier(0)
+    assert type(ours.get_classifier()).__name__ == "Identity"
+    with engine.no_grad():
+        assert_close(to_numpy(ours(engine.from_numpy(x))), pre_logits.numpy(), TOL)
+    reference.reset_classifier(12, "catavgmax")
+    ours.reset_classifier(12, "catavgmax")
+    _check_structure(ours, reference, types=False)
+    assert ours.num_classes == 12 and ours.get_classifier().in_features == 2 * ours.num_features
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = _outputs(reference, ours, x)
+    assert_close(out, ref, TOL)
+
+
+def test_in_chans_1_runs():
+    """A one-channel model has a one-channel stem (the layout test checks timm's) and classifies grey images."""
+    model = EfficientNet(decode_arch_def(SMALL_ARCH), in_chans=1, num_classes=4, num_features=48, stem_size=16,
+                         pad_type="same").eval()
+    assert tuple(model.conv_stem.weight.shape) == (16, 1, 3, 3)
+    with engine.no_grad():
+        assert tuple(model(engine.from_numpy(image_batch(2, 19, 17, c=1))).shape) == (2, 4)
+
+
+def test_features_only_matches_timm_intermediates():
+    """features_only (FeatureListNet over conv_stem, bn1 and the stages) returns timm's stages: its feature_info and
+    its forward_intermediates, for all stages and for a subset."""
+    reference, _ = _small_pair()
+    state = numpy_state(reference)
+    x = image_batch(2, 23, 21, seed=8)
+    for out_indices in (None, (1, 3)):
+        ours = build_model(
+            EfficientNet, "small", block_args=decode_arch_def(SMALL_ARCH), num_features=48, stem_size=16,
+            output_stride=8, channel_multiplier=0.75, num_classes=10, pad_type="same", bn_eps=1e-3,
+            features_only=True, out_indices=out_indices)
+        assert type(ours) is FeatureListNet
+        ours.load_state_dict({k: state[k] for k in ours.state_dict()})
+        ours.eval()
+        indices = list(range(len(reference.feature_info))) if out_indices is None else list(out_indices)
+        assert ours.feature_info.get_dicts() == [reference.feature_info[i] for i in indices]
+        with torch.no_grad():
+            refs = reference.forward_intermediates(torch.from_numpy(x), indices=indices, intermediates_only=True)
+        with engine.no_grad():
+            outs = ours(engine.from_numpy(x))
+        assert len(outs) == len(refs) == len(indices)
+        for out, ref in zip(outs, refs):
+            assert_close(to_numpy(out), ref.numpy(), TOL)
+
+
+def test_decoder_reads_activation_and_skip_options():
+    """A block string's activation ('n' + re / r6 / hs / sw) and skip options, as timm's decoder reads them."""
+    (args,), = decode_arch_def([["ir_r1_k5_s2_e3_c24_nhs_noskip"]])
+    ref_args, = timm_builder.decode_arch_def([["ir_r1_k5_s2_e3_c24_nhs_noskip"]])[0]
+    assert args["act_layer"].__name__ == ref_args["act_layer"].__name__ == "Hardswish"
+    assert args["noskip"] is ref_args["noskip"] is True
+    arch_def = [["cn_r1_k3_s1_c8"], ["er_r3_k3_s2_e4_c8", "ir_r1_k3_s1_e4_c8"], ["ir_r2_k3_s1_e4_c8"]]
+    depths = [len(stage) for stage in decode_arch_def(arch_def, 1.4, fix_first_last=True)]
+    assert depths == [len(stage) for stage in timm_builder.decode_arch_def(arch_def, 1.4, fix_first_last=True)]
+    assert depths == [1, 6, 2]
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="output_stride"):
+        EfficientNet(decode_arch_def(SMALL_ARCH), output_stride=4)
+    with pytest.raises(ValueError, match="unknown block type"):
+        decode_arch_def([["xx_r1_k3_s1_c16"]])

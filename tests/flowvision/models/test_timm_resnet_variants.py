@@ -1,0 +1,315 @@
+"""timm's ResNeSt, Res2Net and SK-ResNet families (timm's ResNet with their own blocks) against timm 1.0: the layout
+of every registered model, seeded initial weights, eval outputs of whole models at an odd size, float64 train-mode
+outputs and gradients of small configurations (radix 1, 2 and 4, avd before and after the split attention, stage and
+normal Res2Net blocks, split and shared selective-kernel inputs, dilation), the attention width rules, drop-path and
+dropout, the head API, ``in_chans`` and ``features_only``."""
+import numpy as np
+import pytest
+import timm
+import timm.layers
+import timm.models.res2net as timm_res2net
+import timm.models.resnest as timm_resnest
+import timm.models.resnet as timm_resnet
+import timm.models.sknet as timm_sknet
+import torch
+
+import engine
+from engine.nn import init
+from flowvision.models import list_models
+from flowvision.models.timm_families import res2net, resnest, resnet, sknet
+from model_parity import backward_both, image_batch, numpy_state, randomize_norms
+from op_check import assert_close
+
+FAMILIES = {
+    "resnest": ["resnest14d", "resnest26d", "resnest50d", "resnest101e", "resnest200e", "resnest269e",
+                "resnest50d_4s2x40d", "resnest50d_1s4x24d"],
+    "res2net": ["res2net50_26w_4s", "res2net50_26w_6s", "res2net50_26w_8s", "res2net50_48w_2s", "res2net50_14w_8s",
+                "res2net101_26w_4s", "res2next50", "res2net50d", "res2net101d"],
+    "sknet": ["skresnet18", "skresnet34", "skresnext50_32x4d"],
+}
+MODULES = {"resnest": resnest, "res2net": res2net, "sknet": sknet}
+NAMES = [name for names in FAMILIES.values() for name in names]
+# timm's no-op identities for features these blocks leave out (DropBlock, the plain conv's norm and act in ResNeSt)
+PLACEHOLDERS = ("drop_block", "bn2", "act2", "conv2.drop")
+# layers whose printout shows every hyper-parameter (kernel, stride, padding, dilation, groups, ceil mode...)
+PRINTED = {"Conv2d", "BatchNorm2d", "MaxPool2d", "AvgPool2d", "Linear", "AdaptiveAvgPool2d", "Flatten"}
+# small configurations of the ResNet class with each family's block (timm's arguments and block names)
+SMALL = {
+    "resnest_r2_grouped_deep": ("resnest", "ResNestBottleneck",
+                                dict(stem_type="deep", stem_width=8, avg_down=True, cardinality=2, base_width=32,
+                                     block_args=dict(radix=2, avd=True, avd_first=False))),
+    "resnest_r4_avd_first_os8": ("resnest", "ResNestBottleneck",
+                                 dict(stem_type="deep", stem_width=8, avg_down=True, cardinality=2, base_width=64,
+                                      output_stride=8, block_args=dict(radix=4, avd=True, avd_first=True))),
+    "resnest_r1_no_avd": ("resnest", "ResNestBottleneck",
+                          dict(cardinality=4, base_width=24, block_args=dict(radix=1, avd=False))),
+    "res2net_4s_os16": ("res2net", "Bottle2neck", dict(base_width=26, output_stride=16, block_args=dict(scale=4))),
+    "res2next_3s_deep": ("res2net", "Bottle2neck",
+                         dict(stem_type="deep", stem_width=8, avg_down=True, base_width=16, cardinality=2,
+                              block_args=dict(scale=3))),
+    "sk_basic_split_os8": ("sknet", "SelectiveKernelBasic",
+                           dict(output_stride=8, zero_init_last=False,
+                                block_args=dict(sk_kwargs=dict(rd_ratio=1 / 8, rd_divisor=16, split_input=True)))),
+    "sk_bottleneck_grouped": ("sknet", "SelectiveKernelBottleneck",
+                              dict(cardinality=4, base_width=16, zero_init_last=False,
+                                   block_args=dict(sk_kwargs=dict(rd_divisor=32, split_input=False)))),
+}
+TIMM_MODULES = {"resnest": timm_resnest, "res2net": timm_res2net, "sknet": timm_sknet}
+
+
+def _skip_random_init(patch):
+    """Random initialisation skipped (every draw goes through these two): big models build in a fraction of a
+    second on untouched storage, for tests that only look at the layout or load every weight from timm."""
+    for name in ("uniform_", "normal_"):
+        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
+
+
+def _small_builders(config, **overrides):
+    """Builders of a small configuration by timm and by us: one block per stage, narrow stages, 10 classes."""
+    family, block, args = SMALL[config]
+    args = dict(args, layers=(1, 1, 1, 1), channels=(8, 16, 16, 32), num_classes=10)
+    args.update(overrides)
+    return (lambda: timm_resnet.ResNet(getattr(TIMM_MODULES[family], block), **args),
+            lambda: resnet.ResNet(getattr(MODULES[family], block), **args))
+
+
+def _pair(build_timm, build_ours, seed=0):
+    """A seeded timm model with random norms (eval mode) and ours with its weights, built without random init."""
+    torch.manual_seed(seed)
+    reference = randomize_norms(build_timm(), seed).eval()
+    with pytest.MonkeyPatch.context() as patch:
+        _skip_random_init(patch)
+        ours = build_ours()
+    ours.load_state_dict(numpy_state(reference))
+    return reference, ours.eval()
+
+
+def _small_pair(config, seed=0, **overrides):
+    """A small configuration from timm's ResNet class and from ours, with the same random weights."""
+    return _pair(*_small_builders(config, **overrides), seed)
+
+
+def _entrypoint(name):
+    """Our entrypoint of a registered model, from its family's module."""
+    return getattr(next(MODULES[f] for f, names in FAMILIES.items() if name in names), name)
+
+
+def _named_pair(name, seed=0, **kwargs):
+    """A registered model from timm and from us, with the same random weights."""
+    return _pair(lambda: timm.create_model(name, pretrained=False, **kwargs), lambda: _entrypoint(name)(**kwargs),
+                 seed)
+
+
+def _eval(reference, ours, x):
+    """Eval-mode outputs of both models on the same numpy input (a list for feature models)."""
+    with torch.no_grad():
+        ref = reference(torch.from_numpy(x))
+    with engine.no_grad():
+        out = ours(engine.from_numpy(x))
+    if isinstance(ref, (list, tuple)):
+        return [o.numpy() for o in out], [r.numpy() for r in ref]
+    return out.numpy(), ref.numpy()
+
+
+def _timm_modules(model):
+    """timm's module names and modules without its no-op placeholder identities."""
+    return [(name, m) for name, m in model.named_modules()
+            if not (name.endswith(PLACEHOLDERS) and isinstance(m, torch.nn.Identity))]
+
+
+def test_registered_names():
+    """Each family registers under timm's module name exactly timm's models with ImageNet-1k weights."""
+    for family, names in FAMILIES.items():
+        assert sorted(list_models(module=family)) == sorted(names)
+    assert sorted(list_models("res2ne*")) == sorted(FAMILIES["res2net"])
+    assert sorted(list_models("sk*")) == sorted(FAMILIES["sknet"])
+    pretrained = {n.split(".")[0] for p in ("resnest*", "res2ne*", "sk*") for n in timm.list_pretrained(p)}
+    assert pretrained == set(NAMES)
+
+
+def test_attention_widths_match_timm(monkeypatch):
+    """Split attention's bottleneck (in * radix / 4 to a multiple of 8, at least 32, at most 10% below) and the
+    selective kernel's (out * rd_ratio to a multiple of rd_divisor) are timm's for many widths (timm's layers on
+    the meta device, ours without random init)."""
+    _skip_random_init(monkeypatch)
+    for channels in [8, 24, 40, 64, 72, 120, 128, 200, 256, 512, 1000, 1024]:
+        for radix, groups in [(1, 1), (2, 1), (4, 2), (1, 4)]:
+            with torch.device("meta"):
+                reference = timm.layers.SplitAttn(channels, channels, radix=radix, groups=groups,
+                                                  norm_layer=torch.nn.BatchNorm2d)
+            ours = resnest.SplitAttn(channels, channels, radix=radix, groups=groups)
+            assert ours.fc1.out_channels == reference.fc1.out_channels, (channels, radix)
+        for sk_args in [dict(rd_ratio=1 / 8, rd_divisor=16), dict(rd_ratio=1 / 16, rd_divisor=32), {}]:
+            with torch.device("meta"):
+                reference = timm.layers.SelectiveKernel(channels, channels, **sk_args)
+            ours = sknet.SelectiveKernel(channels, channels, **sk_args)
+            assert ours.attn.fc_reduce.out_channels == reference.attn.fc_reduce.out_channels, (channels, sk_args)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_layout_equals_timm(name, monkeypatch):
+    """state_dict keys in order, shapes and dtypes; module names (timm's no-op placeholders aside) and the printout
+    of every layer; feature_info, num_features and default_cfg. timm's model is built on the meta device, ours
+    without random init (the registered configuration, compared through the model it builds)."""
+    with torch.device("meta"):
+        reference = timm.create_model(name, pretrained=False)
+    _skip_random_init(monkeypatch)
+    ours = _entrypoint(name)()
+    theirs = {k: (tuple(v.shape), torch.empty((), dtype=v.dtype).numpy().dtype) for k, v in
+              reference.state_dict().items()}
+    state = {k: (tuple(v.shape), v.numpy().dtype) for k, v in ours.state_dict().items()}
+    assert list(state) == list(theirs)
+    assert state == theirs
+    expected = _timm_modules(reference)
+    modules = list(ours.named_modules())
+    assert [n for n, _ in modules] == [n for n, _ in expected]
+    for (n, m), (_, t) in zip(modules, expected):
+        if type(t).__name__ in PRINTED:
+            assert type(m).__name__ == type(t).__name__ and repr(m) == repr(t), n
+    assert ours.feature_info == reference.feature_info
+    assert ours.num_features == reference.num_features
+    assert ours.default_cfg == {k: reference.pretrained_cfg[k] for k in ("first_conv", "classifier")}
+
+
+@pytest.mark.slow
+def test_seeded_init_equals_timm():
+    """After the same seed, our weights are timm's bit for bit (kaiming fan-out convs, the attention convs' default
+    biases, zeroed last norms or not: the entrypoints' defaults) and both generators end in step, for each small
+    configuration (the registered models share their classes and ``ResNet._init_weights``)."""
+    for build_timm, build_ours in [_small_builders(config) for config in sorted(SMALL)]:
+        torch.manual_seed(5)
+        reference = build_timm()
+        engine.manual_seed(5)
+        ours = build_ours()
+        expected = numpy_state(reference)
+        state = {k: v.numpy() for k, v in ours.state_dict().items()}
+        assert list(state) == list(expected)
+        assert all(np.array_equal(state[k], v) and state[k].dtype == v.dtype for k, v in expected.items())
+        assert np.array_equal(engine.get_rng_state().numpy(), torch.get_rng_state().numpy())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["resnest14d", "res2net50_26w_4s", "skresnet18"])
+def test_eval_outputs_match_timm(name):
+    """Whole models with random weights and norms, float32, batch 2 at 35x35 (odd maps in the average pools)."""
+    reference, ours = _named_pair(name, seed=1)
+    out, ref = _eval(reference, ours, image_batch(2, 35, 35, seed=1))
+    assert out.shape == (2, 1000)
+    assert_close(out, ref, 1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", sorted(SMALL))
+def test_train_gradients_match_timm(config):
+    """float64, train mode: outputs, the input gradient and every parameter's gradient, then the updated running
+    statistics, for small configurations covering each block's options, dilation and the stems."""
+    reference, ours = _small_pair(config, seed=2)
+    assert ours.feature_info == reference.feature_info
+    reference.double().train()
+    ours.double().train()
+    ref_params, params = backward_both(reference, ours, image_batch(2, 23, 25, seed=2).astype(np.float64))
+    assert list(params) == list(ref_params)
+    for key, p in ref_params.items():
+        grad, ref = params[key].grad.numpy(), p.grad.numpy()
+        if key.endswith("conv2.fc1.bias"):  # before a train-mode norm: zero but for rounding, so on its weight's scale
+            scale = np.abs(ref_params[key[:-len("bias")] + "weight"].grad.numpy()).max()
+            assert np.abs(grad - ref).max() <= 1e-9 * scale and np.abs(ref).max() <= 1e-9 * scale, key
+        else:
+            assert_close(grad, ref, 1e-9, what=f"grad of {key}")
+    buffers = dict(ours.named_buffers())
+    for key, b in reference.named_buffers():
+        assert_close(buffers[key].numpy(), b.numpy(), 1e-10, what=key)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", ["resnest_r2_grouped_deep", "res2net_4s_os16", "sk_basic_split_os8"])
+def test_drop_path_and_dropout(config):
+    """timm's per-block drop-path rates; in train mode both drop and draw timm's random stream (timm's outputs,
+    including ResNeSt's drop-path on the projection shortcut's input, the same after the same seed), in eval mode
+    they are off."""
+    reference, ours = _small_pair(config, seed=3, layers=(2, 1, 1, 2), drop_path_rate=0.5, drop_rate=0.5)
+    rates = [b.drop_path.p if b.drop_path is not None else 0.0 for s in range(1, 5) for b in getattr(ours, f"layer{s}")]
+    expected = [b.drop_path.drop_prob if b.drop_path is not None else 0.0
+                for s in range(1, 5) for b in getattr(reference, f"layer{s}")]
+    assert rates == pytest.approx(expected) and rates[0] == 0.0 and rates[-1] == pytest.approx(0.5)
+    x = image_batch(4, 21, 21, seed=3)
+    _, plain = _small_pair(config, seed=3, layers=(2, 1, 1, 2))
+    with engine.no_grad():
+        assert_close(ours(engine.from_numpy(x)).numpy(), plain(engine.from_numpy(x)).numpy(), 1e-6)
+    reference.train()
+    ours.train()
+    plain.train()
+    outputs = []
+    for seed in (0, 0, 1):
+        torch.manual_seed(seed)
+        engine.manual_seed(seed)
+        out, ref = _eval(reference, ours, x)
+        assert_close(out, ref, 1e-4)
+        outputs.append(out)
+    assert np.array_equal(outputs[0], outputs[1]) and not np.allclose(outputs[0], outputs[2])
+    with engine.no_grad():
+        assert not np.allclose(outputs[0], plain(engine.from_numpy(x)).numpy())
+
+
+@pytest.mark.slow
+def test_head_api_matches_timm():
+    """``num_classes=0`` gives timm's pooled features (``forward_head(pre_logits=True)``); ``reset_classifier`` to
+    another class count and pool; ``global_pool=''`` leaves the feature map."""
+    x = image_batch(2, 27, 27, seed=4)
+    reference, ours = _small_pair("resnest_r2_grouped_deep", seed=4)
+    build_timm, build_ours = _small_builders("resnest_r2_grouped_deep", num_classes=0)
+    headless = build_ours().eval()
+    headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("fc.")})
+    with torch.no_grad():
+        pooled = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True).numpy()
+    with engine.no_grad():
+        features = headless(engine.from_numpy(x)).numpy()
+    assert features.shape == pooled.shape == (2, 32 * 4)
+    assert_close(features, pooled, 1e-5)
+    assert isinstance(headless.get_classifier(), engine.nn.Identity)
+    ours.reset_classifier(7, "catavgmax")
+    reference.reset_classifier(7, "catavgmax")
+    assert ours.num_classes == 7 and ours.get_classifier().weight.shape == reference.get_classifier().weight.shape
+    ours.reset_classifier(0, "")
+    with engine.no_grad():
+        unpooled = ours(engine.from_numpy(x)).numpy()
+        assert np.array_equal(unpooled, ours.forward_features(engine.from_numpy(x)).numpy())
+
+
+@pytest.mark.slow
+def test_in_chans_one_matches_timm():
+    """``in_chans=1``: the deep stem's first conv takes one channel, and with timm's weights the outputs are timm's."""
+    reference, ours = _named_pair("resnest14d", seed=6, in_chans=1)
+    assert ours.conv1[0].weight.shape == (32, 1, 3, 3)
+    assert ours.default_cfg["first_conv"] == "conv1.0"
+    out, ref = _eval(reference, ours, image_batch(2, 33, 33, seed=6, c=1))
+    assert_close(out, ref, 1e-4)
+
+
+@pytest.mark.slow
+def test_features_only_matches_timm():
+    """``features_only=True`` gives timm's five maps (strides 2..32: the stem's ReLU and the four stages), with
+    its channels, reductions and values."""
+    reference, ours = _named_pair("skresnet18", seed=7, features_only=True)
+    assert ours.feature_info.channels() == reference.feature_info.channels() == [64, 64, 128, 256, 512]
+    assert ours.feature_info.reduction() == reference.feature_info.reduction() == [2, 4, 8, 16, 32]
+    outs, refs = _eval(reference, ours, image_batch(2, 35, 35, seed=7))
+    assert len(outs) == len(refs) == 5
+    for out, ref in zip(outs, refs):
+        assert_close(out, ref, 1e-4)
+
+
+@pytest.mark.slow
+def test_resnest_runs_an_empty_batch():
+    """timm's ResNeSt fails on an empty batch (a reshape of no elements with -1), so the empty-batch sweep leaves it
+    out; ours gives (0, classes) logits in eval and training, and zero gradients."""
+    model = resnest.resnest14d(num_classes=5)
+    x = engine.zeros(0, 3, 35, 35)
+    with engine.no_grad():
+        assert tuple(model.eval()(x).shape) == (0, 5)
+    out = model.train()(x)
+    assert tuple(out.shape) == (0, 5)
+    out.sum().backward()
+    assert all(not p.grad.numpy().any() for p in model.parameters() if p.grad is not None)
+    assert model.fc.weight.grad is not None
