@@ -6,15 +6,16 @@ from engine import nn
 __all__ = ["IntermediateLayerGetter", "_make_divisible"]
 
 
-def _make_divisible(v, divisor, min_value=None):
-    """``v`` rounded to the nearest multiple of ``divisor`` (at least ``min_value``), never more than 10% below ``v``.
+def _make_divisible(v, divisor, min_value=None, round_limit=0.9):
+    """``v`` rounded to the nearest multiple of ``divisor`` (at least ``min_value``), one step up where that would
+    fall below ``round_limit * v`` (by default: never more than 10% below ``v``).
 
     Keeps channel counts hardware-friendly when widths are scaled (MobileNet's ``width_mult``).
     """
     if min_value is None:
         min_value = divisor
     new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
-    if new_v < 0.9 * v:
+    if new_v < round_limit * v:
         new_v += divisor
     return new_v
 

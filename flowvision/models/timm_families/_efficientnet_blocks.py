@@ -8,20 +8,12 @@ import math
 import engine.nn.functional as F
 from engine import nn
 
+from .._utils import _make_divisible
 from . import _layers
 from ._layers import drop_path_module
 
-__all__ = ["make_divisible", "create_conv2d", "Conv2dSame", "BatchNormAct2d", "SqueezeExcite", "ConvBnAct",
+__all__ = ["create_conv2d", "Conv2dSame", "BatchNormAct2d", "SqueezeExcite", "ConvBnAct",
            "DepthwiseSeparableConv", "InvertedResidual", "EdgeResidual"]
-
-
-def make_divisible(value, divisor=8, round_limit=0.9):
-    """``value`` rounded to the nearest multiple of ``divisor`` (at least ``divisor``), one step up where rounding
-    would lose more than ``1 - round_limit`` of it."""
-    rounded = max(divisor, int(value + divisor / 2) // divisor * divisor)
-    if rounded < round_limit * value:
-        rounded += divisor
-    return rounded
 
 
 def _symmetric_padding(kernel_size, stride=1, dilation=1):
@@ -157,7 +149,7 @@ class InvertedResidual(_Residual):
     def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, se_ratio=0.0,
                  noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, drop_path_rate=0.0):
         super().__init__()
-        mid_chs = make_divisible(in_chs * exp_ratio)
+        mid_chs = _make_divisible(in_chs * exp_ratio, 8)
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         self.conv_pw = create_conv2d(in_chs, mid_chs, 1, pad_type=pad_type)
         self.bn1 = BatchNormAct2d(mid_chs, eps, act_layer)
@@ -191,7 +183,7 @@ class EdgeResidual(_Residual):
     def __init__(self, in_chs, out_chs, exp_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, se_ratio=0.0,
                  noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, drop_path_rate=0.0):
         super().__init__()
-        mid_chs = make_divisible(in_chs * exp_ratio)
+        mid_chs = _make_divisible(in_chs * exp_ratio, 8)
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         self.conv_exp = create_conv2d(in_chs, mid_chs, exp_kernel_size, stride, dilation, pad_type=pad_type)
         self.bn1 = BatchNormAct2d(mid_chs, eps, act_layer)

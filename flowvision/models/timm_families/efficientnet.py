@@ -20,8 +20,9 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
+from .._utils import _make_divisible
 from ._efficientnet_blocks import (BatchNormAct2d, ConvBnAct, DepthwiseSeparableConv, EdgeResidual, InvertedResidual,
-                                   SqueezeExcite, create_conv2d, make_divisible)
+                                   SqueezeExcite, create_conv2d)
 from ._layers import create_classifier
 
 __all__ = []
@@ -136,7 +137,7 @@ class EfficientNet(nn.Module):
 
     def _round_chs(self, channels):
         """``channels`` scaled by the width multiplier, rounded to a multiple of 8."""
-        return make_divisible(channels * self._channel_multiplier, 8, self._round_limit)
+        return _make_divisible(channels * self._channel_multiplier, 8, round_limit=self._round_limit)
 
     def _make_stages(self, block_args, in_chs, output_stride, pad_type, act_layer, bn_eps, drop_path_rate):
         """The stages as Sequentials of blocks, and their output channels; records ``feature_info``.
@@ -252,7 +253,7 @@ _EFFICIENTNET = [
 
 def _efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier, **kwargs):
     """EfficientNet-B0 scaled by the compound coefficients, head width 1280 scaled with the channels."""
-    num_features = make_divisible(1280 * channel_multiplier)
+    num_features = _make_divisible(1280 * channel_multiplier, 8)
     return _create(variant, pretrained, progress, _EFFICIENTNET, depth_multiplier, tf_port=True,
                    **{"channel_multiplier": channel_multiplier, "num_features": num_features, **kwargs})
 
@@ -316,7 +317,7 @@ def _efficientnetv2_base(variant, pretrained, progress, channel_multiplier, dept
         ["ir_r5_k3_s1_e6_c112_se0.25"],
         ["ir_r8_k3_s2_e6_c192_se0.25"],
     ]
-    num_features = make_divisible(1280 * channel_multiplier, round_limit=0.0)
+    num_features = _make_divisible(1280 * channel_multiplier, 8, round_limit=0.0)
     return _create(variant, pretrained, progress, arch_def, depth_multiplier, tf_port=True,
                    **{"channel_multiplier": channel_multiplier, "round_limit": 0.0, "num_features": num_features,
                       **kwargs})
@@ -334,7 +335,7 @@ def _efficientnetv2_s(variant, pretrained, progress, channel_multiplier=1.0, dep
         ["ir_r9_k3_s1_e6_c160_se0.25"],
         ["ir_r15_k3_s2_e6_c272_se0.25"] if rw else ["ir_r15_k3_s2_e6_c256_se0.25"],
     ]
-    num_features = make_divisible((1792 if rw else 1280) * channel_multiplier)
+    num_features = _make_divisible((1792 if rw else 1280) * channel_multiplier, 8)
     return _create(variant, pretrained, progress, arch_def, depth_multiplier, tf_port=tf_port,
                    **{"channel_multiplier": channel_multiplier, "num_features": num_features, "stem_size": 24,
                       **kwargs})
@@ -425,7 +426,7 @@ def _mobilenetv2(variant, pretrained, progress, channel_multiplier, depth_multip
         ["ir_r3_k3_s2_e6_c160"],
         ["ir_r1_k3_s1_e6_c320"],
     ]
-    num_features = 1280 if fix_stem_head else max(1280, make_divisible(1280 * channel_multiplier))
+    num_features = 1280 if fix_stem_head else max(1280, _make_divisible(1280 * channel_multiplier, 8))
     return _create(variant, pretrained, progress, arch_def, depth_multiplier, fix_first_last=fix_stem_head,
                    **{"channel_multiplier": channel_multiplier, "num_features": num_features,
                       "fix_stem": fix_stem_head, "act_layer": nn.ReLU6, **kwargs})

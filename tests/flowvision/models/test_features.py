@@ -129,7 +129,7 @@ TIMM_MOBILENETV3_CHANNELS = {"mobilenet_v3_large": [16, 24, 40, 112, 960], "mobi
     ("mobilenet_v2", ["features.1", "features.3", "features.6", "features.13", "features.18"]),
     ("vgg11_bn", ["features.2", "features.6", "features.13", "features.20", "features.27", "features.28"]),
 ])
-def test_features_only_plain_chain_models(name, nodes):
+def test_features_only_plain_chain_models(name, nodes, fast_random):
     """MobileNet and VGG stages sit inside ``features``: outputs equal torchvision's feature extractor's."""
     reference = torch_model(name)
     model = models.create_model(name, features_only=True)
