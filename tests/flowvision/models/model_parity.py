@@ -3,6 +3,7 @@ import numpy as np
 import torch
 
 import engine
+from engine.nn import init
 import flowvision.models as models
 from op_check import assert_close
 
@@ -129,3 +130,44 @@ def reference_classifier(name, **kwargs):
     import torchvision.models as tv
 
     return (getattr(tv, name) if hasattr(tv, name) else getattr(tv.video, name))(**kwargs)
+
+
+def skip_random_init(patch):
+    """Our random initialisation skipped (every draw goes through these): big models build in a fraction of a
+    second on untouched storage, for tests that only look at the layout or load every weight from timm."""
+    for name in ("uniform_", "normal_", "trunc_normal_"):
+        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
+
+
+def check_structure(ours, reference, types=True):
+    """Same state_dict keys in order, shapes and dtypes, the same module tree (and module class names)."""
+    ref_sd, our_sd = reference.state_dict(), ours.state_dict()
+    assert list(our_sd) == list(ref_sd)
+    for k in ref_sd:
+        assert tuple(our_sd[k].shape) == tuple(ref_sd[k].shape), k
+        assert str(our_sd[k].dtype).split(".")[-1] == str(ref_sd[k].dtype).split(".")[-1], k
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in reference.named_modules()]
+    if types:
+        assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
+
+
+def check_layout(ours, reference, placeholders, printed):
+    """``ours`` has the layout of timm's ``reference`` (which may live on the meta device): state_dict keys in order
+    with their shapes and dtypes, module names but for timm's no-op ``placeholders`` (name endings of Identity
+    modules that hold no weights), the printout of every layer whose class is in ``printed``, and feature_info,
+    num_features and default_cfg."""
+    theirs = {k: (tuple(v.shape), torch.empty((), dtype=v.dtype).numpy().dtype)
+              for k, v in reference.state_dict().items()}
+    state = {k: (tuple(v.shape), v.numpy().dtype) for k, v in ours.state_dict().items()}
+    assert list(state) == list(theirs)
+    assert state == theirs
+    expected = [(name, m) for name, m in reference.named_modules()
+                if not (name.endswith(placeholders) and isinstance(m, torch.nn.Identity))]
+    modules = list(ours.named_modules())
+    assert [n for n, _ in modules] == [n for n, _ in expected]
+    for (n, m), (_, t) in zip(modules, expected):
+        if type(t).__name__ in printed:
+            assert type(m).__name__ == type(t).__name__ and repr(m) == repr(t), n
+    assert ours.feature_info == reference.feature_info
+    assert ours.num_features == reference.num_features
+    assert ours.default_cfg == {k: reference.pretrained_cfg[k] for k in ("first_conv", "classifier")}

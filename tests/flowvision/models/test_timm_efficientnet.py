@@ -16,13 +16,13 @@ from timm.models import efficientnet as timm_efficientnet
 
 import engine
 import flowvision.models as models
-from engine.nn import init
 from flowvision.models._features import FeatureListNet
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import efficientnet
 from flowvision.models.timm_families._efficientnet_blocks import create_conv2d
 from flowvision.models.timm_families.efficientnet import EfficientNet, decode_arch_def
-from model_parity import backward_both, image_batch, is_timm_family, numpy_state, randomize_norms, to_numpy
+from model_parity import (backward_both, check_structure, image_batch, is_timm_family, numpy_state, randomize_norms,
+                          skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -43,12 +43,6 @@ SMALL_ARCH = [
     ["ir_r2_k5_s2_e3_c24_se0.25"],
     ["ir_r1_k3_s2_e6_c24_se0.25_noskip", "dsa_r1_k5_s1_e1_c32"],
 ]
-
-
-def _skip_random_init(patch):
-    """Our random initialisation skipped (weights are overwritten by timm's): builds in a few milliseconds."""
-    for name in ("uniform_", "normal_", "trunc_normal_"):
-        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
 
 
 def _small_pair(seed=0, tf_port=True, **kwargs):
@@ -77,18 +71,6 @@ def _outputs(reference, ours, x, **kwargs):
     return to_numpy(out), to_numpy(ref)
 
 
-def _check_structure(ours, reference, types=True):
-    """Same state_dict keys in order, shapes and dtypes, the same module tree (and module class names)."""
-    ref_sd, our_sd = reference.state_dict(), ours.state_dict()
-    assert list(our_sd) == list(ref_sd)
-    for k in ref_sd:
-        assert tuple(our_sd[k].shape) == tuple(ref_sd[k].shape), k
-        assert str(our_sd[k].dtype).split(".")[-1] == str(ref_sd[k].dtype).split(".")[-1], k
-    assert [n for n, _ in ours.named_modules()] == [n for n, _ in reference.named_modules()]
-    if types:
-        assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
-
-
 # ---- structure and registration ------------------------------------------------------------------------------
 
 
@@ -107,9 +89,9 @@ def test_layout_matches_timm(name):
     with torch.device("meta"):
         reference = timm.create_model(name)
     with pytest.MonkeyPatch.context() as patch:
-        _skip_random_init(patch)
+        skip_random_init(patch)
         ours = models.create_model(name)
-    _check_structure(ours, reference)
+    check_structure(ours, reference)
     ref_eps = [m.eps for m in reference.modules() if isinstance(m, torch.nn.BatchNorm2d)]
     assert [m.eps for m in ours.modules() if isinstance(m, engine.nn.BatchNorm2d)] == ref_eps
     assert ours.feature_info == reference.feature_info
@@ -196,7 +178,7 @@ def test_eval_outputs_match_timm():
     torch.manual_seed(0)
     reference = randomize_norms(timm.create_model("tf_efficientnet_b0"), 0).eval()
     with pytest.MonkeyPatch.context() as patch:
-        _skip_random_init(patch)
+        skip_random_init(patch)
         ours = models.create_model("tf_efficientnet_b0")
     ours.load_state_dict(numpy_state(reference))
     out, ref = _outputs(reference, ours.eval(), image_batch(2, 35, 33, seed=1))
@@ -209,7 +191,7 @@ def test_small_model_train_mode_gradients_match_timm(tf_port):
     """A small model with every block kind, TensorFlow or PyTorch padding, in float64 and train mode: outputs,
     input and parameter gradients, BatchNorm running statistics."""
     reference, ours = _small_pair(tf_port=tf_port)
-    _check_structure(ours, reference)
+    check_structure(ours, reference)
     assert ours.feature_info == reference.feature_info
     reference.double().train()
     ours.double().train()
@@ -267,7 +249,7 @@ def test_num_classes_0_and_reset_classifier_like_timm():
         assert_close(to_numpy(ours(engine.from_numpy(x))), pre_logits.numpy(), TOL)
     reference.reset_classifier(12, "catavgmax")
     ours.reset_classifier(12, "catavgmax")
-    _check_structure(ours, reference, types=False)
+    check_structure(ours, reference, types=False)
     assert ours.num_classes == 12 and ours.get_classifier().in_features == 2 * ours.num_features
     ours.load_state_dict(numpy_state(reference))
     out, ref = _outputs(reference, ours, x)

@@ -13,13 +13,13 @@ from timm.models import xception_aligned as timm_xception
 
 import engine
 import flowvision.models as models
-from engine.nn import init
 from flowvision.models._features import FeatureHookNet, FeatureListNet
 from flowvision.models.timm_families import xception_aligned
 from flowvision.models.timm_families._layers import SelectAdaptivePool2d
 from flowvision.models.timm_families.inception_resnet_v2 import InceptionResnetV2
 from flowvision.models.timm_families.inception_v4 import InceptionV4
-from model_parity import backward_both, image_batch, numpy_state, randomize_norms, to_numpy
+from model_parity import (backward_both, check_structure, image_batch, numpy_state, randomize_norms, skip_random_init,
+                          to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -44,12 +44,6 @@ SMALL_XCEPTION = [
 ]
 
 
-def _skip_random_init(patch):
-    """Our random initialisation skipped (weights are overwritten by timm's): builds in a few milliseconds."""
-    for name in ("uniform_", "normal_", "trunc_normal_"):
-        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-
-
 def _reference(name, seed=0, **kwargs):
     """timm's model, seeded, with random BatchNorm statistics and affines (the defaults 0/1 hide bugs), in eval."""
     torch.manual_seed(seed)
@@ -59,7 +53,7 @@ def _reference(name, seed=0, **kwargs):
 def _ours(name, state, **kwargs):
     """Our model built without random init, ``state`` (numpy arrays) loaded strictly, in eval mode."""
     with pytest.MonkeyPatch.context() as patch:
-        _skip_random_init(patch)
+        skip_random_init(patch)
         model = models.create_model(name, **kwargs)
     model.load_state_dict(state)
     return model.eval()
@@ -100,18 +94,6 @@ def _outputs(reference, ours, x, **kwargs):
     return to_numpy(out), to_numpy(ref)
 
 
-def _check_structure(ours, reference, types=True):
-    """Same state_dict keys in order, shapes and dtypes, the same module tree (and module class names)."""
-    ref_sd, our_sd = reference.state_dict(), ours.state_dict()
-    assert list(our_sd) == list(ref_sd)
-    for k in ref_sd:
-        assert tuple(our_sd[k].shape) == tuple(ref_sd[k].shape), k
-        assert str(our_sd[k].dtype).split(".")[-1] == str(ref_sd[k].dtype).split(".")[-1], k
-    assert [n for n, _ in ours.named_modules()] == [n for n, _ in reference.named_modules()]
-    if types:
-        assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
-
-
 def _check_train_step(reference, ours, x):
     """float64, train mode: outputs, the input gradient, every parameter's gradient (relative to its own size, or
     to 1e-3 of the largest gradient where the exact one is 0) and the updated BatchNorm statistics."""
@@ -145,9 +127,9 @@ def test_layout_matches_timm(name, kwargs):
     with torch.device("meta"):
         reference = timm.create_model(name, **kwargs)
     with pytest.MonkeyPatch.context() as patch:
-        _skip_random_init(patch)
+        skip_random_init(patch)
         ours = models.create_model(name, **kwargs)
-    _check_structure(ours, reference, types="drop_path_rate" not in kwargs)
+    check_structure(ours, reference, types="drop_path_rate" not in kwargs)
     ref_eps = [m.eps for m in reference.modules() if isinstance(m, torch.nn.BatchNorm2d)]
     assert [m.eps for m in ours.modules() if isinstance(m, engine.nn.BatchNorm2d)] == ref_eps
     assert ours.feature_info == reference.feature_info
@@ -221,7 +203,7 @@ def test_small_xception_train_mode_gradients_match_timm(preact):
     """A small Aligned Xception (both block kinds, projection and identity shortcuts, dilation, the exit block)
     in float64 and train mode: outputs, input and parameter gradients, BatchNorm statistics."""
     reference, ours = _small_xception_pair(preact)
-    _check_structure(ours, reference)
+    check_structure(ours, reference)
     assert ours.feature_info == reference.feature_info
     _check_train_step(reference, ours, image_batch(2, 23, 21, seed=3).astype(np.float64))
 
@@ -282,7 +264,7 @@ def test_reset_classifier_like_timm(name):
     assert_close(out, ref, TOL)
     reference.reset_classifier(12, "catavgmax")
     ours.reset_classifier(12, "catavgmax")
-    _check_structure(ours, reference, types=False)
+    check_structure(ours, reference, types=False)
     assert ours.num_classes == 12 and ours.get_classifier().in_features == 2 * ours.num_features
     ours.load_state_dict(numpy_state(reference))
     out, ref = _outputs(reference, ours, x)
@@ -305,7 +287,7 @@ def test_features_only_matches_timm_intermediates(name, out_indices):
     reference, _ = _pair(name)
     state = numpy_state(reference)
     with pytest.MonkeyPatch.context() as patch:
-        _skip_random_init(patch)
+        skip_random_init(patch)
         ours = models.create_model(name, features_only=True, out_indices=out_indices)
     expected_cls = FeatureHookNet if name.startswith("xception") else FeatureListNet
     assert type(ours) is expected_cls

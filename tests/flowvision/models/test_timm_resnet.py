@@ -10,11 +10,10 @@ import timm.models.resnet as timm_resnet
 import torch
 
 import engine
-from engine.nn import init
 from flowvision.models import list_models
 from flowvision.models._helpers import adapt_input_conv
 from flowvision.models.timm_families import resnet
-from model_parity import backward_both, image_batch, numpy_state, randomize_norms
+from model_parity import backward_both, check_layout, image_batch, numpy_state, randomize_norms, skip_random_init
 from op_check import assert_close
 
 NAMES = ["resnet10t", "resnet14t", "resnet18d", "resnet26", "resnet26d", "resnet26t", "resnet34d", "resnet50d",
@@ -39,13 +38,6 @@ SMALL = {
 }
 
 
-def _skip_random_init(patch):
-    """Random initialisation skipped (every draw goes through these two): big models build in a fraction of a
-    second on untouched storage, for tests that only look at the layout or load every weight from timm."""
-    for name in ("uniform_", "normal_"):
-        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-
-
 def _small_args(config, **overrides):
     """The keyword arguments of a small configuration: one block per stage, narrow stages, 10 classes."""
     args = dict(SMALL[config], layers=(1, 1, 1, 1), channels=(8, 16, 16, 32), num_classes=10)
@@ -58,7 +50,7 @@ def _pair(build_timm, build_ours, seed=0):
     torch.manual_seed(seed)
     reference = randomize_norms(build_timm(), seed).eval()
     with pytest.MonkeyPatch.context() as patch:
-        _skip_random_init(patch)
+        skip_random_init(patch)
         ours = build_ours()
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()
@@ -89,11 +81,6 @@ def _eval(reference, ours, x):
     return out.numpy(), ref.numpy()
 
 
-def _timm_modules(model):
-    """timm's module names and modules without the no-op placeholders."""
-    return [(name, m) for name, m in model.named_modules() if not name.endswith(PLACEHOLDERS)]
-
-
 def test_registered_names():
     """Every variant is registered under timm's name, in the ``resnet`` family beside torchvision's ResNets."""
     assert set(NAMES) <= set(list_models(["*resnet*", "*resnext*"]))
@@ -108,22 +95,9 @@ def test_layout_equals_timm(name, monkeypatch):
     of every layer; feature_info and default_cfg. timm's model is built on the meta device, ours without init."""
     with torch.device("meta"):
         reference = timm.create_model(name, pretrained=False)
-    _skip_random_init(monkeypatch)
+    skip_random_init(monkeypatch)
     ours = getattr(resnet, name)()
-    theirs = {k: (tuple(v.shape), torch.empty((), dtype=v.dtype).numpy().dtype) for k, v in
-              reference.state_dict().items()}
-    state = {k: (tuple(v.shape), v.numpy().dtype) for k, v in ours.state_dict().items()}
-    assert list(state) == list(theirs)
-    assert state == theirs
-    expected = _timm_modules(reference)
-    modules = list(ours.named_modules())
-    assert [n for n, _ in modules] == [n for n, _ in expected]
-    for (n, m), (_, t) in zip(modules, expected):
-        if type(t).__name__ in PRINTED:
-            assert type(m).__name__ == type(t).__name__ and repr(m) == repr(t), n
-    assert ours.feature_info == reference.feature_info
-    assert ours.num_features == reference.num_features
-    assert ours.default_cfg == {k: reference.pretrained_cfg[k] for k in ("first_conv", "classifier")}
+    check_layout(ours, reference, PLACEHOLDERS, PRINTED)
 
 
 @pytest.mark.slow

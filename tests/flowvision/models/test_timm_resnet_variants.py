@@ -14,10 +14,9 @@ import timm.models.sknet as timm_sknet
 import torch
 
 import engine
-from engine.nn import init
 from flowvision.models import list_models
 from flowvision.models.timm_families import res2net, resnest, resnet, sknet
-from model_parity import backward_both, image_batch, numpy_state, randomize_norms
+from model_parity import backward_both, check_layout, image_batch, numpy_state, randomize_norms, skip_random_init
 from op_check import assert_close
 
 FAMILIES = {
@@ -57,13 +56,6 @@ SMALL = {
 TIMM_MODULES = {"resnest": timm_resnest, "res2net": timm_res2net, "sknet": timm_sknet}
 
 
-def _skip_random_init(patch):
-    """Random initialisation skipped (every draw goes through these two): big models build in a fraction of a
-    second on untouched storage, for tests that only look at the layout or load every weight from timm."""
-    for name in ("uniform_", "normal_"):
-        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-
-
 def _small_builders(config, **overrides):
     """Builders of a small configuration by timm and by us: one block per stage, narrow stages, 10 classes."""
     family, block, args = SMALL[config]
@@ -78,7 +70,7 @@ def _pair(build_timm, build_ours, seed=0):
     torch.manual_seed(seed)
     reference = randomize_norms(build_timm(), seed).eval()
     with pytest.MonkeyPatch.context() as patch:
-        _skip_random_init(patch)
+        skip_random_init(patch)
         ours = build_ours()
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()
@@ -111,12 +103,6 @@ def _eval(reference, ours, x):
     return out.numpy(), ref.numpy()
 
 
-def _timm_modules(model):
-    """timm's module names and modules without its no-op placeholder identities."""
-    return [(name, m) for name, m in model.named_modules()
-            if not (name.endswith(PLACEHOLDERS) and isinstance(m, torch.nn.Identity))]
-
-
 def test_registered_names():
     """Each family registers under timm's module name exactly timm's models with ImageNet-1k weights."""
     for family, names in FAMILIES.items():
@@ -131,7 +117,7 @@ def test_attention_widths_match_timm(monkeypatch):
     """Split attention's bottleneck (in * radix / 4 to a multiple of 8, at least 32, at most 10% below) and the
     selective kernel's (out * rd_ratio to a multiple of rd_divisor) are timm's for many widths (timm's layers on
     the meta device, ours without random init)."""
-    _skip_random_init(monkeypatch)
+    skip_random_init(monkeypatch)
     for channels in [8, 24, 40, 64, 72, 120, 128, 200, 256, 512, 1000, 1024]:
         for radix, groups in [(1, 1), (2, 1), (4, 2), (1, 4)]:
             with torch.device("meta"):
@@ -154,22 +140,9 @@ def test_layout_equals_timm(name, monkeypatch):
     without random init (the registered configuration, compared through the model it builds)."""
     with torch.device("meta"):
         reference = timm.create_model(name, pretrained=False)
-    _skip_random_init(monkeypatch)
+    skip_random_init(monkeypatch)
     ours = _entrypoint(name)()
-    theirs = {k: (tuple(v.shape), torch.empty((), dtype=v.dtype).numpy().dtype) for k, v in
-              reference.state_dict().items()}
-    state = {k: (tuple(v.shape), v.numpy().dtype) for k, v in ours.state_dict().items()}
-    assert list(state) == list(theirs)
-    assert state == theirs
-    expected = _timm_modules(reference)
-    modules = list(ours.named_modules())
-    assert [n for n, _ in modules] == [n for n, _ in expected]
-    for (n, m), (_, t) in zip(modules, expected):
-        if type(t).__name__ in PRINTED:
-            assert type(m).__name__ == type(t).__name__ and repr(m) == repr(t), n
-    assert ours.feature_info == reference.feature_info
-    assert ours.num_features == reference.num_features
-    assert ours.default_cfg == {k: reference.pretrained_cfg[k] for k in ("first_conv", "classifier")}
+    check_layout(ours, reference, PLACEHOLDERS, PRINTED)
 
 
 @pytest.mark.slow
