@@ -1,5 +1,6 @@
 """Helpers for model parity tests: seeded torchvision models, their weights through numpy, ours."""
 import numpy as np
+import pytest
 import torch
 
 import engine
@@ -171,3 +172,40 @@ def check_layout(ours, reference, placeholders, printed):
     assert ours.feature_info == reference.feature_info
     assert ours.num_features == reference.num_features
     assert ours.default_cfg == {k: reference.pretrained_cfg[k] for k in ("first_conv", "classifier")}
+
+
+def both_outputs(reference, ours, x):
+    """Both models' outputs on the same numpy input, in their current modes, as numpy (lists for feature models)."""
+    with torch.no_grad():
+        ref = reference(torch.from_numpy(x))
+    with engine.no_grad():
+        out = ours(engine.from_numpy(x))
+    if isinstance(ref, (list, tuple)):
+        return [o.numpy() for o in out], [r.numpy() for r in ref]
+    return out.numpy(), ref.numpy()
+
+
+def check_resnet_drop_path(reference, ours, plain, x):
+    """timm's ResNet ``reference`` and ``ours`` built with drop_path_rate=0.5 (and dropout), ``plain`` without: the
+    per-block rates are timm's (0 at the first block, 0.5 at the last); in eval mode nothing is dropped; in train mode
+    both draw timm's random stream (the same outputs after the same seed, others after another)."""
+    blocks = [(s, b) for s in range(1, 5) for b in getattr(ours, f"layer{s}")]
+    rates = [b.drop_path.p if b.drop_path is not None else 0.0 for _, b in blocks]
+    expected = [b.drop_path.drop_prob if b.drop_path is not None else 0.0
+                for s in range(1, 5) for b in getattr(reference, f"layer{s}")]
+    assert rates == pytest.approx(expected) and rates[0] == 0.0 and rates[-1] == pytest.approx(0.5)
+    with engine.no_grad():
+        assert_close(ours(engine.from_numpy(x)).numpy(), plain(engine.from_numpy(x)).numpy(), 1e-6)
+    reference.train()
+    ours.train()
+    plain.train()
+    outputs = []
+    for seed in (0, 0, 1):
+        torch.manual_seed(seed)
+        engine.manual_seed(seed)
+        out, ref = both_outputs(reference, ours, x)
+        assert_close(out, ref, 1e-4)
+        outputs.append(out)
+    assert np.array_equal(outputs[0], outputs[1]) and not np.allclose(outputs[0], outputs[2])
+    with engine.no_grad():
+        assert not np.allclose(outputs[0], plain(engine.from_numpy(x)).numpy())

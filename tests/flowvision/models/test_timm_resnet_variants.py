@@ -16,7 +16,8 @@ import torch
 import engine
 from flowvision.models import list_models
 from flowvision.models.timm_families import res2net, resnest, resnet, sknet
-from model_parity import backward_both, check_layout, image_batch, numpy_state, randomize_norms, skip_random_init
+from model_parity import (backward_both, both_outputs, check_layout, check_resnet_drop_path, image_batch, numpy_state,
+                          randomize_norms, skip_random_init)
 from op_check import assert_close
 
 FAMILIES = {
@@ -92,17 +93,6 @@ def _named_pair(name, seed=0, **kwargs):
                  seed)
 
 
-def _eval(reference, ours, x):
-    """Eval-mode outputs of both models on the same numpy input (a list for feature models)."""
-    with torch.no_grad():
-        ref = reference(torch.from_numpy(x))
-    with engine.no_grad():
-        out = ours(engine.from_numpy(x))
-    if isinstance(ref, (list, tuple)):
-        return [o.numpy() for o in out], [r.numpy() for r in ref]
-    return out.numpy(), ref.numpy()
-
-
 def test_registered_names():
     """Each family registers under timm's module name exactly timm's models with ImageNet-1k weights."""
     for family, names in FAMILIES.items():
@@ -167,7 +157,7 @@ def test_seeded_init_equals_timm():
 def test_eval_outputs_match_timm(name):
     """Whole models with random weights and norms, float32, batch 2 at 35x35 (odd maps in the average pools)."""
     reference, ours = _named_pair(name, seed=1)
-    out, ref = _eval(reference, ours, image_batch(2, 35, 35, seed=1))
+    out, ref = both_outputs(reference, ours, image_batch(2, 35, 35, seed=1))
     assert out.shape == (2, 1000)
     assert_close(out, ref, 1e-4)
 
@@ -202,27 +192,8 @@ def test_drop_path_and_dropout(config):
     including ResNeSt's drop-path on the projection shortcut's input, the same after the same seed), in eval mode
     they are off."""
     reference, ours = _small_pair(config, seed=3, layers=(2, 1, 1, 2), drop_path_rate=0.5, drop_rate=0.5)
-    rates = [b.drop_path.p if b.drop_path is not None else 0.0 for s in range(1, 5) for b in getattr(ours, f"layer{s}")]
-    expected = [b.drop_path.drop_prob if b.drop_path is not None else 0.0
-                for s in range(1, 5) for b in getattr(reference, f"layer{s}")]
-    assert rates == pytest.approx(expected) and rates[0] == 0.0 and rates[-1] == pytest.approx(0.5)
-    x = image_batch(4, 21, 21, seed=3)
     _, plain = _small_pair(config, seed=3, layers=(2, 1, 1, 2))
-    with engine.no_grad():
-        assert_close(ours(engine.from_numpy(x)).numpy(), plain(engine.from_numpy(x)).numpy(), 1e-6)
-    reference.train()
-    ours.train()
-    plain.train()
-    outputs = []
-    for seed in (0, 0, 1):
-        torch.manual_seed(seed)
-        engine.manual_seed(seed)
-        out, ref = _eval(reference, ours, x)
-        assert_close(out, ref, 1e-4)
-        outputs.append(out)
-    assert np.array_equal(outputs[0], outputs[1]) and not np.allclose(outputs[0], outputs[2])
-    with engine.no_grad():
-        assert not np.allclose(outputs[0], plain(engine.from_numpy(x)).numpy())
+    check_resnet_drop_path(reference, ours, plain, image_batch(4, 21, 21, seed=3))
 
 
 @pytest.mark.slow
@@ -256,7 +227,7 @@ def test_in_chans_one_matches_timm():
     reference, ours = _named_pair("resnest14d", seed=6, in_chans=1)
     assert ours.conv1[0].weight.shape == (32, 1, 3, 3)
     assert ours.default_cfg["first_conv"] == "conv1.0"
-    out, ref = _eval(reference, ours, image_batch(2, 33, 33, seed=6, c=1))
+    out, ref = both_outputs(reference, ours, image_batch(2, 33, 33, seed=6, c=1))
     assert_close(out, ref, 1e-4)
 
 
@@ -267,7 +238,7 @@ def test_features_only_matches_timm():
     reference, ours = _named_pair("skresnet18", seed=7, features_only=True)
     assert ours.feature_info.channels() == reference.feature_info.channels() == [64, 64, 128, 256, 512]
     assert ours.feature_info.reduction() == reference.feature_info.reduction() == [2, 4, 8, 16, 32]
-    outs, refs = _eval(reference, ours, image_batch(2, 35, 35, seed=7))
+    outs, refs = both_outputs(reference, ours, image_batch(2, 35, 35, seed=7))
     assert len(outs) == len(refs) == 5
     for out, ref in zip(outs, refs):
         assert_close(out, ref, 1e-4)
