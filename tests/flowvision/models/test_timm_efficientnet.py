@@ -21,8 +21,8 @@ from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import efficientnet
 from flowvision.models.timm_families._efficientnet_blocks import create_conv2d
 from flowvision.models.timm_families.efficientnet import EfficientNet, decode_arch_def
-from model_parity import (backward_both, check_structure, image_batch, is_timm_family, numpy_state, randomize_norms,
-                          skip_random_init, to_numpy)
+from model_parity import (backward_both, both_outputs, check_structure, image_batch, is_timm_family, numpy_state,
+                          randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -60,15 +60,6 @@ def _small_pair(seed=0, tf_port=True, **kwargs):
                         channel_multiplier=0.75, num_classes=10, **pad, **kwargs)
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()
-
-
-def _outputs(reference, ours, x, **kwargs):
-    """Both models' outputs on the numpy input ``x``, as numpy arrays."""
-    with torch.no_grad():
-        ref = reference(torch.from_numpy(x), **kwargs)
-    with engine.no_grad():
-        out = ours(engine.from_numpy(x), **kwargs)
-    return to_numpy(out), to_numpy(ref)
 
 
 # ---- structure and registration ------------------------------------------------------------------------------
@@ -167,7 +158,7 @@ def test_same_padding_matches_timm(kernel_size, stride, dilation):
     assert tuple(ours.padding) == tuple(reference.padding)
     ours.load_state_dict(numpy_state(reference))
     for size in ((9, 8), (8, 9)):
-        out, ref = _outputs(reference, ours, image_batch(1, *size, seed=1))
+        out, ref = both_outputs(reference, ours, image_batch(1, *size, seed=1))
         assert out.shape == ref.shape
         assert_close(out, ref, 1e-5)
 
@@ -181,7 +172,7 @@ def test_eval_outputs_match_timm():
         skip_random_init(patch)
         ours = models.create_model("tf_efficientnet_b0")
     ours.load_state_dict(numpy_state(reference))
-    out, ref = _outputs(reference, ours.eval(), image_batch(2, 35, 33, seed=1))
+    out, ref = both_outputs(reference, ours.eval(), image_batch(2, 35, 33, seed=1))
     assert np.abs(ref).max() > 1e-2
     assert_close(out, ref, TOL)
 
@@ -216,7 +207,7 @@ def test_drop_path_and_dropout_active_in_training_only():
     assert probs == ref_probs
     assert [p for _, p in probs] == [0.5 * i / 8 for i in range(1, 8)]
     x = image_batch(2, 23, 21, seed=4)
-    out, ref = _outputs(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert_close(out, ref, TOL)
     training = copy.deepcopy(ours).train()
     first = to_numpy(training(engine.from_numpy(x)))
@@ -252,7 +243,7 @@ def test_num_classes_0_and_reset_classifier_like_timm():
     check_structure(ours, reference, types=False)
     assert ours.num_classes == 12 and ours.get_classifier().in_features == 2 * ours.num_features
     ours.load_state_dict(numpy_state(reference))
-    out, ref = _outputs(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert_close(out, ref, TOL)
 
 

@@ -18,8 +18,8 @@ from flowvision.models.timm_families import xception_aligned
 from flowvision.models.timm_families._layers import SelectAdaptivePool2d
 from flowvision.models.timm_families.inception_resnet_v2 import InceptionResnetV2
 from flowvision.models.timm_families.inception_v4 import InceptionV4
-from model_parity import (backward_both, check_structure, image_batch, numpy_state, randomize_norms, skip_random_init,
-                          to_numpy)
+from model_parity import (backward_both, both_outputs, check_structure, image_batch, numpy_state, randomize_norms,
+                          skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -81,17 +81,6 @@ def _small_xception_pair(preact, seed=0, **kwargs):
                                             **kwargs)
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()
-
-
-def _outputs(reference, ours, x, **kwargs):
-    """Both models' outputs (a tensor or a list of tensors) on the numpy input ``x``, as numpy arrays."""
-    with torch.no_grad():
-        ref = reference(torch.from_numpy(x), **kwargs)
-    with engine.no_grad():
-        out = ours(engine.from_numpy(x), **kwargs)
-    if isinstance(ref, (list, tuple)):
-        return [to_numpy(o) for o in out], [to_numpy(r) for r in ref]
-    return to_numpy(out), to_numpy(ref)
 
 
 def _check_train_step(reference, ours, x):
@@ -169,7 +158,7 @@ def test_seeded_init_equals_timm():
 def test_eval_outputs_match_timm(name):
     """Logits of a batch of 2 at the smallest odd size, float32, timm's weights (random norms) loaded."""
     reference, ours = _pair(name)
-    out, ref = _outputs(reference, ours, image_batch(2, *SIZES[name], seed=1))
+    out, ref = both_outputs(reference, ours, image_batch(2, *SIZES[name], seed=1))
     assert np.abs(ref).max() > 1e-2
     assert_close(out, ref, TOL)
 
@@ -217,7 +206,7 @@ def test_drop_path_and_dropout_active_in_training_only():
     assert probs == [0.5 * i / 4 for i in range(1, 5)]  # linear from 0 (no module) at the first block
     assert ours.head.drop.p == 0.5
     x = image_batch(2, 23, 21, seed=4)
-    out, ref = _outputs(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert_close(out, ref, TOL)
     training = copy.deepcopy(ours).train()
     first = to_numpy(training(engine.from_numpy(x)))
@@ -259,7 +248,7 @@ def test_reset_classifier_like_timm(name):
     ours.reset_classifier(0)
     reference.reset_classifier(0)
     assert type(ours.get_classifier()).__name__ == "Identity"
-    out, ref = _outputs(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, ours.num_features)
     assert_close(out, ref, TOL)
     reference.reset_classifier(12, "catavgmax")
@@ -267,7 +256,7 @@ def test_reset_classifier_like_timm(name):
     check_structure(ours, reference, types=False)
     assert ours.num_classes == 12 and ours.get_classifier().in_features == 2 * ours.num_features
     ours.load_state_dict(numpy_state(reference))
-    out, ref = _outputs(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert_close(out, ref, TOL)
 
 
