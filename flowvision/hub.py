@@ -358,6 +358,8 @@ def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=Tr
             state_dict = _load_converted(converted, cached, expected, map_location)
             if state_dict is not None:
                 return state_dict
+        elif not expected and os.path.exists(cached):  # a safetensors file, checked when it was downloaded
+            return load(cached, map_location=map_location, weights_only=weights_only)
         actual = _check_cached(cached, expected, url)
         downloaded = actual is None
         if downloaded:

@@ -133,7 +133,7 @@ def _hub_file(server, data, sha256):
     return server.url(name)
 
 
-def test_sha256_stated_by_the_hub_is_checked(server, cache, tmp_path):
+def test_sha256_stated_by_the_hub_is_checked(server, cache, monkeypatch):
     arrays = {"conv.weight": torch.randn(64, 3, 7, 7, generator=torch.Generator().manual_seed(0))}
     from safetensors.torch import save
     data = save(arrays)
@@ -147,6 +147,11 @@ def test_sha256_stated_by_the_hub_is_checked(server, cache, tmp_path):
     _assert_state(hub.load_state_dict_from_url(url, file_name="tiny.in1k.safetensors", progress=False), arrays)
     assert [r[1] for r in _gets(server, "storage/blob")][-2:] == [None, "bytes=20000-"]
     assert sorted(os.listdir(cache)) == [".locks", "tiny.in1k.safetensors"]  # kept as downloaded: already safetensors
+
+    def no_hashing(path):
+        raise AssertionError("a cached file without a known hash is not hashed again")
+    monkeypatch.setattr(hub, "_file_sha256", no_hashing)
+    _assert_state(hub.load_state_dict_from_url(url, file_name="tiny.in1k.safetensors", progress=False), arrays)
 
 
 @pytest.mark.parametrize("fault, code", [("404", 404), ("500", 500)])
