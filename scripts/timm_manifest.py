@@ -2,8 +2,9 @@
 
     python scripts/timm_manifest.py --results /path/to/pytorch-image-models/results
 
-For every model registered by ``flowvision.models.timm_families``, each of timm's pretrained tags with a
-1000-class head on the Hugging Face hub becomes a record: the hub URL of its ``model.safetensors``, the
+For every model registered by ``flowvision.models.timm_families``, and for the torchvision models in
+``TORCHVISION_LAYOUT`` (whose timm namesakes have their layout and computation), each of timm's pretrained tags
+with a 1000-class head on the Hugging Face hub becomes a record: the hub URL of its ``model.safetensors``, the
 preprocessing of timm's pretrained config (resize to ``floor(size / crop_pct)``, center crop ``size``), the
 parameter count of timm's model with that head, the smallest input our model takes, and the metrics and GMACs
 timm publishes in its repository's ``results`` folder (top-1/top-5 at the config's input size; none when timm has
@@ -21,6 +22,11 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUTPUT = os.path.join(ROOT, "flowvision", "weights", "timm_manifest.json")
 BENCHMARK = "benchmark-infer-amp-nchw-pt291-cu130-5090.csv"  # timm's newest table with GMACs per input size
+# torchvision's models whose timm namesakes have the same state_dict layout and forward (tested in
+# tests/flowvision/test_timm_weights.py): their timm tags join torchvision's, which keep the default
+TORCHVISION_LAYOUT = ("densenet121", "densenet161", "densenet169", "densenet201", "resnet18", "resnet34", "resnet50",
+                      "resnet101", "resnet152", "resnext50_32x4d", "resnext101_32x8d", "resnext101_64x4d",
+                      "wide_resnet50_2", "wide_resnet101_2")
 
 
 def _rows(path):
@@ -105,7 +111,8 @@ def build(results):
              for r in _rows(os.path.join(results, BENCHMARK))}
     entries = {}
     for model in models.list_models():
-        if ".timm_families." not in models.model_entrypoint(model).__module__:
+        timm_family = ".timm_families." in models.model_entrypoint(model).__module__
+        if not timm_family and model not in TORCHVISION_LAYOUT:
             continue
         cfgs = [get_pretrained_cfg(name) for name in timm.list_pretrained(f"{model}.*")]
         cfgs = [cfg for cfg in cfgs if cfg.num_classes == 1000 and cfg.hf_hub_id]
@@ -115,12 +122,12 @@ def build(results):
         default = default if default in [cfg.tag for cfg in cfgs] else cfgs[0].tag
         cfgs.sort(key=lambda cfg: cfg.tag != default)
         min_size = _min_size(model, cfgs[0])
-        entries[model] = {
-            "weights_enum": _enum_name(model),
-            "default": default.upper(),
-            "pretrained_tag": default.upper(),
-            "weights": {cfg.tag.upper(): _record(model, cfg, accuracy, gmacs, min_size) for cfg in cfgs},
-        }
+        weights = {cfg.tag.upper(): _record(model, cfg, accuracy, gmacs, min_size) for cfg in cfgs}
+        if timm_family:
+            entries[model] = {"weights_enum": _enum_name(model), "default": default.upper(),
+                              "pretrained_tag": default.upper(), "weights": weights}
+        else:
+            entries[model] = {"weights": weights}  # added to torchvision's record
     return {
         "format_version": 1,
         "source": (f"timm {timm.__version__} (its pretrained configs: hub ids, preprocessing, licenses) and the "
@@ -129,6 +136,8 @@ def build(results):
         "sha256_note": ("timm publishes no hashes: sha256 is null, and the download is checked against the sha256 "
                         "the hub states for the file (X-Linked-Etag) and its stated size."),
         "license_note": "each record names the license timm's pretrained config gives for those weights.",
+        "torchvision_note": ("a model holding only 'weights' is torchvision's: these tags join its torchvision "
+                             "record, whose enum, default and pretrained_tag stay torchvision's."),
         "models": entries,
     }
 

@@ -13,7 +13,8 @@ Two settings redirect it, for mirrors and tests:
   shipped records, e.g. to give the full ``sha256`` of a mirror's own files.
 
 The records come from two manifests: torchvision's weights (``manifest.json``) and timm's weights on the
-Hugging Face hub (``timm_manifest.json``, written by ``scripts/timm_manifest.py``).
+Hugging Face hub (``timm_manifest.json``, written by ``scripts/timm_manifest.py``), which also adds timm's tags to
+some of torchvision's models (``resnet50.a1_in1k``: ``ResNet50_Weights.A1_IN1K``).
 
 Both are read each time a URL or hash is needed, not at import.
 """
@@ -44,12 +45,19 @@ _MANIFESTS = ("manifest.json", "timm_manifest.json")
 
 @lru_cache(maxsize=None)
 def _shipped_manifest():
-    """The manifests shipped with the package, their models in one ``{"models": {...}}``."""
-    merged = {"models": {}}
+    """The manifests shipped with the package, their models in one ``{"models": {...}}``.
+
+    A model in both (torchvision's ``resnet50`` and timm's weights for it) has the tags of both in one record: the
+    later manifest adds its tags; the enum name, default and ``pretrained_tag`` stay the first's."""
+    merged = {}
     for file_name in _MANIFESTS:
         with open(os.path.join(_WEIGHTS_DIR, file_name), encoding="utf-8") as f:
-            merged["models"].update(json.load(f)["models"])
-    return merged
+            for model, entry in json.load(f)["models"].items():
+                if model in merged:
+                    merged[model] = {**merged[model], "weights": {**merged[model]["weights"], **entry["weights"]}}
+                else:
+                    merged[model] = entry
+    return {"models": merged}
 
 
 @lru_cache(maxsize=None)

@@ -1,7 +1,6 @@
 """timm's published weights: the manifest against timm's pretrained configs, timm's preprocessing, and
 ``create_model('<name>.<tag>', pretrained=True)`` from a local server that answers as the Hugging Face hub does."""
 import hashlib
-import json
 import os
 
 import numpy as np
@@ -21,6 +20,15 @@ from http_server import FileServer
 
 IMAGE = os.path.join(os.path.dirname(__file__), "..", "data", "images", "chelsea.png")
 TIMM_MODELS = [n for n in W.list_pretrained() if W.get_model_weights(n).DEFAULT.url.startswith(W.HF_URL_BASE)]
+# torchvision's models that also have timm's weights (timm's namesake has the same layout and computation)
+TORCHVISION_WITH_TIMM_TAGS = [n for n in W.list_pretrained() if not W.get_model_weights(n).DEFAULT.url.startswith(
+    W.HF_URL_BASE) and any(member.url.startswith(W.HF_URL_BASE) for member in W.get_model_weights(n))]
+
+
+def _timm_members(enum):
+    """The enum's members of timm's weights (on the hub)."""
+    return [member for name, member in enum.__members__.items() if name != "DEFAULT"
+            and member.url.startswith(W.HF_URL_BASE)]
 
 
 def test_every_timm_family_model_with_weights_has_its_records():
@@ -28,18 +36,24 @@ def test_every_timm_family_model_with_weights_has_its_records():
     published = [n for n in registered if any(get_pretrained_cfg(p).num_classes == 1000
                                               for p in timm.list_pretrained(f"{n}.*"))]
     assert sorted(TIMM_MODELS) == sorted(published) and len(published) > 50
+    assert sorted(TORCHVISION_WITH_TIMM_TAGS) == ["densenet121", "densenet161", "densenet169", "densenet201",
+                                                  "resnet101", "resnet152", "resnet18", "resnet34", "resnet50",
+                                                  "resnext101_32x8d", "resnext101_64x4d", "resnext50_32x4d",
+                                                  "wide_resnet101_2", "wide_resnet50_2"]
 
 
-@pytest.mark.parametrize("name", TIMM_MODELS)
+@pytest.mark.parametrize("name", TIMM_MODELS + TORCHVISION_WITH_TIMM_TAGS)
 def test_records_match_timm(name):
-    """Tags, default, hub file, classes, license and preprocessing are timm's pretrained config's."""
+    """Tags, default, hub file, classes, license and preprocessing are timm's pretrained config's (torchvision's
+    models keep torchvision's default)."""
     enum = W.get_model_weights(name)
     tags = [p.split(".", 1)[1] for p in timm.list_pretrained(f"{name}.*")
             if get_pretrained_cfg(p).num_classes == 1000]
-    assert sorted(m.lower() for m in enum.__members__ if m != "DEFAULT") == sorted(tags)
+    assert sorted(m.name.lower() for m in _timm_members(enum)) == sorted(tags)
     default = get_pretrained_cfg(name).tag  # timm's, unless its head has other classes (then the first 1000-class one)
-    assert enum.DEFAULT.name.lower() == (default if default in tags else tags[0])
-    for member in enum:
+    if name in TIMM_MODELS:
+        assert enum.DEFAULT.name.lower() == (default if default in tags else tags[0])
+    for member in _timm_members(enum):
         cfg = get_pretrained_cfg(f"{name}.{member.name.lower()}")
         assert member.url == f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors"
         assert member.meta["num_classes"] == 1000 and len(member.meta["categories"]) == 1000
@@ -102,6 +116,47 @@ def test_pretrained_from_the_hub(hub_server, monkeypatch):
     with pytest.raises(hub.HashMismatchError, match="as the server stated it"):
         models.create_model("resnet18d.ra4_e3600_r224_in1k", pretrained=True, progress=False)
     assert not [f for f in os.listdir(hub.get_dir() + "/checkpoints") if "ra4" in f]
+
+
+@pytest.mark.slow  # builds whole models
+def test_torchvision_models_with_timm_tags_have_timm_layout(no_init):
+    """Each torchvision model given timm's tags has the state_dict of timm's namesake: the same keys in order,
+    shapes and dtypes."""
+    for name in TORCHVISION_WITH_TIMM_TAGS:
+        with torch.device("meta"):
+            reference = timm.create_model(name).state_dict()
+        state = models.create_model(name).state_dict()
+        assert list(state) == list(reference), name
+        for key, value in reference.items():
+            ours = (tuple(state[key].shape), str(state[key].dtype).split(".")[-1])
+            assert ours == (tuple(value.shape), str(value.dtype).split(".")[-1]), key
+
+
+@pytest.mark.slow  # builds timm's and our model
+@pytest.mark.parametrize("name,tag", [("resnet18", "a1_in1k"), ("resnext50_32x4d", "a1h_in1k"),
+                                      ("densenet121", "ra_in1k")])
+def test_torchvision_model_loads_timm_tag_from_the_hub(name, tag, hub_server, monkeypatch):
+    """``create_model('<torchvision name>.<timm tag>', pretrained=True)`` downloads timm's safetensors, and
+    torchvision's model gives timm's outputs with them (random weights and BatchNorm statistics); the
+    default stays torchvision's."""
+    torch.manual_seed(0)
+    reference = timm.create_model(name).eval()
+    generator = torch.Generator().manual_seed(1)
+    with torch.no_grad():  # timm's init, but the norms (zero last gammas in timm's ResNets) drawn at random
+        for key, value in reference.state_dict().items():
+            if value.ndim == 1 and value.is_floating_point() and not key.startswith("fc."):
+                low, width = {"weight": (0.5, 1.0), "running_var": (0.5, 1.5)}.get(key.rsplit(".", 1)[1], (-0.1, 0.2))
+                value.copy_(torch.rand(value.shape, generator=generator) * width + low)
+    data = save(reference.state_dict())
+    _serve(hub_server, name, tag, data, hashlib.sha256(data).hexdigest())
+    monkeypatch.setenv(W.ENV_URL_BASE, hub_server.base_url)
+    x = np.random.default_rng(2).standard_normal((2, 3, 45, 51), dtype=np.float32)
+    with torch.no_grad():
+        expected = reference(torch.from_numpy(x)).numpy()
+    model = models.create_model(f"{name}.{tag}", pretrained=True, progress=False).eval()
+    with engine.no_grad():
+        np.testing.assert_allclose(model(engine.from_numpy(x)).numpy(), expected, rtol=1e-4, atol=1e-4)
+    assert W.get_model_weights(name).DEFAULT.name.startswith("IMAGENET1K_")
 
 
 def test_hf_endpoint_and_tags_without_pretrained(hub_server, monkeypatch):
