@@ -288,6 +288,10 @@ class Hardswish(_Activation):
         return gy * d.astype(gy.dtype, copy=False)
 
 
+# torch's Hardsigmoid backward scales by 1/6 rounded to float32 (1.0f / 6.0f) at every precision, float64 too
+_ONE_SIXTH_FLOAT32 = 0.1666666716337204
+
+
 class Hardsigmoid(_Activation):
     """relu6(x + 3) / 6; gradient 1/6 strictly inside (-3, 3)."""
 
@@ -297,7 +301,7 @@ class Hardsigmoid(_Activation):
         return xp.clip(x + 3, 0, 6) * (1 / 6)
 
     def backward(self, gy):
-        return gy * self.inside * (1 / 6)
+        return gy * self.inside * _ONE_SIXTH_FLOAT32
 
 
 class Softplus(_Activation):

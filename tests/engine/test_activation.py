@@ -36,6 +36,16 @@ def test_activation(name, dtype):
              rtol=1e-5 if dtype == np.float32 else 1e-7)
 
 
+def test_hardsigmoid_float64_gradient_is_torchs_bit_for_bit():
+    """torch scales the float64 gradient by float32's 1/6 (0.16666667163...), not float64's."""
+    x = rand(3, 50, dtype=np.float64)
+    ours = engine.tensor(x, requires_grad=True)
+    theirs = torch.tensor(x, requires_grad=True)
+    F.hardsigmoid(ours).sum().backward()
+    TF.hardsigmoid(theirs).sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
 def test_gelu_tanh_and_noncontiguous():
     x = noncontiguous(rand(6, 9))
     check_op(lambda t: F.gelu(t, approximate="tanh"), lambda t: TF.gelu(t, approximate="tanh"), [x])
