@@ -51,6 +51,23 @@ def backward_both(reference, ours, x):
     return dict(reference.named_parameters()), dict(ours.named_parameters())
 
 
+def check_train_step(reference, ours, x, rtol=1e-8, floor=1e-3):
+    """``backward_both`` on ``x``, then every parameter's gradient equal to the reference's within ``rtol`` of the
+    larger of its own largest value and ``floor`` times the model's largest gradient (a gradient that is zero in
+    exact arithmetic, such as that of a bias a following norm removes, is rounding noise on both sides), and every
+    buffer (BatchNorm's running statistics after the step) within 1e-10."""
+    ref_params, ours_params = backward_both(reference, ours, x)
+    assert list(ours_params) == list(ref_params)
+    largest = floor * max(np.abs(p.grad.numpy()).max() for p in ref_params.values())
+    for name, p in ref_params.items():
+        expected, grad = p.grad.numpy(), ours_params[name].grad.numpy()
+        error = np.abs(grad - expected).max() / max(np.abs(expected).max(), largest)
+        assert error <= rtol, f"{name}: gradient relative error {error:.3g}"
+    buffers = dict(ours.named_buffers())
+    for name, buffer in reference.named_buffers():
+        assert_close(buffers[name].numpy(), buffer.numpy(), 1e-10, what=name)
+
+
 def torch_model(name, seed=0, **kwargs):
     """A torchvision model with seeded default init and randomised norms, in eval mode."""
     import torchvision.models as tv
@@ -105,6 +122,14 @@ def eval_outputs(tmodel, ours, x):
 def is_timm_family(name):
     """Whether ``name`` is one of the families from timm (``flowvision.models.timm_families``)."""
     return ".timm_families." in models.model_entrypoint(name).__module__
+
+
+# Families (family_sweep's keys) that the sweeps over families (ONNX export, empty batches, CUDA) leave out, as other
+# families' runs cover their layers: timm's DeiT is its ViT with a second head, timm's Inceptions' layers are
+# inception_v3's, timm's Swin has torchvision's Swin's window attention and CaiT the ViT's attention (the transformers
+# run at 224 pixels), and DLA's are ResNet's and DenseNet's (it takes only sizes of 32k or 32k - 1 pixels, as timm's).
+COVERED_FAMILIES = {"deit (timm)", "inception_v4 (timm)", "inception_resnet_v2 (timm)", "swin_transformer (timm)",
+                    "cait (timm)", "dla (timm)"}
 
 
 def family_sweep(excluded=()):
