@@ -1,10 +1,17 @@
-"""The blocks of timm's EfficientNet builder, with timm's module names: convolutions padded as TensorFlow pads them
-("same"), BatchNorm fused with an activation, squeeze-and-excitation, and the four block kinds the builder strings
-name: ``cn`` (ConvBnAct), ``ds`` (DepthwiseSeparableConv), ``ir`` (InvertedResidual, MBConv) and ``er``
-(EdgeResidual, FusedMBConv).
+"""The blocks and builder shared by timm's EfficientNet and MobileNetV3 modules, with timm's module names.
+
+Layers: convolutions padded as TensorFlow pads them ("same"), MixNet's mixed-kernel convolutions, BatchNorm fused
+with an activation, squeeze-and-excitation, anti-aliased downsampling and layer scale. Blocks, named as the stage
+strings name them: ``cn`` (ConvBnAct), ``ds`` / ``dsa`` (DepthwiseSeparableConv), ``ir`` (InvertedResidual,
+MBConv), ``er`` (EdgeResidual, FusedMBConv), ``uir`` (MobileNetV4's UniversalInvertedResidual) and ``mqa``
+(MobileNetV4's MobileAttention with multi-query attention). ``decode_arch_def`` reads the stage strings,
+``build_stages`` turns them into stages of blocks and ``init_weights_goog`` gives TensorFlow's initialisation.
 """
 import math
+import re
+from functools import partial
 
+import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
@@ -12,8 +19,117 @@ from .._utils import _make_divisible
 from . import _layers
 from ._layers import drop_path_module
 
-__all__ = ["create_conv2d", "Conv2dSame", "BatchNormAct2d", "SqueezeExcite", "ConvBnAct",
-           "DepthwiseSeparableConv", "InvertedResidual", "EdgeResidual"]
+__all__ = ["decode_arch_def", "round_channels", "build_stages", "init_weights_goog", "create_conv2d", "Conv2dSame",
+           "MixedConv2d", "BatchNormAct2d", "SqueezeExcite", "BlurPool2d", "ConvNormAct", "LayerScale2d",
+           "ConvBnAct", "DepthwiseSeparableConv", "InvertedResidual", "EdgeResidual", "UniversalInvertedResidual",
+           "MultiQueryAttention2d", "MobileAttention"]
+
+_ACTIVATIONS = {"re": nn.ReLU, "r6": nn.ReLU6, "hs": nn.Hardswish, "sw": nn.SiLU}
+
+
+# ---- stage strings ----------------------------------------------------------------------------------------------
+
+
+def _parse_kernel(value):
+    """A kernel option: '3' is one kernel size, '3.5.7' a list of them (a mixed convolution)."""
+    if value.isdigit():
+        return int(value)
+    return [int(k) for k in value.split(".")]
+
+
+def _split_options(ops):
+    """A block string's options after its kind: {'k': '3', 'se': '0.25', ...}, 'skip' / 'noskip' as True and the
+    activation ('n' + re / r6 / hs / sw) as its class."""
+    options = {}
+    for op in ops:
+        if op in ("skip", "noskip"):
+            options[op] = True
+        elif op.startswith("n"):
+            if op[1:] in _ACTIVATIONS:
+                options["act_layer"] = _ACTIVATIONS[op[1:]]
+        else:
+            key, value = re.split(r"(\d.*)", op)[:2]
+            options[key] = value
+    return options
+
+
+def _decode_block(block_str):
+    """One stage string ('ir_r2_k3_s2_e6_c24_se0.25', options in any order after the block kind) as the block's
+    keyword arguments, with timm's names, and its repeat count."""
+    kind, *ops = block_str.split("_")
+    options = _split_options(ops)
+    args = dict(block_type=kind, out_chs=int(options["c"]), stride=int(options["s"]))
+    if "act_layer" in options:
+        args["act_layer"] = options["act_layer"]
+    se_ratio = float(options.get("se", 0.0))
+    noskip = "noskip" in options
+    start_kernel = _parse_kernel(options["a"]) if "a" in options else None
+    end_kernel = _parse_kernel(options["p"]) if "p" in options else None
+    if kind in ("ds", "dsa"):
+        args.update(dw_kernel_size=_parse_kernel(options["k"]), pw_kernel_size=end_kernel or 1, se_ratio=se_ratio,
+                    pw_act=kind == "dsa", noskip=kind == "dsa" or noskip)
+    elif kind == "ir":
+        args.update(dw_kernel_size=_parse_kernel(options["k"]), exp_kernel_size=start_kernel or 1,
+                    pw_kernel_size=end_kernel or 1, exp_ratio=float(options["e"]), se_ratio=se_ratio, noskip=noskip)
+    elif kind == "er":
+        args.update(exp_kernel_size=_parse_kernel(options["k"]), pw_kernel_size=end_kernel or 1,
+                    exp_ratio=float(options["e"]), se_ratio=se_ratio, noskip=noskip)
+    elif kind == "cn":
+        args.update(kernel_size=int(options["k"]), skip="skip" in options)
+    elif kind == "uir":
+        args.update(dw_kernel_size_start=start_kernel or 0, dw_kernel_size_mid=_parse_kernel(options["k"]),
+                    dw_kernel_size_end=end_kernel or 0, exp_ratio=float(options["e"]), se_ratio=se_ratio,
+                    noskip=noskip)
+    elif kind == "mqa":
+        args.update(dw_kernel_size=_parse_kernel(options["k"]), num_heads=int(options["h"]),
+                    key_dim=int(options["d"]), value_dim=int(options["d"]), kv_stride=int(options.get("v", 1)),
+                    noskip=noskip)
+    else:
+        raise ValueError(f"unknown block type '{kind}' in '{block_str}'")
+    return args, int(options["r"])
+
+
+def _scale_depth(stage_args, repeats, depth_multiplier, depth_trunc="ceil"):
+    """A stage's block list with its repeats scaled by ``depth_multiplier``: the total rounded up ('ceil') or to
+    the nearest ('round', at least one), then shared out from the last block definition backwards, each keeping
+    at least one block."""
+    remaining = sum(repeats)
+    if depth_trunc == "round":
+        remaining_scaled = max(1, round(remaining * depth_multiplier))
+    else:
+        remaining_scaled = int(math.ceil(remaining * depth_multiplier))
+    scaled = []
+    for repeat in reversed(repeats):
+        count = max(1, round(repeat / remaining * remaining_scaled))
+        scaled.append(count)
+        remaining -= repeat
+        remaining_scaled -= count
+    blocks = []
+    for args, count in zip(stage_args, reversed(scaled)):
+        blocks.extend(dict(args) for _ in range(count))
+    return blocks
+
+
+def decode_arch_def(arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_first_last=False):
+    """Stage strings (a list of lists of block strings) as a list of stages, each a list of block arguments;
+    ``depth_trunc`` says how scaled depths round ('ceil' or 'round'), ``fix_first_last`` keeps the first and last
+    stages' depths unscaled."""
+    stages = []
+    for i, block_strings in enumerate(arch_def):
+        decoded = [_decode_block(block_str) for block_str in block_strings]
+        fixed = fix_first_last and i in (0, len(arch_def) - 1)
+        stages.append(_scale_depth([args for args, _ in decoded], [r for _, r in decoded],
+                                   1.0 if fixed else depth_multiplier, depth_trunc))
+    return stages
+
+
+def round_channels(channels, multiplier=1.0, round_limit=0.9):
+    """``channels`` scaled by a width ``multiplier``, rounded to a multiple of 8 (never below ``round_limit`` of the
+    scaled value)."""
+    return _make_divisible(channels * multiplier, 8, round_limit=round_limit)
+
+
+# ---- layers -----------------------------------------------------------------------------------------------------
 
 
 def _symmetric_padding(kernel_size, stride=1, dilation=1):
@@ -39,10 +155,41 @@ class Conv2dSame(nn.Conv2d):
         return super().forward(x)
 
 
+def _split_channels(channels, num_groups):
+    """``channels`` shared out over ``num_groups`` groups, the remainder going to the first."""
+    split = [channels // num_groups] * num_groups
+    split[0] += channels - sum(split)
+    return split
+
+
+class MixedConv2d(nn.ModuleDict):
+    """MixNet's mixed convolution: the channels split into as many groups as ``kernel_size`` lists kernels, each
+    group convolved with its own kernel size (``'0'``, ``'1'``...), the outputs concatenated; ``depthwise`` makes
+    each group's convolution depthwise."""
+
+    def __init__(self, in_chs, out_chs, kernel_size, stride=1, dilation=1, depthwise=False, pad_type=""):
+        super().__init__()
+        in_splits = _split_channels(in_chs, len(kernel_size))
+        out_splits = _split_channels(out_chs, len(kernel_size))
+        self.in_channels = in_chs
+        self.out_channels = out_chs
+        self.splits = in_splits
+        for i, (kernel, in_split, out_split) in enumerate(zip(kernel_size, in_splits, out_splits)):
+            groups = in_split if depthwise else 1
+            self.add_module(str(i), create_conv2d(in_split, out_split, kernel, stride, dilation, groups, pad_type))
+
+    def forward(self, x):
+        chunks = torch.split(x, self.splits, 1)
+        return torch.cat([conv(chunk) for conv, chunk in zip(self.values(), chunks)], 1)
+
+
 def create_conv2d(in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, pad_type="", bias=False):
     """A convolution padded as ``pad_type`` says: '' pads half the receptive field (PyTorch style); 'same' pads as
     TensorFlow, statically and symmetrically where that is exact (stride 1, odd receptive field), otherwise per
-    input (``Conv2dSame``)."""
+    input (``Conv2dSame``). A list of kernel sizes gives a ``MixedConv2d`` (depthwise when ``groups`` is the
+    input's channels)."""
+    if isinstance(kernel_size, list):
+        return MixedConv2d(in_chs, out_chs, kernel_size, stride, dilation, groups == in_chs, pad_type)
     if pad_type == "same" and (stride > 1 or dilation * (kernel_size - 1) % 2):
         return Conv2dSame(in_chs, out_chs, kernel_size, stride=stride, dilation=dilation, groups=groups, bias=bias)
     padding = _symmetric_padding(kernel_size, stride, dilation)
@@ -59,16 +206,18 @@ class BatchNormAct2d(_layers.BatchNormAct2d):
 
 
 class SqueezeExcite(nn.Module):
-    """Squeeze-and-excitation: the channels' global means through a 1x1 reduction to ``rd_ratio`` of them, the
-    activation and a 1x1 expansion give a sigmoid gate that scales each channel."""
+    """Squeeze-and-excitation: the channels' global means through a 1x1 reduction to ``rd_ratio`` of them (rounded
+    by ``rd_round_fn``), the activation (``force_act_layer`` where given, else the block's) and a 1x1 expansion
+    give a gate (``gate_layer``: sigmoid, or MobileNetV3's hard sigmoid) that scales each channel."""
 
-    def __init__(self, in_chs, rd_ratio=0.25, act_layer=nn.ReLU):
+    def __init__(self, in_chs, rd_ratio=0.25, act_layer=nn.ReLU, gate_layer=nn.Sigmoid, force_act_layer=None,
+                 rd_round_fn=round):
         super().__init__()
-        rd_channels = round(in_chs * rd_ratio)
+        rd_channels = rd_round_fn(in_chs * rd_ratio)
         self.conv_reduce = nn.Conv2d(in_chs, rd_channels, 1)
-        self.act1 = act_layer()
+        self.act1 = (force_act_layer or act_layer)()
         self.conv_expand = nn.Conv2d(rd_channels, in_chs, 1)
-        self.gate = nn.Sigmoid()
+        self.gate = gate_layer()
 
     def forward(self, x):
         scale = x.mean((2, 3), keepdim=True)
@@ -78,9 +227,82 @@ class SqueezeExcite(nn.Module):
         return x * self.gate(scale)
 
 
-def _se_module(chs, se_ratio, act_layer):
-    """Squeeze-and-excitation over ``chs`` channels, or an identity without ``se_ratio``."""
-    return SqueezeExcite(chs, se_ratio, act_layer) if se_ratio else nn.Identity()
+class BlurPool2d(nn.Module):
+    """Anti-aliased downsampling (Zhang 2019): each channel blurred by the 3x3 binomial filter [1, 2, 1]^T [1, 2, 1]
+    / 16, then subsampled by ``stride``; the map is padded by one pixel with ``pad_mode`` ('constant': zeros). The
+    filter is a buffer outside the ``state_dict``."""
+
+    def __init__(self, channels, stride=2, pad_mode="constant"):
+        super().__init__()
+        self.channels = channels
+        self.stride = stride
+        self.pad_mode = pad_mode
+        coeffs = torch.tensor([1.0, 2.0, 1.0]) / 4.0
+        blur = (coeffs[:, None] * coeffs[None, :])[None, None]
+        self.register_buffer("filt", blur.repeat(channels, 1, 1, 1), persistent=False)
+
+    def forward(self, x):
+        x = F.pad(x, (1, 1, 1, 1), mode=self.pad_mode)
+        return F.conv2d(x, self.filt.to(x.dtype), stride=self.stride, groups=self.channels)
+
+
+def create_aa(aa_layer, channels, stride=2, enable=True):
+    """The anti-aliasing layer that follows a convolution whose stride it takes over: 'avg' (a ``stride`` x
+    ``stride`` average pool) or 'blurpc' (``BlurPool2d`` with zero padding); None when not ``enable``d or without
+    ``aa_layer``."""
+    if not aa_layer or not enable:
+        return None
+    if aa_layer == "avg":
+        return nn.AvgPool2d(stride)
+    if aa_layer == "blurpc":
+        return BlurPool2d(channels, stride=stride)
+    raise ValueError(f"unknown aa_layer '{aa_layer}': expected 'avg' or 'blurpc'")
+
+
+def _aa_or_identity(aa_layer, channels, stride):
+    """A block's ``aa`` slot: the anti-aliasing layer for a strided block, else an identity."""
+    aa = create_aa(aa_layer, channels, stride, enable=stride > 1)
+    return aa if aa is not None else nn.Identity()
+
+
+class ConvNormAct(nn.Module):
+    """A bias-free convolution (``conv``), BatchNorm and activation (``bn``; no activation with
+    ``apply_act=False``), then the anti-aliasing layer (``aa``, only where ``aa_layer`` takes over a stride)."""
+
+    def __init__(self, in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, pad_type="", apply_act=True,
+                 act_layer=nn.ReLU, eps=1e-5, aa_layer=None):
+        super().__init__()
+        use_aa = bool(aa_layer) and stride > 1
+        self.conv = create_conv2d(in_chs, out_chs, kernel_size, 1 if use_aa else stride, dilation, groups, pad_type)
+        self.bn = BatchNormAct2d(out_chs, eps, act_layer, apply_act=apply_act)
+        if use_aa:
+            self.aa = create_aa(aa_layer, out_chs, stride)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = self.bn(x)
+        if hasattr(self, "aa"):
+            x = self.aa(x)
+        return x
+
+
+class LayerScale2d(nn.Module):
+    """A learned per-channel scale of an NCHW map (``gamma``), starting at ``init_values``."""
+
+    def __init__(self, dim, init_values=1e-5):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.full((dim,), float(init_values)))
+
+    def forward(self, x):
+        return x * self.gamma.view(1, -1, 1, 1)
+
+
+# ---- blocks -----------------------------------------------------------------------------------------------------
+
+
+def _se_or_identity(se_layer, chs, act_layer):
+    """Squeeze-and-excitation over ``chs`` channels built by ``se_layer``, or an identity without it."""
+    return se_layer(chs, act_layer=act_layer) if se_layer else nn.Identity()
 
 
 class _Residual(nn.Module):
@@ -97,12 +319,13 @@ class ConvBnAct(_Residual):
     """A convolution, BatchNorm and activation; with ``skip``, added to the input where shapes allow."""
 
     def __init__(self, in_chs, out_chs, kernel_size, stride=1, dilation=1, skip=False, pad_type="",
-                 act_layer=nn.ReLU, eps=1e-5, drop_path_rate=0.0):
+                 act_layer=nn.ReLU, eps=1e-5, aa_layer=None, drop_path_rate=0.0):
         super().__init__()
         self.has_skip = skip and stride == 1 and in_chs == out_chs
-        self.conv = create_conv2d(in_chs, out_chs, kernel_size, stride, dilation, pad_type=pad_type)
+        use_aa = bool(aa_layer) and stride > 1
+        self.conv = create_conv2d(in_chs, out_chs, kernel_size, 1 if use_aa else stride, dilation, pad_type=pad_type)
         self.bn1 = BatchNormAct2d(out_chs, eps, act_layer)
-        self.aa = nn.Identity()
+        self.aa = _aa_or_identity(aa_layer, out_chs, stride)
         self.drop_path = drop_path_module(drop_path_rate)
 
     def forward(self, x):
@@ -117,16 +340,19 @@ class DepthwiseSeparableConv(_Residual):
     """A depthwise convolution with BatchNorm and activation, squeeze-and-excitation, then a pointwise convolution
     with BatchNorm (and activation with ``pw_act``); residual unless ``noskip`` or the shape changes."""
 
-    def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, se_ratio=0.0, pw_act=False,
-                 noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, drop_path_rate=0.0):
+    def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, pw_kernel_size=1, pw_act=False,
+                 noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None, se_layer=None,
+                 drop_path_rate=0.0):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
-        self.conv_dw = create_conv2d(in_chs, in_chs, dw_kernel_size, stride, dilation, groups=in_chs,
-                                     pad_type=pad_type)
+        use_aa = bool(aa_layer) and stride > 1
+        self.conv_dw = create_conv2d(in_chs, in_chs, dw_kernel_size, 1 if use_aa else stride, dilation,
+                                     groups=in_chs, pad_type=pad_type)
         self.bn1 = BatchNormAct2d(in_chs, eps, act_layer)
-        self.aa = nn.Identity()
-        self.se = _se_module(in_chs, se_ratio, act_layer)
-        self.conv_pw = create_conv2d(in_chs, out_chs, 1, pad_type=pad_type)
+        # timm sizes this layer by the output's channels
+        self.aa = _aa_or_identity(aa_layer, out_chs, stride)
+        self.se = _se_or_identity(se_layer, in_chs, act_layer)
+        self.conv_pw = create_conv2d(in_chs, out_chs, pw_kernel_size, pad_type=pad_type)
         self.bn2 = BatchNormAct2d(out_chs, eps, act_layer, apply_act=pw_act)
         self.drop_path = drop_path_module(drop_path_rate)
 
@@ -143,22 +369,24 @@ class DepthwiseSeparableConv(_Residual):
 
 class InvertedResidual(_Residual):
     """MobileNetV2's inverted bottleneck (MBConv): a pointwise expansion to ``exp_ratio`` times the channels, a
-    depthwise convolution, squeeze-and-excitation (``se_ratio`` of the input's channels), a linear pointwise
-    projection; residual unless ``noskip`` or the shape changes."""
+    depthwise convolution, squeeze-and-excitation, a linear pointwise projection; residual unless ``noskip`` or
+    the shape changes. Kernel sizes may be lists (MixNet's mixed convolutions)."""
 
-    def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, se_ratio=0.0,
-                 noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, drop_path_rate=0.0):
+    def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, exp_kernel_size=1,
+                 pw_kernel_size=1, noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None,
+                 se_layer=None, drop_path_rate=0.0):
         super().__init__()
         mid_chs = _make_divisible(in_chs * exp_ratio, 8)
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
-        self.conv_pw = create_conv2d(in_chs, mid_chs, 1, pad_type=pad_type)
+        use_aa = bool(aa_layer) and stride > 1
+        self.conv_pw = create_conv2d(in_chs, mid_chs, exp_kernel_size, pad_type=pad_type)
         self.bn1 = BatchNormAct2d(mid_chs, eps, act_layer)
-        self.conv_dw = create_conv2d(mid_chs, mid_chs, dw_kernel_size, stride, dilation, groups=mid_chs,
-                                     pad_type=pad_type)
+        self.conv_dw = create_conv2d(mid_chs, mid_chs, dw_kernel_size, 1 if use_aa else stride, dilation,
+                                     groups=mid_chs, pad_type=pad_type)
         self.bn2 = BatchNormAct2d(mid_chs, eps, act_layer)
-        self.aa = nn.Identity()
-        self.se = _se_module(mid_chs, se_ratio / exp_ratio, act_layer)
-        self.conv_pwl = create_conv2d(mid_chs, out_chs, 1, pad_type=pad_type)
+        self.aa = _aa_or_identity(aa_layer, mid_chs, stride)
+        self.se = _se_or_identity(se_layer, mid_chs, act_layer)
+        self.conv_pwl = create_conv2d(mid_chs, out_chs, pw_kernel_size, pad_type=pad_type)
         self.bn3 = BatchNormAct2d(out_chs, eps, apply_act=False)
         self.drop_path = drop_path_module(drop_path_rate)
 
@@ -180,16 +408,19 @@ class EdgeResidual(_Residual):
     the pointwise expansion and the depthwise convolution), optional squeeze-and-excitation, a linear pointwise
     projection; residual unless ``noskip`` or the shape changes."""
 
-    def __init__(self, in_chs, out_chs, exp_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, se_ratio=0.0,
-                 noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, drop_path_rate=0.0):
+    def __init__(self, in_chs, out_chs, exp_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, pw_kernel_size=1,
+                 noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None, se_layer=None,
+                 drop_path_rate=0.0):
         super().__init__()
         mid_chs = _make_divisible(in_chs * exp_ratio, 8)
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
-        self.conv_exp = create_conv2d(in_chs, mid_chs, exp_kernel_size, stride, dilation, pad_type=pad_type)
+        use_aa = bool(aa_layer) and stride > 1
+        self.conv_exp = create_conv2d(in_chs, mid_chs, exp_kernel_size, 1 if use_aa else stride, dilation,
+                                      pad_type=pad_type)
         self.bn1 = BatchNormAct2d(mid_chs, eps, act_layer)
-        self.aa = nn.Identity()
-        self.se = _se_module(mid_chs, se_ratio / exp_ratio, act_layer)
-        self.conv_pwl = create_conv2d(mid_chs, out_chs, 1, pad_type=pad_type)
+        self.aa = _aa_or_identity(aa_layer, mid_chs, stride)
+        self.se = _se_or_identity(se_layer, mid_chs, act_layer)
+        self.conv_pwl = create_conv2d(mid_chs, out_chs, pw_kernel_size, pad_type=pad_type)
         self.bn2 = BatchNormAct2d(out_chs, eps, apply_act=False)
         self.drop_path = drop_path_module(drop_path_rate)
 
@@ -202,3 +433,244 @@ class EdgeResidual(_Residual):
         x = self.conv_pwl(x)
         x = self.bn2(x)
         return self.residual(x, shortcut)
+
+
+def _optional(module):
+    """``module``, or an identity in its slot when there is none."""
+    return module if module is not None else nn.Identity()
+
+
+class UniversalInvertedResidual(_Residual):
+    """MobileNetV4's universal inverted bottleneck: an optional depthwise convolution before the expansion
+    (``dw_start``, kernel ``dw_kernel_size_start``), a pointwise expansion to ``exp_ratio`` times the channels, an
+    optional depthwise convolution at the expanded width (``dw_mid``), squeeze-and-excitation, a linear pointwise
+    projection, an optional depthwise convolution after it (``dw_end``) and a layer scale. A kernel size of 0 leaves
+    its convolution out (an identity); the stride goes to the first depthwise convolution present. Its four forms:
+    ExtraDW (start and mid), inverted residual (mid), ConvNeXt-like (start) and FFN (none)."""
+
+    def __init__(self, in_chs, out_chs, dw_kernel_size_start=0, dw_kernel_size_mid=3, dw_kernel_size_end=0,
+                 stride=1, dilation=1, exp_ratio=1.0, noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5,
+                 aa_layer=None, se_layer=None, layer_scale_init_value=1e-5, drop_path_rate=0.0):
+        super().__init__()
+        self.has_skip = stride == 1 and in_chs == out_chs and not noskip
+        norm = dict(pad_type=pad_type, act_layer=act_layer, eps=eps)
+        dw_start = None
+        if dw_kernel_size_start:
+            start_stride = 1 if dw_kernel_size_mid else stride
+            dw_start = ConvNormAct(in_chs, in_chs, dw_kernel_size_start, start_stride, dilation, groups=in_chs,
+                                   apply_act=False, aa_layer=aa_layer, **norm)
+        self.dw_start = _optional(dw_start)
+        mid_chs = _make_divisible(in_chs * exp_ratio, 8)
+        self.pw_exp = ConvNormAct(in_chs, mid_chs, 1, **norm)
+        dw_mid = None
+        if dw_kernel_size_mid:
+            dw_mid = ConvNormAct(mid_chs, mid_chs, dw_kernel_size_mid, stride, dilation, groups=mid_chs,
+                                 aa_layer=aa_layer, **norm)
+        self.dw_mid = _optional(dw_mid)
+        self.se = _se_or_identity(se_layer, mid_chs, act_layer)
+        self.pw_proj = ConvNormAct(mid_chs, out_chs, 1, apply_act=False, **norm)
+        dw_end = None
+        if dw_kernel_size_end:
+            end_stride = 1 if dw_kernel_size_start or dw_kernel_size_mid else stride
+            dw_end = ConvNormAct(out_chs, out_chs, dw_kernel_size_end, end_stride, dilation, groups=out_chs,
+                                 apply_act=False, **norm)
+        self.dw_end = _optional(dw_end)
+        layer_scale = None
+        if layer_scale_init_value is not None:
+            layer_scale = LayerScale2d(out_chs, layer_scale_init_value)
+        self.layer_scale = _optional(layer_scale)
+        self.drop_path = drop_path_module(drop_path_rate)
+
+    def forward(self, x):
+        shortcut = x
+        x = self.dw_start(x)
+        x = self.pw_exp(x)
+        x = self.dw_mid(x)
+        x = self.se(x)
+        x = self.pw_proj(x)
+        x = self.dw_end(x)
+        x = self.layer_scale(x)
+        return self.residual(x, shortcut)
+
+
+class MultiQueryAttention2d(nn.Module):
+    """Multi-query attention over the pixels of an NCHW map (Shazeer 2019): ``num_heads`` query heads of
+    ``key_dim`` channels share one key and one value head, all 1x1 projections (``query``, ``key``, ``value``,
+    ``output``, bias-free). With ``kv_stride`` > 1 the keys and values come from a map first downsampled by a
+    strided depthwise convolution and BatchNorm (``down_conv``, ``norm``), as MobileNetV4 does."""
+
+    def __init__(self, dim, dim_out, num_heads=8, key_dim=64, value_dim=64, kv_stride=1, dw_kernel_size=3,
+                 dilation=1, pad_type="", eps=1e-5):
+        super().__init__()
+        self.num_heads = num_heads
+        self.key_dim = key_dim
+        self.value_dim = value_dim
+        self.kv_stride = kv_stride
+        self.scale = key_dim ** -0.5
+        self.query = nn.Sequential()
+        self.query.add_module("proj", create_conv2d(dim, num_heads * key_dim, 1))
+        self.key = self._kv_path(dim, key_dim, kv_stride, dw_kernel_size, dilation, pad_type, eps)
+        self.value = self._kv_path(dim, value_dim, kv_stride, dw_kernel_size, dilation, pad_type, eps)
+        self.attn_drop = nn.Dropout(0.0)
+        self.output = nn.Sequential()
+        self.output.add_module("proj", create_conv2d(value_dim * num_heads, dim_out, 1))
+        self.output.add_module("drop", nn.Dropout(0.0))
+        self.init_weights()
+
+    @staticmethod
+    def _kv_path(dim, out_dim, kv_stride, dw_kernel_size, dilation, pad_type, eps):
+        """The key or value path: the optional strided depthwise downsampling with BatchNorm, then the 1x1
+        projection to ``out_dim`` channels."""
+        path = nn.Sequential()
+        if kv_stride > 1:
+            path.add_module("down_conv", create_conv2d(dim, dim, dw_kernel_size, kv_stride, dilation, groups=dim,
+                                                       pad_type=pad_type))
+            path.add_module("norm", nn.BatchNorm2d(dim, eps=eps))
+        path.add_module("proj", create_conv2d(dim, out_dim, 1, pad_type=pad_type))
+        return path
+
+    def init_weights(self):
+        """Xavier-uniform projections and downsampling convolutions, timm's choice for these layers (run again
+        after the model's TensorFlow-style initialisation)."""
+        nn.init.xavier_uniform_(self.query.proj.weight)
+        nn.init.xavier_uniform_(self.key.proj.weight)
+        nn.init.xavier_uniform_(self.value.proj.weight)
+        if self.kv_stride > 1:
+            nn.init.xavier_uniform_(self.key.down_conv.weight)
+            nn.init.xavier_uniform_(self.value.down_conv.weight)
+        nn.init.xavier_uniform_(self.output.proj.weight)
+
+    def forward(self, x):
+        batch, _, height, width = x.shape
+        q = self.query(x).reshape(batch, self.num_heads, self.key_dim, -1).transpose(-1, -2)
+        k = self.key(x).flatten(2).unsqueeze(1)
+        v = self.value(x).flatten(2).transpose(1, 2).unsqueeze(1)
+        attn = (q * self.scale) @ k
+        attn = attn.softmax(dim=-1)
+        attn = self.attn_drop(attn)
+        out = attn @ v
+        out = out.transpose(1, 2).reshape(batch, height, width, -1).permute(0, 3, 1, 2)
+        return self.output(out)
+
+
+class MobileAttention(_Residual):
+    """MobileNetV4's attention block: BatchNorm (``norm``), multi-query attention (``attn``) and a layer scale,
+    added to the input where shapes allow (``noskip`` turns that off)."""
+
+    def __init__(self, in_chs, out_chs, stride=1, dw_kernel_size=3, dilation=1, num_heads=8, key_dim=64,
+                 value_dim=64, kv_stride=1, noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None,
+                 layer_scale_init_value=1e-5, drop_path_rate=0.0):
+        super().__init__()
+        self.has_skip = stride == 1 and in_chs == out_chs and not noskip
+        self.norm = BatchNormAct2d(in_chs, eps, act_layer, apply_act=False)
+        self.attn = MultiQueryAttention2d(in_chs, out_chs, num_heads, key_dim, value_dim, kv_stride, dw_kernel_size,
+                                          dilation, pad_type, eps)
+        layer_scale = None
+        if layer_scale_init_value is not None:
+            layer_scale = LayerScale2d(out_chs, layer_scale_init_value)
+        self.layer_scale = _optional(layer_scale)
+        self.drop_path = drop_path_module(drop_path_rate)
+
+    def forward(self, x):
+        shortcut = x
+        x = self.norm(x)
+        x = self.attn(x)
+        x = self.layer_scale(x)
+        return self.residual(x, shortcut)
+
+
+# ---- the builder ------------------------------------------------------------------------------------------------
+
+
+_BLOCKS = {"cn": ConvBnAct, "ds": DepthwiseSeparableConv, "dsa": DepthwiseSeparableConv, "ir": InvertedResidual,
+           "er": EdgeResidual, "uir": UniversalInvertedResidual, "mqa": MobileAttention}
+_LAYER_SCALED = ("uir", "mqa")
+
+
+def _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value, kind):
+    """A decoded block's arguments as its class takes them: its squeeze-and-excitation ratio turned into
+    ``se_layer`` (relative to the expanded channels with ``se_from_exp``, else to the input's), the
+    anti-aliasing layer and the layer scale where the model has them."""
+    se_ratio = args.pop("se_ratio", 0.0)
+    if se_ratio and se_layer is not None:
+        if not se_from_exp:
+            se_ratio /= args.get("exp_ratio", 1.0)
+        args["se_layer"] = partial(se_layer, rd_ratio=se_ratio)
+    if aa_layer:
+        args["aa_layer"] = aa_layer
+    if kind in _LAYER_SCALED:
+        args["layer_scale_init_value"] = layer_scale_init_value
+    return args
+
+
+def build_stages(block_args, in_chs, round_chs, output_stride=32, pad_type="", act_layer=nn.ReLU, bn_eps=1e-5,
+                 se_layer=SqueezeExcite, se_from_exp=False, aa_layer=None, drop_path_rate=0.0,
+                 layer_scale_init_value=None):
+    """The decoded stages ``block_args`` as a Sequential of stages (each a Sequential of blocks) after a stem of
+    ``in_chs`` channels; returns it, timm's ``feature_info`` and the last block's channels.
+
+    ``round_chs`` rounds each block's channels. Strides that would take the reduction beyond ``output_stride``
+    become dilation. ``drop_path_rate`` grows linearly over the blocks (from 0 at the first). A stage ends a
+    feature level where the next stage strides; a first block that strides makes the stem (``bn1``) a level.
+    timm's builder first builds (and drops) an 8-channel squeeze-and-excitation module to probe its arguments;
+    building one here too draws the same random numbers, so a seeded model gets timm's initial weights.
+    """
+    if se_layer is not None:
+        se_layer(8, rd_ratio=1.0)
+    feature_info = []
+    if block_args[0][0]["stride"] > 1:
+        feature_info.append(dict(module="bn1", num_chs=in_chs, stage=0, reduction=2))
+    total_blocks = sum(len(stage) for stage in block_args)
+    block_idx = 0
+    reduction = 2
+    dilation = 1
+    stages = nn.Sequential()
+    for stage_idx, stage in enumerate(block_args):
+        blocks = nn.Sequential()
+        for i, args in enumerate(stage):
+            args = dict(args)
+            kind = args.pop("block_type")
+            stage_stride = args.pop("stride")
+            stride = stage_stride if i == 0 else 1
+            block_dilation = dilation
+            if stride > 1 and reduction * stride > output_stride:
+                dilation *= stride
+                stride = 1
+            else:
+                reduction *= stride
+            args.setdefault("act_layer", act_layer)
+            args = _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value, kind)
+            out_chs = round_chs(args.pop("out_chs"))
+            blocks.add_module(str(i), _BLOCKS[kind](
+                in_chs, out_chs, stride=stride, dilation=block_dilation, pad_type=pad_type, eps=bn_eps,
+                drop_path_rate=drop_path_rate * block_idx / total_blocks, **args))
+            in_chs = out_chs
+            block_idx += 1
+        stages.add_module(str(stage_idx), blocks)
+        last_stage = stage_idx + 1 == len(block_args)
+        if last_stage or block_args[stage_idx + 1][0]["stride"] > 1:
+            feature_info.append(dict(stage=stage_idx + 1, reduction=reduction, module=f"blocks.{stage_idx}",
+                                     num_chs=in_chs))
+    return stages, feature_info, in_chs
+
+
+def init_weights_goog(model):
+    """TensorFlow's initialisation, in module order: convolutions N(0, 2 / fan-out) with fan-out per group, zero
+    biases; BatchNorm ones and zeros; linear layers uniform within 1 / sqrt(out_features). Then, as timm does,
+    every layer with its own ``init_weights`` (the attention's projections) initialises itself again."""
+    for module in model.modules():
+        if isinstance(module, nn.Conv2d):
+            fan_out = module.kernel_size[0] * module.kernel_size[1] * module.out_channels // module.groups
+            nn.init.normal_(module.weight, 0, math.sqrt(2.0 / fan_out))
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.BatchNorm2d):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Linear):
+            init_range = 1.0 / math.sqrt(module.weight.shape[0])
+            nn.init.uniform_(module.weight, -init_range, init_range)
+            nn.init.zeros_(module.bias)
+    for module in model.modules():
+        if isinstance(module, MultiQueryAttention2d):
+            module.init_weights()

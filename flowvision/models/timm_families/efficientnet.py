@@ -1,19 +1,21 @@
 """EfficientNet (Tan & Le 2019, "EfficientNet: Rethinking Model Scaling for Convolutional Neural Networks"),
 EfficientNetV2 (Tan & Le 2021, "EfficientNetV2: Smaller Models and Faster Training"), MobileNetV2 (Sandler et al.
-2018, "MobileNetV2: Inverted Residuals and Linear Bottlenecks") and MnasNet (Tan et al. 2019, "MnasNet:
-Platform-Aware Neural Architecture Search for Mobile"), as timm builds them: tf_efficientnet_b0 .. b7,
-efficientnetv2_rw_s / rw_t, tf_efficientnetv2_s / m / l / b0 .. b3, mobilenetv2_100 / 110d / 120d / 140,
-mnasnet_100, semnasnet_100, spnasnet_100 and fbnetc_100.
+2018, "MobileNetV2: Inverted Residuals and Linear Bottlenecks"), MnasNet (Tan et al. 2019, "MnasNet:
+Platform-Aware Neural Architecture Search for Mobile") and MixNet (Tan & Le 2019, "MixConv: Mixed Depthwise
+Convolutional Kernels"), as timm builds them: tf_efficientnet_b0 .. b7, efficientnetv2_rw_s / rw_t,
+tf_efficientnetv2_s / m / l / b0 .. b3, mobilenetv2_100 / 110d / 120d / 140, mnasnet_100, semnasnet_100,
+spnasnet_100, fbnetc_100, mixnet_s / m / l / xl and tf_mixnet_s / m / l.
 
 One generic network, a stem convolution, stages of blocks and a 1x1 head convolution before global pooling, is
 built from stage definitions written as strings ('ir_r2_k3_s2_e6_c24_se0.25': two inverted-residual blocks, 3x3
 depthwise, first stride 2, expansion 6, 24 channels, squeeze-and-excitation 0.25), scaled in width and depth by
-the compound coefficients. The ``tf_`` variants are ports of TensorFlow checkpoints: BatchNorm epsilon 1e-3 and
-TensorFlow's "same" padding (asymmetric for strided convolutions). Model names, module names, ``state_dict``
-keys and the model API follow timm, so timm's weights for these models load as they are.
+the compound coefficients. MixNet's strings list several kernels ('k3.5.7': the channels split in three groups
+with 3x3, 5x5 and 7x7 kernels; 'a1.1' / 'p1.1': pointwise convolutions in two groups). The ``tf_`` variants are
+ports of TensorFlow checkpoints: BatchNorm epsilon 1e-3 and TensorFlow's "same" padding (asymmetric for strided
+convolutions). Model names, module names, ``state_dict`` keys and the model API follow timm, so timm's weights for
+these models load as they are.
 """
-import math
-import re
+from functools import partial
 
 import engine.nn.functional as F
 from engine import nn
@@ -21,80 +23,11 @@ from engine import nn
 from .._helpers import build_model
 from ..registry import register_model
 from .._utils import _make_divisible
-from ._efficientnet_blocks import (BatchNormAct2d, ConvBnAct, DepthwiseSeparableConv, EdgeResidual, InvertedResidual,
-                                   SqueezeExcite, create_conv2d)
+from ._efficientnet_blocks import (BatchNormAct2d, SqueezeExcite, build_stages, create_conv2d, decode_arch_def,
+                                   init_weights_goog, round_channels)
 from ._layers import create_classifier
 
 __all__ = []
-
-_ACTIVATIONS = {"re": nn.ReLU, "r6": nn.ReLU6, "hs": nn.Hardswish, "sw": nn.SiLU}
-
-
-def _decode_block(block_str):
-    """One stage string ('ir_r2_k3_s2_e6_c24_se0.25', options in any order after the block kind) as the block's
-    keyword arguments and its repeat count."""
-    kind, *ops = block_str.split("_")
-    options = {}
-    for op in ops:
-        if op in ("skip", "noskip"):
-            options[op] = True
-        elif op.startswith("n"):
-            options["n"] = op[1:]
-        else:
-            key, value = re.split(r"(\d.*)", op)[:2]
-            options[key] = value
-    args = dict(block_type=kind, out_chs=int(options["c"]), stride=int(options["s"]))
-    if "n" in options:
-        args["act_layer"] = _ACTIVATIONS[options["n"]]
-    se_ratio = float(options.get("se", 0.0))
-    noskip = "noskip" in options
-    if kind in ("ds", "dsa"):
-        args.update(dw_kernel_size=int(options["k"]), se_ratio=se_ratio, pw_act=kind == "dsa",
-                    noskip=kind == "dsa" or noskip)
-    elif kind == "ir":
-        args.update(dw_kernel_size=int(options["k"]), exp_ratio=float(options["e"]), se_ratio=se_ratio,
-                    noskip=noskip)
-    elif kind == "er":
-        args.update(exp_kernel_size=int(options["k"]), exp_ratio=float(options["e"]), se_ratio=se_ratio,
-                    noskip=noskip)
-    elif kind == "cn":
-        args.update(kernel_size=int(options["k"]), skip="skip" in options)
-    else:
-        raise ValueError(f"unknown block type '{kind}' in '{block_str}'")
-    return args, int(options["r"])
-
-
-def _scale_depth(stage_args, repeats, depth_multiplier):
-    """A stage's block list with its repeats scaled by ``depth_multiplier`` (the total rounded up, then shared out
-    from the last block definition backwards, each keeping at least one block)."""
-    remaining = sum(repeats)
-    remaining_scaled = int(math.ceil(remaining * depth_multiplier))
-    scaled = []
-    for repeat in reversed(repeats):
-        count = max(1, round(repeat / remaining * remaining_scaled))
-        scaled.append(count)
-        remaining -= repeat
-        remaining_scaled -= count
-    blocks = []
-    for args, count in zip(stage_args, reversed(scaled)):
-        blocks.extend(dict(args) for _ in range(count))
-    return blocks
-
-
-def decode_arch_def(arch_def, depth_multiplier=1.0, fix_first_last=False):
-    """Stage strings (a list of lists of block strings) as a list of stages, each a list of block arguments;
-    ``fix_first_last`` keeps the first and last stages' depths unscaled."""
-    stages = []
-    for i, block_strings in enumerate(arch_def):
-        decoded = [_decode_block(block_str) for block_str in block_strings]
-        fixed = fix_first_last and i in (0, len(arch_def) - 1)
-        stages.append(_scale_depth([args for args, _ in decoded], [r for _, r in decoded],
-                                   1.0 if fixed else depth_multiplier))
-    return stages
-
-
-_BLOCKS = {"cn": ConvBnAct, "ds": DepthwiseSeparableConv, "dsa": DepthwiseSeparableConv, "ir": InvertedResidual,
-           "er": EdgeResidual}
 
 
 class EfficientNet(nn.Module):
@@ -105,9 +38,10 @@ class EfficientNet(nn.Module):
     ``block_args``: the decoded stages (``decode_arch_def``). Channel counts pass through ``channel_multiplier``,
     rounded to multiples of 8 (``round_limit``: how far rounding may go down); ``fix_stem`` keeps the stem width
     as given. ``pad_type`` '' pads PyTorch style, 'same' as TensorFlow. ``act_layer`` is the blocks' default
-    activation, ``bn_eps`` the BatchNorm epsilon. ``output_stride`` (8, 16 or 32) turns the strides beyond it into
-    dilation. ``drop_path_rate`` grows linearly over the blocks (from 0 at the first); ``drop_rate`` is the dropout
-    before the classifier. The stages end where the next stage strides (``feature_info``).
+    activation, ``bn_eps`` the BatchNorm epsilon. Squeeze-and-excitation ratios count the block's input channels.
+    ``output_stride`` (8, 16 or 32) turns the strides beyond it into dilation. ``drop_path_rate`` grows linearly
+    over the blocks (from 0 at the first); ``drop_rate`` is the dropout before the classifier. The stages end where
+    the next stage strides (``feature_info``).
     """
 
     default_cfg = {"first_conv": "conv_stem", "classifier": "classifier"}
@@ -120,80 +54,20 @@ class EfficientNet(nn.Module):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
         self.num_classes = num_classes
         self.drop_rate = drop_rate
-        self._channel_multiplier = channel_multiplier
-        self._round_limit = round_limit
+        round_chs = partial(round_channels, multiplier=channel_multiplier, round_limit=round_limit)
         if not fix_stem:
-            stem_size = self._round_chs(stem_size)
+            stem_size = round_chs(stem_size)
         self.conv_stem = create_conv2d(in_chans, stem_size, 3, stride=2, pad_type=pad_type)
         self.bn1 = BatchNormAct2d(stem_size, bn_eps, act_layer)
-        self.feature_info = []
-        self.blocks, head_chs = self._make_stages(block_args, stem_size, output_stride, pad_type, act_layer, bn_eps,
-                                                  drop_path_rate)
+        self.blocks, self.feature_info, head_chs = build_stages(
+            block_args, stem_size, round_chs, output_stride, pad_type, act_layer, bn_eps, SqueezeExcite,
+            drop_path_rate=drop_path_rate)
         self.num_features = num_features
         self.conv_head = create_conv2d(head_chs, num_features, 1, pad_type=pad_type)
         self.bn2 = BatchNormAct2d(num_features, bn_eps, act_layer)
         self.global_pool, self.classifier = create_classifier(num_features, num_classes, global_pool)
-        self._init_weights()
-
-    def _round_chs(self, channels):
-        """``channels`` scaled by the width multiplier, rounded to a multiple of 8."""
-        return _make_divisible(channels * self._channel_multiplier, 8, round_limit=self._round_limit)
-
-    def _make_stages(self, block_args, in_chs, output_stride, pad_type, act_layer, bn_eps, drop_path_rate):
-        """The stages as Sequentials of blocks, and their output channels; records ``feature_info``.
-
-        timm's builder first builds (and drops) an 8-channel squeeze-and-excitation module to probe its arguments;
-        building one here too draws the same random numbers, so a seeded model gets timm's initial weights.
-        """
-        SqueezeExcite(8, rd_ratio=1.0)
-        total_blocks = sum(len(stage) for stage in block_args)
-        block_idx = 0
-        reduction = 2
-        dilation = 1
-        stages = nn.Sequential()
-        for stage_idx, stage in enumerate(block_args):
-            blocks = nn.Sequential()
-            for i, args in enumerate(stage):
-                args = dict(args)
-                block_fn = _BLOCKS[args.pop("block_type")]
-                stage_stride = args.pop("stride")
-                stride = stage_stride if i == 0 else 1
-                block_dilation = dilation
-                if stride > 1 and reduction * stride > output_stride:
-                    dilation *= stride
-                    stride = 1
-                else:
-                    reduction *= stride
-                args.setdefault("act_layer", act_layer)
-                out_chs = self._round_chs(args.pop("out_chs"))
-                blocks.add_module(str(i), block_fn(
-                    in_chs, out_chs, stride=stride, dilation=block_dilation, pad_type=pad_type, eps=bn_eps,
-                    drop_path_rate=drop_path_rate * block_idx / total_blocks, **args))
-                in_chs = out_chs
-                block_idx += 1
-            stages.add_module(str(stage_idx), blocks)
-            last_stage = stage_idx + 1 == len(block_args)
-            if last_stage or block_args[stage_idx + 1][0]["stride"] > 1:
-                self.feature_info.append(dict(stage=stage_idx + 1, reduction=reduction, module=f"blocks.{stage_idx}",
-                                              num_chs=in_chs))
-        return stages, in_chs
-
-    def _init_weights(self):
-        """TensorFlow's initialisation, in module order: convolutions N(0, 2 / fan-out) with fan-out per group,
-        zero biases; BatchNorm ones and zeros; linear layers uniform within 1 / sqrt(out_features)."""
-        for module in self.modules():
-            if isinstance(module, nn.Conv2d):
-                fan_out = module.kernel_size[0] * module.kernel_size[1] * module.out_channels // module.groups
-                nn.init.normal_(module.weight, 0, math.sqrt(2.0 / fan_out))
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.BatchNorm2d):
-                nn.init.ones_(module.weight)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Linear):
-                init_range = 1.0 / math.sqrt(module.weight.shape[0])
-                nn.init.uniform_(module.weight, -init_range, init_range)
-                nn.init.zeros_(module.bias)
+        self.head_hidden_size = num_features * self.global_pool.feat_mult()
+        init_weights_goog(self)
 
     def get_classifier(self):
         """The final linear layer."""
@@ -205,6 +79,7 @@ class EfficientNet(nn.Module):
         if global_pool is None:
             global_pool = self.global_pool.pool_type
         self.global_pool, self.classifier = create_classifier(self.num_features, num_classes, global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
 
     def forward_features(self, x):
         """The head convolution's map: (N, num_features, H / 32, W / 32) at the default output stride."""
@@ -230,13 +105,13 @@ class EfficientNet(nn.Module):
         return x
 
 
-def _create(variant, pretrained, progress, arch_def, depth_multiplier=1.0, fix_first_last=False, tf_port=False,
-            **kwargs):
+def _create(variant, pretrained, progress, arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_first_last=False,
+            tf_port=False, **kwargs):
     """Build a registered variant from its stage strings; ``tf_port`` sets TensorFlow's BatchNorm epsilon and
     padding (``kwargs`` may override them and any other ``EfficientNet`` argument)."""
     if tf_port:
         kwargs = {"bn_eps": 1e-3, "pad_type": "same", **kwargs}
-    block_args = decode_arch_def(arch_def, depth_multiplier, fix_first_last)
+    block_args = decode_arch_def(arch_def, depth_multiplier, depth_trunc, fix_first_last)
     return build_model(EfficientNet, variant, pretrained, progress=progress, block_args=block_args, **kwargs)
 
 
@@ -516,3 +391,77 @@ def fbnetc_100(pretrained=False, progress=True, **kwargs):
     ]
     return _create("fbnetc_100", pretrained, progress, arch_def,
                    **{"stem_size": 16, "num_features": 1984, "act_layer": nn.ReLU, **kwargs})
+
+
+def _mixnet_s(variant, pretrained, progress, tf_port=False, **kwargs):
+    """MixNet-S: mixed depthwise kernels (up to 11x11), grouped pointwise convolutions, ReLU in the first stages and
+    SiLU with squeeze-and-excitation after them, a 1536-channel head."""
+    arch_def = [
+        ["ds_r1_k3_s1_e1_c16"],
+        ["ir_r1_k3_a1.1_p1.1_s2_e6_c24", "ir_r1_k3_a1.1_p1.1_s1_e3_c24"],
+        ["ir_r1_k3.5.7_s2_e6_c40_se0.5_nsw", "ir_r3_k3.5_a1.1_p1.1_s1_e6_c40_se0.5_nsw"],
+        ["ir_r1_k3.5.7_p1.1_s2_e6_c80_se0.25_nsw", "ir_r2_k3.5_p1.1_s1_e6_c80_se0.25_nsw"],
+        ["ir_r1_k3.5.7_a1.1_p1.1_s1_e6_c120_se0.5_nsw", "ir_r2_k3.5.7.9_a1.1_p1.1_s1_e3_c120_se0.5_nsw"],
+        ["ir_r1_k3.5.7.9.11_s2_e6_c200_se0.5_nsw", "ir_r2_k3.5.7.9_p1.1_s1_e6_c200_se0.5_nsw"],
+    ]
+    return _create(variant, pretrained, progress, arch_def, tf_port=tf_port,
+                   **{"num_features": 1536, "stem_size": 16, "act_layer": nn.ReLU, **kwargs})
+
+
+def _mixnet_m(variant, pretrained, progress, channel_multiplier=1.0, depth_multiplier=1.0, tf_port=False,
+              **kwargs):
+    """MixNet-M, scaled in width (and depth, rounded to the nearest block count): MixNet-L is x1.3 wide, timm's
+    MixNet-XL x1.6 wide and x1.2 deep."""
+    arch_def = [
+        ["ds_r1_k3_s1_e1_c24"],
+        ["ir_r1_k3.5.7_a1.1_p1.1_s2_e6_c32", "ir_r1_k3_a1.1_p1.1_s1_e3_c32"],
+        ["ir_r1_k3.5.7.9_s2_e6_c40_se0.5_nsw", "ir_r3_k3.5_a1.1_p1.1_s1_e6_c40_se0.5_nsw"],
+        ["ir_r1_k3.5.7_s2_e6_c80_se0.25_nsw", "ir_r3_k3.5.7.9_a1.1_p1.1_s1_e6_c80_se0.25_nsw"],
+        ["ir_r1_k3_s1_e6_c120_se0.5_nsw", "ir_r3_k3.5.7.9_a1.1_p1.1_s1_e3_c120_se0.5_nsw"],
+        ["ir_r1_k3.5.7.9_s2_e6_c200_se0.5_nsw", "ir_r3_k3.5.7.9_p1.1_s1_e6_c200_se0.5_nsw"],
+    ]
+    return _create(variant, pretrained, progress, arch_def, depth_multiplier, "round", tf_port=tf_port,
+                   **{"num_features": 1536, "stem_size": 24, "channel_multiplier": channel_multiplier,
+                      "act_layer": nn.ReLU, **kwargs})
+
+
+@register_model
+def mixnet_s(pretrained=False, progress=True, **kwargs):
+    """MixNet-S as timm trained it (4.1M parameters)."""
+    return _mixnet_s("mixnet_s", pretrained, progress, **kwargs)
+
+
+@register_model
+def mixnet_m(pretrained=False, progress=True, **kwargs):
+    """MixNet-M as timm trained it (5.0M parameters)."""
+    return _mixnet_m("mixnet_m", pretrained, progress, **kwargs)
+
+
+@register_model
+def mixnet_l(pretrained=False, progress=True, **kwargs):
+    """MixNet-L (MixNet-M x1.3 wide) as timm trained it (7.3M parameters)."""
+    return _mixnet_m("mixnet_l", pretrained, progress, 1.3, **kwargs)
+
+
+@register_model
+def mixnet_xl(pretrained=False, progress=True, **kwargs):
+    """MixNet-XL, timm's MixNet-M x1.6 wide and x1.2 deep (11.9M parameters)."""
+    return _mixnet_m("mixnet_xl", pretrained, progress, 1.6, 1.2, **kwargs)
+
+
+@register_model
+def tf_mixnet_s(pretrained=False, progress=True, **kwargs):
+    """MixNet-S, ported from TensorFlow (4.1M parameters)."""
+    return _mixnet_s("tf_mixnet_s", pretrained, progress, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_mixnet_m(pretrained=False, progress=True, **kwargs):
+    """MixNet-M, ported from TensorFlow (5.0M parameters)."""
+    return _mixnet_m("tf_mixnet_m", pretrained, progress, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_mixnet_l(pretrained=False, progress=True, **kwargs):
+    """MixNet-L, ported from TensorFlow (7.3M parameters)."""
+    return _mixnet_m("tf_mixnet_l", pretrained, progress, 1.3, tf_port=True, **kwargs)

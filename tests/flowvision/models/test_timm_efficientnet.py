@@ -1,4 +1,4 @@
-"""timm's EfficientNet builder (tf_efficientnet_b*, efficientnetv2_rw_*, tf_efficientnetv2_*) against timm itself:
+"""timm's EfficientNet builder (tf_efficientnet_b*, efficientnetv2_*, tf_efficientnetv2_*, MixNet) against timm itself:
 the layout of every variant, TensorFlow "same" padding, eval numerics of a whole model, float64 train-mode outputs,
 gradients and BatchNorm statistics of a small model with every block kind, stochastic depth and dropout, seeded
 initialisation, and the timm API (pre-logits, reset_classifier, in_chans, features_only, list_models)."""
@@ -21,7 +21,7 @@ from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import efficientnet
 from flowvision.models.timm_families._efficientnet_blocks import create_conv2d
 from flowvision.models.timm_families.efficientnet import EfficientNet, decode_arch_def
-from model_parity import (backward_both, both_outputs, check_structure, image_batch, is_timm_family, numpy_state,
+from model_parity import (both_outputs, check_structure, check_train_step, image_batch, is_timm_family, numpy_state,
                           randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
@@ -33,7 +33,8 @@ NAMES = ["tf_efficientnet_b0", "tf_efficientnet_b1", "tf_efficientnet_b2", "tf_e
          "efficientnetv2_rw_s", "efficientnetv2_rw_t", "tf_efficientnetv2_s", "tf_efficientnetv2_m",
          "tf_efficientnetv2_l", "tf_efficientnetv2_b0", "tf_efficientnetv2_b1", "tf_efficientnetv2_b2",
          "tf_efficientnetv2_b3", "mobilenetv2_100", "mobilenetv2_110d", "mobilenetv2_120d", "mobilenetv2_140",
-         "mnasnet_100", "semnasnet_100", "spnasnet_100", "fbnetc_100"]
+         "mnasnet_100", "semnasnet_100", "spnasnet_100", "fbnetc_100", "mixnet_s", "mixnet_m", "mixnet_l",
+         "mixnet_xl", "tf_mixnet_s", "tf_mixnet_m", "tf_mixnet_l"]
 TOL = 1e-4
 # every block kind, with and without squeeze-and-excitation and skip, strides 2 (dynamic "same" padding) and a
 # stride turned into dilation by output_stride=8, kernels 3 and 5, an expansion that rounds up (e3 of 12 -> 40)
@@ -42,6 +43,13 @@ SMALL_ARCH = [
     ["er_r2_k3_s2_e4_c16", "ds_r1_k3_s1_e1_c16_se0.25"],
     ["ir_r2_k5_s2_e3_c24_se0.25"],
     ["ir_r1_k3_s2_e6_c24_se0.25_noskip", "dsa_r1_k5_s1_e1_c32"],
+]
+
+# MixNet's convolutions: mixed depthwise kernels (five groups, 3x3 .. 11x11, an uneven split of 72 channels, strided
+# with TensorFlow's dynamic padding in each group; then two groups), grouped pointwise convolutions ('a1.1', 'p1.1')
+MIX_ARCH = [
+    ["ds_r1_k3_s1_e1_c16"],
+    ["ir_r1_k3.5.7.9.11_a1.1_p1.1_s2_e4.5_c24_se0.5_nsw", "ir_r1_k3.5_a1.1_p1.1_s1_e3_c24_se0.5_nsw"],
 ]
 
 
@@ -68,9 +76,9 @@ def _small_pair(seed=0, tf_port=True, **kwargs):
 # full layout for a model of each kind; the configuration only for the others (timm's Python build of the big ones
 # costs seconds even on the meta device)
 LAYOUT_NAMES = ["tf_efficientnet_b1", "efficientnetv2_rw_t", "tf_efficientnetv2_b2", "mobilenetv2_120d",
-                "semnasnet_100"]
-BLOCK_KEYS = ("block_type", "out_chs", "stride", "dw_kernel_size", "exp_kernel_size", "kernel_size", "exp_ratio",
-              "se_ratio", "noskip", "skip", "pw_act")
+                "semnasnet_100", "tf_mixnet_l"]
+BLOCK_KEYS = ("block_type", "out_chs", "stride", "dw_kernel_size", "exp_kernel_size", "pw_kernel_size", "kernel_size",
+              "exp_ratio", "se_ratio", "noskip", "skip", "pw_act")
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
@@ -93,8 +101,8 @@ def test_layout_matches_timm(name):
 
 def test_configuration_matches_timm():
     """Every variant's configuration, as each entrypoint hands it to its model class: the decoded blocks (kind,
-    channels, stride, kernel, expansion, SE ratio, skip) stage by stage, the width multiplier and rounding, stem and
-    head widths, BatchNorm eps, padding and activation."""
+    channels, stride, kernels (MixNet's lists too), expansion, SE ratio, skip) stage by stage, the width multiplier and
+    rounding, stem and head widths, BatchNorm eps, padding and activation."""
     for name in NAMES:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(timm_efficientnet, "_create_effnet", lambda variant, pretrained, **kwargs: kwargs)
@@ -105,14 +113,13 @@ def test_configuration_matches_timm():
         ref = {**{k: p.default for k, p in inspect.signature(timm_efficientnet.EfficientNet).parameters.items()}, **ref}
         cfg = {**{k: p.default for k, p in inspect.signature(EfficientNet).parameters.items()}, **cfg}
         flat = [b for stage in ref["block_args"] for b in stage]
-        # our pointwise convolutions are 1x1, as in all of these variants (timm's exp_kernel_size of 'ir' blocks)
-        assert all(b.get("pw_kernel_size", 1) == 1 for b in flat)
-        assert all(b["exp_kernel_size"] == 1 for b in flat if b["block_type"] == "ir")
-        ref_blocks = [[{k: b[k] for k in BLOCK_KEYS if k in b and (k, b["block_type"]) != ("exp_kernel_size", "ir")}
-                       for b in stage] for stage in ref["block_args"]]
+        ref_blocks = [[{k: b[k] for k in BLOCK_KEYS if k in b} for b in stage] for stage in ref["block_args"]]
         our_blocks = [[{k: b[k] for k in BLOCK_KEYS if k in b} for b in stage] for stage in cfg["block_args"]]
         assert our_blocks == ref_blocks, name
-        assert all(b.get("act_layer") is None and not b.get("s2d") for b in flat)
+        assert not any(b.get("s2d") for b in flat)
+        # a block's own activation (MixNet's 'nsw'), else the model's
+        ref_acts = [b["act_layer"].__name__ if b["act_layer"] else None for b in flat]
+        assert [b["act_layer"].__name__ if "act_layer" in b else None for s in cfg["block_args"] for b in s] == ref_acts
         rounding = ref["round_chs_fn"].keywords
         assert cfg["channel_multiplier"] == rounding["multiplier"], name
         assert cfg["round_limit"] == rounding.get("round_limit", 0.9), name
@@ -126,7 +133,7 @@ def test_configuration_matches_timm():
 def test_registered_names_and_modules():
     """timm's names sit in the ``efficientnet`` module beside torchvision's (efficientnet_b0...)."""
     assert [n for n in models.list_models(module="efficientnet") if is_timm_family(n)] == sorted(NAMES)
-    assert set(models.list_models("tf_efficientnet*")) == {n for n in NAMES if n.startswith("tf_")}
+    assert set(models.list_models("tf_efficientnet*")) == {n for n in NAMES if n.startswith("tf_efficientnet")}
     assert set(models.list_models("mobilenetv2_*")) == {n for n in NAMES if n.startswith("mobilenetv2_")}
     assert all(timm.list_pretrained(name + ".*") for name in NAMES)
 
@@ -186,16 +193,7 @@ def test_small_model_train_mode_gradients_match_timm(tf_port):
     assert ours.feature_info == reference.feature_info
     reference.double().train()
     ours.double().train()
-    ref_params, our_params = backward_both(reference, ours, image_batch(2, 23, 21, seed=3).astype(np.float64))
-    assert list(our_params) == list(ref_params)
-    floor = 1e-3 * max(np.abs(p.grad.numpy()).max() for p in ref_params.values())
-    for name, p in ref_params.items():
-        ref_grad, our_grad = p.grad.numpy(), our_params[name].grad.numpy()
-        err = np.abs(our_grad - ref_grad).max() / max(np.abs(ref_grad).max(), floor)
-        assert err < 1e-8, f"{name}: gradient relative error {err:.3g}"
-    ref_sd, our_sd = numpy_state(reference), {k: v.numpy() for k, v in ours.state_dict().items()}
-    for k in ref_sd:
-        assert_close(our_sd[k], ref_sd[k], 1e-10, what=k)
+    check_train_step(reference, ours, image_batch(2, 23, 21, seed=3).astype(np.float64))
 
 
 def test_drop_path_and_dropout_active_in_training_only():
@@ -298,3 +296,26 @@ def test_bad_arguments_raise():
         EfficientNet(decode_arch_def(SMALL_ARCH), output_stride=4)
     with pytest.raises(ValueError, match="unknown block type"):
         decode_arch_def([["xx_r1_k3_s1_c16"]])
+
+
+def test_mixnet_small_model_matches_timm():
+    """A small MixNet (``MIX_ARCH``, TensorFlow padding): timm's module tree and initial weights from the same seed
+    (the mixed convolutions' groups in order), float32 eval logits at an odd size, and float64 train-mode outputs
+    and gradients."""
+    args = dict(num_features=32, stem_size=16, act_layer=torch.nn.ReLU, pad_type="same", num_classes=10)
+    torch.manual_seed(3)
+    reference = timm_efficientnet.EfficientNet(timm_builder.decode_arch_def(MIX_ARCH), **args)
+    engine.manual_seed(3)
+    ours = EfficientNet(decode_arch_def(MIX_ARCH), **{**args, "act_layer": engine.nn.ReLU})
+    check_structure(ours, reference)
+    assert [c.out_channels for c in ours.blocks[1][0].conv_dw.values()] == [16, 14, 14, 14, 14]
+    our_sd = ours.state_dict()
+    for key, value in reference.state_dict().items():
+        assert np.array_equal(our_sd[key].numpy(), value.numpy()), key
+    randomize_norms(reference, 3).eval()
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference, ours.eval(), image_batch(2, 19, 17, seed=3))
+    assert_close(out, ref, TOL)
+    reference.double().train()
+    ours.double().train()
+    check_train_step(reference, ours, image_batch(2, 19, 17, seed=4).astype(np.float64))
