@@ -1,7 +1,8 @@
 """Feature extraction: timm's ``features_only`` wrappers and ``create_feature_extractor``.
 
 ``FeatureListNet`` rebuilds a model's top-level children up to its last requested stage and returns
-the stage outputs as a list; ``FeatureHookNet`` does the same for stages that end inside blocks, with
+the stage outputs as a list (``FlatFeatureListNet``: with the children of top-level Sequentials lifted up, as
+timm's Swin features are); ``FeatureHookNet`` does the same for stages that end inside blocks, with
 forward hooks; ``FeatureGetterNet`` asks a transformer's ``forward_intermediates`` for its blocks'
 outputs as maps. A model names the wrapper it needs in ``feature_wrapper`` (``FeatureListNet`` when it
 does not). ``create_feature_extractor`` works on any model: forward hooks collect the outputs of named
@@ -11,8 +12,8 @@ from collections import OrderedDict
 
 from engine import nn
 
-__all__ = ["FeatureInfo", "FeatureListNet", "FeatureHookNet", "FeatureGetterNet", "create_feature_extractor",
-           "get_module_names", "sequential_feature_info"]
+__all__ = ["FeatureInfo", "FeatureListNet", "FlatFeatureListNet", "FeatureHookNet", "FeatureGetterNet",
+           "create_feature_extractor", "get_module_names", "sequential_feature_info", "take_indices"]
 
 
 class FeatureInfo:
@@ -93,6 +94,22 @@ def sequential_feature_info(features, prefix="features", in_chans=3):
     return info
 
 
+def take_indices(num_blocks, indices):
+    """Absolute block indices from timm's ``indices``: None (all), n (the last n) or a list (negative from
+    the end)."""
+    if indices is None:
+        indices = num_blocks
+    if isinstance(indices, int):
+        if not 0 < indices <= num_blocks:
+            raise IndexError(f"last-n ({indices}) is out of range (1 to {num_blocks})")
+        return list(range(num_blocks - indices, num_blocks))
+    taken = [num_blocks + i if i < 0 else i for i in indices]
+    for i in taken:
+        if not 0 <= i < num_blocks:
+            raise IndexError(f"block index {i} is out of range (0 to {num_blocks - 1})")
+    return taken
+
+
 class FeatureListNet(nn.Module):
     """A model cut after its last requested stage; ``forward`` returns the stage outputs as a list.
 
@@ -139,6 +156,46 @@ class FeatureListNet(nn.Module):
                     if f"{name}.{child_name}" in self._return_layers:
                         features.append(x)
                 continue
+            x = module(x)
+            if name in self._return_layers:
+                features.append(x)
+        return features
+
+
+class FlatFeatureListNet(nn.Module):
+    """timm's ``features_only`` for Swin (its ``FeatureListNet`` with ``flatten_sequential``): the model's top-level
+    children, with each top-level ``nn.Sequential``'s children lifted one level up as ``<name>_<child>`` (so
+    ``layers.2`` becomes ``layers_2``, as in timm's state_dict keys), up to the last requested stage; ``forward``
+    returns the requested stages' outputs as they are, channels-last (N, H, W, C) maps as timm gives them.
+
+    ``out_indices``: None (every stage), n (the last n) or a list of stage indices (negative from the end).
+    """
+
+    def __init__(self, model, out_indices=None):
+        super().__init__()
+        out_indices = take_indices(len(model.feature_info), out_indices)
+        self.feature_info = FeatureInfo(model.feature_info, out_indices)
+        remaining = set(self.feature_info.module_name())
+        self._return_layers = []
+        layers = OrderedDict()
+        for name, module in model.named_children():
+            if isinstance(module, nn.Sequential):
+                children = [(f"{name}_{child}", f"{name}.{child}", m) for child, m in module.named_children()]
+            else:
+                children = [(name, name, module)]
+            for new_name, old_name, child in children:
+                if not remaining:
+                    break
+                layers[new_name] = child
+                if old_name in remaining:
+                    self._return_layers.append(new_name)
+                    remaining.discard(old_name)
+        for name, module in layers.items():
+            self.add_module(name, module)
+
+    def forward(self, x):
+        features = []
+        for name, module in self.named_children():
             x = module(x)
             if name in self._return_layers:
                 features.append(x)

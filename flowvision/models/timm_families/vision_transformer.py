@@ -23,7 +23,7 @@ import engine as torch
 from engine import nn
 from engine.nn import functional as F
 
-from .._features import FeatureGetterNet
+from .._features import FeatureGetterNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import Mlp, PatchEmbed, drop_path_module, pair, trunc_normal_
@@ -114,22 +114,6 @@ class Block(nn.Module):
         x = x + self.drop_path1(self.ls1(self.attn(self.norm1(x))))
         x = x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
         return x
-
-
-def _take_indices(num_blocks, indices):
-    """Absolute block indices from timm's ``indices``: None (all), n (the last n) or a list (negative from
-    the end)."""
-    if indices is None:
-        indices = num_blocks
-    if isinstance(indices, int):
-        if not 0 < indices <= num_blocks:
-            raise IndexError(f"last-n ({indices}) is out of range (1 to {num_blocks})")
-        return list(range(num_blocks - indices, num_blocks))
-    taken = [num_blocks + i if i < 0 else i for i in indices]
-    for i in taken:
-        if not 0 <= i < num_blocks:
-            raise IndexError(f"block index {i} is out of range (0 to {num_blocks - 1})")
-    return taken
 
 
 class VisionTransformer(nn.Module):
@@ -286,7 +270,7 @@ class VisionTransformer(nn.Module):
         ``return_prefix_tokens`` pairs each with its prefix tokens; ``stop_early`` skips later blocks."""
         if output_fmt not in ("NCHW", "NLC"):
             raise ValueError(f"output_fmt must be 'NCHW' or 'NLC', got {output_fmt!r}")
-        take = _take_indices(len(self.blocks), indices)
+        take = take_indices(len(self.blocks), indices)
         batch, _, height, width = x.shape
         x = self.patch_embed(x)
         x = self._pos_embed(x)
@@ -313,7 +297,7 @@ class VisionTransformer(nn.Module):
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the blocks after the last one ``indices`` picks (and the final norm, the head); returns the
         absolute indices."""
-        take = _take_indices(len(self.blocks), indices)
+        take = take_indices(len(self.blocks), indices)
         self.blocks = nn.Sequential(*list(self.blocks)[:max(take) + 1])
         if prune_norm:
             self.norm = nn.Identity()
