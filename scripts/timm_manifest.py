@@ -62,17 +62,15 @@ def _runs_at(model, size):
 
 
 def _min_size(model_name, cfg):
-    """The smallest square input the model takes: its fixed size, else found by bisection on our model."""
+    """The smallest square input the model takes: its fixed size, else the first size that runs, counting up on
+    our model (not a bisection: DLA takes 31 and 32 pixels but not 33, as its pooled and strided paths must meet)."""
     if cfg.fixed_input_size:
         return list(cfg.input_size[1:])
     import flowvision.models as models
 
     model = models.create_model(model_name).eval()
-    low, high = 1, cfg.input_size[-1]  # runs at high; the answer is in [low, high]
-    while low < high:
-        middle = (low + high) // 2
-        low, high = (low, middle) if _runs_at(model, middle) else (middle + 1, high)
-    return [low, low]
+    size = next(size for size in range(1, cfg.input_size[-1] + 1) if _runs_at(model, size))
+    return [size, size]
 
 
 def _record(model, cfg, accuracy, gmacs, min_size):

@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 import pytest
-from model_parity import family_sweep, randomize_engine_norms
+from model_parity import COVERED_FAMILIES, family_sweep, randomize_engine_norms
 from onnx_check import check_export, eager_outputs, export_bytes, images, run_onnx, session
 
 import engine
@@ -46,6 +46,9 @@ _OPTICAL_FLOW_MODULES = _modules_of(models.optical_flow)
 # quantizable models are left out: int8 layers have no ONNX export here, and their float form is their float family's
 _FAMILIES = family_sweep(set(_SEGMENTATION_MODULES) | _DETECTION_MODULES | _VIDEO_MODULES | _OPTICAL_FLOW_MODULES
                          | {"quantization"})
+# Families whose layers other families' runs export: vgg11's are ssd300_vgg16's backbone (test_detector) and
+# alexnet's head (its 133M parameters took 26 s); see model_parity.COVERED for the others.
+COVERED = COVERED_FAMILIES | {"vgg"}
 
 
 def _cheapest(names):
@@ -58,11 +61,7 @@ if EVERY:
     CLASSIFIERS = [n for names in _FAMILIES.values() for n in names]
     SEGMENTERS = [n for names in _SEGMENTERS.values() for n in names]
 else:
-    # vgg11's layers are exported by test_detector's ssd300_vgg16 backbone (features) and by alexnet (the head);
-    # its 133M parameters took 26 s of the suite to export and run. timm's DeiT is its ViT with a second head,
-    # and timm's Inceptions' layers are inception_v3's (11 s together).
-    CLASSIFIERS = [_cheapest(names) for family, names in _FAMILIES.items()
-                   if family.removesuffix(" (timm)") not in ("vgg", "deit", "inception_v4", "inception_resnet_v2")]
+    CLASSIFIERS = [_cheapest(names) for family, names in _FAMILIES.items() if family not in COVERED]
     SEGMENTERS = [_cheapest(names) for names in _SEGMENTERS.values()]
 
 
