@@ -135,8 +135,9 @@ def test_models_listing(capsys):
     assert ["resnet101", "IMAGENET1K_V1", "77.374", "93.546", "44.5"] in [line.split() for line in lines]
     code, out, _ = run_cli(capsys, "models", "wide_resnet", "--pretrained")  # no wildcard: names containing it
     rows = [line.split() for line in out.splitlines()[1:-1]]
-    assert code == 0 and [r[:2] for r in rows] == [["wide_resnet50_2", "IMAGENET1K_V1"], ["wide_resnet50_2", "IMAGENET1K_V2"],
-                                                  ["wide_resnet101_2", "IMAGENET1K_V1"], ["wide_resnet101_2", "IMAGENET1K_V2"]]
+    tags = {"wide_resnet50_2": ["IMAGENET1K_V1", "IMAGENET1K_V2", "RACM_IN1K", "TV2_IN1K", "TV_IN1K"],  # and timm's
+            "wide_resnet101_2": ["IMAGENET1K_V1", "IMAGENET1K_V2", "TV_IN1K", "TV2_IN1K"]}
+    assert code == 0 and [r[:2] for r in rows] == [[name, tag] for name, names in tags.items() for tag in names]
     assert rows[1][2:6] == ["*", "81.602", "95.758", "68.9"]
     code, out, _ = run_cli(capsys, "models")
     assert code == 0 and {line.split()[0] for line in out.splitlines()[1:-1]} == set(list_models())
@@ -162,7 +163,8 @@ def test_error_paths(served, capsys, tmp_path):
         (["classify", str(tmp_path / "truncated.png"), "--model", "resnet18"], 4, r"truncated\.png' as an image"),
         (["classify", "chelsea.png", "--model", "resnet19"], 5, r"Unknown model 'resnet19'\. Did you mean: resnet18"),
         (["classify", "chelsea.png", "--model", "resnet18", "--weights", "IMAGENET1K_V9"], 6,
-         r"bad --weights: unknown weights 'IMAGENET1K_V9' for resnet18: choose from IMAGENET1K_V1, DEFAULT"),
+         r"bad --weights: unknown weights 'IMAGENET1K_V9' for resnet18: "
+         r"choose from IMAGENET1K_V1, A1_IN1K, .*, DEFAULT"),
         (["classify", "chelsea.png", "--model", "resnet18", "--weights", "nowhere/r18.pth"], 3,
          r"checkpoint file not found: 'nowhere/r18\.pth'"),
         (["classify", "chelsea.png", "--model", "resnet18", "--weights", str(tmp_path / "bad.pth")], 6,

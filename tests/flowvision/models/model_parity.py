@@ -132,6 +132,11 @@ COVERED_FAMILIES = {"deit (timm)", "inception_v4 (timm)", "inception_resnet_v2 (
                     "cait (timm)", "dla (timm)"}
 
 
+def torchvision_names(names):
+    """The names, of those given, that are torchvision's models (not timm's in the same family module)."""
+    return [name for name in names if not is_timm_family(name)]
+
+
 def family_sweep(excluded=()):
     """The zoo's families for the sweeps that run one model of each: ``{family: model names}``, aliases left out,
     the family modules in ``excluded`` too. timm's models are keyed ``'<module> (timm)'``, so that a family module

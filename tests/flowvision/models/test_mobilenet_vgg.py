@@ -5,7 +5,7 @@ import pytest
 import engine
 import flowvision.models as models_flow
 from model_parity import (backward_both, check_structure, eval_outputs, image_batch, numpy_state, randomize_norms,
-                          skip_random_init, to_numpy, torch_model)
+                          skip_random_init, to_numpy, torch_model, torchvision_names)
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -27,7 +27,8 @@ def _ours(name, reference, **kwargs):
 
 def test_registered_families():
     assert models_flow.list_models(module="mobilenetv2") == ["mobilenet_v2"]
-    assert models_flow.list_models(module="mobilenetv3") == ["mobilenet_v3_large", "mobilenet_v3_small"]
+    assert torchvision_names(models_flow.list_models(module="mobilenetv3")) == ["mobilenet_v3_large",
+                                                                                "mobilenet_v3_small"]
     assert models_flow.list_models(module="vgg") == VGGS
     assert all(models_flow.is_model_pretrained(n) for n in MOBILENETS + VGGS)
 

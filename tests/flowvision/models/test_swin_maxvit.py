@@ -9,7 +9,7 @@ from PIL import Image
 
 import engine
 import flowvision.models as models_flow
-from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy
+from model_parity import eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torchvision_names
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each (see the fixture)
@@ -52,8 +52,8 @@ def _check_structure(ours, reference):
 
 
 def test_registered_families():
-    assert models_flow.list_models("swin_*") == sorted(SWINS)  # swin3d_* are the video family
-    assert models_flow.list_models(module="swin_transformer") == sorted(SWINS)
+    assert torchvision_names(models_flow.list_models("swin_*")) == sorted(SWINS)  # swin3d_* are the video family
+    assert torchvision_names(models_flow.list_models(module="swin_transformer")) == sorted(SWINS)
     assert models_flow.list_models(module="maxvit") == ["maxvit_t"]
     assert all(models_flow.is_model_pretrained(n) for n in SWINS + ["maxvit_t"])
 
