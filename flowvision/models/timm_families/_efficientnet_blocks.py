@@ -16,11 +16,10 @@ import engine.nn.functional as F
 from engine import nn
 
 from .._utils import _make_divisible
-from . import _layers
-from ._layers import drop_path_module
+from ._layers import BatchNormAct2d, drop_path_module
 
 __all__ = ["decode_arch_def", "round_channels", "build_stages", "init_weights_goog", "create_conv2d", "Conv2dSame",
-           "MixedConv2d", "BatchNormAct2d", "SqueezeExcite", "BlurPool2d", "ConvNormAct", "LayerScale2d",
+           "MixedConv2d", "SqueezeExcite", "BlurPool2d", "ConvNormAct", "LayerScale2d",
            "ConvBnAct", "DepthwiseSeparableConv", "InvertedResidual", "EdgeResidual", "UniversalInvertedResidual",
            "MultiQueryAttention2d", "MobileAttention"]
 
@@ -195,14 +194,6 @@ def create_conv2d(in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, 
     padding = _symmetric_padding(kernel_size, stride, dilation)
     return nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=padding, dilation=dilation, groups=groups,
                      bias=bias)
-
-
-class BatchNormAct2d(_layers.BatchNormAct2d):
-    """BatchNorm, then ``act_layer`` (an identity with ``apply_act=False``), in timm's single-module layout."""
-
-    def __init__(self, num_features, eps=1e-5, act_layer=nn.ReLU, apply_act=True):
-        super().__init__(num_features, eps=eps, apply_act=apply_act)
-        self.act = act_layer() if apply_act else nn.Identity()
 
 
 class SqueezeExcite(nn.Module):

@@ -12,7 +12,7 @@ from engine import nn
 from ...ops.stochastic_depth import StochasticDepth
 
 __all__ = ["pair", "drop_path_module", "trunc_normal_", "PatchEmbed", "Mlp", "SelectAdaptivePool2d",
-           "create_classifier", "BatchNormAct2d", "ConvNormAct", "ConcatBranches"]
+           "create_classifier", "ClassifierHead", "BatchNormAct2d", "ConvNormAct", "ConcatBranches"]
 
 
 def pair(value):
@@ -144,15 +144,50 @@ def create_classifier(num_features, num_classes, pool_type="avg"):
     return global_pool, fc
 
 
+class ClassifierHead(nn.Module):
+    """Global pooling, dropout and the final linear layer (``head.global_pool``, ``head.drop``, ``head.fc``;
+    ``head.flatten`` is an identity kept for timm's module tree). ``num_features`` is the pooled width."""
+
+    def __init__(self, in_features, num_classes, pool_type="avg", drop_rate=0.0):
+        super().__init__()
+        self.in_features = in_features
+        self.global_pool, fc = create_classifier(in_features, num_classes, pool_type)
+        self.num_features = in_features * self.global_pool.feat_mult()
+        self.drop = nn.Dropout(drop_rate)
+        self.fc = fc
+        self.flatten = nn.Identity()
+
+    def reset(self, num_classes, pool_type=None):
+        """A fresh final layer for ``num_classes`` (0: an identity), after another pooling if ``pool_type``."""
+        if pool_type is None:
+            pool_type = self.global_pool.pool_type
+        self.global_pool, self.fc = create_classifier(self.in_features, num_classes, pool_type)
+        self.global_pool.train(self.training)
+        self.fc.train(self.training)
+        self.num_features = self.in_features * self.global_pool.feat_mult()
+
+    def forward(self, x, pre_logits=False):
+        x = self.global_pool(x)
+        x = self.drop(x)
+        if pre_logits:
+            return self.flatten(x)
+        x = self.fc(x)
+        return self.flatten(x)
+
+
 class BatchNormAct2d(nn.BatchNorm2d):
     """BatchNorm and its activation as one module, timm's layout: the statistics and affine parameters are the
-    module's own (``bn.weight``...), then ``drop`` (an identity: no dropout) and ``act`` (ReLU, or an identity
-    with ``apply_act=False``, as for a projection shortcut)."""
+    module's own (``bn.weight``...), then ``drop`` (an identity: no dropout) and ``act`` (``act_layer``, built in
+    place with ``inplace`` as timm's DPN prints it; an identity with ``apply_act=False``, as for a projection
+    shortcut)."""
 
-    def __init__(self, num_features, eps=1e-5, apply_act=True):
+    def __init__(self, num_features, eps=1e-5, act_layer=nn.ReLU, apply_act=True, inplace=False):
         super().__init__(num_features, eps=eps)
         self.drop = nn.Identity()
-        self.act = nn.ReLU() if apply_act else nn.Identity()
+        if not apply_act:
+            self.act = nn.Identity()
+        else:
+            self.act = act_layer(inplace=True) if inplace else act_layer()
 
     def forward(self, x):
         x = super().forward(x)

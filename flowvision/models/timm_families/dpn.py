@@ -18,26 +18,11 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import SelectAdaptivePool2d
+from ._layers import BatchNormAct2d, SelectAdaptivePool2d
 
 __all__ = []
 
-
-class BatchNormAct2d(nn.BatchNorm2d):
-    """BatchNorm (eps 1e-3, as in the MXNet originals) and its activation as one module, timm's layout: the norm's
-    own parameters and statistics, then ``drop`` (an identity) and ``act`` (``act_layer``, in place unless
-    ``inplace=False``)."""
-
-    def __init__(self, num_features, eps=1e-3, act_layer=nn.ReLU, inplace=True):
-        super().__init__(num_features, eps=eps)
-        self.drop = nn.Identity()
-        self.act = act_layer(inplace=inplace)
-
-    def forward(self, x):
-        x = super().forward(x)
-        x = self.drop(x)
-        x = self.act(x)
-        return x
+_EPS = 1e-3  # BatchNorm's epsilon in the MXNet originals
 
 
 class ConvNormAct(nn.Module):
@@ -48,7 +33,7 @@ class ConvNormAct(nn.Module):
         super().__init__()
         self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=_padding(kernel_size, stride),
                               bias=False)
-        self.bn = BatchNormAct2d(out_chs, act_layer=act_layer)
+        self.bn = BatchNormAct2d(out_chs, _EPS, act_layer, inplace=True)
 
     def forward(self, x):
         x = self.conv(x)
@@ -66,7 +51,7 @@ class BnAct(nn.Module):
 
     def __init__(self, in_chs, act_layer=nn.ReLU, inplace=True):
         super().__init__()
-        self.bn = BatchNormAct2d(in_chs, act_layer=act_layer, inplace=inplace)
+        self.bn = BatchNormAct2d(in_chs, _EPS, act_layer, inplace=inplace)
 
     def forward(self, x):
         return self.bn(x)
@@ -77,7 +62,7 @@ class BnActConv2d(nn.Module):
 
     def __init__(self, in_chs, out_chs, kernel_size, stride, groups=1, act_layer=nn.ReLU):
         super().__init__()
-        self.bn = BatchNormAct2d(in_chs, act_layer=act_layer)
+        self.bn = BatchNormAct2d(in_chs, _EPS, act_layer, inplace=True)
         self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=_padding(kernel_size, stride),
                               groups=groups, bias=False)
 

@@ -23,8 +23,8 @@ from engine import nn
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._efficientnet_blocks import BatchNormAct2d, create_conv2d
-from ._layers import create_classifier, drop_path_module
+from ._efficientnet_blocks import create_conv2d
+from ._layers import BatchNormAct2d, ClassifierHead, drop_path_module
 from .resnet import AvgPool2dSame
 
 __all__ = []
@@ -235,37 +235,6 @@ class RegStage(nn.Sequential):
                              dilation=(first_dilation, dilation), drop_path_rate=drop_path_rates[i], **block_kwargs)
             self.add_module(f"b{i + 1}", block)
             first_dilation = dilation
-
-
-class ClassifierHead(nn.Module):
-    """Global pooling, dropout and the final linear layer (``head.global_pool``, ``head.drop``, ``head.fc``;
-    ``head.flatten`` is an identity kept for timm's module tree). ``num_features`` is the pooled width."""
-
-    def __init__(self, in_features, num_classes, pool_type="avg", drop_rate=0.0):
-        super().__init__()
-        self.in_features = in_features
-        self.global_pool, fc = create_classifier(in_features, num_classes, pool_type)
-        self.num_features = in_features * self.global_pool.feat_mult()
-        self.drop = nn.Dropout(drop_rate)
-        self.fc = fc
-        self.flatten = nn.Identity()
-
-    def reset(self, num_classes, pool_type=None):
-        """A fresh final layer for ``num_classes`` (0: an identity), after another pooling if ``pool_type``."""
-        if pool_type is None:
-            pool_type = self.global_pool.pool_type
-        self.global_pool, self.fc = create_classifier(self.in_features, num_classes, pool_type)
-        self.global_pool.train(self.training)
-        self.fc.train(self.training)
-        self.num_features = self.in_features * self.global_pool.feat_mult()
-
-    def forward(self, x, pre_logits=False):
-        x = self.global_pool(x)
-        x = self.drop(x)
-        if pre_logits:
-            return self.flatten(x)
-        x = self.fc(x)
-        return self.flatten(x)
 
 
 class RegNet(nn.Module):

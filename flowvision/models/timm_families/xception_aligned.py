@@ -17,7 +17,7 @@ from .._features import FeatureHookNet
 from .._helpers import build_model
 from ..registry import register_model
 from ...ops.stochastic_depth import StochasticDepth
-from ._layers import BatchNormAct2d, ConvNormAct, create_classifier
+from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct
 
 __all__ = []
 
@@ -148,33 +148,6 @@ class PreXceptionModule(nn.Module):
         if self.drop_path is not None:
             out = self.drop_path(out)
         return out + self.shortcut(x)
-
-
-class ClassifierHead(nn.Module):
-    """Global pooling, dropout and the final linear layer (``head.global_pool``, ``head.drop``, ``head.fc``;
-    ``head.flatten`` is an identity kept for timm's module tree)."""
-
-    def __init__(self, in_features, num_classes, pool_type="avg", drop_rate=0.0):
-        super().__init__()
-        self.in_features = in_features
-        self.global_pool, fc = create_classifier(in_features, num_classes, pool_type)
-        self.drop = nn.Dropout(drop_rate)
-        self.fc = fc
-        self.flatten = nn.Identity()
-
-    def reset(self, num_classes, pool_type=None):
-        """A fresh final layer for ``num_classes`` (0: an identity), optionally after another pooling."""
-        if pool_type is None:
-            pool_type = self.global_pool.pool_type
-        self.global_pool, self.fc = create_classifier(self.in_features, num_classes, pool_type)
-
-    def forward(self, x, pre_logits=False):
-        x = self.global_pool(x)
-        x = self.drop(x)
-        if pre_logits:
-            return self.flatten(x)
-        x = self.fc(x)
-        return self.flatten(x)
 
 
 class XceptionAligned(nn.Module):
