@@ -215,6 +215,22 @@ def both_outputs(reference, ours, x):
     return out.numpy(), ref.numpy()
 
 
+def check_train_masks(reference, ours, x, rtol=1e-4):
+    """Both models in train mode draw the same dropout and drop-path masks after the same seed (the reference's
+    outputs, the same twice) and others after another seed; returns our outputs for seeds 0, 0 and 1."""
+    reference.train()
+    ours.train()
+    outputs = []
+    for seed in (0, 0, 1):
+        torch.manual_seed(seed)
+        engine.manual_seed(seed)
+        out, ref = both_outputs(reference, ours, x)
+        assert_close(out, ref, rtol)
+        outputs.append(out)
+    assert np.array_equal(outputs[0], outputs[1]) and not np.allclose(outputs[0], outputs[2])
+    return outputs
+
+
 def check_resnet_drop_path(reference, ours, plain, x):
     """timm's ResNet ``reference`` and ``ours`` built with drop_path_rate=0.5 (and dropout), ``plain`` without: the
     per-block rates are timm's (0 at the first block, 0.5 at the last); in eval mode nothing is dropped; in train mode
@@ -226,16 +242,7 @@ def check_resnet_drop_path(reference, ours, plain, x):
     assert rates == pytest.approx(expected) and rates[0] == 0.0 and rates[-1] == pytest.approx(0.5)
     with engine.no_grad():
         assert_close(ours(engine.from_numpy(x)).numpy(), plain(engine.from_numpy(x)).numpy(), 1e-6)
-    reference.train()
-    ours.train()
     plain.train()
-    outputs = []
-    for seed in (0, 0, 1):
-        torch.manual_seed(seed)
-        engine.manual_seed(seed)
-        out, ref = both_outputs(reference, ours, x)
-        assert_close(out, ref, 1e-4)
-        outputs.append(out)
-    assert np.array_equal(outputs[0], outputs[1]) and not np.allclose(outputs[0], outputs[2])
+    outputs = check_train_masks(reference, ours, x)
     with engine.no_grad():
         assert not np.allclose(outputs[0], plain(engine.from_numpy(x)).numpy())
