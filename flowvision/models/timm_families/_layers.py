@@ -11,8 +11,9 @@ from engine import nn
 
 from ...ops.stochastic_depth import StochasticDepth
 
-__all__ = ["pair", "drop_path_module", "trunc_normal_", "PatchEmbed", "Mlp", "SelectAdaptivePool2d",
-           "create_classifier", "ClassifierHead", "BatchNormAct2d", "ConvNormAct", "ConcatBranches"]
+__all__ = ["pair", "drop_path_module", "trunc_normal_", "init_linear_layers", "PatchEmbed", "Mlp",
+           "SelectAdaptivePool2d", "create_classifier", "ClassifierHead", "BatchNormAct2d", "ConvNormAct",
+           "ConcatBranches"]
 
 
 def pair(value):
@@ -41,6 +42,16 @@ def trunc_normal_(tensor, std=0.02):
         tensor.mul_(std * math.sqrt(2.0))
         tensor.clamp_(min=-2.0, max=2.0)
     return tensor
+
+
+def init_linear_layers(model, std=0.02):
+    """timm's transformer init of every Linear layer of ``model``, in module order: truncated-normal weights
+    (``std``), zero biases."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            trunc_normal_(module.weight, std=std)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
 
 
 class PatchEmbed(nn.Module):

@@ -18,7 +18,7 @@ from engine import nn
 from .._features import FeatureGetterNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, trunc_normal_
+from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, trunc_normal_
 
 __all__ = []
 
@@ -191,11 +191,7 @@ class Cait(nn.Module):
         Linear biases; the patch projection keeps the convolution's default."""
         trunc_normal_(self.pos_embed, std=0.02)
         trunc_normal_(self.cls_token, std=0.02)
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                trunc_normal_(m.weight, std=0.02)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
+        init_linear_layers(self)
 
     def get_classifier(self):
         """The final linear layer."""

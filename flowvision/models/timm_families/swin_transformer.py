@@ -25,7 +25,7 @@ from engine import nn
 from .._features import FlatFeatureListNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, drop_path_module, pair, trunc_normal_
+from ._layers import Mlp, drop_path_module, init_linear_layers, pair, trunc_normal_
 
 __all__ = []
 
@@ -445,11 +445,7 @@ class SwinTransformer(nn.Module):
     def init_weights(self):
         """timm's scheme: truncated-normal Linear weights (std 0.02) and zero Linear biases; the patch projection
         and the norms keep their defaults, the relative position bias tables their truncated normals (std 0.02)."""
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                trunc_normal_(m.weight, std=0.02)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
+        init_linear_layers(self)
 
     def get_classifier(self):
         """The final linear layer."""

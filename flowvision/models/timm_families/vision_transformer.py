@@ -26,7 +26,7 @@ from engine.nn import functional as F
 from .._features import FeatureGetterNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, pair, trunc_normal_
+from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, pair, trunc_normal_
 
 __all__ = []
 
@@ -187,11 +187,7 @@ class VisionTransformer(nn.Module):
         trunc_normal_(self.pos_embed, std=0.02)
         if self.cls_token is not None:
             nn.init.normal_(self.cls_token, std=1e-6)
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                trunc_normal_(m.weight, std=0.02)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
+        init_linear_layers(self)
 
     def get_classifier(self):
         """The final linear layer."""
