@@ -15,20 +15,23 @@ RESNETS = ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"]
 # timm's ResNet-D/-T variants of the same family (flowvision.models.timm_families.resnet)
 TIMM_RESNETS = ["resnet10t", "resnet14t", "resnet18d", "resnet26", "resnet26d", "resnet26t", "resnet34d", "resnet50d",
                 "resnet101d", "resnet152d", "resnet200d"]
+RESNETV2 = "resnetv2_*"  # timm's ResNetV2 (BiT): a family of its own that "resnet*" also matches
 
 
 def test_list_models_wildcards_and_lists():
-    assert models.list_models("resnet*") == sorted(RESNETS + TIMM_RESNETS, key=registry._natural_key)
-    assert models.list_models("resnet*", exclude_filters=TIMM_RESNETS) == RESNETS
+    assert models.list_models("resnet*", exclude_filters=RESNETV2) == sorted(RESNETS + TIMM_RESNETS,
+                                                                             key=registry._natural_key)
+    assert models.list_models("resnet*", exclude_filters=TIMM_RESNETS + [RESNETV2]) == RESNETS
     assert models.list_models("resnext*") == ["resnext50_32x4d", "resnext101_32x8d", "resnext101_64x4d"]
     assert models.list_models(["wide*", "resnet1?"]) == ["resnet18", "wide_resnet50_2", "wide_resnet101_2"]
     assert models.list_models("*50*", module="resnet", exclude_filters=["wide*", "resnext*", "*e*resne*"]) == \
         ["resnet50", "resnet50d"]
     assert "resnet50" not in models.list_models("*resnet50*", exclude_filters="resnet*")
-    assert models.list_models("resnet*", exclude_filters=["*1??", "*[dt]"]) == ["resnet18", "resnet26", "resnet34",
-                                                                               "resnet50"]
+    assert models.list_models("resnet*", exclude_filters=["*1??", "*[dt]", RESNETV2]) == ["resnet18", "resnet26",
+                                                                                         "resnet34", "resnet50"]
     assert models.list_models("nothing*") == []
-    family = models.list_models(["resnet*", "resnext*", "wide_resnet*", "seresne*", "ecaresnet*"])
+    family = models.list_models(["resnet*", "resnext*", "wide_resnet*", "seresne*", "ecaresnet*"],
+                                exclude_filters=RESNETV2)
     assert models.list_models(module="resnet") == family and len(family) == 36
     assert "resnet" in models.list_modules()
 
@@ -205,9 +208,9 @@ def test_checkpoint_path_reads_pytorch_checkpoints(tmp_path, zip_format):
 
 def test_model_creator(monkeypatch):
     _pretend_pretrained(monkeypatch, {"resnet50"})
-    assert ModelCreator.model_list("resnet*", exclude_filters=TIMM_RESNETS) == RESNETS
+    assert ModelCreator.model_list("resnet*", exclude_filters=TIMM_RESNETS + [RESNETV2]) == RESNETS
     assert ModelCreator.model_list("*", pretrained=True) == ["resnet50"]
-    table = ModelCreator.model_table("resnet*", pretrained=False, exclude_filters=TIMM_RESNETS)
+    table = ModelCreator.model_table("resnet*", pretrained=False, exclude_filters=TIMM_RESNETS + [RESNETV2])
     lines = table.splitlines()
     assert "Supported Models" in lines[1] and "Pretrained" in lines[1]
     assert [line.split("|")[1].strip() for line in lines[3:-1]] == RESNETS
