@@ -164,10 +164,14 @@ def reference_classifier(name, **kwargs):
 
 
 def skip_random_init(patch):
-    """Our random initialisation skipped (every draw goes through these): big models build in a fraction of a
-    second on untouched storage, for tests that only look at the layout or load every weight from timm."""
+    """Our random initialisation skipped (every draw goes through these, and the timm families' truncated normal
+    as ``_layers.init_linear_layers`` calls it): big models build in a fraction of a second on untouched storage, for
+    tests that only look at the layout or load every weight from timm."""
+    from flowvision.models.timm_families import _layers
+
     for name in ("uniform_", "normal_", "trunc_normal_"):
         patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
+    patch.setattr(_layers, "trunc_normal_", lambda tensor, std=0.02: tensor)
 
 
 def check_structure(ours, reference, types=True):

@@ -16,7 +16,7 @@ import torch
 import engine
 import flowvision.models as models
 from engine.nn import init
-from flowvision.models.timm_families import deit, vision_transformer
+from flowvision.models.timm_families import _layers, deit, vision_transformer
 from flowvision.models.timm_families._layers import pair
 from model_parity import backward_both, image_batch, numpy_state
 from op_check import assert_close
@@ -99,8 +99,8 @@ def no_init(monkeypatch):
     """Our models built without drawing their initial weights (the checkpoint replaces them)."""
     for name in ("uniform_", "normal_", "trunc_normal_"):
         monkeypatch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-    monkeypatch.setattr(vision_transformer, "trunc_normal_", lambda tensor, std=0.02: tensor)
-    monkeypatch.setattr(deit, "trunc_normal_", lambda tensor, std=0.02: tensor)
+    for module in (_layers, vision_transformer, deit):  # _layers: init_linear_layers' draws
+        monkeypatch.setattr(module, "trunc_normal_", lambda tensor, std=0.02: tensor)
 
 
 @pytest.mark.parametrize("name", ["vit_base_patch16_224_miil", "deit_base_distilled_patch16_384",
