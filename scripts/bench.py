@@ -9,7 +9,8 @@ step), build (model construction), load (weights from the cache), memory (peak i
 above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and
 nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager and nn.Graph inference of
 efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), timm (the same for deit_small_patch16_224,
-resnet50d, seresnext26d_32x4d and mixer_b16_224 against timm's models on PyTorch), bfloat16 (resnet50 eager inference in
+resnet50d, seresnext26d_32x4d, mixer_b16_224, convnext_nano, regnety_032, mobilenetv3_large_100 and dla34 against
+timm's models on PyTorch), bfloat16 (resnet50 eager inference in
 float32, in bfloat16, and under CPU autocast), onnxruntime (reference: ONNX Runtime
 on the exported resnet50 vs our nn.Graph, where it is installed), gpu (on CUDA, float32 with TF32 off:
 resnet50 inference at batch 1/8/64, eager and in our nn.Graph, the graph also against PyTorch's CUDA Graph
@@ -236,9 +237,11 @@ def suite_families(args, torch, engine):
 
 def suite_timm(args, torch, engine):
     """Eager (and nn.Graph) inference at batch 1 and 8 of timm families against timm's own models on PyTorch:
-    deit_small_patch16_224, resnet50d, seresnext26d_32x4d, mixer_b16_224."""
+    deit_small_patch16_224, resnet50d, seresnext26d_32x4d, mixer_b16_224, convnext_nano, regnety_032,
+    mobilenetv3_large_100, dla34."""
     return _classification_rows(args, torch, engine, ("deit_small_patch16_224", "resnet50d", "seresnext26d_32x4d",
-                                                      "mixer_b16_224"), pair=_timm_models)
+                                                      "mixer_b16_224", "convnext_nano", "regnety_032",
+                                                      "mobilenetv3_large_100", "dla34"), pair=_timm_models)
 
 
 def suite_bfloat16(args, torch, engine):
