@@ -19,22 +19,13 @@ from model_parity import (backward_both, check_layout, check_train_masks, image_
                           to_numpy)
 from op_check import assert_close
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
 
 CAITS = ["cait_xxs24_224", "cait_xxs24_384", "cait_xxs36_224", "cait_xxs36_384", "cait_xs24_384", "cait_s24_224",
          "cait_s24_384", "cait_s36_384", "cait_m36_384", "cait_m48_448"]
 SIZE = (50, 38)  # a 6 x 4 grid of 8-pixel patches with pixels left over, not square
 SMALL = dict(img_size=SIZE, patch_size=8, embed_dim=24, depth=2, num_heads=3, num_classes=7)
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """timm's side in one thread: its tensors are tiny, where a second thread only costs wake-ups (several times
-    slower on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 def randomize(model, seed):
     """Random values for every parameter of a timm model (its initial zero biases, unit norms and 1e-4 layer scales

@@ -20,7 +20,7 @@ from model_parity import (backward_both, check_layout, check_train_masks, image_
                           to_numpy)
 from op_check import assert_close
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
 
 SWINS = ["swin_tiny_patch4_window7_224", "swin_small_patch4_window7_224", "swin_base_patch4_window7_224",
          "swin_base_patch4_window12_384", "swin_large_patch4_window7_224", "swin_large_patch4_window12_384",
@@ -31,15 +31,6 @@ SIZE = (50, 26)
 SMALL = dict(img_size=SIZE, patch_size=4, embed_dim=8, depths=(2, 2, 1, 1), num_heads=(2, 2, 4, 4), window_size=4,
              num_classes=7, drop_path_rate=0.0)
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """timm's side in one thread: its tensors are tiny, where a second thread only costs wake-ups (several times
-    slower on a busy machine)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 def randomize(model, seed):
     """Random values for every parameter of a timm model (its initial zero biases, unit norms and small bias tables
