@@ -163,6 +163,14 @@ def reference_classifier(name, **kwargs):
     return (getattr(tv, name) if hasattr(tv, name) else getattr(tv.video, name))(**kwargs)
 
 
+def capture_builder(patch, module, builder_name):
+    """Replace ``module``'s builder function by one that records (class, kwargs) and builds nothing: what an
+    entrypoint hands its builder, ours (``build_model``) or timm's (``build_model_with_cfg``)."""
+    calls = []
+    patch.setattr(module, builder_name, lambda cls, *args, **kwargs: calls.append((cls, kwargs)))
+    return calls
+
+
 def skip_random_init(patch):
     """Our random initialisation skipped (every draw goes through these, and the timm families' truncated normal
     as ``_layers.init_linear_layers`` calls it): big models build in a fraction of a second on untouched storage, for

@@ -15,8 +15,8 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import cait
 from flowvision.models.timm_families._layers import pair
-from model_parity import (backward_both, check_layout, check_train_masks, image_batch, numpy_state, skip_random_init,
-                          to_numpy)
+from model_parity import (backward_both, capture_builder, check_layout, check_train_masks, image_batch, numpy_state,
+                          skip_random_init, to_numpy)
 from op_check import assert_close
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
@@ -70,13 +70,6 @@ def run_both(reference, ours, x, fn=lambda m, x: m(x)):
     return as_numpy(out), as_numpy(expected)
 
 
-def capture(monkeypatch, module, builder_name):
-    """Replace ``module``'s builder function by one that records (class, kwargs) and builds nothing."""
-    calls = []
-    monkeypatch.setattr(module, builder_name, lambda cls, *args, **kwargs: calls.append((cls, kwargs)))
-    return calls
-
-
 @pytest.mark.parametrize("name", CAITS)
 def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
     """Each entrypoint passes timm's configuration (with the image size of timm's weights); rebuilt narrow (two
@@ -84,8 +77,8 @@ def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
     state_dict keys, order, shapes and dtypes and the same initial values (truncated normals within 2 float32 ulps:
     the engine's erfinv rounds differently from torch's; layer scales bit for bit), and both random streams end in
     step."""
-    ours_calls = capture(monkeypatch, cait, "build_model")
-    timm_calls = capture(monkeypatch, timm_cait, "build_model_with_cfg")
+    ours_calls = capture_builder(monkeypatch, cait, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_cait, "build_model_with_cfg")
     getattr(cait, name)()
     getattr(timm_cait, name)()
     (ours_cls, ours_kwargs), (_, timm_kwargs) = ours_calls[0], timm_calls[0]

@@ -16,7 +16,7 @@ import engine
 import flowvision.models as models
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import convmixer, mlp_mixer
-from model_parity import check_train_step, image_batch, numpy_state, to_numpy
+from model_parity import capture_builder, check_train_step, image_batch, numpy_state, to_numpy
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -91,13 +91,6 @@ def run_both(ref, ours, x):
     return to_numpy(out), to_numpy(expected)
 
 
-def capture(monkeypatch, module, builder_name):
-    """Replace ``module``'s builder function by one that records (class, kwargs) and builds nothing."""
-    calls = []
-    monkeypatch.setattr(module, builder_name, lambda cls, *args, **kwargs: calls.append((cls, kwargs)))
-    return calls
-
-
 @pytest.mark.parametrize("name", MIXER_NAMES + CONVMIXER_NAMES)
 def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
     """Each entrypoint passes timm's configuration: the same depth, and, rebuilt with two blocks from the same
@@ -107,8 +100,8 @@ def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
     is_mixer = name in MIXER_NAMES
     ours_module, timm_module = (mlp_mixer, timm_mlp_mixer) if is_mixer else (convmixer, timm_convmixer)
     depth_key = "num_blocks" if is_mixer else "depth"
-    ours_calls = capture(monkeypatch, ours_module, "build_model")
-    timm_calls = capture(monkeypatch, timm_module, "build_model_with_cfg")
+    ours_calls = capture_builder(monkeypatch, ours_module, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_module, "build_model_with_cfg")
     getattr(ours_module, name)()
     getattr(timm_module, name)()
     (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) = ours_calls[0], timm_calls[0]
