@@ -171,6 +171,33 @@ def capture_builder(patch, module, builder_name):
     return calls
 
 
+def check_seeded_init(build_reference, build_ours, seed, truncated, what=""):
+    """The reference and our model, each built right after ``seed`` is set: both random streams end in step, and
+    every state_dict value is the reference's, dtype and bits, but those under the keys ``truncated(reference)``
+    names, drawn by timm's truncated normal: within 2 float32 ulps (the engine's float32 erfinv rounds ~0.03% of
+    values differently from torch's MKL one)."""
+    torch.manual_seed(seed)
+    reference = build_reference()
+    after_reference = torch.rand(4).numpy()
+    engine.manual_seed(seed)
+    ours = build_ours()
+    assert np.array_equal(engine.rand(4).numpy(), after_reference), what
+    drawn = truncated(reference)
+    state = {k: v.numpy() for k, v in ours.state_dict().items()}
+    for key, value in numpy_state(reference).items():
+        assert state[key].dtype == value.dtype, (what, key)
+        if key in drawn:
+            np.testing.assert_allclose(state[key], value, rtol=0, atol=2 * np.spacing(np.float32(0.1)),
+                                       err_msg=f"{what} {key}")
+        else:
+            assert np.array_equal(state[key], value), (what, key)
+
+
+def conv_and_linear_weights(model):
+    """The state_dict keys of a torch model's convolution and linear weights."""
+    return {f"{n}.weight" for n, m in model.named_modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))}
+
+
 def skip_random_init(patch):
     """Our random initialisation skipped (every draw goes through these, and the timm families' truncated normal
     as ``_layers.init_linear_layers`` calls it): big models build in a fraction of a second on untouched storage, for

@@ -14,8 +14,8 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import convnext
-from model_parity import (both_outputs, check_layout, check_train_step, image_batch, is_timm_family, numpy_state,
-                          skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_layout, check_seeded_init, check_train_step, conv_and_linear_weights,
+                          image_batch, is_timm_family, numpy_state, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -137,22 +137,8 @@ def test_seeded_init_follows_timm():
     rounds ~0.03% of values differently from torch's MKL one); both generators end in step."""
     for seed, kind in enumerate(SMALL):
         config = dict(BASE, **SMALL[kind], head_init_scale=0.3)
-        torch.manual_seed(seed)
-        reference = timm_convnext.ConvNeXt(**config)
-        after_ref = torch.rand(4).numpy()
-        engine.manual_seed(seed)
-        ours = convnext.ConvNeXt(**config)
-        after_ours = engine.rand(4).numpy()
-        assert np.array_equal(after_ours, after_ref), kind
-        drawn = {f"{n}.weight" for n, m in reference.named_modules()
-                 if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))}
-        state = {k: v.numpy() for k, v in ours.state_dict().items()}
-        for key, value in numpy_state(reference).items():
-            assert state[key].dtype == value.dtype, key
-            if key in drawn:
-                np.testing.assert_allclose(state[key], value, rtol=0, atol=2 * np.spacing(np.float32(0.1)))
-            else:
-                assert np.array_equal(state[key], value), (kind, key)
+        check_seeded_init(lambda: timm_convnext.ConvNeXt(**config), lambda: convnext.ConvNeXt(**config), seed,
+                          conv_and_linear_weights, kind)
 
 
 # ---- numerics ---------------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ from timm.models import metaformer as timm_metaformer
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import metaformer
-from model_parity import (both_outputs, check_layout, check_train_step, image_batch, is_timm_family, numpy_state,
-                          skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_layout, check_seeded_init, check_train_step, conv_and_linear_weights,
+                          image_batch, is_timm_family, numpy_state, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -145,22 +145,8 @@ def test_seeded_init_follows_timm():
     torch's); both generators end in step."""
     for seed, kind in enumerate(SMALL):
         config = small_config(kind)
-        torch.manual_seed(seed)
-        reference = timm_metaformer.MetaFormer(**timm_config(config))
-        after_ref = torch.rand(4).numpy()
-        engine.manual_seed(seed)
-        ours = metaformer.MetaFormer(**config)
-        after_ours = engine.rand(4).numpy()
-        assert np.array_equal(after_ours, after_ref), kind
-        drawn = {f"{n}.weight" for n, m in reference.named_modules()
-                 if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))}
-        state = {k: v.numpy() for k, v in ours.state_dict().items()}
-        for key, value in numpy_state(reference).items():
-            assert state[key].dtype == value.dtype, key
-            if key in drawn:
-                np.testing.assert_allclose(state[key], value, rtol=0, atol=2 * np.spacing(np.float32(0.1)))
-            else:
-                assert np.array_equal(state[key], value), (kind, key)
+        check_seeded_init(lambda: timm_metaformer.MetaFormer(**timm_config(config)),
+                          lambda: metaformer.MetaFormer(**config), seed, conv_and_linear_weights, kind)
 
 
 # ---- numerics ---------------------------------------------------------------------------------------------------

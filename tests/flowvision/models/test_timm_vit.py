@@ -18,7 +18,7 @@ import flowvision.models as models
 from engine.nn import init
 from flowvision.models.timm_families import _layers, deit, vision_transformer
 from flowvision.models.timm_families._layers import pair
-from model_parity import backward_both, image_batch, numpy_state
+from model_parity import backward_both, check_seeded_init, image_batch, numpy_state
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow
@@ -388,21 +388,10 @@ def test_seeded_init_follows_timm():
     for timm_cls, ours_cls in ((timm_vit.VisionTransformer, vision_transformer.VisionTransformer),
                                (timm_deit.VisionTransformerDistilled, deit.VisionTransformerDistilled)):
         kwargs = dict(TINY, init_values=1e-3)
-        torch.manual_seed(11)
-        reference = timm_cls(**kwargs)
-        after_ref = torch.rand(4).numpy()
-        engine.manual_seed(11)
-        ours = ours_cls(**kwargs)
-        after_ours = engine.rand(4).numpy()
-        assert np.array_equal(after_ours, after_ref)
-        truncated = {"pos_embed", "dist_token"} | {f"{n}.weight" for n, m in reference.named_modules()
-                                                   if isinstance(m, torch.nn.Linear)}
-        state = {k: v.numpy() for k, v in ours.state_dict().items()}
-        for key, value in numpy_state(reference).items():
-            if key in truncated:
-                np.testing.assert_allclose(state[key], value, rtol=0, atol=2 * np.spacing(np.float32(0.1)))
-            else:
-                assert np.array_equal(state[key], value), key
+        check_seeded_init(lambda: timm_cls(**kwargs), lambda: ours_cls(**kwargs), 11,
+                          lambda reference: {"pos_embed", "dist_token"} | {
+                              f"{n}.weight" for n, m in reference.named_modules() if isinstance(m, torch.nn.Linear)},
+                          ours_cls.__name__)
 
 
 def test_resample_abs_pos_embed_matches_timm():
