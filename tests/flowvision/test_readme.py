@@ -28,9 +28,11 @@ def readme():
         return f.read()
 
 
-def test_model_zoo_table_is_the_registry(monkeypatch):
+def test_model_zoo_tables_are_the_registry(monkeypatch):
     model_table = _script("model_table", monkeypatch)
-    assert model_table.readme_table() == model_table.table()
+    assert model_table.readme_table() == model_table.summary()
+    with open(model_table.PAGE, encoding="utf-8") as f:
+        assert f.read() == model_table.page()
 
 
 def test_performance_rows_are_the_page(monkeypatch):
