@@ -1,0 +1,290 @@
+"""timm's XCiT family against timm: every registered variant's configuration; the layout of the nano and the large
+models against timm's on the meta device; seeded initialisation of narrow rebuilds; the Fourier positional encoding;
+eval outputs of small models at an odd image size (both patch embeddings, both class-attention norms, both
+poolings); float64 train-mode outputs, every gradient and BatchNorm's running statistics; dropout and drop path; and
+the timm API (pre-logits features, reset_classifier, in_chans, features_only, forward intermediates, list_models)."""
+import math
+
+import numpy as np
+import pytest
+import timm
+import timm.models.xcit as timm_xcit
+import torch
+
+import engine
+import flowvision.models as models
+from flowvision.models.timm_families import xcit
+from model_parity import (capture_builder, check_layout, check_seeded_init, check_train_masks, check_train_step,
+                          image_batch, numpy_state, randomize_norms, skip_random_init, to_numpy)
+from op_check import assert_close
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
+
+NAMES = [f"xcit_{size}_p{patch}_{res}" for size in ("nano_12", "tiny_12", "tiny_24", "small_12", "small_24",
+                                                    "medium_24", "large_24")
+         for patch in (16, 8) for res in (224, 384)]
+SIZE = (45, 37)  # a 3 x 3 grid of 16-pixel patches (6 x 5 of 8-pixel ones), every stride-2 convolution rounding up
+SMALL = {
+    "p16": dict(patch_size=16, embed_dim=32, depth=2, num_heads=4, num_classes=7, eta=0.5, tokens_norm=False),
+    "p8": dict(patch_size=8, embed_dim=24, depth=2, num_heads=3, num_classes=7, eta=1e-5, tokens_norm=True,
+               mlp_ratio=2.0, qkv_bias=False),
+}
+PRINTED = ("Conv2d", "BatchNorm2d", "LayerNorm", "Linear", "Dropout", "GELU", "Identity")
+
+
+def randomize(model, seed):
+    """Random values for every parameter and BatchNorm statistic of a timm model (its initial zero biases, unit
+    norms, temperatures and layer scales would hide bugs)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("gamma1", "gamma2", "gamma3", "temperature")) or (p.ndim == 1 and "weight" in name):
+                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
+            elif name.endswith("bias"):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+            elif name == "cls_token":
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p[0].numel()))
+    return randomize_norms(model, seed)
+
+
+def small_pair(kind, seed=0, **kwargs):
+    """(timm's, ours) small XCiT of ``kind`` with timm's randomised weights in both, in eval mode. timm's class
+    attention uses its unfused path, whose attention dropout draws from the generator as ours does."""
+    config = {**SMALL[kind], **kwargs}
+    reference = randomize(timm_xcit.Xcit(**config), seed)
+    for module in reference.modules():
+        if isinstance(module, timm.models.cait.ClassAttn):
+            module.fused_attn = False
+    ours = xcit.Xcit(**config)
+    ours.load_state_dict(numpy_state(reference))
+    return reference.eval(), ours.eval()
+
+
+def as_numpy(value):
+    """Tensors as numpy arrays, inside lists and tuples too."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_numpy(v) for v in value)
+    return to_numpy(value)
+
+
+def run_both(reference, ours, x, fn=lambda m, x: m(x)):
+    """``fn(model, input)`` for timm's model and ours on the numpy input ``x``, without gradients: (ours, timm's)."""
+    with torch.no_grad():
+        expected = fn(reference, torch.from_numpy(x))
+    with engine.no_grad():
+        out = fn(ours, engine.from_numpy(x))
+    return as_numpy(out), as_numpy(expected)
+
+
+def timm_fourier_features(reference):
+    """A list that collects the Fourier features timm's ``reference`` computes, as its positional encoding's
+    projection receives them."""
+    features = []
+    reference.pos_embed.token_projection.register_forward_pre_hook(lambda m, inputs: features.append(inputs[0]))
+    return features
+
+
+def test_variant_configs_match_timm(monkeypatch):
+    """Each entrypoint hands the model class timm's configuration (keyword arguments overriding it as in timm), and
+    the class has timm's default_cfg."""
+    assert sorted(NAMES) == sorted(timm.list_models("xcit_*"))
+    ours_calls = capture_builder(monkeypatch, xcit, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_xcit, "build_model_with_cfg")
+    for name in NAMES:
+        getattr(xcit, name)(drop_rate=0.1)
+        getattr(timm_xcit, name)(drop_rate=0.1)
+    assert len(ours_calls) == len(timm_calls) == len(NAMES)
+    for name, (ours_cls, config), (_, expected) in zip(NAMES, ours_calls, timm_calls):
+        expected = {k: v for k, v in expected.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
+        assert config.pop("progress") is True and config == expected, name
+        cfg = timm.models.get_pretrained_cfg(name)
+        assert ours_cls.default_cfg == {"first_conv": cfg.first_conv, "classifier": cfg.classifier}
+
+
+def test_large_layout_matches_timm(monkeypatch):
+    """XCiT-L24/8 against timm's on the meta device, with 2 of its 24 XCiT blocks (timm takes half a second to build
+    24 there; the entrypoints' depths are checked above): state_dict keys in order, shapes and dtypes, the module
+    tree, the printout of every layer, feature_info, num_features and default_cfg. The other variants differ from it
+    only in the configuration checked above; the 16-pixel patch embedding's tree is checked below."""
+    with torch.device("meta"):
+        reference = timm.create_model("xcit_large_24_p8_384", depth=2)
+    skip_random_init(monkeypatch)
+    monkeypatch.setattr(xcit, "trunc_normal_", lambda tensor, std=0.02: tensor)
+    ours = models.create_model("xcit_large_24_p8_384", depth=2)
+    check_layout(ours, reference, (), PRINTED)
+    assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
+    assert ours.head_hidden_size == reference.head_hidden_size
+
+
+@pytest.mark.parametrize("kind", list(SMALL))
+def test_seeded_init_follows_timm(kind):
+    """From the same seed, the same initial weights as timm, drawn in timm's order (the layers' default inits, then
+    the class token's and every Linear weight's truncated normal): layer scales, temperatures, convolutions, norms
+    and biases bit for bit, the truncated normals within 2 float32 ulps; both generators end in step. The module
+    trees are the same, with the same printout of every layer."""
+    config = SMALL[kind]
+    built = []
+
+    def build(cls):
+        built.append(cls(**config))
+        return built[-1]
+
+    def truncated(reference):
+        linears = {f"{n}.weight" for n, m in reference.named_modules() if isinstance(m, torch.nn.Linear)}
+        return linears | {"cls_token"}
+
+    check_seeded_init(lambda: build(timm_xcit.Xcit), lambda: build(xcit.Xcit), 5, truncated, kind)
+    reference, ours = built
+    ours_modules, ref_modules = list(ours.named_modules()), list(reference.named_modules())
+    assert [n for n, _ in ours_modules] == [n for n, _ in ref_modules]
+    for (name, module), (_, ref_module) in zip(ours_modules, ref_modules):
+        assert type(module).__name__ == type(ref_module).__name__, name
+        if type(ref_module).__name__ in PRINTED:
+            assert repr(module) == repr(ref_module), name
+
+
+def test_fourier_features_match_timm():
+    """The positional encoding's Fourier features (float32) within an ulp of timm's (the engine's float32 sine and
+    cosine round differently from torch's), for square and oblong grids."""
+    reference, ours = small_pair("p8")
+    features = timm_fourier_features(reference)
+    for height, width in ((6, 5), (1, 3), (14, 14)):
+        with torch.no_grad():
+            reference.pos_embed(1, height, width)
+        out = ours.pos_embed.fourier_features(height, width).numpy()
+        assert out.dtype == np.float32 and out.shape == (1, 64, height, width)
+        np.testing.assert_allclose(out, features[-1].numpy(), rtol=0, atol=2e-7)
+
+
+@pytest.mark.parametrize("kind", list(SMALL))
+def test_eval_outputs_match_timm(kind):
+    """Float32 eval outputs of a small model at an odd image size (batch 2): the class token's logits, then the
+    patch tokens' average as pre-logits."""
+    reference, ours = small_pair(kind, seed=1)
+    x = image_batch(2, *SIZE, seed=2)
+    out, ref = run_both(reference, ours, x)
+    assert out.shape == (2, 7)
+    assert_close(out, ref, 1e-5)
+    reference.reset_classifier(0, "avg")
+    ours.reset_classifier(0, "avg")
+    out, ref = run_both(reference, ours, x, lambda m, x: m.forward_head(m.forward_features(x), pre_logits=True))
+    assert out.shape == (2, SMALL[kind]["embed_dim"]) and isinstance(ours.get_classifier(), engine.nn.Identity)
+    assert_close(out, ref, 1e-5)
+
+
+def test_train_step_matches_timm_float64():
+    """Float64 train mode (BatchNorm on batch statistics): outputs, the input gradient, every parameter gradient and
+    the running statistics after the step equal timm's. Both models get timm's Fourier features (computed in
+    float32 by both, whose sines differ by an ulp)."""
+    reference, ours = small_pair("p16", seed=3)
+    reference, ours = reference.double().train(), ours.double().train()
+    features = timm_fourier_features(reference)
+    ours.pos_embed.fourier_features = lambda height, width: engine.from_numpy(features[-1].numpy())
+    check_train_step(reference, ours, image_batch(2, *SIZE, seed=4).astype(np.float64))
+
+
+DROPOUTS = dict(drop_rate=0.3, pos_drop_rate=0.2, proj_drop_rate=0.2, attn_drop_rate=0.2, drop_path_rate=0.3)
+
+
+def test_dropout_and_drop_path_follow_timm():
+    """timm's rates: drop path the same in every XCiT block and none in the class-attention blocks, dropout after
+    the positional encoding, on attention weights, after projections and MLPs and before the head. Eval outputs are
+    unaffected; in train mode the same seed draws timm's masks (timm's outputs), another seed others."""
+    reference, ours = small_pair("p8", seed=6, **DROPOUTS)
+    ref_rates = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
+    our_rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
+    assert our_rates == ref_rates == [0.3] * 6
+    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
+        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
+    x = image_batch(2, *SIZE, seed=7)
+    out, ref = run_both(reference, ours, x)
+    assert_close(out, ref, 1e-5)
+    check_train_masks(reference, ours, x)
+
+
+def test_reset_classifier_in_chans_and_arguments():
+    """reset_classifier gives the classes and pooling asked for ('' returns the whole sequence); in_chans=1 builds a
+    one-channel first convolution that gives timm's outputs; num_classes=0 gives the pooled features; poolings and
+    patch sizes XCiT has no use for are refused."""
+    reference, ours = small_pair("p16", seed=8, in_chans=1)
+    assert tuple(ours.patch_embed.proj[0][0].weight.shape) == (4, 1, 3, 3)
+    reference.reset_classifier(5, "")
+    ours.reset_classifier(5, "")
+    ours.head.load_state_dict(numpy_state(reference.head))
+    assert ours.get_classifier().out_features == 5 and ours.num_classes == 5 and ours.global_pool == ""
+    out, ref = run_both(reference, ours, image_batch(2, *SIZE, seed=9, c=1))
+    assert out.shape == (2, 10, 5)
+    assert_close(out, ref, 1e-5)
+    with pytest.raises(ValueError):
+        ours.reset_classifier(5, "max")
+    reference, ours = small_pair("p16", seed=14, num_classes=0, global_pool="avg")
+    assert isinstance(ours.head, engine.nn.Identity) and ours.num_features == ours.head_hidden_size == 32
+    out, ref = run_both(reference, ours, image_batch(2, *SIZE, seed=15))
+    assert out.shape == (2, 32)
+    assert_close(out, ref, 1e-5)
+    with pytest.raises(ValueError):
+        xcit.Xcit(patch_size=4)
+    with pytest.raises(ValueError):
+        xcit.Xcit(global_pool="max")
+
+
+@pytest.mark.parametrize("out_indices", [None, (0, -2)])
+def test_features_only_matches_timm(out_indices):
+    """features_only (4 blocks): timm's FeatureGetterNet stages (the last three blocks by default, or out_indices) as
+    (N, C, H/8, W/8) maps, its state_dict keys (class token, class-attention blocks, norm and head pruned) and
+    feature_info."""
+    kwargs = dict(SMALL["p8"], num_classes=1000, depth=4, features_only=True)
+    if out_indices is not None:
+        kwargs["out_indices"] = out_indices
+    reference = randomize(timm.create_model("xcit_nano_12_p8_224", **kwargs), 10).eval()
+    ours = models.create_model("xcit_nano_12_p8_224", **kwargs)
+    ours.load_state_dict(numpy_state(reference))
+    ours.eval()
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    assert ours.feature_info.channels() == reference.feature_info.channels()
+    assert ours.feature_info.reduction() == reference.feature_info.reduction()
+    assert ours.feature_info.module_name() == reference.feature_info.module_name()
+    outs, refs = run_both(reference, ours, image_batch(2, *SIZE, seed=11))
+    assert len(outs) == len(refs) == (3 if out_indices is None else 2)
+    for out, ref in zip(outs, refs):
+        assert out.shape == ref.shape == (2, 24, 6, 5)
+        assert_close(out, ref, 1e-5)
+
+
+def test_forward_intermediates_match_timm():
+    """forward_intermediates' token sequences (normalised) and maps (stopping early), and the final sequence."""
+    reference, ours = small_pair("p16", seed=12, depth=3)
+    x = image_batch(2, *SIZE, seed=13)
+    for kwargs in (dict(indices=2, norm=True, output_fmt="NLC"), dict(indices=[0], stop_early=True)):
+        (final, outs), (ref_final, refs) = run_both(
+            reference, ours, x, lambda m, x: m.forward_intermediates(x, **kwargs))
+        assert_close(final, ref_final, 1e-5)
+        assert [o.shape for o in outs] == [r.shape for r in refs]
+        for out, ref in zip(outs, refs):
+            assert_close(out, ref, 1e-5)
+
+
+def test_empty_batch():
+    """An empty batch (which timm's model refuses: it reshapes the positional encoding with a -1 over no values) gives
+    empty outputs in eval and train mode, zero gradients for every parameter and leaves BatchNorm's statistics as
+    they were, counting the batch, as torch's BatchNorm does."""
+    _, ours = small_pair("p16", seed=16)
+    x = engine.zeros(0, 3, *SIZE)
+    with engine.no_grad():
+        assert tuple(ours(x).shape) == (0, 7)
+    before = {name: b.numpy().copy() for name, b in ours.named_buffers()}
+    out = ours.train()(x)
+    assert tuple(out.shape) == (0, 7)
+    out.sum().backward()
+    assert all(not p.grad.numpy().any() for p in ours.parameters())
+    for name, b in ours.named_buffers():
+        expected = before[name] + 1 if name.endswith("num_batches_tracked") else before[name]
+        np.testing.assert_array_equal(b.numpy(), expected, err_msg=name)
+
+
+def test_list_models():
+    """Every variant is registered, under timm's module name."""
+    assert set(models.list_models("xcit_*")) == set(NAMES)
+    assert set(models.list_models(module="xcit")) == set(NAMES)
