@@ -45,6 +45,18 @@ def adapt_input_conv(in_chans, conv_weight):
     return engine.from_numpy(np.ascontiguousarray(weight)) if is_tensor else weight
 
 
+def adapt_first_convs(model, state_dict):
+    """``state_dict`` with the weight of each of the model's first convolutions (``default_cfg["first_conv"]``: a
+    name, or a tuple of names where the stem has parallel branches, as RepVGG's) adapted to its input channels."""
+    first_convs = getattr(model, "default_cfg", {}).get("first_conv") or ()
+    own = model.state_dict()
+    for name in (first_convs,) if isinstance(first_convs, str) else first_convs:
+        key = f"{name}.weight"
+        if key in state_dict and key in own and np.shape(state_dict[key])[1] != own[key].shape[1]:
+            state_dict[key] = adapt_input_conv(own[key].shape[1], state_dict[key])
+    return state_dict
+
+
 class _ArrayUnpickler(pickle.Unpickler):
     """An unpickler that only rebuilds numpy arrays, dtypes and plain containers (nothing runs)."""
 
@@ -133,13 +145,7 @@ def load_state_dict(checkpoint_path):
 
 def load_checkpoint(model, checkpoint_path, strict=True):
     """Load a local state dict file into ``model``; a 3-channel first conv adapts to the model's ``in_chans``."""
-    state_dict = load_state_dict(checkpoint_path)
-    first_conv = getattr(model, "default_cfg", {}).get("first_conv")
-    key = f"{first_conv}.weight" if first_conv else None
-    if key in state_dict:
-        in_chans = dict(model.named_parameters())[key].shape[1]
-        if np.shape(state_dict[key])[1] != in_chans:
-            state_dict[key] = adapt_input_conv(in_chans, state_dict[key])
+    state_dict = adapt_first_convs(model, load_state_dict(checkpoint_path))
     return model.load_state_dict(state_dict, strict=strict)
 
 

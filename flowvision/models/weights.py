@@ -446,15 +446,9 @@ def _classifier_keys(model, state_dict):
 
 def load_pretrained(model, weights, progress=True):
     """Load ``weights`` into ``model``; a classifier of another size is skipped (with a warning)."""
-    from ._helpers import adapt_input_conv
+    from ._helpers import adapt_first_convs
 
-    state_dict = dict(weights.get_state_dict(progress=progress))
-    first_conv = getattr(model, "default_cfg", {}).get("first_conv")
-    key = f"{first_conv}.weight" if first_conv else None
-    if key in state_dict:
-        in_chans = model.state_dict()[key].shape[1]
-        if state_dict[key].shape[1] != in_chans:
-            state_dict[key] = adapt_input_conv(in_chans, state_dict[key])
+    state_dict = adapt_first_convs(model, dict(weights.get_state_dict(progress=progress)))
     skipped = _classifier_keys(model, state_dict)
     if not skipped:
         return model.load_state_dict(state_dict)
