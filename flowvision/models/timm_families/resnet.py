@@ -2,7 +2,10 @@
 Xie et al. 2017, "Aggregated Residual Transformations for Deep Neural Networks"; He et al. 2019, "Bag of Tricks
 for Image Classification with Convolutional Neural Networks"; Hu et al. 2018, "Squeeze-and-Excitation Networks";
 Wang et al. 2020, "ECA-Net: Efficient Channel Attention for Deep Convolutional Neural Networks"; Wightman et al.
-2021, "ResNet strikes back: An improved training procedure in timm").
+2021, "ResNet strikes back: An improved training procedure in timm"; Bello et al. 2021, "Revisiting ResNets: Improved
+Training and Scaling Strategies"; Zhang 2019, "Making Convolutional Networks Shift-Invariant Again"; Wu and He 2018,
+"Group Normalization"; Aflalo et al. 2020, "Knapsack Pruning with Inner Distillation"; Mahajan et al. 2018,
+"Exploring the Limits of Weakly Supervised Pretraining").
 
 timm's generalised ResNet: the torchvision layout (a stem, four stages of basic or bottleneck blocks, global
 pooling and a linear classifier) with the "bag of tricks" tweaks. A deep stem replaces the 7x7 convolution by
@@ -10,11 +13,22 @@ three 3x3 ones ('deep': widths w, w, 2w; 'deep_tiered': 3w/4, w, 2w); ``avg_down
 shortcuts average-pool before their 1x1 convolution instead of striding it ("D"); blocks may end in
 squeeze-and-excitation (two 1x1 convolutions on the pooled map) or efficient channel attention (one 1-d
 convolution across the pooled channels, its kernel size growing with log2 of the channel count); stochastic
-depth drops whole residual branches. Model names, module names, ``state_dict`` keys, initialisation and the
-published weights follow timm's ``resnet`` module, so its checkpoints load with ``strict=True``.
-"""
-import math
+depth drops whole residual branches.
 
+More options: the 'C' (deep stem, strided 1x1 shortcuts) and 'S' (deep stem 64 wide) variants; anti-aliasing, where
+each strided 3x3 convolution and the stem's pool work at stride 1 and a 2x2 average pool or a binomial blur then
+subsamples; group instead of batch normalisation; ResNet-RS's strided 3x3 convolution in place of the stem's max pool
+and its wider SE (a quarter of the channels); SENet-154's halved first bottleneck convolution and 3x3 projection
+shortcuts; and networks pruned to per-layer widths (timm's ECA-ResNets pruned by knapsack pruning), built in full and
+then narrowed. Model names, module names, ``state_dict`` keys, initialisation and the published weights follow timm's
+``resnet`` module, so its checkpoints load with ``strict=True``.
+"""
+import json
+import math
+import os
+from functools import partial
+
+import engine
 import engine.nn.functional as F
 from engine import nn
 
@@ -95,24 +109,87 @@ def _attention(attn_layer, channels):
     return attn_layer(channels)
 
 
+class GroupNorm(nn.GroupNorm):
+    """Group normalisation in 32 groups, built from the channel count alone like BatchNorm2d, so that either can be a
+    ResNet's ``norm_layer`` (timm's ``GroupNorm``)."""
+
+    def __init__(self, num_channels, num_groups=32, eps=1e-5, affine=True):
+        super().__init__(num_groups, num_channels, eps=eps, affine=affine)
+
+
+_NORMS = {"batchnorm": nn.BatchNorm2d, "groupnorm": GroupNorm}
+
+
+def _norm_class(norm_layer):
+    """The norm class: 'batchnorm', 'groupnorm', or a class built as ``norm_layer(channels)``."""
+    if isinstance(norm_layer, str):
+        if norm_layer not in _NORMS:
+            raise ValueError(f"unknown norm_layer '{norm_layer}': expected one of {sorted(_NORMS)}")
+        return _NORMS[norm_layer]
+    return norm_layer
+
+
+class BlurPool2d(nn.Module):
+    """Anti-aliased subsampling: each channel blurred by a fixed ``filt_size`` x ``filt_size`` binomial filter
+    (reflect padding), every ``stride``-th pixel kept, so that the subsampling no longer aliases high frequencies.
+
+    The filter is the outer product of the binomial coefficients of ``filt_size - 1`` over their sum (1-2-1 for
+    size 3), a buffer left out of the state_dict.
+    """
+
+    def __init__(self, channels, filt_size=3, stride=2):
+        super().__init__()
+        if filt_size < 2:
+            raise ValueError(f"filt_size must be at least 2, got {filt_size}")
+        self.channels = channels
+        self.stride = stride
+        self.padding = ((stride - 1) + (filt_size - 1)) // 2
+        coeffs = engine.tensor([math.comb(filt_size - 1, k) for k in range(filt_size)], dtype=engine.float32)
+        coeffs = coeffs / 2 ** (filt_size - 1)
+        blur = coeffs[:, None] * coeffs[None, :]
+        self.register_buffer("filt", blur[None, None].repeat(channels, 1, 1, 1), persistent=False)
+
+    def forward(self, x):
+        x = F.pad(x, (self.padding,) * 4, mode="reflect")
+        return F.conv2d(x, self.filt, stride=self.stride, groups=self.channels)
+
+
+def _anti_alias(aa_layer, channels, stride):
+    """The subsampling after a convolution that anti-aliasing left at stride 1: an ``nn.AvgPool2d`` class (or
+    subclass) pools ``stride`` x ``stride`` windows; another class, such as BlurPool2d, is built as
+    ``aa_layer(channels=channels, stride=stride)``."""
+    if issubclass(aa_layer, nn.AvgPool2d):
+        return aa_layer(stride)
+    return aa_layer(channels=channels, stride=stride)
+
+
 class BasicBlock(nn.Module):
-    """Two 3x3 convolutions (the first strided), optional channel attention and drop-path, plus the shortcut."""
+    """Two 3x3 convolutions (the first strided), optional channel attention and drop-path, plus the shortcut.
+
+    The first convolution has ``planes // reduce_first`` outputs; with ``aa_layer`` a strided (or newly dilated)
+    block convolves at stride 1 and ``aa`` subsamples after the first activation.
+    """
 
     expansion = 1
 
-    def __init__(self, inplanes, planes, stride=1, downsample=None, cardinality=1, base_width=64, dilation=1,
-                 first_dilation=None, attn_layer=None, drop_path_rate=0.0):
+    def __init__(self, inplanes, planes, stride=1, downsample=None, cardinality=1, base_width=64, reduce_first=1,
+                 dilation=1, first_dilation=None, norm_layer=nn.BatchNorm2d, attn_layer=None, aa_layer=None,
+                 drop_path_rate=0.0):
         super().__init__()
         if cardinality != 1 or base_width != 64:
             raise ValueError("BasicBlock supports only cardinality=1 and base_width=64")
         first_dilation = first_dilation or dilation
+        first_planes = planes // reduce_first
         outplanes = planes * self.expansion
-        self.conv1 = nn.Conv2d(inplanes, planes, kernel_size=3, stride=stride, padding=first_dilation,
-                               dilation=first_dilation, bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
+        use_aa = aa_layer is not None and (stride == 2 or first_dilation != dilation)
+        self.conv1 = nn.Conv2d(inplanes, first_planes, kernel_size=3, stride=1 if use_aa else stride,
+                               padding=first_dilation, dilation=first_dilation, bias=False)
+        self.bn1 = norm_layer(first_planes)
         self.act1 = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(planes, outplanes, kernel_size=3, padding=dilation, dilation=dilation, bias=False)
-        self.bn2 = nn.BatchNorm2d(outplanes)
+        self.aa = _anti_alias(aa_layer, first_planes, stride) if use_aa else None
+        self.conv2 = nn.Conv2d(first_planes, outplanes, kernel_size=3, padding=dilation, dilation=dilation,
+                               bias=False)
+        self.bn2 = norm_layer(outplanes)
         self.se = _attention(attn_layer, outplanes)
         self.act2 = nn.ReLU(inplace=True)
         self.downsample = downsample
@@ -127,6 +204,8 @@ class BasicBlock(nn.Module):
         x = self.conv1(x)
         x = self.bn1(x)
         x = self.act1(x)
+        if self.aa is not None:
+            x = self.aa(x)
         x = self.conv2(x)
         x = self.bn2(x)
         if self.se is not None:
@@ -140,25 +219,31 @@ class BasicBlock(nn.Module):
 
 class Bottleneck(nn.Module):
     """1x1 reduce, 3x3 (grouped, strided) and 1x1 expand convolutions, optional attention and drop-path,
-    plus the shortcut. The inner width is ``floor(planes * base_width / 64) * cardinality``."""
+    plus the shortcut. The 3x3 convolution is ``floor(planes * base_width / 64) * cardinality`` wide, the 1x1
+    reduction ``reduce_first`` times narrower (SENet's 2); with ``aa_layer`` a strided (or newly dilated) block
+    convolves at stride 1 and ``aa`` subsamples after the 3x3 convolution's activation."""
 
     expansion = 4
 
-    def __init__(self, inplanes, planes, stride=1, downsample=None, cardinality=1, base_width=64, dilation=1,
-                 first_dilation=None, attn_layer=None, drop_path_rate=0.0):
+    def __init__(self, inplanes, planes, stride=1, downsample=None, cardinality=1, base_width=64, reduce_first=1,
+                 dilation=1, first_dilation=None, norm_layer=nn.BatchNorm2d, attn_layer=None, aa_layer=None,
+                 drop_path_rate=0.0):
         super().__init__()
         first_dilation = first_dilation or dilation
         width = int(math.floor(planes * (base_width / 64)) * cardinality)
+        first_planes = width // reduce_first
         outplanes = planes * self.expansion
-        self.conv1 = nn.Conv2d(inplanes, width, kernel_size=1, bias=False)
-        self.bn1 = nn.BatchNorm2d(width)
+        use_aa = aa_layer is not None and (stride == 2 or first_dilation != dilation)
+        self.conv1 = nn.Conv2d(inplanes, first_planes, kernel_size=1, bias=False)
+        self.bn1 = norm_layer(first_planes)
         self.act1 = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(width, width, kernel_size=3, stride=stride, padding=first_dilation,
-                               dilation=first_dilation, groups=cardinality, bias=False)
-        self.bn2 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(first_planes, width, kernel_size=3, stride=1 if use_aa else stride,
+                               padding=first_dilation, dilation=first_dilation, groups=cardinality, bias=False)
+        self.bn2 = norm_layer(width)
         self.act2 = nn.ReLU(inplace=True)
+        self.aa = _anti_alias(aa_layer, width, stride) if use_aa else None
         self.conv3 = nn.Conv2d(width, outplanes, kernel_size=1, bias=False)
-        self.bn3 = nn.BatchNorm2d(outplanes)
+        self.bn3 = norm_layer(outplanes)
         self.se = _attention(attn_layer, outplanes)
         self.act3 = nn.ReLU(inplace=True)
         self.downsample = downsample
@@ -176,6 +261,8 @@ class Bottleneck(nn.Module):
         x = self.conv2(x)
         x = self.bn2(x)
         x = self.act2(x)
+        if self.aa is not None:
+            x = self.aa(x)
         x = self.conv3(x)
         x = self.bn3(x)
         if self.se is not None:
@@ -198,15 +285,21 @@ class AvgPool2dSame(nn.Module):
         return F.avg_pool2d(x, 2, stride=1)
 
 
-def downsample_conv(in_channels, out_channels, stride):
-    """The projection shortcut of ResNet-B: a strided 1x1 convolution and a norm."""
+def downsample_conv(in_channels, out_channels, kernel_size, stride, dilation, first_dilation, norm_layer):
+    """The projection shortcut of ResNet-B: a strided convolution and a norm. The convolution is 1x1, or
+    ``kernel_size`` (SENet's 3x3, dilated as the stage's first block) where the stage strides or dilates."""
+    if stride == 1 and dilation == 1:
+        kernel_size = 1
+    first_dilation = first_dilation if kernel_size > 1 else 1
+    padding = ((stride - 1) + first_dilation * (kernel_size - 1)) // 2
     return nn.Sequential(
-        nn.Conv2d(in_channels, out_channels, kernel_size=1, stride=stride, bias=False),
-        nn.BatchNorm2d(out_channels),
+        nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, dilation=first_dilation,
+                  bias=False),
+        norm_layer(out_channels),
     )
 
 
-def downsample_avg(in_channels, out_channels, stride, dilation):
+def downsample_avg(in_channels, out_channels, stride, dilation, norm_layer):
     """The projection shortcut of ResNet-D: 2x2 average pooling (ceil mode, padding not counted), then a
     1x1 convolution and a norm, so the shortcut sees every input pixel. Index 0 stays an identity when
     nothing shrinks, so the keys are those of timm."""
@@ -219,11 +312,19 @@ def downsample_avg(in_channels, out_channels, stride, dilation):
     return nn.Sequential(
         pool,
         nn.Conv2d(in_channels, out_channels, kernel_size=1, bias=False),
-        nn.BatchNorm2d(out_channels),
+        norm_layer(out_channels),
     )
 
 
-def _stem(in_chans, stem_type, stem_width):
+def _shortcut(in_channels, out_channels, stride, dilation, first_dilation, avg_down, kernel_size, norm_layer):
+    """The projection shortcut of a stage's first block: average pooling then a 1x1 convolution (``avg_down``,
+    'D'), else a strided ``kernel_size`` convolution ('B')."""
+    if avg_down:
+        return downsample_avg(in_channels, out_channels, stride, dilation, norm_layer)
+    return downsample_conv(in_channels, out_channels, kernel_size, stride, dilation, first_dilation, norm_layer)
+
+
+def _stem(in_chans, stem_type, stem_width, norm_layer):
     """The stem's convolution(s) up to its last norm: a 7x7/2 convolution, or three 3x3 convolutions (the first
     strided) of widths (w, w, 2w) for 'deep' and (3 * (w // 4), w, 2w) for 'deep_tiered'."""
     if not stem_type:
@@ -231,58 +332,116 @@ def _stem(in_chans, stem_type, stem_width):
     first = 3 * (stem_width // 4) if stem_type == "deep_tiered" else stem_width
     return nn.Sequential(
         nn.Conv2d(in_chans, first, kernel_size=3, stride=2, padding=1, bias=False),
-        nn.BatchNorm2d(first),
+        norm_layer(first),
         nn.ReLU(inplace=True),
         nn.Conv2d(first, stem_width, kernel_size=3, stride=1, padding=1, bias=False),
-        nn.BatchNorm2d(stem_width),
+        norm_layer(stem_width),
         nn.ReLU(inplace=True),
         nn.Conv2d(stem_width, stem_width * 2, kernel_size=3, stride=1, padding=1, bias=False),
     )
+
+
+def _stem_pool(channels, replace_stem_pool, aa_layer, norm_layer):
+    """The stem's stride-2 downsampling (``maxpool``, timm's name whatever it holds): a 3x3/2 max pool; with
+    ``replace_stem_pool`` (ResNet-RS) a 3x3/2 convolution, norm and ReLU instead. Anti-aliasing makes the
+    convolution or max pool stride 1 and subsamples after it (an average-pool ``aa_layer`` replaces the max pool
+    outright)."""
+    if replace_stem_pool:
+        layers = [nn.Conv2d(channels, channels, kernel_size=3, stride=1 if aa_layer else 2, padding=1, bias=False)]
+        if aa_layer is not None:
+            layers.append(_anti_alias(aa_layer, channels, 2))
+        layers += [norm_layer(channels), nn.ReLU(inplace=True)]
+        return nn.Sequential(*layers)
+    if aa_layer is None:
+        return nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+    if issubclass(aa_layer, nn.AvgPool2d):
+        return _anti_alias(aa_layer, channels, 2)
+    return nn.Sequential(nn.MaxPool2d(kernel_size=3, stride=1, padding=1), _anti_alias(aa_layer, channels, 2))
+
+
+def _block_options(reduce_first, norm_layer, aa_layer):
+    """The block arguments for SENet's reduced first convolution, a norm other than BatchNorm2d and anti-aliasing,
+    each only where it is used: the blocks of the families built on this ResNet (ResNeSt, Res2Net, SK-ResNet)
+    do not take them."""
+    options = {}
+    if reduce_first != 1:
+        options["reduce_first"] = reduce_first
+    if norm_layer is not nn.BatchNorm2d:
+        options["norm_layer"] = norm_layer
+    if aa_layer is not None:
+        options["aa_layer"] = aa_layer
+    return options
+
+
+def _output_width(model, name):
+    """The channels leaving the submodule ``name``: those of the last 2-d convolution or BatchNorm inside it, or,
+    where it holds none (an activation), the last one before it."""
+    width = None
+    seen = False
+    for path, module in model.named_modules():
+        inside = path == name or path.startswith(name + ".")
+        if seen and not inside:
+            break
+        seen = seen or inside
+        if isinstance(module, nn.Conv2d):
+            width = module.out_channels
+        elif isinstance(module, nn.BatchNorm2d):
+            width = module.num_features
+    return width
 
 
 class ResNet(nn.Module):
     """timm's ResNet: a stem (one 7x7 or three 3x3 convolutions, norm, ReLU, 3x3/2 max pool), four stages
     ``layer1..4`` of residual blocks, ``global_pool``, dropout and the classifier ``fc``.
 
-    ``stem_type`` '' | 'deep' | 'deep_tiered' with ``stem_width``; ``avg_down`` average-pools the projection
-    shortcuts; ``cardinality`` and ``base_width`` make ResNeXt bottlenecks; ``block_args`` reach every block
-    (``attn_layer`` 'se' or 'eca'); ``output_stride`` 16 or 8 dilates the last stages instead of striding them;
-    ``drop_path_rate`` grows linearly from 0 at the first block to this value at the last; ``drop_rate`` is the
-    dropout before the classifier; ``zero_init_last`` zeroes each block's last norm scale. ``num_classes=0``
-    replaces the classifier with an identity (pooled features).
+    ``stem_type`` '' | 'deep' | 'deep_tiered' with ``stem_width``; ``replace_stem_pool`` puts a 3x3/2 convolution,
+    norm and ReLU in the max pool's place; ``avg_down`` average-pools the projection shortcuts, else they are
+    strided ``down_kernel_size`` convolutions where they stride; ``cardinality`` and ``base_width`` make ResNeXt
+    bottlenecks, ``block_reduce_first`` divides the blocks' first convolution width; ``norm_layer`` (a class built
+    from the channel count, 'batchnorm' or 'groupnorm') normalises everywhere; ``aa_layer`` (``nn.AvgPool2d`` or
+    ``BlurPool2d``) anti-aliases every subsampling but the first convolution's and the shortcuts'; ``block_args``
+    reach every block (``attn_layer`` 'se', 'eca' or a class); ``output_stride`` 16 or 8 dilates the last stages
+    instead of striding them; ``drop_path_rate`` grows linearly from 0 at the first block to this value at the
+    last; ``drop_rate`` is the dropout before the classifier; ``zero_init_last`` zeroes each block's last norm
+    scale. ``num_classes=0`` replaces the classifier with an identity (pooled features).
     """
 
     def __init__(self, block, layers, num_classes=1000, in_chans=3, output_stride=32, global_pool="avg",
-                 cardinality=1, base_width=64, stem_width=64, stem_type="", avg_down=False,
-                 channels=(64, 128, 256, 512), drop_rate=0.0, drop_path_rate=0.0, zero_init_last=True,
+                 cardinality=1, base_width=64, stem_width=64, stem_type="", replace_stem_pool=False,
+                 block_reduce_first=1, down_kernel_size=1, avg_down=False, channels=(64, 128, 256, 512),
+                 norm_layer=nn.BatchNorm2d, aa_layer=None, drop_rate=0.0, drop_path_rate=0.0, zero_init_last=True,
                  block_args=None):
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
         if stem_type not in ("", "deep", "deep_tiered"):
             raise ValueError(f"unknown stem_type '{stem_type}': expected '', 'deep' or 'deep_tiered'")
+        norm_layer = _norm_class(norm_layer)
         self.num_classes = num_classes
         self.drop_rate = drop_rate
         self.first_conv = "conv1.0" if stem_type else "conv1"
         self.inplanes = stem_width * 2 if stem_type else 64
-        self.conv1 = _stem(in_chans, stem_type, stem_width)
-        self.bn1 = nn.BatchNorm2d(self.inplanes)
+        self.conv1 = _stem(in_chans, stem_type, stem_width, norm_layer)
+        self.bn1 = norm_layer(self.inplanes)
         self.act1 = nn.ReLU(inplace=True)
-        self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+        self.maxpool = _stem_pool(self.inplanes, replace_stem_pool, aa_layer, norm_layer)
         self.feature_info = [dict(num_chs=self.inplanes, reduction=2, module="act1")]
         self._reduction = 4
         self._dilation = 1
         rates = [drop_path_rate * i / (sum(layers) - 1) for i in range(sum(layers))]
-        settings = dict(cardinality=cardinality, base_width=base_width, **(block_args or {}))
+        shortcut_args = dict(avg_down=avg_down, kernel_size=down_kernel_size, norm_layer=norm_layer)
+        settings = dict(cardinality=cardinality, base_width=base_width,
+                        **_block_options(block_reduce_first, norm_layer, aa_layer), **(block_args or {}))
         for index, (planes, depth) in enumerate(zip(channels, layers), start=1):
             stride = 1 if index == 1 else 2
             name = f"layer{index}"
             stage_rates, rates = rates[:depth], rates[depth:]
-            stage = self._make_stage(block, planes, stage_rates, stride, output_stride, avg_down, settings)
+            stage = self._make_stage(block, planes, stage_rates, stride, output_stride, shortcut_args, settings)
             self.add_module(name, stage)
             self.feature_info.append(dict(num_chs=self.inplanes, reduction=self._reduction, module=name))
         self.num_features = channels[-1] * block.expansion
         self.global_pool = SelectAdaptivePool2d(global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
         self.fc = self._classifier(num_classes)
         self._init_weights(zero_init_last)
 
@@ -291,7 +450,7 @@ class ResNet(nn.Module):
         """timm's ``first_conv`` (the stem's first convolution) and ``classifier``."""
         return {"first_conv": self.first_conv, "classifier": "fc"}
 
-    def _make_stage(self, block, planes, rates, stride, output_stride, avg_down, settings):
+    def _make_stage(self, block, planes, rates, stride, output_stride, shortcut_args, settings):
         """One stage of ``len(rates)`` blocks (``rates``: their drop-path rates): a first block that strides (or,
         past ``output_stride``, dilates) behind a projection shortcut, then blocks at the stage's width."""
         first_dilation = self._dilation
@@ -303,10 +462,7 @@ class ResNet(nn.Module):
         outplanes = planes * block.expansion
         downsample = None
         if stride != 1 or self.inplanes != outplanes:
-            if avg_down:
-                downsample = downsample_avg(self.inplanes, outplanes, stride, self._dilation)
-            else:
-                downsample = downsample_conv(self.inplanes, outplanes, stride)
+            downsample = _shortcut(self.inplanes, outplanes, stride, self._dilation, first_dilation, **shortcut_args)
         blocks = []
         for i, rate in enumerate(rates):
             blocks.append(block(self.inplanes, planes, stride if i == 0 else 1, downsample if i == 0 else None,
@@ -327,12 +483,40 @@ class ResNet(nn.Module):
                 if hasattr(m, "zero_init_last"):
                     m.zero_init_last()
 
+    def prune(self, shapes):
+        """Narrow the network to a pruned one's widths, given as the weight shapes of its 2-d convolutions and
+        BatchNorms by state_dict key (the first convolution keeps ``in_chans`` inputs); the classifier follows.
+
+        As timm does, every such layer is replaced, in module order, by a new one with PyTorch's default
+        initialisation (the last norms are no longer zeroed), which keeps timm's random stream and initial
+        weights; the rest (ECA kernels sized for the full widths, pools) stays. ``feature_info``, ``num_features``
+        and ``head_hidden_size`` take the new widths.
+        """
+        for name, module in list(self.named_modules()):
+            if isinstance(module, nn.Conv2d):
+                if module.groups != 1:
+                    raise ValueError(f"cannot prune the grouped convolution '{name}'")
+                out_channels, in_channels = shapes[f"{name}.weight"][:2]
+                if name == self.first_conv:
+                    in_channels = module.in_channels
+                layer = nn.Conv2d(in_channels, out_channels, module.kernel_size, stride=module.stride,
+                                  padding=module.padding, dilation=module.dilation, bias=module.bias is not None)
+            elif isinstance(module, nn.BatchNorm2d):
+                layer = nn.BatchNorm2d(shapes[f"{name}.weight"][0], eps=module.eps, momentum=module.momentum)
+            else:
+                continue
+            parent, _, child = name.rpartition(".")
+            setattr(self.get_submodule(parent), child, layer)
+        for info in self.feature_info:
+            info["num_chs"] = _output_width(self, info["module"])
+        self.num_features = self.feature_info[-1]["num_chs"]
+        self.reset_classifier(self.num_classes)
+
     def _classifier(self, num_classes):
         """The final linear layer on the pooled features, or an identity when ``num_classes`` is 0."""
         if num_classes > 0 and not self.global_pool.pool_type:
             raise ValueError("global_pool='' leaves an unpooled map: it needs num_classes=0")
-        features = self.num_features * self.global_pool.feat_mult()
-        return nn.Linear(features, num_classes) if num_classes > 0 else nn.Identity()
+        return nn.Linear(self.head_hidden_size, num_classes) if num_classes > 0 else nn.Identity()
 
     def get_classifier(self):
         """The classification layer."""
@@ -343,6 +527,7 @@ class ResNet(nn.Module):
         self.num_classes = num_classes
         if global_pool is not None:
             self.global_pool = SelectAdaptivePool2d(global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
         self.fc = self._classifier(num_classes)
 
     def forward_features(self, x):
@@ -375,10 +560,37 @@ def _create_resnet(variant, pretrained, block, layers, kwargs, **model_args):
     return build_model(ResNet, variant, pretrained, **dict(dict(block=block, layers=layers, **model_args), **kwargs))
 
 
+_ASSETS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "assets")
+
+
+def _pruned_shapes(variant):
+    """The weight shapes of timm's pruned ``variant`` by state_dict key, shipped as ``assets/<variant>.json``."""
+    with open(os.path.join(_ASSETS, f"{variant}.json")) as f:
+        return json.load(f)
+
+
+def _pruned_resnet(shapes, **kwargs):
+    """The ResNet of ``kwargs``, built in full then pruned to ``shapes`` (``build_model``'s model class)."""
+    model = ResNet(**kwargs)
+    model.prune(shapes)
+    return model
+
+
+def _create_pruned(variant, pretrained, block, layers, kwargs, **model_args):
+    """Build a registered pruned variant (its widths in the package's assets), ``model_args`` overridden by the
+    caller's ``kwargs``."""
+    model_cls = partial(_pruned_resnet, _pruned_shapes(variant))
+    return build_model(model_cls, variant, pretrained, **dict(dict(block=block, layers=layers, **model_args), **kwargs))
+
+
 _D = dict(stem_width=32, stem_type="deep", avg_down=True)
 _T = dict(stem_width=32, stem_type="deep_tiered", avg_down=True)
 _SE = dict(block_args=dict(attn_layer="se"))
 _ECA = dict(block_args=dict(attn_layer="eca"))
+_C = dict(stem_width=32, stem_type="deep")
+_S = dict(stem_width=64, stem_type="deep")
+_RS = dict(stem_width=32, stem_type="deep", replace_stem_pool=True, avg_down=True,
+           block_args=dict(attn_layer=partial(SEModule, rd_ratio=0.25)))
 
 
 @register_model
@@ -542,3 +754,178 @@ def ecaresnet269d(pretrained=False, **kwargs):
 def ecaresnetlight(pretrained=False, **kwargs):
     """ECA-ResNet-Light: bottlenecks 1-1-11-3 with ECA, 7x7 stem, average-pool shortcuts."""
     return _create_resnet("ecaresnetlight", pretrained, Bottleneck, (1, 1, 11, 3), kwargs, avg_down=True, **_ECA)
+
+
+@register_model
+def resnet50c(pretrained=False, **kwargs):
+    """ResNet-50-C: bottlenecks 3-4-6-3, deep stem (32, 32, 64), strided 1x1 shortcuts."""
+    return _create_resnet("resnet50c", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, **_C)
+
+
+@register_model
+def resnet101c(pretrained=False, **kwargs):
+    """ResNet-101-C: bottlenecks 3-4-23-3, deep stem (32, 32, 64), strided 1x1 shortcuts."""
+    return _create_resnet("resnet101c", pretrained, Bottleneck, (3, 4, 23, 3), kwargs, **_C)
+
+
+@register_model
+def resnet152c(pretrained=False, **kwargs):
+    """ResNet-152-C: bottlenecks 3-8-36-3, deep stem (32, 32, 64), strided 1x1 shortcuts."""
+    return _create_resnet("resnet152c", pretrained, Bottleneck, (3, 8, 36, 3), kwargs, **_C)
+
+
+@register_model
+def resnet50s(pretrained=False, **kwargs):
+    """ResNet-50-S: bottlenecks 3-4-6-3, deep stem (64, 64, 128), strided 1x1 shortcuts."""
+    return _create_resnet("resnet50s", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, **_S)
+
+
+@register_model
+def resnet101s(pretrained=False, **kwargs):
+    """ResNet-101-S: bottlenecks 3-4-23-3, deep stem (64, 64, 128), strided 1x1 shortcuts."""
+    return _create_resnet("resnet101s", pretrained, Bottleneck, (3, 4, 23, 3), kwargs, **_S)
+
+
+@register_model
+def resnet152s(pretrained=False, **kwargs):
+    """ResNet-152-S: bottlenecks 3-8-36-3, deep stem (64, 64, 128), strided 1x1 shortcuts."""
+    return _create_resnet("resnet152s", pretrained, Bottleneck, (3, 8, 36, 3), kwargs, **_S)
+
+
+@register_model
+def resnet50_gn(pretrained=False, **kwargs):
+    """ResNet-50 with group normalisation (32 groups) in place of every BatchNorm: bottlenecks 3-4-6-3, 7x7 stem."""
+    return _create_resnet("resnet50_gn", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, norm_layer=GroupNorm)
+
+
+@register_model
+def resnext50d_32x4d(pretrained=False, **kwargs):
+    """ResNeXt-50-D 32x4d: grouped bottlenecks 3-4-6-3, deep stem, average-pool shortcuts."""
+    return _create_resnet("resnext50d_32x4d", pretrained, Bottleneck, (3, 4, 6, 3), kwargs,
+                          cardinality=32, base_width=4, **_D)
+
+
+@register_model
+def resnext101_32x4d(pretrained=False, **kwargs):
+    """ResNeXt-101 32x4d: grouped bottlenecks 3-4-23-3 (32 groups of 4 channels at the first stage), 7x7 stem."""
+    return _create_resnet("resnext101_32x4d", pretrained, Bottleneck, (3, 4, 23, 3), kwargs,
+                          cardinality=32, base_width=4)
+
+
+@register_model
+def resnext101_32x16d(pretrained=False, **kwargs):
+    """ResNeXt-101 32x16d: grouped bottlenecks 3-4-23-3 (32 groups of 16 channels at the first stage), 7x7 stem."""
+    return _create_resnet("resnext101_32x16d", pretrained, Bottleneck, (3, 4, 23, 3), kwargs,
+                          cardinality=32, base_width=16)
+
+
+@register_model
+def resnext101_32x32d(pretrained=False, **kwargs):
+    """ResNeXt-101 32x32d: grouped bottlenecks 3-4-23-3 (32 groups of 32 channels at the first stage), 7x7 stem."""
+    return _create_resnet("resnext101_32x32d", pretrained, Bottleneck, (3, 4, 23, 3), kwargs,
+                          cardinality=32, base_width=32)
+
+
+@register_model
+def ecaresnet50d_pruned(pretrained=False, **kwargs):
+    """ECA-ResNet-50-D pruned by knapsack pruning: ecaresnet50d narrowed to timm's per-layer widths."""
+    return _create_pruned("ecaresnet50d_pruned", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, **_D, **_ECA)
+
+
+@register_model
+def ecaresnet101d_pruned(pretrained=False, **kwargs):
+    """ECA-ResNet-101-D pruned by knapsack pruning: ecaresnet101d narrowed to timm's per-layer widths."""
+    return _create_pruned("ecaresnet101d_pruned", pretrained, Bottleneck, (3, 4, 23, 3), kwargs, **_D, **_ECA)
+
+
+@register_model
+def senet154(pretrained=False, **kwargs):
+    """SENet-154: grouped bottlenecks 3-8-36-3 (64 groups) with SE and a halved first convolution, deep stem
+    (64, 64, 128), strided 3x3 shortcuts."""
+    return _create_resnet("senet154", pretrained, Bottleneck, (3, 8, 36, 3), kwargs, cardinality=64, base_width=4,
+                          stem_type="deep", down_kernel_size=3, block_reduce_first=2, **_SE)
+
+
+@register_model
+def resnetblur50(pretrained=False, **kwargs):
+    """ResNet-50 with blur-pool anti-aliasing: bottlenecks 3-4-6-3, 7x7 stem, each subsampling a 3x3 binomial blur."""
+    return _create_resnet("resnetblur50", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, aa_layer=BlurPool2d)
+
+
+@register_model
+def resnetaa50(pretrained=False, **kwargs):
+    """ResNet-50 with average-pool anti-aliasing: bottlenecks 3-4-6-3, 7x7 stem, each subsampling a 2x2 average."""
+    return _create_resnet("resnetaa50", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, aa_layer=nn.AvgPool2d)
+
+
+@register_model
+def resnetaa50d(pretrained=False, **kwargs):
+    """ResNet-50-D with average-pool anti-aliasing: bottlenecks 3-4-6-3, deep stem, average-pool shortcuts."""
+    return _create_resnet("resnetaa50d", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, aa_layer=nn.AvgPool2d, **_D)
+
+
+@register_model
+def resnetaa101d(pretrained=False, **kwargs):
+    """ResNet-101-D with average-pool anti-aliasing: bottlenecks 3-4-23-3, deep stem, average-pool shortcuts."""
+    return _create_resnet("resnetaa101d", pretrained, Bottleneck, (3, 4, 23, 3), kwargs, aa_layer=nn.AvgPool2d,
+                          **_D)
+
+
+@register_model
+def seresnextaa101d_32x8d(pretrained=False, **kwargs):
+    """SE-ResNeXt-101-D 32x8d with average-pool anti-aliasing: grouped bottlenecks 3-4-23-3 with SE, deep stem,
+    average-pool shortcuts."""
+    return _create_resnet("seresnextaa101d_32x8d", pretrained, Bottleneck, (3, 4, 23, 3), kwargs, cardinality=32,
+                          base_width=8, aa_layer=nn.AvgPool2d, **_D, **_SE)
+
+
+@register_model
+def seresnextaa201d_32x8d(pretrained=False, **kwargs):
+    """SE-ResNeXt-201-D 32x8d with average-pool anti-aliasing: grouped bottlenecks 3-24-36-4 with SE, deep stem
+    (64, 64, 128), average-pool shortcuts."""
+    return _create_resnet("seresnextaa201d_32x8d", pretrained, Bottleneck, (3, 24, 36, 4), kwargs, cardinality=32,
+                          base_width=8, aa_layer=nn.AvgPool2d, stem_width=64, stem_type="deep", avg_down=True,
+                          **_SE)
+
+
+@register_model
+def resnetrs50(pretrained=False, **kwargs):
+    """ResNet-RS-50: bottlenecks 3-4-6-3 with SE (a quarter of the channels), deep stem, a strided 3x3 convolution
+    for the stem's pool, average-pool shortcuts."""
+    return _create_resnet("resnetrs50", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, **_RS)
+
+
+@register_model
+def resnetrs101(pretrained=False, **kwargs):
+    """ResNet-RS-101: bottlenecks 3-4-23-3, as ResNet-RS-50 otherwise."""
+    return _create_resnet("resnetrs101", pretrained, Bottleneck, (3, 4, 23, 3), kwargs, **_RS)
+
+
+@register_model
+def resnetrs152(pretrained=False, **kwargs):
+    """ResNet-RS-152: bottlenecks 3-8-36-3, as ResNet-RS-50 otherwise."""
+    return _create_resnet("resnetrs152", pretrained, Bottleneck, (3, 8, 36, 3), kwargs, **_RS)
+
+
+@register_model
+def resnetrs200(pretrained=False, **kwargs):
+    """ResNet-RS-200: bottlenecks 3-24-36-3, as ResNet-RS-50 otherwise."""
+    return _create_resnet("resnetrs200", pretrained, Bottleneck, (3, 24, 36, 3), kwargs, **_RS)
+
+
+@register_model
+def resnetrs270(pretrained=False, **kwargs):
+    """ResNet-RS-270: bottlenecks 4-29-53-4, as ResNet-RS-50 otherwise."""
+    return _create_resnet("resnetrs270", pretrained, Bottleneck, (4, 29, 53, 4), kwargs, **_RS)
+
+
+@register_model
+def resnetrs350(pretrained=False, **kwargs):
+    """ResNet-RS-350: bottlenecks 4-36-72-4, as ResNet-RS-50 otherwise."""
+    return _create_resnet("resnetrs350", pretrained, Bottleneck, (4, 36, 72, 4), kwargs, **_RS)
+
+
+@register_model
+def resnetrs420(pretrained=False, **kwargs):
+    """ResNet-RS-420: bottlenecks 4-44-87-4, as ResNet-RS-50 otherwise."""
+    return _create_resnet("resnetrs420", pretrained, Bottleneck, (4, 44, 87, 4), kwargs, **_RS)

@@ -2,11 +2,22 @@
 of every registered model, seeded initial weights, eval outputs of whole models at an odd size, float64 train-mode
 outputs and gradients of small configurations (radix 1, 2 and 4, avd before and after the split attention, stage and
 normal Res2Net blocks, split and shared selective-kernel inputs, dilation), the attention width rules, drop-path and
-dropout, the head API, ``in_chans`` and ``features_only``."""
+dropout, the head API, ``in_chans`` and ``features_only``.
+
+Then the rest of timm's ``resnet`` module (C and S stems, GroupNorm, average-pool and blur anti-aliasing, ResNet-RS,
+SENet-154, the big ResNeXts, the pruned ECA-ResNets): each entrypoint's configuration and the layout of a one-block
+rebuild, the shipped pruned widths, and small configurations combining the new options (seeded init, eval outputs,
+float64 gradients, drop-path, the head API, ``in_chans`` and ``features_only`` of a pruned network)."""
+import importlib.resources
+import json
+from functools import partial
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 import timm
 import timm.layers
+import timm.models
 import timm.models.res2net as timm_res2net
 import timm.models.resnest as timm_resnest
 import timm.models.resnet as timm_resnet
@@ -15,9 +26,10 @@ import torch
 
 import engine
 from flowvision.models import list_models
+from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import res2net, resnest, resnet, sknet
-from model_parity import (backward_both, both_outputs, check_layout, check_resnet_drop_path, image_batch, numpy_state,
-                          randomize_norms, skip_random_init)
+from model_parity import (backward_both, both_outputs, capture_builder, check_layout, check_resnet_drop_path,
+                          check_train_step, image_batch, numpy_state, randomize_norms, skip_random_init)
 from op_check import assert_close
 
 FAMILIES = {
@@ -257,3 +269,251 @@ def test_resnest_runs_an_empty_batch():
     out.sum().backward()
     assert all(not p.grad.numpy().any() for p in model.parameters() if p.grad is not None)
     assert model.fc.weight.grad is not None
+
+
+# The rest of timm's ``resnet`` module with ImageNet-1k weights (test_timm_resnet.py has the others).
+RESNET_NAMES = ["resnet50c", "resnet101c", "resnet152c", "resnet50s", "resnet101s", "resnet152s", "resnet50_gn",
+                "resnext50d_32x4d", "resnext101_32x4d", "resnext101_32x16d", "resnext101_32x32d", "ecaresnet50d_pruned",
+                "ecaresnet101d_pruned", "senet154", "resnetblur50", "resnetaa50", "resnetaa50d", "resnetaa101d",
+                "seresnextaa101d_32x8d", "seresnextaa201d_32x8d", "resnetrs50", "resnetrs101", "resnetrs152",
+                "resnetrs200", "resnetrs270", "resnetrs350", "resnetrs420"]
+RESNET_PLACEHOLDERS = ("drop_block", "aa", "se.bn")  # timm's no-op identities: DropBlock, unused anti-aliasing, SE norm
+RESNET_PRINTED = PRINTED | {"Conv1d", "GroupNorm"}
+# each side's layer classes for the options
+TIMM_LAYERS = SimpleNamespace(blocks=timm_resnet, avg=torch.nn.AvgPool2d, blur=timm.layers.BlurPool2d,
+                              se=timm.layers.SEModule)
+OUR_LAYERS = SimpleNamespace(blocks=resnet, avg=engine.nn.AvgPool2d, blur=resnet.BlurPool2d, se=resnet.SEModule)
+# Small configurations of the ResNet class (timm's arguments from each side's layers), one block per stage, with their
+# input size (average-pool anti-aliasing floors odd maps where the shortcut's ceil mode does not: timm's fail too)
+RESNET_SMALL = {
+    "rs_avg_aa_se_grouped_os16": (lambda m: dict(
+        block=m.blocks.Bottleneck, stem_type="deep", stem_width=8, replace_stem_pool=True, avg_down=True,
+        aa_layer=m.avg, cardinality=2, base_width=32, output_stride=16,
+        block_args=dict(attn_layer=partial(m.se, rd_ratio=0.25))), 32),
+    "blur_groupnorm_basic_os8": (lambda m: dict(
+        block=m.blocks.BasicBlock, aa_layer=m.blur, norm_layer="groupnorm", channels=(32, 32, 32, 32),
+        output_stride=8), 25),
+    "senet_blur_stem_pool_os16": (lambda m: dict(
+        block=m.blocks.Bottleneck, stem_type="deep", stem_width=8, replace_stem_pool=True, aa_layer=m.blur,
+        cardinality=4, base_width=16, block_reduce_first=2, down_kernel_size=3, output_stride=16,
+        block_args=dict(attn_layer="se")), 27),
+    "pruned_eca_deep": (lambda m: dict(
+        block=m.blocks.Bottleneck, stem_type="deep", stem_width=8, avg_down=True,
+        block_args=dict(attn_layer="eca")), 23),
+}
+
+
+def _resnet_args(config, side, **overrides):
+    """A small configuration's arguments from one side's layer classes, with narrow stages and 10 classes."""
+    make_args, _ = RESNET_SMALL[config]
+    return dict(dict(layers=(1, 1, 1, 1), channels=(8, 16, 16, 32), num_classes=10), **make_args(side), **overrides)
+
+
+def _small_widths(reference):
+    """Weight shapes pruning each width of timm's ``reference`` to three quarters (a width is a function of the
+    unpruned one, so connected layers stay consistent), for its convolutions, BatchNorms and classifier."""
+    shapes = {}
+    for name, m in reference.named_modules():
+        if isinstance(m, torch.nn.Conv2d):
+            shapes[f"{name}.weight"] = [c - c // 4 for c in m.weight.shape[:2]] + list(m.kernel_size)
+        elif isinstance(m, torch.nn.BatchNorm2d):
+            shapes[f"{name}.weight"] = [m.num_features - m.num_features // 4]
+        elif isinstance(m, torch.nn.Linear):
+            shapes[f"{name}.weight"] = [m.out_features, m.in_features - m.in_features // 4]
+    return shapes
+
+
+def _prune_timm(reference, shapes):
+    """timm's pruning of ``reference`` to ``shapes``, from its layer-shape string (the format of its shipped files)."""
+    reference.pretrained_cfg = {"first_conv": "conv1.0"}
+    spec = "***".join(f"{key}:{list(shape)}" for key, shape in shapes.items())
+    return timm.models.adapt_model_from_string(reference, spec)
+
+
+def _resnet_builders(config, features_only=False, **overrides):
+    """Builders of a small configuration by timm and by us (``features_only``: ours through ``build_model``); the
+    pruned one narrowed as ``_small_widths`` says."""
+    timm_args, our_args = _resnet_args(config, TIMM_LAYERS, **overrides), _resnet_args(config, OUR_LAYERS, **overrides)
+    if config != "pruned_eca_deep":
+        return lambda: timm_resnet.ResNet(**timm_args), lambda: resnet.ResNet(**our_args)
+    with torch.device("meta"):
+        shapes = _small_widths(timm_resnet.ResNet(**timm_args))
+    model_cls = partial(resnet._pruned_resnet, shapes)
+    return (lambda: _prune_timm(timm_resnet.ResNet(**timm_args), shapes),
+            lambda: build_model(model_cls, "pruned", features_only=features_only, **our_args))
+
+
+def _randomize_group_norms(model, seed):
+    """Random affine parameters for timm's GroupNorms (``randomize_norms`` sets BatchNorms only)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.GroupNorm):
+                m.weight.copy_(torch.rand(m.num_channels, generator=g) + 0.5)
+                m.bias.copy_(torch.randn(m.num_channels, generator=g) * 0.1)
+    return model
+
+
+def _resnet_pair(config, seed=0, **overrides):
+    """A small configuration by timm (random norms, eval mode) and by us with its weights."""
+    build_timm, build_ours = _resnet_builders(config, **overrides)
+    torch.manual_seed(seed)
+    reference = _randomize_group_norms(randomize_norms(build_timm(), seed), seed).eval()
+    with pytest.MonkeyPatch.context() as patch:
+        skip_random_init(patch)
+        ours = build_ours()
+    ours.load_state_dict(numpy_state(reference))
+    return reference, ours.eval()
+
+
+def _spec(value):
+    """A configuration value comparable across the implementations: classes by name, partials by function name and
+    keywords, timm's norm name as its class's."""
+    if isinstance(value, dict):
+        return {k: _spec(v) for k, v in value.items()}
+    if isinstance(value, partial):
+        return _spec(value.func), _spec(value.keywords)
+    if isinstance(value, type):
+        return value.__name__
+    return "GroupNorm" if value == "groupnorm" else value
+
+
+def _timm_pruned_widths(name):
+    """The convolution and norm weight shapes in timm's file for the pruned model ``name``."""
+    text = importlib.resources.files("timm.models").joinpath(f"_pruned/{name}.txt").read_text().strip()
+    shapes = {}
+    for entry in text.split("***"):
+        key, shape = entry.split(":")
+        if not key.endswith(("_M.weight", "se.conv.weight")):  # timm's unused entries and the (kept) ECA kernels
+            shapes[key] = json.loads(shape)
+    return shapes
+
+
+def test_resnet_registered_names():
+    """The ``resnet`` family is exactly timm's ``resnet`` module's models with ImageNet-1k weights (torchvision's
+    names among them), these included."""
+    in1k = {tag.split(".")[0] for tag in timm.list_pretrained()
+            if timm.models.get_pretrained_cfg(tag).num_classes == 1000}
+    assert set(list_models(module="resnet")) == set(timm.list_models(module="resnet")) & in1k - {"test_resnet"}
+    assert set(RESNET_NAMES) <= set(list_models(module="resnet"))
+
+
+@pytest.mark.slow
+def test_resnet_entrypoints_match_timm(monkeypatch):
+    """Each entrypoint hands its builder timm's configuration (the pruned ones timm's widths, from the package's
+    assets); the model it gives, rebuilt with one block per stage, has timm's layout (timm's on the meta device, ours
+    without random init), and the pruned ECA-ResNet-50-D has it in full."""
+    ours_calls = capture_builder(monkeypatch, resnet, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_resnet, "build_model_with_cfg")
+    skip_random_init(monkeypatch)
+    rebuilt = set()
+    for name in RESNET_NAMES:
+        getattr(resnet, name)()
+        getattr(timm_resnet, name)()
+        (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) = ours_calls.pop(), timm_calls.pop()
+        pruned = timm_kwargs.pop("pruned", False)
+        if pruned:
+            assert ours_cls.func is resnet._pruned_resnet and ours_cls.args[0] == _timm_pruned_widths(name)
+        else:
+            assert ours_cls is resnet.ResNet
+        assert timm_cls is timm_resnet.ResNet and _spec(ours_kwargs) == _spec(timm_kwargs), name
+        config = repr(_spec(dict(ours_kwargs, layers=None)))
+        if not pruned and config not in rebuilt:
+            rebuilt.add(config)
+            with torch.device("meta"):
+                reference = timm_cls(**dict(timm_kwargs, layers=(1, 1, 1, 1)))
+            cfg = timm.models.get_pretrained_cfg(name)
+            reference.pretrained_cfg = {"first_conv": cfg.first_conv, "classifier": cfg.classifier}
+            check_layout(ours_cls(**dict(ours_kwargs, layers=(1, 1, 1, 1))), reference, RESNET_PLACEHOLDERS,
+                         RESNET_PRINTED)
+    assert len(rebuilt) == 14
+    monkeypatch.undo()
+    with torch.device("meta"):
+        reference = timm.create_model("ecaresnet50d_pruned", pretrained=False)
+    skip_random_init(monkeypatch)
+    check_layout(resnet.ecaresnet50d_pruned(), reference, RESNET_PLACEHOLDERS, RESNET_PRINTED)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("config", sorted(RESNET_SMALL))
+def test_resnet_options_match_timm(config):
+    """Seeded from the same seed, our weights are timm's bit for bit and the random streams end in step (the pruned
+    network: every layer rebuilt with default init, the ECA kernels of the full widths); with timm's random weights,
+    float32 eval outputs of a batch of 2 are timm's (the pruned network with one input channel)."""
+    in_chans = 1 if config == "pruned_eca_deep" else 3
+    build_timm, build_ours = _resnet_builders(config, in_chans=in_chans)
+    torch.manual_seed(5)
+    reference = build_timm()
+    engine.manual_seed(5)
+    ours = build_ours()
+    assert np.array_equal(engine.get_rng_state().numpy(), torch.get_rng_state().numpy())
+    expected = numpy_state(reference)
+    state = {k: v.numpy() for k, v in ours.state_dict().items()}
+    assert list(state) == list(expected)
+    assert all(np.array_equal(state[k], v) and state[k].dtype == v.dtype for k, v in expected.items())
+    assert ours.feature_info == reference.feature_info
+    assert (ours.num_features, ours.head_hidden_size) == (reference.num_features, reference.head_hidden_size)
+    _randomize_group_norms(randomize_norms(reference, 1), 1).eval()
+    ours.load_state_dict(numpy_state(reference))
+    size = RESNET_SMALL[config][1]
+    out, ref = both_outputs(reference, ours.eval(), image_batch(2, size, size, seed=1, c=in_chans))
+    assert out.shape == (2, 10)
+    assert_close(out, ref, 1e-5)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("config", ["rs_avg_aa_se_grouped_os16", "blur_groupnorm_basic_os8", "pruned_eca_deep"])
+def test_resnet_options_train_step_matches_timm(config):
+    """float64, train mode: outputs, the input gradient, every parameter's gradient and the updated running statistics,
+    through average-pool and blur anti-aliasing (dilated too), ResNet-RS's stem, GroupNorm and a pruned network."""
+    reference, ours = _resnet_pair(config, seed=2)
+    size = RESNET_SMALL[config][1]
+    check_train_step(reference.double().train(), ours.double().train(),
+                     image_batch(2, size, size, seed=2).astype(np.float64))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_resnet_options_drop_path_and_dropout():
+    """SENet's blocks behind blur anti-aliasing: timm's per-block drop-path rates, its masks after the same seed in
+    train mode, nothing dropped in eval mode."""
+    reference, ours = _resnet_pair("senet_blur_stem_pool_os16", seed=3, layers=(2, 1, 1, 2), drop_path_rate=0.5,
+                                   drop_rate=0.5)
+    _, plain = _resnet_pair("senet_blur_stem_pool_os16", seed=3, layers=(2, 1, 1, 2))
+    check_resnet_drop_path(reference, ours, plain, image_batch(4, 21, 21, seed=3))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("one_thread")
+def test_pruned_head_and_features_match_timm(monkeypatch):
+    """A pruned network's head and features follow its widths: ``reset_classifier(0)`` gives timm's pooled features
+    (``forward_head(pre_logits=True)``), ``reset_classifier`` to 'catavgmax' timm's classifier, ``num_classes=0``
+    timm's ``num_features``, and ``features_only`` timm's five maps with the pruned channels."""
+    reference, ours = _resnet_pair("pruned_eca_deep", seed=4)
+    x = image_batch(2, 23, 23, seed=4)
+    with torch.no_grad():
+        pooled = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True).numpy()
+    ours.reset_classifier(0)
+    with engine.no_grad():
+        features = ours(engine.from_numpy(x)).numpy()
+    assert features.shape == pooled.shape == (2, 96)
+    assert_close(features, pooled, 1e-5)
+    ours.reset_classifier(7, "catavgmax")
+    reference.reset_classifier(7, "catavgmax")
+    assert ours.get_classifier().weight.shape == reference.get_classifier().weight.shape == (7, 192)
+    assert ours.head_hidden_size == reference.head_hidden_size == 192
+    skip_random_init(monkeypatch)
+    build_timm, build_ours = _resnet_builders("pruned_eca_deep", num_classes=0)
+    with torch.device("meta"):
+        headless = build_timm()
+    assert build_ours().num_features == headless.num_features == 96
+    maps = timm.models.FeatureListNet(reference)
+    ours = _resnet_builders("pruned_eca_deep", features_only=True)[1]()
+    ours.load_state_dict(numpy_state(maps))
+    assert ours.feature_info.channels() == maps.feature_info.channels() == [12, 24, 48, 48, 96]
+    outs, refs = both_outputs(maps, ours.eval(), x)
+    assert len(outs) == len(refs) == 5
+    for out, ref in zip(outs, refs):
+        assert_close(out, ref, 1e-5)
