@@ -1,9 +1,10 @@
 """The blocks and builder shared by timm's EfficientNet and MobileNetV3 modules, with timm's module names.
 
-Layers: convolutions padded as TensorFlow pads them ("same"), MixNet's mixed-kernel convolutions, BatchNorm fused
-with an activation, squeeze-and-excitation, anti-aliased downsampling and layer scale. Blocks, named as the stage
-strings name them: ``cn`` (ConvBnAct), ``ds`` / ``dsa`` (DepthwiseSeparableConv), ``ir`` (InvertedResidual,
-MBConv), ``er`` (EdgeResidual, FusedMBConv), ``uir`` (MobileNetV4's UniversalInvertedResidual) and ``mqa``
+Layers: convolutions padded as TensorFlow pads them ("same"), MixNet's mixed-kernel convolutions, CondConv's
+per-example mixtures of expert kernels, BatchNorm fused with an activation, squeeze-and-excitation, global context
+attention, anti-aliased downsampling and layer scale. Blocks, named as the stage strings name them: ``cn``
+(ConvBnAct), ``ds`` / ``dsa`` (DepthwiseSeparableConv), ``ir`` (InvertedResidual, MBConv; CondConvResidual with
+``cc``), ``er`` (EdgeResidual, FusedMBConv), ``uir`` (MobileNetV4's UniversalInvertedResidual) and ``mqa``
 (MobileNetV4's MobileAttention with multi-query attention). ``decode_arch_def`` reads the stage strings,
 ``build_stages`` turns them into stages of blocks and ``init_weights_goog`` gives TensorFlow's initialisation.
 """
@@ -19,9 +20,9 @@ from .._utils import _make_divisible
 from ._layers import BatchNormAct2d, drop_path_module
 
 __all__ = ["decode_arch_def", "round_channels", "build_stages", "init_weights_goog", "create_conv2d", "Conv2dSame",
-           "MixedConv2d", "SqueezeExcite", "BlurPool2d", "ConvNormAct", "LayerScale2d",
-           "ConvBnAct", "DepthwiseSeparableConv", "InvertedResidual", "EdgeResidual", "UniversalInvertedResidual",
-           "MultiQueryAttention2d", "MobileAttention"]
+           "MixedConv2d", "CondConv2d", "SqueezeExcite", "GlobalContext", "BlurPool2d", "ConvNormAct", "LayerScale2d",
+           "ConvBnAct", "DepthwiseSeparableConv", "InvertedResidual", "CondConvResidual", "EdgeResidual",
+           "UniversalInvertedResidual", "MultiQueryAttention2d", "MobileAttention"]
 
 _ACTIVATIONS = {"re": nn.ReLU, "r6": nn.ReLU6, "hs": nn.Hardswish, "sw": nn.SiLU}
 
@@ -54,7 +55,10 @@ def _split_options(ops):
 
 def _decode_block(block_str):
     """One stage string ('ir_r2_k3_s2_e6_c24_se0.25', options in any order after the block kind) as the block's
-    keyword arguments, with timm's names, and its repeat count."""
+    keyword arguments, with timm's names, and its repeat count. Besides the kernels, stride, expansion, channels
+    and squeeze-and-excitation: 'd1' starts EfficientNet-X's space-to-depth region (``s2d``, ds / ir), 'cc4' makes
+    an ir block a CondConv block with 4 experts, 'fc24' sizes an er block's expansion from 24 channels instead of
+    its input's, 'gs64' groups a convolution in groups of 64 channels."""
     kind, *ops = block_str.split("_")
     options = _split_options(ops)
     args = dict(block_type=kind, out_chs=int(options["c"]), stride=int(options["s"]))
@@ -70,9 +74,13 @@ def _decode_block(block_str):
     elif kind == "ir":
         args.update(dw_kernel_size=_parse_kernel(options["k"]), exp_kernel_size=start_kernel or 1,
                     pw_kernel_size=end_kernel or 1, exp_ratio=float(options["e"]), se_ratio=se_ratio, noskip=noskip)
+        if "cc" in options:
+            args["num_experts"] = int(options["cc"])
     elif kind == "er":
         args.update(exp_kernel_size=_parse_kernel(options["k"]), pw_kernel_size=end_kernel or 1,
                     exp_ratio=float(options["e"]), se_ratio=se_ratio, noskip=noskip)
+        if "fc" in options:
+            args["force_in_chs"] = int(options["fc"])
     elif kind == "cn":
         args.update(kernel_size=int(options["k"]), skip="skip" in options)
     elif kind == "uir":
@@ -85,6 +93,10 @@ def _decode_block(block_str):
                     noskip=noskip)
     else:
         raise ValueError(f"unknown block type '{kind}' in '{block_str}'")
+    if kind in ("ds", "dsa", "ir") and int(options.get("d", 0)) > 0:
+        args["s2d"] = True
+    if "gs" in options:
+        args["group_size"] = int(options["gs"])
     return args, int(options["r"])
 
 
@@ -109,16 +121,25 @@ def _scale_depth(stage_args, repeats, depth_multiplier, depth_trunc="ceil"):
     return blocks
 
 
-def decode_arch_def(arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_first_last=False):
-    """Stage strings (a list of lists of block strings) as a list of stages, each a list of block arguments;
-    ``depth_trunc`` says how scaled depths round ('ceil' or 'round'), ``fix_first_last`` keeps the first and last
-    stages' depths unscaled."""
+def decode_arch_def(arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_first_last=False, experts_multiplier=1):
+    """Stage strings (a list of lists of block strings) as a list of stages, each a list of block arguments.
+
+    ``depth_multiplier`` scales every stage's depth, or each its own when a tuple (one per stage); ``depth_trunc``
+    says how scaled depths round ('ceil' or 'round'), ``fix_first_last`` keeps the first and last stages' depths
+    unscaled; ``experts_multiplier`` multiplies CondConv blocks' numbers of experts."""
+    if not isinstance(depth_multiplier, tuple):
+        depth_multiplier = (depth_multiplier,) * len(arch_def)
+    if len(depth_multiplier) != len(arch_def):
+        raise ValueError(f"{len(depth_multiplier)} depth multipliers for {len(arch_def)} stages")
     stages = []
-    for i, block_strings in enumerate(arch_def):
+    for i, (block_strings, multiplier) in enumerate(zip(arch_def, depth_multiplier)):
         decoded = [_decode_block(block_str) for block_str in block_strings]
+        for args, _ in decoded:
+            if "num_experts" in args:
+                args["num_experts"] *= experts_multiplier
         fixed = fix_first_last and i in (0, len(arch_def) - 1)
         stages.append(_scale_depth([args for args, _ in decoded], [r for _, r in decoded],
-                                   1.0 if fixed else depth_multiplier, depth_trunc))
+                                   1.0 if fixed else multiplier, depth_trunc))
     return stages
 
 
@@ -147,10 +168,7 @@ class Conv2dSame(nn.Conv2d):
     axis is split with the odd pixel at the end (bottom, right), as TensorFlow does."""
 
     def forward(self, x):
-        height, width = x.shape[-2:]
-        pad_h = _same_padding(height, self.kernel_size[0], self.stride[0], self.dilation[0])
-        pad_w = _same_padding(width, self.kernel_size[1], self.stride[1], self.dilation[1])
-        x = F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2))
+        x = _pad_same(x, self.kernel_size, self.stride, self.dilation)
         return super().forward(x)
 
 
@@ -182,14 +200,78 @@ class MixedConv2d(nn.ModuleDict):
         return torch.cat([conv(chunk) for conv, chunk in zip(self.values(), chunks)], 1)
 
 
-def create_conv2d(in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, pad_type="", bias=False):
+def _needs_dynamic_padding(pad_type, kernel_size, stride, dilation):
+    """Whether TensorFlow's "same" padding depends on the input's size (a stride, or an even receptive field, whose
+    odd pixel of padding goes at the end), so that no fixed symmetric padding gives it."""
+    return pad_type == "same" and (stride > 1 or dilation * (kernel_size - 1) % 2 == 1)
+
+
+def _pad_same(x, kernel_size, stride, dilation):
+    """``x`` padded with zeros as TensorFlow's "same" convolution pads it: the total padding of each axis split
+    with the odd pixel at the end (bottom, right)."""
+    height, width = x.shape[-2:]
+    pad_h = _same_padding(height, kernel_size[0], stride[0], dilation[0])
+    pad_w = _same_padding(width, kernel_size[1], stride[1], dilation[1])
+    return F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2))
+
+
+class CondConv2d(nn.Module):
+    """CondConv (Yang et al. 2019, "CondConv: Conditionally Parameterized Convolutions for Efficient Inference"): a
+    bias-free convolution whose kernel is, for each example, the mixture of ``num_experts`` expert kernels weighted
+    by that example's routing weights (``forward(x, routing_weights)``, routing of shape (N, num_experts)).
+
+    ``weight`` holds one flattened kernel per expert, (num_experts, out * in / groups * kh * kw), as timm stores
+    it. The examples' kernels are applied at once as one convolution grouped over the batch. Padding as
+    ``create_conv2d`` pads ('same': TensorFlow's, per input where no fixed padding gives it)."""
+
+    def __init__(self, in_chs, out_chs, kernel_size=3, stride=1, dilation=1, groups=1, pad_type="", num_experts=4):
+        super().__init__()
+        self.in_channels = in_chs
+        self.out_channels = out_chs
+        self.kernel_size = (kernel_size, kernel_size)
+        self.stride = (stride, stride)
+        self.dilation = (dilation, dilation)
+        self.groups = groups
+        self.num_experts = num_experts
+        self.dynamic_padding = _needs_dynamic_padding(pad_type, kernel_size, stride, dilation)
+        padding = 0 if self.dynamic_padding else _symmetric_padding(kernel_size, stride, dilation)
+        self.padding = (padding, padding)
+        self.weight_shape = (out_chs, in_chs // groups) + self.kernel_size
+        self.weight = nn.Parameter(torch.empty(num_experts, math.prod(self.weight_shape)))
+        self.reset_parameters()
+
+    def expert_kernels(self):
+        """Each expert's kernel as a view of ``weight`` in the (out, in / groups, kh, kw) layout, for initialising
+        them one by one."""
+        return [self.weight[i].view(self.weight_shape) for i in range(self.num_experts)]
+
+    def reset_parameters(self):
+        """Every expert kernel initialised as a convolution's default (Kaiming uniform, a = sqrt(5))."""
+        for kernel in self.expert_kernels():
+            nn.init.kaiming_uniform_(kernel, a=math.sqrt(5))
+
+    def forward(self, x, routing_weights):
+        batch, channels, height, width = x.shape
+        kernels = routing_weights @ self.weight
+        kernels = kernels.reshape((batch * self.out_channels,) + self.weight_shape[1:])
+        x = x.reshape(1, batch * channels, height, width)
+        if self.dynamic_padding:
+            x = _pad_same(x, self.kernel_size, self.stride, self.dilation)
+        out = F.conv2d(x, kernels, None, self.stride, self.padding, self.dilation, self.groups * batch)
+        return out.reshape(batch, self.out_channels, out.shape[-2], out.shape[-1])
+
+
+def create_conv2d(in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, pad_type="", bias=False,
+                  num_experts=0):
     """A convolution padded as ``pad_type`` says: '' pads half the receptive field (PyTorch style); 'same' pads as
     TensorFlow, statically and symmetrically where that is exact (stride 1, odd receptive field), otherwise per
     input (``Conv2dSame``). A list of kernel sizes gives a ``MixedConv2d`` (depthwise when ``groups`` is the
-    input's channels)."""
+    input's channels); ``num_experts`` a ``CondConv2d`` of that many experts."""
     if isinstance(kernel_size, list):
         return MixedConv2d(in_chs, out_chs, kernel_size, stride, dilation, groups == in_chs, pad_type)
-    if pad_type == "same" and (stride > 1 or dilation * (kernel_size - 1) % 2):
+    if num_experts:
+        return CondConv2d(in_chs, out_chs, kernel_size, stride, dilation, groups, pad_type, num_experts)
+    if _needs_dynamic_padding(pad_type, kernel_size, stride, dilation):
         return Conv2dSame(in_chs, out_chs, kernel_size, stride=stride, dilation=dilation, groups=groups, bias=bias)
     padding = _symmetric_padding(kernel_size, stride, dilation)
     return nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=padding, dilation=dilation, groups=groups,
@@ -216,6 +298,62 @@ class SqueezeExcite(nn.Module):
         scale = self.act1(scale)
         scale = self.conv_expand(scale)
         return x * self.gate(scale)
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """LayerNorm over the channels of an NCHW map, at every pixel (epsilon 1e-6)."""
+
+    def __init__(self, num_channels, eps=1e-6):
+        super().__init__(num_channels, eps=eps)
+
+    def forward(self, x):
+        x = x.permute(0, 2, 3, 1)
+        x = F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
+class ConvMlp(nn.Module):
+    """A two-layer perceptron of 1x1 convolutions with biases over an NCHW map: ``fc1`` to ``hidden_chs``
+    channels, LayerNorm (``norm``), the activation (``act``), dropout (``drop``, none) and ``fc2`` back to
+    ``in_chs``."""
+
+    def __init__(self, in_chs, hidden_chs, act_layer=nn.ReLU):
+        super().__init__()
+        self.fc1 = nn.Conv2d(in_chs, hidden_chs, 1)
+        self.norm = LayerNorm2d(hidden_chs)
+        self.act = act_layer()
+        self.drop = nn.Dropout(0.0)
+        self.fc2 = nn.Conv2d(hidden_chs, in_chs, 1)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        x = self.norm(x)
+        x = self.act(x)
+        x = self.drop(x)
+        x = self.fc2(x)
+        return x
+
+
+class GlobalContext(nn.Module):
+    """Global context attention (Cao et al. 2019, "GCNet: Non-local Networks Meet Squeeze-Excitation Networks and
+    Beyond"), in squeeze-and-excitation's slot: a softmax over the pixels of a 1x1 convolution's logits
+    (``conv_attn``) weights them into one context vector per example, a bottleneck ``ConvMlp`` (``mlp_scale``, to
+    ``rd_ratio`` of the channels, at least one) and a sigmoid (``gate``) turn it into per-channel scales."""
+
+    def __init__(self, channels, rd_ratio=1.0 / 8, act_layer=nn.ReLU):
+        super().__init__()
+        self.conv_attn = nn.Conv2d(channels, 1, 1)
+        rd_channels = _make_divisible(channels * rd_ratio, 1, round_limit=0.0)
+        self.mlp_scale = ConvMlp(channels, rd_channels, act_layer)
+        self.gate = nn.Sigmoid()
+        nn.init.kaiming_normal_(self.conv_attn.weight, mode="fan_in", nonlinearity="relu")
+
+    def forward(self, x):
+        batch, channels, height, width = x.shape
+        attn = self.conv_attn(x).reshape(batch, 1, height * width, 1).softmax(dim=2)
+        context = x.reshape(batch, 1, channels, height * width) @ attn
+        context = context.reshape(batch, channels, 1, 1)
+        return x * self.gate(self.mlp_scale(context))
 
 
 class BlurPool2d(nn.Module):
@@ -306,6 +444,14 @@ class _Residual(nn.Module):
         return x
 
 
+def _space_to_depth(in_chs, act_layer, eps):
+    """EfficientNet-X's space-to-depth, at the start of its region: a 2x2 stride-2 convolution ("same" padded) to
+    four times the channels, with BatchNorm and activation (``conv_s2d``, ``bn_s2d``)."""
+    conv = create_conv2d(in_chs, 4 * in_chs, 2, stride=2, pad_type="same")
+    bn = BatchNormAct2d(4 * in_chs, eps, act_layer)
+    return conv, bn
+
+
 class ConvBnAct(_Residual):
     """A convolution, BatchNorm and activation; with ``skip``, added to the input where shapes allow."""
 
@@ -329,16 +475,27 @@ class ConvBnAct(_Residual):
 
 class DepthwiseSeparableConv(_Residual):
     """A depthwise convolution with BatchNorm and activation, squeeze-and-excitation, then a pointwise convolution
-    with BatchNorm (and activation with ``pw_act``); residual unless ``noskip`` or the shape changes."""
+    with BatchNorm (and activation with ``pw_act``); residual unless ``noskip`` or the shape changes.
+
+    ``s2d=1`` (the first block of EfficientNet-X's space-to-depth region) first folds each 2x2 patch into the
+    channels (``conv_s2d``, ``bn_s2d``) and halves the depthwise kernel (rounded up; 'same' padded when 2)."""
 
     def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, pw_kernel_size=1, pw_act=False,
-                 noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None, se_layer=None,
+                 noskip=False, s2d=0, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None, se_layer=None,
                  drop_path_rate=0.0):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         use_aa = bool(aa_layer) and stride > 1
+        self.conv_s2d = None
+        dw_pad_type = pad_type
+        if s2d == 1:
+            self.conv_s2d, self.bn_s2d = _space_to_depth(in_chs, act_layer, eps)
+            in_chs *= 4
+            dw_kernel_size = (dw_kernel_size + 1) // 2
+            dw_pad_type = "same" if dw_kernel_size == 2 else pad_type
+            use_aa = False
         self.conv_dw = create_conv2d(in_chs, in_chs, dw_kernel_size, 1 if use_aa else stride, dilation,
-                                     groups=in_chs, pad_type=pad_type)
+                                     groups=in_chs, pad_type=dw_pad_type)
         self.bn1 = BatchNormAct2d(in_chs, eps, act_layer)
         # timm sizes this layer by the output's channels
         self.aa = _aa_or_identity(aa_layer, out_chs, stride)
@@ -349,6 +506,9 @@ class DepthwiseSeparableConv(_Residual):
 
     def forward(self, x):
         shortcut = x
+        if self.conv_s2d is not None:
+            x = self.conv_s2d(x)
+            x = self.bn_s2d(x)
         x = self.conv_dw(x)
         x = self.bn1(x)
         x = self.aa(x)
@@ -361,28 +521,41 @@ class DepthwiseSeparableConv(_Residual):
 class InvertedResidual(_Residual):
     """MobileNetV2's inverted bottleneck (MBConv): a pointwise expansion to ``exp_ratio`` times the channels, a
     depthwise convolution, squeeze-and-excitation, a linear pointwise projection; residual unless ``noskip`` or
-    the shape changes. Kernel sizes may be lists (MixNet's mixed convolutions)."""
+    the shape changes. Kernel sizes may be lists (MixNet's mixed convolutions). ``s2d=1``: the space-to-depth
+    start of ``DepthwiseSeparableConv``. ``num_experts`` (``CondConvResidual``) makes the three convolutions
+    CondConv ones."""
 
     def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, exp_kernel_size=1,
-                 pw_kernel_size=1, noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None,
-                 se_layer=None, drop_path_rate=0.0):
+                 pw_kernel_size=1, noskip=False, s2d=0, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None,
+                 se_layer=None, drop_path_rate=0.0, num_experts=0):
         super().__init__()
-        mid_chs = _make_divisible(in_chs * exp_ratio, 8)
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         use_aa = bool(aa_layer) and stride > 1
-        self.conv_pw = create_conv2d(in_chs, mid_chs, exp_kernel_size, pad_type=pad_type)
+        self.conv_s2d = None
+        dw_pad_type = pad_type
+        if s2d == 1:
+            self.conv_s2d, self.bn_s2d = _space_to_depth(in_chs, act_layer, eps)
+            in_chs *= 4
+            dw_kernel_size = (dw_kernel_size + 1) // 2
+            dw_pad_type = "same" if dw_kernel_size == 2 else pad_type
+            use_aa = False
+        mid_chs = _make_divisible(in_chs * exp_ratio, 8)
+        self.conv_pw = create_conv2d(in_chs, mid_chs, exp_kernel_size, pad_type=pad_type, num_experts=num_experts)
         self.bn1 = BatchNormAct2d(mid_chs, eps, act_layer)
         self.conv_dw = create_conv2d(mid_chs, mid_chs, dw_kernel_size, 1 if use_aa else stride, dilation,
-                                     groups=mid_chs, pad_type=pad_type)
+                                     groups=mid_chs, pad_type=dw_pad_type, num_experts=num_experts)
         self.bn2 = BatchNormAct2d(mid_chs, eps, act_layer)
         self.aa = _aa_or_identity(aa_layer, mid_chs, stride)
         self.se = _se_or_identity(se_layer, mid_chs, act_layer)
-        self.conv_pwl = create_conv2d(mid_chs, out_chs, pw_kernel_size, pad_type=pad_type)
+        self.conv_pwl = create_conv2d(mid_chs, out_chs, pw_kernel_size, pad_type=pad_type, num_experts=num_experts)
         self.bn3 = BatchNormAct2d(out_chs, eps, apply_act=False)
         self.drop_path = drop_path_module(drop_path_rate)
 
     def forward(self, x):
         shortcut = x
+        if self.conv_s2d is not None:
+            x = self.conv_s2d(x)
+            x = self.bn_s2d(x)
         x = self.conv_pw(x)
         x = self.bn1(x)
         x = self.conv_dw(x)
@@ -394,19 +567,44 @@ class InvertedResidual(_Residual):
         return self.residual(x, shortcut)
 
 
+class CondConvResidual(InvertedResidual):
+    """EfficientNet-CondConv's inverted bottleneck: ``InvertedResidual`` with CondConv convolutions of
+    ``num_experts`` experts, whose routing weights come from the block's input: global average pooling, a linear
+    layer (``routing_fn``) and a sigmoid, one weight per expert and example."""
+
+    def __init__(self, in_chs, out_chs, num_experts=4, **kwargs):
+        super().__init__(in_chs, out_chs, num_experts=num_experts, **kwargs)
+        self.routing_fn = nn.Linear(in_chs, num_experts)
+
+    def forward(self, x):
+        shortcut = x
+        routing_weights = torch.sigmoid(self.routing_fn(x.mean((2, 3))))
+        x = self.conv_pw(x, routing_weights)
+        x = self.bn1(x)
+        x = self.conv_dw(x, routing_weights)
+        x = self.bn2(x)
+        x = self.se(x)
+        x = self.conv_pwl(x, routing_weights)
+        x = self.bn3(x)
+        return self.residual(x, shortcut)
+
+
 class EdgeResidual(_Residual):
     """EfficientNetV2's fused MBConv: one full convolution expands to ``exp_ratio`` times the channels (replacing
     the pointwise expansion and the depthwise convolution), optional squeeze-and-excitation, a linear pointwise
-    projection; residual unless ``noskip`` or the shape changes."""
+    projection; residual unless ``noskip`` or the shape changes. ``force_in_chs`` sizes the expansion from that
+    many channels instead of the input's (EfficientNet-EdgeTPU's first block); ``group_size`` splits the expansion
+    into groups of that many output channels (0: one group)."""
 
     def __init__(self, in_chs, out_chs, exp_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, pw_kernel_size=1,
-                 noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None, se_layer=None,
-                 drop_path_rate=0.0):
+                 noskip=False, force_in_chs=0, group_size=0, pad_type="", act_layer=nn.ReLU, eps=1e-5,
+                 aa_layer=None, se_layer=None, drop_path_rate=0.0):
         super().__init__()
-        mid_chs = _make_divisible(in_chs * exp_ratio, 8)
+        mid_chs = _make_divisible((force_in_chs or in_chs) * exp_ratio, 8)
+        groups = mid_chs // group_size if group_size else 1
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         use_aa = bool(aa_layer) and stride > 1
-        self.conv_exp = create_conv2d(in_chs, mid_chs, exp_kernel_size, 1 if use_aa else stride, dilation,
+        self.conv_exp = create_conv2d(in_chs, mid_chs, exp_kernel_size, 1 if use_aa else stride, dilation, groups,
                                       pad_type=pad_type)
         self.bn1 = BatchNormAct2d(mid_chs, eps, act_layer)
         self.aa = _aa_or_identity(aa_layer, mid_chs, stride)
@@ -578,14 +776,24 @@ _BLOCKS = {"cn": ConvBnAct, "ds": DepthwiseSeparableConv, "dsa": DepthwiseSepara
 _LAYER_SCALED = ("uir", "mqa")
 
 
+def _block_class(kind, args):
+    """The class of a decoded block: its kind's, a ``CondConvResidual`` for an ir block with experts."""
+    if kind == "ir" and args.get("num_experts"):
+        return CondConvResidual
+    return _BLOCKS[kind]
+
+
 def _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value, kind):
     """A decoded block's arguments as its class takes them: its squeeze-and-excitation ratio turned into
-    ``se_layer`` (relative to the expanded channels with ``se_from_exp``, else to the input's), the
-    anti-aliasing layer and the layer scale where the model has them."""
+    ``se_layer`` (relative to the expanded channels with ``se_from_exp``, else to the input's; a quarter of that
+    where a space-to-depth region starts, the input's channels being quadrupled), the anti-aliasing layer and the
+    layer scale where the model has them."""
     se_ratio = args.pop("se_ratio", 0.0)
     if se_ratio and se_layer is not None:
         if not se_from_exp:
             se_ratio /= args.get("exp_ratio", 1.0)
+        if args.get("s2d") == 1:
+            se_ratio /= 4
         args["se_layer"] = partial(se_layer, rd_ratio=se_ratio)
     if aa_layer:
         args["aa_layer"] = aa_layer
@@ -600,21 +808,29 @@ def build_stages(block_args, in_chs, round_chs, output_stride=32, pad_type="", a
     """The decoded stages ``block_args`` as a Sequential of stages (each a Sequential of blocks) after a stem of
     ``in_chs`` channels; returns it, timm's ``feature_info`` and the last block's channels.
 
-    ``round_chs`` rounds each block's channels. Strides that would take the reduction beyond ``output_stride``
-    become dilation. ``drop_path_rate`` grows linearly over the blocks (from 0 at the first). A stage ends a
-    feature level where the next stage strides; a first block that strides makes the stem (``bn1``) a level.
+    ``round_chs`` rounds each block's channels (and an er block's ``force_in_chs``). Strides that would take the
+    reduction beyond ``output_stride`` become dilation. ``drop_path_rate`` grows linearly over the blocks (from 0
+    at the first). A stage ends a feature level where the next stage strides; a first block that strides makes
+    the stem (``bn1``) a level.
+
+    EfficientNet-X's space-to-depth region: the block marked ``s2d`` halves the resolution by folding 2x2 patches
+    into the channels (``s2d=1``), the blocks after it (``s2d=2``) work on four times their channels, and the next
+    strided block ends the region, its stride dropped and its expansion quartered. A stage that ends inside the
+    region ends no feature level.
+
     timm's builder first builds (and drops) an 8-channel squeeze-and-excitation module to probe its arguments;
     building one here too draws the same random numbers, so a seeded model gets timm's initial weights.
     """
     if se_layer is not None:
         se_layer(8, rd_ratio=1.0)
     feature_info = []
-    if block_args[0][0]["stride"] > 1:
+    if block_args[0][0]["stride"] > 1 or block_args[0][0].get("s2d"):
         feature_info.append(dict(module="bn1", num_chs=in_chs, stage=0, reduction=2))
     total_blocks = sum(len(stage) for stage in block_args)
     block_idx = 0
     reduction = 2
     dilation = 1
+    space2depth = 0
     stages = nn.Sequential()
     for stage_idx, stage in enumerate(block_args):
         blocks = nn.Sequential()
@@ -623,6 +839,15 @@ def build_stages(block_args, in_chs, round_chs, output_stride=32, pad_type="", a
             kind = args.pop("block_type")
             stage_stride = args.pop("stride")
             stride = stage_stride if i == 0 else 1
+            if args.pop("s2d", False) and not space2depth:
+                space2depth = 1
+                reduction *= 2
+            if space2depth == 2 and stride == 2:
+                stride = 1
+                args["exp_ratio"] /= 4
+                space2depth = 0
+            elif space2depth:
+                args["s2d"] = space2depth
             block_dilation = dilation
             if stride > 1 and reduction * stride > output_stride:
                 dilation *= stride
@@ -632,25 +857,40 @@ def build_stages(block_args, in_chs, round_chs, output_stride=32, pad_type="", a
             args.setdefault("act_layer", act_layer)
             args = _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value, kind)
             out_chs = round_chs(args.pop("out_chs"))
-            blocks.add_module(str(i), _BLOCKS[kind](
+            if space2depth:
+                out_chs *= 4
+            if args.get("force_in_chs"):
+                args["force_in_chs"] = round_chs(args["force_in_chs"])
+            blocks.add_module(str(i), _block_class(kind, args)(
                 in_chs, out_chs, stride=stride, dilation=block_dilation, pad_type=pad_type, eps=bn_eps,
                 drop_path_rate=drop_path_rate * block_idx / total_blocks, **args))
             in_chs = out_chs
             block_idx += 1
+            if space2depth == 1:
+                space2depth = 2
         stages.add_module(str(stage_idx), blocks)
         last_stage = stage_idx + 1 == len(block_args)
-        if last_stage or block_args[stage_idx + 1][0]["stride"] > 1:
+        if last_stage or (block_args[stage_idx + 1][0]["stride"] > 1 and not space2depth):
             feature_info.append(dict(stage=stage_idx + 1, reduction=reduction, module=f"blocks.{stage_idx}",
                                      num_chs=in_chs))
     return stages, feature_info, in_chs
 
 
 def init_weights_goog(model):
-    """TensorFlow's initialisation, in module order: convolutions N(0, 2 / fan-out) with fan-out per group, zero
-    biases; BatchNorm ones and zeros; linear layers uniform within 1 / sqrt(out_features). Then, as timm does,
-    every layer with its own ``init_weights`` (the attention's projections) initialises itself again."""
-    for module in model.modules():
-        if isinstance(module, nn.Conv2d):
+    """TensorFlow's initialisation, in module order: convolutions N(0, 2 / fan-out) with fan-out per group (a
+    CondConv's experts one by one), zero biases; BatchNorm ones and zeros; linear layers uniform within
+    1 / sqrt(out_features), CondConv's routing layers within 1 / sqrt(in_features + out_features). Then, as timm
+    does, every layer with its own ``init_weights`` (the attention's projections) initialises itself again."""
+    for name, module in model.named_modules():
+        if isinstance(module, CondConv2d):
+            fan_out = module.kernel_size[0] * module.kernel_size[1] * module.out_channels // module.groups
+            for kernel in module.expert_kernels():
+                nn.init.normal_(kernel, 0, math.sqrt(2.0 / fan_out))
+        elif isinstance(module, nn.Linear) and name.endswith("routing_fn"):
+            init_range = 1.0 / math.sqrt(module.weight.shape[0] + module.weight.shape[1])
+            nn.init.uniform_(module.weight, -init_range, init_range)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Conv2d):
             fan_out = module.kernel_size[0] * module.kernel_size[1] * module.out_channels // module.groups
             nn.init.normal_(module.weight, 0, math.sqrt(2.0 / fan_out))
             if module.bias is not None:

@@ -1,19 +1,20 @@
-"""EfficientNet (Tan & Le 2019, "EfficientNet: Rethinking Model Scaling for Convolutional Neural Networks"),
-EfficientNetV2 (Tan & Le 2021, "EfficientNetV2: Smaller Models and Faster Training"), MobileNetV2 (Sandler et al.
-2018, "MobileNetV2: Inverted Residuals and Linear Bottlenecks"), MnasNet (Tan et al. 2019, "MnasNet:
-Platform-Aware Neural Architecture Search for Mobile") and MixNet (Tan & Le 2019, "MixConv: Mixed Depthwise
-Convolutional Kernels"), as timm builds them: tf_efficientnet_b0 .. b7, efficientnetv2_rw_s / rw_t,
-tf_efficientnetv2_s / m / l / b0 .. b3, mobilenetv2_100 / 110d / 120d / 140, mnasnet_100, semnasnet_100,
-spnasnet_100, fbnetc_100, mixnet_s / m / l / xl and tf_mixnet_s / m / l.
+"""EfficientNet (Tan & Le 2019, "EfficientNet: Rethinking Model Scaling for Convolutional Neural Networks") and its
+relatives built by timm's ``efficientnet`` module: EfficientNetV2 (Tan & Le 2021), EfficientNet-Lite,
+EfficientNet-EdgeTPU (fused MBConv stages), EfficientNet-CondConv (Yang et al. 2019, per-example expert kernels),
+EfficientNet-X / -H (Li et al. 2021, a space-to-depth stem region), pruned EfficientNets (Aflalo et al. 2020,
+"Knapsack Pruning with Inner Distillation"), TinyNet (Han et al. 2020), MobileNetV1 / V2, MnasNet, Single-Path NAS,
+FBNet, MobileNet-EdgeTPU-V2 and MixNet (Tan & Le 2019, "MixConv: Mixed Depthwise Convolutional Kernels").
 
 One generic network, a stem convolution, stages of blocks and a 1x1 head convolution before global pooling, is
 built from stage definitions written as strings ('ir_r2_k3_s2_e6_c24_se0.25': two inverted-residual blocks, 3x3
 depthwise, first stride 2, expansion 6, 24 channels, squeeze-and-excitation 0.25), scaled in width and depth by
 the compound coefficients. MixNet's strings list several kernels ('k3.5.7': the channels split in three groups
-with 3x3, 5x5 and 7x7 kernels; 'a1.1' / 'p1.1': pointwise convolutions in two groups). The ``tf_`` variants are
+with 3x3, 5x5 and 7x7 kernels; 'a1.1' / 'p1.1': pointwise convolutions in two groups); 'cc4' makes a block a
+CondConv block, 'd1' starts a space-to-depth region, 'gs64' groups a fused convolution. The ``tf_`` variants are
 ports of TensorFlow checkpoints: BatchNorm epsilon 1e-3 and TensorFlow's "same" padding (asymmetric for strided
-convolutions). Model names, module names, ``state_dict`` keys and the model API follow timm, so timm's weights for
-these models load as they are.
+convolutions). The pruned variants are their EfficientNet with each convolution narrowed to the widths pruning
+left (``_PRUNED_WIDTHS``). Model names, module names, ``state_dict`` keys and the model API follow timm, so timm's
+weights for these models load as they are.
 """
 from functools import partial
 
@@ -23,8 +24,8 @@ from engine import nn
 from .._helpers import build_model
 from ..registry import register_model
 from .._utils import _make_divisible
-from ._efficientnet_blocks import (SqueezeExcite, build_stages, create_conv2d, decode_arch_def, init_weights_goog,
-                                   round_channels)
+from ._efficientnet_blocks import (GlobalContext, SqueezeExcite, build_stages, create_conv2d, decode_arch_def,
+                                   init_weights_goog, round_channels)
 from ._layers import BatchNormAct2d, create_classifier
 
 __all__ = []
@@ -32,23 +33,26 @@ __all__ = []
 
 class EfficientNet(nn.Module):
     """A strided stem convolution (``conv_stem``, ``bn1``), the stages of ``block_args`` (``blocks``, one
-    Sequential per stage), a 1x1 head convolution to ``num_features`` channels (``conv_head``, ``bn2``), global
-    pooling, dropout and the classifier.
+    Sequential per stage), a 1x1 head convolution to ``num_features`` channels (``conv_head``, ``bn2``; none with
+    ``num_features=0``, MobileNetV1's head), global pooling, dropout and the classifier.
 
     ``block_args``: the decoded stages (``decode_arch_def``). Channel counts pass through ``channel_multiplier``,
     rounded to multiples of 8 (``round_limit``: how far rounding may go down); ``fix_stem`` keeps the stem width
-    as given. ``pad_type`` '' pads PyTorch style, 'same' as TensorFlow. ``act_layer`` is the blocks' default
-    activation, ``bn_eps`` the BatchNorm epsilon. Squeeze-and-excitation ratios count the block's input channels.
-    ``output_stride`` (8, 16 or 32) turns the strides beyond it into dilation. ``drop_path_rate`` grows linearly
-    over the blocks (from 0 at the first); ``drop_rate`` is the dropout before the classifier. The stages end where
-    the next stage strides (``feature_info``).
+    as given, ``stem_kernel_size`` is its kernel. ``pad_type`` '' pads PyTorch style, 'same' as TensorFlow.
+    ``act_layer`` is the blocks' default activation, ``bn_eps`` the BatchNorm epsilon, ``se_layer`` the attention
+    in squeeze-and-excitation's slot (``GlobalContext`` for gc_ variants); its ratios count the block's input
+    channels. ``output_stride`` (8, 16 or 32) turns the strides beyond it into dilation. ``drop_path_rate`` grows
+    linearly over the blocks (from 0 at the first); ``drop_rate`` is the dropout before the classifier. The stages
+    end where the next stage strides (``feature_info``). ``pruned_widths``: the output channels of every
+    convolution, in module order, of a pruned variant (see ``_prune``).
     """
 
     default_cfg = {"first_conv": "conv_stem", "classifier": "classifier"}
 
-    def __init__(self, block_args, num_classes=1000, num_features=1280, in_chans=3, stem_size=32, fix_stem=False,
-                 channel_multiplier=1.0, round_limit=0.9, output_stride=32, pad_type="", act_layer=nn.SiLU,
-                 bn_eps=1e-5, drop_rate=0.0, drop_path_rate=0.0, global_pool="avg"):
+    def __init__(self, block_args, num_classes=1000, num_features=1280, in_chans=3, stem_size=32, stem_kernel_size=3,
+                 fix_stem=False, channel_multiplier=1.0, round_limit=0.9, output_stride=32, pad_type="",
+                 act_layer=nn.SiLU, se_layer=SqueezeExcite, bn_eps=1e-5, drop_rate=0.0, drop_path_rate=0.0,
+                 global_pool="avg", pruned_widths=None):
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
@@ -57,17 +61,55 @@ class EfficientNet(nn.Module):
         round_chs = partial(round_channels, multiplier=channel_multiplier, round_limit=round_limit)
         if not fix_stem:
             stem_size = round_chs(stem_size)
-        self.conv_stem = create_conv2d(in_chans, stem_size, 3, stride=2, pad_type=pad_type)
+        self.conv_stem = create_conv2d(in_chans, stem_size, stem_kernel_size, stride=2, pad_type=pad_type)
         self.bn1 = BatchNormAct2d(stem_size, bn_eps, act_layer)
         self.blocks, self.feature_info, head_chs = build_stages(
-            block_args, stem_size, round_chs, output_stride, pad_type, act_layer, bn_eps, SqueezeExcite,
+            block_args, stem_size, round_chs, output_stride, pad_type, act_layer, bn_eps, se_layer,
             drop_path_rate=drop_path_rate)
-        self.num_features = num_features
-        self.conv_head = create_conv2d(head_chs, num_features, 1, pad_type=pad_type)
-        self.bn2 = BatchNormAct2d(num_features, bn_eps, act_layer)
-        self.global_pool, self.classifier = create_classifier(num_features, num_classes, global_pool)
-        self.head_hidden_size = num_features * self.global_pool.feat_mult()
+        if num_features > 0:
+            self.conv_head = create_conv2d(head_chs, num_features, 1, pad_type=pad_type)
+            self.bn2 = BatchNormAct2d(num_features, bn_eps, act_layer)
+            self.num_features = num_features
+        else:
+            self.conv_head = nn.Identity()
+            self.bn2 = nn.Identity()
+            self.num_features = head_chs
+        self.global_pool, self.classifier = create_classifier(self.num_features, num_classes, global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
         init_weights_goog(self)
+        if pruned_widths is not None:
+            self._prune(pruned_widths)
+
+    def _prune(self, widths):
+        """Narrow every convolution to its width in ``widths`` (output channels, in module order) as timm adapts a
+        model to a pruned checkpoint: each convolution, BatchNorm and the classifier is replaced by a fresh layer
+        (default initialisation) of the new width. A convolution's input is the previous convolution's output (the
+        stem keeps ``in_chans``; a depthwise one stays depthwise); a BatchNorm takes the previous convolution's
+        width, the classifier the head's. ``num_features`` and ``feature_info`` follow."""
+        widths = iter(widths)
+        width = None
+        for name, module in list(self.named_modules()):
+            if isinstance(module, nn.Conv2d):
+                in_chs = module.in_channels if name == "conv_stem" else width
+                width = next(widths)
+                groups = width if module.groups > 1 else 1
+                layer = type(module)(width if groups > 1 else in_chs, width, module.kernel_size, stride=module.stride,
+                                     padding=module.padding, dilation=module.dilation, groups=groups,
+                                     bias=module.bias is not None)
+            elif isinstance(module, BatchNormAct2d):
+                layer = BatchNormAct2d(width, module.eps, apply_act=False)
+                layer.act = module.act
+            elif isinstance(module, nn.Linear):
+                layer = nn.Linear(width * self.global_pool.feat_mult(), module.out_features)
+            else:
+                continue
+            parent, _, leaf = name.rpartition(".")
+            setattr(self.get_submodule(parent), leaf, layer)
+        self.num_features = width
+        self.head_hidden_size = width * self.global_pool.feat_mult()
+        for info in self.feature_info:
+            norms = [m for m in self.get_submodule(info["module"]).modules() if isinstance(m, nn.BatchNorm2d)]
+            info["num_chs"] = norms[-1].num_features
 
     def get_classifier(self):
         """The final linear layer."""
@@ -106,12 +148,13 @@ class EfficientNet(nn.Module):
 
 
 def _create(variant, pretrained, progress, arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_first_last=False,
-            tf_port=False, **kwargs):
-    """Build a registered variant from its stage strings; ``tf_port`` sets TensorFlow's BatchNorm epsilon and
-    padding (``kwargs`` may override them and any other ``EfficientNet`` argument)."""
+            experts_multiplier=1, tf_port=False, **kwargs):
+    """Build a registered variant from its stage strings (decoded by ``decode_arch_def`` with the depth and
+    CondConv expert arguments); ``tf_port`` sets TensorFlow's BatchNorm epsilon and padding (``kwargs`` may override
+    them and any other ``EfficientNet`` argument)."""
     if tf_port:
         kwargs = {"bn_eps": 1e-3, "pad_type": "same", **kwargs}
-    block_args = decode_arch_def(arch_def, depth_multiplier, depth_trunc, fix_first_last)
+    block_args = decode_arch_def(arch_def, depth_multiplier, depth_trunc, fix_first_last, experts_multiplier)
     return build_model(EfficientNet, variant, pretrained, progress=progress, block_args=block_args, **kwargs)
 
 
@@ -127,7 +170,8 @@ _EFFICIENTNET = [
 
 
 def _efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier, **kwargs):
-    """EfficientNet-B0 scaled by the compound coefficients, head width 1280 scaled with the channels."""
+    """EfficientNet-B0 scaled by the compound coefficients, head width 1280 scaled with the channels, as a
+    TensorFlow port."""
     num_features = _make_divisible(1280 * channel_multiplier, 8)
     return _create(variant, pretrained, progress, _EFFICIENTNET, depth_multiplier, tf_port=True,
                    **{"channel_multiplier": channel_multiplier, "num_features": num_features, **kwargs})
@@ -181,6 +225,297 @@ def tf_efficientnet_b7(pretrained=False, progress=True, **kwargs):
     return _efficientnet("tf_efficientnet_b7", pretrained, progress, 2.0, 3.1, **kwargs)
 
 
+@register_model
+def tf_efficientnet_b8(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B8, ported from TensorFlow (87.4M parameters, 672 px)."""
+    return _efficientnet("tf_efficientnet_b8", pretrained, progress, 2.2, 3.6, **kwargs)
+
+
+@register_model
+def tf_efficientnet_l2(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-L2 (Xie et al. 2020, "Self-training with Noisy Student improves ImageNet classification"),
+    ported from TensorFlow: widths x4.3, depths x5.3 (480.3M parameters, 800 px)."""
+    return _efficientnet("tf_efficientnet_l2", pretrained, progress, 4.3, 5.3, **kwargs)
+
+
+# the output channels of every convolution, in module order (stem, blocks, head), of the pruned EfficientNets,
+# from the checkpoints' shapes as timm records them
+_PRUNED_WIDTHS = {
+    "efficientnet_b1_pruned": (
+        32, 32, 8, 32, 16, 16, 4, 16, 16, 48, 48, 4, 48, 12, 62, 62, 6, 62, 12, 48, 48, 6, 48, 12, 70, 70, 6, 70, 35,
+        61, 61, 10, 61, 35, 51, 51, 10, 51, 35, 175, 175, 10, 175, 74, 188, 188, 20, 188, 74, 137, 137, 20, 137, 74,
+        164, 164, 20, 164, 74, 399, 399, 20, 399, 67, 201, 201, 28, 201, 67, 160, 160, 28, 160, 67, 213, 213, 28, 213,
+        67, 637, 637, 27, 637, 192, 806, 806, 48, 806, 192, 798, 798, 48, 798, 192, 891, 891, 48, 891, 192, 990, 990,
+        48, 990, 192, 1152, 1152, 48, 1152, 320, 1912, 1912, 80, 1912, 320, 1280,
+    ),
+    "efficientnet_b2_pruned": (
+        32, 32, 8, 32, 16, 16, 4, 16, 16, 54, 54, 4, 54, 17, 69, 69, 6, 69, 17, 61, 61, 6, 61, 17, 86, 86, 6, 86, 42,
+        72, 72, 12, 72, 42, 98, 98, 12, 98, 42, 245, 245, 12, 245, 85, 274, 274, 22, 274, 85, 254, 254, 22, 254, 85,
+        292, 292, 22, 292, 85, 502, 502, 22, 502, 116, 315, 315, 30, 315, 116, 354, 354, 30, 354, 116, 443, 443, 30,
+        443, 116, 719, 719, 30, 719, 208, 1148, 1148, 52, 1148, 208, 1160, 1160, 52, 1160, 208, 1182, 1182, 52, 1182,
+        208, 1228, 1228, 52, 1228, 208, 1248, 1248, 52, 1248, 352, 2112, 2112, 88, 2112, 352, 1408,
+    ),
+    "efficientnet_b3_pruned": (
+        40, 40, 10, 40, 24, 24, 6, 24, 24, 27, 27, 6, 27, 12, 49, 49, 8, 49, 12, 48, 48, 8, 48, 12, 83, 83, 8, 83, 40,
+        90, 90, 12, 90, 40, 85, 85, 12, 85, 40, 215, 215, 12, 215, 93, 261, 261, 24, 261, 93, 219, 219, 24, 219, 93,
+        254, 254, 24, 254, 93, 236, 236, 24, 236, 93, 480, 480, 24, 480, 120, 235, 235, 34, 235, 120, 217, 217, 34,
+        217, 120, 226, 226, 33, 226, 120, 340, 340, 34, 340, 120, 802, 802, 34, 802, 232, 1030, 1030, 58, 1030, 232,
+        924, 924, 58, 924, 232, 1016, 1016, 58, 1016, 232, 1130, 1130, 58, 1130, 232, 1266, 1266, 58, 1266, 232, 1392,
+        1392, 58, 1392, 384, 2301, 2301, 96, 2301, 384, 1536,
+    ),
+}
+
+def _pruned_efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier, **kwargs):
+    """An EfficientNet with TensorFlow's padding and epsilon, its convolutions narrowed to the variant's pruned
+    widths."""
+    return _efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier,
+                         pruned_widths=_PRUNED_WIDTHS[variant], **kwargs)
+
+
+@register_model
+def efficientnet_b1_pruned(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B1 pruned by knapsack pruning (Aflalo et al. 2020) (6.3M parameters, 240 px)."""
+    return _pruned_efficientnet("efficientnet_b1_pruned", pretrained, progress, 1.0, 1.1, **kwargs)
+
+
+@register_model
+def efficientnet_b2_pruned(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B2 pruned by knapsack pruning (Aflalo et al. 2020) (8.3M parameters, 260 px)."""
+    return _pruned_efficientnet("efficientnet_b2_pruned", pretrained, progress, 1.1, 1.2, **kwargs)
+
+
+@register_model
+def efficientnet_b3_pruned(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B3 pruned by knapsack pruning (Aflalo et al. 2020) (9.9M parameters, 300 px)."""
+    return _pruned_efficientnet("efficientnet_b3_pruned", pretrained, progress, 1.2, 1.4, **kwargs)
+
+
+def _efficientnet_edge(variant, pretrained, progress, channel_multiplier, depth_multiplier, tf_port=False, **kwargs):
+    """EfficientNet-EdgeTPU (Gupta & Tan 2019): fused MBConv (EdgeResidual) blocks in the first stages, no
+    squeeze-and-excitation, ReLU; the first block's expansion counts 24 input channels (as TensorFlow's
+    definition does), whatever the stem's width."""
+    arch_def = [
+        ["er_r1_k3_s1_e4_c24_fc24_noskip"],
+        ["er_r2_k3_s2_e8_c32"],
+        ["er_r4_k3_s2_e8_c48"],
+        ["ir_r5_k5_s2_e8_c96"],
+        ["ir_r4_k5_s1_e8_c144"],
+        ["ir_r2_k5_s2_e8_c192"],
+    ]
+    num_features = _make_divisible(1280 * channel_multiplier, 8)
+    return _create(variant, pretrained, progress, arch_def, depth_multiplier, tf_port=tf_port,
+                   **{"channel_multiplier": channel_multiplier, "num_features": num_features, "act_layer": nn.ReLU,
+                      **kwargs})
+
+
+@register_model
+def efficientnet_es(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-EdgeTPU-S as timm trained it (5.4M parameters, 224 px)."""
+    return _efficientnet_edge("efficientnet_es", pretrained, progress, 1.0, 1.0, **kwargs)
+
+
+@register_model
+def efficientnet_es_pruned(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-EdgeTPU-S for DeGirum's pruned weights, which keep efficientnet_es's layout (5.4M parameters,
+    224 px)."""
+    return _efficientnet_edge("efficientnet_es_pruned", pretrained, progress, 1.0, 1.0, **kwargs)
+
+
+@register_model
+def efficientnet_em(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-EdgeTPU-M as timm trained it: depths x1.1 (6.9M parameters, 240 px)."""
+    return _efficientnet_edge("efficientnet_em", pretrained, progress, 1.0, 1.1, **kwargs)
+
+
+@register_model
+def efficientnet_el(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-EdgeTPU-L as timm trained it: widths x1.2, depths x1.4 (10.6M parameters, 300 px)."""
+    return _efficientnet_edge("efficientnet_el", pretrained, progress, 1.2, 1.4, **kwargs)
+
+
+@register_model
+def efficientnet_el_pruned(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-EdgeTPU-L for DeGirum's pruned weights, which keep efficientnet_el's layout (10.6M parameters,
+    300 px)."""
+    return _efficientnet_edge("efficientnet_el_pruned", pretrained, progress, 1.2, 1.4, **kwargs)
+
+
+@register_model
+def tf_efficientnet_es(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-EdgeTPU-S, ported from TensorFlow (5.4M parameters, 224 px)."""
+    return _efficientnet_edge("tf_efficientnet_es", pretrained, progress, 1.0, 1.0, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_efficientnet_em(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-EdgeTPU-M, ported from TensorFlow (6.9M parameters, 240 px)."""
+    return _efficientnet_edge("tf_efficientnet_em", pretrained, progress, 1.0, 1.1, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_efficientnet_el(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-EdgeTPU-L, ported from TensorFlow (10.6M parameters, 300 px)."""
+    return _efficientnet_edge("tf_efficientnet_el", pretrained, progress, 1.2, 1.4, tf_port=True, **kwargs)
+
+
+def _efficientnet_condconv(variant, pretrained, progress, depth_multiplier, experts_multiplier, **kwargs):
+    """EfficientNet-CondConv (Yang et al. 2019), a TensorFlow port: EfficientNet-B0's stages, the last three with
+    CondConv convolutions of 4 experts times ``experts_multiplier``, routed per example."""
+    arch_def = [
+        ["ds_r1_k3_s1_e1_c16_se0.25"],
+        ["ir_r2_k3_s2_e6_c24_se0.25"],
+        ["ir_r2_k5_s2_e6_c40_se0.25"],
+        ["ir_r3_k3_s2_e6_c80_se0.25"],
+        ["ir_r3_k5_s1_e6_c112_se0.25_cc4"],
+        ["ir_r4_k5_s2_e6_c192_se0.25_cc4"],
+        ["ir_r1_k3_s1_e6_c320_se0.25_cc4"],
+    ]
+    return _create(variant, pretrained, progress, arch_def, depth_multiplier, experts_multiplier=experts_multiplier,
+                   tf_port=True, **kwargs)
+
+
+@register_model
+def tf_efficientnet_cc_b0_4e(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-CondConv-B0 with 4 experts, ported from TensorFlow (13.3M parameters, 224 px)."""
+    return _efficientnet_condconv("tf_efficientnet_cc_b0_4e", pretrained, progress, 1.0, 1, **kwargs)
+
+
+@register_model
+def tf_efficientnet_cc_b0_8e(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-CondConv-B0 with 8 experts, ported from TensorFlow (24.0M parameters, 224 px)."""
+    return _efficientnet_condconv("tf_efficientnet_cc_b0_8e", pretrained, progress, 1.0, 2, **kwargs)
+
+
+@register_model
+def tf_efficientnet_cc_b1_8e(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-CondConv-B1 (depths x1.1) with 8 experts, ported from TensorFlow (39.7M parameters, 240 px)."""
+    return _efficientnet_condconv("tf_efficientnet_cc_b1_8e", pretrained, progress, 1.1, 2, **kwargs)
+
+
+def _efficientnet_lite(variant, pretrained, progress, channel_multiplier, depth_multiplier, tf_port=False,
+                       **kwargs):
+    """EfficientNet-Lite: EfficientNet without squeeze-and-excitation, with ReLU6, the stem, the first and last
+    stages' depths and the 1280-channel head kept unscaled."""
+    arch_def = [
+        ["ds_r1_k3_s1_e1_c16"],
+        ["ir_r2_k3_s2_e6_c24"],
+        ["ir_r2_k5_s2_e6_c40"],
+        ["ir_r3_k3_s2_e6_c80"],
+        ["ir_r3_k5_s1_e6_c112"],
+        ["ir_r4_k5_s2_e6_c192"],
+        ["ir_r1_k3_s1_e6_c320"],
+    ]
+    return _create(variant, pretrained, progress, arch_def, depth_multiplier, fix_first_last=True, tf_port=tf_port,
+                   **{"channel_multiplier": channel_multiplier, "fix_stem": True, "act_layer": nn.ReLU6, **kwargs})
+
+
+@register_model
+def efficientnet_lite0(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite0 as timm trained it (4.7M parameters, 224 px)."""
+    return _efficientnet_lite("efficientnet_lite0", pretrained, progress, 1.0, 1.0, **kwargs)
+
+
+@register_model
+def tf_efficientnet_lite0(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite0, ported from TensorFlow (4.7M parameters, 224 px)."""
+    return _efficientnet_lite("tf_efficientnet_lite0", pretrained, progress, 1.0, 1.0, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_efficientnet_lite1(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite1, ported from TensorFlow (5.4M parameters, 240 px)."""
+    return _efficientnet_lite("tf_efficientnet_lite1", pretrained, progress, 1.0, 1.1, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_efficientnet_lite2(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite2, ported from TensorFlow (6.1M parameters, 260 px)."""
+    return _efficientnet_lite("tf_efficientnet_lite2", pretrained, progress, 1.1, 1.2, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_efficientnet_lite3(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite3, ported from TensorFlow (8.2M parameters, 300 px)."""
+    return _efficientnet_lite("tf_efficientnet_lite3", pretrained, progress, 1.2, 1.4, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_efficientnet_lite4(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite4, ported from TensorFlow (13.0M parameters, 380 px)."""
+    return _efficientnet_lite("tf_efficientnet_lite4", pretrained, progress, 1.4, 1.8, tf_port=True, **kwargs)
+
+
+def _efficientnet_x(variant, pretrained, progress, channel_multiplier, depth_multiplier, expansion=6, **kwargs):
+    """EfficientNet-X (Li et al. 2021, "Searching for Fast Model Families on Datacenter Accelerators"): a
+    space-to-depth first stage (2x2 patches folded into the channels, then blocks at a quarter of the resolution),
+    fused MBConv blocks with ReLU in the next two stages, then EfficientNet's stages; the fused stages and the
+    first inverted-residual stage expand by ``expansion`` (6 for X, 4 for timm's H variant)."""
+    arch_def = [
+        ["ds_r1_k3_s1_e1_c16_se0.25_d1"],
+        [f"er_r2_k3_s2_e{expansion}_c24_se0.25_nre"],
+        [f"er_r2_k5_s2_e{expansion}_c40_se0.25_nre"],
+        [f"ir_r3_k3_s2_e{expansion}_c80_se0.25"],
+        ["ir_r3_k5_s1_e6_c112_se0.25"],
+        ["ir_r4_k5_s2_e6_c192_se0.25"],
+        ["ir_r1_k3_s1_e6_c320_se0.25"],
+    ]
+    num_features = _make_divisible(1280 * channel_multiplier, 8)
+    return _create(variant, pretrained, progress, arch_def, depth_multiplier,
+                   **{"channel_multiplier": channel_multiplier, "num_features": num_features, **kwargs})
+
+
+@register_model
+def efficientnet_x_b5(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-X-B5 as timm trained it: widths x1.6, depths x2.2 (33.4M parameters, 448 px)."""
+    return _efficientnet_x("efficientnet_x_b5", pretrained, progress, 1.6, 2.2, **kwargs)
+
+
+@register_model
+def efficientnet_h_b5(pretrained=False, progress=True, **kwargs):
+    """timm's EfficientNet-H-B5: EfficientNet-X with expansion 4 in its fused stages, widths x1.92, depths x2.2
+    (45.9M parameters, 448 px)."""
+    return _efficientnet_x("efficientnet_h_b5", pretrained, progress, 1.92, 2.2, expansion=4, **kwargs)
+
+
+def _tinynet(variant, pretrained, progress, model_width, depth_multiplier, **kwargs):
+    """TinyNet (Han et al. 2020, "Model Rubik's Cube: Twisting Resolution, Depth and Width for TinyNets"):
+    EfficientNet-B0 shrunk by ``model_width`` and ``depth_multiplier`` (depths rounded to the nearest), the stem
+    kept at 32 channels and the head at least 1280."""
+    num_features = max(1280, _make_divisible(1280 * model_width, 8))
+    return _create(variant, pretrained, progress, _EFFICIENTNET, depth_multiplier, "round",
+                   **{"channel_multiplier": model_width, "num_features": num_features, "fix_stem": True, **kwargs})
+
+
+@register_model
+def tinynet_a(pretrained=False, progress=True, **kwargs):
+    """TinyNet-A: widths x1.0, depths x1.2 (6.2M parameters, 192 px)."""
+    return _tinynet("tinynet_a", pretrained, progress, 1.0, 1.2, **kwargs)
+
+
+@register_model
+def tinynet_b(pretrained=False, progress=True, **kwargs):
+    """TinyNet-B: widths x0.75, depths x1.1 (3.7M parameters, 188 px)."""
+    return _tinynet("tinynet_b", pretrained, progress, 0.75, 1.1, **kwargs)
+
+
+@register_model
+def tinynet_c(pretrained=False, progress=True, **kwargs):
+    """TinyNet-C: widths x0.54, depths x0.85 (2.5M parameters, 184 px)."""
+    return _tinynet("tinynet_c", pretrained, progress, 0.54, 0.85, **kwargs)
+
+
+@register_model
+def tinynet_d(pretrained=False, progress=True, **kwargs):
+    """TinyNet-D: widths x0.54, depths x0.695 (2.3M parameters, 152 px)."""
+    return _tinynet("tinynet_d", pretrained, progress, 0.54, 0.695, **kwargs)
+
+
+@register_model
+def tinynet_e(pretrained=False, progress=True, **kwargs):
+    """TinyNet-E: widths x0.51, depths x0.6 (2.0M parameters, 106 px)."""
+    return _tinynet("tinynet_e", pretrained, progress, 0.51, 0.6, **kwargs)
+
+
 def _efficientnetv2_base(variant, pretrained, progress, channel_multiplier, depth_multiplier, **kwargs):
     """EfficientNetV2-B0 scaled by the compound coefficients (channels rounded up, never down), a TensorFlow
     port."""
@@ -229,6 +564,21 @@ def efficientnetv2_rw_t(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def gc_efficientnetv2_rw_t(pretrained=False, progress=True, **kwargs):
+    """EfficientNetV2-T with global context attention in squeeze-and-excitation's place (13.7M parameters)."""
+    return _efficientnetv2_s("gc_efficientnetv2_rw_t", pretrained, progress, 0.8, 0.9,
+                             **{"se_layer": GlobalContext, **kwargs})
+
+
+@register_model
+def efficientnetv2_rw_m(pretrained=False, progress=True, **kwargs):
+    """EfficientNetV2-M as timm trained it: timm's first EfficientNetV2-S, widths x1.2, the first four stages
+    x1.2 deep and the last two x1.6 (53.2M parameters)."""
+    return _efficientnetv2_s("efficientnetv2_rw_m", pretrained, progress, 1.2, (1.2,) * 4 + (1.6,) * 2, rw=True,
+                             **kwargs)
+
+
+@register_model
 def tf_efficientnetv2_s(pretrained=False, progress=True, **kwargs):
     """EfficientNetV2-S, ported from TensorFlow (21.5M parameters)."""
     return _efficientnetv2_s("tf_efficientnetv2_s", pretrained, progress, tf_port=True, **kwargs)
@@ -262,6 +612,21 @@ def tf_efficientnetv2_l(pretrained=False, progress=True, **kwargs):
         ["ir_r7_k3_s1_e6_c640_se0.25"],
     ]
     return _create("tf_efficientnetv2_l", pretrained, progress, arch_def, tf_port=True, **kwargs)
+
+
+@register_model
+def tf_efficientnetv2_xl(pretrained=False, progress=True, **kwargs):
+    """EfficientNetV2-XL, ported from TensorFlow (208.1M parameters)."""
+    arch_def = [
+        ["cn_r4_k3_s1_e1_c32_skip"],
+        ["er_r8_k3_s2_e4_c64"],
+        ["er_r8_k3_s2_e4_c96"],
+        ["ir_r16_k3_s2_e4_c192_se0.25"],
+        ["ir_r24_k3_s1_e6_c256_se0.25"],
+        ["ir_r32_k3_s2_e6_c512_se0.25"],
+        ["ir_r8_k3_s1_e6_c640_se0.25"],
+    ]
+    return _create("tf_efficientnetv2_xl", pretrained, progress, arch_def, tf_port=True, **kwargs)
 
 
 @register_model
@@ -308,6 +673,12 @@ def _mobilenetv2(variant, pretrained, progress, channel_multiplier, depth_multip
 
 
 @register_model
+def mobilenetv2_050(pretrained=False, progress=True, **kwargs):
+    """MobileNetV2 0.5 (2.0M parameters)."""
+    return _mobilenetv2("mobilenetv2_050", pretrained, progress, 0.5, **kwargs)
+
+
+@register_model
 def mobilenetv2_100(pretrained=False, progress=True, **kwargs):
     """MobileNetV2 1.0 as timm trained it (3.5M parameters)."""
     return _mobilenetv2("mobilenetv2_100", pretrained, progress, 1.0, **kwargs)
@@ -347,9 +718,9 @@ def mnasnet_100(pretrained=False, progress=True, **kwargs):
     return _create("mnasnet_100", pretrained, progress, arch_def, **{"act_layer": nn.ReLU, **kwargs})
 
 
-@register_model
-def semnasnet_100(pretrained=False, progress=True, **kwargs):
-    """MnasNet-A1 1.0, MnasNet with squeeze-and-excitation in some stages, ReLU (3.9M parameters)."""
+def _mnasnet_a1(variant, pretrained, progress, channel_multiplier, **kwargs):
+    """MnasNet-A1, MnasNet with squeeze-and-excitation in some stages, ReLU, widths scaled (the head stays at 1280
+    channels)."""
     arch_def = [
         ["ds_r1_k3_s1_e1_c16_noskip"],
         ["ir_r2_k3_s2_e6_c24"],
@@ -359,7 +730,91 @@ def semnasnet_100(pretrained=False, progress=True, **kwargs):
         ["ir_r3_k5_s2_e6_c160_se0.25"],
         ["ir_r1_k3_s1_e6_c320"],
     ]
-    return _create("semnasnet_100", pretrained, progress, arch_def, **{"act_layer": nn.ReLU, **kwargs})
+    return _create(variant, pretrained, progress, arch_def,
+                   **{"channel_multiplier": channel_multiplier, "act_layer": nn.ReLU, **kwargs})
+
+
+@register_model
+def semnasnet_075(pretrained=False, progress=True, **kwargs):
+    """MnasNet-A1 0.75 (2.9M parameters)."""
+    return _mnasnet_a1("semnasnet_075", pretrained, progress, 0.75, **kwargs)
+
+
+@register_model
+def semnasnet_100(pretrained=False, progress=True, **kwargs):
+    """MnasNet-A1 1.0 (3.9M parameters)."""
+    return _mnasnet_a1("semnasnet_100", pretrained, progress, 1.0, **kwargs)
+
+
+@register_model
+def mnasnet_small(pretrained=False, progress=True, **kwargs):
+    """MnasNet-Small (Tan et al. 2019): an 8-channel stem, squeeze-and-excitation in the middle stages, ReLU
+    (2.0M parameters)."""
+    arch_def = [
+        ["ds_r1_k3_s1_c8"],
+        ["ir_r1_k3_s2_e3_c16"],
+        ["ir_r2_k3_s2_e6_c16"],
+        ["ir_r4_k5_s2_e6_c32_se0.25"],
+        ["ir_r3_k3_s1_e6_c32_se0.25"],
+        ["ir_r3_k5_s2_e6_c88_se0.25"],
+        ["ir_r1_k3_s1_e6_c144"],
+    ]
+    return _create("mnasnet_small", pretrained, progress, arch_def,
+                   **{"stem_size": 8, "act_layer": nn.ReLU, **kwargs})
+
+
+def _mobilenetv1(variant, pretrained, progress, channel_multiplier, head_conv=False, **kwargs):
+    """MobileNetV1 (Howard et al. 2017, "MobileNets: Efficient Convolutional Neural Networks for Mobile Vision
+    Applications"): depthwise-separable blocks with ReLU6 after both convolutions and no skip; pooled straight
+    from the last block, or, with ``head_conv`` (timm's 'h' variant), after a 1x1 head convolution to at least
+    1024 channels."""
+    arch_def = [
+        ["dsa_r1_k3_s1_c64"],
+        ["dsa_r2_k3_s2_c128"],
+        ["dsa_r2_k3_s2_c256"],
+        ["dsa_r6_k3_s2_c512"],
+        ["dsa_r2_k3_s2_c1024"],
+    ]
+    num_features = max(1024, _make_divisible(1024 * channel_multiplier, 8)) if head_conv else 0
+    return _create(variant, pretrained, progress, arch_def,
+                   **{"channel_multiplier": channel_multiplier, "num_features": num_features, "act_layer": nn.ReLU6,
+                      **kwargs})
+
+
+@register_model
+def mobilenetv1_100(pretrained=False, progress=True, **kwargs):
+    """MobileNetV1 1.0 as timm trained it (4.2M parameters)."""
+    return _mobilenetv1("mobilenetv1_100", pretrained, progress, 1.0, **kwargs)
+
+
+@register_model
+def mobilenetv1_100h(pretrained=False, progress=True, **kwargs):
+    """MobileNetV1 1.0 with a 1024-channel head convolution (5.3M parameters)."""
+    return _mobilenetv1("mobilenetv1_100h", pretrained, progress, 1.0, head_conv=True, **kwargs)
+
+
+@register_model
+def mobilenetv1_125(pretrained=False, progress=True, **kwargs):
+    """MobileNetV1 1.25 (6.3M parameters)."""
+    return _mobilenetv1("mobilenetv1_125", pretrained, progress, 1.25, **kwargs)
+
+
+@register_model
+def mobilenet_edgetpu_v2_m(pretrained=False, progress=True, **kwargs):
+    """MobileNet-EdgeTPU-V2-M (TensorFlow Model Garden's EdgeTPU search result): a 5x5 stem of 64 channels, a 1x1
+    convolution block, fused MBConv stages whose alternate blocks group the expansion in groups of 64 channels,
+    then inverted residuals; ReLU, no squeeze-and-excitation, a 1344-channel head (8.5M parameters)."""
+    arch_def = [
+        ["cn_r1_k1_s1_c32"],
+        ["er_r1_k3_s2_e8_c64", "er_r1_k3_s1_e4_gs64_c64"],
+        ["er_r1_k3_s2_e8_c80", "er_r1_k3_s1_e4_gs64_c80", "er_r1_k3_s1_e4_c80", "er_r1_k3_s1_e4_gs64_c80"],
+        ["er_r1_k3_s2_e8_c160", "ir_r3_k3_s1_e4_c160"],
+        ["ir_r1_k3_s1_e8_c192", "ir_r3_k3_s1_e4_c192"],
+        ["ir_r1_k3_s2_e8_c240", "ir_r3_k3_s1_e4_c240"],
+        ["ir_r1_k3_s1_e8_c320"],
+    ]
+    return _create("mobilenet_edgetpu_v2_m", pretrained, progress, arch_def,
+                   **{"stem_size": 64, "stem_kernel_size": 5, "num_features": 1344, "act_layer": nn.ReLU, **kwargs})
 
 
 @register_model

@@ -1,9 +1,13 @@
-"""timm's EfficientNet builder (tf_efficientnet_b*, efficientnetv2_*, tf_efficientnetv2_*, MixNet) against timm itself:
-the layout of every variant, TensorFlow "same" padding, eval numerics of a whole model, float64 train-mode outputs,
-gradients and BatchNorm statistics of a small model with every block kind, stochastic depth and dropout, seeded
-initialisation, and the timm API (pre-logits, reset_classifier, in_chans, features_only, list_models)."""
+"""timm's EfficientNet builder (tf_efficientnet_*, efficientnet_*, efficientnetv2_*, tf_efficientnetv2_*, MixNet,
+MobileNetV1 / V2, MnasNet, TinyNet, EdgeTPU, CondConv, EfficientNet-X / -H, pruned EfficientNets) against timm itself:
+the configuration of every variant and the layout of some, the pruned widths against timm's records, TensorFlow "same"
+padding, eval numerics of a whole model, float64 train-mode outputs, gradients and BatchNorm statistics of small models
+with every block kind (CondConv, global context, space-to-depth, grouped and forced-width fused blocks too), pruning,
+stochastic depth and dropout, seeded initialisation, and the timm API (pre-logits, reset_classifier, in_chans,
+features_only, list_models)."""
 import copy
 import inspect
+import pkgutil
 from functools import partial
 
 import numpy as np
@@ -13,16 +17,17 @@ import torch
 from timm.layers import create_conv2d as timm_create_conv2d
 from timm.models import _efficientnet_builder as timm_builder
 from timm.models import efficientnet as timm_efficientnet
+from timm.models._prune import adapt_model_from_string
 
 import engine
 import flowvision.models as models
 from flowvision.models._features import FeatureListNet
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import efficientnet
-from flowvision.models.timm_families._efficientnet_blocks import create_conv2d
+from flowvision.models.timm_families._efficientnet_blocks import GlobalContext, SqueezeExcite, create_conv2d
 from flowvision.models.timm_families.efficientnet import EfficientNet, decode_arch_def
-from model_parity import (both_outputs, check_structure, check_train_step, image_batch, is_timm_family, numpy_state,
-                          randomize_norms, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_structure, check_train_masks, check_train_step, image_batch,
+                          is_timm_family, numpy_state, randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -34,7 +39,17 @@ NAMES = ["tf_efficientnet_b0", "tf_efficientnet_b1", "tf_efficientnet_b2", "tf_e
          "tf_efficientnetv2_l", "tf_efficientnetv2_b0", "tf_efficientnetv2_b1", "tf_efficientnetv2_b2",
          "tf_efficientnetv2_b3", "mobilenetv2_100", "mobilenetv2_110d", "mobilenetv2_120d", "mobilenetv2_140",
          "mnasnet_100", "semnasnet_100", "spnasnet_100", "fbnetc_100", "mixnet_s", "mixnet_m", "mixnet_l",
-         "mixnet_xl", "tf_mixnet_s", "tf_mixnet_m", "tf_mixnet_l"]
+         "mixnet_xl", "tf_mixnet_s", "tf_mixnet_m", "tf_mixnet_l",
+         "efficientnet_b1_pruned", "efficientnet_b2_pruned", "efficientnet_b3_pruned", "efficientnet_el",
+         "efficientnet_el_pruned", "efficientnet_em", "efficientnet_es", "efficientnet_es_pruned", "efficientnet_h_b5",
+         "efficientnet_lite0", "efficientnet_x_b5", "efficientnetv2_rw_m", "gc_efficientnetv2_rw_t", "mnasnet_small",
+         "mobilenet_edgetpu_v2_m", "mobilenetv1_100", "mobilenetv1_100h", "mobilenetv1_125", "mobilenetv2_050",
+         "semnasnet_075", "tf_efficientnet_b8", "tf_efficientnet_cc_b0_4e", "tf_efficientnet_cc_b0_8e",
+         "tf_efficientnet_cc_b1_8e", "tf_efficientnet_el", "tf_efficientnet_em", "tf_efficientnet_es",
+         "tf_efficientnet_l2", "tf_efficientnet_lite0", "tf_efficientnet_lite1", "tf_efficientnet_lite2",
+         "tf_efficientnet_lite3", "tf_efficientnet_lite4", "tf_efficientnetv2_xl", "tinynet_a", "tinynet_b",
+         "tinynet_c", "tinynet_d", "tinynet_e"]
+PRUNED = ["efficientnet_b1_pruned", "efficientnet_b2_pruned", "efficientnet_b3_pruned"]
 TOL = 1e-4
 # every block kind, with and without squeeze-and-excitation and skip, strides 2 (dynamic "same" padding) and a
 # stride turned into dilation by output_stride=8, kernels 3 and 5, an expansion that rounds up (e3 of 12 -> 40)
@@ -76,9 +91,9 @@ def _small_pair(seed=0, tf_port=True, **kwargs):
 # full layout for a model of each kind; the configuration only for the others (timm's Python build of the big ones
 # costs seconds even on the meta device)
 LAYOUT_NAMES = ["tf_efficientnet_b1", "efficientnetv2_rw_t", "tf_efficientnetv2_b2", "mobilenetv2_120d",
-                "semnasnet_100", "tf_mixnet_l"]
+                "semnasnet_100", "tf_mixnet_l", "mobilenet_edgetpu_v2_m", "mobilenetv1_100"]
 BLOCK_KEYS = ("block_type", "out_chs", "stride", "dw_kernel_size", "exp_kernel_size", "pw_kernel_size", "kernel_size",
-              "exp_ratio", "se_ratio", "noskip", "skip", "pw_act")
+              "exp_ratio", "se_ratio", "noskip", "skip", "pw_act", "s2d", "num_experts", "force_in_chs", "group_size")
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
@@ -100,9 +115,10 @@ def test_layout_matches_timm(name):
 
 
 def test_configuration_matches_timm():
-    """Every variant's configuration, as each entrypoint hands it to its model class: the decoded blocks (kind,
-    channels, stride, kernels (MixNet's lists too), expansion, SE ratio, skip) stage by stage, the width multiplier and
-    rounding, stem and head widths, BatchNorm eps, padding and activation."""
+    """Every variant's configuration, as each entrypoint hands it to its model class (the huge ones, l2 and xl, are
+    checked this way only): the decoded blocks (kind, channels, stride, kernels (MixNet's lists too), expansion, SE
+    ratio, skip, space-to-depth, CondConv experts, forced input width, group size) stage by stage, the width multiplier
+    and rounding, stem and head widths, stem kernel, BatchNorm eps, padding, activation, attention layer and pruning."""
     for name in NAMES:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(timm_efficientnet, "_create_effnet", lambda variant, pretrained, **kwargs: kwargs)
@@ -113,21 +129,25 @@ def test_configuration_matches_timm():
         ref = {**{k: p.default for k, p in inspect.signature(timm_efficientnet.EfficientNet).parameters.items()}, **ref}
         cfg = {**{k: p.default for k, p in inspect.signature(EfficientNet).parameters.items()}, **cfg}
         flat = [b for stage in ref["block_args"] for b in stage]
-        ref_blocks = [[{k: b[k] for k in BLOCK_KEYS if k in b} for b in stage] for stage in ref["block_args"]]
+        # timm's decoder writes space-to-depth and forced widths off (False, 0) where ours leaves them out
+        ref_blocks = [[{k: b[k] for k in BLOCK_KEYS if k in b and (b[k] or k not in ("s2d", "force_in_chs"))}
+                       for b in stage] for stage in ref["block_args"]]
         our_blocks = [[{k: b[k] for k in BLOCK_KEYS if k in b} for b in stage] for stage in cfg["block_args"]]
         assert our_blocks == ref_blocks, name
-        assert not any(b.get("s2d") for b in flat)
         # a block's own activation (MixNet's 'nsw'), else the model's
         ref_acts = [b["act_layer"].__name__ if b["act_layer"] else None for b in flat]
         assert [b["act_layer"].__name__ if "act_layer" in b else None for s in cfg["block_args"] for b in s] == ref_acts
         rounding = ref["round_chs_fn"].keywords
         assert cfg["channel_multiplier"] == rounding["multiplier"], name
-        assert cfg["round_limit"] == rounding.get("round_limit", 0.9), name
+        assert cfg["round_limit"] == rounding.get("round_limit", 0.9) and rounding.get("divisor", 8) == 8, name
         assert cfg["num_features"] == ref["num_features"], name
         assert cfg["stem_size"] == ref["stem_size"] and cfg["fix_stem"] == ref["fix_stem"], name
+        assert cfg["stem_kernel_size"] == ref["stem_kernel_size"], name
         assert cfg["bn_eps"] == ref["norm_layer"].keywords.get("eps", 1e-5), name
         assert cfg["pad_type"] == ref["pad_type"], name
         assert cfg["act_layer"].__name__ == (ref.get("act_layer") or torch.nn.ReLU).__name__, name
+        assert cfg["se_layer"] is {None: SqueezeExcite, "gc": GlobalContext}[ref["se_layer"]], name
+        assert (cfg["pruned_widths"] is not None) == ref.get("pruned", False) == (name in PRUNED), name
 
 
 def test_registered_names_and_modules():
@@ -296,6 +316,8 @@ def test_bad_arguments_raise():
         EfficientNet(decode_arch_def(SMALL_ARCH), output_stride=4)
     with pytest.raises(ValueError, match="unknown block type"):
         decode_arch_def([["xx_r1_k3_s1_c16"]])
+    with pytest.raises(ValueError, match="2 depth multipliers for 1 stages"):
+        decode_arch_def([["ir_r1_k3_s1_e4_c8"]], (1.0, 1.2))
 
 
 def test_mixnet_small_model_matches_timm():
@@ -319,3 +341,143 @@ def test_mixnet_small_model_matches_timm():
     reference.double().train()
     ours.double().train()
     check_train_step(reference, ours, image_batch(2, 19, 17, seed=4).astype(np.float64))
+
+
+# ---- the later additions: CondConv, global context, space-to-depth, fused-block options, pruning ----------------
+
+# CondConv blocks (two experts doubled to four, strided with dynamic "same" padding, then 5x5 with skip), a fused
+# block sized from a forced input width, the space-to-depth region started by a depthwise-separable block, continued
+# by an inverted residual and ended by a strided fused block (ReLU), and a fused block with grouped expansion
+COND_ARCH = [
+    ["er_r1_k3_s1_e4_c8_fc16_noskip"],
+    ["ds_r1_k3_s1_e1_c8_se0.25_d1", "ir_r1_k3_s1_e2_c8_se0.25"],
+    ["er_r1_k3_s2_e4_c16_se0.25_nre", "er_r1_k3_s1_e4_gs8_c16"],
+    ["ir_r1_k3_s2_e4_c16_se0.25_cc2", "ir_r1_k5_s1_e3_c16_se0.25_cc2"],
+]
+# global context attention in squeeze-and-excitation's slot, a 1x1 convolution block, a space-to-depth region
+# started by an inverted residual and ended by a strided one, and no head convolution (MobileNetV1's head)
+GC_ARCH = [
+    ["cn_r1_k1_s1_c8"],
+    ["ir_r1_k3_s1_e2_c8_se0.25_d1", "ir_r1_k3_s1_e2_c8_se0.25"],
+    ["ir_r1_k3_s2_e4_c16_se0.25"],
+]
+PRUNE_ARCH = [["ds_r1_k3_s1_e1_c16_se0.25"], ["ir_r2_k3_s2_e6_c24_se0.25"]]
+# output widths of PRUNE_ARCH's convolutions in module order: stem; dw, SE reduce / expand, pw; then per block
+# pw, dw, SE reduce / expand, pwl; head (a residual block's input and output stay equal, as pruning keeps them)
+PRUNE_WIDTHS = (12, 12, 3, 12, 12, 50, 50, 5, 50, 20, 70, 70, 4, 70, 20, 30)
+
+
+def _new_blocks_pair(arch, gc=False, tf_port=True, seed=0, **kwargs):
+    """timm's EfficientNet and ours from ``arch`` (CondConv experts doubled), built after the same seed, checked for
+    the same module tree, feature_info and initial weights; then timm's random norms loaded into ours, eval mode."""
+    eps = 1e-3 if tf_port else 1e-5
+    pad_type = "same" if tf_port else ""
+    args = dict(num_features=0 if gc else 24, stem_size=16, num_classes=10, pad_type=pad_type, **kwargs)
+    torch.manual_seed(seed)
+    reference = timm_efficientnet.EfficientNet(
+        timm_builder.decode_arch_def(arch, experts_multiplier=2), act_layer=torch.nn.SiLU,
+        norm_layer=partial(torch.nn.BatchNorm2d, eps=eps), se_layer="gc" if gc else None, **args)
+    engine.manual_seed(seed)
+    ours = EfficientNet(decode_arch_def(arch, experts_multiplier=2), bn_eps=eps,
+                        se_layer=GlobalContext if gc else SqueezeExcite, **args)
+    # stochastic depth's class is ours (StochasticDepth, timm's DropPath)
+    check_structure(ours, reference, types="drop_path_rate" not in kwargs)
+    assert ours.feature_info == reference.feature_info
+    assert ours.num_features == reference.num_features
+    our_sd = ours.state_dict()
+    for key, value in reference.state_dict().items():
+        assert np.array_equal(our_sd[key].numpy(), value.numpy()), key
+    randomize_norms(reference, seed).eval()
+    ours.load_state_dict(numpy_state(reference))
+    return reference, ours.eval()
+
+
+@pytest.mark.parametrize("arch, gc, tf_port", [(COND_ARCH, False, True), (GC_ARCH, True, False)])
+def test_new_block_kinds_match_timm(arch, gc, tf_port):
+    """CondConv (per-example expert kernels and their routing, TensorFlow's per-expert init), global context
+    attention, space-to-depth (started by either block kind, its channels and strides, the feature levels it
+    hides), forced-width and grouped fused blocks, no head convolution: timm's tree, seeded weights and
+    feature_info, float32 eval logits at an odd size and float64 train-mode outputs and gradients."""
+    reference, ours = _new_blocks_pair(arch, gc, tf_port)
+    out, ref = both_outputs(reference, ours, image_batch(2, 23, 21, seed=1))
+    assert np.abs(ref).max() > 1e-2
+    assert_close(out, ref, TOL)
+    reference.double().train()
+    ours.double().train()
+    check_train_step(reference, ours, image_batch(2, 23, 21, seed=2).astype(np.float64))
+
+
+def test_new_blocks_drop_path_and_features_only():
+    """With CondConv and space-to-depth blocks: timm's drop-path and dropout masks after the same seed (eval
+    unaffected), and features_only giving timm's forward_intermediates."""
+    reference, ours = _new_blocks_pair(COND_ARCH, drop_path_rate=0.5, drop_rate=0.5)
+    x = image_batch(2, 19, 17, seed=3)
+    out, ref = both_outputs(reference, ours, x)
+    assert_close(out, ref, TOL)
+    check_train_masks(reference, ours, x)
+    features = build_model(EfficientNet, "small", block_args=decode_arch_def(COND_ARCH, experts_multiplier=2),
+                           num_features=24, stem_size=16, pad_type="same", bn_eps=1e-3, features_only=True)
+    features.load_state_dict({k: v for k, v in numpy_state(reference).items() if k in features.state_dict()})
+    reference.eval()
+    features.eval()
+    assert features.feature_info.get_dicts() == reference.feature_info
+    with torch.no_grad():
+        refs = reference.forward_intermediates(torch.from_numpy(x), intermediates_only=True)
+    with engine.no_grad():
+        outs = features(engine.from_numpy(x))
+    assert len(outs) == len(refs) == len(reference.feature_info)
+    for out, ref in zip(outs, refs):
+        assert_close(to_numpy(out), ref.numpy(), TOL)
+
+
+def test_pruning_matches_timm():
+    """A small model narrowed to PRUNE_WIDTHS as timm's adapt_model_from_string narrows timm's to the same shapes:
+    the module tree, the seeded weights (TensorFlow's init of the wide model, then every replaced layer's default
+    init, in module order), num_features and feature_info; eval logits; reset_classifier; a one-channel stem."""
+    args = dict(num_features=32, stem_size=16, num_classes=10, pad_type="same")
+    engine.manual_seed(4)
+    ours = EfficientNet(decode_arch_def(PRUNE_ARCH), bn_eps=1e-3, pruned_widths=PRUNE_WIDTHS, **args)
+    shapes = "***".join(f"{k}:{list(v.shape)}" for k, v in ours.state_dict().items())
+    torch.manual_seed(4)
+    wide = timm_efficientnet.EfficientNet(timm_builder.decode_arch_def(PRUNE_ARCH), act_layer=torch.nn.SiLU,
+                                          norm_layer=partial(torch.nn.BatchNorm2d, eps=1e-3), **args)
+    reference = adapt_model_from_string(wide, shapes)
+    check_structure(ours, reference)
+    our_sd = ours.state_dict()
+    for key, value in reference.state_dict().items():
+        assert np.array_equal(our_sd[key].numpy(), value.numpy()), key
+    assert np.array_equal(engine.get_rng_state().numpy(), torch.get_rng_state().numpy())
+    assert ours.num_features == reference.num_features == 30
+    assert ours.feature_info == reference.feature_info
+    assert [info["num_chs"] for info in ours.feature_info] == [12, 20]
+    randomize_norms(reference, 4).eval()
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference, ours.eval(), image_batch(2, 17, 19, seed=5))
+    assert_close(out, ref, TOL)
+    ours.reset_classifier(0)
+    assert ours(engine.from_numpy(image_batch(2, 17, 19))).shape == (2, 30)
+    grey = EfficientNet(decode_arch_def(PRUNE_ARCH), in_chans=1, pruned_widths=PRUNE_WIDTHS, **args)
+    assert tuple(grey.conv_stem.weight.shape) == (12, 1, 3, 3)
+
+
+def _timm_pruned_record(name):
+    """The shapes timm records for a pruned variant's state_dict (the text it adapts its model from)."""
+    text = pkgutil.get_data("timm.models._prune", f"_pruned/{name}.txt").decode("utf-8").strip()
+    entries = [entry.split(":") for entry in text.split("***")]
+    return {key: tuple(int(d) for d in shape[1:-1].split(",") if d.strip()) for key, shape in entries}
+
+
+def test_pruned_variants_match_timm_records():
+    """The pruned widths we ship are the output widths of the convolutions timm records for each pruned variant;
+    efficientnet_b2_pruned built from them has every state_dict key, in order, with timm's recorded shape."""
+    for name in PRUNED:
+        record = _timm_pruned_record(name)
+        convs = [shape[0] for key, shape in record.items() if key.endswith(".weight") and len(shape) == 4]
+        assert efficientnet._PRUNED_WIDTHS[name] == tuple(convs), name
+    record = _timm_pruned_record("efficientnet_b2_pruned")
+    with pytest.MonkeyPatch.context() as patch:
+        skip_random_init(patch)
+        model = models.create_model("efficientnet_b2_pruned")
+    assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == record
+    assert list(model.state_dict()) == list(record)
+    assert model.num_features == model.head_hidden_size == 1408
