@@ -1,6 +1,6 @@
 """Vision Transformer (Dosovitskiy et al. 2020, "An Image is Worth 16x16 Words: Transformers for Image
 Recognition at Scale"; Steiner et al. 2021, "How to train your ViT? Data, Augmentation, and Regularization in
-Vision Transformers"): timm's ViT-Ti/S/B/L variants.
+Vision Transformers"): timm's ``vision_transformer`` models with ImageNet-1k weights.
 
 An image is cut into non-overlapping patches by a strided convolution; the patch tokens, a learnt class
 token and learnt absolute position embeddings go through pre-norm transformer blocks (multi-head
@@ -9,6 +9,21 @@ and the class token's final state (or the patch tokens' average) is classified. 
 ``VisionTransformer``: model names, module names, ``state_dict`` keys, defaults and initialisation follow
 timm, so timm's checkpoints load with ``strict=True`` and give timm's outputs. torchvision's ViTs, with
 torchvision's keys, are ``flowvision.models.vision_transformer``.
+
+Besides the original ViT-Ti/S/B/L, the module has timm's variants of the same model:
+
+- CLIP image towers fine-tuned on ImageNet (Radford et al. 2021, "Learning Transferable Visual Models From
+  Natural Language Supervision"): a norm before the blocks, no patch-projection bias, LayerNorm eps 1e-5;
+- FlexiViT (Beyer et al. 2023, "FlexiViT: One Model for All Patch Sizes") and EVA-L (Fang et al. 2023, "EVA:
+  Exploring the Limits of Masked Visual Representation Learning at Scale"); BEiT-3's image branch (Wang et al.
+  2022, "Image as a Foreign Language") with norms inside its attention and MLP;
+- register tokens (Darcet et al. 2024, "Vision Transformers Need Registers"): learnt tokens beside the patch
+  tokens that no head reads, with average pooling, in timm's shapes ``wee`` to ``so150m``; parallel blocks
+  (Dehghani et al. 2023, "Scaling Vision Transformers to 22 Billion Parameters"), differential attention
+  (Ye et al. 2024, "Differential Transformer"), residual post-norm blocks;
+- SigLIP's shape-optimised So400m (Zhai et al. 2023, "Sigmoid Loss for Language Image Pre-Training"; Alabdulmohsin
+  et al. 2023, "Getting ViT in Shape") with its attention-pooling head ('map': a learnt query attends to the
+  patch tokens) or average pooling.
 
 A model runs at the image size it was built for (``img_size``, square or (height, width)); position
 embeddings made for another patch grid are resampled with ``resample_abs_pos_embed``. ``features_only=True`` returns
@@ -30,8 +45,17 @@ from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, pair
 
 __all__ = []
 
-_GLOBAL_POOLS = ("", "token", "avg", "max", "avgmax")
+_GLOBAL_POOLS = ("", "token", "avg", "max", "avgmax", "map")
 _layer_norm = partial(nn.LayerNorm, eps=1e-6)
+_clip_layer_norm = partial(nn.LayerNorm, eps=1e-5)
+
+
+class RmsNorm(nn.RMSNorm):
+    """Root-mean-square normalisation over the last axis with a learnt scale (timm's ``RmsNorm``, eps 1e-6 by
+    default): the norm inside differential attention."""
+
+    def __init__(self, channels, eps=1e-6):
+        super().__init__(channels, eps=eps)
 
 
 class Attention(nn.Module):
@@ -75,6 +99,106 @@ class Attention(nn.Module):
         return x
 
 
+class DifferentialLambda:
+    """The learnt weight of differential attention's second attention map (Ye et al. 2024), for the modules that
+    mix it in: lambda = exp(lambda_q1 . lambda_k1) - exp(lambda_q2 . lambda_k2) + lambda_init, where lambda_init
+    = 0.8 - 0.6 exp(-0.3 depth) grows with the block's ``depth``. timm computes it in float32 whatever the model's
+    dtype, and so does this."""
+
+    def _add_lambdas(self, head_dim, depth):
+        """The four ``head_dim`` vectors (drawn by ``_reset_lambdas``) and the constant lambda_init."""
+        self.lambda_q1 = nn.Parameter(torch.empty(head_dim))
+        self.lambda_k1 = nn.Parameter(torch.empty(head_dim))
+        self.lambda_q2 = nn.Parameter(torch.empty(head_dim))
+        self.lambda_k2 = nn.Parameter(torch.empty(head_dim))
+        self.lambda_init = 0.8 - 0.6 * math.exp(-0.3 * depth)
+
+    def _reset_lambdas(self):
+        """timm's draw: N(0, 0.1^2) for each vector, in order."""
+        nn.init.normal_(self.lambda_q1, std=0.1)
+        nn.init.normal_(self.lambda_k1, std=0.1)
+        nn.init.normal_(self.lambda_q2, std=0.1)
+        nn.init.normal_(self.lambda_k2, std=0.1)
+
+    def _lambda_full(self, dtype):
+        """lambda as a 0-d tensor of ``dtype`` (computed in float32)."""
+        lambda_1 = torch.exp((self.lambda_q1 * self.lambda_k1).sum(dim=-1).float())
+        lambda_2 = torch.exp((self.lambda_q2 * self.lambda_k2).sum(dim=-1).float())
+        return (lambda_1 - lambda_2 + self.lambda_init).to(dtype)
+
+    def _differential_attention(self, q, k, v, dropout_p):
+        """softmax(q1 k1^T) v - lambda softmax(q2 k2^T) v per head, scaled by 1/sqrt(head_dim): q and k hold two
+        half-width heads per head, (N, 2 * heads, L, head_dim), v full-width heads (N, heads, L, 2 * head_dim)."""
+        batch, heads, tokens, head_dim = v.shape[0], v.shape[1], v.shape[2], q.shape[-1]
+        lambda_full = self._lambda_full(q.dtype)
+        q1, q2 = q.reshape(batch, heads, 2, tokens, head_dim).unbind(2)
+        k1, k2 = k.reshape(batch, heads, 2, tokens, head_dim).unbind(2)
+        attn1 = F.scaled_dot_product_attention(q1, k1, v, dropout_p=dropout_p)
+        attn2 = F.scaled_dot_product_attention(q2, k2, v, dropout_p=dropout_p)
+        return attn1 - lambda_full * attn2
+
+
+class DiffAttention(DifferentialLambda, nn.Module):
+    """Differential attention (Ye et al. 2024, "Differential Transformer"; timm's ``DiffAttention``): each head
+    splits its queries and keys into two half-width halves whose attention maps are subtracted, the second
+    weighted by lambda (``DifferentialLambda``), which cancels attention noise; the heads' outputs go through an
+    RMS norm (``sub_norm``), a (1 - lambda_init) scale, ``norm`` (with ``scale_norm``) and ``proj``.
+
+    ``qk_norm`` normalises the half-width queries and keys; ``norm_layer`` defaults to ``RmsNorm``; ``depth``
+    is the block's index.
+    """
+
+    def __init__(self, dim, num_heads=8, qkv_bias=False, qk_norm=False, scale_norm=False, attn_drop=0.0,
+                 proj_drop=0.0, norm_layer=None, depth=0):
+        super().__init__()
+        if dim % num_heads != 0:
+            raise ValueError(f"dim ({dim}) should be divisible by num_heads ({num_heads})")
+        norm_layer = norm_layer or RmsNorm
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads // 2
+        self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+        self.q_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.k_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.norm = norm_layer(dim) if scale_norm else nn.Identity()
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(proj_drop)
+        self._add_lambdas(self.head_dim, depth)
+        self.sub_norm = RmsNorm(2 * self.head_dim, eps=1e-5)
+        self._reset_lambdas()
+
+    def forward(self, x):
+        batch, tokens, dim = x.shape
+        q, k, v = self.qkv(x).chunk(3, dim=2)
+        q = q.reshape(batch, tokens, 2 * self.num_heads, self.head_dim).transpose(1, 2)
+        k = k.reshape(batch, tokens, 2 * self.num_heads, self.head_dim).transpose(1, 2)
+        v = v.reshape(batch, tokens, self.num_heads, 2 * self.head_dim).transpose(1, 2)
+        q = self.q_norm(q)
+        k = self.k_norm(k)
+        dropout_p = self.attn_drop.p if self.training else 0.0
+        x = self._differential_attention(q, k, v, dropout_p)
+        x = self.sub_norm(x)
+        x = x * (1 - self.lambda_init)
+        x = x.transpose(1, 2).reshape(batch, tokens, dim)
+        x = self.norm(x)
+        x = self.proj(x)
+        x = self.proj_drop(x)
+        return x
+
+
+_ATTENTION_LAYERS = {"": Attention, "attn": Attention, "diff": DiffAttention}
+
+
+def _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_norm, attn_drop, proj_drop, norm_layer,
+                      depth):
+    """The attention of block ``depth``: ``attn_layer`` is a class or timm's name for one ('' or 'attn':
+    ``Attention``, 'diff': ``DiffAttention``, which also takes the depth)."""
+    attn_cls = _ATTENTION_LAYERS[attn_layer] if isinstance(attn_layer, str) else attn_layer
+    extra = {"depth": depth} if issubclass(attn_cls, DiffAttention) else {}
+    return attn_cls(dim, num_heads=num_heads, qkv_bias=qkv_bias, qk_norm=qk_norm, scale_norm=scale_norm,
+                    attn_drop=attn_drop, proj_drop=proj_drop, norm_layer=norm_layer, **extra)
+
+
 class LayerScale(nn.Module):
     """A learnt per-channel scale ``gamma`` of a residual branch, starting at ``init_values`` (Touvron et al.
     2021, "Going deeper with Image Transformers"): small values start each block close to the identity."""
@@ -92,16 +216,17 @@ class Block(nn.Module):
     """Pre-norm transformer block: x + drop_path(ls1(attn(norm1(x)))), then x + drop_path(ls2(mlp(norm2(x)))).
 
     ``init_values`` enables layer scale (``ls1``, ``ls2``; identities otherwise), ``drop_path`` is the
-    probability of dropping each residual branch for a sample in training.
+    probability of dropping each residual branch for a sample in training; ``attn_layer`` picks the
+    attention (``_create_attention``) of the block at index ``depth``.
     """
 
     def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, qk_norm=False, scale_attn_norm=False,
                  scale_mlp_norm=False, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
-                 act_layer=nn.GELU, norm_layer=_layer_norm):
+                 act_layer=nn.GELU, norm_layer=_layer_norm, attn_layer=Attention, depth=0):
         super().__init__()
         self.norm1 = norm_layer(dim)
-        self.attn = Attention(dim, num_heads=num_heads, qkv_bias=qkv_bias, qk_norm=qk_norm, scale_norm=scale_attn_norm,
-                              attn_drop=attn_drop, proj_drop=proj_drop, norm_layer=norm_layer)
+        self.attn = _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_attn_norm, attn_drop,
+                                      proj_drop, norm_layer, depth)
         self.ls1 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path1 = drop_path_module(drop_path)
         self.norm2 = norm_layer(dim)
@@ -116,19 +241,228 @@ class Block(nn.Module):
         return x
 
 
+class ResPostBlock(nn.Module):
+    """Residual post-norm block (timm's ``ResPostBlock``, as in Swin V2): x + drop_path(norm1(attn(x))), then
+    x + drop_path(norm2(mlp(x))). The norms on the branches replace layer scale: with ``init_values`` their
+    weights start at that value, so each block starts close to the identity. Takes ``Block``'s arguments."""
+
+    def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, qk_norm=False, scale_attn_norm=False,
+                 scale_mlp_norm=False, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
+                 act_layer=nn.GELU, norm_layer=_layer_norm, attn_layer=Attention, depth=0):
+        super().__init__()
+        self.init_values = init_values
+        self.attn = _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_attn_norm, attn_drop,
+                                      proj_drop, norm_layer, depth)
+        self.norm1 = norm_layer(dim)
+        self.drop_path1 = drop_path_module(drop_path)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer,
+                       norm_layer=norm_layer if scale_mlp_norm else None, drop=proj_drop)
+        self.norm2 = norm_layer(dim)
+        self.drop_path2 = drop_path_module(drop_path)
+        self.init_weights()
+
+    def init_weights(self):
+        """The branch norms' weights at ``init_values`` (when given); run again by the model's init."""
+        if self.init_values is not None:
+            nn.init.constant_(self.norm1.weight, self.init_values)
+            nn.init.constant_(self.norm2.weight, self.init_values)
+
+    def forward(self, x):
+        x = x + self.drop_path1(self.norm1(self.attn(x)))
+        x = x + self.drop_path2(self.norm2(self.mlp(x)))
+        return x
+
+
+class ParallelScalingBlock(nn.Module):
+    """Parallel block (Dehghani et al. 2023, "Scaling Vision Transformers to 22 Billion Parameters"; timm's
+    ``ParallelScalingBlock``): attention and MLP read the same normalised input, x + drop_path(ls(attn_out_proj(
+    attention) + mlp_out_proj(act(mlp hidden)))).
+
+    One projection ``in_proj`` makes the MLP's hidden units and the queries, keys and values at once; its bias
+    is ``qkv_bias``, and without it the hidden units get their own bias ``mlp_bias`` (starting at zero). Layer
+    scale ``ls`` is on whenever ``init_values`` is given. Takes ``Block``'s arguments; ``attn_layer`` and
+    ``depth`` are not used (the attention is built in), scale norms are refused.
+    """
+
+    def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, qk_norm=False, scale_attn_norm=False,
+                 scale_mlp_norm=False, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
+                 act_layer=nn.GELU, norm_layer=_layer_norm, attn_layer=None, depth=0):
+        super().__init__()
+        if dim % num_heads != 0:
+            raise ValueError(f"dim ({dim}) should be divisible by num_heads ({num_heads})")
+        if scale_attn_norm or scale_mlp_norm:
+            raise ValueError("parallel blocks have no scale norms")
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.scale = self.head_dim ** -0.5
+        mlp_hidden_dim = int(mlp_ratio * dim)
+        self.in_norm = norm_layer(dim)
+        self.in_proj = nn.Linear(dim, mlp_hidden_dim + 3 * dim, bias=qkv_bias)
+        self.in_split = [mlp_hidden_dim, dim, dim, dim]
+        self.mlp_bias = None if qkv_bias else nn.Parameter(torch.zeros(mlp_hidden_dim))
+        self.q_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.k_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.mlp_drop = nn.Dropout(proj_drop)
+        self.mlp_act = act_layer()
+        self.attn_out_proj = nn.Linear(dim, dim)
+        self.mlp_out_proj = nn.Linear(mlp_hidden_dim, dim)
+        self.ls = LayerScale(dim, init_values) if init_values is not None else nn.Identity()
+        self.drop_path = drop_path_module(drop_path)
+
+    def forward(self, x):
+        batch, tokens, dim = x.shape
+        y = self.in_norm(x)
+        y = self.in_proj(y)
+        x_mlp, q, k, v = torch.split(y, self.in_split, dim=-1)
+        if self.mlp_bias is not None:
+            x_mlp = x_mlp + self.mlp_bias
+        q = self.q_norm(q.reshape(batch, tokens, self.num_heads, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(k.reshape(batch, tokens, self.num_heads, self.head_dim)).transpose(1, 2)
+        v = v.reshape(batch, tokens, self.num_heads, self.head_dim).transpose(1, 2)
+        dropout_p = self.attn_drop.p if self.training else 0.0
+        x_attn = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=self.scale)
+        x_attn = x_attn.transpose(1, 2).reshape(batch, tokens, dim)
+        x_mlp = self.mlp_act(x_mlp)
+        x_mlp = self.mlp_drop(x_mlp)
+        y = self.attn_out_proj(x_attn) + self.mlp_out_proj(x_mlp)
+        x = x + self.drop_path(self.ls(y))
+        return x
+
+
+class DiffParallelScalingBlock(DifferentialLambda, nn.Module):
+    """A parallel block (``ParallelScalingBlock``) whose attention is differential (``DiffAttention``, without
+    its ``proj``): the attention output (after ``sub_norm`` and the (1 - lambda_init) scale) and the MLP's
+    activated hidden units are concatenated and projected back together by ``out_proj`` (timm's
+    ``DiffParallelScalingBlock``). Takes ``Block``'s arguments; ``depth`` sets lambda_init, ``attn_layer`` is not
+    used, scale norms are refused.
+    """
+
+    def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, qk_norm=False, scale_attn_norm=False,
+                 scale_mlp_norm=False, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
+                 act_layer=nn.GELU, norm_layer=_layer_norm, attn_layer=None, depth=0):
+        super().__init__()
+        if dim % num_heads != 0:
+            raise ValueError(f"dim ({dim}) should be divisible by num_heads ({num_heads})")
+        if scale_attn_norm or scale_mlp_norm:
+            raise ValueError("parallel blocks have no scale norms")
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads // 2
+        mlp_hidden_dim = int(mlp_ratio * dim)
+        self.in_norm = norm_layer(dim)
+        self.in_proj = nn.Linear(dim, mlp_hidden_dim + 3 * dim, bias=qkv_bias)
+        self.in_split = [mlp_hidden_dim, dim, dim, dim]
+        self.mlp_bias = None if qkv_bias else nn.Parameter(torch.zeros(mlp_hidden_dim))
+        self.q_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.k_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.sub_norm = RmsNorm(2 * self.head_dim, eps=1e-5)
+        self._add_lambdas(self.head_dim, depth)
+        self.mlp_drop = nn.Dropout(proj_drop)
+        self.mlp_act = act_layer()
+        self.out_proj = nn.Linear(dim + mlp_hidden_dim, dim)
+        self.ls = LayerScale(dim, init_values) if init_values is not None else nn.Identity()
+        self.drop_path = drop_path_module(drop_path)
+        self._reset_lambdas()
+
+    def forward(self, x):
+        batch, tokens, dim = x.shape
+        y = self.in_norm(x)
+        y = self.in_proj(y)
+        x_mlp, q, k, v = torch.split(y, self.in_split, dim=-1)
+        if self.mlp_bias is not None:
+            x_mlp = x_mlp + self.mlp_bias
+        q = q.reshape(batch, tokens, 2 * self.num_heads, self.head_dim).transpose(1, 2)
+        k = k.reshape(batch, tokens, 2 * self.num_heads, self.head_dim).transpose(1, 2)
+        v = v.reshape(batch, tokens, self.num_heads, 2 * self.head_dim).transpose(1, 2)
+        q = self.q_norm(q)
+        k = self.k_norm(k)
+        dropout_p = self.attn_drop.p if self.training else 0.0
+        x_attn = self._differential_attention(q, k, v, dropout_p)
+        x_attn = self.sub_norm(x_attn)
+        x_attn = x_attn * (1 - self.lambda_init)
+        x_attn = x_attn.transpose(1, 2).reshape(batch, tokens, dim)
+        x_mlp = self.mlp_act(x_mlp)
+        x_mlp = self.mlp_drop(x_mlp)
+        y = self.out_proj(torch.cat((x_attn, x_mlp), dim=-1))
+        x = x + self.drop_path(self.ls(y))
+        return x
+
+
+class AttentionPoolLatent(nn.Module):
+    """Multi-head attention pooling (SigLIP's 'map' head; timm's ``AttentionPoolLatent`` with one latent): a learnt
+    query ``latent`` (projected by ``q``) attends to the tokens (projected by ``kv``), the result goes through
+    ``proj`` and a residual pre-norm MLP (``norm``, ``mlp``), giving one ``dim`` vector per image.
+    ``q_norm``, ``k_norm`` (identities) and ``proj_drop`` (no dropout) are timm's slots.
+    """
+
+    def __init__(self, dim, num_heads=8, mlp_ratio=4.0, norm_layer=_layer_norm, act_layer=nn.GELU):
+        super().__init__()
+        if dim % num_heads != 0:
+            raise ValueError(f"dim ({dim}) should be divisible by num_heads ({num_heads})")
+        self.num_heads = num_heads
+        self.head_dim = dim // num_heads
+        self.latent = nn.Parameter(torch.zeros(1, 1, dim))
+        self.q = nn.Linear(dim, dim)
+        self.kv = nn.Linear(dim, dim * 2)
+        self.q_norm = nn.Identity()
+        self.k_norm = nn.Identity()
+        self.proj = nn.Linear(dim, dim)
+        self.proj_drop = nn.Dropout(0.0)
+        self.norm = norm_layer(dim)
+        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer)
+        self.init_weights()
+
+    def init_weights(self):
+        """The latent query from N(0, 1/dim) truncated at 2 standard deviations (timm's ``trunc_normal_tf_``);
+        run again by the model's init."""
+        trunc_normal_(self.latent, std=1.0)
+        with torch.no_grad():
+            self.latent.mul_(self.latent.shape[-1] ** -0.5)
+
+    def forward(self, x):
+        batch, tokens, dim = x.shape
+        q = self.q(self.latent.expand(batch, -1, -1))
+        q = q.reshape(batch, 1, self.num_heads, self.head_dim).transpose(1, 2)
+        kv = self.kv(x).reshape(batch, tokens, 2, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        k, v = kv.unbind(0)
+        q = self.q_norm(q)
+        k = self.k_norm(k)
+        x = F.scaled_dot_product_attention(q, k, v)
+        x = x.transpose(1, 2).reshape(batch, 1, dim)
+        x = self.proj(x)
+        x = self.proj_drop(x)
+        x = x + self.mlp(self.norm(x))
+        return x[:, 0]
+
+
+def _init_module_tree(module):
+    """timm's per-module init under ``module``, children before their parent (the order of timm's draws): Linear
+    layers truncated-normal (std 0.02) with zero biases, modules with an ``init_weights`` their own scheme."""
+    for child in module.children():
+        _init_module_tree(child)
+        if isinstance(child, nn.Linear):
+            init_linear_layers(child)
+        elif hasattr(child, "init_weights"):
+            child.init_weights()
+
+
 class VisionTransformer(nn.Module):
-    """Patch embedding, class token and position embeddings, ``depth`` transformer blocks, a norm, pooling
-    and a linear head (timm's ``VisionTransformer``, its arguments and defaults).
+    """Patch embedding, class / register tokens and position embeddings, ``depth`` transformer blocks, a norm,
+    pooling and a linear head (timm's ``VisionTransformer``, its arguments and defaults).
 
     ``global_pool``: 'token' classifies the class token, 'avg' / 'max' / 'avgmax' pool the patch tokens,
-    '' keeps the whole sequence. ``fc_norm`` moves the final norm after the pooling (default: with the
-    patch-token pools). ``class_token=False`` drops the class token; ``no_embed_class`` gives position
-    embeddings to the patch tokens only (DeiT III); ``pre_norm`` adds a norm before the blocks (and drops
-    the patch projection's bias); ``init_values`` enables layer scale. Dropout: ``pos_drop_rate`` after the
-    position embeddings, ``attn_drop_rate`` on attention weights, ``proj_drop_rate`` in the blocks,
-    ``drop_rate`` before the head; ``drop_path_rate`` is the stochastic depth of the last block (rising
-    linearly from 0 at the first). ``weight_init='skip'`` leaves the layers' default initialisation.
-    ``num_classes=0`` gives the pooled features. ``patch_drop`` is timm's patch-dropout slot, an identity.
+    'map' pools them by attention (``attn_pool``), '' keeps the whole sequence. ``fc_norm`` moves the final
+    norm after the pooling (default: with the patch-token pools). ``class_token=False`` drops the class token;
+    ``reg_tokens`` adds learnt register tokens after it; ``no_embed_class`` gives position embeddings to the
+    patch tokens only; ``pre_norm`` adds a norm before the blocks (and drops the patch projection's bias);
+    ``init_values`` enables layer scale. ``block_fn`` is the block class (``Block``, ``ResPostBlock``,
+    ``ParallelScalingBlock``, ``DiffParallelScalingBlock``), ``attn_layer`` the attention of ``Block`` and
+    ``ResPostBlock`` (a class, or 'diff' for ``DiffAttention``). Dropout: ``pos_drop_rate`` after the position
+    embeddings, ``attn_drop_rate`` on attention weights, ``proj_drop_rate`` in the blocks, ``drop_rate`` before
+    the head; ``drop_path_rate`` is the stochastic depth of the last block (rising linearly from 0 at the first).
+    ``weight_init='skip'`` leaves the layers' default initialisation. ``num_classes=0`` gives the pooled
+    features. ``patch_drop`` is timm's patch-dropout slot, an identity.
     """
 
     default_cfg = {"first_conv": "patch_embed.proj", "classifier": "head"}
@@ -136,9 +470,10 @@ class VisionTransformer(nn.Module):
 
     def __init__(self, img_size=224, patch_size=16, in_chans=3, num_classes=1000, global_pool="token", embed_dim=768,
                  depth=12, num_heads=12, mlp_ratio=4.0, qkv_bias=True, qk_norm=False, scale_attn_norm=False,
-                 scale_mlp_norm=False, init_values=None, class_token=True, no_embed_class=False, pre_norm=False,
-                 fc_norm=None, drop_rate=0.0, pos_drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0,
-                 drop_path_rate=0.0, weight_init="", norm_layer=None, act_layer=None):
+                 scale_mlp_norm=False, init_values=None, class_token=True, no_embed_class=False, reg_tokens=0,
+                 pre_norm=False, fc_norm=None, drop_rate=0.0, pos_drop_rate=0.0, proj_drop_rate=0.0,
+                 attn_drop_rate=0.0, drop_path_rate=0.0, weight_init="", norm_layer=None, act_layer=None,
+                 block_fn=Block, attn_layer=Attention):
         super().__init__()
         if global_pool not in _GLOBAL_POOLS:
             raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
@@ -153,13 +488,15 @@ class VisionTransformer(nn.Module):
         self.in_chans = in_chans
         self.global_pool = global_pool
         self.num_features = self.head_hidden_size = self.embed_dim = embed_dim
-        self.num_prefix_tokens = 1 if class_token else 0
+        self.num_prefix_tokens = (1 if class_token else 0) + reg_tokens
+        self.num_reg_tokens = reg_tokens
         self.has_class_token = class_token
         self.no_embed_class = no_embed_class
 
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim, bias=not pre_norm)
         num_patches = self.patch_embed.num_patches
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim)) if class_token else None
+        self.reg_token = nn.Parameter(torch.zeros(1, reg_tokens, embed_dim)) if reg_tokens else None
         embed_len = num_patches if no_embed_class else num_patches + self.num_prefix_tokens
         self.pos_embed = nn.Parameter(torch.zeros(1, embed_len, embed_dim))
         self.pos_drop = nn.Dropout(pos_drop_rate)
@@ -167,14 +504,19 @@ class VisionTransformer(nn.Module):
         self.norm_pre = norm_layer(embed_dim) if pre_norm else nn.Identity()
         drop_path_rates = [p.item() for p in torch.linspace(0, drop_path_rate, depth)]
         self.blocks = nn.Sequential(*[
-            Block(embed_dim, num_heads, mlp_ratio=mlp_ratio, qkv_bias=qkv_bias, qk_norm=qk_norm,
-                  scale_attn_norm=scale_attn_norm, scale_mlp_norm=scale_mlp_norm, proj_drop=proj_drop_rate,
-                  attn_drop=attn_drop_rate, init_values=init_values, drop_path=drop_path_rates[i],
-                  act_layer=act_layer, norm_layer=norm_layer)
+            block_fn(embed_dim, num_heads, mlp_ratio=mlp_ratio, qkv_bias=qkv_bias, qk_norm=qk_norm,
+                     scale_attn_norm=scale_attn_norm, scale_mlp_norm=scale_mlp_norm, proj_drop=proj_drop_rate,
+                     attn_drop=attn_drop_rate, init_values=init_values, drop_path=drop_path_rates[i],
+                     act_layer=act_layer, norm_layer=norm_layer, attn_layer=attn_layer, depth=i)
             for i in range(depth)])
         reduction = max(self.patch_embed.patch_size)
         self.feature_info = [dict(module=f"blocks.{i}", num_chs=embed_dim, reduction=reduction) for i in range(depth)]
         self.norm = nn.Identity() if use_fc_norm else norm_layer(embed_dim)
+        if global_pool == "map":
+            self.attn_pool = AttentionPoolLatent(embed_dim, num_heads, mlp_ratio, norm_layer=norm_layer,
+                                                 act_layer=act_layer)
+        else:
+            self.attn_pool = None
         self.fc_norm = norm_layer(embed_dim) if use_fc_norm else nn.Identity()
         self.head_drop = nn.Dropout(drop_rate)
         self.head = nn.Linear(embed_dim, num_classes) if num_classes > 0 else nn.Identity()
@@ -182,12 +524,15 @@ class VisionTransformer(nn.Module):
             self.init_weights()
 
     def init_weights(self):
-        """timm's scheme: truncated-normal position embeddings and Linear weights (std 0.02), zero Linear
-        biases, a class token of N(0, 1e-12); the patch projection keeps the convolution's default."""
+        """timm's scheme: truncated-normal position embeddings (std 0.02), class and register tokens of
+        N(0, 1e-12), then every submodule's (``_init_module_tree``: truncated-normal Linear weights, zero biases,
+        the blocks' and the pooling's own); the patch projection keeps the convolution's default."""
         trunc_normal_(self.pos_embed, std=0.02)
         if self.cls_token is not None:
             nn.init.normal_(self.cls_token, std=1e-6)
-        init_linear_layers(self)
+        if self.reg_token is not None:
+            nn.init.normal_(self.reg_token, std=1e-6)
+        _init_module_tree(self)
 
     def get_classifier(self):
         """The final linear layer."""
@@ -195,20 +540,30 @@ class VisionTransformer(nn.Module):
 
     def reset_classifier(self, num_classes, global_pool=None):
         """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes
-        the pooling too (the norm stays where it was built)."""
+        the pooling too (the norm stays where it was built; another pooling than 'map' drops the attention
+        pooling, which cannot be added)."""
         if global_pool is not None:
             if global_pool not in _GLOBAL_POOLS:
                 raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
             if global_pool == "token" and not self.has_class_token:
                 raise ValueError("global_pool='token' needs the class token")
+            if global_pool == "map" and self.attn_pool is None:
+                raise ValueError("reset_classifier cannot add attention pooling: build the model with 'map'")
+            if global_pool != "map":
+                self.attn_pool = None
             self.global_pool = global_pool
         self.num_classes = num_classes
         self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
         self.head.train(self.training)
 
     def _prefix_tokens(self, batch):
-        """The learnt tokens put before the patch tokens, expanded to the batch."""
-        return [self.cls_token.expand(batch, -1, -1)] if self.cls_token is not None else []
+        """The learnt tokens put before the patch tokens (class token, register tokens), expanded to the batch."""
+        tokens = []
+        if self.cls_token is not None:
+            tokens.append(self.cls_token.expand(batch, -1, -1))
+        if self.reg_token is not None:
+            tokens.append(self.reg_token.expand(batch, -1, -1))
+        return tokens
 
     def _pos_embed(self, x):
         """Patch tokens with the prefix tokens prepended and position embeddings added (to the patches only,
@@ -233,7 +588,10 @@ class VisionTransformer(nn.Module):
         return x
 
     def pool(self, x, pool_type=None):
-        """The token sequence pooled by ``pool_type`` (default: ``global_pool``)."""
+        """The token sequence pooled by ``pool_type`` (default: ``global_pool``); with attention pooling, the
+        patch tokens pooled by ``attn_pool`` whatever ``pool_type``."""
+        if self.attn_pool is not None:
+            return self.attn_pool(x[:, self.num_prefix_tokens:])
         pool_type = self.global_pool if pool_type is None else pool_type
         if not pool_type:
             return x
@@ -326,105 +684,446 @@ def resample_abs_pos_embed(posemb, new_size, old_size=None, num_prefix_tokens=1,
     return resampled if is_tensor else resampled.numpy()
 
 
-def _vit(variant, pretrained, kwargs, **model_args):
+
+
+def _vit(variant, pretrained, progress, kwargs, **model_args):
     """A ViT entrypoint's body: timm's architecture arguments, overridable by the caller's ``kwargs``."""
-    return build_model(VisionTransformer, variant, pretrained, **{**model_args, **kwargs})
+    return build_model(VisionTransformer, variant, pretrained, progress=progress, **{**model_args, **kwargs})
+
+
+_CLIP = dict(pre_norm=True, norm_layer=_clip_layer_norm)
+_BEIT3 = dict(scale_attn_norm=True, scale_mlp_norm=True, global_pool="avg", norm_layer=_clip_layer_norm)
+_SBB = dict(init_values=1e-5, class_token=False, no_embed_class=True, global_pool="avg")
 
 
 @register_model
-def vit_tiny_patch16_224(pretrained=False, **kwargs):
+def vit_tiny_patch16_224(pretrained=False, progress=True, **kwargs):
     """ViT-Ti/16 at 224: width 192, 12 blocks, 3 heads."""
-    return _vit("vit_tiny_patch16_224", pretrained, kwargs, patch_size=16, embed_dim=192, depth=12, num_heads=3)
-
-
-@register_model
-def vit_tiny_patch16_384(pretrained=False, **kwargs):
-    """ViT-Ti/16 at 384: width 192, 12 blocks, 3 heads."""
-    return _vit("vit_tiny_patch16_384", pretrained, kwargs, img_size=384, patch_size=16, embed_dim=192, depth=12,
+    return _vit("vit_tiny_patch16_224", pretrained, progress, kwargs, patch_size=16, embed_dim=192, depth=12,
                 num_heads=3)
 
 
 @register_model
-def vit_small_patch16_224(pretrained=False, **kwargs):
+def vit_tiny_patch16_384(pretrained=False, progress=True, **kwargs):
+    """ViT-Ti/16 at 384: width 192, 12 blocks, 3 heads."""
+    return _vit("vit_tiny_patch16_384", pretrained, progress, kwargs, img_size=384, patch_size=16, embed_dim=192,
+                depth=12, num_heads=3)
+
+
+@register_model
+def vit_small_patch16_224(pretrained=False, progress=True, **kwargs):
     """ViT-S/16 at 224: width 384, 12 blocks, 6 heads."""
-    return _vit("vit_small_patch16_224", pretrained, kwargs, patch_size=16, embed_dim=384, depth=12, num_heads=6)
+    return _vit("vit_small_patch16_224", pretrained, progress, kwargs, patch_size=16, embed_dim=384, depth=12,
+                num_heads=6)
 
 
 @register_model
-def vit_small_patch16_384(pretrained=False, **kwargs):
+def vit_small_patch16_384(pretrained=False, progress=True, **kwargs):
     """ViT-S/16 at 384: width 384, 12 blocks, 6 heads."""
-    return _vit("vit_small_patch16_384", pretrained, kwargs, img_size=384, patch_size=16, embed_dim=384, depth=12,
-                num_heads=6)
+    return _vit("vit_small_patch16_384", pretrained, progress, kwargs, img_size=384, patch_size=16, embed_dim=384,
+                depth=12, num_heads=6)
 
 
 @register_model
-def vit_small_patch32_224(pretrained=False, **kwargs):
+def vit_small_patch32_224(pretrained=False, progress=True, **kwargs):
     """ViT-S/32 at 224: width 384, 12 blocks, 6 heads."""
-    return _vit("vit_small_patch32_224", pretrained, kwargs, patch_size=32, embed_dim=384, depth=12, num_heads=6)
-
-
-@register_model
-def vit_small_patch32_384(pretrained=False, **kwargs):
-    """ViT-S/32 at 384: width 384, 12 blocks, 6 heads."""
-    return _vit("vit_small_patch32_384", pretrained, kwargs, img_size=384, patch_size=32, embed_dim=384, depth=12,
+    return _vit("vit_small_patch32_224", pretrained, progress, kwargs, patch_size=32, embed_dim=384, depth=12,
                 num_heads=6)
 
 
 @register_model
-def vit_base_patch8_224(pretrained=False, **kwargs):
+def vit_small_patch32_384(pretrained=False, progress=True, **kwargs):
+    """ViT-S/32 at 384: width 384, 12 blocks, 6 heads."""
+    return _vit("vit_small_patch32_384", pretrained, progress, kwargs, img_size=384, patch_size=32, embed_dim=384,
+                depth=12, num_heads=6)
+
+
+@register_model
+def vit_base_patch8_224(pretrained=False, progress=True, **kwargs):
     """ViT-B/8 at 224: width 768, 12 blocks, 12 heads."""
-    return _vit("vit_base_patch8_224", pretrained, kwargs, patch_size=8, embed_dim=768, depth=12, num_heads=12)
+    return _vit("vit_base_patch8_224", pretrained, progress, kwargs, patch_size=8, embed_dim=768, depth=12,
+                num_heads=12)
 
 
 @register_model
-def vit_base_patch16_224(pretrained=False, **kwargs):
+def vit_base_patch16_224(pretrained=False, progress=True, **kwargs):
     """ViT-B/16 at 224: width 768, 12 blocks, 12 heads."""
-    return _vit("vit_base_patch16_224", pretrained, kwargs, patch_size=16, embed_dim=768, depth=12, num_heads=12)
+    return _vit("vit_base_patch16_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=12,
+                num_heads=12)
 
 
 @register_model
-def vit_base_patch16_384(pretrained=False, **kwargs):
+def vit_base_patch16_384(pretrained=False, progress=True, **kwargs):
     """ViT-B/16 at 384: width 768, 12 blocks, 12 heads."""
-    return _vit("vit_base_patch16_384", pretrained, kwargs, img_size=384, patch_size=16, embed_dim=768, depth=12,
-                num_heads=12)
+    return _vit("vit_base_patch16_384", pretrained, progress, kwargs, img_size=384, patch_size=16, embed_dim=768,
+                depth=12, num_heads=12)
 
 
 @register_model
-def vit_base_patch32_224(pretrained=False, **kwargs):
+def vit_base_patch32_224(pretrained=False, progress=True, **kwargs):
     """ViT-B/32 at 224: width 768, 12 blocks, 12 heads."""
-    return _vit("vit_base_patch32_224", pretrained, kwargs, patch_size=32, embed_dim=768, depth=12, num_heads=12)
-
-
-@register_model
-def vit_base_patch32_384(pretrained=False, **kwargs):
-    """ViT-B/32 at 384: width 768, 12 blocks, 12 heads."""
-    return _vit("vit_base_patch32_384", pretrained, kwargs, img_size=384, patch_size=32, embed_dim=768, depth=12,
+    return _vit("vit_base_patch32_224", pretrained, progress, kwargs, patch_size=32, embed_dim=768, depth=12,
                 num_heads=12)
 
 
 @register_model
-def vit_large_patch16_224(pretrained=False, **kwargs):
+def vit_base_patch32_384(pretrained=False, progress=True, **kwargs):
+    """ViT-B/32 at 384: width 768, 12 blocks, 12 heads."""
+    return _vit("vit_base_patch32_384", pretrained, progress, kwargs, img_size=384, patch_size=32, embed_dim=768,
+                depth=12, num_heads=12)
+
+
+@register_model
+def vit_large_patch16_224(pretrained=False, progress=True, **kwargs):
     """ViT-L/16 at 224: width 1024, 24 blocks, 16 heads."""
-    return _vit("vit_large_patch16_224", pretrained, kwargs, patch_size=16, embed_dim=1024, depth=24, num_heads=16)
+    return _vit("vit_large_patch16_224", pretrained, progress, kwargs, patch_size=16, embed_dim=1024, depth=24,
+                num_heads=16)
 
 
 @register_model
-def vit_large_patch16_384(pretrained=False, **kwargs):
+def vit_large_patch16_384(pretrained=False, progress=True, **kwargs):
     """ViT-L/16 at 384: width 1024, 24 blocks, 16 heads."""
-    return _vit("vit_large_patch16_384", pretrained, kwargs, img_size=384, patch_size=16, embed_dim=1024, depth=24,
-                num_heads=16)
+    return _vit("vit_large_patch16_384", pretrained, progress, kwargs, img_size=384, patch_size=16, embed_dim=1024,
+                depth=24, num_heads=16)
 
 
 @register_model
-def vit_large_patch32_384(pretrained=False, **kwargs):
+def vit_large_patch32_384(pretrained=False, progress=True, **kwargs):
     """ViT-L/32 at 384: width 1024, 24 blocks, 16 heads."""
-    return _vit("vit_large_patch32_384", pretrained, kwargs, img_size=384, patch_size=32, embed_dim=1024, depth=24,
-                num_heads=16)
+    return _vit("vit_large_patch32_384", pretrained, progress, kwargs, img_size=384, patch_size=32, embed_dim=1024,
+                depth=24, num_heads=16)
 
 
 @register_model
-def vit_base_patch16_224_miil(pretrained=False, **kwargs):
+def vit_base_patch16_224_miil(pretrained=False, progress=True, **kwargs):
     """ViT-B/16 at 224 without qkv biases, as trained on ImageNet-21K-P by Alibaba MIIL (Ridnik et al. 2021,
     "ImageNet-21K Pretraining for the Masses"); 11221 classes by default, as timm's first weights."""
-    return _vit("vit_base_patch16_224_miil", pretrained, kwargs, num_classes=11221, patch_size=16, embed_dim=768,
-                depth=12, num_heads=12, qkv_bias=False)
+    return _vit("vit_base_patch16_224_miil", pretrained, progress, kwargs, num_classes=11221, patch_size=16,
+                embed_dim=768, depth=12, num_heads=12, qkv_bias=False)
+
+
+@register_model
+def vit_base_patch16_clip_224(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 CLIP image tower at 224, fine-tuned on ImageNet: width 768, 12 blocks, 12 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_base_patch16_clip_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=12,
+                num_heads=12, **_CLIP)
+
+
+@register_model
+def vit_base_patch16_clip_384(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 CLIP image tower at 384, fine-tuned on ImageNet: width 768, 12 blocks, 12 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_base_patch16_clip_384", pretrained, progress, kwargs, img_size=384, patch_size=16, embed_dim=768,
+                depth=12, num_heads=12, **_CLIP)
+
+
+@register_model
+def vit_base_patch32_clip_224(pretrained=False, progress=True, **kwargs):
+    """ViT-B/32 CLIP image tower at 224, fine-tuned on ImageNet: width 768, 12 blocks, 12 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_base_patch32_clip_224", pretrained, progress, kwargs, patch_size=32, embed_dim=768, depth=12,
+                num_heads=12, **_CLIP)
+
+
+@register_model
+def vit_base_patch32_clip_384(pretrained=False, progress=True, **kwargs):
+    """ViT-B/32 CLIP image tower at 384, fine-tuned on ImageNet: width 768, 12 blocks, 12 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_base_patch32_clip_384", pretrained, progress, kwargs, img_size=384, patch_size=32, embed_dim=768,
+                depth=12, num_heads=12, **_CLIP)
+
+
+@register_model
+def vit_base_patch32_clip_448(pretrained=False, progress=True, **kwargs):
+    """ViT-B/32 CLIP image tower at 448, fine-tuned on ImageNet: width 768, 12 blocks, 12 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_base_patch32_clip_448", pretrained, progress, kwargs, img_size=448, patch_size=32, embed_dim=768,
+                depth=12, num_heads=12, **_CLIP)
+
+
+@register_model
+def vit_large_patch14_clip_224(pretrained=False, progress=True, **kwargs):
+    """ViT-L/14 CLIP image tower at 224, fine-tuned on ImageNet: width 1024, 24 blocks, 16 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_large_patch14_clip_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1024, depth=24,
+                num_heads=16, **_CLIP)
+
+
+@register_model
+def vit_large_patch14_clip_336(pretrained=False, progress=True, **kwargs):
+    """ViT-L/14 CLIP image tower at 336, fine-tuned on ImageNet: width 1024, 24 blocks, 16 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_large_patch14_clip_336", pretrained, progress, kwargs, img_size=336, patch_size=14, embed_dim=1024,
+                depth=24, num_heads=16, **_CLIP)
+
+
+@register_model
+def vit_huge_patch14_clip_224(pretrained=False, progress=True, **kwargs):
+    """ViT-H/14 CLIP image tower at 224, fine-tuned on ImageNet: width 1280, 32 blocks, 16 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_huge_patch14_clip_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1280, depth=32,
+                num_heads=16, **_CLIP)
+
+
+@register_model
+def vit_huge_patch14_clip_336(pretrained=False, progress=True, **kwargs):
+    """ViT-H/14 CLIP image tower at 336, fine-tuned on ImageNet: width 1280, 32 blocks, 16 heads, a norm before the
+    blocks, LayerNorm eps 1e-5."""
+    return _vit("vit_huge_patch14_clip_336", pretrained, progress, kwargs, img_size=336, patch_size=14, embed_dim=1280,
+                depth=32, num_heads=16, **_CLIP)
+
+
+@register_model
+def flexivit_small(pretrained=False, progress=True, **kwargs):
+    """FlexiViT-S at 240 with 16-pixel patches (trained for any patch size): width 384, 12 blocks, 6 heads, no
+    position embedding for the class token."""
+    return _vit("flexivit_small", pretrained, progress, kwargs, img_size=240, patch_size=16, embed_dim=384, depth=12,
+                num_heads=6, no_embed_class=True)
+
+
+@register_model
+def flexivit_base(pretrained=False, progress=True, **kwargs):
+    """FlexiViT-B at 240 with 16-pixel patches (trained for any patch size): width 768, 12 blocks, 12 heads, no
+    position embedding for the class token."""
+    return _vit("flexivit_base", pretrained, progress, kwargs, img_size=240, patch_size=16, embed_dim=768, depth=12,
+                num_heads=12, no_embed_class=True)
+
+
+@register_model
+def flexivit_large(pretrained=False, progress=True, **kwargs):
+    """FlexiViT-L at 240 with 16-pixel patches (trained for any patch size): width 1024, 24 blocks, 16 heads, no
+    position embedding for the class token."""
+    return _vit("flexivit_large", pretrained, progress, kwargs, img_size=240, patch_size=16, embed_dim=1024, depth=24,
+                num_heads=16, no_embed_class=True)
+
+
+@register_model
+def eva_large_patch14_196(pretrained=False, progress=True, **kwargs):
+    """EVA-L/14 at 196 (MIM pre-training towards EVA-CLIP features): width 1024, 24 blocks, 16 heads, average
+    pooling."""
+    return _vit("eva_large_patch14_196", pretrained, progress, kwargs, img_size=196, patch_size=14, embed_dim=1024,
+                depth=24, num_heads=16, global_pool="avg")
+
+
+@register_model
+def eva_large_patch14_336(pretrained=False, progress=True, **kwargs):
+    """EVA-L/14 at 336 (MIM pre-training towards EVA-CLIP features): width 1024, 24 blocks, 16 heads, average
+    pooling."""
+    return _vit("eva_large_patch14_336", pretrained, progress, kwargs, img_size=336, patch_size=14, embed_dim=1024,
+                depth=24, num_heads=16, global_pool="avg")
+
+
+@register_model
+def beit3_base_patch16_224(pretrained=False, progress=True, **kwargs):
+    """BEiT-3 Base's image branch at 224: width 768, 12 blocks, 12 heads, norms before the attention projection and
+    inside the MLP, average pooling, LayerNorm eps 1e-5."""
+    return _vit("beit3_base_patch16_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=12,
+                num_heads=12, **_BEIT3)
+
+
+@register_model
+def beit3_large_patch16_224(pretrained=False, progress=True, **kwargs):
+    """BEiT-3 Large's image branch at 224: width 1024, 24 blocks, 16 heads, norms before the attention projection
+    and inside the MLP, average pooling, LayerNorm eps 1e-5."""
+    return _vit("beit3_large_patch16_224", pretrained, progress, kwargs, patch_size=16, embed_dim=1024, depth=24,
+                num_heads=16, **_BEIT3)
+
+
+@register_model
+def vit_base_patch16_rpn_224(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 at 224 with residual post-norm blocks (``ResPostBlock``), no class token, average pooling, no qkv
+    biases."""
+    return _vit("vit_base_patch16_rpn_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=12,
+                num_heads=12, qkv_bias=False, init_values=1e-5, class_token=False, block_fn=ResPostBlock,
+                global_pool="avg")
+
+
+@register_model
+def vit_medium_patch16_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-M/16 at 256: width 512, 12 blocks, 8 heads, no class token, average pooling after the final norm, layer
+    scale, no qkv biases."""
+    return _vit("vit_medium_patch16_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16, embed_dim=512,
+                depth=12, num_heads=8, class_token=False, global_pool="avg", qkv_bias=False, init_values=1e-6,
+                fc_norm=False)
+
+
+@register_model
+def vit_medium_patch16_gap_384(pretrained=False, progress=True, **kwargs):
+    """ViT-M/16 at 384: width 512, 12 blocks, 8 heads, no class token, average pooling after the final norm, layer
+    scale, no qkv biases."""
+    return _vit("vit_medium_patch16_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16, embed_dim=512,
+                depth=12, num_heads=8, class_token=False, global_pool="avg", qkv_bias=False, init_values=1e-6,
+                fc_norm=False)
+
+
+@register_model
+def vit_wee_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-wee/16 at 256 with 1 register token: width 256, 14 blocks, 4 heads, MLP ratio 5, layer scale, average
+    pooling."""
+    return _vit("vit_wee_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=256, depth=14, num_heads=4, mlp_ratio=5, reg_tokens=1, **_SBB)
+
+
+@register_model
+def vit_pwee_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-pwee/16 at 256 with 1 register token: width 256, 16 blocks, 4 heads, MLP ratio 5, parallel blocks, layer
+    scale, average pooling."""
+    return _vit("vit_pwee_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=256, depth=16, num_heads=4, mlp_ratio=5, reg_tokens=1, block_fn=ParallelScalingBlock, **_SBB)
+
+
+@register_model
+def vit_dwee_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-dwee/16 at 256 with 1 register token: width 256, 14 blocks, 4 heads, MLP ratio 5, differential attention,
+    layer scale, average pooling."""
+    return _vit("vit_dwee_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=256, depth=14, num_heads=4, mlp_ratio=5, reg_tokens=1, attn_layer="diff", **_SBB)
+
+
+@register_model
+def vit_dpwee_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-dpwee/16 at 256 with 1 register token: width 256, 16 blocks, 4 heads, MLP ratio 5, parallel blocks with
+    differential attention, layer scale, average pooling."""
+    return _vit("vit_dpwee_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=256, depth=16, num_heads=4, mlp_ratio=5, reg_tokens=1, block_fn=DiffParallelScalingBlock,
+                **_SBB)
+
+
+@register_model
+def vit_little_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-little/16 at 256 with 1 register token: width 320, 14 blocks, 5 heads, MLP ratio 5.6, layer scale,
+    average pooling."""
+    return _vit("vit_little_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=320, depth=14, num_heads=5, mlp_ratio=5.6, reg_tokens=1, **_SBB)
+
+
+@register_model
+def vit_little_patch16_reg4_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-little/16 at 256 with 4 register tokens: width 320, 14 blocks, 5 heads, MLP ratio 5.6, layer scale,
+    average pooling."""
+    return _vit("vit_little_patch16_reg4_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=320, depth=14, num_heads=5, mlp_ratio=5.6, reg_tokens=4, **_SBB)
+
+
+@register_model
+def vit_dlittle_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-dlittle/16 at 256 with 1 register token: width 320, 14 blocks, 5 heads, MLP ratio 5.6, differential
+    attention, layer scale, average pooling."""
+    return _vit("vit_dlittle_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=320, depth=14, num_heads=5, mlp_ratio=5.6, reg_tokens=1, attn_layer="diff", **_SBB)
+
+
+@register_model
+def vit_medium_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-medium/16 at 256 with 1 register token: width 512, 12 blocks, 8 heads, layer scale, average pooling."""
+    return _vit("vit_medium_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=512, depth=12, num_heads=8, reg_tokens=1, **_SBB)
+
+
+@register_model
+def vit_medium_patch16_reg4_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-medium/16 at 256 with 4 register tokens: width 512, 12 blocks, 8 heads, layer scale, average pooling."""
+    return _vit("vit_medium_patch16_reg4_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=512, depth=12, num_heads=8, reg_tokens=4, **_SBB)
+
+
+@register_model
+def vit_mediumd_patch16_reg4_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-mediumd/16 at 256 with 4 register tokens: width 512, 20 blocks, 8 heads, layer scale, average pooling."""
+    return _vit("vit_mediumd_patch16_reg4_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=512, depth=20, num_heads=8, reg_tokens=4, **_SBB)
+
+
+@register_model
+def vit_mediumd_patch16_reg4_gap_384(pretrained=False, progress=True, **kwargs):
+    """ViT-mediumd/16 at 384 with 4 register tokens: width 512, 20 blocks, 8 heads, layer scale, average pooling."""
+    return _vit("vit_mediumd_patch16_reg4_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=512, depth=20, num_heads=8, reg_tokens=4, **_SBB)
+
+
+@register_model
+def vit_betwixt_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-betwixt/16 at 256 with 1 register token: width 640, 12 blocks, 10 heads, layer scale, average pooling."""
+    return _vit("vit_betwixt_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=640, depth=12, num_heads=10, reg_tokens=1, **_SBB)
+
+
+@register_model
+def vit_betwixt_patch16_reg4_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-betwixt/16 at 256 with 4 register tokens: width 640, 12 blocks, 10 heads, layer scale, average
+    pooling."""
+    return _vit("vit_betwixt_patch16_reg4_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=640, depth=12, num_heads=10, reg_tokens=4, **_SBB)
+
+
+@register_model
+def vit_betwixt_patch16_reg4_gap_384(pretrained=False, progress=True, **kwargs):
+    """ViT-betwixt/16 at 384 with 4 register tokens: width 640, 12 blocks, 10 heads, layer scale, average
+    pooling."""
+    return _vit("vit_betwixt_patch16_reg4_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=640, depth=12, num_heads=10, reg_tokens=4, **_SBB)
+
+
+@register_model
+def vit_so150m_patch16_reg4_gap_256(pretrained=False, progress=True, **kwargs):
+    """SO150M/16 at 256 (a shape-optimised width and depth) with 4 register tokens: width 896, 18 blocks, 14 heads,
+    MLP ratio 2.572, average pooling after the final norm."""
+    return _vit("vit_so150m_patch16_reg4_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=896, depth=18, num_heads=14, mlp_ratio=2.572, class_token=False, reg_tokens=4,
+                global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_so150m_patch16_reg4_gap_384(pretrained=False, progress=True, **kwargs):
+    """SO150M/16 at 384 (a shape-optimised width and depth) with 4 register tokens: width 896, 18 blocks, 14 heads,
+    MLP ratio 2.572, average pooling after the final norm."""
+    return _vit("vit_so150m_patch16_reg4_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=896, depth=18, num_heads=14, mlp_ratio=2.572, class_token=False, reg_tokens=4,
+                global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_so150m2_patch16_reg1_gap_256(pretrained=False, progress=True, **kwargs):
+    """SO150M v2/16 at 256 with 1 register token: width 832, 21 blocks, 13 heads, MLP ratio 34/13, layer scale, no
+    qkv biases, average pooling."""
+    return _vit("vit_so150m2_patch16_reg1_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=832, depth=21, num_heads=13, mlp_ratio=34 / 13, init_values=1e-5, qkv_bias=False,
+                class_token=False, reg_tokens=1, global_pool="avg")
+
+
+@register_model
+def vit_so150m2_patch16_reg1_gap_384(pretrained=False, progress=True, **kwargs):
+    """SO150M v2/16 at 384 with 1 register token: width 832, 21 blocks, 13 heads, MLP ratio 34/13, layer scale, no
+    qkv biases, average pooling."""
+    return _vit("vit_so150m2_patch16_reg1_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=832, depth=21, num_heads=13, mlp_ratio=34 / 13, init_values=1e-5, qkv_bias=False,
+                class_token=False, reg_tokens=1, global_pool="avg")
+
+
+@register_model
+def vit_so150m2_patch16_reg1_gap_448(pretrained=False, progress=True, **kwargs):
+    """SO150M v2/16 at 448 with 1 register token: width 832, 21 blocks, 13 heads, MLP ratio 34/13, layer scale, no
+    qkv biases, average pooling."""
+    return _vit("vit_so150m2_patch16_reg1_gap_448", pretrained, progress, kwargs, img_size=448, patch_size=16,
+                embed_dim=832, depth=21, num_heads=13, mlp_ratio=34 / 13, init_values=1e-5, qkv_bias=False,
+                class_token=False, reg_tokens=1, global_pool="avg")
+
+
+@register_model
+def vit_so400m_patch14_siglip_378(pretrained=False, progress=True, **kwargs):
+    """SigLIP So400m/14 image tower at 378, fine-tuned on ImageNet: width 1152, 27 blocks, 16 heads, MLP ratio
+    3.7362, no class token, attention pooling ('map'). 1000 classes by default (timm's first weights, the image
+    tower, have none)."""
+    return _vit("vit_so400m_patch14_siglip_378", pretrained, progress, kwargs, img_size=378, patch_size=14,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_so400m_patch14_siglip_gap_378(pretrained=False, progress=True, **kwargs):
+    """SigLIP So400m/14 image tower at 378 with average pooling (after the final norm), fine-tuned on ImageNet:
+    width 1152, 27 blocks, 16 heads, MLP ratio 3.7362. 1000 classes by default (timm's first weights, the image
+    tower, have none)."""
+    return _vit("vit_so400m_patch14_siglip_gap_378", pretrained, progress, kwargs, img_size=378, patch_size=14,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg",
+                fc_norm=False)

@@ -2,8 +2,12 @@
 layout of one of each kind, eval outputs of the small registered models at an odd image size (fused and unfused
 attention), float64 train-mode outputs and every gradient, dropout / stochastic depth, the distilled heads, the
 timm API (pooled features, reset_classifier, in_chans, features_only, list_models), seeded initialisation and
-resample_abs_pos_embed."""
+resample_abs_pos_embed. timm's later ViT variants (CLIP towers, register tokens, residual post-norm, parallel and
+differential-attention blocks, attention pooling) on small configurations of each kind: float32 eval and float64
+train-mode parity, seeded initialisation, drop masks, the head API and features_only."""
+import fnmatch
 import inspect
+from functools import partial
 
 import numpy as np
 import pytest
@@ -18,10 +22,13 @@ import flowvision.models as models
 from engine.nn import init
 from flowvision.models.timm_families import _layers, deit, vision_transformer
 from flowvision.models.timm_families._layers import pair
-from model_parity import backward_both, check_seeded_init, image_batch, numpy_state
+from model_parity import (backward_both, both_outputs, check_layout, check_seeded_init, check_train_masks,
+                          check_train_step, image_batch, numpy_state)
 from op_check import assert_close
 
-pytestmark = pytest.mark.slow
+# whole-model runs: outside the quick subset (-m "not slow"); the attention's many small matrix products pay for
+# every thread handoff, so one BLAS thread on each side
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 VITS = ["vit_tiny_patch16_224", "vit_tiny_patch16_384", "vit_small_patch16_224", "vit_small_patch16_384",
         "vit_small_patch32_224", "vit_small_patch32_384", "vit_base_patch8_224", "vit_base_patch16_224",
@@ -32,6 +39,22 @@ DEITS = ["deit_tiny_patch16_224", "deit_small_patch16_224", "deit_base_patch16_2
          "deit_base_distilled_patch16_384", "deit3_small_patch16_224", "deit3_small_patch16_384",
          "deit3_medium_patch16_224", "deit3_base_patch16_224", "deit3_base_patch16_384", "deit3_large_patch16_224",
          "deit3_large_patch16_384", "deit3_huge_patch14_224"]
+# timm's later models in its vision_transformer module with ImageNet-1k weights
+NEW_VITS = ["vit_base_patch16_clip_224", "vit_base_patch16_clip_384", "vit_base_patch32_clip_224",
+            "vit_base_patch32_clip_384", "vit_base_patch32_clip_448", "vit_large_patch14_clip_224",
+            "vit_large_patch14_clip_336", "vit_huge_patch14_clip_224", "vit_huge_patch14_clip_336", "flexivit_small",
+            "flexivit_base", "flexivit_large", "eva_large_patch14_196", "eva_large_patch14_336",
+            "beit3_base_patch16_224", "beit3_large_patch16_224", "vit_base_patch16_rpn_224",
+            "vit_medium_patch16_gap_256", "vit_medium_patch16_gap_384", "vit_wee_patch16_reg1_gap_256",
+            "vit_pwee_patch16_reg1_gap_256", "vit_dwee_patch16_reg1_gap_256", "vit_dpwee_patch16_reg1_gap_256",
+            "vit_little_patch16_reg1_gap_256", "vit_little_patch16_reg4_gap_256", "vit_dlittle_patch16_reg1_gap_256",
+            "vit_medium_patch16_reg1_gap_256", "vit_medium_patch16_reg4_gap_256", "vit_mediumd_patch16_reg4_gap_256",
+            "vit_mediumd_patch16_reg4_gap_384", "vit_betwixt_patch16_reg1_gap_256", "vit_betwixt_patch16_reg4_gap_256",
+            "vit_betwixt_patch16_reg4_gap_384", "vit_so150m_patch16_reg4_gap_256", "vit_so150m_patch16_reg4_gap_384",
+            "vit_so150m2_patch16_reg1_gap_256", "vit_so150m2_patch16_reg1_gap_384", "vit_so150m2_patch16_reg1_gap_448",
+            "vit_so400m_patch14_siglip_378", "vit_so400m_patch14_siglip_gap_378"]
+# timm's first weights of the So400m models are the SigLIP image tower (no classes): ours default to the ImageNet ones
+TIMM_TAGS = {"vit_so400m_patch14_siglip_378": "webli_ft_in1k", "vit_so400m_patch14_siglip_gap_378": "webli_ft_in1k"}
 ODD = (50, 66)  # 3 x 4 patches of 16 with leftover pixels, not square
 TINY = dict(img_size=(27, 19), patch_size=8, embed_dim=24, depth=2, num_heads=3, num_classes=7)
 
@@ -60,14 +83,16 @@ def _constructor_args(cls, build, monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("name", VITS + DEITS)
+@pytest.mark.parametrize("name", VITS + NEW_VITS + DEITS)
 def test_configuration_matches_timm(name, monkeypatch):
     """The arguments our entrypoint gives the model class equal those timm's gives its class (distilled or
-    not), every argument we share; timm's others stay at the defaults our models are built as."""
+    not), every argument we share (layer classes and norm partials by name and keywords); timm's others stay at
+    the defaults our models are built as."""
     distilled = "distilled" in name
     timm_cls = timm_deit.VisionTransformerDistilled if distilled else timm_vit.VisionTransformer
     ours_cls = deit.VisionTransformerDistilled if distilled else vision_transformer.VisionTransformer
-    theirs = _constructor_args(timm_cls, lambda: timm.create_model(name), monkeypatch)
+    timm_name = f"{name}.{TIMM_TAGS[name]}" if name in TIMM_TAGS else name
+    theirs = _constructor_args(timm_cls, lambda: timm.create_model(timm_name), monkeypatch)
     ours = _constructor_args(ours_cls, lambda: models.create_model(name), monkeypatch)
     if distilled:  # both pass everything through **kwargs to VisionTransformer
         theirs = {**_defaults(timm_vit.VisionTransformer), **theirs}
@@ -76,16 +101,26 @@ def test_configuration_matches_timm(name, monkeypatch):
         if key == "img_size":
             assert pair(value) == timm.layers.to_2tuple(theirs[key])
         else:
-            assert value == theirs[key], key
+            assert _comparable(value) == _comparable(theirs[key]), key
     assert {k: v for k, v in theirs.items() if k not in ours} == _timm_only_arguments()
+
+
+def _comparable(value):
+    """An argument as both libraries' values can be compared: a class by its name, a partial by its class's name
+    and keywords."""
+    if isinstance(value, partial):
+        return value.func.__name__, value.args, value.keywords
+    if isinstance(value, type):
+        return value.__name__
+    return value
 
 
 def _timm_only_arguments():
     """timm's arguments that we do not take, at the values our models are built as (timm's defaults)."""
-    return dict(proj_bias=True, pos_embed="learn", reg_tokens=0, final_norm=True, pool_include_prefix=False,
+    return dict(proj_bias=True, pos_embed="learn", final_norm=True, pool_include_prefix=False,
                 dynamic_img_size=False, dynamic_img_pad=False, patch_drop_rate=0.0, fix_init=False,
-                embed_layer=timm.layers.PatchEmbed, embed_norm_layer=None, block_fn=timm_vit.Block,
-                mlp_layer=timm.layers.Mlp, attn_layer=timm.layers.Attention, device=None, dtype=None)
+                embed_layer=timm.layers.PatchEmbed, embed_norm_layer=None, mlp_layer=timm.layers.Mlp, device=None,
+                dtype=None)
 
 
 def _defaults(cls):
@@ -375,10 +410,14 @@ def test_forward_intermediates_matches_timm():
 
 def test_list_models():
     """Every name is registered, under timm's family modules, beside torchvision's ViTs."""
-    assert set(models.list_models("vit_*_patch*")) == set(VITS)
+    names = VITS + NEW_VITS
+    vits = models.list_models("vit_*_patch*", module="vision_transformer")
+    assert set(vits) == set(fnmatch.filter(names, "vit_*_patch*"))
     assert set(models.list_models("deit*")) == set(DEITS)
     assert set(models.list_models(module="deit")) == set(DEITS)
-    assert set(VITS) <= set(models.list_models(module="vision_transformer"))
+    assert set(names) <= set(models.list_models(module="vision_transformer"))
+    others = {n for n in names if not n.startswith("vit_")}
+    assert set(models.list_models(["flexivit*", "eva_large*", "beit3*"], module="vision_transformer")) == others
 
 
 def test_seeded_init_follows_timm():
@@ -406,3 +445,131 @@ def test_resample_abs_pos_embed_matches_timm():
         out = vision_transformer.resample_abs_pos_embed(engine.from_numpy(posemb), new, old_size, prefix)
         assert_close(out.numpy(), ref, 1e-6)
         assert_close(vision_transformer.resample_abs_pos_embed(posemb, new, old_size, prefix), ref, 1e-6)
+
+
+# One small configuration (TINY) per kind of timm's later variants; block classes by name, eps for a LayerNorm eps of
+# 1e-5 (CLIP, BEiT-3)
+NEW_VARIANTS = {
+    "clip_res_post_register_tokens": dict(pre_norm=True, eps=1e-5, block_fn="ResPostBlock", init_values=0.1,
+                                          reg_tokens=2),
+    "parallel_no_qkv_bias": dict(block_fn="ParallelScalingBlock", qkv_bias=False, init_values=0.1, mlp_ratio=2.5,
+                                 class_token=False, reg_tokens=1, no_embed_class=True, global_pool="avg",
+                                 fc_norm=False),
+    "diff_parallel_qk_norm": dict(block_fn="DiffParallelScalingBlock", init_values=0.1, qk_norm=True, reg_tokens=1,
+                                  no_embed_class=True),
+    "diff_attention_map_pool": dict(attn_layer="diff", qk_norm=True, scale_attn_norm=True, class_token=False,
+                                    reg_tokens=1, global_pool="map"),
+}
+
+
+def _variant(name, side, **extra):
+    """TINY with the variant's arguments for timm's VisionTransformer (``side`` timm_vit) or ours."""
+    kwargs = {**TINY, **NEW_VARIANTS[name], **extra}
+    if "block_fn" in kwargs:
+        kwargs["block_fn"] = getattr(side, kwargs["block_fn"])
+    if "eps" in kwargs:
+        norm = torch.nn.LayerNorm if side is timm_vit else engine.nn.LayerNorm
+        kwargs["norm_layer"] = partial(norm, eps=kwargs.pop("eps"))
+    return kwargs
+
+
+def _variant_pair(name, seed, **extra):
+    """timm's variant (randomised, eval mode) and ours with its weights."""
+    reference = _timm(timm_vit.VisionTransformer, seed=seed, **_variant(name, timm_vit, **extra))
+    ours = _ours(vision_transformer.VisionTransformer, reference, **_variant(name, vision_transformer, **extra))
+    return reference, ours
+
+
+@pytest.mark.parametrize("name", sorted(NEW_VARIANTS))
+def test_new_variants_match_timm(name):
+    """Each later kind (two blocks, 27x19 images): float32 eval logits within 1e-5 of timm's; float64 train-mode
+    outputs, input gradient and every parameter's gradient within 1e-8 (differential attention's lambda_q
+    vectors zeroed there: timm computes lambda in float32 even in a float64 model, and torch's float32 exp rounds
+    differently from numpy's but for exp(0))."""
+    reference, ours = _variant_pair(name, seed=20)
+    x = image_batch(2, 27, 19, seed=21)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 7)
+    assert_close(out, ref, 1e-5)
+    for model, no_grad in ((reference, torch.no_grad), (ours, engine.no_grad)):
+        with no_grad():
+            for key, p in model.named_parameters():
+                if key.endswith(("lambda_q1", "lambda_q2")):
+                    p.zero_()
+    check_train_step(reference.double().train(), ours.double().train(), x.astype(np.float64))
+
+
+@pytest.mark.parametrize("name", ["vit_so400m_patch14_siglip_378", "vit_base_patch16_rpn_224",
+                                  "vit_dpwee_patch16_reg1_gap_256", "vit_pwee_patch16_reg1_gap_256",
+                                  "vit_dlittle_patch16_reg1_gap_256", "vit_huge_patch14_clip_336",
+                                  "beit3_base_patch16_224", "vit_so150m2_patch16_reg1_gap_256"])
+def test_new_layouts_match_timm(name, no_init):
+    """A registered model of each later kind at full width (two blocks, with stochastic depth; timm's on the meta
+    device): state_dict keys in order with shapes and dtypes, module names, classes and printouts, feature_info."""
+    with torch.device("meta"):
+        reference = timm.create_model(f"{name}.{TIMM_TAGS[name]}" if name in TIMM_TAGS else name, depth=2,
+                                      drop_path_rate=0.1)
+    ours = models.create_model(name, depth=2, drop_path_rate=0.1)
+    check_layout(ours, reference, (), {"Linear", "Conv2d", "LayerNorm", "Dropout", "GELU"})
+    kinds = {"DropPath": "StochasticDepth"}
+    assert [type(m).__name__ for m in ours.modules()] == [
+        kinds.get(type(m).__name__, type(m).__name__) for m in reference.modules()]
+
+
+def test_new_variants_seeded_init_follows_timm():
+    """Same seed, same initial weights as timm for each later kind: the lambdas of differential attention and
+    the register tokens bit for bit, the attention pool's latent (timm's truncated normal in standard units,
+    scaled) within 2 ulps; both generators end in step."""
+    for name in NEW_VARIANTS:
+        check_seeded_init(lambda: timm_vit.VisionTransformer(**_variant(name, timm_vit)),
+                          lambda: vision_transformer.VisionTransformer(**_variant(name, vision_transformer)), 12,
+                          lambda reference: {"pos_embed", "attn_pool.latent"} | {
+                              f"{n}.weight" for n, m in reference.named_modules() if isinstance(m, torch.nn.Linear)},
+                          name)
+
+
+def test_new_variants_drop_masks_follow_timm():
+    """Parallel and residual post-norm blocks with stochastic depth and dropout: train mode draws timm's masks
+    after the same seed (others after another); eval mode drops nothing."""
+    drops = dict(drop_path_rate=0.5, proj_drop_rate=0.2, pos_drop_rate=0.1, drop_rate=0.2, depth=3)
+    for name in ("parallel_no_qkv_bias", "clip_res_post_register_tokens"):
+        reference, ours = _variant_pair(name, seed=22, **drops)
+        x = image_batch(2, 27, 19, seed=23)
+        out, ref = both_outputs(reference, ours, x)
+        assert_close(out, ref, 1e-5)
+        check_train_masks(reference, ours, x)
+
+
+def test_attention_pool_head_api_and_features_only():
+    """The 'map' head like timm's: pooled features with num_classes=0, reset_classifier to another pooling
+    drops the attention pool (which cannot be added back), in_chans=1; features_only of a register-token and an
+    attention-pooled model: timm's keys (attention pool pruned), feature_info and maps without the prefix tokens."""
+    x = image_batch(2, 27, 19, seed=24)
+    reference, ours = _variant_pair("diff_attention_map_pool", seed=25, num_classes=0)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 24)
+    assert_close(out, ref, 1e-5)
+    for model in (reference, ours):
+        model.reset_classifier(5, "avg")
+    assert ours.attn_pool is None and list(ours.state_dict()) == list(reference.state_dict())
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference, ours, x)
+    assert_close(out, ref, 1e-5)
+    with pytest.raises(ValueError, match="attention pooling"):
+        ours.reset_classifier(5, "map")
+    reference, ours = _variant_pair("diff_attention_map_pool", seed=26, in_chans=1)
+    out, ref = both_outputs(reference, ours, x[:, :1].copy())
+    assert_close(out, ref, 1e-5)
+    small = dict(img_size=ODD, embed_dim=24, num_heads=3, depth=3, mlp_ratio=2.0, features_only=True,
+                 out_indices=(0, -1))
+    for name in ("vit_wee_patch16_reg1_gap_256", "vit_so400m_patch14_siglip_378"):
+        reference = _timm(name, seed=27, patch_size=16, **small)
+        ours = _ours(name, reference, patch_size=16, **small)
+        assert list(ours.state_dict()) == list(reference.state_dict())
+        assert ours.feature_info.channels() == reference.feature_info.channels() == [24, 24]
+        assert ours.feature_info.module_name() == reference.feature_info.module_name()
+        outs, refs = both_outputs(reference, ours, image_batch(2, *ODD, seed=28))
+        assert len(outs) == len(refs) == 2
+        for out, ref in zip(outs, refs):
+            assert out.shape == (2, 24, 3, 4)
+            assert_close(out, ref, 1e-5)

@@ -251,7 +251,9 @@ def test_transforms_match_torchvision(weights):
 
 def test_weights_api_and_registry(monkeypatch, no_init):
     assert models.list_models("vit_[blh]_*") == sorted(VITS, key=models.registry._natural_key)
-    assert models.list_models(module="vision_transformer") == models.list_models("vit*")  # timm's ViTs too
+    # torchvision's ViTs and timm's, whose vision_transformer module also has FlexiViT, EVA-L and BEiT-3 configs
+    assert set(models.list_models(module="vision_transformer")) >= set(models.list_models("vit_[blh]_*")) | {
+        "vit_base_patch16_224", "flexivit_small", "eva_large_patch14_196", "beit3_base_patch16_224"}
     assert all(models.is_model_pretrained(n) for n in VITS)
     assert W.get_model_weights(models.vit_b_16) is models.ViT_B_16_Weights
     assert models.ViT_H_14_Weights.DEFAULT is models.ViT_H_14_Weights.IMAGENET1K_SWAG_E2E_V1
