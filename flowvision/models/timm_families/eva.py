@@ -182,7 +182,7 @@ class _RopeSelfAttention(nn.Module):
             k = self._rotate(k, rope)
         dropout_p = self.attn_drop.p if self.training else 0.0
         x = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, scale=self.scale)
-        x = x.transpose(1, 2).reshape(batch, tokens, -1)
+        x = x.transpose(1, 2).reshape(batch, tokens, self.num_heads * self.head_dim)
         x = self.norm(x)
         x = self.proj(x)
         x = self.proj_drop(x)
@@ -563,7 +563,8 @@ class Eva(nn.Module):
         intermediates = [y[:, self.num_prefix_tokens:] for y in intermediates]
         if output_fmt == "NCHW":
             rows, cols = height // self.patch_embed.patch_size[0], width // self.patch_embed.patch_size[1]
-            intermediates = [y.reshape(batch, rows, cols, -1).permute(0, 3, 1, 2).contiguous() for y in intermediates]
+            intermediates = [y.reshape(batch, rows, cols, self.embed_dim).permute(0, 3, 1, 2).contiguous()
+                             for y in intermediates]
         if return_prefix_tokens and self.num_prefix_tokens:
             intermediates = list(zip(intermediates, prefixes))
         if intermediates_only:

@@ -14,25 +14,31 @@ from op_check import assert_close
 RESNETS = ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"]
 # timm's ResNet-D/-T variants of the same family (flowvision.models.timm_families.resnet)
 TIMM_RESNETS = ["resnet10t", "resnet14t", "resnet18d", "resnet26", "resnet26d", "resnet26t", "resnet34d", "resnet50d",
-                "resnet101d", "resnet152d", "resnet200d"]
-RESNETV2 = "resnetv2_*"  # timm's ResNetV2 (BiT): a family of its own that "resnet*" also matches
+                "resnet101d", "resnet152d", "resnet200d", "resnet50_gn", "resnet50c", "resnet50s", "resnet101c",
+                "resnet101s", "resnet152c", "resnet152s", "resnetaa50", "resnetaa50d", "resnetaa101d", "resnetblur50",
+                "resnetrs50", "resnetrs101", "resnetrs152", "resnetrs200", "resnetrs270", "resnetrs350", "resnetrs420"]
+# timm's ResNetV2 (BiT) and byobnet's ResNe(X)ts with "ts" / "q" stems: families of their own that "resnet*" matches
+OTHERS = ["resnetv2_*", "*ts", "resnet*q"]
 
 
 def test_list_models_wildcards_and_lists():
-    assert models.list_models("resnet*", exclude_filters=RESNETV2) == sorted(RESNETS + TIMM_RESNETS,
-                                                                             key=registry._natural_key)
-    assert models.list_models("resnet*", exclude_filters=TIMM_RESNETS + [RESNETV2]) == RESNETS
-    assert models.list_models("resnext*") == ["resnext50_32x4d", "resnext101_32x8d", "resnext101_64x4d"]
+    assert models.list_models("resnet*", exclude_filters=OTHERS) == sorted(RESNETS + TIMM_RESNETS,
+                                                                           key=registry._natural_key)
+    assert models.list_models("resnet*", exclude_filters=TIMM_RESNETS + OTHERS) == RESNETS
+    assert models.list_models("resnext*", exclude_filters=OTHERS) == [
+        "resnext50_32x4d", "resnext50d_32x4d", "resnext101_32x4d", "resnext101_32x8d", "resnext101_32x16d",
+        "resnext101_32x32d", "resnext101_64x4d"]
     assert models.list_models(["wide*", "resnet1?"]) == ["resnet18", "wide_resnet50_2", "wide_resnet101_2"]
-    assert models.list_models("*50*", module="resnet", exclude_filters=["wide*", "resnext*", "*e*resne*"]) == \
+    assert models.list_models("*50*", module="resnet", exclude_filters=["wide*", "resnext*", "*e*resne*",
+                                                                         "resnet?[!0-9]*", "resnet50[!d]*"]) == \
         ["resnet50", "resnet50d"]
     assert "resnet50" not in models.list_models("*resnet50*", exclude_filters="resnet*")
-    assert models.list_models("resnet*", exclude_filters=["*1??", "*[dt]", RESNETV2]) == ["resnet18", "resnet26",
-                                                                                         "resnet34", "resnet50"]
+    assert models.list_models("resnet*", exclude_filters=["*1??", "*[cdnst]", "resnet[!0-9]*", *OTHERS]) == \
+        ["resnet18", "resnet26", "resnet34", "resnet50"]
     assert models.list_models("nothing*") == []
-    family = models.list_models(["resnet*", "resnext*", "wide_resnet*", "seresne*", "ecaresnet*"],
-                                exclude_filters=RESNETV2)
-    assert models.list_models(module="resnet") == family and len(family) == 36
+    family = models.list_models(["resnet*", "resnext*", "wide_resnet*", "seresne*", "ecaresnet*", "senet*"],
+                                exclude_filters=OTHERS)
+    assert models.list_models(module="resnet") == family and len(family) == 63
     assert "resnet" in models.list_modules()
 
 
@@ -57,7 +63,7 @@ def test_is_model_and_entrypoint():
 
 
 def test_unknown_model_suggests_closest():
-    with pytest.raises(RuntimeError, match=r"Unknown model 'resnet51'\. Did you mean: resnet50"):
+    with pytest.raises(RuntimeError, match=r"Unknown model 'resnet51'\. Did you mean: resnet51q, resnet50"):
         models.create_model("resnet51")
     with pytest.raises(RuntimeError, match=r"Unknown model 'resnext50'\. Did you mean: resnext50_32x4d"):
         models.get_model("resnext50")
@@ -74,7 +80,7 @@ def test_register_model_decorator(monkeypatch):
     def tiny_net(pretrained=False, **kwargs):
         return engine.nn.Linear(2, kwargs.get("num_classes", 3))
 
-    assert models.list_models("tiny*", pretrained=True) == ["tiny_net"]
+    assert models.list_models("tiny_*", pretrained=True) == ["tiny_net"]
     assert models.create_model("tiny_net", num_classes=4, in_chans=None).out_features == 4
 
 
@@ -208,9 +214,9 @@ def test_checkpoint_path_reads_pytorch_checkpoints(tmp_path, zip_format):
 
 def test_model_creator(monkeypatch):
     _pretend_pretrained(monkeypatch, {"resnet50"})
-    assert ModelCreator.model_list("resnet*", exclude_filters=TIMM_RESNETS + [RESNETV2]) == RESNETS
+    assert ModelCreator.model_list("resnet*", exclude_filters=TIMM_RESNETS + OTHERS) == RESNETS
     assert ModelCreator.model_list("*", pretrained=True) == ["resnet50"]
-    table = ModelCreator.model_table("resnet*", pretrained=False, exclude_filters=TIMM_RESNETS + [RESNETV2])
+    table = ModelCreator.model_table("resnet*", pretrained=False, exclude_filters=TIMM_RESNETS + OTHERS)
     lines = table.splitlines()
     assert "Supported Models" in lines[1] and "Pretrained" in lines[1]
     assert [line.split("|")[1].strip() for line in lines[3:-1]] == RESNETS

@@ -339,6 +339,21 @@ def test_features_only_and_forward_intermediates_match_timm():
         assert_close(prefix.numpy(), ref_prefix.numpy(), TOL)
 
 
+def test_empty_batch():
+    """An empty batch (which timm's model refuses: it reshapes the heads' output with a -1 over no values) gives
+    empty outputs and intermediates in eval and train mode, and zero gradients for every parameter."""
+    _, ours = small_pair("sbb", seed=17)
+    x = engine.zeros(0, 3, *SIZE)
+    with engine.no_grad():
+        assert tuple(ours(x).shape) == (0, 7)
+        assert [tuple(y.shape) for y in ours.forward_intermediates(x, indices=1, intermediates_only=True)] == \
+            [(0, 32, 4, 5)]
+    out = ours.train()(x)
+    assert tuple(out.shape) == (0, 7)
+    out.sum().backward()
+    assert all(not p.grad.numpy().any() for p in ours.parameters())
+
+
 def test_list_models():
     """The ``eva`` module holds timm's names, each with timm's ImageNet-1k weights."""
     assert [n for n in models.list_models(module="eva") if is_timm_family(n)] == sorted(NAMES)

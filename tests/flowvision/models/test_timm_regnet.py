@@ -265,7 +265,7 @@ def test_list_models():
     """The ``regnet`` module lists torchvision's RegNets and ours; ours are the models of timm's ``regnet`` module
     with ImageNet-1k weights (its other regnetz_* models live in timm's ``byobnet``)."""
     assert set(NAMES) < set(models.list_models(module="regnet"))
-    assert set(models.list_models("regnet[xyvz]_*")) == set(NAMES)
+    assert set(models.list_models("regnet[xyvz]_*", module="regnet")) == set(NAMES)
     pretrained = {n.split(".")[0] for n in timm.list_pretrained("regnet[xyvz]_*")
                   if timm.models.get_pretrained_cfg(n).num_classes == 1000}
     assert pretrained & set(timm.list_models(module="regnet")) == set(NAMES)
