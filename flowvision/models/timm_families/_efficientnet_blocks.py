@@ -1,8 +1,8 @@
 """The blocks and builder shared by timm's EfficientNet and MobileNetV3 modules, with timm's module names.
 
-Layers: convolutions padded as TensorFlow pads them ("same"), MixNet's mixed-kernel convolutions, CondConv's
-per-example mixtures of expert kernels, BatchNorm fused with an activation, squeeze-and-excitation, global context
-attention, anti-aliased downsampling and layer scale. Blocks, named as the stage strings name them: ``cn``
+Layers: EfficientNet's squeeze-and-excitation and layer scale (the convolutions, "same" padded, mixed or CondConv,
+come from ``_conv``; BatchNorm with its activation, anti-aliasing and ConvNormAct from ``_layers``; global context
+attention from ``_attention``). Blocks, named as the stage strings name them: ``cn``
 (ConvBnAct), ``ds`` / ``dsa`` (DepthwiseSeparableConv), ``ir`` (InvertedResidual, MBConv; CondConvResidual with
 ``cc``), ``er`` (EdgeResidual, FusedMBConv), ``uir`` (MobileNetV4's UniversalInvertedResidual) and ``mqa``
 (MobileNetV4's MobileAttention with multi-query attention). ``decode_arch_def`` reads the stage strings,
@@ -13,18 +13,18 @@ import re
 from functools import partial
 
 import engine as torch
-import engine.nn.functional as F
 from engine import nn
 
 from .._utils import _make_divisible
-from ._layers import BatchNormAct2d, drop_path_module
+from ._conv import CondConv2d, create_conv2d
+from ._layers import BatchNormAct2d, ConvNormAct, create_aa, drop_path_module, get_act_layer
 
-__all__ = ["decode_arch_def", "round_channels", "build_stages", "init_weights_goog", "create_conv2d", "Conv2dSame",
-           "MixedConv2d", "CondConv2d", "SqueezeExcite", "GlobalContext", "BlurPool2d", "ConvNormAct", "LayerScale2d",
+__all__ = ["decode_arch_def", "round_channels", "build_stages", "init_weights_goog", "SqueezeExcite", "LayerScale2d",
            "ConvBnAct", "DepthwiseSeparableConv", "InvertedResidual", "CondConvResidual", "EdgeResidual",
            "UniversalInvertedResidual", "MultiQueryAttention2d", "MobileAttention"]
 
-_ACTIVATIONS = {"re": nn.ReLU, "r6": nn.ReLU6, "hs": nn.Hardswish, "sw": nn.SiLU}
+# the stage strings' activation codes ('nre', 'nhs'...) and timm's names for them
+_ACTIVATIONS = {"re": "relu", "r6": "relu6", "hs": "hard_swish", "sw": "swish"}
 
 
 # ---- stage strings ----------------------------------------------------------------------------------------------
@@ -46,7 +46,7 @@ def _split_options(ops):
             options[op] = True
         elif op.startswith("n"):
             if op[1:] in _ACTIVATIONS:
-                options["act_layer"] = _ACTIVATIONS[op[1:]]
+                options["act_layer"] = get_act_layer(_ACTIVATIONS[op[1:]])
         else:
             key, value = re.split(r"(\d.*)", op)[:2]
             options[key] = value
@@ -152,132 +152,6 @@ def round_channels(channels, multiplier=1.0, round_limit=0.9):
 # ---- layers -----------------------------------------------------------------------------------------------------
 
 
-def _symmetric_padding(kernel_size, stride=1, dilation=1):
-    """PyTorch-style padding: half the receptive field, which keeps a stride-1 map's size."""
-    return ((stride - 1) + dilation * (kernel_size - 1)) // 2
-
-
-def _same_padding(size, kernel_size, stride, dilation):
-    """TensorFlow's total "same" padding along one axis of length ``size``: enough for ceil(size / stride)
-    outputs."""
-    return max((math.ceil(size / stride) - 1) * stride + (kernel_size - 1) * dilation + 1 - size, 0)
-
-
-class Conv2dSame(nn.Conv2d):
-    """A convolution with TensorFlow's "same" padding, computed from each input's size: the total padding of an
-    axis is split with the odd pixel at the end (bottom, right), as TensorFlow does."""
-
-    def forward(self, x):
-        x = _pad_same(x, self.kernel_size, self.stride, self.dilation)
-        return super().forward(x)
-
-
-def _split_channels(channels, num_groups):
-    """``channels`` shared out over ``num_groups`` groups, the remainder going to the first."""
-    split = [channels // num_groups] * num_groups
-    split[0] += channels - sum(split)
-    return split
-
-
-class MixedConv2d(nn.ModuleDict):
-    """MixNet's mixed convolution: the channels split into as many groups as ``kernel_size`` lists kernels, each
-    group convolved with its own kernel size (``'0'``, ``'1'``...), the outputs concatenated; ``depthwise`` makes
-    each group's convolution depthwise."""
-
-    def __init__(self, in_chs, out_chs, kernel_size, stride=1, dilation=1, depthwise=False, pad_type=""):
-        super().__init__()
-        in_splits = _split_channels(in_chs, len(kernel_size))
-        out_splits = _split_channels(out_chs, len(kernel_size))
-        self.in_channels = in_chs
-        self.out_channels = out_chs
-        self.splits = in_splits
-        for i, (kernel, in_split, out_split) in enumerate(zip(kernel_size, in_splits, out_splits)):
-            groups = in_split if depthwise else 1
-            self.add_module(str(i), create_conv2d(in_split, out_split, kernel, stride, dilation, groups, pad_type))
-
-    def forward(self, x):
-        chunks = torch.split(x, self.splits, 1)
-        return torch.cat([conv(chunk) for conv, chunk in zip(self.values(), chunks)], 1)
-
-
-def _needs_dynamic_padding(pad_type, kernel_size, stride, dilation):
-    """Whether TensorFlow's "same" padding depends on the input's size (a stride, or an even receptive field, whose
-    odd pixel of padding goes at the end), so that no fixed symmetric padding gives it."""
-    return pad_type == "same" and (stride > 1 or dilation * (kernel_size - 1) % 2 == 1)
-
-
-def _pad_same(x, kernel_size, stride, dilation):
-    """``x`` padded with zeros as TensorFlow's "same" convolution pads it: the total padding of each axis split
-    with the odd pixel at the end (bottom, right)."""
-    height, width = x.shape[-2:]
-    pad_h = _same_padding(height, kernel_size[0], stride[0], dilation[0])
-    pad_w = _same_padding(width, kernel_size[1], stride[1], dilation[1])
-    return F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2))
-
-
-class CondConv2d(nn.Module):
-    """CondConv (Yang et al. 2019, "CondConv: Conditionally Parameterized Convolutions for Efficient Inference"): a
-    bias-free convolution whose kernel is, for each example, the mixture of ``num_experts`` expert kernels weighted
-    by that example's routing weights (``forward(x, routing_weights)``, routing of shape (N, num_experts)).
-
-    ``weight`` holds one flattened kernel per expert, (num_experts, out * in / groups * kh * kw), as timm stores
-    it. The examples' kernels are applied at once as one convolution grouped over the batch. Padding as
-    ``create_conv2d`` pads ('same': TensorFlow's, per input where no fixed padding gives it)."""
-
-    def __init__(self, in_chs, out_chs, kernel_size=3, stride=1, dilation=1, groups=1, pad_type="", num_experts=4):
-        super().__init__()
-        self.in_channels = in_chs
-        self.out_channels = out_chs
-        self.kernel_size = (kernel_size, kernel_size)
-        self.stride = (stride, stride)
-        self.dilation = (dilation, dilation)
-        self.groups = groups
-        self.num_experts = num_experts
-        self.dynamic_padding = _needs_dynamic_padding(pad_type, kernel_size, stride, dilation)
-        padding = 0 if self.dynamic_padding else _symmetric_padding(kernel_size, stride, dilation)
-        self.padding = (padding, padding)
-        self.weight_shape = (out_chs, in_chs // groups) + self.kernel_size
-        self.weight = nn.Parameter(torch.empty(num_experts, math.prod(self.weight_shape)))
-        self.reset_parameters()
-
-    def expert_kernels(self):
-        """Each expert's kernel as a view of ``weight`` in the (out, in / groups, kh, kw) layout, for initialising
-        them one by one."""
-        return [self.weight[i].view(self.weight_shape) for i in range(self.num_experts)]
-
-    def reset_parameters(self):
-        """Every expert kernel initialised as a convolution's default (Kaiming uniform, a = sqrt(5))."""
-        for kernel in self.expert_kernels():
-            nn.init.kaiming_uniform_(kernel, a=math.sqrt(5))
-
-    def forward(self, x, routing_weights):
-        batch, channels, height, width = x.shape
-        kernels = routing_weights @ self.weight
-        kernels = kernels.reshape((batch * self.out_channels,) + self.weight_shape[1:])
-        x = x.reshape(1, batch * channels, height, width)
-        if self.dynamic_padding:
-            x = _pad_same(x, self.kernel_size, self.stride, self.dilation)
-        out = F.conv2d(x, kernels, None, self.stride, self.padding, self.dilation, self.groups * batch)
-        return out.reshape(batch, self.out_channels, out.shape[-2], out.shape[-1])
-
-
-def create_conv2d(in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, pad_type="", bias=False,
-                  num_experts=0):
-    """A convolution padded as ``pad_type`` says: '' pads half the receptive field (PyTorch style); 'same' pads as
-    TensorFlow, statically and symmetrically where that is exact (stride 1, odd receptive field), otherwise per
-    input (``Conv2dSame``). A list of kernel sizes gives a ``MixedConv2d`` (depthwise when ``groups`` is the
-    input's channels); ``num_experts`` a ``CondConv2d`` of that many experts."""
-    if isinstance(kernel_size, list):
-        return MixedConv2d(in_chs, out_chs, kernel_size, stride, dilation, groups == in_chs, pad_type)
-    if num_experts:
-        return CondConv2d(in_chs, out_chs, kernel_size, stride, dilation, groups, pad_type, num_experts)
-    if _needs_dynamic_padding(pad_type, kernel_size, stride, dilation):
-        return Conv2dSame(in_chs, out_chs, kernel_size, stride=stride, dilation=dilation, groups=groups, bias=bias)
-    padding = _symmetric_padding(kernel_size, stride, dilation)
-    return nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=padding, dilation=dilation, groups=groups,
-                     bias=bias)
-
-
 class SqueezeExcite(nn.Module):
     """Squeeze-and-excitation: the channels' global means through a 1x1 reduction to ``rd_ratio`` of them (rounded
     by ``rd_round_fn``), the activation (``force_act_layer`` where given, else the block's) and a 1x1 expansion
@@ -300,119 +174,10 @@ class SqueezeExcite(nn.Module):
         return x * self.gate(scale)
 
 
-class LayerNorm2d(nn.LayerNorm):
-    """LayerNorm over the channels of an NCHW map, at every pixel (epsilon 1e-6)."""
-
-    def __init__(self, num_channels, eps=1e-6):
-        super().__init__(num_channels, eps=eps)
-
-    def forward(self, x):
-        x = x.permute(0, 2, 3, 1)
-        x = F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
-        return x.permute(0, 3, 1, 2)
-
-
-class ConvMlp(nn.Module):
-    """A two-layer perceptron of 1x1 convolutions with biases over an NCHW map: ``fc1`` to ``hidden_chs``
-    channels, LayerNorm (``norm``), the activation (``act``), dropout (``drop``, none) and ``fc2`` back to
-    ``in_chs``."""
-
-    def __init__(self, in_chs, hidden_chs, act_layer=nn.ReLU):
-        super().__init__()
-        self.fc1 = nn.Conv2d(in_chs, hidden_chs, 1)
-        self.norm = LayerNorm2d(hidden_chs)
-        self.act = act_layer()
-        self.drop = nn.Dropout(0.0)
-        self.fc2 = nn.Conv2d(hidden_chs, in_chs, 1)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.norm(x)
-        x = self.act(x)
-        x = self.drop(x)
-        x = self.fc2(x)
-        return x
-
-
-class GlobalContext(nn.Module):
-    """Global context attention (Cao et al. 2019, "GCNet: Non-local Networks Meet Squeeze-Excitation Networks and
-    Beyond"), in squeeze-and-excitation's slot: a softmax over the pixels of a 1x1 convolution's logits
-    (``conv_attn``) weights them into one context vector per example, a bottleneck ``ConvMlp`` (``mlp_scale``, to
-    ``rd_ratio`` of the channels, at least one) and a sigmoid (``gate``) turn it into per-channel scales."""
-
-    def __init__(self, channels, rd_ratio=1.0 / 8, act_layer=nn.ReLU):
-        super().__init__()
-        self.conv_attn = nn.Conv2d(channels, 1, 1)
-        rd_channels = _make_divisible(channels * rd_ratio, 1, round_limit=0.0)
-        self.mlp_scale = ConvMlp(channels, rd_channels, act_layer)
-        self.gate = nn.Sigmoid()
-        nn.init.kaiming_normal_(self.conv_attn.weight, mode="fan_in", nonlinearity="relu")
-
-    def forward(self, x):
-        batch, channels, height, width = x.shape
-        attn = self.conv_attn(x).reshape(batch, 1, height * width, 1).softmax(dim=2)
-        context = x.reshape(batch, 1, channels, height * width) @ attn
-        context = context.reshape(batch, channels, 1, 1)
-        return x * self.gate(self.mlp_scale(context))
-
-
-class BlurPool2d(nn.Module):
-    """Anti-aliased downsampling (Zhang 2019): each channel blurred by the 3x3 binomial filter [1, 2, 1]^T [1, 2, 1]
-    / 16, then subsampled by ``stride``; the map is padded by one pixel with ``pad_mode`` ('constant': zeros). The
-    filter is a buffer outside the ``state_dict``."""
-
-    def __init__(self, channels, stride=2, pad_mode="constant"):
-        super().__init__()
-        self.channels = channels
-        self.stride = stride
-        self.pad_mode = pad_mode
-        coeffs = torch.tensor([1.0, 2.0, 1.0]) / 4.0
-        blur = (coeffs[:, None] * coeffs[None, :])[None, None]
-        self.register_buffer("filt", blur.repeat(channels, 1, 1, 1), persistent=False)
-
-    def forward(self, x):
-        x = F.pad(x, (1, 1, 1, 1), mode=self.pad_mode)
-        return F.conv2d(x, self.filt.to(x.dtype), stride=self.stride, groups=self.channels)
-
-
-def create_aa(aa_layer, channels, stride=2, enable=True):
-    """The anti-aliasing layer that follows a convolution whose stride it takes over: 'avg' (a ``stride`` x
-    ``stride`` average pool) or 'blurpc' (``BlurPool2d`` with zero padding); None when not ``enable``d or without
-    ``aa_layer``."""
-    if not aa_layer or not enable:
-        return None
-    if aa_layer == "avg":
-        return nn.AvgPool2d(stride)
-    if aa_layer == "blurpc":
-        return BlurPool2d(channels, stride=stride)
-    raise ValueError(f"unknown aa_layer '{aa_layer}': expected 'avg' or 'blurpc'")
-
-
 def _aa_or_identity(aa_layer, channels, stride):
     """A block's ``aa`` slot: the anti-aliasing layer for a strided block, else an identity."""
     aa = create_aa(aa_layer, channels, stride, enable=stride > 1)
     return aa if aa is not None else nn.Identity()
-
-
-class ConvNormAct(nn.Module):
-    """A bias-free convolution (``conv``), BatchNorm and activation (``bn``; no activation with
-    ``apply_act=False``), then the anti-aliasing layer (``aa``, only where ``aa_layer`` takes over a stride)."""
-
-    def __init__(self, in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, pad_type="", apply_act=True,
-                 act_layer=nn.ReLU, eps=1e-5, aa_layer=None):
-        super().__init__()
-        use_aa = bool(aa_layer) and stride > 1
-        self.conv = create_conv2d(in_chs, out_chs, kernel_size, 1 if use_aa else stride, dilation, groups, pad_type)
-        self.bn = BatchNormAct2d(out_chs, eps, act_layer, apply_act=apply_act)
-        if use_aa:
-            self.aa = create_aa(aa_layer, out_chs, stride)
-
-    def forward(self, x):
-        x = self.conv(x)
-        x = self.bn(x)
-        if hasattr(self, "aa"):
-            x = self.aa(x)
-        return x
 
 
 class LayerScale2d(nn.Module):
@@ -642,18 +407,18 @@ class UniversalInvertedResidual(_Residual):
                  aa_layer=None, se_layer=None, layer_scale_init_value=1e-5, drop_path_rate=0.0):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
-        norm = dict(pad_type=pad_type, act_layer=act_layer, eps=eps)
+        norm = dict(padding=pad_type, norm_layer=partial(BatchNormAct2d, eps=eps), act_layer=act_layer)
         dw_start = None
         if dw_kernel_size_start:
             start_stride = 1 if dw_kernel_size_mid else stride
-            dw_start = ConvNormAct(in_chs, in_chs, dw_kernel_size_start, start_stride, dilation, groups=in_chs,
+            dw_start = ConvNormAct(in_chs, in_chs, dw_kernel_size_start, start_stride, dilation=dilation, groups=in_chs,
                                    apply_act=False, aa_layer=aa_layer, **norm)
         self.dw_start = _optional(dw_start)
         mid_chs = _make_divisible(in_chs * exp_ratio, 8)
         self.pw_exp = ConvNormAct(in_chs, mid_chs, 1, **norm)
         dw_mid = None
         if dw_kernel_size_mid:
-            dw_mid = ConvNormAct(mid_chs, mid_chs, dw_kernel_size_mid, stride, dilation, groups=mid_chs,
+            dw_mid = ConvNormAct(mid_chs, mid_chs, dw_kernel_size_mid, stride, dilation=dilation, groups=mid_chs,
                                  aa_layer=aa_layer, **norm)
         self.dw_mid = _optional(dw_mid)
         self.se = _se_or_identity(se_layer, mid_chs, act_layer)
@@ -661,7 +426,7 @@ class UniversalInvertedResidual(_Residual):
         dw_end = None
         if dw_kernel_size_end:
             end_stride = 1 if dw_kernel_size_start or dw_kernel_size_mid else stride
-            dw_end = ConvNormAct(out_chs, out_chs, dw_kernel_size_end, end_stride, dilation, groups=out_chs,
+            dw_end = ConvNormAct(out_chs, out_chs, dw_kernel_size_end, end_stride, dilation=dilation, groups=out_chs,
                                  apply_act=False, **norm)
         self.dw_end = _optional(dw_end)
         layer_scale = None

@@ -1,19 +1,23 @@
 """Layers that several timm families share, with timm's module names (so their ``state_dict`` keys are timm's):
-patch embedding, the transformer MLP, global pooling chosen by name and the head built on it, convolution +
-BatchNorm + activation, an Inception block's concatenated branches, stochastic depth, and timm's truncated-normal
-initialisation.
+activations chosen by name, patch embedding, the transformer MLP and its 1x1-convolution form, global pooling
+chosen by name and the head built on it, BatchNorm + activation, convolution + norm + activation, anti-aliased
+downsampling, an Inception block's concatenated branches, stochastic depth, and timm's truncated-normal
+initialisation. Channel attention lives in ``_attention``, the LayerNorms in ``_norm``, convolution padding and
+its special convolutions in ``_conv``.
 """
 import math
+from functools import partial
 
 import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
 from ...ops.stochastic_depth import StochasticDepth
+from ._conv import create_conv2d
 
-__all__ = ["pair", "drop_path_module", "trunc_normal_", "init_linear_layers", "PatchEmbed", "Mlp",
-           "SelectAdaptivePool2d", "create_classifier", "ClassifierHead", "BatchNormAct2d", "ConvNormAct",
-           "ConcatBranches"]
+__all__ = ["pair", "drop_path_module", "trunc_normal_", "init_linear_layers", "GELU", "get_act_layer",
+           "create_act_layer", "PatchEmbed", "Mlp", "ConvMlp", "SelectAdaptivePool2d", "create_classifier",
+           "ClassifierHead", "BatchNormAct2d", "BlurPool2d", "create_aa", "ConvNormAct", "ConcatBranches"]
 
 
 def pair(value):
@@ -52,6 +56,41 @@ def init_linear_layers(model, std=0.02):
             trunc_normal_(module.weight, std=std)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
+
+
+class GELU(nn.Module):
+    """The exact GELU, taking (and ignoring) ``inplace`` as the other activations do: timm's ``GELU`` (printed
+    ``GELU()``), so that a layer may build any activation of the table below in place."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+
+    def forward(self, x):
+        return F.gelu(x)
+
+
+_ACT_LAYERS = {"relu": nn.ReLU, "relu6": nn.ReLU6, "leaky_relu": nn.LeakyReLU, "silu": nn.SiLU, "swish": nn.SiLU,
+               "mish": nn.Mish, "gelu": GELU, "hard_swish": nn.Hardswish}
+
+
+def get_act_layer(act_layer):
+    """An activation class from timm's name for it ('relu', 'relu6', 'leaky_relu', 'silu' or 'swish', 'mish', 'gelu',
+    'hard_swish') or the class itself (timm's ``get_act_layer``, for the names the families here use)."""
+    if not isinstance(act_layer, str):
+        return act_layer
+    if act_layer not in _ACT_LAYERS:
+        raise ValueError(f"unknown act_layer '{act_layer}': expected one of {sorted(_ACT_LAYERS)} or a class")
+    return _ACT_LAYERS[act_layer]
+
+
+def create_act_layer(act_layer, inplace=False):
+    """An activation module from its name or class, in place if ``inplace`` where the class takes that argument
+    (timm's ``create_act_layer``: a class without it, such as ``nn.GELU``, is built without)."""
+    act_layer = get_act_layer(act_layer)
+    try:
+        return act_layer(inplace=inplace)
+    except TypeError:
+        return act_layer()
 
 
 class PatchEmbed(nn.Module):
@@ -103,6 +142,28 @@ class Mlp(nn.Module):
         x = self.norm(x)
         x = self.fc2(x)
         x = self.drop2(x)
+        return x
+
+
+class ConvMlp(nn.Module):
+    """The feed-forward block of 1x1 convolutions over an NCHW map (timm's ``ConvMlp``, global context attention's
+    bottleneck): ``fc1`` to ``hidden_features`` channels, ``norm`` (an identity unless ``norm_layer``), the activation
+    (``act``), ``drop`` (no dropout, timm's slot) and ``fc2`` back to ``in_features``."""
+
+    def __init__(self, in_features, hidden_features, act_layer=nn.ReLU, norm_layer=None):
+        super().__init__()
+        self.fc1 = nn.Conv2d(in_features, hidden_features, kernel_size=1)
+        self.norm = norm_layer(hidden_features) if norm_layer else nn.Identity()
+        self.act = act_layer()
+        self.drop = nn.Dropout(0.0)
+        self.fc2 = nn.Conv2d(hidden_features, in_features, kernel_size=1)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        x = self.norm(x)
+        x = self.act(x)
+        x = self.drop(x)
+        x = self.fc2(x)
         return x
 
 
@@ -207,20 +268,98 @@ class BatchNormAct2d(nn.BatchNorm2d):
         return x
 
 
-class ConvNormAct(nn.Module):
-    """A bias-free convolution (``conv``), then BatchNorm and ReLU (``bn``; no ReLU with ``apply_act=False``): the
-    basic layer of the TensorFlow-ported families and of the selective kernel paths."""
+class BlurPool2d(nn.Module):
+    """Anti-aliased downsampling (Zhang 2019, "Making Convolutional Networks Shift-Invariant Again"): each channel
+    blurred by a fixed ``filt_size`` x ``filt_size`` binomial filter, then subsampled by ``stride``, so that the
+    subsampling no longer aliases high frequencies. The map is padded by half the filter's reach with ``pad_mode``
+    ('reflect', or 'constant': zeros). The filter, the outer product of the binomial coefficients of
+    ``filt_size - 1`` over their sum (1-2-1 / 4 for size 3), is a buffer left out of the ``state_dict``."""
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, eps=1e-5,
-                 apply_act=True):
+    def __init__(self, channels, filt_size=3, stride=2, pad_mode="reflect"):
         super().__init__()
-        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding,
-                              dilation=dilation, groups=groups, bias=False)
-        self.bn = BatchNormAct2d(out_channels, eps=eps, apply_act=apply_act)
+        if filt_size < 2:
+            raise ValueError(f"filt_size must be at least 2, got {filt_size}")
+        self.channels = channels
+        self.stride = stride
+        self.pad_mode = pad_mode
+        self.padding = ((stride - 1) + (filt_size - 1)) // 2
+        coeffs = torch.tensor([math.comb(filt_size - 1, k) for k in range(filt_size)], dtype=torch.float32)
+        coeffs = coeffs / 2 ** (filt_size - 1)
+        blur = coeffs[:, None] * coeffs[None, :]
+        self.register_buffer("filt", blur[None, None].repeat(channels, 1, 1, 1), persistent=False)
+
+    def forward(self, x):
+        x = F.pad(x, (self.padding,) * 4, mode=self.pad_mode)
+        return F.conv2d(x, self.filt.to(x.dtype), stride=self.stride, groups=self.channels)
+
+
+_AA_LAYERS = {"avg": nn.AvgPool2d, "blurpc": partial(BlurPool2d, pad_mode="constant")}
+
+
+def create_aa(aa_layer, channels, stride=2, enable=True):
+    """The anti-aliasing layer that subsamples after a convolution whose stride it takes over (timm's
+    ``create_aa``): 'avg' or an ``nn.AvgPool2d`` class pools ``stride`` x ``stride`` windows; 'blurpc' is
+    ``BlurPool2d`` with zero padding; another class (``BlurPool2d``: reflect padding) is built as
+    ``aa_layer(channels=channels, stride=stride)``. None when not ``enable``d or without ``aa_layer``."""
+    if not aa_layer or not enable:
+        return None
+    if isinstance(aa_layer, str):
+        if aa_layer not in _AA_LAYERS:
+            raise ValueError(f"unknown aa_layer '{aa_layer}': expected one of {sorted(_AA_LAYERS)} or a class")
+        aa_layer = _AA_LAYERS[aa_layer]
+    if isinstance(aa_layer, type) and issubclass(aa_layer, nn.AvgPool2d):
+        return aa_layer(stride)
+    return aa_layer(channels=channels, stride=stride)
+
+
+def _norm_act_layer(norm_layer, act_layer):
+    """``norm_layer`` as a norm-and-activation layer with ``act_layer`` bound where it takes one, as timm's
+    ``get_norm_act_layer`` makes it: ``nn.BatchNorm2d`` becomes ``BatchNormAct2d``; ``BatchNormAct2d``, or a partial
+    of it that binds no activation of its own, gets ``act_layer``; another norm-and-activation layer (EvoNorm, whose
+    nonlinearity is its own) stays as it is."""
+    if norm_layer is nn.BatchNorm2d:
+        norm_layer = BatchNormAct2d
+    layer = norm_layer.func if isinstance(norm_layer, partial) else norm_layer
+    if layer is not BatchNormAct2d or "act_layer" in getattr(norm_layer, "keywords", {}):
+        return norm_layer
+    return partial(norm_layer, act_layer=act_layer)
+
+
+class ConvNormAct(nn.Module):
+    """A bias-free convolution (``conv``), a norm with its activation (``bn``; no activation with
+    ``apply_act=False``) and, where ``aa_layer`` takes over a stride above 1, the anti-aliasing layer that
+    subsamples (``aa``): timm's ``ConvNormAct``, the basic layer of its convolutional families.
+
+    ``padding`` is a number (or pair) of pixels, or a ``create_conv2d`` padding type: '' pads half the receptive
+    field, 'same' as TensorFlow pads. ``norm_layer`` builds the norm as ``norm_layer(out_channels,
+    apply_act=apply_act)``: BatchNorm (``nn.BatchNorm2d`` or ``BatchNormAct2d``, or a partial of the latter for
+    another epsilon or an in-place activation) with ``act_layer`` unless the partial binds its own, another
+    norm-and-activation layer (EvoNorm) as it is.
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size=1, stride=1, padding="", dilation=1, groups=1,
+                 apply_act=True, norm_layer=nn.BatchNorm2d, act_layer=nn.ReLU, aa_layer=None):
+        super().__init__()
+        use_aa = bool(aa_layer) and stride > 1
+        conv_stride = 1 if use_aa else stride
+        if isinstance(padding, str):
+            self.conv = create_conv2d(in_channels, out_channels, kernel_size, conv_stride, dilation, groups, padding)
+        else:
+            self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, stride=conv_stride, padding=padding,
+                                  dilation=dilation, groups=groups, bias=False)
+        self.bn = _norm_act_layer(norm_layer, act_layer)(out_channels, apply_act=apply_act)
+        self.aa = create_aa(aa_layer, out_channels, stride, enable=use_aa)
+
+    @property
+    def out_channels(self):
+        """The convolution's output channels."""
+        return self.conv.out_channels
 
     def forward(self, x):
         x = self.conv(x)
         x = self.bn(x)
+        if self.aa is not None:
+            x = self.aa(x)
         return x
 
 

@@ -32,10 +32,10 @@ from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._efficientnet_blocks import create_conv2d
-from ._layers import BatchNormAct2d, ClassifierHead, drop_path_module, pair
-from .convnext import LayerNorm2d
-from .resnet import AvgPool2dSame, EcaModule, SEModule
+from ._attention import EcaModule, GlobalContext, SEModule
+from ._conv import create_conv2d
+from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module, get_act_layer, pair
+from .resnet import AvgPool2dSame
 from .resnetv2 import EvoNorm2dS0, group_std
 
 __all__ = []
@@ -111,16 +111,9 @@ def num_groups(group_size, channels):
     return channels // group_size
 
 
-_ACTIVATIONS = {"relu": nn.ReLU, "silu": nn.SiLU}
-
-
-def get_act_layer(act_layer):
-    """An activation class from its name ('relu', 'silu') or the class itself."""
-    if not isinstance(act_layer, str):
-        return act_layer
-    if act_layer not in _ACTIVATIONS:
-        raise ValueError(f"unknown act_layer '{act_layer}': expected one of {sorted(_ACTIVATIONS)} or a class")
-    return _ACTIVATIONS[act_layer]
+# BatchNorm with its activation in place, as timm's BatchNormAct2d builds it, and timm's ConvNormAct around it
+_bn_act = partial(BatchNormAct2d, inplace=True)
+_conv_norm_act = partial(ConvNormAct, norm_layer=_bn_act)
 
 
 def get_norm_act_layer(norm_layer, act_layer):
@@ -151,81 +144,6 @@ class EvoNorm2dS0a(EvoNorm2dS0):
         return x * self.weight.view(shape) + self.bias.view(shape)
 
 
-class ConvNormAct(nn.Module):
-    """A bias-free convolution (``conv``, padded as PyTorch pads) and a norm with its activation (``bn``, made by
-    ``norm_act_layer``; no activation with ``apply_act=False``)."""
-
-    def __init__(self, in_chs, out_chs, kernel_size=1, stride=1, dilation=1, groups=1, apply_act=True,
-                 norm_act_layer=partial(BatchNormAct2d, inplace=True)):
-        super().__init__()
-        self.conv = create_conv2d(in_chs, out_chs, kernel_size, stride=stride, dilation=dilation, groups=groups)
-        self.bn = norm_act_layer(out_chs, apply_act=apply_act)
-
-    def forward(self, x):
-        x = self.conv(x)
-        x = self.bn(x)
-        return x
-
-
-class ConvMlp(nn.Module):
-    """A per-pixel MLP of 1x1 convolutions: ``fc1`` to ``hidden_chs``, LayerNorm over the channels, ReLU, (no)
-    dropout, ``fc2`` back to ``channels``."""
-
-    def __init__(self, channels, hidden_chs):
-        super().__init__()
-        self.fc1 = nn.Conv2d(channels, hidden_chs, kernel_size=1)
-        self.norm = LayerNorm2d(hidden_chs)
-        self.act = nn.ReLU()
-        self.drop = nn.Dropout(0.0)
-        self.fc2 = nn.Conv2d(hidden_chs, channels, kernel_size=1)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.norm(x)
-        x = self.act(x)
-        x = self.drop(x)
-        x = self.fc2(x)
-        return x
-
-
-class GlobalContext(nn.Module):
-    """Global context attention (GCNet): a softmax over the positions of a 1x1 convolution (``conv_attn``) pools
-    the map to one context vector, which a bottleneck MLP of 1x1 convolutions with LayerNorm turns into a per-channel
-    sigmoid gate (``mlp_scale``, ``fuse_scale``) and/or a per-channel shift (``mlp_add``, ``fuse_add``; its last
-    layer starts at zero). Without ``use_attn`` the context is the plain mean."""
-
-    def __init__(self, channels, use_attn=True, fuse_add=False, fuse_scale=True, rd_ratio=1 / 8, rd_divisor=1):
-        super().__init__()
-        self.conv_attn = nn.Conv2d(channels, 1, kernel_size=1) if use_attn else None
-        rd_channels = _make_divisible(channels * rd_ratio, rd_divisor, round_limit=0.0)
-        self.mlp_add = ConvMlp(channels, rd_channels) if fuse_add else None
-        self.mlp_scale = ConvMlp(channels, rd_channels) if fuse_scale else None
-        self.gate = nn.Sigmoid()
-        self.reset_parameters()
-
-    def reset_parameters(self):
-        """He-normal (fan-in) attention logits; the additive MLP's last layer zeroed, so it starts as a no-op."""
-        if self.conv_attn is not None:
-            nn.init.kaiming_normal_(self.conv_attn.weight, mode="fan_in", nonlinearity="relu")
-        if self.mlp_add is not None:
-            nn.init.zeros_(self.mlp_add.fc2.weight)
-
-    def forward(self, x):
-        batch, channels, height, width = x.shape
-        if self.conv_attn is not None:
-            attn = self.conv_attn(x).reshape(batch, 1, height * width)
-            attn = F.softmax(attn, dim=-1).unsqueeze(3)
-            context = x.reshape(batch, channels, height * width).unsqueeze(1) @ attn
-            context = context.view(batch, channels, 1, 1)
-        else:
-            context = x.mean(dim=(2, 3), keepdim=True)
-        if self.mlp_scale is not None:
-            x = x * self.gate(self.mlp_scale(context))
-        if self.mlp_add is not None:
-            x = x + self.mlp_add(context)
-        return x
-
-
 class BilinearAttnTransform(nn.Module):
     """The bilinear attentional transform: the map is split into a ``block_size`` x ``block_size`` grid of cells;
     from max-pooled row and column profiles of a reduction to ``groups`` channels, strip convolutions predict one
@@ -235,10 +153,10 @@ class BilinearAttnTransform(nn.Module):
 
     def __init__(self, in_channels, block_size, groups):
         super().__init__()
-        self.conv1 = ConvNormAct(in_channels, groups, 1)
+        self.conv1 = _conv_norm_act(in_channels, groups, 1)
         self.conv_p = nn.Conv2d(groups, block_size * block_size * groups, kernel_size=(block_size, 1))
         self.conv_q = nn.Conv2d(groups, block_size * block_size * groups, kernel_size=(1, block_size))
-        self.conv2 = ConvNormAct(in_channels, in_channels, 1)
+        self.conv2 = _conv_norm_act(in_channels, in_channels, 1)
         self.block_size = block_size
         self.groups = groups
 
@@ -286,9 +204,9 @@ class BatNonLocalAttn(nn.Module):
     def __init__(self, in_channels, block_size=7, groups=2, rd_ratio=0.25, rd_divisor=8, drop_rate=0.2):
         super().__init__()
         rd_channels = _make_divisible(in_channels * rd_ratio, rd_divisor)
-        self.conv1 = ConvNormAct(in_channels, rd_channels, 1)
+        self.conv1 = _conv_norm_act(in_channels, rd_channels, 1)
         self.ba = BilinearAttnTransform(rd_channels, block_size, groups)
-        self.conv2 = ConvNormAct(rd_channels, in_channels, 1)
+        self.conv2 = _conv_norm_act(rd_channels, in_channels, 1)
         self.dropout = nn.Dropout2d(p=drop_rate)
 
     def forward(self, x):
@@ -322,8 +240,8 @@ def get_attn(attn_layer):
 class LayerFn:
     """The layer factories a network's blocks are built with: convolution + norm + activation, norm +
     activation, the activation, and the attention and self-attention layers (None: none)."""
-    conv_norm_act: Callable = ConvNormAct
-    norm_act: Callable = partial(BatchNormAct2d, inplace=True)
+    conv_norm_act: Callable = _conv_norm_act
+    norm_act: Callable = _bn_act
     act: Callable = nn.ReLU
     attn: Optional[Callable] = None
     self_attn: Optional[Callable] = None
@@ -335,7 +253,7 @@ def get_layer_fns(cfg):
     norm_act = get_norm_act_layer(cfg.norm_layer, act)
     attn = partial(get_attn(cfg.attn_layer), **cfg.attn_kwargs) if cfg.attn_layer else None
     self_attn = partial(get_attn(cfg.self_attn_layer), **cfg.self_attn_kwargs) if cfg.self_attn_layer else None
-    return LayerFn(conv_norm_act=partial(ConvNormAct, norm_act_layer=norm_act), norm_act=norm_act, act=act,
+    return LayerFn(conv_norm_act=partial(ConvNormAct, norm_layer=norm_act), norm_act=norm_act, act=act,
                    attn=attn, self_attn=self_attn)
 
 

@@ -20,30 +20,11 @@ from engine import nn
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._efficientnet_blocks import create_conv2d
+from ._conv import create_conv2d
 from ._layers import SelectAdaptivePool2d, create_classifier, drop_path_module, trunc_normal_
+from ._norm import LayerNorm, LayerNorm2d
 
 __all__ = []
-
-
-class LayerNorm(nn.LayerNorm):
-    """LayerNorm over the last axis, eps 1e-6 by default (the blocks' norm when they run channels-last)."""
-
-    def __init__(self, num_channels, eps=1e-6):
-        super().__init__(num_channels, eps=eps)
-
-
-class LayerNorm2d(nn.LayerNorm):
-    """LayerNorm over the channels of an (N, C, H, W) map, at every pixel, eps 1e-6 by default."""
-
-    def __init__(self, num_channels, eps=1e-6):
-        super().__init__(num_channels, eps=eps)
-
-    def forward(self, x):
-        x = x.permute(0, 2, 3, 1)
-        x = super().forward(x)
-        x = x.permute(0, 3, 1, 2)
-        return x
 
 
 class SimpleNorm(nn.Module):

@@ -12,6 +12,8 @@ optionally with squeeze-and-excitation. The "focus" stems are one 6x6 convolutio
 downsamples by average pooling and a 1x1 convolution. Model names, module names, ``state_dict`` keys, the
 initialisation and the model API follow timm's ``cspnet`` module, so its checkpoints load as they are.
 """
+from functools import partial
+
 import engine as torch
 from engine import nn
 
@@ -19,21 +21,13 @@ from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._layers import BatchNormAct2d, ClassifierHead, drop_path_module
+from ._attention import SEModule
+from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module, get_act_layer
 
 __all__ = []
 
-_ACTIVATIONS = {"relu": nn.ReLU, "leaky_relu": nn.LeakyReLU, "silu": nn.SiLU, "swish": nn.SiLU, "mish": nn.Mish,
-                "gelu": nn.GELU}
-
-
-def _activation(act_layer):
-    """An activation class from timm's name for it ('leaky_relu', 'silu'...) or the class itself."""
-    if not isinstance(act_layer, str):
-        return act_layer
-    if act_layer not in _ACTIVATIONS:
-        raise ValueError(f"unknown act_layer '{act_layer}': expected one of {sorted(_ACTIVATIONS)} or a class")
-    return _ACTIVATIONS[act_layer]
+# timm's ConvNormAct as timm builds it here: BatchNorm with its activation in place
+_conv_norm_act = partial(ConvNormAct, norm_layer=partial(BatchNormAct2d, inplace=True))
 
 
 def _per_stage(value, num_stages):
@@ -42,50 +36,12 @@ def _per_stage(value, num_stages):
     return values[:num_stages] + values[-1:] * (num_stages - len(values))
 
 
-class ConvNormAct(nn.Module):
-    """A bias-free convolution (``conv``), then BatchNorm and ``act_layer`` (``bn``; no activation with
-    ``apply_act=False``). ``padding=None`` pads half the receptive field, as PyTorch models usually do."""
-
-    def __init__(self, in_chs, out_chs, kernel_size, stride=1, padding=None, dilation=1, groups=1,
-                 act_layer=nn.LeakyReLU, apply_act=True):
-        super().__init__()
-        if padding is None:
-            padding = ((stride - 1) + dilation * (kernel_size - 1)) // 2
-        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=padding, dilation=dilation,
-                              groups=groups, bias=False)
-        self.bn = BatchNormAct2d(out_chs, act_layer=act_layer, apply_act=apply_act, inplace=True)
-
-    def forward(self, x):
-        x = self.conv(x)
-        x = self.bn(x)
-        return x
-
-
-class SEModule(nn.Module):
-    """Squeeze-and-excitation: the channels' means through a biased 1x1 reduction to ``rd_channels`` (``fc1``), the
-    activation and a 1x1 expansion (``fc2``) give a sigmoid gate scaling each channel."""
-
-    def __init__(self, channels, rd_channels, act_layer=nn.ReLU):
-        super().__init__()
-        self.fc1 = nn.Conv2d(channels, rd_channels, kernel_size=1)
-        self.act = act_layer(inplace=True)
-        self.fc2 = nn.Conv2d(rd_channels, channels, kernel_size=1)
-        self.gate = nn.Sigmoid()
-
-    def forward(self, x):
-        scale = x.mean((2, 3), keepdim=True)
-        scale = self.fc1(scale)
-        scale = self.act(scale)
-        scale = self.fc2(scale)
-        return x * self.gate(scale)
-
-
 def _squeeze_excite(channels, se_ratio, act_layer):
     """Squeeze-and-excitation over ``channels``, squeezed to ``se_ratio`` of them (a multiple of 8), or an
     identity when ``se_ratio`` is 0."""
     if not se_ratio:
         return nn.Identity()
-    return SEModule(channels, _make_divisible(channels * se_ratio, 8, round_limit=0.0), act_layer)
+    return SEModule(channels, rd_ratio=se_ratio, act_layer=act_layer)
 
 
 class BottleneckBlock(nn.Module):
@@ -97,10 +53,10 @@ class BottleneckBlock(nn.Module):
                  act_layer=nn.LeakyReLU, drop_path_rate=0.0):
         super().__init__()
         mid_chs = int(round(out_chs * bottle_ratio))
-        self.conv1 = ConvNormAct(in_chs, mid_chs, 1, act_layer=act_layer)
-        self.conv2 = ConvNormAct(mid_chs, mid_chs, 3, dilation=dilation, groups=groups, act_layer=act_layer)
+        self.conv1 = _conv_norm_act(in_chs, mid_chs, 1, act_layer=act_layer)
+        self.conv2 = _conv_norm_act(mid_chs, mid_chs, 3, dilation=dilation, groups=groups, act_layer=act_layer)
         self.attn2 = _squeeze_excite(mid_chs, se_ratio, act_layer)
-        self.conv3 = ConvNormAct(mid_chs, out_chs, 1, act_layer=act_layer, apply_act=False)
+        self.conv3 = _conv_norm_act(mid_chs, out_chs, 1, act_layer=act_layer, apply_act=False)
         self.drop_path = drop_path_module(drop_path_rate)
         self.act3 = act_layer()
 
@@ -127,9 +83,9 @@ class DarkBlock(nn.Module):
                  act_layer=nn.LeakyReLU, drop_path_rate=0.0):
         super().__init__()
         mid_chs = int(round(out_chs * bottle_ratio))
-        self.conv1 = ConvNormAct(in_chs, mid_chs, 1, act_layer=act_layer)
+        self.conv1 = _conv_norm_act(in_chs, mid_chs, 1, act_layer=act_layer)
         self.attn = _squeeze_excite(mid_chs, se_ratio, act_layer)
-        self.conv2 = ConvNormAct(mid_chs, out_chs, 3, dilation=dilation, groups=groups, act_layer=act_layer)
+        self.conv2 = _conv_norm_act(mid_chs, out_chs, 3, dilation=dilation, groups=groups, act_layer=act_layer)
         self.drop_path = drop_path_module(drop_path_rate)
 
     def zero_init_last(self):
@@ -153,9 +109,9 @@ class EdgeBlock(nn.Module):
                  act_layer=nn.LeakyReLU, drop_path_rate=0.0):
         super().__init__()
         mid_chs = int(round(out_chs * bottle_ratio))
-        self.conv1 = ConvNormAct(in_chs, mid_chs, 3, dilation=dilation, groups=groups, act_layer=act_layer)
+        self.conv1 = _conv_norm_act(in_chs, mid_chs, 3, dilation=dilation, groups=groups, act_layer=act_layer)
         self.attn = _squeeze_excite(mid_chs, se_ratio, act_layer)
-        self.conv2 = ConvNormAct(mid_chs, out_chs, 1, act_layer=act_layer)
+        self.conv2 = _conv_norm_act(mid_chs, out_chs, 1, act_layer=act_layer)
         self.drop_path = drop_path_module(drop_path_rate)
 
     def zero_init_last(self):
@@ -181,9 +137,10 @@ def _downsample(in_chs, out_chs, stride, first_dilation, groups, avg_down, act_l
     if avg_down:
         return nn.Sequential(
             nn.AvgPool2d(2) if stride == 2 else nn.Identity(),
-            ConvNormAct(in_chs, out_chs, 1, groups=groups, act_layer=act_layer),
+            _conv_norm_act(in_chs, out_chs, 1, groups=groups, act_layer=act_layer),
         )
-    return ConvNormAct(in_chs, out_chs, 3, stride=stride, dilation=first_dilation, groups=groups, act_layer=act_layer)
+    return _conv_norm_act(in_chs, out_chs, 3, stride=stride, dilation=first_dilation, groups=groups,
+                          act_layer=act_layer)
 
 
 def _make_blocks(block_type, depth, in_chs, out_chs, drop_path_rates, **block_kwargs):
@@ -217,12 +174,12 @@ class CrossStage(nn.Module):
         else:
             down_chs = in_chs
             self.conv_down = nn.Identity()
-        self.conv_exp = ConvNormAct(down_chs, self.expand_chs, 1, act_layer=act_layer, apply_act=not cross_linear)
+        self.conv_exp = _conv_norm_act(down_chs, self.expand_chs, 1, act_layer=act_layer, apply_act=not cross_linear)
         self.blocks = _make_blocks(block_type, depth, self.expand_chs // 2, block_out_chs,
                                    drop_path_rates, dilation=dilation, bottle_ratio=bottle_ratio,
                                    groups=groups, se_ratio=se_ratio, act_layer=act_layer)
-        self.conv_transition_b = ConvNormAct(block_out_chs, self.expand_chs // 2, 1, act_layer=act_layer)
-        self.conv_transition = ConvNormAct(self.expand_chs, out_chs, 1, act_layer=act_layer)
+        self.conv_transition_b = _conv_norm_act(block_out_chs, self.expand_chs // 2, 1, act_layer=act_layer)
+        self.conv_transition = _conv_norm_act(self.expand_chs, out_chs, 1, act_layer=act_layer)
 
     def forward(self, x):
         x = self.conv_down(x)
@@ -251,11 +208,11 @@ class CrossStage3(nn.Module):
         else:
             down_chs = in_chs
             self.conv_down = None
-        self.conv_exp = ConvNormAct(down_chs, self.expand_chs, 1, act_layer=act_layer, apply_act=not cross_linear)
+        self.conv_exp = _conv_norm_act(down_chs, self.expand_chs, 1, act_layer=act_layer, apply_act=not cross_linear)
         self.blocks = _make_blocks(block_type, depth, self.expand_chs // 2, block_out_chs,
                                    drop_path_rates, dilation=dilation, bottle_ratio=bottle_ratio,
                                    groups=groups, se_ratio=se_ratio, act_layer=act_layer)
-        self.conv_transition = ConvNormAct(self.expand_chs, out_chs, 1, act_layer=act_layer)
+        self.conv_transition = _conv_norm_act(self.expand_chs, out_chs, 1, act_layer=act_layer)
 
     def forward(self, x):
         if self.conv_down is not None:
@@ -303,6 +260,7 @@ def create_stem(in_chans, out_chs, kernel_size, stride, padding, pool, act_layer
         raise ValueError(f"a stem pool must be 'max' with stem stride 4, got pool={pool!r}, stride={stride}")
     widths = tuple(out_chs) if isinstance(out_chs, (tuple, list)) else (out_chs,)
     stem = nn.Sequential()
+    first_padding = "" if padding is None else padding
     feature_info = []
     feature = None
     reduction = 1
@@ -311,8 +269,8 @@ def create_stem(in_chans, out_chs, kernel_size, stride, padding, pool, act_layer
         strided = (i == 0 and stride > 1) or (i == len(widths) - 1 and stride > 2 and not pool)
         if strided and feature is not None:
             feature_info.append(feature)
-        stem.add_module(name, ConvNormAct(in_chans, width, kernel_size, stride=2 if strided else 1,
-                                          padding=padding if i == 0 else None, act_layer=act_layer))
+        stem.add_module(name, _conv_norm_act(in_chans, width, kernel_size, stride=2 if strided else 1,
+                                             padding=first_padding if i == 0 else "", act_layer=act_layer))
         reduction *= 2 if strided else 1
         in_chans = width
         feature = dict(num_chs=width, reduction=reduction, module=f"stem.{name}")
@@ -406,7 +364,7 @@ class CspNet(nn.Module):
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
-        act_layer = _activation(act_layer)
+        act_layer = get_act_layer(act_layer)
         self.num_classes = num_classes
         self.in_chans = in_chans
         self.drop_rate = drop_rate

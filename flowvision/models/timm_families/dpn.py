@@ -11,6 +11,7 @@ The classifier is a 1x1 convolution over the pooled map. Model names, module nam
 originals) load directly.
 """
 from collections import OrderedDict
+from functools import partial
 
 import engine as torch
 import engine.nn.functional as F
@@ -18,27 +19,11 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import BatchNormAct2d, SelectAdaptivePool2d
+from ._layers import BatchNormAct2d, ConvNormAct, SelectAdaptivePool2d
 
 __all__ = []
 
 _EPS = 1e-3  # BatchNorm's epsilon in the MXNet originals
-
-
-class ConvNormAct(nn.Module):
-    """The stem: a bias-free strided convolution (``conv``, "same"-style padding), then BatchNorm and the
-    activation (``bn``)."""
-
-    def __init__(self, in_chs, out_chs, kernel_size, stride=1, act_layer=nn.ReLU):
-        super().__init__()
-        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=_padding(kernel_size, stride),
-                              bias=False)
-        self.bn = BatchNormAct2d(out_chs, _EPS, act_layer, inplace=True)
-
-    def forward(self, x):
-        x = self.conv(x)
-        x = self.bn(x)
-        return x
 
 
 def _padding(kernel_size, stride):
@@ -159,7 +144,7 @@ class DPN(nn.Module):
         bw_factor = 1 if small else 4
         blocks = OrderedDict()
         blocks["conv1_1"] = ConvNormAct(in_chans, num_init_features, kernel_size=3 if small else 7, stride=2,
-                                        act_layer=act_layer)
+                                        norm_layer=partial(BatchNormAct2d, eps=_EPS, inplace=True), act_layer=act_layer)
         blocks["conv1_pool"] = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
         self.feature_info = [dict(num_chs=num_init_features, reduction=2, module="features.conv1_1")]
         in_chs = num_init_features

@@ -24,8 +24,9 @@ from engine import nn
 from .._helpers import build_model
 from ..registry import register_model
 from .._utils import _make_divisible
-from ._efficientnet_blocks import (GlobalContext, SqueezeExcite, build_stages, create_conv2d, decode_arch_def,
-                                   init_weights_goog, round_channels)
+from ._attention import GlobalContext
+from ._conv import create_conv2d
+from ._efficientnet_blocks import SqueezeExcite, build_stages, decode_arch_def, init_weights_goog, round_channels
 from ._layers import BatchNormAct2d, create_classifier
 
 __all__ = []

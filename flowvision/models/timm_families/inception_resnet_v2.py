@@ -16,7 +16,7 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import ConcatBranches, ConvNormAct, create_classifier
+from ._layers import BatchNormAct2d, ConcatBranches, ConvNormAct, create_classifier
 
 __all__ = []
 
@@ -177,7 +177,7 @@ class InceptionResnetV2(nn.Module):
         super().__init__()
         if output_stride != 32:
             raise ValueError(f"Inception-ResNet-v2 has a fixed output stride of 32, got {output_stride}")
-        conv_block = partial(ConvNormAct, eps=norm_eps)
+        conv_block = partial(ConvNormAct, padding=0, norm_layer=partial(BatchNormAct2d, eps=norm_eps))
         self.num_classes = num_classes
         self.num_features = 1536
         self.conv2d_1a = conv_block(in_chans, 32, kernel_size=3, stride=2)

@@ -15,7 +15,7 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import ConcatBranches, ConvNormAct, create_classifier
+from ._layers import BatchNormAct2d, ConcatBranches, ConvNormAct, create_classifier
 
 __all__ = []
 
@@ -182,7 +182,7 @@ class InceptionV4(nn.Module):
         super().__init__()
         if output_stride != 32:
             raise ValueError(f"Inception-v4 has a fixed output stride of 32, got {output_stride}")
-        conv_block = partial(ConvNormAct, eps=norm_eps)
+        conv_block = partial(ConvNormAct, padding=0, norm_layer=partial(BatchNormAct2d, eps=norm_eps))
         self.num_classes = num_classes
         self.num_features = 1536
         self.features = nn.Sequential(

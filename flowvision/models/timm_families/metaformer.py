@@ -22,7 +22,7 @@ from engine import nn
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import SelectAdaptivePool2d, drop_path_module, trunc_normal_
-from .convnext import LayerNorm, LayerNorm2d
+from ._norm import LayerNorm, LayerNorm2d
 
 __all__ = []
 

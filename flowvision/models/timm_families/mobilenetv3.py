@@ -21,8 +21,8 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._efficientnet_blocks import (SqueezeExcite, build_stages, create_conv2d, decode_arch_def, init_weights_goog,
-                                   round_channels)
+from ._conv import create_conv2d
+from ._efficientnet_blocks import SqueezeExcite, build_stages, decode_arch_def, init_weights_goog, round_channels
 from ._layers import BatchNormAct2d, SelectAdaptivePool2d
 
 __all__ = []

@@ -28,27 +28,15 @@ from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._efficientnet_blocks import _same_padding
-from ._layers import ClassifierHead, drop_path_module
-from .resnet import AvgPool2dSame, EcaModule, SEModule
+from ._attention import EcaModule, SEModule
+from ._conv import _same_padding
+from ._layers import ClassifierHead, drop_path_module, get_act_layer
+from .resnet import AvgPool2dSame
 
 __all__ = []
 
 # The gain that brings each activation's output back to unit variance for a unit Gaussian input (DeepMind's values).
 _NONLIN_GAMMA = {"relu": 1.7139588594436646, "silu": 1.7881293296813965, "gelu": 1.7015043497085571}
-
-
-class GELU(nn.Module):
-    """The exact GELU, taking (and ignoring) ``inplace`` as the other activations here do."""
-
-    def __init__(self, inplace=False):
-        super().__init__()
-
-    def forward(self, x):
-        return F.gelu(x)
-
-
-_ACT_LAYERS = {"relu": nn.ReLU, "silu": nn.SiLU, "gelu": GELU}
 _ACT_FUNCTIONS = {"relu": F.relu, "silu": F.silu, "gelu": F.gelu}
 _ATTENTION = {"se": SEModule, "eca": EcaModule}
 
@@ -301,7 +289,7 @@ def _layer_factories(cfg):
         act_layer = partial(GammaAct, cfg.act_layer, gamma)
         conv_layer = partial(conv_cls, eps=cfg.std_conv_eps)
     else:
-        act_layer = _ACT_LAYERS[cfg.act_layer]
+        act_layer = get_act_layer(cfg.act_layer)
         conv_layer = partial(conv_cls, gamma=gamma, eps=cfg.std_conv_eps)
     attn_layer = partial(_ATTENTION[cfg.attn_layer], **(cfg.attn_kwargs or {})) if cfg.attn_layer else None
     return act_layer, conv_layer, attn_layer

@@ -23,23 +23,12 @@ from engine import nn
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._efficientnet_blocks import create_conv2d
-from ._layers import BatchNormAct2d, ClassifierHead, drop_path_module
+from ._attention import SEModule
+from ._conv import create_conv2d
+from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module, get_act_layer
 from .resnet import AvgPool2dSame
 
 __all__ = []
-
-_ACTIVATIONS = {"relu": nn.ReLU, "silu": nn.SiLU, "swish": nn.SiLU, "gelu": nn.GELU}
-
-
-def _activation(act_layer):
-    """An activation class from timm's name for it ('relu', 'silu'...) or the class itself."""
-    if not isinstance(act_layer, str):
-        return act_layer
-    if act_layer not in _ACTIVATIONS:
-        raise ValueError(f"unknown act_layer '{act_layer}': expected one of {sorted(_ACTIVATIONS)} or a class")
-    return _ACTIVATIONS[act_layer]
-
 
 def block_widths(wa, w0, wm, depth, quant=8):
     """The width of each of ``depth`` blocks, from RegNet's quantized linear parametrisation (in float32, as timm).
@@ -78,46 +67,11 @@ def compatible_widths_groups(widths, bottle_ratios, group_sizes, group_min_ratio
     return widths, group_sizes
 
 
-class ConvNormAct(nn.Module):
-    """A bias-free convolution (``conv``) padded as PyTorch pads, then BatchNorm and ``act_layer`` (``bn``; no
-    activation with ``apply_act=False``)."""
-
-    def __init__(self, in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, act_layer=nn.ReLU,
-                 apply_act=True):
-        super().__init__()
-        self.conv = create_conv2d(in_chs, out_chs, kernel_size, stride=stride, dilation=dilation, groups=groups)
-        self.bn = BatchNormAct2d(out_chs, act_layer=act_layer, apply_act=apply_act)
-
-    def forward(self, x):
-        x = self.conv(x)
-        x = self.bn(x)
-        return x
-
-
-class SEModule(nn.Module):
-    """Squeeze-and-excitation: the channels' means through a biased 1x1 reduction to ``rd_channels``, the
-    activation and a 1x1 expansion give a sigmoid gate scaling each channel."""
-
-    def __init__(self, channels, rd_channels, act_layer=nn.ReLU):
-        super().__init__()
-        self.fc1 = nn.Conv2d(channels, rd_channels, kernel_size=1)
-        self.act = act_layer()
-        self.fc2 = nn.Conv2d(rd_channels, channels, kernel_size=1)
-        self.gate = nn.Sigmoid()
-
-    def forward(self, x):
-        scale = x.mean((2, 3), keepdim=True)
-        scale = self.fc1(scale)
-        scale = self.act(scale)
-        scale = self.fc2(scale)
-        return x * self.gate(scale)
-
-
 def _squeeze_excite(in_chs, bottleneck_chs, se_ratio, act_layer):
     """SE on the bottleneck, squeezed to ``se_ratio`` of the block's input width (RegNetY), or an identity."""
     if not se_ratio:
         return nn.Identity()
-    return SEModule(bottleneck_chs, int(round(in_chs * se_ratio)), act_layer)
+    return SEModule(bottleneck_chs, rd_channels=int(round(in_chs * se_ratio)), act_layer=act_layer)
 
 
 def _projection(in_chs, out_chs, stride, dilation, downsample, preact):
@@ -259,7 +213,7 @@ class RegNet(nn.Module):
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
-        act_layer = _activation(act_layer)
+        act_layer = get_act_layer(act_layer)
         self.num_classes = num_classes
         self.in_chans = in_chans
         self.drop_rate = drop_rate

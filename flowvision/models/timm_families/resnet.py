@@ -28,71 +28,17 @@ import math
 import os
 from functools import partial
 
-import engine
 import engine.nn.functional as F
 from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import SelectAdaptivePool2d, drop_path_module
+from ._attention import EcaModule, SEModule
+from ._layers import BlurPool2d, SelectAdaptivePool2d, create_aa, drop_path_module
 
 # The classes are reached through this module: ResNet, BasicBlock and Bottleneck would shadow torchvision's in
 # ``flowvision.models``; the registry adds the model entrypoints.
 __all__ = []
-
-
-def _se_channels(channels, rd_ratio, divisor):
-    """The squeeze width: ``channels * rd_ratio`` to the nearest multiple of ``divisor``, at least ``divisor``."""
-    return max(divisor, int(channels * rd_ratio + divisor / 2) // divisor * divisor)
-
-
-class SEModule(nn.Module):
-    """Squeeze-and-excitation: scale each channel by a sigmoid gate computed from the spatially averaged map.
-
-    The gate is ``fc2(ReLU(fc1(mean)))`` with biased 1x1 convolutions through a bottleneck of
-    ``channels * rd_ratio`` channels, rounded to a multiple of ``rd_divisor`` (timm's ``SEModule``).
-    """
-
-    def __init__(self, channels, rd_ratio=1 / 16, rd_divisor=8):
-        super().__init__()
-        rd_channels = _se_channels(channels, rd_ratio, rd_divisor)
-        self.fc1 = nn.Conv2d(channels, rd_channels, kernel_size=1, bias=True)
-        self.act = nn.ReLU(inplace=True)
-        self.fc2 = nn.Conv2d(rd_channels, channels, kernel_size=1, bias=True)
-        self.gate = nn.Sigmoid()
-
-    def forward(self, x):
-        scale = x.mean((2, 3), keepdim=True)
-        scale = self.fc1(scale)
-        scale = self.act(scale)
-        scale = self.fc2(scale)
-        return x * self.gate(scale)
-
-
-def _eca_kernel_size(channels, gamma, beta):
-    """ECA's adaptive kernel size: ``|log2(channels) + beta| / gamma`` truncated, made odd upwards, at least 3."""
-    size = int(abs(math.log(channels, 2) + beta) / gamma)
-    return max(size if size % 2 else size + 1, 3)
-
-
-class EcaModule(nn.Module):
-    """Efficient channel attention: a sigmoid gate per channel from a 1-d convolution across the channel means.
-
-    Neighbouring channels interact through one small bias-free kernel instead of SE's two dense layers;
-    its size follows the channel count (``gamma``, ``beta`` from the paper's mapping).
-    """
-
-    def __init__(self, channels, gamma=2, beta=1):
-        super().__init__()
-        kernel_size = _eca_kernel_size(channels, gamma, beta)
-        self.conv = nn.Conv1d(1, 1, kernel_size=kernel_size, padding=(kernel_size - 1) // 2, bias=False)
-        self.gate = nn.Sigmoid()
-
-    def forward(self, x):
-        scale = x.mean((2, 3)).view(x.shape[0], 1, -1)
-        scale = self.conv(scale)
-        scale = self.gate(scale).view(x.shape[0], -1, 1, 1)
-        return x * scale
 
 
 _ATTENTION = {"se": SEModule, "eca": EcaModule}
@@ -129,40 +75,6 @@ def _norm_class(norm_layer):
     return norm_layer
 
 
-class BlurPool2d(nn.Module):
-    """Anti-aliased subsampling: each channel blurred by a fixed ``filt_size`` x ``filt_size`` binomial filter
-    (reflect padding), every ``stride``-th pixel kept, so that the subsampling no longer aliases high frequencies.
-
-    The filter is the outer product of the binomial coefficients of ``filt_size - 1`` over their sum (1-2-1 for
-    size 3), a buffer left out of the state_dict.
-    """
-
-    def __init__(self, channels, filt_size=3, stride=2):
-        super().__init__()
-        if filt_size < 2:
-            raise ValueError(f"filt_size must be at least 2, got {filt_size}")
-        self.channels = channels
-        self.stride = stride
-        self.padding = ((stride - 1) + (filt_size - 1)) // 2
-        coeffs = engine.tensor([math.comb(filt_size - 1, k) for k in range(filt_size)], dtype=engine.float32)
-        coeffs = coeffs / 2 ** (filt_size - 1)
-        blur = coeffs[:, None] * coeffs[None, :]
-        self.register_buffer("filt", blur[None, None].repeat(channels, 1, 1, 1), persistent=False)
-
-    def forward(self, x):
-        x = F.pad(x, (self.padding,) * 4, mode="reflect")
-        return F.conv2d(x, self.filt, stride=self.stride, groups=self.channels)
-
-
-def _anti_alias(aa_layer, channels, stride):
-    """The subsampling after a convolution that anti-aliasing left at stride 1: an ``nn.AvgPool2d`` class (or
-    subclass) pools ``stride`` x ``stride`` windows; another class, such as BlurPool2d, is built as
-    ``aa_layer(channels=channels, stride=stride)``."""
-    if issubclass(aa_layer, nn.AvgPool2d):
-        return aa_layer(stride)
-    return aa_layer(channels=channels, stride=stride)
-
-
 class BasicBlock(nn.Module):
     """Two 3x3 convolutions (the first strided), optional channel attention and drop-path, plus the shortcut.
 
@@ -186,7 +98,7 @@ class BasicBlock(nn.Module):
                                padding=first_dilation, dilation=first_dilation, bias=False)
         self.bn1 = norm_layer(first_planes)
         self.act1 = nn.ReLU(inplace=True)
-        self.aa = _anti_alias(aa_layer, first_planes, stride) if use_aa else None
+        self.aa = create_aa(aa_layer, first_planes, stride, enable=use_aa)
         self.conv2 = nn.Conv2d(first_planes, outplanes, kernel_size=3, padding=dilation, dilation=dilation,
                                bias=False)
         self.bn2 = norm_layer(outplanes)
@@ -241,7 +153,7 @@ class Bottleneck(nn.Module):
                                padding=first_dilation, dilation=first_dilation, groups=cardinality, bias=False)
         self.bn2 = norm_layer(width)
         self.act2 = nn.ReLU(inplace=True)
-        self.aa = _anti_alias(aa_layer, width, stride) if use_aa else None
+        self.aa = create_aa(aa_layer, width, stride, enable=use_aa)
         self.conv3 = nn.Conv2d(width, outplanes, kernel_size=1, bias=False)
         self.bn3 = norm_layer(outplanes)
         self.se = _attention(attn_layer, outplanes)
@@ -349,14 +261,14 @@ def _stem_pool(channels, replace_stem_pool, aa_layer, norm_layer):
     if replace_stem_pool:
         layers = [nn.Conv2d(channels, channels, kernel_size=3, stride=1 if aa_layer else 2, padding=1, bias=False)]
         if aa_layer is not None:
-            layers.append(_anti_alias(aa_layer, channels, 2))
+            layers.append(create_aa(aa_layer, channels, 2))
         layers += [norm_layer(channels), nn.ReLU(inplace=True)]
         return nn.Sequential(*layers)
     if aa_layer is None:
         return nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
     if issubclass(aa_layer, nn.AvgPool2d):
-        return _anti_alias(aa_layer, channels, 2)
-    return nn.Sequential(nn.MaxPool2d(kernel_size=3, stride=1, padding=1), _anti_alias(aa_layer, channels, 2))
+        return create_aa(aa_layer, channels, 2)
+    return nn.Sequential(nn.MaxPool2d(kernel_size=3, stride=1, padding=1), create_aa(aa_layer, channels, 2))
 
 
 def _block_options(reduce_first, norm_layer, aa_layer):

@@ -8,6 +8,7 @@ partial: the input is added to the first channels of the output and the new chan
 variants round every width to a multiple of 8 (16 for the 3x model). Model names, module names, ``state_dict`` keys
 and (TensorFlow-style) initialisation follow timm's ``rexnet`` module, so its checkpoints load directly.
 """
+from functools import partial
 from math import ceil
 
 import engine as torch
@@ -17,49 +18,14 @@ from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
+from ._attention import SEModule
 from ._efficientnet_blocks import init_weights_goog
-from ._layers import BatchNormAct2d, ClassifierHead, drop_path_module
+from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module
 
 __all__ = []
 
-
-class ConvNormAct(nn.Module):
-    """A bias-free convolution (``conv``, padded to keep a stride-1 map's size), then BatchNorm and the activation
-    (``bn``; none with ``apply_act=False``)."""
-
-    def __init__(self, in_chs, out_chs, kernel_size=1, stride=1, dilation=1, groups=1, apply_act=True,
-                 act_layer=nn.ReLU):
-        super().__init__()
-        padding = ((stride - 1) + dilation * (kernel_size - 1)) // 2
-        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=padding, dilation=dilation,
-                              groups=groups, bias=False)
-        self.bn = BatchNormAct2d(out_chs, act_layer=act_layer, apply_act=apply_act, inplace=True)
-        self.out_channels = out_chs
-
-    def forward(self, x):
-        x = self.conv(x)
-        x = self.bn(x)
-        return x
-
-
-class SEModule(nn.Module):
-    """Squeeze-and-excitation with a BatchNorm in the bottleneck: channel means, 1x1 reduction to ``rd_channels``,
-    BatchNorm, ReLU, 1x1 expansion and a sigmoid gate that scales each channel."""
-
-    def __init__(self, channels, rd_channels):
-        super().__init__()
-        self.fc1 = nn.Conv2d(channels, rd_channels, kernel_size=1)
-        self.bn = nn.BatchNorm2d(rd_channels)
-        self.act = nn.ReLU(inplace=True)
-        self.fc2 = nn.Conv2d(rd_channels, channels, kernel_size=1)
-        self.gate = nn.Sigmoid()
-
-    def forward(self, x):
-        scale = x.mean((2, 3), keepdim=True)
-        scale = self.fc1(scale)
-        scale = self.act(self.bn(scale))
-        scale = self.fc2(scale)
-        return x * self.gate(scale)
+# timm's ConvNormAct as timm builds it here: BatchNorm with its activation in place
+_conv_norm_act = partial(ConvNormAct, norm_layer=partial(BatchNormAct2d, inplace=True))
 
 
 class LinearBottleneck(nn.Module):
@@ -80,18 +46,19 @@ class LinearBottleneck(nn.Module):
         self.out_channels = out_chs
         if exp_ratio != 1.0:
             dw_chs = _make_divisible(round(in_chs * exp_ratio), ch_div)
-            self.conv_exp = ConvNormAct(in_chs, dw_chs, act_layer=act_layer)
+            self.conv_exp = _conv_norm_act(in_chs, dw_chs, act_layer=act_layer)
         else:
             dw_chs = in_chs
             self.conv_exp = None
-        self.conv_dw = ConvNormAct(dw_chs, dw_chs, 3, stride=stride, dilation=dilation[0], groups=dw_chs,
-                                   apply_act=False)
+        self.conv_dw = _conv_norm_act(dw_chs, dw_chs, 3, stride=stride, dilation=dilation[0], groups=dw_chs,
+                                      apply_act=False)
         if se_ratio > 0:
-            self.se = SEModule(dw_chs, _make_divisible(int(dw_chs * se_ratio), ch_div))
+            self.se = SEModule(dw_chs, rd_channels=_make_divisible(int(dw_chs * se_ratio), ch_div),
+                               norm_layer=nn.BatchNorm2d)
         else:
             self.se = None
         self.act_dw = dw_act_layer()
-        self.conv_pwl = ConvNormAct(dw_chs, out_chs, 1, apply_act=False)
+        self.conv_pwl = _conv_norm_act(dw_chs, out_chs, 1, apply_act=False)
         self.drop_path = drop_path
 
     def forward(self, x):
@@ -153,7 +120,7 @@ class RexNet(nn.Module):
         self.drop_rate = drop_rate
         stem_base_chs = 32 / width_mult if width_mult < 1.0 else 32
         stem_chs = _make_divisible(round(stem_base_chs * width_mult), ch_div)
-        self.stem = ConvNormAct(in_chans, stem_chs, 3, stride=2, act_layer=act_layer)
+        self.stem = _conv_norm_act(in_chans, stem_chs, 3, stride=2, act_layer=act_layer)
         settings = _block_settings(width_mult, depth_mult, initial_chs, final_chs, se_ratio, ch_div)
         features, self.feature_info = self._make_features(settings, stem_chs, width_mult, ch_div, output_stride,
                                                           act_layer, dw_act_layer, drop_path_rate)
@@ -191,7 +158,7 @@ class RexNet(nn.Module):
             feat_chs = chs
         feature_info.append(dict(num_chs=feat_chs, reduction=curr_stride, module=f"features.{len(features) - 1}"))
         pen_chs = _make_divisible(1280 * width_mult, ch_div)
-        features.append(ConvNormAct(prev_chs, pen_chs, act_layer=act_layer))
+        features.append(_conv_norm_act(prev_chs, pen_chs, act_layer=act_layer))
         return features, feature_info
 
     def get_classifier(self):

@@ -11,6 +11,8 @@ in front of each separable convolution. Model names, module names, ``state_dict`
 timm, so timm's weights for these five models load as they are.
 """
 
+from functools import partial
+
 from engine import nn
 
 from .._features import FeatureHookNet
@@ -93,7 +95,8 @@ class XceptionModule(nn.Module):
         self.out_channels = out_chs[-1]
         self.no_skip = no_skip
         if not no_skip and (self.out_channels != in_chs or stride != 1):
-            self.shortcut = ConvNormAct(in_chs, self.out_channels, 1, stride=stride, eps=eps, apply_act=False)
+            self.shortcut = ConvNormAct(in_chs, self.out_channels, 1, stride=stride, apply_act=False,
+                                        norm_layer=partial(BatchNormAct2d, eps=eps))
         else:
             self.shortcut = None
         self.stack = nn.Sequential()
@@ -171,10 +174,11 @@ class XceptionAligned(nn.Module):
         if output_stride not in (8, 16, 32):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
         self.num_classes = num_classes
+        norm_layer = partial(BatchNormAct2d, eps=norm_eps)
         self.stem = nn.Sequential(
-            ConvNormAct(in_chans, 32, kernel_size=3, stride=2, padding=1, eps=norm_eps),
+            ConvNormAct(in_chans, 32, kernel_size=3, stride=2, padding=1, norm_layer=norm_layer),
             nn.Conv2d(32, 64, kernel_size=3, padding=1, bias=False) if preact else
-            ConvNormAct(32, 64, kernel_size=3, padding=1, eps=norm_eps),
+            ConvNormAct(32, 64, kernel_size=3, padding=1, norm_layer=norm_layer),
         )
         block_fn = PreXceptionModule if preact else XceptionModule
         dilation = 1

@@ -24,7 +24,9 @@ import flowvision.models as models
 from flowvision.models._features import FeatureListNet
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import efficientnet
-from flowvision.models.timm_families._efficientnet_blocks import GlobalContext, SqueezeExcite, create_conv2d
+from flowvision.models.timm_families._attention import GlobalContext
+from flowvision.models.timm_families._conv import create_conv2d
+from flowvision.models.timm_families._efficientnet_blocks import SqueezeExcite
 from flowvision.models.timm_families.efficientnet import EfficientNet, decode_arch_def
 from model_parity import (both_outputs, check_structure, check_train_masks, check_train_step, image_batch,
                           is_timm_family, numpy_state, randomize_norms, skip_random_init, to_numpy)
