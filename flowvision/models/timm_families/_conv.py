@@ -12,12 +12,12 @@ from engine import nn
 __all__ = ["create_conv2d", "Conv2dSame", "MixedConv2d", "CondConv2d"]
 
 
-def _symmetric_padding(kernel_size, stride=1, dilation=1):
-    """PyTorch-style padding: half the receptive field, which keeps a stride-1 map's size."""
+def get_padding(kernel_size, stride=1, dilation=1):
+    """timm's symmetric (PyTorch-style) padding: half the receptive field, which keeps a stride-1 map's size."""
     return ((stride - 1) + dilation * (kernel_size - 1)) // 2
 
 
-def _same_padding(size, kernel_size, stride, dilation):
+def get_same_padding(size, kernel_size, stride, dilation):
     """TensorFlow's total "same" padding along one axis of length ``size``: enough for ceil(size / stride)
     outputs."""
     return max((math.ceil(size / stride) - 1) * stride + (kernel_size - 1) * dilation + 1 - size, 0)
@@ -70,8 +70,8 @@ def _pad_same(x, kernel_size, stride, dilation):
     """``x`` padded with zeros as TensorFlow's "same" convolution pads it: the total padding of each axis split
     with the odd pixel at the end (bottom, right)."""
     height, width = x.shape[-2:]
-    pad_h = _same_padding(height, kernel_size[0], stride[0], dilation[0])
-    pad_w = _same_padding(width, kernel_size[1], stride[1], dilation[1])
+    pad_h = get_same_padding(height, kernel_size[0], stride[0], dilation[0])
+    pad_w = get_same_padding(width, kernel_size[1], stride[1], dilation[1])
     return F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2))
 
 
@@ -94,7 +94,7 @@ class CondConv2d(nn.Module):
         self.groups = groups
         self.num_experts = num_experts
         self.dynamic_padding = _needs_dynamic_padding(pad_type, kernel_size, stride, dilation)
-        padding = 0 if self.dynamic_padding else _symmetric_padding(kernel_size, stride, dilation)
+        padding = 0 if self.dynamic_padding else get_padding(kernel_size, stride, dilation)
         self.padding = (padding, padding)
         self.weight_shape = (out_chs, in_chs // groups) + self.kernel_size
         self.weight = nn.Parameter(torch.empty(num_experts, math.prod(self.weight_shape)))
@@ -133,6 +133,6 @@ def create_conv2d(in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1, 
         return CondConv2d(in_chs, out_chs, kernel_size, stride, dilation, groups, pad_type, num_experts)
     if _needs_dynamic_padding(pad_type, kernel_size, stride, dilation):
         return Conv2dSame(in_chs, out_chs, kernel_size, stride=stride, dilation=dilation, groups=groups, bias=bias)
-    padding = _symmetric_padding(kernel_size, stride, dilation)
+    padding = get_padding(kernel_size, stride, dilation)
     return nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=padding, dilation=dilation, groups=groups,
                      bias=bias)

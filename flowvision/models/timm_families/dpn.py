@@ -19,16 +19,12 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
+from ._conv import get_padding
 from ._layers import BatchNormAct2d, ConvNormAct, SelectAdaptivePool2d
 
 __all__ = []
 
 _EPS = 1e-3  # BatchNorm's epsilon in the MXNet originals
-
-
-def _padding(kernel_size, stride):
-    """timm's symmetric padding: half the kernel's reach, plus half the stride's overhang."""
-    return ((stride - 1) + (kernel_size - 1)) // 2
 
 
 class BnAct(nn.Module):
@@ -48,7 +44,7 @@ class BnActConv2d(nn.Module):
     def __init__(self, in_chs, out_chs, kernel_size, stride, groups=1, act_layer=nn.ReLU):
         super().__init__()
         self.bn = BatchNormAct2d(in_chs, _EPS, act_layer, inplace=True)
-        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=_padding(kernel_size, stride),
+        self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=get_padding(kernel_size, stride),
                               groups=groups, bias=False)
 
     def forward(self, x):

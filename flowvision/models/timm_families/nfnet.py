@@ -29,7 +29,7 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import EcaModule, SEModule
-from ._conv import _same_padding
+from ._conv import get_padding, get_same_padding
 from ._layers import ClassifierHead, drop_path_module, get_act_layer
 from .resnet import AvgPool2dSame
 
@@ -56,11 +56,6 @@ class GammaAct(nn.Module):
         return self.act_fn(x) * self.gamma
 
 
-def _padding(kernel_size, stride=1, dilation=1):
-    """timm's symmetric padding: half the dilated kernel's reach, plus half the stride's overhang."""
-    return ((stride - 1) + dilation * (kernel_size - 1)) // 2
-
-
 class ScaledStdConv2d(nn.Conv2d):
     """A convolution with scaled weight standardisation: before every use each output filter's weights are shifted
     to zero mean and divided by their standard deviation (``eps`` added to the variance), then multiplied by the
@@ -71,7 +66,7 @@ class ScaledStdConv2d(nn.Conv2d):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=None, dilation=1, groups=1,
                  bias=True, gamma=1.0, eps=1e-6, gain_init=1.0):
         if padding is None:
-            padding = _padding(kernel_size, stride, dilation)
+            padding = get_padding(kernel_size, stride, dilation)
         super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=padding, dilation=dilation,
                          groups=groups, bias=bias)
         self.scale = gamma * math.prod(self.weight.shape[1:]) ** -0.5
@@ -98,7 +93,7 @@ class ScaledStdConv2dSame(ScaledStdConv2d):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, dilation=1, groups=1, bias=True,
                  gamma=1.0, eps=1e-6, gain_init=1.0):
         static = stride == 1 and dilation * (kernel_size - 1) % 2 == 0
-        padding = _padding(kernel_size, stride, dilation) if static else 0
+        padding = get_padding(kernel_size, stride, dilation) if static else 0
         super().__init__(in_channels, out_channels, kernel_size, stride=stride, padding=padding, dilation=dilation,
                          groups=groups, bias=bias, gamma=gamma, eps=eps, gain_init=gain_init)
         self.same_pad = not static
@@ -106,8 +101,8 @@ class ScaledStdConv2dSame(ScaledStdConv2d):
     def forward(self, x):
         if self.same_pad:
             height, width = x.shape[-2:]
-            pad_h = _same_padding(height, self.kernel_size[0], self.stride[0], self.dilation[0])
-            pad_w = _same_padding(width, self.kernel_size[1], self.stride[1], self.dilation[1])
+            pad_h = get_same_padding(height, self.kernel_size[0], self.stride[0], self.dilation[0])
+            pad_w = get_same_padding(width, self.kernel_size[1], self.stride[1], self.dilation[1])
             x = F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2))
         return super().forward(x)
 

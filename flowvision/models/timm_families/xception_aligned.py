@@ -19,14 +19,10 @@ from .._features import FeatureHookNet
 from .._helpers import build_model
 from ..registry import register_model
 from ...ops.stochastic_depth import StochasticDepth
+from ._conv import get_padding
 from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct
 
 __all__ = []
-
-
-def _same_padding(kernel_size, stride=1, dilation=1):
-    """timm's default symmetric padding: half the receptive field, which keeps a stride-1 map's size."""
-    return ((stride - 1) + dilation * (kernel_size - 1)) // 2
 
 
 def _triple(out_chs):
@@ -40,7 +36,7 @@ class SeparableConv2d(nn.Module):
 
     def __init__(self, in_chs, out_chs, kernel_size=3, stride=1, dilation=1, act=False, eps=1e-3):
         super().__init__()
-        padding = _same_padding(kernel_size, stride, dilation)
+        padding = get_padding(kernel_size, stride, dilation)
         self.conv_dw = nn.Conv2d(in_chs, in_chs, kernel_size, stride=stride, padding=padding, dilation=dilation,
                                  groups=in_chs, bias=False)
         self.bn_dw = nn.BatchNorm2d(in_chs, eps=eps)
@@ -65,7 +61,7 @@ class PreSeparableConv2d(nn.Module):
 
     def __init__(self, in_chs, out_chs, kernel_size=3, stride=1, dilation=1, first_act=True, eps=1e-3):
         super().__init__()
-        padding = _same_padding(kernel_size, stride, dilation)
+        padding = get_padding(kernel_size, stride, dilation)
         self.norm = BatchNormAct2d(in_chs, eps=eps) if first_act else nn.Identity()
         self.conv_dw = nn.Conv2d(in_chs, in_chs, kernel_size, stride=stride, padding=padding, dilation=dilation,
                                  groups=in_chs, bias=False)
