@@ -573,7 +573,8 @@ def _reverse_cumsum(xp, g, axis):
 
 
 class _Cumulative(Function):
-    """Cumulative op along one axis (0-d inputs are treated as one element)."""
+    """Cumulative op along one axis (0-d inputs are treated as one element). float16 and bfloat16 scans run in
+    float32 and round each output once, as torch's do (a float16 running sum rounded at every step drifts)."""
 
     def __init__(self, axis, dtype):
         self.axis, self.dtype = axis, dtype.np
@@ -581,12 +582,14 @@ class _Cumulative(Function):
     def forward(self, x):
         self.shape = x.shape
         x = cast(x, self.dtype).reshape(x.shape or (1,))
-        y = self.scan(xp_of(x), x)
-        return y.reshape(self.shape)
+        wide = x.astype(np.float32) if x.dtype in _dtype.HALF_NP else x
+        y = self.scan(xp_of(wide), wide)
+        return y.astype(x.dtype, copy=False).reshape(self.shape)
 
     def backward(self, gy):
-        g = self.grad(xp_of(gy), gy.reshape(self.shape or (1,)))
-        return g.reshape(self.shape)
+        wide = gy.astype(np.float32) if gy.dtype in _dtype.HALF_NP else gy
+        g = self.grad(xp_of(wide), wide.reshape(self.shape or (1,)))
+        return g.astype(gy.dtype, copy=False).reshape(self.shape)
 
 
 class CumSum(_Cumulative):

@@ -62,6 +62,23 @@ def test_std_of_constant_has_zero_grad():
     check_op(lambda t: t.std(1), lambda t: t.std(1), [np.ones((2, 4), np.float32)])
 
 
+def test_half_scans_accumulate_in_float32():
+    """torch's float16 cumsum / cumprod (and their gradients) run in float32, rounding each output once: a float16
+    running sum rounded at every step drifts from it within a few hundred elements."""
+    x = np.random.default_rng(3).uniform(-6, 6, (2, 300)).astype(np.float16)
+    g = np.random.default_rng(4).uniform(-1, 1, (2, 300)).astype(np.float16)
+    for op in ("cumsum", "cumprod"):
+        e, t = engine.from_numpy(x).requires_grad_(), torch.from_numpy(x).requires_grad_()
+        ye, yt = getattr(e, op)(1), getattr(t, op)(1)
+        assert ye.dtype == engine.float16
+        np.testing.assert_array_equal(ye.detach().numpy(), yt.detach().numpy())
+        ye.backward(engine.from_numpy(g))
+        yt.backward(torch.from_numpy(g))
+        assert e.grad.dtype == engine.float16
+        np.testing.assert_allclose(e.grad.numpy().astype(np.float64), t.grad.numpy().astype(np.float64), rtol=2e-3,
+                                   atol=1e-3, err_msg=op)
+
+
 @pytest.mark.parametrize("dtype,sum_dtype", [(np.int32, "int64"), (np.bool_, "int64"), (np.uint8, "int64"),
                                              (np.int64, "int64"), (np.float16, "float16")])
 def test_sum_dtypes(dtype, sum_dtype):
