@@ -19,7 +19,8 @@ from flowvision import hub
 from flowvision.models import weights as W
 from http_server import FileServer
 from flowvision.ops import StochasticDepth
-from model_parity import backward_both, eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model
+from model_parity import (backward_both, eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model,
+                          torchvision_names)
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -75,7 +76,7 @@ def _layer_settings(module):
 def test_registered_families():
     assert models.list_models("shufflenet*") == SHUFFLENETS
     assert models.list_models(module="mnasnet") == MNASNETS
-    assert sorted(models.list_models("efficientnet*", exclude_filters="efficientnetv2_rw_*")) == sorted(EFFICIENTNETS)
+    assert sorted(torchvision_names(models.list_models("efficientnet*"))) == sorted(EFFICIENTNETS)
     assert models.list_models(module="shufflenetv2") == SHUFFLENETS
     assert set(models.list_models(module="efficientnet", pretrained=True)) >= set(EFFICIENTNETS)  # and timm's
     assert models.model_entrypoint("efficientnet_v2_s") is models.efficientnet_v2_s

@@ -6,7 +6,8 @@ import torchvision.models as models_torch
 
 import engine
 import flowvision.models as models_flow
-from model_parity import eval_outputs, image_batch, numpy_state, ours_like, skip_random_init, to_numpy, torch_model
+from model_parity import (eval_outputs, image_batch, numpy_state, ours_like, skip_random_init, to_numpy, torch_model,
+                          torchvision_names)
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -17,9 +18,8 @@ TOL = 1e-4
 
 
 def test_registered_family():
-    torchvision_names = models_flow.list_models(["resnet[0-9][0-9]", "resnet1[0-9][0-9]", "resnext*", "wide_resnet*"],
-                                                module="resnet", exclude_filters="resnet26")  # timm's resnet26
-    assert torchvision_names == sorted(SMALL + LARGE, key=models_flow.registry._natural_key)
+    names = torchvision_names(models_flow.list_models(module="resnet"))
+    assert names == sorted(SMALL + LARGE, key=models_flow.registry._natural_key)
 
 
 def test_migration_path_verbatim():
