@@ -33,7 +33,7 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import EcaModule, GlobalContext, SEModule
-from ._conv import create_conv2d
+from ._conv import create_conv2d, get_padding
 from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module, get_act_layer, pair
 from .resnet import AvgPool2dSame
 from .resnetv2 import EvoNorm2dS0, group_std
@@ -534,7 +534,7 @@ class _Reparameterizable(nn.Module):
 
     def _inference_conv(self, in_chs, out_chs, kernel_size, stride, dilation, groups):
         """The fused convolution of the inference form (padded like the branches it replaces)."""
-        padding = ((stride - 1) + dilation * (kernel_size - 1)) // 2
+        padding = get_padding(kernel_size, stride, dilation)
         return nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=padding, dilation=dilation,
                          groups=groups, bias=True)
 

@@ -34,6 +34,7 @@ from engine import nn
 from .._helpers import build_model
 from ..registry import register_model
 from ._attention import EcaModule, SEModule
+from ._conv import get_padding
 from ._layers import BlurPool2d, SelectAdaptivePool2d, create_aa, drop_path_module
 
 # The classes are reached through this module: ResNet, BasicBlock and Bottleneck would shadow torchvision's in
@@ -203,7 +204,7 @@ def downsample_conv(in_channels, out_channels, kernel_size, stride, dilation, fi
     if stride == 1 and dilation == 1:
         kernel_size = 1
     first_dilation = first_dilation if kernel_size > 1 else 1
-    padding = ((stride - 1) + first_dilation * (kernel_size - 1)) // 2
+    padding = get_padding(kernel_size, stride, first_dilation)
     return nn.Sequential(
         nn.Conv2d(in_channels, out_channels, kernel_size, stride=stride, padding=padding, dilation=first_dilation,
                   bias=False),

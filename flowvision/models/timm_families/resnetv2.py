@@ -23,20 +23,16 @@ from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
+from ._conv import get_padding
 from ._layers import BatchNormAct2d, SelectAdaptivePool2d, drop_path_module
 from .resnet import AvgPool2dSame
 
 __all__ = []
 
 
-def _padding(kernel_size, stride=1, dilation=1):
-    """timm's symmetric padding: half the dilated kernel's reach, plus half the stride's overhang."""
-    return ((stride - 1) + dilation * (kernel_size - 1)) // 2
-
-
 def create_conv2d(in_chs, out_chs, kernel_size, stride=1, dilation=1, groups=1):
     """A plain bias-free convolution with timm's symmetric padding (the non-BiT models' layer)."""
-    return nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=_padding(kernel_size, stride, dilation),
+    return nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=get_padding(kernel_size, stride, dilation),
                      dilation=dilation, groups=groups, bias=False)
 
 
@@ -47,7 +43,7 @@ class StdConv2d(nn.Conv2d):
 
     def __init__(self, in_channel, out_channels, kernel_size, stride=1, dilation=1, groups=1, eps=1e-6):
         super().__init__(in_channel, out_channels, kernel_size, stride=stride,
-                         padding=_padding(kernel_size, stride, dilation), dilation=dilation, groups=groups,
+                         padding=get_padding(kernel_size, stride, dilation), dilation=dilation, groups=groups,
                          bias=False)
         self.eps = eps
 
