@@ -254,6 +254,31 @@ def both_outputs(reference, ours, x):
     return out.numpy(), ref.numpy()
 
 
+def check_head_api(reference, ours, headless, x, width, unpooled_shape):
+    """timm's head API on a convolutional net (``reference`` timm's, ``ours`` with its weights, both in eval mode):
+    ``headless``, ours built with ``num_classes=0`` and given the weights but the classifier's, gives timm's pooled
+    features (``forward_head(pre_logits=True)``, ``width`` channels); ``reset_classifier(7, "catavgmax")`` gives
+    timm's widths, in eval mode; ``reset_classifier(0, "")`` leaves the ``unpooled_shape`` feature map."""
+    headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head.fc")})
+    with torch.no_grad():
+        pooled = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True).numpy()
+    with engine.no_grad():
+        features = headless(engine.from_numpy(x)).numpy()
+    assert features.shape == pooled.shape == (len(x), width)
+    assert_close(features, pooled, 1e-5)
+    assert isinstance(headless.get_classifier(), engine.nn.Identity)
+    ours.reset_classifier(7, "catavgmax")
+    reference.reset_classifier(7, "catavgmax")
+    assert ours.num_classes == 7 and ours.head_hidden_size == reference.head_hidden_size == 2 * width
+    assert ours.get_classifier().weight.shape == reference.get_classifier().weight.shape
+    assert not ours.get_classifier().training
+    ours.reset_classifier(0, "")
+    with engine.no_grad():
+        unpooled = ours(engine.from_numpy(x)).numpy()
+        assert np.array_equal(unpooled, ours.forward_features(engine.from_numpy(x)).numpy())
+    assert unpooled.shape == unpooled_shape
+
+
 def check_train_masks(reference, ours, x, rtol=1e-4):
     """Both models in train mode draw the same dropout and drop-path masks after the same seed (the reference's
     outputs, the same twice) and others after another seed; returns our outputs for seeds 0, 0 and 1."""

@@ -16,8 +16,8 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import cspnet
-from model_parity import (both_outputs, capture_builder, check_layout, check_train_masks, check_train_step,
-                          image_batch, numpy_state, randomize_norms, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_head_api, check_layout, check_train_masks,
+                          check_train_step, image_batch, numpy_state, randomize_norms, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, one BLAS thread on each side
@@ -213,30 +213,12 @@ def test_drop_path_and_dropout():
 
 
 def test_head_api_matches_timm():
-    """``num_classes=0`` gives timm's pooled features (``forward_head(pre_logits=True)``); ``reset_classifier`` to
-    another class count and pooling (timm's widths); ``global_pool=''`` leaves the feature map."""
+    """``num_classes=0``, ``reset_classifier`` and ``global_pool=''`` as timm's (``model_parity.check_head_api``)."""
     x = image_batch(2, 27, 25, seed=4)
     reference, ours = small_pair("csp_dark", seed=4)
     name, kwargs = SMALL["csp_dark"]
     headless = getattr(cspnet, name)(**dict(kwargs, num_classes=0)).eval()
-    headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head.fc")})
-    with torch.no_grad():
-        pooled = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True).numpy()
-    with engine.no_grad():
-        features = headless(engine.from_numpy(x)).numpy()
-    assert features.shape == pooled.shape == (2, 32)
-    assert_close(features, pooled, 1e-5)
-    assert isinstance(headless.get_classifier(), engine.nn.Identity)
-    ours.reset_classifier(7, "catavgmax")
-    reference.reset_classifier(7, "catavgmax")
-    assert ours.num_classes == 7 and ours.head_hidden_size == reference.head_hidden_size == 64
-    assert ours.get_classifier().weight.shape == reference.get_classifier().weight.shape
-    assert not ours.get_classifier().training
-    ours.reset_classifier(0, "")
-    with engine.no_grad():
-        unpooled = ours(engine.from_numpy(x)).numpy()
-        assert np.array_equal(unpooled, ours.forward_features(engine.from_numpy(x)).numpy())
-    assert unpooled.shape == (2, 32, 4, 4)
+    check_head_api(reference, ours, headless, x, 32, (2, 32, 4, 4))
 
 
 def test_in_chans_one_matches_timm():

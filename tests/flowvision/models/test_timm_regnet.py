@@ -16,8 +16,8 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import regnet
-from model_parity import (both_outputs, check_layout, check_train_masks, check_train_step, image_batch, numpy_state,
-                          randomize_norms, skip_random_init)
+from model_parity import (both_outputs, check_head_api, check_layout, check_train_masks, check_train_step, image_batch,
+                          numpy_state, randomize_norms, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, whose many small ops pay for every thread
@@ -199,30 +199,12 @@ def test_drop_path_and_dropout():
 
 
 def test_head_api_matches_timm():
-    """``num_classes=0`` gives timm's pooled features (``forward_head(pre_logits=True)``); ``reset_classifier`` to
-    another class count and pooling (timm's widths); ``global_pool=''`` leaves the feature map."""
+    """``num_classes=0``, ``reset_classifier`` and ``global_pool=''`` as timm's (``model_parity.check_head_api``)."""
     x = image_batch(2, 27, 27, seed=4)
     reference, ours = small_pair("z_head_conv", seed=4)
     name, kwargs = SMALL["z_head_conv"]
     headless = getattr(regnet, name)(**dict(kwargs, num_classes=0)).eval()
-    headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head.fc")})
-    with torch.no_grad():
-        pooled = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True).numpy()
-    with engine.no_grad():
-        features = headless(engine.from_numpy(x)).numpy()
-    assert features.shape == pooled.shape == (2, 24)
-    assert_close(features, pooled, 1e-5)
-    assert isinstance(headless.get_classifier(), engine.nn.Identity)
-    ours.reset_classifier(7, "catavgmax")
-    reference.reset_classifier(7, "catavgmax")
-    assert ours.num_classes == 7 and ours.head_hidden_size == reference.head_hidden_size == 48
-    assert ours.get_classifier().weight.shape == reference.get_classifier().weight.shape
-    assert not ours.get_classifier().training
-    ours.reset_classifier(0, "")
-    with engine.no_grad():
-        unpooled = ours(engine.from_numpy(x)).numpy()
-        assert np.array_equal(unpooled, ours.forward_features(engine.from_numpy(x)).numpy())
-    assert unpooled.shape == (2, 24, 1, 1)
+    check_head_api(reference, ours, headless, x, 24, (2, 24, 1, 1))
 
 
 def test_in_chans_one_matches_timm():
