@@ -254,6 +254,19 @@ def both_outputs(reference, ours, x):
     return out.numpy(), ref.numpy()
 
 
+def check_feature_maps(reference, ours, x, count, rtol):
+    """``features_only`` models: ours has timm's ``feature_info`` (module names, channels, reductions) and, on ``x``
+    in eval mode, gives its ``count`` feature maps within ``rtol``; returns our maps."""
+    assert ours.feature_info.module_name() == reference.feature_info.module_name()
+    assert ours.feature_info.channels() == reference.feature_info.channels()
+    assert ours.feature_info.reduction() == reference.feature_info.reduction()
+    out, expected = both_outputs(reference, ours.eval(), x)
+    assert len(out) == len(expected) == count
+    for o, e in zip(out, expected):
+        assert_close(o, e, rtol)
+    return out
+
+
 def check_head_api(reference, ours, headless, x, width, unpooled_shape):
     """timm's head API on a convolutional net (``reference`` timm's, ``ours`` with its weights, both in eval mode):
     ``headless``, ours built with ``num_classes=0`` and given the weights but the classifier's, gives timm's pooled

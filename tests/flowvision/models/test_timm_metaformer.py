@@ -12,8 +12,9 @@ from timm.models import metaformer as timm_metaformer
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import metaformer
-from model_parity import (both_outputs, check_layout, check_seeded_init, check_train_step, conv_and_linear_weights,
-                          image_batch, is_timm_family, numpy_state, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_feature_maps, check_layout, check_seeded_init, check_train_step,
+                          conv_and_linear_weights, image_batch, is_timm_family, numpy_state, skip_random_init,
+                          to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -273,13 +274,7 @@ def test_features_only_matches_timm(out_indices):
     ours = models.model_entrypoint("caformer_s18")(features_only=True, **config, **kwargs)
     # timm's feature model flattens the stages ('stages_1'); ours keeps the model's names
     ours.load_state_dict({k.replace("stages_", "stages."): v for k, v in numpy_state(reference).items()})
-    assert ours.feature_info.module_name() == reference.feature_info.module_name()
-    assert ours.feature_info.channels() == reference.feature_info.channels()
-    assert ours.feature_info.reduction() == reference.feature_info.reduction()
-    out, expected = both_outputs(reference, ours.eval(), image_batch(2, *SIZE, seed=18))
-    assert len(out) == len(expected) == (4 if out_indices is None else 2)
-    for o, e in zip(out, expected):
-        assert_close(o, e, TOL)
+    check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=18), 4 if out_indices is None else 2, TOL)
 
 
 def test_too_small_inputs_are_refused():
