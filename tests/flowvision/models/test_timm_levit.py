@@ -1,0 +1,223 @@
+"""timm parity of LeViT (timm's ``levit`` module), linear and convolutional: every registered variant's configuration
+and full-size layout against timm's on the meta device; seeded initialisation, float32 eval outputs and float64
+train-mode outputs, gradients and BatchNorm statistics of small models of both forms, with timm's randomised weights
+loaded; drop path and dropout; the distilled heads; and the timm API (pre-logits, num_classes=0, reset_classifier,
+in_chans, the image size check, features_only, forward_intermediates, list_models)."""
+import numpy as np
+import pytest
+import timm
+import torch
+from timm.models import levit as timm_levit
+
+import engine
+import flowvision.models as models
+from flowvision.models._features import FeatureGetterNet, FlatFeatureListNet
+from flowvision.models.timm_families import levit
+from model_parity import (both_outputs, capture_builder, check_feature_maps, check_layout, check_seeded_init,
+                          check_train_masks, check_train_step, image_batch, numpy_state, skip_random_init)
+from op_check import assert_close
+
+# whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
+
+NAMES = ["levit_128", "levit_128s", "levit_192", "levit_256", "levit_384", "levit_conv_128", "levit_conv_128s",
+         "levit_conv_192", "levit_conv_256", "levit_conv_384"]
+PRINTED = ("Conv2d", "BatchNorm2d", "BatchNorm1d", "Linear", "Hardswish", "AvgPool2d", "Dropout", "Downsample")
+TOL = 1e-5
+# Small models: three stages of one, two and one blocks (key width 4, 2 to 4 heads, downsampling with 4 and 6
+# heads); an 80x48 image gives a 5x3 grid, then 3x2 and 2x1 (odd sizes, subsampled with the last row kept). LeViT
+# only runs at multiples of 16 pixels, the stem's stride, as in timm.
+SMALL = dict(img_size=(80, 48), embed_dim=(16, 24, 32), key_dim=4, num_heads=(2, 3, 4), depth=(1, 2, 1),
+             num_classes=7)
+SIZE = (80, 48)
+
+
+def randomize(model, seed):
+    """Random values for every parameter and BatchNorm statistic of a timm model (zero biases and attention biases,
+    unit and zero norm scales would hide bugs)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bn.weight"):
+                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
+            elif name.endswith(("bias", "attention_biases")):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.3)
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
+        for m in model.modules():
+            if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+                m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.3)
+                m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+    return model
+
+
+def small_pair(use_conv=False, seed=0, cls="LevitDistilled", **kwargs):
+    """(timm's, ours) small LeViT (distilled unless ``cls`` says 'Levit') with timm's randomised weights in both, in
+    eval mode."""
+    config = dict(SMALL, use_conv=use_conv, **kwargs)
+    torch.manual_seed(seed)
+    reference = randomize(getattr(timm_levit, cls)(**config), seed)
+    ours = getattr(levit, cls)(**config)
+    ours.load_state_dict(numpy_state(reference))
+    return reference.eval(), ours.eval()
+
+
+def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
+    """Each entrypoint hands its class timm's configuration; built full size, the smallest linear and the largest
+    convolutional model have timm's layout: state_dict keys, order, shapes and dtypes, module tree and classes,
+    layer printouts, feature_info, num_features, default_cfg."""
+    ours_calls = capture_builder(monkeypatch, levit, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_levit, "build_model_with_cfg")
+    for name in NAMES:
+        getattr(levit, name)()
+        getattr(timm_levit, name)()
+    for name, (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
+        assert ours_cls.__name__ == timm_cls.__name__ == "LevitDistilled"
+        assert ours_kwargs.pop("progress") is True
+        assert ours_kwargs == {k: v for k, v in timm_kwargs.items()
+                               if k not in ("pretrained_filter_fn", "feature_cfg")}, name
+    monkeypatch.undo()
+    skip_random_init(monkeypatch)
+    monkeypatch.setattr(levit, "trunc_normal_", lambda tensor, std=0.02: tensor)
+    for name in ("levit_128s", "levit_conv_384"):
+        with torch.device("meta"):
+            reference = timm.create_model(name)
+        ours = models.create_model(name)
+        check_layout(ours, reference, (), PRINTED)
+        assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
+
+
+@pytest.mark.parametrize("use_conv", [False, True])
+def test_seeded_init_and_eval_outputs_match_timm(use_conv):
+    """The same seed gives timm's initial weights (the heads' truncated normals within 2 float32 ulps, the rest bit
+    for bit) and attention-bias indices, and leaves both random streams in step; with timm's randomised weights,
+    float32 eval logits (the average of the two heads) and pre-logits features of a batch of 2 equal timm's."""
+    check_seeded_init(lambda: timm_levit.LevitDistilled(**SMALL, use_conv=use_conv),
+                      lambda: levit.LevitDistilled(**SMALL, use_conv=use_conv), 3,
+                      lambda reference: {"head.linear.weight", "head_dist.linear.weight"}, what=use_conv)
+    reference, ours = small_pair(use_conv, seed=1)
+    ours_idxs = {n: b.numpy() for n, b in ours.named_buffers() if n.endswith("attention_bias_idxs")}
+    ref_idxs = {n: b.numpy() for n, b in reference.named_buffers() if n.endswith("attention_bias_idxs")}
+    assert list(ours_idxs) == list(ref_idxs) and len(ref_idxs) == 6
+    for name, idxs in ref_idxs.items():
+        assert np.array_equal(ours_idxs[name], idxs), name
+    x = image_batch(2, *SIZE, seed=2)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 7) and np.abs(ref).max() > 1e-1
+    assert_close(out, ref, TOL)
+    pre, pre_ref = both_outputs(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
+                                lambda t: ours.forward_head(ours.forward_features(t), pre_logits=True), x)
+    assert pre.shape == (2, 32)
+    assert_close(pre, pre_ref, TOL)
+
+
+@pytest.mark.parametrize("use_conv", [False, True])
+def test_train_mode_gradients_and_statistics_match_timm_float64(use_conv):
+    """float64, train mode (BatchNorm on batch statistics; the heads' average): outputs, input gradient, every
+    parameter's gradient (attention biases included) and every buffer (running statistics, bias indices) equal
+    timm's."""
+    reference, ours = small_pair(use_conv, seed=4)
+    reference.double().train()
+    ours.double().train()
+    check_train_step(reference, ours, image_batch(2, *SIZE, seed=5).astype(np.float64))
+
+
+def test_drop_path_dropout_and_distilled_training():
+    """timm's rates (drop path on every residual branch, dropout in both heads); eval outputs unaffected; in train
+    mode the same seed draws timm's masks; distilled training returns both heads' logits, as timm's."""
+    reference, ours = small_pair(seed=6, drop_rate=0.3, drop_path_rate=0.2)
+    reference.double()
+    ours.double()
+    assert [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"] == [
+        m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)] == [0.2] * 10
+    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
+        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
+    x = image_batch(2, *SIZE, seed=7).astype(np.float64)
+    out, ref = both_outputs(reference, ours, x)
+    assert_close(out, ref, 1e-10)
+    check_train_masks(reference, ours, x, rtol=1e-10)
+    reference.set_distilled_training()
+    ours.set_distilled_training()
+    torch.manual_seed(8)
+    engine.manual_seed(8)
+    outs, refs = both_outputs(reference, ours, x)
+    assert len(outs) == len(refs) == 2
+    for o, r in zip(outs, refs):
+        assert_close(o, r, 1e-10)
+    ours.eval()
+    assert tuple(ours(engine.from_numpy(x)).shape) == (2, 7)
+
+
+def test_head_api_in_chans_and_image_size():
+    """The plain (undistilled) model with in_chans=1 (a one-channel stem) gives timm's outputs; num_classes=0 the
+    pooled features; reset_classifier to new classes and to no pooling as timm's (both heads of the distilled
+    model); an image of another size is refused."""
+    reference, ours = small_pair(seed=9, cls="Levit", in_chans=1)
+    x = image_batch(2, *SIZE, seed=10, c=1)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 7)
+    assert_close(out, ref, TOL)
+    headless = levit.Levit(**dict(SMALL, num_classes=0, in_chans=1))
+    headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head")})
+    assert isinstance(headless.get_classifier(), engine.nn.Identity)
+    pre, pre_ref = both_outputs(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
+                                headless.eval(), x)
+    assert pre.shape == (2, 32)
+    assert_close(pre, pre_ref, TOL)
+    reference.reset_classifier(5)
+    ours.reset_classifier(5)
+    assert tuple(ours.get_classifier().linear.weight.shape) == (5, 32)
+    assert not ours.head.training and ours.num_classes == 5
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference, ours, x)
+    assert_close(out, ref, TOL)
+    ours.reset_classifier(0, "")
+    with engine.no_grad():
+        assert tuple(ours(engine.from_numpy(x)).shape) == (2, 2, 32)
+    with pytest.raises(ValueError):
+        ours.reset_classifier(5, "max")
+    with pytest.raises(ValueError, match="img_size"):
+        ours(engine.from_numpy(image_batch(1, 96, 48, c=1)))
+    with pytest.raises(ValueError, match="img_size"):
+        ours(engine.from_numpy(image_batch(1, 1, 1, c=1)))
+    distilled = levit.LevitDistilled(**SMALL)
+    distilled.reset_classifier(5)
+    assert [tuple(h.linear.weight.shape) for h in distilled.get_classifier()] == [(5, 32), (5, 32)]
+    distilled.reset_classifier(0)
+    assert all(isinstance(h, engine.nn.Identity) for h in distilled.get_classifier())
+
+
+@pytest.mark.parametrize("name, out_indices", [("levit_128s", (0, 1)), ("levit_conv_128s", None)])
+def test_features_only_and_intermediates_match_timm(name, out_indices):
+    """features_only through the entrypoints: timm's wrapper (the stages' outputs from forward_intermediates for the
+    linear form, the flattened stage list for the convolutional one), its state_dict keys (the stages after the
+    last one picked pruned), feature_info and maps; forward_intermediates' maps and final tokens, stopping early,
+    as timm's."""
+    kwargs = dict(SMALL, num_classes=1000, features_only=True)
+    if out_indices is not None:
+        kwargs["out_indices"] = out_indices
+    torch.manual_seed(11)
+    reference = randomize(timm.create_model(name, **kwargs), 11)
+    ours = models.create_model(name, **kwargs)
+    assert type(ours) is (FlatFeatureListNet if "conv" in name else FeatureGetterNet)
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    ours.load_state_dict(numpy_state(reference))
+    check_feature_maps(reference.eval(), ours, image_batch(2, *SIZE, seed=12), 3 if out_indices is None else 2, TOL)
+    reference, ours = small_pair("conv" in name, seed=13)
+    x = image_batch(2, *SIZE, seed=14)
+    for kwargs, shapes in ((dict(indices=[0, 2]), [(2, 16, 5, 3), (2, 32, 2, 1)]),
+                           (dict(indices=[1], stop_early=True), [(2, 24, 3, 2)])):
+        with torch.no_grad():
+            ref_final, refs = reference.forward_intermediates(torch.from_numpy(x), **kwargs)
+        with engine.no_grad():
+            final, outs = ours.forward_intermediates(engine.from_numpy(x), **kwargs)
+        assert_close(final.numpy(), ref_final.numpy(), TOL)
+        assert [tuple(o.shape) for o in outs] == [tuple(r.shape) for r in refs] == shapes
+        for out, ref in zip(outs, refs):
+            assert_close(out.numpy(), ref.numpy(), TOL)
+
+
+def test_list_models():
+    """Every LeViT with ImageNet weights in timm is registered under its timm name and module."""
+    assert models.list_models(module="levit") == sorted(NAMES)
+    assert set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("levit*")}
