@@ -469,8 +469,17 @@ def _as_tensor_list(tensors, name):
     return tensors
 
 
+def _channels_last(x):
+    """Whether a 4-d or 5-d array is laid out channels-last (channels adjacent in memory) and not also contiguous."""
+    return x.ndim in (4, 5) and x.strides[1] == x.itemsize and not x.flags.c_contiguous
+
+
 class Cat(Function):
-    """Concatenate along ``dim`` in ``dtype``; legacy empty 1-d inputs are skipped."""
+    """Concatenate along ``dim`` in ``dtype``; legacy empty 1-d inputs are skipped.
+
+    The result is contiguous, or channels-last where every input is, as torch lays it out (numpy would follow
+    the inputs' strides: a transposed input gave a transposed result, so a dropout after it, which draws its
+    mask in memory order, dropped other elements than torch's with the same seed)."""
 
     uses_inputs = False
 
@@ -480,7 +489,12 @@ class Cat(Function):
     def forward(self, *xs):
         self.shapes = [x.shape for x in xs]
         parts = [cast(x, self.dtype) for x, s in zip(xs, self.skip) if not s]
-        return xp_of(*xs).concatenate(parts, axis=self.dim)
+        xp = xp_of(*xs)
+        if all(_channels_last(x) for x in parts):
+            return xp.concatenate(parts, axis=self.dim)
+        shape = list(parts[0].shape)
+        shape[self.dim] = sum(x.shape[self.dim] for x in parts)
+        return xp.concatenate(parts, axis=self.dim, out=xp.empty(shape, self.dtype))
 
     def backward(self, gy):
         xp = xp_of(gy)

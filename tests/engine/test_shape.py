@@ -348,3 +348,23 @@ def test_view_as_another_dtype_as_torch():
     bits = x.detach().view(engine.int32)
     bits[1] = 1065353216  # 1.0's bits
     assert x.tolist() == [0.0, 1.0, 0.0, 0.0] and not x.view(engine.int32).requires_grad
+
+
+def test_cat_lays_its_result_out_as_torch():
+    """Contiguous, or channels-last where every input is: a dropout after the cat then drops torch's elements."""
+    tokens = randn(2, 8, 5)
+    ours = engine.cat([engine.zeros(2, 1, 8), engine.from_numpy(tokens).transpose(1, 2)], 1)
+    theirs = torch.cat([torch.zeros(2, 1, 8), torch.from_numpy(tokens).transpose(1, 2)], 1)
+    assert ours.stride() == theirs.stride()
+    engine.manual_seed(4)
+    torch.manual_seed(4)
+    np.testing.assert_array_equal(engine.nn.functional.dropout(ours + 1, 0.5).numpy(),
+                                  torch.nn.functional.dropout(theirs + 1, 0.5).numpy())
+    nhwc = randn(2, 5, 6, 3)
+    for others in ([nhwc], [nhwc.transpose(0, 3, 1, 2).copy()]):
+        ours = engine.cat([engine.from_numpy(x).permute(0, 3, 1, 2) if x.shape[-1] == 3 else engine.from_numpy(x)
+                           for x in [nhwc, *others]], 1)
+        theirs = torch.cat([torch.from_numpy(x).permute(0, 3, 1, 2) if x.shape[-1] == 3 else torch.from_numpy(x)
+                            for x in [nhwc, *others]], 1)
+        assert ours.stride() == theirs.stride()
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
