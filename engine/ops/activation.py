@@ -404,7 +404,8 @@ class GLU(Function):
 
 # ---- softmax ---------------------------------------------------------------------------------
 class Softmax(Function):
-    """exp(x - max) / sum(exp(x - max)) along ``dim``."""
+    """exp(x - max) / sum(exp(x - max)) along ``dim``; the result is contiguous whatever the input's layout, as
+    torch's (a dropout after it, as in attention, draws its mask in memory order)."""
 
     uses_inputs, uses_output = False, True
 
@@ -413,6 +414,8 @@ class Softmax(Function):
 
     def forward(self, x):
         xp, axis = xp_of(x), self.dim if x.ndim else None
+        if not x.flags.c_contiguous:
+            x = xp.ascontiguousarray(x)
         e = xp.asarray(x - x.max(axis=axis, keepdims=True))  # 0-d inputs may arrive as numpy scalars
         xp.exp(e, out=e)
         e /= e.sum(axis=axis, keepdims=True)
@@ -427,7 +430,7 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
-    """x - max - log(sum(exp(x - max))) along ``dim``."""
+    """x - max - log(sum(exp(x - max))) along ``dim``; contiguous, as Softmax."""
 
     uses_inputs, uses_output = False, True
 
@@ -435,6 +438,8 @@ class LogSoftmax(Function):
         self.dim = dim
 
     def forward(self, x):
+        if not x.flags.c_contiguous:
+            x = xp_of(x).ascontiguousarray(x)
         self.y = log_softmax_array(xp_of(x), x, self.dim if x.ndim else None)
         return self.y
 

@@ -160,6 +160,18 @@ def test_softmax_family(fn, shape, dim):
              [x.astype(np.float64)], rtol=1e-10)
 
 
+@pytest.mark.parametrize("fn", ["softmax", "log_softmax"])
+def test_softmax_of_a_permuted_input_is_contiguous_as_torch(fn):
+    """Attention's pattern: softmax over a permuted map, then dropout, which draws its mask in memory order."""
+    x = rand(2, 5, 4, 3)
+    ours = getattr(F, fn)(engine.from_numpy(x).permute(0, 3, 1, 2), dim=-1)
+    theirs = getattr(TF, fn)(torch.from_numpy(x).permute(0, 3, 1, 2), dim=-1)
+    assert ours.stride() == theirs.stride()
+    engine.manual_seed(2)
+    torch.manual_seed(2)
+    np.testing.assert_allclose(F.dropout(ours, 0.5).numpy(), TF.dropout(theirs, 0.5).numpy(), rtol=1e-6)
+
+
 def test_softmax_stable_methods_dtype_and_implicit_dim():
     x = np.array([[1000.0, 0.0, -1000.0], [1.0, 2.0, 3.0]], np.float32)
     check_op(lambda t: t.softmax(1), lambda t: t.softmax(1), [x])
