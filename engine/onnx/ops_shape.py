@@ -1,5 +1,5 @@
 """Converters of the shape ops: reshape, permute, expand, repeat, cat, stack, split, basic indexing, flip,
-roll and pad.
+roll, windows (``Tensor.unfold``) and pad.
 
 A traced reshape holds concrete sizes; a size that follows a dynamic input dimension is written as 0
 (copy the input's) when it is that same dimension, as -1 when it is the only one left, and otherwise
@@ -10,6 +10,7 @@ import numpy as np
 from ..nn.functional.padding import Pad
 from ..nn.graph.plan import SLOT
 from ..ops import creation
+from ..ops import rearrange
 from ..ops import shape as sh
 from .table import converts
 
@@ -269,6 +270,21 @@ def roll(ctx):
         head = ctx.g.node("Slice", [y, ctx.g.ints([0]), ctx.g.ints([n - s]), ctx.g.ints([dim])])
         y = ctx.g.node("Concat", [tail, head], axis=dim)
     return y if y != ctx.input(0) else ctx.g.node("Identity", [y])
+
+
+@converts(rearrange.Unfold)
+def windows(ctx):
+    """``Tensor.unfold``: one ``Gather`` of the windows' indices, (count, size), along the dim, then the size axis
+    moved last."""
+    dim, size, step = ctx.state["dim"], ctx.state["size"], ctx.state["step"]
+    rank = len(ctx.in_shape(0))
+    if rank == 0 or dim in ctx.dynamic(0):
+        ctx.fail(f"windows along dim {dim}, whose size follows the input" if rank else "windows of a 0-d tensor")
+    count = (ctx.in_shape(0)[dim] - size) // step + 1
+    index = np.arange(count, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)
+    gathered = ctx.g.node("Gather", [ctx.input(0), ctx.g.constant(index)], axis=dim)
+    perm = list(range(dim + 1)) + list(range(dim + 2, rank + 1)) + [dim + 1]
+    return ctx.g.node("Transpose", [gathered], perm=perm)
 
 
 @converts(Pad)

@@ -88,6 +88,7 @@ SHAPES = {
     "split_chunk": lambda m, x: [p * (k + 1) for k, p in enumerate(x.split([2, 3], dim=1) + x.chunk(7, dim=2))],
     "slicing": lambda m, x: (x[:, 1:4, ::2], x[:, -1], x[..., 3], x[:, None, 2:], x[:, ::-1, 1:-1], x[:, 4:1:-2]),
     "flip_roll": lambda m, x: x.flip(1, 2) + x.roll(2, 1) + x.roll((-3, 1), (1, 2)),
+    "windows": lambda m, x: (x.unfold(2, 3, 2), x.unfold(1, 2, 1).unfold(2, 4, 3)),
     "squeeze": lambda m, x: x[:, :1].squeeze(1).unsqueeze(-1) * x.sum(1, keepdim=True).squeeze(1).unsqueeze(-1),
     "advanced_index": lambda m, x: (x[:, [4, 0, 0, 2]], x[:, [1, 3], [2, 6]], x[:, 1:3][:, :, [0, 5]],
                                      x[:, :, engine.tensor([[1, 2], [0, 6]])]),
