@@ -4,16 +4,19 @@
 the stage outputs as a list (``FlatFeatureListNet``: with the children of top-level Sequentials lifted up, as
 timm's Swin features are); ``FeatureHookNet`` does the same for stages that end inside blocks, with
 forward hooks; ``FeatureGetterNet`` asks a transformer's ``forward_intermediates`` for its blocks'
-outputs as maps. A model names the wrapper it needs in ``feature_wrapper`` (``FeatureListNet`` when it
-does not). ``create_feature_extractor`` works on any model: forward hooks collect the outputs of named
-submodules, as torchvision's FX-based helper does for module outputs.
+outputs as maps (``FeatureBodyNet``: for its stages', the model kept whole). A model names the wrapper it
+needs in ``feature_wrapper`` (``FeatureListNet`` when it does not). ``create_feature_extractor`` works on any
+model: forward hooks collect the outputs of named submodules, as torchvision's FX-based helper does for
+module outputs. ``intermediate_stages`` and ``prune_stages`` are the shared steps of the models'
+``forward_intermediates`` and ``prune_intermediate_layers``.
 """
 from collections import OrderedDict
 
 from engine import nn
 
 __all__ = ["FeatureInfo", "FeatureListNet", "FlatFeatureListNet", "FeatureHookNet", "FeatureGetterNet",
-           "create_feature_extractor", "get_module_names", "sequential_feature_info", "take_indices"]
+           "FeatureBodyNet", "create_feature_extractor", "get_module_names", "sequential_feature_info", "take_indices",
+           "intermediate_stages", "prune_stages"]
 
 
 class FeatureInfo:
@@ -108,6 +111,31 @@ def take_indices(num_blocks, indices):
         if not 0 <= i < num_blocks:
             raise IndexError(f"block index {i} is out of range (0 to {num_blocks - 1})")
     return taken
+
+
+def intermediate_stages(stages, indices, stop_early, output_fmt, formats=("NCHW",)):
+    """timm's ``forward_intermediates`` set-up: refuse an ``output_fmt`` outside ``formats``; the absolute indices
+    that ``indices`` picks among ``stages`` (see ``take_indices``) and the stages to run, as a list (up to the last
+    one picked with ``stop_early``, else all)."""
+    if output_fmt not in formats:
+        raise ValueError(f"output_fmt must be {' or '.join(repr(f) for f in formats)}, got {output_fmt!r}")
+    take = take_indices(len(stages), indices)
+    return take, list(stages)[:max(take) + 1] if stop_early else list(stages)
+
+
+def prune_stages(model, name, indices):
+    """timm's ``prune_intermediate_layers`` for a model whose stages are its ``nn.Sequential`` ``name``: the stages
+    after the last one ``indices`` picks dropped and, when any go, the model's ``num_features`` and
+    ``head_hidden_size`` those of the last stage kept (from ``feature_info``). Returns the absolute indices and
+    whether stages went (the caller drops its final norm and head accordingly)."""
+    stages = getattr(model, name)
+    take = take_indices(len(stages), indices)
+    last = max(take)
+    prune_end = last < len(stages) - 1
+    setattr(model, name, nn.Sequential(*list(stages)[:last + 1]))
+    if prune_end:
+        model.num_features = model.head_hidden_size = model.feature_info[last]["num_chs"]
+    return take, prune_end
 
 
 class FeatureListNet(nn.Module):
@@ -275,6 +303,23 @@ class FeatureGetterNet(nn.Module):
 
     def forward(self, x):
         return self.model.forward_intermediates(x, indices=self.out_indices, intermediates_only=True)
+
+
+class FeatureBodyNet(nn.Module):
+    """A model with ``forward_intermediates`` kept whole, headless, under ``body`` (timm's hook-based feature model
+    for PiT, which leaves the network whole, so its ``state_dict`` keys are timm's); ``forward`` returns the (N, C,
+    H, W) maps of the stages picked by ``out_indices`` (None: all; n: the last n; or a list) in ``feature_info``."""
+
+    def __init__(self, model, out_indices=None):
+        super().__init__()
+        out_indices = take_indices(len(model.feature_info), out_indices)
+        self.feature_info = FeatureInfo(model.feature_info, out_indices)
+        self.out_indices = out_indices
+        model.reset_classifier(0)
+        self.body = model
+
+    def forward(self, x):
+        return self.body.forward_intermediates(x, indices=self.out_indices, intermediates_only=True)
 
 
 class _Collected(Exception):

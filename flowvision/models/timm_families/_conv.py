@@ -1,7 +1,8 @@
 """Convolutions as timm creates them (``create_conv2d``), shared by its TensorFlow-ported families: padded as
 PyTorch pads (half the receptive field) or as TensorFlow pads ("same", per input where no fixed padding gives it,
-``Conv2dSame``), MixNet's mixed-kernel convolutions (``MixedConv2d``) and CondConv's per-example mixtures of
-expert kernels (``CondConv2d``).
+``Conv2dSame``), MixNet's mixed-kernel convolutions (``MixedConv2d``), CondConv's per-example mixtures of
+expert kernels (``CondConv2d``), and pooling with TensorFlow's "same" padding (``AvgPool2dSame``,
+``MaxPool2dSame``).
 """
 import math
 
@@ -9,7 +10,12 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-__all__ = ["create_conv2d", "Conv2dSame", "MixedConv2d", "CondConv2d"]
+__all__ = ["create_conv2d", "Conv2dSame", "MixedConv2d", "CondConv2d", "AvgPool2dSame", "MaxPool2dSame"]
+
+
+def pair(value):
+    """``value`` as a (height, width) tuple: a sequence as it is, a number twice."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
 
 
 def get_padding(kernel_size, stride=1, dilation=1):
@@ -66,13 +72,36 @@ def _needs_dynamic_padding(pad_type, kernel_size, stride, dilation):
     return pad_type == "same" and (stride > 1 or dilation * (kernel_size - 1) % 2 == 1)
 
 
-def _pad_same(x, kernel_size, stride, dilation):
-    """``x`` padded with zeros as TensorFlow's "same" convolution pads it: the total padding of each axis split
-    with the odd pixel at the end (bottom, right)."""
+def _pad_same(x, kernel_size, stride, dilation, value=0.0):
+    """``x`` padded with ``value`` as TensorFlow's "same" convolution or pooling pads it: the total padding of each
+    axis split with the odd pixel at the end (bottom, right)."""
     height, width = x.shape[-2:]
     pad_h = get_same_padding(height, kernel_size[0], stride[0], dilation[0])
     pad_w = get_same_padding(width, kernel_size[1], stride[1], dilation[1])
-    return F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2))
+    return F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2), value=value)
+
+
+class AvgPool2dSame(nn.AvgPool2d):
+    """Average pooling with TensorFlow's "same" padding, computed from each input's size (timm's ``AvgPool2dSame``;
+    the padded zeros count)."""
+
+    def __init__(self, kernel_size, stride, count_include_pad=True):
+        super().__init__(pair(kernel_size), pair(stride), (0, 0), count_include_pad=count_include_pad)
+
+    def forward(self, x):
+        x = _pad_same(x, self.kernel_size, self.stride, (1, 1))
+        return super().forward(x)
+
+
+class MaxPool2dSame(nn.MaxPool2d):
+    """Max pooling with TensorFlow's "same" padding, computed from each input's size (timm's ``MaxPool2dSame``)."""
+
+    def __init__(self, kernel_size, stride):
+        super().__init__(pair(kernel_size), pair(stride), (0, 0), (1, 1))
+
+    def forward(self, x):
+        x = _pad_same(x, self.kernel_size, self.stride, self.dilation, value=-math.inf)
+        return super().forward(x)
 
 
 class CondConv2d(nn.Module):

@@ -1,9 +1,10 @@
 """Layers that several timm families share, with timm's module names (so their ``state_dict`` keys are timm's):
-activations chosen by name, patch embedding, the transformer MLP and its 1x1-convolution form, global pooling
-chosen by name and the head built on it, BatchNorm + activation, convolution + norm + activation, anti-aliased
-downsampling, an Inception block's concatenated branches, stochastic depth, and timm's truncated-normal
-initialisation. Channel attention lives in ``_attention``, the LayerNorms in ``_norm``, convolution padding and
-its special convolutions in ``_conv``.
+activations chosen by name, patch embedding, the fused-qkv biases and the pre-norm residual block of some
+transformers, the transformer MLP and its 1x1-convolution form, global pooling chosen by name and the head built on
+it (and the classifier API of the models that end in it), BatchNorm or LayerNorm + activation, convolution + norm +
+activation, anti-aliased downsampling, an Inception block's concatenated branches, stochastic depth, and timm's
+truncated-normal initialisation. Channel attention lives in ``_attention``, the plain norms in ``_norm``,
+convolution padding, its special convolutions and TensorFlow's "same" pooling in ``_conv``.
 """
 import math
 from functools import partial
@@ -13,16 +14,13 @@ import engine.nn.functional as F
 from engine import nn
 
 from ...ops.stochastic_depth import StochasticDepth
-from ._conv import create_conv2d
+from ._conv import create_conv2d, pair
+from ._norm import LayerNorm2d
 
-__all__ = ["pair", "drop_path_module", "trunc_normal_", "init_linear_layers", "GELU", "get_act_layer",
+__all__ = ["pair", "drop_path_module", "trunc_normal_", "init_linear_layers", "GELU", "GELUTanh", "get_act_layer",
            "create_act_layer", "PatchEmbed", "Mlp", "ConvMlp", "SelectAdaptivePool2d", "create_classifier",
-           "ClassifierHead", "BatchNormAct2d", "BlurPool2d", "create_aa", "ConvNormAct", "ConcatBranches"]
-
-
-def pair(value):
-    """``value`` as a (height, width) tuple: a sequence as it is, a number twice."""
-    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+           "ClassifierHead", "ClassifierHeadApi", "BatchNormAct2d", "LayerNormAct2d", "BlurPool2d", "create_aa",
+           "ConvNormAct", "ConcatBranches", "QkvBias", "PreNormBlock"]
 
 
 def drop_path_module(p):
@@ -69,13 +67,22 @@ class GELU(nn.Module):
         return F.gelu(x)
 
 
+class GELUTanh(GELU):
+    """GELU with its tanh approximation (timm's ``GELUTanh``, the TensorFlow MaxViTs' activation), taking (and
+    ignoring) ``inplace`` as the other activations do."""
+
+    def forward(self, x):
+        return F.gelu(x, approximate="tanh")
+
+
 _ACT_LAYERS = {"relu": nn.ReLU, "relu6": nn.ReLU6, "leaky_relu": nn.LeakyReLU, "silu": nn.SiLU, "swish": nn.SiLU,
-               "mish": nn.Mish, "gelu": GELU, "hard_swish": nn.Hardswish}
+               "mish": nn.Mish, "gelu": GELU, "gelu_tanh": GELUTanh, "hard_swish": nn.Hardswish}
 
 
 def get_act_layer(act_layer):
     """An activation class from timm's name for it ('relu', 'relu6', 'leaky_relu', 'silu' or 'swish', 'mish', 'gelu',
-    'hard_swish') or the class itself (timm's ``get_act_layer``, for the names the families here use)."""
+    'gelu_tanh', 'hard_swish') or the class itself (timm's ``get_act_layer``, for the names the families here
+    use)."""
     if not isinstance(act_layer, str):
         return act_layer
     if act_layer not in _ACT_LAYERS:
@@ -91,6 +98,45 @@ def create_act_layer(act_layer, inplace=False):
         return act_layer(inplace=inplace)
     except TypeError:
         return act_layer()
+
+
+class QkvBias:
+    """The biases of a bias-free fused ``qkv`` projection as EVA, BEiT and Swin V2 learn them (a mixin before
+    ``nn.Module``): a query and a value bias (``q_bias``, ``v_bias``) and a fixed zero key bias (``k_bias``, a
+    non-persistent buffer: a key bias cancels in the softmax)."""
+
+    def _add_qkv_bias(self, dim, enabled=True):
+        """The three ``dim``-wide biases, or None for each when not ``enabled``."""
+        if enabled:
+            self.q_bias = nn.Parameter(torch.zeros(dim))
+            self.register_buffer("k_bias", torch.zeros(dim), persistent=False)
+            self.v_bias = nn.Parameter(torch.zeros(dim))
+        else:
+            self.q_bias = self.k_bias = self.v_bias = None
+
+    def _qkv_bias(self):
+        """The biases concatenated in the projection's (q, k, v) order, or None."""
+        return None if self.q_bias is None else torch.cat((self.q_bias, self.k_bias, self.v_bias))
+
+
+class PreNormBlock(nn.Module):
+    """A pre-norm residual block without layer scale (VOLO's outlooker and transformer blocks, MobileViTv2's):
+    x + drop_path1(attn(norm1(x))), then x + drop_path2(mlp(norm2(x)))."""
+
+    def _add_branches(self, dim, attn, mlp, drop_path, norm_layer):
+        """Register ``norm1``, ``attn``, ``drop_path1`` (stochastic depth ``drop_path``), ``norm2``, ``mlp`` and
+        ``drop_path2``, in timm's order."""
+        self.norm1 = norm_layer(dim)
+        self.attn = attn
+        self.drop_path1 = drop_path_module(drop_path)
+        self.norm2 = norm_layer(dim)
+        self.mlp = mlp
+        self.drop_path2 = drop_path_module(drop_path)
+
+    def forward(self, x):
+        x = x + self.drop_path1(self.attn(self.norm1(x)))
+        x = x + self.drop_path2(self.mlp(self.norm2(x)))
+        return x
 
 
 class PatchEmbed(nn.Module):
@@ -122,24 +168,42 @@ class PatchEmbed(nn.Module):
         return x
 
 
-class Mlp(nn.Module):
-    """The feed-forward block along the last axis: ``fc1``, activation, dropout, ``norm`` (an identity unless
-    ``norm_layer``), ``fc2``, dropout."""
+def _norm_slot(norm_layer, features, placeholder):
+    """The hidden norm of an MLP: ``norm_layer(features)``; without one, timm's identity slot, or None (no ``norm``
+    at all) where ``placeholder`` is False, for the ports whose module tree leaves timm's no-op slots out."""
+    if norm_layer is not None:
+        return norm_layer(features)
+    return nn.Identity() if placeholder else None
 
-    def __init__(self, in_features, hidden_features, act_layer=nn.GELU, norm_layer=None, drop=0.0):
+
+class Mlp(nn.Module):
+    """The feed-forward block (timm's ``Mlp``, its arguments and defaults): ``fc1`` to ``hidden_features`` (by
+    default ``in_features``), activation, dropout, ``norm`` (an identity unless ``norm_layer``; left out with
+    ``norm_placeholder=False``), ``fc2`` to ``out_features`` (by default ``in_features``), dropout. ``bias`` and
+    ``drop`` are one value for both layers or a pair; ``use_conv`` makes the layers 1x1 convolutions over (N, C, H,
+    W) maps instead of linear layers over the last axis."""
+
+    def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.GELU, norm_layer=None,
+                 bias=True, drop=0.0, use_conv=False, norm_placeholder=True):
         super().__init__()
-        self.fc1 = nn.Linear(in_features, hidden_features)
+        hidden_features = hidden_features or in_features
+        out_features = out_features or in_features
+        bias1, bias2 = pair(bias)
+        drop1, drop2 = pair(drop)
+        linear_layer = partial(nn.Conv2d, kernel_size=1) if use_conv else nn.Linear
+        self.fc1 = linear_layer(in_features, hidden_features, bias=bias1)
         self.act = act_layer()
-        self.drop1 = nn.Dropout(drop)
-        self.norm = norm_layer(hidden_features) if norm_layer is not None else nn.Identity()
-        self.fc2 = nn.Linear(hidden_features, in_features)
-        self.drop2 = nn.Dropout(drop)
+        self.drop1 = nn.Dropout(drop1)
+        self.norm = _norm_slot(norm_layer, hidden_features, norm_placeholder)
+        self.fc2 = linear_layer(hidden_features, out_features, bias=bias2)
+        self.drop2 = nn.Dropout(drop2)
 
     def forward(self, x):
         x = self.fc1(x)
         x = self.act(x)
         x = self.drop1(x)
-        x = self.norm(x)
+        if self.norm is not None:
+            x = self.norm(x)
         x = self.fc2(x)
         x = self.drop2(x)
         return x
@@ -147,20 +211,23 @@ class Mlp(nn.Module):
 
 class ConvMlp(nn.Module):
     """The feed-forward block of 1x1 convolutions over an NCHW map (timm's ``ConvMlp``, global context attention's
-    bottleneck): ``fc1`` to ``hidden_features`` channels, ``norm`` (an identity unless ``norm_layer``), the activation
-    (``act``), ``drop`` (no dropout, timm's slot) and ``fc2`` back to ``in_features``."""
+    bottleneck): ``fc1`` to ``hidden_features`` channels, ``norm`` (an identity unless ``norm_layer``; left out with
+    ``norm_placeholder=False``), the activation (``act``), dropout ``drop`` and ``fc2`` back to ``in_features``,
+    both with biases unless ``bias=False``."""
 
-    def __init__(self, in_features, hidden_features, act_layer=nn.ReLU, norm_layer=None):
+    def __init__(self, in_features, hidden_features, act_layer=nn.ReLU, norm_layer=None, bias=True, drop=0.0,
+                 norm_placeholder=True):
         super().__init__()
-        self.fc1 = nn.Conv2d(in_features, hidden_features, kernel_size=1)
-        self.norm = norm_layer(hidden_features) if norm_layer else nn.Identity()
+        self.fc1 = nn.Conv2d(in_features, hidden_features, kernel_size=1, bias=bias)
+        self.norm = _norm_slot(norm_layer, hidden_features, norm_placeholder)
         self.act = act_layer()
-        self.drop = nn.Dropout(0.0)
-        self.fc2 = nn.Conv2d(hidden_features, in_features, kernel_size=1)
+        self.drop = nn.Dropout(drop)
+        self.fc2 = nn.Conv2d(hidden_features, in_features, kernel_size=1, bias=bias)
 
     def forward(self, x):
         x = self.fc1(x)
-        x = self.norm(x)
+        if self.norm is not None:
+            x = self.norm(x)
         x = self.act(x)
         x = self.drop(x)
         x = self.fc2(x)
@@ -247,14 +314,41 @@ class ClassifierHead(nn.Module):
         return self.flatten(x)
 
 
-class BatchNormAct2d(nn.BatchNorm2d):
-    """BatchNorm and its activation as one module, timm's layout: the statistics and affine parameters are the
-    module's own (``bn.weight``...), then ``drop`` (an identity: no dropout) and ``act`` (``act_layer``, built in
-    place with ``inplace`` as timm's DPN prints it; an identity with ``apply_act=False``, as for a projection
-    shortcut)."""
+class ClassifierHeadApi:
+    """timm's classifier API of a model that ends in a ``head`` with ``reset`` and ``fc`` (a ``ClassifierHead``, or
+    a family's own) after ``forward_features``: a mixin before ``nn.Module``. A model that keeps its pooling's name
+    in ``global_pool`` has it follow ``reset_classifier``."""
 
-    def __init__(self, num_features, eps=1e-5, act_layer=nn.ReLU, apply_act=True, inplace=False):
-        super().__init__(num_features, eps=eps)
+    def get_classifier(self):
+        """The final linear layer."""
+        return self.head.fc
+
+    def reset_classifier(self, num_classes, global_pool=None, **head_args):
+        """A fresh classifier for ``num_classes`` (0: the pooled features), after another pooling ``global_pool``
+        if given; ``head_args`` go to the head's ``reset`` (``reset_other`` of ConvNeXt's MLP head)."""
+        self.num_classes = num_classes
+        self.head.reset(num_classes, global_pool, **head_args)
+        self.head_hidden_size = self.head.num_features
+        if global_pool is not None and isinstance(getattr(self, "global_pool", None), str):
+            self.global_pool = global_pool
+
+    def forward_head(self, x, pre_logits=False):
+        """Pooling and dropout; then the classifier unless ``pre_logits``."""
+        return self.head(x, pre_logits=pre_logits)
+
+    def forward(self, x):
+        x = self.forward_features(x)
+        x = self.forward_head(x)
+        return x
+
+
+class _NormAct:
+    """The slots timm's norm-and-activation layers add after their norm (a mixin before the norm class): ``drop``
+    (an identity: no dropout) and ``act`` (``act_layer``, built in place with ``inplace``; an identity with
+    ``apply_act=False``, as for a projection shortcut)."""
+
+    def _add_act(self, act_layer, apply_act, inplace):
+        """Register ``drop`` and ``act`` after the norm's own parameters."""
         self.drop = nn.Identity()
         if not apply_act:
             self.act = nn.Identity()
@@ -266,6 +360,26 @@ class BatchNormAct2d(nn.BatchNorm2d):
         x = self.drop(x)
         x = self.act(x)
         return x
+
+
+class BatchNormAct2d(_NormAct, nn.BatchNorm2d):
+    """BatchNorm and its activation as one module, timm's layout: the statistics and affine parameters are the
+    module's own (``bn.weight``...), then ``drop`` and ``act`` (see ``_NormAct``; in place with ``inplace`` as timm's
+    DPN prints it)."""
+
+    def __init__(self, num_features, eps=1e-5, act_layer=nn.ReLU, apply_act=True, inplace=False):
+        super().__init__(num_features, eps=eps)
+        self._add_act(act_layer, apply_act, inplace)
+
+
+class LayerNormAct2d(_NormAct, LayerNorm2d):
+    """LayerNorm over the channels of an (N, C, H, W) map and its activation as one module (timm's
+    ``LayerNormAct2d``, the norm of the ConvNeXt-based MaxxViT stems): then ``drop`` and ``act`` (see
+    ``_NormAct``)."""
+
+    def __init__(self, num_channels, eps=1e-6, act_layer=nn.ReLU, apply_act=True, inplace=False):
+        super().__init__(num_channels, eps=eps)
+        self._add_act(act_layer, apply_act, inplace)
 
 
 class BlurPool2d(nn.Module):

@@ -1,5 +1,5 @@
-"""Relative position biases for attention over a grid of patches (timm's ``pos_embed_rel`` layers), shared by the BEiT
-and relative-position ViT families.
+"""Relative position biases for attention over a grid of patches (timm's ``pos_embed_rel`` layers), shared by the BEiT,
+relative-position ViT, Swin and MaxViT families.
 
 Instead of adding absolute position embeddings to the tokens, these add to every attention score a learnt bias that
 depends only on the offset between the query's and the key's patch (dy, dx), per head:
@@ -9,7 +9,8 @@ depends only on the offset between the query's and the key's patch (dy, dx), per
   class-to-patch, patch-to-class and class-to-class;
 - ``RelPosMlp``: a small MLP maps each offset's log-spaced coordinates to the heads' biases (Liu et al. 2022, "Swin
   Transformer V2"), so the bias extends to other grid sizes. timm's 'cr' coordinates are sign(d) log(1 + |d|), the
-  'swin' ones Swin V2's (offsets scaled to [-8, 8], log2, a sigmoid and a gain of 16 on the output).
+  'swin' ones Swin V2's (offsets scaled to [-8, 8], log2, a sigmoid and a gain of 16 on the output);
+- ``RelPosBiasTf``: the TensorFlow MaxViT's table per head over the offsets, spread by one-hot lookups.
 
 The index and the log coordinates are fixed buffers, not saved in the state_dict (as in timm).
 """
@@ -21,9 +22,10 @@ import engine as torch
 from engine import nn
 from engine.nn import functional as F
 
-from ._layers import pair, trunc_normal_
+from ._layers import Mlp, pair, trunc_normal_
 
-__all__ = ["gen_relative_position_index", "gen_relative_log_coords", "RelPosBias", "RelPosMlp"]
+__all__ = ["gen_relative_position_index", "gen_relative_log_coords", "lookup_rel_pos_bias", "RelPosBias", "RelPosMlp",
+           "RelPosBiasTf"]
 
 
 def gen_relative_position_index(window_size, class_token=False):
@@ -61,6 +63,12 @@ def gen_relative_log_coords(window_size, pretrained_window_size=(0, 0), mode="sw
     return torch.sign(coords) * torch.log2(1.0 + coords.abs()) / math.log2(8)
 
 
+def lookup_rel_pos_bias(table, index, tokens):
+    """The rows of ``table`` (offsets, heads) that ``index`` (``tokens`` x ``tokens`` entries, any shape) picks for
+    every (query, key) pair, as a (heads, tokens, tokens) attention bias."""
+    return table[index.reshape(-1)].reshape(tokens, tokens, -1).permute(2, 0, 1)
+
+
 class RelPosBias(nn.Module):
     """A learnt bias per head and relative offset of a ``window_size`` grid (with ``prefix_tokens`` = 1, a class
     token's three extra entries), drawn truncated-normal (std 0.02). ``get_bias`` gives the (1, heads, tokens,
@@ -73,7 +81,6 @@ class RelPosBias(nn.Module):
         self.window_size = pair(window_size)
         self.window_area = self.window_size[0] * self.window_size[1]
         self.prefix_tokens = prefix_tokens
-        self.bias_shape = (self.window_area + prefix_tokens,) * 2 + (num_heads,)
         num_offsets = (2 * self.window_size[0] - 1) * (2 * self.window_size[1] - 1) + 3 * prefix_tokens
         self.relative_position_bias_table = nn.Parameter(torch.zeros(num_offsets, num_heads))
         index = gen_relative_position_index(self.window_size, class_token=prefix_tokens > 0)
@@ -82,36 +89,12 @@ class RelPosBias(nn.Module):
 
     def get_bias(self):
         """The table looked up at every (query, key) pair: (1, heads, tokens, tokens)."""
-        bias = self.relative_position_bias_table[self.relative_position_index]
-        bias = bias.reshape(self.bias_shape).permute(2, 0, 1)
+        bias = lookup_rel_pos_bias(self.relative_position_bias_table, self.relative_position_index,
+                                   self.window_area + self.prefix_tokens)
         return bias.unsqueeze(0).contiguous()
 
     def forward(self, attn, shared_rel_pos=None):
         return attn + self.get_bias()
-
-
-class Mlp(nn.Module):
-    """The offsets' MLP: ``fc1`` (2 coordinates -> ``hidden_features``), ReLU, dropout ``drop[0]``, ``fc2`` (->
-    ``out_features``, one per head), dropout ``drop[1]``; ``bias`` gives each layer's bias flag. ``norm`` is timm's
-    slot for a hidden norm, an identity."""
-
-    def __init__(self, in_features, hidden_features, out_features, bias=(True, True), drop=(0.0, 0.0)):
-        super().__init__()
-        self.fc1 = nn.Linear(in_features, hidden_features, bias=bias[0])
-        self.act = nn.ReLU()
-        self.drop1 = nn.Dropout(drop[0])
-        self.norm = nn.Identity()
-        self.fc2 = nn.Linear(hidden_features, out_features, bias=bias[1])
-        self.drop2 = nn.Dropout(drop[1])
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.act(x)
-        x = self.drop1(x)
-        x = self.norm(x)
-        x = self.fc2(x)
-        x = self.drop2(x)
-        return x
 
 
 class RelPosMlp(nn.Module):
@@ -120,18 +103,18 @@ class RelPosMlp(nn.Module):
 
     ``mode`` 'cr' (timm's default): ``gen_relative_log_coords``' 'cr' coordinates and the MLP's output as it is; 'swin':
     Swin V2's coordinates (scaled by ``pretrained_window_size`` when given), no output bias, 16 sigmoid(output). The
-    MLP (``hidden_dim`` ReLU units) drops 1/8 of its hidden units in training, as timm's. ``prefix_tokens`` leading
-    tokens (a class token) get zero bias.
+    MLP (``mlp``, ``hidden_dim`` ReLU units) drops 1/8 of its hidden units in training, as timm's. ``prefix_tokens``
+    leading tokens (a class token) get zero bias. ``placeholders=False`` leaves timm's no-op slots out (the MLP's
+    ``norm``, 'cr''s ``bias_act``), for the ports whose module tree omits them.
     """
 
     def __init__(self, window_size, num_heads=8, hidden_dim=128, prefix_tokens=0, mode="cr",
-                 pretrained_window_size=(0, 0)):
+                 pretrained_window_size=(0, 0), placeholders=True):
         super().__init__()
         self.window_size = pair(window_size)
         self.window_area = self.window_size[0] * self.window_size[1]
         self.prefix_tokens = prefix_tokens
         self.num_heads = num_heads
-        self.bias_shape = (self.window_area,) * 2 + (num_heads,)
         self.mode = mode
         self.pretrained_window_size = pretrained_window_size
         if mode == "swin":
@@ -139,10 +122,11 @@ class RelPosMlp(nn.Module):
             self.bias_gain = 16
             mlp_bias = (True, False)
         else:
-            self.bias_act = nn.Identity()
+            self.bias_act = nn.Identity() if placeholders else None
             self.bias_gain = None
             mlp_bias = (True, True)
-        self.mlp = Mlp(2, hidden_dim, num_heads, bias=mlp_bias, drop=(0.125, 0.0))
+        self.mlp = Mlp(2, hidden_dim, num_heads, act_layer=nn.ReLU, bias=mlp_bias, drop=(0.125, 0.0),
+                       norm_placeholder=placeholders)
         index = gen_relative_position_index(self.window_size)
         self.register_buffer("relative_position_index", index.reshape(-1), persistent=False)
         coords = gen_relative_log_coords(self.window_size, pretrained_window_size, mode=mode)
@@ -150,10 +134,10 @@ class RelPosMlp(nn.Module):
 
     def get_bias(self):
         """The MLP's biases at every (query, key) pair: (1, heads, tokens, tokens), zero for the prefix tokens."""
-        bias = self.mlp(self.rel_coords_log)
-        bias = bias.reshape(-1, self.num_heads)[self.relative_position_index]
-        bias = bias.reshape(self.bias_shape).permute(2, 0, 1)
-        bias = self.bias_act(bias)
+        table = self.mlp(self.rel_coords_log).reshape(-1, self.num_heads)
+        bias = lookup_rel_pos_bias(table, self.relative_position_index, self.window_area)
+        if self.bias_act is not None:
+            bias = self.bias_act(bias)
         if self.bias_gain is not None:
             bias = self.bias_gain * bias
         if self.prefix_tokens:
@@ -162,3 +146,37 @@ class RelPosMlp(nn.Module):
 
     def forward(self, attn, shared_rel_pos=None):
         return attn + self.get_bias()
+
+
+def _offset_lookup(length):
+    """The one-hot lookup from the official MaxViT: (length, length, 2 * length - 1), 1 at [i, j, j - i + length - 1]
+    (the offset of key j from query i)."""
+    lookup = torch.zeros(length, length, 2 * length - 1)
+    for i in range(length):
+        for j in range(length):
+            lookup[i, j, j - i + length - 1] = 1.0
+    return lookup
+
+
+class RelPosBiasTf(nn.Module):
+    """The TensorFlow MaxViT's relative position bias (timm's ``RelPosBiasTf``): a table per head over the (2 * h - 1,
+    2 * w - 1) offsets of a ``window_size`` window (``relative_position_bias_table``, N(0, 0.02^2) at first), spread
+    to every (query, key) pair through one-hot lookups along the height and the width (the non-persistent
+    ``height_lookup``, ``width_lookup``). ``get_bias`` gives the (heads, area, area) attention bias."""
+
+    def __init__(self, window_size, num_heads):
+        super().__init__()
+        self.window_size = window_size
+        self.window_area = window_size[0] * window_size[1]
+        self.num_heads = num_heads
+        self.bias_shape = (num_heads, 2 * window_size[0] - 1, 2 * window_size[1] - 1)
+        self.relative_position_bias_table = nn.Parameter(torch.zeros(self.bias_shape))
+        self.register_buffer("height_lookup", _offset_lookup(window_size[0]), persistent=False)
+        self.register_buffer("width_lookup", _offset_lookup(window_size[1]), persistent=False)
+        nn.init.normal_(self.relative_position_bias_table, std=0.02)
+
+    def get_bias(self):
+        """The table spread to every (query, key) pair: (heads, area, area)."""
+        bias = torch.einsum("nhw,ixh->nixw", self.relative_position_bias_table, self.height_lookup)
+        bias = torch.einsum("nixw,jyw->nijxy", bias, self.width_lookup)
+        return bias.reshape(self.num_heads, self.window_area, self.window_area)

@@ -17,26 +17,23 @@ Model names, module names, ``state_dict`` keys, defaults and initialisation foll
 checkpoints load directly. A model runs at the image size it was built for (``img_size``); ``features_only=True``
 returns the last blocks' outputs (timm's default: three) as (N, C, H/16, W/16) maps.
 """
-import math
-
 import engine as torch
 from engine import nn
 from engine.nn import functional as F
 
-from .._features import FeatureGetterNet, take_indices
+from .._features import FeatureGetterNet
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, trunc_normal_
+from ._layers import Mlp, PatchEmbed, QkvBias, drop_path_module, init_linear_layers, trunc_normal_
 from ._norm import LayerNorm
-from ._pos_embed_rel import gen_relative_position_index
+from ._pos_embed_rel import gen_relative_position_index, lookup_rel_pos_bias
 from .eva import SwiGLU
+from .vision_transformer import ViTApi
 
 __all__ = []
 
-_GLOBAL_POOLS = ("", "avg", "token")
 
-
-class Attention(nn.Module):
+class Attention(QkvBias, nn.Module):
     """Multi-head self-attention with BEiT's biases: a bias-free ``qkv`` projection plus learnt query and value biases
     and a zero key bias (``qkv_bias``), and, with a ``window_size`` (the patch grid), a relative position bias per
     head (``relative_position_bias_table``, zeros at first) added to the scores; a bias shared by all blocks may be
@@ -50,12 +47,7 @@ class Attention(nn.Module):
         all_head_dim = self.head_dim * num_heads
         self.scale = self.head_dim ** -0.5
         self.qkv = nn.Linear(dim, all_head_dim * 3, bias=False)
-        if qkv_bias:
-            self.q_bias = nn.Parameter(torch.zeros(all_head_dim))
-            self.register_buffer("k_bias", torch.zeros(all_head_dim), persistent=False)
-            self.v_bias = nn.Parameter(torch.zeros(all_head_dim))
-        else:
-            self.q_bias = self.k_bias = self.v_bias = None
+        self._add_qkv_bias(all_head_dim, qkv_bias)
         if window_size:
             self.window_size = window_size
             self.num_relative_distance = (2 * window_size[0] - 1) * (2 * window_size[1] - 1) + 3
@@ -74,14 +66,12 @@ class Attention(nn.Module):
         """The table looked up at every (query, key) pair of the class token and patches: (1, heads, tokens,
         tokens)."""
         tokens = self.window_size[0] * self.window_size[1] + 1
-        bias = self.relative_position_bias_table[self.relative_position_index.reshape(-1)]
-        bias = bias.reshape(tokens, tokens, -1).permute(2, 0, 1).contiguous()
-        return bias.unsqueeze(0)
+        bias = lookup_rel_pos_bias(self.relative_position_bias_table, self.relative_position_index, tokens)
+        return bias.contiguous().unsqueeze(0)
 
     def forward(self, x, shared_rel_pos_bias=None):
         batch, tokens, _ = x.shape
-        bias = None if self.q_bias is None else torch.cat((self.q_bias, self.k_bias, self.v_bias))
-        qkv = F.linear(x, self.qkv.weight, bias)
+        qkv = F.linear(x, self.qkv.weight, self._qkv_bias())
         qkv = qkv.reshape(batch, tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         q, k, v = qkv.unbind(0)
         attn_bias = None
@@ -155,12 +145,12 @@ class RelativePositionBias(nn.Module):
         self.register_buffer("relative_position_index", index, persistent=False)
 
     def forward(self):
-        tokens = self.window_area + 1
-        bias = self.relative_position_bias_table[self.relative_position_index.reshape(-1)]
-        return bias.reshape(tokens, tokens, -1).permute(2, 0, 1).contiguous()
+        bias = lookup_rel_pos_bias(self.relative_position_bias_table, self.relative_position_index,
+                                   self.window_area + 1)
+        return bias.contiguous()
 
 
-class Beit(nn.Module):
+class Beit(ViTApi, nn.Module):
     """Patch embedding and a class token (absolute position embeddings with ``use_abs_pos_emb``), ``depth`` BEiT
     blocks, a norm, pooling and a linear head (timm's ``Beit``, its arguments and defaults).
 
@@ -182,8 +172,7 @@ class Beit(nn.Module):
                  norm_layer=LayerNorm, init_values=None, use_abs_pos_emb=True, use_rel_pos_bias=False,
                  use_shared_rel_pos_bias=False, head_init_scale=0.001, use_fc_norm=None):
         super().__init__()
-        if global_pool not in _GLOBAL_POOLS:
-            raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
+        self._check_global_pool(global_pool, True)
         self.num_classes = num_classes
         self.in_chans = in_chans
         self.global_pool = global_pool
@@ -212,7 +201,7 @@ class Beit(nn.Module):
         self.norm = nn.Identity() if use_fc_norm else norm_layer(embed_dim)
         self.fc_norm = norm_layer(embed_dim) if use_fc_norm else nn.Identity()
         self.head_drop = nn.Dropout(drop_rate)
-        self.head = nn.Linear(embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+        self.head = self._new_head(num_classes)
         self.head_init_scale = head_init_scale
         self.init_weights()
 
@@ -225,111 +214,23 @@ class Beit(nn.Module):
         if self.pos_embed is not None:
             trunc_normal_(self.pos_embed, std=0.02)
         trunc_normal_(self.cls_token, std=0.02)
-        with torch.no_grad():
-            for i, block in enumerate(self.blocks):
-                scale = math.sqrt(2.0 * (i + 1))
-                block.attn.proj.weight.div_(scale)
-                block.mlp.fc2.weight.div_(scale)
-        if self.head_init_scale and isinstance(self.head, nn.Linear):
-            trunc_normal_(self.head.weight, std=0.02)
-            with torch.no_grad():
-                self.head.weight.mul_(self.head_init_scale)
-                self.head.bias.mul_(self.head_init_scale)
-
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the pooling
-        too (the norm stays where it was built)."""
-        if global_pool is not None:
-            if global_pool not in _GLOBAL_POOLS:
-                raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-            self.global_pool = global_pool
-        self.num_classes = num_classes
-        self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
+        self._fix_init_weight()
+        self._init_head_scaled(self.head_init_scale)
 
     def _embed(self, x):
-        """Images -> the class token and patch tokens (with position embeddings, if any), after ``pos_drop``. The
-        tokens are made contiguous, as torch's concatenation lays them out (the engine's follows the patch tokens'
-        transposed layout), since dropout draws its mask in memory order: so the same seed drops timm's elements."""
+        """Images -> the class token and patch tokens (with position embeddings, if any), after ``pos_drop``, and the
+        relative position bias all blocks share ((heads, tokens, tokens), or None)."""
         x = self.patch_embed(x)
-        x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1).contiguous()
+        x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
         if self.pos_embed is not None:
             x = x + self.pos_embed
-        return self.pos_drop(x)
+        x = self.pos_drop(x)
+        return x, self.rel_pos_bias() if self.rel_pos_bias is not None else None
 
-    def _shared_bias(self):
-        """The bias all blocks share, (heads, tokens, tokens), or None."""
-        return self.rel_pos_bias() if self.rel_pos_bias is not None else None
-
-    def forward_features(self, x):
-        """Images (N, in_chans, H, W) -> the token sequence after the final norm (N, 1 + patches, embed_dim)."""
-        x = self._embed(x)
-        shared = self._shared_bias()
-        for block in self.blocks:
-            x = block(x, shared_rel_pos_bias=shared)
-        x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling (the patch tokens' average or the class token), ``fc_norm``, head dropout, then the classifier
-        unless ``pre_logits``."""
-        if self.global_pool == "avg":
-            x = x[:, self.num_prefix_tokens:].mean(dim=1)
-        elif self.global_pool == "token":
-            x = x[:, 0]
-        x = self.fc_norm(x)
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-    def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
-                              output_fmt="NCHW", intermediates_only=False):
-        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list), without the class
-        token, as (N, C, H/p, W/p) maps ('NCHW') or token sequences ('NLC'), and (unless ``intermediates_only``) the
-        final normalised sequence. ``norm`` applies the final norm to each; ``return_prefix_tokens`` pairs each with
-        its class token; ``stop_early`` skips later blocks."""
-        if output_fmt not in ("NCHW", "NLC"):
-            raise ValueError(f"output_fmt must be 'NCHW' or 'NLC', got {output_fmt!r}")
-        take = take_indices(len(self.blocks), indices)
-        batch = x.shape[0]
-        x = self._embed(x)
-        shared = self._shared_bias()
-        blocks = list(self.blocks)[:max(take) + 1] if stop_early else list(self.blocks)
-        intermediates = []
-        for i, block in enumerate(blocks):
-            x = block(x, shared_rel_pos_bias=shared)
-            if i in take:
-                intermediates.append(self.norm(x) if norm else x)
-        prefixes = [y[:, :self.num_prefix_tokens] for y in intermediates]
-        intermediates = [y[:, self.num_prefix_tokens:] for y in intermediates]
-        if output_fmt == "NCHW":
-            rows, cols = self.patch_embed.grid_size
-            intermediates = [y.reshape(batch, rows, cols, -1).permute(0, 3, 1, 2).contiguous() for y in intermediates]
-        if return_prefix_tokens:
-            intermediates = list(zip(intermediates, prefixes))
-        if intermediates_only:
-            return intermediates
-        return self.norm(x), intermediates
-
-    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the blocks after the last one ``indices`` picks (and the final norm, the head); returns the absolute
-        indices."""
-        take = take_indices(len(self.blocks), indices)
-        self.blocks = nn.ModuleList(list(self.blocks)[:max(take) + 1])
-        if prune_norm:
-            self.norm = nn.Identity()
-        if prune_head:
-            self.fc_norm = nn.Identity()
-            self.reset_classifier(0, "")
-        return take
+    @staticmethod
+    def _block(block, index, x, shared_rel_pos_bias):
+        """Block ``index`` on the token sequence ``x``, with the shared relative position bias (or None)."""
+        return block(x, shared_rel_pos_bias=shared_rel_pos_bias)
 
 
 def _beit(variant, pretrained, progress, kwargs, **model_args):

@@ -76,14 +76,38 @@ class PosEmbedRel(nn.Module):
         return logits.reshape(*lead, query_h * query_w, self.key_size[0] * self.key_size[1])
 
 
-def _attention_logits(q, k, pos_embed, scale, scale_pos_embed):
-    """Content logits q.k plus relative position logits, scaled by ``scale`` (both, or only the content ones)."""
-    if scale_pos_embed:
-        return (q.matmul(k) + pos_embed(q)) * scale
-    return q.matmul(k) * scale + pos_embed(q)
+class RelPosAttention(nn.Module):
+    """What BoTNet's and HaloNet's attention share: ``num_heads`` heads with queries and keys ``dim_head`` wide (or
+    ``qk_ratio`` of the output width split over the heads) and values splitting ``dim_out``; logits q.k / sqrt(head
+    width) plus 2-d relative position logits (``pos_embed``; scaled too with ``scale_pos_embed``)."""
+
+    def _add_heads(self, dim_out, num_heads, dim_head, qk_ratio, scale_pos_embed):
+        """The heads' widths and the logit scale."""
+        _check_heads(dim_out, num_heads)
+        self.num_heads = num_heads
+        self.dim_head_qk = _qk_head_width(dim_out, num_heads, dim_head, qk_ratio)
+        self.dim_head_v = dim_out // num_heads
+        self.dim_out_qk = num_heads * self.dim_head_qk
+        self.dim_out_v = num_heads * self.dim_head_v
+        self.scale = self.dim_head_qk ** -0.5
+        self.scale_pos_embed = scale_pos_embed
+
+    def _reset_pos_embed(self):
+        """The relative embeddings truncated N(0, scale^2), as timm draws them."""
+        _layers.trunc_normal_(self.pos_embed.height_rel, std=self.scale)
+        _layers.trunc_normal_(self.pos_embed.width_rel, std=self.scale)
+
+    def _attention(self, q, k):
+        """The attention weights of queries (..., queries, d) and keys (..., d, keys): the softmax of the content and
+        relative position logits."""
+        if self.scale_pos_embed:
+            attn = (q.matmul(k) + self.pos_embed(q)) * self.scale
+        else:
+            attn = q.matmul(k) * self.scale + self.pos_embed(q)
+        return attn.softmax(dim=-1)
 
 
-class BottleneckAttn(nn.Module):
+class BottleneckAttn(RelPosAttention):
     """BoTNet's multi-head self-attention over the whole map. A 1x1 convolution ``qkv`` gives the queries and keys
     (``dim_head`` channels per head, or ``qk_ratio`` of the output width split over the heads) and the values
     (``dim_out``, by default ``dim``, split over ``num_heads``); every position attends to every position with
@@ -96,15 +120,7 @@ class BottleneckAttn(nn.Module):
         super().__init__()
         if feat_size is None:
             raise ValueError("bottleneck attention needs the map size: build the model with img_size")
-        dim_out = dim_out or dim
-        _check_heads(dim_out, num_heads)
-        self.num_heads = num_heads
-        self.dim_head_qk = _qk_head_width(dim_out, num_heads, dim_head, qk_ratio)
-        self.dim_head_v = dim_out // num_heads
-        self.dim_out_qk = num_heads * self.dim_head_qk
-        self.dim_out_v = num_heads * self.dim_head_v
-        self.scale = self.dim_head_qk ** -0.5
-        self.scale_pos_embed = scale_pos_embed
+        self._add_heads(dim_out or dim, num_heads, dim_head, qk_ratio, scale_pos_embed)
         self.feat_size = pair(feat_size)
         self.qkv = nn.Conv2d(dim, self.dim_out_qk * 2 + self.dim_out_v, 1, bias=qkv_bias)
         self.pos_embed = PosEmbedRel(self.feat_size, self.feat_size, self.dim_head_qk, self.scale)
@@ -114,8 +130,7 @@ class BottleneckAttn(nn.Module):
     def reset_parameters(self):
         """timm's init: the projection truncated N(0, 1 / fan-in), the embeddings truncated N(0, scale^2)."""
         _layers.trunc_normal_(self.qkv.weight, std=self.qkv.weight.shape[1] ** -0.5)
-        _layers.trunc_normal_(self.pos_embed.height_rel, std=self.scale)
-        _layers.trunc_normal_(self.pos_embed.width_rel, std=self.scale)
+        self._reset_pos_embed()
 
     def forward(self, x):
         batch, _, height, width = x.shape
@@ -128,13 +143,13 @@ class BottleneckAttn(nn.Module):
         q = q.reshape(heads, self.dim_head_qk, positions).transpose(-1, -2)
         k = k.reshape(heads, self.dim_head_qk, positions)
         v = v.reshape(heads, self.dim_head_v, positions).transpose(-1, -2)
-        attn = _attention_logits(q, k, self.pos_embed, self.scale, self.scale_pos_embed).softmax(dim=-1)
+        attn = self._attention(q, k)
         out = attn.matmul(v).transpose(-1, -2).reshape(batch, self.dim_out_v, height, width)
         out = self.pool(out)
         return out
 
 
-class HaloAttn(nn.Module):
+class HaloAttn(RelPosAttention):
     """HaloNet's blocked local multi-head self-attention. The map is cut into ``block_size`` x ``block_size``
     blocks; the queries of a block (1x1 convolution ``q``) attend to the keys and values (1x1 convolution ``kv``,
     each head's keys and values side by side) of a window around it, the block widened by ``halo_size`` on every
@@ -146,17 +161,9 @@ class HaloAttn(nn.Module):
     def __init__(self, dim, dim_out=None, feat_size=None, stride=1, num_heads=8, dim_head=None, block_size=8,
                  halo_size=3, qk_ratio=1.0, qkv_bias=False, avg_down=False, scale_pos_embed=False):
         super().__init__()
-        dim_out = dim_out or dim
-        _check_heads(dim_out, num_heads)
+        self._add_heads(dim_out or dim, num_heads, dim_head, qk_ratio, scale_pos_embed)
         if stride not in (1, 2):
             raise ValueError(f"halo attention strides by 1 or 2, got {stride}")
-        self.num_heads = num_heads
-        self.dim_head_qk = _qk_head_width(dim_out, num_heads, dim_head, qk_ratio)
-        self.dim_head_v = dim_out // num_heads
-        self.dim_out_qk = num_heads * self.dim_head_qk
-        self.dim_out_v = num_heads * self.dim_head_v
-        self.scale = self.dim_head_qk ** -0.5
-        self.scale_pos_embed = scale_pos_embed
         self.block_size = block_size
         self.halo_size = halo_size
         self.win_size = block_size + 2 * halo_size
@@ -174,8 +181,7 @@ class HaloAttn(nn.Module):
         std = self.q.weight.shape[1] ** -0.5
         _layers.trunc_normal_(self.q.weight, std=std)
         _layers.trunc_normal_(self.kv.weight, std=std)
-        _layers.trunc_normal_(self.pos_embed.height_rel, std=self.scale)
-        _layers.trunc_normal_(self.pos_embed.width_rel, std=self.scale)
+        self._reset_pos_embed()
 
     def _query_blocks(self, q, heads, rows, cols):
         """(N, heads * d, rows * b, cols * b) queries to (N * heads, blocks, b * b, d), b the (strided) block size."""
@@ -209,8 +215,7 @@ class HaloAttn(nn.Module):
         cols = width // self.block_size
         q = self._query_blocks(self.q(x), heads, rows, cols)
         k, v = torch.split(self._windows(self.kv(x), heads, rows, cols), [self.dim_head_qk, self.dim_head_v], dim=-1)
-        attn = _attention_logits(q, k.transpose(-1, -2), self.pos_embed, self.scale, self.scale_pos_embed)
-        attn = attn.softmax(dim=-1)
+        attn = self._attention(q, k.transpose(-1, -2))
         out = self._merge_blocks(attn.matmul(v), batch, rows, cols)
         out = self.pool(out)
         return out

@@ -34,7 +34,8 @@ from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import EcaModule, GlobalContext, SEModule
 from ._conv import create_conv2d, get_padding
-from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module, get_act_layer, pair
+from ._layers import (BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module, get_act_layer,
+                      pair)
 from .resnet import AvgPool2dSame
 from .resnetv2 import EvoNorm2dS0, group_std
 
@@ -918,7 +919,7 @@ def _init_weights(module, zero_init_last=False):
         module.init_weights(zero_init_last=zero_init_last)
 
 
-class ByobNet(nn.Module):
+class ByobNet(ClassifierHeadApi, nn.Module):
     """The bring-your-own-blocks network of ``cfg`` (a ``ByoModelCfg``; extra keyword arguments replace its
     fields): ``stem``, ``stages``, ``final_conv`` (1x1 convolution, norm, activation to ``num_features``, or an
     identity) and the classifier ``head`` (global pooling, dropout, linear layer).
@@ -983,32 +984,11 @@ class ByobNet(nn.Module):
             first_conv = "stem.conv"
         return {"first_conv": first_conv, "classifier": "head.fc"}
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), optionally with another pooling."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, global_pool)
-        self.head_hidden_size = self.head.num_features
-        if global_pool is not None:
-            self.global_pool = global_pool
-
     def forward_features(self, x):
         """The map after the stem, the stages and ``final_conv``."""
         x = self.stem(x)
         x = self.stages(x)
         x = self.final_conv(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pool and drop out; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

@@ -15,7 +15,7 @@ three) as (N, C, H/16, W/16) maps.
 import engine as torch
 from engine import nn
 
-from .._features import FeatureGetterNet, take_indices
+from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, trunc_normal_
@@ -30,35 +30,64 @@ def _layer_norm(dim):
     return nn.LayerNorm(dim, eps=1e-6)
 
 
-class ClassAttn(nn.Module):
-    """Class attention: the class token (the first of the sequence) is the only query (``q``), every token gives a key
-    (``k``) and a value (``v``); the heads' outputs are projected by ``proj``. Returns the class token's update
+class ClassAttnBase(nn.Module):
+    """What the class-attention layers share (CaiT's ``ClassAttn``, VOLO's ``ClassAttention``, CrossViT's
+    ``CrossAttention``): the class token (the first of the sequence) is the only query, every token gives a key and
+    a value; the heads' outputs are concatenated, projected by ``proj`` and returned as the class token's update
     (N, 1, dim)."""
+
+    def _add_heads(self, dim, num_heads, head_dim=None):
+        """``num_heads`` heads of ``head_dim`` channels (default: dim / num_heads), logits scaled by 1 / sqrt of it;
+        returns their total width."""
+        self.num_heads = num_heads
+        self.head_dim = head_dim if head_dim is not None else dim // num_heads
+        self.scale = self.head_dim ** -0.5
+        return self.head_dim * num_heads
+
+    def _add_output(self, inner_dim, dim, attn_drop, proj_drop):
+        """Register the dropout of the attention weights (``attn_drop``), ``proj`` (the heads' ``inner_dim``
+        channels to ``dim``) and its dropout (``proj_drop``)."""
+        self.attn_drop = nn.Dropout(attn_drop)
+        self.proj = nn.Linear(inner_dim, dim)
+        self.proj_drop = nn.Dropout(proj_drop)
+
+    def _split_heads(self, x, tokens):
+        """(N, tokens, heads * head_dim) projections as (N, heads, tokens, head_dim)."""
+        return x.reshape(x.shape[0], tokens, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
+
+    def _attend(self, q, k, v, logit_scale=None):
+        """The class token's update from its queries (N, heads, 1, head_dim) and every token's keys and values
+        (N, heads, tokens, head_dim): softmax attention (the logits times ``logit_scale`` when given, else scaled
+        already), dropout, the heads' outputs concatenated and projected."""
+        attn = q @ k.transpose(-2, -1)
+        if logit_scale is not None:
+            attn = attn * logit_scale
+        attn = attn.softmax(dim=-1)
+        attn = self.attn_drop(attn)
+        x = (attn @ v).transpose(1, 2).reshape(q.shape[0], 1, self.num_heads * self.head_dim)
+        x = self.proj(x)
+        x = self.proj_drop(x)
+        return x
+
+
+class ClassAttn(ClassAttnBase):
+    """CaiT's class attention (see ``ClassAttnBase``): the query, keys and values by their own projections ``q``,
+    ``k`` and ``v``."""
 
     def __init__(self, dim, num_heads=8, qkv_bias=False, attn_drop=0.0, proj_drop=0.0):
         super().__init__()
-        self.num_heads = num_heads
-        self.head_dim = dim // num_heads
-        self.scale = self.head_dim ** -0.5
+        self._add_heads(dim, num_heads)
         self.q = nn.Linear(dim, dim, bias=qkv_bias)
         self.k = nn.Linear(dim, dim, bias=qkv_bias)
         self.v = nn.Linear(dim, dim, bias=qkv_bias)
-        self.attn_drop = nn.Dropout(attn_drop)
-        self.proj = nn.Linear(dim, dim)
-        self.proj_drop = nn.Dropout(proj_drop)
+        self._add_output(dim, dim, attn_drop, proj_drop)
 
     def forward(self, x):
-        batch, tokens, dim = x.shape
-        q = self.q(x[:, 0]).reshape(batch, 1, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
-        k = self.k(x).reshape(batch, tokens, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
-        v = self.v(x).reshape(batch, tokens, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
-        attn = (q * self.scale) @ k.transpose(-2, -1)
-        attn = attn.softmax(dim=-1)
-        attn = self.attn_drop(attn)
-        x_cls = (attn @ v).transpose(1, 2).reshape(batch, 1, dim)
-        x_cls = self.proj(x_cls)
-        x_cls = self.proj_drop(x_cls)
-        return x_cls
+        tokens = x.shape[1]
+        q = self._split_heads(self.q(x[:, 0]), 1)
+        k = self._split_heads(self.k(x), tokens)
+        v = self._split_heads(self.v(x), tokens)
+        return self._attend(q * self.scale, k, v)
 
 
 class LayerScaleBlockClassAttn(nn.Module):
@@ -257,12 +286,9 @@ class Cait(nn.Module):
         (N, C, H/p, W/p) maps ('NCHW') or token sequences ('NLC'), and (unless ``intermediates_only``) the final
         normalised sequence with the class token. ``norm`` applies the final norm to each; ``stop_early`` skips the
         blocks after the last one picked."""
-        if output_fmt not in ("NCHW", "NLC"):
-            raise ValueError(f"output_fmt must be 'NCHW' or 'NLC', got {output_fmt!r}")
-        take = take_indices(len(self.blocks), indices)
+        take, blocks = intermediate_stages(self.blocks, indices, stop_early, output_fmt, ("NCHW", "NLC"))
         batch = x.shape[0]
         x = self._embed(x)
-        blocks = list(self.blocks)[:max(take) + 1] if stop_early else list(self.blocks)
         intermediates = []
         for i, block in enumerate(blocks):
             x = block(x)

@@ -21,7 +21,7 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._conv import create_conv2d
-from ._layers import SelectAdaptivePool2d, create_classifier, drop_path_module, trunc_normal_
+from ._layers import ClassifierHeadApi, Mlp, SelectAdaptivePool2d, create_classifier, drop_path_module, trunc_normal_
 from ._norm import LayerNorm, LayerNorm2d
 
 __all__ = []
@@ -105,29 +105,6 @@ def _linear_layer(use_conv):
     return partial(nn.Conv2d, kernel_size=1) if use_conv else nn.Linear
 
 
-class Mlp(nn.Module):
-    """The block's inverted MLP: ``fc1`` expands to ``hidden_features``, the activation, ``fc2`` projects back,
-    either as linear layers on channels-last maps or as 1x1 convolutions (``use_conv``) on (N, C, H, W) maps.
-    ``drop1`` and ``drop2`` are timm's dropout slots, unused (p=0) in ConvNeXt."""
-
-    def __init__(self, in_features, hidden_features, act_layer=nn.GELU, use_conv=False):
-        super().__init__()
-        linear_layer = _linear_layer(use_conv)
-        self.fc1 = linear_layer(in_features, hidden_features)
-        self.act = act_layer()
-        self.drop1 = nn.Dropout(0.0)
-        self.fc2 = linear_layer(hidden_features, in_features)
-        self.drop2 = nn.Dropout(0.0)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.act(x)
-        x = self.drop1(x)
-        x = self.fc2(x)
-        x = self.drop2(x)
-        return x
-
-
 class GlobalResponseNorm(nn.Module):
     """ConvNeXt-V2's Global Response Normalisation: each channel's L2 norm over the image, divided by the mean of
     those norms over the channels, rescales the channel (x + bias + weight * x * relative norm), so channels
@@ -150,8 +127,9 @@ class GlobalResponseNorm(nn.Module):
 
 
 class GlobalResponseNormMlp(nn.Module):
-    """The ConvNeXt-V2 MLP: ``Mlp`` with ``grn`` (Global Response Normalisation) between the activation and
-    ``fc2``."""
+    """The ConvNeXt-V2 MLP: timm's ``Mlp`` with ``grn`` (Global Response Normalisation) between the activation and
+    ``fc2``, linear layers on the last axis or 1x1 convolutions (``use_conv``); ``drop1`` and ``drop2`` are timm's
+    dropout slots, unused (p=0) in ConvNeXt."""
 
     def __init__(self, in_features, hidden_features, act_layer=nn.GELU, use_conv=False):
         super().__init__()
@@ -190,7 +168,7 @@ class ConvNeXtBlock(nn.Module):
         self.conv_dw = nn.Conv2d(dim, dim, kernel_size, padding=dilation * (kernel_size - 1) // 2, dilation=dilation,
                                  groups=dim, bias=conv_bias)
         self.norm = norm_layer(dim)
-        mlp_layer = GlobalResponseNormMlp if use_grn else Mlp
+        mlp_layer = GlobalResponseNormMlp if use_grn else partial(Mlp, norm_placeholder=False)
         self.mlp = mlp_layer(dim, int(mlp_ratio * dim), act_layer=act_layer, use_conv=conv_mlp)
         self.gamma = nn.Parameter(ls_init_value * torch.ones(dim)) if ls_init_value is not None else None
         self.drop_path = drop_path_module(drop_path)
@@ -351,7 +329,7 @@ class NormMlpClassifierHead(nn.Module):
         return x if pre_logits else self.fc(x)
 
 
-class ConvNeXt(nn.Module):
+class ConvNeXt(ClassifierHeadApi, nn.Module):
     """A stem, four stages of ConvNeXt blocks (widths ``dims``, ``depths`` blocks), and a head.
 
     ``stem_type``: 'patch' (a ``patch_size`` patchify convolution and a norm), or two overlapping 3x3 stride-2
@@ -455,31 +433,16 @@ class ConvNeXt(nn.Module):
                     module.weight.mul_(head_init_scale)
                     module.bias.mul_(head_init_scale)
 
-    def get_classifier(self):
-        """The final classifier layer."""
-        return self.head.fc
-
     def reset_classifier(self, num_classes, global_pool=None, reset_other=False):
         """A fresh classifier for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given;
         ``reset_other`` also drops the head's norm and hidden layer."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, global_pool, reset_other=reset_other)
-        self.head_hidden_size = self.head.num_features
+        super().reset_classifier(num_classes, global_pool, reset_other=reset_other)
 
     def forward_features(self, x):
         """The map after the last stage (and ``norm_pre``), at 1/32 of the image (1/``output_stride``)."""
         x = self.stem(x)
         x = self.stages(x)
         x = self.norm_pre(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """The head: the classifier's input if ``pre_logits``, else the logits."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

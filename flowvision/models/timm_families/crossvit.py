@@ -24,6 +24,7 @@ from .._features import FeatureGetterNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import drop_path_module, init_linear_layers, pair, trunc_normal_
+from .cait import ClassAttnBase
 from .vision_transformer import Block
 
 __all__ = []
@@ -86,35 +87,24 @@ class PatchEmbed(nn.Module):
         return x
 
 
-class CrossAttention(nn.Module):
-    """Attention from the class token (the first of the sequence, the only query, ``wq``) to every token (keys
-    ``wk`` and values ``wv``), per head; the heads' outputs projected by ``proj``. Returns the class token's update
-    (N, 1, dim)."""
+class CrossAttention(ClassAttnBase):
+    """CrossViT's class attention (see ``cait.ClassAttnBase``): the class token's query (``wq``) against every
+    token's key (``wk``) and value (``wv``), per head, the logits scaled after the product."""
 
     def __init__(self, dim, num_heads=8, qkv_bias=False, attn_drop=0.0, proj_drop=0.0):
         super().__init__()
-        self.num_heads = num_heads
-        self.head_dim = dim // num_heads
-        self.scale = self.head_dim ** -0.5
+        self._add_heads(dim, num_heads)
         self.wq = nn.Linear(dim, dim, bias=qkv_bias)
         self.wk = nn.Linear(dim, dim, bias=qkv_bias)
         self.wv = nn.Linear(dim, dim, bias=qkv_bias)
-        self.attn_drop = nn.Dropout(attn_drop)
-        self.proj = nn.Linear(dim, dim)
-        self.proj_drop = nn.Dropout(proj_drop)
+        self._add_output(dim, dim, attn_drop, proj_drop)
 
     def forward(self, x):
-        batch, tokens, dim = x.shape
-        q = self.wq(x[:, 0:1]).reshape(batch, 1, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
-        k = self.wk(x).reshape(batch, tokens, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
-        v = self.wv(x).reshape(batch, tokens, self.num_heads, self.head_dim).permute(0, 2, 1, 3)
-        attn = (q @ k.transpose(-2, -1)) * self.scale
-        attn = attn.softmax(dim=-1)
-        attn = self.attn_drop(attn)
-        x = (attn @ v).transpose(1, 2).reshape(batch, 1, dim)
-        x = self.proj(x)
-        x = self.proj_drop(x)
-        return x
+        tokens = x.shape[1]
+        q = self._split_heads(self.wq(x[:, 0:1]), 1)
+        k = self._split_heads(self.wk(x), tokens)
+        v = self._split_heads(self.wv(x), tokens)
+        return self._attend(q, k, v, logit_scale=self.scale)
 
 
 class CrossAttentionBlock(nn.Module):

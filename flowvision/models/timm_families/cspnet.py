@@ -22,7 +22,7 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import SEModule
-from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module, get_act_layer
+from ._layers import BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module, get_act_layer
 
 __all__ = []
 
@@ -335,7 +335,7 @@ def create_stages(stage_args, stem_feature, output_stride, drop_path_rate, act_l
     return stages, feature_info
 
 
-class CspNet(nn.Module):
+class CspNet(ClassifierHeadApi, nn.Module):
     """timm's CspNet: the stem (see ``create_stem``: ``stem_chs``, ``stem_kernel_size``, ``stem_stride``,
     ``stem_padding``, ``stem_pool``), stages ``stages.0``... and the classifier ``head``.
 
@@ -395,29 +395,10 @@ class CspNet(nn.Module):
             elif zero_init_last and hasattr(module, "zero_init_last"):
                 module.zero_init_last()
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), optionally with another pooling."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, global_pool)
-        self.head_hidden_size = self.head.num_features
-
     def forward_features(self, x):
         """The map after the last stage (N, widths[-1], H / 32, W / 32 at output_stride 32)."""
         x = self.stem(x)
         x = self.stages(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pool and drop out; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

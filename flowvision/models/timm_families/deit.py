@@ -39,7 +39,7 @@ class VisionTransformerDistilled(VisionTransformer):
         self.dist_token = nn.Parameter(torch.zeros(1, 1, self.embed_dim))
         embed_len = self.patch_embed.num_patches + (0 if self.no_embed_class else self.num_prefix_tokens)
         self.pos_embed = nn.Parameter(torch.zeros(1, embed_len, self.embed_dim))
-        self.head_dist = nn.Linear(self.embed_dim, self.num_classes) if self.num_classes > 0 else nn.Identity()
+        self.head_dist = self._new_head(self.num_classes)
         self.distilled_training = False
         if weight_init != "skip":
             self.init_weights()
@@ -58,9 +58,9 @@ class VisionTransformerDistilled(VisionTransformer):
         if global_pool not in (None, "", "token"):
             raise ValueError("the distilled heads read the class and distillation tokens: global_pool must be 'token'")
         self.num_classes = num_classes
-        self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+        self.head = self._new_head(num_classes)
         self.head.train(self.training)
-        self.head_dist = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+        self.head_dist = self._new_head(num_classes)
         self.head_dist.train(self.training)
 
     def set_distilled_training(self, enable=True):

@@ -26,14 +26,14 @@ import engine as torch
 from engine import nn
 from engine.nn import functional as F
 
-from .._features import FeatureGetterNet, take_indices
+from .._features import FeatureGetterNet
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, pair, trunc_normal_
+from ._layers import Mlp, PatchEmbed, QkvBias, drop_path_module, init_linear_layers, pair, trunc_normal_
+from .vision_transformer import ViTApi
 
 __all__ = []
 
-_GLOBAL_POOLS = ("", "avg", "avgmax", "max", "token")
 _layer_norm = partial(nn.LayerNorm, eps=1e-6)
 
 
@@ -189,7 +189,7 @@ class _RopeSelfAttention(nn.Module):
         return x
 
 
-class EvaAttention(_RopeSelfAttention):
+class EvaAttention(QkvBias, _RopeSelfAttention):
     """EVA's attention: a bias-free ``qkv`` projection plus learnt query and value biases (``q_bias``, ``v_bias``)
     and a fixed zero key bias (``k_bias``, a buffer: a key bias cancels in the softmax); or, with
     ``qkv_fused=False``, separate ``q_proj``, ``k_proj`` (no bias) and ``v_proj`` layers. ``qkv_bias=False``
@@ -201,12 +201,7 @@ class EvaAttention(_RopeSelfAttention):
         if qkv_fused:
             self.qkv = nn.Linear(dim, dim * 3, bias=False)
             self.q_proj = self.k_proj = self.v_proj = None
-            if qkv_bias:
-                self.q_bias = nn.Parameter(torch.zeros(dim))
-                self.register_buffer("k_bias", torch.zeros(dim), persistent=False)
-                self.v_bias = nn.Parameter(torch.zeros(dim))
-            else:
-                self.q_bias = self.k_bias = self.v_bias = None
+            self._add_qkv_bias(dim, qkv_bias)
         else:
             self.qkv = None
             self.q_bias = self.k_bias = self.v_bias = None
@@ -220,8 +215,7 @@ class EvaAttention(_RopeSelfAttention):
             q, k, v = self._project_separately(x)
         else:
             batch, tokens, _ = x.shape
-            bias = None if self.q_bias is None else torch.cat((self.q_bias, self.k_bias, self.v_bias))
-            qkv = F.linear(x, self.qkv.weight, bias)
+            qkv = F.linear(x, self.qkv.weight, self._qkv_bias())
             qkv = qkv.reshape(batch, tokens, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
             q, k, v = qkv.unbind(0)
         return self._attend(q, k, v, rope)
@@ -354,7 +348,7 @@ class EvaBlock(nn.Module):
 # ---- the model --------------------------------------------------------------------------------------------------
 
 
-class Eva(nn.Module):
+class Eva(ViTApi, nn.Module):
     """A vision transformer with EVA's options: patch embedding, class and register tokens, absolute position
     embeddings and / or rotary ones, ``depth`` EvaBlocks, a final norm, pooling and a linear head.
 
@@ -372,6 +366,7 @@ class Eva(nn.Module):
 
     default_cfg = {"first_conv": "patch_embed.proj", "classifier": "head"}
     feature_wrapper = FeatureGetterNet
+    global_pools = ("", "avg", "avgmax", "max", "token")  # timm's attention pooling 'map' is not implemented here
 
     def __init__(self, img_size=224, patch_size=16, in_chans=3, num_classes=1000, global_pool="avg", embed_dim=768,
                  depth=12, num_heads=12, qkv_bias=True, qkv_fused=True, mlp_ratio=4.0, swiglu_mlp=False,
@@ -382,7 +377,7 @@ class Eva(nn.Module):
                  rope_temperature=10000.0, use_pre_transformer_norm=False, use_post_transformer_norm=None,
                  use_fc_norm=None, ref_feat_shape=None, head_init_scale=0.001):
         super().__init__()
-        self._check_pool(global_pool, class_token)
+        self._check_global_pool(global_pool, class_token)
         if attn_type not in ("eva", "rope"):
             raise ValueError(f"attn_type must be 'eva' or 'rope', got {attn_type!r}")
         if use_rot_pos_emb and rope_type not in ("cat", "mixed"):
@@ -429,18 +424,9 @@ class Eva(nn.Module):
         self.norm = norm_layer(embed_dim) if post_norm else nn.Identity()
         self.fc_norm = norm_layer(embed_dim) if fc_norm else nn.Identity()
         self.head_drop = nn.Dropout(drop_rate)
-        self.head = nn.Linear(embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+        self.head = self._new_head(num_classes)
         self.head_init_scale = head_init_scale
         self.init_weights()
-
-    @staticmethod
-    def _check_pool(global_pool, class_token):
-        """Refuse pooling timm's EVA does not have here (its attention pooling 'map' is not implemented) and
-        'token' pooling without a class token."""
-        if global_pool not in _GLOBAL_POOLS:
-            raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-        if global_pool == "token" and not class_token:
-            raise ValueError("global_pool='token' needs the class token")
 
     def init_weights(self):
         """timm's scheme: truncated-normal (std 0.02) Linear weights with zero biases, then position embeddings,
@@ -451,30 +437,8 @@ class Eva(nn.Module):
         for token in (self.pos_embed, self.cls_token, self.reg_token):
             if token is not None:
                 trunc_normal_(token, std=0.02)
-        with torch.no_grad():
-            for i, block in enumerate(self.blocks):
-                scale = math.sqrt(2.0 * (i + 1))
-                block.attn.proj.weight.div_(scale)
-                block.mlp.fc2.weight.div_(scale)
-        if self.head_init_scale and isinstance(self.head, nn.Linear):
-            trunc_normal_(self.head.weight, std=0.02)
-            with torch.no_grad():
-                self.head.weight.mul_(self.head_init_scale)
-                self.head.bias.mul_(self.head_init_scale)
-
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the
-        pooling too (the norms stay where they were built)."""
-        if global_pool is not None:
-            self._check_pool(global_pool, self.cls_token is not None)
-            self.global_pool = global_pool
-        self.num_classes = num_classes
-        self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
+        self._fix_init_weight()
+        self._init_head_scaled(self.head_init_scale)
 
     def _pos_embed(self, x):
         """Patch tokens -> (the sequence with prefix tokens and absolute position embeddings, after ``pos_drop``;
@@ -498,90 +462,16 @@ class Eva(nn.Module):
         rope = self.rope.get_embed() if self.rope is not None else None
         return x, rope
 
-    def _run_blocks(self, x, rope, blocks, take=(), norm=False):
-        """``x`` through ``blocks`` (block i gets its own RoPE tables in mixed mode); returns the output and those
-        of the blocks in ``take`` (through the final norm if ``norm``)."""
-        intermediates = []
-        for i, block in enumerate(blocks):
-            x = block(x, rope=rope[i] if self.rope_mixed else rope)
-            if i in take:
-                intermediates.append(self.norm(x) if norm else x)
-        return x, intermediates
-
-    def forward_features(self, x):
-        """Images (N, in_chans, H, W) -> the final token sequence (N, prefix + patches, embed_dim)."""
+    def _embed(self, x):
+        """Images -> the token sequence the blocks take, and the rotary embedding tables (or None)."""
         x = self.patch_embed(x)
         x, rope = self._pos_embed(x)
         x = self.norm_pre(x)
-        x, _ = self._run_blocks(x, rope, self.blocks)
-        x = self.norm(x)
-        return x
+        return x, rope
 
-    def pool(self, x, pool_type=None):
-        """The token sequence pooled by ``pool_type`` (default: ``global_pool``): the class token, or the average
-        and / or maximum over the patch tokens ('' returns the sequence)."""
-        pool_type = self.global_pool if pool_type is None else pool_type
-        if not pool_type:
-            return x
-        if pool_type == "token":
-            return x[:, 0]
-        patches = x[:, self.num_prefix_tokens:]
-        if pool_type == "avg":
-            return patches.mean(dim=1)
-        if pool_type == "max":
-            return patches.amax(dim=1)
-        return 0.5 * (patches.amax(dim=1) + patches.mean(dim=1))
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling, ``fc_norm``, head dropout, then the classifier unless ``pre_logits``."""
-        x = self.pool(x)
-        x = self.fc_norm(x)
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-    def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
-                              output_fmt="NCHW", intermediates_only=False):
-        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list), without prefix
-        tokens, as (N, C, H/p, W/p) maps ('NCHW') or token sequences ('NLC'), and (unless ``intermediates_only``)
-        the final normalised sequence. ``norm`` applies the final norm to each; ``return_prefix_tokens`` pairs each
-        with its prefix tokens; ``stop_early`` skips later blocks."""
-        if output_fmt not in ("NCHW", "NLC"):
-            raise ValueError(f"output_fmt must be 'NCHW' or 'NLC', got {output_fmt!r}")
-        take = take_indices(len(self.blocks), indices)
-        batch, _, height, width = x.shape
-        x = self.patch_embed(x)
-        x, rope = self._pos_embed(x)
-        x = self.norm_pre(x)
-        blocks = self.blocks[:max(take) + 1] if stop_early else self.blocks
-        x, intermediates = self._run_blocks(x, rope, blocks, take, norm)
-        prefixes = [y[:, :self.num_prefix_tokens] for y in intermediates]
-        intermediates = [y[:, self.num_prefix_tokens:] for y in intermediates]
-        if output_fmt == "NCHW":
-            rows, cols = height // self.patch_embed.patch_size[0], width // self.patch_embed.patch_size[1]
-            intermediates = [y.reshape(batch, rows, cols, self.embed_dim).permute(0, 3, 1, 2).contiguous()
-                             for y in intermediates]
-        if return_prefix_tokens and self.num_prefix_tokens:
-            intermediates = list(zip(intermediates, prefixes))
-        if intermediates_only:
-            return intermediates
-        return self.norm(x), intermediates
-
-    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the blocks after the last one ``indices`` picks (and the final norm, the head); returns the absolute
-        indices."""
-        take = take_indices(len(self.blocks), indices)
-        self.blocks = self.blocks[:max(take) + 1]
-        if prune_norm:
-            self.norm = nn.Identity()
-        if prune_head:
-            self.fc_norm = nn.Identity()
-            self.reset_classifier(0, "")
-        return take
+    def _block(self, block, index, x, rope):
+        """Block ``index`` on the token sequence ``x`` (with its own RoPE tables in mixed mode)."""
+        return block(x, rope=rope[index] if self.rope_mixed else rope)
 
 
 # ---- entrypoints ------------------------------------------------------------------------------------------------

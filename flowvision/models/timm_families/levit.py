@@ -21,7 +21,7 @@ built for (``img_size``, a multiple of 16). ``features_only=True`` returns the t
 import engine as torch
 from engine import nn
 
-from .._features import FeatureGetterNet, FlatFeatureListNet, take_indices
+from .._features import FeatureGetterNet, FlatFeatureListNet, intermediate_stages, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import drop_path_module, get_act_layer, pair, trunc_normal_
@@ -100,34 +100,35 @@ class NormLinear(nn.Module):
         return x
 
 
-class Stem16(nn.Sequential):
+class StridedStem(nn.Sequential):
+    """``num_convs`` stride-2 3x3 ``ConvNorm`` layers (``conv1``...), the widths doubling up to ``out_chs``, with the
+    activation between them (``act1``...): the image becomes a 2 ** num_convs times smaller map."""
+
+    def __init__(self, in_chs, out_chs, act_layer, num_convs):
+        super().__init__()
+        self.stride = 2 ** num_convs
+        for i in range(1, num_convs + 1):
+            if i > 1:
+                self.add_module(f"act{i - 1}", act_layer())
+            width = out_chs // 2 ** (num_convs - i)
+            self.add_module(f"conv{i}", ConvNorm(in_chs, width, 3, stride=2, padding=1))
+            in_chs = width
+
+
+class Stem16(StridedStem):
     """Four stride-2 3x3 ``ConvNorm`` layers (widths out_chs / 8, / 4, / 2, out_chs) with the activation between them:
     the image becomes a 16x smaller map."""
 
     def __init__(self, in_chs, out_chs, act_layer):
-        super().__init__()
-        self.stride = 16
-        self.add_module("conv1", ConvNorm(in_chs, out_chs // 8, 3, stride=2, padding=1))
-        self.add_module("act1", act_layer())
-        self.add_module("conv2", ConvNorm(out_chs // 8, out_chs // 4, 3, stride=2, padding=1))
-        self.add_module("act2", act_layer())
-        self.add_module("conv3", ConvNorm(out_chs // 4, out_chs // 2, 3, stride=2, padding=1))
-        self.add_module("act3", act_layer())
-        self.add_module("conv4", ConvNorm(out_chs // 2, out_chs, 3, stride=2, padding=1))
+        super().__init__(in_chs, out_chs, act_layer, 4)
 
 
-class Stem8(nn.Sequential):
+class Stem8(StridedStem):
     """Three stride-2 3x3 ``ConvNorm`` layers (widths out_chs / 4, / 2, out_chs) with the activation between them:
     the image becomes an 8x smaller map."""
 
     def __init__(self, in_chs, out_chs, act_layer):
-        super().__init__()
-        self.stride = 8
-        self.add_module("conv1", ConvNorm(in_chs, out_chs // 4, 3, stride=2, padding=1))
-        self.add_module("act1", act_layer())
-        self.add_module("conv2", ConvNorm(out_chs // 4, out_chs // 2, 3, stride=2, padding=1))
-        self.add_module("act2", act_layer())
-        self.add_module("conv3", ConvNorm(out_chs // 2, out_chs, 3, stride=2, padding=1))
+        super().__init__(in_chs, out_chs, act_layer, 3)
 
 
 class Downsample(nn.Module):
@@ -146,7 +147,30 @@ class Downsample(nn.Module):
         return x.reshape(batch, -1, channels)
 
 
-class Attention(nn.Module):
+class BiasedAttention(nn.Module):
+    """What LeViT's attention layers share: heads with queries and keys of ``key_dim`` channels and values of
+    ``attn_ratio * key_dim``, and a learnt bias per head for every query-key offset on the ``resolution`` grid
+    (``attention_biases``, indexed by ``attention_bias_idxs``; queries subsampled by ``stride``)."""
+
+    def _add_heads(self, key_dim, num_heads, attn_ratio, resolution, stride=1):
+        """The heads' widths, the logit scale and the biases."""
+        self.num_heads = num_heads
+        self.scale = key_dim ** -0.5
+        self.key_dim = key_dim
+        self.key_attn_dim = key_dim * num_heads
+        self.val_dim = int(attn_ratio * key_dim)
+        self.val_attn_dim = self.val_dim * num_heads
+        self.attention_biases = nn.Parameter(torch.zeros(num_heads, resolution[0] * resolution[1]))
+        self.register_buffer("attention_bias_idxs", _bias_indices(resolution, stride), persistent=False)
+
+    def _attention(self, q, k):
+        """The attention weights of queries (..., queries, key_dim) and keys (..., key_dim, keys): softmax over the
+        keys of q.k / sqrt(key_dim) plus the heads' biases."""
+        attn = q @ k * self.scale + self.attention_biases[:, self.attention_bias_idxs]
+        return attn.softmax(dim=-1)
+
+
+class Attention(BiasedAttention):
     """Multi-head self-attention with learnt relative-position biases on a ``resolution`` grid.
 
     One projection ``qkv`` gives each head a query and a key of ``key_dim`` channels and a value of
@@ -161,44 +185,31 @@ class Attention(nn.Module):
         ln_layer = ConvNorm if use_conv else LinearNorm
         resolution = pair(resolution)
         self.use_conv = use_conv
-        self.num_heads = num_heads
-        self.scale = key_dim ** -0.5
-        self.key_dim = key_dim
-        self.key_attn_dim = key_dim * num_heads
-        self.val_dim = int(attn_ratio * key_dim)
-        self.val_attn_dim = self.val_dim * num_heads
         self.resolution = resolution
+        self._add_heads(key_dim, num_heads, attn_ratio, resolution)
         self.qkv = ln_layer(dim, self.val_attn_dim + self.key_attn_dim * 2)
         self.proj = nn.Sequential()
         self.proj.add_module("act", act_layer())
         self.proj.add_module("ln", ln_layer(self.val_attn_dim, dim, bn_weight_init=0))
-        self.attention_biases = nn.Parameter(torch.zeros(num_heads, resolution[0] * resolution[1]))
-        self.register_buffer("attention_bias_idxs", _bias_indices(resolution), persistent=False)
 
     def forward(self, x):
-        biases = self.attention_biases[:, self.attention_bias_idxs]
         if self.use_conv:
             batch, _, height, width = x.shape
             qkv = self.qkv(x).view(batch, self.num_heads, -1, height * width)
             q, k, v = qkv.split([self.key_dim, self.key_dim, self.val_dim], dim=2)
-            attn = (q.transpose(-2, -1) @ k) * self.scale + biases
-            attn = attn.softmax(dim=-1)
+            attn = self._attention(q.transpose(-2, -1), k)
             x = (v @ attn.transpose(-2, -1)).view(batch, -1, height, width)
         else:
             batch, tokens, _ = x.shape
             qkv = self.qkv(x).view(batch, tokens, self.num_heads, -1)
             q, k, v = qkv.split([self.key_dim, self.key_dim, self.val_dim], dim=3)
-            q = q.permute(0, 2, 1, 3)
-            k = k.permute(0, 2, 3, 1)
-            v = v.permute(0, 2, 1, 3)
-            attn = q @ k * self.scale + biases
-            attn = attn.softmax(dim=-1)
-            x = (attn @ v).transpose(1, 2).reshape(batch, tokens, self.val_attn_dim)
+            attn = self._attention(q.permute(0, 2, 1, 3), k.permute(0, 2, 3, 1))
+            x = (attn @ v.permute(0, 2, 1, 3)).transpose(1, 2).reshape(batch, tokens, self.val_attn_dim)
         x = self.proj(x)
         return x
 
 
-class AttentionDownsample(nn.Module):
+class AttentionDownsample(BiasedAttention):
     """Shrink attention: every ``stride``-th position of the ``resolution`` grid (rows and columns) queries all the
     positions, so the output grid is ``stride`` times smaller, with ``out_dim`` channels.
 
@@ -213,13 +224,8 @@ class AttentionDownsample(nn.Module):
         resolution = pair(resolution)
         self.stride = stride
         self.resolution = resolution
-        self.num_heads = num_heads
-        self.key_dim = key_dim
-        self.key_attn_dim = key_dim * num_heads
-        self.val_dim = int(attn_ratio * key_dim)
-        self.val_attn_dim = self.val_dim * num_heads
-        self.scale = key_dim ** -0.5
         self.use_conv = use_conv
+        self._add_heads(key_dim, num_heads, attn_ratio, resolution, stride)
         if use_conv:
             ln_layer = ConvNorm
             down = nn.AvgPool2d(kernel_size=1, stride=stride, padding=0, count_include_pad=False)
@@ -233,11 +239,8 @@ class AttentionDownsample(nn.Module):
         self.proj = nn.Sequential()
         self.proj.add_module("act", act_layer())
         self.proj.add_module("ln", ln_layer(self.val_attn_dim, out_dim))
-        self.attention_biases = nn.Parameter(torch.zeros(num_heads, resolution[0] * resolution[1]))
-        self.register_buffer("attention_bias_idxs", _bias_indices(resolution, stride), persistent=False)
 
     def forward(self, x):
-        biases = self.attention_biases[:, self.attention_bias_idxs]
         if self.use_conv:
             batch, _, height, width = x.shape
             out_height = (height - 1) // self.stride + 1
@@ -245,19 +248,15 @@ class AttentionDownsample(nn.Module):
             kv = self.kv(x).view(batch, self.num_heads, -1, height * width)
             k, v = kv.split([self.key_dim, self.val_dim], dim=2)
             q = self.q(x).view(batch, self.num_heads, self.key_dim, -1)
-            attn = (q.transpose(-2, -1) @ k) * self.scale + biases
-            attn = attn.softmax(dim=-1)
+            attn = self._attention(q.transpose(-2, -1), k)
             x = (v @ attn.transpose(-2, -1)).reshape(batch, self.val_attn_dim, out_height, out_width)
         else:
             batch, tokens, _ = x.shape
             kv = self.kv(x).view(batch, tokens, self.num_heads, -1)
             k, v = kv.split([self.key_dim, self.val_dim], dim=3)
-            k = k.permute(0, 2, 3, 1)
-            v = v.permute(0, 2, 1, 3)
             q = self.q(x).view(batch, -1, self.num_heads, self.key_dim).permute(0, 2, 1, 3)
-            attn = q @ k * self.scale + biases
-            attn = attn.softmax(dim=-1)
-            x = (attn @ v).transpose(1, 2).reshape(batch, -1, self.val_attn_dim)
+            attn = self._attention(q, k.permute(0, 2, 3, 1))
+            x = (attn @ v.permute(0, 2, 1, 3)).transpose(1, 2).reshape(batch, -1, self.val_attn_dim)
         x = self.proj(x)
         return x
 
@@ -479,13 +478,10 @@ class Levit(nn.Module):
         """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
         maps, and (unless ``intermediates_only``) the last stage's tokens; ``stop_early`` skips the stages after
         the last one picked. ``norm`` changes nothing: there is no final norm (timm's argument)."""
-        if output_fmt != "NCHW":
-            raise ValueError(f"output_fmt must be 'NCHW', got {output_fmt!r}")
-        take = take_indices(len(self.stages), indices)
+        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
         x = self._embed(x)
         batch = x.shape[0]
         height, width = self.grid_size
-        stages = list(self.stages)[:max(take) + 1] if stop_early else list(self.stages)
         intermediates = []
         for i, stage in enumerate(stages):
             x = stage(x)
@@ -501,12 +497,7 @@ class Levit(nn.Module):
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks and, with ``prune_head`` or when stages go, the head
         (the features then end at the last stage kept); returns the absolute indices."""
-        take = take_indices(len(self.stages), indices)
-        last = max(take)
-        prune_end = last < len(self.stages) - 1
-        self.stages = nn.Sequential(*list(self.stages)[:last + 1])
-        if prune_end:
-            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        take, prune_end = prune_stages(self, "stages", indices)
         if prune_head or prune_end:
             self.reset_classifier(0, "")
         return take

@@ -36,12 +36,14 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import SEModule
-from ._conv import create_conv2d, get_same_padding
+from ._conv import AvgPool2dSame, MaxPool2dSame, create_conv2d
 from ._efficientnet_blocks import LayerScale2d
-from ._layers import BatchNormAct2d, ClassifierHead, drop_path_module, get_act_layer, pair, trunc_normal_
+from ._layers import (BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvMlp, LayerNormAct2d, Mlp,
+                      drop_path_module, get_act_layer, pair, trunc_normal_)
 from ._norm import LayerNorm, LayerNorm2d
+from ._pos_embed_rel import RelPosBias, RelPosBiasTf, RelPosMlp
 from .convnext import NormMlpClassifierHead
-from .swin_transformer import relative_position_index, window_partition, window_reverse
+from .swin_transformer import window_partition, window_reverse
 from .vision_transformer import LayerScale
 
 __all__ = []
@@ -182,43 +184,8 @@ def _with_partition_size(cfg, img_size):
 # ---- layers by name ---------------------------------------------------------------------------------------------
 
 
-class GELUTanh(nn.Module):
-    """GELU with its tanh approximation (the TensorFlow MaxViTs'), taking (and ignoring) ``inplace`` as the other
-    activations do."""
-
-    def __init__(self, inplace=False):
-        super().__init__()
-
-    def forward(self, x):
-        return F.gelu(x, approximate="tanh")
-
-
-class LayerNormAct2d(LayerNorm2d):
-    """LayerNorm over the channels of an (N, C, H, W) map, then ``drop`` (an identity) and the activation ``act`` (an
-    identity with ``apply_act=False``): the norm of the ConvNeXt-based stems."""
-
-    def __init__(self, num_channels, eps=1e-6, act_layer=nn.ReLU, apply_act=True, inplace=False):
-        super().__init__(num_channels, eps=eps)
-        self.drop = nn.Identity()
-        if not apply_act:
-            self.act = nn.Identity()
-        else:
-            self.act = act_layer(inplace=True) if inplace else act_layer()
-
-    def forward(self, x):
-        x = super().forward(x)
-        x = self.drop(x)
-        x = self.act(x)
-        return x
-
-
 _NORM_LAYERS = {"batchnorm2d": nn.BatchNorm2d, "layernorm2d": LayerNorm2d, "layernorm": LayerNorm}
 _NORM_ACT_LAYERS = {"batchnorm2d": BatchNormAct2d, "layernorm2d": LayerNormAct2d}
-
-
-def _act_layer(name):
-    """An activation class by timm's name ('gelu_tanh' as well as ``get_act_layer``'s names)."""
-    return GELUTanh if name == "gelu_tanh" else get_act_layer(name)
 
 
 def _norm_layer(name, eps):
@@ -233,78 +200,7 @@ def _norm_act_layer(name, act_layer, eps):
     ``act_layer`` (a name; built in place, as timm's) and epsilon ``eps``."""
     if name not in _NORM_ACT_LAYERS:
         raise ValueError(f"unknown conv norm_layer '{name}': expected one of {sorted(_NORM_ACT_LAYERS)}")
-    return partial(_NORM_ACT_LAYERS[name], eps=eps, act_layer=_act_layer(act_layer), inplace=True)
-
-
-class Mlp(nn.Module):
-    """The MLP along the last axis: ``fc1`` to ``hidden_features``, the activation, dropout, ``fc2`` to
-    ``out_features`` (by default ``in_features``), dropout; ``drop`` one rate for both or a pair."""
-
-    def __init__(self, in_features, hidden_features, out_features=None, act_layer=nn.GELU, drop=0.0):
-        super().__init__()
-        drop1, drop2 = pair(drop)
-        self.fc1 = nn.Linear(in_features, hidden_features)
-        self.act = act_layer()
-        self.drop1 = nn.Dropout(drop1)
-        self.fc2 = nn.Linear(hidden_features, out_features or in_features)
-        self.drop2 = nn.Dropout(drop2)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.act(x)
-        x = self.drop1(x)
-        x = self.fc2(x)
-        x = self.drop2(x)
-        return x
-
-
-class ConvMlp(nn.Module):
-    """The MLP of an (N, C, H, W) map as 1x1 convolutions: ``fc1`` to ``hidden_features``, the activation, dropout,
-    ``fc2`` back to ``in_features`` (with biases unless ``bias=False``)."""
-
-    def __init__(self, in_features, hidden_features, act_layer=nn.GELU, bias=True, drop=0.0):
-        super().__init__()
-        self.fc1 = nn.Conv2d(in_features, hidden_features, kernel_size=1, bias=bias)
-        self.act = act_layer()
-        self.drop = nn.Dropout(drop)
-        self.fc2 = nn.Conv2d(hidden_features, in_features, kernel_size=1, bias=bias)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.act(x)
-        x = self.drop(x)
-        x = self.fc2(x)
-        return x
-
-
-def _pad_same(x, kernel_size, stride, value):
-    """``x`` padded with ``value`` as TensorFlow's "same" pooling pads it: the odd pixel at the end (bottom, right)."""
-    height, width = x.shape[-2:]
-    pad_h = get_same_padding(height, kernel_size[0], stride[0], 1)
-    pad_w = get_same_padding(width, kernel_size[1], stride[1], 1)
-    return F.pad(x, (pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2), value=value)
-
-
-class AvgPool2dSame(nn.AvgPool2d):
-    """Average pooling with TensorFlow's "same" padding, computed from each input's size (the padded zeros count)."""
-
-    def __init__(self, kernel_size, stride, count_include_pad=True):
-        super().__init__(pair(kernel_size), pair(stride), (0, 0), count_include_pad=count_include_pad)
-
-    def forward(self, x):
-        x = _pad_same(x, self.kernel_size, self.stride, 0.0)
-        return super().forward(x)
-
-
-class MaxPool2dSame(nn.MaxPool2d):
-    """Max pooling with TensorFlow's "same" padding, computed from each input's size."""
-
-    def __init__(self, kernel_size, stride):
-        super().__init__(pair(kernel_size), pair(stride), (0, 0), (1, 1))
-
-    def forward(self, x):
-        x = _pad_same(x, self.kernel_size, self.stride, -math.inf)
-        return super().forward(x)
+    return partial(_NORM_ACT_LAYERS[name], eps=eps, act_layer=get_act_layer(act_layer), inplace=True)
 
 
 def _create_pool(pool_type, padding):
@@ -401,99 +297,11 @@ def _modules_children_first(module):
 # ---- relative position bias -------------------------------------------------------------------------------------
 
 
-class RelPosBias(nn.Module):
-    """A learnt bias per head for every relative offset of a (query, key) pair of a ``window_size`` window
-    (``relative_position_bias_table``, (2 * h - 1) * (2 * w - 1) rows, looked up through the non-persistent
-    ``relative_position_index``; truncated N(0, 0.02^2) at first)."""
-
-    def __init__(self, window_size, num_heads):
-        super().__init__()
-        self.window_size = window_size
-        self.window_area = window_size[0] * window_size[1]
-        self.bias_shape = (self.window_area, self.window_area, num_heads)
-        num_offsets = (2 * window_size[0] - 1) * (2 * window_size[1] - 1)
-        self.relative_position_bias_table = nn.Parameter(torch.zeros(num_offsets, num_heads))
-        index = relative_position_index(*window_size).view(-1)
-        self.register_buffer("relative_position_index", index, persistent=False)
-        trunc_normal_(self.relative_position_bias_table, std=0.02)
-
-    def get_bias(self):
-        """The bias to add to the attention logits, (1, heads, area, area)."""
-        bias = self.relative_position_bias_table[self.relative_position_index]
-        bias = bias.view(self.bias_shape).permute(2, 0, 1)
-        return bias.unsqueeze(0)
-
-
-def _log_offsets(window_size):
-    """The relative offsets (dy, dx) of a window, (2 * h - 1, 2 * w - 1, 2), each as sign(d) * log(1 + |d|)."""
-    offsets_h = torch.arange(-(window_size[0] - 1), window_size[0]).to(torch.float32)
-    offsets_w = torch.arange(-(window_size[1] - 1), window_size[1]).to(torch.float32)
-    offsets = torch.stack(torch.meshgrid(offsets_h, offsets_w, indexing="ij")).permute(1, 2, 0)
-    return torch.sign(offsets) * torch.log(1.0 + offsets.abs())
-
-
-class RelPosMlp(nn.Module):
-    """The relative position bias as an MLP of the offset (timm's "rmlp", after Swin-V2's log-spaced coordinates):
-    ``mlp`` maps each log-spaced (dy, dx) offset (the non-persistent ``rel_coords_log``) through ``hidden_dim`` ReLU
-    units (dropout 0.125 in training) to one bias per head, looked up through ``relative_position_index``."""
-
-    def __init__(self, window_size, num_heads=8, hidden_dim=128):
-        super().__init__()
-        self.window_size = window_size
-        self.window_area = window_size[0] * window_size[1]
-        self.num_heads = num_heads
-        self.bias_shape = (self.window_area, self.window_area, num_heads)
-        self.mlp = Mlp(2, hidden_dim, out_features=num_heads, act_layer=nn.ReLU, drop=(0.125, 0.0))
-        index = relative_position_index(*window_size).view(-1)
-        self.register_buffer("relative_position_index", index, persistent=False)
-        self.register_buffer("rel_coords_log", _log_offsets(window_size), persistent=False)
-
-    def get_bias(self):
-        """The bias to add to the attention logits, (1, heads, area, area)."""
-        bias = self.mlp(self.rel_coords_log)
-        bias = bias.view(-1, self.num_heads)[self.relative_position_index]
-        bias = bias.view(self.bias_shape).permute(2, 0, 1)
-        return bias.unsqueeze(0)
-
-
-def _offset_lookup(length):
-    """The one-hot lookup from the official MaxViT: (length, length, 2 * length - 1), 1 at [i, j, j - i + length - 1]
-    (the offset of key j from query i)."""
-    lookup = torch.zeros(length, length, 2 * length - 1)
-    for i in range(length):
-        for j in range(length):
-            lookup[i, j, j - i + length - 1] = 1.0
-    return lookup
-
-
-class RelPosBiasTf(nn.Module):
-    """The TensorFlow MaxViT's relative position bias: a table per head over the (2 * h - 1, 2 * w - 1) offsets
-    (``relative_position_bias_table``, N(0, 0.02^2) at first), spread to every (query, key) pair through one-hot
-    lookups along the height and the width (the non-persistent ``height_lookup``, ``width_lookup``)."""
-
-    def __init__(self, window_size, num_heads):
-        super().__init__()
-        self.window_size = window_size
-        self.window_area = window_size[0] * window_size[1]
-        self.num_heads = num_heads
-        self.bias_shape = (num_heads, 2 * window_size[0] - 1, 2 * window_size[1] - 1)
-        self.relative_position_bias_table = nn.Parameter(torch.zeros(self.bias_shape))
-        self.register_buffer("height_lookup", _offset_lookup(window_size[0]), persistent=False)
-        self.register_buffer("width_lookup", _offset_lookup(window_size[1]), persistent=False)
-        nn.init.normal_(self.relative_position_bias_table, std=0.02)
-
-    def get_bias(self):
-        """The bias to add to the attention logits, (heads, area, area)."""
-        bias = torch.einsum("nhw,ixh->nixw", self.relative_position_bias_table, self.height_lookup)
-        bias = torch.einsum("nixw,jyw->nijxy", bias, self.width_lookup)
-        return bias.reshape(self.num_heads, self.window_area, self.window_area)
-
-
 def _rel_pos_layer(cfg, window_size):
     """The relative position bias that ``cfg.rel_pos_type`` names for ``window_size`` windows, as a class taking
     ``num_heads``; None for another type (no bias)."""
     if cfg.rel_pos_type == "mlp":
-        return partial(RelPosMlp, window_size, hidden_dim=cfg.rel_pos_dim)
+        return partial(RelPosMlp, window_size, hidden_dim=cfg.rel_pos_dim, placeholders=False)
     if cfg.rel_pos_type == "bias":
         return partial(RelPosBias, window_size)
     if cfg.rel_pos_type == "bias_tf":
@@ -685,7 +493,7 @@ class ConvNeXtBlock(nn.Module):
     def __init__(self, in_chs, out_chs=None, kernel_size=7, stride=1, cfg=MaxxVitConvCfg(), drop_path=0.0):
         super().__init__()
         out_chs = out_chs or in_chs
-        act_layer = _act_layer(cfg.act_layer)
+        act_layer = get_act_layer(cfg.act_layer)
         norm_layer = _norm_layer(cfg.norm_layer, cfg.norm_eps)
         stride_mode = _stride_mode(cfg.stride_mode, ("pool", "dw"))
         if stride == 2:
@@ -703,7 +511,8 @@ class ConvNeXtBlock(nn.Module):
         self.conv_dw = create_conv2d(in_chs, out_chs, kernel_size, stride=stride_dw, groups=in_chs,
                                      bias=cfg.output_bias)
         self.norm = norm_layer(out_chs)
-        self.mlp = ConvMlp(out_chs, int(cfg.expand_ratio * out_chs), act_layer=act_layer, bias=cfg.output_bias)
+        self.mlp = ConvMlp(out_chs, int(cfg.expand_ratio * out_chs), act_layer=act_layer, bias=cfg.output_bias,
+                           norm_placeholder=False)
         self.ls = LayerScale2d(out_chs, cfg.init_values) if cfg.init_values else nn.Identity()
         self.drop_path = drop_path_module(drop_path)
 
@@ -732,7 +541,7 @@ class TransformerBlock2d(nn.Module):
     def __init__(self, dim, dim_out, stride=1, rel_pos_cls=None, cfg=MaxxVitTransformerCfg(), drop_path=0.0):
         super().__init__()
         norm_layer = _norm_layer(cfg.norm_layer, cfg.norm_eps)
-        act_layer = _act_layer(cfg.act_layer)
+        act_layer = get_act_layer(cfg.act_layer)
         if stride == 2:
             self.shortcut = Downsample2d(dim, dim_out, pool_type=cfg.pool_type, bias=cfg.shortcut_bias)
             self.norm1 = nn.Sequential(OrderedDict([
@@ -749,7 +558,8 @@ class TransformerBlock2d(nn.Module):
         self.ls1 = LayerScale2d(dim_out, cfg.init_values) if cfg.init_values else nn.Identity()
         self.drop_path1 = drop_path_module(drop_path)
         self.norm2 = norm_layer(dim_out)
-        self.mlp = ConvMlp(dim_out, int(dim_out * cfg.expand_ratio), act_layer=act_layer, drop=cfg.proj_drop)
+        self.mlp = ConvMlp(dim_out, int(dim_out * cfg.expand_ratio), act_layer=act_layer, drop=cfg.proj_drop,
+                           norm_placeholder=False)
         self.ls2 = LayerScale2d(dim_out, cfg.init_values) if cfg.init_values else nn.Identity()
         self.drop_path2 = drop_path_module(drop_path)
 
@@ -794,7 +604,7 @@ class PartitionAttentionCl(nn.Module):
     def __init__(self, dim, partition_type="block", cfg=MaxxVitTransformerCfg(), drop_path=0.0):
         super().__init__()
         norm_layer = _norm_layer(cfg.norm_layer_cl, cfg.norm_eps)
-        act_layer = _act_layer(cfg.act_layer)
+        act_layer = get_act_layer(cfg.act_layer)
         self.partition_block = partition_type == "block"
         self.partition_size = pair(cfg.window_size if self.partition_block else cfg.grid_size)
         if min(self.partition_size) < 1:
@@ -807,7 +617,8 @@ class PartitionAttentionCl(nn.Module):
         self.ls1 = LayerScale(dim, cfg.init_values) if cfg.init_values else nn.Identity()
         self.drop_path1 = drop_path_module(drop_path)
         self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * cfg.expand_ratio), act_layer=act_layer, drop=cfg.proj_drop)
+        self.mlp = Mlp(dim, int(dim * cfg.expand_ratio), act_layer=act_layer, drop=cfg.proj_drop,
+                       norm_placeholder=False)
         self.ls2 = LayerScale(dim, cfg.init_values) if cfg.init_values else nn.Identity()
         self.drop_path2 = drop_path_module(drop_path)
 
@@ -929,7 +740,7 @@ class Stem(nn.Module):
 # ---- model ------------------------------------------------------------------------------------------------------
 
 
-class MaxxVit(nn.Module):
+class MaxxVit(ClassifierHeadApi, nn.Module):
     """The CoAtNet / MaxViT / MaxxViT model: a stem, four stages of ``cfg`` (a ``MaxxVitCfg``; keyword arguments
     named as its fields override them, ``conv_<field>`` and ``transformer_<field>`` those of its block
     configurations), a final norm and a head (or, with ``cfg.head_hidden_size``, a head that pools, normalises and
@@ -1004,36 +815,17 @@ class MaxxVit(nn.Module):
             if hasattr(module, "init_weights"):
                 module.init_weights(scheme)
 
-    def get_classifier(self):
-        """The final classifier layer."""
-        return self.head.fc
-
     def reset_classifier(self, num_classes, global_pool=None, reset_other=False):
         """A fresh classifier for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given;
         ``reset_other`` also drops the hidden-layer head's norm and hidden layer."""
-        self.num_classes = num_classes
-        if isinstance(self.head, ClassifierHead):
-            self.head.reset(num_classes, global_pool)
-        else:
-            self.head.reset(num_classes, global_pool, reset_other=reset_other)
-        self.head_hidden_size = self.head.num_features
-        if global_pool is not None:
-            self.global_pool = global_pool
+        head_args = {} if isinstance(self.head, ClassifierHead) else dict(reset_other=reset_other)
+        super().reset_classifier(num_classes, global_pool, **head_args)
 
     def forward_features(self, x):
         """The normalised map after the last stage, at 1/32 of the image."""
         x = self.stem(x)
         x = self.stages(x)
         x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """The head: the classifier's input if ``pre_logits``, else the logits."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

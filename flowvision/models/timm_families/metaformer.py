@@ -21,18 +21,10 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import SelectAdaptivePool2d, drop_path_module, trunc_normal_
-from ._norm import LayerNorm, LayerNorm2d
+from ._layers import Mlp, SelectAdaptivePool2d, drop_path_module, trunc_normal_
+from ._norm import GroupNorm1, LayerNorm, LayerNorm2d
 
 __all__ = []
-
-
-class GroupNorm1(nn.GroupNorm):
-    """GroupNorm with a single group: each sample normalised over all its channels and pixels (PoolFormer's
-    norm), then a per-channel scale and shift."""
-
-    def __init__(self, num_channels, eps=1e-5, bias=True):
-        super().__init__(1, num_channels, eps=eps, bias=bias)
 
 
 class GroupNorm1NoBias(GroupNorm1):
@@ -193,28 +185,6 @@ class Pooling(nn.Module):
         return y - x
 
 
-class Mlp(nn.Module):
-    """The block's channel MLP: ``fc1`` to ``hidden_features``, the activation, dropout, ``fc2`` back, dropout;
-    as 1x1 convolutions on (N, C, H, W) maps (``use_conv``) or linear layers on the last axis."""
-
-    def __init__(self, in_features, hidden_features, act_layer=StarReLU, bias=False, drop=0.0, use_conv=True):
-        super().__init__()
-        linear_layer = partial(nn.Conv2d, kernel_size=1) if use_conv else nn.Linear
-        self.fc1 = linear_layer(in_features, hidden_features, bias=bias)
-        self.act = act_layer()
-        self.drop1 = nn.Dropout(drop)
-        self.fc2 = linear_layer(hidden_features, in_features, bias=bias)
-        self.drop2 = nn.Dropout(drop)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.act(x)
-        x = self.drop1(x)
-        x = self.fc2(x)
-        x = self.drop2(x)
-        return x
-
-
 class MlpHead(nn.Module):
     """ConvFormer's and CAFormer's classifier: ``fc1`` to ``mlp_ratio`` times the width, SquaredReLU, a LayerNorm,
     dropout, ``fc2`` to the classes."""
@@ -260,7 +230,8 @@ class MetaFormerBlock(nn.Module):
         self.res_scale1 = rs_layer() if res_scale_init_value is not None else nn.Identity()
 
         self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(4 * dim), act_layer=mlp_act, bias=mlp_bias, drop=proj_drop, use_conv=use_nchw)
+        self.mlp = Mlp(dim, int(4 * dim), act_layer=mlp_act, bias=mlp_bias, drop=proj_drop, use_conv=use_nchw,
+                       norm_placeholder=False)
         self.drop_path2 = drop_path_module(drop_path)
         self.layer_scale2 = ls_layer() if layer_scale_init_value is not None else nn.Identity()
         self.res_scale2 = rs_layer() if res_scale_init_value is not None else nn.Identity()

@@ -26,9 +26,9 @@ from engine import nn
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._layers import ConvMlp, drop_path_module, pair
+from ._layers import ConvMlp, PreNormBlock, pair
+from ._norm import GroupNorm1
 from .byobnet import ByoBlockCfg, ByobNet, ByoModelCfg, LayerFn, num_groups, register_block
-from .metaformer import GroupNorm1
 from .vision_transformer import Block
 
 __all__ = []
@@ -145,7 +145,7 @@ class LinearSelfAttention(nn.Module):
         return out
 
 
-class LinearTransformerBlock(nn.Module):
+class LinearTransformerBlock(PreNormBlock):
     """MobileViTv2's pre-norm transformer block on (N, C, pixels, patches) maps: x + drop_path(attn(norm1(x))),
     then x + drop_path(mlp(norm2(x))), with separable self-attention and a 1x1-convolution MLP (hidden width
     ``mlp_ratio`` times ``embed_dim``, ``act_layer``); ``norm_layer`` defaults to GroupNorm over all channels."""
@@ -153,19 +153,9 @@ class LinearTransformerBlock(nn.Module):
     def __init__(self, embed_dim, mlp_ratio=2.0, drop=0.0, attn_drop=0.0, drop_path=0.0, act_layer=nn.SiLU,
                  norm_layer=GroupNorm1):
         super().__init__()
-        self.norm1 = norm_layer(embed_dim)
-        self.attn = LinearSelfAttention(embed_dim, attn_drop=attn_drop, proj_drop=drop)
-        self.drop_path1 = drop_path_module(drop_path)
-        self.norm2 = norm_layer(embed_dim)
-        self.mlp = ConvMlp(embed_dim, int(embed_dim * mlp_ratio), act_layer=act_layer)
-        # the shared ConvMlp's dropout slot holds no dropout: this block's MLP drops with ``drop``
-        self.mlp.drop = nn.Dropout(drop)
-        self.drop_path2 = drop_path_module(drop_path)
-
-    def forward(self, x):
-        x = x + self.drop_path1(self.attn(self.norm1(x)))
-        x = x + self.drop_path2(self.mlp(self.norm2(x)))
-        return x
+        attn = LinearSelfAttention(embed_dim, attn_drop=attn_drop, proj_drop=drop)
+        mlp = ConvMlp(embed_dim, int(embed_dim * mlp_ratio), act_layer=act_layer, drop=drop)
+        self._add_branches(embed_dim, attn, mlp, drop_path, norm_layer)
 
 
 class MobileVitV2Block(nn.Module):

@@ -30,7 +30,7 @@ from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import EcaModule, SEModule
 from ._conv import get_padding, get_same_padding
-from ._layers import ClassifierHead, drop_path_module, get_act_layer
+from ._layers import ClassifierHead, ClassifierHeadApi, drop_path_module, get_act_layer
 from .resnet import AvgPool2dSame
 
 __all__ = []
@@ -290,7 +290,7 @@ def _layer_factories(cfg):
     return act_layer, conv_layer, attn_layer
 
 
-class NormFreeNet(nn.Module):
+class NormFreeNet(ClassifierHeadApi, nn.Module):
     """timm's normalizer-free network: a stem, four stages of ``NormFreeBlock``, an optional 1x1 ``final_conv``,
     the final activation and the classifier ``head`` (global pooling, dropout, linear).
 
@@ -381,31 +381,12 @@ class NormFreeNet(nn.Module):
         first_conv = next(name for name, _ in self.stem.named_children())
         return {"first_conv": f"stem.{first_conv}", "classifier": "head.fc"}
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), optionally with another pooling."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, global_pool)
-        self.head_hidden_size = self.head.num_features
-
     def forward_features(self, x):
         """The activated map after the last stage and ``final_conv`` (N, num_features, H / 32, W / 32)."""
         x = self.stem(x)
         x = self.stages(x)
         x = self.final_conv(x)
         x = self.final_act(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pool and drop out; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

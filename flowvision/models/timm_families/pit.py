@@ -18,7 +18,7 @@ import math
 import engine as torch
 from engine import nn
 
-from .._features import FeatureInfo, take_indices
+from .._features import FeatureBodyNet, intermediate_stages, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import pair, trunc_normal_
@@ -246,11 +246,8 @@ class PoolingVisionTransformer(nn.Module):
         """The maps (N, C, H, W) of the stages picked by ``indices`` (None: all, n: the last n, or a list), and
         (unless ``intermediates_only``) the prefix tokens, normalised when the last stage ran; ``stop_early`` skips
         the stages after the last one picked. ``norm`` changes nothing: the maps have no norm (timm's argument)."""
-        if output_fmt != "NCHW":
-            raise ValueError(f"output_fmt must be 'NCHW', got {output_fmt!r}")
-        take = take_indices(len(self.transformers), indices)
+        take, stages = intermediate_stages(self.transformers, indices, stop_early, output_fmt)
         x, cls_tokens = self._embed(x)
-        stages = list(self.transformers)[:max(take) + 1] if stop_early else list(self.transformers)
         intermediates = []
         for i, stage in enumerate(stages):
             x, cls_tokens = stage((x, cls_tokens))
@@ -265,35 +262,13 @@ class PoolingVisionTransformer(nn.Module):
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks; the final norm with any pruning; the heads (the
         distillation head for good) with ``prune_head`` or when stages go; returns the absolute indices."""
-        take = take_indices(len(self.transformers), indices)
-        last = max(take)
-        prune_end = last < len(self.transformers) - 1
+        take, prune_end = prune_stages(self, "transformers", indices)
         if prune_norm or prune_head or prune_end:
             self.norm = nn.Identity()
-        self.transformers = nn.Sequential(*list(self.transformers)[:last + 1])
-        if prune_end:
-            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
         if prune_head or prune_end:
             self.head_dist = None
             self.reset_classifier(0, "")
         return take
-
-
-class FeatureBodyNet(nn.Module):
-    """timm's ``features_only`` PiT (its hook-based feature model that leaves the network whole): the model, headless,
-    under ``body`` (so its ``state_dict`` keys are timm's), returning the maps (N, C, H, W) of the stages picked by
-    ``out_indices`` (None: all; n: the last n; or a list)."""
-
-    def __init__(self, model, out_indices=None):
-        super().__init__()
-        out_indices = take_indices(len(model.feature_info), out_indices)
-        self.feature_info = FeatureInfo(model.feature_info, out_indices)
-        self.out_indices = out_indices
-        model.reset_classifier(0)
-        self.body = model
-
-    def forward(self, x):
-        return self.body.forward_intermediates(x, indices=self.out_indices, intermediates_only=True)
 
 
 def _create_pit(variant, pretrained, progress, kwargs, **model_args):

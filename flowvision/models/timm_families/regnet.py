@@ -25,10 +25,11 @@ from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import SEModule
 from ._conv import create_conv2d
-from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module, get_act_layer
+from ._layers import BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module, get_act_layer
 from .resnet import AvgPool2dSame
 
 __all__ = []
+
 
 def block_widths(wa, w0, wm, depth, quant=8):
     """The width of each of ``depth`` blocks, from RegNet's quantized linear parametrisation (in float32, as timm).
@@ -191,7 +192,7 @@ class RegStage(nn.Sequential):
             first_dilation = dilation
 
 
-class RegNet(nn.Module):
+class RegNet(ClassifierHeadApi, nn.Module):
     """timm's RegNet: a stem (3x3/2 convolution to ``stem_width``, with norm and activation unless ``preact``),
     four stages ``s1..s4`` whose widths, depths and group sizes come from (``depth``, ``w0``, ``wa``, ``wm``,
     ``group_size``, ``bottle_ratio``), ``final_conv`` and the classifier ``head``.
@@ -293,16 +294,6 @@ class RegNet(nn.Module):
             elif zero_init_last and hasattr(module, "zero_init_last"):
                 module.zero_init_last()
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), optionally with another pooling."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, global_pool)
-        self.head_hidden_size = self.head.num_features
-
     def forward_features(self, x):
         """The map after the last stage and ``final_conv`` (N, num_features, H / 32, W / 32 at output_stride 32)."""
         x = self.stem(x)
@@ -311,15 +302,6 @@ class RegNet(nn.Module):
         x = self.s3(x)
         x = self.s4(x)
         x = self.final_conv(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pool and drop out; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

@@ -24,7 +24,7 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._conv import get_padding
-from ._layers import BatchNormAct2d, SelectAdaptivePool2d, drop_path_module
+from ._layers import BatchNormAct2d, ClassifierHeadApi, SelectAdaptivePool2d, drop_path_module
 from .resnet import AvgPool2dSame
 
 __all__ = []
@@ -316,7 +316,7 @@ class ClassifierHead(nn.Module):
         return self.flatten(x)
 
 
-class ResNetV2(nn.Module):
+class ResNetV2(ClassifierHeadApi, nn.Module):
     """timm's pre-activation ResNet: a stem (``stem_type``, ``stem_chs`` wide), four stages of ``layers`` blocks
     of widths ``channels`` (all widths times ``width_factor``, rounded to multiples of 8), the final ``norm`` (with
     its activation) and the classifier ``head``.
@@ -395,30 +395,11 @@ class ResNetV2(nn.Module):
                 if hasattr(module, "zero_init_last"):
                     module.zero_init_last()
 
-    def get_classifier(self):
-        """The final 1x1 convolution."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), optionally with another pooling."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, global_pool)
-        self.head_hidden_size = self.head.num_features
-
     def forward_features(self, x):
         """The normalised, activated map after the last stage (N, num_features, H / 32, W / 32 at stride 32)."""
         x = self.stem(x)
         x = self.stages(x)
         x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pool and drop out; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

@@ -20,7 +20,7 @@ from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import SEModule
 from ._efficientnet_blocks import init_weights_goog
-from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct, drop_path_module
+from ._layers import BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module
 
 __all__ = []
 
@@ -97,7 +97,7 @@ def _block_settings(width_mult, depth_mult, initial_chs, final_chs, se_ratio, ch
     return list(zip(out_chs, exp_ratios, strides, se_ratios))
 
 
-class RexNet(nn.Module):
+class RexNet(ClassifierHeadApi, nn.Module):
     """ReXNet: a 3x3 stride-2 stem (``stem``), the linear bottlenecks and a final 1x1 convolution to
     ``1280 * width_mult`` channels (``features``), then the classifier head (``head``: pooling, dropout, linear).
 
@@ -161,29 +161,10 @@ class RexNet(nn.Module):
         features.append(_conv_norm_act(prev_chs, pen_chs, act_layer=act_layer))
         return features, feature_info
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh final layer for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, global_pool)
-        self.head_hidden_size = self.head.num_features
-
     def forward_features(self, x):
         """The map after the final 1x1 convolution (N, num_features, H / 32, W / 32)."""
         x = self.stem(x)
         x = self.features(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling and dropout; then the final linear layer unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

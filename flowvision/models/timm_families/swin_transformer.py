@@ -22,10 +22,11 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet, take_indices
+from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, drop_path_module, init_linear_layers, pair, trunc_normal_
+from ._layers import ClassifierHeadApi, Mlp, drop_path_module, init_linear_layers, pair, trunc_normal_
+from ._pos_embed_rel import gen_relative_position_index, lookup_rel_pos_bias
 
 __all__ = []
 
@@ -70,16 +71,6 @@ def window_reverse(windows, window_size, height, width):
     return x.permute(0, 1, 3, 2, 4, 5).reshape(-1, height, width, channels)
 
 
-def relative_position_index(win_h, win_w):
-    """For every (query, key) pair of a window's tokens (row-major), the row of the relative position bias table
-    holding their offset: (dy + win_h - 1) * (2 * win_w - 1) + (dx + win_w - 1), an int64 (area, area) tensor."""
-    rows, cols = np.meshgrid(np.arange(win_h), np.arange(win_w), indexing="ij")
-    rows, cols = rows.reshape(-1), cols.reshape(-1)
-    dy = rows[:, None] - rows[None, :] + win_h - 1
-    dx = cols[:, None] - cols[None, :] + win_w - 1
-    return torch.from_numpy((dy * (2 * win_w - 1) + dx).astype(np.int64))
-
-
 def shifted_window_mask(resolution, window_size, shift_size):
     """The additive attention mask of shifted windows, (windows, area, area): 0 between tokens of the same region of
     the cyclically shifted map, -100 between tokens that were not neighbours before the shift. The map is padded to
@@ -97,6 +88,44 @@ def shifted_window_mask(resolution, window_size, shift_size):
     windows = windows.reshape(-1, win_h * win_w)
     different = windows[:, None, :] != windows[:, :, None]
     return torch.from_numpy(np.where(different, _MASKED, 0.0).astype(np.float32))
+
+
+def shift_mask_or_none(resolution, window_size, shift_size):
+    """The shifted windows' attention mask at ``resolution``, or None for unshifted windows."""
+    if not any(shift_size):
+        return None
+    return shifted_window_mask(resolution, window_size, shift_size)
+
+
+def add_window_mask(attn, mask):
+    """Attention logits (N * windows, heads, area, area) plus each window's additive ``mask`` (windows, area, area),
+    or as they are for None."""
+    if mask is None:
+        return attn
+    num_windows, num_heads, tokens = mask.shape[0], attn.shape[1], attn.shape[-1]
+    attn = attn.view(-1, num_windows, num_heads, tokens, tokens) + mask.unsqueeze(1).unsqueeze(0)
+    return attn.view(-1, num_heads, tokens, tokens)
+
+
+def shifted_window_attention(x, attn, window_size, shift_size, mask):
+    """Window attention ``attn`` over (N, H, W, C) maps: the map cyclically shifted up and left by ``shift_size``,
+    padded at the bottom and right to whole windows, cut into windows (attended with the shifted windows' ``mask``,
+    or None), put back together, cropped and shifted back."""
+    _, height, width, channels = x.shape
+    shifted = any(shift_size)
+    if shifted:
+        x = torch.roll(x, shifts=(-shift_size[0], -shift_size[1]), dims=(1, 2))
+    pad_h = (window_size[0] - height % window_size[0]) % window_size[0]
+    pad_w = (window_size[1] - width % window_size[1]) % window_size[1]
+    x = F.pad(x, (0, 0, 0, pad_w, 0, pad_h))
+    windows = window_partition(x, window_size).view(-1, window_size[0] * window_size[1], channels)
+    windows = attn(windows, mask=mask)
+    windows = windows.view(-1, window_size[0], window_size[1], channels)
+    x = window_reverse(windows, window_size, height + pad_h, width + pad_w)
+    x = x[:, :height, :width, :]
+    if shifted:
+        x = torch.roll(x, shifts=shift_size, dims=(1, 2))
+    return x
 
 
 class WindowAttention(nn.Module):
@@ -119,7 +148,8 @@ class WindowAttention(nn.Module):
         attn_dim = head_dim * num_heads
         self.scale = head_dim ** -0.5
         self.relative_position_bias_table = nn.Parameter(torch.zeros((2 * win_h - 1) * (2 * win_w - 1), num_heads))
-        self.register_buffer("relative_position_index", relative_position_index(win_h, win_w), persistent=False)
+        index = gen_relative_position_index(self.window_size)
+        self.register_buffer("relative_position_index", index, persistent=False)
         self.qkv = nn.Linear(dim, attn_dim * 3, bias=qkv_bias)
         self.attn_drop = nn.Dropout(attn_drop)
         self.proj = nn.Linear(attn_dim, dim)
@@ -129,8 +159,7 @@ class WindowAttention(nn.Module):
 
     def relative_position_bias(self):
         """The bias of every (query, key) pair of a window, per head: (1, heads, area, area)."""
-        bias = self.relative_position_bias_table[self.relative_position_index.view(-1)]
-        bias = bias.view(self.window_area, self.window_area, -1).permute(2, 0, 1)
+        bias = lookup_rel_pos_bias(self.relative_position_bias_table, self.relative_position_index, self.window_area)
         return bias.unsqueeze(0)
 
     def forward(self, x, mask=None):
@@ -141,10 +170,7 @@ class WindowAttention(nn.Module):
         q = q * self.scale
         attn = q @ k.transpose(-2, -1)
         attn = attn + self.relative_position_bias()
-        if mask is not None:
-            num_windows = mask.shape[0]
-            attn = attn.view(-1, num_windows, self.num_heads, tokens, tokens) + mask.unsqueeze(1).unsqueeze(0)
-            attn = attn.view(-1, self.num_heads, tokens, tokens)
+        attn = add_window_mask(attn, mask)
         attn = self.softmax(attn)
         attn = self.attn_drop(attn)
         x = attn @ v
@@ -189,42 +215,31 @@ class SwinTransformerBlock(nn.Module):
         self.norm2 = nn.LayerNorm(dim)
         self.mlp = Mlp(dim, int(dim * mlp_ratio), drop=proj_drop)
         self.drop_path2 = drop_path_module(drop_path)
-        mask = None
-        if any(self.shift_size):
-            mask = shifted_window_mask(self.input_resolution, self.window_size, self.shift_size)
+        mask = shift_mask_or_none(self.input_resolution, self.window_size, self.shift_size)
         self.register_buffer("attn_mask", mask, persistent=False)
-
-    def _attn(self, x):
-        """Shifted-window attention on (N, H, W, C) maps."""
-        _, height, width, channels = x.shape
-        shifted = any(self.shift_size)
-        if shifted:
-            x = torch.roll(x, shifts=(-self.shift_size[0], -self.shift_size[1]), dims=(1, 2))
-        pad_h = (self.window_size[0] - height % self.window_size[0]) % self.window_size[0]
-        pad_w = (self.window_size[1] - width % self.window_size[1]) % self.window_size[1]
-        x = F.pad(x, (0, 0, 0, pad_w, 0, pad_h))
-        padded_h, padded_w = height + pad_h, width + pad_w
-        windows = window_partition(x, self.window_size).view(-1, self.window_area, channels)
-        windows = self.attn(windows, mask=self.attn_mask)
-        windows = windows.view(-1, self.window_size[0], self.window_size[1], channels)
-        x = window_reverse(windows, self.window_size, padded_h, padded_w)
-        x = x[:, :height, :width, :]
-        if shifted:
-            x = torch.roll(x, shifts=self.shift_size, dims=(1, 2))
-        return x
 
     def forward(self, x):
         batch, height, width, channels = x.shape
-        x = x + self.drop_path1(self._attn(self.norm1(x)))
+        attended = shifted_window_attention(self.norm1(x), self.attn, self.window_size, self.shift_size, self.attn_mask)
+        x = x + self.drop_path1(attended)
         x = x.reshape(batch, -1, channels)
         x = x + self.drop_path2(self.mlp(self.norm2(x)))
         x = x.reshape(batch, height, width, channels)
         return x
 
 
+def merge_2x2(x):
+    """(N, H, W, C) maps -> (N, H / 2, W / 2, 4C): each 2x2 group of positions (odd sides padded with zeros)
+    concatenated, as patch merging gathers them."""
+    batch, height, width, channels = x.shape
+    x = F.pad(x, (0, 0, 0, width % 2, 0, height % 2))
+    height, width = x.shape[1], x.shape[2]
+    return x.reshape(batch, height // 2, 2, width // 2, 2, channels).permute(0, 1, 3, 4, 2, 5).flatten(3)
+
+
 class PatchMerging(nn.Module):
-    """Halves the resolution of (N, H, W, C) maps: each 2x2 group of positions (odd sides padded with zeros)
-    concatenated to 4C channels, normalised (``norm``) and projected to ``out_dim`` (default 2C) by ``reduction``."""
+    """Halves the resolution of (N, H, W, C) maps: each 2x2 group of positions (``merge_2x2``) normalised
+    (``norm``) and projected to ``out_dim`` (default 2C) by ``reduction``."""
 
     def __init__(self, dim, out_dim=None):
         super().__init__()
@@ -234,24 +249,19 @@ class PatchMerging(nn.Module):
         self.reduction = nn.Linear(4 * dim, self.out_dim, bias=False)
 
     def forward(self, x):
-        batch, height, width, channels = x.shape
-        x = F.pad(x, (0, 0, 0, width % 2, 0, height % 2))
-        height, width = x.shape[1], x.shape[2]
-        x = x.reshape(batch, height // 2, 2, width // 2, 2, channels).permute(0, 1, 3, 4, 2, 5).flatten(3)
+        x = merge_2x2(x)
         x = self.norm(x)
         x = self.reduction(x)
         return x
 
 
-class SwinTransformerStage(nn.Module):
-    """One stage: ``downsample`` (a patch merging from ``dim`` to ``out_dim`` channels, or an identity in the first
-    stage), then ``depth`` blocks alternating regular and half-window-shifted windows. ``drop_path``: one rate, or
-    one per block."""
+class StageBase(nn.Module):
+    """What the stages of Swin V1 and V2 share before their blocks: the input width ``dim``, the input and output
+    resolutions, the ``depth`` and the ``downsample`` layer; ``forward`` runs it, then the blocks."""
 
-    def __init__(self, dim, out_dim, input_resolution, depth, downsample=True, num_heads=4, head_dim=None,
-                 window_size=7, always_partition=False, mlp_ratio=4.0, qkv_bias=True, proj_drop=0.0, attn_drop=0.0,
-                 drop_path=0.0):
-        super().__init__()
+    def _add_downsample(self, dim, out_dim, input_resolution, depth, downsample, merging_layer):
+        """``downsample``: ``merging_layer`` from ``dim`` to ``out_dim`` channels, halving the resolution, or an
+        identity (the first stage, which keeps its width)."""
         if not downsample and dim != out_dim:
             raise ValueError(f"a stage without downsampling keeps its width: dim {dim} != out_dim {out_dim}")
         self.dim = dim
@@ -261,9 +271,27 @@ class SwinTransformerStage(nn.Module):
         else:
             self.output_resolution = self.input_resolution
         self.depth = depth
+        self.downsample = merging_layer(dim, out_dim) if downsample else nn.Identity()
+
+    def forward(self, x):
+        x = self.downsample(x)
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class SwinTransformerStage(StageBase):
+    """One stage: ``downsample`` (a patch merging from ``dim`` to ``out_dim`` channels, or an identity in the first
+    stage), then ``depth`` blocks alternating regular and half-window-shifted windows. ``drop_path``: one rate, or
+    one per block."""
+
+    def __init__(self, dim, out_dim, input_resolution, depth, downsample=True, num_heads=4, head_dim=None,
+                 window_size=7, always_partition=False, mlp_ratio=4.0, qkv_bias=True, proj_drop=0.0, attn_drop=0.0,
+                 drop_path=0.0):
+        super().__init__()
+        self._add_downsample(dim, out_dim, input_resolution, depth, downsample, PatchMerging)
         window_size = pair(window_size)
         shift_size = tuple(w // 2 for w in window_size)
-        self.downsample = PatchMerging(dim, out_dim) if downsample else nn.Identity()
         self.blocks = nn.Sequential(*[
             SwinTransformerBlock(out_dim, self.output_resolution, num_heads=num_heads, head_dim=head_dim,
                                  window_size=window_size, shift_size=0 if i % 2 == 0 else shift_size,
@@ -271,11 +299,6 @@ class SwinTransformerStage(nn.Module):
                                  proj_drop=proj_drop, attn_drop=attn_drop,
                                  drop_path=drop_path[i] if isinstance(drop_path, list) else drop_path)
             for i in range(depth)])
-
-    def forward(self, x):
-        x = self.downsample(x)
-        x = self.blocks(x)
-        return x
 
 
 class PatchEmbed(nn.Module):
@@ -359,11 +382,9 @@ class ClassifierHead(nn.Module):
         self.fc = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
         self.flatten = nn.Identity()
 
-    def reset(self, num_classes, pool_type=None, in_features=None):
-        """A fresh classifier for ``num_classes`` (0: an identity) on ``in_features`` channels (default: unchanged),
-        after a new pooling when ``pool_type`` differs from the current one."""
-        if in_features is not None:
-            self.in_features = in_features
+    def reset(self, num_classes, pool_type=None):
+        """A fresh classifier for ``num_classes`` (0: an identity) on ``in_features`` channels, after a new pooling
+        when ``pool_type`` differs from the current one."""
         if pool_type is not None and pool_type != self.global_pool.pool_type:
             self.global_pool = SelectAdaptivePool2d(pool_type)
             self.global_pool.train(self.training)
@@ -380,28 +401,18 @@ class ClassifierHead(nn.Module):
         return self.flatten(x)
 
 
-class SwinTransformer(nn.Module):
-    """Patch embedding, stages of Swin blocks (``depths`` blocks with ``num_heads`` heads each, the width doubling
-    from ``embed_dim`` at every stage after the first), a final norm and timm's classifier head (timm's
-    ``SwinTransformer``, its arguments and defaults).
-
-    ``window_size``: one size (a number or (h, w)) for all stages or one per stage; ``head_dim`` and ``mlp_ratio``:
-    one value or one per stage. ``always_partition`` keeps the windows and shifts even on maps no larger than a
-    window (by default such a map is one unshifted window). ``global_pool``: 'avg', 'max', 'avgmax', 'catavgmax' or
-    '' (the head classifies every position of the map). Dropout: ``proj_drop_rate`` in the blocks,
-    ``attn_drop_rate`` on attention weights, ``drop_rate`` before the classifier; ``drop_path_rate`` is the
-    stochastic depth of the last block (rising linearly from 0 at the first). ``weight_init='skip'`` leaves the
-    layers' default initialisation. ``num_classes=0`` gives the pooled features.
-    """
+class SwinBase(ClassifierHeadApi, nn.Module):
+    """What Swin V1 and V2 share around their stages: the patch embedding, the stages (``layers``, the width
+    doubling from ``embed_dim`` at every stage after the first), the final norm, timm's classifier head on
+    channels-last maps and timm's model API."""
 
     default_cfg = {"first_conv": "patch_embed.proj", "classifier": "head.fc"}
     feature_wrapper = FlatFeatureListNet
 
-    def __init__(self, img_size=224, patch_size=4, in_chans=3, num_classes=1000, global_pool="avg", embed_dim=96,
-                 depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24), head_dim=None, window_size=7, always_partition=False,
-                 mlp_ratio=4.0, qkv_bias=True, drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0,
-                 drop_path_rate=0.1, weight_init=""):
-        super().__init__()
+    def _build(self, img_size, patch_size, in_chans, num_classes, global_pool, embed_dim, depths, window_size,
+               drop_rate, drop_path_rate, weight_init, stage_cls, stage_args, **common_args):
+        """Build the model: stage i is ``stage_cls`` from the previous width to its own at its input resolution,
+        with its window, its stochastic depth rates, ``stage_args[i]`` and ``common_args``."""
         if weight_init not in ("", "skip"):
             raise ValueError(f"weight_init must be '' (timm's) or 'skip', got {weight_init!r}")
         self.num_classes = num_classes
@@ -416,20 +427,16 @@ class SwinTransformer(nn.Module):
 
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, widths[0])
         grid = self.patch_embed.grid_size
-        head_dims = _per_stage(head_dim, self.num_layers)
         window_sizes = stage_window_sizes(window_size, self.num_layers)
-        mlp_ratios = _per_stage(mlp_ratio, self.num_layers)
         rates = torch.linspace(0, drop_path_rate, sum(depths)).split(list(depths))
         layers = []
         in_dim = widths[0]
         scale = 1
         for i in range(self.num_layers):
             resolution = ((grid[0] + scale - 1) // scale, (grid[1] + scale - 1) // scale)
-            layers.append(SwinTransformerStage(
-                in_dim, widths[i], resolution, depths[i], downsample=i > 0, num_heads=num_heads[i],
-                head_dim=head_dims[i], window_size=window_sizes[i], always_partition=always_partition,
-                mlp_ratio=mlp_ratios[i], qkv_bias=qkv_bias, proj_drop=proj_drop_rate, attn_drop=attn_drop_rate,
-                drop_path=rates[i].tolist()))
+            layers.append(stage_cls(in_dim, widths[i], resolution, depths[i], downsample=i > 0,
+                                    window_size=window_sizes[i], drop_path=rates[i].tolist(), **stage_args[i],
+                                    **common_args))
             in_dim = widths[i]
             if i > 0:
                 scale *= 2
@@ -447,19 +454,6 @@ class SwinTransformer(nn.Module):
         and the norms keep their defaults, the relative position bias tables their truncated normals (std 0.02)."""
         init_linear_layers(self)
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) classifier for ``num_classes`` (0: an identity), after new pooling when
-        ``global_pool`` is given."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, pool_type=global_pool, in_features=self.num_features)
-        self.head_hidden_size = self.head.num_features
-        if global_pool is not None:
-            self.global_pool = global_pool
-
     def forward_features(self, x):
         """Images (N, in_chans, H, W) -> the normalised last-stage map (N, H/32, W/32, num_features)."""
         x = self.patch_embed(x)
@@ -467,25 +461,13 @@ class SwinTransformer(nn.Module):
         x = self.norm(x)
         return x
 
-    def forward_head(self, x, pre_logits=False):
-        """Global pooling and dropout; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
                               intermediates_only=False):
         """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
         maps, and (unless ``intermediates_only``) the final map, normalised if the last stage ran. ``norm`` applies
         the final norm to the last stage's output; ``stop_early`` skips the stages after the last one picked."""
-        if output_fmt != "NCHW":
-            raise ValueError(f"output_fmt must be 'NCHW', got {output_fmt!r}")
-        take = take_indices(len(self.layers), indices)
+        take, stages = intermediate_stages(self.layers, indices, stop_early, output_fmt)
         num_stages = len(self.layers)
-        stages = list(self.layers)[:max(take) + 1] if stop_early else list(self.layers)
         x = self.patch_embed(x)
         intermediates = []
         i = 0
@@ -503,17 +485,42 @@ class SwinTransformer(nn.Module):
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks (and the final norm when asked or when stages go,
         the head when asked or when stages go); returns the absolute indices."""
-        take = take_indices(len(self.layers), indices)
-        last = max(take)
-        prune_end = last < len(self.layers) - 1
+        take, prune_end = prune_stages(self, "layers", indices)
         if prune_norm or prune_end:
             self.norm = nn.Identity()
-        self.layers = nn.Sequential(*list(self.layers)[:last + 1])
-        if prune_end:
-            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
         if prune_head or prune_end:
+            self.head.in_features = self.num_features
             self.reset_classifier(0, "")
         return take
+
+
+class SwinTransformer(SwinBase):
+    """Patch embedding, stages of Swin blocks (``depths`` blocks with ``num_heads`` heads each, the width doubling
+    from ``embed_dim`` at every stage after the first), a final norm and timm's classifier head (timm's
+    ``SwinTransformer``, its arguments and defaults).
+
+    ``window_size``: one size (a number or (h, w)) for all stages or one per stage; ``head_dim`` and ``mlp_ratio``:
+    one value or one per stage. ``always_partition`` keeps the windows and shifts even on maps no larger than a
+    window (by default such a map is one unshifted window). ``global_pool``: 'avg', 'max', 'avgmax', 'catavgmax' or
+    '' (the head classifies every position of the map). Dropout: ``proj_drop_rate`` in the blocks,
+    ``attn_drop_rate`` on attention weights, ``drop_rate`` before the classifier; ``drop_path_rate`` is the
+    stochastic depth of the last block (rising linearly from 0 at the first). ``weight_init='skip'`` leaves the
+    layers' default initialisation. ``num_classes=0`` gives the pooled features.
+    """
+
+    def __init__(self, img_size=224, patch_size=4, in_chans=3, num_classes=1000, global_pool="avg", embed_dim=96,
+                 depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24), head_dim=None, window_size=7, always_partition=False,
+                 mlp_ratio=4.0, qkv_bias=True, drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0,
+                 drop_path_rate=0.1, weight_init=""):
+        super().__init__()
+        head_dims = _per_stage(head_dim, len(depths))
+        mlp_ratios = _per_stage(mlp_ratio, len(depths))
+        stage_args = [dict(num_heads=num_heads[i], head_dim=head_dims[i], mlp_ratio=mlp_ratios[i])
+                      for i in range(len(depths))]
+        self._build(img_size, patch_size, in_chans, num_classes, global_pool, embed_dim, depths, window_size,
+                    drop_rate, drop_path_rate, weight_init, SwinTransformerStage, stage_args,
+                    always_partition=always_partition, qkv_bias=qkv_bias, proj_drop=proj_drop_rate,
+                    attn_drop=attn_drop_rate)
 
 
 def _swin(variant, pretrained, progress, kwargs, **model_args):

@@ -26,12 +26,12 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, drop_path_module, get_act_layer, init_linear_layers, pair
-from .swin_transformer import (ClassifierHead, PatchEmbed, _window_and_shift, relative_position_index,
-                               shifted_window_mask, stage_window_sizes, window_partition, window_reverse)
+from ._layers import Mlp, QkvBias, drop_path_module, get_act_layer, init_linear_layers, pair
+from ._pos_embed_rel import gen_relative_position_index, lookup_rel_pos_bias
+from .swin_transformer import (StageBase, SwinBase, _window_and_shift, add_window_mask, merge_2x2, shift_mask_or_none,
+                               shifted_window_attention)
 
 __all__ = []
 
@@ -53,35 +53,7 @@ def log_spaced_coords_table(window_size, pretrained_window_size=(0, 0)):
     return torch.from_numpy(table.astype(np.float32))
 
 
-def shifted_window_attention(x, attn, window_size, shift_size, mask):
-    """Window attention ``attn`` over (N, H, W, C) maps: the map cyclically shifted up and left by ``shift_size``,
-    padded at the bottom and right to whole windows, cut into windows (attended with the shifted windows' ``mask``,
-    or None), put back together, cropped and shifted back."""
-    _, height, width, channels = x.shape
-    shifted = any(shift_size)
-    if shifted:
-        x = torch.roll(x, shifts=(-shift_size[0], -shift_size[1]), dims=(1, 2))
-    pad_h = (window_size[0] - height % window_size[0]) % window_size[0]
-    pad_w = (window_size[1] - width % window_size[1]) % window_size[1]
-    x = F.pad(x, (0, 0, 0, pad_w, 0, pad_h))
-    windows = window_partition(x, window_size).view(-1, window_size[0] * window_size[1], channels)
-    windows = attn(windows, mask=mask)
-    windows = windows.view(-1, window_size[0], window_size[1], channels)
-    x = window_reverse(windows, window_size, height + pad_h, width + pad_w)
-    x = x[:, :height, :width, :]
-    if shifted:
-        x = torch.roll(x, shifts=shift_size, dims=(1, 2))
-    return x
-
-
-def shift_mask_or_none(resolution, window_size, shift_size):
-    """The shifted windows' attention mask at ``resolution``, or None for unshifted windows."""
-    if not any(shift_size):
-        return None
-    return shifted_window_mask(resolution, window_size, shift_size)
-
-
-class WindowAttention(nn.Module):
+class WindowAttention(QkvBias, nn.Module):
     """Scaled cosine attention within each window: the cosine similarity of every (query, key) pair times the head's
     learnt ``logit_scale`` (exponentiated, at most 100), plus a bias per head for the pair's relative offset, computed
     by ``cpb_mlp`` from the log-spaced offsets (``relative_coords_table``), looked up through
@@ -107,34 +79,29 @@ class WindowAttention(nn.Module):
             nn.Linear(512, num_heads, bias=False),
         )
         self.qkv = nn.Linear(dim, dim * 3, bias=False)
-        if qkv_bias:
-            self.q_bias = nn.Parameter(torch.zeros(dim))
-            self.register_buffer("k_bias", torch.zeros(dim), persistent=False)
-            self.v_bias = nn.Parameter(torch.zeros(dim))
-        else:
-            self.q_bias = self.k_bias = self.v_bias = None
+        self._add_qkv_bias(dim, qkv_bias)
         self.attn_drop = nn.Dropout(attn_drop)
         self.proj = nn.Linear(dim, dim)
         self.proj_drop = nn.Dropout(proj_drop)
         self.softmax = nn.Softmax(dim=-1)
         self.register_buffer("relative_coords_table",
                              log_spaced_coords_table(self.window_size, self.pretrained_window_size), persistent=False)
-        self.register_buffer("relative_position_index", relative_position_index(*self.window_size), persistent=False)
+        index = gen_relative_position_index(self.window_size)
+        self.register_buffer("relative_position_index", index, persistent=False)
 
     def project_qkv(self, x):
         """Queries, keys and values of the tokens, concatenated: (N, tokens, 3 * dim)."""
         if self.q_bias is None:
             return self.qkv(x)
-        bias = torch.cat((self.q_bias, self.k_bias, self.v_bias))
+        bias = self._qkv_bias()
         if self.qkv_bias_separate:
             return self.qkv(x) + bias
         return F.linear(x, self.qkv.weight, bias)
 
     def relative_position_bias(self):
         """The bias of every (query, key) pair of a window, per head: (1, heads, area, area), in (0, 16)."""
-        area = self.window_size[0] * self.window_size[1]
         table = self.cpb_mlp(self.relative_coords_table).view(-1, self.num_heads)
-        bias = table[self.relative_position_index.view(-1)].view(area, area, -1).permute(2, 0, 1)
+        bias = lookup_rel_pos_bias(table, self.relative_position_index, self.window_size[0] * self.window_size[1])
         bias = 16 * torch.sigmoid(bias)
         return bias.unsqueeze(0)
 
@@ -146,16 +113,25 @@ class WindowAttention(nn.Module):
         attn = F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)
         attn = attn * torch.clamp(self.logit_scale, max=_MAX_LOGIT_SCALE).exp()
         attn = attn + self.relative_position_bias()
-        if mask is not None:
-            num_windows = mask.shape[0]
-            attn = attn.view(-1, num_windows, self.num_heads, tokens, tokens) + mask.unsqueeze(1).unsqueeze(0)
-            attn = attn.view(-1, self.num_heads, tokens, tokens)
+        attn = add_window_mask(attn, mask)
         attn = self.softmax(attn)
         attn = self.attn_drop(attn)
         x = (attn @ v).transpose(1, 2).reshape(batch_windows, tokens, channels)
         x = self.proj(x)
         x = self.proj_drop(x)
         return x
+
+
+def res_post_norm_forward(block, x):
+    """A residual post-norm window block (Swin V2's, and its CR port's) on (N, H, W, C) maps: x +
+    drop_path1(norm1(shifted-window attention(x))), then x + drop_path2(norm2(mlp(x))), with the ``block``'s
+    layers, windows, shifts and mask."""
+    batch, height, width, channels = x.shape
+    attended = shifted_window_attention(x, block.attn, block.window_size, block.shift_size, block.attn_mask)
+    x = x + block.drop_path1(block.norm1(attended))
+    x = x.reshape(batch, -1, channels)
+    x = x + block.drop_path2(block.norm2(block.mlp(x)))
+    return x.reshape(batch, height, width, channels)
 
 
 class SwinTransformerV2Block(nn.Module):
@@ -190,19 +166,12 @@ class SwinTransformerV2Block(nn.Module):
         self.register_buffer("attn_mask", mask, persistent=False)
 
     def forward(self, x):
-        batch, height, width, channels = x.shape
-        attended = shifted_window_attention(x, self.attn, self.window_size, self.shift_size, self.attn_mask)
-        x = x + self.drop_path1(self.norm1(attended))
-        x = x.reshape(batch, -1, channels)
-        x = x + self.drop_path2(self.norm2(self.mlp(x)))
-        x = x.reshape(batch, height, width, channels)
-        return x
+        return res_post_norm_forward(self, x)
 
 
 class PatchMerging(nn.Module):
-    """Halves the resolution of (N, H, W, C) maps: each 2x2 group of positions (odd sides padded with zeros)
-    concatenated to 4C channels, projected to ``out_dim`` (default 2C) by ``reduction``, then normalised (``norm``;
-    V2 normalises after the projection)."""
+    """Halves the resolution of (N, H, W, C) maps: each 2x2 group of positions (``merge_2x2``) projected to
+    ``out_dim`` (default 2C) by ``reduction``, then normalised (``norm``; V2 normalises after the projection)."""
 
     def __init__(self, dim, out_dim=None):
         super().__init__()
@@ -212,16 +181,13 @@ class PatchMerging(nn.Module):
         self.norm = nn.LayerNorm(self.out_dim)
 
     def forward(self, x):
-        batch, height, width, channels = x.shape
-        x = F.pad(x, (0, 0, 0, width % 2, 0, height % 2))
-        height, width = x.shape[1], x.shape[2]
-        x = x.reshape(batch, height // 2, 2, width // 2, 2, channels).permute(0, 1, 3, 4, 2, 5).flatten(3)
+        x = merge_2x2(x)
         x = self.reduction(x)
         x = self.norm(x)
         return x
 
 
-class SwinTransformerV2Stage(nn.Module):
+class SwinTransformerV2Stage(StageBase):
     """One stage: ``downsample`` (a patch merging from ``dim`` to ``out_dim`` channels, or an identity in the first
     stage), then ``depth`` blocks alternating regular and half-window-shifted windows. ``drop_path``: one rate, or
     one per block."""
@@ -230,18 +196,9 @@ class SwinTransformerV2Stage(nn.Module):
                  downsample=False, mlp_ratio=4.0, qkv_bias=True, proj_drop=0.0, attn_drop=0.0, drop_path=0.0,
                  act_layer="gelu", pretrained_window_size=0):
         super().__init__()
-        if not downsample and dim != out_dim:
-            raise ValueError(f"a stage without downsampling keeps its width: dim {dim} != out_dim {out_dim}")
-        self.dim = dim
-        self.input_resolution = tuple(input_resolution)
-        if downsample:
-            self.output_resolution = tuple((r + 1) // 2 for r in input_resolution)
-        else:
-            self.output_resolution = self.input_resolution
-        self.depth = depth
+        self._add_downsample(dim, out_dim, input_resolution, depth, downsample, PatchMerging)
         window_size = pair(window_size)
         shift_size = tuple(w // 2 for w in window_size)
-        self.downsample = PatchMerging(dim, out_dim) if downsample else nn.Identity()
         self.blocks = nn.ModuleList([
             SwinTransformerV2Block(out_dim, self.output_resolution, num_heads, window_size=window_size,
                                    shift_size=0 if i % 2 == 0 else shift_size, always_partition=always_partition,
@@ -257,14 +214,8 @@ class SwinTransformerV2Stage(nn.Module):
                 nn.init.zeros_(norm.weight)
                 nn.init.zeros_(norm.bias)
 
-    def forward(self, x):
-        x = self.downsample(x)
-        for block in self.blocks:
-            x = block(x)
-        return x
 
-
-class SwinTransformerV2(nn.Module):
+class SwinTransformerV2(SwinBase):
     """Patch embedding, stages of Swin V2 blocks (``depths`` blocks with ``num_heads`` heads each, the width
     doubling from ``embed_dim`` at every stage after the first), a final norm and timm's classifier head (timm's
     ``SwinTransformerV2``, its arguments and defaults).
@@ -279,51 +230,17 @@ class SwinTransformerV2(nn.Module):
     initialisation. ``num_classes=0`` gives the pooled features.
     """
 
-    default_cfg = {"first_conv": "patch_embed.proj", "classifier": "head.fc"}
-    feature_wrapper = FlatFeatureListNet
-
     def __init__(self, img_size=224, patch_size=4, in_chans=3, num_classes=1000, global_pool="avg", embed_dim=96,
                  depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24), window_size=7, always_partition=False, mlp_ratio=4.0,
                  qkv_bias=True, drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0, drop_path_rate=0.1,
                  act_layer="gelu", pretrained_window_sizes=(0, 0, 0, 0), weight_init=""):
         super().__init__()
-        if weight_init not in ("", "skip"):
-            raise ValueError(f"weight_init must be '' (timm's) or 'skip', got {weight_init!r}")
-        self.num_classes = num_classes
-        self.in_chans = in_chans
-        self.global_pool = global_pool
-        self.output_fmt = "NHWC"
-        self.num_layers = len(depths)
-        self.embed_dim = embed_dim
-        self.num_features = int(embed_dim * 2 ** (self.num_layers - 1))
-        self.feature_info = []
-        widths = [int(embed_dim * 2 ** i) for i in range(self.num_layers)]
-
-        self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, widths[0])
-        grid = self.patch_embed.grid_size
-        window_sizes = stage_window_sizes(window_size, self.num_layers)
-        rates = torch.linspace(0, drop_path_rate, sum(depths)).split(list(depths))
-        layers = []
-        in_dim = widths[0]
-        scale = 1
-        for i in range(self.num_layers):
-            resolution = ((grid[0] + scale - 1) // scale, (grid[1] + scale - 1) // scale)
-            layers.append(SwinTransformerV2Stage(
-                in_dim, widths[i], resolution, depths[i], num_heads[i], window_sizes[i],
-                always_partition=always_partition, downsample=i > 0, mlp_ratio=mlp_ratio, qkv_bias=qkv_bias,
-                proj_drop=proj_drop_rate, attn_drop=attn_drop_rate, drop_path=rates[i].tolist(), act_layer=act_layer,
-                pretrained_window_size=pretrained_window_sizes[i]))
-            in_dim = widths[i]
-            if i > 0:
-                scale *= 2
-            self.feature_info.append(dict(num_chs=widths[i], reduction=max(pair(patch_size)) * scale,
-                                          module=f"layers.{i}"))
-        self.layers = nn.Sequential(*layers)
-        self.norm = nn.LayerNorm(self.num_features)
-        self.head = ClassifierHead(self.num_features, num_classes, pool_type=global_pool, drop_rate=drop_rate)
-        self.head_hidden_size = self.head.num_features
-        if weight_init != "skip":
-            self.init_weights()
+        stage_args = [dict(num_heads=num_heads[i], pretrained_window_size=pretrained_window_sizes[i])
+                      for i in range(len(depths))]
+        self._build(img_size, patch_size, in_chans, num_classes, global_pool, embed_dim, depths, window_size,
+                    drop_rate, drop_path_rate, weight_init, SwinTransformerV2Stage, stage_args,
+                    always_partition=always_partition, mlp_ratio=mlp_ratio, qkv_bias=qkv_bias,
+                    proj_drop=proj_drop_rate, attn_drop=attn_drop_rate, act_layer=act_layer)
 
     def init_weights(self):
         """timm's scheme: truncated-normal Linear weights (std 0.02, the position bias MLPs' too) and zero Linear
@@ -332,74 +249,6 @@ class SwinTransformerV2(nn.Module):
         init_linear_layers(self)
         for stage in self.layers:
             stage.init_respostnorm()
-
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) classifier for ``num_classes`` (0: an identity), after new pooling when
-        ``global_pool`` is given."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, pool_type=global_pool, in_features=self.num_features)
-        self.head_hidden_size = self.head.num_features
-        if global_pool is not None:
-            self.global_pool = global_pool
-
-    def forward_features(self, x):
-        """Images (N, in_chans, H, W) -> the normalised last-stage map (N, H/32, W/32, num_features)."""
-        x = self.patch_embed(x)
-        x = self.layers(x)
-        x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Global pooling and dropout; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
-                              intermediates_only=False):
-        """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
-        maps, and (unless ``intermediates_only``) the final map, normalised if the last stage ran. ``norm`` applies
-        the final norm to the last stage's output; ``stop_early`` skips the stages after the last one picked."""
-        if output_fmt != "NCHW":
-            raise ValueError(f"output_fmt must be 'NCHW', got {output_fmt!r}")
-        take = take_indices(len(self.layers), indices)
-        num_stages = len(self.layers)
-        stages = list(self.layers)[:max(take) + 1] if stop_early else list(self.layers)
-        x = self.patch_embed(x)
-        intermediates = []
-        i = 0
-        for i, stage in enumerate(stages):
-            x = stage(x)
-            if i in take:
-                y = self.norm(x) if norm and i == num_stages - 1 else x
-                intermediates.append(y.permute(0, 3, 1, 2).contiguous())
-        if intermediates_only:
-            return intermediates
-        if i == num_stages - 1:
-            x = self.norm(x)
-        return x, intermediates
-
-    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the stages after the last one ``indices`` picks (and the final norm when asked or when stages go,
-        the head when asked or when stages go); returns the absolute indices."""
-        take = take_indices(len(self.layers), indices)
-        last = max(take)
-        prune_end = last < len(self.layers) - 1
-        if prune_norm or prune_end:
-            self.norm = nn.Identity()
-        self.layers = nn.Sequential(*list(self.layers)[:last + 1])
-        if prune_end:
-            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
-        if prune_head or prune_end:
-            self.reset_classifier(0, "")
-        return take
 
 
 def _swinv2(variant, pretrained, progress, kwargs, **model_args):

@@ -25,13 +25,14 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet, take_indices
+from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import ClassifierHead, Mlp, drop_path_module, pair
+from ._layers import ClassifierHead, ClassifierHeadApi, Mlp, drop_path_module, pair
 from . import swin_transformer as swin
-from .swin_transformer import PatchMerging, _window_and_shift, stage_window_sizes
-from .swin_transformer_v2 import _MAX_LOGIT_SCALE, shift_mask_or_none, shifted_window_attention
+from .swin_transformer import (PatchMerging, _window_and_shift, add_window_mask, shift_mask_or_none,
+                               stage_window_sizes)
+from .swin_transformer_v2 import _MAX_LOGIT_SCALE, res_post_norm_forward
 
 __all__ = []
 
@@ -56,27 +57,6 @@ def window_sizes_from_ratio(grid_size, window_ratio, num_stages):
     return tuple(tuple(max(1, g // r) for g in grid_size) for r in ratios)
 
 
-class PositionBiasMlp(nn.Module):
-    """The position bias MLP: offsets (.., 2) -> ``fc1`` (``hidden_features``), ReLU, 12.5% dropout, ``fc2`` (a bias
-    per head), and timm's ``drop2`` slot (no dropout)."""
-
-    def __init__(self, hidden_features, num_heads):
-        super().__init__()
-        self.fc1 = nn.Linear(2, hidden_features)
-        self.act = nn.ReLU()
-        self.drop1 = nn.Dropout(0.125)
-        self.fc2 = nn.Linear(hidden_features, num_heads)
-        self.drop2 = nn.Dropout(0.0)
-
-    def forward(self, x):
-        x = self.fc1(x)
-        x = self.act(x)
-        x = self.drop1(x)
-        x = self.fc2(x)
-        x = self.drop2(x)
-        return x
-
-
 class WindowMultiHeadAttention(nn.Module):
     """Scaled cosine attention within each window: the cosine similarity of every (query, key) pair times the head's
     learnt ``logit_scale`` (exponentiated, at most 100), plus a bias per head for the pair's relative offset that
@@ -94,7 +74,8 @@ class WindowMultiHeadAttention(nn.Module):
         self.attn_drop = nn.Dropout(drop_attn)
         self.proj = nn.Linear(dim, dim, bias=True)
         self.proj_drop = nn.Dropout(drop_proj)
-        self.meta_mlp = PositionBiasMlp(meta_hidden_dim, num_heads)
+        self.meta_mlp = Mlp(2, meta_hidden_dim, num_heads, act_layer=nn.ReLU, drop=(0.125, 0.0),
+                            norm_placeholder=False)
         self.logit_scale = nn.Parameter(torch.full((num_heads,), math.log(10)))
         self.register_buffer("relative_coordinates_log", log_spaced_offsets(self.window_size), persistent=False)
 
@@ -114,11 +95,7 @@ class WindowMultiHeadAttention(nn.Module):
         logit_scale = torch.clamp(self.logit_scale.reshape(1, self.num_heads, 1, 1), max=_MAX_LOGIT_SCALE).exp()
         attn = attn * logit_scale
         attn = attn + self.relative_positional_encodings()
-        if mask is not None:
-            num_windows = mask.shape[0]
-            attn = attn.view(batch_windows // num_windows, num_windows, self.num_heads, tokens, tokens)
-            attn = attn + mask.unsqueeze(1).unsqueeze(0)
-            attn = attn.view(-1, self.num_heads, tokens, tokens)
+        attn = add_window_mask(attn, mask)
         attn = attn.softmax(dim=-1)
         attn = self.attn_drop(attn)
         x = (attn @ v).transpose(1, 2).reshape(batch_windows, tokens, -1)
@@ -161,13 +138,8 @@ class SwinTransformerV2CrBlock(nn.Module):
             nn.init.constant_(self.norm2.weight, init_values)
 
     def forward(self, x):
-        batch, height, width, channels = x.shape
-        attended = shifted_window_attention(x, self.attn, self.window_size, self.shift_size, self.attn_mask)
-        x = x + self.drop_path1(self.norm1(attended))
-        x = x.reshape(batch, -1, channels)
-        x = x + self.drop_path2(self.norm2(self.mlp(x)))
+        x = res_post_norm_forward(self, x)
         x = self.norm3(x)
-        x = x.reshape(batch, height, width, channels)
         return x
 
 
@@ -239,7 +211,7 @@ def init_weights_swin(model):
             nn.init.zeros_(module.bias)
 
 
-class SwinTransformerV2Cr(nn.Module):
+class SwinTransformerV2Cr(ClassifierHeadApi, nn.Module):
     """Patch embedding, stages of blocks (``depths`` blocks with ``num_heads`` heads each, the width doubling from
     ``embed_dim`` at every stage after the first; the last stage ends with a norm) and timm's classifier head
     (timm's ``SwinTransformerV2Cr``, its arguments and defaults).
@@ -298,31 +270,10 @@ class SwinTransformerV2Cr(nn.Module):
         if weight_init not in ("reset", "skip"):
             init_weights_swin(self)
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) classifier for ``num_classes`` (0: an identity), after new pooling when
-        ``global_pool`` is given."""
-        self.num_classes = num_classes
-        self.head.in_features = self.num_features
-        self.head.reset(num_classes, pool_type=global_pool)
-        self.head_hidden_size = self.head.num_features
-
     def forward_features(self, x):
         """Images (N, in_chans, H, W) -> the last stage's map (N, num_features, H/32, W/32), normalised."""
         x = self.patch_embed(x)
         x = self.stages(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Global pooling and dropout; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
@@ -330,10 +281,7 @@ class SwinTransformerV2Cr(nn.Module):
         """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list), and (unless
         ``intermediates_only``) the final map. ``stop_early`` skips the stages after the last one picked; ``norm``
         is accepted for timm's API (the stages' own norms apply)."""
-        if output_fmt != "NCHW":
-            raise ValueError(f"output_fmt must be 'NCHW', got {output_fmt!r}")
-        take = take_indices(len(self.stages), indices)
-        stages = list(self.stages)[:max(take) + 1] if stop_early else list(self.stages)
+        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
         x = self.patch_embed(x)
         intermediates = []
         for i, stage in enumerate(stages):
@@ -347,13 +295,9 @@ class SwinTransformerV2Cr(nn.Module):
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks (and the head when asked or when stages go); returns
         the absolute indices. ``prune_norm`` is accepted for timm's API (there is no final norm)."""
-        take = take_indices(len(self.stages), indices)
-        last = max(take)
-        prune_end = last < len(self.stages) - 1
-        self.stages = nn.Sequential(*list(self.stages)[:last + 1])
-        if prune_end:
-            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        take, prune_end = prune_stages(self, "stages", indices)
         if prune_head or prune_end:
+            self.head.in_features = self.num_features
             self.reset_classifier(0, "")
         return take
 

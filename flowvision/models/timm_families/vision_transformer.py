@@ -38,14 +38,13 @@ import engine as torch
 from engine import nn
 from engine.nn import functional as F
 
-from .._features import FeatureGetterNet, take_indices
+from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, pair, trunc_normal_
 
 __all__ = []
 
-_GLOBAL_POOLS = ("", "token", "avg", "max", "avgmax", "map")
 _layer_norm = partial(nn.LayerNorm, eps=1e-6)
 _clip_layer_norm = partial(nn.LayerNorm, eps=1e-5)
 
@@ -447,7 +446,142 @@ def _init_module_tree(module):
             child.init_weights()
 
 
-class VisionTransformer(nn.Module):
+class ViTApi:
+    """timm's model API of the ViT-like models that classify a token sequence (ViT, EVA, BEiT, relative-position
+    ViTs): a mixin before ``nn.Module``. The model has ``patch_embed``, ``cls_token`` (or None), ``num_prefix_tokens``,
+    ``blocks``, ``norm``, ``fc_norm``, ``head_drop`` and a linear ``head``; it embeds images with ``_embed`` (the
+    token sequence and what every block needs besides it) and runs a block with ``_block``. ``global_pools`` lists
+    the poolings it takes."""
+
+    global_pools = ("", "avg", "token")
+
+    def _check_global_pool(self, global_pool, has_class_token):
+        """Refuse a pooling outside ``global_pools``, and 'token' without a class token."""
+        if global_pool not in self.global_pools:
+            raise ValueError(f"global_pool must be one of {self.global_pools}, got {global_pool!r}")
+        if global_pool == "token" and not has_class_token:
+            raise ValueError("global_pool='token' needs the class token")
+
+    def _set_global_pool(self, global_pool):
+        """Pool by ``global_pool`` from now on (checked)."""
+        self._check_global_pool(global_pool, self.cls_token is not None)
+        self.global_pool = global_pool
+
+    def _new_head(self, num_classes):
+        """A linear head for ``num_classes`` (0: an identity)."""
+        return nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+
+    def _fix_init_weight(self):
+        """Each block's output projections (attention's ``proj``, the MLP's ``fc2``) divided by sqrt(2 (i + 1)) for
+        block i, so the residual stream grows slowly with depth (timm's ``fix_init_weight``)."""
+        with torch.no_grad():
+            for i, block in enumerate(self.blocks):
+                scale = math.sqrt(2.0 * (i + 1))
+                block.attn.proj.weight.div_(scale)
+                block.mlp.fc2.weight.div_(scale)
+
+    def _init_head_scaled(self, head_init_scale):
+        """The head's weights drawn again (truncated normal, std 0.02) and, with its bias, scaled by
+        ``head_init_scale`` (none for 0, or without a linear head)."""
+        if head_init_scale and isinstance(self.head, nn.Linear):
+            trunc_normal_(self.head.weight, std=0.02)
+            with torch.no_grad():
+                self.head.weight.mul_(head_init_scale)
+                self.head.bias.mul_(head_init_scale)
+
+    def get_classifier(self):
+        """The final linear layer."""
+        return self.head
+
+    def reset_classifier(self, num_classes, global_pool=None):
+        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the pooling
+        too (the norms stay where they were built)."""
+        if global_pool is not None:
+            self._set_global_pool(global_pool)
+        self.num_classes = num_classes
+        self.head = self._new_head(num_classes)
+        self.head.train(self.training)
+
+    def _run_blocks(self, x, context, blocks, take=(), norm=False):
+        """``x`` through ``blocks`` (each with the ``context`` of ``_embed``); returns the output and those of the
+        blocks in ``take`` (through the final norm if ``norm``)."""
+        intermediates = []
+        for i, block in enumerate(blocks):
+            x = self._block(block, i, x, context)
+            if i in take:
+                intermediates.append(self.norm(x) if norm else x)
+        return x, intermediates
+
+    def forward_features(self, x):
+        """Images (N, in_chans, H, W) -> the token sequence after the final norm (N, prefix + patches, embed_dim)."""
+        x, context = self._embed(x)
+        x, _ = self._run_blocks(x, context, self.blocks)
+        x = self.norm(x)
+        return x
+
+    def pool(self, x, pool_type=None):
+        """The token sequence pooled by ``pool_type`` (default: ``global_pool``): the class token, or the average
+        and / or maximum over the patch tokens ('' returns the sequence)."""
+        pool_type = self.global_pool if pool_type is None else pool_type
+        if not pool_type:
+            return x
+        if pool_type == "token":
+            return x[:, 0]
+        patches = x[:, self.num_prefix_tokens:]
+        if pool_type == "avg":
+            return patches.mean(dim=1)
+        if pool_type == "max":
+            return patches.amax(dim=1)
+        return 0.5 * (patches.amax(dim=1) + patches.mean(dim=1))
+
+    def forward_head(self, x, pre_logits=False):
+        """Pooling, ``fc_norm``, head dropout, then the classifier unless ``pre_logits``."""
+        x = self.pool(x)
+        x = self.fc_norm(x)
+        x = self.head_drop(x)
+        return x if pre_logits else self.head(x)
+
+    def forward(self, x):
+        x = self.forward_features(x)
+        x = self.forward_head(x)
+        return x
+
+    def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
+                              output_fmt="NCHW", intermediates_only=False):
+        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list), without prefix
+        tokens, as (N, C, H/p, W/p) maps ('NCHW') or token sequences ('NLC'), and (unless ``intermediates_only``)
+        the final normalised sequence. ``norm`` applies the final norm to each; ``return_prefix_tokens`` pairs each
+        with its prefix tokens (when the model has any); ``stop_early`` skips later blocks."""
+        take, blocks = intermediate_stages(self.blocks, indices, stop_early, output_fmt, ("NCHW", "NLC"))
+        batch = x.shape[0]
+        x, context = self._embed(x)
+        x, intermediates = self._run_blocks(x, context, blocks, take, norm)
+        prefixes = [y[:, :self.num_prefix_tokens] for y in intermediates]
+        intermediates = [y[:, self.num_prefix_tokens:] for y in intermediates]
+        if output_fmt == "NCHW":
+            rows, cols = self.patch_embed.grid_size
+            intermediates = [y.reshape(batch, rows, cols, self.embed_dim).permute(0, 3, 1, 2).contiguous()
+                             for y in intermediates]
+        if return_prefix_tokens and self.num_prefix_tokens:
+            intermediates = list(zip(intermediates, prefixes))
+        if intermediates_only:
+            return intermediates
+        return self.norm(x), intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the blocks after the last one ``indices`` picks (and the final norm, the head); returns the absolute
+        indices."""
+        take = take_indices(len(self.blocks), indices)
+        self.blocks = self.blocks[:max(take) + 1]
+        if prune_norm:
+            self.norm = nn.Identity()
+        if prune_head:
+            self.fc_norm = nn.Identity()
+            self.reset_classifier(0, "")
+        return take
+
+
+class VisionTransformer(ViTApi, nn.Module):
     """Patch embedding, class / register tokens and position embeddings, ``depth`` transformer blocks, a norm,
     pooling and a linear head (timm's ``VisionTransformer``, its arguments and defaults).
 
@@ -467,6 +601,7 @@ class VisionTransformer(nn.Module):
 
     default_cfg = {"first_conv": "patch_embed.proj", "classifier": "head"}
     feature_wrapper = FeatureGetterNet
+    global_pools = ("", "token", "avg", "max", "avgmax", "map")
 
     def __init__(self, img_size=224, patch_size=16, in_chans=3, num_classes=1000, global_pool="token", embed_dim=768,
                  depth=12, num_heads=12, mlp_ratio=4.0, qkv_bias=True, qk_norm=False, scale_attn_norm=False,
@@ -475,10 +610,7 @@ class VisionTransformer(nn.Module):
                  attn_drop_rate=0.0, drop_path_rate=0.0, weight_init="", norm_layer=None, act_layer=None,
                  block_fn=Block, attn_layer=Attention):
         super().__init__()
-        if global_pool not in _GLOBAL_POOLS:
-            raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-        if global_pool == "token" and not class_token:
-            raise ValueError("global_pool='token' needs the class token")
+        self._check_global_pool(global_pool, class_token)
         if weight_init not in ("", "skip"):
             raise ValueError(f"weight_init must be '' (timm's) or 'skip', got {weight_init!r}")
         use_fc_norm = global_pool in ("avg", "max", "avgmax") if fc_norm is None else fc_norm
@@ -519,7 +651,7 @@ class VisionTransformer(nn.Module):
             self.attn_pool = None
         self.fc_norm = norm_layer(embed_dim) if use_fc_norm else nn.Identity()
         self.head_drop = nn.Dropout(drop_rate)
-        self.head = nn.Linear(embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+        self.head = self._new_head(num_classes)
         if weight_init != "skip":
             self.init_weights()
 
@@ -534,27 +666,15 @@ class VisionTransformer(nn.Module):
             nn.init.normal_(self.reg_token, std=1e-6)
         _init_module_tree(self)
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes
-        the pooling too (the norm stays where it was built; another pooling than 'map' drops the attention
-        pooling, which cannot be added)."""
-        if global_pool is not None:
-            if global_pool not in _GLOBAL_POOLS:
-                raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-            if global_pool == "token" and not self.has_class_token:
-                raise ValueError("global_pool='token' needs the class token")
-            if global_pool == "map" and self.attn_pool is None:
-                raise ValueError("reset_classifier cannot add attention pooling: build the model with 'map'")
-            if global_pool != "map":
-                self.attn_pool = None
-            self.global_pool = global_pool
-        self.num_classes = num_classes
-        self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
+    def _set_global_pool(self, global_pool):
+        """Pool by ``global_pool`` from now on (checked): another pooling than 'map' drops the attention pooling,
+        which cannot be added."""
+        self._check_global_pool(global_pool, self.has_class_token)
+        if global_pool == "map" and self.attn_pool is None:
+            raise ValueError("reset_classifier cannot add attention pooling: build the model with 'map'")
+        if global_pool != "map":
+            self.attn_pool = None
+        self.global_pool = global_pool
 
     def _prefix_tokens(self, batch):
         """The learnt tokens put before the patch tokens (class token, register tokens), expanded to the batch."""
@@ -577,88 +697,25 @@ class VisionTransformer(nn.Module):
             x = x + self.pos_embed
         return self.pos_drop(x)
 
-    def forward_features(self, x):
-        """Images (N, in_chans, H, W) -> the normalised token sequence (N, prefix + patches, embed_dim)."""
+    def _embed(self, x):
+        """Images -> the token sequence the blocks take (and no block context)."""
         x = self.patch_embed(x)
         x = self._pos_embed(x)
         x = self.patch_drop(x)
         x = self.norm_pre(x)
-        x = self.blocks(x)
-        x = self.norm(x)
-        return x
+        return x, None
+
+    @staticmethod
+    def _block(block, index, x, context):
+        """Block ``index`` on the token sequence ``x``."""
+        return block(x)
 
     def pool(self, x, pool_type=None):
         """The token sequence pooled by ``pool_type`` (default: ``global_pool``); with attention pooling, the
         patch tokens pooled by ``attn_pool`` whatever ``pool_type``."""
         if self.attn_pool is not None:
             return self.attn_pool(x[:, self.num_prefix_tokens:])
-        pool_type = self.global_pool if pool_type is None else pool_type
-        if not pool_type:
-            return x
-        if pool_type == "token":
-            return x[:, 0]
-        patches = x[:, self.num_prefix_tokens:]
-        if pool_type == "avg":
-            return patches.mean(dim=1)
-        if pool_type == "max":
-            return patches.amax(dim=1)
-        return 0.5 * (patches.amax(dim=1) + patches.mean(dim=1))
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling, ``fc_norm``, head dropout, then the classifier unless ``pre_logits``."""
-        x = self.pool(x)
-        x = self.fc_norm(x)
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-    def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
-                              output_fmt="NCHW", intermediates_only=False):
-        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list), without
-        prefix tokens, as (N, C, H/p, W/p) maps ('NCHW') or token sequences ('NLC'), and (unless
-        ``intermediates_only``) the final normalised sequence. ``norm`` applies the final norm to each;
-        ``return_prefix_tokens`` pairs each with its prefix tokens; ``stop_early`` skips later blocks."""
-        if output_fmt not in ("NCHW", "NLC"):
-            raise ValueError(f"output_fmt must be 'NCHW' or 'NLC', got {output_fmt!r}")
-        take = take_indices(len(self.blocks), indices)
-        batch, _, height, width = x.shape
-        x = self.patch_embed(x)
-        x = self._pos_embed(x)
-        x = self.patch_drop(x)
-        x = self.norm_pre(x)
-        blocks = list(self.blocks)[:max(take) + 1] if stop_early else list(self.blocks)
-        intermediates = []
-        for i, block in enumerate(blocks):
-            x = block(x)
-            if i in take:
-                intermediates.append(self.norm(x) if norm else x)
-        prefixes = [y[:, :self.num_prefix_tokens] for y in intermediates]
-        intermediates = [y[:, self.num_prefix_tokens:] for y in intermediates]
-        if output_fmt == "NCHW":
-            grid = (height // self.patch_embed.patch_size[0], width // self.patch_embed.patch_size[1])
-            intermediates = [y.reshape(batch, grid[0], grid[1], -1).permute(0, 3, 1, 2).contiguous()
-                             for y in intermediates]
-        if return_prefix_tokens and self.num_prefix_tokens:
-            intermediates = list(zip(intermediates, prefixes))
-        if intermediates_only:
-            return intermediates
-        return self.norm(x), intermediates
-
-    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the blocks after the last one ``indices`` picks (and the final norm, the head); returns the
-        absolute indices."""
-        take = take_indices(len(self.blocks), indices)
-        self.blocks = nn.Sequential(*list(self.blocks)[:max(take) + 1])
-        if prune_norm:
-            self.norm = nn.Identity()
-        if prune_head:
-            self.fc_norm = nn.Identity()
-            self.reset_classifier(0, "")
-        return take
+        return super().pool(x, pool_type)
 
 
 def resample_abs_pos_embed(posemb, new_size, old_size=None, num_prefix_tokens=1, interpolation="bicubic"):
@@ -682,8 +739,6 @@ def resample_abs_pos_embed(posemb, new_size, old_size=None, num_prefix_tokens=1,
     grid = grid.permute(0, 2, 3, 1).reshape(1, new_size[0] * new_size[1], dim)
     resampled = torch.cat([prefix, grid], dim=1)
     return resampled if is_tensor else resampled.numpy()
-
-
 
 
 def _vit(variant, pretrained, progress, kwargs, **model_args):

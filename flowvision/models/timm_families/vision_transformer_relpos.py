@@ -19,23 +19,21 @@ Model names, module names, ``state_dict`` keys, defaults and initialisation foll
 directly. A model runs at the image size it was built for (``img_size``); ``features_only=True`` returns the last
 blocks' outputs (timm's default: three) as (N, C, H/p, W/p) maps.
 """
-import math
 from functools import partial
 
 import engine as torch
 from engine import nn
 from engine.nn import functional as F
 
-from .._features import FeatureGetterNet, take_indices
+from .._features import FeatureGetterNet
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import Mlp, PatchEmbed, drop_path_module
 from ._pos_embed_rel import RelPosBias, RelPosMlp
-from .vision_transformer import LayerScale, _init_module_tree
+from .vision_transformer import LayerScale, ViTApi, _init_module_tree
 
 __all__ = []
 
-_GLOBAL_POOLS = ("", "avg", "token")
 _WEIGHT_INITS = ("reset", "skip", "")
 _layer_norm = partial(nn.LayerNorm, eps=1e-6)
 
@@ -145,7 +143,7 @@ def _rel_pos_class(rel_pos_type, rel_pos_dim, window_size, prefix_tokens):
     return partial(RelPosMlp, **args)
 
 
-class VisionTransformerRelPos(nn.Module):
+class VisionTransformerRelPos(ViTApi, nn.Module):
     """Patch embedding, an optional class token, ``depth`` blocks with relative position biases, a norm, pooling and a
     linear head (timm's ``VisionTransformerRelPos``, its arguments and defaults).
 
@@ -170,10 +168,7 @@ class VisionTransformerRelPos(nn.Module):
                  drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0, drop_path_rate=0.0, weight_init="reset",
                  fix_init=False, norm_layer=None, act_layer=None, block_fn=RelPosBlock):
         super().__init__()
-        if global_pool not in _GLOBAL_POOLS:
-            raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-        if global_pool == "token" and not class_token:
-            raise ValueError("global_pool='token' needs the class token")
+        self._check_global_pool(global_pool, class_token)
         if weight_init not in _WEIGHT_INITS:
             raise ValueError(f"weight_init must be one of {_WEIGHT_INITS}, got {weight_init!r}")
         norm_layer = norm_layer or _layer_norm
@@ -203,7 +198,7 @@ class VisionTransformerRelPos(nn.Module):
         self.norm = norm_layer(embed_dim) if not fc_norm else nn.Identity()
         self.fc_norm = norm_layer(embed_dim) if fc_norm else nn.Identity()
         self.head_drop = nn.Dropout(drop_rate)
-        self.head = nn.Linear(embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+        self.head = self._new_head(num_classes)
         self.fix_init = fix_init
         if weight_init != "skip":
             self.init_weights(weight_init)
@@ -217,105 +212,20 @@ class VisionTransformerRelPos(nn.Module):
         if mode == "":
             _init_module_tree(self)
         if self.fix_init:
-            with torch.no_grad():
-                for i, block in enumerate(self.blocks):
-                    scale = math.sqrt(2.0 * (i + 1))
-                    block.attn.proj.weight.div_(scale)
-                    block.mlp.fc2.weight.div_(scale)
-
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the pooling
-        too."""
-        if global_pool is not None:
-            if global_pool not in _GLOBAL_POOLS:
-                raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-            if global_pool == "token" and self.cls_token is None:
-                raise ValueError("global_pool='token' needs the class token")
-            self.global_pool = global_pool
-        self.num_classes = num_classes
-        self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
+            self._fix_init_weight()
 
     def _embed(self, x):
-        """Images -> patch tokens, the class token (if any) prepended."""
+        """Images -> patch tokens, the class token (if any) prepended, and the relative position bias all blocks share
+        ((1, heads, tokens, tokens), or None)."""
         x = self.patch_embed(x)
         if self.cls_token is not None:
             x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
-        return x
+        return x, self.shared_rel_pos.get_bias() if self.shared_rel_pos is not None else None
 
-    def _shared_bias(self):
-        """The bias all blocks share, (1, heads, tokens, tokens), or None."""
-        return self.shared_rel_pos.get_bias() if self.shared_rel_pos is not None else None
-
-    def forward_features(self, x):
-        """Images (N, in_chans, H, W) -> the token sequence after the final norm (N, prefix + patches, embed_dim)."""
-        x = self._embed(x)
-        shared = self._shared_bias()
-        for block in self.blocks:
-            x = block(x, shared_rel_pos=shared)
-        x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling (the patch tokens' average or the class token), ``fc_norm``, head dropout, then the classifier
-        unless ``pre_logits``."""
-        if self.global_pool == "avg":
-            x = x[:, self.num_prefix_tokens:].mean(dim=1)
-        elif self.global_pool == "token":
-            x = x[:, 0]
-        x = self.fc_norm(x)
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-    def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
-                              output_fmt="NCHW", intermediates_only=False):
-        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list), without the class
-        token, as (N, C, H/p, W/p) maps ('NCHW') or token sequences ('NLC'), and (unless ``intermediates_only``) the
-        final normalised sequence. ``norm`` applies the final norm to each; ``return_prefix_tokens`` pairs each with
-        its class token; ``stop_early`` skips later blocks."""
-        if output_fmt not in ("NCHW", "NLC"):
-            raise ValueError(f"output_fmt must be 'NCHW' or 'NLC', got {output_fmt!r}")
-        take = take_indices(len(self.blocks), indices)
-        batch = x.shape[0]
-        x = self._embed(x)
-        shared = self._shared_bias()
-        blocks = list(self.blocks)[:max(take) + 1] if stop_early else list(self.blocks)
-        intermediates = []
-        for i, block in enumerate(blocks):
-            x = block(x, shared_rel_pos=shared)
-            if i in take:
-                intermediates.append(self.norm(x) if norm else x)
-        prefixes = [y[:, :self.num_prefix_tokens] for y in intermediates]
-        intermediates = [y[:, self.num_prefix_tokens:] for y in intermediates]
-        if output_fmt == "NCHW":
-            rows, cols = self.patch_embed.grid_size
-            intermediates = [y.reshape(batch, rows, cols, -1).permute(0, 3, 1, 2).contiguous() for y in intermediates]
-        if return_prefix_tokens:
-            intermediates = list(zip(intermediates, prefixes))
-        if intermediates_only:
-            return intermediates
-        return self.norm(x), intermediates
-
-    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the blocks after the last one ``indices`` picks (and the final norm, the head); returns the absolute
-        indices."""
-        take = take_indices(len(self.blocks), indices)
-        self.blocks = nn.ModuleList(list(self.blocks)[:max(take) + 1])
-        if prune_norm:
-            self.norm = nn.Identity()
-        if prune_head:
-            self.fc_norm = nn.Identity()
-            self.reset_classifier(0, "")
-        return take
+    @staticmethod
+    def _block(block, index, x, shared_rel_pos):
+        """Block ``index`` on the token sequence ``x``, with the shared relative position bias (or None)."""
+        return block(x, shared_rel_pos=shared_rel_pos)
 
 
 def _relpos(variant, pretrained, progress, kwargs, **model_args):

@@ -23,7 +23,8 @@ from engine import nn
 from .._features import FeatureGetterNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, drop_path_module, init_linear_layers, pair, trunc_normal_
+from ._layers import Mlp, PreNormBlock, drop_path_module, init_linear_layers, pair, trunc_normal_
+from .cait import ClassAttnBase
 
 __all__ = []
 
@@ -83,25 +84,16 @@ class OutlookAttention(nn.Module):
         return x
 
 
-class Outlooker(nn.Module):
+class Outlooker(PreNormBlock):
     """An outlooker block on a channels-last map: x + drop_path(attn(norm1(x))) with outlook attention, then
     x + drop_path(mlp(norm2(x)))."""
 
     def __init__(self, dim, kernel_size, padding, stride=1, num_heads=1, mlp_ratio=3.0, attn_drop=0.0,
                  drop_path=0.0, act_layer=nn.GELU, norm_layer=nn.LayerNorm, qkv_bias=False):
         super().__init__()
-        self.norm1 = norm_layer(dim)
-        self.attn = OutlookAttention(dim, num_heads, kernel_size=kernel_size, padding=padding, stride=stride,
-                                     qkv_bias=qkv_bias, attn_drop=attn_drop)
-        self.drop_path1 = drop_path_module(drop_path)
-        self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer)
-        self.drop_path2 = drop_path_module(drop_path)
-
-    def forward(self, x):
-        x = x + self.drop_path1(self.attn(self.norm1(x)))
-        x = x + self.drop_path2(self.mlp(self.norm2(x)))
-        return x
+        attn = OutlookAttention(dim, num_heads, kernel_size=kernel_size, padding=padding, stride=stride,
+                                qkv_bias=qkv_bias, attn_drop=attn_drop)
+        self._add_branches(dim, attn, Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer), drop_path, norm_layer)
 
 
 class Attention(nn.Module):
@@ -130,55 +122,34 @@ class Attention(nn.Module):
         return x
 
 
-class Transformer(nn.Module):
+class Transformer(PreNormBlock):
     """A pre-norm transformer block on a channels-last map: x + drop_path(attn(norm1(x))), then
     x + drop_path(mlp(norm2(x)))."""
 
     def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, attn_drop=0.0, drop_path=0.0,
                  act_layer=nn.GELU, norm_layer=nn.LayerNorm):
         super().__init__()
-        self.norm1 = norm_layer(dim)
-        self.attn = Attention(dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop)
-        self.drop_path1 = drop_path_module(drop_path)
-        self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer)
-        self.drop_path2 = drop_path_module(drop_path)
-
-    def forward(self, x):
-        x = x + self.drop_path1(self.attn(self.norm1(x)))
-        x = x + self.drop_path2(self.mlp(self.norm2(x)))
-        return x
+        attn = Attention(dim, num_heads=num_heads, qkv_bias=qkv_bias, attn_drop=attn_drop)
+        self._add_branches(dim, attn, Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer), drop_path, norm_layer)
 
 
-class ClassAttention(nn.Module):
-    """Class attention: the class token (the first of the sequence) is the only query (``q``), every token gives a
-    key and a value (``kv``); ``head_dim`` may differ from dim / num_heads. Returns the class token's update
-    (N, 1, dim)."""
+class ClassAttention(ClassAttnBase):
+    """VOLO's class attention (see ``cait.ClassAttnBase``): the class token's query (``q``) against every token's
+    key and value (``kv``, one projection); ``head_dim`` may differ from dim / num_heads."""
 
     def __init__(self, dim, num_heads=8, head_dim=None, qkv_bias=False, attn_drop=0.0, proj_drop=0.0):
         super().__init__()
-        self.num_heads = num_heads
-        self.head_dim = head_dim if head_dim is not None else dim // num_heads
-        self.scale = self.head_dim ** -0.5
-        inner_dim = self.head_dim * num_heads
+        inner_dim = self._add_heads(dim, num_heads, head_dim)
         self.kv = nn.Linear(dim, inner_dim * 2, bias=qkv_bias)
         self.q = nn.Linear(dim, inner_dim, bias=qkv_bias)
-        self.attn_drop = nn.Dropout(attn_drop)
-        self.proj = nn.Linear(inner_dim, dim)
-        self.proj_drop = nn.Dropout(proj_drop)
+        self._add_output(inner_dim, dim, attn_drop, proj_drop)
 
     def forward(self, x):
         batch, tokens, _ = x.shape
         kv = self.kv(x).reshape(batch, tokens, 2, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         k, v = kv.unbind(0)
         q = self.q(x[:, :1, :]).reshape(batch, self.num_heads, 1, self.head_dim) * self.scale
-        attn = q @ k.transpose(-2, -1)
-        attn = attn.softmax(dim=-1)
-        attn = self.attn_drop(attn)
-        cls_embed = (attn @ v).transpose(1, 2).reshape(batch, 1, self.head_dim * self.num_heads)
-        cls_embed = self.proj(cls_embed)
-        cls_embed = self.proj_drop(cls_embed)
-        return cls_embed
+        return self._attend(q, k, v)
 
 
 class ClassBlock(nn.Module):
