@@ -62,9 +62,9 @@ class EcaModule(nn.Module):
         self.gate = nn.Sigmoid()
 
     def forward(self, x):
-        scale = x.mean((2, 3)).view(x.shape[0], 1, -1)
+        scale = x.mean((2, 3)).view(x.shape[0], 1, x.shape[1])
         scale = self.conv(scale)
-        scale = self.gate(scale).view(x.shape[0], -1, 1, 1)
+        scale = self.gate(scale).view(x.shape[0], x.shape[1], 1, 1)
         return x * scale
 
 

@@ -5,8 +5,6 @@ configurations covering the bottleneck attention, the halo attention (strided qu
 position logits) and the lambda layer (position convolution, relative position embeddings), strided and not; drop-path
 and dropout, the head API, ``in_chans``, ``features_only``, an empty batch, the sizes the layers refuse and the
 registry."""
-import dataclasses
-
 import numpy as np
 import pytest
 import timm
@@ -17,8 +15,9 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import byoanet, byobnet
-from model_parity import (both_outputs, capture_builder, check_feature_maps, check_head_api, check_layout,
-                          check_train_masks, check_train_step, image_batch, numpy_state, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_byob_config, check_dropout_only_in_training,
+                          check_empty_batch, check_feature_maps, check_head_api, check_layout, check_train_step,
+                          image_batch, numpy_state, randomize_byobnet, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); many small matrix products, so one BLAS thread a side
@@ -71,32 +70,12 @@ def _small_cfg(m, kind):
 SIZES = {"conv": (64, 63), "rel": (48, 47)}
 
 
-def randomize(model, seed):
-    """Random values for every parameter and BatchNorm statistic of a timm model (unit norms, zeroed last norms and
-    zero biases would hide bugs)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.ndim == 1 and name.endswith("weight"):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif p.ndim == 1:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
-        for name, b in model.named_buffers():
-            if name.endswith("running_mean"):
-                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
-            elif name.endswith("running_var"):
-                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
-    return model
-
-
 def small_pair(kind, seed=0, **overrides):
     """timm's small model (randomised, eval mode) and ours with its weights, built without random init."""
     overrides.setdefault("img_size", SIZES[kind][0])
     torch.manual_seed(seed)
     reference = timm.create_model("lamhalobotnet50ts_256", **_small_cfg(timm_byobnet, kind), **overrides)
-    randomize(reference, seed).eval()
+    randomize_byobnet(reference, seed).eval()
     with pytest.MonkeyPatch.context() as patch:
         skip_random_init(patch)
         ours = byoanet.lamhalobotnet50ts_256(**_small_cfg(byobnet, kind), **overrides)
@@ -108,20 +87,6 @@ def small_input(kind, seed, dtype=np.float32, c=3):
     """A batch of 2 at the small model's odd input size."""
     size = SIZES[kind][1]
     return image_batch(2, size, size, seed=seed, c=c).astype(dtype)
-
-
-def _comparable(cfg):
-    """A ByoModelCfg (timm's or ours) as nested dicts and tuples."""
-    def value(v):
-        if dataclasses.is_dataclass(v):
-            return {f.name: value(getattr(v, f.name)) for f in dataclasses.fields(v)}
-        if isinstance(v, (list, tuple)):
-            return tuple(value(x) for x in v)
-        if isinstance(v, dict):
-            return {k: value(x) for k, x in v.items()}
-        return v
-
-    return value(cfg)
 
 
 def test_entrypoint_configs_match_timm(monkeypatch):
@@ -140,10 +105,7 @@ def test_entrypoint_configs_match_timm(monkeypatch):
         assert timm_kwargs.pop("img_size", 256) == 256, name
         assert set(ours_kwargs) == {"cfg", "progress"}
         assert set(timm_kwargs) == {"model_cfg", "feature_cfg"}
-        expected = _comparable(timm_kwargs["model_cfg"])
-        assert {k: expected.pop(k) for k in ("zero_init_last", "aa_layer", "head_hidden_size", "head_type")} == \
-            dict(zero_init_last=True, aa_layer="", head_hidden_size=None, head_type="classifier"), name
-        assert _comparable(ours_kwargs["cfg"]) == expected, name
+        check_byob_config(ours_kwargs["cfg"], timm_kwargs["model_cfg"], name)
 
 
 # every self-attention layer (lambda with a 9x9 convolution, halo, bottleneck), and the relative-position lambda
@@ -162,7 +124,6 @@ def test_layout_equals_timm(monkeypatch):
             reference = timm.create_model(name, pretrained=False)
         ours = getattr(byoanet, name)()
         check_layout(ours, reference, PLACEHOLDERS, PRINTED)
-        assert ours.head_hidden_size == reference.head_hidden_size, name
         assert [n for n, _ in ours.named_buffers()] == [n for n, _ in reference.named_buffers()], name
     ours = byoanet.haloregnetz_b()
     assert ours.default_cfg["first_conv"] == timm.models.get_pretrained_cfg("haloregnetz_b").first_conv == "stem.conv"
@@ -224,12 +185,7 @@ def test_drop_path_and_dropout():
     rates = [getattr(b.drop_path, "p", 0.0) for stage in ours.stages for b in stage]
     expected = [getattr(b.drop_path, "drop_prob", 0.0) for stage in reference.stages for b in stage]
     assert rates == pytest.approx(expected) and expected[-1] == 0.5 and expected[0] == 0.0
-    engine.manual_seed(0)
-    before = engine.get_rng_state().numpy()
-    out, ref = both_outputs(reference, ours, x)
-    assert np.array_equal(engine.get_rng_state().numpy(), before)
-    assert_close(out, ref, 1e-5)
-    check_train_masks(reference, ours, x)
+    check_dropout_only_in_training(reference, ours, x)
 
 
 def test_head_api_in_chans_and_features_match_timm():
@@ -251,17 +207,13 @@ def test_head_api_in_chans_and_features_match_timm():
 
 
 def test_empty_batch():
-    """An empty batch runs through the three self-attention layers (timm's halo attention fails on one: a reshape of no
-    values with -1): in eval mode no logits, in train mode an empty input gradient and zero parameter gradients."""
+    """An empty batch runs through the three self-attention layers and ECA (timm's halo and ECA attention fail on one:
+    reshapes of no values with -1): in eval mode no logits, in train mode an empty input gradient and zero parameter
+    gradients."""
     _, ours = small_pair("conv")
     size = SIZES["conv"][1]
-    with engine.no_grad():
-        assert ours(engine.zeros(0, 3, size, size)).shape == (0, 10)
-    ours.train()
-    x = engine.zeros(0, 3, size, size, requires_grad=True)
-    ours(x).sum().backward()
-    assert x.grad.shape == (0, 3, size, size)
-    assert not any(p.grad.numpy().any() for p in ours.parameters() if p.grad is not None)
+    check_empty_batch(ours, (3, size, size), 10)
+    check_empty_batch(byoanet.eca_botnext26ts_256(num_classes=10), (3, 256, 256), 10)
 
 
 def test_refuses_other_sizes_and_bad_arguments():
