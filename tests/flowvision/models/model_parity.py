@@ -1,4 +1,7 @@
 """Helpers for model parity tests: seeded torchvision models, their weights through numpy, ours."""
+import dataclasses
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -35,6 +38,49 @@ def randomize_engine_norms(model, seed=0):
             with engine.no_grad():
                 m.weight.copy_(engine.from_numpy(rng.uniform(0.5, 1.5, c).astype(np.float32)))
                 m.bias.copy_(engine.from_numpy(rng.standard_normal(c).astype(np.float32) * 0.1))
+    return model
+
+
+def randomize_parameters(model, seed, scales=(), tokens=(), norms=False):
+    """Random values for every parameter of a timm model (its initial unit norms, zero biases and tokens, small layer
+    scales would hide bugs), drawn in parameter order after ``seed``: U(0.5, 1.5) for 1-d weights and the
+    parameters with a name part in ``scales`` (layer scales, temperatures), N(0, 0.1^2) for biases, N(0, 1) for
+    those with a name part in ``tokens`` (class tokens, position embeddings and tables), N(0, 1 / fan-in) for the
+    rest; with ``norms``, ``randomize_norms`` after."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            parts = set(name.split("."))
+            if not parts.isdisjoint(scales) or (p.ndim == 1 and name.endswith("weight")):
+                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
+            elif name.endswith("bias"):
+                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+            elif not parts.isdisjoint(tokens):
+                p.copy_(torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
+    return randomize_norms(model, seed) if norms else model
+
+
+def randomize_byobnet(model, seed):
+    """Random values for every parameter and BatchNorm statistic of a timm ByobNet (unit norms, zeroed last norms,
+    zero biases and the additive GC's zero layer would hide bugs), drawn in order after ``seed``: U(0.5, 1.5) for
+    1-d weights and EvoNorm's ``v``, N(0, 0.1^2) for other 1-d parameters, N(0, 1 / fan-in) for the rest; running
+    means N(0, 0.1^2), running variances U(0.5, 1.5)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.ndim == 1 and name.endswith(("weight", ".v")):
+                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
+            elif p.ndim == 1:
+                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
+            else:
+                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
+        for name, b in model.named_buffers():
+            if name.endswith("running_mean"):
+                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
+            elif name.endswith("running_var"):
+                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
     return model
 
 
@@ -128,8 +174,11 @@ def is_timm_family(name):
 # families' runs cover their layers: timm's DeiT is its ViT with a second head, timm's Inceptions' layers are
 # inception_v3's, timm's Swin has torchvision's Swin's window attention and CaiT the ViT's attention (the transformers
 # run at 224 pixels), and DLA's are ResNet's and DenseNet's (it takes only sizes of 32k or 32k - 1 pixels, as timm's).
+# BEiT is the ViT's attention with Swin's relative-position table; Swin V2's cosine attention and position-bias MLP
+# are Swin V2 CR's, its windows Swin's; MaxxViT's blocks and partition attention are torchvision's MaxViT's and
+# ConvNeXt's, its position-bias MLP the relative-position ViTs' (these three cost 4-24 s a sweep at 224-256 pixels).
 COVERED_FAMILIES = {"deit (timm)", "inception_v4 (timm)", "inception_resnet_v2 (timm)", "swin_transformer (timm)",
-                    "cait (timm)", "dla (timm)"}
+                    "cait (timm)", "dla (timm)", "beit (timm)", "swin_transformer_v2 (timm)", "maxxvit (timm)"}
 
 
 def torchvision_names(names):
@@ -171,11 +220,60 @@ def capture_builder(patch, module, builder_name):
     return calls
 
 
+def check_fixed_size_config(name, ours_call, timm_call, same=None):
+    """The builder calls (``capture_builder``'s (class, kwargs)) of our and timm's entrypoint ``name``, a fixed-size
+    model with ImageNet-1k weights: ours passes ``progress=True`` and timm's keyword arguments (but its
+    ``pretrained_filter_fn`` and ``feature_cfg``) with the image size of timm's weights as ``img_size``, each value
+    timm's (or as ``same(key, ours, timm's)`` says, where given); our class has timm's first_conv and classifier as
+    default_cfg. Returns timm's keyword arguments, with that image size."""
+    import timm
+    from flowvision.models.timm_families._layers import pair
+
+    (ours_cls, ours_kwargs), (_, timm_kwargs) = ours_call, timm_call
+    timm_cfg = timm.models.get_pretrained_cfg(name)
+    assert timm_cfg.fixed_input_size and timm_cfg.num_classes == 1000, name
+    timm_kwargs = {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
+    timm_kwargs["img_size"] = timm_cfg.input_size[-2:]
+    ours_kwargs = dict(ours_kwargs)
+    assert ours_kwargs.pop("progress") is True, name
+    assert set(ours_kwargs) == set(timm_kwargs), name
+    for key, value in ours_kwargs.items():
+        value = pair(value) if key == "img_size" else value
+        assert same(key, value, timm_kwargs[key]) if same else value == timm_kwargs[key], (name, key)
+    assert ours_cls.default_cfg == {"first_conv": timm_cfg.first_conv, "classifier": timm_cfg.classifier}, name
+    return timm_kwargs
+
+
+def comparable_config(value):
+    """A config value (timm's or ours) in a form both compare in: dataclasses as dicts, sequences as tuples, callables
+    (RepVGG's group-size rule) as their values, partials (norms) as (function name, arguments)."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: comparable_config(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (list, tuple)):
+        return tuple(comparable_config(v) for v in value)
+    if isinstance(value, dict):
+        return {k: comparable_config(v) for k, v in value.items()}
+    if isinstance(value, functools.partial):
+        return value.func.__name__, value.args, value.keywords
+    if callable(value):
+        return tuple(value(chs, idx) for chs in (64, 256) for idx in range(4))
+    return value
+
+
+def check_byob_config(ours_cfg, timm_cfg, what=""):
+    """Our ByoModelCfg has timm's values (``comparable_config``); timm's fields that ours leaves out keep their
+    defaults there (zero-initialised last norms, no anti-aliasing, a plain classifier head)."""
+    expected = comparable_config(timm_cfg)
+    assert {k: expected.pop(k) for k in ("zero_init_last", "aa_layer", "head_hidden_size", "head_type")} == \
+        dict(zero_init_last=True, aa_layer="", head_hidden_size=None, head_type="classifier"), what
+    assert comparable_config(ours_cfg) == expected, what
+
+
 def check_seeded_init(build_reference, build_ours, seed, truncated, what=""):
     """The reference and our model, each built right after ``seed`` is set: both random streams end in step, and
     every state_dict value is the reference's, dtype and bits, but those under the keys ``truncated(reference)``
     names, drawn by timm's truncated normal: within 2 float32 ulps (the engine's float32 erfinv rounds ~0.03% of
-    values differently from torch's MKL one)."""
+    values differently from torch's MKL one). Returns (reference, ours)."""
     torch.manual_seed(seed)
     reference = build_reference()
     after_reference = torch.rand(4).numpy()
@@ -191,6 +289,7 @@ def check_seeded_init(build_reference, build_ours, seed, truncated, what=""):
                                        err_msg=f"{what} {key}")
         else:
             assert np.array_equal(state[key], value), (what, key)
+    return reference, ours
 
 
 def conv_and_linear_weights(model):
@@ -199,9 +298,9 @@ def conv_and_linear_weights(model):
 
 
 def skip_random_init(patch):
-    """Our random initialisation skipped (every draw goes through these, and the timm families' truncated normal
-    as ``_layers.init_linear_layers`` calls it): big models build in a fraction of a second on untouched storage, for
-    tests that only look at the layout or load every weight from timm."""
+    """Our random initialisation skipped (every draw goes through these, Xavier's and He's included, and the timm
+    families' truncated normal as ``_layers.init_linear_layers`` calls it): big models build in a fraction of a
+    second on untouched storage, for tests that only look at the layout or load every weight from timm."""
     from flowvision.models.timm_families import _layers
 
     for name in ("uniform_", "normal_", "trunc_normal_"):
@@ -221,11 +320,11 @@ def check_structure(ours, reference, types=True):
         assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
 
 
-def check_layout(ours, reference, placeholders, printed):
+def check_layout(ours, reference, placeholders, printed, types=False):
     """``ours`` has the layout of timm's ``reference`` (which may live on the meta device): state_dict keys in order
     with their shapes and dtypes, module names but for timm's no-op ``placeholders`` (name endings of Identity
-    modules that hold no weights), the printout of every layer whose class is in ``printed``, and feature_info,
-    num_features and default_cfg."""
+    modules that hold no weights), the printout of every layer whose class is in ``printed`` (with ``types``, every
+    module's class name too), and feature_info, num_features, head_hidden_size and default_cfg."""
     theirs = {k: (tuple(v.shape), torch.empty((), dtype=v.dtype).numpy().dtype)
               for k, v in reference.state_dict().items()}
     state = {k: (tuple(v.shape), v.numpy().dtype) for k, v in ours.state_dict().items()}
@@ -238,20 +337,70 @@ def check_layout(ours, reference, placeholders, printed):
     for (n, m), (_, t) in zip(modules, expected):
         if type(t).__name__ in printed:
             assert type(m).__name__ == type(t).__name__ and repr(m) == repr(t), n
+        elif types:
+            assert type(m).__name__ == type(t).__name__, n
     assert ours.feature_info == reference.feature_info
     assert ours.num_features == reference.num_features
+    assert ours.head_hidden_size == reference.head_hidden_size
     assert ours.default_cfg == {k: reference.pretrained_cfg[k] for k in ("first_conv", "classifier")}
 
 
-def both_outputs(reference, ours, x):
-    """Both models' outputs on the same numpy input, in their current modes, as numpy (lists for feature models)."""
+def as_numpy(value):
+    """Tensors as numpy arrays, inside lists and tuples too."""
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_numpy(v) for v in value)
+    return to_numpy(value)
+
+
+def both_outputs(reference, ours, x, fn=None):
+    """Both models' outputs (or ``fn(model, input)``) on the same numpy input, in their current modes and without
+    gradients, as numpy, inside lists and tuples too (feature models, intermediates): (ours, reference's)."""
+    fn = fn or (lambda model, t: model(t))
     with torch.no_grad():
-        ref = reference(torch.from_numpy(x))
+        ref = fn(reference, torch.from_numpy(x))
     with engine.no_grad():
-        out = ours(engine.from_numpy(x))
-    if isinstance(ref, (list, tuple)):
-        return [o.numpy() for o in out], [r.numpy() for r in ref]
-    return out.numpy(), ref.numpy()
+        out = fn(ours, engine.from_numpy(x))
+    return as_numpy(out), as_numpy(ref)
+
+
+def pre_logits(model, x):
+    """``model``'s pooled features before the classifier (timm's ``forward_head(..., pre_logits=True)``)."""
+    return model.forward_head(model.forward_features(x), pre_logits=True)
+
+
+def _shapes(value):
+    """The shapes of arrays, inside lists and tuples too (both as lists)."""
+    return [_shapes(v) for v in value] if isinstance(value, (list, tuple)) else value.shape
+
+
+def _leaves(value):
+    """The arrays inside nested lists and tuples, in order."""
+    return [leaf for v in value for leaf in _leaves(v)] if isinstance(value, (list, tuple)) else [value]
+
+
+def check_intermediates(reference, ours, x, rtol, **kwargs):
+    """``forward_intermediates(x, **kwargs)`` of timm's ``reference`` and ``ours``: the final output and every
+    intermediate (with its prefix tokens where asked) in timm's nesting and shapes, within ``rtol``. Returns ours
+    (final, intermediates) as numpy."""
+    out, expected = both_outputs(reference, ours, x, lambda m, t: m.forward_intermediates(t, **kwargs))
+    assert _shapes(out) == _shapes(expected)
+    for o, e in zip(_leaves(out), _leaves(expected)):
+        assert_close(o, e, rtol)
+    return out
+
+
+def features_only_pair(name, randomize, seed, **kwargs):
+    """timm's ``features_only`` model ``name`` built with ``kwargs`` after ``seed``, its weights randomised by
+    ``randomize(model, seed)``, and ours from our entrypoint with the same state_dict keys in order, given those
+    weights; both in eval mode."""
+    import timm
+
+    torch.manual_seed(seed)
+    reference = randomize(timm.create_model(name, features_only=True, **kwargs), seed).eval()
+    ours = models.create_model(name, features_only=True, **kwargs)
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    ours.load_state_dict(numpy_state(reference))
+    return reference, ours.eval()
 
 
 def check_feature_maps(reference, ours, x, count, rtol):
@@ -306,6 +455,51 @@ def check_train_masks(reference, ours, x, rtol=1e-4):
         outputs.append(out)
     assert np.array_equal(outputs[0], outputs[1]) and not np.allclose(outputs[0], outputs[2])
     return outputs
+
+
+def check_drop_rates(reference, ours):
+    """timm's ``reference`` and ``ours`` have the same dropout rates, module for module, and the same drop-path rates
+    (timm's DropPath modules, our StochasticDepth ones). Returns our drop-path rates."""
+    import timm
+
+    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
+        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
+    rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
+    assert rates == [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
+    return rates
+
+
+def check_dropout_only_in_training(reference, ours, x, rtol=1e-5, train_rtol=1e-4):
+    """timm's ``reference`` and ``ours`` built with dropout or drop path, in eval mode: ours gives timm's outputs
+    within ``rtol`` without drawing from the random stream (nothing dropped, the same outputs whatever the seed); then
+    in train mode ``check_train_masks`` within ``train_rtol`` (timm's masks after the same seed, others after
+    another), outputs other than the eval ones. Returns our eval output."""
+    before = engine.get_rng_state().numpy()
+    out, ref = both_outputs(reference, ours, x)
+    assert np.array_equal(engine.get_rng_state().numpy(), before)
+    assert_close(out, ref, rtol)
+    trained = check_train_masks(reference, ours, x, train_rtol)
+    assert not np.allclose(trained[0], out, atol=1e-3)
+    return out
+
+
+def check_empty_batch(model, chw, num_classes):
+    """An empty batch of ``chw`` images (which timm's models often refuse: a reshape of no values with -1) through
+    ``model``: (0, ``num_classes``) outputs in eval and train mode, an empty input gradient, a zero gradient for
+    every parameter, and the buffers as they were (BatchNorm's statistics) but the batch counted, as torch's
+    BatchNorm does. Leaves ``model`` in train mode."""
+    x = engine.zeros(0, *chw, requires_grad=True)
+    with engine.no_grad():
+        assert tuple(model.eval()(x).shape) == (0, num_classes)
+    before = {name: b.numpy().copy() for name, b in model.named_buffers()}
+    out = model.train()(x)
+    assert tuple(out.shape) == (0, num_classes)
+    out.sum().backward()
+    assert tuple(x.grad.shape) == (0, *chw)
+    assert all(p.grad is not None and not p.grad.numpy().any() for p in model.parameters())
+    for name, b in model.named_buffers():
+        expected = before[name] + 1 if name.endswith("num_batches_tracked") else before[name]
+        np.testing.assert_array_equal(b.numpy(), expected, err_msg=name)
 
 
 def check_resnet_drop_path(reference, ours, plain, x):

@@ -3,7 +3,7 @@ model against timm's on the meta device; seeded initialisation of small rebuilds
 patch embeddings, both poolings, one and several fusion blocks, inputs resized and cropped to each branch's size);
 float64 train-mode outputs and every gradient; dropout and drop path; and the timm API (pre-logits features,
 reset_classifier, in_chans, features_only, forward intermediates, list_models)."""
-import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -14,8 +14,10 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import crossvit
-from model_parity import (capture_builder, check_feature_maps, check_layout, check_seeded_init, check_train_masks,
-                          check_train_step, image_batch, numpy_state, skip_random_init, to_numpy)
+from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
+                          check_empty_batch, check_feature_maps, check_intermediates, check_layout, check_seeded_init,
+                          check_structure, check_train_step, image_batch, numpy_state, pre_logits,
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
@@ -32,22 +34,9 @@ SMALL = dict(img_size=48, img_scale=(1.0, 0.75), patch_size=(12, 16), embed_dim=
 DAGGER = dict(img_size=48, img_scale=(1.0, 2 / 3), patch_size=(12, 16), embed_dim=(16, 24), depth=((1, 1, 0),),
               num_heads=(2, 2), mlp_ratio=(2.0, 2.0, 1.0), multi_conv=True, num_classes=5, global_pool="avg")
 SIZE = (41, 37)  # resized (bicubic) to each branch's size
-
-
-def randomize(model, seed):
-    """Random values for every parameter of a timm model (its initial unit norms and zero biases would hide bugs)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.ndim == 1 and name.endswith("weight"):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            elif "cls_token" in name or "pos_embed" in name:
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p[0].numel()))
-    return model
+# random values for every parameter of a timm model (its unit norms and zero biases hide bugs), each branch's
+# class token and position embeddings N(0, 1)
+randomize = partial(randomize_parameters, tokens=("cls_token_0", "cls_token_1", "pos_embed_0", "pos_embed_1"))
 
 
 def unfused(model):
@@ -77,22 +66,6 @@ def small_pair(config, seed=0, **kwargs):
         ours = crossvit.CrossVit(**config)
     ours.load_state_dict(numpy_state(reference))
     return reference.eval(), ours.eval()
-
-
-def as_numpy(value):
-    """Tensors as numpy arrays, inside lists and tuples too."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(as_numpy(v) for v in value)
-    return to_numpy(value)
-
-
-def run_both(reference, ours, x, fn=lambda m, x: m(x)):
-    """``fn(model, input)`` for timm's model and ours on the numpy input ``x``, without gradients: (ours, timm's)."""
-    with torch.no_grad():
-        expected = fn(reference, torch.from_numpy(x))
-    with engine.no_grad():
-        out = fn(ours, engine.from_numpy(x))
-    return as_numpy(out), as_numpy(expected)
 
 
 def as_tuples(value):
@@ -128,9 +101,7 @@ def test_layout_matches_timm(monkeypatch):
     with torch.device("meta"):
         reference = timm.create_model(name)
     ours = models.create_model(name)
-    check_layout(ours, reference, (), PRINTED)
-    assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
-    assert ours.head_hidden_size == reference.head_hidden_size
+    check_layout(ours, reference, (), PRINTED, types=True)
     assert ours.img_size_scaled == reference.img_size_scaled
 
 
@@ -144,12 +115,9 @@ def test_seeded_init_follows_timm():
         return linears | {k for k in reference.state_dict() if k.startswith(("pos_embed", "cls_token"))}
 
     for seed, config in enumerate((SMALL, DAGGER)):
-        built = []
-        check_seeded_init(lambda: built.append(timm_crossvit.CrossVit(**config)) or built[-1],
-                          lambda: built.append(crossvit.CrossVit(**config)) or built[-1], seed, truncated, str(seed))
-        reference, ours = built
-        assert [(n, type(m).__name__) for n, m in ours.named_modules()] == [
-            (n, type(m).__name__) for n, m in reference.named_modules()]
+        reference, ours = check_seeded_init(lambda: timm_crossvit.CrossVit(**config),
+                                            lambda: crossvit.CrossVit(**config), seed, truncated, str(seed))
+        check_structure(ours, reference)
         assert repr(ours) == repr(reference)
 
 
@@ -159,7 +127,7 @@ def test_eval_outputs_match_timm(config, size, kwargs):
     """Float32 eval logits (batch 2) of small models at odd image sizes: resized to both branches' sizes (bicubic),
     center-cropped to them (``crop_scale``), or kept for the first branch and resized for the dagger's second."""
     reference, ours = small_pair(config, seed=1, **kwargs)
-    out, expected = run_both(reference, ours, image_batch(2, *size, seed=2))
+    out, expected = both_outputs(reference, ours, image_batch(2, *size, seed=2))
     assert out.shape == (2, config["num_classes"]) and np.abs(expected).max() > 1e-2
     assert_close(out, expected, 1e-5)
 
@@ -180,17 +148,11 @@ def test_dropout_and_drop_path_follow_timm():
     after the position embeddings, on attention weights, after projections and MLPs and before the heads. Eval
     outputs are unaffected; in train mode the same seed draws timm's masks (timm's outputs), another seed others."""
     reference, ours = small_pair(SMALL, seed=5, **DROPOUTS)
-    ref_rates = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    our_rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
-    assert our_rates == ref_rates and max(our_rates) == pytest.approx(0.3)
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
+    assert max(check_drop_rates(reference, ours)) == pytest.approx(0.3)
     x = image_batch(2, *SIZE, seed=6)
     _, plain = small_pair(SMALL, seed=5)
-    out, expected = run_both(reference, ours, x)
-    assert_close(out, expected, 1e-5)
-    assert np.array_equal(out, run_both(reference, plain, x)[0])
-    check_train_masks(reference, ours, x)
+    plain_out, _ = both_outputs(reference, plain, x)
+    assert np.array_equal(check_dropout_only_in_training(reference, ours, x), plain_out)
 
 
 def test_head_api_and_in_chans():
@@ -203,8 +165,7 @@ def test_head_api_and_in_chans():
         skip_inits(patch)
         headless = crossvit.CrossVit(**dict(DAGGER, num_classes=0)).eval()
     headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head.")})
-    out, expected = run_both(reference, headless, x, lambda m, x: m.forward_head(m.forward_features(x),
-                                                                                 pre_logits=True))
+    out, expected = both_outputs(reference, headless, x, pre_logits)
     assert out.shape == (2, 40) and isinstance(headless.get_classifier()[0], engine.nn.Identity)
     assert_close(out, expected, 1e-5)
     with engine.no_grad():
@@ -214,7 +175,7 @@ def test_head_api_and_in_chans():
     assert [h.out_features for h in ours.get_classifier()] == [3, 3] and ours.global_pool == "token"
     assert not ours.get_classifier().training
     ours.load_state_dict(numpy_state(reference))
-    out, expected = run_both(reference, ours, x)
+    out, expected = both_outputs(reference, ours, x)
     assert out.shape == (2, 3)
     assert_close(out, expected, 1e-5)
     with pytest.raises(ValueError):
@@ -223,7 +184,7 @@ def test_head_api_and_in_chans():
         crossvit.CrossVit(**dict(DAGGER, patch_size=(8, 16)))
     reference, ours = small_pair(SMALL, seed=9, in_chans=1, depth=((1, 1, 0),))
     assert tuple(ours.patch_embed[0].proj.weight.shape) == (16, 1, 12, 12)
-    out, expected = run_both(reference, ours, image_batch(2, *SIZE, seed=10, c=1))
+    out, expected = both_outputs(reference, ours, image_batch(2, *SIZE, seed=10, c=1))
     assert_close(out, expected, 1e-5)
 
 
@@ -251,12 +212,8 @@ def test_forward_intermediates_match_timm():
     reference, ours = small_pair(SMALL, seed=13)
     x = image_batch(2, *SIZE, seed=14)
     for kwargs in (dict(indices=2, norm=True, output_fmt="NLC"), dict(indices=[0, 2], stop_early=True)):
-        (finals, outs), (ref_finals, refs) = run_both(reference, ours, x,
-                                                      lambda m, x: m.forward_intermediates(x, **kwargs))
-        assert len(outs) == len(refs) == 2
-        for out, ref in zip(finals + outs, ref_finals + refs):
-            assert out.shape == ref.shape
-            assert_close(out, ref, 1e-5)
+        _, outs = check_intermediates(reference, ours, x, 1e-5, **kwargs)
+        assert len(outs) == 2
 
 
 def test_any_image_size_is_resized():
@@ -267,6 +224,13 @@ def test_any_image_size_is_resized():
         assert tuple(ours(engine.from_numpy(image_batch(1, 1, 1))).shape) == (1, 5)
         with pytest.raises(ValueError):
             ours.patch_embed[1](engine.from_numpy(image_batch(1, 48, 48)))
+
+
+def test_empty_batch():
+    """An empty batch (timm's CrossViT refuses it: a reshape of no values with -1) gives no logits, an empty input
+    gradient and zero parameter gradients."""
+    _, ours = small_pair(SMALL)
+    check_empty_batch(ours, (3, *SIZE), 7)
 
 
 def test_list_models():
