@@ -15,10 +15,10 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import beit
-from flowvision.models.timm_families._layers import pair
-from model_parity import (both_outputs, capture_builder, check_feature_maps, check_layout, check_seeded_init,
-                          check_structure, check_train_masks, check_train_step, image_batch, numpy_state,
-                          skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
+                          check_feature_maps, check_fixed_size_config, check_intermediates, check_layout,
+                          check_seeded_init, check_structure, check_train_step, features_only_pair, image_batch,
+                          numpy_state, pre_logits, skip_random_init)
 from op_check import assert_close
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
@@ -74,21 +74,11 @@ def test_variants_match_timm(monkeypatch):
         getattr(beit, name)()
         getattr(timm_beit, name)()
     monkeypatch.undo()
-    for name, (ours_cls, ours_kwargs), (_, timm_kwargs) in zip(BEITS, ours_calls, timm_calls):
-        timm_cfg = timm.models.get_pretrained_cfg(name)
-        assert timm_cfg.fixed_input_size and timm_cfg.num_classes == 1000
-        timm_kwargs = {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
-        timm_kwargs["img_size"] = timm_cfg.input_size[-2:]
-        assert ours_kwargs.pop("progress") is True
-        assert set(ours_kwargs) == set(timm_kwargs), name
-        for key, value in ours_kwargs.items():
-            assert (pair(value) if key == "img_size" else value) == timm_kwargs[key], (name, key)
-        assert ours_cls.default_cfg == {"first_conv": timm_cfg.first_conv, "classifier": timm_cfg.classifier}
+    for name, ours_call, timm_call in zip(BEITS, ours_calls, timm_calls):
+        timm_kwargs = check_fixed_size_config(name, ours_call, timm_call)
         narrow = dict(timm_kwargs, embed_dim=2 * timm_kwargs["num_heads"], depth=2)
-        built = {}
-        check_seeded_init(lambda: built.setdefault("timm", timm_beit.Beit(**narrow)),
-                          lambda: built.setdefault("ours", beit.Beit(**narrow)), 3, linear_weights_and_tokens, name)
-        reference, ours = built["timm"], built["ours"]
+        reference, ours = check_seeded_init(lambda: timm_beit.Beit(**narrow), lambda: beit.Beit(**narrow), 3,
+                                            linear_weights_and_tokens, name)
         check_structure(ours, reference)
         index = reference.blocks[1].attn.relative_position_index.numpy()
         assert np.array_equal(ours.blocks[1].attn.relative_position_index.numpy(), index), name
@@ -104,7 +94,7 @@ def test_full_width_layout_matches_timm(monkeypatch):
     monkeypatch.setattr(beit, "trunc_normal_", lambda tensor, std=0.02: tensor)
     ours = models.create_model("beit_large_patch16_512", depth=1)
     check_layout(ours, reference, (), PRINTED)
-    assert ours.head_hidden_size == reference.head_hidden_size == 1024
+    assert ours.head_hidden_size == 1024
 
 
 KINDS = {
@@ -124,10 +114,7 @@ def test_eval_outputs_match_timm():
         out, ref = both_outputs(reference, ours, x)
         assert out.shape == ((2, 25, 7) if kwargs.get("global_pool") == "" else (2, 7)), kind
         assert_close(out, ref, 1e-5, what=kind)
-    with torch.no_grad():
-        ref = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True).numpy()
-    with engine.no_grad():
-        out = ours.forward_head(ours.forward_features(engine.from_numpy(x)), pre_logits=True).numpy()
+    out, ref = both_outputs(reference, ours, x, pre_logits)
     assert_close(out, ref, 1e-5, what="pre-logits")
 
 
@@ -145,15 +132,8 @@ def test_dropout_and_drop_path_follow_timm():
     """timm's drop path rates (rising to the last block) and dropout rates; eval outputs unaffected; in train mode the
     same seed draws timm's masks (timm's outputs), another seed others."""
     reference, ours = small_pair(seed=4, depth=3, **REGISTERED, **DROPOUTS)
-    ref_rates = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    our_rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
-    assert our_rates == pytest.approx(ref_rates) and len(our_rates) == 4
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
-    x = image_batch(2, *SIZE, seed=5)
-    out, ref = both_outputs(reference, ours, x)
-    assert_close(out, ref, 1e-5)
-    check_train_masks(reference, ours, x)
+    assert len(check_drop_rates(reference, ours)) == 4
+    check_dropout_only_in_training(reference, ours, image_batch(2, *SIZE, seed=5))
 
 
 def test_head_api_in_chans_and_image_size_check():
@@ -191,30 +171,17 @@ def test_features_only_and_intermediates_match_timm():
     its state_dict keys (norm and head pruned) and feature_info; forward_intermediates' token sequences, normalised,
     with class tokens, stopping early, and the final sequence."""
     for out_indices, count in ((None, 3), ((0, -2), 2)):
-        kwargs = dict(SMALL, depth=3, features_only=True)
+        kwargs = dict(SMALL, depth=3)
         if out_indices is not None:
             kwargs["out_indices"] = out_indices
-        torch.manual_seed(8)
-        reference = randomize(timm.create_model("beit_base_patch16_224", **kwargs), 8)
-        ours = models.create_model("beit_base_patch16_224", **kwargs)
-        ours.load_state_dict(numpy_state(reference))
-        assert list(ours.state_dict()) == list(reference.state_dict())
-        maps = check_feature_maps(reference.eval(), ours, image_batch(2, *SIZE, seed=9), count, 1e-5)
+        reference, ours = features_only_pair("beit_base_patch16_224", randomize, 8, **kwargs)
+        maps = check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=9), count, 1e-5)
         assert all(m.shape == (2, 24, 6, 4) for m in maps)
     reference, ours = small_pair(seed=10, depth=3, **REGISTERED)
     x = image_batch(2, *SIZE, seed=11)
     for kwargs in (dict(indices=2, norm=True, output_fmt="NLC", return_prefix_tokens=True),
                    dict(indices=[0], stop_early=True)):
-        with torch.no_grad():
-            ref_final, refs = reference.forward_intermediates(torch.from_numpy(x), **kwargs)
-        with engine.no_grad():
-            final, outs = ours.forward_intermediates(engine.from_numpy(x), **kwargs)
-        assert_close(final.numpy(), ref_final.numpy(), 1e-5)
-        flat = [t for o in outs for t in (o if isinstance(o, tuple) else (o,))]
-        ref_flat = [t for r in refs for t in (r if isinstance(r, tuple) else (r,))]
-        assert [tuple(o.shape) for o in flat] == [tuple(r.shape) for r in ref_flat]
-        for out, ref in zip(flat, ref_flat):
-            assert_close(out.numpy(), ref.numpy(), 1e-5)
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
 
 
 def test_list_models():

@@ -5,7 +5,6 @@ statistics of small configurations covering each block kind (basic, bottleneck, 
 self-attention), attention layer, stem, shortcut and norm (BatchNorm, EvoNorm-S0a), dilated stages,
 RepVGG's and MobileOne's ``reparameterize``, drop-path and dropout, the head API, ``in_chans``, ``features_only`` and
 the registry."""
-import dataclasses
 from functools import partial
 
 import numpy as np
@@ -18,8 +17,9 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import byobnet
-from model_parity import (both_outputs, capture_builder, check_head_api, check_layout, check_train_masks,
-                          check_train_step, image_batch, numpy_state, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_byob_config, check_dropout_only_in_training,
+                          check_head_api, check_layout, check_train_step, comparable_config, image_batch, numpy_state,
+                          randomize_byobnet, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, whose many small ops pay for every thread
@@ -103,32 +103,12 @@ SMALL = {
 }
 
 
-def randomize(model, seed):
-    """Random values for every parameter and BatchNorm statistic of a timm model: the defaults (unit norms, zeroed
-    last norms and biases, the additive GC's zero layer) would hide bugs."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.ndim == 1 and name.endswith(("weight", ".v")):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif p.ndim == 1:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
-        for name, b in model.named_buffers():
-            if name.endswith("running_mean"):
-                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
-            elif name.endswith("running_var"):
-                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
-    return model
-
-
 def small_pair(config, seed=0, **overrides):
     """timm's small model (randomised, eval mode) and ours with its weights, built without random init."""
     name, kwargs = SMALL[config]
     torch.manual_seed(seed)
     reference = timm.create_model(name, pretrained=False, **kwargs(timm_byobnet), **overrides)
-    randomize(reference, seed).eval()
+    randomize_byobnet(reference, seed).eval()
     with pytest.MonkeyPatch.context() as patch:
         skip_random_init(patch)
         ours = getattr(byobnet, name)(**kwargs(byobnet), **overrides)
@@ -157,22 +137,6 @@ def check_tree(ours, reference):
     assert ours.num_features == reference.num_features
 
 
-def _comparable(value):
-    """A config value in a form both implementations' configs compare in: dataclasses as dicts, sequences as
-    tuples, RepVGG's group-size rule as its values, norm partials as (class name, arguments)."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: _comparable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return tuple(_comparable(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _comparable(v) for k, v in value.items()}
-    if isinstance(value, partial):
-        return value.func.__name__, value.args, value.keywords
-    if callable(value):
-        return tuple(value(chs, idx) for chs in (64, 256) for idx in range(4))
-    return value
-
-
 def test_entrypoint_configs_match_timm(monkeypatch):
     """Every entrypoint builds ByobNet with timm's configuration: each stage's block configs (types, depths, widths,
     strides, group sizes or RepVGG's alternating rule, ratios, per-block attention and block arguments), the stem,
@@ -187,10 +151,7 @@ def test_entrypoint_configs_match_timm(monkeypatch):
         assert ours_cls is byobnet.ByobNet and timm_cls is timm_byobnet.ByobNet
         assert set(ours_kwargs) == {"cfg", "progress"}
         assert set(timm_kwargs) == {"model_cfg", "pretrained_filter_fn", "feature_cfg"}
-        expected = _comparable(timm_kwargs["model_cfg"])
-        assert {k: expected.pop(k) for k in ("zero_init_last", "aa_layer", "head_hidden_size", "head_type")} == \
-            dict(zero_init_last=True, aa_layer="", head_hidden_size=None, head_type="classifier"), name
-        assert _comparable(ours_kwargs["cfg"]) == expected, name
+        check_byob_config(ours_kwargs["cfg"], timm_kwargs["model_cfg"], name)
 
 
 # one registered model of each kind: GENet, RepVGG (grouped, SE), MobileOne (four branches), RegNetZ (EvoNorm),
@@ -211,7 +172,6 @@ def test_layout_equals_timm(monkeypatch):
             reference = timm.create_model(name, pretrained=False)
         ours = getattr(byobnet, name)()
         check_layout(ours, reference, PLACEHOLDERS, PRINTED)
-        assert ours.head_hidden_size == reference.head_hidden_size, name
 
 
 def test_seeded_init_equals_timm():
@@ -316,14 +276,7 @@ def test_drop_path_and_dropout():
     rates = [getattr(b.drop_path, "p", 0.0) for stage in ours.stages for b in stage]
     expected = [getattr(b.drop_path, "drop_prob", 0.0) for stage in reference.stages for b in stage]
     assert rates == expected and expected[-1] == 0.5 and expected[0] == 0.0
-    outputs = []
-    for seed in (0, 1):
-        engine.manual_seed(seed)
-        out, ref = both_outputs(reference, ours, x)
-        assert_close(out, ref, 1e-5)
-        outputs.append(out)
-    assert np.array_equal(outputs[0], outputs[1])
-    check_train_masks(reference, ours, x, rtol=1e-5)
+    check_dropout_only_in_training(reference, ours, x, train_rtol=1e-5)
 
 
 def test_head_api_matches_timm():
@@ -380,7 +333,7 @@ def test_stems_match_timm(stem_type, stem_pool, stem_chs):
     ``default_cfg`` names (timm's configs name the registered model's), and outputs."""
     blocks = lambda m: _blocks(m, ("bottle", 1, 16, 1, 0, 0.25), ("bottle", 1, 16, 2, 0, 0.25))  # noqa: E731
     torch.manual_seed(9)
-    reference = randomize(timm.create_model("resnet33ts", blocks=blocks(timm_byobnet), stem_type=stem_type,
+    reference = randomize_byobnet(timm.create_model("resnet33ts", blocks=blocks(timm_byobnet), stem_type=stem_type,
                                             stem_pool=stem_pool, stem_chs=stem_chs, num_features=0), 9).eval()
     ours = byobnet.resnet33ts(blocks=blocks(byobnet), stem_type=stem_type, stem_pool=stem_pool, stem_chs=stem_chs,
                               num_features=0).eval()
@@ -433,7 +386,7 @@ def test_self_attn_block_matches_timm(extra_conv):
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
     for key, value in numpy_state(reference).items():
         assert np.array_equal(ours.state_dict()[key].numpy(), value), key
-    randomize(reference, 10).eval()
+    randomize_byobnet(reference, 10).eval()
     ours.load_state_dict(numpy_state(reference))
     out, ref = both_outputs(reference, ours.eval(), image_batch(2, 27, 27, seed=10))
     assert_close(out, ref, 1e-5)
@@ -458,8 +411,8 @@ def test_fixed_input_size_and_interleaved_blocks_match_timm():
     assert [(n, m.feat_size) for n, m in ours.named_modules() if isinstance(m, _OurSelfAttn)] == expected
     assert len(expected) == 2
     for every, first in ((1, False), (2, True), (5, False), ([1, 2], False)):
-        assert _comparable(byobnet.interleave_blocks(("a", "b"), 4, every=every, first=first, c=8)) == \
-            _comparable(timm_byobnet.interleave_blocks(("a", "b"), 4, every=every, first=first, c=8))
+        assert comparable_config(byobnet.interleave_blocks(("a", "b"), 4, every=every, first=first, c=8)) == \
+            comparable_config(timm_byobnet.interleave_blocks(("a", "b"), 4, every=every, first=first, c=8))
 
 
 def test_refuses_bad_configurations():

@@ -3,7 +3,7 @@ and seeded initialisation rebuilt narrow and shallow; eval outputs of a small mo
 and class-attention blocks, both poolings); float64 train-mode outputs and every gradient; dropout and drop path; and
 the timm API (pre-logits features, reset_classifier, in_chans, image size check, features_only, forward
 intermediates, list_models)."""
-import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -14,9 +14,10 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import cait
-from flowvision.models.timm_families._layers import pair
-from model_parity import (backward_both, capture_builder, check_layout, check_train_masks, image_batch, numpy_state,
-                          skip_random_init, to_numpy)
+from model_parity import (backward_both, both_outputs, capture_builder, check_drop_rates,
+                          check_dropout_only_in_training, check_feature_maps, check_fixed_size_config,
+                          check_intermediates, check_layout, features_only_pair, image_batch, numpy_state, pre_logits,
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
@@ -25,23 +26,8 @@ CAITS = ["cait_xxs24_224", "cait_xxs24_384", "cait_xxs36_224", "cait_xxs36_384",
          "cait_s24_384", "cait_s36_384", "cait_m36_384", "cait_m48_448"]
 SIZE = (50, 38)  # a 6 x 4 grid of 8-pixel patches with pixels left over, not square
 SMALL = dict(img_size=SIZE, patch_size=8, embed_dim=24, depth=2, num_heads=3, num_classes=7)
-
-
-def randomize(model, seed):
-    """Random values for every parameter of a timm model (its initial zero biases, unit norms and 1e-4 layer scales
-    would hide bugs)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith(("gamma_1", "gamma_2")) or (p.ndim == 1 and name.endswith("weight")):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            elif name.endswith(("cls_token", "pos_embed")):
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p[0].numel()))
-    return model
+# random values for every parameter of a timm model (its zero biases, unit norms and 1e-4 layer scales hide bugs)
+randomize = partial(randomize_parameters, scales=("gamma_1", "gamma_2"), tokens=("cls_token", "pos_embed"))
 
 
 def small_pair(seed=0, **kwargs):
@@ -52,22 +38,6 @@ def small_pair(seed=0, **kwargs):
     ours = cait.Cait(**config)
     ours.load_state_dict(numpy_state(reference))
     return reference.eval(), ours.eval()
-
-
-def as_numpy(value):
-    """Tensors as numpy arrays, inside lists and tuples too."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(as_numpy(v) for v in value)
-    return to_numpy(value)
-
-
-def run_both(reference, ours, x, fn=lambda m, x: m(x)):
-    """``fn(model, input)`` for timm's model and ours on the numpy input ``x``, without gradients: (ours, timm's)."""
-    with torch.no_grad():
-        expected = fn(reference, torch.from_numpy(x))
-    with engine.no_grad():
-        out = fn(ours, engine.from_numpy(x))
-    return as_numpy(out), as_numpy(expected)
 
 
 @pytest.mark.parametrize("name", CAITS)
@@ -81,17 +51,8 @@ def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
     timm_calls = capture_builder(monkeypatch, timm_cait, "build_model_with_cfg")
     getattr(cait, name)()
     getattr(timm_cait, name)()
-    (ours_cls, ours_kwargs), (_, timm_kwargs) = ours_calls[0], timm_calls[0]
     monkeypatch.undo()
-    timm_cfg = timm.models.get_pretrained_cfg(name)
-    assert timm_cfg.fixed_input_size
-    timm_kwargs = {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
-    timm_kwargs["img_size"] = timm_cfg.input_size[-2:]
-    assert ours_kwargs.pop("progress") is True
-    assert set(ours_kwargs) == set(timm_kwargs)
-    for key, value in ours_kwargs.items():
-        assert (pair(value) if key == "img_size" else value) == timm_kwargs[key], key
-    assert ours_cls.default_cfg == {"first_conv": timm_cfg.first_conv, "classifier": timm_cfg.classifier}
+    timm_kwargs = check_fixed_size_config(name, ours_calls[0], timm_calls[0])
 
     narrow = dict(timm_kwargs, embed_dim=2 * timm_kwargs["num_heads"], depth=2)
     engine.manual_seed(3)
@@ -126,22 +87,22 @@ def test_full_size_layout_matches_timm(monkeypatch):
     monkeypatch.setattr(cait, "trunc_normal_", lambda tensor, std=0.02: tensor)
     ours = cait.cait_xxs24_224()
     check_layout(ours, reference, (), ("Conv2d", "LayerNorm", "Linear", "Dropout", "GELU", "Identity"))
-    assert ours.head_hidden_size == reference.head_hidden_size == 192
+    assert ours.head_hidden_size == 192
 
 def test_eval_outputs_match_timm():
     """Float32 eval outputs (class token and average pooling) and pre-logits of a small model at an odd image size
     (batch 2)."""
     reference, ours = small_pair()
     x = image_batch(2, *SIZE, seed=1)
-    out, ref = run_both(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, 7)
     assert_close(out, ref, 1e-5)
     reference.reset_classifier(0, "avg")
     ours.reset_classifier(0, "avg")
-    out, ref = run_both(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, 24) and isinstance(ours.get_classifier(), engine.nn.Identity)
     assert_close(out, ref, 1e-5)
-    out, ref = run_both(reference, ours, x, lambda m, x: m.forward_head(m.forward_features(x), pre_logits=True))
+    out, ref = both_outputs(reference, ours, x, pre_logits)
     assert_close(out, ref, 1e-5)
 
 
@@ -170,15 +131,8 @@ def test_dropout_and_drop_path_follow_timm():
     rates; eval outputs unaffected; in train mode the same seed draws timm's masks (timm's outputs), another seed
     others."""
     reference, ours = small_pair(seed=4, **DROPOUTS)
-    ref_rates = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    our_rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
-    assert our_rates == ref_rates == [0.3, 0.3]
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
-    x = image_batch(2, *SIZE, seed=5)
-    out, ref = run_both(reference, ours, x)
-    assert_close(out, ref, 1e-5)
-    check_train_masks(reference, ours, x)
+    assert check_drop_rates(reference, ours) == [0.3, 0.3]
+    check_dropout_only_in_training(reference, ours, image_batch(2, *SIZE, seed=5))
 
 
 def test_reset_classifier_in_chans_and_image_size_check():
@@ -191,7 +145,7 @@ def test_reset_classifier_in_chans_and_image_size_check():
     ours.reset_classifier(5, "")
     ours.head.load_state_dict(numpy_state(reference.head))
     assert ours.get_classifier().out_features == 5 and ours.num_classes == 5 and ours.global_pool == ""
-    out, ref = run_both(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, 25, 5)
     assert_close(out, ref, 1e-5)
     with pytest.raises(ValueError):
@@ -206,32 +160,17 @@ def test_features_only_and_intermediates_match_timm():
     as (N, C, H/8, W/8) maps, its state_dict keys (class token, class-attention blocks, norm and head pruned) and
     feature_info; forward_intermediates' token sequences, normalised, stopping early, and the final sequence."""
     for out_indices in (None, (0, -2)):
-        kwargs = dict(SMALL, num_classes=1000, depth=4, features_only=True)
+        kwargs = dict(SMALL, num_classes=1000, depth=4)
         if out_indices is not None:
             kwargs["out_indices"] = out_indices
-        torch.manual_seed(8)
-        reference = randomize(timm.create_model("cait_xxs24_224", **kwargs), 8).eval()
-        ours = models.create_model("cait_xxs24_224", **kwargs)
-        ours.load_state_dict(numpy_state(reference))
-        ours.eval()
-        assert list(ours.state_dict()) == list(reference.state_dict())
-        assert ours.feature_info.channels() == reference.feature_info.channels()
-        assert ours.feature_info.reduction() == reference.feature_info.reduction()
-        assert ours.feature_info.module_name() == reference.feature_info.module_name()
-        outs, refs = run_both(reference, ours, image_batch(2, *SIZE, seed=9))
-        assert len(outs) == len(refs) == (3 if out_indices is None else 2)
-        for out, ref in zip(outs, refs):
-            assert out.shape == ref.shape == (2, 24, 6, 4)
-            assert_close(out, ref, 1e-5)
+        reference, ours = features_only_pair("cait_xxs24_224", randomize, 8, **kwargs)
+        maps = check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=9), 3 if out_indices is None else 2,
+                                  1e-5)
+        assert all(m.shape == (2, 24, 6, 4) for m in maps)
     reference, ours = small_pair(seed=10, depth=3)
     x = image_batch(2, *SIZE, seed=11)
     for kwargs in (dict(indices=2, norm=True, output_fmt="NLC"), dict(indices=[0], stop_early=True)):
-        (final, outs), (ref_final, refs) = run_both(
-            reference, ours, x, lambda m, x: m.forward_intermediates(x, **kwargs))
-        assert_close(final, ref_final, 1e-5)
-        assert [o.shape for o in outs] == [r.shape for r in refs]
-        for out, ref in zip(outs, refs):
-            assert_close(out, ref, 1e-5)
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
 
 
 def test_list_models():

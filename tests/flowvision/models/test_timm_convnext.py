@@ -4,6 +4,7 @@ eval outputs (float32) and train-mode outputs and gradients (float64) of small m
 stem, norm and head with timm's weights loaded; stochastic depth and dropout; and the timm API (pre-logits
 features, global pooling, reset_classifier, in_chans, features_only, list_models)."""
 import inspect
+from functools import partial
 
 import numpy as np
 import pytest
@@ -14,9 +15,9 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import convnext
-from model_parity import (both_outputs, check_feature_maps, check_layout, check_seeded_init, check_train_step,
-                          conv_and_linear_weights, image_batch, is_timm_family, numpy_state, skip_random_init,
-                          to_numpy)
+from model_parity import (both_outputs, check_dropout_only_in_training, check_feature_maps, check_layout,
+                          check_seeded_init, check_train_step, conv_and_linear_weights, image_batch, is_timm_family,
+                          numpy_state, pre_logits, randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -49,21 +50,9 @@ SMALL = {
                         kernel_sizes=(7, 5, 5, 3)),
 }
 SIZE = (45, 39)
-
-
-def randomize(model, seed):
-    """Random values for every parameter of a timm model: the initial ones (unit norms, zero biases and GRN,
-    1e-6 layer scales) would hide bugs."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("gamma") or (p.ndim == 1 and name.endswith("weight")):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
-    return model
+# random values for every parameter of a timm model: the initial ones (unit norms, zero biases and GRN, 1e-6 layer
+# scales) would hide bugs
+randomize = partial(randomize_parameters, scales=("gamma",))
 
 
 def small_pair(kind, seed=0, **kwargs):
@@ -74,15 +63,6 @@ def small_pair(kind, seed=0, **kwargs):
     ours = convnext.ConvNeXt(**config)
     ours.load_state_dict(numpy_state(reference))
     return reference.eval(), ours.eval()
-
-
-def run_both(reference, ours, x):
-    """Timm's and our function on the numpy input ``x`` without gradients: (ours, timm's) as numpy."""
-    with torch.no_grad():
-        expected = reference(torch.from_numpy(x))
-    with engine.no_grad():
-        out = ours(engine.from_numpy(x))
-    return to_numpy(out), to_numpy(expected)
 
 
 def skip_init(patch):
@@ -128,7 +108,6 @@ def test_layout_matches_timm(name, kwargs):
         skip_init(patch)
         ours = models.create_model(name, **kwargs)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
-    assert ours.head_hidden_size == reference.head_hidden_size
 
 
 def test_seeded_init_follows_timm():
@@ -149,7 +128,7 @@ def test_seeded_init_follows_timm():
 def test_eval_outputs_match_timm(kind):
     """float32 logits of a batch of 2 at an odd image size, timm's weights loaded through numpy."""
     reference, ours = small_pair(kind, seed=1)
-    out, expected = run_both(reference, ours, image_batch(2, *SIZE, seed=2))
+    out, expected = both_outputs(reference, ours, image_batch(2, *SIZE, seed=2))
     assert out.shape == (2, 10) and np.abs(expected).max() > 1e-2
     assert_close(out, expected, TOL)
 
@@ -174,19 +153,8 @@ def test_drop_path_and_dropout_only_in_training():
     assert rates == pytest.approx(expected) and rates[0] == 0.0 and rates[-1] == pytest.approx(0.5)
     assert ours.head.drop.p == 0.3
     x = image_batch(2, *SIZE, seed=6)
-    eval_out, expected_eval = run_both(reference, ours, x)
-    plain_out, _ = run_both(reference, plain, x)
-    assert np.array_equal(eval_out, plain_out)
-    reference.train(), ours.train()
-    outputs = []
-    for seed in (7, 7, 8):
-        torch.manual_seed(seed)
-        engine.manual_seed(seed)
-        out, expected = both_outputs(reference, ours, x)
-        assert_close(out, expected, TOL)
-        outputs.append(out)
-    assert np.array_equal(outputs[0], outputs[1]) and not np.allclose(outputs[0], outputs[2])
-    assert not np.allclose(outputs[0], eval_out, atol=1e-3)
+    plain_out, _ = both_outputs(reference, plain, x)
+    assert np.array_equal(check_dropout_only_in_training(reference, ours, x, TOL, TOL), plain_out)
 
 
 # ---- API --------------------------------------------------------------------------------------------------------
@@ -200,12 +168,11 @@ def test_pre_logits_and_num_classes_0_match_timm(kind, pools):
     x = image_batch(2, *SIZE, seed=9)
     for pool in pools:
         reference, ours = small_pair(kind, seed=10, global_pool=pool)
-        out, expected = run_both(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
-                                 lambda t: ours.forward_head(ours.forward_features(t), pre_logits=True), x)
+        out, expected = both_outputs(reference, ours, x, pre_logits)
         assert_close(out, expected, TOL)
         assert ours.head_hidden_size == reference.head_hidden_size and ours.num_features == 32
         if kind == "linear_mlp" or pool:
-            logits, expected_logits = run_both(reference, ours, x)
+            logits, expected_logits = both_outputs(reference, ours, x)
             assert_close(logits, expected_logits, TOL)
         headless = convnext.ConvNeXt(**dict(BASE, **SMALL[kind], num_classes=0, global_pool=pool))
         headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head.fc")})
@@ -231,7 +198,7 @@ def test_reset_classifier_matches_timm():
         assert [n for n, _ in ours.head.named_modules()] == [n for n, _ in reference.head.named_modules()]
         assert type(ours.get_classifier()).__name__ == type(reference.get_classifier()).__name__
         ours.load_state_dict(numpy_state(reference))
-        out, expected = run_both(reference, ours, x)
+        out, expected = both_outputs(reference, ours, x)
         assert_close(out, expected, TOL)
     assert out.shape == (2, 4)
     _, hnf = small_pair("simplenorm_hnf", seed=14)
@@ -243,7 +210,7 @@ def test_reset_classifier_matches_timm():
 def test_in_chans():
     """``in_chans=1`` matches timm's one-channel model."""
     reference, ours = small_pair("conv_mlp", seed=15, in_chans=1)
-    out, expected = run_both(reference, ours, image_batch(2, *SIZE, seed=16, c=1))
+    out, expected = both_outputs(reference, ours, image_batch(2, *SIZE, seed=16, c=1))
     assert_close(out, expected, TOL)
 
 

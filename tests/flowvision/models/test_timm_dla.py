@@ -14,7 +14,7 @@ from flowvision.models._features import FeatureListNet
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import dla
 from model_parity import (both_outputs, check_layout, check_structure, check_train_step, image_batch, numpy_state,
-                          randomize_norms, skip_random_init, to_numpy)
+                          pre_logits, randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -76,8 +76,7 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
         with torch.device("meta"):
             reference = timm.create_model(name)
         ours = models.create_model(name)
-        check_layout(ours, reference, (), PRINTED)
-        assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
+        check_layout(ours, reference, (), PRINTED, types=True)
 
 
 @pytest.mark.parametrize("kind", list(SMALL))
@@ -136,8 +135,7 @@ def test_pre_logits_pooling_and_reset_classifier_like_timm(global_pool):
     map), ``num_classes=0``, and reset_classifier to a new size, to none and to new pooling, as timm's."""
     reference, ours = small_pair("basic", seed=9, global_pool=global_pool)
     x = image_batch(2, *SIZE, seed=10)
-    pre, pre_ref = both_outputs(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
-                                lambda t: ours.forward_head(ours.forward_features(t), pre_logits=True), x)
+    pre, pre_ref = both_outputs(reference, ours, x, pre_logits)
     assert_close(pre, pre_ref, TOL)
     assert ours.head_hidden_size == reference.head_hidden_size
     out, ref = both_outputs(reference, ours, x)

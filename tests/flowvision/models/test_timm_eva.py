@@ -18,8 +18,9 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import eva
 from flowvision.models.timm_families._layers import pair
-from model_parity import (both_outputs, check_feature_maps, check_layout, check_train_masks, check_train_step,
-                          image_batch, is_timm_family, numpy_state, skip_random_init)
+from model_parity import (both_outputs, check_dropout_only_in_training, check_empty_batch, check_feature_maps,
+                          check_intermediates, check_layout, check_train_step, image_batch, is_timm_family, numpy_state,
+                          pre_logits, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -166,7 +167,6 @@ def test_layout_matches_timm(name):
         patch.setattr(eva, "trunc_normal_", lambda tensor, std=0.02: tensor)
         ours = models.create_model(name, **kwargs)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
-    assert ours.head_hidden_size == reference.head_hidden_size
     assert [(n, tuple(b.shape)) for n, b in ours.named_buffers()] == [
         (n, tuple(b.shape)) for n, b in reference.named_buffers()]
 
@@ -257,11 +257,8 @@ def test_drop_path_and_dropout_only_in_training():
     assert ours_rates == pytest.approx([getattr(b.drop_path1, "drop_prob", 0.0) for b in reference.blocks])
     assert ours_rates[0] == 0.0 and ours_rates[-1] == pytest.approx(0.5)
     x = image_batch(2, *SIZE, seed=8)
-    eval_out, _ = both_outputs(reference, ours, x)
     plain_out, _ = both_outputs(reference, plain, x)
-    assert np.array_equal(eval_out, plain_out)
-    outputs = check_train_masks(reference, ours, x, rtol=TOL)
-    assert not np.allclose(outputs[0], eval_out, atol=1e-3)
+    assert np.array_equal(check_dropout_only_in_training(reference, ours, x, TOL, TOL), plain_out)
 
 
 # ---- API --------------------------------------------------------------------------------------------------------
@@ -273,8 +270,7 @@ def test_pre_logits_num_classes_0_and_reset_classifier_match_timm():
     into ours giving timm's outputs; pooling timm refuses is refused."""
     x = image_batch(2, *SIZE, seed=9)
     reference, ours = small_pair("sbb", seed=10)
-    out, expected = both_outputs(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
-                                 lambda t: ours.forward_head(ours.forward_features(t), pre_logits=True), x)
+    out, expected = both_outputs(reference, ours, x, pre_logits)
     assert_close(out, expected, TOL)
     headless = eva.Eva(**dict(BASE, **SMALL["sbb"], num_classes=0))
     headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head.")})
@@ -321,17 +317,9 @@ def test_features_only_and_forward_intermediates_match_timm():
                                   TOL)
         assert all(o.shape == (2, 32, 4, 5) for o in maps)
     reference, ours = small_pair("sbb", seed=16, depth=3)
-    x = image_batch(2, *SIZE, seed=17)
-    options = dict(indices=[0, 2], return_prefix_tokens=True, norm=True, output_fmt="NLC")
-    with torch.no_grad():
-        final, expected = reference.forward_intermediates(torch.from_numpy(x), **options)
-    with engine.no_grad():
-        ours_final, out = ours.forward_intermediates(engine.from_numpy(x), **options)
-    assert_close(ours_final.numpy(), final.numpy(), TOL)
-    for (tokens, prefix), (ref_tokens, ref_prefix) in zip(out, expected):
-        assert tuple(tokens.shape) == (2, 20, 32) and tuple(prefix.shape) == (2, 2, 32)
-        assert_close(tokens.numpy(), ref_tokens.numpy(), TOL)
-        assert_close(prefix.numpy(), ref_prefix.numpy(), TOL)
+    _, outs = check_intermediates(reference, ours, image_batch(2, *SIZE, seed=17), TOL, indices=[0, 2],
+                                  return_prefix_tokens=True, norm=True, output_fmt="NLC")
+    assert [(tokens.shape, prefix.shape) for tokens, prefix in outs] == [((2, 20, 32), (2, 2, 32))] * 2
 
 
 def test_empty_batch():
@@ -340,13 +328,9 @@ def test_empty_batch():
     _, ours = small_pair("sbb", seed=17)
     x = engine.zeros(0, 3, *SIZE)
     with engine.no_grad():
-        assert tuple(ours(x).shape) == (0, 7)
         assert [tuple(y.shape) for y in ours.forward_intermediates(x, indices=1, intermediates_only=True)] == \
             [(0, 32, 4, 5)]
-    out = ours.train()(x)
-    assert tuple(out.shape) == (0, 7)
-    out.sum().backward()
-    assert all(not p.grad.numpy().any() for p in ours.parameters())
+    check_empty_batch(ours, (3, *SIZE), 7)
 
 
 def test_list_models():

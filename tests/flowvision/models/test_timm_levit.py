@@ -3,6 +3,8 @@ and full-size layout against timm's on the meta device; seeded initialisation, f
 train-mode outputs, gradients and BatchNorm statistics of small models of both forms, with timm's randomised weights
 loaded; drop path and dropout; the distilled heads; and the timm API (pre-logits, num_classes=0, reset_classifier,
 in_chans, the image size check, features_only, forward_intermediates, list_models)."""
+from functools import partial
+
 import numpy as np
 import pytest
 import timm
@@ -13,8 +15,9 @@ import engine
 import flowvision.models as models
 from flowvision.models._features import FeatureGetterNet, FlatFeatureListNet
 from flowvision.models.timm_families import levit
-from model_parity import (both_outputs, capture_builder, check_feature_maps, check_layout, check_seeded_init,
-                          check_train_masks, check_train_step, image_batch, numpy_state, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
+                          check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_train_step,
+                          features_only_pair, image_batch, numpy_state, pre_logits, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -83,8 +86,7 @@ def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
         with torch.device("meta"):
             reference = timm.create_model(name)
         ours = models.create_model(name)
-        check_layout(ours, reference, (), PRINTED)
-        assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
+        check_layout(ours, reference, (), PRINTED, types=True)
 
 
 @pytest.mark.parametrize("use_conv", [False, True])
@@ -105,8 +107,7 @@ def test_seeded_init_and_eval_outputs_match_timm(use_conv):
     out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, 7) and np.abs(ref).max() > 1e-1
     assert_close(out, ref, TOL)
-    pre, pre_ref = both_outputs(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
-                                lambda t: ours.forward_head(ours.forward_features(t), pre_logits=True), x)
+    pre, pre_ref = both_outputs(reference, ours, x, pre_logits)
     assert pre.shape == (2, 32)
     assert_close(pre, pre_ref, TOL)
 
@@ -128,14 +129,9 @@ def test_drop_path_dropout_and_distilled_training():
     reference, ours = small_pair(seed=6, drop_rate=0.3, drop_path_rate=0.2)
     reference.double()
     ours.double()
-    assert [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"] == [
-        m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)] == [0.2] * 10
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
+    assert check_drop_rates(reference, ours) == [0.2] * 10
     x = image_batch(2, *SIZE, seed=7).astype(np.float64)
-    out, ref = both_outputs(reference, ours, x)
-    assert_close(out, ref, 1e-10)
-    check_train_masks(reference, ours, x, rtol=1e-10)
+    check_dropout_only_in_training(reference, ours, x, 1e-10, 1e-10)
     reference.set_distilled_training()
     ours.set_distilled_training()
     torch.manual_seed(8)
@@ -160,8 +156,7 @@ def test_head_api_in_chans_and_image_size():
     headless = levit.Levit(**dict(SMALL, num_classes=0, in_chans=1))
     headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head")})
     assert isinstance(headless.get_classifier(), engine.nn.Identity)
-    pre, pre_ref = both_outputs(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
-                                headless.eval(), x)
+    pre, pre_ref = both_outputs(partial(pre_logits, reference), headless.eval(), x)
     assert pre.shape == (2, 32)
     assert_close(pre, pre_ref, TOL)
     reference.reset_classifier(5)
@@ -193,28 +188,18 @@ def test_features_only_and_intermediates_match_timm(name, out_indices):
     linear form, the flattened stage list for the convolutional one), its state_dict keys (the stages after the
     last one picked pruned), feature_info and maps; forward_intermediates' maps and final tokens, stopping early,
     as timm's."""
-    kwargs = dict(SMALL, num_classes=1000, features_only=True)
+    kwargs = dict(SMALL, num_classes=1000)
     if out_indices is not None:
         kwargs["out_indices"] = out_indices
-    torch.manual_seed(11)
-    reference = randomize(timm.create_model(name, **kwargs), 11)
-    ours = models.create_model(name, **kwargs)
+    reference, ours = features_only_pair(name, randomize, 11, **kwargs)
     assert type(ours) is (FlatFeatureListNet if "conv" in name else FeatureGetterNet)
-    assert list(ours.state_dict()) == list(reference.state_dict())
-    ours.load_state_dict(numpy_state(reference))
-    check_feature_maps(reference.eval(), ours, image_batch(2, *SIZE, seed=12), 3 if out_indices is None else 2, TOL)
+    check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=12), 3 if out_indices is None else 2, TOL)
     reference, ours = small_pair("conv" in name, seed=13)
     x = image_batch(2, *SIZE, seed=14)
     for kwargs, shapes in ((dict(indices=[0, 2]), [(2, 16, 5, 3), (2, 32, 2, 1)]),
                            (dict(indices=[1], stop_early=True), [(2, 24, 3, 2)])):
-        with torch.no_grad():
-            ref_final, refs = reference.forward_intermediates(torch.from_numpy(x), **kwargs)
-        with engine.no_grad():
-            final, outs = ours.forward_intermediates(engine.from_numpy(x), **kwargs)
-        assert_close(final.numpy(), ref_final.numpy(), TOL)
-        assert [tuple(o.shape) for o in outs] == [tuple(r.shape) for r in refs] == shapes
-        for out, ref in zip(outs, refs):
-            assert_close(out.numpy(), ref.numpy(), TOL)
+        _, outs = check_intermediates(reference, ours, x, TOL, **kwargs)
+        assert [o.shape for o in outs] == shapes
 
 
 def test_list_models():

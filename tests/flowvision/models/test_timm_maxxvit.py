@@ -4,7 +4,7 @@ and eval outputs (float32) of small models covering every block, norm, relative 
 train-mode outputs and gradients (float64); stochastic depth and dropout; and the timm API (pre-logits features,
 global pooling, reset_classifier, in_chans, input size checks, features_only, list_models)."""
 import dataclasses
-import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -15,9 +15,9 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import maxxvit as mx
-from model_parity import (both_outputs, capture_builder, check_feature_maps, check_head_api, check_layout,
-                          check_seeded_init, check_train_masks, check_train_step, image_batch, numpy_state,
-                          randomize_norms, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_feature_maps,
+                          check_head_api, check_layout, check_seeded_init, check_train_step, features_only_pair,
+                          image_batch, numpy_state, pre_logits, randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -61,23 +61,9 @@ SMALL = {
     "maxvit_rmlp": ("maxvit_rmlp_small_rw_224", dict(img_size=EVEN, transformer_rel_pos_dim=16,
                                                      conv_stride_mode="1x1")),
 }
-
-
-def randomize(model, seed):
-    """Random values for every parameter and BatchNorm statistic of a timm model: the initial ones (unit norms, zero
-    biases, 1e-6 layer scales, small position biases) would hide bugs."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("gamma") or (p.ndim == 1 and name.endswith("weight")):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            elif name.endswith("relative_position_bias_table"):
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p[0].numel()))
-    return randomize_norms(model, seed)
+# random values for every parameter and BatchNorm statistic of a timm model: the initial ones (unit norms, zero
+# biases, 1e-6 layer scales, small position biases) would hide bugs
+randomize = partial(randomize_parameters, scales=("gamma",), tokens=("relative_position_bias_table",), norms=True)
 
 
 def config(kind, **kwargs):
@@ -105,7 +91,6 @@ def batch(kind, seed, n=2):
 def skip_init(patch):
     """Our models built without drawing their initial weights (for layout checks)."""
     skip_random_init(patch)
-    patch.setattr(engine.nn.init, "xavier_uniform_", lambda tensor, *args, **kwargs: tensor)
     patch.setattr(mx, "trunc_normal_", lambda tensor, std=0.02: tensor)
 
 
@@ -163,7 +148,7 @@ def test_large_layout_matches_timm(name, monkeypatch):
     skip_init(monkeypatch)
     ours = models.create_model(name, depths=(1, 1, 2, 1), weight_init="")
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
-    assert ours.head_hidden_size == reference.head_hidden_size and ours.embed_dim == reference.embed_dim
+    assert ours.embed_dim == reference.embed_dim
 
 
 # ---- initialisation and numerics --------------------------------------------------------------------------------
@@ -183,11 +168,8 @@ def test_layout_seeded_init_and_eval_outputs_match_timm(kind):
     randomised weights, float32 logits of a batch of 2 equal timm's (two blocks in the third stage: a stride-1
     block of each kind)."""
     name, settings = config(kind, depths=(1, 1, 2, 1))
-    built = []
-    check_seeded_init(lambda: built.append(timm.create_model(name, **settings)) or built[-1],
-                      lambda: built.append(models.create_model(name, **settings)) or built[-1], 3, position_tables,
-                      kind)
-    reference, ours = built
+    reference, ours = check_seeded_init(lambda: timm.create_model(name, **settings),
+                                        lambda: models.create_model(name, **settings), 3, position_tables, kind)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
     buffers = dict(ours.named_buffers())
     for key, buffer in reference.named_buffers():
@@ -220,11 +202,7 @@ def test_drop_path_and_dropout_only_in_training():
                 if n.rsplit(".", 1)[-1].startswith("drop_path")]
     assert rates == pytest.approx(expected) and rates[0] == 0.0 and rates[-1] == pytest.approx(0.5)
     assert ours.head.drop.p == 0.3
-    x = batch("maxxvitv2", seed=8)
-    eval_out, expected = both_outputs(reference, ours, x)
-    assert_close(eval_out, expected, TOL)
-    outputs = check_train_masks(reference, ours, x, rtol=TOL)
-    assert not np.allclose(outputs[0], eval_out, atol=1e-3)
+    check_dropout_only_in_training(reference, ours, batch("maxxvitv2", seed=8), TOL, TOL)
 
 
 # ---- API --------------------------------------------------------------------------------------------------------
@@ -243,8 +221,7 @@ def test_head_api_matches_timm():
 
     reference, ours = small_pair("maxvit_tf", seed=11)
     x = batch("maxvit_tf", seed=12)
-    out, expected = both_outputs(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
-                                 lambda t: ours.forward_head(ours.forward_features(t), pre_logits=True), x)
+    out, expected = both_outputs(reference, ours, x, pre_logits)
     assert out.shape == (2, 12) and ours.head_hidden_size == 12 and ours.num_features == 32
     assert_close(out, expected, TOL)
     for args in ((0, ""), (4, "max"), (3, None, True)):
@@ -265,10 +242,7 @@ def test_features_only_matches_timm():
     with timm's module names (the stages flattened: ``stages_0``...), channels, reductions and values;
     ``out_indices`` picks some of them (negative ones counted from the end)."""
     name, settings = config("maxvit_tf")
-    torch.manual_seed(16)
-    reference = randomize(timm.create_model(name, features_only=True, **settings), 16).eval()
-    ours = models.create_model(name, features_only=True, **settings)
-    ours.load_state_dict(numpy_state(reference))
+    reference, ours = features_only_pair(name, randomize, 16, **settings)
     x = batch("maxvit_tf", seed=17)
     maps = check_feature_maps(reference, ours, x, 5, TOL)
     picked = models.create_model(name, features_only=True, out_indices=(1, -1), **settings)

@@ -3,6 +3,8 @@ CAFormer): every variant's configuration, the layout of one model of each kind a
 seeded initialisation; eval outputs (float32) of small models of every kind and train-mode outputs and gradients
 (float64), with timm's weights loaded; stochastic depth and dropout; and the timm API (pre-logits features, global
 pooling, reset_classifier, in_chans, features_only, list_models)."""
+from functools import partial
+
 import numpy as np
 import pytest
 import timm
@@ -12,9 +14,9 @@ from timm.models import metaformer as timm_metaformer
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import metaformer
-from model_parity import (both_outputs, check_feature_maps, check_layout, check_seeded_init, check_train_step,
-                          conv_and_linear_weights, image_batch, is_timm_family, numpy_state, skip_random_init,
-                          to_numpy)
+from model_parity import (both_outputs, check_dropout_only_in_training, check_feature_maps, check_layout,
+                          check_seeded_init, check_train_step, conv_and_linear_weights, image_batch, is_timm_family,
+                          numpy_state, pre_logits, randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -73,21 +75,9 @@ def timm_config(config):
     return {k: [getattr(timm_metaformer, c.__name__, c) for c in v] if isinstance(v, list) else
             getattr(timm_metaformer, v.__name__, getattr(torch.nn, v.__name__, v)) if isinstance(v, type) else v
             for k, v in config.items()}
-
-
-def randomize(model, seed):
-    """Random values for every parameter of a timm model: the initial ones (unit norms, zero biases, 1e-5 layer
-    scales, StarReLU's 1 and 0) would hide bugs."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("scale") or (p.ndim == 1 and name.endswith("weight")):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
-    return model
+# random values for every parameter of a timm model: the initial ones (unit norms, zero biases, 1e-5 layer scales,
+# StarReLU's 1 and 0) would hide bugs
+randomize = partial(randomize_parameters, scales=("scale",))
 
 
 def small_pair(kind, seed=0, **kwargs):
@@ -98,15 +88,6 @@ def small_pair(kind, seed=0, **kwargs):
     ours = metaformer.MetaFormer(**config)
     ours.load_state_dict(numpy_state(reference))
     return reference.eval(), ours.eval()
-
-
-def run_both(reference, ours, x):
-    """Timm's and our function on the numpy input ``x`` without gradients: (ours, timm's) as numpy."""
-    with torch.no_grad():
-        expected = reference(torch.from_numpy(x))
-    with engine.no_grad():
-        out = ours(engine.from_numpy(x))
-    return to_numpy(out), to_numpy(expected)
 
 
 # ---- configuration and layout -----------------------------------------------------------------------------------
@@ -133,10 +114,7 @@ def test_layout_matches_timm():
             skip_random_init(patch)
             patch.setattr(metaformer, "trunc_normal_", lambda tensor, std=0.02: tensor)
             ours = models.create_model(name)
-        check_layout(ours, reference, PLACEHOLDERS, PRINTED)
-        assert ours.head_hidden_size == reference.head_hidden_size
-        assert [type(m).__name__ for m in ours.modules()] == [
-            type(m).__name__ for n, m in reference.named_modules() if not n.endswith(PLACEHOLDERS)]
+        check_layout(ours, reference, PLACEHOLDERS, PRINTED, types=True)
 
 
 def test_seeded_init_follows_timm():
@@ -157,7 +135,7 @@ def test_seeded_init_follows_timm():
 def test_eval_outputs_match_timm(kind):
     """float32 logits of a batch of 2 at an odd image size, timm's weights loaded through numpy."""
     reference, ours = small_pair(kind, seed=1)
-    out, expected = run_both(reference, ours, image_batch(2, *SIZE, seed=2))
+    out, expected = both_outputs(reference, ours, image_batch(2, *SIZE, seed=2))
     assert out.shape == (2, 10) and np.abs(expected).max() > 1e-2
     assert_close(out, expected, TOL)
 
@@ -189,19 +167,8 @@ def test_drop_path_and_dropout_only_in_training():
     assert rates == pytest.approx(expected) and rates[0] == 0.0 and rates[-1] == pytest.approx(0.5)
     assert ours.head.drop.p == 0.3 and ours.stages[3].blocks[0].token_mixer.proj_drop.p == 0.2
     x = image_batch(2, *SIZE, seed=6)
-    eval_out, _ = run_both(reference, ours, x)
-    plain_out, _ = run_both(reference, plain, x)
-    assert np.array_equal(eval_out, plain_out)
-    reference.train(), ours.train()
-    outputs = []
-    for seed in (7, 7, 8):
-        torch.manual_seed(seed)
-        engine.manual_seed(seed)
-        out, expected = both_outputs(reference, ours, x)
-        assert_close(out, expected, TOL)
-        outputs.append(out)
-    assert np.array_equal(outputs[0], outputs[1]) and not np.allclose(outputs[0], outputs[2])
-    assert not np.allclose(outputs[0], eval_out, atol=1e-3)
+    plain_out, _ = both_outputs(reference, plain, x)
+    assert np.array_equal(check_dropout_only_in_training(reference, ours, x, TOL, TOL), plain_out)
 
 
 # ---- API --------------------------------------------------------------------------------------------------------
@@ -214,12 +181,11 @@ def test_pre_logits_and_num_classes_0_match_timm():
     x = image_batch(2, *SIZE, seed=9)
     for kind, pool in (("poolformerv2", "max"), ("caformer", "avgmax"), ("convformer", "")):
         reference, ours = small_pair(kind, seed=10, global_pool=pool)
-        out, expected = run_both(lambda t: reference.forward_head(reference.forward_features(t), pre_logits=True),
-                                 lambda t: ours.forward_head(ours.forward_features(t), pre_logits=True), x)
+        out, expected = both_outputs(reference, ours, x, pre_logits)
         assert_close(out, expected, TOL)
         assert ours.head_hidden_size == reference.head_hidden_size == ours.num_features == 32
         if pool:
-            logits, expected_logits = run_both(reference, ours, x)
+            logits, expected_logits = both_outputs(reference, ours, x)
             assert_close(logits, expected_logits, TOL)
         headless = metaformer.MetaFormer(**small_config(kind, num_classes=0, global_pool=pool))
         headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head.fc")})
@@ -247,7 +213,7 @@ def test_reset_classifier_matches_timm(kind):
         assert [n for n, _ in ours.head.named_modules()] == [n for n, _ in reference.head.named_modules()]
         assert type(ours.get_classifier()).__name__ == type(reference.get_classifier()).__name__
         ours.load_state_dict(numpy_state(reference))
-        out, expected = run_both(reference, ours, x)
+        out, expected = both_outputs(reference, ours, x)
         assert_close(out, expected, TOL)
     assert out.shape == (2, 4)
 
@@ -255,7 +221,7 @@ def test_reset_classifier_matches_timm(kind):
 def test_in_chans():
     """``in_chans=1`` matches timm's one-channel model."""
     reference, ours = small_pair("convformer", seed=15, in_chans=1)
-    out, expected = run_both(reference, ours, image_batch(2, *SIZE, seed=16, c=1))
+    out, expected = both_outputs(reference, ours, image_batch(2, *SIZE, seed=16, c=1))
     assert_close(out, expected, TOL)
 
 

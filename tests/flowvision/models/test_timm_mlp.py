@@ -16,7 +16,7 @@ import engine
 import flowvision.models as models
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import convmixer, mlp_mixer
-from model_parity import capture_builder, check_train_step, image_batch, numpy_state, to_numpy
+from model_parity import both_outputs, capture_builder, check_train_step, image_batch, numpy_state, pre_logits, to_numpy
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -82,15 +82,6 @@ def small_pair(family, seed=0, **kwargs):
     return ref.eval(), ours.eval(), size
 
 
-def run_both(ref, ours, x):
-    """Timm's and our model (or functions of them) on the numpy input ``x`` without gradients: (ours, timm's)."""
-    with torch.no_grad():
-        expected = ref(torch.from_numpy(x))
-    with engine.no_grad():
-        out = ours(engine.from_numpy(x))
-    return to_numpy(out), to_numpy(expected)
-
-
 @pytest.mark.parametrize("name", MIXER_NAMES + CONVMIXER_NAMES)
 def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
     """Each entrypoint passes timm's configuration: the same depth, and, rebuilt with two blocks from the same
@@ -135,7 +126,7 @@ def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
 def test_eval_outputs_match_timm(family):
     """float32 logits of a batch of 2 at an odd image size, timm's weights loaded through numpy."""
     ref, ours, size = small_pair(family)
-    out, expected = run_both(ref, ours, image_batch(2, size, size, seed=1))
+    out, expected = both_outputs(ref, ours, image_batch(2, size, size, seed=1))
     assert out.shape == (2, 1000)
     assert_close(out, expected, TOL)
 
@@ -161,13 +152,13 @@ def test_dropout_and_drop_path_only_in_training(family):
     ref, ours, size = small_pair(family, seed=4, **drops)
     _, plain, _ = small_pair(family, seed=4)
     x = image_batch(2, size, size, seed=5)
-    eval_out, _ = run_both(ref, ours, x)
-    plain_out, _ = run_both(ref, plain, x)
+    eval_out, _ = both_outputs(ref, ours, x)
+    plain_out, _ = both_outputs(ref, plain, x)
     assert np.array_equal(eval_out, plain_out)
     ref.train(), ours.train()
     torch.manual_seed(6)
     engine.manual_seed(6)
-    train_out, expected = run_both(ref, ours, x)
+    train_out, expected = both_outputs(ref, ours, x)
     assert_close(train_out, expected, TOL)
     assert not np.allclose(train_out, eval_out, atol=1e-3)
 
@@ -181,12 +172,11 @@ def test_num_classes_0_gives_timm_pre_logits(family, global_pool):
     (none: the tokens or the map); with a head, the pooling feeds it (twice the width for catavgmax)."""
     ref, ours, size = small_pair(family, seed=7, global_pool=global_pool)
     x = image_batch(2, size, size, seed=8)
-    out, expected = run_both(lambda t: ref.forward_head(ref.forward_features(t), pre_logits=True),
-                             lambda t: ours.forward_head(ours.forward_features(t), pre_logits=True), x)
+    out, expected = both_outputs(ref, ours, x, pre_logits)
     assert_close(out, expected, TOL)
     assert ours.head_hidden_size == ref.head_hidden_size
     if global_pool:
-        logits, expected_logits = run_both(ref, ours, x)
+        logits, expected_logits = both_outputs(ref, ours, x)
         assert_close(logits, expected_logits, TOL)
     state = {k: v for k, v in numpy_state(ref).items() if not k.startswith("head.")}
     ours_cls, config = small_config(family)
@@ -219,7 +209,7 @@ def test_in_chans_and_checkpoint_adaptation(family, tmp_path):
     """``in_chans=1`` matches timm's one-channel model, and a 3-channel checkpoint loaded through build_model's
     ``checkpoint_path`` has its first conv (``default_cfg['first_conv']``) summed over RGB, as timm adapts it."""
     ref, ours, size = small_pair(family, seed=11, in_chans=1)
-    out, expected = run_both(ref, ours, image_batch(2, size, size, seed=12, c=1))
+    out, expected = both_outputs(ref, ours, image_batch(2, size, size, seed=12, c=1))
     assert_close(out, expected, TOL)
     rgb_ref, _, _ = small_pair(family, seed=13)
     path = str(tmp_path / "rgb.npz")

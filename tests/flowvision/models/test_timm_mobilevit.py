@@ -16,8 +16,9 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import byobnet, mobilevit
-from model_parity import (both_outputs, capture_builder, check_feature_maps, check_head_api, check_layout,
-                          check_train_masks, check_train_step, image_batch, numpy_state, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_byob_config, check_dropout_only_in_training,
+                          check_feature_maps, check_head_api, check_layout, check_train_step, image_batch, numpy_state,
+                          randomize_byobnet, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, whose many small ops pay for every thread
@@ -46,49 +47,17 @@ def small_kwargs(module, **block_kwargs):
                 stem_chs=8, num_features=32, num_classes=10)
 
 
-def randomize(model, seed):
-    """Random values for every parameter and BatchNorm statistic of a timm model (unit norms and zero biases would
-    hide bugs)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.ndim == 1 and name.endswith("weight"):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif p.ndim == 1:
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
-        for name, b in model.named_buffers():
-            if name.endswith("running_mean"):
-                b.copy_(torch.randn(b.shape, generator=g) * 0.1)
-            elif name.endswith("running_var"):
-                b.copy_(torch.rand(b.shape, generator=g) + 0.5)
-    return model
-
-
 def small_pair(seed=0, block_kwargs=None, **overrides):
     """timm's small network (randomised, eval mode) and ours with its weights, built without random init."""
     block_kwargs = block_kwargs or {}
     torch.manual_seed(seed)
     reference = timm.create_model("mobilevit_xxs", **small_kwargs(timm_mobilevit, **block_kwargs), **overrides)
-    randomize(reference, seed).eval()
+    randomize_byobnet(reference, seed).eval()
     with pytest.MonkeyPatch.context() as patch:
         skip_random_init(patch)
         ours = mobilevit.mobilevit_xxs(**small_kwargs(mobilevit, **block_kwargs), **overrides)
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()
-
-
-def _comparable(value):
-    """A config value in a form both implementations' configs compare in: dataclasses as dicts, sequences as
-    tuples."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: _comparable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, (list, tuple)):
-        return tuple(_comparable(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _comparable(v) for k, v in value.items()}
-    return value
 
 
 def test_entrypoint_configs_match_timm(monkeypatch):
@@ -103,10 +72,7 @@ def test_entrypoint_configs_match_timm(monkeypatch):
         assert ours_cls is byobnet.ByobNet and timm_cls is timm_byobnet.ByobNet
         assert set(ours_kwargs) == {"cfg", "progress"}
         assert timm_kwargs["feature_cfg"] == dict(flatten_sequential=True)
-        expected = _comparable(timm_kwargs["model_cfg"])
-        assert {k: expected.pop(k) for k in ("zero_init_last", "aa_layer", "head_hidden_size", "head_type")} == \
-            dict(zero_init_last=True, aa_layer="", head_hidden_size=None, head_type="classifier"), name
-        assert _comparable(ours_kwargs["cfg"]) == expected, name
+        check_byob_config(ours_kwargs["cfg"], timm_kwargs["model_cfg"], name)
 
 
 def test_layout_equals_timm(monkeypatch):
@@ -120,7 +86,6 @@ def test_layout_equals_timm(monkeypatch):
             reference = timm.create_model(name, pretrained=False)
         ours = getattr(mobilevit, name)()
         check_layout(ours, reference, (), PRINTED)
-        assert ours.head_hidden_size == reference.head_hidden_size, name
     with torch.device("meta"):
         reference = timm.create_model("mobilevit_xxs", pretrained=False, features_only=True)
     ours = mobilevit.mobilevit_xxs(features_only=True)
@@ -145,7 +110,7 @@ def test_small_network_matches_timm():
     for key, value in expected.items():
         assert state[key].dtype == value.dtype and np.array_equal(state[key], value), key
     assert np.array_equal(engine.get_rng_state().numpy(), torch.get_rng_state().numpy())
-    randomize(reference, 1).eval()
+    randomize_byobnet(reference, 1).eval()
     ours.load_state_dict(numpy_state(reference))
     ours.eval()
     for size in ((67, 59), (48, 96)):
@@ -177,14 +142,7 @@ def test_drop_path_and_dropout():
     rates = [getattr(m, "p", 0.0) for name, m in ours.named_modules() if name.endswith("drop_path1")]
     expected = [m.drop_prob for name, m in reference.named_modules() if name.endswith("drop_path1")]
     assert rates == pytest.approx(expected) and expected[-1] == 0.5 and len(expected) == 3
-    outputs = []
-    for seed in (0, 1):
-        engine.manual_seed(seed)
-        out, ref = both_outputs(reference, ours, x)
-        assert_close(out, ref, 1e-5)
-        outputs.append(out)
-    assert np.array_equal(outputs[0], outputs[1])
-    check_train_masks(reference, ours, x, rtol=1e-5)
+    check_dropout_only_in_training(reference, ours, x, train_rtol=1e-5)
 
 
 def test_head_api_matches_timm():

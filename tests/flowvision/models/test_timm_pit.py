@@ -3,6 +3,8 @@ full-size layout of one of each kind against timm's on the meta device; seeded i
 and float64 train-mode outputs and gradients of small models with timm's randomised weights loaded; dropout and drop
 path; the distilled heads; and the timm API (pre-logits, num_classes=0, global pooling, reset_classifier, in_chans,
 the image size check, features_only, forward_intermediates, list_models)."""
+from functools import partial
+
 import numpy as np
 import pytest
 import timm
@@ -12,8 +14,10 @@ from timm.models import pit as timm_pit
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import pit
-from model_parity import (both_outputs, capture_builder, check_feature_maps, check_layout, check_seeded_init,
-                          check_train_masks, check_train_step, image_batch, numpy_state, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
+                          check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_train_step,
+                          features_only_pair, image_batch, numpy_state, pre_logits, randomize_parameters,
+                          skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -31,22 +35,8 @@ TOL = 1e-5
 SMALL = dict(img_size=(51, 39), patch_size=8, stride=4, base_dims=(4, 4, 4), depth=(1, 2, 1), heads=(2, 4, 8),
              num_classes=7)
 SIZE = (51, 39)
-
-
-def randomize(model, seed):
-    """Random values for every parameter of a timm model (zero biases and unit norms would hide bugs)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name and name.endswith("weight"):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            elif name.endswith(("cls_token", "pos_embed")):
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / np.sqrt(p[0].numel()))
-    return model
+# random values for every parameter of a timm model (zero biases and unit norms would hide bugs)
+randomize = partial(randomize_parameters, tokens=("cls_token", "pos_embed"))
 
 
 def small_pair(seed=0, **kwargs):
@@ -57,11 +47,6 @@ def small_pair(seed=0, **kwargs):
     ours = pit.PoolingVisionTransformer(**config)
     ours.load_state_dict(numpy_state(reference))
     return reference.eval(), ours.eval()
-
-
-def pre_logits(model):
-    """``model``'s pooled features before the head."""
-    return lambda x: model.forward_head(model.forward_features(x), pre_logits=True)
 
 
 def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
@@ -101,7 +86,7 @@ def test_seeded_init_and_eval_outputs_match_timm(distilled):
     out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, 7) and np.abs(ref).max() > 1e-1
     assert_close(out, ref, TOL)
-    pre, pre_ref = both_outputs(pre_logits(reference), pre_logits(ours), x)
+    pre, pre_ref = both_outputs(reference, ours, x, pre_logits)
     assert pre.shape == (2, 32)
     assert_close(pre, pre_ref, TOL)
 
@@ -121,14 +106,9 @@ def test_dropout_drop_path_and_distilled_training():
     logits, as timm's."""
     rates = dict(drop_rate=0.3, pos_drop_rate=0.2, proj_drop_rate=0.1, attn_drop_rate=0.1, drop_path_rate=0.3)
     reference, ours = small_pair(seed=6, distilled=True, **rates)
-    assert [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"] == [
-        m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
+    check_drop_rates(reference, ours)
     x = image_batch(2, *SIZE, seed=7)
-    out, ref = both_outputs(reference, ours, x)
-    assert_close(out, ref, TOL)
-    check_train_masks(reference, ours, x)
+    check_dropout_only_in_training(reference, ours, x, TOL)
     reference.set_distilled_training()
     ours.set_distilled_training()
     torch.manual_seed(8)
@@ -150,7 +130,7 @@ def test_head_api_in_chans_and_image_size():
     headless = pit.PoolingVisionTransformer(**dict(SMALL, num_classes=0, in_chans=1))
     headless.load_state_dict({k: v for k, v in numpy_state(reference).items() if not k.startswith("head")})
     assert isinstance(headless.get_classifier(), engine.nn.Identity)
-    out, ref = both_outputs(pre_logits(reference), headless.eval(), x)
+    out, ref = both_outputs(partial(pre_logits, reference), headless.eval(), x)
     assert out.shape == (2, 32)
     assert_close(out, ref, TOL)
     reference.reset_classifier(5, "")
@@ -181,27 +161,16 @@ def test_features_only_and_intermediates_match_timm(distilled, out_indices):
     feature_info and stage maps (all three, or those out_indices picks); forward_intermediates' maps and final
     prefix tokens, stopping early, as timm's."""
     name = "pit_ti_distilled_224" if distilled else "pit_ti_224"
-    kwargs = dict(SMALL, num_classes=1000, features_only=True)
+    kwargs = dict(SMALL, num_classes=1000)
     if out_indices is not None:
         kwargs["out_indices"] = out_indices
-    torch.manual_seed(11)
-    reference = randomize(timm.create_model(name, **kwargs), 11)
-    ours = models.create_model(name, **kwargs)
+    reference, ours = features_only_pair(name, randomize, 11, **kwargs)
     assert type(ours) is pit.FeatureBodyNet
-    assert list(ours.state_dict()) == list(reference.state_dict())
-    ours.load_state_dict(numpy_state(reference))
-    check_feature_maps(reference.eval(), ours, image_batch(2, *SIZE, seed=12), 3 if out_indices is None else 2, TOL)
+    check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=12), 3 if out_indices is None else 2, TOL)
     reference, ours = small_pair(seed=13, distilled=distilled)
     x = image_batch(2, *SIZE, seed=14)
     for kwargs in (dict(indices=[0, 2]), dict(indices=[1], stop_early=True)):
-        with torch.no_grad():
-            ref_final, refs = reference.forward_intermediates(torch.from_numpy(x), **kwargs)
-        with engine.no_grad():
-            final, outs = ours.forward_intermediates(engine.from_numpy(x), **kwargs)
-        assert_close(final.numpy(), ref_final.numpy(), TOL)
-        assert [o.shape for o in outs] == [r.shape for r in refs]
-        for out, ref in zip(outs, refs):
-            assert_close(out.numpy(), ref.numpy(), TOL)
+        check_intermediates(reference, ours, x, TOL, **kwargs)
 
 
 def test_list_models():

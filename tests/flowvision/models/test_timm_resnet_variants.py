@@ -28,8 +28,9 @@ import engine
 from flowvision.models import list_models
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import res2net, resnest, resnet, sknet
-from model_parity import (backward_both, both_outputs, capture_builder, check_layout, check_resnet_drop_path,
-                          check_train_step, image_batch, numpy_state, randomize_norms, skip_random_init)
+from model_parity import (backward_both, both_outputs, capture_builder, check_empty_batch, check_layout,
+                          check_resnet_drop_path, check_train_step, image_batch, numpy_state, randomize_norms,
+                          skip_random_init)
 from op_check import assert_close
 
 FAMILIES = {
@@ -260,15 +261,7 @@ def test_features_only_matches_timm():
 def test_resnest_runs_an_empty_batch():
     """timm's ResNeSt fails on an empty batch (a reshape of no elements with -1), so the empty-batch sweep leaves it
     out; ours gives (0, classes) logits in eval and training, and zero gradients."""
-    model = resnest.resnest14d(num_classes=5)
-    x = engine.zeros(0, 3, 35, 35)
-    with engine.no_grad():
-        assert tuple(model.eval()(x).shape) == (0, 5)
-    out = model.train()(x)
-    assert tuple(out.shape) == (0, 5)
-    out.sum().backward()
-    assert all(not p.grad.numpy().any() for p in model.parameters() if p.grad is not None)
-    assert model.fc.weight.grad is not None
+    check_empty_batch(resnest.resnest14d(num_classes=5), (3, 35, 35), 5)
 
 
 # The rest of timm's ``resnet`` module with ImageNet-1k weights (test_timm_resnet.py has the others).

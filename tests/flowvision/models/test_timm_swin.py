@@ -4,7 +4,7 @@ rebuilt narrow; eval outputs of a small model at an odd image size (padded, shif
 windows, odd patch merging); float64 train-mode outputs and every gradient; dropout and drop path; and the timm API
 (pre-logits features, global pooling, reset_classifier, in_chans, image size check, features_only, forward
 intermediates, list_models)."""
-import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -15,9 +15,10 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import swin_transformer as swin
-from flowvision.models.timm_families._layers import pair
-from model_parity import (backward_both, capture_builder, check_layout, check_train_masks, image_batch, numpy_state,
-                          skip_random_init, to_numpy)
+from model_parity import (backward_both, both_outputs, capture_builder, check_drop_rates,
+                          check_dropout_only_in_training, check_feature_maps, check_fixed_size_config,
+                          check_intermediates, check_layout, features_only_pair, image_batch, numpy_state, pre_logits,
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
@@ -30,23 +31,8 @@ SWINS = ["swin_tiny_patch4_window7_224", "swin_small_patch4_window7_224", "swin_
 SIZE = (50, 26)
 SMALL = dict(img_size=SIZE, patch_size=4, embed_dim=8, depths=(2, 2, 1, 1), num_heads=(2, 2, 4, 4), window_size=4,
              num_classes=7, drop_path_rate=0.0)
-
-
-def randomize(model, seed):
-    """Random values for every parameter of a timm model (its initial zero biases, unit norms and small bias tables
-    would hide bugs)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if p.ndim == 1 and name.endswith("weight"):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            elif name.endswith("relative_position_bias_table"):
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p[0].numel()))
-    return model
+# random values for every parameter of a timm model (its zero biases, unit norms and small bias tables hide bugs)
+randomize = partial(randomize_parameters, tokens=("relative_position_bias_table",))
 
 
 def small_pair(seed=0, **kwargs):
@@ -57,22 +43,6 @@ def small_pair(seed=0, **kwargs):
     ours = swin.SwinTransformer(**config, weight_init="skip")
     ours.load_state_dict(numpy_state(reference))
     return reference.eval(), ours.eval()
-
-
-def run_both(reference, ours, x, fn=lambda m, x: m(x)):
-    """``fn(model, input)`` for timm's model and ours on the numpy input ``x``, without gradients: (ours, timm's)."""
-    with torch.no_grad():
-        expected = fn(reference, torch.from_numpy(x))
-    with engine.no_grad():
-        out = fn(ours, engine.from_numpy(x))
-    return as_numpy(out), as_numpy(expected)
-
-
-def as_numpy(value):
-    """Tensors as numpy arrays, inside lists and tuples too."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(as_numpy(v) for v in value)
-    return to_numpy(value)
 
 
 @pytest.mark.parametrize("name", SWINS)
@@ -86,22 +56,15 @@ def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
     timm_calls = capture_builder(monkeypatch, timm_swin, "build_model_with_cfg")
     getattr(swin, name)()
     getattr(timm_swin, name)()
-    (ours_cls, ours_kwargs), (_, timm_kwargs) = ours_calls[0], timm_calls[0]
     monkeypatch.undo()
-    timm_cfg = timm.models.get_pretrained_cfg(name)
-    assert timm_cfg.fixed_input_size
-    timm_kwargs = {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
-    timm_kwargs["img_size"] = timm_cfg.input_size[-2:]
-    assert ours_kwargs.pop("progress") is True
-    assert set(ours_kwargs) == set(timm_kwargs)
-    for key, value in ours_kwargs.items():
-        if key == "img_size":
-            assert pair(value) == tuple(timm_kwargs[key])
-        elif key == "window_size":
-            assert swin.stage_window_sizes(value, 4) == timm_swin.resolve_stage_window_sizes(timm_kwargs[key], 4)
-        else:
-            assert value == timm_kwargs[key], key
-    assert ours_cls.default_cfg == {"first_conv": timm_cfg.first_conv, "classifier": timm_cfg.classifier}
+
+    def same(key, value, expected):
+        """Window sizes as each stage takes them, the other values as they are."""
+        if key == "window_size":
+            return swin.stage_window_sizes(value, 4) == timm_swin.resolve_stage_window_sizes(expected, 4)
+        return value == expected
+
+    timm_kwargs = check_fixed_size_config(name, ours_calls[0], timm_calls[0], same)
 
     narrow = dict(timm_kwargs, embed_dim=2 * timm_kwargs["num_heads"][0], depths=(2, 2, 2, 2))
     engine.manual_seed(3)
@@ -141,16 +104,16 @@ def test_full_size_layout_matches_timm(monkeypatch):
     ours = swin.swin_tiny_patch4_window7_224()
     check_layout(ours, reference, (), ("Conv2d", "LayerNorm", "Linear", "Dropout", "GELU", "Softmax", "Identity",
                                        "SelectAdaptivePool2d"))
-    assert ours.head_hidden_size == reference.head_hidden_size == 768
+    assert ours.head_hidden_size == 768
 
 def test_eval_outputs_match_timm():
     """Float32 eval outputs, features and pre-logits of a small model at an odd image size (batch 2)."""
     reference, ours = small_pair()
     x = image_batch(2, *SIZE, seed=1)
-    out, ref = run_both(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, 7)
     assert_close(out, ref, 1e-5)
-    out, ref = run_both(reference, ours, x, lambda m, x: m.forward_head(m.forward_features(x), pre_logits=True))
+    out, ref = both_outputs(reference, ours, x, pre_logits)
     assert out.shape == (2, 64)
     assert_close(out, ref, 1e-5)
 
@@ -176,16 +139,8 @@ def test_dropout_and_drop_path_follow_timm():
     """timm's per-block drop path rates (rising to drop_path_rate) and dropout rates; eval outputs unaffected; in
     train mode the same seed draws timm's masks (timm's outputs), another seed others."""
     reference, ours = small_pair(seed=4, **DROPOUTS)
-    ref_rates = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    our_rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
-    np.testing.assert_allclose(our_rates, ref_rates, rtol=1e-6)
-    assert our_rates[-1] == pytest.approx(0.5)
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
-    x = image_batch(2, *SIZE, seed=5)
-    out, ref = run_both(reference, ours, x)
-    assert_close(out, ref, 1e-5)
-    check_train_masks(reference, ours, x)
+    assert check_drop_rates(reference, ours)[-1] == pytest.approx(0.5)
+    check_dropout_only_in_training(reference, ours, image_batch(2, *SIZE, seed=5))
 
 
 def test_pooling_reset_classifier_and_in_chans():
@@ -196,7 +151,7 @@ def test_pooling_reset_classifier_and_in_chans():
     assert isinstance(ours.get_classifier(), engine.nn.Identity) and ours.head_hidden_size == 64
     assert tuple(ours.patch_embed.proj.weight.shape) == (8, 1, 4, 4)
     x = image_batch(2, *SIZE, seed=7, c=1)
-    out, ref = run_both(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, 64)
     assert_close(out, ref, 1e-5)
     for num_classes, pool in ((5, "catavgmax"), (3, ""), (4, "avgmax"), (0, "max")):
@@ -206,7 +161,7 @@ def test_pooling_reset_classifier_and_in_chans():
             ours.get_classifier().load_state_dict(numpy_state(reference.get_classifier()))
         assert ours.head_hidden_size == reference.head_hidden_size and ours.global_pool == pool
         assert ours.num_classes == num_classes
-        out, ref = run_both(reference, ours, x)
+        out, ref = both_outputs(reference, ours, x)
         assert_close(out, ref, 1e-5)
     assert out.shape == (2, 64) and ours.training is False
     model = models.create_model("swin_tiny_patch4_window7_224", img_size=SIZE, embed_dim=8, depths=(1, 1, 1, 1))
@@ -218,35 +173,17 @@ def test_features_only_and_intermediates_match_timm():
     """features_only: timm's stages (all by default, or out_indices) as channels-last maps, timm's state_dict keys
     (layers flattened to ``layers_<i>``, what follows the last stage pruned) and feature_info; forward_intermediates
     gives (N, C, H, W) maps, the final norm on the last stage and the final map, and stops early."""
-    small = dict(SMALL, num_classes=1000)
-    for out_indices in (None, (0, -2)):
-        kwargs = dict(small, features_only=True)
+    for out_indices, count in ((None, 4), ((0, -2), 2)):
+        kwargs = dict(SMALL, num_classes=1000)
         if out_indices is not None:
             kwargs["out_indices"] = out_indices
-        torch.manual_seed(8)
-        reference = randomize(timm.create_model("swin_tiny_patch4_window7_224", **kwargs), 8).eval()
-        ours = models.create_model("swin_tiny_patch4_window7_224", **kwargs)
-        ours.load_state_dict(numpy_state(reference))
-        ours.eval()
-        assert list(ours.state_dict()) == list(reference.state_dict())
-        assert ours.feature_info.channels() == reference.feature_info.channels()
-        assert ours.feature_info.reduction() == reference.feature_info.reduction()
-        assert ours.feature_info.module_name() == reference.feature_info.module_name()
-        outs, refs = run_both(reference, ours, image_batch(2, *SIZE, seed=9))
-        assert [o.shape for o in outs] == [r.shape for r in refs]
-        assert outs[-1].shape[-1] == ours.feature_info.channels()[-1]
-        for out, ref in zip(outs, refs):
-            assert_close(out, ref, 1e-5)
-    assert len(outs) == 2
+        reference, ours = features_only_pair("swin_tiny_patch4_window7_224", randomize, 8, **kwargs)
+        maps = check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=9), count, 1e-5)
+        assert maps[-1].shape[-1] == ours.feature_info.channels()[-1]
     reference, ours = small_pair(seed=10)
     x = image_batch(2, *SIZE, seed=11)
     for kwargs in (dict(indices=2, norm=True), dict(indices=[0, 1], stop_early=True)):
-        (final, outs), (ref_final, refs) = run_both(
-            reference, ours, x, lambda m, x: m.forward_intermediates(x, **kwargs))
-        assert_close(final, ref_final, 1e-5)
-        assert [o.shape for o in outs] == [r.shape for r in refs]
-        for out, ref in zip(outs, refs):
-            assert_close(out, ref, 1e-5)
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
     assert ours.prune_intermediate_layers([1]) == reference.prune_intermediate_layers([1]) == [1]
     assert len(ours.layers) == 2 and ours.num_features == ours.head_hidden_size == 16
     assert isinstance(ours.norm, engine.nn.Identity)

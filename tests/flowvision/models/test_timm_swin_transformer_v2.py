@@ -19,9 +19,10 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import swin_transformer_v2 as v2
 from flowvision.models.timm_families import swin_transformer_v2_cr as cr
-from flowvision.models.timm_families._layers import pair
-from model_parity import (capture_builder, check_feature_maps, check_layout, check_seeded_init, check_train_masks,
-                          check_train_step, image_batch, numpy_state, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
+                          check_feature_maps, check_fixed_size_config, check_intermediates, check_layout,
+                          check_seeded_init, check_train_step, features_only_pair, image_batch, numpy_state,
+                          skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread a side: tiny tensors
@@ -77,17 +78,6 @@ def small_pair(port, seed=0, **kwargs):
     return reference.eval(), ours.eval()
 
 
-def run_both(reference, ours, x, fn):
-    """``fn(model, input)`` for timm's model and ours on the numpy input ``x``, without gradients: (ours, timm's)."""
-    with torch.no_grad():
-        expected = fn(reference, torch.from_numpy(x))
-    with engine.no_grad():
-        out = fn(ours, engine.from_numpy(x))
-    if isinstance(out, tuple):
-        return (out[0].numpy(), [o.numpy() for o in out[1]]), (expected[0].numpy(), [e.numpy() for e in expected[1]])
-    return out.numpy(), expected.numpy()
-
-
 # ---- configuration and layout -----------------------------------------------------------------------------------
 
 
@@ -102,15 +92,9 @@ def test_variant_configurations_match_timm(monkeypatch):
         for name in names:
             getattr(ours_module, name)()
             getattr(timm_module, name)()
-        for name, (cls, ours_kwargs), (_, timm_kwargs) in zip(names, ours_calls, timm_calls):
-            timm_cfg = timm.models.get_pretrained_cfg(name)
-            assert timm_cfg.fixed_input_size and timm_cfg.num_classes == 1000
-            expected = {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
-            expected["img_size"] = timm_cfg.input_size[-2:]
-            assert ours_kwargs.pop("progress") is True
-            assert {k: pair(v) if k == "img_size" else v for k, v in ours_kwargs.items()} == expected, name
-            assert cls is ours_cls
-            assert cls.default_cfg == {"first_conv": timm_cfg.first_conv, "classifier": timm_cfg.classifier}
+        for name, ours_call, timm_call in zip(names, ours_calls, timm_calls):
+            check_fixed_size_config(name, ours_call, timm_call)
+            assert ours_call[0] is ours_cls
         monkeypatch.undo()
         timm_defaults = {k: p.default for k, p in inspect.signature(timm_cls).parameters.items()}
         for key, param in inspect.signature(ours_cls).parameters.items():
@@ -134,7 +118,6 @@ def test_layout_matches_timm(name):
         patch.setattr(v2, "init_linear_layers", lambda model: None)
         ours = models.create_model(name, **kwargs)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
-    assert ours.head_hidden_size == reference.head_hidden_size
     ref_modules = dict(reference.named_modules())
     for path, module in ours.named_modules():
         for attr in ("window_size", "shift_size", "input_resolution", "feat_size", "pretrained_window_size"):
@@ -152,19 +135,14 @@ def test_seeded_init_and_buffers_follow_timm(port, kwargs):
     offsets, position indices, zero key biases, shifted-window masks) are timm's, bit for bit."""
     _, timm_cls, _, our_cls = PORTS[port]
     config = {**SMALL[port], **kwargs}
-    models_built = []
-
-    def build(cls):
-        models_built.append(cls(**config))
-        return models_built[-1]
 
     def linear_weights(reference):
         if port == "cr":
             return set()
         return {f"{n}.weight" for n, m in reference.named_modules() if isinstance(m, torch.nn.Linear)}
 
-    check_seeded_init(lambda: build(timm_cls), lambda: build(our_cls), 3, linear_weights, f"{port} {kwargs}")
-    reference, ours = models_built
+    reference, ours = check_seeded_init(lambda: timm_cls(**config), lambda: our_cls(**config), 3, linear_weights,
+                                        f"{port} {kwargs}")
     ref_buffers = dict(reference.named_buffers())
     buffers = {k: v.numpy() for k, v in ours.named_buffers()}
     assert sorted(buffers) == sorted(ref_buffers)
@@ -183,7 +161,7 @@ def test_eval_outputs_match_timm(port, kwargs):
     pre-training windows, V2 without query/value biases and with always-partitioned windows, CR with windows from
     the grid and extra norms."""
     reference, ours = small_pair(port, seed=1, **kwargs)
-    out, expected = run_both(reference, ours, image_batch(2, *SIZE, seed=2), lambda m, x: m(x))
+    out, expected = both_outputs(reference, ours, image_batch(2, *SIZE, seed=2))
     assert out.shape == (2, 7) and np.abs(expected).max() > 1e-2
     assert_close(out, expected, 1e-5)
 
@@ -230,16 +208,8 @@ def test_dropout_and_drop_path_follow_timm(port):
     dropped); in train mode the same seed draws timm's masks (timm's outputs), another seed others (CR: its position
     bias MLP's dropout too)."""
     reference, ours = small_pair(port, seed=10, **DROPOUTS)
-    ref_rates = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    our_rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
-    np.testing.assert_allclose(our_rates, ref_rates, rtol=1e-6)
-    assert our_rates[-1] == pytest.approx(0.5)
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
-    x = image_batch(2, *SIZE, seed=11)
-    out, expected = run_both(reference, ours, x, lambda m, x: m(x))
-    assert_close(out, expected, 1e-5)
-    check_train_masks(reference, ours, x)
+    assert check_drop_rates(reference, ours)[-1] == pytest.approx(0.5)
+    check_dropout_only_in_training(reference, ours, image_batch(2, *SIZE, seed=11))
 
 
 # ---- API --------------------------------------------------------------------------------------------------------
@@ -285,23 +255,14 @@ def test_features_only_intermediates_and_pruning_match_timm(name, out_indices):
     early; prune_intermediate_layers keeps timm's modules."""
     port = "v2" if name in V2_NAMES else "cr"
     small = {k: v for k, v in SMALL[port].items() if k != "num_classes"}
-    kwargs = dict(small, features_only=True, **({} if out_indices is None else dict(out_indices=out_indices)))
-    torch.manual_seed(14)
-    reference = randomize(timm.create_model(name, **kwargs), 14).eval()
-    ours = models.create_model(name, **kwargs)
-    ours.load_state_dict(numpy_state(reference))
-    assert list(ours.state_dict()) == list(reference.state_dict())
+    kwargs = dict(small, **({} if out_indices is None else dict(out_indices=out_indices)))
+    reference, ours = features_only_pair(name, randomize, 14, **kwargs)
     # float32 rounding that the post-norms amplify, up to 2e-5 (the float64 train test holds both ports to 1e-10)
     check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=15), 4 if out_indices is None else 2, 5e-5)
     reference, ours = small_pair(port, seed=16)
     x = image_batch(2, *SIZE, seed=17)
     for kwargs in (dict(indices=2, norm=True), dict(indices=[0, 1], stop_early=True)):
-        (final, outs), (expected_final, expected) = run_both(
-            reference, ours, x, lambda m, x: m.forward_intermediates(x, **kwargs))
-        assert_close(final, expected_final, 5e-5)
-        assert [o.shape for o in outs] == [e.shape for e in expected]
-        for out, ref in zip(outs, expected):
-            assert_close(out, ref, 5e-5)
+        check_intermediates(reference, ours, x, 5e-5, **kwargs)
     assert ours.prune_intermediate_layers([1]) == reference.prune_intermediate_layers([1]) == [1]
     assert ours.num_features == ours.head_hidden_size == reference.num_features == 16
     assert list(ours.state_dict()) == list(reference.state_dict())

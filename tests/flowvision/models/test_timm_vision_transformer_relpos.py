@@ -14,10 +14,10 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import vision_transformer_relpos as relpos
-from flowvision.models.timm_families._layers import pair
-from model_parity import (both_outputs, capture_builder, check_feature_maps, check_layout, check_seeded_init,
-                          check_structure, check_train_masks, check_train_step, image_batch, numpy_state,
-                          skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
+                          check_feature_maps, check_fixed_size_config, check_intermediates, check_layout,
+                          check_seeded_init, check_structure, check_train_step, features_only_pair, image_batch,
+                          numpy_state, pre_logits, skip_random_init)
 from op_check import assert_close
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
@@ -80,26 +80,13 @@ def test_variants_match_timm(monkeypatch):
         getattr(relpos, name)()
         getattr(timm_relpos, name)()
     monkeypatch.undo()
-    for name, (ours_cls, ours_kwargs), (_, timm_kwargs) in zip(RELPOS, ours_calls, timm_calls):
-        timm_cfg = timm.models.get_pretrained_cfg(name)
-        assert timm_cfg.fixed_input_size and timm_cfg.num_classes == 1000
-        timm_kwargs = {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
-        timm_kwargs["img_size"] = timm_cfg.input_size[-2:]
-        assert ours_kwargs.pop("progress") is True
-        assert set(ours_kwargs) == set(timm_kwargs), name
-        for key, value in ours_kwargs.items():
-            if key == "block_fn":
-                assert value.__name__ == timm_kwargs[key].__name__, name
-            else:
-                assert (pair(value) if key == "img_size" else value) == timm_kwargs[key], (name, key)
-        assert ours_cls.default_cfg == {"first_conv": timm_cfg.first_conv, "classifier": timm_cfg.classifier}
+    for name, ours_call, timm_call in zip(RELPOS, ours_calls, timm_calls):
+        timm_kwargs = check_fixed_size_config(name, ours_call, timm_call, lambda key, value, expected: (
+            value.__name__ == expected.__name__ if key == "block_fn" else value == expected))
         narrow = dict(timm_kwargs, embed_dim=2 * timm_kwargs["num_heads"], depth=2)
         ours_narrow = dict(narrow, block_fn=getattr(relpos, narrow.get("block_fn", relpos.RelPosBlock).__name__))
-        built = {}
-        check_seeded_init(lambda: built.setdefault("timm", timm_relpos.VisionTransformerRelPos(**narrow)),
-                          lambda: built.setdefault("ours", relpos.VisionTransformerRelPos(**ours_narrow)), 3, tables,
-                          name)
-        reference, ours = built["timm"], built["ours"]
+        reference, ours = check_seeded_init(lambda: timm_relpos.VisionTransformerRelPos(**narrow),
+                                            lambda: relpos.VisionTransformerRelPos(**ours_narrow), 3, tables, name)
         check_structure(ours, reference)
         buffers = dict(ours.named_buffers())
         assert list(buffers) == [k for k, _ in reference.named_buffers()]
@@ -120,7 +107,6 @@ def test_full_width_layout_matches_timm(monkeypatch):
             reference = timm.create_model(name, **kwargs)
         ours = models.create_model(name, **kwargs)
         check_layout(ours, reference, (), PRINTED)
-        assert ours.head_hidden_size == reference.head_hidden_size
 
 
 KINDS = {
@@ -141,10 +127,7 @@ def test_eval_outputs_match_timm():
         assert out.shape == ((2, 24, 7) if kwargs.get("global_pool") == "" else (2, 7)), kind
         assert_close(out, ref, 1e-5, what=kind)
     reference, ours = small_pair(**KINDS["class_token_table_qk_norm"])
-    with torch.no_grad():
-        ref = reference.forward_head(reference.forward_features(torch.from_numpy(x)), pre_logits=True).numpy()
-    with engine.no_grad():
-        out = ours.forward_head(ours.forward_features(engine.from_numpy(x)), pre_logits=True).numpy()
+    out, ref = both_outputs(reference, ours, x, pre_logits)
     assert_close(out, ref, 1e-5, what="pre-logits")
 
 
@@ -165,15 +148,9 @@ def test_dropout_and_drop_path_follow_timm():
     """timm's drop path rates (rising to the last block) and dropout rates, the bias MLP's 1/8 included; eval outputs
     unaffected; in train mode the same seed draws timm's masks (timm's outputs), another seed others."""
     reference, ours = small_pair(seed=4, depth=3, class_token=True, **DROPOUTS)
-    ref_rates = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    our_rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
-    assert our_rates == pytest.approx(ref_rates) and len(our_rates) == 4
-    rates = [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)]
-    assert rates == [m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)] and 0.125 in rates
-    x = image_batch(2, *SIZE, seed=5)
-    out, ref = both_outputs(reference, ours, x)
-    assert_close(out, ref, 1e-5)
-    check_train_masks(reference, ours, x)
+    assert len(check_drop_rates(reference, ours)) == 4
+    assert 0.125 in [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)]
+    check_dropout_only_in_training(reference, ours, image_batch(2, *SIZE, seed=5))
 
 
 def test_timm_vit_init_and_fix_init():
@@ -222,30 +199,17 @@ def test_features_only_and_intermediates_match_timm():
     out_indices), its state_dict keys (norm and head pruned) and feature_info; forward_intermediates' token
     sequences, normalised, with class tokens, stopping early, and the final sequence."""
     for out_indices, count in ((None, 3), ((0, -2), 2)):
-        kwargs = dict(SMALL, depth=3, rel_pos_dim=16, features_only=True)
+        kwargs = dict(SMALL, depth=3, rel_pos_dim=16)
         if out_indices is not None:
             kwargs["out_indices"] = out_indices
-        torch.manual_seed(8)
-        reference = randomize(timm.create_model("vit_relpos_medium_patch16_cls_224", **kwargs), 8)
-        ours = models.create_model("vit_relpos_medium_patch16_cls_224", **kwargs)
-        ours.load_state_dict(numpy_state(reference))
-        assert list(ours.state_dict()) == list(reference.state_dict())
-        maps = check_feature_maps(reference.eval(), ours, image_batch(2, *SIZE, seed=9), count, 1e-5)
+        reference, ours = features_only_pair("vit_relpos_medium_patch16_cls_224", randomize, 8, **kwargs)
+        maps = check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=9), count, 1e-5)
         assert all(m.shape == (2, 24, 6, 4) for m in maps)
     reference, ours = small_pair(seed=10, depth=3, class_token=True)
     x = image_batch(2, *SIZE, seed=11)
     for kwargs in (dict(indices=2, norm=True, output_fmt="NLC", return_prefix_tokens=True),
                    dict(indices=[0], stop_early=True)):
-        with torch.no_grad():
-            ref_final, refs = reference.forward_intermediates(torch.from_numpy(x), **kwargs)
-        with engine.no_grad():
-            final, outs = ours.forward_intermediates(engine.from_numpy(x), **kwargs)
-        assert_close(final.numpy(), ref_final.numpy(), 1e-5)
-        flat = [t for o in outs for t in (o if isinstance(o, tuple) else (o,))]
-        ref_flat = [t for r in refs for t in (r if isinstance(r, tuple) else (r,))]
-        assert [tuple(o.shape) for o in flat] == [tuple(r.shape) for r in ref_flat]
-        for out, ref in zip(flat, ref_flat):
-            assert_close(out.numpy(), ref.numpy(), 1e-5)
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
 
 
 def test_list_models():

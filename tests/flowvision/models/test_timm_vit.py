@@ -22,8 +22,9 @@ import flowvision.models as models
 from engine.nn import init
 from flowvision.models.timm_families import _layers, deit, vision_transformer
 from flowvision.models.timm_families._layers import pair
-from model_parity import (backward_both, both_outputs, check_layout, check_seeded_init, check_train_masks,
-                          check_train_step, image_batch, numpy_state)
+from model_parity import (backward_both, both_outputs, check_drop_rates, check_dropout_only_in_training,
+                          check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_train_step,
+                          image_batch, numpy_state)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); the attention's many small matrix products pay for
@@ -193,14 +194,6 @@ def _ours(name_or_cls, reference, **kwargs):
     return model.eval()
 
 
-def _eval_pair(reference, ours, x):
-    with torch.no_grad():
-        ref = reference(torch.from_numpy(x))
-    with engine.no_grad():
-        out = ours(engine.from_numpy(x))
-    return out.numpy(), ref.numpy()
-
-
 @pytest.mark.parametrize("name", ["vit_tiny_patch16_224", "deit_tiny_distilled_patch16_224",
                                   "deit3_small_patch16_224"])
 def test_eval_outputs_match_timm(name):
@@ -209,7 +202,7 @@ def test_eval_outputs_match_timm(name):
     reference = _timm(name, img_size=ODD, depth=4)
     ours = _ours(name, reference, img_size=ODD, depth=4)
     x = image_batch(2, *ODD, seed=1)
-    out, ref = _eval_pair(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert_close(out, ref, 1e-4)
     for m in reference.modules():
         if isinstance(m, timm.layers.Attention):
@@ -270,7 +263,7 @@ def test_distilled_heads_and_gradients_match_timm_float64():
     for o, r in zip(out, ref):
         assert_close(o.detach().numpy(), r.detach().numpy(), 1e-10)
     assert not np.allclose(out[0].detach().numpy(), out[1].detach().numpy())
-    out, ref = _eval_pair(reference.eval(), ours.eval(), x)
+    out, ref = both_outputs(reference.eval(), ours.eval(), x)
     assert_close(out, ref, 1e-10)
     assert out.shape == (2, 7)
     head, head_dist = ours.get_classifier()
@@ -286,13 +279,9 @@ def test_dropout_and_drop_path_train_only():
     kwargs = dict(TINY, depth=3, **DROPOUTS)
     reference = _timm(timm_vit.VisionTransformer, **kwargs)
     ours = _ours(vision_transformer.VisionTransformer, reference, **kwargs)
-    ref_p = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    our_p = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
-    np.testing.assert_allclose(our_p, ref_p, rtol=1e-6)
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
+    check_drop_rates(reference, ours)
     x = image_batch(2, 27, 19, seed=6)
-    out, ref = _eval_pair(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert_close(out, ref, 1e-5)
     for rate, p in DROPOUTS.items():
         model = vision_transformer.VisionTransformer(**dict(TINY, depth=3, **{rate: p})).train()
@@ -320,7 +309,7 @@ def test_pooled_features_and_reset_classifier():
     assert pooled.get_classifier().out_features == 5 and pooled.num_classes == 5 and pooled.global_pool == "avg"
     pooled.reset_classifier(0)
     reference.reset_classifier(0, "avg")
-    out, ref = _eval_pair(reference, pooled, x)
+    out, ref = both_outputs(reference, pooled, x)
     assert_close(out, ref, 1e-5)
     distilled = _ours("deit_tiny_distilled_patch16_224", _timm("deit_tiny_distilled_patch16_224", **kwargs), **kwargs)
     distilled.reset_classifier(3)
@@ -335,7 +324,7 @@ def test_in_chans_one_and_image_size_check():
     reference = _timm("vit_tiny_patch16_224", img_size=ODD, in_chans=1, depth=2)
     ours = _ours("vit_tiny_patch16_224", reference, img_size=ODD, in_chans=1, depth=2)
     assert tuple(ours.patch_embed.proj.weight.shape) == (192, 1, 16, 16)
-    out, ref = _eval_pair(reference, ours, image_batch(2, *ODD, seed=8, c=1))
+    out, ref = both_outputs(reference, ours, image_batch(2, *ODD, seed=8, c=1))
     assert_close(out, ref, 1e-4)
     with pytest.raises(ValueError, match="img_size"):
         ours(engine.from_numpy(image_batch(1, 48, 48, c=1)))
@@ -351,14 +340,14 @@ def test_timm_checkpoint_file_loads(tmp_path):
     path = tmp_path / "model.safetensors"
     save_file(reference.state_dict(), str(path))
     x = image_batch(2, *ODD, seed=16)
-    out, ref = _eval_pair(reference, models.create_model(name, checkpoint_path=str(path), **kwargs).eval(), x)
+    out, ref = both_outputs(reference, models.create_model(name, checkpoint_path=str(path), **kwargs).eval(), x)
     assert_close(out, ref, 1e-4)
     grey = _timm(name, in_chans=1, **kwargs)
     state = reference.state_dict()
     state["patch_embed.proj.weight"] = timm.models.adapt_input_conv(1, state["patch_embed.proj.weight"])
     grey.load_state_dict(state)
     ours = models.create_model(name, checkpoint_path=str(path), in_chans=1, **kwargs).eval()
-    out, ref = _eval_pair(grey, ours, x[:, :1].copy())
+    out, ref = both_outputs(grey, ours, x[:, :1].copy())
     assert_close(out, ref, 1e-4)
 
 
@@ -373,18 +362,9 @@ def test_features_only_matches_timm():
         reference = _timm(name, seed=9, **kwargs)
         ours = _ours(name, reference, **kwargs)
         assert list(ours.state_dict()) == list(reference.state_dict())
-        assert ours.feature_info.channels() == reference.feature_info.channels()
-        assert ours.feature_info.reduction() == reference.feature_info.reduction()
-        assert ours.feature_info.module_name() == reference.feature_info.module_name()
-        x = image_batch(2, *ODD, seed=10)
-        with torch.no_grad():
-            refs = reference(torch.from_numpy(x))
-        with engine.no_grad():
-            outs = ours(engine.from_numpy(x))
-        assert len(outs) == len(refs)
-        for out, ref in zip(outs, refs):
-            assert tuple(out.shape) == tuple(ref.shape) == (2, 192, 3, 4)
-            assert_close(out.numpy(), ref.numpy(), 1e-4)
+        maps = check_feature_maps(reference, ours, image_batch(2, *ODD, seed=10), 3 if out_indices is None else 2,
+                                  1e-4)
+        assert all(m.shape == (2, 192, 3, 4) for m in maps)
 
 
 def test_forward_intermediates_matches_timm():
@@ -392,20 +372,9 @@ def test_forward_intermediates_matches_timm():
     tokens and the final norm, stopping early, and the final normalised sequence."""
     reference = _timm(timm_deit.VisionTransformerDistilled, seed=13, **TINY)
     ours = _ours(deit.VisionTransformerDistilled, reference, **TINY)
-    x = image_batch(2, 27, 19, seed=14)
-    with torch.no_grad():
-        ref_final, refs = reference.forward_intermediates(torch.from_numpy(x), indices=[-2], norm=True,
-                                                         return_prefix_tokens=True, output_fmt="NLC",
-                                                         stop_early=True)
-    with engine.no_grad():
-        final, outs = ours.forward_intermediates(engine.from_numpy(x), indices=[-2], norm=True,
-                                                 return_prefix_tokens=True, output_fmt="NLC", stop_early=True)
-    assert_close(final.numpy(), ref_final.numpy(), 1e-5)
-    assert len(outs) == len(refs) == 1
-    (out, out_prefix), (ref, ref_prefix) = outs[0], refs[0]
-    assert tuple(out.shape) == (2, 6, 24) and tuple(out_prefix.shape) == (2, 2, 24)
-    assert_close(out.numpy(), ref.numpy(), 1e-5)
-    assert_close(out_prefix.numpy(), ref_prefix.numpy(), 1e-5)
+    _, outs = check_intermediates(reference, ours, image_batch(2, 27, 19, seed=14), 1e-5, indices=[-2], norm=True,
+                                  return_prefix_tokens=True, output_fmt="NLC", stop_early=True)
+    assert [(out.shape, prefix.shape) for out, prefix in outs] == [((2, 6, 24), (2, 2, 24))]
 
 
 def test_list_models():
@@ -534,10 +503,7 @@ def test_new_variants_drop_masks_follow_timm():
     drops = dict(drop_path_rate=0.5, proj_drop_rate=0.2, pos_drop_rate=0.1, drop_rate=0.2, depth=3)
     for name in ("parallel_no_qkv_bias", "clip_res_post_register_tokens"):
         reference, ours = _variant_pair(name, seed=22, **drops)
-        x = image_batch(2, 27, 19, seed=23)
-        out, ref = both_outputs(reference, ours, x)
-        assert_close(out, ref, 1e-5)
-        check_train_masks(reference, ours, x)
+        check_dropout_only_in_training(reference, ours, image_batch(2, 27, 19, seed=23))
 
 
 def test_attention_pool_head_api_and_features_only():
@@ -566,10 +532,5 @@ def test_attention_pool_head_api_and_features_only():
         reference = _timm(name, seed=27, patch_size=16, **small)
         ours = _ours(name, reference, patch_size=16, **small)
         assert list(ours.state_dict()) == list(reference.state_dict())
-        assert ours.feature_info.channels() == reference.feature_info.channels() == [24, 24]
-        assert ours.feature_info.module_name() == reference.feature_info.module_name()
-        outs, refs = both_outputs(reference, ours, image_batch(2, *ODD, seed=28))
-        assert len(outs) == len(refs) == 2
-        for out, ref in zip(outs, refs):
-            assert out.shape == (2, 24, 3, 4)
-            assert_close(out, ref, 1e-5)
+        maps = check_feature_maps(reference, ours, image_batch(2, *ODD, seed=28), 2, 1e-5)
+        assert ours.feature_info.channels() == [24, 24] and all(m.shape == (2, 24, 3, 4) for m in maps)

@@ -3,7 +3,7 @@ models against timm's on the meta device; seeded initialisation of narrow rebuil
 eval outputs of small models at an odd image size (both patch embeddings, both class-attention norms, both
 poolings); float64 train-mode outputs, every gradient and BatchNorm's running statistics; dropout and drop path; and
 the timm API (pre-logits features, reset_classifier, in_chans, features_only, forward intermediates, list_models)."""
-import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -14,8 +14,10 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import xcit
-from model_parity import (capture_builder, check_layout, check_seeded_init, check_train_masks, check_train_step,
-                          image_batch, numpy_state, randomize_norms, skip_random_init, to_numpy)
+from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
+                          check_empty_batch, check_feature_maps, check_intermediates, check_layout, check_seeded_init,
+                          check_train_step, features_only_pair, image_batch, numpy_state, pre_logits,
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BLAS thread a side: tiny tensors
@@ -30,23 +32,10 @@ SMALL = {
                mlp_ratio=2.0, qkv_bias=False),
 }
 PRINTED = ("Conv2d", "BatchNorm2d", "LayerNorm", "Linear", "Dropout", "GELU", "Identity")
-
-
-def randomize(model, seed):
-    """Random values for every parameter and BatchNorm statistic of a timm model (its initial zero biases, unit
-    norms, temperatures and layer scales would hide bugs)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith(("gamma1", "gamma2", "gamma3", "temperature")) or (p.ndim == 1 and "weight" in name):
-                p.copy_(torch.rand(p.shape, generator=g) + 0.5)
-            elif name.endswith("bias"):
-                p.copy_(torch.randn(p.shape, generator=g) * 0.1)
-            elif name == "cls_token":
-                p.copy_(torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(torch.randn(p.shape, generator=g) / math.sqrt(p[0].numel()))
-    return randomize_norms(model, seed)
+# random values for every parameter and BatchNorm statistic of a timm model (its zero biases, unit norms,
+# temperatures and layer scales hide bugs)
+randomize = partial(randomize_parameters, scales=("gamma1", "gamma2", "gamma3", "temperature"), tokens=("cls_token",),
+                    norms=True)
 
 
 def small_pair(kind, seed=0, **kwargs):
@@ -60,22 +49,6 @@ def small_pair(kind, seed=0, **kwargs):
     ours = xcit.Xcit(**config)
     ours.load_state_dict(numpy_state(reference))
     return reference.eval(), ours.eval()
-
-
-def as_numpy(value):
-    """Tensors as numpy arrays, inside lists and tuples too."""
-    if isinstance(value, (list, tuple)):
-        return type(value)(as_numpy(v) for v in value)
-    return to_numpy(value)
-
-
-def run_both(reference, ours, x, fn=lambda m, x: m(x)):
-    """``fn(model, input)`` for timm's model and ours on the numpy input ``x``, without gradients: (ours, timm's)."""
-    with torch.no_grad():
-        expected = fn(reference, torch.from_numpy(x))
-    with engine.no_grad():
-        out = fn(ours, engine.from_numpy(x))
-    return as_numpy(out), as_numpy(expected)
 
 
 def timm_fourier_features(reference):
@@ -113,9 +86,7 @@ def test_large_layout_matches_timm(monkeypatch):
     skip_random_init(monkeypatch)
     monkeypatch.setattr(xcit, "trunc_normal_", lambda tensor, std=0.02: tensor)
     ours = models.create_model("xcit_large_24_p8_384", depth=2)
-    check_layout(ours, reference, (), PRINTED)
-    assert [type(m).__name__ for m in ours.modules()] == [type(m).__name__ for m in reference.modules()]
-    assert ours.head_hidden_size == reference.head_hidden_size
+    check_layout(ours, reference, (), PRINTED, types=True)
 
 
 @pytest.mark.parametrize("kind", list(SMALL))
@@ -125,18 +96,13 @@ def test_seeded_init_follows_timm(kind):
     and biases bit for bit, the truncated normals within 2 float32 ulps; both generators end in step. The module
     trees are the same, with the same printout of every layer."""
     config = SMALL[kind]
-    built = []
-
-    def build(cls):
-        built.append(cls(**config))
-        return built[-1]
 
     def truncated(reference):
         linears = {f"{n}.weight" for n, m in reference.named_modules() if isinstance(m, torch.nn.Linear)}
         return linears | {"cls_token"}
 
-    check_seeded_init(lambda: build(timm_xcit.Xcit), lambda: build(xcit.Xcit), 5, truncated, kind)
-    reference, ours = built
+    reference, ours = check_seeded_init(lambda: timm_xcit.Xcit(**config), lambda: xcit.Xcit(**config), 5, truncated,
+                                        kind)
     ours_modules, ref_modules = list(ours.named_modules()), list(reference.named_modules())
     assert [n for n, _ in ours_modules] == [n for n, _ in ref_modules]
     for (name, module), (_, ref_module) in zip(ours_modules, ref_modules):
@@ -164,12 +130,12 @@ def test_eval_outputs_match_timm(kind):
     patch tokens' average as pre-logits."""
     reference, ours = small_pair(kind, seed=1)
     x = image_batch(2, *SIZE, seed=2)
-    out, ref = run_both(reference, ours, x)
+    out, ref = both_outputs(reference, ours, x)
     assert out.shape == (2, 7)
     assert_close(out, ref, 1e-5)
     reference.reset_classifier(0, "avg")
     ours.reset_classifier(0, "avg")
-    out, ref = run_both(reference, ours, x, lambda m, x: m.forward_head(m.forward_features(x), pre_logits=True))
+    out, ref = both_outputs(reference, ours, x, pre_logits)
     assert out.shape == (2, SMALL[kind]["embed_dim"]) and isinstance(ours.get_classifier(), engine.nn.Identity)
     assert_close(out, ref, 1e-5)
 
@@ -193,15 +159,8 @@ def test_dropout_and_drop_path_follow_timm():
     the positional encoding, on attention weights, after projections and MLPs and before the head. Eval outputs are
     unaffected; in train mode the same seed draws timm's masks (timm's outputs), another seed others."""
     reference, ours = small_pair("p8", seed=6, **DROPOUTS)
-    ref_rates = [m.drop_prob for m in reference.modules() if isinstance(m, timm.layers.DropPath)]
-    our_rates = [m.p for m in ours.modules() if type(m).__name__ == "StochasticDepth"]
-    assert our_rates == ref_rates == [0.3] * 6
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)] == [
-        m.p for m in reference.modules() if isinstance(m, torch.nn.Dropout)]
-    x = image_batch(2, *SIZE, seed=7)
-    out, ref = run_both(reference, ours, x)
-    assert_close(out, ref, 1e-5)
-    check_train_masks(reference, ours, x)
+    assert check_drop_rates(reference, ours) == [0.3] * 6
+    check_dropout_only_in_training(reference, ours, image_batch(2, *SIZE, seed=7))
 
 
 def test_reset_classifier_in_chans_and_arguments():
@@ -214,14 +173,14 @@ def test_reset_classifier_in_chans_and_arguments():
     ours.reset_classifier(5, "")
     ours.head.load_state_dict(numpy_state(reference.head))
     assert ours.get_classifier().out_features == 5 and ours.num_classes == 5 and ours.global_pool == ""
-    out, ref = run_both(reference, ours, image_batch(2, *SIZE, seed=9, c=1))
+    out, ref = both_outputs(reference, ours, image_batch(2, *SIZE, seed=9, c=1))
     assert out.shape == (2, 10, 5)
     assert_close(out, ref, 1e-5)
     with pytest.raises(ValueError):
         ours.reset_classifier(5, "max")
     reference, ours = small_pair("p16", seed=14, num_classes=0, global_pool="avg")
     assert isinstance(ours.head, engine.nn.Identity) and ours.num_features == ours.head_hidden_size == 32
-    out, ref = run_both(reference, ours, image_batch(2, *SIZE, seed=15))
+    out, ref = both_outputs(reference, ours, image_batch(2, *SIZE, seed=15))
     assert out.shape == (2, 32)
     assert_close(out, ref, 1e-5)
     with pytest.raises(ValueError):
@@ -235,22 +194,12 @@ def test_features_only_matches_timm(out_indices):
     """features_only (4 blocks): timm's FeatureGetterNet stages (the last three blocks by default, or out_indices) as
     (N, C, H/8, W/8) maps, its state_dict keys (class token, class-attention blocks, norm and head pruned) and
     feature_info."""
-    kwargs = dict(SMALL["p8"], num_classes=1000, depth=4, features_only=True)
+    kwargs = dict(SMALL["p8"], num_classes=1000, depth=4)
     if out_indices is not None:
         kwargs["out_indices"] = out_indices
-    reference = randomize(timm.create_model("xcit_nano_12_p8_224", **kwargs), 10).eval()
-    ours = models.create_model("xcit_nano_12_p8_224", **kwargs)
-    ours.load_state_dict(numpy_state(reference))
-    ours.eval()
-    assert list(ours.state_dict()) == list(reference.state_dict())
-    assert ours.feature_info.channels() == reference.feature_info.channels()
-    assert ours.feature_info.reduction() == reference.feature_info.reduction()
-    assert ours.feature_info.module_name() == reference.feature_info.module_name()
-    outs, refs = run_both(reference, ours, image_batch(2, *SIZE, seed=11))
-    assert len(outs) == len(refs) == (3 if out_indices is None else 2)
-    for out, ref in zip(outs, refs):
-        assert out.shape == ref.shape == (2, 24, 6, 5)
-        assert_close(out, ref, 1e-5)
+    reference, ours = features_only_pair("xcit_nano_12_p8_224", randomize, 10, **kwargs)
+    maps = check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=11), 3 if out_indices is None else 2, 1e-5)
+    assert all(m.shape == (2, 24, 6, 5) for m in maps)
 
 
 def test_forward_intermediates_match_timm():
@@ -258,12 +207,7 @@ def test_forward_intermediates_match_timm():
     reference, ours = small_pair("p16", seed=12, depth=3)
     x = image_batch(2, *SIZE, seed=13)
     for kwargs in (dict(indices=2, norm=True, output_fmt="NLC"), dict(indices=[0], stop_early=True)):
-        (final, outs), (ref_final, refs) = run_both(
-            reference, ours, x, lambda m, x: m.forward_intermediates(x, **kwargs))
-        assert_close(final, ref_final, 1e-5)
-        assert [o.shape for o in outs] == [r.shape for r in refs]
-        for out, ref in zip(outs, refs):
-            assert_close(out, ref, 1e-5)
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
 
 
 def test_empty_batch():
@@ -271,17 +215,7 @@ def test_empty_batch():
     empty outputs in eval and train mode, zero gradients for every parameter and leaves BatchNorm's statistics as
     they were, counting the batch, as torch's BatchNorm does."""
     _, ours = small_pair("p16", seed=16)
-    x = engine.zeros(0, 3, *SIZE)
-    with engine.no_grad():
-        assert tuple(ours(x).shape) == (0, 7)
-    before = {name: b.numpy().copy() for name, b in ours.named_buffers()}
-    out = ours.train()(x)
-    assert tuple(out.shape) == (0, 7)
-    out.sum().backward()
-    assert all(not p.grad.numpy().any() for p in ours.parameters())
-    for name, b in ours.named_buffers():
-        expected = before[name] + 1 if name.endswith("num_batches_tracked") else before[name]
-        np.testing.assert_array_equal(b.numpy(), expected, err_msg=name)
+    check_empty_batch(ours, (3, *SIZE), 7)
 
 
 def test_list_models():
