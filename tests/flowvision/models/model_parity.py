@@ -469,6 +469,21 @@ def check_drop_rates(reference, ours):
     return rates
 
 
+def check_distilled_training(reference, ours, x, rtol, num_classes):
+    """A distilled model (DeiT-style class and distillation heads) after ``set_distilled_training()``: from the same
+    seed, train mode gives timm's pair of head outputs; eval mode one (N, ``num_classes``) output."""
+    reference.set_distilled_training()
+    ours.set_distilled_training()
+    torch.manual_seed(8)
+    engine.manual_seed(8)
+    outs, refs = both_outputs(reference, ours, x)
+    assert len(outs) == len(refs) == 2
+    for o, r in zip(outs, refs):
+        assert_close(o, r, rtol)
+    ours.eval()
+    assert tuple(ours(engine.from_numpy(x)).shape) == (x.shape[0], num_classes)
+
+
 def check_dropout_only_in_training(reference, ours, x, rtol=1e-5, train_rtol=1e-4):
     """timm's ``reference`` and ``ours`` built with dropout or drop path, in eval mode: ours gives timm's outputs
     within ``rtol`` without drawing from the random stream (nothing dropped, the same outputs whatever the seed); then

@@ -15,9 +15,10 @@ import engine
 import flowvision.models as models
 from flowvision.models._features import FeatureGetterNet, FlatFeatureListNet
 from flowvision.models.timm_families import levit
-from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
-                          check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_train_step,
-                          features_only_pair, image_batch, numpy_state, pre_logits, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_distilled_training, check_drop_rates,
+                          check_dropout_only_in_training, check_feature_maps, check_intermediates, check_layout,
+                          check_seeded_init, check_train_step, features_only_pair, image_batch, numpy_state,
+                          pre_logits, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -132,16 +133,7 @@ def test_drop_path_dropout_and_distilled_training():
     assert check_drop_rates(reference, ours) == [0.2] * 10
     x = image_batch(2, *SIZE, seed=7).astype(np.float64)
     check_dropout_only_in_training(reference, ours, x, 1e-10, 1e-10)
-    reference.set_distilled_training()
-    ours.set_distilled_training()
-    torch.manual_seed(8)
-    engine.manual_seed(8)
-    outs, refs = both_outputs(reference, ours, x)
-    assert len(outs) == len(refs) == 2
-    for o, r in zip(outs, refs):
-        assert_close(o, r, 1e-10)
-    ours.eval()
-    assert tuple(ours(engine.from_numpy(x)).shape) == (2, 7)
+    check_distilled_training(reference, ours, x, 1e-10, 7)
 
 
 def test_head_api_in_chans_and_image_size():
