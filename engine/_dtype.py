@@ -2,14 +2,11 @@
 
 ``bfloat16`` is backed by ``ml_dtypes.bfloat16``, the numpy extension type CuPy 14 also takes. ml_dtypes is
 optional (installed with the ``gpu`` extras; ``pip install ml_dtypes`` on its own): without it
-``engine.bfloat16`` still exists, and making a tensor of it raises one line saying what to install.
+``engine.bfloat16`` still exists, and making a tensor of it raises one line saying what to install. It is
+imported when bfloat16 is first used, not with engine: ml_dtypes 0.7 took 0.6-0.8 s to import (0.5.1: 9 ms),
+half of ``import engine``'s 1.3 s and a cost every CLI run and worker process paid.
 """
 import numpy as np
-
-try:
-    import ml_dtypes as _ml_dtypes
-except ImportError:  # optional: only bfloat16 tensors need it
-    _ml_dtypes = None
 
 _BFLOAT16_MISSING = "engine.bfloat16 tensors need the ml_dtypes package: pip install ml_dtypes"
 
@@ -42,6 +39,43 @@ class dtype:
         return self
 
 
+_NP_SLOT = dtype.__dict__["np"]
+
+
+class _OptionalDtype(dtype):
+    """A dtype whose numpy type an optional package gives: ``load()`` imports it (None where it is missing)
+    the first time ``np`` is read. Setting ``np`` (as a test does, to act as if the package were missing)
+    takes the place of loading."""
+
+    __slots__ = ("_load", "_loaded")
+
+    def __init__(self, name, load, rank, title, itemsize):
+        super().__init__(name, None, rank, title, itemsize, True)
+        self._load = load
+        self._loaded = False
+
+    @property
+    def np(self):
+        if not self._loaded:
+            self.np = self._load()
+            if self.np is not None:
+                _register(self)
+        return _NP_SLOT.__get__(self)
+
+    @np.setter
+    def np(self, value):
+        _NP_SLOT.__set__(self, None if value is None else np.dtype(value))
+        self._loaded = True
+
+
+def _ml_dtypes_bfloat16():
+    try:
+        import ml_dtypes
+    except ImportError:  # optional: only bfloat16 tensors need it
+        return None
+    return ml_dtypes.bfloat16
+
+
 bool_ = dtype("bool", np.bool_, 0, "Bool")
 uint8 = dtype("uint8", np.uint8, 1, "Byte")
 int8 = dtype("int8", np.int8, 1, "Char")
@@ -52,7 +86,7 @@ float16 = dtype("float16", np.float16, 5, "Half")
 float32 = dtype("float32", np.float32, 6, "Float")
 float64 = dtype("float64", np.float64, 7, "Double")
 # float32's range with 8 significant bits; between float16 and float32 in promotion, and with float16 -> float32
-bfloat16 = dtype("bfloat16", None if _ml_dtypes is None else _ml_dtypes.bfloat16, 5, "BFloat16", 2, True)
+bfloat16 = _OptionalDtype("bfloat16", _ml_dtypes_bfloat16, 5, "BFloat16", 2)
 # The wide unsigned types of PyTorch 2.3+: they hold data (16-bit images, ids) and convert, but promote
 # with no other integer type and have few kernels in torch
 uint16 = dtype("uint16", np.uint16, 2, "UInt16")
@@ -67,10 +101,22 @@ qint32 = dtype("qint32", np.int32, 3, "QInt32")
 QUANTIZED = (quint8, qint8, qint32)
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, uint16, uint32, uint64, bfloat16)
-_BY_NP = {d.np: d for d in ALL if d.np is not None}
-_FLOATING_NP = frozenset(d.np for d in ALL if d.np is not None and d.is_floating_point)
-#: the numpy dtypes of float16 and bfloat16 (where ml_dtypes gives one), which kernels compute in float32
-HALF_NP = tuple(d.np for d in (float16, bfloat16) if d.np is not None)
+_BY_NP = {d.np: d for d in ALL if not isinstance(d, _OptionalDtype)}
+_FLOATING_NP = frozenset(d.np for d in _BY_NP.values() if d.is_floating_point)
+#: the numpy dtypes of float16 and bfloat16 (once bfloat16 is loaded), which kernels compute in float32
+HALF_NP = (float16.np,)
+#: bfloat16's numpy dtype once it is loaded (no array holds bfloat16 before), else None: for checks that must
+#: not load it
+BFLOAT16_NP = None
+
+
+def _register(d):
+    """Make the loaded optional dtype ``d`` known to the numpy dtype tables (bfloat16 is the only one)."""
+    global _FLOATING_NP, HALF_NP, BFLOAT16_NP
+    _BY_NP[d.np] = d
+    _FLOATING_NP = _FLOATING_NP | {d.np}
+    HALF_NP = (float16.np, d.np)
+    BFLOAT16_NP = d.np
 ALIASES = {
     "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16,
     "int32": int32, "int": int32, "int64": int64, "long": int64,
@@ -116,6 +162,8 @@ def from_numpy_dtype(np_dtype):
     try:
         return _BY_NP[np.dtype(np_dtype)]
     except KeyError:
+        if np.dtype(np_dtype).name == bfloat16.name and bfloat16.np == np_dtype:  # ml_dtypes' before engine used it
+            return bfloat16
         raise TypeError(f"numpy dtype {np.dtype(np_dtype)} is not supported by engine") from None
 
 

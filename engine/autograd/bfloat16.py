@@ -21,7 +21,6 @@ import numpy as np
 
 from .. import _dtype, backends
 
-_BFLOAT16 = _dtype.bfloat16.np  # None without ml_dtypes: then no array holds bfloat16
 _FLOAT32 = np.dtype(np.float32)
 _Operand = namedtuple("_Operand", "shape dtype")  # what ``_dtype.result_type`` reads of a tensor
 
@@ -59,12 +58,13 @@ def _bfloat16_gemms(arrays):
 
 def holds_bfloat16(arrays):
     """Whether any of these arrays (or plain values) is bfloat16."""
-    return _BFLOAT16 is not None and any(getattr(a, "dtype", None) is _BFLOAT16 for a in arrays)
+    bfloat16 = _dtype.BFLOAT16_NP  # None until bfloat16 is used: then no array holds it
+    return bfloat16 is not None and any(getattr(a, "dtype", None) is bfloat16 for a in arrays)
 
 
 def widen(arrays):
     """The arrays with each bfloat16 one replaced by a float32 copy."""
-    return tuple(_float32(a) if getattr(a, "dtype", None) is _BFLOAT16 else a for a in arrays)
+    return tuple(_float32(a) if getattr(a, "dtype", None) is _dtype.BFLOAT16_NP else a for a in arrays)
 
 
 def _float32(a):
@@ -84,14 +84,14 @@ def narrows(fn, arrays):
     An op's own bfloat16 (``Sum``'s result type, which it casts its input to) is turned into float32 on
     ``fn`` here, so that it computes in float32."""
     if fn.keeps_input_dtype:
-        return arrays[0].dtype is _BFLOAT16
+        return arrays[0].dtype is _dtype.BFLOAT16_NP
     own = getattr(fn, "dtype", None)
     if own is None:
         operands = (_Operand(a.shape, _dtype.from_numpy_dtype(a.dtype)) for a in arrays if hasattr(a, "shape"))
         return _dtype.result_type(*operands) is _dtype.bfloat16
     if own is _dtype.bfloat16:
         fn.dtype = _dtype.float32
-    elif own is _BFLOAT16:
+    elif own is _dtype.BFLOAT16_NP:
         fn.dtype = _FLOAT32
     else:
         return False
@@ -100,4 +100,4 @@ def narrows(fn, arrays):
 
 def narrow(arrays):
     """The arrays with each float32 one rounded to bfloat16."""
-    return tuple(a.astype(_BFLOAT16) if a.dtype == _FLOAT32 else a for a in arrays)
+    return tuple(a.astype(_dtype.bfloat16.np) if a.dtype == _FLOAT32 else a for a in arrays)

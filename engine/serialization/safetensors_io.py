@@ -19,8 +19,14 @@ from .unpickler import BFLOAT16, to_native
 __all__ = ["save_safetensors", "load_safetensors", "read_metadata", "is_safetensors"]
 
 _NAMES = {np.dtype(numpy_type): name for name, numpy_type in DTYPES.items() if name != "BF16"}
-if _dtype.bfloat16.np is not None:
-    _NAMES[_dtype.bfloat16.np] = "BF16"
+
+
+def _name(np_dtype):
+    """The safetensors name of a numpy dtype (native byte order), None for one it cannot hold."""
+    bfloat16 = _dtype.BFLOAT16_NP  # None until bfloat16 is used: then no array holds it
+    if bfloat16 is not None and np_dtype == bfloat16:
+        return "BF16"
+    return _NAMES.get(np_dtype)
 
 
 def is_safetensors(head):
@@ -69,7 +75,7 @@ def _as_array(name, value):
         value = value.detach().cpu().numpy()
     if not isinstance(value, np.ndarray):
         raise TypeError(f"a safetensors file holds a dict of tensors: value for '{name}' is a {type(value).__name__}")
-    if value.dtype.newbyteorder("=") not in _NAMES:
+    if _name(value.dtype.newbyteorder("=")) is None:
         raise TypeError(f"safetensors cannot hold '{name}' of dtype {value.dtype}")
     value = value.astype(value.dtype.newbyteorder("<"), copy=False)
     return value if value.flags.c_contiguous else value.copy(order="C")  # keeps 0-d arrays 0-d
@@ -89,7 +95,7 @@ def save_safetensors(tensors, f, metadata=None):
     offset = 0
     for name in order:
         array = arrays[name]
-        header[name] = {"dtype": _NAMES[array.dtype.newbyteorder("=")], "shape": list(array.shape),
+        header[name] = {"dtype": _name(array.dtype.newbyteorder("=")), "shape": list(array.shape),
                         "data_offsets": [offset, offset + array.nbytes]}
         offset += array.nbytes
     raw = json.dumps(header, separators=(",", ":")).encode("utf-8")

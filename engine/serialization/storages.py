@@ -13,15 +13,21 @@ import numpy as np
 from .. import _dtype
 from .._device import move
 
-__all__ = ["StoragePlanner", "Placement", "STORAGE_TYPES"]
+__all__ = ["StoragePlanner", "Placement", "storage_type_of"]
 
 STORAGE_TYPES = {np.dtype(np.float64): "DoubleStorage", np.dtype(np.float32): "FloatStorage",
                  np.dtype(np.float16): "HalfStorage", np.dtype(np.int64): "LongStorage",
                  np.dtype(np.int32): "IntStorage", np.dtype(np.int16): "ShortStorage",
                  np.dtype(np.int8): "CharStorage", np.dtype(np.uint8): "ByteStorage",
                  np.dtype(np.bool_): "BoolStorage"}
-if _dtype.bfloat16.np is not None:
-    STORAGE_TYPES[_dtype.bfloat16.np] = "BFloat16Storage"
+
+
+def storage_type_of(np_dtype):
+    """torch's storage type name for arrays of a numpy dtype (native byte order), None for one it lacks."""
+    bfloat16 = _dtype.BFLOAT16_NP  # None until bfloat16 is used: then no array holds it
+    if bfloat16 is not None and np_dtype == bfloat16:
+        return "BFloat16Storage"
+    return STORAGE_TYPES.get(np_dtype)
 
 
 QUANTIZED_STORAGE_TYPES = {"qint8": "QInt8Storage", "quint8": "QUInt8Storage", "qint32": "QInt32Storage"}
@@ -98,7 +104,7 @@ class StoragePlanner:
             array = value._data if value.device.type == "cpu" else move(value._data, "cpu")
         else:
             location, array = "cpu", value
-        if array.dtype.newbyteorder("=") not in STORAGE_TYPES:
+        if storage_type_of(array.dtype.newbyteorder("=")) is None:
             raise TypeError(f"engine.save cannot write an array of dtype {array.dtype}")
         self._sources[id(value)] = _Source(array, location)
         return _PENDING
@@ -163,5 +169,5 @@ class StoragePlanner:
         """The ``Placement`` of a tensor or array passed to ``add``."""
         source = self._sources[id(value)]
         flat = self._storages[source.storage]
-        storage_type = source.storage_type or STORAGE_TYPES[flat.dtype.newbyteorder("=")]
+        storage_type = source.storage_type or storage_type_of(flat.dtype.newbyteorder("="))
         return Placement(storage_type, str(source.storage), source.location, flat.size, source.offset, source.stride)

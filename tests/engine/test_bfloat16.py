@@ -3,6 +3,10 @@ backward (``check_op(dtype="bfloat16")``), a zoo model, training steps, and bflo
 ``cuda`` on a GPU). Ops compute in float32 and round once (``engine/autograd/bfloat16.py``); torch's CPU
 kernels do too, but some accumulate in another order, so values are compared within a few bfloat16 steps
 (2^-8 = 0.4% relative each)."""
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import torch
@@ -90,6 +94,39 @@ def test_bfloat16_needs_ml_dtypes_and_says_so(monkeypatch):
     with pytest.raises(RuntimeError, match=message):
         engine.ones(2).bfloat16()
     assert engine.ones(2).half().dtype == engine.float16  # the other types do not care
+
+
+def test_ml_dtypes_is_imported_at_the_first_use_of_bfloat16():
+    """engine and flowvision import without ml_dtypes (0.6-0.8 s of import time); the first bfloat16 tensor,
+    save or ml_dtypes array brings it in, in a fresh process where CuPy (which imports it too) is absent."""
+    script = textwrap.dedent("""
+        import sys
+        class NoCupy:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("cupy", "cupy_backends"):
+                    raise ImportError(name)
+        sys.meta_path.insert(0, NoCupy())
+        import io
+        import numpy as np
+        import engine, flowvision.models
+        engine.save({"x": engine.ones(2)}, io.BytesIO())
+        assert (engine.ones(2) + 1).dtype == engine.float32
+        assert "ml_dtypes" not in sys.modules, "imported with engine"
+        if sys.argv[1] == "tensor":
+            x = engine.ones(3).bfloat16() * 3
+            assert x.dtype == engine.bfloat16 and x.float().tolist() == [3.0, 3.0, 3.0]
+            buffer = io.BytesIO()
+            engine.save({"x": x}, buffer)
+            buffer.seek(0)
+            assert engine.load(buffer)["x"].dtype == engine.bfloat16
+        else:  # an ml_dtypes array handed to engine before it used bfloat16
+            import ml_dtypes
+            x = engine.from_numpy(np.full(2, 1.5, ml_dtypes.bfloat16))
+            assert x.dtype == engine.bfloat16 and (x * 2).dtype == engine.bfloat16 and x.sum().item() == 3.0
+    """)
+    for case in ("tensor", "array"):
+        run = subprocess.run([sys.executable, "-c", script, case], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
 
 
 @pytest.mark.parametrize("norm", ["batch_norm", "layer_norm", "group_norm"])
