@@ -35,12 +35,16 @@ def rand(*shape, dtype=np.float32):
     (2, 3, 10, 11, 3, 3, 3, 1, 2, 3, True),
     (2, 4, 9, 8, 4, 2, 1, "same", 1, 4, True),  # uneven padding (bottom/right only)
     (2, 3, 9, 8, 6, 3, 1, 1, 1, 3, True),
-    # windows hanging far over the padding (ASPP's large rates): computed tap by tap, from whole input
-    # rows and from copied windows, strided and grouped, and windows that see only padding
+    # windows hanging far over the padding (ASPP's large rates, 3x3 layers on planes of 1 or 2 pixels):
+    # computed tap by tap, over the whole batch for small blocks of outputs, image by image from whole input
+    # rows or copied windows for large blocks or one image; strided and grouped, and windows that see only padding
     (2, 4, 9, 10, 5, 3, 1, 6, 6, 1, True),
     (2, 2, 45, 45, 3, 3, 1, 10, 10, 1, False),
     (3, 4, 7, 6, 4, 3, 2, 3, 2, 2, True),
     (2, 3, 6, 6, 2, 3, 1, 8, 1, 1, True),
+    (3, 6, 1, 1, 5, 3, 1, 1, 1, 1, True),
+    (3, 4, 2, 3, 6, 3, 1, 1, 1, 2, False),
+    (1, 3, 5, 4, 4, 3, 1, 4, 2, 1, True),
 ])
 def test_conv2d(n, c, h, w, o, k, stride, padding, dilation, groups, bias):
     kh, kw = (k, k) if isinstance(k, int) else k

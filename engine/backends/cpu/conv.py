@@ -386,14 +386,23 @@ def _tapwise_corr(x, w, stride, pads, dilation, groups, out_hw, rows, cols):
             continue
         h0, w0 = o0 * sh - pads[0] + i * dh, p0 * sw - pads[2] + j * dw
         window = x[:, :, h0:h0 + (o1 - o0 - 1) * sh + 1:sh, w0:w0 + (p1 - p0 - 1) * sw + 1:sw]
-        shape = (N, groups, C // groups, (o1 - o0) * (p1 - p0))
+        tap = w[:, :, i, j].reshape(groups, O // groups, C // groups)
+        block = (o1 - o0) * (p1 - p0)
+        if N > 1 and block <= _FOLD_MAX_PIXELS:  # one GEMM over the batch's windows, not N narrow ones
+            grouped = window.reshape(N, groups, C // groups, o1 - o0, p1 - p0).transpose(1, 2, 0, 3, 4)
+            columns = _scratch(0, grouped.shape, x.dtype)
+            copyto(columns, grouped)
+            product = np.matmul(tap, columns.reshape(groups, C // groups, N * block),
+                                out=_scratch(1, (groups, O // groups, N * block), x.dtype))
+            y[:, :, o0:o1, p0:p1] += product.reshape(O, N, o1 - o0, p1 - p0).transpose(1, 0, 2, 3)
+            continue
+        shape = (N, groups, C // groups, block)
         if sh == sw == 1 and p1 - p0 == W:  # whole rows: already a matrix per channel group
             columns = window.reshape(shape)
         else:
             columns = _scratch(0, shape, x.dtype)
             copyto(columns.reshape(window.shape), window)
-        product = np.matmul(w[:, :, i, j].reshape(groups, O // groups, C // groups), columns,
-                            out=_scratch(1, shape[:2] + (O // groups, shape[3]), x.dtype))
+        product = np.matmul(tap, columns, out=_scratch(1, shape[:2] + (O // groups, block), x.dtype))
         y[:, :, o0:o1, p0:p1] += product.reshape(N, O, o1 - o0, p1 - p0)
     return y
 

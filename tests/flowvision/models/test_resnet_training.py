@@ -15,7 +15,7 @@ from model_parity import numpy_state
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
 
 BATCH = 64
-LR, MOMENTUM, EPOCHS = 0.02, 0.9, 4
+LR, MOMENTUM, EPOCHS = 0.02, 0.9, 3
 
 
 def load_digits(seed=0):
@@ -97,15 +97,18 @@ def test_resnet18_digits_loss_curves_agree():
 
 @pytest.mark.heavy
 def test_resnet18_digits_reaches_95_percent():
-    """Ours alone, float32, from the same initial weights: >= 95% held-out accuracy in 4 epochs
-    (after 3 it sits at 95.0% give or take a sample, as float32 rounding on the CPU decides)."""
+    """Ours alone, float32, from the same initial weights: >= 95% held-out accuracy in 3 epochs with the
+    learning rate decayed linearly to zero (97.5-99.2% as float32 rounding on the CPU decides; at a constant
+    rate the last epoch's accuracy swung between 90% and 95% with the order of a sum)."""
     start = time.perf_counter()
     x_train, y_train, x_test, y_test = load_digits()
     _, ours = initial_models()
     opt = engine.optim.SGD(ours.parameters(), lr=LR, momentum=MOMENTUM)
     steps = [b for epoch in range(EPOCHS) for b in batches(len(y_train), epoch)]
+    decay = engine.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / len(steps))
     for idx in steps:
         ours_step(ours, opt, x_train[idx], y_train[idx])
+        decay.step()
     acc = accuracy(ours, x_test, y_test)
     print(f"digits: {len(steps)} steps, held-out accuracy {acc:.3f}, {time.perf_counter() - start:.1f}s")
     assert acc >= 0.95
