@@ -1,5 +1,7 @@
 """Test configuration: make the shared test helpers importable, pin torch to 2 threads, keep numpy from asking
-for huge pages, and a fixture that runs a test with 2 BLAS threads (batch streams need more than one)."""
+for huge pages, collect garbage less often, and a fixture that runs a test with 2 BLAS threads (batch streams
+need more than one)."""
+import gc
 import os
 import sys
 
@@ -31,6 +33,16 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "heavy: large parity runs (few, but part of the suite)")
     config.addinivalue_line("markers", "cuda: needs an NVIDIA GPU with CuPy (skipped without one)")
     config.addinivalue_line("markers", "slow: whole-model runs, left out of the quick subset (-m 'not slow')")
+
+
+def pytest_collection_finish(session):
+    """Leave what exists after collection (modules, test items: millions of objects) out of garbage collection,
+    and collect the youngest generation after 10000 allocations instead of 700. Each full collection walked
+    every object the suite had made, and collections ran often as models were built: the timm and classic
+    model tests took 84 s, 11.3 s of it in the collector, with the defaults; 70 s and 2.9 s so. Nothing a test
+    frees later is kept alive: cycles are still collected, only less often."""
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
 
 
 @pytest.fixture
