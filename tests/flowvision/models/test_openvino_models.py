@@ -5,7 +5,7 @@ the ONNX Runtime tests (test_onnx_models.py). One model per kind: the ONNX Runti
 import numpy as np
 import pytest
 from onnx_check import eager_outputs, export_bytes, images
-from test_onnx_models import _assert_same_detections, _detector, _photo, _threshold
+from test_onnx_models import _assert_same_detections, exported_detector
 
 import engine
 import flowvision.models as models
@@ -41,14 +41,17 @@ def test_dense_model(name):
             np.testing.assert_allclose(o, e, rtol=1e-4, atol=1e-4 * np.abs(e).max(), err_msg=f"{name} batch {batch}")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _release_exported_detectors():
+    """The exported detectors the ONNX Runtime tests left in their cache are not needed after these tests."""
+    yield
+    exported_detector.cache_clear()
+
+
 @pytest.mark.parametrize("name", ["maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn", "ssdlite320_mobilenet_v3_large"])
 def test_detector(name):
-    model = _detector(name)
-    photos = [_photo(seed) for seed in (0, 1, 2)]
-    counts = _threshold(model, name, photos)
-    compiled = _compiled(export_bytes(model, ([engine.from_numpy(photos[0])],), input_names=["image"]))
-    for photo, count in zip(photos, counts):
-        with engine.no_grad():
-            expected = {k: v.numpy() for k, v in model([engine.from_numpy(photo)])[0].items()}
-        assert len(expected["boxes"]) == count
-        _assert_same_detections(dict(zip(expected, _run(compiled, {"image": photo}))), expected, name)
+    photos, counts, expected, data = exported_detector(name)
+    compiled = _compiled(data)
+    for photo, count, reference in zip(photos, counts, expected):
+        assert len(reference["boxes"]) == count
+        _assert_same_detections(dict(zip(reference, _run(compiled, {"image": photo}))), reference, name)
