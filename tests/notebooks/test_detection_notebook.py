@@ -58,7 +58,7 @@ def kernel_env(monkeypatch, tmp_path):
 
 def test_finetune_detection_with_served_coco_weights(tmp_path, kernel_env):
     data = _checkpoint(tmp_path / "detector.pth", 0)
-    kernel_env.setenv("EPOCHS", "3")
+    kernel_env.setenv("EPOCHS", "2")
     kernel_env.setenv("OUTPUT_DIR", "out")
     kernel_env.delenv("WEIGHTS", raising=False)  # the default: COCO_V1
     workdir = tmp_path / "work"
@@ -69,7 +69,7 @@ def test_finetune_detection_with_served_coco_weights(tmp_path, kernel_env):
     assert [path for path, _ in server.requests] == [f"/{FILE_NAME}"]
     assert "train images: 8, val images: 2, classes: ['square', 'disc']" in text
     assert "Linear(in_features=1024, out_features=3, bias=True)" in text
-    _check_training(text, 3)
+    _check_training(text, 2)
     picture = Image.open(workdir / "out" / "detections.png")
     assert picture.size == (2 * TINY["IMAGE_SIZE"], TINY["IMAGE_SIZE"])
     shown = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs

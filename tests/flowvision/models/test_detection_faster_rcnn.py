@@ -128,7 +128,7 @@ def test_bad_targets():
         model([engine.rand(5)])
 
 
-def test_builders_match_torchvision_layout():
+def test_builders_match_torchvision_layout(fast_random):  # shapes and settings: the quicker random draws
     for name in BUILDERS:
         torch.manual_seed(0)
         ref = getattr(tv_det, name)(weights=None, weights_backbone=None, num_classes=7)

@@ -114,7 +114,7 @@ def test_constructor_checks():
     assert model.roi_heads.keypoint_predictor.out_channels == 17
 
 
-def test_builder_keys_shapes_and_config():
+def test_builder_keys_shapes_and_config(fast_random):  # shapes and settings: the quicker random draws
     ours = models.create_model("keypointrcnn_resnet50_fpn", weights=None, weights_backbone=None)
     torch.manual_seed(0)
     ref = tv_det.keypointrcnn_resnet50_fpn(weights=None, weights_backbone=None)
