@@ -1,10 +1,12 @@
-"""Devices: ``cpu`` (numpy arrays) and ``cuda`` (CuPy arrays, when CuPy and a GPU are present)."""
+"""Devices: ``cpu`` (numpy arrays) and ``cuda`` (CuPy arrays, when CuPy and a GPU are present).
+
+CuPy, an optional dependency (the GPU extra), is imported at its first use (``cupy_module``), not with engine:
+with the ml_dtypes it imports, that took 0.7 s, more than half of ``import engine`` where CuPy is installed,
+a cost every CLI run and worker process paid on machines without a GPU."""
 import numpy as np
 
-try:  # CuPy is an optional dependency: the GPU extra.
-    import cupy as _cupy
-except Exception:  # pragma: no cover - depends on the machine
-    _cupy = None
+_cupy = None  # the CuPy module once imported: before that no array is CuPy's
+_cupy_missing = False  # its import failed
 
 _INSTALL_HINT = ("pip install 'flowvision[gpu]' (CuPy for CUDA 13; 'flowvision[cuda12]' for CUDA 12)")
 
@@ -63,16 +65,29 @@ class device:
 CPU = device("cpu")
 
 
+def cupy_module():
+    """The CuPy module, imported here the first time it is asked for; None where it is not installed."""
+    global _cupy, _cupy_missing
+    if _cupy is None and not _cupy_missing:
+        try:
+            import cupy as module
+        except Exception:  # pragma: no cover - depends on the machine
+            _cupy_missing = True
+        else:
+            _cupy = module
+    return _cupy
+
+
 def cupy():
     """The CuPy module, or a one-line error saying what is missing and how to install it."""
-    if _cupy is None:
+    if cupy_module() is None:
         raise RuntimeError(f"CUDA is not available: CuPy is not installed; {_INSTALL_HINT}")
     return _cupy
 
 
 def cuda_unavailable_reason():
     """Why no CUDA device can be used here (None when one can)."""
-    if _cupy is None:
+    if cupy_module() is None:
         return f"CuPy is not installed; {_INSTALL_HINT}"
     try:
         count = _cupy.cuda.runtime.getDeviceCount()
@@ -86,20 +101,18 @@ def cuda_available():
 
 
 def is_cuda_array(arr):
-    return _cupy is not None and isinstance(arr, _cupy.ndarray)
+    if _cupy is None:  # only an array made by CuPy imported elsewhere can be one: then import it here too
+        return type(arr).__module__.startswith("cupy") and cupy_module() is not None and isinstance(arr, _cupy.ndarray)
+    return isinstance(arr, _cupy.ndarray)
 
 
 def array_module(arr):
     """numpy or cupy, whichever owns ``arr``."""
-    if _cupy is not None and isinstance(arr, _cupy.ndarray):
-        return _cupy
-    return np
+    return _cupy if is_cuda_array(arr) else np
 
 
 def device_of(arr):
-    if _cupy is not None and isinstance(arr, _cupy.ndarray):
-        return device("cuda", arr.device.id)
-    return CPU
+    return device("cuda", arr.device.id) if is_cuda_array(arr) else CPU
 
 
 def xp_for(dev):

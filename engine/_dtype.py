@@ -117,6 +117,8 @@ def _register(d):
     _FLOATING_NP = _FLOATING_NP | {d.np}
     HALF_NP = (float16.np, d.np)
     BFLOAT16_NP = d.np
+
+
 ALIASES = {
     "bool": bool_, "uint8": uint8, "int8": int8, "int16": int16, "short": int16,
     "int32": int32, "int": int32, "int64": int64, "long": int64,

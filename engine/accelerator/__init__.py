@@ -26,7 +26,7 @@ from .memory import (empty_cache, empty_host_cache, get_memory_info, max_memory_
 def current_accelerator(check_available=False):
     """``engine.device("cuda")`` when the CUDA backend is built in (CuPy imports), else None; with
     ``check_available=True`` also None when no GPU can be used."""
-    if _device._cupy is None:
+    if _device.cupy_module() is None:
         return None
     if check_available and not _cuda.is_available():
         return None

@@ -20,7 +20,7 @@ def device_index_of(device, optional):
     index = None
     if device is not None:
         device = _device.device(device)
-        if _device._cupy is None:
+        if _device.cupy_module() is None:
             raise RuntimeError("Accelerator expected: CUDA is not built in (CuPy is not installed)")
         if device.type != "cuda":
             raise ValueError(f"{device.type} doesn't match the current accelerator cuda.")

@@ -1,6 +1,9 @@
 """``engine.accelerator`` against ``torch.accelerator``: on a machine without a GPU both give the same
 answers and raise the same exception types; on a GPU (marked ``cuda``) and on the CUDA emulation it is
 the CUDA device API under torch's names."""
+import importlib.util
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -59,7 +62,7 @@ def _outcome(call, lib):
 @pytest.mark.skipif(REAL_GPU, reason="compares with torch on a machine without a GPU (test_on_cuda covers the GPU)")
 @pytest.mark.parametrize("label,call", CALLS, ids=[label for label, _ in CALLS])
 def test_without_a_gpu_answers_as_torch(label, call):
-    assert torch.backends.cuda.is_built() and engine._device._cupy is not None, \
+    assert torch.backends.cuda.is_built() and engine._device.cupy_module() is not None, \
         "this comparison needs a CUDA build of torch and CuPy importable"
     assert _outcome(call, engine) == _outcome(call, torch)
 
@@ -81,9 +84,34 @@ def test_public_names_are_torchs():
     assert theirs - ours == left_out
 
 
+def _fresh_process(script):
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run.stdout.split()
+
+
+def test_cupy_is_imported_at_its_first_use():
+    """``import engine`` (and flowvision's models) leaves CuPy, 0.7 s of import with the ml_dtypes it brings, to the
+    first call that needs it; CPU work never imports it."""
+    out = _fresh_process("import sys, engine, flowvision.models\n"
+                         "engine.nn.functional.relu(engine.ones(2, requires_grad=True)).sum().backward()\n"
+                         "print('cupy' in sys.modules, 'ml_dtypes' in sys.modules)\n"
+                         "print(engine.cuda.is_available() or 'cupy' in sys.modules)")
+    assert out == ["False", "False", str(importlib.util.find_spec("cupy") is not None)]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not REAL_GPU, reason="needs CuPy with an NVIDIA GPU")
+def test_a_cupy_array_made_before_engine_used_cupy_is_a_cuda_tensor():
+    out = _fresh_process("import cupy\nx = cupy.arange(3, dtype=cupy.float32)\nimport engine\n"
+                         "t = engine.as_tensor(x)\nprint(t.device, (t * 2).sum().item())")
+    assert out == ["cuda:0", "6.0"]
+
+
 def test_without_cupy_there_is_no_accelerator(monkeypatch):
     """As a CPU-only build of torch: no accelerator, nothing counted, index calls raise one line."""
     monkeypatch.setattr(engine._device, "_cupy", None)
+    monkeypatch.setattr(engine._device, "_cupy_missing", True)
     assert engine.accelerator.current_accelerator() is None
     assert engine.accelerator.is_available() is False
     assert engine.accelerator.device_count() == 0

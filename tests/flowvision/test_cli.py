@@ -244,5 +244,6 @@ def test_device_option_errors(served, capsys, monkeypatch):
     check_error(run_cli(capsys, "classify", "chelsea.png", "--model", "resnet18", "--device", "tpu"), 2,
                 r"bad --device 'tpu': use cpu, cuda, cuda:N or auto")
     monkeypatch.setattr(_device, "_cupy", None)
+    monkeypatch.setattr(_device, "_cupy_missing", True)
     check_error(run_cli(capsys, "segment", "chelsea.png", "--device", "cuda"), 9,
                 r"--device cuda: CUDA is not available: CuPy is not installed; pip install 'flowvision\[gpu\]'")

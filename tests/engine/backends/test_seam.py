@@ -109,6 +109,7 @@ def test_nothing_outside_the_backends_imports_a_backend_module():
 def test_cuda_without_a_gpu_says_what_is_missing(monkeypatch):
     from engine import _device
     monkeypatch.setattr(_device, "_cupy", None)
+    monkeypatch.setattr(_device, "_cupy_missing", True)
     assert not engine.cuda.is_available() and engine.cuda.device_count() == 0
     with pytest.raises(RuntimeError, match=r"^CUDA is not available: CuPy is not installed; pip install "
                                            r"'flowvision\[gpu\]'"):
