@@ -39,6 +39,7 @@ def test_nvrtc_compiles(name, dtype):
         nvrtc.destroyProgram(program)
 
 
+@pytest.mark.slow  # one nvcc run per source, 5 s in all: outside the quick subset (NVRTC's check above is in it)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 @pytest.mark.parametrize("name", SOURCES)
 def test_nvcc_compiles(name, tmp_path):
