@@ -10,8 +10,7 @@ import pytest
 import torch
 import torchvision.models.detection as tv_det
 import torchvision.ops as tv_ops
-from classic_parity import skip_init
-from model_parity import numpy_state, randomize_norms
+from model_parity import numpy_state, randomize_norms, skip_random_init
 from op_check import assert_close
 from PIL import Image
 from torchvision.models.detection import _utils as tv_utils
@@ -64,7 +63,7 @@ def parity_pair(build, seed=0, prepare=None):
         with torch.no_grad():
             prepare(ref)
     with pytest.MonkeyPatch.context() as patch:
-        skip_init(patch)  # every weight of ours comes from the reference: drawing them first would be wasted
+        skip_random_init(patch)  # every weight of ours comes from the reference: drawing them first would be wasted
         ours = build(OURS)
     ours.load_state_dict(numpy_state(ref))
     return ours, ref

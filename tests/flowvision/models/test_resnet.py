@@ -17,6 +17,12 @@ LARGE = ["resnet101", "resnet152", "resnext101_32x8d", "resnext101_64x4d", "wide
 TOL = 1e-4
 
 
+@pytest.fixture
+def no_init(monkeypatch):
+    """Ours built without drawing initial weights: the tests taking it load every weight from torchvision's."""
+    skip_random_init(monkeypatch)
+
+
 def test_registered_family():
     names = torchvision_names(models_flow.list_models(module="resnet"))
     assert names == sorted(SMALL + LARGE, key=models_flow.registry._natural_key)
@@ -56,7 +62,7 @@ def test_module_tree_matches_torchvision():
 
 
 @pytest.mark.parametrize("name", SMALL)
-def test_eval_parity(name, fast_random):
+def test_eval_parity(name, no_init):
     tmodel = torch_model(name, seed=1)
     ours = ours_like(name, tmodel)
     for n, h, w in [(2, 224, 224), (3, 197, 251)]:
@@ -67,7 +73,7 @@ def test_eval_parity(name, fast_random):
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", LARGE)
-def test_eval_parity_large(name, fast_random):
+def test_eval_parity_large(name, no_init):
     tmodel = torch_model(name, seed=2)
     ours = ours_like(name, tmodel)
     out, ref = eval_outputs(tmodel, ours, image_batch(2, 97, 113, seed=3))
@@ -91,7 +97,7 @@ def _train_step_both(name, x, seed, double=False):
 
 
 @pytest.mark.parametrize("name", SMALL)
-def test_train_forward_and_running_stats(name, fast_random):
+def test_train_forward_and_running_stats(name, no_init):
     tmodel, ours, (_, ref), (_, out) = _train_step_both(name, image_batch(2, 64, 64, seed=5), seed=4)
     assert_close(to_numpy(out), to_numpy(ref), TOL, what="train-mode output")
     ref_state, our_state = numpy_state(tmodel), ours.state_dict()

@@ -16,9 +16,8 @@ from engine.nn import functional as F
 from flowvision import hub
 from flowvision.models import weights as W
 from flowvision.models._utils import IntermediateLayerGetter
-from classic_parity import skip_init
 from http_server import FileServer
-from model_parity import image_batch, numpy_state, randomize_norms
+from model_parity import image_batch, numpy_state, randomize_norms, skip_random_init
 from op_check import assert_close, check_op
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -33,7 +32,7 @@ def _pair(name, seed=0, **kwargs):
     torch.manual_seed(seed)
     reference = randomize_norms(getattr(seg_torch, name)(weights_backbone=None, **kwargs), seed).eval()
     with pytest.MonkeyPatch.context() as patch:
-        skip_init(patch)  # every weight of ours comes from the reference: drawing them first would be wasted
+        skip_random_init(patch)  # every weight of ours comes from the reference: drawing them first would be wasted
         ours = getattr(seg_flow, name)(weights_backbone=None, **kwargs)
     ref_sd, our_sd = reference.state_dict(), ours.state_dict()
     assert list(our_sd) == list(ref_sd)
