@@ -2,6 +2,7 @@
 (moved through numpy), forward-hook capture, a pinned RoI sampler, and output / loss / gradient / detection
 comparisons. Model pairs are returned as (ours, torchvision's)."""
 import os
+import warnings
 from collections import OrderedDict
 from types import SimpleNamespace
 
@@ -62,8 +63,9 @@ def parity_pair(build, seed=0, prepare=None):
     if prepare is not None:
         with torch.no_grad():
             prepare(ref)
-    with pytest.MonkeyPatch.context() as patch:
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
         skip_random_init(patch)  # every weight of ours comes from the reference: drawing them first would be wasted
+        warnings.simplefilter("ignore", RuntimeWarning)  # SSD's builders probe their backbone's output shapes
         ours = build(OURS)
     ours.load_state_dict(numpy_state(ref))
     return ours, ref
