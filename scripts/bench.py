@@ -401,7 +401,9 @@ def suite_onnxruntime(args, torch, engine):
 
 
 def suite_train(args, torch, engine):
-    """One resnet50 training step (batch 8, SGD momentum): PyTorch eager vs ours eager and nn.Graph."""
+    """One resnet50 training step (batch 8, SGD momentum): PyTorch eager vs ours eager and nn.Graph; and an eager
+    resnet18 step on a batch of 64 small images (16x16, as the digits tests train: its last stages on planes of
+    one and two pixels, whose 3x3 layers read mostly padding)."""
     ref, ours = _models(torch, engine, "resnet50")
     ref.train()
     ours.train()
@@ -414,11 +416,18 @@ def suite_train(args, torch, engine):
 
     graph = _TrainGraph(engine, ours, engine.optim.SGD(ours.parameters(), lr=0.01, momentum=0.9))
     torch_time = median_time(eager_step(torch, ref), args.repeat, "torch")
-    return [("resnet50 train step eager", "torch", torch_time),
+    rows = [("resnet50 train step eager", "torch", torch_time),
             ("resnet50 train step eager", "ours", median_time(eager_step(engine, ours), args.repeat, "ours")),
             ("resnet50 train step graph", "torch", torch_time),
             ("resnet50 train step graph", "ours", median_time(
                 lambda: graph(engine.from_numpy(x), engine.from_numpy(y)), args.repeat, "ours"))]
+    small_ref, small_ours = _models(torch, engine, "resnet18")
+    small_x = rng.standard_normal((64, 3, 16, 16), dtype=np.float32)
+    small_y = rng.integers(0, 1000, 64)
+    for lib, model, framework in ((torch, small_ref.train(), "torch"), (engine, small_ours.train(), "ours")):
+        step = _eager_train_step(lib, model, lib.from_numpy(small_x), lib.from_numpy(small_y))
+        rows.append(("resnet18 train step eager, 64x3x16x16", framework, median_time(step, args.repeat, framework)))
+    return rows
 
 
 def _eager_train_step(lib, model, a, b):
