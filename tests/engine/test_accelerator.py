@@ -90,6 +90,7 @@ def _fresh_process(script):
     return run.stdout.split()
 
 
+@pytest.mark.slow  # a fresh interpreter (2 s): outside the quick subset
 def test_cupy_is_imported_at_its_first_use():
     """``import engine`` (and flowvision's models) leaves CuPy, 0.7 s of import with the ml_dtypes it brings, to the
     first call that needs it; CPU work never imports it."""

@@ -96,6 +96,7 @@ def test_bfloat16_needs_ml_dtypes_and_says_so(monkeypatch):
     assert engine.ones(2).half().dtype == engine.float16  # the other types do not care
 
 
+@pytest.mark.slow  # a fresh interpreter (2 s): outside the quick subset
 def test_ml_dtypes_is_imported_at_the_first_use_of_bfloat16():
     """engine and flowvision import without ml_dtypes (0.6-0.8 s of import time); the first bfloat16 tensor brings
     it in, in a fresh process where CuPy (which imports it too) is absent."""

@@ -11,7 +11,7 @@ from torchvision.ops.feature_pyramid_network import LastLevelP6P7 as TvP6P7
 import engine
 from flowvision.models.detection import backbone_utils as bu
 from flowvision.ops.feature_pyramid_network import LastLevelP6P7
-from model_parity import numpy_state, randomize_norms
+from model_parity import numpy_state, randomize_norms, skip_random_init
 from op_check import assert_close
 
 
@@ -78,7 +78,8 @@ def test_resnet_fpn_backbone_matches_torchvision(kwargs, shape):
 
 
 @pytest.mark.parametrize("trainable", [0, 1, 2, 3, 4, 5])
-def test_resnet_trainable_layers_pattern(trainable):
+def test_resnet_trainable_layers_pattern(trainable, monkeypatch):
+    skip_random_init(monkeypatch)  # which parameters train: our weights' values play no part
     torch.manual_seed(0)
     ref = tv_bu.resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=trainable,
                                     norm_layer=torch.nn.BatchNorm2d)
@@ -87,8 +88,10 @@ def test_resnet_trainable_layers_pattern(trainable):
     assert grad_pattern(ours) == grad_pattern(ref)
 
 
-def test_resnet_extractor_errors():
+def test_resnet_extractor_errors(monkeypatch):
     from flowvision.models import resnet18
+
+    skip_random_init(monkeypatch)  # the arguments are refused before any weight is read
 
     with pytest.raises(ValueError, match=r"Trainable layers should be in the range \[0,5\], got 6"):
         bu._resnet_fpn_extractor(resnet18(), 6)
