@@ -20,7 +20,7 @@ from .._helpers import build_model
 from ..registry import register_model
 from ...ops.stochastic_depth import StochasticDepth
 from ._conv import get_padding
-from ._layers import BatchNormAct2d, ClassifierHead, ConvNormAct
+from ._layers import BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct
 
 __all__ = []
 
@@ -149,7 +149,7 @@ class PreXceptionModule(nn.Module):
         return out + self.shortcut(x)
 
 
-class XceptionAligned(nn.Module):
+class XceptionAligned(ClassifierHeadApi, nn.Module):
     """A two-convolution stem (stride 2, 32 then 64 channels), the blocks of ``block_cfg`` (``blocks``), a final
     ReLU for the pre-activation variants (``act``) and a classifier head (``head``).
 
@@ -197,30 +197,13 @@ class XceptionAligned(nn.Module):
                                       module=f"blocks.{len(self.blocks) - 1}"))
         self.act = nn.ReLU() if preact else nn.Identity()
         self.head = ClassifierHead(self.num_features, num_classes, global_pool, drop_rate)
-
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head.fc
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), optionally with another pooling."""
-        self.num_classes = num_classes
-        self.head.reset(num_classes, global_pool)
+        self.head_hidden_size = self.head.num_features
 
     def forward_features(self, x):
         """The map after the last block (and, pre-activated, its ReLU): (N, num_features, H', W')."""
         x = self.stem(x)
         x = self.blocks(x)
         x = self.act(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pool and drop out; then the classifier unless ``pre_logits``."""
-        return self.head(x, pre_logits=pre_logits)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
 

@@ -246,6 +246,8 @@ def test_reset_classifier_like_timm(name):
     ours.reset_classifier(12, "catavgmax")
     check_structure(ours, reference, types=False)
     assert ours.num_classes == 12 and ours.get_classifier().in_features == 2 * ours.num_features
+    if name.startswith("xception"):  # ours has timm's head_hidden_size there (not yet on the Inceptions)
+        assert ours.head_hidden_size == reference.head_hidden_size == 2 * ours.num_features
     ours.load_state_dict(numpy_state(reference))
     out, ref = both_outputs(reference, ours, x)
     assert_close(out, ref, TOL)
