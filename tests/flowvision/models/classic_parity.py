@@ -3,7 +3,6 @@ import warnings
 
 import torch
 
-from engine.nn import init
 from model_parity import ours_like, torch_model
 
 FAMILIES = {
@@ -66,12 +65,6 @@ def meta_model(name, **kwargs):
     with warnings.catch_warnings(), torch.device("meta"):
         warnings.simplefilter("ignore", FutureWarning)
         return getattr(tv, name)(**kwargs)
-
-
-def skip_init(monkeypatch):
-    """Skip random initialisation (for tests that only look at structure): layers keep their empty values."""
-    for fn in ("uniform_", "normal_", "trunc_normal_"):
-        monkeypatch.setattr(init, fn, lambda tensor, *args, **kwargs: tensor)
 
 
 def check_structure(ours, ref):

@@ -12,9 +12,9 @@ from PIL import Image
 
 import engine
 import flowvision.models as models
-from classic_parity import CLASSIC, check_structure, reference, skip_init
+from classic_parity import CLASSIC, check_structure, reference
 from flowvision.models import weights as W
-from model_parity import eval_outputs, image_batch, numpy_state
+from model_parity import eval_outputs, image_batch, numpy_state, skip_random_init
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -25,7 +25,7 @@ IMAGE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images", "c
 @pytest.fixture
 def no_init(monkeypatch):
     """No random initialisation: for tests of structure, or whose weights are all loaded."""
-    skip_init(monkeypatch)
+    skip_random_init(monkeypatch)
 
 
 def test_weights_enums_match_torchvision():

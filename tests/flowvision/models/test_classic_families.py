@@ -7,8 +7,8 @@ import torch
 import engine
 import flowvision.models as models
 from classic_parity import (CLASSIC, FAMILIES, TOL, check_structure, he_weights, meta_model, pair, reference,
-                            shared_pair, skip_init)
-from model_parity import backward_both, eval_outputs, image_batch
+                            shared_pair)
+from model_parity import backward_both, eval_outputs, image_batch, skip_random_init
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m 
 @pytest.fixture
 def no_init(monkeypatch):
     """No random initialisation: for tests of structure, or whose weights are all loaded."""
-    skip_init(monkeypatch)
+    skip_random_init(monkeypatch)
 
 
 def test_registered_families():
