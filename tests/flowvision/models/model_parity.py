@@ -9,6 +9,9 @@ import torch
 import engine
 from engine.nn import init
 import flowvision.models as models
+from flowvision.models.convnext import CNBlockConfig, ConvNeXt
+from flowvision.models.video import MSBlockConfig, MViT
+from flowvision.models.vision_transformer import VisionTransformer
 from op_check import assert_close
 
 
@@ -177,6 +180,51 @@ def is_timm_family(name):
 # BEiT is the ViT's attention with Swin's relative-position table; Swin V2's cosine attention and position-bias MLP
 # are Swin V2 CR's, its windows Swin's; MaxxViT's blocks and partition attention are torchvision's MaxViT's and
 # ConvNeXt's, its position-bias MLP the relative-position ViTs' (these three cost 4-24 s a sweep at 224-256 pixels).
+def _small_mvit(**kwargs):
+    """MViTv2-S's blocks (relative positions resized to the clip, residual pooling, pooled keys and values, a stage
+    opening with pooled queries and wider channels) in two stages of one block, 32 and 64 channels wide."""
+    setting = [MSBlockConfig(1, 32, 32, [3, 3, 3], [3, 3, 3], [1, 1, 1], [1, 8, 8]),
+               MSBlockConfig(2, 32, 64, [3, 3, 3], [3, 3, 3], [1, 2, 2], [1, 4, 4])]
+    return MViT((224, 224), 16, setting, residual_pool=True, residual_with_cls_embed=False, rel_pos_embed=True,
+                proj_after_attn=True, **kwargs)
+
+
+def _small_convnext(**kwargs):
+    """convnext_tiny's class: the stem, a block, a downsampling and a last stage of one block, 32 and 64 wide."""
+    return ConvNeXt([CNBlockConfig(32, 64, 1), CNBlockConfig(64, None, 1)], **kwargs)
+
+
+def _small_vit_b_32(**kwargs):
+    """vit_b_32's class (class token, encoder blocks) with 2 layers of width 64 on 64x64 images."""
+    return VisionTransformer(64, 32, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128, **kwargs)
+
+
+#: Small configurations of large or fixed-size models' classes (the same layers, fewer and narrower, on smaller
+#: images) for sweeps whose point is the layers, not the size: name: a builder taking the model's other keyword
+#: arguments. Swin's stages keep two blocks, so that a shifted window runs (Swin3D's smaller windows shift, unlike
+#: its full-size ones on a short clip); the RoPE ViT's layer scales start at 1, not 1e-5 (its logits then differ
+#: by 17%, not 1e-5, between images); MaxViT keeps its 64-channel stem and 32-channel heads.
+SMALL_MODELS = {
+    "vit_b_32": _small_vit_b_32,
+    "vit_small_patch32_224": functools.partial(models.create_model, "vit_small_patch32_224", img_size=64, depth=2,
+                                               embed_dim=64, num_heads=2),
+    "vit_small_patch16_rope_224": functools.partial(models.create_model, "vit_small_patch16_rope_224", img_size=64,
+                                                    depth=2, embed_dim=64, num_heads=2, init_values=1.0),
+    "vit_srelpos_small_patch16_224": functools.partial(models.create_model, "vit_srelpos_small_patch16_224",
+                                                       img_size=64, depth=2, embed_dim=64, num_heads=2,
+                                                       rel_pos_dim=64),
+    "maxvit_t": functools.partial(models.create_model, "maxvit_t", input_size=(64, 64), block_channels=[64, 128],
+                                  block_layers=[1, 1], partition_size=4),
+    "swin_t": functools.partial(models.create_model, "swin_t", embed_dim=32, depths=[2, 2], num_heads=[2, 4]),
+    "swinv2_cr_tiny_ns_224": functools.partial(models.create_model, "swinv2_cr_tiny_ns_224", img_size=(64, 64),
+                                               embed_dim=32, depths=(2, 2), num_heads=(2, 4), window_size=4),
+    "convnext_tiny": _small_convnext,
+    "mvit_v2_s": _small_mvit,
+    "swin3d_t": functools.partial(models.create_model, "swin3d_t", embed_dim=32, depths=[2, 2], num_heads=[2, 4],
+                                  window_size=[2, 4, 4]),
+}
+
+
 COVERED_FAMILIES = {"deit (timm)", "inception_v4 (timm)", "inception_resnet_v2 (timm)", "swin_transformer (timm)",
                     "cait (timm)", "dla (timm)", "beit (timm)", "swin_transformer_v2 (timm)", "maxxvit (timm)"}
 

@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from model_parity import COVERED_FAMILIES, family_sweep, randomize_engine_norms
+from model_parity import COVERED_FAMILIES, SMALL_MODELS, family_sweep, randomize_engine_norms
 from op_check import assert_close
 
 import engine
@@ -19,7 +19,6 @@ import flowvision.models as models
 import flowvision.models.detection as det
 import flowvision.models.segmentation as seg
 from flowvision.datasets import load_digits
-from flowvision.models.convnext import CNBlockConfig, ConvNeXt
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
 
@@ -323,12 +322,12 @@ def test_resnet18_digits_losses(cuda):
 
 #: one model per kind of block: residual convolutions, squeeze-excitation with hardswish, depthwise
 #: convolutions with LayerNorm and GELU, shifted-window attention, and a segmentation head that resizes.
-#: ConvNeXt's and Swin's blocks run in small configurations of convnext_tiny's and swin_t's classes (two stages
-#: of one and two blocks; the two stages of Swin keep a shifted window): full size took 3.5 and 4.8 s emulated.
+#: ConvNeXt's and Swin's blocks run in small configurations of convnext_tiny's and swin_t's classes
+#: (model_parity.SMALL_MODELS): full size took 3.5 and 4.8 s emulated.
 _GRAPH_MODELS = {"resnet18": lambda: models.resnet18(num_classes=5),
                  "mobilenet_v3_small": lambda: models.mobilenet_v3_small(num_classes=5),
-                 "convnext": lambda: ConvNeXt([CNBlockConfig(32, 64, 1), CNBlockConfig(64, None, 1)], num_classes=5),
-                 "swin": lambda: models.swin_t(num_classes=5, embed_dim=32, depths=[2, 2], num_heads=[2, 4]),
+                 "convnext": lambda: SMALL_MODELS["convnext_tiny"](num_classes=5),
+                 "swin": lambda: SMALL_MODELS["swin_t"](num_classes=5),
                  "lraspp_mobilenet_v3_large": lambda: seg.lraspp_mobilenet_v3_large(num_classes=3,
                                                                                     weights_backbone=None)}
 

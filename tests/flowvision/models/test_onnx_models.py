@@ -8,23 +8,20 @@ masks within 1e-4, keypoints within 1e-3 px); Keypoint R-CNN's decoding op alone
 decoding at several numbers of boxes, none included.
 
 By default the cheapest model of each family or kind runs, the large or fixed-size ones as a small configuration of
-the same class (``_SMALL``); ``ONNX_EVERY_MODEL=1``: every model, at its full size.
+the same class (``model_parity.SMALL_MODELS``); ``ONNX_EVERY_MODEL=1``: every model, at its full size.
 """
 import functools
 import os
 
 import numpy as np
 import pytest
-from model_parity import COVERED_FAMILIES, family_sweep, randomize_engine_norms
+from model_parity import COVERED_FAMILIES, SMALL_MODELS, family_sweep, randomize_engine_norms
 from onnx_check import check_export, eager_outputs, export_bytes, images, run_onnx, session
 
 import engine
 import engine.onnx
 import flowvision.models as models
-from flowvision.models.convnext import CNBlockConfig, ConvNeXt
 from flowvision.models.detection._keypoints import heatmaps_to_keypoints
-from flowvision.models.video import MSBlockConfig, MViT
-from flowvision.models.vision_transformer import VisionTransformer
 
 # whole-model exports, outside the quick subset (-m "not slow"); random weights drawn the quicker numpy way
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fast_random")]
@@ -87,50 +84,24 @@ def _spread_head(model):
 _SIZES = {"hrnet_w18_small": (61, 93)}
 
 
-def _small_mvit():
-    """MViTv2-S's blocks (relative positions resized to the clip, residual pooling, pooled keys and values, a stage
-    opening with pooled queries and wider channels) in two stages of one block, 32 and 64 channels wide."""
-    setting = [MSBlockConfig(1, 32, 32, [3, 3, 3], [3, 3, 3], [1, 1, 1], [1, 8, 8]),
-               MSBlockConfig(2, 32, 64, [3, 3, 3], [3, 3, 3], [1, 2, 2], [1, 4, 4])]
-    return MViT((224, 224), 16, setting, residual_pool=True, residual_with_cls_embed=False, rel_pos_embed=True,
-                proj_after_attn=True)
-
-
-# Large or fixed-size families run as a small configuration of the same class (the same layers, fewer and narrower,
-# on smaller images): name: (the small model, its input height and width; None for a video model: the test's clip).
-# The RoPE ViT's layer scales start at 1, not 1e-5 (its logits then differ by 17%, not 1e-5, between images).
-# Swin's stages keep two blocks, so that shifted windows are exported (Swin3D's smaller windows shift, unlike its
-# full-size ones on the test's clip). At full size these took (s): vit_b_32 4.7, maxvit_t 3.9, swin_t 3.2,
-# vit_small_patch16_rope_224 2.7, swinv2_cr_tiny_ns_224 2.3, convnext_tiny 1.9, vit_srelpos_small_patch16_224 1.7,
-# vit_small_patch32_224 1.7, mvit_v2_s 4.4, swin3d_t 1.8; so, under 0.2 s each. S3D's and Inception v3's classes
-# have fixed widths and depths: they run at full size.
-_SMALL = {
-    "vit_b_32": (lambda: VisionTransformer(64, 32, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128), (64, 64)),
-    "vit_small_patch32_224": (lambda: models.create_model("vit_small_patch32_224", img_size=64, depth=2,
-                                                          embed_dim=64, num_heads=2), (64, 64)),
-    "vit_small_patch16_rope_224": (lambda: models.create_model("vit_small_patch16_rope_224", img_size=64, depth=2,
-                                                               embed_dim=64, num_heads=2, init_values=1.0), (64, 64)),
-    "vit_srelpos_small_patch16_224": (lambda: models.create_model(
-        "vit_srelpos_small_patch16_224", img_size=64, depth=2, embed_dim=64, num_heads=2, rel_pos_dim=64), (64, 64)),
-    "maxvit_t": (lambda: models.create_model("maxvit_t", input_size=(64, 64), block_channels=[64, 128],
-                                             block_layers=[1, 1], partition_size=4), (64, 64)),
-    "swin_t": (lambda: models.create_model("swin_t", embed_dim=32, depths=[2, 2], num_heads=[2, 4]), (63, 71)),
-    "swinv2_cr_tiny_ns_224": (lambda: models.create_model("swinv2_cr_tiny_ns_224", img_size=(64, 64), embed_dim=32,
-                                                          depths=(2, 2), num_heads=(2, 4), window_size=4), (64, 64)),
-    "convnext_tiny": (lambda: ConvNeXt([CNBlockConfig(32, 64, 1), CNBlockConfig(64, None, 1)]), (63, 71)),
-    "mvit_v2_s": (_small_mvit, None),
-    "swin3d_t": (lambda: models.create_model("swin3d_t", embed_dim=32, depths=[2, 2], num_heads=[2, 4],
-                                             window_size=[2, 4, 4]), None),
-}
-SMALL = {} if EVERY else _SMALL
+# Large or fixed-size families run as a small configuration of the same class (model_parity.SMALL_MODELS), on an
+# input of this height and width (None for a video model: the test's clip). At full size these took (s): vit_b_32
+# 4.7, maxvit_t 3.9, swin_t 3.2, vit_small_patch16_rope_224 2.7, swinv2_cr_tiny_ns_224 2.3, convnext_tiny 1.9,
+# vit_srelpos_small_patch16_224 1.7, vit_small_patch32_224 1.7, mvit_v2_s 4.4, swin3d_t 1.8; so, under 0.2 s each.
+# S3D's and Inception v3's classes have fixed widths and depths: they run at full size.
+_SMALL_INPUTS = {"vit_b_32": (64, 64), "vit_small_patch32_224": (64, 64), "vit_small_patch16_rope_224": (64, 64),
+                 "vit_srelpos_small_patch16_224": (64, 64), "maxvit_t": (64, 64), "swin_t": (63, 71),
+                 "swinv2_cr_tiny_ns_224": (64, 64), "convnext_tiny": (63, 71), "mvit_v2_s": None, "swin3d_t": None}
+assert set(_SMALL_INPUTS) == set(SMALL_MODELS)
+SMALL = {} if EVERY else SMALL_MODELS
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier(name):
     engine.manual_seed(0)
     if name in SMALL:
-        make, (height, width) = SMALL[name]
-        model = make()
+        model = SMALL[name]()
+        height, width = _SMALL_INPUTS[name]
     else:
         model = models.create_model(name)
         min_height, min_width = _published(name, "min_size", (1, 1))
@@ -148,7 +119,7 @@ def test_video_classifier(name):
     """Clips (N, 3, T, H, W) of each video family's cheapest model at its smallest published clip size, or
     a small one."""
     engine.manual_seed(0)
-    model = randomize_engine_norms(SMALL[name][0]() if name in SMALL else models.create_model(name)).eval()
+    model = randomize_engine_norms(SMALL[name]() if name in SMALL else models.create_model(name)).eval()
     _spread_head(model)
     frames = _published(name, "min_temporal_size", 1)
     height, width = _published(name, "min_size", (1, 1))
