@@ -28,6 +28,7 @@ class AlexNet(nn.Module):
         super().__init__()
         self.num_classes = num_classes
         self.num_features = 4096
+        self.head_hidden_size = self.num_features
         self.features = nn.Sequential(
             nn.Conv2d(in_chans, 64, kernel_size=11, stride=4, padding=2),
             nn.ReLU(inplace=True),

@@ -128,6 +128,7 @@ class ConvNeXt(nn.Module):
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         last = block_setting[-1]
         self.num_features = last.out_channels if last.out_channels is not None else last.input_channels
+        self.head_hidden_size = self.num_features
         self.classifier = nn.Sequential(
             norm_layer(self.num_features),
             nn.Flatten(1),

@@ -124,6 +124,7 @@ class DenseNet(nn.Module):
         self.features.add_module("norm5", nn.BatchNorm2d(num_features))
         self.feature_info.append(dict(num_chs=num_features, reduction=reduction, module="features.norm5"))
         self.num_features = num_features
+        self.head_hidden_size = self.num_features
         self.classifier = self._linear(num_classes)
         self._init_weights()
 

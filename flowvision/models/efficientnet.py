@@ -182,6 +182,7 @@ class EfficientNet(nn.Module):
             layers.append(nn.Sequential(*stage))
         lastconv_input_channels = inverted_residual_setting[-1].out_channels
         self.num_features = last_channel if last_channel is not None else 4 * lastconv_input_channels
+        self.head_hidden_size = self.num_features
         layers.append(Conv2dNormActivation(lastconv_input_channels, self.num_features, kernel_size=1,
                                            norm_layer=norm_layer, activation_layer=nn.SiLU))
         self.features = nn.Sequential(*layers)

@@ -143,6 +143,7 @@ class GoogLeNet(nn.Module):
         self.transform_input = transform_input
         self.num_classes = num_classes
         self.num_features = 1024
+        self.head_hidden_size = self.num_features
 
         self.conv1 = conv_block(in_chans, 64, kernel_size=7, stride=2, padding=3)
         self.maxpool1 = nn.MaxPool2d(3, stride=2, ceil_mode=True)

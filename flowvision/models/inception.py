@@ -246,6 +246,7 @@ class Inception3(nn.Module):
         self.transform_input = transform_input
         self.num_classes = num_classes
         self.num_features = 2048
+        self.head_hidden_size = self.num_features
 
         self.Conv2d_1a_3x3 = conv_block(in_chans, 32, kernel_size=3, stride=2)
         self.Conv2d_2a_3x3 = conv_block(32, 32, kernel_size=3)

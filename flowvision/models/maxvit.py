@@ -320,6 +320,7 @@ class MaxVit(nn.Module):
             grid_size = self.blocks[-1].grid_size
             first += n_layers
         self.num_features = block_channels[-1]
+        self.head_hidden_size = self.num_features
         self.classifier = nn.Sequential(
             nn.AdaptiveAvgPool2d(1),
             nn.Flatten(),

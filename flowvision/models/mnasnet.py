@@ -129,6 +129,7 @@ class MNASNet(nn.Module):
         self.layers = nn.Sequential(*layers)
         self.feature_info = sequential_feature_info(self.layers, prefix="layers", in_chans=in_chans)
         self.num_features = 1280
+        self.head_hidden_size = self.num_features
         self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True),
                                         linear_or_identity(self.num_features, num_classes))
         for m in self.modules():

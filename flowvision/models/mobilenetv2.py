@@ -98,6 +98,7 @@ class MobileNetV2(nn.Module):
         self.features = nn.Sequential(*features)
         self.feature_info = sequential_feature_info(self.features, in_chans=in_chans)
         self.num_features = self.last_channel
+        self.head_hidden_size = self.num_features
         self.classifier = nn.Sequential(nn.Dropout(p=dropout), linear_or_identity(self.num_features, num_classes))
         init_mobilenet_weights(self)
 

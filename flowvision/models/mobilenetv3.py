@@ -108,6 +108,7 @@ class MobileNetV3(nn.Module):
         self.feature_info = sequential_feature_info(self.features, in_chans=in_chans)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.num_features = last_channel
+        self.head_hidden_size = self.num_features
         self.classifier = nn.Sequential(
             nn.Linear(lastconv_output_channels, last_channel),
             nn.Hardswish(inplace=True),

@@ -187,6 +187,7 @@ class RegNet(nn.Module):
             self.feature_info.append(dict(num_chs=width, reduction=reduction, module=f"trunk_output.block{i}"))
         self.trunk_output = nn.Sequential(OrderedDict(stages))
         self.num_features = width
+        self.head_hidden_size = self.num_features
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
         self.fc = linear_or_identity(self.num_features, num_classes)
         self._init_weights()

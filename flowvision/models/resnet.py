@@ -135,6 +135,7 @@ class ResNet(nn.Module):
             reduction *= 1 if stride == 1 or dilate else stride
             self.feature_info.append(dict(num_chs=self.inplanes, reduction=reduction, module=name))
         self.num_features = 512 * block.expansion
+        self.head_hidden_size = self.num_features
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
         self.fc = self._classifier(num_classes)
         self._init_weights(zero_init_residual)

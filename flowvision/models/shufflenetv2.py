@@ -105,6 +105,7 @@ class ShuffleNetV2(nn.Module):
             setattr(self, f"stage{i + 2}", nn.Sequential(*units))
             input_channels = output_channels
         self.num_features = stages_out_channels[-1]
+        self.head_hidden_size = self.num_features
         self.conv5 = nn.Sequential(
             conv1x1(input_channels, self.num_features),
             nn.BatchNorm2d(self.num_features),

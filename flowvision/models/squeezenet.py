@@ -113,6 +113,7 @@ class SqueezeNet(nn.Module):
         super().__init__()
         self.num_classes = num_classes
         self.num_features = 512
+        self.head_hidden_size = self.num_features
         self.features = _trunk(version, in_chans)
         self.feature_info = _feature_info(self.features, in_chans)
         self.classifier = nn.Sequential(

@@ -379,6 +379,7 @@ class SwinTransformer(nn.Module):
                 layers.append(downsample_layer(dim, norm_layer))
         self.features = nn.Sequential(*layers)
         self.num_features = embed_dim * 2 ** (len(depths) - 1)
+        self.head_hidden_size = self.num_features
         self.norm = norm_layer(self.num_features)
         self.permute = Permute([0, 3, 1, 2])
         self.avgpool = nn.AdaptiveAvgPool2d(1)

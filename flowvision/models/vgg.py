@@ -51,6 +51,7 @@ class VGG(nn.Module):
         super().__init__()
         self.num_classes = num_classes
         self.num_features = 4096
+        self.head_hidden_size = self.num_features
         self.features = features
         self.feature_info = sequential_feature_info(features, in_chans=features[0].in_channels)
         self.avgpool = nn.AdaptiveAvgPool2d((7, 7))

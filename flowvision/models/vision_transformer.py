@@ -175,6 +175,7 @@ class VisionTransformer(nn.Module):
         self.representation_size = representation_size
         self.norm_layer = norm_layer
         self.num_features = hidden_dim if representation_size is None else representation_size
+        self.head_hidden_size = self.num_features
         if conv_stem_configs is not None:
             self.conv_proj = _conv_stem(conv_stem_configs, in_chans, hidden_dim)
         else:

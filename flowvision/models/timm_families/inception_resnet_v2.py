@@ -203,6 +203,7 @@ class InceptionResnetV2(nn.Module):
             dict(num_chs=self.num_features, reduction=32, module="conv2d_7b"),
         ]
         self.global_pool, classif = create_classifier(self.num_features, num_classes, global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
         self.head_drop = nn.Dropout(drop_rate)
         self.classif = classif
 
@@ -216,6 +217,7 @@ class InceptionResnetV2(nn.Module):
         if global_pool is None:
             global_pool = self.global_pool.pool_type
         self.global_pool, self.classif = create_classifier(self.num_features, num_classes, global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
 
     def forward_features(self, x):
         """The map after the final 1x1 convolution (N, 1536, H', W')."""

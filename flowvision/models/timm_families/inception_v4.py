@@ -206,6 +206,7 @@ class InceptionV4(nn.Module):
             dict(num_chs=1536, reduction=32, module="features.21"),
         ]
         self.global_pool, last_linear = create_classifier(self.num_features, num_classes, global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
         self.head_drop = nn.Dropout(drop_rate)
         self.last_linear = last_linear
 
@@ -219,6 +220,7 @@ class InceptionV4(nn.Module):
         if global_pool is None:
             global_pool = self.global_pool.pool_type
         self.global_pool, self.last_linear = create_classifier(self.num_features, num_classes, global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
 
     def forward_features(self, x):
         """The map after the last Inception-C block (N, 1536, H', W')."""

@@ -327,6 +327,7 @@ class MViT(nn.Module):
         self.num_classes = num_classes
         self.dropout = dropout
         self.num_features = block_setting[-1].output_channels
+        self.head_hidden_size = self.num_features
 
         self.conv_proj = nn.Conv3d(in_chans, block_setting[0].input_channels, kernel_size=patch_embed_kernel,
                                    stride=patch_embed_stride, padding=patch_embed_padding)

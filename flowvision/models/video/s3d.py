@@ -75,6 +75,7 @@ class S3D(nn.Module):
         self.num_classes = num_classes
         self.dropout = dropout
         self.num_features = 1024
+        self.head_hidden_size = self.num_features
         self.features = nn.Sequential(
             TemporalSeparableConv(in_chans, 64, 7, 2, 3, norm_layer),
             nn.MaxPool3d(kernel_size=(1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1)),

@@ -256,6 +256,7 @@ class SwinTransformer3d(nn.Module):
                 layers.append(downsample_layer(dim, norm_layer))
         self.features = nn.Sequential(*layers)
         self.num_features = embed_dim * 2 ** (len(depths) - 1)
+        self.head_hidden_size = self.num_features
         self.norm = norm_layer(self.num_features)
         self.avgpool = nn.AdaptiveAvgPool3d(1)
         self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()

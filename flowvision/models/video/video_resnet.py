@@ -170,6 +170,7 @@ class VideoResNet(nn.Module):
             self.feature_info.append(dict(num_chs=(64 << i) * block.expansion, reduction=reduction,
                                           module=f"layer{i + 1}"))
         self.num_features = 512 * block.expansion
+        self.head_hidden_size = self.num_features
         self.avgpool = nn.AdaptiveAvgPool3d((1, 1, 1))
         self.fc = self._classifier(num_classes)
         self._init_weights(zero_init_residual)

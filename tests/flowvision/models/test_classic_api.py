@@ -207,6 +207,7 @@ def test_timm_api(name, size, feature_shape, classifier_shape, first_conv, fast_
         pre_logits = model.forward_head(features, pre_logits=True)
         assert_close(model.forward_head(features).numpy(), model(x).numpy(), 1e-6)
     assert tuple(features.shape) == (1, *feature_shape) and tuple(pre_logits.shape) == (1, num_features)
+    assert model.head_hidden_size == model.num_features == num_features
     assert model.num_classes == 7 and model.get_classifier().weight.shape[0] == 7
     model.reset_classifier(5)
     assert model.num_classes == 5 and tuple(model.get_classifier().weight.shape) == classifier_shape

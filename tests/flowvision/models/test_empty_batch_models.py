@@ -2,7 +2,8 @@
 (or timm) on the same weights: classifiers and segmenters given (0, 3, H, W) in eval and in training mode (output
 shapes, dtypes and keys, zero gradients, running statistics left alone, the batch counted), and every detector (but
 SSD300, whose head SSDlite's run covers) given images in which it detects nothing (a score threshold of 1.0), so each
-of its heads runs on no boxes (Mask R-CNN v2's BatchNorm mask head, keypoint R-CNN's heads)."""
+of its heads runs on no boxes (Mask R-CNN v2's BatchNorm mask head, keypoint R-CNN's heads). Each classifier's
+head_hidden_size is the width of its pre-logits features (and timm's value)."""
 import warnings
 
 import numpy as np
@@ -139,6 +140,17 @@ def _check_empty_batch(ours, ref, size):
     _same_buffers(ours, ref)
 
 
+def _check_head_hidden_size(ours, ref, size):
+    """timm's ``head_hidden_size`` is the width of ``forward_head(pre_logits=True)``, and timm's own value where the
+    reference is timm's (torchvision's classes have no such attribute)."""
+    x = engine.zeros(0, 3, *size)
+    with engine.no_grad():
+        pre_logits = ours.eval().forward_head(ours.forward_features(x), pre_logits=True)
+    assert tuple(pre_logits.shape) == (0, ours.head_hidden_size)
+    if hasattr(ref, "head_hidden_size"):
+        assert ours.head_hidden_size == ref.head_hidden_size
+
+
 @pytest.fixture(autouse=True)
 def no_numpy_warnings():
     with warnings.catch_warnings():
@@ -154,6 +166,7 @@ def test_classifier_on_an_empty_batch(name):
     ours = models.create_model(name, **kwargs)
     ours.load_state_dict(numpy_state(ref))
     _check_empty_batch(ours, ref, _input_size(name))
+    _check_head_hidden_size(ours, ref, _input_size(name))
 
 
 @pytest.mark.parametrize("name", SEGMENTERS)

@@ -233,9 +233,11 @@ def test_num_classes_0_gives_timm_pre_logits(name):
 @pytest.mark.parametrize("name", ["inception_resnet_v2", "xception41"])
 def test_reset_classifier_like_timm(name):
     """reset_classifier(0) gives the pooled features; reset_classifier(n, 'catavgmax') a layer over twice the
-    features, whose outputs match timm's after the same reset (its new weights loaded)."""
+    features (timm's head_hidden_size follows), whose outputs match timm's after the same reset (its new weights
+    loaded)."""
     reference, ours = (copy.deepcopy(m) for m in _pair(name))
     x = image_batch(2, *SIZES[name], seed=7)
+    assert ours.head_hidden_size == reference.head_hidden_size == ours.num_features
     ours.reset_classifier(0)
     reference.reset_classifier(0)
     assert type(ours.get_classifier()).__name__ == "Identity"
@@ -246,8 +248,7 @@ def test_reset_classifier_like_timm(name):
     ours.reset_classifier(12, "catavgmax")
     check_structure(ours, reference, types=False)
     assert ours.num_classes == 12 and ours.get_classifier().in_features == 2 * ours.num_features
-    if name.startswith("xception"):  # ours has timm's head_hidden_size there (not yet on the Inceptions)
-        assert ours.head_hidden_size == reference.head_hidden_size == 2 * ours.num_features
+    assert ours.head_hidden_size == reference.head_hidden_size == 2 * ours.num_features
     ours.load_state_dict(numpy_state(reference))
     out, ref = both_outputs(reference, ours, x)
     assert_close(out, ref, TOL)
