@@ -72,7 +72,7 @@ def _float_arange(xp, start, step, n, np_dtype):
         blocked = begin + (end - begin) // (2 * lanes) * (2 * lanes)
         firsts = xp.arange(begin, blocked, lanes).astype(acc)[:, None]  # each vector's first index
         base = _fma(xp, step, firsts, start, acc).astype(np_dtype).astype(acc)
-        vectors = base + lane * step if np_dtype == _dtype.bfloat16.np else _fma(xp, lane, step, base, acc)
+        vectors = base + lane * step if np_dtype == _dtype.BFLOAT16_NP else _fma(xp, lane, step, base, acc)
         out[begin:blocked] = vectors.reshape(-1).astype(np_dtype)
         out[blocked:end] = _fma(xp, step, xp.arange(blocked, end).astype(acc), start, acc).astype(np_dtype)
     return out
