@@ -1,6 +1,7 @@
 """Write ``flowvision/weights/timm_manifest.json``: the published ImageNet-1k weights of the timm families.
 
     python scripts/timm_manifest.py --results /path/to/pytorch-image-models/results
+    python scripts/timm_manifest.py --results ... --modules hgnet twins   # only these families' records
 
 For every model registered by ``flowvision.models.timm_families``, and for the torchvision models in
 ``TORCHVISION_LAYOUT`` (whose timm namesakes have their layout and computation), each of timm's pretrained tags
@@ -96,8 +97,9 @@ def _record(model, cfg, accuracy, gmacs, min_size):
     }
 
 
-def build(results):
-    """The manifest as a dict."""
+def build(results, modules=None, previous=None):
+    """The manifest as a dict; with ``modules`` (family module names), only those families' records are built
+    and every other record is kept from ``previous``, the current manifest."""
     import timm
     from timm.models import get_pretrained_cfg
 
@@ -109,8 +111,13 @@ def build(results):
              for r in _rows(os.path.join(results, BENCHMARK))}
     entries = {}
     for model in models.list_models():
-        timm_family = ".timm_families." in models.model_entrypoint(model).__module__
+        module = models.model_entrypoint(model).__module__
+        timm_family = ".timm_families." in module
         if not timm_family and model not in TORCHVISION_LAYOUT:
+            continue
+        if modules is not None and module.rsplit(".", 1)[-1] not in modules:
+            if model in previous["models"]:
+                entries[model] = previous["models"][model]
             continue
         cfgs = [get_pretrained_cfg(name) for name in timm.list_pretrained(f"{model}.*")]
         cfgs = [cfg for cfg in cfgs if cfg.num_classes == 1000 and cfg.hf_hub_id]
@@ -144,8 +151,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", required=True, help="the results folder of a checkout of timm's repository")
     parser.add_argument("--output", default=OUTPUT)
+    parser.add_argument("--modules", nargs="+", help="rebuild only these family modules' records (new families), "
+                                                      "keeping the others from the output file")
     args = parser.parse_args(argv)
-    manifest = build(args.results)
+    previous = None
+    if args.modules:
+        with open(args.output, encoding="utf-8") as f:
+            previous = json.load(f)
+    manifest = build(args.results, args.modules, previous)
     with open(args.output, "w", encoding="utf-8") as f:
         json.dump(manifest, f, indent=1)
         f.write("\n")

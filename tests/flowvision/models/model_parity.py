@@ -1,6 +1,7 @@
 """Helpers for model parity tests: seeded torchvision models, their weights through numpy, ours."""
 import dataclasses
 import functools
+import sys
 
 import numpy as np
 import pytest
@@ -347,13 +348,17 @@ def conv_and_linear_weights(model):
 
 def skip_random_init(patch):
     """Our random initialisation skipped (every draw goes through these, Xavier's and He's included, and the timm
-    families' truncated normal as ``_layers.init_linear_layers`` calls it): big models build in a fraction of a
-    second on untouched storage, for tests that only look at the layout or load every weight from timm."""
+    families' truncated normal wherever a family module binds it): big models build in a fraction of a second on
+    untouched storage, for tests that only look at the layout or load every weight from timm."""
     from flowvision.models.timm_families import _layers
 
     for name in ("uniform_", "normal_", "trunc_normal_"):
         patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-    patch.setattr(_layers, "trunc_normal_", lambda tensor, std=0.02: tensor)
+    drawn = _layers.trunc_normal_
+    families = [m for name, m in sys.modules.items() if name.startswith("flowvision.models.timm_families.")]
+    for module in families:
+        if getattr(module, "trunc_normal_", None) is drawn:
+            patch.setattr(module, "trunc_normal_", lambda tensor, std=0.02: tensor)
 
 
 def check_structure(ours, reference, types=True):
