@@ -413,9 +413,10 @@ def repeat(input, *sizes):
     return Repeat(reps)(input)
 
 
-def tile(input, dims):
-    """Like ``repeat``, with missing leading repeats taken as 1."""
-    reps = shape_arg((dims,))
+def tile(input, *dims):
+    """Like ``repeat``, with missing leading repeats taken as 1; ``dims`` as a sequence or, like
+    ``Tensor.tile``, as separate integers."""
+    reps = shape_arg(dims)
     return Repeat((1,) * (input.ndim - len(reps)) + reps)(input)
 
 

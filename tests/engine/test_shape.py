@@ -158,6 +158,7 @@ def test_repeat_errors_and_tile():
     for reps in [(2,), (2, 2), (1, 2, 3)]:
         check_op(lambda x: engine.tile(x, reps), lambda x: torch.tile(x, reps), [randn(2, 3)])
         check_op(lambda x: x.tile(reps), lambda x: x.tile(reps), [randn(3)])
+        check_op(lambda x: x.tile(*reps), lambda x: x.tile(*reps), [randn(3)])
 
 
 def test_repeat_interleave():
