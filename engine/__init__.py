@@ -15,7 +15,7 @@ from .random import Generator, default_generator, get_rng_state, initial_seed, m
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .ops import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
-from . import amp, autograd, cuda, linalg, nn, ops, optim, utils  # noqa: F401
+from . import amp, autograd, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,  # noqa: F401
                                 is_autocast_cache_enabled, is_autocast_enabled, set_autocast_cache_enabled,
                                 set_autocast_dtype, set_autocast_enabled)

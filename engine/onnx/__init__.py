@@ -13,7 +13,15 @@ Limits: Python control flow on values, or on sizes that differ between the runs,
 over data-dependent sizes inside itself (Keypoint R-CNN's per-box decoding) is written as an ONNX ``Loop``.
 Needs the optional ``onnx`` package (``pip install flowvision[onnx]``).
 """
+from ..autograd import tracing
+from .capture import ExportTracer
 from .errors import ExportError, OnnxNotInstalledError, UnsupportedOperatorError
 from .exporter import MAX_OPSET, MIN_OPSET, export
 
-__all__ = ["export", "ExportError", "UnsupportedOperatorError", "OnnxNotInstalledError", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["export", "is_in_onnx_export", "ExportError", "UnsupportedOperatorError", "OnnxNotInstalledError",
+           "MIN_OPSET", "MAX_OPSET"]
+
+
+def is_in_onnx_export():
+    """Whether ``export`` is tracing the model now (as torch's: True inside the model's forward during an export)."""
+    return isinstance(tracing.active, ExportTracer)

@@ -468,6 +468,37 @@ def test_graph_and_file_objects(tmp_path):
     np.testing.assert_allclose(run_onnx(buffer.getvalue(), {"input": x})[0], expected, rtol=1e-5, atol=1e-7)
 
 
+def test_tracing_queries_inside_export_and_graph_build():
+    """engine.jit.is_tracing() is True while an export or an nn.Graph build records the forward (model code then
+    computes afresh what it caches eagerly), engine.onnx.is_in_onnx_export() only in an export; both False
+    eagerly."""
+    seen = []
+
+    class Watcher(nn.Module):
+        def forward(self, x):
+            seen.append((engine.jit.is_tracing(), engine.onnx.is_in_onnx_export()))
+            return x * 2
+
+    class Inference(nn.Graph):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+
+    model = Watcher()
+    x = engine.randn(2, 3)
+    model(x)
+    export_bytes(model, x)
+    graph = Inference(model)
+    graph(x)
+    graph(x)
+    assert seen[:3] == [(False, False), (True, True), (True, True)]  # eager, then the export's two traces
+    assert seen[3:] and set(seen[3:]) == {(True, False)}
+    assert engine.jit.is_scripting() is False
+
+
 def test_model_modes_restored_and_verbose_prints_the_graph(capsys):
     model = _convnet().train()
     export_bytes(model, engine.randn(1, 3, 9, 11), verbose=True)
