@@ -1,10 +1,12 @@
-"""Converters of the shape ops: reshape, permute, expand, repeat, cat, stack, split, basic indexing, flip,
-roll, windows (``Tensor.unfold``) and pad.
+"""Converters of the shape ops: reshape, permute, expand, repeat, repeat_interleave, cat, stack, split, basic
+indexing, flip, roll, windows (``Tensor.unfold``) and pad.
 
 A traced reshape holds concrete sizes; a size that follows a dynamic input dimension is written as 0
 (copy the input's) when it is that same dimension, as -1 when it is the only one left, and otherwise
 computed from the runtime shape (``OpContext.ints``).
 """
+import numbers
+
 import numpy as np
 
 from ..nn.functional.padding import Pad
@@ -96,6 +98,29 @@ def repeat(ctx):
     if extra > 0:
         x = ctx.unsqueeze(x, list(range(extra)))
     return ctx.g.node("Tile", [x, ctx.ints(("state", "reps"), reps)])
+
+
+@converts(sh.RepeatInterleave)
+def repeat_interleave(ctx):
+    """Each element's copies side by side along ``dim``: with one count, ``Tile`` on a new axis after ``dim``
+    that ``Reshape`` merges back into it; with a count per element, a ``Gather`` of the repeated indices."""
+    repeats = ctx.state["repeats"]
+    dim = ctx.state["dim"]
+    x = ctx.input(0)
+    if not isinstance(repeats, numbers.Integral):
+        indices = np.repeat(np.arange(len(repeats)), repeats)
+        return ctx.g.node("Gather", [x, ctx.g.ints(indices.tolist())], axis=dim)
+    rank = len(ctx.in_shape(0))
+    reps = [1] * (rank + 1)
+    reps[dim + 1] = repeats
+    varying = {dim + 1: pair for pair in ctx.varying_under("state", "repeats").values()}
+    tiled = ctx.g.node("Tile", [ctx.unsqueeze(x, [dim + 1]), ctx.ints(None, reps, pairs=varying)])
+    pieces = [ctx.shape_of(x, 0, dim)] if dim > 0 else []
+    pieces.append(ctx.g.ints([-1]))
+    if dim + 1 < rank:
+        pieces.append(ctx.shape_of(x, dim + 1, rank))
+    shape = pieces[0] if len(pieces) == 1 else ctx.g.node("Concat", pieces, axis=0)
+    return ctx.g.node("Reshape", [tiled, shape])
 
 
 @converts(sh.Cat)

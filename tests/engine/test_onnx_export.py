@@ -84,6 +84,8 @@ SHAPES = {
     "permute_transpose": lambda m, x: x.permute(0, 2, 1).transpose(1, 2) + x.mT.mT,
     "expand_token": lambda m, x: engine.cat([m.token.expand(x.shape[0], -1, -1), x], dim=1),
     "repeat": lambda m, x: x.repeat(1, 2, 1) + 0 * x.repeat(1, 2, 1),
+    "repeat_interleave": lambda m, x: (x.repeat_interleave(3, dim=2), x.repeat_interleave(2, dim=0),
+                                       x.repeat_interleave(engine.tensor([1, 0, 2, 1, 3]), dim=1)),
     "stack_unbind": lambda m, x: engine.stack(list(x.unbind(1)), dim=2),
     "split_chunk": lambda m, x: [p * (k + 1) for k, p in enumerate(x.split([2, 3], dim=1) + x.chunk(7, dim=2))],
     "slicing": lambda m, x: (x[:, 1:4, ::2], x[:, -1], x[..., 3], x[:, None, 2:], x[:, ::-1, 1:-1], x[:, 4:1:-2]),
