@@ -50,6 +50,9 @@ def infer_shape(shape, numel):
         if s != -1:
             known *= s
     if unknown:
+        if known == 0 and numel == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {_shape_str(shape)} because the "
+                               "unspecified dimension size -1 can be any value and is ambiguous")
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{_shape_str(shape)}' is invalid for input of size {numel}")
         i = unknown[0]

@@ -39,6 +39,13 @@ def test_reshape_noncontiguous_copies_and_view_refuses():
         x.view(2, 5)
     with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
         x.view(-1, -1)
+    empty = engine.zeros(0, 6)
+    for call in (lambda: empty.reshape(0, -1, 3), lambda: empty.view(-1, 0)):  # torch's words for either
+        with pytest.raises(RuntimeError, match=r"cannot reshape tensor of 0 elements into shape \[.*\] because the "
+                                               "unspecified dimension size -1 can be any value and is ambiguous"):
+            call()
+    with pytest.raises(RuntimeError, match=r"shape '\[-1, 0\]' is invalid for input of size 6"):
+        x.reshape(-1, 0)
 
 
 def test_view_shares_memory_and_version():
