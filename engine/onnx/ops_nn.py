@@ -4,6 +4,8 @@ embedding, F.normalize and the constant scale-and-shift of dropout's eval paths.
 The engine runs 1-D convolutions and pools as 2-D ones over a unit height; ONNX has the 1-D forms,
 so the recorded 2-D parameters lose their unit height again here.
 """
+import math
+
 import numpy as np
 
 from ..nn.functional.conv import ConvNd, ConvTransposeNd
@@ -280,7 +282,10 @@ _RESIZE = {"nearest": ("nearest", "asymmetric"), "nearest-exact": ("nearest", "h
 
 @converts(Interpolate)
 def interpolate(ctx):
-    size, mode, align_corners, scale_factor, recompute = ctx.state["args"]
+    """Resize. With antialias (opset 18 on): Resize's ``antialias`` stretches the filter by the downscale as
+    torch does; ``exclude_outside`` renormalises the weights over the taps inside the image (torch's
+    clipped support), half_pixel is torch's centring s * (i + 0.5), and the cubic filter has a = -0.5."""
+    size, mode, align_corners, scale_factor, recompute, antialias = ctx.state["args"]
     if mode not in _RESIZE:
         ctx.fail(f"interpolate mode '{mode}'")
     onnx_mode, coordinates = _RESIZE[mode]
@@ -291,10 +296,21 @@ def interpolate(ctx):
         attrs["nearest_mode"] = "floor" if mode == "nearest" else "round_prefer_ceil"
     if onnx_mode == "cubic":
         attrs["cubic_coeff_a"] = -0.75
+    if antialias:
+        if ctx.opset < 18:
+            ctx.fail("interpolate(antialias=True) needs ONNX opset 18 (Resize's antialias attribute)")
+        if align_corners:
+            ctx.fail("interpolate(antialias=True, align_corners=True) (no ONNX Resize coordinate mode centres "
+                     "torch's antialiasing filter at (in - 1) / (out - 1) * (i + 0.5))")
+        attrs.update(antialias=1, exclude_outside=1, coordinate_transformation_mode="half_pixel")
+        if onnx_mode == "cubic":
+            attrs["cubic_coeff_a"] = -0.5
     x = ctx.input(0)
     spatial = len(ctx.in_shape(0)) - 2
     if size is None and not recompute:
         factors = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * spatial
+        if antialias:  # torch copies an axis whose size the factor leaves unchanged
+            factors = [1.0 if math.floor(n * f) == n else f for n, f in zip(ctx.in_shape(0)[2:], factors)]
         scales = ctx.g.constant(np.asarray([1.0, 1.0] + [float(f) for f in factors], np.float32))
         return ctx.g.node("Resize", [x, "", scales], **attrs)
     return ctx.g.node("Resize", [x, "", "", _output_sizes(ctx, x, spatial, size, scale_factor)], **attrs)

@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image, ImageEnhance, ImageOps
 
 import engine
-from engine.backends.interpolation_geometry import taps
+from engine.backends.interpolation_geometry import matrix as resampling_matrix, taps
 from engine.nn.functional import interpolate
 
 
@@ -290,27 +290,9 @@ def _compute_resized_output_size(image_size, size, max_size=None):
 
 
 def _aa_weights(n_in, n_out, mode):
-    """(n_out, n_in) antialiasing resampling matrix (Pillow/torch's separable filter with widened support)."""
-    scale = n_in / n_out
-    if mode == "bilinear":
-        half, filt = 1.0, lambda x: np.clip(1.0 - np.abs(x), 0.0, None)
-    else:
-        half = 2.0
-
-        def filt(x):
-            a, x = -0.5, np.abs(x)
-            near = ((a + 2) * x - (a + 3)) * x * x + 1
-            far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-            return np.where(x < 1, near, np.where(x < 2, far, 0.0))
-    support = half * max(scale, 1.0)
-    invscale = 1.0 / scale if scale >= 1.0 else 1.0
-    center = scale * (np.arange(n_out) + 0.5)
-    xmin = np.maximum((center - support + 0.5).astype(np.int64), 0)
-    xmax = np.minimum((center + support + 0.5).astype(np.int64), n_in)
-    j = np.arange(n_in)
-    inside = (j[None, :] >= xmin[:, None]) & (j[None, :] < xmax[:, None])
-    w = np.where(inside, filt((j[None, :] - center[:, None] + 0.5) * invscale), 0.0)
-    return w / w.sum(axis=1, keepdims=True)
+    """(n_out, n_in) float64 antialiasing resampling matrix (Pillow/torch's separable filter with widened
+    support): engine's, the one behind ``interpolate(antialias=True)``, at half-pixel centres."""
+    return resampling_matrix(n_in, n_out, mode, False, None, np.dtype(np.float64), antialias=True)
 
 
 def _fused_linear(x, axis, n_out):

@@ -104,3 +104,82 @@ def test_errors():
         F.max_pool2d(engine.zeros(1, 1, 5, 5), 2, padding=2)
     with pytest.raises(ValueError, match="only one of size or scale_factor should be defined"):
         F.interpolate(engine.zeros(1, 1, 4, 4), size=3, scale_factor=2)
+
+
+AA_CASES = [dict(size=(4, 6)), dict(size=(17, 5), align_corners=True), dict(scale_factor=0.45),
+            dict(scale_factor=(2.3, 0.6), align_corners=True), dict(size=(3, 2)), dict(size=(1, 1), align_corners=True),
+            dict(scale_factor=1.5)]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_interpolate_antialias(mode, dtype):
+    """antialias=True against torch, values and input gradients: downscales (the widened filter), upscales,
+    size and scale_factor, both align_corners, odd sizes, a batch of 2."""
+    x = rand(2, 3, 11, 13).astype(dtype)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    for kwargs in AA_CASES:
+        check_op(lambda a: F.interpolate(a, mode=mode, antialias=True, **kwargs),
+                 lambda a: TF.interpolate(a, mode=mode, antialias=True, **kwargs), [x], rtol=rtol)
+
+
+def test_interpolate_antialias_upscale_and_nonfinite():
+    """Upscaling with antialias is plain bilinear for bilinear (bicubic keeps the a = -0.5 filter, as torch);
+    an inf or NaN input stays where torch's antialiased kernel puts it."""
+    x = rand(1, 2, 5, 7)
+    with engine.no_grad():
+        aa = F.interpolate(engine.from_numpy(x), size=(9, 12), mode="bilinear", antialias=True).numpy()
+        plain = F.interpolate(engine.from_numpy(x), size=(9, 12), mode="bilinear").numpy()
+    np.testing.assert_allclose(aa, plain, rtol=1e-6, atol=1e-6)
+    x = rand(1, 2, 23, 19)
+    x[0, 0, 3, 4], x[0, 1, 20, 2] = np.inf, np.nan
+    for mode in ("bilinear", "bicubic"):
+        with engine.no_grad():
+            ours = F.interpolate(engine.from_numpy(x), size=(7, 19), mode=mode, antialias=True).numpy()
+        ref = TF.interpolate(torch.from_numpy(x), size=(7, 19), mode=mode, antialias=True).numpy()
+        np.testing.assert_array_equal(np.isnan(ours), np.isnan(ref))
+        np.testing.assert_array_equal(np.isinf(ours), np.isinf(ref))
+        finite = np.isfinite(ref)
+        np.testing.assert_allclose(ours[finite], ref[finite], rtol=1e-5, atol=1e-5)
+
+
+def test_interpolate_antialias_cuda(cuda):
+    """The CUDA kernels run the antialiasing taps too (on the GPU or its CPU emulation)."""
+    for mode, kwargs in [("bicubic", dict(size=(4, 9))), ("bilinear", dict(scale_factor=0.4, align_corners=True))]:
+        check_op(lambda a: F.interpolate(a, mode=mode, antialias=True, **kwargs),
+                 lambda a: TF.interpolate(a, mode=mode, antialias=True, **kwargs), [rand(2, 3, 11, 13)], device="cuda")
+
+
+@pytest.mark.parametrize("mode, shape", [("nearest", (1, 1, 4, 4)), ("area", (1, 1, 4, 4)), ("linear", (1, 1, 4)),
+                                         ("bilinear", (1, 1, 4, 4, 4)), ("bicubic", (1, 1, 4))])
+def test_interpolate_antialias_errors(mode, shape):
+    """Like torch: antialias only with bilinear or bicubic on 4-D input, a ValueError otherwise."""
+    message = "Anti-alias option is restricted to bilinear"
+    with pytest.raises(ValueError, match=message):
+        TF.interpolate(torch.zeros(shape), size=2, mode=mode, antialias=True)
+    with pytest.raises(ValueError, match=message + " and bicubic modes and requires a 4-D tensor as input"):
+        F.interpolate(engine.zeros(shape), size=2, mode=mode, antialias=True)
+
+
+def test_interpolate_antialias_onnx_export():
+    """ONNX (opset 18 on) exports antialiasing as Resize(antialias=1, exclude_outside=1, half_pixel), which ONNX
+    Runtime computes as our eager op does; earlier opsets and align_corners=True are refused in one line."""
+    from onnx_check import check_export, images
+
+    from engine import nn
+
+    class Resize(nn.Module):
+        def __init__(self, **kwargs):
+            super().__init__()
+            self.kwargs = kwargs
+
+        def forward(self, x):
+            return F.interpolate(x, antialias=True, **self.kwargs)
+
+    inputs = lambda batch: (images(0, batch, 3, 13, 17),)  # noqa: E731
+    check_export(Resize(size=(5, 8), mode="bicubic"), inputs, opset_version=18)
+    check_export(Resize(scale_factor=(0.4, 1.7), mode="bilinear"), inputs, opset_version=18)
+    with pytest.raises(engine.onnx.UnsupportedOperatorError, match="needs ONNX opset 18"):
+        check_export(Resize(size=(5, 8), mode="bilinear"), inputs, opset_version=17)
+    with pytest.raises(engine.onnx.UnsupportedOperatorError, match="align_corners=True"):
+        check_export(Resize(size=(5, 8), mode="bilinear", align_corners=True), inputs, opset_version=18)

@@ -3,8 +3,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from ..interpolation_geometry import check_mode, matrix as _matrix, nearest_index as _nearest_index, \
-    output_sizes as _output_sizes, taps as _taps
+from ..interpolation_geometry import antialias_taps as _antialias_taps, check_mode, matrix as _matrix, \
+    nearest_index as _nearest_index, output_sizes as _output_sizes, taps as _taps
 
 InterpolateSaved = namedtuple("InterpolateSaved", "x_shape matrices")
 InterpolateSaved.__doc__ = "Input shape and, per spatial axis, the arguments of its (out, in) interpolation matrix."
@@ -31,6 +31,32 @@ def _along(x, axis, idx, w):
     for k in range(1, idx.shape[1]):
         y += x.take(idx[:, k], axis=axis) * w[:, k].reshape(shape)
     return y
+
+
+def _along_counted(x, axis, idx, w, count):
+    """``_along`` for antialiasing taps, of which row i has only ``count[i]`` real ones: the padding taps are
+    left out rather than weighted by zero, so an inf or NaN input stays within the support of its outputs
+    (as in torch's loop over each output's own taps) instead of turning 0 * inf into NaN elsewhere."""
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    y = x.take(idx[:, 0], axis=axis) * w[:, 0].reshape(shape)
+    for k in range(1, idx.shape[1]):
+        term = x.take(idx[:, k], axis=axis) * w[:, k].reshape(shape)
+        y += np.where((k < count).reshape(shape), term, 0)
+    return y
+
+
+def _antialias_forward(x, saved, dtype):
+    """interpolate(antialias=True) of an (N, C, H, W) array: one antialiasing matrix per axis, applied as two
+    GEMMs (see _separable). A non-finite input takes the per-tap gather instead, the columns first and then
+    the rows as torch does, leaving unchanged axes alone, so inf and NaN stay where torch puts them."""
+    x = x.astype(dtype, copy=False)
+    if np.isfinite(x).all():
+        return _separable(x, *[_matrix(*args) for args in saved.matrices])
+    for axis, args in ((3, saved.matrices[1]), (2, saved.matrices[0])):
+        if args[0] != args[1]:
+            x = _along_counted(x, axis, *_antialias_taps(*args[:5], dtype.type))
+    return x
 
 
 def _banded_matmul(R, x):
@@ -81,20 +107,23 @@ def _separable(x, rh, rw):
 
 
 def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_factor=None,
-                        recompute_scale_factor=None):
+                        recompute_scale_factor=None, antialias=False):
     """torch.nn.functional.interpolate for (N,C,L) and (N,C,H,W) inputs; returns (y, saved).
 
     Every mode is separable, one spatial axis after the other. Nearest modes gather; (bi)linear
     and bicubic sum 2 or 4 gathered taps per axis (the last axis first), except that a short last
     axis or few rows are GEMMs with the interpolation matrix (see _GEMM_MAX_WIDTH, _GEMM_MAX_HEIGHT
-    and _banded_matmul); area multiplies by small per-axis averaging matrices. The backward pass
+    and _banded_matmul); area multiplies by small per-axis averaging matrices; antialiased bilinear and
+    bicubic multiply by per-axis antialiasing matrices (see _antialias_forward). The backward pass
     multiplies by the transposed matrices.
     """
-    check_mode(x.ndim, mode, align_corners)
+    check_mode(x.ndim, mode, align_corners, antialias)
     out, scales = _output_sizes(x.shape[2:], size, scale_factor, recompute_scale_factor)
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float32)
-    saved = InterpolateSaved(x.shape, [(n, o, mode, align_corners, s, dtype)
+    saved = InterpolateSaved(x.shape, [(n, o, mode, align_corners, s, dtype, antialias)
                                        for n, o, s in zip(x.shape[2:], out, scales)])
+    if antialias:
+        return _antialias_forward(x, saved, dtype), saved
     axes = range(2, x.ndim)
     if mode in ("nearest", "nearest-exact"):
         for axis, (n, o, s) in zip(axes, zip(x.shape[2:], out, scales)):

@@ -11,7 +11,7 @@ from collections import namedtuple
 import cupy
 import numpy as np
 
-from ..interpolation_geometry import check_mode, nearest_index, output_sizes, taps
+from ..interpolation_geometry import antialias_taps, check_mode, nearest_index, output_sizes, taps
 from . import pool
 from .source import launch
 
@@ -20,31 +20,35 @@ InterpolateSaved.__doc__ = ("The input's shape and dtype, the device taps (ih, w
                             "columns, or for area mode the adaptive pooling's saved state.")
 
 
-def _axis_taps(n_in, n_out, mode, align_corners, scale, dtype):
-    """(index, weight) host arrays of shape (n_out, taps) for one axis."""
+def _axis_taps(n_in, n_out, mode, align_corners, scale, dtype, antialias=False):
+    """(index, weight) host arrays of shape (n_out, taps) for one axis. Antialiasing taps are padded to the
+    row with the most (weight 0 on a repeated index): the same kernels then run them, the columns mixed
+    first and then the rows, as torch does."""
+    if antialias:
+        return antialias_taps(n_in, n_out, mode, align_corners, scale, dtype.type)[:2]
     if mode in ("nearest", "nearest-exact"):
         index = nearest_index(n_in, n_out, scale, mode == "nearest-exact")
         return index.reshape(-1, 1), np.ones((n_out, 1), dtype)
     return taps(n_in, n_out, mode, align_corners, scale, dtype.type)
 
 
-def _device_taps(x_shape, out, mode, align_corners, scales, dtype):
+def _device_taps(x_shape, out, mode, align_corners, scales, dtype, antialias=False):
     """The (ih, wh, iw, ww) device arrays of a 3-D or 4-D input; a 1-D resize has one identity row tap.
 
     Kept per geometry and device (they are only read): computed on the host and copied once, so repeated
     calls copy nothing from the host, which a CUDA graph capture would refuse."""
     return _cached_taps(tuple(x_shape[2:]), tuple(out), mode, align_corners, tuple(scales), np.dtype(dtype),
-                        cupy.cuda.Device().id)
+                        cupy.cuda.Device().id, antialias)
 
 
 @functools.lru_cache(maxsize=256)
-def _cached_taps(in_size, out, mode, align_corners, scales, dtype, device_id):
+def _cached_taps(in_size, out, mode, align_corners, scales, dtype, device_id, antialias=False):
     axes = list(zip(in_size, out, scales))
     if len(axes) == 1:
         rows = (np.zeros((1, 1), np.int64), np.ones((1, 1), dtype))
     else:
-        rows = _axis_taps(*axes[0][:2], mode, align_corners, axes[0][2], dtype)
-    cols = _axis_taps(*axes[-1][:2], mode, align_corners, axes[-1][2], dtype)
+        rows = _axis_taps(*axes[0][:2], mode, align_corners, axes[0][2], dtype, antialias)
+    cols = _axis_taps(*axes[-1][:2], mode, align_corners, axes[-1][2], dtype, antialias)
     return tuple(cupy.asarray(np.ascontiguousarray(a, dtype=np.int64 if i % 2 == 0 else dtype))
                  for i, a in enumerate(rows + cols))
 
@@ -62,21 +66,26 @@ def _planes(shape):
 
 
 def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_factor=None,
-                        recompute_scale_factor=None):
-    """torch.nn.functional.interpolate for (N,C,L) and (N,C,H,W) inputs; returns (y, saved)."""
-    check_mode(x.ndim, mode, align_corners)
+                        recompute_scale_factor=None, antialias=False):
+    """torch.nn.functional.interpolate for (N,C,L) and (N,C,H,W) inputs; returns (y, saved).
+
+    antialias=True (bilinear, bicubic; 4-D) runs the same tap kernels with the widened antialiasing taps,
+    which weigh a padding tap by zero: unlike torch, an inf or NaN input can then reach such outputs as NaN."""
+    check_mode(x.ndim, mode, align_corners, antialias)
     out, scales = output_sizes(x.shape[2:], size, scale_factor, recompute_scale_factor)
     if mode == "area":
         x4 = x.reshape(x.shape[:2] + (1,) * (4 - x.ndim) + x.shape[2:])
         y, pooled = pool.adaptive_avg_pool2d_forward(x4, ((1,) * (4 - x.ndim)) + out)
         return y.reshape(x.shape[:2] + out), InterpolateSaved(x.shape, x.dtype, None, pooled)
+    if antialias and x.dtype.kind != "f":  # integers are resampled in float32, as on the CPU
+        x = x.astype(np.float32)
     if x.dtype.kind != "f":  # nearest modes on integers: a gather per axis
         for axis, (n, o, s) in enumerate(zip(x.shape[2:], out, scales), 2):
             x = x.take(_device_index(n, o, s, mode == "nearest-exact", cupy.cuda.Device().id), axis=axis)
         return x, None
     dtype = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
     xc = cupy.ascontiguousarray(x.astype(dtype, copy=False))
-    device_taps = _device_taps(x.shape, out, mode, align_corners, scales, dtype)
+    device_taps = _device_taps(x.shape, out, mode, align_corners, scales, dtype, antialias)
     P, H, W = _planes(x.shape)
     OH, OW = _planes(x.shape[:2] + out)[1:]
     y = cupy.empty(x.shape[:2] + out, dtype)

@@ -3,13 +3,14 @@ import warnings
 
 from ... import backends
 from ...autograd.function import Function
+from ...backends.interpolation_geometry import AA_ERROR, AA_MODES
 
 
 class Interpolate(Function):
     uses_inputs = False
 
-    def __init__(self, size, mode, align_corners, scale_factor, recompute_scale_factor):
-        self.args = (size, mode, align_corners, scale_factor, recompute_scale_factor)
+    def __init__(self, size, mode, align_corners, scale_factor, recompute_scale_factor, antialias=False):
+        self.args = (size, mode, align_corners, scale_factor, recompute_scale_factor, antialias)
 
     def forward(self, x):
         self.kernels = backends.kernels(x, "interpolate")
@@ -22,12 +23,17 @@ class Interpolate(Function):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resize (N, C, L) or (N, C, H, W) inputs (as ``torch.nn.functional.interpolate``)."""
+    """Resize (N, C, L) or (N, C, H, W) inputs (as ``torch.nn.functional.interpolate``).
+
+    ``antialias=True`` (bilinear and bicubic on 4-D input, as torch allows) widens the filter by the
+    downscaling factor so that every input pixel contributes (Pillow's resampling, torch's
+    ``_upsample_bilinear2d_aa`` / ``_upsample_bicubic2d_aa``); the bicubic filter then has a = -0.5.
+    """
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined" if size is not None else
                          "either size or scale_factor should be defined")
-    if antialias:
-        raise NotImplementedError("interpolate(antialias=True) is not supported by engine")
+    if antialias and not (mode in AA_MODES and input.dim() == 4):
+        raise ValueError(AA_ERROR)
     spatial = input.dim() - 2
     if spatial not in (1, 2):
         raise NotImplementedError(f"Input Error: Only 3D and 4D input Tensors supported (got {input.dim()}D) "
@@ -41,7 +47,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "(o1, o2, ...,oK) format.")
     if mode in ("linear", "bilinear", "bicubic") and align_corners is None:
         align_corners = False
-    return Interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor)(input)
+    return Interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor, bool(antialias))(input)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
