@@ -5,12 +5,13 @@
 
 For every model registered by ``flowvision.models.timm_families``, and for the torchvision models in
 ``TORCHVISION_LAYOUT`` (whose timm namesakes have their layout and computation), each of timm's pretrained tags
-with a 1000-class head on the Hugging Face hub becomes a record: the hub URL of its ``model.safetensors``, the
-preprocessing of timm's pretrained config (resize to ``floor(size / crop_pct)``, center crop ``size``), the
-parameter count of timm's model with that head, the smallest input our model takes, and the metrics and GMACs
-timm publishes in its repository's ``results`` folder (top-1/top-5 at the config's input size; none when timm has
-no row there). timm's default tag is what
-``pretrained=True`` loads. timm publishes no hashes: the hub's download checks the sha256 the hub states.
+with a 1000-class head becomes a record: the hub URL of its ``model.safetensors`` (or, for timm's oldest weights,
+the URL of its ``.pth`` in timm's GitHub releases), the preprocessing of timm's pretrained config (resize to
+``floor(size / crop_pct)``, center crop ``size``), the parameter count of timm's model with that head, the smallest
+input our model takes, and the metrics and GMACs timm publishes in its repository's ``results`` folder (top-1/top-5
+at the config's input size; none when timm has no row there). timm's default tag is what ``pretrained=True``
+loads. timm publishes no hashes: a hub download checks the sha256 the hub states, a release file the sha256 prefix
+in its name.
 Needs timm (a test dependency) and a checkout of timm's repository for ``--results``.
 """
 import argparse
@@ -18,6 +19,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -74,22 +76,33 @@ def _min_size(model_name, cfg):
     return [size, size]
 
 
+def _source(model, cfg):
+    """Where a tag's file is, and its hash: the hub's ``model.safetensors`` (the hub states its sha256), or for
+    timm's older weights a ``.pth`` in its GitHub releases, whose name ends in a prefix of its sha256 (timm's
+    clean_checkpoint.py names them so; torch.hub's download, as ours, checks it)."""
+    if cfg.hf_hub_id:
+        return {"url": f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors",
+                "file_name": f"{model}.{cfg.tag}.safetensors", "sha256": None, "sha256_is_prefix": False}
+    file_name = cfg.url.rsplit("/", 1)[-1]
+    prefix = re.fullmatch(r".*-([0-9a-f]{8,})\.pth", file_name)
+    if not cfg.url.startswith("https://github.com/") or prefix is None:
+        raise ValueError(f"{model}.{cfg.tag}: no hub file and no hash in its file name ({cfg.url})")
+    return {"url": cfg.url, "file_name": file_name, "sha256": prefix.group(1), "sha256_is_prefix": True}
+
+
 def _record(model, cfg, accuracy, gmacs, min_size):
     """The manifest record of one (model, tag)."""
     size = cfg.input_size[-1]
     top = accuracy.get((f"{model}.{cfg.tag}", size))
     return {
-        "url": f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors",
-        "file_name": f"{model}.{cfg.tag}.safetensors",
-        "sha256": None,
-        "sha256_is_prefix": False,
+        **_source(model, cfg),
         "num_params": _num_params(model, cfg.num_classes),
         "num_classes": cfg.num_classes,
         "metrics": {"ImageNet-1K": {"acc@1": float(top["top1"]), "acc@5": float(top["top5"])}} if top else {},
         "gflops": gmacs.get((model, size)),
         "file_size_mb": None,
         "min_size": min_size,
-        "recipe": f"https://huggingface.co/{cfg.hf_hub_id}",
+        "recipe": f"https://huggingface.co/{cfg.hf_hub_id}" if cfg.hf_hub_id else cfg.url,
         "preprocessing": {"resize_size": math.floor(size / cfg.crop_pct), "crop_size": size,
                           "interpolation": cfg.interpolation, "mean": list(cfg.mean), "std": list(cfg.std)},
         "categories": "imagenet1k_categories.txt",
@@ -120,7 +133,7 @@ def build(results, modules=None, previous=None):
                 entries[model] = previous["models"][model]
             continue
         cfgs = [get_pretrained_cfg(name) for name in timm.list_pretrained(f"{model}.*")]
-        cfgs = [cfg for cfg in cfgs if cfg.num_classes == 1000 and cfg.hf_hub_id]
+        cfgs = [cfg for cfg in cfgs if cfg.num_classes == 1000 and (cfg.hf_hub_id or cfg.url)]
         if not cfgs:
             continue
         default = get_pretrained_cfg(model).tag
@@ -138,8 +151,9 @@ def build(results, modules=None, previous=None):
         "source": (f"timm {timm.__version__} (its pretrained configs: hub ids, preprocessing, licenses) and the "
                    "results folder of its repository (ImageNet-1k accuracy, GMACs); checkpoints on the Hugging "
                    "Face hub"),
-        "sha256_note": ("timm publishes no hashes: sha256 is null, and the download is checked against the sha256 "
-                        "the hub states for the file (X-Linked-Etag) and its stated size."),
+        "sha256_note": ("timm publishes no hashes: for a hub file sha256 is null, and the download is checked "
+                        "against the sha256 the hub states for the file (X-Linked-Etag) and its stated size; for a "
+                        "release file it is the sha256 prefix in the file's name (sha256_is_prefix)."),
         "license_note": "each record names the license timm's pretrained config gives for those weights.",
         "torchvision_note": ("a model holding only 'weights' is torchvision's: these tags join its torchvision "
                              "record, whose enum, default and pretrained_tag stay torchvision's."),

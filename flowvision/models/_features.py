@@ -7,7 +7,7 @@ forward hooks; ``FeatureGetterNet`` asks a transformer's ``forward_intermediates
 outputs as maps (``FeatureBodyNet``: for its stages', the model kept whole). A model names the wrapper it
 needs in ``feature_wrapper`` (``FeatureListNet`` when it does not). ``create_feature_extractor`` works on any
 model: forward hooks collect the outputs of named submodules, as torchvision's FX-based helper does for
-module outputs. ``intermediate_stages`` and ``prune_stages`` are the shared steps of the models'
+module outputs. ``intermediate_stages``, ``run_stages`` and ``prune_stages`` are the shared steps of the models'
 ``forward_intermediates`` and ``prune_intermediate_layers``.
 """
 from collections import OrderedDict
@@ -16,7 +16,7 @@ from engine import nn
 
 __all__ = ["FeatureInfo", "FeatureListNet", "FlatFeatureListNet", "FeatureHookNet", "FeatureGetterNet",
            "FeatureBodyNet", "create_feature_extractor", "get_module_names", "sequential_feature_info", "take_indices",
-           "intermediate_stages", "prune_stages"]
+           "intermediate_stages", "run_stages", "prune_stages"]
 
 
 class FeatureInfo:
@@ -121,6 +121,17 @@ def intermediate_stages(stages, indices, stop_early, output_fmt, formats=("NCHW"
         raise ValueError(f"output_fmt must be {' or '.join(repr(f) for f in formats)}, got {output_fmt!r}")
     take = take_indices(len(stages), indices)
     return take, list(stages)[:max(take) + 1] if stop_early else list(stages)
+
+
+def run_stages(x, stages, take):
+    """``x`` through ``stages`` in turn: the last output and the outputs of the stages whose positions are in
+    ``take`` (the loop of a ``forward_intermediates`` whose picked outputs need no further step)."""
+    intermediates = []
+    for i, stage in enumerate(stages):
+        x = stage(x)
+        if i in take:
+            intermediates.append(x)
+    return x, intermediates
 
 
 def prune_stages(model, name, indices):

@@ -4,17 +4,17 @@ The manifest (``flowvision/weights/manifest.json``, shipped in the wheel) holds 
 (model, tag): URL, sha256, parameter count, published metrics, preprocessing, categories, license.
 Two settings redirect it, for mirrors and tests:
 
-- ``FLOWVISION_WEIGHTS_URL_BASE``: replaces ``https://download.pytorch.org/models/`` and
-  ``https://huggingface.co/`` in every URL (e.g. ``http://127.0.0.1:8000/``), so the same file paths are
-  fetched from one mirror.
+- ``FLOWVISION_WEIGHTS_URL_BASE``: replaces ``https://download.pytorch.org/models/``,
+  ``https://huggingface.co/`` and ``https://github.com/`` (timm's oldest weights, in its release assets) in every
+  URL (e.g. ``http://127.0.0.1:8000/``), so the same file paths are fetched from one mirror.
 - ``HF_ENDPOINT`` (the Hugging Face hub's own setting): replaces ``https://huggingface.co`` alone, for a
   mirror of the hub.
 - ``FLOWVISION_WEIGHTS_MANIFEST``: a JSON file ``{model: {tag: {field: value}}}`` merged over the
   shipped records, e.g. to give the full ``sha256`` of a mirror's own files.
 
 The records come from two manifests: torchvision's weights (``manifest.json``) and timm's weights on the
-Hugging Face hub (``timm_manifest.json``, written by ``scripts/timm_manifest.py``), which also adds timm's tags to
-some of torchvision's models (``resnet50.a1_in1k``: ``ResNet50_Weights.A1_IN1K``).
+Hugging Face hub or in timm's GitHub releases (``timm_manifest.json``, written by ``scripts/timm_manifest.py``),
+which also adds timm's tags to some of torchvision's models (``resnet50.a1_in1k``: ``ResNet50_Weights.A1_IN1K``).
 
 Both are read each time a URL or hash is needed, not at import.
 """
@@ -32,10 +32,11 @@ import engine
 __all__ = ["Weights", "WeightsEnum", "ImageClassification", "SemanticSegmentation", "ObjectDetection",
            "VideoClassification", "OpticalFlow", "get_model_weights",
            "get_weight", "list_pretrained", "pretrained_tag", "resolve_weights", "load_pretrained", "URL_BASE",
-           "HF_URL_BASE", "ENV_URL_BASE", "ENV_HF_ENDPOINT", "ENV_MANIFEST"]
+           "HF_URL_BASE", "GITHUB_URL_BASE", "ENV_URL_BASE", "ENV_HF_ENDPOINT", "ENV_MANIFEST"]
 
 URL_BASE = "https://download.pytorch.org/models/"
 HF_URL_BASE = "https://huggingface.co/"
+GITHUB_URL_BASE = "https://github.com/"
 ENV_URL_BASE = "FLOWVISION_WEIGHTS_URL_BASE"
 ENV_HF_ENDPOINT = "HF_ENDPOINT"
 ENV_MANIFEST = "FLOWVISION_WEIGHTS_MANIFEST"
@@ -291,7 +292,8 @@ class Weights:
         """The download URL, redirected by ``$FLOWVISION_WEIGHTS_URL_BASE`` (any source) or ``$HF_ENDPOINT`` (the
         Hugging Face hub's files) when set."""
         url = self.record["url"]
-        for source, env in ((URL_BASE, ENV_URL_BASE), (HF_URL_BASE, ENV_URL_BASE), (HF_URL_BASE, ENV_HF_ENDPOINT)):
+        for source, env in ((URL_BASE, ENV_URL_BASE), (HF_URL_BASE, ENV_URL_BASE), (GITHUB_URL_BASE, ENV_URL_BASE),
+                            (HF_URL_BASE, ENV_HF_ENDPOINT)):
             base = os.getenv(env)
             if base and url.startswith(source):
                 return base.rstrip("/") + "/" + url[len(source):]

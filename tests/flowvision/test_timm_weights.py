@@ -1,7 +1,10 @@
 """timm's published weights: the manifest against timm's pretrained configs, timm's preprocessing, and
-``create_model('<name>.<tag>', pretrained=True)`` from a local server that answers as the Hugging Face hub does."""
+``create_model('<name>.<tag>', pretrained=True)`` from a local server that answers as the Hugging Face hub (or
+GitHub's release downloads, timm's oldest weights) does."""
 import functools
 import hashlib
+import io
+import json
 import os
 
 import numpy as np
@@ -20,16 +23,16 @@ from flowvision.models import weights as W
 from http_server import FileServer
 
 IMAGE = os.path.join(os.path.dirname(__file__), "..", "data", "images", "chelsea.png")
-TIMM_MODELS = [n for n in W.list_pretrained() if W.get_model_weights(n).DEFAULT.url.startswith(W.HF_URL_BASE)]
+TIMM_MODELS = [n for n in W.list_pretrained() if ".timm_families." in models.model_entrypoint(n).__module__]
 # torchvision's models that also have timm's weights (timm's namesake has the same layout and computation)
 TORCHVISION_WITH_TIMM_TAGS = [n for n in W.list_pretrained() if not W.get_model_weights(n).DEFAULT.url.startswith(
     W.HF_URL_BASE) and any(member.url.startswith(W.HF_URL_BASE) for member in W.get_model_weights(n))]
 
 
-def _timm_members(enum):
-    """The enum's members of timm's weights (on the hub)."""
-    return [member for name, member in enum.__members__.items() if name != "DEFAULT"
-            and member.url.startswith(W.HF_URL_BASE)]
+def _timm_members(name, enum):
+    """The enum's members of timm's weights: all of a timm family's, a torchvision model's on the hub."""
+    return [member for tag, member in enum.__members__.items() if tag != "DEFAULT"
+            and (name in TIMM_MODELS or member.url.startswith(W.HF_URL_BASE))]
 
 
 def test_every_timm_family_model_with_weights_has_its_records():
@@ -59,13 +62,18 @@ def test_records_match_timm(name):
     models keep torchvision's default)."""
     enum = W.get_model_weights(name)
     tags = [tag for tag in _pretrained_tags().get(name, []) if get_pretrained_cfg(f"{name}.{tag}").num_classes == 1000]
-    assert sorted(m.name.lower() for m in _timm_members(enum)) == sorted(tags)
+    assert sorted(m.name.lower() for m in _timm_members(name, enum)) == sorted(tags)
     default = get_pretrained_cfg(name).tag  # timm's, unless its head has other classes (then the first 1000-class one)
     if name in TIMM_MODELS:
         assert enum.DEFAULT.name.lower() == (default if default in tags else tags[0])
-    for member in _timm_members(enum):
+    for member in _timm_members(name, enum):
         cfg = get_pretrained_cfg(f"{name}.{member.name.lower()}")
-        assert member.url == f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors"
+        if cfg.hf_hub_id:
+            assert member.url == f"https://huggingface.co/{cfg.hf_hub_id}/resolve/main/model.safetensors"
+        else:  # a release file: the sha256 prefix in its name is checked
+            assert member.url == cfg.url and member.url.startswith(W.GITHUB_URL_BASE) and member.value.sha256 is None
+            record = member.value.record
+            assert member.url.endswith(f"-{record['sha256']}.pth") and record["sha256_is_prefix"]
         assert member.meta["num_classes"] == 1000 and len(member.meta["categories"]) == 1000
         assert member.meta["license"] == cfg.license
         preset = member.transforms()
@@ -126,6 +134,40 @@ def test_pretrained_from_the_hub(hub_server, monkeypatch):
     with pytest.raises(hub.HashMismatchError, match="as the server stated it"):
         models.create_model("resnet18d.ra4_e3600_r224_in1k", pretrained=True, progress=False)
     assert not [f for f in os.listdir(hub.get_dir() + "/checkpoints") if "ra4" in f]
+
+
+@pytest.mark.slow  # builds timm's and our model
+def test_release_weights_from_a_mirror_with_their_hash_checked(hub_server, monkeypatch, tmp_path):
+    """timm's oldest weights are ``.pth`` files in its GitHub releases, fetched from a mirror at the same path
+    (``$FLOWVISION_WEIGHTS_URL_BASE``): a file whose sha256 does not start with the prefix in its name loads
+    nothing and leaves nothing; with the full hash of the mirror's own file in an overlay manifest, it loads and
+    gives timm's outputs."""
+    torch.manual_seed(0)
+    reference = timm.create_model("legacy_seresnet18").eval()
+    with torch.no_grad():
+        for module in reference.modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                module.running_mean.uniform_(-0.1, 0.1)
+                module.running_var.uniform_(0.5, 1.5)
+    buffer = io.BytesIO()
+    torch.save(reference.state_dict(), buffer)
+    data = buffer.getvalue()
+    member = W.get_model_weights("legacy_seresnet18").DEFAULT
+    hub_server.files[member.value.record["url"][len(W.GITHUB_URL_BASE):]] = data
+    monkeypatch.setenv(W.ENV_URL_BASE, hub_server.base_url)
+    with pytest.raises(hub.HashMismatchError):
+        models.create_model("legacy_seresnet18", pretrained=True, progress=False)
+    assert not [f for f in os.listdir(hub.get_dir() + "/checkpoints") if "seresnet18" in f]
+    overlay = tmp_path / "overlay.json"
+    overlay.write_text(json.dumps({"legacy_seresnet18": {member.name: {
+        "sha256": hashlib.sha256(data).hexdigest(), "sha256_is_prefix": False}}}))
+    monkeypatch.setenv(W.ENV_MANIFEST, str(overlay))
+    x = np.random.default_rng(3).standard_normal((2, 3, 45, 51), dtype=np.float32)
+    with torch.no_grad():
+        expected = reference(torch.from_numpy(x)).numpy()
+    model = models.create_model("legacy_seresnet18", pretrained=True, progress=False).eval()
+    with engine.no_grad():
+        np.testing.assert_allclose(model(engine.from_numpy(x)).numpy(), expected, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.slow  # builds whole models

@@ -1,8 +1,13 @@
 """Channel attention as timm's layers build it, for the families that end their blocks with it: squeeze-and-excitation
 (``SEModule``), efficient channel attention (``EcaModule``) and global context attention (``GlobalContext``).
+
+Also the learnt per-offset attention biases of LeViT's descendants: the offset index of every (query, key) pair of a
+grid (``attention_bias_indices``) and the base class that holds the biases and caches their gathered form in eval
+mode (``CachedBiasAttention``), so that every family keeps timm's caching rules in one place.
 """
 import math
 
+import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
@@ -10,7 +15,7 @@ from .._utils import _make_divisible
 from ._layers import ConvMlp, create_act_layer
 from ._norm import LayerNorm2d
 
-__all__ = ["SEModule", "EcaModule", "GlobalContext"]
+__all__ = ["SEModule", "EcaModule", "GlobalContext", "attention_bias_indices", "CachedBiasAttention"]
 
 
 class SEModule(nn.Module):
@@ -108,3 +113,55 @@ class GlobalContext(nn.Module):
         if self.mlp_add is not None:
             x = x + self.mlp_add(context)
         return x
+
+
+def attention_bias_indices(resolution, stride=1):
+    """For every (query, key) pair of a ``resolution`` grid whose queries are subsampled by ``stride``, the index of
+    its learnt attention bias: |dy| * width + |dx|, the absolute offset between the two positions."""
+    rows = torch.arange(resolution[0])
+    cols = torch.arange(resolution[1])
+    keys = torch.stack(torch.meshgrid(rows, cols, indexing="ij")).flatten(1)
+    query_rows = torch.arange(0, resolution[0], stride)
+    query_cols = torch.arange(0, resolution[1], stride)
+    queries = torch.stack(torch.meshgrid(query_rows, query_cols, indexing="ij")).flatten(1)
+    offsets = (queries[:, :, None] - keys[:, None, :]).abs()
+    return offsets[0] * resolution[1] + offsets[1]
+
+
+class CachedBiasAttention(nn.Module):
+    """The base of the attention layers (EfficientFormer's, EfficientFormerV2's, TinyViT's, EfficientViT-MSRA's)
+    that add a learnt bias per head for every query-key offset on a grid (``attention_biases``, gathered for each
+    (query, key) pair by ``attention_bias_idxs``); a subclass calls ``_add_biases`` where timm registers them.
+
+    In eval mode the gathered biases are computed once and kept per device (``attention_bias_cache``, as timm does):
+    ``train()``, ``eval()`` and dtype or device moves empty the cache, so weights loaded after an eval-mode forward
+    are seen once the mode is set again (timm's behaviour).
+    """
+
+    def _add_biases(self, num_heads, resolution, query_stride=1, persistent=True):
+        """The (``num_heads``, grid positions) biases, starting at 0, and the index of each (query, key) pair's
+        offset, queries subsampled by ``query_stride``; ``persistent`` puts the indices in the ``state_dict``."""
+        self.attention_biases = nn.Parameter(torch.zeros(num_heads, resolution[0] * resolution[1]))
+        indices = attention_bias_indices(resolution, query_stride)
+        self.register_buffer("attention_bias_idxs", indices, persistent=persistent)
+        self.attention_bias_cache = {}
+
+    def train(self, mode=True):
+        super().train(mode)
+        self.attention_bias_cache = {}
+        return self
+
+    def _apply(self, fn, recurse=True):
+        self.attention_bias_cache = {}
+        return super()._apply(fn, recurse)
+
+    def get_attention_biases(self, device):
+        """The (heads, queries, keys) biases: gathered afresh in training and while an nn.Graph build or an ONNX
+        export records the forward (its ops must hold the gather, not a constant), from the cache for ``device`` in
+        eval mode."""
+        if self.training or torch.jit.is_tracing():
+            return self.attention_biases[:, self.attention_bias_idxs]
+        device_key = str(device)
+        if device_key not in self.attention_bias_cache:
+            self.attention_bias_cache[device_key] = self.attention_biases[:, self.attention_bias_idxs]
+        return self.attention_bias_cache[device_key]

@@ -2,7 +2,7 @@
 PyTorch pads (half the receptive field) or as TensorFlow pads ("same", per input where no fixed padding gives it,
 ``Conv2dSame``), MixNet's mixed-kernel convolutions (``MixedConv2d``), CondConv's per-example mixtures of
 expert kernels (``CondConv2d``), and pooling with TensorFlow's "same" padding (``AvgPool2dSame``,
-``MaxPool2dSame``).
+``MaxPool2dSame``), and the group count of a grouped convolution given its group size (``num_groups``).
 """
 import math
 
@@ -10,12 +10,22 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-__all__ = ["create_conv2d", "Conv2dSame", "MixedConv2d", "CondConv2d", "AvgPool2dSame", "MaxPool2dSame"]
+__all__ = ["num_groups", "create_conv2d", "Conv2dSame", "MixedConv2d", "CondConv2d", "AvgPool2dSame", "MaxPool2dSame"]
 
 
 def pair(value):
     """``value`` as a (height, width) tuple: a sequence as it is, a number twice."""
     return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+
+
+def num_groups(group_size, channels):
+    """The groups of a convolution over ``channels`` with ``group_size`` channels per group (None or 0: one group;
+    1: depthwise)."""
+    if not group_size:
+        return 1
+    if channels % group_size:
+        raise ValueError(f"{channels} channels do not split into groups of {group_size}")
+    return channels // group_size
 
 
 def get_padding(kernel_size, stride=1, dilation=1):

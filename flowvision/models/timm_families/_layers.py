@@ -3,7 +3,7 @@ activations chosen by name, patch embedding, the fused-qkv biases and the pre-no
 transformers, the transformer MLP and its 1x1-convolution form, global pooling chosen by name and the head built on
 it (and the classifier API of the models that end in it), BatchNorm or LayerNorm + activation, convolution + norm +
 activation, anti-aliased downsampling, an Inception block's concatenated branches, stochastic depth, and timm's
-truncated-normal initialisation. Channel attention lives in ``_attention``, the plain norms in ``_norm``,
+truncated-normal initialisations. Channel attention lives in ``_attention``, the plain norms in ``_norm``,
 convolution padding, its special convolutions and TensorFlow's "same" pooling in ``_conv``.
 """
 import math
@@ -17,10 +17,10 @@ from ...ops.stochastic_depth import StochasticDepth
 from ._conv import create_conv2d, pair
 from ._norm import LayerNorm2d
 
-__all__ = ["pair", "drop_path_module", "trunc_normal_", "init_linear_layers", "GELU", "GELUTanh", "get_act_layer",
-           "create_act_layer", "PatchEmbed", "Mlp", "ConvMlp", "SelectAdaptivePool2d", "create_classifier",
-           "ClassifierHead", "ClassifierHeadApi", "BatchNormAct2d", "LayerNormAct2d", "BlurPool2d", "create_aa",
-           "ConvNormAct", "ConcatBranches", "QkvBias", "PreNormBlock"]
+__all__ = ["pair", "drop_path_module", "trunc_normal_", "trunc_normal_tf_", "init_linear_layers", "GELU", "GELUTanh",
+           "get_act_layer", "create_act_layer", "PatchEmbed", "Mlp", "ConvMlp", "SelectAdaptivePool2d",
+           "create_classifier", "ClassifierHead", "ClassifierHeadApi", "BatchNormAct2d", "LayerNormAct2d",
+           "BlurPool2d", "create_aa", "ConvNormAct", "ConcatBranches", "QkvBias", "PreNormBlock"]
 
 
 def drop_path_module(p):
@@ -43,6 +43,15 @@ def trunc_normal_(tensor, std=0.02):
         tensor.erfinv_()
         tensor.mul_(std * math.sqrt(2.0))
         tensor.clamp_(min=-2.0, max=2.0)
+    return tensor
+
+
+def trunc_normal_tf_(tensor, std=0.02):
+    """timm's ``trunc_normal_tf_``: N(0, 1) truncated to [-2, 2] (drawn as ``trunc_normal_`` draws it, so the
+    random stream is timm's), then scaled by ``std``: the cut is at two standard deviations whatever ``std``."""
+    trunc_normal_(tensor, std=1.0)
+    with torch.no_grad():
+        tensor.mul_(std)
     return tensor
 
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Callable, Optional, Union
 
-import numpy as np
-
 import engine as torch
 import engine.nn.functional as F
 from engine import nn
@@ -33,9 +31,10 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import EcaModule, GlobalContext, SEModule
-from ._conv import create_conv2d, get_padding
+from ._conv import create_conv2d, get_padding, num_groups
 from ._layers import (BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module, get_act_layer,
                       pair)
+from ._reparam import biased_conv_like, fold_batchnorm, identity_kernel, pad_kernel, sum_branches
 from .resnet import AvgPool2dSame
 from .resnetv2 import EvoNorm2dS0, group_std
 
@@ -101,15 +100,6 @@ def expand_blocks_cfg(stage_blocks_cfg):
     if not isinstance(stage_blocks_cfg, Sequence):
         stage_blocks_cfg = (stage_blocks_cfg,)
     return [replace(cfg, d=1) for cfg in stage_blocks_cfg for _ in range(cfg.d)]
-
-
-def num_groups(group_size, channels):
-    """The groups of a convolution over ``channels`` with ``group_size`` channels per group (None or 0: one)."""
-    if not group_size:
-        return 1
-    if channels % group_size:
-        raise ValueError(f"{channels} channels do not split into groups of {group_size}")
-    return channels // group_size
 
 
 # BatchNorm with its activation in place, as timm's BatchNormAct2d builds it, and timm's ConvNormAct around it
@@ -499,28 +489,6 @@ class SelfAttnBlock(_ResidualBlock):
         return self._residual(x, shortcut)
 
 
-def _fuse_bn(kernel, bn):
-    """A convolution ``kernel`` followed by BatchNorm ``bn`` (its running statistics) as one (kernel, bias)."""
-    std = (bn.running_var + bn.eps).sqrt()
-    scale = (bn.weight / std).reshape(-1, 1, 1, 1)
-    return kernel * scale, bn.bias - bn.running_mean * bn.weight / std
-
-
-def _identity_kernel(template):
-    """The kernel shaped like ``template`` (out, in / groups, k, k) through which each channel passes unchanged."""
-    out_chs, group_chs, height, width = template.shape
-    kernel = np.zeros((out_chs, group_chs, height, width))
-    channels = np.arange(out_chs)
-    kernel[channels, channels % group_chs, height // 2, width // 2] = 1.0
-    return torch.from_numpy(kernel).to(template.dtype)
-
-
-def _padded(kernel, size):
-    """A 1x1 kernel zero-padded to ``size`` x ``size`` around its centre."""
-    pad = size // 2
-    return F.pad(kernel, [pad, pad, pad, pad])
-
-
 class _Reparameterizable(nn.Module):
     """What RepVGG's and MobileOne's blocks share: the training form's parallel branches (convolution + BatchNorm
     each, and a BatchNorm ``identity`` branch where the shape is kept), or the inference form, a single biased
@@ -541,7 +509,9 @@ class _Reparameterizable(nn.Module):
 
     def _identity_branch(self):
         """The identity branch's (kernel, bias): its BatchNorm applied to the pass-through kernel."""
-        return _fuse_bn(_identity_kernel(self._kernel_template().weight), self.identity)
+        template = self._kernel_template().weight
+        kernel = identity_kernel(template.shape[0], template.shape[1], tuple(template.shape[2:]), template.dtype)
+        return fold_batchnorm(kernel, self.identity)
 
     def reparameterize(self):
         """Fold the branches (BatchNorms with their running statistics) into one biased convolution
@@ -549,18 +519,8 @@ class _Reparameterizable(nn.Module):
         if self.reparam_conv is not None:
             return
         with torch.no_grad():
-            kernel, bias = 0, 0
-            for branch_kernel, branch_bias in self._branches():
-                kernel = kernel + branch_kernel
-                bias = bias + branch_bias
-        template = self._kernel_template()
-        conv = nn.Conv2d(template.in_channels, template.out_channels, template.kernel_size, stride=template.stride,
-                         padding=template.padding, dilation=template.dilation, groups=template.groups, bias=True)
-        conv = conv.to(kernel.dtype)
-        with torch.no_grad():
-            conv.weight.copy_(kernel)
-            conv.bias.copy_(bias)
-        self.reparam_conv = conv
+            kernel, bias = sum_branches(self._branches())
+        self.reparam_conv = biased_conv_like(self._kernel_template(), kernel, bias)
         for name in self._branch_names():
             delattr(self, name)
 
@@ -606,10 +566,10 @@ class RepVggBlock(_Reparameterizable):
 
     def _branches(self):
         size = self.conv_kxk.conv.kernel_size[0]
-        kernel, bias = _fuse_bn(self.conv_kxk.conv.weight, self.conv_kxk.bn)
+        kernel, bias = fold_batchnorm(self.conv_kxk.conv.weight, self.conv_kxk.bn)
         branches = [(kernel, bias)]
-        kernel, bias = _fuse_bn(self.conv_1x1.conv.weight, self.conv_1x1.bn)
-        branches.append((_padded(kernel, size), bias))
+        kernel, bias = fold_batchnorm(self.conv_1x1.conv.weight, self.conv_1x1.bn)
+        branches.append((pad_kernel(kernel, size), bias))
         if self.identity is not None:
             branches.append(self._identity_branch())
         return branches
@@ -665,10 +625,10 @@ class MobileOneBlock(_Reparameterizable):
 
     def _branches(self):
         size = self.conv_kxk[0].conv.kernel_size[0]
-        branches = [_fuse_bn(branch.conv.weight, branch.bn) for branch in self.conv_kxk]
+        branches = [fold_batchnorm(branch.conv.weight, branch.bn) for branch in self.conv_kxk]
         if self.conv_scale is not None:
-            kernel, bias = _fuse_bn(self.conv_scale.conv.weight, self.conv_scale.bn)
-            branches.append((_padded(kernel, size), bias))
+            kernel, bias = fold_batchnorm(self.conv_scale.conv.weight, self.conv_scale.bn)
+            branches.append((pad_kernel(kernel, size), bias))
         if self.identity is not None:
             branches.append(self._identity_branch())
         return branches

@@ -27,6 +27,7 @@ from .._utils import _make_divisible
 from ..registry import register_model
 from ._efficientnet_blocks import SqueezeExcite
 from ._layers import BatchNormAct2d, SelectAdaptivePool2d
+from ._reparam import biased_conv_like, fold_batchnorm, identity_kernel, pad_kernel, sum_branches
 
 __all__ = []
 
@@ -130,43 +131,18 @@ class GhostModuleV2(nn.Module):
         return _attention_gate(self.gate_fn, self.short_conv, x, out[:, :self.out_chs])
 
 
-def _fuse_conv_bn(kernel, bn):
-    """A convolution ``kernel`` followed by BatchNorm ``bn`` (eval statistics) as one (kernel, bias)."""
-    scale = bn.weight / (bn.running_var + bn.eps).sqrt()
-    return kernel * scale.reshape(-1, 1, 1, 1), bn.bias - bn.running_mean * scale
-
-
-def _depthwise_identity(channels, kernel_size, dtype):
-    """The depthwise ``kernel_size`` kernel that passes each channel through (a 1 at the centre)."""
-    kernel = torch.zeros((channels, 1, kernel_size, kernel_size), dtype=dtype)
-    kernel[:, 0, kernel_size // 2, kernel_size // 2] = 1.0
-    return kernel
-
-
-def _fused_conv(template, kernel, bias):
-    """A biased convolution shaped like ``template`` (a branch's convolution) holding ``kernel`` and ``bias``."""
-    conv = nn.Conv2d(template.in_channels, template.out_channels, template.kernel_size, stride=template.stride,
-                     padding=template.padding, dilation=template.dilation, groups=template.groups, bias=True)
-    with torch.no_grad():
-        conv.weight.copy_(kernel)
-        conv.bias.copy_(bias)
-    return conv.to(kernel.dtype)
-
-
 def _fuse_branches(branches, scale=None, skip=None, kernel_size=1):
     """The (kernel, bias) of parallel ``ConvBnAct`` branches summed, plus a 1x1 ``scale`` branch padded to
     ``kernel_size`` and a BatchNorm ``skip`` branch (an identity depthwise kernel) where given."""
     with torch.no_grad():
-        fused = [_fuse_conv_bn(branch.conv.weight, branch.bn1) for branch in branches]
+        fused = [fold_batchnorm(branch.conv.weight, branch.bn1) for branch in branches]
         if scale is not None:
-            kernel, bias = _fuse_conv_bn(scale.conv.weight, scale.bn1)
-            pad = kernel_size // 2
-            fused.append((F.pad(kernel, [pad, pad, pad, pad]), bias))
+            kernel, bias = fold_batchnorm(scale.conv.weight, scale.bn1)
+            fused.append((pad_kernel(kernel, kernel_size), bias))
         if skip is not None:
-            identity = _depthwise_identity(skip.num_features, kernel_size, skip.weight.dtype)
-            fused.append(_fuse_conv_bn(identity, skip))
-        kernel = sum(k for k, _ in fused)
-        bias = sum(b for _, b in fused)
+            identity = identity_kernel(skip.num_features, 1, kernel_size, skip.weight.dtype)
+            fused.append(fold_batchnorm(identity, skip))
+        kernel, bias = sum_branches(fused)
     return kernel.detach(), bias.detach()
 
 
@@ -230,11 +206,11 @@ class GhostModuleV3(nn.Module):
         if self.infer_mode:
             return
         kernel, bias = _fuse_branches(self.primary_rpr_conv)
-        self.primary_conv = nn.Sequential(_fused_conv(self.primary_rpr_conv[0].conv, kernel, bias),
+        self.primary_conv = nn.Sequential(biased_conv_like(self.primary_rpr_conv[0].conv, kernel, bias),
                                           self.primary_activation)
         kernel, bias = _fuse_branches(self.cheap_rpr_conv, self.cheap_rpr_scale, self.cheap_rpr_skip,
                                       self.kernel_size)
-        self.cheap_operation = nn.Sequential(_fused_conv(self.cheap_rpr_conv[0].conv, kernel, bias),
+        self.cheap_operation = nn.Sequential(biased_conv_like(self.cheap_rpr_conv[0].conv, kernel, bias),
                                              self.cheap_activation)
         del self.primary_rpr_conv
         del self.cheap_rpr_skip
@@ -353,7 +329,7 @@ class GhostBottleneckV3(nn.Module):
         if self.infer_mode or self.stride == 1:
             return
         kernel, bias = _fuse_branches(self.dw_rpr_conv, self.dw_rpr_scale, kernel_size=self.kernel_size)
-        self.conv_dw = _fused_conv(self.dw_rpr_conv[0].conv, kernel, bias)
+        self.conv_dw = biased_conv_like(self.dw_rpr_conv[0].conv, kernel, bias)
         del self.dw_rpr_conv
         del self.dw_rpr_scale
         self.infer_mode = True

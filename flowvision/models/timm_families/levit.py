@@ -24,6 +24,7 @@ from engine import nn
 from .._features import FeatureGetterNet, FlatFeatureListNet, intermediate_stages, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
+from ._attention import attention_bias_indices
 from ._layers import drop_path_module, get_act_layer, pair, trunc_normal_
 
 __all__ = []
@@ -34,19 +35,6 @@ _GLOBAL_POOLS = ("", "avg")
 def _per_stage(value, num_stages):
     """``value`` for each stage: a sequence as it is, a single value repeated."""
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * num_stages
-
-
-def _bias_indices(resolution, stride=1):
-    """For every (query, key) pair of a ``resolution`` grid whose queries are subsampled by ``stride``, the index of
-    its learnt attention bias: |dy| * width + |dx|, the absolute offset between the two positions."""
-    rows = torch.arange(resolution[0])
-    cols = torch.arange(resolution[1])
-    keys = torch.stack(torch.meshgrid(rows, cols, indexing="ij")).flatten(1)
-    query_rows = torch.arange(0, resolution[0], stride)
-    query_cols = torch.arange(0, resolution[1], stride)
-    queries = torch.stack(torch.meshgrid(query_rows, query_cols, indexing="ij")).flatten(1)
-    offsets = (queries[:, :, None] - keys[:, None, :]).abs()
-    return offsets[0] * resolution[1] + offsets[1]
 
 
 class ConvNorm(nn.Module):
@@ -161,7 +149,7 @@ class BiasedAttention(nn.Module):
         self.val_dim = int(attn_ratio * key_dim)
         self.val_attn_dim = self.val_dim * num_heads
         self.attention_biases = nn.Parameter(torch.zeros(num_heads, resolution[0] * resolution[1]))
-        self.register_buffer("attention_bias_idxs", _bias_indices(resolution, stride), persistent=False)
+        self.register_buffer("attention_bias_idxs", attention_bias_indices(resolution, stride), persistent=False)
 
     def _attention(self, q, k):
         """The attention weights of queries (..., queries, key_dim) and keys (..., key_dim, keys): softmax over the

@@ -36,7 +36,7 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import SEModule
-from ._conv import AvgPool2dSame, MaxPool2dSame, create_conv2d
+from ._conv import AvgPool2dSame, MaxPool2dSame, create_conv2d, num_groups
 from ._efficientnet_blocks import LayerScale2d
 from ._layers import (BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvMlp, LayerNormAct2d, Mlp,
                       drop_path_module, get_act_layer, pair, trunc_normal_)
@@ -398,15 +398,6 @@ class AttentionCl(nn.Module):
 # ---- blocks -----------------------------------------------------------------------------------------------------
 
 
-def _num_groups(group_size, channels):
-    """The groups of a convolution over ``channels`` with ``group_size`` channels a group (0 or None: one group)."""
-    if not group_size:
-        return 1
-    if channels % group_size:
-        raise ValueError(f"{channels} channels do not divide into groups of {group_size}")
-    return channels // group_size
-
-
 def _stride_mode(stride_mode, allowed):
     """``stride_mode`` checked against the ``allowed`` ones."""
     if stride_mode not in allowed:
@@ -424,7 +415,7 @@ class MbConvBlock(nn.Module):
         super().__init__()
         norm_act_layer = _norm_act_layer(cfg.norm_layer, cfg.act_layer, cfg.norm_eps)
         mid_chs = _make_divisible((out_chs if cfg.expand_output else in_chs) * cfg.expand_ratio, 8)
-        groups = _num_groups(cfg.group_size, mid_chs)
+        groups = num_groups(cfg.group_size, mid_chs)
         stride_mode = _stride_mode(cfg.stride_mode, ("pool", "1x1", "dw"))
         stride_pool = stride if stride_mode == "pool" else 1
         stride_1x1 = stride if stride_mode == "1x1" else 1

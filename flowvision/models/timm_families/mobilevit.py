@@ -26,9 +26,10 @@ from engine import nn
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
+from ._conv import num_groups
 from ._layers import ConvMlp, PreNormBlock, pair
 from ._norm import GroupNorm1
-from .byobnet import ByoBlockCfg, ByobNet, ByoModelCfg, LayerFn, num_groups, register_block
+from .byobnet import ByoBlockCfg, ByobNet, ByoModelCfg, LayerFn, register_block
 from .vision_transformer import Block
 
 __all__ = []

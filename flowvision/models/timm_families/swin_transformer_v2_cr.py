@@ -25,7 +25,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
+from .._features import FlatFeatureListNet, intermediate_stages, prune_stages, run_stages
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import ClassifierHead, ClassifierHeadApi, Mlp, drop_path_module, pair
@@ -283,11 +283,7 @@ class SwinTransformerV2Cr(ClassifierHeadApi, nn.Module):
         is accepted for timm's API (the stages' own norms apply)."""
         take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
         x = self.patch_embed(x)
-        intermediates = []
-        for i, stage in enumerate(stages):
-            x = stage(x)
-            if i in take:
-                intermediates.append(x)
+        x, intermediates = run_stages(x, stages, take)
         if intermediates_only:
             return intermediates
         return x, intermediates

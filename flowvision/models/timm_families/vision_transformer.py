@@ -41,7 +41,7 @@ from engine.nn import functional as F
 from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, pair, trunc_normal_
+from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, pair, trunc_normal_, trunc_normal_tf_
 
 __all__ = []
 
@@ -415,9 +415,7 @@ class AttentionPoolLatent(nn.Module):
     def init_weights(self):
         """The latent query from N(0, 1/dim) truncated at 2 standard deviations (timm's ``trunc_normal_tf_``);
         run again by the model's init."""
-        trunc_normal_(self.latent, std=1.0)
-        with torch.no_grad():
-            self.latent.mul_(self.latent.shape[-1] ** -0.5)
+        trunc_normal_tf_(self.latent, std=self.latent.shape[-1] ** -0.5)
 
     def forward(self, x):
         batch, tokens, dim = x.shape

@@ -11,6 +11,7 @@ import engine
 from engine.nn import init
 import flowvision.models as models
 from flowvision.models.convnext import CNBlockConfig, ConvNeXt
+from flowvision.models.timm_families import focalnet
 from flowvision.models.video import MSBlockConfig, MViT
 from flowvision.models.vision_transformer import VisionTransformer
 from op_check import assert_close
@@ -223,6 +224,13 @@ SMALL_MODELS = {
     "mvit_v2_s": _small_mvit,
     "swin3d_t": functools.partial(models.create_model, "swin3d_t", embed_dim=32, depths=[2, 2], num_heads=[2, 4],
                                   window_size=[2, 4, 4]),
+    "hiera_tiny_224": functools.partial(models.create_model, "hiera_tiny_224", img_size=(64, 64), embed_dim=32,
+                                        num_heads=1, stages=(1, 1, 1, 1)),
+    "twins_svt_small": functools.partial(models.create_model, "twins_svt_small", embed_dims=(16, 32, 64, 128),
+                                         num_heads=(1, 2, 4, 8), depths=(1, 1, 1, 1)),
+    "focalnet_tiny_srf": functools.partial(focalnet.FocalNet, embed_dim=16, depths=(1, 1, 1, 1)),
+    "coat_lite_tiny": functools.partial(models.create_model, "coat_lite_tiny", img_size=64,
+                                        embed_dims=(32, 32, 64, 64), serial_depths=(1, 1, 1, 1), num_heads=8),
 }
 
 

@@ -49,7 +49,9 @@ CLASSIFIERS = [min(names, key=_num_params) for family, names in family_sweep(
 # torchvision's MViT and timm's ResNeSt, XCiT, EVA, CrossViT, VOLO, MobileViT and the ECA attention nets fail on an
 # empty batch (ours run one: tests/flowvision/models/test_mvit.py, test_timm_resnet_variants.py, test_timm_xcit.py,
 # test_timm_eva.py, test_timm_crossvit.py, test_timm_volo.py, test_timm_mobilevit.py, test_timm_byoanet.py); timm's
-# LeViT, Swin V2 and MaxxViT fail there too, and ours as theirs (their reshapes of no values with -1)
+# LeViT, Swin V2 and MaxxViT fail there too, and ours as theirs (their reshapes of no values with -1), as do timm's
+# attention families CoaT, EdgeNeXt, EfficientFormer (v1, v2), EfficientViT (MIT, MSRA), GC ViT, Hiera, PVT v2,
+# TinyViT and Twins (GC ViT's window count divides by the batch)
 _REFERENCE_RESHAPE = "fails on an empty batch (a reshape of 0 elements with -1)"
 _FAILS_IN_THE_REFERENCE = {"mvit": "torchvision's MViT fails on an empty batch",
                            "resnest": f"timm's ResNeSt {_REFERENCE_RESHAPE}",
@@ -61,7 +63,16 @@ _FAILS_IN_THE_REFERENCE = {"mvit": "torchvision's MViT fails on an empty batch",
                            "eca_": f"timm's ECA attention {_REFERENCE_RESHAPE}",
                            "levit": f"timm's LeViT, and ours, {_REFERENCE_RESHAPE}",
                            "swinv2": f"timm's Swin V2, and ours, {_REFERENCE_RESHAPE}",
-                           "maxvit_rmlp": f"timm's MaxxViT, and ours, {_REFERENCE_RESHAPE}"}
+                           "maxvit_rmlp": f"timm's MaxxViT, and ours, {_REFERENCE_RESHAPE}",
+                           "coat": f"timm's CoaT, and ours, {_REFERENCE_RESHAPE}",
+                           "edgenext": f"timm's EdgeNeXt, and ours, {_REFERENCE_RESHAPE}",
+                           "efficientformer": f"timm's EfficientFormer, and ours, {_REFERENCE_RESHAPE}",
+                           "efficientvit_": f"timm's EfficientViT, and ours, {_REFERENCE_RESHAPE}",
+                           "gcvit": "timm's GC ViT, and ours, fail on an empty batch (windows per image = 0 / 0)",
+                           "hiera": f"timm's Hiera, and ours, {_REFERENCE_RESHAPE}",
+                           "pvt_v2": f"timm's PVT v2, and ours, {_REFERENCE_RESHAPE}",
+                           "tiny_vit": f"timm's TinyViT, and ours, {_REFERENCE_RESHAPE}",
+                           "twins": f"timm's Twins, and ours, {_REFERENCE_RESHAPE}"}
 CLASSIFIERS = [pytest.param(n, marks=pytest.mark.skip(reason=reason))
                if (reason := next((r for prefix, r in _FAILS_IN_THE_REFERENCE.items() if n.startswith(prefix)), None))
                else n for n in CLASSIFIERS]

@@ -77,11 +77,11 @@ def test_register_model_decorator(monkeypatch):
     monkeypatch.setattr(registry, "_model_has_pretrained", set())
 
     @registry.register_model(has_pretrained=True)
-    def tiny_net(pretrained=False, **kwargs):
+    def probe_linear_net(pretrained=False, **kwargs):
         return engine.nn.Linear(2, kwargs.get("num_classes", 3))
 
-    assert models.list_models("tiny_*", pretrained=True) == ["tiny_net"]
-    assert models.create_model("tiny_net", num_classes=4, in_chans=None).out_features == 4
+    assert models.list_models("probe_*", pretrained=True) == ["probe_linear_net"]
+    assert models.create_model("probe_linear_net", num_classes=4, in_chans=None).out_features == 4
 
 
 def test_create_model_passes_none_weights_through(monkeypatch):
