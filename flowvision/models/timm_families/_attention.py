@@ -15,7 +15,8 @@ from .._utils import _make_divisible
 from ._layers import ConvMlp, create_act_layer
 from ._norm import LayerNorm2d
 
-__all__ = ["SEModule", "EcaModule", "GlobalContext", "attention_bias_indices", "CachedBiasAttention"]
+__all__ = ["SEModule", "EcaModule", "GlobalContext", "EffectiveSEModule", "attention_bias_indices",
+           "CachedBiasAttention"]
 
 
 class SEModule(nn.Module):
@@ -126,6 +127,22 @@ def attention_bias_indices(resolution, stride=1):
     queries = torch.stack(torch.meshgrid(query_rows, query_cols, indexing="ij")).flatten(1)
     offsets = (queries[:, :, None] - keys[:, None, :]).abs()
     return offsets[0] * resolution[1] + offsets[1]
+
+
+class EffectiveSEModule(nn.Module):
+    """Effective squeeze-and-excitation (Lee and Park 2020, CenterMask's eSE; timm's ``EffectiveSEModule``): the
+    channels' means through one biased 1x1 convolution (``fc``, no reduction, so no channel information is lost)
+    give a hard-sigmoid gate (``gate``) that scales each channel."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.fc = nn.Conv2d(channels, channels, kernel_size=1)
+        self.gate = nn.Hardsigmoid()
+
+    def forward(self, x):
+        scale = x.mean((2, 3), keepdim=True)
+        scale = self.fc(scale)
+        return x * self.gate(scale)
 
 
 class CachedBiasAttention(nn.Module):

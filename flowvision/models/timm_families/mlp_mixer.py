@@ -1,7 +1,7 @@
 """MLP-Mixer (Tolstikhin et al. 2021, "MLP-Mixer: An all-MLP Architecture for Vision"), ResMLP (Touvron et al.
 2021, "ResMLP: Feedforward networks for image classification with data-efficient training") and gMLP (Liu et al.
-2021, "Pay Attention to MLPs"): mixer_b16_224, mixer_l16_224, resmlp_12_224, resmlp_24_224, resmlp_36_224,
-resmlp_big_24_224 and gmlp_s16_224.
+2021, "Pay Attention to MLPs"): mixer_b16_224, mixer_l16_224, gmixer_24_224, resmlp_12_224, resmlp_24_224,
+resmlp_36_224, resmlp_big_24_224 and gmlp_s16_224.
 
 Three all-MLP vision models on one trunk: an image is cut into non-overlapping patches embedded by a strided
 convolution, and a stack of residual blocks alternates mixing across patches (token mixing, an MLP or a linear
@@ -9,8 +9,9 @@ layer over the patch axis) with mixing across channels (a per-patch MLP). MLP-Mi
 and mixes tokens with an MLP; ResMLP replaces the norms by a learnt per-channel affine map, mixes tokens with a
 single linear layer and scales each residual branch by a learnt per-channel factor (layer scale); gMLP has one
 branch per block, a channel MLP whose hidden half gates the other half after a linear map across patches (the
-spatial gating unit). Token mixing works on a fixed number of patches, so a model takes images of its
-``img_size`` only. Model names, module names, ``state_dict`` keys and initialisation follow timm's
+spatial gating unit). timm's GLU-Mixer (gmixer) is the Mixer with gated MLPs (SwiGLU: half the hidden width,
+through SiLU, gates the other half) for both mixings. Token mixing works on a fixed number of patches, so a model
+takes images of its ``img_size`` only. Model names, module names, ``state_dict`` keys and initialisation follow timm's
 ``mlp_mixer`` module, so timm's checkpoints load directly.
 """
 import math
@@ -50,6 +51,43 @@ class GatedMlp(nn.Module):
         x = self.act(x)
         x = self.drop1(x)
         x = self.gate(x)
+        x = self.norm(x)
+        x = self.fc2(x)
+        x = self.drop2(x)
+        return x
+
+
+class GluMlp(nn.Module):
+    """The gated linear unit MLP (timm's ``GluMlp``): ``fc1`` to ``hidden_features``, whose second half, through
+    ``act_layer``, gates the first half; dropout, ``norm`` (an identity: timm's slot for a norm), ``fc2`` from the
+    gated half back to ``in_features``, dropout.
+
+    ``init_weights`` starts the gate open and flat (gate weights N(0, 1e-6), biases one), as timm does after its
+    model-wide init.
+    """
+
+    def __init__(self, in_features, hidden_features, act_layer=nn.Sigmoid, drop=0.0):
+        super().__init__()
+        if hidden_features % 2:
+            raise ValueError(f"the gated MLP splits its hidden width in two: {hidden_features} is odd")
+        self.fc1 = nn.Linear(in_features, hidden_features)
+        self.act = act_layer()
+        self.drop1 = nn.Dropout(drop)
+        self.norm = nn.Identity()
+        self.fc2 = nn.Linear(hidden_features // 2, in_features)
+        self.drop2 = nn.Dropout(drop)
+
+    def init_weights(self):
+        """Gate half of ``fc1``: weights N(0, 1e-6), biases one."""
+        gate = self.fc1.weight.shape[0] // 2
+        nn.init.ones_(self.fc1.bias[gate:])
+        nn.init.normal_(self.fc1.weight[gate:], std=1e-6)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        x, gate = x.chunk(2, dim=-1)
+        x = x * self.act(gate)
+        x = self.drop1(x)
         x = self.norm(x)
         x = self.fc2(x)
         x = self.drop2(x)
@@ -306,6 +344,14 @@ def mixer_l16_224(pretrained=False, progress=True, **kwargs):
     """Mixer-L/16 at 224x224: 24 blocks, width 1024, token MLP 512, channel MLP 4096."""
     return _create_mixer("mixer_l16_224", pretrained, progress, patch_size=16, num_blocks=24, embed_dim=1024,
                          **kwargs)
+
+
+@register_model
+def gmixer_24_224(pretrained=False, progress=True, **kwargs):
+    """GLU-Mixer-24 at 224x224 (timm's): 16x16 patches, 24 blocks, width 384, SwiGLU token MLP 384 and channel
+    MLP 1536 (gating halves them)."""
+    return _create_mixer("gmixer_24_224", pretrained, progress, patch_size=16, num_blocks=24, embed_dim=384,
+                         mlp_ratio=(1.0, 4.0), mlp_layer=GluMlp, act_layer=nn.SiLU, **kwargs)
 
 
 def _resmlp(variant, pretrained, progress, patch_size, num_blocks, embed_dim, init_values, **kwargs):

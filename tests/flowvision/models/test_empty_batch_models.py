@@ -51,7 +51,7 @@ CLASSIFIERS = [min(names, key=_num_params) for family, names in family_sweep(
 # test_timm_eva.py, test_timm_crossvit.py, test_timm_volo.py, test_timm_mobilevit.py, test_timm_byoanet.py); timm's
 # LeViT, Swin V2 and MaxxViT fail there too, and ours as theirs (their reshapes of no values with -1), as do timm's
 # attention families CoaT, EdgeNeXt, EfficientFormer (v1, v2), EfficientViT (MIT, MSRA), GC ViT, Hiera, PVT v2,
-# TinyViT and Twins (GC ViT's window count divides by the batch)
+# TinyViT and Twins (GC ViT's window count divides by the batch), NesT, Next-ViT, TNT and Visformer
 _REFERENCE_RESHAPE = "fails on an empty batch (a reshape of 0 elements with -1)"
 _FAILS_IN_THE_REFERENCE = {"mvit": "torchvision's MViT fails on an empty batch",
                            "resnest": f"timm's ResNeSt {_REFERENCE_RESHAPE}",
@@ -72,7 +72,11 @@ _FAILS_IN_THE_REFERENCE = {"mvit": "torchvision's MViT fails on an empty batch",
                            "hiera": f"timm's Hiera, and ours, {_REFERENCE_RESHAPE}",
                            "pvt_v2": f"timm's PVT v2, and ours, {_REFERENCE_RESHAPE}",
                            "tiny_vit": f"timm's TinyViT, and ours, {_REFERENCE_RESHAPE}",
-                           "twins": f"timm's Twins, and ours, {_REFERENCE_RESHAPE}"}
+                           "twins": f"timm's Twins, and ours, {_REFERENCE_RESHAPE}",
+                           "nest_": f"timm's NesT, and ours, {_REFERENCE_RESHAPE}",
+                           "nextvit": f"timm's Next-ViT, and ours, {_REFERENCE_RESHAPE}",
+                           "tnt_": f"timm's TNT, and ours, {_REFERENCE_RESHAPE}",
+                           "visformer": f"timm's Visformer, and ours, {_REFERENCE_RESHAPE}"}
 CLASSIFIERS = [pytest.param(n, marks=pytest.mark.skip(reason=reason))
                if (reason := next((r for prefix, r in _FAILS_IN_THE_REFERENCE.items() if n.startswith(prefix)), None))
                else n for n in CLASSIFIERS]

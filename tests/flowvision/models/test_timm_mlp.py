@@ -21,7 +21,7 @@ from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
 
-MIXER_NAMES = ["mixer_b16_224", "mixer_l16_224", "resmlp_12_224", "resmlp_24_224", "resmlp_36_224",
+MIXER_NAMES = ["mixer_b16_224", "mixer_l16_224", "gmixer_24_224", "resmlp_12_224", "resmlp_24_224", "resmlp_36_224",
                "resmlp_big_24_224", "gmlp_s16_224"]
 CONVMIXER_NAMES = ["convmixer_768_32", "convmixer_1024_20_ks9_p14", "convmixer_1536_20"]
 TOL = 1e-4
@@ -30,6 +30,8 @@ TOL = 1e-4
 # 45 = 5 patches of 8 and 5 pixels cut off; 37 = 5 patches of 7 and 2 pixels over.
 SMALL = {
     "mixer": ("MlpMixer", lambda m, nn: dict(img_size=45, patch_size=8, num_blocks=2, embed_dim=32), 45),
+    "gmixer": ("MlpMixer", lambda m, nn: dict(img_size=45, patch_size=8, num_blocks=2, embed_dim=32,
+                                              mlp_ratio=(1.0, 4.0), mlp_layer=m.GluMlp, act_layer=nn.SiLU), 45),
     "resmlp": ("MlpMixer", lambda m, nn: dict(img_size=45, patch_size=8, num_blocks=2, embed_dim=32, mlp_ratio=4,
                                               block_layer=partial(m.ResBlock, init_values=0.1),
                                               norm_layer=m.Affine), 45),
@@ -260,6 +262,6 @@ def test_list_models():
     """The registry lists every variant under its timm name, module and wildcard, as timm does."""
     assert set(models.list_models(module="mlp_mixer")) == set(MIXER_NAMES)
     assert set(models.list_models(module="convmixer")) == set(CONVMIXER_NAMES)
-    for pattern in ("mixer_*", "resmlp_*", "gmlp_*", "convmixer_*"):
+    for pattern in ("mixer_*", "gmixer_*", "resmlp_*", "gmlp_*", "convmixer_*"):
         assert set(models.list_models(pattern)) == set(timm.list_models(pattern)) & set(MIXER_NAMES + CONVMIXER_NAMES)
         assert models.list_models(pattern)
