@@ -134,6 +134,27 @@ def run_stages(x, stages, take):
     return x, intermediates
 
 
+def normed_stage_intermediates(x, stem, stages, final_norm, indices, norm, stop_early, output_fmt,
+                               intermediates_only):
+    """timm's ``forward_intermediates`` for a model made of ``stem``, the sequence ``stages`` and ``final_norm``
+    (NCHW maps only): the outputs of the stages ``indices`` picks (the last stage's through ``final_norm`` with
+    ``norm``) and, unless ``intermediates_only``, the final map, through ``final_norm`` when the last stage ran;
+    ``stop_early`` skips the stages after the last one picked."""
+    take, run = intermediate_stages(stages, indices, stop_early, output_fmt)
+    last = len(stages) - 1
+    x = stem(x)
+    intermediates = []
+    for i, stage in enumerate(run):
+        x = stage(x)
+        if i in take:
+            intermediates.append(final_norm(x) if norm and i == last else x)
+    if intermediates_only:
+        return intermediates
+    if len(run) - 1 == last:
+        x = final_norm(x)
+    return x, intermediates
+
+
 def prune_stages(model, name, indices):
     """timm's ``prune_intermediate_layers`` for a model whose stages are its ``nn.Sequential`` ``name``: the stages
     after the last one ``indices`` picks dropped and, when any go, the model's ``num_features`` and

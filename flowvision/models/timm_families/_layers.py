@@ -20,7 +20,8 @@ from ._norm import LayerNorm2d
 __all__ = ["pair", "drop_path_module", "trunc_normal_", "trunc_normal_tf_", "init_linear_layers", "GELU", "GELUTanh",
            "get_act_layer", "create_act_layer", "PatchEmbed", "Mlp", "ConvMlp", "SelectAdaptivePool2d",
            "create_classifier", "ClassifierHead", "ClassifierHeadApi", "BatchNormAct2d", "LayerNormAct2d",
-           "BlurPool2d", "create_aa", "ConvNormAct", "ConcatBranches", "QkvBias", "PreNormBlock"]
+           "BlurPool2d", "create_aa", "ConvNormAct", "ConcatBranches", "QkvBias", "PreNormBlock", "TOKEN_POOLS",
+           "check_token_pool", "LinearHeadApi", "TokenPoolHeadApi", "MeanTokenHeadApi", "PooledHeadApi"]
 
 
 def drop_path_module(p):
@@ -344,6 +345,109 @@ class ClassifierHeadApi:
     def forward_head(self, x, pre_logits=False):
         """Pooling and dropout; then the classifier unless ``pre_logits``."""
         return self.head(x, pre_logits=pre_logits)
+
+    def forward(self, x):
+        x = self.forward_features(x)
+        x = self.forward_head(x)
+        return x
+
+
+TOKEN_POOLS = ("", "token", "avg")
+
+
+def check_token_pool(global_pool, has_class_token=True, pools=TOKEN_POOLS):
+    """Refuse a token-sequence pooling other than those in ``pools`` ('': none, 'token': the class token, 'avg':
+    the patch tokens' average), and 'token' without a class token."""
+    if global_pool not in pools:
+        raise ValueError(f"global_pool must be one of {pools}, got {global_pool!r}")
+    if global_pool == "token" and not has_class_token:
+        raise ValueError("global_pool='token' needs the class token")
+
+
+class LinearHeadApi:
+    """timm's classifier API of a model that ends in ``head_drop`` and a linear ``head`` on ``num_features`` (an
+    identity without classes) after a pooling named by the string ``global_pool``: a mixin before ``nn.Module``.
+    The model (or a subclass) gives ``_check_pool``, which refuses a pooling the family lacks, and
+    ``forward_head``."""
+
+    def get_classifier(self):
+        """The final linear layer (an identity without classes)."""
+        return self.head
+
+    def reset_classifier(self, num_classes, global_pool=None):
+        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the pooling
+        too."""
+        if global_pool is not None:
+            self._check_pool(global_pool)
+            self.global_pool = global_pool
+        self.num_classes = num_classes
+        self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
+        self.head.train(self.training)
+
+    def forward(self, x):
+        x = self.forward_features(x)
+        x = self.forward_head(x)
+        return x
+
+
+class TokenPoolHeadApi(LinearHeadApi):
+    """``LinearHeadApi`` for a transformer whose ``forward_features`` returns the token sequence (class token
+    first, ``num_prefix_tokens`` of them), pooled as ``check_token_pool`` allows. ``global_pools`` lists the
+    poolings in the order the family's error message gives them."""
+
+    global_pools = TOKEN_POOLS
+
+    def _check_pool(self, global_pool):
+        """Refuse a pooling not in ``global_pools``, and 'token' once the class token is gone."""
+        check_token_pool(global_pool, self.num_prefix_tokens, self.global_pools)
+
+    def forward_head(self, x, pre_logits=False):
+        """Pooling (the class token, or the patch tokens' average), head dropout, then the head unless
+        ``pre_logits``."""
+        if self.global_pool == "avg":
+            x = x[:, self.num_prefix_tokens:].mean(dim=1)
+        elif self.global_pool == "token":
+            x = x[:, 0]
+        x = self.head_drop(x)
+        return x if pre_logits else self.head(x)
+
+
+class MeanTokenHeadApi(LinearHeadApi):
+    """``LinearHeadApi`` for a model whose ``forward_features`` returns (N, tokens, C) tokens without a class
+    token, averaged with ``global_pool='avg'`` (passed through with '')."""
+
+    def forward_head(self, x, pre_logits=False):
+        """The tokens' mean (unless ``global_pool`` is ''), dropout and, unless ``pre_logits``, the classifier."""
+        if self.global_pool == "avg":
+            x = x.mean(dim=1)
+        x = self.head_drop(x)
+        return x if pre_logits else self.head(x)
+
+
+class PooledHeadApi:
+    """timm's classifier API of a model that ends in a ``global_pool`` module and a ``head`` built together by
+    ``create_classifier`` on ``num_features``, with ``head_drop`` between them: a mixin before ``nn.Module``."""
+
+    def get_classifier(self):
+        """The final linear layer."""
+        return self.head
+
+    def reset_classifier(self, num_classes, global_pool=None):
+        """A new (default-initialised) classifier for ``num_classes`` (0: an identity), after another pooling
+        ``global_pool`` if given."""
+        self.num_classes = num_classes
+        if global_pool is None:
+            global_pool = self.global_pool.pool_type
+        self.global_pool, self.head = create_classifier(self.num_features, num_classes, global_pool)
+        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
+        self.global_pool.train(self.training)
+        self.head.train(self.training)
+
+    def forward_head(self, x, pre_logits=False):
+        """Global pooling, dropout, then the classifier unless ``pre_logits``."""
+        x = self.global_pool(x)
+        x = self.head_drop(x)
+        return x if pre_logits else self.head(x)
 
     def forward(self, x):
         x = self.forward_features(x)

@@ -18,11 +18,10 @@ from engine import nn
 from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, trunc_normal_
+from ._layers import (Mlp, PatchEmbed, TokenPoolHeadApi, check_token_pool, drop_path_module, init_linear_layers,
+                      trunc_normal_)
 
 __all__ = []
-
-_GLOBAL_POOLS = ("", "token", "avg")
 
 
 def _layer_norm(dim):
@@ -167,7 +166,7 @@ class LayerScaleBlock(nn.Module):
         return x
 
 
-class Cait(nn.Module):
+class Cait(TokenPoolHeadApi, nn.Module):
     """Patch embedding with position embeddings, ``depth`` talking-heads self-attention blocks on the patch tokens,
     ``depth_token_only`` class-attention blocks that update the class token, a norm and a linear head (timm's
     ``Cait``, its arguments and defaults).
@@ -188,8 +187,7 @@ class Cait(nn.Module):
                  proj_drop_rate=0.0, attn_drop_rate=0.0, drop_path_rate=0.0, init_values=1e-4, depth_token_only=2,
                  mlp_ratio_token_only=4.0):
         super().__init__()
-        if global_pool not in _GLOBAL_POOLS:
-            raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
+        check_token_pool(global_pool)
         self.num_classes = num_classes
         self.in_chans = in_chans
         self.global_pool = global_pool
@@ -222,23 +220,6 @@ class Cait(nn.Module):
         trunc_normal_(self.cls_token, std=0.02)
         init_linear_layers(self)
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the pooling
-        too."""
-        if global_pool is not None:
-            if global_pool not in _GLOBAL_POOLS:
-                raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-            if global_pool == "token" and not self.num_prefix_tokens:
-                raise ValueError("global_pool='token' needs the class token")
-            self.global_pool = global_pool
-        self.num_classes = num_classes
-        self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
-
     def _embed(self, x):
         """Images -> patch tokens with position embeddings, after ``pos_drop``. The tokens are laid out in memory
         as torch lays them out (channel by channel, as the convolution's map), as dropout draws its mask in memory
@@ -263,21 +244,6 @@ class Cait(nn.Module):
         if self.blocks_token_only is not None:
             x = self.forward_cls(x)
         x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling (the class token, or the patch tokens' average), head dropout, then the head unless
-        ``pre_logits``."""
-        if self.global_pool == "avg":
-            x = x[:, self.num_prefix_tokens:].mean(dim=1)
-        elif self.global_pool == "token":
-            x = x[:, 0]
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",

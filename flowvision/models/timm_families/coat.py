@@ -18,7 +18,7 @@ from .._features import FeatureGetterNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from . import _layers
-from ._layers import Mlp, drop_path_module, init_linear_layers, trunc_normal_
+from ._layers import LinearHeadApi, Mlp, drop_path_module, init_linear_layers, trunc_normal_
 from ._norm import LayerNorm
 
 __all__ = []
@@ -218,7 +218,7 @@ def _check_pool(global_pool):
         raise ValueError(f"global_pool must be 'token' or 'avg', got {global_pool!r}")
 
 
-class CoaT(nn.Module):
+class CoaT(LinearHeadApi, nn.Module):
     """CoaT (timm's ``CoaT``, its arguments and defaults): four scales, each a patch embedding
     (``patch_embed1``-``4``: ``patch_size``, then 2x2 patches), a class token (``cls_token1``-``4``) and
     ``serial_depths`` serial blocks (``serial_blocks1``-``4``, ``embed_dims`` wide, MLPs ``mlp_ratios`` wide),
@@ -240,6 +240,7 @@ class CoaT(nn.Module):
 
     default_cfg = {"first_conv": "patch_embed1.proj", "classifier": "head"}
     feature_wrapper = FeatureGetterNet
+    _check_pool = staticmethod(_check_pool)
 
     def __init__(self, img_size=224, patch_size=16, in_chans=3, num_classes=1000, embed_dims=(64, 128, 320, 512),
                  serial_depths=(3, 4, 6, 3), parallel_depth=0, num_heads=8, mlp_ratios=(4, 4, 4, 4), qkv_bias=True,
@@ -314,20 +315,6 @@ class CoaT(nn.Module):
         for i in range(4):
             trunc_normal_(getattr(self, f"cls_token{i + 1}"), std=0.02)
         init_linear_layers(self)
-
-    def get_classifier(self):
-        """The final linear layer (an identity without classes)."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), after ``global_pool`` ('token' or 'avg')
-        if given."""
-        self.num_classes = num_classes
-        if global_pool is not None:
-            _check_pool(global_pool)
-            self.global_pool = global_pool
-        self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
 
     def _serial_scales(self, x, count=4):
         """The first ``count`` scales (fewer where pruned) on an image: each scale's tokens after its serial blocks

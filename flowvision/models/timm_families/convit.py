@@ -20,12 +20,11 @@ from engine import nn
 from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, trunc_normal_
+from ._layers import (Mlp, PatchEmbed, TokenPoolHeadApi, check_token_pool, drop_path_module, init_linear_layers,
+                      trunc_normal_)
 from ._norm import LayerNorm
 
 __all__ = []
-
-_GLOBAL_POOLS = ("", "token", "avg")
 
 
 def _relative_indices(num_patches, dtype):
@@ -192,7 +191,7 @@ class Block(nn.Module):
         return x
 
 
-class ConVit(nn.Module):
+class ConVit(TokenPoolHeadApi, nn.Module):
     """Patch embedding with position embeddings, ``local_up_to_layer`` GPSA blocks on the patch tokens, then the
     class token and ``depth - local_up_to_layer`` plain self-attention blocks, a norm and a linear head (timm's
     ``ConVit``, its arguments and defaults).
@@ -213,7 +212,7 @@ class ConVit(nn.Module):
                  proj_drop_rate=0.0, attn_drop_rate=0.0, drop_path_rate=0.0, norm_layer=LayerNorm,
                  local_up_to_layer=3, locality_strength=1.0, use_pos_embed=True):
         super().__init__()
-        _check_global_pool(global_pool, True)
+        check_token_pool(global_pool)
         embed_dim *= num_heads
         self.num_classes = num_classes
         self.in_chans = in_chans
@@ -254,20 +253,6 @@ class ConVit(nn.Module):
             if isinstance(module, GPSA):
                 module.local_init()
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the pooling
-        too."""
-        if global_pool is not None:
-            _check_global_pool(global_pool, self.num_prefix_tokens)
-            self.global_pool = global_pool
-        self.num_classes = num_classes
-        self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
-
     def _embed(self, x):
         """Images -> patch tokens with position embeddings, after ``pos_drop``. The tokens are laid out in memory
         as torch lays them out (channel by channel, as the convolution's map), as dropout draws its mask in memory
@@ -298,21 +283,6 @@ class ConVit(nn.Module):
         x = self._embed(x)
         x, _ = self._run_blocks(x, self.blocks)
         x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling (the class token, or the patch tokens' average), head dropout, then the head unless
-        ``pre_logits``."""
-        if self.global_pool == "avg":
-            x = x[:, self.num_prefix_tokens:].mean(dim=1)
-        elif self.global_pool == "token":
-            x = x[:, 0]
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
@@ -347,14 +317,6 @@ class ConVit(nn.Module):
         if prune_head:
             self.reset_classifier(0, "")
         return take
-
-
-def _check_global_pool(global_pool, has_class_token):
-    """Refuse a pooling other than '', 'token' and 'avg', and 'token' without a class token."""
-    if global_pool not in _GLOBAL_POOLS:
-        raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-    if global_pool == "token" and not has_class_token:
-        raise ValueError("global_pool='token' needs the class token")
 
 
 def _convit(variant, pretrained, progress, kwargs, **model_args):

@@ -17,6 +17,7 @@ from functools import partial
 import engine as torch
 from engine import nn
 
+from .._features import normed_stage_intermediates, prune_stages
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -327,6 +328,47 @@ class NormMlpClassifierHead(nn.Module):
         x = self.pre_logits(x)
         x = self.drop(x)
         return x if pre_logits else self.fc(x)
+
+
+class NormPreStagesApi(ClassifierHeadApi):
+    """timm's API of a model made of ``stem``, ``stages``, ``norm_pre`` (an identity unless the map is normalised
+    before the head) and a ``head`` that is a ``ClassifierHead`` or a ``NormMlpClassifierHead`` (DaViT, EdgeNeXt):
+    a mixin before ``nn.Module``."""
+
+    def reset_classifier(self, num_classes, global_pool=None, reset_other=False):
+        """A fresh classifier for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given (and
+        kept in ``global_pool``); ``reset_other`` also drops the pool-then-norm head's norm (a norm-first
+        ``ClassifierHead`` has nothing else)."""
+        head_args = {"reset_other": reset_other} if isinstance(self.head, NormMlpClassifierHead) else {}
+        super().reset_classifier(num_classes, global_pool, **head_args)
+
+    def forward_features(self, x):
+        """Images (N, in_chans, H, W) -> the last stage's map (N, num_features, H / 32, W / 32), through
+        ``norm_pre``."""
+        x = self.stem(x)
+        x = self.stages(x)
+        x = self.norm_pre(x)
+        return x
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
+        maps, and (unless ``intermediates_only``) the final map, through ``norm_pre`` when the last stage ran.
+        ``norm`` applies ``norm_pre`` to the last stage's intermediate; ``stop_early`` skips the stages after the
+        last one picked."""
+        return normed_stage_intermediates(x, self.stem, self.stages, self.norm_pre, indices, norm,
+                                          stop_early, output_fmt, intermediates_only)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the stages after the last one ``indices`` picks, ``norm_pre`` when asked or when stages go, and the
+        classifier (with the head's norm) when asked or when stages go; returns the absolute indices."""
+        take, prune_end = prune_stages(self, "stages", indices)
+        if prune_norm or prune_end:
+            self.norm_pre = nn.Identity()
+        if prune_head or prune_end:
+            self.head.in_features = self.num_features
+            self.reset_classifier(0, "", reset_other=True)
+        return take
 
 
 class ConvNeXt(ClassifierHeadApi, nn.Module):

@@ -17,11 +17,11 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
+from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import ClassifierHead, ClassifierHeadApi, Mlp, drop_path_module, init_linear_layers, pair
-from .convnext import NormMlpClassifierHead
+from ._layers import ClassifierHead, Mlp, drop_path_module, init_linear_layers, pair
+from .convnext import NormMlpClassifierHead, NormPreStagesApi
 from .maxxvit import _norm_layer
 from .swin_transformer import window_partition, window_reverse
 
@@ -288,7 +288,7 @@ class DaVitStage(nn.Module):
         return x
 
 
-class DaVit(ClassifierHeadApi, nn.Module):
+class DaVit(NormPreStagesApi, nn.Module):
     """DaViT: the ``Stem``, stages of ``depths`` dual blocks at widths ``embed_dims`` with ``num_heads`` heads
     (strides 4, 8, 16, 32), and a head that pools, normalises and classifies (``NormMlpClassifierHead``); with
     ``head_norm_first`` the map is normalised first (``norm_pre``) and the head only pools and classifies.
@@ -348,51 +348,6 @@ class DaVit(ClassifierHeadApi, nn.Module):
                                               drop_rate=drop_rate, norm_layer=norm_layer)
         self.head_hidden_size = self.head.num_features
         init_linear_layers(self)
-
-    def reset_classifier(self, num_classes, global_pool=None, reset_other=False):
-        """A fresh classifier for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given;
-        ``reset_other`` also drops the pool-then-norm head's norm (the norm-first head has nothing else)."""
-        head_args = {"reset_other": reset_other} if isinstance(self.head, NormMlpClassifierHead) else {}
-        super().reset_classifier(num_classes, global_pool, **head_args)
-
-    def forward_features(self, x):
-        """Images (N, in_chans, H, W) -> the last stage's map (N, num_features, H / 32, W / 32), rounded up;
-        normalised with ``head_norm_first``."""
-        x = self.stem(x)
-        x = self.stages(x)
-        x = self.norm_pre(x)
-        return x
-
-    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
-                              intermediates_only=False):
-        """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
-        maps, and (unless ``intermediates_only``) the final map, through ``norm_pre`` when the last stage ran.
-        ``norm`` puts the last stage's intermediate through ``norm_pre``; ``stop_early`` skips the stages after the
-        last one picked."""
-        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
-        last = len(self.stages) - 1
-        x = self.stem(x)
-        intermediates = []
-        for i, stage in enumerate(stages):
-            x = stage(x)
-            if i in take:
-                intermediates.append(self.norm_pre(x) if norm and i == last else x)
-        if intermediates_only:
-            return intermediates
-        if len(stages) - 1 == last:
-            x = self.norm_pre(x)
-        return x, intermediates
-
-    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the stages after the last one ``indices`` picks, ``norm_pre`` when asked or when stages go, and the
-        classifier (with the head's norm) when asked or when stages go; returns the absolute indices."""
-        take, prune_end = prune_stages(self, "stages", indices)
-        if prune_norm or prune_end:
-            self.norm_pre = nn.Identity()
-        if prune_head or prune_end:
-            self.head.in_features = self.num_features
-            self.reset_classifier(0, "", reset_other=True)
-        return take
 
 
 def _create_davit(variant, pretrained, progress, **kwargs):

@@ -24,13 +24,13 @@ from functools import partial
 import engine as torch
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
+from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from ..registry import register_model
 from ._conv import create_conv2d
-from ._layers import ClassifierHead, ClassifierHeadApi, Mlp, drop_path_module, trunc_normal_tf_
+from ._layers import ClassifierHead, Mlp, drop_path_module, trunc_normal_tf_
 from ._norm import LayerNorm2d
-from .convnext import NormMlpClassifierHead
+from .convnext import NormMlpClassifierHead, NormPreStagesApi
 from .xcit import XCA, PositionalEncodingFourier
 
 __all__ = []
@@ -189,7 +189,7 @@ class EdgeNeXtStage(nn.Module):
         return x
 
 
-class EdgeNeXt(ClassifierHeadApi, nn.Module):
+class EdgeNeXt(NormPreStagesApi, nn.Module):
     """The stem (``stem``: a 4x4 patch convolution, or with ``stem_type='overlap'`` a padded 9x9 stride-4 one, then
     a channel LayerNorm), four stages of widths ``dims`` and ``depths`` blocks (``stages``) and the head, as timm's
     ``EdgeNeXt`` with its arguments and defaults.
@@ -269,51 +269,6 @@ class EdgeNeXt(ClassifierHeadApi, nn.Module):
                 with torch.no_grad():
                     module.weight.mul_(head_init_scale)
                     module.bias.mul_(head_init_scale)
-
-    def reset_classifier(self, num_classes, global_pool=None, reset_other=False):
-        """A fresh classifier for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given (and
-        kept in ``global_pool``); ``reset_other`` also drops the pool-then-norm head's norm."""
-        head_args = {"reset_other": reset_other} if isinstance(self.head, NormMlpClassifierHead) else {}
-        super().reset_classifier(num_classes, global_pool, **head_args)
-
-    def forward_features(self, x):
-        """Images (N, in_chans, H, W) -> the last stage's map (N, num_features, H / 32, W / 32), through
-        ``norm_pre``."""
-        x = self.stem(x)
-        x = self.stages(x)
-        x = self.norm_pre(x)
-        return x
-
-    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
-                              intermediates_only=False):
-        """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
-        maps, and (unless ``intermediates_only``) the final map, through ``norm_pre`` when the last stage ran.
-        ``norm`` applies ``norm_pre`` to the last stage's intermediate; ``stop_early`` skips the stages after the
-        last one picked."""
-        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
-        last = len(self.stages) - 1
-        x = self.stem(x)
-        intermediates = []
-        for i, stage in enumerate(stages):
-            x = stage(x)
-            if i in take:
-                intermediates.append(self.norm_pre(x) if norm and i == last else x)
-        if intermediates_only:
-            return intermediates
-        if len(stages) - 1 == last:
-            x = self.norm_pre(x)
-        return x, intermediates
-
-    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the stages after the last one ``indices`` picks, ``norm_pre`` when asked or when stages go, and the
-        classifier (with the head's norm) when asked or when stages go; returns the absolute indices."""
-        take, prune_end = prune_stages(self, "stages", indices)
-        if prune_norm or prune_end:
-            self.norm_pre = nn.Identity()
-        if prune_head or prune_end:
-            self.head.in_features = self.num_features
-            self.reset_classifier(0, "", reset_other=True)
-        return take
 
 
 def _create_edgenext(variant, pretrained, progress, **kwargs):

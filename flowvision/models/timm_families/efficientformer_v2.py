@@ -21,7 +21,7 @@ from functools import partial
 import engine as torch
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
+from .._features import FlatFeatureListNet, normed_stage_intermediates, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
 from ._attention import CachedBiasAttention
@@ -511,19 +511,8 @@ class EfficientFormerV2(nn.Module):
         """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list), the last after
         the final norm with ``norm``, and (unless ``intermediates_only``) the final map (normed if the last stage
         ran); ``stop_early`` skips the stages after the last one picked."""
-        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
-        last_idx = len(self.stages) - 1
-        x = self.stem(x)
-        intermediates = []
-        for i, stage in enumerate(stages):
-            x = stage(x)
-            if i in take:
-                intermediates.append(self.norm(x) if norm and i == last_idx else x)
-        if intermediates_only:
-            return intermediates
-        if len(stages) == len(self.stages):
-            x = self.norm(x)
-        return x, intermediates
+        return normed_stage_intermediates(x, self.stem, self.stages, self.norm, indices, norm,
+                                          stop_early, output_fmt, intermediates_only)
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks, the final norm with ``prune_norm`` or when stages

@@ -19,7 +19,7 @@ from functools import partial
 import engine as torch
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
+from .._features import FlatFeatureListNet, normed_stage_intermediates, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
 from ._efficientnet_blocks import LayerScale2d
@@ -267,19 +267,8 @@ class FocalNet(ClassifierHeadApi, nn.Module):
         """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
         maps, and (unless ``intermediates_only``) the final map, normalised when the last stage ran. ``norm``
         normalises the last stage's intermediate; ``stop_early`` skips the stages after the last one picked."""
-        take, stages = intermediate_stages(self.layers, indices, stop_early, output_fmt)
-        last = len(self.layers) - 1
-        x = self.stem(x)
-        intermediates = []
-        for i, stage in enumerate(stages):
-            x = stage(x)
-            if i in take:
-                intermediates.append(self.norm(x) if norm and i == last else x)
-        if intermediates_only:
-            return intermediates
-        if len(stages) - 1 == last:
-            x = self.norm(x)
-        return x, intermediates
+        return normed_stage_intermediates(x, self.stem, self.layers, self.norm, indices, norm,
+                                          stop_early, output_fmt, intermediates_only)
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks, the final norm when asked or when stages go, and

@@ -349,7 +349,73 @@ _GHOSTNET_CFGS = [
 ]
 
 
-class GhostNet(nn.Module):
+class GhostNetApi:
+    """What GhostNet and RepGhostNet share (a mixin before ``nn.Module``): the stem (``conv_stem``, ``bn1``,
+    ``act1``) and the head (width-keeping ``global_pool``, ``conv_head``, ``act2``, ``flatten``, dropout and the
+    linear ``classifier``) around ``blocks``, and timm's forward API over them. ``arch_name`` names the family in
+    error messages."""
+
+    arch_name = "GhostNet"
+
+    def _add_stem(self, in_chans, width):
+        """Register the 3x3 stride-2 stem (16 channels times ``width``, a multiple of 4) and its feature tap;
+        returns its width."""
+        stem_chs = _make_divisible(16 * width, 4)
+        self.conv_stem = nn.Conv2d(in_chans, stem_chs, 3, 2, 1, bias=False)
+        self.feature_info.append(dict(num_chs=stem_chs, reduction=2, module="conv_stem"))
+        self.bn1 = nn.BatchNorm2d(stem_chs)
+        self.act1 = nn.ReLU(inplace=True)
+        return stem_chs
+
+    def _add_head(self, out_chs, global_pool, num_classes):
+        """Register the head after ``blocks`` (of width ``out_chs``): pooling, the 1x1 convolution to 1280
+        channels with ReLU, flattening and the classifier."""
+        self.num_features = out_chs
+        self.head_hidden_size = 1280
+        self.global_pool = self._make_pool(global_pool)
+        self.conv_head = nn.Conv2d(out_chs, self.head_hidden_size, 1, 1, 0, bias=True)
+        self.act2 = nn.ReLU(inplace=True)
+        self.flatten = nn.Flatten(1) if global_pool else nn.Identity()
+        self.classifier = nn.Linear(self.head_hidden_size, num_classes) if num_classes > 0 else nn.Identity()
+
+    @classmethod
+    def _make_pool(cls, global_pool):
+        """Unflattened global pooling of type ``global_pool``; one that changes the width is refused."""
+        pool = SelectAdaptivePool2d(global_pool, flatten=False)
+        if pool.feat_mult() != 1:
+            raise ValueError(f"{cls.arch_name}'s head needs pooling that keeps the width, not '{global_pool}'")
+        return pool
+
+    def get_classifier(self):
+        """The final linear layer."""
+        return self.classifier
+
+    def forward_features(self, x):
+        """The map after the last 1x1 ConvBnAct (N, num_features, H / 32, W / 32)."""
+        x = self.conv_stem(x)
+        x = self.bn1(x)
+        x = self.act1(x)
+        x = self.blocks(x)
+        return x
+
+    def forward_head(self, x, pre_logits=False):
+        """Pooling, the 1x1 head convolution with ReLU, flattening and dropout; then the classifier unless
+        ``pre_logits``."""
+        x = self.global_pool(x)
+        x = self.conv_head(x)
+        x = self.act2(x)
+        x = self.flatten(x)
+        if self.drop_rate > 0.0:
+            x = F.dropout(x, p=self.drop_rate, training=self.training)
+        return x if pre_logits else self.classifier(x)
+
+    def forward(self, x):
+        x = self.forward_features(x)
+        x = self.forward_head(x)
+        return x
+
+
+class GhostNet(GhostNetApi, nn.Module):
     """GhostNet: a 3x3 stride-2 stem (``conv_stem``, ``bn1``, ``act1``), stages of ghost bottlenecks from
     ``cfgs`` (widths times ``width``, rounded to multiples of 4) and a 1x1 ConvBnAct to the last expansion width
     (``blocks``), then global pooling, a 1x1 convolution to 1280 channels with ReLU (``conv_head``, ``act2``),
@@ -375,23 +441,13 @@ class GhostNet(nn.Module):
         self.in_chans = in_chans
         self.drop_rate = drop_rate
         self.feature_info = []
-        stem_chs = _make_divisible(16 * width, 4)
-        self.conv_stem = nn.Conv2d(in_chans, stem_chs, 3, 2, 1, bias=False)
-        self.feature_info.append(dict(num_chs=stem_chs, reduction=2, module="conv_stem"))
-        self.bn1 = nn.BatchNorm2d(stem_chs)
-        self.act1 = nn.ReLU(inplace=True)
+        stem_chs = self._add_stem(in_chans, width)
         stages, prev_chs, last_exp = self._make_stages(cfgs, stem_chs, width, version)
         out_chs = _make_divisible(last_exp * width, 4)
         stages.append(nn.Sequential(ConvBnAct(prev_chs, out_chs, 1)))
         self.pool_dim = out_chs
         self.blocks = nn.Sequential(*stages)
-        self.num_features = out_chs
-        self.head_hidden_size = 1280
-        self.global_pool = self._make_pool(global_pool)
-        self.conv_head = nn.Conv2d(out_chs, self.head_hidden_size, 1, 1, 0, bias=True)
-        self.act2 = nn.ReLU(inplace=True)
-        self.flatten = nn.Flatten(1) if global_pool else nn.Identity()
-        self.classifier = nn.Linear(self.head_hidden_size, num_classes) if num_classes > 0 else nn.Identity()
+        self._add_head(out_chs, global_pool, num_classes)
 
     def _make_stages(self, cfgs, prev_chs, width, version):
         """The bottleneck stages, appending a feature tap at the end of each strided stage; returns them, their
@@ -417,18 +473,6 @@ class GhostNet(nn.Module):
             stages.append(nn.Sequential(*layers))
         return stages, prev_chs, exp_size
 
-    @staticmethod
-    def _make_pool(global_pool):
-        """Unflattened global pooling of type ``global_pool``; one that changes the width is refused."""
-        pool = SelectAdaptivePool2d(global_pool, flatten=False)
-        if pool.feat_mult() != 1:
-            raise ValueError(f"GhostNet's head needs pooling that keeps the width, not '{global_pool}'")
-        return pool
-
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.classifier
-
     def reset_classifier(self, num_classes, global_pool=None):
         """A fresh final layer for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given; the
         1x1 head convolution stays."""
@@ -441,30 +485,6 @@ class GhostNet(nn.Module):
         self.flatten.train(self.training)
         self.classifier = nn.Linear(self.head_hidden_size, num_classes) if num_classes > 0 else nn.Identity()
         self.classifier.train(self.training)
-
-    def forward_features(self, x):
-        """The map after the last 1x1 ConvBnAct (N, num_features, H / 32, W / 32)."""
-        x = self.conv_stem(x)
-        x = self.bn1(x)
-        x = self.act1(x)
-        x = self.blocks(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling, the 1x1 head convolution with ReLU, flattening and dropout; then the classifier unless
-        ``pre_logits``."""
-        x = self.global_pool(x)
-        x = self.conv_head(x)
-        x = self.act2(x)
-        x = self.flatten(x)
-        if self.drop_rate > 0.0:
-            x = F.dropout(x, p=self.drop_rate, training=self.training)
-        return x if pre_logits else self.classifier(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
 
     def convert_to_deploy(self):
         """Fold every re-parameterisable layer (GhostNetV3's branches) into its inference form, in place, in module

@@ -27,7 +27,7 @@ from ..registry import register_model
 from ._layers import ClassifierHeadApi, Mlp, drop_path_module, pair
 from ._norm import LayerNorm
 from .mambaout import ClNormMlpClassifierHead
-from .mlp_mixer import _lecun_normal_
+from .mlp_mixer import _init_jax_layer
 from .vision_transformer import LayerScale
 
 __all__ = []
@@ -325,7 +325,7 @@ class Hiera(ClassifierHeadApi, nn.Module):
         if weight_init != "skip":
             for name, module in self.named_modules():
                 if weight_init == "jax":
-                    self._init_jax(name, module)
+                    _init_jax_layer(name, module, "head.fc")
                 else:
                     self._init_vit(name, module)
         if fix_init:
@@ -350,22 +350,6 @@ class Hiera(ClassifierHeadApi, nn.Module):
         nn.init.trunc_normal_(module.weight, std=0.02)
         if isinstance(module, nn.Linear):
             nn.init.constant_(module.bias, 0.02)
-
-    @staticmethod
-    def _init_jax(name, module):
-        """timm's ``init_weight_jax`` of one layer."""
-        if isinstance(module, nn.Linear) and name.startswith("head.fc"):
-            nn.init.zeros_(module.weight)
-            nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Linear):
-            nn.init.xavier_uniform_(module.weight)
-            if "mlp" in name:
-                nn.init.normal_(module.bias, std=1e-6)
-            else:
-                nn.init.zeros_(module.bias)
-        elif isinstance(module, nn.Conv2d):
-            _lecun_normal_(module.weight)
-            nn.init.zeros_(module.bias)
 
     def reset_classifier(self, num_classes, global_pool=None, reset_other=False):
         """A fresh classifier for ``num_classes`` (0: the pooled features), after another pooling ``global_pool``

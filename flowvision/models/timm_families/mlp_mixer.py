@@ -22,7 +22,7 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, pair
+from ._layers import MeanTokenHeadApi, Mlp, PatchEmbed, drop_path_module, pair
 
 __all__ = []
 
@@ -220,6 +220,27 @@ def _lecun_normal_(weight):
         weight.mul_(std)
 
 
+def _init_jax_layer(name, module, head):
+    """timm's Flax-like init of the layer ``name``: a Linear whose name starts with ``head`` zeroed, other Linears
+    Xavier-uniform with biases N(0, 1e-6) inside MLPs and zero elsewhere, convolutions LeCun-normal with zero
+    biases. Returns whether ``module`` was such a layer (other modules are left alone)."""
+    if isinstance(module, nn.Linear) and name.startswith(head):
+        nn.init.zeros_(module.weight)
+        nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Linear):
+        nn.init.xavier_uniform_(module.weight)
+        if "mlp" in name:
+            nn.init.normal_(module.bias, std=1e-6)
+        else:
+            nn.init.zeros_(module.bias)
+    elif isinstance(module, nn.Conv2d):
+        _lecun_normal_(module.weight)
+        nn.init.zeros_(module.bias)
+    else:
+        return False
+    return True
+
+
 def _modules_children_first(module, prefix=""):
     """(name, module) of every submodule of ``module``, each after its own children (the order of timm's init)."""
     for name, child in module.named_children():
@@ -228,7 +249,13 @@ def _modules_children_first(module, prefix=""):
         yield path, child
 
 
-class MlpMixer(nn.Module):
+def _check_pool(global_pool):
+    """The Mixer family pools by averaging the tokens, or not at all."""
+    if global_pool not in ("", "avg"):
+        raise ValueError(f"global_pool must be 'avg' or '' (no pooling), got {global_pool!r}")
+
+
+class MlpMixer(MeanTokenHeadApi, nn.Module):
     """Patch embedding ``stem``, ``num_blocks`` residual blocks of ``block_layer`` (Mixer, ResMLP or gMLP layers),
     a final norm, average pooling over the patches and a linear ``head``.
 
@@ -239,6 +266,7 @@ class MlpMixer(nn.Module):
     """
 
     default_cfg = {"first_conv": "stem.proj", "classifier": "head"}
+    _check_pool = staticmethod(_check_pool)
 
     def __init__(self, num_classes=1000, img_size=224, in_chans=3, patch_size=16, num_blocks=8, embed_dim=512,
                  mlp_ratio=(0.5, 4.0), block_layer=MixerBlock, mlp_layer=Mlp,
@@ -268,33 +296,8 @@ class MlpMixer(nn.Module):
         layers with biases N(0, 1e-6) inside MLPs and zero elsewhere, a zero head; then each block's own
         ``init_weights`` (the spatial gating unit's)."""
         for name, module in _modules_children_first(self):
-            if isinstance(module, nn.Linear) and name.startswith("head"):
-                nn.init.zeros_(module.weight)
-                nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if "mlp" in name:
-                    nn.init.normal_(module.bias, std=1e-6)
-                else:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Conv2d):
-                _lecun_normal_(module.weight)
-                nn.init.zeros_(module.bias)
-            elif hasattr(module, "init_weights"):
+            if not _init_jax_layer(name, module, "head") and hasattr(module, "init_weights"):
                 module.init_weights()
-
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` if given."""
-        self.num_classes = num_classes
-        if global_pool is not None:
-            _check_pool(global_pool)
-            self.global_pool = global_pool
-        self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
 
     def forward_features(self, x):
         """The normalised patch tokens after the last block (N, patches, embed_dim)."""
@@ -302,25 +305,6 @@ class MlpMixer(nn.Module):
         x = self.blocks(x)
         x = self.norm(x)
         return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Average over the patches (``global_pool='avg'``), dropout; then the head unless ``pre_logits``."""
-        if self.global_pool == "avg":
-            x = x.mean(dim=1)
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-
-def _check_pool(global_pool):
-    """The Mixer family pools by averaging the tokens, or not at all."""
-    if global_pool not in ("", "avg"):
-        raise ValueError(f"global_pool must be 'avg' or '' (no pooling), got {global_pool!r}")
-
 
 def _create_mixer(variant, pretrained, progress, **kwargs):
     """Build a registered variant. ``features_only`` is refused: timm reshapes the blocks' tokens into maps

@@ -16,11 +16,11 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
+from .._features import FlatFeatureListNet, normed_stage_intermediates, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
 from ._conv import MaxPool2dSame, create_conv2d
-from ._layers import Mlp, PreNormBlock, create_classifier, trunc_normal_
+from ._layers import Mlp, PooledHeadApi, PreNormBlock, create_classifier, trunc_normal_
 from ._layers import PatchEmbed as TokenPatchEmbed
 from ._norm import LayerNorm
 
@@ -158,7 +158,7 @@ def _per_level(name, value, num_levels):
     return (value,) * num_levels
 
 
-class Nest(nn.Module):
+class Nest(PooledHeadApi, nn.Module):
     """NesT: the patch embedding (``patch_embed``, ``patch_size`` patches of a square ``img_size`` image),
     ``num_levels`` levels (``levels``: widths ``embed_dims``, ``num_heads`` heads, ``depths`` layers; 4^(levels - 1)
     blocks at the first, a quarter as many at each next one), a LayerNorm over the channels (``norm``), global
@@ -242,20 +242,6 @@ class Nest(nn.Module):
                 if module.bias is not None:
                     nn.init.constant_(module.bias, head_bias if name == "head" else 0.0)
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given."""
-        self.num_classes = num_classes
-        if global_pool is None:
-            global_pool = self.global_pool.pool_type
-        self.global_pool, self.head = create_classifier(self.num_features, num_classes, global_pool)
-        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
-        self.global_pool.train(self.training)
-        self.head.train(self.training)
-
     def _final_norm(self, x):
         """``norm`` over the channels of an (N, C, H, W) map."""
         return self.norm(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
@@ -268,35 +254,13 @@ class Nest(nn.Module):
         x = self._final_norm(x)
         return x
 
-    def forward_head(self, x, pre_logits=False):
-        """Pooling and dropout; then the classifier unless ``pre_logits``."""
-        x = self.global_pool(x)
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
                               intermediates_only=False):
         """The outputs of the levels picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
         maps, and (unless ``intermediates_only``) the final map, normalised when the last level ran. ``norm``
         normalises the last level's intermediate; ``stop_early`` skips the levels after the last one picked."""
-        take, levels = intermediate_stages(self.levels, indices, stop_early, output_fmt)
-        last = len(self.levels) - 1
-        x = self.patch_embed(x)
-        intermediates = []
-        for i, level in enumerate(levels):
-            x = level(x)
-            if i in take:
-                intermediates.append(self._final_norm(x) if norm and i == last else x)
-        if intermediates_only:
-            return intermediates
-        if len(levels) - 1 == last:
-            x = self._final_norm(x)
-        return x, intermediates
+        return normed_stage_intermediates(x, self.patch_embed, self.levels, self._final_norm, indices, norm,
+                                          stop_early, output_fmt, intermediates_only)
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the levels after the last one ``indices`` picks, the final norm when asked or when levels go, and

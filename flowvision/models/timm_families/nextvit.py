@@ -18,7 +18,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages
+from .._features import FlatFeatureListNet, normed_stage_intermediates, prune_stages
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -361,19 +361,8 @@ class NextViT(ClassifierHeadApi, nn.Module):
         """The outputs of the stages ``indices`` picks (None: all, n: the last n, or a list; the last one through
         the final norm with ``norm``) and, unless ``intermediates_only``, the final map (normed if the last stage
         ran); ``stop_early`` skips the stages after the last one picked."""
-        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
-        last_idx = len(self.stages) - 1
-        x = self.stem(x)
-        intermediates = []
-        for i, stage in enumerate(stages):
-            x = stage(x)
-            if i in take:
-                intermediates.append(self.norm(x) if norm and i == last_idx else x)
-        if intermediates_only:
-            return intermediates
-        if len(stages) == len(self.stages):
-            x = self.norm(x)
-        return x, intermediates
+        return normed_stage_intermediates(x, self.stem, self.stages, self.norm, indices, norm,
+                                          stop_early, output_fmt, intermediates_only)
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks, the final norm with ``prune_norm`` or when stages

@@ -18,7 +18,7 @@ from engine import nn
 from .._features import FlatFeatureListNet, intermediate_stages, prune_stages, run_stages
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import drop_path_module, pair, trunc_normal_
+from ._layers import LinearHeadApi, drop_path_module, pair, trunc_normal_
 from ._norm import LayerNorm
 
 __all__ = []
@@ -210,7 +210,13 @@ class PyramidVisionTransformerStage(nn.Module):
         return x
 
 
-class PyramidVisionTransformerV2(nn.Module):
+def _check_pool(global_pool):
+    """Refuse a pooling other than 'avg' and '' (none), as timm does."""
+    if global_pool not in ("avg", ""):
+        raise ValueError(f"Only avg pooling (or none) is supported, got global_pool={global_pool!r}")
+
+
+class PyramidVisionTransformerV2(LinearHeadApi, nn.Module):
     """PVT v2: the stem's overlapping 7x7 stride-4 patch embedding (``patch_embed``), four stages (``stages``;
     ``depths`` blocks, ``embed_dims`` wide, ``num_heads`` heads, keys and values reduced by ``sr_ratios``, MLPs
     ``mlp_ratios`` wide; the last three are one value or one per stage), then global average pooling, dropout
@@ -226,6 +232,7 @@ class PyramidVisionTransformerV2(nn.Module):
 
     default_cfg = {"first_conv": "patch_embed.proj", "classifier": "head"}
     feature_wrapper = FlatFeatureListNet
+    _check_pool = staticmethod(_check_pool)
 
     def __init__(self, in_chans=3, num_classes=1000, global_pool="avg", depths=(3, 4, 6, 3),
                  embed_dims=(64, 128, 256, 512), num_heads=(1, 2, 4, 8), sr_ratios=(8, 4, 2, 1),
@@ -275,20 +282,6 @@ class PyramidVisionTransformerV2(nn.Module):
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
 
-    def get_classifier(self):
-        """The final linear layer (an identity without classes)."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), after ``global_pool`` ('avg' or '')
-        if given."""
-        self.num_classes = num_classes
-        if global_pool is not None:
-            _check_pool(global_pool)
-            self.global_pool = global_pool
-        self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
-
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
                               intermediates_only=False):
         """The (N, C, H, W) outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list), and
@@ -322,18 +315,6 @@ class PyramidVisionTransformerV2(nn.Module):
             x = x.mean(dim=(-1, -2))
         x = self.head_drop(x)
         return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-
-def _check_pool(global_pool):
-    """Refuse a pooling other than 'avg' and '' (none), as timm does."""
-    if global_pool not in ("avg", ""):
-        raise ValueError(f"Only avg pooling (or none) is supported, got global_pool={global_pool!r}")
-
 
 def _create_pvt2(variant, pretrained, progress, kwargs, **model_args):
     """A PVT v2 entrypoint's body: timm's architecture arguments, overridable by the caller's ``kwargs``;

@@ -15,7 +15,6 @@ import copy
 from functools import partial
 
 import engine as torch
-import engine.nn.functional as F
 from engine import nn
 
 from .._features import FlatFeatureListNet, take_indices
@@ -23,8 +22,8 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._efficientnet_blocks import ConvBnAct, SqueezeExcite
-from ._layers import SelectAdaptivePool2d
 from ._reparam import biased_conv_like, fold_batchnorm, identity_kernel, sum_branches
+from .ghostnet import GhostNetApi
 
 __all__ = []
 
@@ -163,7 +162,7 @@ _REPGHOSTNET_CFGS = [
 ]
 
 
-class RepGhostNet(nn.Module):
+class RepGhostNet(GhostNetApi, nn.Module):
     """RepGhostNet: a 3x3 stride-2 stem (``conv_stem``, ``bn1``, ``act1``), stages of RepGhost bottlenecks from
     ``cfgs`` (widths times ``width``, rounded to multiples of 4) and a 1x1 ConvBnAct to twice the last expansion
     width (``blocks``), then global pooling, a 1x1 convolution to 1280 channels with ReLU (``conv_head``,
@@ -176,6 +175,7 @@ class RepGhostNet(nn.Module):
 
     default_cfg = {"first_conv": "conv_stem", "classifier": "classifier"}
     feature_wrapper = FlatFeatureListNet
+    arch_name = "RepGhostNet"
 
     def __init__(self, cfgs, num_classes=1000, width=1.0, in_chans=3, output_stride=32, global_pool="avg",
                  drop_rate=0.2, reparam=True):
@@ -187,24 +187,14 @@ class RepGhostNet(nn.Module):
         self.in_chans = in_chans
         self.drop_rate = drop_rate
         self.feature_info = []
-        stem_chs = _make_divisible(16 * width, 4)
-        self.conv_stem = nn.Conv2d(in_chans, stem_chs, 3, 2, 1, bias=False)
-        self.feature_info.append(dict(num_chs=stem_chs, reduction=2, module="conv_stem"))
-        self.bn1 = nn.BatchNorm2d(stem_chs)
-        self.act1 = nn.ReLU(inplace=True)
+        stem_chs = self._add_stem(in_chans, width)
         stages, prev_chs, last_exp = self._make_stages(cfgs, stem_chs, width, reparam)
         out_chs = _make_divisible(last_exp * width * 2, 4)
         stages.append(nn.Sequential(ConvBnAct(prev_chs, out_chs, 1, act_layer=partial(nn.ReLU, inplace=True))))
         self.pool_dim = out_chs
         self.blocks = nn.Sequential(*stages)
         self.stage_ends = [-1] + [int(info["module"].split(".")[-1]) for info in self.feature_info[1:]]
-        self.num_features = out_chs
-        self.head_hidden_size = 1280
-        self.global_pool = self._make_pool(global_pool)
-        self.conv_head = nn.Conv2d(out_chs, self.head_hidden_size, 1, 1, 0, bias=True)
-        self.act2 = nn.ReLU(inplace=True)
-        self.flatten = nn.Flatten(1) if global_pool else nn.Identity()
-        self.classifier = nn.Linear(self.head_hidden_size, num_classes) if num_classes > 0 else nn.Identity()
+        self._add_head(out_chs, global_pool, num_classes)
 
     def _make_stages(self, cfgs, prev_chs, width, reparam):
         """The bottleneck stages, appending a feature tap at the end of each strided stage; returns them, their
@@ -226,18 +216,6 @@ class RepGhostNet(nn.Module):
             stages.append(nn.Sequential(*layers))
         return stages, prev_chs, exp_size
 
-    @staticmethod
-    def _make_pool(global_pool):
-        """Unflattened global pooling of type ``global_pool``; one that changes the width is refused."""
-        pool = SelectAdaptivePool2d(global_pool, flatten=False)
-        if pool.feat_mult() != 1:
-            raise ValueError(f"RepGhostNet's head needs pooling that keeps the width, not '{global_pool}'")
-        return pool
-
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.classifier
-
     def reset_classifier(self, num_classes, global_pool=None):
         """A fresh final layer for ``num_classes`` (0: an identity), after new pooling ``global_pool`` if given; the
         1x1 head convolution stays."""
@@ -252,30 +230,6 @@ class RepGhostNet(nn.Module):
         else:
             self.classifier = nn.Identity()
         self.classifier.train(self.training)
-
-    def forward_features(self, x):
-        """The map after the last 1x1 ConvBnAct (N, num_features, H / 32, W / 32)."""
-        x = self.conv_stem(x)
-        x = self.bn1(x)
-        x = self.act1(x)
-        x = self.blocks(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling, the 1x1 head convolution with ReLU, flattening and dropout; then the classifier unless
-        ``pre_logits``."""
-        x = self.global_pool(x)
-        x = self.conv_head(x)
-        x = self.act2(x)
-        x = self.flatten(x)
-        if self.drop_rate > 0.0:
-            x = F.dropout(x, p=self.drop_rate, training=self.training)
-        return x if pre_logits else self.classifier(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
 
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
                               intermediates_only=False):

@@ -21,11 +21,10 @@ from engine import nn
 from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, drop_path_module, init_linear_layers, pair, trunc_normal_
+from ._layers import (Mlp, TokenPoolHeadApi, check_token_pool, drop_path_module, init_linear_layers, pair,
+                      trunc_normal_)
 
 __all__ = []
-
-_GLOBAL_POOLS = ("", "token", "avg")
 
 
 class Attention(nn.Module):
@@ -155,7 +154,7 @@ class PixelEmbed(nn.Module):
         return x
 
 
-class TNT(nn.Module):
+class TNT(TokenPoolHeadApi, nn.Module):
     """Pixel embedding, patch tokens made from each patch's flattened pixels (``norm1_proj``, ``proj``,
     ``norm2_proj``), a class token and position embeddings, ``depth`` TNT blocks, a norm and a linear head (timm's
     ``TNT``, its arguments and defaults).
@@ -177,7 +176,7 @@ class TNT(nn.Module):
                  drop_rate=0.0, pos_drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0, drop_path_rate=0.0,
                  norm_layer=nn.LayerNorm, first_stride=4, legacy=False):
         super().__init__()
-        _check_global_pool(global_pool)
+        check_token_pool(global_pool)
         self.num_classes = num_classes
         self.in_chans = in_chans
         self.global_pool = global_pool
@@ -216,20 +215,6 @@ class TNT(nn.Module):
         trunc_normal_(self.pixel_pos, std=0.02)
         init_linear_layers(self)
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the pooling
-        too."""
-        if global_pool is not None:
-            _check_global_pool(global_pool)
-            self.global_pool = global_pool
-        self.num_classes = num_classes
-        self.head = nn.Linear(self.embed_dim, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
-
     def _embed(self, x):
         """Images -> (pixel embeddings, patch tokens with the class token first and position embeddings, after
         ``pos_drop``)."""
@@ -249,21 +234,6 @@ class TNT(nn.Module):
             pixel_embed, patch_embed = block(pixel_embed, patch_embed)
         patch_embed = self.norm(patch_embed)
         return patch_embed
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling (the class token, or the patch tokens' average), head dropout, then the head unless
-        ``pre_logits``."""
-        if self.global_pool == "avg":
-            x = x[:, self.num_prefix_tokens:].mean(dim=1)
-        elif self.global_pool == "token":
-            x = x[:, 0]
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
 
     def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
                               output_fmt="NCHW", intermediates_only=False):
@@ -300,12 +270,6 @@ class TNT(nn.Module):
         if prune_head:
             self.reset_classifier(0, "")
         return take
-
-
-def _check_global_pool(global_pool):
-    """Refuse a pooling other than '', 'token' and 'avg'."""
-    if global_pool not in _GLOBAL_POOLS:
-        raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
 
 
 def _tnt(variant, pretrained, progress, kwargs, **model_args):

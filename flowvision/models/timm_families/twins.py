@@ -20,8 +20,8 @@ from engine import nn
 from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, drop_path_module, pair, trunc_normal_
-from .pvt_v2 import Attention
+from ._layers import MeanTokenHeadApi, Mlp, drop_path_module, pair, trunc_normal_
+from .pvt_v2 import Attention, _check_pool
 
 __all__ = []
 
@@ -157,7 +157,7 @@ class PatchEmbed(nn.Module):
         return x, (height // self.patch_size[0], width // self.patch_size[1])
 
 
-class Twins(nn.Module):
+class Twins(MeanTokenHeadApi, nn.Module):
     """Twins: four stages, each a patch embedding (``patch_embeds``; ``patch_size`` at the first, 2 after),
     dropout (``pos_drops``), ``depths`` blocks (``blocks``; ``embed_dims`` wide, ``num_heads`` heads, MLPs
     ``mlp_ratios`` wide) with the positional encoding generator (``pos_block``) after the first, then the final
@@ -176,6 +176,7 @@ class Twins(nn.Module):
 
     default_cfg = {"first_conv": "patch_embeds.0.proj", "classifier": "head"}
     feature_wrapper = FeatureGetterNet
+    _check_pool = staticmethod(_check_pool)
 
     def __init__(self, img_size=224, patch_size=4, in_chans=3, num_classes=1000, global_pool="avg",
                  embed_dims=(64, 128, 256, 512), num_heads=(1, 2, 4, 8), mlp_ratios=(4, 4, 4, 4), depths=(3, 4, 6, 3),
@@ -234,20 +235,6 @@ class Twins(nn.Module):
                 nn.init.normal_(module.weight, 0.0, math.sqrt(2.0 / fan_out))
                 if module.bias is not None:
                     nn.init.zeros_(module.bias)
-
-    def get_classifier(self):
-        """The final linear layer (an identity without classes)."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A fresh classifier for ``num_classes`` (0: the pooled features), after ``global_pool`` ('avg' or '')
-        if given."""
-        self.num_classes = num_classes
-        if global_pool is not None:
-            _check_pool(global_pool)
-            self.global_pool = global_pool
-        self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
 
     def _stages(self, count=None):
         """The first ``count`` stages (all by default) as (patch embedding, dropout, blocks, position encoding)."""
@@ -317,28 +304,9 @@ class Twins(nn.Module):
         x = self.norm(x)
         return x
 
-    def forward_head(self, x, pre_logits=False):
-        """The tokens' mean (unless ``global_pool`` is ''), dropout and, unless ``pre_logits``, the classifier."""
-        if self.global_pool == "avg":
-            x = x.mean(dim=1)
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-
 def _to_map(x, batch, size):
     """(N, H * W, C) tokens as an (N, C, H, W) map."""
     return x.reshape(batch, size[0], size[1], -1).permute(0, 3, 1, 2).contiguous()
-
-
-def _check_pool(global_pool):
-    """Refuse a pooling other than 'avg' and '' (none), as timm does."""
-    if global_pool not in ("avg", ""):
-        raise ValueError(f"Only avg pooling (or none) is supported, got global_pool={global_pool!r}")
 
 
 def _create_twins(variant, pretrained, progress, kwargs, **model_args):

@@ -19,7 +19,7 @@ from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from . import _layers
-from ._layers import create_classifier, drop_path_module, pair, trunc_normal_
+from ._layers import PooledHeadApi, create_classifier, drop_path_module, pair, trunc_normal_
 from ._norm import LayerNorm2d
 
 __all__ = []
@@ -146,7 +146,7 @@ class Block(nn.Module):
         return x
 
 
-class Visformer(nn.Module):
+class Visformer(PooledHeadApi, nn.Module):
     """A stem, three stages of ``Block`` (``depth``: a triple, or a total split as thirds), a norm and the head:
     global pooling, dropout, a linear classifier (timm's ``Visformer``, its arguments and defaults).
 
@@ -264,21 +264,6 @@ blocks (the others keep timm's widths). ``embed_norm`` normalises each patch
             if isinstance(module, (nn.Conv2d, nn.Linear)) and module.bias is not None:
                 nn.init.zeros_(module.bias)
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity), after another pooling
-        ``global_pool`` if given."""
-        self.num_classes = num_classes
-        if global_pool is None:
-            global_pool = self.global_pool.pool_type
-        self.global_pool, self.head = create_classifier(self.num_features, num_classes, global_pool)
-        self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
-        self.global_pool.train(self.training)
-        self.head.train(self.training)
-
     def _stages(self):
         """Each stage's (patch embedding, position embeddings, blocks), the first two None where the stage has
         none."""
@@ -302,17 +287,6 @@ blocks (the others keep timm's widths). ``embed_norm`` normalises each patch
         for stage in self._stages():
             x = self._run_stage(x, *stage)
         x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Global pooling, dropout, then the classifier unless ``pre_logits``."""
-        x = self.global_pool(x)
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",

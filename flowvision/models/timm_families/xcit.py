@@ -23,19 +23,11 @@ from engine import nn
 from .._features import FeatureGetterNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, drop_path_module, init_linear_layers, pair, trunc_normal_
+from ._layers import (Mlp, TokenPoolHeadApi, check_token_pool, drop_path_module, init_linear_layers, pair,
+                      trunc_normal_)
 from .cait import ClassAttn
 
 __all__ = []
-
-_GLOBAL_POOLS = ("", "avg", "token")
-
-
-def _check_global_pool(global_pool):
-    """Refuse a pooling XCiT has no use for: it classifies the class token ('token'), the patch tokens' average
-    ('avg') or returns the sequence ('')."""
-    if global_pool not in _GLOBAL_POOLS:
-        raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
 
 
 def _layer_norm(dim):
@@ -243,7 +235,7 @@ class XCABlock(nn.Module):
         return x
 
 
-class Xcit(nn.Module):
+class Xcit(TokenPoolHeadApi, nn.Module):
     """Convolutional patch embedding with the Fourier positional encoding, ``depth`` XCiT blocks on the patch tokens,
     ``cls_attn_layers`` class-attention blocks that bring in the class token, a norm and a linear head (timm's
     ``Xcit``, its arguments and defaults).
@@ -259,13 +251,14 @@ class Xcit(nn.Module):
 
     default_cfg = {"first_conv": "patch_embed.proj.0.0", "classifier": "head"}
     feature_wrapper = FeatureGetterNet
+    global_pools = ("", "avg", "token")
 
     def __init__(self, img_size=224, patch_size=16, in_chans=3, num_classes=1000, global_pool="token", embed_dim=768,
                  depth=12, num_heads=12, mlp_ratio=4.0, qkv_bias=True, drop_rate=0.0, pos_drop_rate=0.0,
                  proj_drop_rate=0.0, attn_drop_rate=0.0, drop_path_rate=0.0, act_layer=nn.GELU, norm_layer=None,
                  cls_attn_layers=2, use_pos_embed=True, eta=1.0, tokens_norm=False):
         super().__init__()
-        _check_global_pool(global_pool)
+        check_token_pool(global_pool, pools=self.global_pools)
         img_size = pair(img_size)
         if img_size[0] % patch_size or img_size[1] % patch_size:
             raise ValueError(f"patch_size {patch_size} should divide img_size {img_size}")
@@ -302,22 +295,6 @@ class Xcit(nn.Module):
         trunc_normal_(self.cls_token, std=0.02)
         init_linear_layers(self)
 
-    def get_classifier(self):
-        """The final linear layer."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None):
-        """A new (default-initialised) head for ``num_classes`` (0: an identity); ``global_pool`` changes the pooling
-        too."""
-        if global_pool is not None:
-            _check_global_pool(global_pool)
-            if global_pool == "token" and not self.num_prefix_tokens:
-                raise ValueError("global_pool='token' needs the class token")
-            self.global_pool = global_pool
-        self.num_classes = num_classes
-        self.head = nn.Linear(self.num_features, num_classes) if num_classes > 0 else nn.Identity()
-        self.head.train(self.training)
-
     def _embed(self, x):
         """Images -> patch tokens with the positional encoding, after ``pos_drop``, and the patch grid's size."""
         batch = x.shape[0]
@@ -343,21 +320,6 @@ class Xcit(nn.Module):
         if self.cls_attn_blocks is not None:
             x = self.forward_cls(x)
         x = self.norm(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Pooling (the class token, or the patch tokens' average), head dropout, then the head unless
-        ``pre_logits``."""
-        if self.global_pool == "avg":
-            x = x[:, self.num_prefix_tokens:].mean(dim=1)
-        elif self.global_pool == "token":
-            x = x[:, 0]
-        x = self.head_drop(x)
-        return x if pre_logits else self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
         return x
 
     def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",

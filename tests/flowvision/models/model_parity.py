@@ -361,6 +361,21 @@ def check_seeded_init(build_reference, build_ours, seed, truncated, what=""):
     return reference, ours
 
 
+def linear_weights(model):
+    """The state_dict keys of a torch model's linear weights."""
+    return {f"{n}.weight" for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+
+
+def seeded_pair(reference_class, ours_class, config, seed):
+    """(timm's, ours) built from ``config`` (torch seeded with ``seed`` first), timm's parameters randomised with
+    ``seed`` and loaded in ours, both in eval mode."""
+    torch.manual_seed(seed)
+    reference = randomize_parameters(reference_class(**config), seed).eval()
+    ours = ours_class(**config)
+    ours.load_state_dict(numpy_state(reference))
+    return reference, ours.eval()
+
+
 def conv_and_linear_weights(model):
     """The state_dict keys of a torch model's convolution and linear weights."""
     return {f"{n}.weight" for n, m in model.named_modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))}

@@ -19,7 +19,7 @@ from flowvision.models.timm_families import pvt_v2
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_train_step,
                           features_only_pair, image_batch, numpy_state, pre_logits, randomize_parameters,
-                          skip_random_init)
+                          linear_weights, seeded_pair, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -45,17 +45,8 @@ DROPOUTS = dict(drop_rate=0.3, proj_drop_rate=0.2, attn_drop_rate=0.2, drop_path
 
 def small_pair(kind="sra", seed=0, **kwargs):
     """(timm's, ours) small ``kind`` models, timm's random weights loaded in ours, in eval mode."""
-    config = {**SMALL[kind], **kwargs}
-    torch.manual_seed(seed)
-    reference = randomize_parameters(timm_pvt.PyramidVisionTransformerV2(**config), seed).eval()
-    ours = pvt_v2.PyramidVisionTransformerV2(**config)
-    ours.load_state_dict(numpy_state(reference))
-    return reference, ours.eval()
-
-
-def linear_weights(model):
-    """The state_dict keys of a torch model's linear weights (drawn by timm's truncated normal)."""
-    return {f"{n}.weight" for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    return seeded_pair(timm_pvt.PyramidVisionTransformerV2, pvt_v2.PyramidVisionTransformerV2,
+                       {**SMALL[kind], **kwargs}, seed)
 
 
 def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
