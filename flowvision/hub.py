@@ -29,10 +29,6 @@ import warnings
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
-import requests
-from tqdm import tqdm
-from urllib3.exceptions import ProtocolError, ReadTimeoutError
-
 import engine
 from engine.serialization import UnpicklingError, load, read_metadata, save
 
@@ -194,6 +190,9 @@ def _fetch_once(url, partial, progress, deadline, stated):
     """One GET of ``url`` continuing ``partial``; True when it holds the whole file (as far as the server says).
 
     The sha256 the server states (``_stated_sha256``) is recorded in the dict ``stated``."""
+    import requests  # here, not at import: requests and urllib3 take ~0.1 s to import, which every process paid
+    from tqdm import tqdm
+
     offset = os.path.getsize(partial) if os.path.exists(partial) else 0
     headers = {"Range": f"bytes={offset}-"} if offset else {}
     timeout = min(_STALL_TIMEOUT, _remaining(deadline))
@@ -225,6 +224,9 @@ def _fetch_once(url, partial, progress, deadline, stated):
 
 def _download(url, dst, hash_prefix, progress, retries=4, backoff=0.5, timeout=None):
     """``download_url_to_file`` without its lock (callers hold it)."""
+    import requests
+    from urllib3.exceptions import ProtocolError, ReadTimeoutError
+
     partial = dst + ".partial"
     seconds = download_timeout(timeout)
     deadline = time.monotonic() + seconds

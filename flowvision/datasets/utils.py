@@ -11,8 +11,6 @@ import tempfile
 import zipfile
 from urllib.parse import urlparse
 
-import requests
-from tqdm import tqdm
 
 from engine.utils.data import Dataset
 
@@ -85,6 +83,9 @@ def check_integrity(fpath, md5=None, sha256=None):
 
 def _stream_to(url, fpath, progress, timeout):
     """GET ``url`` into a temporary file beside ``fpath``, then rename it into place."""
+    import requests  # here, not at import: requests takes ~0.1 s to import, which every process paid
+    from tqdm import tqdm
+
     fd, partial = tempfile.mkstemp(prefix=os.path.basename(fpath) + ".", suffix=".partial",
                                    dir=os.path.dirname(fpath))
     try:
@@ -115,6 +116,8 @@ def download_url(url, root, filename=None, md5=None, sha256=None, progress=True,
     os.makedirs(root, exist_ok=True)
     if check_integrity(fpath, md5, sha256):
         return fpath
+    import requests
+
     try:
         _stream_to(url, fpath, progress, timeout)
     except (requests.ConnectionError, requests.Timeout) as e:
