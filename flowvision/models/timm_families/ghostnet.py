@@ -231,21 +231,17 @@ def _projection_shortcut(in_chs, out_chs, dw_kernel_size, stride):
     )
 
 
-class GhostBottleneck(nn.Module):
-    """GhostNet's (``mode='original'``) and GhostNetV2's (``mode='attn'``: the expanding module has DFC attention)
-    bottleneck: ghost module to ``mid_chs`` with ``act_layer``, a depthwise ``dw_kernel_size`` convolution and
-    BatchNorm where ``stride`` > 1 (``conv_dw``, ``bn_dw``), squeeze-and-excitation when ``se_ratio`` > 0, a
-    linear ghost module to ``out_chs``, plus the input (an empty ``shortcut``) or its projection."""
+class _GhostBottleneckLayers(nn.Module):
+    """What GhostNet's and RepGhostNet's bottlenecks share: their layers (``_add_layers``) and their forward."""
 
-    def __init__(self, in_chs, mid_chs, out_chs, dw_kernel_size=3, stride=1, act_layer=nn.ReLU, se_ratio=0.0,
-                 mode="original"):
-        super().__init__()
+    def _add_layers(self, expand, project, in_chs, mid_chs, out_chs, dw_kernel_size, stride, se_ratio):
+        """``expand()``, the ghost module to ``mid_chs`` (``ghost1``); a depthwise ``dw_kernel_size`` convolution and
+        BatchNorm where ``stride`` > 1 (``conv_dw``, ``bn_dw``); squeeze-and-excitation when ``se_ratio`` > 0;
+        ``project()``, the linear ghost module to ``out_chs`` (``ghost2``); the input (an empty ``shortcut``) or its
+        projection. Built in timm's order, so that seeded weights are timm's."""
         has_se = se_ratio is not None and se_ratio > 0.0
         self.stride = stride
-        if mode == "original":
-            self.ghost1 = GhostModule(in_chs, mid_chs, act_layer=act_layer)
-        else:
-            self.ghost1 = GhostModuleV2(in_chs, mid_chs, act_layer=act_layer)
+        self.ghost1 = expand()
         if stride > 1:
             self.conv_dw = nn.Conv2d(mid_chs, mid_chs, dw_kernel_size, stride=stride,
                                      padding=(dw_kernel_size - 1) // 2, groups=mid_chs, bias=False)
@@ -254,7 +250,7 @@ class GhostBottleneck(nn.Module):
             self.conv_dw = None
             self.bn_dw = None
         self.se = _squeeze_excite(mid_chs, se_ratio) if has_se else None
-        self.ghost2 = GhostModule(mid_chs, out_chs, act_layer=nn.Identity)
+        self.ghost2 = project()
         if in_chs == out_chs and stride == 1:
             self.shortcut = nn.Sequential()
         else:
@@ -270,6 +266,21 @@ class GhostBottleneck(nn.Module):
             x = self.se(x)
         x = self.ghost2(x)
         return x + self.shortcut(shortcut)
+
+
+class GhostBottleneck(_GhostBottleneckLayers):
+    """GhostNet's (``mode='original'``) and GhostNetV2's (``mode='attn'``: the expanding module has DFC attention)
+    bottleneck: ghost module to ``mid_chs`` with ``act_layer``, a depthwise ``dw_kernel_size`` convolution and
+    BatchNorm where ``stride`` > 1 (``conv_dw``, ``bn_dw``), squeeze-and-excitation when ``se_ratio`` > 0, a
+    linear ghost module to ``out_chs``, plus the input (an empty ``shortcut``) or its projection."""
+
+    def __init__(self, in_chs, mid_chs, out_chs, dw_kernel_size=3, stride=1, act_layer=nn.ReLU, se_ratio=0.0,
+                 mode="original"):
+        super().__init__()
+        expand = GhostModule if mode == "original" else GhostModuleV2
+        self._add_layers(lambda: expand(in_chs, mid_chs, act_layer=act_layer),
+                         lambda: GhostModule(mid_chs, out_chs, act_layer=nn.Identity),
+                         in_chs, mid_chs, out_chs, dw_kernel_size, stride, se_ratio)
 
 
 class GhostBottleneckV3(nn.Module):

@@ -21,18 +21,11 @@ from .._features import FlatFeatureListNet, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._efficientnet_blocks import ConvBnAct, SqueezeExcite
+from ._efficientnet_blocks import ConvBnAct
 from ._reparam import biased_conv_like, fold_batchnorm, identity_kernel, sum_branches
-from .ghostnet import GhostNetApi
+from .ghostnet import GhostNetApi, _GhostBottleneckLayers
 
 __all__ = []
-
-
-def _squeeze_excite(chs, se_ratio):
-    """RepGhostNet's squeeze-and-excitation: reduction to ``se_ratio`` of ``chs`` rounded to a multiple of 4, ReLU,
-    hard-sigmoid gate."""
-    return SqueezeExcite(chs, rd_ratio=se_ratio, act_layer=partial(nn.ReLU, inplace=True), gate_layer=nn.Hardsigmoid,
-                         rd_round_fn=partial(_make_divisible, divisor=4))
 
 
 class RepGhostModule(nn.Module):
@@ -99,19 +92,7 @@ class RepGhostModule(nn.Module):
         self.switch_to_deploy()
 
 
-def _projection_shortcut(in_chs, out_chs, dw_kernel_size, stride):
-    """The shortcut of a block that changes the shape: a depthwise convolution carrying the stride and a 1x1
-    convolution to ``out_chs``, each followed by BatchNorm."""
-    return nn.Sequential(
-        nn.Conv2d(in_chs, in_chs, dw_kernel_size, stride=stride, padding=(dw_kernel_size - 1) // 2, groups=in_chs,
-                  bias=False),
-        nn.BatchNorm2d(in_chs),
-        nn.Conv2d(in_chs, out_chs, 1, stride=1, padding=0, bias=False),
-        nn.BatchNorm2d(out_chs),
-    )
-
-
-class RepGhostBottleneck(nn.Module):
+class RepGhostBottleneck(_GhostBottleneckLayers):
     """RepGhostNet's bottleneck: a RepGhost module to ``mid_chs`` with ReLU (``ghost1``), a depthwise
     ``dw_kernel_size`` convolution and BatchNorm where ``stride`` > 1 (``conv_dw``, ``bn_dw``),
     squeeze-and-excitation when ``se_ratio`` > 0 (``se``), a linear RepGhost module to ``out_chs`` (``ghost2``),
@@ -119,33 +100,9 @@ class RepGhostBottleneck(nn.Module):
 
     def __init__(self, in_chs, mid_chs, out_chs, dw_kernel_size=3, stride=1, se_ratio=0.0, reparam=True):
         super().__init__()
-        has_se = se_ratio is not None and se_ratio > 0.0
-        self.stride = stride
-        self.ghost1 = RepGhostModule(in_chs, mid_chs, relu=True, reparam=reparam)
-        if stride > 1:
-            self.conv_dw = nn.Conv2d(mid_chs, mid_chs, dw_kernel_size, stride=stride,
-                                     padding=(dw_kernel_size - 1) // 2, groups=mid_chs, bias=False)
-            self.bn_dw = nn.BatchNorm2d(mid_chs)
-        else:
-            self.conv_dw = None
-            self.bn_dw = None
-        self.se = _squeeze_excite(mid_chs, se_ratio) if has_se else None
-        self.ghost2 = RepGhostModule(mid_chs, out_chs, relu=False, reparam=reparam)
-        if in_chs == out_chs and stride == 1:
-            self.shortcut = nn.Sequential()
-        else:
-            self.shortcut = _projection_shortcut(in_chs, out_chs, dw_kernel_size, stride)
-
-    def forward(self, x):
-        shortcut = x
-        x = self.ghost1(x)
-        if self.conv_dw is not None:
-            x = self.conv_dw(x)
-            x = self.bn_dw(x)
-        if self.se is not None:
-            x = self.se(x)
-        x = self.ghost2(x)
-        return x + self.shortcut(shortcut)
+        self._add_layers(lambda: RepGhostModule(in_chs, mid_chs, relu=True, reparam=reparam),
+                         lambda: RepGhostModule(mid_chs, out_chs, relu=False, reparam=reparam),
+                         in_chs, mid_chs, out_chs, dw_kernel_size, stride, se_ratio)
 
 
 # (kernel, expansion, out channels, squeeze-and-excitation ratio, stride) of each block, grouped into stages
