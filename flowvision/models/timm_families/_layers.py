@@ -56,11 +56,11 @@ def trunc_normal_tf_(tensor, std=0.02):
     return tensor
 
 
-def init_linear_layers(model, std=0.02):
-    """timm's transformer init of every Linear layer of ``model``, in module order: truncated-normal weights
-    (``std``), zero biases."""
+def init_linear_layers(model, std=0.02, types=(nn.Linear,)):
+    """timm's transformer init of every Linear layer of ``model`` (or every layer of ``types``: convolutions too in
+    timm's convolutional transformers), in module order: truncated-normal weights (``std``), zero biases."""
     for module in model.modules():
-        if isinstance(module, nn.Linear):
+        if isinstance(module, types):
             trunc_normal_(module.weight, std=std)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)

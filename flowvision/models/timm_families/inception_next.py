@@ -19,7 +19,7 @@ from .._features import FlatFeatureListNet, intermediate_stages, prune_stages, r
 from .._helpers import build_model
 from ..registry import register_model
 from ._conv import create_conv2d, get_padding
-from ._layers import ClassifierHeadApi, ConvMlp, SelectAdaptivePool2d, drop_path_module, trunc_normal_
+from ._layers import ClassifierHeadApi, ConvMlp, SelectAdaptivePool2d, drop_path_module, init_linear_layers
 from ._norm import LayerNorm
 from .metaformer import _per_stage
 
@@ -226,16 +226,7 @@ class MetaNeXt(ClassifierHeadApi, nn.Module):
         self.num_features = prev_chs
         self.head = MlpClassifierHead(self.num_features, num_classes, pool_type=global_pool, drop=drop_rate)
         self.head_hidden_size = self.head.num_features
-        self._init_weights()
-
-    def _init_weights(self):
-        """timm's init, in module order: truncated normal (std 0.02) weights and zero biases for every convolution
-        and linear layer."""
-        for module in self.modules():
-            if isinstance(module, (nn.Conv2d, nn.Linear)):
-                trunc_normal_(module.weight, std=0.02)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+        init_linear_layers(self, types=(nn.Conv2d, nn.Linear))
 
     def get_classifier(self):
         """The final linear layer (``head.fc2``)."""

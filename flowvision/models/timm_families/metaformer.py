@@ -21,7 +21,7 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, SelectAdaptivePool2d, drop_path_module, trunc_normal_
+from ._layers import Mlp, SelectAdaptivePool2d, drop_path_module, init_linear_layers
 from ._norm import GroupNorm1, LayerNorm, LayerNorm2d
 
 __all__ = []
@@ -360,7 +360,7 @@ class MetaFormer(nn.Module):
             ("drop", nn.Dropout(drop_rate)),
             ("fc", final),
         ]))
-        self._init_weights()
+        init_linear_layers(self, types=(nn.Conv2d, nn.Linear))
 
     @property
     def default_cfg(self):
@@ -375,15 +375,6 @@ class MetaFormer(nn.Module):
         if self.use_mlp_head:
             return MlpHead(self.num_features, num_classes)
         return nn.Linear(self.num_features, num_classes)
-
-    def _init_weights(self):
-        """timm's init, in module order: truncated normal (std 0.02) weights and zero biases for every convolution
-        and linear layer."""
-        for module in self.modules():
-            if isinstance(module, (nn.Conv2d, nn.Linear)):
-                trunc_normal_(module.weight, std=0.02)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
 
     def get_classifier(self):
         """The classifier (``head.fc``)."""

@@ -22,7 +22,8 @@ from .._features import FlatFeatureListNet, normed_stage_intermediates, prune_st
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._layers import ClassifierHead, ClassifierHeadApi, ConvMlp, drop_path_module, get_act_layer, trunc_normal_
+from ._layers import (ClassifierHead, ClassifierHeadApi, ConvMlp, drop_path_module, get_act_layer,
+                      init_linear_layers)
 from ._reparam import batchnorm_scale_shift
 
 __all__ = []
@@ -338,16 +339,7 @@ class NextViT(ClassifierHeadApi, nn.Module):
         self.head = ClassifierHead(in_chs, num_classes, pool_type=global_pool, drop_rate=drop_rate)
         self.head_hidden_size = self.head.num_features
         self.stage_out_idx = [sum(depths[:idx + 1]) - 1 for idx in range(len(depths))]
-        self._init_weights()
-
-    def _init_weights(self):
-        """timm's init, in module order: truncated-normal (std 0.02) weights and zero biases for every linear layer
-        and convolution; the norms keep theirs."""
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Conv2d)):
-                trunc_normal_(module.weight, std=0.02)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
+        init_linear_layers(self, types=(nn.Linear, nn.Conv2d))
 
     def forward_features(self, x):
         """The last stage's map after the final norm, (N, num_features, H / 32, W / 32)."""

@@ -112,7 +112,6 @@ def test_layout_matches_timm():
             reference = timm.create_model(name)
         with pytest.MonkeyPatch.context() as patch:
             skip_random_init(patch)
-            patch.setattr(metaformer, "trunc_normal_", lambda tensor, std=0.02: tensor)
             ours = models.create_model(name)
         check_layout(ours, reference, PLACEHOLDERS, PRINTED, types=True)
 
