@@ -139,11 +139,16 @@ def matrix(n_in, n_out, mode, align_corners, scale, dtype, antialias=False):
     return R
 
 
+def check_antialias(ndim, mode, antialias):
+    """torch's error for antialiasing other than bilinear or bicubic on 4-D input (raised before any other)."""
+    if antialias and not (mode in AA_MODES and ndim == 4):
+        raise ValueError(AA_ERROR)
+
+
 def check_mode(ndim, mode, align_corners, antialias=False):
     """torch's errors for a mode the input's rank lacks, for align_corners with a non-interpolating mode,
     and for antialiasing other than bilinear or bicubic on 4-D input."""
-    if antialias and not (mode in AA_MODES and ndim == 4):
-        raise ValueError(AA_ERROR)
+    check_antialias(ndim, mode, antialias)
     if mode not in MODES.get(ndim, ()):
         raise ValueError(f"interpolate: mode {mode!r} is not supported for {ndim}-D input")
     if align_corners and mode not in ("linear", "bilinear", "bicubic"):

@@ -3,7 +3,7 @@ import warnings
 
 from ... import backends
 from ...autograd.function import Function
-from ...backends.interpolation_geometry import AA_ERROR, AA_MODES
+from ...backends.interpolation_geometry import check_antialias
 
 
 class Interpolate(Function):
@@ -32,8 +32,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined" if size is not None else
                          "either size or scale_factor should be defined")
-    if antialias and not (mode in AA_MODES and input.dim() == 4):
-        raise ValueError(AA_ERROR)
+    check_antialias(input.dim(), mode, antialias)
     spatial = input.dim() - 2
     if spatial not in (1, 2):
         raise NotImplementedError(f"Input Error: Only 3D and 4D input Tensors supported (got {input.dim()}D) "
