@@ -355,45 +355,55 @@ class WeightsEnum(enum.Enum):
         return f"{type(self).__name__}.{self.name}"
 
 
-def _build_enums():
-    """One ``WeightsEnum`` per model of the manifest, ``DEFAULT`` an alias of the default tag."""
-    enums = {}
-    for model, entry in _shipped_manifest()["models"].items():
-        members = [(tag, Weights(model, tag)) for tag in entry["weights"]]
-        members.append(("DEFAULT", Weights(model, entry["default"])))
-        enums[model] = WeightsEnum(entry["weights_enum"], members, module=__name__)
-    return enums
+@lru_cache(maxsize=None)
+def _enum_models():
+    """{weights enum name: its model}, e.g. ``{"ResNet50_Weights": "resnet50"}``."""
+    return {entry["weights_enum"]: model for model, entry in _shipped_manifest()["models"].items()}
 
 
-_ENUMS = _build_enums()
-for _enum in _ENUMS.values():
-    globals()[_enum.__name__] = _enum
-    __all__.append(_enum.__name__)
+@lru_cache(maxsize=None)
+def _weights_enum(model):
+    """The ``WeightsEnum`` of a model of the manifest, ``DEFAULT`` an alias of the default tag; built on first use
+    (all of them took 55 ms, paid by every ``import flowvision.models``)."""
+    entry = _shipped_manifest()["models"][model]
+    members = [(tag, Weights(model, tag)) for tag in entry["weights"]]
+    members.append(("DEFAULT", Weights(model, entry["default"])))
+    return WeightsEnum(entry["weights_enum"], members, module=__name__)
+
+
+__all__ += list(_enum_models())
+
+
+def __getattr__(name):
+    """A weights enum by its name (``ResNet50_Weights``), built on first use."""
+    if name in _enum_models():
+        return _weights_enum(_enum_models()[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def list_pretrained():
     """Names of the models with published weights."""
-    return list(_ENUMS)
+    return list(_shipped_manifest()["models"])
 
 
 def get_model_weights(name):
     """The weights enum of a model, given its name (``'resnet101'``) or its builder function."""
     name = getattr(name, "__name__", name)
-    if name not in _ENUMS:
-        raise ValueError(f"no pretrained weights for model '{name}'; models with weights: {', '.join(_ENUMS)}")
-    return _ENUMS[name]
+    if name not in _shipped_manifest()["models"]:
+        raise ValueError(f"no pretrained weights for model '{name}'; models with weights: "
+                         f"{', '.join(list_pretrained())}")
+    return _weights_enum(name)
 
 
 def get_weight(name):
     """The weights named ``'<Enum>.<TAG>'``, e.g. ``get_weight('ResNet101_Weights.IMAGENET1K_V2')``."""
     enum_name, _, tag = name.partition(".")
-    for weights_enum in _ENUMS.values():
-        if weights_enum.__name__ == enum_name:
-            if tag not in weights_enum.__members__:
-                raise ValueError(f"unknown tag '{tag}' for {enum_name}: choose from "
-                                 f"{', '.join(weights_enum.__members__)}")
-            return weights_enum[tag]
-    raise ValueError(f"unknown weights enum '{enum_name}' in '{name}'")
+    if enum_name not in _enum_models():
+        raise ValueError(f"unknown weights enum '{enum_name}' in '{name}'")
+    weights_enum = _weights_enum(_enum_models()[enum_name])
+    if tag not in weights_enum.__members__:
+        raise ValueError(f"unknown tag '{tag}' for {enum_name}: choose from {', '.join(weights_enum.__members__)}")
+    return weights_enum[tag]
 
 
 def pretrained_tag(model):

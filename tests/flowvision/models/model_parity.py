@@ -1,7 +1,8 @@
 """Helpers for model parity tests: seeded torchvision models, their weights through numpy, ours."""
 import dataclasses
 import functools
-import sys
+import importlib
+import pkgutil
 
 import numpy as np
 import pytest
@@ -385,12 +386,16 @@ def skip_random_init(patch):
     """Our random initialisation skipped (every draw goes through these, Xavier's and He's included, and the timm
     families' truncated normal wherever a family module binds it): big models build in a fraction of a second on
     untouched storage, for tests that only look at the layout or load every weight from timm."""
+    from flowvision.models import timm_families
     from flowvision.models.timm_families import _layers
 
     for name in ("uniform_", "normal_", "trunc_normal_"):
         patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
     drawn = _layers.trunc_normal_
-    families = [m for name, m in sys.modules.items() if name.startswith("flowvision.models.timm_families.")]
+    # every module imported first (the families load on first use): one imported under the patch would keep the
+    # no-op for good
+    families = [importlib.import_module(f"{timm_families.__name__}.{info.name}")
+                for info in pkgutil.iter_modules(timm_families.__path__)]
     for module in families:
         if getattr(module, "trunc_normal_", None) is drawn:
             patch.setattr(module, "trunc_normal_", lambda tensor, std=0.02: tensor)

@@ -1,5 +1,9 @@
 """The model registry, create_model's common arguments, checkpoints and ModelCreator."""
+import os
 import pickle
+import runpy
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -69,6 +73,51 @@ def test_unknown_model_suggests_closest():
         models.get_model("resnext50")
     with pytest.raises(RuntimeError, match=r"Unknown model 'qqq'\. See flowvision\.models\.list_models"):
         models.model_entrypoint("qqq")
+
+
+def test_timm_index_lists_what_each_module_registers():
+    """The index the registry lists timm's models from before their modules load is what importing them registers
+    (``python scripts/timm_index.py`` writes it)."""
+    from flowvision.models.timm_families import _index
+
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "scripts", "timm_index.py")
+    assert _index.MODULES == runpy.run_path(script)["current_index"](), "run python scripts/timm_index.py"
+
+
+_FIRST_USE = """
+import sys
+import flowvision.models as models
+
+def loaded():
+    prefix = "flowvision.models.timm_families."
+    return sorted(n[len(prefix):] for n in sys.modules if n.startswith(prefix) and not n[len(prefix)] == "_")
+
+print(loaded(), len(models.list_models()), models.is_model("coat_mini"), len(models.list_models(module="coat")))
+models.create_model("rexnet_100")
+print(loaded())
+print(loaded(), "Family: CoaT" in models.coat_mini.__doc__, loaded())
+from flowvision.models import *
+print(len(loaded()), callable(resnet50d), Deit_Small_Patch16_224_Weights.DEFAULT is get_weight("Deit_Small_Patch16_224_Weights.FB_IN1K"))
+"""
+
+
+def test_timm_families_load_on_first_use():
+    """``import flowvision.models`` lists timm's models without importing their modules; building one, or reaching
+    its entrypoint, imports its module alone (documented as at start-up); a star import gives every entrypoint and
+weights enum."""
+    out = subprocess.run([sys.executable, "-c", _FIRST_USE], capture_output=True, text=True, check=True).stdout
+    index = models.timm_families.MODULES
+    assert out.splitlines() == [f"[] {len(models.list_models())} True {len(index['coat'])}", "['rexnet']",
+                                "['rexnet'] True ['coat', 'rexnet']", f"{len(index)} True True"]
+
+
+def test_index_naming_a_model_its_module_does_not_register(monkeypatch):
+    monkeypatch.setitem(registry._lazy_models, "probe_unregistered", "flowvision.models.timm_families.rexnet")
+    monkeypatch.setitem(registry._model_to_module, "probe_unregistered", "rexnet")
+    assert models.is_model("probe_unregistered")
+    with pytest.raises(RuntimeError, match=r"timm_families\.rexnet did not register 'probe_unregistered' as its "
+                                           r"index says: regenerate the index with python scripts/timm_index\.py"):
+        models.create_model("probe_unregistered")
 
 
 def test_register_model_decorator(monkeypatch):
