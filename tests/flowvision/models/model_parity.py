@@ -240,6 +240,8 @@ SMALL_MODELS = {
     "nasnetalarge": functools.partial(models.create_model, "nasnetalarge", stem_size=16, num_features=96),
     "davit_tiny": functools.partial(models.create_model, "davit_tiny", embed_dims=(16, 32, 64, 128),
                                     depths=(1, 1, 1, 1), num_heads=(1, 2, 4, 8)),
+    "sequencer2d_s": functools.partial(models.create_model, "sequencer2d_s", layers=(1, 1, 1, 1),
+                                       embed_dims=(16, 32, 32, 32), hidden_sizes=(8, 16, 16, 16)),
 }
 
 

@@ -4,6 +4,7 @@ shapes, dtypes and keys, zero gradients, running statistics left alone, the batc
 SSD300, whose head SSDlite's run covers) given images in which it detects nothing (a score threshold of 1.0), so each
 of its heads runs on no boxes (Mask R-CNN v2's BatchNorm mask head, keypoint R-CNN's heads). Each classifier's
 head_hidden_size is the width of its pre-logits features (and timm's value)."""
+import functools
 import warnings
 
 import numpy as np
@@ -12,7 +13,8 @@ import torch
 import torchvision.models.segmentation as tv_seg
 from classic_parity import he_weights
 from detection_parity import builder_pair, photos, to_lib
-from model_parity import COVERED_FAMILIES, family_sweep, numpy_state, randomize_norms, reference_classifier
+from model_parity import (COVERED_FAMILIES, SMALL_MODELS, family_sweep, is_timm_family, numpy_state, randomize_norms,
+                          reference_classifier)
 
 import engine
 import flowvision.models as models
@@ -51,9 +53,10 @@ CLASSIFIERS = [min(names, key=_num_params) for family, names in family_sweep(
 # test_timm_eva.py, test_timm_crossvit.py, test_timm_volo.py, test_timm_mobilevit.py, test_timm_byoanet.py); timm's
 # LeViT, Swin V2 and MaxxViT fail there too, and ours as theirs (their reshapes of no values with -1), as do timm's
 # attention families CoaT, EdgeNeXt, EfficientFormer (v1, v2), EfficientViT (MIT, MSRA), GC ViT, Hiera, PVT v2,
-# TinyViT and Twins (GC ViT's window count divides by the batch), NesT, Next-ViT, TNT and Visformer
+# TinyViT and Twins (GC ViT's window count divides by the batch), NesT, Next-ViT, TNT, Visformer, EfficientViM, iFormer
+# SwiftFormer, Sequencer and MViTv2
 _REFERENCE_RESHAPE = "fails on an empty batch (a reshape of 0 elements with -1)"
-_FAILS_IN_THE_REFERENCE = {"mvit": "torchvision's MViT fails on an empty batch",
+_FAILS_IN_THE_REFERENCE = {"mvit_": "torchvision's MViT fails on an empty batch",
                            "resnest": f"timm's ResNeSt {_REFERENCE_RESHAPE}",
                            "xcit": "timm's XCiT fails on an empty batch (its position encoding's reshape)",
                            "eva": f"timm's EVA {_REFERENCE_RESHAPE}",
@@ -76,7 +79,12 @@ _FAILS_IN_THE_REFERENCE = {"mvit": "torchvision's MViT fails on an empty batch",
                            "nest_": f"timm's NesT, and ours, {_REFERENCE_RESHAPE}",
                            "nextvit": f"timm's Next-ViT, and ours, {_REFERENCE_RESHAPE}",
                            "tnt_": f"timm's TNT, and ours, {_REFERENCE_RESHAPE}",
-                           "visformer": f"timm's Visformer, and ours, {_REFERENCE_RESHAPE}"}
+                           "visformer": f"timm's Visformer, and ours, {_REFERENCE_RESHAPE}",
+                           "efficientvim": f"timm's EfficientViM, and ours, {_REFERENCE_RESHAPE}",
+                           "iformer": f"timm's iFormer, and ours, {_REFERENCE_RESHAPE}",
+                           "swiftformer": f"timm's SwiftFormer, and ours, {_REFERENCE_RESHAPE}",
+                           "sequencer": f"timm's Sequencer, and ours, {_REFERENCE_RESHAPE}",
+                           "mvitv2": f"timm's MViTv2, and ours, {_REFERENCE_RESHAPE}"}
 CLASSIFIERS = [pytest.param(n, marks=pytest.mark.skip(reason=reason))
                if (reason := next((r for prefix, r in _FAILS_IN_THE_REFERENCE.items() if n.startswith(prefix)), None))
                else n for n in CLASSIFIERS]
@@ -173,9 +181,18 @@ def no_numpy_warnings():
         yield
 
 
+def _small_config(name):
+    """The keyword arguments of ``name``'s small configuration where ``model_parity.SMALL_MODELS`` builds one through
+    timm's entrypoint (NASNet-A Large and DaViT: 3 s and 2 s at full size), else none."""
+    builder = SMALL_MODELS.get(name)
+    if isinstance(builder, functools.partial) and builder.func is models.create_model and is_timm_family(name):
+        return builder.keywords
+    return {}
+
+
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier_on_an_empty_batch(name):
-    kwargs = _QUIET_INIT.get(name, {})
+    kwargs = {**_QUIET_INIT.get(name, {}), **_small_config(name)}
     torch.manual_seed(0)
     ref = randomize_norms(he_weights(reference_classifier(name, **kwargs), 0), 0)
     ours = models.create_model(name, **kwargs)
