@@ -12,7 +12,7 @@ import engine
 from engine.nn import init
 import flowvision.models as models
 from flowvision.models.convnext import CNBlockConfig, ConvNeXt
-from flowvision.models.timm_families import focalnet
+from flowvision.models.timm_families import focalnet, mvitv2
 from flowvision.models.video import MSBlockConfig, MViT
 from flowvision.models.vision_transformer import VisionTransformer
 from op_check import assert_close
@@ -240,6 +240,8 @@ SMALL_MODELS = {
     "nasnetalarge": functools.partial(models.create_model, "nasnetalarge", stem_size=16, num_features=96),
     "davit_tiny": functools.partial(models.create_model, "davit_tiny", embed_dims=(16, 32, 64, 128),
                                     depths=(1, 1, 1, 1), num_heads=(1, 2, 4, 8)),
+    "mvitv2_tiny": functools.partial(mvitv2.MultiScaleVit, mvitv2.MultiScaleVitCfg(depths=(1, 1, 1, 1), embed_dim=16),
+                                     img_size=(64, 64)),
     "sequencer2d_s": functools.partial(models.create_model, "sequencer2d_s", layers=(1, 1, 1, 1),
                                        embed_dims=(16, 32, 32, 32), hidden_sizes=(8, 16, 16, 16)),
 }

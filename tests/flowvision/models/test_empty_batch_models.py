@@ -18,6 +18,7 @@ from model_parity import (COVERED_FAMILIES, SMALL_MODELS, family_sweep, is_timm_
 
 import engine
 import flowvision.models as models
+from flowvision.models.timm_families._layers import pair
 
 # whole models, built twice each; ours with numpy's quicker initial draws (they load torchvision's weights)
 # (timm's SimpleNorm warns that an empty batch's variance has no degrees of freedom)
@@ -183,7 +184,8 @@ def no_numpy_warnings():
 
 def _small_config(name):
     """The keyword arguments of ``name``'s small configuration where ``model_parity.SMALL_MODELS`` builds one through
-    timm's entrypoint (NASNet-A Large and DaViT: 3 s and 2 s at full size), else none."""
+    timm's entrypoint (NASNet-A Large and DaViT: 3 s and 2 s at full size), else none. An ``img_size`` there is the
+    images' size."""
     builder = SMALL_MODELS.get(name)
     if isinstance(builder, functools.partial) and builder.func is models.create_model and is_timm_family(name):
         return builder.keywords
@@ -193,12 +195,13 @@ def _small_config(name):
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier_on_an_empty_batch(name):
     kwargs = {**_QUIET_INIT.get(name, {}), **_small_config(name)}
+    size = pair(kwargs["img_size"]) if "img_size" in kwargs else _input_size(name)
     torch.manual_seed(0)
     ref = randomize_norms(he_weights(reference_classifier(name, **kwargs), 0), 0)
     ours = models.create_model(name, **kwargs)
     ours.load_state_dict(numpy_state(ref))
-    _check_empty_batch(ours, ref, _input_size(name))
-    _check_head_hidden_size(ours, ref, _input_size(name))
+    _check_empty_batch(ours, ref, size)
+    _check_head_hidden_size(ours, ref, size)
 
 
 @pytest.mark.parametrize("name", SEGMENTERS)
