@@ -1,8 +1,10 @@
-"""``engine.layout`` and ``engine.memory_format``: the named constants PyTorch code passes around.
+"""``engine.layout`` and ``engine.memory_format``: the named constants PyTorch code passes around, and torch's
+memory-format rules for dense arrays.
 
-Every engine tensor is dense and strided, so ``x.layout`` is always ``engine.strided``; the memory
-formats are accepted where PyTorch takes them (``x.contiguous(memory_format=...)``) so that code
-naming them runs, and print as PyTorch's do.
+Every engine tensor is dense and strided, so ``x.layout`` is always ``engine.strided``. The memory formats are
+honoured as torch honours them: ``contiguous``, ``is_contiguous``, ``clone``, ``Tensor.to`` and ``Module.to`` take
+``memory_format=``, and the functions below read a numpy (or CuPy) array's strides the way torch reads a tensor's
+(``suggest_memory_format``), so that ops can give their outputs torch's layout (``nn/functional/_memory_format.py``).
 """
 
 
@@ -37,3 +39,92 @@ channels_last_3d = memory_format("channels_last_3d")
 
 __all__ = ["layout", "memory_format", "strided", "sparse_coo", "contiguous_format", "preserve_format",
            "channels_last", "channels_last_3d"]
+
+
+# ---- memory formats of dense arrays, with torch's rules ---------------------------------------------------------
+# The dimension orders, outermost first, of the channels-last formats; torch names each by the rank it applies to.
+_CHANNELS_LAST_ORDER = {4: (0, 2, 3, 1), 5: (0, 2, 3, 4, 1)}
+_CHANNELS_LAST_RANK = {"channels_last": 4, "channels_last_3d": 5}
+
+
+def _element_strides(array):
+    return tuple(s // array.itemsize for s in array.strides)
+
+
+def strides_like_channels_last(array):
+    """Whether torch would read ``array``'s strides as channels-last (``suggest_memory_format``): a 4-D or 5-D array
+    whose dimensions lie, innermost first, as channels, then width, height (depth) and batch, where the strides of
+    size-1 dimensions may be anything. Ambiguous cases (N111, a sliced N11W) count as contiguous, as in torch."""
+    order = _CHANNELS_LAST_ORDER.get(array.ndim)
+    if order is None:
+        return False
+    shape, strides = array.shape, _element_strides(array)
+    if strides[1] == 0:
+        return False
+    smallest = 0
+    for d in reversed(order):
+        if shape[d] == 0 or strides[d] < smallest:
+            return False
+        if d == 0 and smallest == strides[1]:
+            return False
+        smallest = strides[d] * (shape[d] if shape[d] > 1 else 1)
+    return True
+
+
+def is_contiguous_as(array, fmt):
+    """``Tensor.is_contiguous(memory_format=fmt)``: the array's strides are exactly those of a dense array laid out
+    in ``fmt`` (size-1 dimensions ignored, as in torch); ``preserve_format`` asks for row-major, as torch's does."""
+    if fmt is None or fmt is contiguous_format or fmt is preserve_format:
+        return bool(array.flags.c_contiguous)
+    if array.ndim != _CHANNELS_LAST_RANK[fmt.name]:
+        return False
+    expected = 1
+    strides = _element_strides(array)
+    for d in reversed(_CHANNELS_LAST_ORDER[array.ndim]):
+        if array.shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= array.shape[d]
+    return True
+
+
+def in_memory_format(array, fmt, xp):
+    """A copy of ``array`` laid out in ``fmt`` (contiguous or channels-last), as ``Tensor.contiguous(fmt)`` gives."""
+    if fmt is None or fmt is contiguous_format:
+        return xp.ascontiguousarray(array)
+    if fmt is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    rank = _CHANNELS_LAST_RANK[fmt.name]
+    if array.ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+    order = _CHANNELS_LAST_ORDER[rank]
+    return xp.ascontiguousarray(array.transpose(order)).transpose(tuple(order.index(d) for d in range(rank)))
+
+
+def is_dense(array):
+    """Whether the array's elements fill its memory without gaps or overlaps, in some order of its dimensions."""
+    expected = 1
+    for size, stride in sorted(((s, abs(st)) for s, st in zip(array.shape, _element_strides(array)) if s != 1),
+                               key=lambda pair: pair[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def suggested_format(array):
+    """The memory format torch reads ``array``'s strides as (``suggest_memory_format``)."""
+    if not strides_like_channels_last(array):
+        return contiguous_format
+    return channels_last if array.ndim == 4 else channels_last_3d
+
+
+def copy_preserving_format(array, fmt, xp):
+    """``clone(memory_format=fmt)``: ``preserve_format`` keeps a dense array's strides and otherwise lays the copy out
+    as torch suggests (channels-last or contiguous); another format lays it out in that format."""
+    if fmt is None or fmt is preserve_format:
+        if is_dense(array):
+            return array.copy(order="K")
+        fmt = suggested_format(array)
+    return in_memory_format(array, fmt, xp)
+

@@ -177,7 +177,8 @@ class Tensor:
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None):
-        return bool(self._data.flags.c_contiguous)
+        """Whether the elements lie densely in ``memory_format``'s order (row-major by default, or channels-last)."""
+        return _layout.is_contiguous_as(self._data, memory_format)
 
     def is_floating_point(self):
         return _dtype.is_floating(self._data.dtype)
@@ -438,11 +439,13 @@ class Tensor:
 
     # ---- device and dtype moves --------------------------------------------------------------
     def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; keeps autograd."""
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``, each with ``memory_format=``; keeps
+        autograd."""
         dtype = kwargs.get("dtype")
         dev = kwargs.get("device")
         copy = kwargs.get("copy", False)
         non_blocking = kwargs.get("non_blocking", False)
+        memory_format = kwargs.get("memory_format")
         for a in args:
             if isinstance(a, Tensor):
                 dtype, dev = a.dtype, a.device
@@ -458,6 +461,9 @@ class Tensor:
             out = to_device(out, _device(dev), non_blocking)
         if dtype is not None and _dtype.to_dtype(dtype) is not self.dtype:
             out = to_dtype(out, _dtype.to_dtype(dtype))
+        preserved = memory_format in (None, _layout.preserve_format)
+        if not preserved and _layout.suggested_format(out._data) is not memory_format:
+            out = out.contiguous(memory_format=memory_format)
         if copy and out is self:
             out = self.clone()
         return out

@@ -2,9 +2,10 @@
 import numpy as np
 
 from .._device import device_of, move
+from .._layout import copy_preserving_format, in_memory_format
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
-from ._common import as_operand
+from ._common import as_operand, xp_of
 
 
 class ToDtype(Function):
@@ -47,20 +48,30 @@ class Alias(Function):
 
 
 class Clone(Function):
+    """A copy laid out in ``memory_format`` (``preserve_format``: the input's layout, as torch's)."""
+
     uses_inputs, moves_only = False, True
 
+    def __init__(self, memory_format=None):
+        self.memory_format = memory_format
+
     def forward(self, x):
-        return x.copy()
+        return copy_preserving_format(x, self.memory_format, xp_of(x))
 
     def backward(self, gy):
         return gy
 
 
 class Contiguous(Function):
+    """A copy laid out in ``memory_format``: row-major (by default) or channels-last."""
+
     uses_inputs, moves_only = False, True
 
+    def __init__(self, memory_format=None):
+        self.memory_format = memory_format
+
     def forward(self, x):
-        return x.copy()
+        return in_memory_format(x, self.memory_format, xp_of(x))
 
     def backward(self, gy):
         return gy
@@ -75,13 +86,14 @@ def to_device(x, device, non_blocking=False):
 
 
 def clone(x, memory_format=None):
-    return Clone()(x)
+    return Clone(memory_format)(x)
 
 
 def contiguous(x, memory_format=None):
-    if x._data.flags.c_contiguous:
+    """``x`` itself when it is laid out in ``memory_format`` (row-major by default), else a copy that is."""
+    if x.is_contiguous(memory_format):
         return x
-    return Contiguous()(x)
+    return Contiguous(memory_format)(x)
 
 
 class Copy(Function):

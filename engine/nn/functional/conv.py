@@ -7,6 +7,7 @@ from ... import backends, ops
 from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...tensor import Tensor
+from . import _memory_format
 from .padding import pad
 
 
@@ -145,6 +146,8 @@ def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
     x = input.unsqueeze(0) if unbatched else input
     fn = ConvNd(nd, (1,) + stride if nd == 1 else stride, pads, (1,) + dilation if nd == 1 else dilation, groups)
     out = fn(x, weight, bias)
+    if nd == 2:
+        out = _memory_format.like_conv_input(x, weight, out)
     return out.squeeze(0) if unbatched else out
 
 
@@ -214,6 +217,8 @@ def _conv_transpose(input, weight, bias, stride, padding, output_padding, groups
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     out = ConvTransposeNd(nd, stride, padding, output_padding, dilation, groups)(x, weight, bias)
+    if nd == 2:
+        out = _memory_format.like_conv_input(x, weight, out)
     return out.squeeze(0) if unbatched else out
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from ... import backends
 from ...amp import autocast_mode
 from ...autograd.function import Function
+from . import _memory_format
 from ...ops._common import xp_of
 
 # ---- shared kernels ----------------------------------------------------------------------------
@@ -186,7 +187,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
                            "evaluation mode")
-    return BatchNorm(eps, running_mean, running_var, training, momentum)(input, weight, bias)
+    out = BatchNorm(eps, running_mean, running_var, training, momentum)(input, weight, bias)
+    return _memory_format.like_input(input, out)
 
 
 def _update_running(running, stat, momentum):
@@ -316,7 +318,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of channels in "
                                f"input, but got {name} of shape {list(t.shape)} and input of shape "
                                f"{list(input.shape)}")
-    return GroupNorm(num_groups, eps)(input, weight, bias)
+    return _memory_format.like_input(input, GroupNorm(num_groups, eps)(input, weight, bias))
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

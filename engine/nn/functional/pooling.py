@@ -4,6 +4,7 @@
 """
 from ... import backends
 from ...autograd.function import Function
+from . import _memory_format
 from ...autograd.grad_mode import is_grad_enabled
 from ...tensor import Tensor
 
@@ -65,10 +66,11 @@ def _run(kind, input, nd, args, return_indices=False):
     fn = _Pool(kind, nd, args, with_indices=kind.endswith("max_pool2d"))
     out = fn(x)
     if isinstance(out, tuple):
-        y, indices = out
+        y, indices = (_memory_format.like_input(x, t) for t in out)
         if unbatched:
             y, indices = y.squeeze(0), indices.squeeze(0)
         return (y, indices) if return_indices else y
+    out = _memory_format.like_input(x, out)
     return out.squeeze(0) if unbatched else out
 
 

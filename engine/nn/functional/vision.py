@@ -3,6 +3,7 @@ import warnings
 
 from ... import backends
 from ...autograd.function import Function
+from . import _memory_format
 from ...backends.interpolation_geometry import check_antialias
 
 
@@ -46,7 +47,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                              "(o1, o2, ...,oK) format.")
     if mode in ("linear", "bilinear", "bicubic") and align_corners is None:
         align_corners = False
-    return Interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor, bool(antialias))(input)
+    out = Interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor, bool(antialias))(input)
+    return _memory_format.like_input(input, out)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):

@@ -3,8 +3,8 @@ import itertools
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
-from ... import _dtype
-from ..._device import device as _device, move
+from ... import _dtype, _layout
+from ..._device import array_module, device as _device, move
 from ...autograd.grad_mode import no_grad
 from ...tensor import Size, Tensor, _new, to_array
 from ..parameter import Buffer, Parameter
@@ -351,8 +351,9 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: floats take the dtype."""
-        dev, dtype = kwargs.get("device"), kwargs.get("dtype")
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``: floats take the dtype;
+        ``memory_format=`` lays out every 4-D and 5-D parameter and buffer in that format, as torch's."""
+        dev, dtype, memory_format = kwargs.get("device"), kwargs.get("dtype"), kwargs.get("memory_format")
         for a in args:
             if isinstance(a, Tensor):
                 dev, dtype = a.device, a.dtype
@@ -369,7 +370,11 @@ class Module:
         def convert(arr):
             if dtype is not None and _dtype.is_floating(arr.dtype) and arr.dtype != dtype.np:
                 arr = arr.astype(dtype.np)
-            return arr if dev is None else move(arr, dev)
+            if dev is not None:
+                arr = move(arr, dev)
+            if memory_format is not None and arr.ndim in (4, 5) and _layout.suggested_format(arr) is not memory_format:
+                arr = _layout.in_memory_format(arr, memory_format, array_module(arr))
+            return arr
         return self._apply(convert)
 
     def share_memory(self):

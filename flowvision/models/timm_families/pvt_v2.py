@@ -55,9 +55,7 @@ class MlpWithDepthwiseConv(nn.Module):
         x = x.transpose(1, 2).reshape(batch, channels, feat_size[0], feat_size[1])
         x = self.relu(x)
         x = self.dwconv(x)
-        # torch's convolution keeps the channels-last layout of its input, so there the tokens come out in
-        # (N, tokens, C) memory order; made so here (the engine's output is NCHW), dropout draws torch's masks
-        x = x.flatten(2).transpose(1, 2).contiguous()
+        x = x.flatten(2).transpose(1, 2)
         x = self.act(x)
         x = self.drop(x)
         x = self.fc2(x)

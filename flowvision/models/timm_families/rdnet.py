@@ -106,9 +106,6 @@ class DenseBlock(nn.Module):
         self.drop_path = drop_path_module(drop_path_rate)
         self.layers = _get_block_type(block_type)(num_input_features, inter_chs, int(growth_rate), norm_layer,
                                                   act_layer)
-        # After timm's LayerNorm2d (a permuted view) torch keeps the map channels-last in memory, and draws the
-        # dropout mask in that order: drawing it over (N, H, W, C) keeps the masks timm's for the same seed.
-        self.channels_last_mask = isinstance(self.layers.layers[1], LayerNorm2d)
 
     def forward(self, features):
         x = torch.cat(features, 1)
@@ -116,10 +113,7 @@ class DenseBlock(nn.Module):
         if self.gamma is not None:
             x = x * self.gamma.reshape(1, -1, 1, 1)
         x = self.drop_path(x)
-        if self.drop_rate > 0 and self.channels_last_mask:
-            x = F.dropout(x.permute(0, 2, 3, 1).contiguous(), p=self.drop_rate, training=self.training)
-            x = x.permute(0, 3, 1, 2)
-        elif self.drop_rate > 0:
+        if self.drop_rate > 0:
             x = F.dropout(x, p=self.drop_rate, training=self.training)
         return x
 
