@@ -3,6 +3,7 @@ import numpy as np
 
 from .._device import device_of, move
 from .._layout import copy_preserving_format, in_memory_format
+from ..autograd import tracing
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, xp_of
@@ -71,7 +72,9 @@ class Contiguous(Function):
         self.memory_format = memory_format
 
     def forward(self, x):
-        return in_memory_format(x, self.memory_format, xp_of(x))
+        y = in_memory_format(x, self.memory_format, xp_of(x))
+        self.is_view = y is x  # recorded by a trace on an array already laid out so (see ``contiguous``)
+        return y
 
     def backward(self, gy):
         return gy
@@ -90,8 +93,11 @@ def clone(x, memory_format=None):
 
 
 def contiguous(x, memory_format=None):
-    """``x`` itself when it is laid out in ``memory_format`` (row-major by default), else a copy that is."""
-    if x.is_contiguous(memory_format):
+    """``x`` itself when it is laid out in ``memory_format`` (row-major by default), else a copy that is. While a
+    trace records (``nn.Graph``, ONNX export) the op is recorded either way (a no-op on a laid-out array): a layout
+    can depend on the input's size (a size-1 side reads as either format), and the traces of two sizes must hold
+    the same ops."""
+    if x.is_contiguous(memory_format) and tracing.active is None:
         return x
     return Contiguous(memory_format)(x)
 
