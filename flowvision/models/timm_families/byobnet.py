@@ -4,7 +4,7 @@ Great Again"), MobileOne (Vasu et al. 2023, "MobileOne: An Improved One millisec
 RegNetZ sizes (Dollar et al. 2021, "Fast and Accurate Model Scaling"; the ``_evos`` ones with EvoNorm-S0a, Liu et
 al. 2020) and timm's ResNe(X)t-26/33/50 "ts" models with squeeze-and-excitation, efficient channel attention,
 global context (Cao et al. 2019, "GCNet") or bilinear attention (Chi et al. 2020, "Non-Local Neural Networks With
-Grouped Bilinear Attentional Transforms").
+Grouped Bilinear Attentional Transforms"), and timm's tiny test network (test_byobnet).
 
 One network, ``ByobNet``, is assembled from a configuration (``ByoModelCfg``): a stem (one convolution, a stack of
 three or four, or a RepVGG / MobileOne block), stages of blocks (``ByoBlockCfg``: block type, count, width, stride,
@@ -1088,6 +1088,12 @@ model_cfgs = dict(
     mobileone_s3=ByoModelCfg(blocks=_mobileone_blocks(wf=(2.0, 2.5, 3.0, 4.0)), stem_type="one", stem_chs=64),
     mobileone_s4=ByoModelCfg(blocks=_mobileone_blocks(wf=(3.0, 3.5, 3.5, 4.0), se_blocks=(0, 0, 5, 1)),
                              stem_type="one", stem_chs=64),
+    test_byobnet=ByoModelCfg(blocks=(ByoBlockCfg(type="edge", d=1, c=32, s=2, gs=0, br=0.5),
+                                     ByoBlockCfg(type="dark", d=1, c=64, s=2, gs=0, br=0.5),
+                                     ByoBlockCfg(type="basic", d=1, c=128, s=2, gs=32, br=0.25),
+                                     ByoBlockCfg(type="bottle", d=1, c=256, s=2, gs=64, br=0.25)),
+                             stem_chs=24, downsample="avg", stem_pool="", act_layer="relu", attn_layer="se",
+                             attn_kwargs=dict(rd_ratio=0.25)),
 )
 
 
@@ -1339,3 +1345,9 @@ def seresnet33ts(pretrained=False, progress=True, **kwargs):
 def seresnext26ts(pretrained=False, progress=True, **kwargs):
     """ResNeXt-26-TS with squeeze-and-excitation."""
     return _create_byobnet("seresnext26ts", pretrained, progress, kwargs)
+
+
+@register_model
+def test_byobnet(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test network: one edge, dark, basic and bottleneck block (32 to 256 wide) with SE, ReLU."""
+    return _create_byobnet("test_byobnet", pretrained, progress, kwargs)

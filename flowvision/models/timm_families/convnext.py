@@ -1,7 +1,8 @@
 """ConvNeXt (Liu et al. 2022, "A ConvNet for the 2020s") and ConvNeXt-V2 (Woo et al. 2023, "Co-designing and
 Scaling ConvNets with Masked Autoencoders") as timm builds them: timm's small variants (atto to nano, with
 overlapping stems ``_ols``, the norm-first head ``_hnf``, the SimpleNorm ``zepto_rms`` models), the MLP-head and
-extra-large ConvNeXts, and the ConvNeXt-V2 models with Global Response Normalisation.
+extra-large ConvNeXts, the ConvNeXt-V2 models with Global Response Normalisation, and timm's tiny test
+networks (test_convnext, test_convnext2, test_convnext3).
 
 A ConvNeXt is a ResNet redesigned after the vision transformers: a patchify stem, four stages of blocks at
 strides 4, 8, 16 and 32 (each stage after the first opens with a LayerNorm and a 2x2 stride-2 convolution), and
@@ -22,7 +23,8 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._conv import create_conv2d
-from ._layers import ClassifierHeadApi, Mlp, SelectAdaptivePool2d, create_classifier, drop_path_module, trunc_normal_
+from ._layers import (ClassifierHeadApi, GELUTanh, Mlp, SelectAdaptivePool2d, create_classifier, drop_path_module,
+                      trunc_normal_)
 from ._norm import LayerNorm, LayerNorm2d
 
 __all__ = []
@@ -649,3 +651,25 @@ def convnextv2_huge(pretrained=False, progress=True, **kwargs):
     """ConvNeXt-V2-H: depths (3, 3, 27, 3), widths 352-2816, GRN MLPs, no layer scale."""
     config = dict(depths=(3, 3, 27, 3), dims=(352, 704, 1408, 2816), use_grn=True, ls_init_value=None)
     return _create_convnext("convnextv2_huge", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
+def test_convnext(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test ConvNeXt: depths (1, 2, 4, 2), widths 24-64, norms with eps 1e-5, tanh-approximated GELU."""
+    config = dict(depths=(1, 2, 4, 2), dims=(24, 32, 48, 64), norm_eps=1e-5, act_layer=GELUTanh)
+    return _create_convnext("test_convnext", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
+def test_convnext2(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test ConvNeXt: one block a stage, widths 32-128, norms with eps 1e-5, tanh-approximated GELU."""
+    config = dict(depths=(1, 1, 1, 1), dims=(32, 64, 96, 128), norm_eps=1e-5, act_layer=GELUTanh)
+    return _create_convnext("test_convnext2", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
+def test_convnext3(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test ConvNeXt: one block a stage, widths 32-128, kernels 7, 5, 5, 3, norms with eps 1e-5, SiLU."""
+    config = dict(depths=(1, 1, 1, 1), dims=(32, 64, 96, 128), norm_eps=1e-5, kernel_sizes=(7, 5, 5, 3),
+                  act_layer=nn.SiLU)
+    return _create_convnext("test_convnext3", pretrained, progress, **dict(config, **kwargs))

@@ -3,7 +3,9 @@ relatives built by timm's ``efficientnet`` module: EfficientNetV2 (Tan & Le 2021
 EfficientNet-EdgeTPU (fused MBConv stages), EfficientNet-CondConv (Yang et al. 2019, per-example expert kernels),
 EfficientNet-X / -H (Li et al. 2021, a space-to-depth stem region), pruned EfficientNets (Aflalo et al. 2020,
 "Knapsack Pruning with Inner Distillation"), TinyNet (Han et al. 2020), MobileNetV1 / V2, MnasNet, Single-Path NAS,
-FBNet, MobileNet-EdgeTPU-V2 and MixNet (Tan & Le 2019, "MixConv: Mixed Depthwise Convolutional Kernels").
+FBNet, MobileNet-EdgeTPU-V2 and MixNet (Tan & Le 2019, "MixConv: Mixed Depthwise Convolutional Kernels"), and
+timm's tiny test networks (test_efficientnet with BatchNorm, _gn with GroupNorm, _ln with LayerNorm, _evos with
+EvoNorm-S0).
 
 One generic network, a stem convolution, stages of blocks and a 1x1 head convolution before global pooling, is
 built from stage definitions written as strings ('ir_r2_k3_s2_e6_c24_se0.25': two inverted-residual blocks, 3x3
@@ -27,7 +29,8 @@ from .._utils import _make_divisible
 from ._attention import GlobalContext
 from ._conv import create_conv2d
 from ._efficientnet_blocks import SqueezeExcite, build_stages, decode_arch_def, init_weights_goog, round_channels
-from ._layers import BatchNormAct2d, create_classifier
+from ._layers import BatchNormAct2d, LayerNormAct2d, create_classifier
+from .resnetv2 import EvoNorm2dS0, GroupNormAct
 
 __all__ = []
 
@@ -45,7 +48,9 @@ class EfficientNet(nn.Module):
     channels. ``output_stride`` (8, 16 or 32) turns the strides beyond it into dilation. ``drop_path_rate`` grows
     linearly over the blocks (from 0 at the first); ``drop_rate`` is the dropout before the classifier. The stages
     end where the next stage strides (``feature_info``). ``pruned_widths``: the output channels of every
-    convolution, in module order, of a pruned variant (see ``_prune``).
+    convolution, in module order, of a pruned variant (see ``_prune``). ``norm_layer`` replaces every BatchNorm and
+    its activation by another norm-and-activation layer, built as ``norm_layer(channels, apply_act=...,
+    act_layer=...)`` (timm's test models: GroupNorm, LayerNorm, EvoNorm-S0).
     """
 
     default_cfg = {"first_conv": "conv_stem", "classifier": "classifier"}
@@ -53,7 +58,7 @@ class EfficientNet(nn.Module):
     def __init__(self, block_args, num_classes=1000, num_features=1280, in_chans=3, stem_size=32, stem_kernel_size=3,
                  fix_stem=False, channel_multiplier=1.0, round_limit=0.9, output_stride=32, pad_type="",
                  act_layer=nn.SiLU, se_layer=SqueezeExcite, bn_eps=1e-5, drop_rate=0.0, drop_path_rate=0.0,
-                 global_pool="avg", pruned_widths=None):
+                 global_pool="avg", pruned_widths=None, norm_layer=None):
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
@@ -77,9 +82,22 @@ class EfficientNet(nn.Module):
             self.num_features = head_chs
         self.global_pool, self.classifier = create_classifier(self.num_features, num_classes, global_pool)
         self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
+        if norm_layer is not None:
+            self._replace_norms(norm_layer)
         init_weights_goog(self)
         if pruned_widths is not None:
             self._prune(pruned_widths)
+
+    def _replace_norms(self, norm_layer):
+        """Every BatchNorm-and-activation layer replaced, in place, by ``norm_layer`` of its width with its
+        activation (none where it has none). The norms draw no random numbers, so building with BatchNorm first
+        keeps timm's random stream and initial weights."""
+        for name, module in list(self.named_modules()):
+            if isinstance(module, BatchNormAct2d):
+                apply_act = not isinstance(module.act, nn.Identity)
+                layer = norm_layer(module.num_features, apply_act=apply_act, act_layer=type(module.act))
+                parent, _, leaf = name.rpartition(".")
+                setattr(self.get_submodule(parent), leaf, layer)
 
     def _prune(self, widths):
         """Narrow every convolution to its width in ``widths`` (output channels, in module order) as timm adapts a
@@ -921,3 +939,51 @@ def tf_mixnet_m(pretrained=False, progress=True, **kwargs):
 def tf_mixnet_l(pretrained=False, progress=True, **kwargs):
     """MixNet-L, ported from TensorFlow (7.3M parameters)."""
     return _mixnet_m("tf_mixnet_l", pretrained, progress, 1.3, tf_port=True, **kwargs)
+
+
+_TEST_EFFICIENTNET = [
+    ["cn_r1_k3_s1_e1_c16_skip"],
+    ["er_r1_k3_s2_e4_c24"],
+    ["er_r1_k3_s2_e4_c32"],
+    ["ir_r1_k3_s2_e4_c48_se0.25"],
+    ["ir_r1_k3_s2_e4_c64_se0.25"],
+]
+
+
+def _group_norm_act(num_channels, group_size, **kwargs):
+    """GroupNorm in groups of ``group_size`` channels, with its activation."""
+    return GroupNormAct(num_channels, num_groups=num_channels // group_size, **kwargs)
+
+
+def _test_efficientnet(variant, pretrained, progress, **kwargs):
+    """timm's tiny test EfficientNet: a residual conv block, two fused and two inverted-residual (SE) blocks, 16 to
+    64 channels, a 24-wide stem and 256 features, SiLU; channels rounded to multiples of 8 without a floor."""
+    return _create(variant, pretrained, progress, _TEST_EFFICIENTNET,
+                   **{"num_features": 256, "stem_size": 24, "round_limit": 0.0, "act_layer": nn.SiLU, **kwargs})
+
+
+@register_model
+def test_efficientnet(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test EfficientNet with BatchNorm."""
+    return _test_efficientnet("test_efficientnet", pretrained, progress, **kwargs)
+
+
+@register_model
+def test_efficientnet_gn(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test EfficientNet with GroupNorm (groups of 8 channels)."""
+    kwargs.setdefault("norm_layer", partial(_group_norm_act, group_size=8))
+    return _test_efficientnet("test_efficientnet_gn", pretrained, progress, **kwargs)
+
+
+@register_model
+def test_efficientnet_ln(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test EfficientNet with LayerNorm over the channels (eps 1e-5)."""
+    kwargs.setdefault("norm_layer", partial(LayerNormAct2d, eps=1e-5, inplace=True))
+    return _test_efficientnet("test_efficientnet_ln", pretrained, progress, **kwargs)
+
+
+@register_model
+def test_efficientnet_evos(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test EfficientNet with EvoNorm-S0 (groups of 8 channels) as norm and activation."""
+    kwargs.setdefault("norm_layer", partial(EvoNorm2dS0, group_size=8))
+    return _test_efficientnet("test_efficientnet_evos", pretrained, progress, **kwargs)

@@ -1,7 +1,7 @@
 """Normalizer-free networks (Brock et al. 2021, "Characterizing signal propagation to close the performance gap in
 unnormalized ResNets"; Brock et al. 2021, "High-Performance Large-Scale Image Recognition Without Normalization"),
 as timm builds them: dm_nfnet_f0 .. dm_nfnet_f6 (DeepMind's NFNets), nfnet_l0 and eca_nfnet_l0 / l1 / l2 (timm's
-lighter SiLU NFNets, with SE or ECA attention), nf_regnet_b1 and nf_resnet50.
+lighter SiLU NFNets, with SE or ECA attention), nf_regnet_b1, nf_resnet50 and timm's tiny test_nfnet.
 
 These networks have no normalisation layers. Each convolution standardises its weights instead (per output filter:
 zero mean, unit variance, times a learnt ``gain`` and ``gamma / sqrt(fan_in)``, where ``gamma`` undoes the variance
@@ -404,12 +404,13 @@ def _nf_regnet_cfg(depths, channels=(48, 104, 208, 440)):
                  attn_kwargs=dict(rd_ratio=0.5))
 
 
-def _nfnet_cfg(depths, feat_mult=2.0, group_size=128, bottle_ratio=0.5, act_layer="gelu", attn_layer="se",
-               attn_kwargs=None):
-    """NFNet: the four-convolution stem (128 wide), widths 256, 512, 1536, 1536, bottlenecks with two grouped 3x3
-    convolutions and attention at the output, and a final 1x1 convolution to ``feat_mult`` times the last width."""
-    return NfCfg(depths=depths, channels=(256, 512, 1536, 1536), stem_type="deep_quad", stem_chs=128,
-                 group_size=group_size, bottle_ratio=bottle_ratio, extra_conv=True, num_features=int(1536 * feat_mult),
+def _nfnet_cfg(depths, channels=(256, 512, 1536, 1536), feat_mult=2.0, group_size=128, bottle_ratio=0.5,
+               act_layer="gelu", attn_layer="se", attn_kwargs=None):
+    """NFNet: the four-convolution stem (128 wide), stage widths ``channels`` (256, 512, 1536, 1536), bottlenecks
+    with two grouped 3x3 convolutions and attention at the output, and a final 1x1 convolution to ``feat_mult``
+    times the last width."""
+    return NfCfg(depths=depths, channels=channels, stem_type="deep_quad", stem_chs=128, group_size=group_size,
+                 bottle_ratio=bottle_ratio, extra_conv=True, num_features=int(channels[-1] * feat_mult),
                  act_layer=act_layer, attn_layer=attn_layer,
                  attn_kwargs=dict(rd_ratio=0.5) if attn_kwargs is None else attn_kwargs)
 
@@ -510,3 +511,11 @@ def nf_regnet_b1(pretrained=False, progress=True, **kwargs):
 def nf_resnet50(pretrained=False, progress=True, **kwargs):
     """NF-ResNet-50: depths 3, 4, 6, 3."""
     return _create_normfreenet("nf_resnet50", pretrained, progress, _nf_resnet_cfg((3, 4, 6, 3)), kwargs)
+
+
+@register_model
+def test_nfnet(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test NFNet: one block a stage, widths 32-128, SiLU, SE (a quarter of the width), groups of 8."""
+    cfg = _nfnet_cfg((1, 1, 1, 1), channels=(32, 64, 96, 128), feat_mult=1.5, group_size=8, bottle_ratio=0.25,
+                     act_layer="silu", attn_kwargs=dict(rd_ratio=0.25, rd_divisor=8))
+    return _create_normfreenet("test_nfnet", pretrained, progress, cfg, kwargs)

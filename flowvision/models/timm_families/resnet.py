@@ -5,7 +5,7 @@ Wang et al. 2020, "ECA-Net: Efficient Channel Attention for Deep Convolutional N
 2021, "ResNet strikes back: An improved training procedure in timm"; Bello et al. 2021, "Revisiting ResNets: Improved
 Training and Scaling Strategies"; Zhang 2019, "Making Convolutional Networks Shift-Invariant Again"; Wu and He 2018,
 "Group Normalization"; Aflalo et al. 2020, "Knapsack Pruning with Inner Distillation"; Mahajan et al. 2018,
-"Exploring the Limits of Weakly Supervised Pretraining").
+"Exploring the Limits of Weakly Supervised Pretraining"); and timm's tiny test_resnet.
 
 timm's generalised ResNet: the torchvision layout (a stem, four stages of basic or bottleneck blocks, global
 pooling and a linear classifier) with the "bag of tricks" tweaks. A deep stem replaces the 7x7 convolution by
@@ -305,7 +305,8 @@ def _output_width(model, name):
 
 class ResNet(nn.Module):
     """timm's ResNet: a stem (one 7x7 or three 3x3 convolutions, norm, ReLU, 3x3/2 max pool), four stages
-    ``layer1..4`` of residual blocks, ``global_pool``, dropout and the classifier ``fc``.
+    ``layer1..4`` of residual blocks (``block``: one class for all, or one per stage), ``global_pool``, dropout and
+    the classifier ``fc``.
 
     ``stem_type`` '' | 'deep' | 'deep_tiered' with ``stem_width``; ``replace_stem_pool`` puts a 3x3/2 convolution,
     norm and ReLU in the max pool's place; ``avg_down`` average-pools the projection shortcuts, else they are
@@ -345,14 +346,16 @@ class ResNet(nn.Module):
         shortcut_args = dict(avg_down=avg_down, kernel_size=down_kernel_size, norm_layer=norm_layer)
         settings = dict(cardinality=cardinality, base_width=base_width,
                         **_block_options(block_reduce_first, norm_layer, aa_layer), **(block_args or {}))
-        for index, (planes, depth) in enumerate(zip(channels, layers), start=1):
+        stage_blocks = tuple(block) if isinstance(block, (list, tuple)) else (block,) * len(channels)
+        for index, (stage_block, planes, depth) in enumerate(zip(stage_blocks, channels, layers), start=1):
             stride = 1 if index == 1 else 2
             name = f"layer{index}"
             stage_rates, rates = rates[:depth], rates[depth:]
-            stage = self._make_stage(block, planes, stage_rates, stride, output_stride, shortcut_args, settings)
+            stage = self._make_stage(stage_block, planes, stage_rates, stride, output_stride, shortcut_args,
+                                     settings)
             self.add_module(name, stage)
             self.feature_info.append(dict(num_chs=self.inplanes, reduction=self._reduction, module=name))
-        self.num_features = channels[-1] * block.expansion
+        self.num_features = channels[-1] * stage_blocks[-1].expansion
         self.global_pool = SelectAdaptivePool2d(global_pool)
         self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
         self.fc = self._classifier(num_classes)
@@ -842,3 +845,11 @@ def resnetrs350(pretrained=False, **kwargs):
 def resnetrs420(pretrained=False, **kwargs):
     """ResNet-RS-420: bottlenecks 4-44-87-4, as ResNet-RS-50 otherwise."""
     return _create_resnet("resnetrs420", pretrained, Bottleneck, (4, 44, 87, 4), kwargs, **_RS)
+
+
+@register_model
+def test_resnet(pretrained=False, **kwargs):
+    """timm's tiny test ResNet: basic, basic, bottleneck and basic blocks (one a stage, 32 to 96 wide), deep stem 16
+    wide, average-pool shortcuts."""
+    return _create_resnet("test_resnet", pretrained, [BasicBlock, BasicBlock, Bottleneck, BasicBlock], (1, 1, 1, 1),
+                          kwargs, stem_width=16, stem_type="deep", avg_down=True, channels=(32, 48, 48, 96))

@@ -23,10 +23,13 @@ Besides the original ViT-Ti/S/B/L, the module has timm's variants of the same mo
   (Ye et al. 2024, "Differential Transformer"), residual post-norm blocks;
 - SigLIP's shape-optimised So400m (Zhai et al. 2023, "Sigmoid Loss for Language Image Pre-Training"; Alabdulmohsin
   et al. 2023, "Getting ViT in Shape") with its attention-pooling head ('map': a learnt query attends to the
-  patch tokens) or average pooling.
+  patch tokens) or average pooling;
+- timm's tiny test ViTs at 160 (test_vit, test_vit2 with a register token: any image size; test_vit3 pooling the
+  register token with the patch tokens by attention).
 
-A model runs at the image size it was built for (``img_size``, square or (height, width)); position
-embeddings made for another patch grid are resampled with ``resample_abs_pos_embed``. ``features_only=True`` returns
+A model runs at the image size it was built for (``img_size``, square or (height, width)), or with
+``dynamic_img_size`` at any multiple of the patch size; position embeddings made for another patch grid are
+resampled with ``resample_abs_pos_embed``. ``features_only=True`` returns
 the outputs of the last blocks (timm's default: three) as (N, C, H/p, W/p) maps.
 """
 import math
@@ -452,6 +455,7 @@ class ViTApi:
     the poolings it takes."""
 
     global_pools = ("", "avg", "token")
+    pool_include_prefix = False
 
     def _check_global_pool(self, global_pool, has_class_token):
         """Refuse a pooling outside ``global_pools``, and 'token' without a class token."""
@@ -519,13 +523,14 @@ class ViTApi:
 
     def pool(self, x, pool_type=None):
         """The token sequence pooled by ``pool_type`` (default: ``global_pool``): the class token, or the average
-        and / or maximum over the patch tokens ('' returns the sequence)."""
+        and / or maximum over the patch tokens (all tokens with ``pool_include_prefix``; '' returns the
+        sequence)."""
         pool_type = self.global_pool if pool_type is None else pool_type
         if not pool_type:
             return x
         if pool_type == "token":
             return x[:, 0]
-        patches = x[:, self.num_prefix_tokens:]
+        patches = x if self.pool_include_prefix else x[:, self.num_prefix_tokens:]
         if pool_type == "avg":
             return patches.mean(dim=1)
         if pool_type == "max":
@@ -552,12 +557,12 @@ class ViTApi:
         with its prefix tokens (when the model has any); ``stop_early`` skips later blocks."""
         take, blocks = intermediate_stages(self.blocks, indices, stop_early, output_fmt, ("NCHW", "NLC"))
         batch = x.shape[0]
+        rows, cols = self._patch_grid(x)
         x, context = self._embed(x)
         x, intermediates = self._run_blocks(x, context, blocks, take, norm)
         prefixes = [y[:, :self.num_prefix_tokens] for y in intermediates]
         intermediates = [y[:, self.num_prefix_tokens:] for y in intermediates]
         if output_fmt == "NCHW":
-            rows, cols = self.patch_embed.grid_size
             intermediates = [y.reshape(batch, rows, cols, self.embed_dim).permute(0, 3, 1, 2).contiguous()
                              for y in intermediates]
         if return_prefix_tokens and self.num_prefix_tokens:
@@ -565,6 +570,10 @@ class ViTApi:
         if intermediates_only:
             return intermediates
         return self.norm(x), intermediates
+
+    def _patch_grid(self, images):
+        """The (rows, columns) of patches the images give: the model's grid (it takes only its image size)."""
+        return self.patch_embed.grid_size
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the blocks after the last one ``indices`` picks (and the final norm, the head); returns the absolute
@@ -588,13 +597,16 @@ class VisionTransformer(ViTApi, nn.Module):
     norm after the pooling (default: with the patch-token pools). ``class_token=False`` drops the class token;
     ``reg_tokens`` adds learnt register tokens after it; ``no_embed_class`` gives position embeddings to the
     patch tokens only; ``pre_norm`` adds a norm before the blocks (and drops the patch projection's bias);
-    ``init_values`` enables layer scale. ``block_fn`` is the block class (``Block``, ``ResPostBlock``,
-    ``ParallelScalingBlock``, ``DiffParallelScalingBlock``), ``attn_layer`` the attention of ``Block`` and
-    ``ResPostBlock`` (a class, or 'diff' for ``DiffAttention``). Dropout: ``pos_drop_rate`` after the position
-    embeddings, ``attn_drop_rate`` on attention weights, ``proj_drop_rate`` in the blocks, ``drop_rate`` before
-    the head; ``drop_path_rate`` is the stochastic depth of the last block (rising linearly from 0 at the first).
-    ``weight_init='skip'`` leaves the layers' default initialisation. ``num_classes=0`` gives the pooled
-    features. ``patch_drop`` is timm's patch-dropout slot, an identity.
+    ``init_values`` enables layer scale. ``pool_include_prefix`` pools the prefix tokens with the patch tokens
+    ('avg', 'max', 'avgmax', 'map'). ``dynamic_img_size`` takes images of any size (multiples of the patch size):
+    the position embeddings are resampled (bicubic, antialiased) from the built grid to the image's. ``block_fn``
+    is the block class (``Block``, ``ResPostBlock``, ``ParallelScalingBlock``, ``DiffParallelScalingBlock``),
+    ``attn_layer`` the attention of ``Block`` and ``ResPostBlock`` (a class, or 'diff' for ``DiffAttention``).
+    Dropout: ``pos_drop_rate`` after the position embeddings, ``attn_drop_rate`` on attention weights,
+    ``proj_drop_rate`` in the blocks, ``drop_rate`` before the head; ``drop_path_rate`` is the stochastic depth of
+    the last block (rising linearly from 0 at the first). ``weight_init='skip'`` leaves the layers' default
+    initialisation. ``num_classes=0`` gives the pooled features. ``patch_drop`` is timm's patch-dropout slot, an
+    identity.
     """
 
     default_cfg = {"first_conv": "patch_embed.proj", "classifier": "head"}
@@ -604,9 +616,9 @@ class VisionTransformer(ViTApi, nn.Module):
     def __init__(self, img_size=224, patch_size=16, in_chans=3, num_classes=1000, global_pool="token", embed_dim=768,
                  depth=12, num_heads=12, mlp_ratio=4.0, qkv_bias=True, qk_norm=False, scale_attn_norm=False,
                  scale_mlp_norm=False, init_values=None, class_token=True, no_embed_class=False, reg_tokens=0,
-                 pre_norm=False, fc_norm=None, drop_rate=0.0, pos_drop_rate=0.0, proj_drop_rate=0.0,
-                 attn_drop_rate=0.0, drop_path_rate=0.0, weight_init="", norm_layer=None, act_layer=None,
-                 block_fn=Block, attn_layer=Attention):
+                 pre_norm=False, fc_norm=None, pool_include_prefix=False, dynamic_img_size=False, drop_rate=0.0,
+                 pos_drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0, drop_path_rate=0.0, weight_init="",
+                 norm_layer=None, act_layer=None, block_fn=Block, attn_layer=Attention):
         super().__init__()
         self._check_global_pool(global_pool, class_token)
         if weight_init not in ("", "skip"):
@@ -622,6 +634,8 @@ class VisionTransformer(ViTApi, nn.Module):
         self.num_reg_tokens = reg_tokens
         self.has_class_token = class_token
         self.no_embed_class = no_embed_class
+        self.pool_include_prefix = pool_include_prefix
+        self.dynamic_img_size = dynamic_img_size
 
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim, bias=not pre_norm)
         num_patches = self.patch_embed.num_patches
@@ -683,22 +697,58 @@ class VisionTransformer(ViTApi, nn.Module):
             tokens.append(self.reg_token.expand(batch, -1, -1))
         return tokens
 
-    def _pos_embed(self, x):
-        """Patch tokens with the prefix tokens prepended and position embeddings added (to the patches only,
-        before prepending, when ``no_embed_class``), then ``pos_drop``."""
+    def _patch_grid(self, images):
+        """The (rows, columns) of patches the images give: the model's grid, or with ``dynamic_img_size`` the
+        images' own."""
+        if not self.dynamic_img_size:
+            return self.patch_embed.grid_size
+        height, width = images.shape[-2:]
+        patch_rows, patch_cols = self.patch_embed.patch_size
+        return height // patch_rows, width // patch_cols
+
+    def _embed_patches(self, x):
+        """Images -> patch tokens (N, rows * columns, embed_dim). With ``dynamic_img_size`` any size that the
+        patches tile is taken (the patch embedding's own check asks for the built size)."""
+        if not self.dynamic_img_size:
+            return self.patch_embed(x)
+        height, width = x.shape[-2:]
+        patch_rows, patch_cols = self.patch_embed.patch_size
+        if height % patch_rows or width % patch_cols:
+            raise ValueError(f"Input size ({height}x{width}) must be a multiple of the patch size "
+                             f"({patch_rows}x{patch_cols})")
+        x = self.patch_embed.proj(x)
+        x = x.flatten(2).transpose(1, 2)
+        x = self.patch_embed.norm(x)
+        return x
+
+    def _grid_pos_embed(self, grid):
+        """The position embeddings for a ``grid`` of patches: the learnt ones on the built grid, otherwise
+        resampled to ``grid`` in float32 (bicubic, antialiased, as timm does), in the embeddings' dtype."""
+        if tuple(grid) == tuple(self.patch_embed.grid_size):
+            return self.pos_embed
+        prefix_tokens = 0 if self.no_embed_class else self.num_prefix_tokens
+        resampled = resample_abs_pos_embed(self.pos_embed.float(), grid, self.patch_embed.grid_size, prefix_tokens,
+                                           antialias=True)
+        return resampled.to(self.pos_embed.dtype)
+
+    def _pos_embed(self, x, grid):
+        """Patch tokens (of a ``grid`` of patches) with the prefix tokens prepended and position embeddings added
+        (to the patches only, before prepending, when ``no_embed_class``), then ``pos_drop``."""
         prefix = self._prefix_tokens(x.shape[0])
+        pos_embed = self._grid_pos_embed(grid)
         if self.no_embed_class:
-            x = x + self.pos_embed
+            x = x + pos_embed
             x = torch.cat(prefix + [x], dim=1)
         else:
             x = torch.cat(prefix + [x], dim=1)
-            x = x + self.pos_embed
+            x = x + pos_embed
         return self.pos_drop(x)
 
     def _embed(self, x):
         """Images -> the token sequence the blocks take (and no block context)."""
-        x = self.patch_embed(x)
-        x = self._pos_embed(x)
+        grid = self._patch_grid(x)
+        x = self._embed_patches(x)
+        x = self._pos_embed(x, grid)
         x = self.patch_drop(x)
         x = self.norm_pre(x)
         return x, None
@@ -710,17 +760,18 @@ class VisionTransformer(ViTApi, nn.Module):
 
     def pool(self, x, pool_type=None):
         """The token sequence pooled by ``pool_type`` (default: ``global_pool``); with attention pooling, the
-        patch tokens pooled by ``attn_pool`` whatever ``pool_type``."""
+        patch tokens (all tokens with ``pool_include_prefix``) pooled by ``attn_pool`` whatever ``pool_type``."""
         if self.attn_pool is not None:
-            return self.attn_pool(x[:, self.num_prefix_tokens:])
+            return self.attn_pool(x if self.pool_include_prefix else x[:, self.num_prefix_tokens:])
         return super().pool(x, pool_type)
 
 
-def resample_abs_pos_embed(posemb, new_size, old_size=None, num_prefix_tokens=1, interpolation="bicubic"):
+def resample_abs_pos_embed(posemb, new_size, old_size=None, num_prefix_tokens=1, interpolation="bicubic",
+                           antialias=False):
     """Position embeddings (1, prefix + rows*cols, D) for an ``old_size`` grid (default: square) resampled
-    to a ``new_size`` (rows, cols) grid (timm's function without antialiasing): the prefix tokens' entries
-    are kept, the grid is interpolated as a (D, rows, cols) image (corners not aligned). Takes a Tensor, or
-    a numpy array and returns numpy."""
+    to a ``new_size`` (rows, cols) grid (timm's function; antialiased when shrinking only with ``antialias``):
+    the prefix tokens' entries are kept, the grid is interpolated as a (D, rows, cols) image (corners not
+    aligned). Takes a Tensor, or a numpy array and returns numpy."""
     is_tensor = isinstance(posemb, torch.Tensor)
     pos = posemb if is_tensor else torch.from_numpy(np.asarray(posemb))
     new_size = pair(new_size)
@@ -733,7 +784,7 @@ def resample_abs_pos_embed(posemb, new_size, old_size=None, num_prefix_tokens=1,
     dim = pos.shape[-1]
     prefix, grid = pos[:, :num_prefix_tokens], pos[:, num_prefix_tokens:]
     grid = grid.reshape(1, old_size[0], old_size[1], dim).permute(0, 3, 1, 2)
-    grid = F.interpolate(grid, size=new_size, mode=interpolation, align_corners=False)
+    grid = F.interpolate(grid, size=new_size, mode=interpolation, align_corners=False, antialias=antialias)
     grid = grid.permute(0, 2, 3, 1).reshape(1, new_size[0] * new_size[1], dim)
     resampled = torch.cat([prefix, grid], dim=1)
     return resampled if is_tensor else resampled.numpy()
@@ -1180,3 +1231,28 @@ def vit_so400m_patch14_siglip_gap_378(pretrained=False, progress=True, **kwargs)
     return _vit("vit_so400m_patch14_siglip_gap_378", pretrained, progress, kwargs, img_size=378, patch_size=14,
                 embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg",
                 fc_norm=False)
+
+
+@register_model
+def test_vit(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test ViT/16 at 160 (any size): width 64, 6 blocks, 2 heads, MLP ratio 3."""
+    return _vit("test_vit", pretrained, progress, kwargs, img_size=160, patch_size=16, embed_dim=64, depth=6,
+                num_heads=2, mlp_ratio=3, dynamic_img_size=True)
+
+
+@register_model
+def test_vit2(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test ViT/16 at 160 (any size) with 1 register token and no class token: width 64, 8 blocks,
+    2 heads, MLP ratio 3, layer scale, average pooling."""
+    return _vit("test_vit2", pretrained, progress, kwargs, img_size=160, patch_size=16, embed_dim=64, depth=8,
+                num_heads=2, mlp_ratio=3, class_token=False, reg_tokens=1, global_pool="avg", init_values=1e-5,
+                dynamic_img_size=True)
+
+
+@register_model
+def test_vit3(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test ViT/16 at 160 with 1 register token and no class token: width 96, 9 blocks, 3 heads, MLP
+    ratio 2, layer scale, attention pooling over every token."""
+    return _vit("test_vit3", pretrained, progress, kwargs, img_size=160, patch_size=16, embed_dim=96, depth=9,
+                num_heads=3, mlp_ratio=2, class_token=False, reg_tokens=1, global_pool="map",
+                pool_include_prefix=True, init_values=1e-5)

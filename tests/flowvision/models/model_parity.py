@@ -242,6 +242,8 @@ SMALL_MODELS = {
                                     depths=(1, 1, 1, 1), num_heads=(1, 2, 4, 8)),
     "mvitv2_tiny": functools.partial(mvitv2.MultiScaleVit, mvitv2.MultiScaleVitCfg(depths=(1, 1, 1, 1), embed_dim=16),
                                      img_size=(64, 64)),
+    "naflexvit_base_patch16_parfac_gap": functools.partial(models.create_model, "naflexvit_base_patch16_parfac_gap",
+                                                           embed_dim=32, depth=2, num_heads=2),
     "sequencer2d_s": functools.partial(models.create_model, "sequencer2d_s", layers=(1, 1, 1, 1),
                                        embed_dims=(16, 32, 32, 32), hidden_sizes=(8, 16, 16, 16)),
 }
@@ -264,12 +266,13 @@ def family_sweep(excluded=()):
     """The zoo's families for the sweeps that run one model of each: ``{family: model names}``, aliases left out,
     the family modules in ``excluded`` too. timm's models are keyed ``'<module> (timm)'``, so that a family module
     holding torchvision's models and timm's (``resnet``, ``vision_transformer``) gives two families, as their
-    layers differ."""
+    layers differ. timm's ``test_*`` models are left out: tiny networks of their family's classes
+    (tests/flowvision/models/test_timm_test_models.py), they would stand in for the family's real models."""
     families = {}
     for module in models.list_modules():
         if module in excluded:
             continue
-        for name in models.list_models(module=module):
+        for name in models.list_models(module=module, exclude_filters="test_*"):
             if not models.model_alias_of(name):
                 families.setdefault(module + (" (timm)" if is_timm_family(name) else ""), []).append(name)
     return families

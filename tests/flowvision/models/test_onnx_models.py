@@ -82,7 +82,7 @@ def _spread_head(model):
 
 # HRNet's branches meet only where a side is 32k - 3 to 32k pixels (61..64, 93..96, ...); TResNet's stem takes
 # sides divisible by 4
-_SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72)}
+_SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72), "csatv2": (64, 72)}
 
 
 # Large or fixed-size families run as a small configuration of the same class (model_parity.SMALL_MODELS), on an
@@ -90,7 +90,8 @@ _SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72)}
 # 4.7, maxvit_t 3.9, swin_t 3.2, vit_small_patch16_rope_224 2.7, swinv2_cr_tiny_ns_224 2.3, convnext_tiny 1.9,
 # vit_srelpos_small_patch16_224 1.7, vit_small_patch32_224 1.7, mvit_v2_s 4.4, swin3d_t 1.8, hiera_tiny_224 3.0,
 # twins_svt_small 2.4, focalnet_tiny_srf 2.1, coat_lite_tiny 1.5, nest_tiny_jx 12.4, tnt_s_legacy_patch16_224 7.0,
-# nasnetalarge 5.6, davit_tiny 3.2, sequencer2d_s 8 (31 under load), mvitv2_tiny 3.2; so, under 0.5 s each.
+# nasnetalarge 5.6, davit_tiny 3.2, sequencer2d_s 8 (31 under load), mvitv2_tiny 3.2,
+# naflexvit_base_patch16_parfac_gap 2.7; so, under 0.5 s each.
 # S3D's and Inception v3's classes have fixed widths and depths: they run at full size.
 _SMALL_INPUTS = {"vit_b_32": (64, 64), "vit_small_patch32_224": (64, 64), "vit_small_patch16_rope_224": (64, 64),
                  "vit_srelpos_small_patch16_224": (64, 64), "maxvit_t": (64, 64), "swin_t": (63, 71),
@@ -98,7 +99,7 @@ _SMALL_INPUTS = {"vit_b_32": (64, 64), "vit_small_patch32_224": (64, 64), "vit_s
                  "hiera_tiny_224": (64, 64), "twins_svt_small": (63, 71), "focalnet_tiny_srf": (63, 71),
                  "coat_lite_tiny": (64, 64), "nest_tiny_jx": (64, 64), "tnt_s_legacy_patch16_224": (64, 64),
                  "nasnetalarge": (63, 71), "davit_tiny": (63, 71), "sequencer2d_s": (63, 71),
-                 "mvitv2_tiny": (64, 64)}
+                 "mvitv2_tiny": (64, 64), "naflexvit_base_patch16_parfac_gap": (64, 80)}
 assert set(_SMALL_INPUTS) == set(SMALL_MODELS)
 SMALL = {} if EVERY else SMALL_MODELS
 

@@ -435,8 +435,8 @@ def test_refuses_bad_configurations():
 
 def test_list_models():
     """The ``byobnet`` module lists the models of timm's ``byobnet`` module with ImageNet-1k weights (its test model
-    aside)."""
-    assert sorted(models.list_models(module="byobnet")) == NAMES
+    aside: tests/flowvision/models/test_timm_test_models.py)."""
+    assert sorted(models.list_models(module="byobnet", exclude_filters="test_*")) == NAMES
     pretrained = {n.split(".")[0] for n in timm.list_pretrained()
                   if timm.models.get_pretrained_cfg(n).num_classes == 1000}
     assert pretrained & set(timm.list_models(module="byobnet")) - {"test_byobnet"} == set(NAMES)

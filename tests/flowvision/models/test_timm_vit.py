@@ -118,8 +118,8 @@ def _comparable(value):
 
 def _timm_only_arguments():
     """timm's arguments that we do not take, at the values our models are built as (timm's defaults)."""
-    return dict(proj_bias=True, pos_embed="learn", final_norm=True, pool_include_prefix=False,
-                dynamic_img_size=False, dynamic_img_pad=False, patch_drop_rate=0.0, fix_init=False,
+    return dict(proj_bias=True, pos_embed="learn", final_norm=True, dynamic_img_pad=False, patch_drop_rate=0.0,
+                fix_init=False,
                 embed_layer=timm.layers.PatchEmbed, embed_norm_layer=None, mlp_layer=timm.layers.Mlp, device=None,
                 dtype=None)
 
