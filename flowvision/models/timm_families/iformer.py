@@ -17,12 +17,12 @@ BatchNorm + linear head (two of them, averaged, in the distilled variants). Mode
 import engine as torch
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages, run_stages
+from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import drop_path_module, trunc_normal_
 from ._reparam import biased_conv_like, fold_batchnorm, identity_kernel
-from .repvit import ConvNorm, RepVitClassifier as _RepVitHeads, _fuse_children
+from .repvit import ConvNorm, RepVitApi, RepVitClassifier as _RepVitHeads
 
 __all__ = []
 
@@ -214,7 +214,7 @@ class Stem(nn.Module):
         return x
 
 
-class IFormer(nn.Module):
+class IFormer(RepVitApi, nn.Module):
     """iFormer: the stem (``stem``), one ``StageBlock`` per entry of ``dims`` (``stages``; ``depths`` blocks, of
     which ``attn_groups`` attention groups with queries and keys narrowed by ``attn_head_dim_reduction``), average
     pooling, dropout (``head_drop``, ``drop_rate``) and RepViT's classifier (``head``, two heads with
@@ -228,6 +228,7 @@ class IFormer(nn.Module):
     """
 
     feature_wrapper = FlatFeatureListNet
+    classifier_class = RepVitClassifier
 
     def __init__(self, in_chans=3, num_classes=1000, global_pool="avg", dims=(32, 64, 128, 256),
                  depths=(2, 2, 16, 6), attn_groups=(0, 0, 3, 2), attn_head_dim_reduction=(0, 0, 2, 4), conv_ratio=3,
@@ -273,82 +274,12 @@ class IFormer(nn.Module):
             if module.bias is not None:
                 nn.init.constant_(module.bias, 0)
 
-    @staticmethod
-    def _check_pool(global_pool):
-        """Refuse pooling other than 'avg' or '' (timm's head averages or leaves the map)."""
-        if global_pool not in _GLOBAL_POOLS:
-            raise ValueError(f"global_pool must be one of {_GLOBAL_POOLS}, got {global_pool!r}")
-
-    def get_classifier(self):
-        """The classifier (both heads where distilled; one linear map once fused)."""
-        return self.head
-
-    def reset_classifier(self, num_classes, global_pool=None, distillation=False):
-        """A fresh classifier for ``num_classes`` (0: identities), with a distillation head only where
-        ``distillation`` (as timm's, which drops it by default); ``global_pool`` ('avg' or '') changes the pooling
-        too. The new classifier takes the model's dtype and training mode."""
-        self.num_classes = num_classes
-        self.distillation = distillation
-        if global_pool is not None:
-            self._check_pool(global_pool)
-            self.global_pool = global_pool
-        dtype = next(self.stem.parameters()).dtype
-        self.head = RepVitClassifier(self.head_hidden_size, num_classes, distillation).to(dtype)
-        self.head.train(self.training)
-
-    def set_distilled_training(self, enable=True):
-        """Whether train mode returns both heads' logits (for a distillation loss) instead of their average."""
-        self.head.distilled_training = enable
-
-    def forward_features(self, x):
-        """The last stage's map (N, num_features, H / 32, W / 32)."""
-        x = self.stem(x)
-        x = self.stages(x)
-        return x
-
-    def forward_head(self, x, pre_logits=False):
-        """Average pooling (with 'avg') and dropout, then the classifier unless ``pre_logits``."""
-        if self.global_pool == "avg":
-            x = x.mean((2, 3))
-        x = self.head_drop(x)
-        if pre_logits:
-            return x
-        return self.head(x)
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        x = self.forward_head(x)
-        return x
-
-    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
-                              intermediates_only=False):
-        """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) and, unless
-        ``intermediates_only``, the last map; ``stop_early`` skips the stages after the last one picked. ``norm``
-        changes nothing: there is no final norm (timm's argument)."""
-        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
-        x = self.stem(x)
-        x, intermediates = run_stages(x, stages, take)
-        if intermediates_only:
-            return intermediates
-        return x, intermediates
-
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the stages after the last one ``indices`` picks (and their feature_info) and, with ``prune_head``
-        or when stages go, the classifier (the features then end at the last stage kept); returns the absolute
-        indices."""
-        take, prune_end = prune_stages(self, "stages", indices)
+        """RepViT's pruning, the feature_info of the dropped stages dropped too (as timm's)."""
+        take = super().prune_intermediate_layers(indices, prune_norm, prune_head)
         self.num_stages = len(self.stages)
         self.feature_info = self.feature_info[:self.num_stages]
-        if prune_head or prune_end:
-            self.reset_classifier(0, "")
         return take
-
-    def fuse(self):
-        """Switch to the inference form, in place, as timm's: every ConvNorm folded into a biased convolution,
-        every positional encoding into one depthwise convolution and the classifier into one linear map (train
-        mode then changes nothing but dropout and stochastic depth). Returns the model."""
-        _fuse_children(self)
-        return self
 
 
 def _create_iformer(variant, pretrained, progress, kwargs, **model_args):

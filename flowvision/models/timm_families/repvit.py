@@ -262,50 +262,12 @@ def _fuse_children(module):
         _fuse_children(child)
 
 
-class RepVit(nn.Module):
-    """RepViT: the stem (``stem``), one ``RepVitStage`` per entry of ``embed_dim`` with ``depth`` blocks each (all
-    but the first downsampling by 2; ``stages``), average pooling, dropout (``head_drop``) and the classifier
-    (``head``, two heads with ``distillation``).
+class RepVitApi:
+    """timm's model API of RepViT and of the networks built on its stem-stages-classifier layout (iFormer): a
+    ``stem``, ``stages``, average pooling, ``head_drop`` and a ``classifier_class`` head, distilled or not, that
+    ``fuse()`` folds with the rest."""
 
-    ``mlp_ratio`` (one for all, or per stage) is the channel mixers' expansion, ``kernel_size`` the depthwise
-    convolutions', ``act_layer`` the activation (a class or timm's name). ``global_pool``: 'avg' or '' (the
-    unpooled map); ``num_classes=0`` gives the pooled features. ``img_size`` is timm's argument; any image size runs.
-    ``fuse()`` switches the model to its inference form in place.
-    """
-
-    default_cfg = {"first_conv": "stem.conv1.c", "classifier": ("head.head.l", "head.head_dist.l")}
-    feature_wrapper = FlatFeatureListNet
-
-    def __init__(self, in_chans=3, img_size=224, embed_dim=(48,), depth=(2,), mlp_ratio=2, global_pool="avg",
-                 kernel_size=3, num_classes=1000, act_layer=nn.GELU, distillation=True, drop_rate=0.0,
-                 legacy=False):
-        super().__init__()
-        self._check_pool(global_pool)
-        num_stages = len(embed_dim)
-        if len(depth) != num_stages:
-            raise ValueError(f"depth {tuple(depth)} should give one block count per stage ({num_stages})")
-        act_layer = get_act_layer(act_layer)
-        mlp_ratios = tuple(mlp_ratio) if isinstance(mlp_ratio, (tuple, list)) else (mlp_ratio,) * num_stages
-        self.global_pool = global_pool
-        self.embed_dim = embed_dim
-        self.num_classes = num_classes
-        self.in_chans = in_chans
-        self.stem = RepVitStem(in_chans, embed_dim[0], act_layer)
-        stride = self.stem.stride
-        self.feature_info = []
-        stages = []
-        in_dim = embed_dim[0]
-        for i in range(num_stages):
-            downsample = i > 0
-            stages.append(RepVitStage(in_dim, embed_dim[i], depth[i], mlp_ratio=mlp_ratios[i], act_layer=act_layer,
-                                      kernel_size=kernel_size, downsample=downsample, legacy=legacy))
-            stride *= 2 if downsample else 1
-            self.feature_info.append(dict(num_chs=embed_dim[i], reduction=stride, module=f"stages.{i}"))
-            in_dim = embed_dim[i]
-        self.stages = nn.Sequential(*stages)
-        self.num_features = self.head_hidden_size = embed_dim[-1]
-        self.head_drop = nn.Dropout(drop_rate)
-        self.head = RepVitClassifier(embed_dim[-1], num_classes, distillation)
+    classifier_class = RepVitClassifier
 
     @staticmethod
     def _check_pool(global_pool):
@@ -320,13 +282,14 @@ class RepVit(nn.Module):
     def reset_classifier(self, num_classes, global_pool=None, distillation=False):
         """A fresh classifier for ``num_classes`` (0: identities), with a distillation head only where
         ``distillation`` (as timm's, which drops it by default); ``global_pool`` ('avg' or '') changes the pooling
-        too."""
+        too. The new classifier takes the model's dtype and training mode."""
         self.num_classes = num_classes
+        self.distillation = distillation
         if global_pool is not None:
             self._check_pool(global_pool)
             self.global_pool = global_pool
-        self.head = RepVitClassifier(self.num_features, num_classes, distillation)
-        self.head.to(self.stem.conv1.c.weight.dtype)
+        self.head = self.classifier_class(self.head_hidden_size, num_classes, distillation)
+        self.head.to(next(self.stem.parameters()).dtype)
         self.head.train(self.training)
 
     def set_distilled_training(self, enable=True):
@@ -375,11 +338,57 @@ class RepVit(nn.Module):
 
     def fuse(self):
         """Switch to the inference form, in place, as timm's: every ConvNorm folded into a biased convolution,
-        every token mixer into one depthwise convolution and the classifier into one linear map (train mode then
-        changes nothing but dropout). Returns the model."""
+        every re-parameterisable mixer into one depthwise convolution and the classifier into one linear map
+        (train mode then changes nothing but dropout and stochastic depth). Returns the model."""
         _fuse_children(self)
         return self
 
+
+class RepVit(RepVitApi, nn.Module):
+    """RepViT: the stem (``stem``), one ``RepVitStage`` per entry of ``embed_dim`` with ``depth`` blocks each (all
+    but the first downsampling by 2; ``stages``), average pooling, dropout (``head_drop``) and the classifier
+    (``head``, two heads with ``distillation``).
+
+    ``mlp_ratio`` (one for all, or per stage) is the channel mixers' expansion, ``kernel_size`` the depthwise
+    convolutions', ``act_layer`` the activation (a class or timm's name). ``global_pool``: 'avg' or '' (the
+    unpooled map); ``num_classes=0`` gives the pooled features. ``img_size`` is timm's argument; any image size runs.
+    ``fuse()`` switches the model to its inference form in place.
+    """
+
+    default_cfg = {"first_conv": "stem.conv1.c", "classifier": ("head.head.l", "head.head_dist.l")}
+    feature_wrapper = FlatFeatureListNet
+
+    def __init__(self, in_chans=3, img_size=224, embed_dim=(48,), depth=(2,), mlp_ratio=2, global_pool="avg",
+                 kernel_size=3, num_classes=1000, act_layer=nn.GELU, distillation=True, drop_rate=0.0,
+                 legacy=False):
+        super().__init__()
+        self._check_pool(global_pool)
+        num_stages = len(embed_dim)
+        if len(depth) != num_stages:
+            raise ValueError(f"depth {tuple(depth)} should give one block count per stage ({num_stages})")
+        act_layer = get_act_layer(act_layer)
+        mlp_ratios = tuple(mlp_ratio) if isinstance(mlp_ratio, (tuple, list)) else (mlp_ratio,) * num_stages
+        self.global_pool = global_pool
+        self.embed_dim = embed_dim
+        self.num_classes = num_classes
+        self.distillation = distillation
+        self.in_chans = in_chans
+        self.stem = RepVitStem(in_chans, embed_dim[0], act_layer)
+        stride = self.stem.stride
+        self.feature_info = []
+        stages = []
+        in_dim = embed_dim[0]
+        for i in range(num_stages):
+            downsample = i > 0
+            stages.append(RepVitStage(in_dim, embed_dim[i], depth[i], mlp_ratio=mlp_ratios[i], act_layer=act_layer,
+                                      kernel_size=kernel_size, downsample=downsample, legacy=legacy))
+            stride *= 2 if downsample else 1
+            self.feature_info.append(dict(num_chs=embed_dim[i], reduction=stride, module=f"stages.{i}"))
+            in_dim = embed_dim[i]
+        self.stages = nn.Sequential(*stages)
+        self.num_features = self.head_hidden_size = embed_dim[-1]
+        self.head_drop = nn.Dropout(drop_rate)
+        self.head = RepVitClassifier(embed_dim[-1], num_classes, distillation)
 
 def _create_repvit(variant, pretrained, progress, **kwargs):
     """Build a registered variant; ``features_only`` gives timm's four stage outputs (strides 4 to 32) unless
