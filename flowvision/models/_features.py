@@ -134,6 +134,15 @@ def run_stages(x, stages, take):
     return x, intermediates
 
 
+def stage_intermediates(x, stem, stages, indices, stop_early, output_fmt, intermediates_only):
+    """timm's ``forward_intermediates`` for a model made of ``stem`` and the sequence ``stages``, with no final norm
+    (NCHW maps only): the outputs of the stages ``indices`` picks and, unless ``intermediates_only``, the last map;
+    ``stop_early`` skips the stages after the last one picked."""
+    take, run = intermediate_stages(stages, indices, stop_early, output_fmt)
+    x, intermediates = run_stages(stem(x), run, take)
+    return intermediates if intermediates_only else (x, intermediates)
+
+
 def normed_stage_intermediates(x, stem, stages, final_norm, indices, norm, stop_early, output_fmt,
                                intermediates_only):
     """timm's ``forward_intermediates`` for a model made of ``stem``, the sequence ``stages`` and ``final_norm``

@@ -15,7 +15,7 @@ import math
 import engine as torch
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages, run_stages
+from .._features import FlatFeatureListNet, prune_stages, stage_intermediates
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -354,12 +354,7 @@ class GlobalContextVit(ClassifierHeadApi, nn.Module):
         """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
         maps, and (unless ``intermediates_only``) the final map. ``norm`` changes nothing (the last stage ends in
         its own norm, as in timm); ``stop_early`` skips the stages after the last one picked."""
-        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
-        x = self.stem(x)
-        x, intermediates = run_stages(x, stages, take)
-        if intermediates_only:
-            return intermediates
-        return x, intermediates
+        return stage_intermediates(x, self.stem, self.stages, indices, stop_early, output_fmt, intermediates_only)
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks, and the classifier and pooling when asked or when

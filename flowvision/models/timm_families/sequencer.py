@@ -6,8 +6,9 @@ into 7x7 patches, embedded as a channels-last map, and each block reads the map'
 rows left to right with two bidirectional LSTMs (the BiLSTM2D layer), concatenates both readings and mixes them
 back to the width with a linear layer, then applies a channel MLP; both branches are pre-norm residuals. Four
 stages, each after the first opening with a patch-merging convolution (stride 2 into the second, 1x1 into the
-third and fourth), end in a LayerNorm, average pooling and a linear classifier; the model takes any image size. Model names, module names, ``state_dict`` keys and (seeded)
-initialisation follow timm's ``sequencer`` module, so its checkpoints load directly.
+third and fourth), end in a LayerNorm, average pooling and a linear classifier; the model takes any image size.
+Model names, module names, ``state_dict`` keys and (seeded) initialisation follow timm's ``sequencer`` module, so
+its checkpoints load directly.
 """
 import math
 from functools import partial

@@ -25,7 +25,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet, intermediate_stages, prune_stages, run_stages
+from .._features import FlatFeatureListNet, prune_stages, stage_intermediates
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import ClassifierHead, ClassifierHeadApi, Mlp, drop_path_module, pair
@@ -281,12 +281,8 @@ class SwinTransformerV2Cr(ClassifierHeadApi, nn.Module):
         """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list), and (unless
         ``intermediates_only``) the final map. ``stop_early`` skips the stages after the last one picked; ``norm``
         is accepted for timm's API (the stages' own norms apply)."""
-        take, stages = intermediate_stages(self.stages, indices, stop_early, output_fmt)
-        x = self.patch_embed(x)
-        x, intermediates = run_stages(x, stages, take)
-        if intermediates_only:
-            return intermediates
-        return x, intermediates
+        return stage_intermediates(x, self.patch_embed, self.stages, indices, stop_early, output_fmt,
+                                   intermediates_only)
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the stages after the last one ``indices`` picks (and the head when asked or when stages go); returns
