@@ -112,6 +112,22 @@ def is_dense(array):
     return True
 
 
+def empty_in_format(array, fmt, xp, dtype):
+    """An uninitialised array of ``array``'s shape and ``dtype``, laid out as ``*_like(array, memory_format=fmt)``
+    lays out torch's: ``preserve_format`` keeps a dense array's strides, else takes torch's suggested format."""
+    if fmt is None or fmt is preserve_format:
+        if is_dense(array):
+            return xp.empty_like(array, dtype=dtype)
+        fmt = suggested_format(array)
+    if fmt is contiguous_format:
+        return xp.empty(array.shape, dtype)
+    rank = _CHANNELS_LAST_RANK[fmt.name]
+    if array.ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+    order = _CHANNELS_LAST_ORDER[rank]
+    return xp.empty(tuple(array.shape[d] for d in order), dtype).transpose(tuple(order.index(d) for d in range(rank)))
+
+
 def suggested_format(array):
     """The memory format torch reads ``array``'s strides as (``suggest_memory_format``)."""
     if not strides_like_channels_last(array):

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype, backends
+from .. import _dtype, _layout, backends
 from .. import random as _random
 from .._rng import continuous, discrete
 from .._device import device_of, move, xp_for
@@ -95,28 +95,37 @@ class FilledLike(Function):
         return xp_of(x).full(x.shape, 0 if self.fill is None else self.fill, self.dtype)
 
 
-def _like(fill, input, dtype, device, requires_grad):
+def _like(fill, input, dtype, device, requires_grad, memory_format):
+    """``zeros_like`` and kin: laid out as torch lays out its ``*_like`` results (``memory_format``, by default the
+    input's own dense layout), so that what fills them in memory order (``bernoulli_``) fills the same elements."""
     tracer = tracing.active
     if (tracer is not None and device is None and not requires_grad and tracer.is_traced(input)
             and not (input.requires_grad and grad_mode.is_grad_enabled())):
         return FilledLike(fill, _dtype.to_dtype(dtype or input.dtype).np)(input)
-    return _filled(fill, (tuple(input.shape),), dtype or input.dtype, device or input.device, requires_grad)
+    if input._data.flags.c_contiguous and memory_format in (None, _layout.preserve_format,
+                                                             _layout.contiguous_format):
+        return _filled(fill, (tuple(input.shape),), dtype or input.dtype, device or input.device, requires_grad)
+    d = _dtype.to_dtype(dtype or input.dtype)
+    arr = _layout.empty_in_format(input._data, memory_format, xp_of(input._data), d.np)
+    if fill is not None:
+        arr[...] = fill
+    return _finish(arr, device=device, requires_grad=requires_grad)
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
-    return _like(0, input, dtype, device, requires_grad)
+    return _like(0, input, dtype, device, requires_grad, memory_format)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
-    return _like(1, input, dtype, device, requires_grad)
+    return _like(1, input, dtype, device, requires_grad, memory_format)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
-    return _like(None, input, dtype, device, requires_grad)
+    return _like(None, input, dtype, device, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=None):
-    return _like(fill_value, input, dtype, device, requires_grad)
+    return _like(fill_value, input, dtype, device, requires_grad, memory_format)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):

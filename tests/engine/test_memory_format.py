@@ -49,6 +49,23 @@ def test_contiguous_clone_and_to_lay_out_as_torch(fmt):
     assert ours.contiguous() is ours
 
 
+@pytest.mark.parametrize("like", ["empty_like", "zeros_like", "ones_like", "rand_like", "randn_like"])
+def test_like_functions_lay_out_as_torch(like):
+    """``*_like`` keeps a dense input's layout (or takes the asked one), so ``bernoulli_`` fills the same elements."""
+    for ours, theirs in (nhwc_permuted(X), pair(X), (pair(X)[0][:, :, ::2], pair(X)[1][:, :, ::2])):
+        assert strides(getattr(engine, like)(ours)) == strides(getattr(torch, like)(theirs))
+        if like.endswith("zeros_like"):
+            for fmt in FORMATS:
+                assert strides(engine.zeros_like(ours, memory_format=getattr(engine, fmt))) == strides(
+                    torch.zeros_like(theirs, memory_format=getattr(torch, fmt)))
+    ours, theirs = nhwc_permuted(X)
+    engine.manual_seed(5)
+    torch.manual_seed(5)
+    np.testing.assert_array_equal(engine.empty_like(ours).bernoulli_(0.4).numpy(),
+                                  torch.empty_like(theirs).bernoulli_(0.4).numpy())
+    np.testing.assert_array_equal(engine.full_like(ours, 2.5).numpy(), torch.full_like(theirs, 2.5).numpy())
+
+
 def test_channels_last_3d_and_refusals():
     volume = RNG.standard_normal((2, 3, 4, 5, 6)).astype(np.float32)
     ours, theirs = pair(volume)
