@@ -144,3 +144,52 @@ def copy_preserving_format(array, fmt, xp):
         fmt = suggested_format(array)
     return in_memory_format(array, fmt, xp)
 
+
+
+def pointwise_order(arrays, shape):
+    """The order, innermost dimension first, in which torch lays out the result of a pointwise op over ``arrays``
+    broadcast to ``shape`` (its TensorIterator's ``reorder_dimensions``): the first operand's stride order decides,
+    a later operand breaks its ties, and broadcast dimensions abstain."""
+    ndim = len(shape)
+    strides = []
+    for array in arrays:
+        lead = ndim - array.ndim
+        own = _element_strides(array)
+        strides.append([0 if d < lead or (array.shape[d - lead] == 1 and shape[d] != 1) else own[d - lead]
+                        for d in range(ndim)])
+
+    def should_swap(dim0, dim1):
+        for operand in strides:
+            stride0, stride1 = operand[dim0], operand[dim1]
+            if stride0 == 0 or stride1 == 0:
+                continue
+            if stride0 != stride1:
+                return -1 if stride0 < stride1 else 1
+            if shape[dim0] > shape[dim1]:
+                return 1
+        return 0
+
+    order = list(range(ndim - 1, -1, -1))
+    for i in range(1, ndim):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            comparison = should_swap(order[dim0], order[dim1])
+            if comparison > 0:
+                order[dim0], order[dim1] = order[dim1], order[dim0]
+                dim1 = dim0
+            elif comparison < 0:
+                break
+    return order
+
+
+def in_order(array, order, xp):
+    """A copy of ``array`` whose dimensions lie in memory in ``order`` (innermost first)."""
+    outer_first = tuple(reversed(order))
+    copy = xp.ascontiguousarray(array.transpose(outer_first))
+    return copy.transpose(tuple(outer_first.index(d) for d in range(array.ndim)))
+
+
+def memory_order(array):
+    """The order, innermost first, of ``array``'s dimensions in memory (ties kept in row-major order)."""
+    strides = _element_strides(array)
+    return sorted(range(array.ndim), key=lambda d: (strides[d], -d))

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype, backends
+from .. import _dtype, _layout, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..backends.special import erf as erf_array
@@ -267,7 +267,28 @@ def _binary(fn_cls, a, b, *, float_result=False, inplace=False, **params):
     fn = fn_cls(dt, **params)
     fn.inplace = inplace
     check_broadcast(a, b)
-    return fn(a, b)
+    out = fn(a, b)
+    if not inplace:
+        _lay_out_as_torch(out, a, b)
+    return out
+
+
+def _lay_out_as_torch(out, a, b):
+    """Lay a binary op's fresh 4-D output out channels-last where torch does and numpy does not: torch follows its
+    first operand's dimension order (a channels-last map plus a row-major one is channels-last), numpy goes
+    row-major when its operands disagree. Dropout draws in memory order, so the layout decides which elements it
+    drops. The array is replaced, not copied through an op, so traces hold the same ops; operands that are all
+    row-major (the usual case) cost one check. Other orders torch would keep (a transposed 3-D operand's) are left
+    to numpy: relaying those out cost a second pass over every such sum in the transformers."""
+    arrays = [t._data for t in (a, b) if isinstance(t, Tensor)]
+    if out._data.ndim != 4 or out._data.size == 0 or all(arr.flags.c_contiguous for arr in arrays):
+        return
+    order = _layout.pointwise_order(arrays, out._data.shape)
+    if order == _CHANNELS_LAST_ORDER and _layout.memory_order(out._data) != order:
+        out._data = _layout.in_order(out._data, order, xp_of(out._data))
+
+
+_CHANNELS_LAST_ORDER = [1, 3, 2, 0]  # innermost first: channels, width, height, batch
 
 
 def check_broadcast(a, b):

@@ -149,6 +149,28 @@ def test_ops_keep_a_channels_last_input_channels_last(name):
              [np.ascontiguousarray(X.transpose(0, 2, 3, 1))] + args, rtol=1e-5)
 
 
+def channels_last(array):
+    return tuple(t.contiguous(memory_format=m.channels_last) for t, m in zip(pair(array), (engine, torch)))
+
+
+BINARY_OPERANDS = {
+    "channels_last_view+row_major": lambda: (tuple(t[:, :, :5, :5] for t in channels_last(X)), pair(X[:, :, 1:6, 2:7])),
+    "row_major+channels_last_view": lambda: (pair(X[:, :, 1:6, 2:7]), tuple(t[:, :, :5, :5] for t in channels_last(X))),
+    "channels_last+row_major": lambda: (channels_last(X), pair(X[::-1].copy())),
+    "channels_last+bias": lambda: (channels_last(X), pair(X[:1, :, :1, :1].copy())),
+}
+
+
+@pytest.mark.parametrize("operands", list(BINARY_OPERANDS))
+@pytest.mark.parametrize("op", ["add", "mul", "sub", "div"])
+def test_binary_ops_lay_out_their_result_as_torch(operands, op):
+    """torch's 4-D result follows its first operand's channels-last order where numpy's would go row-major."""
+    (a, ta), (b, tb) = BINARY_OPERANDS[operands]()
+    ours, theirs = getattr(engine, op)(a, b), getattr(torch, op)(ta, tb)
+    assert strides(ours) == strides(theirs)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+
+
 def test_dropout_after_a_convolution_of_a_permuted_map_drops_torchs_elements():
     """A block that turns an NHWC map into NCHW (``permute``), convolves, normalises and drops out: the same seed
     drops the same elements as torch, in training."""

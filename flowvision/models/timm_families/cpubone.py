@@ -235,10 +235,10 @@ class CPUBoneBlock(nn.Module):
     ``fused_conv`` and the width is under 256, otherwise with norms where ``local_mbconv_norm`` puts them. Every
     residual branch has stochastic depth ``drop_path``.
 
-    The MLP's dropout draws timm's mask from the same seed where PyTorch holds the map contiguous. After a
-    single-head attention (batches of two or more) PyTorch's CPU convolutions keep the map channels-last, as the
-    heads' reshape leaves it, and its dropout fills the mask in that memory order; the engine's convolutions
-    return contiguous maps, so there the same numbers land on other elements.
+    The MLP's dropout draws timm's mask from the same seed, after a single-head attention too, whose reshape
+    leaves the map channels-last (engine lays out convolutions and residual sums as PyTorch does). One case
+    differs: a 1x1 attention map, whose size-1 dimensions the reshape gives other strides in PyTorch than in numpy,
+    so that PyTorch reads the map as channels-last and the engine does not.
     """
 
     def __init__(self, in_channels, expand_ratio=4, norm_layer=nn.BatchNorm2d, act_layer=nn.Hardswish,

@@ -34,8 +34,7 @@ PRINTED = ("Conv2d", "ConvTranspose2d", "BatchNorm2d", "GroupNorm1", "LayerNorm"
 RELEASED = dict(fused_conv=True, fused_downsample=True, attn_mlp_ratio=4, expand_groups=2, small_kernels=True,
                 attn_upsample="nearest")
 # Small models, every stage one or two blocks: the released blocks (a stem block, two blocks in the first stage,
-# attention stages 120 and 128 wide for two heads of 30 and 32 channels: after a single head PyTorch keeps the map
-# channels-last, which moves its MLP dropout masks, see CPUBoneBlock); unfused ones (5x5 strided and 3x3 attention
+# attention stages 120 and 128 wide for two heads of 30 and 32 channels); unfused ones (5x5 strided and 3x3 attention
 # projections, depthwise transposed upsampling, a single head then two, norms after the depthwise and projection
 # layers); fused ones whose last stage is 256 wide (so its local blocks are normed inverted residuals) with dense
 # transposed upsampling and 2x2 kernels.

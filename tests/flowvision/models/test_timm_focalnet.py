@@ -125,20 +125,20 @@ def test_train_outputs_and_gradients_match_timm(kind):
 def test_drop_path_and_dropout_only_in_training():
     """Stochastic depth rising block by block as timm's (0 at the first block, the rate at the last) and dropout
     before the classifier: in eval mode nothing is dropped; in train mode both draw timm's masks after the same
-    seed, others after another. The projections' and MLPs' dropout has timm's rates and, in post-norm blocks, draws
-    timm's masks too: their maps are channels-last in torch's memory, and so in ours. (In pre-norm blocks a residual
-    sum of a channels-last and a row-major map is channels-last in torch, which follows its first operand, and
-    row-major in numpy: the masks differ there.)"""
+    seed, others after another. The projections' and MLPs' dropout has timm's rates and draws timm's masks too, in
+    pre-norm and post-norm blocks: their maps are channels-last in torch's memory (the convolutions and residual
+    sums keep a channels-last operand's layout), and so in ours."""
     reference, ours = small_pair("pre_norm", seed=5, drop_path_rate=0.5, drop_rate=0.3)
     rates = check_drop_rates(reference, ours)
     assert rates == pytest.approx([0.125, 0.125, 0.25, 0.25, 0.375, 0.375, 0.5, 0.5])
     assert isinstance(ours.layers[0].blocks[0].drop_path1, engine.nn.Identity)
     x = image_batch(2, *SIZE, seed=6)
     check_dropout_only_in_training(reference, ours, x, TOL, TOL)
-    reference, ours = small_pair("post_norm", seed=5, proj_drop_rate=0.2)
-    assert check_drop_rates(reference, ours) == []
-    assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)].count(0.2) == 3 * 5
-    check_dropout_only_in_training(reference, ours, x, TOL, TOL)
+    for kind in ("pre_norm", "post_norm"):
+        reference, ours = small_pair(kind, seed=5, proj_drop_rate=0.2)
+        assert check_drop_rates(reference, ours) == []
+        assert [m.p for m in ours.modules() if isinstance(m, engine.nn.Dropout)].count(0.2) == 3 * 5
+        check_dropout_only_in_training(reference, ours, x, TOL, TOL)
 
 
 def test_head_api_matches_timm():

@@ -109,11 +109,13 @@ def test_train_mode_gradients_and_statistics_match_timm(kind):
 def test_drop_path_and_dropout_only_in_training():
     """Stochastic depth (timm's linear rates over all blocks, one module per branch, none where the rate is 0), the
     MLPs' dropout and the head's functional dropout draw timm's masks after the same seed in training, and leave
-    eval outputs alone. (With a single attention head torch's attention output is a channels-last view, which
-    torch's MLP dropout then draws in that memory order; every timm variant has two heads or more.)"""
+    eval outputs alone; with a single attention head too (the "unfused" model), whose output torch lays out
+    channels-last, as ours is (its MLP dropout draws in that memory order)."""
     reference, ours = small_pair(seed=6, drop_rate=0.5, proj_drop_rate=0.5, drop_path_rate=0.5)
     assert check_drop_rates(reference, ours) == pytest.approx([0.125, 0.25] + [0.375] * 3 + [0.5] * 3)
     assert [n for n, _ in ours.named_modules()] == [n for n, _ in reference.named_modules()]
+    check_dropout_only_in_training(reference, ours, image_batch(2, *SIZE, seed=7))
+    reference, ours = small_pair("unfused", seed=6, proj_drop_rate=0.5)
     check_dropout_only_in_training(reference, ours, image_batch(2, *SIZE, seed=7))
 
 
