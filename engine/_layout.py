@@ -51,6 +51,11 @@ def _element_strides(array):
     return tuple(s // array.itemsize for s in array.strides)
 
 
+def _inverse(order):
+    """The permutation that undoes ``order`` (a transpose's axes)."""
+    return tuple(order.index(d) for d in range(len(order)))
+
+
 def strides_like_channels_last(array):
     """Whether torch would read ``array``'s strides as channels-last (``suggest_memory_format``): a 4-D or 5-D array
     whose dimensions lie, innermost first, as channels, then width, height (depth) and batch, where the strides of
@@ -98,7 +103,7 @@ def in_memory_format(array, fmt, xp):
     if array.ndim != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
     order = _CHANNELS_LAST_ORDER[rank]
-    return xp.ascontiguousarray(array.transpose(order)).transpose(tuple(order.index(d) for d in range(rank)))
+    return xp.ascontiguousarray(array.transpose(order)).transpose(_inverse(order))
 
 
 def is_dense(array):
@@ -125,7 +130,7 @@ def empty_in_format(array, fmt, xp, dtype):
     if array.ndim != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
     order = _CHANNELS_LAST_ORDER[rank]
-    return xp.empty(tuple(array.shape[d] for d in order), dtype).transpose(tuple(order.index(d) for d in range(rank)))
+    return xp.empty(tuple(array.shape[d] for d in order), dtype).transpose(_inverse(order))
 
 
 def suggested_format(array):
@@ -143,7 +148,6 @@ def copy_preserving_format(array, fmt, xp):
             return array.copy(order="K")
         fmt = suggested_format(array)
     return in_memory_format(array, fmt, xp)
-
 
 
 def pointwise_order(arrays, shape):
@@ -185,8 +189,7 @@ def pointwise_order(arrays, shape):
 def in_order(array, order, xp):
     """A copy of ``array`` whose dimensions lie in memory in ``order`` (innermost first)."""
     outer_first = tuple(reversed(order))
-    copy = xp.ascontiguousarray(array.transpose(outer_first))
-    return copy.transpose(tuple(outer_first.index(d) for d in range(array.ndim)))
+    return xp.ascontiguousarray(array.transpose(outer_first)).transpose(_inverse(outer_first))
 
 
 def memory_order(array):
