@@ -56,6 +56,14 @@ def trunc_normal_tf_(tensor, std=0.02):
     return tensor
 
 
+def distilled_output(model, x, x_dist):
+    """The outputs of a distilled model's two heads (timm's DeiT, LeViT, PiT, EfficientFormer, RepViT...): both, for
+    a distillation loss, in ``model``'s distilled training; otherwise their average."""
+    if model.distilled_training and model.training:
+        return x, x_dist
+    return (x + x_dist) / 2
+
+
 def init_linear_layers(model, std=0.02, types=(nn.Linear,)):
     """timm's transformer init of every Linear layer of ``model`` (or every layer of ``types``: convolutions too in
     timm's convolutional transformers), in module order: truncated-normal weights (``std``), zero biases."""

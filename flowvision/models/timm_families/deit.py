@@ -14,7 +14,7 @@ from engine import nn
 
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import trunc_normal_
+from ._layers import distilled_output, trunc_normal_
 from .vision_transformer import VisionTransformer
 
 __all__ = []
@@ -81,9 +81,7 @@ class VisionTransformerDistilled(VisionTransformer):
             return (x + x_dist) / 2
         x = self.head(x)
         x_dist = self.head_dist(x_dist)
-        if self.distilled_training and self.training:
-            return x, x_dist
-        return (x + x_dist) / 2
+        return distilled_output(self, x, x_dist)
 
 
 def _deit(variant, pretrained, kwargs, distilled=False, **model_args):

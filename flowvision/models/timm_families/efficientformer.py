@@ -20,7 +20,7 @@ from .._helpers import build_model
 from ..registry import register_model
 from ._attention import CachedBiasAttention
 from ._efficientnet_blocks import LayerScale2d
-from ._layers import Mlp, drop_path_module, init_linear_layers, pair
+from ._layers import Mlp, distilled_output, drop_path_module, init_linear_layers, pair
 from .metaformer import Pooling
 from .vision_transformer import LayerScale
 
@@ -326,9 +326,7 @@ class EfficientFormer(nn.Module):
         if pre_logits:
             return x
         x, x_dist = self.head(x), self.head_dist(x)
-        if self.distilled_training and self.training:
-            return x, x_dist
-        return (x + x_dist) / 2
+        return distilled_output(self, x, x_dist)
 
     def forward(self, x):
         x = self.forward_features(x)

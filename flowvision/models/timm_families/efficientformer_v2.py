@@ -27,7 +27,7 @@ from ..registry import register_model
 from ._attention import CachedBiasAttention
 from ._conv import get_padding
 from ._efficientnet_blocks import LayerScale2d
-from ._layers import BatchNormAct2d, drop_path_module, get_act_layer, init_linear_layers, pair
+from ._layers import BatchNormAct2d, distilled_output, drop_path_module, get_act_layer, init_linear_layers, pair
 
 __all__ = []
 
@@ -497,9 +497,7 @@ class EfficientFormerV2(nn.Module):
         if self.head_dist is None:
             return self.head(x)
         x, x_dist = self.head(x), self.head_dist(x)
-        if self.distilled_training and self.training:
-            return x, x_dist
-        return (x + x_dist) / 2
+        return distilled_output(self, x, x_dist)
 
     def forward(self, x):
         x = self.forward_features(x)

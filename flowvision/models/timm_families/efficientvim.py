@@ -21,7 +21,7 @@ from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._attention import SEModule
-from ._layers import drop_path_module, init_linear_layers
+from ._layers import distilled_output, drop_path_module, init_linear_layers
 from ._norm import LayerNorm, LayerNorm2d
 from ._reparam import biased_conv_like, fold_batchnorm, identity_kernel
 
@@ -476,9 +476,7 @@ class EfficientViMDistilled(EfficientViM):
     def _logits(self, pooled):
         logits = _weighted_heads(self.heads, self.weights, pooled)
         logits_dist = _weighted_heads(self.heads_dist, self.weights_dist, pooled)
-        if self.distilled_training and self.training:
-            return logits, logits_dist
-        return (logits + logits_dist) / 2
+        return distilled_output(self, logits, logits_dist)
 
 
 def _check_pool(global_pool, num_classes):

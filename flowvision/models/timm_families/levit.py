@@ -25,7 +25,7 @@ from .._features import FeatureGetterNet, FlatFeatureListNet, intermediate_stage
 from .._helpers import build_model
 from ..registry import register_model
 from ._attention import attention_bias_indices
-from ._layers import drop_path_module, get_act_layer, pair, trunc_normal_
+from ._layers import distilled_output, drop_path_module, get_act_layer, pair, trunc_normal_
 
 __all__ = []
 
@@ -527,9 +527,7 @@ class LevitDistilled(Levit):
         if pre_logits:
             return x
         x, x_dist = self.head(x), self.head_dist(x)
-        if self.distilled_training and self.training:
-            return x, x_dist
-        return (x + x_dist) / 2
+        return distilled_output(self, x, x_dist)
 
 
 _MODEL_CFGS = {

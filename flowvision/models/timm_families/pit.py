@@ -21,7 +21,7 @@ from engine import nn
 from .._features import FeatureBodyNet, intermediate_stages, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import pair, trunc_normal_
+from ._layers import distilled_output, pair, trunc_normal_
 from .vision_transformer import Block
 
 __all__ = []
@@ -232,9 +232,7 @@ class PoolingVisionTransformer(nn.Module):
         if not pre_logits:
             x = self.head(x)
             x_dist = self.head_dist(x_dist)
-        if self.distilled_training and self.training:
-            return x, x_dist
-        return (x + x_dist) / 2
+        return distilled_output(self, x, x_dist)
 
     def forward(self, x):
         x = self.forward_features(x)

@@ -22,7 +22,7 @@ from .._features import FlatFeatureListNet, prune_stages, stage_intermediates
 from .._helpers import build_model
 from ..registry import register_model
 from ._attention import SEModule
-from ._layers import get_act_layer, trunc_normal_
+from ._layers import distilled_output, get_act_layer, trunc_normal_
 from ._reparam import batchnorm_scale_shift, biased_conv_like, fold_batchnorm, identity_kernel, pad_kernel
 
 __all__ = []
@@ -211,9 +211,7 @@ class RepVitClassifier(nn.Module):
         if not self.distillation:
             return self.head(x)
         x, x_dist = self.head(x), self.head_dist(x)
-        if self.training and self.distilled_training:
-            return x, x_dist
-        return (x + x_dist) / 2
+        return distilled_output(self, x, x_dist)
 
     def fuse(self):
         """The linear map equal to this classifier in eval mode (an identity without classes)."""

@@ -21,7 +21,7 @@ from engine import nn
 from .._features import FlatFeatureListNet, normed_stage_intermediates, prune_stages
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import drop_path_module, init_linear_layers
+from ._layers import distilled_output, drop_path_module, init_linear_layers
 from .fastvit import LayerScale2d
 
 __all__ = []
@@ -289,9 +289,7 @@ class SwiftFormer(nn.Module):
         if pre_logits:
             return x
         x, x_dist = self.head(x), self.head_dist(x)
-        if self.distilled_training and self.training:
-            return x, x_dist
-        return (x + x_dist) / 2
+        return distilled_output(self, x, x_dist)
 
     def forward(self, x):
         x = self.forward_features(x)
