@@ -19,10 +19,13 @@ PAGE_TITLE = ("# Model zoo\n\nEvery family module, its models, their weight tags
               "(written by `python scripts/model_table.py`). `flowvision models [PATTERN...] --pretrained` lists\n"
               "each model's tags with acc@1/acc@5 and parameters.\n")
 # the task of a model, from the package of its entrypoint: classifiers live in flowvision.models and its
-# timm_families
+# timm_families, as do the image encoders (whose default weights give features or a CLIP-style embedding)
 _TASKS = (("segmentation", "semantic segmentation"), ("detection", "object detection"),
           ("video", "video classification"), ("optical_flow", "optical flow"),
           ("quantization", "int8 image classification"), ("", "image classification"))
+_ENCODING = "image encoding (features, CLIP-style embeddings)"
+_ROWS = ("image classification", _ENCODING, "int8 image classification", "optical flow", "video classification",
+         "object detection", "semantic segmentation")
 # the metric a family's weights are best known by, in the manifest's metric names, and which value is the best
 _METRICS = (("acc@1", "acc@1 {:.1f}", max), ("box_map", "box mAP {:.1f}", max), ("miou", "mIoU {:.1f}", max),
             ("epe", "epe {:.2f}", min))
@@ -78,16 +81,21 @@ def table():
 
 def _task(name):
     from flowvision.models import model_entrypoint
+    from flowvision.models.weights import get_model_weights, list_pretrained
 
     package = model_entrypoint(name).__module__
-    return next(task for part, task in _TASKS if f".{part}." in package or not part)
+    task = next(task for part, task in _TASKS if f".{part}." in package or not part)
+    if task == "image classification" and name in list_pretrained():
+        head = get_model_weights(name).DEFAULT.value.record.get("head", "classes")
+        return task if head == "classes" else _ENCODING
+    return task
 
 
 def summary():
     """README.md's table, one row per task."""
     from flowvision.models import list_pretrained
 
-    by_task = {task: ([], []) for _, task in reversed(_TASKS)}
+    by_task = {task: ([], []) for task in _ROWS}
     for module, names in _families().items():
         for name in names:
             families, models = by_task[_task(name)]
@@ -124,10 +132,12 @@ def write(readme=README, models_page=PAGE):
     text = _read(readme)
     head, rest = text.split(BEGIN, 1)
     tail = rest.split(END, 1)[1]
-    with open(readme, "w", encoding="utf-8") as f:
-        f.write(f"{head}{BEGIN}\n{summary()}\n{END}{tail}")
+    readme_text = f"{head}{BEGIN}\n{summary()}\n{END}{tail}"
+    page_text = page()
+    with open(readme, "w", encoding="utf-8") as f:  # both written once both are made: a failure leaves the old ones
+        f.write(readme_text)
     with open(models_page, "w", encoding="utf-8") as f:
-        f.write(page())
+        f.write(page_text)
 
 
 def main():

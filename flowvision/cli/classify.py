@@ -76,8 +76,16 @@ def _check_model(name):
 
 def _check_classifier(model, reference):
     """Fail unless ``reference`` (the weights used for preprocessing) are an image classifier's: they report an
-    accuracy, or have the classification preset (weights published without a measured accuracy)."""
-    if reference is None or reference.value.record.get("transforms", "ImageClassification") == "ImageClassification":
+    accuracy, or have the classification preset (weights published without a measured accuracy) and a head that
+    gives classes (not an image encoder's pooled features or a CLIP-style embedding)."""
+    if reference is None:
+        return
+    head = reference.value.record.get("head", "classes")
+    if head != "classes":
+        output = "pooled features" if head == "none" else f"{reference.meta['num_classes']}-wide image embeddings"
+        raise CLIError(f"{model} with {reference!r} gives {output}, not classes; pass --weights with a classifier's "
+                       f"tag, or pick one from `flowvision models`", EXIT_UNKNOWN_MODEL)
+    if reference.value.record.get("transforms", "ImageClassification") == "ImageClassification":
         return
     if not any("acc@1" in m for m in reference.meta["_metrics"].values()):
         raise CLIError(f"{model} is not an image classifier ({reference!r} report "

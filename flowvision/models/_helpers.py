@@ -3,6 +3,7 @@
 ``build_model`` gives every family timm's common arguments (``in_chans``, ``features_only``,
 ``out_indices``, ``checkpoint_path``) so entrypoints stay one line each.
 """
+import inspect
 import math
 import os
 import pickle
@@ -149,18 +150,26 @@ def load_checkpoint(model, checkpoint_path, strict=True):
     return model.load_state_dict(state_dict, strict=strict)
 
 
+def _takes(model_cls, name):
+    """Whether ``model_cls`` takes the keyword argument ``name`` (or any keyword)."""
+    parameters = inspect.signature(model_cls).parameters.values()
+    return any(p.name == name or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
 def build_model(model_cls, variant, pretrained=False, *, weights=None, progress=True, in_chans=3,
                 features_only=False, out_indices=None, checkpoint_path=None, **kwargs):
     """Construct ``model_cls(**kwargs)``, load pretrained ``weights`` or ``checkpoint_path``, wrap for ``features_only``
     (in the model's ``feature_wrapper``, by default ``FeatureListNet``).
 
-    With weights and no ``num_classes`` given, the model gets the weights' class count (as in torchvision and timm).
+    With no ``num_classes`` given, the model gets the class count of the weights it loads (as in torchvision and
+    timm), or without weights that of its default weights (as in timm: an image encoder such as DINOv2's has no head).
     """
-    from .weights import load_pretrained, resolve_weights
+    from .weights import default_num_classes, load_pretrained, resolve_weights
 
     weights = resolve_weights(variant, pretrained, weights)
-    if weights is not None and weights.meta.get("num_classes") is not None:
-        kwargs.setdefault("num_classes", weights.meta["num_classes"])
+    num_classes = weights.meta.get("num_classes") if weights is not None else default_num_classes(variant)
+    if num_classes is not None and _takes(model_cls, "num_classes"):  # an encoder's class has no head to size
+        kwargs.setdefault("num_classes", num_classes)
     model = model_cls(in_chans=in_chans, **kwargs)
     if weights is not None:
         load_pretrained(model, weights, progress=progress)

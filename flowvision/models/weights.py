@@ -19,6 +19,7 @@ which also adds timm's tags to some of torchvision's models (``resnet50.a1_in1k`
 Both are read each time a URL or hash is needed, not at import.
 """
 import enum
+import gzip
 import json
 import os
 import warnings
@@ -63,8 +64,10 @@ def _shipped_manifest():
 
 @lru_cache(maxsize=None)
 def _categories(file_name):
-    """The class names listed one per line in ``flowvision/weights/<file_name>``."""
-    with open(os.path.join(_WEIGHTS_DIR, file_name), encoding="utf-8") as f:
+    """The class names listed one per line in ``flowvision/weights/<file_name>`` (gzip-compressed when it ends in
+    ``.gz``: ImageNet-21k's 21843 names)."""
+    opener = gzip.open if file_name.endswith(".gz") else open
+    with opener(os.path.join(_WEIGHTS_DIR, file_name), "rt", encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f if line.strip()]
 
 
@@ -412,6 +415,13 @@ def pretrained_tag(model):
     entry = _shipped_manifest()["models"].get(model, {})
     tag = entry.get("pretrained_tag", "IMAGENET1K_V1")
     return tag if tag in entry.get("weights", {}) else None
+
+
+def default_num_classes(model):
+    """The class count of the weights ``pretrained=True`` loads (0 for an image encoder with no head), which is
+    also the model's default without weights, as in timm; None for a model without such weights."""
+    tag = pretrained_tag(model)
+    return None if tag is None else _shipped_manifest()["models"][model]["weights"][tag]["num_classes"]
 
 
 def resolve_weights(model, pretrained=False, weights=None):

@@ -1,11 +1,12 @@
 """``scripts/api_coverage.py``: the core list is real PyTorch API, its missing count does not grow,
 and the full listing covers every namespace in text and JSON."""
-import importlib.util
 import json
 import os
 
 import pytest
 import torch
+
+from script_loader import load_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -16,10 +17,7 @@ CORE_MISSING_AT_MOST = 0
 
 @pytest.fixture(scope="module")
 def coverage():
-    spec = importlib.util.spec_from_file_location("api_coverage", os.path.join(ROOT, "scripts", "api_coverage.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("api_coverage")
 
 
 def test_core_list_names_exist_in_torch(coverage):

@@ -3,19 +3,15 @@
 The same model source runs under PyTorch; from identical weights and batches the first 20
 losses agree, and our run reaches >= 95% held-out accuracy.
 """
-import importlib.util
-import os
 
 import numpy as np
 import torch as real_torch
 
 import engine
 from flowvision.datasets import load_digits
+from script_loader import load_script
 
-_SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "train_digits.py")
-_spec = importlib.util.spec_from_file_location("train_digits", _SCRIPT)
-train_digits = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(train_digits)
+train_digits = load_script("train_digits")
 
 
 def test_digit_cnn_matches_pytorch_and_learns():

@@ -174,6 +174,10 @@ def test_error_paths(served, capsys, tmp_path):
         (["convert", str(served[2]), "--model", "resnet19"], 5, r"Unknown model 'resnet19'"),
         (["classify", "chelsea.png", "--model", "raft_small"], 5,
          r"raft_small is not an image classifier \(Raft_Small_Weights\.C_T_V2 report Sintel-Train-Cleanpass"),
+        (["classify", "chelsea.png", "--model", "vit_so400m_patch14_siglip_378"], 5,
+         r"vit_so400m_patch14_siglip_378 with \w+\.V2_WEBLI gives pooled features, not classes; pass --weights"),
+        (["classify", "chelsea.png", "--model", "vit_base_patch16_clip_224", "--weights", "openai"], 5,
+         r"vit_base_patch16_clip_224 with \w+\.OPENAI gives 512-wide image embeddings, not classes"),
     ]
     not_classifier = next((m for m in W.list_pretrained() if "acc@1" not in str(W.get_model_weights(m).DEFAULT.meta)), None)
     if not_classifier:  # e.g. a segmentation model

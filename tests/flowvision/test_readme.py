@@ -1,13 +1,13 @@
 """The README is a current user's guide: generated tables up to date, short, its exit codes the CLI's;
 the performance page is written one section per suite."""
 import ast
-import importlib.util
 import os
 import re
 
 import pytest
 
 import flowvision.cli as cli
+from script_loader import load_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 README = os.path.join(ROOT, "README.md")
@@ -16,10 +16,7 @@ README = os.path.join(ROOT, "README.md")
 def _script(name, monkeypatch):
     """Import ``scripts/<name>.py`` as a module (with scripts/ on the path, as when it runs)."""
     monkeypatch.syspath_prepend(os.path.join(ROOT, "scripts"))
-    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, "scripts", f"{name}.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name)
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,8 @@ import timm
 import torch
 from PIL import Image
 from safetensors.torch import save
-from timm.data import create_transform, resolve_data_config
+from timm.data import ImageNetInfo, create_transform, resolve_data_config
+from timm.data.imagenet_info import infer_imagenet_subset
 from timm.models import get_pretrained_cfg
 
 import engine
@@ -21,7 +22,10 @@ import flowvision.models as models
 from flowvision import hub
 from flowvision.models import weights as W
 from http_server import FileServer
+from script_loader import load_script
 
+# the script that writes the manifest: which of timm's files it serves (those with timm's state_dict layout)
+timm_manifest = load_script("timm_manifest")
 IMAGE = os.path.join(os.path.dirname(__file__), "..", "data", "images", "chelsea.png")
 TIMM_MODELS = [n for n in W.list_pretrained() if ".timm_families." in models.model_entrypoint(n).__module__]
 # torchvision's models that also have timm's weights (timm's namesake has the same layout and computation)
@@ -37,7 +41,7 @@ def _timm_members(name, enum):
 
 def test_every_timm_family_model_with_weights_has_its_records():
     registered = [n for n in models.list_models() if ".timm_families." in models.model_entrypoint(n).__module__]
-    published = [n for n in registered if any(get_pretrained_cfg(p).num_classes == 1000
+    published = [n for n in registered if any(timm_manifest._has_timm_layout(get_pretrained_cfg(p))
                                               for p in timm.list_pretrained(f"{n}.*"))]
     assert sorted(TIMM_MODELS) == sorted(published) and len(published) > 50
     assert sorted(TORCHVISION_WITH_TIMM_TAGS) == ["densenet121", "densenet161", "densenet169", "densenet201",
@@ -58,14 +62,17 @@ def _pretrained_tags():
 
 @pytest.mark.parametrize("name", TIMM_MODELS + TORCHVISION_WITH_TIMM_TAGS)
 def test_records_match_timm(name):
-    """Tags, default, hub file, classes, license and preprocessing are timm's pretrained config's (torchvision's
-    models keep torchvision's default)."""
+    """Tags (every one whose file has timm's layout, whatever its head), default, hub file, classes and their names,
+    license and preprocessing are timm's pretrained config's; a model built without weights has the default's
+    head, as timm's (torchvision's models keep torchvision's default)."""
     enum = W.get_model_weights(name)
-    tags = [tag for tag in _pretrained_tags().get(name, []) if get_pretrained_cfg(f"{name}.{tag}").num_classes == 1000]
+    tags = [tag for tag in _pretrained_tags().get(name, []) if timm_manifest._has_timm_layout(get_pretrained_cfg(f"{name}.{tag}"))]
     assert sorted(m.name.lower() for m in _timm_members(name, enum)) == sorted(tags)
-    default = get_pretrained_cfg(name).tag  # timm's, unless its head has other classes (then the first 1000-class one)
-    if name in TIMM_MODELS:
-        assert enum.DEFAULT.name.lower() == (default if default in tags else tags[0])
+    if name in TIMM_MODELS:  # timm's default, unless its file has another layout (then the first served tag)
+        default = get_pretrained_cfg(name).tag
+        default = default if default in tags else tags[0]
+        assert enum.DEFAULT.name.lower() == default
+        assert W.default_num_classes(name) == get_pretrained_cfg(f"{name}.{default}").num_classes
     for member in _timm_members(name, enum):
         cfg = get_pretrained_cfg(f"{name}.{member.name.lower()}")
         if cfg.hf_hub_id:
@@ -74,13 +81,33 @@ def test_records_match_timm(name):
             assert member.url == cfg.url and member.url.startswith(W.GITHUB_URL_BASE) and member.value.sha256 is None
             record = member.value.record
             assert member.url.endswith(f"-{record['sha256']}.pth") and record["sha256_is_prefix"]
-        assert member.meta["num_classes"] == 1000 and len(member.meta["categories"]) == 1000
+        assert member.meta["num_classes"] == cfg.num_classes
+        subset = infer_imagenet_subset({"num_classes": cfg.num_classes})
+        assert len(member.meta["categories"] or ()) == (cfg.num_classes if subset else 0)
+        assert bool(member.meta["_metrics"]) <= (cfg.num_classes == 1000)
         assert member.meta["license"] == cfg.license
         preset = member.transforms()
         size = cfg.input_size[-1]
         assert (preset.crop_size, preset.interpolation) == (size, cfg.interpolation)
         assert preset.resize_size == int(size / cfg.crop_pct)
         assert np.allclose(preset.mean.ravel(), cfg.mean) and np.allclose(preset.std.ravel(), cfg.std)
+
+
+@pytest.mark.parametrize("num_classes", [11221, 11821, 21841, 21842, 21843])
+def test_imagenet_subset_class_names_are_timms(num_classes):
+    """The class names of timm's ImageNet-21k/12k heads are timm's descriptions (WordNet lemmas), in its order."""
+    info = ImageNetInfo(infer_imagenet_subset({"num_classes": num_classes}))
+    names = next(member.meta["categories"] for name in TIMM_MODELS for member in W.get_model_weights(name)
+                 if member.meta["num_classes"] == num_classes)
+    assert names == [info.index_to_description(i) for i in range(num_classes)]
+
+
+def test_a_model_without_weights_has_its_default_weights_head(no_init):
+    """As in timm, ``create_model`` without weights builds the default weights' head: none for an image encoder
+    (0 classes), 21841 classes where the default weights are ImageNet-22k's; ``num_classes=`` still wins."""
+    assert models.create_model("tiny_vit_5m_224").num_classes == get_pretrained_cfg("tiny_vit_5m_224").num_classes
+    assert models.create_model("tiny_vit_5m_224", num_classes=10).num_classes == 10
+    assert models.create_model("resnet50").fc.out_features == 1000
 
 
 @pytest.mark.parametrize("name", ["deit_tiny_patch16_224", "inception_v4", "mixer_b16_224"])

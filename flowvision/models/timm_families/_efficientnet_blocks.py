@@ -2,7 +2,8 @@
 
 Layers: EfficientNet's squeeze-and-excitation and layer scale (the convolutions, "same" padded, mixed or CondConv,
 come from ``_conv``; BatchNorm with its activation, anti-aliasing and ConvNormAct from ``_layers``; global context
-attention from ``_attention``). Blocks, named as the stage strings name them: ``cn``
+attention from ``_attention``). Every block takes its norm-and-activation layer as ``norm_layer`` (BatchNorm by
+default), which ``build_stages`` hands to all of them. Blocks, named as the stage strings name them: ``cn``
 (ConvBnAct), ``ds`` / ``dsa`` (DepthwiseSeparableConv), ``ir`` (InvertedResidual, MBConv; CondConvResidual with
 ``cc``), ``er`` (EdgeResidual, FusedMBConv), ``uir`` (MobileNetV4's UniversalInvertedResidual) and ``mqa``
 (MobileNetV4's MobileAttention with multi-query attention). ``decode_arch_def`` reads the stage strings,
@@ -209,24 +210,25 @@ class _Residual(nn.Module):
         return x
 
 
-def _space_to_depth(in_chs, act_layer, eps):
+def _space_to_depth(in_chs, act_layer, norm_layer):
     """EfficientNet-X's space-to-depth, at the start of its region: a 2x2 stride-2 convolution ("same" padded) to
-    four times the channels, with BatchNorm and activation (``conv_s2d``, ``bn_s2d``)."""
+    four times the channels, with ``norm_layer``'s norm and activation (``conv_s2d``, ``bn_s2d``)."""
     conv = create_conv2d(in_chs, 4 * in_chs, 2, stride=2, pad_type="same")
-    bn = BatchNormAct2d(4 * in_chs, eps, act_layer)
+    bn = norm_layer(4 * in_chs, act_layer=act_layer)
     return conv, bn
 
 
 class ConvBnAct(_Residual):
-    """A convolution, BatchNorm and activation; with ``skip``, added to the input where shapes allow."""
+    """A convolution, a norm and activation (``norm_layer``, BatchNorm by default); with ``skip``, added to the
+    input where shapes allow."""
 
     def __init__(self, in_chs, out_chs, kernel_size, stride=1, dilation=1, skip=False, pad_type="",
-                 act_layer=nn.ReLU, eps=1e-5, aa_layer=None, drop_path_rate=0.0):
+                 act_layer=nn.ReLU, norm_layer=BatchNormAct2d, aa_layer=None, drop_path_rate=0.0):
         super().__init__()
         self.has_skip = skip and stride == 1 and in_chs == out_chs
         use_aa = bool(aa_layer) and stride > 1
         self.conv = create_conv2d(in_chs, out_chs, kernel_size, 1 if use_aa else stride, dilation, pad_type=pad_type)
-        self.bn1 = BatchNormAct2d(out_chs, eps, act_layer)
+        self.bn1 = norm_layer(out_chs, act_layer=act_layer)
         self.aa = _aa_or_identity(aa_layer, out_chs, stride)
         self.drop_path = drop_path_module(drop_path_rate)
 
@@ -239,34 +241,35 @@ class ConvBnAct(_Residual):
 
 
 class DepthwiseSeparableConv(_Residual):
-    """A depthwise convolution with BatchNorm and activation, squeeze-and-excitation, then a pointwise convolution
-    with BatchNorm (and activation with ``pw_act``); residual unless ``noskip`` or the shape changes.
+    """A depthwise convolution with norm and activation, squeeze-and-excitation, then a pointwise convolution
+    with norm (and activation with ``pw_act``); residual unless ``noskip`` or the shape changes. ``norm_layer``
+    builds the norms with their activations (BatchNorm by default).
 
     ``s2d=1`` (the first block of EfficientNet-X's space-to-depth region) first folds each 2x2 patch into the
     channels (``conv_s2d``, ``bn_s2d``) and halves the depthwise kernel (rounded up; 'same' padded when 2)."""
 
     def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, pw_kernel_size=1, pw_act=False,
-                 noskip=False, s2d=0, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None, se_layer=None,
-                 drop_path_rate=0.0):
+                 noskip=False, s2d=0, pad_type="", act_layer=nn.ReLU, norm_layer=BatchNormAct2d, aa_layer=None,
+                 se_layer=None, drop_path_rate=0.0):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         use_aa = bool(aa_layer) and stride > 1
         self.conv_s2d = None
         dw_pad_type = pad_type
         if s2d == 1:
-            self.conv_s2d, self.bn_s2d = _space_to_depth(in_chs, act_layer, eps)
+            self.conv_s2d, self.bn_s2d = _space_to_depth(in_chs, act_layer, norm_layer)
             in_chs *= 4
             dw_kernel_size = (dw_kernel_size + 1) // 2
             dw_pad_type = "same" if dw_kernel_size == 2 else pad_type
             use_aa = False
         self.conv_dw = create_conv2d(in_chs, in_chs, dw_kernel_size, 1 if use_aa else stride, dilation,
                                      groups=in_chs, pad_type=dw_pad_type)
-        self.bn1 = BatchNormAct2d(in_chs, eps, act_layer)
+        self.bn1 = norm_layer(in_chs, act_layer=act_layer)
         # timm sizes this layer by the output's channels
         self.aa = _aa_or_identity(aa_layer, out_chs, stride)
         self.se = _se_or_identity(se_layer, in_chs, act_layer)
         self.conv_pw = create_conv2d(in_chs, out_chs, pw_kernel_size, pad_type=pad_type)
-        self.bn2 = BatchNormAct2d(out_chs, eps, act_layer, apply_act=pw_act)
+        self.bn2 = norm_layer(out_chs, act_layer=act_layer, apply_act=pw_act)
         self.drop_path = drop_path_module(drop_path_rate)
 
     def forward(self, x):
@@ -288,32 +291,32 @@ class InvertedResidual(_Residual):
     depthwise convolution, squeeze-and-excitation, a linear pointwise projection; residual unless ``noskip`` or
     the shape changes. Kernel sizes may be lists (MixNet's mixed convolutions). ``s2d=1``: the space-to-depth
     start of ``DepthwiseSeparableConv``. ``num_experts`` (``CondConvResidual``) makes the three convolutions
-    CondConv ones."""
+    CondConv ones. ``norm_layer`` builds the norms with their activations (BatchNorm by default)."""
 
     def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, exp_kernel_size=1,
-                 pw_kernel_size=1, noskip=False, s2d=0, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None,
-                 se_layer=None, drop_path_rate=0.0, num_experts=0):
+                 pw_kernel_size=1, noskip=False, s2d=0, pad_type="", act_layer=nn.ReLU, norm_layer=BatchNormAct2d,
+                 aa_layer=None, se_layer=None, drop_path_rate=0.0, num_experts=0):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         use_aa = bool(aa_layer) and stride > 1
         self.conv_s2d = None
         dw_pad_type = pad_type
         if s2d == 1:
-            self.conv_s2d, self.bn_s2d = _space_to_depth(in_chs, act_layer, eps)
+            self.conv_s2d, self.bn_s2d = _space_to_depth(in_chs, act_layer, norm_layer)
             in_chs *= 4
             dw_kernel_size = (dw_kernel_size + 1) // 2
             dw_pad_type = "same" if dw_kernel_size == 2 else pad_type
             use_aa = False
         mid_chs = _make_divisible(in_chs * exp_ratio, 8)
         self.conv_pw = create_conv2d(in_chs, mid_chs, exp_kernel_size, pad_type=pad_type, num_experts=num_experts)
-        self.bn1 = BatchNormAct2d(mid_chs, eps, act_layer)
+        self.bn1 = norm_layer(mid_chs, act_layer=act_layer)
         self.conv_dw = create_conv2d(mid_chs, mid_chs, dw_kernel_size, 1 if use_aa else stride, dilation,
                                      groups=mid_chs, pad_type=dw_pad_type, num_experts=num_experts)
-        self.bn2 = BatchNormAct2d(mid_chs, eps, act_layer)
+        self.bn2 = norm_layer(mid_chs, act_layer=act_layer)
         self.aa = _aa_or_identity(aa_layer, mid_chs, stride)
         self.se = _se_or_identity(se_layer, mid_chs, act_layer)
         self.conv_pwl = create_conv2d(mid_chs, out_chs, pw_kernel_size, pad_type=pad_type, num_experts=num_experts)
-        self.bn3 = BatchNormAct2d(out_chs, eps, apply_act=False)
+        self.bn3 = norm_layer(out_chs, apply_act=False)
         self.drop_path = drop_path_module(drop_path_rate)
 
     def forward(self, x):
@@ -359,11 +362,12 @@ class EdgeResidual(_Residual):
     the pointwise expansion and the depthwise convolution), optional squeeze-and-excitation, a linear pointwise
     projection; residual unless ``noskip`` or the shape changes. ``force_in_chs`` sizes the expansion from that
     many channels instead of the input's (EfficientNet-EdgeTPU's first block); ``group_size`` splits the expansion
-    into groups of that many output channels (0: one group)."""
+    into groups of that many output channels (0: one group). ``norm_layer`` builds the norms with their activations
+    (BatchNorm by default)."""
 
     def __init__(self, in_chs, out_chs, exp_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, pw_kernel_size=1,
-                 noskip=False, force_in_chs=0, group_size=0, pad_type="", act_layer=nn.ReLU, eps=1e-5,
-                 aa_layer=None, se_layer=None, drop_path_rate=0.0):
+                 noskip=False, force_in_chs=0, group_size=0, pad_type="", act_layer=nn.ReLU,
+                 norm_layer=BatchNormAct2d, aa_layer=None, se_layer=None, drop_path_rate=0.0):
         super().__init__()
         mid_chs = _make_divisible((force_in_chs or in_chs) * exp_ratio, 8)
         groups = mid_chs // group_size if group_size else 1
@@ -371,11 +375,11 @@ class EdgeResidual(_Residual):
         use_aa = bool(aa_layer) and stride > 1
         self.conv_exp = create_conv2d(in_chs, mid_chs, exp_kernel_size, 1 if use_aa else stride, dilation, groups,
                                       pad_type=pad_type)
-        self.bn1 = BatchNormAct2d(mid_chs, eps, act_layer)
+        self.bn1 = norm_layer(mid_chs, act_layer=act_layer)
         self.aa = _aa_or_identity(aa_layer, mid_chs, stride)
         self.se = _se_or_identity(se_layer, mid_chs, act_layer)
         self.conv_pwl = create_conv2d(mid_chs, out_chs, pw_kernel_size, pad_type=pad_type)
-        self.bn2 = BatchNormAct2d(out_chs, eps, apply_act=False)
+        self.bn2 = norm_layer(out_chs, apply_act=False)
         self.drop_path = drop_path_module(drop_path_rate)
 
     def forward(self, x):
@@ -400,14 +404,17 @@ class UniversalInvertedResidual(_Residual):
     optional depthwise convolution at the expanded width (``dw_mid``), squeeze-and-excitation, a linear pointwise
     projection, an optional depthwise convolution after it (``dw_end``) and a layer scale. A kernel size of 0 leaves
     its convolution out (an identity); the stride goes to the first depthwise convolution present. Its four forms:
-    ExtraDW (start and mid), inverted residual (mid), ConvNeXt-like (start) and FFN (none)."""
+    ExtraDW (start and mid), inverted residual (mid), ConvNeXt-like (start) and FFN (none). ``norm_layer`` builds
+    each convolution's norm with its activation (BatchNorm by default)."""
 
     def __init__(self, in_chs, out_chs, dw_kernel_size_start=0, dw_kernel_size_mid=3, dw_kernel_size_end=0,
-                 stride=1, dilation=1, exp_ratio=1.0, noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5,
-                 aa_layer=None, se_layer=None, layer_scale_init_value=1e-5, drop_path_rate=0.0):
+                 stride=1, dilation=1, exp_ratio=1.0, noskip=False, pad_type="", act_layer=nn.ReLU,
+                 norm_layer=BatchNormAct2d, aa_layer=None, se_layer=None, layer_scale_init_value=1e-5,
+                 drop_path_rate=0.0):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
-        norm = dict(padding=pad_type, norm_layer=partial(BatchNormAct2d, eps=eps), act_layer=act_layer)
+        # the block's activation bound, as ConvNormAct binds it only into BatchNorm
+        norm = dict(padding=pad_type, norm_layer=partial(norm_layer, act_layer=act_layer))
         dw_start = None
         if dw_kernel_size_start:
             start_stride = 1 if dw_kernel_size_mid else stride
@@ -451,10 +458,11 @@ class MultiQueryAttention2d(nn.Module):
     """Multi-query attention over the pixels of an NCHW map (Shazeer 2019): ``num_heads`` query heads of
     ``key_dim`` channels share one key and one value head, all 1x1 projections (``query``, ``key``, ``value``,
     ``output``, bias-free). With ``kv_stride`` > 1 the keys and values come from a map first downsampled by a
-    strided depthwise convolution and BatchNorm (``down_conv``, ``norm``), as MobileNetV4 does."""
+    strided depthwise convolution and a norm without activation (``down_conv``, ``norm``: ``norm_layer``, BatchNorm
+    by default), as MobileNetV4 does."""
 
     def __init__(self, dim, dim_out, num_heads=8, key_dim=64, value_dim=64, kv_stride=1, dw_kernel_size=3,
-                 dilation=1, pad_type="", eps=1e-5):
+                 dilation=1, pad_type="", norm_layer=nn.BatchNorm2d):
         super().__init__()
         self.num_heads = num_heads
         self.key_dim = key_dim
@@ -463,8 +471,8 @@ class MultiQueryAttention2d(nn.Module):
         self.scale = key_dim ** -0.5
         self.query = nn.Sequential()
         self.query.add_module("proj", create_conv2d(dim, num_heads * key_dim, 1))
-        self.key = self._kv_path(dim, key_dim, kv_stride, dw_kernel_size, dilation, pad_type, eps)
-        self.value = self._kv_path(dim, value_dim, kv_stride, dw_kernel_size, dilation, pad_type, eps)
+        self.key = self._kv_path(dim, key_dim, kv_stride, dw_kernel_size, dilation, pad_type, norm_layer)
+        self.value = self._kv_path(dim, value_dim, kv_stride, dw_kernel_size, dilation, pad_type, norm_layer)
         self.attn_drop = nn.Dropout(0.0)
         self.output = nn.Sequential()
         self.output.add_module("proj", create_conv2d(value_dim * num_heads, dim_out, 1))
@@ -472,14 +480,14 @@ class MultiQueryAttention2d(nn.Module):
         self.init_weights()
 
     @staticmethod
-    def _kv_path(dim, out_dim, kv_stride, dw_kernel_size, dilation, pad_type, eps):
-        """The key or value path: the optional strided depthwise downsampling with BatchNorm, then the 1x1
-        projection to ``out_dim`` channels."""
+    def _kv_path(dim, out_dim, kv_stride, dw_kernel_size, dilation, pad_type, norm_layer):
+        """The key or value path: the optional strided depthwise downsampling with ``norm_layer``'s norm, then the
+        1x1 projection to ``out_dim`` channels."""
         path = nn.Sequential()
         if kv_stride > 1:
             path.add_module("down_conv", create_conv2d(dim, dim, dw_kernel_size, kv_stride, dilation, groups=dim,
                                                        pad_type=pad_type))
-            path.add_module("norm", nn.BatchNorm2d(dim, eps=eps))
+            path.add_module("norm", norm_layer(dim))
         path.add_module("proj", create_conv2d(dim, out_dim, 1, pad_type=pad_type))
         return path
 
@@ -508,17 +516,18 @@ class MultiQueryAttention2d(nn.Module):
 
 
 class MobileAttention(_Residual):
-    """MobileNetV4's attention block: BatchNorm (``norm``), multi-query attention (``attn``) and a layer scale,
-    added to the input where shapes allow (``noskip`` turns that off)."""
+    """MobileNetV4's attention block: a norm without activation (``norm``: ``norm_layer``, BatchNorm by default),
+    multi-query attention (``attn``, its keys' and values' downsampling normalised by the plain norm
+    ``attn_norm_layer``) and a layer scale, added to the input where shapes allow (``noskip`` turns that off)."""
 
     def __init__(self, in_chs, out_chs, stride=1, dw_kernel_size=3, dilation=1, num_heads=8, key_dim=64,
-                 value_dim=64, kv_stride=1, noskip=False, pad_type="", act_layer=nn.ReLU, eps=1e-5, aa_layer=None,
-                 layer_scale_init_value=1e-5, drop_path_rate=0.0):
+                 value_dim=64, kv_stride=1, noskip=False, pad_type="", act_layer=nn.ReLU, norm_layer=BatchNormAct2d,
+                 attn_norm_layer=nn.BatchNorm2d, aa_layer=None, layer_scale_init_value=1e-5, drop_path_rate=0.0):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
-        self.norm = BatchNormAct2d(in_chs, eps, act_layer, apply_act=False)
+        self.norm = norm_layer(in_chs, act_layer=act_layer, apply_act=False)
         self.attn = MultiQueryAttention2d(in_chs, out_chs, num_heads, key_dim, value_dim, kv_stride, dw_kernel_size,
-                                          dilation, pad_type, eps)
+                                          dilation, pad_type, attn_norm_layer)
         layer_scale = None
         if layer_scale_init_value is not None:
             layer_scale = LayerScale2d(out_chs, layer_scale_init_value)
@@ -548,11 +557,11 @@ def _block_class(kind, args):
     return _BLOCKS[kind]
 
 
-def _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value, kind):
+def _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value, attn_norm_layer, kind):
     """A decoded block's arguments as its class takes them: its squeeze-and-excitation ratio turned into
     ``se_layer`` (relative to the expanded channels with ``se_from_exp``, else to the input's; a quarter of that
     where a space-to-depth region starts, the input's channels being quadrupled), the anti-aliasing layer and the
-    layer scale where the model has them."""
+    layer scale where the model has them, and the attention's plain norm for an attention block."""
     se_ratio = args.pop("se_ratio", 0.0)
     if se_ratio and se_layer is not None:
         if not se_from_exp:
@@ -564,14 +573,20 @@ def _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value,
         args["aa_layer"] = aa_layer
     if kind in _LAYER_SCALED:
         args["layer_scale_init_value"] = layer_scale_init_value
+    if kind == "mqa":
+        args["attn_norm_layer"] = attn_norm_layer
     return args
 
 
 def build_stages(block_args, in_chs, round_chs, output_stride=32, pad_type="", act_layer=nn.ReLU, bn_eps=1e-5,
                  se_layer=SqueezeExcite, se_from_exp=False, aa_layer=None, drop_path_rate=0.0,
-                 layer_scale_init_value=None):
+                 layer_scale_init_value=None, norm_layer=None, attn_norm_layer=None):
     """The decoded stages ``block_args`` as a Sequential of stages (each a Sequential of blocks) after a stem of
     ``in_chs`` channels; returns it, timm's ``feature_info`` and the last block's channels.
+
+    ``norm_layer`` builds every block's norms with their activations, as ``norm_layer(channels, apply_act=...,
+    act_layer=...)``, and ``attn_norm_layer`` the plain norm of the attention blocks' downsampled keys and values,
+    as ``attn_norm_layer(channels)``; both BatchNorm with epsilon ``bn_eps`` when not given.
 
     ``round_chs`` rounds each block's channels (and an er block's ``force_in_chs``). Strides that would take the
     reduction beyond ``output_stride`` become dilation. ``drop_path_rate`` grows linearly over the blocks (from 0
@@ -588,6 +603,10 @@ def build_stages(block_args, in_chs, round_chs, output_stride=32, pad_type="", a
     """
     if se_layer is not None:
         se_layer(8, rd_ratio=1.0)
+    if norm_layer is None:
+        norm_layer = partial(BatchNormAct2d, eps=bn_eps)
+    if attn_norm_layer is None:
+        attn_norm_layer = partial(nn.BatchNorm2d, eps=bn_eps)
     feature_info = []
     if block_args[0][0]["stride"] > 1 or block_args[0][0].get("s2d"):
         feature_info.append(dict(module="bn1", num_chs=in_chs, stage=0, reduction=2))
@@ -620,14 +639,15 @@ def build_stages(block_args, in_chs, round_chs, output_stride=32, pad_type="", a
             else:
                 reduction *= stride
             args.setdefault("act_layer", act_layer)
-            args = _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value, kind)
+            args = _block_kwargs(args, se_layer, se_from_exp, aa_layer, layer_scale_init_value, attn_norm_layer,
+                                 kind)
             out_chs = round_chs(args.pop("out_chs"))
             if space2depth:
                 out_chs *= 4
             if args.get("force_in_chs"):
                 args["force_in_chs"] = round_chs(args["force_in_chs"])
             blocks.add_module(str(i), _block_class(kind, args)(
-                in_chs, out_chs, stride=stride, dilation=block_dilation, pad_type=pad_type, eps=bn_eps,
+                in_chs, out_chs, stride=stride, dilation=block_dilation, pad_type=pad_type, norm_layer=norm_layer,
                 drop_path_rate=drop_path_rate * block_idx / total_blocks, **args))
             in_chs = out_chs
             block_idx += 1

@@ -4,17 +4,23 @@ Great Again"), MobileOne (Vasu et al. 2023, "MobileOne: An Improved One millisec
 RegNetZ sizes (Dollar et al. 2021, "Fast and Accurate Model Scaling"; the ``_evos`` ones with EvoNorm-S0a, Liu et
 al. 2020) and timm's ResNe(X)t-26/33/50 "ts" models with squeeze-and-excitation, efficient channel attention,
 global context (Cao et al. 2019, "GCNet") or bilinear attention (Chi et al. 2020, "Non-Local Neural Networks With
-Grouped Bilinear Attentional Transforms"), and timm's tiny test network (test_byobnet).
+Grouped Bilinear Attentional Transforms"), CLIP's modified ResNets (Radford et al. 2021, "Learning Transferable
+Visual Models From Natural Language Supervision": resnet50_clip, resnet101_clip, resnet50x4_clip, resnet50x16_clip,
+resnet50x64_clip, and their ``_gap`` forms with average pooling), and timm's tiny test network (test_byobnet).
 
 One network, ``ByobNet``, is assembled from a configuration (``ByoModelCfg``): a stem (one convolution, a stack of
 three or four, or a RepVGG / MobileOne block), stages of blocks (``ByoBlockCfg``: block type, count, width, stride,
 group size, bottleneck ratio), an optional 1x1 convolution to ``num_features`` and the classifier. The block types
 are the ResNet basic block ('basic'), the bottleneck ('bottle'), the 1x1-then-kxk 'dark' and kxk-then-1x1 'edge'
 blocks, RepVGG's three-branch block ('rep'), MobileOne's multi-branch block ('one') and a bottleneck around a
-self-attention layer ('self_attn', for the attention networks built on this one); each may carry a channel
-attention layer ('se', 'eca', 'gc', 'gca', 'bat'). RepVGG and MobileOne blocks fold their branches into one
-convolution with ``reparameterize()`` for inference. Model names, module names, ``state_dict`` keys,
-initialisation and the model API follow timm's ``byobnet`` module, so its checkpoints load as they are.
+self-attention layer ('self_attn', for the attention networks built on this one); each may carry a channel attention
+layer ('se', 'eca', 'gc', 'gca', 'bat'). RepVGG and MobileOne blocks fold their branches into one convolution with
+``reparameterize()`` for inference. CLIP's ResNets (``ByoHeadModelCfg``) have a three-convolution stem with 2x2
+average pooling, bottlenecks whose strided 3x3 convolutions leave the subsampling to a 2x2 average pool after their
+norm (anti-aliasing), average-pool shortcuts and, as head, attention pooling over the last map (``AttentionPool2d``,
+a fixed ``img_size``) projecting to the CLIP embedding; the ``_gap`` forms average-pool. Model names, module names,
+``state_dict`` keys, initialisation and the model API follow timm's ``byobnet`` module, so its checkpoints load as
+they are.
 """
 import math
 from collections.abc import Sequence
@@ -31,6 +37,7 @@ from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._attention import EcaModule, GlobalContext, SEModule
+from ._attention_pool import AttentionPool2d
 from ._conv import create_conv2d, get_padding, num_groups
 from ._layers import (BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module, get_act_layer,
                       pair)
@@ -85,6 +92,23 @@ class ByoModelCfg:
     self_attn_layer: Optional[str] = None
     self_attn_kwargs: dict = field(default_factory=dict)
     block_kwargs: dict = field(default_factory=dict)
+
+    # timm's anti-aliasing and head fields, fixed here (class attributes, not fields) for every config but the
+    # ``ByoHeadModelCfg`` ones: no anti-aliasing, the pooling classifier
+    aa_layer = ""
+    head_hidden_size = None
+    head_type = "classifier"
+
+
+@dataclass
+class ByoHeadModelCfg(ByoModelCfg):
+    """A ``ByoModelCfg`` with timm's anti-aliasing and head fields: ``aa_layer`` ('avg': a 2x2 average pool after
+    the norm takes over the stride of each strided convolution of the stages, not of the stem), ``head_type``
+    ('classifier' or '': pooling and a linear layer; 'attn_abs': ``AttentionPool2d``) and ``head_hidden_size`` (the
+    attention pool's width; None: the features' width)."""
+    aa_layer: str = ""
+    head_hidden_size: Optional[int] = None
+    head_type: str = "classifier"
 
 
 def interleave_blocks(types, d, every=1, first=False, **kwargs):
@@ -238,14 +262,18 @@ class LayerFn:
     self_attn: Optional[Callable] = None
 
 
-def get_layer_fns(cfg):
-    """The layer factories of a model config."""
+def get_layer_fns(cfg, allow_aa=True):
+    """The layer factories of a model config; the convolutions anti-aliased as ``cfg.aa_layer`` says where
+    ``allow_aa`` (the stages', not the stem's)."""
     act = get_act_layer(cfg.act_layer)
     norm_act = get_norm_act_layer(cfg.norm_layer, act)
+    if cfg.aa_layer and allow_aa:
+        conv_norm_act = partial(ConvNormAct, norm_layer=norm_act, aa_layer=cfg.aa_layer)
+    else:
+        conv_norm_act = partial(ConvNormAct, norm_layer=norm_act)
     attn = partial(get_attn(cfg.attn_layer), **cfg.attn_kwargs) if cfg.attn_layer else None
     self_attn = partial(get_attn(cfg.self_attn_layer), **cfg.self_attn_kwargs) if cfg.self_attn_layer else None
-    return LayerFn(conv_norm_act=partial(ConvNormAct, norm_layer=norm_act), norm_act=norm_act, act=act,
-                   attn=attn, self_attn=self_attn)
+    return LayerFn(conv_norm_act=conv_norm_act, norm_act=norm_act, act=act, attn=attn, self_attn=self_attn)
 
 
 class DownsampleAvg(nn.Module):
@@ -882,17 +910,20 @@ def _init_weights(module, zero_init_last=False):
 class ByobNet(ClassifierHeadApi, nn.Module):
     """The bring-your-own-blocks network of ``cfg`` (a ``ByoModelCfg``; extra keyword arguments replace its
     fields): ``stem``, ``stages``, ``final_conv`` (1x1 convolution, norm, activation to ``num_features``, or an
-    identity) and the classifier ``head`` (global pooling, dropout, linear layer).
+    identity) and the ``head``: the classifier (global pooling, dropout, linear layer) or, for ``head_type``
+    'attn_abs', attention pooling (dropout, then the projection ``head.proj`` to ``num_classes``; its position
+    embeddings are sized for the map of an ``img_size`` image).
 
     ``output_stride`` 8 or 16 dilates the last stages instead of striding them; ``img_size`` is required by
-    fixed-input-size configs; ``drop_path_rate`` grows linearly over the blocks; ``drop_rate`` is the dropout before
-    the classifier; ``zero_init_last`` zeroes each residual block's last norm scale; ``num_classes=0`` replaces the
-    classifier with an identity (pooled features); ``global_pool`` picks the pooling ('' leaves the map).
+    fixed-input-size configs and attention-pool heads; ``drop_path_rate`` grows linearly over the blocks;
+    ``drop_rate`` is the dropout before the classifier; ``zero_init_last`` zeroes each residual block's last norm
+    scale; ``num_classes=0`` replaces the classifier with an identity (pooled features); ``global_pool`` picks the
+    pooling ('' leaves the map; None: 'avg', or 'token' for attention pooling, which takes only those two).
     """
 
     feature_wrapper = FlatFeatureListNet
 
-    def __init__(self, cfg, num_classes=1000, in_chans=3, global_pool="avg", output_stride=32, img_size=None,
+    def __init__(self, cfg, num_classes=1000, in_chans=3, global_pool=None, output_stride=32, img_size=None,
                  drop_rate=0.0, drop_path_rate=0.0, zero_init_last=True, **kwargs):
         super().__init__()
         if output_stride not in (8, 16, 32):
@@ -901,15 +932,18 @@ class ByobNet(ClassifierHeadApi, nn.Module):
         self.in_chans = in_chans
         self.drop_rate = drop_rate
         cfg = replace(cfg, **kwargs)
+        if cfg.head_type not in ("", "classifier", "attn_abs"):
+            raise ValueError(f"unknown head_type '{cfg.head_type}': expected 'classifier', '' or 'attn_abs'")
         layers = get_layer_fns(cfg)
-        if cfg.fixed_input_size and img_size is None:
+        if (cfg.fixed_input_size or cfg.head_type == "attn_abs") and img_size is None:
             raise ValueError("this model is built for a fixed input size: give img_size")
         feat_size = None if img_size is None else pair(img_size)
         if isinstance(cfg.stem_chs, (list, tuple)):
             stem_chs = [int(round(c * cfg.width_factor)) for c in cfg.stem_chs]
         else:
             stem_chs = int(round((cfg.stem_chs or cfg.blocks[0].c) * cfg.width_factor))
-        self.stem, stem_feat = create_byob_stem(in_chans, stem_chs, cfg.stem_type, cfg.stem_pool, layers=layers)
+        self.stem, stem_feat = create_byob_stem(in_chans, stem_chs, cfg.stem_type, cfg.stem_pool,
+                                                layers=get_layer_fns(cfg, allow_aa=False))
         self.feature_info = stem_feat[:-1]
         feat_size = reduce_feat_size(feat_size, stride=stem_feat[-1]["reduction"])
         self.stages, stage_feat, feat_size = create_byob_stages(cfg, drop_path_rate, output_stride, stem_feat[-1],
@@ -924,8 +958,16 @@ class ByobNet(ClassifierHeadApi, nn.Module):
             self.final_conv = nn.Identity()
         self.feature_info.append(dict(num_chs=self.num_features, reduction=stage_feat[-1]["reduction"],
                                       module="final_conv", stage=len(self.stages)))
-        self.head = ClassifierHead(self.num_features, num_classes, global_pool, drop_rate)
-        self.head_hidden_size = self.head.num_features
+        if cfg.head_type == "attn_abs":
+            global_pool = "token" if global_pool is None else global_pool
+            self.head = AttentionPool2d(self.num_features, feat_size=feat_size, out_features=num_classes,
+                                        embed_dim=cfg.head_hidden_size, pool_type=global_pool, drop_rate=drop_rate,
+                                        qkv_separate=True)
+            self.head_hidden_size = self.head.embed_dim
+        else:
+            global_pool = "avg" if global_pool is None else global_pool
+            self.head = ClassifierHead(self.num_features, num_classes, global_pool, drop_rate)
+            self.head_hidden_size = self.head.num_features
         self.global_pool = global_pool
         for module in _modules_children_first(self):
             _init_weights(module, zero_init_last=zero_init_last)
@@ -942,7 +984,26 @@ class ByobNet(ClassifierHeadApi, nn.Module):
             first_conv = "stem.conv1.conv" if isinstance(self.stem.conv1, ConvNormAct) else "stem.conv1"
         else:
             first_conv = "stem.conv"
-        return {"first_conv": first_conv, "classifier": "head.fc"}
+        classifier = "head.proj" if isinstance(self.head, AttentionPool2d) else "head.fc"
+        return {"first_conv": first_conv, "classifier": classifier}
+
+    def get_classifier(self):
+        """The final linear layer: the attention pool's projection, or the classifier's."""
+        if isinstance(self.head, AttentionPool2d):
+            return self.head.proj
+        return self.head.fc
+
+    def reset_classifier(self, num_classes, global_pool=None):
+        """A fresh classifier for ``num_classes`` (0: the pooled features) after another pooling ``global_pool``
+        if given; an attention-pool head keeps its attention (and ``head_hidden_size``) and takes only 'token' or
+        ''."""
+        if not isinstance(self.head, AttentionPool2d):
+            super().reset_classifier(num_classes, global_pool)
+            return
+        self.num_classes = num_classes
+        self.head.reset(num_classes, global_pool)
+        if global_pool is not None:
+            self.global_pool = global_pool
 
     def forward_features(self, x):
         """The map after the stem, the stages and ``final_conv``."""
@@ -1015,6 +1076,25 @@ _TS = dict(stem_chs=64, stem_type="tiered", act_layer="silu")
 _REGNETZ = dict(downsample="", act_layer="silu", attn_layer="se", attn_kwargs=dict(rd_ratio=0.25),
                 block_kwargs=dict(bottle_in=True, linear_out=True))
 _EVOS = partial(EvoNorm2dS0a, group_size=16)
+
+
+def _clip_resnet(depths, width_factor=1.0, head_type="attn_abs"):
+    """CLIP's modified ResNet: bottlenecks (ratio 1/4) of ``depths`` in four stages, a stem of three 3x3
+    convolutions (32, 32, 64 wide) with 2x2 average pooling, average-pool shortcuts, anti-aliased strides, widths
+    times ``width_factor``, and attention pooling (``head_type`` 'attn_abs') or the average-pooling classifier."""
+    blocks = _bottle_stages(depths, (256, 512, 1024, 2048), (None,) * 4)
+    return ByoHeadModelCfg(blocks=blocks, width_factor=width_factor, stem_chs=(32, 32, 64), stem_type="",
+                           stem_pool="avg2", downsample="avg", aa_layer="avg", head_type=head_type)
+
+
+# (stage depths, width factor, image size of the released weights) of CLIP's ResNets
+_CLIP_RESNETS = {
+    "resnet50_clip": ((3, 4, 6, 3), 1.0, 224),
+    "resnet101_clip": ((3, 4, 23, 3), 1.0, 224),
+    "resnet50x4_clip": ((4, 6, 10, 6), 1.25, 288),
+    "resnet50x16_clip": ((6, 8, 18, 8), 1.5, 384),
+    "resnet50x64_clip": ((3, 15, 36, 10), 2.0, 448),
+}
 
 
 def _regnetz_blocks(depths, widths, group_size, ratio, first_stride):
@@ -1095,6 +1175,9 @@ model_cfgs = dict(
                              stem_chs=24, downsample="avg", stem_pool="", act_layer="relu", attn_layer="se",
                              attn_kwargs=dict(rd_ratio=0.25)),
 )
+for _name, (_depths, _width_factor, _) in _CLIP_RESNETS.items():
+    model_cfgs[_name] = _clip_resnet(_depths, _width_factor)
+    model_cfgs[f"{_name}_gap"] = _clip_resnet(_depths, _width_factor, head_type="classifier")
 
 
 def _create_byobnet(variant, pretrained, progress, kwargs):
@@ -1104,6 +1187,12 @@ def _create_byobnet(variant, pretrained, progress, kwargs):
     if kwargs.get("features_only"):
         kwargs.setdefault("out_indices", (0, 1, 2, 3, 4))
     return build_model(ByobNet, variant, pretrained, progress=progress, cfg=model_cfgs[variant], **kwargs)
+
+
+def _create_clip_resnet(variant, pretrained, progress, kwargs):
+    """A CLIP ResNet with attention pooling, sized for its weights' image size unless ``img_size`` is given."""
+    kwargs.setdefault("img_size", _CLIP_RESNETS[variant][2])
+    return _create_byobnet(variant, pretrained, progress, kwargs)
 
 
 @register_model
@@ -1351,3 +1440,63 @@ def seresnext26ts(pretrained=False, progress=True, **kwargs):
 def test_byobnet(pretrained=False, progress=True, **kwargs):
     """timm's tiny test network: one edge, dark, basic and bottleneck block (32 to 256 wide) with SE, ReLU."""
     return _create_byobnet("test_byobnet", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50_clip(pretrained=False, progress=True, **kwargs):
+    """CLIP's modified ResNet-50 image tower: attention pooling at 224 pixels to the 1024-wide embedding."""
+    return _create_clip_resnet("resnet50_clip", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet101_clip(pretrained=False, progress=True, **kwargs):
+    """CLIP's modified ResNet-101 image tower: attention pooling at 224 pixels to the 512-wide embedding."""
+    return _create_clip_resnet("resnet101_clip", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50x4_clip(pretrained=False, progress=True, **kwargs):
+    """CLIP's RN50x4 image tower (1.25x wider, deeper): attention pooling at 288 pixels to 640 wide."""
+    return _create_clip_resnet("resnet50x4_clip", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50x16_clip(pretrained=False, progress=True, **kwargs):
+    """CLIP's RN50x16 image tower (1.5x wider, deeper): attention pooling at 384 pixels to 768 wide."""
+    return _create_clip_resnet("resnet50x16_clip", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50x64_clip(pretrained=False, progress=True, **kwargs):
+    """CLIP's RN50x64 image tower (2x wider, deeper): attention pooling at 448 pixels to 1024 wide."""
+    return _create_clip_resnet("resnet50x64_clip", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50_clip_gap(pretrained=False, progress=True, **kwargs):
+    """CLIP's modified ResNet-50 trunk with average pooling instead of the attention pool."""
+    return _create_byobnet("resnet50_clip_gap", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet101_clip_gap(pretrained=False, progress=True, **kwargs):
+    """CLIP's modified ResNet-101 trunk with average pooling instead of the attention pool."""
+    return _create_byobnet("resnet101_clip_gap", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50x4_clip_gap(pretrained=False, progress=True, **kwargs):
+    """CLIP's RN50x4 trunk with average pooling instead of the attention pool."""
+    return _create_byobnet("resnet50x4_clip_gap", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50x16_clip_gap(pretrained=False, progress=True, **kwargs):
+    """CLIP's RN50x16 trunk with average pooling instead of the attention pool."""
+    return _create_byobnet("resnet50x16_clip_gap", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50x64_clip_gap(pretrained=False, progress=True, **kwargs):
+    """CLIP's RN50x64 trunk with average pooling instead of the attention pool."""
+    return _create_byobnet("resnet50x64_clip_gap", pretrained, progress, kwargs)

@@ -1,5 +1,6 @@
 """DaViT (Ding, Xiao, Codella, Luo, Wang and Yuan 2022, "DaViT: Dual Attention Vision Transformers"): davit_tiny,
-davit_small and davit_base.
+davit_small and davit_base; and the image encoders of Florence-2 (Xiao et al. 2024, "Florence-2: Advancing a Unified
+Representation for a Variety of Vision Tasks"), davit_base_fl and davit_huge_fl.
 
 A four-stage hierarchical transformer that runs at any image size. A padded 7x7 stride-4 convolution embeds the
 image; each later stage starts by halving the map with a normalised 2x2 stride-2 convolution. A stage repeats a dual
@@ -7,7 +8,9 @@ block: a spatial block, whose tokens attend within non-overlapping windows (the 
 channel block, whose channels attend to each other across the whole image (each head's channels form a
 head_dim x head_dim attention map over all tokens), so both cost time linear in the number of pixels. Before its
 attention and before its MLP, every block adds a depthwise 3x3 convolution of its input (a convolutional position
-encoding). The head pools, normalises and classifies. Model names, module names, ``state_dict`` keys, defaults and
+encoding). The head pools, normalises and classifies. Florence-2's towers (``_fl``) use 12x12 windows, 3x3
+downsamplings, a channel attention whose queries attend to the keys (scaled by the token count) and named blocks;
+their weights are encoders without a classifier. Model names, module names, ``state_dict`` keys, defaults and
 (truncated-normal) initialisation follow timm's ``davit`` module, so its checkpoints load directly.
 """
 from collections import OrderedDict
@@ -375,3 +378,19 @@ def davit_base(pretrained=False, progress=True, **kwargs):
     """DaViT-Base: depths (1, 1, 9, 1), widths 128-1024, heads 4-32."""
     config = dict(depths=(1, 1, 9, 1), embed_dims=(128, 256, 512, 1024), num_heads=(4, 8, 16, 32))
     return _create_davit("davit_base", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
+def davit_base_fl(pretrained=False, progress=True, **kwargs):
+    """Florence-2-base's DaViT: DaViT-Base with 12x12 windows, 3x3 downsamplings, v2 channel attention."""
+    config = dict(depths=(1, 1, 9, 1), embed_dims=(128, 256, 512, 1024), num_heads=(4, 8, 16, 32), window_size=12,
+                  down_kernel_size=3, channel_attn_v2=True, named_blocks=True)
+    return _create_davit("davit_base_fl", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
+def davit_huge_fl(pretrained=False, progress=True, **kwargs):
+    """Florence-2-large's DaViT: widths 256-2048, heads 8-64, 12x12 windows, 3x3 downsamplings, v2 channel attention."""
+    config = dict(depths=(1, 1, 9, 1), embed_dims=(256, 512, 1024, 2048), num_heads=(8, 16, 32, 64), window_size=12,
+                  down_kernel_size=3, channel_attn_v2=True, named_blocks=True)
+    return _create_davit("davit_huge_fl", pretrained, progress, **dict(config, **kwargs))

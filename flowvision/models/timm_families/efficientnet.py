@@ -48,9 +48,9 @@ class EfficientNet(nn.Module):
     channels. ``output_stride`` (8, 16 or 32) turns the strides beyond it into dilation. ``drop_path_rate`` grows
     linearly over the blocks (from 0 at the first); ``drop_rate`` is the dropout before the classifier. The stages
     end where the next stage strides (``feature_info``). ``pruned_widths``: the output channels of every
-    convolution, in module order, of a pruned variant (see ``_prune``). ``norm_layer`` replaces every BatchNorm and
-    its activation by another norm-and-activation layer, built as ``norm_layer(channels, apply_act=...,
-    act_layer=...)`` (timm's test models: GroupNorm, LayerNorm, EvoNorm-S0).
+    convolution, in module order, of a pruned variant (see ``_prune``). ``norm_layer`` is the norm-and-activation
+    layer of the stem, the blocks and the head, built as ``norm_layer(channels, apply_act=..., act_layer=...)``:
+    BatchNorm with ``bn_eps`` when not given, another norm in timm's test models (GroupNorm, LayerNorm, EvoNorm-S0).
     """
 
     default_cfg = {"first_conv": "conv_stem", "classifier": "classifier"}
@@ -64,17 +64,19 @@ class EfficientNet(nn.Module):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
         self.num_classes = num_classes
         self.drop_rate = drop_rate
+        if norm_layer is None:
+            norm_layer = partial(BatchNormAct2d, eps=bn_eps)
         round_chs = partial(round_channels, multiplier=channel_multiplier, round_limit=round_limit)
         if not fix_stem:
             stem_size = round_chs(stem_size)
         self.conv_stem = create_conv2d(in_chans, stem_size, stem_kernel_size, stride=2, pad_type=pad_type)
-        self.bn1 = BatchNormAct2d(stem_size, bn_eps, act_layer)
+        self.bn1 = norm_layer(stem_size, act_layer=act_layer)
         self.blocks, self.feature_info, head_chs = build_stages(
             block_args, stem_size, round_chs, output_stride, pad_type, act_layer, bn_eps, se_layer,
-            drop_path_rate=drop_path_rate)
+            drop_path_rate=drop_path_rate, norm_layer=norm_layer)
         if num_features > 0:
             self.conv_head = create_conv2d(head_chs, num_features, 1, pad_type=pad_type)
-            self.bn2 = BatchNormAct2d(num_features, bn_eps, act_layer)
+            self.bn2 = norm_layer(num_features, act_layer=act_layer)
             self.num_features = num_features
         else:
             self.conv_head = nn.Identity()
@@ -82,22 +84,9 @@ class EfficientNet(nn.Module):
             self.num_features = head_chs
         self.global_pool, self.classifier = create_classifier(self.num_features, num_classes, global_pool)
         self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
-        if norm_layer is not None:
-            self._replace_norms(norm_layer)
         init_weights_goog(self)
         if pruned_widths is not None:
             self._prune(pruned_widths)
-
-    def _replace_norms(self, norm_layer):
-        """Every BatchNorm-and-activation layer replaced, in place, by ``norm_layer`` of its width with its
-        activation (none where it has none). The norms draw no random numbers, so building with BatchNorm first
-        keeps timm's random stream and initial weights."""
-        for name, module in list(self.named_modules()):
-            if isinstance(module, BatchNormAct2d):
-                apply_act = not isinstance(module.act, nn.Identity)
-                layer = norm_layer(module.num_features, apply_act=apply_act, act_layer=type(module.act))
-                parent, _, leaf = name.rpartition(".")
-                setattr(self.get_submodule(parent), leaf, layer)
 
     def _prune(self, widths):
         """Narrow every convolution to its width in ``widths`` (output channels, in module order) as timm adapts a

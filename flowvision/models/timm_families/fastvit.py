@@ -1,6 +1,9 @@
 """FastViT (Vasu, Gabriel, Zhu, Tuzel and Ranjan 2023, "FastViT: A Fast Hybrid Vision Transformer using Structural
 Reparameterization"): fastvit_t8, fastvit_t12, fastvit_s12, fastvit_sa12, fastvit_sa24, fastvit_sa36 and
-fastvit_ma36.
+fastvit_ma36; and the MobileCLIP image towers built on it (Vasu, Pouransari, Faghri, Vemulapalli and Tuzel 2024,
+"MobileCLIP: Fast Image-Text Models through Multi-Modal Reinforced Training"; Faghri et al. 2025, "MobileCLIP2:
+Improving Multi-Modal Reinforced Training"): fastvit_mci0, fastvit_mci1, fastvit_mci2, fastvit_mci3 and
+fastvit_mci4.
 
 A hybrid of convolutions and attention built to be re-parameterised for inference. The stem is three MobileOne
 blocks (4x smaller map); four stages follow, each but the first opening with a patch embedding (a stride-2 7x7
@@ -8,7 +11,10 @@ depthwise-grouped convolution with a parallel 3x3 branch, then a 1x1 MobileOne b
 RepMixer (x + scale * (depthwise conv(x) - BatchNorm(x))), the last stage of the ``sa``/``ma`` variants with
 multi-head self-attention after a conditional position encoding (x + depthwise 7x7 conv(x)); every block ends in a
 convolutional feed-forward network (a 7x7 depthwise ConvNorm, then a 1x1 MLP) as a layer-scaled residual. A
-MobileOne block with squeeze-and-excitation doubles the width before the classifier head.
+MobileOne block with squeeze-and-excitation doubles the width before the classifier head. The MCi towers activate
+the patch embeddings' large-kernel convolutions (MCi0-2: squeeze-and-excitation in the last two; MCi3/4: a fifth,
+attention stage, LayerNorm before attention and a stem without 1x1 branches); their head projects to the CLIP
+embedding.
 
 Every multi-branch layer (MobileOne blocks, the large-kernel patch convolution, RepMixer, the position encoding)
 folds into one biased convolution for inference: ``reparameterize()`` on the layer, or ``reparameterize_model`` on
@@ -29,6 +35,7 @@ from ..registry import register_model
 from ._attention import SEModule
 from ._conv import create_conv2d, num_groups
 from ._layers import ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module, init_linear_layers, trunc_normal_
+from ._norm import LayerNorm2d
 from ._reparam import biased_conv_like, fold_batchnorm, identity_kernel, pad_kernel, sum_branches
 
 __all__ = []
@@ -532,7 +539,6 @@ class FastVit(ClassifierHeadApi, nn.Module):
     (``norm0``...) and ``forward`` returns the four normalised maps.
     """
 
-    default_cfg = {"first_conv": ("stem.0.conv_kxk.0.conv", "stem.0.conv_scale.conv"), "classifier": "head.fc"}
     feature_wrapper = FlatFeatureListNet
 
     def __init__(self, in_chans=3, layers=(2, 2, 6, 2), token_mixers=("repmixer",) * 4, embed_dims=(64, 128, 256, 512),
@@ -581,6 +587,16 @@ class FastVit(ClassifierHeadApi, nn.Module):
             self.head = ClassifierHead(self.num_features, num_classes, global_pool, drop_rate)
             self.head_hidden_size = self.head.num_features
         init_linear_layers(self)
+
+    @property
+    def default_cfg(self):
+        """timm's ``first_conv`` (the stem's first MobileOne block's convolutions: its 3x3 and, where the stem has
+        one, its 1x1 branch) and ``classifier``."""
+        if getattr(self.stem[0], "conv_scale", None) is None:
+            first_conv = "stem.0.conv_kxk.0.conv"
+        else:
+            first_conv = ("stem.0.conv_kxk.0.conv", "stem.0.conv_scale.conv")
+        return {"first_conv": first_conv, "classifier": "head.fc"}
 
     def reset_classifier(self, num_classes, global_pool=None):
         """A fresh classifier for ``num_classes`` (0: the pooled features) on ``num_features`` channels, after
@@ -661,8 +677,10 @@ def _reparameterize_children(module):
 
 
 def _create_fastvit(variant, pretrained, progress, **kwargs):
-    """Build a registered variant; ``features_only`` gives timm's four stage outputs (strides 4 to 32) unless
-    ``out_indices`` says otherwise, under timm's flattened names (``stages_0``...)."""
+    """Build a registered variant; ``features_only`` gives timm's outputs of the first four stages (strides 4 to
+    32) unless ``out_indices`` says otherwise, under timm's flattened names (``stages_0``...)."""
+    if kwargs.get("features_only"):
+        kwargs.setdefault("out_indices", (0, 1, 2, 3))
     return build_model(FastVit, variant, pretrained, progress=progress, **kwargs)
 
 
@@ -724,3 +742,51 @@ def fastvit_ma36(pretrained=False, progress=True, **kwargs):
     model_args = dict(layers=(6, 6, 18, 6), embed_dims=(76, 152, 304, 608), mlp_ratios=(4, 4, 4, 4),
                       pos_embs=_POS_EMBS, token_mixers=("repmixer", "repmixer", "repmixer", "attention"))
     return _create_fastvit("fastvit_ma36", pretrained, progress, **dict(model_args, **kwargs))
+
+
+# the MobileCLIP towers: active large-kernel patch convolutions, attention in the last stage (MCi0-2) or the last
+# two (MCi3/4, with LayerNorm before attention and a stem without 1x1 branches)
+_MCI = dict(mlp_ratios=(3, 3, 3, 3), se_downsamples=(False, False, True, True), pos_embs=_POS_EMBS,
+            token_mixers=("repmixer", "repmixer", "repmixer", "attention"), lkc_use_act=True)
+_MCI_LARGE = dict(mlp_ratios=(4, 4, 4, 4, 4), se_downsamples=(False,) * 5, downsamples=(False, True, True, True, True),
+                  pos_embs=_POS_EMBS + _POS_EMBS[-1:], token_mixers=("repmixer",) * 3 + ("attention",) * 2,
+                  lkc_use_act=True, norm_layer=partial(LayerNorm2d, eps=1e-5), stem_use_scale_branch=False)
+
+
+@register_model
+def fastvit_mci0(pretrained=False, progress=True, **kwargs):
+    """MobileCLIP-S0's image tower (MCi0): stages of 2, 6, 10, 2 blocks (attention in the last), widths 64 to 512."""
+    model_args = dict(layers=(2, 6, 10, 2), embed_dims=(64, 128, 256, 512), **_MCI)
+    return _create_fastvit("fastvit_mci0", pretrained, progress, **dict(model_args, **kwargs))
+
+
+@register_model
+def fastvit_mci1(pretrained=False, progress=True, **kwargs):
+    """MobileCLIP-S1's image tower (MCi1): stages of 4, 12, 20, 4 blocks (attention in the last), widths 64 to
+    512."""
+    model_args = dict(layers=(4, 12, 20, 4), embed_dims=(64, 128, 256, 512), **_MCI)
+    return _create_fastvit("fastvit_mci1", pretrained, progress, **dict(model_args, **kwargs))
+
+
+@register_model
+def fastvit_mci2(pretrained=False, progress=True, **kwargs):
+    """MobileCLIP-S2's image tower (MCi2): stages of 4, 12, 24, 4 blocks (attention in the last), widths 80 to
+    640."""
+    model_args = dict(layers=(4, 12, 24, 4), embed_dims=(80, 160, 320, 640), **_MCI)
+    return _create_fastvit("fastvit_mci2", pretrained, progress, **dict(model_args, **kwargs))
+
+
+@register_model
+def fastvit_mci3(pretrained=False, progress=True, **kwargs):
+    """MobileCLIP2-L's image tower (MCi3): five stages of 2, 12, 24, 4, 2 blocks (attention in the last two),
+    widths 96 to 1536."""
+    model_args = dict(layers=(2, 12, 24, 4, 2), embed_dims=(96, 192, 384, 768, 1536), **_MCI_LARGE)
+    return _create_fastvit("fastvit_mci3", pretrained, progress, **dict(model_args, **kwargs))
+
+
+@register_model
+def fastvit_mci4(pretrained=False, progress=True, **kwargs):
+    """MobileCLIP2-XL's image tower (MCi4): five stages of 2, 12, 24, 4, 4 blocks (attention in the last two),
+    widths 128 to 2048."""
+    model_args = dict(layers=(2, 12, 24, 4, 4), embed_dims=(128, 256, 512, 1024, 2048), **_MCI_LARGE)
+    return _create_fastvit("fastvit_mci4", pretrained, progress, **dict(model_args, **kwargs))

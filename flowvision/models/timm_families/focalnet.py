@@ -1,5 +1,6 @@
 """FocalNet (Yang et al. 2022, "Focal Modulation Networks"): timm's focalnet_tiny/small/base with small (``_srf``,
-two focal levels) or large (``_lrf``, three focal levels) receptive fields.
+two focal levels) or large (``_lrf``, three focal levels) receptive fields, and the paper's ImageNet-22k models
+focalnet_large/xlarge/huge with three (``_fl3``) or four (``_fl4``) focal levels.
 
 A hierarchical vision model in Swin's outline (a 4x4 patch stem, four stages at strides 4, 8, 16 and 32, each
 after the first opening with a 2x2 stride-2 convolution, pre-norm residual blocks with an MLP) whose
@@ -7,7 +8,9 @@ self-attention is replaced by focal modulation: a 1x1 convolution gives each pix
 gate per focal level; the context passes through a stack of depthwise convolutions with GELU (kernels growing by
 two per level) and a global average, each level's output weighted by its gate and summed; a 1x1 convolution of
 that aggregate (the modulator) multiplies the query elementwise, and a last 1x1 convolution projects the result.
-The whole model works on (N, C, H, W) maps and any image size.
+The whole model works on (N, C, H, W) maps and any image size. The large to huge models
+normalise after each branch instead of before it, downsample with overlapping (7x7 and 3x3) kernels and scale
+their branches by learnt layer scales; the huge ones normalise inside the modulation too.
 
 This is timm's ``FocalNet`` (its refactoring of the official model: striding at the start of each stage, no input
 size bookkeeping): model names, module names, ``state_dict`` keys, defaults and (seeded) initialisation follow
@@ -329,3 +332,51 @@ def focalnet_base_lrf(pretrained=False, progress=True, **kwargs):
     """FocalNet-B with large receptive fields: width 128, depths (2, 2, 18, 2), three focal levels."""
     config = dict(depths=[2, 2, 18, 2], embed_dim=128, focal_levels=[3, 3, 3, 3], **kwargs)
     return _create_focalnet("focalnet_base_lrf", pretrained, progress, **config)
+
+
+def _large_focalnet(variant, pretrained, progress, embed_dim, focal_levels, **kwargs):
+    """Build one of the ImageNet-22k models: depths (2, 2, 18, 2), post-norms, overlapping downsampling and layer
+    scales (1e-4) around timm's other arguments; like timm's entrypoints, the caller may not override those."""
+    config = dict(depths=[2, 2, 18, 2], embed_dim=embed_dim, focal_levels=focal_levels, use_post_norm=True,
+                  use_overlap_down=True, layerscale_value=1e-4, **kwargs)
+    return _create_focalnet(variant, pretrained, progress, **config)
+
+
+@register_model
+def focalnet_large_fl3(pretrained=False, progress=True, **kwargs):
+    """FocalNet-L: width 192, depths (2, 2, 18, 2), three focal levels from 5x5 kernels, post-norms."""
+    return _large_focalnet("focalnet_large_fl3", pretrained, progress, 192, [3, 3, 3, 3], focal_windows=[5] * 4,
+                           **kwargs)
+
+
+@register_model
+def focalnet_large_fl4(pretrained=False, progress=True, **kwargs):
+    """FocalNet-L: width 192, depths (2, 2, 18, 2), four focal levels from 3x3 kernels, post-norms."""
+    return _large_focalnet("focalnet_large_fl4", pretrained, progress, 192, [4, 4, 4, 4], **kwargs)
+
+
+@register_model
+def focalnet_xlarge_fl3(pretrained=False, progress=True, **kwargs):
+    """FocalNet-XL: width 256, depths (2, 2, 18, 2), three focal levels from 5x5 kernels, post-norms."""
+    return _large_focalnet("focalnet_xlarge_fl3", pretrained, progress, 256, [3, 3, 3, 3], focal_windows=[5] * 4,
+                           **kwargs)
+
+
+@register_model
+def focalnet_xlarge_fl4(pretrained=False, progress=True, **kwargs):
+    """FocalNet-XL: width 256, depths (2, 2, 18, 2), four focal levels from 3x3 kernels, post-norms."""
+    return _large_focalnet("focalnet_xlarge_fl4", pretrained, progress, 256, [4, 4, 4, 4], **kwargs)
+
+
+@register_model
+def focalnet_huge_fl3(pretrained=False, progress=True, **kwargs):
+    """FocalNet-H: width 352, depths (2, 2, 18, 2), three focal levels, post-norms in blocks and modulations."""
+    return _large_focalnet("focalnet_huge_fl3", pretrained, progress, 352, [3, 3, 3, 3], focal_windows=[3] * 4,
+                           use_post_norm_in_modulation=True, **kwargs)
+
+
+@register_model
+def focalnet_huge_fl4(pretrained=False, progress=True, **kwargs):
+    """FocalNet-H: width 352, depths (2, 2, 18, 2), four focal levels, post-norms in blocks and modulations."""
+    return _large_focalnet("focalnet_huge_fl4", pretrained, progress, 352, [4, 4, 4, 4],
+                           use_post_norm_in_modulation=True, **kwargs)

@@ -228,6 +228,27 @@ def _stage_features(model, out_indices=None):
     return FeatureGetterNet(model, 4 if out_indices is None else out_indices)
 
 
+def _init_layers(model, weight_init, fix_init, head_init_scale):
+    """Hiera's and HieraDet's ``_init_weights`` after their position tables: the per-layer init of ``model``
+    (none for 'skip'), the blocks' output layers divided by sqrt(2 * depth) with ``fix_init``, the classifier
+    scaled by ``head_init_scale``."""
+    if weight_init != "skip":
+        for name, module in model.named_modules():
+            if weight_init == "jax":
+                _init_jax_layer(name, module, "head.fc")
+            else:
+                Hiera._init_vit(name, module)
+    if fix_init:
+        with torch.no_grad():
+            for depth, block in enumerate(model.blocks, start=1):
+                block.attn.proj.weight.div_(math.sqrt(2.0 * depth))
+                block.mlp.fc2.weight.div_(math.sqrt(2.0 * depth))
+    if isinstance(model.head.fc, nn.Linear):
+        with torch.no_grad():
+            model.head.fc.weight.mul_(head_init_scale)
+            model.head.fc.bias.mul_(head_init_scale)
+
+
 class Hiera(ClassifierHeadApi, nn.Module):
     """Hiera: ``patch_embed``, position embeddings (``pos_embed``; with ``abs_win_pos_embed`` a
     ``global_pos_size`` table resized to the token grid plus ``pos_embed_win``, one mask unit's table tiled),
@@ -322,21 +343,7 @@ class Hiera(ClassifierHeadApi, nn.Module):
         nn.init.trunc_normal_(self.pos_embed, std=0.02)
         if self.pos_embed_win is not None:
             nn.init.trunc_normal_(self.pos_embed_win, std=0.02)
-        if weight_init != "skip":
-            for name, module in self.named_modules():
-                if weight_init == "jax":
-                    _init_jax_layer(name, module, "head.fc")
-                else:
-                    self._init_vit(name, module)
-        if fix_init:
-            with torch.no_grad():
-                for depth, block in enumerate(self.blocks, start=1):
-                    block.attn.proj.weight.div_(math.sqrt(2.0 * depth))
-                    block.mlp.fc2.weight.div_(math.sqrt(2.0 * depth))
-        if isinstance(self.head.fc, nn.Linear):
-            with torch.no_grad():
-                self.head.fc.weight.mul_(head_init_scale)
-                self.head.fc.bias.mul_(head_init_scale)
+        _init_layers(self, weight_init, fix_init, head_init_scale)
 
     @staticmethod
     def _init_vit(name, module):

@@ -2,7 +2,9 @@
 2022, "MaxViT: Multi-Axis Vision Transformer") and timm's MaxxViT hybrids, as timm's ``maxxvit`` module builds them:
 timm's own CoAtNets (``coatnet_*_rw``, with BatchNorm transformers ``bn``, MLP relative positions ``rmlp`` and ConvNeXt
 blocks ``coatnext``), its MaxViTs (``maxvit_*_rw``, ``maxvit_rmlp_*``), the MaxViTs ported from TensorFlow
-(``maxvit_*_tf``) and the MaxxViTs (ConvNeXt blocks in MaxViT's place of MBConv; V2 without block attention).
+(``maxvit_*_tf``) and the MaxxViTs (ConvNeXt blocks in MaxViT's place of MBConv; V2 without block attention). Most
+have ImageNet-1k weights; coatnet_3_rw_224 (ImageNet-12k) and maxvit_xlarge_tf_224 (ImageNet-21k) are pre-trained
+classifiers of larger label sets.
 
 All are hybrids of convolutions and attention on a four-stage pyramid. A two-convolution stem halves the image; each
 stage starts with a stride-2 block. CoAtNet's early stages are MBConv blocks (pre-norm inverted bottlenecks with
@@ -897,6 +899,8 @@ model_cfgs = dict(
                             **_rw_coat_cfg(stride_mode="dw", conv_attn_early=True, transformer_shortcut_bias=False)),
     coatnet_2_rw=MaxxVitCfg(embed_dim=(128, 256, 512, 1024), depths=(2, 6, 14, 2), stem_width=(64, 128),
                             **_rw_coat_cfg(stride_mode="dw", conv_attn_act_layer="silu")),
+    coatnet_3_rw=MaxxVitCfg(embed_dim=(192, 384, 768, 1536), depths=(2, 6, 14, 2), stem_width=(96, 192),
+                            **_rw_coat_cfg(stride_mode="dw", conv_attn_act_layer="silu", init_values=1e-6)),
     coatnet_bn_0_rw=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(2, 3, 7, 2), stem_width=(32, 64),
                                **_rw_coat_cfg(stride_mode="dw", conv_attn_early=True, transformer_shortcut_bias=False,
                                               transformer_norm_layer="batchnorm2d")),
@@ -980,6 +984,12 @@ def coatnet_1_rw_224(pretrained=False, progress=True, **kwargs):
 def coatnet_2_rw_224(pretrained=False, progress=True, **kwargs):
     """CoAtNet-2 (timm): widths 128-1024, depths (2, 6, 14, 2), SiLU squeeze-and-excitation."""
     return _create_maxxvit("coatnet_2_rw_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_3_rw_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-3 (timm, ImageNet-12k): widths 192-1536, depths (2, 6, 14, 2), SiLU excitation, layer scales."""
+    return _create_maxxvit("coatnet_3_rw_224", pretrained, progress, kwargs)
 
 
 @register_model
@@ -1172,6 +1182,12 @@ def maxvit_large_tf_384(pretrained=False, progress=True, **kwargs):
 def maxvit_large_tf_512(pretrained=False, progress=True, **kwargs):
     """MaxViT-L (TensorFlow's), at 512x512."""
     return _create_maxxvit("maxvit_large_tf_512", pretrained, progress, kwargs)
+
+
+@register_model
+def maxvit_xlarge_tf_224(pretrained=False, progress=True, **kwargs):
+    """MaxViT-XL (the paper's ImageNet-21k model, ported from TensorFlow): widths 192-1536, depths (2, 6, 14, 2)."""
+    return _create_maxxvit("maxvit_xlarge_tf_224", pretrained, progress, kwargs)
 
 
 @register_model

@@ -1,17 +1,19 @@
 """MViTv2 (Li et al. 2022, "MViTv2: Improved Multiscale Vision Transformers for Classification and Detection"),
-image models as timm builds them: mvitv2_tiny, mvitv2_small, mvitv2_base and mvitv2_large.
+image models as timm builds them: mvitv2_tiny, mvitv2_small, mvitv2_base and mvitv2_large, and the class-token models
+pre-trained on ImageNet-21k (winter 2021), mvitv2_base_cls, mvitv2_large_cls and mvitv2_huge_cls.
 
-A hierarchical transformer whose resolution falls and width grows from stage to stage by pooling inside attention:
-a 7x7 stride-4 convolution embeds the patches, then in every block the queries, keys and values (per head) are
-pooled by a depthwise 3x3 convolution and a LayerNorm, the keys and values strongly (stride 4, 2, 1, 1 over the
-stages, shrinking as the map does), the queries only in a stage's first block (stride 2, which also max-pools the
-shortcut). Two changes over MViT: decomposed relative position embeddings (the logit of query i and key j gains
-q_i . (R^h + R^w), one table per axis, looked up by their offsets with the coarser grid stretched to the finer one)
-and the pooled query added back to the attention's output ("residual pooling"). The stage's width grows in the
-attention of its first block (a projected shortcut), or, without ``expand_attn`` (the large model), in the MLP of
-its last block. The head averages the tokens (or takes a class token). Model names, module names, ``state_dict``
-keys and (seeded) initialisation follow timm's ``mvitv2`` module, so its checkpoints load directly; this is not
-torchvision's video MViT (``flowvision.models.video.mvit``), whose modules and keys differ.
+A hierarchical transformer whose resolution falls and width grows from stage to stage by pooling inside attention: a 7x7
+stride-4 convolution embeds the patches, then in every block the queries, keys and values (per head) are pooled by a
+depthwise 3x3 convolution and a LayerNorm, the keys and values strongly (stride 4, 2, 1, 1 over the stages, shrinking as
+the map does), the queries only in a stage's first block (stride 2, which also max-pools the shortcut). Two changes over
+MViT: decomposed relative position embeddings (the logit of query i and key j gains q_i . (R^h + R^w), one table per
+axis, looked up by their offsets with the coarser grid stretched to the finer one) and the pooled query added back to
+the attention's output ("residual pooling"). The stage's width grows in the attention of its first block (a projected
+shortcut), or, without ``expand_attn`` (the large model), in the MLP of its last block. The head averages the tokens, or
+(the ``_cls`` models) takes a class token that goes ahead of the patch tokens, is never pooled, and attends with them,
+its relative positions left out. Model names, module names, ``state_dict`` keys and (seeded) initialisation follow
+timm's ``mvitv2`` module, so its checkpoints load directly; this is not torchvision's video MViT
+(``flowvision.models.video.mvit``), whose modules and keys differ.
 """
 import math
 from collections import OrderedDict
@@ -538,6 +540,11 @@ model_cfgs = dict(
     mvitv2_small=MultiScaleVitCfg(depths=(1, 2, 11, 2)),
     mvitv2_base=MultiScaleVitCfg(depths=(2, 3, 16, 3)),
     mvitv2_large=MultiScaleVitCfg(depths=(2, 6, 36, 4), embed_dim=144, num_heads=2, expand_attn=False),
+    mvitv2_base_cls=MultiScaleVitCfg(depths=(2, 3, 16, 3), use_cls_token=True),
+    mvitv2_large_cls=MultiScaleVitCfg(depths=(2, 6, 36, 4), embed_dim=144, num_heads=2, use_cls_token=True,
+                                      expand_attn=True),
+    mvitv2_huge_cls=MultiScaleVitCfg(depths=(4, 8, 60, 8), embed_dim=192, num_heads=3, use_cls_token=True,
+                                     expand_attn=True),
 )
 
 
@@ -569,3 +576,21 @@ def mvitv2_base(pretrained=False, progress=True, **kwargs):
 def mvitv2_large(pretrained=False, progress=True, **kwargs):
     """MViTv2-L: width 144 doubling per stage, 2 to 16 heads, depths (2, 6, 36, 4), widening in the MLPs, 224 px."""
     return _create_mvitv2("mvitv2_large", pretrained, progress, kwargs)
+
+
+@register_model
+def mvitv2_base_cls(pretrained=False, progress=True, **kwargs):
+    """MViTv2-B with a class token: width 96 doubling per stage, depths (2, 3, 16, 3), 224 px."""
+    return _create_mvitv2("mvitv2_base_cls", pretrained, progress, kwargs)
+
+
+@register_model
+def mvitv2_large_cls(pretrained=False, progress=True, **kwargs):
+    """MViTv2-L with a class token: width 144 doubling per stage, 2 to 16 heads, depths (2, 6, 36, 4), 224 px."""
+    return _create_mvitv2("mvitv2_large_cls", pretrained, progress, kwargs)
+
+
+@register_model
+def mvitv2_huge_cls(pretrained=False, progress=True, **kwargs):
+    """MViTv2-H with a class token: width 192 doubling per stage, 3 to 24 heads, depths (4, 8, 60, 8), 224 px."""
+    return _create_mvitv2("mvitv2_huge_cls", pretrained, progress, kwargs)

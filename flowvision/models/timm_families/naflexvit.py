@@ -1,19 +1,25 @@
 """NaFlexViT (after Dehghani et al. 2023, "Patch n' Pack: NaViT, a Vision Transformer for any Aspect Ratio and
 Resolution", and Tschannen et al. 2025, "SigLIP 2: Multilingual Vision-Language Encoders with Improved Semantic
 Understanding, Localization, and Dense Features"): timm's ``naflexvit`` models with ImageNet-1k weights,
-naflexvit_base_patch16_gap, naflexvit_base_patch16_par_gap and naflexvit_base_patch16_parfac_gap.
+naflexvit_base_patch16_gap, naflexvit_base_patch16_par_gap and naflexvit_base_patch16_parfac_gap; SigLIP 2's NaFlex
+image encoders, naflexvit_base_patch16_siglip and naflexvit_so400m_patch16_siglip; and the C-RADIO backbones
+(Heinrich et al. 2024, "RADIOv2.5: Improved Baselines for Agglomerative Vision Foundation Models", and C-RADIOv4,
+arXiv 2601.17237), naflexvit_base/large/huge/giant_patch16_radio_v3 and naflexvit_so400m/huge_patch16_radio_v4.
 
-A ViT-Base/16 whose embedding is one module (``embeds``): the image is cut into 16x16 patches flattened as
-(row, column, channel) and projected by a linear layer, a learnt 16x16 grid of position embeddings is resampled to
-the image's patch grid (bicubic, antialiased; ``par``: to a square of the longer side, then cropped, so the aspect
-ratio is kept; ``parfac``: factorised into a row table and a column table, resampled linearly), and four register
-tokens go before the patch tokens. Pre-norm blocks with layer scale follow, the patch tokens are averaged and
+A ViT (the ImageNet-1k models a ViT-Base/16) whose embedding is one module (``embeds``): the image is cut into 16x16
+patches flattened as (row, column, channel) and projected by a linear layer, a learnt 16x16 grid of position embeddings
+is resampled to the image's patch grid (bicubic, antialiased; ``par``: to a square of the longer side, then cropped, so
+the aspect ratio is kept; ``parfac``: factorised into a row table and a column table, resampled linearly), and four
+register tokens go before the patch tokens. Pre-norm blocks with layer scale follow, the patch tokens are averaged and
 normalised, then classified. Besides (N, C, H, W) images of any size in whole patches (any size at all with
 ``dynamic_img_pad=True``, which pads them), a model takes NaFlex batches of pre-patchified images of mixed sizes
-(``patches`` (N, L, P*P*C), ``patch_coord`` (N, L, 2) row and column of each patch, ``patch_valid`` (N, L) False
-for padding), as a dict or as arguments: each image gets the position embeddings of its own grid, attention and
-pooling skip the padding. Model names, module names, ``state_dict`` keys, configuration (``NaFlexVitCfg``) and
-(seeded) initialisation follow timm's ``naflexvit`` module, so its checkpoints load directly.
+(``patches`` (N, L, P*P*C), ``patch_coord`` (N, L, 2) row and column of each patch, ``patch_valid`` (N, L) False for
+padding), as a dict or as arguments: each image gets the position embeddings of its own grid, attention and pooling skip
+the padding. The SigLIP 2 encoders have no registers, tanh-approximated GELU, bilinear position resampling and attention
+pooling; the C-RADIO backbones a class token (their output) with 7 or 9 registers (the other teachers' summary tokens),
+no final norm, and a 128x128 position grid resampled bilinearly without antialiasing to a square of the longer side,
+then cropped. Model names, module names, ``state_dict`` keys, configuration (``NaFlexVitCfg``) and (seeded)
+initialisation follow timm's ``naflexvit`` module, so its checkpoints load directly.
 """
 import dataclasses
 import math
@@ -624,3 +630,72 @@ def naflexvit_base_patch16_parfac_gap(pretrained=False, progress=True, **kwargs)
     """NaFlexViT-B/16: 4 registers, factorised 16 + 16 position tables resampled keeping the aspect, average pooling."""
     cfg = NaFlexVitCfg(**_BASE, pos_embed_ar_preserving=True, pos_embed="factorized")
     return _create_naflexvit("naflexvit_base_patch16_parfac_gap", pretrained, progress, kwargs, cfg)
+
+
+_SIGLIP = dict(patch_size=16, act_layer="gelu_tanh", global_pool="map", pos_embed_interp_mode="bilinear")
+
+
+@register_model
+def naflexvit_base_patch16_siglip(pretrained=False, progress=True, **kwargs):
+    """SigLIP 2's NaFlex ViT-B/16 image encoder: tanh GELU, bilinear position resampling, attention pooling."""
+    cfg = NaFlexVitCfg(**_SIGLIP, embed_dim=768, depth=12, num_heads=12)
+    return _create_naflexvit("naflexvit_base_patch16_siglip", pretrained, progress, kwargs, cfg)
+
+
+@register_model
+def naflexvit_so400m_patch16_siglip(pretrained=False, progress=True, **kwargs):
+    """SigLIP 2's NaFlex ViT-SO400M/16 image encoder: width 1152, 27 blocks, MLP ratio 3.7362, attention pooling."""
+    cfg = NaFlexVitCfg(**_SIGLIP, embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362)
+    return _create_naflexvit("naflexvit_so400m_patch16_siglip", pretrained, progress, kwargs, cfg)
+
+
+def _radio_cfg(**kwargs):
+    """A C-RADIO backbone's configuration: 16-pixel patches, the class token as output, no final norm, a 128x128
+    position grid resampled bilinearly (no antialiasing) to a square of the longer side, then cropped; ``kwargs``
+    give the size, registers and (v3 base and huge) corner-aligned resampling."""
+    return NaFlexVitCfg(patch_size=16, class_token=True, global_pool="token", final_norm=False,
+                        pos_embed_grid_size=(128, 128), pos_embed_interp_mode="bilinear", pos_embed_ar_preserving=True,
+                        pos_embed_antialias=False, **kwargs)
+
+
+@register_model
+def naflexvit_base_patch16_radio_v3(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv3-B: ViT-B/16 with layer scales, 7 registers, corner-aligned position resampling."""
+    cfg = _radio_cfg(embed_dim=768, depth=12, num_heads=12, init_values=1e-5, reg_tokens=7,
+                     pos_embed_align_corners=True)
+    return _create_naflexvit("naflexvit_base_patch16_radio_v3", pretrained, progress, kwargs, cfg)
+
+
+@register_model
+def naflexvit_large_patch16_radio_v3(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv3-L: ViT-L/16 with layer scales, 7 registers."""
+    cfg = _radio_cfg(embed_dim=1024, depth=24, num_heads=16, init_values=1e-5, reg_tokens=7)
+    return _create_naflexvit("naflexvit_large_patch16_radio_v3", pretrained, progress, kwargs, cfg)
+
+
+@register_model
+def naflexvit_huge_patch16_radio_v3(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv3-H: ViT-H/16 (width 1280, 32 blocks), 7 registers, corner-aligned position resampling."""
+    cfg = _radio_cfg(embed_dim=1280, depth=32, num_heads=16, reg_tokens=7, pos_embed_align_corners=True)
+    return _create_naflexvit("naflexvit_huge_patch16_radio_v3", pretrained, progress, kwargs, cfg)
+
+
+@register_model
+def naflexvit_giant_patch16_radio_v3(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv3-g: ViT-g/16 (width 1536, 40 blocks, 24 heads), 7 registers."""
+    cfg = _radio_cfg(embed_dim=1536, depth=40, num_heads=24, reg_tokens=7)
+    return _create_naflexvit("naflexvit_giant_patch16_radio_v3", pretrained, progress, kwargs, cfg)
+
+
+@register_model
+def naflexvit_so400m_patch16_radio_v4(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv4-SO400M: ViT-SO400M/16 (width 1152, 27 blocks, MLP 4304 wide), 9 registers."""
+    cfg = _radio_cfg(embed_dim=1152, depth=27, num_heads=16, mlp_ratio=4304 / 1152, reg_tokens=9)
+    return _create_naflexvit("naflexvit_so400m_patch16_radio_v4", pretrained, progress, kwargs, cfg)
+
+
+@register_model
+def naflexvit_huge_patch16_radio_v4(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv4-H: ViT-H/16 (width 1280, 32 blocks), 9 registers."""
+    cfg = _radio_cfg(embed_dim=1280, depth=32, num_heads=16, reg_tokens=9)
+    return _create_naflexvit("naflexvit_huge_patch16_radio_v4", pretrained, progress, kwargs, cfg)

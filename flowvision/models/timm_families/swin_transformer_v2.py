@@ -1,5 +1,6 @@
 """Swin Transformer V2 (Liu et al. 2022, "Swin Transformer V2: Scaling Up Capacity and Resolution"): timm's
-``swin_transformer_v2`` models.
+``swin_transformer_v2`` models, the ImageNet-1k classifiers and the ImageNet-22k pre-trained swinv2_base_window12_192
+and swinv2_large_window12_192.
 
 The hierarchy is Swin's (4x4 patches, four stages of window attention with every other block's windows shifted by
 half a window, patch merging between stages), with V2's three changes for training large models at high resolution:
@@ -15,7 +16,7 @@ and coordinates, the zero key bias and the attention masks are non-persistent bu
 outputs. torchvision's Swin V2 models (``swin_v2_t``..., torchvision's keys) are ``flowvision.models.swin_transformer``,
 the other timm port of V2 is ``swin_transformer_v2_cr``.
 
-A model runs at the image size it was built for (``img_size``; timm's weights: 256 or 384). ``features_only=True``
+A model runs at the image size it was built for (``img_size``; timm's weights: 192, 256 or 384). ``features_only=True``
 returns each stage's output as timm does: channels-last (N, H, W, C) maps.
 """
 import math
@@ -300,6 +301,13 @@ def swinv2_base_window8_256(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def swinv2_base_window12_192(pretrained=False, progress=True, **kwargs):
+    """Swin-B V2 at 192 with 12x12 windows, as pre-trained on ImageNet-22k: width 128, depths (2, 2, 18, 2)."""
+    return _swinv2("swinv2_base_window12_192", pretrained, progress, kwargs, img_size=192, window_size=12,
+                   embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32))
+
+
+@register_model
 def swinv2_base_window12to16_192to256(pretrained=False, progress=True, **kwargs):
     """Swin-B V2 pre-trained at 192 with 12x12 windows (ImageNet-22k), fine-tuned at 256 with 16x16 windows."""
     return _swinv2("swinv2_base_window12to16_192to256", pretrained, progress, kwargs, img_size=256, window_size=16,
@@ -313,6 +321,13 @@ def swinv2_base_window12to24_192to384(pretrained=False, progress=True, **kwargs)
     return _swinv2("swinv2_base_window12to24_192to384", pretrained, progress, kwargs, img_size=384, window_size=24,
                    embed_dim=128, depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32),
                    pretrained_window_sizes=(12, 12, 12, 6))
+
+
+@register_model
+def swinv2_large_window12_192(pretrained=False, progress=True, **kwargs):
+    """Swin-L V2 at 192 with 12x12 windows, as pre-trained on ImageNet-22k: width 192, depths (2, 2, 18, 2)."""
+    return _swinv2("swinv2_large_window12_192", pretrained, progress, kwargs, img_size=192, window_size=12,
+                   embed_dim=192, depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))
 
 
 @register_model

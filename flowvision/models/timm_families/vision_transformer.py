@@ -1,6 +1,7 @@
 """Vision Transformer (Dosovitskiy et al. 2020, "An Image is Worth 16x16 Words: Transformers for Image
 Recognition at Scale"; Steiner et al. 2021, "How to train your ViT? Data, Augmentation, and Regularization in
-Vision Transformers"): timm's ``vision_transformer`` models with ImageNet-1k weights.
+Vision Transformers"): timm's ``vision_transformer`` models with ImageNet-1k weights, and its pretrained ViT
+encoders (DINOv2, SigLIP, CLIP, I-JEPA, TIPSv2, InternViT, C-RADIO, AIMv2; listed below).
 
 An image is cut into non-overlapping patches by a strided convolution; the patch tokens, a learnt class
 token and learnt absolute position embeddings go through pre-norm transformer blocks (multi-head
@@ -27,6 +28,33 @@ Besides the original ViT-Ti/S/B/L, the module has timm's variants of the same mo
 - timm's tiny test ViTs at 160 (test_vit, test_vit2 with a register token: any image size; test_vit3 pooling the
   register token with the patch tokens by attention).
 
+and timm's pretrained image encoders, most without an ImageNet-1k head (their weights' records give the classes:
+none, a CLIP / SigLIP embedding width, or ImageNet-21k / 12k):
+
+- DINOv2 (Oquab et al. 2023, "DINOv2: Learning Robust Visual Features without Supervision"), with 4 register
+  tokens (Darcet et al. 2024): vit_{small,base,large,giant}_patch14[_reg4]_dinov2, layer scale, ViT-g with a
+  packed SwiGLU MLP;
+- SigLIP and SigLIP 2 image towers (Zhai et al. 2023; Tschannen et al. 2025, "SigLIP 2: Multilingual
+  Vision-Language Encoders with Improved Semantic Understanding, Localization, and Dense Features"), PaliGemma's
+  So400m (Beyer et al. 2024, "PaliGemma: A versatile 3B VLM for transfer"): vit_{base,large,so400m,giantopt}_
+  patch{14,16,32}_siglip[_gap]_<size>, attention ('map') or average pooling, some with the tanh GELU;
+- CLIP image towers of OpenAI, OpenCLIP (Cherti et al. 2023, "Reproducible scaling laws for contrastive
+  language-image learning"), MetaCLIP (Xu et al. 2023, "Demystifying CLIP Data"), DFN (Fang et al. 2023, "Data
+  Filtering Networks") and TinyCLIP (Wu et al. 2023, "TinyCLIP: CLIP Distillation via Affinity Mimicking and Weight
+  Inheritance"): vit_{xsmall,medium,betwixt,base,large,huge,giant,gigantic}_patch*_clip[_quickgelu]_<size>, some
+  with QuickGELU (x sigmoid(1.702 x));
+- the original ImageNet-21k ViTs and DINO's ViT-S/8 (Caron et al. 2021, "Emerging Properties in Self-Supervised
+  Vision Transformers"), I-JEPA's average-pooled ViT-H and ViT-g (Assran et al. 2023, "Self-Supervised Learning
+  from Images with a Joint-Embedding Predictive Architecture"), timm's ImageNet-12k ViT-M at 240;
+- TIPSv2 ("TIPSv2: Advancing Vision-Language Pretraining with Enhanced Patch-Text Alignment", 2026) with one
+  register token and layer scale starting at 1; InternViT-300M (Chen et al. 2024, "Expanding Performance
+  Boundaries of Open-Source Multimodal Models with Model, Data, and Test-Time Scaling") at any image size without
+  a final norm; NVIDIA's C-RADIO v3 / v4 (Ranzinger et al. 2024, "AM-RADIO: Agglomerative Vision Foundation
+  Model -- Reduce All Domains Into One") with 7 or 9 register tokens and no final norm;
+- AIMv2 (Fini et al. 2024, "Multimodal Autoregressive Pre-training of Large Vision Encoders"):
+  aimv2_{large,huge,1b,3b}_patch14_{224,336,448}, RMS norms (the patch tokens' too), SwiGLU MLPs, no biases in the
+  blocks, average pooling.
+
 A model runs at the image size it was built for (``img_size``, square or (height, width)), or with
 ``dynamic_img_size`` at any multiple of the patch size; position embeddings made for another patch grid are
 resampled with ``resample_abs_pos_embed``. ``features_only=True`` returns
@@ -44,7 +72,8 @@ from engine.nn import functional as F
 from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._layers import Mlp, PatchEmbed, drop_path_module, init_linear_layers, pair, trunc_normal_, trunc_normal_tf_
+from ._layers import (Mlp, PatchEmbed, drop_path_module, get_act_layer, init_linear_layers, pair, trunc_normal_,
+                      trunc_normal_tf_)
 
 __all__ = []
 
@@ -54,22 +83,134 @@ _clip_layer_norm = partial(nn.LayerNorm, eps=1e-5)
 
 class RmsNorm(nn.RMSNorm):
     """Root-mean-square normalisation over the last axis with a learnt scale (timm's ``RmsNorm``, eps 1e-6 by
-    default): the norm inside differential attention."""
+    default, printed as timm prints it): the norm inside differential attention, and AIMv2's norm."""
 
     def __init__(self, channels, eps=1e-6):
         super().__init__(channels, eps=eps)
+
+    def extra_repr(self):
+        return ""
+
+
+class QuickGELU(nn.Module):
+    """x * sigmoid(1.702 x), the sigmoid approximation of GELU that OpenAI's CLIP towers were trained with (timm's
+    ``QuickGELU``, 'quick_gelu'); takes (and ignores) ``inplace`` as timm's activations do."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+
+    def forward(self, x):
+        return x * torch.sigmoid(1.702 * x)
+
+
+def _act_layer(act_layer):
+    """An activation class from timm's name for it ('quick_gelu', or one ``get_act_layer`` knows: 'gelu_tanh',
+    'silu', ...) or the class itself."""
+    if act_layer == "quick_gelu":
+        return QuickGELU
+    return get_act_layer(act_layer)
+
+
+class GluMlp(nn.Module):
+    """A gated MLP with one packed input layer (timm's ``GluMlp``): ``fc1`` gives ``hidden_features`` units, one half
+    gates the other through ``act`` (the second half gates with ``gate_last``, the first otherwise), then dropout,
+    ``norm`` (an identity unless ``norm_layer``) and ``fc2`` back to ``out_features`` (by default ``in_features``).
+    ``bias`` and ``drop`` are one value for both layers or a pair; ``fc1``'s second half starts near zero with unit
+    biases (``init_weights``). ``SwiGLUPacked`` is the SiLU-gated form with the gate first (DINOv2-g's MLP)."""
+
+    def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.Sigmoid, norm_layer=None,
+                 bias=True, drop=0.0, gate_last=True):
+        super().__init__()
+        hidden_features = hidden_features or in_features
+        out_features = out_features or in_features
+        if hidden_features % 2:
+            raise ValueError(f"GluMlp needs an even hidden width, got {hidden_features}")
+        bias1, bias2 = pair(bias)
+        drop1, drop2 = pair(drop)
+        self.gate_last = gate_last
+        self.fc1 = nn.Linear(in_features, hidden_features, bias=bias1)
+        self.act = act_layer()
+        self.drop1 = nn.Dropout(drop1)
+        self.norm = norm_layer(hidden_features // 2) if norm_layer is not None else nn.Identity()
+        self.fc2 = nn.Linear(hidden_features // 2, out_features, bias=bias2)
+        self.drop2 = nn.Dropout(drop2)
+
+    def init_weights(self):
+        """timm's override of ``fc1``'s second half (whichever half gates): unit biases, weights N(0, 1e-12);
+        run by the model's init after the Linear layers'."""
+        half = self.fc1.weight.shape[0] // 2
+        with torch.no_grad():
+            if self.fc1.bias is not None:
+                nn.init.ones_(self.fc1.bias[half:])
+            nn.init.normal_(self.fc1.weight[half:], std=1e-6)
+
+    def forward(self, x):
+        x = self.fc1(x)
+        first, second = x.chunk(2, dim=-1)
+        x = first * self.act(second) if self.gate_last else self.act(first) * second
+        x = self.drop1(x)
+        x = self.norm(x)
+        x = self.fc2(x)
+        x = self.drop2(x)
+        return x
+
+
+SwiGLUPacked = partial(GluMlp, act_layer=nn.SiLU, gate_last=False)
+
+
+class SwiGLU(nn.Module):
+    """SwiGLU with separate input layers (timm's ``SwiGLU``, AIMv2's MLP): act(``fc1_g``(x)) * ``fc1_x``(x), dropout,
+    ``norm`` (an identity unless ``norm_layer``), ``fc2`` back to ``out_features`` (by default ``in_features``).
+    ``bias`` and ``drop`` are one value for both stages or a pair; ``align_to`` rounds the hidden width up to a
+    multiple of it (DINOv3's). The gate starts near zero with unit biases (``init_weights``, which EVA's and BEiT's
+    inits do not run). EVA-02's and BEiT's MLP too, with the sub-layer LayerNorm as ``norm_layer``."""
+
+    def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.SiLU, norm_layer=None,
+                 bias=True, drop=0.0, align_to=0):
+        super().__init__()
+        hidden_features = hidden_features or in_features
+        if align_to:
+            hidden_features += -hidden_features % align_to
+        out_features = out_features or in_features
+        bias1, bias2 = pair(bias)
+        drop1, drop2 = pair(drop)
+        self.fc1_g = nn.Linear(in_features, hidden_features, bias=bias1)
+        self.fc1_x = nn.Linear(in_features, hidden_features, bias=bias1)
+        self.act = act_layer()
+        self.drop1 = nn.Dropout(drop1)
+        self.norm = norm_layer(hidden_features) if norm_layer is not None else nn.Identity()
+        self.fc2 = nn.Linear(hidden_features, out_features, bias=bias2)
+        self.drop2 = nn.Dropout(drop2)
+
+    def init_weights(self):
+        """timm's override of the gate layer: unit biases, weights N(0, 1e-12); run by the model's init after the
+        Linear layers'."""
+        if self.fc1_g.bias is not None:
+            nn.init.ones_(self.fc1_g.bias)
+        nn.init.normal_(self.fc1_g.weight, std=1e-6)
+
+    def forward(self, x):
+        gate = self.fc1_g(x)
+        x = self.fc1_x(x)
+        x = self.act(gate) * x
+        x = self.drop1(x)
+        x = self.norm(x)
+        x = self.fc2(x)
+        x = self.drop2(x)
+        return x
 
 
 class Attention(nn.Module):
     """Multi-head self-attention: one ``qkv`` projection, scaled dot-product attention per head, ``proj``.
 
     ``qk_norm`` normalises queries and keys per head (``q_norm``, ``k_norm``), ``scale_norm`` the
-    concatenated heads before ``proj`` (``norm``); both are identities by default. ``attn_drop`` drops
-    attention weights and ``proj_drop`` the output, in training.
+    concatenated heads before ``proj`` (``norm``); both are identities by default. ``proj_bias=False`` drops the
+    output projection's bias (AIMv2). ``attn_drop`` drops attention weights and ``proj_drop`` the output, in
+    training.
     """
 
-    def __init__(self, dim, num_heads=8, qkv_bias=False, qk_norm=False, scale_norm=False, attn_drop=0.0,
-                 proj_drop=0.0, norm_layer=None):
+    def __init__(self, dim, num_heads=8, qkv_bias=False, qk_norm=False, scale_norm=False, proj_bias=True,
+                 attn_drop=0.0, proj_drop=0.0, norm_layer=None):
         super().__init__()
         if dim % num_heads != 0:
             raise ValueError(f"dim ({dim}) should be divisible by num_heads ({num_heads})")
@@ -83,7 +224,7 @@ class Attention(nn.Module):
         self.k_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
         self.attn_drop = nn.Dropout(attn_drop)
         self.norm = norm_layer(dim) if scale_norm else nn.Identity()
-        self.proj = nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim, bias=proj_bias)
         self.proj_drop = nn.Dropout(proj_drop)
 
     def forward(self, x):
@@ -147,11 +288,11 @@ class DiffAttention(DifferentialLambda, nn.Module):
     RMS norm (``sub_norm``), a (1 - lambda_init) scale, ``norm`` (with ``scale_norm``) and ``proj``.
 
     ``qk_norm`` normalises the half-width queries and keys; ``norm_layer`` defaults to ``RmsNorm``; ``depth``
-    is the block's index.
+    is the block's index; ``proj_bias`` as in ``Attention``.
     """
 
-    def __init__(self, dim, num_heads=8, qkv_bias=False, qk_norm=False, scale_norm=False, attn_drop=0.0,
-                 proj_drop=0.0, norm_layer=None, depth=0):
+    def __init__(self, dim, num_heads=8, qkv_bias=False, qk_norm=False, scale_norm=False, proj_bias=True,
+                 attn_drop=0.0, proj_drop=0.0, norm_layer=None, depth=0):
         super().__init__()
         if dim % num_heads != 0:
             raise ValueError(f"dim ({dim}) should be divisible by num_heads ({num_heads})")
@@ -163,7 +304,7 @@ class DiffAttention(DifferentialLambda, nn.Module):
         self.k_norm = norm_layer(self.head_dim) if qk_norm else nn.Identity()
         self.attn_drop = nn.Dropout(attn_drop)
         self.norm = norm_layer(dim) if scale_norm else nn.Identity()
-        self.proj = nn.Linear(dim, dim)
+        self.proj = nn.Linear(dim, dim, bias=proj_bias)
         self.proj_drop = nn.Dropout(proj_drop)
         self._add_lambdas(self.head_dim, depth)
         self.sub_norm = RmsNorm(2 * self.head_dim, eps=1e-5)
@@ -191,14 +332,14 @@ class DiffAttention(DifferentialLambda, nn.Module):
 _ATTENTION_LAYERS = {"": Attention, "attn": Attention, "diff": DiffAttention}
 
 
-def _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_norm, attn_drop, proj_drop, norm_layer,
-                      depth):
+def _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_norm, proj_bias, attn_drop, proj_drop,
+                      norm_layer, depth):
     """The attention of block ``depth``: ``attn_layer`` is a class or timm's name for one ('' or 'attn':
     ``Attention``, 'diff': ``DiffAttention``, which also takes the depth)."""
     attn_cls = _ATTENTION_LAYERS[attn_layer] if isinstance(attn_layer, str) else attn_layer
     extra = {"depth": depth} if issubclass(attn_cls, DiffAttention) else {}
     return attn_cls(dim, num_heads=num_heads, qkv_bias=qkv_bias, qk_norm=qk_norm, scale_norm=scale_norm,
-                    attn_drop=attn_drop, proj_drop=proj_drop, norm_layer=norm_layer, **extra)
+                    proj_bias=proj_bias, attn_drop=attn_drop, proj_drop=proj_drop, norm_layer=norm_layer, **extra)
 
 
 class LayerScale(nn.Module):
@@ -219,21 +360,23 @@ class Block(nn.Module):
 
     ``init_values`` enables layer scale (``ls1``, ``ls2``; identities otherwise), ``drop_path`` is the
     probability of dropping each residual branch for a sample in training; ``attn_layer`` picks the
-    attention (``_create_attention``) of the block at index ``depth``.
+    attention (``_create_attention``) of the block at index ``depth``, ``mlp_layer`` the MLP class (``Mlp``,
+    ``SwiGLU``, ``SwiGLUPacked``); ``proj_bias=False`` drops the biases of the attention's output projection and
+    of the MLP.
     """
 
     def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, qk_norm=False, scale_attn_norm=False,
-                 scale_mlp_norm=False, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
-                 act_layer=nn.GELU, norm_layer=_layer_norm, attn_layer=Attention, depth=0):
+                 scale_mlp_norm=False, proj_bias=True, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
+                 act_layer=nn.GELU, norm_layer=_layer_norm, mlp_layer=Mlp, attn_layer=Attention, depth=0):
         super().__init__()
         self.norm1 = norm_layer(dim)
-        self.attn = _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_attn_norm, attn_drop,
-                                      proj_drop, norm_layer, depth)
+        self.attn = _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_attn_norm, proj_bias,
+                                      attn_drop, proj_drop, norm_layer, depth)
         self.ls1 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path1 = drop_path_module(drop_path)
         self.norm2 = norm_layer(dim)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer,
-                       norm_layer=norm_layer if scale_mlp_norm else None, drop=proj_drop)
+        self.mlp = mlp_layer(dim, int(dim * mlp_ratio), act_layer=act_layer,
+                             norm_layer=norm_layer if scale_mlp_norm else None, bias=proj_bias, drop=proj_drop)
         self.ls2 = LayerScale(dim, init_values) if init_values else nn.Identity()
         self.drop_path2 = drop_path_module(drop_path)
 
@@ -249,16 +392,16 @@ class ResPostBlock(nn.Module):
     weights start at that value, so each block starts close to the identity. Takes ``Block``'s arguments."""
 
     def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, qk_norm=False, scale_attn_norm=False,
-                 scale_mlp_norm=False, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
-                 act_layer=nn.GELU, norm_layer=_layer_norm, attn_layer=Attention, depth=0):
+                 scale_mlp_norm=False, proj_bias=True, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
+                 act_layer=nn.GELU, norm_layer=_layer_norm, mlp_layer=Mlp, attn_layer=Attention, depth=0):
         super().__init__()
         self.init_values = init_values
-        self.attn = _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_attn_norm, attn_drop,
-                                      proj_drop, norm_layer, depth)
+        self.attn = _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_attn_norm, proj_bias,
+                                      attn_drop, proj_drop, norm_layer, depth)
         self.norm1 = norm_layer(dim)
         self.drop_path1 = drop_path_module(drop_path)
-        self.mlp = Mlp(dim, int(dim * mlp_ratio), act_layer=act_layer,
-                       norm_layer=norm_layer if scale_mlp_norm else None, drop=proj_drop)
+        self.mlp = mlp_layer(dim, int(dim * mlp_ratio), act_layer=act_layer,
+                             norm_layer=norm_layer if scale_mlp_norm else None, bias=proj_bias, drop=proj_drop)
         self.norm2 = norm_layer(dim)
         self.drop_path2 = drop_path_module(drop_path)
         self.init_weights()
@@ -282,13 +425,13 @@ class ParallelScalingBlock(nn.Module):
 
     One projection ``in_proj`` makes the MLP's hidden units and the queries, keys and values at once; its bias
     is ``qkv_bias``, and without it the hidden units get their own bias ``mlp_bias`` (starting at zero). Layer
-    scale ``ls`` is on whenever ``init_values`` is given. Takes ``Block``'s arguments; ``attn_layer`` and
-    ``depth`` are not used (the attention is built in), scale norms are refused.
+    scale ``ls`` is on whenever ``init_values`` is given. Takes ``Block``'s arguments; ``attn_layer``,
+    ``mlp_layer`` and ``depth`` are not used (the attention is built in), scale norms are refused.
     """
 
     def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, qk_norm=False, scale_attn_norm=False,
-                 scale_mlp_norm=False, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
-                 act_layer=nn.GELU, norm_layer=_layer_norm, attn_layer=None, depth=0):
+                 scale_mlp_norm=False, proj_bias=True, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
+                 act_layer=nn.GELU, norm_layer=_layer_norm, mlp_layer=Mlp, attn_layer=None, depth=0):
         super().__init__()
         if dim % num_heads != 0:
             raise ValueError(f"dim ({dim}) should be divisible by num_heads ({num_heads})")
@@ -307,8 +450,8 @@ class ParallelScalingBlock(nn.Module):
         self.attn_drop = nn.Dropout(attn_drop)
         self.mlp_drop = nn.Dropout(proj_drop)
         self.mlp_act = act_layer()
-        self.attn_out_proj = nn.Linear(dim, dim)
-        self.mlp_out_proj = nn.Linear(mlp_hidden_dim, dim)
+        self.attn_out_proj = nn.Linear(dim, dim, bias=proj_bias)
+        self.mlp_out_proj = nn.Linear(mlp_hidden_dim, dim, bias=proj_bias)
         self.ls = LayerScale(dim, init_values) if init_values is not None else nn.Identity()
         self.drop_path = drop_path_module(drop_path)
 
@@ -336,13 +479,13 @@ class DiffParallelScalingBlock(DifferentialLambda, nn.Module):
     """A parallel block (``ParallelScalingBlock``) whose attention is differential (``DiffAttention``, without
     its ``proj``): the attention output (after ``sub_norm`` and the (1 - lambda_init) scale) and the MLP's
     activated hidden units are concatenated and projected back together by ``out_proj`` (timm's
-    ``DiffParallelScalingBlock``). Takes ``Block``'s arguments; ``depth`` sets lambda_init, ``attn_layer`` is not
-    used, scale norms are refused.
+    ``DiffParallelScalingBlock``). Takes ``Block``'s arguments; ``depth`` sets lambda_init, ``attn_layer`` and
+    ``mlp_layer`` are not used, scale norms are refused.
     """
 
     def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=False, qk_norm=False, scale_attn_norm=False,
-                 scale_mlp_norm=False, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
-                 act_layer=nn.GELU, norm_layer=_layer_norm, attn_layer=None, depth=0):
+                 scale_mlp_norm=False, proj_bias=True, proj_drop=0.0, attn_drop=0.0, init_values=None, drop_path=0.0,
+                 act_layer=nn.GELU, norm_layer=_layer_norm, mlp_layer=Mlp, attn_layer=None, depth=0):
         super().__init__()
         if dim % num_heads != 0:
             raise ValueError(f"dim ({dim}) should be divisible by num_heads ({num_heads})")
@@ -362,7 +505,7 @@ class DiffParallelScalingBlock(DifferentialLambda, nn.Module):
         self._add_lambdas(self.head_dim, depth)
         self.mlp_drop = nn.Dropout(proj_drop)
         self.mlp_act = act_layer()
-        self.out_proj = nn.Linear(dim + mlp_hidden_dim, dim)
+        self.out_proj = nn.Linear(dim + mlp_hidden_dim, dim, bias=proj_bias)
         self.ls = LayerScale(dim, init_values) if init_values is not None else nn.Identity()
         self.drop_path = drop_path_module(drop_path)
         self._reset_lambdas()
@@ -597,11 +740,15 @@ class VisionTransformer(ViTApi, nn.Module):
     norm after the pooling (default: with the patch-token pools). ``class_token=False`` drops the class token;
     ``reg_tokens`` adds learnt register tokens after it; ``no_embed_class`` gives position embeddings to the
     patch tokens only; ``pre_norm`` adds a norm before the blocks (and drops the patch projection's bias);
-    ``init_values`` enables layer scale. ``pool_include_prefix`` pools the prefix tokens with the patch tokens
-    ('avg', 'max', 'avgmax', 'map'). ``dynamic_img_size`` takes images of any size (multiples of the patch size):
-    the position embeddings are resampled (bicubic, antialiased) from the built grid to the image's. ``block_fn``
-    is the block class (``Block``, ``ResPostBlock``, ``ParallelScalingBlock``, ``DiffParallelScalingBlock``),
-    ``attn_layer`` the attention of ``Block`` and ``ResPostBlock`` (a class, or 'diff' for ``DiffAttention``).
+    ``final_norm=False`` leaves the final norm (or ``fc_norm``) out; ``embed_norm_layer`` normalises the patch tokens
+    (``patch_embed.norm``, AIMv2); ``init_values`` enables layer scale. ``pool_include_prefix`` pools the prefix
+    tokens with the patch tokens ('avg', 'max', 'avgmax', 'map'). ``dynamic_img_size`` takes images of any size
+    (multiples of the patch size): the position embeddings are resampled (bicubic, antialiased) from the built grid
+    to the image's. ``block_fn`` is the block class (``Block``, ``ResPostBlock``, ``ParallelScalingBlock``,
+    ``DiffParallelScalingBlock``), ``attn_layer`` the attention of ``Block`` and ``ResPostBlock`` (a class, or
+    'diff' for ``DiffAttention``), ``mlp_layer`` their MLP (``Mlp``, ``SwiGLU``, ``SwiGLUPacked``), ``act_layer``
+    its activation (a class or timm's name: 'gelu_tanh', 'quick_gelu', 'silu'); ``proj_bias=False`` drops the
+    biases of the blocks' output projections and MLPs.
     Dropout: ``pos_drop_rate`` after the position embeddings, ``attn_drop_rate`` on attention weights,
     ``proj_drop_rate`` in the blocks, ``drop_rate`` before the head; ``drop_path_rate`` is the stochastic depth of
     the last block (rising linearly from 0 at the first). ``weight_init='skip'`` leaves the layers' default
@@ -615,17 +762,18 @@ class VisionTransformer(ViTApi, nn.Module):
 
     def __init__(self, img_size=224, patch_size=16, in_chans=3, num_classes=1000, global_pool="token", embed_dim=768,
                  depth=12, num_heads=12, mlp_ratio=4.0, qkv_bias=True, qk_norm=False, scale_attn_norm=False,
-                 scale_mlp_norm=False, init_values=None, class_token=True, no_embed_class=False, reg_tokens=0,
-                 pre_norm=False, fc_norm=None, pool_include_prefix=False, dynamic_img_size=False, drop_rate=0.0,
-                 pos_drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0, drop_path_rate=0.0, weight_init="",
-                 norm_layer=None, act_layer=None, block_fn=Block, attn_layer=Attention):
+                 scale_mlp_norm=False, proj_bias=True, init_values=None, class_token=True, no_embed_class=False,
+                 reg_tokens=0, pre_norm=False, final_norm=True, fc_norm=None, pool_include_prefix=False,
+                 dynamic_img_size=False, drop_rate=0.0, pos_drop_rate=0.0, proj_drop_rate=0.0, attn_drop_rate=0.0,
+                 drop_path_rate=0.0, weight_init="", embed_norm_layer=None, norm_layer=None, act_layer=None,
+                 block_fn=Block, mlp_layer=Mlp, attn_layer=Attention):
         super().__init__()
         self._check_global_pool(global_pool, class_token)
         if weight_init not in ("", "skip"):
             raise ValueError(f"weight_init must be '' (timm's) or 'skip', got {weight_init!r}")
         use_fc_norm = global_pool in ("avg", "max", "avgmax") if fc_norm is None else fc_norm
         norm_layer = norm_layer or _layer_norm
-        act_layer = act_layer or nn.GELU
+        act_layer = _act_layer(act_layer) or nn.GELU
         self.num_classes = num_classes
         self.in_chans = in_chans
         self.global_pool = global_pool
@@ -638,6 +786,8 @@ class VisionTransformer(ViTApi, nn.Module):
         self.dynamic_img_size = dynamic_img_size
 
         self.patch_embed = PatchEmbed(img_size, patch_size, in_chans, embed_dim, bias=not pre_norm)
+        if embed_norm_layer is not None:
+            self.patch_embed.norm = embed_norm_layer(embed_dim)
         num_patches = self.patch_embed.num_patches
         self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim)) if class_token else None
         self.reg_token = nn.Parameter(torch.zeros(1, reg_tokens, embed_dim)) if reg_tokens else None
@@ -649,19 +799,20 @@ class VisionTransformer(ViTApi, nn.Module):
         drop_path_rates = [p.item() for p in torch.linspace(0, drop_path_rate, depth)]
         self.blocks = nn.Sequential(*[
             block_fn(embed_dim, num_heads, mlp_ratio=mlp_ratio, qkv_bias=qkv_bias, qk_norm=qk_norm,
-                     scale_attn_norm=scale_attn_norm, scale_mlp_norm=scale_mlp_norm, proj_drop=proj_drop_rate,
-                     attn_drop=attn_drop_rate, init_values=init_values, drop_path=drop_path_rates[i],
-                     act_layer=act_layer, norm_layer=norm_layer, attn_layer=attn_layer, depth=i)
+                     scale_attn_norm=scale_attn_norm, scale_mlp_norm=scale_mlp_norm, proj_bias=proj_bias,
+                     proj_drop=proj_drop_rate, attn_drop=attn_drop_rate, init_values=init_values,
+                     drop_path=drop_path_rates[i], act_layer=act_layer, norm_layer=norm_layer, mlp_layer=mlp_layer,
+                     attn_layer=attn_layer, depth=i)
             for i in range(depth)])
         reduction = max(self.patch_embed.patch_size)
         self.feature_info = [dict(module=f"blocks.{i}", num_chs=embed_dim, reduction=reduction) for i in range(depth)]
-        self.norm = nn.Identity() if use_fc_norm else norm_layer(embed_dim)
+        self.norm = norm_layer(embed_dim) if final_norm and not use_fc_norm else nn.Identity()
         if global_pool == "map":
             self.attn_pool = AttentionPoolLatent(embed_dim, num_heads, mlp_ratio, norm_layer=norm_layer,
                                                  act_layer=act_layer)
         else:
             self.attn_pool = None
-        self.fc_norm = norm_layer(embed_dim) if use_fc_norm else nn.Identity()
+        self.fc_norm = norm_layer(embed_dim) if final_norm and use_fc_norm else nn.Identity()
         self.head_drop = nn.Dropout(drop_rate)
         self.head = self._new_head(num_classes)
         if weight_init != "skip":
@@ -798,6 +949,11 @@ def _vit(variant, pretrained, progress, kwargs, **model_args):
 _CLIP = dict(pre_norm=True, norm_layer=_clip_layer_norm)
 _BEIT3 = dict(scale_attn_norm=True, scale_mlp_norm=True, global_pool="avg", norm_layer=_clip_layer_norm)
 _SBB = dict(init_values=1e-5, class_token=False, no_embed_class=True, global_pool="avg")
+# DINOv2-g's MLP: a SiLU-gated packed SwiGLU of 2 x 4096 units (DINOv2 shrinks 4 x 1536 by 2/3, rounded to 8)
+_PACKED_SWIGLU = dict(mlp_ratio=2.66667 * 2, mlp_layer=SwiGLUPacked, act_layer=nn.SiLU)
+_aimv2_rms_norm = partial(RmsNorm, eps=1e-5)
+_AIMV2 = dict(class_token=False, fc_norm=False, global_pool="avg", qkv_bias=False, proj_bias=False, act_layer="silu",
+              norm_layer=_aimv2_rms_norm, embed_norm_layer=_aimv2_rms_norm, mlp_layer=SwiGLU)
 
 
 @register_model
@@ -1256,3 +1412,630 @@ def test_vit3(pretrained=False, progress=True, **kwargs):
     return _vit("test_vit3", pretrained, progress, kwargs, img_size=160, patch_size=16, embed_dim=96, depth=9,
                 num_heads=3, mlp_ratio=2, class_token=False, reg_tokens=1, global_pool="map",
                 pool_include_prefix=True, init_values=1e-5)
+
+
+@register_model
+def vit_small_patch14_dinov2(pretrained=False, progress=True, **kwargs):
+    """DINOv2 ViT-S/14 encoder at 518: width 384, 12 blocks, 6 heads, layer scale."""
+    return _vit("vit_small_patch14_dinov2", pretrained, progress, kwargs, img_size=518, patch_size=14, embed_dim=384,
+                depth=12, num_heads=6, init_values=1e-5)
+
+
+@register_model
+def vit_base_patch14_dinov2(pretrained=False, progress=True, **kwargs):
+    """DINOv2 ViT-B/14 encoder at 518: width 768, 12 blocks, 12 heads, layer scale."""
+    return _vit("vit_base_patch14_dinov2", pretrained, progress, kwargs, img_size=518, patch_size=14, embed_dim=768,
+                depth=12, num_heads=12, init_values=1e-5)
+
+
+@register_model
+def vit_large_patch14_dinov2(pretrained=False, progress=True, **kwargs):
+    """DINOv2 ViT-L/14 encoder at 518: width 1024, 24 blocks, 16 heads, layer scale."""
+    return _vit("vit_large_patch14_dinov2", pretrained, progress, kwargs, img_size=518, patch_size=14, embed_dim=1024,
+                depth=24, num_heads=16, init_values=1e-5)
+
+
+@register_model
+def vit_giant_patch14_dinov2(pretrained=False, progress=True, **kwargs):
+    """DINOv2 ViT-g/14 encoder at 518: width 1536, 40 blocks, 24 heads, packed SwiGLU, layer scale."""
+    return _vit("vit_giant_patch14_dinov2", pretrained, progress, kwargs, img_size=518, patch_size=14, embed_dim=1536,
+                depth=40, num_heads=24, init_values=1e-5, **_PACKED_SWIGLU)
+
+
+@register_model
+def vit_small_patch14_reg4_dinov2(pretrained=False, progress=True, **kwargs):
+    """DINOv2 ViT-S/14, 4 registers, encoder at 518: width 384, 12 blocks, 6 heads, layer scale."""
+    return _vit("vit_small_patch14_reg4_dinov2", pretrained, progress, kwargs, img_size=518, patch_size=14,
+                embed_dim=384, depth=12, num_heads=6, init_values=1e-5, reg_tokens=4, no_embed_class=True)
+
+
+@register_model
+def vit_base_patch14_reg4_dinov2(pretrained=False, progress=True, **kwargs):
+    """DINOv2 ViT-B/14, 4 registers, encoder at 518: width 768, 12 blocks, 12 heads, layer scale."""
+    return _vit("vit_base_patch14_reg4_dinov2", pretrained, progress, kwargs, img_size=518, patch_size=14,
+                embed_dim=768, depth=12, num_heads=12, init_values=1e-5, reg_tokens=4, no_embed_class=True)
+
+
+@register_model
+def vit_large_patch14_reg4_dinov2(pretrained=False, progress=True, **kwargs):
+    """DINOv2 ViT-L/14, 4 registers, encoder at 518: width 1024, 24 blocks, 16 heads, layer scale."""
+    return _vit("vit_large_patch14_reg4_dinov2", pretrained, progress, kwargs, img_size=518, patch_size=14,
+                embed_dim=1024, depth=24, num_heads=16, init_values=1e-5, reg_tokens=4, no_embed_class=True)
+
+
+@register_model
+def vit_giant_patch14_reg4_dinov2(pretrained=False, progress=True, **kwargs):
+    """DINOv2 ViT-g/14, 4 registers, encoder at 518: width 1536, 40 blocks, 24 heads, packed SwiGLU, layer scale."""
+    return _vit("vit_giant_patch14_reg4_dinov2", pretrained, progress, kwargs, img_size=518, patch_size=14,
+                embed_dim=1536, depth=40, num_heads=24, init_values=1e-5, reg_tokens=4, no_embed_class=True,
+                **_PACKED_SWIGLU)
+
+
+@register_model
+def vit_base_patch16_siglip_224(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/16 tower at 224: width 768, 12 blocks, 12 heads, no class token, attention pool."""
+    return _vit("vit_base_patch16_siglip_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=12,
+                num_heads=12, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_base_patch16_siglip_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/16 tower at 256: width 768, 12 blocks, 12 heads, no class token, attention pool."""
+    return _vit("vit_base_patch16_siglip_256", pretrained, progress, kwargs, img_size=256, patch_size=16, embed_dim=768,
+                depth=12, num_heads=12, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_base_patch16_siglip_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/16 tower at 384: width 768, 12 blocks, 12 heads, no class token, attention pool."""
+    return _vit("vit_base_patch16_siglip_384", pretrained, progress, kwargs, img_size=384, patch_size=16, embed_dim=768,
+                depth=12, num_heads=12, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_base_patch16_siglip_512(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/16 tower at 512: width 768, 12 blocks, 12 heads, no class token, attention pool."""
+    return _vit("vit_base_patch16_siglip_512", pretrained, progress, kwargs, img_size=512, patch_size=16, embed_dim=768,
+                depth=12, num_heads=12, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_base_patch16_siglip_gap_224(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/16 tower at 224: width 768, 12 blocks, 12 heads, no class token, average pool."""
+    return _vit("vit_base_patch16_siglip_gap_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=12,
+                num_heads=12, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_base_patch16_siglip_gap_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/16 tower at 256: width 768, 12 blocks, 12 heads, no class token, average pool."""
+    return _vit("vit_base_patch16_siglip_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=768, depth=12, num_heads=12, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_base_patch16_siglip_gap_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/16 tower at 384: width 768, 12 blocks, 12 heads, no class token, average pool."""
+    return _vit("vit_base_patch16_siglip_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=768, depth=12, num_heads=12, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_base_patch16_siglip_gap_512(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/16 tower at 512: width 768, 12 blocks, 12 heads, no class token, average pool."""
+    return _vit("vit_base_patch16_siglip_gap_512", pretrained, progress, kwargs, img_size=512, patch_size=16,
+                embed_dim=768, depth=12, num_heads=12, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_base_patch32_siglip_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/32 tower at 256: width 768, 12 blocks, 12 heads, no class token, attention pool, tanh GELU."""
+    return _vit("vit_base_patch32_siglip_256", pretrained, progress, kwargs, img_size=256, patch_size=32, embed_dim=768,
+                depth=12, num_heads=12, class_token=False, global_pool="map", act_layer="gelu_tanh")
+
+
+@register_model
+def vit_base_patch32_siglip_gap_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-B/32 tower at 256: width 768, 12 blocks, 12 heads, no class token, average pool, tanh GELU."""
+    return _vit("vit_base_patch32_siglip_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=32,
+                embed_dim=768, depth=12, num_heads=12, class_token=False, global_pool="avg", fc_norm=False,
+                act_layer="gelu_tanh")
+
+
+@register_model
+def vit_large_patch16_siglip_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-L/16 tower at 256: width 1024, 24 blocks, 16 heads, no class token, attention pool."""
+    return _vit("vit_large_patch16_siglip_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=1024, depth=24, num_heads=16, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_large_patch16_siglip_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-L/16 tower at 384: width 1024, 24 blocks, 16 heads, no class token, attention pool."""
+    return _vit("vit_large_patch16_siglip_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=1024, depth=24, num_heads=16, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_large_patch16_siglip_512(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-L/16 tower at 512: width 1024, 24 blocks, 16 heads, no class token, attention pool, tanh GELU."""
+    return _vit("vit_large_patch16_siglip_512", pretrained, progress, kwargs, img_size=512, patch_size=16,
+                embed_dim=1024, depth=24, num_heads=16, class_token=False, global_pool="map", act_layer="gelu_tanh")
+
+
+@register_model
+def vit_large_patch16_siglip_gap_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-L/16 tower at 256: width 1024, 24 blocks, 16 heads, no class token, average pool."""
+    return _vit("vit_large_patch16_siglip_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=1024, depth=24, num_heads=16, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_large_patch16_siglip_gap_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-L/16 tower at 384: width 1024, 24 blocks, 16 heads, no class token, average pool."""
+    return _vit("vit_large_patch16_siglip_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=1024, depth=24, num_heads=16, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_large_patch16_siglip_gap_512(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-L/16 tower at 512: width 1024, 24 blocks, 16 heads, no class token, average pool, tanh GELU."""
+    return _vit("vit_large_patch16_siglip_gap_512", pretrained, progress, kwargs, img_size=512, patch_size=16,
+                embed_dim=1024, depth=24, num_heads=16, class_token=False, global_pool="avg", fc_norm=False,
+                act_layer="gelu_tanh")
+
+
+@register_model
+def vit_so400m_patch14_siglip_224(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/14 tower at 224: width 1152, 27 blocks, 16 heads, no class token, attention pool."""
+    return _vit("vit_so400m_patch14_siglip_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1152, depth=27,
+                num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_so400m_patch14_siglip_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/14 tower at 384: width 1152, 27 blocks, 16 heads, no class token, attention pool."""
+    return _vit("vit_so400m_patch14_siglip_384", pretrained, progress, kwargs, img_size=384, patch_size=14,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="map")
+
+
+@register_model
+def vit_so400m_patch14_siglip_gap_224(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/14 tower at 224: width 1152, 27 blocks, 16 heads, no class token, average pool."""
+    return _vit("vit_so400m_patch14_siglip_gap_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1152,
+                depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_so400m_patch14_siglip_gap_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/14 tower at 384: width 1152, 27 blocks, 16 heads, no class token, average pool."""
+    return _vit("vit_so400m_patch14_siglip_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=14,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg",
+                fc_norm=False)
+
+
+@register_model
+def vit_so400m_patch14_siglip_gap_448(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/14 tower at 448: width 1152, 27 blocks, 16 heads, no class token, average pool."""
+    return _vit("vit_so400m_patch14_siglip_gap_448", pretrained, progress, kwargs, img_size=448, patch_size=14,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg",
+                fc_norm=False)
+
+
+@register_model
+def vit_so400m_patch14_siglip_gap_896(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/14 tower at 896: width 1152, 27 blocks, 16 heads, no class token, average pool."""
+    return _vit("vit_so400m_patch14_siglip_gap_896", pretrained, progress, kwargs, img_size=896, patch_size=14,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg",
+                fc_norm=False)
+
+
+@register_model
+def vit_so400m_patch16_siglip_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/16 tower at 256: width 1152, 27 blocks, 16 heads, no class token, attention pool, tanh GELU."""
+    return _vit("vit_so400m_patch16_siglip_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="map",
+                act_layer="gelu_tanh")
+
+
+@register_model
+def vit_so400m_patch16_siglip_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/16 tower at 384: width 1152, 27 blocks, 16 heads, no class token, attention pool, tanh GELU."""
+    return _vit("vit_so400m_patch16_siglip_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="map",
+                act_layer="gelu_tanh")
+
+
+@register_model
+def vit_so400m_patch16_siglip_512(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/16 tower at 512: width 1152, 27 blocks, 16 heads, no class token, attention pool, tanh GELU."""
+    return _vit("vit_so400m_patch16_siglip_512", pretrained, progress, kwargs, img_size=512, patch_size=16,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="map",
+                act_layer="gelu_tanh")
+
+
+@register_model
+def vit_so400m_patch16_siglip_gap_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/16 tower at 256: width 1152, 27 blocks, 16 heads, no class token, average pool, tanh GELU."""
+    return _vit("vit_so400m_patch16_siglip_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg",
+                fc_norm=False, act_layer="gelu_tanh")
+
+
+@register_model
+def vit_so400m_patch16_siglip_gap_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/16 tower at 384: width 1152, 27 blocks, 16 heads, no class token, average pool, tanh GELU."""
+    return _vit("vit_so400m_patch16_siglip_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg",
+                fc_norm=False, act_layer="gelu_tanh")
+
+
+@register_model
+def vit_so400m_patch16_siglip_gap_512(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-So400m/16 tower at 512: width 1152, 27 blocks, 16 heads, no class token, average pool, tanh GELU."""
+    return _vit("vit_so400m_patch16_siglip_gap_512", pretrained, progress, kwargs, img_size=512, patch_size=16,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=3.7362, class_token=False, global_pool="avg",
+                fc_norm=False, act_layer="gelu_tanh")
+
+
+@register_model
+def vit_giantopt_patch16_siglip_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-gopt/16 tower at 256: width 1536, 40 blocks, 16 heads, no class token, attention pool, tanh GELU."""
+    return _vit("vit_giantopt_patch16_siglip_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=1536, depth=40, num_heads=16, class_token=False, global_pool="map", act_layer="gelu_tanh")
+
+
+@register_model
+def vit_giantopt_patch16_siglip_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-gopt/16 tower at 384: width 1536, 40 blocks, 16 heads, no class token, attention pool, tanh GELU."""
+    return _vit("vit_giantopt_patch16_siglip_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=1536, depth=40, num_heads=16, class_token=False, global_pool="map", act_layer="gelu_tanh")
+
+
+@register_model
+def vit_giantopt_patch16_siglip_gap_256(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-gopt/16 tower at 256: width 1536, 40 blocks, 16 heads, no class token, average pool, tanh GELU."""
+    return _vit("vit_giantopt_patch16_siglip_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=1536, depth=40, num_heads=16, class_token=False, global_pool="avg", fc_norm=False,
+                act_layer="gelu_tanh")
+
+
+@register_model
+def vit_giantopt_patch16_siglip_gap_384(pretrained=False, progress=True, **kwargs):
+    """SigLIP ViT-gopt/16 tower at 384: width 1536, 40 blocks, 16 heads, no class token, average pool, tanh GELU."""
+    return _vit("vit_giantopt_patch16_siglip_gap_384", pretrained, progress, kwargs, img_size=384, patch_size=16,
+                embed_dim=1536, depth=40, num_heads=16, class_token=False, global_pool="avg", fc_norm=False,
+                act_layer="gelu_tanh")
+
+
+@register_model
+def vit_base_patch16_clip_quickgelu_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-B/16 image tower at 224: width 768, 12 blocks, 12 heads, a norm before the blocks, QuickGELU."""
+    return _vit("vit_base_patch16_clip_quickgelu_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768,
+                depth=12, num_heads=12, act_layer="quick_gelu", **_CLIP)
+
+
+@register_model
+def vit_base_patch16_plus_clip_240(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-B/16 image tower at 240: width 896, 12 blocks, 14 heads, a norm before the blocks."""
+    return _vit("vit_base_patch16_plus_clip_240", pretrained, progress, kwargs, img_size=240, patch_size=16,
+                embed_dim=896, depth=12, num_heads=14, **_CLIP)
+
+
+@register_model
+def vit_base_patch32_clip_256(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-B/32 image tower at 256: width 768, 12 blocks, 12 heads, a norm before the blocks."""
+    return _vit("vit_base_patch32_clip_256", pretrained, progress, kwargs, img_size=256, patch_size=32, embed_dim=768,
+                depth=12, num_heads=12, **_CLIP)
+
+
+@register_model
+def vit_base_patch32_clip_quickgelu_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-B/32 image tower at 224: width 768, 12 blocks, 12 heads, a norm before the blocks, QuickGELU."""
+    return _vit("vit_base_patch32_clip_quickgelu_224", pretrained, progress, kwargs, patch_size=32, embed_dim=768,
+                depth=12, num_heads=12, act_layer="quick_gelu", **_CLIP)
+
+
+@register_model
+def vit_betwixt_patch32_clip_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-betwixt/32 image tower at 224: width 640, 12 blocks, 10 heads, a norm before the blocks."""
+    return _vit("vit_betwixt_patch32_clip_224", pretrained, progress, kwargs, patch_size=32, embed_dim=640, depth=12,
+                num_heads=10, **_CLIP)
+
+
+@register_model
+def vit_giant_patch14_clip_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-g/14 image tower at 224: width 1408, 40 blocks, 16 heads, a norm before the blocks."""
+    return _vit("vit_giant_patch14_clip_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1408,
+                mlp_ratio=48 / 11, depth=40, num_heads=16, **_CLIP)
+
+
+@register_model
+def vit_gigantic_patch14_clip_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-bigG/14 image tower at 224: width 1664, 48 blocks, 16 heads, a norm before the blocks."""
+    return _vit("vit_gigantic_patch14_clip_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1664,
+                mlp_ratio=64 / 13, depth=48, num_heads=16, **_CLIP)
+
+
+@register_model
+def vit_gigantic_patch14_clip_378(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-bigG/14 image tower at 378: width 1664, 48 blocks, 16 heads, a norm before the blocks."""
+    return _vit("vit_gigantic_patch14_clip_378", pretrained, progress, kwargs, img_size=378, patch_size=14,
+                embed_dim=1664, mlp_ratio=64 / 13, depth=48, num_heads=16, **_CLIP)
+
+
+@register_model
+def vit_gigantic_patch14_clip_quickgelu_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-bigG/14 image tower at 224: width 1664, 48 blocks, 16 heads, a norm before the blocks, QuickGELU."""
+    return _vit("vit_gigantic_patch14_clip_quickgelu_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1664,
+                mlp_ratio=64 / 13, depth=48, num_heads=16, act_layer="quick_gelu", **_CLIP)
+
+
+@register_model
+def vit_huge_patch14_clip_378(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-H/14 image tower at 378: width 1280, 32 blocks, 16 heads, a norm before the blocks."""
+    return _vit("vit_huge_patch14_clip_378", pretrained, progress, kwargs, img_size=378, patch_size=14, embed_dim=1280,
+                depth=32, num_heads=16, **_CLIP)
+
+
+@register_model
+def vit_huge_patch14_clip_quickgelu_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-H/14 image tower at 224: width 1280, 32 blocks, 16 heads, a norm before the blocks, QuickGELU."""
+    return _vit("vit_huge_patch14_clip_quickgelu_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1280,
+                depth=32, num_heads=16, act_layer="quick_gelu", **_CLIP)
+
+
+@register_model
+def vit_huge_patch14_clip_quickgelu_378(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-H/14 image tower at 378: width 1280, 32 blocks, 16 heads, a norm before the blocks, QuickGELU."""
+    return _vit("vit_huge_patch14_clip_quickgelu_378", pretrained, progress, kwargs, img_size=378, patch_size=14,
+                embed_dim=1280, depth=32, num_heads=16, act_layer="quick_gelu", **_CLIP)
+
+
+@register_model
+def vit_large_patch14_clip_quickgelu_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-L/14 image tower at 224: width 1024, 24 blocks, 16 heads, a norm before the blocks, QuickGELU."""
+    return _vit("vit_large_patch14_clip_quickgelu_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1024,
+                depth=24, num_heads=16, act_layer="quick_gelu", **_CLIP)
+
+
+@register_model
+def vit_large_patch14_clip_quickgelu_336(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-L/14 image tower at 336: width 1024, 24 blocks, 16 heads, a norm before the blocks, QuickGELU."""
+    return _vit("vit_large_patch14_clip_quickgelu_336", pretrained, progress, kwargs, img_size=336, patch_size=14,
+                embed_dim=1024, depth=24, num_heads=16, act_layer="quick_gelu", **_CLIP)
+
+
+@register_model
+def vit_medium_patch16_clip_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-M/16 image tower at 224: width 512, 12 blocks, 8 heads, a norm before the blocks."""
+    return _vit("vit_medium_patch16_clip_224", pretrained, progress, kwargs, embed_dim=512, depth=12, num_heads=8,
+                **_CLIP)
+
+
+@register_model
+def vit_medium_patch32_clip_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-M/32 image tower at 224: width 512, 12 blocks, 8 heads, a norm before the blocks."""
+    return _vit("vit_medium_patch32_clip_224", pretrained, progress, kwargs, patch_size=32, embed_dim=512, depth=12,
+                num_heads=8, **_CLIP)
+
+
+@register_model
+def vit_xsmall_patch16_clip_224(pretrained=False, progress=True, **kwargs):
+    """CLIP ViT-XS/16 image tower at 224: width 256, 10 blocks, 4 heads, a norm before the blocks."""
+    return _vit("vit_xsmall_patch16_clip_224", pretrained, progress, kwargs, embed_dim=256, depth=10, num_heads=4,
+                **_CLIP)
+
+
+@register_model
+def vit_small_patch8_224(pretrained=False, progress=True, **kwargs):
+    """ViT-S/8 at 224: width 384, 12 blocks, 6 heads."""
+    return _vit("vit_small_patch8_224", pretrained, progress, kwargs, patch_size=8, embed_dim=384, depth=12,
+                num_heads=6)
+
+
+@register_model
+def vit_large_patch32_224(pretrained=False, progress=True, **kwargs):
+    """ViT-L/32 at 224: width 1024, 24 blocks, 16 heads."""
+    return _vit("vit_large_patch32_224", pretrained, progress, kwargs, patch_size=32, embed_dim=1024, depth=24,
+                num_heads=16)
+
+
+@register_model
+def vit_huge_patch14_224(pretrained=False, progress=True, **kwargs):
+    """ViT-H/14 at 224: width 1280, 32 blocks, 16 heads."""
+    return _vit("vit_huge_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1280, depth=32,
+                num_heads=16)
+
+
+@register_model
+def vit_huge_patch14_gap_224(pretrained=False, progress=True, **kwargs):
+    """ViT-H/14 at 224: width 1280, 32 blocks, 16 heads, no class token, average pooling."""
+    return _vit("vit_huge_patch14_gap_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1280, depth=32,
+                num_heads=16, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_huge_patch16_gap_448(pretrained=False, progress=True, **kwargs):
+    """ViT-H/16 at 448: width 1280, 32 blocks, 16 heads, no class token, average pooling."""
+    return _vit("vit_huge_patch16_gap_448", pretrained, progress, kwargs, img_size=448, patch_size=16, embed_dim=1280,
+                depth=32, num_heads=16, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_giant_patch16_gap_224(pretrained=False, progress=True, **kwargs):
+    """ViT-g/16 at 224: width 1408, 40 blocks, 16 heads, no class token, average pooling."""
+    return _vit("vit_giant_patch16_gap_224", pretrained, progress, kwargs, patch_size=16, embed_dim=1408, depth=40,
+                num_heads=16, mlp_ratio=48 / 11, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_medium_patch16_gap_240(pretrained=False, progress=True, **kwargs):
+    """ViT-M/16 at 240: width 512, 12 blocks, 8 heads, no class token, average pooling, no qkv biases, layer scale."""
+    return _vit("vit_medium_patch16_gap_240", pretrained, progress, kwargs, img_size=240, patch_size=16, embed_dim=512,
+                depth=12, num_heads=8, class_token=False, global_pool="avg", qkv_bias=False, init_values=1e-6,
+                fc_norm=False)
+
+
+@register_model
+def vit_base_patch14_reg1_tipsv2(pretrained=False, progress=True, **kwargs):
+    """TIPSv2 ViT-B/14 at 448, 1 register token: width 768, 12 blocks, 12 heads, layer scale."""
+    return _vit("vit_base_patch14_reg1_tipsv2", pretrained, progress, kwargs, img_size=448, patch_size=14,
+                embed_dim=768, depth=12, num_heads=12, init_values=1.0, reg_tokens=1, no_embed_class=True)
+
+
+@register_model
+def vit_large_patch14_reg1_tipsv2(pretrained=False, progress=True, **kwargs):
+    """TIPSv2 ViT-L/14 at 448, 1 register token: width 1024, 24 blocks, 16 heads, layer scale."""
+    return _vit("vit_large_patch14_reg1_tipsv2", pretrained, progress, kwargs, img_size=448, patch_size=14,
+                embed_dim=1024, depth=24, num_heads=16, init_values=1.0, reg_tokens=1, no_embed_class=True)
+
+
+@register_model
+def vit_giant_patch14_reg1_tipsv2(pretrained=False, progress=True, **kwargs):
+    """TIPSv2 ViT-g/14 at 448, 1 register token: width 1536, 40 blocks, 24 heads, packed SwiGLU, layer scale."""
+    return _vit("vit_giant_patch14_reg1_tipsv2", pretrained, progress, kwargs, img_size=448, patch_size=14,
+                embed_dim=1536, depth=40, num_heads=24, init_values=1.0, reg_tokens=1, no_embed_class=True,
+                **_PACKED_SWIGLU)
+
+
+@register_model
+def vit_so400m_patch14_reg1_tipsv2(pretrained=False, progress=True, **kwargs):
+    """TIPSv2 ViT-So400m/14 at 448, 1 register token: width 1152, 27 blocks, 16 heads, layer scale."""
+    return _vit("vit_so400m_patch14_reg1_tipsv2", pretrained, progress, kwargs, img_size=448, patch_size=14,
+                embed_dim=1152, depth=27, num_heads=16, init_values=1.0, mlp_ratio=4304 / 1152, reg_tokens=1,
+                no_embed_class=True)
+
+
+@register_model
+def vit_intern300m_patch14_448(pretrained=False, progress=True, **kwargs):
+    """InternViT-300M/14 at 448 (any size): width 1024, 24 blocks, 16 heads, layer scale, no final norm."""
+    return _vit("vit_intern300m_patch14_448", pretrained, progress, kwargs, img_size=448, patch_size=14, embed_dim=1024,
+                depth=24, num_heads=16, init_values=0.1, final_norm=False, dynamic_img_size=True)
+
+
+@register_model
+def vit_base_patch16_radio_v3(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv3 ViT-B/16 at 512 with 7 register tokens: width 768, 12 blocks, 12 heads, layer scale, no final norm."""
+    return _vit("vit_base_patch16_radio_v3", pretrained, progress, kwargs, img_size=512, patch_size=16, embed_dim=768,
+                depth=12, num_heads=12, init_values=1e-5, reg_tokens=7, no_embed_class=True, final_norm=False)
+
+
+@register_model
+def vit_large_patch16_radio_v3(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv3 ViT-L/16 at 512 with 7 register tokens: width 1024, 24 blocks, 16 heads, layer scale, no final norm."""
+    return _vit("vit_large_patch16_radio_v3", pretrained, progress, kwargs, img_size=512, patch_size=16, embed_dim=1024,
+                depth=24, num_heads=16, init_values=1e-5, reg_tokens=7, no_embed_class=True, final_norm=False)
+
+
+@register_model
+def vit_huge_patch16_radio_v3(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv3 ViT-H/16 at 512 with 7 register tokens: width 1280, 32 blocks, 16 heads, no final norm."""
+    return _vit("vit_huge_patch16_radio_v3", pretrained, progress, kwargs, img_size=512, patch_size=16, embed_dim=1280,
+                depth=32, num_heads=16, reg_tokens=7, no_embed_class=True, final_norm=False)
+
+
+@register_model
+def vit_giant_patch16_radio_v3(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv3 ViT-g/16 at 512 with 7 register tokens: width 1536, 40 blocks, 24 heads, no final norm."""
+    return _vit("vit_giant_patch16_radio_v3", pretrained, progress, kwargs, img_size=512, patch_size=16, embed_dim=1536,
+                depth=40, num_heads=24, reg_tokens=7, no_embed_class=True, final_norm=False)
+
+
+@register_model
+def vit_huge_patch16_radio_v4(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv4 ViT-H/16 at 512 with 9 register tokens: width 1280, 32 blocks, 16 heads, no final norm."""
+    return _vit("vit_huge_patch16_radio_v4", pretrained, progress, kwargs, img_size=512, patch_size=16, embed_dim=1280,
+                depth=32, num_heads=16, reg_tokens=9, no_embed_class=True, final_norm=False)
+
+
+@register_model
+def vit_so400m_patch16_radio_v4(pretrained=False, progress=True, **kwargs):
+    """C-RADIOv4 ViT-So400m/16 at 512 with 9 register tokens: width 1152, 27 blocks, 16 heads, no final norm."""
+    return _vit("vit_so400m_patch16_radio_v4", pretrained, progress, kwargs, img_size=512, patch_size=16,
+                embed_dim=1152, depth=27, num_heads=16, mlp_ratio=4304 / 1152, reg_tokens=9, no_embed_class=True,
+                final_norm=False)
+
+
+@register_model
+def aimv2_large_patch14_224(pretrained=False, progress=True, **kwargs):
+    """AIMv2-large/14 at 224: width 1024, 24 blocks, 8 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_large_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1024, depth=24,
+                num_heads=8, mlp_ratio=2.75, **_AIMV2)
+
+
+@register_model
+def aimv2_large_patch14_336(pretrained=False, progress=True, **kwargs):
+    """AIMv2-large/14 at 336: width 1024, 24 blocks, 8 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_large_patch14_336", pretrained, progress, kwargs, img_size=336, patch_size=14, embed_dim=1024,
+                depth=24, num_heads=8, mlp_ratio=2.75, **_AIMV2)
+
+
+@register_model
+def aimv2_large_patch14_448(pretrained=False, progress=True, **kwargs):
+    """AIMv2-large/14 at 448: width 1024, 24 blocks, 8 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_large_patch14_448", pretrained, progress, kwargs, img_size=448, patch_size=14, embed_dim=1024,
+                depth=24, num_heads=8, mlp_ratio=2.75, **_AIMV2)
+
+
+@register_model
+def aimv2_huge_patch14_224(pretrained=False, progress=True, **kwargs):
+    """AIMv2-huge/14 at 224: width 1536, 24 blocks, 12 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_huge_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1536, depth=24,
+                num_heads=12, mlp_ratio=2.6667, **_AIMV2)
+
+
+@register_model
+def aimv2_huge_patch14_336(pretrained=False, progress=True, **kwargs):
+    """AIMv2-huge/14 at 336: width 1536, 24 blocks, 12 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_huge_patch14_336", pretrained, progress, kwargs, img_size=336, patch_size=14, embed_dim=1536,
+                depth=24, num_heads=12, mlp_ratio=2.6667, **_AIMV2)
+
+
+@register_model
+def aimv2_huge_patch14_448(pretrained=False, progress=True, **kwargs):
+    """AIMv2-huge/14 at 448: width 1536, 24 blocks, 12 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_huge_patch14_448", pretrained, progress, kwargs, img_size=448, patch_size=14, embed_dim=1536,
+                depth=24, num_heads=12, mlp_ratio=2.6667, **_AIMV2)
+
+
+@register_model
+def aimv2_1b_patch14_224(pretrained=False, progress=True, **kwargs):
+    """AIMv2-1b/14 at 224: width 2048, 24 blocks, 16 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_1b_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=2048, depth=24,
+                num_heads=16, mlp_ratio=2.75, **_AIMV2)
+
+
+@register_model
+def aimv2_1b_patch14_336(pretrained=False, progress=True, **kwargs):
+    """AIMv2-1b/14 at 336: width 2048, 24 blocks, 16 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_1b_patch14_336", pretrained, progress, kwargs, img_size=336, patch_size=14, embed_dim=2048,
+                depth=24, num_heads=16, mlp_ratio=2.75, **_AIMV2)
+
+
+@register_model
+def aimv2_1b_patch14_448(pretrained=False, progress=True, **kwargs):
+    """AIMv2-1b/14 at 448: width 2048, 24 blocks, 16 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_1b_patch14_448", pretrained, progress, kwargs, img_size=448, patch_size=14, embed_dim=2048,
+                depth=24, num_heads=16, mlp_ratio=2.75, **_AIMV2)
+
+
+@register_model
+def aimv2_3b_patch14_224(pretrained=False, progress=True, **kwargs):
+    """AIMv2-3b/14 at 224: width 3072, 24 blocks, 24 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_3b_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=3072, depth=24,
+                num_heads=24, mlp_ratio=2.6667, **_AIMV2)
+
+
+@register_model
+def aimv2_3b_patch14_336(pretrained=False, progress=True, **kwargs):
+    """AIMv2-3b/14 at 336: width 3072, 24 blocks, 24 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_3b_patch14_336", pretrained, progress, kwargs, img_size=336, patch_size=14, embed_dim=3072,
+                depth=24, num_heads=24, mlp_ratio=2.6667, **_AIMV2)
+
+
+@register_model
+def aimv2_3b_patch14_448(pretrained=False, progress=True, **kwargs):
+    """AIMv2-3b/14 at 448: width 3072, 24 blocks, 24 heads, RMS norms, SwiGLU MLPs, no biases, average pooling."""
+    return _vit("aimv2_3b_patch14_448", pretrained, progress, kwargs, img_size=448, patch_size=14, embed_dim=3072,
+                depth=24, num_heads=24, mlp_ratio=2.6667, **_AIMV2)

@@ -1,16 +1,22 @@
 """Hybrid Vision Transformers (Dosovitskiy et al. 2020, "An Image is Worth 16x16 Words: Transformers for Image
 Recognition at Scale"; Steiner et al. 2021, "How to train your ViT? Data, Augmentation, and Regularization in
-Vision Transformers"): timm's ``vision_transformer_hybrid`` models with ImageNet-1k weights.
+Vision Transformers"): timm's ``vision_transformer_hybrid`` models with ImageNet-1k weights, the original paper's
+R50+ViT-B/16 at 224 (vit_base_r50_s16_224, ImageNet-21k features), and MobileCLIP's ViT-B image tower (Vasu et al.
+2024, "MobileCLIP: Fast Image-Text Models through Multi-Modal Reinforced Training"; Faghri et al. 2025,
+"MobileCLIP2: Improving Multi-Modal Reinforced Training": vit_base_mci_224).
 
 A convolutional backbone turns the image into a feature map, whose positions (or patches of positions) become the
 transformer's tokens: a ResNet-style stem and stages of ordinary (not pre-activated) bottlenecks with
 weight-standardised convolutions, GroupNorm and TensorFlow's "same" padding, as in the original JAX models. The
 R26 and R50 variants use two to four stages of the backbone and one-position patches; the R-Ti variants only its
-stem (stride 4) and 8x8 patches. The transformer is timm's ``VisionTransformer``
+stem (stride 4) and 8x8 patches. MobileCLIP's ViT-B has a convolutional stem instead (4x4/4 and two 2x2/2
+convolutions, BatchNorm and GELU between them, stride 16) whose 768-wide map is the embedding itself (no
+projection), and position embeddings on the patch tokens only. The transformer is timm's ``VisionTransformer``
 (``timm_families.vision_transformer``); only the patch embedding differs. Model names, module names,
 ``state_dict`` keys and (seeded) initialisation follow timm, so its checkpoints load directly.
 """
 import math
+import warnings
 from collections import OrderedDict
 from functools import partial
 
@@ -19,8 +25,8 @@ from engine import nn
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
-from ._conv import MaxPool2dSame, _needs_dynamic_padding, _pad_same, get_padding
-from ._layers import drop_path_module, pair
+from ._conv import MaxPool2dSame, _needs_dynamic_padding, _pad_same, create_conv2d, get_padding
+from ._layers import BatchNormAct2d, ConvNormAct, drop_path_module, pair
 from .resnetv2 import ClassifierHead, GroupNormAct, ResNetStage, StdConv2d
 from .vision_transformer import VisionTransformer
 
@@ -78,6 +84,58 @@ class ResNetStem(nn.Sequential):
     def output_size(img_size):
         """The (height, width) of the map it makes of an ``img_size`` image."""
         return tuple(_same_size(_same_size(size, 2), 2) for size in img_size)
+
+
+class ConvStemOutput(nn.Module):
+    """The convolutional stem's last layer: a biased convolution (``conv``, ``padding`` pixels or a
+    ``create_conv2d`` padding type), no norm (``bn``, an empty slot as in timm's ``ConvNormAct`` without norm) and no
+    activation."""
+
+    def __init__(self, in_chs, out_chs, kernel_size, stride, padding):
+        super().__init__()
+        if isinstance(padding, str):
+            self.conv = create_conv2d(in_chs, out_chs, kernel_size, stride, pad_type=padding, bias=True)
+        else:
+            self.conv = nn.Conv2d(in_chs, out_chs, kernel_size, stride=stride, padding=padding, bias=True)
+        self.bn = nn.Sequential()
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+class ConvStem(nn.Sequential):
+    """MobileCLIP's convolutional stem (timm's ``ConvStem``): layers ``0``, ``1``... of ``channels`` widths (an int:
+    ``depth`` widths halving backwards from it), ``kernel_size``, ``stride`` and ``padding`` (one each, or one per
+    layer), each a convolution with BatchNorm and ``act_layer`` but the last, a biased convolution alone. Keeps the
+    convolutions' default initialisation, as timm does."""
+
+    def __init__(self, in_chans=3, depth=3, channels=64, kernel_size=3, stride=(2, 2, 2), padding="",
+                 act_layer=nn.ReLU):
+        super().__init__()
+        if isinstance(channels, int):
+            channels = tuple(channels // 2 ** i for i in range(depth))[::-1]
+        kernel_size, padding = (v if isinstance(v, (tuple, list)) else (v,) * depth for v in (kernel_size, padding))
+        if not depth == len(stride) == len(kernel_size) == len(channels) == len(padding):
+            raise ValueError(f"a {depth}-layer stem needs as many widths, kernel sizes, strides and paddings")
+        norm_layer = partial(BatchNormAct2d, act_layer=act_layer)
+        in_chs = in_chans
+        for i, (chs, kernel, step, pad) in enumerate(zip(channels, kernel_size, stride, padding)):
+            if i == depth - 1:
+                layer = ConvStemOutput(in_chs, chs, kernel, step, pad)
+            else:
+                layer = ConvNormAct(in_chs, chs, kernel, stride=step, padding=pad, norm_layer=norm_layer)
+            self.add_module(str(i), layer)
+            in_chs = chs
+        self.num_features = in_chs
+
+    def output_size(self, img_size):
+        """The (height, width) of the map it makes of an ``img_size`` image."""
+        size = tuple(img_size)
+        for layer in self:
+            conv = layer.conv
+            size = tuple((s + 2 * p - d * (k - 1) - 1) // t + 1
+                         for s, p, d, k, t in zip(size, conv.padding, conv.dilation, conv.kernel_size, conv.stride))
+        return size
 
 
 class DownsampleConv(nn.Module):
@@ -234,23 +292,33 @@ class HybridEmbed(nn.Module):
 
 class HybridVisionTransformer(VisionTransformer):
     """timm's ``VisionTransformer`` whose patch embedding is a ``HybridEmbed`` over ``backbone`` (a
-    ``ResNetBackbone`` or ``ResNetStem``, built by the entrypoint before the transformer, as timm builds it):
-    ``patch_size`` (default 1: a token per backbone position) cuts the backbone's map. Takes the ViT's other
-    arguments and defaults; ``feature_info`` reductions count the backbone's stride.
+    ``ResNetBackbone``, ``ResNetStem`` or ``ConvStem``, built by the entrypoint before the transformer, as timm
+    builds it): ``patch_size`` (default 1: a token per backbone position) cuts the backbone's map; with ``proj=False``
+    the map's pixels are the tokens as they are (its width must be ``embed_dim``). Takes the ViT's other arguments
+    and defaults; ``feature_info`` reductions count the backbone's stride.
 
     The embedding's projection is built where the ViT builds its patch projection and the weights are drawn after
     the whole model is assembled, so a seed gives timm's weights: the backbone's convolutions drawn again by its
     ``init_weights`` (its blocks' last norms zeroed) in the ViT's init, as timm's init reaches the backbone too.
     """
 
-    def __init__(self, backbone, img_size=224, patch_size=1, in_chans=3, weight_init="", **kwargs):
+    def __init__(self, backbone, img_size=224, patch_size=1, in_chans=3, weight_init="", proj=True, **kwargs):
         if weight_init not in ("", "skip"):
             raise ValueError(f"weight_init must be '' (timm's) or 'skip', got {weight_init!r}")
+        embed_dim = kwargs.get("embed_dim", 768)
+        if not proj and backbone.num_features != embed_dim:
+            raise ValueError(f"without projection the backbone's width ({backbone.num_features}) must be embed_dim "
+                             f"({embed_dim})")
         feature_size = backbone.output_size(pair(img_size))
-        super().__init__(img_size=feature_size, patch_size=patch_size, in_chans=backbone.num_features,
-                         weight_init="skip", **kwargs)
+        # without projection the ViT's patch convolution is built on no input channels: it draws no random numbers
+        # (timm builds none) and is dropped
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Initializing zero-element tensors is a no-op")
+            super().__init__(img_size=feature_size, patch_size=patch_size,
+                             in_chans=backbone.num_features if proj else 0, weight_init="skip", **kwargs)
         self.in_chans = in_chans
-        self.patch_embed = HybridEmbed(backbone, self.patch_embed.proj, img_size, patch_size)
+        projection = self.patch_embed.proj if proj else nn.Identity()
+        self.patch_embed = HybridEmbed(backbone, projection, img_size, patch_size)
         for info in self.feature_info:
             info["reduction"] = self.patch_embed.feat_ratio()
         if weight_init != "skip":
@@ -259,7 +327,10 @@ class HybridVisionTransformer(VisionTransformer):
     @property
     def default_cfg(self):
         """timm's ``first_conv`` (the backbone's stem convolution) and ``classifier``."""
-        stem = "" if isinstance(self.patch_embed.backbone, ResNetStem) else "stem."
+        backbone = self.patch_embed.backbone
+        if isinstance(backbone, ConvStem):
+            return {"first_conv": "patch_embed.backbone.0.conv", "classifier": "head"}
+        stem = "" if isinstance(backbone, ResNetStem) else "stem."
         return {"first_conv": f"patch_embed.backbone.{stem}conv", "classifier": "head"}
 
 
@@ -301,6 +372,14 @@ def vit_small_r26_s32_384(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def vit_base_r50_s16_224(pretrained=False, progress=True, **kwargs):
+    """R50+ViT-B/16 at 224 (the original paper's hybrid): three ResNet-50 stages of 3, 4, 9 bottlenecks (stride
+    16), width 768, 12 blocks, 12 heads."""
+    return _create_hybrid("vit_base_r50_s16_224", pretrained, progress, kwargs, (3, 4, 9), img_size=224,
+                          patch_size=1, embed_dim=768, depth=12, num_heads=12)
+
+
+@register_model
 def vit_base_r50_s16_384(pretrained=False, progress=True, **kwargs):
     """R50+ViT-B/16 at 384 (the original paper's hybrid): three ResNet-50 stages of 3, 4, 9 bottlenecks (stride
     16), width 768, 12 blocks, 12 heads."""
@@ -320,3 +399,15 @@ def vit_large_r50_s32_384(pretrained=False, progress=True, **kwargs):
     """R50+ViT-L/S32 at 384: the four ResNet-50 stages (stride 32), width 1024, 24 blocks, 16 heads."""
     return _create_hybrid("vit_large_r50_s32_384", pretrained, progress, kwargs, (3, 4, 6, 3), img_size=384,
                           patch_size=1, embed_dim=1024, depth=24, num_heads=16)
+
+
+@register_model
+def vit_base_mci_224(pretrained=False, progress=True, **kwargs):
+    """MobileCLIP-B's image tower: a convolutional stem (stride 16, 768 wide, no projection), ViT-B (12 blocks, 12
+    heads) with position embeddings on the patch tokens only, at 224."""
+    backbone = ConvStem(kwargs.get("in_chans", 3), channels=(768 // 4, 768 // 4, 768), stride=(4, 2, 2),
+                        kernel_size=(4, 2, 2), padding=0, act_layer=nn.GELU)
+    model_args = dict(img_size=224, patch_size=1, proj=False, embed_dim=768, depth=12, num_heads=12,
+                      no_embed_class=True)
+    return build_model(HybridVisionTransformer, "vit_base_mci_224", pretrained, progress=progress, backbone=backbone,
+                       **{**model_args, **kwargs})

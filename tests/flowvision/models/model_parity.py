@@ -13,6 +13,7 @@ from engine.nn import init
 import flowvision.models as models
 from flowvision.models.convnext import CNBlockConfig, ConvNeXt
 from flowvision.models.timm_families import focalnet, mvitv2
+from flowvision.models.timm_families._efficientnet_blocks import decode_arch_def
 from flowvision.models.video import MSBlockConfig, MViT
 from flowvision.models.vision_transformer import VisionTransformer
 from op_check import assert_close
@@ -246,6 +247,17 @@ SMALL_MODELS = {
                                                            embed_dim=32, depth=2, num_heads=2),
     "sequencer2d_s": functools.partial(models.create_model, "sequencer2d_s", layers=(1, 1, 1, 1),
                                        embed_dims=(16, 32, 32, 32), hidden_sizes=(8, 16, 16, 16)),
+    "deepseek_vit_412m": functools.partial(models.create_model, "deepseek_vit_412m", img_size=84, embed_dim=64,
+                                           depth=2, num_heads=2),
+    "gemma4_vit_167m": functools.partial(models.create_model, "gemma4_vit_167m", embed_dim=64, depth=2, num_heads=2,
+                                         head_dim=32, intermediate_size=128),
+    "mobilenetv5_300m": functools.partial(models.create_model, "mobilenetv5_300m", block_args=decode_arch_def(
+        [["er_r1_k3_s2_e4_c8"], ["uir_r1_a3_k5_s2_e4_c16"], ["uir_r1_a5_k5_s2_e4_c24", "mqa_r1_k3_h2_v2_s1_d8_c24"],
+         ["uir_r1_a5_k5_s2_e4_c32", "mqa_r1_k3_h2_s1_d8_c32"]]), stem_size=8, num_features=24,
+        msfa_output_resolution=2),
+    "qwen3_vit_88m": functools.partial(models.create_model, "qwen3_vit_88m", embed_dim=64, depth=2, num_heads=2),
+    "samvit_base_patch16": functools.partial(models.create_model, "samvit_base_patch16", img_size=64, embed_dim=64,
+                                             depth=2, num_heads=2, global_attn_indexes=[1], window_size=2),
 }
 
 

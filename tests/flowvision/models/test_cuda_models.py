@@ -6,6 +6,7 @@ each family run (``CUDA_EVERY_MODEL=1``: every classifier up to 300M parameters)
 model of each kind does (the emulated kernels run serially; ``EMULATE_EVERY_MODEL=1`` runs the GPU's list).
 """
 import copy
+import math
 import os
 import warnings
 
@@ -50,7 +51,7 @@ if os.environ.get("CUDA_EVERY_MODEL"):
     CLASSIFIERS = [n for names in _FAMILIES.values() for n in names
                    if _published(n, "num_params", 0) <= _MAX_PARAMETERS]
 else:
-    CLASSIFIERS = [min(names, key=lambda n: _published(n, "num_params", 0)) for names in _FAMILIES.values()]
+    CLASSIFIERS = [min(names, key=lambda n: _published(n, "num_params", math.inf)) for names in _FAMILIES.values()]
 EMULATED = {"retinanet_resnet50_fpn", "resnet18", "resnext50_32x4d", "mobilenet_v3_small", "vgg11_bn", "lraspp_mobilenet_v3_large",
             "fcn_resnet50", "fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large", "raft_small"}
 

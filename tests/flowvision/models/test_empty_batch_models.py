@@ -5,12 +5,14 @@ SSD300, whose head SSDlite's run covers) given images in which it detects nothin
 of its heads runs on no boxes (Mask R-CNN v2's BatchNorm mask head, keypoint R-CNN's heads). Each classifier's
 head_hidden_size is the width of its pre-logits features (and timm's value)."""
 import functools
+import math
 import warnings
 
 import numpy as np
 import pytest
 import torch
 import torchvision.models.segmentation as tv_seg
+from timm.models import get_pretrained_cfg
 from classic_parity import he_weights
 from detection_parity import builder_pair, photos, to_lib
 from model_parity import (COVERED_FAMILIES, SMALL_MODELS, family_sweep, is_timm_family, numpy_state, randomize_norms,
@@ -33,8 +35,10 @@ _OPTICAL_FLOW_MODULES = {"raft"}
 
 
 def _num_params(name):
+    """The parameter count of the model's default weights; infinite for a model without weights (they come last:
+    timm's giant encoders among them)."""
     if name not in models.list_pretrained():
-        return 0
+        return math.inf
     return models.get_model_weights(name).DEFAULT.meta["num_params"]
 
 
@@ -55,7 +59,8 @@ CLASSIFIERS = [min(names, key=_num_params) for family, names in family_sweep(
 # LeViT, Swin V2 and MaxxViT fail there too, and ours as theirs (their reshapes of no values with -1), as do timm's
 # attention families CoaT, EdgeNeXt, EfficientFormer (v1, v2), EfficientViT (MIT, MSRA), GC ViT, Hiera, PVT v2,
 # TinyViT and Twins (GC ViT's window count divides by the batch), NesT, Next-ViT, TNT, Visformer, EfficientViM, iFormer
-# SwiftFormer, Sequencer, MViTv2 and CSATv2
+# SwiftFormer, Sequencer, MViTv2, CSATv2, and the encoders of DeepSeek, DINOv3, Gemma 4, SAM2 (Hiera), MobileNetV5,
+# Qwen3 and SAM
 _REFERENCE_RESHAPE = "fails on an empty batch (a reshape of 0 elements with -1)"
 _FAILS_IN_THE_REFERENCE = {"mvit_": "torchvision's MViT fails on an empty batch",
                            "resnest": f"timm's ResNeSt {_REFERENCE_RESHAPE}",
@@ -86,7 +91,14 @@ _FAILS_IN_THE_REFERENCE = {"mvit_": "torchvision's MViT fails on an empty batch"
                            "swiftformer": f"timm's SwiftFormer, and ours, {_REFERENCE_RESHAPE}",
                            "sequencer": f"timm's Sequencer, and ours, {_REFERENCE_RESHAPE}",
                            "mvitv2": f"timm's MViTv2, and ours, {_REFERENCE_RESHAPE}",
-                           "csatv2": f"timm's CSATv2, and ours, {_REFERENCE_RESHAPE}"}
+                           "csatv2": f"timm's CSATv2, and ours, {_REFERENCE_RESHAPE}",
+                           "deepseek_vit": f"timm's DeepSeek ViT, and ours, {_REFERENCE_RESHAPE}",
+                           "vit_tiny_patch16_dinov3": f"timm's DINOv3, and ours, {_REFERENCE_RESHAPE}",
+                           "gemma4_vit": f"timm's Gemma 4 ViT, and ours, {_REFERENCE_RESHAPE}",
+                           "sam2_hiera": f"timm's SAM2 Hiera, and ours, {_REFERENCE_RESHAPE}",
+                           "mobilenetv5": f"timm's MobileNetV5, and ours, {_REFERENCE_RESHAPE}",
+                           "qwen3_vit": f"timm's Qwen3 ViT, and ours, {_REFERENCE_RESHAPE}",
+                           "samvit": f"timm's SAM ViT, and ours, {_REFERENCE_RESHAPE}"}
 CLASSIFIERS = [pytest.param(n, marks=pytest.mark.skip(reason=reason))
                if (reason := next((r for prefix, r in _FAILS_IN_THE_REFERENCE.items() if n.startswith(prefix)), None))
                else n for n in CLASSIFIERS]
@@ -103,8 +115,9 @@ def _input_size(name):
     from 299 pixels up."""
     if name == "inception_v3":
         return (299, 299)
-    if name not in models.list_pretrained():
-        return (64, 64)
+    if name not in models.list_pretrained():  # timm's weights that ours does not serve (ViTamin) give a fixed size
+        cfg = get_pretrained_cfg(name) if is_timm_family(name) else None
+        return tuple(cfg.input_size[1:]) if cfg is not None and cfg.fixed_input_size else (64, 64)
     meta = models.get_model_weights(name).DEFAULT.meta
     if meta["categories"] == models.video.R3D_18_Weights.DEFAULT.meta["categories"]:
         return (meta.get("min_temporal_size", 4),) + tuple(max(n, 16) for n in meta["min_size"])
@@ -199,6 +212,8 @@ def test_classifier_on_an_empty_batch(name):
     size = pair(kwargs["img_size"]) if "img_size" in kwargs else _input_size(name)
     torch.manual_seed(0)
     ref = randomize_norms(he_weights(reference_classifier(name, **kwargs), 0), 0)
+    if is_timm_family(name):  # timm's default head is its default weights', which ours may not serve
+        kwargs["num_classes"] = ref.num_classes
     ours = models.create_model(name, **kwargs)
     ours.load_state_dict(numpy_state(ref))
     _check_empty_batch(ours, ref, size)

@@ -11,6 +11,7 @@ By default the cheapest model of each family or kind runs, the large or fixed-si
 the same class (``model_parity.SMALL_MODELS``); ``ONNX_EVERY_MODEL=1``: every model, at its full size.
 """
 import functools
+import math
 import os
 
 import numpy as np
@@ -56,8 +57,15 @@ COVERED = COVERED_FAMILIES | {"vgg", "alexnet", "volo (timm)"}
 
 
 def _cheapest(names):
-    """The model of a family with the fewest GFLOPs (then parameters): its layers are the family's."""
-    return min(names, key=lambda n: (_published(n, "gflops", 0), _published(n, "num_params", 0)))
+    """The model of a family with the fewest GFLOPs, then parameters (its layers are the family's); models without
+    published GFLOPs (timm's encoders) come after, those without weights (timm's giant ones among them) last."""
+    def cost(name):
+        if name not in models.list_pretrained():
+            return math.inf, math.inf
+        gflops = _published(name, "gflops", 0)
+        return (math.inf if gflops is None else gflops), _published(name, "num_params", 0)
+
+    return min(names, key=cost)
 
 
 _SEGMENTERS = {m: [n for n in models.list_models(module=m) if not n.endswith("coco")] for m in _SEGMENTATION_MODULES}
@@ -81,8 +89,9 @@ def _spread_head(model):
 
 
 # HRNet's branches meet only where a side is 32k - 3 to 32k pixels (61..64, 93..96, ...); TResNet's stem takes
-# sides divisible by 4
-_SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72), "csatv2": (64, 72)}
+# sides divisible by 4; SAM2's Hiera windows need multiples of 32; ViTamin's size is fixed and unpublished here
+_SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72), "csatv2": (64, 72), "sam2_hiera_tiny": (64, 96),
+          "vitamin_base_224": (224, 224)}
 
 
 # Large or fixed-size families run as a small configuration of the same class (model_parity.SMALL_MODELS), on an
@@ -91,7 +100,8 @@ _SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72), "csatv2": (64, 72)
 # vit_srelpos_small_patch16_224 1.7, vit_small_patch32_224 1.7, mvit_v2_s 4.4, swin3d_t 1.8, hiera_tiny_224 3.0,
 # twins_svt_small 2.4, focalnet_tiny_srf 2.1, coat_lite_tiny 1.5, nest_tiny_jx 12.4, tnt_s_legacy_patch16_224 7.0,
 # nasnetalarge 5.6, davit_tiny 3.2, sequencer2d_s 8 (31 under load), mvitv2_tiny 3.2,
-# naflexvit_base_patch16_parfac_gap 2.7; so, under 0.5 s each.
+# naflexvit_base_patch16_parfac_gap 2.7, and the encoders deepseek_vit_412m, gemma4_vit_167m, mobilenetv5_300m,
+# qwen3_vit_88m, samvit_base_patch16 (the last at 1024 pixels ran out of memory); so, under 0.5 s each.
 # S3D's and Inception v3's classes have fixed widths and depths: they run at full size.
 _SMALL_INPUTS = {"vit_b_32": (64, 64), "vit_small_patch32_224": (64, 64), "vit_small_patch16_rope_224": (64, 64),
                  "vit_srelpos_small_patch16_224": (64, 64), "maxvit_t": (64, 64), "swin_t": (63, 71),
@@ -99,7 +109,9 @@ _SMALL_INPUTS = {"vit_b_32": (64, 64), "vit_small_patch32_224": (64, 64), "vit_s
                  "hiera_tiny_224": (64, 64), "twins_svt_small": (63, 71), "focalnet_tiny_srf": (63, 71),
                  "coat_lite_tiny": (64, 64), "nest_tiny_jx": (64, 64), "tnt_s_legacy_patch16_224": (64, 64),
                  "nasnetalarge": (63, 71), "davit_tiny": (63, 71), "sequencer2d_s": (63, 71),
-                 "mvitv2_tiny": (64, 64), "naflexvit_base_patch16_parfac_gap": (64, 80)}
+                 "mvitv2_tiny": (64, 64), "naflexvit_base_patch16_parfac_gap": (64, 80), "deepseek_vit_412m": (84, 84),
+                 "gemma4_vit_167m": (96, 96), "mobilenetv5_300m": (64, 64), "qwen3_vit_88m": (64, 64),
+                 "samvit_base_patch16": (64, 64)}
 assert set(_SMALL_INPUTS) == set(SMALL_MODELS)
 SMALL = {} if EVERY else SMALL_MODELS
 

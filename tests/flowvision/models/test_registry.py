@@ -21,8 +21,9 @@ TIMM_RESNETS = ["resnet10t", "resnet14t", "resnet18d", "resnet26", "resnet26d", 
                 "resnet101d", "resnet152d", "resnet200d", "resnet50_gn", "resnet50c", "resnet50s", "resnet101c",
                 "resnet101s", "resnet152c", "resnet152s", "resnetaa50", "resnetaa50d", "resnetaa101d", "resnetblur50",
                 "resnetrs50", "resnetrs101", "resnetrs152", "resnetrs200", "resnetrs270", "resnetrs350", "resnetrs420"]
-# timm's ResNetV2 (BiT) and byobnet's ResNe(X)ts with "ts" / "q" stems: families of their own that "resnet*" matches
-OTHERS = ["resnetv2_*", "*ts", "resnet*q"]
+# timm's ResNetV2 (BiT), byobnet's ResNe(X)ts with "ts" / "q" stems and its CLIP ResNets: families of their own that
+# "resnet*" matches
+OTHERS = ["resnetv2_*", "*ts", "resnet*q", "resnet*_clip*"]
 
 
 def test_list_models_wildcards_and_lists():

@@ -1,10 +1,12 @@
 """timm's bring-your-own-blocks networks (GENet, RepVGG, MobileOne, RegNetZ, the ResNe(X)t "ts" / "q" models with
-SE, ECA, GC and BAT attention) against timm 1.0: every registered model's configuration, the layout of one model of
-each kind, seeded initial weights, float32 eval outputs and float64 train-mode outputs, gradients and running
-statistics of small configurations covering each block kind (basic, bottleneck, dark, edge, RepVGG, MobileOne,
-self-attention), attention layer, stem, shortcut and norm (BatchNorm, EvoNorm-S0a), dilated stages,
-RepVGG's and MobileOne's ``reparameterize``, drop-path and dropout, the head API, ``in_chans``, ``features_only`` and
-the registry."""
+SE, ECA, GC and BAT attention, CLIP's modified ResNets with attention pooling or average pooling) against timm 1.0:
+every registered model's configuration, the layout of one model of each kind, seeded initial weights, float32 eval
+outputs and float64 train-mode outputs, gradients and running statistics of small configurations covering each block
+kind (basic, bottleneck, dark, edge, RepVGG, MobileOne, self-attention), attention layer, stem, shortcut and norm
+(BatchNorm, EvoNorm-S0a), dilated stages, RepVGG's and MobileOne's ``reparameterize``, drop-path and dropout, the
+head API, ``in_chans``, ``features_only`` and the registry; for the CLIP ResNets the anti-aliased strides, the
+average-pooled stem and the attention-pool head (position embeddings resampled for other sizes, its own head
+API)."""
 from functools import partial
 
 import numpy as np
@@ -18,8 +20,9 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import byobnet
 from model_parity import (both_outputs, capture_builder, check_byob_config, check_dropout_only_in_training,
-                          check_head_api, check_layout, check_train_step, comparable_config, image_batch, numpy_state,
-                          randomize_byobnet, skip_random_init)
+                          check_feature_maps, check_head_api, check_layout, check_seeded_init, check_train_step,
+                          comparable_config, image_batch, numpy_state, pre_logits, randomize_byobnet,
+                          skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, whose many small ops pay for every thread
@@ -32,6 +35,11 @@ NAMES = ["bat_resnext26ts", "eca_resnet33ts", "eca_resnext26ts", "gcresnet33ts",
          "regnetz_d8", "regnetz_d8_evos", "regnetz_e8", "repvgg_a0", "repvgg_a1", "repvgg_a2", "repvgg_b0",
          "repvgg_b1", "repvgg_b1g4", "repvgg_b2", "repvgg_b2g4", "repvgg_b3", "repvgg_b3g4", "repvgg_d2se",
          "resnet32ts", "resnet33ts", "resnet51q", "resnet61q", "resnext26ts", "seresnet33ts", "seresnext26ts"]
+# CLIP's ResNets (timm publishes CLIP image-tower weights: embeddings, or none with average pooling); the x64 pair
+# (over 300M parameters) is only compared by configuration
+CLIP_NAMES = ["resnet101_clip", "resnet101_clip_gap", "resnet50_clip", "resnet50_clip_gap", "resnet50x16_clip",
+              "resnet50x16_clip_gap", "resnet50x4_clip", "resnet50x4_clip_gap", "resnet50x64_clip",
+              "resnet50x64_clip_gap"]
 # timm's no-op identity for the SE's missing norm
 PLACEHOLDERS = ("attn.bn", "attn_last.bn")
 # layers whose printout shows every hyper-parameter (kernel, stride, padding, groups, eps, ceil mode, inplace...)
@@ -435,8 +443,133 @@ def test_refuses_bad_configurations():
 
 def test_list_models():
     """The ``byobnet`` module lists the models of timm's ``byobnet`` module with ImageNet-1k weights (its test model
-    aside: tests/flowvision/models/test_timm_test_models.py)."""
-    assert sorted(models.list_models(module="byobnet", exclude_filters="test_*")) == NAMES
+    aside: tests/flowvision/models/test_timm_test_models.py) and CLIP's ResNets, whose weights are image towers."""
+    assert sorted(models.list_models(module="byobnet", exclude_filters="test_*")) == sorted(NAMES + CLIP_NAMES)
     pretrained = {n.split(".")[0] for n in timm.list_pretrained()
                   if timm.models.get_pretrained_cfg(n).num_classes == 1000}
     assert pretrained & set(timm.list_models(module="byobnet")) - {"test_byobnet"} == set(NAMES)
+    assert {n.split(".")[0] for n in timm.list_pretrained("resnet*_clip*")} == set(CLIP_NAMES)
+
+
+def _clip_kwargs(m, **extra):
+    """A small CLIP ResNet of ``m``'s block configs (8 to 128 wide, one bottleneck a stage, two heads of 64 in the
+    attention pool), its position embeddings sized for 35x33 images (a 2x2 map)."""
+    blocks = _blocks(m, ("bottle", 1, 32, 1, None, 0.25), ("bottle", 1, 64, 2, None, 0.25),
+                     ("bottle", 1, 128, 2, None, 0.25))
+    return dict(blocks=blocks, stem_chs=(8, 8, 16), img_size=(32, 48), num_classes=10, **extra)
+
+
+def clip_pair(name="resnet50_clip", seed=0, **extra):
+    """timm's small CLIP ResNet ``name`` (randomised: norms, convolutions, attention pool and its position
+    embeddings; eval mode) and ours with its weights."""
+    torch.manual_seed(seed)
+    reference = timm.create_model(name, **_clip_kwargs(timm_byobnet, **extra))
+    randomize_byobnet(reference, seed).eval()
+    ours = getattr(byobnet, name)(**_clip_kwargs(byobnet, **extra))
+    ours.load_state_dict(numpy_state(reference))
+    return reference, ours.eval()
+
+
+def test_clip_entrypoint_configs_match_timm(monkeypatch):
+    """Each CLIP entrypoint hands ByobNet timm's configuration field for field (anti-aliasing and head type
+    included) and, with attention pooling, the image size of timm's weights."""
+    ours_calls = capture_builder(monkeypatch, byobnet, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_byobnet, "build_model_with_cfg")
+    for name in CLIP_NAMES:
+        getattr(byobnet, name)()
+        getattr(timm_byobnet, name)()
+        (ours_cls, ours_kwargs), (_, timm_kwargs) = ours_calls.pop(), timm_calls.pop()
+        assert ours_cls is byobnet.ByobNet and set(timm_kwargs) == {"model_cfg", "pretrained_filter_fn", "feature_cfg"}
+        expected = comparable_config(timm_kwargs["model_cfg"])
+        assert expected.pop("zero_init_last") is True
+        assert comparable_config(ours_kwargs.pop("cfg")) == expected, name
+        assert ours_kwargs.pop("progress") is True
+        timm_cfg = timm.models.get_pretrained_cfg(name)
+        fixed = {"img_size": timm_cfg.input_size[-1]} if timm_cfg.fixed_input_size else {}
+        assert ours_kwargs == fixed and bool(fixed) == (expected["head_type"] == "attn_abs"), name
+
+
+def test_clip_layout_equals_timm(monkeypatch):
+    """Every CLIP ResNet under 300M parameters has timm's layout (with the class count of timm's weights: the
+    embedding width, or none): state_dict keys in order, shapes and dtypes, module names, printouts (the
+    anti-aliasing pools), feature_info, num_features, head_hidden_size and default_cfg (the projection as
+    classifier)."""
+    monkeypatch.setattr(timm_byobnet, "_init_weights", lambda *args, **kwargs: None)
+    skip_random_init(monkeypatch)
+    for name in CLIP_NAMES:
+        if "x64" in name:
+            continue
+        num_classes = timm.models.get_pretrained_cfg(name).num_classes
+        with torch.device("meta"):
+            reference = timm.create_model(name, num_classes=num_classes)
+        ours = getattr(byobnet, name)(num_classes=num_classes)
+        check_layout(ours, reference, PLACEHOLDERS, PRINTED)
+
+
+def test_clip_seeded_init_equals_timm():
+    """After the same seed, a small CLIP ResNet has timm's weights (the attention pool's projections drawn at
+    construction, at the network's init and again by the pool's own truncated normals, within 2 ulps) and both
+    random streams end in step."""
+    def truncated(reference):
+        return {f"head.{n}.weight" for n in "qkv"} | {"head.pos_embed"}
+
+    check_seeded_init(lambda: timm.create_model("resnet50_clip", **_clip_kwargs(timm_byobnet)),
+                      lambda: byobnet.resnet50_clip(**_clip_kwargs(byobnet)), 11, truncated)
+
+
+def test_clip_eval_outputs_match_timm():
+    """float32, batch of 2: the attention pool at the built size (32x48) and at 48x48 (position embeddings
+    resampled bicubically to a 3x3 map), the average-pooled form, and the features_only maps of the anti-aliased
+    stages."""
+    reference, ours = clip_pair(seed=12)
+    for size in ((32, 48), (48, 48)):
+        out, ref = both_outputs(reference, ours, image_batch(2, *size, seed=12))
+        assert out.shape == (2, 10)
+        assert_close(out, ref, 1e-5)
+    reference, ours = clip_pair("resnet50_clip_gap", seed=13)
+    out, ref = both_outputs(reference, ours, image_batch(2, 32, 48, seed=13))
+    assert_close(out, ref, 1e-5)
+    reference, ours = clip_pair(seed=14, features_only=True, out_indices=(0, 1, 2, 3))
+    check_feature_maps(reference, ours, image_batch(2, 32, 48, seed=14), 4, 1e-5)
+
+
+def test_clip_train_gradients_match_timm():
+    """float64, train mode: outputs, input gradient, every parameter's gradient (the attention pool's position
+    embeddings included) and the running statistics."""
+    reference, ours = clip_pair(seed=15)
+    check_train_step(reference.double().train(), ours.double().train(),
+                     image_batch(2, 32, 48, seed=15).astype(np.float64), rtol=1e-9, floor=1e-6)
+
+
+def test_clip_dropout_and_attention_pool_head_api():
+    """The attention pool's dropout and the blocks' drop-path draw timm's masks in training only; pre-logits (the
+    pooled token before the projection), reset_classifier to new classes and to the unpooled map, and the refused
+    poolings, as timm's."""
+    reference, ours = clip_pair(seed=16, drop_rate=0.5, drop_path_rate=0.5)
+    x = image_batch(2, 32, 48, seed=16)
+    check_dropout_only_in_training(reference, ours, x, train_rtol=1e-5)
+    reference.eval()
+    ours.eval()
+    out, ref = both_outputs(reference, ours, x, pre_logits)
+    assert out.shape == (2, 128) and ours.head_hidden_size == reference.head_hidden_size == 128
+    assert_close(out, ref, 1e-5)
+    assert ours.get_classifier() is ours.head.proj
+    reference.reset_classifier(7)
+    ours.reset_classifier(7)
+    ours.head.proj.load_state_dict(numpy_state(reference.head.proj))
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 7) and not ours.head.proj.training
+    assert_close(out, ref, 1e-5)
+    reference.reset_classifier(0, "")
+    ours.reset_classifier(0, "")
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 128, 2, 3) and ours.global_pool == "" and ours.head_hidden_size == 128
+    assert_close(out, ref, 1e-5)
+    with pytest.raises(ValueError, match="global_pool"):
+        ours.reset_classifier(7, "avg")
+    with pytest.raises(ValueError, match="global_pool"):
+        byobnet.resnet50_clip(**_clip_kwargs(byobnet, global_pool="avg"))
+    with pytest.raises(ValueError, match="img_size"):
+        byobnet.resnet50_clip(**dict(_clip_kwargs(byobnet), img_size=None))
+    with pytest.raises(ValueError, match="head_type"):
+        byobnet.resnet50_clip(**_clip_kwargs(byobnet, head_type="mlp"))

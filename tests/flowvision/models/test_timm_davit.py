@@ -1,10 +1,11 @@
-"""timm parity of DaViT (timm's ``davit`` module: davit_tiny, davit_small and davit_base): every variant's
-configuration and layout (on the meta device), seeded initialisation; eval outputs (float32) of small models covering
-every block and option (window attention with padded windows, oblong windows, channel attention and Florence-2's v2,
-named blocks, 2x2 and 3x3 downsamplings, GELU position encodings, blocks without MLPs, both heads) on odd-sized
-images, float64 train-mode outputs and gradients, all with timm's weights loaded; stochastic depth and dropout with
-timm's masks; and the timm API (pre-logits, pooling, reset_classifier with and without the head's norm, in_chans,
-features_only, forward_intermediates, prune_intermediate_layers, bad arguments, list_models)."""
+"""timm parity of DaViT (timm's ``davit`` module: davit_tiny, davit_small and davit_base, and Florence-2's towers
+davit_base_fl and davit_huge_fl): every variant's configuration, the layouts (on the meta device) of all but the huge
+tower, seeded initialisation; eval outputs (float32) of small models covering every block and option (window attention
+with padded windows, oblong windows, channel attention and Florence-2's v2, named blocks, 2x2 and 3x3 downsamplings,
+GELU position encodings, blocks without MLPs, both heads) on odd-sized images, float64 train-mode outputs and gradients
+(the variants' and Florence-2's blocks), all with timm's weights loaded; stochastic depth and dropout with timm's masks;
+and the timm API (pre-logits, pooling, reset_classifier with and without the head's norm, in_chans, features_only,
+forward_intermediates, prune_intermediate_layers, bad arguments, list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -24,6 +25,8 @@ from op_check import assert_close
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["davit_base", "davit_small", "davit_tiny"]
+# Florence-2's image towers: encoders without a classifier (timm's weights have num_classes=0)
+FL_NAMES = ["davit_base_fl", "davit_huge_fl"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "Linear", "LayerNorm", "LayerNorm2d", "GELU", "Softmax", "Dropout", "Identity", "Flatten",
            "AdaptiveAvgPool2d")
@@ -55,15 +58,17 @@ def small_pair(kind, seed=0, **kwargs):
 
 def test_variant_configurations_and_layout_match_timm(monkeypatch):
     """Each entrypoint hands the model class timm's configuration (other keyword arguments added as in timm) and the
-    class has timm's default_cfg; every variant has timm's layout on the meta device: state_dict keys in order,
-    shapes and dtypes, module names, the printout of every layer, feature_info, num_features and
-    head_hidden_size."""
+    class has timm's default_cfg; every variant has timm's layout on the meta device (the base tower's with one dual
+    block a stage, the huge one's not built: 360M parameters), with the classifier of its weights (none for the
+    towers): state_dict keys in order, shapes and dtypes, module names, the printout of every layer, feature_info,
+    num_features and head_hidden_size."""
     ours_calls = capture_builder(monkeypatch, davit, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_davit, "build_model_with_cfg")
-    for name in NAMES:
+    for name in NAMES + FL_NAMES:
         getattr(davit, name)(drop_path_rate=0.1)
         getattr(timm_davit, name)(drop_path_rate=0.1)
-    for name, (ours_cls, config), (_, expected) in zip(NAMES, ours_calls, timm_calls):
+    assert len(ours_calls) == len(timm_calls) == len(NAMES + FL_NAMES)
+    for name, (ours_cls, config), (_, expected) in zip(NAMES + FL_NAMES, ours_calls, timm_calls):
         assert config.pop("progress") is True
         assert config == {k: v for k, v in expected.items() if k not in ("feature_cfg", "pretrained_filter_fn",
                                                                           "pretrained_strict")}, name
@@ -72,10 +77,11 @@ def test_variant_configurations_and_layout_match_timm(monkeypatch):
     monkeypatch.undo()
     skip_random_init(monkeypatch)
     monkeypatch.setattr(timm_davit, "trunc_normal_", lambda tensor, **kwargs: tensor)  # slow on the meta device
-    for name in NAMES:
+    for name, kwargs in [(name, {}) for name in NAMES] + [("davit_base_fl", dict(depths=(1, 1, 1, 1)))]:
+        kwargs["num_classes"] = timm.models.get_pretrained_cfg(name).num_classes
         with torch.device("meta"):
-            reference = timm.create_model(name)
-        check_layout(models.create_model(name), reference, (), PRINTED)
+            reference = timm.create_model(name, **kwargs)
+        check_layout(models.create_model(name, **kwargs), reference, (), PRINTED)
 
 
 def test_seeded_init_follows_timm():
@@ -96,9 +102,10 @@ def test_eval_outputs_match_timm(kind):
     assert_close(out, expected, TOL)
 
 
-def test_train_outputs_and_gradients_match_timm():
+@pytest.mark.parametrize("kind", ["plain", "florence"])
+def test_train_outputs_and_gradients_match_timm(kind):
     """float64, train mode: outputs, input gradient and every parameter's gradient equal timm's."""
-    reference, ours = small_pair("plain", seed=3)
+    reference, ours = small_pair(kind, seed=3)
     reference, ours = reference.double().train(), ours.double().train()
     check_train_step(reference, ours, image_batch(2, 21, 19, seed=4).astype(np.float64))
 
@@ -180,10 +187,11 @@ def test_forward_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists exactly timm's DaViTs with ImageNet-1k weights under the ``davit`` module (timm's untrained
-    large, huge and giant models and its Florence-2 towers are left out)."""
+    """The registry lists exactly timm's DaViTs with published weights under the ``davit`` module: the ImageNet-1k
+    classifiers and Florence-2's towers (timm's untrained large, huge and giant models are left out)."""
     names = models.list_models(module="davit")
-    assert names == NAMES == [n for n in timm.list_models(module="davit") if n in NAMES]
-    pretrained_1k = {tag.split(".")[0] for tag in timm.list_pretrained("davit_*")
-                     if timm.models.get_pretrained_cfg(tag).num_classes == 1000}
-    assert set(NAMES) == pretrained_1k
+    assert names == sorted(NAMES + FL_NAMES) == [n for n in timm.list_models(module="davit") if n in names]
+    pretrained = {tag.split(".")[0]: timm.models.get_pretrained_cfg(tag).num_classes
+                  for tag in timm.list_pretrained("davit_*")}
+    assert set(names) == set(pretrained)
+    assert {name for name, num_classes in pretrained.items() if num_classes == 1000} == set(NAMES)

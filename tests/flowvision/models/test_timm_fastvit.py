@@ -1,12 +1,15 @@
-"""timm parity of FastViT (fastvit_t8/t12/s12/sa12/sa24/sa36/ma36): every variant's configuration and full-size
-layout on the meta device; seeded initialisation; float32 eval outputs of small models (RepMixer with and without
-layer scale, multi-head attention, conditional position encodings of two shapes, patch embeddings with
-squeeze-and-excitation and activation, a stage without downsampling, 5x5 kernels, a stem without 1x1 branches);
-re-parameterisation (``reparameterize_model`` copying and in place, the layers' ``reparameterize``,
-``inference_mode``): timm's module tree, state_dict and outputs, the unfused outputs, timm's frozen parameters;
-float64 train-mode outputs, gradients and BatchNorm statistics; dropout and stochastic depth with timm's masks; all
-with timm's randomised weights loaded; and the timm API (pre-logits, pooling, reset_classifier, in_chans, bad
-arguments, features_only, forward_intermediates, prune_intermediate_layers, fork_feat, list_models)."""
+"""timm parity of FastViT (fastvit_t8/t12/s12/sa12/sa24/sa36/ma36) and the MobileCLIP image towers (fastvit_mci0-4):
+every variant's configuration and full-size layout on the meta device (fastvit_mci4, over 300M parameters, by
+configuration only); a small five-stage MCi model (LayerNorm before attention in two stages, active large-kernel
+patch convolutions) for seeded init, eval and train outputs and features_only; seeded initialisation; float32 eval
+outputs of small models (RepMixer with and without layer scale, multi-head attention, conditional position encodings
+of two shapes, patch embeddings with squeeze-and-excitation and activation, a stage without downsampling, 5x5
+kernels, a stem without 1x1 branches); re-parameterisation (``reparameterize_model`` copying and in place, the
+layers' ``reparameterize``, ``inference_mode``): timm's module tree, state_dict and outputs, the unfused outputs,
+timm's frozen parameters; float64 train-mode outputs, gradients and BatchNorm statistics; dropout and stochastic
+depth with timm's masks; all with timm's randomised weights loaded; and the timm API (pre-logits, pooling,
+reset_classifier, in_chans, bad arguments, features_only, forward_intermediates, prune_intermediate_layers,
+fork_feat, list_models)."""
 from functools import partial
 
 import numpy as np
@@ -29,8 +32,10 @@ from op_check import assert_close
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["fastvit_t8", "fastvit_t12", "fastvit_s12", "fastvit_sa12", "fastvit_sa24", "fastvit_sa36", "fastvit_ma36"]
+# MobileCLIP's image towers: timm's weights are CLIP embeddings (512 or 768 wide)
+MCI_NAMES = ["fastvit_mci0", "fastvit_mci1", "fastvit_mci2", "fastvit_mci3", "fastvit_mci4"]
 TOL = 1e-4
-PRINTED = ("Conv2d", "BatchNorm2d", "BatchNormAct2d", "Linear", "GELU", "ReLU", "Sigmoid", "Dropout")
+PRINTED = ("Conv2d", "BatchNorm2d", "BatchNormAct2d", "LayerNorm2d", "Linear", "GELU", "ReLU", "Sigmoid", "Dropout")
 # timm's identity slot that we leave out: the (absent) norm of squeeze-and-excitation
 PLACEHOLDERS = (".se.bn",)
 
@@ -41,6 +46,12 @@ def small_config(module, kind):
     second stage that keeps the width (no patch embedding), squeeze-and-excitation and an activation in one
     patch embedding, 5x5 RepMixer and patch kernels, no layer scales, no 1x1 stem branches, a 3x final
     widening. A 35x33 image gives 9x9 maps after the stem, then (in "sa") 5x5, 3x3 and 2x2."""
+    if kind == "mci":
+        pos_emb = partial(module.RepConditionalPosEnc, spatial_shape=(7, 7))
+        return dict(layers=(1, 1, 1, 1, 1), embed_dims=(8, 16, 16, 32, 64), mlp_ratios=(4,) * 5, num_classes=7,
+                    downsamples=(False, True, True, True, True), se_downsamples=(False, False, True, True, False),
+                    token_mixers=("repmixer",) * 3 + ("attention",) * 2, pos_embs=(None,) * 3 + (pos_emb,) * 2,
+                    lkc_use_act=True, norm_layer=partial(module.LayerNorm2d, eps=1e-5), stem_use_scale_branch=False)
     if kind == "sa":
         return dict(layers=(1, 1, 1, 1), embed_dims=(8, 16, 32, 64), mlp_ratios=(3, 3, 2, 2), num_classes=7,
                     token_mixers=("repmixer", "repmixer", "attention", "attention"),
@@ -253,9 +264,66 @@ def test_features_intermediates_pruning_and_fork_feat():
 
 
 def test_list_models():
-    """The registry lists every variant with 1k weights under its timm name and module (timm's MobileCLIP image
-    encoders, fastvit_mci*, are left out)."""
+    """The registry lists every variant with 1k weights and the MobileCLIP image towers under their timm names and
+    module, as timm orders them."""
     names = models.list_models(module="fastvit")
-    assert names == [n for n in timm.list_models(module="fastvit") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("fastvit*")
-                                        if "in1k" in n}
+    assert names == [n for n in timm.list_models(module="fastvit") if n in NAMES + MCI_NAMES]
+    assert set(names) == {n.split(".")[0] for n in timm.list_pretrained("fastvit*")}
+    assert set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("fastvit*") if "in1k" in n}
+
+
+def test_mci_configuration_and_layout(monkeypatch):
+    """Each MCi entrypoint hands FastVit timm's configuration (LayerNorm partials compared by name and eps) and
+    features_only timm's first four stages; those under 300M parameters build timm's layout with the embedding
+    width of timm's weights as classes (default_cfg: one first convolution where the stem has no 1x1 branch)."""
+    ours_calls, timm_calls = [], []
+    monkeypatch.setattr(fastvit, "build_model", lambda cls, variant, pretrained, progress, **kw: ours_calls.append(kw))
+    monkeypatch.setattr(timm_fastvit, "build_model_with_cfg",
+                        lambda cls, variant, pretrained, **kw: timm_calls.append(kw))
+    for name in MCI_NAMES:
+        getattr(fastvit, name)()
+        getattr(timm_fastvit, name)()
+    for name, ours_kwargs, timm_kwargs in zip(MCI_NAMES, ours_calls, timm_calls):
+        expected = {k: v for k, v in timm_kwargs.items() if k not in ("feature_cfg", "pretrained_filter_fn")}
+        assert comparable_config(ours_kwargs) == comparable_config(expected), name
+        assert timm_kwargs["feature_cfg"] == dict(flatten_sequential=True, out_indices=(0, 1, 2, 3))
+    monkeypatch.undo()
+    skip_random_init(monkeypatch)
+    monkeypatch.setattr(fastvit, "trunc_normal_", lambda tensor, std=0.02: tensor)
+    monkeypatch.setattr(timm_fastvit, "trunc_normal_", lambda tensor, std=0.02: tensor)
+    monkeypatch.setattr(torch.nn.init, "constant_", lambda tensor, value: tensor)
+    for layer in (torch.nn.Linear, torch.nn.Conv2d, torch.nn.LayerNorm, torch.nn.modules.batchnorm._NormBase):
+        monkeypatch.setattr(layer, "reset_parameters", lambda self: None)
+    for name in MCI_NAMES[:-1]:
+        num_classes = timm.models.get_pretrained_cfg(name).num_classes
+        with torch.device("meta"):
+            reference = timm.create_model(name, num_classes=num_classes)
+        check_layout(models.create_model(name, num_classes=num_classes), reference, PLACEHOLDERS, PRINTED)
+
+
+def test_mci_seeded_init_outputs_gradients_and_features_match_timm():
+    """A small five-stage MCi model: timm's seeded weights; float32 logits of a batch of 2 at an odd size (maps of
+    9x9 down to 1x1) and after ``reparameterize_model``; float64 train-mode gradients and statistics; features_only
+    (timm's first four of five stages)."""
+    check_seeded_init(lambda: timm_fastvit.FastVit(**small_config(timm_fastvit, "mci")),
+                      lambda: fastvit.FastVit(**small_config(fastvit, "mci")), 3,
+                      lambda reference: {f"{n}.weight" for n, m in reference.named_modules()
+                                         if isinstance(m, torch.nn.Linear) or ".mlp." in n + "."
+                                         and isinstance(m, torch.nn.Conv2d)})
+    reference, ours = small_pair("mci", seed=16)
+    assert ours.default_cfg["first_conv"] == "stem.0.conv_kxk.0.conv"
+    x = image_batch(2, *SIZE, seed=16)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 7) and np.abs(ref).max() > 1e-1
+    assert_close(out, ref, TOL)
+    fused_out, fused_ref = both_outputs(timm_reparameterize_model(reference), fastvit.reparameterize_model(ours), x)
+    assert_close(fused_out, fused_ref, TOL)
+    reference.double().train()
+    ours.double().train()
+    check_train_step(reference, ours, image_batch(2, 19, 17, seed=17).astype(np.float64))
+    torch.manual_seed(18)
+    reference = timm_fastvit._create_fastvit("fastvit_mci3", features_only=True, **small_config(timm_fastvit, "mci"))
+    randomize(reference, 18).eval()
+    ours = fastvit._create_fastvit("fastvit_mci3", False, True, features_only=True, **small_config(fastvit, "mci"))
+    ours.load_state_dict(numpy_state(reference))
+    check_feature_maps(reference, ours, x, 4, TOL)

@@ -1,10 +1,11 @@
-"""timm parity of FocalNet (timm's ``focalnet`` module: focalnet_tiny/small/base, _srf and _lrf): every variant's
-configuration and layout against timm's on the meta device, seeded initialisation; eval outputs (float32) of small
-models covering every option (per-stage focal levels and windows, pre- and post-norm blocks, the norm inside the
-modulation, the normalised modulator, layer scales, overlapping downsampling, both heads) and float64 train-mode
-outputs and gradients, all with timm's weights loaded; stochastic depth and dropout; and the timm API (pre-logits,
-pooling, reset_classifier, in_chans, features_only, forward_intermediates, prune_intermediate_layers, bad
-arguments, list_models)."""
+"""timm parity of FocalNet (timm's ``focalnet`` module: focalnet_tiny/small/base, _srf and _lrf, and the
+ImageNet-22k focalnet_large/xlarge/huge, _fl3 and _fl4): every variant's configuration, the layouts of a small and a
+large model and of the post-norm large and huge ones against timm's on the meta device, seeded initialisation; eval
+outputs (float32) of small models covering every option (per-stage focal levels and windows, pre- and post-norm
+blocks, the norm inside the modulation, the normalised modulator, layer scales, overlapping downsampling, both
+heads) and float64 train-mode outputs and gradients, all with timm's weights loaded; stochastic depth and dropout;
+and the timm API (pre-logits, pooling, reset_classifier, in_chans, features_only, forward_intermediates,
+prune_intermediate_layers, bad arguments, list_models)."""
 from functools import partial
 
 import numpy as np
@@ -28,6 +29,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["focalnet_base_lrf", "focalnet_base_srf", "focalnet_small_lrf", "focalnet_small_srf", "focalnet_tiny_lrf",
          "focalnet_tiny_srf"]
+# the paper's ImageNet-22k models (timm's weights have 21842 classes)
+FL_NAMES = ["focalnet_huge_fl3", "focalnet_huge_fl4", "focalnet_large_fl3", "focalnet_large_fl4", "focalnet_xlarge_fl3",
+            "focalnet_xlarge_fl4"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "LayerNorm2d", "Linear", "Dropout", "GELU", "Tanh", "Identity", "LayerScale2d", "Flatten")
 
@@ -61,28 +65,31 @@ def test_variant_configurations_match_timm(monkeypatch):
     the class has timm's default_cfg."""
     ours_calls = capture_builder(monkeypatch, focalnet, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_focalnet, "build_model_with_cfg")
-    for name in NAMES:
+    for name in NAMES + FL_NAMES:
         getattr(focalnet, name)(drop_rate=0.1)
         getattr(timm_focalnet, name)(drop_rate=0.1)
-    assert len(ours_calls) == len(timm_calls) == len(NAMES)
-    for name, (ours_cls, config), (_, expected) in zip(NAMES, ours_calls, timm_calls):
+    assert len(ours_calls) == len(timm_calls) == len(NAMES + FL_NAMES)
+    for name, (ours_cls, config), (_, expected) in zip(NAMES + FL_NAMES, ours_calls, timm_calls):
         expected = {k: v for k, v in expected.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
         assert config.pop("progress") is True and config == expected, name
         cfg = timm.models.get_pretrained_cfg(name)
         assert ours_cls.default_cfg == {"first_conv": cfg.first_conv, "classifier": cfg.classifier}
     with pytest.raises(TypeError):
         focalnet.focalnet_tiny_srf(depths=(1, 1, 1, 1))
+    with pytest.raises(TypeError):
+        focalnet.focalnet_huge_fl3(use_post_norm=False)
 
 
-@pytest.mark.parametrize("name", ["focalnet_tiny_srf", "focalnet_base_lrf"])
+@pytest.mark.parametrize("name", ["focalnet_tiny_srf", "focalnet_base_lrf", "focalnet_large_fl3", "focalnet_huge_fl4"])
 def test_layout_matches_timm(name, monkeypatch):
-    """A variant's configuration with one block a stage (full widths and focal levels; the depths are checked
-    above) against timm's on the meta device: state_dict keys in order, shapes and dtypes, module names, the
-    printout of every layer, feature_info, num_features, head_hidden_size and default_cfg."""
+    """A variant's configuration with one block a stage (full widths and focal levels; the depths are checked above) and
+    the classes of its weights against timm's on the meta device: state_dict keys in order, shapes and dtypes, module
+    names, the printout of every layer, feature_info, num_features, head_hidden_size and default_cfg."""
     timm_calls = capture_builder(monkeypatch, timm_focalnet, "build_model_with_cfg")
     getattr(timm_focalnet, name)()
     config = {k: v for k, v in timm_calls[0][1].items() if k not in ("pretrained_filter_fn", "feature_cfg")}
     config["depths"] = (1, 1, 1, 1)
+    config["num_classes"] = timm.models.get_pretrained_cfg(name).num_classes
     with torch.device("meta"):
         reference = timm_focalnet.FocalNet(**config)
     reference.pretrained_cfg = timm.models.get_pretrained_cfg(name).to_dict()
@@ -215,9 +222,10 @@ def test_forward_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists exactly timm's FocalNets with ImageNet-1k weights under the ``focalnet`` module (timm's
-    large to huge ImageNet-22k models are left out)."""
-    assert models.list_models(module="focalnet") == NAMES
-    pretrained_1k = {tag.split(".")[0] for tag in timm.list_pretrained("focalnet_*")
-                     if timm.models.get_pretrained_cfg(tag).num_classes == 1000}
-    assert set(NAMES) == pretrained_1k
+    """The registry lists exactly timm's FocalNets under the ``focalnet`` module, each with published weights: the
+    ImageNet-1k classifiers and the large to huge ImageNet-22k models."""
+    assert models.list_models(module="focalnet") == sorted(NAMES + FL_NAMES)
+    pretrained = {tag.split(".")[0]: timm.models.get_pretrained_cfg(tag).num_classes
+                  for tag in timm.list_pretrained("focalnet_*")}
+    assert set(pretrained) == set(NAMES + FL_NAMES)
+    assert {name for name, num_classes in pretrained.items() if num_classes == 1000} == set(NAMES)

@@ -33,6 +33,8 @@ NAMES = ["coatnet_0_rw_224", "coatnet_1_rw_224", "coatnet_2_rw_224", "coatnet_bn
          "maxvit_tiny_tf_384", "maxvit_tiny_tf_512", "maxvit_xlarge_tf_384", "maxvit_xlarge_tf_512",
          "maxxvit_rmlp_nano_rw_256", "maxxvit_rmlp_small_rw_256", "maxxvitv2_nano_rw_256", "maxxvitv2_rmlp_base_rw_224",
          "maxxvitv2_rmlp_base_rw_384"]
+# pre-trained on larger label sets: the classes of timm's weights (ImageNet-12k, ImageNet-21k)
+PRETRAINING_CLASSES = {"coatnet_3_rw_224": 11821, "maxvit_xlarge_tf_224": 21843}
 TOL = 1e-5
 # timm's no-op identities that ours leaves out: the MLPs' norm slot, squeeze-and-excitation's norm slot, the MLP
 # position bias's activation slot
@@ -116,16 +118,16 @@ def check_same_fields(ours, theirs, where):
 
 def test_variant_configurations_match_timm(monkeypatch):
     """Each entrypoint builds timm's configuration (every field of timm's dataclasses, but the NCHW attention, unused
-    by all) at the image size of timm's weights (its default weights: ImageNet-1k's); keyword arguments override
-    fields as in timm."""
+    by all) at the image size of timm's weights (its default weights: ImageNet-1k's, or the larger label sets' of
+    the pre-training models); keyword arguments override fields as in timm."""
     calls = capture_builder(monkeypatch, mx, "build_model")
-    for name in NAMES:
+    for name in NAMES + list(PRETRAINING_CLASSES):
         getattr(mx, name)()
         cls, kwargs = calls.pop()
         timm_cfg = timm.models.get_pretrained_cfg(name)
         cfg_name = name.rsplit("_", 1)[0]
         assert cls is mx.MaxxVit and kwargs["img_size"] == timm_cfg.input_size[-1] == timm_cfg.input_size[-2]
-        assert timm_cfg.num_classes == 1000
+        assert timm_cfg.num_classes == PRETRAINING_CLASSES.get(name, 1000)
         check_same_fields(kwargs["cfg"], timm_mx.model_cfgs[cfg_name], name)
         assert cls.default_cfg == {"first_conv": timm_cfg.first_conv, "classifier": timm_cfg.classifier}
     monkeypatch.undo()
@@ -137,16 +139,18 @@ def test_variant_configurations_match_timm(monkeypatch):
     assert overlaid.transformer_cfg.grid_size == (5, 5)
 
 
-@pytest.mark.parametrize("name", ["maxvit_xlarge_tf_512", "maxxvitv2_rmlp_base_rw_384"])
+@pytest.mark.parametrize("name", ["maxvit_xlarge_tf_512", "maxxvitv2_rmlp_base_rw_384", "coatnet_3_rw_224"])
 def test_large_layout_matches_timm(name, monkeypatch):
     """The large variants' layout (the small models cover each kind): state_dict keys in order, shapes and dtypes,
     module names (but for timm's placeholders), the printout of every layer, feature_info, num_features,
     head_hidden_size and default_cfg against timm's model on the meta device (built uninitialised, with one to two
-    blocks a stage, timm takes seconds otherwise): TensorFlow's MaxViT-XL and MaxxViT-V2-B with MLP positions."""
+    blocks a stage, timm takes seconds otherwise) with the classes of timm's weights: TensorFlow's MaxViT-XL,
+    MaxxViT-V2-B with MLP positions and the ImageNet-12k CoAtNet-3 with layer scales."""
+    kwargs = dict(depths=(1, 1, 2, 1), weight_init="", num_classes=timm.models.get_pretrained_cfg(name).num_classes)
     with torch.device("meta"):
-        reference = timm.create_model(name, depths=(1, 1, 2, 1), weight_init="")
+        reference = timm.create_model(name, **kwargs)
     skip_init(monkeypatch)
-    ours = models.create_model(name, depths=(1, 1, 2, 1), weight_init="")
+    ours = models.create_model(name, **kwargs)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
     assert ours.embed_dim == reference.embed_dim
 
@@ -272,7 +276,8 @@ def test_input_sizes_are_checked():
 
 
 def test_list_models():
-    """The ``maxxvit`` module lists timm's names (each with timm's ImageNet-1k weights: see the configuration test);
-    torchvision's MaxViT-T stays in ``maxvit``."""
-    assert models.list_models(module="maxxvit") == sorted(NAMES, key=models.registry._natural_key)
+    """The ``maxxvit`` module lists timm's names (each with timm's ImageNet-1k or pre-training weights: see the
+    configuration test); torchvision's MaxViT-T stays in ``maxvit``."""
+    expected = sorted(NAMES + list(PRETRAINING_CLASSES), key=models.registry._natural_key)
+    assert models.list_models(module="maxxvit") == expected
     assert "maxvit_t" in models.list_models(module="maxvit")

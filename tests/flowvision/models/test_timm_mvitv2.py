@@ -1,10 +1,11 @@
-"""timm parity of the image MViTv2 (mvitv2_tiny/small/base/large): every variant's configuration and layout, seeded
-initialisation, eval outputs (float32) of small models at odd, non-square sizes (pooled queries, keys and values
-with relative positions at uneven grid ratios and residual pooling; the large model's widening in the MLP with two
-heads; a class token with absolute positions and max pooling; average pooling without relative positions or
-residual pooling), float64 train-mode outputs and gradients, all with timm's weights loaded; stochastic depth and
-the head's dropout; and the timm API (pre-logits, token and average pooling, reset_classifier, in_chans, refused
-options, features_only, forward_intermediates, prune_intermediate_layers, list_models)."""
+"""timm parity of the image MViTv2 (mvitv2_tiny/small/base/large and the class-token mvitv2_base/large/huge_cls): every
+variant's configuration and layout, seeded initialisation, eval outputs (float32) of small models at odd, non-square
+sizes (pooled queries, keys and values with relative positions at uneven grid ratios and residual pooling; the large
+model's widening in the MLP with two heads; a class token with absolute positions and max pooling; a class token with
+relative positions, as the ``_cls`` models have it; average pooling without relative positions or residual pooling),
+float64 train-mode outputs and gradients, all with timm's weights loaded; stochastic depth and the head's dropout; and
+the timm API (pre-logits, token and average pooling, reset_classifier, in_chans, refused options, features_only,
+forward_intermediates, prune_intermediate_layers, list_models)."""
 import dataclasses
 
 import numpy as np
@@ -27,25 +28,28 @@ from op_check import assert_close
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["mvitv2_tiny", "mvitv2_small", "mvitv2_base", "mvitv2_large"]
+# the class-token models: ImageNet-21k (winter 2021) weights with 19168 classes
+CLS_NAMES = ["mvitv2_base_cls", "mvitv2_large_cls", "mvitv2_huge_cls"]
 TOL = 1e-4
 PRINTED = ("MultiScaleBlock", "PatchEmbed", "Conv2d", "LayerNorm", "Linear", "MaxPool2d", "GELU", "Dropout",
            "Identity")
 TABLES = ("rel_pos_h", "rel_pos_w", "cls_token", "pos_embed")
 # Small models, 8 wide (doubling per stage), stages of 1, 2, 1 and 1 blocks, sized for 48 x 48 images: "plain", the
 # tiny to base models' layout; "large", its widening in the last block's MLP, two heads; "cls", a class token and
-# absolute positions, with max pooling of queries, keys and values; "avg", average pooling without relative
-# positions or residual pooling.
+# absolute positions, with max pooling of queries, keys and values; "cls_rel", a class token with relative positions
+# alone (the _cls models); "avg", average pooling without relative positions or residual pooling.
 BASE = dict(depths=(1, 2, 1, 1), embed_dim=8, num_heads=1)
 SMALL = {
     "plain": {},
     "large": dict(expand_attn=False, num_heads=2, mlp_ratio=2.0),
     "cls": dict(use_cls_token=True, use_abs_pos=True, mode="max"),
+    "cls_rel": dict(use_cls_token=True),
     "avg": dict(mode="avg", rel_pos_type="", residual_pooling=False),
 }
 IMG = 48
 # Inputs smaller than the model's images (timm's relative position tables fit no larger grid): 12 x 11 patches,
 # pooled to uneven ratios; the class-token model's absolute positions need its 12 x 12 grid.
-SIZES = {"plain": (45, 43), "large": (45, 43), "cls": (47, 45), "avg": (45, 43)}
+SIZES = {"plain": (45, 43), "large": (45, 43), "cls": (47, 45), "cls_rel": (45, 43), "avg": (45, 43)}
 
 
 def configs(kind):
@@ -75,13 +79,15 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
     """Each entrypoint hands its class timm's configuration (every field, the derived key/value strides too) and
     builds timm's layout: state_dict keys, order, shapes, dtypes, module tree, layer printouts, feature_info,
     num_features, head_hidden_size and default_cfg (random initialisation skipped, timm's model on the meta
-    device)."""
+    device); the class-token models with one or two blocks a stage (the huge one has 694M parameters) and the 19168
+    classes of timm's weights."""
     ours_calls = capture_builder(monkeypatch, mvitv2, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_mvitv2, "build_model_with_cfg")
-    for name in NAMES:
+    for name in NAMES + CLS_NAMES:
         getattr(mvitv2, name)()
         getattr(timm_mvitv2, name)()
-    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
+    assert len(ours_calls) == len(timm_calls) == len(NAMES + CLS_NAMES)
+    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES + CLS_NAMES, ours_calls, timm_calls):
         assert set(ours_kwargs) == {"cfg", "progress"} and ours_kwargs["progress"], name
         assert set(timm_kwargs) == {"model_cfg", "pretrained_filter_fn", "feature_cfg"}, name
         assert timm_kwargs["feature_cfg"] == dict(out_indices=4, feature_cls="getter"), name
@@ -95,6 +101,14 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
             reference = timm.create_model(name)
         ours = models.create_model(name)
         check_layout(ours, reference, (), PRINTED)
+    for name in CLS_NAMES:
+        pretrained_cfg = timm.models.get_pretrained_cfg(name)
+        timm_cfg = dataclasses.replace(timm_mvitv2.model_cfgs[name], depths=(1, 1, 2, 1))
+        with torch.device("meta"):
+            reference = timm_mvitv2.MultiScaleVit(timm_cfg, num_classes=pretrained_cfg.num_classes)
+        reference.pretrained_cfg = pretrained_cfg.to_dict()
+        ours_cfg = dataclasses.replace(mvitv2.model_cfgs[name], depths=(1, 1, 2, 1))
+        check_layout(mvitv2.MultiScaleVit(ours_cfg, num_classes=pretrained_cfg.num_classes), reference, (), PRINTED)
 
 
 @pytest.mark.parametrize("kind", ["plain", "cls"])
@@ -120,7 +134,7 @@ def test_eval_outputs_match_timm(kind):
     assert_close(out, ref, TOL)
 
 
-@pytest.mark.parametrize("kind", ["plain", "large", "cls"])
+@pytest.mark.parametrize("kind", ["plain", "large", "cls", "cls_rel"])
 def test_train_mode_gradients_match_timm(kind):
     """float64, train mode: outputs, input gradient and every parameter's gradient (the relative position tables'
     looked-up rows summed back; the attention's or the MLP's shortcut projection; the class token and absolute
@@ -211,9 +225,9 @@ def test_features_only_intermediates_and_pruning_match_timm(monkeypatch):
 
 
 def test_list_models():
-    """The registry lists every variant with ImageNet-1k weights under its timm name and module (timm's class-token
-    models, with ImageNet-21k weights or none, are left out)."""
+    """The registry lists every variant with published weights under its timm name and module: the ImageNet-1k ones
+    and the class-token ImageNet-21k ones (timm's untrained mvitv2_small_cls is left out)."""
     names = models.list_models(module="mvitv2")
-    assert names == [n for n in timm.list_models(module="mvitv2") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("mvitv2*")
-                                        if n.endswith(".fb_in1k")}
+    assert names == [n for n in timm.list_models(module="mvitv2") if n in NAMES + CLS_NAMES]
+    assert set(names) == set(NAMES + CLS_NAMES) == {n.split(".")[0] for n in timm.list_pretrained("mvitv2*")}
+    assert set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("mvitv2*") if n.endswith(".fb_in1k")}

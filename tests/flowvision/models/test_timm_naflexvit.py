@@ -1,10 +1,13 @@
-"""timm parity of NaFlexViT (naflexvit_base_patch16_gap / par_gap / parfac_gap): every variant's configuration and
-layout, seeded initialisation, float32 eval outputs of small models on images (learned, aspect-preserving and
-factorised position embeddings resampled up and down, the convolutional embedding with a class token, attention
-pooling) and on NaFlex batches of mixed grids with padding (dict and argument forms, masked attention and pooling),
-float64 train-mode outputs and every gradient on both, dropout / stochastic depth / patch dropout masks, and the
-timm API (pre-logits, reset_classifier, bad arguments, features_only, forward_intermediates on images and NaFlex
-batches, prune_intermediate_layers, list_models)."""
+"""timm parity of NaFlexViT (naflexvit_base_patch16_gap / par_gap / parfac_gap, the SigLIP 2 encoders naflexvit_base /
+so400m_patch16_siglip and the C-RADIO backbones naflexvit_*_patch16_radio_v3 / v4): every variant's configuration, the
+layouts (the encoders' with one block, the giant's configuration only), seeded initialisation, float32 eval outputs of
+small models on images (learned, aspect-preserving and factorised position embeddings resampled up and down, the
+convolutional embedding with a class token, attention pooling; SigLIP 2's tanh GELU with bilinear resampling and
+attention pooling; C-RADIO's class token, registers, no final norm and bilinear, corner-aligned or not, unantialiased
+aspect-preserving resampling) and on NaFlex batches of mixed grids with padding (dict and argument forms, masked
+attention and pooling), float64 train-mode outputs and every gradient on both (the encoders' too), dropout / stochastic
+depth / patch dropout masks, and the timm API (pre-logits, reset_classifier, bad arguments, features_only,
+forward_intermediates on images and NaFlex batches, prune_intermediate_layers, list_models)."""
 import dataclasses
 
 import numpy as np
@@ -26,12 +29,19 @@ from op_check import assert_close
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["naflexvit_base_patch16_gap", "naflexvit_base_patch16_par_gap", "naflexvit_base_patch16_parfac_gap"]
+# image encoders without a classifier (timm's weights have num_classes=0): SigLIP 2's and NVIDIA's C-RADIO
+SIGLIP_NAMES = ["naflexvit_base_patch16_siglip", "naflexvit_so400m_patch16_siglip"]
+RADIO_NAMES = ["naflexvit_base_patch16_radio_v3", "naflexvit_large_patch16_radio_v3", "naflexvit_huge_patch16_radio_v3",
+               "naflexvit_giant_patch16_radio_v3", "naflexvit_so400m_patch16_radio_v4",
+               "naflexvit_huge_patch16_radio_v4"]
+ENCODER_NAMES = SIGLIP_NAMES + RADIO_NAMES
 TOL = 1e-4
-PRINTED = ("Linear", "Conv2d", "LayerNorm", "GELU", "Dropout", "Identity")
+PRINTED = ("Linear", "Conv2d", "LayerNorm", "GELU", "GELUTanh", "Dropout", "Identity")
 TOKENS = ("pos_embed", "pos_embed_x", "pos_embed_y", "reg_token", "cls_token", "latent")
 # Small models: width 16, 2 heads, 2 blocks, 4-pixel patches, a 4x4 position grid (5x5 for the downsampling one);
 # timm's three registered layouts, then the convolutional embedding with a class token, a norm before the blocks
-# and query-key norms (images floored to whole patches), then attention pooling.
+# and query-key norms (images floored to whole patches), then attention pooling; SigLIP 2's encoder; C-RADIO's
+# backbone, v3 (a 6x6 grid resampled up, corners aligned) and v4 (a 12x12 grid resampled down, unaligned).
 BASE = dict(patch_size=4, embed_dim=16, depth=2, num_heads=2, init_values=1e-5, global_pool="avg", reg_tokens=2,
             fc_norm=True, pos_embed_grid_size=(4, 4), dynamic_img_pad=True)
 SMALL = {
@@ -42,6 +52,14 @@ SMALL = {
     "conv_token": dict(BASE, embed_proj_type="conv", class_token=True, reg_tokens=0, global_pool="token",
                        fc_norm=None, pre_norm=True, qk_norm=True, dynamic_img_pad=False),
     "map": dict(BASE, global_pool="map", reg_tokens=1, fc_norm=None, init_values=None),
+    "siglip": dict(BASE, act_layer="gelu_tanh", global_pool="map", pos_embed_interp_mode="bilinear", reg_tokens=0,
+                   fc_norm=None, init_values=None),
+    "radio_v3": dict(BASE, class_token=True, reg_tokens=3, global_pool="token", fc_norm=None, final_norm=False,
+                     pos_embed_grid_size=(6, 6), pos_embed_interp_mode="bilinear", pos_embed_ar_preserving=True,
+                     pos_embed_antialias=False, pos_embed_align_corners=True),
+    "radio_v4": dict(BASE, class_token=True, reg_tokens=3, global_pool="token", fc_norm=None, final_norm=False,
+                     pos_embed_grid_size=(12, 12), pos_embed_interp_mode="bilinear", pos_embed_ar_preserving=True,
+                     pos_embed_antialias=False, init_values=None),
 }
 SIZE = (35, 25)  # 9 x 7 patches of 4 with partial ones padded (8 x 6 floored by the convolution)
 
@@ -118,14 +136,16 @@ def assert_nested_close(out, ref, rtol):
 def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
     """Each entrypoint hands the class timm's configuration (every field we have equal, timm's others at their
     defaults) and builds timm's layout: state_dict keys, order, shapes, dtypes, module tree, layer printouts,
-    feature_info, num_features, head_hidden_size and default_cfg."""
+    feature_info, num_features, head_hidden_size and default_cfg; the encoders with one block and no classifier,
+    as their weights have it (the giant C-RADIO, 1.1B parameters, is not built)."""
     ours_calls = capture_builder(monkeypatch, naflexvit, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_naflexvit, "build_model_with_cfg")
-    for name in NAMES:
+    for name in NAMES + ENCODER_NAMES:
         getattr(naflexvit, name)()
         getattr(timm_naflexvit, name)()
+    assert len(ours_calls) == len(timm_calls) == len(NAMES + ENCODER_NAMES)
     defaults = dataclasses.asdict(timm_naflexvit.NaFlexVitCfg())
-    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
+    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES + ENCODER_NAMES, ours_calls, timm_calls):
         assert set(timm_kwargs) == {"cfg", "feature_cfg", "pretrained_filter_fn"}, name
         assert timm_kwargs["feature_cfg"] == dict(out_indices=3, feature_cls="getter"), name
         assert set(ours_kwargs) == {"cfg", "progress"} and ours_kwargs["progress"] is True, name
@@ -142,9 +162,15 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
             reference = timm.create_model(name)
         ours = models.create_model(name)
         check_layout(ours, reference, (), PRINTED, types=True)
+    for name in ENCODER_NAMES:
+        if name != "naflexvit_giant_patch16_radio_v3":
+            with torch.device("meta"):
+                reference = timm.create_model(name, depth=1, num_classes=0)
+            ours = models.create_model(name, depth=1, num_classes=0)
+            check_layout(ours, reference, (), PRINTED, types=True)
 
 
-@pytest.mark.parametrize("kind", ["map", "parfac_gap"])
+@pytest.mark.parametrize("kind", ["map", "parfac_gap", "radio_v3"])
 def test_seeded_init_equals_timm(kind):
     """The same seed gives timm's initial weights (the linear weights, truncated normals scaled down by depth, and
     the attention pool's latent within 2 float32 ulps; tokens, position tables, norms, layer scales and biases bit
@@ -169,7 +195,7 @@ def test_eval_outputs_match_timm(kind):
     assert_close(out, ref, TOL)
 
 
-@pytest.mark.parametrize("kind", ["par_gap", "parfac_gap", "map"])
+@pytest.mark.parametrize("kind", ["par_gap", "parfac_gap", "map", "siglip", "radio_v3", "radio_v4"])
 def test_naflex_batches_match_timm(kind):
     """A NaFlex batch of three images with their own grids (one the position grid's, one resampled, one wider than
     it) and padding: the dict input, the same as arguments, and forward_features' dict; the padding's values do
@@ -219,6 +245,18 @@ def test_train_mode_gradients_match_timm():
     grads = {name: p.grad.numpy() for name, p in ours.named_parameters()}
     for name, p in reference.named_parameters():
         assert_close(grads[name], p.grad.numpy(), 1e-8, what=name)
+
+
+@pytest.mark.parametrize("kind", ["siglip", "radio_v3", "radio_v4"])
+def test_encoder_train_mode_gradients_match_timm(kind):
+    """float64, train mode, padded images: outputs, input gradient and every parameter's gradient equal timm's.
+    Both resample position tables in float32, whose rounding would show: SigLIP's images have its table's grid,
+    C-RADIO's one as tall as its table (the table resampled to its own size, then cropped)."""
+    reference, ours = small_pair(kind, seed=21, num_classes=7)
+    reference.double().train()
+    ours.double().train()
+    size = {"siglip": (16, 13), "radio_v3": (24, 14), "radio_v4": (48, 30)}[kind]
+    check_train_step(reference, ours, image_batch(2, *size, seed=22).astype(np.float64))
 
 
 def test_drop_path_dropout_and_patch_dropout_only_in_training():
@@ -313,9 +351,12 @@ def test_features_only_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists every variant with ImageNet-1k weights under its timm name and module (timm's untrained
-    variants and its SigLIP 2 / C-RADIO encoders without a classifier are left out)."""
+    """The registry lists every variant with published weights under its timm name and module: the ImageNet-1k
+    classifiers and the SigLIP 2 / C-RADIO encoders without a classifier (timm's untrained variants are left
+    out)."""
     names = models.list_models(module="naflexvit")
-    assert names == [n for n in timm.list_models(module="naflexvit") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("naflexvit*")
-                                        if timm.models.get_pretrained_cfg(n).num_classes == 1000}
+    assert names == [n for n in timm.list_models(module="naflexvit") if n in NAMES + ENCODER_NAMES]
+    pretrained = {n.split(".")[0]: timm.models.get_pretrained_cfg(n).num_classes
+                  for n in timm.list_pretrained("naflexvit*") if not n.endswith(".untrained")}
+    assert set(names) == set(NAMES + ENCODER_NAMES) == set(pretrained)
+    assert {n for n, num_classes in pretrained.items() if num_classes == 1000} == set(NAMES)

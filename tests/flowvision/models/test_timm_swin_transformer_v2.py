@@ -32,6 +32,8 @@ V2_NAMES = ["swinv2_base_window8_256", "swinv2_base_window12to16_192to256", "swi
             "swinv2_base_window16_256", "swinv2_large_window12to16_192to256", "swinv2_large_window12to24_192to384",
             "swinv2_small_window8_256", "swinv2_small_window16_256", "swinv2_tiny_window8_256",
             "swinv2_tiny_window16_256"]
+# ImageNet-22k pre-training at 192 (timm's weights have 21841 classes)
+V2_22K_NAMES = ["swinv2_base_window12_192", "swinv2_large_window12_192"]
 CR_NAMES = ["swinv2_cr_small_224", "swinv2_cr_small_ns_224", "swinv2_cr_tiny_ns_224"]
 PORTS = {"v2": (timm_v2, timm_v2.SwinTransformerV2, v2, v2.SwinTransformerV2),
          "cr": (timm_cr, timm_cr.SwinTransformerV2Cr, cr, cr.SwinTransformerV2Cr)}
@@ -84,7 +86,8 @@ def small_pair(port, seed=0, **kwargs):
 def test_variant_configurations_match_timm(monkeypatch):
     """Each entrypoint hands timm's configuration to the model class (with the image size of timm's weights, which
     timm takes from the pretrained config), and timm's pretrained config's first conv and classifier are our
-    default_cfg; the model classes take timm's arguments with timm's defaults."""
+    default_cfg; the model classes take timm's arguments with timm's defaults. The ImageNet-22k models at 192 too
+    (their weights' 21841 classes left to the caller)."""
     for port, names in (("v2", V2_NAMES), ("cr", CR_NAMES)):
         timm_module, timm_cls, ours_module, ours_cls = PORTS[port]
         ours_calls = capture_builder(monkeypatch, ours_module, "build_model")
@@ -100,16 +103,29 @@ def test_variant_configurations_match_timm(monkeypatch):
         for key, param in inspect.signature(ours_cls).parameters.items():
             if key != "weight_init" or port == "cr":
                 assert param.default == timm_defaults[key], (port, key)
+    ours_calls = capture_builder(monkeypatch, v2, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_v2, "build_model_with_cfg")
+    for name in V2_22K_NAMES:
+        getattr(v2, name)(drop_rate=0.1)
+        getattr(timm_v2, name)(drop_rate=0.1)
+    for name, (ours_cls, ours_kwargs), (_, timm_kwargs) in zip(V2_22K_NAMES, ours_calls, timm_calls):
+        timm_cfg = timm.models.get_pretrained_cfg(name)
+        assert timm_cfg.fixed_input_size and timm_cfg.num_classes == 21841 and timm_cfg.input_size == (3, 192, 192)
+        expected = {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
+        assert ours_kwargs == dict(expected, img_size=192, progress=True), name
+        assert ours_cls is v2.SwinTransformerV2
 
 
-@pytest.mark.parametrize("name", ["swinv2_large_window12to24_192to384", "swinv2_cr_small_ns_224"])
+@pytest.mark.parametrize("name", ["swinv2_large_window12to24_192to384", "swinv2_base_window12_192",
+                                  "swinv2_cr_small_ns_224"])
 def test_layout_matches_timm(name):
     """state_dict keys in order, shapes and dtypes, module names (but for timm's placeholder), the printout of every
     layer, windows, shifts and resolutions, feature_info, num_features, head_hidden_size and default_cfg against
     timm's model on the meta device (two blocks a stage, no truncated normals: timm takes a second to draw them on
-    the meta device): V2-L at 384 with 24x24 windows clamped in the last stages and 12x12 pre-training windows, CR-S
-    with extra stage norms."""
-    kwargs = dict(depths=(2, 2, 2, 2))
+    the meta device), with the classes of timm's weights: V2-L at 384 with 24x24 windows clamped in the last stages
+    and 12x12 pre-training windows, V2-B pre-trained at 192 with 12x12 windows (the last stage's clamped to 6x6),
+    CR-S with extra stage norms."""
+    kwargs = dict(depths=(2, 2, 2, 2), num_classes=timm.models.get_pretrained_cfg(name).num_classes)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(timm_v2, "trunc_normal_", lambda tensor, std=0.02: tensor)
         with torch.device("meta"):
@@ -271,7 +287,8 @@ def test_features_only_intermediates_and_pruning_match_timm(name, out_indices):
 
 
 def test_list_models():
-    """Every variant is registered under timm's module names."""
-    assert sorted(models.list_models(module="swin_transformer_v2")) == sorted(V2_NAMES)
+    """Every variant is registered under timm's module names, each with timm's published weights."""
+    assert sorted(models.list_models(module="swin_transformer_v2")) == sorted(V2_NAMES + V2_22K_NAMES)
     assert sorted(models.list_models(module="swin_transformer_v2_cr")) == sorted(CR_NAMES)
-    assert set(models.list_models("swinv2_*")) >= set(V2_NAMES + CR_NAMES)
+    assert set(models.list_models("swinv2_*")) >= set(V2_NAMES + V2_22K_NAMES + CR_NAMES)
+    assert set(V2_22K_NAMES) <= {tag.split(".")[0] for tag in timm.list_pretrained("swinv2_*")}

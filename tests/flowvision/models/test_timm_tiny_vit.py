@@ -48,7 +48,7 @@ def small_pair(seed, **kwargs):
 def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
     """Each entrypoint hands its class timm's configuration; tiny_vit_5m_224 has timm's layout (state_dict keys,
     order, shapes, module tree, printouts of every layer, block and stage, feature_info, num_features and
-    default_cfg). timm's first weights have 21841 classes; ours default to ImageNet's 1000."""
+    default_cfg); without weights, both have the 21841 classes of the first weights."""
     ours_calls = capture_builder(monkeypatch, tiny_vit, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_tiny_vit, "build_model_with_cfg")
     for name in NAMES:
@@ -63,7 +63,7 @@ def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
     monkeypatch.undo()
     skip_random_init(monkeypatch)
     with torch.device("meta"):
-        reference = timm.create_model("tiny_vit_5m_224", num_classes=1000)
+        reference = timm.create_model("tiny_vit_5m_224")
     check_layout(models.create_model("tiny_vit_5m_224"), reference, (), PRINTED)
 
 

@@ -4,7 +4,10 @@ initialisation (the backbone's init run again by the ViT's, its blocks' last nor
 of small models of both backbone kinds (ResNet stages of non-pre-activated bottlenecks with weight-standardised
 "same" convolutions and GroupNorm; the stem alone with 3x3 patches) at an odd image size, float64 train-mode
 outputs and gradients, dropout and stochastic depth masks, all with timm's weights loaded; the head API (pre-logits,
-pooling, reset_classifier), in_chans=1, features_only, refused arguments and list_models."""
+pooling, reset_classifier), in_chans=1, features_only, refused arguments and list_models. Also vit_base_r50_s16_224
+(ImageNet-21k features) and MobileCLIP's vit_base_mci_224: configuration and layout, and for a small model of the
+latter's kind (a convolutional stem with BatchNorm and GELU, no projection, position embeddings on the patches
+only) seeded init, eval outputs, float64 train-mode gradients and running statistics."""
 from functools import partial
 
 import numpy as np
@@ -22,8 +25,8 @@ from flowvision.models.timm_families import vision_transformer_hybrid as hybrid
 from flowvision.models.timm_families._layers import pair
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_layout, check_seeded_init,
-                          check_train_step, image_batch, numpy_state, pre_logits, randomize_parameters,
-                          skip_random_init)
+                          check_train_step, image_batch, numpy_state, pre_logits, randomize_norms,
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -31,6 +34,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["vit_base_r50_s16_384", "vit_large_r50_s32_224", "vit_large_r50_s32_384", "vit_small_r26_s32_224",
          "vit_small_r26_s32_384", "vit_tiny_r_s16_p8_224", "vit_tiny_r_s16_p8_384"]
+# hybrids whose timm weights are not ImageNet-1k classifiers: ImageNet-21k features, a MobileCLIP image tower
+OTHER_NAMES = ["vit_base_mci_224", "vit_base_r50_s16_224"]
 TOL = 1e-4
 PRINTED = ("StdConv2dSame", "GroupNormAct", "MaxPool2dSame", "Conv2d", "Linear", "LayerNorm", "ReLU", "GELU",
            "Dropout", "Identity")
@@ -220,7 +225,78 @@ def test_features_only_matches_timm():
 def test_list_models():
     """The registry lists exactly timm's hybrid ViTs with ImageNet-1k weights, under their timm names."""
     names = models.list_models(module="vision_transformer_hybrid")
-    assert names == sorted(NAMES)
+    assert names == sorted(NAMES + OTHER_NAMES)
+    names = [n for n in names if n not in OTHER_NAMES]
     in1k = {n.split(".")[0] for n in timm.list_pretrained("vit_*")
             if n.split(".")[0] in timm.list_models(module="vision_transformer_hybrid") and n.endswith("in1k")}
     assert set(names) == in1k
+
+
+def test_other_entrypoints_configuration_and_layout(monkeypatch):
+    """vit_base_r50_s16_224 and vit_base_mci_224 build timm's backbone (on the caller's in_chans) and hand the
+    transformer timm's arguments (no projection for MobileCLIP's stem) with the image size of timm's weights; with
+    the class count of those weights (none, or the 512-wide embedding) they have timm's layout."""
+    skip_random_init(monkeypatch)
+    skip_timm_init(monkeypatch)
+    ours_calls = capture_builder(monkeypatch, hybrid, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_hybrid, "build_model_with_cfg")
+    for name in OTHER_NAMES:
+        getattr(hybrid, name)(in_chans=2)
+        with torch.device("meta"):
+            getattr(timm_hybrid, name)(in_chans=2)
+    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(OTHER_NAMES, ours_calls, timm_calls):
+        ours_kwargs = dict(ours_kwargs)
+        embed = timm_kwargs.pop("embed_layer")
+        assert _layout(ours_kwargs.pop("backbone")) == _layout(embed.keywords.pop("backbone")), name
+        assert ours_kwargs.pop("proj", True) == embed.keywords.pop("proj", True) and not embed.keywords, name
+        assert ours_kwargs.pop("progress") is True
+        assert pair(ours_kwargs.pop("img_size")) == timm.models.get_pretrained_cfg(name).input_size[-2:], name
+        assert ours_kwargs == {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
+    monkeypatch.undo()
+    skip_random_init(monkeypatch)
+    skip_timm_init(monkeypatch)
+    for name in OTHER_NAMES:
+        num_classes = timm.models.get_pretrained_cfg(name).num_classes
+        with torch.device("meta"):
+            reference = timm.create_model(name, num_classes=num_classes)
+        check_layout(models.create_model(name, num_classes=num_classes), reference, (), PRINTED + ("BatchNormAct2d",))
+
+
+# a small MobileCLIP-style hybrid: an 8, 8, 32 wide stem (4x4/4, 2x2/2, 2x2/2: a 2x2 map of 35x33 images), no
+# projection, position embeddings on the patch tokens only
+MCI_STEM = dict(channels=(8, 8, 32), stride=(4, 2, 2), kernel_size=(4, 2, 2), padding=0)
+MCI_VIT = dict(SMALL_VIT, patch_size=1, no_embed_class=True, num_classes=10)
+
+
+def build_timm_mci():
+    """timm's small MobileCLIP-style hybrid (its stem built first)."""
+    backbone = timm_hybrid.ConvStem(act_layer=torch.nn.GELU, **MCI_STEM)
+    return timm_hybrid.VisionTransformer(embed_layer=partial(HybridEmbed, backbone=backbone, proj=False), **MCI_VIT)
+
+
+def build_ours_mci():
+    """Our small MobileCLIP-style hybrid."""
+    return hybrid.HybridVisionTransformer(hybrid.ConvStem(act_layer=engine.nn.GELU, **MCI_STEM), proj=False,
+                                          **MCI_VIT)
+
+
+def test_mci_seeded_init_outputs_and_gradients_match_timm():
+    """The small MobileCLIP-style hybrid: the same seed gives timm's weights (the stem's default inits, no
+    projection drawn) and both streams end in step; with random weights and BatchNorm statistics, float32 logits at
+    an odd size and float64 train-mode outputs, gradients and running statistics equal timm's; a stem whose width
+    is not the embedding's is refused."""
+    def truncated(reference):
+        return {f"{n}.weight" for n, m in reference.named_modules() if isinstance(m, torch.nn.Linear)} | {"pos_embed"}
+
+    reference, ours = check_seeded_init(build_timm_mci, build_ours_mci, 3, truncated)
+    assert ours.feature_info == reference.feature_info
+    assert ours.default_cfg["first_conv"] == "patch_embed.backbone.0.conv"
+    randomize_norms(randomize_parameters(reference, 1, tokens=TOKENS), 1)
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference.eval(), ours.eval(), image_batch(2, *SIZE, seed=2))
+    assert out.shape == (2, 10) and np.abs(ref).max() > 1e-2
+    assert_close(out, ref, TOL)
+    check_train_step(reference.double().train(), ours.double().train(),
+                     image_batch(2, *SIZE, seed=5).astype(np.float64))
+    with pytest.raises(ValueError, match="embed_dim"):
+        hybrid.HybridVisionTransformer(hybrid.ConvStem(**MCI_STEM), proj=False, **dict(MCI_VIT, embed_dim=16))

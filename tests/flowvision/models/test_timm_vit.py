@@ -54,8 +54,6 @@ NEW_VITS = ["vit_base_patch16_clip_224", "vit_base_patch16_clip_384", "vit_base_
             "vit_betwixt_patch16_reg4_gap_384", "vit_so150m_patch16_reg4_gap_256", "vit_so150m_patch16_reg4_gap_384",
             "vit_so150m2_patch16_reg1_gap_256", "vit_so150m2_patch16_reg1_gap_384", "vit_so150m2_patch16_reg1_gap_448",
             "vit_so400m_patch14_siglip_378", "vit_so400m_patch14_siglip_gap_378"]
-# timm's first weights of the So400m models are the SigLIP image tower (no classes): ours default to the ImageNet ones
-TIMM_TAGS = {"vit_so400m_patch14_siglip_378": "webli_ft_in1k", "vit_so400m_patch14_siglip_gap_378": "webli_ft_in1k"}
 ODD = (50, 66)  # 3 x 4 patches of 16 with leftover pixels, not square
 TINY = dict(img_size=(27, 19), patch_size=8, embed_dim=24, depth=2, num_heads=3, num_classes=7)
 
@@ -92,8 +90,7 @@ def test_configuration_matches_timm(name, monkeypatch):
     distilled = "distilled" in name
     timm_cls = timm_deit.VisionTransformerDistilled if distilled else timm_vit.VisionTransformer
     ours_cls = deit.VisionTransformerDistilled if distilled else vision_transformer.VisionTransformer
-    timm_name = f"{name}.{TIMM_TAGS[name]}" if name in TIMM_TAGS else name
-    theirs = _constructor_args(timm_cls, lambda: timm.create_model(timm_name), monkeypatch)
+    theirs = _constructor_args(timm_cls, lambda: timm.create_model(name), monkeypatch)
     ours = _constructor_args(ours_cls, lambda: models.create_model(name), monkeypatch)
     if distilled:  # both pass everything through **kwargs to VisionTransformer
         theirs = {**_defaults(timm_vit.VisionTransformer), **theirs}
@@ -118,10 +115,8 @@ def _comparable(value):
 
 def _timm_only_arguments():
     """timm's arguments that we do not take, at the values our models are built as (timm's defaults)."""
-    return dict(proj_bias=True, pos_embed="learn", final_norm=True, dynamic_img_pad=False, patch_drop_rate=0.0,
-                fix_init=False,
-                embed_layer=timm.layers.PatchEmbed, embed_norm_layer=None, mlp_layer=timm.layers.Mlp, device=None,
-                dtype=None)
+    return dict(pos_embed="learn", dynamic_img_pad=False, patch_drop_rate=0.0, fix_init=False,
+                embed_layer=timm.layers.PatchEmbed, device=None, dtype=None)
 
 
 def _defaults(cls):
@@ -378,10 +373,12 @@ def test_forward_intermediates_matches_timm():
 
 
 def test_list_models():
-    """Every name is registered, under timm's family modules, beside torchvision's ViTs."""
+    """Every name is registered, under timm's family modules, beside torchvision's ViTs (and the pretrained
+    encoders of test_timm_vit_encoders, all in timm's vision_transformer module too)."""
     names = VITS + NEW_VITS
     vits = models.list_models("vit_*_patch*", module="vision_transformer")
-    assert set(vits) == set(fnmatch.filter(names, "vit_*_patch*"))
+    assert set(fnmatch.filter(names, "vit_*_patch*")) <= set(vits)
+    assert set(vits) - set(names) <= set(timm.list_models(module="vision_transformer"))
     assert set(models.list_models("deit*")) == set(DEITS)
     assert set(models.list_models(module="deit")) == set(DEITS)
     assert set(names) <= set(models.list_models(module="vision_transformer"))
@@ -476,8 +473,7 @@ def test_new_layouts_match_timm(name, no_init):
     """A registered model of each later kind at full width (two blocks, with stochastic depth; timm's on the meta
     device): state_dict keys in order with shapes and dtypes, module names, classes and printouts, feature_info."""
     with torch.device("meta"):
-        reference = timm.create_model(f"{name}.{TIMM_TAGS[name]}" if name in TIMM_TAGS else name, depth=2,
-                                      drop_path_rate=0.1)
+        reference = timm.create_model(name, depth=2, drop_path_rate=0.1)
     ours = models.create_model(name, depth=2, drop_path_rate=0.1)
     check_layout(ours, reference, (), {"Linear", "Conv2d", "LayerNorm", "Dropout", "GELU"})
     kinds = {"DropPath": "StochasticDepth"}
