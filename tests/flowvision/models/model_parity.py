@@ -7,6 +7,7 @@ import pkgutil
 import numpy as np
 import pytest
 import torch
+from timm.models import vitamin as timm_vitamin
 
 import engine
 from engine.nn import init
@@ -256,6 +257,10 @@ SMALL_MODELS = {
          ["uir_r1_a5_k5_s2_e4_c32", "mqa_r1_k3_h2_s1_d8_c32"]]), stem_size=8, num_features=24,
         msfa_output_resolution=2),
     "qwen3_vit_88m": functools.partial(models.create_model, "qwen3_vit_88m", embed_dim=64, depth=2, num_heads=2),
+    # timm's VitCfg: the sweeps hand these keywords to timm's entrypoint too, and ours reads the same three fields
+    "vitamin_base_224": functools.partial(models.create_model, "vitamin_base_224", img_size=64, embed_dim=64, depth=2,
+                                          num_heads=2, embed_cfg=timm_vitamin.VitCfg(embed_dim=(16, 32, 64),
+                                                                                     depths=(1, 1, 1), stem_width=16)),
     "samvit_base_patch16": functools.partial(models.create_model, "samvit_base_patch16", img_size=64, embed_dim=64,
                                              depth=2, num_heads=2, global_attn_indexes=[1], window_size=2),
 }

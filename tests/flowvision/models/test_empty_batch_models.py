@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 import torchvision.models.segmentation as tv_seg
-from timm.models import get_pretrained_cfg
 from classic_parity import he_weights
 from detection_parity import builder_pair, photos, to_lib
 from model_parity import (COVERED_FAMILIES, SMALL_MODELS, family_sweep, is_timm_family, numpy_state, randomize_norms,
@@ -115,9 +114,8 @@ def _input_size(name):
     from 299 pixels up."""
     if name == "inception_v3":
         return (299, 299)
-    if name not in models.list_pretrained():  # timm's weights that ours does not serve (ViTamin) give a fixed size
-        cfg = get_pretrained_cfg(name) if is_timm_family(name) else None
-        return tuple(cfg.input_size[1:]) if cfg is not None and cfg.fixed_input_size else (64, 64)
+    if name not in models.list_pretrained():
+        return (64, 64)
     meta = models.get_model_weights(name).DEFAULT.meta
     if meta["categories"] == models.video.R3D_18_Weights.DEFAULT.meta["categories"]:
         return (meta.get("min_temporal_size", 4),) + tuple(max(n, 16) for n in meta["min_size"])

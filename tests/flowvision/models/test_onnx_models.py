@@ -89,9 +89,8 @@ def _spread_head(model):
 
 
 # HRNet's branches meet only where a side is 32k - 3 to 32k pixels (61..64, 93..96, ...); TResNet's stem takes
-# sides divisible by 4; SAM2's Hiera windows need multiples of 32; ViTamin's size is fixed and unpublished here
-_SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72), "csatv2": (64, 72), "sam2_hiera_tiny": (64, 96),
-          "vitamin_base_224": (224, 224)}
+# sides divisible by 4; SAM2's Hiera windows need multiples of 32
+_SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72), "csatv2": (64, 72), "sam2_hiera_tiny": (64, 96)}
 
 
 # Large or fixed-size families run as a small configuration of the same class (model_parity.SMALL_MODELS), on an
@@ -101,7 +100,8 @@ _SIZES = {"hrnet_w18_small": (61, 93), "tresnet_m": (64, 72), "csatv2": (64, 72)
 # twins_svt_small 2.4, focalnet_tiny_srf 2.1, coat_lite_tiny 1.5, nest_tiny_jx 12.4, tnt_s_legacy_patch16_224 7.0,
 # nasnetalarge 5.6, davit_tiny 3.2, sequencer2d_s 8 (31 under load), mvitv2_tiny 3.2,
 # naflexvit_base_patch16_parfac_gap 2.7, and the encoders deepseek_vit_412m, gemma4_vit_167m, mobilenetv5_300m,
-# qwen3_vit_88m, samvit_base_patch16 (the last at 1024 pixels ran out of memory); so, under 0.5 s each.
+# qwen3_vit_88m, samvit_base_patch16 (at 1024 pixels it ran out of memory) and vitamin_base_224 (15.6 s); so, under
+# 0.5 s each.
 # S3D's and Inception v3's classes have fixed widths and depths: they run at full size.
 _SMALL_INPUTS = {"vit_b_32": (64, 64), "vit_small_patch32_224": (64, 64), "vit_small_patch16_rope_224": (64, 64),
                  "vit_srelpos_small_patch16_224": (64, 64), "maxvit_t": (64, 64), "swin_t": (63, 71),
@@ -111,7 +111,7 @@ _SMALL_INPUTS = {"vit_b_32": (64, 64), "vit_small_patch32_224": (64, 64), "vit_s
                  "nasnetalarge": (63, 71), "davit_tiny": (63, 71), "sequencer2d_s": (63, 71),
                  "mvitv2_tiny": (64, 64), "naflexvit_base_patch16_parfac_gap": (64, 80), "deepseek_vit_412m": (84, 84),
                  "gemma4_vit_167m": (96, 96), "mobilenetv5_300m": (64, 64), "qwen3_vit_88m": (64, 64),
-                 "samvit_base_patch16": (64, 64)}
+                 "samvit_base_patch16": (64, 64), "vitamin_base_224": (64, 64)}
 assert set(_SMALL_INPUTS) == set(SMALL_MODELS)
 SMALL = {} if EVERY else SMALL_MODELS
 
