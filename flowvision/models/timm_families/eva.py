@@ -609,29 +609,6 @@ class Eva(ViTApi, nn.Module):
         self._fix_init_weight()
         self._init_head_scaled(self.head_init_scale)
 
-    def _patch_grid(self, images):
-        """The (rows, columns) of patches the images give: the model's grid, or with ``dynamic_img_size`` the
-        images' own."""
-        if not self.dynamic_img_size:
-            return self.patch_embed.grid_size
-        height, width = images.shape[-2:]
-        return height // self.patch_embed.patch_size[0], width // self.patch_embed.patch_size[1]
-
-    def _embed_patches(self, x):
-        """Images -> patch tokens (N, rows * columns, embed_dim); with ``dynamic_img_size`` any size the patches
-        tile exactly."""
-        if not self.dynamic_img_size:
-            return self.patch_embed(x)
-        height, width = x.shape[-2:]
-        patch_rows, patch_cols = self.patch_embed.patch_size
-        if height % patch_rows or width % patch_cols:
-            raise ValueError(f"Input size ({height}x{width}) must be a multiple of the patch size "
-                             f"({patch_rows}x{patch_cols})")
-        x = self.patch_embed.proj(x)
-        x = x.flatten(2).transpose(1, 2)
-        x = self.patch_embed.norm(x)
-        return x
-
     def _pos_embed(self, x, grid):
         """Patch tokens of a ``grid`` of patches -> (the sequence with prefix tokens and absolute position
         embeddings, after ``pos_drop``; the rotary embedding tables, or None). The tables come first, as in timm:

@@ -595,10 +595,11 @@ class ViTApi:
     ViTs): a mixin before ``nn.Module``. The model has ``patch_embed``, ``cls_token`` (or None), ``num_prefix_tokens``,
     ``blocks``, ``norm``, ``fc_norm``, ``head_drop`` and a linear ``head``; it embeds images with ``_embed`` (the
     token sequence and what every block needs besides it) and runs a block with ``_block``. ``global_pools`` lists
-    the poolings it takes."""
+    the poolings it takes; a model with ``dynamic_img_size`` takes images of any size its patches tile."""
 
     global_pools = ("", "avg", "token")
     pool_include_prefix = False
+    dynamic_img_size = False
 
     def _check_global_pool(self, global_pool, has_class_token):
         """Refuse a pooling outside ``global_pools``, and 'token' without a class token."""
@@ -715,8 +716,28 @@ class ViTApi:
         return self.norm(x), intermediates
 
     def _patch_grid(self, images):
-        """The (rows, columns) of patches the images give: the model's grid (it takes only its image size)."""
-        return self.patch_embed.grid_size
+        """The (rows, columns) of patches the images give: the model's grid, or with ``dynamic_img_size`` the
+        images' own."""
+        if not self.dynamic_img_size:
+            return self.patch_embed.grid_size
+        height, width = images.shape[-2:]
+        patch_rows, patch_cols = self.patch_embed.patch_size
+        return height // patch_rows, width // patch_cols
+
+    def _embed_patches(self, x):
+        """Images -> patch tokens (N, rows * columns, embed_dim). With ``dynamic_img_size`` any size that the
+        patches tile is taken (the patch embedding's own check asks for the built size)."""
+        if not self.dynamic_img_size:
+            return self.patch_embed(x)
+        height, width = x.shape[-2:]
+        patch_rows, patch_cols = self.patch_embed.patch_size
+        if height % patch_rows or width % patch_cols:
+            raise ValueError(f"Input size ({height}x{width}) must be a multiple of the patch size "
+                             f"({patch_rows}x{patch_cols})")
+        x = self.patch_embed.proj(x)
+        x = x.flatten(2).transpose(1, 2)
+        x = self.patch_embed.norm(x)
+        return x
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
         """Drop the blocks after the last one ``indices`` picks (and the final norm, the head); returns the absolute
@@ -847,30 +868,6 @@ class VisionTransformer(ViTApi, nn.Module):
         if self.reg_token is not None:
             tokens.append(self.reg_token.expand(batch, -1, -1))
         return tokens
-
-    def _patch_grid(self, images):
-        """The (rows, columns) of patches the images give: the model's grid, or with ``dynamic_img_size`` the
-        images' own."""
-        if not self.dynamic_img_size:
-            return self.patch_embed.grid_size
-        height, width = images.shape[-2:]
-        patch_rows, patch_cols = self.patch_embed.patch_size
-        return height // patch_rows, width // patch_cols
-
-    def _embed_patches(self, x):
-        """Images -> patch tokens (N, rows * columns, embed_dim). With ``dynamic_img_size`` any size that the
-        patches tile is taken (the patch embedding's own check asks for the built size)."""
-        if not self.dynamic_img_size:
-            return self.patch_embed(x)
-        height, width = x.shape[-2:]
-        patch_rows, patch_cols = self.patch_embed.patch_size
-        if height % patch_rows or width % patch_cols:
-            raise ValueError(f"Input size ({height}x{width}) must be a multiple of the patch size "
-                             f"({patch_rows}x{patch_cols})")
-        x = self.patch_embed.proj(x)
-        x = x.flatten(2).transpose(1, 2)
-        x = self.patch_embed.norm(x)
-        return x
 
     def _grid_pos_embed(self, grid):
         """The position embeddings for a ``grid`` of patches: the learnt ones on the built grid, otherwise
