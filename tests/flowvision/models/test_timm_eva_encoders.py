@@ -19,12 +19,11 @@ import torch
 
 import engine
 import flowvision.models as models
-from engine.nn import init
-from flowvision.models.timm_families import _layers, eva
+from flowvision.models.timm_families import eva
 from flowvision.models.timm_families._layers import pair
 from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_feature_maps,
-                          check_intermediates, check_layout, check_train_step,
-                          comparable_config, features_only_pair, image_batch, numpy_state, pre_logits)
+                          check_intermediates, check_layout, check_train_step, comparable_config, features_only_pair,
+                          image_batch, numpy_state, pre_logits, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -134,15 +133,6 @@ def check_tree(ours, reference):
         n for n, m in reference.named_modules() if not (n.endswith(PLACEHOLDERS) and isinstance(m, torch.nn.Identity))]
 
 
-def no_draws(patch):
-    """Our random initialisation skipped for layout checks: engine's init draws, ours and the attention pool's
-    truncated normals (``skip_random_init`` would also import every other family, 2 s of this file's budget)."""
-    for name in ("uniform_", "normal_", "trunc_normal_"):
-        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-    patch.setattr(eva, "trunc_normal_", lambda tensor, std=0.02: tensor)
-    patch.setattr(_layers, "trunc_normal_", lambda tensor, std=0.02: tensor)
-
-
 # ---- configuration and layout -----------------------------------------------------------------------------------
 
 
@@ -185,7 +175,7 @@ def test_layout_matches_timm(name, kwargs, monkeypatch):
     num_classes = timm.models.get_pretrained_cfg(name).num_classes
     with torch.device("meta"):
         reference = timm.create_model(name, num_classes=num_classes, drop_path_rate=0.1, **kwargs)
-    no_draws(monkeypatch)
+    skip_random_init(monkeypatch)
     ours = models.create_model(name, num_classes=num_classes, drop_path_rate=0.1, **kwargs)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
     assert [(n, tuple(b.shape)) for n, b in ours.named_buffers()] == [

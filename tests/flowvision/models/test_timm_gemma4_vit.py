@@ -18,7 +18,7 @@ import flowvision.models as models
 from flowvision.models.timm_families import gemma4_vit
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_intermediates, check_layout, check_seeded_init, check_train_step, image_batch,
-                          linear_weights, numpy_state, pre_logits, randomize_parameters, to_numpy)
+                          linear_weights, numpy_state, pre_logits, randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -92,10 +92,8 @@ def share_rotary_angles(reference, ours):
 
 
 def skip_init(monkeypatch):
-    """No random initialisation in ours (the engine's draws and this family's truncated normal): what
-    ``skip_random_init`` does, without importing every family module first (seconds, in a run of this file)."""
-    for name in ("uniform_", "normal_", "trunc_normal_"):
-        monkeypatch.setattr(engine.nn.init, name, lambda tensor, *args, **kwargs: tensor)
+    """No random initialisation in ours: ``skip_random_init``, and this family's TensorFlow-style truncated normal."""
+    skip_random_init(monkeypatch)
     monkeypatch.setattr(gemma4_vit, "trunc_normal_tf_", lambda tensor, std=0.02: tensor)
 
 

@@ -16,7 +16,7 @@ import flowvision.models as models
 from flowvision.models.timm_families import hieradet_sam2
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_intermediates, check_layout, check_seeded_init, check_train_step, image_batch,
-                          numpy_state, pre_logits, randomize_parameters, to_numpy)
+                          numpy_state, pre_logits, randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -62,13 +62,6 @@ def drawn_weights(model):
                                                 if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))}
 
 
-def skip_init(monkeypatch):
-    """No random initialisation in ours (every draw goes through the engine's): what ``skip_random_init`` does,
-    without importing every family module first (seconds, in a run of this file)."""
-    for name in ("uniform_", "normal_", "trunc_normal_"):
-        monkeypatch.setattr(engine.nn.init, name, lambda tensor, *args, **kwargs: tensor)
-
-
 def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
     """Each entrypoint hands its class timm's configuration; rebuilt at full width with one block a stage (headless,
     as SAM 2's weights are), each has timm's layout: state_dict keys, order, shapes and dtypes, module tree, layer
@@ -79,7 +72,7 @@ def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
         getattr(hieradet_sam2, name)(num_classes=0)
         getattr(timm_hieradet, name)(num_classes=0)
     monkeypatch.undo()
-    skip_init(monkeypatch)
+    skip_random_init(monkeypatch)
     for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
         expected = {k: v for k, v in timm_kwargs.items() if k not in ("feature_cfg", "pretrained_filter_fn")}
         assert ours_kwargs == expected | {"progress": True}, name

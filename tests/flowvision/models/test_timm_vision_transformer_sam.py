@@ -14,13 +14,12 @@ from timm.models import vision_transformer_sam as timm_sam
 
 import engine
 import flowvision.models as models
-from engine.nn import init
 from flowvision.models._features import FeatureGetterNet
 from flowvision.models.timm_families import vision_transformer_sam as sam
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_structure,
                           check_train_step, features_only_pair, image_batch, numpy_state, pre_logits,
-                          randomize_parameters)
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -54,14 +53,6 @@ def small_pair(kind, seed, **kwargs):
     return reference, ours.eval()
 
 
-def skip_our_init(patch):
-    """Our random initialisation (PyTorch's defaults, drawn by the engine) skipped for the full-size layout:
-    ``model_parity.skip_random_init`` does so for every family, importing them all first, which alone costs most
-    of this file's time budget; nothing is imported under this patch."""
-    for name in ("uniform_", "normal_", "trunc_normal_"):
-        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-
-
 def test_every_variant_has_timm_configuration(monkeypatch):
     """Each entrypoint hands its class timm's arguments (1024-pixel images of 16-pixel patches, windows of 14,
     the global blocks, relative positions); timm's weights are image encoders without classes."""
@@ -81,7 +72,7 @@ def test_base_layout_matches_timm(monkeypatch):
     """The full-size samvit_base_patch16 (89M parameters; the large and huge ones are not built) has timm's
     layout: state_dict keys, order, shapes, module tree, layer printouts, feature_info, num_features,
     head_hidden_size and default_cfg."""
-    skip_our_init(monkeypatch)
+    skip_random_init(monkeypatch)
     with torch.device("meta"):
         reference = timm.create_model("samvit_base_patch16", num_classes=0)
     check_layout(models.create_model("samvit_base_patch16", num_classes=0), reference, (), PRINTED)

@@ -17,11 +17,11 @@ import torch
 
 import engine
 import flowvision.models as models
-from engine.nn import init
-from flowvision.models.timm_families import _layers, vision_transformer
-from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_drop_rates,
+from flowvision.models.timm_families import vision_transformer
+from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_structure,
-                          check_train_step, image_batch, linear_weights, numpy_state, randomize_parameters)
+                          check_train_step, image_batch, linear_weights, numpy_state, randomize_parameters,
+                          skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -114,17 +114,6 @@ def _input_size(kind):
     return DYNAMIC_SIZE if KINDS[kind].get("dynamic_img_size") else SIZE
 
 
-@pytest.fixture
-def no_init(monkeypatch):
-    """Our models built without random draws: the engine's init functions and the truncated normal (the attention
-    pool's latent) patched; ``skip_random_init`` does the same for every family, but imports them all first (over
-    2 s), and these models draw nothing else with ``weight_init='skip'``."""
-    for name in ("uniform_", "normal_", "trunc_normal_"):
-        monkeypatch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-    for module in (_layers, vision_transformer):
-        monkeypatch.setattr(module, "trunc_normal_", lambda tensor, std=0.02: tensor)
-
-
 def _comparable(value):
     """A builder argument as both libraries' values compare: classes by name, partials by class name and keywords."""
     if isinstance(value, partial):
@@ -156,10 +145,11 @@ def test_every_entrypoint_passes_timm_arguments(monkeypatch):
 
 
 @pytest.mark.parametrize("name", FULL_SIZE + list(FULL_WIDTH))
-def test_layout_matches_timm(name, no_init):
+def test_layout_matches_timm(name, monkeypatch):
     """Full width (full depth for those up to ViT-B), init skipped, timm's on the meta device, both headless as
     the weights are: state_dict keys, order, shapes and dtypes, module names and classes, layer printouts,
     feature_info, num_features, head_hidden_size and default_cfg."""
+    skip_random_init(monkeypatch)
     extra = {"depth": FULL_WIDTH[name]} if name in FULL_WIDTH else {}
     with torch.device("meta"):
         reference = timm.create_model(name, num_classes=0, weight_init="skip", **extra)

@@ -15,13 +15,12 @@ from timm.models import vitamin as timm_vitamin
 
 import engine
 import flowvision.models as models
-from engine.nn import init
 from flowvision.models._features import FeatureGetterNet
-from flowvision.models.timm_families import _layers, vitamin
+from flowvision.models.timm_families import vitamin
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_structure,
                           check_train_step, features_only_pair, image_batch, linear_weights, numpy_state, pre_logits,
-                          randomize_parameters)
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -69,16 +68,6 @@ def small_pair(kind, seed, **kwargs):
     return reference, ours.eval()
 
 
-def skip_our_init(patch):
-    """Our random initialisation skipped (the engine's draws and the truncated normal that ViTamin's init reaches)
-    for the full-size layouts: ``model_parity.skip_random_init`` does so for every family, importing them all
-    first, which alone costs most of this file's time budget; nothing is imported under this patch."""
-    for name in ("uniform_", "normal_", "trunc_normal_"):
-        patch.setattr(init, name, lambda tensor, *args, **kwargs: tensor)
-    for module in (_layers, vitamin):
-        patch.setattr(module, "trunc_normal_", lambda tensor, std=0.02: tensor)
-
-
 def skip_timm_init(patch):
     """timm's random initialisation skipped too (torch's init functions and timm's truncated normal as no-ops): on
     the meta device they draw nothing but still cost their calls."""
@@ -115,7 +104,7 @@ def test_every_variant_has_timm_configuration(monkeypatch):
 def test_layout_matches_timm(name, monkeypatch):
     """The full-size small and base models have timm's layout: state_dict keys, order, shapes, module tree, layer
     printouts, feature_info, num_features, head_hidden_size and default_cfg."""
-    skip_our_init(monkeypatch)
+    skip_random_init(monkeypatch)
     skip_timm_init(monkeypatch)
     with torch.device("meta"):
         reference = timm.create_model(name, num_classes=0)
