@@ -16,7 +16,9 @@ The records come from two manifests: torchvision's weights (``manifest.json``) a
 Hugging Face hub or in timm's GitHub releases (``timm_manifest.json``, written by ``scripts/timm_manifest.py``),
 which also adds timm's tags to some of torchvision's models (``resnet50.a1_in1k``: ``ResNet50_Weights.A1_IN1K``).
 
-Both are read each time a URL or hash is needed, not at import.
+Both are read once per process, when ``flowvision.models`` registers the models' weight enums (their names
+and docstrings come from the records); ``$FLOWVISION_WEIGHTS_MANIFEST`` is read each time a record is asked for,
+so a mirror's hashes can be set after import.
 """
 import enum
 import gzip

@@ -3,9 +3,11 @@
 GitHub's release downloads, timm's oldest weights) does."""
 import functools
 import hashlib
+import inspect
 import io
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -109,6 +111,36 @@ def test_a_model_without_weights_has_its_default_weights_head(no_init):
     assert models.create_model("tiny_vit_5m_224", num_classes=10).num_classes == 10
     assert models.create_model("resnet50").fc.out_features == 1000
 
+
+
+def _class_default(model_cls, name):
+    """The default of ``model_cls``'s keyword argument ``name``, looked up along its bases where its own
+    ``__init__`` passes keywords on (LeViT's distilled class, the hybrid ViTs); None where no class takes it."""
+    for cls in model_cls.__mro__:
+        parameters = inspect.signature(cls.__init__).parameters if "__init__" in vars(cls) else {}
+        if name in parameters:
+            return parameters[name].default
+    return None
+
+
+def test_every_timm_model_without_weights_has_timm_default_head(monkeypatch):
+    """timm gives a model its pretrained config's head even without weights: so does every timm-family model we
+    register without served weights (ViTamin's CLIP embedding width, no head for the LingBot and Florence-2
+    encoders, 1000 classes for the SAM ViT classifier). The entrypoints are called with their builder captured:
+    nothing is built."""
+    served = set(W.list_pretrained())
+    untrained = [n for n in models.list_models()
+                 if ".timm_families." in models.model_entrypoint(n).__module__ and n not in served]
+    assert len(untrained) > 200
+    for name in untrained:
+        entrypoint = models.model_entrypoint(name)
+        calls = []
+        monkeypatch.setattr(sys.modules[entrypoint.__module__], "build_model",
+                            lambda cls, *args, **kwargs: calls.append((cls, kwargs)))
+        entrypoint()
+        model_cls, kwargs = calls[-1]  # a hybrid ViT's entrypoint builds its ResNet backbone first
+        num_classes = kwargs.get("num_classes", _class_default(model_cls, "num_classes"))
+        assert (num_classes or 0) == get_pretrained_cfg(name).num_classes, name
 
 @pytest.mark.parametrize("name", ["deit_tiny_patch16_224", "inception_v4", "mixer_b16_224"])
 def test_preprocessing_equals_timm_transform(name):

@@ -17,7 +17,7 @@ import engine as torch
 from engine import nn
 
 from .._utils import _make_divisible
-from ._conv import CondConv2d, create_conv2d
+from ._conv import CondConv2d, create_conv2d, num_groups
 from ._layers import BatchNormAct2d, ConvNormAct, create_aa, drop_path_module, get_act_layer
 
 __all__ = ["decode_arch_def", "round_channels", "build_stages", "init_weights_goog", "SqueezeExcite", "LayerScale2d",
@@ -122,12 +122,14 @@ def _scale_depth(stage_args, repeats, depth_multiplier, depth_trunc="ceil"):
     return blocks
 
 
-def decode_arch_def(arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_first_last=False, experts_multiplier=1):
+def decode_arch_def(arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_first_last=False, experts_multiplier=1,
+                    group_size=None):
     """Stage strings (a list of lists of block strings) as a list of stages, each a list of block arguments.
 
     ``depth_multiplier`` scales every stage's depth, or each its own when a tuple (one per stage); ``depth_trunc``
     says how scaled depths round ('ceil' or 'round'), ``fix_first_last`` keeps the first and last stages' depths
-    unscaled; ``experts_multiplier`` multiplies CondConv blocks' numbers of experts."""
+    unscaled; ``experts_multiplier`` multiplies CondConv blocks' numbers of experts; ``group_size`` (where given)
+    groups the convolutions of every block whose string sets no 'gs' (timm's grouped EfficientNets)."""
     if not isinstance(depth_multiplier, tuple):
         depth_multiplier = (depth_multiplier,) * len(arch_def)
     if len(depth_multiplier) != len(arch_def):
@@ -138,16 +140,18 @@ def decode_arch_def(arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_firs
         for args, _ in decoded:
             if "num_experts" in args:
                 args["num_experts"] *= experts_multiplier
+            if group_size is not None:
+                args.setdefault("group_size", group_size)
         fixed = fix_first_last and i in (0, len(arch_def) - 1)
         stages.append(_scale_depth([args for args, _ in decoded], [r for _, r in decoded],
                                    1.0 if fixed else multiplier, depth_trunc))
     return stages
 
 
-def round_channels(channels, multiplier=1.0, round_limit=0.9):
-    """``channels`` scaled by a width ``multiplier``, rounded to a multiple of 8 (never below ``round_limit`` of the
-    scaled value)."""
-    return _make_divisible(channels * multiplier, 8, round_limit=round_limit)
+def round_channels(channels, multiplier=1.0, round_limit=0.9, divisor=8):
+    """``channels`` scaled by a width ``multiplier``, rounded to a multiple of ``divisor`` (never below
+    ``round_limit`` of the scaled value)."""
+    return _make_divisible(channels * multiplier, divisor, round_limit=round_limit)
 
 
 # ---- layers -----------------------------------------------------------------------------------------------------
@@ -220,14 +224,15 @@ def _space_to_depth(in_chs, act_layer, norm_layer):
 
 class ConvBnAct(_Residual):
     """A convolution, a norm and activation (``norm_layer``, BatchNorm by default); with ``skip``, added to the
-    input where shapes allow."""
+    input where shapes allow. ``group_size`` groups the convolution (0: one group)."""
 
     def __init__(self, in_chs, out_chs, kernel_size, stride=1, dilation=1, skip=False, pad_type="",
-                 act_layer=nn.ReLU, norm_layer=BatchNormAct2d, aa_layer=None, drop_path_rate=0.0):
+                 act_layer=nn.ReLU, norm_layer=BatchNormAct2d, aa_layer=None, drop_path_rate=0.0, group_size=0):
         super().__init__()
         self.has_skip = skip and stride == 1 and in_chs == out_chs
         use_aa = bool(aa_layer) and stride > 1
-        self.conv = create_conv2d(in_chs, out_chs, kernel_size, 1 if use_aa else stride, dilation, pad_type=pad_type)
+        self.conv = create_conv2d(in_chs, out_chs, kernel_size, 1 if use_aa else stride, dilation,
+                                  groups=num_groups(group_size, in_chs), pad_type=pad_type)
         self.bn1 = norm_layer(out_chs, act_layer=act_layer)
         self.aa = _aa_or_identity(aa_layer, out_chs, stride)
         self.drop_path = drop_path_module(drop_path_rate)
@@ -246,11 +251,12 @@ class DepthwiseSeparableConv(_Residual):
     builds the norms with their activations (BatchNorm by default).
 
     ``s2d=1`` (the first block of EfficientNet-X's space-to-depth region) first folds each 2x2 patch into the
-    channels (``conv_s2d``, ``bn_s2d``) and halves the depthwise kernel (rounded up; 'same' padded when 2)."""
+    channels (``conv_s2d``, ``bn_s2d``) and halves the depthwise kernel (rounded up; 'same' padded when 2).
+    ``group_size`` > 1 makes the depthwise convolution a grouped one (groups of that many channels)."""
 
     def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, pw_kernel_size=1, pw_act=False,
                  noskip=False, s2d=0, pad_type="", act_layer=nn.ReLU, norm_layer=BatchNormAct2d, aa_layer=None,
-                 se_layer=None, drop_path_rate=0.0):
+                 se_layer=None, drop_path_rate=0.0, group_size=1):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         use_aa = bool(aa_layer) and stride > 1
@@ -263,7 +269,7 @@ class DepthwiseSeparableConv(_Residual):
             dw_pad_type = "same" if dw_kernel_size == 2 else pad_type
             use_aa = False
         self.conv_dw = create_conv2d(in_chs, in_chs, dw_kernel_size, 1 if use_aa else stride, dilation,
-                                     groups=in_chs, pad_type=dw_pad_type)
+                                     groups=num_groups(group_size, in_chs), pad_type=dw_pad_type)
         self.bn1 = norm_layer(in_chs, act_layer=act_layer)
         # timm sizes this layer by the output's channels
         self.aa = _aa_or_identity(aa_layer, out_chs, stride)
@@ -291,11 +297,12 @@ class InvertedResidual(_Residual):
     depthwise convolution, squeeze-and-excitation, a linear pointwise projection; residual unless ``noskip`` or
     the shape changes. Kernel sizes may be lists (MixNet's mixed convolutions). ``s2d=1``: the space-to-depth
     start of ``DepthwiseSeparableConv``. ``num_experts`` (``CondConvResidual``) makes the three convolutions
-    CondConv ones. ``norm_layer`` builds the norms with their activations (BatchNorm by default)."""
+    CondConv ones. ``norm_layer`` builds the norms with their activations (BatchNorm by default). ``group_size`` > 1
+    makes the depthwise convolution a grouped one (groups of that many channels)."""
 
     def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, dilation=1, exp_ratio=1.0, exp_kernel_size=1,
                  pw_kernel_size=1, noskip=False, s2d=0, pad_type="", act_layer=nn.ReLU, norm_layer=BatchNormAct2d,
-                 aa_layer=None, se_layer=None, drop_path_rate=0.0, num_experts=0):
+                 aa_layer=None, se_layer=None, drop_path_rate=0.0, num_experts=0, group_size=1):
         super().__init__()
         self.has_skip = stride == 1 and in_chs == out_chs and not noskip
         use_aa = bool(aa_layer) and stride > 1
@@ -311,7 +318,8 @@ class InvertedResidual(_Residual):
         self.conv_pw = create_conv2d(in_chs, mid_chs, exp_kernel_size, pad_type=pad_type, num_experts=num_experts)
         self.bn1 = norm_layer(mid_chs, act_layer=act_layer)
         self.conv_dw = create_conv2d(mid_chs, mid_chs, dw_kernel_size, 1 if use_aa else stride, dilation,
-                                     groups=mid_chs, pad_type=dw_pad_type, num_experts=num_experts)
+                                     groups=num_groups(group_size, mid_chs), pad_type=dw_pad_type,
+                                     num_experts=num_experts)
         self.bn2 = norm_layer(mid_chs, act_layer=act_layer)
         self.aa = _aa_or_identity(aa_layer, mid_chs, stride)
         self.se = _se_or_identity(se_layer, mid_chs, act_layer)

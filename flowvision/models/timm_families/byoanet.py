@@ -2,9 +2,12 @@
 convolution with a self-attention layer. BoTNet (Srinivas et al. 2021, "Bottleneck Transformers for Visual
 Recognition") attends over the whole map with 2-d relative position logits; HaloNet (Vaswani et al. 2021, "Scaling
 Local Self-Attention for Parameter Efficient Visual Backbones") attends from each block of the map to the block and a
-halo around it; LambdaNet (Bello 2021, "LambdaNetworks: Modeling Long-Range Interactions Without Attention")
-summarises the context into linear functions ("lambdas") applied to each query, with positions from a local 3-d
-convolution or from relative position embeddings. The mixed models use a different layer per stage.
+halo around it (halonet_h1, the paper's HaloNet-H1, in every block of every stage); LambdaNet (Bello 2021,
+"LambdaNetworks: Modeling Long-Range Interactions Without Attention") summarises the context into linear functions
+("lambdas") applied to each query, with positions from a local 3-d convolution or from relative position embeddings.
+The mixed models use a different layer per stage. Models: botnet26t_256, botnet50ts_256, sebotnet33ts_256,
+eca_botnext26ts_256, halonet_h1, halonet26t, sehalonet33ts, halonet50ts, eca_halonext26ts, lambda_resnet26t,
+lambda_resnet50ts, lambda_resnet26rpt_256, haloregnetz_b, lamhalobotnet50ts_256 and halo2botnet50ts_256.
 
 The networks are ``byobnet.ByobNet`` configurations: the three layers are registered there as the self-attention
 layers 'bottleneck', 'halo' and 'lambda' of its 'self_attn' block. BoTNet's and the relative-position lambda
@@ -356,10 +359,17 @@ _TIERED_NO_POOL = dict(stem_chs=64, stem_type="tiered", stem_pool="")
 
 model_cfgs = dict(
     botnet26t=ByoModelCfg(blocks=_resnet26(), fixed_input_size=True, self_attn_layer="bottleneck", **_TIERED),
+    botnet50ts=ByoModelCfg(blocks=_resnet50(), fixed_input_size=True, act_layer="silu", self_attn_layer="bottleneck",
+                           **_TIERED),
     sebotnet33ts=ByoModelCfg(blocks=_RESNET33, act_layer="silu", num_features=1280, attn_layer="se",
                              self_attn_layer="bottleneck", **_TIERED_NO_POOL),
     eca_botnext26ts=ByoModelCfg(blocks=_resnet26(gs=16), fixed_input_size=True, act_layer="silu", attn_layer="eca",
                                 self_attn_layer="bottleneck", self_attn_kwargs=dict(dim_head=16), **_TIERED),
+    # HaloNet-H1: halo attention in every block (no bottleneck: ratio 1), a 7x7 stem with max pooling
+    halonet_h1=ByoModelCfg(blocks=tuple(ByoBlockCfg(type="self_attn", d=d, c=c, s=s, gs=0, br=1.0)
+                                        for d, c, s in ((3, 64, 1), (3, 128, 2), (10, 256, 2), (3, 512, 2))),
+                           stem_chs=64, stem_type="7x7", stem_pool="maxpool", self_attn_layer="halo",
+                           self_attn_kwargs=dict(block_size=8, halo_size=3)),
     halonet26t=ByoModelCfg(blocks=_resnet26(), self_attn_layer="halo",
                            self_attn_kwargs=dict(block_size=8, halo_size=2), **_TIERED),
     sehalonet33ts=ByoModelCfg(blocks=_RESNET33, act_layer="silu", num_features=1280, attn_layer="se",
@@ -413,6 +423,13 @@ def botnet26t_256(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def botnet50ts_256(pretrained=False, progress=True, **kwargs):
+    """BoTNet-50-TS: ResNet-50-TS (SiLU) with bottleneck attention in the second stage's last block and every second
+    block of the last two stages (256 x 256 inputs)."""
+    return _create_byoanet("botnet50ts_256", "botnet50ts", pretrained, progress, kwargs, img_size=256)
+
+
+@register_model
 def sebotnet33ts_256(pretrained=False, progress=True, **kwargs):
     """BoTNet-33-TS: ResNet-33-TS (SiLU) with bottleneck attention, SE in the other blocks (256 x 256 inputs)."""
     return _create_byoanet("sebotnet33ts_256", "sebotnet33ts", pretrained, progress, kwargs, img_size=256)
@@ -423,6 +440,12 @@ def eca_botnext26ts_256(pretrained=False, progress=True, **kwargs):
     """BoTNeXt-26-TS: ResNeXt-26-TS (groups of 16, SiLU) with bottleneck attention (heads of 16 channels), ECA in
     the other blocks (256 x 256 inputs)."""
     return _create_byoanet("eca_botnext26ts_256", "eca_botnext26ts", pretrained, progress, kwargs, img_size=256)
+
+
+@register_model
+def halonet_h1(pretrained=False, progress=True, **kwargs):
+    """HaloNet-H1: halo attention (blocks of 8, halos of 3) in all 19 blocks, 64 to 512 channels, a 7x7 stem."""
+    return _create_byoanet("halonet_h1", "halonet_h1", pretrained, progress, kwargs)
 
 
 @register_model

@@ -1,12 +1,13 @@
 """Bring-your-own-blocks networks (timm's ``byobnet``): GPU-Efficient networks (Lin et al. 2020, "Neural
 Architecture Design for GPU-Efficient Networks"), RepVGG (Ding et al. 2021, "RepVGG: Making VGG-style ConvNets
 Great Again"), MobileOne (Vasu et al. 2023, "MobileOne: An Improved One millisecond Mobile Backbone"), timm's
-RegNetZ sizes (Dollar et al. 2021, "Fast and Accurate Model Scaling"; the ``_evos`` ones with EvoNorm-S0a, Liu et
-al. 2020) and timm's ResNe(X)t-26/33/50 "ts" models with squeeze-and-excitation, efficient channel attention,
-global context (Cao et al. 2019, "GCNet") or bilinear attention (Chi et al. 2020, "Non-Local Neural Networks With
-Grouped Bilinear Attentional Transforms"), CLIP's modified ResNets (Radford et al. 2021, "Learning Transferable
-Visual Models From Natural Language Supervision": resnet50_clip, resnet101_clip, resnet50x4_clip, resnet50x16_clip,
-resnet50x64_clip, and their ``_gap`` forms with average pooling), and timm's tiny test network (test_byobnet).
+RegNetZ sizes (Dollar et al. 2021, "Fast and Accurate Model Scaling"; the ``_evos`` ones, regnetz_b16_evos among
+them, with EvoNorm-S0a, Liu et al. 2020) and timm's ResNe(X)t-26/33/50 "ts" models with squeeze-and-excitation,
+efficient channel attention, global context (Cao et al. 2019, "GCNet") or bilinear attention (Chi et al. 2020,
+"Non-Local Neural Networks With Grouped Bilinear Attentional Transforms"), CLIP's modified ResNets (Radford et al.
+2021, "Learning Transferable Visual Models From Natural Language Supervision": resnet50_clip, resnet101_clip,
+resnet50x4_clip, resnet50x16_clip, resnet50x64_clip, and their ``_gap`` forms with average pooling), timm's
+resnet50_mlp (CLIP's ResNet-50 body with a pool, norm and MLP head) and timm's tiny test network (test_byobnet).
 
 One network, ``ByobNet``, is assembled from a configuration (``ByoModelCfg``): a stem (one convolution, a stack of
 three or four, or a RepVGG / MobileOne block), stages of blocks (``ByoBlockCfg``: block type, count, width, stride,
@@ -18,7 +19,8 @@ layer ('se', 'eca', 'gc', 'gca', 'bat'). RepVGG and MobileOne blocks fold their 
 ``reparameterize()`` for inference. CLIP's ResNets (``ByoHeadModelCfg``) have a three-convolution stem with 2x2
 average pooling, bottlenecks whose strided 3x3 convolutions leave the subsampling to a 2x2 average pool after their
 norm (anti-aliasing), average-pool shortcuts and, as head, attention pooling over the last map (``AttentionPool2d``,
-a fixed ``img_size``) projecting to the CLIP embedding; the ``_gap`` forms average-pool. Model names, module names,
+a fixed ``img_size``) projecting to the CLIP embedding; the ``_gap`` forms average-pool, resnet50_mlp pools, normalises
+the pooled features and passes them through a hidden layer (``NormMlpClassifierHead``). Model names, module names,
 ``state_dict`` keys, initialisation and the model API follow timm's ``byobnet`` module, so its checkpoints load as
 they are.
 """
@@ -42,6 +44,7 @@ from ._conv import create_conv2d, get_padding, num_groups
 from ._layers import (BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module, get_act_layer,
                       pair)
 from ._reparam import biased_conv_like, fold_batchnorm, identity_kernel, pad_kernel, sum_branches
+from .convnext import NormMlpClassifierHead
 from .resnet import AvgPool2dSame
 from .resnetv2 import EvoNorm2dS0, group_std
 
@@ -104,8 +107,9 @@ class ByoModelCfg:
 class ByoHeadModelCfg(ByoModelCfg):
     """A ``ByoModelCfg`` with timm's anti-aliasing and head fields: ``aa_layer`` ('avg': a 2x2 average pool after
     the norm takes over the stride of each strided convolution of the stages, not of the stem), ``head_type``
-    ('classifier' or '': pooling and a linear layer; 'attn_abs': ``AttentionPool2d``) and ``head_hidden_size`` (the
-    attention pool's width; None: the features' width)."""
+    ('classifier' or '': pooling and a linear layer; 'attn_abs': ``AttentionPool2d``; 'mlp': pooling, the model's
+    norm, a hidden linear layer with the model's activation, and the classifier) and ``head_hidden_size`` (the
+    attention pool's or the hidden layer's width; None: the features' width)."""
     aa_layer: str = ""
     head_hidden_size: Optional[int] = None
     head_type: str = "classifier"
@@ -129,6 +133,16 @@ def expand_blocks_cfg(stage_blocks_cfg):
 # BatchNorm with its activation in place, as timm's BatchNormAct2d builds it, and timm's ConvNormAct around it
 _bn_act = partial(BatchNormAct2d, inplace=True)
 _conv_norm_act = partial(ConvNormAct, norm_layer=_bn_act)
+
+
+def get_norm_layer(norm_layer):
+    """The plain norm of ``norm_layer`` (for the MLP head, on the pooled map): 'batchnorm' gives ``nn.BatchNorm2d``;
+    a class or partial is used as it is."""
+    if norm_layer == "batchnorm":
+        return nn.BatchNorm2d
+    if isinstance(norm_layer, str):
+        raise ValueError(f"unknown norm_layer '{norm_layer}': expected 'batchnorm' or a norm class")
+    return norm_layer
 
 
 def get_norm_act_layer(norm_layer, act_layer):
@@ -910,9 +924,10 @@ def _init_weights(module, zero_init_last=False):
 class ByobNet(ClassifierHeadApi, nn.Module):
     """The bring-your-own-blocks network of ``cfg`` (a ``ByoModelCfg``; extra keyword arguments replace its
     fields): ``stem``, ``stages``, ``final_conv`` (1x1 convolution, norm, activation to ``num_features``, or an
-    identity) and the ``head``: the classifier (global pooling, dropout, linear layer) or, for ``head_type``
-    'attn_abs', attention pooling (dropout, then the projection ``head.proj`` to ``num_classes``; its position
-    embeddings are sized for the map of an ``img_size`` image).
+    identity) and the ``head``: the classifier (global pooling, dropout, linear layer); for ``head_type`` 'mlp',
+    global pooling, the model's norm, a ``head_hidden_size`` linear layer with the model's activation, dropout and
+    the classifier; or, for 'attn_abs', attention pooling (dropout, then the projection ``head.proj`` to
+    ``num_classes``; its position embeddings are sized for the map of an ``img_size`` image).
 
     ``output_stride`` 8 or 16 dilates the last stages instead of striding them; ``img_size`` is required by
     fixed-input-size configs and attention-pool heads; ``drop_path_rate`` grows linearly over the blocks;
@@ -932,8 +947,8 @@ class ByobNet(ClassifierHeadApi, nn.Module):
         self.in_chans = in_chans
         self.drop_rate = drop_rate
         cfg = replace(cfg, **kwargs)
-        if cfg.head_type not in ("", "classifier", "attn_abs"):
-            raise ValueError(f"unknown head_type '{cfg.head_type}': expected 'classifier', '' or 'attn_abs'")
+        if cfg.head_type not in ("", "classifier", "mlp", "attn_abs"):
+            raise ValueError(f"unknown head_type '{cfg.head_type}': expected 'classifier', '', 'mlp' or 'attn_abs'")
         layers = get_layer_fns(cfg)
         if (cfg.fixed_input_size or cfg.head_type == "attn_abs") and img_size is None:
             raise ValueError("this model is built for a fixed input size: give img_size")
@@ -964,6 +979,13 @@ class ByobNet(ClassifierHeadApi, nn.Module):
                                         embed_dim=cfg.head_hidden_size, pool_type=global_pool, drop_rate=drop_rate,
                                         qkv_separate=True)
             self.head_hidden_size = self.head.embed_dim
+        elif cfg.head_type == "mlp":
+            global_pool = "avg" if global_pool is None else global_pool
+            self.head = NormMlpClassifierHead(self.num_features, num_classes, hidden_size=cfg.head_hidden_size,
+                                              pool_type=global_pool, drop_rate=drop_rate,
+                                              norm_layer=get_norm_layer(cfg.norm_layer),
+                                              act_layer=get_act_layer(cfg.act_layer))
+            self.head_hidden_size = self.head.num_features
         else:
             global_pool = "avg" if global_pool is None else global_pool
             self.head = ClassifierHead(self.num_features, num_classes, global_pool, drop_rate)
@@ -993,10 +1015,13 @@ class ByobNet(ClassifierHeadApi, nn.Module):
             return self.head.proj
         return self.head.fc
 
-    def reset_classifier(self, num_classes, global_pool=None):
+    def reset_classifier(self, num_classes, global_pool=None, reset_other=False):
         """A fresh classifier for ``num_classes`` (0: the pooled features) after another pooling ``global_pool``
-        if given; an attention-pool head keeps its attention (and ``head_hidden_size``) and takes only 'token' or
-        ''."""
+        if given; an MLP head also drops its norm and hidden layer with ``reset_other``; an attention-pool head
+        keeps its attention (and ``head_hidden_size``) and takes only 'token' or ''."""
+        if isinstance(self.head, NormMlpClassifierHead):
+            super().reset_classifier(num_classes, global_pool, reset_other=reset_other)
+            return
         if not isinstance(self.head, AttentionPool2d):
             super().reset_classifier(num_classes, global_pool)
             return
@@ -1157,6 +1182,8 @@ model_cfgs = dict(
                            stem_type="tiered", stem_pool="", num_features=1792, **_REGNETZ),
     regnetz_e8=ByoModelCfg(blocks=_regnetz_blocks((3, 8, 16, 3), (96, 192, 384, 512), 8, 4, 1), stem_chs=64,
                            stem_type="tiered", stem_pool="", num_features=2048, **_REGNETZ),
+    regnetz_b16_evos=ByoModelCfg(blocks=_regnetz_blocks((2, 6, 12, 2), (48, 96, 192, 288), 16, 3, 2), stem_chs=32,
+                                 stem_pool="", num_features=1536, norm_layer=_EVOS, **_REGNETZ),
     regnetz_c16_evos=ByoModelCfg(blocks=_regnetz_blocks((2, 6, 12, 2), (48, 96, 192, 288), 16, 4, 2), stem_chs=32,
                                  stem_pool="", num_features=1536, norm_layer=_EVOS, **_REGNETZ),
     regnetz_d8_evos=ByoModelCfg(blocks=_regnetz_blocks((3, 6, 12, 3), (64, 128, 256, 384), 8, 4, 1), stem_chs=64,
@@ -1178,6 +1205,8 @@ model_cfgs = dict(
 for _name, (_depths, _width_factor, _) in _CLIP_RESNETS.items():
     model_cfgs[_name] = _clip_resnet(_depths, _width_factor)
     model_cfgs[f"{_name}_gap"] = _clip_resnet(_depths, _width_factor, head_type="classifier")
+# CLIP's ResNet-50 body with a pool, BatchNorm and MLP (1024 wide, ReLU) head
+model_cfgs["resnet50_mlp"] = replace(_clip_resnet((3, 4, 6, 3), head_type="mlp"), head_hidden_size=1024)
 
 
 def _create_byobnet(variant, pretrained, progress, kwargs):
@@ -1299,6 +1328,12 @@ def regnetz_c16(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def regnetz_b16_evos(pretrained=False, progress=True, **kwargs):
+    """RegNetZ-B16 with EvoNorm-S0a instead of BatchNorm and activation."""
+    return _create_byobnet("regnetz_b16_evos", pretrained, progress, kwargs)
+
+
+@register_model
 def regnetz_c16_evos(pretrained=False, progress=True, **kwargs):
     """RegNetZ-C16 with EvoNorm-S0a instead of BatchNorm and activation."""
     return _create_byobnet("regnetz_c16_evos", pretrained, progress, kwargs)
@@ -1392,6 +1427,13 @@ def repvgg_b3g4(pretrained=False, progress=True, **kwargs):
 def repvgg_d2se(pretrained=False, progress=True, **kwargs):
     """RepVGG-D2se: 8, 14, 24, 1 three-branch blocks, widths 2.5x / 5x, squeeze-and-excitation."""
     return _create_byobnet("repvgg_d2se", pretrained, progress, kwargs)
+
+
+@register_model
+def resnet50_mlp(pretrained=False, progress=True, **kwargs):
+    """ResNet-50 with CLIP's stem, average-pool shortcuts and anti-aliased strides, and an MLP head (pooling,
+    BatchNorm, a 1024-wide ReLU layer, the classifier)."""
+    return _create_byobnet("resnet50_mlp", pretrained, progress, kwargs)
 
 
 @register_model

@@ -1,15 +1,17 @@
 """ConvNeXt (Liu et al. 2022, "A ConvNet for the 2020s") and ConvNeXt-V2 (Woo et al. 2023, "Co-designing and
 Scaling ConvNets with Masked Autoencoders") as timm builds them: timm's small variants (atto to nano, with
-overlapping stems ``_ols``, the norm-first head ``_hnf``, the SimpleNorm ``zepto_rms`` models), the MLP-head and
-extra-large ConvNeXts, the ConvNeXt-V2 models with Global Response Normalisation, and timm's tiny test
-networks (test_convnext, test_convnext2, test_convnext3).
+overlapping stems ``_ols``, the norm-first head ``_hnf``, the SimpleNorm ``zepto_rms`` models, the RmsNorm
+convnext_atto_rms), the MLP-head and extra-large ConvNeXts, the ConvNeXt-V2 models with Global Response
+Normalisation (convnextv2_atto to convnextv2_huge, convnextv2_small included), and timm's tiny test networks
+(test_convnext, test_convnext2, test_convnext3).
 
 A ConvNeXt is a ResNet redesigned after the vision transformers: a patchify stem, four stages of blocks at
 strides 4, 8, 16 and 32 (each stage after the first opens with a LayerNorm and a 2x2 stride-2 convolution), and
 blocks that mix space with a 7x7 depthwise convolution and channels with an inverted MLP (one norm, GELU, 4x
 expansion), scaled by a learned per-channel layer scale in a residual connection. ConvNeXt-V2 drops the layer
 scale and adds Global Response Normalisation to the MLP. Model names, module names, ``state_dict`` keys and
-initialisation follow timm's ``convnext`` module, so timm's checkpoints load directly. torchvision's
+initialisation follow timm's ``convnext`` module, so timm's checkpoints load directly; convnext_atto_rms and
+convnextv2_small, which timm publishes no weights for, are registered too. torchvision's
 convnext_tiny/small/base/large keep their names in ``flowvision.models.convnext``.
 """
 from collections import OrderedDict
@@ -521,6 +523,14 @@ def convnext_atto(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def convnext_atto_rms(pretrained=False, progress=True, **kwargs):
+    """ConvNeXt-Atto with RmsNorm instead of LayerNorm (timm's, untrained): depths (2, 2, 6, 2), widths 40-320,
+    1x1-conv MLPs."""
+    config = dict(depths=(2, 2, 6, 2), dims=(40, 80, 160, 320), conv_mlp=True, norm_layer="rmsnorm2d")
+    return _create_convnext("convnext_atto_rms", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
 def convnext_atto_ols(pretrained=False, progress=True, **kwargs):
     """ConvNeXt-Atto with an overlapping tiered stem (3x3 stride-2 convolutions to 24, then 40 channels)."""
     config = dict(depths=(2, 2, 6, 2), dims=(40, 80, 160, 320), conv_mlp=True, stem_type="overlap_tiered")
@@ -630,6 +640,13 @@ def convnextv2_tiny(pretrained=False, progress=True, **kwargs):
     """ConvNeXt-V2-T: depths (3, 3, 9, 3), widths 96-768, GRN MLPs, no layer scale."""
     config = dict(depths=(3, 3, 9, 3), dims=(96, 192, 384, 768), use_grn=True, ls_init_value=None)
     return _create_convnext("convnextv2_tiny", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
+def convnextv2_small(pretrained=False, progress=True, **kwargs):
+    """ConvNeXt-V2-S (untrained in timm): depths (3, 3, 27, 3), widths 96-768, GRN MLPs, no layer scale."""
+    config = dict(depths=(3, 3, 27, 3), dims=(96, 192, 384, 768), use_grn=True, ls_init_value=None)
+    return _create_convnext("convnextv2_small", pretrained, progress, **dict(config, **kwargs))
 
 
 @register_model

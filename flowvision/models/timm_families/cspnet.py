@@ -1,7 +1,9 @@
 """Cross Stage Partial networks (Wang et al. 2019, "CSPNet: A New Backbone that can Enhance Learning Capability of
 CNN") and the DarkNet-53 they extend (Redmon & Farhadi 2018, "YOLOv3: An Incremental Improvement"), as timm builds
 them: cspresnet50, cspresnext50, cspdarknet53, darknet53, darknetaa53 and the CS3 models cs3darknet_m/l/x,
-cs3darknet_focus_s/m/l, cs3sedarknet_l/x, cs3edgenet_x and cs3se_edgenet_x.
+cs3darknet_focus_s/m/l, cs3sedarknet_l/x, cs3edgenet_x and cs3se_edgenet_x; and, without published weights (built to
+train from scratch), cspresnet50d, cspresnet50w, darknet17, darknet21, sedarknet21, cs3darknet_s,
+cs3darknet_focus_x and cs3sedarknet_xdw.
 
 A network is a stem (one to three convolutions, maybe a max pool), stages of residual blocks and a classifier. A
 cross stage ('csp') first downsamples, then a 1x1 convolution widens the map and splits it in two: one half runs
@@ -404,8 +406,15 @@ class CspNet(ClassifierHeadApi, nn.Module):
 
 def _create_cspnet(variant, pretrained, progress, kwargs, **cfg):
     """Build a registered variant: its configuration ``cfg`` overridden by the caller's ``kwargs``. With
-    ``features_only`` the features are timm's: the stem's taps and every stage, unless ``out_indices`` picks some."""
-    return build_model(CspNet, variant, pretrained, progress=progress, **dict(cfg, **kwargs))
+    ``features_only`` the features are timm's: unless ``out_indices`` picks some, the stem's taps and every stage for
+    the DarkNets named ``darknet*`` or ``cspdarknet*``, at most the first five taps for the others (as timm, which
+    leaves out sedarknet21's last stage)."""
+    args = dict(cfg, **kwargs)
+    default_taps = args.get("features_only") and args.get("out_indices") is None
+    if default_taps and not variant.startswith(("darknet", "cspdarknet")):
+        model = build_model(CspNet, variant, pretrained, progress=progress, **dict(args, features_only=False))
+        return CspNet.feature_wrapper(model, range(min(5, len(model.feature_info))))
+    return build_model(CspNet, variant, pretrained, progress=progress, **args)
 
 
 def _cs3(width_multiplier=1.0, depth_multiplier=1.0, focus=False, se_ratio=0.0, bottle_ratio=1.0,
@@ -431,6 +440,8 @@ def _cs3(width_multiplier=1.0, depth_multiplier=1.0, focus=False, se_ratio=0.0, 
 
 
 _DARKNET = dict(stem_chs=32, stem_stride=1, depths=(1, 2, 8, 8, 4), widths=(64, 128, 256, 512, 1024))
+# the ResNet-D-like stem of cspresnet50d and cspresnet50w: three 3x3 convolutions (the first strided), a max pool
+_DEEP_STEM = dict(stem_chs=(32, 32, 64), stem_kernel_size=3, stem_stride=4, stem_pool="max")
 
 
 @register_model
@@ -440,6 +451,23 @@ def cspresnet50(pretrained=False, progress=True, **kwargs):
     return _create_cspnet("cspresnet50", pretrained, progress, kwargs, stem_chs=64, stem_kernel_size=7,
                           stem_stride=4, stem_pool="max", depths=(3, 3, 5, 2), widths=(128, 256, 512, 1024),
                           strides=(1, 2), expand_ratio=2.0, bottle_ratio=0.5, cross_linear=True)
+
+
+@register_model
+def cspresnet50d(pretrained=False, progress=True, **kwargs):
+    """CSPResNet-50-D: CSPResNet-50 with a stem of three 3x3 convolutions (32, 32, 64 channels) and a max pool."""
+    return _create_cspnet("cspresnet50d", pretrained, progress, kwargs, **_DEEP_STEM, depths=(3, 3, 5, 2),
+                          widths=(128, 256, 512, 1024), strides=(1, 2), expand_ratio=2.0, bottle_ratio=0.5,
+                          cross_linear=True)
+
+
+@register_model
+def cspresnet50w(pretrained=False, progress=True, **kwargs):
+    """CSPResNet-50-W: the deep stem of CSPResNet-50-D, widths 256-2048 without widening, bottlenecks at half the
+    stage width narrowing to a quarter inside."""
+    return _create_cspnet("cspresnet50w", pretrained, progress, kwargs, **_DEEP_STEM, depths=(3, 3, 5, 2),
+                          widths=(256, 512, 1024, 2048), strides=(1, 2), bottle_ratio=0.25, block_ratio=0.5,
+                          cross_linear=True)
 
 
 @register_model
@@ -459,6 +487,27 @@ def cspdarknet53(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def darknet17(pretrained=False, progress=True, **kwargs):
+    """DarkNet-17: DarkNet-53 with one DarkNet block per stage."""
+    return _create_cspnet("darknet17", pretrained, progress, kwargs, **dict(_DARKNET, depths=(1, 1, 1, 1, 1)),
+                          bottle_ratio=0.5, stage_type="dark", block_type="dark")
+
+
+@register_model
+def darknet21(pretrained=False, progress=True, **kwargs):
+    """DarkNet-21: DarkNet-53 with 1-1-1-2-2 DarkNet blocks."""
+    return _create_cspnet("darknet21", pretrained, progress, kwargs, **dict(_DARKNET, depths=(1, 1, 1, 2, 2)),
+                          bottle_ratio=0.5, stage_type="dark", block_type="dark")
+
+
+@register_model
+def sedarknet21(pretrained=False, progress=True, **kwargs):
+    """SE-DarkNet-21: DarkNet-21 with SE (a sixteenth of the inner width) in every block."""
+    return _create_cspnet("sedarknet21", pretrained, progress, kwargs, **dict(_DARKNET, depths=(1, 1, 1, 2, 2)),
+                          bottle_ratio=0.5, se_ratio=1 / 16, stage_type="dark", block_type="dark")
+
+
+@register_model
 def darknet53(pretrained=False, progress=True, **kwargs):
     """DarkNet-53 (YOLOv3's backbone): a 3x3 stem at full size, five strided stages of 1-2-8-8-4 DarkNet blocks."""
     return _create_cspnet("darknet53", pretrained, progress, kwargs, **_DARKNET, bottle_ratio=0.5,
@@ -470,6 +519,13 @@ def darknetaa53(pretrained=False, progress=True, **kwargs):
     """DarkNet-53 downsampling by 2x2 average pooling and a 1x1 convolution."""
     return _create_cspnet("darknetaa53", pretrained, progress, kwargs, **_DARKNET, bottle_ratio=0.5, avg_down=True,
                           stage_type="dark", block_type="dark")
+
+
+@register_model
+def cs3darknet_s(pretrained=False, progress=True, **kwargs):
+    """CS3-DarkNet-S: widths x0.5, depths x0.5."""
+    return _create_cspnet("cs3darknet_s", pretrained, progress, kwargs,
+                          **_cs3(width_multiplier=0.5, depth_multiplier=0.5))
 
 
 @register_model
@@ -513,6 +569,13 @@ def cs3darknet_focus_l(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def cs3darknet_focus_x(pretrained=False, progress=True, **kwargs):
+    """CS3-DarkNet-X with a focus stem: widths x1.25, depths x1.33."""
+    return _create_cspnet("cs3darknet_focus_x", pretrained, progress, kwargs,
+                          **_cs3(width_multiplier=1.25, depth_multiplier=1.33, focus=True))
+
+
+@register_model
 def cs3sedarknet_l(pretrained=False, progress=True, **kwargs):
     """CS3-SE-DarkNet-L: CS3-DarkNet-L with SE (a quarter of the inner width) in every block."""
     return _create_cspnet("cs3sedarknet_l", pretrained, progress, kwargs, **_cs3(se_ratio=0.25))
@@ -523,6 +586,15 @@ def cs3sedarknet_x(pretrained=False, progress=True, **kwargs):
     """CS3-SE-DarkNet-X: CS3-DarkNet-X with SE (a sixteenth of the inner width) in every block."""
     return _create_cspnet("cs3sedarknet_x", pretrained, progress, kwargs,
                           **_cs3(width_multiplier=1.25, depth_multiplier=1.33, se_ratio=1 / 16))
+
+
+@register_model
+def cs3sedarknet_xdw(pretrained=False, progress=True, **kwargs):
+    """CS3-SE-DarkNet-XDW: a two-convolution stem (32, 64), cross stages of 3-6-12-4 bottlenecks at half the
+    stage width (256-2048) with SE (a sixteenth), depthwise 3x3 convolutions in the last two stages, SiLU."""
+    return _create_cspnet("cs3sedarknet_xdw", pretrained, progress, kwargs, stem_chs=(32, 64), depths=(3, 6, 12, 4),
+                          widths=(256, 512, 1024, 2048), groups=(1, 1, 256, 512), bottle_ratio=0.5,
+                          block_ratio=0.5, se_ratio=1 / 16, act_layer="silu")
 
 
 @register_model

@@ -1,6 +1,7 @@
 """DaViT (Ding, Xiao, Codella, Luo, Wang and Yuan 2022, "DaViT: Dual Attention Vision Transformers"): davit_tiny,
-davit_small and davit_base; and the image encoders of Florence-2 (Xiao et al. 2024, "Florence-2: Advancing a Unified
-Representation for a Variety of Vision Tasks"), davit_base_fl and davit_huge_fl.
+davit_small and davit_base, and timm's untrained davit_large, davit_huge and davit_giant (no published weights); and
+the image encoders of Florence-2 (Xiao et al. 2024, "Florence-2: Advancing a Unified Representation for a Variety of
+Vision Tasks"), davit_base_fl and davit_huge_fl.
 
 A four-stage hierarchical transformer that runs at any image size. A padded 7x7 stride-4 convolution embeds the
 image; each later stage starts by halving the map with a normalised 2x2 stride-2 convolution. A stage repeats a dual
@@ -381,16 +382,38 @@ def davit_base(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def davit_large(pretrained=False, progress=True, **kwargs):
+    """DaViT-Large (no published weights): depths (1, 1, 9, 1), widths 192-1536, heads 6-48."""
+    config = dict(depths=(1, 1, 9, 1), embed_dims=(192, 384, 768, 1536), num_heads=(6, 12, 24, 48))
+    return _create_davit("davit_large", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
+def davit_huge(pretrained=False, progress=True, **kwargs):
+    """DaViT-Huge (no published weights): depths (1, 1, 9, 1), widths 256-2048, heads 8-64."""
+    config = dict(depths=(1, 1, 9, 1), embed_dims=(256, 512, 1024, 2048), num_heads=(8, 16, 32, 64))
+    return _create_davit("davit_huge", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
+def davit_giant(pretrained=False, progress=True, **kwargs):
+    """DaViT-Giant (no published weights): depths (1, 1, 12, 3), widths 384-3072, heads 12-96."""
+    config = dict(depths=(1, 1, 12, 3), embed_dims=(384, 768, 1536, 3072), num_heads=(12, 24, 48, 96))
+    return _create_davit("davit_giant", pretrained, progress, **dict(config, **kwargs))
+
+
+@register_model
 def davit_base_fl(pretrained=False, progress=True, **kwargs):
-    """Florence-2-base's DaViT: DaViT-Base with 12x12 windows, 3x3 downsamplings, v2 channel attention."""
+    """Florence-2-base's DaViT: DaViT-Base with 12x12 windows, 3x3 downsamplings, v2 channel attention, no head."""
     config = dict(depths=(1, 1, 9, 1), embed_dims=(128, 256, 512, 1024), num_heads=(4, 8, 16, 32), window_size=12,
-                  down_kernel_size=3, channel_attn_v2=True, named_blocks=True)
+                  down_kernel_size=3, channel_attn_v2=True, named_blocks=True, num_classes=0)
     return _create_davit("davit_base_fl", pretrained, progress, **dict(config, **kwargs))
 
 
 @register_model
 def davit_huge_fl(pretrained=False, progress=True, **kwargs):
-    """Florence-2-large's DaViT: widths 256-2048, heads 8-64, 12x12 windows, 3x3 downsamplings, v2 channel attention."""
+    """Florence-2-large's DaViT: widths 256-2048, heads 8-64, 12x12 windows, 3x3 downsamplings, v2 channel attention,
+    no head."""
     config = dict(depths=(1, 1, 9, 1), embed_dims=(256, 512, 1024, 2048), num_heads=(8, 16, 32, 64), window_size=12,
-                  down_kernel_size=3, channel_attn_v2=True, named_blocks=True)
+                  down_kernel_size=3, channel_attn_v2=True, named_blocks=True, num_classes=0)
     return _create_davit("davit_huge_fl", pretrained, progress, **dict(config, **kwargs))

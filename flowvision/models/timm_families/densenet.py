@@ -1,6 +1,6 @@
 """DenseNet as timm builds it (Huang, Liu, van der Maaten and Weinberger 2017, "Densely Connected Convolutional
 Networks"), with the blur-pool anti-aliasing of Zhang 2019 ("Making Convolutional Networks Shift-Invariant Again"):
-densenetblur121d.
+densenetblur121d, and densenet264d (DenseNet-264 with the deep stem, timm's variant without published weights).
 
 DenseNet-BC: inside a dense block every layer (BatchNorm-ReLU, 1x1 bottleneck convolution, BatchNorm-ReLU, 3x3
 convolution) sees the concatenation of the block's input and of every earlier layer's output, and adds
@@ -288,3 +288,10 @@ def densenetblur121d(pretrained=False, progress=True, **kwargs):
     """DenseNet-121 (k=32, blocks of 6, 12, 24, 16 layers) with a deep 3x3 stem and a blurred stem pooling."""
     return _create_densenet("densenetblur121d", pretrained, progress, kwargs, growth_rate=32,
                             block_config=(6, 12, 24, 16), stem_type="deep", aa_layer=BlurPool2d)
+
+
+@register_model
+def densenet264d(pretrained=False, progress=True, **kwargs):
+    """DenseNet-264 (k=48, blocks of 6, 12, 64, 48 layers) with a deep 3x3 stem."""
+    return _create_densenet("densenet264d", pretrained, progress, kwargs, growth_rate=48,
+                            block_config=(6, 12, 64, 48), stem_type="deep")

@@ -1,4 +1,5 @@
-"""Dual Path Networks (Chen et al. 2017, "Dual Path Networks"): dpn68, dpn68b, dpn92, dpn98, dpn107 and dpn131.
+"""Dual Path Networks (Chen et al. 2017, "Dual Path Networks"): dpn68, dpn68b, dpn92, dpn98, dpn107 and dpn131, and
+dpn48b (timm's variant without published weights, its stem and final norm activated by SiLU).
 
 Each block has a residual path, whose new features are added to its input's (as in ResNeXt), and a densely
 connected path, whose new features are concatenated to its input's (as in DenseNet); the two travel together as
@@ -20,7 +21,7 @@ from engine import nn
 from .._helpers import build_model
 from ..registry import register_model
 from ._conv import get_padding
-from ._layers import BatchNormAct2d, ConvNormAct, SelectAdaptivePool2d
+from ._layers import BatchNormAct2d, ConvNormAct, SelectAdaptivePool2d, get_act_layer
 
 __all__ = []
 
@@ -119,10 +120,11 @@ class DPN(nn.Module):
     (``drop_rate``), the 1x1-convolution ``classifier`` and flattening.
 
     Stage i's residual width is ``64 * 2 ** i`` (times 4 unless ``small``), its bottleneck width ``k_r * 2 ** i``
-    in ``groups`` groups, and each block adds ``inc_sec[i]`` dense channels. ``act_layer`` is every activation
-    (ReLU; timm's ``fc_act_layer`` has no effect there, so it is not taken). ``b`` selects the split expansion;
-    ``global_pool=''`` leaves the map unpooled (the classifier then gives a class map); ``num_classes=0`` gives the
-    pooled features.
+    in ``groups`` groups, and each block adds ``inc_sec[i]`` dense channels. ``act_layer`` (a class or timm's name,
+    such as 'silu') is the activation of the stem and of the final norm, as in timm, whose dual path blocks keep
+    ReLU whatever it is (timm's ``fc_act_layer`` has no effect either, so it is not taken). ``b`` selects the split
+    expansion; ``global_pool=''`` leaves the map unpooled (the classifier then gives a class map); ``num_classes=0``
+    gives the pooled features.
     """
 
     default_cfg = {"first_conv": "features.conv1_1.conv", "classifier": "classifier"}
@@ -137,6 +139,7 @@ class DPN(nn.Module):
         self.in_chans = in_chans
         self.drop_rate = drop_rate
         self.b = b
+        act_layer = get_act_layer(act_layer)
         bw_factor = 1 if small else 4
         blocks = OrderedDict()
         blocks["conv1_1"] = ConvNormAct(in_chans, num_init_features, kernel_size=3 if small else 7, stride=2,
@@ -149,10 +152,10 @@ class DPN(nn.Module):
             r = k_r * bw_base // 64
             name = f"conv{i + 2}"
             block_type = "proj" if i == 0 else "down"
-            blocks[f"{name}_1"] = DualPathBlock(in_chs, r, r, bw, inc, groups, block_type, b, act_layer=act_layer)
+            blocks[f"{name}_1"] = DualPathBlock(in_chs, r, r, bw, inc, groups, block_type, b)
             in_chs = bw + 3 * inc
             for j in range(2, depth + 1):
-                blocks[f"{name}_{j}"] = DualPathBlock(in_chs, r, r, bw, inc, groups, "normal", b, act_layer=act_layer)
+                blocks[f"{name}_{j}"] = DualPathBlock(in_chs, r, r, bw, inc, groups, "normal", b)
                 in_chs += inc
             self.feature_info.append(dict(num_chs=in_chs, reduction=4 * 2 ** i, module=f"features.{name}_{depth}"))
         blocks["conv5_bn_ac"] = BnAct(in_chs, act_layer=act_layer, inplace=False)
@@ -207,6 +210,14 @@ class DPN(nn.Module):
 def _create_dpn(variant, pretrained, progress, kwargs, **model_args):
     """Build a registered variant, its settings overridden by the caller's ``kwargs``."""
     return build_model(DPN, variant, pretrained, progress=progress, **dict(model_args, **kwargs))
+
+
+@register_model
+def dpn48b(pretrained=False, progress=True, **kwargs):
+    """DPN-48b: the small stem and widths with the split 1x1 expansion, blocks 3-4-6-3, 32 groups, SiLU in the stem
+    and the final norm."""
+    return _create_dpn("dpn48b", pretrained, progress, kwargs, small=True, num_init_features=10, k_r=128, groups=32,
+                       b=True, k_sec=(3, 4, 6, 3), inc_sec=(16, 32, 32, 64), act_layer="silu")
 
 
 @register_model

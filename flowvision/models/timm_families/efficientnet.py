@@ -3,9 +3,12 @@ relatives built by timm's ``efficientnet`` module: EfficientNetV2 (Tan & Le 2021
 EfficientNet-EdgeTPU (fused MBConv stages), EfficientNet-CondConv (Yang et al. 2019, per-example expert kernels),
 EfficientNet-X / -H (Li et al. 2021, a space-to-depth stem region), pruned EfficientNets (Aflalo et al. 2020,
 "Knapsack Pruning with Inner Distillation"), TinyNet (Han et al. 2020), MobileNetV1 / V2, MnasNet, Single-Path NAS,
-FBNet, MobileNet-EdgeTPU-V2 and MixNet (Tan & Le 2019, "MixConv: Mixed Depthwise Convolutional Kernels"), and
-timm's tiny test networks (test_efficientnet with BatchNorm, _gn with GroupNorm, _ln with LayerNorm, _evos with
-EvoNorm-S0).
+FBNet, MobileNet-EdgeTPU (V1 and V2) and MixNet (Tan & Le 2019, "MixConv: Mixed Depthwise Convolutional Kernels"),
+timm's experimental EfficientNets (efficientnet_b0_gn / b3_gn with GroupNorm, efficientnet_b0_g8_gn / b3_g8_gn and
+efficientnet_b0_g16_evos with grouped depthwise convolutions, efficientnet_blur_b0 with blur pools), and timm's tiny
+test networks (test_efficientnet with BatchNorm, _gn with GroupNorm, _ln with LayerNorm, _evos with EvoNorm-S0).
+Some variants have no published weights (efficientnet_b8 / l2, the efficientnet_cc_*, efficientnet_lite1-4,
+efficientnetv2_s / m / l / xl, mixnet_xxl, the experimental ones...): timm's users train them from scratch.
 
 One generic network, a stem convolution, stages of blocks and a 1x1 head convolution before global pooling, is
 built from stage definitions written as strings ('ir_r2_k3_s2_e6_c24_se0.25': two inverted-residual blocks, 3x3
@@ -15,8 +18,10 @@ with 3x3, 5x5 and 7x7 kernels; 'a1.1' / 'p1.1': pointwise convolutions in two gr
 CondConv block, 'd1' starts a space-to-depth region, 'gs64' groups a fused convolution. The ``tf_`` variants are
 ports of TensorFlow checkpoints: BatchNorm epsilon 1e-3 and TensorFlow's "same" padding (asymmetric for strided
 convolutions). The pruned variants are their EfficientNet with each convolution narrowed to the widths pruning
-left (``_PRUNED_WIDTHS``). Model names, module names, ``state_dict`` keys and the model API follow timm, so timm's
-weights for these models load as they are.
+left (``_PRUNED_WIDTHS``). A ``group_size`` groups the depthwise convolutions of every block, ``channel_divisor``
+rounds the widths to its multiples, ``aa_layer`` anti-aliases the strided blocks. Model names, module names,
+``state_dict`` keys, initialisation and the model API follow timm's ``efficientnet`` module, so timm's weights (or
+one's own checkpoints of timm's models) load as they are.
 """
 from functools import partial
 
@@ -41,8 +46,8 @@ class EfficientNet(nn.Module):
     ``num_features=0``, MobileNetV1's head), global pooling, dropout and the classifier.
 
     ``block_args``: the decoded stages (``decode_arch_def``). Channel counts pass through ``channel_multiplier``,
-    rounded to multiples of 8 (``round_limit``: how far rounding may go down); ``fix_stem`` keeps the stem width
-    as given, ``stem_kernel_size`` is its kernel. ``pad_type`` '' pads PyTorch style, 'same' as TensorFlow.
+    rounded to multiples of ``channel_divisor`` (``round_limit``: how far rounding may go down); ``fix_stem`` keeps
+    the stem width as given, ``stem_kernel_size`` is its kernel. ``pad_type`` '' pads PyTorch style, 'same' as TensorFlow.
     ``act_layer`` is the blocks' default activation, ``bn_eps`` the BatchNorm epsilon, ``se_layer`` the attention
     in squeeze-and-excitation's slot (``GlobalContext`` for gc_ variants); its ratios count the block's input
     channels. ``output_stride`` (8, 16 or 32) turns the strides beyond it into dilation. ``drop_path_rate`` grows
@@ -50,7 +55,9 @@ class EfficientNet(nn.Module):
     end where the next stage strides (``feature_info``). ``pruned_widths``: the output channels of every
     convolution, in module order, of a pruned variant (see ``_prune``). ``norm_layer`` is the norm-and-activation
     layer of the stem, the blocks and the head, built as ``norm_layer(channels, apply_act=..., act_layer=...)``:
-    BatchNorm with ``bn_eps`` when not given, another norm in timm's test models (GroupNorm, LayerNorm, EvoNorm-S0).
+    BatchNorm with ``bn_eps`` when not given, another norm in timm's test models (GroupNorm, LayerNorm, EvoNorm-S0)
+    and GroupNorm EfficientNets. ``aa_layer`` ('avg' or 'blurpc') anti-aliases the blocks' strided convolutions
+    (the stem's stays strided).
     """
 
     default_cfg = {"first_conv": "conv_stem", "classifier": "classifier"}
@@ -58,7 +65,7 @@ class EfficientNet(nn.Module):
     def __init__(self, block_args, num_classes=1000, num_features=1280, in_chans=3, stem_size=32, stem_kernel_size=3,
                  fix_stem=False, channel_multiplier=1.0, round_limit=0.9, output_stride=32, pad_type="",
                  act_layer=nn.SiLU, se_layer=SqueezeExcite, bn_eps=1e-5, drop_rate=0.0, drop_path_rate=0.0,
-                 global_pool="avg", pruned_widths=None, norm_layer=None):
+                 global_pool="avg", pruned_widths=None, norm_layer=None, aa_layer=None, channel_divisor=8):
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
@@ -66,14 +73,15 @@ class EfficientNet(nn.Module):
         self.drop_rate = drop_rate
         if norm_layer is None:
             norm_layer = partial(BatchNormAct2d, eps=bn_eps)
-        round_chs = partial(round_channels, multiplier=channel_multiplier, round_limit=round_limit)
+        round_chs = partial(round_channels, multiplier=channel_multiplier, round_limit=round_limit,
+                            divisor=channel_divisor)
         if not fix_stem:
             stem_size = round_chs(stem_size)
         self.conv_stem = create_conv2d(in_chans, stem_size, stem_kernel_size, stride=2, pad_type=pad_type)
         self.bn1 = norm_layer(stem_size, act_layer=act_layer)
         self.blocks, self.feature_info, head_chs = build_stages(
             block_args, stem_size, round_chs, output_stride, pad_type, act_layer, bn_eps, se_layer,
-            drop_path_rate=drop_path_rate, norm_layer=norm_layer)
+            aa_layer=aa_layer, drop_path_rate=drop_path_rate, norm_layer=norm_layer)
         if num_features > 0:
             self.conv_head = create_conv2d(head_chs, num_features, 1, pad_type=pad_type)
             self.bn2 = norm_layer(num_features, act_layer=act_layer)
@@ -156,13 +164,14 @@ class EfficientNet(nn.Module):
 
 
 def _create(variant, pretrained, progress, arch_def, depth_multiplier=1.0, depth_trunc="ceil", fix_first_last=False,
-            experts_multiplier=1, tf_port=False, **kwargs):
-    """Build a registered variant from its stage strings (decoded by ``decode_arch_def`` with the depth and
-    CondConv expert arguments); ``tf_port`` sets TensorFlow's BatchNorm epsilon and padding (``kwargs`` may override
-    them and any other ``EfficientNet`` argument)."""
+            experts_multiplier=1, group_size=None, tf_port=False, **kwargs):
+    """Build a registered variant from its stage strings (decoded by ``decode_arch_def`` with the depth, CondConv
+    expert and group size arguments); ``tf_port`` sets TensorFlow's BatchNorm epsilon and padding (``kwargs`` may
+    override them and any other ``EfficientNet`` argument)."""
     if tf_port:
         kwargs = {"bn_eps": 1e-3, "pad_type": "same", **kwargs}
-    block_args = decode_arch_def(arch_def, depth_multiplier, depth_trunc, fix_first_last, experts_multiplier)
+    block_args = decode_arch_def(arch_def, depth_multiplier, depth_trunc, fix_first_last, experts_multiplier,
+                                 group_size)
     return build_model(EfficientNet, variant, pretrained, progress=progress, block_args=block_args, **kwargs)
 
 
@@ -177,73 +186,135 @@ _EFFICIENTNET = [
 ]
 
 
-def _efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier, **kwargs):
-    """EfficientNet-B0 scaled by the compound coefficients, head width 1280 scaled with the channels, as a
-    TensorFlow port."""
-    num_features = _make_divisible(1280 * channel_multiplier, 8)
-    return _create(variant, pretrained, progress, _EFFICIENTNET, depth_multiplier, tf_port=True,
-                   **{"channel_multiplier": channel_multiplier, "num_features": num_features, **kwargs})
+def _efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier, tf_port=False,
+                  channel_divisor=8, group_size=None, **kwargs):
+    """EfficientNet-B0 scaled by the compound coefficients, head width 1280 scaled with the channels, all widths
+    rounded to multiples of ``channel_divisor``; ``group_size`` turns the depthwise convolutions into grouped ones
+    (timm's grouped variants); ``tf_port``: a TensorFlow port."""
+    num_features = round_channels(1280, channel_multiplier, divisor=channel_divisor)
+    return _create(variant, pretrained, progress, _EFFICIENTNET, depth_multiplier, group_size=group_size,
+                   tf_port=tf_port, **{"channel_multiplier": channel_multiplier, "channel_divisor": channel_divisor,
+                                       "num_features": num_features, **kwargs})
 
 
 @register_model
 def tf_efficientnet_b0(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B0, ported from TensorFlow (5.3M parameters, 224 px)."""
-    return _efficientnet("tf_efficientnet_b0", pretrained, progress, 1.0, 1.0, **kwargs)
+    return _efficientnet("tf_efficientnet_b0", pretrained, progress, 1.0, 1.0, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_b1(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B1, ported from TensorFlow (7.8M parameters, 240 px)."""
-    return _efficientnet("tf_efficientnet_b1", pretrained, progress, 1.0, 1.1, **kwargs)
+    return _efficientnet("tf_efficientnet_b1", pretrained, progress, 1.0, 1.1, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_b2(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B2, ported from TensorFlow (9.1M parameters, 260 px)."""
-    return _efficientnet("tf_efficientnet_b2", pretrained, progress, 1.1, 1.2, **kwargs)
+    return _efficientnet("tf_efficientnet_b2", pretrained, progress, 1.1, 1.2, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_b3(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B3, ported from TensorFlow (12.2M parameters, 300 px)."""
-    return _efficientnet("tf_efficientnet_b3", pretrained, progress, 1.2, 1.4, **kwargs)
+    return _efficientnet("tf_efficientnet_b3", pretrained, progress, 1.2, 1.4, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_b4(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B4, ported from TensorFlow (19.3M parameters, 380 px)."""
-    return _efficientnet("tf_efficientnet_b4", pretrained, progress, 1.4, 1.8, **kwargs)
+    return _efficientnet("tf_efficientnet_b4", pretrained, progress, 1.4, 1.8, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_b5(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B5, ported from TensorFlow (30.4M parameters, 456 px)."""
-    return _efficientnet("tf_efficientnet_b5", pretrained, progress, 1.6, 2.2, **kwargs)
+    return _efficientnet("tf_efficientnet_b5", pretrained, progress, 1.6, 2.2, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_b6(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B6, ported from TensorFlow (43.0M parameters, 528 px)."""
-    return _efficientnet("tf_efficientnet_b6", pretrained, progress, 1.8, 2.6, **kwargs)
+    return _efficientnet("tf_efficientnet_b6", pretrained, progress, 1.8, 2.6, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_b7(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B7, ported from TensorFlow (66.3M parameters, 600 px)."""
-    return _efficientnet("tf_efficientnet_b7", pretrained, progress, 2.0, 3.1, **kwargs)
+    return _efficientnet("tf_efficientnet_b7", pretrained, progress, 2.0, 3.1, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_b8(pretrained=False, progress=True, **kwargs):
     """EfficientNet-B8, ported from TensorFlow (87.4M parameters, 672 px)."""
-    return _efficientnet("tf_efficientnet_b8", pretrained, progress, 2.2, 3.6, **kwargs)
+    return _efficientnet("tf_efficientnet_b8", pretrained, progress, 2.2, 3.6, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnet_l2(pretrained=False, progress=True, **kwargs):
     """EfficientNet-L2 (Xie et al. 2020, "Self-training with Noisy Student improves ImageNet classification"),
     ported from TensorFlow: widths x4.3, depths x5.3 (480.3M parameters, 800 px)."""
-    return _efficientnet("tf_efficientnet_l2", pretrained, progress, 4.3, 5.3, **kwargs)
+    return _efficientnet("tf_efficientnet_l2", pretrained, progress, 4.3, 5.3, tf_port=True, **kwargs)
+
+
+@register_model
+def efficientnet_b8(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B8 in PyTorch's padding, without weights: widths x2.2, depths x3.6 (87.4M parameters)."""
+    return _efficientnet("efficientnet_b8", pretrained, progress, 2.2, 3.6, **kwargs)
+
+
+@register_model
+def efficientnet_l2(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-L2 in PyTorch's padding, without weights: widths x4.3, depths x5.3 (480.3M parameters)."""
+    return _efficientnet("efficientnet_l2", pretrained, progress, 4.3, 5.3, **kwargs)
+
+
+def _group_norm_act(num_channels, group_size, **kwargs):
+    """GroupNorm in groups of ``group_size`` channels, with its activation."""
+    return GroupNormAct(num_channels, num_groups=num_channels // group_size, **kwargs)
+
+
+@register_model
+def efficientnet_b0_gn(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B0 with GroupNorm (groups of 8 channels) for BatchNorm (5.3M parameters)."""
+    kwargs.setdefault("norm_layer", partial(_group_norm_act, group_size=8))
+    return _efficientnet("efficientnet_b0_gn", pretrained, progress, 1.0, 1.0, **kwargs)
+
+
+@register_model
+def efficientnet_b0_g8_gn(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B0, depthwise convolutions in groups of 8 channels, GroupNorm in 8s (6.6M parameters)."""
+    kwargs.setdefault("norm_layer", partial(_group_norm_act, group_size=8))
+    return _efficientnet("efficientnet_b0_g8_gn", pretrained, progress, 1.0, 1.0, group_size=8, **kwargs)
+
+
+@register_model
+def efficientnet_b0_g16_evos(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B0, depthwise convolutions in groups of 16 channels, BatchNorm (timm's EvoNorm is off) (8.1M)."""
+    return _efficientnet("efficientnet_b0_g16_evos", pretrained, progress, 1.0, 1.0, channel_divisor=16,
+                         group_size=16, **kwargs)
+
+
+@register_model
+def efficientnet_b3_gn(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B3 with GroupNorm (groups of 16 channels), widths in multiples of 16 (11.7M parameters)."""
+    kwargs.setdefault("norm_layer", partial(_group_norm_act, group_size=16))
+    return _efficientnet("efficientnet_b3_gn", pretrained, progress, 1.2, 1.4, channel_divisor=16, **kwargs)
+
+
+@register_model
+def efficientnet_b3_g8_gn(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B3, depthwise convolutions in groups of 8 channels, GroupNorm in 16s (14.3M parameters)."""
+    kwargs.setdefault("norm_layer", partial(_group_norm_act, group_size=16))
+    return _efficientnet("efficientnet_b3_g8_gn", pretrained, progress, 1.2, 1.4, channel_divisor=16, group_size=8,
+                         **kwargs)
+
+
+@register_model
+def efficientnet_blur_b0(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-B0 with blur-pool anti-aliasing in its strided blocks (5.3M parameters)."""
+    return _efficientnet("efficientnet_blur_b0", pretrained, progress, 1.0, 1.0, **{"aa_layer": "blurpc", **kwargs})
 
 
 # the output channels of every convolution, in module order (stem, blocks, head), of the pruned EfficientNets,
@@ -276,7 +347,7 @@ _PRUNED_WIDTHS = {
 def _pruned_efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier, **kwargs):
     """An EfficientNet with TensorFlow's padding and epsilon, its convolutions narrowed to the variant's pruned
     widths."""
-    return _efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier,
+    return _efficientnet(variant, pretrained, progress, channel_multiplier, depth_multiplier, tf_port=True,
                          pruned_widths=_PRUNED_WIDTHS[variant], **kwargs)
 
 
@@ -366,9 +437,10 @@ def tf_efficientnet_el(pretrained=False, progress=True, **kwargs):
     return _efficientnet_edge("tf_efficientnet_el", pretrained, progress, 1.2, 1.4, tf_port=True, **kwargs)
 
 
-def _efficientnet_condconv(variant, pretrained, progress, depth_multiplier, experts_multiplier, **kwargs):
-    """EfficientNet-CondConv (Yang et al. 2019), a TensorFlow port: EfficientNet-B0's stages, the last three with
-    CondConv convolutions of 4 experts times ``experts_multiplier``, routed per example."""
+def _efficientnet_condconv(variant, pretrained, progress, depth_multiplier, experts_multiplier, tf_port=False,
+                           **kwargs):
+    """EfficientNet-CondConv (Yang et al. 2019): EfficientNet-B0's stages, the last three with CondConv convolutions
+    of 4 experts times ``experts_multiplier``, routed per example; ``tf_port``: a TensorFlow port."""
     arch_def = [
         ["ds_r1_k3_s1_e1_c16_se0.25"],
         ["ir_r2_k3_s2_e6_c24_se0.25"],
@@ -379,25 +451,46 @@ def _efficientnet_condconv(variant, pretrained, progress, depth_multiplier, expe
         ["ir_r1_k3_s1_e6_c320_se0.25_cc4"],
     ]
     return _create(variant, pretrained, progress, arch_def, depth_multiplier, experts_multiplier=experts_multiplier,
-                   tf_port=True, **kwargs)
+                   tf_port=tf_port, **kwargs)
 
 
 @register_model
 def tf_efficientnet_cc_b0_4e(pretrained=False, progress=True, **kwargs):
     """EfficientNet-CondConv-B0 with 4 experts, ported from TensorFlow (13.3M parameters, 224 px)."""
-    return _efficientnet_condconv("tf_efficientnet_cc_b0_4e", pretrained, progress, 1.0, 1, **kwargs)
+    return _efficientnet_condconv("tf_efficientnet_cc_b0_4e", pretrained, progress, 1.0, 1, tf_port=True,
+                                  **kwargs)
 
 
 @register_model
 def tf_efficientnet_cc_b0_8e(pretrained=False, progress=True, **kwargs):
     """EfficientNet-CondConv-B0 with 8 experts, ported from TensorFlow (24.0M parameters, 224 px)."""
-    return _efficientnet_condconv("tf_efficientnet_cc_b0_8e", pretrained, progress, 1.0, 2, **kwargs)
+    return _efficientnet_condconv("tf_efficientnet_cc_b0_8e", pretrained, progress, 1.0, 2, tf_port=True,
+                                  **kwargs)
 
 
 @register_model
 def tf_efficientnet_cc_b1_8e(pretrained=False, progress=True, **kwargs):
     """EfficientNet-CondConv-B1 (depths x1.1) with 8 experts, ported from TensorFlow (39.7M parameters, 240 px)."""
-    return _efficientnet_condconv("tf_efficientnet_cc_b1_8e", pretrained, progress, 1.1, 2, **kwargs)
+    return _efficientnet_condconv("tf_efficientnet_cc_b1_8e", pretrained, progress, 1.1, 2, tf_port=True,
+                                  **kwargs)
+
+
+@register_model
+def efficientnet_cc_b0_4e(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-CondConv-B0 with 4 experts, PyTorch's padding (13.3M parameters)."""
+    return _efficientnet_condconv("efficientnet_cc_b0_4e", pretrained, progress, 1.0, 1, **kwargs)
+
+
+@register_model
+def efficientnet_cc_b0_8e(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-CondConv-B0 with 8 experts, PyTorch's padding (24.0M parameters)."""
+    return _efficientnet_condconv("efficientnet_cc_b0_8e", pretrained, progress, 1.0, 2, **kwargs)
+
+
+@register_model
+def efficientnet_cc_b1_8e(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-CondConv-B1 (depths x1.1) with 8 experts, PyTorch's padding (39.7M parameters)."""
+    return _efficientnet_condconv("efficientnet_cc_b1_8e", pretrained, progress, 1.1, 2, **kwargs)
 
 
 def _efficientnet_lite(variant, pretrained, progress, channel_multiplier, depth_multiplier, tf_port=False,
@@ -421,6 +514,30 @@ def _efficientnet_lite(variant, pretrained, progress, channel_multiplier, depth_
 def efficientnet_lite0(pretrained=False, progress=True, **kwargs):
     """EfficientNet-Lite0 as timm trained it (4.7M parameters, 224 px)."""
     return _efficientnet_lite("efficientnet_lite0", pretrained, progress, 1.0, 1.0, **kwargs)
+
+
+@register_model
+def efficientnet_lite1(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite1, PyTorch's padding: depths x1.1 (5.4M parameters)."""
+    return _efficientnet_lite("efficientnet_lite1", pretrained, progress, 1.0, 1.1, **kwargs)
+
+
+@register_model
+def efficientnet_lite2(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite2, PyTorch's padding: widths x1.1, depths x1.2 (6.1M parameters)."""
+    return _efficientnet_lite("efficientnet_lite2", pretrained, progress, 1.1, 1.2, **kwargs)
+
+
+@register_model
+def efficientnet_lite3(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite3, PyTorch's padding: widths x1.2, depths x1.4 (8.2M parameters)."""
+    return _efficientnet_lite("efficientnet_lite3", pretrained, progress, 1.2, 1.4, **kwargs)
+
+
+@register_model
+def efficientnet_lite4(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-Lite4, PyTorch's padding: widths x1.4, depths x1.8 (13.0M parameters)."""
+    return _efficientnet_lite("efficientnet_lite4", pretrained, progress, 1.4, 1.8, **kwargs)
 
 
 @register_model
@@ -470,6 +587,12 @@ def _efficientnet_x(variant, pretrained, progress, channel_multiplier, depth_mul
     num_features = _make_divisible(1280 * channel_multiplier, 8)
     return _create(variant, pretrained, progress, arch_def, depth_multiplier,
                    **{"channel_multiplier": channel_multiplier, "num_features": num_features, **kwargs})
+
+
+@register_model
+def efficientnet_x_b3(pretrained=False, progress=True, **kwargs):
+    """EfficientNet-X-B3: widths x1.2, depths x1.4 (13.3M parameters)."""
+    return _efficientnet_x("efficientnet_x_b3", pretrained, progress, 1.2, 1.4, **kwargs)
 
 
 @register_model
@@ -592,49 +715,78 @@ def tf_efficientnetv2_s(pretrained=False, progress=True, **kwargs):
     return _efficientnetv2_s("tf_efficientnetv2_s", pretrained, progress, tf_port=True, **kwargs)
 
 
+# EfficientNetV2-M, -L and -XL: a residual conv stage, two fused stages, four inverted-residual stages with
+# squeeze-and-excitation; M has a 24-channel stem, L and XL 32
+_EFFICIENTNETV2_M = [
+    ["cn_r3_k3_s1_e1_c24_skip"],
+    ["er_r5_k3_s2_e4_c48"],
+    ["er_r5_k3_s2_e4_c80"],
+    ["ir_r7_k3_s2_e4_c160_se0.25"],
+    ["ir_r14_k3_s1_e6_c176_se0.25"],
+    ["ir_r18_k3_s2_e6_c304_se0.25"],
+    ["ir_r5_k3_s1_e6_c512_se0.25"],
+]
+_EFFICIENTNETV2_L = [
+    ["cn_r4_k3_s1_e1_c32_skip"],
+    ["er_r7_k3_s2_e4_c64"],
+    ["er_r7_k3_s2_e4_c96"],
+    ["ir_r10_k3_s2_e4_c192_se0.25"],
+    ["ir_r19_k3_s1_e6_c224_se0.25"],
+    ["ir_r25_k3_s2_e6_c384_se0.25"],
+    ["ir_r7_k3_s1_e6_c640_se0.25"],
+]
+_EFFICIENTNETV2_XL = [
+    ["cn_r4_k3_s1_e1_c32_skip"],
+    ["er_r8_k3_s2_e4_c64"],
+    ["er_r8_k3_s2_e4_c96"],
+    ["ir_r16_k3_s2_e4_c192_se0.25"],
+    ["ir_r24_k3_s1_e6_c256_se0.25"],
+    ["ir_r32_k3_s2_e6_c512_se0.25"],
+    ["ir_r8_k3_s1_e6_c640_se0.25"],
+]
+
+
+@register_model
+def efficientnetv2_s(pretrained=False, progress=True, **kwargs):
+    """EfficientNetV2-S in PyTorch's padding, without weights (21.5M parameters)."""
+    return _efficientnetv2_s("efficientnetv2_s", pretrained, progress, **kwargs)
+
+
+@register_model
+def efficientnetv2_m(pretrained=False, progress=True, **kwargs):
+    """EfficientNetV2-M in PyTorch's padding, without weights (54.1M parameters)."""
+    return _create("efficientnetv2_m", pretrained, progress, _EFFICIENTNETV2_M, **{"stem_size": 24, **kwargs})
+
+
+@register_model
+def efficientnetv2_l(pretrained=False, progress=True, **kwargs):
+    """EfficientNetV2-L in PyTorch's padding, without weights (118.5M parameters)."""
+    return _create("efficientnetv2_l", pretrained, progress, _EFFICIENTNETV2_L, **kwargs)
+
+
+@register_model
+def efficientnetv2_xl(pretrained=False, progress=True, **kwargs):
+    """EfficientNetV2-XL in PyTorch's padding, without weights (208.1M parameters)."""
+    return _create("efficientnetv2_xl", pretrained, progress, _EFFICIENTNETV2_XL, **kwargs)
+
+
 @register_model
 def tf_efficientnetv2_m(pretrained=False, progress=True, **kwargs):
     """EfficientNetV2-M, ported from TensorFlow (54.1M parameters)."""
-    arch_def = [
-        ["cn_r3_k3_s1_e1_c24_skip"],
-        ["er_r5_k3_s2_e4_c48"],
-        ["er_r5_k3_s2_e4_c80"],
-        ["ir_r7_k3_s2_e4_c160_se0.25"],
-        ["ir_r14_k3_s1_e6_c176_se0.25"],
-        ["ir_r18_k3_s2_e6_c304_se0.25"],
-        ["ir_r5_k3_s1_e6_c512_se0.25"],
-    ]
-    return _create("tf_efficientnetv2_m", pretrained, progress, arch_def, tf_port=True, **{"stem_size": 24, **kwargs})
+    return _create("tf_efficientnetv2_m", pretrained, progress, _EFFICIENTNETV2_M, tf_port=True,
+                   **{"stem_size": 24, **kwargs})
 
 
 @register_model
 def tf_efficientnetv2_l(pretrained=False, progress=True, **kwargs):
     """EfficientNetV2-L, ported from TensorFlow (118.5M parameters)."""
-    arch_def = [
-        ["cn_r4_k3_s1_e1_c32_skip"],
-        ["er_r7_k3_s2_e4_c64"],
-        ["er_r7_k3_s2_e4_c96"],
-        ["ir_r10_k3_s2_e4_c192_se0.25"],
-        ["ir_r19_k3_s1_e6_c224_se0.25"],
-        ["ir_r25_k3_s2_e6_c384_se0.25"],
-        ["ir_r7_k3_s1_e6_c640_se0.25"],
-    ]
-    return _create("tf_efficientnetv2_l", pretrained, progress, arch_def, tf_port=True, **kwargs)
+    return _create("tf_efficientnetv2_l", pretrained, progress, _EFFICIENTNETV2_L, tf_port=True, **kwargs)
 
 
 @register_model
 def tf_efficientnetv2_xl(pretrained=False, progress=True, **kwargs):
     """EfficientNetV2-XL, ported from TensorFlow (208.1M parameters)."""
-    arch_def = [
-        ["cn_r4_k3_s1_e1_c32_skip"],
-        ["er_r8_k3_s2_e4_c64"],
-        ["er_r8_k3_s2_e4_c96"],
-        ["ir_r16_k3_s2_e4_c192_se0.25"],
-        ["ir_r24_k3_s1_e6_c256_se0.25"],
-        ["ir_r32_k3_s2_e6_c512_se0.25"],
-        ["ir_r8_k3_s1_e6_c640_se0.25"],
-    ]
-    return _create("tf_efficientnetv2_xl", pretrained, progress, arch_def, tf_port=True, **kwargs)
+    return _create("tf_efficientnetv2_xl", pretrained, progress, _EFFICIENTNETV2_XL, tf_port=True, **kwargs)
 
 
 @register_model
@@ -681,9 +833,21 @@ def _mobilenetv2(variant, pretrained, progress, channel_multiplier, depth_multip
 
 
 @register_model
+def mobilenetv2_035(pretrained=False, progress=True, **kwargs):
+    """MobileNetV2 0.35 (1.7M parameters)."""
+    return _mobilenetv2("mobilenetv2_035", pretrained, progress, 0.35, **kwargs)
+
+
+@register_model
 def mobilenetv2_050(pretrained=False, progress=True, **kwargs):
     """MobileNetV2 0.5 (2.0M parameters)."""
     return _mobilenetv2("mobilenetv2_050", pretrained, progress, 0.5, **kwargs)
+
+
+@register_model
+def mobilenetv2_075(pretrained=False, progress=True, **kwargs):
+    """MobileNetV2 0.75 (2.6M parameters)."""
+    return _mobilenetv2("mobilenetv2_075", pretrained, progress, 0.75, **kwargs)
 
 
 @register_model
@@ -710,10 +874,9 @@ def mobilenetv2_140(pretrained=False, progress=True, **kwargs):
     return _mobilenetv2("mobilenetv2_140", pretrained, progress, 1.4, **kwargs)
 
 
-@register_model
-def mnasnet_100(pretrained=False, progress=True, **kwargs):
-    """MnasNet-B1 1.0 (Tan et al. 2019, "MnasNet: Platform-Aware Neural Architecture Search for Mobile"), ReLU
-    and no squeeze-and-excitation, as timm trained it (4.4M parameters)."""
+def _mnasnet_b1(variant, pretrained, progress, channel_multiplier, **kwargs):
+    """MnasNet-B1 (Tan et al. 2019, "MnasNet: Platform-Aware Neural Architecture Search for Mobile"), ReLU and no
+    squeeze-and-excitation, widths scaled (the head stays at 1280 channels)."""
     arch_def = [
         ["ds_r1_k3_s1_c16_noskip"],
         ["ir_r3_k3_s2_e3_c24"],
@@ -723,7 +886,32 @@ def mnasnet_100(pretrained=False, progress=True, **kwargs):
         ["ir_r4_k5_s2_e6_c192"],
         ["ir_r1_k3_s1_e6_c320_noskip"],
     ]
-    return _create("mnasnet_100", pretrained, progress, arch_def, **{"act_layer": nn.ReLU, **kwargs})
+    return _create(variant, pretrained, progress, arch_def,
+                   **{"channel_multiplier": channel_multiplier, "act_layer": nn.ReLU, **kwargs})
+
+
+@register_model
+def mnasnet_050(pretrained=False, progress=True, **kwargs):
+    """MnasNet-B1 0.5 (2.2M parameters)."""
+    return _mnasnet_b1("mnasnet_050", pretrained, progress, 0.5, **kwargs)
+
+
+@register_model
+def mnasnet_075(pretrained=False, progress=True, **kwargs):
+    """MnasNet-B1 0.75 (3.2M parameters)."""
+    return _mnasnet_b1("mnasnet_075", pretrained, progress, 0.75, **kwargs)
+
+
+@register_model
+def mnasnet_100(pretrained=False, progress=True, **kwargs):
+    """MnasNet-B1 1.0 as timm trained it (4.4M parameters)."""
+    return _mnasnet_b1("mnasnet_100", pretrained, progress, 1.0, **kwargs)
+
+
+@register_model
+def mnasnet_140(pretrained=False, progress=True, **kwargs):
+    """MnasNet-B1 1.4 (7.1M parameters)."""
+    return _mnasnet_b1("mnasnet_140", pretrained, progress, 1.4, **kwargs)
 
 
 def _mnasnet_a1(variant, pretrained, progress, channel_multiplier, **kwargs):
@@ -743,6 +931,12 @@ def _mnasnet_a1(variant, pretrained, progress, channel_multiplier, **kwargs):
 
 
 @register_model
+def semnasnet_050(pretrained=False, progress=True, **kwargs):
+    """MnasNet-A1 0.5 (2.1M parameters)."""
+    return _mnasnet_a1("semnasnet_050", pretrained, progress, 0.5, **kwargs)
+
+
+@register_model
 def semnasnet_075(pretrained=False, progress=True, **kwargs):
     """MnasNet-A1 0.75 (2.9M parameters)."""
     return _mnasnet_a1("semnasnet_075", pretrained, progress, 0.75, **kwargs)
@@ -752,6 +946,12 @@ def semnasnet_075(pretrained=False, progress=True, **kwargs):
 def semnasnet_100(pretrained=False, progress=True, **kwargs):
     """MnasNet-A1 1.0 (3.9M parameters)."""
     return _mnasnet_a1("semnasnet_100", pretrained, progress, 1.0, **kwargs)
+
+
+@register_model
+def semnasnet_140(pretrained=False, progress=True, **kwargs):
+    """MnasNet-A1 1.4 (6.1M parameters)."""
+    return _mnasnet_a1("semnasnet_140", pretrained, progress, 1.4, **kwargs)
 
 
 @register_model
@@ -808,21 +1008,66 @@ def mobilenetv1_125(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
-def mobilenet_edgetpu_v2_m(pretrained=False, progress=True, **kwargs):
-    """MobileNet-EdgeTPU-V2-M (TensorFlow Model Garden's EdgeTPU search result): a 5x5 stem of 64 channels, a 1x1
-    convolution block, fused MBConv stages whose alternate blocks group the expansion in groups of 64 channels,
-    then inverted residuals; ReLU, no squeeze-and-excitation, a 1344-channel head (8.5M parameters)."""
+def mobilenet_edgetpu_100(pretrained=False, progress=True, **kwargs):
+    """MobileNet-EdgeTPU (V1): fused MBConv stages, then inverted residuals, ReLU (4.1M parameters)."""
     arch_def = [
-        ["cn_r1_k1_s1_c32"],
-        ["er_r1_k3_s2_e8_c64", "er_r1_k3_s1_e4_gs64_c64"],
-        ["er_r1_k3_s2_e8_c80", "er_r1_k3_s1_e4_gs64_c80", "er_r1_k3_s1_e4_c80", "er_r1_k3_s1_e4_gs64_c80"],
-        ["er_r1_k3_s2_e8_c160", "ir_r3_k3_s1_e4_c160"],
-        ["ir_r1_k3_s1_e8_c192", "ir_r3_k3_s1_e4_c192"],
-        ["ir_r1_k3_s2_e8_c240", "ir_r3_k3_s1_e4_c240"],
-        ["ir_r1_k3_s1_e8_c320"],
+        ["cn_r1_k1_s1_c16"],
+        ["er_r1_k3_s2_e8_c32", "er_r3_k3_s1_e4_c32"],
+        ["er_r1_k3_s2_e8_c48", "er_r3_k3_s1_e4_c48"],
+        ["ir_r1_k3_s2_e8_c96", "ir_r3_k3_s1_e4_c96"],
+        ["ir_r1_k3_s1_e8_c96_noskip", "ir_r3_k3_s1_e4_c96"],
+        ["ir_r1_k5_s2_e8_c160", "ir_r3_k5_s1_e4_c160"],
+        ["ir_r1_k3_s1_e8_c192"],
     ]
-    return _create("mobilenet_edgetpu_v2_m", pretrained, progress, arch_def,
-                   **{"stem_size": 64, "stem_kernel_size": 5, "num_features": 1344, "act_layer": nn.ReLU, **kwargs})
+    return _create("mobilenet_edgetpu_100", pretrained, progress, arch_def, **{"act_layer": nn.ReLU, **kwargs})
+
+
+def _mobilenet_edgetpu_v2(variant, pretrained, progress, channels, stem_size=64, stem_kernel_size=5, group_size=64,
+                          num_features=1280, **kwargs):
+    """MobileNet-EdgeTPU-V2: a 1x1 convolution block, fused MBConv stages whose alternate blocks group the
+    expansion in groups of ``group_size`` channels, then inverted residuals, each stage ``channels`` wide; ReLU,
+    no squeeze-and-excitation."""
+    arch_def = [
+        [f"cn_r1_k1_s1_c{channels[0]}"],
+        [f"er_r1_k3_s2_e8_c{channels[1]}", f"er_r1_k3_s1_e4_gs{group_size}_c{channels[1]}"],
+        [f"er_r1_k3_s2_e8_c{channels[2]}", f"er_r1_k3_s1_e4_gs{group_size}_c{channels[2]}",
+         f"er_r1_k3_s1_e4_c{channels[2]}", f"er_r1_k3_s1_e4_gs{group_size}_c{channels[2]}"],
+        [f"er_r1_k3_s2_e8_c{channels[3]}", f"ir_r3_k3_s1_e4_c{channels[3]}"],
+        [f"ir_r1_k3_s1_e8_c{channels[4]}", f"ir_r3_k3_s1_e4_c{channels[4]}"],
+        [f"ir_r1_k3_s2_e8_c{channels[5]}", f"ir_r3_k3_s1_e4_c{channels[5]}"],
+        [f"ir_r1_k3_s1_e8_c{channels[6]}"],
+    ]
+    return _create(variant, pretrained, progress, arch_def,
+                   **{"stem_size": stem_size, "stem_kernel_size": stem_kernel_size, "num_features": num_features,
+                      "act_layer": nn.ReLU, **kwargs})
+
+
+@register_model
+def mobilenet_edgetpu_v2_xs(pretrained=False, progress=True, **kwargs):
+    """MobileNet-EdgeTPU-V2-XS: a 3x3 stem of 32 channels, 16 to 192 channels (4.5M parameters)."""
+    return _mobilenet_edgetpu_v2("mobilenet_edgetpu_v2_xs", pretrained, progress, (16, 32, 48, 96, 144, 160, 192),
+                                 stem_size=32, stem_kernel_size=3, **kwargs)
+
+
+@register_model
+def mobilenet_edgetpu_v2_s(pretrained=False, progress=True, **kwargs):
+    """MobileNet-EdgeTPU-V2-S: a 5x5 stem of 64 channels, 24 to 256 channels (6.0M parameters)."""
+    return _mobilenet_edgetpu_v2("mobilenet_edgetpu_v2_s", pretrained, progress, (24, 48, 64, 128, 160, 192, 256),
+                                 **kwargs)
+
+
+@register_model
+def mobilenet_edgetpu_v2_m(pretrained=False, progress=True, **kwargs):
+    """MobileNet-EdgeTPU-V2-M: a 5x5 stem of 64 channels, 32 to 320 channels, a 1344-wide head (8.5M)."""
+    return _mobilenet_edgetpu_v2("mobilenet_edgetpu_v2_m", pretrained, progress, (32, 64, 80, 160, 192, 240, 320),
+                                 num_features=1344, **kwargs)
+
+
+@register_model
+def mobilenet_edgetpu_v2_l(pretrained=False, progress=True, **kwargs):
+    """MobileNet-EdgeTPU-V2-L: a 7x7 stem, fused blocks grouped by 128 channels, 32 to 384 channels (10.9M)."""
+    return _mobilenet_edgetpu_v2("mobilenet_edgetpu_v2_l", pretrained, progress, (32, 64, 96, 192, 240, 256, 384),
+                                 stem_kernel_size=7, group_size=128, num_features=1408, **kwargs)
 
 
 @register_model
@@ -913,6 +1158,12 @@ def mixnet_xl(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def mixnet_xxl(pretrained=False, progress=True, **kwargs):
+    """MixNet-XXL, timm's MixNet-M x2.4 wide and x1.3 deep, without weights (24.0M parameters)."""
+    return _mixnet_m("mixnet_xxl", pretrained, progress, 2.4, 1.3, **kwargs)
+
+
+@register_model
 def tf_mixnet_s(pretrained=False, progress=True, **kwargs):
     """MixNet-S, ported from TensorFlow (4.1M parameters)."""
     return _mixnet_s("tf_mixnet_s", pretrained, progress, tf_port=True, **kwargs)
@@ -937,11 +1188,6 @@ _TEST_EFFICIENTNET = [
     ["ir_r1_k3_s2_e4_c48_se0.25"],
     ["ir_r1_k3_s2_e4_c64_se0.25"],
 ]
-
-
-def _group_norm_act(num_channels, group_size, **kwargs):
-    """GroupNorm in groups of ``group_size`` channels, with its activation."""
-    return GroupNormAct(num_channels, num_groups=num_channels // group_size, **kwargs)
 
 
 def _test_efficientnet(variant, pretrained, progress, **kwargs):

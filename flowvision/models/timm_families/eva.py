@@ -1030,8 +1030,10 @@ def vit_7b_patch16_dinov3(pretrained=False, progress=True, **kwargs):
 
 
 def _lingbot(variant, pretrained, progress, kwargs, **model_args):
-    """A LingBot-Vision entrypoint's body: DINOv3's architecture built for 512-pixel images, class-token pooling."""
-    return _eva(variant, pretrained, progress, kwargs, img_size=512, global_pool="token", **_DINOV3, **model_args)
+    """A LingBot-Vision entrypoint's body: DINOv3's architecture built for 512-pixel images, class-token pooling, no
+    head (timm's default: an image encoder)."""
+    return _eva(variant, pretrained, progress, kwargs, img_size=512, global_pool="token", num_classes=0, **_DINOV3,
+                **model_args)
 
 
 @register_model

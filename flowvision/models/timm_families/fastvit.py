@@ -764,7 +764,7 @@ def fastvit_mci0(pretrained=False, progress=True, **kwargs):
 def fastvit_mci1(pretrained=False, progress=True, **kwargs):
     """MobileCLIP-S1's image tower (MCi1): stages of 4, 12, 20, 4 blocks (attention in the last), widths 64 to
     512."""
-    model_args = dict(layers=(4, 12, 20, 4), embed_dims=(64, 128, 256, 512), **_MCI)
+    model_args = dict(layers=(4, 12, 20, 4), embed_dims=(64, 128, 256, 512), num_classes=512, **_MCI)
     return _create_fastvit("fastvit_mci1", pretrained, progress, **dict(model_args, **kwargs))
 
 

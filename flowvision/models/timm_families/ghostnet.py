@@ -1,7 +1,7 @@
 """GhostNet (Han et al. 2020, "GhostNet: More Features from Cheap Operations"), GhostNetV2 (Tang et al. 2022,
 "GhostNetV2: Enhance Cheap Operation with Long-Range Attention") and GhostNetV3 (Liu et al. 2024, "GhostNetV3:
-Exploring the Training Strategies for Compact Models"): ghostnet_100, ghostnetv2_100, ghostnetv2_130,
-ghostnetv2_160 and ghostnetv3_100.
+Exploring the Training Strategies for Compact Models"): ghostnet_050, ghostnet_100, ghostnet_130, ghostnetv2_100,
+ghostnetv2_130, ghostnetv2_160, ghostnetv3_050, ghostnetv3_100, ghostnetv3_130 and ghostnetv3_160.
 
 A ghost module makes half of its output channels with an ordinary (1x1) convolution and the other half from those
 with a cheap 3x3 depthwise convolution, the two halves concatenated. A ghost bottleneck is a ghost module that
@@ -12,7 +12,8 @@ horizontal (1x5) and vertical (5x1) depthwise convolutions, upsampled. V3 trains
 re-parameterisable branches (three parallel convolutions, a 1x1 "scale" convolution and a BatchNorm "skip"),
 each with its own BatchNorm; ``GhostNet.convert_to_deploy`` folds them into one biased convolution per layer for
 inference, as timm's does. Model names, module names, ``state_dict`` keys and (PyTorch's default) initialisation
-follow timm's ``ghostnet`` module, so its checkpoints load directly.
+follow timm's ``ghostnet`` module, so its checkpoints load directly; the widths timm publishes no weights for
+(GhostNet 0.5x and 1.3x, GhostNetV3 0.5x, 1.3x and 1.6x) are registered too, to train from scratch.
 """
 import math
 from functools import partial
@@ -513,9 +514,21 @@ def _create_ghostnet(variant, width=1.0, pretrained=False, progress=True, **kwar
 
 
 @register_model
+def ghostnet_050(pretrained=False, progress=True, **kwargs):
+    """GhostNet 0.5x."""
+    return _create_ghostnet("ghostnet_050", width=0.5, pretrained=pretrained, progress=progress, **kwargs)
+
+
+@register_model
 def ghostnet_100(pretrained=False, progress=True, **kwargs):
     """GhostNet 1.0x."""
     return _create_ghostnet("ghostnet_100", width=1.0, pretrained=pretrained, progress=progress, **kwargs)
+
+
+@register_model
+def ghostnet_130(pretrained=False, progress=True, **kwargs):
+    """GhostNet 1.3x."""
+    return _create_ghostnet("ghostnet_130", width=1.3, pretrained=pretrained, progress=progress, **kwargs)
 
 
 @register_model
@@ -540,7 +553,28 @@ def ghostnetv2_160(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def ghostnetv3_050(pretrained=False, progress=True, **kwargs):
+    """GhostNetV3 0.5x (its training form; ``convert_to_deploy`` folds it for inference)."""
+    return _create_ghostnet("ghostnetv3_050", width=0.5, pretrained=pretrained, progress=progress, version="v3",
+                            **kwargs)
+
+
+@register_model
 def ghostnetv3_100(pretrained=False, progress=True, **kwargs):
     """GhostNetV3 1.0x (its training form; ``convert_to_deploy`` folds it for inference)."""
     return _create_ghostnet("ghostnetv3_100", width=1.0, pretrained=pretrained, progress=progress, version="v3",
+                            **kwargs)
+
+
+@register_model
+def ghostnetv3_130(pretrained=False, progress=True, **kwargs):
+    """GhostNetV3 1.3x (its training form; ``convert_to_deploy`` folds it for inference)."""
+    return _create_ghostnet("ghostnetv3_130", width=1.3, pretrained=pretrained, progress=progress, version="v3",
+                            **kwargs)
+
+
+@register_model
+def ghostnetv3_160(pretrained=False, progress=True, **kwargs):
+    """GhostNetV3 1.6x (its training form; ``convert_to_deploy`` folds it for inference)."""
+    return _create_ghostnet("ghostnetv3_160", width=1.6, pretrained=pretrained, progress=progress, version="v3",
                             **kwargs)

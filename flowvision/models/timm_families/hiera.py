@@ -1,7 +1,7 @@
 """Hiera (Ryali et al. 2023, "Hiera: A Hierarchical Vision Transformer without the Bells-and-Whistles"; its absolute
 window position embedding from Bolya et al. 2023, "Window Attention is Bugged: How not to Interpolate Position
 Embeddings"): hiera_tiny_224, hiera_small_224, hiera_base_224, hiera_base_plus_224, hiera_large_224,
-hiera_huge_224 and hiera_small_abswin_256.
+hiera_huge_224 and hiera_small_abswin_256, and timm's untrained hiera_base_abswin_256 (no published weights).
 
 A hierarchical vision transformer made of plain pre-norm blocks only: a strided convolution embeds 4x4 patches,
 learnt absolute position embeddings are added, and four stages of blocks follow, each stage halving the resolution
@@ -528,3 +528,11 @@ def hiera_small_abswin_256(pretrained=False, progress=True, **kwargs):
     model_args = dict(img_size=(256, 256), embed_dim=96, num_heads=1, stages=(1, 2, 11, 2), abs_win_pos_embed=True,
                       global_pos_size=(16, 16), init_values=1e-5, weight_init="jax", use_expand_proj=False)
     return _create_hiera("hiera_small_abswin_256", pretrained, progress, **dict(model_args, **kwargs))
+
+
+@register_model
+def hiera_base_abswin_256(pretrained=False, progress=True, **kwargs):
+    """Hiera-B at 256 pixels with absolute window position embeddings and layer scale (no published weights)."""
+    model_args = dict(img_size=(256, 256), embed_dim=96, num_heads=1, stages=(2, 3, 16, 3), abs_win_pos_embed=True,
+                      init_values=1e-5, weight_init="jax")
+    return _create_hiera("hiera_base_abswin_256", pretrained, progress, **dict(model_args, **kwargs))

@@ -1,6 +1,7 @@
 """HieraDet, the image encoder of SAM 2 (Ravi et al. 2024, "SAM 2: Segment Anything in Images and Videos"), built on
 Hiera (Ryali et al. 2023, "Hiera: A Hierarchical Vision Transformer without the Bells-and-Whistles"):
-sam2_hiera_tiny, sam2_hiera_small, sam2_hiera_base_plus and sam2_hiera_large.
+sam2_hiera_tiny, sam2_hiera_small, sam2_hiera_base_plus and sam2_hiera_large, and timm's untrained classifier
+hieradet_small (no published weights).
 
 A hierarchical vision transformer that works on plain (N, H, W, C) maps rather than Hiera's unrolled tokens: a
 7x7 stride-4 convolution embeds the image, a position embedding is added (a small global table resized bicubically
@@ -355,3 +356,10 @@ def sam2_hiera_large(pretrained=False, progress=True, **kwargs):
     """SAM 2 Hiera-L encoder (stages of 2, 6, 36 and 4 blocks, 144 wide, 2 heads, windows of 8, 4, 16 and 8)."""
     return _create_hiera_det("sam2_hiera_large", pretrained, progress, kwargs, embed_dim=144, num_heads=2,
                              stages=(2, 6, 36, 4), global_att_blocks=(23, 33, 43), window_spec=(8, 4, 16, 8))
+
+
+@register_model
+def hieradet_small(pretrained=False, progress=True, **kwargs):
+    """HieraDet-S classifier (no published weights): SAM 2's Hiera-S with windows of 8, 4, 16 and 8 and layer scale."""
+    return _create_hiera_det("hieradet_small", pretrained, progress, kwargs, stages=(1, 2, 11, 2),
+                             global_att_blocks=(7, 10, 13), window_spec=(8, 4, 16, 8), init_values=1e-5)

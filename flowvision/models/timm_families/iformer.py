@@ -1,5 +1,5 @@
 """iFormer (Zheng 2025, "iFormer: Integrating ConvNet and Transformer for Mobile Application", ICLR 2025):
-iformer_t, iformer_s, iformer_m, iformer_l and iformer_h, and the distilled iformer_m_distilled,
+iformer_t, iformer_s, iformer_m, iformer_l, iformer_l2 and iformer_h, and the distilled iformer_m_distilled,
 iformer_l_distilled and iformer_l2_distilled.
 
 A mobile hybrid network: a fast convolutional front and attention only where the maps are small. The stem (two
@@ -12,7 +12,8 @@ a sigmoid gate from the same 1x1 convolution, then projected back) and a 1x1 fee
 convolutional block closes the stage. Every convolution is followed by BatchNorm, so ``IFormer.fuse`` folds the
 model into plain biased convolutions and one linear classifier for inference. The averaged features go to RepViT's
 BatchNorm + linear head (two of them, averaged, in the distilled variants). Model names, module names,
-``state_dict`` keys and (seeded) initialisation follow timm's ``iformer`` module, so its checkpoints load directly.
+``state_dict`` keys and (seeded) initialisation follow timm's ``iformer`` module, so its checkpoints load directly;
+iformer_l2, which timm publishes no weights for (only its distilled form), is registered too.
 """
 import engine as torch
 from engine import nn
@@ -318,6 +319,14 @@ def iformer_l(pretrained=False, progress=True, **kwargs):
     """iFormer-L: widths 48, 96, 256, 384, depths 2, 2, 33, 6 (8 and 2 attention groups)."""
     return _create_iformer("iformer_l", pretrained, progress, kwargs, dims=(48, 96, 256, 384), depths=(2, 2, 33, 6),
                            attn_groups=(0, 0, 8, 2), attn_head_dim_reduction=(0, 0, 2, 4), conv_ratio=4,
+                           ffn_ratio=3)
+
+
+@register_model
+def iformer_l2(pretrained=False, progress=True, **kwargs):
+    """iFormer-L2: widths 64, 128, 256, 512, depths 3, 3, 46, 9 (11 and 3 attention groups)."""
+    return _create_iformer("iformer_l2", pretrained, progress, kwargs, dims=(64, 128, 256, 512), depths=(3, 3, 46, 9),
+                           attn_groups=(0, 0, 11, 3), attn_head_dim_reduction=(0, 0, 2, 4), conv_ratio=4,
                            ffn_ratio=3)
 
 

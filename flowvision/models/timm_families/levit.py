@@ -1,21 +1,24 @@
 """LeViT (Graham et al. 2021, "LeViT: a Vision Transformer in ConvNet's Clothing for Faster Inference"): timm's
-LeViT models, in their linear (``levit_*``) and convolutional (``levit_conv_*``) forms.
+LeViT models, in their linear (``levit_*``) and convolutional (``levit_conv_*``) forms: the paper's LeViT-128S, -128,
+-192, -256 and -384, and timm's experiments without published weights (SiLU instead of hard-swish): a stride-8 stem
+(``levit_384_s8``, ``levit_512_s8``), wider (``levit_512``) and deeper (``levit_256d``, ``levit_512d``).
 
 A hybrid built for fast inference. A stem of four stride-2 3x3 convolutions (each with BatchNorm, hard-swish
-between them) turns the image into a 16x smaller map, and three stages of transformer blocks follow, shrinking the
-map by two between stages. Every linear map is followed by BatchNorm instead of preceded by LayerNorm
-(``LinearNorm``: foldable into the weights at inference), the activations are hard-swish, and the attention adds a
-learnt bias per head to each query-key logit, indexed by the pair's absolute offset (|dy|, |dx|) on the grid instead
-of position embeddings. Between stages a shrink-attention block subsamples the queries by two and widens the
-values (``AttentionDownsample``). The features are averaged over the grid and classified by two heads
-(``NormLinear``: BatchNorm, then a linear map), one trained on the labels and one by distillation from a
-convolutional teacher; their logits are averaged.
+between them) turns the image into a 16x smaller map (three convolutions, 8x smaller, in the ``_s8`` models), and
+three stages of transformer blocks follow, shrinking the map by two between stages. Every linear map is followed by
+BatchNorm instead of preceded by LayerNorm (``LinearNorm``: foldable into the weights at inference), the activations
+are hard-swish, and the attention adds a learnt bias per head to each query-key logit, indexed by the pair's absolute
+offset (|dy|, |dx|) on the grid instead of position embeddings. Between stages a shrink-attention block subsamples
+the queries by two and widens the values (``AttentionDownsample``). The features are averaged over the grid and
+classified by two heads (``NormLinear``: BatchNorm, then a linear map), one trained on the labels and one by
+distillation from a convolutional teacher; their logits are averaged (timm's wider and deeper experiments and
+``levit_512_s8`` have the first head only).
 
 The linear form keeps the tokens as a (N, H*W, C) sequence, the convolutional one as a (N, C, H, W) map with 1x1
 convolutions; their weights have the same values (linear weights with two unit axes more). This is timm's
 ``Levit`` / ``LevitDistilled``: model names, module names, ``state_dict`` keys, defaults and initialisation follow
 timm, so timm's checkpoints load with ``strict=True`` and give timm's outputs. A model runs at the image size it was
-built for (``img_size``, a multiple of 16). ``features_only=True`` returns the three stages' outputs as
+built for (``img_size``, a multiple of the stem's stride). ``features_only=True`` returns the three stages' outputs as
 (N, C, H, W) maps.
 """
 import engine as torch
@@ -536,17 +539,29 @@ _MODEL_CFGS = {
     "levit_192": dict(embed_dim=(192, 288, 384), key_dim=32, num_heads=(3, 5, 6), depth=(4, 4, 4)),
     "levit_256": dict(embed_dim=(256, 384, 512), key_dim=32, num_heads=(4, 6, 8), depth=(4, 4, 4)),
     "levit_384": dict(embed_dim=(384, 512, 768), key_dim=32, num_heads=(6, 9, 12), depth=(4, 4, 4)),
+    # timm's experiments without published weights: a stride-8 stem, wider, deeper; all with SiLU
+    "levit_384_s8": dict(embed_dim=(384, 512, 768), key_dim=32, num_heads=(6, 9, 12), depth=(4, 4, 4),
+                         act_layer="silu", stem_type="s8"),
+    "levit_512_s8": dict(embed_dim=(512, 640, 896), key_dim=64, num_heads=(8, 10, 14), depth=(4, 4, 4),
+                         act_layer="silu", stem_type="s8"),
+    "levit_512": dict(embed_dim=(512, 768, 1024), key_dim=64, num_heads=(8, 12, 16), depth=(4, 4, 4),
+                      act_layer="silu"),
+    "levit_256d": dict(embed_dim=(256, 384, 512), key_dim=32, num_heads=(4, 6, 8), depth=(4, 8, 6), act_layer="silu"),
+    "levit_512d": dict(embed_dim=(512, 640, 768), key_dim=64, num_heads=(8, 10, 12), depth=(4, 8, 6),
+                       act_layer="silu"),
 }
 
 
-def _create_levit(variant, pretrained, progress, kwargs, cfg, use_conv=False):
-    """A LeViT entrypoint's body: the distilled model with timm's configuration ``cfg`` (overridable by the caller's
-    ``kwargs``); with ``features_only``, timm's stages (all three unless ``out_indices`` says otherwise)."""
+def _create_levit(variant, pretrained, progress, kwargs, cfg, use_conv=False, distilled=True):
+    """A LeViT entrypoint's body: the distilled model (the plain one unless ``distilled``) with timm's configuration
+    ``cfg`` (overridable by the caller's ``kwargs``); with ``features_only``, timm's stages (all three unless
+    ``out_indices`` says otherwise)."""
     if kwargs.get("features_only"):
         kwargs.setdefault("out_indices", (0, 1, 2))
     if use_conv:
         kwargs.setdefault("use_conv", True)
-    return build_model(LevitDistilled, variant, pretrained, progress=progress, **{**_MODEL_CFGS[cfg], **kwargs})
+    model_cls = LevitDistilled if distilled else Levit
+    return build_model(model_cls, variant, pretrained, progress=progress, **{**_MODEL_CFGS[cfg], **kwargs})
 
 
 @register_model
@@ -580,6 +595,36 @@ def levit_384(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def levit_384_s8(pretrained=False, progress=True, **kwargs):
+    """LeViT-384 with a stride-8 stem and SiLU: widths 384, 512, 768, key width 32, heads 6, 9, 12, blocks 4, 4, 4."""
+    return _create_levit("levit_384_s8", pretrained, progress, kwargs, "levit_384_s8")
+
+
+@register_model
+def levit_512_s8(pretrained=False, progress=True, **kwargs):
+    """LeViT-512 with a stride-8 stem and SiLU, one head: widths 512, 640, 896, key width 64, heads 8, 10, 14."""
+    return _create_levit("levit_512_s8", pretrained, progress, kwargs, "levit_512_s8", distilled=False)
+
+
+@register_model
+def levit_512(pretrained=False, progress=True, **kwargs):
+    """LeViT-512 with SiLU, one head: widths 512, 768, 1024, key width 64, heads 8, 12, 16, blocks 4, 4, 4."""
+    return _create_levit("levit_512", pretrained, progress, kwargs, "levit_512", distilled=False)
+
+
+@register_model
+def levit_256d(pretrained=False, progress=True, **kwargs):
+    """Deeper LeViT-256 with SiLU, one head: widths 256, 384, 512, key width 32, heads 4, 6, 8, blocks 4, 8, 6."""
+    return _create_levit("levit_256d", pretrained, progress, kwargs, "levit_256d", distilled=False)
+
+
+@register_model
+def levit_512d(pretrained=False, progress=True, **kwargs):
+    """Deeper LeViT-512 with SiLU, one head: widths 512, 640, 768, key width 64, heads 8, 10, 12, blocks 4, 8, 6."""
+    return _create_levit("levit_512d", pretrained, progress, kwargs, "levit_512d", distilled=False)
+
+
+@register_model
 def levit_conv_128s(pretrained=False, progress=True, **kwargs):
     """LeViT-128S in convolutional form: widths 128, 256, 384, key width 16, heads 4, 6, 8, blocks 2, 3, 4."""
     return _create_levit("levit_conv_128s", pretrained, progress, kwargs, "levit_128s", use_conv=True)
@@ -607,3 +652,37 @@ def levit_conv_256(pretrained=False, progress=True, **kwargs):
 def levit_conv_384(pretrained=False, progress=True, **kwargs):
     """LeViT-384 in convolutional form: widths 384, 512, 768, key width 32, heads 6, 9, 12, blocks 4, 4, 4."""
     return _create_levit("levit_conv_384", pretrained, progress, kwargs, "levit_384", use_conv=True)
+
+
+@register_model
+def levit_conv_384_s8(pretrained=False, progress=True, **kwargs):
+    """LeViT-384 in convolutional form with a stride-8 stem and SiLU: widths 384, 512, 768, key width 32."""
+    return _create_levit("levit_conv_384_s8", pretrained, progress, kwargs, "levit_384_s8", use_conv=True)
+
+
+@register_model
+def levit_conv_512_s8(pretrained=False, progress=True, **kwargs):
+    """LeViT-512 in convolutional form with a stride-8 stem and SiLU, one head: widths 512, 640, 896."""
+    return _create_levit("levit_conv_512_s8", pretrained, progress, kwargs, "levit_512_s8", use_conv=True,
+                         distilled=False)
+
+
+@register_model
+def levit_conv_512(pretrained=False, progress=True, **kwargs):
+    """LeViT-512 in convolutional form with SiLU, one head: widths 512, 768, 1024, key width 64, blocks 4, 4, 4."""
+    return _create_levit("levit_conv_512", pretrained, progress, kwargs, "levit_512", use_conv=True,
+                         distilled=False)
+
+
+@register_model
+def levit_conv_256d(pretrained=False, progress=True, **kwargs):
+    """Deeper LeViT-256 in convolutional form with SiLU, one head: widths 256, 384, 512, blocks 4, 8, 6."""
+    return _create_levit("levit_conv_256d", pretrained, progress, kwargs, "levit_256d", use_conv=True,
+                         distilled=False)
+
+
+@register_model
+def levit_conv_512d(pretrained=False, progress=True, **kwargs):
+    """Deeper LeViT-512 in convolutional form with SiLU, one head: widths 512, 640, 768, blocks 4, 8, 6."""
+    return _create_levit("levit_conv_512d", pretrained, progress, kwargs, "levit_512d", use_conv=True,
+                         distilled=False)

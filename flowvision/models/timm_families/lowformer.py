@@ -1,7 +1,7 @@
 """LowFormer (Nottebaum, Dunnhofer and Micheloni 2024, "LowFormer: Hardware Efficient Design for Convolutional
 Transformer Backbones"; its edge-GPU models from the same authors' 2026 "Beyond MACs: Hardware Efficient Architecture
-Design for Vision Backbones"): lowformer_b0, lowformer_b1, lowformer_b15, lowformer_b3, lowformer_e1, lowformer_e2
-and lowformer_e3.
+Design for Vision Backbones"): lowformer_b0, lowformer_b1, lowformer_b15, lowformer_b2, lowformer_b3, lowformer_e1,
+lowformer_e2 and lowformer_e3.
 
 A convolutional backbone chosen for measured speed rather than operation count. A stride-2 3x3 convolution and
 optional residual blocks form the stem; the first two stages are fused inverted residuals (a full 3x3 convolution
@@ -12,7 +12,8 @@ runs on a quarter of the positions in stage three) and brings the result back wi
 an MLP of 1x1 convolutions after a one-group GroupNorm; and a local inverted residual. The E models drop the MLP
 branch (E3) or the attention and the MLP (E1, E2). The head is a 1x1 convolution, global pooling, a
 linear-LayerNorm-hard-swish layer and the classifier. Model names, module names, ``state_dict`` keys and (seeded)
-initialisation follow timm's ``lowformer`` module, so its checkpoints load directly.
+initialisation follow timm's ``lowformer`` module, so its checkpoints load directly; lowformer_b2, which timm
+publishes no weights for, is registered too.
 """
 import engine as torch
 import engine.nn.functional as F
@@ -379,6 +380,14 @@ def lowformer_b15(pretrained=False, progress=True, **kwargs):
     """LowFormer-B1.5: widths 20 to 320, depths (1, 1, 6, 6), head widths 2304 and 2560."""
     return _create_lowformer("lowformer_b15", pretrained, progress, kwargs,
                              width_list=[20, 40, 80, 160, 320], depth_list=[0, 1, 1, 6, 6], head_widths=(2304, 2560),
+                             downsample_expand_ratios=(6, 6, 6, 6))
+
+
+@register_model
+def lowformer_b2(pretrained=False, progress=True, **kwargs):
+    """LowFormer-B2: widths 24 to 384, depths (1, 1, 6, 6), head widths 2304 and 2560."""
+    return _create_lowformer("lowformer_b2", pretrained, progress, kwargs,
+                             width_list=[24, 48, 96, 192, 384], depth_list=[0, 1, 1, 6, 6], head_widths=(2304, 2560),
                              downsample_expand_ratios=(6, 6, 6, 6))
 
 

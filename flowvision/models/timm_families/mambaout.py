@@ -1,6 +1,7 @@
 """MambaOut (Yu and Wang 2024, "MambaOut: Do We Really Need Mamba for Vision?"): mambaout_femto, mambaout_kobe,
 mambaout_tiny, mambaout_small, mambaout_base and timm's own variants mambaout_small_rw, mambaout_base_short_rw,
-mambaout_base_tall_rw, mambaout_base_wide_rw and mambaout_base_plus_rw.
+mambaout_base_tall_rw, mambaout_base_wide_rw and mambaout_base_plus_rw, and timm's tiny test network
+test_mambaout.
 
 The paper asks whether vision needs Mamba's state-space token mixer and answers with Mamba's block without it: a
 Gated CNN block (a LayerNorm, one linear layer to a gate and a value, a 7x7 depthwise convolution on part of the
@@ -9,7 +10,8 @@ convolutional stem, with a 3x3 stride-2 convolution between stages. The maps sta
 throughout, as in timm. The original models end in a pooled LayerNorm and an MLP head with a second LayerNorm;
 timm's ``_rw`` variants normalise before each downsampling convolution, drop the stem's middle norm, add layer
 scale, use a plainer MLP head and (``wide``, ``plus``) SiLU. Model names, module names, ``state_dict`` keys and
-(seeded) initialisation follow timm's ``mambaout`` module, so its checkpoints load directly.
+(seeded) initialisation follow timm's ``mambaout`` module, so its checkpoints load directly; test_mambaout, which
+timm publishes no weights for, is registered too.
 """
 from collections import OrderedDict
 
@@ -485,3 +487,12 @@ def mambaout_base_plus_rw(pretrained=False, progress=True, **kwargs):
     SiLU."""
     return _create_mambaout("mambaout_base_plus_rw", pretrained, progress, kwargs, depths=(3, 4, 30, 3),
                             dims=(128, 256, 512, 768), expansion_ratio=3.0, conv_ratio=1.5, act_layer="silu", **_RW)
+
+
+@register_model
+def test_mambaout(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test MambaOut: widths (16, 32, 48, 64), depths (1, 1, 3, 1), 3x expansion, SiLU, layer scale
+    1e-4, and the ``_rw`` variants' stem, downsampling and head."""
+    return _create_mambaout("test_mambaout", pretrained, progress, kwargs, depths=(1, 1, 3, 1), dims=(16, 32, 48, 64),
+                            expansion_ratio=3, stem_mid_norm=False, downsample="conv_nf", ls_init_value=1e-4,
+                            act_layer="silu", head_fn="norm_mlp")

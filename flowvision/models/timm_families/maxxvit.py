@@ -4,7 +4,11 @@ timm's own CoAtNets (``coatnet_*_rw``, with BatchNorm transformers ``bn``, MLP r
 blocks ``coatnext``), its MaxViTs (``maxvit_*_rw``, ``maxvit_rmlp_*``), the MaxViTs ported from TensorFlow
 (``maxvit_*_tf``) and the MaxxViTs (ConvNeXt blocks in MaxViT's place of MBConv; V2 without block attention). Most
 have ImageNet-1k weights; coatnet_3_rw_224 (ImageNet-12k) and maxvit_xlarge_tf_224 (ImageNet-21k) are pre-trained
-classifiers of larger label sets.
+classifiers of larger label sets. timm's entrypoints without published weights are registered too: the paper's
+CoAtNets (``coatnet_0_224`` to ``coatnet_5_224``), coatnet_nano_cc_224 (stages opening with an MBConv before their
+transformer blocks), coatnet_pico_rw_224, coatnet_rmlp_0_rw_224, coatnet_rmlp_3_rw_224, maxvit_pico_rw_256,
+maxvit_tiny_rw_256, maxvit_rmlp_small_rw_256, maxvit_tiny_pm_256 (parallel MaxViT blocks: block and grid attention
+side by side), maxxvit_rmlp_tiny_rw_256, maxxvitv2_rmlp_large_rw_224 and timm's tiny test_coatnet and test_maxvit.
 
 All are hybrids of convolutions and attention on a four-stage pyramid. A two-convolution stem halves the image; each
 stage starts with a stride-2 block. CoAtNet's early stages are MBConv blocks (pre-norm inverted bottlenecks with
@@ -140,10 +144,10 @@ class MaxxVitConvCfg:
 @dataclass
 class MaxxVitCfg:
     """A model, timm's fields: the stages' widths (``embed_dim``) and ``depths``; their blocks (``block_type`` per
-    stage: 'C' convolution, 'T' transformer, 'M' MaxViT; a tuple for a stage mixing them, its last kind repeated);
-    the stem's widths and bias; the block configurations; ``head_hidden_size`` (a head that pools, normalises and
-    has a tanh hidden layer, else a final norm and a plain head); ``weight_init`` ('vit_eff', 'normal',
-    'trunc_normal', 'xavier_normal', or '' for the layers' defaults)."""
+    stage: 'C' convolution, 'T' transformer, 'M' MaxViT, 'PM' parallel MaxViT; a tuple for a stage mixing them, its
+    last kind repeated); the stem's widths and bias; the block configurations; ``head_hidden_size`` (a head that
+    pools, normalises and has a tanh hidden layer, else a final norm and a plain head); ``weight_init`` ('vit_eff',
+    'normal', 'trunc_normal', 'xavier_normal', or '' for the layers' defaults)."""
 
     embed_dim: Tuple[int, ...] = (96, 192, 384, 768)
     depths: Tuple[int, ...] = (2, 3, 5, 2)
@@ -667,6 +671,86 @@ class MaxxVitBlock(nn.Module):
         return x
 
 
+class ParallelPartitionAttention(nn.Module):
+    """timm's experimental parallel MaxViT attention on channels-last (N, H, W, C) maps: after one pre-norm, block
+    attention within windows (``attn_block``) and grid attention across grids (``attn_grid``) each attend over all
+    ``dim`` channels and project to half of them; their outputs, concatenated, form the residual (with an optional
+    layer scale and stochastic depth), then one pre-norm MLP follows. The window and grid sizes must be equal."""
+
+    def __init__(self, dim, cfg=MaxxVitTransformerCfg(), drop_path=0.0):
+        super().__init__()
+        if dim % 2:
+            raise ValueError(f"parallel attention splits its {dim} channels in halves: the width must be even")
+        if cfg.window_size != cfg.grid_size:
+            raise ValueError(f"parallel attention needs equal window and grid sizes, got {cfg.window_size} and "
+                             f"{cfg.grid_size}")
+        norm_layer = _norm_layer(cfg.norm_layer_cl, cfg.norm_eps)
+        act_layer = get_act_layer(cfg.act_layer)
+        self.partition_size = pair(cfg.window_size)
+        if min(self.partition_size) < 1:
+            raise ValueError(f"the window and grid size must be positive, got {self.partition_size}: a larger "
+                             f"img_size or a smaller partition_ratio")
+        rel_pos_cls = _rel_pos_layer(cfg, self.partition_size)
+        attn_kwargs = dict(dim_head=cfg.dim_head, bias=cfg.attn_bias, head_first=cfg.head_first,
+                           rel_pos_cls=rel_pos_cls, attn_drop=cfg.attn_drop, proj_drop=cfg.proj_drop)
+        self.norm1 = norm_layer(dim)
+        self.attn_block = AttentionCl(dim, dim // 2, **attn_kwargs)
+        self.attn_grid = AttentionCl(dim, dim // 2, **attn_kwargs)
+        self.ls1 = LayerScale(dim, cfg.init_values) if cfg.init_values else nn.Identity()
+        self.drop_path1 = drop_path_module(drop_path)
+        self.norm2 = norm_layer(dim)
+        self.mlp = Mlp(dim, int(dim * cfg.expand_ratio), act_layer=act_layer, drop=cfg.proj_drop,
+                       norm_placeholder=False)
+        self.ls2 = LayerScale(dim, cfg.init_values) if cfg.init_values else nn.Identity()
+        self.drop_path2 = drop_path_module(drop_path)
+
+    def _partition_attn(self, x):
+        """Block and grid attention of the (N, H, W, C) map ``x``, concatenated along the channels."""
+        height, width = x.shape[1:3]
+        _check_partition(height, width, self.partition_size, "window and grid")
+        x_window = self.attn_block(window_partition(x, self.partition_size))
+        x_window = window_reverse(x_window, self.partition_size, height, width)
+        x_grid = self.attn_grid(grid_partition(x, self.partition_size))
+        x_grid = grid_reverse(x_grid, self.partition_size, height, width)
+        return torch.cat([x_window, x_grid], dim=-1)
+
+    def forward(self, x):
+        x = x + self.drop_path1(self.ls1(self._partition_attn(self.norm1(x))))
+        x = x + self.drop_path2(self.ls2(self.mlp(self.norm2(x))))
+        return x
+
+
+class ParallelMaxxVitBlock(nn.Module):
+    """timm's experimental parallel MaxViT block ('PM'): ``num_conv`` convolution blocks (``conv``; the first
+    striding and widening; as in timm, the blocks after the second are the second block repeated, sharing its
+    weights), then the parallel block and grid attention (``attn``) on the channels-last map."""
+
+    def __init__(self, dim, dim_out, stride=1, num_conv=2, conv_cfg=MaxxVitConvCfg(),
+                 transformer_cfg=MaxxVitTransformerCfg(), drop_path=0.0):
+        super().__init__()
+        conv_cls = _conv_block(conv_cfg)
+        first_conv = conv_cls(dim, dim_out, stride=stride, cfg=conv_cfg, drop_path=drop_path)
+        if num_conv > 1:
+            later_conv = conv_cls(dim_out, dim_out, cfg=conv_cfg, drop_path=drop_path)
+            self.conv = nn.Sequential(first_conv, *[later_conv] * (num_conv - 1))
+        else:
+            self.conv = first_conv
+        self.attn = ParallelPartitionAttention(dim_out, cfg=transformer_cfg, drop_path=drop_path)
+
+    def init_weights(self, scheme=""):
+        """timm's init: the attention's layers (see ``_init_transformer``), then the convolution blocks'
+        (``_init_conv``)."""
+        _init_transformer(self.attn, scheme)
+        _init_conv(self.conv, scheme)
+
+    def forward(self, x):
+        x = self.conv(x)
+        x = x.permute(0, 2, 3, 1)
+        x = self.attn(x)
+        x = x.permute(0, 3, 1, 2)
+        return x
+
+
 def _extend(block_types, depth):
     """One block type per block: a stage's type (or tuple of types) with its last type repeated up to ``depth``."""
     block_types = tuple(block_types) if isinstance(block_types, (tuple, list)) else (block_types,)
@@ -674,9 +758,9 @@ def _extend(block_types, depth):
 
 
 class MaxxVitStage(nn.Module):
-    """A stage: ``depth`` blocks (``blocks``) of ``block_types`` ('C', 'T' or 'M', see ``MaxxVitCfg``), the first
-    striding by ``stride`` and widening to ``out_chs``. ``feat_size`` is the stage's map size, which the transformer
-    blocks' position bias covers; ``drop_path`` the blocks' stochastic depth rates."""
+    """A stage: ``depth`` blocks (``blocks``) of ``block_types`` ('C', 'T', 'M' or 'PM', see ``MaxxVitCfg``), the
+    first striding by ``stride`` and widening to ``out_chs``. ``feat_size`` is the stage's map size, which the
+    transformer blocks' position bias covers; ``drop_path`` the blocks' stochastic depth rates."""
 
     def __init__(self, in_chs, out_chs, stride=2, depth=4, feat_size=(14, 14), block_types="C",
                  transformer_cfg=MaxxVitTransformerCfg(), conv_cfg=MaxxVitConvCfg(), drop_path=0.0):
@@ -695,8 +779,11 @@ class MaxxVitStage(nn.Module):
             elif block_type == "M":
                 blocks.append(MaxxVitBlock(in_chs, out_chs, stride=block_stride, conv_cfg=conv_cfg,
                                            transformer_cfg=transformer_cfg, drop_path=drop_path[i]))
+            elif block_type == "PM":
+                blocks.append(ParallelMaxxVitBlock(in_chs, out_chs, stride=block_stride, conv_cfg=conv_cfg,
+                                                   transformer_cfg=transformer_cfg, drop_path=drop_path[i]))
             else:
-                raise ValueError(f"unknown block type '{block_type}': expected 'C', 'T' or 'M'")
+                raise ValueError(f"unknown block type '{block_type}': expected 'C', 'T', 'M' or 'PM'")
             in_chs = out_chs
         self.blocks = nn.Sequential(*blocks)
 
@@ -891,6 +978,8 @@ def _tf_cfg():
 _MAXVIT = ("M",) * 4
 
 model_cfgs = dict(
+    coatnet_pico_rw=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(2, 3, 5, 2), stem_width=(32, 64),
+                               **_rw_max_cfg(conv_output_bias=True, conv_attn_ratio=0.25)),
     coatnet_nano_rw=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(3, 4, 6, 3), stem_width=(32, 64),
                                **_rw_max_cfg(stride_mode="pool", conv_output_bias=True, conv_attn_ratio=0.25)),
     coatnet_0_rw=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(2, 3, 7, 2), stem_width=(32, 64),
@@ -907,6 +996,8 @@ model_cfgs = dict(
     coatnet_rmlp_nano_rw=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(3, 4, 6, 3), stem_width=(32, 64),
                                     **_rw_max_cfg(conv_output_bias=True, conv_attn_ratio=0.25, rel_pos_type="mlp",
                                                   rel_pos_dim=384)),
+    coatnet_rmlp_0_rw=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(2, 3, 7, 2), stem_width=(32, 64),
+                                 **_rw_coat_cfg(stride_mode="dw", rel_pos_type="mlp")),
     coatnet_rmlp_1_rw=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(2, 6, 14, 2), stem_width=(32, 64),
                                  **_rw_coat_cfg(pool_type="max", conv_attn_early=True, transformer_shortcut_bias=False,
                                                 rel_pos_type="mlp", rel_pos_dim=384)),
@@ -915,11 +1006,30 @@ model_cfgs = dict(
     coatnet_rmlp_2_rw=MaxxVitCfg(embed_dim=(128, 256, 512, 1024), depths=(2, 6, 14, 2), stem_width=(64, 128),
                                  **_rw_coat_cfg(stride_mode="dw", conv_attn_act_layer="silu", init_values=1e-6,
                                                 rel_pos_type="mlp")),
+    coatnet_rmlp_3_rw=MaxxVitCfg(embed_dim=(192, 384, 768, 1536), depths=(2, 6, 14, 2), stem_width=(96, 192),
+                                 **_rw_coat_cfg(stride_mode="dw", conv_attn_act_layer="silu", init_values=1e-6,
+                                                rel_pos_type="mlp")),
+    coatnet_nano_cc=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(3, 4, 6, 3), stem_width=(32, 64),
+                               block_type=("C", "C", ("C", "T"), ("C", "T")), **_rw_coat_cfg()),
     coatnext_nano_rw=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(3, 4, 6, 3), stem_width=(32, 64),
                                 weight_init="normal", **_next_cfg(rel_pos_type="bias", init_values=(1e-5, None))),
+    coatnet_0=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(2, 3, 5, 2), stem_width=64, head_hidden_size=768),
+    coatnet_1=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(2, 6, 14, 2), stem_width=64, head_hidden_size=768),
+    coatnet_2=MaxxVitCfg(embed_dim=(128, 256, 512, 1024), depths=(2, 6, 14, 2), stem_width=128,
+                         head_hidden_size=1024),
+    coatnet_3=MaxxVitCfg(embed_dim=(192, 384, 768, 1536), depths=(2, 6, 14, 2), stem_width=192,
+                         head_hidden_size=1536),
+    coatnet_4=MaxxVitCfg(embed_dim=(192, 384, 768, 1536), depths=(2, 12, 28, 2), stem_width=192,
+                         head_hidden_size=1536),
+    coatnet_5=MaxxVitCfg(embed_dim=(256, 512, 1280, 2048), depths=(2, 12, 28, 2), stem_width=192,
+                         head_hidden_size=2048),
+    maxvit_pico_rw=MaxxVitCfg(embed_dim=(32, 64, 128, 256), depths=(2, 2, 5, 2), block_type=_MAXVIT,
+                              stem_width=(24, 32), **_rw_max_cfg()),
     maxvit_nano_rw=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(1, 2, 3, 1), block_type=_MAXVIT,
                               stem_width=(32, 64), **_rw_max_cfg()),
     maxvit_tiny_rw=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(2, 2, 5, 2), block_type=_MAXVIT,
+                              stem_width=(32, 64), **_rw_max_cfg()),
+    maxvit_tiny_pm=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(2, 2, 5, 2), block_type=("PM",) * 4,
                               stem_width=(32, 64), **_rw_max_cfg()),
     maxvit_rmlp_pico_rw=MaxxVitCfg(embed_dim=(32, 64, 128, 256), depths=(2, 2, 5, 2), block_type=_MAXVIT,
                                    stem_width=(24, 32), **_rw_max_cfg(rel_pos_type="mlp")),
@@ -933,6 +1043,8 @@ model_cfgs = dict(
                                    stem_width=(32, 64), head_hidden_size=768, **_rw_max_cfg(rel_pos_type="mlp")),
     maxxvit_rmlp_nano_rw=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(1, 2, 3, 1), block_type=_MAXVIT,
                                     stem_width=(32, 64), weight_init="normal", **_next_cfg()),
+    maxxvit_rmlp_tiny_rw=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(2, 2, 5, 2), block_type=_MAXVIT,
+                                    stem_width=(32, 64), **_next_cfg()),
     maxxvit_rmlp_small_rw=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(2, 2, 5, 2), block_type=_MAXVIT,
                                      stem_width=(48, 96), **_next_cfg()),
     maxxvitv2_nano_rw=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(1, 2, 3, 1), block_type=_MAXVIT,
@@ -940,6 +1052,8 @@ model_cfgs = dict(
                                  **_next_cfg(no_block_attn=True, rel_pos_type="bias")),
     maxxvitv2_rmlp_base_rw=MaxxVitCfg(embed_dim=(128, 256, 512, 1024), depths=(2, 6, 12, 2), block_type=_MAXVIT,
                                       stem_width=(64, 128), **_next_cfg(no_block_attn=True)),
+    maxxvitv2_rmlp_large_rw=MaxxVitCfg(embed_dim=(160, 320, 640, 1280), depths=(2, 6, 16, 2), block_type=_MAXVIT,
+                                       stem_width=(80, 160), head_hidden_size=1280, **_next_cfg(no_block_attn=True)),
     maxvit_tiny_tf=MaxxVitCfg(embed_dim=(64, 128, 256, 512), depths=(2, 2, 5, 2), block_type=_MAXVIT, stem_width=64,
                               stem_bias=True, head_hidden_size=512, **_tf_cfg()),
     maxvit_small_tf=MaxxVitCfg(embed_dim=(96, 192, 384, 768), depths=(2, 2, 5, 2), block_type=_MAXVIT, stem_width=64,
@@ -950,15 +1064,24 @@ model_cfgs = dict(
                                stem_width=128, stem_bias=True, head_hidden_size=1024, **_tf_cfg()),
     maxvit_xlarge_tf=MaxxVitCfg(embed_dim=(192, 384, 768, 1536), depths=(2, 6, 14, 2), block_type=_MAXVIT,
                                 stem_width=192, stem_bias=True, head_hidden_size=1536, **_tf_cfg()),
+    test_maxvit=MaxxVitCfg(embed_dim=(32, 64, 96, 128), depths=(1, 1, 1, 1), block_type=_MAXVIT, stem_width=(16, 32),
+                           **_rw_max_cfg()),
+    test_coatnet=MaxxVitCfg(embed_dim=(32, 64, 96, 128), depths=(1, 1, 2, 1), stem_width=(16, 32),
+                            **_rw_max_cfg(stride_mode="pool", conv_output_bias=True, conv_attn_ratio=0.25)),
 )
 
 
-def _create_maxxvit(variant, pretrained, progress, kwargs):
+def _create_maxxvit(variant, pretrained, progress, kwargs, img_size=None):
     """Build a registered variant: ``<config>_<image size>`` names its configuration in ``model_cfgs`` and the image
-    size it runs at (``img_size`` overrides it). ``features_only`` gives timm's five maps: the stem's and each
+    size it runs at; a name without a size (timm's test models) is its configuration's, run at ``img_size``
+    (``img_size`` in ``kwargs`` overrides either). ``features_only`` gives timm's five maps: the stem's and each
     stage's (``out_indices`` picks some, negative ones counted from the end)."""
-    cfg_name, image_size = variant.rsplit("_", 1)
-    kwargs.setdefault("img_size", int(image_size))
+    if img_size is None:
+        cfg_name, image_size = variant.rsplit("_", 1)
+        img_size = int(image_size)
+    else:
+        cfg_name = variant
+    kwargs.setdefault("img_size", img_size)
     return build_model(MaxxVit, variant, pretrained, progress=progress, cfg=model_cfgs[cfg_name], **kwargs)
 
 
@@ -1200,3 +1323,111 @@ def maxvit_xlarge_tf_384(pretrained=False, progress=True, **kwargs):
 def maxvit_xlarge_tf_512(pretrained=False, progress=True, **kwargs):
     """MaxViT-XL (TensorFlow's), at 512x512."""
     return _create_maxxvit("maxvit_xlarge_tf_512", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_pico_rw_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-Pico (timm, no published weights): widths 64-512, depths (2, 3, 5, 2)."""
+    return _create_maxxvit("coatnet_pico_rw_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_rmlp_0_rw_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-0 (timm, no published weights) with MLP relative positions."""
+    return _create_maxxvit("coatnet_rmlp_0_rw_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_rmlp_3_rw_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-3 (timm, no published weights) with MLP relative positions and layer scale."""
+    return _create_maxxvit("coatnet_rmlp_3_rw_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_nano_cc_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-Nano (timm, no published weights) opening its last two stages with an MBConv."""
+    return _create_maxxvit("coatnet_nano_cc_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_0_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-0 (the paper's, no published weights): widths 96-768, depths (2, 3, 5, 2)."""
+    return _create_maxxvit("coatnet_0_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_1_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-1 (the paper's, no published weights): widths 96-768, depths (2, 6, 14, 2)."""
+    return _create_maxxvit("coatnet_1_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_2_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-2 (the paper's, no published weights): widths 128-1024, depths (2, 6, 14, 2)."""
+    return _create_maxxvit("coatnet_2_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_3_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-3 (the paper's, no published weights): widths 192-1536, depths (2, 6, 14, 2)."""
+    return _create_maxxvit("coatnet_3_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_4_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-4 (the paper's, no published weights): widths 192-1536, depths (2, 12, 28, 2)."""
+    return _create_maxxvit("coatnet_4_224", pretrained, progress, kwargs)
+
+
+@register_model
+def coatnet_5_224(pretrained=False, progress=True, **kwargs):
+    """CoAtNet-5 (the paper's, no published weights): widths 256-2048, depths (2, 12, 28, 2)."""
+    return _create_maxxvit("coatnet_5_224", pretrained, progress, kwargs)
+
+
+@register_model
+def maxvit_pico_rw_256(pretrained=False, progress=True, **kwargs):
+    """MaxViT-Pico (timm, no published weights): widths 32-256, depths (2, 2, 5, 2), at 256x256."""
+    return _create_maxxvit("maxvit_pico_rw_256", pretrained, progress, kwargs)
+
+
+@register_model
+def maxvit_tiny_rw_256(pretrained=False, progress=True, **kwargs):
+    """MaxViT-Tiny (timm, no published weights), at 256x256."""
+    return _create_maxxvit("maxvit_tiny_rw_256", pretrained, progress, kwargs)
+
+
+@register_model
+def maxvit_tiny_pm_256(pretrained=False, progress=True, **kwargs):
+    """MaxViT-Tiny (timm, no published weights) of parallel MaxViT blocks, at 256x256."""
+    return _create_maxxvit("maxvit_tiny_pm_256", pretrained, progress, kwargs)
+
+
+@register_model
+def maxvit_rmlp_small_rw_256(pretrained=False, progress=True, **kwargs):
+    """MaxViT-Small (timm, no published weights) with MLP positions and layer scale, at 256x256."""
+    return _create_maxxvit("maxvit_rmlp_small_rw_256", pretrained, progress, kwargs)
+
+
+@register_model
+def maxxvit_rmlp_tiny_rw_256(pretrained=False, progress=True, **kwargs):
+    """MaxxViT-Tiny (timm, no published weights): widths 64-512, depths (2, 2, 5, 2), at 256x256."""
+    return _create_maxxvit("maxxvit_rmlp_tiny_rw_256", pretrained, progress, kwargs)
+
+
+@register_model
+def maxxvitv2_rmlp_large_rw_224(pretrained=False, progress=True, **kwargs):
+    """MaxxViT-V2-Large (timm, no published weights): widths 160-1280, depths (2, 6, 16, 2)."""
+    return _create_maxxvit("maxxvitv2_rmlp_large_rw_224", pretrained, progress, kwargs)
+
+
+@register_model
+def test_maxvit(pretrained=False, progress=True, **kwargs):
+    """timm's tiny MaxViT for unit tests (no published weights): widths 32-128, one block a stage, 160x160."""
+    return _create_maxxvit("test_maxvit", pretrained, progress, kwargs, img_size=160)
+
+
+@register_model
+def test_coatnet(pretrained=False, progress=True, **kwargs):
+    """timm's tiny CoAtNet for unit tests (no published weights): widths 32-128, at 160x160."""
+    return _create_maxxvit("test_coatnet", pretrained, progress, kwargs, img_size=160)

@@ -1,7 +1,8 @@
 """MLP-Mixer (Tolstikhin et al. 2021, "MLP-Mixer: An all-MLP Architecture for Vision"), ResMLP (Touvron et al.
 2021, "ResMLP: Feedforward networks for image classification with data-efficient training") and gMLP (Liu et al.
-2021, "Pay Attention to MLPs"): mixer_b16_224, mixer_l16_224, gmixer_24_224, resmlp_12_224, resmlp_24_224,
-resmlp_36_224, resmlp_big_24_224 and gmlp_s16_224.
+2021, "Pay Attention to MLPs"): mixer_s32_224, mixer_s16_224, mixer_b32_224, mixer_b16_224, mixer_l32_224,
+mixer_l16_224, gmixer_12_224, gmixer_24_224, resmlp_12_224, resmlp_24_224, resmlp_36_224, resmlp_big_24_224,
+gmlp_ti16_224, gmlp_s16_224 and gmlp_b16_224.
 
 Three all-MLP vision models on one trunk: an image is cut into non-overlapping patches embedded by a strided
 convolution, and a stack of residual blocks alternates mixing across patches (token mixing, an MLP or a linear
@@ -12,7 +13,8 @@ branch per block, a channel MLP whose hidden half gates the other half after a l
 spatial gating unit). timm's GLU-Mixer (gmixer) is the Mixer with gated MLPs (SwiGLU: half the hidden width,
 through SiLU, gates the other half) for both mixings. Token mixing works on a fixed number of patches, so a model
 takes images of its ``img_size`` only. Model names, module names, ``state_dict`` keys and initialisation follow timm's
-``mlp_mixer`` module, so timm's checkpoints load directly.
+``mlp_mixer`` module, so timm's checkpoints load directly; the variants timm publishes no weights for (Mixer-S,
+Mixer-B/32, Mixer-L/32, GLU-Mixer-12, gMLP-Ti and gMLP-B) are registered too, to train from scratch.
 """
 import math
 from functools import partial
@@ -317,9 +319,37 @@ def _create_mixer(variant, pretrained, progress, **kwargs):
 
 
 @register_model
+def mixer_s32_224(pretrained=False, progress=True, **kwargs):
+    """Mixer-S/32 at 224x224: 8 blocks, width 512, token MLP 256, channel MLP 2048."""
+    return _create_mixer("mixer_s32_224", pretrained, progress, patch_size=32, num_blocks=8, embed_dim=512,
+                         **kwargs)
+
+
+@register_model
+def mixer_s16_224(pretrained=False, progress=True, **kwargs):
+    """Mixer-S/16 at 224x224: 8 blocks, width 512, token MLP 256, channel MLP 2048."""
+    return _create_mixer("mixer_s16_224", pretrained, progress, patch_size=16, num_blocks=8, embed_dim=512,
+                         **kwargs)
+
+
+@register_model
+def mixer_b32_224(pretrained=False, progress=True, **kwargs):
+    """Mixer-B/32 at 224x224: 12 blocks, width 768, token MLP 384, channel MLP 3072."""
+    return _create_mixer("mixer_b32_224", pretrained, progress, patch_size=32, num_blocks=12, embed_dim=768,
+                         **kwargs)
+
+
+@register_model
 def mixer_b16_224(pretrained=False, progress=True, **kwargs):
     """Mixer-B/16 at 224x224: 12 blocks, width 768, token MLP 384, channel MLP 3072."""
     return _create_mixer("mixer_b16_224", pretrained, progress, patch_size=16, num_blocks=12, embed_dim=768,
+                         **kwargs)
+
+
+@register_model
+def mixer_l32_224(pretrained=False, progress=True, **kwargs):
+    """Mixer-L/32 at 224x224: 24 blocks, width 1024, token MLP 512, channel MLP 4096."""
+    return _create_mixer("mixer_l32_224", pretrained, progress, patch_size=32, num_blocks=24, embed_dim=1024,
                          **kwargs)
 
 
@@ -328,6 +358,14 @@ def mixer_l16_224(pretrained=False, progress=True, **kwargs):
     """Mixer-L/16 at 224x224: 24 blocks, width 1024, token MLP 512, channel MLP 4096."""
     return _create_mixer("mixer_l16_224", pretrained, progress, patch_size=16, num_blocks=24, embed_dim=1024,
                          **kwargs)
+
+
+@register_model
+def gmixer_12_224(pretrained=False, progress=True, **kwargs):
+    """GLU-Mixer-12 at 224x224 (timm's): 16x16 patches, 12 blocks, width 384, SwiGLU token MLP 384 and channel
+    MLP 1536 (gating halves them)."""
+    return _create_mixer("gmixer_12_224", pretrained, progress, patch_size=16, num_blocks=12, embed_dim=384,
+                         mlp_ratio=(1.0, 4.0), mlp_layer=GluMlp, act_layer=nn.SiLU, **kwargs)
 
 
 @register_model
@@ -370,7 +408,21 @@ def resmlp_big_24_224(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def gmlp_ti16_224(pretrained=False, progress=True, **kwargs):
+    """gMLP-Ti: 16x16 patches, 30 blocks, width 128, gated channel MLP 768 (gate 384)."""
+    return _create_mixer("gmlp_ti16_224", pretrained, progress, patch_size=16, num_blocks=30, embed_dim=128,
+                         mlp_ratio=6, block_layer=SpatialGatingBlock, mlp_layer=GatedMlp, **kwargs)
+
+
+@register_model
 def gmlp_s16_224(pretrained=False, progress=True, **kwargs):
     """gMLP-S: 16x16 patches, 30 blocks, width 256, gated channel MLP 1536 (gate 768)."""
     return _create_mixer("gmlp_s16_224", pretrained, progress, patch_size=16, num_blocks=30, embed_dim=256,
+                         mlp_ratio=6, block_layer=SpatialGatingBlock, mlp_layer=GatedMlp, **kwargs)
+
+
+@register_model
+def gmlp_b16_224(pretrained=False, progress=True, **kwargs):
+    """gMLP-B: 16x16 patches, 30 blocks, width 512, gated channel MLP 3072 (gate 1536)."""
+    return _create_mixer("gmlp_b16_224", pretrained, progress, patch_size=16, num_blocks=30, embed_dim=512,
                          mlp_ratio=6, block_layer=SpatialGatingBlock, mlp_layer=GatedMlp, **kwargs)

@@ -1,9 +1,10 @@
 """MobileNetV3 (Howard et al. 2019, "Searching for MobileNetV3") and the networks timm builds the same way: FBNetV3
 (Dai et al. 2020, "FBNetV3: Joint Architecture-Recipe Search using Predictor Pretraining"), PP-LCNet (Cui et al.
 2021, "PP-LCNet: A Lightweight CPU Convolutional Neural Network") and MobileNetV4 (Qin et al. 2024, "MobileNetV4:
-Universal Models for the Mobile Ecosystem"): mobilenetv3_large_100 / 150d, mobilenetv3_small_050 / 075 / 100,
-mobilenetv3_rw, the tf_mobilenetv3_* ports, fbnetv3_b / d / g, lcnet_050 / 075 / 100 and mobilenetv4_conv_* /
-mobilenetv4_hybrid_*.
+Universal Models for the Mobile Ecosystem"): mobilenetv3_large_075 / 100 / 150d, mobilenetv3_small_050 / 075 / 100,
+mobilenetv3_rw, the tf_mobilenetv3_* ports, fbnetv3_b / d / g, lcnet_035 / 050 / 075 / 100 / 150 and
+mobilenetv4_conv_* / mobilenetv4_hybrid_* (mobilenetv3_large_075, lcnet_035 / 150, mobilenetv4_conv_small_035,
+mobilenetv4_conv_aa_medium and mobilenetv4_hybrid_medium_075 / large_075 without published weights).
 
 The trunk is timm's EfficientNet builder's (stage strings decoded into blocks, see ``_efficientnet_blocks``); the
 head is MobileNetV3's "efficient head": global pooling first, then a 1x1 convolution to ``head_hidden_size``
@@ -191,6 +192,12 @@ def _mobilenetv3(variant, pretrained, progress, channel_multiplier, depth_multip
 
 
 @register_model
+def mobilenetv3_large_075(pretrained=False, progress=True, **kwargs):
+    """MobileNetV3-Large 0.75, PyTorch's padding, without weights (4.0M parameters)."""
+    return _mobilenetv3("mobilenetv3_large_075", pretrained, progress, 0.75, **kwargs)
+
+
+@register_model
 def mobilenetv3_large_100(pretrained=False, progress=True, **kwargs):
     """MobileNetV3-Large 1.0 as timm trained it (5.5M parameters)."""
     return _mobilenetv3("mobilenetv3_large_100", pretrained, progress, 1.0, **kwargs)
@@ -350,6 +357,12 @@ def _lcnet(variant, pretrained, progress, channel_multiplier, **kwargs):
 
 
 @register_model
+def lcnet_035(pretrained=False, progress=True, **kwargs):
+    """PP-LCNet 0.35, without weights (1.6M parameters)."""
+    return _lcnet("lcnet_035", pretrained, progress, 0.35, **kwargs)
+
+
+@register_model
 def lcnet_050(pretrained=False, progress=True, **kwargs):
     """PP-LCNet 0.5 as timm trained it (1.9M parameters)."""
     return _lcnet("lcnet_050", pretrained, progress, 0.5, **kwargs)
@@ -365,6 +378,12 @@ def lcnet_075(pretrained=False, progress=True, **kwargs):
 def lcnet_100(pretrained=False, progress=True, **kwargs):
     """PP-LCNet 1.0 as timm trained it (3.0M parameters)."""
     return _lcnet("lcnet_100", pretrained, progress, 1.0, **kwargs)
+
+
+@register_model
+def lcnet_150(pretrained=False, progress=True, **kwargs):
+    """PP-LCNet 1.5, without weights (4.5M parameters)."""
+    return _lcnet("lcnet_150", pretrained, progress, 1.5, **kwargs)
 
 
 _MNV4_CONV_SMALL = [
@@ -433,6 +452,12 @@ def _mobilenetv4(variant, pretrained, progress, arch_def, stem_size, channel_mul
 
 
 @register_model
+def mobilenetv4_conv_small_035(pretrained=False, progress=True, **kwargs):
+    """MobileNetV4-Conv-Small 0.35, without weights (1.9M parameters)."""
+    return _mobilenetv4("mobilenetv4_conv_small_035", pretrained, progress, _MNV4_CONV_SMALL, 32, 0.35, **kwargs)
+
+
+@register_model
 def mobilenetv4_conv_small_050(pretrained=False, progress=True, **kwargs):
     """MobileNetV4-Conv-Small 0.5 (2.2M parameters)."""
     return _mobilenetv4("mobilenetv4_conv_small_050", pretrained, progress, _MNV4_CONV_SMALL, 32, 0.5, **kwargs)
@@ -464,6 +489,13 @@ def mobilenetv4_conv_blur_medium(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def mobilenetv4_conv_aa_medium(pretrained=False, progress=True, **kwargs):
+    """MobileNetV4-Conv-Medium with average-pool anti-aliasing, without weights (9.7M parameters)."""
+    return _mobilenetv4("mobilenetv4_conv_aa_medium", pretrained, progress, _MNV4_CONV_MEDIUM, 32,
+                        **{"aa_layer": "avg", **kwargs})
+
+
+@register_model
 def mobilenetv4_conv_aa_large(pretrained=False, progress=True, **kwargs):
     """MobileNetV4-Conv-Large with average-pool anti-aliasing in its strided blocks (32.6M parameters)."""
     return _mobilenetv4("mobilenetv4_conv_aa_large", pretrained, progress, _MNV4_CONV_LARGE, 24,
@@ -484,3 +516,17 @@ def mobilenetv4_hybrid_large(pretrained=False, progress=True, **kwargs):
     (37.8M parameters)."""
     return _mobilenetv4("mobilenetv4_hybrid_large", pretrained, progress, _MNV4_HYBRID_LARGE, 24, act_layer=nn.GELU,
                         hybrid=True, **kwargs)
+
+
+@register_model
+def mobilenetv4_hybrid_medium_075(pretrained=False, progress=True, **kwargs):
+    """MobileNetV4-Hybrid-Medium 0.75, without weights (7.3M parameters)."""
+    return _mobilenetv4("mobilenetv4_hybrid_medium_075", pretrained, progress, _MNV4_HYBRID_MEDIUM, 32, 0.75,
+                        hybrid=True, **kwargs)
+
+
+@register_model
+def mobilenetv4_hybrid_large_075(pretrained=False, progress=True, **kwargs):
+    """MobileNetV4-Hybrid-Large 0.75 with GELU, without weights (22.8M parameters)."""
+    return _mobilenetv4("mobilenetv4_hybrid_large_075", pretrained, progress, _MNV4_HYBRID_LARGE, 24, 0.75,
+                        act_layer=nn.GELU, hybrid=True, **kwargs)

@@ -1,6 +1,7 @@
 """MViTv2 (Li et al. 2022, "MViTv2: Improved Multiscale Vision Transformers for Classification and Detection"),
-image models as timm builds them: mvitv2_tiny, mvitv2_small, mvitv2_base and mvitv2_large, and the class-token models
-pre-trained on ImageNet-21k (winter 2021), mvitv2_base_cls, mvitv2_large_cls and mvitv2_huge_cls.
+image models as timm builds them: mvitv2_tiny, mvitv2_small, mvitv2_base and mvitv2_large, the class-token models
+pre-trained on ImageNet-21k (winter 2021), mvitv2_base_cls, mvitv2_large_cls and mvitv2_huge_cls, and timm's untrained
+class-token mvitv2_small_cls (no published weights).
 
 A hierarchical transformer whose resolution falls and width grows from stage to stage by pooling inside attention: a 7x7
 stride-4 convolution embeds the patches, then in every block the queries, keys and values (per head) are pooled by a
@@ -540,6 +541,7 @@ model_cfgs = dict(
     mvitv2_small=MultiScaleVitCfg(depths=(1, 2, 11, 2)),
     mvitv2_base=MultiScaleVitCfg(depths=(2, 3, 16, 3)),
     mvitv2_large=MultiScaleVitCfg(depths=(2, 6, 36, 4), embed_dim=144, num_heads=2, expand_attn=False),
+    mvitv2_small_cls=MultiScaleVitCfg(depths=(1, 2, 11, 2), use_cls_token=True),
     mvitv2_base_cls=MultiScaleVitCfg(depths=(2, 3, 16, 3), use_cls_token=True),
     mvitv2_large_cls=MultiScaleVitCfg(depths=(2, 6, 36, 4), embed_dim=144, num_heads=2, use_cls_token=True,
                                       expand_attn=True),
@@ -576,6 +578,12 @@ def mvitv2_base(pretrained=False, progress=True, **kwargs):
 def mvitv2_large(pretrained=False, progress=True, **kwargs):
     """MViTv2-L: width 144 doubling per stage, 2 to 16 heads, depths (2, 6, 36, 4), widening in the MLPs, 224 px."""
     return _create_mvitv2("mvitv2_large", pretrained, progress, kwargs)
+
+
+@register_model
+def mvitv2_small_cls(pretrained=False, progress=True, **kwargs):
+    """MViTv2-S with a class token (no published weights): width 96 doubling per stage, depths (1, 2, 11, 2), 224 px."""
+    return _create_mvitv2("mvitv2_small_cls", pretrained, progress, kwargs)
 
 
 @register_model

@@ -4,7 +4,9 @@ Understanding, Localization, and Dense Features"): timm's ``naflexvit`` models w
 naflexvit_base_patch16_gap, naflexvit_base_patch16_par_gap and naflexvit_base_patch16_parfac_gap; SigLIP 2's NaFlex
 image encoders, naflexvit_base_patch16_siglip and naflexvit_so400m_patch16_siglip; and the C-RADIO backbones
 (Heinrich et al. 2024, "RADIOv2.5: Improved Baselines for Agglomerative Vision Foundation Models", and C-RADIOv4,
-arXiv 2601.17237), naflexvit_base/large/huge/giant_patch16_radio_v3 and naflexvit_so400m/huge_patch16_radio_v4.
+arXiv 2601.17237), naflexvit_base/large/huge/giant_patch16_radio_v3 and naflexvit_so400m/huge_patch16_radio_v4; and
+timm's variants without published weights, naflexvit_base_patch16_map (one register, attention pooling) and the
+shape-optimised naflexvit_so150m2_patch16_reg1_gap / _map (width 832, 21 blocks, one register).
 
 A ViT (the ImageNet-1k models a ViT-Base/16) whose embedding is one module (``embeds``): the image is cut into 16x16
 patches flattened as (row, column, channel) and projected by a linear layer, a learnt 16x16 grid of position embeddings
@@ -91,14 +93,6 @@ class NaFlexVitCfg:
     embed_norm_layer: Optional[str] = None
     norm_layer: Optional[str] = None
     act_layer: Optional[str] = None
-
-
-_NORM_LAYERS = {"layernorm": vit._layer_norm, "rmsnorm": vit.RmsNorm}
-
-
-def _norm_layer(norm_layer):
-    """A norm class from its name ('layernorm': LayerNorm with eps 1e-6, 'rmsnorm'), a class, or None."""
-    return _NORM_LAYERS[norm_layer] if isinstance(norm_layer, str) else norm_layer
 
 
 def batch_patchify(x, patch_size, pad=True, channels_last=True):
@@ -432,7 +426,7 @@ class NaFlexVit(vit.ViTApi, nn.Module):
             raise ValueError(f"pos_embed must be 'learned', 'factorized' or 'none', got {cfg.pos_embed!r}")
         if cfg.weight_init:
             raise ValueError(f"weight_init must be '' (timm's default scheme), got {cfg.weight_init!r}")
-        norm_layer = _norm_layer(cfg.norm_layer) or vit._layer_norm
+        norm_layer = vit._norm_layer(cfg.norm_layer) or vit._layer_norm
         act_layer = get_act_layer(cfg.act_layer) or nn.GELU
         self.num_classes = num_classes
         self.in_chans = in_chans
@@ -450,7 +444,7 @@ class NaFlexVit(vit.ViTApi, nn.Module):
             default_img_size=img_size, pos_embed=cfg.pos_embed, pos_embed_grid_size=cfg.pos_embed_grid_size,
             pos_embed_interp_mode=cfg.pos_embed_interp_mode, pos_embed_ar_preserving=cfg.pos_embed_ar_preserving,
             pos_embed_antialias=cfg.pos_embed_antialias, pos_embed_align_corners=cfg.pos_embed_align_corners,
-            proj_norm_layer=_norm_layer(cfg.embed_norm_layer), pos_drop_rate=cfg.pos_drop_rate,
+            proj_norm_layer=vit._norm_layer(cfg.embed_norm_layer), pos_drop_rate=cfg.pos_drop_rate,
             channels_last=cfg.patchify_channels_last)
         self.norm_pre = norm_layer(cfg.embed_dim) if cfg.pre_norm else nn.Identity()
         if cfg.patch_drop_rate > 0:
@@ -630,6 +624,33 @@ def naflexvit_base_patch16_parfac_gap(pretrained=False, progress=True, **kwargs)
     """NaFlexViT-B/16: 4 registers, factorised 16 + 16 position tables resampled keeping the aspect, average pooling."""
     cfg = NaFlexVitCfg(**_BASE, pos_embed_ar_preserving=True, pos_embed="factorized")
     return _create_naflexvit("naflexvit_base_patch16_parfac_gap", pretrained, progress, kwargs, cfg)
+
+
+@register_model
+def naflexvit_base_patch16_map(pretrained=False, progress=True, **kwargs):
+    """NaFlexViT-B/16: 1 register, a learnt 16x16 position grid, layer scale, attention pooling."""
+    cfg = NaFlexVitCfg(patch_size=16, embed_dim=768, depth=12, num_heads=12, init_values=1e-5, global_pool="map",
+                       reg_tokens=1)
+    return _create_naflexvit("naflexvit_base_patch16_map", pretrained, progress, kwargs, cfg)
+
+
+# SO150M v2: the shape-optimised ViT of 832 width, 21 blocks, 13 heads, one register, no qkv biases
+_SO150M2 = dict(patch_size=16, embed_dim=832, depth=21, num_heads=13, mlp_ratio=34 / 13, init_values=1e-5,
+                qkv_bias=False, reg_tokens=1)
+
+
+@register_model
+def naflexvit_so150m2_patch16_reg1_gap(pretrained=False, progress=True, **kwargs):
+    """NaFlexViT-SO150M2/16: width 832, 21 blocks, 13 heads, 1 register, layer scale, average pooling then norm."""
+    cfg = NaFlexVitCfg(**_SO150M2, global_pool="avg", fc_norm=True)
+    return _create_naflexvit("naflexvit_so150m2_patch16_reg1_gap", pretrained, progress, kwargs, cfg)
+
+
+@register_model
+def naflexvit_so150m2_patch16_reg1_map(pretrained=False, progress=True, **kwargs):
+    """NaFlexViT-SO150M2/16: width 832, 21 blocks, 13 heads, 1 register, layer scale, attention pooling."""
+    cfg = NaFlexVitCfg(**_SO150M2, global_pool="map")
+    return _create_naflexvit("naflexvit_so150m2_patch16_reg1_map", pretrained, progress, kwargs, cfg)
 
 
 _SIGLIP = dict(patch_size=16, act_layer="gelu_tanh", global_pool="map", pos_embed_interp_mode="bilinear")

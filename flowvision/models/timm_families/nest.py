@@ -1,13 +1,15 @@
 """NesT (Zhang, Zhang, Liu, Arik, Wan and Pfister 2021, "Nested Hierarchical Transformer: Towards Accurate,
-Data-Efficient and Interpretable Visual Understanding"): nest_tiny_jx, nest_small_jx and nest_base_jx.
+Data-Efficient and Interpretable Visual Understanding"): nest_tiny, nest_small, nest_base, nest_tiny_jx,
+nest_small_jx and nest_base_jx.
 
 A transformer on a fixed square image that only attends locally, in a hierarchy of levels. The image is cut into 4x4
 patches and the patch grid into square blocks (16 at the first of the three levels); each level adds a learnt
 position embedding per block and token and runs transformer layers whose tokens attend only within their own block.
 Between levels, a block aggregation (3x3 convolution, LayerNorm, 3x3 stride-2 max pooling) halves the map and
 widens it, so the next level has a quarter as many blocks of the same size, down to a single block. The final map is
-normalised, averaged and classified. The ``_jx`` models are Google's JAX weights and pad as TensorFlow ("same") does.
-Model names, module names, ``state_dict`` keys, defaults and (truncated-normal) initialisation follow timm's
+normalised, averaged and classified. The ``_jx`` models are Google's JAX weights and pad as TensorFlow ("same") does;
+nest_tiny, nest_small and nest_base, which timm publishes no weights for, pad as PyTorch does and are registered
+too. Model names, module names, ``state_dict`` keys, defaults and (truncated-normal) initialisation follow timm's
 ``nest`` module, so its checkpoints load directly.
 """
 import math
@@ -274,10 +276,31 @@ class Nest(PooledHeadApi, nn.Module):
 
 
 def _nest(variant, pretrained, progress, kwargs, **model_args):
-    """A NesT entrypoint's body: timm's configuration (224-pixel images, TensorFlow padding), overridable by the
-    caller's ``kwargs``; ``features_only`` gives timm's taps (the three levels unless ``out_indices`` says
-    otherwise) under its flattened names (``levels_0``...)."""
+    """A NesT entrypoint's body: timm's configuration (224-pixel images; TensorFlow padding for the JAX models),
+    overridable by the caller's ``kwargs``; ``features_only`` gives timm's taps (the three levels unless
+    ``out_indices`` says otherwise) under its flattened names (``levels_0``...)."""
     return build_model(Nest, variant, pretrained, progress=progress, **{**model_args, **kwargs})
+
+
+@register_model
+def nest_base(pretrained=False, progress=True, **kwargs):
+    """NesT-B: widths 128-512, heads 4-16, depths (2, 2, 20), PyTorch padding."""
+    return _nest("nest_base", pretrained, progress, kwargs, img_size=224, embed_dims=(128, 256, 512),
+                 num_heads=(4, 8, 16), depths=(2, 2, 20))
+
+
+@register_model
+def nest_small(pretrained=False, progress=True, **kwargs):
+    """NesT-S: widths 96-384, heads 3-12, depths (2, 2, 20), PyTorch padding."""
+    return _nest("nest_small", pretrained, progress, kwargs, img_size=224, embed_dims=(96, 192, 384),
+                 num_heads=(3, 6, 12), depths=(2, 2, 20))
+
+
+@register_model
+def nest_tiny(pretrained=False, progress=True, **kwargs):
+    """NesT-T: widths 96-384, heads 3-12, depths (2, 2, 8), PyTorch padding."""
+    return _nest("nest_tiny", pretrained, progress, kwargs, img_size=224, embed_dims=(96, 192, 384),
+                 num_heads=(3, 6, 12), depths=(2, 2, 8))
 
 
 @register_model

@@ -1,7 +1,9 @@
 """Normalizer-free networks (Brock et al. 2021, "Characterizing signal propagation to close the performance gap in
 unnormalized ResNets"; Brock et al. 2021, "High-Performance Large-Scale Image Recognition Without Normalization"),
-as timm builds them: dm_nfnet_f0 .. dm_nfnet_f6 (DeepMind's NFNets), nfnet_l0 and eca_nfnet_l0 / l1 / l2 (timm's
-lighter SiLU NFNets, with SE or ECA attention), nf_regnet_b1, nf_resnet50 and timm's tiny test_nfnet.
+as timm builds them: dm_nfnet_f0 .. dm_nfnet_f6 (DeepMind's NFNets), nfnet_f0 .. nfnet_f7 (timm's form of them,
+the activation gain in the weights), nfnet_l0 and eca_nfnet_l0 .. l3 (timm's lighter SiLU NFNets, with SE or ECA
+attention), nf_regnet_b0 .. b5, nf_resnet26 / 50 / 101 with their SE (nf_seresnet*) and ECA (nf_ecaresnet*) forms,
+and timm's tiny test_nfnet.
 
 These networks have no normalisation layers. Each convolution standardises its weights instead (per output filter:
 zero mean, unit variance, times a learnt ``gain`` and ``gamma / sqrt(fan_in)``, where ``gamma`` undoes the variance
@@ -390,10 +392,17 @@ class NormFreeNet(ClassifierHeadApi, nn.Module):
         return x
 
 
-def _nf_resnet_cfg(depths):
-    """NF-ResNet: a 7x7 stem with max pooling, ResNet bottlenecks (a quarter of the output width), ReLU."""
+def _nf_resnet_cfg(depths, attn_layer=None, attn_kwargs=None):
+    """NF-ResNet: a 7x7 stem with max pooling, ResNet bottlenecks (a quarter of the output width), ReLU, and
+    optionally attention on each block's output (``attn_layer`` 'se' or 'eca')."""
     return NfCfg(depths=depths, channels=(256, 512, 1024, 2048), stem_type="7x7_pool", stem_chs=64,
-                 bottle_ratio=0.25, act_layer="relu", attn_kwargs={})
+                 bottle_ratio=0.25, act_layer="relu", attn_layer=attn_layer, attn_kwargs=attn_kwargs or {})
+
+
+# NF-SE-ResNet's squeeze-and-excitation: a sixteenth of the width
+_SE_RESNET = dict(attn_layer="se", attn_kwargs=dict(rd_ratio=1 / 16))
+# NF-ECA-ResNet's efficient channel attention
+_ECA_RESNET = dict(attn_layer="eca", attn_kwargs={})
 
 
 def _nf_regnet_cfg(depths, channels=(48, 104, 208, 440)):
@@ -474,6 +483,54 @@ def dm_nfnet_f6(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def nfnet_f0(pretrained=False, progress=True, **kwargs):
+    """NFNet-F0, timm's form (GELU gain in the weights, no SAME padding or skipinit): depths 1, 2, 6, 3."""
+    return _create_normfreenet("nfnet_f0", pretrained, progress, _nfnet_cfg((1, 2, 6, 3)), kwargs)
+
+
+@register_model
+def nfnet_f1(pretrained=False, progress=True, **kwargs):
+    """NFNet-F1, timm's form (GELU gain in the weights, no SAME padding or skipinit): depths 2, 4, 12, 6."""
+    return _create_normfreenet("nfnet_f1", pretrained, progress, _nfnet_cfg((2, 4, 12, 6)), kwargs)
+
+
+@register_model
+def nfnet_f2(pretrained=False, progress=True, **kwargs):
+    """NFNet-F2, timm's form (GELU gain in the weights, no SAME padding or skipinit): depths 3, 6, 18, 9."""
+    return _create_normfreenet("nfnet_f2", pretrained, progress, _nfnet_cfg((3, 6, 18, 9)), kwargs)
+
+
+@register_model
+def nfnet_f3(pretrained=False, progress=True, **kwargs):
+    """NFNet-F3, timm's form (GELU gain in the weights, no SAME padding or skipinit): depths 4, 8, 24, 12."""
+    return _create_normfreenet("nfnet_f3", pretrained, progress, _nfnet_cfg((4, 8, 24, 12)), kwargs)
+
+
+@register_model
+def nfnet_f4(pretrained=False, progress=True, **kwargs):
+    """NFNet-F4, timm's form (GELU gain in the weights, no SAME padding or skipinit): depths 5, 10, 30, 15."""
+    return _create_normfreenet("nfnet_f4", pretrained, progress, _nfnet_cfg((5, 10, 30, 15)), kwargs)
+
+
+@register_model
+def nfnet_f5(pretrained=False, progress=True, **kwargs):
+    """NFNet-F5, timm's form (GELU gain in the weights, no SAME padding or skipinit): depths 6, 12, 36, 18."""
+    return _create_normfreenet("nfnet_f5", pretrained, progress, _nfnet_cfg((6, 12, 36, 18)), kwargs)
+
+
+@register_model
+def nfnet_f6(pretrained=False, progress=True, **kwargs):
+    """NFNet-F6, timm's form (GELU gain in the weights, no SAME padding or skipinit): depths 7, 14, 42, 21."""
+    return _create_normfreenet("nfnet_f6", pretrained, progress, _nfnet_cfg((7, 14, 42, 21)), kwargs)
+
+
+@register_model
+def nfnet_f7(pretrained=False, progress=True, **kwargs):
+    """NFNet-F7, timm's form (GELU gain in the weights, no SAME padding or skipinit): depths 8, 16, 48, 24."""
+    return _create_normfreenet("nfnet_f7", pretrained, progress, _nfnet_cfg((8, 16, 48, 24)), kwargs)
+
+
+@register_model
 def nfnet_l0(pretrained=False, progress=True, **kwargs):
     """NFNet-L0: F0's depths, SiLU, SE (a quarter of the width), final width 1.5x the last stage's."""
     cfg = _light_nfnet_cfg((1, 2, 6, 3), 1.5, "se", dict(rd_ratio=0.25, rd_divisor=8))
@@ -502,15 +559,111 @@ def eca_nfnet_l2(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def eca_nfnet_l3(pretrained=False, progress=True, **kwargs):
+    """ECA-NFNet-L3: F3's depths, SiLU, ECA attention, final width 2x the last stage's."""
+    cfg = _light_nfnet_cfg((4, 8, 24, 12), 2.0, "eca", {})
+    return _create_normfreenet("eca_nfnet_l3", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_regnet_b0(pretrained=False, progress=True, **kwargs):
+    """NF-RegNet-B0: depths 1, 3, 6, 6 (channels rounded to multiples of 8, as timm)."""
+    cfg = _nf_regnet_cfg((1, 3, 6, 6))
+    return _create_normfreenet("nf_regnet_b0", pretrained, progress, cfg, kwargs)
+
+
+@register_model
 def nf_regnet_b1(pretrained=False, progress=True, **kwargs):
     """NF-RegNet-B1: depths 2, 4, 7, 7 (channels rounded to multiples of 8, as timm)."""
     return _create_normfreenet("nf_regnet_b1", pretrained, progress, _nf_regnet_cfg((2, 4, 7, 7)), kwargs)
 
 
 @register_model
+def nf_regnet_b2(pretrained=False, progress=True, **kwargs):
+    """NF-RegNet-B2: depths 2, 4, 8, 8, stage widths 56, 112, 232, 488 before the 0.75 factor."""
+    cfg = _nf_regnet_cfg((2, 4, 8, 8), (56, 112, 232, 488))
+    return _create_normfreenet("nf_regnet_b2", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_regnet_b3(pretrained=False, progress=True, **kwargs):
+    """NF-RegNet-B3: depths 2, 5, 9, 9, stage widths 56, 128, 248, 528 before the 0.75 factor."""
+    cfg = _nf_regnet_cfg((2, 5, 9, 9), (56, 128, 248, 528))
+    return _create_normfreenet("nf_regnet_b3", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_regnet_b4(pretrained=False, progress=True, **kwargs):
+    """NF-RegNet-B4: depths 2, 6, 11, 11, stage widths 64, 144, 288, 616 before the 0.75 factor."""
+    cfg = _nf_regnet_cfg((2, 6, 11, 11), (64, 144, 288, 616))
+    return _create_normfreenet("nf_regnet_b4", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_regnet_b5(pretrained=False, progress=True, **kwargs):
+    """NF-RegNet-B5: depths 3, 7, 14, 14, stage widths 80, 168, 336, 704 before the 0.75 factor."""
+    cfg = _nf_regnet_cfg((3, 7, 14, 14), (80, 168, 336, 704))
+    return _create_normfreenet("nf_regnet_b5", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_resnet26(pretrained=False, progress=True, **kwargs):
+    """NF-ResNet-26: depths 2, 2, 2, 2."""
+    return _create_normfreenet("nf_resnet26", pretrained, progress, _nf_resnet_cfg((2, 2, 2, 2)), kwargs)
+
+
+@register_model
 def nf_resnet50(pretrained=False, progress=True, **kwargs):
     """NF-ResNet-50: depths 3, 4, 6, 3."""
     return _create_normfreenet("nf_resnet50", pretrained, progress, _nf_resnet_cfg((3, 4, 6, 3)), kwargs)
+
+
+@register_model
+def nf_resnet101(pretrained=False, progress=True, **kwargs):
+    """NF-ResNet-101: depths 3, 4, 23, 3."""
+    return _create_normfreenet("nf_resnet101", pretrained, progress, _nf_resnet_cfg((3, 4, 23, 3)), kwargs)
+
+
+@register_model
+def nf_seresnet26(pretrained=False, progress=True, **kwargs):
+    """NF-SE-ResNet-26: depths 2, 2, 2, 2, with squeeze-and-excitation (a sixteenth of the width)."""
+    cfg = _nf_resnet_cfg((2, 2, 2, 2), **_SE_RESNET)
+    return _create_normfreenet("nf_seresnet26", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_seresnet50(pretrained=False, progress=True, **kwargs):
+    """NF-SE-ResNet-50: depths 3, 4, 6, 3, with squeeze-and-excitation (a sixteenth of the width)."""
+    cfg = _nf_resnet_cfg((3, 4, 6, 3), **_SE_RESNET)
+    return _create_normfreenet("nf_seresnet50", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_seresnet101(pretrained=False, progress=True, **kwargs):
+    """NF-SE-ResNet-101: depths 3, 4, 23, 3, with squeeze-and-excitation (a sixteenth of the width)."""
+    cfg = _nf_resnet_cfg((3, 4, 23, 3), **_SE_RESNET)
+    return _create_normfreenet("nf_seresnet101", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_ecaresnet26(pretrained=False, progress=True, **kwargs):
+    """NF-ECA-ResNet-26: depths 2, 2, 2, 2, with efficient channel attention."""
+    cfg = _nf_resnet_cfg((2, 2, 2, 2), **_ECA_RESNET)
+    return _create_normfreenet("nf_ecaresnet26", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_ecaresnet50(pretrained=False, progress=True, **kwargs):
+    """NF-ECA-ResNet-50: depths 3, 4, 6, 3, with efficient channel attention."""
+    cfg = _nf_resnet_cfg((3, 4, 6, 3), **_ECA_RESNET)
+    return _create_normfreenet("nf_ecaresnet50", pretrained, progress, cfg, kwargs)
+
+
+@register_model
+def nf_ecaresnet101(pretrained=False, progress=True, **kwargs):
+    """NF-ECA-ResNet-101: depths 3, 4, 23, 3, with efficient channel attention."""
+    cfg = _nf_resnet_cfg((3, 4, 23, 3), **_ECA_RESNET)
+    return _create_normfreenet("nf_ecaresnet101", pretrained, progress, cfg, kwargs)
 
 
 @register_model

@@ -1,7 +1,8 @@
 """RegNetX, RegNetY, RegNetV and RegNetZ (Radosavovic et al. 2020, "Designing Network Design Spaces"; Dollar et al.
 2021, "Fast and Accurate Model Scaling"), as timm builds them: regnetx_002 .. regnetx_320, regnety_002 ..
-regnety_2560 (with the ``_tv`` variants of torchvision's group rounding), the pre-activation regnetv_040 / 064 and
-regnetz_040 / regnetz_040_h.
+regnety_2560 (with the ``_tv`` variants of torchvision's group rounding), regnety_040_sgn (GroupNorm in groups of 16
+channels and SiLU instead of BatchNorm and ReLU), the pre-activation regnetv_040 / 064 and regnetz_005 / regnetz_040 /
+regnetz_040_h.
 
 A RegNet is a stem (one strided 3x3 convolution), four stages of residual bottlenecks and a classifier. Its widths
 are not listed but generated: block j of ``depth`` gets the linear width ``w0 + wa * j``, snapped to the nearest
@@ -10,10 +11,12 @@ is a 1x1 convolution to ``width * bottle_ratio`` channels, a grouped 3x3 convolu
 channels, strided in a stage's first block), squeeze-and-excitation for the Y family (``se_ratio`` of the block's
 input width) and a 1x1 convolution back, plus the shortcut. RegNetV pre-activates its blocks (norm and activation
 before each convolution), RegNetZ is an inverted bottleneck (``bottle_ratio`` 4) with linear outputs and no
-residual where the width changes. Model names, module names, ``state_dict`` keys, initialisation and the model API
-follow timm's ``regnet`` module, so its checkpoints load as they are.
+residual where the width changes. Every norm is BatchNorm unless ``norm_layer`` says otherwise. Model names,
+module names, ``state_dict`` keys, initialisation and the model API follow timm's ``regnet`` module, so its
+checkpoints load as they are.
 """
 import math
+from functools import partial
 
 import numpy as np
 
@@ -27,8 +30,34 @@ from ._attention import SEModule
 from ._conv import create_conv2d
 from ._layers import BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, drop_path_module, get_act_layer
 from .resnet import AvgPool2dSame
+from .resnetv2 import GroupNormAct as _GroupNormAct
 
 __all__ = []
+
+
+class GroupNormAct(_GroupNormAct):
+    """GroupNorm and its activation as one module (timm's ``GroupNormAct``), whose groups may be given by their
+    width: ``group_size`` channels each (``num_channels`` must split evenly), otherwise ``num_groups`` of them."""
+
+    def __init__(self, num_channels, num_groups=32, eps=1e-5, group_size=None, apply_act=True, act_layer=nn.ReLU):
+        if group_size:
+            if num_channels % group_size:
+                raise ValueError(f"{num_channels} channels do not split into groups of {group_size}")
+            num_groups = num_channels // group_size
+        super().__init__(num_channels, num_groups=num_groups, eps=eps, apply_act=apply_act, act_layer=act_layer)
+
+
+def norm_act_layer(norm_layer, act_layer):
+    """The norm-and-activation layer of the blocks, taking (channels, apply_act=...): 'batchnorm' (or
+    ``nn.BatchNorm2d``) gives ``BatchNormAct2d``; another norm-and-activation class or partial (``GroupNormAct``) is
+    given ``act_layer`` unless it binds its own, as timm's ``get_norm_act_layer`` does."""
+    if norm_layer in ("batchnorm", nn.BatchNorm2d):
+        return partial(BatchNormAct2d, act_layer=act_layer)
+    if isinstance(norm_layer, str):
+        raise ValueError(f"unknown norm_layer '{norm_layer}': expected 'batchnorm' or a norm-and-activation class")
+    if "act_layer" in getattr(norm_layer, "keywords", {}):
+        return norm_layer
+    return partial(norm_layer, act_layer=act_layer)
 
 
 def block_widths(wa, w0, wm, depth, quant=8):
@@ -75,10 +104,10 @@ def _squeeze_excite(in_chs, bottleneck_chs, se_ratio, act_layer):
     return SEModule(bottleneck_chs, rd_channels=int(round(in_chs * se_ratio)), act_layer=act_layer)
 
 
-def _projection(in_chs, out_chs, stride, dilation, downsample, preact):
+def _projection(in_chs, out_chs, stride, dilation, downsample, preact, norm_layer):
     """The projection shortcut: a strided 1x1 convolution ('conv1x1'), or 2x2 average pooling (ceil mode, padding
     not counted; "same" at stride 1 in a dilated stage) before a 1x1 convolution ('avg'); each followed by a norm
-    unless the block is pre-activated."""
+    (``norm_layer``, without activation) unless the block is pre-activated."""
     if downsample == "avg":
         if stride == 1 and dilation == 1:
             pool = nn.Identity()
@@ -86,18 +115,22 @@ def _projection(in_chs, out_chs, stride, dilation, downsample, preact):
             pool = AvgPool2dSame()
         else:
             pool = nn.AvgPool2d(2, stride, ceil_mode=True, count_include_pad=False)
-        conv = create_conv2d(in_chs, out_chs, 1) if preact else ConvNormAct(in_chs, out_chs, 1, apply_act=False)
+        if preact:
+            conv = create_conv2d(in_chs, out_chs, 1)
+        else:
+            conv = ConvNormAct(in_chs, out_chs, 1, apply_act=False, norm_layer=norm_layer)
         return nn.Sequential(pool, conv)
     if preact:
         return create_conv2d(in_chs, out_chs, 1, stride=stride)
-    return ConvNormAct(in_chs, out_chs, 1, stride=stride, apply_act=False)
+    return ConvNormAct(in_chs, out_chs, 1, stride=stride, apply_act=False, norm_layer=norm_layer)
 
 
-def create_shortcut(downsample, in_chs, out_chs, stride, dilation, preact=False):
+def create_shortcut(downsample, in_chs, out_chs, stride, dilation, preact=False, norm_layer=BatchNormAct2d):
     """A block's shortcut: an identity where the block keeps the shape and dilation, otherwise the ``downsample``
     projection ('conv1x1' or 'avg'), or None (no residual connection at all) when ``downsample`` is None or ''.
 
-    ``dilation`` is the block's (first, stage) dilation pair; a change of dilation also needs a projection.
+    ``dilation`` is the block's (first, stage) dilation pair; a change of dilation also needs a projection;
+    ``norm_layer`` is the projection's norm (a norm-and-activation layer, see ``norm_act_layer``).
     """
     if downsample not in ("avg", "conv1x1", "", None):
         raise ValueError(f"unknown downsample '{downsample}': expected 'conv1x1', 'avg', '' or None")
@@ -105,26 +138,29 @@ def create_shortcut(downsample, in_chs, out_chs, stride, dilation, preact=False)
         return nn.Identity()
     if not downsample:
         return None
-    return _projection(in_chs, out_chs, stride, dilation[0], downsample, preact)
+    return _projection(in_chs, out_chs, stride, dilation[0], downsample, preact, norm_layer)
 
 
 class Bottleneck(nn.Module):
     """RegNet's residual bottleneck: 1x1 to ``out_chs * bottle_ratio`` channels, grouped 3x3 (``group_size``
     channels per group, strided or dilated), optional SE, 1x1 to ``out_chs`` without activation; drop-path, the
-    shortcut added (unless there is none), and the activation (``act3``, an identity with ``linear_out``)."""
+    shortcut added (unless there is none), and the activation (``act3``, an identity with ``linear_out``). Each
+    convolution is followed by ``norm_layer`` (a norm-and-activation layer, see ``norm_act_layer``; BatchNorm with
+    ``act_layer`` if None)."""
 
     def __init__(self, in_chs, out_chs, stride=1, dilation=(1, 1), bottle_ratio=1.0, group_size=1, se_ratio=0.25,
-                 downsample="conv1x1", linear_out=False, act_layer=nn.ReLU, drop_path_rate=0.0):
+                 downsample="conv1x1", linear_out=False, act_layer=nn.ReLU, norm_layer=None, drop_path_rate=0.0):
         super().__init__()
+        norm_layer = norm_layer or norm_act_layer("batchnorm", act_layer)
         bottleneck_chs = int(round(out_chs * bottle_ratio))
         groups = bottleneck_chs // group_size
-        self.conv1 = ConvNormAct(in_chs, bottleneck_chs, 1, act_layer=act_layer)
+        self.conv1 = ConvNormAct(in_chs, bottleneck_chs, 1, norm_layer=norm_layer)
         self.conv2 = ConvNormAct(bottleneck_chs, bottleneck_chs, 3, stride=stride, dilation=dilation[0],
-                                 groups=groups, act_layer=act_layer)
+                                 groups=groups, norm_layer=norm_layer)
         self.se = _squeeze_excite(in_chs, bottleneck_chs, se_ratio, act_layer)
-        self.conv3 = ConvNormAct(bottleneck_chs, out_chs, 1, act_layer=act_layer, apply_act=False)
+        self.conv3 = ConvNormAct(bottleneck_chs, out_chs, 1, apply_act=False, norm_layer=norm_layer)
         self.act3 = nn.Identity() if linear_out else act_layer()
-        self.downsample = create_shortcut(downsample, in_chs, out_chs, stride, dilation)
+        self.downsample = create_shortcut(downsample, in_chs, out_chs, stride, dilation, norm_layer=norm_layer)
         self.drop_path = drop_path_module(drop_path_rate)
 
     def zero_init_last(self):
@@ -145,20 +181,22 @@ class Bottleneck(nn.Module):
 
 class PreBottleneck(nn.Module):
     """The pre-activation bottleneck (RegNetV): BatchNorm and activation before each of the three convolutions
-    (the first norm's output also feeds the shortcut), SE after the grouped 3x3 one, no activation at the end."""
+    (the first norm's output also feeds the shortcut), SE after the grouped 3x3 one, no activation at the end.
+    ``norm_layer`` is the norm-and-activation layer (see ``norm_act_layer``; BatchNorm with ``act_layer`` if None)."""
 
     def __init__(self, in_chs, out_chs, stride=1, dilation=(1, 1), bottle_ratio=1.0, group_size=1, se_ratio=0.25,
-                 downsample="conv1x1", linear_out=False, act_layer=nn.ReLU, drop_path_rate=0.0):
+                 downsample="conv1x1", linear_out=False, act_layer=nn.ReLU, norm_layer=None, drop_path_rate=0.0):
         super().__init__()
+        norm_layer = norm_layer or norm_act_layer("batchnorm", act_layer)
         bottleneck_chs = int(round(out_chs * bottle_ratio))
         groups = bottleneck_chs // group_size
-        self.norm1 = BatchNormAct2d(in_chs, act_layer=act_layer)
+        self.norm1 = norm_layer(in_chs)
         self.conv1 = create_conv2d(in_chs, bottleneck_chs, 1)
-        self.norm2 = BatchNormAct2d(bottleneck_chs, act_layer=act_layer)
+        self.norm2 = norm_layer(bottleneck_chs)
         self.conv2 = create_conv2d(bottleneck_chs, bottleneck_chs, 3, stride=stride, dilation=dilation[0],
                                    groups=groups)
         self.se = _squeeze_excite(in_chs, bottleneck_chs, se_ratio, act_layer)
-        self.norm3 = BatchNormAct2d(bottleneck_chs, act_layer=act_layer)
+        self.norm3 = norm_layer(bottleneck_chs)
         self.conv3 = create_conv2d(bottleneck_chs, out_chs, 1)
         self.downsample = create_shortcut(downsample, in_chs, out_chs, stride, dilation, preact=True)
         self.drop_path = drop_path_module(drop_path_rate)
@@ -201,7 +239,9 @@ class RegNet(ClassifierHeadApi, nn.Module):
     ``linear_out`` leaves the blocks' outputs unactivated and ends in the activation; ``num_features`` > 0 ends in
     a 1x1 convolution (norm, activation) to that width instead; ``downsample`` picks the projection shortcuts
     ('conv1x1', 'avg', or None for no residual where the shape changes); ``group_min_ratio`` switches to
-    torchvision's group rounding; ``act_layer`` is 'relu', 'silu' or a class; ``output_stride`` 16 or 8 dilates
+    torchvision's group rounding; ``act_layer`` is 'relu', 'silu' or a class; ``norm_layer`` every norm:
+    'batchnorm', or a norm-and-activation class or partial (``partial(GroupNormAct, group_size=16)``, which gets
+    ``act_layer``); ``output_stride`` 16 or 8 dilates
     the last stages instead of striding them. ``drop_path_rate`` grows linearly from 0 at the first block to this
     value at the last; ``drop_rate`` is the dropout before the classifier; ``zero_init_last`` zeroes each
     bottleneck's last norm scale. ``num_classes=0`` replaces the classifier with an identity (pooled features).
@@ -209,12 +249,13 @@ class RegNet(ClassifierHeadApi, nn.Module):
 
     def __init__(self, depth=21, w0=80, wa=42.63, wm=2.66, group_size=24, bottle_ratio=1.0, se_ratio=0.0,
                  group_min_ratio=0.0, stem_width=32, downsample="conv1x1", linear_out=False, preact=False,
-                 num_features=0, act_layer="relu", in_chans=3, num_classes=1000, output_stride=32, global_pool="avg",
-                 drop_rate=0.0, drop_path_rate=0.0, zero_init_last=True):
+                 num_features=0, act_layer="relu", norm_layer="batchnorm", in_chans=3, num_classes=1000,
+                 output_stride=32, global_pool="avg", drop_rate=0.0, drop_path_rate=0.0, zero_init_last=True):
         super().__init__()
         if output_stride not in (8, 16, 32):
             raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
         act_layer = get_act_layer(act_layer)
+        norm_layer = norm_act_layer(norm_layer, act_layer)
         self.num_classes = num_classes
         self.in_chans = in_chans
         self.drop_rate = drop_rate
@@ -222,7 +263,7 @@ class RegNet(ClassifierHeadApi, nn.Module):
         if preact:
             self.stem = create_conv2d(in_chans, stem_width, 3, stride=2)
         else:
-            self.stem = ConvNormAct(in_chans, stem_width, 3, stride=2, act_layer=act_layer)
+            self.stem = ConvNormAct(in_chans, stem_width, 3, stride=2, norm_layer=norm_layer)
         self.feature_info = [dict(num_chs=stem_width, reduction=2, module="stem")]
         stages = self._stage_args(depth, w0, wa, wm, group_size, bottle_ratio, group_min_ratio, output_stride,
                                   drop_path_rate)
@@ -231,12 +272,13 @@ class RegNet(ClassifierHeadApi, nn.Module):
         reduction = 2
         for i, stage in enumerate(stages, start=1):
             self.add_module(f"s{i}", RegStage(in_chs=width, block_fn=block_fn, downsample=downsample,
-                                              se_ratio=se_ratio, linear_out=linear_out, act_layer=act_layer, **stage))
+                                              se_ratio=se_ratio, linear_out=linear_out, act_layer=act_layer,
+                                              norm_layer=norm_layer, **stage))
             width = stage["out_chs"]
             reduction *= stage["stride"]
             self.feature_info.append(dict(num_chs=width, reduction=reduction, module=f"s{i}"))
         if num_features:
-            self.final_conv = ConvNormAct(width, num_features, 1, act_layer=act_layer)
+            self.final_conv = ConvNormAct(width, num_features, 1, norm_layer=norm_layer)
             self.num_features = num_features
         else:
             self.final_conv = act_layer() if linear_out or preact else nn.Identity()
@@ -528,6 +570,13 @@ def regnety_2560(pretrained=False, progress=True, **kwargs):
 
 
 @register_model
+def regnety_040_sgn(pretrained=False, progress=True, **kwargs):
+    """RegNetY-4.0GF with GroupNorm (groups of 16 channels) and SiLU instead of BatchNorm and ReLU."""
+    return _create_regnet("regnety_040_sgn", pretrained, progress, kwargs, depth=22, w0=96, wa=31.41, wm=2.24,
+                          group_size=64, **_Y, act_layer="silu", norm_layer=partial(GroupNormAct, group_size=16))
+
+
+@register_model
 def regnetv_040(pretrained=False, progress=True, **kwargs):
     """RegNetV-4.0GF: RegNetY with pre-activation blocks and SiLU."""
     return _create_regnet("regnetv_040", pretrained, progress, kwargs, depth=22, w0=96, wa=31.41, wm=2.24,
@@ -539,6 +588,14 @@ def regnetv_064(pretrained=False, progress=True, **kwargs):
     """RegNetV-6.4GF: RegNetY with pre-activation blocks and SiLU, average-pool shortcuts."""
     return _create_regnet("regnetv_064", pretrained, progress, kwargs, depth=25, w0=112, wa=33.22, wm=2.27,
                           group_size=72, **_V, downsample="avg")
+
+
+@register_model
+def regnetz_005(pretrained=False, progress=True, **kwargs):
+    """RegNetZ-500MF (ClassyVision's configuration): inverted bottlenecks (ratio 4, groups of 4) with SE and SiLU,
+    linear block outputs, no residual where the width changes, and a 1x1 head convolution to 1024 channels."""
+    cfg = dict(_Z, depth=21, w0=16, wa=10.7, wm=2.51, group_size=4, num_features=1024)
+    return _create_regnet("regnetz_005", pretrained, progress, kwargs, **cfg)
 
 
 @register_model

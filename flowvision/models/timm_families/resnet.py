@@ -21,7 +21,10 @@ subsamples; group instead of batch normalisation; ResNet-RS's strided 3x3 convol
 and its wider SE (a quarter of the channels); SENet-154's halved first bottleneck convolution and 3x3 projection
 shortcuts; and networks pruned to per-layer widths (timm's ECA-ResNets pruned by knapsack pruning), built in full and
 then narrowed. Model names, module names, ``state_dict`` keys, initialisation and the published weights follow timm's
-``resnet`` module, so its checkpoints load with ``strict=True``.
+``resnet`` module, so its checkpoints load with ``strict=True``. timm's variants without published weights are
+registered too, to be trained from scratch or to load one's own checkpoints: resnet50t, resnet200, resnetaa34d,
+resnetblur18, resnetblur50d, resnetblur101d, seresnet18, seresnet34, seresnet50t, seresnet101, seresnet152,
+seresnet200d, seresnet269d, seresnetaa50d, ecaresnet200d, ecaresnext26t_32x4d and ecaresnext50t_32x4d.
 """
 import json
 import math
@@ -546,6 +549,12 @@ def resnet26t(pretrained=False, **kwargs):
 
 
 @register_model
+def resnet50t(pretrained=False, **kwargs):
+    """ResNet-50-T: bottlenecks 3-4-6-3, tiered deep stem, average-pool shortcuts."""
+    return _create_resnet("resnet50t", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, **_T)
+
+
+@register_model
 def resnet34d(pretrained=False, **kwargs):
     """ResNet-34-D: basic blocks 3-4-6-3, deep stem, average-pool shortcuts."""
     return _create_resnet("resnet34d", pretrained, BasicBlock, (3, 4, 6, 3), kwargs, **_D)
@@ -570,9 +579,27 @@ def resnet152d(pretrained=False, **kwargs):
 
 
 @register_model
+def resnet200(pretrained=False, **kwargs):
+    """ResNet-200: bottlenecks 3-24-36-3, 7x7 stem."""
+    return _create_resnet("resnet200", pretrained, Bottleneck, (3, 24, 36, 3), kwargs)
+
+
+@register_model
 def resnet200d(pretrained=False, **kwargs):
     """ResNet-200-D: bottlenecks 3-24-36-3, deep stem, average-pool shortcuts."""
     return _create_resnet("resnet200d", pretrained, Bottleneck, (3, 24, 36, 3), kwargs, **_D)
+
+
+@register_model
+def seresnet18(pretrained=False, **kwargs):
+    """SE-ResNet-18: basic blocks 2-2-2-2 with squeeze-and-excitation, 7x7 stem."""
+    return _create_resnet("seresnet18", pretrained, BasicBlock, (2, 2, 2, 2), kwargs, **_SE)
+
+
+@register_model
+def seresnet34(pretrained=False, **kwargs):
+    """SE-ResNet-34: basic blocks 3-4-6-3 with squeeze-and-excitation, 7x7 stem."""
+    return _create_resnet("seresnet34", pretrained, BasicBlock, (3, 4, 6, 3), kwargs, **_SE)
 
 
 @register_model
@@ -582,9 +609,39 @@ def seresnet50(pretrained=False, **kwargs):
 
 
 @register_model
+def seresnet50t(pretrained=False, **kwargs):
+    """SE-ResNet-50-T: bottlenecks 3-4-6-3 with squeeze-and-excitation, tiered deep stem, average-pool shortcuts."""
+    return _create_resnet("seresnet50t", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, **_T, **_SE)
+
+
+@register_model
+def seresnet101(pretrained=False, **kwargs):
+    """SE-ResNet-101: bottlenecks 3-4-23-3 with squeeze-and-excitation, 7x7 stem."""
+    return _create_resnet("seresnet101", pretrained, Bottleneck, (3, 4, 23, 3), kwargs, **_SE)
+
+
+@register_model
+def seresnet152(pretrained=False, **kwargs):
+    """SE-ResNet-152: bottlenecks 3-8-36-3 with squeeze-and-excitation, 7x7 stem."""
+    return _create_resnet("seresnet152", pretrained, Bottleneck, (3, 8, 36, 3), kwargs, **_SE)
+
+
+@register_model
 def seresnet152d(pretrained=False, **kwargs):
     """SE-ResNet-152-D: bottlenecks 3-8-36-3 with squeeze-and-excitation, deep stem, average-pool shortcuts."""
     return _create_resnet("seresnet152d", pretrained, Bottleneck, (3, 8, 36, 3), kwargs, **_D, **_SE)
+
+
+@register_model
+def seresnet200d(pretrained=False, **kwargs):
+    """SE-ResNet-200-D: bottlenecks 3-24-36-3 with squeeze-and-excitation, deep stem, average-pool shortcuts."""
+    return _create_resnet("seresnet200d", pretrained, Bottleneck, (3, 24, 36, 3), kwargs, **_D, **_SE)
+
+
+@register_model
+def seresnet269d(pretrained=False, **kwargs):
+    """SE-ResNet-269-D: bottlenecks 3-30-48-8 with squeeze-and-excitation, deep stem, average-pool shortcuts."""
+    return _create_resnet("seresnet269d", pretrained, Bottleneck, (3, 30, 48, 8), kwargs, **_D, **_SE)
 
 
 @register_model
@@ -661,6 +718,12 @@ def ecaresnet101d(pretrained=False, **kwargs):
 
 
 @register_model
+def ecaresnet200d(pretrained=False, **kwargs):
+    """ECA-ResNet-200-D: bottlenecks 3-24-36-3 with ECA, deep stem, average-pool shortcuts."""
+    return _create_resnet("ecaresnet200d", pretrained, Bottleneck, (3, 24, 36, 3), kwargs, **_D, **_ECA)
+
+
+@register_model
 def ecaresnet269d(pretrained=False, **kwargs):
     """ECA-ResNet-269-D: bottlenecks 3-30-48-8 with ECA, deep stem, average-pool shortcuts."""
     return _create_resnet("ecaresnet269d", pretrained, Bottleneck, (3, 30, 48, 8), kwargs, **_D, **_ECA)
@@ -670,6 +733,20 @@ def ecaresnet269d(pretrained=False, **kwargs):
 def ecaresnetlight(pretrained=False, **kwargs):
     """ECA-ResNet-Light: bottlenecks 1-1-11-3 with ECA, 7x7 stem, average-pool shortcuts."""
     return _create_resnet("ecaresnetlight", pretrained, Bottleneck, (1, 1, 11, 3), kwargs, avg_down=True, **_ECA)
+
+
+@register_model
+def ecaresnext26t_32x4d(pretrained=False, **kwargs):
+    """ECA-ResNeXt-26-T 32x4d: grouped bottlenecks 2-2-2-2 with ECA, tiered deep stem, average-pool shortcuts."""
+    return _create_resnet("ecaresnext26t_32x4d", pretrained, Bottleneck, (2, 2, 2, 2), kwargs,
+                          cardinality=32, base_width=4, **_T, **_ECA)
+
+
+@register_model
+def ecaresnext50t_32x4d(pretrained=False, **kwargs):
+    """ECA-ResNeXt-50-T 32x4d: grouped bottlenecks 3-4-6-3 with ECA, tiered deep stem, average-pool shortcuts."""
+    return _create_resnet("ecaresnext50t_32x4d", pretrained, Bottleneck, (3, 4, 6, 3), kwargs,
+                          cardinality=32, base_width=4, **_T, **_ECA)
 
 
 @register_model
@@ -763,9 +840,35 @@ def senet154(pretrained=False, **kwargs):
 
 
 @register_model
+def resnetblur18(pretrained=False, **kwargs):
+    """ResNet-18 with blur-pool anti-aliasing: basic blocks 2-2-2-2, 7x7 stem, each subsampling a 3x3 binomial
+    blur."""
+    return _create_resnet("resnetblur18", pretrained, BasicBlock, (2, 2, 2, 2), kwargs, aa_layer=BlurPool2d)
+
+
+@register_model
 def resnetblur50(pretrained=False, **kwargs):
     """ResNet-50 with blur-pool anti-aliasing: bottlenecks 3-4-6-3, 7x7 stem, each subsampling a 3x3 binomial blur."""
     return _create_resnet("resnetblur50", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, aa_layer=BlurPool2d)
+
+
+@register_model
+def resnetblur50d(pretrained=False, **kwargs):
+    """ResNet-50-D with blur-pool anti-aliasing: bottlenecks 3-4-6-3, deep stem, average-pool shortcuts."""
+    return _create_resnet("resnetblur50d", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, aa_layer=BlurPool2d, **_D)
+
+
+@register_model
+def resnetblur101d(pretrained=False, **kwargs):
+    """ResNet-101-D with blur-pool anti-aliasing: bottlenecks 3-4-23-3, deep stem, average-pool shortcuts."""
+    return _create_resnet("resnetblur101d", pretrained, Bottleneck, (3, 4, 23, 3), kwargs, aa_layer=BlurPool2d,
+                          **_D)
+
+
+@register_model
+def resnetaa34d(pretrained=False, **kwargs):
+    """ResNet-34-D with average-pool anti-aliasing: basic blocks 3-4-6-3, deep stem, average-pool shortcuts."""
+    return _create_resnet("resnetaa34d", pretrained, BasicBlock, (3, 4, 6, 3), kwargs, aa_layer=nn.AvgPool2d, **_D)
 
 
 @register_model
@@ -778,6 +881,14 @@ def resnetaa50(pretrained=False, **kwargs):
 def resnetaa50d(pretrained=False, **kwargs):
     """ResNet-50-D with average-pool anti-aliasing: bottlenecks 3-4-6-3, deep stem, average-pool shortcuts."""
     return _create_resnet("resnetaa50d", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, aa_layer=nn.AvgPool2d, **_D)
+
+
+@register_model
+def seresnetaa50d(pretrained=False, **kwargs):
+    """SE-ResNet-50-D with average-pool anti-aliasing: bottlenecks 3-4-6-3 with squeeze-and-excitation, deep stem,
+    average-pool shortcuts."""
+    return _create_resnet("seresnetaa50d", pretrained, Bottleneck, (3, 4, 6, 3), kwargs, aa_layer=nn.AvgPool2d, **_D,
+                          **_SE)
 
 
 @register_model

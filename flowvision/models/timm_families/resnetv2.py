@@ -1,7 +1,9 @@
 """Pre-activation ResNets (He et al. 2016, "Identity Mappings in Deep Residual Networks") and Big Transfer
 (Kolesnikov et al. 2020, "Big Transfer (BiT): General Visual Representation Learning"), as timm builds them:
 resnetv2_18 / 18d / 34 / 34d / 50 / 101 (BatchNorm), resnetv2_50d_gn (GroupNorm), resnetv2_50d_evos (EvoNorm-S0),
-and the BiT models resnetv2_50x1_bit .. resnetv2_152x4_bit.
+and the BiT models resnetv2_50x1_bit .. resnetv2_152x4_bit; and timm's variants without published weights:
+resnetv2_50d / 50t / 101d / 152 / 152d (BatchNorm) and resnetv2_50d_frn (Singh and Krishnan 2020, "Filter
+Response Normalization Layer: Eliminating Batch Dependence in the Training of Deep Neural Networks").
 
 A pre-activation block normalises and activates its input before each convolution; the first norm's output also
 feeds the projection shortcut, and nothing follows the addition, so the identity path runs clean from the stem to
@@ -109,6 +111,34 @@ class EvoNorm2dS0(nn.Module):
             gate = (x * self.v.view(shape)).sigmoid()
             x = x * gate / group_std(x, self.groups, self.eps)
         return x * self.weight.view(shape) + self.bias.view(shape)
+
+
+class FilterResponseNormTlu2d(nn.Module):
+    """Filter response normalisation with a thresholded linear unit (Singh and Krishnan 2020, "Filter Response
+    Normalization Layer"): each sample's channel is divided by its root mean square over the positions (``eps``
+    added to the mean square), scaled by ``weight`` and shifted by ``bias``, then floored at a learned per-channel
+    threshold ``tau`` (max(x, tau), the TLU; left out with ``apply_act=False``). Like EvoNorm-S0 it keeps no
+    running statistics and mixes nothing across the batch. ``act_layer`` is accepted like the other norm layers'
+    and not used: the TLU is the nonlinearity."""
+
+    def __init__(self, num_features, apply_act=True, eps=1e-5, act_layer=None):
+        super().__init__()
+        self.apply_act = apply_act
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(num_features))
+        self.bias = nn.Parameter(torch.zeros(num_features))
+        self.tau = nn.Parameter(torch.zeros(num_features)) if apply_act else None
+
+    def forward(self, x):
+        if x.dim() != 4:
+            raise ValueError(f"FilterResponseNormTlu2d expects a 4-d (N, C, H, W) input, got {x.dim()} dimensions")
+        shape = (1, -1, 1, 1)
+        inverse_rms = x.square().mean(dim=(2, 3), keepdim=True).add(self.eps).rsqrt()
+        x = x * inverse_rms
+        x = x * self.weight.view(shape) + self.bias.view(shape)
+        if self.tau is not None:
+            x = torch.maximum(x, self.tau.view(shape))
+        return x
 
 
 class DownsampleConv(nn.Module):
@@ -323,10 +353,10 @@ class ResNetV2(ClassifierHeadApi, nn.Module):
 
     ``basic`` picks basic blocks instead of bottlenecks (``bottle_ratio``: their inner width over the output's);
     ``avg_down`` shortcuts through average pooling; ``conv_layer`` makes every convolution (``create_conv2d``, or
-    ``StdConv2d`` for BiT) and ``norm_layer`` every norm (``GroupNormAct``, ``BatchNormAct2d`` or
-    ``EvoNorm2dS0``; a class or partial, given ``act_layer``); ``output_stride`` 16 or 8 dilates the last stages
-    instead of striding them. ``drop_path_rate`` grows linearly from 0 at the first block to this value at the
-    last; ``drop_rate`` is the dropout before the classifier; ``zero_init_last`` zeroes each block's last
+    ``StdConv2d`` for BiT) and ``norm_layer`` every norm (``GroupNormAct``, ``BatchNormAct2d``, ``EvoNorm2dS0`` or
+    ``FilterResponseNormTlu2d``; a class or partial, given ``act_layer``); ``output_stride`` 16 or 8 dilates the
+    last stages instead of striding them. ``drop_path_rate`` grows linearly from 0 at the first block to this value
+    at the last; ``drop_rate`` is the dropout before the classifier; ``zero_init_last`` zeroes each block's last
     convolution. ``num_classes=0`` replaces the classifier with an identity (pooled features).
     """
 
@@ -507,3 +537,42 @@ def resnetv2_50d_evos(pretrained=False, progress=True, **kwargs):
     shortcuts."""
     return _create_resnetv2("resnetv2_50d_evos", pretrained, progress, kwargs, layers=(3, 4, 6, 3),
                             conv_layer=create_conv2d, norm_layer=EvoNorm2dS0, **_D)
+
+
+@register_model
+def resnetv2_50d(pretrained=False, progress=True, **kwargs):
+    """ResNetV2-50d: ResNetV2-50 with the deep stem and average-pool shortcuts."""
+    return _create_resnetv2("resnetv2_50d", pretrained, progress, kwargs, layers=(3, 4, 6, 3), **_BN, **_D)
+
+
+@register_model
+def resnetv2_50t(pretrained=False, progress=True, **kwargs):
+    """ResNetV2-50t: ResNetV2-50 with the tiered deep stem and average-pool shortcuts."""
+    return _create_resnetv2("resnetv2_50t", pretrained, progress, kwargs, layers=(3, 4, 6, 3), **_BN,
+                            stem_type="tiered", avg_down=True)
+
+
+@register_model
+def resnetv2_101d(pretrained=False, progress=True, **kwargs):
+    """ResNetV2-101d: ResNetV2-101 with the deep stem and average-pool shortcuts."""
+    return _create_resnetv2("resnetv2_101d", pretrained, progress, kwargs, layers=(3, 4, 23, 3), **_BN, **_D)
+
+
+@register_model
+def resnetv2_152(pretrained=False, progress=True, **kwargs):
+    """ResNetV2-152: pre-activation bottlenecks 3-8-36-3 with BatchNorm."""
+    return _create_resnetv2("resnetv2_152", pretrained, progress, kwargs, layers=(3, 8, 36, 3), **_BN)
+
+
+@register_model
+def resnetv2_152d(pretrained=False, progress=True, **kwargs):
+    """ResNetV2-152d: ResNetV2-152 with the deep stem and average-pool shortcuts."""
+    return _create_resnetv2("resnetv2_152d", pretrained, progress, kwargs, layers=(3, 8, 36, 3), **_BN, **_D)
+
+
+@register_model
+def resnetv2_50d_frn(pretrained=False, progress=True, **kwargs):
+    """ResNetV2-50d with filter response normalisation and its thresholded linear unit in place of norm and
+    activation: deep stem, average-pool shortcuts."""
+    return _create_resnetv2("resnetv2_50d_frn", pretrained, progress, kwargs, layers=(3, 4, 6, 3),
+                            conv_layer=create_conv2d, norm_layer=FilterResponseNormTlu2d, **_D)

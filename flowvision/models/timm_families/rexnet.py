@@ -1,5 +1,6 @@
 """ReXNet (Han et al. 2021, "Rethinking Channel Dimensions for Efficient Model Design"): rexnet_100, rexnet_130,
-rexnet_150, rexnet_200, rexnet_300, rexnetr_200 and rexnetr_300.
+rexnet_150, rexnet_200, rexnet_300, rexnetr_200 and rexnetr_300, and rexnetr_100, rexnetr_130 and rexnetr_150 (no
+published weights: built to train from scratch).
 
 A MobileNetV2-like chain of linear bottlenecks (1x1 expansion with SiLU, 3x3 depthwise convolution, optional
 squeeze-and-excitation with a BatchNorm inside, ReLU6, linear 1x1 projection) whose widths grow by the same step at
@@ -202,6 +203,24 @@ def rexnet_200(pretrained=False, progress=True, **kwargs):
 def rexnet_300(pretrained=False, progress=True, **kwargs):
     """ReXNet 3.0x."""
     return _create_rexnet("rexnet_300", pretrained, progress, width_mult=3.0, **kwargs)
+
+
+@register_model
+def rexnetr_100(pretrained=False, progress=True, **kwargs):
+    """ReXNet 1.0x with every width rounded to a multiple of 8."""
+    return _create_rexnet("rexnetr_100", pretrained, progress, ch_div=8, **kwargs)
+
+
+@register_model
+def rexnetr_130(pretrained=False, progress=True, **kwargs):
+    """ReXNet 1.3x with every width rounded to a multiple of 8."""
+    return _create_rexnet("rexnetr_130", pretrained, progress, width_mult=1.3, ch_div=8, **kwargs)
+
+
+@register_model
+def rexnetr_150(pretrained=False, progress=True, **kwargs):
+    """ReXNet 1.5x with every width rounded to a multiple of 8."""
+    return _create_rexnet("rexnetr_150", pretrained, progress, width_mult=1.5, ch_div=8, **kwargs)
 
 
 @register_model

@@ -1,5 +1,5 @@
 """SelecSLS (Mehta et al. 2020, "XNect: Real-time Multi-Person 3D Motion Capture with a Single RGB Camera"):
-selecsls42b, selecsls60 and selecsls60b.
+selecsls42b, selecsls60 and selecsls60b, and timm's variants without published weights, selecsls42 and selecsls84.
 
 A fast backbone built from selective long- and short-range skip connections. Each block runs a chain of
 convolutions (3x3, 1x1, 3x3 at half width, 1x1, 3x3 at half width) and concatenates three points of the chain;
@@ -105,7 +105,7 @@ class SelecSlsFeatures(FlatFeatureListNet):
 
 
 # per family: each block's (in_chs, skip_chs, mid_chs, out_chs, is_first, stride), the (channels, reduction, module)
-# of the last block of each level, and the head's input and first widths
+# of the last block of each level, the head's input and first widths, and (SelecSLS-84's 3x3) its last kernel size
 MODEL_CFGS = {
     "selecsls42": dict(
         features=[(32, 0, 64, 64, True, 2), (64, 64, 64, 128, False, 1), (128, 0, 144, 144, True, 2),
@@ -118,18 +118,27 @@ MODEL_CFGS = {
                   (288, 288, 288, 288, False, 1), (288, 288, 288, 288, False, 1), (288, 288, 288, 416, False, 1)],
         taps=[(128, 4, "features.1"), (288, 8, "features.4"), (416, 16, "features.8")],
         head_in=416, head_mid=756),
+    "selecsls84": dict(
+        features=[(32, 0, 64, 64, True, 2), (64, 64, 64, 144, False, 1), (144, 0, 144, 144, True, 2),
+                  (144, 144, 144, 144, False, 1), (144, 144, 144, 144, False, 1), (144, 144, 144, 144, False, 1),
+                  (144, 144, 144, 304, False, 1), (304, 0, 304, 304, True, 2), (304, 304, 304, 304, False, 1),
+                  (304, 304, 304, 304, False, 1), (304, 304, 304, 304, False, 1), (304, 304, 304, 304, False, 1),
+                  (304, 304, 304, 512, False, 1)],
+        taps=[(144, 4, "features.1"), (304, 8, "features.6"), (512, 16, "features.12")],
+        head_in=512, head_mid=960, last_kernel=3),
 }
 
 
 def _selecsls_cfg(variant):
     """timm's model configuration of a variant: ``block``, ``features`` (each block's arguments), ``head`` (each
     head convolution's in, out, kernel size and stride), ``num_features`` and ``feature_info``."""
-    base = MODEL_CFGS[variant.rstrip("b")]
+    base = MODEL_CFGS[variant.removesuffix("b")]
     head_in, head_mid = base["head_in"], base["head_mid"]
     if variant.endswith("b"):
         head = [(head_in, head_mid, 3, 2), (head_mid, 1024, 3, 1), (1024, 1280, 3, 2), (1280, 1024, 1, 1)]
     else:
-        head = [(head_in, head_mid, 3, 2), (head_mid, 1024, 3, 1), (1024, 1024, 3, 2), (1024, 1280, 1, 1)]
+        head = [(head_in, head_mid, 3, 2), (head_mid, 1024, 3, 1), (1024, 1024, 3, 2),
+                (1024, 1280, base.get("last_kernel", 1), 1)]
     num_features = head[-1][1]
     feature_info = [dict(num_chs=32, reduction=2, module="stem.2")]
     feature_info += [dict(num_chs=c, reduction=r, module=m) for c, r, m in base["taps"]]
@@ -279,6 +288,12 @@ def _create_selecsls(variant, pretrained, progress, **kwargs):
 
 
 @register_model
+def selecsls42(pretrained=False, progress=True, **kwargs):
+    """SelecSLS-42."""
+    return _create_selecsls("selecsls42", pretrained, progress, **kwargs)
+
+
+@register_model
 def selecsls42b(pretrained=False, progress=True, **kwargs):
     """SelecSLS-42 with the 1024-channel head."""
     return _create_selecsls("selecsls42b", pretrained, progress, **kwargs)
@@ -294,3 +309,9 @@ def selecsls60(pretrained=False, progress=True, **kwargs):
 def selecsls60b(pretrained=False, progress=True, **kwargs):
     """SelecSLS-60 with the 1024-channel head."""
     return _create_selecsls("selecsls60b", pretrained, progress, **kwargs)
+
+
+@register_model
+def selecsls84(pretrained=False, progress=True, **kwargs):
+    """SelecSLS-84: levels of 2, 5 and 6 blocks, a 3x3 last head convolution."""
+    return _create_selecsls("selecsls84", pretrained, progress, **kwargs)

@@ -1,4 +1,5 @@
-"""Selective Kernel ResNets (Li et al. 2019, "Selective Kernel Networks").
+"""Selective Kernel ResNets (Li et al. 2019, "Selective Kernel Networks"): skresnet18, skresnet34 and
+skresnext50_32x4d, and timm's variants without published weights, skresnet50 and skresnet50d.
 
 A ResNet whose 3x3 convolution (the first of a basic block, the middle of a bottleneck) is a selective kernel
 convolution: parallel paths with different receptive fields (3x3 kernels dilated to cover 3x3 and 5x5) each with
@@ -179,6 +180,22 @@ def skresnet18(pretrained=False, **kwargs):
 def skresnet34(pretrained=False, **kwargs):
     """SK-ResNet-34: selective kernel basic blocks 3-4-6-3 with split inputs, 7x7 stem."""
     return _create_skresnet("skresnet34", pretrained, SelectiveKernelBasic, (3, 4, 6, 3), _SPLIT, kwargs)
+
+
+@register_model
+def skresnet50(pretrained=False, **kwargs):
+    """SK-ResNet-50: selective kernel bottlenecks 3-4-6-3 with split inputs (timm's default attention width), 7x7
+    stem."""
+    return _create_skresnet("skresnet50", pretrained, SelectiveKernelBottleneck, (3, 4, 6, 3),
+                            dict(split_input=True), kwargs)
+
+
+@register_model
+def skresnet50d(pretrained=False, **kwargs):
+    """SK-ResNet-50-D: selective kernel bottlenecks 3-4-6-3 with split inputs, deep stem (32, 32, 64), average-pool
+    shortcuts."""
+    return _create_skresnet("skresnet50d", pretrained, SelectiveKernelBottleneck, (3, 4, 6, 3),
+                            dict(split_input=True), kwargs, stem_width=32, stem_type="deep", avg_down=True)
 
 
 @register_model

@@ -1,4 +1,5 @@
-"""StarNet (Ma et al. 2024, "Rewrite the Stars"): starnet_s1, starnet_s2, starnet_s3 and starnet_s4.
+"""StarNet (Ma et al. 2024, "Rewrite the Stars"): starnet_s1, starnet_s2, starnet_s3 and starnet_s4, and the
+smaller starnet_s050, starnet_s100 and starnet_s150 (no published weights: built to train from scratch).
 
 A deliberately plain convolutional network built to show what the "star operation", the element-wise product of
 two linear branches, brings: it maps its input implicitly into a very high-dimensional space of feature products,
@@ -213,3 +214,24 @@ def starnet_s3(pretrained=False, progress=True, **kwargs):
 def starnet_s4(pretrained=False, progress=True, **kwargs):
     """StarNet-S4: base width 32, depths (3, 3, 12, 5)."""
     return _create_starnet("starnet_s4", pretrained, progress, kwargs, base_dim=32, depths=[3, 3, 12, 5])
+
+
+@register_model
+def starnet_s050(pretrained=False, progress=True, **kwargs):
+    """StarNet-S050: base width 16, depths (1, 1, 3, 1), MLP ratio 3."""
+    return _create_starnet("starnet_s050", pretrained, progress, kwargs, base_dim=16, depths=[1, 1, 3, 1],
+                           mlp_ratio=3)
+
+
+@register_model
+def starnet_s100(pretrained=False, progress=True, **kwargs):
+    """StarNet-S100: base width 20, depths (1, 2, 4, 1), MLP ratio 4."""
+    return _create_starnet("starnet_s100", pretrained, progress, kwargs, base_dim=20, depths=[1, 2, 4, 1],
+                           mlp_ratio=4)
+
+
+@register_model
+def starnet_s150(pretrained=False, progress=True, **kwargs):
+    """StarNet-S150: base width 24, depths (1, 2, 4, 2), MLP ratio 3."""
+    return _create_starnet("starnet_s150", pretrained, progress, kwargs, base_dim=24, depths=[1, 2, 4, 2],
+                           mlp_ratio=3)

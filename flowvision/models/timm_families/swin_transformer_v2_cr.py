@@ -1,5 +1,8 @@
 """Swin Transformer V2 (Liu et al. 2022, "Swin Transformer V2: Scaling Up Capacity and Resolution") as Christoph
-Reich re-implemented it: timm's ``swin_transformer_v2_cr`` models.
+Reich re-implemented it: timm's ``swin_transformer_v2_cr`` models, tiny, small, base, large, huge and giant at 224 and
+384 pixels (``swinv2_cr_tiny_224`` ... ``swinv2_cr_giant_384``) and with a norm ending every stage
+(``swinv2_cr_tiny_ns_224``, ``swinv2_cr_small_ns_224``, ``swinv2_cr_small_ns_256``, ``swinv2_cr_base_ns_224``); timm
+publishes weights for ``swinv2_cr_small_224`` and the tiny and small ``_ns_224`` models only.
 
 The same model as ``swin_transformer_v2`` in outline (Swin's shifted windows and patch merging; scaled cosine
 attention with a learnt per-head logit scale; a position bias computed by a small MLP, ``meta_mlp``, from log-spaced
@@ -295,9 +298,23 @@ class SwinTransformerV2Cr(ClassifierHeadApi, nn.Module):
 
 
 def _swinv2_cr(variant, pretrained, progress, kwargs, **model_args):
-    """A Swin V2 CR entrypoint's body: timm's architecture arguments at 224 pixels, overridable by the caller's
-    ``kwargs``."""
+    """A Swin V2 CR entrypoint's body: timm's architecture arguments at the image size of timm's configuration,
+    overridable by the caller's ``kwargs``."""
     return build_model(SwinTransformerV2Cr, variant, pretrained, progress=progress, **{**model_args, **kwargs})
+
+
+@register_model
+def swinv2_cr_tiny_384(pretrained=False, progress=True, **kwargs):
+    """Swin-T V2 CR at 384: width 96, depths (2, 2, 6, 2), 12x12 windows."""
+    return _swinv2_cr("swinv2_cr_tiny_384", pretrained, progress, kwargs, img_size=(384, 384), embed_dim=96,
+                      depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24))
+
+
+@register_model
+def swinv2_cr_tiny_224(pretrained=False, progress=True, **kwargs):
+    """Swin-T V2 CR at 224: width 96, depths (2, 2, 6, 2), 7x7 windows."""
+    return _swinv2_cr("swinv2_cr_tiny_224", pretrained, progress, kwargs, img_size=(224, 224), embed_dim=96,
+                      depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24))
 
 
 @register_model
@@ -305,6 +322,13 @@ def swinv2_cr_tiny_ns_224(pretrained=False, progress=True, **kwargs):
     """Swin-T V2 CR at 224: width 96, depths (2, 2, 6, 2), 7x7 windows, a norm at the end of every stage."""
     return _swinv2_cr("swinv2_cr_tiny_ns_224", pretrained, progress, kwargs, img_size=(224, 224), embed_dim=96,
                       depths=(2, 2, 6, 2), num_heads=(3, 6, 12, 24), extra_norm_stage=True)
+
+
+@register_model
+def swinv2_cr_small_384(pretrained=False, progress=True, **kwargs):
+    """Swin-S V2 CR at 384: width 96, depths (2, 2, 18, 2), 12x12 windows."""
+    return _swinv2_cr("swinv2_cr_small_384", pretrained, progress, kwargs, img_size=(384, 384), embed_dim=96,
+                      depths=(2, 2, 18, 2), num_heads=(3, 6, 12, 24))
 
 
 @register_model
@@ -319,3 +343,73 @@ def swinv2_cr_small_ns_224(pretrained=False, progress=True, **kwargs):
     """Swin-S V2 CR at 224: width 96, depths (2, 2, 18, 2), 7x7 windows, a norm at the end of every stage."""
     return _swinv2_cr("swinv2_cr_small_ns_224", pretrained, progress, kwargs, img_size=(224, 224), embed_dim=96,
                       depths=(2, 2, 18, 2), num_heads=(3, 6, 12, 24), extra_norm_stage=True)
+
+
+@register_model
+def swinv2_cr_small_ns_256(pretrained=False, progress=True, **kwargs):
+    """Swin-S V2 CR at 256: width 96, depths (2, 2, 18, 2), 8x8 windows, a norm at the end of every stage."""
+    return _swinv2_cr("swinv2_cr_small_ns_256", pretrained, progress, kwargs, img_size=(256, 256), embed_dim=96,
+                      depths=(2, 2, 18, 2), num_heads=(3, 6, 12, 24), extra_norm_stage=True)
+
+
+@register_model
+def swinv2_cr_base_384(pretrained=False, progress=True, **kwargs):
+    """Swin-B V2 CR at 384: width 128, depths (2, 2, 18, 2), 12x12 windows."""
+    return _swinv2_cr("swinv2_cr_base_384", pretrained, progress, kwargs, img_size=(384, 384), embed_dim=128,
+                      depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32))
+
+
+@register_model
+def swinv2_cr_base_224(pretrained=False, progress=True, **kwargs):
+    """Swin-B V2 CR at 224: width 128, depths (2, 2, 18, 2), 7x7 windows."""
+    return _swinv2_cr("swinv2_cr_base_224", pretrained, progress, kwargs, img_size=(224, 224), embed_dim=128,
+                      depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32))
+
+
+@register_model
+def swinv2_cr_base_ns_224(pretrained=False, progress=True, **kwargs):
+    """Swin-B V2 CR at 224: width 128, depths (2, 2, 18, 2), 7x7 windows, a norm at the end of every stage."""
+    return _swinv2_cr("swinv2_cr_base_ns_224", pretrained, progress, kwargs, img_size=(224, 224), embed_dim=128,
+                      depths=(2, 2, 18, 2), num_heads=(4, 8, 16, 32), extra_norm_stage=True)
+
+
+@register_model
+def swinv2_cr_large_384(pretrained=False, progress=True, **kwargs):
+    """Swin-L V2 CR at 384: width 192, depths (2, 2, 18, 2), 12x12 windows."""
+    return _swinv2_cr("swinv2_cr_large_384", pretrained, progress, kwargs, img_size=(384, 384), embed_dim=192,
+                      depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))
+
+
+@register_model
+def swinv2_cr_large_224(pretrained=False, progress=True, **kwargs):
+    """Swin-L V2 CR at 224: width 192, depths (2, 2, 18, 2), 7x7 windows."""
+    return _swinv2_cr("swinv2_cr_large_224", pretrained, progress, kwargs, img_size=(224, 224), embed_dim=192,
+                      depths=(2, 2, 18, 2), num_heads=(6, 12, 24, 48))
+
+
+@register_model
+def swinv2_cr_huge_384(pretrained=False, progress=True, **kwargs):
+    """Swin-H V2 CR at 384: width 352, depths (2, 2, 18, 2), heads 11 to 88, 12x12 windows, a norm every 6 blocks."""
+    return _swinv2_cr("swinv2_cr_huge_384", pretrained, progress, kwargs, img_size=(384, 384), embed_dim=352,
+                      depths=(2, 2, 18, 2), num_heads=(11, 22, 44, 88), extra_norm_period=6)
+
+
+@register_model
+def swinv2_cr_huge_224(pretrained=False, progress=True, **kwargs):
+    """Swin-H V2 CR at 224: width 352, depths (2, 2, 18, 2), heads 8 to 64, 7x7 windows, a norm every 6 blocks."""
+    return _swinv2_cr("swinv2_cr_huge_224", pretrained, progress, kwargs, img_size=(224, 224), embed_dim=352,
+                      depths=(2, 2, 18, 2), num_heads=(8, 16, 32, 64), extra_norm_period=6)
+
+
+@register_model
+def swinv2_cr_giant_384(pretrained=False, progress=True, **kwargs):
+    """Swin-G V2 CR at 384: width 512, depths (2, 2, 42, 2), 12x12 windows, a norm every 6 blocks."""
+    return _swinv2_cr("swinv2_cr_giant_384", pretrained, progress, kwargs, img_size=(384, 384), embed_dim=512,
+                      depths=(2, 2, 42, 2), num_heads=(16, 32, 64, 128), extra_norm_period=6)
+
+
+@register_model
+def swinv2_cr_giant_224(pretrained=False, progress=True, **kwargs):
+    """Swin-G V2 CR at 224: width 512, depths (2, 2, 42, 2), 7x7 windows, a norm every 6 blocks."""
+    return _swinv2_cr("swinv2_cr_giant_224", pretrained, progress, kwargs, img_size=(224, 224), embed_dim=512,
+                      depths=(2, 2, 42, 2), num_heads=(16, 32, 64, 128), extra_norm_period=6)

@@ -1,7 +1,8 @@
 """Vision Transformer (Dosovitskiy et al. 2020, "An Image is Worth 16x16 Words: Transformers for Image
 Recognition at Scale"; Steiner et al. 2021, "How to train your ViT? Data, Augmentation, and Regularization in
-Vision Transformers"): timm's ``vision_transformer`` models with ImageNet-1k weights, and its pretrained ViT
-encoders (DINOv2, SigLIP, CLIP, I-JEPA, TIPSv2, InternViT, C-RADIO, AIMv2; listed below).
+Vision Transformers"): timm's ``vision_transformer`` models with ImageNet-1k weights, its pretrained ViT
+encoders (DINOv2, SigLIP, CLIP, I-JEPA, TIPSv2, InternViT, C-RADIO, AIMv2) and its variants without published
+weights (all listed below).
 
 An image is cut into non-overlapping patches by a strided convolution; the patch tokens, a learnt class
 token and learnt absolute position embeddings go through pre-norm transformer blocks (multi-head
@@ -26,7 +27,7 @@ Besides the original ViT-Ti/S/B/L, the module has timm's variants of the same mo
   et al. 2023, "Getting ViT in Shape") with its attention-pooling head ('map': a learnt query attends to the
   patch tokens) or average pooling;
 - timm's tiny test ViTs at 160 (test_vit, test_vit2 with a register token: any image size; test_vit3 pooling the
-  register token with the patch tokens by attention).
+  register token with the patch tokens by attention; test_vit4 with RMS norms).
 
 and timm's pretrained image encoders, most without an ImageNet-1k head (their weights' records give the classes:
 none, a CLIP / SigLIP embedding width, or ImageNet-21k / 12k):
@@ -55,12 +56,22 @@ none, a CLIP / SigLIP embedding width, or ImageNet-21k / 12k):
   aimv2_{large,huge,1b,3b}_patch14_{224,336,448}, RMS norms (the patch tokens' too), SwiGLU MLPs, no biases in the
   blocks, average pooling.
 
+Last, timm's variants without published weights, for training from scratch or for one's own checkpoints:
+vit_base_patch16_gap_224, vit_base_patch16_plus_240 and vit_base_patch32_plus_256 (ViT-B+),
+vit_base_patch16_reg4_gap_256, vit_betwixt_patch16_gap_256, vit_so150m_patch16_reg4_map_256, vit_large_patch14_224,
+vit_giant_patch14_224 and vit_gigantic_patch14_224 (Zhai et al. 2022, "Scaling Vision Transformers"),
+vit_small_patch16_36x1_224 and the '18x2' models with two parallel attention and MLP branches a block (Touvron et
+al. 2022, "Three things everyone should know about Vision Transformers": vit_small/base_patch16_18x2_224), the 'xp'
+parallel-block models with RMS and query-key norms (vit_base_patch16_xp_224, vit_large/huge_patch14_xp_224), BEiT-3
+giant (beit3_giant_patch14_224/336) and test_vit4.
+
 A model runs at the image size it was built for (``img_size``, square or (height, width)), or with
 ``dynamic_img_size`` at any multiple of the patch size; position embeddings made for another patch grid are
 resampled with ``resample_abs_pos_embed``. ``features_only=True`` returns
 the outputs of the last blocks (timm's default: three) as (N, C, H/p, W/p) maps.
 """
 import math
+from collections import OrderedDict
 from functools import partial
 
 import numpy as np
@@ -101,6 +112,15 @@ class QuickGELU(nn.Module):
 
     def forward(self, x):
         return x * torch.sigmoid(1.702 * x)
+
+
+_NORM_LAYERS = {"layernorm": _layer_norm, "rmsnorm": RmsNorm}
+
+
+def _norm_layer(norm_layer):
+    """A norm class from timm's name for it ('layernorm': LayerNorm with eps 1e-6, 'rmsnorm': ``RmsNorm``), the
+    class itself, or None."""
+    return _NORM_LAYERS[norm_layer.replace("_", "").lower()] if isinstance(norm_layer, str) else norm_layer
 
 
 def _act_layer(act_layer):
@@ -534,6 +554,47 @@ class DiffParallelScalingBlock(DifferentialLambda, nn.Module):
         return x
 
 
+class ParallelThingsBlock(nn.Module):
+    """``num_parallel`` attention branches side by side, then as many MLP branches side by side (Touvron et al.
+    2022, "Three things everyone should know about Vision Transformers"; timm's ``ParallelThingsBlock``):
+    x + sum_i attns[i](x), then x + sum_i ffns[i](x). Each branch is a pre-norm residual branch of ``Block``'s
+    (``norm``, ``attn`` or ``mlp``, layer scale ``ls`` with ``init_values``, ``drop_path``), so a block of two
+    branches is as wide as two blocks at the depth of one. Takes ``Block``'s arguments."""
+
+    def __init__(self, dim, num_heads, num_parallel=2, mlp_ratio=4.0, qkv_bias=False, qk_norm=False,
+                 scale_attn_norm=False, scale_mlp_norm=False, proj_bias=True, proj_drop=0.0, attn_drop=0.0,
+                 init_values=None, drop_path=0.0, act_layer=nn.GELU, norm_layer=_layer_norm, mlp_layer=Mlp,
+                 attn_layer=Attention, depth=0):
+        super().__init__()
+        self.num_parallel = num_parallel
+        self.attns = nn.ModuleList()
+        self.ffns = nn.ModuleList()
+        for _ in range(num_parallel):
+            attn_norm = norm_layer(dim)
+            attention = _create_attention(attn_layer, dim, num_heads, qkv_bias, qk_norm, scale_attn_norm, proj_bias,
+                                          attn_drop, proj_drop, norm_layer, depth)
+            self.attns.append(self._branch(attn_norm, "attn", attention, dim, init_values, drop_path))
+            mlp_norm = norm_layer(dim)
+            mlp = mlp_layer(dim, int(dim * mlp_ratio), act_layer=act_layer,
+                            norm_layer=norm_layer if scale_mlp_norm else None, bias=proj_bias, drop=proj_drop)
+            self.ffns.append(self._branch(mlp_norm, "mlp", mlp, dim, init_values, drop_path))
+
+    @staticmethod
+    def _branch(norm, name, layer, dim, init_values, drop_path):
+        """One residual branch: ``norm``, the ``layer`` under ``name``, layer scale and stochastic depth, in order."""
+        return nn.Sequential(OrderedDict([
+            ("norm", norm),
+            (name, layer),
+            ("ls", LayerScale(dim, init_values) if init_values else nn.Identity()),
+            ("drop_path", drop_path_module(drop_path)),
+        ]))
+
+    def forward(self, x):
+        x = x + torch.stack([attn(x) for attn in self.attns]).sum(dim=0)
+        x = x + torch.stack([ffn(x) for ffn in self.ffns]).sum(dim=0)
+        return x
+
+
 class AttentionPoolLatent(nn.Module):
     """Multi-head attention pooling (SigLIP's 'map' head; timm's ``AttentionPoolLatent`` with one latent): a learnt
     query ``latent`` (projected by ``q``) attends to the tokens (projected by ``kv``), the result goes through
@@ -766,10 +827,11 @@ class VisionTransformer(ViTApi, nn.Module):
     tokens with the patch tokens ('avg', 'max', 'avgmax', 'map'). ``dynamic_img_size`` takes images of any size
     (multiples of the patch size): the position embeddings are resampled (bicubic, antialiased) from the built grid
     to the image's. ``block_fn`` is the block class (``Block``, ``ResPostBlock``, ``ParallelScalingBlock``,
-    ``DiffParallelScalingBlock``), ``attn_layer`` the attention of ``Block`` and ``ResPostBlock`` (a class, or
-    'diff' for ``DiffAttention``), ``mlp_layer`` their MLP (``Mlp``, ``SwiGLU``, ``SwiGLUPacked``), ``act_layer``
-    its activation (a class or timm's name: 'gelu_tanh', 'quick_gelu', 'silu'); ``proj_bias=False`` drops the
-    biases of the blocks' output projections and MLPs.
+    ``DiffParallelScalingBlock``, ``ParallelThingsBlock``), ``attn_layer`` the attention of ``Block``,
+    ``ResPostBlock`` and ``ParallelThingsBlock`` (a class, or 'diff' for ``DiffAttention``), ``mlp_layer`` their MLP
+    (``Mlp``, ``SwiGLU``, ``SwiGLUPacked``), ``act_layer`` its activation (a class or timm's name: 'gelu_tanh',
+    'quick_gelu', 'silu'); ``norm_layer`` and ``embed_norm_layer`` are a class or timm's name ('layernorm',
+    'rmsnorm'); ``proj_bias=False`` drops the biases of the blocks' output projections and MLPs.
     Dropout: ``pos_drop_rate`` after the position embeddings, ``attn_drop_rate`` on attention weights,
     ``proj_drop_rate`` in the blocks, ``drop_rate`` before the head; ``drop_path_rate`` is the stochastic depth of
     the last block (rising linearly from 0 at the first). ``weight_init='skip'`` leaves the layers' default
@@ -793,7 +855,8 @@ class VisionTransformer(ViTApi, nn.Module):
         if weight_init not in ("", "skip"):
             raise ValueError(f"weight_init must be '' (timm's) or 'skip', got {weight_init!r}")
         use_fc_norm = global_pool in ("avg", "max", "avgmax") if fc_norm is None else fc_norm
-        norm_layer = norm_layer or _layer_norm
+        norm_layer = _norm_layer(norm_layer) or _layer_norm
+        embed_norm_layer = _norm_layer(embed_norm_layer)
         act_layer = _act_layer(act_layer) or nn.GELU
         self.num_classes = num_classes
         self.in_chans = in_chans
@@ -945,6 +1008,9 @@ def _vit(variant, pretrained, progress, kwargs, **model_args):
 
 _CLIP = dict(pre_norm=True, norm_layer=_clip_layer_norm)
 _BEIT3 = dict(scale_attn_norm=True, scale_mlp_norm=True, global_pool="avg", norm_layer=_clip_layer_norm)
+# the 'xp' models: parallel blocks with query-key norms, RMS norms, a norm before the blocks
+_XP = dict(pre_norm=True, no_embed_class=True, norm_layer=RmsNorm, block_fn=ParallelScalingBlock, qkv_bias=False,
+           qk_norm=True)
 _SBB = dict(init_values=1e-5, class_token=False, no_embed_class=True, global_pool="avg")
 # DINOv2-g's MLP: a SiLU-gated packed SwiGLU of 2 x 4096 units (DINOv2 shrinks 4 x 1536 by 2/3, rounded to 8)
 _PACKED_SWIGLU = dict(mlp_ratio=2.66667 * 2, mlp_layer=SwiGLUPacked, act_layer=nn.SiLU)
@@ -1387,6 +1453,141 @@ def vit_so400m_patch14_siglip_gap_378(pretrained=False, progress=True, **kwargs)
 
 
 @register_model
+def vit_base_patch16_gap_224(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 at 224 without class token: width 768, 12 blocks, 16 heads, average pooling after the final norm."""
+    return _vit("vit_base_patch16_gap_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=12,
+                num_heads=16, class_token=False, global_pool="avg", fc_norm=False)
+
+
+@register_model
+def vit_base_patch16_plus_240(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16+ at 240: width 896, 12 blocks, 14 heads, layer scale."""
+    return _vit("vit_base_patch16_plus_240", pretrained, progress, kwargs, img_size=240, patch_size=16, embed_dim=896,
+                depth=12, num_heads=14, init_values=1e-5)
+
+
+@register_model
+def vit_base_patch32_plus_256(pretrained=False, progress=True, **kwargs):
+    """ViT-B/32+ at 256: width 896, 12 blocks, 14 heads, layer scale."""
+    return _vit("vit_base_patch32_plus_256", pretrained, progress, kwargs, img_size=256, patch_size=32, embed_dim=896,
+                depth=12, num_heads=14, init_values=1e-5)
+
+
+@register_model
+def vit_base_patch16_reg4_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 at 256 with 4 register tokens and no class token: width 768, 12 blocks, 12 heads, average
+    pooling."""
+    return _vit("vit_base_patch16_reg4_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=768, depth=12, num_heads=12, class_token=False, no_embed_class=True, global_pool="avg",
+                reg_tokens=4)
+
+
+@register_model
+def vit_betwixt_patch16_gap_256(pretrained=False, progress=True, **kwargs):
+    """ViT-betwixt/16 at 256 without class token: width 640, 12 blocks, 10 heads, no qkv biases, layer scale,
+    average pooling after the final norm."""
+    return _vit("vit_betwixt_patch16_gap_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=640, depth=12, num_heads=10, class_token=False, global_pool="avg", qkv_bias=False,
+                init_values=1e-6, fc_norm=False)
+
+
+@register_model
+def vit_so150m_patch16_reg4_map_256(pretrained=False, progress=True, **kwargs):
+    """SO150M/16 at 256 with 4 register tokens: width 896, 18 blocks, 14 heads, MLP ratio 2.572, attention
+    pooling."""
+    return _vit("vit_so150m_patch16_reg4_map_256", pretrained, progress, kwargs, img_size=256, patch_size=16,
+                embed_dim=896, depth=18, num_heads=14, mlp_ratio=2.572, class_token=False, reg_tokens=4,
+                global_pool="map")
+
+
+@register_model
+def vit_large_patch14_224(pretrained=False, progress=True, **kwargs):
+    """ViT-L/14 at 224: width 1024, 24 blocks, 16 heads."""
+    return _vit("vit_large_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1024, depth=24,
+                num_heads=16)
+
+
+@register_model
+def vit_giant_patch14_224(pretrained=False, progress=True, **kwargs):
+    """ViT-g/14 at 224 (Zhai et al. 2022, "Scaling Vision Transformers"): width 1408, 40 blocks, 16 heads, MLP
+    ratio 48/11."""
+    return _vit("vit_giant_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1408, mlp_ratio=48 / 11,
+                depth=40, num_heads=16)
+
+
+@register_model
+def vit_gigantic_patch14_224(pretrained=False, progress=True, **kwargs):
+    """ViT-G/14 at 224 (Zhai et al. 2022, "Scaling Vision Transformers"): width 1664, 48 blocks, 16 heads, MLP
+    ratio 64/13."""
+    return _vit("vit_gigantic_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1664,
+                mlp_ratio=64 / 13, depth=48, num_heads=16)
+
+
+@register_model
+def vit_small_patch16_36x1_224(pretrained=False, progress=True, **kwargs):
+    """ViT-S/16 at 224, 36 blocks deep (the serial baseline of the 18x2 parallel model): width 384, 6 heads, layer
+    scale."""
+    return _vit("vit_small_patch16_36x1_224", pretrained, progress, kwargs, patch_size=16, embed_dim=384, depth=36,
+                num_heads=6, init_values=1e-5)
+
+
+@register_model
+def vit_small_patch16_18x2_224(pretrained=False, progress=True, **kwargs):
+    """ViT-S/16 at 224 with 18 blocks of two parallel attention and two parallel MLP branches
+    (``ParallelThingsBlock``): width 384, 6 heads, layer scale."""
+    return _vit("vit_small_patch16_18x2_224", pretrained, progress, kwargs, patch_size=16, embed_dim=384, depth=18,
+                num_heads=6, init_values=1e-5, block_fn=ParallelThingsBlock)
+
+
+@register_model
+def vit_base_patch16_18x2_224(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 at 224 with 18 blocks of two parallel attention and two parallel MLP branches
+    (``ParallelThingsBlock``): width 768, 12 heads, layer scale."""
+    return _vit("vit_base_patch16_18x2_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=18,
+                num_heads=12, init_values=1e-5, block_fn=ParallelThingsBlock)
+
+
+@register_model
+def vit_base_patch16_xp_224(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 at 224 with parallel blocks (``ParallelScalingBlock``), query-key norms, RMS norms, a norm before
+    the blocks, no qkv biases and no position embedding for the class token."""
+    return _vit("vit_base_patch16_xp_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768, depth=12,
+                num_heads=12, **_XP)
+
+
+@register_model
+def vit_large_patch14_xp_224(pretrained=False, progress=True, **kwargs):
+    """ViT-L/14 at 224 with parallel blocks (``ParallelScalingBlock``), query-key norms, RMS norms, a norm before
+    the blocks, no qkv biases and no position embedding for the class token."""
+    return _vit("vit_large_patch14_xp_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1024, depth=24,
+                num_heads=16, **_XP)
+
+
+@register_model
+def vit_huge_patch14_xp_224(pretrained=False, progress=True, **kwargs):
+    """ViT-H/14 at 224 with parallel blocks (``ParallelScalingBlock``), query-key norms, RMS norms, a norm before
+    the blocks, no qkv biases and no position embedding for the class token."""
+    return _vit("vit_huge_patch14_xp_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1280, depth=32,
+                num_heads=16, **_XP)
+
+
+@register_model
+def beit3_giant_patch14_224(pretrained=False, progress=True, **kwargs):
+    """BEiT-3 Giant's image branch at 224: width 1408, 40 blocks, 16 heads, MLP ratio 4.3637, norms before the
+    attention projection and inside the MLP, average pooling, LayerNorm eps 1e-5."""
+    return _vit("beit3_giant_patch14_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1408, depth=40,
+                num_heads=16, mlp_ratio=4.3637, class_token=True, **_BEIT3)
+
+
+@register_model
+def beit3_giant_patch14_336(pretrained=False, progress=True, **kwargs):
+    """BEiT-3 Giant's image branch at 336: width 1408, 40 blocks, 16 heads, MLP ratio 4.3637, norms before the
+    attention projection and inside the MLP, average pooling, LayerNorm eps 1e-5."""
+    return _vit("beit3_giant_patch14_336", pretrained, progress, kwargs, img_size=336, patch_size=14, embed_dim=1408,
+                depth=40, num_heads=16, mlp_ratio=4.3637, class_token=True, **_BEIT3)
+
+
+@register_model
 def test_vit(pretrained=False, progress=True, **kwargs):
     """timm's tiny test ViT/16 at 160 (any size): width 64, 6 blocks, 2 heads, MLP ratio 3."""
     return _vit("test_vit", pretrained, progress, kwargs, img_size=160, patch_size=16, embed_dim=64, depth=6,
@@ -1409,6 +1610,15 @@ def test_vit3(pretrained=False, progress=True, **kwargs):
     return _vit("test_vit3", pretrained, progress, kwargs, img_size=160, patch_size=16, embed_dim=96, depth=9,
                 num_heads=3, mlp_ratio=2, class_token=False, reg_tokens=1, global_pool="map",
                 pool_include_prefix=True, init_values=1e-5)
+
+
+@register_model
+def test_vit4(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test ViT/16 at 160 (any size) with 1 register token and no class token: width 96, 9 blocks,
+    3 heads, MLP ratio 3, RMS norms, layer scale, average pooling."""
+    return _vit("test_vit4", pretrained, progress, kwargs, img_size=160, patch_size=16, embed_dim=96, depth=9,
+                num_heads=3, mlp_ratio=3, class_token=False, reg_tokens=1, global_pool="avg", init_values=1e-5,
+                dynamic_img_size=True, norm_layer="rmsnorm")
 
 
 @register_model
@@ -1847,23 +2057,23 @@ def vit_huge_patch14_224(pretrained=False, progress=True, **kwargs):
 
 @register_model
 def vit_huge_patch14_gap_224(pretrained=False, progress=True, **kwargs):
-    """ViT-H/14 at 224: width 1280, 32 blocks, 16 heads, no class token, average pooling."""
+    """ViT-H/14 at 224: width 1280, 32 blocks, 16 heads, no class token, average pooling, no head (an encoder)."""
     return _vit("vit_huge_patch14_gap_224", pretrained, progress, kwargs, patch_size=14, embed_dim=1280, depth=32,
-                num_heads=16, class_token=False, global_pool="avg", fc_norm=False)
+                num_heads=16, class_token=False, global_pool="avg", fc_norm=False, num_classes=0)
 
 
 @register_model
 def vit_huge_patch16_gap_448(pretrained=False, progress=True, **kwargs):
-    """ViT-H/16 at 448: width 1280, 32 blocks, 16 heads, no class token, average pooling."""
+    """ViT-H/16 at 448: width 1280, 32 blocks, 16 heads, no class token, average pooling, no head (an encoder)."""
     return _vit("vit_huge_patch16_gap_448", pretrained, progress, kwargs, img_size=448, patch_size=16, embed_dim=1280,
-                depth=32, num_heads=16, class_token=False, global_pool="avg", fc_norm=False)
+                depth=32, num_heads=16, class_token=False, global_pool="avg", fc_norm=False, num_classes=0)
 
 
 @register_model
 def vit_giant_patch16_gap_224(pretrained=False, progress=True, **kwargs):
-    """ViT-g/16 at 224: width 1408, 40 blocks, 16 heads, no class token, average pooling."""
+    """ViT-g/16 at 224: width 1408, 40 blocks, 16 heads, no class token, average pooling, no head (an encoder)."""
     return _vit("vit_giant_patch16_gap_224", pretrained, progress, kwargs, patch_size=16, embed_dim=1408, depth=40,
-                num_heads=16, mlp_ratio=48 / 11, class_token=False, global_pool="avg", fc_norm=False)
+                num_heads=16, mlp_ratio=48 / 11, class_token=False, global_pool="avg", fc_norm=False, num_classes=0)
 
 
 @register_model

@@ -1,19 +1,23 @@
 """Hybrid Vision Transformers (Dosovitskiy et al. 2020, "An Image is Worth 16x16 Words: Transformers for Image
 Recognition at Scale"; Steiner et al. 2021, "How to train your ViT? Data, Augmentation, and Regularization in
 Vision Transformers"): timm's ``vision_transformer_hybrid`` models with ImageNet-1k weights, the original paper's
-R50+ViT-B/16 at 224 (vit_base_r50_s16_224, ImageNet-21k features), and MobileCLIP's ViT-B image tower (Vasu et al.
+R50+ViT-B/16 at 224 (vit_base_r50_s16_224, ImageNet-21k features), MobileCLIP's ViT-B image tower (Vasu et al.
 2024, "MobileCLIP: Fast Image-Text Models through Multi-Modal Reinforced Training"; Faghri et al. 2025,
-"MobileCLIP2: Improving Multi-Modal Reinforced Training": vit_base_mci_224).
+"MobileCLIP2: Improving Multi-Modal Reinforced Training": vit_base_mci_224), and timm's hybrids without published
+weights: vit_base_r26_s32_224, vit_base_resnet26d_224, vit_base_resnet50d_224, vit_small_resnet26d_224 and
+vit_small_resnet50d_s16_224.
 
 A convolutional backbone turns the image into a feature map, whose positions (or patches of positions) become the
 transformer's tokens: a ResNet-style stem and stages of ordinary (not pre-activated) bottlenecks with
 weight-standardised convolutions, GroupNorm and TensorFlow's "same" padding, as in the original JAX models. The
 R26 and R50 variants use two to four stages of the backbone and one-position patches; the R-Ti variants only its
-stem (stride 4) and 8x8 patches. MobileCLIP's ViT-B has a convolutional stem instead (4x4/4 and two 2x2/2
-convolutions, BatchNorm and GELU between them, stride 16) whose 768-wide map is the embedding itself (no
-projection), and position embeddings on the patch tokens only. The transformer is timm's ``VisionTransformer``
-(``timm_families.vision_transformer``); only the patch embedding differs. Model names, module names,
-``state_dict`` keys and (seeded) initialisation follow timm, so its checkpoints load directly.
+stem (stride 4) and 8x8 patches. The ``resnet26d`` / ``resnet50d`` variants read instead the last map of timm's
+ResNet-D (``timm_families.resnet``, built with ``features_only``: BatchNorm, a deep stem, average-pool shortcuts),
+after its fourth stage (stride 32) or its third (``s16``). MobileCLIP's ViT-B has a convolutional stem instead
+(4x4/4 and two 2x2/2 convolutions, BatchNorm and GELU between them, stride 16) whose 768-wide map is the embedding
+itself (no projection), and position embeddings on the patch tokens only. The transformer is timm's
+``VisionTransformer`` (``timm_families.vision_transformer``); only the patch embedding differs. Model names, module
+names, ``state_dict`` keys and (seeded) initialisation follow timm, so its checkpoints load directly.
 """
 import math
 import warnings
@@ -22,11 +26,13 @@ from functools import partial
 
 from engine import nn
 
+from .._features import FeatureListNet
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
 from ._conv import MaxPool2dSame, _needs_dynamic_padding, _pad_same, create_conv2d, get_padding
 from ._layers import BatchNormAct2d, ConvNormAct, drop_path_module, pair
+from .resnet import resnet26d, resnet50d
 from .resnetv2 import ClassifierHead, GroupNormAct, ResNetStage, StdConv2d
 from .vision_transformer import VisionTransformer
 
@@ -251,13 +257,31 @@ class ResNetBackbone(nn.Module):
         return x
 
 
+def _backbone_width(backbone):
+    """The channels of the map ``backbone`` makes: its ``num_features``, or a feature extractor's last feature's."""
+    if isinstance(backbone, FeatureListNet):
+        return backbone.feature_info.channels()[-1]
+    return backbone.num_features
+
+
+def _backbone_map_size(backbone, img_size):
+    """The (height, width) of the map ``backbone`` makes of an ``img_size`` image: its ``output_size``, or for a
+    features_only ResNet (a ``FeatureListNet``) each side divided by the last feature's reduction, rounded up, as
+    each of its padded strided convolutions and pools halves a side rounding up (timm runs the backbone on a blank
+    image to find it)."""
+    if isinstance(backbone, FeatureListNet):
+        reduction = backbone.feature_info.reduction()[-1]
+        return tuple(_same_size(size, reduction) for size in img_size)
+    return backbone.output_size(img_size)
+
+
 class HybridEmbed(nn.Module):
     """Tokens from a CNN: the ``backbone``'s feature map cut into ``patch_size`` patches, each projected to the
     embedding by ``proj`` (a strided convolution), as a (N, patches, embed_dim) sequence (timm's ``HybridEmbed``).
 
-    ``feature_size`` is the map's size for an ``img_size`` image (found from the backbone's ``output_size``,
-    where timm runs the backbone on a blank image), ``feature_ratio`` the backbone's stride; images of another size
-    are refused.
+    ``feature_size`` is the map's size for an ``img_size`` image (``_backbone_map_size``, where timm runs the
+    backbone on a blank image), ``feature_ratio`` the backbone's stride; images of another size are refused. A
+    backbone that returns a list of maps (a features_only ResNet) gives its last.
     """
 
     def __init__(self, backbone, proj, img_size, patch_size):
@@ -266,12 +290,12 @@ class HybridEmbed(nn.Module):
         self.proj = proj
         self.img_size = pair(img_size)
         self.patch_size = pair(patch_size)
-        self.feature_size = backbone.output_size(self.img_size)
+        self.feature_size = _backbone_map_size(backbone, self.img_size)
         self.feature_ratio = tuple(i // f for i, f in zip(self.img_size, self.feature_size))
         if any(f % p for f, p in zip(self.feature_size, self.patch_size)):
             raise ValueError(f"the backbone's {self.feature_size[0]}x{self.feature_size[1]} map does not split into "
                              f"{self.patch_size[0]}x{self.patch_size[1]} patches")
-        self.feature_dim = backbone.num_features
+        self.feature_dim = _backbone_width(backbone)
         self.grid_size = tuple(f // p for f, p in zip(self.feature_size, self.patch_size))
         self.num_patches = self.grid_size[0] * self.grid_size[1]
 
@@ -285,6 +309,8 @@ class HybridEmbed(nn.Module):
             raise ValueError(f"Input size ({height}x{width}) doesn't match the model's ({self.img_size[0]}x"
                              f"{self.img_size[1]}): build the model with img_size=({height}, {width})")
         x = self.backbone(x)
+        if isinstance(x, (list, tuple)):
+            x = x[-1]
         x = self.proj(x)
         x = x.flatten(2).transpose(1, 2)
         return x
@@ -292,10 +318,10 @@ class HybridEmbed(nn.Module):
 
 class HybridVisionTransformer(VisionTransformer):
     """timm's ``VisionTransformer`` whose patch embedding is a ``HybridEmbed`` over ``backbone`` (a
-    ``ResNetBackbone``, ``ResNetStem`` or ``ConvStem``, built by the entrypoint before the transformer, as timm
-    builds it): ``patch_size`` (default 1: a token per backbone position) cuts the backbone's map; with ``proj=False``
-    the map's pixels are the tokens as they are (its width must be ``embed_dim``). Takes the ViT's other arguments
-    and defaults; ``feature_info`` reductions count the backbone's stride.
+    ``ResNetBackbone``, ``ResNetStem``, ``ConvStem`` or features_only ResNet-D, built by the entrypoint before the
+    transformer, as timm builds it): ``patch_size`` (default 1: a token per backbone position) cuts the backbone's
+    map; with ``proj=False`` the map's pixels are the tokens as they are (its width must be ``embed_dim``). Takes the
+    ViT's other arguments and defaults; ``feature_info`` reductions count the backbone's stride.
 
     The embedding's projection is built where the ViT builds its patch projection and the weights are drawn after
     the whole model is assembled, so a seed gives timm's weights: the backbone's convolutions drawn again by its
@@ -306,16 +332,16 @@ class HybridVisionTransformer(VisionTransformer):
         if weight_init not in ("", "skip"):
             raise ValueError(f"weight_init must be '' (timm's) or 'skip', got {weight_init!r}")
         embed_dim = kwargs.get("embed_dim", 768)
-        if not proj and backbone.num_features != embed_dim:
-            raise ValueError(f"without projection the backbone's width ({backbone.num_features}) must be embed_dim "
-                             f"({embed_dim})")
-        feature_size = backbone.output_size(pair(img_size))
+        width = _backbone_width(backbone)
+        if not proj and width != embed_dim:
+            raise ValueError(f"without projection the backbone's width ({width}) must be embed_dim ({embed_dim})")
+        feature_size = _backbone_map_size(backbone, pair(img_size))
         # without projection the ViT's patch convolution is built on no input channels: it draws no random numbers
         # (timm builds none) and is dropped
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Initializing zero-element tensors is a no-op")
             super().__init__(img_size=feature_size, patch_size=patch_size,
-                             in_chans=backbone.num_features if proj else 0, weight_init="skip", **kwargs)
+                             in_chans=width if proj else 0, weight_init="skip", **kwargs)
         self.in_chans = in_chans
         projection = self.patch_embed.proj if proj else nn.Identity()
         self.patch_embed = HybridEmbed(backbone, projection, img_size, patch_size)
@@ -330,6 +356,9 @@ class HybridVisionTransformer(VisionTransformer):
         backbone = self.patch_embed.backbone
         if isinstance(backbone, ConvStem):
             return {"first_conv": "patch_embed.backbone.0.conv", "classifier": "head"}
+        if isinstance(backbone, FeatureListNet):
+            stem = "conv1.0" if isinstance(backbone.conv1, nn.Sequential) else "conv1"
+            return {"first_conv": f"patch_embed.backbone.{stem}", "classifier": "head"}
         stem = "" if isinstance(backbone, ResNetStem) else "stem."
         return {"first_conv": f"patch_embed.backbone.{stem}conv", "classifier": "head"}
 
@@ -339,6 +368,15 @@ def _create_hybrid(variant, pretrained, progress, kwargs, layers, **model_args):
     ``in_chans``, then the transformer with timm's arguments, overridable by the caller's ``kwargs``."""
     in_chans = kwargs.get("in_chans", 3)
     backbone = ResNetBackbone(layers, in_chans=in_chans) if layers else ResNetStem(in_chans)
+    return build_model(HybridVisionTransformer, variant, pretrained, progress=progress, backbone=backbone,
+                       **{**model_args, **kwargs})
+
+
+def _create_resnet_hybrid(variant, pretrained, progress, kwargs, resnet, stage, **model_args):
+    """An entrypoint's body for the hybrids over a timm ResNet: ``resnet`` (an entrypoint of ``resnet``) built
+    first as a features_only network ending at ``stage`` (4: stride 32, 3: stride 16) for the caller's
+    ``in_chans``, then the transformer with timm's arguments, overridable by the caller's ``kwargs``."""
+    backbone = resnet(pretrained, in_chans=kwargs.get("in_chans", 3), features_only=True, out_indices=[stage])
     return build_model(HybridVisionTransformer, variant, pretrained, progress=progress, backbone=backbone,
                        **{**model_args, **kwargs})
 
@@ -411,3 +449,39 @@ def vit_base_mci_224(pretrained=False, progress=True, **kwargs):
                       no_embed_class=True)
     return build_model(HybridVisionTransformer, "vit_base_mci_224", pretrained, progress=progress, backbone=backbone,
                        **{**model_args, **kwargs})
+
+
+@register_model
+def vit_base_r26_s32_224(pretrained=False, progress=True, **kwargs):
+    """R26+ViT-B/S32 at 224: four stages of 2 bottlenecks (stride 32), width 768, 12 blocks, 12 heads."""
+    return _create_hybrid("vit_base_r26_s32_224", pretrained, progress, kwargs, (2, 2, 2, 2), img_size=224,
+                          patch_size=1, embed_dim=768, depth=12, num_heads=12)
+
+
+@register_model
+def vit_base_resnet26d_224(pretrained=False, progress=True, **kwargs):
+    """ResNet-26-D (stride 32) + ViT-B at 224: width 768, 12 blocks, 12 heads, a token per backbone position."""
+    return _create_resnet_hybrid("vit_base_resnet26d_224", pretrained, progress, kwargs, resnet26d, 4, img_size=224,
+                                 patch_size=1, embed_dim=768, depth=12, num_heads=12)
+
+
+@register_model
+def vit_base_resnet50d_224(pretrained=False, progress=True, **kwargs):
+    """ResNet-50-D (stride 32) + ViT-B at 224: width 768, 12 blocks, 12 heads, a token per backbone position."""
+    return _create_resnet_hybrid("vit_base_resnet50d_224", pretrained, progress, kwargs, resnet50d, 4, img_size=224,
+                                 patch_size=1, embed_dim=768, depth=12, num_heads=12)
+
+
+@register_model
+def vit_small_resnet26d_224(pretrained=False, progress=True, **kwargs):
+    """ResNet-26-D (stride 32) + a small ViT at 224: width 768, 8 blocks, 8 heads, MLP ratio 3."""
+    return _create_resnet_hybrid("vit_small_resnet26d_224", pretrained, progress, kwargs, resnet26d, 4, img_size=224,
+                                 patch_size=1, embed_dim=768, depth=8, num_heads=8, mlp_ratio=3)
+
+
+@register_model
+def vit_small_resnet50d_s16_224(pretrained=False, progress=True, **kwargs):
+    """ResNet-50-D's first three stages (stride 16) + a small ViT at 224: width 768, 8 blocks, 8 heads, MLP ratio
+    3."""
+    return _create_resnet_hybrid("vit_small_resnet50d_s16_224", pretrained, progress, kwargs, resnet50d, 3,
+                                 img_size=224, patch_size=1, embed_dim=768, depth=8, num_heads=8, mlp_ratio=3)

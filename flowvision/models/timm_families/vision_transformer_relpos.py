@@ -1,6 +1,10 @@
 """Vision Transformers with relative position biases (timm's ``vision_transformer_relpos`` models, after Dosovitskiy
 et al. 2020, "An Image is Worth 16x16 Words", and Liu et al. 2022, "Swin Transformer V2: Scaling Up Capacity and
-Resolution").
+Resolution"): vit_relpos_{small,medium,base}_patch16_224, vit_srelpos_{small,medium}_patch16_224,
+vit_relpos_medium_patch16_cls_224, vit_relpos_base_patch16_clsgap_224, vit_relpos_medium_patch16_rpn_224 and
+vit_relpos_base_patch32_plus_rpn_256 with ImageNet-1k weights, and timm's variants without published weights
+(vit_relpos_base_patch16_plus_240, vit_relpos_base_patch16_cls_224, vit_relpos_{small,base}_patch16_rpn_224 and
+the tiny test_vit_relpos at 160).
 
 A ViT without absolute position embeddings: each block's attention adds to its scores a bias that depends on the
 relative offset of the query's and the key's patches, computed by a small MLP from the offset's log-spaced
@@ -304,3 +308,41 @@ def vit_relpos_medium_patch16_rpn_224(pretrained=False, progress=True, **kwargs)
     token."""
     return _relpos("vit_relpos_medium_patch16_rpn_224", pretrained, progress, kwargs, img_size=224, patch_size=16,
                    embed_dim=512, depth=12, num_heads=8, qkv_bias=False, block_fn=ResPostRelPosBlock)
+
+
+@register_model
+def vit_relpos_base_patch16_plus_240(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16+ at 240: width 896, 12 blocks, 14 heads, MLP position biases, no class token."""
+    return _relpos("vit_relpos_base_patch16_plus_240", pretrained, progress, kwargs, img_size=240, patch_size=16,
+                   embed_dim=896, depth=12, num_heads=14)
+
+
+@register_model
+def vit_relpos_base_patch16_cls_224(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 at 224 with a class token, classified: width 768, 12 blocks, 12 heads, MLP position biases."""
+    return _relpos("vit_relpos_base_patch16_cls_224", pretrained, progress, kwargs, img_size=224, patch_size=16,
+                   embed_dim=768, depth=12, num_heads=12, qkv_bias=False, class_token=True, global_pool="token")
+
+
+@register_model
+def vit_relpos_small_patch16_rpn_224(pretrained=False, progress=True, **kwargs):
+    """ViT-S/16 at 224 with residual post-norm blocks: width 384, 12 blocks, 6 heads, MLP position biases, no class
+    token."""
+    return _relpos("vit_relpos_small_patch16_rpn_224", pretrained, progress, kwargs, img_size=224, patch_size=16,
+                   embed_dim=384, depth=12, num_heads=6, qkv_bias=False, block_fn=ResPostRelPosBlock)
+
+
+@register_model
+def vit_relpos_base_patch16_rpn_224(pretrained=False, progress=True, **kwargs):
+    """ViT-B/16 at 224 with residual post-norm blocks: width 768, 12 blocks, 12 heads, MLP position biases, no class
+    token."""
+    return _relpos("vit_relpos_base_patch16_rpn_224", pretrained, progress, kwargs, img_size=224, patch_size=16,
+                   embed_dim=768, depth=12, num_heads=12, qkv_bias=False, block_fn=ResPostRelPosBlock)
+
+
+@register_model
+def test_vit_relpos(pretrained=False, progress=True, **kwargs):
+    """timm's tiny test relative-position ViT/16 at 160: width 96, 9 blocks, 3 heads, MLP ratio 2, MLP position
+    biases, no class token, norm after pooling."""
+    return _relpos("test_vit_relpos", pretrained, progress, kwargs, img_size=160, patch_size=16, embed_dim=96, depth=9,
+                   num_heads=3, mlp_ratio=2, qkv_bias=False, fc_norm=True)

@@ -1,7 +1,9 @@
 """Segment Anything's image encoder (Kirillov et al. 2023, "Segment Anything"), the plain-ViT detection backbone of
 Li, Mao, Girshick and He (2022, "Exploring Plain Vision Transformer Backbones for Object Detection"): timm's
 ``vision_transformer_sam`` models samvit_base_patch16, samvit_large_patch16 and samvit_huge_patch16, whose SA-1B
-weights are the SAM ViT-B, ViT-L and ViT-H image encoders (no classifier: timm's weights have 0 classes).
+weights are the SAM ViT-B, ViT-L and ViT-H image encoders (no classifier: timm's weights have 0 classes), and
+samvit_base_patch16_224, timm's untrained ViT-B classifier of this kind at 224 (relative positions only, a channel
+LayerNorm for neck).
 
 A ViT on 1024x1024 images cut into 16x16 patches, kept as a (N, H, W, C) grid of tokens: learnt absolute position
 embeddings (resampled for another grid), then pre-norm blocks whose attention runs inside non-overlapping 14x14
@@ -362,3 +364,12 @@ def samvit_huge_patch16(pretrained=False, progress=True, **kwargs):
     return _create_sam("samvit_huge_patch16", pretrained, progress, kwargs, patch_size=16, embed_dim=1280, depth=32,
                        num_heads=16, global_attn_indexes=[7, 15, 23, 31], window_size=14, use_rel_pos=True,
                        img_size=1024)
+
+
+@register_model
+def samvit_base_patch16_224(pretrained=False, progress=True, **kwargs):
+    """SAM ViT-B/16 at 224 as a classifier: width 768, 12 blocks, 12 heads, 14x14 windows, global attention in
+    blocks 2, 5, 8, 11, relative positions only, a channel LayerNorm for neck."""
+    return _create_sam("samvit_base_patch16_224", pretrained, progress, kwargs, patch_size=16, embed_dim=768,
+                       depth=12, num_heads=12, global_attn_indexes=[2, 5, 8, 11], window_size=14, use_rel_pos=True,
+                       use_abs_pos=False, img_size=224, neck_chans=None, num_classes=1000)

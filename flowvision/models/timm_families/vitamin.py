@@ -306,7 +306,8 @@ _VITAMIN = dict(mlp_layer=GeGluMlp, mlp_ratio=2.0, class_token=False, global_poo
 
 
 def _create_vitamin(variant, pretrained, progress, kwargs, **model_args):
-    """A ViTamin entrypoint's body: timm's architecture arguments, overridable by the caller's ``kwargs``."""
+    """A ViTamin entrypoint's body: timm's architecture arguments, overridable by the caller's ``kwargs``. Its
+    ``num_classes`` is timm's default, the width of the CLIP embedding ViTamin's image tower was trained to give."""
     return build_model(ViTamin, variant, pretrained, progress=progress, **{**model_args, **kwargs})
 
 
@@ -326,88 +327,88 @@ _XLARGE = _cfg((192, 384, 1152), 192)
 def vitamin_small_224(pretrained=False, progress=True, **kwargs):
     """ViTamin-S at 224: stages 64 and 128 wide, 14 blocks of width 384 and 6 heads."""
     return _create_vitamin("vitamin_small_224", pretrained, progress, kwargs, embed_cfg=_SMALL, embed_dim=384,
-                           depth=14, num_heads=6, **_VITAMIN)
+                           depth=14, num_heads=6, num_classes=768, **_VITAMIN)
 
 
 @register_model
 def vitamin_base_224(pretrained=False, progress=True, **kwargs):
     """ViTamin-B at 224: stages 128 and 256 wide, 14 blocks of width 768 and 12 heads."""
     return _create_vitamin("vitamin_base_224", pretrained, progress, kwargs, embed_cfg=_BASE, embed_dim=768,
-                           depth=14, num_heads=12, **_VITAMIN)
+                           depth=14, num_heads=12, num_classes=768, **_VITAMIN)
 
 
 @register_model
 def vitamin_large_224(pretrained=False, progress=True, **kwargs):
     """ViTamin-L at 224: stages 160 and 320 wide, 31 blocks of width 1024 and 16 heads."""
     return _create_vitamin("vitamin_large_224", pretrained, progress, kwargs, embed_cfg=_LARGE, embed_dim=1024,
-                           depth=31, num_heads=16, **_VITAMIN)
+                           depth=31, num_heads=16, num_classes=768, **_VITAMIN)
 
 
 @register_model
 def vitamin_large_256(pretrained=False, progress=True, **kwargs):
     """ViTamin-L at 256: stages 160 and 320 wide, 31 blocks of width 1024 and 16 heads."""
     return _create_vitamin("vitamin_large_256", pretrained, progress, kwargs, embed_cfg=_LARGE, img_size=256,
-                           embed_dim=1024, depth=31, num_heads=16, **_VITAMIN)
+                           embed_dim=1024, depth=31, num_heads=16, num_classes=768, **_VITAMIN)
 
 
 @register_model
 def vitamin_large_336(pretrained=False, progress=True, **kwargs):
     """ViTamin-L at 336: stages 160 and 320 wide, 31 blocks of width 1024 and 16 heads."""
     return _create_vitamin("vitamin_large_336", pretrained, progress, kwargs, embed_cfg=_LARGE, img_size=336,
-                           embed_dim=1024, depth=31, num_heads=16, **_VITAMIN)
+                           embed_dim=1024, depth=31, num_heads=16, num_classes=768, **_VITAMIN)
 
 
 @register_model
 def vitamin_large_384(pretrained=False, progress=True, **kwargs):
     """ViTamin-L at 384: stages 160 and 320 wide, 31 blocks of width 1024 and 16 heads."""
     return _create_vitamin("vitamin_large_384", pretrained, progress, kwargs, embed_cfg=_LARGE, img_size=384,
-                           embed_dim=1024, depth=31, num_heads=16, **_VITAMIN)
+                           embed_dim=1024, depth=31, num_heads=16, num_classes=768, **_VITAMIN)
 
 
 @register_model
 def vitamin_large2_224(pretrained=False, progress=True, **kwargs):
     """ViTamin-L2 at 224: ViTamin-L's shape (stages 160 and 320 wide, 31 blocks of width 1024, 16 heads)."""
     return _create_vitamin("vitamin_large2_224", pretrained, progress, kwargs, embed_cfg=_LARGE, embed_dim=1024,
-                           depth=31, num_heads=16, **_VITAMIN)
+                           depth=31, num_heads=16, num_classes=1024, **_VITAMIN)
 
 
 @register_model
 def vitamin_large2_256(pretrained=False, progress=True, **kwargs):
     """ViTamin-L2 at 256: ViTamin-L's shape (stages 160 and 320 wide, 31 blocks of width 1024, 16 heads)."""
     return _create_vitamin("vitamin_large2_256", pretrained, progress, kwargs, embed_cfg=_LARGE, img_size=256,
-                           embed_dim=1024, depth=31, num_heads=16, **_VITAMIN)
+                           embed_dim=1024, depth=31, num_heads=16, num_classes=1024, **_VITAMIN)
 
 
 @register_model
 def vitamin_large2_336(pretrained=False, progress=True, **kwargs):
     """ViTamin-L2 at 336: ViTamin-L's shape (stages 160 and 320 wide, 31 blocks of width 1024, 16 heads)."""
     return _create_vitamin("vitamin_large2_336", pretrained, progress, kwargs, embed_cfg=_LARGE, img_size=336,
-                           embed_dim=1024, depth=31, num_heads=16, **_VITAMIN)
+                           embed_dim=1024, depth=31, num_heads=16, num_classes=1024, **_VITAMIN)
 
 
 @register_model
 def vitamin_large2_384(pretrained=False, progress=True, **kwargs):
     """ViTamin-L2 at 384: ViTamin-L's shape (stages 160 and 320 wide, 31 blocks of width 1024, 16 heads)."""
     return _create_vitamin("vitamin_large2_384", pretrained, progress, kwargs, embed_cfg=_LARGE, img_size=384,
-                           embed_dim=1024, depth=31, num_heads=16, **_VITAMIN)
+                           embed_dim=1024, depth=31, num_heads=16, num_classes=1024, **_VITAMIN)
 
 
 @register_model
 def vitamin_xlarge_256(pretrained=False, progress=True, **kwargs):
     """ViTamin-XL at 256: stages 192 and 384 wide, 32 blocks of width 1152, 16 heads, no position embeddings."""
     return _create_vitamin("vitamin_xlarge_256", pretrained, progress, kwargs, embed_cfg=_XLARGE, img_size=256,
-                           embed_dim=1152, depth=32, num_heads=16, pos_embed="none", **_VITAMIN)
+                           embed_dim=1152, depth=32, num_heads=16, pos_embed="none", num_classes=1152, **_VITAMIN)
 
 
 @register_model
 def vitamin_xlarge_336(pretrained=False, progress=True, **kwargs):
     """ViTamin-XL at 336: stages 192 and 384 wide, 32 blocks of width 1152, 16 heads, no position embeddings."""
     return _create_vitamin("vitamin_xlarge_336", pretrained, progress, kwargs, embed_cfg=_XLARGE, img_size=336,
-                           embed_dim=1152, depth=32, num_heads=16, pos_embed="none", **_VITAMIN)
+                           embed_dim=1152, depth=32, num_heads=16, pos_embed="none", num_classes=1152, **_VITAMIN)
 
 
 @register_model
 def vitamin_xlarge_384(pretrained=False, progress=True, **kwargs):
     """ViTamin-XL at 384: stages 192 and 384 wide, 32 blocks of width 1152, 16 heads, no position embeddings."""
     return _create_vitamin("vitamin_xlarge_384", pretrained, progress, kwargs, embed_cfg=_XLARGE, img_size=384,
-                           embed_dim=1152, depth=32, num_heads=16, pos_embed="none", **_VITAMIN)
+                           embed_dim=1152, depth=32, num_heads=16, pos_embed="none", num_classes=1152, **_VITAMIN)

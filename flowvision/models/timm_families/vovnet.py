@@ -1,14 +1,20 @@
 """VoVNet (Lee et al. 2019, "An Energy and GPU-Computation Efficient Backbone Network for Real-Time Object
 Detection"), in its V2 form with residual blocks and effective squeeze-and-excitation (Lee & Park 2020, "CenterMask:
-Real-Time Anchor-Free Instance Segmentation"): ese_vovnet19b_dw, ese_vovnet39b and ese_vovnet57b.
+Real-Time Anchor-Free Instance Segmentation"): ese_vovnet19b_dw, ese_vovnet39b and ese_vovnet57b; and, without
+published weights (built to train from scratch), the V1 models vovnet39a and vovnet57a, the narrower
+ese_vovnet19b_slim and ese_vovnet19b_slim_dw, the deeper ese_vovnet99b, eca_vovnet39b (efficient channel attention,
+Wang et al. 2020, "ECA-Net") and ese_vovnet39b_evos (EvoNorm-S0 in place of BatchNorm and ReLU, Liu et al. 2020,
+"Evolving Normalization-Activation Layers").
 
 A densely connected network that aggregates once: each one-shot aggregation (OSA) block runs a chain of 3x3
 convolutions and concatenates the block's input with every link's output only at the end, where a 1x1 convolution
 mixes them (DenseNet concatenates at every layer, which costs memory traffic). A stem of three 3x3 convolutions
 reduces the image by 4; four stages follow, the last three opening with a 3x3 stride-2 max pool. Every block of a
 stage but the first adds its input back, and the last block of each stage ends in effective squeeze-and-excitation
-(one 1x1 convolution on the pooled map and a hard-sigmoid gate, keeping every channel). The ``_dw`` model makes the
-chain's and stem's convolutions depthwise-separable, narrowing the block input with a 1x1 convolution first. Model
+(one 1x1 convolution on the pooled map and a hard-sigmoid gate, keeping every channel; ECA's 1-d convolution across
+the channel means in ``eca_vovnet39b``). The V1 models have neither the residuals nor the attention. The ``_dw``
+models make the chain's and stem's convolutions depthwise-separable, narrowing the block input with a 1x1
+convolution first. Model
 names, module names, ``state_dict`` keys and initialisation follow timm's ``vovnet`` module, so its checkpoints load
 directly.
 """
@@ -20,10 +26,11 @@ from engine import nn
 from .._features import FlatFeatureListNet, take_indices
 from .._helpers import build_model
 from ..registry import register_model
-from ._attention import EffectiveSEModule
+from ._attention import EcaModule, EffectiveSEModule
 from ._conv import create_conv2d
 from ._layers import (BatchNormAct2d, ClassifierHead, ClassifierHeadApi, ConvNormAct, _norm_act_layer,
                       drop_path_module)
+from .resnetv2 import EvoNorm2dS0
 
 __all__ = []
 
@@ -31,19 +38,37 @@ __all__ = []
 _batch_norm_act = partial(BatchNormAct2d, inplace=True)
 
 MODEL_CFGS = {
+    "vovnet39a": dict(stem_chs=[64, 64, 128], stage_conv_chs=[128, 160, 192, 224], stage_out_chs=[256, 512, 768, 1024],
+                      layer_per_block=5, block_per_stage=[1, 1, 2, 2], residual=False, depthwise=False, attn=""),
+    "vovnet57a": dict(stem_chs=[64, 64, 128], stage_conv_chs=[128, 160, 192, 224], stage_out_chs=[256, 512, 768, 1024],
+                      layer_per_block=5, block_per_stage=[1, 1, 4, 3], residual=False, depthwise=False, attn=""),
+    "ese_vovnet19b_slim_dw": dict(stem_chs=[64, 64, 64], stage_conv_chs=[64, 80, 96, 112],
+                                  stage_out_chs=[112, 256, 384, 512], layer_per_block=3, block_per_stage=[1, 1, 1, 1],
+                                  residual=True, depthwise=True, attn="ese"),
     "ese_vovnet19b_dw": dict(stem_chs=[64, 64, 64], stage_conv_chs=[128, 160, 192, 224],
                              stage_out_chs=[256, 512, 768, 1024], layer_per_block=3, block_per_stage=[1, 1, 1, 1],
                              residual=True, depthwise=True, attn="ese"),
+    "ese_vovnet19b_slim": dict(stem_chs=[64, 64, 128], stage_conv_chs=[64, 80, 96, 112],
+                               stage_out_chs=[112, 256, 384, 512], layer_per_block=3, block_per_stage=[1, 1, 1, 1],
+                               residual=True, depthwise=False, attn="ese"),
     "ese_vovnet39b": dict(stem_chs=[64, 64, 128], stage_conv_chs=[128, 160, 192, 224],
                           stage_out_chs=[256, 512, 768, 1024], layer_per_block=5, block_per_stage=[1, 1, 2, 2],
                           residual=True, depthwise=False, attn="ese"),
     "ese_vovnet57b": dict(stem_chs=[64, 64, 128], stage_conv_chs=[128, 160, 192, 224],
                           stage_out_chs=[256, 512, 768, 1024], layer_per_block=5, block_per_stage=[1, 1, 4, 3],
                           residual=True, depthwise=False, attn="ese"),
+    "ese_vovnet99b": dict(stem_chs=[64, 64, 128], stage_conv_chs=[128, 160, 192, 224],
+                          stage_out_chs=[256, 512, 768, 1024], layer_per_block=5, block_per_stage=[1, 3, 9, 3],
+                          residual=True, depthwise=False, attn="ese"),
+    "eca_vovnet39b": dict(stem_chs=[64, 64, 128], stage_conv_chs=[128, 160, 192, 224],
+                          stage_out_chs=[256, 512, 768, 1024], layer_per_block=5, block_per_stage=[1, 1, 2, 2],
+                          residual=True, depthwise=False, attn="eca"),
 }
+# the EvoNorm model is ese_vovnet39b with another norm
+MODEL_CFGS["ese_vovnet39b_evos"] = MODEL_CFGS["ese_vovnet39b"]
 
 
-_ATTN_LAYERS = {"ese": EffectiveSEModule}
+_ATTN_LAYERS = {"ese": EffectiveSEModule, "eca": EcaModule}
 
 
 class SeparableConvNormAct(nn.Module):
@@ -81,7 +106,7 @@ class OsaBlock(nn.Module):
     """One-shot aggregation: ``layer_per_block`` 3x3 convolutions to ``mid_chs`` in a chain (``conv_mid``;
     depthwise-separable with ``depthwise``, after a 1x1 convolution ``conv_reduction`` to ``mid_chs`` where the
     input's width differs), the input and every link's output concatenated and mixed by a 1x1 convolution to
-    ``out_chs`` (``conv_concat``), then attention (``attn``: 'ese' or '' for none), stochastic depth
+    ``out_chs`` (``conv_concat``), then attention (``attn``: 'ese', 'eca' or '' for none), stochastic depth
     (``drop_path``, a module or None) and, with ``residual``, the input added."""
 
     def __init__(self, in_chs, mid_chs, out_chs, layer_per_block, residual=False, depthwise=False, attn="",
@@ -161,6 +186,8 @@ class VovNet(ClassifierHeadApi, nn.Module):
     ``layer_per_block``, ``block_per_stage``, ``residual``, ``depthwise``, ``attn``, optionally ``stem_stride``);
     keyword arguments named like its keys override them. Only ``output_stride`` 32 is supported (as in timm).
     ``drop_path_rate`` is the stochastic depth of the last block, rising linearly from 0 at the first.
+    ``norm_layer`` is every convolution's norm with ``act_layer`` (BatchNorm and ReLU), or a norm with its own
+    nonlinearity (``EvoNorm2dS0``), which then replaces both.
     """
 
     default_cfg = {"first_conv": "stem.0.conv", "classifier": "head.fc"}
@@ -293,3 +320,45 @@ def ese_vovnet39b(pretrained=False, progress=True, **kwargs):
 def ese_vovnet57b(pretrained=False, progress=True, **kwargs):
     """eSE-VoVNet-57b."""
     return _create_vovnet("ese_vovnet57b", pretrained, progress, **kwargs)
+
+
+@register_model
+def vovnet39a(pretrained=False, progress=True, **kwargs):
+    """VoVNet-39 (V1): no residuals, no attention."""
+    return _create_vovnet("vovnet39a", pretrained, progress, **kwargs)
+
+
+@register_model
+def vovnet57a(pretrained=False, progress=True, **kwargs):
+    """VoVNet-57 (V1): no residuals, no attention."""
+    return _create_vovnet("vovnet57a", pretrained, progress, **kwargs)
+
+
+@register_model
+def ese_vovnet19b_slim_dw(pretrained=False, progress=True, **kwargs):
+    """eSE-VoVNet-19b-slim with depthwise-separable convolutions: half the chain widths, stages of 112-512."""
+    return _create_vovnet("ese_vovnet19b_slim_dw", pretrained, progress, **kwargs)
+
+
+@register_model
+def ese_vovnet19b_slim(pretrained=False, progress=True, **kwargs):
+    """eSE-VoVNet-19b-slim: half the chain widths, stages of 112-512 channels."""
+    return _create_vovnet("ese_vovnet19b_slim", pretrained, progress, **kwargs)
+
+
+@register_model
+def ese_vovnet99b(pretrained=False, progress=True, **kwargs):
+    """eSE-VoVNet-99b: 1-3-9-3 blocks."""
+    return _create_vovnet("ese_vovnet99b", pretrained, progress, **kwargs)
+
+
+@register_model
+def eca_vovnet39b(pretrained=False, progress=True, **kwargs):
+    """ECA-VoVNet-39b: eSE-VoVNet-39b with efficient channel attention."""
+    return _create_vovnet("eca_vovnet39b", pretrained, progress, **kwargs)
+
+
+@register_model
+def ese_vovnet39b_evos(pretrained=False, progress=True, **kwargs):
+    """eSE-VoVNet-39b with EvoNorm-S0 (32 groups) as every norm and activation."""
+    return _create_vovnet("ese_vovnet39b_evos", pretrained, progress, norm_layer=EvoNorm2dS0, **kwargs)

@@ -314,6 +314,18 @@ def capture_builder(patch, module, builder_name):
     return calls
 
 
+def without_default_head(name, kwargs):
+    """Our builder keyword arguments ``kwargs`` of the entrypoint ``name`` less the ``num_classes`` that an
+    entrypoint without served weights passes where its class default is not timm's (timm's builder takes it from
+    the pretrained config, which is checked here)."""
+    import timm
+
+    kwargs = dict(kwargs)
+    if "num_classes" in kwargs:
+        assert kwargs.pop("num_classes") == timm.models.get_pretrained_cfg(name).num_classes, name
+    return kwargs
+
+
 def check_fixed_size_config(name, ours_call, timm_call, same=None):
     """The builder calls (``capture_builder``'s (class, kwargs)) of our and timm's entrypoint ``name``, a fixed-size
     model with ImageNet-1k weights: ours passes ``progress=True`` and timm's keyword arguments (but its

@@ -20,10 +20,11 @@ RESNETS = ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"]
 TIMM_RESNETS = ["resnet10t", "resnet14t", "resnet18d", "resnet26", "resnet26d", "resnet26t", "resnet34d", "resnet50d",
                 "resnet101d", "resnet152d", "resnet200d", "resnet50_gn", "resnet50c", "resnet50s", "resnet101c",
                 "resnet101s", "resnet152c", "resnet152s", "resnetaa50", "resnetaa50d", "resnetaa101d", "resnetblur50",
-                "resnetrs50", "resnetrs101", "resnetrs152", "resnetrs200", "resnetrs270", "resnetrs350", "resnetrs420"]
-# timm's ResNetV2 (BiT), byobnet's ResNe(X)ts with "ts" / "q" stems and its CLIP ResNets: families of their own that
-# "resnet*" matches
-OTHERS = ["resnetv2_*", "*ts", "resnet*q", "resnet*_clip*"]
+                "resnetrs50", "resnetrs101", "resnetrs152", "resnetrs200", "resnetrs270", "resnetrs350", "resnetrs420",
+                "resnet50t", "resnet200", "resnetaa34d", "resnetblur18", "resnetblur50d", "resnetblur101d"]
+# timm's ResNetV2 (BiT), byobnet's ResNe(X)ts with "ts" / "q" stems, its CLIP ResNets and its MLP-head ResNet-50:
+# families of their own that "resnet*" matches
+OTHERS = ["resnetv2_*", "*ts", "resnet*q", "resnet*_clip*", "resnet*_mlp"]
 
 
 def test_list_models_wildcards_and_lists():
@@ -39,11 +40,11 @@ def test_list_models_wildcards_and_lists():
         ["resnet50", "resnet50d"]
     assert "resnet50" not in models.list_models("*resnet50*", exclude_filters="resnet*")
     assert models.list_models("resnet*", exclude_filters=["*1??", "*[cdnst]", "resnet[!0-9]*", *OTHERS]) == \
-        ["resnet18", "resnet26", "resnet34", "resnet50"]
+        ["resnet18", "resnet26", "resnet34", "resnet50", "resnet200"]
     assert models.list_models("nothing*") == []
-    family = models.list_models(["resnet*", "resnext*", "wide_resnet*", "seresne*", "ecaresnet*", "senet*"],
+    family = models.list_models(["resnet*", "resnext*", "wide_resnet*", "seresne*", "ecaresne*", "senet*"],
                                 exclude_filters=OTHERS)
-    assert models.list_models(module="resnet", exclude_filters="test_*") == family and len(family) == 63
+    assert models.list_models(module="resnet", exclude_filters="test_*") == family and len(family) == 80
     assert "resnet" in models.list_modules()
 
 

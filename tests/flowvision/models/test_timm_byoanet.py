@@ -1,5 +1,6 @@
-"""timm's bring-your-own-attention networks (BoTNet, HaloNet, LambdaNet and their mixes) against timm 1.0: every
-registered model's configuration, the layout of the models covering each self-attention layer, seeded initial
+"""timm's bring-your-own-attention networks (BoTNet, HaloNet, LambdaNet and their mixes; the untrained botnet50ts_256
+and halonet_h1 too) against timm 1.0: every registered model's configuration, the layout of the models covering each
+self-attention layer and of the untrained ones, seeded initial
 weights, float32 eval outputs and float64 train-mode outputs, gradients and running statistics of two small
 configurations covering the bottleneck attention, the halo attention (strided queries, average pooling, scaled
 position logits) and the lambda layer (position convolution, relative position embeddings), strided and not; drop-path
@@ -26,6 +27,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 NAMES = ["botnet26t_256", "eca_botnext26ts_256", "eca_halonext26ts", "halo2botnet50ts_256", "halonet26t",
          "halonet50ts", "haloregnetz_b", "lambda_resnet26rpt_256", "lambda_resnet26t", "lambda_resnet50ts",
          "lamhalobotnet50ts_256", "sebotnet33ts_256", "sehalonet33ts"]
+# timm's untrained variants: new configurations of the same layers
+UNTRAINED_NAMES = ["botnet50ts_256", "halonet_h1"]
 # timm's no-op identity for the SE's missing norm
 PLACEHOLDERS = ("attn.bn", "attn_last.bn")
 # layers whose printout shows every hyper-parameter
@@ -95,7 +98,7 @@ def test_entrypoint_configs_match_timm(monkeypatch):
     pretrained config sets it), an ``img_size`` of 256; timm's fields we leave out keep their defaults there."""
     ours_calls = capture_builder(monkeypatch, byoanet, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_byoanet, "build_model_with_cfg")
-    for name in NAMES:
+    for name in NAMES + UNTRAINED_NAMES:
         getattr(byoanet, name)()
         getattr(timm_byoanet, name)()
         (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) = ours_calls.pop(), timm_calls.pop()
@@ -108,8 +111,9 @@ def test_entrypoint_configs_match_timm(monkeypatch):
         check_byob_config(ours_kwargs["cfg"], timm_kwargs["model_cfg"], name)
 
 
-# every self-attention layer (lambda with a 9x9 convolution, halo, bottleneck), and the relative-position lambda
-LAYOUT_NAMES = ["lamhalobotnet50ts_256", "lambda_resnet26rpt_256"]
+# every self-attention layer (lambda with a 9x9 convolution, halo, bottleneck), and the relative-position lambda; the
+# untrained variants (BoTNet-50-TS; HaloNet-H1's halo attention without bottleneck in every block, its 7x7 stem)
+LAYOUT_NAMES = ["lamhalobotnet50ts_256", "lambda_resnet26rpt_256"] + UNTRAINED_NAMES
 
 
 def test_layout_equals_timm(monkeypatch):
@@ -121,8 +125,8 @@ def test_layout_equals_timm(monkeypatch):
     skip_random_init(monkeypatch)
     for name in LAYOUT_NAMES:
         with torch.device("meta"):
-            reference = timm.create_model(name, pretrained=False)
-        ours = getattr(byoanet, name)()
+            reference = timm.create_model(name, pretrained=False, num_classes=1000)
+        ours = getattr(byoanet, name)(num_classes=1000)
         check_layout(ours, reference, PLACEHOLDERS, PRINTED)
         assert [n for n, _ in ours.named_buffers()] == [n for n, _ in reference.named_buffers()], name
     ours = byoanet.haloregnetz_b()
@@ -242,8 +246,11 @@ def test_refuses_other_sizes_and_bad_arguments():
 
 
 def test_list_models():
-    """The ``byoanet`` module lists the models of timm's ``byoanet`` module with ImageNet-1k weights."""
-    assert sorted(models.list_models(module="byoanet")) == NAMES
+    """The ``byoanet`` module lists every model of timm's ``byoanet`` module: those with ImageNet-1k weights and the
+    untrained variants too."""
+    assert models.list_models(module="byoanet") == timm.list_models(module="byoanet")
+    assert sorted(models.list_models(module="byoanet")) == sorted(NAMES + UNTRAINED_NAMES)
+    assert not {n.split(".")[0] for n in timm.list_pretrained("*")} & set(UNTRAINED_NAMES)
     pretrained = {n.split(".")[0] for n in timm.list_pretrained()
                   if timm.models.get_pretrained_cfg(n).num_classes == 1000}
     assert pretrained & set(timm.list_models(module="byoanet")) == set(NAMES)

@@ -6,7 +6,8 @@ kind (basic, bottleneck, dark, edge, RepVGG, MobileOne, self-attention), attenti
 (BatchNorm, EvoNorm-S0a), dilated stages, RepVGG's and MobileOne's ``reparameterize``, drop-path and dropout, the
 head API, ``in_chans``, ``features_only`` and the registry; for the CLIP ResNets the anti-aliased strides, the
 average-pooled stem and the attention-pool head (position embeddings resampled for other sizes, its own head
-API)."""
+API); timm's untrained regnetz_b16_evos and resnet50_mlp (configuration, layout) and the latter's pool, norm and MLP
+head (seeded init, outputs, gradients, dropout, head API)."""
 from functools import partial
 
 import numpy as np
@@ -40,6 +41,8 @@ NAMES = ["bat_resnext26ts", "eca_resnet33ts", "eca_resnext26ts", "gcresnet33ts",
 CLIP_NAMES = ["resnet101_clip", "resnet101_clip_gap", "resnet50_clip", "resnet50_clip_gap", "resnet50x16_clip",
               "resnet50x16_clip_gap", "resnet50x4_clip", "resnet50x4_clip_gap", "resnet50x64_clip",
               "resnet50x64_clip_gap"]
+# timm's untrained variants: a new RegNetZ configuration, and CLIP's ResNet-50 body with an MLP head
+UNTRAINED_NAMES = ["regnetz_b16_evos", "resnet50_mlp"]
 # timm's no-op identity for the SE's missing norm
 PLACEHOLDERS = ("attn.bn", "attn_last.bn")
 # layers whose printout shows every hyper-parameter (kernel, stride, padding, groups, eps, ceil mode, inplace...)
@@ -442,9 +445,13 @@ def test_refuses_bad_configurations():
 
 
 def test_list_models():
-    """The ``byobnet`` module lists the models of timm's ``byobnet`` module with ImageNet-1k weights (its test model
-    aside: tests/flowvision/models/test_timm_test_models.py) and CLIP's ResNets, whose weights are image towers."""
-    assert sorted(models.list_models(module="byobnet", exclude_filters="test_*")) == sorted(NAMES + CLIP_NAMES)
+    """The ``byobnet`` module lists every model of timm's ``byobnet`` module: those with ImageNet-1k weights, CLIP's
+    ResNets, whose weights are image towers, and the untrained variants too (its test model is
+    tests/flowvision/models/test_timm_test_models.py's)."""
+    assert models.list_models(module="byobnet") == timm.list_models(module="byobnet")
+    assert sorted(models.list_models(module="byobnet", exclude_filters="test_*")) == sorted(
+        NAMES + CLIP_NAMES + UNTRAINED_NAMES)
+    assert not {n.split(".")[0] for n in timm.list_pretrained("*")} & set(UNTRAINED_NAMES)
     pretrained = {n.split(".")[0] for n in timm.list_pretrained()
                   if timm.models.get_pretrained_cfg(n).num_classes == 1000}
     assert pretrained & set(timm.list_models(module="byobnet")) - {"test_byobnet"} == set(NAMES)
@@ -572,4 +579,86 @@ def test_clip_dropout_and_attention_pool_head_api():
     with pytest.raises(ValueError, match="img_size"):
         byobnet.resnet50_clip(**dict(_clip_kwargs(byobnet), img_size=None))
     with pytest.raises(ValueError, match="head_type"):
-        byobnet.resnet50_clip(**_clip_kwargs(byobnet, head_type="mlp"))
+        byobnet.resnet50_clip(**_clip_kwargs(byobnet, head_type="attn_rot"))
+
+
+def test_untrained_variants_match_timm(monkeypatch):
+    """regnetz_b16_evos and resnet50_mlp hand ByobNet timm's configuration field for field (the MLP head's type and
+    width included) and build timm's layout (``check_layout``, with the class count given: ours defaults to the
+    class's for a model without weights)."""
+    ours_calls = capture_builder(monkeypatch, byobnet, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_byobnet, "build_model_with_cfg")
+    for name in UNTRAINED_NAMES:
+        getattr(byobnet, name)()
+        getattr(timm_byobnet, name)()
+        (ours_cls, ours_kwargs), (_, timm_kwargs) = ours_calls.pop(), timm_calls.pop()
+        assert ours_cls is byobnet.ByobNet and set(ours_kwargs) == {"cfg", "progress"}
+        expected = comparable_config(timm_kwargs["model_cfg"])
+        assert expected.pop("zero_init_last") is True
+        ours = comparable_config(ours_kwargs["cfg"])
+        for key in ("aa_layer", "head_hidden_size", "head_type"):
+            assert ours.setdefault(key, getattr(ours_kwargs["cfg"], key)) == expected[key], (name, key)
+        assert ours == expected, name
+    monkeypatch.undo()
+    monkeypatch.setattr(timm_byobnet, "_init_weights", lambda *args, **kwargs: None)
+    skip_random_init(monkeypatch)
+    for name in UNTRAINED_NAMES:
+        with torch.device("meta"):
+            reference = timm.create_model(name, num_classes=1000)
+        check_layout(getattr(byobnet, name)(num_classes=1000), reference, PLACEHOLDERS, PRINTED)
+
+
+def mlp_pair(seed=0, **extra):
+    """timm's small resnet50_mlp (CLIP's small body, a 32-wide hidden layer; randomised, eval mode) and ours with
+    its weights."""
+    kwargs = dict(head_hidden_size=32, **extra)
+    torch.manual_seed(seed)
+    reference = timm.create_model("resnet50_mlp", **_clip_kwargs(timm_byobnet, **kwargs))
+    randomize_byobnet(reference, seed).eval()
+    ours = byobnet.resnet50_mlp(**_clip_kwargs(byobnet, **kwargs))
+    ours.load_state_dict(numpy_state(reference))
+    return reference, ours.eval()
+
+
+def test_mlp_head_matches_timm():
+    """The pool, norm and MLP head: seeded init (BatchNorm's ones and zeros, N(0, 0.01^2) linear layers) with both
+    random streams in step; float32 eval logits (at sizes the anti-aliased strides halve evenly, as timm's
+    shortcuts need); float64 train-mode outputs, every gradient and the running statistics (the head's BatchNorm on
+    the pooled map among them)."""
+    check_seeded_init(lambda: timm.create_model("resnet50_mlp", **_clip_kwargs(timm_byobnet, head_hidden_size=32)),
+                      lambda: byobnet.resnet50_mlp(**_clip_kwargs(byobnet, head_hidden_size=32)), 17,
+                      lambda reference: set())
+    reference, ours = mlp_pair(seed=18)
+    out, ref = both_outputs(reference, ours, image_batch(2, 48, 32, seed=18))
+    assert out.shape == (2, 10)
+    assert_close(out, ref, 1e-5)
+    check_train_step(reference.double().train(), ours.double().train(),
+                     image_batch(2, 32, 48, seed=19).astype(np.float64), rtol=1e-9, floor=1e-6)
+
+
+def test_mlp_head_dropout_and_api():
+    """The MLP head's dropout and the blocks' drop-path draw timm's masks in training only; pre-logits (the hidden
+    layer's output), reset_classifier to new pooling and classes (norm and hidden layer kept), and with
+    ``reset_other`` to the unpooled map, as timm's; poolings that widen the features are refused."""
+    reference, ours = mlp_pair(seed=20, drop_rate=0.5, drop_path_rate=0.5)
+    x = image_batch(2, 32, 48, seed=20)
+    check_dropout_only_in_training(reference, ours, x, train_rtol=1e-5)
+    reference.eval()
+    ours.eval()
+    out, ref = both_outputs(reference, ours, x, pre_logits)
+    assert out.shape == (2, 32) and ours.head_hidden_size == reference.head_hidden_size == 32
+    assert_close(out, ref, 1e-5)
+    reference.reset_classifier(7, "max")
+    ours.reset_classifier(7, "max")
+    ours.head.fc.load_state_dict(numpy_state(reference.head.fc))
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 7) and not ours.head.fc.training and ours.global_pool == "max"
+    assert_close(out, ref, 1e-5)
+    reference.reset_classifier(0, "", reset_other=True)
+    ours.reset_classifier(0, "", reset_other=True)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 128, 2, 3) and ours.head_hidden_size == reference.head_hidden_size == 128
+    assert_close(out, ref, 1e-5)
+    assert [n for n, _ in ours.named_modules()] == _module_names(reference)
+    with pytest.raises(ValueError, match="global_pool"):
+        byobnet.resnet50_mlp(**_clip_kwargs(byobnet, global_pool="catavgmax"))

@@ -23,11 +23,13 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["convnext_zepto_rms", "convnext_zepto_rms_ols", "convnext_atto", "convnext_atto_ols", "convnext_femto",
-         "convnext_femto_ols", "convnext_pico", "convnext_pico_ols", "convnext_nano", "convnext_nano_ols",
-         "convnext_tiny_hnf", "convnext_large_mlp", "convnext_xlarge", "convnext_xxlarge", "convnextv2_atto",
-         "convnextv2_femto", "convnextv2_pico", "convnextv2_nano", "convnextv2_tiny", "convnextv2_base",
-         "convnextv2_large", "convnextv2_huge"]
+NAMES = ["convnext_zepto_rms", "convnext_zepto_rms_ols", "convnext_atto", "convnext_atto_ols", "convnext_atto_rms",
+         "convnext_femto", "convnext_femto_ols", "convnext_pico", "convnext_pico_ols", "convnext_nano",
+         "convnext_nano_ols", "convnext_tiny_hnf", "convnext_large_mlp", "convnext_xlarge", "convnext_xxlarge",
+         "convnextv2_atto", "convnextv2_femto", "convnextv2_pico", "convnextv2_nano", "convnextv2_tiny",
+         "convnextv2_small", "convnextv2_base", "convnextv2_large", "convnextv2_huge"]
+# the variants timm publishes no weights for
+UNTRAINED = {"convnext_atto_rms", "convnextv2_small"}
 TOL = 1e-4
 # timm's no-op identities that ours leaves out: the blocks' shortcut, the MLP's norm slot, the norm-first head's
 # flatten
@@ -38,7 +40,7 @@ PRINTED = ("Conv2d", "Conv2dSame", "Linear", "LayerNorm", "LayerNorm2d", "Simple
 # Small models covering every block kind, stem, norm and head: 1x1-conv and linear MLPs, with and without GRN and
 # layer scale; patch, overlapping, tiered and activated stems; LayerNorm, SimpleNorm and RmsNorm; the MLP head
 # with a hidden layer, the norm-first head; dilated stages (output_stride 8, a 2-pixel patch stem: a Conv2dSame
-# and a dilated downsampling convolution) with per-stage kernels.
+# and a dilated downsampling convolution) with per-stage kernels; RmsNorm with 1x1-conv MLPs (convnext_atto_rms's).
 BASE = dict(depths=(1, 1, 2, 1), dims=(8, 16, 24, 32), num_classes=10)
 SMALL = {
     "conv_mlp": dict(conv_mlp=True, stem_type="overlap_tiered"),
@@ -48,6 +50,7 @@ SMALL = {
     "simplenorm_hnf": dict(conv_mlp=True, norm_layer="simplenorm", head_norm_first=True, stem_type="overlap"),
     "dilated_rms": dict(norm_layer="rmsnorm", norm_eps=1e-5, output_stride=8, patch_size=2,
                         kernel_sizes=(7, 5, 5, 3)),
+    "rms_conv_mlp": dict(conv_mlp=True, norm_layer="rmsnorm2d"),
 }
 SIZE = (45, 39)
 # random values for every parameter of a timm model: the initial ones (unit norms, zero biases and GRN, 1e-6 layer
@@ -96,12 +99,13 @@ def test_variant_configurations_match_timm():
 
 @pytest.mark.parametrize("name,kwargs", [("convnext_zepto_rms_ols", {}), ("convnext_atto_ols", {}),
                                          ("convnext_tiny_hnf", {}), ("convnext_large_mlp", dict(depths=(1, 1, 3, 1))),
-                                         ("convnextv2_nano", {}), ("convnextv2_tiny", {})])
+                                         ("convnextv2_nano", {}), ("convnextv2_tiny", {}), ("convnext_atto_rms", {})])
 def test_layout_matches_timm(name, kwargs):
     """state_dict keys in order, shapes and dtypes, module names (but for timm's placeholders), the printout of
     every layer, feature_info, num_features, head_hidden_size and default_cfg against timm's model on the meta
     device: one model of each kind (SimpleNorm with the activated stem, the tiered stem, the norm-first head, the
-    MLP head and linear MLPs (fewer blocks: timm takes a second to build 36), V2 with 1x1-conv and linear MLPs)."""
+    MLP head and linear MLPs (fewer blocks: timm takes a second to build 36), V2 with 1x1-conv and linear MLPs,
+    the untrained RmsNorm atto; the untrained V2-S is V2-T's layout deeper, its configuration compared above)."""
     with torch.device("meta"):
         reference = timm.create_model(name, **kwargs)
     with pytest.MonkeyPatch.context() as patch:
@@ -133,11 +137,11 @@ def test_eval_outputs_match_timm(kind):
     assert_close(out, expected, TOL)
 
 
-@pytest.mark.parametrize("kind", ["grn_linear", "simplenorm_hnf", "dilated_rms"])
+@pytest.mark.parametrize("kind", ["grn_linear", "simplenorm_hnf", "dilated_rms", "rms_conv_mlp"])
 def test_train_outputs_and_gradients_match_timm(kind):
     """float64, train mode: outputs, input gradient and every parameter's gradient equal timm's (GRN and layer
     scale in channels-last blocks; SimpleNorm, 1x1-conv blocks and the norm-first head; RmsNorm, dilation and
-    Conv2dSame)."""
+    Conv2dSame; RmsNorm in 1x1-conv blocks)."""
     reference, ours = small_pair(kind, seed=3)
     reference, ours = reference.double().train(), ours.double().train()
     check_train_step(reference, ours, image_batch(2, 37, 33, seed=4).astype(np.float64), rtol=1e-9, floor=1e-6)
@@ -239,13 +243,16 @@ def test_too_small_inputs_are_refused():
 
 
 def test_list_models():
-    """timm's names sit in the ``convnext`` module beside torchvision's convnext_tiny/small/base/large, each with
-    timm's ImageNet-1k weights; the wildcard finds timm's names (its test models aside:
+    """The ``convnext`` module lists exactly timm's: timm's names beside torchvision's
+    convnext_tiny/small/base/large, each with timm's ImageNet-1k weights but the untrained convnext_atto_rms and
+    convnextv2_small, registered too; the wildcard finds timm's names (its test models aside:
     tests/flowvision/models/test_timm_test_models.py)."""
+    assert models.list_models(module="convnext") == timm.list_models(module="convnext")
     timm_names = [n for n in models.list_models(module="convnext", exclude_filters="test_*") if is_timm_family(n)]
     assert timm_names == sorted(NAMES)
     assert {"convnext_tiny", "convnext_small", "convnext_base", "convnext_large"} <= set(
         n for n in models.list_models(module="convnext") if not is_timm_family(n))
     assert set(models.list_models("convnextv2_*")) == {n for n in NAMES if n.startswith("convnextv2_")}
-    for name in NAMES:
+    for name in set(NAMES) - UNTRAINED:
         assert any(timm.models.get_pretrained_cfg(tag).num_classes == 1000 for tag in timm.list_pretrained(name + ".*"))
+    assert not any(timm.list_pretrained(name + ".*") for name in UNTRAINED)

@@ -1,9 +1,10 @@
-"""timm's CSPNet family (CSPResNet, CSPResNeXt, CSPDarkNet, DarkNet and the CS3 models) against timm 1.0: every
-registered model's configuration, the layout of one of each kind (at output strides 32, 16 and 8) and of the small
-configurations, seeded initial weights, float32 eval outputs and float64 train-mode outputs, gradients and running
-statistics of small configurations covering each stage kind (cross, CS3, dark), block kind (bottleneck, dark, edge,
-with and without SE), stem (pooled, full-size, two-convolution, focus) and downsampling (strided, grown,
-average-pooled, dilated), drop-path and dropout, the head API, ``in_chans``, ``features_only`` and the registry."""
+"""timm's CSPNet family (CSPResNet, CSPResNeXt, CSPDarkNet, DarkNet and the CS3 models, those without published
+weights included) against timm 1.0: every registered model's configuration, the layout of one of each kind (at output
+strides 32, 16 and 8), of every untrained model and of the small configurations, seeded initial weights, float32
+eval outputs and float64 train-mode outputs, gradients and running statistics of small configurations covering each
+stage kind (cross, CS3, dark), block kind (bottleneck, dark, edge, with and without SE), stem (pooled, full-size,
+two-convolution, focus) and downsampling (strided, grown, average-pooled, dilated), drop-path and dropout, the head
+API, ``in_chans``, ``features_only`` and the registry."""
 import dataclasses
 import inspect
 
@@ -26,6 +27,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 NAMES = ["cs3darknet_focus_l", "cs3darknet_focus_m", "cs3darknet_focus_s", "cs3darknet_l", "cs3darknet_m",
          "cs3darknet_x", "cs3edgenet_x", "cs3se_edgenet_x", "cs3sedarknet_l", "cs3sedarknet_x", "cspdarknet53",
          "cspresnet50", "cspresnext50", "darknet53", "darknetaa53"]
+# timm's entrypoints without published weights (deep stems, shallow DarkNets, grouped CS3 stages): configurations
+# of the layers above, registered too
+UNTRAINED = ["cs3darknet_focus_x", "cs3darknet_s", "cs3sedarknet_xdw", "cspresnet50d", "cspresnet50w", "darknet17",
+             "darknet21", "sedarknet21"]
 # timm's no-op identities: the bottleneck's unused second SE slot and the SE's missing norm
 PLACEHOLDERS = ("attn3", "attn.bn", "attn2.bn")
 # layers whose printout shows every hyper-parameter (kernel, stride, padding, dilation, groups, slope...)
@@ -128,7 +133,7 @@ def small_pair(config, seed=0, **overrides):
 def test_entrypoint_configs_match_timm():
     """Every entrypoint builds CspNet with timm's configuration of that model: stem, every stage setting (our
     scalars and short tuples padded as timm pads them, SE ratios), activation; and timm's CspNet defaults."""
-    for name in NAMES:
+    for name in NAMES + UNTRAINED:
         assert resolved(timm_cfg(entrypoint_config(name))) == resolved(timm_cspnet.model_cfgs[name]), name
     defaults = inspect.signature(timm_cspnet.CspNet).parameters
     ours = inspect.signature(cspnet.CspNet).parameters
@@ -139,13 +144,15 @@ def test_entrypoint_configs_match_timm():
 # registered models of each kind (with the configurations checked above, the others follow): pooled stem with cross
 # stages of bottlenecks (dilated at output stride 16), average-pooled DarkNet (dilated at output stride 8), focus
 # stem, two-convolution stem with SE (dilated); then the small configurations (cross stages of dark blocks, edge
-# blocks...)
+# blocks...); and every untrained model
 LAYOUT_CASES = [("cspresnet50", dict(output_stride=16)), ("darknetaa53", dict(output_stride=8)),
-                ("cs3darknet_focus_s", {}), ("cs3sedarknet_l", dict(output_stride=8))] + list(SMALL.values())
+                ("cs3darknet_focus_s", {}), ("cs3sedarknet_l", dict(output_stride=8))] + list(SMALL.values()) + [
+                    (name, {}) for name in UNTRAINED]
 
 
 def test_layout_equals_timm(monkeypatch):
-    """Registered models of each kind (some at output strides 16 and 8) and the small configurations: state_dict
+    """Registered models of each kind (some at output strides 16 and 8), every untrained model and the small
+    configurations: state_dict
     keys in order, shapes and dtypes; module names (timm's placeholders aside) and the printout of every layer;
     feature_info, num_features, head_hidden_size and default_cfg. timm's model is built on the meta device, ours
     without random init."""
@@ -225,7 +232,7 @@ def test_features_only_matches_timm(monkeypatch):
     """``features_only=True`` gives timm's maps, state_dict keys, channels, reductions and module names: by default
     every tap, the stem's convolution before its pool and the stages (the first, unstrided stage in place of the
     pool) for CSPResNeXt, the full-size stem and the stages for CSPDarkNet; ``out_indices`` picks some. A registered
-    DarkNet has timm's six default taps (timm's on the meta device)."""
+    DarkNet has timm's six default taps, SE-DarkNet-21 timm's first five (timm's on the meta device)."""
     x = image_batch(2, 35, 33, seed=7)
     for config, out_indices, taps in (("csp_bottle_se", None, (0, 1, 2)), ("csp_dark", None, (0, 1, 2, 3)),
                                       ("csp_dark", (0, 2), (0, 2))):
@@ -242,12 +249,13 @@ def test_features_only_matches_timm(monkeypatch):
             assert_close(out, ref, 1e-5)
     monkeypatch.setattr(timm_cspnet, "_init_weights", lambda *args, **kwargs: None)
     skip_random_init(monkeypatch)
-    with torch.device("meta"):
-        reference = timm.create_model("darknet53", pretrained=False, features_only=True)
-    ours = cspnet.darknet53(features_only=True)
-    for key in ("channels", "reduction", "module_name"):
-        assert getattr(ours.feature_info, key)() == getattr(reference.feature_info, key)()
-    assert len(ours.feature_info) == 6 and list(ours.state_dict()) == list(reference.state_dict())
+    for name, taps in (("darknet53", 6), ("sedarknet21", 5)):
+        with torch.device("meta"):
+            reference = timm.create_model(name, pretrained=False, features_only=True)
+        ours = getattr(cspnet, name)(features_only=True)
+        for key in ("channels", "reduction", "module_name"):
+            assert getattr(ours.feature_info, key)() == getattr(reference.feature_info, key)()
+        assert len(ours.feature_info) == taps and list(ours.state_dict()) == list(reference.state_dict())
 
 
 def test_refuses_bad_inputs_and_configurations():
@@ -266,8 +274,10 @@ def test_refuses_bad_inputs_and_configurations():
 
 
 def test_list_models():
-    """The ``cspnet`` module lists exactly the models of timm's ``cspnet`` module with ImageNet-1k weights."""
-    assert set(models.list_models(module="cspnet")) == set(NAMES)
+    """The ``cspnet`` module lists exactly timm's ``cspnet`` models: those with ImageNet-1k weights and the untrained
+    ones, registered too."""
+    assert models.list_models(module="cspnet") == timm.list_models(module="cspnet")
+    assert set(models.list_models(module="cspnet")) == set(NAMES + UNTRAINED)
     pretrained = {n.split(".")[0] for n in timm.list_pretrained()
                   if timm.models.get_pretrained_cfg(n).num_classes == 1000}
     assert pretrained & set(timm.list_models(module="cspnet")) == set(NAMES)

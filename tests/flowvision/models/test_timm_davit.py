@@ -1,10 +1,11 @@
 """timm parity of DaViT (timm's ``davit`` module: davit_tiny, davit_small and davit_base, and Florence-2's towers
-davit_base_fl and davit_huge_fl): every variant's configuration, the layouts (on the meta device) of all but the huge
-tower, seeded initialisation; eval outputs (float32) of small models covering every block and option (window attention
-with padded windows, oblong windows, channel attention and Florence-2's v2, named blocks, 2x2 and 3x3 downsamplings,
-GELU position encodings, blocks without MLPs, both heads) on odd-sized images, float64 train-mode outputs and gradients
-(the variants' and Florence-2's blocks), all with timm's weights loaded; stochastic depth and dropout with timm's masks;
-and the timm API (pre-logits, pooling, reset_classifier with and without the head's norm, in_chans, features_only,
+davit_base_fl and davit_huge_fl; timm's untrained davit_large, davit_huge and davit_giant): every variant's
+configuration, the layouts (on the meta device) of the base-sized ones, seeded initialisation; eval outputs (float32)
+of small models covering every block and option (window attention with padded windows, oblong windows, channel
+attention and Florence-2's v2, named blocks, 2x2 and 3x3 downsamplings, GELU position encodings, blocks without
+MLPs, both heads) on odd-sized images, float64 train-mode outputs and gradients (the variants' and Florence-2's
+blocks), all with timm's weights loaded; stochastic depth and dropout with timm's masks; and the timm API
+(pre-logits, pooling, reset_classifier with and without the head's norm, in_chans, features_only,
 forward_intermediates, prune_intermediate_layers, bad arguments, list_models)."""
 import numpy as np
 import pytest
@@ -17,8 +18,8 @@ from flowvision.models._features import FlatFeatureListNet
 from flowvision.models.timm_families import davit
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_head_api, check_intermediates, check_layout, check_seeded_init,
-                          check_train_step, image_batch, numpy_state, pre_logits,
-                          randomize_parameters, skip_random_init)
+                          check_train_step, image_batch, numpy_state, pre_logits, randomize_parameters,
+                          skip_random_init, without_default_head)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -27,6 +28,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 NAMES = ["davit_base", "davit_small", "davit_tiny"]
 # Florence-2's image towers: encoders without a classifier (timm's weights have num_classes=0)
 FL_NAMES = ["davit_base_fl", "davit_huge_fl"]
+# timm's untrained models (196M to 1.4G parameters): their configuration only, never built
+UNTRAINED = ["davit_giant", "davit_huge", "davit_large"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "Linear", "LayerNorm", "LayerNorm2d", "GELU", "Softmax", "Dropout", "Identity", "Flatten",
            "AdaptiveAvgPool2d")
@@ -59,16 +62,17 @@ def small_pair(kind, seed=0, **kwargs):
 def test_variant_configurations_and_layout_match_timm(monkeypatch):
     """Each entrypoint hands the model class timm's configuration (other keyword arguments added as in timm) and the
     class has timm's default_cfg; every variant has timm's layout on the meta device (the base tower's with one dual
-    block a stage, the huge one's not built: 360M parameters), with the classifier of its weights (none for the
-    towers): state_dict keys in order, shapes and dtypes, module names, the printout of every layer, feature_info,
-    num_features and head_hidden_size."""
+    block a stage; not built: the huge tower and timm's untrained large, huge and giant models, 196M to 1.4G
+    parameters), with the classifier of its weights (none for the towers): state_dict keys in order, shapes and
+    dtypes, module names, the printout of every layer, feature_info, num_features and head_hidden_size."""
     ours_calls = capture_builder(monkeypatch, davit, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_davit, "build_model_with_cfg")
-    for name in NAMES + FL_NAMES:
+    for name in NAMES + FL_NAMES + UNTRAINED:
         getattr(davit, name)(drop_path_rate=0.1)
         getattr(timm_davit, name)(drop_path_rate=0.1)
-    assert len(ours_calls) == len(timm_calls) == len(NAMES + FL_NAMES)
-    for name, (ours_cls, config), (_, expected) in zip(NAMES + FL_NAMES, ours_calls, timm_calls):
+    assert len(ours_calls) == len(timm_calls) == len(NAMES + FL_NAMES + UNTRAINED)
+    for name, (ours_cls, config), (_, expected) in zip(NAMES + FL_NAMES + UNTRAINED, ours_calls, timm_calls):
+        config = without_default_head(name, config)
         assert config.pop("progress") is True
         assert config == {k: v for k, v in expected.items() if k not in ("feature_cfg", "pretrained_filter_fn",
                                                                           "pretrained_strict")}, name
@@ -187,11 +191,11 @@ def test_forward_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists exactly timm's DaViTs with published weights under the ``davit`` module: the ImageNet-1k
-    classifiers and Florence-2's towers (timm's untrained large, huge and giant models are left out)."""
+    """The registry lists exactly timm's DaViTs under the ``davit`` module: those with published weights (the
+    ImageNet-1k classifiers and Florence-2's towers) and the untrained large, huge and giant models too."""
     names = models.list_models(module="davit")
-    assert names == sorted(NAMES + FL_NAMES) == [n for n in timm.list_models(module="davit") if n in names]
+    assert names == timm.list_models(module="davit") == sorted(NAMES + FL_NAMES + UNTRAINED)
     pretrained = {tag.split(".")[0]: timm.models.get_pretrained_cfg(tag).num_classes
                   for tag in timm.list_pretrained("davit_*")}
-    assert set(names) == set(pretrained)
+    assert set(names) - set(pretrained) == set(UNTRAINED)
     assert {name for name, num_classes in pretrained.items() if num_classes == 1000} == set(NAMES)

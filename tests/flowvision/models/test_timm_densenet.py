@@ -1,9 +1,9 @@
-"""timm parity of timm's DenseNet (densenetblur121d): the variant's configuration and layout, seeded initialisation,
-eval outputs (float32) of small models (the deep stem with the blurred pooling, the 7x7 stem with plain pooling, the
-tiered stems, one with blurred transitions, with other activations), float64 train-mode outputs, gradients and BatchNorm
-statistics (with and without the memory-efficient bottleneck), all with timm's weights loaded; the dense layers'
-and the head's dropout, and the timm API (pre-logits, pooling, reset_classifier, in_chans, bad arguments,
-features_only, forward_intermediates, prune_intermediate_layers, list_models)."""
+"""timm parity of timm's DenseNet (densenetblur121d, and the untrained densenet264d): the variants' configuration and
+layout, seeded initialisation, eval outputs (float32) of small models (the deep stem with the blurred pooling, the 7x7
+stem with plain pooling, the tiered stems, one with blurred transitions, with other activations), float64 train-mode
+outputs, gradients and BatchNorm statistics (with and without the memory-efficient bottleneck), all with timm's
+weights loaded; the dense layers' and the head's dropout, and the timm API (pre-logits, pooling, reset_classifier,
+in_chans, bad arguments, features_only, forward_intermediates, prune_intermediate_layers, list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -24,7 +24,8 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["densenetblur121d"]
+# timm's variants: densenetblur121d has weights, densenet264d (about 73M parameters) is untrained and registered too
+NAMES = ["densenetblur121d", "densenet264d"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "BatchNormAct2d", "MaxPool2d", "AvgPool2d", "BlurPool2d", "ReLU", "Flatten", "Dropout",
            "Linear")
@@ -70,7 +71,9 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
         getattr(timm_densenet, name)()
     for name, (ours_cls, ours_kwargs), (_, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
         assert ours_cls is densenet.DenseNet
-        assert ours_kwargs.pop("aa_layer") is densenet.BlurPool2d and timm_kwargs.pop("aa_layer") is TimmBlurPool2d
+        if name == "densenetblur121d":
+            assert ours_kwargs.pop("aa_layer") is densenet.BlurPool2d
+            assert timm_kwargs.pop("aa_layer") is TimmBlurPool2d
         assert timm_kwargs.pop("feature_cfg") == dict(flatten_sequential=True), name
         assert ours_kwargs == {k: v for k, v in timm_kwargs.items() if k != "pretrained_filter_fn"} | {
             "progress": True}, name
@@ -81,8 +84,8 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
         monkeypatch.setattr(torch.nn.init, init_name, lambda tensor, *args, **kwargs: tensor)
     for name in NAMES:
         with torch.device("meta"):
-            reference = timm.create_model(name)
-        ours = models.create_model(name)
+            reference = timm.create_model(name, num_classes=1000)
+        ours = getattr(densenet, name)(num_classes=1000)
         check_layout(ours, reference, (), PRINTED, types=True)
         assert ours.feature_ends == reference.feature_ends
 
@@ -198,10 +201,9 @@ def test_forward_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists timm's densenetblur121d under module ``densenet`` beside torchvision's DenseNets (which
-    serve timm's other DenseNet weights); no other timm DenseNet with 1k weights is missing (densenet264d is
-    untrained)."""
+    """The registry lists exactly timm's ``densenet`` module: timm's densenetblur121d and the untrained densenet264d
+    beside torchvision's DenseNets (which serve timm's other DenseNet weights)."""
     names = models.list_models(module="densenet")
-    assert [n for n in names if ".timm_families." in models.model_entrypoint(n).__module__] == NAMES
-    assert set(names) == {n.split(".")[0] for n in timm.list_pretrained("densenet*")}
-    assert [n for n in timm.list_models(module="densenet") if n not in names] == ["densenet264d"]
+    assert names == timm.list_models(module="densenet")
+    assert [n for n in names if ".timm_families." in models.model_entrypoint(n).__module__] == sorted(NAMES)
+    assert set(names) - {n.split(".")[0] for n in timm.list_pretrained("densenet*")} == {"densenet264d"}

@@ -1,7 +1,8 @@
-"""timm parity of the Dual Path Networks (dpn68, dpn68b, dpn92, dpn98, dpn107, dpn131): every variant's
-configuration and layout, seeded initialisation, eval outputs (float32) of small models of both block kinds, and
-float64 train-mode outputs, gradients and BatchNorm statistics, all with timm's weights loaded; dropout and the timm
-API (pre-logits, pooling, reset_classifier, in_chans, features_only, list_models)."""
+"""timm parity of the Dual Path Networks (dpn68, dpn68b, dpn92, dpn98, dpn107, dpn131, and the untrained dpn48b):
+every variant's configuration and layout, seeded initialisation, eval outputs (float32) of small models of both block
+kinds and with SiLU (in the stem and the final norm only, as timm's), and float64 train-mode outputs, gradients and
+BatchNorm statistics, all with timm's weights loaded; dropout and the timm API (pre-logits, pooling,
+reset_classifier, in_chans, features_only, list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -20,9 +21,10 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["dpn68", "dpn68b", "dpn92", "dpn98", "dpn107", "dpn131"]
+# the variants with weights, then timm's untrained dpn48b (SiLU activations), registered too
+NAMES = ["dpn68", "dpn68b", "dpn92", "dpn98", "dpn107", "dpn131", "dpn48b"]
 TOL = 1e-4
-PRINTED = ("Conv2d", "BatchNormAct2d", "MaxPool2d", "ReLU", "Flatten")
+PRINTED = ("Conv2d", "BatchNormAct2d", "MaxPool2d", "ReLU", "SiLU", "Flatten")
 
 # Small models: the full stem (7x7) and widths with the joint expansion, and the small stem (3x3) and widths with
 # the split ('b') expansion; stages of one and two blocks, so that every stage has a projection and some plain blocks.
@@ -30,6 +32,8 @@ SMALL = {
     "joint": dict(small=False, num_init_features=8, k_r=8, groups=2, k_sec=(1, 2, 1, 1), inc_sec=(4, 8, 4, 4)),
     "split": dict(small=True, num_init_features=8, k_r=16, groups=4, k_sec=(2, 1, 2, 1), inc_sec=(4, 4, 8, 4),
                   b=True),
+    "split_silu": dict(small=True, num_init_features=8, k_r=16, groups=4, k_sec=(1, 1, 2, 1), inc_sec=(4, 4, 8, 4),
+                       b=True, act_layer="silu"),
 }
 SIZE = (35, 33)  # stem 18x17, stages 9x9, 5x5, 3x3, 2x2
 
@@ -59,8 +63,8 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
     skip_random_init(monkeypatch)
     for name in NAMES:
         with torch.device("meta"):
-            reference = timm.create_model(name)
-        ours = models.create_model(name)
+            reference = timm.create_model(name, num_classes=1000)
+        ours = models.create_model(name, num_classes=1000)
         check_layout(ours, reference, (), PRINTED, types=True)
 
 
@@ -88,10 +92,11 @@ def test_eval_outputs_match_timm(kind):
     assert_close(out, ref, TOL)
 
 
-def test_train_mode_gradients_and_statistics_match_timm():
+@pytest.mark.parametrize("kind", ["split", "split_silu"])
+def test_train_mode_gradients_and_statistics_match_timm(kind):
     """float64, train mode: outputs, input gradient, every parameter's gradient and the updated BatchNorm running
-    statistics equal timm's."""
-    reference, ours = small_pair("split", seed=4, num_classes=7)
+    statistics equal timm's (ReLU, and SiLU named as dpn48b names it: the stem's and the final norm's activation)."""
+    reference, ours = small_pair(kind, seed=4, num_classes=7)
     reference.double().train()
     ours.double().train()
     check_train_step(reference, ours, image_batch(2, *SIZE, seed=5).astype(np.float64))
@@ -186,6 +191,7 @@ def test_tiny_inputs_and_bad_arguments():
 
 
 def test_list_models():
-    """The registry lists every variant under its timm name and module, as timm does (dpn48b has no weights)."""
-    assert models.list_models(module="dpn") == [n for n in timm.list_models(module="dpn") if n != "dpn48b"]
-    assert set(models.list_models("dpn*")) == {n.split(".")[0] for n in timm.list_pretrained("dpn*")}
+    """The registry lists exactly timm's ``dpn`` module, in timm's order: the variants with weights and the untrained
+    dpn48b, registered too."""
+    assert models.list_models(module="dpn") == timm.list_models(module="dpn")
+    assert set(models.list_models("dpn*")) - {n.split(".")[0] for n in timm.list_pretrained("dpn*")} == {"dpn48b"}

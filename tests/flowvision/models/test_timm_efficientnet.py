@@ -1,10 +1,11 @@
 """timm's EfficientNet builder (tf_efficientnet_*, efficientnet_*, efficientnetv2_*, tf_efficientnetv2_*, MixNet,
-MobileNetV1 / V2, MnasNet, TinyNet, EdgeTPU, CondConv, EfficientNet-X / -H, pruned EfficientNets) against timm itself:
-the configuration of every variant and the layout of some, the pruned widths against timm's records, TensorFlow "same"
-padding, eval numerics of a whole model, float64 train-mode outputs, gradients and BatchNorm statistics of small models
-with every block kind (CondConv, global context, space-to-depth, grouped and forced-width fused blocks too), pruning,
-stochastic depth and dropout, seeded initialisation, and the timm API (pre-logits, reset_classifier, in_chans,
-features_only, list_models)."""
+MobileNetV1 / V2, MnasNet, TinyNet, EdgeTPU, CondConv, EfficientNet-X / -H, pruned EfficientNets, the GroupNorm,
+grouped and blur-pool EfficientNets) against timm itself: the configuration of every variant, with or without weights,
+and the layout of some, the pruned widths against timm's records, TensorFlow "same" padding, eval numerics of a whole
+model, float64 train-mode outputs, gradients and BatchNorm statistics of small models with every block kind
+(CondConv, global context, space-to-depth, grouped and forced-width fused blocks, grouped depthwise convolutions with
+GroupNorm and blur pools too), pruning, stochastic depth and dropout, seeded initialisation, and the timm API
+(pre-logits, reset_classifier, in_chans, features_only, list_models)."""
 import copy
 import inspect
 import pkgutil
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 import timm
 import torch
+from timm.layers import GroupNormAct as TimmGroupNormAct
 from timm.layers import create_conv2d as timm_create_conv2d
 from timm.models import _efficientnet_builder as timm_builder
 from timm.models import efficientnet as timm_efficientnet
@@ -28,8 +30,9 @@ from flowvision.models.timm_families._attention import GlobalContext
 from flowvision.models.timm_families._conv import create_conv2d
 from flowvision.models.timm_families._efficientnet_blocks import SqueezeExcite
 from flowvision.models.timm_families.efficientnet import EfficientNet, decode_arch_def
-from model_parity import (both_outputs, check_dropout_only_in_training, check_structure, check_train_step, image_batch,
-                          is_timm_family, numpy_state, randomize_norms, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_dropout_only_in_training, check_seeded_init, check_structure,
+                          check_train_step, image_batch, is_timm_family, numpy_state, randomize_norms,
+                          randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -51,6 +54,16 @@ NAMES = ["tf_efficientnet_b0", "tf_efficientnet_b1", "tf_efficientnet_b2", "tf_e
          "tf_efficientnet_l2", "tf_efficientnet_lite0", "tf_efficientnet_lite1", "tf_efficientnet_lite2",
          "tf_efficientnet_lite3", "tf_efficientnet_lite4", "tf_efficientnetv2_xl", "tinynet_a", "tinynet_b",
          "tinynet_c", "tinynet_d", "tinynet_e"]
+# timm's entrypoints without published weights
+UNTRAINED = ["efficientnet_b0_g8_gn", "efficientnet_b0_g16_evos", "efficientnet_b0_gn", "efficientnet_b3_g8_gn",
+             "efficientnet_b3_gn", "efficientnet_b8", "efficientnet_blur_b0", "efficientnet_cc_b0_4e",
+             "efficientnet_cc_b0_8e", "efficientnet_cc_b1_8e", "efficientnet_l2", "efficientnet_lite1",
+             "efficientnet_lite2", "efficientnet_lite3", "efficientnet_lite4", "efficientnet_x_b3", "efficientnetv2_l",
+             "efficientnetv2_m", "efficientnetv2_s", "efficientnetv2_xl", "mixnet_xxl", "mnasnet_050", "mnasnet_075",
+             "mnasnet_140", "mobilenet_edgetpu_100", "mobilenet_edgetpu_v2_l", "mobilenet_edgetpu_v2_s",
+             "mobilenet_edgetpu_v2_xs", "mobilenetv2_035", "mobilenetv2_075", "semnasnet_050", "semnasnet_140"]
+# timm's efficientnet_b0 .. b7 are served by torchvision's models of those names (their own layout)
+TORCHVISION = [f"efficientnet_b{i}" for i in range(8)] + ["efficientnet_v2_l", "efficientnet_v2_m", "efficientnet_v2_s"]
 PRUNED = ["efficientnet_b1_pruned", "efficientnet_b2_pruned", "efficientnet_b3_pruned"]
 TOL = 1e-4
 # every block kind, with and without squeeze-and-excitation and skip, strides 2 (dynamic "same" padding) and a
@@ -93,7 +106,8 @@ def _small_pair(seed=0, tf_port=True, **kwargs):
 # full layout for a model of each kind; the configuration only for the others (timm's Python build of the big ones
 # costs seconds even on the meta device)
 LAYOUT_NAMES = ["tf_efficientnet_b1", "efficientnetv2_rw_t", "tf_efficientnetv2_b2", "mobilenetv2_120d",
-                "semnasnet_100", "tf_mixnet_l", "mobilenet_edgetpu_v2_m", "mobilenetv1_100"]
+                "semnasnet_100", "tf_mixnet_l", "mobilenet_edgetpu_v2_m", "mobilenetv1_100", "efficientnet_b3_g8_gn",
+                "efficientnet_blur_b0"]
 BLOCK_KEYS = ("block_type", "out_chs", "stride", "dw_kernel_size", "exp_kernel_size", "pw_kernel_size", "kernel_size",
               "exp_ratio", "se_ratio", "noskip", "skip", "pw_act", "s2d", "num_experts", "force_in_chs", "group_size")
 
@@ -120,8 +134,9 @@ def test_configuration_matches_timm():
     """Every variant's configuration, as each entrypoint hands it to its model class (the huge ones, l2 and xl, are
     checked this way only): the decoded blocks (kind, channels, stride, kernels (MixNet's lists too), expansion, SE
     ratio, skip, space-to-depth, CondConv experts, forced input width, group size) stage by stage, the width multiplier
-    and rounding, stem and head widths, stem kernel, BatchNorm eps, padding, activation, attention layer and pruning."""
-    for name in NAMES:
+    and rounding (divisor too), stem and head widths, stem kernel, the norm (BatchNorm eps, GroupNorm groups),
+    padding, activation, attention layer, anti-aliasing and pruning; the variants without weights too."""
+    for name in NAMES + UNTRAINED:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(timm_efficientnet, "_create_effnet", lambda variant, pretrained, **kwargs: kwargs)
             ref = getattr(timm_efficientnet, name)()
@@ -141,25 +156,35 @@ def test_configuration_matches_timm():
         assert [b["act_layer"].__name__ if "act_layer" in b else None for s in cfg["block_args"] for b in s] == ref_acts
         rounding = ref["round_chs_fn"].keywords
         assert cfg["channel_multiplier"] == rounding["multiplier"], name
-        assert cfg["round_limit"] == rounding.get("round_limit", 0.9) and rounding.get("divisor", 8) == 8, name
+        assert cfg["round_limit"] == rounding.get("round_limit", 0.9), name
+        assert cfg["channel_divisor"] == rounding.get("divisor", 8), name
         assert cfg["num_features"] == ref["num_features"], name
         assert cfg["stem_size"] == ref["stem_size"] and cfg["fix_stem"] == ref["fix_stem"], name
         assert cfg["stem_kernel_size"] == ref["stem_kernel_size"], name
         assert cfg["bn_eps"] == ref["norm_layer"].keywords.get("eps", 1e-5), name
+        if ref["norm_layer"].func is TimmGroupNormAct:
+            assert cfg["norm_layer"].keywords == ref["norm_layer"].keywords, name
+        else:
+            assert cfg["norm_layer"] is None, name
+        assert cfg["aa_layer"] == ref["aa_layer"], name
         assert cfg["pad_type"] == ref["pad_type"], name
         assert cfg["act_layer"].__name__ == (ref.get("act_layer") or torch.nn.ReLU).__name__, name
         assert cfg["se_layer"] is {None: SqueezeExcite, "gc": GlobalContext}[ref["se_layer"]], name
         assert (cfg["pruned_widths"] is not None) == ref.get("pruned", False) == (name in PRUNED), name
 
 
-def test_registered_names_and_modules():
-    """timm's names sit in the ``efficientnet`` module beside torchvision's (efficientnet_b0...); timm's test models
-    are tests/flowvision/models/test_timm_test_models.py's."""
+def test_list_models():
+    """The ``efficientnet`` module lists exactly timm's names, the variants without weights registered too (timm's
+    efficientnet_b0 .. b7 are torchvision's models of those names, beside torchvision's efficientnet_v2_*); timm's
+    test models are tests/flowvision/models/test_timm_test_models.py's."""
+    listed = models.list_models(module="efficientnet")
+    assert set(listed) == set(timm.list_models(module="efficientnet")) | set(TORCHVISION)
     timm_names = [n for n in models.list_models(module="efficientnet", exclude_filters="test_*") if is_timm_family(n)]
-    assert timm_names == sorted(NAMES)
+    assert set(timm_names) == set(NAMES + UNTRAINED) and len(timm_names) == len(NAMES + UNTRAINED)
+    assert not any(is_timm_family(n) for n in TORCHVISION)
     assert set(models.list_models("tf_efficientnet*")) == {n for n in NAMES if n.startswith("tf_efficientnet")}
-    assert set(models.list_models("mobilenetv2_*")) == {n for n in NAMES if n.startswith("mobilenetv2_")}
     assert all(timm.list_pretrained(name + ".*") for name in NAMES)
+    assert not any(timm.list_pretrained(name + ".*") for name in UNTRAINED)
 
 
 def test_seeded_init_equals_timm():
@@ -483,3 +508,41 @@ def test_pruned_variants_match_timm_records():
     assert {k: tuple(v.shape) for k, v in model.state_dict().items()} == record
     assert list(model.state_dict()) == list(record)
     assert model.num_features == model.head_hidden_size == 1408
+
+
+# ---- the options of the variants without weights: grouped depthwise convolutions, GroupNorm, width divisor, blur --
+
+# grouped depthwise convolutions (groups of 8 channels, given to every block by decode_arch_def's group_size),
+# GroupNorm in groups of 8 for every norm, widths in multiples of 16, blur pools in the strided blocks (timm's
+# efficientnet_b0_g8_gn, _b3_g8_gn, _b0_g16_evos and _blur_b0 options)
+GROUP_ARCH = [
+    ["ds_r1_k3_s1_e1_c16_se0.25"],
+    ["ir_r1_k3_s2_e4_c24_se0.25", "ir_r1_k5_s1_e3_c24_se0.25"],
+    ["ir_r1_k3_s2_e4_c40_se0.25"],
+]
+
+
+def test_grouped_groupnorm_blur_model_matches_timm():
+    """A small model with those options: timm's tree, seeded weights and feature_info (widths 16, 32, 48), float32
+    eval logits at an odd size and float64 train-mode outputs and every gradient, timm's random weights loaded."""
+    args = dict(num_features=32, stem_size=16, num_classes=10, aa_layer="blurpc")
+    reference, ours = check_seeded_init(
+        lambda: timm_efficientnet.EfficientNet(
+            timm_builder.decode_arch_def(GROUP_ARCH, group_size=8), act_layer=torch.nn.SiLU,
+            norm_layer=partial(TimmGroupNormAct, group_size=8),
+            round_chs_fn=partial(timm_builder.round_channels, divisor=16), **args),
+        lambda: EfficientNet(decode_arch_def(GROUP_ARCH, group_size=8), channel_divisor=16,
+                             norm_layer=partial(efficientnet._group_norm_act, group_size=8), **args),
+        7, lambda model: set())
+    check_structure(ours, reference)
+    assert ours.feature_info == reference.feature_info
+    assert [info["num_chs"] for info in ours.feature_info] == [16, 32, 48]
+    assert ours.blocks[1][0].conv_dw.groups == 64 // 8
+    randomize_parameters(reference, 7).eval()
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference, ours.eval(), image_batch(2, 35, 33, seed=8))
+    assert np.abs(ref).max() > 1e-2
+    assert_close(out, ref, TOL)
+    reference.double().train()
+    ours.double().train()
+    check_train_step(reference, ours, image_batch(2, 19, 17, seed=9).astype(np.float64))

@@ -23,7 +23,7 @@ from flowvision.models.timm_families import eva
 from flowvision.models.timm_families._layers import pair
 from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_feature_maps,
                           check_intermediates, check_layout, check_train_step, comparable_config, features_only_pair,
-                          image_batch, numpy_state, pre_logits, skip_random_init)
+                          image_batch, numpy_state, pre_logits, skip_random_init, without_default_head)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -151,7 +151,7 @@ def test_every_entrypoint_hands_the_class_timms_configuration(monkeypatch):
         expected = {k: v for k, v in timm_kwargs.items() if k not in ("feature_cfg", "pretrained_filter_fn")}
         if cfg.fixed_input_size:
             expected.setdefault("img_size", cfg.input_size[-2:])
-        ours_kwargs = dict(ours_kwargs)
+        ours_kwargs = without_default_head(name, ours_kwargs)
         assert ours_kwargs.pop("progress") is True and ours_cls is eva.Eva, name
         assert set(ours_kwargs) == set(expected), name
         for key, value in ours_kwargs.items():

@@ -21,7 +21,8 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["ghostnet_100", "ghostnetv2_100", "ghostnetv2_130", "ghostnetv2_160", "ghostnetv3_100"]
+NAMES = ["ghostnet_050", "ghostnet_100", "ghostnet_130", "ghostnetv2_100", "ghostnetv2_130", "ghostnetv2_160",
+         "ghostnetv3_050", "ghostnetv3_100", "ghostnetv3_130", "ghostnetv3_160"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "BatchNormAct2d", "BatchNorm2d", "ReLU", "Sigmoid", "Hardsigmoid", "Linear", "Flatten")
 # timm's Identity slots that we leave out: the inference-form layers of V3 (filled by reparameterize), the unused
@@ -219,8 +220,8 @@ def test_features_only_matches_timm(out_indices):
 
 
 def test_list_models():
-    """The registry lists every variant with 1k weights under its timm name and module (timm's untrained widths
-    are left out)."""
+    """The registry lists exactly timm's variants under their timm names and module: those with 1k weights and
+    the untrained widths (GhostNet 0.5x, 1.3x, GhostNetV3 0.5x, 1.3x, 1.6x) registered too."""
     names = models.list_models(module="ghostnet")
-    assert names == [n for n in timm.list_models(module="ghostnet") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("ghostnet*")}
+    assert names == timm.list_models(module="ghostnet")
+    assert set(names) == set(NAMES)

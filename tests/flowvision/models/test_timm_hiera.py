@@ -1,11 +1,11 @@
-"""timm parity of Hiera (hiera_tiny/small/base/base_plus/large/huge_224, hiera_small_abswin_256): every variant's
-configuration and layout, seeded initialisation (timm's ViT and JAX schemes), eval outputs (float32) of small models
-at odd, non-square input sizes covering every option the variants use (mask-unit and global attention with the
-one-block lag, query pooling with projected or max+avg-pooled shortcuts, layer scale, the abswin position embedding
-resized with antialiased bicubic filtering, stages without pooling) and float64 train-mode outputs and gradients,
-all with timm's weights loaded; the MAE masking path (given masks, patch dropout over mask units); stochastic depth
-and dropout; and the timm API (pre-logits, pooling, reset_classifier, in_chans, features_only,
-forward_intermediates, prune_intermediate_layers, bad arguments, list_models)."""
+"""timm parity of Hiera (hiera_tiny/small/base/base_plus/large/huge_224, hiera_small_abswin_256 and timm's untrained
+hiera_base_abswin_256): every variant's configuration and layout, seeded initialisation (timm's ViT and JAX schemes),
+eval outputs (float32) of small models at odd, non-square input sizes covering every option the variants use
+(mask-unit and global attention with the one-block lag, query pooling with projected or max+avg-pooled shortcuts,
+layer scale, the abswin position embedding resized with antialiased bicubic filtering, stages without pooling) and
+float64 train-mode outputs and gradients, all with timm's weights loaded; the MAE masking path (given masks, patch
+dropout over mask units); stochastic depth and dropout; and the timm API (pre-logits, pooling, reset_classifier,
+in_chans, features_only, forward_intermediates, prune_intermediate_layers, bad arguments, list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -26,6 +26,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["hiera_tiny_224", "hiera_small_224", "hiera_base_224", "hiera_base_plus_224", "hiera_large_224",
          "hiera_huge_224", "hiera_small_abswin_256"]
+# timm's untrained variant (no published weights)
+UNTRAINED = ["hiera_base_abswin_256"]
 TOL = 1e-4
 PRINTED = ("HieraBlock", "PatchEmbed", "Conv2d", "LayerNorm", "Linear", "GELU", "Dropout", "LayerScale", "Unroll",
            "Reroll", "Identity")
@@ -71,12 +73,12 @@ def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
     printouts, feature_info, num_features, head_hidden_size and default_cfg."""
     ours_calls = capture_builder(monkeypatch, hiera, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_hiera, "build_model_with_cfg")
-    for name in NAMES:
+    for name in NAMES + UNTRAINED:
         getattr(hiera, name)()
         getattr(timm_hiera, name)()
     monkeypatch.undo()
     skip_random_init(monkeypatch)
-    for name, ours_call, timm_call in zip(NAMES, ours_calls, timm_calls):
+    for name, ours_call, timm_call in zip(NAMES + UNTRAINED, ours_calls, timm_calls):
         # fix_init (tested below) would rescale hundreds of megabytes that the layout does not need
         config = dict(check_fixed_size_config(name, ours_call, timm_call), stages=(1, 1, 1, 1), fix_init=False)
         with torch.device("meta"):
@@ -233,9 +235,9 @@ def test_features_only_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists every variant with 1k weights under its timm name and module (timm's untrained
-    hiera_base_abswin_256 is left out)."""
+    """The registry lists exactly timm's Hieras under their names and module: every variant with 1k weights and the
+    untrained hiera_base_abswin_256 too."""
     names = models.list_models(module="hiera")
-    assert names == [n for n in timm.list_models(module="hiera") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("hiera*") if
-                                        timm.models.get_pretrained_cfg(n).num_classes == 1000}
+    assert names == timm.list_models(module="hiera")
+    assert set(names) - set(UNTRAINED) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("hiera*") if
+                                                         timm.models.get_pretrained_cfg(n).num_classes == 1000}

@@ -1,10 +1,11 @@
-"""timm parity of HieraDet, SAM 2's image encoder (sam2_hiera_tiny/small/base_plus/large): every variant's
-configuration and layout, seeded initialisation (timm's ViT and JAX schemes), eval outputs (float32) of small models
-at odd, non-square input sizes covering every option (windowed attention with and without padding, global attention,
-query and shortcut pooling inside windows, the one-block window lag, a widening block without pooling, layer scale,
-the resized global plus tiled window position embedding) and float64 train-mode outputs and gradients, all with
-timm's weights loaded; stochastic depth and dropout; and the timm API (pre-logits, pooling, reset_classifier,
-in_chans, features_only, forward_intermediates, prune_intermediate_layers, bad arguments, list_models)."""
+"""timm parity of HieraDet, SAM 2's image encoder (sam2_hiera_tiny/small/base_plus/large; timm's untrained classifier
+hieradet_small): every variant's configuration and layout, seeded initialisation (timm's ViT and JAX schemes), eval
+outputs (float32) of small models at odd, non-square input sizes covering every option (windowed attention with and
+without padding, global attention, query and shortcut pooling inside windows, the one-block window lag, a widening
+block without pooling, layer scale, the resized global plus tiled window position embedding) and float64 train-mode
+outputs and gradients, all with timm's weights loaded; stochastic depth and dropout; and the timm API (pre-logits,
+pooling, reset_classifier, in_chans, features_only, forward_intermediates, prune_intermediate_layers, bad arguments,
+list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -23,6 +24,8 @@ from op_check import assert_close
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["sam2_hiera_tiny", "sam2_hiera_small", "sam2_hiera_base_plus", "sam2_hiera_large"]
+# timm's untrained classifier (no published weights)
+UNTRAINED = ["hieradet_small"]
 TOL = 1e-4
 PRINTED = ("MultiScaleBlock", "HieraPatchEmbed", "Conv2d", "LayerNorm", "Linear", "GELU", "MaxPool2d", "Dropout",
            "Identity")
@@ -68,12 +71,12 @@ def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
     printouts, feature_info, num_features, head_hidden_size and default_cfg."""
     ours_calls = capture_builder(monkeypatch, hieradet_sam2, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_hieradet, "build_model_with_cfg")
-    for name in NAMES:
+    for name in NAMES + UNTRAINED:
         getattr(hieradet_sam2, name)(num_classes=0)
         getattr(timm_hieradet, name)(num_classes=0)
     monkeypatch.undo()
     skip_random_init(monkeypatch)
-    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
+    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES + UNTRAINED, ours_calls, timm_calls):
         expected = {k: v for k, v in timm_kwargs.items() if k not in ("feature_cfg", "pretrained_filter_fn")}
         assert ours_kwargs == expected | {"progress": True}, name
         # at full width with one block a stage (the blocks repeat; all of them would take seconds to allocate)
@@ -199,8 +202,8 @@ def test_features_only_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists every SAM 2 variant under its timm name and module (timm's untrained hieradet_small is
-    left out)."""
+    """The registry lists exactly timm's HieraDets under their names and module: every SAM 2 variant and the untrained
+    hieradet_small too."""
     names = models.list_models(module="hieradet_sam2")
-    assert names == [n for n in timm.list_models(module="hieradet_sam2") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("sam2_hiera*")}
+    assert names == timm.list_models(module="hieradet_sam2")
+    assert set(names) - set(UNTRAINED) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("sam2_hiera*")}

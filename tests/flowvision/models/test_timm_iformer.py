@@ -1,4 +1,4 @@
-"""timm parity of iFormer (iformer_t/s/m/l/h and the distilled iformer_m/l/l2): every variant's configuration and
+"""timm parity of iFormer (iformer_t/s/m/l/l2/h and the distilled iformer_m/l/l2): every variant's configuration and
 full-size layout on the meta device; seeded initialisation; float32 eval outputs of small models (attention groups
 with and without leading convolutional blocks, layer scale, a distillation head), float64 train-mode outputs,
 gradients and BatchNorm statistics, all with timm's randomised weights loaded; ``fuse()`` (the same module tree,
@@ -25,7 +25,7 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["iformer_t", "iformer_s", "iformer_m", "iformer_l", "iformer_h", "iformer_m_distilled",
+NAMES = ["iformer_t", "iformer_s", "iformer_m", "iformer_l", "iformer_l2", "iformer_h", "iformer_m_distilled",
          "iformer_l_distilled", "iformer_l2_distilled"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "BatchNorm2d", "BatchNorm1d", "Linear", "GELU", "Sigmoid", "Dropout", "Identity")
@@ -227,8 +227,9 @@ def test_forward_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists every variant with 1k weights under its timm name and module (timm's untrained
-    iformer_l2 is left out)."""
+    """The registry lists exactly timm's variants under their timm names and module: those with 1k weights and
+    the untrained iformer_l2, registered too."""
     names = models.list_models(module="iformer")
-    assert names == [n for n in timm.list_models(module="iformer") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("iformer*")}
+    assert names == timm.list_models(module="iformer")
+    assert set(names) == set(NAMES)
+    assert set(NAMES) - {"iformer_l2"} == {n.split(".")[0] for n in timm.list_pretrained("iformer*")}

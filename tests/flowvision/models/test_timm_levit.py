@@ -1,8 +1,9 @@
 """timm parity of LeViT (timm's ``levit`` module), linear and convolutional: every registered variant's configuration
-and full-size layout against timm's on the meta device; seeded initialisation, float32 eval outputs and float64
-train-mode outputs, gradients and BatchNorm statistics of small models of both forms, with timm's randomised weights
-loaded; drop path and dropout; the distilled heads; and the timm API (pre-logits, num_classes=0, reset_classifier,
-in_chans, the image size check, features_only, forward_intermediates, list_models)."""
+(timm's untrained experiments too) and full-size layout against timm's on the meta device; seeded initialisation,
+float32 eval outputs and float64 train-mode outputs, gradients and BatchNorm statistics of small models of both
+forms, with timm's randomised weights loaded (and of the stride-8 stem with SiLU); drop path and dropout; the
+distilled heads; and the timm API (pre-logits, num_classes=0, reset_classifier, in_chans, the image size check,
+features_only, forward_intermediates, list_models)."""
 from functools import partial
 
 import numpy as np
@@ -14,7 +15,7 @@ from timm.models import levit as timm_levit
 import engine
 import flowvision.models as models
 from flowvision.models._features import FeatureGetterNet, FlatFeatureListNet
-from flowvision.models.timm_families import levit
+from flowvision.models.timm_families import levit  # registers the untrained names too
 from model_parity import (both_outputs, capture_builder, check_distilled_training, check_drop_rates,
                           check_dropout_only_in_training, check_feature_maps, check_intermediates, check_layout,
                           check_seeded_init, check_train_step, features_only_pair, image_batch, numpy_state,
@@ -26,7 +27,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["levit_128", "levit_128s", "levit_192", "levit_256", "levit_384", "levit_conv_128", "levit_conv_128s",
          "levit_conv_192", "levit_conv_256", "levit_conv_384"]
-PRINTED = ("Conv2d", "BatchNorm2d", "BatchNorm1d", "Linear", "Hardswish", "AvgPool2d", "Dropout", "Downsample")
+# timm's experiments without published weights (SiLU; a stride-8 stem, wider, deeper; one head but levit_*384_s8)
+UNTRAINED_NAMES = ["levit_256d", "levit_384_s8", "levit_512", "levit_512_s8", "levit_512d", "levit_conv_256d",
+                   "levit_conv_384_s8", "levit_conv_512", "levit_conv_512_s8", "levit_conv_512d"]
+PRINTED = ("Conv2d", "BatchNorm2d", "BatchNorm1d", "Linear", "Hardswish", "SiLU", "AvgPool2d", "Dropout",
+           "Downsample")
 TOL = 1e-5
 # Small models: three stages of one, two and one blocks (key width 4, 2 to 4 heads, downsampling with 4 and 6
 # heads); an 80x48 image gives a 5x3 grid, then 3x2 and 2x1 (odd sizes, subsampled with the last row kept). LeViT
@@ -34,6 +39,8 @@ TOL = 1e-5
 SMALL = dict(img_size=(80, 48), embed_dim=(16, 24, 32), key_dim=4, num_heads=(2, 3, 4), depth=(1, 2, 1),
              num_classes=7)
 SIZE = (80, 48)
+# The stride-8 stem (three convolutions) with SiLU, on a 40x24 image: the same 5x3, 3x2, 2x1 grids.
+S8 = dict(SMALL, img_size=(40, 24), stem_type="s8", act_layer="silu")
 
 
 def randomize(model, seed):
@@ -67,25 +74,32 @@ def small_pair(use_conv=False, seed=0, cls="LevitDistilled", **kwargs):
 
 
 def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
-    """Each entrypoint hands its class timm's configuration; built full size, the smallest linear and the largest
-    convolutional model have timm's layout: state_dict keys, order, shapes and dtypes, module tree and classes,
-    layer printouts, feature_info, num_features, default_cfg."""
+    """Each entrypoint (the untrained ones too) hands its class (distilled or not, as timm's) timm's configuration;
+    built full size, the smallest linear and the largest convolutional model with weights and three untrained ones
+    (the deeper linear one, both convolutional ones with the stride-8 stem) have timm's layout: state_dict keys,
+    order, shapes and dtypes, module tree and classes, layer printouts, feature_info, num_features, default_cfg
+    (timm's configuration of the distilled levit_conv_384_s8 names its first head only as its classifier, ours
+    both)."""
     ours_calls = capture_builder(monkeypatch, levit, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_levit, "build_model_with_cfg")
-    for name in NAMES:
+    names = NAMES + UNTRAINED_NAMES
+    for name in names:
         getattr(levit, name)()
         getattr(timm_levit, name)()
-    for name, (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
-        assert ours_cls.__name__ == timm_cls.__name__ == "LevitDistilled"
+    for name, (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) in zip(names, ours_calls, timm_calls):
+        distilled = name in NAMES or name.endswith("384_s8")
+        assert ours_cls.__name__ == timm_cls.__name__ == ("LevitDistilled" if distilled else "Levit"), name
         assert ours_kwargs.pop("progress") is True
         assert ours_kwargs == {k: v for k, v in timm_kwargs.items()
                                if k not in ("pretrained_filter_fn", "feature_cfg")}, name
     monkeypatch.undo()
     skip_random_init(monkeypatch)
     monkeypatch.setattr(levit, "trunc_normal_", lambda tensor, std=0.02: tensor)
-    for name in ("levit_128s", "levit_conv_384"):
+    for name in ("levit_128s", "levit_conv_384", "levit_256d", "levit_conv_384_s8", "levit_conv_512_s8"):
         with torch.device("meta"):
             reference = timm.create_model(name)
+        if name == "levit_conv_384_s8":
+            reference.pretrained_cfg = dict(reference.pretrained_cfg, classifier=("head.linear", "head_dist.linear"))
         ours = models.create_model(name)
         check_layout(ours, reference, (), PRINTED, types=True)
 
@@ -122,6 +136,25 @@ def test_train_mode_gradients_and_statistics_match_timm_float64(use_conv):
     reference.double().train()
     ours.double().train()
     check_train_step(reference, ours, image_batch(2, *SIZE, seed=5).astype(np.float64))
+
+
+def test_stride8_stem_with_silu_matches_timm():
+    """The stride-8 stem (three convolutions) with SiLU, plain (one-head) models: seeded initialisation as timm's;
+    float32 eval logits of the linear form and a float64 train step of the convolutional one (outputs, every
+    gradient, BatchNorm statistics) equal timm's."""
+    reference, ours = check_seeded_init(lambda: timm_levit.Levit(**S8), lambda: levit.Levit(**S8), 3,
+                                        lambda reference: {"head.linear.weight"}, what="s8")
+    assert [n for n, _ in ours.stem.named_children()] == ["conv1", "act1", "conv2", "act2", "conv3"]
+    assert ours.feature_info == reference.feature_info and ours.feature_info[0]["reduction"] == 8
+    reference, ours = small_pair(seed=15, cls="Levit", **S8)
+    x = image_batch(2, *S8["img_size"], seed=16)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 7) and np.abs(ref).max() > 1e-1
+    assert_close(out, ref, TOL)
+    reference, ours = small_pair(True, seed=17, cls="Levit", **S8)
+    reference.double().train()
+    ours.double().train()
+    check_train_step(reference, ours, x.astype(np.float64))
 
 
 def test_drop_path_dropout_and_distilled_training():
@@ -195,6 +228,7 @@ def test_features_only_and_intermediates_match_timm(name, out_indices):
 
 
 def test_list_models():
-    """Every LeViT with ImageNet weights in timm is registered under its timm name and module."""
-    assert models.list_models(module="levit") == sorted(NAMES)
+    """The module lists exactly timm's LeViT models under their timm names: those with ImageNet weights, and the
+    untrained variants (timm's experiments without published weights), registered too."""
+    assert models.list_models(module="levit") == timm.list_models(module="levit") == sorted(NAMES + UNTRAINED_NAMES)
     assert set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("levit*")}

@@ -1,11 +1,11 @@
 """timm parity of MambaOut (mambaout_femto/kobe/tiny/small/base and timm's mambaout_small_rw, mambaout_base_short_rw,
-mambaout_base_tall_rw, mambaout_base_wide_rw, mambaout_base_plus_rw): every variant's configuration and layout,
-seeded initialisation (layer scale included), eval outputs (float32) of small models (the original stem, downsampling
-and MLP head; timm's norm-first downsampling, layer scale and pool-norm-MLP head; partial-channel depthwise
-convolutions, 8/3, 2.5 and 3 expansions, GELU and SiLU), float64 train-mode outputs and gradients, all with timm's
-weights loaded; stochastic depth and dropout, and the timm API (pre-logits, pooling, reset_classifier with
-reset_other, in_chans, refused arguments, features_only, forward_intermediates in both layouts,
-prune_intermediate_layers, list_models)."""
+mambaout_base_tall_rw, mambaout_base_wide_rw, mambaout_base_plus_rw, test_mambaout): every variant's configuration
+and layout, seeded initialisation (layer scale included), eval outputs (float32) of small models (the original
+stem, downsampling and MLP head; timm's norm-first downsampling, layer scale and pool-norm-MLP head;
+partial-channel depthwise convolutions, 8/3, 2.5 and 3 expansions, GELU and SiLU), float64 train-mode outputs and
+gradients, all with timm's weights loaded; stochastic depth and dropout, and the timm API (pre-logits, pooling,
+reset_classifier with reset_other, in_chans, refused arguments, features_only, forward_intermediates in both
+layouts, prune_intermediate_layers, list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["mambaout_base", "mambaout_base_plus_rw", "mambaout_base_short_rw", "mambaout_base_tall_rw",
          "mambaout_base_wide_rw", "mambaout_femto", "mambaout_kobe", "mambaout_small", "mambaout_small_rw",
-         "mambaout_tiny"]
+         "mambaout_tiny", "test_mambaout"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "LayerNorm", "Linear", "Dropout", "GELU", "SiLU", "LayerScale", "Identity")
 _RW = dict(stem_mid_norm=False, downsample="conv_nf", ls_init_value=1e-6, head_fn="norm_mlp")
@@ -192,8 +192,9 @@ def test_features_only_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists every variant with 1k weights under its timm name and module (timm's untrained
-    test_mambaout is left out)."""
+    """The registry lists exactly timm's variants under their timm names and module: those with 1k weights and
+    timm's untrained test_mambaout, registered too."""
     names = models.list_models(module="mambaout")
-    assert names == [n for n in timm.list_models(module="mambaout") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("mambaout*")}
+    assert names == timm.list_models(module="mambaout")
+    assert set(names) == set(NAMES)
+    assert set(NAMES) - {"test_mambaout"} == {n.split(".")[0] for n in timm.list_pretrained("mambaout*")}

@@ -1,8 +1,10 @@
-"""timm parity of CoAtNet, MaxViT and MaxxViT (timm's ``maxxvit`` module): every registered variant's configuration
-and image size, the large variants' layout against timm's on the meta device; layout, seeded initialisation, buffers
-and eval outputs (float32) of small models covering every block, norm, relative position bias, padding and head;
-train-mode outputs and gradients (float64); stochastic depth and dropout; and the timm API (pre-logits features,
-global pooling, reset_classifier, in_chans, input size checks, features_only, list_models)."""
+"""timm parity of CoAtNet, MaxViT and MaxxViT (timm's ``maxxvit`` module, its untrained entrypoints and test models
+too): every registered variant's configuration and image size, the large variants' and the untrained ones' with new
+blocks layout against timm's on the meta device; layout, seeded initialisation, buffers and eval outputs (float32) of
+small models covering every block (the paper's CoAtNet with mixed stages and the parallel MaxViT blocks among them),
+norm, relative position bias, padding and head; train-mode outputs and gradients (float64); stochastic depth and
+dropout; and the timm API (pre-logits features, global pooling, reset_classifier, in_chans, input size checks,
+features_only, list_models)."""
 import dataclasses
 from functools import partial
 
@@ -35,6 +37,15 @@ NAMES = ["coatnet_0_rw_224", "coatnet_1_rw_224", "coatnet_2_rw_224", "coatnet_bn
          "maxxvitv2_rmlp_base_rw_384"]
 # pre-trained on larger label sets: the classes of timm's weights (ImageNet-12k, ImageNet-21k)
 PRETRAINING_CLASSES = {"coatnet_3_rw_224": 11821, "maxvit_xlarge_tf_224": 21843}
+# timm's entrypoints without published weights (its test models among them); the new configurations of checked code
+# (the others repeat checked ones at other widths, depths, image sizes or with other options) are checked by their
+# configuration, those that need new code (mixed stages, parallel blocks) by their layout too; the largest (117M to
+# 688M parameters) are never built
+UNTRAINED = ["coatnet_0_224", "coatnet_1_224", "coatnet_2_224", "coatnet_3_224", "coatnet_4_224", "coatnet_5_224",
+             "coatnet_nano_cc_224", "coatnet_pico_rw_224", "coatnet_rmlp_0_rw_224", "coatnet_rmlp_3_rw_224",
+             "maxvit_pico_rw_256", "maxvit_rmlp_small_rw_256", "maxvit_tiny_pm_256", "maxvit_tiny_rw_256",
+             "maxxvit_rmlp_tiny_rw_256", "maxxvitv2_rmlp_large_rw_224", "test_coatnet", "test_maxvit"]
+UNTRAINED_LAYOUTS = ["coatnet_nano_cc_224", "maxvit_tiny_pm_256"]
 TOL = 1e-5
 # timm's no-op identities that ours leaves out: the MLPs' norm slot, squeeze-and-excitation's norm slot, the MLP
 # position bias's activation slot
@@ -51,7 +62,10 @@ LEFT_OUT = {"use_nchw_attn": False}
 # MBConvs, max-pooled shortcuts, early SE, MLP position biases and layer scale, a one-channel (in_chans=1) CoAtNeXt
 # (ConvNeXt blocks, LayerNorm stem, 'normal' init) with BatchNorm transformers, a MaxxViT-V2 (ConvNeXt MaxViT blocks,
 # grid attention only) and timm's MaxViT with MLP positions and 1x1 striding. One block a stage (the layout and eval
-# test adds a stride-1 block in the third stage).
+# test adds a stride-1 block in the third stage). Two more for the untrained variants' new paths: the paper's CoAtNet
+# (GELU MBConvs widening to their output, attention widening in its qkv projection, the hidden-layer head) with
+# coatnet_nano_cc's stages opening with an MBConv before their transformer blocks, and timm's parallel MaxViT
+# (two MBConvs, then block and grid attention side by side, each to half the channels).
 BASE = dict(embed_dim=(8, 16, 32, 32), depths=(1, 1, 1, 1), stem_width=8, transformer_dim_head=8, num_classes=10)
 EVEN = (64, 96)
 SMALL = {
@@ -62,6 +76,9 @@ SMALL = {
     "maxxvitv2": ("maxxvitv2_nano_rw_256", dict(img_size=EVEN)),
     "maxvit_rmlp": ("maxvit_rmlp_small_rw_224", dict(img_size=EVEN, transformer_rel_pos_dim=16,
                                                      conv_stride_mode="1x1")),
+    "coatnet_cc": ("coatnet_0_224", dict(img_size=EVEN, block_type=("C", "C", ("C", "T"), ("C", "T")),
+                                         head_hidden_size=12)),
+    "maxvit_pm": ("maxvit_tiny_pm_256", dict(img_size=(64, 64))),
 }
 # random values for every parameter and BatchNorm statistic of a timm model: the initial ones (unit norms, zero
 # biases, 1e-6 layer scales, small position biases) would hide bugs
@@ -119,13 +136,14 @@ def check_same_fields(ours, theirs, where):
 def test_variant_configurations_match_timm(monkeypatch):
     """Each entrypoint builds timm's configuration (every field of timm's dataclasses, but the NCHW attention, unused
     by all) at the image size of timm's weights (its default weights: ImageNet-1k's, or the larger label sets' of
-    the pre-training models); keyword arguments override fields as in timm."""
+    the pre-training models; for the untrained models, that of timm's default configuration, 160 for its test
+    models); keyword arguments override fields as in timm."""
     calls = capture_builder(monkeypatch, mx, "build_model")
-    for name in NAMES + list(PRETRAINING_CLASSES):
+    for name in NAMES + list(PRETRAINING_CLASSES) + UNTRAINED:
         getattr(mx, name)()
         cls, kwargs = calls.pop()
         timm_cfg = timm.models.get_pretrained_cfg(name)
-        cfg_name = name.rsplit("_", 1)[0]
+        cfg_name = name if name in timm_mx.model_cfgs else name.rsplit("_", 1)[0]
         assert cls is mx.MaxxVit and kwargs["img_size"] == timm_cfg.input_size[-1] == timm_cfg.input_size[-2]
         assert timm_cfg.num_classes == PRETRAINING_CLASSES.get(name, 1000)
         check_same_fields(kwargs["cfg"], timm_mx.model_cfgs[cfg_name], name)
@@ -153,6 +171,18 @@ def test_large_layout_matches_timm(name, monkeypatch):
     ours = models.create_model(name, **kwargs)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
     assert ours.embed_dim == reference.embed_dim
+
+
+def test_untrained_layout_matches_timm(monkeypatch):
+    """The untrained entrypoints that need new code (coatnet_nano_cc's stages mixing MBConv and transformer blocks,
+    the parallel MaxViT) have timm's layout (as in ``check_layout``) with 1000 classes, against timm's model on the
+    meta device (built uninitialised, with one to two blocks a stage: the blocks repeat)."""
+    skip_init(monkeypatch)
+    for name in UNTRAINED_LAYOUTS:
+        kwargs = dict(depths=(1, 1, 2, 1), weight_init="", num_classes=1000)
+        with torch.device("meta"):
+            reference = timm.create_model(name, **kwargs)
+        check_layout(models.create_model(name, **kwargs), reference, PLACEHOLDERS, PRINTED)
 
 
 # ---- initialisation and numerics --------------------------------------------------------------------------------
@@ -185,7 +215,7 @@ def test_layout_seeded_init_and_eval_outputs_match_timm(kind):
     assert_close(out, expected, TOL)
 
 
-@pytest.mark.parametrize("kind", ["maxvit_tf", "coat_rmlp", "coatnext_bn"])
+@pytest.mark.parametrize("kind", ["maxvit_tf", "coat_rmlp", "coatnext_bn", "coatnet_cc", "maxvit_pm"])
 def test_train_outputs_and_gradients_match_timm(kind):
     """float64, train mode: outputs, input gradient, every parameter's gradient and BatchNorm's running statistics
     equal timm's (the MLP position bias's dropout drawing timm's masks after the same seed)."""
@@ -276,8 +306,10 @@ def test_input_sizes_are_checked():
 
 
 def test_list_models():
-    """The ``maxxvit`` module lists timm's names (each with timm's ImageNet-1k or pre-training weights: see the
-    configuration test); torchvision's MaxViT-T stays in ``maxvit``."""
-    expected = sorted(NAMES + list(PRETRAINING_CLASSES), key=models.registry._natural_key)
-    assert models.list_models(module="maxxvit") == expected
+    """The ``maxxvit`` module lists exactly timm's names: those with timm's ImageNet-1k or pre-training weights (see
+    the configuration test) and the untrained ones too, timm's test models among them; torchvision's MaxViT-T stays
+    in ``maxvit``."""
+    expected = sorted(NAMES + list(PRETRAINING_CLASSES) + UNTRAINED, key=models.registry._natural_key)
+    assert models.list_models(module="maxxvit") == expected == timm.list_models(module="maxxvit")
+    assert not {n.split(".")[0] for n in timm.list_pretrained("*")} & set(UNTRAINED)
     assert "maxvit_t" in models.list_models(module="maxvit")

@@ -19,11 +19,16 @@ from flowvision.models.timm_families import convmixer, mlp_mixer
 from model_parity import both_outputs, capture_builder, check_train_step, image_batch, numpy_state, pre_logits, to_numpy
 from op_check import assert_close
 
-pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+# whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-MIXER_NAMES = ["mixer_b16_224", "mixer_l16_224", "gmixer_24_224", "resmlp_12_224", "resmlp_24_224", "resmlp_36_224",
-               "resmlp_big_24_224", "gmlp_s16_224"]
+MIXER_NAMES = ["mixer_s32_224", "mixer_s16_224", "mixer_b32_224", "mixer_b16_224", "mixer_l32_224", "mixer_l16_224",
+               "gmixer_12_224", "gmixer_24_224", "resmlp_12_224", "resmlp_24_224", "resmlp_36_224",
+               "resmlp_big_24_224", "gmlp_ti16_224", "gmlp_s16_224", "gmlp_b16_224"]
 CONVMIXER_NAMES = ["convmixer_768_32", "convmixer_1024_20_ks9_p14", "convmixer_1536_20"]
+# untrained variants whose (two-block) rebuild is slow, with wide layers or 32-pixel patches: their entrypoints'
+# arguments are compared with timm's, their blocks being those of the other variants at other widths
+CONFIG_ONLY_NAMES = ["mixer_s32_224", "mixer_b32_224", "mixer_l32_224", "gmlp_b16_224"]
 TOL = 1e-4
 
 # Small models of each family, from either implementation's module and nn: (class name, its kwargs, image size).
@@ -84,7 +89,7 @@ def small_pair(family, seed=0, **kwargs):
     return ref.eval(), ours.eval(), size
 
 
-@pytest.mark.parametrize("name", MIXER_NAMES + CONVMIXER_NAMES)
+@pytest.mark.parametrize("name", [n for n in MIXER_NAMES if n not in CONFIG_ONLY_NAMES] + CONVMIXER_NAMES)
 def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
     """Each entrypoint passes timm's configuration: the same depth, and, rebuilt with two blocks from the same
     seed, the same module tree (names, norm eps, conv geometry), state_dict keys, order, shapes and dtypes, and
@@ -122,6 +127,24 @@ def test_variant_config_layout_and_seeded_init_match_timm(name, monkeypatch):
             assert_close(ours_value, value, 1e-6, what=key)
         else:
             assert np.array_equal(ours_value, value), key
+
+
+def test_untrained_variant_configurations_match_timm(monkeypatch):
+    """The slow-to-build untrained variants hand our class timm's arguments (its classes by name), and our class
+    has timm's default_cfg."""
+    ours_calls = capture_builder(monkeypatch, mlp_mixer, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_mlp_mixer, "build_model_with_cfg")
+    for name in CONFIG_ONLY_NAMES:
+        getattr(mlp_mixer, name)()
+        getattr(timm_mlp_mixer, name)()
+    for name, (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) in zip(CONFIG_ONLY_NAMES, ours_calls, timm_calls):
+        assert ours_cls.__name__ == timm_cls.__name__
+        timm_kwargs = {k: getattr(v, "__name__", v) for k, v in timm_kwargs.items()
+                       if k not in ("pretrained_filter_fn", "feature_cfg")}
+        ours_kwargs = {k: getattr(v, "__name__", v) for k, v in ours_kwargs.items()}
+        assert ours_kwargs == dict(timm_kwargs, progress=True), name
+        timm_cfg = timm.models.get_pretrained_cfg(name)
+        assert ours_cls.default_cfg == {"first_conv": timm_cfg.first_conv, "classifier": timm_cfg.classifier}
 
 
 @pytest.mark.parametrize("family", list(SMALL))
@@ -259,7 +282,10 @@ def test_mixer_refuses_other_image_sizes():
 
 
 def test_list_models():
-    """The registry lists every variant under its timm name, module and wildcard, as timm does."""
+    """The registry lists every variant under its timm name, module and wildcard, as timm does: the mlp_mixer
+    module lists exactly timm's, the untrained variants (Mixer-S, -B/32, -L/32, GLU-Mixer-12, gMLP-Ti and -B)
+    registered too."""
+    assert models.list_models(module="mlp_mixer") == timm.list_models(module="mlp_mixer")
     assert set(models.list_models(module="mlp_mixer")) == set(MIXER_NAMES)
     assert set(models.list_models(module="convmixer")) == set(CONVMIXER_NAMES)
     for pattern in ("mixer_*", "gmixer_*", "resmlp_*", "gmlp_*", "convmixer_*"):

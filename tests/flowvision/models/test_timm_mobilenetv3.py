@@ -1,8 +1,8 @@
 """timm's ``mobilenetv3`` module (MobileNetV3, FBNetV3, LCNet, MobileNetV4) against timm itself: every variant's
-configuration as its entrypoint hands it over, the layout and seeded initialisation of whole models and of a small
-model with every block kind (depthwise-separable, inverted residual, conv, fused, the four universal inverted
-bottlenecks, multi-query attention with and without key/value downsampling); float32 eval outputs with both
-anti-aliasing layers and TensorFlow padding; float64 train-mode outputs, gradients and BatchNorm statistics; drop
+configuration as its entrypoint hands it over (those without weights too), the layout and seeded initialisation
+of whole models and of a small model with every block kind (depthwise-separable, inverted residual, conv, fused,
+the four universal inverted bottlenecks, multi-query attention with and without key/value downsampling); float32
+eval outputs with both anti-aliasing layers and TensorFlow padding; float64 train-mode outputs, gradients and BatchNorm statistics; drop
 path and dropout; and the timm API (pre-logits, reset_classifier, in_chans, features_only, list_models)."""
 import inspect
 from functools import partial
@@ -35,6 +35,9 @@ NAMES = ["fbnetv3_b", "fbnetv3_d", "fbnetv3_g", "lcnet_050", "lcnet_075", "lcnet
          "mobilenetv4_hybrid_medium", "tf_mobilenetv3_large_075", "tf_mobilenetv3_large_100",
          "tf_mobilenetv3_large_minimal_100", "tf_mobilenetv3_small_075", "tf_mobilenetv3_small_100",
          "tf_mobilenetv3_small_minimal_100"]
+# timm's entrypoints without published weights
+UNTRAINED = ["lcnet_035", "lcnet_150", "mobilenetv3_large_075", "mobilenetv4_conv_aa_medium",
+             "mobilenetv4_conv_small_035", "mobilenetv4_hybrid_large_075", "mobilenetv4_hybrid_medium_075"]
 TOL = 1e-4
 # every block kind: a strided first block (the stem becomes a feature level), squeeze-and-excitation, a skip conv,
 # a fused block, the universal inverted bottleneck's forms (ExtraDW, IR, ConvNeXt-like, FFN, one with a depthwise
@@ -102,8 +105,9 @@ def test_configuration_matches_timm():
     """Every variant's configuration as its entrypoint hands it to the model class: the decoded blocks stage by
     stage (kinds, channels, strides, kernels, expansion, SE ratio, skip, attention heads and dims, per-block
     activation), width rounding, stem and head, BatchNorm eps, padding, activation, the squeeze-and-excitation layer
-    (widths, activation, gate) and where its ratio counts from, anti-aliasing and layer scale."""
-    for name in NAMES:
+    (widths, activation, gate) and where its ratio counts from, anti-aliasing and layer scale; the variants without
+    weights too."""
+    for name in NAMES + UNTRAINED:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(timm_mnv3, "_create_mnv3", lambda variant, pretrained, **kwargs: kwargs)
             ref = getattr(timm_mnv3, name)()
@@ -132,7 +136,7 @@ def test_configuration_matches_timm():
 
 
 @pytest.mark.parametrize("name", ["mobilenetv3_small_050", "mobilenetv4_conv_blur_medium",
-                                  "mobilenetv4_hybrid_medium"])
+                                  "mobilenetv4_hybrid_medium", "lcnet_035", "mobilenetv4_conv_small_035"])
 def test_layout_matches_timm(name):
     """state_dict keys in order, shapes, dtypes, module names and classes (hard-swish, hard-sigmoid gates, blur
     pools, attention), BatchNorm eps, num_features, head_hidden_size, feature_info and default_cfg against timm's
@@ -168,12 +172,16 @@ def test_seeded_init_equals_timm():
             assert np.array_equal(our_sd[key].numpy(), value.numpy()), key
 
 
-def test_registered_names_and_modules():
-    """timm's names sit in the ``mobilenetv3`` module beside torchvision's mobilenet_v3_large / _small."""
-    assert [n for n in models.list_models(module="mobilenetv3") if is_timm_family(n)] == sorted(NAMES)
-    assert "mobilenet_v3_large" in models.list_models(module="mobilenetv3")
-    assert set(models.list_models("lcnet_*")) == {"lcnet_050", "lcnet_075", "lcnet_100"}
+def test_list_models():
+    """The ``mobilenetv3`` module lists exactly timm's names, the variants without weights registered too, beside
+    torchvision's mobilenet_v3_large / _small."""
+    listed = models.list_models(module="mobilenetv3")
+    assert set(listed) == set(timm.list_models(module="mobilenetv3")) | {"mobilenet_v3_large", "mobilenet_v3_small"}
+    timm_names = [n for n in listed if is_timm_family(n)]
+    assert set(timm_names) == set(NAMES + UNTRAINED) and len(timm_names) == len(NAMES + UNTRAINED)
+    assert set(models.list_models("lcnet_*")) == {"lcnet_035", "lcnet_050", "lcnet_075", "lcnet_100", "lcnet_150"}
     assert all(timm.list_pretrained(name + ".*") for name in NAMES)
+    assert not any(timm.list_pretrained(name + ".*") for name in UNTRAINED)
 
 
 # ---- numerics ---------------------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-"""timm parity of MobileNetV5 (mobilenetv5_300m, Gemma 3n's image encoder): the entrypoint's configuration and the
-full-size layout, seeded initialisation, eval outputs (float32) of small models with each path of the multi-scale
+"""timm parity of MobileNetV5 (mobilenetv5_300m, Gemma 3n's image encoder; the untrained mobilenetv5_base and
+the headless encoder mobilenetv5_300m_enc): the entrypoints' configurations and the full-size layouts, seeded
+initialisation, eval outputs (float32) of small models with each path of the multi-scale
 fusion adapter (bilinear resize; average pooling with the stem among its inputs, TensorFlow padding and
 anti-aliasing; no adapter but MobileNetV4's head, with BatchNorm), float64 train-mode outputs and gradients, all
 with timm's weights loaded; stochastic depth and the head's dropout, and the timm API (pre-logits, pooling,
 reset_classifier, in_chans, features_only, forward_intermediates with extra blocks, prune_intermediate_layers,
-list_models)."""
+list_models); the encoder class on a small model (seeded init, eval and float64 train outputs, intermediates,
+pruning, features_only, no head)."""
 import numpy as np
 import pytest
 import timm
@@ -76,32 +78,41 @@ def _partial_summary(layer):
     return getattr(layer, "func", layer).__name__, getattr(layer, "keywords", {})
 
 
-def test_configuration_and_full_size_layout_match_timm(monkeypatch):
-    """The entrypoint hands its class timm's configuration (decoded blocks, stem, width rounding, norm,
-    activation, layer scale), and builds timm's layout: state_dict keys, order, shapes, dtypes, module tree and
-    classes, layer printouts, feature_info, num_features, head_hidden_size and default_cfg (init skipped, timm's on
-    the meta device)."""
+# timm's builder arguments that ours has no use for: its checkpoint filter, feature and loading options
+TIMM_ONLY_KWARGS = {"pretrained_filter_fn", "feature_cfg", "kwargs_filter", "pretrained_strict"}
+
+
+@pytest.mark.parametrize("name,layout", [(NAME, True), ("mobilenetv5_base", True), ("mobilenetv5_300m_enc", False)])
+def test_configuration_and_full_size_layout_match_timm(name, layout, monkeypatch):
+    """Each entrypoint hands its class timm's class and configuration (decoded blocks, stem, width rounding, norm,
+    activation, layer scale, padding), and the 300M and base models build timm's layout: state_dict keys, order,
+    shapes, dtypes, module tree and classes, layer printouts, feature_info, num_features, head_hidden_size and
+    default_cfg (init skipped, timm's on the meta device); the encoder, the 300M trunk without a head, compares its
+    configuration only."""
     ours_calls = capture_builder(monkeypatch, mobilenetv5, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_mnv5, "build_model_with_cfg")
-    mobilenetv5.mobilenetv5_300m()
-    timm_mnv5.mobilenetv5_300m()
-    (_, ours), (_, ref) = ours_calls[0], timm_calls[0]
-    assert set(ours) - {"progress"} == set(ref) - {"pretrained_filter_fn", "feature_cfg"}
+    getattr(mobilenetv5, name)()
+    getattr(timm_mnv5, name)()
+    (ours_cls, ours), (timm_cls, ref) = ours_calls[0], timm_calls[0]
+    assert ours_cls.__name__ == timm_cls.__name__
+    assert set(ours) - {"progress"} == set(ref) - TIMM_ONLY_KWARGS
     ref_blocks = [[{k: v for k, v in b.items() if k not in ("act_layer", "force_in_chs")} for b in stage]
                   for stage in ref["block_args"]]
     assert ours["block_args"] == ref_blocks
     assert not any(b["act_layer"] or b.get("force_in_chs") for stage in ref["block_args"] for b in stage)
-    for key in ("stem_size", "fix_stem", "layer_scale_init_value"):
-        assert ours[key] == ref[key], key
+    for key in ("stem_size", "fix_stem", "layer_scale_init_value", "pad_type"):
+        assert ours.get(key) == ref.get(key), key
     for key in ("round_chs_fn", "act_layer", "norm_layer"):
         assert _partial_summary(ours[key]) == _partial_summary(ref[key]), key
+    if not layout:
+        return
     monkeypatch.undo()
     skip_random_init(monkeypatch)
-    for name in ("kaiming_uniform_", "uniform_", "normal_", "xavier_uniform_"):
-        monkeypatch.setattr(torch.nn.init, name, lambda tensor, *args, **kwargs: tensor)
+    for init_name in ("kaiming_uniform_", "uniform_", "normal_", "xavier_uniform_"):
+        monkeypatch.setattr(torch.nn.init, init_name, lambda tensor, *args, **kwargs: tensor)
     with torch.device("meta"):
-        reference = timm.create_model(NAME, num_classes=0)
-    check_layout(models.create_model(NAME, num_classes=0), reference, (), PRINTED, types=True)
+        reference = timm.create_model(name, num_classes=0)
+    check_layout(models.create_model(name, num_classes=0), reference, (), PRINTED, types=True)
 
 
 def test_seeded_init_equals_timm():
@@ -223,8 +234,49 @@ def test_features_only_intermediates_and_pruning_match_timm():
     assert_close(*both_outputs(reference, ours, x), TOL)
 
 
+def test_encoder_matches_timm():
+    """The headless encoder (mobilenetv5_300m_enc's class), small: seeded init bit for bit and the module tree;
+    with timm's random weights, the adapter's float32 map, forward_intermediates, and float64 train-mode outputs
+    and gradients; no classifier and forward_head refused; features_only through the registry (timm's getter on
+    the taps of out_indices: the later stages and the adapter pruned away)."""
+    blocks = dict(ours=decode_arch_def(SMALL_ARCH), timm=timm_builder.decode_arch_def(SMALL_ARCH))
+    config = dict(stem_size=8, pad_type="same", layer_scale_init_value=1e-5, msfa_output_resolution=2)
+    reference, ours = check_seeded_init(lambda: timm_mnv5.MobileNetV5Encoder(blocks["timm"], **config),
+                                        lambda: mobilenetv5.MobileNetV5Encoder(blocks["ours"], **config), 3,
+                                        lambda model: set())
+    check_structure(ours, reference)
+    assert ours.feature_info == reference.feature_info
+    assert ours.num_classes == reference.num_classes == 0
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == 2048
+    randomize_parameters(reference, 20, scales=("gamma",), norms=True)
+    ours.load_state_dict(numpy_state(reference))
+    reference.eval(), ours.eval()
+    x = image_batch(2, *SIZE, seed=21)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 2048, 2, 2) and np.abs(ref).max() > 1e-2
+    assert_close(out, ref, TOL)
+    with pytest.raises(NotImplementedError):
+        ours.forward_head(engine.from_numpy(out))
+    check_intermediates(reference, ours, x, TOL, indices=2, stop_early=True, intermediates_only=True)
+    reference.double().train()
+    ours.double().train()
+    check_train_step(reference, ours, image_batch(2, 19, 17, seed=24).astype(np.float64))
+    kwargs = dict(stem_size=8, msfa_output_resolution=2, out_indices=(1, 3))
+    torch.manual_seed(25)
+    reference = timm.create_model("mobilenetv5_300m_enc", features_only=True,
+                                  block_args=timm_builder.decode_arch_def(SMALL_ARCH), **kwargs)
+    randomize_parameters(reference, 25, scales=("gamma",))
+    ours = models.create_model("mobilenetv5_300m_enc", features_only=True, block_args=decode_arch_def(SMALL_ARCH),
+                               **kwargs)
+    ours.load_state_dict(numpy_state(reference))
+    assert type(ours) is FeatureGetterNet and ours.model.msfa is None
+    check_structure(ours, reference, types=False)
+    check_feature_maps(reference.eval(), ours.eval(), x, 2, TOL)
+
+
 def test_list_models():
-    """The registry lists the variant with timm's weights under its timm name and module (timm's untrained
-    mobilenetv5_base and its encoder-only mobilenetv5_300m_enc, without weights, are left out)."""
-    assert models.list_models(module="mobilenetv5") == [NAME]
+    """The registry lists exactly timm's variants under their timm names and module: mobilenetv5_300m with timm's
+    weights, the untrained mobilenetv5_base and the encoder-only mobilenetv5_300m_enc registered too."""
+    assert models.list_models(module="mobilenetv5") == timm.list_models(module="mobilenetv5")
+    assert set(models.list_models(module="mobilenetv5")) == {NAME, "mobilenetv5_base", "mobilenetv5_300m_enc"}
     assert {n.split(".")[0] for n in timm.list_pretrained("mobilenetv5*")} == {NAME}

@@ -1,11 +1,12 @@
-"""timm parity of the image MViTv2 (mvitv2_tiny/small/base/large and the class-token mvitv2_base/large/huge_cls): every
-variant's configuration and layout, seeded initialisation, eval outputs (float32) of small models at odd, non-square
-sizes (pooled queries, keys and values with relative positions at uneven grid ratios and residual pooling; the large
-model's widening in the MLP with two heads; a class token with absolute positions and max pooling; a class token with
-relative positions, as the ``_cls`` models have it; average pooling without relative positions or residual pooling),
-float64 train-mode outputs and gradients, all with timm's weights loaded; stochastic depth and the head's dropout; and
-the timm API (pre-logits, token and average pooling, reset_classifier, in_chans, refused options, features_only,
-forward_intermediates, prune_intermediate_layers, list_models)."""
+"""timm parity of the image MViTv2 (mvitv2_tiny/small/base/large, the class-token mvitv2_base/large/huge_cls and
+timm's untrained class-token mvitv2_small_cls): every variant's configuration and layout, seeded initialisation, eval
+outputs (float32) of small models at odd, non-square sizes (pooled queries, keys and values with relative positions
+at uneven grid ratios and residual pooling; the large model's widening in the MLP with two heads; a class token with
+absolute positions and max pooling; a class token with relative positions, as the ``_cls`` models have it; average
+pooling without relative positions or residual pooling), float64 train-mode outputs and gradients, all with timm's
+weights loaded; stochastic depth and the head's dropout; and the timm API (pre-logits, token and average pooling,
+reset_classifier, in_chans, refused options, features_only, forward_intermediates, prune_intermediate_layers,
+list_models)."""
 import dataclasses
 
 import numpy as np
@@ -30,6 +31,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 NAMES = ["mvitv2_tiny", "mvitv2_small", "mvitv2_base", "mvitv2_large"]
 # the class-token models: ImageNet-21k (winter 2021) weights with 19168 classes
 CLS_NAMES = ["mvitv2_base_cls", "mvitv2_large_cls", "mvitv2_huge_cls"]
+# timm's untrained class-token model (no published weights; 1000 classes, timm's class default)
+UNTRAINED = ["mvitv2_small_cls"]
 TOL = 1e-4
 PRINTED = ("MultiScaleBlock", "PatchEmbed", "Conv2d", "LayerNorm", "Linear", "MaxPool2d", "GELU", "Dropout",
            "Identity")
@@ -79,15 +82,15 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
     """Each entrypoint hands its class timm's configuration (every field, the derived key/value strides too) and
     builds timm's layout: state_dict keys, order, shapes, dtypes, module tree, layer printouts, feature_info,
     num_features, head_hidden_size and default_cfg (random initialisation skipped, timm's model on the meta
-    device); the class-token models with one or two blocks a stage (the huge one has 694M parameters) and the 19168
-    classes of timm's weights."""
+    device; the untrained mvitv2_small_cls in full, with 1000 classes); the class-token models with weights with one
+    or two blocks a stage (the huge one has 694M parameters) and the 19168 classes of timm's weights."""
     ours_calls = capture_builder(monkeypatch, mvitv2, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_mvitv2, "build_model_with_cfg")
-    for name in NAMES + CLS_NAMES:
+    for name in NAMES + CLS_NAMES + UNTRAINED:
         getattr(mvitv2, name)()
         getattr(timm_mvitv2, name)()
-    assert len(ours_calls) == len(timm_calls) == len(NAMES + CLS_NAMES)
-    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES + CLS_NAMES, ours_calls, timm_calls):
+    assert len(ours_calls) == len(timm_calls) == len(NAMES + CLS_NAMES + UNTRAINED)
+    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES + CLS_NAMES + UNTRAINED, ours_calls, timm_calls):
         assert set(ours_kwargs) == {"cfg", "progress"} and ours_kwargs["progress"], name
         assert set(timm_kwargs) == {"model_cfg", "pretrained_filter_fn", "feature_cfg"}, name
         assert timm_kwargs["feature_cfg"] == dict(out_indices=4, feature_cls="getter"), name
@@ -96,10 +99,10 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
     skip_random_init(monkeypatch)
     monkeypatch.setattr(mvitv2, "trunc_normal_tf_", lambda tensor, std=0.02: tensor)
     monkeypatch.setattr(timm_mvitv2, "trunc_normal_tf_", lambda tensor, **kwargs: tensor)
-    for name in NAMES:
+    for name in NAMES + UNTRAINED:
         with torch.device("meta"):
-            reference = timm.create_model(name)
-        ours = models.create_model(name)
+            reference = timm.create_model(name, num_classes=1000)
+        ours = models.create_model(name, num_classes=1000)
         check_layout(ours, reference, (), PRINTED)
     for name in CLS_NAMES:
         pretrained_cfg = timm.models.get_pretrained_cfg(name)
@@ -225,9 +228,10 @@ def test_features_only_intermediates_and_pruning_match_timm(monkeypatch):
 
 
 def test_list_models():
-    """The registry lists every variant with published weights under its timm name and module: the ImageNet-1k ones
-    and the class-token ImageNet-21k ones (timm's untrained mvitv2_small_cls is left out)."""
+    """The registry lists exactly timm's MViTv2s under their names and module: those with published weights (the
+    ImageNet-1k ones and the class-token ImageNet-21k ones) and the untrained mvitv2_small_cls too."""
     names = models.list_models(module="mvitv2")
-    assert names == [n for n in timm.list_models(module="mvitv2") if n in NAMES + CLS_NAMES]
-    assert set(names) == set(NAMES + CLS_NAMES) == {n.split(".")[0] for n in timm.list_pretrained("mvitv2*")}
+    assert names == timm.list_models(module="mvitv2")
+    assert set(names) - set(UNTRAINED) == set(NAMES + CLS_NAMES) == {n.split(".")[0]
+                                                                     for n in timm.list_pretrained("mvitv2*")}
     assert set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("mvitv2*") if n.endswith(".fb_in1k")}

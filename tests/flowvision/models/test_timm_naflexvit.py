@@ -7,7 +7,9 @@ attention pooling; C-RADIO's class token, registers, no final norm and bilinear,
 aspect-preserving resampling) and on NaFlex batches of mixed grids with padding (dict and argument forms, masked
 attention and pooling), float64 train-mode outputs and every gradient on both (the encoders' too), dropout / stochastic
 depth / patch dropout masks, and the timm API (pre-logits, reset_classifier, bad arguments, features_only,
-forward_intermediates on images and NaFlex batches, prune_intermediate_layers, list_models)."""
+forward_intermediates on images and NaFlex batches, prune_intermediate_layers, list_models). timm's untrained
+variants (naflexvit_base_patch16_map, naflexvit_so150m2_patch16_reg1_gap / _map) are configurations of the same
+kinds: their configuration and the base one's layout."""
 import dataclasses
 
 import numpy as np
@@ -35,6 +37,8 @@ RADIO_NAMES = ["naflexvit_base_patch16_radio_v3", "naflexvit_large_patch16_radio
                "naflexvit_giant_patch16_radio_v3", "naflexvit_so400m_patch16_radio_v4",
                "naflexvit_huge_patch16_radio_v4"]
 ENCODER_NAMES = SIGLIP_NAMES + RADIO_NAMES
+# timm's variants without published weights (registered too): attention pooling with a register, SO150M v2
+UNTRAINED = ["naflexvit_base_patch16_map", "naflexvit_so150m2_patch16_reg1_gap", "naflexvit_so150m2_patch16_reg1_map"]
 TOL = 1e-4
 PRINTED = ("Linear", "Conv2d", "LayerNorm", "GELU", "GELUTanh", "Dropout", "Identity")
 TOKENS = ("pos_embed", "pos_embed_x", "pos_embed_y", "reg_token", "cls_token", "latent")
@@ -137,15 +141,17 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
     """Each entrypoint hands the class timm's configuration (every field we have equal, timm's others at their
     defaults) and builds timm's layout: state_dict keys, order, shapes, dtypes, module tree, layer printouts,
     feature_info, num_features, head_hidden_size and default_cfg; the encoders with one block and no classifier,
-    as their weights have it (the giant C-RADIO, 1.1B parameters, is not built)."""
+    as their weights have it (the giant C-RADIO, 1.1B parameters, is not built). The untrained variants too: their
+    configuration, and the layout of naflexvit_base_patch16_map (the SO150M v2 ones, 150M parameters, are not
+    built)."""
     ours_calls = capture_builder(monkeypatch, naflexvit, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_naflexvit, "build_model_with_cfg")
-    for name in NAMES + ENCODER_NAMES:
+    for name in NAMES + ENCODER_NAMES + UNTRAINED:
         getattr(naflexvit, name)()
         getattr(timm_naflexvit, name)()
-    assert len(ours_calls) == len(timm_calls) == len(NAMES + ENCODER_NAMES)
+    assert len(ours_calls) == len(timm_calls) == len(NAMES + ENCODER_NAMES + UNTRAINED)
     defaults = dataclasses.asdict(timm_naflexvit.NaFlexVitCfg())
-    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES + ENCODER_NAMES, ours_calls, timm_calls):
+    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(NAMES + ENCODER_NAMES + UNTRAINED, ours_calls, timm_calls):
         assert set(timm_kwargs) == {"cfg", "feature_cfg", "pretrained_filter_fn"}, name
         assert timm_kwargs["feature_cfg"] == dict(out_indices=3, feature_cls="getter"), name
         assert set(ours_kwargs) == {"cfg", "progress"} and ours_kwargs["progress"] is True, name
@@ -157,10 +163,10 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
     skip_random_init(monkeypatch)
     monkeypatch.setattr(naflexvit.NaFlexVit, "_fix_init_weight", lambda self: None)
     monkeypatch.setattr(timm_naflexvit.NaFlexVit, "init_weights", lambda self, *args, **kwargs: None)
-    for name in NAMES:
+    for name in NAMES + UNTRAINED[:1]:
         with torch.device("meta"):
-            reference = timm.create_model(name)
-        ours = models.create_model(name)
+            reference = timm.create_model(name, num_classes=1000)
+        ours = models.create_model(name, num_classes=1000)
         check_layout(ours, reference, (), PRINTED, types=True)
     for name in ENCODER_NAMES:
         if name != "naflexvit_giant_patch16_radio_v3":
@@ -351,11 +357,12 @@ def test_features_only_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists every variant with published weights under its timm name and module: the ImageNet-1k
-    classifiers and the SigLIP 2 / C-RADIO encoders without a classifier (timm's untrained variants are left
-    out)."""
+    """The registry lists exactly timm's variants under their timm names and module: the ImageNet-1k classifiers,
+    the SigLIP 2 / C-RADIO encoders without a classifier, and timm's untrained variants."""
     names = models.list_models(module="naflexvit")
-    assert names == [n for n in timm.list_models(module="naflexvit") if n in NAMES + ENCODER_NAMES]
+    assert names == timm.list_models(module="naflexvit")
+    assert set(names) == set(NAMES + ENCODER_NAMES + UNTRAINED)
+    names = [n for n in names if n not in UNTRAINED]
     pretrained = {n.split(".")[0]: timm.models.get_pretrained_cfg(n).num_classes
                   for n in timm.list_pretrained("naflexvit*") if not n.endswith(".untrained")}
     assert set(names) == set(NAMES + ENCODER_NAMES) == set(pretrained)

@@ -1,4 +1,5 @@
-"""timm parity of NesT (timm's ``nest`` module: nest_tiny_jx, nest_small_jx and nest_base_jx): every variant's
+"""timm parity of NesT (timm's ``nest`` module: nest_tiny_jx, nest_small_jx, nest_base_jx and the untrained
+nest_tiny, nest_small, nest_base): every variant's
 configuration and layout (on the meta device), seeded initialisation (with and without timm's 'nlhb' head bias);
 eval outputs (float32) of small models covering every option (three levels with PyTorch padding, two levels with
 TensorFlow "same" padding, per-level and shared widths, no qkv bias), float64 train-mode outputs and gradients, all
@@ -26,7 +27,9 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["nest_base_jx", "nest_small_jx", "nest_tiny_jx"]
+NAMES = ["nest_base", "nest_base_jx", "nest_small", "nest_small_jx", "nest_tiny", "nest_tiny_jx"]
+# the variants timm publishes no weights for
+UNTRAINED = {"nest_base", "nest_small", "nest_tiny"}
 TOL = 1e-4
 PRINTED = ("Conv2d", "Linear", "LayerNorm", "GELU", "MaxPool2d", "MaxPool2dSame", "Dropout", "Identity", "Flatten",
            "AdaptiveAvgPool2d")
@@ -62,10 +65,10 @@ def images(kind, seed, n=2, c=3):
 
 
 def test_variant_configurations_and_layout_match_timm(monkeypatch):
-    """Each entrypoint hands the model class timm's configuration with the 224-pixel image size of timm's weights
-    (TensorFlow padding), and the class has timm's default_cfg; every variant has timm's layout on the meta device:
-    state_dict keys in order, shapes and dtypes, module names, the printout of every layer, feature_info,
-    num_features and head_hidden_size."""
+    """Each entrypoint hands the model class timm's configuration with timm's 224-pixel image size (TensorFlow
+    padding for the JAX models, PyTorch padding for the untrained ones), and the class has timm's default_cfg; every
+    variant has timm's layout on the meta device: state_dict keys in order, shapes and dtypes, module names, the
+    printout of every layer, feature_info, num_features and head_hidden_size."""
     for name in NAMES:
         ours_calls = capture_builder(monkeypatch, nest, "build_model")
         timm_calls = capture_builder(monkeypatch, timm_nest, "build_model_with_cfg")
@@ -196,10 +199,10 @@ def test_forward_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists exactly timm's NesTs with ImageNet-1k weights (the JAX ones) under the ``nest`` module
-    (timm's untrained nest_base, nest_small and nest_tiny are left out)."""
+    """The registry lists exactly timm's NesTs under the ``nest`` module: those with ImageNet-1k weights (the JAX
+    ones) and the untrained nest_base, nest_small and nest_tiny, registered too."""
     names = models.list_models(module="nest")
-    assert names == NAMES == [n for n in timm.list_models(module="nest") if n in NAMES]
+    assert names == NAMES == timm.list_models(module="nest")
     pretrained_1k = {tag.split(".")[0] for tag in timm.list_pretrained("nest_*")
                      if timm.models.get_pretrained_cfg(tag).num_classes == 1000}
-    assert set(NAMES) == pretrained_1k
+    assert set(NAMES) - UNTRAINED == pretrained_1k

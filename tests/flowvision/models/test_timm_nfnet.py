@@ -1,5 +1,6 @@
-"""timm parity of the normalizer-free networks (dm_nfnet_f0..f6, nfnet_l0, eca_nfnet_l0/l1/l2, nf_regnet_b1,
-nf_resnet50): every variant's configuration, the layout of one model of each kind built without weights, seeded
+"""timm parity of the normalizer-free networks (dm_nfnet_f0..f6, nfnet_f0..f7, nfnet_l0, eca_nfnet_l0..l3,
+nf_regnet_b0..b5, nf_resnet26/50/101, nf_seresnet26/50/101, nf_ecaresnet26/50/101): every variant's configuration,
+the layout of one model of each kind and of every untrained variant under 100M parameters, built without weights, seeded
 initialisation, float32 eval outputs and float64 train-mode outputs and gradients of small configurations covering
 each stem (deep quad, 3x3, 7x7 with pooling), convolution (scaled weight standardisation, with TensorFlow "SAME"
 padding), activation gain (in the weights, in the activations), attention (SE on the output or inside the
@@ -24,10 +25,22 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); many small ops, so one BLAS thread on each side
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["dm_nfnet_f0", "dm_nfnet_f1", "dm_nfnet_f2", "dm_nfnet_f3", "dm_nfnet_f4", "dm_nfnet_f5", "dm_nfnet_f6",
-         "eca_nfnet_l0", "eca_nfnet_l1", "eca_nfnet_l2", "nf_regnet_b1", "nf_resnet50", "nfnet_l0"]
+# the variants with ImageNet-1k weights in timm
+TRAINED_NAMES = ["dm_nfnet_f0", "dm_nfnet_f1", "dm_nfnet_f2", "dm_nfnet_f3", "dm_nfnet_f4", "dm_nfnet_f5",
+                 "dm_nfnet_f6", "eca_nfnet_l0", "eca_nfnet_l1", "eca_nfnet_l2", "nf_regnet_b1", "nf_resnet50",
+                 "nfnet_l0"]
+# timm's untrained variants, new configurations of the same layers (built from scratch or from one's own checkpoint)
+UNTRAINED_NAMES = ["eca_nfnet_l3", "nf_ecaresnet26", "nf_ecaresnet50", "nf_ecaresnet101", "nf_regnet_b0",
+                   "nf_regnet_b2", "nf_regnet_b3", "nf_regnet_b4", "nf_regnet_b5", "nf_resnet26", "nf_resnet101",
+                   "nf_seresnet26", "nf_seresnet50", "nf_seresnet101", "nfnet_f0", "nfnet_f1", "nfnet_f2", "nfnet_f3",
+                   "nfnet_f4", "nfnet_f5", "nfnet_f6", "nfnet_f7"]
+NAMES = TRAINED_NAMES + UNTRAINED_NAMES
 # one of each kind, built without weights on both sides (DeepMind's F3, 255M parameters, is never built otherwise)
 LAYOUT_NAMES = ["dm_nfnet_f3", "eca_nfnet_l0", "nf_regnet_b1", "nf_resnet50", "nfnet_l0"]
+# the untrained variants under 100M parameters (nfnet_f1..f7 and eca_nfnet_l3, the largest, only by configuration)
+UNTRAINED_LAYOUT_NAMES = ["nf_ecaresnet26", "nf_ecaresnet50", "nf_ecaresnet101", "nf_regnet_b0", "nf_regnet_b2",
+                          "nf_regnet_b3", "nf_regnet_b4", "nf_regnet_b5", "nf_resnet26", "nf_resnet101",
+                          "nf_seresnet26", "nf_seresnet50", "nf_seresnet101", "nfnet_f0"]
 PRINTED = {"ScaledStdConv2d", "ScaledStdConv2dSame", "GammaAct", "ReLU", "SiLU", "Sigmoid", "Conv2d", "Conv1d",
            "MaxPool2d", "AvgPool2d", "Dropout", "Linear"}
 TOL = 1e-5
@@ -113,15 +126,28 @@ def test_every_variant_has_timm_configuration_and_layout(monkeypatch):
         assert ours_kwargs["progress"] and not set(ours_kwargs) - {"progress", "cfg"}, name
         assert asdict(ours_kwargs["cfg"]) == asdict(timm_kwargs["model_cfg"]), name
     monkeypatch.undo()
+    check_layouts(monkeypatch, LAYOUT_NAMES)
+
+
+def check_layouts(monkeypatch, names):
+    """Each model of ``names`` has timm's layout (``check_layout``, but for SE's no-op norm slot) and the settings
+    printouts leave out; both sides' random initialisation skipped: timm's model is on the meta device, ours on
+    untouched storage. The class count is given, as ours defaults to the class's for a model without weights."""
     skip_random_init(monkeypatch)
     for init in ("kaiming_normal_", "kaiming_uniform_", "uniform_", "normal_", "constant_", "zeros_"):
         monkeypatch.setattr(torch.nn.init, init, lambda tensor, *args, **kwargs: tensor)
-    for name in LAYOUT_NAMES:
+    for name in names:
         with torch.device("meta"):
-            reference = timm.create_model(name)
-        ours = models.create_model(name)
+            reference = timm.create_model(name, num_classes=1000)
+        ours = models.create_model(name, num_classes=1000)
         check_layout(ours, reference, (".bn",), PRINTED)
         assert _hyper_parameters(ours) == _hyper_parameters(reference), name
+
+
+def test_untrained_variants_have_timm_layout(monkeypatch):
+    """timm's untrained variants under 100M parameters (NF-ResNets with and without SE or ECA, NF-RegNet-B0..B5,
+    nfnet_f0) have timm's layout, as ``test_every_variant_has_timm_configuration_and_layout`` checks it."""
+    check_layouts(monkeypatch, UNTRAINED_LAYOUT_NAMES)
 
 
 def test_seeded_init_equals_timm():
@@ -236,8 +262,10 @@ def test_one_pixel_inputs_and_bad_arguments():
 
 
 def test_list_models():
-    """The registry lists the models with ImageNet-1k weights in timm under their names and module (test_nfnet is
-    tests/flowvision/models/test_timm_test_models.py's)."""
+    """The registry lists every model of timm's ``nfnet`` module under its name and module: those with ImageNet-1k
+    weights and the untrained variants too (test_nfnet is tests/flowvision/models/test_timm_test_models.py's)."""
+    assert models.list_models(module="nfnet") == timm.list_models(module="nfnet")
     with_weights = {tag.split(".")[0] for tag in timm.list_pretrained("*nf*")}
     expected = [n for n in timm.list_models(module="nfnet") if n in with_weights and n != "test_nfnet"]
-    assert models.list_models(module="nfnet", exclude_filters="test_*") == expected == sorted(NAMES)
+    assert expected == sorted(TRAINED_NAMES) and not with_weights & set(UNTRAINED_NAMES)
+    assert set(models.list_models(module="nfnet", exclude_filters="test_*")) == set(NAMES)

@@ -1,11 +1,13 @@
-"""timm's RegNet family (RegNetX, Y, V and Z) against timm 1.0: the generated widths and the layout of every
-registered model, seeded initial weights, float32 eval outputs and float64 train-mode outputs, gradients and running
-statistics of small configurations covering each block kind (plain, SE, pre-activation, inverted without residual),
-shortcut (1x1 projection, average pooling, "same" pooling in a dilated stage) and head (identity, activation, 1x1
-convolution), output strides 8 and 16, torchvision's group rounding, drop-path and dropout, the head API,
-``in_chans``, ``features_only`` and the registry."""
+"""timm's RegNet family (RegNetX, Y, V and Z, and the untrained regnety_040_sgn and regnetz_005) against timm 1.0:
+the generated widths and the layout of every registered model, seeded initial weights, float32 eval outputs and
+float64 train-mode outputs, gradients and running statistics of small configurations covering each block kind (plain,
+SE, pre-activation, inverted without residual), norm (BatchNorm, GroupNorm), shortcut (1x1 projection, average
+pooling, "same" pooling in a dilated stage) and head (identity, activation, 1x1 convolution), output strides 8 and 16,
+torchvision's group rounding, drop-path and dropout, the head API, ``in_chans``, ``features_only`` and the
+registry."""
 import dataclasses
 import inspect
+from functools import partial
 
 import numpy as np
 import pytest
@@ -29,20 +31,39 @@ NAMES = ["regnetv_040", "regnetv_064", "regnetx_002", "regnetx_004", "regnetx_00
          "regnetx_320", "regnety_002", "regnety_004", "regnety_006", "regnety_008", "regnety_008_tv", "regnety_016",
          "regnety_032", "regnety_040", "regnety_064", "regnety_080", "regnety_080_tv", "regnety_120", "regnety_160",
          "regnety_320", "regnety_640", "regnety_1280", "regnety_2560", "regnetz_040", "regnetz_040_h"]
+# timm's variants without weights (new configurations; regnety_040_sgn with GroupNorm)
+UNTRAINED_NAMES = ["regnety_040_sgn", "regnetz_005"]
 # timm's no-op identity for the SE's missing norm
 PLACEHOLDERS = ("se.bn",)
 # layers whose printout shows every hyper-parameter (kernel, stride, padding, dilation, groups, ceil mode...)
-PRINTED = {"Conv2d", "BatchNorm2d", "AvgPool2d", "Linear", "AdaptiveAvgPool2d", "Flatten", "Dropout"}
+PRINTED = {"Conv2d", "BatchNorm2d", "GroupNormAct", "AvgPool2d", "Linear", "AdaptiveAvgPool2d", "Flatten", "Dropout"}
+
+
+def _group_norm4(module):
+    """``module``'s (timm's regnet module or ours) GroupNorm with its activation in groups of 4 channels, so that
+    the narrow layers split."""
+    return partial(module.GroupNormAct, group_size=4)
+
+
 # Small configurations: a registered model with timm's RegNetCfg fields overridden (timm lays extra kwargs over its
-# configuration, ours over the entrypoint's). depth 6, w0 8, wa 12, wm 2 gives widths 8, 16, 32, 32, 64, 64: four
-# stages of 1, 1, 2 and 2 blocks.
+# configuration, ours over the entrypoint's; a ``norm_layer`` is a function of the module, see ``for_module``).
+# depth 6, w0 8, wa 12, wm 2 gives widths 8, 16, 32, 32, 64, 64: four stages of 1, 1, 2 and 2 blocks.
 _TINY = dict(depth=6, w0=8, wa=12.0, wm=2.0, stem_width=8, num_classes=10)
 SMALL = {
     "x": ("regnetx_002", dict(_TINY, group_size=8)),
     "y_tv_os16": ("regnety_008_tv", dict(_TINY, group_size=12, output_stride=16)),
     "v_avg_os8": ("regnetv_064", dict(_TINY, group_size=8, output_stride=8)),
     "z_head_conv": ("regnetz_040_h", dict(_TINY, group_size=4, num_features=24)),
+    # GroupNorm and SiLU (stem, blocks, projection shortcuts, the zeroed last norm), SE
+    "y_group_norm": ("regnety_040_sgn", dict(_TINY, group_size=8, norm_layer=_group_norm4)),
 }
+
+
+def for_module(kwargs, module):
+    """A small configuration's keyword arguments for ``module`` (timm's regnet module or ours): its norm layer."""
+    if "norm_layer" not in kwargs:
+        return kwargs
+    return dict(kwargs, norm_layer=kwargs["norm_layer"](module))
 
 
 def randomize(model, seed):
@@ -62,10 +83,10 @@ def small_pair(config, seed=0, **overrides):
     name, kwargs = SMALL[config]
     kwargs = dict(kwargs, **overrides)
     torch.manual_seed(seed)
-    reference = randomize(timm.create_model(name, pretrained=False, **kwargs), seed).eval()
+    reference = randomize(timm.create_model(name, pretrained=False, **for_module(kwargs, timm_regnet)), seed).eval()
     with pytest.MonkeyPatch.context() as patch:
         skip_random_init(patch)
-        ours = getattr(regnet, name)(**kwargs)
+        ours = getattr(regnet, name)(**for_module(kwargs, regnet))
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()
 
@@ -73,7 +94,7 @@ def small_pair(config, seed=0, **overrides):
 def test_generated_widths_match_timm():
     """The per-block widths (float32 quantized linear rule) and the stage widths and group sizes after the group
     compatibility rounding (pycls's and torchvision's) are timm's for every registered configuration and more."""
-    configs = [timm_regnet.model_cfgs[name] for name in NAMES]
+    configs = [timm_regnet.model_cfgs[name] for name in NAMES + UNTRAINED_NAMES]
     configs += [timm_regnet.RegNetCfg(w0=w0, wa=wa, wm=wm, depth=depth, group_size=g)
                 for w0, wa, wm, depth, g in [(8, 12.0, 2.0, 6, 12), (16, 3.3, 2.6, 30, 6), (64, 99.9, 1.5, 11, 40)]]
     for cfg in configs:
@@ -88,30 +109,38 @@ def test_generated_widths_match_timm():
         regnet.block_widths(10.0, 12, 2.0, 5)
 
 
+def _comparable_norm(norm_layer):
+    """A norm layer setting in a form timm's and ours compare in: a name, or a partial's (class name, arguments)."""
+    if isinstance(norm_layer, partial):
+        return norm_layer.func.__name__, norm_layer.args, norm_layer.keywords
+    return norm_layer
+
+
 def test_entrypoint_configs_match_timm(monkeypatch):
     """Every entrypoint builds RegNet with timm's configuration: each RegNetCfg field (our defaults where the
-    entrypoint leaves one out, timm's activation names) and timm's extra arguments (no zeroed last norms in RegNetZ).
-    With the generated widths checked above and the layouts below, the registered models are timm's."""
+    entrypoint leaves one out, timm's activation names, the norm: 'batchnorm' or GroupNorm in groups of 16) and
+    timm's extra arguments (no zeroed last norms in RegNetZ). With the generated widths checked above and the
+    layouts below, the registered models are timm's."""
     ours_calls, timm_calls = [], []
     monkeypatch.setattr(regnet, "build_model", lambda cls, variant, *args, **kwargs: ours_calls.append(kwargs))
     monkeypatch.setattr(timm_regnet, "build_model_with_cfg", lambda cls, variant, *args, **kwargs:
                         timm_calls.append(kwargs))
     defaults = {k: p.default for k, p in inspect.signature(regnet.RegNet).parameters.items()}
-    for name in NAMES:
+    for name in NAMES + UNTRAINED_NAMES:
         getattr(regnet, name)()
         getattr(timm_regnet, name)()
         ours = dict(defaults, **ours_calls.pop())
         theirs = dict(timm_calls.pop())
         expected = dataclasses.asdict(theirs.pop("model_cfg"))
-        assert expected.pop("norm_layer") == "batchnorm"
+        assert _comparable_norm(ours.pop("norm_layer")) == _comparable_norm(expected.pop("norm_layer")), name
         expected.update({k: v for k, v in theirs.items() if k != "pretrained_filter_fn"})
         assert {k: ours[k] for k in expected} == expected, name
 
 
 # one registered model of each kind: plain, torchvision rounding, SE, pre-activation (both shortcuts), RegNetZ
-# (both heads), the largest
+# (both heads), the largest; the untrained variants
 LAYOUT_NAMES = ["regnetx_002", "regnetx_004_tv", "regnety_008_tv", "regnety_040", "regnetv_040", "regnetv_064",
-                "regnetz_040", "regnetz_040_h", "regnety_2560"]
+                "regnetz_040", "regnetz_040_h", "regnety_2560"] + UNTRAINED_NAMES
 
 
 @pytest.mark.parametrize("name", LAYOUT_NAMES)
@@ -141,12 +170,13 @@ def test_dilated_layout_equals_timm(name, output_stride, monkeypatch):
 
 def test_seeded_init_equals_timm():
     """After the same seed, our weights are timm's bit for bit (N(0, 2 / fan-out) convolutions, N(0, 0.01^2)
-    classifier, zero biases, last norms zeroed but in RegNetZ) and both random streams end in step."""
+    classifier, zero biases, last norms zeroed but in RegNetZ, GroupNorm's included) and both random streams end in
+    step."""
     for name, kwargs in SMALL.values():
         torch.manual_seed(5)
-        reference = timm.create_model(name, pretrained=False, **kwargs)
+        reference = timm.create_model(name, pretrained=False, **for_module(kwargs, timm_regnet))
         engine.manual_seed(5)
-        ours = getattr(regnet, name)(**kwargs)
+        ours = getattr(regnet, name)(**for_module(kwargs, regnet))
         expected = numpy_state(reference)
         state = {k: v.numpy() for k, v in ours.state_dict().items()}
         assert list(state) == list(expected)
@@ -225,21 +255,24 @@ def test_features_only_matches_timm():
 
 def test_refuses_bad_configurations():
     """An empty image, an output stride other than 8, 16, 32, a configuration without four stages, an unknown
-    shortcut or activation are refused."""
+    shortcut, activation or norm, and GroupNorm groups that do not split the channels are refused."""
     _, ours = small_pair("x")
     with pytest.raises((RuntimeError, ValueError)):
         ours(engine.zeros(1, 3, 0, 0))
     name, kwargs = SMALL["x"]
-    for bad in (dict(output_stride=4), dict(depth=4), dict(downsample="max"), dict(act_layer="tanhh")):
+    for bad in (dict(output_stride=4), dict(depth=4), dict(downsample="max"), dict(act_layer="tanhh"),
+                dict(norm_layer="layernorm"), dict(norm_layer=partial(regnet.GroupNormAct, group_size=3))):
         with pytest.raises(ValueError):
             getattr(regnet, name)(**dict(kwargs, **bad))
 
 
 def test_list_models():
-    """The ``regnet`` module lists torchvision's RegNets and ours; ours are the models of timm's ``regnet`` module
-    with ImageNet-1k weights (its other regnetz_* models live in timm's ``byobnet``)."""
+    """The ``regnet`` module lists torchvision's RegNets and ours; ours are every model of timm's ``regnet`` module:
+    those with ImageNet-1k weights and the untrained variants too (its other regnetz_* models live in timm's
+    ``byobnet``)."""
     assert set(NAMES) < set(models.list_models(module="regnet"))
-    assert set(models.list_models("regnet[xyvz]_*", module="regnet")) == set(NAMES)
+    assert models.list_models("regnet[xyvz]_*", module="regnet") == timm.list_models(module="regnet")
+    assert set(timm.list_models(module="regnet")) == set(NAMES + UNTRAINED_NAMES)
     pretrained = {n.split(".")[0] for n in timm.list_pretrained("regnet[xyvz]_*")
                   if timm.models.get_pretrained_cfg(n).num_classes == 1000}
     assert pretrained & set(timm.list_models(module="regnet")) == set(NAMES)

@@ -1,7 +1,8 @@
 """timm's ResNet variants (ResNet-D/-T, SE-ResNeXt, ECA-ResNet) against timm 1.0: the layout of every registered
-model, seeded initial weights, eval outputs of whole models at an odd size, float64 train-mode outputs and gradients
-of small configurations (deep and tiered stems, average-pool and dilated shortcuts, SE and ECA), the SE and ECA
-width rules, drop-path and dropout, the head API, ``in_chans`` and ``features_only``."""
+model (timm's untrained variants under ~100M parameters too), seeded initial weights, eval outputs of whole models
+at an odd size, float64 train-mode outputs and gradients of small configurations (deep and tiered stems, average-pool
+and dilated shortcuts, SE and ECA), the SE and ECA width rules, drop-path and dropout, the head API, ``in_chans`` and
+``features_only``."""
 import numpy as np
 import pytest
 import timm
@@ -22,10 +23,14 @@ NAMES = ["resnet10t", "resnet14t", "resnet18d", "resnet26", "resnet26d", "resnet
          "seresnext26t_32x4d", "seresnext50_32x4d", "seresnext101_32x4d", "seresnext101_32x8d", "seresnext101d_32x8d",
          "seresnext101_64x4d", "ecaresnet26t", "ecaresnet50d", "ecaresnet50t", "ecaresnet101d", "ecaresnet269d",
          "ecaresnetlight"]
+# timm's variants without published weights under ~100M parameters, whose layout is checked in full (the deeper
+# resnet200, seresnet200d, seresnet269d and ecaresnet200d: their configuration, in test_timm_resnet_variants.py)
+UNTRAINED = ["resnet50t", "resnetaa34d", "resnetblur18", "resnetblur50d", "resnetblur101d", "seresnet18", "seresnet34",
+             "seresnet50t", "seresnet101", "seresnet152", "seresnetaa50d", "ecaresnext26t_32x4d", "ecaresnext50t_32x4d"]
 # timm's no-op placeholders for features these models do not use (DropBlock, anti-aliasing, a norm inside SE)
 PLACEHOLDERS = ("drop_block", "aa", "se.bn")
 # layers whose printout shows every hyper-parameter (kernel, stride, padding, dilation, groups, ceil mode...)
-PRINTED = {"Conv1d", "Conv2d", "BatchNorm2d", "MaxPool2d", "AvgPool2d", "Linear", "AdaptiveAvgPool2d",
+PRINTED = {"Conv1d", "Conv2d", "BatchNorm2d", "MaxPool2d", "AvgPool2d", "BlurPool2d", "Linear", "AdaptiveAvgPool2d",
            "AdaptiveMaxPool2d", "Flatten"}
 # small configurations of the ResNet class (timm's arguments), one per combination of the options
 SMALL = {
@@ -80,14 +85,18 @@ def test_registered_names():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + UNTRAINED)
 def test_layout_equals_timm(name, monkeypatch):
     """state_dict keys in order, shapes and dtypes; module names (timm's no-op placeholders aside) and the printout
-    of every layer; feature_info and default_cfg. timm's model is built on the meta device, ours without init."""
+    of every layer; feature_info and default_cfg, for the models with weights and the untrained ones (1000 classes
+    on both sides). timm's model is built on the meta device (its random draws, which cost more than building it
+    there, skipped), ours without init."""
+    for init_name in ("kaiming_normal_", "kaiming_uniform_", "uniform_"):
+        monkeypatch.setattr(torch.nn.init, init_name, lambda tensor, *args, **kwargs: tensor)
     with torch.device("meta"):
-        reference = timm.create_model(name, pretrained=False)
+        reference = timm.create_model(name, pretrained=False, num_classes=1000)
     skip_random_init(monkeypatch)
-    ours = getattr(resnet, name)()
+    ours = getattr(resnet, name)(num_classes=1000)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
 
 

@@ -38,8 +38,10 @@ FAMILIES = {
                 "resnest50d_4s2x40d", "resnest50d_1s4x24d"],
     "res2net": ["res2net50_26w_4s", "res2net50_26w_6s", "res2net50_26w_8s", "res2net50_48w_2s", "res2net50_14w_8s",
                 "res2net101_26w_4s", "res2next50", "res2net50d", "res2net101d"],
-    "sknet": ["skresnet18", "skresnet34", "skresnext50_32x4d"],
+    "sknet": ["skresnet18", "skresnet34", "skresnext50_32x4d", "skresnet50", "skresnet50d"],
 }
+# timm's models without published weights among them: registered too, their layout checked as the others'
+UNTRAINED = ["skresnet50", "skresnet50d"]
 MODULES = {"resnest": resnest, "res2net": res2net, "sknet": sknet}
 NAMES = [name for names in FAMILIES.values() for name in names]
 # timm's no-op identities for features these blocks leave out (DropBlock, the plain conv's norm and act in ResNeSt)
@@ -107,13 +109,15 @@ def _named_pair(name, seed=0, **kwargs):
 
 
 def test_registered_names():
-    """Each family registers under timm's module name exactly timm's models with ImageNet-1k weights."""
+    """Each family registers under timm's module name exactly timm's models: those with ImageNet-1k weights and the
+    untrained SK-ResNet-50 and -50-D."""
     for family, names in FAMILIES.items():
+        assert list_models(module=family) == timm.list_models(module=family)
         assert sorted(list_models(module=family)) == sorted(names)
     assert sorted(list_models("res2ne*")) == sorted(FAMILIES["res2net"])
     assert sorted(list_models("sk*")) == sorted(FAMILIES["sknet"])
     pretrained = {n.split(".")[0] for p in ("resnest*", "res2ne*", "sk*") for n in timm.list_pretrained(p)}
-    assert pretrained == set(NAMES)
+    assert pretrained == set(NAMES) - set(UNTRAINED)
 
 
 def test_attention_widths_match_timm(monkeypatch):
@@ -139,12 +143,12 @@ def test_attention_widths_match_timm(monkeypatch):
 @pytest.mark.parametrize("name", NAMES)
 def test_layout_equals_timm(name, monkeypatch):
     """state_dict keys in order, shapes and dtypes; module names (timm's no-op placeholders aside) and the printout
-    of every layer; feature_info, num_features and default_cfg. timm's model is built on the meta device, ours
-    without random init (the registered configuration, compared through the model it builds)."""
+    of every layer; feature_info, num_features and default_cfg (1000 classes on both sides). timm's model is built on
+    the meta device, ours without random init (the registered configuration, compared through the model it builds)."""
     with torch.device("meta"):
-        reference = timm.create_model(name, pretrained=False)
+        reference = timm.create_model(name, pretrained=False, num_classes=1000)
     skip_random_init(monkeypatch)
-    ours = _entrypoint(name)()
+    ours = _entrypoint(name)(num_classes=1000)
     check_layout(ours, reference, PLACEHOLDERS, PRINTED)
 
 
@@ -270,6 +274,11 @@ RESNET_NAMES = ["resnet50c", "resnet101c", "resnet152c", "resnet50s", "resnet101
                 "ecaresnet101d_pruned", "senet154", "resnetblur50", "resnetaa50", "resnetaa50d", "resnetaa101d",
                 "seresnextaa101d_32x8d", "seresnextaa201d_32x8d", "resnetrs50", "resnetrs101", "resnetrs152",
                 "resnetrs200", "resnetrs270", "resnetrs350", "resnetrs420"]
+# timm's ``resnet`` variants without published weights: new configurations of the options above (their layout in full,
+# under ~100M parameters, in test_timm_resnet.py)
+UNTRAINED_RESNETS = ["ecaresnet200d", "ecaresnext26t_32x4d", "ecaresnext50t_32x4d", "resnet50t", "resnet200",
+                     "resnetaa34d", "resnetblur18", "resnetblur50d", "resnetblur101d", "seresnet18", "seresnet34",
+                     "seresnet50t", "seresnet101", "seresnet152", "seresnet200d", "seresnet269d", "seresnetaa50d"]
 RESNET_PLACEHOLDERS = ("drop_block", "aa", "se.bn")  # timm's no-op identities: DropBlock, unused anti-aliasing, SE norm
 RESNET_PRINTED = PRINTED | {"Conv1d", "GroupNorm"}
 # each side's layer classes for the options
@@ -383,25 +392,25 @@ def _timm_pruned_widths(name):
 
 
 def test_resnet_registered_names():
-    """The ``resnet`` family is exactly timm's ``resnet`` module's models with ImageNet-1k weights (torchvision's
-    names among them), these included; timm's test_resnet is tests/flowvision/models/test_timm_test_models.py's."""
+    """The ``resnet`` family lists exactly timm's ``resnet`` module: its models with ImageNet-1k weights (torchvision's
+    names and timm's test_resnet among them) and the untrained variants, registered too."""
     in1k = {tag.split(".")[0] for tag in timm.list_pretrained()
             if timm.models.get_pretrained_cfg(tag).num_classes == 1000}
-    expected = set(timm.list_models(module="resnet")) & in1k - {"test_resnet"}
-    assert set(list_models(module="resnet", exclude_filters="test_*")) == expected
-    assert set(RESNET_NAMES) <= set(list_models(module="resnet"))
+    assert list_models(module="resnet") == timm.list_models(module="resnet")
+    assert set(timm.list_models(module="resnet")) - in1k == set(UNTRAINED_RESNETS)
+    assert set(RESNET_NAMES) <= in1k
 
 
 @pytest.mark.slow
 def test_resnet_entrypoints_match_timm(monkeypatch):
-    """Each entrypoint hands its builder timm's configuration (the pruned ones timm's widths, from the package's
-    assets); the model it gives, rebuilt with one block per stage, has timm's layout (timm's on the meta device, ours
-    without random init), and the pruned ECA-ResNet-50-D has it in full."""
+    """Each entrypoint (the untrained variants' too) hands its builder timm's configuration (the pruned ones timm's
+    widths, from the package's assets); the model it gives, rebuilt with one block per stage, has timm's layout
+    (timm's on the meta device, ours without random init), and the pruned ECA-ResNet-50-D has it in full."""
     ours_calls = capture_builder(monkeypatch, resnet, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_resnet, "build_model_with_cfg")
     skip_random_init(monkeypatch)
     rebuilt = set()
-    for name in RESNET_NAMES:
+    for name in RESNET_NAMES + UNTRAINED_RESNETS:
         getattr(resnet, name)()
         getattr(timm_resnet, name)()
         (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) = ours_calls.pop(), timm_calls.pop()
@@ -420,7 +429,7 @@ def test_resnet_entrypoints_match_timm(monkeypatch):
             reference.pretrained_cfg = {"first_conv": cfg.first_conv, "classifier": cfg.classifier}
             check_layout(ours_cls(**dict(ours_kwargs, layers=(1, 1, 1, 1))), reference, RESNET_PLACEHOLDERS,
                          RESNET_PRINTED)
-    assert len(rebuilt) == 14
+    assert len(rebuilt) == 26
     monkeypatch.undo()
     with torch.device("meta"):
         reference = timm.create_model("ecaresnet50d_pruned", pretrained=False)

@@ -1,9 +1,10 @@
 """timm's ResNetV2 family (pre-activation ResNets and BiT) against timm 1.0: the layout of every registered model,
 seeded initial weights, float32 eval outputs and float64 train-mode outputs, gradients and running statistics of
 small configurations covering each block (bottleneck, basic), convolution (weight-standardised, plain), norm
-(GroupNorm, BatchNorm, EvoNorm-S0), stem (7x7, BiT's fixed padding, deep, tiered) and shortcut (strided 1x1,
-average pooling, "same" pooling in a dilated stage), drop-path and dropout, the head API (1x1 convolution
-classifier), ``in_chans``, ``features_only`` and the registry."""
+(GroupNorm, BatchNorm, EvoNorm-S0, filter response norm with TLU), stem (7x7, BiT's fixed padding, deep, tiered)
+and shortcut (strided 1x1, average pooling, "same" pooling in a dilated stage), drop-path and dropout, the head API
+(1x1 convolution classifier), ``in_chans``, ``features_only`` and the registry, which lists timm's untrained
+variants too (their configuration and layout checked)."""
 from functools import partial
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 import timm
 import timm.layers as timm_layers
 import timm.layers.evo_norm as timm_evo_norm
+import timm.layers.filter_response_norm as timm_frn
 import timm.models.resnetv2 as timm_resnetv2
 import torch
 from timm.models._features import FeatureListNet as TimmFeatureListNet
@@ -20,7 +22,8 @@ import flowvision.models as models
 from flowvision.models._features import FlatFeatureListNet
 from flowvision.models.timm_families import resnetv2
 from flowvision.models.timm_families._layers import BatchNormAct2d
-from model_parity import both_outputs, check_layout, check_train_step, image_batch, numpy_state, skip_random_init
+from model_parity import (both_outputs, capture_builder, check_layout, check_train_step, image_batch, numpy_state,
+                          skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); many small ops, so one BLAS thread on each side
@@ -29,17 +32,21 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 NAMES = ["resnetv2_18", "resnetv2_18d", "resnetv2_34", "resnetv2_34d", "resnetv2_50", "resnetv2_50d_evos",
          "resnetv2_50d_gn", "resnetv2_50x1_bit", "resnetv2_50x3_bit", "resnetv2_101", "resnetv2_101x1_bit",
          "resnetv2_101x3_bit", "resnetv2_152x2_bit", "resnetv2_152x4_bit"]
+# timm's variants without published weights (all under ~100M parameters): registered too, compared by configuration
+# and layout
+UNTRAINED = ["resnetv2_50d", "resnetv2_50d_frn", "resnetv2_50t", "resnetv2_101d", "resnetv2_152", "resnetv2_152d"]
 # layers whose printout shows every hyper-parameter (kernel, stride, padding, groups, eps, ceil mode...)
-PRINTED = {"Conv2d", "StdConv2d", "BatchNormAct2d", "GroupNormAct", "EvoNorm2dS0", "AvgPool2d", "MaxPool2d",
+PRINTED = {"Conv2d", "StdConv2d", "BatchNormAct2d", "GroupNormAct", "EvoNorm2dS0", "FilterResponseNormTlu2d",
+           "AvgPool2d", "MaxPool2d",
            "ConstantPad2d", "ReLU", "Flatten", "Dropout", "AdaptiveAvgPool2d"}
 
 # the same layer kinds on both sides, with 4 norm groups so that narrow layers fit
 TIMM_LAYERS = {"std": partial(timm_layers.StdConv2d, eps=1e-8), "conv": timm_layers.create_conv2d,
                "gn": partial(timm_layers.GroupNormAct, num_groups=4), "bn": timm_layers.BatchNormAct2d,
-               "evos": partial(timm_layers.EvoNorm2dS0, groups=4)}
+               "evos": partial(timm_layers.EvoNorm2dS0, groups=4), "frn": timm_layers.FilterResponseNormTlu2d}
 OUR_LAYERS = {"std": partial(resnetv2.StdConv2d, eps=1e-8), "conv": resnetv2.create_conv2d,
               "gn": partial(resnetv2.GroupNormAct, num_groups=4), "bn": partial(BatchNormAct2d, inplace=True),
-              "evos": partial(resnetv2.EvoNorm2dS0, groups=4)}
+              "evos": partial(resnetv2.EvoNorm2dS0, groups=4), "frn": resnetv2.FilterResponseNormTlu2d}
 # Small configurations: (convolution, norm, other ResNetV2 arguments)
 _TINY = dict(stem_chs=16, num_classes=10)
 SMALL = {
@@ -52,6 +59,8 @@ SMALL = {
                                      stem_type="tiered", avg_down=True)),
     "evos": ("conv", "evos", dict(_TINY, layers=(1, 1, 1, 2), channels=(32, 32, 64, 64), stem_type="deep",
                                   avg_down=True)),
+    "frn": ("conv", "frn", dict(_TINY, layers=(1, 2, 1, 1), channels=(16, 16, 24, 32), stem_type="deep",
+                                avg_down=True)),
 }
 
 
@@ -63,9 +72,14 @@ def _group_std_float64(x, groups=32, eps=1e-5, flatten=False):
     return std.expand(grouped.shape).reshape(batch, channels, height, width)
 
 
+def _inv_instance_rms_float64(x, eps=1e-5):
+    """timm's filter response norm scale (the inverse root mean square over each map) without its cast to float32."""
+    return x.square().mean(dim=(2, 3), keepdim=True).add(eps).rsqrt().expand(x.shape)
+
+
 def randomize(model, seed):
-    """timm's ``model`` with random norm scales, shifts, EvoNorm gates and BatchNorm statistics (the defaults, ones
-    and zeros, would hide a misplaced scale or shift)."""
+    """timm's ``model`` with random norm scales, shifts, EvoNorm gates, TLU thresholds and BatchNorm statistics (the
+    defaults, ones and zeros, would hide a misplaced scale or shift)."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -120,6 +134,41 @@ def test_every_variant_has_timm_layout(monkeypatch):
         assert _hyper_parameters(ours) == _hyper_parameters(reference), name
 
 
+def _comparable(value):
+    """A builder argument in a form both sides compare in: sequences as tuples, our layers as timm's (our in-place
+    BatchNormAct2d, a partial, as timm's class, in place by default)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    in_place_bn = (BatchNormAct2d, (), {"inplace": True})
+    if isinstance(value, partial) and (value.func, value.args, value.keywords) == in_place_bn:
+        return timm_layers.BatchNormAct2d
+    ours_to_timm = {resnetv2.create_conv2d: timm_layers.create_conv2d,
+                    resnetv2.FilterResponseNormTlu2d: timm_layers.FilterResponseNormTlu2d}
+    return ours_to_timm.get(value, value)
+
+
+def test_untrained_variants_have_timm_configuration_and_layout(monkeypatch):
+    """Each untrained variant's entrypoint hands its builder timm's configuration (our layer classes for timm's) and
+    builds timm's layout (1000 classes on both sides), as ``test_every_variant_has_timm_layout`` checks it."""
+    ours_calls = capture_builder(monkeypatch, resnetv2, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_resnetv2, "build_model_with_cfg")
+    for name in UNTRAINED:
+        getattr(resnetv2, name)()
+        getattr(timm_resnetv2, name)()
+    for name, (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) in zip(UNTRAINED, ours_calls, timm_calls):
+        assert ours_cls is resnetv2.ResNetV2 and timm_cls is timm_resnetv2.ResNetV2
+        assert timm_kwargs.pop("feature_cfg") == dict(flatten_sequential=True), name
+        assert {k: _comparable(v) for k, v in ours_kwargs.items()} == \
+            {k: _comparable(v) for k, v in timm_kwargs.items()} | {"progress": True}, name
+    monkeypatch.undo()
+    monkeypatch.setattr(timm_resnetv2, "_init_weights", lambda *args, **kwargs: None)
+    skip_random_init(monkeypatch)
+    for name in UNTRAINED:
+        with torch.device("meta"):
+            reference = timm.create_model(name, num_classes=1000)
+        check_layout(getattr(resnetv2, name)(num_classes=1000), reference, (), PRINTED)
+
+
 def test_dilated_layout_equals_timm(monkeypatch):
     """``output_stride`` 8: timm's dilations and "same" average pools in the shortcuts of the dilated stages."""
     monkeypatch.setattr(timm_resnetv2, "_init_weights", lambda *args, **kwargs: None)
@@ -153,12 +202,13 @@ def test_eval_outputs_match_timm():
         assert_close(out, ref, 1e-5)
 
 
-@pytest.mark.parametrize("config", ["bit", "basic_d_os16", "evos"])
+@pytest.mark.parametrize("config", ["bit", "basic_d_os16", "evos", "frn"])
 def test_train_gradients_match_timm(config, monkeypatch):
     """float64, train mode: outputs, the input gradient and every parameter's gradient, then BatchNorm's updated
-    running statistics. timm's EvoNorm takes its statistics in float32 whatever the input; for this comparison it
-    keeps float64."""
+    running statistics. timm's EvoNorm and filter response norm take their statistics in float32 whatever the input;
+    for this comparison they keep float64."""
     monkeypatch.setattr(timm_evo_norm, "group_std", _group_std_float64)
+    monkeypatch.setattr(timm_frn, "inv_instance_rms", _inv_instance_rms_float64)
     reference, ours = small_pair(config, seed=2)
     reference.double().train()
     ours.double().train()
@@ -262,8 +312,10 @@ def test_refuses_bad_configurations():
 
 
 def test_list_models():
-    """The ``resnetv2`` module lists timm's ResNetV2 models with ImageNet-1k weights, in timm's order."""
+    """The ``resnetv2`` module lists exactly timm's ``resnetv2`` module, in timm's order: its models with ImageNet-1k
+    weights and the untrained variants, registered too."""
     pretrained = {n.split(".")[0] for n in timm.list_pretrained("resnetv2*")
                   if timm.models.get_pretrained_cfg(n).num_classes == 1000}
     assert pretrained == set(NAMES)
-    assert models.list_models(module="resnetv2") == [n for n in timm.list_models(module="resnetv2") if n in NAMES]
+    assert models.list_models(module="resnetv2") == timm.list_models(module="resnetv2")
+    assert set(timm.list_models(module="resnetv2")) == set(NAMES) | set(UNTRAINED)

@@ -1,8 +1,8 @@
-"""timm parity of ReXNet (rexnet_100/130/150/200/300, rexnetr_200/300): every variant's configuration and layout,
-seeded initialisation, eval outputs (float32) of small models (expansions, squeeze-and-excitation with BatchNorm,
-partial shortcuts, rounded widths, dilation), float64 train-mode outputs, gradients and BatchNorm statistics, all
-with timm's weights loaded; stochastic depth and dropout, and the timm API (pre-logits, pooling, reset_classifier,
-in_chans, features_only, list_models)."""
+"""timm parity of ReXNet (rexnet_100/130/150/200/300, rexnetr_200/300 and the untrained rexnetr_100/130/150):
+every variant's configuration and layout, seeded initialisation, eval outputs (float32) of small models (expansions,
+squeeze-and-excitation with BatchNorm, partial shortcuts, rounded widths as in every rexnetr, dilation), float64
+train-mode outputs, gradients and BatchNorm statistics, all with timm's weights loaded; stochastic depth and dropout,
+and the timm API (pre-logits, pooling, reset_classifier, in_chans, features_only, list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -20,7 +20,8 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["rexnet_100", "rexnet_130", "rexnet_150", "rexnet_200", "rexnet_300", "rexnetr_200", "rexnetr_300"]
+NAMES = ["rexnet_100", "rexnet_130", "rexnet_150", "rexnet_200", "rexnet_300", "rexnetr_200", "rexnetr_300",
+         "rexnetr_100", "rexnetr_130", "rexnetr_150"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "BatchNormAct2d", "BatchNorm2d", "ReLU", "ReLU6", "SiLU", "Sigmoid", "Linear", "Dropout")
 
@@ -175,8 +176,8 @@ def test_features_only_matches_timm(out_indices):
 
 
 def test_list_models():
-    """The registry lists every variant with 1k weights under its timm name and module (timm's untrained
-    rexnetr_100/130/150 are left out)."""
+    """The registry lists exactly timm's ``rexnet`` models under their timm names and module: those with 1k
+    weights and the untrained rexnetr_100/130/150, registered too."""
     names = models.list_models(module="rexnet")
-    assert names == [n for n in timm.list_models(module="rexnet") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("rexnet*")}
+    assert names == timm.list_models(module="rexnet")
+    assert set(names) == set(NAMES)

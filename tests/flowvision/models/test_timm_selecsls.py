@@ -1,8 +1,8 @@
-"""timm parity of SelecSLS (selecsls42b, selecsls60, selecsls60b): every variant's configuration and layout, seeded
-initialisation, eval outputs (float32) of small models with both heads (first and later blocks of three levels,
-their long-range skips, the head convolutions), float64 train-mode outputs, gradients and BatchNorm statistics, all
-with timm's weights loaded; dropout, and the timm API (pre-logits, pooling, reset_classifier, in_chans, bad
-arguments, features_only, list_models)."""
+"""timm parity of SelecSLS (selecsls42b, selecsls60, selecsls60b, and the untrained selecsls42 and selecsls84): every
+variant's configuration and layout, seeded initialisation, eval outputs (float32) of small models with both heads
+(first and later blocks of three levels, their long-range skips, the head convolutions), float64 train-mode outputs,
+gradients and BatchNorm statistics, all with timm's weights loaded; dropout, and the timm API (pre-logits, pooling,
+reset_classifier, in_chans, bad arguments, features_only, list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -22,6 +22,8 @@ from op_check import assert_close
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["selecsls42b", "selecsls60", "selecsls60b"]
+# timm's variants without published weights, registered too (the plain-head SelecSLS-42 and SelecSLS-84)
+UNTRAINED = ["selecsls42", "selecsls84"]
 TOL = 1e-4
 PRINTED = ("SelectSeq", "Conv2d", "BatchNorm2d", "ReLU", "Flatten", "Dropout", "Linear")
 SIZE = (37, 43)
@@ -52,17 +54,17 @@ def small_pair(b_head=True, seed=0, **kwargs):
 
 
 def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
-    """Each entrypoint hands its class timm's configuration (its own block class) and builds timm's layout:
-    state_dict keys, order, shapes, dtypes, module tree and class names, layer printouts, feature_info,
-    num_features, head_hidden_size and default_cfg."""
+    """Each entrypoint (the untrained variants' too) hands its class timm's configuration (its own block class) and
+    builds timm's layout (1000 classes on both sides): state_dict keys, order, shapes, dtypes, module tree and class
+    names, layer printouts, feature_info, num_features, head_hidden_size and default_cfg."""
     ours_calls, timm_calls = [], []
     monkeypatch.setattr(selecsls, "build_model", lambda cls, variant, pretrained, progress, **kw: ours_calls.append(kw))
     monkeypatch.setattr(timm_selecsls, "build_model_with_cfg",
                         lambda cls, variant, pretrained, **kw: timm_calls.append(kw))
-    for name in NAMES:
+    for name in NAMES + UNTRAINED:
         getattr(selecsls, name)()
         getattr(timm_selecsls, name)(pretrained=False)
-    for name, ours_kwargs, timm_kwargs in zip(NAMES, ours_calls, timm_calls):
+    for name, ours_kwargs, timm_kwargs in zip(NAMES + UNTRAINED, ours_calls, timm_calls):
         ours_cfg = ours_kwargs.pop("cfg")
         timm_cfg = timm_kwargs.pop("model_cfg")
         assert ours_cfg.pop("block") is selecsls.SelecSlsBlock and timm_cfg.pop("block") is timm_selecsls.SelecSlsBlock
@@ -74,10 +76,10 @@ def test_every_variant_has_timm_layout_and_configuration(monkeypatch):
     # timm's random draws on the meta device cost more than building its models: skipped as ours are
     for init_name in ("kaiming_normal_", "kaiming_uniform_", "uniform_"):
         monkeypatch.setattr(torch.nn.init, init_name, lambda tensor, *args, **kwargs: tensor)
-    for name in NAMES:
+    for name in NAMES + UNTRAINED:
         with torch.device("meta"):
-            reference = timm.create_model(name)
-        ours = models.create_model(name)
+            reference = timm.create_model(name, num_classes=1000)
+        ours = models.create_model(name, num_classes=1000)
         check_layout(ours, reference, (), PRINTED, types=True)
 
 
@@ -184,8 +186,8 @@ def test_forward_intermediates_and_pruning_like_timm(prune_to):
 
 
 def test_list_models():
-    """The registry lists exactly timm's variants with 1k weights under their timm names and module (timm's untrained
-    selecsls42 and selecsls84 are left out)."""
+    """The registry lists exactly timm's ``selecsls`` module under their timm names, in timm's order: the variants
+    with 1k weights and the untrained selecsls42 and selecsls84, registered too."""
     names = models.list_models(module="selecsls")
-    assert names == [n for n in timm.list_models(module="selecsls") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("selecsls*")}
+    assert names == timm.list_models(module="selecsls")
+    assert set(names) - set(UNTRAINED) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("selecsls*")}

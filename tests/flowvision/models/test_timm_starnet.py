@@ -1,8 +1,9 @@
-"""timm parity of StarNet (starnet_s1/s2/s3/s4): every variant's configuration and layout, seeded initialisation,
-eval outputs (float32) of small models (the star blocks with ReLU6, another MLP ratio, another activation), float64
-train-mode outputs, gradients and BatchNorm statistics, all with timm's weights loaded; stochastic depth and the
-head's functional dropout, and the timm API (pre-logits, pooling, reset_classifier, in_chans, output_stride check,
-features_only, forward_intermediates, prune_intermediate_layers, list_models)."""
+"""timm parity of StarNet (starnet_s1/s2/s3/s4 and the untrained starnet_s050/s100/s150): every variant's
+configuration and layout, seeded initialisation, eval outputs (float32) of small models (the star blocks with ReLU6,
+another MLP ratio, another activation), float64 train-mode outputs, gradients and BatchNorm statistics, all with
+timm's weights loaded; stochastic depth and the head's functional dropout, and the timm API (pre-logits, pooling,
+reset_classifier, in_chans, output_stride check, features_only, forward_intermediates, prune_intermediate_layers,
+list_models)."""
 import numpy as np
 import pytest
 import timm
@@ -22,7 +23,7 @@ from op_check import assert_close
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
-NAMES = ["starnet_s1", "starnet_s2", "starnet_s3", "starnet_s4"]
+NAMES = ["starnet_s1", "starnet_s2", "starnet_s3", "starnet_s4", "starnet_s050", "starnet_s100", "starnet_s150"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "BatchNorm2d", "ReLU6", "Linear", "Flatten", "Identity")
 # Small models: base width 8 (8 to 64 channels), 1 to 2 blocks a stage; the second with timm's smallest models'
@@ -164,8 +165,8 @@ def test_features_only_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists every variant with 1k weights under its timm name and module (timm's untrained
-    starnet_s050/s100/s150 are left out)."""
+    """The registry lists exactly timm's ``starnet`` models under their timm names and module: those with 1k
+    weights and the untrained starnet_s050/s100/s150, registered too."""
     names = models.list_models(module="starnet")
-    assert names == [n for n in timm.list_models(module="starnet") if n in NAMES]
-    assert set(names) == set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("starnet*")}
+    assert names == timm.list_models(module="starnet")
+    assert set(names) == set(NAMES)

@@ -1,11 +1,12 @@
 """timm parity of Swin Transformer V2, both of timm's ports (its ``swin_transformer_v2`` and
-``swin_transformer_v2_cr`` modules): every registered variant's configuration, the layout of one model of each port
-against timm's on the meta device, seeded initialisation and the non-persistent buffers (log-spaced offsets, position
-indices, zero key bias, shifted-window masks); float32 eval outputs of small models at an odd image size (padded,
-shifted, partly shifted and clamped windows, odd patch merging, pre-training windows, extra norms, window ratios);
-float64 train-mode outputs and every gradient (logit scales past their clamp included); dropout and drop path; and
-the timm API (pre-logits features, global pooling, reset_classifier, in_chans, the image size check, features_only,
-forward intermediates, pruning, list_models)."""
+``swin_transformer_v2_cr`` modules): every registered variant's configuration (CR's untrained ones too), the layout
+of one model of each port (and of three untrained CR models) against timm's on the meta device, seeded
+initialisation and the non-persistent buffers (log-spaced offsets, position indices, zero key bias, shifted-window
+masks); float32 eval outputs of small models at an odd image size (padded, shifted, partly shifted and clamped
+windows, odd patch merging, pre-training windows, extra norms, window ratios); float64 train-mode outputs and every
+gradient (logit scales past their clamp included); dropout and drop path; and the timm API (pre-logits features,
+global pooling, reset_classifier, in_chans, the image size check, features_only, forward intermediates, pruning,
+list_models)."""
 import inspect
 
 import numpy as np
@@ -18,7 +19,7 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import swin_transformer_v2 as v2
-from flowvision.models.timm_families import swin_transformer_v2_cr as cr
+from flowvision.models.timm_families import swin_transformer_v2_cr as cr  # registers the CR names too
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_fixed_size_config, check_intermediates, check_layout,
                           check_seeded_init, check_train_step, features_only_pair, image_batch, numpy_state,
@@ -35,6 +36,11 @@ V2_NAMES = ["swinv2_base_window8_256", "swinv2_base_window12to16_192to256", "swi
 # ImageNet-22k pre-training at 192 (timm's weights have 21841 classes)
 V2_22K_NAMES = ["swinv2_base_window12_192", "swinv2_large_window12_192"]
 CR_NAMES = ["swinv2_cr_small_224", "swinv2_cr_small_ns_224", "swinv2_cr_tiny_ns_224"]
+# timm's CR models without published weights: configurations of the same code (huge and giant never built here)
+CR_UNTRAINED_NAMES = ["swinv2_cr_base_224", "swinv2_cr_base_384", "swinv2_cr_base_ns_224", "swinv2_cr_giant_224",
+                      "swinv2_cr_giant_384", "swinv2_cr_huge_224", "swinv2_cr_huge_384", "swinv2_cr_large_224",
+                      "swinv2_cr_large_384", "swinv2_cr_small_384", "swinv2_cr_small_ns_256", "swinv2_cr_tiny_224",
+                      "swinv2_cr_tiny_384"]
 PORTS = {"v2": (timm_v2, timm_v2.SwinTransformerV2, v2, v2.SwinTransformerV2),
          "cr": (timm_cr, timm_cr.SwinTransformerV2Cr, cr, cr.SwinTransformerV2Cr)}
 # (50, 26) images: a (12, 6) patch grid. V2's 4x4 windows: stage 1 pads, stage 2 (6, 3) shifts (4, 3) windows by
@@ -87,8 +93,9 @@ def test_variant_configurations_match_timm(monkeypatch):
     """Each entrypoint hands timm's configuration to the model class (with the image size of timm's weights, which
     timm takes from the pretrained config), and timm's pretrained config's first conv and classifier are our
     default_cfg; the model classes take timm's arguments with timm's defaults. The ImageNet-22k models at 192 too
-    (their weights' 21841 classes left to the caller)."""
-    for port, names in (("v2", V2_NAMES), ("cr", CR_NAMES)):
+    (their weights' 21841 classes left to the caller), and CR's untrained models (at the image size of timm's
+    configuration for them: 224, 256 or 384; huge and giant only compared here, never built)."""
+    for port, names in (("v2", V2_NAMES), ("cr", CR_NAMES + CR_UNTRAINED_NAMES)):
         timm_module, timm_cls, ours_module, ours_cls = PORTS[port]
         ours_calls = capture_builder(monkeypatch, ours_module, "build_model")
         timm_calls = capture_builder(monkeypatch, timm_module, "build_model_with_cfg")
@@ -117,14 +124,16 @@ def test_variant_configurations_match_timm(monkeypatch):
 
 
 @pytest.mark.parametrize("name", ["swinv2_large_window12to24_192to384", "swinv2_base_window12_192",
-                                  "swinv2_cr_small_ns_224"])
+                                  "swinv2_cr_small_ns_224", "swinv2_cr_tiny_384", "swinv2_cr_small_ns_256",
+                                  "swinv2_cr_base_224"])
 def test_layout_matches_timm(name):
     """state_dict keys in order, shapes and dtypes, module names (but for timm's placeholder), the printout of every
     layer, windows, shifts and resolutions, feature_info, num_features, head_hidden_size and default_cfg against
     timm's model on the meta device (two blocks a stage, no truncated normals: timm takes a second to draw them on
     the meta device), with the classes of timm's weights: V2-L at 384 with 24x24 windows clamped in the last stages
     and 12x12 pre-training windows, V2-B pre-trained at 192 with 12x12 windows (the last stage's clamped to 6x6),
-    CR-S with extra stage norms."""
+    CR-S with extra stage norms; untrained CR models: T at 384 (12x12 windows, the last stage one window), S with
+    stage norms at 256 (8x8 windows), B at 224 (width 128)."""
     kwargs = dict(depths=(2, 2, 2, 2), num_classes=timm.models.get_pretrained_cfg(name).num_classes)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(timm_v2, "trunc_normal_", lambda tensor, std=0.02: tensor)
@@ -287,8 +296,11 @@ def test_features_only_intermediates_and_pruning_match_timm(name, out_indices):
 
 
 def test_list_models():
-    """Every variant is registered under timm's module names, each with timm's published weights."""
+    """Every variant is registered under timm's module names: V2's, each with timm's published weights, and CR's,
+    exactly timm's list, the untrained variants (no published weights) registered too."""
     assert sorted(models.list_models(module="swin_transformer_v2")) == sorted(V2_NAMES + V2_22K_NAMES)
-    assert sorted(models.list_models(module="swin_transformer_v2_cr")) == sorted(CR_NAMES)
-    assert set(models.list_models("swinv2_*")) >= set(V2_NAMES + V2_22K_NAMES + CR_NAMES)
+    cr_names = models.list_models(module="swin_transformer_v2_cr")
+    assert cr_names == timm.list_models(module="swin_transformer_v2_cr") == sorted(CR_NAMES + CR_UNTRAINED_NAMES)
+    assert not {tag.split(".")[0] for tag in timm.list_pretrained("swinv2_cr_*")} & set(CR_UNTRAINED_NAMES)
+    assert set(models.list_models("swinv2_*")) >= set(V2_NAMES + V2_22K_NAMES + CR_NAMES + CR_UNTRAINED_NAMES)
     assert set(V2_22K_NAMES) <= {tag.split(".")[0] for tag in timm.list_pretrained("swinv2_*")}

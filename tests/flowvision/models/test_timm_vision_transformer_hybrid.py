@@ -7,7 +7,9 @@ outputs and gradients, dropout and stochastic depth masks, all with timm's weigh
 pooling, reset_classifier), in_chans=1, features_only, refused arguments and list_models. Also vit_base_r50_s16_224
 (ImageNet-21k features) and MobileCLIP's vit_base_mci_224: configuration and layout, and for a small model of the
 latter's kind (a convolutional stem with BatchNorm and GELU, no projection, position embeddings on the patches
-only) seeded init, eval outputs, float64 train-mode gradients and running statistics."""
+only) seeded init, eval outputs, float64 train-mode gradients and running statistics. timm's untrained hybrids
+(vit_base_r26_s32_224, and ViT-S / ViT-B over features_only ResNet-26-D / ResNet-50-D): their configuration and
+backbones, the small ones' layouts, and a small model over a ResNet-D as above."""
 from functools import partial
 
 import numpy as np
@@ -15,12 +17,15 @@ import pytest
 import timm
 import torch
 from timm.layers import HybridEmbed, StdConv2dSame
+from timm.models import resnet as timm_resnet
 from timm.models import resnetv2 as timm_resnetv2
 from timm.models import vision_transformer as timm_vit
 from timm.models import vision_transformer_hybrid as timm_hybrid
 
 import engine
 import flowvision.models as models
+from flowvision.models._features import FeatureListNet
+from flowvision.models.timm_families import resnet
 from flowvision.models.timm_families import vision_transformer_hybrid as hybrid
 from flowvision.models.timm_families._layers import pair
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
@@ -36,6 +41,10 @@ NAMES = ["vit_base_r50_s16_384", "vit_large_r50_s32_224", "vit_large_r50_s32_384
          "vit_small_r26_s32_384", "vit_tiny_r_s16_p8_224", "vit_tiny_r_s16_p8_384"]
 # hybrids whose timm weights are not ImageNet-1k classifiers: ImageNet-21k features, a MobileCLIP image tower
 OTHER_NAMES = ["vit_base_mci_224", "vit_base_r50_s16_224"]
+# timm's hybrids without published weights (registered too): R26+ViT-B/S32, and ViTs over a features_only
+# ResNet-26-D / ResNet-50-D (stride 32, or its first three stages: stride 16)
+UNTRAINED = ["vit_base_r26_s32_224", "vit_base_resnet26d_224", "vit_base_resnet50d_224", "vit_small_resnet26d_224",
+             "vit_small_resnet50d_s16_224"]
 TOL = 1e-4
 PRINTED = ("StdConv2dSame", "GroupNormAct", "MaxPool2dSame", "Conv2d", "Linear", "LayerNorm", "ReLU", "GELU",
            "Dropout", "Identity")
@@ -223,10 +232,11 @@ def test_features_only_matches_timm():
 
 
 def test_list_models():
-    """The registry lists exactly timm's hybrid ViTs with ImageNet-1k weights, under their timm names."""
+    """The registry lists exactly timm's hybrid ViTs (those with ImageNet-1k weights, the others with weights and the
+    untrained ones), under their timm names."""
     names = models.list_models(module="vision_transformer_hybrid")
-    assert names == sorted(NAMES + OTHER_NAMES)
-    names = [n for n in names if n not in OTHER_NAMES]
+    assert names == sorted(NAMES + OTHER_NAMES + UNTRAINED) == timm.list_models(module="vision_transformer_hybrid")
+    names = [n for n in names if n not in OTHER_NAMES + UNTRAINED]
     in1k = {n.split(".")[0] for n in timm.list_pretrained("vit_*")
             if n.split(".")[0] in timm.list_models(module="vision_transformer_hybrid") and n.endswith("in1k")}
     assert set(names) == in1k
@@ -300,3 +310,69 @@ def test_mci_seeded_init_outputs_and_gradients_match_timm():
                      image_batch(2, *SIZE, seed=5).astype(np.float64))
     with pytest.raises(ValueError, match="embed_dim"):
         hybrid.HybridVisionTransformer(hybrid.ConvStem(**MCI_STEM), proj=False, **dict(MCI_VIT, embed_dim=16))
+
+
+def test_untrained_configuration_and_layout(monkeypatch):
+    """The untrained entrypoints build timm's backbone first (its kind and state_dict layout, on the caller's
+    in_chans: the R26 stages, or a features_only ResNet-D cut after its fourth or third stage) and hand the
+    transformer timm's arguments with the image size of timm's configuration; the two small ones over ResNet-D (61M
+    and 57M parameters) have timm's layout at full size (the token grid of the stride-32 and stride-16 maps, the
+    stem's first convolution as first_conv)."""
+    skip_random_init(monkeypatch)
+    skip_timm_init(monkeypatch)
+    ours_calls = capture_builder(monkeypatch, hybrid, "build_model")
+    timm_calls = capture_builder(monkeypatch, timm_hybrid, "build_model_with_cfg")
+    for name in UNTRAINED:
+        getattr(hybrid, name)(in_chans=2)
+        with torch.device("meta"):
+            getattr(timm_hybrid, name)(in_chans=2)
+    for name, (_, ours_kwargs), (_, timm_kwargs) in zip(UNTRAINED, ours_calls, timm_calls):
+        ours_kwargs = dict(ours_kwargs)
+        backbone = ours_kwargs.pop("backbone")
+        theirs = timm_kwargs.pop("embed_layer").keywords["backbone"]
+        assert isinstance(backbone, FeatureListNet) == ("resnet" in name) == (type(theirs).__name__ == "FeatureListNet")
+        assert _layout(backbone) == _layout(theirs), name
+        assert ours_kwargs.pop("progress") is True
+        assert pair(ours_kwargs.pop("img_size")) == timm.models.get_pretrained_cfg(name).input_size[-2:], name
+        assert ours_kwargs == {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
+    monkeypatch.undo()
+    skip_random_init(monkeypatch)
+    skip_timm_init(monkeypatch)
+    for name in ("vit_small_resnet26d_224", "vit_small_resnet50d_s16_224"):
+        with torch.device("meta"):
+            reference = timm.create_model(name, num_classes=1000)
+        check_layout(models.create_model(name, num_classes=1000), reference, ("drop_block", "aa"),
+                     PRINTED + ("BatchNorm2d",))
+
+
+# a small ViT over a features_only ResNet-26-D of one bottleneck a stage, 8 to 64 channels: a 2x2 map of 35x33 images
+SMALL_RESNET = dict(layers=(1, 1, 1, 1), channels=(8, 8, 16, 16), stem_width=8, features_only=True, out_indices=[4])
+
+
+def test_resnet_d_backbone_matches_timm():
+    """The small ViT over a features_only ResNet-D: the same seed gives timm's weights (the backbone's own init, its
+    last norms zeroed, untouched by the ViT's) and both streams end in step; with random weights and BatchNorm
+    statistics, float32 logits at an odd size (the map's sides rounded up) and float64 train-mode outputs, every
+    gradient and the running statistics equal timm's."""
+    def build_timm_resnet_hybrid():
+        backbone = timm_resnet.resnet26d(**SMALL_RESNET)
+        return timm_hybrid.VisionTransformer(embed_layer=partial(HybridEmbed, backbone=backbone), patch_size=1,
+                                             num_classes=10, **SMALL_VIT)
+
+    def build_ours_resnet_hybrid():
+        return hybrid.HybridVisionTransformer(resnet.resnet26d(**SMALL_RESNET), patch_size=1, num_classes=10,
+                                              **SMALL_VIT)
+
+    def truncated(reference):
+        return {f"{n}.weight" for n, m in reference.named_modules() if isinstance(m, torch.nn.Linear)} | {"pos_embed"}
+
+    reference, ours = check_seeded_init(build_timm_resnet_hybrid, build_ours_resnet_hybrid, 3, truncated)
+    assert ours.patch_embed.grid_size == reference.patch_embed.grid_size == (2, 2)
+    assert ours.feature_info == reference.feature_info
+    randomize_norms(randomize_parameters(reference, 1, tokens=TOKENS), 1)
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference.eval(), ours.eval(), image_batch(2, *SIZE, seed=2))
+    assert out.shape == (2, 10) and np.abs(ref).max() > 1e-2
+    assert_close(out, ref, TOL)
+    check_train_step(reference.double().train(), ours.double().train(),
+                     image_batch(2, *SIZE, seed=5).astype(np.float64))

@@ -4,7 +4,8 @@ device; eval outputs of small models at an odd image size (MLP biases with timm'
 tables, per-block and shared, with and without a class token, pre-norm and residual post-norm blocks, every pooling);
 float64 train-mode outputs and every gradient; dropout (the bias MLP's own included) and drop path; timm's ViT init;
 and the timm API (pooled features, reset_classifier, in_chans, image size check, features_only, forward intermediates,
-list_models)."""
+list_models). timm's untrained variants (ViT-B/16+, ViT-B/16 with a class token, ViT-S/B with post-norm blocks,
+test_vit_relpos) are configurations of the same kinds: their configuration, narrow rebuild and layouts."""
 import numpy as np
 import pytest
 import timm
@@ -25,6 +26,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]  # one BL
 RELPOS = ["vit_relpos_base_patch16_224", "vit_relpos_base_patch16_clsgap_224", "vit_relpos_base_patch32_plus_rpn_256",
           "vit_relpos_medium_patch16_224", "vit_relpos_medium_patch16_cls_224", "vit_relpos_medium_patch16_rpn_224",
           "vit_relpos_small_patch16_224", "vit_srelpos_medium_patch16_224", "vit_srelpos_small_patch16_224"]
+# timm's variants without published weights, of the same kinds (registered too)
+UNTRAINED = ["test_vit_relpos", "vit_relpos_base_patch16_cls_224", "vit_relpos_base_patch16_plus_240",
+             "vit_relpos_base_patch16_rpn_224", "vit_relpos_small_patch16_rpn_224"]
 SIZE = (50, 38)  # a 6 x 4 grid of 8-pixel patches with pixels left over, not square
 SMALL = dict(img_size=SIZE, patch_size=8, embed_dim=24, depth=2, num_heads=3, num_classes=7)
 PRINTED = ("Conv2d", "LayerNorm", "Linear", "Dropout", "GELU", "ReLU", "Identity")
@@ -70,17 +74,18 @@ def tables(model):
 
 
 def test_variants_match_timm(monkeypatch):
-    """Each entrypoint passes timm's configuration (with the image size of timm's weights); rebuilt narrow (two
+    """Each entrypoint (the untrained ones too) passes timm's configuration (with the image size of its default
+    configuration); rebuilt narrow (two
     channels a head) with two blocks from the same seed, both models have the same module tree and classes, state_dict
     keys, order, shapes and dtypes, the same position indices and log coordinates (bit for bit) and the same initial
     values (PyTorch's default inits, timm's class token), and both random streams end in step."""
     ours_calls = capture_builder(monkeypatch, relpos, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_relpos, "build_model_with_cfg")
-    for name in RELPOS:
+    for name in RELPOS + UNTRAINED:
         getattr(relpos, name)()
         getattr(timm_relpos, name)()
     monkeypatch.undo()
-    for name, ours_call, timm_call in zip(RELPOS, ours_calls, timm_calls):
+    for name, ours_call, timm_call in zip(RELPOS + UNTRAINED, ours_calls, timm_calls):
         timm_kwargs = check_fixed_size_config(name, ours_call, timm_call, lambda key, value, expected: (
             value.__name__ == expected.__name__ if key == "block_fn" else value == expected))
         narrow = dict(timm_kwargs, embed_dim=2 * timm_kwargs["num_heads"], depth=2)
@@ -98,11 +103,13 @@ def test_variants_match_timm(monkeypatch):
 
 def test_full_width_layout_matches_timm(monkeypatch):
     """Registered models against timm's, built on the meta device (ViT-B/32+ with post-norm blocks cut to two blocks,
-    ViT-S/16 with a shared bias MLP whole): state_dict keys in order, shapes and dtypes, the module tree, the printout
-    of every layer, feature_info, num_features and default_cfg."""
+    ViT-S/16 with a shared bias MLP whole, the untrained ViT-S/16 with post-norm blocks and timm's test model whole):
+    state_dict keys in order, shapes and dtypes, the module tree, the printout of every layer, feature_info,
+    num_features and default_cfg."""
     skip_random_init(monkeypatch)
     for name, kwargs in [("vit_relpos_base_patch32_plus_rpn_256", dict(depth=2)),
-                         ("vit_srelpos_small_patch16_224", {})]:
+                         ("vit_srelpos_small_patch16_224", {}), ("vit_relpos_small_patch16_rpn_224", {}),
+                         ("test_vit_relpos", {})]:
         with torch.device("meta"):
             reference = timm.create_model(name, **kwargs)
         ours = models.create_model(name, **kwargs)
@@ -213,6 +220,8 @@ def test_features_only_and_intermediates_match_timm():
 
 
 def test_list_models():
-    """Every variant is registered, under timm's module name."""
-    assert set(models.list_models("vit_*relpos*")) == set(RELPOS)
-    assert set(models.list_models(module="vision_transformer_relpos")) == set(RELPOS)
+    """Every variant is registered, under timm's module name: the module lists exactly timm's, the untrained
+    variants included."""
+    names = models.list_models(module="vision_transformer_relpos")
+    assert names == timm.list_models(module="vision_transformer_relpos")
+    assert set(names) == set(RELPOS + UNTRAINED)

@@ -5,7 +5,9 @@ samvit_huge_patch16): every variant's configuration, the full-size base model's 
 relative positions and the convolutional neck, and without (layer scale, query-key norms, a pre-norm, the norm
 neck); float64 train-mode outputs and every gradient, dropout and stochastic depth masks, all with timm's weights
 loaded; the head API (pre-logits, reset_classifier, num_classes=0, in_chans=1), features_only,
-forward_intermediates, prune_intermediate_layers, refused inputs and list_models."""
+forward_intermediates, prune_intermediate_layers, refused inputs and list_models. timm's untrained
+samvit_base_patch16_224 (a 224-pixel classifier with a norm for neck, the small 'plain' kind's path): its
+configuration and layout."""
 import numpy as np
 import pytest
 import timm
@@ -19,13 +21,15 @@ from flowvision.models.timm_families import vision_transformer_sam as sam
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_structure,
                           check_train_step, features_only_pair, image_batch, numpy_state, pre_logits,
-                          randomize_parameters, skip_random_init)
+                          randomize_parameters, skip_random_init, without_default_head)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 NAMES = ["samvit_base_patch16", "samvit_huge_patch16", "samvit_large_patch16"]
+# timm's variant without published weights (registered too): a 224-pixel classifier, a norm for neck
+UNTRAINED = ["samvit_base_patch16_224"]
 TOL = 1e-4
 PRINTED = ("Conv2d", "LayerNorm", "LayerNorm2d", "Linear", "GELU", "Dropout", "Identity", "Flatten",
            "AdaptiveAvgPool2d")
@@ -55,27 +59,31 @@ def small_pair(kind, seed, **kwargs):
 
 def test_every_variant_has_timm_configuration(monkeypatch):
     """Each entrypoint hands its class timm's arguments (1024-pixel images of 16-pixel patches, windows of 14,
-    the global blocks, relative positions); timm's weights are image encoders without classes."""
+    the global blocks, relative positions; the untrained samvit_base_patch16_224 at 224 with a norm for neck);
+    timm's weights are image encoders without classes."""
     ours_calls = capture_builder(monkeypatch, sam, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_sam, "build_model_with_cfg")
-    for name in NAMES:
+    for name in NAMES + UNTRAINED:
         getattr(sam, name)()
         getattr(timm_sam, name)()
-    for name, (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
+    for name, (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) in zip(NAMES + UNTRAINED, ours_calls, timm_calls):
         assert ours_cls is sam.VisionTransformerSAM and timm_cls is timm_sam.VisionTransformerSAM
         expected = {k: v for k, v in timm_kwargs.items() if k not in ("pretrained_filter_fn", "feature_cfg")}
-        assert ours_kwargs == expected | {"progress": True}, name
-        assert timm.models.get_pretrained_cfg(name).num_classes == 0, name
+        assert without_default_head(name, ours_kwargs) == expected | {"progress": True}, name
+        assert timm.models.get_pretrained_cfg(name).num_classes == (1000 if name in UNTRAINED else 0), name
 
 
 def test_base_layout_matches_timm(monkeypatch):
-    """The full-size samvit_base_patch16 (89M parameters; the large and huge ones are not built) has timm's
-    layout: state_dict keys, order, shapes, module tree, layer printouts, feature_info, num_features,
-    head_hidden_size and default_cfg."""
+    """The full-size samvit_base_patch16 (89M parameters; the large and huge ones are not built) and the untrained
+    samvit_base_patch16_224 (86M, a 1000-class head) have timm's layout: state_dict keys, order, shapes, module tree,
+    layer printouts, feature_info, num_features, head_hidden_size and default_cfg."""
     skip_random_init(monkeypatch)
     with torch.device("meta"):
         reference = timm.create_model("samvit_base_patch16", num_classes=0)
     check_layout(models.create_model("samvit_base_patch16", num_classes=0), reference, (), PRINTED)
+    with torch.device("meta"):
+        reference = timm.create_model("samvit_base_patch16_224", num_classes=1000)
+    check_layout(models.create_model("samvit_base_patch16_224", num_classes=1000), reference, (), PRINTED)
 
 
 @pytest.mark.parametrize("kind", list(SMALL))
@@ -177,9 +185,8 @@ def test_features_only_intermediates_and_pruning_match_timm():
 
 
 def test_list_models():
-    """The registry lists exactly timm's SAM encoders with published weights (timm's untrained
-    samvit_base_patch16_224 is left out), under their timm names."""
+    """The registry lists exactly timm's SAM models under their timm names: the encoders with published weights and
+    the untrained samvit_base_patch16_224."""
     names = models.list_models(module="vision_transformer_sam")
-    assert names == NAMES
-    assert set(names) == {n.split(".")[0] for n in timm.list_pretrained("samvit*")}
-    assert set(timm.list_models(module="vision_transformer_sam")) == set(NAMES) | {"samvit_base_patch16_224"}
+    assert names == sorted(NAMES + UNTRAINED) == timm.list_models(module="vision_transformer_sam")
+    assert set(NAMES) == {n.split(".")[0] for n in timm.list_pretrained("samvit*")}

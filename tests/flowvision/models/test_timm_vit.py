@@ -4,8 +4,10 @@ attention), float64 train-mode outputs and every gradient, dropout / stochastic 
 timm API (pooled features, reset_classifier, in_chans, features_only, list_models), seeded initialisation and
 resample_abs_pos_embed. timm's later ViT variants (CLIP towers, register tokens, residual post-norm, parallel and
 differential-attention blocks, attention pooling) on small configurations of each kind: float32 eval and float64
-train-mode parity, seeded initialisation, drop masks, the head API and features_only."""
-import fnmatch
+train-mode parity, seeded initialisation, drop masks, the head API and features_only. timm's untrained variants
+(ViT-B+, ViT-L/14, ViT-g/G, BEiT-3 giant, the parallel '18x2' and 'xp' models, test_vit4, ...): the configuration
+of each (none built), the layout of those up to ViT-B size, and their new paths (two parallel branches a block,
+RMS norms by class or by name) on small models as above."""
 import inspect
 from functools import partial
 
@@ -24,7 +26,7 @@ from flowvision.models.timm_families import _layers, deit, vision_transformer
 from flowvision.models.timm_families._layers import pair
 from model_parity import (backward_both, both_outputs, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_train_step,
-                          image_batch, numpy_state)
+                          image_batch, is_timm_family, numpy_state)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); the attention's many small matrix products pay for
@@ -54,6 +56,14 @@ NEW_VITS = ["vit_base_patch16_clip_224", "vit_base_patch16_clip_384", "vit_base_
             "vit_betwixt_patch16_reg4_gap_384", "vit_so150m_patch16_reg4_gap_256", "vit_so150m_patch16_reg4_gap_384",
             "vit_so150m2_patch16_reg1_gap_256", "vit_so150m2_patch16_reg1_gap_384", "vit_so150m2_patch16_reg1_gap_448",
             "vit_so400m_patch14_siglip_378", "vit_so400m_patch14_siglip_gap_378"]
+# timm's vision_transformer models without published weights (registered for training from scratch); the 'xp' and
+# '18x2' ones with parallel blocks, test_vit4 with RMS norms named by a string
+UNTRAINED = ["beit3_giant_patch14_224", "beit3_giant_patch14_336", "test_vit4", "vit_base_patch16_18x2_224",
+             "vit_base_patch16_gap_224", "vit_base_patch16_plus_240", "vit_base_patch16_reg4_gap_256",
+             "vit_base_patch16_xp_224", "vit_base_patch32_plus_256", "vit_betwixt_patch16_gap_256",
+             "vit_giant_patch14_224", "vit_gigantic_patch14_224", "vit_huge_patch14_xp_224", "vit_large_patch14_224",
+             "vit_large_patch14_xp_224", "vit_small_patch16_18x2_224", "vit_small_patch16_36x1_224",
+             "vit_so150m_patch16_reg4_map_256"]
 ODD = (50, 66)  # 3 x 4 patches of 16 with leftover pixels, not square
 TINY = dict(img_size=(27, 19), patch_size=8, embed_dim=24, depth=2, num_heads=3, num_classes=7)
 
@@ -82,11 +92,11 @@ def _constructor_args(cls, build, monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("name", VITS + NEW_VITS + DEITS)
+@pytest.mark.parametrize("name", VITS + NEW_VITS + UNTRAINED + DEITS)
 def test_configuration_matches_timm(name, monkeypatch):
     """The arguments our entrypoint gives the model class equal those timm's gives its class (distilled or
     not), every argument we share (layer classes and norm partials by name and keywords); timm's others stay at
-    the defaults our models are built as."""
+    the defaults our models are built as. Nothing is built (the untrained giants included)."""
     distilled = "distilled" in name
     timm_cls = timm_deit.VisionTransformerDistilled if distilled else timm_vit.VisionTransformer
     ours_cls = deit.VisionTransformerDistilled if distilled else vision_transformer.VisionTransformer
@@ -373,16 +383,18 @@ def test_forward_intermediates_matches_timm():
 
 
 def test_list_models():
-    """Every name is registered, under timm's family modules, beside torchvision's ViTs (and the pretrained
-    encoders of test_timm_vit_encoders, all in timm's vision_transformer module too)."""
-    names = VITS + NEW_VITS
-    vits = models.list_models("vit_*_patch*", module="vision_transformer")
-    assert set(fnmatch.filter(names, "vit_*_patch*")) <= set(vits)
-    assert set(vits) - set(names) <= set(timm.list_models(module="vision_transformer"))
+    """Every name is registered, under timm's family modules, beside torchvision's ViTs: the vision_transformer
+    module lists exactly timm's models of that module (the pretrained encoders of test_timm_vit_encoders and the
+    untrained variants included) and torchvision's."""
+    names = VITS + NEW_VITS + UNTRAINED
+    listed = models.list_models(module="vision_transformer")
+    timm_names = [n for n in listed if is_timm_family(n)]
+    assert timm_names == timm.list_models(module="vision_transformer")
+    assert set(listed) - set(timm_names) == {"vit_b_16", "vit_b_32", "vit_h_14", "vit_l_16", "vit_l_32"}
+    assert set(names) <= set(timm_names)
     assert set(models.list_models("deit*")) == set(DEITS)
     assert set(models.list_models(module="deit")) == set(DEITS)
-    assert set(names) <= set(models.list_models(module="vision_transformer"))
-    others = {n for n in names if not n.startswith("vit_")}
+    others = {n for n in names if not n.startswith(("vit_", "test_"))}
     assert set(models.list_models(["flexivit*", "eva_large*", "beit3*"], module="vision_transformer")) == others
 
 
@@ -425,6 +437,14 @@ NEW_VARIANTS = {
                                   no_embed_class=True),
     "diff_attention_map_pool": dict(attn_layer="diff", qk_norm=True, scale_attn_norm=True, class_token=False,
                                     reg_tokens=1, global_pool="map"),
+    # the untrained variants' new paths: two parallel attention and MLP branches a block (18x2), with a norm inside
+    # the MLP; 'xp' parallel blocks with RMS norms and query-key norms; a norm named by a string (test_vit4)
+    "parallel_things_scale_mlp_norm": dict(block_fn="ParallelThingsBlock", init_values=0.1, mlp_ratio=2.5,
+                                           scale_mlp_norm=True),
+    "xp_rms_qk_norm": dict(block_fn="ParallelScalingBlock", norm="RmsNorm", pre_norm=True, no_embed_class=True,
+                           qkv_bias=False, qk_norm=True),
+    "rmsnorm_by_name": dict(norm_layer="rmsnorm", class_token=False, reg_tokens=1, global_pool="avg",
+                            init_values=0.1),
 }
 
 
@@ -436,6 +456,8 @@ def _variant(name, side, **extra):
     if "eps" in kwargs:
         norm = torch.nn.LayerNorm if side is timm_vit else engine.nn.LayerNorm
         kwargs["norm_layer"] = partial(norm, eps=kwargs.pop("eps"))
+    if "norm" in kwargs:
+        kwargs["norm_layer"] = getattr(timm.layers if side is timm_vit else vision_transformer, kwargs.pop("norm"))
     return kwargs
 
 
@@ -497,7 +519,7 @@ def test_new_variants_drop_masks_follow_timm():
     """Parallel and residual post-norm blocks with stochastic depth and dropout: train mode draws timm's masks
     after the same seed (others after another); eval mode drops nothing."""
     drops = dict(drop_path_rate=0.5, proj_drop_rate=0.2, pos_drop_rate=0.1, drop_rate=0.2, depth=3)
-    for name in ("parallel_no_qkv_bias", "clip_res_post_register_tokens"):
+    for name in ("parallel_no_qkv_bias", "clip_res_post_register_tokens", "parallel_things_scale_mlp_norm"):
         reference, ours = _variant_pair(name, seed=22, **drops)
         check_dropout_only_in_training(reference, ours, image_batch(2, 27, 19, seed=23))
 
@@ -530,3 +552,27 @@ def test_attention_pool_head_api_and_features_only():
         assert list(ours.state_dict()) == list(reference.state_dict())
         maps = check_feature_maps(reference, ours, image_batch(2, *ODD, seed=28), 2, 1e-5)
         assert ours.feature_info.channels() == [24, 24] and all(m.shape == (2, 24, 3, 4) for m in maps)
+
+
+# the untrained variants built to compare layouts: whole up to ViT-B size, the bigger ones (up to 170M parameters)
+# with two blocks
+UNTRAINED_LAYOUTS = {"test_vit4": {}, "vit_small_patch16_18x2_224": {}, "vit_small_patch16_36x1_224": {},
+                     "vit_betwixt_patch16_gap_256": {}, "vit_base_patch16_gap_224": {},
+                     "vit_base_patch16_reg4_gap_256": {}, "vit_base_patch16_xp_224": {},
+                     "vit_base_patch16_18x2_224": dict(depth=2), "vit_base_patch16_plus_240": dict(depth=2),
+                     "vit_base_patch32_plus_256": dict(depth=2), "vit_so150m_patch16_reg4_map_256": dict(depth=2)}
+
+
+@pytest.mark.parametrize("name", list(UNTRAINED_LAYOUTS))
+def test_untrained_layouts_match_timm(name, no_init):
+    """The untrained variants up to ViT-B size whole, the bigger ones with two blocks (init skipped on both sides,
+    timm's on the meta device; with stochastic depth): state_dict keys in order with shapes and dtypes, module
+    names, classes and printouts, feature_info, num_features, head_hidden_size and default_cfg."""
+    kwargs = dict(UNTRAINED_LAYOUTS[name], num_classes=1000, weight_init="skip", drop_path_rate=0.1)
+    with torch.device("meta"):
+        reference = timm.create_model(name, **kwargs)
+    ours = models.create_model(name, **kwargs)
+    check_layout(ours, reference, (), {"Linear", "Conv2d", "LayerNorm", "RmsNorm", "Dropout", "GELU"})
+    kinds = {"DropPath": "StochasticDepth"}
+    assert [type(m).__name__ for m in ours.modules()] == [
+        kinds.get(type(m).__name__, type(m).__name__) for m in reference.modules()]

@@ -21,7 +21,7 @@ from flowvision.models.timm_families import vision_transformer
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_structure,
                           check_train_step, image_batch, linear_weights, numpy_state, randomize_parameters,
-                          skip_random_init)
+                          skip_random_init, without_default_head)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -138,7 +138,7 @@ def test_every_entrypoint_passes_timm_arguments(monkeypatch):
                     if k not in ("pretrained_filter_fn", "pretrained_strict", "feature_cfg")}
         expected["img_size"] = timm.layers.to_2tuple(timm_kwargs.get(
             "img_size", timm.models.get_pretrained_cfg(name).input_size[-1]))
-        ours = {k: _comparable(v) for k, v in ours_kwargs.items()}
+        ours = {k: _comparable(v) for k, v in without_default_head(name, ours_kwargs).items()}
         assert ours.pop("progress") is True
         ours["img_size"] = vision_transformer.pair(ours.get("img_size", 224))
         assert ours == expected, name

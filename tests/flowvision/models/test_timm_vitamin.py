@@ -20,7 +20,7 @@ from flowvision.models.timm_families import vitamin
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_structure,
                           check_train_step, features_only_pair, image_batch, linear_weights, numpy_state, pre_logits,
-                          randomize_parameters, skip_random_init)
+                          randomize_parameters, skip_random_init, without_default_head)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -89,7 +89,7 @@ def test_every_variant_has_timm_configuration(monkeypatch):
     fixed_conv_cfg = timm_vitamin.VitConvCfg(norm_layer="layernorm2d", norm_eps=1e-6)
     for name, (ours_cls, ours_kwargs), (_, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
         assert ours_cls is vitamin.ViTamin
-        ours_kwargs, timm_kwargs = dict(ours_kwargs), dict(timm_kwargs)
+        ours_kwargs, timm_kwargs = without_default_head(name, ours_kwargs), dict(timm_kwargs)
         assert ours_kwargs.pop("progress") is True and timm_kwargs.pop("pretrained") is False
         ours_cfg, timm_cfg = ours_kwargs.pop("embed_cfg"), timm_kwargs.pop("embed_cfg")
         assert vars(ours_cfg) == {k: getattr(timm_cfg, k) for k in ("embed_dim", "depths", "stem_width")}, name
