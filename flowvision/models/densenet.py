@@ -15,6 +15,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
+from ._features import intermediate_stages, take_indices
 from ._helpers import build_model
 from .registry import register_model
 
@@ -148,8 +149,8 @@ class DenseNet(nn.Module):
         return linear
 
     def get_classifier(self):
-        """The classification layer."""
-        return self.classifier
+        """The classification layer (an identity once ``prune_intermediate_layers`` took the head away, as timm's)."""
+        return nn.Identity() if self.classifier is None else self.classifier
 
     def reset_classifier(self, num_classes):
         """Replace the classifier with a fresh one for ``num_classes`` (0: return pooled features)."""
@@ -160,8 +161,61 @@ class DenseNet(nn.Module):
         """The feature map after the final norm, before its ReLU (N, num_features, H/32, W/32)."""
         return self.features(x)
 
+    def _feature_ends(self):
+        """The position in ``features`` of each ``feature_info`` stage's last module (past the end for a stage that
+        ``prune_intermediate_layers`` removed)."""
+        names = [name for name, _ in self.features.named_children()]
+        modules = [info["module"].split(".", 1)[1] for info in self.feature_info]
+        return [names.index(module) if module in names else len(names) for module in modules]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """timm's DenseNet intermediates on torchvision's modules: the five ``feature_info`` stages, index 0 the stem's
+        ReLU output (before ``pool0``), 1-3 the outputs of the first three dense blocks (before their transitions)
+        and 4 the final norm's, through the ReLU that timm's ``norm5`` carries and torchvision's head applies (so
+        the last map is timm's; ``forward_head`` applying the ReLU again changes nothing).
+
+        ``indices``: None (all), n (the last n) or a list (negative from the end). Returns the picked maps and,
+        unless ``intermediates_only``, the last map computed (after that ReLU when ``norm5`` ran). ``stop_early``
+        stops at the last stage picked. ``norm`` changes nothing: the final norm is itself a stage, as in timm.
+        Only ``output_fmt='NCHW'``.
+        """
+        ends = self._feature_ends()
+        take, _ = intermediate_stages(ends, indices, stop_early, output_fmt)
+        take_ends = [ends[i] for i in take]
+        last = ends[max(take)] if stop_early else len(self.features) - 1
+        intermediates = []
+        for i, layer in enumerate(list(self.features)[:last + 1]):
+            x = layer(x)
+            if i == ends[-1]:
+                x = F.relu(x)
+            if i in take_ends:
+                intermediates.append(x)
+        return intermediates if intermediates_only else (x, intermediates)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Keep what ``forward_intermediates(indices=indices)`` needs, as timm's DenseNet does: ``features`` cut after
+        the last stage picked, and then ``num_features`` / ``head_hidden_size`` that stage's channels. With
+        ``prune_head``, or when layers go, the head goes too: ``forward_head`` then returns the map as it is (timm's
+        classifier and pooling reset to none) until ``reset_classifier`` builds a new one. ``prune_norm`` changes
+        nothing (the final norm is a stage). Returns the absolute indices kept."""
+        ends = self._feature_ends()
+        take = take_indices(len(ends), indices)
+        last = max(take)
+        self.features = self.features[:ends[last] + 1]
+        prune_end = last < len(ends) - 1
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        if prune_head or prune_end:
+            self.num_classes = 0
+            self.classifier = None
+        return take
+
     def forward_head(self, x, pre_logits=False):
-        """ReLU, global average pool and flatten, then the classifier unless ``pre_logits``."""
+        """ReLU, global average pool and flatten, then the classifier unless ``pre_logits``; the map as it is when
+        ``prune_intermediate_layers`` took the head away."""
+        if self.classifier is None:
+            return x
         x = F.relu(x)
         x = F.adaptive_avg_pool2d(x, (1, 1))
         x = torch.flatten(x, 1)

@@ -12,6 +12,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
+from ._features import intermediate_stages, take_indices
 from ._helpers import build_model
 from .googlenet import BasicConv2d, transform_imagenet_input
 from .registry import register_model
@@ -230,6 +231,14 @@ class Inception3(nn.Module):
     auxiliary linear layer), as in torchvision. ``num_classes=0`` replaces the class layers with identities.
     """
 
+    # the trunk's modules in forward order (the auxiliary head aside), and timm's InceptionV3 intermediates: the
+    # module ending each (at strides 2, 4, 8, 16 and 32) and its channels
+    _TRUNK = ("Conv2d_1a_3x3", "Conv2d_2a_3x3", "Conv2d_2b_3x3", "maxpool1", "Conv2d_3b_1x1", "Conv2d_4a_3x3",
+              "maxpool2", "Mixed_5b", "Mixed_5c", "Mixed_5d", "Mixed_6a", "Mixed_6b", "Mixed_6c", "Mixed_6d",
+              "Mixed_6e", "Mixed_7a", "Mixed_7b", "Mixed_7c")
+    _INTERMEDIATES = (("Conv2d_2b_3x3", 64), ("Conv2d_4a_3x3", 192), ("Mixed_5d", 288), ("Mixed_6e", 768),
+                      ("Mixed_7c", 2048))
+
     def __init__(self, num_classes=1000, aux_logits=True, transform_input=False, inception_blocks=None,
                  init_weights=None, dropout=0.5, in_chans=3):
         super().__init__()
@@ -281,8 +290,8 @@ class Inception3(nn.Module):
         return {"first_conv": "Conv2d_1a_3x3.conv", "classifier": classifier}
 
     def get_classifier(self):
-        """The final linear layer."""
-        return self.fc
+        """The final linear layer (an identity once ``prune_intermediate_layers`` took the head away, as timm's)."""
+        return nn.Identity() if self.fc is None else self.fc
 
     def reset_classifier(self, num_classes):
         """Fresh class layers for ``num_classes``: the final one and the auxiliary head's (0: identities)."""
@@ -324,8 +333,61 @@ class Inception3(nn.Module):
         """The input transform (if enabled) and the trunk: (N, 2048, 8, 8) at 299x299."""
         return self._forward_features(x)[0]
 
+    def _intermediate_ends(self):
+        """The position in ``_TRUNK`` of the module ending each of timm's intermediates."""
+        return [self._TRUNK.index(module) for module, _ in self._INTERMEDIATES]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """timm's InceptionV3 intermediates on torchvision's modules (timm's ``Pool1`` / ``Pool2`` are ``maxpool1`` /
+        ``maxpool2`` here): index 0-1 the stem's ``Conv2d_2b_3x3`` and ``Conv2d_4a_3x3`` outputs (before their max
+        pools), 2-4 the outputs of ``Mixed_5d``, ``Mixed_6e`` and ``Mixed_7c``, the last module at each stride. The
+        input transform runs first when ``transform_input`` is set, as in ``forward_features``; the auxiliary head
+        does not run.
+
+        ``indices``: None (all), n (the last n) or a list (negative from the end). Returns the picked maps and,
+        unless ``intermediates_only``, the last map computed. ``stop_early`` stops at the last one picked. ``norm``
+        changes nothing: there is no final norm. Only ``output_fmt='NCHW'``.
+        """
+        ends = self._intermediate_ends()
+        take, _ = intermediate_stages(ends, indices, stop_early, output_fmt)
+        take_ends = [ends[i] for i in take]
+        trunk = self._TRUNK[:ends[max(take)] + 1] if stop_early else self._TRUNK
+        x = self._transform_input(x)
+        intermediates = []
+        for i, name in enumerate(trunk):
+            x = getattr(self, name)(x)
+            if i in take_ends:
+                intermediates.append(x)
+        return intermediates if intermediates_only else (x, intermediates)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Keep what ``forward_intermediates(indices=indices)`` needs, as timm's InceptionV3 does: the trunk's modules
+        after the last intermediate picked become identities, and then ``num_features`` / ``head_hidden_size`` are
+        its channels. With ``prune_head``, or when modules go, the head goes too, the auxiliary head with it:
+        ``forward_head`` then returns the map as it is (timm's classifier and pooling reset to none) until
+        ``reset_classifier`` builds a new one. ``prune_norm`` changes nothing (no final norm). Returns the absolute
+        indices kept."""
+        ends = self._intermediate_ends()
+        take = take_indices(len(ends), indices)
+        last = max(take)
+        for name in self._TRUNK[ends[last] + 1:]:
+            setattr(self, name, nn.Identity())
+        prune_end = last < len(ends) - 1
+        if prune_end:
+            self.num_features = self.head_hidden_size = self._INTERMEDIATES[last][1]
+        if prune_head or prune_end:
+            self.AuxLogits = None
+            self.aux_logits = False
+            self.num_classes = 0
+            self.fc = None
+        return take
+
     def forward_head(self, x, pre_logits=False):
-        """Global average pool and flatten; then dropout and the final linear layer unless ``pre_logits``."""
+        """Global average pool and flatten; then dropout and the final linear layer unless ``pre_logits``; the map as
+        it is when ``prune_intermediate_layers`` took the head away."""
+        if self.fc is None:
+            return x
         x = self.avgpool(x)
         x = torch.flatten(x, 1)
         if pre_logits:

@@ -7,6 +7,7 @@ directly; the model API (``forward_features``, ``forward_head``, ``reset_classif
 import engine as torch
 from engine import nn
 
+from ._features import intermediate_stages, take_indices
 from ._helpers import build_model
 from .registry import register_model
 
@@ -181,8 +182,8 @@ class ResNet(nn.Module):
         return nn.Sequential(*layers)
 
     def get_classifier(self):
-        """The classification layer."""
-        return self.fc
+        """The classification layer (an identity once ``prune_intermediate_layers`` took the head away, as timm's)."""
+        return nn.Identity() if self.fc is None else self.fc
 
     def reset_classifier(self, num_classes):
         """Replace the classifier with a fresh one for ``num_classes`` (0: return pooled features)."""
@@ -201,8 +202,59 @@ class ResNet(nn.Module):
         x = self.layer4(x)
         return x
 
+    def _stem(self, x):
+        """The stem up to its ReLU: timm's first intermediate (``feature_info``'s ``relu``), before the max pool."""
+        x = self.conv1(x)
+        x = self.bn1(x)
+        return self.relu(x)
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """timm's ResNet intermediates on torchvision's modules: the five ``feature_info`` stages, index 0 the stem's
+        ReLU output (before ``maxpool``) and 1-4 the outputs of ``layer1``-``layer4``, as timm's ResNet taps them.
+
+        ``indices``: None (all), n (the last n) or a list (negative from the end). Returns the picked maps and,
+        unless ``intermediates_only``, the last map computed (``forward_features``' output when every layer runs).
+        ``stop_early`` skips the layers after the last one picked; the max pool after the stem still runs, as in
+        timm. ``norm`` changes nothing: there is no final norm. Only ``output_fmt='NCHW'``.
+        """
+        stages = [self._stem, self.layer1, self.layer2, self.layer3, self.layer4]
+        take, stages = intermediate_stages(stages, indices, stop_early, output_fmt)
+        intermediates = []
+        for i, stage in enumerate(stages):
+            x = stage(x)
+            if i in take:
+                intermediates.append(x)
+            if i == 0:
+                x = self.maxpool(x)
+        return intermediates if intermediates_only else (x, intermediates)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Keep what ``forward_intermediates(indices=indices)`` needs, as timm's ResNet does: the layers after the
+        last stage picked become empty Sequentials (the max pool an identity when only the stem is kept), and then
+        ``num_features`` / ``head_hidden_size`` are that stage's channels. With ``prune_head``, or when layers go,
+        the head goes too: ``forward_head`` then returns the feature map unpooled (timm's classifier and pooling
+        reset to none) until ``reset_classifier`` builds a new one. ``prune_norm`` changes nothing (no final norm).
+        Returns the absolute indices kept."""
+        take = take_indices(len(self.feature_info), indices)
+        last = max(take)
+        for name in ("layer1", "layer2", "layer3", "layer4")[last:]:
+            setattr(self, name, nn.Sequential())
+        if last == 0:
+            self.maxpool = nn.Identity()
+        prune_end = last < len(self.feature_info) - 1
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        if prune_head or prune_end:
+            self.num_classes = 0
+            self.fc = None
+        return take
+
     def forward_head(self, x, pre_logits=False):
-        """Global average pool and flatten, then the classifier unless ``pre_logits``."""
+        """Global average pool and flatten, then the classifier unless ``pre_logits``; the map as it is when
+        ``prune_intermediate_layers`` took the head away."""
+        if self.fc is None:
+            return x
         x = self.avgpool(x)
         x = torch.flatten(x, 1)
         return x if pre_logits else self.fc(x)

@@ -7,7 +7,7 @@ model API (``forward_features``, ``forward_head``, ``reset_classifier``, ``in_ch
 import engine as torch
 from engine import nn
 
-from ._features import sequential_feature_info
+from ._features import intermediate_stages, sequential_feature_info, take_indices
 from ._helpers import build_model
 from ._utils import linear_or_identity
 from .registry import register_model
@@ -91,11 +91,14 @@ class VGG(nn.Module):
         return linear
 
     def get_classifier(self):
-        """The final linear layer."""
-        return self.classifier[6]
+        """The final linear layer (an identity once ``prune_intermediate_layers`` took the head away, as timm's)."""
+        return nn.Identity() if self.classifier is None else self.classifier[6]
 
     def reset_classifier(self, num_classes):
         """Replace the final linear layer with a fresh one for ``num_classes`` (0: return the pre-logits)."""
+        if self.classifier is None:
+            raise ValueError("this VGG's head was taken away by prune_intermediate_layers: its 25088-wide hidden "
+                             "layers take the full trunk's 7x7 map, so there is no classifier to reset")
         self.num_classes = num_classes
         self.classifier[6] = self._linear(num_classes)
 
@@ -103,8 +106,56 @@ class VGG(nn.Module):
         """The trunk's feature map (N, 512, H/32, W/32)."""
         return self.features(x)
 
+    def _feature_ends(self):
+        """The position in ``features`` of each ``feature_info`` stage's last module (past the end for a stage that
+        ``prune_intermediate_layers`` removed)."""
+        return [min(int(info["module"].split(".")[1]), len(self.features)) for info in self.feature_info]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """timm's VGG intermediates, the ``feature_info`` stages (``features_only``' maps): index 0 to n - 2 the
+        output of each block of convolutions (its last ReLU, before the max pool), n - 1 the final max pool's, which
+        is ``forward_features``' output. timm's ``features`` has the same modules at the same positions.
+
+        ``indices``: None (all), n (the last n) or a list (negative from the end). Returns the picked maps and,
+        unless ``intermediates_only``, the last map computed. ``stop_early`` stops at the last one picked. ``norm``
+        changes nothing: there is no final norm. Only ``output_fmt='NCHW'``.
+        """
+        ends = self._feature_ends()
+        take, _ = intermediate_stages(ends, indices, stop_early, output_fmt)
+        take_ends = [ends[i] for i in take]
+        layers = list(self.features)
+        if stop_early:
+            layers = layers[:ends[max(take)] + 1]
+        intermediates = []
+        for i, layer in enumerate(layers):
+            x = layer(x)
+            if i in take_ends:
+                intermediates.append(x)
+        return intermediates if intermediates_only else (x, intermediates)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Keep what ``forward_intermediates(indices=indices)`` needs, as timm's VGG does: ``features`` cut after the
+        last stage picked. With ``prune_head``, or when layers go, the head goes too (the 7x7 pooling and all three
+        linear layers: timm's pre-logits ConvMlp and classifier): ``forward_head`` then returns the map as it is,
+        and ``num_features`` / ``head_hidden_size`` are the last stage's channels, timm's values (here the head
+        kept, ``num_features`` stays torchvision's 4096). ``prune_norm`` changes nothing (no final norm). Returns
+        the absolute indices kept."""
+        ends = self._feature_ends()
+        take = take_indices(len(ends), indices)
+        last = max(take)
+        self.features = self.features[:ends[last] + 1]
+        if prune_head or last < len(ends) - 1:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+            self.num_classes = 0
+            self.classifier = None
+        return take
+
     def forward_head(self, x, pre_logits=False):
-        """Pool to 7x7, flatten, the two hidden layers; then the final linear layer unless ``pre_logits``."""
+        """Pool to 7x7, flatten, the two hidden layers; then the final linear layer unless ``pre_logits``; the map
+        as it is when ``prune_intermediate_layers`` took the head away."""
+        if self.classifier is None:
+            return x
         x = self.avgpool(x)
         x = torch.flatten(x, 1)
         for layer in list(self.classifier)[:6]:

@@ -34,7 +34,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet
+from .._features import FlatFeatureListNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -767,6 +767,34 @@ class Stem(nn.Sequential):
         if reduction != stride:
             raise ValueError(f"the stem reduces by {reduction}, not {stride}")
 
+    @property
+    def tap_index(self):
+        """Position of the child whose output is the stem's feature map (``feature_info``'s entry before the
+        output's: the map before the last reduction), or None for a stem with a single reduction."""
+        if len(self.feature_info) < 2:
+            return None
+        names = [name for name, _ in self.named_children()]
+        return names.index(self.feature_info[-2]["module"])
+
+    def forward_with_tap(self, x):
+        """The stem's output and its feature map (the tapped child's output; the output itself without a tap)."""
+        tap_index = self.tap_index
+        tapped = None
+        for i, child in enumerate(self):
+            x = child(x)
+            if i == tap_index:
+                tapped = x
+        return x, x if tapped is None else tapped
+
+    def prune_to_tap(self):
+        """Turn the children after the tapped one into identities, so that the stem outputs its feature map (timm's
+        pruning keeps their names, the tapped child's weights and those before)."""
+        tap_index = self.tap_index
+        if tap_index is None:
+            return
+        for name in [name for name, _ in self.named_children()][tap_index + 1:]:
+            setattr(self, name, nn.Identity())
+
 
 _STEM_TYPES = ("", "quad", "quad2", "tiered", "deep", "rep", "one", "7x7", "3x3")
 
@@ -1036,6 +1064,77 @@ class ByobNet(ClassifierHeadApi, nn.Module):
         x = self.stages(x)
         x = self.final_conv(x)
         return x
+
+    @property
+    def stage_ends(self):
+        """For each ``feature_info`` entry, the number of stages run before its map is taken (0: inside or at the
+        end of the stem; ``len(stages)`` for the last entry, after ``final_conv``): timm's feature positions."""
+        return [info["stage"] for info in self.feature_info]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False, exclude_final_conv=False):
+        """The maps of the ``feature_info`` entries picked by ``indices`` (None: all, n: the last n, or a list) and,
+        unless ``intermediates_only``, the final map. As in timm, a feature is taken where its stage ends: the
+        stem's (before its last reduction where the stem has one), each stage's, and the last after ``final_conv``
+        (before it with ``exclude_final_conv``; the final map is still through it when the last stage ran).
+        ``stop_early`` skips the stages after the last one picked; ``norm`` does nothing (no final norm)."""
+        take, ends = intermediate_stages(self.stage_ends, indices, stop_early, output_fmt)
+        picked = {self.stage_ends[i] for i in take}
+        last = self.stage_ends[-1]
+        x, stem_map = self._stem_and_map(x)
+        intermediates = [stem_map] if 0 in picked else []
+        position = 0
+        for position, stage in enumerate(self.stages[:ends[-1]], start=1):
+            x = stage(x)
+            if position == last and not exclude_final_conv:
+                x = self.final_conv(x)
+            if position in picked:
+                intermediates.append(x)
+        if intermediates_only:
+            return intermediates
+        if exclude_final_conv and position == last:
+            x = self.final_conv(x)
+        return x, intermediates
+
+    def _stem_and_map(self, x):
+        """The stem's output and its feature map: a ``Stem``'s map before its last reduction, any other stem's
+        output."""
+        if isinstance(self.stem, Stem):
+            return self.stem.forward_with_tap(x)
+        x = self.stem(x)
+        return x, x
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the stages after the last ``feature_info`` entry ``indices`` picks (and the stem's layers after its
+        tap when that entry is the stem's); when stages go, also ``final_conv`` and the head, ``num_features`` then
+        the picked entry's width. ``prune_head`` drops the head anyway; ``prune_norm`` does nothing (no final norm).
+        Returns the absolute indices."""
+        take = take_indices(len(self.stage_ends), indices)
+        last_pick = max(take)
+        kept_stages = self.stage_ends[last_pick]
+        prune_end = kept_stages < self.stage_ends[-1]
+        self.stages = self.stages[:kept_stages]
+        if prune_end:
+            self.final_conv = nn.Identity()
+            self.num_features = self.head_hidden_size = self.feature_info[last_pick]["num_chs"]
+        if kept_stages == 0 and isinstance(self.stem, Stem):
+            self.stem.prune_to_tap()
+        if prune_head or prune_end:
+            self._drop_head()
+        return take
+
+    def _drop_head(self):
+        """A head that passes the final map through: an attention pool (the whole head) replaced by a pooling-free
+        classifier without weights, any other head reset to no pooling, no classifier and (MLP head) no norm or
+        hidden layer, on ``num_features`` channels."""
+        if isinstance(self.head, AttentionPool2d):
+            self.head = ClassifierHead(self.num_features, 0, "").train(self.training)
+            self.num_classes = 0
+            self.global_pool = ""
+            self.head_hidden_size = self.num_features
+            return
+        self.head.in_features = self.num_features
+        self.reset_classifier(0, "", reset_other=True)
 
 
 def _alternate_groups(groups):

@@ -9,6 +9,7 @@ and BatchNorm, at one resolution and width throughout. Model names, module names
 """
 from engine import nn
 
+from .._features import stage_intermediates, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import SelectAdaptivePool2d
@@ -92,6 +93,24 @@ class ConvMixer(nn.Module):
         x = self.stem(x)
         x = self.blocks(x)
         return x
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The outputs of the layers picked by ``indices`` (None: all, n: the last n, or a list; index i is layer
+        i's output, as ``feature_info`` counts them) as (N, dim, H / patch_size, W / patch_size) maps, and (unless
+        ``intermediates_only``) the last map run. ``norm`` does nothing: there is no final norm; ``stop_early``
+        skips the layers after the last one picked."""
+        return stage_intermediates(x, self.stem, self.blocks, indices, stop_early, output_fmt, intermediates_only)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the layers after the last one ``indices`` picks and, with ``prune_head``, the classifier (pooling
+        removed too); every layer has the same width, so ``num_features`` stays. Returns the absolute indices.
+        ``prune_norm`` does nothing: there is no final norm."""
+        take = take_indices(len(self.blocks), indices)
+        self.blocks = nn.Sequential(*list(self.blocks)[:max(take) + 1])
+        if prune_head:
+            self.reset_classifier(0, "")
+        return take
 
     def forward_head(self, x, pre_logits=False):
         """Global pooling, dropout; then the head unless ``pre_logits``."""

@@ -375,7 +375,7 @@ class NormPreStagesApi(ClassifierHeadApi):
         return take
 
 
-class ConvNeXt(ClassifierHeadApi, nn.Module):
+class ConvNeXt(NormPreStagesApi, nn.Module):
     """A stem, four stages of ConvNeXt blocks (widths ``dims``, ``depths`` blocks), and a head.
 
     ``stem_type``: 'patch' (a ``patch_size`` patchify convolution and a norm), or two overlapping 3x3 stride-2
@@ -391,6 +391,9 @@ class ConvNeXt(ClassifierHeadApi, nn.Module):
     stochastic depth of the last stage, ``drop_rate`` the dropout before the classifier. Weights start as timm's:
     truncated normals (std 0.02) for convolutions and linear layers, zero biases, the head's linear layers scaled
     by ``head_init_scale``.
+
+    ``forward_intermediates`` and ``prune_intermediate_layers`` (from ``NormPreStagesApi``) are timm's: the four
+    stages' outputs, ``norm_pre`` (the norm-first head's) as the final norm.
     """
 
     default_cfg = {"first_conv": "stem.0", "classifier": "head.fc"}

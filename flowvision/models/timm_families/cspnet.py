@@ -19,7 +19,7 @@ from functools import partial
 import engine as torch
 from engine import nn
 
-from .._features import FlatFeatureListNet
+from .._features import FlatFeatureListNet, intermediate_stages, run_stages, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -402,6 +402,52 @@ class CspNet(ClassifierHeadApi, nn.Module):
         x = self.stem(x)
         x = self.stages(x)
         return x
+
+    def _stem_taps(self):
+        """The names of the stem's children whose outputs are feature taps (the ``feature_info`` entries inside the
+        stem: the map before a later reduction, or the stem's output where the first stage strides), in order."""
+        return [info["module"][len("stem."):] for info in self.feature_info if info["module"].startswith("stem.")]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The feature taps picked by ``indices`` (None: all, n: the last n, or a list) and, unless
+        ``intermediates_only``, the final map. The taps are timm's: the stem's (``_stem_taps``, taken inside the
+        stem, before its pool), then each stage's output. ``stop_early`` skips the stages after the last tap
+        picked (the stem always runs whole); ``norm`` is accepted for the API, as there is no final norm."""
+        stem_taps = self._stem_taps()
+        take, taps = intermediate_stages(stem_taps + list(self.stages), indices, stop_early, output_fmt)
+        intermediates = []
+        for name, module in self.stem.named_children():
+            x = module(x)
+            if name in stem_taps and stem_taps.index(name) in take:
+                intermediates.append(x)
+        num_stem_taps = len(stem_taps)
+        stage_take = [i - num_stem_taps for i in take]
+        x, stage_outputs = run_stages(x, taps[num_stem_taps:], stage_take)
+        intermediates.extend(stage_outputs)
+        return intermediates if intermediates_only else (x, intermediates)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop what comes after the last tap ``indices`` picks: later stages and, for a stem tap, the rest of the
+        stem (its pool); when taps go, ``num_features`` and ``head_hidden_size`` become the last kept tap's width and
+        the head is reset to pooled features (as with ``prune_head``). ``prune_norm`` is accepted for the API (no
+        final norm). Returns the absolute indices."""
+        stem_taps = self._stem_taps()
+        num_stem_taps = len(stem_taps)
+        num_taps = num_stem_taps + len(self.stages)
+        take = take_indices(num_taps, indices)
+        last = max(take)
+        prune_end = last < num_taps - 1
+        self.stages = self.stages[:max(0, last - num_stem_taps + 1)]
+        if last < num_stem_taps:
+            stem_names = [name for name, _ in self.stem.named_children()]
+            self.stem = self.stem[:stem_names.index(stem_taps[last]) + 1]
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+            self.head.in_features = self.num_features
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
 
 
 def _create_cspnet(variant, pretrained, progress, kwargs, **cfg):

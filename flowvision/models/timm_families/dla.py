@@ -14,6 +14,7 @@ import math
 import engine as torch
 from engine import nn
 
+from .._features import stage_intermediates, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import SelectAdaptivePool2d
@@ -307,6 +308,35 @@ class DLA(nn.Module):
         x = self.level4(x)
         x = self.level5(x)
         return x
+
+    def _levels(self):
+        """``level0``-``level5`` in order: the six feature taps (strides 1 to 32), as in ``feature_info``."""
+        return [getattr(self, f"level{i}") for i in range(len(self.feature_info))]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The outputs of the levels picked by ``indices`` (None: all six, n: the last n, or a list; index i is
+        ``level{i}``, stride 2 ** i, timm's taps) and, unless ``intermediates_only``, the final map. ``stop_early``
+        skips the levels after the last one picked; ``norm`` is accepted for the API, as there is no final norm."""
+        return stage_intermediates(x, self.base_layer, self._levels(), indices, stop_early, output_fmt,
+                                   intermediates_only)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Replace the levels after the last one ``indices`` picks by identities (so the module names stay); when
+        levels go, ``num_features`` and ``head_hidden_size`` become the last kept level's width and the head is
+        reset to pooled features (as with ``prune_head``). ``prune_norm`` is accepted for the API (no final norm).
+        Returns the absolute indices."""
+        num_levels = len(self.feature_info)
+        take = take_indices(num_levels, indices)
+        last = max(take)
+        prune_end = last < num_levels - 1
+        for i in range(last + 1, num_levels):
+            setattr(self, f"level{i}", nn.Identity())
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
 
     def forward_head(self, x, pre_logits=False):
         """Global pooling and dropout; then the classifier unless ``pre_logits``; flattened."""

@@ -18,6 +18,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
+from .._features import intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._conv import get_padding
@@ -190,6 +191,67 @@ class DPN(nn.Module):
     def forward_features(self, x):
         """The map after the final BatchNorm and activation (N, num_features, H / 32, W / 32)."""
         return self.features(x)
+
+    def _feature_ends(self):
+        """The positions in ``features`` of the five feature taps (timm's ``feature_ends``): the stem's convolution
+        (0), then each stage's last block, behind the stem's convolution and pool and the blocks before it; a
+        stage's depth is read off its tap's name, ``features.conv{stage}_{depth}``. Derived from ``feature_info``,
+        so they stay the full model's after pruning, as timm's."""
+        ends = [0]
+        position = 1
+        for info in self.feature_info[1:]:
+            position += int(info["module"].rsplit("_", 1)[1])
+            ends.append(position)
+        return ends
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The feature taps picked by ``indices`` (None: all, n: the last n, or a list; 0 is the stem's convolution,
+        1-4 the stages' last blocks) and, unless ``intermediates_only``, the final map. ``norm`` passes the last
+        stage's tap through the final BatchNorm and activation (``conv5_bn_ac``, where pruning left it);
+        ``stop_early`` stops after the last tap picked, the final norm then still applied to the output when that
+        tap is the last stage's, as timm's."""
+        ends = self._feature_ends()
+        take, run_ends = intermediate_stages(ends, indices, stop_early, output_fmt)
+        layers = list(self.features)
+        if stop_early:
+            layers = layers[:run_ends[-1] + 1]
+        last_tap = len(ends) - 1
+        norm_position = ends[-1] + 1
+        has_norm = len(self.features) > norm_position
+        intermediates = []
+        tap = 0
+        for position, layer in enumerate(layers):
+            x = layer(x)
+            if position == ends[tap]:
+                if tap in take:
+                    normed = norm and has_norm and tap == last_tap
+                    intermediates.append(self.features[norm_position](x) if normed else x)
+                tap = min(tap + 1, last_tap)
+        if intermediates_only:
+            return intermediates
+        if max(take) == last_tap and has_norm and len(layers) <= norm_position:
+            x = self.features[norm_position](x)
+        return x, intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Cut ``features`` after the last tap ``indices`` picks; the final norm (``conv5_bn_ac``) stays only when
+        the last stage is kept and not ``prune_norm``. When taps go, ``num_features`` and ``head_hidden_size``
+        become the last kept tap's width and the head is reset to pooled features (as with ``prune_head``).
+        Returns the absolute indices."""
+        ends = self._feature_ends()
+        take = take_indices(len(ends), indices)
+        last = max(take)
+        prune_end = last < len(ends) - 1
+        keep = list(self.features.named_children())[:ends[last] + 1]
+        if not prune_end and not prune_norm:
+            keep.append(("conv5_bn_ac", self.features[-1]))
+        self.features = nn.Sequential(OrderedDict(keep))
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
 
     def forward_head(self, x, pre_logits=False):
         """Global pooling and dropout; then the classifier unless ``pre_logits``; flattened."""

@@ -28,6 +28,7 @@ from functools import partial
 import engine.nn.functional as F
 from engine import nn
 
+from .._features import intermediate_stages, run_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from .._utils import _make_divisible
@@ -39,6 +40,66 @@ from .resnetv2 import EvoNorm2dS0, GroupNormAct
 
 __all__ = []
 
+# the convolution that ends each block kind of the builder: an inverted residual's, a fused or CondConv block's
+# projection, a universal inverted bottleneck's projection, attention's output projection, a separable block's
+# pointwise convolution, a ConvBnAct's only one (in that order, as an inverted residual has a ``conv_pw`` too)
+_BLOCK_OUTPUTS = ("conv_pwl", "pw_proj.conv", "attn.output.proj", "conv_pw", "conv")
+
+
+def _block_out_chs(block):
+    """The channels one of the builder's blocks outputs: those of the convolution that ends it (timm's
+    'bottleneck' feature width of the block)."""
+    modules = dict(block.named_modules())
+    return next(modules[path].out_channels for path in _BLOCK_OUTPUTS if path in modules)
+
+
+def _trunk_levels(model, extra_blocks):
+    """The trunk positions that timm's ``indices`` count in a model built by the EfficientNet builder (0: the stem's
+    ``bn1``, i: the output of the stage ``blocks[i - 1]``): every one with ``extra_blocks``, else those of the
+    ``feature_info`` levels (their ``stage``)."""
+    if extra_blocks:
+        return list(range(len(model.blocks) + 1))
+    return [info["stage"] for info in model.feature_info]
+
+
+def _level_chs(model, level, extra_blocks):
+    """The channels of the map at the level ``level`` (counted as ``_trunk_levels`` counts them)."""
+    if not extra_blocks:
+        return model.feature_info[level]["num_chs"]
+    if level == 0:
+        return model.conv_stem.out_channels
+    return _block_out_chs(model.blocks[level - 1][-1])
+
+
+def trunk_intermediates(model, x, indices, stop_early, output_fmt, extra_blocks):
+    """timm's ``forward_intermediates`` walk of an EfficientNet-builder trunk (``conv_stem``, ``bn1``, the stages
+    ``blocks``): the maps at the levels ``indices`` picks (``_trunk_levels``; None: all, n: the last n, or a list),
+    in forward order. Returns the last map, those maps and how many stages ran (all, or with ``stop_early`` those up
+    to the last level picked)."""
+    levels = _trunk_levels(model, extra_blocks)
+    take, _ = intermediate_stages(levels, indices, stop_early, output_fmt)
+    positions = [levels[i] for i in take]
+    stages = list(model.blocks)
+    if stop_early:
+        stages = stages[:max(positions)]
+    x = model.bn1(model.conv_stem(x))
+    stem = [x] if 0 in positions else []
+    x, picked = run_stages(x, stages, [position - 1 for position in positions])
+    return x, stem + picked, len(stages)
+
+
+def prune_trunk(model, indices, extra_blocks):
+    """timm's ``prune_intermediate_layers`` cut of an EfficientNet-builder trunk: the stages after the last level
+    ``indices`` picks dropped. Returns the picked level indices, whether stages went and the channels of the last
+    level kept (the caller resizes the head accordingly)."""
+    levels = _trunk_levels(model, extra_blocks)
+    take = take_indices(len(levels), indices)
+    last_chs = _level_chs(model, max(take), extra_blocks)
+    last = levels[max(take)]
+    prune_end = last < len(model.blocks)
+    model.blocks = nn.Sequential(*list(model.blocks)[:last])
+    return take, prune_end, last_chs
+
 
 class EfficientNet(nn.Module):
     """A strided stem convolution (``conv_stem``, ``bn1``), the stages of ``block_args`` (``blocks``, one
@@ -47,8 +108,8 @@ class EfficientNet(nn.Module):
 
     ``block_args``: the decoded stages (``decode_arch_def``). Channel counts pass through ``channel_multiplier``,
     rounded to multiples of ``channel_divisor`` (``round_limit``: how far rounding may go down); ``fix_stem`` keeps
-    the stem width as given, ``stem_kernel_size`` is its kernel. ``pad_type`` '' pads PyTorch style, 'same' as TensorFlow.
-    ``act_layer`` is the blocks' default activation, ``bn_eps`` the BatchNorm epsilon, ``se_layer`` the attention
+    the stem width as given, ``stem_kernel_size`` is its kernel. ``pad_type`` '' pads PyTorch style, 'same' as
+    TensorFlow. ``act_layer`` is the blocks' default activation, ``bn_eps`` the BatchNorm epsilon, ``se_layer`` the attention
     in squeeze-and-excitation's slot (``GlobalContext`` for gc_ variants); its ratios count the block's input
     channels. ``output_stride`` (8, 16 or 32) turns the strides beyond it into dilation. ``drop_path_rate`` grows
     linearly over the blocks (from 0 at the first); ``drop_rate`` is the dropout before the classifier. The stages
@@ -147,6 +208,35 @@ class EfficientNet(nn.Module):
         x = self.conv_head(x)
         x = self.bn2(x)
         return x
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False, extra_blocks=False):
+        """timm's intermediate maps: those of the ``feature_info`` levels ``indices`` picks (None: all, n: the last n,
+        or a list; the stem's ``bn1`` output where the first stage strides, each level's stage output), or with
+        ``extra_blocks`` of every position (0: the stem, i: stage ``i - 1``), in forward order; unless
+        ``intermediates_only``, the final map too, through the head convolution (``conv_head``, ``bn2``) when the
+        last level's stage ran. ``stop_early`` skips the stages after the last one picked. ``norm`` is accepted for
+        timm's signature: no norm follows the stages alone."""
+        x, intermediates, ran = trunk_intermediates(self, x, indices, stop_early, output_fmt, extra_blocks)
+        if intermediates_only:
+            return intermediates
+        if ran == self.feature_info[-1]["stage"]:
+            x = self.conv_head(x)
+            x = self.bn2(x)
+        return x, intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True, extra_blocks=False):
+        """Drop the stages after the last level ``indices`` picks (levels counted as ``forward_intermediates``
+        counts them), and the head convolution and classifier when stages go or with ``prune_norm`` or
+        ``prune_head``, as timm does: ``num_features`` and ``head_hidden_size`` become the last level's width.
+        Returns the picked level indices."""
+        take, prune_end, last_chs = prune_trunk(self, indices, extra_blocks)
+        if prune_norm or prune_head or prune_end:
+            self.conv_head = nn.Identity()
+            self.bn2 = nn.Identity()
+            self.num_features = self.head_hidden_size = last_chs
+            self.reset_classifier(0, "")
+        return take
 
     def forward_head(self, x, pre_logits=False):
         """Pool and drop out; then the classifier unless ``pre_logits``."""

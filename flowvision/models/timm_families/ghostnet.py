@@ -22,7 +22,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet
+from .._features import FlatFeatureListNet, intermediate_stages, run_stages, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -497,6 +497,54 @@ class GhostNet(GhostNetApi, nn.Module):
         self.flatten.train(self.training)
         self.classifier = nn.Linear(self.head_hidden_size, num_classes) if num_classes > 0 else nn.Identity()
         self.classifier.train(self.training)
+
+    def _stage_ends(self):
+        """The position of each ``feature_info`` tap, as timm counts them: -1 for the stem convolution, else the
+        index of the stage in ``blocks`` that it ends."""
+        return [-1 if info["module"] == "conv_stem" else int(info["module"].split(".")[-1])
+                for info in self.feature_info]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """timm's intermediate maps: those of the ``feature_info`` taps ``indices`` picks (None: all, n: the last n,
+        or a list; the stem convolution's output, before its norm, and each strided stage's), in forward order;
+        unless ``intermediates_only``, the last map too. ``stop_early`` skips the stages after the last tap picked,
+        unless that is the last tap: the stages after it (the final 1x1 ConvBnAct) make the final features. ``norm``
+        is accepted for timm's signature: there is no final norm."""
+        stage_ends = self._stage_ends()
+        take, _ = intermediate_stages(stage_ends, indices, stop_early, output_fmt)
+        positions = [stage_ends[i] for i in take]
+        stages = list(self.blocks)
+        if stop_early and max(positions) < stage_ends[-1]:
+            stages = stages[:max(positions) + 1]
+        x = self.conv_stem(x)
+        stem = [x] if -1 in positions else []
+        x = self.bn1(x)
+        x = self.act1(x)
+        x, picked = run_stages(x, stages, positions)
+        if intermediates_only:
+            return stem + picked
+        return x, stem + picked
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """As timm does, unless nothing asks for it (the last tap kept, the head and norm too): drop the stages
+        after the last ``feature_info`` tap ``indices`` picks (the final ConvBnAct too), the stem's norm and
+        activation when that tap is the stem convolution, and the head convolution and classifier;
+        ``num_features`` and ``head_hidden_size`` become the tap's width. Returns the picked tap indices."""
+        stage_ends = self._stage_ends()
+        take = take_indices(len(stage_ends), indices)
+        last = stage_ends[max(take)]
+        if not (prune_norm or prune_head or last < stage_ends[-1]):
+            return take
+        self.blocks = nn.Sequential(*list(self.blocks)[:last + 1])
+        if last < 0:
+            self.bn1 = nn.Identity()
+            self.act1 = nn.Identity()
+        self.num_features = self.head_hidden_size = self.feature_info[max(take)]["num_chs"]
+        self.conv_head = nn.Identity()
+        self.act2 = nn.Identity()
+        self.reset_classifier(0, "")
+        return take
 
     def convert_to_deploy(self):
         """Fold every re-parameterisable layer (GhostNetV3's branches) into its inference form, in place, in module

@@ -21,7 +21,7 @@ blocks are timm's ResNet blocks), so its checkpoints load directly. ``features_o
 """
 from engine import nn
 
-from .._features import FeatureInfo, take_indices
+from .._features import FeatureInfo, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import create_classifier
@@ -320,8 +320,11 @@ class HighResolutionNet(_HighResolutionTrunk):
     def forward_features(self, x):
         """The classification head's 2048-channel map at 1/32 (N, 2048, H / 32, W / 32): each branch widened by its
         incre module and added, from the highest resolution down, to the strided fold of the ones above it, then the
-        final 1x1 convolution. Without that head: the list of the four branch maps."""
-        _, x = self.forward_stem(x)
+        final 1x1 convolution. Without that head: the list of the four branch maps; pruned to the stem
+        (``prune_intermediate_layers``): the stem's 1/2 map."""
+        stem, x = self.forward_stem(x)
+        if isinstance(self.layer1, nn.Identity):
+            return stem
         branches = self.stages(x)
         if self.incre_modules is None or self.downsamp_modules is None:
             return branches
@@ -330,6 +333,85 @@ class HighResolutionNet(_HighResolutionTrunk):
             y = self.incre_modules[i](branches[i]) + self.downsamp_modules[i - 1](y)
         y = self.final_layer(y)
         return y
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The feature taps picked by ``indices`` (None: all, n: the last n, or a list) and, unless
+        ``intermediates_only``, the final output. The taps are timm's: 0 the stem's first (1/2) map, 1-4 the last
+        stage's branch maps (1/4 to 1/32), widened by the incre modules where the model has them. The branches come
+        out of the fused last stage together, so ``stop_early`` only skips the trunk (for the stem's tap alone) and
+        the incre modules after the last tap picked. The final output is ``forward_features``' when every part of
+        it ran (the aggregated head map, or the branch list without that head), else the branch list (or the stem's
+        map); ``norm`` is accepted for the API, as there is no final norm."""
+        take, _ = intermediate_stages(self.feature_info, indices, stop_early, output_fmt)
+        last = max(take)
+        x = self.conv1(x)
+        x = self.bn1(x)
+        x = self.act1(x)
+        intermediates = [x] if 0 in take else []
+        if last == 0 and (stop_early or isinstance(self.layer1, nn.Identity)):
+            return intermediates if intermediates_only else (x, intermediates)
+        x = self.conv2(x)
+        x = self.bn2(x)
+        x = self.act2(x)
+        branches = self.stages(x)
+        if self.incre_modules is None:
+            intermediates.extend(b for i, b in enumerate(branches, start=1) if i in take)
+            return intermediates if intermediates_only else (branches, intermediates)
+        incre_modules = list(self.incre_modules)
+        if stop_early:
+            incre_modules = incre_modules[:last]
+        aggregate = not intermediates_only and self.downsamp_modules is not None
+        final, widened = self._incre_taps(branches, incre_modules, take, aggregate)
+        intermediates.extend(widened)
+        return intermediates if intermediates_only else (final, intermediates)
+
+    def _incre_taps(self, branches, incre_modules, take, aggregate):
+        """The branches through ``incre_modules`` (the first ones of the model's): the final output and the widened
+        maps of the taps in ``take`` (tap i + 1 is branch i). With ``aggregate`` the widened maps are folded as in
+        ``forward_features``, and the final output is the head's map when every incre module ran; otherwise it is
+        the branch list."""
+        widened = []
+        folded = None
+        for i, incre in enumerate(incre_modules):
+            x = incre(branches[i])
+            if i + 1 in take:
+                widened.append(x)
+            if aggregate:
+                folded = x if folded is None else x + self.downsamp_modules[i - 1](folded)
+        if aggregate and len(incre_modules) == len(self.downsamp_modules) + 1:
+            return self.final_layer(folded), widened
+        return branches, widened
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop what the taps ``indices`` picks do not need, as timm's: the branch taps all come out of the whole
+        trunk, so only for the stem's tap alone does the trunk after ``act1`` go (its modules replaced by
+        identities; ``num_features`` and ``head_hidden_size`` then the stem's width); the incre modules after the
+        last tap go; the aggregation head (``downsamp_modules``, ``final_layer``), pooling, dropout and classifier
+        go with ``prune_head`` or when a branch tap goes, ``forward_features`` then giving the branch list (or the
+        stem's map). ``prune_norm`` is accepted for the API (no final norm). Returns the absolute indices."""
+        num_taps = len(self.feature_info)
+        take = take_indices(num_taps, indices)
+        last = max(take)
+        if last == 0:
+            for name in _TRUNK[_TRUNK.index("conv2"):]:
+                setattr(self, name, nn.Identity())
+            self.num_features = self.head_hidden_size = self.feature_info[0]["num_chs"]
+        if self.incre_modules is not None:
+            self.incre_modules = self.incre_modules[:last]
+        if prune_head or last < num_taps - 1:
+            self._drop_head()
+        return take
+
+    def _drop_head(self):
+        """The aggregation head, pooling, dropout and classifier removed (no classes): the features pass through
+        ``forward_head``."""
+        self.downsamp_modules = None
+        self.final_layer = None
+        self.num_classes = 0
+        self.global_pool = nn.Identity()
+        self.head_drop = nn.Identity()
+        self.classifier = nn.Identity()
 
     def forward_head(self, x, pre_logits=False):
         """Global pooling and dropout, then the classifier unless ``pre_logits``; a branch list (no classification

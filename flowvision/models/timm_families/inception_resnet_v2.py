@@ -8,17 +8,50 @@ blocks, twenty 17x17 blocks and ten 8x8 blocks (the last without ReLU), joined b
 unpadded convolutions as in the TensorFlow original (BatchNorm eps 1e-3). Model name, module names,
 ``state_dict`` keys and the model API follow timm, so timm's ``inception_resnet_v2`` weights (the ImageNet and
 the ensemble-adversarial ones) load as they are.
+
+``chain_intermediates`` and ``kept_chain_layers`` give timm's intermediates API (``forward_intermediates``,
+``prune_intermediate_layers``) to a model that runs as a chain of layers with taps at some of their outputs;
+Inception-v4 uses them too.
 """
 from functools import partial
 
 import engine as torch
 from engine import nn
 
+from .._features import intermediate_stages, run_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import BatchNormAct2d, ConcatBranches, ConvNormAct, create_classifier
 
 __all__ = []
+
+# the layers of Inception-ResNet-v2, in the order forward_features runs them
+_LAYER_NAMES = ("conv2d_1a", "conv2d_2a", "conv2d_2b", "maxpool_3a", "conv2d_3b", "conv2d_4a", "maxpool_5a",
+                "mixed_5b", "repeat", "mixed_6a", "repeat_1", "mixed_7a", "repeat_2", "block8", "conv2d_7b")
+
+
+def chain_intermediates(x, layers, tap_ends, indices, stop_early, output_fmt, intermediates_only):
+    """timm's ``forward_intermediates`` for a model that runs as the chain ``layers`` and whose ``feature_info``
+    taps are the outputs of the layers at positions ``tap_ends``: the maps of the taps ``indices`` picks (None:
+    all, n: the last n, or a list; NCHW only) and, unless ``intermediates_only``, the last map. ``stop_early``
+    runs no further than the last tap picked."""
+    take, _ = intermediate_stages(tap_ends, indices, stop_early, output_fmt)
+    if stop_early:
+        layers = layers[:tap_ends[max(take)] + 1]
+    x, intermediates = run_stages(x, layers, [tap_ends[i] for i in take])
+    return intermediates if intermediates_only else (x, intermediates)
+
+
+def kept_chain_layers(model, tap_ends, indices):
+    """The pruning step shared by the models that ``chain_intermediates`` serves: the absolute tap indices that
+    ``indices`` picks, how many layers of the chain run up to the last one picked, and whether later taps go;
+    when they do, ``model``'s ``num_features`` and ``head_hidden_size`` become the last kept tap's width."""
+    take = take_indices(len(tap_ends), indices)
+    last = max(take)
+    prune_end = last < len(tap_ends) - 1
+    if prune_end:
+        model.num_features = model.head_hidden_size = model.feature_info[last]["num_chs"]
+    return take, tap_ends[last] + 1, prune_end
 
 
 class Mixed_5b(ConcatBranches):
@@ -237,6 +270,30 @@ class InceptionResnetV2(nn.Module):
         x = self.block8(x)
         x = self.conv2d_7b(x)
         return x
+
+    def _tap_ends(self):
+        """The position in ``_LAYER_NAMES`` of each ``feature_info`` tap (a layer's output)."""
+        return [_LAYER_NAMES.index(info["module"]) for info in self.feature_info]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The taps of ``feature_info`` picked by ``indices`` (None: all, n: the last n, or a list): the outputs
+        of conv2d_2b and conv2d_4a (the stem at strides 2 and 4), of the Block35 and Block17 repeats (strides 8 and
+        16) and of the final 1x1 convolution; and, unless ``intermediates_only``, the last map. ``stop_early`` runs
+        no further than the last tap picked; ``norm`` is accepted for timm's signature (there is no final norm)."""
+        layers = [getattr(self, name) for name in _LAYER_NAMES]
+        return chain_intermediates(x, layers, self._tap_ends(), indices, stop_early, output_fmt, intermediates_only)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Replace the layers after the last tap ``indices`` picks by identities (the model then ends at that tap,
+        its width the new ``num_features``) and drop the pooling and classifier when asked or when taps go;
+        ``prune_norm`` is accepted for timm's signature (there is no final norm). Returns the absolute indices."""
+        take, num_layers, prune_end = kept_chain_layers(self, self._tap_ends(), indices)
+        for name in _LAYER_NAMES[num_layers:]:
+            setattr(self, name, nn.Identity())
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
 
     def forward_head(self, x, pre_logits=False):
         """Pool and drop out; then the classifier unless ``pre_logits``."""

@@ -16,6 +16,7 @@ from engine import nn
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import BatchNormAct2d, ConcatBranches, ConvNormAct, create_classifier
+from .inception_resnet_v2 import chain_intermediates, kept_chain_layers
 
 __all__ = []
 
@@ -225,6 +226,29 @@ class InceptionV4(nn.Module):
     def forward_features(self, x):
         """The map after the last Inception-C block (N, 1536, H', W')."""
         return self.features(x)
+
+    def _tap_ends(self):
+        """The position in ``features`` of each ``feature_info`` tap (a block's output)."""
+        return [int(info["module"].split(".")[-1]) for info in self.feature_info]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The taps of ``feature_info`` picked by ``indices`` (None: all, n: the last n, or a list): the outputs
+        of the stem's last convolution (stride 2), of Mixed3a (stride 4) and of the last Inception-A, -B and -C
+        blocks (strides 8, 16 and 32); and, unless ``intermediates_only``, the last map. ``stop_early`` runs no
+        further than the last tap picked; ``norm`` is accepted for timm's signature (there is no final norm)."""
+        return chain_intermediates(x, list(self.features), self._tap_ends(), indices, stop_early, output_fmt,
+                                   intermediates_only)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Cut ``features`` after the last tap ``indices`` picks (the model then ends at that tap, its width the
+        new ``num_features``) and drop the pooling and classifier when asked or when taps go; ``prune_norm`` is
+        accepted for timm's signature (there is no final norm). Returns the absolute indices."""
+        take, num_layers, prune_end = kept_chain_layers(self, self._tap_ends(), indices)
+        self.features = self.features[:num_layers]
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
 
     def forward_head(self, x, pre_logits=False):
         """Pool and drop out; then the classifier unless ``pre_logits``."""

@@ -37,7 +37,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet
+from .._features import FlatFeatureListNet, normed_stage_intermediates, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -907,6 +907,34 @@ class MaxxVit(ClassifierHeadApi, nn.Module):
         x = self.stages(x)
         x = self.norm(x)
         return x
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The (N, C, H, W) maps picked by ``indices`` (None: all, n: the last n, or a list) among the stem's
+        output (index 0, as ``feature_info`` counts it) and each stage's, and (unless ``intermediates_only``) the
+        final map, through the final norm when the last stage ran. ``norm`` applies the final norm to the last
+        stage's map; ``stop_early`` skips the stages after the last one picked."""
+        levels = [self.stem, *self.stages]
+        return normed_stage_intermediates(x, nn.Identity(), levels, self.norm, indices, norm, stop_early,
+                                          output_fmt, intermediates_only)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the stages after the last feature level ``indices`` picks (the stem is level 0, stage i level
+        i + 1), the final norm when asked or when stages go, and the classifier (with the hidden-layer head's norm
+        and hidden layer) when asked or when stages go, the features then the last kept level's; returns the
+        absolute indices."""
+        take = take_indices(len(self.feature_info), indices)
+        last = max(take)
+        prune_end = last < len(self.stages)
+        if prune_norm or prune_end:
+            self.norm = nn.Identity()
+        self.stages = nn.Sequential(*list(self.stages)[:last])
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        if prune_head or prune_end:
+            self.head.in_features = self.num_features
+            self.reset_classifier(0, "", reset_other=True)
+        return take
 
 
 # ---- timm's configurations --------------------------------------------------------------------------------------

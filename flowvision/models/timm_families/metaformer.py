@@ -19,6 +19,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
+from .._features import prune_stages, stage_intermediates
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import Mlp, SelectAdaptivePool2d, drop_path_module, init_linear_layers
@@ -396,6 +397,22 @@ class MetaFormer(nn.Module):
         x = self.stem(x)
         x = self.stages(x)
         return x
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The outputs of the stages picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W)
+        maps, and (unless ``intermediates_only``) the last map run. ``norm`` does nothing: the only norm after the
+        stages is the head's, on pooled features; ``stop_early`` skips the stages after the last one picked."""
+        return stage_intermediates(x, self.stem, self.stages, indices, stop_early, output_fmt, intermediates_only)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the stages after the last one ``indices`` picks and, when asked or when stages go, the classifier
+        with the head's norm (sized for the last stage); returns the absolute indices. ``prune_norm`` does nothing:
+        the model has no final norm outside its head."""
+        take, prune_end = prune_stages(self, "stages", indices)
+        if prune_head or prune_end:
+            self.reset_classifier(0, "", reset_other=True)
+        return take
 
     def forward_head(self, x, pre_logits=False):
         """Pooling, norm, flattening and dropout; then the classifier unless ``pre_logits``."""

@@ -22,6 +22,7 @@ from functools import partial
 import engine as torch
 from engine import nn
 
+from .._features import intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import MeanTokenHeadApi, Mlp, PatchEmbed, drop_path_module, pair
@@ -307,6 +308,44 @@ class MlpMixer(MeanTokenHeadApi, nn.Module):
         x = self.blocks(x)
         x = self.norm(x)
         return x
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, rows,
+        cols) maps of the patch grid ('NCHW') or token sequences ('NLC'), and (unless ``intermediates_only``) the
+        last tokens run, through the final norm. ``norm`` applies the final norm to each intermediate (every block
+        has the final width); ``stop_early`` skips the blocks after the last one picked."""
+        take, blocks = intermediate_stages(self.blocks, indices, stop_early, output_fmt, ("NCHW", "NLC"))
+        batch = x.shape[0]
+        x = self.stem(x)
+        intermediates = []
+        for i, block in enumerate(blocks):
+            x = block(x)
+            if i in take:
+                intermediates.append(self.norm(x) if norm else x)
+        if output_fmt == "NCHW":
+            intermediates = [self._as_map(tokens, batch) for tokens in intermediates]
+        if intermediates_only:
+            return intermediates
+        x = self.norm(x)
+        return x, intermediates
+
+    def _as_map(self, tokens, batch):
+        """(N, patches, C) tokens as an (N, C, rows, cols) map of the patch grid."""
+        rows, cols = self.stem.grid_size
+        return tokens.reshape(batch, rows, cols, -1).permute(0, 3, 1, 2).contiguous()
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the blocks after the last one ``indices`` picks, the final norm with ``prune_norm`` and the
+        classifier with ``prune_head`` (every block has the final width, so ``num_features`` stays); returns the
+        absolute indices."""
+        take = take_indices(len(self.blocks), indices)
+        self.blocks = nn.Sequential(*list(self.blocks)[:max(take) + 1])
+        if prune_norm:
+            self.norm = nn.Identity()
+        if prune_head:
+            self.reset_classifier(0, "")
+        return take
 
 def _create_mixer(variant, pretrained, progress, **kwargs):
     """Build a registered variant. ``features_only`` is refused: timm reshapes the blocks' tokens into maps

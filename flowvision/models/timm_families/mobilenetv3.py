@@ -25,6 +25,7 @@ from ..registry import register_model
 from ._conv import create_conv2d
 from ._efficientnet_blocks import SqueezeExcite, build_stages, decode_arch_def, init_weights_goog, round_channels
 from ._layers import BatchNormAct2d, SelectAdaptivePool2d
+from .efficientnet import prune_trunk, trunk_intermediates
 
 __all__ = []
 
@@ -86,11 +87,14 @@ class MobileNetV3(nn.Module):
 
     def reset_classifier(self, num_classes, global_pool=None):
         """A fresh classifier for ``num_classes`` (0: the pre-logits features), optionally after another global
-        pooling; the head convolution stays, so the pooling must keep the channel count ('catavgmax' cannot)."""
+        pooling; the head convolution stays, so the pooling must keep the channel count ('catavgmax' cannot). Once
+        ``prune_intermediate_layers`` removed the head convolution, the pre-logits are the pooled features."""
         if global_pool is None:
             global_pool = self.global_pool.pool_type
         pool = SelectAdaptivePool2d(global_pool, flatten=False)
-        if self.conv_head.in_channels != self.num_features * pool.feat_mult():
+        if isinstance(self.conv_head, nn.Identity):
+            self.head_hidden_size = self.num_features * pool.feat_mult()
+        elif self.conv_head.in_channels != self.num_features * pool.feat_mult():
             raise ValueError(f"global_pool '{global_pool}' changes the pooled width, which the head convolution "
                              f"({self.conv_head.in_channels} input channels) cannot take")
         self.num_classes = num_classes
@@ -107,6 +111,37 @@ class MobileNetV3(nn.Module):
         x = self.bn1(x)
         x = self.blocks(x)
         return x
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False, extra_blocks=False):
+        """timm's intermediate maps: those of the ``feature_info`` levels ``indices`` picks (None: all, n: the last n,
+        or a list; the stem's ``bn1`` output where the first stage strides, each level's stage output), or with
+        ``extra_blocks`` of every position (0: the stem, i: stage ``i - 1``), in forward order; unless
+        ``intermediates_only``, the last stage's map too (``forward_features``: the head convolution runs after
+        pooling). ``stop_early`` skips the stages after the last one picked, and needs ``intermediates_only``, as in
+        timm. ``norm`` is accepted for timm's signature: no norm follows the stages."""
+        if stop_early and not intermediates_only:
+            raise ValueError("stop_early needs intermediates_only=True (the final map needs every stage)")
+        x, intermediates, _ = trunk_intermediates(self, x, indices, stop_early, output_fmt, extra_blocks)
+        if intermediates_only:
+            return intermediates
+        return x, intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True, extra_blocks=False):
+        """Drop the stages after the last level ``indices`` picks (levels counted as ``forward_intermediates``
+        counts them), ``num_features`` then the last level's width; when stages go or with ``prune_head``, the
+        efficient head too (``conv_head``, ``norm_head``, ``act2``) and the classifier, as timm does, the
+        pre-logits then the unpooled map. ``prune_norm`` is accepted for timm's signature: there is no final norm.
+        Returns the picked level indices."""
+        take, prune_end, last_chs = prune_trunk(self, indices, extra_blocks)
+        if prune_end:
+            self.num_features = last_chs
+        if prune_end or prune_head:
+            self.conv_head = nn.Identity()
+            self.norm_head = nn.Identity()
+            self.act2 = nn.Identity()
+            self.reset_classifier(0, "")
+        return take
 
     def forward_head(self, x, pre_logits=False):
         """Pool, the head convolution and its activation, flatten, drop out; then the classifier unless

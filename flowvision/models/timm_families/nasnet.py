@@ -346,6 +346,24 @@ class CellNetApi:
             return intermediates
         return x, intermediates
 
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the layers after the last tap ``indices`` picks, as timm does: they become None (cells take two
+        inputs, so an identity cannot stand in) and leave ``layer_names``, so the model ends at that tap (a cell's
+        activated), its width the new ``num_features``; the pooling and classifier go when asked or when layers
+        go. ``prune_norm`` is accepted for timm's signature (there is no final norm). Returns the absolute
+        indices."""
+        take = take_indices(len(self.feature_ends), indices)
+        num_layers = self.feature_ends[max(take)] + 1
+        prune_end = num_layers < len(self.layer_names)
+        for name in self.layer_names[num_layers:]:
+            setattr(self, name, None)
+        self.layer_names = self.layer_names[:num_layers]
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[max(take)]["num_chs"]
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
+
     def forward_head(self, x, pre_logits=False):
         """Global pooling, dropout; then the classifier unless ``pre_logits``."""
         x = self.global_pool(x)

@@ -26,7 +26,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet
+from .._features import FlatFeatureListNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -390,6 +390,65 @@ class NormFreeNet(ClassifierHeadApi, nn.Module):
         x = self.final_conv(x)
         x = self.final_act(x)
         return x
+
+    @property
+    def _stem_tap(self):
+        """Position, among the stem's children, of the one whose output is the stem's feature map
+        (``feature_info[0]``: a deep stem's penultimate convolution, a single convolution before any pooling)."""
+        names = [name for name, _ in self.stem.named_children()]
+        return names.index(self.feature_info[0]["module"].split(".", 1)[1])
+
+    def _stem_and_map(self, x):
+        """The stem's output and its feature map (the tapped child's output)."""
+        tap = self._stem_tap
+        stem_map = None
+        for i, child in enumerate(self.stem):
+            x = child(x)
+            if i == tap:
+                stem_map = x
+        return x, stem_map
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The feature maps picked by ``indices`` (None: all, n: the last n, or a list; 0 is the stem's, inside it,
+        then one per stage, the last after ``final_conv`` and before the final activation, as ``feature_info`` lists
+        them) and, unless ``intermediates_only``, the final map, activated when the last stage ran. ``stop_early``
+        skips the stages after the last one picked; ``norm`` does nothing (no final norm)."""
+        take, layers = intermediate_stages([self.stem, *self.stages], indices, stop_early, output_fmt)
+        last = len(self.stages)
+        x, stem_map = self._stem_and_map(x)
+        intermediates = [stem_map] if 0 in take else []
+        for position, stage in enumerate(layers[1:], start=1):
+            x = stage(x)
+            if position == last:
+                x = self.final_conv(x)
+            if position in take:
+                intermediates.append(x)
+        if intermediates_only:
+            return intermediates
+        if len(layers) - 1 == last:
+            x = self.final_act(x)
+        return x, intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the stages after the last feature map ``indices`` picks (and the stem's layers after its tap when
+        that map is the stem's); when stages go, also ``final_conv``, the final activation and the head,
+        ``num_features`` then the picked map's width. ``prune_head`` drops the head anyway; ``prune_norm`` does
+        nothing (no final norm). Returns the absolute indices."""
+        take = take_indices(len(self.stages) + 1, indices)
+        last_pick = max(take)
+        prune_end = last_pick < len(self.stages)
+        if prune_end:
+            self.final_conv = nn.Identity()
+            self.final_act = nn.Identity()
+            self.num_features = self.head_hidden_size = self.feature_info[last_pick]["num_chs"]
+        if last_pick == 0:
+            self.stem = self.stem[:self._stem_tap + 1]
+        self.stages = self.stages[:last_pick]
+        if prune_head or prune_end:
+            self.head.in_features = self.num_features
+            self.reset_classifier(0, "")
+        return take
 
 
 def _nf_resnet_cfg(depths, attn_layer=None, attn_kwargs=None):

@@ -23,6 +23,7 @@ import numpy as np
 import engine as torch
 from engine import nn
 
+from .._features import intermediate_stages, run_stages, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -345,6 +346,43 @@ class RegNet(ClassifierHeadApi, nn.Module):
         x = self.s4(x)
         x = self.final_conv(x)
         return x
+
+    def _feature_layers(self):
+        """The layers whose outputs are the five feature maps: the stem and the stages ``s1`` to ``s4``."""
+        return [self.stem, self.s1, self.s2, self.s3, self.s4]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The feature maps picked by ``indices`` (None: all, n: the last n, or a list; 0 is the stem's, 1 to 4 the
+        stages', all before ``final_conv``, as ``feature_info`` lists them) and, unless ``intermediates_only``, the
+        final map, through ``final_conv`` when the last stage ran. ``stop_early`` skips the stages after the last
+        one picked; ``norm`` does nothing (no final norm)."""
+        take, layers = intermediate_stages(self._feature_layers(), indices, stop_early, output_fmt)
+        x, intermediates = run_stages(x, layers, take)
+        if intermediates_only:
+            return intermediates
+        if len(layers) == len(self.feature_info):
+            x = self.final_conv(x)
+        return x, intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Turn the stages after the last feature map ``indices`` picks into identities (timm keeps their names);
+        when stages go, or when a ``final_conv`` convolution (which never feeds a feature map) goes with
+        ``prune_norm`` or ``prune_head``, ``final_conv`` and the head go, ``num_features`` then the last picked
+        map's width. ``prune_head`` drops the head anyway. Returns the absolute indices."""
+        take = take_indices(len(self.feature_info), indices)
+        last_pick = max(take)
+        has_conv_head = isinstance(self.final_conv, ConvNormAct)
+        prune_end = last_pick < len(self.feature_info) - 1 or ((prune_norm or prune_head) and has_conv_head)
+        for stage in range(last_pick + 1, len(self.feature_info)):
+            setattr(self, f"s{stage}", nn.Identity())
+        if prune_end:
+            self.final_conv = nn.Identity()
+            self.num_features = self.head_hidden_size = self.feature_info[last_pick]["num_chs"]
+        if prune_head or prune_end:
+            self.head.in_features = self.num_features
+            self.reset_classifier(0, "")
+        return take
 
 
 def _create_regnet(variant, pretrained, progress, kwargs, **cfg):

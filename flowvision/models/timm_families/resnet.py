@@ -34,6 +34,7 @@ from functools import partial
 import engine.nn.functional as F
 from engine import nn
 
+from .._features import intermediate_stages, run_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._attention import EcaModule, SEModule
@@ -306,6 +307,10 @@ def _output_width(model, name):
     return width
 
 
+# The stages' names, which timm's checkpoints and feature_info use (feature levels 1 to 4).
+_STAGE_NAMES = ("layer1", "layer2", "layer3", "layer4")
+
+
 class ResNet(nn.Module):
     """timm's ResNet: a stem (one 7x7 or three 3x3 convolutions, norm, ReLU, 3x3/2 max pool), four stages
     ``layer1..4`` of residual blocks (``block``: one class for all, or one per stage), ``global_pool``, dropout and
@@ -448,6 +453,49 @@ class ResNet(nn.Module):
             self.global_pool = SelectAdaptivePool2d(global_pool)
         self.head_hidden_size = self.num_features * self.global_pool.feat_mult()
         self.fc = self._classifier(num_classes)
+
+    def _stages(self):
+        """The four stages ``layer1..4`` in order: feature levels 1 to 4 (level 0 is the stem's activation)."""
+        return [getattr(self, name) for name in _STAGE_NAMES]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """timm's intermediates over the five feature levels of ``feature_info``: the stem's activation (before its
+        pool, stride 2) and the outputs of ``layer1..4``. Returns the maps of the levels ``indices`` picks (None:
+        all, n: the last n, or a list), in level order, and, unless ``intermediates_only``, the last map computed;
+        ``stop_early`` skips the stages after the last level picked (the stem's pool still runs, as in timm).
+        ``norm`` changes nothing: there is no final norm (timm's argument). Only 'NCHW' maps."""
+        levels = [self.act1] + self._stages()
+        take, run = intermediate_stages(levels, indices, stop_early, output_fmt)
+        x = self.conv1(x)
+        x = self.bn1(x)
+        x = self.act1(x)
+        stem_maps = [x] if 0 in take else []
+        x = self.maxpool(x)
+        stage_taps = [i - 1 for i in take if i > 0]
+        x, stage_maps = run_stages(x, run[1:], stage_taps)
+        intermediates = stem_maps + stage_maps
+        return intermediates if intermediates_only else (x, intermediates)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """timm's pruning over the five feature levels (see ``forward_intermediates``): the stages after the last
+        level ``indices`` picks become empty ``nn.Sequential``s (the names ``layer1..4`` stay, as in timm), and the
+        stem's pool an identity when only the stem's level is kept. When stages go, ``num_features`` and
+        ``head_hidden_size`` become the last kept level's width; then, or with ``prune_head``, the classifier and
+        the global pool go (``forward`` gives the feature map). ``prune_norm`` changes nothing: there is no final
+        norm. Returns the absolute indices."""
+        take = take_indices(len(_STAGE_NAMES) + 1, indices)
+        last = max(take)
+        for name in _STAGE_NAMES[last:]:
+            setattr(self, name, nn.Sequential())
+        if last == 0:
+            self.maxpool = nn.Identity()
+        prune_end = last < len(_STAGE_NAMES)
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
 
     def forward_features(self, x):
         """The feature map after the last stage (N, num_features, H/output_stride, W/output_stride)."""

@@ -21,7 +21,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FlatFeatureListNet
+from .._features import FlatFeatureListNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -431,6 +431,67 @@ class ResNetV2(ClassifierHeadApi, nn.Module):
         x = self.stages(x)
         x = self.norm(x)
         return x
+
+    def _stem_tap_position(self):
+        """The position among the stem's children of its feature tap (``feature_info[0]``: the stride 2 convolution,
+        before the stem's pooling)."""
+        stem_names = [name for name, _ in self.stem.named_children()]
+        return stem_names.index(self.feature_info[0]["module"][len("stem."):])
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The feature taps picked by ``indices`` (None: all, n: the last n, or a list; 0 is the stem's stride 2
+        convolution, before its pooling, 1-4 the stages' outputs) and, unless ``intermediates_only``, the final
+        map, through the final norm when the last stage ran. ``norm`` passes the last stage's tap through the final
+        norm; ``stop_early`` skips the stages after the last tap picked (the stem always runs whole)."""
+        take, taps = intermediate_stages(self.feature_info, indices, stop_early, output_fmt)
+        stem_tap = self._stem_tap_position()
+        stem_output = x
+        for position, module in enumerate(self.stem):
+            x = module(x)
+            if position == stem_tap:
+                stem_output = x
+        intermediates = [stem_output] if 0 in take else []
+        stages = list(self.stages)
+        if stop_early:
+            stages = stages[:len(taps) - 1]
+        last_tap = len(self.stages)
+        tap = 0
+        for tap, stage in enumerate(stages, start=1):
+            x = stage(x)
+            if tap in take:
+                intermediates.append(self.norm(x) if norm and tap == last_tap else x)
+        if intermediates_only:
+            return intermediates
+        if tap == last_tap:
+            x = self.norm(x)
+        return x, intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the stages after the last tap ``indices`` picks (for the stem's tap, the stem's pooling too); the
+        final norm goes with ``prune_norm`` or when stages go. When taps go, ``num_features`` and
+        ``head_hidden_size`` become the last kept tap's width and the head is reset to pooled features (as with
+        ``prune_head``). Returns the absolute indices."""
+        take = take_indices(len(self.feature_info), indices)
+        last = max(take)
+        prune_end = last < len(self.stages)
+        if prune_norm or prune_end:
+            self.norm = nn.Identity()
+        self.stages = self.stages[:last]
+        if last == 0:
+            self.stem = self.stem[:self._stem_tap_position() + 1]
+        if prune_end:
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+            self._resize_head(self.num_features)
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
+
+    def _resize_head(self, in_features):
+        """The head's input width set to ``in_features`` (timm's head reset with ``in_features`` after pruning), so
+        that its pooled width and any later classifier follow the pruned features."""
+        self.head.in_features = in_features
+        self.head.num_features = in_features * self.head.global_pool.feat_mult()
 
 
 def _create_resnetv2(variant, pretrained, progress, kwargs, **cfg):

@@ -15,7 +15,7 @@ from math import ceil
 import engine as torch
 from engine import nn
 
-from .._features import FlatFeatureListNet
+from .._features import FlatFeatureListNet, intermediate_stages, run_stages, take_indices
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -167,6 +167,44 @@ class RexNet(ClassifierHeadApi, nn.Module):
         x = self.stem(x)
         x = self.features(x)
         return x
+
+    def _stage_ends(self):
+        """The index in ``features`` of the block ending each ``feature_info`` tap, as timm counts the taps."""
+        return [int(info["module"].split(".")[-1]) for info in self.feature_info]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """timm's intermediate maps: those of the ``feature_info`` taps ``indices`` picks (None: all, n: the last n,
+        or a list; the block outputs before each downsampling and the last block's), in forward order; unless
+        ``intermediates_only``, the last map too. ``stop_early`` skips the blocks after the last tap picked, unless
+        that is the last tap: the final 1x1 convolution after it makes the final features. ``norm`` is accepted
+        for timm's signature: there is no final norm."""
+        stage_ends = self._stage_ends()
+        take, _ = intermediate_stages(stage_ends, indices, stop_early, output_fmt)
+        positions = [stage_ends[i] for i in take]
+        blocks = list(self.features)
+        if stop_early and max(positions) < stage_ends[-1]:
+            blocks = blocks[:max(positions) + 1]
+        x, intermediates = run_stages(self.stem(x), blocks, positions)
+        if intermediates_only:
+            return intermediates
+        return x, intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """As timm does, unless nothing asks for it (the last tap kept, the head and norm too): drop the blocks after
+        the last ``feature_info`` tap ``indices`` picks (the final convolution too) and the classifier;
+        ``num_features`` and ``head_hidden_size`` become the tap's width, the head an unpooled identity. Returns the
+        picked tap indices."""
+        stage_ends = self._stage_ends()
+        take = take_indices(len(stage_ends), indices)
+        last = stage_ends[max(take)]
+        if not (prune_norm or prune_head or last < stage_ends[-1]):
+            return take
+        self.features = nn.Sequential(*list(self.features)[:last + 1])
+        self.num_features = self.head_hidden_size = self.feature_info[max(take)]["num_chs"]
+        self.head.in_features = self.num_features
+        self.reset_classifier(0, "")
+        return take
 
 
 def _create_rexnet(variant, pretrained, progress, **kwargs):

@@ -200,6 +200,32 @@ class Xception(nn.Module):
             return intermediates
         return x, intermediates
 
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop what runs after the last tap ``indices`` picks, as timm does: the later blocks and the exit
+        convolutions become identities, the block after a block tap its opening ReLU (the tap, so the model ends at
+        the activated block output), and ``num_features`` the tap's width; the pooling and classifier go when
+        asked or when taps go. ``prune_norm`` is accepted for timm's signature (there is no final norm). Returns
+        the absolute indices."""
+        take = take_indices(len(self.feature_ends), indices)
+        last = max(take)
+        prune_end = last < len(self.feature_ends) - 1
+        if prune_end:
+            self._prune_after(last)
+        if prune_head or prune_end:
+            self.reset_classifier(0, "")
+        return take
+
+    def _prune_after(self, tap):
+        """Everything after tap ``tap`` (not the last) made an identity, but the ReLU that taps a block output."""
+        num_blocks = self.feature_ends[tap]
+        next_block = getattr(self, f"block{num_blocks + 1}")
+        setattr(self, f"block{num_blocks + 1}", next_block.rep[0] if tap > 0 else nn.Identity())
+        for i in range(num_blocks + 2, self.feature_ends[-1] + 1):
+            setattr(self, f"block{i}", nn.Identity())
+        for name in ("conv3", "bn3", "act3", "conv4", "bn4", "act4"):
+            setattr(self, name, nn.Identity())
+        self.num_features = self.head_hidden_size = self.feature_info[tap]["num_chs"]
+
     def forward_head(self, x, pre_logits=False):
         """Global pooling, dropout in training; then the classifier unless ``pre_logits``."""
         x = self.global_pool(x)

@@ -15,7 +15,7 @@ from functools import partial
 
 from engine import nn
 
-from .._features import FeatureHookNet
+from .._features import FeatureHookNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ...ops.stochastic_depth import StochasticDepth
@@ -105,14 +105,29 @@ class XceptionModule(nn.Module):
             in_chs = out_chs[i]
         self.drop_path = StochasticDepth(drop_path, "row") if drop_path else None
 
-    def forward(self, x):
-        out = self.stack(x)
+    def _residual(self, out, x):
+        """The stack's output ``out`` plus the block input ``x`` (projected where the shape changes), unless
+        ``no_skip``."""
         if self.no_skip:
             return out
         skip = x if self.shortcut is None else self.shortcut(x)
         if self.drop_path is not None:
             out = self.drop_path(out)
         return out + skip
+
+    def forward(self, x):
+        return self._residual(self.stack(x), x)
+
+    def forward_with_tap(self, x):
+        """The block output and its feature tap: the input of the last (strided) separable convolution."""
+        tap = self.stack[:-1](x)
+        return self._residual(self.stack[-1](tap), x), tap
+
+    def prune_to_tap(self):
+        """Drop the last separable convolution and the residual connection: the block then outputs its tap."""
+        self.stack[-1] = nn.Identity()
+        self.shortcut = None
+        self.no_skip = True
 
 
 class PreXceptionModule(nn.Module):
@@ -139,14 +154,30 @@ class PreXceptionModule(nn.Module):
             in_chs = out_chs[i]
         self.drop_path = StochasticDepth(drop_path, "row") if drop_path else None
 
-    def forward(self, x):
-        x = self.norm(x)
-        out = self.stack(x)
+    def _residual(self, out, x):
+        """The stack's output ``out`` plus the normalised input ``x`` (projected where the shape changes), unless
+        ``no_skip``."""
         if self.no_skip:
             return out
         if self.drop_path is not None:
             out = self.drop_path(out)
         return out + self.shortcut(x)
+
+    def forward(self, x):
+        x = self.norm(x)
+        return self._residual(self.stack(x), x)
+
+    def forward_with_tap(self, x):
+        """The block output and its feature tap: the input of the last (strided) separable convolution."""
+        x = self.norm(x)
+        tap = self.stack[:-1](x)
+        return self._residual(self.stack[-1](tap), x), tap
+
+    def prune_to_tap(self):
+        """Drop the last separable convolution and the residual connection: the block then outputs its tap."""
+        self.stack[-1] = nn.Identity()
+        self.shortcut = nn.Identity()
+        self.no_skip = True
 
 
 class XceptionAligned(ClassifierHeadApi, nn.Module):
@@ -205,6 +236,65 @@ class XceptionAligned(ClassifierHeadApi, nn.Module):
         x = self.blocks(x)
         x = self.act(x)
         return x
+
+    def _tap_ends(self):
+        """The block of each ``feature_info`` tap: inside each strided block, then the last block."""
+        return [int(info["module"].split(".")[1]) for info in self.feature_info]
+
+    def forward_intermediates(self, x, indices=None, norm=False, stop_early=False, output_fmt="NCHW",
+                              intermediates_only=False):
+        """The taps of ``feature_info`` picked by ``indices`` (None: all, n: the last n, or a list): inside each
+        strided block, the input of its last (strided) separable convolution, where the stride is still the one
+        before; then the last block's output, before the pre-activation models' final ReLU. Unless
+        ``intermediates_only``, also the last map (through that ReLU when every block ran). ``stop_early`` runs no
+        further than the last tap picked; ``norm`` is accepted for timm's signature (there is no final norm)."""
+        ends = self._tap_ends()
+        take, _ = intermediate_stages(ends, indices, stop_early, output_fmt)
+        blocks = list(self.blocks)[:ends[max(take)] + 1] if stop_early else list(self.blocks)
+        x, intermediates = self._run_blocks(self.stem(x), blocks, ends, take)
+        if intermediates_only:
+            return intermediates
+        if len(blocks) == len(self.blocks):
+            x = self.act(x)
+        return x, intermediates
+
+    @staticmethod
+    def _run_blocks(x, blocks, ends, take):
+        """``x`` through ``blocks``: the last output and the maps of the taps in ``take`` (``ends``: each tap's
+        block; every tap but the last is inside its block)."""
+        last = len(ends) - 1
+        intermediates = []
+        tap = 0
+        for i, block in enumerate(blocks):
+            if tap < last and i == ends[tap]:
+                x, tapped = block.forward_with_tap(x)
+                if tap in take:
+                    intermediates.append(tapped)
+                tap += 1
+            else:
+                x = block(x)
+                if i == ends[last] and last in take:
+                    intermediates.append(x)
+        return x, intermediates
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the blocks after the last tap ``indices`` picks and, when that tap is inside a block, the rest of
+        that block (its last convolution and residual connection) and the final ReLU: the model then ends at the
+        tap, its width the new ``num_features``. The pooling and classifier go when asked or when taps go;
+        ``prune_norm`` is accepted for timm's signature (there is no final norm). Returns the absolute indices."""
+        ends = self._tap_ends()
+        take = take_indices(len(ends), indices)
+        last = max(take)
+        prune_end = last < len(ends) - 1
+        self.blocks = self.blocks[:ends[last] + 1]
+        if prune_end:
+            self.blocks[-1].prune_to_tap()
+            self.act = nn.Identity()
+            self.num_features = self.head_hidden_size = self.feature_info[last]["num_chs"]
+        if prune_head or prune_end:
+            self.head.in_features = self.num_features  # the head's input is now the kept tap, as in timm
+            self.reset_classifier(0, "")
+        return take
 
 
 def _create_xception(variant, pretrained, progress, **kwargs):

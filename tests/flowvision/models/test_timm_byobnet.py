@@ -21,9 +21,9 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import byobnet
 from model_parity import (both_outputs, capture_builder, check_byob_config, check_dropout_only_in_training,
-                          check_feature_maps, check_head_api, check_layout, check_seeded_init, check_train_step,
-                          comparable_config, image_batch, numpy_state, pre_logits, randomize_byobnet,
-                          skip_random_init)
+                          check_feature_maps, check_head_api, check_intermediates, check_layout, check_seeded_init,
+                          check_train_step, comparable_config, image_batch, numpy_state, pre_logits,
+                          randomize_byobnet, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, whose many small ops pay for every thread
@@ -334,6 +334,41 @@ def test_features_only_matches_timm(config, out_indices):
     assert len(outs) == len(refs) == (5 if out_indices is None else 2)
     for out, ref in zip(outs, refs):
         assert_close(out, ref, 1e-5)
+
+
+def check_pruned(reference, ours, x, indices, expected, **kwargs):
+    """``prune_intermediate_layers(indices, **kwargs)`` on both gives the ``expected`` indices, timm's state_dict
+    keys, ``num_features``, ``head_hidden_size`` and outputs on ``x``; returns our output."""
+    assert ours.prune_intermediate_layers(indices, **kwargs) == expected
+    assert reference.prune_intermediate_layers(indices, **kwargs) == expected
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    assert (ours.num_features, ours.head_hidden_size) == (reference.num_features, reference.head_hidden_size)
+    out, ref = both_outputs(reference, ours, x)
+    assert_close(out, ref, 1e-5)
+    return out
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates at timm's feature positions (the quad stem's map before its strided last convolution,
+    each stage's, the last after final_conv or, with exclude_final_conv, before it), picking all, the last n or a
+    list, stopping early; prune_intermediate_layers keeps everything with the head, or cuts the stem at its tap
+    (stages, final_conv, head gone), a stride-1 stage skipped by the feature positions (GENet), and a CLIP
+    attention-pool head replaced by a pass-through one, as timm's do."""
+    x = image_batch(2, 35, 33, seed=20)
+    reference, ours = small_pair("quad_edge", seed=20)
+    for kwargs in (dict(), dict(indices=2, intermediates_only=True), dict(indices=[0, 2], stop_early=True),
+                   dict(indices=[-1], exclude_final_conv=True)):
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    assert check_pruned(reference, ours, x, 1, [4], prune_head=False).shape == (2, 10)
+    assert check_pruned(reference, ours, x, [0], [0]).shape == (2, 8, 18, 17)
+    reference, ours = small_pair("gernet", seed=21)
+    assert check_pruned(reference, ours, x, [-2], [2]).shape == (2, 24, 5, 5)
+    check_intermediates(reference, ours, x, 1e-5, indices=[0, 2])
+    reference, ours = clip_pair(seed=22)
+    assert check_pruned(reference, ours, image_batch(2, 32, 48, seed=22), [1], [1]).shape == (2, 32, 8, 12)
+    assert ours.num_classes == 0 and ours.global_pool == reference.global_pool == ""
 
 
 @pytest.mark.parametrize("stem_type,stem_pool,stem_chs", [("7x7", "maxpool", 16), ("7x7", "", 16),

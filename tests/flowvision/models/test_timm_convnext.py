@@ -15,9 +15,9 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import convnext
-from model_parity import (both_outputs, check_dropout_only_in_training, check_feature_maps, check_layout,
-                          check_seeded_init, check_train_step, conv_and_linear_weights, image_batch, is_timm_family,
-                          numpy_state, pre_logits, randomize_parameters, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_dropout_only_in_training, check_feature_maps, check_intermediates,
+                          check_layout, check_seeded_init, check_train_step, conv_and_linear_weights, image_batch,
+                          is_timm_family, numpy_state, pre_logits, randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -231,6 +231,37 @@ def test_features_only_matches_timm(out_indices):
     # timm's feature model flattens the stem and stages ('stem_0', 'stages_1'); ours keeps the model's names
     ours.load_state_dict({k.replace("_", ".", 1): v for k, v in numpy_state(reference).items()})
     check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=18), 4 if out_indices is None else 2, TOL)
+
+
+def forward_features(model, x):
+    """``model``'s feature map (for ``both_outputs``)."""
+    return model.forward_features(x)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates as timm's (the norm-first head's ``norm_pre`` as the final norm): every stage, the
+    last n, a list (negative from the end) stopping early, the last stage's map normalised, the maps alone.
+    prune_intermediate_layers as timm's: the same indices; cut after stage 1, the features are its map (no
+    ``norm_pre``) and the head goes; with ``prune_head=False`` and the last stage kept, the MLP head's hidden layer
+    stays and the logits are timm's. An NHWC output format is refused."""
+    reference, ours = small_pair("simplenorm_hnf", seed=19)
+    x = image_batch(2, *SIZE, seed=20)
+    for kwargs in ({}, dict(indices=2, norm=True), dict(indices=[0, -3], stop_early=True),
+                   dict(indices=[3], norm=True, intermediates_only=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    assert ours.prune_intermediate_layers([0, 1]) == reference.prune_intermediate_layers([0, 1]) == [0, 1]
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == 16
+    out, expected = both_outputs(reference, ours, x, forward_features)
+    assert out.shape == (2, 16, 6, 5)
+    assert_close(out, expected, TOL)
+    reference, ours = small_pair("linear_mlp", seed=21)
+    assert ours.prune_intermediate_layers(prune_head=False) == reference.prune_intermediate_layers(
+        prune_head=False) == [3]
+    assert ours.head_hidden_size == reference.head_hidden_size == 20
+    out, expected = both_outputs(reference, ours, x)
+    assert_close(out, expected, TOL)
 
 
 def test_too_small_inputs_are_refused():

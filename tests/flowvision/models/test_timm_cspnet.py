@@ -17,8 +17,9 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import cspnet
-from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_head_api, check_layout,
-                          check_train_step, image_batch, numpy_state, randomize_norms, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_head_api,
+                          check_intermediates, check_layout, check_train_step, image_batch, numpy_state,
+                          randomize_norms, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, one BLAS thread on each side
@@ -256,6 +257,40 @@ def test_features_only_matches_timm(monkeypatch):
         for key in ("channels", "reduction", "module_name"):
             assert getattr(ours.feature_info, key)() == getattr(reference.feature_info, key)()
         assert len(ours.feature_info) == taps and list(ours.state_dict()) == list(reference.state_dict())
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates gives timm's taps (the stem's convolution before its pool, then each stage) for all, the
+    last n and listed indices, alone and stopping early; prune_intermediate_layers keeps everything (and the head,
+    ``prune_head=False``) for the last tap, then cuts the stem's pool and the stages for the stem's tap alone, the
+    widths then the stem's and a new classifier sized for them, as timm's; a channels-last output format is
+    refused."""
+    reference, ours = small_pair("csp_bottle_se", seed=8)
+    x = image_batch(2, 35, 33, seed=8)
+    for kwargs in (dict(), dict(indices=2), dict(indices=[0, -1], intermediates_only=True),
+                   dict(indices=[1], stop_early=True), dict(indices=[0], stop_early=True, norm=True)):
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    kept = [0, -1]
+    assert ours.prune_intermediate_layers(kept, prune_head=False) == reference.prune_intermediate_layers(
+        kept, prune_head=False) == [0, 2]
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 10)
+    assert_close(out, ref, 1e-5)
+    assert ours.prune_intermediate_layers([0]) == reference.prune_intermediate_layers([0]) == [0]
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    assert [n for n, _ in ours.stem.named_children()] == ["conv1"] and len(ours.stages) == 0
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features == 8
+    out, ref = both_outputs(reference, ours, x, lambda model, t: model.forward_features(t))
+    assert out.shape == (2, 8, 18, 17)
+    assert_close(out, ref, 1e-5)
+    reference.reset_classifier(5, "avg")
+    ours.reset_classifier(5, "avg")
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 5)
+    assert_close(out, ref, 1e-5)
 
 
 def test_refuses_bad_inputs_and_configurations():

@@ -13,8 +13,8 @@ import flowvision.models as models
 from flowvision.models._features import FeatureListNet
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import dla
-from model_parity import (both_outputs, check_layout, check_structure, check_train_step, image_batch, numpy_state,
-                          pre_logits, randomize_norms, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_intermediates, check_layout, check_structure, check_train_step,
+                          image_batch, numpy_state, pre_logits, randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -188,6 +188,32 @@ def test_features_only_matches_timm(out_indices):
     assert len(outs) == len(refs) == (5 if out_indices is None else 3)
     for out, ref in zip(outs, refs):
         assert_close(out, ref, TOL)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates gives timm's taps (level0 to level5, strides 1 to 32) for all, the last n and listed
+    indices, alone and stopping early; prune_intermediate_layers keeps every level and the head
+    (``prune_head=False``) for the last tap, then replaces the levels after level3 by identities, its width then the
+    features' and the head gone, as timm's; a channels-last output format is refused."""
+    reference, ours = small_pair("basic", seed=18)
+    x = image_batch(2, *SIZE, seed=18)
+    for kwargs in (dict(), dict(indices=3), dict(indices=[0, 2, -1], intermediates_only=True),
+                   dict(indices=[1], stop_early=True, norm=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    kept = [2, -1]
+    assert ours.prune_intermediate_layers(kept, prune_head=False) == reference.prune_intermediate_layers(
+        kept, prune_head=False) == [2, 5]
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 1000)
+    assert_close(out, ref, TOL)
+    assert ours.prune_intermediate_layers([3]) == reference.prune_intermediate_layers([3]) == [3]
+    check_structure(ours, reference)
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features == 16
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 16, 4, 8)
+    assert_close(out, ref, TOL)
 
 
 def test_too_small_inputs_and_bad_arguments_raise():

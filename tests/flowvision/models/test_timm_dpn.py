@@ -14,8 +14,8 @@ import flowvision.models as models
 from flowvision.models._features import FeatureListNet
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import dpn
-from model_parity import (both_outputs, check_layout, check_structure, check_train_step, image_batch, numpy_state,
-                          pre_logits, randomize_norms, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_intermediates, check_layout, check_structure, check_train_step,
+                          image_batch, numpy_state, pre_logits, randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -177,6 +177,34 @@ def test_features_only_matches_timm(out_indices):
     assert len(outs) == len(refs) == (5 if out_indices is None else 2)
     for out, ref in zip(outs, refs):
         assert_close(out, ref, TOL)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates gives timm's taps (the stem's conv block, each stage's last block) for all, the last n
+    and listed indices, alone and stopping early, the last stage's through the final norm with ``norm`` (and the
+    output normed after stopping early there); prune_intermediate_layers keeps every block and the head
+    (``prune_head=False``) but drops the final norm (``prune_norm``), then cuts the blocks after the second stage,
+    its width then the features' and the head gone, as timm's; a channels-last output format is refused."""
+    reference, ours = small_pair("split", seed=18)
+    x = image_batch(2, *SIZE, seed=18)
+    for kwargs in (dict(), dict(indices=2, norm=True), dict(indices=[0, 2], intermediates_only=True),
+                   dict(indices=[-1], stop_early=True, norm=True), dict(indices=[1], stop_early=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    kept = [1, -1]
+    assert ours.prune_intermediate_layers(kept, prune_norm=True, prune_head=False) == (
+        reference.prune_intermediate_layers(kept, prune_norm=True, prune_head=False)) == [1, 4]
+    check_structure(ours, reference)
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 1000)
+    assert_close(out, ref, TOL)
+    assert ours.prune_intermediate_layers([2]) == reference.prune_intermediate_layers([2]) == [2]
+    check_structure(ours, reference)
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features == 140
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 140, 5, 5)
+    assert_close(out, ref, TOL)
 
 
 def test_tiny_inputs_and_bad_arguments():

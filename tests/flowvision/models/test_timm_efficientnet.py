@@ -30,8 +30,8 @@ from flowvision.models.timm_families._attention import GlobalContext
 from flowvision.models.timm_families._conv import create_conv2d
 from flowvision.models.timm_families._efficientnet_blocks import SqueezeExcite
 from flowvision.models.timm_families.efficientnet import EfficientNet, decode_arch_def
-from model_parity import (both_outputs, check_dropout_only_in_training, check_seeded_init, check_structure,
-                          check_train_step, image_batch, is_timm_family, numpy_state, randomize_norms,
+from model_parity import (both_outputs, check_dropout_only_in_training, check_intermediates, check_seeded_init,
+                          check_structure, check_train_step, image_batch, is_timm_family, numpy_state, randomize_norms,
                           randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
@@ -546,3 +546,45 @@ def test_grouped_groupnorm_blur_model_matches_timm():
     reference.double().train()
     ours.double().train()
     check_train_step(reference, ours, image_batch(2, 19, 17, seed=9).astype(np.float64))
+
+
+# For the intermediates: a strided first stage (the stem is a level), a stage that ends no level (the next one keeps
+# the resolution), separable, inverted residual and fused blocks, 8 to 24 channels.
+TAP_ARCH = [
+    ["ds_r1_k3_s2_e1_c8"],
+    ["ir_r1_k3_s2_e2_c16_se0.25"],
+    ["er_r1_k3_s1_e2_c16"],
+    ["ir_r1_k5_s2_e2_c24"],
+]
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates over timm's levels (the stem, each stage before a stride, the last stage; not the
+    stage that ends none) and, with extra_blocks, over the stem and every stage: all, the last n, a list, maps only,
+    stopping early (the head convolution then skipped); an unknown output format refused. prune_intermediate_layers
+    returns timm's indices and leaves timm's blocks, head, widths and outputs (the head kept, and with extra_blocks
+    too)."""
+    args = dict(num_features=32, stem_size=8, num_classes=10)
+    torch.manual_seed(11)
+    reference = timm_efficientnet.EfficientNet(timm_builder.decode_arch_def(TAP_ARCH), act_layer=torch.nn.SiLU,
+                                               **args)
+    randomize_norms(reference, 11).eval()
+    ours = EfficientNet(decode_arch_def(TAP_ARCH), **args)
+    ours.load_state_dict(numpy_state(reference))
+    ours.eval()
+    x = image_batch(2, 35, 33, seed=11)
+    for kwargs in (dict(), dict(indices=2), dict(indices=[0, 2], stop_early=True),
+                   dict(indices=[1], intermediates_only=True), dict(indices=3, extra_blocks=True),
+                   dict(indices=[0, -2], extra_blocks=True, stop_early=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    for indices, kwargs, width in (([1], {}, 8), (None, dict(prune_head=False), 32),
+                                   ([2], dict(extra_blocks=True), 16)):
+        pruned_reference, pruned = copy.deepcopy(reference), copy.deepcopy(ours)
+        taken = pruned.prune_intermediate_layers(indices, **kwargs)
+        assert taken == pruned_reference.prune_intermediate_layers(indices, **kwargs)
+        check_structure(pruned, pruned_reference, types=False)
+        assert pruned.num_features == pruned.head_hidden_size == pruned_reference.head_hidden_size == width
+        out, ref = both_outputs(pruned_reference, pruned, x)
+        assert_close(out, ref, TOL)

@@ -3,6 +3,8 @@ every variant's configuration and layout, seeded initialisation, eval outputs (f
 version, float64 train-mode outputs, gradients and BatchNorm statistics, all with timm's weights loaded; V3's
 re-parameterisation for inference, dropout and the timm API (pre-logits, pooling, reset_classifier, in_chans,
 features_only, list_models)."""
+import copy
+
 import numpy as np
 import pytest
 import timm
@@ -14,8 +16,8 @@ import flowvision.models as models
 from flowvision.models._features import FlatFeatureListNet
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import ghostnet
-from model_parity import (both_outputs, check_layout, check_train_step, image_batch, numpy_state, pre_logits,
-                          randomize_norms, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_intermediates, check_layout, check_train_step, image_batch,
+                          numpy_state, pre_logits, randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -216,6 +218,30 @@ def test_features_only_matches_timm(out_indices):
     outs, refs = both_outputs(reference, ours.eval(), image_batch(2, *SIZE, seed=19))
     assert len(outs) == len(refs) == (3 if out_indices is None else 2)
     for out, ref in zip(outs, refs):
+        assert_close(out, ref, TOL)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates over timm's taps (the stem convolution before its norm, the strided stages' ends): all,
+    the last n, a list, maps only, stopping early (not at the last tap, after which the final ConvBnAct still runs);
+    an unknown output format refused. prune_intermediate_layers returns timm's indices and leaves timm's blocks,
+    stem, head, widths and outputs (cut at a stage, at the stem, and kept whole with the head)."""
+    reference, ours = small_pair("v1", seed=20)
+    x = image_batch(2, *SIZE, seed=20)
+    for kwargs in (dict(), dict(indices=2), dict(indices=[0, 1], stop_early=True),
+                   dict(indices=[-1], stop_early=True), dict(indices=[0], intermediates_only=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    for indices, kwargs, widths in (([1], {}, (12, 12)), ([0], {}, (16, 16)), (None, dict(prune_head=False),
+                                                                               (24, 1280))):
+        pruned_reference, pruned = copy.deepcopy(reference), copy.deepcopy(ours)
+        taken = pruned.prune_intermediate_layers(indices, **kwargs)
+        assert taken == pruned_reference.prune_intermediate_layers(indices, **kwargs)
+        check_tree(pruned, pruned_reference)
+        assert (pruned.num_features, pruned.head_hidden_size) == widths
+        assert (pruned_reference.num_features, pruned_reference.head_hidden_size) == widths
+        out, ref = both_outputs(pruned_reference, pruned, x)
         assert_close(out, ref, TOL)
 
 

@@ -18,8 +18,8 @@ import engine
 import flowvision.models as models
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import hrnet
-from model_parity import (both_outputs, check_feature_maps, check_layout, check_train_step, image_batch, numpy_state,
-                          randomize_norms, skip_random_init)
+from model_parity import (both_outputs, check_feature_maps, check_intermediates, check_layout, check_train_step,
+                          image_batch, numpy_state, randomize_norms, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -230,6 +230,50 @@ def test_features_only_matches_timm(location, out_indices):
     if location == "incre":
         check_train_step(TorchFlat(reference).double().train(), EngineFlat(ours).double().train(),
                          x.astype(np.float64))
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates gives timm's taps (the stem's first map, the four branches through the incre modules)
+    for all, the last n and listed indices, alone and stopping early, with timm's final output (the classification
+    head's map when it all ran, else the branch list, or the stem's map); prune_intermediate_layers keeps the head
+    (``prune_head=False``) for the last tap, drops the later incre modules and the aggregation head and classifier
+    for an earlier branch, and the whole trunk for the stem's tap alone, its width then the stem's, as timm's; a
+    channels-last output format is refused. The stem is 64 wide, where timm's stem tap width (always 64) is right."""
+    config = dict(SMALL, stem_width=64)
+    torch.manual_seed(10)
+    reference = randomize_norms(timm_hrnet.HighResolutionNet(config, num_classes=10), 10).eval()
+    with pytest.MonkeyPatch.context() as patch:
+        skip_random_init(patch)
+        ours = hrnet.HighResolutionNet(**config, num_classes=10)
+    ours.load_state_dict(numpy_state(reference))
+    ours.eval()
+    x = image_batch(2, *SIZE, seed=10)
+    for kwargs in (dict(), dict(indices=2), dict(indices=[0, 2], intermediates_only=True),
+                   dict(indices=[1], stop_early=True, norm=True), dict(indices=[0], stop_early=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    kept = [1, -1]
+    assert ours.prune_intermediate_layers(kept, prune_head=False) == reference.prune_intermediate_layers(
+        kept, prune_head=False) == [1, 4]
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 10)
+    assert_close(out, ref, TOL)
+    assert ours.prune_intermediate_layers([1, 2]) == reference.prune_intermediate_layers([1, 2]) == [1, 2]
+    check_tree(ours, reference)
+    assert len(ours.incre_modules) == 2 and ours.final_layer is None and ours.num_classes == 0
+    check_intermediates(reference, ours, x, TOL, indices=[1, 2])
+    branches, expected = both_outputs(reference, ours, x)
+    assert len(branches) == len(expected) == 4
+    for branch, ref in zip(branches, expected):
+        assert_close(branch, ref, TOL)
+    assert ours.prune_intermediate_layers([0]) == reference.prune_intermediate_layers([0]) == [0]
+    check_tree(ours, reference)
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features == 64
+    check_intermediates(reference, ours, x, TOL, indices=[0])
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 64, 31, 15)
+    assert_close(out, ref, TOL)
 
 
 def test_in_chans_too_small_inputs_and_bad_arguments(tmp_path):

@@ -1,7 +1,8 @@
 """timm's Inception-v4, Inception-ResNet-v2 and Aligned Xception against timm itself: the layout of every variant
 (with and without options), eval numerics of whole models, float64 train-mode outputs, gradients and BatchNorm
 statistics (per block for the fixed-width Inceptions, a small configuration for Xception), stochastic depth and
-dropout, seeded initialisation, and the timm API (pre-logits, reset_classifier, in_chans, features_only)."""
+dropout, seeded initialisation, and the timm API (pre-logits, reset_classifier, in_chans, features_only,
+forward_intermediates and prune_intermediate_layers)."""
 import copy
 from functools import partial
 
@@ -18,8 +19,8 @@ from flowvision.models.timm_families import xception_aligned
 from flowvision.models.timm_families._layers import SelectAdaptivePool2d
 from flowvision.models.timm_families.inception_resnet_v2 import InceptionResnetV2
 from flowvision.models.timm_families.inception_v4 import InceptionV4
-from model_parity import (both_outputs, check_structure, check_train_step, image_batch, numpy_state, randomize_norms,
-                          skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_intermediates, check_structure, check_train_step, image_batch,
+                          numpy_state, randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -287,6 +288,52 @@ def test_features_only_matches_timm_intermediates(name, out_indices):
     for out, ref, channels in zip(outs, refs, ours.feature_info.channels()):
         assert out.shape[1] == channels
         assert_close(to_numpy(out), ref.numpy(), TOL)
+
+
+def check_intermediates_and_pruning(reference, ours, x, prune_to):
+    """timm's ``reference`` and ``ours`` (same weights, eval mode) through timm's intermediates API:
+    forward_intermediates with every tap and the final map (indices None), the last two taps alone (an int,
+    intermediates_only), the first and the third from the end stopping early (a list); NHWC refused. Then
+    prune_intermediate_layers keeping the last tap with prune_head=False leaves the classifier, and pruning to
+    ``prune_to`` gives timm's indices, layout, widths and forward_features (returned, ours)."""
+    check_intermediates(reference, ours, x, TOL)
+    check_intermediates(reference, ours, x, TOL, indices=2, intermediates_only=True)
+    check_intermediates(reference, ours, x, TOL, indices=[0, -3], stop_early=True)
+    with pytest.raises(ValueError, match="output_fmt must be 'NCHW'"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    last = len(ours.feature_info) - 1
+    kept = ours.prune_intermediate_layers([0, -1], prune_head=False)
+    assert kept == reference.prune_intermediate_layers([0, -1], prune_head=False) == [0, last]
+    assert ours.get_classifier().out_features == reference.get_classifier().out_features == ours.num_classes
+    assert ours.prune_intermediate_layers(prune_to) == reference.prune_intermediate_layers(prune_to) == prune_to
+    check_structure(ours, reference)
+    assert ours.num_features == ours.head_hidden_size == reference.num_features == reference.head_hidden_size
+    assert type(ours.get_classifier()).__name__ == "Identity"
+    out, expected = both_outputs(reference, ours, x, lambda m, t: m.forward_features(t))
+    assert out.shape[1] == ours.num_features == ours.feature_info[max(prune_to)]["num_chs"]
+    assert_close(out, expected, TOL)
+    return out
+
+
+@pytest.mark.parametrize("name", ["inception_v4", "inception_resnet_v2"])
+def test_inception_intermediates_and_pruning_match_timm(name):
+    """The full-size Inceptions (they cannot be built smaller; one image at the smallest size): timm's five taps
+    (the stem at strides 2 and 4, the last blocks at strides 8, 16 and 32) and pruning to the first two, after
+    which the model ends at the stride-4 tap (later layers cut or made identities, the head gone)."""
+    reference, ours = _pair(name)
+    del _PAIRS[name]  # pruned below
+    out = check_intermediates_and_pruning(reference, ours, image_batch(1, *SIZES[name], seed=9), [0, 1])
+    assert out.shape[2:] == ((17, 17) if name == "inception_v4" else (15, 15))
+
+
+@pytest.mark.parametrize("preact", [False, True])
+def test_xception_intermediates_and_pruning_match_timm(preact):
+    """A small Aligned Xception: timm's four taps (inside each strided block, the input of its last separable
+    convolution; then the last block's output), and pruning to the second, inside the third block, which then
+    ends there (its last convolution and residual connection dropped, and the later blocks)."""
+    reference, ours = _small_xception_pair(preact)
+    out = check_intermediates_and_pruning(reference, ours, image_batch(2, 23, 21, seed=10), [1])
+    assert out.shape[1:] == (24, 6, 6)
 
 
 def test_output_stride_is_fixed_for_inceptions():

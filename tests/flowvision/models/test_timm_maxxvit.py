@@ -18,8 +18,9 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import maxxvit as mx
 from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_feature_maps,
-                          check_head_api, check_layout, check_seeded_init, check_train_step, features_only_pair,
-                          image_batch, numpy_state, pre_logits, randomize_parameters, skip_random_init)
+                          check_head_api, check_intermediates, check_layout, check_seeded_init, check_train_step,
+                          features_only_pair, image_batch, numpy_state, pre_logits, randomize_parameters,
+                          skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -285,6 +286,39 @@ def test_features_only_matches_timm():
     with engine.no_grad():
         out = [m.numpy() for m in picked.eval()(engine.from_numpy(x))]
     assert np.array_equal(out[0], maps[1]) and np.array_equal(out[1], maps[4])
+
+
+def forward_features(model, x):
+    """``model``'s feature map (for ``both_outputs``)."""
+    return model.forward_features(x)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates as timm's, the stem's map counted as level 0 before the four stages': every level, the
+    last n with the final norm on the last stage's map, a list (negative from the end) stopping early, the stem's
+    map alone. prune_intermediate_layers as timm's: the same indices; cut after stage 1 (level 2), the features are
+    its map (no final norm) and the head goes; with ``prune_head=False`` and every stage kept, the hidden-layer head
+    stays and the logits are timm's. An NHWC output format is refused."""
+    reference, ours = small_pair("coat_rmlp", seed=18)
+    x = batch("coat_rmlp", seed=19)
+    for kwargs in ({}, dict(indices=2, norm=True), dict(indices=[0, -3], stop_early=True),
+                   dict(indices=[0], stop_early=True, intermediates_only=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    assert ours.prune_intermediate_layers([0, 2]) == reference.prune_intermediate_layers([0, 2]) == [0, 2]
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == 16
+    out, expected = both_outputs(reference, ours, x, forward_features)
+    assert out.shape == (2, 16, 8, 12)
+    assert_close(out, expected, TOL)
+    reference, ours = small_pair("maxvit_tf", seed=20)
+    x = batch("maxvit_tf", seed=21)
+    assert ours.prune_intermediate_layers(prune_head=False) == reference.prune_intermediate_layers(
+        prune_head=False) == [4]
+    assert ours.head_hidden_size == reference.head_hidden_size == 12
+    out, expected = both_outputs(reference, ours, x)
+    assert out.shape == (2, 10)
+    assert_close(out, expected, TOL)
 
 
 def test_input_sizes_are_checked():

@@ -14,9 +14,9 @@ from timm.models import metaformer as timm_metaformer
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import metaformer
-from model_parity import (both_outputs, check_dropout_only_in_training, check_feature_maps, check_layout,
-                          check_seeded_init, check_train_step, conv_and_linear_weights, image_batch, is_timm_family,
-                          numpy_state, pre_logits, randomize_parameters, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_dropout_only_in_training, check_feature_maps, check_intermediates,
+                          check_layout, check_seeded_init, check_train_step, conv_and_linear_weights, image_batch,
+                          is_timm_family, numpy_state, pre_logits, randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -240,6 +240,37 @@ def test_features_only_matches_timm(out_indices):
     # timm's feature model flattens the stages ('stages_1'); ours keeps the model's names
     ours.load_state_dict({k.replace("stages_", "stages."): v for k, v in numpy_state(reference).items()})
     check_feature_maps(reference, ours, image_batch(2, *SIZE, seed=18), 4 if out_indices is None else 2, TOL)
+
+
+def forward_features(model, x):
+    """``model``'s feature map (for ``both_outputs``)."""
+    return model.forward_features(x)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates as timm's (no final norm outside the head: ``norm`` changes nothing): every stage, the
+    last n, a list (negative from the end) stopping early, the maps alone. prune_intermediate_layers as timm's: the
+    same indices; cut after stage 2, the features are its map and the head (MLP, norm, pooling) goes; with
+    ``prune_head=False`` and every stage kept, the logits are timm's. An NHWC output format is refused."""
+    reference, ours = small_pair("convformer", seed=19)
+    x = image_batch(2, *SIZE, seed=20)
+    for kwargs in ({}, dict(indices=2, norm=True), dict(indices=[0, -3], stop_early=True),
+                   dict(indices=[3], intermediates_only=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    assert ours.prune_intermediate_layers([-2]) == reference.prune_intermediate_layers([-2]) == [2]
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == 24
+    assert [n for n, _ in ours.head.named_modules()] == [n for n, _ in reference.head.named_modules()]
+    out, expected = both_outputs(reference, ours, x, forward_features)
+    assert out.shape == (2, 24, 3, 3)
+    assert_close(out, expected, TOL)
+    reference, ours = small_pair("poolformer", seed=21)
+    assert ours.prune_intermediate_layers(4, prune_head=False) == reference.prune_intermediate_layers(
+        4, prune_head=False) == [0, 1, 2, 3]
+    out, expected = both_outputs(reference, ours, x)
+    assert out.shape == (2, 10)
+    assert_close(out, expected, TOL)
 
 
 def test_too_small_inputs_are_refused():

@@ -16,7 +16,8 @@ import engine
 import flowvision.models as models
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import convmixer, mlp_mixer
-from model_parity import both_outputs, capture_builder, check_train_step, image_batch, numpy_state, pre_logits, to_numpy
+from model_parity import (both_outputs, capture_builder, check_intermediates, check_train_step, image_batch,
+                          numpy_state, pre_logits, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -272,6 +273,47 @@ def test_features_only():
             assert_close(to_numpy(o), to_numpy(e), TOL)
     with pytest.raises(ValueError, match="features_only"):
         mlp_mixer.gmlp_s16_224(features_only=True)
+
+
+def forward_features(model, x):
+    """``model``'s features (for ``both_outputs``)."""
+    return model.forward_features(x)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates as timm's. The Mixer: every block's tokens as maps of the 5x5 patch grid, the last n
+    each through the final norm, a list (negative from the end) stopping early as token sequences ('NLC'), the maps
+    alone; an NHWC output format is refused. ConvMixer (no final norm): every layer's map, the last n, the first
+    layer's alone stopping early. prune_intermediate_layers as timm's: the same indices, the later blocks dropped,
+    the norm when asked and the head when asked (``num_features`` unchanged), the pruned features and logits
+    timm's."""
+    ref, ours, size = small_pair("mixer", seed=16)
+    x = image_batch(2, size, size, seed=17)
+    for kwargs in ({}, dict(indices=1, norm=True), dict(indices=[-2], stop_early=True, output_fmt="NLC"),
+                   dict(indices=[0, 1], intermediates_only=True)):
+        check_intermediates(ref, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    assert ours.prune_intermediate_layers([0], prune_norm=True) == ref.prune_intermediate_layers(
+        [0], prune_norm=True) == [0]
+    assert ours.num_features == ref.num_features == 32
+    out, expected = both_outputs(ref, ours, x, forward_features)
+    assert out.shape == (2, 25, 32)
+    assert_close(out, expected, TOL)
+    ref, ours, size = small_pair("convmixer_relu", seed=18)
+    x = image_batch(2, size, size, seed=19)
+    for kwargs in ({}, dict(indices=1, norm=True), dict(indices=[0], stop_early=True, intermediates_only=True)):
+        check_intermediates(ref, ours, x, TOL, **kwargs)
+    assert ours.prune_intermediate_layers([0], prune_head=False) == ref.prune_intermediate_layers(
+        [0], prune_head=False) == [0]
+    out, expected = both_outputs(ref, ours, x)
+    assert out.shape == (2, 1000)
+    assert_close(out, expected, TOL)
+    assert ours.prune_intermediate_layers([-1]) == ref.prune_intermediate_layers([-1]) == [0]
+    assert ours.num_features == ours.head_hidden_size == ref.head_hidden_size == 24
+    out, expected = both_outputs(ref, ours, x)
+    assert out.shape == (2, 24, 5, 5)
+    assert_close(out, expected, TOL)
 
 
 def test_mixer_refuses_other_image_sizes():

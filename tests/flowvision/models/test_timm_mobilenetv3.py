@@ -2,8 +2,10 @@
 configuration as its entrypoint hands it over (those without weights too), the layout and seeded initialisation
 of whole models and of a small model with every block kind (depthwise-separable, inverted residual, conv, fused,
 the four universal inverted bottlenecks, multi-query attention with and without key/value downsampling); float32
-eval outputs with both anti-aliasing layers and TensorFlow padding; float64 train-mode outputs, gradients and BatchNorm statistics; drop
-path and dropout; and the timm API (pre-logits, reset_classifier, in_chans, features_only, list_models)."""
+eval outputs with both anti-aliasing layers and TensorFlow padding; float64 train-mode outputs, gradients and
+BatchNorm statistics; drop path and dropout; the timm API (pre-logits, reset_classifier, in_chans, features_only,
+list_models); forward_intermediates and prune_intermediate_layers."""
+import copy
 import inspect
 from functools import partial
 
@@ -21,8 +23,8 @@ from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import mobilenetv3
 from flowvision.models.timm_families._efficientnet_blocks import SqueezeExcite, decode_arch_def, round_channels
 from flowvision.models.timm_families.mobilenetv3 import MobileNetV3
-from model_parity import (both_outputs, check_structure, check_train_step, image_batch, is_timm_family, numpy_state,
-                          randomize_norms, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_intermediates, check_structure, check_train_step, image_batch,
+                          is_timm_family, numpy_state, randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -307,3 +309,47 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError, match="aa_layer"):
         MobileNetV3(decode_arch_def(SMALL_ARCH), aa_layer="bogus")
     assert round_channels(72 * 0.25) == 24 and SqueezeExcite(72, 0.25).conv_reduce.out_channels == 18
+
+
+# For the intermediates: a strided first stage (the stem is a level), a universal inverted bottleneck's stage that
+# ends no level (the next one keeps the resolution), separable, inverted residual, fused and conv blocks, 8 to 24
+# channels.
+TAP_ARCH = [
+    ["ds_r1_k3_s2_e1_c8"],
+    ["ir_r1_k3_s2_e2_c16"],
+    ["uir_r1_a3_k5_s1_e2_c16"],
+    ["er_r1_k3_s2_e2_c24", "cn_r1_k1_s1_c24"],
+]
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates over timm's levels (the stem, each stage before a stride, the last stage; not the
+    stage that ends none) and, with extra_blocks, over the stem and every stage: all, the last n, a list, maps only,
+    stopping early (maps only, as timm asks); an unknown output format refused. prune_intermediate_layers returns
+    timm's indices and leaves timm's blocks, efficient head, widths and outputs (the head kept, and with
+    extra_blocks too)."""
+    args = dict(num_features=32, stem_size=8, num_classes=10)
+    torch.manual_seed(12)
+    reference = randomize_norms(timm_mnv3.MobileNetV3(timm_builder.decode_arch_def(TAP_ARCH), **args), 12).eval()
+    ours = MobileNetV3(decode_arch_def(TAP_ARCH), **args)
+    ours.load_state_dict(numpy_state(reference))
+    ours.eval()
+    x = image_batch(2, 35, 33, seed=12)
+    for kwargs in (dict(), dict(indices=2), dict(indices=[0, 2], stop_early=True, intermediates_only=True),
+                   dict(indices=3, extra_blocks=True),
+                   dict(indices=[0, -2], extra_blocks=True, stop_early=True, intermediates_only=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    with pytest.raises(ValueError, match="intermediates_only"):
+        ours.forward_intermediates(engine.from_numpy(x), stop_early=True)
+    for indices, kwargs, widths in (([2], {}, (16, 16)), (None, dict(prune_head=False), (24, 32)),
+                                    ([3], dict(extra_blocks=True), (16, 16))):
+        pruned_reference, pruned = copy.deepcopy(reference), copy.deepcopy(ours)
+        taken = pruned.prune_intermediate_layers(indices, **kwargs)
+        assert taken == pruned_reference.prune_intermediate_layers(indices, **kwargs)
+        check_structure(pruned, pruned_reference, types=False)
+        assert (pruned.num_features, pruned.head_hidden_size) == widths
+        assert (pruned_reference.num_features, pruned_reference.head_hidden_size) == widths
+        out, ref = both_outputs(pruned_reference, pruned, x)
+        assert_close(out, ref, TOL)

@@ -4,7 +4,9 @@ models (pooling options, pre-logits, reset_classifier, head dropout); a narrow N
 seeded initialisation, eval outputs at an odd size with one input channel, the feature taps of
 forward_intermediates and features_only); the cells of NASNet and PNASNet (whose class fixes its widths) and
 the blocks of Xception (likewise) alone at narrow widths, chained as their models chain them (seeded
-initialisation, Xception's He-normal init, eval outputs, float64 train steps); bad arguments and list_models."""
+initialisation, Xception's He-normal init, eval outputs, float64 train steps); timm's forward_intermediates and
+prune_intermediate_layers on the narrow NASNet, a full-size Xception and the first cells of a full-size PNASNet;
+bad arguments and list_models."""
 import importlib
 from functools import partial
 
@@ -20,8 +22,9 @@ import engine
 import flowvision.models as models
 from flowvision.models._features import FeatureBodyNet
 from flowvision.models.timm_families import nasnet, pnasnet, xception
-from model_parity import (both_outputs, capture_builder, check_layout, check_seeded_init, check_structure,
-                          check_train_step, image_batch, numpy_state, randomize_norms, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_intermediates, check_layout, check_seeded_init,
+                          check_structure, check_train_step, image_batch, numpy_state, randomize_norms,
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 # timm.models.xception is, as an attribute of timm.models, the deprecated 'xception' entrypoint
@@ -254,6 +257,87 @@ def test_xception_blocks_match_timm():
     assert out.shape == (2, 32, 5, 5)
     assert_close(out, expected, TOL)
     check_train_step(reference.double().train(), ours.double().train(), x.astype(np.float64))
+
+
+def check_pruning(reference, ours, x, prune_to):
+    """prune_intermediate_layers on timm's ``reference`` and ``ours`` (same weights, eval mode): keeping the last
+    tap with prune_head=False leaves the classifier; pruning to ``prune_to`` gives timm's indices and layout, drops
+    the head, and gives timm's forward_features, as wide as the new ``num_features`` (returned, ours)."""
+    kept = ours.prune_intermediate_layers([0, -1], prune_head=False)
+    assert kept == reference.prune_intermediate_layers([0, -1], prune_head=False) == [0, 4]
+    assert ours.get_classifier().out_features == reference.get_classifier().out_features == ours.num_classes
+    assert ours.prune_intermediate_layers(prune_to) == reference.prune_intermediate_layers(prune_to) == prune_to
+    check_structure(ours, reference)
+    assert isinstance(ours.get_classifier(), engine.nn.Identity)
+    out, expected = both_outputs(reference, ours, x, lambda m, t: m.forward_features(t))
+    assert out.shape[1] == ours.num_features == ours.head_hidden_size
+    assert_close(out, expected, TOL)
+    return out
+
+
+def check_full_intermediates(reference, ours, x):
+    """forward_intermediates of timm's ``reference`` and ``ours`` (same weights, eval mode): every tap and the
+    final map (indices None), the last two taps alone (an int, intermediates_only), the first and the third from
+    the end stopping early (a list; the final map is then that tap); NHWC refused."""
+    check_intermediates(reference, ours, x, TOL)
+    check_intermediates(reference, ours, x, TOL, indices=2, intermediates_only=True)
+    check_intermediates(reference, ours, x, TOL, indices=[0, -3], stop_early=True)
+    with pytest.raises(ValueError, match="output_fmt must be 'NCHW'"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+
+
+def test_nasnet_intermediates_and_pruning_match_timm():
+    """The narrow NASNet-A: timm's five taps (the stem; the activated outputs of cell_stem_0, cell_5 and cell_11;
+    the final ReLU), then pruning to the second and third: the cells after cell_5 go (None, as in timm) and the
+    model ends at cell_5's activated output, 48 channels (timm's num_features there is the full-size model's,
+    from its feature_info)."""
+    torch.manual_seed(20)
+    reference = randomize_norms(timm_nasnet.NASNetALarge(**SMALL_NASNET, num_classes=3), 20).eval()
+    ours = nasnet.NASNetALarge(**SMALL_NASNET, num_classes=3)
+    ours.load_state_dict(numpy_state(reference))
+    x = image_batch(2, 19, 17, seed=21)
+    check_full_intermediates(reference, ours.eval(), x)
+    out = check_pruning(reference, ours, x, [1, 2])
+    assert out.shape[1:] == (48, 3, 2) and reference.num_features == 1008 and out.min() == 0
+    assert ours.cell_6 is None and reference.cell_6 is None
+
+
+def test_xception_intermediates_and_pruning_match_timm(monkeypatch):
+    """The full-size Xception (its widths are fixed): timm's five taps (the stem; the activated outputs of block1,
+    block2 and block11, as the ReLU opening the next block; the final ReLU), then pruning to the first and third:
+    block3 becomes its opening ReLU, the later blocks and the exit convolutions identities."""
+    torch.manual_seed(22)
+    reference = randomize_norms(timm_xception.Xception(num_classes=3), 22).eval()
+    skip_random_init(monkeypatch)
+    ours = xception.Xception(num_classes=3)
+    ours.load_state_dict(numpy_state(reference))
+    x = image_batch(2, 19, 17, seed=23)
+    check_full_intermediates(reference, ours.eval(), x)
+    out = check_pruning(reference, ours, x, [0, 2])
+    assert out.shape[1:] == (256, 2, 2) and ours.num_features == reference.num_features
+    assert type(ours.block3).__name__ == "ReLU" and out.min() == 0
+
+
+def test_pnasnet_intermediates_and_pruning_match_timm(monkeypatch):
+    """PNASNet-5 Large, whose widths are fixed, at full size but with random weights in its first seven layers
+    only (up to cell_3; timm's model made on the meta device, the rest left empty): timm's first three taps (the
+    stem; the activated outputs of cell_stem_0 and cell_3), stopping early; then pruning to them: the later
+    cells go, and the model ends at cell_3's activated output, timm's 1080 channels."""
+    with torch.device("meta"):
+        reference = timm_pnasnet.PNASNet5Large(num_classes=3, pad_type="same")
+    reference.to_empty(device="cpu")
+    skip_random_init(monkeypatch)
+    ours = pnasnet.PNASNet5Large(num_classes=3, pad_type="same")
+    for name in ours.layer_names[:7]:
+        layer = randomize_parameters(reference.get_submodule(name), 24, norms=True)
+        getattr(ours, name).load_state_dict(numpy_state(layer))
+    reference.eval()
+    x = image_batch(2, 19, 17, seed=25)
+    check_intermediates(reference, ours.eval(), x, TOL, indices=[0, 1, -3], stop_early=True)
+    check_intermediates(reference, ours, x, TOL, indices=[1], stop_early=True, intermediates_only=True)
+    out = check_pruning(reference, ours, x, [0, 1, 2])
+    assert out.shape[1:] == (1080, 3, 2) and ours.num_features == reference.num_features
+    assert ours.layer_names == reference.layer_names and ours.cell_4 is None
 
 
 def test_bad_arguments():

@@ -18,8 +18,9 @@ import engine
 import flowvision.models as models
 from flowvision.models._features import FlatFeatureListNet
 from flowvision.models.timm_families import nfnet
-from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_layout, check_train_step,
-                          image_batch, numpy_state, pre_logits, skip_random_init, to_numpy)
+from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_intermediates,
+                          check_layout, check_train_step, image_batch, numpy_state, pre_logits, skip_random_init,
+                          to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); many small ops, so one BLAS thread on each side
@@ -247,6 +248,35 @@ def test_features_only_matches_timm(name, config, out_indices):
     assert len(outs) == len(refs) == (5 if out_indices is None else 2)
     for out, ref in zip(outs, refs):
         assert_close(out, ref, TOL)
+
+
+def check_pruned(reference, ours, x, indices, expected, **kwargs):
+    """``prune_intermediate_layers(indices, **kwargs)`` on both gives the ``expected`` indices, timm's state_dict
+    keys, ``num_features``, ``head_hidden_size`` and outputs on ``x``; returns our output."""
+    assert ours.prune_intermediate_layers(indices, **kwargs) == expected
+    assert reference.prune_intermediate_layers(indices, **kwargs) == expected
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    assert (ours.num_features, ours.head_hidden_size) == (reference.num_features, reference.head_hidden_size)
+    out, ref = both_outputs(reference, ours, x)
+    assert_close(out, ref, TOL)
+    return out
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates gives timm's five maps (the deep stem's penultimate convolution's, each stage's, the
+    last after final_conv and before the final activation), picking all, the last n or a list, stopping early;
+    prune_intermediate_layers keeps everything with the head, or cuts the stem after its tap (stages, final_conv,
+    the final activation and the head gone), as timm's does."""
+    x = image_batch(2, *SIZE, seed=20)
+    reference, ours = small_pair("eca", seed=20)
+    for kwargs in (dict(), dict(indices=2, intermediates_only=True), dict(indices=[0, 3], stop_early=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    assert check_pruned(reference, ours, x, 1, [4], prune_head=False).shape == (2, 10)
+    assert check_pruned(reference, ours, x, [-3, 0], [2, 0]).shape == (2, 32, 4, 4)
+    check_intermediates(reference, ours, x, TOL, indices=[0, 2])
+    assert check_pruned(reference, ours, x, [0], [0]).shape == (2, 8, 15, 14)
 
 
 def test_one_pixel_inputs_and_bad_arguments():

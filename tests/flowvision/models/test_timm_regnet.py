@@ -18,8 +18,8 @@ import torch
 import engine
 import flowvision.models as models
 from flowvision.models.timm_families import regnet
-from model_parity import (both_outputs, check_dropout_only_in_training, check_head_api, check_layout, check_train_step,
-                          image_batch, numpy_state, randomize_norms, skip_random_init)
+from model_parity import (both_outputs, check_dropout_only_in_training, check_head_api, check_intermediates,
+                          check_layout, check_train_step, image_batch, numpy_state, randomize_norms, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, whose many small ops pay for every thread
@@ -251,6 +251,35 @@ def test_features_only_matches_timm():
         assert len(outs) == len(refs) == (5 if out_indices is None else 2)
         for out, ref in zip(outs, refs):
             assert_close(out, ref, 1e-5)
+
+
+def check_pruned(reference, ours, x, indices, expected, **kwargs):
+    """``prune_intermediate_layers(indices, **kwargs)`` on both gives the ``expected`` indices, timm's state_dict
+    keys, ``num_features``, ``head_hidden_size`` and outputs on ``x``; returns our output."""
+    assert ours.prune_intermediate_layers(indices, **kwargs) == expected
+    assert reference.prune_intermediate_layers(indices, **kwargs) == expected
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    assert (ours.num_features, ours.head_hidden_size) == (reference.num_features, reference.head_hidden_size)
+    out, ref = both_outputs(reference, ours, x)
+    assert_close(out, ref, 1e-5)
+    return out
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates gives timm's five maps (the stem's, then each stage's before the head convolution,
+    which only the final map passes through), picking all, the last n or a list, stopping early;
+    prune_intermediate_layers keeps everything with the head, drops the head convolution with the head (the
+    features never use it), then turns the later stages into identities, as timm's does."""
+    x = image_batch(2, 35, 33, seed=20)
+    reference, ours = small_pair("z_head_conv", seed=20)
+    for kwargs in (dict(), dict(indices=3, intermediates_only=True), dict(indices=[0, 2], stop_early=True)):
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    assert check_pruned(reference, ours, x, 1, [4], prune_head=False).shape == (2, 10)
+    assert check_pruned(reference, ours, x, 1, [4]).shape == (2, 64, 2, 2)
+    assert check_pruned(reference, ours, x, [1, -3], [1, 2]).shape == (2, 16, 5, 5)
+    check_intermediates(reference, ours, x, 1e-5, indices=[0, 2])
 
 
 def test_refuses_bad_configurations():

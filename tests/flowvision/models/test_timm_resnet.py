@@ -14,8 +14,8 @@ import engine
 from flowvision.models import list_models
 from flowvision.models._helpers import adapt_input_conv
 from flowvision.models.timm_families import resnet
-from model_parity import (backward_both, both_outputs, check_layout, check_resnet_drop_path, image_batch, numpy_state,
-                          randomize_norms, skip_random_init)
+from model_parity import (backward_both, both_outputs, check_intermediates, check_layout, check_resnet_drop_path,
+                          image_batch, numpy_state, randomize_norms, skip_random_init)
 from op_check import assert_close
 
 NAMES = ["resnet10t", "resnet14t", "resnet18d", "resnet26", "resnet26d", "resnet26t", "resnet34d", "resnet50d",
@@ -252,3 +252,25 @@ def test_features_only_matches_timm():
     some = resnet.resnet10t(features_only=True, out_indices=(1, 3))
     assert some.feature_info.reduction() == [4, 16]
     assert "layer4" not in dict(some.named_children())
+
+
+def test_intermediates_and_pruning_match_timm(one_thread):
+    """forward_intermediates over timm's five levels (the stem's activation, then layer1..4): all, the last n alone
+    (``norm`` a no-op), a list stopping early, the stem's level alone stopping early (after the stem's pool); an
+    NHWC request refused; then prune_intermediate_layers on both, keeping all (the head too), up to layer2, then the
+    stem alone: the same indices, outputs (the unpooled map once the head goes), num_features and head_hidden_size."""
+    reference, ours = _small_pair("tiered_avgdown_se_grouped", seed=8)
+    x = image_batch(2, 35, 33, seed=8)
+    for kwargs in (dict(), dict(indices=2, norm=True, intermediates_only=True), dict(indices=[0, -2], stop_early=True),
+                   dict(indices=[0], stop_early=True)):
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    for indices, prune_head, width in ((4, False, 128), ([1, -3], True, 64), ([0], True, 16)):
+        kept = ours.prune_intermediate_layers(indices, prune_head=prune_head)
+        assert kept == reference.prune_intermediate_layers(indices, prune_head=prune_head)
+        assert ours.num_features == reference.num_features == width
+        assert ours.head_hidden_size == reference.head_hidden_size
+        out, ref = both_outputs(reference, ours, x)
+        assert out.shape == ref.shape
+        assert_close(out, ref, 1e-5)

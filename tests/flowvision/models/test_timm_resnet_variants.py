@@ -28,9 +28,9 @@ import engine
 from flowvision.models import list_models
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import res2net, resnest, resnet, sknet
-from model_parity import (backward_both, both_outputs, capture_builder, check_empty_batch, check_layout,
-                          check_resnet_drop_path, check_train_step, image_batch, numpy_state, randomize_norms,
-                          skip_random_init)
+from model_parity import (backward_both, both_outputs, capture_builder, check_empty_batch, check_intermediates,
+                          check_layout, check_resnet_drop_path, check_train_step, image_batch, numpy_state,
+                          randomize_norms, skip_random_init)
 from op_check import assert_close
 
 FAMILIES = {
@@ -519,4 +519,18 @@ def test_pruned_head_and_features_match_timm(monkeypatch):
     outs, refs = both_outputs(maps, ours.eval(), x)
     assert len(outs) == len(refs) == 5
     for out, ref in zip(outs, refs):
+        assert_close(out, ref, 1e-5)
+
+
+def test_intermediates_and_pruning_match_timm(one_thread):
+    """forward_intermediates and prune_intermediate_layers (the ResNet class's, tested in full in test_timm_resnet.py)
+    on a pruned network, whose kept width comes from its narrowed feature_info, and on Res2NeXt blocks: the stem's
+    and layer2's maps stopping early, then pruning after layer2 gives timm's indices, widths and feature map."""
+    x = image_batch(2, 23, 23, seed=9)
+    for reference, ours in (_resnet_pair("pruned_eca_deep", seed=9), _small_pair("res2next_3s_deep", seed=9)):
+        check_intermediates(reference, ours, x, 1e-5, indices=[0, 2], stop_early=True)
+        assert ours.prune_intermediate_layers([1, 2]) == reference.prune_intermediate_layers([1, 2]) == [1, 2]
+        assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features
+        out, ref = both_outputs(reference, ours, x)
+        assert out.shape == ref.shape
         assert_close(out, ref, 1e-5)

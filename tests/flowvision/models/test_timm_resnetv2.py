@@ -22,8 +22,8 @@ import flowvision.models as models
 from flowvision.models._features import FlatFeatureListNet
 from flowvision.models.timm_families import resnetv2
 from flowvision.models.timm_families._layers import BatchNormAct2d
-from model_parity import (both_outputs, capture_builder, check_layout, check_train_step, image_batch, numpy_state,
-                          skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_intermediates, check_layout, check_train_step,
+                          image_batch, numpy_state, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); many small ops, so one BLAS thread on each side
@@ -295,6 +295,41 @@ def test_features_only_matches_timm():
         assert len(outs) == len(refs) == len(out_indices)
         for out, ref in zip(outs, refs):
             assert_close(out, ref, 1e-5)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates gives timm's taps (the deep stem's last convolution before its pool, then the stages,
+    the last one dilated) for all, the last n and listed indices, alone and stopping early, the last stage's through
+    the final norm with ``norm``; prune_intermediate_layers keeps every stage and the head (``prune_head=False``) but
+    drops the final norm (``prune_norm``), then cuts the stem's pool and the stages for the stem's tap alone, the
+    widths then the stem's and a new classifier sized for them, as timm's; a channels-last output format is
+    refused."""
+    reference, ours = small_pair("basic_d_os16", seed=8)
+    x = image_batch(2, 35, 33, seed=8)
+    for kwargs in (dict(), dict(indices=2, norm=True), dict(indices=[0, -1], intermediates_only=True, norm=True),
+                   dict(indices=[1], stop_early=True), dict(indices=[-1], stop_early=True, norm=True)):
+        check_intermediates(reference, ours, x, 1e-5, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    kept = [0, -1]
+    assert ours.prune_intermediate_layers(kept, prune_norm=True, prune_head=False) == (
+        reference.prune_intermediate_layers(kept, prune_norm=True, prune_head=False)) == [0, 4]
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 10)
+    assert_close(out, ref, 1e-5)
+    assert ours.prune_intermediate_layers([0]) == reference.prune_intermediate_layers([0]) == [0]
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    assert list(ours.stem.named_children())[-1][0] == "conv3" and len(ours.stages) == 0
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features == 16
+    out, ref = both_outputs(reference, ours, x, lambda model, t: model.forward_features(t))
+    assert out.shape == (2, 16, 18, 17)
+    assert_close(out, ref, 1e-5)
+    reference.reset_classifier(5, "avg")
+    ours.reset_classifier(5, "avg")
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (2, 5)
+    assert_close(out, ref, 1e-5)
 
 
 def test_refuses_bad_configurations():

@@ -3,6 +3,8 @@ every variant's configuration and layout, seeded initialisation, eval outputs (f
 squeeze-and-excitation with BatchNorm, partial shortcuts, rounded widths as in every rexnetr, dilation), float64
 train-mode outputs, gradients and BatchNorm statistics, all with timm's weights loaded; stochastic depth and dropout,
 and the timm API (pre-logits, pooling, reset_classifier, in_chans, features_only, list_models)."""
+import copy
+
 import numpy as np
 import pytest
 import timm
@@ -13,8 +15,8 @@ import engine
 import flowvision.models as models
 from flowvision.models._features import FlatFeatureListNet
 from flowvision.models.timm_families import rexnet
-from model_parity import (both_outputs, check_layout, check_structure, check_train_step, image_batch, numpy_state,
-                          pre_logits, randomize_norms, skip_random_init, to_numpy)
+from model_parity import (both_outputs, check_intermediates, check_layout, check_structure, check_train_step,
+                          image_batch, numpy_state, pre_logits, randomize_norms, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -172,6 +174,29 @@ def test_features_only_matches_timm(out_indices):
     outs, refs = both_outputs(reference, ours.eval(), image_batch(2, *SIZE, seed=15))
     assert len(outs) == len(refs) == (5 if out_indices is None else 2)
     for out, ref in zip(outs, refs):
+        assert_close(out, ref, TOL)
+
+
+def test_forward_intermediates_and_pruning_match_timm():
+    """forward_intermediates over timm's taps (the block before each downsampling, the last block): all, the last
+    n, a list, maps only, stopping early (not at the last tap, after which the final convolution still runs); an
+    unknown output format refused. prune_intermediate_layers returns timm's indices and leaves timm's blocks, head,
+    widths and outputs (cut at a tap, and kept whole with the head)."""
+    reference, ours = small_pair(seed=21)
+    x = image_batch(2, *SIZE, seed=21)
+    for kwargs in (dict(), dict(indices=2), dict(indices=[0, 2], stop_early=True),
+                   dict(indices=[-1], stop_early=True), dict(indices=[1], intermediates_only=True)):
+        check_intermediates(reference, ours, x, TOL, **kwargs)
+    with pytest.raises(ValueError, match="output_fmt"):
+        ours.forward_intermediates(engine.from_numpy(x), output_fmt="NHWC")
+    for indices, kwargs, widths in (([1, 3], {}, (29, 29)), (None, dict(prune_head=False), (640, 640))):
+        pruned_reference, pruned = copy.deepcopy(reference), copy.deepcopy(ours)
+        taken = pruned.prune_intermediate_layers(indices, **kwargs)
+        assert taken == pruned_reference.prune_intermediate_layers(indices, **kwargs)
+        check_structure(pruned, pruned_reference, types=False)
+        assert (pruned.num_features, pruned.head_hidden_size) == widths
+        assert (pruned_reference.num_features, pruned_reference.head_hidden_size) == widths
+        out, ref = both_outputs(pruned_reference, pruned, x)
         assert_close(out, ref, TOL)
 
 
