@@ -22,7 +22,7 @@ from functools import partial
 import engine as torch
 from engine import nn
 
-from .._features import intermediate_stages, take_indices
+from .._features import FeatureGetterNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import MeanTokenHeadApi, Mlp, PatchEmbed, drop_path_module, pair
@@ -269,6 +269,8 @@ class MlpMixer(MeanTokenHeadApi, nn.Module):
     """
 
     default_cfg = {"first_conv": "stem.proj", "classifier": "head"}
+    # features_only: the blocks' tokens as (N, C, H, W) maps of the patch grid, through forward_intermediates
+    feature_wrapper = FeatureGetterNet
     _check_pool = staticmethod(_check_pool)
 
     def __init__(self, num_classes=1000, img_size=224, in_chans=3, patch_size=16, num_blocks=8, embed_dim=512,
@@ -347,13 +349,10 @@ class MlpMixer(MeanTokenHeadApi, nn.Module):
             self.reset_classifier(0, "")
         return take
 
+
 def _create_mixer(variant, pretrained, progress, **kwargs):
-    """Build a registered variant. ``features_only`` is refused: timm reshapes the blocks' tokens into maps
-    (its feature getter), which ``FeatureListNet``, returning each block's output as it is, cannot."""
-    if kwargs.get("features_only"):
-        raise ValueError(f"features_only is not supported for {variant}: its blocks return token sequences "
-                         "(N, patches, C), and timm's feature maps (N, C, H, W) need a reshape that "
-                         "FeatureListNet does not do")
+    """Build a registered variant; ``features_only`` gives timm's getter maps, the last three blocks' unless
+    ``out_indices`` says otherwise."""
     return build_model(MlpMixer, variant, pretrained, progress=progress, **kwargs)
 
 

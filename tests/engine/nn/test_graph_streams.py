@@ -109,10 +109,10 @@ def test_run_concurrently_keeps_order_keeps_kernels_whole_and_raises():
 
 
 # every block type: the deeper and wider variants of ResNet, ResNeXt, Wide ResNet and VGG add no new one (each VGG
-# took 6 s, mostly building its 120M weights); of timm's ResNets, the deep-tiered stem with average-pool shortcuts
-# and the SE-ResNeXt block
+# took 2.6 s, mostly building its 130M weights; VGG-BN's convolution, BatchNorm and ReLU chain is ResNet's stem);
+# of timm's ResNets, the deep-tiered stem with average-pool shortcuts and the SE-ResNeXt block
 CLASSIFIERS = ["resnet18", "resnet50", "resnext50_32x4d", "wide_resnet50_2", "mobilenet_v2", "mobilenet_v3_large",
-               "mobilenet_v3_small", "vgg11", "vgg19_bn", "resnet10t", "seresnext26d_32x4d"]
+               "mobilenet_v3_small", "vgg11", "resnet10t", "seresnext26d_32x4d"]
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)

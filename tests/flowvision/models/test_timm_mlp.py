@@ -250,8 +250,9 @@ def test_in_chans_and_checkpoint_adaptation(family, tmp_path):
 
 def test_features_only():
     """ConvMixer's ``features_only`` (through the entrypoints' builder, on a 5-layer model) gives timm's feature
-    stages (the last three layers by default, or ``out_indices`` with negative indices) with timm's values; the
-    Mixer family, whose blocks return token sequences that timm reshapes into maps, refuses it clearly."""
+    stages (the last three layers by default, or ``out_indices`` with negative indices) with timm's values; so does
+    the Mixer family's (through its builder, on a 4-block Mixer), whose blocks' token sequences come back as maps
+    of the patch grid."""
     x = image_batch(2, 35, 35, seed=14)
     config = dict(dim=16, depth=5, kernel_size=7, patch_size=7)
     for out_indices in (None, (0, -1)):
@@ -271,8 +272,26 @@ def test_features_only():
         assert len(out) == len(expected)
         for o, e in zip(out, expected):
             assert_close(to_numpy(o), to_numpy(e), TOL)
-    with pytest.raises(ValueError, match="features_only"):
-        mlp_mixer.gmlp_s16_224(features_only=True)
+    mixer_config = dict(num_blocks=4, embed_dim=16, img_size=35, patch_size=7)
+    for out_indices in (None, (0, -1)):
+        kwargs = {} if out_indices is None else {"out_indices": out_indices}
+        torch.manual_seed(16)
+        ref = timm_mlp_mixer._create_mixer("mixer_s16_224", features_only=True, **mixer_config, **kwargs)
+        ref = randomize(ref, 16).eval()
+        ours = mlp_mixer._create_mixer("mixer_s16_224", False, True, features_only=True, **mixer_config, **kwargs)
+        ours.eval()
+        assert list(ours.state_dict()) == list(ref.state_dict())
+        ours.load_state_dict(numpy_state(ref))
+        assert ours.feature_info.module_name() == ref.feature_info.module_name()
+        assert ours.feature_info.channels() == ref.feature_info.channels()
+        assert ours.feature_info.reduction() == ref.feature_info.reduction()
+        with torch.no_grad():
+            expected = ref(torch.from_numpy(x))
+        with engine.no_grad():
+            out = ours(engine.from_numpy(x))
+        assert [tuple(o.shape) for o in out] == [tuple(e.shape) for e in expected]
+        for o, e in zip(out, expected):
+            assert_close(to_numpy(o), to_numpy(e), TOL)
 
 
 def forward_features(model, x):
