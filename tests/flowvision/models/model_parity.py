@@ -518,6 +518,19 @@ def check_intermediates(reference, ours, x, rtol, **kwargs):
     return out
 
 
+def check_pruned(reference, ours, x, indices, expected, rtol=1e-5, **kwargs):
+    """``prune_intermediate_layers(indices, **kwargs)`` on timm's ``reference`` and ``ours`` gives the ``expected``
+    indices on both, timm's state_dict keys, ``num_features`` and ``head_hidden_size``, and timm's outputs on ``x``
+    within ``rtol``; returns our output."""
+    assert ours.prune_intermediate_layers(indices, **kwargs) == expected
+    assert reference.prune_intermediate_layers(indices, **kwargs) == expected
+    assert list(ours.state_dict()) == list(reference.state_dict())
+    assert (ours.num_features, ours.head_hidden_size) == (reference.num_features, reference.head_hidden_size)
+    out, ref = both_outputs(reference, ours, x)
+    assert_close(out, ref, rtol)
+    return out
+
+
 def features_only_pair(name, randomize, seed, **kwargs):
     """timm's ``features_only`` model ``name`` built with ``kwargs`` after ``seed``, its weights randomised by
     ``randomize(model, seed)``, and ours from our entrypoint with the same state_dict keys in order, given those

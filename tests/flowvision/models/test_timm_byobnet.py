@@ -21,8 +21,8 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import byobnet
 from model_parity import (both_outputs, capture_builder, check_byob_config, check_dropout_only_in_training,
-                          check_feature_maps, check_head_api, check_intermediates, check_layout, check_seeded_init,
-                          check_train_step, comparable_config, image_batch, numpy_state, pre_logits,
+                          check_feature_maps, check_head_api, check_intermediates, check_layout, check_pruned,
+                          check_seeded_init, check_train_step, comparable_config, image_batch, numpy_state, pre_logits,
                           randomize_byobnet, skip_random_init)
 from op_check import assert_close
 
@@ -334,18 +334,6 @@ def test_features_only_matches_timm(config, out_indices):
     assert len(outs) == len(refs) == (5 if out_indices is None else 2)
     for out, ref in zip(outs, refs):
         assert_close(out, ref, 1e-5)
-
-
-def check_pruned(reference, ours, x, indices, expected, **kwargs):
-    """``prune_intermediate_layers(indices, **kwargs)`` on both gives the ``expected`` indices, timm's state_dict
-    keys, ``num_features``, ``head_hidden_size`` and outputs on ``x``; returns our output."""
-    assert ours.prune_intermediate_layers(indices, **kwargs) == expected
-    assert reference.prune_intermediate_layers(indices, **kwargs) == expected
-    assert list(ours.state_dict()) == list(reference.state_dict())
-    assert (ours.num_features, ours.head_hidden_size) == (reference.num_features, reference.head_hidden_size)
-    out, ref = both_outputs(reference, ours, x)
-    assert_close(out, ref, 1e-5)
-    return out
 
 
 def test_forward_intermediates_and_pruning_match_timm():

@@ -19,7 +19,8 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import regnet
 from model_parity import (both_outputs, check_dropout_only_in_training, check_head_api, check_intermediates,
-                          check_layout, check_train_step, image_batch, numpy_state, randomize_norms, skip_random_init)
+                          check_layout, check_pruned, check_train_step, image_batch, numpy_state, randomize_norms,
+                          skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, whose many small ops pay for every thread
@@ -251,18 +252,6 @@ def test_features_only_matches_timm():
         assert len(outs) == len(refs) == (5 if out_indices is None else 2)
         for out, ref in zip(outs, refs):
             assert_close(out, ref, 1e-5)
-
-
-def check_pruned(reference, ours, x, indices, expected, **kwargs):
-    """``prune_intermediate_layers(indices, **kwargs)`` on both gives the ``expected`` indices, timm's state_dict
-    keys, ``num_features``, ``head_hidden_size`` and outputs on ``x``; returns our output."""
-    assert ours.prune_intermediate_layers(indices, **kwargs) == expected
-    assert reference.prune_intermediate_layers(indices, **kwargs) == expected
-    assert list(ours.state_dict()) == list(reference.state_dict())
-    assert (ours.num_features, ours.head_hidden_size) == (reference.num_features, reference.head_hidden_size)
-    out, ref = both_outputs(reference, ours, x)
-    assert_close(out, ref, 1e-5)
-    return out
 
 
 def test_forward_intermediates_and_pruning_match_timm():
