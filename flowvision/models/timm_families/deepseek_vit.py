@@ -15,12 +15,12 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import FeatureGetterNet, take_indices
+from .._features import FeatureGetterNet
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import init_linear_layers
-from .qwen3_vit import (AxialRotaryEmbedding, EncoderClassifier, PatchEmbed, RopeBlock, check_output_fmt,
-                        drop_path_rates, intermediates_result, tokens_to_grid)
+from .qwen3_vit import (AxialRotaryEmbedding, EncoderClassifier, PatchEmbed, RopeBlock, RopeGridEncoderApi,
+                        drop_path_rates)
 from .vision_transformer import SwiGLUPacked
 
 __all__ = []
@@ -88,7 +88,7 @@ class DeepseekVitAligner(nn.Module):
         return x if pre_logits else self.fc2(x)
 
 
-class DeepseekVitEncoder(nn.Module):
+class DeepseekVitEncoder(RopeGridEncoderApi, nn.Module):
     """DeepSeek's vision encoder: ``patch_embed`` (``dynamic_img_pad`` pads images to whole patches), axial RoPE
     (``rope``, ``rope_temperature``), ``depth`` DeepseekVitBlocks, a final RMSNorm (``norm``) and, with
     ``global_pool='align'``, the VLM projector ``aligner`` (to ``out_features`` channels).
@@ -102,6 +102,7 @@ class DeepseekVitEncoder(nn.Module):
     default_cfg = {"first_conv": "patch_embed.proj", "classifier": None}
     feature_wrapper = FeatureGetterNet
     output_fmt = "NHWC"
+    projector = "aligner"
 
     def __init__(self, img_size=546, patch_size=14, in_chans=3, out_features=0, global_pool="align", embed_dim=1024,
                  depth=32, num_heads=16, mlp_ratio=2816 / 1024, downsample_ratio=3, rope_temperature=10000.0,
@@ -145,57 +146,18 @@ class DeepseekVitEncoder(nn.Module):
         batch, height, width, channels = x.shape
         return x.reshape(batch, height * width, channels), self.rope.get_embed((height, width)), (height, width)
 
-    def forward_features(self, x):
-        """The normalised patch tokens after the last block, as an (N, H, W, C) grid."""
-        x, rope, (height, width) = self._embed(x)
-        for block in self.blocks:
-            x = block(x, rope=rope)
-        return self.norm(x).reshape(x.shape[0], height, width, -1)
-
-    def forward_head(self, x, pre_logits=False):
-        raise NotImplementedError("DeepseekVitEncoder does not support classification use cases.")
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        if self.aligner is not None:
-            return self.aligner(x)
-        if self.global_pool == "avg":
-            return x.mean(dim=(1, 2))
-        return x
-
-    def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
-                              output_fmt="NCHW", intermediates_only=False, output_dict=False):
-        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list), through the final
-        norm with ``norm``, as (N, C, H, W) maps ('NCHW') or (N, H * W, C) tokens ('NLC'), and (unless
-        ``intermediates_only``) the final normalised (N, H, W, C) grid, without the projector; ``stop_early`` skips
-        the blocks after the last one picked; ``output_dict`` returns a dict. ``return_prefix_tokens`` does nothing:
-        there are no prefix tokens."""
-        check_output_fmt(output_fmt)
-        take = take_indices(len(self.blocks), indices)
-        blocks = list(self.blocks)[:max(take) + 1] if stop_early else list(self.blocks)
-        batch = x.shape[0]
-        x, rope, (height, width) = self._embed(x)
-        intermediates = []
-        for i, block in enumerate(blocks):
-            x = block(x, rope=rope)
-            if i in take:
-                intermediates.append(tokens_to_grid(self.norm(x) if norm else x, batch, height, width, output_fmt))
-        x = self.norm(x).reshape(batch, height, width, -1)
-        return intermediates_result(x, intermediates, intermediates_only, output_dict)
+    def _final_norm(self, x):
+        """The final RMSNorm (``norm``)."""
+        return self.norm(x)
 
     def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the blocks after the last one ``indices`` picks (and their feature_info), the final norm with
-        ``prune_norm`` and, with ``prune_head``, the projector; returns the absolute indices."""
-        take = take_indices(len(self.blocks), indices)
-        self.blocks = nn.ModuleList(list(self.blocks)[:max(take) + 1])
+        """The shared pruning (the blocks after the last one ``indices`` picks; with ``prune_head``, the projector),
+        with the pruned blocks' feature_info and, with ``prune_norm``, the final norm; returns the absolute
+        indices."""
+        take = super().prune_intermediate_layers(indices, prune_head=prune_head)
         self.feature_info = self.feature_info[:max(take) + 1]
         if prune_norm:
             self.norm = nn.Identity()
-        if prune_head:
-            self.aligner = None
-            self.global_pool = ""
-            self.out_features = 0
-            self.head_hidden_size = self.num_features
         return take
 
 

@@ -187,7 +187,74 @@ def _layer_norm(eps):
     return lambda dim: nn.LayerNorm(dim, eps=eps)
 
 
-class Qwen3VitEncoder(nn.Module):
+class RopeGridEncoderApi:
+    """The forwards of a VLM's RoPE encoder, shared by Qwen's and DeepSeek's: ``_embed`` (a subclass's: images ->
+    patch tokens, RoPE table, grid size), the ``blocks``, ``_final_norm`` (none by default), and the VLM projector
+    held under the attribute that ``projector`` names (None once pruned or with another ``global_pool``). The
+    encoder has no classifier."""
+
+    projector = "merger"
+
+    def _final_norm(self, x):
+        """The norm after the last block: none (Qwen's encoder has none)."""
+        return x
+
+    def forward_features(self, x):
+        """The (normalised, where there is a final norm) patch tokens after the last block, as an (N, H, W, C)
+        grid."""
+        x, rope, (height, width) = self._embed(x)
+        for block in self.blocks:
+            x = block(x, rope=rope)
+        return self._final_norm(x).reshape(x.shape[0], height, width, -1)
+
+    def forward_head(self, x, pre_logits=False):
+        raise NotImplementedError(f"{type(self).__name__} does not support classification use cases.")
+
+    def forward(self, x):
+        x = self.forward_features(x)
+        projector = getattr(self, self.projector)
+        if projector is not None:
+            return projector(x)
+        if self.global_pool == "avg":
+            return x.mean(dim=(1, 2))
+        return x
+
+    def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
+                              output_fmt="NCHW", intermediates_only=False, output_dict=False):
+        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list), through the final
+        norm with ``norm`` (nothing without one), as (N, C, H, W) maps ('NCHW') or (N, H * W, C) tokens ('NLC'), and
+        (unless ``intermediates_only``) ``forward_features``' grid, without the projector; ``stop_early`` skips the
+        blocks after the last one picked; ``output_dict`` returns a dict. ``return_prefix_tokens`` does nothing:
+        there are no prefix tokens."""
+        check_output_fmt(output_fmt)
+        take = take_indices(len(self.blocks), indices)
+        blocks = list(self.blocks)[:max(take) + 1] if stop_early else list(self.blocks)
+        batch = x.shape[0]
+        x, rope, (height, width) = self._embed(x)
+        intermediates = []
+        for i, block in enumerate(blocks):
+            x = block(x, rope=rope)
+            if i in take:
+                intermediates.append(tokens_to_grid(self._final_norm(x) if norm else x, batch, height, width,
+                                                    output_fmt))
+        x = self._final_norm(x).reshape(batch, height, width, -1)
+        return intermediates_result(x, intermediates, intermediates_only, output_dict)
+
+    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
+        """Drop the blocks after the last one ``indices`` picks and, with ``prune_head``, the projector (the encoder
+        then returns its patch grid); returns the absolute indices. ``prune_norm`` does nothing here (Qwen's encoder
+        has no final norm)."""
+        take = take_indices(len(self.blocks), indices)
+        self.blocks = nn.ModuleList(list(self.blocks)[:max(take) + 1])
+        if prune_head:
+            setattr(self, self.projector, None)
+            self.global_pool = ""
+            self.out_features = 0
+            self.head_hidden_size = self.num_features
+        return take
+
+
+class Qwen3VitEncoder(RopeGridEncoderApi, nn.Module):
     """Qwen's vision encoder: ``patch_embed``, the learnt position grid ``pos_embed`` (``pos_embed_grid_size``
     squared positions, resampled to each input's grid), axial RoPE (``rope``, ``rope_temperature``), ``depth``
     RopeBlocks with a GELU-tanh MLP (by default) of ``mlp_ratio`` times the width, and, with ``global_pool='merge'``,
@@ -254,56 +321,6 @@ class Qwen3VitEncoder(nn.Module):
         pos_embed = resample_pos_embed_grid(self.pos_embed, self.pos_embed_grid_size, (height, width))
         x = x.reshape(batch, height * width, channels) + pos_embed.to(x.dtype)
         return x, self.rope.get_embed((height, width)), (height, width)
-
-    def forward_features(self, x):
-        """The patch tokens after the last block, as an (N, H, W, C) grid."""
-        x, rope, (height, width) = self._embed(x)
-        for block in self.blocks:
-            x = block(x, rope=rope)
-        return x.reshape(x.shape[0], height, width, -1)
-
-    def forward_head(self, x, pre_logits=False):
-        raise NotImplementedError("Qwen3VitEncoder does not support classification use cases.")
-
-    def forward(self, x):
-        x = self.forward_features(x)
-        if self.merger is not None:
-            return self.merger(x)
-        if self.global_pool == "avg":
-            return x.mean(dim=(1, 2))
-        return x
-
-    def forward_intermediates(self, x, indices=None, return_prefix_tokens=False, norm=False, stop_early=False,
-                              output_fmt="NCHW", intermediates_only=False, output_dict=False):
-        """The outputs of the blocks picked by ``indices`` (None: all, n: the last n, or a list) as (N, C, H, W) maps
-        ('NCHW') or (N, H * W, C) tokens ('NLC'), and (unless ``intermediates_only``) the final (N, H, W, C) grid,
-        without the projector; ``stop_early`` skips the blocks after the last one picked; ``output_dict`` returns a
-        dict. ``return_prefix_tokens`` and ``norm`` do nothing: the encoder has neither prefix tokens nor a final
-        norm."""
-        check_output_fmt(output_fmt)
-        take = take_indices(len(self.blocks), indices)
-        blocks = list(self.blocks)[:max(take) + 1] if stop_early else list(self.blocks)
-        batch = x.shape[0]
-        x, rope, (height, width) = self._embed(x)
-        intermediates = []
-        for i, block in enumerate(blocks):
-            x = block(x, rope=rope)
-            if i in take:
-                intermediates.append(tokens_to_grid(x, batch, height, width, output_fmt))
-        x = x.reshape(batch, height, width, -1)
-        return intermediates_result(x, intermediates, intermediates_only, output_dict)
-
-    def prune_intermediate_layers(self, indices=1, prune_norm=False, prune_head=True):
-        """Drop the blocks after the last one ``indices`` picks and, with ``prune_head``, the projector (the encoder
-        then returns its patch grid); returns the absolute indices. There is no final norm to prune."""
-        take = take_indices(len(self.blocks), indices)
-        self.blocks = nn.ModuleList(list(self.blocks)[:max(take) + 1])
-        if prune_head:
-            self.merger = None
-            self.global_pool = ""
-            self.out_features = 0
-            self.head_hidden_size = self.num_features
-        return take
 
 
 class EncoderClassifier(nn.Module):
