@@ -107,17 +107,24 @@ def _layout(module):
     return [(k, tuple(v.shape)) for k, v in module.state_dict().items()]
 
 
-def test_every_variant_has_timm_configuration(monkeypatch):
-    """Each entrypoint builds timm's backbone (its kind, state_dict keys and shapes; on the caller's in_chans) and
-    hands the transformer timm's arguments, with the image size of timm's weights."""
+def _builder_calls(monkeypatch, names):
+    """Our and timm's builder calls (``capture_builder``'s (class, kwargs)) of the entrypoints ``names``, each called
+    with ``in_chans=2``: the backbones are built, init skipped (timm's on the meta device), the models are not."""
     skip_random_init(monkeypatch)
     skip_timm_init(monkeypatch)
     ours_calls = capture_builder(monkeypatch, hybrid, "build_model")
     timm_calls = capture_builder(monkeypatch, timm_hybrid, "build_model_with_cfg")
-    for name in NAMES:
+    for name in names:
         getattr(hybrid, name)(in_chans=2)
         with torch.device("meta"):
             getattr(timm_hybrid, name)(in_chans=2)
+    return ours_calls, timm_calls
+
+
+def test_every_variant_has_timm_configuration(monkeypatch):
+    """Each entrypoint builds timm's backbone (its kind, state_dict keys and shapes; on the caller's in_chans) and
+    hands the transformer timm's arguments, with the image size of timm's weights."""
+    ours_calls, timm_calls = _builder_calls(monkeypatch, NAMES)
     for name, (ours_cls, ours_kwargs), (timm_cls, timm_kwargs) in zip(NAMES, ours_calls, timm_calls):
         assert ours_cls is hybrid.HybridVisionTransformer and timm_cls is timm_vit.VisionTransformer
         assert issubclass(ours_cls, hybrid.VisionTransformer)
@@ -246,14 +253,7 @@ def test_other_entrypoints_configuration_and_layout(monkeypatch):
     """vit_base_r50_s16_224 and vit_base_mci_224 build timm's backbone (on the caller's in_chans) and hand the
     transformer timm's arguments (no projection for MobileCLIP's stem) with the image size of timm's weights; with
     the class count of those weights (none, or the 512-wide embedding) they have timm's layout."""
-    skip_random_init(monkeypatch)
-    skip_timm_init(monkeypatch)
-    ours_calls = capture_builder(monkeypatch, hybrid, "build_model")
-    timm_calls = capture_builder(monkeypatch, timm_hybrid, "build_model_with_cfg")
-    for name in OTHER_NAMES:
-        getattr(hybrid, name)(in_chans=2)
-        with torch.device("meta"):
-            getattr(timm_hybrid, name)(in_chans=2)
+    ours_calls, timm_calls = _builder_calls(monkeypatch, OTHER_NAMES)
     for name, (_, ours_kwargs), (_, timm_kwargs) in zip(OTHER_NAMES, ours_calls, timm_calls):
         ours_kwargs = dict(ours_kwargs)
         embed = timm_kwargs.pop("embed_layer")
@@ -318,14 +318,7 @@ def test_untrained_configuration_and_layout(monkeypatch):
     transformer timm's arguments with the image size of timm's configuration; the two small ones over ResNet-D (61M
     and 57M parameters) have timm's layout at full size (the token grid of the stride-32 and stride-16 maps, the
     stem's first convolution as first_conv)."""
-    skip_random_init(monkeypatch)
-    skip_timm_init(monkeypatch)
-    ours_calls = capture_builder(monkeypatch, hybrid, "build_model")
-    timm_calls = capture_builder(monkeypatch, timm_hybrid, "build_model_with_cfg")
-    for name in UNTRAINED:
-        getattr(hybrid, name)(in_chans=2)
-        with torch.device("meta"):
-            getattr(timm_hybrid, name)(in_chans=2)
+    ours_calls, timm_calls = _builder_calls(monkeypatch, UNTRAINED)
     for name, (_, ours_kwargs), (_, timm_kwargs) in zip(UNTRAINED, ours_calls, timm_calls):
         ours_kwargs = dict(ours_kwargs)
         backbone = ours_kwargs.pop("backbone")
