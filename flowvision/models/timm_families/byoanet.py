@@ -48,7 +48,8 @@ def relative_logits_1d(q, rel_k):
     num_q = q.shape[-2]
     num_k = (rel_k.shape[0] + 1) // 2
     logits = q.matmul(rel_k.transpose(0, 1))
-    offsets = torch.arange(num_k).view(1, num_k) - torch.arange(num_q).view(num_q, 1) + (num_k - 1)
+    offsets = torch.arange(num_k, device=q.device).view(1, num_k) - torch.arange(num_q, device=q.device).view(num_q, 1)
+    offsets = offsets + (num_k - 1)
     return logits.gather(-1, offsets.expand(*logits.shape[:-1], num_k))
 
 

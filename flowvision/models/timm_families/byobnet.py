@@ -202,7 +202,7 @@ class BilinearAttnTransform(nn.Module):
         if cell <= 1:
             return mixing
         batch, channels, size, _ = mixing.shape
-        eye = torch.eye(cell, dtype=mixing.dtype)
+        eye = torch.eye(cell, dtype=mixing.dtype, device=mixing.device)
         widened = mixing.view(batch, channels, size, 1, size, 1) * eye.view(1, 1, 1, cell, 1, cell)
         return widened.reshape(batch, channels, size * cell, size * cell)
 

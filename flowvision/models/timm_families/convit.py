@@ -27,11 +27,11 @@ from ._norm import LayerNorm
 __all__ = []
 
 
-def _relative_indices(num_patches, dtype):
+def _relative_indices(num_patches, dtype, device=None):
     """The (1, P, P, 3) relative offsets between the patches of a square grid of ``num_patches`` (row-major): the
     column offset, the row offset and the squared distance from each query patch to each key patch."""
     side = int(num_patches ** 0.5)
-    coords = torch.arange(side, dtype=torch.float32)
+    coords = torch.arange(side, dtype=torch.float32, device=device)
     offsets = coords.view(1, -1) - coords.view(-1, 1)
     dx = offsets.repeat(side, side)
     dy = offsets.repeat_interleave(side, dim=0).repeat_interleave(side, dim=1)
@@ -112,7 +112,7 @@ class GPSA(nn.Module):
         """Recompute ``rel_indices`` when the token count changed, and while an nn.Graph build or an ONNX export
         records the forward (so that each recording holds the same ops, whatever ran before)."""
         if self.rel_indices.shape[1] != tokens or torch.jit.is_tracing():
-            self.rel_indices = _relative_indices(tokens, self.qk.weight.dtype)
+            self.rel_indices = _relative_indices(tokens, self.qk.weight.dtype, self.qk.weight.device)
 
     def forward(self, x):
         batch, tokens, dim = x.shape
@@ -152,7 +152,7 @@ class MHSA(nn.Module):
         average attention map (and that map with ``return_map``)."""
         attn_map = self._attention(x)[0].mean(0)
         tokens = x.shape[1]
-        distances = _relative_indices(tokens, attn_map.dtype)[0, :, :, -1] ** 0.5
+        distances = _relative_indices(tokens, attn_map.dtype, attn_map.device)[0, :, :, -1] ** 0.5
         dist = torch.einsum("nm,hnm->h", distances, attn_map) / tokens
         return (dist, attn_map) if return_map else dist
 

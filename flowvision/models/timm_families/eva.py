@@ -82,19 +82,21 @@ def _rope_layout(x, rotate_half=False):
     return x.repeat_interleave(2, -1)
 
 
-def _grid_coordinates(feat_shape, grid_indexing="ij", ref_feat_shape=None, grid_offset=0.0, centered=False):
+def _grid_coordinates(feat_shape, grid_indexing="ij", ref_feat_shape=None, grid_offset=0.0, centered=False,
+                      device=None):
     """The patches' float32 coordinates on the (rows, cols) grid ``feat_shape``, as (rows, cols, 2): the row index
     first with ``grid_indexing='ij'``, the column index first with 'xy'. ``grid_offset`` shifts both; with
     ``ref_feat_shape`` they are rescaled to span that (pretraining) grid instead (EVA-02's resolution change).
     ``centered`` (DINOv3) takes the patch centres (index + 0.5 + offset) over the grid's side, mapped from [0, 1]
-    to [-1, 1]."""
+    to [-1, 1]. The coordinates are made on ``device`` (the frequencies')."""
     if grid_indexing == "xy":
         feat_shape = feat_shape[::-1]
         ref_feat_shape = ref_feat_shape[::-1] if ref_feat_shape is not None else None
     if centered:
-        axes = [(torch.arange(0.5, size, dtype=torch.float32) + grid_offset) / float(size) for size in feat_shape]
+        axes = [(torch.arange(0.5, size, dtype=torch.float32, device=device) + grid_offset) / float(size)
+                for size in feat_shape]
     else:
-        axes = [torch.arange(size, dtype=torch.float32) + grid_offset for size in feat_shape]
+        axes = [torch.arange(size, dtype=torch.float32, device=device) + grid_offset for size in feat_shape]
     if ref_feat_shape is not None:
         axes = [t / size * ref for t, size, ref in zip(axes, feat_shape, ref_feat_shape)]
     grid = torch.stack(torch.meshgrid(axes, indexing=grid_indexing), dim=-1)
@@ -131,7 +133,8 @@ class RotaryEmbeddingCat(nn.Module):
 
     def _table(self, feat_shape):
         """The (patches, 2 * dim) sines then cosines on a ``feat_shape`` grid."""
-        grid = _grid_coordinates(tuple(feat_shape), self.grid_indexing, self.ref_feat_shape, self.grid_offset)
+        grid = _grid_coordinates(tuple(feat_shape), self.grid_indexing, self.ref_feat_shape, self.grid_offset,
+                                 device=self.bands.device)
         angles = (grid.unsqueeze(-1) * self.bands).flatten(-2).flatten(0, -2)
         return torch.cat([_rope_layout(angles.sin(), self.rotate_half), _rope_layout(angles.cos(), self.rotate_half)],
                          -1)
@@ -214,20 +217,21 @@ class RotaryEmbeddingDinoV3(nn.Module):
     def _augment(self, coords):
         """The (patches, 2) float32 coordinates shifted, jittered and rescaled as configured (timm's draws)."""
         if self.shift_coords is not None:
-            shift = torch.empty(coords.shape[-1]).uniform_(-self.shift_coords, self.shift_coords)
+            shift = torch.empty(coords.shape[-1], device=coords.device).uniform_(-self.shift_coords, self.shift_coords)
             coords = coords + shift[None, :]
         if self.jitter_coords is not None:
             bound = math.log(self.jitter_coords)
-            jitter = torch.empty(coords.shape[-1]).uniform_(-bound, bound).exp()
+            jitter = torch.empty(coords.shape[-1], device=coords.device).uniform_(-bound, bound).exp()
             coords = coords * jitter[None, :]
         if self.rescale_coords is not None:
             bound = math.log(self.rescale_coords)
-            coords = coords * torch.empty(1).uniform_(-bound, bound).exp()
+            coords = coords * torch.empty(1, device=coords.device).uniform_(-bound, bound).exp()
         return coords
 
     def _table(self, feat_shape, augment):
         """The (patches, 2 * dim) sines then cosines on a ``feat_shape`` grid, in the periods' dtype."""
-        coords = _grid_coordinates(tuple(feat_shape), self.grid_indexing, grid_offset=self.grid_offset, centered=True)
+        coords = _grid_coordinates(tuple(feat_shape), self.grid_indexing, grid_offset=self.grid_offset, centered=True,
+                                   device=self.periods.device)
         coords = coords.flatten(0, -2)
         if augment:
             coords = self._augment(coords)

@@ -135,9 +135,10 @@ class Gemma4PatchEmbed(nn.Module):
         trunc_normal_tf_(self.position_embedding_table, std=0.02)
 
     @staticmethod
-    def _grid_coords(batch, rows, cols):
+    def _grid_coords(batch, rows, cols, device):
         """The (row, column) coordinates of a full rows x cols grid, row by row, (N, rows * cols, 2)."""
-        grid_y, grid_x = torch.meshgrid(torch.arange(rows), torch.arange(cols), indexing="ij")
+        grid_y, grid_x = torch.meshgrid(torch.arange(rows, device=device), torch.arange(cols, device=device),
+                                        indexing="ij")
         coords = torch.stack([grid_y.flatten(), grid_x.flatten()], dim=-1)
         return coords.unsqueeze(0).expand(batch, -1, -1)
 
@@ -147,7 +148,7 @@ class Gemma4PatchEmbed(nn.Module):
         if x.ndim == 4:
             patches, (rows, cols) = batch_patchify(x, (ph, pw), pad=False, channels_last=False)
             if patch_coord is None:
-                patch_coord = self._grid_coords(x.shape[0], rows, cols)
+                patch_coord = self._grid_coords(x.shape[0], rows, cols, x.device)
             return patches, patch_coord
         if x.ndim == 5:
             patches = x.permute(0, 1, 4, 2, 3).reshape(x.shape[0], x.shape[1], -1)
@@ -297,7 +298,7 @@ class Gemma4VisionPooler(nn.Module):
             raise ValueError(f"both sides of the patch grid must be multiples of {k}, got {grid_size.tolist()}")
         cells = torch.div(positions, k, rounding_mode="floor")
         cells = cells[..., 0] + (grid_size[:, :1] // k) * cells[..., 1]
-        weights = (cells.long().unsqueeze(-1) == torch.arange(tokens // (k * k))).float() / (k * k)
+        weights = (cells.long().unsqueeze(-1) == torch.arange(tokens // (k * k), device=cells.device)).float() / (k * k)
         output = weights.transpose(1, 2) @ hidden_states.float()
         mask = torch.logical_not((weights == 0).all(dim=1))
         return output.to(hidden_states.dtype), mask
@@ -394,7 +395,7 @@ class Gemma4VitEncoder(nn.Module):
         rope_cos, rope_sin = self.rotary_emb(x, position_ids)
         attn_mask = None
         if padding_positions is not None and padding_positions.any():
-            attn_mask = torch.zeros(x.shape[0], 1, 1, x.shape[1], dtype=x.dtype)
+            attn_mask = torch.zeros(x.shape[0], 1, 1, x.shape[1], dtype=x.dtype, device=x.device)
             attn_mask = attn_mask.masked_fill(padding_positions[:, None, None, :], float("-inf"))
         for block_idx, block in enumerate(self.blocks if blocks is None else blocks):
             x = block(x, rope_cos, rope_sin, attn_mask=attn_mask)
@@ -455,7 +456,7 @@ class Gemma4VitEncoder(nn.Module):
             result = {"image_intermediates": intermediates}
             if not intermediates_only:
                 result["image_features"] = x
-            valid = ~padding_positions if padding_positions is not None else torch.ones(x.shape[:2], dtype=torch.bool)
+            valid = ~padding_positions if padding_positions is not None else torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
             result["patch_valid"] = valid
             return result
         if intermediates_only:
