@@ -64,6 +64,24 @@ def _real_gpu():
 
 
 REAL_GPU = _real_gpu()
+_SESSION_EMULATION = False  # True while ``parity_device`` keeps the emulation installed for the whole session
+
+
+@pytest.fixture(autouse=True, scope="session")
+def parity_device():
+    """``FLOWVISION_PARITY_DEVICE=cuda`` (model_parity.PARITY_DEVICE): the model parity helpers run our side on the
+    CUDA backend, so the whole session runs where there is no GPU on the CPU emulation of CuPy."""
+    if os.environ.get("FLOWVISION_PARITY_DEVICE", "cpu") == "cpu" or REAL_GPU:
+        yield
+        return
+    import cuda_emulator
+    if not cuda_emulator.available():
+        pytest.exit("FLOWVISION_PARITY_DEVICE=cuda without a GPU needs g++ to emulate CUDA kernels", returncode=4)
+    global _SESSION_EMULATION
+    with cuda_emulator.installed():
+        _SESSION_EMULATION = True
+        yield
+    _SESSION_EMULATION = False
 
 
 @pytest.fixture(params=["emulated", pytest.param("gpu", marks=pytest.mark.cuda)])
@@ -80,6 +98,9 @@ def cuda(request):
     import cuda_emulator
     if not cuda_emulator.available():
         pytest.skip("emulating CUDA kernels needs g++")
+    if _SESSION_EMULATION:
+        yield "emulated"
+        return
     with cuda_emulator.installed():
         yield "emulated"
 

@@ -1,7 +1,14 @@
-"""Helpers for model parity tests: seeded torchvision models, their weights through numpy, ours."""
+"""Helpers for model parity tests: seeded torchvision models, their weights through numpy, ours.
+
+``FLOWVISION_PARITY_DEVICE=cuda`` runs our side of the output and training-step helpers (``both_outputs``,
+``eval_outputs``, ``backward_both``, ``check_train_step`` and those built on them) on the CUDA backend, against the
+references on the CPU: the family tests then check every layer's device code on the GPU, or, where there is none,
+on the CPU emulation of CuPy that conftest installs for the session."""
+import contextlib
 import dataclasses
 import functools
 import importlib
+import os
 import pkgutil
 
 import numpy as np
@@ -18,6 +25,42 @@ from flowvision.models.timm_families._efficientnet_blocks import decode_arch_def
 from flowvision.models.video import MSBlockConfig, MViT
 from flowvision.models.vision_transformer import VisionTransformer
 from op_check import assert_close
+
+PARITY_DEVICE = os.environ.get("FLOWVISION_PARITY_DEVICE", "cpu")
+
+
+@contextlib.contextmanager
+def on_parity_device(model):
+    """``model`` on ``PARITY_DEVICE`` inside the block (parameters, gradients and buffers moved in place), back on
+    the CPU after it; yields the device for the inputs. A block that drew random numbers on the device (dropout or
+    drop-path masks in training) skips its test: the device's generator is not the CPU's, as torch's CUDA generator
+    is not its CPU's, so its masks cannot match the reference's (a mismatch the block asserted is then no finding; an error is)."""
+    if PARITY_DEVICE == "cpu":
+        yield "cpu"
+        return
+    generator = engine.random.cuda_rng(0)
+    drawn = int(generator.state.get()[1])
+    model.to(PARITY_DEVICE)
+    try:
+        yield PARITY_DEVICE
+    except AssertionError:
+        _skip_if_drawn(generator, drawn)
+        raise
+    finally:
+        model.to("cpu")
+    _skip_if_drawn(generator, drawn)
+
+
+def cpu_only_from_here(what):
+    """Under ``FLOWVISION_PARITY_DEVICE``, skip the rest of a test that checks ``what``: a state of our CPU model
+    that its moves to the device and back reset (caches kept per device)."""
+    if PARITY_DEVICE != "cpu":
+        pytest.skip(f"{what} is checked on the CPU run")
+
+
+def _skip_if_drawn(generator, drawn):
+    if int(generator.state.get()[1]) != drawn:
+        pytest.skip("our model drew random masks on the device, from the device's own generator")
 
 
 def randomize_norms(model, seed):
@@ -96,12 +139,15 @@ def backward_both(reference, ours, x):
     """``x`` (float64) through both models in their current modes: outputs equal within 1e-10 and the input
     gradients of the summed squared outputs within 1e-9. Returns both models' named parameters (reference's,
     ours), their gradients filled."""
-    xt, xo = torch.from_numpy(x).requires_grad_(), engine.from_numpy(x).requires_grad_()
-    ref, out = reference(xt), ours(xo)
-    assert_close(out.detach().numpy(), ref.detach().numpy(), 1e-10)
-    (ref ** 2).sum().backward()
-    (out ** 2).sum().backward()
-    assert_close(xo.grad.numpy(), xt.grad.numpy(), 1e-9, what="input grad")
+    xt = torch.from_numpy(x).requires_grad_()
+    ref = reference(xt)
+    with on_parity_device(ours) as device:
+        xo = engine.from_numpy(x).to(device).requires_grad_()
+        out = ours(xo)
+        assert_close(to_numpy(out), ref.detach().numpy(), 1e-10)
+        (ref ** 2).sum().backward()
+        (out ** 2).sum().backward()
+    assert_close(to_numpy(xo.grad), xt.grad.numpy(), 1e-9, what="input grad")
     return dict(reference.named_parameters()), dict(ours.named_parameters())
 
 
@@ -155,8 +201,8 @@ def ours_like(name, tmodel, **kwargs):
 
 
 def to_numpy(t):
-    """A torch or engine tensor as a numpy array."""
-    return t.detach().numpy()
+    """A torch or engine tensor, on any device, as a numpy array."""
+    return t.detach().cpu().numpy()
 
 
 def image_batch(n, h, w, seed=0, c=3):
@@ -168,8 +214,8 @@ def eval_outputs(tmodel, ours, x):
     """Eval-mode outputs of both models on the same numpy input."""
     with torch.no_grad():
         ref = tmodel(torch.from_numpy(x)).numpy()
-    with engine.no_grad():
-        out = ours(engine.from_numpy(x)).numpy()
+    with engine.no_grad(), on_parity_device(ours) as device:
+        out = to_numpy(ours(engine.from_numpy(x).to(device)))
     return out, ref
 
 
@@ -487,9 +533,9 @@ def both_outputs(reference, ours, x, fn=None):
     fn = fn or (lambda model, t: model(t))
     with torch.no_grad():
         ref = fn(reference, torch.from_numpy(x))
-    with engine.no_grad():
-        out = fn(ours, engine.from_numpy(x))
-    return as_numpy(out), as_numpy(ref)
+    with engine.no_grad(), on_parity_device(ours) as device:
+        out = as_numpy(fn(ours, engine.from_numpy(x).to(device)))
+    return out, as_numpy(ref)
 
 
 def pre_logits(model, x):

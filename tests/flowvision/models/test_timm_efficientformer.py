@@ -19,8 +19,8 @@ from flowvision.models._features import FeatureGetterNet
 from flowvision.models.timm_families import efficientformer
 from model_parity import (both_outputs, capture_builder, check_distilled_training, check_drop_rates,
                           check_dropout_only_in_training, check_feature_maps, check_intermediates, check_layout,
-                          check_seeded_init, check_train_step, features_only_pair, image_batch, numpy_state,
-                          pre_logits, randomize_parameters, skip_random_init)
+                          check_seeded_init, check_train_step, cpu_only_from_here, features_only_pair, image_batch,
+                          numpy_state, pre_logits, randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -102,6 +102,7 @@ def test_seeded_init_eval_outputs_and_bias_cache_match_timm():
     pre, pre_ref = both_outputs(reference, ours, x, pre_logits)
     assert pre.shape == (2, 24)
     assert_close(pre, pre_ref, TOL)
+    cpu_only_from_here("the attention bias cache")
     (attn, timm_attn), = attention_pairs(ours, reference)
     (cached,) = attn.attention_bias_cache.values()
     np.testing.assert_array_equal(cached.numpy(), timm_attn.attention_bias_cache["cpu"].numpy())

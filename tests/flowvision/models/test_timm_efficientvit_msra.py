@@ -16,8 +16,8 @@ import flowvision.models as models
 from flowvision.models._features import FlatFeatureListNet
 from flowvision.models.timm_families import efficientvit_msra as msra
 from model_parity import (both_outputs, check_dropout_only_in_training, check_intermediates, check_layout,
-                          check_seeded_init, check_train_step, image_batch, numpy_state, pre_logits,
-                          randomize_parameters, skip_random_init, to_numpy)
+                          check_seeded_init, check_train_step, cpu_only_from_here, image_batch, numpy_state,
+                          pre_logits, randomize_parameters, skip_random_init, to_numpy)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -124,6 +124,7 @@ def test_train_mode_gradients_and_statistics_match_timm():
 def test_attention_bias_cache_follows_timm():
     """Eval mode keeps the gathered attention biases: weights loaded in eval mode leave both models on the old
     biases; ``eval()``, ``train()`` and a dtype move empty the cache, as in timm."""
+    cpu_only_from_here("the attention bias cache")
     reference, ours = small_pair(seed=6)
     x = image_batch(2, *SIZE, seed=8)
     first, _ = both_outputs(reference, ours, x)

@@ -85,8 +85,8 @@ def share_rotary_angles(reference, ours):
     rotary = reference.encoder.rotary_emb
 
     def forward(x, position_ids):
-        cos, sin = rotary(torch.zeros((), dtype=torch.float64), torch.from_numpy(position_ids.numpy()))
-        return engine.from_numpy(cos.numpy()), engine.from_numpy(sin.numpy())
+        cos, sin = rotary(torch.zeros((), dtype=torch.float64), torch.from_numpy(position_ids.cpu().numpy()))
+        return engine.from_numpy(cos.numpy()).to(x.device), engine.from_numpy(sin.numpy()).to(x.device)
 
     ours.encoder.rotary_emb.forward = forward
 
@@ -98,8 +98,8 @@ def skip_init(monkeypatch):
 
 
 def as_tensor(like, array):
-    """The numpy ``array`` as a tensor of the library of ``like``."""
-    return torch.from_numpy(array) if isinstance(like, torch.Tensor) else engine.from_numpy(array)
+    """The numpy ``array`` as a tensor of the library of ``like``, on its device."""
+    return torch.from_numpy(array) if isinstance(like, torch.Tensor) else engine.from_numpy(array).to(like.device)
 
 
 def naflex_patches(x, patch_size, padded):

@@ -63,8 +63,10 @@ def small_pair(kind="vit", seed=0, **kwargs):
 
 
 def as_mask(model, keep):
-    """The numpy mask ``keep`` as a tensor of ``model``'s library."""
-    return torch.from_numpy(keep) if isinstance(model, torch.nn.Module) else engine.from_numpy(keep)
+    """The numpy mask ``keep`` as a tensor of ``model``'s library, on its device."""
+    if isinstance(model, torch.nn.Module):
+        return torch.from_numpy(keep)
+    return engine.from_numpy(keep).to(next(model.parameters()).device)
 
 
 def test_every_variant_has_timm_configuration_and_layout(monkeypatch):

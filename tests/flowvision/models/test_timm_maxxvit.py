@@ -285,7 +285,8 @@ def test_features_only_matches_timm():
     assert picked.feature_info.reduction() == [4, 32]
     with engine.no_grad():
         out = [m.numpy() for m in picked.eval()(engine.from_numpy(x))]
-    assert np.array_equal(out[0], maps[1]) and np.array_equal(out[1], maps[4])
+    assert_close(out[0], maps[1], 1e-6)  # equal on the CPU; within rounding of maps made on a device
+    assert_close(out[1], maps[4], 1e-6)
 
 
 def forward_features(model, x):

@@ -17,8 +17,8 @@ from flowvision.models._features import FlatFeatureListNet
 from flowvision.models.timm_families import tiny_vit
 from model_parity import (both_outputs, capture_builder, check_drop_rates, check_dropout_only_in_training,
                           check_feature_maps, check_intermediates, check_layout, check_seeded_init, check_structure,
-                          check_train_step, image_batch, numpy_state, pre_logits, randomize_parameters,
-                          skip_random_init)
+                          check_train_step, cpu_only_from_here, image_batch, numpy_state, pre_logits,
+                          randomize_parameters, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each, as two spin on a shared machine
@@ -83,6 +83,7 @@ def test_seeded_init_eval_outputs_and_bias_cache_match_timm():
     out, ref = both_outputs(reference.eval(), ours.eval(), image_batch(2, *SIZE, seed=2))
     assert out.shape == (2, 10) and np.abs(ref).max() > 1e-2
     assert_close(out, ref, TOL)
+    cpu_only_from_here("the attention bias cache")
     attentions = [(m, t) for m, t in zip(ours.modules(), reference.modules()) if isinstance(m, tiny_vit.Attention)]
     assert len(attentions) == 4
     for attn, timm_attn in attentions:
