@@ -87,15 +87,33 @@ def _is_video(name):
     return models.model_entrypoint(name).__module__.startswith(models.video.__name__)
 
 
+# Image sizes a classifier's test tries in order, each raised to the weights' min_size (MaxViT and ViT need their
+# 224x224): the first its CPU model takes. Patch models without a min_size take multiples of 16 or 28 (14-pixel
+# patches merged 2x2: deepseek_vit); HRNet and Hiera multiples of 32; ViTamin (no weights) only 224x224.
+_IMAGE_SIZES = [(64, 72), (64, 96), (56, 84), (224, 224)]
+
+
+def _reference_eval(model, name):
+    """A batch of two images (clips for video models) of the first size in ``_IMAGE_SIZES`` that ``model`` (on the
+    CPU, in eval mode) takes, and its output on them."""
+    min_height, min_width = _published(name, "min_size", (1, 1))
+    frames = (max(4, _published(name, "min_temporal_size", 1)),) if _is_video(name) else ()
+    for height, width in _IMAGE_SIZES:
+        x = _images(0, 2, 3, *frames, max(height, min_height), max(width, min_width))
+        try:
+            with engine.no_grad():
+                return x, model(engine.from_numpy(x))
+        except (ValueError, RuntimeError) as error:
+            refused = error
+    raise AssertionError(f"{name} takes none of the sizes {_IMAGE_SIZES}: {refused}")
+
+
 @pytest.mark.parametrize("name", CLASSIFIERS)
 def test_classifier_eval(cuda, name):
     _only_on_gpu_unless_emulated(cuda, name)
     cpu, gpu = cpu_and_gpu(lambda: models.create_model(name))
-    min_height, min_width = _published(name, "min_size", (1, 1))  # MaxViT and ViT need their 224x224
-    frames = (max(4, _published(name, "min_temporal_size", 1)),) if _is_video(name) else ()  # clips
-    x = _images(0, 2, 3, *frames, max(64, min_height), max(72, min_width))
+    x, ref = _reference_eval(cpu.eval(), name)
     with engine.no_grad():
-        ref = cpu.eval()(engine.from_numpy(x))
         out = gpu.eval()(engine.from_numpy(x).cuda())
     assert out.device.type == "cuda"
     assert_close(out.cpu().numpy(), ref.numpy(), 1e-4, name)
