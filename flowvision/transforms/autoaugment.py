@@ -4,6 +4,7 @@ from enum import Enum
 
 import numpy as np
 
+import engine
 from engine import nn
 from engine.random import rng
 
@@ -247,4 +248,131 @@ class TrivialAugmentWide(nn.Module):
                 f"interpolation={self.interpolation}, fill={self.fill})")
 
 
-__all__ = ["AutoAugmentPolicy", "AutoAugment", "RandAugment", "TrivialAugmentWide"]
+def _torch_linspace(lo, hi, n):
+    """torch.linspace(lo, hi, n) (float32, torch's own rounding) as a numpy array."""
+    return engine.linspace(lo, hi, n).numpy()
+
+
+_THIRD_F32 = float(np.float32(1.0) / np.float32(3.0))  # sample_gamma's 1.0f / 3.0f
+_SQUEEZE_F32 = float(np.float32(0.0331))  # and its 0.0331f
+
+
+def _sample_gamma(alpha):
+    """A Gamma(alpha, 1) sample as torch's CPU sampler draws it: Marsaglia and Tsang's method in double
+    precision, its normals and uniforms taken from the default generator (torch.randn / torch.rand in float64)."""
+    def uniform():
+        return engine.rand(1, dtype=engine.float64).item()
+
+    scale = 1.0
+    if alpha < 1.0:
+        if alpha == 0.0:
+            return 0.0
+        scale *= math.pow(1.0 - uniform(), 1.0 / alpha)
+        alpha += 1.0
+    d = alpha - _THIRD_F32
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        x = engine.randn(1, dtype=engine.float64).item()
+        y = 1.0 + c * x
+        while y <= 0:
+            x = engine.randn(1, dtype=engine.float64).item()
+            y = 1.0 + c * x
+        v = y * y * y
+        u = 1.0 - uniform()
+        xx = x * x
+        if u < 1.0 - _SQUEEZE_F32 * xx * xx or math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+            return scale * d * v
+
+
+def _sample_dirichlet(alpha):
+    """torch._sample_dirichlet on the CPU: a Dirichlet sample per row of alpha (..., K), the gammas drawn in
+    row-major order and normalised in double precision, then clamped into (0, 1) in alpha's dtype."""
+    a = alpha.detach().cpu().numpy()
+    gammas = np.array([max(np.finfo(np.float64).tiny, _sample_gamma(float(v))) for v in a.reshape(-1)],
+                      dtype=np.float64).reshape(a.shape)
+    out = (gammas / gammas.sum(-1, keepdims=True)).astype(a.dtype)
+    out = np.clip(out, np.finfo(a.dtype).tiny, np.nextafter(a.dtype.type(1), a.dtype.type(0)))
+    return engine.from_numpy(out).to(alpha.device)
+
+
+class AugMix(nn.Module):
+    """AugMix: the image mixed (Beta weights) with a Dirichlet-weighted mix of mixture_width chains of 1-3
+    (or chain_depth) random ops; tensors must be uint8 ([..., 1 or 3, H, W]), PIL images L or RGB."""
+
+    def __init__(self, severity=3, mixture_width=3, chain_depth=-1, alpha=1.0, all_ops=True,
+                 interpolation=InterpolationMode.BILINEAR, fill=None):
+        super().__init__()
+        self._PARAMETER_MAX = 10
+        if not 1 <= severity <= self._PARAMETER_MAX:
+            raise ValueError(f"The severity must be between [1, {self._PARAMETER_MAX}]. Got {severity} instead.")
+        self.severity, self.mixture_width, self.chain_depth = severity, mixture_width, chain_depth
+        self.alpha, self.all_ops, self.interpolation, self.fill = alpha, all_ops, interpolation, fill
+
+    def _augmentation_space(self, num_bins, image_size):
+        space = {
+            "ShearX": (_torch_linspace(0.0, 0.3, num_bins), True),
+            "ShearY": (_torch_linspace(0.0, 0.3, num_bins), True),
+            "TranslateX": (_torch_linspace(0.0, image_size[1] / 3.0, num_bins), True),
+            "TranslateY": (_torch_linspace(0.0, image_size[0] / 3.0, num_bins), True),
+            "Rotate": (_torch_linspace(0.0, 30.0, num_bins), True),
+            "Posterize": ((4 - np.round(np.arange(num_bins, dtype=np.float32) / np.float32((num_bins - 1) / 4)))
+                          .astype(np.int32), False),
+            "Solarize": (_torch_linspace(255.0, 0.0, num_bins), False),
+            "AutoContrast": (np.float32(0.0), False),
+            "Equalize": (np.float32(0.0), False),
+        }
+        if self.all_ops:
+            space.update({name: (_torch_linspace(0.0, 0.9, num_bins), True)
+                          for name in ("Brightness", "Color", "Contrast", "Sharpness")})
+        return space
+
+    def _pil_to_tensor(self, img):
+        return F.pil_to_tensor(img)
+
+    def _tensor_to_pil(self, img):
+        return F.to_pil_image(img)
+
+    def _sample_dirichlet(self, params):
+        # a method of its own, as in torchvision, so that tests can replace it
+        return _sample_dirichlet(params)
+
+    def forward(self, orig_img):
+        if F._is_tensor(orig_img):
+            img, fill = orig_img, _tensor_fill(orig_img, self.fill)
+        else:
+            img, fill = self._pil_to_tensor(orig_img), self.fill
+        _, height, width = F.get_dimensions(img)
+        op_meta = self._augmentation_space(self._PARAMETER_MAX, (height, width))
+        orig_dims = list(img.shape)
+        batch = img.view([1] * max(4 - img.ndim, 0) + orig_dims)
+        n = batch.size(0)
+        batch_dims = [n] + [1] * (batch.ndim - 1)
+        # Beta(alpha, alpha) weights of the original (column 0) and of the mix (column 1), as a 2-way Dirichlet,
+        # then the chains' Dirichlet weights scaled by column 1
+        m = self._sample_dirichlet(engine.tensor([self.alpha, self.alpha], device=batch.device).expand(n, -1))
+        combined_weights = self._sample_dirichlet(
+            engine.tensor([self.alpha] * self.mixture_width, device=batch.device).expand(n, -1)) * m[:, 1].view([n, -1])
+        mix = m[:, 0].view(batch_dims) * batch
+        for i in range(self.mixture_width):
+            aug = batch
+            depth = self.chain_depth if self.chain_depth > 0 else int(engine.randint(low=1, high=4, size=(1,)).item())
+            for _ in range(depth):
+                op_name = list(op_meta.keys())[int(engine.randint(len(op_meta), (1,)).item())]
+                magnitudes, signed = op_meta[op_name]
+                magnitude = 0.0
+                if np.ndim(magnitudes) > 0:
+                    magnitude = float(magnitudes[int(engine.randint(self.severity, (1,)).item())])
+                if signed and int(engine.randint(2, (1,)).item()):
+                    magnitude *= -1.0
+                aug = _apply_op(aug, op_name, magnitude, interpolation=self.interpolation, fill=fill)
+            mix.add_(combined_weights[:, i].view(batch_dims) * aug)
+        mix = mix.view(orig_dims).to(dtype=img.dtype)
+        return mix if F._is_tensor(orig_img) else self._tensor_to_pil(mix)
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(severity={self.severity}, mixture_width={self.mixture_width}, "
+                f"chain_depth={self.chain_depth}, alpha={self.alpha}, all_ops={self.all_ops}, "
+                f"interpolation={self.interpolation}, fill={self.fill})")
+
+
+__all__ = ["AutoAugmentPolicy", "AutoAugment", "RandAugment", "TrivialAugmentWide", "AugMix"]

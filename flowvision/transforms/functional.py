@@ -1,18 +1,23 @@
 """Image transforms as functions (torchvision.transforms.functional): PIL images and engine tensors.
 
 PIL images go through Pillow exactly as torchvision does, so results are pixel-identical. Engine tensors
-(``[..., C, H, W]``) are processed as numpy arrays with torchvision's float32 arithmetic, rounding and casts.
+(``[..., C, H, W]``) are processed as numpy arrays, or CuPy arrays on the GPU for CUDA tensors (results stay on the
+tensor's device), with torchvision's float32 arithmetic, rounding and casts. Random parameters, filter kernels and
+resampling weights are made on the host and copied to the device.
 """
 import math
 import numbers
+import warnings
 from enum import Enum
 
 import numpy as np
 from PIL import Image, ImageEnhance, ImageOps
 
 import engine
+from engine._device import array_module, device_of, move
 from engine.backends.interpolation_geometry import matrix as resampling_matrix, taps
-from engine.nn.functional import interpolate
+from engine.nn.functional import conv2d, interpolate
+from engine.tensor import _new
 
 
 class InterpolationMode(Enum):
@@ -73,13 +78,21 @@ def _check_img(img):
 
 
 def _arr(t):
-    """The numpy array behind an engine tensor (no copy)."""
-    return t.detach().numpy()
+    """The array behind an engine tensor, numpy or CuPy (no copy)."""
+    t = t.detach()
+    return t.numpy() if isinstance(t._data, np.ndarray) else t._data
 
 
 def _wrap(a):
-    """An engine tensor holding the numpy array a (made contiguous)."""
-    return engine.from_numpy(np.ascontiguousarray(a))
+    """An engine tensor holding the numpy or CuPy array a (made contiguous)."""
+    if isinstance(a, np.ndarray):
+        return engine.from_numpy(np.ascontiguousarray(a))
+    return _new(array_module(a).ascontiguousarray(a))
+
+
+def _like(host, a):
+    """The host array ``host`` where the array ``a`` is (itself for a numpy ``a``)."""
+    return host if isinstance(a, np.ndarray) else move(host, device_of(a))
 
 
 def _assert_image_array(a):
@@ -110,7 +123,7 @@ def _cast_out(a, dtype):
     if a.dtype == dtype:
         return a
     if dtype in _ROUNDED:
-        a = np.round(a)
+        a = a.round()
     return a.astype(dtype)
 
 
@@ -210,7 +223,7 @@ def to_pil_image(pic, mode=None):
     if _is_tensor(pic):
         if pic.dim() not in (2, 3):
             raise ValueError(f"pic should be 2/3 dimensional. Got {pic.dim()} dimensions.")
-        a = _arr(pic)
+        a = _arr(pic.cpu())
         if a.ndim == 3:
             a = a.transpose(1, 2, 0)
     elif isinstance(pic, np.ndarray):
@@ -256,15 +269,16 @@ def normalize(tensor, mean, std, inplace=False):
     if not inplace:
         tensor = tensor.clone()
     np_dtype = tensor.dtype.np
-    mean_a = np.asarray(_arr(mean) if _is_tensor(mean) else mean, dtype=np_dtype)
-    std_a = np.asarray(_arr(std) if _is_tensor(std) else std, dtype=np_dtype)
+    mean_a = np.asarray(_arr(mean.cpu()) if _is_tensor(mean) else mean, dtype=np_dtype)
+    std_a = np.asarray(_arr(std.cpu()) if _is_tensor(std) else std, dtype=np_dtype)
     if (std_a == 0).any():
         raise ValueError(f"std evaluated to zero after conversion to {tensor.dtype}, leading to division by zero.")
     if mean_a.ndim == 1:
         mean_a = mean_a.reshape(-1, 1, 1)
     if std_a.ndim == 1:
         std_a = std_a.reshape(-1, 1, 1)
-    return tensor.sub_(engine.from_numpy(mean_a)).div_(engine.from_numpy(std_a))
+    a = _arr(tensor)
+    return tensor.sub_(_wrap(_like(mean_a, a))).div_(_wrap(_like(std_a, a)))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -298,13 +312,14 @@ def _aa_weights(n_in, n_out, mode):
 def _fused_linear(x, axis, n_out):
     """Linear interpolation of float32 ``x`` along ``axis`` in torch's arithmetic to the bit: ``w0 * x0``
     fused into ``w1 * x1`` (one multiply-add, one rounding), as torch's compiled kernel computes it."""
-    index, weight = taps(x.shape[axis], n_out, "linear", False, None, np.float32)
+    xp = array_module(x)
+    index, weight = (_like(v, x) for v in taps(x.shape[axis], n_out, "linear", False, None, np.float32))
     shape = [1] * x.ndim
     shape[axis] = -1
-    x0 = np.take(x, index[:, 0], axis=axis)
+    x0 = xp.take(x, index[:, 0], axis=axis)
     if index.shape[1] == 1:
         return x0
-    x1 = np.take(x, index[:, 1], axis=axis)
+    x1 = xp.take(x, index[:, 1], axis=axis)
     far = x1 * weight[:, 1].reshape(shape)
     return (x0.astype(np.float64) * weight[:, 0].reshape(shape) + far).astype(np.float32)
 
@@ -319,17 +334,16 @@ def _resize_array(a, size, mode, antialias):
     lead = a.shape[:-2]
     x = _work_float(a).reshape((-1, 1) + a.shape[-2:])
     if antialias and mode in ("bilinear", "bicubic"):
-        wh = _aa_weights(a.shape[-2], size[0], mode).astype(x.dtype)
-        ww = _aa_weights(a.shape[-1], size[1], mode).astype(x.dtype)
+        wh = _like(_aa_weights(a.shape[-2], size[0], mode).astype(x.dtype), x)
+        ww = _like(_aa_weights(a.shape[-1], size[1], mode).astype(x.dtype), x)
         y = wh @ x @ ww.T
     elif mode == "bilinear" and out_dtype in _ROUNDED and x.dtype == np.float32:
         y = _fused_linear(_fused_linear(x, 3, size[1]), 2, size[0])
     else:
         align = False if mode in ("bilinear", "bicubic") else None
-        y = _arr(interpolate(engine.from_numpy(np.ascontiguousarray(x)), size=list(size), mode=mode,
-                             align_corners=align))
+        y = _arr(interpolate(_wrap(x), size=list(size), mode=mode, align_corners=align))
     if mode == "bicubic" and out_dtype == np.uint8:
-        y = np.clip(y, 0, 255)
+        y = y.clip(0, 255)
     return _cast_out(y.reshape(lead + tuple(size)), out_dtype)
 
 
@@ -383,9 +397,10 @@ def _pad_array(a, ltrb, fill=0, mode="constant"):
     h, w = a.shape[-2:]
     a = a[..., max(-top, 0):h - max(-bottom, 0), max(-left, 0):w - max(-right, 0)]
     widths = [(0, 0)] * (a.ndim - 2) + [(max(top, 0), max(bottom, 0)), (max(left, 0), max(right, 0))]
+    xp = array_module(a)
     if mode == "constant":
-        return np.pad(a, widths, mode="constant", constant_values=np.asarray(float(fill)).astype(a.dtype))
-    return np.pad(a, widths, mode=mode)
+        return xp.pad(a, widths, mode="constant", constant_values=np.asarray(float(fill)).astype(a.dtype)[()])
+    return xp.pad(a, widths, mode=mode)
 
 
 def _fill_dict(fill, img, name="fillcolor"):
@@ -530,8 +545,9 @@ def ten_crop(img, size, vertical_flip=False):
 def _blend(a, b, ratio):
     """ratio * a + (1 - ratio) * b in float32/64, clamped to a's range and cast back (truncating)."""
     ft = a.dtype if a.dtype.kind == "f" else np.dtype(np.float32)
-    out = ft.type(ratio) * a.astype(ft) + ft.type(1.0 - ratio) * np.asarray(b, dtype=ft)
-    return np.clip(out, 0, _max_value(a.dtype)).astype(a.dtype)
+    b = ft.type(b) if isinstance(b, numbers.Number) else b.astype(ft, copy=False)
+    out = ft.type(ratio) * a.astype(ft) + ft.type(1.0 - ratio) * b
+    return out.clip(0, _max_value(a.dtype)).astype(a.dtype)
 
 
 def _gray_array(a):
@@ -552,7 +568,7 @@ def rgb_to_grayscale(img, num_output_channels=1):
     _assert_channels(a, [1, 3])
     g = _gray_array(a) if a.shape[-3] == 3 else a.copy()
     if num_output_channels == 3:
-        g = np.broadcast_to(g, a.shape)
+        g = array_module(g).broadcast_to(g, a.shape)
     return _wrap(g)
 
 
@@ -616,34 +632,36 @@ def adjust_saturation(img, saturation_factor):
 
 def _rgb2hsv(a):
     """float RGB [..., 3, H, W] -> HSV in [0, 1]."""
+    xp = array_module(a)
     r, g, b = a[..., 0, :, :], a[..., 1, :, :], a[..., 2, :, :]
     maxc, minc = a.max(axis=-3), a.min(axis=-3)
     eqc = maxc == minc
     cr = maxc - minc
-    one = np.ones_like(maxc)
-    s = cr / np.where(eqc, one, maxc)
-    div = np.where(eqc, one, cr)
+    one = xp.ones_like(maxc)
+    s = cr / xp.where(eqc, one, maxc)
+    div = xp.where(eqc, one, cr)
     rc, gc, bc = (maxc - r) / div, (maxc - g) / div, (maxc - b) / div
     hr = (maxc == r) * (bc - gc)
     hg = ((maxc == g) & (maxc != r)) * (2.0 + rc - bc)
     hb = ((maxc != g) & (maxc != r)) * (4.0 + gc - rc)
-    h = np.fmod((hr + hg + hb) / a.dtype.type(6.0) + a.dtype.type(1.0), a.dtype.type(1.0))
-    return np.stack((h, s, maxc), axis=-3)
+    h = xp.fmod((hr + hg + hb) / a.dtype.type(6.0) + a.dtype.type(1.0), a.dtype.type(1.0))
+    return xp.stack((h, s, maxc), axis=-3)
 
 
 def _hsv2rgb(a):
     """float HSV [..., 3, H, W] -> RGB."""
+    xp = array_module(a)
     h, s, v = a[..., 0, :, :], a[..., 1, :, :], a[..., 2, :, :]
     one = a.dtype.type(1.0)
-    i = np.floor(h * a.dtype.type(6.0))
+    i = xp.floor(h * a.dtype.type(6.0))
     f = h * a.dtype.type(6.0) - i
     i = i.astype(np.int32) % 6
-    p = np.clip(v * (one - s), 0.0, 1.0)
-    q = np.clip(v * (one - s * f), 0.0, 1.0)
-    t = np.clip(v * (one - s * (one - f)), 0.0, 1.0)
-    table = np.stack([np.stack(c, axis=0) for c in ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))])
-    out = np.take_along_axis(table, i[None, None], axis=1)[:, 0]  # (3, ..., H, W)
-    return np.moveaxis(out, 0, -3)
+    p = xp.clip(v * (one - s), 0.0, 1.0)
+    q = xp.clip(v * (one - s * f), 0.0, 1.0)
+    t = xp.clip(v * (one - s * (one - f)), 0.0, 1.0)
+    table = xp.stack([xp.stack(c, axis=0) for c in ((v, q, p, p, t, v), (t, v, v, q, p, p), (p, p, t, v, v, q))])
+    out = xp.take_along_axis(table, i[None, None], axis=1)[:, 0]  # (3, ..., H, W)
+    return xp.moveaxis(out, 0, -3)
 
 
 def adjust_hue(img, hue_factor):
@@ -663,7 +681,7 @@ def adjust_hue(img, hue_factor):
     if a.shape[-3] == 1:
         return img
     hsv = _rgb2hsv(_convert_array_dtype(a, np.float32))
-    hsv[..., 0, :, :] = np.mod(hsv[..., 0, :, :] + np.float32(hue_factor), np.float32(1.0))
+    hsv[..., 0, :, :] = array_module(a).mod(hsv[..., 0, :, :] + np.float32(hue_factor), np.float32(1.0))
     return _wrap(_convert_array_dtype(_hsv2rgb(hsv), a.dtype))
 
 
@@ -679,14 +697,21 @@ def adjust_gamma(img, gamma, gain=1):
     a = _arr(img)
     _assert_channels(a, [1, 3])
     f = a if a.dtype.kind == "f" else _convert_array_dtype(a, np.float32)
-    out = np.clip(f.dtype.type(gain) * np.power(f, f.dtype.type(gamma)), 0, 1)
+    out = (f.dtype.type(gain) * array_module(f).power(f, f.dtype.type(gamma))).clip(0, 1)
     return _wrap(_convert_array_dtype(out, a.dtype))
 
 
 def _conv_valid(x, kernel):
-    """Per-channel 2-D correlation (valid) of float x [..., H, W] with a 2-D kernel."""
-    win = np.lib.stride_tricks.sliding_window_view(x, kernel.shape, axis=(-2, -1))
-    return np.einsum("...ij,ij->...", win, kernel)
+    """Per-channel 2-D correlation (valid) of float x [..., H, W] with a 2-D kernel (an array where x is).
+
+    On the GPU a depthwise convolution: the window view's einsum would there copy kh * kw values per pixel."""
+    if isinstance(x, np.ndarray):
+        win = np.lib.stride_tricks.sliding_window_view(x, kernel.shape, axis=(-2, -1))
+        return np.einsum("...ij,ij->...", win, kernel)
+    planes = x.reshape((1, -1) + x.shape[-2:])
+    weight = array_module(x).broadcast_to(kernel, (planes.shape[1], 1) + kernel.shape)
+    y = _arr(conv2d(_wrap(planes), _wrap(weight), groups=planes.shape[1]))
+    return y.reshape(x.shape[:-2] + y.shape[-2:])
 
 
 def _blurred_degenerate(a):
@@ -696,7 +721,7 @@ def _blurred_degenerate(a):
     kernel[1, 1] = 5.0
     kernel /= kernel.sum()
     out = a.copy()
-    out[..., 1:-1, 1:-1] = _cast_out(_conv_valid(a.astype(ft), kernel), a.dtype)
+    out[..., 1:-1, 1:-1] = _cast_out(_conv_valid(a.astype(ft), _like(kernel, a)), a.dtype)
     return out
 
 
@@ -732,21 +757,26 @@ def autocontrast(img):
     hi = a.max(axis=(-2, -1), keepdims=True).astype(ft)
     with np.errstate(divide="ignore"):
         scale = ft.type(bound) / (hi - lo)
-    flat = ~np.isfinite(scale)
-    lo[flat], scale[flat] = 0, 1
-    return _wrap(np.clip((a.astype(ft) - lo) * scale, 0, bound).astype(a.dtype))
+    xp = array_module(a)
+    flat = ~xp.isfinite(scale)
+    lo, scale = xp.where(flat, ft.type(0), lo), xp.where(flat, ft.type(1), scale)
+    return _wrap(((a.astype(ft) - lo) * scale).clip(0, bound).astype(a.dtype))
 
 
-def _equalize_channel(c):
-    """Histogram-equalise one uint8 channel (Pillow's LUT construction)."""
-    hist = np.bincount(c.reshape(-1), minlength=256)
-    nonzero = hist[hist != 0]
-    step = nonzero[:-1].sum() // 255
-    if step == 0:
-        return c
-    lut = (np.cumsum(hist) + step // 2) // step
-    lut = np.clip(np.concatenate([[0], lut[:-1]]), 0, 255)
-    return lut[c].astype(np.uint8)
+def _equalize_planes(planes):
+    """Histogram-equalise each row of a uint8 [N, H * W] array (Pillow's LUT construction), all rows at once."""
+    xp = array_module(planes)
+    n = planes.shape[0]
+    rows = xp.arange(n)
+    index = planes + rows[:, None] * 256  # into the n histograms (and tables) laid end to end
+    hist = xp.bincount(index.reshape(-1), minlength=256 * n).reshape(n, 256)
+    # all pixels but those of the last nonzero bin (the largest value), as Pillow counts them
+    step = (planes.shape[1] - hist[rows, planes.max(axis=1)]) // 255
+    div = xp.maximum(step, 1)[:, None]
+    lut = (xp.cumsum(hist, axis=1) + div // 2) // div
+    lut = xp.concatenate([xp.zeros_like(lut[:, :1]), lut[:, :-1]], axis=1).clip(0, 255).astype(np.uint8)
+    lut = xp.where(step[:, None] == 0, xp.arange(256, dtype=np.uint8), lut)  # step 0: the image as it is
+    return lut.reshape(-1)[index]
 
 
 def equalize(img):
@@ -760,8 +790,7 @@ def equalize(img):
     if a.dtype != np.uint8:
         raise TypeError(f"Only torch.uint8 image tensors are supported, but found {img.dtype}")
     _assert_channels(a, [1, 3])
-    flat = a.reshape((-1,) + a.shape[-2:])
-    return _wrap(np.stack([_equalize_channel(c) for c in flat]).reshape(a.shape))
+    return _wrap(_equalize_planes(a.reshape(-1, a.shape[-2] * a.shape[-1])).reshape(a.shape))
 
 
 def posterize(img, bits):
@@ -799,7 +828,7 @@ def solarize(img, threshold):
     if threshold > _max_value(a.dtype):
         raise TypeError("Threshold should be less than bound of img.")
     inverted = (a.dtype.type(_max_value(a.dtype)) - a).astype(a.dtype)
-    return _wrap(np.where(a >= threshold, inverted, a))
+    return _wrap(array_module(a).where(a >= threshold, inverted, a))
 
 
 def _gaussian_kernel1d(size, sigma, dtype):
@@ -840,7 +869,7 @@ def gaussian_blur(img, kernel_size, sigma=None):
     kernel = np.outer(_gaussian_kernel1d(kernel_size[1], sigma[1], ft), _gaussian_kernel1d(kernel_size[0], sigma[0], ft))
     kx, ky = kernel_size[0] // 2, kernel_size[1] // 2
     padded = _pad_array(a.astype(ft), [kx, ky, kx, ky], mode="reflect")
-    out = _wrap(_cast_out(_conv_valid(padded, kernel.astype(ft)), a.dtype))
+    out = _wrap(_cast_out(_conv_valid(padded, _like(kernel.astype(ft), a)), a.dtype))
     return to_pil_image(out, mode=img.mode) if _is_pil_image(img) else out
 
 
@@ -881,18 +910,21 @@ def _get_inverse_affine_matrix(center, angle, translate, scale, shear, inverted=
 
 def _grid_sample(x, gx, gy, mode):
     """grid_sample (align_corners=False, zero padding) of x (N, C, H, W) at normalised coords gx, gy (OH, OW)."""
+    if mode == "bicubic":
+        return _grid_sample_bicubic(x, gx, gy)
+    xp = array_module(x)
     h, w = x.shape[-2:]
     ix = ((gx + 1) * w - 1) / 2
     iy = ((gy + 1) * h - 1) / 2
 
     def tap(yy, xx):
         ok = (xx >= 0) & (xx < w) & (yy >= 0) & (yy < h)
-        vals = x[..., np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]
+        vals = x[..., xp.clip(yy, 0, h - 1), xp.clip(xx, 0, w - 1)]
         return vals * ok
 
     if mode == "nearest":
-        return tap(np.rint(iy).astype(np.int64), np.rint(ix).astype(np.int64))
-    x0, y0 = np.floor(ix), np.floor(iy)
+        return tap(xp.rint(iy).astype(np.int64), xp.rint(ix).astype(np.int64))
+    x0, y0 = xp.floor(ix), xp.floor(iy)
     wx1, wy1 = ix - x0, iy - y0
     wx0, wy0 = 1 - wx1, 1 - wy1
     x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
@@ -901,26 +933,30 @@ def _grid_sample(x, gx, gy, mode):
 
 
 def _apply_grid(a, gx, gy, mode, fill):
-    """Sample a [..., C, H, W] at the grid, filling outside pixels with fill (torchvision's mask trick)."""
+    """Sample a [..., C, H, W] at the grid (moved where a is), filling outside pixels with fill (torchvision's mask
+    trick)."""
+    xp = array_module(a)
     out_dtype = a.dtype
     ft = gx.dtype
+    gx, gy = _like(gx, a), _like(gy, a)
     x = a.astype(ft).reshape((-1,) + a.shape[-3:])
     if fill is not None:
-        x = np.concatenate([x, np.ones_like(x[:, :1])], axis=1)
+        x = xp.concatenate([x, xp.ones_like(x[:, :1])], axis=1)
     y = _grid_sample(x, gx, gy, mode).astype(ft)
     if fill is not None:
         mask, y = y[:, -1:], y[:, :-1]
         fills = np.asarray(fill if isinstance(fill, (list, tuple)) else [float(fill)], dtype=ft).reshape(1, -1, 1, 1)
-        fills = np.broadcast_to(fills, y.shape)
+        fills = xp.broadcast_to(_like(fills, a), y.shape)
         if mode == "nearest":
-            y = np.where(np.broadcast_to(mask, y.shape) < 0.5, fills, y)
+            y = xp.where(xp.broadcast_to(mask, y.shape) < 0.5, fills, y)
         else:
             y = y * mask + (1.0 - mask) * fills
     return _cast_out(y.reshape(a.shape[:-2] + y.shape[-2:]), out_dtype)
 
 
 def _affine_grid(matrix, w, h, ow, oh, dtype):
-    """Normalised sampling grid of torchvision's _gen_affine_grid (centre-origin coordinates)."""
+    """Normalised sampling grid of torchvision's _gen_affine_grid (centre-origin coordinates), on the host (the
+    same numbers for every device; ``_apply_grid`` copies it to the image's)."""
     theta = np.asarray(matrix, dtype=dtype).reshape(2, 3)
     xs = np.linspace(-ow * 0.5 + 0.5, ow * 0.5 - 0.5, ow).astype(dtype)
     ys = np.linspace(-oh * 0.5 + 0.5, oh * 0.5 - 0.5, oh).astype(dtype)
@@ -1039,12 +1075,84 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     _, h, w = get_dimensions(img)
     ft = _grid_dtype(a)
     c = np.asarray(coeffs, dtype=ft)
-    xs = np.linspace(0.5, w - 0.5, w).astype(ft)[None, :]
-    ys = np.linspace(0.5, h - 0.5, h).astype(ft)[:, None]
+    xs = _like(np.linspace(0.5, w - 0.5, w).astype(ft)[None, :], a)
+    ys = _like(np.linspace(0.5, h - 0.5, h).astype(ft)[:, None], a)
     den = c[6] * xs + c[7] * ys + ft.type(1.0)
     gx = (c[0] * xs + c[1] * ys + c[2]) / ft.type(0.5 * w) / den - ft.type(1.0)
     gy = (c[3] * xs + c[4] * ys + c[5]) / ft.type(0.5 * h) / den - ft.type(1.0)
     return _wrap(_apply_grid(a if a.ndim > 2 else a[None], gx, gy, interpolation.value, fill).reshape(a.shape))
+
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# elastic transform
+
+
+def _cubic_weights(t):
+    """The four cubic-convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 for fractions t (grid_sample's)."""
+    a = -0.75
+
+    def far(x):  # |x| in [1, 2)
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    def near(x):  # |x| in [0, 1)
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _grid_sample_bicubic(x, gx, gy):
+    """grid_sample's bicubic mode (align_corners=False, zero padding) of x (N, C, H, W) at gx, gy (OH, OW)."""
+    xp = array_module(x)
+    h, w = x.shape[-2:]
+    ix = ((gx + 1) * w - 1) / 2
+    iy = ((gy + 1) * h - 1) / 2
+    x0, y0 = xp.floor(ix), xp.floor(iy)
+    wx, wy = _cubic_weights(ix - x0), _cubic_weights(iy - y0)
+    x0, y0 = x0.astype(np.int64), y0.astype(np.int64)
+    out = 0
+    for i in range(4):
+        yy = y0 - 1 + i
+        row = 0
+        for j in range(4):
+            xx = x0 - 1 + j
+            inside = (xx >= 0) & (xx < w) & (yy >= 0) & (yy < h)
+            row = row + x[..., yy.clip(0, h - 1), xx.clip(0, w - 1)] * inside * wx[j]
+        out = out + row * wy[i]
+    return out
+
+
+def _identity_grid(h, w):
+    """torchvision's identity grid (1, H, W, 2): the (x, y) pixel centres normalised to (-1, 1)."""
+    grid_y, grid_x = engine.meshgrid(engine.linspace((-h + 1) / h, (h - 1) / h, h),
+                                     engine.linspace((-w + 1) / w, (w - 1) / w, w), indexing="ij")
+    return engine.stack([grid_x, grid_y], -1).unsqueeze(0)
+
+
+def elastic_transform(img, displacement, interpolation=InterpolationMode.BILINEAR, fill=None):
+    """Sample img at the identity grid plus displacement (1, H, W, 2), in grid_sample's [-1, 1] coordinates."""
+    if isinstance(interpolation, int):
+        warnings.warn("Argument interpolation should be of type InterpolationMode instead of int. "
+                      "Please, use InterpolationMode enum.")
+        interpolation = _interpolation_modes_from_int(interpolation)
+    if not _is_tensor(displacement):
+        raise TypeError("Argument displacement should be a Tensor")
+    _check_img(img)
+    t = pil_to_tensor(img) if _is_pil_image(img) else img
+    shape = (1,) + tuple(t.shape[-2:]) + (2,)
+    if shape != tuple(displacement.shape):
+        raise ValueError(f"Argument displacement shape should be {shape}, but given {displacement.shape}")
+    mode = interpolation.value
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
+                         f"but got: '{mode}'")
+    # the grid is made on the host (like the other transforms' grids); _apply_grid takes it to the image's device
+    grid = _arr(_identity_grid(t.shape[-2], t.shape[-1]) + displacement.detach().cpu())
+    gx, gy = grid[0, ..., 0], grid[0, ..., 1]
+    a = _arr(t)
+    a3 = a if a.ndim > 2 else a[None]
+    out = _wrap(_apply_grid(a3, gx, gy, mode, fill).reshape(a.shape))
+    return to_pil_image(out, mode=img.mode) if _is_pil_image(img) else out
 
 
 __all__ = [
@@ -1053,4 +1161,5 @@ __all__ = [
     "hflip", "vflip", "five_crop", "ten_crop", "rgb_to_grayscale", "to_grayscale", "adjust_brightness",
     "adjust_contrast", "adjust_saturation", "adjust_hue", "adjust_gamma", "adjust_sharpness", "autocontrast",
     "equalize", "posterize", "invert", "solarize", "gaussian_blur", "erase", "rotate", "affine", "perspective",
+    "elastic_transform",
 ]

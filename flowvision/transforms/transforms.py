@@ -663,9 +663,9 @@ class RandomErasing(nn.Module):
             if not (h < img_h and w < img_w):
                 continue
             if value is None:
-                v = engine.from_numpy(rng().standard_normal((img_c, h, w)).astype(np.float32))
+                v = engine.from_numpy(rng().standard_normal((img_c, h, w)).astype(np.float32)).to(img.device)
             else:
-                v = engine.tensor(value)[:, None, None]
+                v = engine.tensor(value, device=img.device)[:, None, None]
             return _randint(0, img_h - h + 1), _randint(0, img_w - w + 1), h, w, v
         return 0, 0, img_h, img_w, img
 
@@ -689,9 +689,234 @@ class RandomErasing(nn.Module):
                 f"value={self.value}, inplace={self.inplace})")
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# transforms that draw as torchvision does (torch's random stream: engine.rand / engine.randint), so a seed gives
+# torchvision's choices
+
+
+def _torch_rand():
+    """torch.rand(1).item(): a float32 uniform in [0, 1) from the default generator."""
+    return engine.rand(1).item()
+
+
+def _torch_randint(low, high):
+    """torch.randint(low, high, (1,)).item()."""
+    return int(engine.randint(low, high, size=(1,)).item())
+
+
+class RandomPerspective(nn.Module):
+    """Perspective warp with probability p: each corner moves inwards by up to distortion_scale of half the size."""
+
+    def __init__(self, distortion_scale=0.5, p=0.5, interpolation=InterpolationMode.BILINEAR, fill=0):
+        super().__init__()
+        self.p = p
+        self.interpolation = _check_interpolation(interpolation)
+        self.distortion_scale = distortion_scale
+        self.fill = _check_fill(fill)
+
+    def forward(self, img):
+        fill = _tensor_fill(img, self.fill)
+        _, height, width = F.get_dimensions(img)
+        if engine.rand(1) < self.p:
+            startpoints, endpoints = self.get_params(width, height, self.distortion_scale)
+            return F.perspective(img, startpoints, endpoints, self.interpolation, fill)
+        return img
+
+    @staticmethod
+    def get_params(width, height, distortion_scale):
+        """([corners], [moved corners]): top-left, top-right, bottom-right, bottom-left, each as [x, y]."""
+        dx, dy = int(distortion_scale * (width // 2)), int(distortion_scale * (height // 2))
+        topleft = [_torch_randint(0, dx + 1), _torch_randint(0, dy + 1)]
+        topright = [_torch_randint(width - dx - 1, width), _torch_randint(0, dy + 1)]
+        botright = [_torch_randint(width - dx - 1, width), _torch_randint(height - dy - 1, height)]
+        botleft = [_torch_randint(0, dx + 1), _torch_randint(height - dy - 1, height)]
+        startpoints = [[0, 0], [width - 1, 0], [width - 1, height - 1], [0, height - 1]]
+        return startpoints, [topleft, topright, botright, botleft]
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(p={self.p})"
+
+
+class LinearTransformation(nn.Module):
+    """(flattened tensor image - mean_vector) @ transformation_matrix (D x D, D = C * H * W), e.g. ZCA whitening."""
+
+    def __init__(self, transformation_matrix, mean_vector):
+        super().__init__()
+        if transformation_matrix.size(0) != transformation_matrix.size(1):
+            raise ValueError("transformation_matrix should be square. Got "
+                             f"{tuple(transformation_matrix.size())} rectangular matrix.")
+        if mean_vector.size(0) != transformation_matrix.size(0):
+            raise ValueError(f"mean_vector should have the same length {mean_vector.size(0)} as any one of the "
+                             f"dimensions of the transformation_matrix [{tuple(transformation_matrix.size())}]")
+        if transformation_matrix.device != mean_vector.device:
+            raise ValueError("Input tensors should be on the same device. "
+                             f"Got {transformation_matrix.device} and {mean_vector.device}")
+        if transformation_matrix.dtype != mean_vector.dtype:
+            raise ValueError("Input tensors should have the same dtype. "
+                             f"Got {transformation_matrix.dtype} and {mean_vector.dtype}")
+        self.transformation_matrix, self.mean_vector = transformation_matrix, mean_vector
+
+    def forward(self, tensor):
+        shape = tensor.shape
+        n = shape[-3] * shape[-2] * shape[-1]
+        if n != self.transformation_matrix.shape[0]:
+            raise ValueError("Input tensor and transformation matrix have incompatible shape."
+                             f"[{shape[-3]} x {shape[-2]} x {shape[-1]}] != {self.transformation_matrix.shape[0]}")
+        if tensor.device.type != self.mean_vector.device.type:
+            raise ValueError("Input tensor should be on the same device as transformation matrix and mean vector. "
+                             f"Got {tensor.device} vs {self.mean_vector.device}")
+        flat = tensor.view(-1, n) - self.mean_vector
+        return engine.mm(flat, self.transformation_matrix.to(flat.dtype)).view(shape)
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(transformation_matrix={self.transformation_matrix.tolist()}, "
+                f"mean_vector={self.mean_vector.tolist()})")
+
+
+class _RandomApplyFunction(nn.Module):
+    """Apply a functional op with probability p (one torch.rand(1) draw per call)."""
+
+    def __init__(self, p=0.5):
+        super().__init__()
+        self.p = p
+
+    def _transform(self, img):
+        raise NotImplementedError
+
+    def forward(self, img):
+        if _torch_rand() < self.p:
+            return self._transform(img)
+        return img
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(p={self.p})"
+
+
+class RandomInvert(_RandomApplyFunction):
+    """Invert the colours with probability p."""
+
+    def _transform(self, img):
+        return F.invert(img)
+
+
+class RandomPosterize(_RandomApplyFunction):
+    """Keep the top `bits` bits of each channel with probability p."""
+
+    def __init__(self, bits, p=0.5):
+        super().__init__(p)
+        self.bits = bits
+
+    def _transform(self, img):
+        return F.posterize(img, self.bits)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(bits={self.bits},p={self.p})"
+
+
+class RandomSolarize(_RandomApplyFunction):
+    """Invert the pixels at or above threshold with probability p."""
+
+    def __init__(self, threshold, p=0.5):
+        super().__init__(p)
+        self.threshold = threshold
+
+    def _transform(self, img):
+        return F.solarize(img, self.threshold)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(threshold={self.threshold},p={self.p})"
+
+
+class RandomAdjustSharpness(_RandomApplyFunction):
+    """Adjust the sharpness by sharpness_factor with probability p."""
+
+    def __init__(self, sharpness_factor, p=0.5):
+        super().__init__(p)
+        self.sharpness_factor = sharpness_factor
+
+    def _transform(self, img):
+        return F.adjust_sharpness(img, self.sharpness_factor)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}(sharpness_factor={self.sharpness_factor},p={self.p})"
+
+
+class RandomAutocontrast(_RandomApplyFunction):
+    """Autocontrast with probability p."""
+
+    def _transform(self, img):
+        return F.autocontrast(img)
+
+
+class RandomEqualize(_RandomApplyFunction):
+    """Histogram-equalise with probability p."""
+
+    def _transform(self, img):
+        return F.equalize(img)
+
+
+def _elastic_pair(value, name):
+    """ElasticTransform's alpha / sigma: a float or a sequence of 1 or 2 floats -> [x, y]."""
+    if not isinstance(value, (float, Sequence)):
+        raise TypeError(f"{name} should be float or a sequence of floats. Got {type(value)}")
+    if isinstance(value, Sequence) and len(value) != 2:
+        raise ValueError(f"If {name} is a sequence its length should be 2. Got {len(value)}")
+    if isinstance(value, Sequence):
+        for element in value:
+            if not isinstance(element, float):
+                raise TypeError(f"{name} should be a sequence of floats. Got {type(element)}")
+    if isinstance(value, float):
+        value = [float(value), float(value)]
+    return value
+
+
+class ElasticTransform(nn.Module):
+    """Displace every pixel by smooth random offsets: uniform noise blurred with sigma, scaled by alpha."""
+
+    def __init__(self, alpha=50.0, sigma=5.0, interpolation=InterpolationMode.BILINEAR, fill=0):
+        super().__init__()
+        self.alpha = _elastic_pair(alpha, "alpha")
+        self.sigma = _elastic_pair(sigma, "sigma")
+        self.interpolation = _check_interpolation(interpolation)
+        if isinstance(fill, (int, float)):
+            fill = [float(fill)]
+        elif isinstance(fill, (list, tuple)):
+            fill = [float(f) for f in fill]
+        else:
+            raise TypeError(f"fill should be int or float or a list or tuple of them. Got {type(fill)}")
+        self.fill = fill
+
+    @staticmethod
+    def get_params(alpha, sigma, size):
+        """The displacement (1, H, W, 2) for size [H, W]: per axis, rand * 2 - 1 blurred (sigma > 0) and scaled by
+        alpha over that axis' length (grid units)."""
+        def axis(k):
+            d = engine.rand([1, 1] + list(size)) * 2 - 1
+            if sigma[k] > 0.0:
+                ksize = int(8 * sigma[k] + 1)
+                ksize += 1 - ksize % 2
+                d = F.gaussian_blur(d, [ksize, ksize], sigma)
+            return d * alpha[k] / size[1 - k]
+
+        dx = axis(0)
+        dy = axis(1)
+        return engine.concat([dx, dy], 1).permute([0, 2, 3, 1])
+
+    def forward(self, tensor):
+        _, height, width = F.get_dimensions(tensor)
+        displacement = self.get_params(self.alpha, self.sigma, [height, width])
+        return F.elastic_transform(tensor, displacement, self.interpolation, self.fill)
+
+    def __repr__(self):
+        return (f"{self.__class__.__name__}(alpha={self.alpha}, sigma={self.sigma}, "
+                f"interpolation={self.interpolation}, fill={self.fill})")
+
+
 __all__ = [
-    "Compose", "ToTensor", "PILToTensor", "ToPILImage", "ConvertImageDtype", "Normalize", "Resize", "CenterCrop",
+    "Compose", "ToTensor", "PILToTensor", "ConvertImageDtype", "ToPILImage", "Normalize", "Resize", "CenterCrop",
     "Pad", "Lambda", "RandomApply", "RandomChoice", "RandomOrder", "RandomCrop", "RandomHorizontalFlip",
-    "RandomVerticalFlip", "RandomResizedCrop", "FiveCrop", "TenCrop", "ColorJitter", "RandomRotation",
-    "RandomAffine", "Grayscale", "RandomGrayscale", "GaussianBlur", "RandomErasing", "InterpolationMode",
+    "RandomVerticalFlip", "RandomResizedCrop", "FiveCrop", "TenCrop", "LinearTransformation", "ColorJitter",
+    "RandomRotation", "RandomAffine", "Grayscale", "RandomGrayscale", "RandomPerspective", "RandomErasing",
+    "GaussianBlur", "InterpolationMode", "RandomInvert", "RandomPosterize", "RandomSolarize", "RandomAdjustSharpness",
+    "RandomAutocontrast", "RandomEqualize", "ElasticTransform",
 ]
