@@ -46,10 +46,12 @@ _FAMILIES = {family: names for family, names in family_sweep(
     _SEGMENTATION_MODULES | _DETECTION_MODULES | _OPTICAL_FLOW_MODULES | {"quantization"}).items()
     if family not in COVERED_FAMILIES}
 # The GPU run takes the smallest model of each family (the others share its kernels and layers), or with
-# CUDA_EVERY_MODEL=1 (scripts/gpu_check.py --every-model) every classifier up to _MAX_PARAMETERS.
+# CUDA_EVERY_MODEL=1 (scripts/gpu_check.py --every-model) every classifier up to _MAX_PARAMETERS (those without
+# weights, whose size the manifest does not give, left out: they include 1B-parameter encoders, and their layers are
+# their trained siblings').
 if os.environ.get("CUDA_EVERY_MODEL"):
     CLASSIFIERS = [n for names in _FAMILIES.values() for n in names
-                   if _published(n, "num_params", 0) <= _MAX_PARAMETERS]
+                   if _published(n, "num_params", math.inf) <= _MAX_PARAMETERS]
 else:
     CLASSIFIERS = [min(names, key=lambda n: _published(n, "num_params", math.inf)) for names in _FAMILIES.values()]
 EMULATED = {"retinanet_resnet50_fpn", "resnet18", "resnext50_32x4d", "mobilenet_v3_small", "vgg11_bn", "lraspp_mobilenet_v3_large",
@@ -88,24 +90,34 @@ def _is_video(name):
 
 
 # Image sizes a classifier's test tries in order, each raised to the weights' min_size (MaxViT and ViT need their
-# 224x224): the first its CPU model takes. Patch models without a min_size take multiples of 16 or 28 (14-pixel
-# patches merged 2x2: deepseek_vit); HRNet and Hiera multiples of 32; ViTamin (no weights) only 224x224.
-_IMAGE_SIZES = [(64, 72), (64, 96), (56, 84), (224, 224)]
+# 224x224), then timm's default size for the name: the first its CPU model takes. Patch models without a min_size
+# take multiples of 16 or 28 (14-pixel patches merged 2x2: deepseek_vit); HRNet and Hiera multiples of 32; models
+# without weights built for one size (ViTamin, BoTNet-50, HaloNet-H1) only that.
+_IMAGE_SIZES = [(64, 72), (64, 96), (56, 84)]
+
+
+def _default_size(name):
+    """timm's default input size (height, width) for ``name``; 224x224 for torchvision's names."""
+    import timm
+
+    cfg = timm.models.get_pretrained_cfg(name)
+    return tuple(cfg.input_size[1:]) if cfg is not None else (224, 224)
 
 
 def _reference_eval(model, name):
-    """A batch of two images (clips for video models) of the first size in ``_IMAGE_SIZES`` that ``model`` (on the
-    CPU, in eval mode) takes, and its output on them."""
+    """A batch of two images (clips for video models) of the first size in ``_IMAGE_SIZES`` or the default one that
+    ``model`` (on the CPU, in eval mode) takes, and its output on them."""
     min_height, min_width = _published(name, "min_size", (1, 1))
     frames = (max(4, _published(name, "min_temporal_size", 1)),) if _is_video(name) else ()
-    for height, width in _IMAGE_SIZES:
+    sizes = _IMAGE_SIZES + [_default_size(name)]
+    for height, width in sizes:
         x = _images(0, 2, 3, *frames, max(height, min_height), max(width, min_width))
         try:
             with engine.no_grad():
                 return x, model(engine.from_numpy(x))
         except (ValueError, RuntimeError) as error:
             refused = error
-    raise AssertionError(f"{name} takes none of the sizes {_IMAGE_SIZES}: {refused}")
+    raise AssertionError(f"{name} takes none of the sizes {sizes}: {refused}")
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)
