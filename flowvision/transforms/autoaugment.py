@@ -1,4 +1,9 @@
-"""AutoAugment, RandAugment and TrivialAugmentWide with torchvision's op tables and magnitude bins."""
+"""AutoAugment, RandAugment, TrivialAugmentWide and AugMix with torchvision's op tables and magnitude bins.
+
+They draw as torchvision's do, the same ops in the same order on the host (CPU) generator (``engine.randint``,
+``engine.rand``: torch-identical), so after ``engine.manual_seed(s)`` they pick torchvision's ops and magnitudes
+after ``torch.manual_seed(s)``.
+"""
 import math
 from enum import Enum
 
@@ -6,7 +11,6 @@ import numpy as np
 
 import engine
 from engine import nn
-from engine.random import rng
 
 from . import functional as F
 from .functional import InterpolationMode
@@ -52,8 +56,8 @@ def _apply_op(img, op_name, magnitude, interpolation, fill):
 
 
 def _linspace(lo, hi, n):
-    """torch.linspace in float32."""
-    return np.linspace(lo, hi, n).astype(np.float32)
+    """torch.linspace(lo, hi, n) (float32, torch's own rounding: magnitudes bit-equal to torchvision's) as numpy."""
+    return engine.linspace(lo, hi, n).numpy()
 
 
 def _posterize_bins(num_bins, top):
@@ -92,6 +96,11 @@ def _tensor_fill(img, fill):
         if fill is not None:
             return [float(f) for f in fill]
     return fill
+
+
+def _randint(high):
+    """torch.randint(high, (1,)).item() from the default (host) generator."""
+    return int(engine.randint(high, (1,)).item())
 
 
 class AutoAugmentPolicy(Enum):
@@ -171,17 +180,21 @@ class AutoAugment(nn.Module):
 
     @staticmethod
     def get_params(transform_num):
-        """(policy index, two probabilities in [0, 1), two signs in {0, 1})."""
-        g = rng()
-        return int(g.integers(transform_num)), g.random(2).astype(np.float32), g.integers(2, size=2)
+        """(policy index, two float32 probabilities in [0, 1), two signs in {0, 1}) as torchvision draws them:
+        torch.randint(transform_num, (1,)), torch.rand((2,)), torch.randint(2, (2,))."""
+        policy_id = int(engine.randint(transform_num, (1,)).item())
+        probs = engine.rand((2,))
+        signs = engine.randint(2, (2,))
+        return policy_id, probs, signs
 
     def forward(self, img):
         fill = _tensor_fill(img, self.fill)
         _, height, width = F.get_dimensions(img)
         transform_id, probs, signs = self.get_params(len(self.policies))
+        probs, signs = probs.numpy(), signs.numpy()
         op_meta = self._augmentation_space(10, (height, width))
         for i, (op_name, p, magnitude_id) in enumerate(self.policies[transform_id]):
-            if probs[i] <= p:
+            if probs[i] <= np.float32(p):  # torch compares a float32 tensor with a Python float in float32
                 magnitudes, signed = op_meta[op_name]
                 magnitude = float(magnitudes[magnitude_id]) if magnitude_id is not None else 0.0
                 if signed and signs[i] == 0:
@@ -210,10 +223,10 @@ class RandAugment(nn.Module):
         _, height, width = F.get_dimensions(img)
         op_meta = self._augmentation_space(self.num_magnitude_bins, (height, width))
         for _ in range(self.num_ops):
-            op_name = list(op_meta.keys())[int(rng().integers(len(op_meta)))]
+            op_name = list(op_meta.keys())[_randint(len(op_meta))]
             magnitudes, signed = op_meta[op_name]
             magnitude = float(magnitudes[self.magnitude]) if np.ndim(magnitudes) > 0 else 0.0
-            if signed and rng().integers(2):
+            if signed and _randint(2):
                 magnitude *= -1.0
             img = _apply_op(img, op_name, magnitude, interpolation=self.interpolation, fill=fill)
         return img
@@ -236,21 +249,16 @@ class TrivialAugmentWide(nn.Module):
     def forward(self, img):
         fill = _tensor_fill(img, self.fill)
         op_meta = self._augmentation_space(self.num_magnitude_bins)
-        op_name = list(op_meta.keys())[int(rng().integers(len(op_meta)))]
+        op_name = list(op_meta.keys())[_randint(len(op_meta))]
         magnitudes, signed = op_meta[op_name]
-        magnitude = float(magnitudes[int(rng().integers(len(magnitudes)))]) if np.ndim(magnitudes) > 0 else 0.0
-        if signed and rng().integers(2):
+        magnitude = float(magnitudes[_randint(len(magnitudes))]) if np.ndim(magnitudes) > 0 else 0.0
+        if signed and _randint(2):
             magnitude *= -1.0
         return _apply_op(img, op_name, magnitude, interpolation=self.interpolation, fill=fill)
 
     def __repr__(self):
         return (f"{self.__class__.__name__}(num_magnitude_bins={self.num_magnitude_bins}, "
                 f"interpolation={self.interpolation}, fill={self.fill})")
-
-
-def _torch_linspace(lo, hi, n):
-    """torch.linspace(lo, hi, n) (float32, torch's own rounding) as a numpy array."""
-    return engine.linspace(lo, hi, n).numpy()
 
 
 _THIRD_F32 = float(np.float32(1.0) / np.float32(3.0))  # sample_gamma's 1.0f / 3.0f
@@ -310,19 +318,19 @@ class AugMix(nn.Module):
 
     def _augmentation_space(self, num_bins, image_size):
         space = {
-            "ShearX": (_torch_linspace(0.0, 0.3, num_bins), True),
-            "ShearY": (_torch_linspace(0.0, 0.3, num_bins), True),
-            "TranslateX": (_torch_linspace(0.0, image_size[1] / 3.0, num_bins), True),
-            "TranslateY": (_torch_linspace(0.0, image_size[0] / 3.0, num_bins), True),
-            "Rotate": (_torch_linspace(0.0, 30.0, num_bins), True),
+            "ShearX": (_linspace(0.0, 0.3, num_bins), True),
+            "ShearY": (_linspace(0.0, 0.3, num_bins), True),
+            "TranslateX": (_linspace(0.0, image_size[1] / 3.0, num_bins), True),
+            "TranslateY": (_linspace(0.0, image_size[0] / 3.0, num_bins), True),
+            "Rotate": (_linspace(0.0, 30.0, num_bins), True),
             "Posterize": ((4 - np.round(np.arange(num_bins, dtype=np.float32) / np.float32((num_bins - 1) / 4)))
                           .astype(np.int32), False),
-            "Solarize": (_torch_linspace(255.0, 0.0, num_bins), False),
+            "Solarize": (_linspace(255.0, 0.0, num_bins), False),
             "AutoContrast": (np.float32(0.0), False),
             "Equalize": (np.float32(0.0), False),
         }
         if self.all_ops:
-            space.update({name: (_torch_linspace(0.0, 0.9, num_bins), True)
+            space.update({name: (_linspace(0.0, 0.9, num_bins), True)
                           for name in ("Brightness", "Color", "Contrast", "Sharpness")})
         return space
 
@@ -357,12 +365,12 @@ class AugMix(nn.Module):
             aug = batch
             depth = self.chain_depth if self.chain_depth > 0 else int(engine.randint(low=1, high=4, size=(1,)).item())
             for _ in range(depth):
-                op_name = list(op_meta.keys())[int(engine.randint(len(op_meta), (1,)).item())]
+                op_name = list(op_meta.keys())[_randint(len(op_meta))]
                 magnitudes, signed = op_meta[op_name]
                 magnitude = 0.0
                 if np.ndim(magnitudes) > 0:
-                    magnitude = float(magnitudes[int(engine.randint(self.severity, (1,)).item())])
-                if signed and int(engine.randint(2, (1,)).item()):
+                    magnitude = float(magnitudes[_randint(self.severity)])
+                if signed and _randint(2):
                     magnitude *= -1.0
                 aug = _apply_op(aug, op_name, magnitude, interpolation=self.interpolation, fill=fill)
             mix.add_(combined_weights[:, i].view(batch_dims) * aug)

@@ -1,9 +1,13 @@
 """Transform classes with torchvision's names, arguments, defaults and reprs.
 
-Random transforms draw from ``engine.random.rng()``, so ``engine.manual_seed(s)`` makes them reproducible.
+Random transforms draw as torchvision's do, the same ops in the same order on the host (CPU) generator
+(``engine.rand``, ``engine.randint``, ``engine.randperm``, ``engine.empty(...).uniform_()`` / ``normal_()``, all
+torch-identical), so after ``engine.manual_seed(s)`` they pick torchvision's parameters after ``torch.manual_seed(s)``,
+also for CUDA images. RandomOrder and RandomChoice use Python's ``random`` module, as torchvision's do.
 """
 import math
 import numbers
+import random
 import warnings
 from collections.abc import Sequence
 
@@ -11,7 +15,6 @@ import numpy as np
 
 import engine
 from engine import nn
-from engine.random import rng
 
 from . import functional as F
 from .functional import InterpolationMode, _interpolation_modes_from_int
@@ -70,17 +73,41 @@ def _tensor_fill(img, fill):
     return fill
 
 
-def _uniform(lo, hi):
-    return float(rng().uniform(lo, hi))
+def _torch_rand():
+    """torch.rand(1).item(): a float32 uniform in [0, 1) from the default generator."""
+    return engine.rand(1).item()
 
 
-def _randint(lo, hi):
-    """An int in [lo, hi)."""
-    return int(rng().integers(lo, hi))
+def _torch_coin(p):
+    """torch.rand(1) < p: the comparison of a float32 tensor with a Python number is done in float32."""
+    return engine.rand(1).item() < float(np.float32(p))
 
 
-def _rand():
-    return float(rng().random())
+def _torch_randint(low, high):
+    """torch.randint(low, high, (1,)).item()."""
+    return int(engine.randint(low, high, size=(1,)).item())
+
+
+def _torch_uniform(low, high):
+    """torch.empty(1).uniform_(low, high).item()."""
+    return engine.empty(1).uniform_(low, high).item()
+
+
+def _torch_log_ratio(ratio):
+    """torch.log(torch.tensor(ratio)): float32 logs of the float32 ratios (as Python floats)."""
+    return [float(np.float32(math.log(float(np.float32(r))))) for r in ratio]
+
+
+def _torch_exp32(x):
+    """torch.exp(float32 tensor).item(): exp rounded to float32 (torch's vectorised expf may differ by an ulp)."""
+    return float(np.float32(math.exp(x)))
+
+
+def _scaled_log_uniform_crop(area, scale, log_ratio):
+    """(target area, aspect ratio) drawn as torchvision's RandomResizedCrop / RandomErasing draw them."""
+    target_area = area * _torch_uniform(scale[0], scale[1])
+    aspect_ratio = _torch_exp32(_torch_uniform(log_ratio[0], log_ratio[1]))
+    return target_area, aspect_ratio
 
 
 class Compose:
@@ -249,7 +276,7 @@ class RandomApply(nn.Module):
         self.transforms, self.p = transforms, p
 
     def forward(self, img):
-        if self.p < _rand():
+        if float(np.float32(self.p)) < _torch_rand():
             return img
         for t in self.transforms:
             img = t(img)
@@ -264,8 +291,10 @@ class RandomOrder(RandomTransforms):
     """Apply the transforms in a random order."""
 
     def __call__(self, img):
-        for i in rng().permutation(len(self.transforms)):
-            img = self.transforms[int(i)](img)
+        order = list(range(len(self.transforms)))
+        random.shuffle(order)  # Python's random, as torchvision's RandomOrder
+        for i in order:
+            img = self.transforms[i](img)
         return img
 
 
@@ -279,8 +308,8 @@ class RandomChoice(RandomTransforms):
         self.p = p
 
     def __call__(self, *args):
-        weights = None if self.p is None else np.asarray(self.p, dtype=np.float64) / sum(self.p)
-        return self.transforms[int(rng().choice(len(self.transforms), p=weights))](*args)
+        t = random.choices(self.transforms, weights=self.p)[0]  # Python's random, as torchvision's RandomChoice
+        return t(*args)
 
     def __repr__(self):
         return f"{super().__repr__()}(p={self.p})"
@@ -298,7 +327,9 @@ class RandomCrop(nn.Module):
             raise ValueError(f"Required crop size {(th, tw)} is larger than input image size {(h, w)}")
         if w == tw and h == th:
             return 0, 0, h, w
-        return _randint(0, h - th + 1), _randint(0, w - tw + 1), th, tw
+        i = _torch_randint(0, h - th + 1)
+        j = _torch_randint(0, w - tw + 1)
+        return i, j, th, tw
 
     def __init__(self, size, padding=None, pad_if_needed=False, fill=0, padding_mode="constant"):
         super().__init__()
@@ -329,7 +360,7 @@ class RandomHorizontalFlip(nn.Module):
         self.p = p
 
     def forward(self, img):
-        return F.hflip(img) if _rand() < self.p else img
+        return F.hflip(img) if _torch_coin(self.p) else img
 
     def __repr__(self):
         return f"{self.__class__.__name__}(p={self.p})"
@@ -339,7 +370,7 @@ class RandomVerticalFlip(RandomHorizontalFlip):
     """Flip top-bottom with probability p."""
 
     def forward(self, img):
-        return F.vflip(img) if _rand() < self.p else img
+        return F.vflip(img) if _torch_coin(self.p) else img
 
 
 class RandomResizedCrop(nn.Module):
@@ -363,14 +394,15 @@ class RandomResizedCrop(nn.Module):
         """(i, j, h, w) of a random crop: 10 tries at area in scale and log-uniform ratio, else a center crop."""
         _, height, width = F.get_dimensions(img)
         area = height * width
-        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+        log_ratio = _torch_log_ratio(ratio)
         for _ in range(10):
-            target_area = area * _uniform(scale[0], scale[1])
-            aspect_ratio = math.exp(_uniform(log_ratio[0], log_ratio[1]))
+            target_area, aspect_ratio = _scaled_log_uniform_crop(area, scale, log_ratio)
             w = int(round(math.sqrt(target_area * aspect_ratio)))
             h = int(round(math.sqrt(target_area / aspect_ratio)))
             if 0 < w <= width and 0 < h <= height:
-                return _randint(0, height - h + 1), _randint(0, width - w + 1), h, w
+                i = _torch_randint(0, height - h + 1)
+                j = _torch_randint(0, width - w + 1)
+                return i, j, h, w
         in_ratio = float(width) / float(height)
         if in_ratio < min(ratio):
             w, h = width, int(round(width / min(ratio)))
@@ -450,14 +482,14 @@ class ColorJitter(nn.Module):
 
     @staticmethod
     def get_params(brightness, contrast, saturation, hue):
-        """(order, b, c, s, h): a permutation of the 4 ops and a factor per op (None where disabled)."""
-        fn_idx = rng().permutation(4)
-        factors = [None if r is None else _uniform(r[0], r[1]) for r in (brightness, contrast, saturation, hue)]
+        """(order, b, c, s, h): engine.randperm(4) and a factor per op (None where disabled), drawn in that order."""
+        fn_idx = engine.randperm(4)
+        factors = [None if r is None else _torch_uniform(r[0], r[1]) for r in (brightness, contrast, saturation, hue)]
         return (fn_idx, *factors)
 
     def forward(self, img):
         fn_idx, b, c, s, h = self.get_params(self.brightness, self.contrast, self.saturation, self.hue)
-        for fn_id in fn_idx:
+        for fn_id in fn_idx.tolist():
             if fn_id == 0 and b is not None:
                 img = F.adjust_brightness(img, b)
             elif fn_id == 1 and c is not None:
@@ -488,7 +520,7 @@ class RandomRotation(nn.Module):
     @staticmethod
     def get_params(degrees):
         """An angle uniform in [degrees[0], degrees[1]]."""
-        return _uniform(float(degrees[0]), float(degrees[1]))
+        return _torch_uniform(float(degrees[0]), float(degrees[1]))
 
     def forward(self, img):
         angle = self.get_params(self.degrees)
@@ -532,18 +564,20 @@ class RandomAffine(nn.Module):
     @staticmethod
     def get_params(degrees, translate, scale_ranges, shears, img_size):
         """(angle, (tx, ty), scale, (shear_x, shear_y)) drawn from the ranges; img_size is (w, h)."""
-        angle = _uniform(float(degrees[0]), float(degrees[1]))
+        angle = _torch_uniform(float(degrees[0]), float(degrees[1]))
         if translate is not None:
             max_dx, max_dy = float(translate[0] * img_size[0]), float(translate[1] * img_size[1])
-            translations = (int(round(_uniform(-max_dx, max_dx))), int(round(_uniform(-max_dy, max_dy))))
+            tx = int(round(_torch_uniform(-max_dx, max_dx)))
+            ty = int(round(_torch_uniform(-max_dy, max_dy)))
+            translations = (tx, ty)
         else:
             translations = (0, 0)
-        scale = _uniform(scale_ranges[0], scale_ranges[1]) if scale_ranges is not None else 1.0
+        scale = _torch_uniform(scale_ranges[0], scale_ranges[1]) if scale_ranges is not None else 1.0
         shear_x = shear_y = 0.0
         if shears is not None:
-            shear_x = _uniform(shears[0], shears[1])
+            shear_x = _torch_uniform(shears[0], shears[1])
             if len(shears) == 4:
-                shear_y = _uniform(shears[2], shears[3])
+                shear_y = _torch_uniform(shears[2], shears[3])
         return angle, translations, scale, (shear_x, shear_y)
 
     def forward(self, img):
@@ -587,7 +621,7 @@ class RandomGrayscale(nn.Module):
 
     def forward(self, img):
         num_output_channels = F.get_image_num_channels(img)
-        if _rand() < self.p:
+        if _torch_coin(self.p):
             return F.rgb_to_grayscale(img, num_output_channels)
         return img
 
@@ -618,7 +652,7 @@ class GaussianBlur(nn.Module):
     @staticmethod
     def get_params(sigma_min, sigma_max):
         """A sigma uniform in [sigma_min, sigma_max]."""
-        return _uniform(sigma_min, sigma_max)
+        return _torch_uniform(sigma_min, sigma_max)
 
     def forward(self, img):
         sigma = self.get_params(self.sigma[0], self.sigma[1])
@@ -654,23 +688,25 @@ class RandomErasing(nn.Module):
         """(i, j, h, w, v) of the area to erase; v is normal noise when value is None."""
         img_c, img_h, img_w = img.shape[-3], img.shape[-2], img.shape[-1]
         area = img_h * img_w
-        log_ratio = (math.log(ratio[0]), math.log(ratio[1]))
+        log_ratio = _torch_log_ratio(ratio)
         for _ in range(10):
-            erase_area = area * _uniform(scale[0], scale[1])
-            aspect_ratio = math.exp(_uniform(log_ratio[0], log_ratio[1]))
+            erase_area, aspect_ratio = _scaled_log_uniform_crop(area, scale, log_ratio)
             h = int(round(math.sqrt(erase_area * aspect_ratio)))
             w = int(round(math.sqrt(erase_area / aspect_ratio)))
             if not (h < img_h and w < img_w):
                 continue
             if value is None:
-                v = engine.from_numpy(rng().standard_normal((img_c, h, w)).astype(np.float32)).to(img.device)
+                # drawn on the host generator, as torchvision's CPU torch.empty(...).normal_(), then moved
+                v = engine.empty([img_c, h, w], dtype=engine.float32).normal_().to(img.device)
             else:
                 v = engine.tensor(value, device=img.device)[:, None, None]
-            return _randint(0, img_h - h + 1), _randint(0, img_w - w + 1), h, w, v
+            i = _torch_randint(0, img_h - h + 1)
+            j = _torch_randint(0, img_w - w + 1)
+            return i, j, h, w, v
         return 0, 0, img_h, img_w, img
 
     def forward(self, img):
-        if _rand() < self.p:
+        if _torch_coin(self.p):
             if isinstance(self.value, (int, float)):
                 value = [float(self.value)]
             elif isinstance(self.value, str):
@@ -690,18 +726,7 @@ class RandomErasing(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# transforms that draw as torchvision does (torch's random stream: engine.rand / engine.randint), so a seed gives
-# torchvision's choices
-
-
-def _torch_rand():
-    """torch.rand(1).item(): a float32 uniform in [0, 1) from the default generator."""
-    return engine.rand(1).item()
-
-
-def _torch_randint(low, high):
-    """torch.randint(low, high, (1,)).item()."""
-    return int(engine.randint(low, high, size=(1,)).item())
+# perspective, whitening, the probability ops of AutoAugment's family and the elastic transform
 
 
 class RandomPerspective(nn.Module):
@@ -784,7 +809,7 @@ class _RandomApplyFunction(nn.Module):
         raise NotImplementedError
 
     def forward(self, img):
-        if _torch_rand() < self.p:
+        if _torch_coin(self.p):
             return self._transform(img)
         return img
 

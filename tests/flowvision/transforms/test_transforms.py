@@ -1,5 +1,6 @@
 """flowvision.transforms classes against torchvision.transforms: pixels, fixed params, seeding, ranges, reprs."""
 import os
+import random
 
 import numpy as np
 import pytest
@@ -123,6 +124,7 @@ def test_errors():
 
 def seeded(transform, img, seed=7):
     engine.manual_seed(seed)
+    random.seed(seed)  # RandomOrder and RandomChoice draw from Python's random, as torchvision's do
     return transform(img)
 
 
@@ -254,7 +256,7 @@ def test_gaussian_blur_and_erasing_params():
     engine.manual_seed(6)
     ours = T.RandomErasing(p=1.0, value=(0.1, 0.2, 0.3))(x)
     engine.manual_seed(6)
-    engine.random.rng().random()  # the p draw
+    engine.rand(1)  # the p draw
     i, j, h, w, v = T.RandomErasing.get_params(x, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=[0.1, 0.2, 0.3])
     tensor_equal(ours, TT.functional.erase(torch.from_numpy(x.numpy().copy()), i, j, h, w,
                                            torch.tensor([0.1, 0.2, 0.3])[:, None, None]))
@@ -263,10 +265,119 @@ def test_gaussian_blur_and_erasing_params():
 
 
 def test_random_choice_weights():
-    engine.manual_seed(0)
+    random.seed(0)
     t = T.RandomChoice([T.Lambda(lambda x: 0), T.Lambda(lambda x: 1)], p=[1, 3])
     picks = [t(None) for _ in range(400)]
     assert 250 < sum(picks) < 350
-    engine.manual_seed(0)
+    random.seed(0)
     order = T.RandomOrder([T.Lambda(lambda x: x + "a"), T.Lambda(lambda x: x + "b")])
     assert {order("") for _ in range(50)} == {"ab", "ba"}
+
+
+# ----------------------------------------------------------------- the same seed gives torchvision's draws and images
+
+
+SEEDS = range(10)
+U8 = T.PILToTensor()(SMALL)  # uint8 3x59x73
+
+
+def both_seeded(ours, ref, seed):
+    """ours() after engine.manual_seed(seed) and ref() after torch.manual_seed(seed), Python's random seeded alike
+    on both sides; the generators must end where torchvision's does."""
+    engine.manual_seed(seed)
+    random.seed(seed)
+    a = ours()
+    engine_next, random_next = engine.rand(1).item(), random.random()
+    torch.manual_seed(seed)
+    random.seed(seed)
+    b = ref()
+    assert (engine_next, random_next) == (torch.rand(1).item(), random.random()), "the transforms drew differently"
+    return a, b
+
+
+def _plain(params):
+    return [p.tolist() if hasattr(p, "tolist") else p for p in params]
+
+
+def test_get_params_match_torchvision():
+    padded = F.pad(SMALL, (3, 5), fill=9)
+    x = T.ToTensor()(SMALL)
+    xt = torch.from_numpy(x.numpy().copy())
+    cases = [
+        (lambda: T.RandomCrop.get_params(padded, (30, 40)), lambda: TT.RandomCrop.get_params(padded, (30, 40))),
+        (lambda: T.RandomResizedCrop.get_params(ASTRO, (0.08, 1.0), (3 / 4, 4 / 3)),
+         lambda: TT.RandomResizedCrop.get_params(ASTRO, (0.08, 1.0), (3 / 4, 4 / 3))),
+        (lambda: T.RandomResizedCrop.get_params(SMALL, (0.5, 1.0), (0.2, 5.0)),  # often out of bounds: retries
+         lambda: TT.RandomResizedCrop.get_params(SMALL, (0.5, 1.0), (0.2, 5.0))),
+        (lambda: T.RandomResizedCrop.get_params(ROCKET, (1.0, 1.0), (3.0, 4.0)),  # the centre-crop fallback
+         lambda: TT.RandomResizedCrop.get_params(ROCKET, (1.0, 1.0), (3.0, 4.0))),
+        (lambda: T.ColorJitter.get_params((0.7, 1.3), None, (0.2, 1.9), (-0.1, 0.2)),
+         lambda: TT.ColorJitter.get_params((0.7, 1.3), None, (0.2, 1.9), (-0.1, 0.2))),
+        (lambda: T.RandomRotation.get_params([-33.0, 20.0]), lambda: TT.RandomRotation.get_params([-33.0, 20.0])),
+        (lambda: T.RandomAffine.get_params([-10.0, 10.0], (0.1, 0.3), (0.8, 1.2), [-5.0, 5.0, -3.0, 3.0], [73, 59]),
+         lambda: TT.RandomAffine.get_params([-10.0, 10.0], (0.1, 0.3), (0.8, 1.2), [-5.0, 5.0, -3.0, 3.0], [73, 59])),
+        (lambda: T.RandomAffine.get_params([0.0, 90.0], None, None, [-7.0, 7.0], [73, 59]),
+         lambda: TT.RandomAffine.get_params([0.0, 90.0], None, None, [-7.0, 7.0], [73, 59])),
+        (lambda: T.GaussianBlur.get_params(0.1, 2.0), lambda: TT.GaussianBlur.get_params(0.1, 2.0)),
+        (lambda: T.RandomErasing.get_params(x, (0.02, 0.33), (0.3, 3.3), value=[0.5]),
+         lambda: TT.RandomErasing.get_params(xt, (0.02, 0.33), (0.3, 3.3), value=[0.5])),
+        (lambda: T.RandomErasing.get_params(x, (0.02, 0.33), (0.3, 3.3), value=None),
+         lambda: TT.RandomErasing.get_params(xt, (0.02, 0.33), (0.3, 3.3), value=None)),
+        (lambda: T.AutoAugment.get_params(25), lambda: TT.AutoAugment.get_params(25)),
+    ]
+    for ours, ref in cases:
+        for seed in SEEDS:
+            a, b = both_seeded(ours, ref, seed)
+            a, b = (a, b) if isinstance(a, tuple) else ((a,), (b,))
+            assert _plain(a) == _plain(b), (seed, a, b)
+
+
+# (name, args, kwargs, PIL tolerance, uint8 tensor tolerance): the ops' own tolerances (bilinear resampling of
+# uint8 tensors and the Gaussian blur's sums may round 1 apart; test_functional), the draws are always equal
+RANDOM_PAIRS = [
+    ("RandomCrop", (40,), {"padding": 4, "padding_mode": "reflect"}, 0, 0),
+    ("RandomCrop", ((50, 70),), {"padding": (3, 5), "pad_if_needed": True, "fill": 9}, 0, 0),
+    ("RandomResizedCrop", (32,), {"interpolation": T.InterpolationMode.NEAREST}, 0, 0),
+    ("RandomResizedCrop", ((20, 30),), {"scale": (0.3, 1.0), "ratio": (0.5, 2.0)}, 0, 1),
+    ("RandomHorizontalFlip", (), {}, 0, 0), ("RandomVerticalFlip", (0.7,), {}, 0, 0),
+    ("RandomRotation", (30,), {"fill": (1, 2, 3)}, 0, 0),
+    ("RandomRotation", ((-40, 10),), {"expand": True}, 0, 0),
+    ("RandomAffine", (20,), {"translate": (0.1, 0.2), "scale": (0.8, 1.2), "shear": (-5, 5, -3, 3)}, 0, 0),
+    ("RandomAffine", ((-30, 30),), {"shear": 10, "fill": 7}, 0, 0),
+    ("ColorJitter", (0.4, 0.4, 0.4, 0.1), {}, 0, 0), ("ColorJitter", (0, (0.5, 1.5), 0.3), {}, 0, 0),
+    ("RandomGrayscale", (0.7,), {}, 0, 0), ("GaussianBlur", (5,), {}, 1, 1),
+    ("GaussianBlur", ((3, 7), (0.5, 3.0)), {}, 1, 1),
+]
+
+
+@pytest.mark.parametrize("name,args,kwargs,pil_tol,tol", RANDOM_PAIRS, ids=[c[0] for c in RANDOM_PAIRS])
+def test_random_transforms_match_torchvision(name, args, kwargs, pil_tol, tol):
+    ours, ref = pair(name, *args, **kwargs)
+    for seed in SEEDS:
+        a, b = both_seeded(lambda: ours(SMALL), lambda: ref(SMALL), seed)
+        pil_equal(a, b, pil_tol)
+        a, b = both_seeded(lambda: ours(U8), lambda: ref(torch.from_numpy(U8.numpy().copy())), seed)
+        tensor_equal(a, b, atol=tol)
+
+
+def test_random_containers_and_erasing_match_torchvision():
+    def twins(make):
+        return make(T), make(TT)
+    makers = [lambda M: M.RandomApply([M.ColorJitter(0.5), M.RandomHorizontalFlip()], p=0.6),
+              lambda M: M.RandomChoice([M.Grayscale(3), M.RandomHorizontalFlip(1), M.RandomCrop(30)], p=[1, 2, 3]),
+              lambda M: M.RandomChoice([M.RandomVerticalFlip(), M.CenterCrop(40)]),
+              lambda M: M.RandomOrder([M.RandomVerticalFlip(), M.ColorJitter(hue=0.2), M.RandomCrop(45)])]
+    for make in makers:
+        ours, ref = twins(make)
+        for seed in SEEDS:
+            a, b = both_seeded(lambda: ours(SMALL), lambda: ref(SMALL), seed)
+            pil_equal(a, b)
+    x = T.ToTensor()(SMALL)
+    for kwargs in ({"p": 0.7, "value": "random"}, {"p": 0.9, "value": (0.1, 0.2, 0.3), "scale": (0.1, 0.5)},
+                   {"p": 1.0, "value": 3, "ratio": (0.1, 10.0)}):
+        ours, ref = T.RandomErasing(**kwargs), TT.RandomErasing(**kwargs)
+        for seed in SEEDS:
+            a, b = both_seeded(lambda: ours(x), lambda: ref(torch.from_numpy(x.numpy().copy())), seed)
+            tensor_equal(a, b, atol=0)
+            a, b = both_seeded(lambda: ours(U8), lambda: ref(torch.from_numpy(U8.numpy().copy())), seed)
+            tensor_equal(a, b, atol=0)

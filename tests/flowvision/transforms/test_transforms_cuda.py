@@ -3,6 +3,7 @@ that takes tensors gives on the CUDA backend what it gives on the CPU (integers 
 within 1e-6), its result on the CUDA device, with the same seed for the random ones; on a GPU (marked ``cuda``) and,
 without one, on the CPU emulation of CuPy, where the call must also read no device data on the host."""
 import contextlib
+import random
 
 import numpy as np
 import pytest
@@ -157,8 +158,10 @@ def test_cuda_matches_cpu(cuda, name, call, kinds):
         host = engine.from_numpy(_image(kind))
         device = host.cuda()
         engine.manual_seed(7)
+        random.seed(7)  # RandomOrder and RandomChoice draw from Python's random, as torchvision's do
         expected = call(host)
         engine.manual_seed(7)
+        random.seed(7)
         with _no_host_reads(cuda):
             got = call(device)
         _assert_same(got, expected, f"{name} on {kind}", int(cuda == "gpu" and name in FLOAT_SUMS))
