@@ -755,8 +755,8 @@ def autocontrast(img):
     ft = a.dtype if a.dtype.kind == "f" else np.dtype(np.float32)
     lo = a.min(axis=(-2, -1), keepdims=True).astype(ft)
     hi = a.max(axis=(-2, -1), keepdims=True).astype(ft)
-    with np.errstate(divide="ignore"):
-        scale = ft.type(bound) / (hi - lo)
+    with np.errstate(divide="ignore"):  # torch's ``bound / t`` is ``t.reciprocal() * bound``
+        scale = (ft.type(1) / (hi - lo)) * ft.type(bound)
     xp = array_module(a)
     flat = ~xp.isfinite(scale)
     lo, scale = xp.where(flat, ft.type(0), lo), xp.where(flat, ft.type(1), scale)
@@ -954,15 +954,38 @@ def _apply_grid(a, gx, gy, mode, fill):
     return _cast_out(y.reshape(a.shape[:-2] + y.shape[-2:]), out_dtype)
 
 
+def _base_coords(start, end, steps, dtype):
+    """torch.linspace(start, end, steps) (float32, torch's rounding) as a host array of dtype: the base grid
+    coordinates torchvision builds its affine and perspective grids from."""
+    return engine.linspace(start, end, steps).numpy().astype(dtype)
+
+
 def _affine_grid(matrix, w, h, ow, oh, dtype):
     """Normalised sampling grid of torchvision's _gen_affine_grid (centre-origin coordinates), on the host (the
-    same numbers for every device; ``_apply_grid`` copies it to the image's)."""
-    theta = np.asarray(matrix, dtype=dtype).reshape(2, 3)
-    xs = np.linspace(-ow * 0.5 + 0.5, ow * 0.5 - 0.5, ow).astype(dtype)
-    ys = np.linspace(-oh * 0.5 + 0.5, oh * 0.5 - 0.5, oh).astype(dtype)
-    base = np.stack(np.broadcast_arrays(xs[None, :], ys[:, None], np.ones((), dtype)), axis=-1)
-    grid = base @ (theta.T / np.asarray([0.5 * w, 0.5 * h], dtype=dtype))
-    return grid[..., 0], grid[..., 1]
+    same numbers for every device; ``_apply_grid`` copies it to the image's). Bit for bit torch's CPU grid: theta
+    is divided by the half sizes first, then ``(x * t0 + y * t1) + t2`` is summed in dtype, in that order."""
+    theta = np.asarray(matrix, dtype=dtype).reshape(2, 3) / np.asarray([[0.5 * w], [0.5 * h]], dtype=dtype)
+    xs = _base_coords(-ow * 0.5 + 0.5, ow * 0.5 + 0.5 - 1, ow, dtype)[None, :]
+    ys = _base_coords(-oh * 0.5 + 0.5, oh * 0.5 + 0.5 - 1, oh, dtype)[:, None]
+    gx = (xs * theta[0, 0] + ys * theta[0, 1]) + theta[0, 2]
+    gy = (xs * theta[1, 0] + ys * theta[1, 1]) + theta[1, 2]
+    return gx, gy
+
+
+def _perspective_grid(coeffs, ow, oh, dtype):
+    """Normalised sampling grid of torchvision's _perspective_grid, on the host, bit for bit torch's CPU grid: the
+    numerators use the coefficients divided by the half sizes, the denominator ``(x * c6 + y * c7) + 1``, then
+    ``num / den - 1``."""
+    c = np.asarray(coeffs, dtype=dtype)
+    theta = c[:6].reshape(2, 3) / np.asarray([[0.5 * ow], [0.5 * oh]], dtype=dtype)
+    xs = _base_coords(0.5, ow * 1.0 + 0.5 - 1.0, ow, dtype)[None, :]
+    ys = _base_coords(0.5, oh * 1.0 + 0.5 - 1.0, oh, dtype)[:, None]
+    one = dtype.type(1.0)
+    den = (xs * c[6] + ys * c[7]) + one
+    with np.errstate(all="ignore"):  # degenerate coefficients give torch's infinities and NaN, quietly
+        gx = ((xs * theta[0, 0] + ys * theta[0, 1]) + theta[0, 2]) / den - one
+        gy = ((xs * theta[1, 0] + ys * theta[1, 1]) + theta[1, 2]) / den - one
+    return gx, gy
 
 
 def _grid_dtype(a):
@@ -1073,13 +1096,7 @@ def perspective(img, startpoints, endpoints, interpolation=InterpolationMode.BIL
     a = _arr(img)
     _check_grid_args(a, interpolation, fill)
     _, h, w = get_dimensions(img)
-    ft = _grid_dtype(a)
-    c = np.asarray(coeffs, dtype=ft)
-    xs = _like(np.linspace(0.5, w - 0.5, w).astype(ft)[None, :], a)
-    ys = _like(np.linspace(0.5, h - 0.5, h).astype(ft)[:, None], a)
-    den = c[6] * xs + c[7] * ys + ft.type(1.0)
-    gx = (c[0] * xs + c[1] * ys + c[2]) / ft.type(0.5 * w) / den - ft.type(1.0)
-    gy = (c[3] * xs + c[4] * ys + c[5]) / ft.type(0.5 * h) / den - ft.type(1.0)
+    gx, gy = _perspective_grid(coeffs, w, h, _grid_dtype(a))
     return _wrap(_apply_grid(a if a.ndim > 2 else a[None], gx, gy, interpolation.value, fill).reshape(a.shape))
 
 

@@ -138,17 +138,10 @@ def test_random_perspective_matches_torchvision(kwargs):
             a, b = run_both(ours, ref, x, seed)
             if isinstance(x, Image.Image):
                 assert_close(a, b)  # Pillow's own warp: identical
-            elif not nearest:
-                # F.perspective's tensor grid rounds a little differently (more so where a large fill blends in)
-                assert_close(a, b, off_by_one=0.002, atol=1e-3)
-            else:  # a nearest tap on a .5 boundary flips with that rounding: the same draws, then F.perspective
-                engine.manual_seed(seed)
-                expected = x
-                if engine.rand(1).item() < ours.p:
-                    start, end = T.RandomPerspective.get_params(x.shape[-1], x.shape[-2], ours.distortion_scale)
-                    expected = F.perspective(engine.from_numpy(x.copy()), start, end, ours.interpolation,
-                                             [5.0] * x.shape[-3]).numpy()
-                np.testing.assert_array_equal(a, expected)
+            elif nearest:  # torch's grid bit for bit: the same source pixels
+                np.testing.assert_array_equal(a, b)
+            else:  # bilinear: torch's kernel fuses multiply-adds, so a uint8 may round 1 apart
+                assert_close(a, b, off_by_one=0.002)
 
 
 def test_random_perspective_p0_and_repr_and_errors():
@@ -341,8 +334,9 @@ def test_augmix_matches_torchvision(kwargs):
     ours, ref = pair("AugMix", **kwargs)
     for key, seed in (("u8", 0), ("u8", 3), ("batch_u8", 3), ("pil", 0), ("photo", 3), ("gray", 0)):
         a, b = run_both(ours, ref, INPUTS[key], seed)
-        # F.affine's tensor grid rounds a little differently from torchvision's (ShearX / ShearY)
-        assert_close(a, b, off_by_one=0.01)
+        # the grids are torchvision's, but bilinear sampling (AugMix's default) rounds a little differently from
+        # torch's fused multiply-adds, which can move a uint8 on a .5 boundary by 1
+        assert_close(a, b, off_by_one=0.002)
 
 
 # ---------------------------------------------------------------------------------------------- exports
