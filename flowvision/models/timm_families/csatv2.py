@@ -169,7 +169,9 @@ class LearnableDct2d(nn.Module):
         super().__init__()
         self.k = kernel_size
         self.transform = Dct2d(kernel_size, kernel_type, orthonormal)
-        self.permutation = zigzag_order(kernel_size, kernel_size)
+        # the zigzag order as an index tensor on the model's device (a list would be copied to it on every call,
+        # which a CUDA graph cannot capture); not saved, as timm's list is not
+        self.register_buffer("permutation", torch.tensor(zigzag_order(kernel_size, kernel_size)), persistent=False)
         y_chs, cb_chs, cr_chs = split_ycbcr_channels(out_chs)
         self.conv_y = nn.Conv2d(kernel_size ** 2, y_chs, kernel_size=1)
         self.conv_cb = nn.Conv2d(kernel_size ** 2, cb_chs, kernel_size=1)

@@ -53,25 +53,27 @@ class PositionalEncodingFourier(nn.Module):
         self.dim = dim
         self.eps = 1e-6
 
-    def _waves(self, count):
+    def _waves(self, count, device):
         """(count, hidden_dim) features of the coordinates 1..count: sine and cosine interleaved, in float32 (the
-        wavelengths raised in float64 and rounded: the engine's float32 power is an ulp off torch's at times)."""
-        coords = torch.arange(1, count + 1, dtype=torch.float32)
+        wavelengths raised in float64 and rounded: the engine's float32 power is an ulp off torch's at times), made
+        on ``device`` (a copy there would stop nn.Graph capturing a CUDA graph)."""
+        coords = torch.arange(1, count + 1, dtype=torch.float32, device=device)
         coords = coords / (coords[-1:] + self.eps) * self.scale
-        exponents = 2 * torch.div(torch.arange(self.hidden_dim), 2, rounding_mode="floor").float() / self.hidden_dim
+        steps = torch.arange(self.hidden_dim, device=device)
+        exponents = 2 * torch.div(steps, 2, rounding_mode="floor").float() / self.hidden_dim
         wavelengths = (self.temperature ** exponents.double()).float()
         angles = coords[:, None] / wavelengths
         return torch.stack([angles[:, 0::2].sin(), angles[:, 1::2].cos()], dim=2).flatten(1)
 
-    def fourier_features(self, height, width):
+    def fourier_features(self, height, width, device=None):
         """The (1, 2 * hidden_dim, height, width) float32 map: each patch's row features, then its column's."""
-        rows = self._waves(height)[:, None, :].expand(height, width, self.hidden_dim)
-        cols = self._waves(width)[None, :, :].expand(height, width, self.hidden_dim)
+        rows = self._waves(height, device)[:, None, :].expand(height, width, self.hidden_dim)
+        cols = self._waves(width, device)[None, :, :].expand(height, width, self.hidden_dim)
         return torch.cat((rows, cols), dim=2).permute(2, 0, 1).unsqueeze(0)
 
     def forward(self, batch, height, width):
         weight = self.token_projection.weight
-        features = self.fourier_features(height, width).to(device=weight.device, dtype=weight.dtype)
+        features = self.fourier_features(height, width, weight.device).to(weight.dtype)
         pos = self.token_projection(features)
         return pos.repeat(batch, 1, 1, 1)
 

@@ -2,16 +2,25 @@
 identity blocks) make them on their input's device. Each case is a small configuration of a family where one was made
 on the CPU, found by running the family tests with our models on the CUDA backend
 (``FLOWVISION_PARITY_DEVICE=cuda``, ``scripts/gpu_check.py --parity``): here the model on the CUDA backend (a GPU,
-or the CPU emulation of CuPy) against itself on the CPU, its output and its input's gradient."""
+or the CPU emulation of CuPy) against itself on the CPU, its output and its input's gradient.
+
+Constants a forward needs (index lists, position encodings) are made on the device, not copied there on each call:
+a CUDA graph cannot capture a host-to-device copy, so nn.Graph would replay such a model op by op. The second test
+runs the families where a sweep of every family's smallest classifier in an nn.Graph found one."""
+import warnings
+
 import numpy as np
 import pytest
 import test_timm_byoanet
 import test_timm_byobnet
 import test_timm_convit
+import test_timm_csatv2
 import test_timm_deepseek_vit
+import test_timm_edgenext
 import test_timm_eva_encoders
 import test_timm_gemma4_vit
 import test_timm_qwen3_vit
+import test_timm_xcit
 from model_parity import image_batch
 from op_check import assert_close
 
@@ -72,3 +81,36 @@ def test_dinov3_rope_augmentation_draws_on_the_device(cuda):
     out = model(engine.from_numpy(image_batch(2, *test_timm_eva_encoders.DYNAMIC_SIZE, seed=4)).cuda())
     assert out.device.type == "cuda" and np.isfinite(out.detach().cpu().numpy()).all()
     assert int(generator.state.get()[1]) > drawn
+
+
+# name: (our small model, its input size)
+CAPTURED = {
+    "csatv2_zigzag_index": (lambda: test_timm_csatv2.small_pair()[1], test_timm_csatv2.SIZE),
+    "edgenext_fourier_encoding": (lambda: test_timm_edgenext.small_pair("patch")[1], test_timm_edgenext.SIZE),
+    "xcit_fourier_encoding": (lambda: test_timm_xcit.small_pair("p16")[1], test_timm_xcit.SIZE),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CAPTURED))
+def test_graph_captures_and_replays_on_the_cuda_backend(cuda, name):
+    """An eval nn.Graph of the model on the CUDA backend captures its plan into a CUDA graph (no op copies from the
+    host) and each replay equals the eager model."""
+    build, size = CAPTURED[name]
+    model = build().cuda().eval()
+
+    class Inference(engine.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+    graph = Inference()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # nn.Graph warns where it cannot capture
+        for seed in (5, 6):
+            x = engine.from_numpy(image_batch(2, *size, seed=seed)).cuda()
+            with engine.no_grad():
+                eager = model(x)
+            assert_close(graph(x).cpu().numpy(), eager.cpu().numpy(), 1e-5, f"{name} replay {seed}")
+    assert graph._last_plan.captured is not None

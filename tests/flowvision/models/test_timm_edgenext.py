@@ -133,7 +133,8 @@ def share_fourier_features(reference, ours):
     for timm_encoding, ours_encoding in pairs:
         seen = []
         timm_encoding.token_projection.register_forward_pre_hook(lambda m, inputs, seen=seen: seen.append(inputs[0]))
-        ours_encoding.fourier_features = lambda height, width, seen=seen: engine.from_numpy(seen[-1][:1].numpy())
+        ours_encoding.fourier_features = (lambda height, width, device=None, seen=seen:
+                                          engine.from_numpy(seen[-1][:1].numpy()).to(device or "cpu"))
 
 
 @pytest.mark.parametrize("kind", list(SMALL))

@@ -147,7 +147,8 @@ def test_train_step_matches_timm_float64():
     reference, ours = small_pair("p16", seed=3)
     reference, ours = reference.double().train(), ours.double().train()
     features = timm_fourier_features(reference)
-    ours.pos_embed.fourier_features = lambda height, width: engine.from_numpy(features[-1].numpy())
+    ours.pos_embed.fourier_features = (lambda height, width, device=None:
+                                       engine.from_numpy(features[-1].numpy()).to(device or "cpu"))
     check_train_step(reference, ours, image_batch(2, *SIZE, seed=4).astype(np.float64))
 
 
