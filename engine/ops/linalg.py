@@ -9,6 +9,8 @@ Shape errors use PyTorch's wording and name both shapes.
 import math
 import string
 
+import numpy as np
+
 from .. import _dtype, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
@@ -285,6 +287,70 @@ def _parse_einsum(equation, shapes):
     return expanded, out, sizes
 
 
+def _reduce_operand(sub, a, keep, xp):
+    """Operand ``a`` (subscripts ``sub``) with each repeated letter taken on its diagonal and the letters not in
+    ``keep`` summed out: (its subscripts, the array)."""
+    while True:
+        repeated = next((c for c in sub if sub.count(c) > 1), None)
+        if repeated is None:
+            break
+        i = sub.index(repeated)
+        j = sub.index(repeated, i + 1)
+        a = xp.diagonal(a, axis1=i, axis2=j)  # the diagonal becomes the last axis
+        sub = sub[:i] + sub[i + 1:j] + sub[j + 1:] + repeated
+    summed = tuple(k for k, c in enumerate(sub) if c not in keep)
+    if summed:
+        a = a.sum(axis=summed)
+        sub = "".join(c for c in sub if c in keep)
+    return sub, a
+
+
+def _contract_pair(sa, a, sb, b, keep, matmul, xp):
+    """The product of operands ``a`` (subscripts ``sa``) and ``b`` (``sb``), letters in both summed unless in
+    ``keep``, as one batched GEMM: (batch, a's own, summed) @ (batch, summed, b's own), size-1 letters broadcast."""
+    batch = [c for c in sa if c in sb and c in keep]
+    summed = [c for c in sa if c in sb and c not in keep]
+    own_a = [c for c in sa if c not in sb]
+    own_b = [c for c in sb if c not in sa]
+    size = dict(zip(sb, b.shape))
+    for c, n in zip(sa, a.shape):
+        size[c] = max(n, size.get(c, 1))
+
+    def laid_out(sub, x, order):
+        x = xp.broadcast_to(x.transpose([sub.index(c) for c in order]), tuple(size[c] for c in order))
+        return xp.ascontiguousarray(x)
+
+    def count(letters):
+        return math.prod(size[c] for c in letters)
+    a = laid_out(sa, a, batch + own_a + summed).reshape(count(batch), count(own_a), count(summed))
+    b = laid_out(sb, b, batch + summed + own_b).reshape(count(batch), count(summed), count(own_b))
+    letters = batch + own_a + own_b
+    return "".join(letters), matmul(a, b).reshape(tuple(size[c] for c in letters))
+
+
+def _contract(eq, *arrays):
+    """``einsum(eq, *arrays)`` (an explicit ``->`` equation) of arrays: numpy's optimized einsum on the CPU; on the
+    GPU the operands contracted left to right, each pair as one batched GEMM through the device's ``gemm`` kernel
+    (CuPy's einsum calls cuBLAS itself, which a CUDA graph capture refuses; the kernel then goes through our
+    cuBLAS binding)."""
+    xp = xp_of(*arrays)
+    if xp is np:
+        return np.asarray(np.einsum(eq, *arrays, optimize=True))
+    lhs, out = eq.split("->")
+    terms = list(zip(lhs.split(","), arrays))
+    matmul = backends.kernels(arrays[0], "gemm").matmul
+    sub, a = terms[0]
+    for k in range(1, len(terms)):
+        sb, b = terms[k]
+        keep = set(out).union(*[set(s) for s, _ in terms[k + 1:]])
+        sub, a = _reduce_operand(sub, a, keep | set(sb), xp)
+        sb, b = _reduce_operand(sb, b, keep | set(sub), xp)
+        sub, a = _contract_pair(sub, a, sb, b, keep, matmul, xp)
+    sub, a = _reduce_operand(sub, a, set(out), xp)
+    a = a.transpose([sub.index(c) for c in out])
+    return xp.ascontiguousarray(a).reshape(a.shape)  # (ascontiguousarray makes a 0-d result 1-d)
+
+
 class Einsum(Function):
     """Einstein summation; each operand's gradient is another einsum of the upstream gradient."""
 
@@ -294,7 +360,7 @@ class Einsum(Function):
     def forward(self, *arrays):
         self.arrays = [cast(a, self.dtype) for a in arrays]
         eq = ",".join(self.subs) + "->" + self.out
-        return xp_of(*arrays).asarray(xp_of(*arrays).einsum(eq, *self.arrays, optimize=True))
+        return _contract(eq, *self.arrays)
 
     def backward(self, g):
         return tuple(self._grad(i, g) if need else None for i, need in enumerate(self.needs_input_grad))
@@ -319,7 +385,7 @@ class Einsum(Function):
             full.append(c)
         terms = [(self.out, g)] + others + extra
         eq = ",".join(s for s, _ in terms) + "->" + "".join(full)
-        grad = xp.asarray(xp.einsum(eq, *[a for _, a in terms], optimize=True))
+        grad = _contract(eq, *[a for _, a in terms])
         shape = self.arrays[i].shape
         summed = tuple(k for k, (n, m) in enumerate(zip(shape, grad.shape)) if n == 1 and m != 1)
         if summed:

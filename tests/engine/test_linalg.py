@@ -133,6 +133,13 @@ def test_einsum(eq, shapes):
     check_op(lambda *t: engine.einsum(eq, *t), lambda *t: torch.einsum(eq, *t), arrays, rtol=1e-5)
 
 
+@pytest.mark.parametrize("eq,shapes", EINSUM_CASES)
+def test_einsum_on_the_cuda_backend(cuda, eq, shapes):
+    """On the GPU each pair of operands is one batched GEMM (``_contract``): torch's values and gradients."""
+    arrays = [rand(*s) for s in shapes]
+    check_op(lambda *t: engine.einsum(eq, *t), lambda *t: torch.einsum(eq, *t), arrays, rtol=1e-5, device="cuda")
+
+
 def test_einsum_list_form_and_errors():
     a, b = rand(3, 4), rand(4, 5)
     check_op(lambda x, y: engine.einsum("ij,jk->ik", [x, y]), lambda x, y: torch.einsum("ij,jk->ik", [x, y]), [a, b])

@@ -400,6 +400,70 @@ def test_layer_norm_training_is_captured(cuda):
     assert next(iter(graph._steps.values())) is not False
 
 
+class EinsumNet(nn.Module):
+    """A linear layer, then MViT's decomposed relative positions: an einsum of the queries with a position table."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 12)
+        self.table = nn.Parameter(engine.randn(4, 5, 3))
+        self.head = nn.Linear(4 * 4 * 5, 3)
+
+    def forward(self, x):
+        q = self.proj(x).reshape(-1, 4, 3)
+        rel = engine.einsum("bhc,hkc->bhk", q, self.table)
+        return self.head(engine.einsum("bhk,bgk->bhgk", rel, rel).flatten(1))
+
+
+def test_einsum_training_is_captured_and_equals_eager(cuda):
+    """On the GPU einsum contracts through the GEMM kernel (CuPy's einsum calls cuBLAS, which a capture refuses):
+    a training step of forward and backward einsums is captured and its losses equal eager steps'."""
+    rng = np.random.default_rng(5)
+    batches = [(_rand(8, 6, seed=s), rng.integers(0, 3, 8)) for s in range(4)]
+    losses = []
+    for use_graph in (True, False):
+        engine.manual_seed(0)
+        model = EinsumNet().cuda()
+        optimizer = engine.optim.SGD(model.parameters(), lr=0.1)
+        graph = TrainGraph(model, optimizer)
+        run = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            for x, y in batches:
+                x, y = engine.tensor(x, device="cuda"), engine.tensor(y, device="cuda")
+                if use_graph:
+                    run.append(graph(x, y).item())
+                    continue
+                optimizer.zero_grad()
+                loss = graph.loss_fn(model(x), y)
+                loss.backward()
+                optimizer.step()
+                run.append(loss.item())
+        losses.append(run)
+        if use_graph:
+            assert next(iter(graph._steps.values())) is not False
+    assert_close(np.array(losses[0]), np.array(losses[1]), 1e-5)
+
+
+def test_a_cpu_index_tensor_indexes_a_cuda_tensor_in_a_graph(cuda):
+    """As in eager mode and in torch, a CPU index tensor indexes a CUDA tensor while nn.Graph traces (its copy to
+    the GPU then keeps the plan from being captured: it warns and replays op by op)."""
+    index = engine.tensor([2, 0, 1, 1])
+
+    class Gather(nn.Module):
+        def forward(self, x):
+            return x[:, index] * 2
+
+    model = Gather()
+    x = engine.tensor(_rand(3, 5), device="cuda")
+    graph = InferenceGraph(model)
+    with pytest.warns(RuntimeWarning, match="cannot be captured into a CUDA graph"):
+        out = graph(x)
+        out = graph(x)
+    assert out.device.type == "cuda"
+    assert_close(out.cpu().numpy(), _rand(3, 5)[:, [2, 0, 1, 1]] * 2, 1e-6)
+
+
 def test_replays_allocate_nothing(cuda):
     """20 replays leave the graph's pool and the default pool's bytes in use where they were (the emulation's
     default pool holds nothing: there, the graph's pool is what is checked)."""
