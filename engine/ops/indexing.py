@@ -174,17 +174,27 @@ class AdvancedIndex(Function):
         return g
 
 
+def _index_on(index, tensor):
+    """An index tensor on the CPU moved to CUDA ``tensor``'s device (torch takes such indices); else itself."""
+    if tensor.device.type == "cuda" and index.device.type == "cpu":
+        return index.to(tensor.device)
+    return index
+
+
 def getitem(self, key):
     """``self[key]`` with PyTorch's semantics: basic parts give a view, tensors/masks a copy.
 
-    While a trace records, index tensors are the op's arguments (``TensorIndex``), not frozen arrays."""
+    While a trace records, index tensors are the op's arguments (``TensorIndex``), not frozen arrays; index tensors
+    on the CPU index a CUDA tensor as in eager mode and torch (copied to its device: a step a CUDA graph cannot
+    capture, so models keep their constant indices on their device)."""
     if tracing.active is not None:
         items = tuple(key) if isinstance(key, list) and _is_sequence_key(key) else key if isinstance(key, tuple) \
             else (key,)
         positions = [i for i, k in enumerate(items) if isinstance(k, Tensor)]
         if positions:
             template = tuple(None if i in positions else k for i, k in enumerate(items))
-            return TensorIndex(template, positions)(self, *[items[i] for i in positions])
+            indices = [_index_on(items[i], self) for i in positions]
+            return TensorIndex(template, positions)(self, *indices)
     basic, adv = parse_key(tuple(self.shape), key)
     out = self if _is_identity(basic) and adv is not None else Slice(basic)(self)
     return out if adv is None else AdvancedIndex(adv)(out)

@@ -144,6 +144,12 @@ def _relative_offsets(q_size, k_size):
     return offsets.astype(np.int64)
 
 
+@lru_cache(maxsize=256)
+def _relative_offsets_on(q_size, k_size, device):
+    """``_relative_offsets`` as an index tensor on ``device``, made once (nn.Graph then captures no copy to it)."""
+    return torch.tensor(_relative_offsets(q_size, k_size), device=device)
+
+
 def _add_rel_pos(attn, q, has_cls_token, q_size, k_size, rel_pos_h, rel_pos_w):
     """MViTv2's decomposed relative positions: the logit of query i and key j (class token aside) gains
     q_i . R^h[offset_h] + q_i . R^w[offset_w]."""
@@ -151,8 +157,8 @@ def _add_rel_pos(attn, q, has_cls_token, q_size, k_size, rel_pos_h, rel_pos_w):
     q_h, q_w = q_size
     k_h, k_w = k_size
     batch, heads, _, dim = q.shape
-    table_h = rel_pos_h[torch.from_numpy(_relative_offsets(q_h, k_h))]
-    table_w = rel_pos_w[torch.from_numpy(_relative_offsets(q_w, k_w))]
+    table_h = rel_pos_h[_relative_offsets_on(q_h, k_h, str(q.device))]
+    table_w = rel_pos_w[_relative_offsets_on(q_w, k_w, str(q.device))]
     r_q = q[:, :, first:].reshape(batch, heads, q_h, q_w, dim)
     rel_h = torch.einsum("byhwc,hkc->byhwk", r_q, table_h)
     rel_w = torch.einsum("byhwc,wkc->byhwk", r_q, table_w)

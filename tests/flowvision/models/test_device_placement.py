@@ -17,6 +17,7 @@ import test_timm_convit
 import test_timm_csatv2
 import test_timm_deepseek_vit
 import test_timm_edgenext
+import test_timm_mvitv2
 import test_timm_eva_encoders
 import test_timm_gemma4_vit
 import test_timm_qwen3_vit
@@ -87,6 +88,7 @@ def test_dinov3_rope_augmentation_draws_on_the_device(cuda):
 CAPTURED = {
     "csatv2_zigzag_index": (lambda: test_timm_csatv2.small_pair()[1], test_timm_csatv2.SIZE),
     "edgenext_fourier_encoding": (lambda: test_timm_edgenext.small_pair("patch")[1], test_timm_edgenext.SIZE),
+    "mvitv2_relative_positions": (lambda: test_timm_mvitv2.small_pair()[1], test_timm_mvitv2.SIZES["plain"]),
     "xcit_fourier_encoding": (lambda: test_timm_xcit.small_pair("p16")[1], test_timm_xcit.SIZE),
 }
 
