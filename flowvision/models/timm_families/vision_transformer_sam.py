@@ -14,6 +14,8 @@ makes the 1/16 feature map SAM's mask decoder reads; timm adds global pooling an
 ``VisionTransformerSAM``: model names, module names, ``state_dict`` keys, defaults and (seeded, PyTorch's default)
 initialisation follow timm's module, so its checkpoints load directly.
 """
+from functools import lru_cache
+
 import numpy as np
 
 import engine as torch
@@ -39,12 +41,19 @@ def get_rel_pos(q_size, k_size, rel_pos):
         resized = F.interpolate(rel_pos.reshape(1, rel_pos.shape[0], -1).permute(0, 2, 1), size=max_rel_dist,
                                 mode="linear")
         rel_pos = resized.reshape(-1, max_rel_dist).permute(1, 0)
+    return rel_pos[_relative_coords(q_size, k_size, str(rel_pos.device))]
+
+
+@lru_cache(maxsize=256)
+def _relative_coords(q_size, k_size, device):
+    """The (q_size, k_size) rows of ``get_rel_pos``'s table, as an index tensor made once on ``device`` (nn.Graph
+    then captures no copy to it)."""
     q_scale = np.float32(max(k_size / q_size, 1.0))
     k_scale = np.float32(max(q_size / k_size, 1.0))
     q_coords = np.arange(q_size, dtype=np.float32)[:, None] * q_scale
     k_coords = np.arange(k_size, dtype=np.float32)[None, :] * k_scale
     relative_coords = (q_coords - k_coords) + np.float32(k_size - 1) * k_scale
-    return rel_pos[torch.from_numpy(relative_coords.astype(np.int64))]
+    return torch.tensor(relative_coords.astype(np.int64), device=device)
 
 
 def get_decomposed_rel_pos_bias(q, rel_pos_h, rel_pos_w, q_size, k_size):

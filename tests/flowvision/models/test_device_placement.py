@@ -21,6 +21,7 @@ import test_timm_mvitv2
 import test_timm_eva_encoders
 import test_timm_gemma4_vit
 import test_timm_qwen3_vit
+import test_timm_vision_transformer_sam
 import test_timm_xcit
 from model_parity import image_batch
 from op_check import assert_close
@@ -89,6 +90,7 @@ CAPTURED = {
     "csatv2_zigzag_index": (lambda: test_timm_csatv2.small_pair()[1], test_timm_csatv2.SIZE),
     "edgenext_fourier_encoding": (lambda: test_timm_edgenext.small_pair("patch")[1], test_timm_edgenext.SIZE),
     "mvitv2_relative_positions": (lambda: test_timm_mvitv2.small_pair()[1], test_timm_mvitv2.SIZES["plain"]),
+    "samvit_relative_positions": (lambda: test_timm_vision_transformer_sam.small_pair("windowed", 0)[1], (48, 48)),
     "xcit_fourier_encoding": (lambda: test_timm_xcit.small_pair("p16")[1], test_timm_xcit.SIZE),
 }
 
