@@ -90,7 +90,8 @@ def main():
     parser.add_argument("--bench-only", action="store_true")
     parser.add_argument("-k", help="run only the cuda tests matching this pytest expression")
     parser.add_argument("--every-model", action="store_true",
-                        help="every classifier up to 300M parameters, not the smallest of each family")
+                        help="every classifier up to 300M parameters, not the smallest of each family, each also "
+                             "in a captured nn.Graph")
     parser.add_argument("--wheels", help="a folder of mpi4py/mpich wheels to install offline where missing")
     parser.add_argument("--parity", action="store_true",
                         help="the model parity tests with our models on the GPU, instead of the cuda tests and bench")

@@ -131,6 +131,37 @@ def test_classifier_eval(cuda, name):
     assert_close(out.cpu().numpy(), ref.numpy(), 1e-4, name)
 
 
+@pytest.mark.parametrize("name", CLASSIFIERS)
+def test_classifier_graph_is_captured(cuda, name):
+    """Each classifier in an eval nn.Graph on the GPU: its plan captured into a CUDA graph (no op refuses the
+    capture: host copies, host reads, CuPy's cuBLAS calls) and replays equal to eager. A sweep run only with
+    CUDA_EVERY_MODEL=1 on a GPU or EMULATE_EVERY_MODEL=1 on the emulation (test_graph_inference_on_gpu runs a few
+    models in every run): there, on the emulation, it found the host-made constants test_device_placement keeps."""
+    if not os.environ.get("CUDA_EVERY_MODEL" if cuda == "gpu" else "EMULATE_EVERY_MODEL"):
+        pytest.skip("a sweep: CUDA_EVERY_MODEL=1 on a GPU, EMULATE_EVERY_MODEL=1 on the emulation")
+    engine.manual_seed(0)
+    model = models.create_model(name).eval()
+    x, _ = _reference_eval(model, name)
+    model.cuda()
+
+    class Inference(engine.nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def build(self, x):
+            return self.model(x)
+    graph = Inference()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # nn.Graph warns where it cannot capture
+        for shift in (0.0, 0.1, 0.2):
+            images = engine.from_numpy(x + np.float32(shift)).cuda()
+            with engine.no_grad():
+                eager = model(images)
+            assert_close(graph(images).cpu().numpy(), eager.cpu().numpy(), 1e-4, f"{name} replay")
+    assert graph._last_plan.captured is not None
+
+
 @pytest.mark.parametrize("name", SEGMENTERS)
 def test_segmentation_eval(cuda, name):
     _only_on_gpu_unless_emulated(cuda, name)
