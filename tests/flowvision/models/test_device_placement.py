@@ -28,6 +28,8 @@ from op_check import assert_close
 
 import engine
 
+pytestmark = pytest.mark.slow  # model runs on the emulated GPU: outside the quick subset (-m "not slow")
+
 
 def _images(size):
     return lambda: image_batch(2, *size, seed=3)
