@@ -456,7 +456,10 @@ class Gemma4VitEncoder(nn.Module):
             result = {"image_intermediates": intermediates}
             if not intermediates_only:
                 result["image_features"] = x
-            valid = ~padding_positions if padding_positions is not None else torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+            if padding_positions is not None:
+                valid = ~padding_positions
+            else:
+                valid = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
             result["patch_valid"] = valid
             return result
         if intermediates_only:

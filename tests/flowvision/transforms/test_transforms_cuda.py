@@ -112,7 +112,8 @@ CASES = [
 # exactly equal there. (Sharpness, in the augmentations too, sums multiples of 1/13 of integers: never near a
 # rounding boundary.)
 FLOAT_SUMS = {"resize-bilinear-aa", "resize-bicubic-aa", "resize-bicubic", "resize-max-size", "resized_crop",
-              "adjust_gamma", "gaussian_blur", "Resize", "RandomResizedCrop", "GaussianBlur", "RandomApply-Order-Choice"}
+              "adjust_gamma", "gaussian_blur", "Resize", "RandomResizedCrop", "GaussianBlur",
+              "RandomApply-Order-Choice"}
 
 
 def _flatten(out):
