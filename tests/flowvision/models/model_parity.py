@@ -577,6 +577,22 @@ def check_pruned(reference, ours, x, indices, expected, rtol=1e-5, **kwargs):
     return out
 
 
+def check_pruned_to_stem_head(reference, ours, x, width, map_shape):
+    """After both models were pruned to the stem alone: ``width`` features (``num_features``, ``head_hidden_size``) on
+    both, timm's ``map_shape`` feature map, and, with a new 5-class average-pooled head (timm's weights loaded),
+    timm's logits."""
+    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features == width
+    out, ref = both_outputs(reference, ours, x, lambda model, t: model.forward_features(t))
+    assert out.shape == map_shape
+    assert_close(out, ref, 1e-5)
+    reference.reset_classifier(5, "avg")
+    ours.reset_classifier(5, "avg")
+    ours.load_state_dict(numpy_state(reference))
+    out, ref = both_outputs(reference, ours, x)
+    assert out.shape == (len(x), 5)
+    assert_close(out, ref, 1e-5)
+
+
 def features_only_pair(name, randomize, seed, **kwargs):
     """timm's ``features_only`` model ``name`` built with ``kwargs`` after ``seed``, its weights randomised by
     ``randomize(model, seed)``, and ours from our entrypoint with the same state_dict keys in order, given those

@@ -18,8 +18,8 @@ import engine
 import flowvision.models as models
 from flowvision.models.timm_families import cspnet
 from model_parity import (both_outputs, capture_builder, check_dropout_only_in_training, check_head_api,
-                          check_intermediates, check_layout, check_train_step, image_batch, numpy_state,
-                          randomize_norms, skip_random_init)
+                          check_intermediates, check_layout, check_pruned_to_stem_head, check_train_step, image_batch,
+                          numpy_state, randomize_norms, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); small models, one BLAS thread on each side
@@ -281,16 +281,7 @@ def test_forward_intermediates_and_pruning_match_timm():
     assert ours.prune_intermediate_layers([0]) == reference.prune_intermediate_layers([0]) == [0]
     assert list(ours.state_dict()) == list(reference.state_dict())
     assert [n for n, _ in ours.stem.named_children()] == ["conv1"] and len(ours.stages) == 0
-    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features == 8
-    out, ref = both_outputs(reference, ours, x, lambda model, t: model.forward_features(t))
-    assert out.shape == (2, 8, 18, 17)
-    assert_close(out, ref, 1e-5)
-    reference.reset_classifier(5, "avg")
-    ours.reset_classifier(5, "avg")
-    ours.load_state_dict(numpy_state(reference))
-    out, ref = both_outputs(reference, ours, x)
-    assert out.shape == (2, 5)
-    assert_close(out, ref, 1e-5)
+    check_pruned_to_stem_head(reference, ours, x, 8, (2, 8, 18, 17))
 
 
 def test_refuses_bad_inputs_and_configurations():

@@ -22,8 +22,8 @@ import flowvision.models as models
 from flowvision.models._features import FlatFeatureListNet
 from flowvision.models.timm_families import resnetv2
 from flowvision.models.timm_families._layers import BatchNormAct2d
-from model_parity import (both_outputs, capture_builder, check_intermediates, check_layout, check_train_step,
-                          image_batch, numpy_state, skip_random_init)
+from model_parity import (both_outputs, capture_builder, check_intermediates, check_layout, check_pruned_to_stem_head,
+                          check_train_step, image_batch, numpy_state, skip_random_init)
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"); many small ops, so one BLAS thread on each side
@@ -320,16 +320,7 @@ def test_forward_intermediates_and_pruning_match_timm():
     assert ours.prune_intermediate_layers([0]) == reference.prune_intermediate_layers([0]) == [0]
     assert list(ours.state_dict()) == list(reference.state_dict())
     assert list(ours.stem.named_children())[-1][0] == "conv3" and len(ours.stages) == 0
-    assert ours.num_features == ours.head_hidden_size == reference.head_hidden_size == reference.num_features == 16
-    out, ref = both_outputs(reference, ours, x, lambda model, t: model.forward_features(t))
-    assert out.shape == (2, 16, 18, 17)
-    assert_close(out, ref, 1e-5)
-    reference.reset_classifier(5, "avg")
-    ours.reset_classifier(5, "avg")
-    ours.load_state_dict(numpy_state(reference))
-    out, ref = both_outputs(reference, ours, x)
-    assert out.shape == (2, 5)
-    assert_close(out, ref, 1e-5)
+    check_pruned_to_stem_head(reference, ours, x, 16, (2, 16, 18, 17))
 
 
 def test_refuses_bad_configurations():
