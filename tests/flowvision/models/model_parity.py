@@ -63,6 +63,17 @@ def _skip_if_drawn(generator, drawn):
         pytest.skip("our model drew random masks on the device, from the device's own generator")
 
 
+class InferenceGraph(engine.nn.Graph):
+    """``model``'s forward as an nn.Graph (on the GPU: its plan captured into a CUDA graph and replayed)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def build(self, x):
+        return self.model(x)
+
+
 def randomize_norms(model, seed):
     """Give every 2-d and 3-d BatchNorm random running stats and affine parameters (default ones hide bugs)."""
     g = torch.Generator().manual_seed(seed)

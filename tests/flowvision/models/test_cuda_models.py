@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
-from model_parity import COVERED_FAMILIES, SMALL_MODELS, family_sweep, randomize_engine_norms
+from model_parity import COVERED_FAMILIES, SMALL_MODELS, InferenceGraph, family_sweep, randomize_engine_norms
 from op_check import assert_close
 
 import engine
@@ -144,14 +144,7 @@ def test_classifier_graph_is_captured(cuda, name):
     x, _ = _reference_eval(model, name)
     model.cuda()
 
-    class Inference(engine.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-    graph = Inference()
+    graph = InferenceGraph(model)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # nn.Graph warns where it cannot capture
         for shift in (0.0, 0.1, 0.2):
@@ -403,14 +396,7 @@ def test_graph_inference_on_gpu(cuda, name):
     _, gpu = cpu_and_gpu(_GRAPH_MODELS[name])
     gpu.eval()
 
-    class Inference(engine.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = gpu
-
-        def build(self, x):
-            return self.model(x)
-    graph = Inference()
+    graph = InferenceGraph(gpu)
     for seed in (6, 7, 8):
         x = engine.from_numpy(_images(seed, 2, 3, 64, 72)).cuda()
         with engine.no_grad():

@@ -23,7 +23,7 @@ import test_timm_gemma4_vit
 import test_timm_qwen3_vit
 import test_timm_vision_transformer_sam
 import test_timm_xcit
-from model_parity import image_batch
+from model_parity import InferenceGraph, image_batch
 from op_check import assert_close
 
 import engine
@@ -104,14 +104,7 @@ def test_graph_captures_and_replays_on_the_cuda_backend(cuda, name):
     build, size = CAPTURED[name]
     model = build().cuda().eval()
 
-    class Inference(engine.nn.Graph):
-        def __init__(self):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-    graph = Inference()
+    graph = InferenceGraph(model)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # nn.Graph warns where it cannot capture
         for seed in (5, 6):
