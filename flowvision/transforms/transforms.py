@@ -742,7 +742,7 @@ class RandomPerspective(nn.Module):
     def forward(self, img):
         fill = _tensor_fill(img, self.fill)
         _, height, width = F.get_dimensions(img)
-        if engine.rand(1) < self.p:
+        if _torch_coin(self.p):
             startpoints, endpoints = self.get_params(width, height, self.distortion_scale)
             return F.perspective(img, startpoints, endpoints, self.interpolation, fill)
         return img
