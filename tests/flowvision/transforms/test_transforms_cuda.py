@@ -13,6 +13,8 @@ import flowvision.transforms as T
 import flowvision.transforms.functional as F
 from flowvision.transforms import AutoAugmentPolicy, InterpolationMode as I
 
+pytestmark = pytest.mark.slow  # runs on the emulated GPU: outside the quick subset (-m "not slow")
+
 F32, U8, F32X2, U8X2 = "float32", "uint8", "float32 batch", "uint8 batch"
 ALL, FLOATS, UINT8 = (F32, U8, F32X2, U8X2), (F32, F32X2), (U8, U8X2)
 
