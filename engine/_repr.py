@@ -25,9 +25,10 @@ def _padded(fmt, arr):
     return lambda v: fmt(v).rjust(width)
 
 
-def tensor_repr(t):
+def tensor_repr(t, name="tensor"):
+    """``t`` as PyTorch prints it; ``name``: the word before the parenthesis (a subclass prints its own)."""
     arr = move(t._data, "cpu")
-    prefix = "tensor("
+    prefix = f"{name}("
     if t.dtype is _dtype.bfloat16:  # ml_dtypes' kind "V": numpy formats it as floats once widened
         arr = arr.astype(np.float32)
     if arr.dtype.kind == "f":

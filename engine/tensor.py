@@ -381,6 +381,15 @@ class Tensor:
         t._version = self._version
         return t
 
+    def as_subclass(self, cls):
+        """This tensor as an instance of ``cls`` (a subclass of Tensor), sharing its data, version counter and
+        place in the autograd graph (``torch.Tensor.as_subclass``); ``cls.__init__`` is not called."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"as_subclass expects a subclass of Tensor, got {cls!r}")
+        t = object.__new__(cls)  # a subclass's own __new__ takes data: bypass it
+        t.__dict__.update({k: getattr(self, k) for k in _new(self._data).__dict__})
+        return t
+
     def detach_(self):
         self.grad_fn = None
         self.requires_grad = False
