@@ -10,7 +10,7 @@ import pytest
 import torch
 import torchvision.transforms.v2 as TV
 import torchvision.transforms.v2.functional as TF
-from v2_helpers import assert_same, boxes_array, image_array, run_both, to_torch
+from v2_helpers import KINDS, assert_same, image_array, make_input, run_both, seeds_for, to_torch
 
 import engine
 import flowvision.transforms.v2 as T
@@ -18,32 +18,6 @@ import flowvision.transforms.v2.functional as F
 from flowvision import tv_tensors
 
 pytestmark = pytest.mark.filterwarnings("ignore:The image decoding and encoding:DeprecationWarning")
-
-
-def make_input(kind, seed=0):
-    """Image (uint8, float32, batched), Video, pure tensor, PIL, or a dict sample with boxes, mask, labels."""
-    shape = {"batch": (2, 3, 29, 37), "video": (2, 3, 29, 37)}.get(kind, (3, 29, 37))
-    data = engine.from_numpy(image_array(seed, shape, np.float32 if kind == "image_float" else np.uint8))
-    if kind == "pil":
-        return PIL.Image.fromarray(image_array(seed, (29, 37, 3)), "RGB")
-    if kind == "tensor":
-        return data
-    if kind == "video":
-        return tv_tensors.Video(data)
-    if kind == "sample":
-        return {"image": tv_tensors.Image(data),
-                "boxes": tv_tensors.BoundingBoxes(engine.from_numpy(boxes_array(seed, (29, 37))), format="XYXY",
-                                                  canvas_size=(29, 37)),
-                "mask": tv_tensors.Mask(engine.from_numpy(image_array(seed, (29, 37)) % 3)),
-                "labels": engine.tensor([1, 2, 3, 4, 5])}
-    return tv_tensors.Image(data)
-
-
-KINDS = ("image", "image_float", "batch", "video", "tensor", "pil", "sample")
-
-
-def seeds_for(kind):
-    return range(5) if kind in ("image", "image_float") else range(3)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -4,11 +4,9 @@ With nearest interpolation (the default, except AugMix's) the outputs are exact 
 test_color.py). With bilinear interpolation the v1 ``affine`` kernel we reuse rounds a few sheared pixels one
 grey level away from torchvision's, so AugMix's default is checked within 1 grey level.
 """
-import numpy as np
-import PIL.Image
 import pytest
 import torchvision.transforms.v2 as TV
-from v2_helpers import assert_same, boxes_array, image_array, run_both, to_torch
+from v2_helpers import assert_same, boxes_array, make_input, run_both, to_torch
 
 import engine
 import flowvision.transforms.v2 as T
@@ -16,21 +14,6 @@ from flowvision import tv_tensors
 from flowvision.transforms.autoaugment import AutoAugmentPolicy as V1Policy
 
 pytestmark = pytest.mark.slow  # seeded sweeps against torchvision: outside the quick subset (-m "not slow")
-
-
-def make_input(kind, seed=0):
-    """Image (uint8, float32, batched), Video, pure tensor, PIL, or a dict of an image and its labels."""
-    shape = {"batch": (2, 3, 29, 37), "video": (2, 3, 29, 37)}.get(kind, (3, 29, 37))
-    data = engine.from_numpy(image_array(seed, shape, np.float32 if kind == "image_float" else np.uint8))
-    if kind == "pil":
-        return PIL.Image.fromarray(image_array(seed, (29, 37, 3)), "RGB")
-    if kind == "tensor":
-        return data
-    if kind == "video":
-        return tv_tensors.Video(data)
-    if kind == "labelled":
-        return {"image": tv_tensors.Image(data), "labels": engine.tensor([1, 2])}
-    return tv_tensors.Image(data)
 
 
 KINDS = ("image", "image_float", "batch", "video", "tensor", "pil", "labelled")

@@ -12,43 +12,13 @@ import pytest
 import torch
 import torchvision.transforms.v2 as TV
 import torchvision.transforms.v2.functional as TF
-from v2_helpers import assert_same, boxes_array, image_array, run_both, to_torch
+from v2_helpers import KINDS, assert_same, image_array, make_input, run_both, seeds_for, to_torch
 
 import engine
 import flowvision.transforms.v2 as T
 import flowvision.transforms.v2.functional as F
-from flowvision import tv_tensors
 
 FLOAT_ATOL = 1e-6
-KINDS = ("image", "image_float", "batch", "video", "tensor", "pil", "sample")
-
-
-def seeds_for(kind):
-    """Seeds 0-4 for single images, 0-2 for the other kinds (to keep the tests fast)."""
-    return range(5) if kind in ("image", "image_float") else range(3)
-
-
-def make_input(kind, seed=0):
-    """An input of the given kind: Image (uint8, float32, batched), Video, pure tensor, PIL, or a dict sample
-    with boxes, a mask and labels."""
-    shape = {"batch": (2, 3, 29, 37), "video": (2, 3, 29, 37)}.get(kind, (3, 29, 37))
-    dtype = np.float32 if kind == "image_float" else np.uint8
-    data = engine.from_numpy(image_array(seed, shape, dtype))
-    if kind == "pil":
-        return PIL.Image.fromarray(image_array(seed, (29, 37, 3)), "RGB")
-    if kind == "tensor":
-        return data
-    if kind == "video":
-        return tv_tensors.Video(data)
-    if kind == "sample":
-        return {"image": tv_tensors.Image(data),
-                "boxes": tv_tensors.BoundingBoxes(engine.from_numpy(boxes_array(seed, (29, 37))), format="XYXY",
-                                                  canvas_size=(29, 37)),
-                "mask": tv_tensors.Mask(engine.from_numpy(image_array(seed, (29, 37)) % 3)),
-                "labels": engine.tensor([1, 2, 3, 4, 5])}
-    return tv_tensors.Image(data)
-
-
 def atol_for(kind):
     return FLOAT_ATOL if kind == "image_float" else 0
 

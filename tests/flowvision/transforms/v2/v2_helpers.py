@@ -31,6 +31,36 @@ def boxes_array(seed, canvas_size, count=5):
     return np.stack([x[:, 0], y[:, 0], x[:, 1], y[:, 1]], axis=1).astype(np.float32)
 
 
+KINDS = ("image", "image_float", "batch", "video", "tensor", "pil", "sample")
+
+
+def seeds_for(kind):
+    """Seeds 0-4 for single images, 0-2 for the other kinds (to keep the tests fast)."""
+    return range(5) if kind in ("image", "image_float") else range(3)
+
+
+def make_input(kind, seed=0):
+    """An input of the given kind: Image (uint8, float32, batched), Video, pure tensor, PIL, a dict sample with
+    boxes, a mask and labels ("sample"), or a dict of an image and its labels ("labelled")."""
+    shape = {"batch": (2, 3, 29, 37), "video": (2, 3, 29, 37)}.get(kind, (3, 29, 37))
+    data = engine.from_numpy(image_array(seed, shape, np.float32 if kind == "image_float" else np.uint8))
+    if kind == "pil":
+        return PIL.Image.fromarray(image_array(seed, (29, 37, 3)), "RGB")
+    if kind == "tensor":
+        return data
+    if kind == "video":
+        return ours.Video(data)
+    if kind == "sample":
+        return {"image": ours.Image(data),
+                "boxes": ours.BoundingBoxes(engine.from_numpy(boxes_array(seed, (29, 37))), format="XYXY",
+                                            canvas_size=(29, 37)),
+                "mask": ours.Mask(engine.from_numpy(image_array(seed, (29, 37)) % 3)),
+                "labels": engine.tensor([1, 2, 3, 4, 5])}
+    if kind == "labelled":
+        return {"image": ours.Image(data), "labels": engine.tensor([1, 2])}
+    return ours.Image(data)
+
+
 def to_torch(obj):
     """Our sample (nested lists, tuples and dicts of tensors, tv_tensors, PIL images, other leaves) in torch."""
     if isinstance(obj, ours.BoundingBoxes):
