@@ -344,7 +344,9 @@ class RandomIoUCrop(Transform):
                 within = self._centres_within(xyxy, top, left, height, width)
                 if not within.any():
                     continue
-                crop_box = engine.tensor([[left, top, left + width, top + height]], dtype=xyxy.dtype)
+                # the candidate window is made where the boxes are (a CUDA sample's boxes stay on the device)
+                crop_box = engine.tensor([[left, top, left + width, top + height]], dtype=xyxy.dtype,
+                                         device=xyxy.device)
                 if box_iou(xyxy[within], crop_box).max() < min_jaccard_overlap:
                     continue
                 return dict(top=top, left=left, height=height, width=width, is_within_crop_area=within)

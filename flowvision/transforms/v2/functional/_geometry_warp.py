@@ -169,8 +169,8 @@ def _matmul(points, matrix):
 
 
 def _homogeneous(points):
-    """[N, 2] points as [N, 3] with a column of ones."""
-    return engine.cat([points, engine.ones(points.shape[0], 1, dtype=points.dtype)], dim=-1)
+    """[N, 2] points as [N, 3] with a column of ones (made on the points' device)."""
+    return engine.cat([points, engine.ones(points.shape[0], 1, dtype=points.dtype, device=points.device)], dim=-1)
 
 
 def _enclosing_boxes(corners):
@@ -322,22 +322,24 @@ def _affine_mask_dispatch(inpt, angle, translate, scale, shear, fill=None, cente
     return tv_tensors.wrap(output, like=inpt)
 
 
-def _forward_matrix(canvas_size, angle, translate, scale, shear, center, dtype):
-    """(the forward matrix transposed [3, 2] in ``dtype``, the parsed arguments) for moving points on a canvas:
-    the default center is the canvas' middle in pixel coordinates."""
+def _forward_matrix(canvas_size, angle, translate, scale, shear, center, dtype, device):
+    """(the forward matrix transposed [3, 2] in ``dtype`` on ``device``, the parsed arguments) for moving points on
+    a canvas: the default center is the canvas' middle in pixel coordinates. The six numbers are computed on the
+    host and copied to the points' device."""
     angle, translate, shear, center = _affine_parse_args(angle, translate, scale, shear, center)
     if center is None:
         height, width = canvas_size
         center = [width * 0.5, height * 0.5]
     matrix = _affine_matrix(center, angle, translate, scale, shear, inverted=False)
-    return engine.tensor(matrix, dtype=dtype).reshape(2, 3).T, (center, angle, translate, scale, shear)
+    return engine.tensor(matrix, dtype=dtype, device=device).reshape(2, 3).T, (center, angle, translate, scale, shear)
 
 
 def _expanded_canvas(canvas_size, transposed, args):
-    """(top-left corner [1, 2] of the moved canvas, the expanded canvas size (H, W)) for ``expand=True``."""
+    """(top-left corner [1, 2] of the moved canvas, on the matrix' device; the expanded canvas size (H, W)) for
+    ``expand=True``."""
     height, width = canvas_size
     frame = engine.tensor([[0.0, 0.0, 1.0], [0.0, float(height), 1.0], [float(width), float(height), 1.0],
-                           [float(width), 0.0, 1.0]], dtype=transposed.dtype)
+                           [float(width), 0.0, 1.0]], dtype=transposed.dtype, device=transposed.device)
     top_left = engine.amin(_matmul(frame, transposed), dim=0, keepdim=True)
     new_width, new_height = _expanded_size(_affine_matrix(*args), width, height)
     return top_left, (new_height, new_width)
@@ -351,7 +353,8 @@ def _affine_bounding_boxes_with_expand(bounding_boxes, format, canvas_size, angl
     shape, dtype = bounding_boxes.shape, bounding_boxes.dtype
     boxes = bounding_boxes.clone() if bounding_boxes.is_floating_point() else bounding_boxes.float()
     xyxy = _convert_bounding_box_format(boxes, format, _XYXY, inplace=True).reshape(-1, 4)
-    transposed, args = _forward_matrix(canvas_size, angle, translate, scale, shear, center, xyxy.dtype)
+    transposed, args = _forward_matrix(canvas_size, angle, translate, scale, shear, center, xyxy.dtype,
+                                       xyxy.device)
     out = _enclosing_boxes(_matmul(_homogeneous(_box_corners(xyxy)), transposed))
     if expand:
         top_left, canvas_size = _expanded_canvas(canvas_size, transposed, args)
@@ -382,7 +385,8 @@ def _affine_keypoints_with_expand(keypoints, canvas_size, angle, translate, scal
         return keypoints, canvas_size
     shape, dtype = keypoints.shape, keypoints.dtype
     points = keypoints.clone() if keypoints.is_floating_point() else keypoints.float()
-    transposed, args = _forward_matrix(canvas_size, angle, translate, scale, shear, center, points.dtype)
+    transposed, args = _forward_matrix(canvas_size, angle, translate, scale, shear, center, points.dtype,
+                                       points.device)
     moved = _matmul(_homogeneous(points.reshape(-1, 2)), transposed)
     if expand:
         top_left, canvas_size = _expanded_canvas(canvas_size, transposed, args)
@@ -465,9 +469,9 @@ def _perspective_mask_dispatch(inpt, startpoints, endpoints, fill=None, coeffici
     return tv_tensors.wrap(output, like=inpt)
 
 
-def _inverse_perspective(coefficients, dtype, what):
+def _inverse_perspective(coefficients, dtype, device, what):
     """(numerator rows [2, 3], denominator rows [2, 3]) of the map from input pixels to output pixels: the
-    coefficients map output to input, points move the other way."""
+    coefficients map output to input, points move the other way. Computed on the host, made on ``device``."""
     c0, c1, c2, c3, c4, c5, c6, c7 = coefficients
     denom = c0 * c4 - c1 * c3
     if denom == 0:
@@ -476,15 +480,15 @@ def _inverse_perspective(coefficients, dtype, what):
     inv = [(c4 - c5 * c7) / denom, (-c1 + c2 * c7) / denom, (c1 * c5 - c2 * c4) / denom,
            (-c3 + c5 * c6) / denom, (c0 - c2 * c6) / denom, (-c0 * c5 + c2 * c3) / denom,
            (-c4 * c6 + c3 * c7) / denom, (-c0 * c7 + c1 * c6) / denom]
-    numerator = engine.tensor([inv[0:3], inv[3:6]], dtype=dtype)
-    denominator = engine.tensor([[inv[6], inv[7], 1.0], [inv[6], inv[7], 1.0]], dtype=dtype)
+    numerator = engine.tensor([inv[0:3], inv[3:6]], dtype=dtype, device=device)
+    denominator = engine.tensor([[inv[6], inv[7], 1.0], [inv[6], inv[7], 1.0]], dtype=dtype, device=device)
     return numerator, denominator
 
 
 def _perspective_points(points, coefficients, dtype, what):
     """[N, 2] points moved by the inverse of ``coefficients`` (the ones column is float32, as torch's default)."""
-    numerator, denominator = _inverse_perspective(coefficients, dtype, what)
-    homogeneous = engine.cat([points, engine.ones(points.shape[0], 1)], dim=-1)
+    numerator, denominator = _inverse_perspective(coefficients, dtype, points.device, what)
+    homogeneous = engine.cat([points, engine.ones(points.shape[0], 1, device=points.device)], dim=-1)
     return _matmul(homogeneous, numerator.T) / _matmul(homogeneous, denominator.T)
 
 
@@ -535,11 +539,11 @@ def elastic(inpt, displacement, interpolation=InterpolationMode.BILINEAR, fill=N
 elastic_transform = elastic
 
 
-def _identity_grid(size, dtype):
-    """[1, H, W, 2] (x, y) pixel centres normalised to (-1, 1)."""
+def _identity_grid(size, dtype, device=None):
+    """[1, H, W, 2] (x, y) pixel centres normalised to (-1, 1), on ``device`` (default: the CPU)."""
     height, width = size
-    xs = engine.linspace((-width + 1) / width, (width - 1) / width, width, dtype=dtype)
-    ys = engine.linspace((-height + 1) / height, (height - 1) / height, height, dtype=dtype)
+    xs = engine.linspace((-width + 1) / width, (width - 1) / width, width, dtype=dtype, device=device)
+    ys = engine.linspace((-height + 1) / height, (height - 1) / height, height, dtype=dtype, device=device)
     grid_y, grid_x = engine.meshgrid(ys, xs, indexing="ij")
     return engine.stack([grid_x, grid_y], -1).unsqueeze(0)
 
@@ -589,12 +593,13 @@ def _elastic_mask_dispatch(inpt, displacement, fill=None, **kwargs):
 
 def _elastic_points(points, canvas_size, displacement, dtype):
     """[N, 2] points moved by the approximate inverse grid ``identity - displacement``, read at the points'
-    integer pixels (clamped to the canvas), in pixel coordinates."""
-    inverse = _identity_grid(canvas_size, dtype) - displacement.to(dtype)
+    integer pixels (clamped to the canvas), in pixel coordinates. The grid is made on the points' device (the
+    displacement, drawn on the host, is copied there, as torchvision does)."""
+    inverse = _identity_grid(canvas_size, dtype, points.device) - displacement.to(device=points.device, dtype=dtype)
     index = points.to(engine.int64)
     index_x = index[:, 0].clamp(0, canvas_size[1] - 1)
     index_y = index[:, 1].clamp(0, canvas_size[0] - 1)
-    half_size = 0.5 * engine.tensor(list(canvas_size[::-1]), dtype=dtype)
+    half_size = 0.5 * engine.tensor(list(canvas_size[::-1]), dtype=dtype, device=points.device)
     return (inverse[0, index_y, index_x, :] + 1) * half_size - 0.5
 
 
