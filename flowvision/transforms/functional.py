@@ -838,8 +838,9 @@ def _gaussian_kernel1d(size, sigma, dtype):
     return pdf / pdf.sum()
 
 
-def gaussian_blur(img, kernel_size, sigma=None):
-    """Gaussian blur with reflect padding (kernel sizes odd and positive; sigma defaults from the size)."""
+def _blur_args(kernel_size, sigma):
+    """(kernel_size, sigma) of a Gaussian blur as [x, y] pairs, checked (sizes odd and positive, sigmas positive;
+    sigma defaults to 0.15 * size + 0.35)."""
     if not isinstance(kernel_size, (int, list, tuple)):
         raise TypeError(f"kernel_size should be int or a sequence of integers. Got {type(kernel_size)}")
     if isinstance(kernel_size, int):
@@ -862,6 +863,12 @@ def gaussian_blur(img, kernel_size, sigma=None):
     for s in sigma:
         if s <= 0.0:
             raise ValueError(f"sigma should have positive values. Got {sigma}")
+    return kernel_size, sigma
+
+
+def gaussian_blur(img, kernel_size, sigma=None):
+    """Gaussian blur with reflect padding (kernel sizes odd and positive; sigma defaults from the size)."""
+    kernel_size, sigma = _blur_args(kernel_size, sigma)
     _check_img(img)
     t = pil_to_tensor(img) if _is_pil_image(img) else img
     a = _arr(t)

@@ -37,31 +37,6 @@ def gaussian_blur(inpt, kernel_size, sigma=None):
     return dispatch(gaussian_blur, inpt, kernel_size=kernel_size, sigma=sigma)
 
 
-def _check_blur_args(kernel_size, sigma):
-    """(kernel_size, sigma) as [x, y] pairs, checked as torchvision checks them."""
-    if isinstance(kernel_size, int):
-        kernel_size = [kernel_size, kernel_size]
-    elif len(kernel_size) != 2:
-        raise ValueError(f"If kernel_size is a sequence its length should be 2. Got {len(kernel_size)}")
-    for size in kernel_size:
-        if size % 2 == 0 or size < 0:
-            raise ValueError(f"kernel_size should have odd and positive integers. Got {kernel_size}")
-    if sigma is None:
-        sigma = [size * 0.15 + 0.35 for size in kernel_size]
-    elif isinstance(sigma, (list, tuple)):
-        if len(sigma) not in (1, 2):
-            raise ValueError(f"If sigma is a sequence, its length should be 2. Got {len(sigma)}")
-        sigma = [sigma[0], sigma[-1]]
-    elif isinstance(sigma, (int, float)):
-        sigma = [float(sigma), float(sigma)]
-    else:
-        raise TypeError(f"sigma should be either float or sequence of floats. Got {type(sigma)}")
-    for s in sigma:
-        if s <= 0.0:
-            raise ValueError(f"sigma should have positive values. Got {sigma}")
-    return kernel_size, sigma
-
-
 def _gaussian_kernel1d(size, sigma, dtype, device):
     """v2's kernel: a softmax of -(x / sigma)^2 over x evenly spaced in +-(size - 1) / (2 sqrt 2) (v1 normalises
     exp(-x^2 / (2 sigma^2)) by its sum instead: equal up to rounding)."""
@@ -73,7 +48,7 @@ def _gaussian_kernel1d(size, sigma, dtype, device):
 @_register_kernel_internal(gaussian_blur, engine.Tensor)
 @_register_kernel_internal(gaussian_blur, tv_tensors.Image)
 def gaussian_blur_image(image, kernel_size, sigma=None):
-    kernel_size, sigma = _check_blur_args(kernel_size, sigma)
+    kernel_size, sigma = F1._blur_args(kernel_size, sigma)
     if image.numel() == 0:
         return image
     dtype, shape = image.dtype, image.shape
