@@ -18,7 +18,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NOTEBOOK = os.path.join(REPO, "notebooks", "finetune_detection.ipynb")
 MODEL = "fasterrcnn_mobilenet_v3_large_320_fpn"
 FILE_NAME = "fasterrcnn_mobilenet_v3_large_320_fpn-907ea3f9.pth"
-TINY = {"NUM_TRAIN": 8, "NUM_VAL": 2, "IMAGE_SIZE": 128, "BATCH_SIZE": 2, "SCORE_THRESH": 0.1}
+# 96-pixel images (128 before): the kernel's run took 2-3 s less CPU time (7.7-10.0 s against 10.6-12.8 s run in
+# process), and over SEED 0-4 the mean loss still fell from 1.79-1.95 in the first epoch to 1.16-1.29 in the
+# second, with 75-80 detections on each validation image
+TINY = {"NUM_TRAIN": 8, "NUM_VAL": 2, "IMAGE_SIZE": 96, "BATCH_SIZE": 2, "SCORE_THRESH": 0.1}
 
 
 def _execute(workdir, tmp_path):

@@ -10,6 +10,7 @@ import functools
 import importlib
 import os
 import pkgutil
+import warnings
 
 import numpy as np
 import pytest
@@ -204,9 +205,19 @@ def assert_same_init(ours, theirs):
         assert state[key].dtype == value.dtype and np.array_equal(state[key], value), key
 
 
+def _without_draws(build):
+    """``build()`` with our random initialisation skipped (``skip_random_init``), for a model whose every weight is
+    loaded next with a strict ``load_state_dict``: drawing them first would be wasted. (Construction-time arithmetic
+    on the undrawn values, a layer scale's product say, may overflow: those warnings are silenced.)"""
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings():
+        skip_random_init(patch)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return build()
+
+
 def ours_like(name, tmodel, **kwargs):
     """Our model of the same name with the torch model's weights loaded through numpy, in eval mode."""
-    model = models.create_model(name, **kwargs)
+    model = _without_draws(lambda: models.create_model(name, **kwargs))
     model.load_state_dict(numpy_state(tmodel))
     return model.eval()
 
@@ -465,7 +476,7 @@ def seeded_pair(reference_class, ours_class, config, seed):
     ``seed`` and loaded in ours, both in eval mode."""
     torch.manual_seed(seed)
     reference = randomize_parameters(reference_class(**config), seed).eval()
-    ours = ours_class(**config)
+    ours = _without_draws(lambda: ours_class(**config))
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()
 
@@ -612,7 +623,7 @@ def features_only_pair(name, randomize, seed, **kwargs):
 
     torch.manual_seed(seed)
     reference = randomize(timm.create_model(name, features_only=True, **kwargs), seed).eval()
-    ours = models.create_model(name, features_only=True, **kwargs)
+    ours = _without_draws(lambda: models.create_model(name, features_only=True, **kwargs))
     assert list(ours.state_dict()) == list(reference.state_dict())
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()

@@ -85,8 +85,11 @@ def test_vgg_structure(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", FORWARD_VGGS)
-def test_vgg_parity(name, fast_random):
+def test_vgg_parity(name, monkeypatch):
     reference = torch_model(name, seed=6)
+    # every weight and buffer is loaded from the reference (strict load_state_dict, check_structure below): our
+    # initial draws are skipped (with fast_random's numpy draws vgg11 took 3.9 s, 2.9 s so)
+    skip_random_init(monkeypatch)
     ours = _ours(name, reference)
     check_structure(ours, reference)
     # a batch of two at an odd size (a 2x2 map the pool spreads to 7x7); one 224 image (a 7x7 map kept as it is)

@@ -73,7 +73,8 @@ def initial_models():
 
 @pytest.mark.heavy
 def test_resnet18_digits_loss_curves_agree():
-    """The first 10 losses from identical weights and batches agree, in float64 on both sides.
+    """The first 8 losses from identical weights and batches agree, in float64 on both sides (8 steps, not 10:
+    the mean of the last 4 is 0.33 times that of the first 4, against 0.29 over 10 steps, the threshold 0.6).
 
     float64 because this run is chaotic in float32: PyTorch's own float32 losses drift more than
     1e-3 from its float64 ones within a few steps (train-mode BatchNorm, ties in max pooling on the
@@ -85,14 +86,14 @@ def test_resnet18_digits_loss_curves_agree():
     topt = torch.optim.SGD(tmodel.parameters(), lr=LR, momentum=MOMENTUM)
     oopt = engine.optim.SGD(ours.parameters(), lr=LR, momentum=MOMENTUM)
     ref_losses, our_losses = [], []
-    for idx in batches(len(y_train), 0)[:10]:
+    for idx in batches(len(y_train), 0)[:8]:
         x = x_train[idx].astype(np.float64)
         ref_losses.append(torch_step(tmodel, topt, x, y_train[idx]))
         our_losses.append(ours_step(ours, oopt, x, y_train[idx]))
     rel = np.abs(np.array(our_losses) - ref_losses) / np.abs(ref_losses)
     assert rel.max() <= 1e-3, f"loss curves diverge: {list(zip(ref_losses, our_losses))}"
     assert rel.max() <= 1e-9  # in fact they agree to rounding
-    assert np.mean(our_losses[-5:]) < 0.6 * np.mean(our_losses[:5])  # learning: 1.74 -> 0.50
+    assert np.mean(our_losses[-4:]) < 0.6 * np.mean(our_losses[:4])  # learning: 1.98 -> 0.52
 
 
 @pytest.mark.heavy

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from model_parity import assert_same_init, backward_both, numpy_state, ours_like, torch_model
+from model_parity import assert_same_init, backward_both, numpy_state, ours_like, skip_random_init, torch_model
 from op_check import assert_close
 from weights_server import serving_checkpoint
 
@@ -67,7 +67,11 @@ def test_s3d_matches_torchvision():
 
 
 @pytest.mark.slow
-def test_timm_api():
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_timm_api(monkeypatch):
+    # only shapes and names are compared: the weights are left undrawn (whatever the memory held, hence the
+    # overflow warnings), and the test took 0.9 s instead of 3.1 s (75M weights)
+    skip_random_init(monkeypatch)
     engine.manual_seed(0)
     model = video.r3d_18(num_classes=0).eval()
     x = engine.from_numpy(_clips(2, 3, 2, 16, 16).astype(np.float32))
