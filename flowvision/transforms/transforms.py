@@ -662,6 +662,18 @@ class GaussianBlur(nn.Module):
         return f"{self.__class__.__name__}(kernel_size={self.kernel_size}, sigma={self.sigma})"
 
 
+def _check_erasing_ranges(scale, ratio):
+    """RandomErasing's (min, max) area fraction and aspect ratio ranges, checked (v1 and v2)."""
+    if not isinstance(scale, Sequence):
+        raise TypeError("Scale should be a sequence")
+    if not isinstance(ratio, Sequence):
+        raise TypeError("Ratio should be a sequence")
+    if scale[0] > scale[1] or ratio[0] > ratio[1]:
+        warnings.warn("Scale and ratio should be of kind (min, max)")
+    if scale[0] < 0 or scale[1] > 1:
+        raise ValueError("Scale should be between 0 and 1")
+
+
 class RandomErasing(nn.Module):
     """Erase a random rectangle of a tensor image with probability p (value, per-channel values or 'random')."""
 
@@ -671,14 +683,7 @@ class RandomErasing(nn.Module):
             raise TypeError("Argument value should be either a number or str or a sequence")
         if isinstance(value, str) and value != "random":
             raise ValueError("If value is str, it should be 'random'")
-        if not isinstance(scale, Sequence):
-            raise TypeError("Scale should be a sequence")
-        if not isinstance(ratio, Sequence):
-            raise TypeError("Ratio should be a sequence")
-        if scale[0] > scale[1] or ratio[0] > ratio[1]:
-            warnings.warn("Scale and ratio should be of kind (min, max)")
-        if scale[0] < 0 or scale[1] > 1:
-            raise ValueError("Scale should be between 0 and 1")
+        _check_erasing_ranges(scale, ratio)
         if p < 0 or p > 1:
             raise ValueError("Random erasing probability should be between 0 and 1")
         self.p, self.scale, self.ratio, self.value, self.inplace = p, scale, ratio, value, inplace

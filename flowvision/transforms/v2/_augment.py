@@ -6,7 +6,6 @@ sample goes through torch's Dirichlet sampler, reproduced in the v1 AugMix.
 import math
 import numbers
 import warnings
-from collections.abc import Sequence
 
 import PIL.Image
 
@@ -52,14 +51,7 @@ class RandomErasing(_RandomApplyTransform):
     def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0.0, inplace=False):
         super().__init__(p=p)
         value = _erasing_value(value)
-        if not isinstance(scale, Sequence):
-            raise TypeError("Scale should be a sequence")
-        if not isinstance(ratio, Sequence):
-            raise TypeError("Ratio should be a sequence")
-        if scale[0] > scale[1] or ratio[0] > ratio[1]:
-            warnings.warn("Scale and ratio should be of kind (min, max)")
-        if scale[0] < 0 or scale[1] > 1:
-            raise ValueError("Scale should be between 0 and 1")
+        _v1._check_erasing_ranges(scale, ratio)
         self.scale = scale
         self.ratio = ratio
         self.value = value
