@@ -18,7 +18,9 @@ replay and its memory against PyTorch's eager peak, and at batch 64 with bfloat1
 autocast in channels_last; a resnet50 training step at batch 64 with its peak memory, and at batch 32 and 64
 in our training nn.Graph; resnet50's 1x1 convolutions at batch 64, ours with each image multiplied in place
 and with the batch folded into the GEMM's columns; deeplabv3_resnet50 at 520x520, eager and in our nn.Graph;
-fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank).
+fasterrcnn_resnet50_fpn at 800x1066; PyTorch with cuDNN; a 100 MB NCCL all-reduce on one rank), transforms
+(torchvision's transforms.v2 against ours: ImageNet eval and train preprocessing and SSD's detection augmentation
+of a 480x640 uint8 image).
 Each framework is timed in processes of its own (``--rounds`` of them, alternating with the other's;
 the value is the median over its processes of each process's median): in one process the frameworks
 share the C heap, and one's churn lands on the other's runs (a resnet50 training step read 0.96-1.44x
@@ -835,11 +837,54 @@ def suite_distributed(args, torch, engine):
     return rows
 
 
+def _transform_cases(lib, v2, tv_tensors):
+    """The three preprocessing pipelines of the transforms suite, built from ``lib`` (torch or engine) and its v2."""
+    normalize = v2.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])
+    return {
+        "ImageNet eval (Resize 256, CenterCrop 224, Normalize)": v2.Compose([
+            v2.Resize(256), v2.CenterCrop(224), v2.ToDtype(lib.float32, scale=True), normalize]),
+        "ImageNet train (RandomResizedCrop 224, flip, Normalize)": v2.Compose([
+            v2.RandomResizedCrop(224), v2.RandomHorizontalFlip(), v2.ToDtype(lib.float32, scale=True), normalize]),
+        "detection train (SSD recipe, 8 boxes and masks)": v2.Compose([
+            v2.RandomPhotometricDistort(p=1), v2.RandomZoomOut(fill={tv_tensors.Image: (123, 117, 104)}),
+            v2.RandomIoUCrop(), v2.RandomHorizontalFlip(), v2.SanitizeBoundingBoxes(),
+            v2.ToDtype(lib.float32, scale=True)]),
+    }
+
+
+def suite_transforms(args, torch, engine):
+    """transforms.v2 preprocessing of one 480x640 uint8 image (the detection case with 8 boxes, their masks and
+    labels): torchvision's v2 on PyTorch vs ours, from the same seed each call."""
+    import torchvision.transforms.v2 as tv_v2
+    from torchvision import tv_tensors as tv_tensors_torch
+    import flowvision.transforms.v2 as fv_v2
+    from flowvision import tv_tensors as tv_tensors_ours
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, (3, 480, 640), dtype=np.uint8)
+    corners = np.sort(rng.uniform(0, 480, (8, 2, 2)), axis=1).astype(np.float32)
+    boxes = np.concatenate([corners[:, 0], corners[:, 1]], axis=1)[:, [0, 2, 1, 3]]
+    masks = rng.random((8, 480, 640)) > 0.5
+    rows = []
+    for lib, v2, tv_tensors, who in ((torch, tv_v2, tv_tensors_torch, "torch"),
+                                     (engine, fv_v2, tv_tensors_ours, "ours")):
+        sample = (tv_tensors.Image(lib.from_numpy(image)),
+                  {"boxes": tv_tensors.BoundingBoxes(lib.from_numpy(boxes), format="XYXY", canvas_size=(480, 640)),
+                   "masks": tv_tensors.Mask(lib.from_numpy(masks)), "labels": lib.arange(8)})
+        for case, pipeline in _transform_cases(lib, v2, tv_tensors).items():
+            inputs = sample if case.startswith("detection") else sample[0]
+
+            def run(pipeline=pipeline, inputs=inputs):
+                lib.manual_seed(0)
+                pipeline(inputs)
+            rows.append((case, who, median_time(run, args.repeat, who)))
+    return rows
+
+
 SUITES = {"ops": suite_ops, "resnet": suite_resnet, "mobilenet": suite_mobilenet, "train": suite_train,
           "build": suite_build, "load": suite_load, "memory": suite_memory, "segmentation": suite_segmentation,
           "detection": suite_detection, "onnxruntime": suite_onnxruntime, "gpu": suite_gpu,
           "families": suite_families, "distributed": suite_distributed, "bfloat16": suite_bfloat16,
-          "video": suite_video, "quantized": suite_quantized, "timm": suite_timm}
+          "video": suite_video, "quantized": suite_quantized, "timm": suite_timm, "transforms": suite_transforms}
 UNITS = {"memory": "MiB"}
 # suites measured in this process: memory runs each framework in a process of its own, and on the GPU the
 # frameworks' memory pools are separate
