@@ -205,7 +205,7 @@ def assert_same_init(ours, theirs):
         assert state[key].dtype == value.dtype and np.array_equal(state[key], value), key
 
 
-def _without_draws(build):
+def build_without_draws(build):
     """``build()`` with our random initialisation skipped (``skip_random_init``), for a model whose every weight is
     loaded next with a strict ``load_state_dict``: drawing them first would be wasted. (Construction-time arithmetic
     on the undrawn values, a layer scale's product say, may overflow: those warnings are silenced.)"""
@@ -217,7 +217,7 @@ def _without_draws(build):
 
 def ours_like(name, tmodel, **kwargs):
     """Our model of the same name with the torch model's weights loaded through numpy, in eval mode."""
-    model = _without_draws(lambda: models.create_model(name, **kwargs))
+    model = build_without_draws(lambda: models.create_model(name, **kwargs))
     model.load_state_dict(numpy_state(tmodel))
     return model.eval()
 
@@ -476,7 +476,7 @@ def seeded_pair(reference_class, ours_class, config, seed):
     ``seed`` and loaded in ours, both in eval mode."""
     torch.manual_seed(seed)
     reference = randomize_parameters(reference_class(**config), seed).eval()
-    ours = _without_draws(lambda: ours_class(**config))
+    ours = build_without_draws(lambda: ours_class(**config))
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()
 
@@ -623,7 +623,7 @@ def features_only_pair(name, randomize, seed, **kwargs):
 
     torch.manual_seed(seed)
     reference = randomize(timm.create_model(name, features_only=True, **kwargs), seed).eval()
-    ours = _without_draws(lambda: models.create_model(name, features_only=True, **kwargs))
+    ours = build_without_draws(lambda: models.create_model(name, features_only=True, **kwargs))
     assert list(ours.state_dict()) == list(reference.state_dict())
     ours.load_state_dict(numpy_state(reference))
     return reference, ours.eval()

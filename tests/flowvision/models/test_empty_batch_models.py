@@ -14,8 +14,8 @@ import torch
 import torchvision.models.segmentation as tv_seg
 from classic_parity import he_weights
 from detection_parity import builder_pair, photos, to_lib
-from model_parity import (COVERED_FAMILIES, SMALL_MODELS, family_sweep, is_timm_family, numpy_state, randomize_norms,
-                          reference_classifier, skip_random_init)
+from model_parity import (COVERED_FAMILIES, SMALL_MODELS, build_without_draws, family_sweep, is_timm_family, numpy_state,
+                          randomize_norms, reference_classifier)
 
 import engine
 import flowvision.models as models
@@ -205,7 +205,7 @@ def _small_config(name):
 
 
 @pytest.mark.parametrize("name", CLASSIFIERS)
-def test_classifier_on_an_empty_batch(name, monkeypatch):
+def test_classifier_on_an_empty_batch(name):
     kwargs = {**_QUIET_INIT.get(name, {}), **_small_config(name)}
     size = pair(kwargs["img_size"]) if "img_size" in kwargs else _input_size(name)
     torch.manual_seed(0)
@@ -213,23 +213,20 @@ def test_classifier_on_an_empty_batch(name, monkeypatch):
     if is_timm_family(name):  # timm's default head is its default weights', which ours may not serve
         kwargs["num_classes"] = ref.num_classes
     # every weight of ours is loaded from the reference: no draws first (with fast_random's draws this file took
-    # 46.0 s, 32.8 s so)
-    skip_random_init(monkeypatch)
-    ours = models.create_model(name, **kwargs)
+    # 46.0 s, 32.8 s so); numpy's warnings about the undrawn values during the build are not the empty batch's
+    ours = build_without_draws(lambda: models.create_model(name, **kwargs))
     ours.load_state_dict(numpy_state(ref))
     _check_empty_batch(ours, ref, size)
     _check_head_hidden_size(ours, ref, size)
 
 
 @pytest.mark.parametrize("name", SEGMENTERS)
-def test_segmenter_on_an_empty_batch(name, monkeypatch):
+def test_segmenter_on_an_empty_batch(name):
     kwargs = dict(weights_backbone=None, aux_loss=name != "lraspp_mobilenet_v3_large")
     torch.manual_seed(0)
     ref = randomize_norms(getattr(tv_seg, name)(**kwargs), 0)
-    # every weight of ours is loaded from the reference: no draws first (with fast_random's draws this file took
-    # 46.0 s, 32.8 s so)
-    skip_random_init(monkeypatch)
-    ours = models.create_model(name, **kwargs)
+    # every weight of ours is loaded from the reference: no draws first (see the classifiers)
+    ours = build_without_draws(lambda: models.create_model(name, **kwargs))
     ours.load_state_dict(numpy_state(ref))
     _check_empty_batch(ours, ref, (48, 56))
 
