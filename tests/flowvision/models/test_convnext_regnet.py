@@ -18,7 +18,8 @@ from engine.nn import init
 from flowvision.models import weights as W
 from flowvision.models.convnext import CNBlock, CNBlockConfig, LayerNorm2d
 from flowvision.models.regnet import BlockParams
-from model_parity import backward_both, eval_outputs, image_batch, numpy_state, to_numpy, torch_model, torchvision_names
+from model_parity import (InferenceGraph, backward_both, eval_outputs, image_batch, numpy_state, to_numpy, torch_model,
+                          torchvision_names)
 from op_check import assert_close, check_op
 
 CONVNEXTS = ["convnext_tiny", "convnext_small", "convnext_base", "convnext_large"]
@@ -416,14 +417,6 @@ def test_features_only(name, nodes, channels, no_init):
 @pytest.mark.parametrize("name", ["convnext_tiny", "regnet_y_400mf"])
 def test_graph_equals_eager(name):
     _, model = _pair(name)
-
-    class InferenceGraph(engine.nn.Graph):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
 
     graph = InferenceGraph(model)
     for seed in (14, 15):

@@ -17,7 +17,7 @@ from flowvision import hub
 from flowvision.models import weights as W
 from flowvision.models._utils import IntermediateLayerGetter
 from http_server import FileServer
-from model_parity import image_batch, numpy_state, randomize_norms, skip_random_init
+from model_parity import InferenceGraph, image_batch, numpy_state, randomize_norms, skip_random_init
 from op_check import assert_close, check_op
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -269,15 +269,7 @@ def test_graph_equals_eager(name, kwargs):
     """Replays on new inputs equal eager (LR-ASPP sums two convolutions: a fusion-order trap)."""
     _, ours = _pair(name, seed=14, **kwargs)
 
-    class SegmentationGraph(engine.nn.Graph):
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def build(self, x):
-            return self.model(x)
-
-    graph = SegmentationGraph(ours)
+    graph = InferenceGraph(ours)
     for seed in (15, 16, 17):
         x = engine.from_numpy(image_batch(2, 97, 129, seed=seed))
         with engine.no_grad():
