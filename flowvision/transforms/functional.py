@@ -1042,9 +1042,9 @@ def rotate(img, angle, interpolation=InterpolationMode.NEAREST, expand=False, ce
         a.shape[:-2] + (oh, ow)))
 
 
-def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None):
-    """Rotate (clockwise degrees), translate, scale and shear, keeping center fixed."""
-    interpolation = _to_mode(interpolation)
+def _affine_args(angle, translate, scale, shear, center):
+    """Validated (angle, translate, shear, center) of an affine call (v1 and v2): a number shear shears x only, a
+    one-item shear both axes; the angle and center become floats, translate a list."""
     if not isinstance(angle, (int, float)):
         raise TypeError("Argument angle should be int or float")
     if not isinstance(translate, (list, tuple)):
@@ -1055,15 +1055,22 @@ def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.
         raise ValueError("Argument scale should be positive")
     if not isinstance(shear, (numbers.Number, list, tuple)):
         raise TypeError("Shear should be either a single value or a sequence of two values")
-    if isinstance(shear, numbers.Number):
-        shear = [shear, 0.0]
-    shear = list(shear)
+    shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
     if len(shear) == 1:
         shear = [shear[0], shear[0]]
     if len(shear) != 2:
         raise ValueError(f"Shear should be a sequence containing two values. Got {shear}")
-    if center is not None and not isinstance(center, (list, tuple)):
-        raise TypeError("Argument center should be a sequence")
+    if center is not None:
+        if not isinstance(center, (list, tuple)):
+            raise TypeError("Argument center should be a sequence")
+        center = [float(c) for c in center]
+    return float(angle), list(translate), shear, center
+
+
+def affine(img, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None):
+    """Rotate (clockwise degrees), translate, scale and shear, keeping center fixed."""
+    interpolation = _to_mode(interpolation)
+    angle, translate, shear, center = _affine_args(angle, translate, scale, shear, center)
     _check_img(img)
     _, h, w = get_dimensions(img)
     if _is_pil_image(img):

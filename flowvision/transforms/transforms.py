@@ -373,6 +373,17 @@ class RandomVerticalFlip(RandomHorizontalFlip):
         return F.vflip(img) if _torch_coin(self.p) else img
 
 
+def _check_scale_ratio(scale, ratio):
+    """(min, max) sequences of area fractions and aspect ratios (RandomResizedCrop, RandomErasing); a reversed range
+    only warns, as torchvision's."""
+    if not isinstance(scale, Sequence):
+        raise TypeError("Scale should be a sequence")
+    if not isinstance(ratio, Sequence):
+        raise TypeError("Ratio should be a sequence")
+    if scale[0] > scale[1] or ratio[0] > ratio[1]:
+        warnings.warn("Scale and ratio should be of kind (min, max)")
+
+
 class RandomResizedCrop(nn.Module):
     """Crop a random area and aspect ratio, then resize to size."""
 
@@ -380,12 +391,7 @@ class RandomResizedCrop(nn.Module):
                  interpolation=InterpolationMode.BILINEAR, antialias=True):
         super().__init__()
         self.size = _setup_size(size, "Please provide only two dimensions (h, w) for size.")
-        if not isinstance(scale, Sequence):
-            raise TypeError("Scale should be a sequence")
-        if not isinstance(ratio, Sequence):
-            raise TypeError("Ratio should be a sequence")
-        if scale[0] > scale[1] or ratio[0] > ratio[1]:
-            warnings.warn("Scale and ratio should be of kind (min, max)")
+        _check_scale_ratio(scale, ratio)
         self.interpolation = _check_interpolation(interpolation)
         self.antialias, self.scale, self.ratio = antialias, scale, ratio
 
@@ -664,12 +670,7 @@ class GaussianBlur(nn.Module):
 
 def _check_erasing_ranges(scale, ratio):
     """RandomErasing's (min, max) area fraction and aspect ratio ranges, checked (v1 and v2)."""
-    if not isinstance(scale, Sequence):
-        raise TypeError("Scale should be a sequence")
-    if not isinstance(ratio, Sequence):
-        raise TypeError("Ratio should be a sequence")
-    if scale[0] > scale[1] or ratio[0] > ratio[1]:
-        warnings.warn("Scale and ratio should be of kind (min, max)")
+    _check_scale_ratio(scale, ratio)
     if scale[0] < 0 or scale[1] > 1:
         raise ValueError("Scale should be between 0 and 1")
 

@@ -8,7 +8,6 @@ coefficients, elastic with the approximate inverse grid ``identity - displacemen
 enclosing its moved corners, clamped to the canvas as the boxes' ``clamping_mode`` says.
 """
 import math
-import numbers
 
 import numpy as np
 import PIL.Image
@@ -20,6 +19,7 @@ from .... import tv_tensors
 from ....tv_tensors import BoundingBoxFormat
 from ... import functional as F1
 from ...functional import InterpolationMode, pil_modes_mapping
+from ._geometry import _check_interpolation
 from ._meta import _clamp_bounding_boxes, _convert_bounding_box_format
 from ._utils import _register_kernel_internal, dispatch
 
@@ -37,46 +37,6 @@ _CORNERS = [[0, 1], [2, 1], [2, 3], [0, 3]]  # (x, y) of a box's four corners, b
 
 
 # ---- arguments ------------------------------------------------------------------------------------------------
-def _check_interpolation(interpolation):
-    """An ``InterpolationMode`` from itself, its string value or a Pillow filter constant."""
-    if isinstance(interpolation, str):
-        names = [mode.value for mode in InterpolationMode]
-        if interpolation not in names:
-            raise ValueError(f"Invalid interpolation mode: '{interpolation}'. Supported string values are: {names}.")
-        return InterpolationMode(interpolation)
-    if isinstance(interpolation, int):
-        return F1._interpolation_modes_from_int(interpolation)
-    if not isinstance(interpolation, InterpolationMode):
-        raise ValueError(f"Argument interpolation should be an `InterpolationMode` or a corresponding Pillow integer "
-                         f"constant, but got {interpolation}.")
-    return interpolation
-
-
-def _affine_parse_args(angle, translate, scale, shear, center):
-    """Validated (angle, translate, shear, center) of an affine call: a number shear shears x only, a one-item
-    shear both axes; the center becomes floats."""
-    if not isinstance(angle, (int, float)):
-        raise TypeError("Argument angle should be int or float")
-    if not isinstance(translate, (list, tuple)):
-        raise TypeError("Argument translate should be a sequence")
-    if len(translate) != 2:
-        raise ValueError("Argument translate should be a sequence of length 2")
-    if scale <= 0.0:
-        raise ValueError("Argument scale should be positive")
-    if not isinstance(shear, (numbers.Number, list, tuple)):
-        raise TypeError("Shear should be either a single value or a sequence of two values")
-    shear = [shear, 0.0] if isinstance(shear, numbers.Number) else list(shear)
-    if len(shear) == 1:
-        shear = [shear[0], shear[0]]
-    if len(shear) != 2:
-        raise ValueError(f"Shear should be a sequence containing two values. Got {shear}")
-    if center is not None:
-        if not isinstance(center, (list, tuple)):
-            raise TypeError("Argument center should be a sequence")
-        center = [float(c) for c in center]
-    return float(angle), list(translate), shear, center
-
-
 def _check_grid_inputs(image, interpolation, fill):
     """torchvision's checks of a resampled tensor's fill and interpolation."""
     if fill is not None:
@@ -283,7 +243,7 @@ def affine(inpt, angle, translate, scale, shear, interpolation=InterpolationMode
 def affine_image(image, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None,
                  center=None):
     interpolation = _check_interpolation(interpolation)
-    angle, translate, shear, center = _affine_parse_args(angle, translate, scale, shear, center)
+    angle, translate, shear, center = F1._affine_args(angle, translate, scale, shear, center)
     height, width = image.shape[-2:]
     center_f = [0.0, 0.0] if center is None else [c - s * 0.5 for c, s in zip(center, (width, height))]
     matrix = _affine_matrix(center_f, angle, [float(t) for t in translate], scale, shear)
@@ -296,7 +256,7 @@ def affine_image(image, angle, translate, scale, shear, interpolation=Interpolat
 def _affine_image_pil(image, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None,
                       center=None):
     interpolation = _check_interpolation(interpolation)
-    angle, translate, shear, center = _affine_parse_args(angle, translate, scale, shear, center)
+    angle, translate, shear, center = F1._affine_args(angle, translate, scale, shear, center)
     width, height = image.size
     center = [width * 0.5, height * 0.5] if center is None else center
     matrix = _affine_matrix(center, angle, translate, scale, shear)
@@ -326,7 +286,7 @@ def _forward_matrix(canvas_size, angle, translate, scale, shear, center, dtype, 
     """(the forward matrix transposed [3, 2] in ``dtype`` on ``device``, the parsed arguments) for moving points on
     a canvas: the default center is the canvas' middle in pixel coordinates. The six numbers are computed on the
     host and copied to the points' device."""
-    angle, translate, shear, center = _affine_parse_args(angle, translate, scale, shear, center)
+    angle, translate, shear, center = F1._affine_args(angle, translate, scale, shear, center)
     if center is None:
         height, width = canvas_size
         center = [width * 0.5, height * 0.5]
