@@ -255,6 +255,8 @@ def setitem(self, key, value):
     basic, adv = parse_key(tuple(self.shape), key)
     if not isinstance(value, Tensor):
         value = value if isinstance(value, numbers.Number) else as_operand(value, like=self)
+    elif value.device != self.device and (adv is None or value.ndim == 0):
+        value = value.to(self.device)  # as torch: a slice is copied into across devices, a 0-dim value anywhere
     IndexPut(basic, adv)(self, value)
 
 

@@ -151,6 +151,15 @@ def test_float16_on_the_gpu(cuda):
         assert_close(out.cpu().numpy().astype(np.float32), ref.numpy(), 2e-3)
 
 
+def test_host_tensors_assigned_into_device_tensors(cuda):
+    """As torch: a slice copies a CPU tensor in, and a 0-dim CPU value goes anywhere, advanced indices too."""
+    x = engine.zeros(2, 3, device="cuda")
+    x[:, 1:] = engine.tensor([[1.0, 2.0], [3.0, 4.0]])
+    x[0, 0] = engine.tensor(5.0)
+    x[[1], 0] = engine.tensor(7.0)
+    assert x.device.type == "cuda" and x.cpu().tolist() == [[5.0, 1.0, 2.0], [7.0, 3.0, 4.0]]
+
+
 def test_tf32_switches():
     """Off by default, switchable as in torch, whatever the machine."""
     assert engine.backends.cuda.matmul.allow_tf32 is False and engine.backends.cudnn.allow_tf32 is False

@@ -28,8 +28,6 @@ def erase(inpt, i, j, h, w, v, inplace=False):
 def erase_image(image, i, j, h, w, v, inplace=False):
     if not inplace:
         image = image.clone()
-    if isinstance(v, engine.Tensor):
-        v = v.to(device=image.device)  # v is drawn on the host (as torchvision's); torch's setitem copies it over
     image[..., i:i + h, j:j + w] = v
     return image
 
