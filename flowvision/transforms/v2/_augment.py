@@ -5,7 +5,6 @@ sample goes through torch's Dirichlet sampler, reproduced in the v1 AugMix.
 """
 import math
 import numbers
-import warnings
 
 import PIL.Image
 
@@ -47,6 +46,7 @@ class RandomErasing(_RandomApplyTransform):
     """
 
     _v1_transform_cls = _v1.RandomErasing
+    _warned_passthrough_types = (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)
 
     def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0.0, inplace=False):
         super().__init__(p=p)
@@ -57,12 +57,6 @@ class RandomErasing(_RandomApplyTransform):
         self.value = value
         self.inplace = inplace
         self._log_ratio = _torch_log_ratio(ratio)
-
-    def _call_kernel(self, functional, inpt, *args, **kwargs):
-        if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)):
-            warnings.warn(f"{type(self).__name__}() is currently passing through inputs of type "
-                          f"tv_tensors.{type(inpt).__name__}. This will likely change in the future.")
-        return super()._call_kernel(functional, inpt, *args, **kwargs)
 
     def _fill(self, channels, h, w):
         if self.value is None:

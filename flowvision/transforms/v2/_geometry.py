@@ -143,6 +143,8 @@ class RandomResizedCrop(Transform):
 class _MultiCrop(Transform):
     """Shared by ``FiveCrop`` and ``TenCrop``: images and videos only (a tuple of crops cannot carry boxes)."""
 
+    _warned_passthrough_types = (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)
+
     def __init__(self, size):
         super().__init__()
         self.size = _setup_size(size, error_msg=_SIZE_ERROR)
@@ -150,12 +152,6 @@ class _MultiCrop(Transform):
     def check_inputs(self, flat_inputs):
         if has_any(flat_inputs, tv_tensors.BoundingBoxes, tv_tensors.Mask):
             raise TypeError(f"BoundingBoxes'es and Mask's are not supported by {type(self).__name__}()")
-
-    def _call_kernel(self, functional, inpt, *args, **kwargs):
-        if isinstance(inpt, (tv_tensors.BoundingBoxes, tv_tensors.KeyPoints, tv_tensors.Mask)):
-            warnings.warn(f"{type(self).__name__}() is currently passing through inputs of type "
-                          f"tv_tensors.{type(inpt).__name__}. This will likely change in the future.")
-        return super()._call_kernel(functional, inpt, *args, **kwargs)
 
 
 class FiveCrop(_MultiCrop):

@@ -7,6 +7,7 @@ Parts of other types pass through. A pure tensor counts as the image only when t
 ``Image``, ``Video`` or PIL image, and only the first one does (torchvision's heuristic).
 """
 import enum
+import warnings
 
 import PIL.Image
 
@@ -25,6 +26,7 @@ class Transform(nn.Module):
 
     _transformed_types = (engine.Tensor, PIL.Image.Image)
     _v1_transform_cls = None  # the v1 class whose get_params (and scripting) this transform shares
+    _warned_passthrough_types = ()  # inputs left unchanged with a warning (torchvision's, where it may change)
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -39,6 +41,9 @@ class Transform(nn.Module):
         return {}
 
     def _call_kernel(self, functional, inpt, *args, **kwargs):
+        if isinstance(inpt, self._warned_passthrough_types):
+            warnings.warn(f"{type(self).__name__}() is currently passing through inputs of type "
+                          f"tv_tensors.{type(inpt).__name__}. This will likely change in the future.")
         kernel = _get_kernel(functional, type(inpt), allow_passthrough=True)
         return kernel(inpt, *args, **kwargs)
 
