@@ -17,11 +17,11 @@ from ... import tv_tensors
 from .. import autoaugment as _v1
 from .. import functional as _F1
 from ..autoaugment import _POLICIES, AutoAugmentPolicy, _linspace, _posterize_bins, _sample_dirichlet
-from ..functional import InterpolationMode
 from . import functional as F
 from ._pytree import tree_flatten, tree_unflatten
 from ._transform import Transform
 from ._utils import _get_fill, _setup_fill_arg, check_type
+from .functional._geometry import _check_interpolation
 from .functional._meta import get_size
 from .functional._utils import is_pure_tensor
 
@@ -36,11 +36,6 @@ def _coin(p):
 def _randint(high):
     """``int(torch.randint(high, ()))``."""
     return int(engine.randint(high, ()).item())
-
-
-def _to_interpolation(interpolation):
-    """An InterpolationMode from a mode, its name ("bilinear") or a Pillow constant."""
-    return InterpolationMode(interpolation) if isinstance(interpolation, str) else _F1._to_mode(interpolation)
 
 
 def _linear(stop, start=0.0):
@@ -128,7 +123,7 @@ class _AutoAugmentBase(Transform):
         if transform_id == "Identity":
             return image
         if transform_id in _GEOMETRIC_OPS:
-            return _geometric(image, _GEOMETRIC_OPS[transform_id](magnitude), _to_interpolation(interpolation),
+            return _geometric(image, _GEOMETRIC_OPS[transform_id](magnitude), _check_interpolation(interpolation),
                               fill_)
         if transform_id == "Solarize":
             bound = _F1._max_value(_F1._arr(image).dtype) if isinstance(image, engine.Tensor) else 255.0
