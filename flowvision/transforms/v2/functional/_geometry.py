@@ -11,7 +11,6 @@ the pixels: their kernels take and return plain tensors, and the ones that chang
 import numbers
 import warnings
 
-import numpy as np
 import PIL.Image
 
 import engine
@@ -22,6 +21,7 @@ from ....tv_tensors._bounding_boxes import _format
 from ... import functional as F1
 from ...functional import InterpolationMode, _interpolation_modes_from_int
 from ._meta import _clamp_bounding_boxes
+from ._resize_uint8 import resize_uint8
 from ._utils import _register_five_ten_crop_kernel_internal, _register_kernel_internal, dispatch
 
 __all__ = [
@@ -209,74 +209,9 @@ def _compute_resized_output_size(canvas_size, size, max_size=None):
     return [max_size, new_short] if width <= height else [new_short, max_size]
 
 
-# torch resizes uint8 CPU images bilinearly or bicubically with its own integer kernel (Pillow's algorithm), which
-# torchvision v2 calls directly: separable passes (width, then height, each only where the size changes) with
-# float64 weights quantised to int16 fixed point, rounded and clamped to uint8 after each pass. Reproduced here
-# bit for bit; float matrix products are exact on these small integers.
-def _cubic(x, a):
-    x = np.abs(x)
-    near = ((a + 2) * x - (a + 3)) * x * x + 1
-    far = (((x - 5) * x + 8) * x - 4) * a
-    return np.where(x < 1, near, np.where(x < 2, far, 0.0))
-
-
-def _window_weights(n_in, n_out, mode, antialias):
-    """[n_out, n_in] weights over each output pixel's window (widened by the scale when antialiasing a
-    reduction), cut at the borders and normalised (Pillow's resampling, bicubic with a = -0.5)."""
-    support, kernel = (1.0, lambda x: np.maximum(0.0, 1.0 - np.abs(x))) if mode == "bilinear" else \
-        (2.0, lambda x: _cubic(x, -0.5))
-    scale = n_in / n_out
-    stretch = scale if antialias and scale >= 1.0 else 1.0
-    center = scale * (np.arange(n_out) + 0.5)
-    low = np.maximum((center - support * stretch + 0.5).astype(np.int64), 0)
-    high = np.minimum((center + support * stretch + 0.5).astype(np.int64), n_in)
-    index = np.arange(n_in)
-    inside = (index >= low[:, None]) & (index < high[:, None])
-    weights = np.where(inside, kernel((index - center[:, None] + 0.5) * (1.0 / stretch)), 0.0)
-    totals = np.cumsum(weights, axis=1)[:, -1:]  # summed in order, as torch sums them
-    return weights / np.where(totals == 0, 1.0, totals)
-
-
-def _cubic_taps_weights(n_in, n_out):
-    """[n_out, n_in] weights of plain bicubic interpolation (a = -0.75): four taps, border pixels repeated."""
-    center = n_in / n_out * (np.arange(n_out) + 0.5) - 0.5
-    start = np.floor(center).astype(np.int64)
-    weights = np.zeros((n_out, n_in))
-    for offset in range(-1, 3):
-        np.add.at(weights, (np.arange(n_out), np.clip(start + offset, 0, n_in - 1)),
-                  _cubic(center - start - offset, -0.75))
-    return weights
-
-
-def _fixed_point(weights):
-    """``weights`` as integers scaled by 2**precision, the largest precision keeping them within int16."""
-    precision = 0
-    while precision < 22 and int(0.5 + weights.max() * (1 << (precision + 1))) < (1 << 15):
-        precision += 1
-    return np.trunc(weights * (1 << precision) + np.where(weights < 0, -0.5, 0.5)), precision
-
-
-def _uint8_pass(array, n_out, axis, mode, antialias):
-    n_in = array.shape[axis]
-    if mode == "bicubic" and not antialias:
-        weights = _cubic_taps_weights(n_in, n_out)
-    else:
-        weights = _window_weights(n_in, n_out, mode, antialias)
-    weights, precision = _fixed_point(weights)
-    moved = np.moveaxis(array, axis, -1).astype(np.float64)
-    total = moved @ weights.T + (1 << (precision - 1))
-    out = np.clip(np.floor(total / (1 << precision)), 0, 255).astype(np.uint8)
-    return np.moveaxis(out, -1, axis)
-
-
 def _resize_uint8_native(image, size, mode, antialias):
     """A uint8 CPU image [..., H, W] resized as torch's uint8 kernel resizes it."""
-    array = image.numpy()
-    if size[1] != array.shape[-1]:
-        array = _uint8_pass(array, size[1], array.ndim - 1, mode, antialias)
-    if size[0] != array.shape[-2]:
-        array = _uint8_pass(array, size[0], array.ndim - 2, mode, antialias)
-    return engine.from_numpy(np.ascontiguousarray(array))
+    return engine.from_numpy(resize_uint8(image.numpy(), size, mode, antialias))
 
 
 def resize(inpt, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):

@@ -283,6 +283,19 @@ def test_uint8_resize_reproduces_torch_integer_kernel():
         assert_same(expected, actual)
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("antialias", [True, False])
+def test_uint8_resize_of_photo_sizes_in_blocks(mode, antialias):
+    """Sizes spanning many blocks of the banded product, both its float32 and float64 paths (a strong reduction),
+    an enlargement, and a batch: still torch's kernel exactly."""
+    rng = np.random.default_rng(8)
+    image = rng.integers(0, 256, (2, 3, 480, 640)).astype(np.uint8)
+    for size in ([256, 341], [224, 224], [7, 9], [500, 661]):
+        expected = TF.resize(torch.from_numpy(image), size, interpolation=TF.InterpolationMode(mode),
+                             antialias=antialias)
+        assert_same(expected, F.resize(_tensor(image), size, interpolation=mode, antialias=antialias))
+
+
 def test_resize_float_bicubic_and_video():
     video = ours.Video(_tensor(image_array(3, (2, 3, *CANVAS), np.float32)))
     for inpt in (_tensor(image_array(2, (3, *CANVAS), np.float32)), video):
