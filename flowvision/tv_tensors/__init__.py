@@ -3,7 +3,7 @@ from ._bounding_boxes import BoundingBoxes, BoundingBoxFormat, is_rotated_boundi
 from ._image import Image
 from ._keypoints import KeyPoints
 from ._mask import Mask
-from ._tv_tensor import TVTensor
+from ._tv_tensor import TVTensor, set_return_type
 from ._video import Video
 
 
@@ -14,4 +14,4 @@ def wrap(wrappee, *, like, **kwargs):
 
 
 __all__ = ["TVTensor", "Image", "Video", "Mask", "BoundingBoxes", "BoundingBoxFormat", "KeyPoints", "wrap",
-           "is_rotated_bounding_format"]
+           "is_rotated_bounding_format", "set_return_type"]

@@ -54,6 +54,56 @@ def test_operations_return_pure_tensors_except_torchvisions_few(kind, array, met
                 getattr(actual, name).value == getattr(expected, name).value
 
 
+# under set_return_type("TVTensor"), besides OPERATIONS
+MORE_OPERATIONS = {
+    "flip": lambda t: t.flip(-1),
+    "negate": lambda t: -t,
+    "compare": lambda t: t == 2,
+    "split": lambda t: t.split(1),
+    "max over dim 0": lambda t: t.max(0),
+    "iterate": lambda t: list(t),
+    "in-place add_": lambda t: t.add_(1),
+}
+
+
+def _assert_same_result(expected, actual):
+    if isinstance(expected, (tuple, list)):
+        assert type(actual).__name__ == type(expected).__name__ and len(actual) == len(expected)
+        for e, a in zip(expected, actual):
+            _assert_same_result(e, a)
+        return
+    assert type(actual).__name__ == type(expected).__name__
+    assert np.array_equal(actual.detach().numpy(), expected.detach().numpy())
+    for name in ("format", "canvas_size", "clamping_mode"):
+        if hasattr(expected, name):
+            assert getattr(actual, name) == getattr(expected, name) or \
+                getattr(actual, name).value == getattr(expected, name).value
+
+
+@pytest.mark.parametrize("kind,array,metadata", SAMPLES, ids=[s[0] for s in SAMPLES])
+@pytest.mark.parametrize("operation", {**OPERATIONS, **MORE_OPERATIONS})
+def test_operations_under_tv_tensor_return_type(kind, array, metadata, operation):
+    """Methods and operators return the TVTensor's type and metadata, tuples and named tuples of them too."""
+    theirs, mine = _pair(kind, array.astype(np.float32), **metadata)
+    run = {**OPERATIONS, **MORE_OPERATIONS}[operation]
+    with tv.set_return_type("TVTensor"), ours.set_return_type("TVTensor"):
+        expected, actual = run(theirs), run(mine)
+    _assert_same_result(expected, actual)
+    assert type(mine + 1) is engine.Tensor  # the default is back
+
+
+def test_set_return_type_globally_and_bad_names():
+    image = ours.Image(engine.zeros(1, 2, 2))
+    ours.set_return_type("tvtensor")
+    try:
+        assert type(image * 2) is ours.Image
+    finally:
+        ours.set_return_type("Tensor")
+    assert type(image * 2) is engine.Tensor
+    with pytest.raises(ValueError, match="return_type must be 'TVTensor' or 'Tensor', got image"):
+        ours.set_return_type("image")
+
+
 def test_in_place_operator_rebinds_to_a_pure_tensor_as_in_torchvision():
     theirs, mine = _pair("Image", np.zeros((1, 2, 2), np.float32))
     theirs += 1
