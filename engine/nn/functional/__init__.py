@@ -6,12 +6,15 @@ from .ctc import *  # noqa: F401,F403
 from .distance import *  # noqa: F401,F403
 from .dropout import *  # noqa: F401,F403
 from .fold import *  # noqa: F401,F403
+from .fractional_pooling import *  # noqa: F401,F403
 from .linear import *  # noqa: F401,F403
 from .loss import *  # noqa: F401,F403
+from .lp_pooling import *  # noqa: F401,F403
 from .normalization import *  # noqa: F401,F403
 from .padding import *  # noqa: F401,F403
 from .pooling import *  # noqa: F401,F403
 from .pooling3d import *  # noqa: F401,F403
 from .sampling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
+from .unpooling import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403

@@ -1,4 +1,5 @@
-"""Norm-based functions along a dim: ``F.normalize``, ``F.cosine_similarity``, ``F.pairwise_distance``."""
+"""Norm-based functions along a dim: ``F.normalize``, ``F.cosine_similarity``, ``F.pairwise_distance``,
+``F.pdist``."""
 import math
 
 import numpy as np
@@ -6,6 +7,8 @@ import numpy as np
 from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...ops._common import as_operand, wrap_dim, xp_of
+from ...ops.index_sets import triu_indices
+from ...ops.reduction import vector_norm
 
 
 def _norm(xp, x, p, axis):
@@ -152,4 +155,19 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return _PairwiseDistance(float(p), eps, keepdim)(x1, x2)
 
 
-__all__ = ["normalize", "cosine_similarity", "pairwise_distance"]
+@autocast_mode.float32("cuda")
+def pdist(input, p=2):
+    """The p-norm distances between every pair of rows ``i < j`` of ``input`` (N, M), in row-major order of
+    the pairs: the upper triangle of ``cdist(input, input)``. Composed from differentiable ops (the gradient
+    at a zero distance is 0, as in torch)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if not input.is_floating_point():
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    first, second = triu_indices(input.shape[0], input.shape[0], 1, device=input.device)
+    return vector_norm(input.index_select(0, first) - input.index_select(0, second), p, dim=-1)
+
+
+__all__ = ["normalize", "cosine_similarity", "pairwise_distance", "pdist"]

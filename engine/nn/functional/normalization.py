@@ -437,6 +437,50 @@ class LocalResponseNorm(Function):
         return spread
 
 
+class CrossMapLRN2d(Function):
+    """``nn.CrossMapLRN2d``'s op (the Lua-torch port), reproduced as torch computes it, forward and backward.
+
+    Its forward is x * (k + alpha / size * S) ** -beta where S sums x^2 over the channels
+    [c - (size - 1) // 2, c + (size - 1) // 2] (so an even ``size`` spans size - 1 channels) and, for every
+    channel c past the first window (c >= (size - 1) // 2 + 1), also over channel 0: torch's running sum never
+    drops it. Its backward is torch's explicit formula, which sums gy * out / scale over the shifted window
+    [c - p, c + size - 1 - p] with p = int(size - (size - 1) / 2); it is not the exact gradient of the
+    forward, but it is what torch returns.
+    """
+
+    def __init__(self, size, alpha, beta, k):
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, x):
+        ct = _compute_dtype(x.dtype)
+        xc = x.astype(ct, copy=False)
+        squares = xc * xc
+        reach = (self.size - 1) // 2
+        scale = _window_sums(squares, reach, reach)
+        scale[:, reach + 1:] += squares[:, :1]
+        scale *= self.alpha / self.size
+        scale += self.k
+        out = xc * scale ** -self.beta
+        if any(self.needs_input_grad):
+            self.x, self.scale, self.out = xc, scale, out
+        return out.astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        gy = gy.astype(self.x.dtype, copy=False)
+        shift = int(self.size - (self.size - 1) / 2)
+        spread = _window_sums(gy * self.out / self.scale, shift, self.size - 1 - shift)
+        spread *= self.x * (-2 * self.alpha * self.beta / self.size)
+        spread += gy * self.scale ** -self.beta
+        return spread
+
+
+def cross_map_lrn2d(input, size, alpha=1e-4, beta=0.75, k=1):
+    """``nn.CrossMapLRN2d``'s normalisation of a 4-D input (torch has no functional of it)."""
+    if input.dim() != 4:
+        raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+    return CrossMapLRN2d(size, alpha, beta, k)(input)
+
+
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """Local response normalisation across channels (AlexNet-style)."""
     if input.dim() < 3:

@@ -9,6 +9,11 @@ from ...autograd.grad_mode import is_grad_enabled
 from ...tensor import Tensor
 
 
+def _expand(value, n):
+    """A pooling parameter as a tuple: a sequence as given, a number repeated ``n`` times."""
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+
+
 def _as_2d(v, fill):
     """A 1-D pooling parameter as the (height, width) pair of the equivalent 2-D pooling."""
     if v is None:
@@ -144,5 +149,22 @@ def max_pool2d_with_indices(*args, **kwargs):
     return max_pool2d(*args, **kwargs)
 
 
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    """``max_pool1d`` returning (values, indices) whatever ``return_indices`` says, as torch."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """``adaptive_max_pool1d`` returning (values, indices) whatever ``return_indices`` says, as torch."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """``adaptive_max_pool2d`` returning (values, indices) whatever ``return_indices`` says, as torch."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
-           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool2d_with_indices"]
+           "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "max_pool2d_with_indices",
+           "max_pool1d_with_indices", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices"]

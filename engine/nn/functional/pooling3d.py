@@ -194,4 +194,10 @@ def max_pool3d_with_indices(*args, **kwargs):
     return max_pool3d(*args, **kwargs)
 
 
-__all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_pool3d_with_indices"]
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """``adaptive_max_pool3d`` returning (values, indices) whatever ``return_indices`` says, as torch."""
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+__all__ = ["max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d", "max_pool3d_with_indices",
+           "adaptive_max_pool3d_with_indices"]

@@ -98,5 +98,7 @@ def channel_shuffle(input, groups):
     return x.reshape((n, c) + rest)
 
 
+native_channel_shuffle = channel_shuffle  # torch's name for the same op without its quantized dispatch
+
 __all__ = ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle",
-           "channel_shuffle"]
+           "channel_shuffle", "native_channel_shuffle"]

@@ -5,6 +5,7 @@ from ... import _dtype
 from ...autograd.grad_mode import no_grad
 from ...ops.creation import ones, tensor, zeros
 from .. import functional as F
+from ..functional.normalization import cross_map_lrn2d
 from .. import init
 from ..parameter import Parameter
 from ._utils import new_param_data
@@ -294,5 +295,20 @@ class LocalResponseNorm(Module):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
+class CrossMapLRN2d(Module):
+    """Lua torch's cross-channel LRN over 4-D inputs; its window and gradient differ from ``LocalResponseNorm``
+    (see ``functional.normalization.CrossMapLRN2d``)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return cross_map_lrn2d(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
-           "GroupNorm", "LayerNorm", "RMSNorm", "LocalResponseNorm"]
+           "GroupNorm", "LayerNorm", "RMSNorm", "LocalResponseNorm", "CrossMapLRN2d"]

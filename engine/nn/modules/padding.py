@@ -61,12 +61,24 @@ class ZeroPad2d(ConstantPad2d):
         return f"{self.padding}"
 
 
+class ZeroPad3d(ConstantPad3d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
 class ReflectionPad1d(_PadNd):
     _dims, mode = 1, "reflect"
 
 
 class ReflectionPad2d(_PadNd):
     _dims, mode = 2, "reflect"
+
+
+class ReflectionPad3d(_PadNd):
+    _dims, mode = 3, "reflect"
 
 
 class ReplicationPad1d(_PadNd):
@@ -77,13 +89,33 @@ class ReplicationPad2d(_PadNd):
     _dims, mode = 2, "replicate"
 
 
-class CircularPad1d(_PadNd):
-    _dims, mode = 1, "circular"
+class ReplicationPad3d(_PadNd):
+    _dims, mode = 3, "replicate"
 
 
-class CircularPad2d(_PadNd):
-    _dims, mode = 2, "circular"
+class _CircularPadNd(_PadNd):
+    """Circular padding layers check the input's rank first, with torch's ValueError."""
+
+    mode = "circular"
+
+    def forward(self, input):
+        if input.dim() not in (self._dims + 1, self._dims + 2):
+            raise ValueError(f"expected {self._dims + 1}D or {self._dims + 2}D input (got {input.dim()}D input)")
+        return super().forward(input)
 
 
-__all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d", "CircularPad2d"]
+class CircularPad1d(_CircularPadNd):
+    _dims = 1
+
+
+class CircularPad2d(_CircularPadNd):
+    _dims = 2
+
+
+class CircularPad3d(_CircularPadNd):
+    _dims = 3
+
+
+__all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+           "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
+           "ReplicationPad3d", "CircularPad1d", "CircularPad2d", "CircularPad3d"]
