@@ -39,4 +39,66 @@ class Buffer(Tensor):
         self.persistent = persistent
 
 
-__all__ = ["Parameter", "Buffer"]
+class UninitializedTensorMixin:
+    """A parameter or buffer whose shape is not known yet (a lazy module's, before its first forward): it holds
+    an empty array that keeps the device and dtype to build on, moves with ``Module.to``, and reports no shape
+    until ``materialize`` gives it storage and turns it into ``cls_to_become``."""
+
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None):
+        """Storage of ``shape`` (values uninitialised) on this tensor's device and dtype unless given."""
+        from ..ops.creation import empty
+        device = self.device if device is None else device
+        dtype = self.dtype if dtype is None else dtype
+        self._data = empty(*shape, device=device, dtype=dtype)._data
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This error usually "
+                           "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+                           "initialized one. Call `forward` to initialize the parameters before accessing their "
+                           "attributes.")
+
+    def share_memory_(self):
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                           "initialize the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, protocol):
+        return (type(self), (self.requires_grad,))
+
+
+def _empty_storage(device, dtype):
+    from ..ops.creation import empty
+    return empty(0, device=device, dtype=dtype)
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A Parameter of a shape still unknown; becomes a ``Parameter`` when materialized."""
+
+    cls_to_become = Parameter
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        super().__init__(_empty_storage(device, dtype), requires_grad)
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer of a shape still unknown; becomes a plain ``Tensor`` when materialized."""
+
+    cls_to_become = Tensor
+
+    def __init__(self, requires_grad=False, device=None, dtype=None, persistent=True):
+        self.__dict__.update(_new(_empty_storage(device, dtype)._data, requires_grad).__dict__)
+        self.persistent = persistent
+
+
+def is_lazy(tensor):
+    """Whether ``tensor`` is an uninitialized parameter or buffer."""
+    return isinstance(tensor, UninitializedTensorMixin)
+
+
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]

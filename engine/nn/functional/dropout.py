@@ -159,4 +159,18 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     return _apply_noise(input, p, tuple(input.shape), inplace, alpha=True)
 
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Alpha dropout of whole channels: each (N, C) channel of an (N, C, ...) input is dropped to SELU's
+    saturation value with probability p, then the result is affinely rescaled as in ``alpha_dropout``."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return _zeros(input, inplace)
+    if input.ndim < 2:
+        raise RuntimeError(f"Feature dropout requires at least 2 dimensions in the input, got shape "
+                           f"{list(input.shape)}")
+    return _apply_noise(input, p, _feature_shape(input), inplace, alpha=True)
+
+
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]

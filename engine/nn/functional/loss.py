@@ -14,7 +14,9 @@ from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...ops import elementwise as _ew
 from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
-from ...ops.activation import _sigmoid, _softplus, log_softmax_array
+from ...ops.activation import _sigmoid, _softplus, log_softmax_array, logsigmoid
+from ...ops.creation import full_like
+from ...ops.ranges import arange
 from .distance import _cosine_embedding, pairwise_distance
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -559,7 +561,142 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce(_ew.clamp(_ew.add(_ew.sub(d_pos, d_neg), margin), min=0), reduction)
 
 
+@autocast_mode.float32("cpu", "cuda")
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """0.5 (log(var) + (input - target)^2 / var), plus 0.5 log(2 pi) when ``full``.
+
+    ``var`` is input's shape, or lacks its last dim, or differs from it in one dim where it is 1 (one
+    variance shared along that dim), or is a float. It is clamped at ``eps`` for its value only: the
+    gradient passes the clamp unchanged, as in PyTorch.
+    """
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = full_like(input, var)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif input.ndim != var.ndim or sum(v for i, v in zip(input.shape, var.shape) if i != v) != 1:
+            raise ValueError(f"var is of incorrect size: {list(var.shape)} for input of size {list(input.shape)}")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(reduction + " is not valid")
+    raw = var.detach()
+    var = _ew.add(var, _ew.sub(_ew.clamp(raw, min=eps), raw))
+    loss = _ew.mul(_ew.add(_ew.log(var), _ew.div(_ew.pow(_ew.sub(input, target), 2), var)), 0.5)
+    if full:
+        loss = _ew.add(loss, 0.5 * math.log(2 * math.pi))
+    return _reduce(loss, reduction)
+
+
+def _margin_batch(input, target, name):
+    """The (C) or (N, C) ``input`` and its int64 ``target`` with a batch dim added where it had none."""
+    if input.ndim not in (1, 2) or (input.ndim == 1 and input.numel() == 0):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
+                           f"{list(input.shape)}")
+    if target.dtype is not _dtype.int64:
+        raise RuntimeError(f"{name}: expected target of scalar type Long but found {target.dtype.title}")
+    if input.ndim == 2:
+        return input, target
+    return input.unsqueeze(0), target.unsqueeze(0)
+
+
+def _margin_reduce(loss, reduction, unbatched):
+    """Per-sample losses (N,) reduced; the mean over no samples is 0, as in PyTorch's margin kernels."""
+    if reduction == "none":
+        return loss.squeeze(0) if unbatched else loss
+    total = _Reduce(False)(loss)
+    if reduction == "sum":
+        return total
+    return _ew.div(total, max(loss.shape[0], 1))
+
+
+@autocast_mode.float32("cpu", "cuda")
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    """Multi-class hinge loss of sample n: sum over i != y of w[y] max(0, margin - x[y] + x[i])^p, over C."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.ndim != 1:
+        raise ValueError("weight must be one-dimensional")
+    x, t = _margin_batch(input, target, "multi_margin_loss")
+    n, n_class = x.shape
+    if tuple(t.shape) != (n,):
+        raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of "
+                           f"input samples (batch size). Expected target size [{n}], but got "
+                           f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+    if weight is not None and weight.numel() != n_class:
+        raise RuntimeError(f"inconsistent weight size, expected {n_class} but got {list(weight.shape)}")
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= n_class):
+        raise RuntimeError(f"target out of range: got targets in [{int(t.min())}, {int(t.max())}] for "
+                           f"{n_class} classes")
+    picked = x.gather(1, t.unsqueeze(1))
+    hinge = _ew.pow(_ew.clamp(_ew.add(_ew.sub(x, picked), margin), min=0), p)
+    others = _ew.ne(t.unsqueeze(1), arange(n_class, device=t.device))
+    hinge = _ew.where(others, hinge, 0.0)
+    if weight is not None:
+        hinge = _ew.mul(hinge, weight.to(x.dtype)[t].unsqueeze(1))
+    return _margin_reduce(_ew.div(hinge.sum(dim=1), n_class), reduction, input.ndim == 1)
+
+
+@autocast_mode.float32("cpu", "cuda")
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label hinge loss: the target row lists class indices up to its first -1; sample n's loss is
+    the sum over listed j and unlisted i of max(0, 1 - (x[j] - x[i])), over C."""
+    reduction = _reduction(size_average, reduce, reduction)
+    x, t = _margin_batch(input, target, "multilabel_margin_loss")
+    if target.shape != input.shape:
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    n_class = x.shape[1]
+    listed = _ew.eq(_ew.eq(t, -1).cumsum(1), 0)
+    tc = _ew.where(listed, t, 0)
+    if bool(_ew.logical_and(listed, _ew.logical_or(_ew.lt(t, 0), _ew.ge(t, n_class))).any()):
+        raise RuntimeError(f"argument #2 'target' is out of range: class indices must lie in [0, {n_class}) "
+                           f"before the first -1")
+    hit = _ew.logical_and(listed.unsqueeze(2), _ew.eq(tc.unsqueeze(2), arange(n_class, device=t.device)))
+    negatives = _ew.logical_not(hit.any(dim=1))
+    pairs = _ew.logical_and(listed.unsqueeze(2), negatives.unsqueeze(1))
+    hinge = _ew.clamp(_ew.add(_ew.sub(x.unsqueeze(1), x.gather(1, tc).unsqueeze(2)), 1.0), min=0)
+    per_sample = _ew.where(pairs, hinge, 0.0).sum(dim=(1, 2))
+    return _margin_reduce(_ew.div(per_sample, n_class), reduction, input.ndim == 1)
+
+
+@autocast_mode.float32("cpu", "cuda")
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    """Per-class binary logistic loss averaged over the classes (the last dim), optionally weighted."""
+    reduction = _reduction(size_average, reduce, reduction)
+    loss = _ew.neg(_ew.add(_ew.mul(target, logsigmoid(input)),
+                           _ew.mul(_ew.sub(1, target), logsigmoid(_ew.neg(input)))))
+    if weight is not None:
+        loss = _ew.mul(loss, weight)
+    return _reduce(_ew.div(loss.sum(dim=-1), input.shape[-1]), reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
+                                      swap=False, reduction="mean"):
+    """max(0, margin + d(a, p) - d(a, n)) with any differentiable ``distance_function`` (default: the
+    pairwise 2-norm distance); ``swap`` uses min(d(a, n), d(p, n)) as the negative distance."""
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same "
+                           f"number of dimensions, but got: anchor {anchor.ndim}D, positive "
+                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    distance = pairwise_distance if distance_function is None else distance_function
+    d_pos = distance(anchor, positive)
+    d_neg = distance(anchor, negative)
+    if swap:
+        d_neg = _ew.minimum(d_neg, distance(positive, negative))
+    return _reduce(_ew.clamp(_ew.sub(_ew.add(d_pos, margin), d_neg), min=0), reduction)
+
+
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "nll_loss", "cross_entropy", "kl_div",
            "soft_margin_loss", "poisson_nll_loss", "margin_ranking_loss", "hinge_embedding_loss",
-           "cosine_embedding_loss", "triplet_margin_loss"]
+           "cosine_embedding_loss", "triplet_margin_loss", "gaussian_nll_loss", "multi_margin_loss",
+           "multilabel_margin_loss", "multilabel_soft_margin_loss", "triplet_margin_with_distance_loss"]

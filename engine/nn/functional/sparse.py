@@ -1,8 +1,9 @@
-"""Index-based lookups: ``F.one_hot`` and ``F.embedding``."""
+"""Index-based lookups: ``F.one_hot``, ``F.embedding`` and ``F.embedding_bag``."""
 from ... import _dtype
 from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...ops._common import xp_of
+from ...ops.ranges import arange
 from ...tensor import _new
 
 
@@ -82,4 +83,163 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     return _Embedding(padding_idx, scale_grad_by_freq)(input, weight)
 
 
-__all__ = ["one_hot", "embedding"]
+class _EmbeddingBag(Function):
+    """Per bag, the sum, mean or max of the ``weight`` rows its indices pick (``padding_idx`` rows left out,
+    an empty bag giving zeros). ``bag`` holds each index's bag (-1 where it is in none); sum and mean scatter
+    rows into their bags, max reads the bags padded to one length and keeps the first maximal row."""
+
+    uses_inputs = False
+
+    def __init__(self, mode, n_bags, bag, padding_idx, scale_grad_by_freq):
+        self.mode, self.n_bags, self.bag = mode, n_bags, bag
+        self.padding_idx, self.scale_grad_by_freq = padding_idx, scale_grad_by_freq
+
+    def forward(self, indices, weight, per_sample_weights):
+        xp = xp_of(weight)
+        keep = self.bag >= 0
+        if self.padding_idx is not None:
+            keep &= indices != self.padding_idx
+        self.pos = xp.nonzero(keep)[0]
+        self.idx, self.kept_bag = indices[self.pos], self.bag[self.pos]
+        self.num, self.weight, self.psw = weight.shape[0], weight, per_sample_weights
+        if self.scale_grad_by_freq:
+            self.freq = xp.bincount(indices, minlength=self.num)
+        if self.mode == "max":
+            return self._max_forward(xp, weight)
+        rows = weight[self.idx]
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights[self.pos][:, None]
+        out = xp.zeros((self.n_bags, weight.shape[1]), weight.dtype)
+        xp.add.at(out, self.kept_bag, rows)
+        if self.mode == "mean":
+            counts = xp.bincount(self.kept_bag, minlength=self.n_bags)
+            self.div = xp.maximum(counts, 1).astype(weight.dtype)[:, None]
+            out /= self.div
+        return out
+
+    def _max_forward(self, xp, weight):
+        """Bags laid out as (n_bags, longest) slots of positions (at least one, so that an empty bag has a
+        slot); empty slots read -inf and hold position -1, which gives 0 and no gradient."""
+        counts = xp.bincount(self.kept_bag, minlength=self.n_bags)
+        longest = max(int(counts.max()) if self.n_bags else 0, 1)
+        first = xp.cumsum(counts) - counts
+        slot = xp.arange(self.pos.size) - first[self.kept_bag]
+        grid = xp.full((self.n_bags, longest), -1, xp.int64)
+        grid[self.kept_bag, slot] = xp.arange(self.pos.size)
+        row_of_slot = xp.concatenate([self.idx, xp.zeros(1, self.idx.dtype)])[grid]  # -1: a stand-in row 0
+        vals = xp.where((grid >= 0)[:, :, None], weight[row_of_slot], -xp.inf)
+        pick = vals.argmax(axis=1)
+        self.arg = xp.take_along_axis(grid, pick, axis=1)
+        out = xp.take_along_axis(vals, pick[:, None], axis=1)[:, 0]
+        return xp.where(self.arg >= 0, out, 0).astype(weight.dtype)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        gw = xp.zeros((self.num, gy.shape[1]), gy.dtype)
+        if self.mode == "max":
+            hit = self.arg >= 0
+            cols = xp.broadcast_to(xp.arange(gy.shape[1]), gy.shape)
+            xp.add.at(gw, (self.idx[self.arg[hit]], cols[hit]), gy[hit])
+            return None, gw, None
+        g = gy[self.kept_bag]
+        if self.mode == "mean":
+            g = g / self.div[self.kept_bag]
+        gp = None
+        if self.psw is not None and self.needs_input_grad[2]:
+            gp = xp.zeros(self.psw.shape, gy.dtype)
+            gp[self.pos] = (g * self.weight[self.idx]).sum(axis=1)
+        if self.psw is not None:
+            g = g * self.psw[self.pos][:, None]
+        if self.scale_grad_by_freq:
+            g = g / self.freq[self.idx][:, None]
+        xp.add.at(gw, self.idx, g)
+        return None, gw, gp
+
+
+def _bag_of_each_index(xp, offsets, n, include_last_offset):
+    """(number of bags, the bag of each of the n indices or -1) from the bags' start ``offsets``."""
+    n_bags = offsets.size - 1 if include_last_offset else offsets.size
+    if offsets.size and int(offsets[0]) != 0:
+        raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+                           f"from position 0. However, got {int(offsets[0])}")
+    if offsets.size and int(offsets[-1]) > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got offsets[-1] of "
+                           f"{int(offsets[-1])}")
+    if bool((offsets[1:] < offsets[:-1]).any()):
+        raise RuntimeError(f"offsets must be non-decreasing, got {offsets.tolist()}")
+    end = int(offsets[-1]) if include_last_offset else n
+    positions = xp.arange(n)
+    bag = xp.searchsorted(offsets[:max(n_bags, 0)], positions, side="right") - 1
+    return max(n_bags, 0), xp.where(positions < end, bag, -1)
+
+
+def _bag_args(input, offsets, per_sample_weights, include_last_offset):
+    """(flat indices, offsets, per-sample weights, include_last_offset): a 2-D input is one bag per row."""
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"if input is 2D, then offsets has to be None, as input is treated is a mini-batch "
+                             f"of fixed length sequences. However, found offsets of type {type(offsets)}")
+        offsets = arange(0, input.numel(), max(input.shape[1], 1), dtype=input.dtype, device=input.device)
+        flat_weights = None if per_sample_weights is None else per_sample_weights.reshape(-1)
+        return input.reshape(-1), offsets, flat_weights, False
+    if input.ndim != 1:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.ndim}")
+    if offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if offsets.ndim != 1:
+        raise ValueError("offsets has to be a 1D Tensor")
+    return input, offsets, per_sample_weights, include_last_offset
+
+
+def _check_bag_options(mode, scale_grad_by_freq, sparse, per_sample_weights):
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                  f"on GitHub.")
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False, mode="mean",
+                  sparse=False, per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embeddings without building the (indices, dim) lookup: a 1-D
+    ``input`` split into bags at ``offsets``, or a 2-D input with one bag per row. ``per_sample_weights``
+    (mode 'sum') scales each picked row; ``padding_idx`` entries are left out of their bag."""
+    if per_sample_weights is not None and input.shape != per_sample_weights.shape:
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is not None, then it "
+                         f"must have the same shape as the input ({input.shape})")
+    if weight.ndim != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.ndim}")
+    for name, t in (("indices", input), ("offsets", offsets)):
+        if t is not None and t.dtype not in (_dtype.int64, _dtype.int32):
+            raise RuntimeError(f"Expected tensor for argument #1 '{name}' to have one of the following scalar "
+                               f"types: Long, Int; but got {t.type()} instead (while checking arguments for "
+                               f"embedding_bag)")
+    input, offsets, per_sample_weights, include_last_offset = _bag_args(input, offsets, per_sample_weights,
+                                                                        include_last_offset)
+    _check_bag_options(mode, scale_grad_by_freq, sparse, per_sample_weights)
+    num = weight.shape[0]
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise RuntimeError(f"padding_idx must be within the number of embeddings, {-num} through {num - 1}, "
+                               f"but got {padding_idx}")
+        padding_idx %= num
+    idx = input._data.astype(xp_of(input._data).int64)
+    bad = (idx < 0) | (idx >= num)
+    if bool(bad.any()):
+        where = int(bad.nonzero()[0][0])
+        raise RuntimeError(f"Index {where} of input takes value {int(idx[where])} which is not in the valid range "
+                           f"[0, {num})")
+    if max_norm is not None:
+        with grad_mode.no_grad():
+            _renorm_rows(weight, idx, max_norm, norm_type)
+    n_bags, bag = _bag_of_each_index(xp_of(idx), offsets._data.astype(idx.dtype), idx.size, include_last_offset)
+    fn = _EmbeddingBag(mode, n_bags, bag, padding_idx, scale_grad_by_freq)
+    return fn(_new(idx), weight, per_sample_weights)
+
+
+__all__ = ["one_hot", "embedding", "embedding_bag"]

@@ -16,3 +16,5 @@ from .distance import *  # noqa: F401,F403
 from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
+from .lazy import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403

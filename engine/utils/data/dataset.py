@@ -6,7 +6,7 @@ import warnings
 from ...ops.creation import randperm
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
-           "random_split"]
+           "StackDataset", "random_split"]
 
 
 class Dataset:
@@ -65,6 +65,49 @@ class Subset(Dataset):
 
     def __len__(self):
         return len(self.indices)
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side: item i is the tuple (positional datasets) or the dict (keyword
+    datasets) of their items i."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                             "input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        self.datasets = args or kwargs
+        lengths = [len(d) for d in (args or kwargs.values())]
+        if len(set(lengths)) > 1:
+            raise ValueError(f"Size mismatch between datasets: lengths {lengths}")
+        self._length = lengths[0]
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {key: d[index] for key, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices):
+        """Batch fetch: each dataset's ``__getitems__`` where it has one, else its items one by one."""
+        named = self.datasets if isinstance(self.datasets, dict) else dict(enumerate(self.datasets))
+        columns = {key: _fetch_items(d, indices) for key, d in named.items()}
+        if isinstance(self.datasets, dict):
+            return [{key: col[i] for key, col in columns.items()} for i in range(len(indices))]
+        return [tuple(col[i] for col in columns.values()) for i in range(len(indices))]
+
+    def __len__(self):
+        return self._length
+
+
+def _fetch_items(dataset, indices):
+    """``dataset``'s items at ``indices``, through its ``__getitems__`` when it has one."""
+    if not callable(getattr(dataset, "__getitems__", None)):
+        return [dataset[i] for i in indices]
+    items = dataset.__getitems__(indices)
+    if len(items) != len(indices):
+        raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
+    return items
 
 
 class ConcatDataset(Dataset):
