@@ -54,6 +54,8 @@ FUNCTIONAL_CASES = [
     ("conv_transpose1d", both("conv_transpose1d", stride=2), [randn(0, 3, 5), randn(3, 2, 3)]),
     ("linear", both("linear"), [randn(0, 7), randn(5, 7), randn(5)]),
     ("linear_3d", both("linear"), [randn(0, 4, 7), randn(5, 7)]),
+    ("linear_no_features", both("linear"), [randn(2, 4, 0), randn(5, 0), randn(5)]),  # a size 0 besides the batch
+    ("linear_no_outputs", both("linear"), [randn(2, 4, 3), randn(0, 3)]),
     ("bilinear", both("bilinear"), [randn(0, 3), randn(0, 4), randn(2, 3, 4), randn(2)]),
     ("max_pool2d", both("max_pool2d", 3, 2, 1), [randn(0, 3, 9, 8)]),
     ("max_pool2d_ceil", both("max_pool2d", 2, 2, ceil_mode=True), [randn(0, 3, 7, 7)]),

@@ -1,4 +1,6 @@
 """``F.linear`` (x @ W^T + b over any leading dims, one BLAS GEMM) and ``F.bilinear``."""
+import math
+
 from ... import backends
 from ...amp import autocast_mode
 from ...autograd.function import Function
@@ -19,7 +21,8 @@ class _Linear(Function):
         self.x, self.w = x, w
         matmul = backends.kernels(x, "gemm").autocast_matmul
         n_in, n_out = w.shape[1], w.shape[0]
-        y = matmul(x, w.T) if x.ndim <= 2 else matmul(x.reshape(-1, n_in), w.T).reshape(x.shape[:-1] + (n_out,))
+        rows = math.prod(x.shape[:-1])  # not -1: a reshape cannot infer it with zero features
+        y = matmul(x, w.T) if x.ndim <= 2 else matmul(x.reshape(rows, n_in), w.T).reshape(x.shape[:-1] + (n_out,))
         if b is not None:
             y += b
         return y
@@ -29,11 +32,12 @@ class _Linear(Function):
         matmul = backends.kernels(gy, "gemm").autocast_matmul
         gx = gw = gb = None
         n_in, n_out = w.shape[1], w.shape[0]
-        g2 = gy.reshape(-1, n_out)
+        rows = math.prod(x.shape[:-1])
+        g2 = gy.reshape(rows, n_out)
         if self.needs_input_grad[0]:
             gx = matmul(g2, w).reshape(x.shape[:-1] + (n_in,))
         if self.needs_input_grad[1]:
-            gw = matmul(g2.T, x.reshape(-1, n_in))
+            gw = matmul(g2.T, x.reshape(rows, n_in))
         if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
             gb = g2.sum(axis=0)
         return gx, gw, gb
