@@ -59,6 +59,19 @@ def cpu_only_from_here(what):
         pytest.skip(f"{what} is checked on the CPU run")
 
 
+@contextlib.contextmanager
+def torch_on_one_thread():
+    """torch on one thread inside the block: its second OpenMP thread spin-waits on a core that our BLAS threads or
+    another process hold, which made the references several times slower (torch's float64 depthwise convolutions
+    of test_mobilenet_vgg 100 times: 26.4 s of CPU time for the test, 0.7 s so); results do not depend on it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _skip_if_drawn(generator, drawn):
     if int(generator.state.get()[1]) != drawn:
         pytest.skip("our model drew random masks on the device, from the device's own generator")
@@ -152,12 +165,13 @@ def backward_both(reference, ours, x):
     gradients of the summed squared outputs within 1e-9. Returns both models' named parameters (reference's,
     ours), their gradients filled."""
     xt = torch.from_numpy(x).requires_grad_()
-    ref = reference(xt)
+    with torch_on_one_thread():
+        ref = reference(xt)
+        (ref ** 2).sum().backward()
     with on_parity_device(ours) as device:
         xo = engine.from_numpy(x).to(device).requires_grad_()
         out = ours(xo)
         assert_close(to_numpy(out), ref.detach().numpy(), 1e-10)
-        (ref ** 2).sum().backward()
         (out ** 2).sum().backward()
     assert_close(to_numpy(xo.grad), xt.grad.numpy(), 1e-9, what="input grad")
     return dict(reference.named_parameters()), dict(ours.named_parameters())
@@ -186,7 +200,8 @@ def torch_model(name, seed=0, **kwargs):
 
     torch.manual_seed(seed)
     builder = getattr(tv, name) if hasattr(tv, name) else getattr(tv.video, name)
-    return randomize_norms(builder(**kwargs), seed).eval()
+    with torch_on_one_thread():
+        return randomize_norms(builder(**kwargs), seed).eval()
 
 
 def numpy_state(model):
@@ -234,7 +249,7 @@ def image_batch(n, h, w, seed=0, c=3):
 
 def eval_outputs(tmodel, ours, x):
     """Eval-mode outputs of both models on the same numpy input."""
-    with torch.no_grad():
+    with torch.no_grad(), torch_on_one_thread():
         ref = tmodel(torch.from_numpy(x)).numpy()
     with engine.no_grad(), on_parity_device(ours) as device:
         out = to_numpy(ours(engine.from_numpy(x).to(device)))
@@ -553,7 +568,7 @@ def both_outputs(reference, ours, x, fn=None):
     """Both models' outputs (or ``fn(model, input)``) on the same numpy input, in their current modes and without
     gradients, as numpy, inside lists and tuples too (feature models, intermediates): (ours, reference's)."""
     fn = fn or (lambda model, t: model(t))
-    with torch.no_grad():
+    with torch.no_grad(), torch_on_one_thread():
         ref = fn(reference, torch.from_numpy(x))
     with engine.no_grad(), on_parity_device(ours) as device:
         out = as_numpy(fn(ours, engine.from_numpy(x).to(device)))

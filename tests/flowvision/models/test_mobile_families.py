@@ -19,8 +19,8 @@ from flowvision import hub
 from flowvision.models import weights as W
 from http_server import FileServer
 from flowvision.ops import StochasticDepth
-from model_parity import (backward_both, eval_outputs, image_batch, numpy_state, randomize_norms, to_numpy, torch_model,
-                          torchvision_names)
+from model_parity import (backward_both, build_without_draws, eval_outputs, image_batch, numpy_state, randomize_norms,
+                          to_numpy, torch_model, torchvision_names)
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -52,8 +52,9 @@ def no_init(monkeypatch):
 
 
 def _ours(name, reference, **kwargs):
-    """Our model with the torch reference's weights loaded through numpy, in eval mode."""
-    model = models.create_model(name, **kwargs)
+    """Our model with the torch reference's weights loaded through numpy (no initial draws: the strict load
+    replaces every one), in eval mode."""
+    model = build_without_draws(lambda: models.create_model(name, **kwargs))
     model.load_state_dict(numpy_state(reference))
     return model.eval()
 
@@ -303,8 +304,10 @@ def test_transforms_match_torchvision(name, tag):
 def test_features_only(name, nodes):
     """Stage outputs at reductions 2-32 equal torchvision's feature extractor's at the same modules."""
     reference = torch_model(name, seed=2)
-    model = models.create_model(name, features_only=True)
-    model.load_state_dict({k: v for k, v in numpy_state(reference).items() if k in model.state_dict()})
+    # no initial draws: the reference's weights cover every key of ours (the load is strict)
+    model = build_without_draws(lambda: models.create_model(name, features_only=True))
+    keys = model.state_dict().keys()  # once, not per key: state_dict walks the whole model
+    model.load_state_dict({k: v for k, v in numpy_state(reference).items() if k in keys})
     model.eval()
     assert model.feature_info.module_name() == nodes
     assert model.feature_info.reduction() == [2, 4, 8, 16, 32]
@@ -317,7 +320,7 @@ def test_features_only(name, nodes):
     for out, node in zip(outs, nodes):
         assert_close(to_numpy(out), ref[node].numpy(), TOL, what=node)
     assert not any(k.startswith(("fc.", "classifier.")) for k in model.state_dict())
-    assert models.create_model(name).feature_info == model.feature_info.get_dicts()
+    assert build_without_draws(lambda: models.create_model(name)).feature_info == model.feature_info.get_dicts()
 
 
 def test_feature_info_channels_and_out_indices():

@@ -1,11 +1,13 @@
 """MobileNetV2/V3 and VGG parity with torchvision: structure, state_dict, init, eval numerics, timm API."""
 import numpy as np
 import pytest
+import torch
+import torchvision.models as tv
 
 import engine
 import flowvision.models as models_flow
-from model_parity import (backward_both, check_structure, eval_outputs, image_batch, numpy_state, randomize_norms,
-                          skip_random_init, to_numpy, torch_model, torchvision_names)
+from model_parity import (backward_both, build_without_draws, check_structure, eval_outputs, image_batch, numpy_state,
+                          randomize_norms, skip_random_init, to_numpy, torch_model, torchvision_names)
 from op_check import assert_close
 
 pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
@@ -18,9 +20,21 @@ FORWARD_VGGS = ["vgg11", "vgg11_bn"]
 TOL = 1e-4
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """torch's references on one thread: its second OpenMP thread spin-waits on a core that our BLAS threads or
+    another process hold, which made torch's float64 depthwise convolutions 100 times slower (this file took
+    63.7 s of CPU time, 16.0 s so); the results do not depend on it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _ours(name, reference, **kwargs):
-    """Our model with the torch reference's weights loaded through numpy, in eval mode."""
-    model = models_flow.create_model(name, **kwargs)
+    """Our model with the torch reference's weights loaded through numpy (no initial draws: the strict load
+    replaces every one), in eval mode."""
+    model = build_without_draws(lambda: models_flow.create_model(name, **kwargs))
     model.load_state_dict(numpy_state(reference))
     return model.eval()
 
@@ -76,8 +90,6 @@ def test_mobilenet_v3_blocks():
 
 @pytest.mark.parametrize("name", [n for n in VGGS if n not in FORWARD_VGGS])
 def test_vgg_structure(name, monkeypatch):
-    import torch
-    import torchvision.models as tv
     with torch.device("meta"):
         reference = getattr(tv, name)()
     skip_random_init(monkeypatch)  # only the layout is compared: drawing 120M weights took 2 s a model
@@ -85,11 +97,10 @@ def test_vgg_structure(name, monkeypatch):
 
 
 @pytest.mark.parametrize("name", FORWARD_VGGS)
-def test_vgg_parity(name, monkeypatch):
+def test_vgg_parity(name):
     reference = torch_model(name, seed=6)
-    # every weight and buffer is loaded from the reference (strict load_state_dict, check_structure below): our
-    # initial draws are skipped (with fast_random's numpy draws vgg11 took 3.9 s, 2.9 s so)
-    skip_random_init(monkeypatch)
+    # _ours skips our initial draws, as every weight and buffer is loaded from the reference (strict
+    # load_state_dict, check_structure below): with fast_random's numpy draws vgg11 took 3.9 s, 2.9 s so
     ours = _ours(name, reference)
     check_structure(ours, reference)
     # a batch of two at an odd size (a 2x2 map the pool spreads to 7x7); one 224 image (a 7x7 map kept as it is)

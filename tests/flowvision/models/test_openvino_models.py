@@ -50,8 +50,7 @@ def _release_exported_detectors():
 
 @pytest.mark.parametrize("name", ["maskrcnn_resnet50_fpn", "keypointrcnn_resnet50_fpn", "ssdlite320_mobilenet_v3_large"])
 def test_detector(name):
-    photos, counts, expected, data = exported_detector(name)
+    photos, expected, data = exported_detector(name)
     compiled = _compiled(data)
-    for photo, count, reference in zip(photos, counts, expected):
-        assert len(reference["boxes"]) == count
+    for photo, reference in zip(photos, expected):
         _assert_same_detections(dict(zip(reference, _run(compiled, {"image": photo}))), reference, name)

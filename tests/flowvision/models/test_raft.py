@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from model_parity import assert_same_init, numpy_state, randomize_norms
+from model_parity import assert_same_init, build_without_draws, numpy_state, randomize_norms
 from op_check import assert_close
 from PIL import Image
 from torchvision.models.optical_flow import raft as tv_raft
@@ -29,7 +29,7 @@ def _reference(name, seed=0):
 
 
 def _ours_like(name, reference):
-    model = getattr(optical_flow, name)()
+    model = build_without_draws(getattr(optical_flow, name))
     model.load_state_dict(numpy_state(reference))
     return model.eval()
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torchvision
-from model_parity import assert_same_init, backward_both, numpy_state
+from model_parity import assert_same_init, backward_both, build_without_draws, numpy_state, skip_random_init
 from op_check import assert_close
 from weights_server import serving_checkpoint
 
@@ -112,7 +112,7 @@ def test_structure_matches_torchvision(name, no_init):
 def swin3d_t_pair():
     """torchvision's swin3d_t (seeded, random LayerNorms) and ours with its weights, both float64 in eval mode."""
     torch.manual_seed(0)
-    return _float64_pair(torchvision.models.video.swin3d_t(), swin3d.swin3d_t())
+    return _float64_pair(torchvision.models.video.swin3d_t(), build_without_draws(swin3d.swin3d_t))
 
 
 @pytest.mark.slow
@@ -182,9 +182,12 @@ def test_timm_api(no_init):
 
 
 @pytest.mark.slow
-def test_weights_tag_loads_torchvision_s_checkpoint(tmp_path):
+def test_weights_tag_loads_torchvision_s_checkpoint(tmp_path, monkeypatch):
     """``weights="KINETICS400_V1"`` and ``pretrained=True`` fetch the checkpoint (a seeded torchvision swin3d_t
-    served locally), check its hash and load it: the same logits."""
+    served locally), check its hash and load it (strictly: every weight): the same logits."""
+    # the 28M weights the checkpoint replaces are left undrawn (a missing key fails the strict load): the test
+    # took 4.6 s of CPU drawing them twice, 1.8 s so
+    skip_random_init(monkeypatch)
     torch.manual_seed(5)
     reference = _randomize_layer_norms(torchvision.models.video.swin3d_t(), 5).eval()
     x = _clips(1, 3, 4, 32, 32).astype(np.float32)

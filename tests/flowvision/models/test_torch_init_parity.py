@@ -24,6 +24,17 @@ DETECTORS = ["fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_l
 SEGMENTERS = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_torch_thread():
+    """torch on one thread: its second OpenMP thread spin-waits on a core that our BLAS threads or another process
+    hold, which made torchvision's constructions several times slower (swin_t's 1.8 s of CPU time, 0.4 s so); its
+    random stream does not depend on it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _build(family, name, seed):
     """(ours, torchvision's) built after the same seed, and whether both generators ended in step."""
     ours_family, ref_family, kwargs = family
