@@ -14,9 +14,6 @@ from flowvision.ops.feature_pyramid_network import LastLevelP6P7
 from model_parity import build_without_draws, numpy_state, randomize_norms, skip_random_init
 from op_check import assert_close
 
-# one BLAS thread each (see the fixture): with two, and our weights drawn before build_pair loads torchvision's,
-# the file took 10.9 s of CPU, 2.7 s so
-pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def randomize_frozen(model, seed):

@@ -15,10 +15,7 @@ import engine
 import flowvision.models.detection as det
 from flowvision import ops
 
-# whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each (see the fixture: on the
-# shared 2-core machine torch's threads spin against ours; the file took 60 s of CPU with two threads,
-# 18 s with one)
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
 
 SMALL = dict(min_size=200, max_size=320)
 BUILDERS = ["fasterrcnn_resnet50_fpn", "fasterrcnn_resnet50_fpn_v2", "fasterrcnn_mobilenet_v3_large_fpn",

@@ -14,10 +14,7 @@ import engine
 import flowvision.models as models
 import flowvision.models.detection as det
 
-# whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each (see the fixture: on the
-# shared 2-core machine torch's threads spin against ours; the file took 39 s of CPU with two threads,
-# 14 s with one)
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
 
 SMALL = dict(min_size=224, max_size=352)
 LOSS_KEYS = ["loss_classifier", "loss_box_reg", "loss_mask", "loss_objectness", "loss_rpn_box_reg"]

@@ -19,10 +19,7 @@ from detection_parity import (assert_detections_match, assert_losses_match, asse
 from model_parity import numpy_state
 from op_check import assert_close
 
-# whole-model runs: outside the quick subset (-m "not slow"); one BLAS thread each (see the fixture: on the
-# shared 2-core machine torch's threads spin against ours; the file took 21 s of CPU with two threads, 13 s
-# with one)
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
+pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
 
 TINY_SIZE = (64, 64)
 TINY_RATIOS = [[2], [2, 3], [2]]

@@ -10,9 +10,8 @@ from model_parity import build_without_draws, image_batch, ours_like, to_numpy, 
 from op_check import assert_close
 
 # whole-model runs: outside the quick subset (-m "not slow"). No test here is about the exact initial values, so
-# ours draw them from numpy (fast_random); one BLAS thread each (see the fixture). The file took 18.1 s of CPU
-# with the exact draws and two threads, 4.4 s so.
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fast_random", "one_thread")]
+# ours draw them from numpy (fast_random).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fast_random")]
 
 # timm's resnet50 feature_info (timm names the stem output 'act1'; ours is torchvision's 'relu')
 TIMM_RESNET50_CHANNELS = [64, 256, 512, 1024, 2048]

@@ -15,9 +15,8 @@ from engine.serialization import UnpicklingError
 from flowvision.models import ModelCreator, registry
 from op_check import assert_close
 
-# no test here is about the exact initial values: ours draw them from numpy (fast_random); one BLAS thread each
-# (see the fixture). The file took 13.9 s of CPU with the exact draws and two threads, 5.7 s so.
-pytestmark = pytest.mark.usefixtures("fast_random", "one_thread")
+# no test here is about the exact initial values: ours draw them from numpy (fast_random)
+pytestmark = pytest.mark.usefixtures("fast_random")
 
 RESNETS = ["resnet18", "resnet34", "resnet50", "resnet101", "resnet152"]
 # timm's ResNet-D/-T variants of the same family (flowvision.models.timm_families.resnet)

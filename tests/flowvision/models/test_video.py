@@ -15,10 +15,6 @@ from flowvision.models import video
 from flowvision.models import weights as W
 
 VIDEO_RESNETS = ["r3d_18", "mc3_18", "r2plus1d_18"]
-# one BLAS thread each for the model runs (see the fixture): on the shared 2-core machine S3D's 224 x 224 forward
-# took 3.3 s of CPU in each library with two threads, 1.0 s with one, and its float64 backward 3.1 s, 0.6 s. (Not
-# for the presets: torch's uint8 resize rounds a pixel differently with one thread.)
-one_thread = pytest.mark.usefixtures("one_thread")
 
 
 def _clips(*shape, seed=0):
@@ -36,7 +32,6 @@ def test_same_seed_gives_torchvision_s_weights(name):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", VIDEO_RESNETS)
-@one_thread
 def test_video_resnets_forward_and_backward_match_torchvision(name):
     """Odd clip sizes, batch 2, float64, random norm statistics: logits, input and parameter gradients."""
     reference = torch_model(name).double()
@@ -47,7 +42,6 @@ def test_video_resnets_forward_and_backward_match_torchvision(name):
 
 
 @pytest.mark.slow
-@one_thread
 def test_video_resnet_train_mode_matches_torchvision():
     """Batch statistics of BatchNorm3d in training: the logits and the updated running statistics."""
     reference = torch_model("r2plus1d_18").double().train()
@@ -60,7 +54,6 @@ def test_video_resnet_train_mode_matches_torchvision():
 
 
 @pytest.mark.slow
-@one_thread
 def test_s3d_matches_torchvision():
     """S3D at its smallest clip (14 frames of 224 x 224) in eval mode; its features with gradients on a
     smaller clip."""
@@ -75,7 +68,6 @@ def test_s3d_matches_torchvision():
 
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
-@one_thread
 def test_timm_api(monkeypatch):
     # only shapes and names are compared: the weights are left undrawn (whatever the memory held, hence the
     # overflow warnings), and the test took 0.9 s instead of 3.1 s (75M weights)
@@ -120,13 +112,11 @@ def test_video_preset_matches_torchvision(name, given):
 
 
 @pytest.mark.slow
-@one_thread
 def test_pretrained_from_a_local_server(tmp_path, monkeypatch):
     """``pretrained=True`` fetches the Kinetics-400 checkpoint (here a seeded torchvision model served
     locally), checks its hash and loads it; the classifier of another class count is left fresh."""
     # the weights the checkpoint replaces are left undrawn (a missing key fails the strict load; the fresh
-    # classifier's values are not looked at): with them drawn, three times, and two threads the test took 3.2 s
-    # of CPU, 0.7 s so
+    # classifier's values are not looked at): the three models' 33M initial weights are not drawn the exact way
     skip_random_init(monkeypatch)
     reference = torch_model("mc3_18")
     x = _clips(1, 3, 3, 20, 20).astype(np.float32)
