@@ -26,6 +26,18 @@ def one_thread():
     torch.set_num_threads(torch_threads)
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """torch's references on one thread for a whole test module, ours as they are: torch's second OpenMP thread
+    spin-waits on a core that our BLAS threads or another process hold (test_resnet, under load: 103.3 s of CPU
+    time to 53.3 s; test_mobilenet_vgg's float64 depthwise convolutions 26.4 s to 0.7 s); the results do not
+    depend on it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def no_init(monkeypatch):
     """Random initialisation replaced by zeros: big models build in a fraction of a second, for tests that only

@@ -10,7 +10,8 @@ from model_parity import (backward_both, build_without_draws, check_structure, e
                           randomize_norms, skip_random_init, to_numpy, torch_model, torchvision_names)
 from op_check import assert_close
 
-pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+# whole-model runs: outside the quick subset (-m "not slow"); torch's references on one thread
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 MOBILENETS = ["mobilenet_v2", "mobilenet_v3_large", "mobilenet_v3_small"]
 VGGS = [f"vgg{depth}{bn}" for depth in (11, 13, 16, 19) for bn in ("", "_bn")]
@@ -18,17 +19,6 @@ VGGS = [f"vgg{depth}{bn}" for depth in (11, 13, 16, 19) for bn in ("", "_bn")]
 # device (no weights drawn), and only vgg11 and vgg11_bn run forward (about 4 s each)
 FORWARD_VGGS = ["vgg11", "vgg11_bn"]
 TOL = 1e-4
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """torch's references on one thread: its second OpenMP thread spin-waits on a core that our BLAS threads or
-    another process hold, which made torch's float64 depthwise convolutions 100 times slower (this file took
-    63.7 s of CPU time, 16.0 s so); the results do not depend on it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _ours(name, reference, **kwargs):

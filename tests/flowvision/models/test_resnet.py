@@ -10,22 +10,12 @@ from model_parity import (eval_outputs, image_batch, numpy_state, ours_like, ski
                           torchvision_names)
 from op_check import assert_close
 
-pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+# whole-model runs: outside the quick subset (-m "not slow"); torch's references on one thread
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 SMALL = ["resnet18", "resnet34", "resnet50", "resnext50_32x4d", "wide_resnet50_2"]
 LARGE = ["resnet101", "resnet152", "resnext101_32x8d", "resnext101_64x4d", "wide_resnet101_2"]
 TOL = 1e-4
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """torch's references on one thread: its second OpenMP thread spin-waits on a core that our BLAS threads or
-    another process hold, which made torch's side of this file several times slower (103.3 s of CPU time for
-    the file, 53.3 s so); the results do not depend on it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

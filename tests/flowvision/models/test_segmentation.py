@@ -20,22 +20,12 @@ from http_server import FileServer
 from model_parity import InferenceGraph, image_batch, numpy_state, randomize_norms, skip_random_init
 from op_check import assert_close, check_op
 
-pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+# whole-model runs: outside the quick subset (-m "not slow"); torch's references on one thread
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 NAMES = ["fcn_resnet50", "fcn_resnet101", "deeplabv3_resnet50", "deeplabv3_resnet101",
          "deeplabv3_mobilenet_v3_large", "lraspp_mobilenet_v3_large"]
 TOL = 1e-4
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """torch's references on one thread: its second OpenMP thread spin-waits on a core that our BLAS threads or
-    another process hold, which made torch's side of this file slower (64.3 s of CPU time for the file, 56.2 s
-    so); the results do not depend on it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _pair(name, seed=0, **kwargs):

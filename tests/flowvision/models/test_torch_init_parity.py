@@ -13,7 +13,8 @@ import flowvision.models as models
 import flowvision.models.detection as detection
 import flowvision.models.segmentation as segmentation
 
-pytestmark = pytest.mark.slow  # whole-model constructions: outside the quick subset (-m "not slow")
+# whole-model constructions: outside the quick subset (-m "not slow"); torch's references on one thread
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 CLASSIFIERS = ["resnet18", "mobilenet_v3_large", "vit_b_16", "convnext_tiny", "efficientnet_b0", "mobilenet_v2",
                "mobilenet_v3_small", "squeezenet1_1", "mnasnet0_5", "regnet_x_400mf", "regnet_y_400mf",
@@ -22,17 +23,6 @@ CLASSIFIERS = ["resnet18", "mobilenet_v3_large", "vit_b_16", "convnext_tiny", "e
 DETECTORS = ["fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large", "retinanet_resnet50_fpn",
              "fcos_resnet50_fpn"]
 SEGMENTERS = ["lraspp_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """torch on one thread: its second OpenMP thread spin-waits on a core that our BLAS threads or another process
-    hold, which made torchvision's constructions several times slower (swin_t's 1.8 s of CPU time, 0.4 s so); its
-    random stream does not depend on it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _build(family, name, seed):
