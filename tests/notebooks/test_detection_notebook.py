@@ -38,11 +38,12 @@ def _checkpoint(path, seed):
 
 
 def _check_training(text, epochs):
-    """Every epoch printed its loss, the mean loss went down, and the model produced detections."""
+    """Every epoch printed its loss, the mean loss went down (over more than one), and the model produced
+    detections."""
     assert len(re.findall(r"epoch \d+/\d+: mean loss \d+\.\d+ \(loss_classifier", text)) == epochs
     first, last = (float(v) for v in re.search(
         r"mean training loss: first epoch (\d+\.\d+), last epoch (\d+\.\d+)", text).groups())
-    assert last < first
+    assert last < first or (epochs == 1 and last == first)
     counts = [int(n) for n in re.findall(r"val image \d+: (\d+) detections, best score [01]\.\d+", text)]
     assert len(counts) == TINY["NUM_VAL"] and sum(counts) > 0
     assert int(re.search(r"detections with score >= 0\.1: (\d+)", text).group(1)) > 0
@@ -81,12 +82,13 @@ def test_finetune_detection_with_served_coco_weights(tmp_path, kernel_env):
 
 
 def test_finetune_detection_from_a_local_checkpoint(tmp_path, kernel_env):
-    """``WEIGHTS`` as a file path: read with torch.load, no hub at all (offline)."""
+    """``WEIGHTS`` as a file path: read with torch.load, no hub at all (offline). One epoch (5.3 s, 7.4 s with
+    two): that training learns is the served-weights run's to show."""
     _checkpoint(tmp_path / "detector.pth", 1)
     kernel_env.setenv("WEIGHTS", str(tmp_path / "detector.pth"))
-    kernel_env.setenv("EPOCHS", "2")
+    kernel_env.setenv("EPOCHS", "1")
     kernel_env.setenv("OUTPUT_DIR", str(tmp_path / "plots"))
     _, text = _execute(tmp_path, tmp_path)
-    _check_training(text, 2)
+    _check_training(text, 1)
     assert (tmp_path / "plots" / "detections.png").is_file()
     assert not (tmp_path / "home").exists()
