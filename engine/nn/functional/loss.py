@@ -543,17 +543,22 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(_ew.add(pos, neg), reduction)
 
 
-@autocast_mode.float32("cpu", "cuda")
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
-                        size_average=None, reduce=None, reduction="mean"):
-    """max(0, d(a, p) - d(a, n) + margin) with p-norm distances (``swap``: use min(d(a,n), d(p,n)))."""
-    reduction = _reduction(size_average, reduce, reduction)
+def _check_triplet(anchor, positive, negative, margin):
+    """torch's checks of the triplet losses: a positive margin, inputs of one rank."""
     if margin <= 0:
         raise ValueError(f"margin must be greater than 0, got {margin}")
     if not anchor.ndim == positive.ndim == negative.ndim:
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same "
                            f"number of dimensions, but got: anchor {anchor.ndim}D, positive "
                            f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+
+
+@autocast_mode.float32("cpu", "cuda")
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, d(a, p) - d(a, n) + margin) with p-norm distances (``swap``: use min(d(a,n), d(p,n)))."""
+    reduction = _reduction(size_average, reduce, reduction)
+    _check_triplet(anchor, positive, negative, margin)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -681,12 +686,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     pairwise 2-norm distance); ``swap`` uses min(d(a, n), d(p, n)) as the negative distance."""
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
-    if margin <= 0:
-        raise ValueError(f"margin must be greater than 0, got {margin}")
-    if not anchor.ndim == positive.ndim == negative.ndim:
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the same "
-                           f"number of dimensions, but got: anchor {anchor.ndim}D, positive "
-                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    _check_triplet(anchor, positive, negative, margin)
     distance = pairwise_distance if distance_function is None else distance_function
     d_pos = distance(anchor, positive)
     d_neg = distance(anchor, negative)
