@@ -8,6 +8,7 @@ import traceback
 import numpy as np
 
 from ... import random as _random
+from .dataset import _fetch_items
 
 # How often (seconds) a blocked worker or main process wakes up to check that its peer is alive.
 STATUS_CHECK_INTERVAL = 5.0
@@ -72,9 +73,7 @@ class MapFetcher:
     def fetch(self, index):
         if not self.auto_collation:
             return self.collate_fn(self.dataset[index])
-        if callable(getattr(self.dataset, "__getitems__", None)):
-            return self.collate_fn(self.dataset.__getitems__(index))
-        return self.collate_fn([self.dataset[i] for i in index])
+        return self.collate_fn(_fetch_items(self.dataset, index))
 
 
 class IterFetcher:

@@ -59,9 +59,7 @@ class Subset(Dataset):
 
     def __getitems__(self, indices):
         """Batch fetch: forwards to the wrapped dataset's ``__getitems__`` when it has one."""
-        if callable(getattr(self.dataset, "__getitems__", None)):
-            return self.dataset.__getitems__([self.indices[i] for i in indices])
-        return [self.dataset[self.indices[i]] for i in indices]
+        return _fetch_items(self.dataset, [self.indices[i] for i in indices])
 
     def __len__(self):
         return len(self.indices)
@@ -92,6 +90,9 @@ class StackDataset(Dataset):
         """Batch fetch: each dataset's ``__getitems__`` where it has one, else its items one by one."""
         named = self.datasets if isinstance(self.datasets, dict) else dict(enumerate(self.datasets))
         columns = {key: _fetch_items(d, indices) for key, d in named.items()}
+        for column in columns.values():
+            if len(column) != len(indices):
+                raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(column)}")
         if isinstance(self.datasets, dict):
             return [{key: col[i] for key, col in columns.items()} for i in range(len(indices))]
         return [tuple(col[i] for col in columns.values()) for i in range(len(indices))]
@@ -101,13 +102,11 @@ class StackDataset(Dataset):
 
 
 def _fetch_items(dataset, indices):
-    """``dataset``'s items at ``indices``, through its ``__getitems__`` when it has one."""
-    if not callable(getattr(dataset, "__getitems__", None)):
-        return [dataset[i] for i in indices]
-    items = dataset.__getitems__(indices)
-    if len(items) != len(indices):
-        raise ValueError(f"Nested dataset's output size mismatch. Expected {len(indices)}, got {len(items)}")
-    return items
+    """``dataset``'s items at ``indices``: through its ``__getitems__`` (a batch fetch) when it has one, else one
+    by one."""
+    if callable(getattr(dataset, "__getitems__", None)):
+        return dataset.__getitems__(indices)
+    return [dataset[i] for i in indices]
 
 
 class ConcatDataset(Dataset):
