@@ -28,14 +28,11 @@ def one_thread():
 
 @pytest.fixture(scope="module")
 def one_torch_thread():
-    """torch's references on one thread for a whole test module, ours as they are: torch's second OpenMP thread
-    spin-waits on a core that our BLAS threads or another process hold (test_resnet, under load: 103.3 s of CPU
-    time to 53.3 s; test_mobilenet_vgg's float64 depthwise convolutions 26.4 s to 0.7 s); the results do not
-    depend on it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    """torch's references on one thread for a whole test module of tests/flowvision/models, ours as they are
+    (model_parity.torch_on_one_thread says why; test_resnet under load: 103.3 s of CPU time to 53.3 s)."""
+    from model_parity import torch_on_one_thread  # on the path once that folder's test modules are collected
+    with torch_on_one_thread():
+        yield
 
 
 @pytest.fixture
