@@ -25,7 +25,7 @@ KERNELS = {
     "interpolate": ("interpolate_forward", "interpolate_backward"),
     "roi": ("roi_align_forward", "roi_align_backward", "roi_pool_forward", "roi_pool_backward"),
     "nms": ("nms",),
-    "pointwise": ("relu", "relu_backward", "sigmoid", "binary_context"),
+    "pointwise": ("relu", "relu_backward", "masked_grad", "sigmoid", "binary_context"),
     "norm": ("scale_shift", "centred", "affine_"),
     "gemm": ("matmul", "autocast_matmul"),
 }

@@ -3,7 +3,7 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, backends
 from .._device import array_module
 from ..tensor import Tensor, _new, _wrap_dim
 
@@ -14,6 +14,12 @@ def xp_of(*arrays):
         if a is not None and not isinstance(a, numbers.Number):
             return array_module(a)
     return np
+
+
+def masked_grad(gy, keep):
+    """``gy`` where the boolean array ``keep`` is True, else 0, even where gy is infinite or NaN: torch's
+    backward formulas mask with ``where`` / ``masked_fill``, where a product with the mask gives NaN."""
+    return backends.kernels(gy, "pointwise").masked_grad(gy, keep)
 
 
 def is_scalar(x):

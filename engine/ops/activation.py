@@ -12,7 +12,7 @@ from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
-from ._common import wrap_dim, xp_of
+from ._common import masked_grad, wrap_dim, xp_of
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -84,14 +84,17 @@ class Hardtanh(_Activation):
         y = xp.clip(x, lo, hi, out=x if self.inplace else None)
         if self.inplace and self.needs_input_grad:
             # torch lets an in-place hardtanh's output change afterwards: keep the mask, not the output
-            self.inside, self.uses_output = (y > self.lo) & (y < self.hi), False
+            self.inside, self.uses_output = self._inside(y), False
         else:
             self.y = y
         return y
 
+    def _inside(self, y):
+        """Where the gradient passes: strictly between the bounds."""
+        return (y > self.lo) & (y < self.hi)
+
     def backward(self, gy):
-        inside = self.inside if not self.uses_output else (self.y > self.lo) & (self.y < self.hi)
-        return gy * inside
+        return masked_grad(gy, self.inside if not self.uses_output else self._inside(self.y))
 
 
 class LeakyReLU(_Activation):
@@ -123,11 +126,11 @@ class Threshold(_Activation):
     def compute(self, xp, x):
         keep = x > self.threshold
         if self.needs_input_grad:
-            self.keep = keep
+            self.keep = ~(x <= self.threshold)  # NaN passes its gradient, as in torch
         return xp.where(keep, x, xp.asarray(self.value, dtype=x.dtype))
 
     def backward(self, gy):
-        return gy * self.keep
+        return masked_grad(gy, self.keep)
 
 
 class Hardshrink(_Activation):
@@ -141,7 +144,7 @@ class Hardshrink(_Activation):
         return x * self.keep
 
     def backward(self, gy):
-        return gy * self.keep
+        return masked_grad(gy, self.keep)
 
 
 class Softshrink(_Activation):
@@ -155,7 +158,7 @@ class Softshrink(_Activation):
         return (x - self.lambd * xp.sign(x)) * self.keep
 
     def backward(self, gy):
-        return gy * self.keep
+        return masked_grad(gy, self.keep)
 
 
 class RReLU(_Activation):
@@ -285,7 +288,7 @@ class Hardswish(_Activation):
     def backward(self, gy):
         xp, x = xp_of(gy), self.x
         d = xp.where(x <= -3, 0, xp.where(x < 3, x * (1 / 3) + 0.5, 1))
-        return gy * d.astype(gy.dtype, copy=False)
+        return masked_grad(gy * d.astype(gy.dtype, copy=False), ~(x <= -3))
 
 
 # torch's Hardsigmoid backward scales by 1/6 rounded to float32 (1.0f / 6.0f) at every precision, float64 too
@@ -301,7 +304,7 @@ class Hardsigmoid(_Activation):
         return xp.clip(x + 3, 0, 6) * (1 / 6)
 
     def backward(self, gy):
-        return gy * self.inside * _ONE_SIXTH_FLOAT32
+        return masked_grad(gy, self.inside) * _ONE_SIXTH_FLOAT32
 
 
 class Softplus(_Activation):

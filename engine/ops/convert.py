@@ -114,7 +114,7 @@ class Copy(Function):
         return dst
 
     def backward(self, gy):
-        return gy * 0, move(gy, self.src_device)
+        return xp_of(gy).zeros_like(gy), move(gy, self.src_device)
 
 
 def copy_(self, src, non_blocking=False):

@@ -14,7 +14,7 @@ from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
-from ._common import as_operand, cast, float_dtype, is_scalar, result_dtype, xp_of
+from ._common import as_operand, cast, float_dtype, is_scalar, masked_grad, result_dtype, xp_of
 from .activation import _sigmoid
 
 
@@ -203,13 +203,14 @@ class Pow(_Binary):
         if self.needs_input_grad[0]:
             b = self.b
             if is_scalar(b):
-                ga = gy * (b * xp.power(self.a, b - 1)) if b != 0 else gy * 0
+                ga = gy * (b * xp.power(self.a, b - 1)) if b != 0 else xp.zeros_like(gy)
             else:
-                ga = gy * xp.where(b == 0, 0, b * xp.power(self.a, b - 1))
+                ga = masked_grad(gy * xp.where(b == 0, 0, b * xp.power(self.a, b - 1)), b != 0)
         if len(self.needs_input_grad) > 1 and self.needs_input_grad[1]:
             a = self.a
             with np.errstate(divide="ignore", invalid="ignore"):
-                gb = gy * xp.where((a == 0) & (self.b >= 0), 0, self.y * xp.log(a))
+                zero = (a == 0) & (self.b >= 0)
+                gb = masked_grad(gy * xp.where(zero, 0, self.y * xp.log(a)), ~zero)
         return ga, gb
 
 
@@ -226,7 +227,9 @@ def _int_power(xp, a, b, dtype):
 
 
 class Maximum(_Binary):
-    pick_first = staticmethod(lambda a, b: a > b)
+    """The larger operand. Backward as PyTorch's: ties share the gradient equally, the smaller operand gets
+    none (0 even where the gradient is inf or NaN), and where a NaN makes the comparison false both get all
+    of it."""
 
     def forward(self, a, b):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
@@ -234,16 +237,22 @@ class Maximum(_Binary):
         self.a, self.b = a, b
         return xp.maximum(a, b) if type(self) is Maximum else xp.minimum(a, b)
 
+    @staticmethod
+    def loses(a, b):
+        return a < b
+
     def backward(self, gy):
         xp = xp_of(gy)
-        first = self.pick_first(self.a, self.b)
-        tie = self.a == self.b
-        share = xp.where(tie, 0.5, xp.where(first, 1.0, 0.0)).astype(gy.dtype)
-        return gy * share, gy * (1 - share)
+        shared = gy * xp.where(self.a == self.b, 0.5, 1.0).astype(gy.dtype)
+        return masked_grad(shared, ~self.loses(self.a, self.b)), masked_grad(shared, ~self.loses(self.b, self.a))
 
 
 class Minimum(Maximum):
-    pick_first = staticmethod(lambda a, b: a < b)
+    """The smaller operand (gradients as ``Maximum``'s, mirrored)."""
+
+    @staticmethod
+    def loses(a, b):
+        return a > b
 
 
 class Atan2(_Binary):
@@ -401,7 +410,7 @@ class Abs(_Unary):
     f = staticmethod(lambda xp, x: xp.abs(x))
 
     def backward(self, gy):
-        return gy * xp_of(gy).sign(self.x)
+        return gy * Sign.f(xp_of(gy), self.x)
 
 
 class Sign(_Unary):
@@ -416,7 +425,7 @@ class Sign(_Unary):
         return xp.where(x == x, xp.sign(x), 0).astype(x.dtype, copy=False)
 
     def backward(self, gy):
-        return gy * 0
+        return xp_of(gy).zeros_like(gy)
 
 
 class Exp(_Unary):
@@ -587,7 +596,7 @@ class _Rounding(_Unary):
     uses_inputs = False
 
     def backward(self, gy):
-        return gy * 0
+        return xp_of(gy).zeros_like(gy)
 
 
 class Floor(_Rounding):
@@ -719,15 +728,17 @@ class Clamp(Function):
             if hi is not None:
                 inside = inside & (x < hi)
             return inside, None, None
+        # written so that a NaN in x or a bound gives x all of the gradient and, against one bound, that
+        # bound too (torch's results)
         to_x, to_lo, to_hi = 0.0, None, None
         if lo is not None:
             at_lo = x == lo
-            to_x = to_x + (x > lo) + 0.5 * at_lo
-            to_lo = (x < lo) + 0.5 * at_lo
+            to_x = to_x + ~(x < lo) - 0.5 * at_lo
+            to_lo = (x < lo) + 0.5 * at_lo if hi is not None else ~(x > lo) - 0.5 * at_lo
         if hi is not None:
             at_hi = x == hi
-            to_x = to_x + (x < hi) + 0.5 * at_hi
-            to_hi = (x > hi) + 0.5 * at_hi
+            to_x = to_x + ~(x > hi) - 0.5 * at_hi
+            to_hi = (x > hi) + 0.5 * at_hi if lo is not None else ~(x < hi) - 0.5 * at_hi
         if lo is not None and hi is not None:
             crossed, point = lo > hi, at_lo & at_hi
             # x > lo and x < hi each counted "inside" once; at lo == hi == x, x takes the bounds' halves
@@ -737,7 +748,16 @@ class Clamp(Function):
         return to_x, to_lo, to_hi
 
     def backward(self, gy):
-        return tuple(None if share is None else gy * share for share in self.shares)
+        return tuple(None if share is None else _shared_grad(gy, share) for share in self.shares)
+
+
+def _shared_grad(gy, share):
+    """``gy * share`` for a boolean or fractional share, 0 where the share is (even where gy is inf or NaN)."""
+    if share is True:
+        return gy
+    if share.dtype == np.bool_:
+        return masked_grad(gy, share)
+    return masked_grad(gy * share, share != 0)
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -769,7 +789,7 @@ class Where(Function):
         return xp_of(cond).where(cond, cast(a, self.dtype), cast(b, self.dtype))
 
     def backward(self, gy):
-        return None, gy * self.cond, gy * ~self.cond
+        return None, masked_grad(gy, self.cond), masked_grad(gy, ~self.cond)
 
 
 def where(condition, input=None, other=None):

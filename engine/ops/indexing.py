@@ -15,7 +15,7 @@ from .._device import device_of, is_cuda_array, move
 from ..autograd import tracing
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
-from ._common import as_operand, wrap_dim, xp_of
+from ._common import as_operand, masked_grad, wrap_dim, xp_of
 from .shape import Slice, broadcast_shapes, expand, reshape
 from .tensor_index import NonZero, TensorIndex
 
@@ -654,7 +654,7 @@ class MaskedFill(Function):
 
     def backward(self, gy):
         gv = xp_of(gy).asarray(gy[self.mask].sum()) if self.needs_input_grad[2] else None
-        return gy * ~self.mask, None, gv
+        return masked_grad(gy, ~self.mask), None, gv
 
 
 def _masked_fill(input, mask, value, inplace):
@@ -723,7 +723,7 @@ class MaskedScatter(Function):
             gsrc = xp.zeros(int(np.prod(self.source_shape)), gy.dtype)
             gsrc[:self.count] = gy[self.mask]
             gsrc = gsrc.reshape(self.source_shape)
-        return gy * ~self.mask, None, gsrc
+        return masked_grad(gy, ~self.mask), None, gsrc
 
 
 def _masked_scatter(input, mask, source, inplace):

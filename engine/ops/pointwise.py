@@ -14,7 +14,7 @@ from .. import _dtype
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
-from .elementwise import _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, div, mul, pow, sub
+from .elementwise import Maximum, _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, div, mul, pow, sub
 from .reduction import return_type
 
 _frexp_result = return_type("frexp", ("mantissa", "exponent"))
@@ -48,7 +48,7 @@ class Copysign(_Binary):
         xp = xp_of(gy)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = xp.where(self.a == 0, 0, self.y / self.a)
-        return gy * ratio, gy * 0
+        return gy * ratio, xp.zeros_like(gy)
 
 
 class Xlogy(_Binary):
@@ -98,23 +98,13 @@ class LogAddExp2(LogAddExp):
         return gy * xp.exp2(self.a - self.y), gy * xp.exp2(self.b - self.y)
 
 
-class FMax(_Binary):
-    """The larger operand, ignoring NaN. Backward as PyTorch's: ties share the gradient equally, the
-    smaller operand gets none, and where a NaN makes the comparison false both get all of it."""
+class FMax(Maximum):
+    """The larger operand, ignoring NaN; gradients as ``maximum``'s."""
 
     def forward(self, a, b):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         self.a, self.b = a, b
         return xp_of(a, b).fmax(a, b)
-
-    @staticmethod
-    def loses(a, b):
-        return a < b
-
-    def backward(self, gy):
-        xp = xp_of(gy)
-        share = xp.where(self.a == self.b, 0.5, 1.0).astype(gy.dtype)
-        return gy * share * ~self.loses(self.a, self.b), gy * share * ~self.loses(self.b, self.a)
 
 
 class FMin(FMax):

@@ -1,5 +1,5 @@
 """Elementwise kernels whose numpy form needs the CPU thread pool or numpy's ufunc buffer: ReLU and its
-gradient, the sigmoid, and the context of a broadcast binary op."""
+gradient, masked gradients, the sigmoid, and the context of a broadcast binary op."""
 import contextlib
 import math
 
@@ -29,17 +29,48 @@ def relu(x, inplace=False):
 
 
 def relu_backward(gy, y):
-    """``gy * (y > 0)``; contiguous arrays of one shape into a fresh array, split among the CPU thread
-    pool when large (resnet50's ReLUs at batch 8: 8x256x56x56 4.9 -> 3.0-3.3 ms)."""
+    """torch's relu gradient: ``gy`` where relu's output ``y`` is not <= 0 (NaN included), else 0, even
+    where gy is infinite or NaN (masked_grad). Contiguous arrays of one shape go into a fresh array in
+    cache-sized blocks, split among the CPU thread pool when large (resnet50's ReLUs at batch 8:
+    8x256x56x56 4.9 -> 3.0-3.3 ms)."""
     if gy.shape != y.shape or not (gy.flags.c_contiguous and y.flags.c_contiguous):
-        return gy * (y > 0)
+        return masked_grad(gy, ~(y <= 0))
     out = np.empty_like(gy)
     g, mask_of, dst = gy.reshape(-1), y.reshape(-1), out.reshape(-1)
 
-    def chunk(lo, hi):
-        np.multiply(g[lo:hi], mask_of[lo:hi] > 0, out=dst[lo:hi])
-    parallel_chunks(chunk, g.size, gy.nbytes)
+    def block(lo, hi):
+        keep = np.less_equal(mask_of[lo:hi], 0)
+        np.logical_not(keep, out=keep)
+        _masked_product(g[lo:hi], keep, dst[lo:hi])
+    parallel_blocks(block, g.size, gy.itemsize)
     return out
+
+
+def masked_grad(gy, keep):
+    """``gy`` where the boolean ``keep`` is True, else 0, even where gy is infinite or NaN, as torch's
+    backward formulas mask with ``where``. A product with the mask, corrected only where it made NaN:
+    numpy's masked select or copy runs 6x slower than the product (8x256x56x56 float32 with a random
+    mask: 27 against 4.0 ms); relu_backward's NaN check costs it 2.2 -> 2.6 ms there."""
+    out = np.empty(np.broadcast_shapes(gy.shape, keep.shape), gy.dtype)
+    _masked_product(gy, keep, out)
+    return out
+
+
+def _masked_product(gy, keep, out):
+    with np.errstate(invalid="ignore"):  # inf * 0, corrected below
+        np.multiply(gy, keep, out=out)
+    if _has_nan(out):
+        np.copyto(out, 0, where=~keep)
+
+
+def _has_nan(a):
+    """Whether a holds a NaN. For real floats by a max reduction, which propagates NaN and runs 1.6x faster than
+    ``isnan(a).any()`` (256K float32: 14 against 23 us)."""
+    if a.size == 0 or a.dtype.kind not in "fc":
+        return False
+    if a.dtype.kind == "c":
+        return bool(np.isnan(a).any())
+    return bool(np.isnan(np.maximum.reduce(a, axis=None)))
 
 
 def sigmoid(x):

@@ -11,8 +11,13 @@ def relu(x, inplace=False):
 
 
 def relu_backward(gy, y):
-    """``gy * (y > 0)``."""
-    return gy * (y > 0)
+    """torch's relu gradient: ``gy`` where relu's output ``y`` is not <= 0 (NaN included), else 0."""
+    return cupy.where(y <= 0, 0, gy).astype(gy.dtype, copy=False)
+
+
+def masked_grad(gy, keep):
+    """``gy`` where the boolean ``keep`` is True, else 0, even where gy is infinite or NaN."""
+    return cupy.where(keep, gy, 0).astype(gy.dtype, copy=False)
 
 
 def sigmoid(x):
