@@ -5,8 +5,8 @@
 A ratio is ours / PyTorch in time or memory (lower is better; 1.5 means we take 1.5x as long);
 img/s ratios are the inverse. Suites: ops (conv2d/linear/batch_norm on ResNet-50 shapes),
 resnet (eager and nn.Graph inference), mobilenet (the same for MobileNetV2/V3), train (one training
-step), build (model construction), load (weights from the cache), memory (peak inference memory
-above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and
+step), build (model construction), load (weights from the cache), memory (peak memory of resnet50's
+inference and of a deeplabv3 training step above the model at rest, separate processes), segmentation (deeplabv3/lraspp at 520x520, eager and
 nn.Graph), detection (Faster R-CNN and RetinaNet at 800x1066), families (eager and nn.Graph inference of
 efficientnet_b0, convnext_tiny, vit_b_16, swin_t and regnet_y_800mf), timm (the same for deit_small_patch16_224,
 resnet50d, seresnext26d_32x4d, mixer_b16_224, convnext_nano, regnety_032, mobilenetv3_large_100 and dla34 against
@@ -477,7 +477,6 @@ def _peak_child(queue, framework, name, batch, use_graph, threads):
     compiles on the first and replays on the second), then report how far one more call takes memory
     above the model at rest. That counts what a framework keeps between calls for its next one
     (our kernels' scratch buffers, the allocators' caches) as well as what a call allocates and frees."""
-    import gc
     import torch
     import engine
     torch.set_num_threads(threads)
@@ -489,6 +488,36 @@ def _peak_child(queue, framework, name, batch, use_graph, threads):
     if use_graph:
         graph = _InferenceGraph(engine, ours)
         run = lambda: graph(engine.from_numpy(x))  # noqa: E731
+    queue.put(_peak_above_rest(run))
+
+
+def _segmentation_train_peak_child(queue, framework, threads):
+    """_peak_child's measure for a deeplabv3_resnet50 training step (SGD with momentum) on 2x3x129x129: the
+    ASPP layers' rates of 12, 24 and 36 on its 17x17 map read mostly padding. The model at rest has no
+    gradients or momentum yet: the steps add both frameworks' (the same size)."""
+    import torch
+    import engine
+    import torchvision.models.segmentation as tv_seg
+    import flowvision.models.segmentation as fv_seg
+    torch.set_num_threads(threads)
+    engine.set_num_threads(threads)
+    ref, ours = _seeded_pair(torch, tv_seg, fv_seg, "deeplabv3_resnet50")
+    lib, model = (torch, ref.train()) if framework == "torch" else (engine, ours.train())
+    rng = np.random.default_rng(0)
+    x = lib.from_numpy(rng.standard_normal((2, 3, 129, 129), dtype=np.float32))
+    target = lib.from_numpy(rng.integers(0, 21, (2, 129, 129)))
+    opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+    def step():
+        opt.zero_grad()
+        lib.nn.functional.cross_entropy(model(x)["out"], target).backward()
+        opt.step()
+    queue.put(_peak_above_rest(step))
+
+
+def _peak_above_rest(run):
+    """How far the third call of ``run`` takes the resident size above the process before the first (MiB)."""
+    import gc
     gc.collect()
     rest = _rss_kib("VmRSS")
     for _ in range(2):
@@ -497,7 +526,7 @@ def _peak_child(queue, framework, name, batch, use_graph, threads):
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     run()
-    queue.put((_rss_kib("VmHWM") - rest) / 1024)
+    return (_rss_kib("VmHWM") - rest) / 1024
 
 
 def _rss_kib(field):
@@ -509,7 +538,7 @@ def _rss_kib(field):
 
 
 def suite_memory(args, torch, engine):
-    """Peak memory above the model at rest during a warm inference (separate processes; MiB).
+    """Peak memory above the model at rest during a warm inference or training step (separate processes; MiB).
 
     glibc's fixed mmap threshold hands every large freed block back to the OS, so what stays resident
     between calls is what a framework keeps on purpose (scratch buffers, caches), not glibc's choice.
@@ -519,11 +548,17 @@ def suite_memory(args, torch, engine):
     import os
     os.environ["MALLOC_MMAP_THRESHOLD_"] = str(128 * 1024)
     ctx = mp.get_context("spawn")
+    cases = [(case, framework, _peak_child, (framework, "resnet50", 8, use_graph, args.threads))
+             for case, framework, use_graph in (("resnet50 b8 eager", "torch", False),
+                                                ("resnet50 b8 eager", "ours", False),
+                                                ("resnet50 b8 graph", "torch", False),
+                                                ("resnet50 b8 graph", "ours", True))]
+    cases += [("deeplabv3_resnet50 train step 2x3x129x129", framework, _segmentation_train_peak_child,
+               (framework, args.threads)) for framework in ("torch", "ours")]
     rows = []
-    for case, framework, use_graph in (("resnet50 b8 eager", "torch", False), ("resnet50 b8 eager", "ours", False),
-                                       ("resnet50 b8 graph", "torch", False), ("resnet50 b8 graph", "ours", True)):
+    for case, framework, child, child_args in cases:
         queue = ctx.Queue()
-        proc = ctx.Process(target=_peak_child, args=(queue, framework, "resnet50", 8, use_graph, args.threads))
+        proc = ctx.Process(target=child, args=(queue,) + child_args)
         proc.start()
         rows.append((case, framework, queue.get()))
         proc.join()
