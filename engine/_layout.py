@@ -94,7 +94,8 @@ def is_contiguous_as(array, fmt):
 
 
 def in_memory_format(array, fmt, xp):
-    """A copy of ``array`` laid out in ``fmt`` (contiguous or channels-last), as ``Tensor.contiguous(fmt)`` gives."""
+    """``array`` laid out in ``fmt`` (contiguous or channels-last), as ``Tensor.contiguous(fmt)`` gives: the array
+    itself (or a view of it) where it already is, else a copy."""
     if fmt is None or fmt is contiguous_format:
         return xp.ascontiguousarray(array)
     if fmt is preserve_format:
@@ -147,6 +148,8 @@ def copy_preserving_format(array, fmt, xp):
         if is_dense(array):
             return array.copy(order="K")
         fmt = suggested_format(array)
+    if is_contiguous_as(array, fmt):  # in_memory_format would hand back the array itself
+        return array.copy(order="K")
     return in_memory_format(array, fmt, xp)
 
 

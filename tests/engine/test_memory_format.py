@@ -49,6 +49,16 @@ def test_contiguous_clone_and_to_lay_out_as_torch(fmt):
     assert ours.contiguous() is ours
 
 
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_clone_in_the_layout_it_has_is_a_copy(fmt):
+    """``clone(memory_format=f)`` of a tensor already laid out in ``f`` once handed back its own memory."""
+    x = engine.from_numpy(X.copy())
+    for start in (x, x.contiguous(memory_format=engine.channels_last)):
+        copy = start.clone(memory_format=getattr(engine, fmt))
+        copy.fill_(7.0)
+        np.testing.assert_array_equal(start.numpy(), X)
+
+
 @pytest.mark.parametrize("like", ["empty_like", "zeros_like", "ones_like", "rand_like", "randn_like"])
 def test_like_functions_lay_out_as_torch(like):
     """``*_like`` keeps a dense input's layout (or takes the asked one), so ``bernoulli_`` fills the same elements."""
