@@ -1,4 +1,5 @@
-"""Image grids and annotation drawing on engine tensors (torchvision.utils semantics), via numpy and PIL."""
+"""Image grids, annotation drawing and optical-flow colouring on engine tensors (torchvision.utils semantics),
+via numpy and PIL."""
 import math
 import warnings
 
@@ -7,7 +8,8 @@ from PIL import Image, ImageColor, ImageDraw, ImageFont
 
 import engine
 
-__all__ = ["make_grid", "save_image", "draw_bounding_boxes", "draw_segmentation_masks", "draw_keypoints"]
+__all__ = ["make_grid", "save_image", "draw_bounding_boxes", "draw_segmentation_masks", "draw_keypoints",
+           "flow_to_image"]
 
 
 def _array(t):
@@ -218,3 +220,50 @@ def draw_keypoints(image, keypoints, connectivity=None, colors=None, radius=2, w
             if inst_vis[a] and inst_vis[b]:
                 draw.line((tuple(inst[a]), tuple(inst[b])), width=width)
     return _from_pil(img, image)
+
+
+#: hues of the Middlebury flow colour wheel (Baker et al. 2007): red-yellow, yellow-green, green-cyan,
+#: cyan-blue, blue-magenta, magenta-red, each ramp this many steps long
+COLORWHEEL_RAMPS = (15, 6, 4, 11, 13, 6)
+
+
+def _colorwheel():
+    """(55, 3) float32 RGB colour wheel: along each ramp one channel rises (or falls) in floor(255 * i / n) steps
+    while the others stay at 0 or 255."""
+    rows = []
+    for ramp, length in enumerate(COLORWHEEL_RAMPS):
+        step = np.floor(np.float32(255) * np.arange(length, dtype=np.float32) / np.float32(length))
+        rising = ramp % 2 == 0            # even ramps raise the next channel, odd ones lower the current one
+        channel = (ramp // 2 + (1 if rising else 0)) % 3
+        full = ramp // 2 if rising else (ramp // 2 + 1) % 3
+        colors = np.zeros((length, 3), np.float32)
+        colors[:, full] = 255
+        colors[:, channel] = step if rising else 255 - step
+        rows.append(colors)
+    return np.concatenate(rows)
+
+
+def flow_to_image(flow):
+    """The Middlebury colour coding of an optical flow: (2, H, W) or (N, 2, H, W) float32 -> uint8 (3, H, W) or
+    (N, 3, H, W) on the flow's device. The hue gives the direction, the saturation the magnitude relative
+    to the largest of the whole batch."""
+    if flow.dtype != engine.float32:
+        raise ValueError(f"Flow should be of dtype torch.float, got {flow.dtype}.")
+    shape = tuple(flow.shape)
+    arr = _array(flow)
+    if arr.ndim == 3:
+        arr = arr[None]
+    if arr.ndim != 4 or arr.shape[1] != 2:
+        raise ValueError(f"Input flow should have shape (2, H, W) or (N, 2, H, W), got {shape}.")
+    max_norm = np.sqrt((arr ** 2).sum(1)).max(initial=np.float32(0))
+    flow_n = arr / (max_norm + np.finfo(np.float32).eps)
+    wheel = _colorwheel()
+    norm = np.sqrt((flow_n ** 2).sum(1))
+    fk = (np.arctan2(-flow_n[:, 1], -flow_n[:, 0]) / np.float32(np.pi) + 1) / 2 * (len(wheel) - 1)
+    k0 = np.floor(fk).astype(np.int64)
+    k1 = np.where(k0 + 1 == len(wheel), 0, k0 + 1)
+    f = (fk - k0)[:, None]
+    col0, col1 = wheel[k0].transpose(0, 3, 1, 2) / 255, wheel[k1].transpose(0, 3, 1, 2) / 255
+    col = 1 - norm[:, None] * (1 - ((1 - f) * col0 + f * col1))
+    img = np.floor(255 * col).astype(np.uint8)
+    return engine.from_numpy(img[0] if len(shape) == 3 else img).to(flow.device)

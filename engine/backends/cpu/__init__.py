@@ -5,9 +5,9 @@ from . import runtime
 
 def families():
     """{family: kernel module} of the CPU backend."""
-    from . import conv, gemm, interpolate, nms, norm, pointwise, pool, quantized, roi
+    from . import conv, deform_conv, gemm, interpolate, nms, norm, pointwise, pool, quantized, roi
     return {"conv": conv, "pool": pool, "interpolate": interpolate, "roi": roi, "nms": nms,
-            "pointwise": pointwise, "norm": norm, "gemm": gemm, "quantized": quantized}
+            "deform_conv": deform_conv, "pointwise": pointwise, "norm": norm, "gemm": gemm, "quantized": quantized}
 
 
 __all__ = ["families", "runtime"]

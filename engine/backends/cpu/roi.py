@@ -4,6 +4,10 @@ Both kernels work channels-last: the feature map becomes a (N*H*W, C) table, eve
 sample) position is one row index into it, and a single fancy-index gathers all channels of all
 positions at once. Boxes are processed in chunks that bound the gathered block's size (a loop over
 chunks, never over boxes or bins). Arithmetic follows torchvision's CPU kernels in the input dtype.
+
+The position-sensitive variants (R-FCN's PSRoIPool, Light-Head R-CNN's PSRoIAlign) read each bin from
+its own group of channels: they run on a bin-major view of the input, in which every (image, bin) pair
+is an image of C / (PH * PW) channels, so that RoIAlign's taps serve them unchanged.
 """
 from collections import namedtuple
 
@@ -179,3 +183,124 @@ def roi_pool_backward(gy, saved):
     size = int(np.prod(saved.x_shape))
     grad = np.bincount(saved.argmax[hit], weights=gy[hit], minlength=size)
     return grad.astype(gy.dtype, copy=False).reshape(saved.x_shape)
+
+
+PSRoIAlignSaved = namedtuple("PSRoIAlignSaved", "x_shape bins align count")
+PSRoIAlignSaved.__doc__ = ("Input shape, bins per box, RoIAlign's saved taps on the bin-major view of the input, "
+                           "and the per-box sample count.")
+
+PSRoIPoolSaved = namedtuple("PSRoIPoolSaved", "x_shape bins rows area")
+PSRoIPoolSaved.__doc__ = ("Input shape, bins per box, the four corner rows of each bin's window in the "
+                          "summed-area table and each window's area.")
+
+
+def _bin_major(x, pooled):
+    """(N, C, H, W), C = C_out * PH * PW -> (N * PH * PW, C_out, H, W): one image per (image, bin), so that
+    bin (ph, pw) of a box reads channel (c_out * PH + ph) * PW + pw as channel c_out of its own image."""
+    n, c, h, w = x.shape
+    bins = pooled[0] * pooled[1]
+    return x.reshape(n, c // bins, bins, h, w).transpose(0, 2, 1, 3, 4).reshape(n * bins, c // bins, h, w)
+
+
+def _from_bin_major(grad, x_shape, bins):
+    """Inverse of ``_bin_major`` for a gradient."""
+    n, c, h, w = x_shape
+    return np.ascontiguousarray(grad.reshape(n, bins, c // bins, h, w).transpose(0, 2, 1, 3, 4)).reshape(x_shape)
+
+
+def _bin_images(image, pooled):
+    """(K, PH, PW) index of each box bin's image in the bin-major view."""
+    bins = pooled[0] * pooled[1]
+    return image[:, None, None] * bins + np.arange(bins).reshape(pooled)
+
+
+def ps_roi_align_forward(x, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
+    """(K, C / (PH * PW), PH, PW): bin (ph, pw) of output channel c averages bilinear samples of input
+    channel (c * PH + ph) * PW + pw. Boxes are shifted by half a pixel and not widened (RoIAlign's
+    ``aligned``); a bin with no samples divides 0 by 0, as torchvision's does."""
+    pooled = (int(pooled_height), int(pooled_width))
+    view = _bin_major(x, pooled)
+    dtype, (_, c_out, h, w) = x.dtype, view.shape
+    image, *geometry = _align_geometry(rois.astype(dtype, copy=False), spatial_scale, pooled, sampling_ratio,
+                                       True, dtype)
+    count = (geometry[4] * geometry[5]).astype(dtype)
+    geometry = (np.zeros_like(image), *geometry[:-1], np.ones_like(count))   # taps of image 0, unnormalised
+    table, shift = _channels_last(view), _bin_images(image, pooled) * (h * w)
+    out = np.zeros((len(rois), pooled[0], pooled[1], c_out), dtype)
+    chunks = []
+    gh, gw = np.maximum(geometry[5], 0), np.maximum(geometry[6], 0)
+    for boxes in _chunks(gh * gw * 4 * pooled[0] * pooled[1], c_out):
+        rows, weights = _align_taps(view.shape, geometry, boxes, pooled, dtype)
+        rows = rows + shift[boxes][..., None]
+        if rows.shape[-1]:
+            out[boxes] = (weights[..., None, :] @ table[rows])[..., 0, :]
+        chunks.append((boxes, rows, weights))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = out / count[:, None, None, None]
+    saved = PSRoIAlignSaved(x.shape, pooled[0] * pooled[1], RoIAlignSaved(view.shape, chunks), count)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2)), saved
+
+
+def ps_roi_align_backward(gy, saved):
+    """Each bin's gradient / its sample count onto the bilinear taps it averaged (none where it has none)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gy = np.where(saved.count[:, None, None, None] != 0, gy / saved.count[:, None, None, None], 0)
+    grad = roi_align_backward(gy.astype(saved.count.dtype, copy=False), saved.align)
+    return _from_bin_major(grad, saved.x_shape, saved.bins)
+
+
+def _ps_pool_windows(rois, scale, pooled, h, w):
+    """Per box and bin: integer window [y0, y1) x [x0, x1) clipped to [0, h] x [0, w], with torchvision's
+    rounding of the box and its floor/ceil bin edges (boxes narrower than one pixel count as one)."""
+    ends = _round_half_away(rois[:, 1:] * rois.dtype.type(scale)).astype(np.int64)
+    height = np.maximum(ends[:, 3] - ends[:, 1], 1).astype(rois.dtype) / rois.dtype.type(pooled[0])
+    width = np.maximum(ends[:, 2] - ends[:, 0], 1).astype(rois.dtype) / rois.dtype.type(pooled[1])
+    y0, y1 = _pool_windows(ends[:, 1], height, pooled[0], h)
+    x0, x1 = _pool_windows(ends[:, 0], width, pooled[1], w)
+    return y0[:, :, None], y1[:, :, None], x0[:, None, :], x1[:, None, :]
+
+
+def _window_corners(windows, plane, w):
+    """Rows of the four corners (+, -, -, +) of each window in a (h + 1, w + 1) summed-area table whose
+    planes start at ``plane``, and each window's area."""
+    y0, y1, x0, x1 = windows
+    rows = np.stack([plane + y * (w + 1) + xx for y, xx in ((y1, x1), (y0, x1), (y1, x0), (y0, x0))], -1)
+    return rows, (np.maximum(y1 - y0, 0) * np.maximum(x1 - x0, 0)).astype(np.float64)
+
+
+def ps_roi_pool_forward(x, rois, spatial_scale, pooled_height, pooled_width):
+    """(K, C / (PH * PW), PH, PW): bin (ph, pw) of output channel c is the mean of input channel
+    (c * PH + ph) * PW + pw over the bin's integer window, 0 for an empty window. As torchvision's
+    forward, window edges are clipped to the last row and column (which a window then never reaches);
+    its backward clips them to the map's size. Window sums come from a float64 summed-area table
+    (four reads per bin instead of a loop over the window)."""
+    pooled = (int(pooled_height), int(pooled_width))
+    view = _bin_major(x, pooled)
+    images, c_out, h, w = view.shape
+    windows = _ps_pool_windows(rois.astype(x.dtype, copy=False), spatial_scale, pooled, h, w)
+    summed = np.zeros((images, h + 1, w + 1, c_out))
+    summed[:, 1:, 1:] = view.transpose(0, 2, 3, 1).cumsum(1, dtype=np.float64).cumsum(2)
+    plane = _bin_images(rois[:, 0].astype(np.int64), pooled) * ((h + 1) * (w + 1))
+    rows, area = _window_corners([np.minimum(edge, limit - 1) for edge, limit in zip(windows, (h, h, w, w))],
+                                 plane, w)
+    table = summed.reshape(-1, c_out)
+    sums = table[rows[..., 0]] - table[rows[..., 1]] - table[rows[..., 2]] + table[rows[..., 3]]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(area[..., None] > 0, sums / area[..., None], 0).astype(x.dtype)
+    saved = PSRoIPoolSaved(x.shape, pooled[0] * pooled[1], *_window_corners(windows, plane, w))
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2)), saved
+
+
+def ps_roi_pool_backward(gy, saved):
+    """Each bin's gradient / its area onto every element of its window: the adjoint of the summed-area
+    reads, +/- at the window's corners, spread back by a reversed 2-D cumulative sum."""
+    n, c, h, w = saved.x_shape
+    c_out = c // saved.bins
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(saved.area[:, None] > 0, gy / saved.area[:, None], 0)   # (K, C_out, PH, PW)
+    share = share.transpose(0, 2, 3, 1)[..., None, :] * np.array([1.0, -1.0, -1.0, 1.0])[:, None]
+    index = saved.rows[..., None] * c_out + np.arange(c_out)
+    corners = np.bincount(index.ravel(), share.ravel(), n * saved.bins * (h + 1) * (w + 1) * c_out)
+    spread = corners.reshape(n * saved.bins, h + 1, w + 1, c_out)[:, ::-1, ::-1].cumsum(1).cumsum(2)[:, ::-1, ::-1]
+    grad = spread[:, 1:, 1:].transpose(0, 3, 1, 2).astype(gy.dtype)
+    return _from_bin_major(grad, saved.x_shape, saved.bins)

@@ -10,9 +10,9 @@ from .tf32 import matmul
 
 def families():
     """{family: kernel module} of the CUDA backend (imports CuPy)."""
-    from . import conv, gemm, interpolate, nms, norm, pointwise, pool, roi
+    from . import conv, deform_conv, gemm, interpolate, nms, norm, pointwise, pool, roi
     return {"conv": conv, "pool": pool, "interpolate": interpolate, "roi": roi, "nms": nms,
-            "pointwise": pointwise, "norm": norm, "gemm": gemm}
+            "deform_conv": deform_conv, "pointwise": pointwise, "norm": norm, "gemm": gemm}
 
 
 __all__ = ["families", "matmul", "runtime"]

@@ -1,6 +1,7 @@
 """RoIAlign and RoIPool on the GPU with torchvision's semantics: one thread per output bin and channel,
 gradients scattered with atomicAdd (the twin of ``backends/cpu/roi.py``). float16 is computed in
-float32."""
+float32. Their position-sensitive variants, whose bins each read their own group of channels, are the
+kernels of ``kernels/ps_roi.cu``."""
 from collections import namedtuple
 
 import cupy
@@ -57,4 +58,49 @@ def roi_pool_backward(gy, saved):
     g = _computable(gy)
     gx = cupy.zeros(saved.x_shape, g.dtype)
     launch("roi", "roi_pool_backward", g.dtype, g.size, g, saved.argmax, gx, g.size)
+    return gx.astype(saved.dtype, copy=False)
+
+
+PSRoISaved = namedtuple("PSRoISaved", "x_shape dtype rois args")
+PSRoISaved.__doc__ = "The input's shape and dtype, the boxes and the kernel's geometry arguments."
+
+
+def _ps_launch_args(x, rois, spatial_scale, pooled_height, pooled_width):
+    """Computable input and boxes, the output, and the (K, C_out, H, W, PH, PW, scale) kernel arguments."""
+    xc = _computable(x)
+    r = _computable(rois, xc.dtype)
+    N, C, H, W = xc.shape
+    ph, pw = int(pooled_height), int(pooled_width)
+    args = (r.shape[0], C // (ph * pw), H, W, ph, pw, xc.dtype.type(spatial_scale))
+    return xc, r, cupy.empty((r.shape[0], C // (ph * pw), ph, pw), xc.dtype), args
+
+
+def ps_roi_align_forward(x, rois, spatial_scale, pooled_height, pooled_width, sampling_ratio):
+    """(K, C / (PH * PW), PH, PW): each bin averages bilinear samples of its own input channel."""
+    xc, r, y, args = _ps_launch_args(x, rois, spatial_scale, pooled_height, pooled_width)
+    args += (int(sampling_ratio),)
+    launch("ps_roi", "ps_roi_align_forward", xc.dtype, y.size, xc, r, y, *args)
+    return y.astype(x.dtype, copy=False), PSRoISaved(x.shape, x.dtype, r, args)
+
+
+def ps_roi_align_backward(gy, saved):
+    """Each bin's gradient, weighted, onto the bilinear taps of its channel."""
+    g = _computable(gy, saved.rois.dtype)
+    gx = cupy.zeros(saved.x_shape, g.dtype)
+    launch("ps_roi", "ps_roi_align_backward", g.dtype, g.size, g, saved.rois, gx, *saved.args)
+    return gx.astype(saved.dtype, copy=False)
+
+
+def ps_roi_pool_forward(x, rois, spatial_scale, pooled_height, pooled_width):
+    """(K, C / (PH * PW), PH, PW): each bin's mean over its integer window of its own input channel."""
+    xc, r, y, args = _ps_launch_args(x, rois, spatial_scale, pooled_height, pooled_width)
+    launch("ps_roi", "ps_roi_pool_forward", xc.dtype, y.size, xc, r, y, *args)
+    return y.astype(x.dtype, copy=False), PSRoISaved(x.shape, x.dtype, r, args)
+
+
+def ps_roi_pool_backward(gy, saved):
+    """Each bin's gradient / its area onto every element of its window."""
+    g = _computable(gy, saved.rois.dtype)
+    gx = cupy.zeros(saved.x_shape, g.dtype)
+    launch("ps_roi", "ps_roi_pool_backward", g.dtype, g.size, g, saved.rois, gx, *saved.args)
     return gx.astype(saved.dtype, copy=False)

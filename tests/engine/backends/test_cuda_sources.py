@@ -22,7 +22,7 @@ def _source(name, dtype):
 
 
 def test_every_source_is_tested():
-    assert SOURCES == ["bfloat16", "conv", "interpolate", "nms", "pool", "random", "roi"]
+    assert SOURCES == ["bfloat16", "conv", "deform_conv", "interpolate", "nms", "pool", "ps_roi", "random", "roi"]
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)

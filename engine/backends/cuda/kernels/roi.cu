@@ -2,21 +2,6 @@
 // scattered with atomicAdd. rois are K x 5 rows (image index, x1, y1, x2, y2) in the input's type;
 // the input is N x C x H x W, the output K x C x PH x PW. Arithmetic is in T, as torchvision's.
 
-// The bilinear sample of a plane at (y, x): 0 outside [-1, H] x [-1, W]; coordinates clamped to the
-// plane, the last row/column repeated. Gives the four corners and their weights.
-__device__ __forceinline__ bool bilinear_taps(index_t H, index_t W, T y, T x, index_t* at, T* weight) {
-    if (y < (T)-1 || y > (T)H || x < (T)-1 || x > (T)W) return false;
-    if (y <= (T)0) y = 0;
-    if (x <= (T)0) x = 0;
-    index_t y0 = (index_t)y, x0 = (index_t)x, y1, x1;
-    if (y0 >= H - 1) { y1 = y0 = H - 1; y = (T)y0; } else { y1 = y0 + 1; }
-    if (x0 >= W - 1) { x1 = x0 = W - 1; x = (T)x0; } else { x1 = x0 + 1; }
-    const T ly = y - (T)y0, lx = x - (T)x0, hy = (T)1 - ly, hx = (T)1 - lx;
-    at[0] = y0 * W + x0; at[1] = y0 * W + x1; at[2] = y1 * W + x0; at[3] = y1 * W + x1;
-    weight[0] = hy * hx; weight[1] = hy * lx; weight[2] = ly * hx; weight[3] = ly * lx;
-    return true;
-}
-
 // The box of a RoIAlign bin: start (y, x), bin size (h, w) and sampling grid (gh, gw).
 __device__ __forceinline__ void align_box(const T* roi, T scale, index_t PH, index_t PW, index_t sampling,
                                           index_t aligned, T* sy, T* sx, T* bh, T* bw, index_t* gh, index_t* gw) {
