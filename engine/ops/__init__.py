@@ -31,6 +31,24 @@ from . import (activation as _a, convert as _cv, creation as _cr, elementwise as
                type_info as _ti, windows as _w, ranges as _rg)
 from . import inplace  # noqa: E402,F401  (the in-place twins of the ops above, made from them)
 
+# ops made from those above: torch's top-level twins of nn.functional, copying views, legacy names (the modules are
+# bound first: index_reduce and vander export functions of their own names)
+from . import (functional_aliases as _fa, view_copies as _vc, method_forms as _mf, integration as _ig,  # noqa: E402
+               index_reduce as _ir, random_counts as _rc, legacy_creation as _lc, vander as _vd, legacy_linalg as _ll,
+               incomplete_gamma as _gi, removed_linalg as _rl)
+from .functional_aliases import *  # noqa: E402,F401,F403
+from .view_copies import *  # noqa: E402,F401,F403
+from .method_forms import *  # noqa: E402,F401,F403
+from .integration import *  # noqa: E402,F401,F403
+from .index_reduce import *  # noqa: E402,F401,F403
+from .random_counts import *  # noqa: E402,F401,F403
+from .legacy_creation import *  # noqa: E402,F401,F403
+from .vander import *  # noqa: E402,F401,F403
+from .legacy_linalg import *  # noqa: E402,F401,F403
+from .incomplete_gamma import *  # noqa: E402,F401,F403
+from .removed_linalg import *  # noqa: E402,F401,F403
+
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,
-                              _rt, _is, _os, _st, _sr, _ti, _w, _rg)
+                              _rt, _is, _os, _st, _sr, _ti, _w, _rg,
+                              _fa, _vc, _mf, _ig, _ir, _rc, _lc, _vd, _ll, _gi, _rl)
            for name in module.__all__]

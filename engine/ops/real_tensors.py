@@ -5,7 +5,12 @@
 a real tensor; ``x.imag`` is PyTorch's error; the conjugate transposes (``H``, ``mH``, ``adjoint``)
 are plain transposes.
 """
+import math
+
+from .._device import array_module
+from ..autograd.function import Function
 from ..tensor import register_method
+from ._common import float_dtype
 from .shape import transpose
 
 
@@ -106,3 +111,26 @@ register_method(property(_batched_conjugate_transpose), "mH")
 
 __all__ = ["conj", "conj_physical", "conj_physical_", "resolve_conj", "resolve_neg", "real", "imag", "adjoint",
            "is_complex", "is_conj", "is_neg", "is_nonzero", "is_same_size", "is_signed", "is_inference"]
+
+
+class Angle(Function):
+    """The argument of real numbers: pi for negatives, 0 otherwise, NaN kept; its gradient is zero, as PyTorch's
+    for real inputs."""
+
+    uses_inputs = False
+
+    def forward(self, x):
+        xp = array_module(x)
+        return xp.where(x < 0, x.dtype.type(math.pi), xp.where(xp.isnan(x), x, x.dtype.type(0)))
+
+    def backward(self, gy):
+        return (array_module(gy).zeros_like(gy),)
+
+
+def angle(input):
+    """The argument of each element (integers give the default float type)."""
+    return Angle()(input if input.is_floating_point() else input.to(float_dtype(input.dtype)))
+
+
+register_method(angle, "angle")
+__all__ += ["angle"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from .elementwise import _Unary, _unary, _unary_pair
 from ..tensor import register_method
-from ._common import xp_of
+from ._common import float_dtype, xp_of
 
 
 def scipy_special(xp, name):
@@ -136,3 +136,22 @@ register_method(_polygamma_method, "polygamma")
 
 __all__ = ["erfc", "erfc_", "erfinv", "erfinv_", "lgamma", "lgamma_", "digamma", "digamma_", "i0", "i0_",
            "polygamma"]
+
+
+def mvlgamma(input, p):
+    """The multivariate log-gamma of dimension ``p``: sum over i < p of lgamma(x - i/2), plus
+    p (p - 1) / 4 log(pi) (``torch.mvlgamma``, ``torch.special.multigammaln``)."""
+    if p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
+    input = input if input.is_floating_point() else input.to(float_dtype(input.dtype))
+    halves = input.new_tensor([i / 2 for i in range(p)])
+    return lgamma(input.unsqueeze(-1) - halves).sum(-1) + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def mvlgamma_(input, p):
+    return input.copy_(mvlgamma(input, p))
+
+
+register_method(mvlgamma, "mvlgamma")
+register_method(mvlgamma_, "mvlgamma_")
+__all__ += ["mvlgamma"]

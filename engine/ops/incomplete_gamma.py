@@ -1,0 +1,60 @@
+"""The regularized incomplete gamma functions: ``torch.igamma`` (lower, P(a, x)) and ``torch.igammac`` (upper,
+Q(a, x) = 1 - P(a, x)), also as ``torch.special.gammainc``/``gammaincc`` compute them, from scipy's values.
+
+Their gradient with respect to ``x`` is +-x^(a-1) e^-x / Gamma(a); PyTorch has none with respect to ``a`` and says
+so when asked, as here.
+"""
+import numpy as np
+
+from ..tensor import register_method
+from ._common import cast, xp_of
+from .elementwise import _Binary, _binary
+from .inplace import inplace_of
+from .special import scipy_special
+
+
+class _IncompleteGamma(_Binary):
+    upper = False
+
+    def forward(self, a, x):
+        a, x = cast(a, self.dtype), cast(x, self.dtype)
+        self.a, self.x = a, x
+        return scipy_special(xp_of(a, x), "gammaincc" if self.upper else "gammainc")(a, x).astype(self.dtype)
+
+    def backward(self, gy):
+        name = "igammac" if self.upper else "igamma"
+        if self.needs_input_grad[0]:
+            raise RuntimeError(f"the derivative for '{name}: input' is not implemented.")
+        xp = xp_of(gy)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            density = xp.exp((self.a - 1) * xp.log(self.x) - self.x - scipy_special(xp, "gammaln")(self.a))
+        return None, (-gy if self.upper else gy) * density.astype(gy.dtype, copy=False)
+
+
+class _UpperIncompleteGamma(_IncompleteGamma):
+    upper = True
+
+
+def _incomplete_gamma(fn_cls, name, input, other):
+    for t in (input, other):
+        if not t.is_floating_point():
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{t.dtype.title}'")
+    return _binary(fn_cls, input, other)
+
+
+def igamma(input, other):
+    """P(a, x): the lower regularized incomplete gamma function of a = input, x = other."""
+    return _incomplete_gamma(_IncompleteGamma, "igamma", input, other)
+
+
+def igammac(input, other):
+    """Q(a, x) = 1 - P(a, x): the upper regularized incomplete gamma function."""
+    return _incomplete_gamma(_UpperIncompleteGamma, "igammac", input, other)
+
+
+igamma_ = inplace_of(igamma)
+igammac_ = inplace_of(igammac)
+for _fn in (igamma, igammac, igamma_, igammac_):
+    register_method(_fn)
+
+__all__ = ["igamma", "igammac"]

@@ -1,0 +1,244 @@
+"""Views as fresh tensors, and their inverses: ``torch.*_copy`` (``permute_copy``, ``diagonal_copy`` ...), the
+``*_scatter`` ops that write ``src`` into a copy of ``input`` where a view would sit (``slice_scatter``,
+``select_scatter``, ``diagonal_scatter``, ``as_strided_scatter``), and ``as_strided`` itself.
+
+A copy is the view followed by a contiguous clone, so it owns its memory and its gradient is the view's. A
+scatter finds the flat positions its view covers by taking that view of ``arange(numel)``, so one op
+(``ScatterAt``) serves every kind of view: its gradient is the upstream gradient with those positions zeroed for
+``input``, and read at them for ``src``.
+"""
+import numpy as np
+
+from .._device import array_module
+from ..autograd.function import Function
+from ..tensor import _new, register_method
+from ._common import shape_arg, wrap_dim
+from .convert import clone
+from .inplace import _become
+
+
+def _fresh(view):
+    """``view`` (or each of a list of views) as a contiguous tensor with memory of its own; the gradient flows
+    back through the view."""
+    if isinstance(view, (list, tuple)):
+        return [_fresh(v) for v in view]
+    return clone(view).contiguous()  # clone(memory_format=contiguous_format) returns a contiguous input itself
+
+
+def expand_copy(input, size, *, implicit=False):
+    return _fresh(input.expand(*shape_arg((size,))))
+
+
+def permute_copy(input, dims):
+    return _fresh(input.permute(*dims))
+
+
+def view_copy(input, size):
+    """``input.view(size)`` copied; a dtype as ``size`` reinterprets the bytes, as ``Tensor.view(dtype)``."""
+    return _fresh(input.view(size) if not isinstance(size, (list, tuple)) else input.view(*size))
+
+
+def transpose_copy(input, dim0, dim1):
+    return _fresh(input.transpose(dim0, dim1))
+
+
+def t_copy(input):
+    return _fresh(input.t())
+
+
+def squeeze_copy(input, dim=None):
+    return _fresh(input.squeeze() if dim is None else input.squeeze(dim))
+
+
+def unsqueeze_copy(input, dim):
+    return _fresh(input.unsqueeze(dim))
+
+
+def select_copy(input, dim, index):
+    return _fresh(input.select(dim, index))
+
+
+def slice_copy(input, dim=0, start=None, end=None, step=1):
+    return _fresh(input[_slice_key(input, dim, start, end, step)])
+
+
+def diagonal_copy(input, offset=0, dim1=0, dim2=1):
+    return _fresh(input.diagonal(offset, dim1, dim2))
+
+
+def detach_copy(input):
+    return _fresh(input.detach())
+
+
+def alias_copy(input):
+    return _fresh(input)
+
+
+def unbind_copy(input, dim=0):
+    return _fresh(input.unbind(dim))
+
+
+def split_copy(input, split_size, dim=0):
+    return _fresh(input.split(split_size, dim))
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0):
+    return _fresh(input.split_with_sizes(split_sizes, dim))
+
+
+def unfold_copy(input, dimension, size, step):
+    return _fresh(input.unfold(dimension, size, step))
+
+
+def _slice_key(input, dim, start, end, step):
+    if step <= 0:
+        raise RuntimeError(f"slice step must be positive, got {step}")
+    dim = wrap_dim(dim, input.ndim)
+    return (slice(None),) * dim + (slice(start, end, step),)
+
+
+# ---- scatters: a copy of input with src written where the view sits ------------------------------------------
+class ScatterAt(Function):
+    """``input`` with ``src`` written at the flat ``positions`` (an array shaped like ``src``)."""
+
+    uses_inputs = False
+
+    def __init__(self, positions):
+        self.positions = positions
+
+    def forward(self, x, src):
+        out = x.copy()
+        out.reshape(-1)[self.positions] = src
+        return out
+
+    def backward(self, gy):
+        g_src = gy.reshape(-1)[self.positions] if self.needs_input_grad[1] else None
+        g_x = None
+        if self.needs_input_grad[0]:
+            g_x = gy.copy()
+            g_x.reshape(-1)[self.positions] = 0
+        return g_x, g_src
+
+
+def _scatter(name, input, src, view_of_positions):
+    """Write ``src`` where ``view_of_positions(positions)`` picks out of ``input``'s flat positions."""
+    xp = array_module(input._data)
+    positions = view_of_positions(_new(xp.arange(input.numel()).reshape(input.shape)))
+    if tuple(positions.shape) != tuple(src.shape):
+        raise RuntimeError(f"{name}: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(positions.shape)}")
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"{name}: expected src of dtype {input.dtype} like self, got {src.dtype}")
+    return ScatterAt(positions._data)(input, src)
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """``input`` with ``src`` written at ``input[..., start:end:step]`` along ``dim``."""
+    key = _slice_key(input, dim, start, end, step)
+    return _scatter("slice_scatter", input, src, lambda p: p[key])
+
+
+def select_scatter(input, src, dim, index):
+    """``input`` with ``src`` written at ``input.select(dim, index)``."""
+    return _scatter("select_scatter", input, src, lambda p: p.select(dim, index))
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """``input`` with ``src`` written on the diagonal ``input.diagonal(offset, dim1, dim2)``."""
+    return _scatter("diagonal_scatter", input, src, lambda p: p.diagonal(offset, dim1, dim2))
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """``input`` with ``src`` written at ``input.as_strided(size, stride, storage_offset)``, the geometry read
+    over a contiguous copy of input (as PyTorch's, whose result is a fresh contiguous tensor)."""
+    return _scatter("as_strided_scatter", input, src, lambda p: as_strided(p, size, stride, storage_offset or 0))
+
+
+# ---- as_strided: any geometry over the tensor's memory ------------------------------------------------------
+def _storage(array):
+    """(the flat memory ``array`` views, where its first element lies in it, its element strides in it): the
+    outermost array its views come from, when that one is contiguous; else a contiguous copy of ``array`` (whose
+    memory it then no longer shares)."""
+    xp = array_module(array)
+    root = array
+    while isinstance(getattr(root, "base", None), type(array)):
+        root = root.base
+    if root.flags.c_contiguous:
+        strides = tuple(s // array.itemsize for s in array.strides)
+        return root.reshape(-1), _offset_in(array, root), strides
+    copy = xp.ascontiguousarray(array)
+    return copy.reshape(-1), 0, tuple(s // copy.itemsize for s in copy.strides)
+
+
+def _offset_in(array, root):
+    """Elements from ``root``'s first element to ``array``'s (the data pointers of numpy or CuPy arrays)."""
+    if isinstance(array, np.ndarray):
+        return (array.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // array.itemsize
+    return (array.data.ptr - root.data.ptr) // array.itemsize
+
+
+def _strided(flat, size, stride, offset):
+    """The view of the 1-d ``flat`` with element strides ``stride`` starting at ``offset``, bounds-checked."""
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
+    if any(s < 0 for s in stride) or any(n < 0 for n in size) or offset < 0:
+        raise RuntimeError(f"as_strided: negative sizes, strides or storage offset are not supported, got size "
+                           f"{list(size)}, stride {list(stride)}, storage offset {offset}")
+    needed = 0 if 0 in size else offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    if needed > flat.size:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
+                           f"itemsize {flat.itemsize} requiring a storage size of {needed * flat.itemsize} are out "
+                           f"of bounds for storage of size {flat.size * flat.itemsize}")
+    xp = array_module(flat)
+    start = flat[offset:] if offset < flat.size else flat[:0]
+    return xp.lib.stride_tricks.as_strided(start, tuple(size), tuple(s * flat.itemsize for s in stride))
+
+
+class AsStrided(Function):
+    """A view of the input's memory in any geometry; the gradient sums the output's gradient into that memory
+    (where the view repeats an element, each use adds) and reads the input's elements back out of it."""
+
+    is_view = True
+    moves_only = True
+    uses_inputs = False
+
+    def __init__(self, size, stride, storage_offset):
+        self.size, self.stride, self.storage_offset = size, stride, storage_offset
+
+    def forward(self, x):
+        flat, own_offset, own_strides = _storage(x)
+        self.offset = own_offset if self.storage_offset is None else self.storage_offset
+        self.memory_size, self.own_geometry = flat.size, (x.shape, own_strides, own_offset)
+        return _strided(flat, self.size, self.stride, self.offset)
+
+    def backward(self, gy):
+        xp = array_module(gy)
+        memory = xp.zeros(self.memory_size, gy.dtype)
+        positions = _strided(xp.arange(self.memory_size), self.size, self.stride, self.offset)
+        xp.add.at(memory, positions.reshape(-1), gy.reshape(-1))
+        return (_strided(memory, *self.own_geometry).copy(),)
+
+
+def as_strided(input, size, stride, storage_offset=None):
+    """The view of ``input``'s memory with ``size`` and element ``stride`` from ``storage_offset`` (default:
+    input's own), sharing that memory."""
+    return AsStrided(tuple(shape_arg((size,))), tuple(int(s) for s in stride),
+                     None if storage_offset is None else int(storage_offset))(input)
+
+
+def as_strided_(input, size, stride, storage_offset=None):
+    """``input`` becomes ``input.as_strided(size, stride, storage_offset)``."""
+    return _become(input, as_strided(input, size, stride, storage_offset))
+
+
+def as_strided_copy(input, size, stride, storage_offset=None):
+    return _fresh(as_strided(input, size, stride, storage_offset))
+
+
+for _fn in (slice_scatter, select_scatter, diagonal_scatter, as_strided_scatter, as_strided, as_strided_):
+    register_method(_fn)
+
+__all__ = ["expand_copy", "permute_copy", "view_copy", "transpose_copy", "t_copy", "squeeze_copy", "unsqueeze_copy",
+           "select_copy", "slice_copy", "diagonal_copy", "detach_copy", "alias_copy", "unbind_copy", "split_copy",
+           "split_with_sizes_copy", "unfold_copy", "slice_scatter", "select_scatter", "diagonal_scatter",
+           "as_strided_scatter", "as_strided", "as_strided_", "as_strided_copy"]
