@@ -1,18 +1,24 @@
-"""``BoundingBoxes``: ``[N, 4]`` boxes with their format and the (height, width) of the image they lie on."""
+"""``BoundingBoxes``: ``[N, K]`` boxes (K = 4 axis-aligned, 5 or 8 rotated) with their format and the (height,
+width) of the image they lie on."""
 from enum import Enum
 
 from ._tv_tensor import TVTensor
 
 
 class BoundingBoxFormat(Enum):
-    """How four numbers describe a box: corners (XYXY), corner and size (XYWH) or centre and size (CXCYWH).
+    """How the numbers of a box describe it.
 
-    torchvision's rotated formats (XYWHR, CXCYWHR, XYXYXYXY) are not supported: building boxes in them raises.
+    Axis-aligned: corners (XYXY), top-left corner and size (XYWH), centre and size (CXCYWH). Rotated: the first
+    corner, size and the angle in degrees counter-clockwise (XYWHR), centre, size and angle (CXCYWHR), or the four
+    corners in order, first, its neighbour along the width, the opposite one, the last (XYXYXYXY).
     """
 
     XYXY = "XYXY"
     XYWH = "XYWH"
     CXCYWH = "CXCYWH"
+    XYWHR = "XYWHR"
+    CXCYWHR = "CXCYWHR"
+    XYXYXYXY = "XYXYXYXY"
 
 
 _ROTATED = ("XYWHR", "CXCYWHR", "XYXYXYXY")
@@ -25,22 +31,21 @@ def _format(value):
         return value
     if not isinstance(value, str):
         raise ValueError(f"format should be str or BoundingBoxFormat, got {type(value)}")
-    if value.upper() in _ROTATED:
-        raise NotImplementedError(f"rotated bounding boxes ({value.upper()}) are not supported; "
-                                  f"use XYXY, XYWH or CXCYWH")
     return BoundingBoxFormat[value.upper()]
 
 
 class BoundingBoxes(TVTensor):
-    """Boxes ``[N, 4]`` (a single box ``[4]`` becomes ``[1, 4]``).
+    """Boxes ``[N, K]`` (a single box ``[K]`` becomes ``[1, K]``); K is 4 for axis-aligned formats, 5 (XYWHR,
+    CXCYWHR) or 8 (XYXYXYXY) for rotated ones, which must be floating point.
 
     Args:
         data: anything ``engine.as_tensor`` takes.
         format: a ``BoundingBoxFormat`` or its name.
         canvas_size: (height, width) of the image or video the boxes lie on.
         clamping_mode: ``"soft"`` (the default), ``"hard"`` or None: how ``ClampBoundingBoxes`` and the transforms
-            that move boxes clamp them to the canvas (for these axis-aligned formats soft and hard clamp alike;
-            None leaves boxes as they fall).
+            that move boxes clamp them to the canvas. Axis-aligned boxes clamp alike in both modes; a rotated box
+            keeps its angle and becomes the smallest box holding its part on the canvas (soft) or the largest box
+            inside both (hard). None leaves boxes as they fall.
     """
 
     @classmethod
@@ -68,6 +73,8 @@ class BoundingBoxes(TVTensor):
     def __new__(cls, data, *, format, canvas_size, clamping_mode="soft", dtype=None, device=None,
                 requires_grad=None):
         tensor = cls._to_tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        if not tensor.is_floating_point() and is_rotated_bounding_format(format):
+            raise ValueError(f"Rotated bounding boxes should be floating point tensors, got {tensor.dtype}.")
         return cls._wrap(tensor, format=format, canvas_size=canvas_size, clamping_mode=clamping_mode)
 
     def _metadata(self):
@@ -78,9 +85,9 @@ class BoundingBoxes(TVTensor):
 
 
 def is_rotated_bounding_format(format):
-    """Whether ``format`` names a rotated box format (none of the supported formats is)."""
+    """Whether ``format`` (a ``BoundingBoxFormat`` or its exact upper-case name) is a rotated box format."""
     if isinstance(format, BoundingBoxFormat):
-        return False
+        return format.value in _ROTATED
     if isinstance(format, str):
         return format in _ROTATED
     raise ValueError(f"format should be str or BoundingBoxFormat, got {type(format)}")

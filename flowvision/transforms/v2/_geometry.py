@@ -286,7 +286,8 @@ class RandomIoUCrop(Transform):
     at least that much; draw again otherwise.
 
     The sample is cropped to the window; boxes whose centre lies outside it become all-zero (degenerate) but stay:
-    ``SanitizeBoundingBoxes`` removes them with their labels.
+    ``SanitizeBoundingBoxes`` removes them with their labels. Rotated boxes raise torchvision's ValueError at the
+    first window tested (a sample kept as is by the draw never gets there).
     """
 
     def __init__(self, min_scale=0.3, max_scale=1.0, min_aspect_ratio=0.5, max_aspect_ratio=2.0,
@@ -331,16 +332,21 @@ class RandomIoUCrop(Transform):
             inter, union = inter.astype(np.float32), union.astype(np.float32)
         return inter / union
 
-    def make_params(self, flat_inputs):
-        orig_h, orig_w = query_size(flat_inputs)
-        boxes = get_bounding_boxes(flat_inputs)
+    @staticmethod
+    def _boxes_on_host(boxes):
+        """(XYXY boxes as a tensor, the same [N, 4] on the host, their centres' x and y). Rotated boxes raise
+        torchvision's ValueError here: they have no XYXY form."""
         xyxy_tensor = F.convert_bounding_box_format(boxes.as_subclass(engine.Tensor), boxes.format,
                                                     tv_tensors.BoundingBoxFormat.XYXY)
         # the trials test their windows on the host: as engine ops on a few boxes they cost ~40 engine calls each
         # (make_params on the bench's detection sample, mean over seeds 0-39: 31 ms so, 2.9 ms here)
         xyxy = xyxy_tensor.cpu().numpy().reshape(-1, 4)
-        cx = 0.5 * (xyxy[:, 0] + xyxy[:, 2])
-        cy = 0.5 * (xyxy[:, 1] + xyxy[:, 3])
+        return xyxy_tensor, xyxy, 0.5 * (xyxy[:, 0] + xyxy[:, 2]), 0.5 * (xyxy[:, 1] + xyxy[:, 3])
+
+    def make_params(self, flat_inputs):
+        orig_h, orig_w = query_size(flat_inputs)
+        boxes = get_bounding_boxes(flat_inputs)
+        host = None  # converted at the first window to test, where torchvision converts (and refuses rotated boxes)
         while True:
             min_jaccard_overlap = self.options[int(engine.randint(low=0, high=len(self.options), size=(1,)))]
             if min_jaccard_overlap >= 1.0:
@@ -350,6 +356,9 @@ class RandomIoUCrop(Transform):
                 if window is None:
                     continue
                 top, left, height, width = window
+                if host is None:
+                    host = self._boxes_on_host(boxes)
+                xyxy_tensor, xyxy, cx, cy = host
                 within = (left < cx) & (cx < left + width) & (top < cy) & (cy < top + height)
                 if not within.any():
                     continue

@@ -6,7 +6,9 @@ leading dimensions, except for uint8 CPU images resized bilinearly or bicubicall
 torch's integer kernel, which torchvision v2 calls (v1 resizes them in float). Boxes and key points move with
 the pixels: their kernels take and return plain tensors, and the ones that change the canvas return
 ``(tensor, canvas_size)``; boxes that may leave the canvas are clamped back according to their
-``clamping_mode``, key points never are.
+``clamping_mode``, key points never are. Rotated boxes (XYWHR, CXCYWHR, XYXYXYXY) keep their angle through
+crops and pads; flips mirror it; a resize that scales x and y differently turns them into parallelograms, which
+become rectangles again (``_rotated.parallelogram_to_rectangle``), as in torchvision.
 """
 import numbers
 import warnings
@@ -20,7 +22,8 @@ from ....tv_tensors import BoundingBoxFormat
 from ....tv_tensors._bounding_boxes import _format
 from ... import functional as F1
 from ...functional import InterpolationMode, _interpolation_modes_from_int
-from ._meta import _clamp_bounding_boxes
+from . import _rotated
+from ._meta import _clamp_bounding_boxes, _convert_bounding_box_format
 from ._resize_uint8 import resize_uint8
 from ._utils import _register_five_ten_crop_kernel_internal, _register_kernel_internal, dispatch
 
@@ -73,6 +76,26 @@ def _offset(boxes_or_points, values):
     return engine.tensor(values, dtype=boxes_or_points.dtype, device=boxes_or_points.device)
 
 
+_XYXY, _XYXYXYXY = BoundingBoxFormat.XYXY, BoundingBoxFormat.XYXYXYXY
+_ROTATED_WITH_SIZE = (BoundingBoxFormat.XYWHR, BoundingBoxFormat.CXCYWHR)
+
+
+def _box_shift(format, dx, dy):
+    """What moving a box by (dx, dy) adds to each of its numbers: every corner moves, sizes and angles stay."""
+    if format == _XYXY:
+        return [dx, dy, dx, dy]
+    if format == _XYXYXYXY:
+        return [dx, dy] * 4
+    if format in _ROTATED_WITH_SIZE:
+        return [dx, dy, 0, 0, 0]
+    return [dx, dy, 0, 0]
+
+
+def _box_length(format):
+    """How many numbers a box has in ``format``."""
+    return 8 if format == _XYXYXYXY else 5 if format in _ROTATED_WITH_SIZE else 4
+
+
 # ---- flips ------------------------------------------------------------------------------------------------------
 def horizontal_flip(inpt):
     """Mirror left-right (see ``RandomHorizontalFlip``)."""
@@ -105,9 +128,39 @@ def horizontal_flip_keypoints(keypoints, canvas_size):
     return points
 
 
+_MIRRORED_CORNERS = [2, 3, 0, 1, 6, 7, 4, 5]  # a mirrored XYXYXYXY box renumbered to keep its turning sense
+
+
+def _flip_rotated(boxes, format, canvas_size, vertical):
+    """[N, 5 or 8] rotated boxes mirrored left-right (or top-bottom): the angle turns to -r (180 - r); an XYWHR
+    box's first corner becomes the mirror of its neighbour along the width; XYXYXYXY corners swap in pairs."""
+    axis, extent = (1, canvas_size[0]) if vertical else (0, canvas_size[1])
+    if format == _XYXYXYXY:
+        mirrored = boxes.clone()
+        mirrored[:, axis::2] = (boxes[:, axis::2] - extent).neg()
+        return mirrored[:, _MIRRORED_CORNERS]
+    x, y, w, h, angle = boxes.unbind(-1)
+    if format == BoundingBoxFormat.XYWHR:
+        rad = _rotated.radians(angle)
+        along_x, along_y = w * rad.cos(), w * rad.sin()  # the first edge, from the first corner to the second
+        if vertical:
+            x, y = x + along_x, (y - along_y - extent).neg()
+        else:
+            x, y = (x + along_x - extent).neg(), y - along_y
+    elif vertical:
+        y = (y - extent).neg()
+    else:
+        x = (x - extent).neg()
+    angle = angle.neg() + 180 if vertical else angle.neg()
+    return engine.stack([x, y, w, h, angle], dim=-1)
+
+
 def horizontal_flip_bounding_boxes(bounding_boxes, format, canvas_size):
     """Boxes mirrored about the vertical centre line of the canvas (their edges swap sides)."""
     format, width = _format(format), canvas_size[1]
+    if tv_tensors.is_rotated_bounding_format(format):
+        boxes = bounding_boxes.reshape(-1, _box_length(format))
+        return _flip_rotated(boxes, format, canvas_size, vertical=False).reshape(bounding_boxes.shape)
     boxes = bounding_boxes.clone().reshape(-1, 4)
     if format == BoundingBoxFormat.XYXY:
         left = (boxes[:, 2] - width).neg()
@@ -164,6 +217,9 @@ def vertical_flip_keypoints(keypoints, canvas_size):
 def vertical_flip_bounding_boxes(bounding_boxes, format, canvas_size):
     """Boxes mirrored about the horizontal centre line of the canvas."""
     format, height = _format(format), canvas_size[0]
+    if tv_tensors.is_rotated_bounding_format(format):
+        boxes = bounding_boxes.reshape(-1, _box_length(format))
+        return _flip_rotated(boxes, format, canvas_size, vertical=True).reshape(bounding_boxes.shape)
     boxes = bounding_boxes.clone().reshape(-1, 4)
     if format == BoundingBoxFormat.XYXY:
         top = (boxes[:, 3] - height).neg()
@@ -289,14 +345,29 @@ def resize_keypoints(keypoints, size, canvas_size, max_size=None):
     return _scale(keypoints, ratios), (new_height, new_width)
 
 
+def _resize_rotated(bounding_boxes, format, ratios, canvas_size, clamping_mode):
+    """Rotated boxes scaled with the canvas: their corners scale, and the parallelogram they make (unless the
+    scale is uniform or the box axis-aligned) becomes a rectangle again, clamped to the new canvas."""
+    corners = _convert_bounding_box_format(bounding_boxes, format, _XYXYXYXY).reshape(-1, 8)
+    scaled = corners.mul(engine.tensor(ratios * 4, device=corners.device))
+    boxes = _clamp_bounding_boxes(_rotated.parallelogram_to_rectangle(scaled), _XYXYXYXY, canvas_size,
+                                  clamping_mode)
+    boxes = _convert_bounding_box_format(boxes, _XYXYXYXY, format)
+    return boxes.to(bounding_boxes.dtype).reshape(bounding_boxes.shape)
+
+
 def resize_bounding_boxes(bounding_boxes, canvas_size, size, max_size=None, format=BoundingBoxFormat.XYXY,
                           clamping_mode="soft"):
-    """Boxes scaled with the canvas (any axis-aligned format scales coordinate-wise); returns (boxes, canvas)."""
+    """Boxes scaled with the canvas (any axis-aligned format scales coordinate-wise; rotated boxes as
+    ``_resize_rotated``); returns (boxes, canvas)."""
     new_height, new_width = _compute_resized_output_size(canvas_size, size=size, max_size=max_size)
     if (new_height, new_width) == tuple(canvas_size):
         return bounding_boxes, canvas_size
-    ratios = [new_width / canvas_size[1], new_height / canvas_size[0]] * 2
-    return _scale(bounding_boxes, ratios), (new_height, new_width)
+    ratios, format = [new_width / canvas_size[1], new_height / canvas_size[0]], _format(format)
+    if tv_tensors.is_rotated_bounding_format(format):
+        return (_resize_rotated(bounding_boxes, format, ratios, (new_height, new_width), clamping_mode),
+                (new_height, new_width))
+    return _scale(bounding_boxes, ratios * 2), (new_height, new_width)
 
 
 @_register_kernel_internal(resize, tv_tensors.KeyPoints, tv_tensor_wrapper=False)
@@ -398,7 +469,7 @@ def pad_bounding_boxes(bounding_boxes, format, canvas_size, padding, padding_mod
     if padding_mode != "constant":
         raise ValueError(f"Padding mode '{padding_mode}' is not supported with bounding boxes")
     left, right, top, bottom = _parse_pad_padding(padding)
-    shift = [left, top, left, top] if _format(format) == BoundingBoxFormat.XYXY else [left, top, 0, 0]
+    shift = _box_shift(_format(format), left, top)
     canvas_size = (canvas_size[0] + top + bottom, canvas_size[1] + left + right)
     boxes = bounding_boxes + _offset(bounding_boxes, shift)
     return _clamp_bounding_boxes(boxes, format, canvas_size, clamping_mode), canvas_size
@@ -448,9 +519,12 @@ def crop_keypoints(keypoints, top, left, height, width):
 
 
 def crop_bounding_boxes(bounding_boxes, format, top, left, height, width, clamping_mode="soft"):
-    """Boxes in the window's coordinates, clamped to it; returns (boxes, (height, width))."""
-    shift = [left, top, left, top] if _format(format) == BoundingBoxFormat.XYXY else [left, top, 0, 0]
-    boxes = bounding_boxes - _offset(bounding_boxes, shift)
+    """Boxes in the window's coordinates, clamped to it; returns (boxes, (height, width)). XYXYXYXY boxes are
+    squared into rectangles first (torchvision does so for that format only)."""
+    format = _format(format)
+    boxes = bounding_boxes - _offset(bounding_boxes, _box_shift(format, left, top))
+    if format == _XYXYXYXY:
+        boxes = _rotated.parallelogram_to_rectangle(boxes)
     return _clamp_bounding_boxes(boxes, format, (height, width), clamping_mode), (height, width)
 
 

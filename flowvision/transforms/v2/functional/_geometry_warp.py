@@ -5,7 +5,9 @@ Images, videos and masks are resampled on v1's grids (bit for bit torch's) with 
 affine matrix (its floating-point order differs from v1's). Boxes and key points move with the same geometry:
 affine and rotate map box corners and points with the forward matrix, perspective with the inverted
 coefficients, elastic with the approximate inverse grid ``identity - displacement``; a box becomes the box
-enclosing its moved corners, clamped to the canvas as the boxes' ``clamping_mode`` says.
+enclosing its moved corners, clamped to the canvas as the boxes' ``clamping_mode`` says. A rotated box's corners
+move the same way and the parallelogram they make becomes a rectangle again; under elastic only a rotated box's
+centre moves (torchvision's approximation).
 """
 import math
 
@@ -17,8 +19,10 @@ from engine._device import array_module
 
 from .... import tv_tensors
 from ....tv_tensors import BoundingBoxFormat
+from ....tv_tensors._bounding_boxes import _format
 from ... import functional as F1
 from ...functional import InterpolationMode, pil_modes_mapping
+from . import _rotated
 from ._geometry import _check_interpolation
 from ._meta import _clamp_bounding_boxes, _convert_bounding_box_format
 from ._utils import _register_kernel_internal, dispatch
@@ -33,6 +37,7 @@ __all__ = [
 ]
 
 _XYXY = BoundingBoxFormat.XYXY
+_XYXYXYXY = BoundingBoxFormat.XYXYXYXY
 _CORNERS = [[0, 1], [2, 1], [2, 3], [0, 3]]  # (x, y) of a box's four corners, by their XYXY indices
 
 
@@ -141,6 +146,24 @@ def _enclosing_boxes(corners):
 
 def _box_corners(xyxy):
     return xyxy[:, _CORNERS].reshape(-1, 2)
+
+
+def _corner_format(format):
+    """The format whose numbers are the corners that move: XYXYXYXY for rotated boxes, XYXY otherwise."""
+    return _XYXYXYXY if tv_tensors.is_rotated_bounding_format(_format(format)) else _XYXY
+
+
+def _points_of(boxes, corner_format):
+    """[N * 4, 2] corners of [N, 4 or 8] boxes in ``corner_format``."""
+    return boxes.reshape(-1, 2) if corner_format == _XYXYXYXY else _box_corners(boxes)
+
+
+def _boxes_around(points, corner_format):
+    """Boxes from their moved corners [N * 4, 2]: the enclosing XYXY box, or for rotated boxes the rectangle the
+    moved parallelogram becomes."""
+    if corner_format == _XYXYXYXY:
+        return _rotated.parallelogram_to_rectangle(points.reshape(-1, 8))
+    return _enclosing_boxes(points)
 
 
 # ---- rotate ---------------------------------------------------------------------------------------------------
@@ -310,17 +333,18 @@ def _affine_bounding_boxes_with_expand(bounding_boxes, format, canvas_size, angl
     """(boxes enclosing the moved corners, clamped, in their format and dtype; the canvas size)."""
     if bounding_boxes.numel() == 0:
         return bounding_boxes, canvas_size
-    shape, dtype = bounding_boxes.shape, bounding_boxes.dtype
+    shape, dtype, corner_format = bounding_boxes.shape, bounding_boxes.dtype, _corner_format(format)
     boxes = bounding_boxes.clone() if bounding_boxes.is_floating_point() else bounding_boxes.float()
-    xyxy = _convert_bounding_box_format(boxes, format, _XYXY, inplace=True).reshape(-1, 4)
-    transposed, args = _forward_matrix(canvas_size, angle, translate, scale, shear, center, xyxy.dtype,
-                                       xyxy.device)
-    out = _enclosing_boxes(_matmul(_homogeneous(_box_corners(xyxy)), transposed))
+    corners = _convert_bounding_box_format(boxes, format, corner_format, inplace=True)
+    corners = corners.reshape(-1, 8 if corner_format == _XYXYXYXY else 4)
+    transposed, args = _forward_matrix(canvas_size, angle, translate, scale, shear, center, corners.dtype,
+                                       corners.device)
+    out = _boxes_around(_matmul(_homogeneous(_points_of(corners, corner_format)), transposed), corner_format)
     if expand:
         top_left, canvas_size = _expanded_canvas(canvas_size, transposed, args)
-        out = out - top_left.repeat(1, 2)
-    out = _clamp_bounding_boxes(out, format=_XYXY, canvas_size=canvas_size, clamping_mode=clamping_mode)
-    out = _convert_bounding_box_format(out, _XYXY, format, inplace=True).reshape(shape)
+        out = out - top_left.repeat(1, out.shape[-1] // 2)
+    out = _clamp_bounding_boxes(out, format=corner_format, canvas_size=canvas_size, clamping_mode=clamping_mode)
+    out = _convert_bounding_box_format(out, corner_format, format, inplace=True).reshape(shape)
     return out.to(dtype), canvas_size
 
 
@@ -458,12 +482,14 @@ def perspective_bounding_boxes(bounding_boxes, format, canvas_size, startpoints,
     if bounding_boxes.numel() == 0:
         return bounding_boxes
     coefficients = _perspective_coefficients(startpoints, endpoints, coefficients)
-    shape, dtype = bounding_boxes.shape, bounding_boxes.dtype
-    xyxy = _convert_bounding_box_format(bounding_boxes, format, _XYXY).reshape(-1, 4)
-    work = xyxy.dtype if xyxy.is_floating_point() else engine.float32
-    out = _enclosing_boxes(_perspective_points(_box_corners(xyxy), coefficients, work, "bounding boxes"))
-    out = _clamp_bounding_boxes(out, format=_XYXY, canvas_size=canvas_size, clamping_mode=clamping_mode)
-    return _convert_bounding_box_format(out, _XYXY, format, inplace=True).reshape(shape).to(dtype)
+    shape, dtype, corner_format = bounding_boxes.shape, bounding_boxes.dtype, _corner_format(format)
+    corners = _convert_bounding_box_format(bounding_boxes, format, corner_format)
+    corners = corners.reshape(-1, 8 if corner_format == _XYXYXYXY else 4)
+    work = corners.dtype if corners.is_floating_point() else engine.float32
+    moved = _perspective_points(_points_of(corners, corner_format), coefficients, work, "bounding boxes")
+    out = _clamp_bounding_boxes(_boxes_around(moved, corner_format), format=corner_format, canvas_size=canvas_size,
+                                clamping_mode=clamping_mode)
+    return _convert_bounding_box_format(out, corner_format, format, inplace=True).reshape(shape).to(dtype)
 
 
 @_register_kernel_internal(perspective, tv_tensors.BoundingBoxes, tv_tensor_wrapper=False)
@@ -568,6 +594,8 @@ def elastic_bounding_boxes(bounding_boxes, format, canvas_size, displacement, cl
     _check_displacement(displacement, canvas_size)
     if bounding_boxes.numel() == 0:
         return bounding_boxes
+    if tv_tensors.is_rotated_bounding_format(_format(format)):
+        return _elastic_rotated(bounding_boxes, format, canvas_size, displacement, clamping_mode)
     dtype = bounding_boxes.dtype if bounding_boxes.is_floating_point() else engine.float32
     xyxy = _convert_bounding_box_format(bounding_boxes.clone(), format, _XYXY).reshape(-1, 4)
     corners = _box_corners(xyxy)
@@ -576,6 +604,17 @@ def elastic_bounding_boxes(bounding_boxes, format, canvas_size, displacement, cl
     out = _enclosing_boxes(_elastic_points(corners, canvas_size, displacement, dtype)).to(xyxy.dtype)
     out = _clamp_bounding_boxes(out, format=_XYXY, canvas_size=canvas_size, clamping_mode=clamping_mode)
     return _convert_bounding_box_format(out, _XYXY, format).reshape(bounding_boxes.shape)
+
+
+def _elastic_rotated(bounding_boxes, format, canvas_size, displacement, clamping_mode):
+    """Rotated boxes whose centre moves with the elastic field (read at the centre rounded up), size and angle
+    kept, clamped."""
+    cxcywhr = _convert_bounding_box_format(bounding_boxes, format, BoundingBoxFormat.CXCYWHR).reshape(-1, 5)
+    centres = _elastic_points(cxcywhr[:, :2].ceil(), canvas_size, displacement, cxcywhr.dtype)
+    out = engine.cat([centres, cxcywhr[:, 2:]], dim=1)
+    out = _clamp_bounding_boxes(out, format=BoundingBoxFormat.CXCYWHR, canvas_size=canvas_size,
+                                clamping_mode=clamping_mode)
+    return _convert_bounding_box_format(out, BoundingBoxFormat.CXCYWHR, format).reshape(bounding_boxes.shape)
 
 
 @_register_kernel_internal(elastic, tv_tensors.BoundingBoxes, tv_tensor_wrapper=False)

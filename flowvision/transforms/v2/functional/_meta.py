@@ -7,6 +7,7 @@ from .... import tv_tensors
 from ....tv_tensors import BoundingBoxFormat
 from ....tv_tensors._bounding_boxes import _format
 from ... import functional as F1
+from . import _rotated
 from ._utils import _register_kernel_internal, dispatch, is_pure_tensor
 
 
@@ -163,10 +164,36 @@ def _xyxy_to_cxcywh(xyxy, inplace):
     return boxes
 
 
+_CXCYWHR, _XYXYXYXY = BoundingBoxFormat.CXCYWHR, BoundingBoxFormat.XYXYXYXY
+
+
+def _convert_rotated(bounding_boxes, old_format, new_format, inplace):
+    """Rotated boxes in another rotated format, through XYWHR (torchvision's path, which sets the rounding).
+    ``inplace`` writes the result into the input where the shape stays (XYWHR <-> CXCYWHR)."""
+    boxes = bounding_boxes
+    if old_format == _CXCYWHR:
+        boxes = _rotated.cxcywhr_to_xywhr(boxes)
+    elif old_format == _XYXYXYXY:
+        boxes = _rotated.xyxyxyxy_to_xywhr(boxes)
+    if new_format == _CXCYWHR:
+        boxes = _rotated.xywhr_to_cxcywhr(boxes)
+    elif new_format == _XYXYXYXY:
+        boxes = _rotated.xywhr_to_xyxyxyxy(boxes)
+    if inplace and boxes.shape == bounding_boxes.shape:
+        bounding_boxes[...] = boxes
+        return bounding_boxes
+    return boxes
+
+
 def _convert_bounding_box_format(bounding_boxes, old_format, new_format, inplace=False):
     old_format, new_format = _format(old_format), _format(new_format)
     if new_format == old_format:
         return bounding_boxes
+    rotated = tv_tensors.is_rotated_bounding_format(old_format)
+    if rotated != tv_tensors.is_rotated_bounding_format(new_format):
+        raise ValueError("Cannot convert between rotated and unrotated bounding boxes.")
+    if rotated:
+        return _convert_rotated(bounding_boxes, old_format, new_format, inplace)
     if old_format == BoundingBoxFormat.XYWH and new_format == BoundingBoxFormat.CXCYWH:
         return _xywh_to_cxcywh(bounding_boxes, inplace)
     if old_format == BoundingBoxFormat.CXCYWH and new_format == BoundingBoxFormat.XYWH:
@@ -198,11 +225,21 @@ def convert_bounding_box_format(inpt, old_format=None, new_format=None, inplace=
     raise TypeError(f"Input can either be a plain tensor or a bounding box tv_tensor, but got {type(inpt)} instead.")
 
 
+def _clamp_rotated_bounding_boxes(bounding_boxes, format, canvas_size, clamping_mode):
+    """Rotated boxes clamped to the canvas with their angle kept (see ``_rotated.clamp_rotated``)."""
+    corners = _convert_bounding_box_format(bounding_boxes, format, _XYXYXYXY).reshape(-1, 8)
+    clamped = _rotated.clamp_rotated(corners, canvas_size, clamping_mode)
+    return _convert_bounding_box_format(clamped, _XYXYXYXY, format).reshape(bounding_boxes.shape)
+
+
 def _clamp_bounding_boxes(bounding_boxes, format, canvas_size, clamping_mode="soft"):
-    """Boxes clamped to [0, width] x [0, height] (soft and hard clamp axis-aligned boxes alike); a copy as is for
-    ``clamping_mode=None``."""
+    """Boxes clamped to [0, width] x [0, height] (soft and hard clamp axis-aligned boxes alike; rotated boxes as
+    ``_clamp_rotated_bounding_boxes``); a copy as is for ``clamping_mode=None``."""
     if clamping_mode is None:
         return bounding_boxes.clone()
+    format = _format(format)
+    if tv_tensors.is_rotated_bounding_format(format):
+        return _clamp_rotated_bounding_boxes(bounding_boxes, format, canvas_size, clamping_mode)
     in_dtype = bounding_boxes.dtype
     boxes = bounding_boxes.clone() if bounding_boxes.is_floating_point() else bounding_boxes.float()
     xyxy = _convert_bounding_box_format(boxes, format, BoundingBoxFormat.XYXY, inplace=True)

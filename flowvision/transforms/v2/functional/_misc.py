@@ -141,14 +141,28 @@ def convert_image_dtype(image, dtype=engine.float32):
     return to_dtype_image(image, dtype=dtype, scale=True)
 
 
+def _rotated_sides(corners):
+    """(width, "height") of [N, 8] XYXYXYXY boxes as torchvision 0.29 measures them: the width is the first side's
+    length, the "height" the length of (y2 - y3, x3 - x4), which for a rectangle at angle r is |cos r| times its
+    diagonal, not its height (0 at 90 degrees). Kept so that the same boxes pass as in torchvision."""
+    first = (corners[:, 0] - corners[:, 2], corners[:, 1] - corners[:, 3])
+    second = (corners[:, 3] - corners[:, 5], corners[:, 4] - corners[:, 6])
+    return tuple((dx * dx + dy * dy).sqrt() for dx, dy in (first, second))
+
+
 def _sanitize_bounding_boxes_mask(boxes, format, canvas_size, min_size=1.0, min_area=1.0):
-    """Which boxes are at least ``min_size`` wide and high, ``min_area`` large, and inside the canvas."""
-    xyxy = _convert_bounding_box_format(boxes, old_format=format, new_format=BoundingBoxFormat.XYXY)
+    """Which boxes are at least ``min_size`` wide and high, ``min_area`` large, and inside the canvas (every
+    corner, for rotated boxes)."""
+    rotated = tv_tensors.is_rotated_bounding_format(format)
+    corner_format = BoundingBoxFormat.XYXYXYXY if rotated else BoundingBoxFormat.XYXY
+    corners = _convert_bounding_box_format(boxes, old_format=format, new_format=corner_format)
     height, width = canvas_size
-    widths, heights = xyxy[:, 2] - xyxy[:, 0], xyxy[:, 3] - xyxy[:, 1]
-    valid = (widths >= min_size) & (heights >= min_size) & (xyxy >= 0).all(dim=-1) & (widths * heights >= min_area)
-    valid &= (xyxy[:, 0] <= width) & (xyxy[:, 2] <= width)
-    valid &= (xyxy[:, 1] <= height) & (xyxy[:, 3] <= height)
+    if rotated:
+        widths, heights = _rotated_sides(corners)
+    else:
+        widths, heights = corners[:, 2] - corners[:, 0], corners[:, 3] - corners[:, 1]
+    valid = (widths >= min_size) & (heights >= min_size) & (corners >= 0).all(dim=-1) & (widths * heights >= min_area)
+    valid &= (corners[:, 0::2] <= width).all(dim=-1) & (corners[:, 1::2] <= height).all(dim=-1)
     return valid
 
 

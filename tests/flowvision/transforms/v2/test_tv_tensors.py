@@ -162,10 +162,15 @@ def m_zeros(module, *shape):
     return torch.zeros(*shape) if module is tv else engine.zeros(*shape)
 
 
-def test_rotated_box_formats_are_refused_in_one_line():
-    with pytest.raises(NotImplementedError, match="rotated bounding boxes"):
-        ours.BoundingBoxes(engine.zeros(1, 5), format="XYWHR", canvas_size=(2, 2))
+def test_rotated_box_formats_build_and_integer_ones_are_refused():
+    """Rotated formats build (test_rotated_boxes.py tests them in depth); integer rotated boxes raise as in
+    torchvision."""
+    boxes = ours.BoundingBoxes(engine.zeros(1, 5), format="XYWHR", canvas_size=(2, 2))
+    assert boxes.format is ours.BoundingBoxFormat.XYWHR and ours.is_rotated_bounding_format(boxes.format)
     assert ours.is_rotated_bounding_format("CXCYWHR") and not ours.is_rotated_bounding_format("XYXY")
+    for module, lib in ((tv, torch), (ours, engine)):
+        with pytest.raises(ValueError, match="floating point"):
+            module.BoundingBoxes(lib.zeros(1, 8, dtype=lib.int64), format="XYXYXYXY", canvas_size=(2, 2))
 
 
 def test_wrap_takes_metadata_from_like_or_overrides():
