@@ -119,14 +119,69 @@ _TO_XYXY = {"xyxy": lambda b: b, "xywh": _xywh_to_xyxy, "cxcywh": _cxcywh_to_xyx
 _FROM_XYXY = {"xyxy": lambda b: b, "xywh": _xyxy_to_xywh, "cxcywh": _xyxy_to_cxcywh}
 
 
+def _angle_terms(r):
+    """cos and sin of angles ``r`` in degrees (counter-clockwise)."""
+    radians = r * math.pi / 180.0
+    return radians.cos(), radians.sin()
+
+
+def _cxcywhr_to_xywhr(boxes):
+    cx, cy, w, h, r = boxes.unbind(-1)
+    cos, sin = _angle_terms(r)
+    return engine.stack([cx - w / 2 * cos - h / 2 * sin, cy - h / 2 * cos + w / 2 * sin, w, h, r], dim=-1)
+
+
+def _xywhr_to_cxcywhr(boxes):
+    x1, y1, w, h, r = boxes.unbind(-1)
+    cos, sin = _angle_terms(r)
+    return engine.stack([x1 + w / 2 * cos + h / 2 * sin, y1 - w / 2 * sin + h / 2 * cos, w, h, r], dim=-1)
+
+
+def _xywhr_to_xyxyxyxy(boxes):
+    """The corners in order: the first, along the width, opposite, along the height."""
+    x1, y1, w, h, r = boxes.unbind(-1)
+    cos, sin = _angle_terms(r)
+    x2, y2 = x1 + w * cos, y1 - w * sin
+    return engine.stack([x1, y1, x2, y2, x2 + h * sin, y2 + h * cos, x1 + h * sin, y1 + h * cos], dim=-1)
+
+
+def _xyxyxyxy_to_xywhr(boxes):
+    x1, y1, x2, y2, x3, y3, _, _ = boxes.unbind(-1)
+    r = engine.atan2(y1 - y2, x2 - x1) * 180 / math.pi
+    w = ((x2 - x1) ** 2 + (y1 - y2) ** 2).sqrt()
+    h = ((x3 - x2) ** 2 + (y3 - y2) ** 2).sqrt()
+    return engine.stack([x1, y1, w, h, r], dim=-1)
+
+
+# rotated conversions, each pair through xywhr (torchvision's ops; transforms.v2 has its own, with other rounding)
+_ROTATED_STEPS = {("cxcywhr", "xywhr"): [_cxcywhr_to_xywhr], ("xywhr", "cxcywhr"): [_xywhr_to_cxcywhr],
+                  ("xywhr", "xyxyxyxy"): [_xywhr_to_xyxyxyxy], ("xyxyxyxy", "xywhr"): [_xyxyxyxy_to_xywhr],
+                  ("cxcywhr", "xyxyxyxy"): [_cxcywhr_to_xywhr, _xywhr_to_xyxyxyxy],
+                  ("xyxyxyxy", "cxcywhr"): [_xyxyxyxy_to_xywhr, _xywhr_to_cxcywhr]}
+
+
+def _rotated_convert(boxes, steps):
+    """The conversion ``steps`` in floating point; integer boxes are rounded back after each, as torchvision's."""
+    for step in steps:
+        dtype = boxes.dtype
+        boxes = step(boxes if dtype.is_floating_point else boxes.to(engine.get_default_dtype()))
+        if not dtype.is_floating_point:
+            boxes = boxes.round().to(dtype)
+    return boxes
+
+
 def box_convert(boxes, in_fmt, out_fmt):
-    """Convert between 'xyxy', 'xywh' and 'cxcywh' (through xyxy)."""
+    """Convert Tensor[..., K] boxes between 'xyxy', 'xywh' and 'cxcywh' (through xyxy), or between the rotated
+    'xywhr', 'cxcywhr' and 'xyxyxyxy' (angles in degrees, counter-clockwise; through xywhr). A rotated format and
+    an axis-aligned one do not convert into each other, as in torchvision."""
     if in_fmt not in _AXIS_ALIGNED + _ROTATED or out_fmt not in _AXIS_ALIGNED + _ROTATED:
         raise ValueError(f"Unsupported Bounding Box Conversions for given in_fmt {in_fmt} and out_fmt {out_fmt}")
     if in_fmt == out_fmt:
         return boxes.clone()
+    if (in_fmt, out_fmt) in _ROTATED_STEPS:
+        return _rotated_convert(boxes, _ROTATED_STEPS[in_fmt, out_fmt])
     if in_fmt in _ROTATED or out_fmt in _ROTATED:
-        raise NotImplementedError(f"box_convert from {in_fmt} to {out_fmt}: rotated box formats are not supported")
+        raise NotImplementedError(f"Unsupported Bounding Box Conversions for given in_fmt {in_fmt} and out_fmt {out_fmt}")
     return _FROM_XYXY[out_fmt](_TO_XYXY[in_fmt](boxes))
 
 
