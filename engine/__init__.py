@@ -7,12 +7,14 @@ import sys as _sys
 
 from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, promote_types, set_default_dtype, uint8, uint16, uint32, uint64)
-from ._device import device
+from ._device import device, get_default_device, set_default_device
 from ._layout import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: F401
                       preserve_format, sparse_coo, strided)
 from .tensor import Size, Tensor, is_tensor
 from .random import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                       set_grad_enabled)
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from .ops import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
 from . import amp, autograd, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
@@ -22,6 +24,7 @@ from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dty
 from . import accelerator  # noqa: F401  (after cuda, which it wraps)
 from . import multiprocessing  # noqa: F401  (after nn: registers how tensors cross processes)
 from . import distributed, onnx  # noqa: F401  (reachable after ``import engine``, as torch's)
+from . import distributions  # noqa: F401  (as torch.distributions; its classes load on first use)
 from . import compiler  # noqa: F401  (after nn: compiled modules are nn.Graphs)
 from ._dtype import qint8, qint32, quint8  # noqa: F401
 from .quantized_tensor import (dequantize, per_channel_affine, per_channel_symmetric, per_tensor_affine,  # noqa: F401

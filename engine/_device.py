@@ -14,7 +14,7 @@ _INSTALL_HINT = ("pip install 'flowvision[gpu]' (CuPy for CUDA 13; 'flowvision[c
 class device:
     """A device such as ``device("cpu")`` or ``device("cuda", 0)``."""
 
-    __slots__ = ("type", "index", "_context")
+    __slots__ = ("type", "index", "_context", "_prev_default")
 
     def __init__(self, type, index=None):
         if isinstance(type, device):
@@ -49,13 +49,17 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __enter__(self):
-        """``with engine.device("cuda:1"):`` makes that GPU the current one inside."""
+        """``with engine.device("cuda:1"):`` makes this the default device of the factories inside (as torch's),
+        and for a GPU makes it the current one."""
         if self.type == "cuda":
             self._context = cupy().cuda.Device(self.index or 0)
             self._context.__enter__()
+        self._prev_default = _Default.device
+        _Default.device = self
         return self
 
     def __exit__(self, *exc):
+        _Default.device = self._prev_default
         if self._context is not None:
             self._context.__exit__(*exc)
             self._context = None
@@ -63,6 +67,33 @@ class device:
 
 
 CPU = device("cpu")
+
+
+class _Default:
+    """The device factories use when they are given none (``set_default_device``); None: the CPU."""
+
+    device = None
+
+
+def set_default_device(dev):
+    """Make ``dev`` the device of tensors and parameters made without one (None: back to the CPU)."""
+    _Default.device = None if dev is None else device(dev)
+
+
+def get_default_device():
+    """The default device, with the current GPU's index where it was set as plain ``cuda`` (as torch's)."""
+    dev = _Default.device
+    if dev is None:
+        return CPU
+    if dev.type == "cuda" and dev.index is None:
+        return device("cuda", cupy().cuda.Device().id)
+    return dev
+
+
+def factory_device(dev):
+    """The device a factory puts its result on: ``dev``, else the default device where one was set, else None
+    (the factory's own choice: the CPU, or where its data already is)."""
+    return dev if dev is not None else _Default.device
 
 
 def cupy_module():

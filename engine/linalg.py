@@ -1,4 +1,4 @@
-"""``engine.linalg``: PyTorch's ``torch.linalg`` namespace (norms, inv, det, solve)."""
+"""``engine.linalg``: PyTorch's ``torch.linalg`` namespace (norms, inv, det, solve, LU)."""
 import math
 
 import numpy as np
@@ -6,6 +6,7 @@ import numpy as np
 from ._dtype import to_dtype
 from .ops.elementwise import abs as _abs
 from .ops.linalg import det, inverse, matmul, solve
+from .ops.lu import linalg_lu as lu, lu_factor, lu_factor_ex, lu_solve
 from .ops.reduction import amax, amin, vector_norm
 from .tensor import _wrap_dim
 
@@ -46,4 +47,5 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
-__all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "solve", "matmul"]
+__all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "solve", "matmul", "lu", "lu_factor", "lu_factor_ex",
+           "lu_solve"]

@@ -217,8 +217,8 @@ class Tensor:
         return False
 
     def is_inference(self):
-        """False: ``inference_mode`` works like ``no_grad`` here and makes ordinary tensors."""
-        return False
+        """Whether the tensor was made in ``inference_mode`` (marked by ``autograd.grad_mode``)."""
+        return getattr(self, "_inference", False)
 
     def is_signed(self):
         return self._data.dtype.kind == "i" or _dtype.is_floating(self._data.dtype)
@@ -290,7 +290,7 @@ class Tensor:
     def __bool__(self):
         tracing.check_value_read(self, "bool()")
         if self._data.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()).item())
 
     def __float__(self):

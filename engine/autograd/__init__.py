@@ -1,6 +1,8 @@
-"""Reverse-mode automatic differentiation: ``Function``, ``backward``, ``grad`` and grad modes."""
+"""Reverse-mode automatic differentiation: ``Function``, ``backward``, ``grad``, grad modes and anomaly detection."""
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .function import Function, FunctionCtx
-from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+                        set_grad_enabled)
 from .graph import run_backward
 
 
@@ -74,4 +76,4 @@ def array_module_zeros(t):
 
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled"]
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly"]

@@ -7,7 +7,7 @@ The backward engine reduces broadcast gradients and casts them to each input's d
 op's backward may return gradients in the broadcast shape.
 """
 from .. import _device, _dtype
-from . import bfloat16, grad_mode, tracing
+from . import anomaly_mode, bfloat16, grad_mode, tracing
 
 
 class Function:
@@ -62,6 +62,8 @@ class Function:
             isinstance(t, Tensor) and t.requires_grad for t in inputs)
         if self.inplace:
             _check_inplace(inputs[0], record)
+        if grad_mode._State.inference_made:
+            _check_inference_inputs(self, inputs, record)
         if record:
             self.needs_input_grad = tuple(isinstance(t, Tensor) and t.requires_grad for t in inputs)
             self.next_edges = tuple(_edge(t) if need else None
@@ -84,6 +86,8 @@ class Function:
             if self.is_view and isinstance(inputs[0], Tensor):
                 results[0]._version = inputs[0]._version
                 results[0]._base = inputs[0]._base if inputs[0]._base is not None else inputs[0]
+        if grad_mode._State.inference:
+            _mark_inference(self, inputs, results)
         if record:
             self.output_meta = tuple((o.shape, o.dtype) for o in outs)
             for i, r in enumerate(results):
@@ -93,6 +97,8 @@ class Function:
                     r._output_index = i
             self._saved_versions = _versions(inputs if self.uses_inputs else (),
                                              results if self.uses_output else ())
+            if anomaly_mode._State.enabled:
+                self._anomaly_stack = anomaly_mode.forward_stack()
         if tracer is not None:
             tracer.record(type(self), state, inputs, results)
         return results[0] if single else tuple(results)
@@ -145,6 +151,23 @@ def _edge(tensor):
     if acc is None:
         acc = tensor._accumulator = AccumulateGrad(tensor)
     return acc, 0
+
+
+def _check_inference_inputs(fn, inputs, record):
+    """torch's errors for inference tensors used outside inference mode: written in place, or saved for a
+    backward."""
+    if fn.inplace:
+        grad_mode.check_inplace(inputs[0])
+    if record and fn.uses_inputs:
+        grad_mode.check_saved(inputs)
+
+
+def _mark_inference(fn, inputs, results):
+    """Mark what ``fn`` made in inference mode as inference tensors: not the tensor an in-place op wrote into,
+    nor a view of an ordinary tensor."""
+    keeps_first = fn.inplace or (fn.is_view and not inputs[0].is_inference())
+    for r in results[1:] if keeps_first else results:
+        grad_mode.mark_inference(r)
 
 
 def _check_inplace(target, record):

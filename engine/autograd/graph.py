@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import backends
 from .._device import array_module
-from . import bfloat16
+from . import anomaly_mode, bfloat16
 from .function import AccumulateGrad, Function
 
 _KEEP = frozenset(("next_edges", "input_meta", "output_meta", "needs_input_grad", "hooks",
@@ -215,11 +215,15 @@ def _backward_node(node, slots, retain_graph, captures):
     grads = [s if s is not None else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
     try:
         grads_in = bfloat16.backward(node, grads)
+        if not isinstance(grads_in, tuple):
+            grads_in = (grads_in,)
+        if anomaly_mode._State.enabled and anomaly_mode._State.check_nan:
+            anomaly_mode.check_nan(node, grads_in)
     except Exception as error:
+        if anomaly_mode._State.enabled:
+            anomaly_mode.warn_failed(node)
         error.add_note(_BACKWARD_NOTE + node.name())
         raise
-    if not isinstance(grads_in, tuple):
-        grads_in = (grads_in,)
     if len(grads_in) < n_inputs:
         grads_in = grads_in + (None,) * (n_inputs - len(grads_in))
     if not retain_graph:

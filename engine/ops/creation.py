@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype, _layout, backends
 from .. import random as _random
 from .._rng import continuous, discrete
-from .._device import device_of, move, xp_for
+from .._device import device_of, factory_device, move, xp_for
 from ..autograd import grad_mode, tracing
 from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method, to_array
@@ -21,7 +21,7 @@ def _finish(arr, dtype=None, device=None, requires_grad=False):
         arr = arr.astype(_dtype.to_dtype(dtype).np, copy=False)
     if device is not None:
         arr = move(arr, device)
-    t = _new(arr)
+    t = grad_mode.mark_inference(_new(arr))
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -34,7 +34,7 @@ def _float(dtype):
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (dtype inferred as PyTorch does)."""
-    arr = to_array(data, dtype, device)
+    arr = to_array(data, dtype, factory_device(device))
     if isinstance(data, Tensor) or isinstance(data, np.ndarray):
         arr = arr.copy()
     return _finish(arr, requires_grad=requires_grad)
@@ -42,9 +42,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
 
 def as_tensor(data, dtype=None, device=None):
     """Like ``tensor`` but shares memory with numpy arrays and tensors when it can."""
+    device = factory_device(device)
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype) if (dtype or device) else data
-    return _new(to_array(data, dtype, device))
+    return grad_mode.mark_inference(_new(to_array(data, dtype, device)))
 
 
 def from_numpy(ndarray):
@@ -56,7 +57,7 @@ def from_numpy(ndarray):
 
 def _filled(fill, size, dtype, device, requires_grad, default=None):
     d = _dtype.to_dtype(dtype) if dtype is not None else (default or _dtype.get_default_dtype())
-    xp = xp_for(device or "cpu")
+    xp = xp_for(factory_device(device) or "cpu")
     shape = shape_arg(size)
     arr = xp.empty(shape, d.np) if fill is None else xp.full(shape, fill, d.np)
     return _finish(arr, requires_grad=requires_grad)
@@ -129,7 +130,7 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
-    xp = xp_for(device or "cpu")
+    xp = xp_for(factory_device(device) or "cpu")
     return _finish(xp.eye(n, m, dtype=_float(dtype).np), requires_grad=requires_grad)
 
 
@@ -182,13 +183,15 @@ def _sampled(fill, device_sample, shape, d, device, requires_grad, generator, li
     """A new ``d`` tensor of ``shape`` filled by ``fill(generator, array)`` on the host, or by
     ``device_sample(state, shape, dtype)`` on a GPU. ``like``: a host array whose layout (and so
     fill order) the result takes, as torch's ``*_like`` functions do."""
+    device = factory_device(device)
     if tracing.active is not None:
         array = np.empty(shape, d.np) if like is None else np.empty_like(like, d.np)
         result = _traced_fill(_finish(array, device=device), fill, device_sample, generator)
         return result.requires_grad_(requires_grad) if requires_grad else result
     state = _random.device_rng(device, generator)
     if state is not None:
-        return _new(device_sample(state, shape, _drawn_as(d.np)).astype(d.np, copy=False), requires_grad)
+        array = device_sample(state, shape, _drawn_as(d.np)).astype(d.np, copy=False)
+        return grad_mode.mark_inference(_new(array, requires_grad))
     array = np.empty(shape, d.np) if like is None else np.empty_like(like, d.np)
     return _finish(_host_fill(fill, array, generator), device=device, requires_grad=requires_grad)
 
@@ -279,7 +282,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         if size is None:
             raise TypeError("normal() received an invalid combination of arguments: numbers for mean and "
                             "std need a size")
-        result = empty(shape_arg((size,)), dtype=dtype, device=device)
+        # torch's default device passes normal by (its DeviceContext leaves normal out)
+        result = empty(shape_arg((size,)), dtype=dtype, device=device or "cpu")
         return result.normal_(mean, std, generator=generator).requires_grad_(requires_grad)
     if tracing.active is not None:  # an op of the graph, drawn anew in each replay
         fn = _Normal()

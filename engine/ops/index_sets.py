@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype
-from .._device import move
+from .._device import factory_device, move
 from ..tensor import Tensor, _new, register_method
 from ._common import xp_of
 from .indexing import index_select, meshgrid
@@ -32,7 +32,7 @@ def _triangle_indices(row, col, offset, upper, dtype, device):
     rows, cols = np.indices((row, col))
     keep = cols - rows >= offset if upper else cols - rows <= offset
     out = np.stack([rows[keep], cols[keep]]).astype(_dtype.to_dtype(dtype or _dtype.int64).np)
-    return _new(move(out, device or "cpu"))
+    return _new(move(out, factory_device(device) or "cpu"))
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):

@@ -6,14 +6,14 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from .._device import xp_for
+from .._device import factory_device, xp_for
 from ..tensor import Tensor, _new
 
 
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, requires_grad=False):
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     value = s.item() if isinstance(s, Tensor) else s
-    return _new(xp_for(device or "cpu").asarray(value, dtype=d.np), requires_grad)
+    return _new(xp_for(factory_device(device) or "cpu").asarray(value, dtype=d.np), requires_grad)
 
 
 def range(start, end, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
@@ -33,7 +33,7 @@ def range(start, end, step=1, *, dtype=None, layout=None, device=None, requires_
     n = int(math.floor((end - start) / step)) + 1
     values = start + np.arange(n, dtype=np.float64) * step if d.is_floating_point else \
         start + np.arange(n, dtype=np.int64) * int(step)
-    return _new(xp_for(device or "cpu").asarray(values.astype(d.np)), requires_grad)
+    return _new(xp_for(factory_device(device) or "cpu").asarray(values.astype(d.np)), requires_grad)
 
 
 __all__ = ["scalar_tensor", "range"]

@@ -6,6 +6,7 @@
   the engine's differentiable ``solve`` on that triangle, so its gradient reaches only the triangle it reads;
 - ``cholesky_solve`` and ``cholesky_inverse``: solves with L L^T for a Cholesky factor L, read from its triangle,
   with PyTorch's gradient (that of the product with the whole factor);
+- ``lu``, ``lu_solve`` and ``lu_unpack`` (``lu.py``; the first two deprecated, with PyTorch's warnings);
 - ``matrix_exp`` (scipy's ``expm``; its gradient is the top-right block of the exponential of
   [[A^T, G], [0, A^T]]) and ``pinverse`` (numpy's ``pinv``; the gradient of the pseudo-inverse of a matrix of
   full rank).
@@ -19,6 +20,7 @@ from ..autograd.function import Function
 from ..tensor import register_method
 from ._common import xp_of
 from .linalg import _check_square, _t, solve
+from .lu import legacy_lu_solve as lu_solve, lu, lu_unpack
 from .reduction import return_type
 
 
@@ -241,8 +243,9 @@ def svd(input, some=True, compute_uv=True):
     return return_type("svd", ("U", "S", "V"))(u, s, v)
 
 
-for _fn in (slogdet, logdet, triangular_solve, cholesky_solve, cholesky_inverse, matrix_exp, pinverse, svd):
+for _fn in (slogdet, logdet, triangular_solve, cholesky_solve, cholesky_inverse, matrix_exp, pinverse, svd, lu):
     register_method(_fn)
+register_method(lu_solve, "lu_solve")
 
 __all__ = ["slogdet", "logdet", "triangular_solve", "cholesky_solve", "cholesky_inverse", "matrix_exp", "pinverse",
-           "svd"]
+           "svd", "lu", "lu_solve", "lu_unpack"]

@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 
 from .. import _dtype, backends
-from .._device import xp_for
+from .._device import factory_device, xp_for
 from .._rng.rounding import _two_product, _two_sum
 from ..tensor import Tensor
 from .creation import _finish, _float
@@ -88,7 +88,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         d = _dtype.get_default_dtype() if any(isinstance(v, float) for v in values) else _dtype.int64
     else:
         d = _dtype.to_dtype(dtype)
-    xp = xp_for(device or "cpu")
+    xp = xp_for(factory_device(device) or "cpu")
     start, end, step = values
     n = max(int(np.ceil((end - start) / step)), 0)
     with np.errstate(all="ignore"):  # infinities and NaN come out as torch's, quietly
@@ -164,7 +164,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     (``_linspace``); one step is ``start`` in the dtype."""
     d = _float(dtype)
     start, end, steps = _range_args("linspace", d, start, end, steps)
-    xp = xp_for(device or "cpu")
+    xp = xp_for(factory_device(device) or "cpu")
     with np.errstate(all="ignore"):  # infinities and NaN come out as torch's, quietly
         if steps < 2:
             arr = xp.asarray([_to_dtype_scalar(start, d.np)][:steps], d.np)
@@ -197,7 +197,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     bfloat16 and are truncated for integers."""
     d = _float(dtype)
     start, end, steps = _range_args("logspace", d, start, end, steps)
-    xp = xp_for(device or "cpu")
+    xp = xp_for(factory_device(device) or "cpu")
     base = float(base)
     with np.errstate(all="ignore"):  # infinities and NaN come out as torch's, quietly
         if steps < 2:

@@ -3,7 +3,7 @@
 import numpy as np
 
 from .. import _dtype
-from .._device import move
+from .._device import factory_device, move
 from ..tensor import _new
 
 
@@ -20,7 +20,7 @@ def _window(name, length, periodic, dtype, device, requires_grad, shape):
     else:
         points = length + 1 if periodic else length
         values = shape(np.arange(length, dtype=np.float64), points)
-    return _new(move(values.astype(dt.np), device or "cpu"), requires_grad)
+    return _new(move(values.astype(dt.np), factory_device(device) or "cpu"), requires_grad)
 
 
 def _cosines(*coefficients):
