@@ -31,6 +31,7 @@ from .coco_masks import segmentation_to_mask
 from .folder import DatasetFolder, ImageFolder
 from .gtsrb import GTSRB
 from .imagenet import ImageNet
+from .imagenette import Imagenette
 from .kitti import Kitti
 from .mnist import MNIST, FashionMNIST
 from .oxford_iiit_pet import OxfordIIITPet
@@ -148,7 +149,7 @@ def _dict_of_lists(dicts):
 
 
 @_register(CIFAR10, CIFAR100, MNIST, FashionMNIST, GTSRB, Caltech256, ImageNet, DatasetFolder, ImageFolder,
-           CocoCaptions)
+           CocoCaptions, Imagenette)
 def _identity_factory(dataset, target_keys):
     return lambda index, sample: sample
 
