@@ -1,0 +1,82 @@
+"""Helpers shared by the distributions (``torch.distributions.utils``): broadcasting parameters to one shape,
+the conversions between probabilities and logits, and ``lazy_property`` (a parameter derived on first use)."""
+import numbers
+
+import engine
+
+
+def broadcast_all(*values):
+    """The arguments (tensors or numbers) as tensors of one broadcast shape; numbers take the tensors' dtype."""
+    if not all(isinstance(v, (engine.Tensor, numbers.Number)) for v in values):
+        raise ValueError("Input arguments must all be instances of numbers.Number or engine.Tensor.")
+    tensors = [v for v in values if isinstance(v, engine.Tensor)]
+    if not tensors:
+        dtype = engine.get_default_dtype()
+        return tuple(engine.tensor(float(v), dtype=dtype) for v in values)
+    like = tensors[0]
+    values = [v if isinstance(v, engine.Tensor) else engine.tensor(v, dtype=like.dtype, device=like.device)
+              for v in values]
+    return tuple(engine.broadcast_tensors(*values))
+
+
+def _sum_rightmost(value, dim):
+    """``value`` summed over its ``dim`` rightmost dims."""
+    return value if dim == 0 else value.reshape(value.shape[:-dim] + (-1,)).sum(-1)
+
+
+def clamp_probs(probs):
+    """Probabilities kept inside (0, 1) by the dtype's epsilon, so their logs stay finite."""
+    eps = engine.finfo(probs.dtype).eps
+    return probs.clamp(min=eps, max=1 - eps)
+
+
+def logits_to_probs(logits, is_binary=False):
+    """Sigmoid of the logits (binary) or softmax over the last dim."""
+    return engine.sigmoid(logits) if is_binary else engine.softmax(logits, dim=-1)
+
+
+def probs_to_logits(probs, is_binary=False):
+    """The logits of (clamped) probabilities: log-odds (binary) or log-probabilities."""
+    clamped = clamp_probs(probs)
+    return engine.log(clamped) - engine.log1p(-clamped) if is_binary else engine.log(clamped)
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The lower triangle (below diagonal ``diag``) of a batch of square matrices, row by row, as vectors."""
+    n = mat.shape[-1]
+    rows, cols = zip(*[(i, j) for i in range(n) for j in range(n) if j - i <= diag])
+    return mat[..., list(rows), list(cols)]
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """The inverse of ``tril_matrix_to_vec``: vectors laid into lower-triangular square matrices."""
+    m = vec.shape[-1]
+    n = round((-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2)
+    rows, cols = zip(*[(i, j) for i in range(n) for j in range(n) if j - i <= diag])
+    flat_index = engine.tensor([i * n + j for i, j in zip(rows, cols)], device=vec.device)
+    flat = vec.new_zeros(vec.shape[:-1] + (n * n,))
+    flat = flat.scatter(-1, flat_index.expand(vec.shape[:-1] + (m,)), vec)
+    return flat.reshape(vec.shape[:-1] + (n, n))
+
+
+class lazy_property:
+    """A property computed once, on first access, and stored on the instance (a parameter derived from another)."""
+
+    def __init__(self, wrapped):
+        self.wrapped = wrapped
+        self.__doc__ = wrapped.__doc__
+
+    def __get__(self, instance, obj_type=None):
+        if instance is None:
+            return _lazy_property_and_property(self.wrapped)
+        with engine.enable_grad():
+            value = self.wrapped(instance)
+        setattr(instance, self.wrapped.__name__, value)
+        return value
+
+
+class _lazy_property_and_property(lazy_property, property):
+    """Seen on the class, a lazy_property is also a property (so introspection finds it)."""
+
+    def __init__(self, wrapped):
+        property.__init__(self, wrapped)
