@@ -76,9 +76,7 @@ class Bernoulli(ExponentialFamily):
     def sample(self, sample_shape=engine.Size()):
         shape = self._extended_shape(sample_shape)
         with engine.no_grad():
-            # contiguous: torch draws into a fresh contiguous tensor; engine.bernoulli on a stride-0 (expanded)
-            # input visits the elements in another order (a bug outside this package)
-            return engine.bernoulli(self.probs.expand(shape).contiguous())
+            return engine.bernoulli(self.probs.expand(shape))
 
     def log_prob(self, value):
         if self._validate_args:

@@ -368,7 +368,7 @@ def _bernoulli_array(probs, p, generator):
     if state is not None:
         return (state.random_sample(probs.shape, dtype=np.float64) < (probs if p is None else p)).astype(probs.dtype)
     host = move(probs, "cpu")
-    out = np.empty_like(host)
+    out = np.empty(host.shape, host.dtype)  # torch's bernoulli draws into a contiguous result, whatever the input's layout
     g = _random.generator_or_default(generator)
     if p is None:
         discrete.bernoulli_tensor_(g, out, host)

@@ -213,6 +213,12 @@ def test_bernoulli_forms():
     assert_same(*both(lambda m: m.bernoulli(m.from_numpy(p), 0.25)))
     assert_same(*both(lambda m: m.zeros(7, 9).bernoulli_(m.from_numpy(p))))
     assert_same(*both(lambda m: m.zeros(9, 7).t().bernoulli_(m.from_numpy(p[:1]))))
+    # torch.bernoulli draws into a contiguous result whatever the input's layout: expanded, channels-last, strided
+    assert_same(*both(lambda m: m.bernoulli(m.from_numpy(p[:1]).expand(5, 9))))
+    assert_same(*both(lambda m: m.bernoulli(m.from_numpy(p[:, :1]).expand(7, 4))))
+    x = np.random.default_rng(1).random((2, 3, 4, 5)).astype(np.float32)
+    assert_same(*both(lambda m: m.bernoulli(m.from_numpy(x).contiguous(memory_format=m.channels_last))))
+    assert_same(*both(lambda m: m.bernoulli(m.from_numpy(x)[:, :, ::2].transpose(1, 3))))
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
