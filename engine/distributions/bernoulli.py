@@ -6,7 +6,7 @@ import engine.nn.functional as F
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryProbsLogits, broadcast_all
 
 __all__ = ["Bernoulli"]
 
@@ -18,7 +18,7 @@ def _one_of(probs, logits):
     return probs if probs is not None else logits
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(BinaryProbsLogits, ExponentialFamily):
     """1 with probability ``probs`` (or sigmoid(``logits``)), else 0."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -60,14 +60,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

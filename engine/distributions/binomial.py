@@ -5,7 +5,7 @@ import engine
 from . import constraints
 from .bernoulli import _one_of
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryProbsLogits, broadcast_all
 
 __all__ = ["Binomial"]
 
@@ -15,7 +15,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(BinaryProbsLogits, Distribution):
     """P(k) = C(n, k) p^k (1 - p)^(n - k)."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
@@ -55,14 +55,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

@@ -8,12 +8,12 @@ import engine.nn.functional as F
 from . import constraints
 from .bernoulli import _one_of
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryProbsLogits, broadcast_all
 
 __all__ = ["Geometric"]
 
 
-class Geometric(Distribution):
+class Geometric(BinaryProbsLogits, Distribution):
     """P(k) = (1 - p)^k p for k = 0, 1, 2, ..."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -49,14 +49,6 @@ class Geometric(Distribution):
     @property
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     def sample(self, sample_shape=engine.Size()):
         shape = self._extended_shape(sample_shape)

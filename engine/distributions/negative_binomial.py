@@ -8,12 +8,12 @@ from . import constraints
 from .bernoulli import _one_of
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryProbsLogits, broadcast_all, lazy_property
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(BinaryProbsLogits, Distribution):
     """P(k) = C(k + r - 1, k) p^k (1 - p)^r, r = ``total_count`` (a positive real)."""
 
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
@@ -49,14 +49,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self):
         return self.mean / engine.sigmoid(-self.logits)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

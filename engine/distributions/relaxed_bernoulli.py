@@ -10,12 +10,12 @@ from .bernoulli import _one_of
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import BinaryProbsLogits, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(BinaryProbsLogits, Distribution):
     """The logit of a RelaxedBernoulli draw (a real number)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -39,14 +39,6 @@ class LogitRelaxedBernoulli(Distribution):
         new.temperature = self.temperature
         new._param = getattr(new, names[-1])
         return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):

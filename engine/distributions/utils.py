@@ -80,3 +80,16 @@ class _lazy_property_and_property(lazy_property, property):
 
     def __init__(self, wrapped):
         property.__init__(self, wrapped)
+
+
+class BinaryProbsLogits:
+    """``probs`` and ``logits`` of a distribution with two outcomes per trial, each derived from the other (whichever
+    was given) on first use."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
