@@ -15,6 +15,7 @@ import struct
 import zlib
 
 import numpy as np
+from PIL import Image
 
 __all__ = ["read_png_array"]
 
@@ -74,6 +75,11 @@ def _samples(raw, height, width, channels, depth):
     return raw.reshape(height, width * channels * 2).view(">u2").astype(np.uint16).reshape(height, width, channels)
 
 
+def _pass_size(height, width, row0, col0, row_step, col_step):
+    """Rows and columns of one (Adam7) pass over the image."""
+    return -(-(height - row0) // row_step), -(-(width - col0) // col_step)
+
+
 def read_png_array(path):
     """The samples of the PNG at ``path`` as a (height, width, channels) uint8 or uint16 array, as stored.
 
@@ -98,15 +104,20 @@ def read_png_array(path):
                          "(grey, grey+alpha, RGB or RGBA of 8 or 16 bits are)")
     channels = _CHANNELS[colour]
     bpp = channels * depth // 8
-    try:
-        stream = np.frombuffer(zlib.decompress(b"".join(idat)), np.uint8)
+    limit = Image.MAX_IMAGE_PIXELS
+    if limit is not None and width * height > 2 * limit:
+        raise ValueError(f"{path}: a {width}x{height} PNG exceeds Pillow's decompression-bomb limit "
+                         f"({2 * limit} pixels)")
+    passes = _ADAM7 if interlace else [(0, 0, 1, 1)]
+    expected = sum(h * (1 + w * bpp) for h, w in (_pass_size(height, width, *p) for p in passes) if h > 0 and w > 0)
+    try:  # no more than the image needs: a small file cannot inflate into gigabytes
+        stream = np.frombuffer(zlib.decompressobj().decompress(b"".join(idat), expected), np.uint8)
     except zlib.error as e:
         raise ValueError(f"{path}: corrupt PNG image data ({e})") from None
-    passes = _ADAM7 if interlace else [(0, 0, 1, 1)]
     image = np.zeros((height, width, channels), np.uint8 if depth == 8 else np.uint16)
     pos = 0
     for row0, col0, row_step, col_step in passes:
-        h, w = -(-(height - row0) // row_step), -(-(width - col0) // col_step)
+        h, w = _pass_size(height, width, row0, col0, row_step, col_step)
         if h <= 0 or w <= 0:
             continue  # an empty pass has no scanlines at all
         size = h * (1 + w * bpp)

@@ -144,6 +144,19 @@ def test_png_reader_errors(tmp_path):
         read_kitti_flow_png(grey)
 
 
+def test_png_reader_inflates_no_more_than_the_image_needs(tmp_path):
+    """A 16x16 grey PNG whose image data inflates to 64 MB (from 64 KB) reads its 272 bytes; a header of more
+    pixels than Pillow's decompression-bomb limit is refused before anything is inflated."""
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(_png(16, 16, 8, 0, bytes(1 << 26)))
+    assert bomb.stat().st_size < 1 << 17
+    np.testing.assert_array_equal(read_png_array(bomb), np.zeros((16, 16, 1), np.uint8))
+    huge = tmp_path / "huge.png"
+    huge.write_bytes(_png(1 << 16, 1 << 16, 8, 0, bytes(16)))
+    with pytest.raises(ValueError, match="huge.png: a 65536x65536 PNG exceeds Pillow's decompression-bomb limit"):
+        read_png_array(huge)
+
+
 def test_flo_and_pfm_readers_and_their_errors(tmp_path):
     rng = np.random.default_rng(0)
     flow = rng.standard_normal((2, 5, 7)).astype(np.float32)
