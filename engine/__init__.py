@@ -40,6 +40,8 @@ from .compiler import compile  # noqa: F401
 from .backends.determinism import (are_deterministic_algorithms_enabled,  # noqa: F401
                                   is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
 from .backends.float32_precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401
+from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401
+from ._repr import set_printoptions  # noqa: F401
 
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
@@ -76,3 +78,19 @@ def get_num_threads():
 def set_num_threads(n):
     from .utils.threads import set_num_threads as _set
     _set(n)
+
+
+_warn_always = [False]  # torch.set_warn_always's switch
+
+
+def set_warn_always(b):
+    """Whether warnings torch gives once per process are given every time (kept for code that sets and reads it;
+    the engine's warnings follow Python's ``warnings`` filters)."""
+    if not isinstance(b, type(True)):  # ``bool`` is the dtype here
+        raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {type(b).__name__}")
+    _warn_always[0] = b
+
+
+def is_warn_always_enabled():
+    """``set_warn_always``'s current setting."""
+    return _warn_always[0]

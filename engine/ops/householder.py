@@ -1,0 +1,86 @@
+"""Householder QR in LAPACK's compact form: ``geqrf`` (R above the diagonal, the reflectors' vectors below, their
+scales ``tau``), ``orgqr`` (their product Q, also ``linalg.householder_product``) and ``ormqr`` (Q or Q^T times a
+matrix without forming Q), as torch's. ``orgqr`` and ``ormqr`` apply the reflectors ``I - tau v v^T`` one by one
+with engine ops, so they are differentiable in input, tau and other; ``geqrf`` is not (as in torch). Real dtypes."""
+from .creation import eye
+from ..tensor import _new, register_method
+from .reduction import return_type
+from ._common import xp_of
+
+
+def geqrf(input, *, out=None):
+    """(a, tau): ``input``'s QR by Householder reflections as LAPACK's geqrf stores it (batched over leading
+    dimensions)."""
+    if input.dim() < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"geqrf_{input.device.type}\" not implemented for '{input.dtype.title}'")
+    x = input._data
+    xp = xp_of(x)
+    packed, tau = xp.linalg.qr(x, mode="raw")  # LAPACK's column-major a, as its transpose
+    return return_type("geqrf", ("a", "tau"))(_new(xp.ascontiguousarray(xp.swapaxes(packed, -1, -2))),
+                                                _new(xp.ascontiguousarray(tau)))
+
+
+def _reflectors(input, count):
+    """The first ``count`` Householder vectors: input's columns below the diagonal under an implicit 1."""
+    m = input.shape[-2]
+    return input[..., :count].tril(-1) + eye(m, count, dtype=input.dtype, device=input.device)
+
+
+def _reflect(c, v, tau, i, from_left):
+    """``H_i c`` (``from_left``) or ``c H_i``, with ``H_i = I - tau_i v_i v_i^T``."""
+    vi, ti = v[..., i:i + 1], tau[..., i:i + 1].unsqueeze(-1)
+    if from_left:
+        return c - (ti * vi) @ (vi.transpose(-1, -2) @ c)
+    return c - ((c @ vi) * ti) @ vi.transpose(-1, -2)
+
+
+def _check_householder(input, tau):
+    if input.dim() < 2:
+        raise RuntimeError("torch.linalg.householder_product: input must have at least 2 dimensions.")
+    if input.shape[-2] < input.shape[-1]:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater than or equal to "
+                           "input.shape[-1]")
+    if input.shape[-1] < tau.shape[-1]:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
+                           "tau.shape[-1]")
+    if tau.dtype is not input.dtype:
+        raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype.title} does not match input "
+                           f"dtype {input.dtype.title}")
+
+
+def orgqr(input, tau):
+    """The first ``input.shape[-1]`` columns of Q = H_1 H_2 ... H_k (k = tau.shape[-1]) from geqrf's output."""
+    _check_householder(input, tau)
+    m, n, k = input.shape[-2], input.shape[-1], tau.shape[-1]
+    v = _reflectors(input, k)
+    q = eye(m, n, dtype=input.dtype, device=input.device).expand(*input.shape)
+    for i in reversed(range(k)):
+        q = _reflect(q, v, tau, i, True)
+    return q
+
+
+def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
+    """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, op(Q) = Q or Q^T (``transpose``), for geqrf's Q of
+    ``input`` and ``tau``."""
+    if input.dim() < 2 or other.dim() < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    side = -2 if left else -1
+    if other.shape[side] != input.shape[-2]:
+        raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2]")
+    k = tau.shape[-1]
+    if k != min(other.shape[side], input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1])")
+    v = _reflectors(input, k)
+    # Q = H_1 ... H_k: Q c applies H_k first, Q^T c applies H_1 first; c Q applies H_1 first, c Q^T H_k first
+    order = range(k) if left == transpose else reversed(range(k))
+    for i in order:
+        other = _reflect(other, v, tau, i, left)
+    return other
+
+
+for _fn in (geqrf, orgqr, ormqr):
+    register_method(_fn)
+
+__all__ = ["geqrf", "orgqr", "ormqr"]

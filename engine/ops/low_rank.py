@@ -1,0 +1,89 @@
+"""Randomized low-rank factorizations (Halko, Martinsson and Tropp 2009): ``svd_lowrank`` and ``pca_lowrank``, as
+torch's: the same Gaussian test matrix from the global generator (the engine draws torch's numbers), power
+iterations with QR re-orthogonalization, then an exact SVD of the small projected matrix. Engine ops throughout,
+so they are differentiable (through QR and SVD) as torch's. Dense real matrices."""
+from .. import _dtype
+from ..autograd.function import Function
+from ._common import xp_of
+from .creation import randn
+from .legacy_linalg import svd
+from .linalg import _t
+
+
+class _ReducedQ(Function):
+    """Q of the reduced QR of a (..., m, k) matrix with m >= k, as LAPACK (numpy, torch) signs it. The gradient is
+    that of Q alone (R's is zero): with M = -gQ^T Q, gA = (gQ + Q sym(M)) R^-T, where sym(M) mirrors M's lower
+    triangle into its upper (the identity behind TensorFlow's and torch's QR backward for tall matrices)."""
+
+    def forward(self, a):
+        if a.shape[-2] < a.shape[-1]:
+            raise RuntimeError(f"low-rank basis: expected a tall matrix, got shape {list(a.shape)} (q larger than a "
+                               "dimension of A)")
+        self.q, self.r = xp_of(a).linalg.qr(a)
+        return self.q.astype(a.dtype, copy=False)
+
+    def backward(self, g_q):
+        xp = xp_of(g_q)
+        m = -(_t(g_q) @ self.q)
+        sym = xp.tril(m) + _t(xp.tril(m, -1))
+        rhs = g_q + self.q @ sym
+        return (_t(xp.linalg.solve(self.r, _t(rhs))),)
+
+
+def _floating(dtype):
+    return dtype if dtype.is_floating_point else _dtype.float32
+
+
+def _approximate_basis(a, q, niter, m_matrix):
+    """An orthonormal (..., m, q) basis whose span approximates ``a - m_matrix``'s range."""
+    def centered(x_of):
+        return x_of(a) if m_matrix is None else x_of(a) - x_of(m_matrix)
+
+    r = randn(a.shape[-1], q, dtype=_floating(a.dtype), device=a.device)
+    basis = _ReducedQ()(centered(lambda t: t @ r))
+    for _ in range(niter):
+        basis = _ReducedQ()(centered(lambda t: t.mT @ basis))
+        basis = _ReducedQ()(centered(lambda t: t @ basis))
+    return basis
+
+
+def _svd_lowrank(a, q, niter, m_matrix):
+    q = 6 if q is None else q
+    niter = 2 if niter is None else niter
+    rows, cols = a.shape[-2:]
+    if m_matrix is not None:
+        m_matrix = m_matrix.broadcast_to(a.shape)
+    if rows < cols:
+        a = a.mT
+        m_matrix = None if m_matrix is None else m_matrix.mT
+    basis = _approximate_basis(a, q, niter, m_matrix)
+    projected = basis.mT @ a
+    if m_matrix is not None:
+        projected = projected - basis.mT @ m_matrix
+    u, s, v = svd(projected)
+    u = basis @ u
+    return (v, s, u) if rows < cols else (u, s, v)
+
+
+def svd_lowrank(A, q=6, niter=2, M=None):
+    """(U, S, V) with ``A - M ~ U diag(S) V^T`` of rank ``q`` (``M`` broadcast to A; ``niter`` power iterations
+    sharpen the basis for slowly decaying spectra)."""
+    return _svd_lowrank(A, q, niter, M)
+
+
+def pca_lowrank(A, q=None, center=True, niter=2):
+    """(U, S, V): ``svd_lowrank`` of ``A`` with each column's mean subtracted (``center``); V's columns are the
+    principal directions. ``q`` defaults to min(6, m, n)."""
+    rows, cols = A.shape[-2:]
+    if q is None:
+        q = min(6, rows, cols)
+    elif not 0 <= q <= min(rows, cols):
+        raise ValueError(f"q(={q}) must be non-negative integer and not greater than min(m, n)={min(rows, cols)}")
+    if not niter >= 0:
+        raise ValueError(f"niter(={niter}) must be non-negative integer")
+    if not center:
+        return _svd_lowrank(A, q, niter, None)
+    return _svd_lowrank(A - A.mean(dim=(-2,), keepdim=True), q, niter, None)
+
+
+__all__ = ["pca_lowrank", "svd_lowrank"]
