@@ -303,6 +303,7 @@ def test_stated_size_is_checked(server, tmp_path, monkeypatch):
     assert [r[1] for r in server.requests] == [None, "bytes=3000-"]
 
 
+@pytest.mark.slow  # waits out 1.5 s of deadlines per case
 @pytest.mark.parametrize("block, delay", [(1, 0.2), (500, 5.0)], ids=["trickle", "stall"])
 def test_deadline(server, tmp_path, monkeypatch, block, delay):
     server.files["f.bin"] = b"x" * 1000

@@ -24,7 +24,7 @@ def _random_lifetimes(rng, n, equal_sizes=False):
 
 
 @pytest.mark.parametrize("search", [False, True])
-@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("seed", [0] + [pytest.param(s, marks=pytest.mark.slow) for s in range(1, 5)])  # 0.9 s each
 def test_packed_buffers_alive_together_never_share_bytes(cuda, seed, search, monkeypatch):
     if search:  # the random tries too, whatever the waste
         monkeypatch.setattr(_arena(), "SEARCH_WASTE", -1)

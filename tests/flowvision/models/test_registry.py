@@ -106,6 +106,7 @@ print(len(loaded()), callable(resnet50d), Deit_Small_Patch16_224_Weights.DEFAULT
 """
 
 
+@pytest.mark.slow  # a fresh interpreter importing flowvision and every family module (1.5 s)
 def test_timm_families_load_on_first_use():
     """``import flowvision.models`` lists timm's models without importing their modules; building one, or reaching
     its entrypoint, imports its module alone (documented as at start-up); a star import gives every entrypoint and
