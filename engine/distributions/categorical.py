@@ -6,7 +6,7 @@ from .bernoulli import _one_of
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits
 
-__all__ = ["Categorical"]
+__all__ = ["Categorical", "OverCategorical"]
 
 
 class Categorical(Distribution):
@@ -93,3 +93,37 @@ class Categorical(Distribution):
         values = engine.arange(self._num_events, dtype=engine.int64, device=self._param.device)
         values = values.reshape((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+
+class OverCategorical:
+    """Base of the distributions built on a ``Categorical`` over the last dimension (one-hot draws, multinomial counts,
+    relaxed draws): its batch shape, the categories as the event, and its probs, logits and parameter shape."""
+
+    def _set_categorical(self, categorical, validate_args):
+        self._categorical = categorical
+        Distribution.__init__(self, categorical.batch_shape, categorical.param_shape[-1:], validate_args=validate_args)
+
+    def _expand_categorical(self, cls, batch_shape, _instance, kept=()):
+        """``expand``'s instance of ``cls``: the categorical expanded, the attributes named in ``kept`` shared."""
+        new = self._get_checked_instance(cls, _instance)
+        for name in kept:
+            setattr(new, name, getattr(self, name))
+        new._set_categorical(self._categorical.expand(engine.Size(batch_shape)), validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def _param(self):
+        return self._categorical._param
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape

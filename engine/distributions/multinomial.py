@@ -6,14 +6,14 @@ import engine
 
 from . import constraints
 from .binomial import Binomial
-from .categorical import Categorical
+from .categorical import Categorical, OverCategorical
 from .distribution import Distribution
 from .utils import broadcast_all
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Distribution):
+class Multinomial(OverCategorical, Distribution):
     """P(x) = n! / ∏ x_i! ∏ p_i^x_i for counts x summing to n = ``total_count``."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -22,19 +22,11 @@ class Multinomial(Distribution):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
+        self._set_categorical(Categorical(probs=probs, logits=logits), validate_args)
         self._binomial = Binomial(total_count=total_count, probs=self.probs)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = engine.Size(batch_shape)
-        new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_categorical(Multinomial, batch_shape, _instance, kept=("total_count",))
 
     @property
     def mean(self):
@@ -47,18 +39,6 @@ class Multinomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=engine.Size()):
         sample_shape = engine.Size(sample_shape)

@@ -4,13 +4,13 @@ import engine
 import engine.nn.functional as F
 
 from . import constraints
-from .categorical import Categorical
+from .categorical import Categorical, OverCategorical
 from .distribution import Distribution
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(OverCategorical, Distribution):
     """A one-hot vector over the last dim of ``probs`` or ``logits``."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -18,29 +18,10 @@ class OneHotCategorical(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
+        self._set_categorical(Categorical(probs, logits), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = engine.Size(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        super(OneHotCategorical, new).__init__(batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def _param(self):
-        return self._categorical._param
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
+        return self._expand_categorical(OneHotCategorical, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -54,10 +35,6 @@ class OneHotCategorical(Distribution):
     @property
     def variance(self):
         return self._categorical.probs * (1 - self._categorical.probs)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=engine.Size()):
         indices = self._categorical.sample(engine.Size(sample_shape))

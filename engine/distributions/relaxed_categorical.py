@@ -4,7 +4,7 @@
 import engine
 
 from . import constraints
-from .categorical import Categorical
+from .categorical import Categorical, OverCategorical
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
@@ -13,7 +13,7 @@ from .utils import broadcast_all, clamp_probs
 __all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(OverCategorical, Distribution):
     """The log of a RelaxedOneHotCategorical draw."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -21,31 +21,11 @@ class ExpRelaxedCategorical(Distribution):
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
         self.temperature = temperature
-        super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
-                         validate_args=validate_args)
+        self._set_categorical(Categorical(probs, logits), validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
-        batch_shape = engine.Size(batch_shape)
-        new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
+        return self._expand_categorical(ExpRelaxedCategorical, batch_shape, _instance, kept=("temperature",))
 
     def rsample(self, sample_shape=engine.Size()):
         shape = self._extended_shape(sample_shape)
