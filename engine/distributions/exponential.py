@@ -1,11 +1,10 @@
 """``Exponential(rate)``, sampled as torch samples it (``exponential_`` draws divided by the rate)."""
-import numbers
 
 import engine
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
+from .utils import broadcast_params
 
 __all__ = ["Exponential"]
 
@@ -19,9 +18,8 @@ class Exponential(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        super().__init__(engine.Size() if isinstance(rate, numbers.Number) else self.rate.shape,
-                         validate_args=validate_args)
+        (self.rate,), batch_shape = broadcast_params(rate)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Exponential, batch_shape, _instance, ("rate",))

@@ -1,13 +1,12 @@
 """``FisherSnedecor(df1, df2)``: the F law, a ratio of two Gamma draws (torch's construction; draws follow the
 Gamma's, the same distribution as torch's, not its numbers)."""
-import numbers
 
 import engine
 
 from . import constraints
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import broadcast_all
+from .utils import broadcast_params
 
 __all__ = ["FisherSnedecor"]
 
@@ -20,11 +19,10 @@ class FisherSnedecor(Distribution):
     has_rsample = True
 
     def __init__(self, df1, df2, validate_args=None):
-        self.df1, self.df2 = broadcast_all(df1, df2)
+        (self.df1, self.df2), batch_shape = broadcast_params(df1, df2)
         self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
         self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
-        scalar = isinstance(df1, numbers.Number) and isinstance(df2, numbers.Number)
-        super().__init__(engine.Size() if scalar else self.df1.shape, validate_args=validate_args)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expand_params(FisherSnedecor, batch_shape, _instance, ("df1", "df2"))

@@ -1,13 +1,12 @@
 """``Gamma(concentration, rate)``: draws from the engine's stream (torch's distribution, not its numbers) with
 torch's implicit reparameterisation gradient in the concentration."""
-import numbers
 
 import engine
 
 from . import constraints
 from ._gamma_sampling import standard_gamma
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
+from .utils import broadcast_params
 
 __all__ = ["Gamma"]
 
@@ -21,9 +20,8 @@ class Gamma(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, concentration, rate, validate_args=None):
-        self.concentration, self.rate = broadcast_all(concentration, rate)
-        scalar = isinstance(concentration, numbers.Number) and isinstance(rate, numbers.Number)
-        super().__init__(engine.Size() if scalar else self.concentration.shape, validate_args=validate_args)
+        (self.concentration, self.rate), batch_shape = broadcast_params(concentration, rate)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Gamma, batch_shape, _instance, ("concentration", "rate"))

@@ -7,7 +7,7 @@ import engine
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import broadcast_params
 
 __all__ = ["GeneralizedPareto"]
 
@@ -19,9 +19,8 @@ class GeneralizedPareto(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, concentration, validate_args=None):
-        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
-        scalar = all(not isinstance(v, engine.Tensor) for v in (loc, scale, concentration))
-        super().__init__(engine.Size() if scalar else self.loc.shape, validate_args=validate_args)
+        (self.loc, self.scale, self.concentration), batch_shape = broadcast_params(loc, scale, concentration)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(GeneralizedPareto, batch_shape, _instance, ("loc", "scale", "concentration"))

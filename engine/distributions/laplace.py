@@ -1,12 +1,11 @@
 """``Laplace(loc, scale)``: the double exponential, sampled as torch samples it (``uniform_(eps - 1, 1)`` draws
 through the inverse CDF)."""
-import numbers
 
 import engine
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import broadcast_params
 
 __all__ = ["Laplace"]
 
@@ -19,9 +18,8 @@ class Laplace(Distribution):
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        scalar = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
-        super().__init__(engine.Size() if scalar else self.loc.shape, validate_args=validate_args)
+        (self.loc, self.scale), batch_shape = broadcast_params(loc, scale)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Laplace, batch_shape, _instance, ("loc", "scale"))

@@ -1,12 +1,11 @@
 """``Normal(loc, scale)``: the Gaussian, sampled as torch samples it (``normal_`` draws, then loc + eps * scale)."""
 import math
-import numbers
 
 import engine
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
+from .utils import broadcast_params
 
 __all__ = ["Normal"]
 
@@ -20,17 +19,11 @@ class Normal(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        scalar = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
-        super().__init__(engine.Size() if scalar else self.loc.shape, validate_args=validate_args)
+        (self.loc, self.scale), batch_shape = broadcast_params(loc, scale)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Normal, _instance)
-        batch_shape = engine.Size(batch_shape)
-        new.loc, new.scale = self.loc.expand(batch_shape), self.scale.expand(batch_shape)
-        super(Normal, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Normal, batch_shape, _instance, ("loc", "scale"))
 
     @property
     def mean(self):

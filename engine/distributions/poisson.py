@@ -1,11 +1,10 @@
 """``Poisson(rate)``: counts, sampled with ``engine.poisson`` (the same distribution as torch's, not its draws)."""
-import numbers
 
 import engine
 
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
+from .utils import broadcast_all, broadcast_params
 
 __all__ = ["Poisson"]
 
@@ -17,9 +16,8 @@ class Poisson(ExponentialFamily):
     support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
-        (self.rate,) = broadcast_all(rate)
-        super().__init__(engine.Size() if isinstance(rate, numbers.Number) else self.rate.shape,
-                         validate_args=validate_args)
+        (self.rate,), batch_shape = broadcast_params(rate)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Poisson, batch_shape, _instance, ("rate",))

@@ -1,11 +1,10 @@
 """``Uniform(low, high)``: uniform on [low, high), sampled as torch samples it (``rand`` draws, scaled)."""
-import numbers
 
 import engine
 
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import broadcast_params
 
 __all__ = ["Uniform"]
 
@@ -20,17 +19,11 @@ class Uniform(Distribution):
         return {"low": constraints.less_than(self.high), "high": constraints.greater_than(self.low)}
 
     def __init__(self, low, high, validate_args=None):
-        self.low, self.high = broadcast_all(low, high)
-        scalar = isinstance(low, numbers.Number) and isinstance(high, numbers.Number)
-        super().__init__(engine.Size() if scalar else self.low.shape, validate_args=validate_args)
+        (self.low, self.high), batch_shape = broadcast_params(low, high)
+        super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Uniform, _instance)
-        batch_shape = engine.Size(batch_shape)
-        new.low, new.high = self.low.expand(batch_shape), self.high.expand(batch_shape)
-        super(Uniform, new).__init__(batch_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._expand_params(Uniform, batch_shape, _instance, ("low", "high"))
 
     @property
     def mean(self):

@@ -5,6 +5,14 @@ import numbers
 import engine
 
 
+def broadcast_params(*values):
+    """``broadcast_all``'s tensors and the batch shape they give a distribution: () when every value is a number,
+    as torch's, else the tensors' broadcast shape."""
+    tensors = broadcast_all(*values)
+    scalar = all(isinstance(v, numbers.Number) for v in values)
+    return tensors, engine.Size() if scalar else tensors[0].shape
+
+
 def broadcast_all(*values):
     """The arguments (tensors or numbers) as tensors of one broadcast shape; numbers take the tensors' dtype."""
     if not all(isinstance(v, (engine.Tensor, numbers.Number)) for v in values):
