@@ -5,7 +5,7 @@ import engine
 from . import constraints
 from .bernoulli import _one_of
 from .distribution import Distribution
-from .utils import BinaryProbsLogits, broadcast_all
+from .utils import CountedTrials
 
 __all__ = ["Binomial"]
 
@@ -15,7 +15,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(BinaryProbsLogits, Distribution):
+class Binomial(CountedTrials, Distribution):
     """P(k) = C(n, k) p^k (1 - p)^(n - k)."""
 
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
@@ -24,21 +24,11 @@ class Binomial(BinaryProbsLogits, Distribution):
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         _one_of(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-            self._param = self.probs
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-            self._param = self.logits
+        self._set_trials(total_count, probs, logits)
         super().__init__(self._param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        names = ["total_count"] + [name for name in ("probs", "logits") if name in self.__dict__]
-        new = self._expand_params(Binomial, batch_shape, _instance, names)
-        new._param = getattr(new, names[-1])
-        return new
+        return self._expand_trials(Binomial, batch_shape, _instance)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):

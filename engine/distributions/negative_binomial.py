@@ -8,12 +8,12 @@ from . import constraints
 from .bernoulli import _one_of
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import BinaryProbsLogits, broadcast_all, lazy_property
+from .utils import CountedTrials, lazy_property
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(BinaryProbsLogits, Distribution):
+class NegativeBinomial(CountedTrials, Distribution):
     """P(k) = C(k + r - 1, k) p^k (1 - p)^r, r = ``total_count`` (a positive real)."""
 
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
@@ -22,21 +22,11 @@ class NegativeBinomial(BinaryProbsLogits, Distribution):
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
         _one_of(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-            self._param = self.probs
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-            self._param = self.logits
+        self._set_trials(total_count, probs, logits)
         super().__init__(self._param.shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        names = ["total_count"] + [name for name in ("probs", "logits") if name in self.__dict__]
-        new = self._expand_params(NegativeBinomial, batch_shape, _instance, names)
-        new._param = getattr(new, names[-1])
-        return new
+        return self._expand_trials(NegativeBinomial, batch_shape, _instance)
 
     @property
     def mean(self):

@@ -101,3 +101,21 @@ class BinaryProbsLogits:
     @lazy_property
     def probs(self):
         return logits_to_probs(self.logits, is_binary=True)
+
+
+class CountedTrials(BinaryProbsLogits):
+    """``total_count`` trials with success ``probs`` or ``logits`` (Binomial, NegativeBinomial): the count and the
+    parameter given broadcast together, the count in the parameter's dtype."""
+
+    def _set_trials(self, total_count, probs, logits):
+        name, value = ("probs", probs) if probs is not None else ("logits", logits)
+        count, param = broadcast_all(total_count, value)
+        self.total_count = count.type_as(param)
+        setattr(self, name, param)
+        self._param = param
+
+    def _expand_trials(self, cls, batch_shape, _instance):
+        names = ["total_count"] + [name for name in ("probs", "logits") if name in self.__dict__]
+        new = self._expand_params(cls, batch_shape, _instance, names)
+        new._param = getattr(new, names[-1])
+        return new
