@@ -1,5 +1,5 @@
 """Shared fixtures of the dataset tests: random images written in real formats, and a deep comparison of our
-items with torchvision's (PIL images as arrays, tensors and tv_tensors by type, metadata and values)."""
+items with torchvision's (PIL images as arrays, numpy arrays, tensors and tv_tensors by type, metadata and values)."""
 import json
 
 import numpy as np
@@ -34,6 +34,11 @@ def assert_same(ours, ref, where="item"):
         assert _tensor_meta(ours) == _tensor_meta(ref), f"{where}: {_tensor_meta(ours)} vs {_tensor_meta(ref)}"
         assert str(ours.dtype).split(".")[-1] == str(ref.dtype).split(".")[-1], f"{where}: {ours.dtype} vs {ref.dtype}"
         np.testing.assert_array_equal(ours.numpy(), ref.numpy(), err_msg=where)
+    elif isinstance(ref, np.ndarray):  # flow and disparity maps, as torchvision returns them
+        assert isinstance(ours, np.ndarray), f"{where}: {type(ours)} is not an array"
+        assert (ours.dtype, ours.shape) == (ref.dtype, ref.shape), f"{where}: {ours.dtype}{ours.shape} vs " \
+                                                                   f"{ref.dtype}{ref.shape}"
+        np.testing.assert_array_equal(ours, ref, err_msg=where)
     elif isinstance(ref, dict):
         assert isinstance(ours, dict) and sorted(ours) == sorted(ref), f"{where}: keys {sorted(ours)} vs {sorted(ref)}"
         for key in ref:

@@ -76,27 +76,12 @@ def _kitti_flow_png(path, rng, h, w):
     path.write_bytes(encode_png(samples, kinds=(4, 3, 1, 2, 0)))
 
 
-def _check_same(ours, ref, same, where="item"):
-    """``same`` extended to numpy arrays: equal type, dtype, shape and values."""
-    if isinstance(ref, np.ndarray):
-        assert isinstance(ours, np.ndarray), f"{where}: {type(ours)} is not an array"
-        assert (ours.dtype, ours.shape) == (ref.dtype, ref.shape), f"{where}: {ours.dtype}{ours.shape} vs " \
-                                                                   f"{ref.dtype}{ref.shape}"
-        np.testing.assert_array_equal(ours, ref, err_msg=where)
-    elif isinstance(ref, (tuple, list)):
-        assert type(ours) is type(ref) and len(ours) == len(ref), f"{where}: {ours!r} vs {ref!r}"
-        for i, (a, b) in enumerate(zip(ours, ref)):
-            _check_same(a, b, same, f"{where}[{i}]")
-    else:
-        same(ours, ref, where)
-
-
 @pytest.fixture
 def compare(same):
     def check(ours, ref):
         assert len(ours) == len(ref) > 0
         for i in range(len(ref)):
-            _check_same(ours[i], ref[i], same, f"item {i}")
+            same(ours[i], ref[i], f"item {i}")
     return check
 
 
@@ -292,7 +277,7 @@ def test_transforms_loader_and_repeat(sintel_root, compare, same):
     assert len(ours[0]) == 4 and ours[0][0] == "frame_0001.png"
     repeated = 3 * ours
     assert isinstance(repeated, ConcatDataset) and len(repeated) == 3 * len(ours)
-    _check_same(repeated[len(ours) + 1], ours[1], same)
+    same(repeated[len(ours) + 1], ours[1])
 
 
 def test_dataset_errors(tmp_path):

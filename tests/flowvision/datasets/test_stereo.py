@@ -36,21 +36,6 @@ def _images(write_image, paths, seed):
         write_image(path, _H, _W, seed + i, mode="L" if i % 3 == 2 else "RGBA" if i % 4 == 3 else "RGB")
 
 
-def _check_same(ours, ref, same, where="item"):
-    """``same`` extended to numpy arrays: equal type, dtype, shape and values."""
-    if isinstance(ref, np.ndarray):
-        assert isinstance(ours, np.ndarray), f"{where}: {type(ours)} is not an array"
-        assert (ours.dtype, ours.shape) == (ref.dtype, ref.shape), f"{where}: {ours.dtype}{ours.shape} vs " \
-                                                                   f"{ref.dtype}{ref.shape}"
-        np.testing.assert_array_equal(ours, ref, err_msg=where)
-    elif isinstance(ref, (tuple, list)):
-        assert type(ours) is type(ref) and len(ours) == len(ref), f"{where}: {ours!r} vs {ref!r}"
-        for i, (a, b) in enumerate(zip(ours, ref)):
-            _check_same(a, b, same, f"{where}[{i}]")
-    else:
-        same(ours, ref, where)
-
-
 @pytest.fixture
 def compare(same):
     def check(ours, ref, seed_each=False):
@@ -61,7 +46,7 @@ def compare(same):
             mine = ours[i]
             if seed_each:
                 random.seed(i)
-            _check_same(mine, ref[i], same, f"item {i}")
+            same(mine, ref[i], f"item {i}")
     return check
 
 
