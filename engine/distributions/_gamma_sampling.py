@@ -13,6 +13,7 @@ import numpy as np
 from engine import random as _random
 from engine._device import device_of, move
 from engine.autograd.function import Function
+from engine.ops.special import scipy_special
 
 #: relative step of the central difference in α: the truncation error (~h²) and the rounding error of the CDF
 #: (~1e-16 / h) balance near it. Largest relative error against mpmath's exact derivative, Gamma on α in
@@ -20,21 +21,13 @@ from engine.autograd.function import Function
 _STEP = 1e-5
 
 
-def _scipy_special():
-    try:
-        import scipy.special as special
-    except ImportError:
-        raise RuntimeError("Gamma, Beta and Dirichlet gradients need scipy (pip install scipy)") from None
-    return special
-
-
 def standard_gamma_grad(x, alpha):
     """dx/dα of a Gamma(α, 1) draw x, as float64 numpy arrays."""
-    special = _scipy_special()
+    gammainc = scipy_special(np, "gammainc")
     h = _STEP * np.maximum(alpha, 1.0)
     h = np.minimum(h, 0.5 * alpha)
-    dcdf = (special.gammainc(alpha + h, x) - special.gammainc(alpha - h, x)) / (2 * h)
-    log_pdf = (alpha - 1) * np.log(x) - x - special.gammaln(alpha)
+    dcdf = (gammainc(alpha + h, x) - gammainc(alpha - h, x)) / (2 * h)
+    log_pdf = (alpha - 1) * np.log(x) - x - scipy_special(np, "gammaln")(alpha)
     return -dcdf / np.exp(log_pdf)
 
 
@@ -42,11 +35,11 @@ def dirichlet_grad(x, alpha, total):
     """torch's ``_dirichlet_grad``: for a Dirichlet coordinate x ~ Beta(α, total - α), dx/dα with the other
     concentrations (so total - α) held fixed, divided by 1 - x (the Dirichlet backward multiplies it back in its
     projection onto the simplex); float64 numpy arrays."""
-    special = _scipy_special()
+    betainc = scipy_special(np, "betainc")
     beta = total - alpha
     h = np.minimum(_STEP * np.maximum(alpha, 1.0), 0.5 * alpha)
-    dcdf = (special.betainc(alpha + h, beta, x) - special.betainc(alpha - h, beta, x)) / (2 * h)
-    log_pdf = (alpha - 1) * np.log(x) + (beta - 1) * np.log1p(-x) - special.betaln(alpha, beta)
+    dcdf = (betainc(alpha + h, beta, x) - betainc(alpha - h, beta, x)) / (2 * h)
+    log_pdf = (alpha - 1) * np.log(x) + (beta - 1) * np.log1p(-x) - scipy_special(np, "betaln")(alpha, beta)
     return -dcdf / np.exp(log_pdf) / (1 - x)
 
 
