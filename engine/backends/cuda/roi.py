@@ -9,7 +9,8 @@ import cupy
 from .source import launch
 
 RoIAlignSaved = namedtuple("RoIAlignSaved", "x_shape dtype rois args")
-RoIAlignSaved.__doc__ = "The input's shape and dtype, the boxes and the kernel's geometry arguments."
+RoIAlignSaved.__doc__ = ("The input's shape and dtype, the boxes and the kernel's geometry arguments (RoIAlign's, and "
+                         "the position-sensitive kernels').")
 
 RoIPoolSaved = namedtuple("RoIPoolSaved", "x_shape dtype argmax")
 RoIPoolSaved.__doc__ = "The input's shape and dtype and the flat input index each bin took its maximum from."
@@ -34,9 +35,15 @@ def roi_align_forward(x, rois, spatial_scale, pooled_height, pooled_width, sampl
 
 def roi_align_backward(gy, saved):
     """Each bin's gradient, weighted, onto the bilinear taps it averaged."""
+    return _scatter_bins("roi", "roi_align_backward", gy, saved)
+
+
+def _scatter_bins(source, kernel, gy, saved):
+    """The input gradient of a box pooling (``saved``: RoIAlignSaved): ``kernel`` of ``source`` adds each bin's
+    gradient gy onto the input elements it read, into zeros."""
     g = _computable(gy, saved.rois.dtype)
     gx = cupy.zeros(saved.x_shape, g.dtype)
-    launch("roi", "roi_align_backward", g.dtype, g.size, g, saved.rois, gx, *saved.args)
+    launch(source, kernel, g.dtype, g.size, g, saved.rois, gx, *saved.args)
     return gx.astype(saved.dtype, copy=False)
 
 
@@ -61,10 +68,6 @@ def roi_pool_backward(gy, saved):
     return gx.astype(saved.dtype, copy=False)
 
 
-PSRoISaved = namedtuple("PSRoISaved", "x_shape dtype rois args")
-PSRoISaved.__doc__ = "The input's shape and dtype, the boxes and the kernel's geometry arguments."
-
-
 def _ps_launch_args(x, rois, spatial_scale, pooled_height, pooled_width):
     """Computable input and boxes, the output, and the (K, C_out, H, W, PH, PW, scale) kernel arguments."""
     xc = _computable(x)
@@ -80,27 +83,21 @@ def ps_roi_align_forward(x, rois, spatial_scale, pooled_height, pooled_width, sa
     xc, r, y, args = _ps_launch_args(x, rois, spatial_scale, pooled_height, pooled_width)
     args += (int(sampling_ratio),)
     launch("ps_roi", "ps_roi_align_forward", xc.dtype, y.size, xc, r, y, *args)
-    return y.astype(x.dtype, copy=False), PSRoISaved(x.shape, x.dtype, r, args)
+    return y.astype(x.dtype, copy=False), RoIAlignSaved(x.shape, x.dtype, r, args)
 
 
 def ps_roi_align_backward(gy, saved):
     """Each bin's gradient, weighted, onto the bilinear taps of its channel."""
-    g = _computable(gy, saved.rois.dtype)
-    gx = cupy.zeros(saved.x_shape, g.dtype)
-    launch("ps_roi", "ps_roi_align_backward", g.dtype, g.size, g, saved.rois, gx, *saved.args)
-    return gx.astype(saved.dtype, copy=False)
+    return _scatter_bins("ps_roi", "ps_roi_align_backward", gy, saved)
 
 
 def ps_roi_pool_forward(x, rois, spatial_scale, pooled_height, pooled_width):
     """(K, C / (PH * PW), PH, PW): each bin's mean over its integer window of its own input channel."""
     xc, r, y, args = _ps_launch_args(x, rois, spatial_scale, pooled_height, pooled_width)
     launch("ps_roi", "ps_roi_pool_forward", xc.dtype, y.size, xc, r, y, *args)
-    return y.astype(x.dtype, copy=False), PSRoISaved(x.shape, x.dtype, r, args)
+    return y.astype(x.dtype, copy=False), RoIAlignSaved(x.shape, x.dtype, r, args)
 
 
 def ps_roi_pool_backward(gy, saved):
     """Each bin's gradient / its area onto every element of its window."""
-    g = _computable(gy, saved.rois.dtype)
-    gx = cupy.zeros(saved.x_shape, g.dtype)
-    launch("ps_roi", "ps_roi_pool_backward", g.dtype, g.size, g, saved.rois, gx, *saved.args)
-    return gx.astype(saved.dtype, copy=False)
+    return _scatter_bins("ps_roi", "ps_roi_pool_backward", gy, saved)
