@@ -371,6 +371,15 @@ def _padded_tap_share(rows, cols, out_hw):
     return 1 - inside / (out_hw[0] * len(rows) * out_hw[1] * len(cols))
 
 
+def _batch_columns(a, groups, slot):
+    """(N, C, h, w) -> (groups, C/groups, N*h*w) in scratch ``slot``: one GEMM then spans the batch."""
+    N, C, h, w = a.shape
+    grouped = a.reshape(N, groups, C // groups, h, w).transpose(1, 2, 0, 3, 4)
+    columns = _scratch(slot, grouped.shape, a.dtype)
+    copyto(columns, grouped)
+    return columns.reshape(groups, C // groups, N * h * w)
+
+
 def _tapwise_corr(x, w, stride, pads, dilation, groups, out_hw, rows, cols):
     """Correlation as one GEMM per kernel tap, over the block of outputs whose windows read that tap
     inside the input (``rows``/``cols``: _tap_spans), summed into a zeroed output: taps in the padding
@@ -389,10 +398,7 @@ def _tapwise_corr(x, w, stride, pads, dilation, groups, out_hw, rows, cols):
         tap = w[:, :, i, j].reshape(groups, O // groups, C // groups)
         block = (o1 - o0) * (p1 - p0)
         if N > 1 and block <= _FOLD_MAX_PIXELS:  # one GEMM over the batch's windows, not N narrow ones
-            grouped = window.reshape(N, groups, C // groups, o1 - o0, p1 - p0).transpose(1, 2, 0, 3, 4)
-            columns = _scratch(0, grouped.shape, x.dtype)
-            copyto(columns, grouped)
-            product = np.matmul(tap, columns.reshape(groups, C // groups, N * block),
+            product = np.matmul(tap, _batch_columns(window, groups, 0),
                                 out=_scratch(1, (groups, O // groups, N * block), x.dtype))
             y[:, :, o0:o1, p0:p1] += product.reshape(O, N, o1 - o0, p1 - p0).transpose(1, 0, 2, 3)
             continue
@@ -720,15 +726,6 @@ def _row_epilogue(rows, n, epilogue):
         elif activation is not None:
             np.clip(r, activation[1], activation[2], out=r)
     return apply
-
-
-def _batch_columns(a, groups, slot):
-    """(N, C, h, w) -> (groups, C/groups, N*h*w) in scratch ``slot``: one GEMM then spans the batch."""
-    N, C, h, w = a.shape
-    grouped = a.reshape(N, groups, C // groups, h, w).transpose(1, 2, 0, 3, 4)
-    columns = _scratch(slot, grouped.shape, a.dtype)
-    copyto(columns, grouped)
-    return columns.reshape(groups, C // groups, N * h * w)
 
 
 def _tapwise_backward(gy, s, rows, cols, needs_x, needs_w):
