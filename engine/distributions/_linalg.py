@@ -1,12 +1,13 @@
 """The two matrix factorisations the distributions need, differentiable: ``cholesky`` (the lower factor of a
-symmetric positive-definite matrix) and ``solve_triangular`` (with a lower-triangular matrix). The engine's
-top-level ``cholesky`` is torch's removed alias (it raises), and ``engine.linalg`` has neither.
+symmetric positive-definite matrix) and ``solve_triangular`` (with a lower-triangular matrix, through the solve of
+``triangular_solve``). The engine's top-level ``cholesky`` is torch's removed alias (it raises), and ``engine.linalg``
+has neither.
 """
 import numpy as np
 
-import engine
 from engine.autograd.function import Function
 from engine.ops._common import xp_of
+from engine.ops.legacy_linalg import _solve_triangle
 
 
 def _lower_solve(xp, lower, rhs, transpose=False):
@@ -50,7 +51,6 @@ def cholesky(a):
 
 
 def solve_triangular(lower, rhs):
-    """``lower^-1 rhs`` for lower-triangular ``lower`` (the gradient reaches only its lower triangle)."""
-    batch = engine.broadcast_shapes(lower.shape[:-2], rhs.shape[:-2])
-    lower = lower.expand(tuple(batch) + tuple(lower.shape[-2:])).tril()
-    return engine.linalg.solve(lower, rhs.expand(tuple(batch) + tuple(rhs.shape[-2:])))
+    """``lower^-1 rhs`` for lower-triangular ``lower`` (the gradient reaches only its lower triangle), batches
+    broadcast: ``triangular_solve``'s solve, without its deprecation warning."""
+    return _solve_triangle(rhs, lower, upper=False, transpose=False, unitriangular=False)[0]
