@@ -4,8 +4,10 @@
     python scripts/api_coverage.py --core      # only the core list (no torch needed)
     python scripts/api_coverage.py --json      # the same, as JSON
 
-Namespaces: ``torch``, ``torch.Tensor``, ``torch.nn.functional``, ``torch.nn``, ``torch.optim`` and
-``torch.utils.data``, each compared with its engine twin (``engine``, ``engine.Tensor``, ...).
+Namespaces: ``torch``, ``torch.Tensor``, ``torch.nn.functional``, ``torch.nn``, ``torch.optim``,
+``torch.utils.data`` and the submodules users import by name (``torch.linalg``, ``torch.special``, ``torch.fft``,
+``torch.autograd``, ``torch.func``, ``torch.cuda``, ``torch.hub``, ...: ``NAMESPACES``), each compared with its
+engine twin (``engine``, ``engine.Tensor``, ...); a twin the engine lacks counts all of its names as missing.
 A module's public names are those ``dir()`` lists without a leading underscore, less what it merely
 imports from elsewhere (``np``, ``math``, ``typing.Optional``); ``torch.Tensor``'s are its methods
 and attributes without a leading underscore. Listing them needs torch; the core list does not.
@@ -19,10 +21,12 @@ includes what other workers are adding (optimizers, swa_utils, accelerator, mult
 DataParallel, SyncBatchNorm, backends.mps), so its missing count tracks real progress. A dotted
 name (``utils.clip_grad_norm_``) is looked up attribute by attribute, importing submodules.
 """
+import __future__
 import argparse
 import importlib
 import inspect
 import json
+import math
 import os
 import sys
 
@@ -36,6 +40,24 @@ NAMESPACES = {
     "torch.nn": "engine.nn",
     "torch.optim": "engine.optim",
     "torch.utils.data": "engine.utils.data",
+    "torch.linalg": "engine.linalg",
+    "torch.special": "engine.special",
+    "torch.fft": "engine.fft",
+    "torch.nn.init": "engine.nn.init",
+    "torch.nn.utils": "engine.nn.utils",
+    "torch.nn.parallel": "engine.nn.parallel",
+    "torch.optim.lr_scheduler": "engine.optim.lr_scheduler",
+    "torch.autograd": "engine.autograd",
+    "torch.autograd.functional": "engine.autograd.functional",
+    "torch.func": "engine.func",
+    "torch.amp": "engine.amp",
+    "torch.cuda": "engine.cuda",
+    "torch.distributed": "engine.distributed",
+    "torch.distributions": "engine.distributions",
+    "torch.testing": "engine.testing",
+    "torch.hub": "engine.hub",
+    "torch.profiler": "engine.profiler",
+    "torch.utils.benchmark": "engine.utils.benchmark",
 }
 
 CORE = {
@@ -137,11 +159,13 @@ def _is_engine_tensor(obj):
     return inspect.isclass(obj) and obj.__name__ == "Tensor" and obj.__module__.startswith("engine")
 
 
-def _is_own(module_name, value):
+def _is_own(module_name, name, value):
     """Whether a module attribute belongs to the library rather than being imported from outside it."""
     top = module_name.split(".")[0]
-    if inspect.ismodule(value):
-        return value.__name__.split(".")[0] == top
+    if inspect.ismodule(value):  # a submodule, not the package itself (``torch.cuda.torch``)
+        return value.__name__.split(".")[0] == top and value.__name__ != top
+    if isinstance(value, __future__._Feature) or value is getattr(math, name, None) or name == "TYPE_CHECKING":
+        return False  # ``from __future__ import annotations``, ``from math import inf``, typing's flag
     if inspect.isclass(value) or inspect.isroutine(value):
         return str(getattr(value, "__module__", "") or "").split(".")[0] == top
     return not type(value).__module__.startswith("typing")
@@ -153,13 +177,16 @@ def public_names(namespace):
     names = (n for n in dir(obj) if not n.startswith("_"))
     if inspect.isclass(obj):
         return sorted(names)
-    return sorted(n for n in names if _is_own(namespace, getattr(obj, n)))
+    return sorted(n for n in names if _is_own(namespace, n, getattr(obj, n)))
 
 
 def missing(namespace, names):
     """The names among ``names`` that the engine's twin of ``namespace`` lacks."""
     sys.path.insert(0, ROOT)
-    twin = _import(NAMESPACES[namespace])
+    try:
+        twin = _import(NAMESPACES[namespace])
+    except (ImportError, AttributeError):  # the engine has no such namespace yet
+        return list(names)
     return [n for n in names if not resolve(twin, n)]
 
 

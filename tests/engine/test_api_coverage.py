@@ -50,6 +50,15 @@ def test_public_names_leave_out_imports(coverage):
     assert "conv2d" in functional and "Tensor" in functional
     assert not {"np", "math", "warnings", "Optional", "Callable"} & set(functional)
     assert "add_" in coverage.public_names("torch.Tensor")
+    scheduler = coverage.public_names("torch.optim.lr_scheduler")
+    assert "StepLR" in scheduler and not {"inf", "annotations", "TYPE_CHECKING"} & set(scheduler)
+    assert "torch" not in coverage.public_names("torch.cuda") and "amp" in coverage.public_names("torch.cuda")
+
+
+def test_a_namespace_the_engine_lacks_counts_every_name_missing(coverage, monkeypatch):
+    monkeypatch.setitem(coverage.NAMESPACES, "torch.fft", "engine.no_such_namespace")
+    names = coverage.public_names("torch.fft")
+    assert "rfft" in names and coverage.missing("torch.fft", names) == names
 
 
 def test_full_listing_in_json_and_text(coverage, capsys):
