@@ -7,7 +7,7 @@ import sys as _sys
 
 from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, promote_types, set_default_dtype, uint8, uint16, uint32, uint64)
-from ._device import device, get_default_device, set_default_device
+from ._device import device, get_default_device, get_device_module, set_default_device  # noqa: F401
 from ._layout import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: F401
                       preserve_format, sparse_coo, strided)
 from .tensor import Size, Tensor, is_tensor
@@ -17,7 +17,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inferenc
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from .ops import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
-from . import amp, autograd, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
+from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,  # noqa: F401
                                 is_autocast_cache_enabled, is_autocast_enabled, set_autocast_cache_enabled,
                                 set_autocast_dtype, set_autocast_enabled)
@@ -37,8 +37,10 @@ _sys.modules["engine.nn.quantized"] = ao.nn.quantized
 quantization = ao.quantization  # torch.quantization, the older name of torch.ao.quantization
 _sys.modules["engine.quantization"] = ao.quantization
 from .compiler import compile  # noqa: F401
-from .backends.determinism import (are_deterministic_algorithms_enabled,  # noqa: F401
-                                  is_deterministic_algorithms_warn_only_enabled, use_deterministic_algorithms)
+from .backends.denormals import set_flush_denormal  # noqa: F401
+from .backends.determinism import (are_deterministic_algorithms_enabled, get_deterministic_debug_mode,  # noqa: F401
+                                  is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
+                                  use_deterministic_algorithms)
 from .backends.float32_precision import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: F401
 from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401
 from ._repr import set_printoptions  # noqa: F401
@@ -70,6 +72,9 @@ def channel_shuffle(input, groups):
 native_channel_shuffle = channel_shuffle
 
 
+newaxis = None  # ``x[:, torch.newaxis]``, numpy's spelling of None in an index
+
+
 def get_num_threads():
     from .utils.threads import get_num_threads as _get
     return _get()
@@ -77,6 +82,16 @@ def get_num_threads():
 
 def set_num_threads(n):
     from .utils.threads import set_num_threads as _set
+    _set(n)
+
+
+def get_num_interop_threads():
+    from .utils.threads import get_num_interop_threads as _get
+    return _get()
+
+
+def set_num_interop_threads(n):
+    from .utils.threads import set_num_interop_threads as _set
     _set(n)
 
 

@@ -168,3 +168,18 @@ def move(arr, dev, non_blocking=False):
     xp = xp_for(dev)
     with xp.cuda.Device(dev.index or 0):
         return xp.asarray(arr, blocking=not non_blocking)
+
+
+def get_device_module(dev=None):
+    """``torch.get_device_module``: the module of a device type's calls (``engine.cuda``, ``engine.cpu``); with no
+    device, the current accelerator's, or ``engine.cpu``'s where there is none."""
+    import importlib
+    if dev is None:
+        from . import accelerator
+        current = accelerator.current_accelerator()
+        kind = "cpu" if current is None else current.type
+    elif isinstance(dev, (str, device)):
+        kind = device(dev).type
+    else:
+        raise RuntimeError(f"Invalid value of device '{dev}', expect torch.device, str, or None")
+    return importlib.import_module(f"engine.{kind}")

@@ -63,8 +63,12 @@ def to_array(data, dtype=None, device=None):
     elif isinstance(data, np.ndarray) or is_cuda_array(data):
         arr = data
     else:
-        arr = _sequence_array(_unwrap_sequence(data), dtype)
-        if dtype is None:
+        values = _unwrap_sequence(data)
+        arr = _sequence_array(values, dtype)
+        numpy_typed = None if dtype is not None or arr.dtype.kind not in "biuf" else _numpy_typed_dtype(values)
+        if numpy_typed is not None:
+            arr = arr.astype(numpy_typed.np, copy=False)
+        elif dtype is None:
             if arr.dtype.kind == "f":
                 arr = arr.astype(_dtype.get_default_dtype().np)
             elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
@@ -89,6 +93,44 @@ def _sequence_array(values, dtype):
         except (OverflowError, TypeError, ValueError):
             pass
     return np.asarray(values)
+
+
+def _element_types(values, found):
+    """Add to ``found`` the type of every scalar in nested lists and tuples, and the dtype of every array."""
+    if isinstance(values, np.ndarray):
+        found.add(values.dtype)
+    elif isinstance(values, (list, tuple)):
+        if any(isinstance(v, (list, tuple, np.ndarray)) for v in values):
+            for v in values:
+                _element_types(v, found)
+        else:
+            found.update(map(type, values))
+    else:
+        found.add(type(values))
+    return found
+
+
+def _numpy_typed_dtype(values):
+    """torch's dtype for data holding numpy scalars or arrays (``np.float64(1.5)``, ``[np.int16(7), True]``): each
+    element keeps its own type, a Python float counting as the default float type, an int as int64 and a bool as
+    bool, and the types are promoted together; None for plain Python data (numpy's inference and the defaults
+    apply then). A walk over the elements: ~35 ms for a million floats, against ~40 ms for the conversion."""
+    found = _element_types(values, set())
+    if not any(isinstance(t, np.dtype) or issubclass(t, np.generic) for t in found):
+        return None
+    python = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.get_default_dtype()}
+    result = None
+    for kind in found:
+        if isinstance(kind, np.dtype):
+            d = _dtype.from_numpy_dtype(kind)
+        elif issubclass(kind, np.generic):
+            d = _dtype.from_numpy_dtype(np.dtype(kind))
+        elif kind in python:
+            d = python[kind]
+        else:
+            return None
+        result = d if result is None else _dtype.promote_types(result, d)
+    return result
 
 
 def _unwrap_sequence(data):

@@ -51,7 +51,7 @@ from .removed_linalg import *  # noqa: E402,F401,F403
 # memory geometry at creation, binned counts, finite differences, Householder QR, randomized low-rank factorizations,
 # segment reductions
 from . import (memory_layout_creation as _ml, binned_histograms as _bh, finite_differences as _fd,  # noqa: E402
-               padded_nonzero as _pn, householder as _hh, low_rank as _lr, segment_reduction as _sg)
+               padded_nonzero as _pn, householder as _hh, low_rank as _lr, segment_reduction as _sg, asarray as _aa)
 from .memory_layout_creation import *  # noqa: E402,F401,F403
 from .binned_histograms import *  # noqa: E402,F401,F403
 from .finite_differences import *  # noqa: E402,F401,F403
@@ -59,9 +59,10 @@ from .padded_nonzero import *  # noqa: E402,F401,F403
 from .householder import *  # noqa: E402,F401,F403
 from .low_rank import *  # noqa: E402,F401,F403
 from .segment_reduction import *  # noqa: E402,F401,F403
+from .asarray import *  # noqa: E402,F401,F403
 
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,
                               _rt, _is, _os, _st, _sr, _ti, _w, _rg,
                               _fa, _vc, _mf, _ig, _ir, _rc, _lc, _vd, _ll, _gi, _rl, _ml, _bh, _fd, _pn, _hh, _lr,
-                              _sg)
+                              _sg, _aa)
            for name in module.__all__]
