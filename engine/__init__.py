@@ -26,6 +26,7 @@ from . import multiprocessing  # noqa: F401  (after nn: registers how tensors cr
 from . import distributed, onnx  # noqa: F401  (reachable after ``import engine``, as torch's)
 from . import distributions  # noqa: F401  (as torch.distributions; its classes load on first use)
 from . import compiler  # noqa: F401  (after nn: compiled modules are nn.Graphs)
+from . import profiler  # noqa: F401  (as torch.profiler, reachable after ``import engine``)
 from ._dtype import qint8, qint32, quint8  # noqa: F401
 from .quantized_tensor import (dequantize, per_channel_affine, per_channel_symmetric, per_tensor_affine,  # noqa: F401
                                per_tensor_symmetric, qscheme, quantize_per_channel, quantize_per_tensor)
