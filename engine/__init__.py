@@ -18,6 +18,7 @@ from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enab
 from .ops import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
 from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
+from . import special  # noqa: F401  (reachable after ``import engine``, as torch.special)
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,  # noqa: F401
                                 is_autocast_cache_enabled, is_autocast_enabled, set_autocast_cache_enabled,
                                 set_autocast_dtype, set_autocast_enabled)

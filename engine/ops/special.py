@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from .elementwise import _Unary, _unary, _unary_pair
+from .elementwise import _Binary, _binary, _Unary, _unary, _unary_pair, _write_out
 from ..tensor import register_method
-from ._common import float_dtype, xp_of
+from ._common import cast, float_dtype, xp_of
 
 
 def scipy_special(xp, name):
@@ -155,3 +155,24 @@ def mvlgamma_(input, p):
 register_method(mvlgamma, "mvlgamma")
 register_method(mvlgamma_, "mvlgamma_")
 __all__ += ["mvlgamma"]
+
+
+class Zeta(_Binary):
+    """The Hurwitz zeta function sum_k (k + q)^-x of x = input and q = other; the gradient with respect to q is
+    -x zeta(x + 1, q), and torch has none with respect to x (it says so when asked, as here)."""
+
+    def forward(self, x, q):
+        x, q = cast(x, self.dtype), cast(q, self.dtype)
+        self.x, self.q = x, q
+        return xp_of(x, q).asarray(scipy_special(xp_of(x, q), "zeta")(x, q)).astype(self.dtype, copy=False)
+
+    def backward(self, gy):
+        if self.needs_input_grad[0]:
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        zeta_next = scipy_special(xp_of(gy), "zeta")(self.x + 1, self.q)
+        return None, gy * (-self.x * zeta_next).astype(gy.dtype, copy=False)
+
+
+def zeta(input, other, *, out=None):
+    """The Hurwitz zeta function of x = input and q = other (``torch.special.zeta``); integers give floats."""
+    return _write_out(_binary(Zeta, input, other, float_result=True), out)

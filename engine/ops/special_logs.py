@@ -1,0 +1,53 @@
+"""The x log(...) functions of ``torch.special`` beside xlogy: entr(x) = -x log(x), the entropy term (0 at 0,
+-inf for x < 0), and xlog1py(x, y) = x log1p(y), 0 where x is 0 unless y is NaN.
+"""
+import numpy as np
+
+from ._common import cast, xp_of
+from .elementwise import _Binary, _binary, _Unary, _unary, _write_out
+
+
+class Entr(_Unary):
+    """-x log(x); the gradient is -(1 + log x)."""
+
+    def f(self, xp, x):
+        wide = x.astype(np.float32) if x.dtype.itemsize < 4 else x
+        y = xp.where(wide > 0, -wide * xp.log(xp.where(wide > 0, wide, 1)), xp.where(wide == 0, 0, -np.inf))
+        return xp.where(xp.isnan(wide), wide, y).astype(x.dtype, copy=False)
+
+    def backward(self, gy):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return gy * -(1 + xp_of(gy).log(self.x))
+
+
+class Xlog1py(_Binary):
+    """a * log1p(b), 0 where a is 0 (unless b is NaN); the gradients are log1p(b) (even where a is 0, as torch's)
+    and a / (b + 1)."""
+
+    def forward(self, a, b):
+        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        xp = xp_of(a, b)
+        self.a, self.b = a, b
+        self.zero = (a == 0) & ~xp.isnan(b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.where(self.zero, 0, a * xp.log1p(b)).astype(self.dtype, copy=False)
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ga = gy * xp.log1p(self.b) if self.needs_input_grad[0] else None
+            gb = gy * self.a / (self.b + 1) if self.needs_input_grad[1] else None
+        return ga, gb
+
+
+def entr(input, *, out=None):
+    """-x log(x) elementwise, 0 at 0 and -inf below (``torch.special.entr``)."""
+    return _write_out(_unary(Entr, input), out)
+
+
+def xlog1py(input, other, *, out=None):
+    """input * log1p(other), with 0 where input is 0 (``torch.special.xlog1py``); integers give floats."""
+    return _write_out(_binary(Xlog1py, input, other, float_result=True), out)
+
+
+__all__ = ["entr", "xlog1py"]
