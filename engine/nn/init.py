@@ -2,7 +2,8 @@
 
 Every function fills its tensor under ``no_grad`` from ``engine.random`` and returns the tensor. The
 random ones draw as torch's do, so after the same seed they give torch's values bit for bit (except
-``orthogonal_``, whose QR factorisation is numpy's).
+``orthogonal_``, whose QR factorisation is numpy's). torch's deprecated names without the trailing ``_``
+(``uniform``, ``xavier_normal``, ...) warn with torch's FutureWarning and call the in-place form.
 """
 import math
 import warnings
@@ -12,7 +13,7 @@ import numpy as np
 from .. import random as _random
 from .._rng import continuous
 from ..autograd.grad_mode import no_grad
-from ..ops.creation import _fill_
+from ..ops.creation import _fill_, randperm
 
 _LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                "conv_transpose3d")
@@ -226,7 +227,47 @@ def orthogonal_(tensor, gain=1, generator=None):
     return _write(tensor, (q * q.dtype.type(gain)).reshape(tuple(tensor.shape)))
 
 
-# PyTorch's deprecated non-underscore aliases are not provided: call the in-place names.
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """Fill a 2-D tensor with N(0, std^2) values, then zero ``ceil(sparsity * rows)`` random rows of each column
+    (the rows come from the global generator's ``randperm``, as in torch, whatever ``generator`` is)."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            tensor[randperm(rows)[:num_zeros], col] = 0
+    return tensor
+
+
+def _deprecated(new):
+    """torch's old name of the in-place initialiser ``new`` (without the trailing ``_``): warns, then calls it."""
+    old_name = new.__name__[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new.__name__}`.",
+                      FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    deprecated_init.__name__ = deprecated_init.__qualname__ = old_name
+    deprecated_init.__doc__ = f"Deprecated: use ``{new.__name__}``."
+    return deprecated_init
+
+
+uniform = _deprecated(uniform_)
+normal = _deprecated(normal_)
+constant = _deprecated(constant_)
+eye = _deprecated(eye_)
+dirac = _deprecated(dirac_)
+xavier_uniform = _deprecated(xavier_uniform_)
+xavier_normal = _deprecated(xavier_normal_)
+kaiming_uniform = _deprecated(kaiming_uniform_)
+kaiming_normal = _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)
+sparse = _deprecated(sparse_)
+
 __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
            "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-           "orthogonal_"]
+           "orthogonal_", "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+           "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
