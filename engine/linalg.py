@@ -1,20 +1,36 @@
-"""``engine.linalg``: PyTorch's ``torch.linalg`` namespace (norms, inv, det, solve, LU)."""
+"""``engine.linalg``: PyTorch's ``torch.linalg`` namespace for real dtypes. The functions live in ``ops``:
+factorisations in ``linalg_decompositions``, solvers in ``linalg_solvers``, what derives from singular values in
+``linalg_spectral``, plain products in ``linalg_products``, LU in ``lu``; the norms are here."""
 import math
 
 import numpy as np
 
 from ._dtype import to_dtype
 from .ops.elementwise import abs as _abs
-from .ops.linalg import det, inverse, matmul, solve
+from .ops.householder import orgqr as householder_product
+from .ops.legacy_linalg import matrix_exp, slogdet as _slogdet
+from .ops.linalg import det, matmul
+from .ops.linalg_checks import LinAlgError, check_square
+from .ops.linalg_decompositions import (cholesky, cholesky_ex, eig, eigh, eigvals, eigvalsh, qr, svd,
+                                        svdvals)
+from .ops.linalg_products import cross, diagonal, multi_dot, vander, vecdot
+from .ops.linalg_solvers import (inv, inv_ex, ldl_factor, ldl_factor_ex, ldl_solve, solve, solve_ex,
+                                 solve_triangular, tensorinv, tensorsolve)
+from .ops.linalg_spectral import cond, lstsq, matrix_rank, matrix_sqrth, pinv, polar, spectral_norm
 from .ops.lu import linalg_lu as lu, lu_factor, lu_factor_ex, lu_solve
-from .ops.reduction import amax, amin, vector_norm
+from .ops.products import matrix_power
+from .ops.reduction import amax, amin, return_type, vector_norm
 from .tensor import _wrap_dim
 
-inv = inverse
+
+def slogdet(A, *, out=None):
+    """(sign, logabsdet) of the determinant of each matrix (sign 0 where singular)."""
+    check_square(A, "linalg.slogdet")
+    return return_type("linalg_slogdet", ("sign", "logabsdet"))(*_slogdet(A))
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """Frobenius, 1, -1, inf and -inf matrix norms over the two dims ``dim``."""
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
+    """Frobenius, nuclear, 1, -1, 2, -2, inf and -inf matrix norms over the two dims ``dim``."""
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if len(dim) != 2:
@@ -23,8 +39,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         A = A.to(to_dtype(dtype))
     if ord == "fro":
         return vector_norm(A, 2, dim, keepdim)
+    if ord in ("nuc", 2, -2):
+        return spectral_norm(A, ord, dim, keepdim)
     if ord not in (1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported (supported: 'fro', 1, -1, inf, -inf).")
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     row, col = (_wrap_dim(d, A.ndim) for d in dim)
     if ord in (math.inf, -math.inf):
         row, col = col, row
@@ -33,7 +51,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     return amax(sums, col, keepdim) if ord > 0 else amin(sums, col, keepdim)
 
 
-def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """Vector norm over one dim (or everything when ``ord`` is None), matrix norm over two."""
     if isinstance(dim, (int, np.integer)):
         dim = (int(dim),)
@@ -47,5 +65,9 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 
 
-__all__ = ["norm", "vector_norm", "matrix_norm", "inv", "det", "solve", "matmul", "lu", "lu_factor", "lu_factor_ex",
-           "lu_solve"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
+           "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq",
+           "lu", "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power",
+           "matrix_rank", "matrix_sqrth", "multi_dot", "norm", "pinv", "polar", "qr", "slogdet", "solve",
+           "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot",
+           "vector_norm"]

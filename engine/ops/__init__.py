@@ -61,6 +61,11 @@ from .low_rank import *  # noqa: E402,F401,F403
 from .segment_reduction import *  # noqa: E402,F401,F403
 from .asarray import *  # noqa: E402,F401,F403
 
+# torch.inverse is torch.linalg.inv, LinAlgError included (linalg_solvers imports linalg, so it binds here, last)
+from .linalg_solvers import inv as inverse  # noqa: E402
+from ..tensor import register_method as _register_method  # noqa: E402
+_register_method(inverse, "inverse")
+
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,
                               _rt, _is, _os, _st, _sr, _ti, _w, _rg,
                               _fa, _vc, _mf, _ig, _ir, _rc, _lc, _vd, _ll, _gi, _rl, _ml, _bh, _fd, _pn, _hh, _lr,

@@ -2,14 +2,14 @@
 
 - ``slogdet`` (sign and log|det|) and ``logdet`` (NaN for a negative determinant, -inf for a singular matrix); the
   gradient of log|det A| is A^-T (nonsingular inputs);
-- ``triangular_solve`` (deprecated, with PyTorch's warning): a solve with the triangle of a matrix, written with
-  the engine's differentiable ``solve`` on that triangle, so its gradient reaches only the triangle it reads;
+- ``triangular_solve`` (deprecated, with PyTorch's warning): ``linalg.solve_triangular`` with the old signature
+  (the gradient reaches only the triangle it reads);
 - ``cholesky_solve`` and ``cholesky_inverse``: solves with L L^T for a Cholesky factor L, read from its triangle,
   with PyTorch's gradient (that of the product with the whole factor);
 - ``lu``, ``lu_solve`` and ``lu_unpack`` (``lu.py``; the first two deprecated, with PyTorch's warnings);
 - ``matrix_exp`` (scipy's ``expm``; its gradient is the top-right block of the exponential of
-  [[A^T, G], [0, A^T]]) and ``pinverse`` (numpy's ``pinv``; the gradient of the pseudo-inverse of a matrix of
-  full rank).
+  [[A^T, G], [0, A^T]]);
+- ``pinverse`` and ``svd`` (the old signatures of ``linalg.pinv`` and ``linalg.svd``: V, not V^T).
 """
 import warnings
 
@@ -19,7 +19,10 @@ from .._device import device_of, move
 from ..autograd.function import Function
 from ..tensor import register_method
 from ._common import xp_of
-from .linalg import _check_square, _t, solve
+from .linalg import _check_square, _t
+from .linalg_decompositions import svd as linalg_svd, svdvals
+from .linalg_solvers import solve_triangular
+from .linalg_spectral import Pinv
 from .lu import legacy_lu_solve as lu_solve, lu, lu_unpack
 from .reduction import return_type
 
@@ -57,26 +60,6 @@ def logdet(input):
     return logabsdet.where(sign >= 0, nan)
 
 
-def _broadcast_batches(b, a):
-    """``b`` and ``a`` expanded to their common batch shape (all dims but the last two)."""
-    batch = tuple(np.broadcast_shapes(tuple(b.shape[:-2]), tuple(a.shape[:-2])))
-    return b.expand(*batch, *b.shape[-2:]), a.expand(*batch, *a.shape[-2:])
-
-
-def _triangle(a, upper, unitriangular):
-    """The triangle of ``a`` a triangular solve reads (with ones on the diagonal when ``unitriangular``)."""
-    if not unitriangular:
-        return a.triu() if upper else a.tril()
-    strict = a.triu(1) if upper else a.tril(-1)
-    return strict + a.new_ones(a.shape[-1]).diag()
-
-
-def _solve_triangle(b, a, upper, transpose, unitriangular):
-    b, a = _broadcast_batches(b, a)
-    t = _triangle(a, upper, unitriangular)
-    return solve(t.mT if transpose else t, b), a
-
-
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """``(solution, cloned_coefficient)``: X with T X = b (T^T X = b with ``transpose``) for the upper or lower
     triangle T of ``A``, and a copy of ``A`` in the batch shape of both."""
@@ -88,7 +71,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     _check_square(A, "triangular_solve")
     if A.shape[-1] != b.shape[-2]:
         raise RuntimeError(f"triangular_solve: incompatible shapes of A ({list(A.shape)}) and b ({list(b.shape)})")
-    solution, a = _solve_triangle(b, A, upper, transpose, unitriangular)
+    batch = tuple(np.broadcast_shapes(tuple(b.shape[:-2]), tuple(A.shape[:-2])))
+    a = A.expand(*batch, *A.shape[-2:])
+    solution = solve_triangular(a.mT if transpose else a, b, upper=upper != transpose, unitriangular=unitriangular)
     return return_type("triangular_solve", ("solution", "cloned_coefficient"))(solution, a.clone())
 
 
@@ -159,78 +144,12 @@ def matrix_exp(A):
     return MatrixExp()(A)
 
 
-class Pinverse(Function):
-    uses_inputs, uses_output = True, True
-
-    def __init__(self, rcond):
-        self.rcond = rcond
-
-    def forward(self, a):
-        self.a = a
-        self.p = xp_of(a).linalg.pinv(a, rcond=self.rcond).astype(a.dtype, copy=False)
-        return self.p
-
-    def backward(self, g):
-        a, p = self.a, self.p
-        xp = xp_of(g)
-        left = xp.eye(a.shape[-2], dtype=g.dtype) - a @ p  # I - A A+
-        right = xp.eye(a.shape[-1], dtype=g.dtype) - p @ a  # I - A+ A
-        return -_t(p) @ g @ _t(p) + left @ _t(g) @ p @ _t(p) + _t(p) @ p @ _t(g) @ right
-
-
 def pinverse(input, rcond=1e-15):
     """The Moore-Penrose pseudo-inverse; singular values below ``rcond`` times the largest count as zero."""
     if input.ndim < 2:
         raise RuntimeError(f"pinverse: expected a tensor with 2 or more dimensions of float type, got shape "
                            f"{list(input.shape)}")
-    return Pinverse(rcond)(input)
-
-
-class Svd(Function):
-    """``torch.svd``'s (U, S, V) from numpy's SVD (V, not V^T). The gradient is that of the reduced factors
-    (distinct nonzero singular values): with full matrices the columns past min(m, n) get none, as in PyTorch."""
-
-    def __init__(self, some, compute_uv):
-        self.some, self.compute_uv = some, compute_uv
-
-    def forward(self, a):
-        xp = xp_of(a)
-        m, n = a.shape[-2:]
-        u, s, vh = xp.linalg.svd(a, full_matrices=not self.some)
-        k = min(m, n)
-        self.u, self.s, self.v = u[..., :k], s, _t(vh)[..., :k]
-        if not self.compute_uv:
-            batch = a.shape[:-2]
-            return xp.zeros(batch + (m, m), a.dtype), s.astype(a.dtype), xp.zeros(batch + (n, n), a.dtype)
-        return u.astype(a.dtype), s.astype(a.dtype), _t(vh).astype(a.dtype)
-
-    def backward(self, g_u, g_s, g_v):
-        u, s, v = self.u, self.s, self.v
-        xp = xp_of(s)
-        k = s.shape[-1]
-        inner = xp.zeros(s.shape + (k,), s.dtype)
-        if g_s is not None:
-            inner += xp.eye(k, dtype=s.dtype) * g_s[..., None, :]
-        if self.compute_uv and (g_u is not None or g_v is not None):
-            squares = s[..., None, :] ** 2 - s[..., :, None] ** 2  # s_j^2 - s_i^2 at (i, j)
-            off = ~xp.eye(k, dtype=bool)
-            f = xp.where(off, 1 / xp.where(off, squares, 1), 0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                s_inv = 1 / s
-            if g_u is not None:
-                g_u = g_u[..., :k]
-                ut_gu = _t(u) @ g_u
-                inner += (f * (ut_gu - _t(ut_gu))) * s[..., None, :]
-            if g_v is not None:
-                g_v = g_v[..., :k]
-                vt_gv = _t(v) @ g_v
-                inner += s[..., :, None] * (f * (vt_gv - _t(vt_gv)))
-        g_a = u @ inner @ _t(v)
-        if self.compute_uv and g_u is not None and u.shape[-2] > k:
-            g_a += (g_u - u @ (_t(u) @ g_u)) * s_inv[..., None, :] @ _t(v)
-        if self.compute_uv and g_v is not None and v.shape[-2] > k:
-            g_a += u @ (_t(g_v - v @ (_t(v) @ g_v)) * s_inv[..., :, None])
-        return g_a
+    return Pinv(0.0, rcond, False)(input)
 
 
 def svd(input, some=True, compute_uv=True):
@@ -239,8 +158,13 @@ def svd(input, some=True, compute_uv=True):
     if input.ndim < 2:
         raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions, got shape "
                            f"{list(input.shape)}")
-    u, s, v = Svd(some, compute_uv)(input)
-    return return_type("svd", ("U", "S", "V"))(u, s, v)
+    result = return_type("svd", ("U", "S", "V"))
+    if not compute_uv:
+        m, n = input.shape[-2:]
+        batch = tuple(input.shape[:-2])
+        return result(input.new_zeros(*batch, m, m), svdvals(input), input.new_zeros(*batch, n, n))
+    u, s, vh = linalg_svd(input, full_matrices=not some)
+    return result(u, s, vh.mT)
 
 
 for _fn in (slogdet, logdet, triangular_solve, cholesky_solve, cholesky_inverse, matrix_exp, pinverse, svd, lu):

@@ -3,31 +3,17 @@ torch's: the same Gaussian test matrix from the global generator (the engine dra
 iterations with QR re-orthogonalization, then an exact SVD of the small projected matrix. Engine ops throughout,
 so they are differentiable (through QR and SVD) as torch's. Dense real matrices."""
 from .. import _dtype
-from ..autograd.function import Function
-from ._common import xp_of
 from .creation import randn
 from .legacy_linalg import svd
-from .linalg import _t
+from .linalg_decompositions import qr
 
 
-class _ReducedQ(Function):
-    """Q of the reduced QR of a (..., m, k) matrix with m >= k, as LAPACK (numpy, torch) signs it. The gradient is
-    that of Q alone (R's is zero): with M = -gQ^T Q, gA = (gQ + Q sym(M)) R^-T, where sym(M) mirrors M's lower
-    triangle into its upper (the identity behind TensorFlow's and torch's QR backward for tall matrices)."""
-
-    def forward(self, a):
-        if a.shape[-2] < a.shape[-1]:
-            raise RuntimeError(f"low-rank basis: expected a tall matrix, got shape {list(a.shape)} (q larger than a "
-                               "dimension of A)")
-        self.q, self.r = xp_of(a).linalg.qr(a)
-        return self.q.astype(a.dtype, copy=False)
-
-    def backward(self, g_q):
-        xp = xp_of(g_q)
-        m = -(_t(g_q) @ self.q)
-        sym = xp.tril(m) + _t(xp.tril(m, -1))
-        rhs = g_q + self.q @ sym
-        return (_t(xp.linalg.solve(self.r, _t(rhs))),)
+def _reduced_q(a):
+    """Q of the reduced QR of a (..., m, k) matrix with m >= k (``linalg.qr``, differentiable)."""
+    if a.shape[-2] < a.shape[-1]:
+        raise RuntimeError(f"low-rank basis: expected a tall matrix, got shape {list(a.shape)} (q larger than a "
+                           "dimension of A)")
+    return qr(a).Q
 
 
 def _floating(dtype):
@@ -40,10 +26,10 @@ def _approximate_basis(a, q, niter, m_matrix):
         return x_of(a) if m_matrix is None else x_of(a) - x_of(m_matrix)
 
     r = randn(a.shape[-1], q, dtype=_floating(a.dtype), device=a.device)
-    basis = _ReducedQ()(centered(lambda t: t @ r))
+    basis = _reduced_q(centered(lambda t: t @ r))
     for _ in range(niter):
-        basis = _ReducedQ()(centered(lambda t: t.mT @ basis))
-        basis = _ReducedQ()(centered(lambda t: t @ basis))
+        basis = _reduced_q(centered(lambda t: t.mT @ basis))
+        basis = _reduced_q(centered(lambda t: t @ basis))
     return basis
 
 

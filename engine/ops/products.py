@@ -92,7 +92,8 @@ def matrix_power(input, n):
         if exponent:
             base = matmul(base, base)
     if result is None:
-        return input.new_ones(input.shape[:-1]).diag_embed()
+        identity = input.new_ones(input.shape[:-1]).diag_embed()
+        return identity.where(identity == identity, input)  # still connected to input, with torch's zero gradient
     return result
 
 

@@ -1,0 +1,295 @@
+"""The factorisations of ``torch.linalg`` for (batches of) real matrices, each one ``Function`` with its gradient:
+``cholesky``/``cholesky_ex``, ``qr``, ``eigh``/``eigvalsh`` and ``svd``/``svdvals``. The forwards are the array
+module's LAPACK (numpy) or cuSOLVER (CuPy) routines; ``eig``/``eigvals`` raise, their results being complex.
+
+Gradients (the standard results; E_ij = x_j - x_i for eigenvalues or squared singular values x, off-diagonal,
+skew(M) = M - M^T):
+- Cholesky A = L L^T: gA = sym(L^-T Phi(L^T gL) L^-1), Phi the lower triangle with its diagonal halved;
+- QR A = QR (m >= n): gA = Q (gR + tril(skew(Q^T gQ) + skew(R gR^T)) R^-T) + (I - Q Q^T) gQ R^-T; for m < n,
+  A = [X Y], R = [U V]: X's gradient is the square case's with gQ + Y gV^T, and gY = Q gV;
+- eigh A = V diag(L) V^T: gA = V (diag(gL) + skew(V^T gV) / (2E)) V^T (symmetric: A's two triangles share it);
+- SVD A = U diag(S) V^T: gA = U (skew(U^T gU) / E S + S skew(V^T gV) / E + diag(gS)) V^T
+  + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T); with full matrices only the first min(m, n) columns of
+  U and V carry gradient, as in torch.
+"""
+import numpy as np
+
+from ..autograd.function import Function
+from .linalg_checks import LinAlgError, check_matrix, check_square, raise_on_info
+from ._common import xp_of
+from .reduction import return_type
+
+
+def _t(x):
+    return x.swapaxes(-1, -2)
+
+
+def _right_solve(x, r):
+    """x R^-T for square R (batched)."""
+    return _t(xp_of(x).linalg.solve(r, _t(x)))
+
+
+def _sym(x):
+    return 0.5 * (x + _t(x))
+
+
+# ---- Cholesky ----------------------------------------------------------------------------------
+def _cholesky_info(a):
+    """LAPACK potrf's info for each matrix of ``a`` (lower triangle read): the order of the first leading minor
+    that is not positive-definite, 0 where there is none; column by column, vectorised over the batch."""
+    xp = xp_of(a)
+    n = a.shape[-1]
+    flat = a.reshape(-1, n, n)
+    lower = xp.zeros_like(flat)
+    info = xp.zeros(flat.shape[0], np.int32)
+    for j in range(n):
+        pivot = flat[:, j, j] - (lower[:, j, :j] ** 2).sum(-1)
+        bad = ~(pivot > 0)
+        info[(info == 0) & bad] = j + 1
+        root = xp.sqrt(xp.where(bad, 1, pivot))
+        lower[:, j, j] = root
+        below = flat[:, j + 1:, j] - (lower[:, j + 1:, :j] @ lower[:, j, :j, None])[..., 0]
+        lower[:, j + 1:, j] = below / root[:, None]
+    return info.reshape(a.shape[:-2])
+
+
+class Cholesky(Function):
+    """(L, info): L L^T = A from A's lower triangle (U^T U from its upper one with ``upper``); info as LAPACK's.
+    Where a matrix is not positive-definite its factor holds NaN."""
+
+    uses_inputs, uses_output = False, True
+
+    def __init__(self, upper):
+        self.upper = upper
+
+    def forward(self, a):
+        xp = xp_of(a)
+        source = _t(a) if self.upper else a
+        try:
+            lower = xp.linalg.cholesky(source)
+            # numpy raises; CuPy returns the partial factor, whose failing pivot (left on the diagonal) is not
+            # positive
+            failed = xp is not np and not bool((xp.diagonal(lower, 0, -2, -1) > 0).all())
+        except np.linalg.LinAlgError:
+            failed = True
+        if failed:
+            info = _cholesky_info(source)
+            eye = xp.eye(a.shape[-1], dtype=a.dtype)
+            lower = xp.linalg.cholesky(xp.where((info == 0)[..., None, None], source, eye))
+            lower = xp.where((info == 0)[..., None, None], lower, xp.nan)
+        else:
+            info = xp.zeros(a.shape[:-2], np.int32)
+        self.lower = lower.astype(a.dtype, copy=False)
+        return (_t(self.lower) if self.upper else self.lower), info
+
+    def backward(self, g, g_info):
+        xp, lower = xp_of(g), self.lower
+        if self.upper:
+            g = _t(g)
+        phi = xp.tril(_t(lower) @ g)
+        phi = phi - 0.5 * xp.tril(xp.triu(phi))
+        inv_t = xp.linalg.solve(_t(lower), phi)  # L^-T Phi
+        return _sym(_t(xp.linalg.solve(_t(lower), _t(inv_t))))  # (L^-T (L^-T Phi)^T)^T = L^-T Phi L^-1
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """(L, info): the Cholesky factor and LAPACK's status (the order of the first leading minor that is not
+    positive-definite; 0 on success) of each matrix; ``check_errors`` raises LinAlgError instead."""
+    check_square(A, "linalg.cholesky")
+    factor, info = Cholesky(upper)(A)
+    if check_errors:
+        raise_on_info(info._data, "linalg.cholesky_ex", _not_positive_definite)
+    return return_type("linalg_cholesky_ex", ("L", "info"))(factor, info)
+
+
+def _not_positive_definite(order):
+    return (f"The factorization could not be completed because the input is not positive-definite (the leading "
+            f"minor of order {order} is not positive-definite).")
+
+
+def cholesky(A, *, upper=False, out=None):
+    """L with A = L L^T (U with A = U^T U when ``upper``) for symmetric positive-definite A; LinAlgError
+    otherwise."""
+    check_square(A, "linalg.cholesky")
+    factor, info = Cholesky(upper)(A)
+    raise_on_info(info._data, "linalg.cholesky", _not_positive_definite)
+    return factor
+
+
+# ---- QR ----------------------------------------------------------------------------------------
+def _qr_square_grad(q, r, g_q, g_r):
+    """The gradient of A = QR for m >= n (Q reduced or square)."""
+    xp = xp_of(q)
+    qgq = _t(q) @ g_q
+    rgr = r @ _t(g_r)
+    inner = xp.tril(qgq - _t(qgq) + rgr - _t(rgr))
+    return q @ (g_r + _right_solve(inner, r)) + _right_solve(g_q - q @ qgq, r)
+
+
+class Qr(Function):
+    uses_inputs, uses_output = True, True
+
+    def __init__(self, mode):
+        self.mode = mode
+
+    def forward(self, a):
+        xp = xp_of(a)
+        self.a = a
+        if self.mode == "r":
+            r = xp.linalg.qr(a, mode="r").astype(a.dtype, copy=False)
+            return xp.zeros((0,), a.dtype), r
+        q, r = xp.linalg.qr(a, mode=self.mode)
+        self.q, self.r = q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
+        return self.q, self.r
+
+    def backward(self, g_q, g_r):
+        m, n = self.a.shape[-2:]
+        if self.mode == "r":
+            raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
+                               "Please use linalg.qr(A, mode='reduced') if you are going to differentiate through "
+                               "linalg.qr.")
+        if self.mode == "complete" and m > n:
+            raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        xp = xp_of(self.q)
+        q, r = self.q, self.r
+        g_q = xp.zeros_like(q) if g_q is None else g_q
+        g_r = xp.zeros_like(r) if g_r is None else g_r
+        if m >= n:
+            return _qr_square_grad(q, r, g_q, g_r)
+        y, g_v = self.a[..., m:], g_r[..., m:]
+        g_x = _qr_square_grad(q, r[..., :m], g_q + y @ _t(g_v), g_r[..., :m])
+        return xp.concatenate([g_x, q @ g_v], -1)
+
+
+def qr(A, mode="reduced", *, out=None):
+    """(Q, R) with A = QR, Q with orthonormal columns and R upper triangular: ``reduced`` (Q m x k, R k x n,
+    k = min(m, n)), ``complete`` (Q m x m) or ``r`` (R alone, Q empty)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of 'reduced' (default), 'r', "
+                           f"or 'complete'")
+    check_matrix(A, "linalg.qr")
+    q, r = Qr(mode)(A)
+    return return_type("linalg_qr", ("Q", "R"))(q, r)
+
+
+# ---- eigh --------------------------------------------------------------------------------------
+def _reciprocal_gaps(x):
+    """1 / (x_j - x_i) at (i, j) off the diagonal, 0 on it."""
+    xp = xp_of(x)
+    gaps = x[..., None, :] - x[..., :, None]
+    off = ~xp.eye(x.shape[-1], dtype=bool)
+    return xp.where(off, 1 / xp.where(off, gaps, 1), 0)
+
+
+class Eigh(Function):
+    uses_inputs, uses_output = False, True
+
+    def __init__(self, uplo, vectors):
+        self.uplo, self.vectors = uplo, vectors
+
+    def forward(self, a):
+        xp = xp_of(a)
+        values, vectors = xp.linalg.eigh(a, UPLO=self.uplo)
+        self.values, self.v = values.astype(a.dtype, copy=False), vectors.astype(a.dtype, copy=False)
+        return (self.values, self.v) if self.vectors else self.values
+
+    def backward(self, g_values, g_vectors=None):
+        xp, v = xp_of(self.v), self.v
+        inner = xp.zeros(v.shape, v.dtype)
+        if g_values is not None:
+            inner += xp.eye(v.shape[-1], dtype=v.dtype) * g_values[..., None, :]
+        if g_vectors is not None:
+            vgv = _t(v) @ g_vectors
+            inner += 0.5 * (vgv - _t(vgv)) * _reciprocal_gaps(self.values)
+        return v @ inner @ _t(v)
+
+
+def _check_uplo(UPLO):
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+
+
+def eigh(A, UPLO="L", *, out=None):
+    """(eigenvalues ascending, eigenvectors as columns) of symmetric A, read from its ``UPLO`` triangle."""
+    _check_uplo(UPLO)
+    check_square(A, "linalg.eigh")
+    values, vectors = Eigh(UPLO, True)(A)
+    return return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))(values, vectors)
+
+
+def eigvalsh(A, UPLO="L", *, out=None):
+    """The eigenvalues (ascending) of symmetric A, read from its ``UPLO`` triangle."""
+    _check_uplo(UPLO)
+    check_square(A, "linalg.eigvalsh")
+    return Eigh(UPLO, False)(A)
+
+
+def eig(A, *, out=None):
+    """Raises: the eigen-decomposition of a general matrix is complex, and the engine has no complex dtype."""
+    raise RuntimeError("linalg.eig: the eigenvalues and eigenvectors of a general matrix are complex, and the "
+                       "engine has no complex dtype (use linalg.eigh for symmetric matrices)")
+
+
+def eigvals(A, *, out=None):
+    """Raises: the eigenvalues of a general matrix are complex, and the engine has no complex dtype."""
+    raise RuntimeError("linalg.eigvals: the eigenvalues of a general matrix are complex, and the engine has no "
+                       "complex dtype (use linalg.eigvalsh for symmetric matrices)")
+
+
+# ---- SVD ---------------------------------------------------------------------------------------
+class Svd(Function):
+    """(U, S, Vh), or S alone without ``vectors`` (its gradient still needs U and V)."""
+
+    uses_inputs, uses_output = False, True
+
+    def __init__(self, full_matrices, vectors):
+        self.full_matrices, self.vectors = full_matrices, vectors
+
+    def forward(self, a):
+        xp = xp_of(a)
+        u, s, vh = xp.linalg.svd(a, full_matrices=self.full_matrices and self.vectors)
+        u, s, vh = (x.astype(a.dtype, copy=False) for x in (u, s, vh))
+        k = s.shape[-1]
+        self.u, self.s, self.v = u[..., :k], s, _t(vh[..., :k, :])
+        return (u, s, vh) if self.vectors else s
+
+    def backward(self, g_u, g_s=None, g_vh=None):
+        if not self.vectors:
+            g_u, g_s = None, g_u
+        u, s, v = self.u, self.s, self.v
+        xp = xp_of(s)
+        k = s.shape[-1]
+        inner = xp.zeros(s.shape + (k,), s.dtype)
+        if g_s is not None:
+            inner += xp.eye(k, dtype=s.dtype) * g_s[..., None, :]
+        g_a = 0
+        if g_u is not None:
+            g_u = g_u[..., :k]
+            ugu = _t(u) @ g_u
+            inner += (ugu - _t(ugu)) * _reciprocal_gaps(s ** 2) * s[..., None, :]
+            if u.shape[-2] > k:
+                g_a = (g_u - u @ ugu) / s[..., None, :] @ _t(v)
+        if g_vh is not None:
+            g_v = _t(g_vh[..., :k, :])
+            vgv = _t(v) @ g_v
+            inner += s[..., :, None] * ((vgv - _t(vgv)) * _reciprocal_gaps(s ** 2))
+            if v.shape[-2] > k:
+                g_a = g_a + u @ _t((g_v - v @ vgv) / s[..., None, :])
+        return g_a + u @ inner @ _t(v)
+
+
+def svd(A, full_matrices=True, *, driver=None, out=None):
+    """(U, S, Vh) with A = U diag(S) Vh, S descending: U m x m and Vh n x n with ``full_matrices``, else
+    m x k and k x n (k = min(m, n)). ``driver`` (a cuSOLVER choice in torch) is accepted and ignored."""
+    check_matrix(A, "linalg.svd")
+    u, s, vh = Svd(full_matrices, True)(A)
+    return return_type("linalg_svd", ("U", "S", "Vh"))(u, s, vh)
+
+
+def svdvals(A, *, driver=None, out=None):
+    """The singular values of A, descending."""
+    check_matrix(A, "linalg.svdvals")
+    return Svd(False, False)(A)
+
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals"]
