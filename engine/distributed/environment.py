@@ -49,3 +49,20 @@ def export_torchrun_variables(environ=None):
               "LOCAL_WORLD_SIZE": size if local_size is None else local_size}
     for name, value in values.items():
         environ.setdefault(name, str(value))
+
+
+def is_torchelastic_launched():
+    """Whether torchelastic (torchrun) started this process: ``TORCHELASTIC_RUN_ID`` is set, as torch checks
+    (``python -m engine.distributed.run`` does not set it)."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+def get_node_local_rank(fallback_rank=None):
+    """This process's rank on its host: ``LOCAL_RANK`` (set by the launchers), else ``fallback_rank``."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+                       "`get_node_local_rank` to work, assuming you are not running in a multi-device context "
+                       "and want the code to run locally instead.")

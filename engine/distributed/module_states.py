@@ -14,7 +14,7 @@ from .objects import all_gather_object
 
 
 class BroadcastInPlace(Function):
-    """Overwrite the input arrays with rank ``src``'s values; returns the first one."""
+    """Overwrite the input arrays with group rank ``src``'s values; returns the first one."""
 
     uses_inputs = False
 
@@ -29,7 +29,7 @@ class BroadcastInPlace(Function):
         for same_dtype in by_dtype.values():
             xp = array_module(same_dtype[0])
             flat = xp.concatenate([a.reshape(-1) for a in same_dtype])
-            broadcast(_new(flat), self.src, group=self.group)
+            broadcast(_new(flat), group=self.group, group_src=self.src)
             start = 0
             for array in same_dtype:
                 array[...] = flat[start:start + array.size].reshape(array.shape)
@@ -38,7 +38,8 @@ class BroadcastInPlace(Function):
 
 
 def broadcast_in_place(tensors, src=0, group=None):
-    """Give every tensor in ``tensors`` rank ``src``'s values, in place (no gradient is recorded)."""
+    """Give every tensor in ``tensors`` the values of ``group``'s rank ``src`` (a group rank: DDP's source is
+    its group's first rank), in place (no gradient is recorded)."""
     if tensors:
         with no_grad():
             BroadcastInPlace(src, group)(*tensors)
@@ -66,8 +67,8 @@ def _describe(entry):
 
 
 def _world_size(group):
-    from .process_group import default_group
-    return default_group(group).size
+    from .process_group import resolve
+    return resolve(group).size()
 
 
 def _states(module):
@@ -76,5 +77,6 @@ def _states(module):
 
 
 def broadcast_module_states(module, src=0, group=None):
-    """Rank ``src``'s parameters and buffers on every rank (DistributedDataParallel's wrap-time sync)."""
+    """Group rank ``src``'s parameters and buffers on every rank of ``group`` (DistributedDataParallel's
+    wrap-time sync)."""
     broadcast_in_place([t for _, t in _states(module)], src, group)

@@ -7,6 +7,7 @@ bytes reduced by MAX (SUM, MAX, BOR: any true) or MIN (PRODUCT, MIN, BAND: all t
 """
 import numpy as np
 
+from .mpi_bytes import ByteMessages
 from .reduce_op import ReduceOp
 from .work import Work
 
@@ -40,14 +41,20 @@ def _wire(array):
     return array.view(np.uint8) if array.dtype == np.bool_ else array
 
 
-class MPITransport:
-    """Collectives and point-to-point messages of one communicator over host arrays."""
+class MPITransport(ByteMessages):
+    """Collectives and point-to-point messages of one communicator over host arrays; pickled objects
+    (``mpi_bytes.py``) and ``monitored_barrier`` also use ``control``, a duplicate of the communicator."""
 
     def __init__(self, comm, group):
         from mpi4py import MPI
         self.MPI = MPI
         self.comm = comm
         self.group = group
+        self.control = comm.Dup()
+        self.monitored_barriers = 0  # how many this group has started: each one's messages have its own tag
+
+    def free(self):
+        self.control.Free()
 
     def _work(self, request, what, finish=None, buffers=()):
         """A Work waiting on ``request``; ``buffers`` stay referenced until it completes."""
@@ -102,6 +109,12 @@ class MPITransport:
         request = self.comm.Iscatter(None if source is None else _wire(source), _wire(output), root=src)
         return self._work(request, "scatter", None, (output, source))
 
+    def all_to_all(self, output, output_counts, array, input_counts):
+        """Rank r's ``output`` gets, in rank order, the block each rank's ``array`` holds for r: blocks
+        follow each other, ``input_counts[q]`` elements for rank q, ``output_counts[q]`` from rank q."""
+        request = self.comm.Ialltoallv([_wire(array), input_counts], [_wire(output), output_counts])
+        return self._work(request, "all_to_all", None, (output, array))
+
     def send(self, array, dst, tag):
         request = self.comm.Isend(_wire(array), dest=dst, tag=tag)
         return self._work(request, f"send to rank {dst}", None, (array,))
@@ -119,22 +132,3 @@ class MPITransport:
 
     def barrier(self):
         return self._work(self.comm.Ibarrier(), "barrier")
-
-    def all_gather_bytes(self, payload):
-        """Every rank's ``payload`` (bytes), in rank order: sizes first, then the bytes themselves."""
-        sizes = np.zeros(self.comm.Get_size(), np.int64)
-        self._work(self.comm.Iallgather(np.array([len(payload)], np.int64), sizes), "all_gather_object").wait()
-        gathered = np.empty(int(sizes.sum()), np.uint8)
-        local = np.frombuffer(payload, np.uint8)
-        request = self.comm.Iallgatherv(local, [gathered, sizes])
-        self._work(request, "all_gather_object", None, (gathered, local)).wait()
-        bounds = np.concatenate([[0], np.cumsum(sizes)])
-        return [gathered[lo:hi].tobytes() for lo, hi in zip(bounds[:-1], bounds[1:])]
-
-    def broadcast_bytes(self, payload, src):
-        """``src``'s ``payload`` (bytes) on every rank."""
-        size = np.array([len(payload) if payload is not None else 0], np.int64)
-        self._work(self.comm.Ibcast(size, root=src), "broadcast_object_list").wait()
-        data = np.frombuffer(payload, np.uint8).copy() if payload is not None else np.empty(int(size[0]), np.uint8)
-        self._work(self.comm.Ibcast(data, root=src), "broadcast_object_list", None, (data,)).wait()
-        return data.tobytes()

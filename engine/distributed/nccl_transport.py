@@ -47,13 +47,13 @@ class NCCLTransport:
         self.nccl = importlib.import_module("cupy.cuda.nccl")
         self.group = group
         cp = cupy()
-        unique_id = pickle.dumps(self.nccl.get_unique_id()) if group.rank == 0 else None
+        unique_id = pickle.dumps(self.nccl.get_unique_id()) if group.rank() == 0 else None
         unique_id = pickle.loads(group.mpi.broadcast_bytes(unique_id, 0))
         if device_index is None:
             device_index = local_device_index(cp.cuda.runtime.getDeviceCount())
         self.device_index = device_index
         with cp.cuda.Device(self.device_index):
-            self.comm = self.nccl.NcclCommunicator(group.size, unique_id, group.rank)
+            self.comm = self.nccl.NcclCommunicator(group.size(), unique_id, group.rank())
             self.stream = cp.cuda.Stream(non_blocking=True)
 
     def destroy(self):
@@ -115,14 +115,14 @@ class NCCLTransport:
 
     def gather(self, output, array, dst):
         """Grouped sends to ``dst``, which receives block r from rank r (its own block by a copy)."""
-        rank = self.group.rank
+        rank = self.group.rank()
         kind = self._dtype(array)
 
         def launch(stream):
             self.nccl.groupStart()
             if rank == dst:
-                blocks = output.reshape(self.group.size, -1)
-                for peer in range(self.group.size):
+                blocks = output.reshape(self.group.size(), -1)
+                for peer in range(self.group.size()):
                     if peer != rank:
                         self.comm.recv(blocks[peer].data.ptr, array.size, kind, peer, stream)
             else:
@@ -135,14 +135,14 @@ class NCCLTransport:
 
     def scatter(self, output, source, src):
         """Grouped sends from ``src`` of block r to rank r (its own block by a copy)."""
-        rank = self.group.rank
+        rank = self.group.rank()
         kind = self._dtype(output)
 
         def launch(stream):
             self.nccl.groupStart()
             if rank == src:
-                blocks = source.reshape(self.group.size, -1)
-                for peer in range(self.group.size):
+                blocks = source.reshape(self.group.size(), -1)
+                for peer in range(self.group.size()):
                     if peer != rank:
                         self.comm.send(blocks[peer].data.ptr, output.size, kind, peer, stream)
             else:
@@ -152,6 +152,36 @@ class NCCLTransport:
                 with self.stream:
                     output.reshape(-1)[...] = blocks[rank]
         return self._run("scatter", launch, (output, source))
+
+    def all_to_all(self, output, output_counts, array, input_counts):
+        """Grouped sends of each rank's block of ``array`` and receives of ``output``'s blocks (counts in
+        elements, blocks in rank order; this rank's own block by a copy)."""
+        rank = self.group.rank()
+        kind = self._dtype(array)
+        sent, received = _blocks(array, input_counts), _blocks(output, output_counts)
+
+        def launch(stream):
+            self.nccl.groupStart()
+            for peer in range(self.group.size()):
+                if peer != rank and sent[peer].size:
+                    self.comm.send(sent[peer].data.ptr, sent[peer].size, kind, peer, stream)
+                if peer != rank and received[peer].size:
+                    self.comm.recv(received[peer].data.ptr, received[peer].size, kind, peer, stream)
+            self.nccl.groupEnd()
+            with self.stream:
+                received[rank][...] = sent[rank]
+        return self._run("all_to_all", launch, (output, array))
+
+    def batch(self, operations):
+        """One Work for ``operations``, (``"send"`` or ``"recv"``, array, peer) each, launched as one NCCL
+        group (``batch_isend_irecv``: the sends and receives of both sides then cannot block each other)."""
+        def launch(stream):
+            self.nccl.groupStart()
+            for kind, array, peer in operations:
+                call = self.comm.send if kind == "send" else self.comm.recv
+                call(array.data.ptr, array.size, self._dtype(array), peer, stream)
+            self.nccl.groupEnd()
+        return self._run("batch_isend_irecv", launch, tuple(array for _, array, _ in operations))
 
     def send(self, array, dst, tag):
         def launch(stream):
@@ -167,3 +197,10 @@ class NCCLTransport:
         work = self._run(f"recv from rank {src}", launch, (array,))
         work.source = lambda: src
         return work
+
+
+def _blocks(array, counts):
+    """``array``'s elements cut into consecutive blocks of ``counts`` elements."""
+    flat = array.reshape(-1)
+    starts = np.cumsum([0] + list(counts))
+    return [flat[lo:hi] for lo, hi in zip(starts[:-1], starts[1:])]

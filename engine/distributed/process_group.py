@@ -6,6 +6,7 @@ communicator (a duplicate of ``COMM_WORLD``, so the user's own MPI calls never m
 over which host arrays travel; with ``backend="nccl"`` CUDA arrays travel over an NCCL communicator
 whose unique id rank 0 broadcasts over MPI. With ``backend="mpi"``, CUDA arrays are staged through
 host memory. MPI is started by the first ``init_process_group``, not by importing the package.
+Subgroups (``subgroups.py``) are ProcessGroups over a communicator split from the default group's.
 
 An uncaught exception on any rank aborts the whole MPI job (as ``python -m mpi4py`` does), so that no
 rank is left waiting for one that died; a rank stuck in a call raises after the group's timeout.
@@ -39,15 +40,20 @@ class Backend(str):
 
 
 class ProcessGroup:
-    """All the processes of the job, their MPI communicator and, for ``nccl``, their NCCL one."""
+    """Processes that communicate together: the job's default group, or a subgroup of it (``new_group``).
 
-    def __init__(self, backend, timeout, comm, device_id=None):
+    ``ranks`` are the members' global ranks in the order of their group ranks; ``rank()`` and ``size()``
+    are this process's rank in the group and the group's size, as torch's ``ProcessGroup``."""
+
+    def __init__(self, backend, timeout, comm, ranks=None, device_id=None, group_desc=None):
         from .mpi_transport import MPITransport
         self.backend = backend
         self.timeout = timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
         self.comm = comm
-        self.rank = comm.Get_rank()
-        self.size = comm.Get_size()
+        self._rank = comm.Get_rank()
+        self._size = comm.Get_size()
+        self.ranks = list(range(self._size)) if ranks is None else list(ranks)
+        self.group_desc = group_desc or ("default_pg" if ranks is None else "undefined")
         self.mpi = MPITransport(comm, self)
         self.nccl = None
         if backend == Backend.NCCL:
@@ -55,13 +61,23 @@ class ProcessGroup:
             self.mpi.barrier().wait()  # every rank is here before NCCL's initialisation, which cannot time out
             self.nccl = NCCLTransport(self, _device_index(device_id))
 
+    def rank(self):
+        """This process's rank in the group."""
+        return self._rank
+
+    def size(self):
+        """The number of processes in the group."""
+        return self._size
+
     def destroy(self):
         if self.nccl is not None:
             self.nccl.destroy()
+        self.mpi.free()
         self.comm.Free()
 
     def __repr__(self):
-        return f"ProcessGroup(backend={self.backend!r}, rank={self.rank}, size={self.size})"
+        return (f"ProcessGroup(backend={self.backend!r}, rank={self._rank}, size={self._size}, "
+                f"ranks={self.ranks})")
 
 
 def _device_index(device_id):
@@ -76,6 +92,7 @@ class _World:
     """The state of this process: its default group (None before ``init_process_group``)."""
 
     group = None
+    subgroups = []  # the groups new_group made that this process belongs to, not destroyed yet
     previous_excepthook = None
 
 
@@ -97,6 +114,39 @@ def is_nccl_available():
     except Exception:
         return False
     return bool(getattr(nccl, "available", True))
+
+
+def is_gloo_available():
+    """False: there is no Gloo here (CPU tensors travel over MPI)."""
+    return False
+
+
+def is_ucc_available():
+    """False: there is no UCC backend here."""
+    return False
+
+
+def is_xccl_available():
+    """False: there is no XCCL (Intel GPU) backend here."""
+    return False
+
+
+def is_backend_available(backend):
+    """Whether ``backend`` ("mpi", "nccl", or another of torch's names) can be used here."""
+    name = str(backend).lower()
+    if ":" in name:  # torch's device-qualified form, "cpu:mpi,cuda:nccl"
+        return all(is_backend_available(part.split(":")[-1]) for part in name.split(","))
+    return {Backend.MPI: is_mpi_available, Backend.NCCL: is_nccl_available}.get(name, lambda: False)()
+
+
+def get_default_backend_for_device(device):
+    """The backend a group uses for tensors on ``device`` (a string or device): "mpi" for the CPU,
+    "nccl" for CUDA."""
+    kind = getattr(device, "type", None) or str(device).split(":")[0]
+    backend = {"cpu": Backend.MPI, "cuda": Backend.NCCL}.get(kind)
+    if backend is None:
+        raise ValueError(f"Default backend not registered for device : {device}")
+    return str(backend)
 
 
 def is_initialized():
@@ -147,8 +197,8 @@ def _abort_job_on_uncaught_exception(kind, value, traceback):
     previous = _World.previous_excepthook or sys.__excepthook__
     previous(kind, value, traceback)
     group = _World.group
-    if group is not None and group.size > 1:
-        sys.stderr.write(f"engine.distributed: rank {group.rank} failed; aborting all {group.size} ranks\n")
+    if group is not None and group.size() > 1:
+        sys.stderr.write(f"engine.distributed: rank {group.rank()} failed; aborting all {group.size()} ranks\n")
         sys.stderr.flush()
         # the launcher forwards each rank's output through a pipe, and Abort kills the job at once: without a
         # pause, the traceback just written was sometimes lost on a loaded machine
@@ -158,52 +208,75 @@ def _abort_job_on_uncaught_exception(kind, value, traceback):
 
 
 def destroy_process_group(group=None):
-    """Leave the default process group (MPI stays started for a later ``init_process_group``)."""
-    current = default_group()
-    if group is not None and group is not current:
-        raise ValueError("only the default process group exists here")
+    """Leave ``group``: a subgroup, or (None, the default) every group, the default one last (MPI stays
+    started for a later ``init_process_group``)."""
+    current = resolve(group) if not is_non_member(group) else None
+    if current is None:
+        return
+    if current is not _World.group:
+        _World.subgroups.remove(current)
+        current.destroy()
+        return
+    while _World.subgroups:
+        _World.subgroups.pop().destroy()
     _World.group = None
     if sys.excepthook is _abort_job_on_uncaught_exception:
         sys.excepthook = _World.previous_excepthook
     current.destroy()
 
 
-def default_group(group=None):
-    """The default process group (``group`` may name it, or be None / ``group.WORLD``)."""
+def is_non_member(group):
+    """Whether ``group`` is ``GroupMember.NON_GROUP_MEMBER``: what ``new_group`` returns to the ranks it
+    leaves out."""
+    return isinstance(group, int) and not isinstance(group, bool) and group == NON_GROUP_MEMBER
+
+
+def resolve(group=None):
+    """The ProcessGroup ``group`` names: None or ``group.WORLD`` for the default group, or a subgroup this
+    process belongs to (one line for anything else, including ``NON_GROUP_MEMBER``)."""
     current = _World.group
     if current is None:
         raise ValueError(_NOT_INITIALIZED)
-    if group is not None and group is not current and group is not WORLD:
-        raise ValueError(f"unknown process group {group!r}: only the default group (group=None) exists here")
-    return current
+    if group is None or group is current:
+        return current
+    if isinstance(group, ProcessGroup) and group in _World.subgroups:
+        return group
+    if is_non_member(group):
+        raise ValueError(f"rank {current.rank()} is not a member of the given group (new_group returned "
+                         "GroupMember.NON_GROUP_MEMBER to it)")
+    raise ValueError(f"Invalid process group specified: {group!r} (pass None, group.WORLD, or a group "
+                     "new_group returned that has not been destroyed)")
 
 
 def get_rank(group=None):
-    return default_group(group).rank
+    """This process's rank in ``group`` (the default group when None); -1 where it is not a member."""
+    return -1 if is_non_member(group) else resolve(group).rank()
 
 
 def get_world_size(group=None):
-    return default_group(group).size
+    """The number of processes in ``group`` (the default group when None); -1 where this one is not a member."""
+    return -1 if is_non_member(group) else resolve(group).size()
 
 
 def get_backend(group=None):
-    return default_group(group).backend
+    return resolve(group).backend
 
 
-class _WorldGroup:
-    """``dist.group.WORLD``: stands for the default process group in any ``group=`` argument."""
-
-    def __repr__(self):
-        return "group.WORLD"
+#: what ``new_group`` returns to the ranks it leaves out (torch's value)
+NON_GROUP_MEMBER = -100
 
 
-WORLD = _WorldGroup()
+class _GroupNamespace(type):
+    @property
+    def WORLD(cls):
+        """The default process group (None before ``init_process_group``), as torch's ``group.WORLD``."""
+        return _World.group
 
 
-class group:
-    """torch's ``dist.group`` namespace: ``group.WORLD``."""
+class group(metaclass=_GroupNamespace):
+    """torch's ``dist.group`` namespace: ``group.WORLD`` (the default group) and ``NON_GROUP_MEMBER``."""
 
-    WORLD = WORLD
+    NON_GROUP_MEMBER = NON_GROUP_MEMBER
 
 
 GroupMember = group

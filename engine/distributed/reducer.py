@@ -19,7 +19,7 @@ from .._device import array_module
 from ..autograd.function import AccumulateGrad
 from ..tensor import Tensor, _new
 from .collectives import all_reduce
-from .process_group import default_group
+from .process_group import resolve
 from .reduce_op import ReduceOp
 
 #: torch's size of the first bucket
@@ -100,7 +100,7 @@ class Reducer:
         self.buckets = [Bucket(ps) for ps in assign_buckets(params, bucket_cap_bytes)]
         #: each gradient is divided by the world size as it enters its bucket, so the all-reduce's sum is
         #: the average (as torch's DDP; dividing after would be one more pass over every gradient)
-        self.scale = 1.0 / default_group(group).size
+        self.scale = 1.0 / resolve(group).size()
         self.place = {id(p): (b, i) for b, bucket in enumerate(self.buckets) for i, p in enumerate(bucket.params)}
         self.sync = True  # set by each forward: False inside DistributedDataParallel.no_sync()
         self.unused = []  # parameters the last forward's graph does not reach (find_unused_parameters)

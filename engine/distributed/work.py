@@ -7,6 +7,8 @@ of hanging when a rank failed, exited or never made the matching call.
 import os
 import time
 
+from .errors import DistBackendError
+
 #: how long a wait polls back to back (yielding the core between polls) before it sleeps between polls:
 #: MPI moves a large message in pieces, each only when polled, so a sleeping wait slows it (resnet18's
 #: 45 MB of gradients waited 130 ms a step with sleeps from the start); a wait this long is for a rank
@@ -18,13 +20,14 @@ _MAX_SLEEP_S = 0.001
 
 def wait_until(done, deadline, describe):
     """Poll ``done()`` until it is true; after ``deadline`` (a ``time.monotonic`` value) raise
-    RuntimeError with ``describe()`` saying what was waited for."""
+    DistBackendError (a RuntimeError, as torch's for a timed-out collective) with ``describe()`` saying what was
+    waited for."""
     spin_until = time.monotonic() + _SPIN_S
     sleep = 1e-5
     while not done():
         now = time.monotonic()
         if now > deadline:
-            raise RuntimeError(describe())
+            raise DistBackendError(describe())
         if now < spin_until:
             os.sched_yield()
         else:
@@ -82,7 +85,7 @@ class Work:
         return self
 
     def _timeout_message(self, seconds):
-        return (f"engine.distributed: {self._what} on rank {self._group.rank} of {self._group.size} did not "
+        return (f"engine.distributed: {self._what} on rank {self._group.rank()} of {self._group.size()} did not "
                 f"complete within {seconds:g} s: another rank failed, exited or did not make the same call "
                 "(init_process_group's timeout= sets the limit)")
 
