@@ -19,6 +19,10 @@ from .ops import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
 from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
 from . import special  # noqa: F401  (reachable after ``import engine``, as torch.special)
+from . import hub, testing  # noqa: F401  (torch.hub, torch.testing)
+from .legacy_tensor_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
+                                  FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
+                                  set_default_tensor_type)
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,  # noqa: F401
                                 is_autocast_cache_enabled, is_autocast_enabled, set_autocast_cache_enabled,
                                 set_autocast_dtype, set_autocast_enabled)

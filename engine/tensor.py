@@ -519,10 +519,16 @@ class Tensor:
             out = self.clone()
         return out
 
-    def type(self, dtype=None):
+    def type(self, dtype=None, non_blocking=False):
+        """``torch.Tensor.type``: without ``dtype`` the legacy type's name (``'engine.FloatTensor'``,
+        ``'engine.cuda.FloatTensor'``); else this tensor as ``dtype``: a dtype, a legacy type
+        (``engine.DoubleTensor``) or its name (``'torch.IntTensor'`` or ``'engine.IntTensor'``), itself when it
+        already is one (see ``legacy_tensor_types``)."""
         if dtype is None:
-            return f"engine.{_TYPE_NAMES.get(self.dtype.name, self.dtype.name)}"
-        return self.to(dtype)
+            prefix = "engine.cuda." if self.device.type == "cuda" else "engine."
+            return prefix + _TYPE_NAMES.get(self.dtype.name, self.dtype.name)
+        from .legacy_tensor_types import as_tensor_type
+        return as_tensor_type(self, dtype, non_blocking)
 
     def cpu(self):
         return self.to("cpu")

@@ -1,14 +1,11 @@
 """Download and cache checkpoints: ``load_state_dict_from_url`` and ``download_url_to_file`` (torch.hub's API).
 
 Files land in ``<get_dir()>/checkpoints`` (``$FLOWVISION_HOME``, default ``~/.cache/flowvision``).
-A download goes to ``<file>.partial`` (resumed with an HTTP Range request after a cut, the server's
-``Content-Range`` checked against the offset asked for), is checked against its sha256 (the full
-hash when known, else the ``-<hex>`` prefix in the file name, as torch.hub does, else the sha256 the
-server states, as the Hugging Face hub does) and against the size the server stated, and only then
-renamed into place. Each destination has a file
-lock (in ``.locks`` beside it), so concurrent processes end with one valid file. A whole download
-has a deadline (``timeout=``, ``$FLOWVISION_DOWNLOAD_TIMEOUT``, default 30 minutes) besides the 30 s
-a stalled connection may wait.
+Downloads go through ``engine.hub``'s one downloader (``engine/hub/download.py``: resumed after a cut,
+retried, sha256-checked against the full hash when known, else the ``-<hex>`` prefix in the file name, as
+torch.hub does, else the sha256 the server states, size-checked, renamed into place under a file lock in
+``.locks``); this module names flowvision's deadline variable for it (``timeout=``,
+``$FLOWVISION_DOWNLOAD_TIMEOUT``, default 30 minutes) and adds the offline mode and the safetensors cache.
 
 The first load converts a flat state_dict to ``<stem>.safetensors``, recording the source's URL,
 hash and size, and deletes the download, so the cache holds one file per checkpoint; later loads
@@ -18,18 +15,16 @@ objects) stays as downloaded; a download that does not load is deleted. With ``F
 downloaded and nothing is deleted: a missing file is reported with the exact path where a manual
 download can be placed, and a corrupt one is moved aside to ``<file>.corrupt``.
 """
-import contextlib
-import fcntl
-import hashlib
 import os
 import re
-import sys
-import time
 import warnings
 from collections.abc import Mapping
 from urllib.parse import urlparse
 
 import engine
+from engine.hub import download as _downloader
+from engine.hub.download import CorruptDownloadError, DownloadError, HashMismatchError
+from engine.hub.download import file_lock as _file_lock, file_sha256 as _file_sha256, remove as _remove
 from engine.serialization import UnpicklingError, load, read_metadata, save
 
 from . import cache_format
@@ -40,35 +35,11 @@ __all__ = ["get_dir", "set_dir", "is_offline", "download_timeout", "download_url
 ENV_HOME = "FLOWVISION_HOME"
 ENV_OFFLINE = "FLOWVISION_OFFLINE"
 ENV_TIMEOUT = "FLOWVISION_DOWNLOAD_TIMEOUT"
-DEFAULT_TIMEOUT = 1800.0  # seconds for a whole download: the 548 MB vgg19 at 300 KB/s, retries included
-_STALL_TIMEOUT = 30.0  # seconds a connection may wait to connect or between two reads
+DEFAULT_TIMEOUT = _downloader.DEFAULT_TIMEOUT
 _HASH_IN_NAME = re.compile(r"-([a-f0-9]+)\.")
-_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+|\*)")
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-# the most bytes taken from the socket at once; a cut transfer keeps what arrived. Bodies are read with
-# urllib3's HTTPResponse.read1 (urllib3 >= 2.3), which returns what one read brought, so a server that
-# trickles bytes still meets the deadline check between reads.
-_CHUNK = 1 << 16
+# the clock the downloader waits on between retries (tests patch ``hub.time.sleep`` to skip the back-off)
+time = _downloader.time
 _hub_dir = None
-
-
-class DownloadError(RuntimeError):
-    """A download that failed: an HTTP error status, the network after every retry, or its deadline.
-
-    ``reason`` says which in a few words.
-    """
-
-    def __init__(self, message, reason):
-        super().__init__(message)
-        self.reason = reason
-
-
-class CorruptDownloadError(RuntimeError):
-    """A downloaded (or manually placed) file that is not what was expected; it was not kept as valid."""
-
-
-class HashMismatchError(CorruptDownloadError):
-    """A file whose sha256 is not the expected one."""
 
 
 def get_dir():
@@ -91,24 +62,7 @@ def is_offline():
 
 def download_timeout(timeout=None):
     """The deadline in seconds for one download: ``timeout``, else ``$FLOWVISION_DOWNLOAD_TIMEOUT``, else 1800."""
-    if timeout is None:
-        text = os.getenv(ENV_TIMEOUT, "").strip()
-        try:
-            timeout = float(text) if text else DEFAULT_TIMEOUT
-        except ValueError:
-            raise ValueError(f"{ENV_TIMEOUT} must be a number of seconds, got {text!r}") from None
-    if not timeout > 0:
-        raise ValueError(f"the download timeout must be a positive number of seconds, got {timeout!r}")
-    return float(timeout)
-
-
-def _file_sha256(path):
-    """The hex sha256 of the file at ``path``."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    return _downloader.download_timeout(timeout, ENV_TIMEOUT)
 
 
 def _expected_hash(file_name, sha256):
@@ -119,143 +73,9 @@ def _expected_hash(file_name, sha256):
     return match.group(1) if match else None
 
 
-@contextlib.contextmanager
-def _file_lock(path):
-    """An exclusive ``fcntl`` lock for the file at ``path`` for the duration of the block.
-
-    The lock file is ``.locks/<name>.lock`` in the same folder, so the cache itself only holds checkpoints.
-    """
-    locks = os.path.join(os.path.dirname(os.path.abspath(path)), ".locks")
-    os.makedirs(locks, exist_ok=True)
-    with open(os.path.join(locks, os.path.basename(path) + ".lock"), "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _remove(*paths):
-    """Delete the files that exist among ``paths``."""
-    for path in paths:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path)
-
-
-class _DeadlinePassed(Exception):
-    """Raised inside a transfer when the download's deadline has passed."""
-
-
-def _remaining(deadline):
-    """Seconds left before ``deadline`` (a ``time.monotonic`` value); raises once none are."""
-    left = deadline - time.monotonic()
-    if left <= 0:
-        raise _DeadlinePassed
-    return left
-
-
-def _body_start(response, offset, partial):
-    """Where the response's body goes in the file: ``offset`` for the part asked for, 0 for the whole file,
-    None for a part that does not continue ``partial`` (which is then deleted)."""
-    if response.status_code != 206:
-        return 0  # the server sent the whole file
-    match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
-    start = int(match.group(1)) if match else None
-    if start == offset:
-        return offset
-    _remove(partial)
-    return 0 if start == 0 else None
-
-
-def _stated_size(response, start):
-    """The whole file's size as the server states it (Content-Range, else Content-Length), or None."""
-    match = _CONTENT_RANGE.fullmatch(response.headers.get("Content-Range", "").strip())
-    if match and match.group(3) != "*":
-        return int(match.group(3))
-    length = response.headers.get("Content-Length")
-    return start + int(length) if length is not None else None
-
-
-def _stated_sha256(response):
-    """The sha256 the server states for the file: the Hugging Face hub's ``X-Linked-Etag`` (the stored file's
-    sha256, sent with the redirect to its storage), or None."""
-    for hop in (*response.history, response):
-        etag = hop.headers.get("X-Linked-Etag", "").strip().removeprefix("W/").strip('"').lower()
-        if _SHA256.fullmatch(etag):
-            return etag
-    return None
-
-
-def _fetch_once(url, partial, progress, deadline, stated):
-    """One GET of ``url`` continuing ``partial``; True when it holds the whole file (as far as the server says).
-
-    The sha256 the server states (``_stated_sha256``) is recorded in the dict ``stated``."""
-    import requests  # here, not at import: requests and urllib3 take ~0.1 s to import, which every process paid
-    from tqdm import tqdm
-
-    offset = os.path.getsize(partial) if os.path.exists(partial) else 0
-    headers = {"Range": f"bytes={offset}-"} if offset else {}
-    timeout = min(_STALL_TIMEOUT, _remaining(deadline))
-    with requests.get(url, stream=True, headers=headers, timeout=timeout) as response:
-        if response.status_code == 416:  # the partial file is not a prefix of this one: start over
-            _remove(partial)
-            return False
-        stated["sha256"] = _stated_sha256(response) or stated.get("sha256")
-        if response.status_code >= 400:
-            raise DownloadError(f"HTTP Error {response.status_code}: {response.reason} for url {url}",
-                                f"HTTP Error {response.status_code}: {response.reason}")
-        start = _body_start(response, offset, partial)
-        if start is None:
-            return False
-        total = _stated_size(response, start)
-        with open(partial, "ab" if start else "wb") as f, \
-                tqdm(total=total, initial=start, unit="B", unit_scale=True, unit_divisor=1024,
-                     disable=not progress, desc=os.path.basename(urlparse(url).path), file=sys.stderr) as bar:
-            while chunk := response.raw.read1(_CHUNK, decode_content=True):
-                f.write(chunk)
-                bar.update(len(chunk))
-                _remaining(deadline)
-    size = os.path.getsize(partial)
-    if total is not None and size > total:
-        _remove(partial)
-        return False
-    return total is None or size == total
-
-
 def _download(url, dst, hash_prefix, progress, retries=4, backoff=0.5, timeout=None):
     """``download_url_to_file`` without its lock (callers hold it)."""
-    import requests
-    from urllib3.exceptions import ProtocolError, ReadTimeoutError
-
-    partial = dst + ".partial"
-    seconds = download_timeout(timeout)
-    deadline = time.monotonic() + seconds
-    stated = {}
-    try:
-        for attempt in range(retries + 1):
-            try:
-                if _fetch_once(url, partial, progress, deadline, stated):
-                    break
-                error = "the transfer ended early"
-            except (requests.ConnectionError, requests.Timeout, ProtocolError, ReadTimeoutError) as e:
-                error = e
-            if attempt == retries:
-                raise DownloadError(f"could not download {url} after {retries + 1} attempts ({error}). Download it "
-                                    f"manually and place it at {dst}", "no network connection")
-            time.sleep(min(backoff * 2 ** attempt, _remaining(deadline)))
-    except _DeadlinePassed:
-        raise DownloadError(f"the download of {url} did not finish within {seconds:g} s (the deadline; set "
-                            f"{ENV_TIMEOUT} or timeout= for more). Download it manually and place it at {dst}",
-                            f"not finished within {seconds:g} s") from None
-    expected = hash_prefix or stated.get("sha256")
-    if expected:
-        actual = _file_sha256(partial)
-        if not actual.startswith(expected.lower()):
-            _remove(partial)
-            source = "" if hash_prefix else " (as the server stated it)"
-            raise HashMismatchError(f'invalid hash value for {url}: expected sha256 "{expected}"{source}, '
-                                    f'got "{actual}"; the file was deleted')
-    os.replace(partial, dst)
+    _downloader.download(url, dst, hash_prefix, progress, retries, backoff, timeout, ENV_TIMEOUT)
 
 
 def download_url_to_file(url, dst, hash_prefix=None, progress=True, retries=4, backoff=0.5, timeout=None):
@@ -265,10 +85,9 @@ def download_url_to_file(url, dst, hash_prefix=None, progress=True, retries=4, b
     Hugging Face hub's ``X-Linked-Etag``) and the size it states are checked. On a mismatch nothing is left
     behind. ``timeout`` is the deadline in seconds for the whole download, retries included (see
     ``download_timeout``). Concurrent calls for the same ``dst`` take turns (a file lock), so each ends with
-    the complete file.
+    the complete file. The machinery is ``engine.hub``'s; this names flowvision's timeout variable.
     """
-    with _file_lock(dst):
-        _download(url, dst, hash_prefix, progress, retries, backoff, timeout)
+    _downloader.download_url_to_file(url, dst, hash_prefix, progress, retries, backoff, timeout, ENV_TIMEOUT)
 
 
 def _is_flat_state_dict(obj):

@@ -201,6 +201,8 @@ class Event:
 
 
 from . import amp  # noqa: E402  (torch.cuda.amp: needs the functions above)
+from ..legacy_tensor_types import CUDA_TYPES as _LEGACY_TYPES  # noqa: E402
+globals().update(_LEGACY_TYPES)  # engine.cuda.FloatTensor, ...: torch.cuda's legacy tensor types
 
 __all__ = ["is_available", "device_count", "current_device", "set_device", "get_device_name",
            "get_device_capability", "synchronize", "manual_seed", "manual_seed_all", "empty_cache",

@@ -1,4 +1,5 @@
-"""``torch.cuda.amp``: the CUDA spellings of ``engine.amp``'s autocast and GradScaler, deprecated as in torch."""
+"""``torch.cuda.amp``: the CUDA spellings of ``engine.amp``'s autocast, GradScaler, custom_fwd and custom_bwd,
+deprecated as in torch."""
 import warnings
 
 from .. import _dtype
@@ -23,3 +24,17 @@ class GradScaler(_amp.GradScaler):
         warnings.warn("`torch.cuda.amp.GradScaler(args...)` is deprecated. Please use "
                       "`torch.amp.GradScaler('cuda', args...)` instead.", FutureWarning, stacklevel=2)
         super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+
+
+def custom_fwd(fwd=None, *, cast_inputs=None):
+    """``torch.cuda.amp.custom_fwd``: ``engine.amp.custom_fwd(..., device_type="cuda")``."""
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+    return _amp.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd):
+    """``torch.cuda.amp.custom_bwd``: ``engine.amp.custom_bwd(..., device_type="cuda")``."""
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning, stacklevel=2)
+    return _amp.custom_bwd(bwd, device_type="cuda")
