@@ -38,6 +38,7 @@ NAMESPACES = {
     "torch.Tensor": "engine.Tensor",
     "torch.nn.functional": "engine.nn.functional",
     "torch.nn": "engine.nn",
+    "torch.nn.Module": "engine.nn.Module",
     "torch.optim": "engine.optim",
     "torch.utils.data": "engine.utils.data",
     "torch.linalg": "engine.linalg",

@@ -18,3 +18,4 @@ from .sampling import *  # noqa: F401,F403
 from .sparse import *  # noqa: F401,F403
 from .unpooling import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
+from .. import grad  # noqa: E402,F401  (torch.nn.functional.grad is the torch.nn.grad module)
