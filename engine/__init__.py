@@ -19,6 +19,8 @@ from .ops import *  # noqa: F401,F403
 from .serialization import load, save  # noqa: F401
 from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
 from . import special  # noqa: F401  (reachable after ``import engine``, as torch.special)
+from . import func  # noqa: F401  (torch.func; after nn: functional_call swaps module state)
+from .func import vmap  # noqa: F401  (torch.vmap)
 from . import hub, testing  # noqa: F401  (torch.hub, torch.testing)
 from .legacy_tensor_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                                   FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,

@@ -385,8 +385,6 @@ class Tensor:
     # ---- autograd ----------------------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate d(self)/d(leaf) into every leaf's ``.grad`` (see ``torch.Tensor.backward``)."""
-        if create_graph:
-            raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
         if tracing.active is not None:  # nn.Graph runs the traced backward itself
             tracing.active.record_backward(self, gradient)
             return
@@ -401,16 +399,25 @@ class Tensor:
             if grad.shape != self._data.shape:
                 raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {Size(grad.shape)} "
                                    f"and output[0] has a shape of {self.shape}.")
+        if inputs is not None or create_graph:
+            root = gradient if create_graph and isinstance(gradient, Tensor) else _new(grad)
         if inputs is not None:
             from .autograd import grad as _grad
             inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-            grads = _grad([self], inputs, [_new(grad)], retain_graph=bool(retain_graph), allow_unused=True)
+            grads = _grad([self], inputs, [root], retain_graph=retain_graph if create_graph else bool(retain_graph),
+                          create_graph=create_graph, allow_unused=True)
             for t, g in zip(inputs, grads):
                 if g is not None:
                     if t.grad is None:
                         t.grad = g
+                    elif create_graph:
+                        t.grad = t.grad + g
                     else:
                         t.grad._data += g._data
+            return
+        if create_graph:  # gradients as graph-connected tensors (autograd/double_backward.py)
+            from .autograd.double_backward import run_backward_graph
+            run_backward_graph([self], [root], retain_graph=retain_graph is None or bool(retain_graph))
             return
         run_backward([self], [grad], retain_graph=bool(retain_graph))
 

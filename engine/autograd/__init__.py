@@ -31,6 +31,11 @@ def _root_grads(tensors, grad_tensors):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate gradients of ``tensors`` into the leaves (``torch.autograd.backward``)."""
     tensors = _as_list(tensors)
+    if create_graph and inputs is None:
+        from .double_backward import root_grad_tensors, run_backward_graph
+        run_backward_graph(tensors, root_grad_tensors(tensors, _as_list(grad_tensors)),
+                           retain_graph=retain_graph is None or bool(retain_graph))
+        return
     if inputs is not None:
         for t in tensors:
             t.backward(None if grad_tensors is None else grad_tensors, retain_graph, create_graph, inputs)
@@ -43,8 +48,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated into .grad)."""
     from .function import _edge
     from ..tensor import _new
-    if create_graph:
-        raise NotImplementedError("create_graph=True (higher-order gradients) is not supported")
     outputs, inputs = _as_list(outputs), _as_list(inputs)
     for t in inputs:
         if not t.requires_grad:
@@ -55,8 +58,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         key = (t.grad_fn, t._output_index) if t.grad_fn is not None else _edge(t)[0]
         keys.append(key)
         captures[key] = None
-    run_backward(outputs, _root_grads(outputs, grad_outputs), retain_graph=bool(retain_graph),
-                 captures=captures)
+    if create_graph:  # retain_graph defaults to create_graph, as in torch
+        from .double_backward import root_grad_tensors, run_backward_graph
+        run_backward_graph(outputs, root_grad_tensors(outputs, _as_list(grad_outputs)),
+                           retain_graph=retain_graph is None or bool(retain_graph), captures=captures)
+    else:
+        run_backward(outputs, _root_grads(outputs, grad_outputs), retain_graph=bool(retain_graph),
+                     captures=captures)
     result = []
     for t, key in zip(inputs, keys):
         g = captures[key]
@@ -66,7 +74,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "the graph. Set allow_unused=True if this is the desired behavior.")
             result.append(_new(array_module_zeros(t)) if materialize_grads else None)
         else:
-            result.append(_new(g))
+            result.append(g if create_graph else _new(g))
     return tuple(result)
 
 
@@ -75,5 +83,10 @@ def array_module_zeros(t):
     return array_module(t._data).zeros(t._data.shape, t._data.dtype)
 
 
+from . import functional, profiler  # noqa: E402,F401  (torch.autograd.functional, torch.autograd.profiler)
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
+from .variable import Variable  # noqa: E402,F401
+
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
-           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly"]
+           "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
+           "GradcheckError", "Variable", "functional", "gradcheck", "gradgradcheck", "profiler"]

@@ -38,6 +38,42 @@ class Function:
     def backward(self, *grad_outputs):
         raise NotImplementedError(f"{type(self).__name__} is not differentiable")
 
+    def backward_tensors(self, *grad_outputs):
+        """The differentiable backward, used only by ``create_graph=True`` passes (``double_backward.py``):
+        the input gradients computed from output gradient tensors with engine ops, so that they record a
+        graph. An op without one cannot be differentiated twice."""
+        raise RuntimeError(f"double backward (create_graph=True) is not implemented for {self.name()}")
+
+    def saved_input(self, index, array):
+        """Input ``index`` as a graph-connected tensor over ``array`` (what the forward saved of it), as torch
+        unpacks a SavedVariable: the leaf itself (cast to ``array``'s dtype if the op cast it), or a tensor
+        over ``array`` whose grad_fn and output index are the input's producing node and slot. A Python
+        scalar, or an input that needed no gradient, comes back as a constant."""
+        from ..tensor import _new
+        edges = getattr(self, "next_edges", ())
+        edge = edges[index] if index < len(edges) else None
+        if not hasattr(array, "shape") or edge is None:
+            return _new(array) if hasattr(array, "shape") else array
+        node, slot = edge
+        if isinstance(node, AccumulateGrad):
+            leaf = node.tensor_ref()
+            if leaf is None:
+                return _new(array)
+            if leaf._data.dtype != array.dtype:
+                return leaf.to(_dtype.from_numpy_dtype(array.dtype))
+            return leaf
+        t = _new(array, requires_grad=True)
+        t.grad_fn, t._output_index = node, slot
+        return t
+
+    def saved_output(self, index, array):
+        """Output ``index`` rebuilt over ``array`` as a tensor whose grad_fn is this op, so gradients of a
+        backward that reads the output flow back through the op."""
+        from ..tensor import _new
+        t = _new(array, requires_grad=True)
+        t.grad_fn, t._output_index = self, index
+        return t
+
     def name(self):
         return type(self).__name__ + "Backward"
 
@@ -214,6 +250,12 @@ class _CustomNode(Function):
         if not isinstance(gins, tuple):
             gins = (gins,)
         return tuple(None if g is None else g._data for g in gins)
+
+    def backward_tensors(self, *grads):
+        """The user's backward, on tensors, with grad mode on (the pass runs under ``enable_grad``): what it
+        computes with engine ops is differentiable, as in torch."""
+        gins = self.fn_cls.backward(self.ctx, *grads)
+        return gins if isinstance(gins, tuple) else (gins,)
 
 
 def apply_custom(fn_cls, *args, **kwargs):

@@ -10,6 +10,7 @@ import math
 from .. import _dtype, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
+from ..autograd.double_backward import constant, masked
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import masked_grad, wrap_dim, xp_of
@@ -70,6 +71,9 @@ class ReLU(_Activation):
     def backward(self, gy):
         return backends.kernels(gy, "pointwise").relu_backward(gy, self.y)
 
+    def backward_tensors(self, gy):
+        return masked(gy, self.y > 0)
+
 
 class Hardtanh(_Activation):
     """clamp(x, lo, hi) with zero gradient at and beyond the bounds (relu6 is (0, 6))."""
@@ -96,6 +100,9 @@ class Hardtanh(_Activation):
     def backward(self, gy):
         return masked_grad(gy, self.inside if not self.uses_output else self._inside(self.y))
 
+    def backward_tensors(self, gy):
+        return masked(gy, self.inside if not self.uses_output else self._inside(self.y))
+
 
 class LeakyReLU(_Activation):
     """x for x > 0, slope * x otherwise."""
@@ -116,6 +123,9 @@ class LeakyReLU(_Activation):
     def backward(self, gy):
         return xp_of(gy).where(self.pos, gy, gy * self.slope)
 
+    def backward_tensors(self, gy):
+        return gy.where(constant(self.pos), gy * self.slope)
+
 
 class Threshold(_Activation):
     """x where x > threshold, else value."""
@@ -132,6 +142,9 @@ class Threshold(_Activation):
     def backward(self, gy):
         return masked_grad(gy, self.keep)
 
+    def backward_tensors(self, gy):
+        return masked(gy, self.keep)
+
 
 class Hardshrink(_Activation):
     """x where |x| > lambd, else 0."""
@@ -146,6 +159,9 @@ class Hardshrink(_Activation):
     def backward(self, gy):
         return masked_grad(gy, self.keep)
 
+    def backward_tensors(self, gy):
+        return masked(gy, self.keep)
+
 
 class Softshrink(_Activation):
     """x - lambd * sign(x) where |x| > lambd, else 0."""
@@ -159,6 +175,9 @@ class Softshrink(_Activation):
 
     def backward(self, gy):
         return masked_grad(gy, self.keep)
+
+    def backward_tensors(self, gy):
+        return masked(gy, self.keep)
 
 
 class RReLU(_Activation):
@@ -177,6 +196,9 @@ class RReLU(_Activation):
 
     def backward(self, gy):
         return gy * self.noise
+
+    def backward_tensors(self, gy):
+        return gy * constant(self.noise)
 
 
 # ---- smooth activations ----------------------------------------------------------------------
@@ -206,6 +228,10 @@ class ELU(_Activation):
         d = xp.where(self.pos, self.scale, (self.y + self.scale * self.alpha) * self.input_scale)
         return gy * d.astype(gy.dtype, copy=False)
 
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return (gy * self.scale).where(constant(self.pos), gy * ((y + self.scale * self.alpha) * self.input_scale))
+
 
 class GELU(_Activation):
     """x * Phi(x) (exact, via erf) or its tanh approximation."""
@@ -231,6 +257,15 @@ class GELU(_Activation):
             return gy * d
         cdf = 0.5 * (1 + erf_array(xp, x * (1 / math.sqrt(2.0))))
         pdf = xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
+        return gy * (cdf + x * pdf)
+
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        if self.approximate == "tanh":
+            t = (_SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)).tanh()
+            return gy * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x))
+        cdf = 0.5 * (1 + (x * (1 / math.sqrt(2.0))).erf())
+        pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
         return gy * (cdf + x * pdf)
 
 
@@ -259,6 +294,11 @@ class SiLU(_Activation):
     def backward(self, gy):
         s = _sigmoid(xp_of(gy), self.x)
         return gy * (s * (1 + self.x * (1 - s)))
+
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        s = x.sigmoid()
+        return gy * (s * (1 + x * (1 - s)))
 
 
 class Mish(_Activation):
@@ -290,6 +330,10 @@ class Hardswish(_Activation):
         d = xp.where(x <= -3, 0, xp.where(x < 3, x * (1 / 3) + 0.5, 1))
         return masked_grad(gy * d.astype(gy.dtype, copy=False), ~(x <= -3))
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return masked(gy * (x * (1 / 3) + 0.5).where(constant(self.x < 3), 1.0), ~(self.x <= -3))
+
 
 # torch's Hardsigmoid backward scales by 1/6 rounded to float32 (1.0f / 6.0f) at every precision, float64 too
 _ONE_SIXTH_FLOAT32 = 0.1666666716337204
@@ -305,6 +349,9 @@ class Hardsigmoid(_Activation):
 
     def backward(self, gy):
         return masked_grad(gy, self.inside) * _ONE_SIXTH_FLOAT32
+
+    def backward_tensors(self, gy):
+        return masked(gy, self.inside) * _ONE_SIXTH_FLOAT32
 
 
 class Softplus(_Activation):
@@ -325,6 +372,10 @@ class Softplus(_Activation):
         bx = self.x * self.beta
         return gy * xp.where(bx > self.threshold, 1, _sigmoid(xp, bx)).astype(gy.dtype, copy=False)
 
+    def backward_tensors(self, gy):
+        linear = self.x * self.beta > self.threshold
+        return gy * (self.saved_input(0, self.x) * self.beta).sigmoid().where(constant(~linear), 1.0)
+
 
 class Softsign(_Activation):
     """x / (1 + |x|)."""
@@ -337,6 +388,10 @@ class Softsign(_Activation):
 
     def backward(self, gy):
         d = 1 + xp_of(gy).abs(self.x)
+        return gy / (d * d)
+
+    def backward_tensors(self, gy):
+        d = 1 + self.saved_input(0, self.x).abs()
         return gy / (d * d)
 
 
@@ -363,6 +418,9 @@ class LogSigmoid(_Activation):
     def backward(self, gy):
         return gy * _sigmoid(xp_of(gy), -self.x)
 
+    def backward_tensors(self, gy):
+        return gy * (-self.saved_input(0, self.x)).sigmoid()
+
 
 class PReLU(Function):
     """x for x > 0, else weight[c] * x with one learned slope per channel (dim 1)."""
@@ -385,6 +443,19 @@ class PReLU(Function):
             gw = contrib.sum(axis=axes).reshape(self.input_meta[1][0])
         return gx, gw
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        pos = constant(self.x > 0)
+        w_shape = self.input_meta[1][0] if self.input_meta[1] is not None else self.w.shape
+        w = self.saved_input(1, self.w.reshape(w_shape)).reshape(self.w.shape)
+        gx = gy.where(pos, gy * w) if self.needs_input_grad[0] else None
+        gw = None
+        if self.needs_input_grad[1]:
+            contrib = (x * gy).where(constant(self.x <= 0), 0.0)
+            axes = tuple(i for i in range(x.ndim) if i != 1 or self.w.size == 1)
+            gw = contrib.sum(axes).reshape(w_shape)
+        return gx, gw
+
 
 class GLU(Function):
     """a * sigmoid(b) where (a, b) are the two halves of the input along ``dim``."""
@@ -403,6 +474,14 @@ class GLU(Function):
         ga = gy * self.s
         gb = ga * self.a * (1 - self.s)
         return xp.concatenate([ga, gb], axis=self.dim)
+
+    def backward_tensors(self, gy):
+        from .shape import cat
+        x = self.saved_input(0, xp_of(self.a).concatenate([self.a, self.b], axis=self.dim))
+        a, b = x.chunk(2, self.dim)
+        s = b.sigmoid()
+        ga = gy * s
+        return cat([ga, ga * a * (1 - s)], self.dim)
 
 
 # ---- softmax ---------------------------------------------------------------------------------
@@ -431,6 +510,11 @@ class Softmax(Function):
         gx -= self.y * gx.sum(axis=axis, keepdims=True)
         return gx
 
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        gx = gy * y
+        return gx - y * (gx.sum(self.dim, keepdim=True) if gy.ndim else gx)
+
 
 class LogSoftmax(Function):
     """x - max - log(sum(exp(x - max))) along ``dim``; contiguous, as Softmax."""
@@ -449,6 +533,10 @@ class LogSoftmax(Function):
     def backward(self, gy):
         axis = self.dim if gy.ndim else None
         return gy - xp_of(gy).exp(self.y) * gy.sum(axis=axis, keepdims=True)
+
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy - y.exp() * (gy.sum(self.dim, keepdim=True) if gy.ndim else gy)
 
 
 def log_softmax_array(xp, x, axis):

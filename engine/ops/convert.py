@@ -23,6 +23,9 @@ class ToDtype(Function):
     def backward(self, gy):
         return gy
 
+    def backward_tensors(self, gy):
+        return gy
+
 
 class ToDevice(Function):
     uses_inputs, moves_only = False, True
@@ -36,6 +39,9 @@ class ToDevice(Function):
 
     def backward(self, gy):
         return move(gy, self.source)
+
+    def backward_tensors(self, gy):
+        return gy.to(self.source)
 
 
 class Alias(Function):
@@ -62,6 +68,9 @@ class Clone(Function):
     def backward(self, gy):
         return gy
 
+    def backward_tensors(self, gy):
+        return gy
+
 
 class Contiguous(Function):
     """A copy laid out in ``memory_format``: row-major (by default) or channels-last."""
@@ -77,6 +86,9 @@ class Contiguous(Function):
         return y
 
     def backward(self, gy):
+        return gy
+
+    def backward_tensors(self, gy):
         return gy
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype, _layout, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
+from ..autograd.double_backward import constant, masked
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, is_scalar, masked_grad, result_dtype, xp_of
@@ -66,6 +67,9 @@ class Add(_Binary):
     def backward(self, gy):
         return gy, (gy * self.alpha if self.alpha != 1 else gy)
 
+    def backward_tensors(self, gy):
+        return gy, (gy * self.alpha if self.alpha != 1 else gy)
+
 
 class Sub(Add):
     def forward(self, a, b):
@@ -88,6 +92,11 @@ class Mul(_Binary):
             ga = gy * self.b if self.needs_input_grad[0] else None
         with _streamed(gy, self.a):
             gb = gy * self.a if self.needs_input_grad[1] else None
+        return ga, gb
+
+    def backward_tensors(self, gy):
+        ga = gy * self.saved_input(1, self.b) if self.needs_input_grad[0] else None
+        gb = gy * self.saved_input(0, self.a) if self.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -122,6 +131,14 @@ class Div(_Binary):
         with _streamed(gy, self.b), _quiet():
             ga = gy / self.b if self.needs_input_grad[0] else None
             gb = -gy * self.y / self.b if self.needs_input_grad[1] else None
+        return ga, gb
+
+    def backward_tensors(self, gy):
+        if self.rounding_mode is not None:
+            return tuple(constant(g) for g in _no_grads(gy._data))
+        b = self.saved_input(1, self.b)
+        ga = gy / b if self.needs_input_grad[0] else None
+        gb = -gy * self.saved_output(0, self.y) / b if self.needs_input_grad[1] else None
         return ga, gb
 
 
@@ -213,6 +230,22 @@ class Pow(_Binary):
                 gb = masked_grad(gy * xp.where(zero, 0, self.y * xp.log(a)), ~zero)
         return ga, gb
 
+    def backward_tensors(self, gy):
+        xp = xp_of(gy._data)
+        a, b = self.saved_input(0, self.a), self.saved_input(1, self.b)
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            if is_scalar(b):
+                ga = gy * (b * a ** (b - 1)) if b != 0 else constant(xp.zeros_like(gy._data))
+            else:
+                keep = self.b != 0
+                ga = masked(gy * masked(b * a ** (b - 1), keep), keep)
+        if len(self.needs_input_grad) > 1 and self.needs_input_grad[1]:
+            zero = (self.a == 0) & (self.b >= 0)
+            log_a = math.log(a) if is_scalar(a) else a.log()
+            gb = masked(gy * masked(self.saved_output(0, self.y) * log_a, ~zero), ~zero)
+        return ga, gb
+
 
 def _int_power(xp, a, b, dtype):
     """Integer ``a ** b`` as PyTorch computes it: a negative Python exponent is an error; a negative
@@ -245,6 +278,10 @@ class Maximum(_Binary):
         xp = xp_of(gy)
         shared = gy * xp.where(self.a == self.b, 0.5, 1.0).astype(gy.dtype)
         return masked_grad(shared, ~self.loses(self.a, self.b)), masked_grad(shared, ~self.loses(self.b, self.a))
+
+    def backward_tensors(self, gy):
+        shared = gy * constant(xp_of(gy._data).where(self.a == self.b, 0.5, 1.0).astype(gy._data.dtype))
+        return masked(shared, ~self.loses(self.a, self.b)), masked(shared, ~self.loses(self.b, self.a))
 
 
 class Minimum(Maximum):
@@ -405,12 +442,18 @@ class Neg(_Unary):
     def backward(self, gy):
         return -gy
 
+    def backward_tensors(self, gy):
+        return -gy
+
 
 class Abs(_Unary):
     f = staticmethod(lambda xp, x: xp.abs(x))
 
     def backward(self, gy):
         return gy * Sign.f(xp_of(gy), self.x)
+
+    def backward_tensors(self, gy):
+        return gy * constant(Sign.f(xp_of(self.x), self.x))
 
 
 class Sign(_Unary):
@@ -427,6 +470,9 @@ class Sign(_Unary):
     def backward(self, gy):
         return xp_of(gy).zeros_like(gy)
 
+    def backward_tensors(self, gy):
+        return constant(xp_of(gy._data).zeros_like(gy._data))
+
 
 class Exp(_Unary):
     uses_inputs, uses_output = False, True
@@ -434,6 +480,9 @@ class Exp(_Unary):
 
     def backward(self, gy):
         return gy * self.y
+
+    def backward_tensors(self, gy):
+        return gy * self.saved_output(0, self.y)
 
 
 class Exp2(_Unary):
@@ -443,6 +492,9 @@ class Exp2(_Unary):
     def backward(self, gy):
         return gy * self.y * math.log(2.0)
 
+    def backward_tensors(self, gy):
+        return gy * self.saved_output(0, self.y) * math.log(2.0)
+
 
 class Expm1(_Unary):
     uses_inputs, uses_output = False, True
@@ -451,12 +503,18 @@ class Expm1(_Unary):
     def backward(self, gy):
         return gy * (self.y + 1)
 
+    def backward_tensors(self, gy):
+        return gy * (self.saved_output(0, self.y) + 1)
+
 
 class Log(_Unary):
     f = staticmethod(lambda xp, x: xp.log(x))
 
     def backward(self, gy):
         return gy / self.x
+
+    def backward_tensors(self, gy):
+        return gy / self.saved_input(0, self.x)
 
 
 class Log2(_Unary):
@@ -465,6 +523,9 @@ class Log2(_Unary):
     def backward(self, gy):
         return gy / (self.x * math.log(2.0))
 
+    def backward_tensors(self, gy):
+        return gy / (self.saved_input(0, self.x) * math.log(2.0))
+
 
 class Log10(_Unary):
     f = staticmethod(lambda xp, x: xp.log10(x))
@@ -472,12 +533,18 @@ class Log10(_Unary):
     def backward(self, gy):
         return gy / (self.x * math.log(10.0))
 
+    def backward_tensors(self, gy):
+        return gy / (self.saved_input(0, self.x) * math.log(10.0))
+
 
 class Log1p(_Unary):
     f = staticmethod(lambda xp, x: xp.log1p(x))
 
     def backward(self, gy):
         return gy / (1 + self.x)
+
+    def backward_tensors(self, gy):
+        return gy / (1 + self.saved_input(0, self.x))
 
 
 class Sqrt(_Unary):
@@ -487,6 +554,9 @@ class Sqrt(_Unary):
     def backward(self, gy):
         return gy / (2 * self.y)
 
+    def backward_tensors(self, gy):
+        return gy / (2 * self.saved_output(0, self.y))
+
 
 class Rsqrt(_Unary):
     uses_inputs, uses_output = False, True
@@ -494,6 +564,9 @@ class Rsqrt(_Unary):
 
     def backward(self, gy):
         return gy * (-0.5) * self.y ** 3
+
+    def backward_tensors(self, gy):
+        return gy * (-0.5) * self.saved_output(0, self.y) ** 3
 
 
 class Reciprocal(_Unary):
@@ -503,12 +576,19 @@ class Reciprocal(_Unary):
     def backward(self, gy):
         return -gy * self.y * self.y
 
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return -gy * y * y
+
 
 class Square(_Unary):
     f = staticmethod(lambda xp, x: x * x)
 
     def backward(self, gy):
         return gy * 2 * self.x
+
+    def backward_tensors(self, gy):
+        return gy * 2 * self.saved_input(0, self.x)
 
 
 class Sin(_Unary):
@@ -517,12 +597,18 @@ class Sin(_Unary):
     def backward(self, gy):
         return gy * xp_of(gy).cos(self.x)
 
+    def backward_tensors(self, gy):
+        return gy * self.saved_input(0, self.x).cos()
+
 
 class Cos(_Unary):
     f = staticmethod(lambda xp, x: xp.cos(x))
 
     def backward(self, gy):
         return -gy * xp_of(gy).sin(self.x)
+
+    def backward_tensors(self, gy):
+        return -gy * self.saved_input(0, self.x).sin()
 
 
 class Tan(_Unary):
@@ -532,12 +618,20 @@ class Tan(_Unary):
     def backward(self, gy):
         return gy * (1 + self.y * self.y)
 
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy * (1 + y * y)
+
 
 class Atan(_Unary):
     f = staticmethod(lambda xp, x: xp.arctan(x))
 
     def backward(self, gy):
         return gy / (1 + self.x * self.x)
+
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return gy / (1 + x * x)
 
 
 class Asin(_Unary):
@@ -546,12 +640,20 @@ class Asin(_Unary):
     def backward(self, gy):
         return gy / xp_of(gy).sqrt(1 - self.x * self.x)
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return gy / (1 - x * x).sqrt()
+
 
 class Acos(_Unary):
     f = staticmethod(lambda xp, x: xp.arccos(x))
 
     def backward(self, gy):
         return -gy / xp_of(gy).sqrt(1 - self.x * self.x)
+
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return -gy / (1 - x * x).sqrt()
 
 
 class Sinh(_Unary):
@@ -560,12 +662,18 @@ class Sinh(_Unary):
     def backward(self, gy):
         return gy * xp_of(gy).cosh(self.x)
 
+    def backward_tensors(self, gy):
+        return gy * self.saved_input(0, self.x).cosh()
+
 
 class Cosh(_Unary):
     f = staticmethod(lambda xp, x: xp.cosh(x))
 
     def backward(self, gy):
         return gy * xp_of(gy).sinh(self.x)
+
+    def backward_tensors(self, gy):
+        return gy * self.saved_input(0, self.x).sinh()
 
 
 class Tanh(_Unary):
@@ -574,6 +682,10 @@ class Tanh(_Unary):
 
     def backward(self, gy):
         return gy * (1 - self.y * self.y)
+
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy * (1 - y * y)
 
 
 class Sigmoid(_Unary):
@@ -584,6 +696,10 @@ class Sigmoid(_Unary):
     def backward(self, gy):
         return gy * self.y * (1 - self.y)
 
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy * y * (1 - y)
+
 
 class Erf(_Unary):
     f = staticmethod(lambda xp, x: erf_array(xp, x))
@@ -591,12 +707,19 @@ class Erf(_Unary):
     def backward(self, gy):
         return gy * (2.0 / math.sqrt(math.pi)) * xp_of(gy).exp(-self.x * self.x)
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return gy * (2.0 / math.sqrt(math.pi)) * (-x * x).exp()
+
 
 class _Rounding(_Unary):
     uses_inputs = False
 
     def backward(self, gy):
         return xp_of(gy).zeros_like(gy)
+
+    def backward_tensors(self, gy):
+        return constant(xp_of(gy._data).zeros_like(gy._data))
 
 
 class Floor(_Rounding):
@@ -625,6 +748,9 @@ class Frac(_Unary):
     f = staticmethod(lambda xp, x: x - xp.trunc(x))
 
     def backward(self, gy):
+        return gy
+
+    def backward_tensors(self, gy):
         return gy
 
 
@@ -750,6 +876,9 @@ class Clamp(Function):
     def backward(self, gy):
         return tuple(None if share is None else _shared_grad(gy, share) for share in self.shares)
 
+    def backward_tensors(self, gy):
+        return tuple(None if share is None else _shared_grad_tensor(gy, share) for share in self.shares)
+
 
 def _shared_grad(gy, share):
     """``gy * share`` for a boolean or fractional share, 0 where the share is (even where gy is inf or NaN)."""
@@ -758,6 +887,13 @@ def _shared_grad(gy, share):
     if share.dtype == np.bool_:
         return masked_grad(gy, share)
     return masked_grad(gy * share, share != 0)
+
+
+def _shared_grad_tensor(gy, share):
+    """``_shared_grad`` on a gradient tensor: linear in it, the share constant."""
+    if share is True or share.dtype == np.bool_:
+        return masked(gy, share)
+    return masked(gy * constant(share.astype(gy._data.dtype)), share != 0)
 
 
 def clamp(input, min=None, max=None, *, out=None):
@@ -790,6 +926,9 @@ class Where(Function):
 
     def backward(self, gy):
         return None, masked_grad(gy, self.cond), masked_grad(gy, ~self.cond)
+
+    def backward_tensors(self, gy):
+        return None, masked(gy, self.cond), masked(gy, ~self.cond)
 
 
 def where(condition, input=None, other=None):

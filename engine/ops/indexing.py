@@ -13,6 +13,7 @@ import numpy as np
 from .. import _dtype
 from .._device import device_of, is_cuda_array, move
 from ..autograd import tracing
+from ..autograd.double_backward import masked, transposed_backward
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, masked_grad, wrap_dim, xp_of
@@ -172,6 +173,9 @@ class AdvancedIndex(Function):
         g = xp_of(gy).zeros(self.in_shape, gy.dtype)
         xp_of(gy).add.at(g, self.key, gy)
         return g
+
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
 
 
 def _index_on(index, tensor):
@@ -655,6 +659,10 @@ class MaskedFill(Function):
     def backward(self, gy):
         gv = xp_of(gy).asarray(gy[self.mask].sum()) if self.needs_input_grad[2] else None
         return masked_grad(gy, ~self.mask), None, gv
+
+    def backward_tensors(self, gy):
+        gv = masked(gy, self.mask).sum() if self.needs_input_grad[2] else None
+        return masked(gy, ~self.mask), None, gv
 
 
 def _masked_fill(input, mask, value, inplace):

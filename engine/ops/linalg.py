@@ -15,6 +15,7 @@ from .. import _dtype, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..autograd.graph import sum_to_shape
+from ..autograd.double_backward import sum_to_shape as sum_to_shape_tensor
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
 
@@ -67,6 +68,21 @@ class MatMul(Function):
         return (None if ga is None else ga.reshape(a.shape),
                 None if gb is None else gb.reshape(b.shape))
 
+    def backward_tensors(self, g):
+        a, b = self.saved_input(0, self.a), self.saved_input(1, self.b)
+        if b.ndim == 1:
+            g = g.unsqueeze(-1)
+        if a.ndim == 1:
+            g = g.unsqueeze(-2)
+        a2 = a.unsqueeze(0) if a.ndim == 1 else a
+        b2 = b.unsqueeze(-1) if b.ndim == 1 else b
+        ga = gb = None
+        if self.needs_input_grad[0]:
+            ga = sum_to_shape_tensor(g.matmul(b2.transpose(-1, -2)), tuple(a2.shape)).reshape(tuple(a.shape))
+        if self.needs_input_grad[1]:
+            gb = sum_to_shape_tensor(a2.transpose(-1, -2).matmul(g), tuple(b2.shape)).reshape(tuple(b.shape))
+        return ga, gb
+
 
 class AddMatMul(Function):
     """``beta * c + alpha * (a @ b)`` for matrices (addmm) and batches (baddbmm)."""
@@ -89,6 +105,14 @@ class AddMatMul(Function):
                                self.needs_input_grad[1:])
         return gc, ga, gb
 
+    def backward_tensors(self, g):
+        gc = g * self.beta if self.needs_input_grad[0] else None
+        a, b = self.saved_input(1, self.a), self.saved_input(2, self.b)
+        g = g * self.alpha if self.alpha != 1 else g
+        ga = g.matmul(b.transpose(-1, -2)) if self.needs_input_grad[1] else None
+        gb = a.transpose(-1, -2).matmul(g) if self.needs_input_grad[2] else None
+        return gc, ga, gb
+
 
 class Outer(Function):
     def __init__(self, dtype):
@@ -100,6 +124,9 @@ class Outer(Function):
 
     def backward(self, g):
         return g @ self.b, self.a @ g
+
+    def backward_tensors(self, g):
+        return g.matmul(self.saved_input(1, self.b)), self.saved_input(0, self.a).matmul(g)
 
 
 # ---- shape checks with PyTorch's messages ------------------------------------------------------

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import _dtype
+from ..autograd.double_backward import masked
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
@@ -32,6 +33,10 @@ class Hypot(_Binary):
 
     def backward(self, gy):
         return gy * self.a / self.y, gy * self.b / self.y
+
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy * self.saved_input(0, self.a) / y, gy * self.saved_input(1, self.b) / y
 
 
 class Copysign(_Binary):
@@ -69,6 +74,12 @@ class Xlogy(_Binary):
             gb = gy * self.a / self.b
         return ga, gb
 
+    def backward_tensors(self, gy):
+        a, b = self.saved_input(0, self.a), self.saved_input(1, self.b)
+        ga = masked(gy * b.log(), ~self.zero) if self.needs_input_grad[0] else None
+        gb = gy * a / b if self.needs_input_grad[1] else None
+        return ga, gb
+
 
 class LogAddExp(_Binary):
     """log(exp(a) + exp(b)) computed without overflow; the gradients are softmax weights."""
@@ -83,6 +94,10 @@ class LogAddExp(_Binary):
         xp = xp_of(gy)
         return gy * xp.exp(self.a - self.y), gy * xp.exp(self.b - self.y)
 
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy * (self.saved_input(0, self.a) - y).exp(), gy * (self.saved_input(1, self.b) - y).exp()
+
 
 class LogAddExp2(LogAddExp):
     """log2(2**a + 2**b); the gradients are base-2 softmax weights."""
@@ -96,6 +111,10 @@ class LogAddExp2(LogAddExp):
     def backward(self, gy):
         xp = xp_of(gy)
         return gy * xp.exp2(self.a - self.y), gy * xp.exp2(self.b - self.y)
+
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy * 2.0 ** (self.saved_input(0, self.a) - y), gy * 2.0 ** (self.saved_input(1, self.b) - y)
 
 
 class FMax(Maximum):
@@ -311,6 +330,10 @@ class Asinh(_Unary):
     def backward(self, gy):
         return gy / xp_of(gy).sqrt(self.x * self.x + 1)
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return gy / (x * x + 1).sqrt()
+
 
 class Acosh(_Unary):
     f = staticmethod(lambda xp, x: xp.arccosh(x))
@@ -319,6 +342,10 @@ class Acosh(_Unary):
         with np.errstate(invalid="ignore"):
             return gy / xp_of(gy).sqrt(self.x * self.x - 1)
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return gy / (x * x - 1).sqrt()
+
 
 class Atanh(_Unary):
     f = staticmethod(lambda xp, x: xp.arctanh(x))
@@ -326,6 +353,10 @@ class Atanh(_Unary):
     def backward(self, gy):
         with np.errstate(divide="ignore"):
             return gy / (1 - self.x * self.x)
+
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return gy / (1 - x * x)
 
 
 class Sinc(_Unary):
@@ -351,6 +382,9 @@ class _Scale(_Unary):
         return x * self.dtype.type(self.factor)
 
     def backward(self, gy):
+        return gy * self.factor
+
+    def backward_tensors(self, gy):
         return gy * self.factor
 
 
@@ -382,6 +416,13 @@ class Logit(_Unary):
         if self.eps is None:
             return g
         return xp_of(gy).where((x < self.eps) | (x > 1 - self.eps), 0, g)
+
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        g = gy / (x * (1 - x))
+        if self.eps is None:
+            return g
+        return masked(g, ~((self.x < self.eps) | (self.x > 1 - self.eps)))
 
 
 asinh, asinh_ = _unary_pair("asinh", Asinh)

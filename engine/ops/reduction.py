@@ -7,6 +7,7 @@ Integer sums and products accumulate in int64 like PyTorch. Full reductions that
 """
 import builtins
 import collections
+import copy
 import math
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from .. import _dtype
 from ..amp import autocast_mode
 from ..autograd.function import Function
+from ..autograd.double_backward import constant, keep_dims, masked, transposed_backward
 from ..tensor import Tensor, register_method
 from ._common import cast, float_dtype, wrap_dim, xp_of
 
@@ -118,6 +120,10 @@ class _Reduction(Function):
         """A writable, contiguous copy (stride-0 views would slow BLAS and break in-place consumers)."""
         return xp_of(g).broadcast_to(_keep(g, self.axes, self.keepdim), self.shape).copy()
 
+    def expand_tensor(self, g):
+        """``expand`` on a gradient tensor, differentiably (``create_graph``)."""
+        return keep_dims(g, self.axes, self.keepdim).expand(self.shape)
+
 
 class Sum(_Reduction):
     def forward(self, x):
@@ -130,6 +136,9 @@ class Sum(_Reduction):
 
     def backward(self, gy):
         return self.expand(gy)
+
+    def backward_tensors(self, gy):
+        return self.expand_tensor(gy)
 
 
 class Mean(_Reduction):
@@ -147,6 +156,9 @@ class Mean(_Reduction):
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.expand(gy / self.n)
 
+    def backward_tensors(self, gy):
+        return self.expand_tensor(gy / self.n)
+
 
 class NanSum(_Reduction):
     uses_inputs = True
@@ -162,6 +174,10 @@ class NanSum(_Reduction):
         g = self.expand(gy)
         return g if self.valid is None else g * self.valid
 
+    def backward_tensors(self, gy):
+        g = self.expand_tensor(gy)
+        return g if self.valid is None else masked(g, self.valid)
+
 
 class NanMean(NanSum):
     def forward(self, x):
@@ -172,6 +188,9 @@ class NanMean(NanSum):
 
     def backward(self, gy):
         return super().backward(gy / self.n)
+
+    def backward_tensors(self, gy):
+        return super().backward_tensors(gy / constant(self.n))
 
 
 @autocast_mode.float32("cuda")
@@ -218,6 +237,7 @@ class Var(_Reduction):
         self.shape = x.shape
         n = _count(x.shape, self.axes)
         self.dof = x.dtype.type(builtins.max(n - self.correction, 0))
+        self.x = x
         with np.errstate(invalid="ignore", divide="ignore"):
             self.centered = x - xp.sum(x, self.axes, keepdims=True) / x.dtype.type(n)
             y = (self.centered * self.centered).sum(self.axes, keepdims=self.keepdim) / self.dof
@@ -226,6 +246,11 @@ class Var(_Reduction):
     def backward(self, gy):
         with np.errstate(invalid="ignore", divide="ignore"):
             return _keep(gy, self.axes, self.keepdim) * (2 / self.dof) * self.centered
+
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        centered = x - x.mean(dim=self.axes, keepdim=True)
+        return keep_dims(gy, self.axes, self.keepdim) * (2 / float(self.dof)) * centered
 
 
 class Std(Var):
@@ -238,6 +263,10 @@ class Std(Var):
         with np.errstate(invalid="ignore", divide="ignore"):
             g = xp.where(self.y == 0, 0, gy / (2 * self.y)).astype(gy.dtype)
         return super().backward(g)
+
+    def backward_tensors(self, gy):
+        keep = self.y != 0
+        return super().backward_tensors(masked(gy / (2 * masked(self.saved_output(0, self.y), keep, 1.0)), keep))
 
 
 def _correction(dim, unbiased, correction):
@@ -292,6 +321,13 @@ class _EvenTies(_Reduction):
         with np.errstate(divide="ignore", invalid="ignore"):
             share = hit / hit.sum(self.axes, keepdims=True).astype(gy.dtype)
         return _keep(gy, self.axes, self.keepdim) * share
+
+    def backward_tensors(self, gy):
+        y = _keep(self.y, self.axes, self.keepdim)
+        hit = self.x == y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = hit / hit.sum(self.axes, keepdims=True).astype(gy._data.dtype)
+        return keep_dims(gy, self.axes, self.keepdim) * constant(share)
 
 
 class AMax(_EvenTies):
@@ -356,6 +392,35 @@ class Select(Function):
             return gv
         g = xp.expand_dims(gv, self.axis) if self.squeeze else gv
         return _put_along(xp.zeros(self.shape, gv.dtype), self.idx, g, self.axis)
+
+    def backward_tensors(self, gv, gi):
+        """The scatter to the picked positions, linear in ``gv`` with constant indices (``Transposed``)."""
+        return transposed_backward(_PickedValues(copy.copy(self)), gv)
+
+
+class _PickedValues(Function):
+    """The values output of a ``Select`` as a linear op of its input with the indices fixed: what the
+    differentiable backward of ``max(dim)`` and its kind transposes."""
+
+    uses_inputs = False
+
+    def __init__(self, select):
+        self.select = select
+
+    def forward(self, x):
+        s = self.select
+        if x.ndim == 0:
+            return x.copy()
+        vals = xp_of(x).take_along_axis(x, s.idx, s.axis)
+        return vals.squeeze(s.axis) if s.squeeze else vals
+
+    def backward(self, gv):
+        xp = xp_of(gv)
+        s = self.select
+        if len(s.shape) == 0:
+            return gv
+        g = xp.expand_dims(gv, s.axis) if s.squeeze else gv
+        return _put_along(xp.zeros(s.shape, gv.dtype), s.idx, g, s.axis)
 
 
 class ArgExtreme(Select):
@@ -529,6 +594,11 @@ class LogSumExp(_Reduction):
     def backward(self, gy):
         return _keep(gy, self.axes, self.keepdim) * xp_of(gy).exp(self.x - self.y)
 
+    def backward_tensors(self, gy):
+        y = self.y if self.keepdim or not self.axes else self.y.squeeze(self.axes)
+        y = keep_dims(self.saved_output(0, y), self.axes, self.keepdim)
+        return keep_dims(gy, self.axes, self.keepdim) * (self.saved_input(0, self.x) - y).exp()
+
 
 @autocast_mode.float32("cuda")
 def logsumexp(input, dim, keepdim=False):
@@ -683,6 +753,23 @@ class VectorNorm(_Reduction):
             else:
                 scale = x * xp.abs(x) ** (p - 2) / y ** (p - 1)
         return g * xp.where((y == 0) | (x == 0), 0, scale)
+
+    def backward_tensors(self, gy):
+        xp = xp_of(gy._data)
+        x, p = self.x, self.ord
+        g, y = keep_dims(gy, self.axes, self.keepdim), _keep(self.y, self.axes, self.keepdim)
+        if p == 0:
+            return constant(xp.zeros_like(x))
+        if p in (math.inf, -math.inf):
+            hit = xp.abs(x) == y
+            return g * constant(xp.sign(x) * hit / hit.sum(self.axes, keepdims=True))
+        if p == 1:
+            return g * constant(xp.sign(x))
+        keep = ~((y == 0) | (x == 0))
+        xt = self.saved_input(0, x)
+        yt = masked(keep_dims(self.saved_output(0, self.y), self.axes, self.keepdim), y != 0, 1.0)
+        scale = xt / yt if p == 2 else xt * xt.abs() ** (p - 2) / yt ** (p - 1)
+        return masked(g * masked(scale, keep), keep)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dtype
 from ..autograd import grad_mode
+from ..autograd.double_backward import transposed_backward
 from ..autograd.function import Function
 from ..tensor import Size, Tensor, _new, register_method
 from .convert import clone
@@ -82,6 +83,9 @@ class Reshape(Function):
         return y
 
     def backward(self, gy):
+        return gy.reshape(self.in_shape)
+
+    def backward_tensors(self, gy):
         return gy.reshape(self.in_shape)
 
 
@@ -240,6 +244,9 @@ class Permute(Function):
     def backward(self, gy):
         return gy.transpose(tuple(np.argsort(self.dims)))
 
+    def backward_tensors(self, gy):
+        return gy.permute(*(int(d) for d in np.argsort(self.dims)))
+
 
 def permute(input, *dims):
     """Reorder dims (a view)."""
@@ -324,6 +331,9 @@ class Expand(Function):
     def backward(self, gy):
         return gy
 
+    def backward_tensors(self, gy):
+        return gy
+
 
 def _expand_shape(shape, sizes):
     """The target of ``expand(sizes)`` with -1 kept, checked with PyTorch's messages."""
@@ -406,6 +416,9 @@ class Repeat(Function):
         g = gy.reshape(interleaved).sum(axis=tuple(range(0, 2 * len(padded), 2)))
         return g.reshape(self.in_shape)
 
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
+
 
 def repeat(input, *sizes):
     """Tile the tensor ``sizes`` times along each dim (``Tensor.repeat``)."""
@@ -441,6 +454,9 @@ class RepeatInterleave(Function):
         g = xp.zeros(self.in_shape, gy.dtype)
         xp.add.at(g, (slice(None),) * self.dim + (owner,), gy)
         return g
+
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
@@ -512,6 +528,17 @@ class Cat(Function):
             start += n
         return tuple(grads)
 
+    def backward_tensors(self, gy):
+        grads, start = [], 0
+        for shape, skip in zip(self.shapes, self.skip):
+            if skip:
+                grads.append(None)
+                continue
+            n = shape[self.dim]
+            grads.append(gy[(slice(None),) * self.dim + (slice(start, start + n),)])
+            start += n
+        return tuple(grads)
+
 
 def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dim, promoting their dtypes (``torch.cat``)."""
@@ -554,6 +581,9 @@ class Stack(Function):
         return xp_of(*xs).stack([cast(x, self.dtype) for x in xs], axis=self.dim)
 
     def backward(self, gy):
+        return tuple(gy[(slice(None),) * self.dim + (i,)] for i in range(gy.shape[self.dim]))
+
+    def backward_tensors(self, gy):
         return tuple(gy[(slice(None),) * self.dim + (i,)] for i in range(gy.shape[self.dim]))
 
 
@@ -615,6 +645,9 @@ class SplitViews(Function):
         for p, gp in zip(self.parts, grads):
             g[lead + (p if isinstance(p, int) else slice(*p),)] += gp
         return g
+
+    def backward_tensors(self, *gys):
+        return transposed_backward(self, *gys)
 
 
 def _split_views(input, dim, parts):
@@ -708,6 +741,9 @@ class Slice(Function):
         g[self.key] = gy
         return g
 
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
+
 
 # ---- flips, rolls, triangles, diagonals -------------------------------------------------------------
 class Flip(Function):
@@ -721,6 +757,9 @@ class Flip(Function):
 
     def backward(self, gy):
         return xp_of(gy).flip(gy, self.dims)
+
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
 
 
 def flip(input, *dims):
@@ -755,6 +794,9 @@ class Roll(Function):
 
     def backward(self, gy):
         return xp_of(gy).roll(gy, tuple(-s for s in self.shifts), self.dims)
+
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
 
 
 def roll(input, shifts, dims=None):
@@ -791,6 +833,9 @@ class Triangle(Function):
 
     def backward(self, gy):
         return self._apply(gy)
+
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
 
 
 def _triangle(input, upper, diagonal, inplace):
@@ -842,6 +887,9 @@ class Diagonal(Function):
         _diag_view(g, *self.args)[...] = gy
         return g
 
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
+
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The view of a diagonal over ``dim1``/``dim2``, appended as the last dim."""
@@ -864,6 +912,9 @@ class DiagEmbed1d(Function):
 
     def backward(self, gy):
         return xp_of(gy).diagonal(gy, self.offset).copy()
+
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
 
 
 def diag(input, diagonal=0):

@@ -3,6 +3,8 @@
 1-D convolutions run as 2-D ones over a height of 1; the kernels (im2col + one GEMM) live in
 ``engine.backends``.
 """
+import copy
+
 from ... import backends, ops
 from ...amp import autocast_mode
 from ...autograd.function import Function
@@ -32,6 +34,7 @@ class _Conv(Function):
         return {}
 
     def forward(self, x, w, b):
+        self.inputs = x, w  # for the differentiable backward (create_graph)
         if self.nd == 1:
             x, w = x[:, :, None, :], w[:, :, None, :]
         self.kernels = backends.kernels(x, "conv")
@@ -48,6 +51,59 @@ class _Conv(Function):
             gx = None if gx is None else gx[:, :, 0, :]
             gw = None if gw is None else gw[:, :, 0, :]
         return gx, gw, gb
+
+    def backward_tensors(self, gy):
+        """The input and weight gradients through ``_ConvGrads`` (the convolution is bilinear in x and w), the
+        bias gradient a differentiable sum."""
+        x, w = self.saved_input(0, self.inputs[0]), self.saved_input(1, self.inputs[1])
+        gx, gw = _ConvGrads(self)(gy, x, w)
+        gb = None
+        if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+            gb = gy.sum(dim=(0,) + tuple(range(2, gy.ndim)))
+        return gx, gw, gb
+
+
+def _conv_array(node, x, w):
+    """``node``'s convolution (no bias) of arrays ``x`` and ``w``, on a copy of the node."""
+    conv = copy.copy(node)
+    conv.needs_input_grad = (False, False, False)
+    return conv.forward(x, w, None)
+
+
+def _conv_vjp(node, gy, x, w):
+    """(d<gy, conv(x, w)>/dx, d<gy, conv(x, w)>/dw): the first depends on ``w`` only, the second on ``x``."""
+    conv = copy.copy(node)
+    conv.needs_input_grad = (True, True, False)
+    conv.forward(x, w, None)
+    gx, gw, _ = conv.backward(gy)
+    return gx, gw
+
+
+class _ConvGrads(Function):
+    """(gx, gw) = the input and weight gradients of the convolution ``conv`` for output gradient ``gy`` at
+    (x, w), as an op of (gy, x, w), for higher-order gradients. A convolution f(x, w) is bilinear, so gx is
+    linear in (gy, w) and gw in (gy, x), and for cotangents (cx, cw) of (gx, gw):
+    d/dgy = f(cx, w) + f(x, cw); d/dx = the input gradient for gy at weight cw; d/dw = the weight gradient for
+    gy at input cx, that is ``_ConvGrads(gy, cx, cw)``. Everything stays within the convolution and this op,
+    so any order is differentiable."""
+
+    def __init__(self, conv):
+        self.conv = copy.copy(conv)
+
+    def forward(self, gy, x, w):
+        self.gy, self.x, self.w = gy, x, w
+        return _conv_vjp(self.conv, gy, x, w)
+
+    def backward(self, cx, cw):
+        d_gy = _conv_array(self.conv, cx, self.w) + _conv_array(self.conv, self.x, cw)
+        d_x, d_w = _conv_vjp(self.conv, self.gy, cx, cw)
+        return d_gy, d_x, d_w
+
+    def backward_tensors(self, cx, cw):
+        gy, x, w = (self.saved_input(i, a) for i, a in enumerate((self.gy, self.x, self.w)))
+        d_gy = copy.copy(self.conv)(cx, w, None) + copy.copy(self.conv)(x, cw, None)
+        d_x, d_w = _ConvGrads(self.conv)(gy, cx, cw)
+        return d_gy, d_x, d_w
 
 
 class ConvNd(_Conv):

@@ -9,6 +9,7 @@ import numpy as np
 from ..._rng import discrete
 from ..._device import device_of
 from ...autograd.function import Function
+from ...autograd.double_backward import constant
 from ...ops._common import xp_of
 from ...random import default_generator, device_rng
 
@@ -24,6 +25,9 @@ class _ScaleShift(Function):
 
     def backward(self, gy):
         return gy * self.scale, None, None
+
+    def backward_tensors(self, gy):
+        return _scaled(gy, self.scale), None, None
 
 
 class _Dropout(Function):
@@ -46,6 +50,14 @@ class _Dropout(Function):
 
     def backward(self, gy):
         return (gy * self.scale,)
+
+    def backward_tensors(self, gy):
+        return (_scaled(gy, self.scale),)
+
+
+def _scaled(gy, scale):
+    """Gradient tensor ``gy`` times the constant ``scale`` (an array or a number): linear, constant data."""
+    return gy * (constant(scale) if hasattr(scale, "shape") else scale)
 
 
 def _scale_shift(x, scale, shift, inplace):

@@ -42,6 +42,20 @@ class _Linear(Function):
             gb = g2.sum(axis=0)
         return gx, gw, gb
 
+    def backward_tensors(self, gy):
+        x, w = self.saved_input(0, self.x), self.saved_input(1, self.w)
+        n_in, n_out = w.shape[1], w.shape[0]
+        rows = math.prod(x.shape[:-1])
+        g2 = gy.reshape(rows, n_out)
+        gx = gw = gb = None
+        if self.needs_input_grad[0]:
+            gx = g2.matmul(w).reshape(tuple(x.shape[:-1]) + (n_in,))
+        if self.needs_input_grad[1]:
+            gw = g2.t().matmul(x.reshape(rows, n_in))
+        if len(self.needs_input_grad) > 2 and self.needs_input_grad[2]:
+            gb = g2.sum(0)
+        return gx, gw, gb
+
 
 def _dtype_name(d):
     return d.title.lower()

@@ -12,6 +12,7 @@ import numpy as np
 from ... import _dtype, backends
 from ...amp import autocast_mode
 from ...autograd.function import Function
+from ...autograd.double_backward import constant
 from ...ops import elementwise as _ew
 from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
 from ...ops.activation import _sigmoid, _softplus, log_softmax_array, logsigmoid
@@ -63,6 +64,11 @@ class _Reduce(Function):
         g = gy / self.n if self.mean else gy
         return xp_of(gy).broadcast_to(g, self.shape)
 
+    def backward_tensors(self, gy):
+        if self.n == 0:
+            return constant(xp_of(gy._data).zeros(self.shape, gy._data.dtype))
+        return (gy / self.n if self.mean else gy).expand(self.shape)
+
 
 def _reduce(loss, reduction):
     return loss if reduction == "none" else _Reduce(reduction == "mean")(loss)
@@ -90,6 +96,7 @@ class _Pointwise(Function):
     def forward(self, x, t):
         x, t = cast(x, self.dtype), cast(t, self.dtype)
         self.d = x - t
+        self.inputs = x, t  # for the differentiable backward (create_graph)
         return self.loss(xp_of(self.d), self.d)
 
     def backward(self, gy):
@@ -97,15 +104,23 @@ class _Pointwise(Function):
         return (g if self.needs_input_grad[0] else None,
                 -g if self.needs_input_grad[1] else None)
 
+    def backward_tensors(self, gy):
+        d = self.saved_input(0, self.inputs[0]) - self.saved_input(1, self.inputs[1])
+        g = gy * self.dloss_tensor(d)
+        return (g if self.needs_input_grad[0] else None,
+                -g if self.needs_input_grad[1] else None)
+
 
 class _MSE(_Pointwise):
     loss = staticmethod(lambda xp, d: d * d)
     dloss = staticmethod(lambda xp, d: 2 * d)
+    dloss_tensor = staticmethod(lambda d: 2 * d)
 
 
 class _L1(_Pointwise):
     loss = staticmethod(lambda xp, d: xp.abs(d))
     dloss = staticmethod(lambda xp, d: xp.sign(d))
+    dloss_tensor = staticmethod(lambda d: constant(xp_of(d._data).sign(d._data)))
 
 
 class _SmoothL1(_Pointwise):
@@ -117,6 +132,9 @@ class _SmoothL1(_Pointwise):
         beta = self.param
         return xp.clip(d * (1 / beta), -1, 1)
 
+    def dloss_tensor(self, d):
+        return (d * (1 / self.param)).clamp(-1, 1)
+
 
 class _Huber(_Pointwise):
     def loss(self, xp, d):
@@ -125,6 +143,9 @@ class _Huber(_Pointwise):
 
     def dloss(self, xp, d):
         return xp.clip(d, -self.param, self.param)
+
+    def dloss_tensor(self, d):
+        return d.clamp(-self.param, self.param)
 
 
 def _pointwise(cls, input, target, param=None):
@@ -194,6 +215,13 @@ class _BCE(Function):
         gt = g * (self.log_1mx - self.log_x) if self.needs_input_grad[1] else None
         return gx, gt, None
 
+    def backward_tensors(self, gy):
+        x, t = self.saved_input(0, self.x), self.saved_input(1, self.t)
+        g = gy if self.w is None else gy * self.saved_input(2, self.w)
+        gx = g * (x - t) / ((1 - x) * x).clamp(min=1e-12) if self.needs_input_grad[0] else None
+        gt = g * ((1 - x).log().clamp(min=-100) - x.log().clamp(min=-100)) if self.needs_input_grad[1] else None
+        return gx, gt, None
+
 
 _BCE_UNSAFE = ("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to autocast.\n"
                "Many models use a sigmoid layer right before the binary cross entropy layer.\n"
@@ -238,6 +266,18 @@ class _BCEWithLogits(Function):
             gt = g * (-x) if pw is None else g * ((pw - 1) * self.sp - x)
         return gx, gt, None, None
 
+    def backward_tensors(self, gy):
+        x, t = self.saved_input(0, self.x), self.saved_input(1, self.t)
+        pw = None if self.pw is None else self.saved_input(3, self.pw)
+        g = gy if self.w is None else gy * self.saved_input(2, self.w)
+        gx = gt = None
+        if self.needs_input_grad[0]:
+            s = x.sigmoid()
+            gx = g * (s - t) if pw is None else g * ((1 + (pw - 1) * t) * s - pw * t)
+        if self.needs_input_grad[1]:
+            gt = g * (-x) if pw is None else g * ((pw - 1) * -logsigmoid(x) - x)
+        return gx, gt, None, None
+
 
 @autocast_mode.float32("cpu", "cuda")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
@@ -269,6 +309,7 @@ class _ClassLoss(Function):
     def forward(self, x, t, w):
         xp = xp_of(x)
         self.unbatched = x.ndim == 1
+        self.x = x  # for the differentiable backward (create_graph)
         if self.unbatched:
             x, t = x[None], t[None]
         self.x_shape, n_class = x.shape, x.shape[1]
@@ -319,6 +360,32 @@ class _ClassLoss(Function):
                 sum_a = sum_a + (self.eps / n_class) * w_sum * self.valid
             gx += xp.exp(self.logp) * (g * sum_a)[:, None]
         gx = gx.astype(self.logp.dtype, copy=False)
+        return (gx[0] if self.unbatched else gx), None, None
+
+    def backward_tensors(self, gy):
+        xp, n_class = xp_of(gy._data), self.x_shape[1]
+        dtype = self.logp.dtype
+        if self.reduction == "none":
+            g = gy[None] if self.unbatched else gy
+        elif self.reduction == "sum":
+            g = gy.expand(self.wt.shape)
+        else:
+            tw = self.total_weight
+            g = (gy * float(1 / tw if tw != 0 else 0)).expand(self.wt.shape)
+        classes = xp.arange(n_class).reshape((1, n_class) + (1,) * (len(self.x_shape) - 2))
+        hit = (self.tc[:, None] == classes).astype(dtype)
+        gx = constant(hit) * (g * constant(((self.eps - 1) * self.wt).astype(dtype))).unsqueeze(1)
+        if self.eps:
+            spread = (g * constant(((-self.eps / n_class) * self.valid).astype(dtype))).unsqueeze(1)
+            gx = gx + (spread if self.wb is None else spread * constant(self.wb))
+        if self.from_logits:
+            sum_a = (1 - self.eps) * self.wt
+            if self.eps:
+                w_sum = n_class if self.wb is None else self.wb.sum()
+                sum_a = sum_a + (self.eps / n_class) * w_sum * self.valid
+            x = self.saved_input(0, self.x)
+            p = (x.unsqueeze(0) if self.unbatched else x).softmax(1)
+            gx = gx + p * (g * constant(sum_a.astype(dtype))).unsqueeze(1)
         return (gx[0] if self.unbatched else gx), None, None
 
 

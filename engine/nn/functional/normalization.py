@@ -12,6 +12,7 @@ import numpy as np
 from ... import backends
 from ...amp import autocast_mode
 from ...autograd.function import Function
+from ...autograd.double_backward import constant, vjp
 from . import _memory_format
 from ...ops._common import xp_of
 
@@ -166,6 +167,24 @@ class BatchNorm(Function):
         gw = dot * invstd if need_w else None
         return gx, gw, sum_gy if need_b else None
 
+    def backward_tensors(self, gy):
+        """The batch norm recomputed from engine ops on the saved input and differentiated (``vjp``); with the
+        running stats (eval) these are constants."""
+        x = self.saved_input(0, self.x3.reshape(gy.shape)) if gy._data.size else None
+        shape = (1, self.channels) + (1,) * (gy.ndim - 2)
+        dims = (0,) + tuple(range(2, gy.ndim))
+        if x is None:
+            return tuple(None if not need else constant(a) for need, a in
+                         zip(self.needs_input_grad, _no_value_grads(gy._data, self.channels, self.needs_input_grad)))
+        dtype = x._data.dtype
+        if self.training:
+            xc = x - x.mean(dims, keepdim=True)
+            xhat = xc * ((xc * xc).mean(dims, keepdim=True) + self.eps).rsqrt()
+        else:
+            xhat = ((x - constant(self.mean.astype(dtype).reshape(shape)))
+                    * constant(self.invstd.astype(dtype).reshape(shape)))
+        return _affine_vjp(self, xhat, x, gy, shape, dims)
+
 
 def _check_per_channel(name, t, c):
     if t is not None and t.numel() != c:
@@ -227,7 +246,7 @@ class LayerNorm(Function):
         if bias is not None:
             out = out + bias.reshape(m).astype(ct, copy=False)
         if any(self.needs_input_grad):
-            self.xhat, self.invstd, self.weight = xhat, invstd, weight
+            self.xhat, self.invstd, self.weight, self.x = xhat, invstd, weight, x
         out = _apart_from_saved(out, any(self.needs_input_grad) and weight is None and bias is None)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
@@ -243,6 +262,15 @@ class LayerNorm(Function):
             gxhat = g if self.weight is None else g * self.weight.reshape(m).astype(g.dtype, copy=False)
             gx = _normalize_rows_backward(gxhat, xhat, self.invstd).reshape(gy.shape)
         return gx, gw, gb
+
+    def backward_tensors(self, gy):
+        """The layer norm recomputed from engine ops on the saved input and differentiated (``vjp``)."""
+        x = self.saved_input(0, self.x)
+        dims = tuple(range(x.ndim - self.n_dims, x.ndim))
+        xc = x - x.mean(dims, keepdim=True)
+        xhat = xc * ((xc * xc).mean(dims, keepdim=True) + self.eps).rsqrt()
+        lead = tuple(range(x.ndim - self.n_dims))
+        return _affine_vjp(self, xhat, x, gy, self.x.shape[len(lead):], lead)
 
 
 @autocast_mode.float32("cuda")
@@ -286,7 +314,7 @@ class GroupNorm(Function):
         if bias is not None:
             out = out + _column(bias, ct)
         if any(self.needs_input_grad):
-            self.xhat, self.invstd, self.weight = xhat, invstd, weight
+            self.xhat, self.invstd, self.weight, self.x = xhat, invstd, weight, x
         out = _apart_from_saved(out, any(self.needs_input_grad) and weight is None and bias is None)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
@@ -302,6 +330,26 @@ class GroupNorm(Function):
             gxhat = g3 if self.weight is None else g3 * _column(self.weight, g3.dtype)
             gx = _normalize_rows_backward(gxhat.reshape(xhat.shape), xhat, self.invstd).reshape(gy.shape)
         return gx, gw, gb
+
+    def backward_tensors(self, gy):
+        """The group norm recomputed from engine ops on the saved input and differentiated (``vjp``)."""
+        x = self.saved_input(0, self.x)
+        n, c = x.shape[:2]
+        xg = x.reshape(n, self.groups, -1)
+        xc = xg - xg.mean(2, keepdim=True)
+        xhat = (xc * ((xc * xc).mean(2, keepdim=True) + self.eps).rsqrt()).reshape(tuple(x.shape))
+        return _affine_vjp(self, xhat, x, gy, (1, c) + (1,) * (x.ndim - 2), (0,) + tuple(range(2, x.ndim)))
+
+
+def _affine_vjp(node, xhat, x, gy, w_shape, dims):
+    """The (x, weight, bias) gradients of ``xhat * weight + bias`` (``xhat`` a function of ``x``) for output
+    gradient ``gy``, as graph-connected tensors; ``w_shape`` is the weight's broadcast shape and ``dims`` the
+    dims the bias gradient sums over."""
+    need_x, need_w, need_b = node.needs_input_grad
+    w = None if node.weight is None else node.saved_input(1, node.weight)
+    out = xhat if w is None else xhat * w.reshape(tuple(w_shape))
+    gx, gw = vjp(out, [x if need_x else None, w if need_w else None], gy)
+    return gx, gw, gy.sum(dims) if need_b else None
 
 
 @autocast_mode.float32("cuda")

@@ -2,8 +2,12 @@
 
 1-D pooling runs as 2-D pooling over a unit height axis; unbatched inputs get a batch axis.
 """
+import copy
+
 from ... import backends
 from ...autograd.function import Function
+from ...autograd.double_backward import transposed_backward
+from ...ops._common import xp_of
 from . import _memory_format
 from ...autograd.grad_mode import is_grad_enabled
 from ...tensor import Tensor
@@ -36,6 +40,7 @@ class _Pool(Function):
         out = getattr(self.kernels, self.kind + "_forward")(x, *self.args)
         if self.with_indices:
             y, indices, self.saved = out
+            self.indices = indices[:, :, 0, :] if self.nd == 1 else indices  # for create_graph's gather
         else:
             y, self.saved = out
         if self.nd == 1:
@@ -49,6 +54,32 @@ class _Pool(Function):
             gy = gy[:, :, None, :]
         gx = getattr(self.kernels, self.kind + "_backward")(gy, self.saved)
         return gx[:, :, 0, :] if self.nd == 1 else gx
+
+    def backward_tensors(self, gy, g_indices=None):
+        """The backward is linear in ``gy`` with constant data (the window geometry, the argmax indices): its
+        transpose is the average pooling itself, or a gather at the argmax indices (``_PickAtIndices``)."""
+        if self.with_indices:
+            return transposed_backward(_PickAtIndices(copy.copy(self)), gy)
+        return transposed_backward(self, gy)
+
+
+class _PickAtIndices(Function):
+    """The values a max pooling picked, as a linear op of its input with the argmax indices fixed (flat
+    indices into each (height, width) plane, as torch's); its backward is the pooling's."""
+
+    uses_inputs = False
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def forward(self, x):
+        idx = self.pool.indices
+        flat = x.reshape(x.shape[:2] + (-1,))
+        picked = xp_of(x).take_along_axis(flat, idx.reshape(idx.shape[:2] + (-1,)), 2)
+        return picked.reshape(idx.shape)
+
+    def backward(self, gy):
+        return self.pool.backward(gy)
 
 
 def _quantized():

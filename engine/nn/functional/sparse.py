@@ -1,6 +1,9 @@
 """Index-based lookups: ``F.one_hot``, ``F.embedding`` and ``F.embedding_bag``."""
+import copy
+
 from ... import _dtype
 from ...autograd import grad_mode
+from ...autograd.double_backward import transposed_backward
 from ...autograd.function import Function
 from ...ops._common import xp_of
 from ...ops.ranges import arange
@@ -49,6 +52,34 @@ class _Embedding(Function):
         if self.padding_idx is not None:
             gw[self.padding_idx] = 0
         return None, gw.reshape((self.num,) + gy.shape[self.indices.ndim:])
+
+    def backward_tensors(self, gy):
+        """Linear in gy with the indices fixed: its transpose picks the rows again (``_PickRows``)."""
+        return None, transposed_backward(_PickRows(copy.copy(self)), gy)
+
+
+class _PickRows(Function):
+    """The rows an embedding picked, as a linear op of the weight with the indices fixed, scaled and masked
+    as its backward is (scale_grad_by_freq, padding_idx), so that the two are each other's transpose."""
+
+    uses_inputs = False
+
+    def __init__(self, embedding):
+        self.embedding = embedding
+
+    def forward(self, weight):
+        e = self.embedding
+        rows = weight[e.indices]
+        tail = (1,) * (rows.ndim - e.indices.ndim)
+        if e.scale_grad_by_freq:
+            counts = xp_of(weight).bincount(e.indices.reshape(-1), minlength=e.num)
+            rows = rows / counts[e.indices].reshape(e.indices.shape + tail)
+        if e.padding_idx is not None:
+            rows = rows * (e.indices != e.padding_idx).reshape(e.indices.shape + tail)
+        return rows
+
+    def backward(self, gy):
+        return self.embedding.backward(gy)[1]
 
 
 def _renorm_rows(weight, idx, max_norm, norm_type):

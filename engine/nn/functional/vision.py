@@ -2,6 +2,7 @@
 import warnings
 
 from ... import backends
+from ...autograd.double_backward import transposed_backward
 from ...autograd.function import Function
 from . import _memory_format
 from ...backends.interpolation_geometry import check_antialias
@@ -20,6 +21,10 @@ class Interpolate(Function):
 
     def backward(self, gy):
         return self.kernels.interpolate_backward(gy, self.saved)
+
+    def backward_tensors(self, gy):
+        """Linear with constant weights: the transpose of the backward is the forward (``Transposed``)."""
+        return transposed_backward(self, gy)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
