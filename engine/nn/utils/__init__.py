@@ -1,7 +1,7 @@
 """``engine.nn.utils``: gradient clipping, parameter/vector conversion, ``rnn`` (padded and packed sequences),
 ``parametrize`` and ``parametrizations``, the hook-based ``weight_norm`` / ``spectral_norm``, conv/linear +
 batch-norm ``fusion``, ``skip_init`` and the conv weights' ``memory_format``."""
-from . import parametrizations, parametrize, rnn  # the submodules fusion, init, memory_format load below
+from . import parametrizations, parametrize, rnn, stateless  # the submodules fusion, init, memory_format load below
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights
@@ -14,4 +14,4 @@ __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_
            "parameters_to_vector", "vector_to_parameters", "fuse_conv_bn_eval", "fuse_conv_bn_weights",
            "fuse_linear_bn_eval", "fuse_linear_bn_weights", "skip_init", "convert_conv2d_weight_memory_format",
            "convert_conv3d_weight_memory_format", "remove_spectral_norm", "spectral_norm", "remove_weight_norm",
-           "weight_norm", "parametrizations", "parametrize", "rnn"]
+           "weight_norm", "parametrizations", "parametrize", "rnn", "stateless"]
