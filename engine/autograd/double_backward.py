@@ -17,7 +17,7 @@ import numpy as np
 from .._device import array_module
 from . import grad_mode
 from .function import AccumulateGrad, Function
-from .graph import _BACKWARD_NOTE, _dependencies, _release
+from .graph import _BACKWARD_NOTE, _dependencies, _release, check_not_released
 
 
 def run_backward_graph(roots, root_grads, retain_graph=True, captures=None, stop=None):
@@ -175,13 +175,7 @@ def _visit(node, slots, captures, run_hooks):
 def _backward_node(node, slots, retain_graph):
     """``node.backward_tensors`` on its output gradients (zeros for the missing ones)."""
     from ..tensor import _new
-    if getattr(node, "_released", False):
-        raise RuntimeError(
-            "Trying to backward through the graph a second time (or directly access saved tensors "
-            "after they have already been freed). Saved intermediate values of the graph are freed "
-            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
-            "backward through the graph a second time or if you need to access saved tensors after "
-            "calling backward.")
+    check_not_released(node)
     n_inputs = len(node.next_edges)
     if slots is None or all(s is None for s in slots):
         return (None,) * n_inputs

@@ -178,7 +178,8 @@ def _run_backward(roots, root_grads, retain_graph, captures):
         grads_in = grad = None  # hold no gradient past its hand-over: a leaf may take it without a copy
 
 
-def _backward_node(node, slots, retain_graph, captures):
+def check_not_released(node):
+    """torch's error for a backward through a node whose saved values an earlier backward freed."""
     if getattr(node, "_released", False):
         raise RuntimeError(
             "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -186,6 +187,10 @@ def _backward_node(node, slots, retain_graph, captures):
             "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
             "backward through the graph a second time or if you need to access saved tensors after "
             "calling backward.")
+
+
+def _backward_node(node, slots, retain_graph, captures):
+    check_not_released(node)
     n_inputs = len(node.next_edges)
     if slots is None or all(s is None for s in slots):
         if not retain_graph:
