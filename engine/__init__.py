@@ -16,6 +16,7 @@ from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inferenc
                        set_grad_enabled)
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled
 from .ops import *  # noqa: F401,F403
+from .storage import *  # noqa: F401,F403  (torch.UntypedStorage ..., Tensor.untyped_storage, set_)
 from .serialization import load, save  # noqa: F401
 from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
 from . import special  # noqa: F401  (reachable after ``import engine``, as torch.special)

@@ -635,8 +635,11 @@ def storage_offset_of(array):
     """Elements between the start of the memory ``array`` views and its first element."""
     if isinstance(array, np.ndarray):
         root = array
-        while isinstance(root.base, np.ndarray):
-            root = root.base
+        while True:  # numpy's as_strided puts a DummyArray (holding the real base) in the chain
+            base = root.base if isinstance(root.base, np.ndarray) else getattr(root.base, "base", None)
+            if not isinstance(base, np.ndarray):
+                break
+            root = base
         start = root.__array_interface__["data"][0]
         return (array.__array_interface__["data"][0] - start) // array.itemsize
     return (array.data.ptr - array.data.mem.ptr) // array.itemsize

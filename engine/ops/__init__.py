@@ -61,6 +61,17 @@ from .low_rank import *  # noqa: E402,F401,F403
 from .segment_reduction import *  # noqa: E402,F401,F403
 from .asarray import *  # noqa: E402,F401,F403
 
+# aten's native norms and dropout, SyncBatchNorm's kernels, convolution entry points, grid samplers, legacy norms,
+# functional RNNs
+from . import (native_norms as _nn, sync_batch_norm_kernels as _sb, aten_convolution as _ac,  # noqa: E402
+               aten_sampling as _as, legacy_norms as _lg, functional_rnn as _fr)
+from .native_norms import *  # noqa: E402,F401,F403
+from .sync_batch_norm_kernels import *  # noqa: E402,F401,F403
+from .aten_convolution import *  # noqa: E402,F401,F403
+from .aten_sampling import *  # noqa: E402,F401,F403
+from .legacy_norms import *  # noqa: E402,F401,F403
+from .functional_rnn import *  # noqa: E402,F401,F403
+
 # torch.inverse is torch.linalg.inv, LinAlgError included (linalg_solvers imports linalg, so it binds here, last)
 from .linalg_solvers import inv as inverse  # noqa: E402
 from ..tensor import register_method as _register_method  # noqa: E402
@@ -69,5 +80,5 @@ _register_method(inverse, "inverse")
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,
                               _rt, _is, _os, _st, _sr, _ti, _w, _rg,
                               _fa, _vc, _mf, _ig, _ir, _rc, _lc, _vd, _ll, _gi, _rl, _ml, _bh, _fd, _pn, _hh, _lr,
-                              _sg, _aa)
+                              _sg, _aa, _nn, _sb, _ac, _as, _lg, _fr)
            for name in module.__all__]

@@ -154,7 +154,8 @@ class GridSample(Function):
 
 @autocast_mode.policy(cpu=autocast_mode.FLOAT32, cuda=autocast_mode.PROMOTE)
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """``input`` (N, C, H, W) read at ``grid`` (N, Ho, Wo, 2): (N, C, Ho, Wo), as torch's ``grid_sample``."""
+    """``input`` (N, C, H, W) read at ``grid`` (N, Ho, Wo, 2): (N, C, Ho, Wo), as torch's ``grid_sample``; a 5-D
+    input (N, C, D, H, W) with a grid (N, Do, Ho, Wo, 3) goes to the trilinear/nearest 3-D sampler."""
     if mode not in _MODES:
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', "
                          f"but got: '{mode}'")
@@ -164,9 +165,14 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING)
         align_corners = False
+    if input.dim() == 5:
+        if mode == "bicubic":
+            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+        from ...ops.grid_sample_3d import grid_sample_3d
+        return grid_sample_3d(input, grid, mode, padding_mode, align_corners)
     if input.dim() != 4:
-        raise NotImplementedError(f"grid_sample: engine samples 4-D inputs (N, C, H, W), got {input.dim()}-D input "
-                                  f"of shape {tuple(input.shape)}")
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
     if grid.dim() != 4 or grid.shape[-1] != 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with "
                            f"sizes {list(grid.shape)}")

@@ -1,16 +1,18 @@
 """``nn.DataParallel`` and ``data_parallel``, as PyTorch's on zero or one GPU.
 
 Without a usable GPU, ``DataParallel(module)`` just calls ``module`` (``device_ids`` is empty), as
-torch's does (``data_parallel`` raises, as torch's does). With one GPU it moves the module there at construction and the call's tensors there at
-each call, and checks that the module stayed there. Splitting a batch over several GPUs (replicas,
-scatter and gather) is not implemented: more than one device id is refused in one line. The wrapped
-module is the ``module`` attribute, so ``state_dict`` keys start with ``module.`` as in torch.
+torch's does (``data_parallel`` raises, as torch's does). With one GPU it moves the module there at
+construction and scatters the call's arguments there at each call (``scatter_kwargs``: on one device,
+every tensor moves whole), and checks that the module stayed there. Splitting a batch over several GPUs
+is not enabled (``replicate``, ``parallel_apply`` and ``gather`` are there, untested on several GPUs):
+more than one device id is refused in one line. The wrapped module is the ``module`` attribute, so
+``state_dict`` keys start with ``module.`` as in torch.
 """
 import itertools
 
 from ... import _device, cuda
 from ..modules.module import Module
-from .device_transfer import to_device
+from .scatter_gather import scatter_kwargs
 
 
 def _gpu_index(device):
@@ -58,7 +60,15 @@ class DataParallel(Module):
         if not self.device_ids:
             return self.module(*inputs, **kwargs)
         _check_module_on(self.module, self.src_device_obj)
-        return self.module(*to_device(inputs, self.src_device_obj), **to_device(kwargs, self.src_device_obj))
+        return _call_on_one(self.module, inputs, kwargs, self.device_ids, self.dim)
+
+
+def _call_on_one(module, inputs, kwargs, device_ids, dim):
+    """``module`` called on its one device with the arguments scattered there."""
+    inputs, kwargs = scatter_kwargs(inputs, kwargs, device_ids, dim)
+    if not inputs and not kwargs:
+        inputs, kwargs = ((),), ({},)
+    return module(*inputs[0], **kwargs[0])
 
 
 def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0, module_kwargs=None):
@@ -69,6 +79,6 @@ def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0, mo
     module_kwargs = module_kwargs or {}
     if not cuda.is_available():
         raise RuntimeError("device type could not be determined: data_parallel needs a GPU")
-    device = _device.device("cuda", _gpu_ids(device_ids)[0])
-    _check_module_on(module, device)
-    return module(*to_device(inputs, device), **to_device(module_kwargs, device))
+    ids = _gpu_ids(device_ids)
+    _check_module_on(module, _device.device("cuda", ids[0]))
+    return _call_on_one(module, inputs, module_kwargs, ids, dim)
