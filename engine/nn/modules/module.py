@@ -1,44 +1,27 @@
-"""``Module``: the base of every layer, with PyTorch's registration, traversal, hooks and state dicts."""
+"""``Module``: the base of every layer, with PyTorch's registration, traversal and hooks (state dicts come from
+``state_dict.py``)."""
 import itertools
-from collections import OrderedDict, namedtuple
-from collections.abc import Mapping
+import warnings
+from collections import OrderedDict
+from typing import Any, TypeVar
 
 from ... import _dtype, _layout
 from ..._device import array_module, device as _device, move
-from ...autograd.grad_mode import no_grad
-from ...tensor import Size, Tensor, _new, to_array
+from ...tensor import Tensor
+from ...utils.hooks import BackwardHook, RemovableHandle
 from ..parameter import Buffer, Parameter
+from . import backward_hooks as _g
+from .backward_hooks import (register_module_backward_hook, register_module_buffer_registration_hook,
+                             register_module_forward_hook, register_module_forward_pre_hook,
+                             register_module_full_backward_hook, register_module_full_backward_pre_hook,
+                             register_module_module_registration_hook, register_module_parameter_registration_hook)
+from .backward_hooks import (_global_backward_hooks as _GLOBAL_BACKWARD,
+                             _global_backward_pre_hooks as _GLOBAL_BACKWARD_PRE,
+                             _global_forward_hooks as _GLOBAL_FORWARD,
+                             _global_forward_pre_hooks as _GLOBAL_FORWARD_PRE)
+from .state_dict import StateDictMixin
 
-_hook_ids = itertools.count()
-
-
-class RemovableHandle:
-    """Returned by ``register_*_hook``: ``handle.remove()`` unregisters the hook."""
-
-    def __init__(self, *hook_dicts):
-        self.id = next(_hook_ids)
-        self.hook_dicts = hook_dicts
-
-    def remove(self):
-        for d in self.hook_dicts:
-            d.pop(self.id, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """What ``load_state_dict`` returns: the missing and the unexpected keys."""
-
-    def __repr__(self):
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
+T_destination = TypeVar("T_destination", bound=dict[str, Any])
 
 
 def _typename(value):
@@ -56,15 +39,27 @@ def _indent(text, spaces):
     return "\n".join([first] + [" " * spaces + line for line in rest])
 
 
-class Module:
+class Module(StateDictMixin):
     """Base class of all layers: holds parameters, buffers and child modules in registration order."""
 
     _version = 1
     training: bool
+    #: torch's flags: ``dump_patches`` (unused), ``call_super_init`` (``__init__`` passes its arguments on to the
+    #: next class in the MRO instead of refusing them)
+    dump_patches = False
+    call_super_init = False
+    T_destination = T_destination
+    #: set by ``compile()``: what calling the module runs instead of ``_call_impl``
+    _compiled_call_impl = None
 
     def __init__(self, *args, **kwargs):
-        if args or kwargs:
-            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        if not self.call_super_init:
+            if kwargs:
+                raise TypeError(f"{type(self).__name__}.__init__() got an unexpected keyword argument "
+                                f"'{next(iter(kwargs))}'")
+            if args:
+                raise TypeError(f"{type(self).__name__}.__init__() takes 1 positional argument but "
+                                f"{len(args) + 1} were given")
         init = object.__setattr__
         init(self, "training", True)
         init(self, "_parameters", OrderedDict())
@@ -73,6 +68,9 @@ class Module:
         init(self, "_modules", OrderedDict())
         for name in _HOOK_DICTS:
             init(self, name, OrderedDict())
+        init(self, "_is_full_backward_hook", None)
+        if self.call_super_init:
+            super().__init__(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
         """The computation of this layer; every subclass defines it."""
@@ -92,6 +90,7 @@ class Module:
         if isinstance(tensor, Buffer):
             persistent = tensor.persistent
             tensor = tensor.detach()
+        tensor = _registered(_g._global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -112,6 +111,8 @@ class Module:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters "
                              "must be created explicitly. To express '{name}' as a function of another "
                              "Tensor, compute the value in the forward() method.")
+        if param is not None:
+            param = _registered(_g._global_parameter_registration_hooks, self, name, param)
         self._parameters[name] = param
 
     def add_module(self, name, module):
@@ -121,7 +122,7 @@ class Module:
         self._check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
-        self._modules[name] = module
+        self._modules[name] = _registered(_g._global_module_registration_hooks, self, name, module)
 
     register_module = add_module
 
@@ -146,6 +147,21 @@ class Module:
             if not isinstance(mod, Module):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
+
+    def set_submodule(self, target, module, strict=False):
+        """Put ``module`` at dotted path ``target`` (its parent must exist; with ``strict``, so must the
+        attribute, and an existing attribute there must be a module)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        parent_path, _, name = target.rpartition(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
 
     def get_parameter(self, target):
         """The parameter at dotted path ``target``."""
@@ -193,7 +209,7 @@ class Module:
             if d.get("_modules") is None:
                 raise AttributeError("cannot assign module before Module.__init__() call")
             self._forget(name, keep="_modules")
-            self._modules[name] = value
+            self._modules[name] = _registered(_g._global_module_registration_hooks, self, name, value)
         elif d.get("_modules") is not None and name in d["_modules"]:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
@@ -206,7 +222,7 @@ class Module:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                 "(engine.Tensor or None expected)")
-            self._buffers[name] = value
+            self._buffers[name] = _registered(_g._global_buffer_registration_hooks, self, name, value)
         else:
             object.__setattr__(self, name, value)
 
@@ -235,6 +251,7 @@ class Module:
         self.__dict__.update(state)
         for name in _HOOK_DICTS:
             self.__dict__.setdefault(name, OrderedDict())
+        self.__dict__.setdefault("_is_full_backward_hook", None)
         self.__dict__.setdefault("_non_persistent_buffers_set", set())
 
     # ---- traversal ---------------------------------------------------------------------------
@@ -377,6 +394,16 @@ class Module:
             return arr
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse=True):
+        """Give every parameter and buffer (of the children too with ``recurse``) fresh uninitialized memory on
+        ``device`` (None: where each is), keeping the tensors' identities."""
+        dev = None if device is None else _device(device)
+
+        def empty(arr):
+            out = array_module(arr).empty_like(arr)
+            return out if dev is None else move(out, dev)
+        return self._apply(empty, recurse=recurse)
+
     def share_memory(self):
         """Move every parameter, buffer and gradient into shared memory (``Tensor.share_memory_``), so that
         processes this module is passed to update the same tensors."""
@@ -413,7 +440,7 @@ class Module:
     # ---- calling and hooks -------------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
         """``hook(module, args)`` (or ``(module, args, kwargs)``) runs before forward; may replace inputs."""
-        handle = RemovableHandle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
+        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
         self._forward_pre_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
@@ -423,8 +450,8 @@ class Module:
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """``hook(module, args, output)`` runs after forward; a non-None return replaces the output."""
-        handle = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
-                                 self._forward_hooks_always_called)
+        handle = RemovableHandle(self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs,
+                                                                  self._forward_hooks_always_called])
         self._forward_hooks[handle.id] = hook
         if with_kwargs:
             self._forward_hooks_with_kwargs[handle.id] = True
@@ -434,13 +461,65 @@ class Module:
             self._forward_hooks.move_to_end(handle.id, last=False)
         return handle
 
-    def __call__(self, *args, **kwargs):
-        if not (self._forward_pre_hooks or self._forward_hooks):
-            return self.forward(*args, **kwargs)
-        return self._call_with_hooks(args, kwargs)
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """``hook(module, grad_output)`` runs when the gradients of the module's outputs are known; a non-None
+        return replaces ``grad_output`` (a tuple, None for outputs that are not tensors or got no gradient)."""
+        handle = RemovableHandle(self._backward_pre_hooks)
+        self._backward_pre_hooks[handle.id] = hook
+        if prepend:
+            self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        return handle
 
-    def _call_with_hooks(self, args, kwargs):
-        for hook_id, hook in list(self._forward_pre_hooks.items()):
+    def register_full_backward_hook(self, hook, prepend=False):
+        """``hook(module, grad_input, grad_output)`` runs once the gradients of the module's positional inputs
+        are computed (of its outputs when no input requires grad); a non-None return replaces ``grad_input``.
+        The module's forward sees, and its caller gets, new tensors over the same arrays; writing into them in
+        place is refused, as torch refuses it."""
+        if self._is_full_backward_hook is False:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = True
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_backward_hook(self, hook):
+        """Deprecated (``register_full_backward_hook``): ``hook(module, grad_input, grad_output)`` sees the
+        gradients of the autograd node that made the module's first output tensor, as torch's does."""
+        if self._is_full_backward_hook is True:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
+                               "Please use only one of them.")
+        self._is_full_backward_hook = False
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def _get_backward_hooks(self):
+        """(full backward hooks, non-full ones) that apply to this module: the global ones first."""
+        full, non_full = [], []
+        (full if _g._FullFlag.value else non_full if _g._FullFlag.value is False else []).extend(
+            _g._global_backward_hooks.values())
+        mine = self._is_full_backward_hook
+        (full if mine else non_full if mine is False else []).extend(self._backward_hooks.values())
+        return full, non_full
+
+    def __call__(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
+        if (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks
+                or _GLOBAL_FORWARD_PRE or _GLOBAL_FORWARD or _GLOBAL_BACKWARD_PRE or _GLOBAL_BACKWARD):
+            return self._call_impl(*args, **kwargs)
+        return self.forward(*args, **kwargs)
+
+    def _call_impl(self, *args, **kwargs):
+        """``forward`` with the hooks: forward pre-hooks, backward hooks around the call, forward hooks (global
+        ones first); forward hooks with ``always_call`` also run when forward raises."""
+        full_hooks, non_full_hooks = self._get_backward_hooks() if (
+            self._backward_hooks or _g._global_backward_hooks) else ((), ())
+        pre_hooks = [*_g._global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()]
+        for hook_id, hook in (*_g._global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
             if hook_id in self._forward_pre_hooks_with_kwargs:
                 result = hook(self, args, kwargs)
                 if result is not None:
@@ -452,28 +531,56 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
+        bw_hook = None
+        if full_hooks or pre_hooks:
+            bw_hook = BackwardHook(self, full_hooks, pre_hooks)
+            args = bw_hook.setup_input_hook(args)
         called = set()
+        output = None
+        forward_hooks = (*_g._global_forward_hooks.items(), *self._forward_hooks.items())
         try:
             output = self.forward(*args, **kwargs)
-            for hook_id, hook in list(self._forward_hooks.items()):
+            for hook_id, hook in forward_hooks:
                 called.add(hook_id)
                 output = self._run_forward_hook(hook_id, hook, args, kwargs, output)
         except Exception:
-            for hook_id, hook in list(self._forward_hooks.items()):
-                if hook_id in self._forward_hooks_always_called and hook_id not in called:
+            for hook_id, hook in forward_hooks:
+                if hook_id not in called and (hook_id in self._forward_hooks_always_called
+                                              or hook_id in _g._global_forward_hooks_always_called):
                     try:
-                        self._run_forward_hook(hook_id, hook, args, kwargs, None)
-                    except Exception:
-                        pass
+                        output = self._run_forward_hook(hook_id, hook, args, kwargs, output)
+                    except Exception as e:
+                        warnings.warn("module forward hook with ``always_call=True`` raised an exception that was "
+                                      f"silenced as another error was raised in forward: {e}", stacklevel=2)
             raise
+        if bw_hook is not None:
+            from ...tensor import Tensor
+            if not isinstance(output, (Tensor, tuple)):
+                warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of "
+                              f"Tensors but received {type(output)}", stacklevel=2)
+            output = bw_hook.setup_output_hook(output)
+        if non_full_hooks:
+            _g.attach_non_full_hooks(self, non_full_hooks, args, output)
         return output
 
     def _run_forward_hook(self, hook_id, hook, args, kwargs, output):
-        if hook_id in self._forward_hooks_with_kwargs:
+        if hook_id in self._forward_hooks_with_kwargs or hook_id in _g._global_forward_hooks_with_kwargs:
             result = hook(self, args, kwargs, output)
         else:
             result = hook(self, args, output)
         return output if result is None else result
+
+    def compile(self, *args, **kwargs):
+        """``torch.compile`` this module in place: calling it then runs ``engine.compile(self._call_impl, ...)``
+        (hooks included), with the same arguments as ``engine.compile``; the module and its state dict keys stay
+        as they are."""
+        from ...compiler import compile as _compile
+        self._compiled_call_impl = _compile(self._call_impl, *args, **kwargs)
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_compiled_call_impl", None)
+        return state
 
     # ---- printing ----------------------------------------------------------------------------
     def _get_name(self):
@@ -495,120 +602,23 @@ class Module:
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
     # ---- state dicts -------------------------------------------------------------------------
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
-        for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else b.detach()
-
-    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
-        """Parameters then persistent buffers of each module, recursively in registration order."""
-        if destination is None:
-            destination = OrderedDict()
-            destination._metadata = OrderedDict()
-        if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = {"version": self._version}
-        self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        return destination
-
-    def _upgrade_state_dict(self, state_dict, prefix, version):
-        """Fill in entries that checkpoints of an older ``_version`` of this layer lack (override)."""
-
-    def _plan_load(self, state_dict, prefix, plan, missing, unexpected, errors):
-        """Check this module's own entries of ``state_dict``; record the copies to make in ``plan`` (as
-        ``(module, name, target, value, array)``, or a callable that a module with other state appends)."""
-        local = OrderedDict((k, v) for k, v in self._parameters.items() if v is not None)
-        local.update((k, v) for k, v in self._buffers.items()
-                     if v is not None and k not in self._non_persistent_buffers_set)
-        for name, target in local.items():
-            key = prefix + name
-            if key not in state_dict:
-                missing.append(key)
-                continue
-            value = state_dict[key]
-            try:
-                array = to_array(value)
-            except (TypeError, ValueError):
-                errors.append(f'While copying the parameter named "{key}", expected engine.Tensor or '
-                              f"Tensor-like object from checkpoint but received {type(value)}")
-                continue
-            if target.ndim == 0 and array.shape == (1,):
-                array = array.reshape(())
-            if array.shape != target._data.shape:
-                errors.append(f"size mismatch for {key}: copying a param with shape {Size(array.shape)} "
-                              f"from checkpoint, the shape in current model is {target.shape}.")
-                continue
-            plan.append((self, name, target, value, array))
-        for key in state_dict:
-            if not key.startswith(prefix):
-                continue
-            head, dot, _ = key[len(prefix):].partition(".")
-            if (dot and head not in self._modules) or (not dot and head not in local):
-                unexpected.append(key)
-
-    def load_state_dict(self, state_dict, strict=True, assign=False):
-        """Copy (or with ``assign=True`` adopt) parameters and buffers; all-or-nothing on error.
-
-        Values may be engine tensors, numpy arrays or anything ``engine.tensor`` accepts.
-        Returns ``_IncompatibleKeys(missing_keys, unexpected_keys)``.
-        """
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        metadata = getattr(state_dict, "_metadata", None)
-        missing, unexpected, errors, plan = [], [], [], []
-
-        def visit(module, local_state, prefix):
-            version = None if metadata is None else metadata.get(prefix[:-1], {}).get("version")
-            module._upgrade_state_dict(local_state, prefix, version)
-            module._plan_load(local_state, prefix, plan, missing, unexpected, errors)
-            for name, child in module._modules.items():
-                if child is not None:
-                    child_prefix = prefix + name + "."
-                    visit(child, {k: v for k, v in local_state.items() if k.startswith(child_prefix)},
-                          child_prefix)
-
-        visit(self, OrderedDict(state_dict), "")
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected)))
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing)))
-        if errors:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                type(self).__name__, "\n\t".join(errors)))
-        with no_grad():
-            for entry in plan:
-                if callable(entry):  # a module's own setter: state that is not parameters (quantized layers)
-                    entry()
-                    continue
-                module, name, target, value, array = entry
-                if assign:
-                    module._assign_loaded(name, target, value, array)
-                else:
-                    target._data[...] = move(array, target.device).astype(target._data.dtype, copy=False)
-                    target._version[0] += 1
-        return _IncompatibleKeys(missing, unexpected)
-
-    def _assign_loaded(self, name, target, value, array):
-        """``assign=True``: adopt the checkpoint's tensor, keeping a parameter's ``requires_grad``."""
-        tensor = value if isinstance(value, Tensor) and value.shape == array.shape else _new(array)
-        if name in self._parameters:
-            if not isinstance(tensor, Parameter):
-                tensor = Parameter(tensor, requires_grad=False)
-            tensor.requires_grad = target.requires_grad
-            self._parameters[name] = tensor
-        else:
-            self._buffers[name] = tensor.detach() if isinstance(tensor, Parameter) else tensor
+def _registered(hooks, module, name, value):
+    """``value`` after the global registration ``hooks`` (each may replace it)."""
+    if not hooks:
+        return value
+    for hook in tuple(hooks.values()):
+        output = hook(module, name, value)
+        if output is not None:
+            value = output
+    return value
 
 
 _HOOK_DICTS = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
-               "_forward_hooks_with_kwargs", "_forward_hooks_always_called")
+               "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
+               "_backward_hooks", "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+               "_load_state_dict_post_hooks")
 
-__all__ = ["Module"]
+__all__ = ["Module", "register_module_backward_hook", "register_module_buffer_registration_hook",
+           "register_module_forward_hook", "register_module_forward_pre_hook", "register_module_full_backward_hook",
+           "register_module_full_backward_pre_hook", "register_module_module_registration_hook",
+           "register_module_parameter_registration_hook"]

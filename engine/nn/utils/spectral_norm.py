@@ -9,7 +9,7 @@ from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter, UninitializedParameter
 
-__all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
+__all__ = ["SpectralNorm", "SpectralNormStateDictHook", "spectral_norm", "remove_spectral_norm"]
 
 
 def _matrix_view(weight, dim):
@@ -66,6 +66,7 @@ class SpectralNorm:
         for suffix in ("", "_u", "_v", "_orig"):
             delattr(module, self.name + suffix)
         module.register_parameter(self.name, Parameter(weight.detach()))
+        self._state_dict_handle.remove()
 
     def __call__(self, module, inputs):
         setattr(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
@@ -92,7 +93,23 @@ class SpectralNorm:
         module.register_buffer(name + "_u", u)
         module.register_buffer(name + "_v", v)
         module.register_forward_pre_hook(fn)
+        fn._state_dict_handle = module._register_state_dict_hook(SpectralNormStateDictHook(fn))
         return fn
+
+
+class SpectralNormStateDictHook:
+    """Records ``<name>.version`` under ``spectral_norm`` in the module's state-dict metadata, as torch's does
+    (torch's loader reads it to tell current checkpoints from older ones)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, module, state_dict, prefix, local_metadata):
+        versions = local_metadata.setdefault("spectral_norm", {})
+        key = self.fn.name + ".version"
+        if key in versions:
+            raise RuntimeError(f"Unexpected key in metadata['spectral_norm']: {key}")
+        versions[key] = self.fn._version
 
 
 def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
