@@ -5,13 +5,16 @@ PNG and JPEG files decode to torchvision's values in every ``ImageReadMode`` (JP
 libjpeg, PNG's grey conversion with libpng's weights), except where torchvision's own output is not
 meaningful (palette PNGs unchanged or with an added alpha, 1-bit PNGs with an added alpha: see
 ``channels``) and for 16-bit colour PNGs, which Pillow reads as 8-bit (16-bit grey PNGs stay uint16).
-GIF (all frames) and WebP decode as torchvision's do. Encoded files are Pillow's bytes: they decode to
+GIF (all frames) and WebP decode as torchvision's do; AVIF and HEIC (``decode_avif``, ``decode_heic``) as
+Pillow decodes them. Encoded files are Pillow's bytes: they decode to
 the same pixels as torchvision's, not to the same bytes.
 """
-from .decode import decode_gif, decode_image, decode_jpeg, decode_png, decode_webp, read_image
+from . import decode as image  # noqa: F401  (torchvision.io.image: the decoders' module)
+from .decode import decode_avif, decode_gif, decode_heic, decode_image, decode_jpeg, decode_png, decode_webp, read_image
 from .encode import encode_jpeg, encode_png, write_jpeg, write_png
 from .files import read_file, write_file
 from .read_mode import ImageReadMode
 
-__all__ = ["ImageReadMode", "decode_gif", "decode_image", "decode_jpeg", "decode_png", "decode_webp", "encode_jpeg",
-           "encode_png", "read_file", "read_image", "write_file", "write_jpeg", "write_png"]
+__all__ = ["ImageReadMode", "decode_avif", "decode_gif", "decode_heic", "decode_image", "decode_jpeg", "decode_png",
+           "decode_webp", "encode_jpeg", "encode_png", "read_file", "read_image", "write_file", "write_jpeg",
+           "write_png"]

@@ -1,6 +1,11 @@
 """Decoding image files into CHW tensors: ``decode_image`` (PNG, JPEG, GIF, WebP, told apart by their
 first bytes), the per-format ``decode_png`` / ``decode_jpeg`` / ``decode_gif`` / ``decode_webp``, and
-``read_image``. See ``channels`` for how each ``ImageReadMode`` is produced."""
+``read_image``. See ``channels`` for how each ``ImageReadMode`` is produced.
+
+``decode_avif`` and ``decode_heic`` read the two HEIF-based formats, which torchvision decodes only with its
+separate ``torchvision-extra-decoders`` package and keeps out of ``decode_image`` (as here): AVIF through
+Pillow's own AVIF support (Pillow >= 11.2), HEIC through the ``pillow-heif`` plug-in when it is installed. Pillow
+gives 8 bits per channel, so a 10- or 12-bit file decodes to uint8 where torchvision's gives uint16."""
 import io
 import warnings
 
@@ -15,7 +20,22 @@ from .read_mode import ImageReadMode, read_mode
 
 _SIGNATURES = (("png", lambda d: d.startswith(b"\x89PNG\r\n\x1a\n")), ("jpeg", lambda d: d.startswith(b"\xff\xd8\xff")),
                ("gif", lambda d: d.startswith((b"GIF87a", b"GIF89a"))),
-               ("webp", lambda d: d[:4] == b"RIFF" and d[8:12] == b"WEBP"))
+               ("webp", lambda d: d[:4] == b"RIFF" and d[8:12] == b"WEBP"),
+               ("avif", lambda d: _heif_brand(d) in (b"avif", b"avis")),
+               ("heic", lambda d: _heif_brand(d) in (b"heic", b"heix", b"hevc", b"hevx", b"heim", b"heis", b"mif1")))
+_HEIF_FORMATS = ("avif", "heic")  # decoded only when asked for by name, as torchvision
+
+
+def _heif_brand(data):
+    """The major brand of an ISO-BMFF file (its ``ftyp`` box), None for other files; a generic ``mif1`` HEIF
+    whose compatible brands name AVIF counts as AVIF."""
+    if data[4:8] != b"ftyp":
+        return None
+    brand = data[8:12]
+    size = int.from_bytes(data[:4], "big")
+    if brand == b"mif1" and b"avif" in data[16:size]:
+        return b"avif"
+    return brand
 
 
 def _encoded_bytes(input):
@@ -100,13 +120,35 @@ def _webp(data, mode, apply_exif_orientation):
     return _tensor(hwc_in_mode(image, ImageReadMode.UNCHANGED))
 
 
-_DECODERS = {"png": _png, "jpeg": _jpeg, "gif": _gif, "webp": _webp}
+def _heif(kind):
+    """AVIF or HEIC as RGB or RGBA (grey modes convert, as libavif's and libheif's outputs do for torchvision)."""
+    def decode(data, mode, apply_exif_orientation):
+        if kind == "heic":
+            _register_heif_plugin()
+        image = _loaded(_opened(data, kind), kind, apply_exif_orientation)
+        return _tensor(hwc_in_mode(image, mode))
+    return decode
+
+
+def _register_heif_plugin():
+    try:
+        import pillow_heif
+    except ImportError:
+        raise RuntimeError("decode_heic needs the pillow-heif package (pip install pillow-heif)") from None
+    pillow_heif.register_heif_opener()
+
+
+_DECODERS = {"png": _png, "jpeg": _jpeg, "gif": _gif, "webp": _webp, "avif": _heif("avif"), "heic": _heif("heic")}
 
 
 def _decode_as(kind, input, mode, apply_exif_orientation):
     """Decode ``input`` as the ``kind`` of file its first bytes say (a mismatch is a one-line error)."""
     data = _encoded_bytes(input)
     found = _format_of(data)
+    if kind is None and found in _HEIF_FORMATS:
+        raise RuntimeError("Unsupported image file. Only jpeg, png, webp and gif are currently supported by "
+                           "decode_image. For avif and heic format, please rely on `decode_avif` and `decode_heic` "
+                           "directly.")
     if kind is not None and found != kind:
         raise RuntimeError(f"Content is not {kind}: its first bytes are those of a {found} file")
     return _DECODERS[found](data, read_mode(mode), apply_exif_orientation)
@@ -140,3 +182,13 @@ def decode_gif(input):
 
 def decode_webp(input, mode=ImageReadMode.UNCHANGED):
     return _decode_as("webp", input, mode, False)
+
+
+def decode_avif(input, mode=ImageReadMode.UNCHANGED):
+    """Decode an AVIF image (a 1-D uint8 tensor) into a uint8 CHW tensor, RGB or RGBA as stored."""
+    return _decode_as("avif", input, mode, False)
+
+
+def decode_heic(input, mode=ImageReadMode.UNCHANGED):
+    """Decode a HEIC image (a 1-D uint8 tensor) into a uint8 CHW tensor; needs ``pillow-heif``."""
+    return _decode_as("heic", input, mode, False)

@@ -6,11 +6,12 @@ entrypoints (``flowvision.models.deit_small_patch16_224``) are reached here too,
 """
 from ._features import FeatureInfo, FeatureListNet, create_feature_extractor, get_module_names
 from ._helpers import adapt_input_conv, load_checkpoint, load_state_dict
-from .registry import (ModelCreator, create_model, get_model, is_model, is_model_pretrained, list_models,
-                       list_modules, model_alias_of, model_entrypoint, register_model)
+from .registry import (ModelCreator, create_model, get_model, get_model_builder, is_model, is_model_pretrained,
+                       list_models, list_modules, model_alias_of, model_entrypoint, register_model)
 from .resnet import *  # noqa: F401,F403
 from .mobilenetv2 import *  # noqa: F401,F403
 from .mobilenetv3 import *  # noqa: F401,F403
+from . import mobilenet  # noqa: F401  (torchvision's module path for both)
 from .vgg import *  # noqa: F401,F403
 from .alexnet import *  # noqa: F401,F403
 from .squeezenet import *  # noqa: F401,F403

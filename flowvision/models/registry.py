@@ -11,7 +11,7 @@ import re
 import sys
 
 __all__ = ["register_model", "list_models", "list_modules", "is_model", "model_entrypoint",
-           "is_model_pretrained", "create_model", "get_model", "ModelCreator", "model_alias_of",
+           "is_model_pretrained", "create_model", "get_model", "get_model_builder", "ModelCreator", "model_alias_of",
            "document_entrypoints", "split_model_name_tag", "register_lazy"]
 
 _model_entrypoints = {}
@@ -245,6 +245,15 @@ def create_model(model_name, pretrained=False, checkpoint_path=None, **kwargs):
 
 
 get_model = create_model
+
+
+def get_model_builder(name):
+    """torchvision's name for ``model_entrypoint``: the builder registered as ``name``; ValueError (torchvision's
+    type) for an unknown name, with the closest registered names."""
+    try:
+        return model_entrypoint(name)
+    except RuntimeError as e:
+        raise ValueError(str(e)) from None
 
 
 def _table(rows, header):

@@ -252,5 +252,5 @@ def test_bad_input_raises_as_torchvision(label, call):
 
 def test_torchvision_names_are_here():
     missing = [name for name in tio.__all__ if not hasattr(fio, name)]
-    assert missing == ["decode_avif", "decode_heic"]  # torchvision needs extra packages for those too
+    assert missing == []
     assert flowvision.io is fio

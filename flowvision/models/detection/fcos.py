@@ -8,7 +8,7 @@ from engine.nn import functional as F
 from ...ops import generalized_box_iou_loss, sigmoid_focal_loss
 from ...ops.feature_pyramid_network import LastLevelP6P7
 from ..registry import register_model
-from ..weights import ResNet50_Weights
+from ..weights import FCOS_ResNet50_FPN_Weights, ResNet50_Weights
 from . import _utils as det_utils
 from ._builder import finish_detection_model, resolve_detection_args
 from ._detector import Detector, backbone_features, check_out_channels, default_transform, prepare_inputs
@@ -16,7 +16,7 @@ from ._one_stage import _match_anchors, _per_anchor, _postprocess, _prior_logits
 from .anchor_utils import AnchorGenerator
 from .backbone_utils import _resnet50_fpn
 
-__all__ = ["FCOS", "FCOSHead", "FCOSClassificationHead", "FCOSRegressionHead"]
+__all__ = ["FCOS", "FCOS_ResNet50_FPN_Weights", "FCOSHead", "FCOSClassificationHead", "FCOSRegressionHead"]
 
 
 def _norm_tower(in_channels, num_convs, norm_layer):

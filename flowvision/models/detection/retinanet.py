@@ -8,7 +8,7 @@ from ...ops import sigmoid_focal_loss
 from ...ops.feature_pyramid_network import LastLevelP6P7
 from ...ops.misc import Conv2dNormActivation
 from ..registry import register_model
-from ..weights import ResNet50_Weights
+from ..weights import ResNet50_Weights, RetinaNet_ResNet50_FPN_V2_Weights, RetinaNet_ResNet50_FPN_Weights
 from . import _utils as det_utils
 from ._builder import finish_detection_model, resolve_detection_args
 from ._detector import Detector, backbone_features, check_out_channels, default_transform, prepare_inputs
@@ -17,7 +17,8 @@ from ._one_stage import (_box_loss, _iou_matcher, _match_anchors, _postprocess, 
 from .anchor_utils import AnchorGenerator
 from .backbone_utils import _resnet50_fpn
 
-__all__ = ["RetinaNet", "RetinaNetHead", "RetinaNetClassificationHead", "RetinaNetRegressionHead"]
+__all__ = ["RetinaNet", "RetinaNet_ResNet50_FPN_Weights", "RetinaNet_ResNet50_FPN_V2_Weights", "RetinaNetHead",
+           "RetinaNetClassificationHead", "RetinaNetRegressionHead"]
 
 
 def _v1_to_v2_weights(state_dict, prefix):

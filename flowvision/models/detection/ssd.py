@@ -12,7 +12,7 @@ from engine.nn import functional as F
 from ...ops import boxes as box_ops
 from ..registry import register_model
 from ..vgg import vgg16
-from ..weights import VGG16_Weights
+from ..weights import SSD300_VGG16_Weights, VGG16_Weights
 from . import _utils as det_utils
 from ._builder import finish_detection_model, resolve_detection_args
 from ._detector import Detector, backbone_features, default_transform, prepare_inputs
@@ -20,7 +20,7 @@ from ._one_stage import _iou_matcher, _match_anchors, _per_anchor
 from .anchor_utils import DefaultBoxGenerator
 from .backbone_utils import _validate_trainable_layers
 
-__all__ = ["SSD", "SSDHead", "SSDScoringHead", "SSDClassificationHead", "SSDRegressionHead",
+__all__ = ["SSD", "SSD300_VGG16_Weights", "SSDHead", "SSDScoringHead", "SSDClassificationHead", "SSDRegressionHead",
            "SSDFeatureExtractorVGG", "ssd300_vgg16"]
 
 

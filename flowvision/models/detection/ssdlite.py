@@ -11,13 +11,14 @@ from engine import nn
 from ...ops.misc import Conv2dNormActivation
 from ..mobilenetv3 import mobilenet_v3_large
 from ..registry import register_model
-from ..weights import MobileNet_V3_Large_Weights
+from ..weights import MobileNet_V3_Large_Weights, SSDLite320_MobileNet_V3_Large_Weights
 from ._builder import finish_detection_model, resolve_detection_args
 from .anchor_utils import DefaultBoxGenerator
 from .backbone_utils import _validate_trainable_layers
 from .ssd import SSD, SSDScoringHead, _ignore_size, retrieve_out_channels
 
-__all__ = ["SSDLiteHead", "SSDLiteClassificationHead", "SSDLiteRegressionHead", "SSDLiteFeatureExtractorMobileNet",
+__all__ = ["SSDLite320_MobileNet_V3_Large_Weights", "SSDLiteHead", "SSDLiteClassificationHead", "SSDLiteRegressionHead",
+           "SSDLiteFeatureExtractorMobileNet",
            "ssdlite320_mobilenet_v3_large"]
 
 

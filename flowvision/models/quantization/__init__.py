@@ -13,6 +13,7 @@ from .mobilenetv2 import *  # noqa: F401,F403
 from .mobilenetv2 import quantized_mobilenet_v2 as mobilenet_v2  # noqa: F401
 from .mobilenetv3 import *  # noqa: F401,F403
 from .mobilenetv3 import quantized_mobilenet_v3_large as mobilenet_v3_large  # noqa: F401
+from . import mobilenet  # noqa: F401  (torchvision's module path)
 from .resnet import *  # noqa: F401,F403
 from .resnet import (quantized_resnet18 as resnet18, quantized_resnet50 as resnet50,  # noqa: F401
                      quantized_resnext101_32x8d as resnext101_32x8d, quantized_resnext101_64x4d as resnext101_64x4d)

@@ -7,5 +7,6 @@ from .video_resnet import *  # noqa: F401,F403
 from .s3d import *  # noqa: F401,F403
 from .mvit import *  # noqa: F401,F403
 from .swin3d import *  # noqa: F401,F403
+from . import resnet, swin_transformer  # noqa: F401,E402  (torchvision's module paths)
 from ..weights import (MC3_18_Weights, MViT_V1_B_Weights, MViT_V2_S_Weights, R2Plus1D_18_Weights,  # noqa: F401
                        R3D_18_Weights, S3D_Weights, Swin3D_B_Weights, Swin3D_S_Weights, Swin3D_T_Weights)
