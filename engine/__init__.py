@@ -22,7 +22,7 @@ from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # no
 from . import special  # noqa: F401  (reachable after ``import engine``, as torch.special)
 from . import func  # noqa: F401  (torch.func; after nn: functional_call swaps module state)
 from .func import vmap  # noqa: F401  (torch.vmap)
-from . import hub, testing  # noqa: F401  (torch.hub, torch.testing)
+from . import hub, signal, testing  # noqa: F401  (torch.hub, torch.signal, torch.testing)
 from .legacy_tensor_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                                   FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
                                   set_default_tensor_type)
