@@ -20,6 +20,8 @@ from .storage import *  # noqa: F401,F403  (torch.UntypedStorage ..., Tensor.unt
 from .serialization import load, save  # noqa: F401
 from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
 from . import special  # noqa: F401  (reachable after ``import engine``, as torch.special)
+from . import fft  # noqa: F401  (torch.fft)
+from ._dtype import complex64, complex128  # noqa: F401
 from . import func  # noqa: F401  (torch.func; after nn: functional_call swaps module state)
 from .func import vmap  # noqa: F401  (torch.vmap)
 from . import hub, signal, testing  # noqa: F401  (torch.hub, torch.signal, torch.testing)
@@ -55,6 +57,7 @@ from .utils.dlpack import from_dlpack, to_dlpack  # noqa: F401
 from ._repr import set_printoptions  # noqa: F401
 
 half, float, double = float16, float32, float64
+cfloat, cdouble = complex64, complex128
 short, int, long = int16, int32, int64
 
 __version__ = "0.1.0"

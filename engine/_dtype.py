@@ -21,13 +21,13 @@ class dtype:
         self.title = title  # PyTorch's ScalarType name, used in error messages
         self.np = None if np_dtype is None else np.dtype(np_dtype)
         self.is_floating_point = self.np.kind == "f" if floating is None else floating
-        self.is_signed = self.is_floating_point or self.np.kind == "i"
+        self.is_signed = self.is_floating_point or self.np.kind in "ic"
         self.itemsize = self.np.itemsize if itemsize is None else itemsize
         self._rank = rank
 
     @property
     def is_complex(self):
-        return False
+        return self.np is not None and self.np.kind == "c"
 
     def __repr__(self):
         return "engine." + self.name
@@ -36,7 +36,17 @@ class dtype:
         return self.name
 
     def to_real(self):
-        return self
+        """The real type of a complex one (complex64 -> float32); other types give themselves."""
+        return _REAL_OF.get(self, self)
+
+    def to_complex(self):
+        """The complex type holding this floating type's values (float64 -> complex128, float16 and bfloat16 ->
+        complex64: numpy has no complex32); complex types give themselves."""
+        if self.is_complex:
+            return self
+        if not self.is_floating_point:
+            raise RuntimeError(f"to_complex is not supported for {self.title}")
+        return complex128 if self is float64 else complex64
 
 
 _NP_SLOT = dtype.__dict__["np"]
@@ -89,6 +99,9 @@ float64 = dtype("float64", np.float64, 7, "Double")
 bfloat16 = _OptionalDtype("bfloat16", _ml_dtypes_bfloat16, 5, "BFloat16", 2)
 # The wide unsigned types of PyTorch 2.3+: they hold data (16-bit images, ids) and convert, but promote
 # with no other integer type and have few kernels in torch
+# complex types: a pair of floats; ranked above every real type in promotion. numpy has no complex32 (chalf)
+complex64 = dtype("complex64", np.complex64, 8, "ComplexFloat")
+complex128 = dtype("complex128", np.complex128, 9, "ComplexDouble")
 uint16 = dtype("uint16", np.uint16, 2, "UInt16")
 uint32 = dtype("uint32", np.uint32, 3, "UInt32")
 uint64 = dtype("uint64", np.uint64, 4, "UInt64")
@@ -100,9 +113,13 @@ qint8 = dtype("qint8", np.int8, 1, "QInt8")
 qint32 = dtype("qint32", np.int32, 3, "QInt32")
 QUANTIZED = (quint8, qint8, qint32)
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, uint16, uint32, uint64, bfloat16)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64, uint16, uint32, uint64, bfloat16,
+       complex64, complex128)
 _BY_NP = {d.np: d for d in ALL if not isinstance(d, _OptionalDtype)}
-_FLOATING_NP = frozenset(d.np for d in _BY_NP.values() if d.is_floating_point)
+_REAL_OF = {complex64: float32, complex128: float64}
+#: the numpy dtypes whose tensors carry gradients: the floating types and the complex ones
+_FLOATING_NP = frozenset(d.np for d in _BY_NP.values() if d.is_floating_point or d.is_complex)
+_REAL_FLOATING_NP = frozenset(d.np for d in _BY_NP.values() if d.is_floating_point)
 #: the numpy dtypes of float16 and bfloat16 (once bfloat16 is loaded), which kernels compute in float32
 HALF_NP = (float16.np,)
 #: bfloat16's numpy dtype once it is loaded (no array holds bfloat16 before), else None: for checks that must
@@ -112,9 +129,10 @@ BFLOAT16_NP = None
 
 def _register(d):
     """Make the loaded optional dtype ``d`` known to the numpy dtype tables (bfloat16 is the only one)."""
-    global _FLOATING_NP, HALF_NP, BFLOAT16_NP
+    global _FLOATING_NP, _REAL_FLOATING_NP, HALF_NP, BFLOAT16_NP
     _BY_NP[d.np] = d
     _FLOATING_NP = _FLOATING_NP | {d.np}
+    _REAL_FLOATING_NP = _REAL_FLOATING_NP | {d.np}
     HALF_NP = (float16.np, d.np)
     BFLOAT16_NP = d.np
 
@@ -124,8 +142,10 @@ ALIASES = {
     "int32": int32, "int": int32, "int64": int64, "long": int64,
     "float16": float16, "half": float16, "float32": float32, "float": float32,
     "float64": float64, "double": float64, "uint16": uint16, "uint32": uint32, "uint64": uint64,
-    "bfloat16": bfloat16,
+    "bfloat16": bfloat16, "complex64": complex64, "cfloat": complex64, "complex128": complex128,
+    "cdouble": complex128,
 }
+NO_COMPLEX32 = "engine has no complex32 (chalf): numpy has no complex type of two float16s; use complex64"
 
 _default_float = float32
 
@@ -143,9 +163,20 @@ def set_default_dtype(d):
 
 
 def is_floating(np_dtype):
-    """Whether arrays of this numpy dtype hold a floating engine type (float16/32/64 or bfloat16, whose
-    ml_dtypes numpy kind is "V", not "f")."""
+    """Whether arrays of this numpy dtype carry gradients: a floating engine type (float16/32/64 or bfloat16,
+    whose ml_dtypes numpy kind is "V", not "f") or a complex one, as torch lets both require grad."""
     return np_dtype in _FLOATING_NP
+
+
+def is_real_floating(np_dtype):
+    """Whether arrays of this numpy dtype hold a real floating engine type (``Tensor.is_floating_point``)."""
+    return np_dtype in _REAL_FLOATING_NP
+
+
+def default_complex():
+    """The complex type of Python complex scalars and data: complex128 under a float64 default, else
+    complex64 (torch's complex32 for a float16 default does not exist here)."""
+    return complex128 if _default_float is float64 else complex64
 
 
 def numpy_dtype(d):
@@ -181,6 +212,10 @@ def to_dtype(d):
         return int64
     if d is bool:
         return bool_
+    if d is complex:
+        return default_complex()
+    if isinstance(d, str) and d in ("complex32", "chalf"):
+        raise TypeError(NO_COMPLEX32)
     if isinstance(d, str) and d in ALIASES:
         return to_dtype(ALIASES[d])
     return from_numpy_dtype(d)
@@ -191,6 +226,9 @@ def promote_types(a, b):
     int16; uint16, uint32 and uint64 promote only to floats."""
     if a is b:
         return a
+    if a.is_complex or b.is_complex:
+        wide = a._rank == 9 or b._rank == 9 or float64 in (a, b)
+        return complex128 if wide else complex64
     if a.is_floating_point or b.is_floating_point:
         if a.is_floating_point and b.is_floating_point:
             if a._rank == b._rank:  # float16 with bfloat16: neither holds the other
@@ -204,9 +242,12 @@ def promote_types(a, b):
 
 
 def category(d):
-    """0 for bool, 1 for the integer types, 2 for the floating types: torch's order for promotion and casts."""
+    """0 for bool, 1 for the integer types, 2 for the floating types, 3 for the complex ones: torch's order for
+    promotion and casts."""
     if d is bool_:
         return 0
+    if d.is_complex:
+        return 3
     return 2 if d.is_floating_point else 1
 
 
@@ -236,6 +277,8 @@ def scalar_dtype(value):
         return int64
     if isinstance(value, (float, np.floating)):
         return _default_float
+    if isinstance(value, (complex, np.complexfloating)):
+        return default_complex()
     raise TypeError(f"unsupported scalar type {type(value).__name__}")
 
 
@@ -243,7 +286,7 @@ def result_type(*operands):
     """PyTorch's result type of an operation over tensors and Python scalars.
 
     Dimensioned tensors decide within their category; zero-dim tensors and then Python
-    scalars only matter when they belong to a higher category (bool < int < float).
+    scalars only matter when they belong to a higher category (bool < int < float < complex).
     """
     dim_result = zero_result = scalar_result = None
     for op in operands:

@@ -58,8 +58,24 @@ def _float_formatter(arr):
     return fmt, max(len(fmt(v)) for v in values.tolist())
 
 
+def _complex_formatter(arr):
+    """(format, width) for complex values, as torch prints them: the real parts under the float rule of the real
+    parts, right-aligned, then the imaginary part under the float rule of the imaginary parts, its sign and a
+    ``j`` (``1.0000+2.0000j``). The width counts both parts and the ``j``."""
+    real_fmt, real_width = _formatter(arr.real)
+    imag_fmt, imag_width = _formatter(arr.imag)
+
+    def fmt(v):
+        imag = (imag_fmt(v.imag) + "j").lstrip()
+        return real_fmt(v.real) + (imag if imag[0] in "+-" else "+" + imag)
+    return fmt, real_width + imag_width + 1
+
+
 def _formatter(arr):
-    """(format, width) for ``arr``'s values: the float rule, else Python's ``str`` (ints, True/False)."""
+    """(format, width) for ``arr``'s values: the float rule, the complex rule, else Python's ``str`` (ints,
+    True/False)."""
+    if arr.dtype.kind == "c":
+        return _complex_formatter(arr)
     if arr.dtype.kind == "f":
         fmt, width = _float_formatter(arr.astype(np.float64))
     else:
@@ -123,7 +139,7 @@ def tensor_repr(t, name="tensor"):
     if arr.size == 0 and arr.ndim > 1 or arr.size and not PRINT_OPTIONS["edgeitems"]:
         extras.append(f"size={tuple(arr.shape)}")
     default_float = _dtype.get_default_dtype()
-    implied = t.dtype in (default_float, _dtype.int64, _dtype.bool_)
+    implied = t.dtype in (default_float, _dtype.int64, _dtype.bool_) or t.dtype is _dtype.default_complex()
     if not implied or arr.size == 0 and t.dtype is not default_float:
         extras.append(f"dtype={t.dtype}")
     if t.grad_fn is not None:

@@ -65,12 +65,14 @@ def to_array(data, dtype=None, device=None):
     else:
         values = _unwrap_sequence(data)
         arr = _sequence_array(values, dtype)
-        numpy_typed = None if dtype is not None or arr.dtype.kind not in "biuf" else _numpy_typed_dtype(values)
+        numpy_typed = None if dtype is not None or arr.dtype.kind not in "biufc" else _numpy_typed_dtype(values)
         if numpy_typed is not None:
             arr = arr.astype(numpy_typed.np, copy=False)
         elif dtype is None:
             if arr.dtype.kind == "f":
                 arr = arr.astype(_dtype.get_default_dtype().np)
+            elif arr.dtype.kind == "c":  # Python complex data: the default complex type, as torch's
+                arr = arr.astype(_dtype.default_complex().np)
             elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
                 arr = arr.astype(np.int64)
             elif arr.dtype.kind == "O":
@@ -118,7 +120,8 @@ def _numpy_typed_dtype(values):
     found = _element_types(values, set())
     if not any(isinstance(t, np.dtype) or issubclass(t, np.generic) for t in found):
         return None
-    python = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.get_default_dtype()}
+    python = {bool: _dtype.bool_, int: _dtype.int64, float: _dtype.get_default_dtype(),
+              complex: _dtype.default_complex()}
     result = None
     for kind in found:
         if isinstance(kind, np.dtype):
@@ -223,10 +226,10 @@ class Tensor:
         return _layout.is_contiguous_as(self._data, memory_format)
 
     def is_floating_point(self):
-        return _dtype.is_floating(self._data.dtype)
+        return _dtype.is_real_floating(self._data.dtype)
 
     def is_complex(self):
-        return False
+        return self._data.dtype.kind == "c"
 
     @property
     def is_leaf(self):
@@ -263,7 +266,7 @@ class Tensor:
         return getattr(self, "_inference", False)
 
     def is_signed(self):
-        return self._data.dtype.kind == "i" or _dtype.is_floating(self._data.dtype)
+        return self._data.dtype.kind in "ic" or _dtype.is_floating(self._data.dtype)
 
     def is_shared(self):
         return False
@@ -507,7 +510,7 @@ class Tensor:
         for a in args:
             if isinstance(a, Tensor):
                 dtype, dev = a.dtype, a.device
-            elif isinstance(a, _dtype.dtype) or a in (float, int, bool):
+            elif isinstance(a, _dtype.dtype) or a in (float, int, bool, complex):
                 dtype = a
             elif isinstance(a, bool):
                 non_blocking = a

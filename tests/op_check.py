@@ -2,9 +2,10 @@
 
     check_op(lambda x, y: engine.add(x, y), lambda x, y: torch.add(x, y), [a, b])
 
-``inputs`` are numpy arrays (float arrays get ``requires_grad``) or plain Python values passed
+``inputs`` are numpy arrays (float and complex arrays get ``requires_grad``) or plain Python values passed
 through unchanged. Both sides get the same values; the backward pass uses the same seeded
-upstream gradient for every floating output. With ``device="cuda"`` our side runs on the GPU (its
+upstream gradient for every floating or complex output (complex values and gradients are compared as their
+real and imaginary parts). With ``device="cuda"`` our side runs on the GPU (its
 inputs and upstream gradients moved there, its outputs and gradients checked to be there) against
 PyTorch on the CPU. With ``dtype="bfloat16"`` (or any floating type's name) both sides cast their floating
 inputs to that type, as leaves, so values, dtypes and gradients are checked in it.
@@ -45,7 +46,15 @@ def rel_err(ours, ref):
     return float(diff.max() / scale) if scale > 0 else float(diff.max())
 
 
+def _parts(arr):
+    """A complex array as its (real, imag) pairs on a last axis of 2: complex values compare part by part."""
+    arr = np.asarray(arr)
+    return np.stack([arr.real, arr.imag], -1)
+
+
 def assert_close(ours, ref, rtol=1e-5, what="output"):
+    if np.iscomplexobj(ours) or np.iscomplexobj(ref):
+        ours, ref = _parts(ours), _parts(ref)
     err = rel_err(ours, ref)
     assert err <= rtol, f"{what}: relative error {err:.3g} > {rtol:g}"
 
@@ -68,6 +77,8 @@ def _outputs(result):
 def _to_numpy(t):
     """A numpy array of t's values; bfloat16 widened to float32 (numpy has no bfloat16 of its own)."""
     if isinstance(t, torch.Tensor):
+        if t.is_complex():  # torch's lazy conjugates must be resolved before numpy()
+            return t.detach().resolve_conj().numpy()
         return t.detach().float().numpy() if t.dtype is torch.bfloat16 else t.detach().numpy()
     if isinstance(t, engine.Tensor):
         return t.detach().cpu().float().numpy() if t.dtype is engine.bfloat16 else t.detach().cpu().numpy()
@@ -96,7 +107,7 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
     e_in, t_in = [], []
     for x in inputs:
         if isinstance(x, np.ndarray):
-            needs = grad and x.dtype.kind == "f"
+            needs = grad and x.dtype.kind in "fc"
             t = torch.from_numpy(x.copy() if x.flags.c_contiguous else noncontiguous(x.copy()))
             e = _engine_input(x, device)
             if dtype is not None and x.dtype.kind == "f":
@@ -116,7 +127,7 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
         if check_dtype and isinstance(t, torch.Tensor):
             assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], \
                 f"output {i} dtype {e.dtype} vs torch {t.dtype}"
-        if isinstance(t, torch.Tensor) and not t.dtype.is_floating_point:
+        if isinstance(t, torch.Tensor) and not (t.dtype.is_floating_point or t.dtype.is_complex):
             np.testing.assert_array_equal(_to_numpy(e), _to_numpy(t), err_msg=f"output {i}")
         else:
             assert_close(_to_numpy(e), _to_numpy(t), rtol, f"output {i}")
@@ -127,6 +138,8 @@ def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_d
     for e, t in zip(e_out, t_out):
         if isinstance(t, torch.Tensor) and t.requires_grad:
             g = rng.standard_normal(tuple(t.shape)).astype(_to_numpy(t).dtype)
+            if t.is_complex():
+                g = np.asarray(g + 1j * rng.standard_normal(tuple(t.shape)).astype(g.dtype))
             e_roots.append(e), t_roots.append(t)
             e_grads.append(_on(device, engine.from_numpy(g)).to(e.dtype))
             t_grads.append(torch.from_numpy(g).to(t.dtype))

@@ -164,8 +164,8 @@ def _run_backward(roots, root_grads, retain_graph, captures):
                 shape, dtype = meta
                 if grad.shape != shape:
                     grad = sum_to_shape(grad, shape)
-                if grad.dtype != dtype:
-                    grad = grad.astype(dtype)
+                if grad.dtype != dtype:  # a real input of a complex op takes the real part (torch's rule)
+                    grad = (grad.real if grad.dtype.kind == "c" and dtype.kind != "c" else grad).astype(dtype)
                 child_slots = pending.get(child)
                 if child_slots is None:
                     n_out = 1 if isinstance(child, AccumulateGrad) else len(child.output_meta)

@@ -17,6 +17,9 @@ from .rearrange import *  # noqa: F401,F403
 from .histogram import *  # noqa: F401,F403
 from .quantiles import *  # noqa: F401,F403
 from .real_tensors import *  # noqa: F401,F403
+from .complex_views import *  # noqa: F401,F403  (after real_tensors: the complex forms of real, imag, conj...)
+from .complex_math import *  # noqa: F401,F403
+from .spectral import *  # noqa: F401,F403
 from .index_sets import *  # noqa: F401,F403
 from .order_stats import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
@@ -28,7 +31,8 @@ from . import (activation as _a, convert as _cv, creation as _cr, elementwise as
                linalg as _l, pointwise as _pw, reduction as _r, shape as _sh, sorting as _so, special as _sp,
                scan as _sc, products as _pr, rearrange as _re, histogram as _h, quantiles as _q,
                real_tensors as _rt, index_sets as _is, order_stats as _os, statistics as _st, scatter_reductions as _sr,
-               type_info as _ti, windows as _w, ranges as _rg)
+               type_info as _ti, windows as _w, ranges as _rg, complex_views as _cx, complex_math as _cm,
+               spectral as _sf)
 from . import inplace  # noqa: E402,F401  (the in-place twins of the ops above, made from them)
 
 # ops made from those above: torch's top-level twins of nn.functional, copying views, legacy names (the modules are
@@ -78,7 +82,7 @@ from ..tensor import register_method as _register_method  # noqa: E402
 _register_method(inverse, "inverse")
 
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,
-                              _rt, _is, _os, _st, _sr, _ti, _w, _rg,
+                              _rt, _is, _os, _st, _sr, _ti, _w, _rg, _cx, _cm, _sf,
                               _fa, _vc, _mf, _ig, _ir, _rc, _lc, _vd, _ll, _gi, _rl, _ml, _bh, _fd, _pn, _hh, _lr,
                               _sg, _aa, _nn, _sb, _ac, _as, _lg, _fr)
            for name in module.__all__]

@@ -1,4 +1,6 @@
 """Moves between dtypes and devices, and copies: differentiable, so ``x.double()`` keeps the graph."""
+import warnings
+
 import numpy as np
 
 from .._device import device_of, move
@@ -16,11 +18,16 @@ class ToDtype(Function):
         self.dtype = dtype
 
     def forward(self, x):
+        if x.dtype.kind == "c" and not self.dtype.is_complex:
+            warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=4)
+            x = x.real
         # values out of the target's range (70000 to float16: inf) convert as in torch, without numpy's warning
         with np.errstate(over="ignore", invalid="ignore"):
             return x.astype(self.dtype.np)
 
     def backward(self, gy):
+        if gy.dtype.kind == "c" and self.input_meta[0][1].kind != "c":  # d(complex(x))/dx: the real part
+            return gy.real
         return gy
 
     def backward_tensors(self, gy):

@@ -202,21 +202,38 @@ def _layout_of(input, device):
     return input._data if input.device.type == "cpu" and _random.device_rng(target) is None else None
 
 
+def _complex_samples(sample, shape, d, scale, device, requires_grad, generator):
+    """Complex samples as torch draws them: (real, imaginary) pairs of ``d``'s real type from ``sample`` (rand or
+    randn), each part scaled by ``scale`` (randn's 1/sqrt(2), for unit variance in all)."""
+    from .complex_views import view_as_complex
+    pairs = sample(*shape, 2, generator=generator, dtype=d.to_real(), device=device)
+    z = view_as_complex(pairs * scale if scale != 1 else pairs)
+    return z.requires_grad_(requires_grad) if requires_grad else z
+
+
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    """Uniform samples on [0, 1)."""
+    """Uniform samples on [0, 1) (each part of a complex sample)."""
+    if _float(dtype).is_complex:
+        return _complex_samples(rand, shape_arg(size), _float(dtype), 1, device, requires_grad, generator)
     return _sampled(lambda g, a: continuous.uniform_(g, a, 0.0, 1.0),
                     lambda state, s, d: state.random_sample(s, dtype=d),
                     shape_arg(size), _float(dtype), device, requires_grad, generator)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
-    """Standard normal samples."""
+    """Standard normal samples (complex: parts of variance 1/2 each)."""
+    if _float(dtype).is_complex:
+        return _complex_samples(randn, shape_arg(size), _float(dtype), 0.5 ** 0.5, device, requires_grad,
+                                generator)
     return _sampled(lambda g, a: continuous.normal_(g, a, 0.0, 1.0),
                     lambda state, s, d: state.standard_normal(s, dtype=d),
                     shape_arg(size), _float(dtype), device, requires_grad, generator)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    if _dtype.to_dtype(dtype or input.dtype).is_complex:
+        return rand(*input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
+                    requires_grad=requires_grad)
     return _sampled(lambda g, a: continuous.uniform_(g, a, 0.0, 1.0),
                     lambda state, s, d: state.random_sample(s, dtype=d),
                     tuple(input.shape), _dtype.to_dtype(dtype or input.dtype), device or input.device,
@@ -224,6 +241,9 @@ def rand_like(input, dtype=None, device=None, requires_grad=False, generator=Non
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    if _dtype.to_dtype(dtype or input.dtype).is_complex:
+        return randn(*input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
+                     requires_grad=requires_grad)
     return _sampled(lambda g, a: continuous.normal_(g, a, 0.0, 1.0),
                     lambda state, s, d: state.standard_normal(s, dtype=d),
                     tuple(input.shape), _dtype.to_dtype(dtype or input.dtype), device or input.device,

@@ -16,6 +16,7 @@ from ..autograd.double_backward import constant, masked
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, is_scalar, masked_grad, result_dtype, xp_of
+from .complex_grad import holomorphic, holomorphic_tensors, real_parts
 from .activation import _sigmoid
 
 
@@ -43,9 +44,29 @@ def _check_divisor(kernel, a, b, dtype):
         raise RuntimeError("ZeroDivisionError")
 
 
+def _complex_aware(cls):
+    """Wrap the backward a holomorphic op class defines so that it also serves complex dtypes (complex_grad)."""
+    if getattr(cls, "holomorphic", False) and "backward" in cls.__dict__:
+        cls.backward = holomorphic(cls.__dict__["backward"])
+    if getattr(cls, "holomorphic", False) and "backward_tensors" in cls.__dict__:
+        cls.backward_tensors = holomorphic_tensors(cls.__dict__["backward_tensors"])
+
+
+def _complex_refused(dtype, name, kernel=None, error=NotImplementedError):
+    """torch's refusal of an op without complex kernels (``"lt_cpu" not implemented for 'ComplexFloat'``, or
+    the op's own line): ``kernel``, a format of the dtype's title, or the kernel name's form."""
+    if dtype.is_complex:
+        raise error(kernel.format(dtype.title) if kernel else f"\"{name}_cpu\" not implemented for '{dtype.title}'")
+
+
 class _Binary(Function):
+    #: the backward is ``gy`` times the derivatives: complex dtypes conjugate around it (complex_grad)
+    holomorphic = True
+
     def __init__(self, dtype):
         self.dtype = dtype.np
+
+    __init_subclass__ = classmethod(lambda cls, **kw: _complex_aware(cls))
 
 
 class Add(_Binary):
@@ -210,7 +231,7 @@ class Pow(_Binary):
         if self.dtype == np.bool_:
             raise NotImplementedError("\"pow\" not implemented for 'Bool'")
         with _quiet():
-            y = xp.power(a, b) if self.dtype.kind == "f" else _int_power(xp, a, b, self.dtype)
+            y = xp.power(a, b) if self.dtype.kind in "fc" else _int_power(xp, a, b, self.dtype)
         self.y = y.copy() if self.inplace else y
         return y
 
@@ -308,8 +329,10 @@ def _binary(fn_cls, a, b, *, float_result=False, inplace=False, **params):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         raise TypeError(f"{fn_cls.__name__.lower()}(): expected at least one tensor argument")
     dt = result_dtype(a, b)
-    if float_result:
+    if float_result and not dt.is_complex:
         dt = float_dtype(dt)
+    if fn_cls in _NO_COMPLEX_BINARY:
+        _complex_refused(dt, *_NO_COMPLEX_BINARY[fn_cls])
     fn = fn_cls(dt, **params)
     fn.inplace = inplace
     check_broadcast(a, b)
@@ -317,6 +340,14 @@ def _binary(fn_cls, a, b, *, float_result=False, inplace=False, **params):
     if not inplace:
         _lay_out_as_torch(out, a, b)
     return out
+
+
+#: binary ops torch has no complex kernels for: (kernel name, message format, error type)
+_NO_COMPLEX_BINARY = {
+    Remainder: ("remainder",), Fmod: ("fmod",), FloorDivide: ("div_floor",), Atan2: ("atan2",),
+    Maximum: ("maximum", "maximum not implemented for complex tensors.", RuntimeError),
+    Minimum: ("minimum", "minimum not implemented for complex tensors.", RuntimeError),
+}
 
 
 def _lay_out_as_torch(out, a, b):
@@ -420,8 +451,13 @@ def _write_out(result, out):
 class _Unary(Function):
     """``y = f(x)`` computed in ``dtype``; subclasses define ``f`` and ``df(gy)``."""
 
+    #: the backward is ``gy * f'(x)``: complex dtypes conjugate around it (complex_grad)
+    holomorphic = True
+
     def __init__(self, dtype):
         self.dtype = dtype.np
+
+    __init_subclass__ = classmethod(lambda cls, **kw: _complex_aware(cls))
 
     def forward(self, x):
         x = cast(x, self.dtype)
@@ -447,12 +483,18 @@ class Neg(_Unary):
 
 
 class Abs(_Unary):
+    """|x|; of a complex x a real magnitude, whose gradient is ``gy * sgn(x)`` (0 at 0)."""
+
+    holomorphic = False
     f = staticmethod(lambda xp, x: xp.abs(x))
 
     def backward(self, gy):
         return gy * Sign.f(xp_of(gy), self.x)
 
     def backward_tensors(self, gy):
+        if self.x.dtype.kind == "c":  # sgn(x) is no constant there: its derivative would be missing
+            raise RuntimeError("double backward (create_graph=True) is not implemented for AbsBackward of "
+                               "complex tensors")
         return gy * constant(Sign.f(xp_of(self.x), self.x))
 
 
@@ -691,7 +733,7 @@ class Tanh(_Unary):
 class Sigmoid(_Unary):
     uses_inputs, uses_output = False, True
 
-    f = staticmethod(_sigmoid)
+    f = staticmethod(lambda xp, x: 1 / (1 + xp.exp(-x)) if x.dtype.kind == "c" else _sigmoid(xp, x))
 
     def backward(self, gy):
         return gy * self.y * (1 - self.y)
@@ -754,10 +796,26 @@ class Frac(_Unary):
         return gy
 
 
+#: unary ops without complex kernels in torch: their refusals (kernel name, or message format, and error type)
+_NO_COMPLEX_UNARY = {
+    Sign: ("sign", "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn "
+                   "instead."),
+    Floor: ("floor", "floor is not supported for complex inputs"), Ceil: ("ceil", "ceil is not supported for "
+                                                                           "complex inputs"),
+    Trunc: ("trunc", "trunc is not supported for complex inputs"), Erf: ("erf_vml",), Round: ("round_vml",),
+    Frac: ("frac",),
+}
+
+
 def _unary(fn_cls, x, *, keep_int=False, inplace=False, **params):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn_cls.__name__.lower()}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    dt = x.dtype if keep_int else float_dtype(x.dtype)
+    if x.dtype.is_complex:
+        if fn_cls in _NO_COMPLEX_UNARY:
+            _complex_refused(x.dtype, *_NO_COMPLEX_UNARY[fn_cls])
+        if fn_cls is Abs and inplace:
+            raise RuntimeError("In-place abs is not supported for complex tensors.")
+    dt = x.dtype if keep_int or x.dtype.is_complex else float_dtype(x.dtype)
     if inplace and dt is not x.dtype:
         raise RuntimeError(f"result type Float can't be cast to the desired output type "
                            f"{x.dtype.title}")
@@ -907,6 +965,7 @@ def clamp_(input, min=None, max=None):
 def _clamp(input, lo, hi, inplace):
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    _complex_refused(input.dtype, "clamp", "clamp is not supported for complex types")
     dt = input.dtype if inplace else result_dtype(input, *[t for t in (lo, hi) if t is not None])
     fn = Clamp(dt)
     fn.inplace = inplace
@@ -925,7 +984,7 @@ class Where(Function):
         return xp_of(cond).where(cond, cast(a, self.dtype), cast(b, self.dtype))
 
     def backward(self, gy):
-        return None, masked_grad(gy, self.cond), masked_grad(gy, ~self.cond)
+        return real_parts(self, (None, masked_grad(gy, self.cond), masked_grad(gy, ~self.cond)))
 
     def backward_tensors(self, gy):
         return None, masked(gy, self.cond), masked(gy, ~self.cond)
@@ -952,11 +1011,17 @@ class _Compare(Function):
         return getattr(xp_of(a, b), self.ufunc)(a, b)
 
 
+_ORDERING = {"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge"}
+
+
 def _compare(ufunc):
     def op(input, other):
         a, b = as_operand(input), as_operand(other, like=input if isinstance(input, Tensor) else None)
         check_broadcast(a, b)
-        return _Compare(ufunc, result_dtype(a, b))(a, b)
+        dt = result_dtype(a, b)
+        if ufunc in _ORDERING:
+            _complex_refused(dt, _ORDERING[ufunc])
+        return _Compare(ufunc, dt)(a, b)
     op.__name__ = ufunc
     return op
 

@@ -18,6 +18,7 @@ from ..autograd.graph import sum_to_shape
 from ..autograd.double_backward import sum_to_shape as sum_to_shape_tensor
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
+from .complex_grad import holomorphic
 
 
 # ---- products of arrays ------------------------------------------------------------------------
@@ -55,6 +56,7 @@ class MatMul(Function):
         self.a, self.b = a, b
         return _mm(a, b)
 
+    @holomorphic
     def backward(self, g):
         a, b = self.a, self.b
         xp = xp_of(g)
@@ -99,6 +101,7 @@ class AddMatMul(Function):
             y += cast(c, y.dtype) if self.beta == 1 else self.beta * cast(c, y.dtype)
         return y
 
+    @holomorphic
     def backward(self, g):
         gc = g * self.beta if self.needs_input_grad[0] else None
         ga, gb = _matmul_grads(self.a, self.b, g * self.alpha if self.alpha != 1 else g,
@@ -122,6 +125,7 @@ class Outer(Function):
         self.a, self.b = cast(a, self.dtype), cast(b, self.dtype)
         return self.a[:, None] * self.b[None, :]
 
+    @holomorphic
     def backward(self, g):
         return g @ self.b, self.a @ g
 
@@ -389,6 +393,7 @@ class Einsum(Function):
         eq = ",".join(self.subs) + "->" + self.out
         return _contract(eq, *self.arrays)
 
+    @holomorphic
     def backward(self, g):
         return tuple(self._grad(i, g) if need else None for i, need in enumerate(self.needs_input_grad))
 

@@ -17,6 +17,7 @@ from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
 from .elementwise import Maximum, _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, div, mul, pow, sub
 from .reduction import return_type
+from . import complex_math, complex_views  # complex_views also makes real, imag, conj... methods of the complex forms
 
 _frexp_result = return_type("frexp", ("mantissa", "exponent"))
 
@@ -444,8 +445,8 @@ def logit_(input, eps=None):
 
 
 def sgn(input):
-    """The sign of each element (for real tensors the same as ``sign``)."""
-    return input.sign()
+    """The sign of each element: ``z / |z|`` for complex tensors, ``sign`` for real ones."""
+    return complex_math.sgn(input)
 
 
 def positive(input):
@@ -479,7 +480,9 @@ def isneginf(input):
 
 
 def isreal(input):
-    """True everywhere: engine tensors are real."""
+    """True where the imaginary part is 0 (everywhere for a real tensor)."""
+    if input.is_complex():
+        return complex_views.imag(input) == 0
     return _Test(lambda xp, x: xp.ones(x.shape, bool))(input)
 
 

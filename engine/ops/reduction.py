@@ -18,6 +18,7 @@ from ..autograd.function import Function
 from ..autograd.double_backward import constant, keep_dims, masked, transposed_backward
 from ..tensor import Tensor, register_method
 from ._common import cast, float_dtype, wrap_dim, xp_of
+from .complex_grad import conj
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -59,7 +60,15 @@ def _as_array(xp, y):
 
 def _int_to_long(d):
     """Sums and products of bool/integer tensors are int64 in PyTorch."""
-    return d if d.is_floating_point else _dtype.int64
+    return d if d.is_floating_point or d.is_complex else _dtype.int64
+
+
+def _refuse_complex(input, message):
+    """torch's error for an ordering reduction of a complex tensor: ``message``, a format of the dtype's title;
+    a message ending in ``)`` (the kernel's name) is torch's NotImplementedError, the others its RuntimeError."""
+    if input.dtype.is_complex:
+        error = RuntimeError if message.endswith("complex input") else NotImplementedError
+        raise error(message.format(input.dtype.title))
 
 
 def _put_along(out, idx, vals, axis):
@@ -203,7 +212,7 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim``; only floating results are defined (as in PyTorch)."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else input.dtype
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
                            f"point or complex dtype. Got: {dt.title}")
     return Mean(_axes(dim, input.ndim), keepdim, dt)(input)
@@ -218,7 +227,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over the non-NaN elements."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else input.dtype
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
                            f"{dt.title}")
     return NanMean(_axes(dim, input.ndim), keepdim, dt)(input)
@@ -461,6 +470,8 @@ def _max_min(input, dim, keepdim, other, largest):
         from .elementwise import maximum, minimum
         other = dim if other is None else other
         return maximum(input, other) if largest else minimum(input, other)
+    _refuse_complex(input, f"\"{name}_all\" not implemented for '{{}}'" if dim is None else
+                    f"{name}(): does not support complex input")
     if dim is None:
         _check_full_nonempty(input, name)
         return AMax(_axes(None, input.ndim), False, largest)(input)
@@ -479,6 +490,7 @@ def min(input, dim=None, keepdim=False, *, other=None):
 
 def _amax_amin(input, dim, keepdim, largest):
     name = "amax" if largest else "amin"
+    _refuse_complex(input, f"\"{name[1:]}_values_cpu\" not implemented for '{{}}'")
     axes = _axes(dim, input.ndim)
     if dim is None or dim == () or dim == []:
         _check_full_nonempty(input, name)
@@ -504,6 +516,7 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 def _arg_extreme(input, dim, keepdim, largest):
     name = "argmax" if largest else "argmin"
+    _refuse_complex(input, f"{name}(): does not support complex input")
 
     def compute(x):
         xp = xp_of(x)
@@ -538,6 +551,8 @@ def argmin(input, dim=None, keepdim=False):
 
 def median(input, dim=None, keepdim=False):
     """Lower median: a value for ``median(x)``, (values, indices) with ``dim``."""
+    _refuse_complex(input, "\"median_cpu\" not implemented for '{}'" if dim is None else
+                    "\"median_out\" not implemented for '{}'")
     if dim is None:
         return MedianAll()(input)
     return _select_dim(MedianDim, input, dim, keepdim, "median")
@@ -562,7 +577,7 @@ class Prod(_Reduction):
         x_nz = xp.where(zero, 1, x)
         prod_nz = xp.prod(x_nz, self.axes, keepdims=True)
         share = xp.where(n_zero == 0, prod_nz / x_nz, xp.where((n_zero == 1) & zero, prod_nz, 0))
-        return _keep(gy, self.axes, self.keepdim) * share
+        return _keep(gy, self.axes, self.keepdim) * conj(share)
 
 
 @autocast_mode.float32("cpu", "cuda")
@@ -774,6 +789,9 @@ class VectorNorm(_Reduction):
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """``torch.linalg.vector_norm``: the ``ord``-norm over ``dim`` (all elements by default)."""
+    if x.dtype.is_complex:  # the norm of the magnitudes: abs's gradient carries it back to x
+        real_dtype = None if dtype is None else _dtype.to_dtype(dtype).to_real()
+        return vector_norm(x.abs(), ord, dim, keepdim, dtype=real_dtype)
     dt = _dtype.to_dtype(dtype) if dtype is not None else x.dtype
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "

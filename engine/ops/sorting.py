@@ -67,6 +67,8 @@ def _axis(input, dim):
 
 def sort(input, dim=-1, descending=False, stable=False):
     """(values, indices) sorted along ``dim``; always stable."""
+    if input.is_complex():  # numpy would order by real then imaginary part; torch has no order for complex
+        raise RuntimeError("Sort does not support complex dtypes on CPU")
     values, indices = SortSelect(_axis(input, dim), descending)(input)
     return return_type("sort")(values, indices)
 
@@ -83,6 +85,8 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """(values, indices) of the ``k`` largest (``largest=False``: smallest) entries along ``dim``."""
+    if input.is_complex():
+        raise RuntimeError("topk does not support complex dtypes on CPU")
     axis = _axis(input, dim)
     size = input.shape[axis] if input.ndim else 1
     if not 0 <= k <= size:

@@ -19,7 +19,8 @@ STORAGE_TYPES = {np.dtype(np.float64): "DoubleStorage", np.dtype(np.float32): "F
                  np.dtype(np.float16): "HalfStorage", np.dtype(np.int64): "LongStorage",
                  np.dtype(np.int32): "IntStorage", np.dtype(np.int16): "ShortStorage",
                  np.dtype(np.int8): "CharStorage", np.dtype(np.uint8): "ByteStorage",
-                 np.dtype(np.bool_): "BoolStorage"}
+                 np.dtype(np.bool_): "BoolStorage", np.dtype(np.complex64): "ComplexFloatStorage",
+                 np.dtype(np.complex128): "ComplexDoubleStorage"}
 
 
 def storage_type_of(np_dtype):

@@ -34,6 +34,7 @@ _STORAGE_DTYPES = {
     "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
     "ByteStorage": "uint8", "BoolStorage": "bool", "UntypedStorage": "uint8",
     "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
+    "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128",
 }
 _MEMO_OPCODES = {"PUT", "BINPUT", "LONG_BINPUT"}
 
