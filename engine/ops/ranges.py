@@ -161,7 +161,15 @@ def _linspace(xp, start, end, steps, np_dtype):
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
     """``steps`` values evenly spaced from ``start`` to ``end``: torch's CPU values bit for bit
-    (``_linspace``); one step is ``start`` in the dtype."""
+    (``_linspace``); one step is ``start`` in the dtype. A complex start, end or dtype spaces the real and the
+    imaginary parts apart (torch's complex step times a real index is the same per part)."""
+    complex_ends = any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in (start, end))
+    if complex_ends or (dtype is not None and _dtype.to_dtype(dtype).is_complex):
+        d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.default_complex()
+        start, end = (complex(v.item() if isinstance(v, Tensor) else v) for v in (start, end))
+        parts = (linspace(a, b, steps, dtype=d.to_real(), device=device) for a, b in
+                 ((start.real, end.real), (start.imag, end.imag)))
+        return _finish(_complex_from_parts(*(p._data for p in parts), d.np), requires_grad=requires_grad)
     d = _float(dtype)
     start, end, steps = _range_args("linspace", d, start, end, steps)
     xp = xp_for(factory_device(device) or "cpu")
@@ -171,6 +179,13 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         else:
             arr = _linspace(xp, start, end, steps, d.np)
     return _finish(arr, requires_grad=requires_grad)
+
+
+def _complex_from_parts(real, imag, np_dtype):
+    """One complex array from its parts."""
+    out = real.astype(np_dtype)
+    out.imag = imag
+    return out
 
 
 def _libm_pow(xp, base, exponents):

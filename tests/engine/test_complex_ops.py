@@ -203,3 +203,12 @@ def test_ordering_by_sort_is_refused_as_torch(call, message):
         call(torch, torch.ones(3, dtype=torch.complex64))
     with pytest.raises(RuntimeError, match=message):
         call(engine, engine.ones(3, dtype=engine.complex64))
+
+
+@pytest.mark.parametrize("args, dtype", [((0, 1 + 1j, 5), None), ((1 - 2j, 3 + 0.5j, 7), None),
+                                         ((0, 3, 4), "complex128"), ((2j, -1, 1), None)])
+def test_complex_linspace_as_torch(args, dtype):
+    ours = engine.linspace(*args, dtype=None if dtype is None else getattr(engine, dtype))
+    ref = torch.linspace(*args, dtype=None if dtype is None else getattr(torch, dtype))
+    assert ours.dtype.name == str(ref.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.numpy(), ref.numpy())
