@@ -77,6 +77,8 @@ def to_array(data, dtype=None, device=None):
                 arr = arr.astype(np.int64)
             elif arr.dtype.kind == "O":
                 raise TypeError(f"can't convert {type(data).__name__} of mixed objects to a tensor")
+        elif arr.dtype.kind == "c" and not _dtype.to_dtype(dtype).is_complex:  # Python's complex() refuses too
+            raise TypeError("must be real number, not complex")
     if dtype is not None:
         arr = arr.astype(_dtype.to_dtype(dtype).np, copy=False)
     else:

@@ -159,3 +159,11 @@ def test_factories():
     assert 0 <= float(u.real.min()) and float(u.imag.max()) < 1
     assert engine.randn_like(z[:3]).dtype is complex64
     assert engine.rand_like(engine.zeros(2), dtype=complex64).is_complex()
+
+
+@pytest.mark.parametrize("make", [lambda lib: lib.tensor([1j], dtype=lib.float32), lambda lib: lib.Tensor([1j])])
+def test_complex_data_into_a_real_tensor_is_refused_as_torch(make):
+    with pytest.raises(TypeError, match="must be real number, not complex"):
+        make(torch)
+    with pytest.raises(TypeError, match="must be real number, not complex"):
+        make(engine)
