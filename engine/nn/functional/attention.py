@@ -47,8 +47,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     query (..., L, E), key (..., S, E), value (..., S, Ev). ``attn_mask``: booleans (True = may attend)
     or floats added to the scores, broadcast to (..., L, S). ``is_causal`` masks key j > query i;
     ``scale`` defaults to 1 / sqrt(E); ``dropout_p`` drops attention weights (always, as in PyTorch:
-    callers pass 0 in eval mode).
+    callers pass 0 in eval mode). ``attn_mask`` may also be a ``nn.attention.bias.CausalBias``; the
+    backends allowed by ``nn.attention.sdpa_kernel`` decide whether the call runs or raises.
     """
+    # imported here: engine.nn.attention imports this module (and ``engine.nn.attention`` the attribute may
+    # still be nn.modules.attention, star-imported into engine.nn: ``from ..attention`` goes by module name)
+    from ..attention import _check_backends, bias
+    if isinstance(attn_mask, bias.CausalBias):
+        return attn_mask._dispatch(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    _check_backends(query, key, value, dropout_p)
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if not (query.dtype == key.dtype == value.dtype):
