@@ -17,7 +17,7 @@ import numpy as np
 from .._device import array_module
 from . import grad_mode
 from .function import AccumulateGrad, Function
-from .graph import _BACKWARD_NOTE, _dependencies, _release, check_not_released
+from .graph import _BACKWARD_NOTE, _dependencies, _release, check_not_released, seed_roots
 
 
 def run_backward_graph(roots, root_grads, retain_graph=True, captures=None, stop=None):
@@ -48,21 +48,8 @@ def vjp(output, inputs, grad):
 
 
 def _run(roots, root_grads, retain_graph, captures, stop):
-    pending = {}
-    root_nodes = []
-    for tensor, grad in zip(roots, root_grads):
-        if tensor.grad_fn is None:
-            if tensor.requires_grad:
-                from .function import _edge
-                _accumulate_leaf(_edge(tensor)[0], grad, captures, stop is None)
-            continue
-        node = tensor.grad_fn
-        slots = pending.get(node)
-        if slots is None:
-            slots = pending[node] = [None] * len(node.output_meta)
-            root_nodes.append(node)
-        i = tensor._output_index
-        slots[i] = grad if slots[i] is None else slots[i] + grad
+    pending, root_nodes = seed_roots(roots, root_grads,
+                                     lambda leaf, grad: _accumulate_leaf(leaf, grad, captures, stop is None))
     hooks = stop is None
     stop = stop or frozenset()
     useful = _useful(root_nodes, captures, stop)

@@ -107,6 +107,27 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
             hook(tensor)
 
 
+def seed_roots(roots, root_grads, accumulate_leaf):
+    """The roots' gradients placed in their nodes' output slots: (pending slots by node, the root nodes in order).
+    A root that is a leaf has nothing to propagate: ``accumulate_leaf(node, grad)`` takes its gradient."""
+    pending = {}
+    root_nodes = []
+    for tensor, grad in zip(roots, root_grads):
+        if tensor.grad_fn is None:
+            if tensor.requires_grad:
+                from .function import _edge
+                accumulate_leaf(_edge(tensor)[0], grad)
+            continue
+        node = tensor.grad_fn
+        slots = pending.get(node)
+        if slots is None:
+            slots = pending[node] = [None] * len(node.output_meta)
+            root_nodes.append(node)
+        i = tensor._output_index
+        slots[i] = grad if slots[i] is None else slots[i] + grad
+    return pending, root_nodes
+
+
 def run_backward(roots, root_grads, retain_graph=False, captures=None):
     """Propagate ``root_grads`` (arrays) from ``roots`` (tensors) to every leaf that needs them, with
     numpy's floating-point warnings off: PyTorch's gradients become inf or NaN without a word."""
@@ -124,22 +145,7 @@ def _run_backward(roots, root_grads, retain_graph, captures):
     """
     if root_grads:
         backends.runtime(root_grads[0]).prepare_backward()
-    pending = {}
-    root_nodes = []
-    for tensor, grad in zip(roots, root_grads):
-        if tensor.grad_fn is None:
-            if tensor.requires_grad:
-                from .function import _edge
-                acc = _edge(tensor)[0]
-                _accumulate_leaf(acc, grad, captures)
-            continue
-        node = tensor.grad_fn
-        slots = pending.get(node)
-        if slots is None:
-            slots = pending[node] = [None] * len(node.output_meta)
-            root_nodes.append(node)
-        i = tensor._output_index
-        slots[i] = grad if slots[i] is None else slots[i] + grad
+    pending, root_nodes = seed_roots(roots, root_grads, lambda leaf, grad: _accumulate_leaf(leaf, grad, captures))
     deps = _dependencies(root_nodes)
     ready = [n for n in root_nodes if deps.get(n, 0) == 0]
     # Leaves go first, as torch's engine runs AccumulateGrad nodes first: a last-in-first-out walk would

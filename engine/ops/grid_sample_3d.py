@@ -9,7 +9,7 @@ voxel by one bincount for the input, and the weights' derivatives for the grid.
 import numpy as np
 
 from ..autograd.function import Function
-from ..nn.functional.sampling import _padded, _unnormalize
+from ..nn.functional.sampling import _padded, _unnormalize, check_grid
 from ._common import xp_of
 
 MODES = {0: "bilinear", 1: "nearest"}  # aten's codes; "bilinear" of a volume is trilinear
@@ -90,12 +90,5 @@ class GridSample3d(Function):
 
 def grid_sample_3d(input, grid, mode, padding_mode, align_corners):
     """The checked call of ``GridSample3d`` (mode and padding by name)."""
-    if grid.dim() != 5 or grid.shape[-1] != 3:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size 3 in last dimension, but got grid with "
-                           f"sizes {list(grid.shape)}")
-    if grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
-                           f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if grid.dtype != input.dtype:
-        raise RuntimeError(f"expected scalar type {input.dtype.title} but found {grid.dtype.title}")
+    check_grid(input, grid, 3)
     return GridSample3d(mode, padding_mode, bool(align_corners))(input, grid)

@@ -173,15 +173,21 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if input.dim() != 4:
         raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
                            f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
-    if grid.dim() != 4 or grid.shape[-1] != 2:
-        raise RuntimeError(f"grid_sampler(): expected grid to have size 2 in last dimension, but got grid with "
-                           f"sizes {list(grid.shape)}")
+    check_grid(input, grid, 2)
+    return GridSample(mode, padding_mode, bool(align_corners))(input, grid)
+
+
+def check_grid(input, grid, coordinates):
+    """torch's checks of a sampling grid against its input: ``coordinates`` (2 or 3) values per point, the same
+    batch size and dtype."""
+    if grid.dim() != coordinates + 2 or grid.shape[-1] != coordinates:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {coordinates} in last dimension, but got grid "
+                           f"with sizes {list(grid.shape)}")
     if grid.shape[0] != input.shape[0]:
         raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
                            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}")
     if grid.dtype != input.dtype:
         raise RuntimeError(f"expected scalar type {input.dtype.title} but found {grid.dtype.title}")
-    return GridSample(mode, padding_mode, bool(align_corners))(input, grid)
 
 
 def affine_grid(theta, size, align_corners=None):
