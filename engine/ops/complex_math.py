@@ -7,7 +7,7 @@ from ..autograd.function import Function
 from ..tensor import register_method
 from . import complex_views, real_tensors
 from ._common import xp_of
-from .elementwise import _quiet
+from .elementwise import _quiet, _write_out
 
 
 def _check_pair(a, b, kind):
@@ -71,21 +71,13 @@ class Polar(Function):
 def complex(real, imag, *, out=None):
     """The complex tensor ``real + 1j * imag`` (both float32 or both float64; broadcast)."""
     _check_pair(real, imag, "complex")
-    return _written(Complex()(real, imag), out)
+    return _write_out(Complex()(real, imag), out)
 
 
 def polar(abs, angle, *, out=None):
     """The complex tensor of magnitudes ``abs`` and arguments ``angle``."""
     _check_pair(abs, angle, "polar")
-    return _written(Polar()(abs, angle), out)
-
-
-def _written(result, out):
-    """``result``, or ``out`` holding it (``out=``)."""
-    if out is None:
-        return result
-    out.copy_(result)
-    return out
+    return _write_out(Polar()(abs, angle), out)
 
 
 class ComplexAngle(Function):
