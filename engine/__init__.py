@@ -5,8 +5,9 @@
 """
 import sys as _sys
 
-from ._dtype import (bfloat16, bool_ as bool, dtype, float16, float32, float64, get_default_dtype, int8, int16,
-                     int32, int64, promote_types, set_default_dtype, uint8, uint16, uint32, uint64)
+from ._dtype import (bfloat16, bool_ as bool, complex64, complex128, dtype, float16, float32, float64,
+                     get_default_dtype, int8, int16, int32, int64, promote_types, set_default_dtype, uint8, uint16,
+                     uint32, uint64)
 from ._device import device, get_default_device, get_device_module, set_default_device  # noqa: F401
 from ._layout import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: F401
                       preserve_format, sparse_coo, strided)
@@ -19,9 +20,7 @@ from .ops import *  # noqa: F401,F403
 from .storage import *  # noqa: F401,F403  (torch.UntypedStorage ..., Tensor.untyped_storage, set_)
 from .serialization import load, save  # noqa: F401
 from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
-from . import special  # noqa: F401  (reachable after ``import engine``, as torch.special)
-from . import fft  # noqa: F401  (torch.fft)
-from ._dtype import complex64, complex128  # noqa: F401
+from . import fft, special  # noqa: F401  (torch.fft, torch.special: reachable after ``import engine``)
 from . import func  # noqa: F401  (torch.func; after nn: functional_call swaps module state)
 from .func import vmap  # noqa: F401  (torch.vmap)
 from . import hub, signal, testing  # noqa: F401  (torch.hub, torch.signal, torch.testing)
