@@ -546,7 +546,10 @@ class Tensor:
         return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False):
-        target = "cuda" if device is None else _device(device) if not isinstance(device, int) else _device("cuda", device)
+        if device is None:
+            target = "cuda"
+        else:
+            target = _device("cuda", device) if isinstance(device, int) else _device(device)
         return self.to(target, non_blocking=non_blocking)
 
     def pin_memory(self):

@@ -35,7 +35,8 @@ class Bucket:
         xp = array_module(params[0]._data)
         self.flat = xp.zeros(self.starts[-1], params[0]._data.dtype)
         #: each parameter's part of the flat array, shaped as the parameter
-        self.slots = [self.flat[lo:hi].reshape(p._data.shape) for p, lo, hi in zip(params, self.starts, self.starts[1:])]
+        self.slots = [self.flat[lo:hi].reshape(p._data.shape)
+                      for p, lo, hi in zip(params, self.starts, self.starts[1:])]
         self.pending = len(params)
         self.work = None
 

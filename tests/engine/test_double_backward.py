@@ -130,7 +130,8 @@ CASES = {
     "softmax_log_softmax": (lambda F, L, x, y: F.softmax(x * y, dim=1) + F.log_softmax(x * y, dim=0), [A, B]),
     "regression_losses": (lambda F, L, x, y: F.mse_loss(x * y, x.cos()) + F.l1_loss(x * y, x.cos())
                           + F.smooth_l1_loss(x * y, x.cos(), beta=0.5), [A, B]),
-    "bce_with_logits": (lambda F, L, x, y: F.binary_cross_entropy_with_logits(x * y, (x.detach() > 0).double()), [A, B]),
+    "bce_with_logits": (lambda F, L, x, y: F.binary_cross_entropy_with_logits(x * y, (x.detach() > 0).double()),
+                        [A, B]),
     "cross_entropy": (lambda F, L, x, y: F.cross_entropy(x * y, L.tensor([0, 4, 2])), [A, B]),
     "cross_entropy_smoothing": (lambda F, L, x, y: F.cross_entropy(x * y, L.tensor([0, 4, 2]), label_smoothing=0.2,
                                                                    reduction="sum"), [A, B]),

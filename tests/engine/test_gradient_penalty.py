@@ -20,7 +20,8 @@ def _params(shapes):
 MLP = _params([(8, 5), (8,), (1, 8), (1,)])
 CNN = _params([(4, 2, 3, 3), (4,), (1, 36), (1,)])
 REAL, FAKE, ALPHA = _R.standard_normal((4, 5)), _R.standard_normal((4, 5)), _R.random((4, 1))
-REAL_IMG, FAKE_IMG, ALPHA_IMG = _R.standard_normal((3, 2, 6, 6)), _R.standard_normal((3, 2, 6, 6)), _R.random((3, 1, 1, 1))
+REAL_IMG, FAKE_IMG = _R.standard_normal((3, 2, 6, 6)), _R.standard_normal((3, 2, 6, 6))
+ALPHA_IMG = _R.random((3, 1, 1, 1))
 
 
 def _mlp(F, x, w1, b1, w2, b2):

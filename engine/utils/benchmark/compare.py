@@ -120,7 +120,8 @@ class _Table:
         return [None] * len(row)
 
     def render(self):
-        strings = [[""] + ["" if k is None else str(k) for k in self.column_keys]] + [self._row_strings(i) for i in range(len(self.grid))]
+        header = [""] + ["" if k is None else str(k) for k in self.column_keys]
+        strings = [header] + [self._row_strings(i) for i in range(len(self.grid))]
         n_cols = max(len(s) for s in strings)
         for s in strings:
             s.extend([""] * (n_cols - len(s)))
