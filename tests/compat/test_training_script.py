@@ -3,37 +3,19 @@ checkpoints (epoch, model, optimizer, scheduler) that resume in either framework
 import os
 import re
 import shutil
-import subprocess
-import sys
 
 import pytest
+
+from compat_scripts import rewrite_imports, run_script
 
 pytestmark = pytest.mark.slow  # five training runs in fresh interpreters
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_classifier.py")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def rewrite_imports(source):
-    """``source`` with torch imports pointed at engine and torchvision's at flowvision; other lines unchanged."""
-    lines = []
-    for line in source.splitlines():
-        if line == "import torch":
-            line = "import engine as torch"
-        elif re.match(r"(import|from) torch", line):
-            line = re.sub(r"\btorchvision\b", "flowvision", line)
-            line = re.sub(r"\btorch(?=[.\s])", "engine", line, count=1)
-        lines.append(line)
-    return "\n".join(lines) + "\n"
 
 
 def _train(script, workdir, *args):
-    """Run ``script`` in ``workdir``; the lines it printed."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run([sys.executable, script, "--no-accel", *args], cwd=workdir, env=env,
-                            capture_output=True, text=True, timeout=240)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.splitlines()
+    """Run ``script`` in ``workdir`` on the CPU; the lines it printed."""
+    return run_script(script, workdir, "--no-accel", *args)
 
 
 # The first epochs load with two worker processes (whose seeds draw on the generator, as torch's loader does,
