@@ -21,12 +21,14 @@ from .imagenette import Imagenette
 from .inaturalist import INaturalist
 from .kitti import Kitti
 from .lfw import LFWPairs, LFWPeople
+from .lsun import LSUN, LSUNClass
 from .mnist import MNIST, FashionMNIST
 from .mnist_variants import EMNIST, KMNIST, QMNIST
 from .moving_mnist import MovingMNIST
 from .omniglot import Omniglot
 from .optical_flow import HD1K, FlyingChairs, FlyingThings3D, KittiFlow, Sintel
 from .oxford_iiit_pet import OxfordIIITPet
+from .pcam import PCAM
 from .phototour import PhotoTour
 from .places365 import Places365
 from .rendered_sst2 import RenderedSST2
@@ -50,7 +52,7 @@ __all__ = ["Caltech101", "Caltech256", "CarlaStereo", "CelebA", "CIFAR10", "CIFA
            "FGVCAircraft", "Flickr30k", "Flickr8k", "Flowers102", "FlyingChairs", "FlyingThings3D", "Food101",
            "GTSRB", "HD1K", "ImageFolder", "ImageNet", "Imagenette", "IMG_EXTENSIONS", "INaturalist", "InStereo2k",
            "Kitti", "Kitti2012Stereo", "Kitti2015Stereo", "KittiFlow", "KMNIST", "LFWPairs", "LFWPeople",
-           "load_digits", "Middlebury2014Stereo", "MNIST", "MovingMNIST", "Omniglot", "OxfordIIITPet", "PhotoTour",
-           "Places365", "QMNIST", "RenderedSST2", "SBDataset", "SBU", "SceneFlowStereo", "SEMEION", "Sintel",
-           "SintelStereo", "StanfordCars", "STL10", "SUN397", "SVHN", "USPS", "VisionDataset", "VOCDetection",
-           "VOCSegmentation", "WIDERFace", "wrap_dataset_for_transforms_v2"]
+           "load_digits", "LSUN", "LSUNClass", "Middlebury2014Stereo", "MNIST", "MovingMNIST", "Omniglot",
+           "OxfordIIITPet", "PCAM", "PhotoTour", "Places365", "QMNIST", "RenderedSST2", "SBDataset", "SBU",
+           "SceneFlowStereo", "SEMEION", "Sintel", "SintelStereo", "StanfordCars", "STL10", "SUN397", "SVHN", "USPS",
+           "VisionDataset", "VOCDetection", "VOCSegmentation", "WIDERFace", "wrap_dataset_for_transforms_v2"]
