@@ -24,6 +24,8 @@ from . import fft, special  # noqa: F401  (torch.fft, torch.special: reachable a
 from . import func  # noqa: F401  (torch.func; after nn: functional_call swaps module state)
 from .func import vmap  # noqa: F401  (torch.vmap)
 from . import hub, signal, testing  # noqa: F401  (torch.hub, torch.signal, torch.testing)
+from . import mps  # noqa: F401  (torch.mps: no MPS device here)
+from .cuda.memory import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError, also engine.cuda's)
 from .legacy_tensor_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                                   FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,
                                   set_default_tensor_type)

@@ -701,8 +701,11 @@ class _MemoryPool:
 
     def __init__(self):
         self._used = 0
+        self._limit = 0
 
     def malloc(self, size):
+        if self._limit and self._used + size > self._limit:
+            raise _OutOfMemoryError(size, self._used, self._limit)
         memory = _Memory(size)
         self._used += size
         weakref.finalize(memory, self._release, size)
@@ -725,6 +728,31 @@ class _MemoryPool:
 
     def n_free_blocks(self):
         return 0
+
+    def set_limit(self, size=None, fraction=None):
+        """CuPy's cap on the bytes the pool may hold: ``size`` bytes or ``fraction`` of the device's memory
+        (0 or neither: no cap)."""
+        if size is not None and fraction is not None:
+            raise ValueError("size and fraction cannot be specified at the same time")
+        if fraction is not None:
+            if not 0 <= fraction <= 1:
+                raise ValueError(f"memory limit fraction out of range: {fraction}")
+            size = int(_TOTAL_MEMORY * fraction)
+        self._limit = int(size or 0)
+
+    def get_limit(self):
+        return self._limit
+
+
+_TOTAL_MEMORY = 1 << 34  # the emulated GPU's memory, in bytes
+
+
+class _OutOfMemoryError(MemoryError):
+    """``cupy.cuda.memory.OutOfMemoryError``, with CuPy's message."""
+
+    def __init__(self, size, total, limit=0):
+        limit_text = f", limit set to: {limit} bytes" if limit else ""
+        super().__init__(f"Out of memory allocating {size:,} bytes (allocated so far: {total:,} bytes{limit_text}).")
 
 
 _allocators = [None]
@@ -803,6 +831,9 @@ class _Stream:
         _stream_stack[0] = self
         return self
 
+    def is_capturing(self):
+        return _capture is not None
+
     def begin_capture(self, mode=None):
         global _capture
         if _capture is not None:
@@ -833,6 +864,14 @@ class _Stream:
     @property
     def done(self):
         return True
+
+
+class _ExternalStream(_Stream):
+    """``cupy.cuda.ExternalStream``: a stream made elsewhere, known by its address."""
+
+    def __init__(self, ptr, device_id=-1):
+        super().__init__()
+        self.ptr, self.device_id = ptr, device_id
 
 
 _Stream.null = _Stream(null=True)
@@ -884,6 +923,56 @@ class _RandomState:
         return call
 
 
+def _device_properties(device):
+    """``cupy.cuda.runtime.getDeviceProperties``'s dict for the emulated GPU (CUDA 13's: no clock rates)."""
+    if device != 0:
+        raise RuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
+    return {"name": b"CUDA emulated on the CPU", "totalGlobalMem": _TOTAL_MEMORY, "major": 9, "minor": 0,
+            "multiProcessorCount": 1, "integrated": 0, "isMultiGpuBoard": 0, "maxThreadsPerMultiProcessor": 2048,
+            "warpSize": 32, "uuid": bytes(range(16)), "l2CacheSize": 50 << 20, "memoryBusWidth": 5120,
+            "sharedMemPerBlock": 48 << 10, "sharedMemPerMultiprocessor": 228 << 10, "pciBusID": 1,
+            "pciDeviceID": 0, "pciDomainID": 0}
+
+
+_ATTRIBUTES = {13: 1_980_000, 36: 2_619_000}  # cudaDevAttrClockRate, cudaDevAttrMemoryClockRate (kHz)
+
+
+def _device_attribute(attrib, device):
+    if device != 0:
+        raise RuntimeError("cudaErrorInvalidDevice: invalid device ordinal")
+    return _ATTRIBUTES[attrib]
+
+
+_default_allocator = [None]
+
+
+def _set_allocator(allocator=None):
+    """``cupy.cuda.set_allocator``: kept for ``get_allocator`` (arrays made outside ``using_allocator`` stay plain
+    numpy memory here, see ``_MemoryPool``)."""
+    _default_allocator[0] = allocator
+
+
+def _nvtx():
+    """``cupy.cuda.nvtx``: each call is recorded in ``calls`` (there is no profiler to see it)."""
+    nvtx = types.ModuleType("cupy.cuda.nvtx")
+    nvtx.available = True
+    nvtx.calls = []
+    ids = iter(range(1, 1 << 62))
+    nvtx.RangePush = lambda message, id_color=-1: nvtx.calls.append(("push", message))
+    nvtx.RangePop = lambda: nvtx.calls.append(("pop",))
+    nvtx.Mark = lambda message, id_color=-1: nvtx.calls.append(("mark", message))
+
+    def range_start(message, color):  # CuPy's takes an ARGB colour, required
+        if not 0 <= color < 1 << 32:
+            raise OverflowError("can't convert negative value to uint32_t")
+        range_id = next(ids)
+        nvtx.calls.append(("start", message, range_id))
+        return range_id
+    nvtx.RangeStart = range_start
+    nvtx.RangeEnd = lambda range_id: nvtx.calls.append(("end", range_id))
+    return nvtx
+
+
 _module = None
 
 
@@ -913,8 +1002,10 @@ def module():
     runtime = types.ModuleType("cupy.cuda.runtime")
     runtime.getDeviceCount = lambda: 1
     runtime.deviceSynchronize = lambda: _refuse_in_capture("synchronising the device")
-    runtime.getDeviceProperties = lambda i: {"name": b"CUDA emulated on the CPU", "totalGlobalMem": 1 << 34,
-                                             "major": 9, "minor": 0, "multiProcessorCount": 1}
+    runtime.getDeviceProperties = _device_properties
+    runtime.deviceGetAttribute = _device_attribute
+    runtime.deviceCanAccessPeer = lambda device, peerDevice: 0  # one GPU: no peer
+    runtime.memGetInfo = lambda: (_TOTAL_MEMORY - _POOL.used_bytes(), _TOTAL_MEMORY)
     runtime.runtimeGetVersion = lambda: 13000
     runtime.driverGetVersion = lambda: 13000
     cuda.runtime = runtime
@@ -923,7 +1014,15 @@ def module():
     cuda.Event = _Event
     cuda.get_current_stream = lambda: _stream_stack[-1]
     cuda.get_elapsed_time = _elapsed
-    cuda.set_allocator = lambda allocator=None: None
+    cuda.set_allocator = _set_allocator
+    cuda.get_allocator = lambda: _default_allocator[0]
+    cuda.memory = types.ModuleType("cupy.cuda.memory")
+    cuda.memory.OutOfMemoryError = _OutOfMemoryError
+    cuda.ExternalStream = _ExternalStream
+    cuda.nvtx = _nvtx()
+    cuda.nvrtc = types.ModuleType("cupy.cuda.nvrtc")
+    cuda.nvrtc.getSupportedArchs = lambda: (75, 80, 86, 89, 90, 100, 120)
+    cuda.nvrtc.getVersion = lambda: (13, 0)
     cuda.using_allocator = _using_allocator
     cuda.MemoryPool = _MemoryPool
     cuda.MemoryPointer = _MemoryPointer
