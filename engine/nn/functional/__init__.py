@@ -20,3 +20,4 @@ from .unpooling import *  # noqa: F401,F403
 from .vision import *  # noqa: F401,F403
 from .. import grad  # noqa: E402,F401  (torch.nn.functional.grad is the torch.nn.grad module)
 from ...ops.aten_convolution import conv_tbc  # noqa: E402,F401  (torch.nn.functional.conv_tbc is aten's)
+from .linear_cross_entropy import *  # noqa: E402,F401,F403

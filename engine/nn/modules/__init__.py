@@ -18,3 +18,4 @@ from .transformer import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403
 from .adaptive import *  # noqa: F401,F403
+from .linear_cross_entropy import *  # noqa: F401,F403
