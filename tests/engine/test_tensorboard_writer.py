@@ -20,6 +20,8 @@ from tensorboard.compat.proto import event_pb2  # noqa: E402
 from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c as tb_masked_crc32c  # noqa: E402
 from torch.utils.tensorboard import SummaryWriter as TorchWriter  # noqa: E402
 
+pytestmark = pytest.mark.slow  # torch's writer and tensorboard's reader on every case: about 2.4 s in all
+
 WALL = 1700000000.25
 
 

@@ -10,6 +10,8 @@ import engine
 import engine.nn.functional as F
 from op_check import check_op
 
+pytestmark = pytest.mark.slow  # torch's chunked op sets itself up on first use (0.8 s); about 2.5 s in all
+
 RNG = np.random.default_rng(7)
 N, D, C = 11, 5, 7
 
