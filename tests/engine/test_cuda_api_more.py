@@ -12,6 +12,8 @@ import engine.cuda
 import engine.cuda.nvtx
 from conftest import REAL_GPU
 
+pytestmark = pytest.mark.slow  # 70 cases on the CUDA emulation: the full suite runs them
+
 
 def _enter(context):
     with context:

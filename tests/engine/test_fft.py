@@ -9,6 +9,8 @@ import engine.fft
 from engine._dtype import complex64
 from op_check import check_op
 
+pytestmark = pytest.mark.slow  # 229 parity cases, about 1.2 s beyond start-up: the full suite runs them
+
 
 NORMS = [None, "backward", "ortho", "forward"]
 

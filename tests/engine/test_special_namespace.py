@@ -11,6 +11,8 @@ import engine
 import engine.special as es
 from op_check import check_op
 
+pytestmark = pytest.mark.slow  # a sweep of every torch.special name: the full suite runs it
+
 _RNG = np.random.default_rng(11)
 _X = _RNG.standard_normal((3, 5))  # float64, odd sizes, batch > 1
 _POS = np.abs(_X) + 0.1
