@@ -83,10 +83,18 @@ def array_module_zeros(t):
     return array_module(t._data).zeros(t._data.shape, t._data.dtype)
 
 
-from . import forward_ad, functional, profiler  # noqa: E402,F401  (torch.autograd's submodules of these names)
+from . import forward_ad, functional  # noqa: E402,F401  (torch.autograd's submodules of these names)
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402,F401
 from .variable import Variable  # noqa: E402,F401
 
 __all__ = ["Function", "FunctionCtx", "backward", "grad", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled", "is_inference_mode_enabled", "detect_anomaly", "set_detect_anomaly",
            "GradcheckError", "Variable", "forward_ad", "functional", "gradcheck", "gradgradcheck", "profiler"]
+
+
+def __getattr__(name):
+    """``engine.autograd.profiler`` imported on first access (it loads engine.profiler: ~20 ms of ``import engine``)."""
+    if name == "profiler":
+        import importlib
+        return importlib.import_module(f"{__name__}.profiler")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
