@@ -22,6 +22,8 @@ from model_parity import (InferenceGraph, backward_both, eval_outputs, image_bat
                           torchvision_names)
 from op_check import assert_close, check_op
 
+pytestmark = pytest.mark.slow  # convnext and regnet parity and features: about 4 s of the quick subset
+
 CONVNEXTS = ["convnext_tiny", "convnext_small", "convnext_base", "convnext_large"]
 REGNETS = [f"regnet_y_{s}" for s in ("400mf", "800mf", "1_6gf", "3_2gf", "8gf", "16gf", "32gf", "128gf")] + \
           [f"regnet_x_{s}" for s in ("400mf", "800mf", "1_6gf", "3_2gf", "8gf", "16gf", "32gf")]

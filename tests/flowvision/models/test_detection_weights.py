@@ -12,6 +12,8 @@ from flowvision.ops.misc import FrozenBatchNorm2d
 from http_server import FileServer
 from weights_server import serve_weights
 
+pytestmark = pytest.mark.slow  # detector checkpoints built and loaded: about 3.3 s of the quick subset
+
 MODEL = "fasterrcnn_mobilenet_v3_large_320_fpn"
 FILE_NAME = "fasterrcnn_mobilenet_v3_large_320_fpn-907ea3f9.pth"
 PREDICTOR = "roi_heads.box_predictor."

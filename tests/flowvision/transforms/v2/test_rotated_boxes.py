@@ -23,6 +23,8 @@ from flowvision import tv_tensors as ours
 from flowvision.transforms import v2
 from flowvision.transforms.v2 import functional as F
 
+pytestmark = pytest.mark.slow  # 63 rotated-box cases against torchvision: about 3.6 s of the quick subset
+
 CANVAS = (29, 37)
 ODD_CANVAS = (17, 23)
 ROTATED = ("XYWHR", "CXCYWHR", "XYXYXYXY")
