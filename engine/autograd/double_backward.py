@@ -17,7 +17,7 @@ import numpy as np
 from .._device import array_module
 from . import grad_mode
 from .function import AccumulateGrad, Function
-from .graph import _BACKWARD_NOTE, _dependencies, _release, check_not_released, seed_roots
+from .graph import _BACKWARD_NOTE, _dependencies, _release, add_to_slot, check_not_released, seed_roots
 
 
 def run_backward_graph(roots, root_grads, retain_graph=True, captures=None, stop=None):
@@ -80,13 +80,7 @@ def _run(roots, root_grads, retain_graph, captures, stop):
                 continue
             child, index = edge
             if grad is not None:
-                grad = _to_meta(grad, meta)
-                child_slots = pending.get(child)
-                if child_slots is None:
-                    n_out = 1 if isinstance(child, AccumulateGrad) else len(child.output_meta)
-                    child_slots = pending[child] = [None] * n_out
-                prev = child_slots[index]
-                child_slots[index] = grad if prev is None else prev + grad
+                add_to_slot(pending, child, index, _to_meta(grad, meta))
             deps[child] -= 1
             if deps[child] == 0:
                 ready.append(child)

@@ -107,6 +107,14 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
             hook(tensor)
 
 
+def add_to_slot(pending, node, index, grad):
+    """Add ``grad`` into ``node``'s pending input-gradient slot ``index`` (making its slots on first use)."""
+    slots = pending.get(node)
+    if slots is None:
+        slots = pending[node] = [None] * (1 if isinstance(node, AccumulateGrad) else len(node.output_meta))
+    slots[index] = grad if slots[index] is None else slots[index] + grad
+
+
 def seed_roots(roots, root_grads, accumulate_leaf):
     """The roots' gradients placed in their nodes' output slots: (pending slots by node, the root nodes in order).
     A root that is a leaf has nothing to propagate: ``accumulate_leaf(node, grad)`` takes its gradient."""
@@ -118,13 +126,9 @@ def seed_roots(roots, root_grads, accumulate_leaf):
                 from .function import _edge
                 accumulate_leaf(_edge(tensor)[0], grad)
             continue
-        node = tensor.grad_fn
-        slots = pending.get(node)
-        if slots is None:
-            slots = pending[node] = [None] * len(node.output_meta)
-            root_nodes.append(node)
-        i = tensor._output_index
-        slots[i] = grad if slots[i] is None else slots[i] + grad
+        if tensor.grad_fn not in pending:
+            root_nodes.append(tensor.grad_fn)
+        add_to_slot(pending, tensor.grad_fn, tensor._output_index, grad)
     return pending, root_nodes
 
 
@@ -172,12 +176,7 @@ def _run_backward(roots, root_grads, retain_graph, captures):
                     grad = sum_to_shape(grad, shape)
                 if grad.dtype != dtype:  # a real input of a complex op takes the real part (torch's rule)
                     grad = (grad.real if grad.dtype.kind == "c" and dtype.kind != "c" else grad).astype(dtype)
-                child_slots = pending.get(child)
-                if child_slots is None:
-                    n_out = 1 if isinstance(child, AccumulateGrad) else len(child.output_meta)
-                    child_slots = pending[child] = [None] * n_out
-                prev = child_slots[index]
-                child_slots[index] = grad if prev is None else prev + grad
+                add_to_slot(pending, child, index, grad)
             deps[child] -= 1
             if deps[child] == 0:
                 (ready_leaves if isinstance(child, AccumulateGrad) else ready).append(child)
