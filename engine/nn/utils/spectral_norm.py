@@ -8,6 +8,7 @@ the buffers ``weight_u`` and ``weight_v``, and before each forward sets ``weight
 from ...autograd.grad_mode import no_grad
 from .. import functional as F
 from ..parameter import Parameter, UninitializedParameter
+from .weight_norm import remove_norm_hook
 
 __all__ = ["SpectralNorm", "SpectralNormStateDictHook", "spectral_norm", "remove_spectral_norm"]
 
@@ -121,9 +122,4 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
 
 def remove_spectral_norm(module, name="weight"):
     """Fold the normalised weight back into one parameter ``<name>`` and drop ``<name>_orig``, ``_u`` and ``_v``."""
-    for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    return remove_norm_hook(module, SpectralNorm, name, "spectral_norm")

@@ -76,11 +76,17 @@ def weight_norm(module, name="weight", dim=0):
     return module
 
 
-def remove_weight_norm(module, name="weight"):
-    """Fold ``<name>_g`` and ``<name>_v`` back into one parameter ``<name>``."""
+def remove_norm_hook(module, hook_type, name, label):
+    """Take off ``module``'s forward pre-hook of ``hook_type`` for ``name`` (its ``remove`` folds the parameter back);
+    torch's ValueError, naming ``label``, when there is none."""
     for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, hook_type) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[key]
             return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    raise ValueError(f"{label} of '{name}' not found in {module}")
+
+
+def remove_weight_norm(module, name="weight"):
+    """Fold ``<name>_g`` and ``<name>_v`` back into one parameter ``<name>``."""
+    return remove_norm_hook(module, WeightNorm, name, "weight_norm")
