@@ -475,25 +475,23 @@ class Module(StateDictMixin):
         are computed (of its outputs when no input requires grad); a non-None return replaces ``grad_input``.
         The module's forward sees, and its caller gets, new tensors over the same arrays; writing into them in
         place is refused, as torch refuses it."""
-        if self._is_full_backward_hook is False:
-            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
-                               "Please use only one of them.")
-        self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return self._add_backward_hook(hook, True, prepend)
 
     def register_backward_hook(self, hook):
         """Deprecated (``register_full_backward_hook``): ``hook(module, grad_input, grad_output)`` sees the
         gradients of the autograd node that made the module's first output tensor, as torch's does."""
-        if self._is_full_backward_hook is True:
+        return self._add_backward_hook(hook, False)
+
+    def _add_backward_hook(self, hook, full, prepend=False):
+        """Register ``hook`` in ``_backward_hooks`` as a full or a non-full one: one module takes one kind only."""
+        if self._is_full_backward_hook is (not full):
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a single Module. "
                                "Please use only one of them.")
-        self._is_full_backward_hook = False
+        self._is_full_backward_hook = full
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
+        if prepend:
+            self._backward_hooks.move_to_end(handle.id, last=False)
         return handle
 
     def _get_backward_hooks(self):
