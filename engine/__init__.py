@@ -44,6 +44,10 @@ _sys.modules["engine.nn.quantized"] = ao.nn.quantized
 quantization = ao.quantization  # torch.quantization, the older name of torch.ao.quantization
 _sys.modules["engine.quantization"] = ao.quantization
 from .compiler import compile  # noqa: F401
+from .small_names import *  # noqa: F401,F403  (GradScaler, q_scale, has_lapack, ...; three Tensor methods)
+from .control_flow import cond, while_loop  # noqa: F401
+from .events import Event, Stream  # noqa: F401
+from .lobpcg import lobpcg  # noqa: F401
 from .backends.denormals import set_flush_denormal  # noqa: F401
 from .backends.determinism import (are_deterministic_algorithms_enabled, get_deterministic_debug_mode,  # noqa: F401
                                   is_deterministic_algorithms_warn_only_enabled, set_deterministic_debug_mode,
@@ -121,7 +125,7 @@ def is_warn_always_enabled():
 
 # torch's namespaces that ``import torch`` makes reachable and engine code does not use itself: imported on first
 # access (``engine.special.erfcx``, ``engine.vmap``), which keeps ~60 ms off ``import engine`` (0.52 -> 0.46 s)
-_LAZY_SUBMODULES = frozenset(("func", "hub", "mps", "profiler", "signal", "special", "testing"))
+_LAZY_SUBMODULES = frozenset(("func", "hub", "library", "mps", "profiler", "signal", "special", "testing"))
 
 
 def __getattr__(name):

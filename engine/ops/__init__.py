@@ -1,4 +1,5 @@
 """The op library: every op is a small ``Function``; this package gathers the public functions."""
+import sys as _sys
 from .convert import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .ranges import *  # noqa: F401,F403
@@ -86,3 +87,13 @@ __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp,
                               _fa, _vc, _mf, _ig, _ir, _rc, _lc, _vd, _ll, _gi, _rl, _ml, _bh, _fd, _pn, _hh, _lr,
                               _sg, _aa, _nn, _sb, _ac, _as, _lg, _fr)
            for name in module.__all__]
+
+
+def __getattr__(name):
+    """torch.ops's namespaces: ``engine.ops.mylib.mysin`` is the operator registered as "mylib::mysin" through
+    engine.library; AttributeError for any other name, so ``from engine.ops import <submodule>`` still imports the
+    submodule."""
+    registry = _sys.modules.get("engine.library._registry")
+    if registry is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return registry.namespace(name)
