@@ -1,4 +1,4 @@
-"""``engine.linalg``: PyTorch's ``torch.linalg`` namespace for real dtypes. The functions live in ``ops``:
+"""``engine.linalg``: PyTorch's ``torch.linalg`` namespace for real and complex dtypes. The functions live in ``ops``:
 factorisations in ``linalg_decompositions``, solvers in ``linalg_solvers``, what derives from singular values in
 ``linalg_spectral``, plain products in ``linalg_products``, LU in ``lu``; the norms are here."""
 import math
@@ -9,18 +9,25 @@ from ._dtype import to_dtype
 from .ops.elementwise import abs as _abs
 from .ops.householder import orgqr as householder_product
 from .ops.legacy_linalg import matrix_exp, slogdet as _slogdet
-from .ops.linalg import det, matmul
+from .ops.linalg import matmul
 from .ops.linalg_checks import LinAlgError, check_square
-from .ops.linalg_decompositions import (cholesky, cholesky_ex, eig, eigh, eigvals, eigvalsh, qr, svd,
-                                        svdvals)
+from .ops.linalg_decompositions import cholesky, cholesky_ex, eigh, eigvalsh, qr, svd, svdvals
+from .ops.linalg_eig import eig, eigvals
 from .ops.linalg_products import cross, diagonal, multi_dot, vander, vecdot
-from .ops.linalg_solvers import (inv, inv_ex, ldl_factor, ldl_factor_ex, ldl_solve, solve, solve_ex,
+from .ops.linalg_solvers import (det, inv, inv_ex, ldl_factor, ldl_factor_ex, ldl_solve, solve, solve_ex,
                                  solve_triangular, tensorinv, tensorsolve)
 from .ops.linalg_spectral import cond, lstsq, matrix_rank, matrix_sqrth, pinv, polar, spectral_norm
 from .ops.lu import linalg_lu as lu, lu_factor, lu_factor_ex, lu_solve
-from .ops.products import matrix_power
+from .ops.products import matrix_power as _matrix_power
 from .ops.reduction import amax, amin, return_type, vector_norm
 from .tensor import _wrap_dim
+
+
+def matrix_power(A, n, *, out=None):
+    """A^n for square matrices (n an integer; the inverse's power for negative n)."""
+    if n < 0 and A.dtype.is_complex:
+        return _matrix_power(inv(A), -n)
+    return _matrix_power(A, n)
 
 
 def slogdet(A, *, out=None):

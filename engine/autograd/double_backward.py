@@ -33,7 +33,8 @@ def vjp(output, inputs, grad):
     """The gradients of ``output`` with respect to ``inputs`` (tensors, or None for those not needed) for
     output gradient ``grad``, as graph-connected tensors. The walk stops at the inputs' producing nodes, so it
     costs the subgraph between them and the output only: for ops whose differentiable backward recomputes
-    their forward from engine ops and differentiates that (the norms)."""
+    their forward from engine ops and differentiates that (the norms). ``output`` and ``grad`` may be lists
+    (several outputs)."""
     from .function import _edge
     captures, keys = {}, []
     for t in inputs:
@@ -43,7 +44,8 @@ def vjp(output, inputs, grad):
         if key is not None:
             captures[key] = None
     stop = frozenset(k[0] for k in captures if isinstance(k, tuple))  # may be empty, never None
-    run_backward_graph([output], [grad], True, captures, stop)
+    many = isinstance(output, (list, tuple))
+    run_backward_graph(list(output) if many else [output], list(grad) if many else [grad], True, captures, stop)
     return tuple(None if k is None else captures[k] for k in keys)
 
 
@@ -301,6 +303,22 @@ class Transposed(Function):
 
     def backward_tensors(self, *grads):
         return self._fresh()(*grads)
+
+
+def recomputed_backward(node, fn, arrays, grad):
+    """The input gradients of an op whose differentiable backward recomputes its forward from engine ops and
+    differentiates that (``vjp``): ``fn(*inputs)`` on the saved inputs rebuilt over ``arrays`` (one per input;
+    a non-array passes as it is). Each input that needs a gradient goes in through a view of its own, so an input
+    passed twice (``cosine_similarity(x, x)``) gets each use's gradient in its own slot."""
+    from ..ops.shape import Reshape
+    inputs, wanted = [], []
+    for i, (a, need) in enumerate(zip(arrays, node.needs_input_grad)):
+        t = node.saved_input(i, a) if hasattr(a, "shape") else a
+        if need and hasattr(a, "shape"):
+            t = Reshape(tuple(t.shape))(t)
+        inputs.append(t)
+        wanted.append(t if need and hasattr(a, "shape") else None)
+    return vjp(fn(*inputs), wanted, grad)
 
 
 def transposed_backward(node, *grads):

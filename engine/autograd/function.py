@@ -253,8 +253,9 @@ class _CustomNode(Function):
 
     def backward_tensors(self, *grads):
         """The user's backward, on tensors, with grad mode on (the pass runs under ``enable_grad``): what it
-        computes with engine ops is differentiable, as in torch."""
-        gins = self.fn_cls.backward(self.ctx, *grads)
+        computes with engine ops is differentiable, as in torch. An engine Function written this way may give a
+        ``_backward_tensors`` of its own for that pass (``utils.checkpoint``'s, which recomputes on the graph)."""
+        gins = getattr(self.fn_cls, "_backward_tensors", self.fn_cls.backward)(self.ctx, *grads)
         return gins if isinstance(gins, tuple) else (gins,)
 
 

@@ -14,6 +14,7 @@ from ..autograd.double_backward import constant, masked
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import masked_grad, wrap_dim, xp_of
+from .complex_refusals import refuse_complex
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -315,6 +316,11 @@ class Mish(_Activation):
         t = xp.tanh(_softplus(xp, x))
         return gy * (t + x * (1 - t * t) * _sigmoid(xp, x))
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        t = softplus(x).tanh()
+        return gy * (t + x * (1 - t * t) * x.sigmoid())
+
 
 class Hardswish(_Activation):
     """x * relu6(x + 3) / 6."""
@@ -399,11 +405,15 @@ class Tanhshrink(_Activation):
     """x - tanh(x)."""
 
     def compute(self, xp, x):
-        self.t = xp.tanh(x)
+        self.t, self.x = xp.tanh(x), x
         return x - self.t
 
     def backward(self, gy):
         return gy * self.t * self.t
+
+    def backward_tensors(self, gy):
+        t = self.saved_input(0, self.x).tanh()
+        return gy * t * t
 
 
 class LogSigmoid(_Activation):
@@ -565,6 +575,7 @@ def _quantized():
 
 def relu(input):
     """max(input, 0) (``torch.relu``)."""
+    refuse_complex("relu", input)
     if getattr(input, "is_quantized", False):
         return input.relu()
     _check_input(input, "relu", allow_int=True)
@@ -581,6 +592,7 @@ def relu_(input):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamp to [min_val, max_val] (``F.hardtanh``)."""
+    refuse_complex("hardtanh", input)
     _check_input(input, "hardtanh", allow_int=True)
     if max_val < min_val:
         raise ValueError("max_val cannot be less than min_val")
@@ -589,10 +601,12 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def relu6(input, inplace=False):
     """min(max(input, 0), 6) (``F.relu6``)."""
+    refuse_complex("relu6", input)
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    refuse_complex("leaky_relu", input)
     _check_input(input, "leaky_relu")
     return _run(LeakyReLU(float(negative_slope)), input, inplace)
 
@@ -637,6 +651,7 @@ def _rrelu(input, lower, upper, training, generator, inplace):
 
 
 def elu(input, alpha=1.0, inplace=False):
+    refuse_complex("elu", input)
     _check_input(input, "elu")
     return _run(ELU(float(alpha)), input, inplace)
 
@@ -666,6 +681,7 @@ def celu_(input, alpha=1.0):
 
 
 def gelu(input, approximate="none"):
+    refuse_complex("gelu", input)
     _check_input(input, "GeluKernelImpl")
     return _run(GELU(approximate), input)
 
@@ -688,6 +704,7 @@ def hardswish(input, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
+    refuse_complex("hardsigmoid", input)
     if getattr(input, "is_quantized", False):
         return _quantized().hardsigmoid(input, inplace)
     _check_input(input, "hardsigmoid")
@@ -696,6 +713,7 @@ def hardsigmoid(input, inplace=False):
 
 @autocast_mode.float32("cuda")
 def softplus(input, beta=1.0, threshold=20.0):
+    refuse_complex("softplus", input)
     _check_input(input, "softplus")
     return _run(Softplus(float(beta), float(threshold)), input)
 

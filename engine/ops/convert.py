@@ -6,6 +6,7 @@ import numpy as np
 from .._device import device_of, move
 from .._layout import copy_preserving_format, in_memory_format
 from ..autograd import tracing
+from ..autograd.double_backward import constant
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, xp_of
@@ -134,6 +135,9 @@ class Copy(Function):
 
     def backward(self, gy):
         return xp_of(gy).zeros_like(gy), move(gy, self.src_device)
+
+    def backward_tensors(self, gy):
+        return constant(xp_of(gy._data).zeros_like(gy._data)), gy.to(self.src_device)
 
 
 def copy_(self, src, non_blocking=False):

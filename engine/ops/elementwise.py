@@ -18,6 +18,7 @@ from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, is_scalar, masked_grad, result_dtype, xp_of
 from .complex_grad import holomorphic, holomorphic_tensors, real_parts
 from .activation import _sigmoid
+from .complex_refusals import refuse_complex
 
 
 # ---- binary arithmetic ---------------------------------------------------------------------
@@ -195,6 +196,12 @@ class Remainder(_Binary):
         with _quiet():
             return gy, -gy * xp.floor_divide(self.a, self.b)
 
+    def backward_tensors(self, gy):
+        """Piecewise a - b k with the quotient k constant: linear in gy."""
+        with _quiet():
+            k = xp_of(gy._data).floor_divide(self.a, self.b) if self.needs_input_grad[1] else None
+        return gy, -gy * constant(xp_of(gy._data).asarray(k)) if k is not None else None
+
 
 class Fmod(_Binary):
     """a - b * trunc(a / b), the sign of the dividend (C's fmod); exact, unlike that formula in floats."""
@@ -211,6 +218,11 @@ class Fmod(_Binary):
         with _quiet():
             return gy, -gy * xp.trunc(self.a / self.b)
 
+    def backward_tensors(self, gy):
+        with _quiet():
+            k = xp_of(gy._data).trunc(self.a / self.b) if self.needs_input_grad[1] else None
+        return gy, -gy * constant(xp_of(gy._data).asarray(k)) if k is not None else None
+
 
 class FloorDivide(_Binary):
     def forward(self, a, b):
@@ -221,6 +233,10 @@ class FloorDivide(_Binary):
 
     def backward(self, gy):
         return _no_grads(gy)
+
+    def backward_tensors(self, gy):
+        zeros = constant(xp_of(gy._data).zeros_like(gy._data))
+        return zeros, zeros
 
 
 class Pow(_Binary):
@@ -322,6 +338,11 @@ class Atan2(_Binary):
     def backward(self, gy):
         d = self.a * self.a + self.b * self.b
         return gy * self.b / d, -gy * self.a / d
+
+    def backward_tensors(self, gy):
+        a, b = self.saved_input(0, self.a), self.saved_input(1, self.b)
+        d = a * a + b * b
+        return gy * b / d, -gy * a / d
 
 
 def _binary(fn_cls, a, b, *, float_result=False, inplace=False, **params):
@@ -827,9 +848,11 @@ def _unary(fn_cls, x, *, keep_int=False, inplace=False, **params):
 def _unary_pair(name, fn_cls, keep_int=False):
     """Make ``name(x)`` and ``name_(x)`` for a unary Function class."""
     def op(input, *, out=None):
+        refuse_complex(name, input)
         return _write_out(_unary(fn_cls, input, keep_int=keep_int), out)
 
     def op_(input):
+        refuse_complex(name, input)
         return _unary(fn_cls, input, keep_int=keep_int, inplace=True)
 
     op.__name__, op_.__name__ = name, name + "_"
@@ -1121,6 +1144,9 @@ class NanToNum(Function):
 
     def backward(self, gy):
         return gy * self.finite
+
+    def backward_tensors(self, gy):
+        return gy * constant(self.finite.astype(gy._data.dtype))
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):

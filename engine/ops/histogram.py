@@ -4,12 +4,14 @@ import numpy as np
 from .. import _dtype
 from ..tensor import _new, register_method
 from ._common import xp_of
+from .complex_refusals import refuse_complex
 
 
 def bincount(input, weights=None, minlength=0):
     """How often each value 0, 1, ... occurs in a 1-d non-negative integer tensor (or the sum of
     ``weights`` at its occurrences); at least ``minlength`` bins. Weighted counts are float32 for
     float32 weights and float64 otherwise, as in PyTorch."""
+    refuse_complex("bincount", input)
     if input.dtype.is_floating_point:
         raise RuntimeError(f"\"bincount_{input.device.type}\" not implemented for '{input.dtype.title}'")
     if minlength < 0:
@@ -32,6 +34,7 @@ def histc(input, bins=100, min=0, max=0):
     """A histogram of ``bins`` equal bins over [min, max] (the data's range when both are 0; widened
     by 1 each way when that range is one value); values outside are left out, ``max`` counts in the
     last bin. The result has the input's float dtype."""
+    refuse_complex("histc", input)
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"\"histogram_{input.device.type}\" not implemented for '{input.dtype.title}'")
     if bins <= 0:

@@ -1,7 +1,8 @@
 """Householder QR in LAPACK's compact form: ``geqrf`` (R above the diagonal, the reflectors' vectors below, their
-scales ``tau``), ``orgqr`` (their product Q, also ``linalg.householder_product``) and ``ormqr`` (Q or Q^T times a
-matrix without forming Q), as torch's. ``orgqr`` and ``ormqr`` apply the reflectors ``I - tau v v^T`` one by one
-with engine ops, so they are differentiable in input, tau and other; ``geqrf`` is not (as in torch). Real dtypes."""
+scales ``tau``), ``orgqr`` (their product Q, also ``linalg.householder_product``) and ``ormqr`` (Q or Q^H times a
+matrix without forming Q), as torch's. ``orgqr`` and ``ormqr`` apply the reflectors ``I - tau v v^H`` one by one
+with engine ops, so they are differentiable in input, tau and other; ``geqrf`` is not (as in torch). Real and
+complex dtypes."""
 from .creation import eye
 from ..tensor import _new, register_method
 from .reduction import return_type
@@ -13,7 +14,7 @@ def geqrf(input, *, out=None):
     dimensions)."""
     if input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise NotImplementedError(f"\"geqrf_{input.device.type}\" not implemented for '{input.dtype.title}'")
     x = input._data
     xp = xp_of(x)
@@ -29,11 +30,11 @@ def _reflectors(input, count):
 
 
 def _reflect(c, v, tau, i, from_left):
-    """``H_i c`` (``from_left``) or ``c H_i``, with ``H_i = I - tau_i v_i v_i^T``."""
+    """``H_i c`` (``from_left``) or ``c H_i``, with ``H_i = I - tau_i v_i v_i^H``."""
     vi, ti = v[..., i:i + 1], tau[..., i:i + 1].unsqueeze(-1)
     if from_left:
-        return c - (ti * vi) @ (vi.transpose(-1, -2) @ c)
-    return c - ((c @ vi) * ti) @ vi.transpose(-1, -2)
+        return c - (ti * vi) @ (vi.mH @ c)
+    return c - ((c @ vi) * ti) @ vi.mH
 
 
 def _check_householder(input, tau):
@@ -62,7 +63,7 @@ def orgqr(input, tau):
 
 
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
-    """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, op(Q) = Q or Q^T (``transpose``), for geqrf's Q of
+    """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, op(Q) = Q or Q^H (``transpose``), for geqrf's Q of
     ``input`` and ``tau``."""
     if input.dim() < 2 or other.dim() < 2:
         raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
@@ -73,6 +74,8 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     if k != min(other.shape[side], input.shape[-1]):
         raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1])")
     v = _reflectors(input, k)
+    if transpose:  # Q^H: each H_i^H = I - conj(tau_i) v_i v_i^H
+        tau = tau.conj()
     # Q = H_1 ... H_k: Q c applies H_k first, Q^T c applies H_1 first; c Q applies H_1 first, c Q^T H_k first
     order = range(k) if left == transpose else reversed(range(k))
     for i in order:

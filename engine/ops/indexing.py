@@ -5,6 +5,7 @@
 indexing, which copies. Backward of every gather-like op accumulates with ``add.at`` so that
 repeated indices add up.
 """
+import copy
 import numbers
 import operator
 
@@ -13,7 +14,7 @@ import numpy as np
 from .. import _dtype
 from .._device import device_of, is_cuda_array, move
 from ..autograd import tracing
-from ..autograd.double_backward import masked, transposed_backward
+from ..autograd.double_backward import constant, masked, transposed_backward
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, masked_grad, wrap_dim, xp_of
@@ -253,6 +254,25 @@ class IndexPut(Function):
                 gv = gv.reshape((1,) * lead + gv.shape)
         return gx, gv
 
+    def backward_tensors(self, gy):
+        """Linear in ``gy`` with the key as data: the old tensor's gradient is this op writing zeros (out of
+        place), the value's a read at the key (a view and an advanced index)."""
+        gx = gv = None
+        if self.needs_input_grad[0]:
+            gx = gy
+            if not self.accumulate:
+                node = copy.copy(self)
+                node.inplace = False
+                gx = node(gy, 0.0)
+        if self.needs_input_grad[1]:
+            gv = Slice(self.basic)(gy)
+            if self.adv is not None:
+                gv = AdvancedIndex(self.adv)(gv)
+            lead = len(self.value_shape) - gv.ndim
+            if lead > 0:
+                gv = gv.reshape((1,) * lead + tuple(gv.shape))
+        return gx, gv
+
 
 def setitem(self, key, value):
     """``self[key] = value`` (in place; differentiable w.r.t. both the old tensor and ``value``)."""
@@ -339,6 +359,20 @@ def _head(a, shape):
     return a[tuple(slice(0, n) for n in shape)]
 
 
+def _into_head(g, shape):
+    """The tensor ``g`` as the leading block of zeros of ``shape`` (``_head``'s transpose, differentiably)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    node = Slice(tuple(slice(0, n) for n in g.shape))
+    node.in_shape = tuple(shape)
+    return transposed_backward(node, g)
+
+
+def _zeros_like_meta(g, shape):
+    """Zeros of ``shape`` with the gradient tensor ``g``'s dtype and device, as a constant."""
+    return constant(xp_of(g._data).zeros(shape, g._data.dtype))
+
+
 class Gather(Function):
     uses_inputs = False
 
@@ -355,6 +389,11 @@ class Gather(Function):
         xp = xp_of(gy)
         g = xp.zeros(self.in_shape or (1,), gy.dtype)
         xp.add.at(g, self.key, gy.reshape(self.index_shape))
+        return g.reshape(self.in_shape), None
+
+    def backward_tensors(self, gy):
+        zeros = _zeros_like_meta(gy, self.in_shape or (1,))
+        g = Scatter(self.dim, "add", False)(zeros, constant(self.key[self.dim]), gy.reshape(self.index_shape))
         return g.reshape(self.in_shape), None
 
 
@@ -407,6 +446,17 @@ class Scatter(Function):
         if self.needs_input_grad[2]:
             gsrc = xp_of(gy).zeros(self.src_shape, gy.dtype)
             _head(gsrc, self.index_shape)[...] = gy[self.key]
+        return gx, None, gsrc
+
+    def backward_tensors(self, gy):
+        if self.reduce == "multiply":
+            raise RuntimeError("derivative for aten::scatter is not implemented")
+        index = constant(self.key[self.dim])
+        gx = gsrc = None
+        if self.needs_input_grad[0]:
+            gx = gy if self.reduce == "add" else Scatter(self.dim, None, False)(gy, index, 0.0)
+        if self.needs_input_grad[2]:
+            gsrc = _into_head(Gather(self.dim)(gy, index), self.src_shape)
         return gx, None, gsrc
 
 
@@ -490,6 +540,9 @@ class IndexSelect(Function):
         xp_of(gy).add.at(g, _lead(self.dim) + (self.index,), gy)
         return g, None
 
+    def backward_tensors(self, gy):
+        return IndexAdd(self.dim, 1, False)(_zeros_like_meta(gy, self.in_shape), constant(self.index), gy), None
+
 
 def index_select(input, dim, index, *, out=None):
     """The entries ``index`` along ``dim`` (a copy)."""
@@ -520,6 +573,14 @@ class IndexAdd(Function):
         gsrc = None
         if self.needs_input_grad[2]:
             gsrc = xp_of(gy).take(gy, self.index, axis=self.dim)
+            if self.alpha != 1:
+                gsrc = gsrc * self.alpha
+        return gy, None, gsrc
+
+    def backward_tensors(self, gy):
+        gsrc = None
+        if self.needs_input_grad[2]:
+            gsrc = IndexSelect(self.dim)(gy, constant(self.index))
             if self.alpha != 1:
                 gsrc = gsrc * self.alpha
         return gy, None, gsrc
@@ -569,6 +630,13 @@ class IndexCopy(Function):
             gsrc = gy[self.key]
         return gx, None, gsrc
 
+    def backward_tensors(self, gy):
+        index = constant(self.key[-1])
+        gsrc = IndexSelect(self.dim)(gy, index)
+        gx = IndexCopy(self.dim, False)(gy, index, constant(xp_of(gy._data).zeros_like(gsrc._data))) \
+            if self.needs_input_grad[0] else None
+        return gx, None, gsrc if self.needs_input_grad[2] else None
+
 
 def _index_copy(input, dim, index, source, inplace):
     d, index = _dim_index(input, dim, index, "index_copy_")
@@ -607,6 +675,12 @@ class IndexFill(Function):
             gx[self.key] = 0
         if self.needs_input_grad[2]:
             gv = xp_of(gy).asarray(gy[self.key].sum())
+        return gx, None, gv
+
+    def backward_tensors(self, gy):
+        index = constant(self.key[-1])
+        gx = IndexFill(self.dim, False)(gy, index, 0.0) if self.needs_input_grad[0] else None
+        gv = IndexSelect(self.dim)(gy, index).sum() if self.needs_input_grad[2] else None
         return gx, None, gv
 
 
@@ -697,6 +771,10 @@ class MaskedSelect(Function):
         g[self.mask] = gy
         return g, None
 
+    def backward_tensors(self, gy):
+        zeros = _zeros_like_meta(gy, self.mask.shape)
+        return MaskedScatter(self.mask.shape, False)(zeros, constant(self.mask), gy), None
+
 
 def masked_select(input, mask):
     """The entries of ``input`` where the (broadcast) mask is True, as a 1-d tensor."""
@@ -732,6 +810,13 @@ class MaskedScatter(Function):
             gsrc[:self.count] = gy[self.mask]
             gsrc = gsrc.reshape(self.source_shape)
         return masked_grad(gy, ~self.mask), None, gsrc
+
+    def backward_tensors(self, gy):
+        gsrc = None
+        if self.needs_input_grad[2]:
+            picked = MaskedSelect()(gy, constant(self.mask))
+            gsrc = _into_head(picked, (int(np.prod(self.source_shape)),)).reshape(self.source_shape)
+        return masked(gy, ~self.mask), None, gsrc
 
 
 def _masked_scatter(input, mask, source, inplace):
@@ -773,6 +858,10 @@ class Take(Function):
         g = xp.zeros(int(np.prod(self.in_shape)), gy.dtype)
         xp.add.at(g, self.index, gy)
         return g.reshape(self.in_shape), None
+
+    def backward_tensors(self, gy):
+        zeros = _zeros_like_meta(gy, (int(np.prod(self.in_shape)),))
+        return IndexPut((), (self.index,), accumulate=True, inplace=False)(zeros, gy).reshape(self.in_shape), None
 
 
 def take(input, index):

@@ -1,4 +1,5 @@
-"""The linear algebra PyTorch keeps under top-level names beside ``torch.linalg``, for (batches of) real matrices:
+"""The linear algebra PyTorch keeps under top-level names beside ``torch.linalg``, for (batches of) real or
+complex matrices (the conjugate transposes where the real formulas transpose):
 
 - ``slogdet`` (sign and log|det|) and ``logdet`` (NaN for a negative determinant, -inf for a singular matrix); the
   gradient of log|det A| is A^-T (nonsingular inputs);
@@ -16,10 +17,12 @@ import warnings
 import numpy as np
 
 from .._device import device_of, move
+from ..autograd.double_backward import constant, recomputed_backward
 from ..autograd.function import Function
 from ..tensor import register_method
 from ._common import xp_of
-from .linalg import _check_square, _t
+from .linalg import _check_square, inverse, solve
+from .linalg_checks import adjoint
 from .linalg_decompositions import svd as linalg_svd, svdvals
 from .linalg_solvers import solve_triangular
 from .linalg_spectral import Pinv
@@ -31,17 +34,30 @@ class Slogdet(Function):
     def forward(self, a):
         self.a = a
         sign, logabsdet = xp_of(a).linalg.slogdet(a)
-        return xp_of(a).asarray(sign, a.dtype), xp_of(a).asarray(logabsdet, a.dtype)
+        self.sign = xp_of(a).asarray(sign, a.dtype)
+        return self.sign, xp_of(a).asarray(logabsdet, a.real.dtype)
 
     def backward(self, g_sign, g_logabsdet):
-        if g_logabsdet is None:
+        # complex A: (g_logabsdet + i Im(g_sign conj(sign))) A^-H (the sign's phase moves with Im tr(A^-1 dA))
+        weight = g_logabsdet
+        if g_sign is not None and g_sign.dtype.kind == "c":
+            phase = 1j * (g_sign * self.sign.conj()).imag
+            weight = phase if weight is None else weight + phase
+        if weight is None:
             return (None,)
-        return (g_logabsdet[..., None, None] * _t(xp_of(self.a).linalg.inv(self.a)),)
+        return (weight[..., None, None] * adjoint(xp_of(self.a).linalg.inv(self.a)),)
+
+    def backward_tensors(self, g_sign, g_logabsdet):
+        """Real matrices: g_logabsdet A^-T on the graph (the sign is piecewise constant)."""
+        if self.a.dtype.kind == "c":
+            raise RuntimeError("double backward (create_graph=True) is not implemented for SlogdetBackward of "
+                               "complex matrices")
+        return g_logabsdet[..., None, None] * inverse(self.saved_input(0, self.a)).mT
 
 
 def _checked(input, name):
     _check_square(input, name)
-    if not input.is_floating_point():
+    if not (input.is_floating_point() or input.is_complex()):
         raise RuntimeError(f"{name}: Expected a floating point tensor as input. Got {input.dtype}")
 
 
@@ -53,9 +69,13 @@ def slogdet(input):
 
 
 def logdet(input):
-    """log det A: NaN where the determinant is negative, -inf where it is zero."""
+    """log det A: NaN where the determinant is negative, -inf where it is zero; for complex A the complex
+    logarithm log|det A| + i arg(det A)."""
     _checked(input, "logdet")
     sign, logabsdet = Slogdet()(input)
+    if input.is_complex():
+        from .complex_math import angle, complex
+        return complex(logabsdet, angle(sign))
     nan = logabsdet.new_tensor(np.nan)
     return logabsdet.where(sign >= 0, nan)
 
@@ -78,8 +98,8 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 
 
 class CholeskySolve(Function):
-    """X = (L L^T)^-1 B from the triangle of L (U^T U with ``upper``). PyTorch's gradient for the factor is that of
-    the product with the whole of L, -(G_B X^T + X G_B^T) L, and so is this one."""
+    """X = (L L^H)^-1 B from the triangle of L (U^H U with ``upper``). PyTorch's gradient for the factor is that of
+    the product with the whole of L, -(G_B X^H + X G_B^H) L, and so is this one."""
 
     def __init__(self, upper):
         self.upper = upper
@@ -87,18 +107,28 @@ class CholeskySolve(Function):
     def forward(self, b, l):
         xp = xp_of(b, l)
         batch = np.broadcast_shapes(b.shape[:-2], l.shape[:-2])
+        self.inputs = b, l
         b, l = xp.broadcast_to(b, batch + b.shape[-2:]), xp.broadcast_to(l, batch + l.shape[-2:])
         t = xp.triu(l) if self.upper else xp.tril(l)
-        self.product = _t(t) @ t if self.upper else t @ _t(t)
+        self.product = adjoint(t) @ t if self.upper else t @ adjoint(t)
         self.l = l
         self.x = xp.linalg.solve(self.product, b)
         return self.x
 
     def backward(self, g):
         g_b = xp_of(g).linalg.solve(self.product, g)
-        common = g_b @ _t(self.x)
-        common = common + _t(common)
+        common = g_b @ adjoint(self.x)
+        common = common + adjoint(common)
         return g_b, -(self.l @ common) if self.upper else -(common @ self.l)
+
+    def backward_tensors(self, g):
+        """Recomputed from engine ops and differentiated: the factor's triangle in value, with the whole factor's
+        derivative (torch's gradient, above, is that of the product with the whole of L)."""
+        def cholesky_solve(b, l):
+            xp = xp_of(l._data)
+            t = l + constant((xp.triu(l._data) if self.upper else xp.tril(l._data)) - l._data)
+            return solve(t.mT @ t if self.upper else t @ t.mT, b)
+        return recomputed_backward(self, cholesky_solve, self.inputs, g)
 
 
 def cholesky_solve(B, L, upper=False):
@@ -133,9 +163,18 @@ class MatrixExp(Function):
         n = self.a.shape[-1]
         xp = xp_of(g)
         block = xp.zeros(self.a.shape[:-2] + (2 * n, 2 * n), g.dtype)
-        block[..., :n, :n] = block[..., n:, n:] = _t(self.a)
+        block[..., :n, :n] = block[..., n:, n:] = adjoint(self.a)
         block[..., :n, n:] = g
         return _expm(block)[..., :n, n:]
+
+    def backward_tensors(self, g):
+        """The same block exponential, built and exponentiated with engine ops (so differentiable again)."""
+        from .shape import cat
+        n = self.a.shape[-1]
+        at = self.saved_input(0, self.a).mT
+        zeros = constant(xp_of(g._data).zeros(self.a.shape, g._data.dtype))
+        block = cat([cat([at, g], -1), cat([zeros, at], -1)], -2)
+        return matrix_exp(block)[..., :n, n:]
 
 
 def matrix_exp(A):
@@ -164,7 +203,7 @@ def svd(input, some=True, compute_uv=True):
         batch = tuple(input.shape[:-2])
         return result(input.new_zeros(*batch, m, m), svdvals(input), input.new_zeros(*batch, n, n))
     u, s, vh = linalg_svd(input, full_matrices=not some)
-    return result(u, s, vh.mT)
+    return result(u, s, vh.mH)
 
 
 for _fn in (slogdet, logdet, triangular_solve, cholesky_solve, cholesky_inverse, matrix_exp, pinverse, svd, lu):

@@ -15,7 +15,7 @@ from .. import _dtype, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..autograd.graph import sum_to_shape
-from ..autograd.double_backward import sum_to_shape as sum_to_shape_tensor
+from ..autograd.double_backward import constant, sum_to_shape as sum_to_shape_tensor
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
 from .complex_grad import holomorphic
@@ -136,7 +136,7 @@ class Outer(Function):
 # ---- shape checks with PyTorch's messages ------------------------------------------------------
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
             "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-            "bool": "bool"}
+            "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
 
 
 def _check_dtypes(a, b):
@@ -400,29 +400,50 @@ class Einsum(Function):
     def _grad(self, i, g):
         """d/d operand i: contract g with the other operands; ones/identity restore lost letters."""
         xp = xp_of(g)
+        eq, extra = self._grad_equation(i, xp, g.dtype)
+        grad = _contract(eq, g, *[a for j, a in enumerate(self.arrays) if j != i], *extra)
+        shape = self.arrays[i].shape
+        summed = tuple(k for k, (n, m) in enumerate(zip(shape, grad.shape)) if n == 1 and m != 1)
+        if summed:
+            grad = grad.sum(summed, keepdims=True)
+        return xp.broadcast_to(grad, shape)
+
+    def _grad_equation(self, i, xp, dtype):
+        """The equation of operand i's gradient (terms: the output gradient, the other operands in order, then
+        the returned identity/ones arrays that restore its repeated or lost letters)."""
         target = self.subs[i]
-        others = [(s, a) for j, (s, a) in enumerate(zip(self.subs, self.arrays)) if j != i]
-        seen = set(self.out).union(*[set(s) for s, _ in others])
+        others = [s for j, s in enumerate(self.subs) if j != i]
+        seen = set(self.out).union(*[set(s) for s in others])
         spare = iter(c for c in string.ascii_letters if c not in self.sizes)
         full, extra = [], []
         for c in target:
             n = self.sizes[c]
             if c in full:
                 fresh = next(spare)
-                extra.append((c + fresh, xp.eye(n, dtype=g.dtype)))
+                extra.append((c + fresh, xp.eye(n, dtype=dtype)))
                 full.append(fresh)
                 continue
             if c not in seen and target.count(c) == 1:
-                extra.append((c, xp.ones(n, g.dtype)))
+                extra.append((c, xp.ones(n, dtype)))
             full.append(c)
-        terms = [(self.out, g)] + others + extra
-        eq = ",".join(s for s, _ in terms) + "->" + "".join(full)
-        grad = _contract(eq, *[a for _, a in terms])
-        shape = self.arrays[i].shape
-        summed = tuple(k for k, (n, m) in enumerate(zip(shape, grad.shape)) if n == 1 and m != 1)
-        if summed:
-            grad = grad.sum(summed, keepdims=True)
-        return xp.broadcast_to(grad, shape)
+        subs = [self.out] + others + [s for s, _ in extra]
+        return ",".join(subs) + "->" + "".join(full), [a for _, a in extra]
+
+    def backward_tensors(self, g):
+        """Each gradient the same einsum of the output gradient and the other (graph-connected) operands."""
+        xp = xp_of(g._data)
+        inputs = [self.saved_input(j, a) for j, a in enumerate(self.arrays)]
+        grads = []
+        for i, need in enumerate(self.needs_input_grad):
+            if not need:
+                grads.append(None)
+                continue
+            eq, extra = self._grad_equation(i, xp, g._data.dtype)
+            grad = einsum(eq, g, *[t for j, t in enumerate(inputs) if j != i], *[constant(a) for a in extra])
+            shape = self.arrays[i].shape
+            summed = tuple(k for k, (n, m) in enumerate(zip(shape, grad.shape)) if n == 1 and m != 1)
+            grads.append((grad.sum(summed, keepdim=True) if summed else grad).expand(shape))
+        return tuple(grads)
 
 
 @autocast_mode.lower_precision("cpu", "cuda")
@@ -472,8 +493,13 @@ class Inverse(Function):
         self.y = xp_of(a).linalg.inv(a)
         return self.y
 
+    @holomorphic
     def backward(self, g):
         yt = _t(self.y)
+        return -(yt @ g @ yt)
+
+    def backward_tensors(self, g):
+        yt = self.saved_output(0, self.y).mT
         return -(yt @ g @ yt)
 
 
@@ -486,9 +512,14 @@ class Det(Function):
         self.y = xp.asarray(xp.linalg.det(a))
         return self.y
 
+    @holomorphic
     def backward(self, g):
         inv_t = _t(xp_of(g).linalg.inv(self.a))
         return (g * self.y)[..., None, None] * inv_t
+
+    def backward_tensors(self, g):
+        y = self.saved_output(0, self.y)
+        return (g * y)[..., None, None] * inverse(self.saved_input(0, self.a)).mT
 
 
 class Solve(Function):
@@ -505,12 +536,22 @@ class Solve(Function):
                                                     + b2.shape[-2:]))
         return self.x[..., 0] if self.vector else self.x
 
+    @holomorphic
     def backward(self, g):
         xp = xp_of(g)
         g2 = g[..., None] if self.vector else g
         gb = xp.linalg.solve(_t(self.a), g2)
         ga = -gb @ _t(self.x) if self.needs_input_grad[0] else None
         return ga, (gb[..., 0] if self.vector else gb)
+
+    def backward_tensors(self, g):
+        g2 = g.unsqueeze(-1) if self.vector else g
+        gb = solve(self.saved_input(0, self.a).mT, g2)
+        ga = None
+        if self.needs_input_grad[0]:
+            x = self.saved_output(0, self.x[..., 0] if self.vector else self.x)
+            ga = -gb @ (x.unsqueeze(-1) if self.vector else x).mT
+        return ga, (gb.squeeze(-1) if self.vector else gb)
 
 
 @autocast_mode.float32("cpu")

@@ -1,8 +1,11 @@
 """What every ``torch.linalg`` function checks first, with torch's messages: ``LinAlgError`` (the error of a
-factorisation that cannot complete: a singular or non-positive-definite input), the floating-dtype check, the
-square-matrix check, and the one line that reports a failure in the first failing matrix of a batch."""
+factorisation that cannot complete: a singular or non-positive-definite input), the floating-or-complex dtype
+check, the square-matrix check, the one line that reports a failure in the first failing matrix of a batch, and
+``adjoint``, the conjugate transpose of arrays that the complex forms of the gradients take where the real ones
+transpose."""
 import numpy as np
 
+from .._device import array_module
 from .._dtype import float16, bfloat16
 
 
@@ -11,7 +14,9 @@ class LinAlgError(RuntimeError):
 
 
 def check_floating(a, name):
-    """Real float32 or float64 input, as LAPACK takes; torch's messages for the others."""
+    """float32, float64, complex64 or complex128 input, as LAPACK takes; torch's messages for the others."""
+    if a.dtype.is_complex:
+        return
     if not a.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {a.dtype.title}")
     if a.dtype in (float16, bfloat16):
@@ -41,3 +46,19 @@ def raise_on_info(info, name, message):
     first = int(failed[0])
     where = f"(Batch element {first}): " if np.ndim(info) else ""
     raise LinAlgError(f"{name}: {where}{message(int(flat[first]))}")
+
+
+def adjoint(x):
+    """The conjugate transpose of the last two dims of an array (the transpose of a real one)."""
+    x = x.swapaxes(-1, -2)
+    return x.conj() if x.dtype.kind == "c" else x
+
+
+def check_gauge(phases, name, vectors, ending):
+    """torch's error where a loss depends on the phases of complex eigen- or singular vectors (each fixed only up
+    to e^(i phi)): ``phases``, the imaginary diagonal of V^H gV (plus U^H gU's for the SVD), is not zero, read
+    with torch's tolerance."""
+    xp = array_module(phases)
+    if not bool(xp.allclose(phases, 0, rtol=1e-2, atol=1e-2)):
+        raise RuntimeError(f"{name}: The {vectors} in the complex case are specified up to multiplication by "
+                           f"e^{{i phi}}. The specified loss function depends on this {ending}")

@@ -1,36 +1,33 @@
-"""The factorisations of ``torch.linalg`` for (batches of) real matrices, each one ``Function`` with its gradient:
-``cholesky``/``cholesky_ex``, ``qr``, ``eigh``/``eigvalsh`` and ``svd``/``svdvals``. The forwards are the array
-module's LAPACK (numpy) or cuSOLVER (CuPy) routines; ``eig``/``eigvals`` raise, their results being complex.
+"""The factorisations of ``torch.linalg`` for (batches of) real or complex matrices, each one ``Function`` with
+its gradient: ``cholesky``/``cholesky_ex``, ``qr``, ``eigh``/``eigvalsh`` and ``svd``/``svdvals`` (``eig`` and
+``eigvals`` are in linalg_eig). The forwards are the array module's LAPACK (numpy) or cuSOLVER (CuPy) routines.
 
-Gradients (the standard results; E_ij = x_j - x_i for eigenvalues or squared singular values x, off-diagonal,
+Gradients (the standard results, written here for real matrices; for complex ones every transpose is the
+conjugate transpose, as in torch; E_ij = x_j - x_i for eigenvalues or squared singular values x, off-diagonal,
 skew(M) = M - M^T):
-- Cholesky A = L L^T: gA = sym(L^-T Phi(L^T gL) L^-1), Phi the lower triangle with its diagonal halved;
+- Cholesky A = L L^H: gA = L^-H Phi(L^H gL) L^-1, Phi(X) = (tril(X, -1) + tril(X, -1)^H + diag(X)) / 2
+  (symmetric for real A; torch keeps the imaginary diagonal for complex A);
 - QR A = QR (m >= n): gA = Q (gR + tril(skew(Q^T gQ) + skew(R gR^T)) R^-T) + (I - Q Q^T) gQ R^-T; for m < n,
   A = [X Y], R = [U V]: X's gradient is the square case's with gQ + Y gV^T, and gY = Q gV;
 - eigh A = V diag(L) V^T: gA = V (diag(gL) + skew(V^T gV) / (2E)) V^T (symmetric: A's two triangles share it);
 - SVD A = U diag(S) V^T: gA = U (skew(U^T gU) / E S + S skew(V^T gV) / E + diag(gS)) V^T
   + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T); with full matrices only the first min(m, n) columns of
   U and V carry gradient, as in torch.
+Complex matrices add what their phases bring: QR's skew part keeps half of its imaginary diagonal; the SVD adds
+U diag(i (Im diag(U^H gU) - Im diag(V^H gV)) / 2S) V^H; and a loss that depends on the phases of eigh's or the
+SVD's vectors (each fixed only up to e^(i phi)) raises torch's error (check_gauge).
 """
 import numpy as np
 
 from ..autograd.function import Function
-from .linalg_checks import LinAlgError, check_matrix, check_square, raise_on_info
+from .linalg_checks import LinAlgError, adjoint as _h, check_gauge, check_matrix, check_square, raise_on_info
 from ._common import xp_of
 from .reduction import return_type
 
 
-def _t(x):
-    return x.swapaxes(-1, -2)
-
-
 def _right_solve(x, r):
-    """x R^-T for square R (batched)."""
-    return _t(xp_of(x).linalg.solve(r, _t(x)))
-
-
-def _sym(x):
-    return 0.5 * (x + _t(x))
+    """x R^-H for square R (batched)."""
+    return _h(xp_of(x).linalg.solve(r, _h(x)))
 
 
 # ---- Cholesky ----------------------------------------------------------------------------------
@@ -43,12 +40,12 @@ def _cholesky_info(a):
     lower = xp.zeros_like(flat)
     info = xp.zeros(flat.shape[0], np.int32)
     for j in range(n):
-        pivot = flat[:, j, j] - (lower[:, j, :j] ** 2).sum(-1)
+        pivot = flat[:, j, j].real - (abs(lower[:, j, :j]) ** 2).sum(-1)
         bad = ~(pivot > 0)
         info[(info == 0) & bad] = j + 1
         root = xp.sqrt(xp.where(bad, 1, pivot))
         lower[:, j, j] = root
-        below = flat[:, j + 1:, j] - (lower[:, j + 1:, :j] @ lower[:, j, :j, None])[..., 0]
+        below = flat[:, j + 1:, j] - (lower[:, j + 1:, :j] @ lower[:, j, :j, None].conj())[..., 0]
         lower[:, j + 1:, j] = below / root[:, None]
     return info.reshape(a.shape[:-2])
 
@@ -64,7 +61,7 @@ class Cholesky(Function):
 
     def forward(self, a):
         xp = xp_of(a)
-        source = _t(a) if self.upper else a
+        source = _h(a) if self.upper else a
         try:
             lower = xp.linalg.cholesky(source)
             # numpy raises; CuPy returns the partial factor, whose failing pivot (left on the diagonal) is not
@@ -80,16 +77,18 @@ class Cholesky(Function):
         else:
             info = xp.zeros(a.shape[:-2], np.int32)
         self.lower = lower.astype(a.dtype, copy=False)
-        return (_t(self.lower) if self.upper else self.lower), info
+        return (_h(self.lower) if self.upper else self.lower), info
 
     def backward(self, g, g_info):
         xp, lower = xp_of(g), self.lower
         if self.upper:
-            g = _t(g)
-        phi = xp.tril(_t(lower) @ g)
-        phi = phi - 0.5 * xp.tril(xp.triu(phi))
-        inv_t = xp.linalg.solve(_t(lower), phi)  # L^-T Phi
-        return _sym(_t(xp.linalg.solve(_t(lower), _t(inv_t))))  # (L^-T (L^-T Phi)^T)^T = L^-T Phi L^-1
+            g = _h(g)
+        phi = _h(lower) @ g
+        strict = xp.tril(phi, -1)
+        # Phi's Hermitian part; torch keeps the imaginary half-diagonal as well (zero for real matrices)
+        middle = 0.5 * (strict + _h(strict) + xp.tril(xp.triu(phi)))
+        inv_h = xp.linalg.solve(_h(lower), middle)  # L^-H Phi
+        return _h(xp.linalg.solve(_h(lower), _h(inv_h)))  # (L^-H (L^-H Phi)^H)^H = L^-H Phi L^-1
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
@@ -117,12 +116,21 @@ def cholesky(A, *, upper=False, out=None):
 
 
 # ---- QR ----------------------------------------------------------------------------------------
+def _tril_skew(x):
+    """The lower triangle of x - x^H with its (imaginary) diagonal halved."""
+    xp = xp_of(x)
+    skew = xp.tril(x - _h(x))
+    if skew.dtype.kind == "c":
+        diagonal = xp.diagonal(skew, 0, -2, -1)
+        skew = skew - xp.eye(x.shape[-1], dtype=skew.dtype) * (0.5 * diagonal)[..., None, :]
+    return skew
+
+
 def _qr_square_grad(q, r, g_q, g_r):
     """The gradient of A = QR for m >= n (Q reduced or square)."""
-    xp = xp_of(q)
-    qgq = _t(q) @ g_q
-    rgr = r @ _t(g_r)
-    inner = xp.tril(qgq - _t(qgq) + rgr - _t(rgr))
+    qgq = _h(q) @ g_q
+    rgr = r @ _h(g_r)
+    inner = _tril_skew(qgq + rgr)
     return q @ (g_r + _right_solve(inner, r)) + _right_solve(g_q - q @ qgq, r)
 
 
@@ -157,7 +165,7 @@ class Qr(Function):
         if m >= n:
             return _qr_square_grad(q, r, g_q, g_r)
         y, g_v = self.a[..., m:], g_r[..., m:]
-        g_x = _qr_square_grad(q, r[..., :m], g_q + y @ _t(g_v), g_r[..., :m])
+        g_x = _qr_square_grad(q, r[..., :m], g_q + y @ _h(g_v), g_r[..., :m])
         return xp.concatenate([g_x, q @ g_v], -1)
 
 
@@ -190,7 +198,7 @@ class Eigh(Function):
     def forward(self, a):
         xp = xp_of(a)
         values, vectors = xp.linalg.eigh(a, UPLO=self.uplo)
-        self.values, self.v = values.astype(a.dtype, copy=False), vectors.astype(a.dtype, copy=False)
+        self.values, self.v = values.astype(a.real.dtype, copy=False), vectors.astype(a.dtype, copy=False)
         return (self.values, self.v) if self.vectors else self.values
 
     def backward(self, g_values, g_vectors=None):
@@ -199,9 +207,12 @@ class Eigh(Function):
         if g_values is not None:
             inner += xp.eye(v.shape[-1], dtype=v.dtype) * g_values[..., None, :]
         if g_vectors is not None:
-            vgv = _t(v) @ g_vectors
-            inner += 0.5 * (vgv - _t(vgv)) * _reciprocal_gaps(self.values)
-        return v @ inner @ _t(v)
+            vgv = _h(v) @ g_vectors
+            if vgv.dtype.kind == "c":
+                check_gauge(xp.diagonal(vgv, 0, -2, -1).imag, "linalg_eigh_backward", "eigenvectors",
+                            "quantity, so it is ill-defined.")
+            inner += 0.5 * (vgv - _h(vgv)) * _reciprocal_gaps(self.values)
+        return v @ inner @ _h(v)
 
 
 def _check_uplo(UPLO):
@@ -224,18 +235,6 @@ def eigvalsh(A, UPLO="L", *, out=None):
     return Eigh(UPLO, False)(A)
 
 
-def eig(A, *, out=None):
-    """Raises: the eigen-decomposition of a general matrix is complex, and the engine has no complex dtype."""
-    raise RuntimeError("linalg.eig: the eigenvalues and eigenvectors of a general matrix are complex, and the "
-                       "engine has no complex dtype (use linalg.eigh for symmetric matrices)")
-
-
-def eigvals(A, *, out=None):
-    """Raises: the eigenvalues of a general matrix are complex, and the engine has no complex dtype."""
-    raise RuntimeError("linalg.eigvals: the eigenvalues of a general matrix are complex, and the engine has no "
-                       "complex dtype (use linalg.eigvalsh for symmetric matrices)")
-
-
 # ---- SVD ---------------------------------------------------------------------------------------
 class Svd(Function):
     """(U, S, Vh), or S alone without ``vectors`` (its gradient still needs U and V)."""
@@ -248,9 +247,10 @@ class Svd(Function):
     def forward(self, a):
         xp = xp_of(a)
         u, s, vh = xp.linalg.svd(a, full_matrices=self.full_matrices and self.vectors)
-        u, s, vh = (x.astype(a.dtype, copy=False) for x in (u, s, vh))
+        u, vh = u.astype(a.dtype, copy=False), vh.astype(a.dtype, copy=False)
+        s = s.astype(a.real.dtype, copy=False)
         k = s.shape[-1]
-        self.u, self.s, self.v = u[..., :k], s, _t(vh[..., :k, :])
+        self.u, self.s, self.v = u[..., :k], s, _h(vh[..., :k, :])
         return (u, s, vh) if self.vectors else s
 
     def backward(self, g_u, g_s=None, g_vh=None):
@@ -259,23 +259,30 @@ class Svd(Function):
         u, s, v = self.u, self.s, self.v
         xp = xp_of(s)
         k = s.shape[-1]
-        inner = xp.zeros(s.shape + (k,), s.dtype)
+        inner = xp.zeros(s.shape + (k,), u.dtype)
+        phase_u = phase_v = 0  # Im diag(U^H gU), Im diag(V^H gV): zero but for complex matrices
         if g_s is not None:
             inner += xp.eye(k, dtype=s.dtype) * g_s[..., None, :]
         g_a = 0
         if g_u is not None:
             g_u = g_u[..., :k]
-            ugu = _t(u) @ g_u
-            inner += (ugu - _t(ugu)) * _reciprocal_gaps(s ** 2) * s[..., None, :]
+            ugu = _h(u) @ g_u
+            inner += (ugu - _h(ugu)) * _reciprocal_gaps(s ** 2) * s[..., None, :]
+            phase_u = xp.diagonal(ugu, 0, -2, -1).imag
             if u.shape[-2] > k:
-                g_a = (g_u - u @ ugu) / s[..., None, :] @ _t(v)
+                g_a = (g_u - u @ ugu) / s[..., None, :] @ _h(v)
         if g_vh is not None:
-            g_v = _t(g_vh[..., :k, :])
-            vgv = _t(v) @ g_v
-            inner += s[..., :, None] * ((vgv - _t(vgv)) * _reciprocal_gaps(s ** 2))
+            g_v = _h(g_vh[..., :k, :])
+            vgv = _h(v) @ g_v
+            inner += s[..., :, None] * ((vgv - _h(vgv)) * _reciprocal_gaps(s ** 2))
+            phase_v = xp.diagonal(vgv, 0, -2, -1).imag
             if v.shape[-2] > k:
-                g_a = g_a + u @ _t((g_v - v @ vgv) / s[..., None, :])
-        return g_a + u @ inner @ _t(v)
+                g_a = g_a + u @ _h((g_v - v @ vgv) / s[..., None, :])
+        if inner.dtype.kind == "c" and (g_u is not None or g_vh is not None):
+            check_gauge(phase_u + phase_v, "svd_backward", "singular vectors", "phase term, making it ill-defined.")
+            # A = U S V^H is unchanged by U D, V D for a diagonal unitary D: half of the phase each
+            inner += xp.eye(k, dtype=inner.dtype) * (0.5j * (phase_u - phase_v) / s)[..., None, :]
+        return g_a + u @ inner @ _h(v)
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
@@ -292,4 +299,4 @@ def svdvals(A, *, driver=None, out=None):
     return Svd(False, False)(A)
 
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "qr", "eigh", "eigvalsh", "svd", "svdvals"]

@@ -64,11 +64,11 @@ def multi_dot(tensors, *, out=None):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    """The dot product of x and y (broadcast) along ``dim``."""
+    """The dot product of x and y (broadcast) along ``dim``, x conjugated where complex."""
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{x.dtype.title} and y of type {y.dtype.title} instead")
-    return (x * y).sum(dim)
+    return (x.conj() * y).sum(dim)
 
 
 def vander(x, *, N=None):

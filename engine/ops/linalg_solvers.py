@@ -1,8 +1,8 @@
-"""The solvers of ``torch.linalg`` for (batches of) real matrices, written on the engine's differentiable ops:
-``solve_triangular``, ``inv``/``inv_ex``, ``solve``/``solve_ex`` (with LAPACK's status ``info`` and
-``LinAlgError`` for a singular matrix), ``tensorinv``, ``tensorsolve`` and the LDL^T factorisation of symmetric
-matrices (``ldl_factor``/``ldl_factor_ex``/``ldl_solve``: LAPACK's sytrf/sytrs through scipy, forward only as in
-torch).
+"""The solvers of ``torch.linalg`` for (batches of) real or complex matrices, written on the engine's
+differentiable ops: ``det``, ``solve_triangular``, ``inv``/``inv_ex``, ``solve``/``solve_ex`` (with LAPACK's
+status ``info`` and ``LinAlgError`` for a singular matrix), ``tensorinv``, ``tensorsolve`` and the LDL^T
+factorisation of symmetric (L D L^H of Hermitian) matrices (``ldl_factor``/``ldl_factor_ex``/``ldl_solve``:
+LAPACK's sytrf/sytrs or hetrf/hetrs through scipy, forward only as in torch).
 
 ``info`` costs nothing when every matrix is invertible: it is computed (by ``lu.factor``, which picks LAPACK's
 pivots) only after the fast path failed (numpy's LinAlgError, CuPy's non-finite results), then the singular
@@ -16,11 +16,44 @@ import numpy as np
 from .._device import device_of, move
 from ..amp import autocast_mode
 from ..tensor import _new
-from .linalg import Inverse, Solve
-from .linalg_checks import check_floating, check_matrix, check_square, raise_on_info
+from . import linalg as _products
+from .linalg_checks import adjoint, check_floating, check_matrix, check_square, raise_on_info
 from .lu import factor
 from ._common import xp_of
 from .reduction import return_type
+
+
+# ---- inverse, determinant and solve of complex matrices too ------------------------------------
+class Inverse(_products.Inverse):
+    """A^-1; the gradient -A^-H G A^-H (for real A, -A^-T G A^-T)."""
+
+    def backward(self, g):
+        yh = adjoint(self.y)
+        return -(yh @ g @ yh)
+
+
+class Det(_products.Det):
+    """det A; the gradient g conj(det A) A^-H (nonsingular A)."""
+
+    def backward(self, g):
+        return (g * self.y.conj())[..., None, None] * adjoint(xp_of(g).linalg.inv(self.a))
+
+
+class Solve(_products.Solve):
+    """X with A X = B; the gradients gB = A^-H G and gA = -gB X^H."""
+
+    def backward(self, g):
+        xp = xp_of(g)
+        g2 = g[..., None] if self.vector else g
+        gb = xp.linalg.solve(adjoint(self.a), g2)
+        ga = -gb @ adjoint(self.x) if self.needs_input_grad[0] else None
+        return ga, (gb[..., 0] if self.vector else gb)
+
+
+def det(A, *, out=None):
+    """The determinant of each square matrix (real or complex)."""
+    check_square(A, "linalg.det")
+    return Det()(A)
 
 
 # ---- triangular solves -------------------------------------------------------------------------
@@ -58,8 +91,17 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
 
 # ---- inverse and solve with LAPACK's status ----------------------------------------------------
 def _lu_info(a):
-    """getrf's info for each matrix: the 1-based index of U's first zero diagonal entry, 0 when invertible."""
-    return factor(a.detach()._data)[2]
+    """getrf's info for each matrix: the 1-based index of U's first zero diagonal entry, 0 when invertible.
+    Asked only after LAPACK refused a matrix, so a pivot that rounding left tiny instead of zero
+    (|u_jj| <= n eps max|A|, as complex elimination mostly leaves it) counts as the zero LAPACK met."""
+    data = a.detach()._data
+    xp = xp_of(data)
+    lu, _, info = factor(data)
+    n = data.shape[-1]
+    scale = xp.abs(data).max((-2, -1)) if data.size else xp.zeros(data.shape[:-2], data.real.dtype)
+    tiny = xp.abs(xp.diagonal(lu, 0, -2, -1)) <= n * np.finfo(data.dtype).eps * scale[..., None]
+    first = xp.where(tiny.any(-1), tiny.argmax(-1) + 1, 0)
+    return xp.where(info != 0, info, first).astype(np.int32)
 
 
 def _with_info(compute, a, *others):
@@ -161,27 +203,30 @@ def tensorsolve(A, B, dims=None, *, out=None):
 
 
 # ---- LDL^T (Bunch-Kaufman) ---------------------------------------------------------------------
-def _lapack(kind, dtype):
+def _lapack(kind, dtype, hermitian):
+    """scipy's LAPACK routine ``kind`` ('trf' or 'trs') for ``dtype``: the Hermitian (he) one for complex
+    Hermitian matrices, else the symmetric (sy) one."""
     try:
         from scipy.linalg import lapack
     except ImportError:
         raise RuntimeError("engine.linalg.ldl_factor and ldl_solve need scipy (pip install scipy)") from None
-    return getattr(lapack, ("s" if dtype == np.float32 else "d") + kind)
+    prefix = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[np.dtype(dtype).name]
+    return getattr(lapack, prefix + ("he" if hermitian and prefix in "cz" else "sy") + kind)
 
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
-    """(LD, pivots, info): LAPACK sytrf's compact L D L^T of symmetric A (lower triangle read): L's strict lower
-    part and the 1x1 and 2x2 blocks of D in LD, the interchanges in ``pivots`` (1-based, negative for 2x2
-    blocks). Not differentiable, as in torch."""
+    """(LD, pivots, info): LAPACK sytrf's compact L D L^T of symmetric A (hetrf's L D L^H of Hermitian A with
+    ``hermitian``; lower triangle read): L's strict lower part and the 1x1 and 2x2 blocks of D in LD, the
+    interchanges in ``pivots`` (1-based, negative for 2x2 blocks). Not differentiable, as in torch."""
     check_square(A, "torch.linalg.ldl_factor_ex")
     check_floating(A, "torch.linalg.ldl_factor_ex")
     a = move(A.detach()._data, "cpu")
     n = a.shape[-1]
     flat = a.reshape(-1, n, n)
-    sytrf = _lapack("sytrf", a.dtype)
+    trf = _lapack("trf", a.dtype, hermitian)
     ld, pivots, info = np.empty_like(flat), np.empty(flat.shape[:2], np.int32), np.empty(len(flat), np.int32)
     for i, matrix in enumerate(flat):
-        packed, pivots[i], info[i] = sytrf(matrix, lower=1)
+        packed, pivots[i], info[i] = trf(matrix, lower=1)
         ld[i] = np.tril(packed)
     if check_errors:
         raise_on_info(info.reshape(a.shape[:-2]), "torch.linalg.ldl_factor",
@@ -199,7 +244,8 @@ def ldl_factor(A, *, hermitian=False, out=None):
 
 
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
-    """X with A X = B from ``ldl_factor``'s (LD, pivots) of A (LAPACK's sytrs; batch dims broadcast)."""
+    """X with A X = B from ``ldl_factor``'s (LD, pivots) of A (LAPACK's sytrs, or hetrs with ``hermitian``;
+    batch dims broadcast)."""
     check_square(LD, "torch.linalg.ldl_solve")
     if B.ndim < 2 or B.shape[-2] != LD.shape[-1]:
         raise RuntimeError(f"torch.linalg.ldl_solve: Incompatible shapes of A and B for the equation AX = B "
@@ -210,10 +256,10 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     ld = np.broadcast_to(ld, batch + (n, n)).reshape(-1, n, n)
     piv = np.broadcast_to(piv, batch + (n,)).reshape(-1, n)
     b = np.broadcast_to(b, batch + (n, k)).reshape(-1, n, k)
-    sytrs = _lapack("sytrs", ld.dtype)
-    x = np.stack([sytrs(ld[i], piv[i], b[i], lower=1)[0] for i in range(len(ld))]) if len(ld) else b.copy()
+    trs = _lapack("trs", ld.dtype, hermitian)
+    x = np.stack([trs(ld[i], piv[i], b[i], lower=1)[0] for i in range(len(ld))]) if len(ld) else b.copy()
     return _new(move(x.reshape(batch + (n, k)).astype(B._data.dtype, copy=False), device_of(B._data)))
 
 
-__all__ = ["solve_triangular", "inv", "inv_ex", "solve", "solve_ex", "tensorinv", "tensorsolve", "ldl_factor",
+__all__ = ["det", "solve_triangular", "inv", "inv_ex", "solve", "solve_ex", "tensorinv", "tensorsolve", "ldl_factor",
            "ldl_factor_ex", "ldl_solve"]

@@ -1,10 +1,10 @@
-"""What ``torch.linalg`` computes from singular values or eigenvalues, for (batches of) real matrices:
+"""What ``torch.linalg`` computes from singular values or eigenvalues, for (batches of) real or complex matrices:
 ``pinv`` (pseudo-inverse, singular values at or below max(atol, rtol * largest) counted as zero),
 ``matrix_rank``, ``cond``, the spectral norms (2, -2, nuclear) of ``matrix_norm``, ``polar`` and
 ``matrix_sqrth``.
 
 ``pinv`` is one ``Function`` with the gradient of the pseudo-inverse of a matrix of constant rank (Golub and
-Pereyra): gA = -P^T G P^T + (I - A P) G^T P P^T + P^T P G^T (I - P A), P = A^+, as torch's (its hermitian form
+Pereyra): gA = -P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A), P = A^+, as torch's (its hermitian form
 too); the others are compositions of ``svd``, ``eigh`` and ``svdvals``, differentiable through them.
 """
 import math
@@ -14,14 +14,10 @@ import numpy as np
 from ..autograd.function import Function
 from ..tensor import Tensor, _new
 from ._common import xp_of
-from .linalg_checks import check_square
+from .linalg_checks import adjoint, check_square
 from .linalg_decompositions import eigh, eigvalsh, svd, svdvals
 from .linalg_solvers import inv_ex
 from .reduction import amax, amin, return_type
-
-
-def _t(x):
-    return x.swapaxes(-1, -2)
 
 
 class Pinv(Function):
@@ -38,14 +34,14 @@ class Pinv(Function):
         self.a = a
         if self.hermitian:
             values, u = xp.linalg.eigh(a)
-            s, vh = xp.abs(values), _t(u)
+            s, vh = xp.abs(values), adjoint(u)
             u = u * xp.sign(values)[..., None, :]
         else:
             u, s, vh = xp.linalg.svd(a, full_matrices=False)
         largest = s.max(-1, keepdims=True) if s.shape[-1] else xp.zeros(s.shape[:-1] + (1,), s.dtype)
         keep = s > _tolerance_array(largest, self.atol, self.rtol)
         s_inv = xp.where(keep, 1 / xp.where(keep, s, 1), 0)
-        self.p = ((_t(vh) * s_inv[..., None, :]) @ _t(u)).astype(a.dtype, copy=False)
+        self.p = ((adjoint(vh) * s_inv[..., None, :]) @ adjoint(u)).astype(a.dtype, copy=False)
         return self.p
 
     def backward(self, g):
@@ -53,7 +49,7 @@ class Pinv(Function):
         xp = xp_of(g)
         left = xp.eye(a.shape[-2], dtype=g.dtype) - a @ p  # I - A A+
         right = xp.eye(a.shape[-1], dtype=g.dtype) - p @ a  # I - A+ A
-        return -_t(p) @ g @ _t(p) + left @ _t(g) @ p @ _t(p) + _t(p) @ p @ _t(g) @ right
+        return -adjoint(p) @ g @ adjoint(p) + left @ adjoint(g) @ p @ adjoint(p) + adjoint(p) @ p @ adjoint(g) @ right
 
 
 def _tolerance_array(largest, atol, rtol):
@@ -71,11 +67,11 @@ def _tolerances(A, atol, rtol):
         given = atol is not None and (isinstance(atol, Tensor) or atol > 0)
         rtol = 0.0 if given else float(np.finfo(A.dtype.np).eps) * max(A.shape[-2:])
     atol = 0.0 if atol is None else atol
-    return tuple(x._data.astype(A.dtype.np) if isinstance(x, Tensor) else float(x) for x in (atol, rtol))
+    return tuple(x._data.astype(A.dtype.to_real().np) if isinstance(x, Tensor) else float(x) for x in (atol, rtol))
 
 
 def _check_pinv_input(A):
-    if A.ndim < 2 or not A.dtype.is_floating_point:
+    if A.ndim < 2 or not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError(f"linalg.pinv({A.dtype.title}{{{list(A.shape)}}}): expected a tensor with 2 or more "
                            f"dimensions of float, double, cfloat or cdouble types")
 
@@ -139,7 +135,7 @@ def polar(A, *, out=None):
         raise RuntimeError(f"linalg.polar: expected a tensor of shape (*, m, n) with m >= n, but got "
                            f"{list(A.shape)}")
     w, s, vh = svd(A, full_matrices=False)
-    return return_type("linalg_polar", ("U", "H"))(w @ vh, (vh.mT * s.unsqueeze(-2)) @ vh)
+    return return_type("linalg_polar", ("U", "H"))(w @ vh, (vh.mH * s.unsqueeze(-2)) @ vh)
 
 
 def matrix_sqrth(A, *, out=None):
@@ -147,7 +143,7 @@ def matrix_sqrth(A, *, out=None):
     from ``eigh``."""
     check_square(A, "linalg.matrix_sqrth")
     values, vectors = eigh(A)
-    return (vectors * values.sqrt().unsqueeze(-2)) @ vectors.mT
+    return (vectors * values.sqrt().unsqueeze(-2)) @ vectors.mH
 
 
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
@@ -179,7 +175,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
     values = svdvals(A).detach() if driver in ("gelsd", "gelss") else empty
     residuals = empty
     if driver != "gelsy" and m > n and bool((matrix_rank(A, atol=0.0, rtol=rcond) == n).all()):
-        residuals = ((A @ solution - b) ** 2).sum(-2)
+        residuals = ((A @ solution - b).abs() ** 2).sum(-2)
     solution = solution.squeeze(-1) if vector else solution
     return return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))(
         solution, residuals, rank, values)

@@ -1,7 +1,8 @@
 """Randomized low-rank factorizations (Halko, Martinsson and Tropp 2009): ``svd_lowrank`` and ``pca_lowrank``, as
 torch's: the same Gaussian test matrix from the global generator (the engine draws torch's numbers), power
 iterations with QR re-orthogonalization, then an exact SVD of the small projected matrix. Engine ops throughout,
-so they are differentiable (through QR and SVD) as torch's. Dense real matrices."""
+so they are differentiable (through QR and SVD) as torch's. Dense real or complex matrices (conjugate
+transposes)."""
 from .. import _dtype
 from .creation import randn
 from .legacy_linalg import svd
@@ -17,7 +18,8 @@ def _reduced_q(a):
 
 
 def _floating(dtype):
-    return dtype if dtype.is_floating_point else _dtype.float32
+    """The test matrix's dtype: A's where floating or complex (torch's), else float32."""
+    return dtype if dtype.is_floating_point or dtype.is_complex else _dtype.float32
 
 
 def _approximate_basis(a, q, niter, m_matrix):
@@ -28,7 +30,7 @@ def _approximate_basis(a, q, niter, m_matrix):
     r = randn(a.shape[-1], q, dtype=_floating(a.dtype), device=a.device)
     basis = _reduced_q(centered(lambda t: t @ r))
     for _ in range(niter):
-        basis = _reduced_q(centered(lambda t: t.mT @ basis))
+        basis = _reduced_q(centered(lambda t: t.mH @ basis))
         basis = _reduced_q(centered(lambda t: t @ basis))
     return basis
 
@@ -40,12 +42,12 @@ def _svd_lowrank(a, q, niter, m_matrix):
     if m_matrix is not None:
         m_matrix = m_matrix.broadcast_to(a.shape)
     if rows < cols:
-        a = a.mT
-        m_matrix = None if m_matrix is None else m_matrix.mT
+        a = a.mH
+        m_matrix = None if m_matrix is None else m_matrix.mH
     basis = _approximate_basis(a, q, niter, m_matrix)
-    projected = basis.mT @ a
+    projected = basis.mH @ a
     if m_matrix is not None:
-        projected = projected - basis.mT @ m_matrix
+        projected = projected - basis.mH @ m_matrix
     u, s, v = svd(projected)
     u = basis @ u
     return (v, s, u) if rows < cols else (u, s, v)

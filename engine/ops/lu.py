@@ -29,7 +29,9 @@ from .reduction import return_type
 
 # ---- array kernels -----------------------------------------------------------------------------
 def _t(x):
-    return x.swapaxes(-1, -2)
+    """The conjugate transpose of the last two dims (the transpose of a real array)."""
+    x = x.swapaxes(-1, -2)
+    return x.conj() if x.dtype.kind == "c" else x
 
 
 def factor(a, pivot=True):
@@ -46,7 +48,10 @@ def factor(a, pivot=True):
     rows = xp.arange(count)
     for j in range(k):
         if pivot:
-            p = j + xp.argmax(xp.abs(lu[:, j:, j]), axis=1)
+            column = lu[:, j:, j]
+            # LAPACK's i?amax: |re| + |im| for complex columns
+            size = xp.abs(column.real) + xp.abs(column.imag) if column.dtype.kind == "c" else xp.abs(column)
+            p = j + xp.argmax(size, axis=1)
             swapped = lu[rows, p].copy()
             lu[rows, p] = lu[:, j]
             lu[:, j] = swapped
@@ -141,8 +146,8 @@ def factor_backward(lu, perm, g_lower, g_upper):
 
 
 def solve(lu, perm, b, transposed):
-    """X with A X = B (A^T X = B when ``transposed``) for A = P L U packed in ``lu``."""
-    if transposed:  # U^T L^T P^T X = B
+    """X with A X = B (A^H X = B when ``transposed``) for A = P L U packed in ``lu``."""
+    if transposed:  # U^H L^H P^T X = B
         y = triangular_solve(_t(xp_of(lu).triu(lu)), b, lower=True, unit=False)
         return _unpermute(triangular_solve(_t(lu), y, lower=False, unit=True), perm)
     y = triangular_solve(lu, _rows(b, perm), lower=True, unit=True)
@@ -181,7 +186,7 @@ class LuSolve(Function):
 
     def forward(self, lu, pivots, b):
         xp = xp_of(lu, b)
-        self.lu, self.perm = lu, permutation(pivots, lu.shape[-1], xp)
+        self.lu, self.perm, self.b = lu, permutation(pivots, lu.shape[-1], xp), b
         self.x = solve(lu, self.perm, b, self.transposed)
         return self.x
 
@@ -196,13 +201,27 @@ class LuSolve(Function):
             g_lu = xp.tril(g_pa @ _t(upper), -1) + xp.triu(_t(lower) @ g_pa)
         return g_lu, None, g_b
 
+    def backward_tensors(self, g):
+        """Recomputed as a dense solve with A = P L U built from the packed factor (P constant) and
+        differentiated: the same gradients as above, on the graph."""
+        from ..autograd.double_backward import constant, recomputed_backward
+        from .linalg import solve as dense_solve
+
+        def lu_solve(lu, _, b):
+            n = self.lu.shape[-1]
+            ones = constant(xp_of(self.lu).eye(n, dtype=self.lu.dtype))
+            a = constant(permutation_matrix(self.perm, self.lu.dtype, xp_of(self.lu))) @ \
+                ((lu.tril(-1) + ones) @ lu.triu())
+            return dense_solve(a.mT if self.transposed else a, b)
+        return recomputed_backward(self, lu_solve, [self.lu, None, self.b], g)
+
 
 # ---- public functions ----------------------------------------------------------------------------
 def _check_factorable(A, name):
     if A.ndim < 2:
         raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")
-    if A.dtype not in (_dtype.float32, _dtype.float64):
+    if A.dtype not in (_dtype.float32, _dtype.float64, _dtype.complex64, _dtype.complex128):
         raise NotImplementedError(f'"{name}" not implemented for \'{A.dtype.title}\'')
 
 
@@ -303,7 +322,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
         pivots = pivots.to(LU.device)
     if left:
         return LuSolve(adjoint)(LU, pivots, B)
-    return LuSolve(not adjoint)(LU, pivots, B.mT).mT
+    return LuSolve(not adjoint)(LU, pivots, B.mH).mH
 
 
 def lu(A, pivot=True, get_infos=False):

@@ -9,6 +9,7 @@ from .reduction import Select, _check_nonempty, _one_axis, return_type
 from .scan import inclusive_scan
 from ..tensor import register_method
 from .shape import flatten
+from .complex_refusals import refuse_complex
 
 
 def _positions(xp, shape, axis):
@@ -39,6 +40,7 @@ class ModeDim(Select):
 
 def mode(input, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` and where it last occurs: ``(values, indices)``."""
+    refuse_complex("mode", input)
     axis = _one_axis(dim, input.ndim)
     if axis is not None:
         _check_nonempty(input, (axis,), "mode")

@@ -11,13 +11,14 @@ import math
 import numpy as np
 
 from .. import _dtype
-from ..autograd.double_backward import masked
+from ..autograd.double_backward import constant, masked
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
 from .elementwise import Maximum, _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, div, mul, pow, sub
 from .reduction import return_type
 from . import complex_math, complex_views  # complex_views also makes real, imag, conj... methods of the complex forms
+from .complex_refusals import refuse_complex
 
 _frexp_result = return_type("frexp", ("mantissa", "exponent"))
 
@@ -55,6 +56,13 @@ class Copysign(_Binary):
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = xp.where(self.a == 0, 0, self.y / self.a)
         return gy * ratio, xp.zeros_like(gy)
+
+    def backward_tensors(self, gy):
+        """Linear in gy: the ratio (+-1, or 0 at a == 0) is constant."""
+        xp = xp_of(gy._data)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = xp.where(self.a == 0, 0, self.y / self.a).astype(gy._data.dtype, copy=False)
+        return gy * constant(ratio), constant(xp.zeros_like(gy._data))
 
 
 class Xlogy(_Binary):
@@ -177,6 +185,7 @@ def _float_only(name, fn_cls, input, other):
 
 def hypot(input, other):
     """sqrt(input**2 + other**2), elementwise (floating types only, as in PyTorch)."""
+    refuse_complex("hypot", input, other)
     return _float_only("hypot", Hypot, input, other)
 
 
@@ -192,21 +201,25 @@ def logaddexp2(input, other):
 
 def copysign(input, other):
     """The magnitude of ``input`` with the sign of ``other``; integers give the default float type."""
+    refuse_complex("copysign", input, other)
     return _binary(Copysign, input, other, float_result=True)
 
 
 def xlogy(input, other):
     """input * log(other), with 0 where input is 0 (``torch.xlogy``); integers give floats."""
+    refuse_complex("xlogy", input, other)
     return _binary(Xlogy, input, other, float_result=True)
 
 
 def fmax(input, other):
     """The elementwise maximum where a NaN loses to a number (``maximum`` propagates NaN)."""
+    refuse_complex("fmax", input, other)
     return _binary(FMax, input, other)
 
 
 def fmin(input, other):
     """The elementwise minimum where a NaN loses to a number."""
+    refuse_complex("fmin", input, other)
     return _binary(FMin, input, other)
 
 
@@ -221,6 +234,7 @@ def _as_double(x):
 
 def heaviside(input, values):
     """The Heaviside step of ``input`` taking ``values`` at 0; both must share one dtype."""
+    refuse_complex("heaviside", input, values)
     values = as_operand(values, like=input)
     if isinstance(values, Tensor) and values.dtype is not input.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
@@ -230,6 +244,7 @@ def heaviside(input, values):
 def _integer_op(name):
     def op(input, other):
         dt = result_dtype(as_operand(input), as_operand(other))
+        refuse_complex(name, input, other)
         _check_kinds(name, dt, "iu", _device_type(input, other))
         return _binary(_IntegerBinary, input, other, ufunc=name)
     op.__name__ = name
@@ -283,6 +298,7 @@ class NextAfter(_Binary):
 
 def nextafter(input, other):
     """The next floating-point value after ``input`` towards ``other``."""
+    refuse_complex("nextafter", input, other)
     return _binary(NextAfter, input, other)
 
 
@@ -372,6 +388,13 @@ class Sinc(_Unary):
             d = (xp.cos(px) * px - xp.sin(px)) / (px * self.x)
         return gy * xp.where(self.x == 0, 0, d)
 
+    def backward_tensors(self, gy):
+        """(cos(pi x) pi x - sin(pi x)) / (pi x^2), 0 at x == 0 (a constant mask, as torch's)."""
+        nonzero = self.x != 0
+        x = masked(self.saved_input(0, self.x), nonzero, 1.0)
+        px = x * math.pi
+        return masked(gy * ((px.cos() * px - px.sin()) / (px * x)), nonzero)
+
 
 class _Scale(_Unary):
     """Multiplication by a constant (``deg2rad``, ``rad2deg``)."""
@@ -437,6 +460,7 @@ arcsinh, arccosh, arctanh, arctan2 = asinh, acosh, atanh, atan2
 
 def logit(input, eps=None):
     """log(p / (1 - p)); with ``eps`` the input is clamped to [eps, 1 - eps] first."""
+    refuse_complex("logit", input)
     return _unary(Logit, input, eps=eps)
 
 
@@ -468,14 +492,17 @@ class _Test(Function):
 
 def signbit(input):
     """True where the sign bit is set (negative numbers and -0.0)."""
+    refuse_complex("signbit", input)
     return _Test(lambda xp, x: xp.signbit(x))(input)
 
 
 def isposinf(input):
+    refuse_complex("isposinf", input)
     return _Test(lambda xp, x: xp.isposinf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))(input)
 
 
 def isneginf(input):
+    refuse_complex("isneginf", input)
     return _Test(lambda xp, x: xp.isneginf(x) if x.dtype.kind == "f" else xp.zeros(x.shape, bool))(input)
 
 

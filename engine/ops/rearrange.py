@@ -5,6 +5,7 @@ Most are compositions of ``shape``'s views and copies; ``Unfold`` is a strided v
 """
 import numbers
 
+from ..autograd.double_backward import transposed_backward
 from ..autograd.function import Function
 from ..tensor import register_method
 from ._common import shape_arg, wrap_dim, xp_of
@@ -67,6 +68,9 @@ class Unfold(Function):
             g[lead + (taken,)] += windows[..., tap]
         return g.reshape(self.in_shape)
 
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
+
 
 def unfold(input, dimension, size, step):
     """Every window of ``size`` elements, ``step`` apart, along ``dimension`` (``Tensor.unfold``: a
@@ -103,6 +107,9 @@ class DiagEmbed(Function):
 
     def backward(self, gy):
         return Diagonal(*self.args).forward(gy).copy()
+
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):

@@ -431,6 +431,9 @@ class _PickedValues(Function):
         g = xp.expand_dims(gv, s.axis) if s.squeeze else gv
         return _put_along(xp.zeros(s.shape, gv.dtype), s.idx, g, s.axis)
 
+    def backward_tensors(self, gv):
+        return transposed_backward(self, gv)
+
 
 class ArgExtreme(Select):
     def __init__(self, axis, squeeze, largest):
@@ -579,6 +582,15 @@ class Prod(_Reduction):
         share = xp.where(n_zero == 0, prod_nz / x_nz, xp.where((n_zero == 1) & zero, prod_nz, 0))
         return _keep(gy, self.axes, self.keepdim) * conj(share)
 
+    def backward_tensors(self, gy):
+        """The product of the others as exclusive running products from both ends (torch's way round zeros:
+        no division), differentiable to any order."""
+        if not self.axes:  # a 0-d input: the product is the element itself
+            return gy
+        if self.x.size == 0:
+            return constant(xp_of(gy._data).zeros(self.x.shape, gy._data.dtype))
+        return keep_dims(gy, self.axes, self.keepdim) * _product_of_others(self.saved_input(0, self.x), self.axes)
+
 
 @autocast_mode.float32("cpu", "cuda")
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -652,9 +664,30 @@ def count_nonzero(input, dim=None):
     return Compute(compute)(input)
 
 
+def _product_of_others(x, axes):
+    """For each element of tensor ``x``, the product of the other elements of its slice over ``axes``: the
+    reduced axes moved last and flattened, an exclusive running product from the front times one from the
+    back."""
+    from .shape import cat
+    kept = [i for i in range(x.ndim) if i not in axes]
+    order = kept + list(axes)
+    moved = x.permute(*order)
+    lead = tuple(moved.shape[:len(kept)])
+    flat = moved.reshape(lead + (-1,))
+    ones = constant(xp_of(x._data).ones(lead + (1,), x._data.dtype))
+    front = cat([ones, flat[..., :-1]], -1).cumprod(-1)
+    back = cat([flat[..., 1:], ones], -1).flip(-1).cumprod(-1).flip(-1)
+    return (front * back).reshape(tuple(moved.shape)).permute(*[order.index(i) for i in range(x.ndim)])
+
+
 # ---- cumulative ops ----------------------------------------------------------------------------
 def _reverse_cumsum(xp, g, axis):
     return xp.flip(xp.cumsum(xp.flip(g, axis), axis), axis)
+
+
+def _reverse_cumsum_tensor(g, axis):
+    """``_reverse_cumsum`` on a tensor, with engine ops."""
+    return g.flip(axis).cumsum(axis).flip(axis)
 
 
 class _Cumulative(Function):
@@ -686,6 +719,9 @@ class CumSum(_Cumulative):
     def grad(self, xp, g):
         return _reverse_cumsum(xp, g, self.axis)
 
+    def backward_tensors(self, gy):
+        return _reverse_cumsum_tensor(gy.reshape(self.shape or (1,)), self.axis).reshape(self.shape)
+
 
 class CumProd(_Cumulative):
     """Cumulative product; the backward is exact around zeros (no division by zero)."""
@@ -706,6 +742,30 @@ class CumProd(_Cumulative):
         y_skip = xp.cumprod(xp.where(first_zero, 1, x), axis)
         g_at_zero = _reverse_cumsum(xp, g * y_skip, axis)
         return xp.where(before_zero, g_before, xp.where(first_zero, g_at_zero, 0))
+
+    def backward_tensors(self, gy):
+        """Without zeros, the reverse running sum of gy * y over x. With zeros, the gradient past a zero is 0
+        in value but not in its derivative, so it is built without division, as torch's differentiable form:
+        for each position k, gy[k:] times the products of the elements after k, summed, times the product of
+        those before k (n slices: quadratic in the scanned length)."""
+        axis, xa = self.axis, self.x
+        x = self.saved_input(0, xa).reshape(xa.shape)
+        g = gy.reshape(xa.shape)
+        if not (xa == 0).any():
+            y = self.saved_output(0, self.y.reshape(self.shape)).reshape(xa.shape)
+            return (_reverse_cumsum_tensor(g * y, axis) / x).reshape(self.shape)
+        from .shape import cat
+        n = xa.shape[axis]
+
+        def part(t, start, stop=None):
+            return t[(slice(None),) * axis + (slice(start, stop),)]
+        ones = constant(xp_of(xa).ones(xa.shape[:axis] + (1,) + xa.shape[axis + 1:], xa.dtype))
+        before = cat([ones, part(x, 0, n - 1)], axis).cumprod(axis)
+        columns = []
+        for k in range(n):
+            after = cat([ones, part(x, k + 1).cumprod(axis)], axis) if k + 1 < n else ones
+            columns.append((part(g, k) * after).sum(axis, keepdim=True))
+        return (cat(columns, axis) * before).reshape(self.shape)
 
 
 @autocast_mode.float32("cuda")

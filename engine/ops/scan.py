@@ -4,12 +4,14 @@ logcumsumexp and diff (``cumsum``/``cumprod`` live in ``reduction``).
 import numpy as np
 
 from .. import _dtype
+from ..autograd.double_backward import constant
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import wrap_dim, xp_of
 from .indexing import _along_key
 from .reduction import return_type
 from .shape import cat, narrow
+from .complex_refusals import refuse_complex
 
 _cummax_result = return_type("cummax")
 _cummin_result = return_type("cummin")
@@ -61,6 +63,11 @@ class CumExtreme(Function):
         xp.add.at(g, _along_key(self.indices, self.dim), gy)
         return g
 
+    def backward_tensors(self, gy, g_indices):
+        from .indexing import Scatter
+        zeros = constant(xp_of(gy._data).zeros(self.in_shape, gy._data.dtype))
+        return Scatter(self.dim, "add", False)(zeros, constant(self.indices), gy)
+
 
 def _cum_extreme(input, dim, largest, result):
     if input.ndim == 0:
@@ -71,11 +78,13 @@ def _cum_extreme(input, dim, largest, result):
 
 def cummax(input, dim):
     """The running maximum along ``dim`` and where it was reached: ``(values, indices)``."""
+    refuse_complex("cummax", input)
     return _cum_extreme(input, dim, True, _cummax_result)
 
 
 def cummin(input, dim):
     """The running minimum along ``dim`` and where it was reached: ``(values, indices)``."""
+    refuse_complex("cummin", input)
     return _cum_extreme(input, dim, False, _cummin_result)
 
 
@@ -103,6 +112,16 @@ class LogCumSumExp(Function):
             positive = self._tail_sums(xp, xp.log(xp.where(gy > 0, gy, 0)))
             negative = self._tail_sums(xp, xp.log(xp.where(gy < 0, -gy, 0)))
             return xp.exp(self.x + positive) - xp.exp(self.x + negative)
+
+    def backward_tensors(self, gy):
+        """sum over i >= j of gy_i exp(x_j - y_i) as exp(x_j - m) times a reverse running sum of
+        gy_i exp(m - y_i), m the largest output along the dim (a constant: the value does not depend on it)."""
+        if not self.y.size:
+            return gy
+        m = constant(self.y.max(self.dim, keepdims=True))
+        x, y = self.saved_input(0, self.x), self.saved_output(0, self.y)
+        tail = (gy * (m - y).exp()).flip(self.dim).cumsum(self.dim).flip(self.dim)
+        return (x - m).exp() * tail
 
     def _tail_sums(self, xp, log_g):
         """log of sum over i >= j of exp(log_g_i - y_i), for every j."""

@@ -6,10 +6,11 @@ handles zeros exactly).
 import numpy as np
 
 from .._device import device_of, move
+from ..autograd.double_backward import constant, masked
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, wrap_dim, xp_of
-from .indexing import _along_key, _check_along, _check_bounds, _head, _index_array
+from .indexing import Gather, _along_key, _check_along, _check_bounds, _head, _index_array, _into_head
 
 REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 ALIASES = {"max": "amax", "min": "amin"}  # PyTorch takes these too
@@ -54,7 +55,7 @@ class ScatterReduce(Function):
         out = x if self.inplace else x.copy()
         self.x = x.copy() if self.inplace else x
         self.key = _along_key(index, self.dim)
-        self.src_shape = src.shape
+        self.src_shape, self.src_input = src.shape, src
         self.src = _head(src, index.shape).astype(x.dtype, copy=False)
         self.hit = xp.zeros(x.shape, bool)
         self.hit[self.key] = True
@@ -89,6 +90,37 @@ class ScatterReduce(Function):
             _head(g_full, g_src.shape)[...] = g_src
         return g_self, None, g_full
 
+    def backward_tensors(self, gy):
+        """sum, mean, amax and amin are linear in ``gy`` with constant masks and counts (the winners of amax and
+        amin fixed, as torch's); prod's gradients are result / value, on the graph, where no value that met is
+        zero (torch's formula for zeros is not differentiable here: that case raises)."""
+        xp = xp_of(gy._data)
+        own = self.include_self | ~self.hit
+        index = constant(self.key[self.dim])
+        if self.reduce in ("sum", "mean"):
+            share = gy / constant(xp.maximum(self.count, 1).astype(gy._data.dtype)) if self.reduce == "mean" else gy
+            g_self = masked(share.where(constant(self.hit), gy), own)
+            g_src = Gather(self.dim)(share, index)
+        elif self.reduce == "prod":
+            g_self, g_src = self._prod_grad_tensors(xp, gy, own, index)
+        else:
+            self_wins, src_wins = self.x == self.y, self.src == self.y[self.key]
+            ties = self_wins.astype(gy._data.dtype)
+            xp.add.at(ties, self.key, src_wins.astype(ties.dtype))
+            share = gy / constant(xp.maximum(ties, 1))
+            g_self = masked(share, self_wins & own)
+            g_src = masked(Gather(self.dim)(share, index), src_wins)
+        return g_self, None, _into_head(g_src, self.src_shape) if self.needs_input_grad[2] else None
+
+    def _prod_grad_tensors(self, xp, gy, own, index):
+        if bool(((self.x == 0) & own).any()) or bool((self.src == 0).any()):
+            raise RuntimeError("scatter_reduce(reduce='prod') double backward where a reduced value is zero is not "
+                               "supported")
+        g = gy * self.saved_output(0, self.y)
+        x = self.saved_input(0, self.x)
+        src = _head_tensor(self.saved_input(2, self.src_input), self.src.shape)
+        return masked(g / masked(x, own, 1.0), own), Gather(self.dim)(g, index) / src
+
     def _prod_grads(self, xp, gy, own):
         """d(product)/d(element): the product of the others, exact where some of them are zero."""
         self_zero = (self.x == 0) & own
@@ -109,6 +141,11 @@ class ScatterReduce(Function):
         xp.add.at(ties, self.key, src_wins.astype(gy.dtype))
         share = gy / xp.maximum(ties, 1)
         return share * (self_wins & own), share[self.key] * src_wins
+
+
+def _head_tensor(t, shape):
+    """The leading block of tensor ``t`` with ``shape`` (``t`` as it is when it has that shape)."""
+    return t if tuple(t.shape) == tuple(shape) else t[tuple(slice(0, n) for n in shape)]
 
 
 def _product_of_others(xp, values, is_zero, zero_count, nonzero_product):

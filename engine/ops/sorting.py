@@ -9,6 +9,7 @@ import numpy as np
 from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, wrap_dim, xp_of
 from .reduction import Compute, Select, _check_nonempty, return_type
+from .complex_refusals import refuse_complex
 
 
 def _stable_argsort(xp, x, axis, descending):
@@ -67,8 +68,7 @@ def _axis(input, dim):
 
 def sort(input, dim=-1, descending=False, stable=False):
     """(values, indices) sorted along ``dim``; always stable."""
-    if input.is_complex():  # numpy would order by real then imaginary part; torch has no order for complex
-        raise RuntimeError("Sort does not support complex dtypes on CPU")
+    refuse_complex("sort", input)  # numpy would order by real then imaginary part; torch has no order for complex
     values, indices = SortSelect(_axis(input, dim), descending)(input)
     return return_type("sort")(values, indices)
 
@@ -85,8 +85,7 @@ def msort(input):
 
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """(values, indices) of the ``k`` largest (``largest=False``: smallest) entries along ``dim``."""
-    if input.is_complex():
-        raise RuntimeError("topk does not support complex dtypes on CPU")
+    refuse_complex("topk", input)
     axis = _axis(input, dim)
     size = input.shape[axis] if input.ndim else 1
     if not 0 <= k <= size:
@@ -97,6 +96,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
 def kthvalue(input, k, dim=-1, keepdim=False):
     """(values, indices) of the ``k``-th smallest entry along ``dim``."""
+    refuse_complex("kthvalue", input)
     axis = _axis(input, dim)
     if input.ndim:
         _check_nonempty(input, (axis,), "kthvalue")
@@ -128,6 +128,7 @@ def _rows(x, axis):
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     """Sorted unique elements (or unique slices along ``dim``) with optional inverse and counts."""
+    refuse_complex("unique", input)
     x = input.detach()._data
     xp = xp_of(x)
     if dim is None:
@@ -185,6 +186,7 @@ def _search(seq, values, right, out_int32):
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
     """Indices where ``input`` would be inserted to keep ``sorted_sequence`` sorted."""
+    refuse_complex("searchsorted", sorted_sequence, input)
     right = right or side == "right"
     values = as_operand(input, like=sorted_sequence)
     scalar = not isinstance(values, Tensor)
@@ -205,6 +207,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """Bucket index of each element of ``input`` among the sorted 1-D ``boundaries``."""
+    refuse_complex("bucketize", input, boundaries)
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)

@@ -14,6 +14,7 @@ import numpy as np
 from .elementwise import _Binary, _binary, _Unary, _unary, _unary_pair, _write_out
 from ..tensor import register_method
 from ._common import cast, float_dtype, xp_of
+from .complex_refusals import refuse_complex
 
 
 def scipy_special(xp, name):
@@ -53,6 +54,10 @@ class Erfc(_Unary):
     def backward(self, gy):
         return gy * (-2.0 / math.sqrt(math.pi)) * xp_of(gy).exp(-self.x * self.x)
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return gy * (-2.0 / math.sqrt(math.pi)) * (-x * x).exp()
+
 
 class Erfinv(_Unary):
     """The inverse of erf on (-1, 1); +-inf at +-1, NaN beyond. torch's CPU values (``_erfinv``) for all but
@@ -64,6 +69,10 @@ class Erfinv(_Unary):
     def backward(self, gy):
         return gy * (math.sqrt(math.pi) / 2) * xp_of(gy).exp(self.y * self.y)
 
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy * (math.sqrt(math.pi) / 2) * (y * y).exp()
+
 
 class Lgamma(_Unary):
     """log |Gamma(x)| (+inf at -inf, as in PyTorch); the gradient is digamma(x)."""
@@ -74,6 +83,9 @@ class Lgamma(_Unary):
 
     def backward(self, gy):
         return gy * scipy_special(xp_of(gy), "digamma")(self.x)
+
+    def backward_tensors(self, gy):
+        return gy * digamma(self.saved_input(0, self.x))
 
 
 class Digamma(_Unary):
@@ -87,6 +99,9 @@ class Digamma(_Unary):
     def backward(self, gy):
         return gy * scipy_special(xp_of(gy), "polygamma")(1, self.x)
 
+    def backward_tensors(self, gy):
+        return gy * polygamma(1, self.saved_input(0, self.x))
+
 
 class I0(_Unary):
     """The modified Bessel function of the first kind, order 0; the gradient is i1(x)."""
@@ -95,6 +110,10 @@ class I0(_Unary):
 
     def backward(self, gy):
         return gy * scipy_special(xp_of(gy), "i1")(self.x)
+
+    def backward_tensors(self, gy):
+        from .special_bessel import i1
+        return gy * i1(self.saved_input(0, self.x))
 
 
 class Polygamma(_Unary):
@@ -110,9 +129,13 @@ class Polygamma(_Unary):
     def backward(self, gy):
         return gy * scipy_special(xp_of(gy), "polygamma")(self.n + 1, self.x)
 
+    def backward_tensors(self, gy):
+        return gy * polygamma(self.n + 1, self.saved_input(0, self.x))
+
 
 def polygamma(n, input):
     """The ``n``-th derivative of the digamma function (``n`` = 0 is digamma itself)."""
+    refuse_complex({0: "digamma", 1: "trigamma"}.get(n, "polygamma"), input)
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
@@ -141,6 +164,7 @@ __all__ = ["erfc", "erfc_", "erfinv", "erfinv_", "lgamma", "lgamma_", "digamma",
 def mvlgamma(input, p):
     """The multivariate log-gamma of dimension ``p``: sum over i < p of lgamma(x - i/2), plus
     p (p - 1) / 4 log(pi) (``torch.mvlgamma``, ``torch.special.multigammaln``)."""
+    refuse_complex("mvlgamma", input)
     if p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, got {p}")
     input = input if input.is_floating_point() else input.to(float_dtype(input.dtype))
@@ -172,7 +196,14 @@ class Zeta(_Binary):
         zeta_next = scipy_special(xp_of(gy), "zeta")(self.x + 1, self.q)
         return None, gy * (-self.x * zeta_next).astype(gy.dtype, copy=False)
 
+    def backward_tensors(self, gy):
+        if self.needs_input_grad[0]:
+            raise NotImplementedError("the derivative for 'zeta' is not implemented.")
+        x = self.saved_input(0, self.x)
+        return None, gy * (-x * zeta(x + 1, self.saved_input(1, self.q)))
+
 
 def zeta(input, other, *, out=None):
     """The Hurwitz zeta function of x = input and q = other (``torch.special.zeta``); integers give floats."""
+    refuse_complex("zeta", input, other)
     return _write_out(_binary(Zeta, input, other, float_result=True), out)

@@ -13,6 +13,7 @@ from . import special_cephes
 from ._common import xp_of
 from .elementwise import _Unary, _unary, _write_out
 from .special import scipy_special
+from .complex_refusals import refuse_complex
 
 
 def _in_float32(xp, fn, x):
@@ -182,16 +183,19 @@ class I1e(_Unary):
 
 def i0e(input, *, out=None):
     """The exponentially scaled modified Bessel function of order 0, exp(-|x|) I0(x)."""
+    refuse_complex("i0e", input)
     return _write_out(_unary(I0e, input), out)
 
 
 def i1(input, *, out=None):
     """The modified Bessel function of the first kind of order 1."""
+    refuse_complex("i1", input)
     return _write_out(_unary(I1, input), out)
 
 
 def i1e(input, *, out=None):
     """The exponentially scaled modified Bessel function of order 1, exp(-|x|) I1(x)."""
+    refuse_complex("i1e", input)
     return _write_out(_unary(I1e, input), out)
 
 

@@ -5,6 +5,7 @@ import numpy as np
 
 from ._common import cast, xp_of
 from .elementwise import _Binary, _binary, _Unary, _unary, _write_out
+from .complex_refusals import refuse_complex
 
 
 class Entr(_Unary):
@@ -18,6 +19,9 @@ class Entr(_Unary):
     def backward(self, gy):
         with np.errstate(divide="ignore", invalid="ignore"):
             return gy * -(1 + xp_of(gy).log(self.x))
+
+    def backward_tensors(self, gy):
+        return gy * -(1 + self.saved_input(0, self.x).log())
 
 
 class Xlog1py(_Binary):
@@ -39,14 +43,22 @@ class Xlog1py(_Binary):
             gb = gy * self.a / (self.b + 1) if self.needs_input_grad[1] else None
         return ga, gb
 
+    def backward_tensors(self, gy):
+        a, b = self.saved_input(0, self.a), self.saved_input(1, self.b)
+        ga = gy * b.log1p() if self.needs_input_grad[0] else None
+        gb = gy * a / (b + 1) if self.needs_input_grad[1] else None
+        return ga, gb
+
 
 def entr(input, *, out=None):
     """-x log(x) elementwise, 0 at 0 and -inf below (``torch.special.entr``)."""
+    refuse_complex("entr", input)
     return _write_out(_unary(Entr, input), out)
 
 
 def xlog1py(input, other, *, out=None):
     """input * log1p(other), with 0 where input is 0 (``torch.special.xlog1py``); integers give floats."""
+    refuse_complex("xlog1py", input, other)
     return _write_out(_binary(Xlog1py, input, other, float_result=True), out)
 
 

@@ -13,6 +13,7 @@ from ..tensor import Tensor
 from ._common import xp_of
 from .elementwise import _Unary, _unary, _write_out, erf
 from .special import scipy_special
+from .complex_refusals import refuse_complex
 
 _SQRT_2PI = math.sqrt(2 * math.pi)
 _SQRT1_2 = 0.707106781186547524400844362104849039  # 1 / sqrt(2) correctly rounded (1 / math.sqrt(2) is not)
@@ -31,6 +32,9 @@ class Erfcx(_Unary):
     def backward(self, gy):
         return gy * (2 * self.x * self.y - 2 / math.sqrt(math.pi))
 
+    def backward_tensors(self, gy):
+        return gy * (2 * self.saved_input(0, self.x) * self.saved_output(0, self.y) - 2 / math.sqrt(math.pi))
+
 
 class Ndtri(_Unary):
     """The inverse of the standard normal CDF on [0, 1]; the gradient is sqrt(2 pi) exp(y^2 / 2)."""
@@ -42,6 +46,10 @@ class Ndtri(_Unary):
 
     def backward(self, gy):
         return gy * _SQRT_2PI * xp_of(gy).exp(self.y * self.y / 2)
+
+    def backward_tensors(self, gy):
+        y = self.saved_output(0, self.y)
+        return gy * _SQRT_2PI * (y * y / 2).exp()
 
 
 class LogNdtr(_Unary):
@@ -58,6 +66,10 @@ class LogNdtr(_Unary):
     def backward(self, gy):
         return gy / _SQRT_2PI * xp_of(gy).exp(-(self.y + self.x * self.x / 2))
 
+    def backward_tensors(self, gy):
+        x, y = self.saved_input(0, self.x), self.saved_output(0, self.y)
+        return gy / _SQRT_2PI * (-(y + x * x / 2)).exp()
+
 
 def _float32_up(name, input):
     """torch's error for float16 and bfloat16, which these kernels do not take."""
@@ -69,18 +81,21 @@ def _float32_up(name, input):
 
 def erfcx(input, *, out=None):
     """The scaled complementary error function exp(x^2) erfc(x) (``torch.special.erfcx``)."""
+    refuse_complex("erfcx", input)
     _float32_up("erfcx", input)
     return _write_out(_unary(Erfcx, input), out)
 
 
 def ndtri(input, *, out=None):
     """The quantile function of the standard normal distribution (``torch.special.ndtri``)."""
+    refuse_complex("ndtri", input)
     _float32_up("ndtri", input)
     return _write_out(_unary(Ndtri, input), out)
 
 
 def log_ndtr(input, *, out=None):
     """log of the standard normal CDF, accurate far into both tails (``torch.special.log_ndtr``)."""
+    refuse_complex("log_ndtr", input)
     _float32_up("log_ndtr", input)
     return _write_out(_unary(LogNdtr, input), out)
 

@@ -9,6 +9,7 @@ exports compute them. ``NonZero`` is ``nonzero`` as a recorded op.
 import numpy as np
 
 from ..autograd import tracing
+from ..autograd.double_backward import transposed_backward
 from ..autograd.function import Function
 from ._common import xp_of
 
@@ -51,6 +52,20 @@ class TensorIndex(Function):
         g = xp.zeros(self.in_shape, gy.dtype)
         g[self.basic] += g_view
         return (g,) + (None,) * len(self.positions)
+
+    def backward_tensors(self, gy):
+        """The read at the advanced key, then the view, each undone by its own op's transpose (the indices
+        are constants here)."""
+        from .indexing import AdvancedIndex
+        from .shape import Slice
+        g = gy
+        if self.adv is not Ellipsis:
+            pick = AdvancedIndex(self.adv)
+            pick.in_shape = self.view_shape
+            g = transposed_backward(pick, g)
+        view = Slice(self.basic)
+        view.in_shape = self.in_shape
+        return (transposed_backward(view, g),) + (None,) * len(self.positions)
 
 
 class NonZero(Function):

@@ -10,6 +10,7 @@ scatter finds the flat positions its view covers by taking that view of ``arange
 import numpy as np
 
 from .._device import array_module
+from ..autograd.double_backward import constant
 from ..autograd.function import Function
 from ..tensor import _new, register_method
 from ._common import shape_arg, wrap_dim
@@ -119,6 +120,16 @@ class ScatterAt(Function):
             g_x.reshape(-1)[self.positions] = 0
         return g_x, g_src
 
+    def backward_tensors(self, gy):
+        """Both gradients are linear in ``gy`` with the positions as data: ``src``'s is a read at them (an index
+        op), ``input``'s this op again with zeros written there."""
+        g_src = gy.reshape(-1)[constant(self.positions)] if self.needs_input_grad[1] else None
+        g_x = None
+        if self.needs_input_grad[0]:
+            zeros = constant(array_module(gy._data).zeros(self.positions.shape, gy._data.dtype))
+            g_x = ScatterAt(self.positions)(gy, zeros)
+        return g_x, g_src
+
 
 def _scatter(name, input, src, view_of_positions):
     """Write ``src`` where ``view_of_positions(positions)`` picks out of ``input``'s flat positions."""
@@ -217,6 +228,34 @@ class AsStrided(Function):
         positions = _strided(xp.arange(self.memory_size), self.size, self.stride, self.offset)
         xp.add.at(memory, positions.reshape(-1), gy.reshape(-1))
         return (_strided(memory, *self.own_geometry).copy(),)
+
+    def backward_tensors(self, gy):
+        view = (self.size, self.stride, self.offset)
+        return _StridedMove(self.memory_size, view, self.own_geometry)(gy)
+
+
+class _StridedMove(Function):
+    """Elements moved between two geometries over one memory: summed into the memory from the ``source``
+    geometry's positions (repeats add), read back out at the ``target``'s. ``as_strided``'s gradient is one (view
+    to input), and its transpose the other way round: differentiable to any order."""
+
+    uses_inputs = False
+
+    def __init__(self, memory_size, source, target):
+        self.memory_size, self.source, self.target = memory_size, source, target
+
+    def forward(self, g):
+        xp = array_module(g)
+        memory = xp.zeros(self.memory_size, g.dtype)
+        positions = _strided(xp.arange(self.memory_size), *self.source)
+        xp.add.at(memory, positions.reshape(-1), g.reshape(-1))
+        return _strided(memory, *self.target).copy()
+
+    def backward(self, g):
+        return _StridedMove(self.memory_size, self.target, self.source).forward(g)
+
+    def backward_tensors(self, g):
+        return _StridedMove(self.memory_size, self.target, self.source)(g)
 
 
 def as_strided(input, size, stride, storage_offset=None):

@@ -5,12 +5,15 @@ backward runs it again with recording (under the CPU random state the forward sa
 the same masks) and back-propagates through that. This is PyTorch's reentrant scheme for both values
 of ``use_reentrant``: the parameters of a ``Module`` function take part (they get gradients even when
 no input requires one), gradients reach ``.grad`` (so ``autograd.grad`` cannot capture the
-parameters'), and random numbers drawn on a GPU are not replayed.
+parameters'), and random numbers drawn on a GPU are not replayed. Under ``create_graph=True`` the recomputation
+is recorded on the graph instead (the non-reentrant scheme), so checkpointed segments differentiate twice.
 """
 import warnings
 
 from .. import random as _random
 from ..autograd import Function, backward, enable_grad, is_grad_enabled
+from ..autograd.double_backward import vjp
+from ..ops.shape import Reshape
 from ..tensor import Tensor
 
 
@@ -20,7 +23,7 @@ class _Recompute(Function):
 
     @staticmethod
     def forward(ctx, call, n_args, preserve_rng_state, *inputs):
-        ctx.call, ctx.arguments, ctx.input_count = call, inputs[:n_args], len(inputs)
+        ctx.call, ctx.arguments, ctx.inputs = call, inputs[:n_args], inputs
         ctx.rng_state = _random.get_rng_state() if preserve_rng_state else None
         return call(*ctx.arguments)
 
@@ -28,20 +31,41 @@ class _Recompute(Function):
     def backward(ctx, *grads):
         arguments = [a.detach().requires_grad_(a.requires_grad) if isinstance(a, Tensor) else a
                      for a in ctx.arguments]
-        outside_state = _random.get_rng_state()
-        if ctx.rng_state is not None:
-            _random.set_rng_state(ctx.rng_state)
-        try:
-            with enable_grad():
-                outputs = ctx.call(*arguments)
-        finally:
-            _random.set_rng_state(outside_state)
-        outputs = (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
+        outputs = _replay(ctx, arguments)
         pairs = [(o, g) for o, g in zip(outputs, grads) if isinstance(o, Tensor) and o.requires_grad and g is not None]
         if pairs:
             backward([o for o, _ in pairs], [g for _, g in pairs])
         argument_grads = tuple(a.grad if isinstance(a, Tensor) else None for a in arguments)
-        return (None, None, None) + argument_grads + (None,) * (ctx.input_count - len(arguments))
+        return (None, None, None) + argument_grads + (None,) * (len(ctx.inputs) - len(arguments))
+
+    @staticmethod
+    def _backward_tensors(ctx, *grads):
+        """Under ``create_graph``: the call recomputed on the graph-connected inputs themselves (each through
+        a view of its own) and differentiated with ``vjp``, so the gradients (the parameters' too, returned
+        rather than put in ``.grad``) record a graph back to the inputs, as torch's non-reentrant checkpoint."""
+        wanted = [Reshape(tuple(a.shape))(a) if isinstance(a, Tensor) and a.requires_grad else None
+                  for a in ctx.arguments]
+        outputs = _replay(ctx, [w if w is not None else a for w, a in zip(wanted, ctx.arguments)])
+        pairs = [(o, g) for o, g in zip(outputs, grads) if isinstance(o, Tensor) and o.requires_grad and g is not None]
+        if not pairs:
+            return (None,) * (3 + len(ctx.inputs))
+        parameters = [p if p.requires_grad else None for p in ctx.inputs[len(wanted):]]
+        grads_in = vjp([o for o, _ in pairs], wanted + parameters, [g for _, g in pairs])
+        return (None, None, None) + tuple(grads_in)
+
+
+def _replay(ctx, arguments):
+    """The checkpointed call run again on ``arguments`` with recording, under the random state its forward saw;
+    its outputs as a tuple."""
+    outside_state = _random.get_rng_state()
+    if ctx.rng_state is not None:
+        _random.set_rng_state(ctx.rng_state)
+    try:
+        with enable_grad():
+            outputs = ctx.call(*arguments)
+    finally:
+        _random.set_rng_state(outside_state)
+    return (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
 
 
 class _Call:

@@ -5,6 +5,7 @@ import math
 import numpy as np
 
 from ...amp import autocast_mode
+from ...autograd.double_backward import constant, recomputed_backward
 from ...autograd.function import Function
 from ...ops._common import as_operand, wrap_dim, xp_of
 from ...ops.index_sets import triu_indices
@@ -61,6 +62,10 @@ class _Normalize(Function):
         dn = _norm_grad(xp, x, self.n, self.p, self.dim) * (self.n >= self.eps)
         return gy / self.d - inner * dn
 
+    def backward_tensors(self, gy):
+        return recomputed_backward(self, lambda x: x / vector_norm(x, self.p, self.dim, True).clamp_min(self.eps),
+                                   [self.x], gy)
+
 
 @autocast_mode.float32("cuda")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -80,6 +85,7 @@ class _CosineSimilarity(Function):
 
     def forward(self, x1, x2):
         xp = xp_of(x1, x2)
+        self.inputs = x1, x2
         x1, x2 = xp.broadcast_arrays(x1, x2)
         self.x1, self.x2 = x1, x2
         self.n1, self.n2 = _norm(xp, x1, 2, self.dim), _norm(xp, x2, 2, self.dim)
@@ -96,6 +102,15 @@ class _CosineSimilarity(Function):
         if self.needs_input_grad[1]:
             gx2 = g * (self.x1 / (self.c1 * self.c2) - self.y / self.c2 * _norm_grad(xp, self.x2, self.n2, 2, self.dim))
         return gx1, gx2
+
+    def backward_tensors(self, gy):
+        """Recomputed from engine ops; the norms are raised to eps in value only (their gradient passes
+        unclamped, as in the array backward and torch)."""
+        def cosine(x1, x2):
+            n1, n2 = vector_norm(x1, 2, self.dim, True), vector_norm(x2, 2, self.dim, True)
+            c1, c2 = n1 + constant(self.c1 - n1._data), n2 + constant(self.c2 - n2._data)
+            return ((x1 * x2).sum(self.dim, keepdim=True) / (c1 * c2)).squeeze(self.dim)
+        return recomputed_backward(self, cosine, self.inputs, gy)
 
 
 @autocast_mode.float32("cuda")
@@ -125,6 +140,12 @@ class _CosineEmbedding(Function):
         return (g * (self.x2 / self.den - self.cos * self.x1 / self.m1),
                 g * (self.x1 / self.den - self.cos * self.x2 / self.m2))
 
+    def backward_tensors(self, gy):
+        def cosine(x1, x2):
+            m1, m2 = (x1 * x1).sum(self.dim, keepdim=True) + 1e-12, (x2 * x2).sum(self.dim, keepdim=True) + 1e-12
+            return (x1 * x2).sum(self.dim) / (m1 * m2).sqrt().squeeze(self.dim)
+        return recomputed_backward(self, cosine, [self.x1, self.x2], gy)
+
 
 def _cosine_embedding(x1, x2, dim):
     return _CosineEmbedding(dim)(x1, x2)
@@ -138,6 +159,7 @@ class _PairwiseDistance(Function):
 
     def forward(self, x1, x2):
         xp = xp_of(x1, x2)
+        self.inputs = x1, x2
         self.d = x1 - x2 + self.eps
         self.n = _norm(xp, self.d, self.p, -1)
         return self.n if self.keepdim else self.n.squeeze(-1)
@@ -147,6 +169,10 @@ class _PairwiseDistance(Function):
         g = gy if self.keepdim else xp.expand_dims(gy, -1)
         g = g * _norm_grad(xp, self.d, self.n, self.p, -1)
         return g, -g
+
+    def backward_tensors(self, gy):
+        return recomputed_backward(self, lambda x1, x2: vector_norm(x1 - x2 + self.eps, self.p, -1, self.keepdim),
+                                   self.inputs, gy)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

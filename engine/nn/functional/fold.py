@@ -4,6 +4,7 @@
 torch's; ``fold`` sums such columns back into an image, so each is the other's gradient. Both run one
 whole-array pass per kernel tap (kh * kw of them) over strided views, on numpy and CuPy alike.
 """
+from ...autograd.double_backward import transposed_backward
 from ...autograd.function import Function
 from ...ops._common import xp_of
 from .conv import _tuple
@@ -65,6 +66,9 @@ class Unfold(Function):
     def backward(self, gy):
         return _fold_array(gy, self.size, self.geometry)
 
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
+
 
 class Fold(Function):
     uses_inputs = False
@@ -77,6 +81,9 @@ class Fold(Function):
 
     def backward(self, gy):
         return _unfold_array(gy, self.geometry)
+
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
 
 
 def _geometry(kernel_size, dilation, padding, stride):

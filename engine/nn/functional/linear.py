@@ -3,6 +3,7 @@ import math
 
 from ... import backends
 from ...amp import autocast_mode
+from ...autograd.double_backward import recomputed_backward
 from ...autograd.function import Function
 from ...ops._common import xp_of
 
@@ -101,6 +102,17 @@ class _Bilinear(Function):
         g2 = xp.einsum("...o,oij,...i->...j", gy, self.a, self.x1, optimize=True) if need[1] else None
         ga = xp.einsum("...o,...i,...j->oij", gy, self.x1, self.x2, optimize=True) if need[2] else None
         gb = gy.reshape(-1, gy.shape[-1]).sum(axis=0) if len(need) > 3 and need[3] else None
+        return g1, g2, ga, gb
+
+    def backward_tensors(self, gy):
+        """Recomputed as batched products of engine ops ((x1 A) . x2 per output) and differentiated; the bias
+        gradient is the output gradient summed over the batch."""
+        def bilinear(x1, x2, a):
+            rows = (x1.unsqueeze(-2).unsqueeze(-2) @ a).squeeze(-2)  # (..., out, in2)
+            return (rows * x2.unsqueeze(-2)).sum(-1)
+        g1, g2, ga = recomputed_backward(self, bilinear, [self.x1, self.x2, self.a], gy)[:3]
+        need = self.needs_input_grad
+        gb = gy.reshape(-1, gy.shape[-1]).sum(0) if len(need) > 3 and need[3] else None
         return g1, g2, ga, gb
 
 

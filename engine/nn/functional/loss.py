@@ -12,10 +12,10 @@ import numpy as np
 from ... import _dtype, backends
 from ...amp import autocast_mode
 from ...autograd.function import Function
-from ...autograd.double_backward import constant
+from ...autograd.double_backward import constant, recomputed_backward
 from ...ops import elementwise as _ew
 from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
-from ...ops.activation import _sigmoid, _softplus, log_softmax_array, logsigmoid
+from ...ops.activation import _sigmoid, _softplus, log_softmax, log_softmax_array, logsigmoid
 from ...ops.creation import full_like
 from ...ops.ranges import arange
 from .distance import _cosine_embedding, pairwise_distance
@@ -431,6 +431,7 @@ class _SoftTargetCE(Function):
 
     def forward(self, x, t, w):
         xp = xp_of(x)
+        self.inputs = x, t, w
         self.unbatched = x.ndim == 1
         if self.unbatched:
             x, t = x[None], t[None]
@@ -463,6 +464,21 @@ class _SoftTargetCE(Function):
             contrib = -(g * self.ts * self.logp)
             gw = contrib.sum(axis=tuple(i for i in range(contrib.ndim) if i != 1))
         return gx, gt, gw
+
+    def backward_tensors(self, gy):
+        return recomputed_backward(self, self._loss, self.inputs, gy)
+
+    def _loss(self, x, t, w):
+        """The loss as engine ops (for the differentiable backward)."""
+        if self.unbatched:
+            x, t = x.unsqueeze(0), t.unsqueeze(0)
+        a = t * (1 - self.eps) + self.eps / x.shape[1] if self.eps else t
+        if w is not None:
+            a = a * w.reshape((1, x.shape[1]) + (1,) * (x.ndim - 2))
+        loss = -(log_softmax(x, 1) * a).sum(1)
+        if self.reduction == "none":
+            return loss[0] if self.unbatched else loss
+        return loss.sum() if self.reduction == "sum" else loss.sum() / self.count
 
 
 @autocast_mode.float32("cpu", "cuda")
@@ -517,6 +533,15 @@ class _KLDiv(Function):
                     gt = gy * (xp.log(t) + 1 - x)
         return gx, gt
 
+    def backward_tensors(self, gy):
+        x, t = self.saved_input(0, self.x), self.saved_input(1, self.t)
+        et = t.exp() if self.log_target else t
+        gx = -gy * et if self.needs_input_grad[0] else None
+        gt = None
+        if self.needs_input_grad[1]:
+            gt = gy * et * (t - x + 1) if self.log_target else gy * (t.log() + 1 - x)
+        return gx, gt
+
 
 @autocast_mode.float32("cpu", "cuda")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -549,6 +574,10 @@ class _SoftMargin(Function):
 
     def backward(self, gy):
         return -gy * self.t * _sigmoid(xp_of(gy), -self.t * self.x), None
+
+    def backward_tensors(self, gy):
+        t = constant(self.t)
+        return -gy * t * (-t * self.saved_input(0, self.x)).sigmoid(), None
 
 
 @autocast_mode.float32("cpu", "cuda")

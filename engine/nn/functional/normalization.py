@@ -12,8 +12,9 @@ import numpy as np
 from ... import backends
 from ...amp import autocast_mode
 from ...autograd.function import Function
-from ...autograd.double_backward import constant, vjp
+from ...autograd.double_backward import constant, recomputed_backward, vjp
 from . import _memory_format
+from .padding import Pad
 from ...ops._common import xp_of
 
 # ---- shared kernels ----------------------------------------------------------------------------
@@ -414,7 +415,7 @@ class RMSNorm(Function):
         xn = rows * inv[:, None]
         out = xn if weight is None else xn * weight.reshape(m).astype(ct, copy=False)
         if any(self.needs_input_grad):
-            self.xn, self.inv, self.weight = xn, inv, weight
+            self.xn, self.inv, self.weight, self.x = xn, inv, weight, x
         out = _apart_from_saved(out, any(self.needs_input_grad) and weight is None)
         return out.reshape(x.shape).astype(x.dtype, copy=False)
 
@@ -431,6 +432,17 @@ class RMSNorm(Function):
             gx += gxn
             gx *= self.inv[:, None]
             gx = gx.reshape(gy.shape)
+        return gx, gw
+
+    def backward_tensors(self, gy):
+        """The RMS norm recomputed from engine ops on the saved input and differentiated (``vjp``)."""
+        x = self.saved_input(0, self.x)
+        dims = tuple(range(x.ndim - self.n_dims, x.ndim))
+        eps = np.finfo(self.x.dtype).eps if self.eps is None else self.eps
+        xn = x * ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+        w = None if self.weight is None else self.saved_input(1, self.weight)
+        gx, gw = vjp(xn if w is None else xn * w, [x if self.needs_input_grad[0] else None,
+                                                   w if self.needs_input_grad[1] else None], gy)
         return gx, gw
 
 
@@ -483,6 +495,17 @@ class LocalResponseNorm(Function):
         spread *= self.x * (-2 * self.alpha * self.beta / self.size)
         spread += gy / self.div
         return spread
+
+    def backward_tensors(self, gy):
+        """Recomputed from engine ops (a channel-padded sum of shifted squares) and differentiated."""
+        def lrn(x):
+            channels = x.shape[1]
+            padded = Pad([(1, self.size // 2, (self.size - 1) // 2)], "constant", 0)(x * x)
+            window = padded[:, 0:channels]
+            for i in range(1, self.size):
+                window = window + padded[:, i:i + channels]
+            return x / (window * (self.alpha / self.size) + self.k) ** self.beta
+        return recomputed_backward(self, lrn, [self.x], gy)
 
 
 class CrossMapLRN2d(Function):

@@ -5,9 +5,11 @@ padded dim through an index map (output position -> input position) that splits 
 contiguous runs (identity, mirrored, repeated edge, wrapped); forward copies the runs with slices
 and backward adds each run's gradient back with slices, so nothing loops per element.
 """
+import copy
 import numbers
 
 from ...amp import autocast_mode
+from ...autograd.double_backward import transposed_backward
 from ...autograd.function import Function
 from ...ops._common import xp_of
 
@@ -81,6 +83,13 @@ class Pad(Function):
         for axis, before, after in reversed(self.pairs):
             gy = self._unpad_axis(gy, axis, before, after)
         return gy
+
+    def backward_tensors(self, gy):
+        """The backward is linear with the geometry as its data: its transpose is the padding itself, with a fill
+        of 0 (the fill value is no part of the linear map)."""
+        node = copy.copy(self)
+        node.value = 0
+        return transposed_backward(node, gy)
 
     def _regions(self):
         """Constant mode: matching (input, output) slices of the part of the input that survives."""

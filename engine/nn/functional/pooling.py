@@ -81,6 +81,9 @@ class _PickAtIndices(Function):
     def backward(self, gy):
         return self.pool.backward(gy)
 
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
+
 
 def _quantized():
     """Pooling of quantized tensors (``engine.ao``, imported on first use: it builds on these layers)."""

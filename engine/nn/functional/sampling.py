@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from ...amp import autocast_mode
+from ...autograd.double_backward import constant, recomputed_backward
 from ...autograd.function import Function
 from ...ops._common import xp_of
 
@@ -90,7 +91,7 @@ class GridSample(Function):
     def forward(self, x, grid):
         xp = xp_of(x, grid)
         n, c, h, w = x.shape
-        self.shape = x.shape
+        self.shape, self.grid = x.shape, grid
         points = grid.shape[1] * grid.shape[2]
         gx, dx = _unnormalize(grid[..., 0].reshape(n, 1, points), w, self.align_corners)
         gy, dy = _unnormalize(grid[..., 1].reshape(n, 1, points), h, self.align_corners)
@@ -150,6 +151,63 @@ class GridSample(Function):
                 d_y = d_y + values * wy[:, 0]
             g_grid = xp.stack([d_x, d_y], -1).reshape(gy.shape[:1] + gy.shape[2:] + (2,)).astype(gy.dtype)
         return g_input, g_grid
+
+    def backward_tensors(self, gy):
+        return recomputed_backward(self, self._sample, [self.x.reshape(self.shape), self.grid], gy)
+
+    def _sample(self, x, grid):
+        """The sampling as engine ops, for the differentiable backward: each tap reads ``x`` at a constant pixel
+        index (``gather``), weighted by a polynomial of the grid coordinates. The padding maps are piecewise
+        linear, so each padded coordinate is its value plus its constant slope times the change of the grid
+        coordinate (exact to every order); the tap positions and the in-image masks are constants."""
+        xp = xp_of(self.grid)
+        n, c, h, w = self.shape
+        points = self.grid.shape[1] * self.grid.shape[2]
+        coords = []
+        for k, size in ((0, w), (1, h)):
+            value, _ = _unnormalize(self.grid[..., k].reshape(n, 1, points), size, self.align_corners)
+            scaled, _ = _unnormalize(grid[..., k].reshape(n, 1, points), size, self.align_corners)
+            coords.append((value, scaled))
+        flat = x.reshape(n, c, h * w)
+        out = 0
+        for index, weight, inside in self._tensor_taps(xp, coords, h, w):
+            index = xp.ascontiguousarray(xp.broadcast_to(index, (n, c, points)))
+            out = out + flat.gather(2, constant(index)) * (weight * constant(inside))
+        return out.reshape((n, c) + tuple(self.grid.shape[1:3]))
+
+    def _tensor_taps(self, xp, coords, h, w):
+        """(pixel index, weight tensor, in-image mask) per tap, the weights functions of the grid tensor."""
+        (gx, tgx), (gy, tgy) = coords
+        if self.mode == "bicubic":
+            x0, y0 = xp.floor(gx), xp.floor(gy)
+            wx, _ = _cubic_weights(tgx - constant(x0))
+            wy, _ = _cubic_weights(tgy - constant(y0))
+            for j in range(4):
+                for i in range(4):
+                    tx, _ = _padded(xp, x0 - 1 + i, w, self.padding, self.align_corners)
+                    ty, _ = _padded(xp, y0 - 1 + j, h, self.padding, self.align_corners)
+                    index, inside = _position(xp, tx, ty, h, w)
+                    yield index, wx[i] * wy[j], inside
+            return
+        px, dpx = _padded(xp, gx, w, self.padding, self.align_corners)
+        py, dpy = _padded(xp, gy, h, self.padding, self.align_corners)
+        if self.mode == "nearest":
+            index, inside = _position(xp, xp.rint(px), xp.rint(py), h, w)
+            yield index, 1.0, inside
+            return
+        x0, y0 = xp.floor(px), xp.floor(py)
+        fx = constant(px - x0) + constant(dpx) * (tgx - constant(gx))
+        fy = constant(py - y0) + constant(dpy) * (tgy - constant(gy))
+        for ty, wy in ((y0, 1 - fy), (y0 + 1, fy)):
+            for tx, wx in ((x0, 1 - fx), (x0 + 1, fx)):
+                index, inside = _position(xp, tx, ty, h, w)
+                yield index, wx * wy, inside
+
+
+def _position(xp, tx, ty, h, w):
+    """The flat pixel index of taps at (tx, ty) (clipped into the image) and where they lie inside it."""
+    inside = ((tx >= 0) & (tx <= w - 1) & (ty >= 0) & (ty <= h - 1)).astype(tx.dtype)
+    return (xp.clip(ty, 0, h - 1) * w + xp.clip(tx, 0, w - 1)).astype(np.int64), inside
 
 
 @autocast_mode.policy(cpu=autocast_mode.FLOAT32, cuda=autocast_mode.PROMOTE)

@@ -33,8 +33,8 @@ class _Embedding(Function):
 
     uses_inputs = False
 
-    def __init__(self, padding_idx, scale_grad_by_freq):
-        self.padding_idx, self.scale_grad_by_freq = padding_idx, scale_grad_by_freq
+    def __init__(self, padding_idx, scale_grad_by_freq, sparse=False):
+        self.padding_idx, self.scale_grad_by_freq, self.sparse = padding_idx, scale_grad_by_freq, sparse
 
     def forward(self, indices, weight):
         self.indices, self.num = indices, weight.shape[0]
@@ -47,6 +47,8 @@ class _Embedding(Function):
         if self.scale_grad_by_freq:
             counts = xp.bincount(idx, minlength=self.num)
             rows = rows / counts[idx][:, None]
+        if self.sparse:
+            return None, _sparse_rows(idx, rows, self.padding_idx, (self.num,) + gy.shape[self.indices.ndim:])
         gw = xp.zeros((self.num, rows.shape[1]), gy.dtype)
         xp.add.at(gw, idx, rows)
         if self.padding_idx is not None:
@@ -81,6 +83,20 @@ class _PickRows(Function):
     def backward(self, gy):
         return self.embedding.backward(gy)[1]
 
+    def backward_tensors(self, gy):
+        return transposed_backward(self, gy)
+
+
+def _sparse_rows(idx, rows, padding_idx, shape):
+    """The sparse COO gradient of an embedding table (``sparse=True``), as torch gives it: one entry per
+    looked-up index (uncoalesced), except ``padding_idx``'s, holding that lookup's gradient row."""
+    from ...sparse._coo import COOArray
+    xp = xp_of(rows)
+    if padding_idx is not None:
+        keep = xp.flatnonzero(idx != padding_idx)
+        idx, rows = idx[keep], rows[keep]
+    return COOArray(idx.astype(xp.int64)[None], rows.reshape((idx.size,) + shape[1:]), shape)
+
 
 def _renorm_rows(weight, idx, max_norm, norm_type):
     """In place (no grad): rescale the rows used by ``idx`` whose norm exceeds ``max_norm``."""
@@ -95,7 +111,8 @@ def _renorm_rows(weight, idx, max_norm, norm_type):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
               sparse=False):
-    """Rows of ``weight`` picked by the integer ``input`` (gradients are always dense)."""
+    """Rows of ``weight`` picked by the integer ``input``; ``sparse=True`` makes the weight's gradient a sparse
+    COO tensor (``_sparse_rows``)."""
     if input.dtype not in (_dtype.int64, _dtype.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
                            f"types: Long, Int; but got {input.type()} instead (while checking arguments "
@@ -111,7 +128,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     if max_norm is not None:
         with grad_mode.no_grad():
             _renorm_rows(weight, idx, max_norm, norm_type)
-    return _Embedding(padding_idx, scale_grad_by_freq)(input, weight)
+    return _Embedding(padding_idx, scale_grad_by_freq, sparse)(input, weight)
 
 
 class _EmbeddingBag(Function):
