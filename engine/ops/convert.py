@@ -141,8 +141,15 @@ class Copy(Function):
 
 
 def copy_(self, src, non_blocking=False):
+    """Overwrite ``self`` with ``src`` broadcast to its shape; torch's errors when the shapes do not broadcast or
+    the broadcast shape is not ``self``'s."""
     if not isinstance(src, Tensor):
         src = as_operand(src)
+    if tuple(src.shape) != tuple(self.shape):
+        from .shape import broadcast_shapes
+        if broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
+                               f"{list(broadcast_shapes(self.shape, src.shape))}")
     return Copy()(self, src)
 
 

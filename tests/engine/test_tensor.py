@@ -273,3 +273,18 @@ def test_range_errors_match_torch():
         with pytest.raises(type(theirs.value)) as ours:
             make(engine)
         assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("dst, src", [((2, 3), (4, 3)), ((2, 3), (2, 1, 3)), ((3,), (2, 3))])
+def test_copy_from_a_shape_that_does_not_fit_raises_torchs_error(dst, src):
+    with pytest.raises(RuntimeError) as expected:
+        torch.zeros(dst).copy_(torch.ones(src))
+    with pytest.raises(RuntimeError) as got:
+        engine.zeros(dst).copy_(engine.ones(src))
+    assert str(got.value) == str(expected.value)
+
+
+def test_copy_broadcasts_src_to_the_destination():
+    x = engine.zeros(2, 3)
+    x.copy_(engine.tensor([1.0, 2.0, 3.0]))
+    assert x.tolist() == [[1.0, 2.0, 3.0]] * 2
