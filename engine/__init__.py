@@ -45,6 +45,7 @@ quantization = ao.quantization  # torch.quantization, the older name of torch.ao
 _sys.modules["engine.quantization"] = ao.quantization
 from .compiler import compile  # noqa: F401
 from .small_names import *  # noqa: F401,F403  (GradScaler, q_scale, has_lapack, ...; three Tensor methods)
+from .small_names import _assert  # noqa: F401  (torch._assert, which torchvision's models call)
 from .control_flow import cond, while_loop  # noqa: F401
 from .events import Event, Stream  # noqa: F401
 from .lobpcg import lobpcg  # noqa: F401
@@ -125,7 +126,7 @@ def is_warn_always_enabled():
 
 # torch's namespaces that ``import torch`` makes reachable and engine code does not use itself: imported on first
 # access (``engine.special.erfcx``, ``engine.vmap``), which keeps ~60 ms off ``import engine`` (0.52 -> 0.46 s)
-_LAZY_SUBMODULES = frozenset(("func", "hub", "library", "mps", "profiler", "signal", "special", "testing"))
+_LAZY_SUBMODULES = frozenset(("func", "fx", "hub", "library", "mps", "profiler", "signal", "special", "testing"))
 
 
 def __getattr__(name):

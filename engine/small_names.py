@@ -1,6 +1,6 @@
 """Small torch-level names: ``torch.GradScaler``, the function forms of quantized tensors' parameters
-(``torch.q_scale(q)``...), the build flags ``torch.has_lapack``..., ``torch.is_distributed``, and the Tensor methods
-``record_stream``, ``const_data_ptr`` and ``module_load``.
+(``torch.q_scale(q)``...), the build flags ``torch.has_lapack``..., ``torch.is_distributed``, ``torch._assert``,
+and the Tensor methods ``record_stream``, ``const_data_ptr`` and ``module_load``.
 """
 from . import _device
 from .amp import GradScaler  # noqa: F401  (torch.GradScaler is torch.amp.GradScaler)
@@ -56,6 +56,13 @@ def int_repr(input):
 def is_distributed(input):
     """Whether ``input`` is a distributed tensor: never, as in torch's eager mode."""
     return False
+
+
+def _assert(condition, message):
+    """``torch._assert``: raise AssertionError(``message``) unless ``condition`` holds. A function rather than the
+    statement, so that symbolic tracing (``engine.fx``) records it as a node instead of branching on a Proxy."""
+    if not condition:
+        raise AssertionError(message)
 
 
 def record_stream(self, stream):

@@ -59,6 +59,8 @@ NAMESPACES = {
     "torch.hub": "engine.hub",
     "torch.profiler": "engine.profiler",
     "torch.utils.benchmark": "engine.utils.benchmark",
+    "torch.fx": "engine.fx",
+    "torch.library": "engine.library",
 }
 
 CORE = {

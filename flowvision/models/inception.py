@@ -389,10 +389,10 @@ class Inception3(nn.Module):
         if self.fc is None:
             return x
         x = self.avgpool(x)
-        x = torch.flatten(x, 1)
         if pre_logits:
-            return x
+            return torch.flatten(x, 1)
         x = self.dropout(x)
+        x = torch.flatten(x, 1)
         return self.fc(x)
 
     def forward(self, x):

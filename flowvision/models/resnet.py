@@ -48,12 +48,12 @@ class BasicBlock(nn.Module):
         self.stride = stride
 
     def forward(self, x):
-        identity = x if self.downsample is None else self.downsample(x)
         out = self.conv1(x)
         out = self.bn1(out)
         out = self.relu(out)
         out = self.conv2(out)
         out = self.bn2(out)
+        identity = x if self.downsample is None else self.downsample(x)
         out += identity
         out = self.relu(out)
         return out
@@ -84,7 +84,6 @@ class Bottleneck(nn.Module):
         self.stride = stride
 
     def forward(self, x):
-        identity = x if self.downsample is None else self.downsample(x)
         out = self.conv1(x)
         out = self.bn1(out)
         out = self.relu(out)
@@ -93,6 +92,7 @@ class Bottleneck(nn.Module):
         out = self.relu(out)
         out = self.conv3(out)
         out = self.bn3(out)
+        identity = x if self.downsample is None else self.downsample(x)
         out += identity
         out = self.relu(out)
         return out

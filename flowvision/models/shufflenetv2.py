@@ -69,7 +69,16 @@ class InvertedResidual(nn.Module):
             out = torch.cat((x1, self.branch2(x2)), dim=1)
         else:
             out = torch.cat((self.branch1(x), self.branch2(x)), dim=1)
-        return torch.channel_shuffle(out, 2)
+        return channel_shuffle(out, 2)
+
+
+def channel_shuffle(x, groups):
+    """Interleave the channels of ``groups`` equal groups (written out rather than ``torch.channel_shuffle``, so
+    that a traced graph has torchvision's nodes and node names)."""
+    batch, channels, height, width = x.size()
+    x = x.view(batch, groups, channels // groups, height, width)
+    x = torch.transpose(x, 1, 2).contiguous()
+    return x.view(batch, channels, height, width)
 
 
 class ShuffleNetV2(nn.Module):

@@ -20,7 +20,7 @@ from functools import lru_cache, partial
 import numpy as np
 
 import engine as torch
-from engine import nn
+from engine import fx, nn
 from engine.nn import functional as F
 
 from ..ops.misc import MLP, Permute
@@ -44,6 +44,9 @@ def _patch_merging_pad(x):
     top_right = x[..., 0::2, 1::2, :]
     bottom_right = x[..., 1::2, 1::2, :]
     return torch.cat([top_left, bottom_left, top_right, bottom_right], -1)
+
+
+fx.wrap("_patch_merging_pad")  # one node when traced, as torchvision's
 
 
 class PatchMerging(nn.Module):
@@ -101,11 +104,14 @@ def _log_spaced_relative_coords(window_size):
     return (np.sign(table) * np.log2(np.abs(table) + np.float32(1)) / np.float32(3)).astype(np.float32)
 
 
-def _gather_relative_position_bias(table, index, window_size):
+def _get_relative_position_bias(table, index, window_size):
     """(1, heads, N, N) bias from a (offsets, heads) ``table`` and the flat (N * N,) ``index``."""
     n = window_size[0] * window_size[1]
     bias = table[index].view(n, n, -1)
     return bias.permute(2, 0, 1).contiguous().unsqueeze(0)
+
+
+fx.wrap("_get_relative_position_bias")
 
 
 def _window_partition(x, window_size):
@@ -209,6 +215,9 @@ def shifted_window_attention(input, qkv_weight, proj_weight, relative_position_b
     return x[:, :height, :width, :].contiguous()
 
 
+fx.wrap("shifted_window_attention")  # branches on the input size inside
+
+
 class ShiftedWindowAttention(nn.Module):
     """Window attention with a learned bias per relative offset (V1), see :func:`shifted_window_attention`."""
 
@@ -240,15 +249,21 @@ class ShiftedWindowAttention(nn.Module):
 
     def get_relative_position_bias(self):
         """The (1, heads, N, N) bias added to the attention logits."""
-        return _gather_relative_position_bias(self.relative_position_bias_table, self.relative_position_index,
-                                              self.window_size)
+        return _get_relative_position_bias(self.relative_position_bias_table, self.relative_position_index,
+                                           self.window_size)
 
-    def _attention(self, x, logit_scale=None):
-        return shifted_window_attention(x, self.qkv.weight, self.proj.weight, self.get_relative_position_bias(),
+    def _attention(self, x):
+        relative_position_bias = self.get_relative_position_bias()
+        return shifted_window_attention(x, self.qkv.weight, self.proj.weight, relative_position_bias,
                                         self.window_size, self.num_heads, shift_size=self.shift_size,
                                         attention_dropout=self.attention_dropout, dropout=self.dropout,
-                                        qkv_bias=self.qkv.bias, proj_bias=self.proj.bias, logit_scale=logit_scale,
-                                        training=self.training)
+                                        qkv_bias=self.qkv.bias, proj_bias=self.proj.bias,
+                                        logit_scale=self.get_logit_scale(), training=self.training)
+
+    def get_logit_scale(self):
+        """None: V1 scales the logits by 1/sqrt(head_dim) (V2 learns a scale; read after the other weights, as
+        torchvision's does, so that traced graphs list the same nodes in the same order)."""
+        return None
 
     def forward(self, x):
         return self._attention(x)
@@ -277,11 +292,11 @@ class ShiftedWindowAttentionV2(ShiftedWindowAttention):
 
     def get_relative_position_bias(self):
         table = self.cpb_mlp(self.relative_coords_table).view(-1, self.num_heads)
-        bias = _gather_relative_position_bias(table, self.relative_position_index, self.window_size)
+        bias = _get_relative_position_bias(table, self.relative_position_index, self.window_size)
         return 16 * torch.sigmoid(bias)
 
-    def forward(self, x):
-        return self._attention(x, logit_scale=self.logit_scale)
+    def get_logit_scale(self):
+        return self.logit_scale
 
 
 class SwinTransformerBlock(nn.Module):

@@ -1,0 +1,163 @@
+"""Python source for a ``Graph``: one statement per node, operators written as Python operators, engine functions
+by their public path (``engine.flatten``), other callables and constants as globals of the generated module; a
+value is dropped (``x = None``) right after its last use, so intermediate tensors are freed as in eager mode."""
+import builtins
+import math
+import operator
+import sys
+from dataclasses import dataclass
+
+from .naming import Namespace
+from .node import Node
+
+_BINARY = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.floordiv: "//",
+           operator.truediv: "/", operator.mod: "%", operator.pow: "**", operator.lshift: "<<",
+           operator.rshift: ">>", operator.and_: "&", operator.or_: "|", operator.xor: "^",
+           operator.matmul: "@", operator.eq: "==", operator.ne: "!=", operator.lt: "<", operator.gt: ">",
+           operator.le: "<=", operator.ge: ">="}
+_UNARY = {operator.pos: "+", operator.neg: "-", operator.invert: "~"}
+
+#: public dotted paths (``engine.nn.functional.relu``) of the engine functions a trace records, by ``id``;
+#: filled by ``patching.py`` when it wraps them
+PUBLIC_PATHS = {}
+
+
+@dataclass
+class PythonCode:
+    """Generated source of ``forward`` and the globals it runs with."""
+    src: str
+    globals: dict
+
+
+class _Emitter:
+    def __init__(self, graph):
+        import engine
+        self.namespace = Namespace()
+        for node in graph.nodes:
+            self.namespace.create_name(node.name, node)
+        self.globals = {"engine": engine, "inf": math.inf, "nan": math.nan}
+        self._global_names = {}
+
+    def global_name(self, obj, hint):
+        """The name generated code uses for ``obj``: a builtin's own name, else a fresh global."""
+        name = getattr(obj, "__name__", None)
+        if isinstance(name, str) and getattr(builtins, name, None) is obj:
+            return name
+        if id(obj) in PUBLIC_PATHS:
+            return PUBLIC_PATHS[id(obj)]
+        path = _importable_path(obj)
+        if path is not None:  # ``math.sqrt``: a new trace of the code finds what wrap/autowrap patched there
+            module_name, qualname = path
+            if module_name not in self._global_names:
+                alias = self.namespace.create_name(module_name.replace(".", "_"), None)
+                self.globals[alias] = sys.modules[module_name]
+                self._global_names[module_name] = alias
+            return f"{self._global_names[module_name]}.{qualname}"
+        if id(obj) not in self._global_names:
+            gname = self.namespace.create_name(f"_{hint}", None)
+            self.globals[gname] = obj
+            self._global_names[id(obj)] = gname
+        return self._global_names[id(obj)]
+
+    def arg(self, a):
+        if isinstance(a, Node):
+            return a.name
+        if isinstance(a, tuple):
+            items = [self.arg(x) for x in a]
+            if hasattr(a, "_fields"):
+                return f"{self.global_name(type(a), type(a).__name__)}({', '.join(items)})"
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        if isinstance(a, list):
+            return f"[{', '.join(self.arg(x) for x in a)}]"
+        if isinstance(a, dict):
+            return "{" + ", ".join(f"{self.arg(k)}: {self.arg(v)}" for k, v in a.items()) + "}"
+        if isinstance(a, slice):
+            return f"slice({self.arg(a.start)}, {self.arg(a.stop)}, {self.arg(a.step)})"
+        if a is None or a is Ellipsis or type(a) in (bool, int, str):
+            return repr(a)
+        if type(a) in (float, complex) and not (math.isinf(abs(a)) or a != a):
+            return repr(a)
+        if type(a) is float:
+            return "nan" if a != a else ("inf" if a > 0 else "-inf")
+        return self.global_name(a, type(a).__name__.lower())
+
+    def call_args(self, args, kwargs):
+        parts = [self.arg(a) for a in args] + [f"{k} = {self.arg(v)}" for k, v in kwargs.items()]
+        return ", ".join(parts)
+
+    def expression(self, node, root):
+        op, target, args, kwargs = node.op, node.target, node.args, node.kwargs
+        if op == "get_attr":
+            return attribute_path(root, target)
+        if op == "call_module":
+            return f"{attribute_path(root, target)}({self.call_args(args, kwargs)})"
+        if op == "call_method":
+            return f"{self.arg(args[0])}.{target}({self.call_args(args[1:], kwargs)})"
+        if not kwargs:
+            if target in _BINARY and len(args) == 2:
+                return f"{self.arg(args[0])} {_BINARY[target]} {self.arg(args[1])}"
+            if target in _UNARY and len(args) == 1:
+                return f"{_UNARY[target]}{self.arg(args[0])}"
+            if target is operator.getitem and len(args) == 2:
+                return f"{self.arg(args[0])}[{self.arg(args[1])}]"
+            if (target is getattr and len(args) == 2 and isinstance(args[1], str) and args[1].isidentifier()
+                    and not args[1].startswith("__")):
+                return f"{self.arg(args[0])}.{args[1]}"
+        hint = getattr(target, "__name__", type(target).__name__)
+        return f"{self.global_name(target, hint)}({self.call_args(args, kwargs)})"
+
+
+def _importable_path(obj):
+    """(module name, qualified name) by which ``obj`` is reachable from its module, or None."""
+    module_name, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    if not isinstance(module_name, str) or not isinstance(qualname, str) or module_name not in sys.modules:
+        return None
+    found = sys.modules[module_name]
+    for atom in qualname.split("."):
+        if not atom.isidentifier():
+            return None
+        found = getattr(found, atom, None)
+    return (module_name, qualname) if found is obj else None
+
+
+def attribute_path(root, target):
+    """``self.layer1[0]``-free access to a dotted attribute: ``getattr(self.layer1, "0").conv1``."""
+    expr = root
+    for atom in target.split("."):
+        expr = f"{expr}.{atom}" if atom.isidentifier() else f"getattr({expr}, {atom!r})"
+    return expr
+
+
+def generate(graph, root="self"):
+    """``PythonCode`` of ``def forward(self, <placeholders>)`` running ``graph``."""
+    emit = _Emitter(graph)
+    nodes = list(graph.nodes)
+    last_use = {}
+    for node in nodes:
+        for inp in node.all_input_nodes:
+            last_use[id(inp)] = node
+    dies_at = {}
+    for node in nodes:
+        user = last_use.get(id(node))
+        if user is not None and user.op != "output":
+            dies_at.setdefault(id(user), []).append(node.name)
+    params, body = [root], []
+    for node in nodes:
+        if node.op == "placeholder":
+            name = node.target if node.target.startswith("*") else node.name
+            params.append(f"{name} = {emit.arg(node.args[0])}" if node.args else name)
+            continue
+        if node.op == "output":
+            body.append(f"return {emit.arg(node.args[0])}")
+            continue
+        line = f"{node.name} = {emit.expression(node, root)}"
+        dead = dies_at.get(id(node), [])
+        if not node.users:
+            dead = dead + [node.name]
+        if dead:
+            line += f";  {' = '.join(dead)} = None"
+        body.append(line)
+    if not body or not body[-1].startswith("return"):
+        body.append("return None")
+    src = f"\n\ndef forward({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
+    return PythonCode(src, emit.globals)

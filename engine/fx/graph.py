@@ -1,0 +1,204 @@
+"""``Graph``: the ordered list of ``Node``s of a traced program (torch.fx's ``Graph``), with node creation at an
+insert point, erasure, dead-code elimination, checks and printing; ``codegen.py`` turns it into Python."""
+import contextlib
+import inspect
+
+from .naming import Namespace, target_to_str
+from .node import Node, map_arg
+
+
+class _NodeList:
+    """``graph.nodes``: iterates a snapshot, so erasing nodes while iterating is safe; supports ``reversed``."""
+
+    def __init__(self, nodes):
+        self._nodes = nodes
+
+    def __iter__(self):
+        return iter(list(self._nodes))
+
+    def __reversed__(self):
+        return iter(self._nodes[::-1])
+
+    def __len__(self):
+        return len(self._nodes)
+
+    def __contains__(self, node):
+        return any(n is node for n in self._nodes)
+
+    def __repr__(self):
+        return repr(self._nodes)
+
+
+class Graph:
+    """A program as a list of nodes: placeholders (inputs), get_attr / call_* operations, and one output."""
+
+    def __init__(self, owning_module=None, tracer_cls=None, tracer_extras=None):
+        self._nodes = []
+        self._namespace = Namespace()
+        self._insert_at = None  # None: at the end; (node, after): next to that node
+        self.owning_module = owning_module
+        self._tracer_cls = tracer_cls
+        self._tracer_extras = tracer_extras
+
+    @property
+    def nodes(self):
+        """The nodes in program order."""
+        return _NodeList(self._nodes)
+
+    # ---- creating nodes -------------------------------------------------------------------------------
+    def create_node(self, op, target, args=None, kwargs=None, name=None, type_expr=None):
+        """Make a node at the current insert point; its name comes from ``name`` or the target, made unique."""
+        candidate = name if name is not None else target_to_str(target)
+        node = Node(self, self._namespace.create_name(candidate, None), op, target, args or (), kwargs or {},
+                    type_expr)
+        self._insert(node)
+        return node
+
+    def _insert(self, node):
+        if self._insert_at is None:
+            self._nodes.append(node)
+            return
+        anchor, after = self._insert_at
+        if anchor is None:  # inserting_before(None): the start of the graph
+            self._nodes.insert(0, node)
+        else:
+            self._nodes.insert(self._index(anchor) + after, node)
+
+    def _index(self, node):
+        for i, n in enumerate(self._nodes):
+            if n is node:
+                return i
+        raise RuntimeError(f"Node {node} is not in this graph")
+
+    def _move(self, node, anchor, after):
+        self._nodes.pop(self._index(node))
+        self._nodes.insert(self._index(anchor) + after, node)
+
+    @contextlib.contextmanager
+    def _inserting(self, point):
+        saved, self._insert_at = self._insert_at, point
+        try:
+            yield
+        finally:
+            self._insert_at = saved
+
+    def inserting_before(self, n=None):
+        """Context in which new nodes go just before ``n`` (the start of the graph when ``n`` is None)."""
+        return self._inserting((None, False) if n is None else (n, False))
+
+    def inserting_after(self, n=None):
+        """Context in which each new node goes just after ``n`` (the end of the graph when ``n`` is None)."""
+        return self._inserting(None if n is None else (n, True))
+
+    def placeholder(self, name, type_expr=None, default_value=inspect.Signature.empty):
+        """An input of the program; ``default_value`` is its default."""
+        args = () if default_value is inspect.Signature.empty else (default_value,)
+        return self.create_node("placeholder", name, args, type_expr=type_expr)
+
+    def get_attr(self, qualified_name, type_expr=None):
+        """Read attribute ``qualified_name`` (``layer1.0.conv1.weight``) of the owning module."""
+        return self.create_node("get_attr", qualified_name, type_expr=type_expr)
+
+    def call_module(self, module_name, args=None, kwargs=None, type_expr=None):
+        """Call the submodule at ``module_name``."""
+        return self.create_node("call_module", module_name, args, kwargs, type_expr=type_expr)
+
+    def call_method(self, method_name, args=None, kwargs=None, type_expr=None):
+        """Call method ``method_name`` of ``args[0]``."""
+        return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
+
+    def call_function(self, the_function, args=None, kwargs=None, type_expr=None):
+        """Call a free function (``operator.add``, ``engine.flatten``)."""
+        return self.create_node("call_function", the_function, args, kwargs, type_expr=type_expr)
+
+    def output(self, result, type_expr=None):
+        """The program's return value."""
+        return self.create_node("output", "output", (result,), type_expr=type_expr)
+
+    def node_copy(self, node, arg_transform=lambda x: x):
+        """A copy of ``node`` (from any graph) in this one; ``arg_transform`` maps its input nodes to ours."""
+        args = map_arg(node.args, arg_transform)
+        kwargs = map_arg(node.kwargs, arg_transform)
+        copy = self.create_node(node.op, node.target, args, kwargs, node.name, node.type)
+        copy.meta = dict(node.meta)
+        return copy
+
+    def graph_copy(self, g, val_map):
+        """Copy every node of ``g`` but its output into this graph (``val_map`` maps old nodes to new; it is
+        filled in); returns the value the output of ``g`` referred to, mapped."""
+        for node in g.nodes:
+            if node.op == "output":
+                return map_arg(node.args[0], lambda n: val_map[n])
+            val_map[node] = self.node_copy(node, lambda n: val_map[n])
+        return None
+
+    # ---- removing nodes -------------------------------------------------------------------------------
+    def erase_node(self, to_erase):
+        """Remove a node nothing uses any more."""
+        if to_erase.users:
+            raise RuntimeError(f"Tried to erase Node {to_erase} but it still had {len(to_erase.users)} users in "
+                               f"the graph: {to_erase.users}!")
+        if to_erase.graph is not self:
+            raise RuntimeError(f"Attempting to remove {to_erase} from wrong graph!")
+        if to_erase._erased:
+            raise RuntimeError(f"Node {to_erase} is already erased")
+        self._nodes.pop(self._index(to_erase))
+        to_erase._update_args_kwargs((), {})
+        to_erase._erased = True
+
+    def eliminate_dead_code(self, is_impure_node=None):
+        """Erase the nodes whose values nobody uses (impure ones stay); returns whether any went."""
+        self.lint()
+        impure = is_impure_node or (lambda n: n.is_impure())
+        changed = False
+        for node in reversed(self.nodes):
+            if not impure(node) and not node.users:
+                self.erase_node(node)
+                changed = True
+        return changed
+
+    # ---- checks and printing ----------------------------------------------------------------------------
+    def lint(self):
+        """Check that nodes belong here, read only earlier nodes, have unique names, and (with an owning module)
+        that get_attr / call_module targets exist."""
+        seen, names = set(), set()
+        for node in self._nodes:
+            if node.graph is not self:
+                raise RuntimeError(f"Node '{node}' does not belong to this Graph!")
+            for arg in node.all_input_nodes:
+                if arg.graph is not self:
+                    raise RuntimeError(f"Argument '{arg}' of Node '{node}' does not belong to this Graph, but was "
+                                       "used as an argument! If you are copying nodes from another graph, make "
+                                       "sure to use ``arg_transform`` on node_copy() to remap values")
+                if id(arg) not in seen:
+                    raise RuntimeError(f"Argument '{arg}' of Node '{node}' was used before it has been defined! "
+                                       "Please check that Nodes in the graph are topologically ordered")
+            if node.name in names:
+                raise RuntimeError(f"Node redefined name {node.name}!")
+            seen.add(id(node))
+            names.add(node.name)
+            if self.owning_module is not None and node.op in ("get_attr", "call_module"):
+                obj = self.owning_module
+                for i, atom in enumerate(node.target.split(".")):
+                    if not hasattr(obj, atom):
+                        raise RuntimeError(f"Node {node} target {node.target} references nonexistent attribute "
+                                           f"{atom} of {'.'.join(node.target.split('.')[:i]) or 'root'}")
+                    obj = getattr(obj, atom)
+
+    def python_code(self, root_module="self"):
+        """The Python source of ``forward`` for this graph, and the globals it needs (``codegen.PythonCode``)."""
+        from .codegen import generate
+        return generate(self, root_module)
+
+    def __str__(self):
+        params = ", ".join(n.target for n in self._nodes if n.op == "placeholder")
+        lines = [f"graph({params}):"] + ["    " + n.format_node() for n in self._nodes]
+        return "\n".join(lines)
+
+    def print_tabular(self):
+        """Print opcode, name, target, args and kwargs of each node as a table."""
+        rows = [["opcode", "name", "target", "args", "kwargs"]]
+        rows += [[n.op, n.name, str(n.target), str(n.args), str(n.kwargs)] for n in self._nodes]
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        rows.insert(1, ["-" * w for w in widths])
+        print("\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows))
