@@ -18,7 +18,7 @@ from ..autograd.function import Function
 from ..autograd.double_backward import constant, keep_dims, masked, transposed_backward
 from ..tensor import Tensor, register_method
 from ._common import cast, float_dtype, wrap_dim, xp_of
-from .complex_grad import conj
+from .complex_grad import conj, holomorphic, holomorphic_tensors
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -731,6 +731,10 @@ class CumProd(_Cumulative):
         self.y = xp.cumprod(x, self.axis, x.dtype)
         return self.y
 
+    @holomorphic
+    def backward(self, gy):
+        return super().backward(gy)
+
     def grad(self, xp, g):
         x, axis = self.x, self.axis
         zero = x == 0
@@ -743,6 +747,7 @@ class CumProd(_Cumulative):
         g_at_zero = _reverse_cumsum(xp, g * y_skip, axis)
         return xp.where(before_zero, g_before, xp.where(first_zero, g_at_zero, 0))
 
+    @holomorphic_tensors
     def backward_tensors(self, gy):
         """Without zeros, the reverse running sum of gy * y over x. With zeros, the gradient past a zero is 0
         in value but not in its derivative, so it is built without division, as torch's differentiable form:

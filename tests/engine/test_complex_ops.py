@@ -28,7 +28,8 @@ UNARY = {
     "conj_physical": lambda t: t.conj_physical() * 1, "pow_scalar": lambda t: t ** 3,
     "pow_complex": lambda t: t ** (0.5 + 1j),
     "real": lambda t: t.real * 1, "imag": lambda t: t.imag * 1, "sum": lambda t: t.sum(1), "mean": lambda t: t.mean(),
-    "prod": lambda t: t.prod(0), "cumsum": lambda t: t.cumsum(1), "vector_norm": lambda t: t.norm(dim=1),
+    "prod": lambda t: t.prod(0), "cumsum": lambda t: t.cumsum(1), "cumprod": lambda t: t.cumprod(1),
+    "vector_norm": lambda t: t.norm(dim=1),
     "H": lambda t: t.H * 1, "mH": lambda t: t.mH * 1, "adjoint": lambda t: t.adjoint() * 1,
     "reshape_permute": lambda t: t.reshape(5, 3).permute(1, 0) * 1, "index": lambda t: t[1:, ::2][[0, 1, 0]] * 1,
     "isfinite": lambda t: t.isfinite(), "isnan": lambda t: t.isnan(),
@@ -183,7 +184,7 @@ def test_complex64_name():
 
 
 @pytest.mark.parametrize("case", [lambda z: (z * z * z).exp() / (z + 2),
-                                  lambda z: z.real * z.imag + z.conj() * z.sin()])
+                                  lambda z: z.real * z.imag + z.conj() * z.sin(), lambda z: z.cumprod(0)])
 def test_double_backward(case):
     def second_order(lib, as_real):
         z = lib.tensor(_z((4,), dtype=np.complex128), requires_grad=True)
