@@ -91,12 +91,19 @@ class Xlogy(_Binary):
 
 
 class LogAddExp(_Binary):
-    """log(exp(a) + exp(b)) computed without overflow; the gradients are softmax weights."""
+    """log(exp(a) + exp(b)) computed without overflow; the gradients are softmax weights. Complex operands (numpy's
+    ufunc takes none) shift by the one with the larger real part, as torch's kernel does."""
 
     def forward(self, a, b):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         self.a, self.b = a, b
-        self.y = xp_of(a, b).logaddexp(a, b)
+        xp = xp_of(a, b)
+        if a.dtype.kind == "c":
+            a_larger = a.real >= b.real
+            larger, smaller = xp.where(a_larger, a, b), xp.where(a_larger, b, a)
+            self.y = larger + xp.log1p(xp.exp(smaller - larger))
+        else:
+            self.y = xp.logaddexp(a, b)
         return self.y
 
     def backward(self, gy):
@@ -190,8 +197,10 @@ def hypot(input, other):
 
 
 def logaddexp(input, other):
-    """log(exp(input) + exp(other)) without overflow (floating types only)."""
-    return _float_only("logaddexp", LogAddExp, input, other)
+    """log(exp(input) + exp(other)) without overflow (floating and complex types, as torch's)."""
+    dt = result_dtype(as_operand(input), as_operand(other))
+    _check_kinds("logaddexp", dt, "fc", _device_type(input, other))
+    return _binary(LogAddExp, input, other)
 
 
 def logaddexp2(input, other):

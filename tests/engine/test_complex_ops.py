@@ -52,7 +52,8 @@ def test_unary(name):
 
 BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
           "div": lambda a, b: a / b, "pow": lambda a, b: a ** b, "rsub": lambda a, b: 2 - a * b,
-          "matmul": lambda a, b: a @ b.mT, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
+          "matmul": lambda a, b: a @ b.mT, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+          "logaddexp": lambda a, b: a.logaddexp(b)}
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
