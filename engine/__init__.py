@@ -10,7 +10,7 @@ from ._dtype import (bfloat16, bool_ as bool, complex64, complex128, dtype, floa
                      uint32, uint64)
 from ._device import device, get_default_device, get_device_module, set_default_device  # noqa: F401
 from ._layout import (channels_last, channels_last_3d, contiguous_format, layout, memory_format,  # noqa: F401
-                      preserve_format, sparse_coo, strided)
+                      preserve_format, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc, sparse_csr, strided)
 from .tensor import Size, Tensor, is_tensor
 from .random import Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state
 from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
@@ -21,6 +21,10 @@ from .storage import *  # noqa: F401,F403  (torch.UntypedStorage ..., Tensor.unt
 from .serialization import load, save  # noqa: F401
 from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
 from . import fft  # noqa: F401  (torch.fft; stft's ops import it anyway)
+from . import sparse  # noqa: F401  (torch.sparse; also Tensor.to_sparse* and sparse gradients reaching leaves)
+from .sparse import (ccol_indices_copy, col_indices_copy, crow_indices_copy, dsmm, hspmm, indices_copy,  # noqa: F401
+                     row_indices_copy, saddmm, smm, sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor,
+                     sparse_coo_tensor, sparse_csc_tensor, sparse_csr_tensor, spmm, sspaddmm, values_copy)
 from .cuda.memory import OutOfMemoryError  # noqa: F401  (torch.OutOfMemoryError, also engine.cuda's)
 from .legacy_tensor_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,  # noqa: F401
                                   FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor,

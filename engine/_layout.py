@@ -1,7 +1,9 @@
 """``engine.layout`` and ``engine.memory_format``: the named constants PyTorch code passes around, and torch's
 memory-format rules for dense arrays.
 
-Every engine tensor is dense and strided, so ``x.layout`` is always ``engine.strided``. The memory formats are
+A dense tensor's ``x.layout`` is ``engine.strided``; the sparse tensors of ``engine.sparse`` report
+``sparse_coo``, ``sparse_csr`` or ``sparse_csc`` (``sparse_bsr`` and ``sparse_bsc`` exist as names only).
+The memory formats are
 honoured as torch honours them: ``contiguous``, ``is_contiguous``, ``clone``, ``Tensor.to`` and ``Module.to`` take
 ``memory_format=``, and the functions below read a numpy (or CuPy) array's strides the way torch reads a tensor's
 (``suggest_memory_format``), so that ops can give their outputs torch's layout (``nn/functional/_memory_format.py``).
@@ -31,13 +33,18 @@ class memory_format(_Named):
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 
 contiguous_format = memory_format("contiguous_format")
 preserve_format = memory_format("preserve_format")
 channels_last = memory_format("channels_last")
 channels_last_3d = memory_format("channels_last_3d")
 
-__all__ = ["layout", "memory_format", "strided", "sparse_coo", "contiguous_format", "preserve_format",
+__all__ = ["layout", "memory_format", "strided", "sparse_coo", "sparse_csr", "sparse_csc",
+           "sparse_bsr", "sparse_bsc", "contiguous_format", "preserve_format",
            "channels_last", "channels_last_3d"]
 
 

@@ -158,7 +158,7 @@ def _same_device(inputs, arrays):
         return arrays
     out = []
     for t, a in zip(inputs, arrays):
-        if isinstance(t, Tensor) and not _device.is_cuda_array(a):
+        if isinstance(t, Tensor) and not _device.is_cuda_array(getattr(a, "values", a)):  # sparse: its values
             if a.ndim:
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
                                    f"devices, {gpu} and cpu!")

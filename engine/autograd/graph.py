@@ -97,7 +97,11 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
             captures[node] = grad if prev is None else prev + grad
         return
     from ..tensor import _new
-    if tensor.grad is None:
+    sparse = SPARSE_GRADS and (SPARSE_GRADS.get(type(grad))
+                               or tensor.grad is not None and SPARSE_GRADS.get(type(tensor.grad._data)))
+    if sparse:
+        sparse(tensor, grad)
+    elif tensor.grad is None:
         own = unshared and not tensor._hooks and _keepable(grad)
         tensor.grad = _new(grad if own else grad.copy())
     else:
@@ -105,6 +109,12 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
     if tensor._post_accumulate_grad_hooks:
         for hook in tuple(tensor._post_accumulate_grad_hooks):
             hook(tensor)
+
+
+#: sparse gradient storages (``engine.sparse``'s COO arrays) -> the function that accumulates a gradient into a
+#: leaf when the gradient or the leaf's ``.grad`` is one; empty until ``engine.sparse`` is imported, so that the
+#: dense path pays one truth test per leaf
+SPARSE_GRADS = {}
 
 
 def add_to_slot(pending, node, index, grad):

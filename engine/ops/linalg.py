@@ -11,7 +11,7 @@ import string
 
 import numpy as np
 
-from .. import _dtype, backends
+from .. import _dtype, _layout, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..autograd.graph import sum_to_shape
@@ -191,6 +191,8 @@ def _check_matmul(a, b):
 @autocast_mode.lower_precision("cpu", "cuda")
 def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch broadcasting: dot, mv, mm and batched forms."""
+    if input.layout is not _layout.strided:  # a sparse matrix (engine.sparse) multiplies itself
+        return input.matmul(other)
     _check_dtypes(input, other)
     _check_matmul(input, other)
     result = MatMul()(input, other)
@@ -203,6 +205,8 @@ def matmul(input, other, *, out=None):
 @autocast_mode.lower_precision("cpu", "cuda")
 def mm(input, mat2):
     """Product of two matrices."""
+    if input.layout is not _layout.strided:  # a sparse matrix (engine.sparse) multiplies itself
+        return input.mm(mat2)
     if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:

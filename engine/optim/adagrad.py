@@ -1,6 +1,6 @@
 """Adagrad: per-coordinate learning rates from the running sum of squared gradients."""
 from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _check_fused, _check_fused_param,
-                        _grad_of, _step_tensor, _to_scalar, _zeros_like)
+                        _grad_of, _step_tensor, _to_scalar, _zeros_like, is_sparse_grad, sparse_grad_values)
 from ..ops._common import xp_of
 
 
@@ -10,7 +10,10 @@ class Adagrad(Optimizer):
     ``foreach`` and ``fused`` (on any device, as torch allows on the CPU) are accepted and change nothing:
     each parameter's update is a few whole-array operations either way; ``fused`` keeps torch's checks
     and its float32 step counter. ``differentiable`` is accepted; the update is not recorded by autograd.
+    A sparse gradient updates only the entries it holds, as torch's (``_sparse_update``).
     """
+
+    takes_sparse_grads = True
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
@@ -53,6 +56,9 @@ class Adagrad(Optimizer):
                 state = self.state[p] or self._init_state(p, group)
                 state["step"]._data += 1
                 step = float(state["step"]._data)
+                if is_sparse_grad(p):
+                    self._sparse_update(p, group, lr / (1 + (step - 1) * group["lr_decay"]))
+                    continue
                 g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
                 clr = lr / (1 + (step - 1) * group["lr_decay"])
                 state_sum = state["sum"]._data
@@ -64,3 +70,16 @@ class Adagrad(Optimizer):
                 p._data += update
                 _bump_version(p)
         return loss
+
+    def _sparse_update(self, p, group, clr):
+        """torch's Adagrad step for a sparse gradient (coalesced): the squared values added into the sum at their
+        entries, and the parameter moved at those entries only; weight decay is refused."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("weight_decay option is not compatible with sparse gradients")
+        index, values = sparse_grad_values(p, group["maximize"])
+        state_sum = self.state[p]["sum"]._data
+        state_sum[index] += values * values
+        std = xp_of(p._data).sqrt(state_sum[index])
+        std += group["eps"]
+        p._data[index] += (values / std) * -clr
+        _bump_version(p)

@@ -10,7 +10,7 @@ from itertools import chain
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _layout
 from .._device import move
 from ..autograd import grad_mode
 from ..ops._common import xp_of
@@ -133,6 +133,8 @@ def _wrap_step(step):
             result = hook(self, args, kwargs)
             if result is not None:
                 args, kwargs = result
+        if not self.takes_sparse_grads:
+            _refuse_sparse_grads(self)
         with grad_mode.no_grad():
             out = step(self, *args, **kwargs)
         for hook in list(self._step_post_hooks.values()):
@@ -144,8 +146,34 @@ def _wrap_step(step):
     return wrapped
 
 
+def _refuse_sparse_grads(optimizer):
+    """torch's error of an optimizer that takes dense gradients only, given a sparse one."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is not None and p.grad.layout is not _layout.strided:
+                name = type(optimizer).__name__
+                if name in ("Adam", "AdamW"):
+                    raise RuntimeError("Adam does not support sparse gradients, please consider SparseAdam instead")
+                raise RuntimeError(f"{name} does not support sparse gradients")
+
+
+def sparse_grad_values(p, maximize):
+    """(index tuple, values) of ``p``'s sparse gradient, coalesced (as torch's sparse updates read it), the
+    values negated when maximizing."""
+    grad = p.grad.coalesce()._data
+    return tuple(grad.indices), -grad.values if maximize else grad.values
+
+
+def is_sparse_grad(p):
+    return p.grad.layout is not _layout.strided
+
+
 class Optimizer:
     """Base class of all optimizers (see ``torch.optim.Optimizer``)."""
+
+    #: whether ``step`` takes sparse gradients (torch's SGD, Adagrad and SparseAdam do); the others raise torch's
+    #: error for them
+    takes_sparse_grads = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

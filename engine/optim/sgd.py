@@ -1,6 +1,7 @@
 """Stochastic gradient descent with optional momentum, dampening, Nesterov and weight decay."""
 from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _check_fused, _check_fused_param,
-                        _grad_of, _like, _to_scalar)
+                        _grad_of, _like, _to_scalar, is_sparse_grad)
+from ..ops._common import xp_of
 from ..tensor import _new
 
 
@@ -10,8 +11,11 @@ class SGD(Optimizer):
     ``foreach`` and ``fused`` (on any device, as torch allows on the CPU) are accepted and change nothing:
     each parameter's update is a few whole-array operations either way; ``fused`` keeps torch's checks
     (floating-point parameters, not with ``differentiable`` or ``foreach``). ``differentiable`` is
-    accepted; the update is not recorded by autograd.
+    accepted; the update is not recorded by autograd. A sparse gradient (``Embedding(sparse=True)``) updates
+    the rows it holds, with a sparse momentum buffer, as torch's.
     """
+
+    takes_sparse_grads = True
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
@@ -37,6 +41,8 @@ class SGD(Optimizer):
 
     def _apply(self, p, group, scalars):
         (lr,) = scalars
+        if is_sparse_grad(p):
+            return self._apply_sparse(p, group, lr)
         momentum = group["momentum"]
         g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
         if momentum != 0:
@@ -56,3 +62,22 @@ class SGD(Optimizer):
         if nesterov:
             return g + momentum * buf._data
         return buf._data
+
+    def _apply_sparse(self, p, group, lr):
+        """torch's update for a sparse gradient: no weight decay; the momentum buffer is a sparse tensor (kept
+        coalesced here), and the step adds into the rows the direction holds."""
+        if group["weight_decay"] != 0:
+            raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) instead.")
+        g = -p.grad if group["maximize"] else p.grad
+        momentum, dampening = group["momentum"], group["dampening"]
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            buf = g.clone() if buf is None else (buf * momentum + (g if dampening == 0 else g * (1 - dampening)))
+            state["momentum_buffer"] = buf = buf.coalesce()
+            g = g + buf * momentum if group["nesterov"] else buf
+        direction = g._data
+        xp_of(p._data).add.at(p._data, tuple(direction.indices), direction.values * -_to_scalar(lr))
+        _bump_version(p)
+        return None
+

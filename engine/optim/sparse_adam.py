@@ -1,18 +1,16 @@
-"""SparseAdam: Adam that updates only the rows a gradient touches (embedding tables)."""
-from .optimizer import Optimizer, _bump_version, _grad_of, _to_scalar, _zeros_like
+"""SparseAdam: Adam that updates only the entries a sparse gradient holds (embedding tables)."""
+from .optimizer import Optimizer, _bump_version, _to_scalar, _zeros_like, is_sparse_grad, sparse_grad_values
 from ..ops._common import xp_of
 
 
 class SparseAdam(Optimizer):
-    """``torch.optim.SparseAdam``: the moments and parameters change only in the rows (slices along
-    dim 0) that the gradient touches; the other rows keep their moments and values.
-
-    torch takes sparse gradients only (``nn.Embedding(sparse=True)``). The engine has no sparse
-    layout: its ``Embedding(sparse=True)`` gives a dense gradient whose untouched rows are zero, so
-    SparseAdam takes dense gradients and treats a row as touched when any of its values is nonzero.
-    That equals torch's update except for a looked-up row whose gradient is exactly zero, which torch
-    would still decay.
+    """``torch.optim.SparseAdam``: the moments and parameters change only at the entries the (coalesced) sparse
+    gradient holds, as ``nn.Embedding(sparse=True)`` gives it: every looked-up row, even one whose gradient is
+    zero (its moments still decay); the other rows keep their moments and values. Dense gradients get torch's
+    error.
     """
+
+    takes_sparse_grads = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
         if not 0.0 < lr:
@@ -37,16 +35,16 @@ class SparseAdam(Optimizer):
 
     def _update(self, p, group):
         """One SparseAdam step on ``p``'s touched rows, in torch's order of operations."""
+        if not is_sparse_grad(p):
+            raise RuntimeError("SparseAdam does not support dense gradients, please consider Adam instead")
         beta1, beta2 = group["betas"]
         state = self._state_of(p)
         state["step"] += 1
-        g = _grad_of(p, group["maximize"])
-        xp = xp_of(p._data)
-        rows = _touched_rows(g, xp)
-        if rows is None:
+        rows, grad_values = sparse_grad_values(p, group["maximize"])
+        if grad_values.size == 0:
             return
+        xp = xp_of(p._data)
         exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
-        grad_values = g[rows]
         old_exp_avg = exp_avg[rows]
         exp_avg_update = (grad_values - old_exp_avg) * (1 - beta1)
         exp_avg[rows] = old_exp_avg + exp_avg_update
@@ -61,11 +59,3 @@ class SparseAdam(Optimizer):
         p._data[rows] += -step_size * (numer / denom)
         _bump_version(p)
 
-
-def _touched_rows(g, xp):
-    """The indices along dim 0 where ``g`` has a nonzero value (``...`` for a nonzero 0-dim ``g``);
-    None when there are none."""
-    if g.ndim == 0:
-        return ... if g != 0 else None
-    rows = xp.flatnonzero(xp.any(g != 0, axis=tuple(range(1, g.ndim))))
-    return rows if rows.size else None

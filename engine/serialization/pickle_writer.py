@@ -4,8 +4,9 @@
 and engine never imports torch; so the few opcodes a checkpoint needs are written here, exactly the
 ones torch's ``weights_only`` unpickler accepts: containers, numbers, strings, None, bools, and
 through allowlisted globals tensors (``_rebuild_tensor_v2`` over a persistent storage id), quantized
-tensors (``_rebuild_qtensor``), parameters, ``torch.Size``, ``torch.device`` and dtypes. Tensors and containers are memoized, so an
-object saved twice loads as one object, and a container may hold itself.
+tensors (``_rebuild_qtensor``), sparse tensors (``_rebuild_sparse_tensor``), parameters, ``torch.Size``,
+``torch.device`` and dtypes. Tensors and containers are memoized, so an object saved twice loads as one
+object, and a container may hold itself.
 """
 import io
 import struct
@@ -13,7 +14,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _layout
 from .._device import device
 
 __all__ = ["checkpoint_pickle"]
@@ -92,6 +93,8 @@ class _Writer:
             self.get(self.memo[id(obj)])
         elif getattr(obj, "is_quantized", False) and not isinstance(obj, Tensor):
             self.quantized_tensor(obj)
+        elif isinstance(obj, Tensor) and obj.layout is not _layout.strided:
+            self.sparse_tensor(obj)
         elif isinstance(obj, (Tensor, np.ndarray)):
             self.tensor(obj)
         elif isinstance(obj, _dtype.dtype):
@@ -172,6 +175,18 @@ class _Writer:
             self.op(b"tR")
         else:
             self.plain_tensor(obj, isinstance(obj, Tensor) and bool(obj.requires_grad))
+        self.remember(obj)
+
+    def sparse_tensor(self, obj):
+        """``_rebuild_sparse_tensor(layout, data)``, as torch pickles a sparse tensor: data is (indices, values,
+        size, is_coalesced) for COO, (compressed indices, plain indices, values, size) for CSR/CSC/BSR/BSC."""
+        from ..sparse.serialization import sparse_parts
+        layout, data = sparse_parts(obj)
+        self.global_("torch._utils", "_rebuild_sparse_tensor")
+        self.op(b"(")
+        self.call("torch.serialization", "_get_layout", f"torch.{layout.name}")
+        self.save(data, "a sparse tensor's parts")
+        self.op(b"tR")
         self.remember(obj)
 
     def quantized_tensor(self, obj):

@@ -187,6 +187,32 @@ def _rebuild_parameter(data, requires_grad, backward_hooks):
     return Parameter(data, requires_grad=bool(requires_grad))
 
 
+def _rebuild_sparse_tensor(layout, data):
+    """``torch._utils._rebuild_sparse_tensor``: a sparse COO, CSR, CSC, BSR or BSC tensor from its index and value
+    tensors."""
+    from .. import _layout
+    from ..sparse.serialization import rebuild_sparse_tensor
+    from ..tensor import Tensor
+
+    compressed = (_layout.sparse_csr, _layout.sparse_csc, _layout.sparse_bsr, _layout.sparse_bsc)
+    arrays = 2 if layout is _layout.sparse_coo else 3 if layout in compressed else 0
+    if not arrays or not isinstance(data, tuple) or len(data) != 4 or not all(isinstance(t, Tensor)
+                                                                               for t in data[:arrays]):
+        raise CheckpointError(f"invalid sparse tensor parts for layout {layout!r:.40}")
+    return rebuild_sparse_tensor(layout, data)
+
+
+def _torch_layout(name):
+    """``torch.serialization._get_layout('torch.sparse_coo')``: the engine's layout of that name."""
+    from .. import _layout
+
+    layout = getattr(_layout, name[len("torch."):], None) if isinstance(name, str) and name.startswith("torch.") \
+        else None
+    if not isinstance(layout, _layout.layout):
+        raise CheckpointError(f"unknown layout {name!r:.40}")
+    return layout
+
+
 def _torch_size(dims=()):
     """``torch.Size``: an ``engine.Size``."""
     from ..tensor import Size
@@ -219,6 +245,7 @@ def _allowlist():
     allowed = {
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+        ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
         ("torch", "Size"): _torch_size,
         ("torch", "device"): _torch_device,
     }
@@ -227,6 +254,7 @@ def _allowlist():
             allowed[(module, name)] = StorageType(name, _TORCH_DTYPES[dtype_name])
     for name, dtype in _TORCH_DTYPES.items():
         allowed[("torch", name)] = dtype
+    allowed[("torch.serialization", "_get_layout")] = _torch_layout
     from ..quantized_tensor import QSCHEMES
 
     for name, scheme in QSCHEMES.items():

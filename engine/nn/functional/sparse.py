@@ -44,11 +44,12 @@ class _Embedding(Function):
         xp = xp_of(gy)
         idx = self.indices.reshape(-1)
         rows = gy.reshape(idx.size, -1)
+        if self.sparse:
+            shape = (self.num,) + gy.shape[self.indices.ndim:]
+            return None, _sparse_rows(idx, rows, self.padding_idx, shape, self.scale_grad_by_freq)
         if self.scale_grad_by_freq:
             counts = xp.bincount(idx, minlength=self.num)
             rows = rows / counts[idx][:, None]
-        if self.sparse:
-            return None, _sparse_rows(idx, rows, self.padding_idx, (self.num,) + gy.shape[self.indices.ndim:])
         gw = xp.zeros((self.num, rows.shape[1]), gy.dtype)
         xp.add.at(gw, idx, rows)
         if self.padding_idx is not None:
@@ -87,10 +88,12 @@ class _PickRows(Function):
         return transposed_backward(self, gy)
 
 
-def _sparse_rows(idx, rows, padding_idx, shape):
+def _sparse_rows(idx, rows, padding_idx, shape, scale_grad_by_freq):
     """The sparse COO gradient of an embedding table (``sparse=True``), as torch gives it: one entry per
     looked-up index (uncoalesced), except ``padding_idx``'s, holding that lookup's gradient row."""
     from ...sparse._coo import COOArray
+    if scale_grad_by_freq:
+        raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse gradients")
     xp = xp_of(rows)
     if padding_idx is not None:
         keep = xp.flatnonzero(idx != padding_idx)
@@ -138,9 +141,9 @@ class _EmbeddingBag(Function):
 
     uses_inputs = False
 
-    def __init__(self, mode, n_bags, bag, padding_idx, scale_grad_by_freq):
+    def __init__(self, mode, n_bags, bag, padding_idx, scale_grad_by_freq, sparse=False):
         self.mode, self.n_bags, self.bag = mode, n_bags, bag
-        self.padding_idx, self.scale_grad_by_freq = padding_idx, scale_grad_by_freq
+        self.padding_idx, self.scale_grad_by_freq, self.sparse = padding_idx, scale_grad_by_freq, sparse
 
     def forward(self, indices, weight, per_sample_weights):
         xp = xp_of(weight)
@@ -198,6 +201,8 @@ class _EmbeddingBag(Function):
             gp[self.pos] = (g * self.weight[self.idx]).sum(axis=1)
         if self.psw is not None:
             g = g * self.psw[self.pos][:, None]
+        if self.sparse:
+            return None, _sparse_rows(self.idx, g, None, gw.shape, self.scale_grad_by_freq), gp
         if self.scale_grad_by_freq:
             g = g / self.freq[self.idx][:, None]
         xp.add.at(gw, self.idx, g)
@@ -286,7 +291,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         with grad_mode.no_grad():
             _renorm_rows(weight, idx, max_norm, norm_type)
     n_bags, bag = _bag_of_each_index(xp_of(idx), offsets._data.astype(idx.dtype), idx.size, include_last_offset)
-    fn = _EmbeddingBag(mode, n_bags, bag, padding_idx, scale_grad_by_freq)
+    fn = _EmbeddingBag(mode, n_bags, bag, padding_idx, scale_grad_by_freq, sparse)
     return fn(_new(idx), weight, per_sample_weights)
 
 

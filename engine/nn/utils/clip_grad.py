@@ -36,6 +36,11 @@ def _vector_norm(arr, norm_type):
     return xp.asarray(out, dtype=arr.dtype)
 
 
+def _elements(t):
+    """The elements whose norm is ``t``'s: a sparse tensor's coalesced values (as torch reads them)."""
+    return t.coalesce()._data.values if t.is_sparse else t._data
+
+
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The norm of the per-tensor norms of ``tensors`` (as if all were concatenated), a 0-d tensor."""
     tensors = _as_list(tensors)
@@ -43,7 +48,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if not tensors:
         return _new(np.asarray(0.0, np.float32))
     first_device = tensors[0].device
-    norms = [move(_vector_norm(t._data, norm_type), first_device) for t in tensors]
+    norms = [move(_vector_norm(_elements(t), norm_type), first_device) for t in tensors]
     xp = xp_of(norms[0])
     total = _vector_norm(xp.stack(norms), norm_type)
     if error_if_nonfinite and not bool(xp.isfinite(total)):
@@ -63,7 +68,8 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     coef = xp.minimum(float(max_norm) / (total + 1e-6), 1.0)
     with np.errstate(invalid="ignore"):  # an infinite norm scales inf entries to nan, silently like torch
         for g in grads:
-            g._data *= move(coef, g.device).astype(g._data.dtype, copy=False)
+            scaled = g._data.values if g.is_sparse else g._data  # a sparse gradient: its values, in place
+            scaled *= move(coef, g.device).astype(scaled.dtype, copy=False)
             g._version[0] += 1
 
 
