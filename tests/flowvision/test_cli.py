@@ -17,6 +17,9 @@ from flowvision.models import weights as W
 from cli_runner import check_error, run_cli
 from weights_server import serving_checkpoint
 
+# command-line runs in fresh Python processes (about 1 s each): outside the quick subset (-m "not slow")
+pytestmark = pytest.mark.slow
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 COFFEE = os.path.join(REPO, "tests", "data", "images", "coffee.png")
 CHELSEA = os.path.join(ASSETS_DIR, "chelsea.png")

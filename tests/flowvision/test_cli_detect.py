@@ -15,6 +15,9 @@ from flowvision.cli.detect import draw
 from cli_runner import check_error, run_cli
 from weights_server import serving_checkpoint
 
+# command-line runs in fresh Python processes (about 1 s each): outside the quick subset (-m "not slow")
+pytestmark = pytest.mark.slow
+
 MODEL = "fasterrcnn_mobilenet_v3_large_320_fpn"
 FILE_NAME = "fasterrcnn_mobilenet_v3_large_320_fpn-907ea3f9.pth"
 CHELSEA = os.path.join(ASSETS_DIR, "chelsea.png")

@@ -10,6 +10,9 @@ from cli_runner import check_error, run_cli
 from onnx_check import onnx, run_onnx
 from weights_server import serving_checkpoint
 
+# command-line runs in fresh Python processes (about 1 s each): outside the quick subset (-m "not slow")
+pytestmark = pytest.mark.slow
+
 FILE_NAME = "resnet18-f37072fd.pth"
 
 

@@ -12,6 +12,9 @@ from engine.serialization import load, read_metadata
 from flowvision.convert import main
 from flowvision.models import create_model
 
+# command-line runs in fresh Python processes (about 1 s each): outside the quick subset (-m "not slow")
+pytestmark = pytest.mark.slow
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
