@@ -26,6 +26,9 @@ import sys
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+# the tests run in this one process, on the one GPU: setup.cfg's two workers (-n 2) cleared, so pytest-xdist, which
+# the GPU machine may not have, is not needed
+ONE_PROCESS = ["-o", "addopts="]
 # Files of tests/flowvision/models that --parity leaves out: the cuda tests themselves, exports and int8 models (run
 # on the CPU only), and checks of names, weights and initialisation (no outputs to compare).
 PARITY_LEFT_OUT = ["test_cuda_models.py", "test_onnx_models.py", "test_openvino_models.py", "test_quantized_models.py",
@@ -106,15 +109,15 @@ def main():
         os.environ["CUDA_EVERY_MODEL"] = "1"
     if args.parity:
         os.environ["FLOWVISION_PARITY_DEVICE"] = "cuda"
-        command = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", "--durations=15",
-                   "--timeout=300", "tests/flowvision/models"]
+        command = [sys.executable, "-m", "pytest", *ONE_PROCESS, "-q", "-rfE", "-p", "no:cacheprovider",
+                   "--durations=15", "--timeout=300", "tests/flowvision/models"]
         command += [f"--ignore=tests/flowvision/models/{name}" for name in PARITY_LEFT_OUT]
         command += ["-k", args.k] if args.k else []
         code, _ = _run("parity tests on the GPU", command, out / "parity_tests.log")
         print(_test_summary(out / "parity_tests.log"), flush=True)
         return 1 if code else 0
     if not args.bench_only:
-        command = [sys.executable, "-m", "pytest", "-m", "cuda", "-q", "-rfE", "-p", "no:cacheprovider",
+        command = [sys.executable, "-m", "pytest", *ONE_PROCESS, "-m", "cuda", "-q", "-rfE", "-p", "no:cacheprovider",
                    "--durations=15", "--timeout=150", "--continue-on-collection-errors", "tests"]
         command += ["-k", args.k] if args.k else []
         code, _ = _run("cuda tests", command, out / "cuda_tests.log")
