@@ -4,44 +4,19 @@ CSR keeps ``compressed`` = crow_indices (rows + 1 offsets), ``plain`` = col_indi
 row_indices. BSR and BSC index blocks the same way, their values holding one (bh, bw) block per entry. Math goes
 through the COO form (``to_coo``, element by element), which is sorted (coalesced) by construction for CSR.
 """
-import math
-
-from .._device import array_module
 from . import _coo
 
 
-class CompressedArray:
+class CompressedArray(_coo.SparseStorage):
     """compressed indices, plain indices, values, shape and layout name ('sparse_csr' or 'sparse_csc')."""
-
-    __array_ufunc__ = None
 
     def __init__(self, compressed, plain, values, shape, layout):
         self.compressed, self.plain, self.values = compressed, plain, values
         self.shape, self.layout = tuple(int(s) for s in shape), layout
 
     @property
-    def dtype(self):
-        return self.values.dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return math.prod(self.shape)
-
-    @property
-    def itemsize(self):
-        return self.values.itemsize
-
-    @property
     def nnz(self):
         return self.plain.shape[0]
-
-    @property
-    def xp(self):
-        return array_module(self.values)
 
     @property
     def by_rows(self):
@@ -53,10 +28,6 @@ class CompressedArray:
 
     def copy(self):
         return CompressedArray(self.compressed.copy(), self.plain.copy(), self.values.copy(), self.shape, self.layout)
-
-    def astype(self, dtype, copy=True):
-        return CompressedArray(self.compressed, self.plain, self.values.astype(dtype, copy=copy), self.shape,
-                               self.layout)
 
     def with_values(self, values):
         return CompressedArray(self.compressed, self.plain, values, self.shape, self.layout)

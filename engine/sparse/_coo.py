@@ -11,17 +11,12 @@ import math
 from .._device import array_module
 
 
-class COOArray:
-    """Indices, values and shape of a sparse COO tensor, and whether its entries are coalesced (flagged by
-    the op that made them, as torch flags them; always with fewer than two entries)."""
+class SparseStorage:
+    """What the sparse storages share: the dense-array attributes the walker and Tensor read, taken from ``values``
+    and ``shape``, and dtype changes through the storage's ``with_values``."""
 
     __array_ufunc__ = None  # numpy defers ``dense + sparse`` to ``__radd__``
 
-    def __init__(self, indices, values, shape, coalesced=False):
-        self.indices, self.values, self.shape = indices, values, tuple(int(s) for s in shape)
-        self.coalesced = bool(coalesced) or indices.shape[1] < 2  # as torch: fewer than two entries are
-
-    # ---- what the walker and Tensor read ----------------------------------------------------------------------
     @property
     def dtype(self):
         return self.values.dtype
@@ -39,6 +34,23 @@ class COOArray:
         return self.values.itemsize
 
     @property
+    def xp(self):
+        return array_module(self.values)
+
+    def astype(self, dtype, copy=True):
+        return self.with_values(self.values.astype(dtype, copy=copy))
+
+
+class COOArray(SparseStorage):
+    """Indices, values and shape of a sparse COO tensor, and whether its entries are coalesced (flagged by
+    the op that made them, as torch flags them; always with fewer than two entries)."""
+
+    def __init__(self, indices, values, shape, coalesced=False):
+        self.indices, self.values, self.shape = indices, values, tuple(int(s) for s in shape)
+        self.coalesced = bool(coalesced) or indices.shape[1] < 2  # as torch: fewer than two entries are
+
+    # ---- what the walker and Tensor read ----------------------------------------------------------------------
+    @property
     def sparse_dim(self):
         return self.indices.shape[0]
 
@@ -50,15 +62,8 @@ class COOArray:
     def nnz(self):
         return self.indices.shape[1]
 
-    @property
-    def xp(self):
-        return array_module(self.values)
-
     def copy(self):
         return COOArray(self.indices.copy(), self.values.copy(), self.shape, self.coalesced)
-
-    def astype(self, dtype, copy=True):
-        return COOArray(self.indices, self.values.astype(dtype, copy=copy), self.shape, self.coalesced)
 
     def with_values(self, values):
         """The same pattern holding other values."""
