@@ -2,7 +2,7 @@
 Q(a, x) = 1 - P(a, x)), also as ``torch.special.gammainc``/``gammaincc`` compute them, from scipy's values.
 
 Their gradient with respect to ``x`` is +-x^(a-1) e^-x / Gamma(a); PyTorch has none with respect to ``a`` and says
-so when asked, as here.
+so when asked, as here. The gradient is written again in engine ops for higher orders.
 """
 import numpy as np
 
@@ -29,6 +29,16 @@ class _IncompleteGamma(_Binary):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             density = xp.exp((self.a - 1) * xp.log(self.x) - self.x - scipy_special(xp, "gammaln")(self.a))
         return None, (-gy if self.upper else gy) * density.astype(gy.dtype, copy=False)
+
+    def backward_tensors(self, gy):
+        """The same density in engine ops on the rebuilt inputs (so differentiable again, w.r.t. x)."""
+        from .special import lgamma
+        name = "igammac" if self.upper else "igamma"
+        if self.needs_input_grad[0]:
+            raise RuntimeError(f"the derivative for '{name}: input' is not implemented.")
+        a, x = self.saved_input(0, self.a), self.saved_input(1, self.x)
+        density = ((a - 1) * x.log() - x - lgamma(a)).exp()
+        return None, (-gy if self.upper else gy) * density
 
 
 class _UpperIncompleteGamma(_IncompleteGamma):

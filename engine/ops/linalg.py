@@ -80,9 +80,9 @@ class MatMul(Function):
         b2 = b.unsqueeze(-1) if b.ndim == 1 else b
         ga = gb = None
         if self.needs_input_grad[0]:
-            ga = sum_to_shape_tensor(g.matmul(b2.transpose(-1, -2)), tuple(a2.shape)).reshape(tuple(a.shape))
+            ga = sum_to_shape_tensor(g.matmul(b2.mH), tuple(a2.shape)).reshape(tuple(a.shape))
         if self.needs_input_grad[1]:
-            gb = sum_to_shape_tensor(a2.transpose(-1, -2).matmul(g), tuple(b2.shape)).reshape(tuple(b.shape))
+            gb = sum_to_shape_tensor(a2.mH.matmul(g), tuple(b2.shape)).reshape(tuple(b.shape))
         return ga, gb
 
 

@@ -19,10 +19,28 @@ SVD's vectors (each fixed only up to e^(i phi)) raises torch's error (check_gaug
 """
 import numpy as np
 
+from ..autograd.double_backward import constant, masked, recomputed_backward
 from ..autograd.function import Function
 from .linalg_checks import LinAlgError, adjoint as _h, check_gauge, check_matrix, check_square, raise_on_info
 from ._common import xp_of
 from .reduction import return_type
+
+
+def _tensor_eye(n, dtype, like):
+    """A constant identity tensor of ``like``'s array module."""
+    return constant(xp_of(like._data).eye(n, dtype=dtype))
+
+
+def _tensor_gaps(x):
+    """``_reciprocal_gaps`` on a tensor, differentiably (the diagonal masked to 0, never divided by)."""
+    gaps = x[..., None, :] - x[..., :, None]
+    off = ~xp_of(x._data).eye(x.shape[-1], dtype=bool)
+    return masked(1 / masked(gaps, off, 1.0), off)
+
+
+def _solve_tensors(a, b):
+    from .. import linalg
+    return linalg.solve(a, b)
 
 
 def _right_solve(x, r):
@@ -90,6 +108,19 @@ class Cholesky(Function):
         inv_h = xp.linalg.solve(_h(lower), middle)  # L^-H Phi
         return _h(xp.linalg.solve(_h(lower), _h(inv_h)))  # (L^-H (L^-H Phi)^H)^H = L^-H Phi L^-1
 
+    def backward_tensors(self, g, g_info):
+        """``backward`` in engine ops on the factor rebuilt as this op's output (so differentiable again)."""
+        from .. import tril, triu
+        out = self.saved_output(0, _h(self.lower) if self.upper else self.lower)
+        lower = out.mH if self.upper else out
+        if self.upper:
+            g = g.mH
+        phi = lower.mH @ g
+        strict = tril(phi, -1)
+        middle = 0.5 * (strict + strict.mH + tril(triu(phi)))
+        inv_h = _solve_tensors(lower.mH, middle)
+        return _solve_tensors(lower.mH, inv_h.mH).mH
+
 
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): the Cholesky factor and LAPACK's status (the order of the first leading minor that is not
@@ -126,6 +157,22 @@ def _tril_skew(x):
     return skew
 
 
+def _tril_skew_tensor(x):
+    """``_tril_skew`` in engine ops."""
+    from .. import tril
+    skew = tril(x - x.mH)
+    if skew.dtype.is_complex:
+        skew = skew - _tensor_eye(x.shape[-1], skew._data.dtype, x) * (0.5 * skew.diagonal(0, -2, -1))[..., None, :]
+    return skew
+
+
+def _qr_square_grad_tensors(q, r, g_q, g_r):
+    """``_qr_square_grad`` in engine ops."""
+    qgq = q.mH @ g_q
+    inner = _tril_skew_tensor(qgq + r @ g_r.mH)
+    return q @ (g_r + _solve_tensors(r, inner.mH).mH) + _solve_tensors(r, (g_q - q @ qgq).mH).mH
+
+
 def _qr_square_grad(q, r, g_q, g_r):
     """The gradient of A = QR for m >= n (Q reduced or square)."""
     qgq = _h(q) @ g_q
@@ -150,7 +197,8 @@ class Qr(Function):
         self.q, self.r = q.astype(a.dtype, copy=False), r.astype(a.dtype, copy=False)
         return self.q, self.r
 
-    def backward(self, g_q, g_r):
+    def _check_differentiable(self):
+        """torch's errors for the modes without a gradient; the input's (m, n) otherwise."""
         m, n = self.a.shape[-2:]
         if self.mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
@@ -158,6 +206,10 @@ class Qr(Function):
                                "linalg.qr.")
         if self.mode == "complete" and m > n:
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        return m, n
+
+    def backward(self, g_q, g_r):
+        m, n = self._check_differentiable()
         xp = xp_of(self.q)
         q, r = self.q, self.r
         g_q = xp.zeros_like(q) if g_q is None else g_q
@@ -167,6 +219,17 @@ class Qr(Function):
         y, g_v = self.a[..., m:], g_r[..., m:]
         g_x = _qr_square_grad(q, r[..., :m], g_q + y @ _h(g_v), g_r[..., :m])
         return xp.concatenate([g_x, q @ g_v], -1)
+
+    def backward_tensors(self, g_q, g_r):
+        """``backward`` in engine ops on the rebuilt input and outputs."""
+        from .shape import cat
+        m, n = self._check_differentiable()
+        q, r = self.saved_output(0, self.q), self.saved_output(1, self.r)
+        if m >= n:
+            return _qr_square_grad_tensors(q, r, g_q, g_r)
+        y, g_v = self.saved_input(0, self.a)[..., m:], g_r[..., m:]
+        g_x = _qr_square_grad_tensors(q, r[..., :m], g_q + y @ g_v.mH, g_r[..., :m])
+        return cat([g_x, q @ g_v], -1)
 
 
 def qr(A, mode="reduced", *, out=None):
@@ -214,6 +277,22 @@ class Eigh(Function):
             inner += 0.5 * (vgv - _h(vgv)) * _reciprocal_gaps(self.values)
         return v @ inner @ _h(v)
 
+    def backward_tensors(self, g_values, g_vectors=None):
+        """``backward`` in engine ops on the rebuilt outputs; eigvalsh's as eigh's first output's (its
+        gradient depends on the eigenvectors too), on A rebuilt from its factors (the input is not kept)."""
+        if not self.vectors:
+            rebuilt = (self.v * self.values[..., None, :]) @ _h(self.v)  # A (its read triangle) from the factors
+            return recomputed_backward(self, lambda a: Eigh(self.uplo, True)(a)[0], (rebuilt,), g_values)
+        values, v = self.saved_output(0, self.values), self.saved_output(1, self.v)
+        n = v.shape[-1]
+        vgv = v.mH @ g_vectors
+        if vgv.dtype.is_complex:
+            check_gauge(xp_of(vgv._data).diagonal(vgv._data, 0, -2, -1).imag, "linalg_eigh_backward",
+                        "eigenvectors", "quantity, so it is ill-defined.")
+        inner = _tensor_eye(n, v._data.dtype, v) * g_values[..., None, :] \
+            + 0.5 * (vgv - vgv.mH) * _tensor_gaps(values)
+        return v @ inner @ v.mH
+
 
 def _check_uplo(UPLO):
     if UPLO not in ("L", "U"):
@@ -251,6 +330,7 @@ class Svd(Function):
         s = s.astype(a.real.dtype, copy=False)
         k = s.shape[-1]
         self.u, self.s, self.v = u[..., :k], s, _h(vh[..., :k, :])
+        self.u_full, self.vh_full = u, vh
         return (u, s, vh) if self.vectors else s
 
     def backward(self, g_u, g_s=None, g_vh=None):
@@ -283,6 +363,32 @@ class Svd(Function):
             # A = U S V^H is unchanged by U D, V D for a diagonal unitary D: half of the phase each
             inner += xp.eye(k, dtype=inner.dtype) * (0.5j * (phase_u - phase_v) / s)[..., None, :]
         return g_a + u @ inner @ _h(v)
+
+    def backward_tensors(self, g_u, g_s=None, g_vh=None):
+        """``backward`` in engine ops on the rebuilt outputs; svdvals' as svd's second output's (its gradient
+        depends on the singular vectors too), on A rebuilt from its factors (the input is not kept)."""
+        if not self.vectors:
+            rebuilt = (self.u * self.s[..., None, :]) @ _h(self.v)  # A from the factors
+            return recomputed_backward(self, lambda a: Svd(False, True)(a)[1], (rebuilt,), g_u)
+        k = self.s.shape[-1]
+        u_full, s = self.saved_output(0, self.u_full), self.saved_output(1, self.s)
+        u, v = u_full[..., :k], self.saved_output(2, self.vh_full)[..., :k, :].mH
+        g_u, g_v = g_u[..., :k], g_vh[..., :k, :].mH
+        ugu, vgv = u.mH @ g_u, v.mH @ g_v
+        gaps = _tensor_gaps(s ** 2)
+        inner = _tensor_eye(k, u._data.dtype, u) * g_s[..., None, :] + (ugu - ugu.mH) * gaps * s[..., None, :] \
+            + s[..., :, None] * ((vgv - vgv.mH) * gaps)
+        if inner.dtype.is_complex:
+            phase_u, phase_v = ugu.diagonal(0, -2, -1).imag, vgv.diagonal(0, -2, -1).imag
+            check_gauge((phase_u + phase_v)._data, "svd_backward", "singular vectors",
+                        "phase term, making it ill-defined.")
+            inner = inner + _tensor_eye(k, inner._data.dtype, u) * (0.5j * (phase_u - phase_v) / s)[..., None, :]
+        g_a = u @ inner @ v.mH
+        if u.shape[-2] > k:
+            g_a = g_a + (g_u - u @ ugu) / s[..., None, :] @ v.mH
+        if v.shape[-2] > k:
+            g_a = g_a + u @ ((g_v - v @ vgv) / s[..., None, :]).mH
+        return g_a
 
 
 def svd(A, full_matrices=True, *, driver=None, out=None):

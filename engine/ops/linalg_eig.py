@@ -10,6 +10,7 @@ has no gradient: torch's error.
 """
 import numpy as np
 
+from ..autograd.double_backward import constant, recomputed_backward
 from ..autograd.function import Function
 from ._common import xp_of
 from .linalg_checks import adjoint, check_gauge, check_square
@@ -57,6 +58,30 @@ class Eig(Function):
         if g_values is not None:
             inner = inner + eye * g_values[..., None, :]
         g = xp.linalg.solve(adjoint(v), inner @ adjoint(v))  # V^-H inner V^H
+        return g.real if self.real_input else g
+
+    def backward_tensors(self, g_values, g_vectors=None):
+        """``backward`` in engine ops on the rebuilt outputs; eigvals' as eig's first output's, on A rebuilt
+        from its factors (the input is not kept)."""
+        from .. import linalg
+        if not self.vectors:
+            xp = xp_of(self.v)
+            rebuilt = adjoint(xp.linalg.solve(adjoint(self.v), adjoint(self.v * self.values[..., None, :])))
+            rebuilt = rebuilt.real if self.real_input else rebuilt  # A = V diag(L) V^-1, from the factors
+            return recomputed_backward(self, lambda a: Eig(True)(a)[0], (rebuilt,), g_values)
+        values, v = self.saved_output(0, self.values), self.saved_output(1, self.v)
+        xp = xp_of(self.v)
+        n = values.shape[-1]
+        eye = xp.eye(n, dtype=self.v.dtype)
+        vhgv = v.mH @ g_vectors
+        check_gauge(xp.diagonal(vhgv._data, 0, -2, -1).imag, "linalg_eig_backward", "eigenvectors",
+                    "quantity, so it is ill-defined.")
+        inner = vhgv - v.mH @ (v * vhgv.diagonal(0, -2, -1).real[..., None, :])
+        gaps = (values[..., None, :] - values[..., :, None]).conj()
+        off = ~eye.astype(bool)
+        inner = (inner / gaps.where(constant(off), 1.0)).where(constant(off), 0.0)
+        inner = inner + constant(eye) * g_values[..., None, :]
+        g = linalg.solve(v.mH, inner @ v.mH)
         return g.real if self.real_input else g
 
 

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ..autograd.double_backward import constant
 from ..autograd.function import Function
 from ..tensor import Tensor, _new
 from ._common import xp_of
@@ -50,6 +51,15 @@ class Pinv(Function):
         left = xp.eye(a.shape[-2], dtype=g.dtype) - a @ p  # I - A A+
         right = xp.eye(a.shape[-1], dtype=g.dtype) - p @ a  # I - A+ A
         return -adjoint(p) @ g @ adjoint(p) + left @ adjoint(g) @ p @ adjoint(p) + adjoint(p) @ p @ adjoint(g) @ right
+
+    def backward_tensors(self, g):
+        """``backward`` in engine ops on the rebuilt input and output."""
+        a, p = self.saved_input(0, self.a), self.saved_output(0, self.p)
+        xp = xp_of(g._data)
+        left = constant(xp.eye(a.shape[-2], dtype=g._data.dtype)) - a @ p
+        right = constant(xp.eye(a.shape[-1], dtype=g._data.dtype)) - p @ a
+        ph = p.mH
+        return -ph @ g @ ph + left @ g.mH @ p @ ph + ph @ p @ g.mH @ right
 
 
 def _tolerance_array(largest, atol, rtol):

@@ -145,6 +145,26 @@ def factor_backward(lu, perm, g_lower, g_upper):
     return _unpermute(g_perm, perm)
 
 
+def _factor_backward_tensors(lu, g_lower, g_upper):
+    """``factor_backward`` before its row permutation, in engine ops (the gradient of L U)."""
+    from ..autograd.double_backward import constant
+    from .linalg_solvers import solve_triangular
+    from .shape import cat
+    m, n = lu.shape[-2:]
+    k = min(m, n)
+    lower = lu[..., :, :k].tril(-1) + constant(xp_of(lu._data).eye(m, k, dtype=lu._data.dtype))
+    upper = lu[..., :k, :].triu()
+    if m <= n:
+        u1, u2, gu1, gu2 = upper[..., :m], upper[..., m:], g_upper[..., :m], g_upper[..., m:]
+        phi = (lower.mH @ g_lower - gu2 @ u2.mH).tril(-1) + (gu1 @ u1.mH).triu()
+        right = solve_triangular(u1, phi.mH, upper=True).mH
+        return solve_triangular(lower.mH, cat([right, gu2], -1), upper=True, unitriangular=True)
+    l1, l2, gl1, gl2 = lower[..., :n, :], lower[..., n:, :], g_lower[..., :n, :], g_lower[..., n:, :]
+    phi = (l1.mH @ gl1).tril(-1) + (g_upper @ upper.mH - l2.mH @ gl2).triu()
+    left = cat([solve_triangular(l1.mH, phi, upper=True, unitriangular=True), gl2], -2)
+    return solve_triangular(upper, left.mH, upper=True).mH
+
+
 def solve(lu, perm, b, transposed):
     """X with A X = B (A^H X = B when ``transposed``) for A = P L U packed in ``lu``."""
     if transposed:  # U^H L^H P^T X = B
@@ -174,6 +194,17 @@ class LuFactor(Function):
         k = min(self.lu.shape[-2:])
         perm = permutation(self.pivots, m, xp)
         return factor_backward(self.lu, perm, xp.tril(g_lu[..., :, :k], -1), xp.triu(g_lu[..., :k, :]))
+
+    def backward_tensors(self, g_lu, g_pivots, g_info):
+        """``factor_backward`` in engine ops on the factor rebuilt as this op's output (P constant)."""
+        from ..autograd.double_backward import constant
+        xp = xp_of(self.lu)
+        m = self.lu.shape[-2]
+        perm = permutation(self.pivots, m, xp)
+        p = constant(permutation_matrix(perm, self.lu.dtype, xp))
+        k = min(self.lu.shape[-2:])
+        return p @ _factor_backward_tensors(self.saved_output(0, self.lu), g_lu[..., :, :k].tril(-1),
+                                            g_lu[..., :k, :].triu())
 
 
 class LuSolve(Function):

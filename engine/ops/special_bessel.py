@@ -1,6 +1,6 @@
 """Bessel and Airy functions of ``torch.special``: bessel_j0/j1/y0/y1, airy_ai, modified_bessel_i0/i1/k0/k1,
 scaled_modified_bessel_k0/k1, spherical_bessel_j0 (no gradient in torch, none here: their results do not require
-grad), and i0e, i1, i1e (differentiable).
+grad), and i0e, i1, i1e (differentiable to any order: each gradient is written with the others and i0).
 
 J, Y and Ai are torch's own approximations (``special_cephes``); the modified Bessel functions are scipy's (Cephes'
 Chebyshev expansions, the ones torch uses) with torch's edge values: I0 and I1 are NaN at +-inf, and in float32
@@ -8,6 +8,7 @@ Chebyshev expansions, the ones torch uses) with torch's edge values: I0 and I1 a
 """
 import numpy as np
 
+from ..autograd.double_backward import constant, masked
 from ..tensor import Tensor
 from . import special_cephes
 from ._common import xp_of
@@ -150,6 +151,10 @@ class I0e(_Unary):
         xp = xp_of(gy)
         return gy * (_in_float32(xp, _scipy("i1e"), self.x) - xp.sign(self.x) * self.y)
 
+    def backward_tensors(self, gy):
+        x = self.saved_input(0, self.x)
+        return gy * (i1e(x) - constant(xp_of(self.x).sign(self.x)) * self.saved_output(0, self.y))
+
 
 class I1(_Unary):
     """I1(x), odd; the gradient is i0(x) - i1(x) / x, 1/2 at 0."""
@@ -165,6 +170,13 @@ class I1(_Unary):
         slope = _in_float32(xp, _scipy("i0"), x) - self.y / xp.where(x == 0, 1, x)
         return gy * xp.where(x == 0, 0.5, slope).astype(x.dtype, copy=False)
 
+    def backward_tensors(self, gy):
+        from .special import i0
+        nonzero = self.x != 0
+        x = self.saved_input(0, self.x)
+        slope = i0(x) - self.saved_output(0, self.y) / masked(x, nonzero, 1.0)
+        return gy * masked(slope, nonzero, 0.5)
+
 
 class I1e(_Unary):
     """exp(-|x|) I1(x); the gradient is i0e(x) - i1e(x) (sign(x) + 1/x), 1/2 at 0."""
@@ -179,6 +191,13 @@ class I1e(_Unary):
         x = self.x
         slope = _in_float32(xp, _scipy("i0e"), x) - self.y * (xp.sign(x) + 1 / xp.where(x == 0, 1, x))
         return gy * xp.where(x == 0, 0.5, slope).astype(x.dtype, copy=False)
+
+    def backward_tensors(self, gy):
+        nonzero = self.x != 0
+        x = self.saved_input(0, self.x)
+        sign = constant(xp_of(self.x).sign(self.x))
+        slope = i0e(x) - self.saved_output(0, self.y) * (sign + 1 / masked(x, nonzero, 1.0))
+        return gy * masked(slope, nonzero, 0.5)
 
 
 def i0e(input, *, out=None):

@@ -1,8 +1,31 @@
 """The differentiable sparse ops, each a ``Function`` on storages (``COOArray``, ``CompressedArray``) and dense
 arrays. Gradients with respect to a sparse input are sparse, on the input's (coalesced) pattern, as torch gives
 them; a gradient arriving at a sparse output may be sparse or dense (``values_at`` reads either)."""
+from ..autograd.double_backward import Transposed
 from ..autograd.function import Function
+from ._compressed import CompressedArray
 from ._coo import COOArray, values_at
+
+
+def _transposed(node, *grads):
+    """The differentiable backward of a linear op on sparse or dense gradients: ``Transposed`` (its forward is
+    the node's backward, its backward the node's forward), sparse results as sparse tensors."""
+    from .tensor import SparseCOOTensor, SparseCompressedTensor
+    outs = Transposed(node)(*grads)
+    for out in outs if isinstance(outs, tuple) else (outs,):
+        if isinstance(out._data, COOArray):
+            out.__class__ = SparseCOOTensor
+        elif isinstance(out._data, CompressedArray):
+            out.__class__ = SparseCompressedTensor
+    return outs
+
+
+class _Linear(Function):
+    """An op linear in its inputs with constant parameters: differentiable to any order through
+    ``Transposed``."""
+
+    def backward_tensors(self, *grads):
+        return _transposed(self, *grads)
 
 
 def _masked(grad, pattern):
@@ -20,7 +43,7 @@ def _on_entries(sparse, values):
     return COOArray(merged.indices, values, merged.shape, sparse.coalesced)
 
 
-class ToDense(Function):
+class ToDense(_Linear):
     """``Tensor.to_dense`` of a sparse tensor; the gradient is the dense gradient masked to the input's pattern."""
 
     uses_inputs = False
@@ -33,7 +56,7 @@ class ToDense(Function):
         return _masked(grad, self.pattern)
 
 
-class Values(Function):
+class Values(_Linear):
     """``values()`` / ``_values()``: the stored values; the gradient is sparse on the same entries."""
 
     uses_inputs = False
@@ -46,7 +69,7 @@ class Values(Function):
         return self.pattern.with_values(grad)
 
 
-class FromValues(Function):
+class FromValues(_Linear):
     """``sparse_coo_tensor(indices, values, size)`` differentiable in ``values``: each value's gradient is the
     output gradient at its entry (duplicates each read the same one)."""
 
@@ -63,7 +86,7 @@ class FromValues(Function):
         return values_at(grad, self.out)
 
 
-class Coalesce(Function):
+class Coalesce(_Linear):
     """``coalesce()``: duplicates summed. The result stands for the same dense tensor, so its gradient passes
     through as it is, as torch's does."""
 
@@ -76,7 +99,7 @@ class Coalesce(Function):
         return grad
 
 
-class Scale(Function):
+class Scale(_Linear):
     """The values times a Python number (``mul``/``div`` by a scalar, ``neg``)."""
 
     uses_inputs = False
@@ -91,7 +114,7 @@ class Scale(Function):
         return grad.with_values(grad.values * self.factor) if hasattr(grad, "with_values") else grad * self.factor
 
 
-class AddSparse(Function):
+class AddSparse(_Linear):
     """``a + alpha * b`` of two COO tensors of one shape: torch's merge of the two entry lists (``_coo.concat``)."""
 
     uses_inputs = False
@@ -161,7 +184,7 @@ class MulDense(Function):
         return self.pattern.with_values(g * self.picked), gd
 
 
-class Transpose(Function):
+class Transpose(_Linear):
     """Swap two sparse dims (``t()``, ``transpose``) by swapping their index rows; the result is uncoalesced."""
 
     uses_inputs = False
@@ -217,7 +240,7 @@ class SparseMM(Function):
         return gs, gd
 
 
-class SumAll(Function):
+class SumAll(_Linear):
     """The sum of every stored value (a dense 0-d result); the gradient is that value on every entry (coalesced,
     as torch's)."""
 
@@ -232,7 +255,7 @@ class SumAll(Function):
         return self.pattern.with_values(xp.broadcast_to(grad, self.pattern.values.shape).copy())
 
 
-class SumDims(Function):
+class SumDims(_Linear):
     """``sparse.sum(S, dims)``: sparse dims summed out of the index, dense dims out of the values; the result is
     sparse while a sparse dim remains, else dense. The gradient reads the output gradient at each entry."""
 
@@ -317,7 +340,7 @@ class Softmax(Function):
         return _on_entries(self.input, gin)
 
 
-class FromDense(Function):
+class FromDense(_Linear):
     """``Tensor.to_sparse(sparse_dim)`` of a dense tensor: its nonzero slices as a coalesced COO tensor; the
     gradient is the sparse gradient made dense."""
 
@@ -335,7 +358,7 @@ class FromDense(Function):
         return grad.to_dense() if hasattr(grad, "to_dense") else grad
 
 
-class Mask(Function):
+class Mask(_Linear):
     """``dense.sparse_mask(mask)``: the dense values at the mask's (coalesced) entries; the gradient is the
     sparse gradient made dense."""
 

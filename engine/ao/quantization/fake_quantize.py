@@ -15,6 +15,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ... import _dtype
+from ...autograd.double_backward import masked
 from ...autograd.function import Function
 from ...nn.modules.module import Module
 from ...ops._common import xp_of
@@ -60,6 +61,10 @@ class FakeQuantizeAffine(Function):
 
     def backward(self, gy):
         return gy * self.mask
+
+    def backward_tensors(self, gy):
+        """The same mask on the gradient tensor: linear, so differentiable to any order."""
+        return masked(gy, self.mask)
 
 
 def _check_range(quant_min, quant_max, zero_points):
