@@ -14,4 +14,5 @@ def _assert_is_none(value, message):
         raise AssertionError(message)
 
 
-SIDE_EFFECTS = frozenset((_assert, _assert_is_none))
+#: functions whose call nodes dead-code elimination keeps (``has_side_effect`` adds to it)
+SIDE_EFFECTS = {_assert, _assert_is_none}

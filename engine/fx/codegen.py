@@ -128,36 +128,71 @@ def attribute_path(root, target):
     return expr
 
 
+class CodeGen:
+    """How a ``Graph`` becomes Python (torch.fx's ``CodeGen``): subclass and install with ``Graph.set_codegen``
+    to change the signature (``gen_fn_def``), the return statement (``generate_output``), or the values that go
+    in and out (``process_inputs`` / ``process_outputs``, applied by whoever runs the code)."""
+
+    def gen_fn_def(self, free_vars, maybe_return_annotation):
+        """The ``def forward(self, ...):`` line; ``free_vars`` are the placeholders' parameters."""
+        if not free_vars or free_vars[0] != "self":
+            free_vars = ["self"] + list(free_vars)
+        return f"def forward({', '.join(free_vars)}){maybe_return_annotation}:"
+
+    def generate_output(self, output_args):
+        """The statement returning ``output_args`` (the output node's argument)."""
+        return f"return {self._emit.arg(output_args)}"
+
+    def process_inputs(self, *args):
+        """The inputs the generated code receives, given the caller's."""
+        return args
+
+    def process_outputs(self, outputs):
+        """The caller's result, given what the generated code returned."""
+        return outputs
+
+    def additional_globals(self):
+        """(name, object) pairs the generated code needs besides those of its nodes."""
+        return []
+
+    def _gen_python_code(self, graph, root="self"):
+        emit = self._emit = _Emitter(graph)
+        for name, obj in self.additional_globals():
+            emit.globals[name] = obj
+        nodes = list(graph.nodes)
+        dies_at, seen = {}, set()  # as torch: walk backwards; a value dies at its last user, in its arg order
+        for node in reversed(nodes):
+            for inp in node.all_input_nodes:
+                if id(inp) not in seen:
+                    seen.add(id(inp))
+                    if node.op != "output":
+                        dies_at.setdefault(id(node), []).append(inp.name)
+        params, body = [], []
+        for node in nodes:
+            if node.op == "placeholder":
+                name = node.target if node.target.startswith("*") else node.name
+                params.append(f"{name} = {emit.arg(node.args[0])}" if node.args else name)
+                if name.lstrip("*") != node.name:  # ``*args`` is the value ``_args`` in the body
+                    body.append(f"{node.name} = {name.lstrip('*')}")
+                continue
+            if node.op == "output":
+                body.append(self.generate_output(node.args[0]))
+                continue
+            line = f"{node.name} = {emit.expression(node, root)}"
+            dead = dies_at.get(id(node), [])
+            if not node.users:
+                dead = dead + [node.name]
+            if dead:
+                line += f";  {' = '.join(dead)} = None"
+            body.append(line)
+        if not any(n.op == "output" for n in nodes):
+            body.append("return None")
+        prologue = self.gen_fn_def(params, "")
+        src = f"\n\n{prologue}\n" + "".join(f"    {line}\n" for line in body)
+        del self._emit
+        return PythonCode(src, emit.globals)
+
+
 def generate(graph, root="self"):
-    """``PythonCode`` of ``def forward(self, <placeholders>)`` running ``graph``."""
-    emit = _Emitter(graph)
-    nodes = list(graph.nodes)
-    last_use = {}
-    for node in nodes:
-        for inp in node.all_input_nodes:
-            last_use[id(inp)] = node
-    dies_at = {}
-    for node in nodes:
-        user = last_use.get(id(node))
-        if user is not None and user.op != "output":
-            dies_at.setdefault(id(user), []).append(node.name)
-    params, body = [root], []
-    for node in nodes:
-        if node.op == "placeholder":
-            name = node.target if node.target.startswith("*") else node.name
-            params.append(f"{name} = {emit.arg(node.args[0])}" if node.args else name)
-            continue
-        if node.op == "output":
-            body.append(f"return {emit.arg(node.args[0])}")
-            continue
-        line = f"{node.name} = {emit.expression(node, root)}"
-        dead = dies_at.get(id(node), [])
-        if not node.users:
-            dead = dead + [node.name]
-        if dead:
-            line += f";  {' = '.join(dead)} = None"
-        body.append(line)
-    if not body or not body[-1].startswith("return"):
-        body.append("return None")
-    src = f"\n\ndef forward({', '.join(params)}):\n" + "".join(f"    {line}\n" for line in body)
-    return PythonCode(src, emit.globals)
+    """``PythonCode`` of ``def forward(self, <placeholders>)`` running ``graph``, by the graph's ``CodeGen``."""
+    return graph._codegen._gen_python_code(graph, root)

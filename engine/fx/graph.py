@@ -1,6 +1,7 @@
 """``Graph``: the ordered list of ``Node``s of a traced program (torch.fx's ``Graph``), with node creation at an
 insert point, erasure, dead-code elimination, checks and printing; ``codegen.py`` turns it into Python."""
 import contextlib
+import copy
 import inspect
 
 from .naming import Namespace, target_to_str
@@ -39,6 +40,20 @@ class Graph:
         self.owning_module = owning_module
         self._tracer_cls = tracer_cls
         self._tracer_extras = tracer_extras
+        from .codegen import CodeGen
+        self._codegen = CodeGen()
+
+    def set_codegen(self, codegen):
+        """Use ``codegen`` (a ``CodeGen``) to turn this graph into Python."""
+        self._codegen = codegen
+
+    def process_inputs(self, *args):
+        """The placeholder values for a call with ``args`` (the codegen's ``process_inputs``)."""
+        return self._codegen.process_inputs(*args)
+
+    def process_outputs(self, out):
+        """The caller's result for the output value ``out`` (the codegen's ``process_outputs``)."""
+        return self._codegen.process_outputs(out)
 
     @property
     def nodes(self):
@@ -125,12 +140,30 @@ class Graph:
 
     def graph_copy(self, g, val_map):
         """Copy every node of ``g`` but its output into this graph (``val_map`` maps old nodes to new; it is
-        filled in); returns the value the output of ``g`` referred to, mapped."""
+        filled in; nodes already in it are not copied); returns the value the output of ``g`` referred to, mapped."""
         for node in g.nodes:
+            if node in val_map:
+                continue
             if node.op == "output":
                 return map_arg(node.args[0], lambda n: val_map[n])
             val_map[node] = self.node_copy(node, lambda n: val_map[n])
         return None
+
+    def __deepcopy__(self, memo=None):
+        """A copy of the nodes (with their meta) and code generator, owned by no module (as torch)."""
+        memo = memo if memo is not None else {}
+        g = Graph(tracer_cls=self._tracer_cls, tracer_extras=self._tracer_extras)
+        val_map = {}
+        out = None
+        for node in self._nodes:
+            if node.op == "output":
+                out = g.output(map_arg(node.args[0], lambda n: val_map[n]), type_expr=node.type)
+                out.meta = copy.copy(node.meta)
+            else:
+                val_map[node] = g.node_copy(node, lambda n: val_map[n])
+        g._codegen = copy.deepcopy(self._codegen, memo)
+        memo[id(self)] = g
+        return g
 
     # ---- removing nodes -------------------------------------------------------------------------------
     def erase_node(self, to_erase):

@@ -2,8 +2,10 @@
 It holds the submodules, parameters and buffers the graph reads, at the qualified names they had in the root, so
 its ``state_dict`` keys are the root's for the kept parts."""
 import copy
+import importlib
 import itertools
 import linecache
+import types
 
 from ..nn import Module
 from ..tensor import Tensor
@@ -129,7 +131,40 @@ class GraphModule(Module):
         return GraphModule(self, self.graph, type(self).__name__)
 
     def __reduce__(self):
-        raise TypeError("GraphModule instances cannot be pickled; save the root module and trace it again")
+        # as torch: the generated source plus the module's dict; loading re-traces the source (every module a
+        # leaf), so no code object is pickled
+        body = {k: v for k, v in self.__dict__.items() if k != "_graph"}
+        python_code = self.graph.python_code(root_module="self")
+        names = {k: ("module", v.__name__) if isinstance(v, types.ModuleType) else ("object", v)
+                 for k, v in python_code.globals.items()}
+        codegen = self.graph._codegen
+        concrete = {}  # structured inputs (``PH``): traced again as structures of PH
+        if hasattr(codegen, "in_spec"):
+            from .concrete_inputs import PH, is_container, tree_map
+            concrete = {name: tree_map(lambda leaf: PH, spec)
+                        for name, spec in zip(codegen.orig_args, codegen.in_spec) if is_container(spec)}
+        return (_rebuild_graph_module, (body, python_code.src, names, type(self).__name__, concrete))
 
     def __str__(self):
         return "\n".join([super().__str__(), self._code])
+
+
+def _rebuild_graph_module(body, src, names, class_name, concrete_args=None):
+    """Unpickle a ``GraphModule``: run ``src`` to get ``forward``, put it on a module holding ``body``, and trace
+    that module again with every submodule a leaf."""
+    from .tracer import Tracer
+
+    class KeepModules(Tracer):
+        def is_leaf_module(self, m, module_qualified_name):
+            return True
+
+    namespace = {k: importlib.import_module(v) if kind == "module" else v for k, (kind, v) in names.items()}
+    exec(compile(src, "<fx-unpickled>", "exec"), namespace)
+    holder_cls = type("CodeOnlyModule", (Module,), {"forward": namespace["forward"]})
+    holder = Module.__new__(holder_cls)
+    object.__setattr__(holder, "__dict__", body)
+    graph = KeepModules().trace(holder, concrete_args or None)
+    graph._tracer_cls = body.get("_tracer_cls")
+    module = GraphModule(holder, graph, class_name)
+    module.meta = dict(body.get("meta", {}))
+    return module

@@ -1,5 +1,6 @@
 """``Interpreter`` runs a ``GraphModule`` node by node (each op a method a subclass may override);
 ``Transformer`` re-traces a graph through those methods into a new ``GraphModule``."""
+import copy
 import inspect
 
 from .graph import Graph
@@ -29,6 +30,8 @@ class Interpreter:
     def run(self, *args, initial_env=None, enable_io_processing=True):
         """Run the graph on ``args``; returns what the output node returns."""
         self.env = dict(initial_env or {})
+        if enable_io_processing:
+            args = self.graph.process_inputs(*args)
         self.args_iter = iter(args)
         for node in self.graph.nodes:
             if node in self.env:
@@ -37,7 +40,7 @@ class Interpreter:
             for dead in self.user_to_last_uses.get(node, ()):
                 self.env.pop(dead, None)
             if node.op == "output":
-                return self.env[node]
+                return self.graph.process_outputs(self.env[node]) if enable_io_processing else self.env[node]
         return None
 
     def run_node(self, n):
@@ -114,6 +117,7 @@ class Transformer(Interpreter):
     def __init__(self, module):
         super().__init__(module, garbage_collect_values=True)
         self.new_graph = Graph()
+        self.new_graph.set_codegen(copy.deepcopy(self.graph._codegen))
         self.tracer = _TransformerTracer(self.new_graph, module)
 
     def placeholder(self, target, args, kwargs):

@@ -3,6 +3,7 @@ lists, tuples, dicts and slices its arguments are made of."""
 import operator
 
 from .asserts import SIDE_EFFECTS
+from .immutable_collections import immutable_dict, immutable_list
 from .naming import target_to_str
 
 LEGAL_OPS = ("placeholder", "call_method", "call_module", "call_function", "get_attr", "output", "root")
@@ -25,6 +26,13 @@ def map_aggregate(a, fn):
 def map_arg(a, fn):
     """Apply ``fn`` to every ``Node`` in the argument structure ``a``."""
     return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
+
+
+def has_side_effect(fn):
+    """Mark ``fn`` as having side effects: nodes calling it survive dead-code elimination. Returns ``fn`` (so it
+    works as a decorator)."""
+    SIDE_EFFECTS.add(fn)
+    return fn
 
 
 class Node:
@@ -78,8 +86,8 @@ class Node:
             old.users.pop(self, None)
         self._input_nodes = {}
         collect = lambda n: self._input_nodes.setdefault(n)  # noqa: E731
-        self._args = map_arg(tuple(args), lambda n: (collect(n), n)[1])
-        self._kwargs = map_arg(dict(kwargs or {}), lambda n: (collect(n), n)[1])
+        self._args = _freeze(map_arg(tuple(args), lambda n: (collect(n), n)[1]))
+        self._kwargs = _freeze(map_arg(dict(kwargs or {}), lambda n: (collect(n), n)[1]))
         for new in self._input_nodes:
             new.users.setdefault(self)
 
@@ -115,6 +123,16 @@ class Node:
         for user in changed:
             user.replace_input_with(self, replace_with)
         return changed
+
+    @property
+    def stack_trace(self):
+        """The user code that created this node (``meta["stack_trace"]``), recorded when the tracer's
+        ``record_stack_traces`` is set; None otherwise."""
+        return self.meta.get("stack_trace")
+
+    @stack_trace.setter
+    def stack_trace(self, trace):
+        self.meta["stack_trace"] = trace
 
     # ---- position in the graph ---------------------------------------------------------------------
     @property
@@ -166,6 +184,18 @@ class Node:
 
     def __repr__(self):
         return self.name
+
+
+def _freeze(a):
+    """``a`` with its lists and dicts (at any depth) made ``immutable_list`` / ``immutable_dict``, as torch."""
+    if isinstance(a, tuple):
+        items = tuple(_freeze(e) for e in a)
+        return type(a)(*items) if hasattr(a, "_fields") else items
+    if isinstance(a, list):
+        return immutable_list(_freeze(e) for e in a)
+    if isinstance(a, dict):
+        return immutable_dict((k, _freeze(v)) for k, v in a.items())
+    return a
 
 
 def _pretty_target(target):

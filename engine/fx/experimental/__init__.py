@@ -1,0 +1,1 @@
+"""``engine.fx.experimental``: torch.fx.experimental's graph optimizations (``optimization.fuse``)."""

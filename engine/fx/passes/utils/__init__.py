@@ -1,0 +1,1 @@
+"""``engine.fx.passes.utils``: helpers of graph passes (``matcher_utils``: subgraph matching)."""
