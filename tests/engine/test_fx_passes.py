@@ -10,6 +10,7 @@ import torch
 import torch.fx
 import torch.fx.experimental.optimization
 import torch.fx.passes.shape_prop
+from fx_nets import net
 
 import engine
 import engine.fx
@@ -17,24 +18,6 @@ import engine.fx.experimental.optimization
 from engine.fx import PH
 from engine.fx.immutable_collections import immutable_dict, immutable_list
 from engine.fx.passes.shape_prop import ShapeProp
-
-
-def net(lib):
-    """Leaf modules, a buffer, methods and operators: enough node kinds for every pass here."""
-    nn = lib.nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.seq = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
-            self.fc = nn.Linear(4, 5)
-            self.register_buffer("off", lib.arange(5, dtype=lib.float32))
-
-        def forward(self, x):
-            y = self.seq(x).relu()
-            y = y.permute(0, 2, 3, 1).mean((1, 2))
-            return self.fc(y) + self.off, y.shape
-    return Net()
 
 
 def same_weights(tm, em):

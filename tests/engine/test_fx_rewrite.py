@@ -9,28 +9,12 @@ import pytest
 import torch
 import torch.fx
 import torch.fx.subgraph_rewriter
+from fx_nets import net
 
 import engine
 import engine.fx
 import engine.fx.subgraph_rewriter
 from engine.fx import PH
-
-
-def net(lib):
-    nn = lib.nn
-
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.seq = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4))
-            self.fc = nn.Linear(4, 5)
-            self.register_buffer("off", lib.arange(5, dtype=lib.float32))
-
-        def forward(self, x):
-            y = self.seq(x).relu()
-            y = y.permute(0, 2, 3, 1).mean((1, 2))
-            return self.fc(y) + self.off, y.shape
-    return Net()
 
 
 def rewrite_case(lib):
