@@ -11,6 +11,7 @@ PyTorch on the CPU. With ``dtype="bfloat16"`` (or any floating type's name) both
 inputs to that type, as leaves, so values, dtypes and gradients are checked in it.
 """
 import numpy as np
+import pytest
 import torch
 
 import engine
@@ -57,6 +58,18 @@ def assert_close(ours, ref, rtol=1e-5, what="output"):
         ours, ref = _parts(ours), _parts(ref)
     err = rel_err(ours, ref)
     assert err <= rtol, f"{what}: relative error {err:.3g} > {rtol:g}"
+
+
+def assert_same_error(ours, theirs, first_line=False):
+    """``theirs()`` (torch) raises; ``ours()`` raises the same exception type whose message is torch's first line
+    (with ``first_line``: whose first line is, for errors raised in a backward pass, which name the node on a
+    second line)."""
+    with pytest.raises(Exception) as expected:
+        theirs()
+    with pytest.raises(type(expected.value)) as got:
+        ours()
+    message = str(got.value).split("\n")[0] if first_line else str(got.value)
+    assert message == str(expected.value).split("\n")[0]
 
 
 def noncontiguous(arr):
