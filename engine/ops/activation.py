@@ -22,9 +22,11 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 
 def _check_input(x, name, allow_int=False):
-    """PyTorch's argument errors: a tensor is required; most activations need a float one."""
+    """PyTorch's argument errors: a tensor is required; most activations need a float one, and those in
+    complex_refusals' table refuse complex input with torch's message."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+    refuse_complex(name, x)
     if not allow_int and not x.dtype.is_floating_point:
         raise NotImplementedError(f"\"{name}\" not implemented for '{x.dtype.title}'")
 
@@ -575,7 +577,6 @@ def _quantized():
 
 def relu(input):
     """max(input, 0) (``torch.relu``)."""
-    refuse_complex("relu", input)
     if getattr(input, "is_quantized", False):
         return input.relu()
     _check_input(input, "relu", allow_int=True)
@@ -592,7 +593,6 @@ def relu_(input):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamp to [min_val, max_val] (``F.hardtanh``)."""
-    refuse_complex("hardtanh", input)
     _check_input(input, "hardtanh", allow_int=True)
     if max_val < min_val:
         raise ValueError("max_val cannot be less than min_val")
@@ -601,12 +601,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 def relu6(input, inplace=False):
     """min(max(input, 0), 6) (``F.relu6``)."""
-    refuse_complex("relu6", input)
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
-    refuse_complex("leaky_relu", input)
     _check_input(input, "leaky_relu")
     return _run(LeakyReLU(float(negative_slope)), input, inplace)
 
@@ -651,7 +649,6 @@ def _rrelu(input, lower, upper, training, generator, inplace):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    refuse_complex("elu", input)
     _check_input(input, "elu")
     return _run(ELU(float(alpha)), input, inplace)
 
@@ -681,7 +678,6 @@ def celu_(input, alpha=1.0):
 
 
 def gelu(input, approximate="none"):
-    refuse_complex("gelu", input)
     _check_input(input, "GeluKernelImpl")
     return _run(GELU(approximate), input)
 
@@ -704,7 +700,6 @@ def hardswish(input, inplace=False):
 
 
 def hardsigmoid(input, inplace=False):
-    refuse_complex("hardsigmoid", input)
     if getattr(input, "is_quantized", False):
         return _quantized().hardsigmoid(input, inplace)
     _check_input(input, "hardsigmoid")
@@ -713,7 +708,6 @@ def hardsigmoid(input, inplace=False):
 
 @autocast_mode.float32("cuda")
 def softplus(input, beta=1.0, threshold=20.0):
-    refuse_complex("softplus", input)
     _check_input(input, "softplus")
     return _run(Softplus(float(beta), float(threshold)), input)
 
