@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 
 import engine as torch
-from engine import nn
+from engine import fx, nn
 from engine.nn import functional as F
 
 from ..ops.misc import Conv2dNormActivation, SqueezeExcitation
@@ -112,20 +112,19 @@ class RelativePositionalMultiHeadAttention(nn.Module):
         bias = self.relative_position_bias_table[index].view(self.max_seq_len, self.max_seq_len, -1)
         return bias.permute(2, 0, 1).contiguous().unsqueeze(0)
 
-    def _heads(self, x):
-        """(B, G, P, heads * head_dim) -> (B, G, heads, P, head_dim)."""
-        batch, groups, tokens, _ = x.shape
-        return x.reshape(batch, groups, tokens, self.n_heads, self.head_dim).permute(0, 1, 3, 2, 4)
-
     def forward(self, x):
         batch, groups, tokens, dim = x.shape
-        q, k, v = torch.chunk(self.to_qkv(x), 3, dim=-1)
-        q = self._heads(q)
-        k = self._heads(k) * self.scale_factor
-        v = self._heads(v)
-        attn = q.matmul(k.transpose(-2, -1)) + self.get_relative_positional_bias()
-        attn = F.softmax(attn, dim=-1)
-        out = attn.matmul(v).permute(0, 1, 3, 2, 4).reshape(batch, groups, tokens, dim)
+        heads, head_dim = self.n_heads, self.head_dim
+        qkv = self.to_qkv(x)
+        q, k, v = torch.chunk(qkv, 3, dim=-1)
+        q = q.reshape(batch, groups, tokens, heads, head_dim).permute(0, 1, 3, 2, 4)
+        k = k.reshape(batch, groups, tokens, heads, head_dim).permute(0, 1, 3, 2, 4)
+        v = v.reshape(batch, groups, tokens, heads, head_dim).permute(0, 1, 3, 2, 4)
+        k = k * self.scale_factor
+        logits = torch.einsum("B G H I D, B G H J D -> B G H I J", q, k)
+        attn = F.softmax(logits + self.get_relative_positional_bias(), dim=-1)
+        out = torch.einsum("B G H I J, B G H J D -> B G H I D", attn, v)
+        out = out.permute(0, 1, 3, 2, 4).reshape(batch, groups, tokens, dim)
         return self.merge(out)
 
 
@@ -202,9 +201,7 @@ class PartitionAttentionLayer(nn.Module):
         self.stochastic_dropout = StochasticDepth(p_stochastic_dropout, mode="row")
 
     def forward(self, x):
-        if tuple(x.shape[-2:]) != tuple(self.grid_size):
-            raise ValueError(f"this layer partitions a {tuple(self.grid_size)} map (the model's input_size fixes it), "
-                             f"got {tuple(x.shape[-2:])}")
+        _check_map_size(x, self.grid_size)
         if self.grid_size[0] % self.p or self.grid_size[1] % self.p:
             raise ValueError(f"Grid size must be divisible by partition size. Got grid size of {self.grid_size} "
                              f"and partition size of {self.p}")
@@ -214,6 +211,17 @@ class PartitionAttentionLayer(nn.Module):
         x = x + self.stochastic_dropout(self.mlp_layer(x))
         x = self.departition_swap(x)
         return self.departition_op(x, self.p, self.grid_size[0] // self.p, self.grid_size[1] // self.p)
+
+
+@fx.has_side_effect  # kept by dead-code elimination, as torchvision's ``_assert`` nodes
+def _check_map_size(x, grid_size):
+    """A partition layer takes the (H, W) map its model's ``input_size`` made it for."""
+    if tuple(x.shape[-2:]) != tuple(grid_size):
+        raise ValueError(f"this layer partitions a {tuple(grid_size)} map (the model's input_size fixes it), "
+                         f"got {tuple(x.shape[-2:])}")
+
+
+fx.wrap("_check_map_size")  # branches on the input's size: one node when traced
 
 
 class MaxVitLayer(nn.Module):

@@ -25,7 +25,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 import engine as torch
-from engine import nn
+from engine import fx, nn
 from engine.nn import functional as F
 
 from ..ops.misc import MLP, Conv2dNormActivation
@@ -127,17 +127,25 @@ class Encoder(nn.Module):
         """``input`` (N, 1 + rows * cols, hidden_dim); ``grid_size`` (rows, cols) of its patches when they
         are not the grid the position embeddings were made for (they are resized to it then)."""
         _check_tokens(input)
-        pos_embedding = self.pos_embedding
-        if grid_size is not None and tuple(grid_size) != self.grid_size:
-            pos_embedding = _resize_pos_embedding(pos_embedding, grid_size)
-        input = input + pos_embedding
+        input = input + _position_embedding_for(self.pos_embedding, grid_size)
         return self.ln(self.layers(self.dropout(input)))
 
 
 def _check_tokens(x):
-    """Encoder inputs are token sequences (N, S, hidden_dim)."""
-    if x.dim() != 3:
-        raise AssertionError(f"Expected (batch_size, seq_length, hidden_dim) got {x.shape}")
+    """Encoder inputs are token sequences (N, S, hidden_dim); an ``_assert`` node when traced, as torchvision's."""
+    torch._assert(x.dim() == 3, f"Expected (batch_size, seq_length, hidden_dim) got {x.shape}")
+
+
+def _position_embedding_for(pos_embedding, grid_size):
+    """``pos_embedding`` resized to a (rows, cols) patch grid, or as it is where ``grid_size`` is None or the grid
+    it was made for."""
+    side = math.isqrt(pos_embedding.shape[1] - 1)
+    if grid_size is None or tuple(grid_size) == (side, side):
+        return pos_embedding
+    return _resize_pos_embedding(pos_embedding, grid_size)
+
+
+fx.wrap("_position_embedding_for")  # branches on the input's size: one node when traced
 
 
 def _head_linear(in_features, num_classes):
@@ -213,8 +221,7 @@ class VisionTransformer(nn.Module):
         """(N, C, H, W) images -> (N, H/p * W/p, hidden_dim) patch tokens, and the (H/p, W/p) grid."""
         n, _, h, w = x.shape
         p = self.patch_size
-        if h < p or w < p:
-            raise ValueError(f"Input size {h}x{w} is smaller than one {p}x{p} patch")
+        _check_image_size(h, w, p)
         grid_size = (h // p, w // p)
         x = self.conv_proj(x)
         x = x.reshape(n, self.hidden_dim, grid_size[0] * grid_size[1])
@@ -232,7 +239,8 @@ class VisionTransformer(nn.Module):
     def forward_features(self, x):
         """The encoder's normalised token sequence (N, 1 + number of patches, hidden_dim), class token first."""
         x, grid_size = self._process_input(x)
-        batch_class_token = self.class_token.expand(x.shape[0], -1, -1)
+        n = x.shape[0]
+        batch_class_token = self.class_token.expand(n, -1, -1)
         x = torch.cat([batch_class_token, x], dim=1)
         return self.encoder(x, grid_size)
 
@@ -250,6 +258,16 @@ class VisionTransformer(nn.Module):
         x = self.forward_features(x)
         x = self.forward_head(x)
         return x
+
+
+@fx.has_side_effect  # kept by dead-code elimination, as torchvision's ``_assert`` nodes
+def _check_image_size(h, w, patch_size):
+    """Any h x w image of at least one patch is taken (torchvision asserts ``image_size`` instead)."""
+    if h < patch_size or w < patch_size:
+        raise ValueError(f"Input size {h}x{w} is smaller than one {patch_size}x{patch_size} patch")
+
+
+fx.wrap("_check_image_size")  # branches on the input's size: one node when traced
 
 
 def _conv_stem(conv_stem_configs, in_chans, hidden_dim):
