@@ -1,4 +1,5 @@
 """Datasets: small real data shipped with the package, and loaders for the standard ones."""
+from .action_recognition import HMDB51, UCF101
 from .caltech import Caltech101, Caltech256
 from .captions import SBU, Flickr8k, Flickr30k
 from .celeba import CelebA
@@ -19,6 +20,7 @@ from .gtsrb import GTSRB
 from .imagenet import ImageNet
 from .imagenette import Imagenette
 from .inaturalist import INaturalist
+from .kinetics import Kinetics
 from .kitti import Kitti
 from .lfw import LFWPairs, LFWPeople
 from .lsun import LSUN, LSUNClass
@@ -50,9 +52,9 @@ __all__ = ["Caltech101", "Caltech256", "CarlaStereo", "CelebA", "CIFAR10", "CIFA
            "CLEVRClassification", "CocoCaptions", "CocoDetection", "Country211", "CREStereo", "DatasetFolder", "DTD",
            "EMNIST", "ETH3DStereo", "EuroSAT", "FakeData", "FallingThingsStereo", "FashionMNIST", "FER2013",
            "FGVCAircraft", "Flickr30k", "Flickr8k", "Flowers102", "FlyingChairs", "FlyingThings3D", "Food101",
-           "GTSRB", "HD1K", "ImageFolder", "ImageNet", "Imagenette", "IMG_EXTENSIONS", "INaturalist", "InStereo2k",
-           "Kitti", "Kitti2012Stereo", "Kitti2015Stereo", "KittiFlow", "KMNIST", "LFWPairs", "LFWPeople",
+           "GTSRB", "HD1K", "HMDB51", "ImageFolder", "ImageNet", "Imagenette", "IMG_EXTENSIONS", "INaturalist", "InStereo2k",
+           "Kinetics", "Kitti", "Kitti2012Stereo", "Kitti2015Stereo", "KittiFlow", "KMNIST", "LFWPairs", "LFWPeople",
            "load_digits", "LSUN", "LSUNClass", "Middlebury2014Stereo", "MNIST", "MovingMNIST", "Omniglot",
            "OxfordIIITPet", "PCAM", "PhotoTour", "Places365", "QMNIST", "RenderedSST2", "SBDataset", "SBU",
-           "SceneFlowStereo", "SEMEION", "Sintel", "SintelStereo", "StanfordCars", "STL10", "SUN397", "SVHN", "USPS",
+           "SceneFlowStereo", "SEMEION", "Sintel", "SintelStereo", "StanfordCars", "STL10", "SUN397", "SVHN", "UCF101", "USPS",
            "VisionDataset", "VOCDetection", "VOCSegmentation", "WIDERFace", "wrap_dataset_for_transforms_v2"]
