@@ -7,13 +7,12 @@ import glob
 import os
 
 from .folder import find_classes, make_dataset
-from .utils import VisionDataset
-from .video_utils import VideoClips
+from .video_utils import ClipDataset, VideoClips
 
 __all__ = ["HMDB51", "UCF101"]
 
 
-class _FoldClips(VisionDataset):
+class _FoldClips(ClipDataset):
     """The clips of the videos (``.avi`` files under one folder per class) that the fold's split lists."""
 
     def __init__(self, root, annotation_path, frames_per_clip, step_between_clips=1, frame_rate=None, fold=1,
@@ -40,15 +39,8 @@ class _FoldClips(VisionDataset):
         """The frame numbers and rates of all videos, for ``_precomputed_metadata``."""
         return self.full_video_clips.metadata
 
-    def __len__(self):
-        return self.video_clips.num_clips()
-
-    def __getitem__(self, idx):
-        video, audio, _, video_idx = self.video_clips.get_clip(idx)
-        _, class_index = self.samples[self.indices[video_idx]]
-        if self.transform is not None:
-            video = self.transform(video)
-        return video, audio, class_index
+    def _label(self, video_idx):
+        return self.samples[self.indices[video_idx]][1]
 
 
 class HMDB51(_FoldClips):

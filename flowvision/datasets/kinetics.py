@@ -11,8 +11,8 @@ from functools import partial
 from multiprocessing import Pool
 
 from .folder import find_classes, make_dataset
-from .utils import VisionDataset, check_integrity, download_and_extract_archive, download_url
-from .video_utils import VideoClips
+from .utils import check_integrity, download_and_extract_archive, download_url
+from .video_utils import ClipDataset, VideoClips
 from .vision import verify_str_arg
 
 __all__ = ["Kinetics"]
@@ -23,7 +23,7 @@ def _download_and_extract(tar_path, video_path, url):
     download_and_extract_archive(url, tar_path, video_path)
 
 
-class Kinetics(VisionDataset):
+class Kinetics(ClipDataset):
     """The clips of the videos under ``root/<split>`` (``root`` itself with ``_legacy=True``, whose videos come
     as "THWC"). ``num_classes``: "400", "600" or "700"; ``split``: "train", "val" or "test"; ``output_format``
     "TCHW" (the default, unlike the other video datasets) or "THWC"."""
@@ -117,12 +117,5 @@ class Kinetics(VisionDataset):
         """The frame numbers and rates of all videos, for ``_precomputed_metadata``."""
         return self.video_clips.metadata
 
-    def __len__(self):
-        return self.video_clips.num_clips()
-
-    def __getitem__(self, idx):
-        video, audio, _, video_idx = self.video_clips.get_clip(idx)
-        label = self.samples[video_idx][1]
-        if self.transform is not None:
-            video = self.transform(video)
-        return video, audio, label
+    def _label(self, video_idx):
+        return self.samples[video_idx][1]

@@ -13,6 +13,7 @@ import engine
 from engine.utils.data import DataLoader
 
 from . import video_decoding
+from .utils import VisionDataset
 
 __all__ = ["VideoClips", "unfold"]
 
@@ -216,3 +217,20 @@ class VideoClips:
         state["video_pts"] = list(engine.split(pts, state.pop("video_pts_sizes"), dim=0))
         self.__dict__ = state
         self.compute_clips(self.num_frames, self.step, self.frame_rate)
+
+
+class ClipDataset(VisionDataset):
+    """Base of the video datasets: each clip of ``self.video_clips`` is one sample (video after ``transform``,
+    audio, the label ``_label`` gives its video)."""
+
+    def _label(self, video_idx):
+        raise NotImplementedError
+
+    def __len__(self):
+        return self.video_clips.num_clips()
+
+    def __getitem__(self, idx):
+        video, audio, _, video_idx = self.video_clips.get_clip(idx)
+        if self.transform is not None:
+            video = self.transform(video)
+        return video, audio, self._label(video_idx)
