@@ -16,9 +16,9 @@ from .._device import device_of, is_cuda_array, move
 from ..autograd import tracing
 from ..autograd.double_backward import constant, masked, transposed_backward
 from ..autograd.function import Function
-from ..tensor import Tensor, register_method
+from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, masked_grad, wrap_dim, xp_of
-from .shape import Slice, broadcast_shapes, expand, reshape
+from .shape import Slice, broadcast_shapes, expand, reshape, writeable_view
 from .tensor_index import NonZero, TensorIndex
 
 _INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
@@ -26,6 +26,25 @@ _INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool te
 
 def _shape_str(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+_C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+                 "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
+
+
+def fit_scalar(value, dtype):
+    """A Python number written into a tensor of integer ``dtype`` as torch writes it: a negative integer wraps into
+    an unsigned type (-1 is 255 in uint8) when its magnitude fits, else torch's overflow error; others pass."""
+    np_dtype = np.dtype(getattr(dtype, "np", dtype))
+    if np_dtype.kind not in "iu" or isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return value
+    info = np.iinfo(np_dtype)
+    bad = value > info.max or (value < -info.max if np_dtype.kind == "u" else value < info.min)
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES[np_dtype.name]} without overflow")
+    if np_dtype.kind == "u" and value < 0 and isinstance(value, numbers.Integral):
+        return int(value) % (1 << (8 * np_dtype.itemsize))
+    return value
 
 
 def _as_array(y, like):
@@ -90,6 +109,11 @@ def parse_key(shape, key):
     Returns ``(basic, advanced)``: ``basic`` is a tuple of ints/slices/None for a view, and
     ``advanced`` a tuple over the view's dims (slices and index arrays), or None when absent.
     """
+    if not shape and isinstance(key, numbers.Integral) and not isinstance(key, (bool, np.bool_)):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` in "
+                         "C++ to convert a 0-dim tensor to a number")
+    if not shape and isinstance(key, slice):
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if isinstance(key, list) and _is_sequence_key(key):
         key = tuple(key)
     elif not isinstance(key, tuple):
@@ -100,18 +124,20 @@ def parse_key(shape, key):
     used = sum(_consumed(k) for k in items)
     if used > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    places = list(range(len(items)))  # each item's place in the key: torch's error names it as the dimension
     at = next((i for i, k in enumerate(items) if k is Ellipsis), None)
     if at is not None:
         items[at:at + 1] = [slice(None)] * (len(shape) - used)
+        places[at:at + 1] = [at] * (len(shape) - used)
     basic, adv = [], {}
     d = v = 0
-    for k in items:
+    for k, place in zip(items, places):
         if k is None:
             basic.append(None)
             v += 1
         elif isinstance(k, int):
             if not -shape[d] <= k < shape[d]:
-                raise IndexError(f"index {k} is out of bounds for dimension {d} with size {shape[d]}")
+                raise IndexError(f"index {k} is out of bounds for dimension {place} with size {shape[d]}")
             basic.append(k)
             d += 1
         elif isinstance(k, slice):
@@ -148,8 +174,22 @@ def _is_identity(basic):
     return all(isinstance(k, slice) and k == slice(None) for k in basic)
 
 
-def _torch_index_error(err):
-    """numpy's IndexError worded as PyTorch's."""
+def _torch_index_error(err, key=None, shape=None):
+    """numpy's IndexError for the advanced ``key`` into an array of ``shape`` worded as PyTorch's: index arrays
+    that do not broadcast (their shapes), or an index out of range (torch counts the dimension among the indexed
+    dims only, as its kernel moves them to the front)."""
+    if key is None:
+        return IndexError(str(err).replace(" axis ", " dimension "))
+    arrays = [(axis, k) for axis, k in enumerate(key) if not isinstance(k, slice)]
+    if "could not be broadcast" in str(err):
+        shapes = ", ".join(_shape_str(k.shape) for _, k in arrays)
+        return IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes {shapes}")
+    for rank, (axis, k) in enumerate(arrays):
+        n = shape[axis]
+        outside = ((k < -n) | (k >= n)).reshape(-1)
+        if bool(outside.any()):
+            bad = int(k.reshape(-1)[outside][0])
+            return IndexError(f"index {bad} is out of bounds for dimension {rank} with size {n}")
     return IndexError(str(err).replace(" axis ", " dimension "))
 
 
@@ -168,7 +208,7 @@ class AdvancedIndex(Function):
         try:
             return _as_array(x[self.key], x)
         except IndexError as err:
-            raise _torch_index_error(err) from None
+            raise _torch_index_error(err, self.key, x.shape) from None
 
     def backward(self, gy):
         g = xp_of(gy).zeros(self.in_shape, gy.dtype)
@@ -216,7 +256,7 @@ class IndexPut(Function):
 
     def _region(self, a):
         """The view of ``a`` that the advanced key addresses (or the written region itself)."""
-        return a[self.basic]
+        return writeable_view(a[self.basic])
 
     def forward(self, x, value):
         out = x if self.inplace else x.copy()
@@ -232,8 +272,12 @@ class IndexPut(Function):
             else:
                 view[key] = value
         except IndexError as err:
-            raise _torch_index_error(err) from None
+            raise _torch_index_error(err, self.adv, view.shape) from None
         except ValueError:
+            if isinstance(view, np.ndarray) and not view.flags.writeable:  # an expanded tensor (see writeable_view)
+                raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to "
+                                   "a single memory location. Please clone() the tensor before performing the "
+                                   "operation.") from None
             target = _as_array(view[key], x).shape
             raise RuntimeError(f"shape mismatch: value tensor of shape {_shape_str(value.shape)} cannot "
                                f"be broadcast to indexing result of shape {_shape_str(target)}") from None
@@ -278,7 +322,7 @@ def setitem(self, key, value):
     """``self[key] = value`` (in place; differentiable w.r.t. both the old tensor and ``value``)."""
     basic, adv = parse_key(tuple(self.shape), key)
     if not isinstance(value, Tensor):
-        value = value if isinstance(value, numbers.Number) else as_operand(value, like=self)
+        value = fit_scalar(value, self.dtype) if isinstance(value, numbers.Number) else as_operand(value, like=self)
     elif value.device != self.device and (adv is None or value.ndim == 0):
         value = value.to(self.device)  # as torch: a slice is copied into across devices, a 0-dim value anywhere
     IndexPut(basic, adv)(self, value)
@@ -304,8 +348,14 @@ def _index_put(input, indices, values, accumulate, inplace):
 
 def select(input, dim, index):
     """The view ``input[..., index, ...]`` along ``dim`` (the dim is removed)."""
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, input.ndim)
-    return getitem(input, (slice(None),) * d + (int(index),))
+    n, index = input.shape[d], int(index)
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {_shape_str(input.shape)} at "
+                         f"dimension {d}")
+    return getitem(input, (slice(None),) * d + (index,))
 
 
 # ---- gather / scatter ----------------------------------------------------------------------------
@@ -470,7 +520,7 @@ def _scatter(input, dim, index, src, reduce, inplace, name):
             raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
         _check_along(name, tuple(input.shape), d, tuple(index.shape), tuple(src.shape))
     else:
-        src = as_operand(src)
+        src = as_operand(fit_scalar(src, input.dtype))
         _check_along(name, tuple(input.shape), d, tuple(index.shape))
     _check_bounds(index._data, input.shape[d], d)
     return Scatter(d, reduce, inplace)(input, index, src)
@@ -512,12 +562,28 @@ def take_along_dim(input, indices, dim=None):
 
 # ---- index_* along one dim ------------------------------------------------------------------------
 def _dim_index(input, dim, index, name):
-    """Check a 1-d index along ``dim``; returns the wrapped dim and the index tensor."""
+    """Check a 1-d index along ``dim``; returns the wrapped dim and the index tensor. An index out of range raises
+    each op's error as torch words it; index_fill takes negative indices (they count from the end), the others do
+    not; the writing ops take any index into a tensor without elements (they write nothing)."""
     index = _index_array(index, name)
     if index.ndim > 1:
         raise IndexError(f"{name}(): Index is supposed to be a vector")
     d = wrap_dim(dim, input.ndim)
-    _check_bounds(index._data, input.shape[d] if input.ndim else 1, d, f"{name}(): ")
+    size, idx = input.shape[d] if input.ndim else 1, index._data
+    if idx.size == 0 or (input.numel() == 0 and size and name != "index_select"):  # writes nothing: as torch's
+        return d, index
+    low = -size if name == "index_fill_" else 0
+    outside = (idx < low) | (idx >= size)
+    if bool(outside.any()):
+        bad = int(idx.reshape(-1)[outside.reshape(-1)][0])
+        where = f"index {bad} is out of bounds for dimension {d} with size {size}"
+        if name == "index_select":
+            raise IndexError("index out of range in self")
+        if name in ("index_add", "index_add_"):
+            raise RuntimeError(where)
+        raise IndexError(f"{name}(): {where}" if name == "index_copy_" else where)
+    if low < 0 and bool((idx < 0).any()):
+        index = _new(idx % size)
     return d, index
 
 
@@ -564,14 +630,17 @@ class IndexAdd(Function):
 
     def forward(self, x, index, source):
         out = x if self.inplace else x.copy()
-        self.index = index.reshape(-1)
+        self.index, self.source_shape = index.reshape(-1), source.shape
         src = source * self.alpha if self.alpha != 1 else source
-        xp_of(x).add.at(out, _lead(self.dim) + (self.index,), src)
+        if out.size:  # a tensor without elements takes any index (see _dim_index)
+            xp_of(x).add.at(out, _lead(self.dim) + (self.index,), src)
         return out
 
     def backward(self, gy):
         gsrc = None
-        if self.needs_input_grad[2]:
+        if self.needs_input_grad[2] and not gy.size:  # nothing was written (the index was not checked)
+            gsrc = xp_of(gy).zeros(self.source_shape, gy.dtype)
+        elif self.needs_input_grad[2]:
             gsrc = xp_of(gy).take(gy, self.index, axis=self.dim)
             if self.alpha != 1:
                 gsrc = gsrc * self.alpha
@@ -617,11 +686,14 @@ class IndexCopy(Function):
 
     def forward(self, x, index, source):
         out = x if self.inplace else x.copy()
-        self.key = _lead(self.dim) + (index.reshape(-1),)
-        out[self.key] = source
+        self.key, self.source_shape = _lead(self.dim) + (index.reshape(-1),), source.shape
+        if out.size:
+            out[self.key] = source
         return out
 
     def backward(self, gy):
+        if not gy.size:  # nothing was written (the index was not checked)
+            return gy, None, xp_of(gy).zeros(self.source_shape, gy.dtype) if self.needs_input_grad[2] else None
         gx = gsrc = None
         if self.needs_input_grad[0]:
             gx = gy.copy()
@@ -665,10 +737,13 @@ class IndexFill(Function):
     def forward(self, x, index, value):
         out = x if self.inplace else x.copy()
         self.key = _lead(self.dim) + (xp_of(index).unique(index.reshape(-1)),)
-        out[self.key] = value
+        if out.size:
+            out[self.key] = value
         return out
 
     def backward(self, gy):
+        if not gy.size:  # nothing was written (the index was not checked)
+            return gy, None, xp_of(gy).zeros((), gy.dtype) if self.needs_input_grad[2] else None
         gx = gv = None
         if self.needs_input_grad[0]:
             gx = gy.copy()
@@ -689,7 +764,7 @@ def _index_fill(input, dim, index, value, inplace):
     if isinstance(value, Tensor) and value.ndim != 0:
         raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got tensor "
                            f"with {value.ndim} dimension(s).")
-    return IndexFill(d, inplace)(input, index, value)
+    return IndexFill(d, inplace)(input, index, fit_scalar(value, input.dtype))
 
 
 def index_fill(input, dim, index, value):
@@ -745,7 +820,7 @@ def _masked_fill(input, mask, value, inplace):
         raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                            f"with {value.ndim} dimension(s).")
     shape = _mask_shape(input, mask, inplace, "masked_fill_")
-    return MaskedFill(shape, inplace)(input, mask, value)
+    return MaskedFill(shape, inplace)(input, mask, fit_scalar(value, input.dtype))
 
 
 def masked_fill(input, mask, value):

@@ -139,7 +139,7 @@ def block_diag(*tensors):
                                f"{t.ndim} dimensions")
         blocks.append(t.reshape(1, -1) if t.ndim < 2 else t)
     dtype = _dtype.result_type(*tensors) if tensors else _dtype.get_default_dtype()
-    rows = sum(b.shape[0] for b in blocks)
+    rows = sum(b.shape[0] for b in blocks) if blocks else 1  # torch's result for no blocks is 1 x 0
     cols = sum(b.shape[1] for b in blocks)
     out = zeros(rows, cols, dtype=dtype, device=tensors[0].device if tensors else None)
     top = left = 0

@@ -162,9 +162,9 @@ def flatten(input, start_dim=0, end_dim=-1):
     """Merge dims ``start_dim..end_dim`` into one (a 0-d tensor becomes 1-d)."""
     if getattr(input, "is_quantized", False):
         return input.flatten(start_dim, end_dim)
+    start, end = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
     if input.ndim == 0:
         return reshape(input, 1)
-    start, end = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = tuple(input.shape)
@@ -181,14 +181,23 @@ def unflatten(input, dim, sizes):
         sizes = infer_shape(sizes, shape[d])
     except RuntimeError:
         raise RuntimeError(f"unflatten: Provided sizes {_shape_str(sizes)} don't multiply up to the "
-                           f"size of dim {dim} ({shape[d]}) in the input tensor") from None
+                           f"size of dim {d} ({shape[d]}) in the input tensor") from None
     return reshape(input, shape[:d] + sizes + shape[d + 1:])
 
 
 def squeeze(input, dim=None):
     """Drop size-1 dims (all, one, or a tuple of them); other dims are left alone."""
     shape = tuple(input.shape)
-    dims = set(range(len(shape))) if dim is None else set(dims_tuple(dim, input.ndim))
+    if dim is None:
+        dims = set(range(len(shape)))
+    elif isinstance(dim, (tuple, list)):  # an empty tuple squeezes nothing, as torch's
+        dims = [wrap_dim(int(d), input.ndim) for d in dim]
+        for d in dims:
+            if dims.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        dims = set(dims)
+    else:
+        dims = set(dims_tuple(dim, input.ndim))
     return reshape(input, tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1)))
 
 
@@ -326,7 +335,17 @@ class Expand(Function):
         self.shape = shape
 
     def forward(self, x):
-        return xp_of(x).broadcast_to(x, self.shape)
+        """A strided view with torch's strides: 0 along the new and the grown dims, the input's own along the
+        others (numpy's broadcast_to gives every size-1 dim stride 0, which ``stride()`` shows); read-only where
+        elements overlap, as numpy's broadcasts are (torch refuses such writes too)."""
+        lead = len(self.shape) - x.ndim
+        strides = (0,) * lead + tuple(st if n == m else 0
+                                      for n, m, st in zip(x.shape, self.shape[lead:], x.strides))
+        y = xp_of(x).lib.stride_tricks.as_strided(x, self.shape, strides)
+        if isinstance(y, np.ndarray) and any(st == 0 and n > 1 for st, n in zip(strides, self.shape)):
+            y = y.view()  # read-only over a writeable array, so that writeable_view can lift it for its views
+            y.flags.writeable = False
+        return y
 
     def backward(self, gy):
         return gy
@@ -560,7 +579,7 @@ def cat(tensors, dim=0, *, out=None):
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{ref.shape[k]} but got size {x.shape[k]} for tensor number {i} in "
                                    "the list.")
-    dtype = result_dtype(*[x for x, s in zip(tensors, skip) if not s] or tensors)
+    dtype = result_dtype(*tensors)  # the skipped empty 1-d tensors take part in the promotion, as in torch
     result = Cat(d, dtype, skip)(*tensors)
     if out is not None:
         out.copy_(result)
@@ -604,19 +623,19 @@ def stack(tensors, dim=0, *, out=None):
 
 
 def hstack(tensors):
-    tensors = atleast_1d(*_as_tensor_list(tensors, "hstack"))
+    tensors = _atleast(1, (_as_tensor_list(tensors, "hstack"),))
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
-    return cat(atleast_2d(*_as_tensor_list(tensors, "vstack")), 0)
+    return cat(_atleast(2, (_as_tensor_list(tensors, "vstack"),)), 0)
 
 
 row_stack = vstack
 
 
 def dstack(tensors):
-    return cat(atleast_3d(*_as_tensor_list(tensors, "dstack")), 2)
+    return cat(_atleast(3, (_as_tensor_list(tensors, "dstack"),)), 2)
 
 
 def column_stack(tensors):
@@ -636,7 +655,7 @@ class SplitViews(Function):
     def forward(self, x):
         self.in_shape = x.shape
         lead = (slice(None),) * self.dim
-        return tuple(x[lead + (p if isinstance(p, int) else slice(*p),) + (Ellipsis,)]
+        return tuple(writeable_view(x[lead + (p if isinstance(p, int) else slice(*p),) + (Ellipsis,)])
                      for p in self.parts)
 
     def backward(self, *grads):
@@ -651,6 +670,8 @@ class SplitViews(Function):
 
 
 def _split_views(input, dim, parts):
+    if not parts:  # unbind along an empty dim
+        return ()
     return _share_version(SplitViews(dim, parts)(input), input)
 
 
@@ -663,7 +684,7 @@ def split(tensor, split_size_or_sections, dim=0):
         if size < 0 or (size == 0 and n != 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
                                f"size of {n}")
-        starts = range(0, n, size) if size else [0]
+        starts = range(0, n, size) if size and n else [0]  # an empty dim splits into one empty piece
         parts = [(s, min(s + size, n)) for s in starts]
     else:
         sizes = [int(s) for s in split_size_or_sections]
@@ -714,12 +735,18 @@ def unbind(input, dim=0):
 
 def narrow(input, dim, start, length):
     """The view ``input[..., start:start+length, ...]`` along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, input.ndim)
     n = input.shape[d]
-    start = int(start)
+    start, length = int(start), int(length)
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
     if start < 0:
         start += n
-    if not 0 <= start <= n or length < 0 or start + length > n:
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return Slice((slice(None),) * d + (slice(start, start + length),))(input)
 
@@ -734,7 +761,10 @@ class Slice(Function):
 
     def forward(self, x):
         self.in_shape = x.shape
-        return x[self.key]
+        y = x[self.key]
+        if any(k is None for k in self.key):
+            y = _with_unsqueezed_strides(y, x, self.key)
+        return writeable_view(y)
 
     def backward(self, gy):
         g = xp_of(gy).zeros(self.in_shape, gy.dtype)
@@ -743,6 +773,59 @@ class Slice(Function):
 
     def backward_tensors(self, gy):
         return transposed_backward(self, gy)
+
+
+def writeable_view(y):
+    """``y``, writeable again where it is a view of an expanded (broadcast) array whose own elements do not
+    overlap: numpy marks every view of a broadcast read-only, while torch writes through ``x.expand(2, 3)[1]``
+    into ``x``. A view with overlapping elements stays read-only, as does one of read-only memory."""
+    if isinstance(y, np.ndarray) and not y.flags.writeable and \
+            not any(step == 0 and n > 1 for step, n in zip(y.strides, y.shape)):
+        try:
+            y.flags.writeable = True
+        except ValueError:  # made by as_strided (a diagonal): numpy cannot tell that its memory is writeable
+            y = _over_root(y)
+    return y
+
+
+def _over_root(y):
+    """The view ``y`` rebuilt over the array that owns its memory, writeable where that one is (a tensor over a
+    bytes object is not)."""
+    root = y
+    while not isinstance(root, np.ndarray) or root.base is not None:
+        root = root.base if isinstance(root, np.ndarray) else getattr(root, "base", None)
+        if root is None:
+            return y
+    if not (root.flags.writeable and root.flags.c_contiguous):
+        return y
+    offset = y.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return np.ndarray(y.shape, y.dtype, buffer=root, offset=offset, strides=y.strides)
+
+
+def _with_unsqueezed_strides(y, x, key):
+    """``y = x[key]`` with torch's strides for the dims that ``None`` inserted: torch unsqueezes one index item
+    at a time, giving the new dim the extent (size * stride) of the dim it lands before, or 1 at the end;
+    numpy gives 0. Only ``stride()`` can tell them apart."""
+    items = []
+    for k in key:
+        if k is Ellipsis:
+            items.extend([slice(None)] * (x.ndim - sum(k is not None and k is not Ellipsis for k in key)))
+        else:
+            items.append(k)
+    dims = [[n, st // x.itemsize, False] for n, st in zip(x.shape, x.strides)]
+    d = 0
+    for k in items:
+        if k is None:
+            dims.insert(d, [1, dims[d][0] * dims[d][1] if d < len(dims) else 1, True])
+            d += 1
+        elif isinstance(k, slice):
+            dims[d][0] = len(range(*k.indices(dims[d][0])))
+            dims[d][1] *= k.step or 1
+            d += 1
+        else:
+            del dims[d]
+    strides = tuple(n * y.itemsize if inserted else st for (_, n, inserted), st in zip(dims, y.strides))
+    return xp_of(y).lib.stride_tricks.as_strided(y, y.shape, strides)
 
 
 # ---- flips, rolls, triangles, diagonals -------------------------------------------------------------
@@ -765,9 +848,9 @@ class Flip(Function):
 def flip(input, *dims):
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch)."""
     dims = tuple(wrap_dim(d, input.ndim) for d in _dims_arg(dims))
-    if len(set(dims)) != len(dims):
-        raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but unique "
-                           f"flip dims size={len(set(dims))}")
+    for d in dims:
+        if dims.count(d) > 1:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
     return Flip(dims)(input)
 
 
@@ -880,7 +963,7 @@ class Diagonal(Function):
 
     def forward(self, x):
         self.in_shape = x.shape
-        return _diag_view(x, *self.args)
+        return writeable_view(_diag_view(x, *self.args))
 
     def backward(self, gy):
         g = xp_of(gy).zeros(self.in_shape, gy.dtype)

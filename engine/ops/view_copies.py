@@ -165,6 +165,43 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     return _scatter("as_strided_scatter", input, src, lambda p: as_strided(p, size, stride, storage_offset or 0))
 
 
+# ---- in-place ops on views: the base's history -------------------------------------------------------------
+def _element_offsets(array):
+    """Each element's distance in bytes from the element ``[0, ..., 0]`` of ``array`` (an int array of its shape)."""
+    xp = array_module(array)
+    offsets = xp.zeros(array.shape, np.int64)
+    for d, (n, step) in enumerate(zip(array.shape, array.strides)):
+        offsets += (xp.arange(n, dtype=np.int64) * step).reshape((n,) + (1,) * (array.ndim - d - 1))
+    return offsets
+
+
+def _positions_in(view, base):
+    """For each element of the array ``view`` (of ``base``'s memory), the row-major flat index of the element of
+    ``base`` at the same address."""
+    xp = array_module(base)
+    start = _offset_in(view, base) * view.itemsize
+    wanted = _element_offsets(view) + start
+    if base.flags.c_contiguous:
+        return wanted // base.itemsize
+    offsets = _element_offsets(base).reshape(-1)
+    order = xp.argsort(offsets)
+    return order[xp.searchsorted(offsets[order], wanted)]
+
+
+def rebase_history(view):
+    """After an in-place op recorded on ``view``, give its base the history torch's CopySlices gives it: the base's
+    old values outside the view, the view's new values (and their history) inside. The base's memory already holds
+    the result, so the scatter's own output is dropped: only its graph node is kept, for the base."""
+    base = view._base
+    old = _new(base._data, base.requires_grad)
+    old.grad_fn, old._output_index, old._version = base.grad_fn, base._output_index, base._version
+    positions = _positions_in(view._data, base._data)
+    scattered = ScatterAt(positions)(old, view)
+    base.grad_fn, base._output_index, base.requires_grad = scattered.grad_fn, 0, True
+    if base._accumulator is not None:  # a leaf that did not require grad becomes a computed tensor
+        base._accumulator = None
+
+
 # ---- as_strided: any geometry over the tensor's memory ------------------------------------------------------
 def _storage(array):
     """(the flat memory ``array`` views, where its first element lies in it, its element strides in it): the
