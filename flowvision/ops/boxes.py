@@ -12,14 +12,15 @@ from engine.autograd.function import Function
 from engine.ops._common import xp_of
 from engine.tensor import _new
 
+from ._rotated_iou import box_iou_rotated
 from ._utils import _upcast
 
 _AXIS_ALIGNED = ("xyxy", "xywh", "cxcywh")
 _ROTATED = ("cxcywhr", "xywhr", "xyxyxyxy")
 
 
-def _check_nms_inputs(boxes, scores):
-    """torchvision's shape checks for (boxes, scores)."""
+def _check_nms_inputs(boxes, scores, check_type=True):
+    """torchvision's shape and (with ``check_type``) dtype checks for (boxes, scores)."""
     if boxes.dim() != 2:
         raise RuntimeError(f"boxes should be a 2d tensor, got {boxes.dim()}D")
     if boxes.size(1) != 4:
@@ -29,6 +30,8 @@ def _check_nms_inputs(boxes, scores):
     if boxes.size(0) != scores.size(0):
         raise RuntimeError("boxes and scores should have same number of elements in dimension 0, "
                            f"got {boxes.size(0)} and {scores.size(0)}")
+    if check_type and boxes.dtype != scores.dtype:
+        raise RuntimeError("dets should have the same type as scores")
 
 
 class _NMS(Function):
@@ -76,15 +79,21 @@ def nms(boxes, scores, iou_threshold):
 
 def batched_nms(boxes, scores, idxs, iou_threshold):
     """NMS within each category ``idxs``: boxes of different categories never suppress each other."""
-    _check_nms_inputs(boxes, scores)
+    _check_nms_inputs(boxes, scores, check_type=boxes.numel() > 0)  # torchvision returns early on no boxes
+    if boxes.numel() > 0 and idxs.shape[0] != boxes.shape[0]:  # torchvision's category shift fails to broadcast
+        raise RuntimeError(f"The size of tensor a ({boxes.shape[0]}) must match the size of tensor b "
+                           f"({idxs.shape[0]}) at non-singleton dimension 0")
     return _NMS(iou_threshold)(boxes.detach(), scores.detach(), idxs)
 
 
 def remove_small_boxes(boxes, min_size):
-    """Indices of the boxes whose width and height are both at least ``min_size``."""
+    """Indices of the boxes whose width and height are both at least ``min_size``.
+
+    As torchvision's, the indices are along the first dimension of ``boxes``' batch shape: for batched
+    (B, N, 4) boxes, the batch index of every box kept."""
     ws, hs = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
     keep = (ws >= min_size) & (hs >= min_size)
-    return engine.nonzero(keep).reshape(-1)
+    return engine.where(keep)[0]
 
 
 def clip_boxes_to_image(boxes, size):
@@ -218,9 +227,11 @@ def _box_inter_union(boxes1, boxes2, fmt="xyxy"):
 
 
 def box_iou(boxes1, boxes2, fmt="xyxy"):
-    """Pairwise intersection over union, Tensor[..., N, M]."""
+    """Pairwise intersection over union, Tensor[..., N, M] (rotated formats: Tensor[N, M], no gradient)."""
     if fmt in _ROTATED:
-        raise NotImplementedError(f"box_iou: rotated box format '{fmt}' is not supported")
+        if fmt != "cxcywhr":
+            boxes1, boxes2 = box_convert(boxes1, fmt, "cxcywhr"), box_convert(boxes2, fmt, "cxcywhr")
+        return box_iou_rotated(boxes1, boxes2)
     if fmt not in _AXIS_ALIGNED:
         raise ValueError(f"Unsupported format '{fmt}'. Supported axis-aligned formats: {_AXIS_ALIGNED}. "
                          f"Supported rotated formats: {_ROTATED}.")

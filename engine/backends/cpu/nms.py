@@ -1,8 +1,8 @@
 """Greedy non-maximum suppression on numpy, block by block instead of box by box.
 
-Boxes are visited in descending score order (a stable sort, so tied scores keep index order, as
-torchvision). A box survives when no earlier survivor overlaps it by more than the threshold.
-Survivors are decided 64 candidates at a time: inside a block a fixed-point iteration settles the
+Boxes are visited in descending score order (a stable sort, so tied scores keep index order, and
+NaN scores first, as torchvision). A box survives when no earlier survivor overlaps it by more than
+the threshold. Survivors are decided 64 candidates at a time: inside a block a fixed-point iteration settles the
 chain of suppressions (after round r the first r candidates are final), then the block's
 survivors remove every later candidate they overlap in one vectorised step. IoU is computed in
 the boxes' dtype with torchvision's operation order and compared in double precision.
@@ -10,6 +10,14 @@ the boxes' dtype with torchvision's operation order and compared in double preci
 import numpy as np
 
 BLOCK = 64
+
+
+def descending(scores):
+    """Indices that sort ``scores`` in decreasing order as torch's stable descending sort does: ties keep
+    index order and NaN counts as the largest value (a stable sort by value, then a stable one moving NaN
+    first)."""
+    order = np.argsort(-scores, kind="stable")
+    return order[np.argsort(~np.isnan(scores[order]), kind="stable")]
 
 
 def _areas(boxes):
@@ -48,7 +56,7 @@ def _per_class(boxes, scores, iou_threshold, classes):
     kept = [members[nms(boxes[members], scores[members], iou_threshold)]
             for members in np.split(by_class, bounds)]
     kept = np.concatenate(kept)
-    return kept[np.argsort(-scores[kept], kind="stable")].astype(np.int64)
+    return kept[descending(scores[kept])].astype(np.int64)
 
 
 def nms(boxes, scores, iou_threshold, classes=None):
@@ -61,7 +69,7 @@ def nms(boxes, scores, iou_threshold, classes=None):
         return np.zeros(0, np.int64)
     if classes is not None:
         return _per_class(boxes, scores, iou_threshold, np.asarray(classes))
-    order = np.argsort(-scores, kind="stable")
+    order = descending(scores)
     boxes = boxes[order]
     areas = _areas(boxes)
     alive = np.arange(n)

@@ -100,6 +100,8 @@ def roi_align_forward(x, rois, spatial_scale, pooled_height, pooled_width, sampl
     n, c, h, w = x.shape
     k, pooled = rois.shape[0], (int(pooled_height), int(pooled_width))
     out = np.zeros((k, pooled[0], pooled[1], c), x.dtype)
+    if out.size == 0:   # no boxes, no channels or an empty output grid: nothing to sample
+        return np.zeros((k, c) + pooled, x.dtype), RoIAlignSaved(x.shape, [])
     geometry = _align_geometry(rois.astype(x.dtype, copy=False), spatial_scale, pooled,
                                sampling_ratio, aligned, x.dtype)
     gh, gw = np.maximum(geometry[5], 0), np.maximum(geometry[6], 0)
@@ -142,6 +144,8 @@ def roi_pool_forward(x, rois, spatial_scale, pooled_height, pooled_width):
     """(K, C, PH, PW) max over each bin's integer window (0 for empty bins), and argmax indices."""
     n, c, h, w = x.shape
     k, ph, pw = rois.shape[0], int(pooled_height), int(pooled_width)
+    if k * c * ph * pw == 0:   # no boxes, no channels or an empty output grid: no bin to take a maximum over
+        return np.zeros((k, c, ph, pw), x.dtype), RoIPoolSaved(x.shape, np.full((k, c, ph, pw), -1, np.int64))
     rois = rois.astype(x.dtype, copy=False)
     ends = _round_half_away(rois[:, 1:] * x.dtype.type(spatial_scale)).astype(np.int64)
     height = np.maximum(ends[:, 3] - ends[:, 1] + 1, 1).astype(x.dtype) / x.dtype.type(ph)

@@ -19,6 +19,7 @@ def nms(boxes, scores, iou_threshold, classes=None):
         return cupy.zeros(0, cupy.int64)
     dtype = np.dtype(np.float32) if boxes.dtype == np.float16 else boxes.dtype
     order = cupy.argsort(-scores, kind="stable")
+    order = order[cupy.argsort(~cupy.isnan(scores[order]), kind="stable")]   # NaN first, as torch's sort
     sorted_boxes = cupy.ascontiguousarray(boxes[order].astype(dtype, copy=False))
     labels = cupy.zeros(n, cupy.int64) if classes is None else cupy.ascontiguousarray(
         cupy.asarray(classes)[order].astype(cupy.int64, copy=False))

@@ -96,8 +96,9 @@ class BoxCoder:
         wx, wy, ww, wh = self.weights
         dx = rel_codes[:, 0::4] / wx
         dy = rel_codes[:, 1::4] / wy
-        dw = engine.clamp(rel_codes[:, 2::4] / ww, max=self.bbox_xform_clip)
-        dh = engine.clamp(rel_codes[:, 3::4] / wh, max=self.bbox_xform_clip)
+        clip = float(self.bbox_xform_clip)  # a numpy scalar (np.log(...)) too, as torch takes it
+        dw = engine.clamp(rel_codes[:, 2::4] / ww, max=clip)
+        dh = engine.clamp(rel_codes[:, 3::4] / wh, max=clip)
         pred_ctr_x = dx * widths[:, None] + ctr_x[:, None]
         pred_ctr_y = dy * heights[:, None] + ctr_y[:, None]
         half_w = 0.5 * (engine.exp(dw) * widths[:, None])
