@@ -264,6 +264,8 @@ def _combine(higher, lower):
         return lower
     if lower is None:
         return higher
+    if lower.is_complex and higher.is_floating_point:
+        return higher.to_complex()  # higher's precision: float32 with a complex128 0-dim gives complex64
     if category(lower) > category(higher):
         return promote_types(higher, lower)
     return higher
@@ -291,7 +293,7 @@ def result_type(*operands):
     dim_result = zero_result = scalar_result = None
     for op in operands:
         shape = getattr(op, "shape", None)
-        if shape is None:
+        if shape is None or isinstance(op, np.generic):  # numpy scalars count as Python scalars, as in torch
             d = scalar_dtype(op)
             scalar_result = d if scalar_result is None else promote_types(scalar_result, d)
             continue

@@ -44,7 +44,10 @@ sinc = _unary_alias("sinc", _ops.sinc)
 
 
 def round(input, *, decimals=0, out=None):
-    """Round half to even, at ``decimals`` decimal places (``torch.special.round``)."""
+    """Round half to even, at ``decimals`` decimal places (``torch.special.round``); integers are refused, as by
+    torch's kernel."""
+    if not (input.is_floating_point() or input.is_complex()):
+        raise NotImplementedError(f"\"round_vml_cpu\" not implemented for '{input.dtype.title}'")
     return _write_out(_ops.round(input, decimals=decimals), out)
 
 

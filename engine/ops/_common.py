@@ -52,9 +52,10 @@ def float_dtype(d):
 
 
 def cast(x, np_dtype):
-    """Cast an array to ``np_dtype`` (no copy when it already has it); scalars stay weak."""
+    """Cast an array to ``np_dtype`` (no copy when it already has it); scalars stay weak (numpy's become Python
+    numbers, as torch takes them)."""
     if isinstance(x, numbers.Number):
-        return x
+        return x.item() if isinstance(x, np.generic) else x
     return x if x.dtype == np_dtype else x.astype(np_dtype)
 
 
@@ -73,8 +74,13 @@ def dims_tuple(dim, ndim):
     return tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
 
 
-def shape_arg(args):
-    """Shapes given as ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(Size)``."""
+def shape_arg(args, keyword=None, name=None):
+    """Sizes or dims given as ``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(Size)`` or, as torch also takes them,
+    by keyword (``keyword``, the value of the keyword argument ``name``, when not None)."""
+    if keyword is not None:
+        if args:
+            raise TypeError(f"got multiple values for argument '{name}'")
+        args = (keyword,)
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     return tuple(int(a) for a in args)

@@ -6,7 +6,9 @@ The messages come in families: the kernel's ``"logit_cpu" not implemented for 'C
 is a kernel name; on CUDA the kernel is ``logit_cuda``), and the ops' own lines (an entry that is an
 (error type, message) pair).
 """
-from .._dtype import promote_types
+import numbers
+
+from .._dtype import result_type
 
 #: op name -> the kernel torch names, or (error type, message)
 REFUSALS = {
@@ -51,17 +53,15 @@ def refuse_complex(name, *operands):
     entry = REFUSALS.get(name)
     if entry is None:
         return
-    dtypes = [x.dtype for x in operands if hasattr(x, "device") and x.dtype.is_complex]
-    if not dtypes:
+    tensors = [x for x in operands if hasattr(x, "device")]
+    scalars = [x for x in operands if isinstance(x, numbers.Number)]  # a Python complex is refused too
+    if not any(x.dtype.is_complex for x in tensors) and not any(isinstance(x, complex) for x in scalars):
         return
     if isinstance(entry, tuple):
         error, message = entry
         raise error(message)
-    dtype = dtypes[0]
-    for other in operands:
-        if hasattr(other, "device"):
-            dtype = promote_types(dtype, other.dtype)
-    device_type = next(x for x in operands if hasattr(x, "device")).device.type
+    dtype = result_type(*tensors, *scalars)
+    device_type = tensors[0].device.type if tensors else "cpu"
     raise NotImplementedError(f"\"{_kernel(entry, device_type)}\" not implemented for '{dtype.title}'")
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _dtype, _layout, backends
 from ..amp import autocast_mode
+from ..autograd import grad_mode
 from ..autograd.function import Function
 from ..autograd.double_backward import constant, masked
 from ..backends.special import erf as erf_array
@@ -45,6 +46,26 @@ def _check_divisor(kernel, a, b, dtype):
         raise RuntimeError("ZeroDivisionError")
 
 
+def wrap_int(x, dt):
+    """A Python int operand of an integer op as torch converts it: to the op's type, wrapping modulo 2**bits where
+    it is out of range (a uint8 tensor plus -2 adds 254; numpy 2 raises OverflowError). Anything else unchanged;
+    an int no 64-bit type holds is torch's OverflowError, whatever the type."""
+    if type(x) is not int:
+        return x
+    if not -(1 << 63) <= x < (1 << 64):
+        raise OverflowError("int too big to convert")
+    if dt.is_floating_point or dt.is_complex or dt is _dtype.bool_:
+        return x
+    info = np.iinfo(dt.np)
+    if info.min <= x <= info.max:
+        return x
+    bits = 8 * dt.np.itemsize
+    x &= (1 << bits) - 1
+    if info.min < 0 and x > info.max:
+        x -= 1 << bits
+    return dt.np.type(x)
+
+
 def _complex_aware(cls):
     """Wrap the backward a holomorphic op class defines so that it also serves complex dtypes (complex_grad)."""
     if getattr(cls, "holomorphic", False) and "backward" in cls.__dict__:
@@ -72,6 +93,8 @@ class _Binary(Function):
 
 class Add(_Binary):
     uses_inputs = False
+    #: the ufunc combining a with alpha * b, and the sign b's gradient takes
+    ufunc, sign = "add", 1
 
     def __init__(self, dtype, alpha=1):
         super().__init__(dtype)
@@ -80,23 +103,27 @@ class Add(_Binary):
     def forward(self, a, b):
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         if self.alpha != 1:
-            b = b * self.alpha
+            with _quiet():  # an integer scalar times a wrapped alpha may wrap, as in torch
+                b = b * self.alpha
+        ufunc = getattr(xp_of(a, b), self.ufunc)
         with _streamed(a, b):
             if self.inplace and a.dtype == self.dtype:
-                return xp_of(a).add(a, b, out=a)
-            return a + b
+                return ufunc(a, b, out=a)
+            return ufunc(a, b)
 
     def backward(self, gy):
-        return gy, (gy * self.alpha if self.alpha != 1 else gy)
+        scale = self.sign * self.alpha
+        return gy, (gy * scale if scale != 1 else gy)
 
     def backward_tensors(self, gy):
-        return gy, (gy * self.alpha if self.alpha != 1 else gy)
+        scale = self.sign * self.alpha
+        return gy, (gy * scale if scale != 1 else gy)
 
 
 class Sub(Add):
-    def forward(self, a, b):
-        self.alpha = -self.alpha
-        return super().forward(a, b)
+    """a - alpha * b, subtracted (not added negated: -1 does not fit an unsigned type)."""
+
+    ufunc, sign = "subtract", -1
 
 
 class Mul(_Binary):
@@ -245,7 +272,9 @@ class Pow(_Binary):
         xp = xp_of(a, b)
         self.a, self.b = (a.copy() if self.inplace else a), b
         if self.dtype == np.bool_:
-            raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+            if not is_scalar(b):
+                raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+            return a | (not b)  # a bool tensor to a Python bool power: x ** True is x, x ** False is True
         with _quiet():
             y = xp.power(a, b) if self.dtype.kind in "fc" else _int_power(xp, a, b, self.dtype)
         self.y = y.copy() if self.inplace else y
@@ -354,6 +383,9 @@ def _binary(fn_cls, a, b, *, float_result=False, inplace=False, **params):
         dt = float_dtype(dt)
     if fn_cls in _NO_COMPLEX_BINARY:
         _complex_refused(dt, *_NO_COMPLEX_BINARY[fn_cls])
+    a, b = wrap_int(a, dt), (b if fn_cls is Pow and isinstance(b, int) and b < 0 else wrap_int(b, dt))
+    if "alpha" in params:
+        params["alpha"] = _check_alpha(params["alpha"], dt)
     fn = fn_cls(dt, **params)
     fn.inplace = inplace
     check_broadcast(a, b)
@@ -369,6 +401,30 @@ _NO_COMPLEX_BINARY = {
     Maximum: ("maximum", "maximum not implemented for complex tensors.", RuntimeError),
     Minimum: ("minimum", "minimum not implemented for complex tensors.", RuntimeError),
 }
+
+
+def _check_alpha(alpha, dt):
+    """add's and sub's ``alpha`` as torch takes it for result type ``dt``: no complex alpha for real results, no
+    floating one for integers, a bool one for bool results only; an int one wrapped as an operand is."""
+    if isinstance(alpha, complex) and not dt.is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex number.")
+    if isinstance(alpha, float) and not (dt.is_floating_point or dt.is_complex):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if isinstance(alpha, bool) and dt is not _dtype.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    return bool(alpha) if dt is _dtype.bool_ else wrap_int(alpha, dt)
+
+
+def _check_sub(a, b):
+    """torch's refusal of a subtraction with a bool operand (a tensor or a Python bool)."""
+    bools = [x is _dtype.bool_ or isinstance(x, (bool, np.bool_))
+             for x in (getattr(a, "dtype", a), getattr(b, "dtype", b))]
+    if all(bools):
+        raise NotImplementedError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                                  "Use the `^` or `logical_xor()` operator instead.")
+    if any(bools):
+        raise NotImplementedError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                                  "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 def _lay_out_as_torch(out, a, b):
@@ -414,9 +470,7 @@ def add(input, other, *, alpha=1, out=None):
 
 
 def sub(input, other, *, alpha=1, out=None):
-    if isinstance(input, Tensor) and input.dtype is _dtype.bool_ and getattr(other, "dtype", None) is _dtype.bool_:
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
+    _check_sub(input, other)
     return _write_out(_binary(Sub, input, other, alpha=alpha), out)
 
 
@@ -429,41 +483,44 @@ def div(input, other, *, rounding_mode=None, out=None):
                               rounding_mode=rounding_mode), out)
 
 
-def true_divide(input, other):
-    return div(input, other)
+def true_divide(input, other, *, out=None):
+    return div(input, other, out=out)
 
 
-def floor_divide(input, other):
-    return _binary(FloorDivide, input, other)
+def floor_divide(input, other, *, out=None):
+    return _write_out(_binary(FloorDivide, input, other), out)
 
 
-def remainder(input, other):
-    return _binary(Remainder, input, other)
+def remainder(input, other, *, out=None):
+    return _write_out(_binary(Remainder, input, other), out)
 
 
-def fmod(input, other):
-    return _binary(Fmod, input, other)
+def fmod(input, other, *, out=None):
+    return _write_out(_binary(Fmod, input, other), out)
 
 
-def pow(input, exponent):
-    return _binary(Pow, input, exponent)
+def pow(input, exponent, *, out=None):
+    return _write_out(_binary(Pow, input, exponent), out)
 
 
-def maximum(input, other):
-    return _binary(Maximum, input, other)
+def maximum(input, other, *, out=None):
+    return _write_out(_binary(Maximum, input, other), out)
 
 
-def minimum(input, other):
-    return _binary(Minimum, input, other)
+def minimum(input, other, *, out=None):
+    return _write_out(_binary(Minimum, input, other), out)
 
 
-def atan2(input, other):
-    return _binary(Atan2, input, other, float_result=True)
+def atan2(input, other, *, out=None):
+    return _write_out(_binary(Atan2, input, other, float_result=True), out)
 
 
 def _write_out(result, out):
+    """``result`` written into ``out`` (returned), refused where its type would fall a category (a float result
+    truncated into an integer ``out``), as torch refuses it."""
     if out is None:
         return result
+    _check_into(result.dtype, out.dtype)
     out.copy_(result)
     return out
 
@@ -828,9 +885,30 @@ _NO_COMPLEX_UNARY = {
 }
 
 
+#: unary ops torch has no bool kernel for: the kernel its refusal names (round with decimals: round_cpu)
+_NO_BOOL_UNARY = {Abs: "abs", Floor: "floor_vml", Ceil: "ceil_vml", Trunc: "trunc_vml", Round: "round_vml",
+                  Frac: "frac"}
+
+
+def _refuse_kind(fn_cls, x, params):
+    """torch's refusals of bool inputs (and integer ones, for frac and round with decimals)."""
+    if fn_cls is Neg and x.dtype is _dtype.bool_:
+        raise NotImplementedError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying "
+                                  "to invert a mask, use the `~` or `logical_not()` operator instead.")
+    kernel = _NO_BOOL_UNARY.get(fn_cls)
+    refused = x.dtype is _dtype.bool_
+    if fn_cls is Round and params.get("decimals", 0) != 0:
+        kernel, refused = "round", not x.dtype.is_floating_point
+    elif fn_cls is Frac:
+        refused = not (x.dtype.is_floating_point or x.dtype.is_complex)
+    if kernel is not None and refused:
+        raise NotImplementedError(f"\"{kernel}_{x.device.type}\" not implemented for '{x.dtype.title}'")
+
+
 def _unary(fn_cls, x, *, keep_int=False, inplace=False, **params):
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn_cls.__name__.lower()}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    _refuse_kind(fn_cls, x, params)
     if x.dtype.is_complex:
         if fn_cls in _NO_COMPLEX_UNARY:
             _complex_refused(x.dtype, *_NO_COMPLEX_UNARY[fn_cls])
@@ -874,7 +952,21 @@ log1p, log1p_ = _unary_pair("log1p", Log1p)
 sqrt, sqrt_ = _unary_pair("sqrt", Sqrt)
 rsqrt, rsqrt_ = _unary_pair("rsqrt", Rsqrt)
 reciprocal, reciprocal_ = _unary_pair("reciprocal", Reciprocal)
-square, square_ = _unary_pair("square", Square, keep_int=True)
+_square, _square_ = _unary_pair("square", Square, keep_int=True)
+
+
+def square(input, *, out=None):
+    """input * input; a bool tensor squares as int64, as torch's ``pow(input, 2)`` promotes it."""
+    if isinstance(input, Tensor) and input.dtype is _dtype.bool_:
+        return _write_out(_square(input.long()), out)
+    return _square(input, out=out)
+
+
+def square_(input):
+    """In-place square; torch refuses a bool tensor, whose square is int64."""
+    if input.dtype is _dtype.bool_:
+        _check_into(_dtype.int64, input.dtype)
+    return _square_(input)
 sin, sin_ = _unary_pair("sin", Sin)
 cos, cos_ = _unary_pair("cos", Cos)
 tan, tan_ = _unary_pair("tan", Tan)
@@ -989,10 +1081,29 @@ def _clamp(input, lo, hi, inplace):
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     _complex_refused(input.dtype, "clamp", "clamp is not supported for complex types")
-    dt = input.dtype if inplace else result_dtype(input, *[t for t in (lo, hi) if t is not None])
+    dt = result_dtype(input, *[t for t in (lo, hi) if t is not None])
+    if dt.is_complex:  # from a bound: the kernel's refusal for a tensor one
+        tensors = isinstance(lo, Tensor) or isinstance(hi, Tensor)
+        _complex_refused(dt, "clamp", None if tensors else "clamp is not supported for complex types")
+    if dt is _dtype.bool_:
+        _refuse_bool_clamp(lo, hi, input.device.type)
+    if inplace:
+        _check_into(dt, input.dtype)
+        dt = input.dtype
     fn = Clamp(dt)
     fn.inplace = inplace
-    return fn(input, lo, hi)
+    return fn(input, wrap_int(lo, dt), wrap_int(hi, dt))
+
+
+def _refuse_bool_clamp(lo, hi, device_type):
+    """torch's refusal of a bool clamp, but for one bound that is a tensor (maximum or minimum, which bool has)."""
+    if lo is not None and hi is not None:
+        kernel = "clamp" if isinstance(lo, Tensor) or isinstance(hi, Tensor) else "clamp_scalar"
+    elif isinstance(lo if hi is None else hi, Tensor):
+        return
+    else:
+        kernel = "clamp_min_scalar" if hi is None else "clamp_max_scalar"
+    raise NotImplementedError(f"\"{kernel}_{device_type}\" not implemented for 'Bool'")
 
 
 clip, clip_ = clamp, clamp_
@@ -1004,7 +1115,8 @@ class Where(Function):
 
     def forward(self, cond, a, b):
         self.cond = cond
-        return xp_of(cond).where(cond, cast(a, self.dtype), cast(b, self.dtype))
+        # astype: two Python scalars would give numpy's float64 / int64, not the promoted type
+        return xp_of(cond).where(cond, cast(a, self.dtype), cast(b, self.dtype)).astype(self.dtype, copy=False)
 
     def backward(self, gy):
         return real_parts(self, (None, masked_grad(gy, self.cond), masked_grad(gy, ~self.cond)))
@@ -1038,13 +1150,13 @@ _ORDERING = {"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal":
 
 
 def _compare(ufunc):
-    def op(input, other):
+    def op(input, other, *, out=None):
         a, b = as_operand(input), as_operand(other, like=input if isinstance(input, Tensor) else None)
         check_broadcast(a, b)
         dt = result_dtype(a, b)
         if ufunc in _ORDERING:
             _complex_refused(dt, _ORDERING[ufunc])
-        return _Compare(ufunc, dt)(a, b)
+        return _write_out(_Compare(ufunc, dt)(wrap_int(a, dt), wrap_int(b, dt)), out)
     op.__name__ = ufunc
     return op
 
@@ -1073,13 +1185,18 @@ class _Bitwise(Function):
         return fn(a, b)
 
 
+def _check_bitwise_kind(name, dt):
+    """torch's refusal of a bitwise op on a floating or complex type (integers and bool only)."""
+    if dt.is_floating_point or dt.is_complex:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{dt.title}'")
+
+
 def _bitwise(ufunc, name):
-    def op(input, other):
+    def op(input, other, *, out=None):
         a, b = as_operand(input), as_operand(other, like=input if isinstance(input, Tensor) else None)
         dt = result_dtype(a, b)
-        if dt.is_floating_point:
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
-        return _Bitwise(ufunc, dt)(a, b)
+        _check_bitwise_kind(name, dt)
+        return _write_out(_Bitwise(ufunc, dt)(wrap_int(a, dt), wrap_int(b, dt)), out)
     op.__name__ = name
     return op
 
@@ -1090,10 +1207,16 @@ bitwise_xor = _bitwise("bitwise_xor", "bitwise_xor")
 
 
 def bitwise_not(input):
-    if input.dtype.is_floating_point:
-        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    _check_bitwise_kind("bitwise_not", input.dtype)
     ufunc = "logical_not" if input.dtype is _dtype.bool_ else "invert"
     return _Bitwise(ufunc, input.dtype)(input)
+
+
+def _invert(self):
+    """``~x``: bitwise_not, with torch's TypeError for floating and complex tensors."""
+    if self.dtype.is_floating_point or self.dtype.is_complex:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return bitwise_not(self)
 
 
 def logical_not(input):
@@ -1101,9 +1224,9 @@ def logical_not(input):
 
 
 def _logical(ufunc):
-    def op(input, other):
+    def op(input, other, *, out=None):
         a, b = as_operand(input), as_operand(other, like=input)
-        return _Bitwise(ufunc, result_dtype(a, b))(a, b)
+        return _write_out(_Bitwise(ufunc, result_dtype(a, b))(a, b), out)
     op.__name__ = ufunc
     return op
 
@@ -1150,11 +1273,15 @@ class NanToNum(Function):
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    if input.is_complex() and input.requires_grad and grad_mode.is_grad_enabled():
+        raise RuntimeError("nan_to_num does not support automatic differentiation for outputs with complex dtype.")
     return NanToNum(nan, posinf, neginf)(input)
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     from ..tensor import _new
+    if isinstance(other, Tensor) and other.dtype is not input.dtype:
+        raise RuntimeError(f"{input.dtype.title} did not match {other.dtype.title}")
     a, b = input._data, as_operand(other)._data if isinstance(other, Tensor) else other
     return _new(xp_of(a).isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -1167,15 +1294,59 @@ def equal(input, other):
     return input.shape == other.shape and bool((input._data == other._data).all())
 
 
+#: the C++ type names torch's dtype checks print
+_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+              "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+              "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def _check_lerp(input, end, weight):
+    """torch's lerp checks: ``end`` (and a dimensioned ``weight`` tensor) of input's dtype, a floating one."""
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype is not input.dtype and (name == "end" or other.dim() > 0):
+            raise RuntimeError(f"expected dtype {_CPP_NAMES.get(input.dtype.name, input.dtype.name)} for `{name}` "
+                               f"but got dtype {_CPP_NAMES.get(other.dtype.name, other.dtype.name)}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{input.dtype.title}'")
+
+
 def lerp(input, end, weight):
+    _check_lerp(input, end, weight)
     return add(input, mul(weight, sub(end, input)))
 
 
+_ADDCDIV_INTEGERS = (
+    "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a true "
+    "division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + value * "
+    "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) "
+    "for float inputs. The future addcdiv behavior is just the latter implementation: (input + value * tensor1 / "
+    "tensor2), for all dtypes.")
+
+
+def addc_operands(name, input, tensor1, tensor2, value):
+    """addcmul's and addcdiv's operands as torch computes them: both factors in the result type of all three (a
+    float16 times a bfloat16 not rounded to bfloat16 first), ``value`` converted to that type (truncated and wrapped
+    for integers); bool results and integer division refused."""
+    dt = result_dtype(input, tensor1, tensor2)
+    if name == "addcdiv" and all(_dtype.category(t.dtype) < 2 for t in (tensor1, tensor2)):
+        raise RuntimeError(_ADDCDIV_INTEGERS)
+    if dt is _dtype.bool_:
+        raise NotImplementedError(f"\"{name}_cpu_out\" not implemented for 'Bool'")
+    if isinstance(value, bool) and dt is not _dtype.bool_:
+        value = int(value)
+    if _dtype.category(dt) == 1 and isinstance(value, float):
+        value = int(value)
+    return tensor1.to(dt), tensor2.to(dt), value
+
+
 def addcmul(input, tensor1, tensor2, *, value=1):
+    tensor1, tensor2, value = addc_operands("addcmul", input, tensor1, tensor2, value)
     return add(input, mul(tensor1, tensor2), alpha=value)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
+    tensor1, tensor2, value = addc_operands("addcdiv", input, tensor1, tensor2, value)
     return add(input, div(tensor1, tensor2), alpha=value)
 
 
@@ -1183,15 +1354,26 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
 def _inplace_binary(fn_cls, **fixed):
     def op_(self, other, **params):
         other = as_operand(other, like=self)
+        if fn_cls is Sub:
+            _check_sub(self, other)
         check_broadcast(self, other)
         _check_fits(self, np.broadcast_shapes(tuple(self.shape), tuple(getattr(other, "shape", ()))))
         dt = result_dtype(self, other)
-        if fn_cls is Div and params.get("rounding_mode") is None:
+        if fn_cls is Div and params.get("rounding_mode") is None and not dt.is_complex:
             dt = float_dtype(dt)
-        if not _dtype.can_cast(dt, self.dtype):
-            raise RuntimeError(f"result type {dt.title} can't be cast to the desired "
-                               f"output type {self.dtype.title}")
-        fn = fn_cls(self.dtype, **fixed, **params)
+        if fn_cls is Pow and _dtype.category(dt) == 1 and is_scalar(other) and other < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")  # checked first, as torch
+        _check_into(dt, self.dtype)
+        if fn_cls in _NO_COMPLEX_BINARY:
+            _complex_refused(dt, *_NO_COMPLEX_BINARY[fn_cls])
+        if "alpha" in params:
+            params["alpha"] = _check_alpha(params["alpha"], dt)
+        # integers compute in the promoted type, then wrap into self, as torch does: uint8 **= an int8 -1 gives
+        # 0 (an int16 power), not 35 ** 255
+        work = dt if _dtype.category(dt) == 1 else self.dtype
+        if not (fn_cls is Pow and isinstance(other, int) and other < 0):
+            other = wrap_int(other, work)
+        fn = fn_cls(work, **fixed, **params)
         fn.inplace = True
         return fn(self, other)
     return op_
@@ -1206,15 +1388,25 @@ remainder_ = _inplace_binary(Remainder)
 floor_divide_ = _inplace_binary(FloorDivide)
 
 
+def _check_into(dt, target):
+    """torch's refusal to write a result of type ``dt`` into a tensor of type ``target`` of a lower category."""
+    if not _dtype.can_cast(dt, target):
+        raise RuntimeError(f"result type {dt.title} can't be cast to the desired output type {target.title}")
+
+
 def _reflect(fn):
     return lambda self, other: fn(as_operand(other, like=self), self)
 
 
 def _inplace_bitwise(ufunc):
     def op_(self, other):
+        other = as_operand(other, like=self)
+        dt = result_dtype(self, other)
+        _check_into(dt, self.dtype)
+        _check_bitwise_kind(ufunc, dt)
         fn = _Bitwise(ufunc, self.dtype)
         fn.inplace = True
-        return fn(self, as_operand(other, like=self))
+        return fn(self, wrap_int(other, self.dtype))
     return op_
 
 
@@ -1262,7 +1454,6 @@ register_method(_reflect(remainder), "__rmod__")
 register_method(pow, "__pow__")
 register_method(autocast_mode.float32("cuda")(_reflect(pow)), "__rpow__")
 register_method(neg, "__neg__")
-register_method(lambda self: self, "__pos__")
 register_method(abs, "__abs__")
 
 
@@ -1285,7 +1476,7 @@ register_method(bitwise_or, "__or__")
 register_method(_reflect(bitwise_or), "__ror__")
 register_method(bitwise_xor, "__xor__")
 register_method(_reflect(bitwise_xor), "__rxor__")
-register_method(bitwise_not, "__invert__")
+register_method(_invert, "__invert__")
 register_method(add_, "__iadd__")
 register_method(sub_, "__isub__")
 register_method(mul_, "__imul__")

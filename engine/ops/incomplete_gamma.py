@@ -7,7 +7,7 @@ so when asked, as here. The gradient is written again in engine ops for higher o
 import numpy as np
 
 from ..tensor import register_method
-from ._common import cast, xp_of
+from ._common import cast, result_dtype, xp_of
 from .elementwise import _Binary, _binary
 from .inplace import inplace_of
 from .special import scipy_special
@@ -46,9 +46,9 @@ class _UpperIncompleteGamma(_IncompleteGamma):
 
 
 def _incomplete_gamma(fn_cls, name, input, other):
-    for t in (input, other):
-        if not t.is_floating_point():
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{t.dtype.title}'")
+    dtype = result_dtype(input, other)
+    if not dtype.is_floating_point:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{dtype.title}'")
     return _binary(fn_cls, input, other)
 
 

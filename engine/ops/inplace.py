@@ -15,7 +15,8 @@ from ..autograd import grad_mode
 from ..tensor import Tensor, register_method
 from ._common import shape_arg
 from .convert import clone, copy_
-from .elementwise import _check_fits, add_, div, mul, sub
+from ._common import as_operand, float_dtype, result_dtype
+from .elementwise import _check_fits, _check_into, _check_lerp, add_, addc_operands, div, mul, sub
 
 
 def _records(x, args, kwargs):
@@ -49,24 +50,29 @@ def inplace_of(op, name=None):
 # ---- the optimizer family: written with add_ so that they allocate as little as possible ----------
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """``self += value * tensor1 * tensor2`` (``torch.Tensor.addcmul_``)."""
+    tensor1, tensor2, value = addc_operands("addcmul", self, tensor1, tensor2, value)
     return add_(self, mul(tensor1, tensor2), alpha=value)
 
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     """``self += value * tensor1 / tensor2`` (``torch.Tensor.addcdiv_``)."""
+    tensor1, tensor2, value = addc_operands("addcdiv", self, tensor1, tensor2, value)
     return add_(self, div(tensor1, tensor2), alpha=value)
 
 
 def lerp_(self, end, weight):
     """``self += weight * (end - self)`` (``torch.Tensor.lerp_``)."""
+    _check_lerp(self, end, weight)
     return add_(self, mul(weight, sub(end, self)))
 
 
 def float_power_(self, exponent):
-    """``self **= exponent`` in float64: ``self`` must already be float64, as PyTorch requires."""
-    if self.dtype is not _dtype.float64:
+    """``self **= exponent`` in float64 (complex128 where an operand is complex): ``self`` must already have
+    that type, as PyTorch requires."""
+    wide = _dtype.complex128 if result_dtype(self, as_operand(exponent, like=self)).is_complex else _dtype.float64
+    if self.dtype is not wide:
         raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.title} but the "
-                           "operation's result requires dtype Double")
+                           f"operation's result requires dtype {wide.title}")
     return _float_power_into(self, exponent)
 
 
@@ -156,20 +162,46 @@ register_method(map_, "map_")
 for _alias, _name in (("absolute_", "abs_"), ("negative_", "neg_"), ("divide_", "div_"),
                       ("true_divide_", "div_"), ("multiply_", "mul_"), ("subtract_", "sub_"),
                       ("fix_", "trunc_"), ("arccos_", "acos_"), ("arcsin_", "asin_"),
-                      ("arctan_", "atan_"), ("sgn_", "sign_")):
+                      ("arctan_", "atan_")):
     register_method(getattr(Tensor, _name), _alias)
 
 # in-place twins made from the out-of-place op
-for _name in ("atan2", "fmod", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
-              "logical_xor", "logical_not", "bitwise_not", "bitwise_xor", "cumsum", "cumprod",
-              "nan_to_num", "addmm", "baddbmm", "clamp_min", "clamp_max", "hypot", "copysign", "xlogy",
-              "heaviside", "gcd", "lcm", "bitwise_left_shift", "bitwise_right_shift", "ldexp", "addmv", "addr",
-              "addbmm", "renorm", "put", "nextafter", "polygamma", "i0"):
+for _name in ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or",
+              "logical_xor", "logical_not", "bitwise_not", "cumsum", "cumprod",
+              "nan_to_num", "addmm", "baddbmm", "heaviside", "ldexp", "addmv", "addr",
+              "addbmm", "renorm", "put", "polygamma", "i0", "sgn"):
     register_method(inplace_of(getattr(Tensor, _name)), _name + "_")
 for _alias, _name in (("greater_", "gt"), ("greater_equal_", "ge"), ("less_", "lt"),
-                      ("less_equal_", "le"), ("not_equal_", "ne"), ("arctan2_", "atan2"),
-                      ("__ilshift__", "bitwise_left_shift"), ("__irshift__", "bitwise_right_shift")):
+                      ("less_equal_", "le"), ("not_equal_", "ne")):
     register_method(inplace_of(getattr(Tensor, _name), _alias), _alias)
+
+
+#: the ops among these whose integer operands give the default float type
+_FLOAT_RESULTS = ("atan2", "copysign", "xlogy")
+
+
+def _cast_checked(name, alias):
+    """The in-place twin of binary op ``name`` that refuses, as torch does, a promoted type that cannot go into
+    ``self`` before the op's own dtype checks (a bool tensor ``<<=`` 2.5, or ``hypot_`` with a uint8, is a cast
+    error, not a missing kernel)."""
+    into = inplace_of(getattr(Tensor, name), alias)
+
+    def op_(self, other):
+        dt = result_dtype(self, as_operand(other, like=self))
+        if name in _FLOAT_RESULTS and not dt.is_complex:
+            dt = float_dtype(dt)
+        _check_into(dt, self.dtype)
+        return into(self, other)
+    op_.__name__, op_.__doc__ = alias, into.__doc__
+    return op_
+
+
+for _name in ("atan2", "fmod", "bitwise_xor", "clamp_min", "clamp_max", "hypot", "copysign", "xlogy", "gcd", "lcm",
+              "nextafter", "bitwise_left_shift", "bitwise_right_shift"):
+    register_method(_cast_checked(_name, _name + "_"), _name + "_")
+for _alias, _name in (("arctan2_", "atan2"), ("__ilshift__", "bitwise_left_shift"),
+                      ("__irshift__", "bitwise_right_shift")):
+    register_method(_cast_checked(_name, _alias), _alias)
 
 for _name, _view in (("t_", "t"), ("transpose_", "transpose"), ("swapaxes_", "swapaxes"),
                      ("swapdims_", "swapdims"), ("squeeze_", "squeeze"), ("unsqueeze_", "unsqueeze")):

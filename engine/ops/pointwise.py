@@ -103,7 +103,8 @@ class LogAddExp(_Binary):
             larger, smaller = xp.where(a_larger, a, b), xp.where(a_larger, b, a)
             self.y = larger + xp.log1p(xp.exp(smaller - larger))
         else:
-            self.y = xp.logaddexp(a, b)
+            with np.errstate(invalid="ignore"):  # a NaN operand gives NaN without a word, as in torch
+                self.y = xp.logaddexp(a, b)
         return self.y
 
     def backward(self, gy):
@@ -175,8 +176,10 @@ class _IntegerBinary(_Binary):
 
 
 def _check_kinds(name, dt, kinds, device="cpu"):
-    """PyTorch's error for a dtype the op has no kernel for (``"hypot_cpu" not implemented for 'Long'``)."""
-    if dt.np.kind not in kinds:
+    """PyTorch's error for a dtype the op has no kernel for (``"hypot_cpu" not implemented for 'Long'``); kinds
+    are numpy's letters, "f" taking bfloat16 too."""
+    kind = "f" if dt.is_floating_point else dt.np.kind
+    if kind not in kinds:
         raise NotImplementedError(f"\"{name}_{device}\" not implemented for '{dt.title}'")
 
 
@@ -232,12 +235,16 @@ def fmin(input, other):
 
 
 def float_power(input, exponent):
-    """``input ** exponent`` computed in float64 whatever the operands' types (``torch.float_power``)."""
-    return pow(_as_double(input), _as_double(exponent))
+    """``input ** exponent`` computed in float64, or complex128 where an operand is complex, whatever the
+    operands' types (``torch.float_power``)."""
+    wide = _dtype.complex128 if result_dtype(as_operand(input), as_operand(exponent)).is_complex else _dtype.float64
+    return pow(_widened(input, wide), _widened(exponent, wide))
 
 
-def _as_double(x):
-    return x.to(_dtype.float64) if isinstance(x, Tensor) else float(x)
+def _widened(x, wide):
+    if isinstance(x, Tensor):
+        return x.to(wide)
+    return complex(x) if wide.is_complex else float(x)
 
 
 def heaviside(input, values):
@@ -278,6 +285,8 @@ class Shift(_Binary):
         shift = xp.asarray(xp.minimum(b, bits - 1), dtype=self.dtype)
         if self.left:
             return xp.where(b >= bits, 0, xp.left_shift(a, shift)).astype(self.dtype, copy=False)
+        if self.dtype.kind == "u":  # the sign an over-wide shift leaves is 0 for unsigned types
+            return xp.where(b >= bits, 0, xp.right_shift(a, shift)).astype(self.dtype, copy=False)
         return xp.right_shift(a, shift)
 
 
@@ -304,9 +313,9 @@ class NextAfter(_Binary):
 
 
 def nextafter(input, other):
-    """The next floating-point value after ``input`` towards ``other``."""
+    """The next floating-point value after ``input`` towards ``other`` (floating types only)."""
     refuse_complex("nextafter", input, other)
-    return _binary(NextAfter, input, other)
+    return _float_only("nextafter", NextAfter, input, other)
 
 
 class Frexp(Function):
@@ -325,8 +334,14 @@ def frexp(input):
 
 
 def ldexp(input, other):
-    """input * 2 ** other (integers give the default float type)."""
-    return mul(input, pow(2.0, as_operand(other, like=input)))
+    """input * 2 ** other. As torch: a floating input with an integer exponent keeps its type and is exact (no
+    2 ** other rounded to float16 first), a bool exponent there is refused; otherwise input * pow(2.0, other)."""
+    other = as_operand(other, like=input)
+    if isinstance(other, Tensor) and input.dtype.is_floating_point and _dtype.category(other.dtype) < 2:
+        if other.dtype is _dtype.bool_:
+            raise NotImplementedError(f"\"ldexp_{_device_type(input)}_exp\" not implemented for 'Bool'")
+        return mul(input.double(), pow(2.0, other.double())).to(input.dtype)
+    return mul(input, pow(2.0, other))
 
 
 def rsub(input, other, *, alpha=1):
@@ -472,6 +487,7 @@ def logit(input, eps=None):
 
 
 def logit_(input, eps=None):
+    refuse_complex("logit", input)
     return _unary(Logit, input, inplace=True, eps=eps)
 
 
@@ -483,7 +499,7 @@ def sgn(input):
 def positive(input):
     """``input`` itself (``+x``); refused for bool tensors, as in PyTorch."""
     if input.dtype is _dtype.bool_:
-        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+        raise NotImplementedError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -530,6 +546,9 @@ for _alias, _name in (("arcsinh", "asinh"), ("arccosh", "acosh"), ("arctanh", "a
                       ("arcsinh_", "asinh_"), ("arccosh_", "acosh_"), ("arctanh_", "atanh_"),
                       ("__lshift__", "bitwise_left_shift"), ("__rshift__", "bitwise_right_shift")):
     register_method(globals()[_name], _alias)
+register_method(positive, "__pos__")
+register_method(lambda self, other: bitwise_left_shift(as_operand(other, like=self), self), "__rlshift__")
+register_method(lambda self, other: bitwise_right_shift(as_operand(other, like=self), self), "__rrshift__")
 # PyTorch's other names for ops defined in elementwise
 for _alias, _name in (("arccos", "acos"), ("arcsin", "asin"), ("arctan", "atan"), ("fix", "trunc")):
     register_method(getattr(Tensor, _name), _alias)

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from .elementwise import _Binary, _binary, _Unary, _unary, _unary_pair, _write_out
-from ..tensor import register_method
-from ._common import cast, float_dtype, xp_of
+from ..tensor import Tensor, register_method
+from ._common import as_operand, cast, float_dtype, result_dtype, xp_of
 from .complex_refusals import refuse_complex
 
 
@@ -206,4 +206,8 @@ class Zeta(_Binary):
 def zeta(input, other, *, out=None):
     """The Hurwitz zeta function of x = input and q = other (``torch.special.zeta``); integers give floats."""
     refuse_complex("zeta", input, other)
+    dt = result_dtype(as_operand(input), as_operand(other))
+    if dt.is_floating_point and dt.itemsize < 4:  # torch's kernel has no half types
+        device = next((t.device.type for t in (input, other) if isinstance(t, Tensor)), "cpu")
+        raise NotImplementedError(f"\"zeta_{device}\" not implemented for '{dt.title}'")
     return _write_out(_binary(Zeta, input, other, float_result=True), out)

@@ -108,10 +108,10 @@ class SphericalBesselJ0(_Plain):
 
 
 def _float_only(name, input):
-    """torch's error for the half types, which these kernels do not take."""
+    """torch's error for the half and complex types, which these kernels do not take."""
     if not isinstance(input, Tensor):
         raise TypeError(f"special_{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-    if input.dtype.is_floating_point and input.dtype.itemsize < 4:
+    if input.dtype.is_floating_point and input.dtype.itemsize < 4 or input.dtype.is_complex:
         raise NotImplementedError(f"\"{name}_{input.device.type}\" not implemented for '{input.dtype.title}'")
 
 
