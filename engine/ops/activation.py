@@ -15,6 +15,7 @@ from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import masked_grad, wrap_dim, xp_of
 from .complex_refusals import refuse_complex
+from .type_info import finfo
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -131,15 +132,15 @@ class LeakyReLU(_Activation):
 
 
 class Threshold(_Activation):
-    """x where x > threshold, else value."""
+    """value where x <= threshold, else x: a NaN input (or threshold) keeps x and its gradient, as in torch."""
 
     def __init__(self, threshold, value):
         self.threshold, self.value = threshold, value
 
     def compute(self, xp, x):
-        keep = x > self.threshold
+        keep = ~(x <= self.threshold)
         if self.needs_input_grad:
-            self.keep = ~(x <= self.threshold)  # NaN passes its gradient, as in torch
+            self.keep = keep
         return xp.where(keep, x, xp.asarray(self.value, dtype=x.dtype))
 
     def backward(self, gy):
@@ -579,7 +580,7 @@ def relu(input):
     """max(input, 0) (``torch.relu``)."""
     if getattr(input, "is_quantized", False):
         return input.relu()
-    _check_input(input, "relu", allow_int=True)
+    _check_relu_input(input)
     return _run(ReLU(), input)
 
 
@@ -587,15 +588,22 @@ def relu_(input):
     """In-place relu (``torch.relu_``)."""
     if getattr(input, "is_quantized", False):
         return input.relu_()
-    _check_input(input, "relu_", allow_int=True)
+    _check_relu_input(input)
     return _run(ReLU(), input, inplace=True)
+
+
+def _check_relu_input(input):
+    """relu takes integers but not booleans (and refuses complex input, by its kernel's name), as torch's."""
+    if input.dtype is _dtype.bool_:
+        raise NotImplementedError("Boolean inputs not supported for relu")
+    _check_input(input, "relu", allow_int=True)
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamp to [min_val, max_val] (``F.hardtanh``)."""
     _check_input(input, "hardtanh", allow_int=True)
     if max_val < min_val:
-        raise ValueError("max_val cannot be less than min_val")
+        raise ValueError("min_val cannot be greater than max_val")
     return _run(Hardtanh(float(min_val), float(max_val)), input, inplace)
 
 
@@ -628,7 +636,8 @@ def hardshrink(input, lambd=0.5):
 def softshrink(input, lambd=0.5):
     _check_input(input, "softshrink")
     if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+        raise RuntimeError(f"lambda must be in range [0, {finfo(input.dtype).max:g}] for input dtype "
+                           f"{input.dtype.title}, but found {lambd:g}")
     return _run(Softshrink(float(lambd)), input)
 
 
@@ -664,17 +673,21 @@ def selu_(input):
     return _run(ELU(_SELU_ALPHA, _SELU_SCALE), input, inplace=True)
 
 
+def _celu(input, alpha, name):
+    """CELU as ELU with the input scaled by 1 / alpha, after torch's refusal of alpha = 0."""
+    _check_input(input, name)
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return ELU(float(alpha), 1.0, 1.0 / alpha)
+
+
 def celu(input, alpha=1.0):
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
-    _check_input(input, "celu")
-    if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
-    return _run(ELU(float(alpha), 1.0, 1.0 / alpha), input)
+    return _run(_celu(input, alpha, "celu"), input)
 
 
 def celu_(input, alpha=1.0):
-    _check_input(input, "celu_")
-    return _run(ELU(float(alpha), 1.0, 1.0 / alpha), input, inplace=True)
+    return _run(_celu(input, alpha, "celu_"), input, inplace=True)
 
 
 def gelu(input, approximate="none"):

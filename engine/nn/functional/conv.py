@@ -129,9 +129,26 @@ class ConvTransposeNd(_Conv):
         self.args = (stride, padding, output_padding, dilation, groups)
 
 
-def _check(input, weight, bias, nd, groups, transposed=False):
+def _check_geometry(weight, nd, groups, stride, padding, output_padding):
+    """torch's refusals of negative paddings, non-positive strides and groups, and of a weight whose first dim
+    the groups do not divide (made before the checks of shapes)."""
+    if not isinstance(padding, str) and min(_tuple(padding, nd, "padding")) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if min(_tuple(output_padding, nd, "output_padding")) < 0:
+        raise RuntimeError("negative output_padding is not supported")
+    if min(_tuple(stride, nd, "stride")) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if weight.dim() >= 1 and weight.shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{list(weight.shape)}] instead")
+
+
+def _check(input, weight, bias, nd, groups, transposed=False, stride=1, padding=0, dilation=1, output_padding=0):
     if not isinstance(input, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"conv{nd}d(): input and weight must be Tensors")
+    _check_geometry(weight, nd, groups, stride, padding, output_padding)
     if weight.dim() != nd + 2:
         raise RuntimeError("weight should have at least three dimensions" if weight.dim() < 3 else
                            f"Expected {nd + 2}-dimensional weight for conv{nd}d, but got "
@@ -158,6 +175,8 @@ def _check(input, weight, bias, nd, groups, transposed=False):
     if bias is not None and tuple(bias.shape) != (out_channels,):
         raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                            f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
+    if min(_tuple(dilation, nd, "dilation")) <= 0:
+        raise RuntimeError("non-positive dilation is not supported")
 
 
 def _pads(padding, kernel, dilation, stride, nd):
@@ -172,7 +191,7 @@ def _pads(padding, kernel, dilation, stride, nd):
             totals = [d * (k - 1) for d, k in zip(dilation, kernel)]
             pairs = [(t // 2, t - t // 2) for t in totals]
         else:
-            raise RuntimeError(f"Invalid padding string '{padding}'")
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         pairs = [(p, p) for p in _tuple(padding, nd, "padding")]
     if nd == 1:
@@ -193,7 +212,7 @@ def _kernel_extents(spatial, pads, kernel, dilation):
 
 
 def _conv(input, weight, bias, stride, padding, dilation, groups, nd):
-    _check(input, weight, bias, nd, groups)
+    _check(input, weight, bias, nd, groups, stride=stride, padding=padding, dilation=dilation)
     stride, dilation = _tuple(stride, nd, "stride"), _tuple(dilation, nd, "dilation")
     kernel = tuple(weight.shape[2:])
     pads = _pads(padding, kernel, dilation, stride, nd)
@@ -226,7 +245,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     A sum over the kernel's depth taps of 2-D convolutions, each over every output depth at once (folded into
     the batch): the 2-D kernels' im2col and GEMMs on the CPU and the GPU, and their gradients through autograd.
     """
-    _check(input, weight, bias, 3, groups)
+    _check(input, weight, bias, 3, groups, stride=stride, padding=padding, dilation=dilation)
     stride, dilation = _tuple(stride, 3, "stride"), _tuple(dilation, 3, "dilation")
     kernel = tuple(weight.shape[2:])
     pads = _pads(padding, kernel, dilation, stride, 3)
@@ -251,7 +270,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 def _transposed_geometry(input, weight, bias, stride, padding, output_padding, groups, dilation, nd):
     """torch's checks of a transposed convolution, and its (stride, padding, output_padding, dilation) tuples."""
-    _check(input, weight, bias, nd, groups, transposed=True)
+    _check(input, weight, bias, nd, groups, True, stride, padding, dilation, output_padding)
     stride, padding = _tuple(stride, nd, "stride"), _tuple(padding, nd, "padding")
     output_padding, dilation = _tuple(output_padding, nd, "output_padding"), _tuple(dilation, nd, "dilation")
     for op, s, d in zip(output_padding, stride, dilation):
@@ -261,6 +280,13 @@ def _transposed_geometry(input, weight, bias, stride, padding, output_padding, g
                        ("output_padding", output_padding), ("stride", stride), ("dilation", dilation))
                        for axis, v in zip(("depth", "height", "width"), values)))
             raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {got}")
+    spatial = ([1] if nd == 1 else []) + list(input.shape[-nd:])
+    extents = list(zip(stride, padding, output_padding, dilation, weight.shape[2:]))
+    sizes = ([1] if nd == 1 else []) + [(n - 1) * s - 2 * p + d * (k - 1) + op + 1
+                                        for n, (s, p, op, d, k) in zip(spatial[-nd:], extents)]
+    if min(sizes) < 1:
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output "
+                           f"size per channel: ({' x '.join(map(str, sizes))}). Output size is too small")
     return stride, padding, output_padding, dilation
 
 

@@ -116,15 +116,29 @@ class _Bilinear(Function):
         return g1, g2, ga, gb
 
 
+def _check_bilinear(input1, input2, weight, bias):
+    """torch's checks of bilinear's operands, in its order."""
+    if weight.ndim != 3:
+        raise IndexError(f"Dimension out of range (expected to be in range of [-{weight.ndim}, {weight.ndim - 1}], "
+                         "but got 2)")
+    if input1.ndim != input2.ndim:
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and {input2.ndim}")
+    for dim, (a, b) in enumerate(zip(input1.shape[:-1], input2.shape[:-1])):
+        if a != b:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {dim}: got {a} and {b}")
+    for name, x, expected in (("input1", input1, weight.shape[1]), ("input2", input2, weight.shape[2])):
+        if x.shape[-1] != expected:
+            raise RuntimeError(f"bilinear(): {name} size does not match weight size: got {x.shape[-1]} but "
+                               f"expected {expected}")
+    if bias is not None and bias.shape[-1] != weight.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias.shape[-1]} but expected "
+                           f"{weight.shape[0]}")
+
+
 @autocast_mode.as_given
 def bilinear(input1, input2, weight, bias=None):
     """x1^T A x2 + b per output feature."""
-    if weight.ndim != 3 or input1.shape[-1] != weight.shape[1] or input2.shape[-1] != weight.shape[2]:
-        raise RuntimeError(f"bilinear(): input sizes {list(input1.shape)} and {list(input2.shape)} do not "
-                           f"match weight of shape {list(weight.shape)}")
-    if input1.shape[:-1] != input2.shape[:-1]:
-        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(input1.shape[:-1])} "
-                           f"and {list(input2.shape[:-1])}")
+    _check_bilinear(input1, input2, weight, bias)
     return _Bilinear()(input1, input2, weight, bias)
 
 

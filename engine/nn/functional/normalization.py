@@ -281,7 +281,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     k = len(shape)
     if k == 0 or input.dim() < k or tuple(input.shape[input.dim() - k:]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size{input.shape}")
+                           f"[*, {', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
@@ -359,6 +359,9 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     c = input.shape[1]
+    per_group = [input.shape[0] * c // num_groups, num_groups] + list(input.shape[2:])
+    if per_group[0] * int(np.prod(per_group[2:])) == 1:  # torch's check: one value in each group
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {per_group}")
     if c % num_groups != 0:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got "
                            f"input of shape {list(input.shape)} and num_groups={num_groups}")
@@ -373,6 +376,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
     """Instance normalisation: each sample's channels over their spatial dims (running stats optional)."""
+    if use_input_stats and (running_mean is None) != (running_var is None):
+        raise ValueError("running_mean and running_var must either both be None or neither be None")
     if not use_input_stats:
         if running_mean is None or running_var is None:
             raise RuntimeError("Expected running_mean and running_var to be defined when use_input_stats is "
@@ -452,7 +457,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     k = len(shape)
     if k == 0 or input.dim() < k or tuple(input.shape[input.dim() - k:]) != shape:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size{input.shape}")
+                           f"[*{', '.join(map(str, shape))}], but got input of size{list(input.shape)}")
     if weight is not None and tuple(weight.shape) != shape:
         raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got weight of "
                            f"shape {list(weight.shape)} and normalized_shape = {list(shape)}")
@@ -556,6 +561,9 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """Local response normalisation across channels (AlexNet-style)."""
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    if size <= 0:  # torch pools over a (size, 1) or (size, 1, 1) window, whose check this is
+        sizes = f"kH: {size} kW: 1" if input.dim() == 3 else f"kT: {size} kH: 1 kW: 1"
+        raise RuntimeError(f"kernel size should be greater than zero, but got {sizes}")
     if input.numel() == 0:
         return input
     return LocalResponseNorm(size, alpha, beta, k)(input)

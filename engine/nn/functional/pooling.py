@@ -8,7 +8,7 @@ from ... import backends
 from ...autograd.function import Function
 from ...autograd.double_backward import transposed_backward
 from ...ops._common import xp_of
-from . import _memory_format
+from . import _memory_format, pool_arguments
 from ...autograd.grad_mode import is_grad_enabled
 from ...tensor import Tensor
 
@@ -94,10 +94,14 @@ def _quantized():
 
 def _run(kind, input, nd, args, return_indices=False):
     if not isinstance(input, Tensor):
-        raise TypeError(f"{kind}{nd}d(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if input.dim() not in (nd + 1, nd + 2):
-        raise RuntimeError(f"{kind}{nd}d: Expected {nd + 1}D or {nd + 2}D input, but got input of size: "
-                           f"{list(input.shape)}")
+        raise TypeError(f"{kind.replace('2d', f'{nd}d')}(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    name = kind.replace("2d", f"{nd}d")
+    pool_arguments.check_rank(name, input, nd)
+    if kind.startswith("adaptive"):
+        empty = _empty_adaptive(input, nd, args[0], return_indices)
+        if empty is not None:
+            return empty
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     if kind == "max_pool2d" and not return_indices and not (is_grad_enabled() and input.requires_grad):
@@ -113,25 +117,38 @@ def _run(kind, input, nd, args, return_indices=False):
     return out.squeeze(0) if unbatched else out
 
 
-def _check_padding(kernel_size, padding, nd):
-    k = kernel_size if isinstance(kernel_size, (tuple, list)) else (kernel_size,) * nd
-    p = padding if isinstance(padding, (tuple, list)) else (padding,) * nd
-    k = tuple(k) * nd if len(k) == 1 else k
-    p = tuple(p) * nd if len(p) == 1 else p
-    if any(pi * 2 > ki for pi, ki in zip(p, k)):
-        raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[0]}, "
-                           f"kernel_size={k[0]} and dilation=1")
+def _empty_adaptive(input, nd, output_size, return_indices):
+    """An adaptive pooling to an empty output axis: torch's empty output (and indices), still joined to the
+    input's graph; None when every output axis is non-empty (the kernels' bins need at least one)."""
+    sizes = [n if o is None else o for o, n in zip(output_size[-nd:], input.shape[-nd:])]
+    if min(sizes) > 0:
+        return None
+    out = input.reshape(-1)[:0].reshape(tuple(input.shape[:-nd]) + tuple(sizes))
+    return (out, out.detach().long()) if return_indices else out
+
+
+def _check_padding(kernel_size, padding, nd, dilation=1):
+    """torch's refusal of a padding over half the kernel, naming the first dim at fault."""
+    def per_dim(value):
+        value = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+        return value * nd if len(value) == 1 else value
+    for k, p, d in zip(per_dim(kernel_size), per_dim(padding), per_dim(dilation)):
+        if p * 2 > k:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
+                               f"kernel_size={k} and dilation={d}")
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     if getattr(input, "is_quantized", False):
         return _quantized().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-    _check_padding(kernel_size, padding, 2)
+    pool_arguments.check_window(kernel_size, stride, padding, 2, dilation)
+    _check_padding(kernel_size, padding, 2, dilation)
     stride = None if stride is None or stride == [] or stride == () else stride
     return _run("max_pool2d", input, 2, (kernel_size, stride, padding, dilation, ceil_mode), return_indices)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    pool_arguments.check_max_pool1d(kernel_size, stride, padding, dilation)
     _check_padding(kernel_size, padding, 1)
     args = (_as_2d(kernel_size, 1), _as_2d(stride, 1), _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode)
     return _run("max_pool2d", input, 1, args, return_indices)
@@ -142,6 +159,8 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     if getattr(input, "is_quantized", False):
         return _quantized().avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                                        divisor_override)
+    pool_arguments.check_window(kernel_size, stride, padding, 2)
+    pool_arguments.check_divisor(divisor_override)
     _check_padding(kernel_size, padding, 2)
     stride = None if stride is None or stride == [] or stride == () else stride
     return _run("avg_pool2d", input, 2, (kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -149,6 +168,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    pool_arguments.check_window(kernel_size, stride, padding, 1)
     _check_padding(kernel_size, padding, 1)
     args = (_as_2d(kernel_size, 1), _as_2d(stride, 1), _as_2d(padding, 0), ceil_mode, count_include_pad, None)
     return _run("avg_pool2d", input, 1, args)
@@ -163,18 +183,22 @@ def _adaptive_size(output_size, nd):
 def adaptive_avg_pool2d(input, output_size):
     if getattr(input, "is_quantized", False):
         return _quantized().adaptive_avg_pool2d(input, output_size)
+    pool_arguments.check_adaptive_size("adaptive_avg_pool2d", input, output_size, 2)
     return _run("adaptive_avg_pool2d", input, 2, (_adaptive_size(output_size, 2),))
 
 
 def adaptive_avg_pool1d(input, output_size):
+    pool_arguments.check_adaptive_size("adaptive_avg_pool1d", input, output_size, 1)
     return _run("adaptive_avg_pool2d", input, 1, (_adaptive_size(output_size, 1),))
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
+    pool_arguments.check_adaptive_size("adaptive_max_pool2d", input, output_size, 2)
     return _run("adaptive_max_pool2d", input, 2, (_adaptive_size(output_size, 2),), return_indices)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
+    pool_arguments.check_adaptive_size("adaptive_max_pool1d", input, output_size, 1)
     return _run("adaptive_max_pool2d", input, 1, (_adaptive_size(output_size, 1),), return_indices)
 
 

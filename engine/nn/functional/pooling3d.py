@@ -43,6 +43,13 @@ def _check_window(op, input, kernel, stride, padding, dilation, ceil_mode):
     """torch's checks of a 3-d window on ``input``: zero strides, over-wide padding, empty outputs."""
     if any(s == 0 for s in stride):
         raise RuntimeError("stride should not be zero")
+    for name, values in (("kernel size", kernel), ("dilation", dilation)):
+        if min(values) <= 0:
+            letter = "k" if name == "kernel size" else "dilation"
+            raise RuntimeError(f"{name} should be greater than zero, but got "
+                               + " ".join(f"{letter}{axis}: {v}" for axis, v in zip("THW", values)))
+    if min(padding) < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(padding)}")
     for k, p, d in zip(kernel, padding, dilation):
         if 2 * p > k:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
@@ -61,7 +68,7 @@ def _check_window(op, input, kernel, stride, padding, dilation, ceil_mode):
             raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
                                f"(kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
         raise RuntimeError(f"Given input size: ({channels_and_input}). Calculated output size: "
-                           f"({input.shape[-4]}x{'x'.join(str(max(n, 0)) for n in sizes)}). Output size is too small")
+                           f"({input.shape[-4]}x{'x'.join(map(str, sizes))}). Output size is too small")
 
 
 def _slices(x):
@@ -157,8 +164,21 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _adaptive_triple(op, output_size):
     values = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,) * 3
     if len(values) != 3:
-        raise RuntimeError(f"{op}: output_size must be 3")
+        raise RuntimeError("adaptive_max_pool3d(): internal error: output_size.size() must be 3"
+                           if op == "adaptive_max_pool3d" else f"{op}: output_size must be 3")
     return values
+
+
+def _adaptive_sizes(op, x, sizes):
+    """The (depth, height, width) output sizes (None keeps the input's), with torch's error for a negative one."""
+    sizes = tuple(n if s is None else s for s, n in zip(sizes, x.shape[-3:]))
+    if min(sizes) < 0:
+        if op == "adaptive_max_pool3d":
+            raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: "
+                               f"{list(x.shape[:2]) + list(sizes)}")
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{sizes[0]}, {sizes[1]},{sizes[2]}}}")
+    return sizes
 
 
 @autocast_mode.float32("cpu")
@@ -166,7 +186,7 @@ def adaptive_avg_pool3d(input, output_size):
     """torch's ``adaptive_avg_pool3d``; ``None`` in ``output_size`` keeps that axis's size."""
     sizes = _adaptive_triple("adaptive_avg_pool3d", output_size)
     x, unbatched = _checked_input("adaptive_avg_pool3d", input)
-    od, oh, ow = (n if s is None else s for s, n in zip(sizes, x.shape[-3:]))
+    od, oh, ow = _adaptive_sizes("adaptive_avg_pool3d", x, sizes)
     n, c, d, h, w = x.shape
     y = adaptive_avg_pool2d(_slices(x), (oh, ow))
     z = adaptive_avg_pool2d(_depth_rows(y, c, d), (od, oh * ow))
@@ -178,7 +198,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     """torch's ``adaptive_max_pool3d``; ``None`` in ``output_size`` keeps that axis's size."""
     sizes = _adaptive_triple("adaptive_max_pool3d", output_size)
     x, unbatched = _checked_input("adaptive_max_pool3d", input)
-    od, oh, ow = (n if s is None else s for s, n in zip(sizes, x.shape[-3:]))
+    od, oh, ow = _adaptive_sizes("adaptive_max_pool3d", x, sizes)
 
     def plane_pool(slices, indices):
         return adaptive_max_pool2d(slices, (oh, ow), indices)

@@ -249,9 +249,10 @@ def check_grid(input, grid, coordinates):
 
 
 def affine_grid(theta, size, align_corners=None):
-    """The grid (N, H, W, 2) that ``grid_sample`` needs to apply the 2x3 affine maps ``theta`` (N, 2, 3) to an
-    image of ``size`` (N, C, H, W); differentiable in theta (a product with the base grid, which autocast
-    casts as it casts torch's)."""
+    """The grid that ``grid_sample`` needs to apply the affine maps ``theta`` to an image of ``size``: (N, H, W, 2)
+    for 2x3 maps (N, 2, 3) and a size (N, C, H, W), (N, D, H, W, 3) for 3x4 maps (N, 3, 4) and a size
+    (N, C, D, H, W); differentiable in theta (a product with the base grid, which autocast casts as it casts
+    torch's)."""
     from ...ops.creation import ones, zeros
     from ...ops.ranges import linspace
     from ...ops.shape import stack
@@ -259,31 +260,36 @@ def affine_grid(theta, size, align_corners=None):
         warnings.warn(_ALIGN_WARNING)
         align_corners = False
     size = tuple(size)
-    if len(size) != 4:
+    if len(size) not in (4, 5):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
-                                  f"respectively. Got size {size}." if len(size) != 5 else
-                                  "affine_grid: engine builds 2-D grids (4-D sizes) only, got a 5-D size")
-    n, _, h, w = size
+                                  f"respectively. Got size {size}.")
+    spatial = size[2:]
+    k = len(spatial)
     if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    if theta.dim() != 3 or tuple(theta.shape[1:]) != (2, 3):
-        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
+    if theta.dim() != 3 or tuple(theta.shape[1:]) != (k, k + 1):
+        raise ValueError(f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} for size {size}. Got "
                          f"{theta.shape}.")
     if min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
-    if align_corners and min(h, w) == 1:
+    if align_corners and min(spatial) == 1:
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids when "
                       "align_corners=True. This is not an intended use case of affine_grid. See the documentation "
                       "of affine_grid for details.")
 
-    def axis(steps):  # torch's: a single step sits at 0
+    def axis(i):  # the coordinates along spatial axis i, broadcast over the grid; a single step sits at 0
+        steps = spatial[i]
         points = linspace(-1, 1, steps, dtype=theta.dtype, device=theta.device) if steps > 1 else \
             zeros(1, dtype=theta.dtype, device=theta.device)
-        return points if align_corners else points * ((steps - 1) / steps)
-    xs, ys = axis(w), axis(h)
-    base = stack([xs.reshape(1, w).expand(h, w), ys.reshape(h, 1).expand(h, w),
-                  ones(h, w, dtype=theta.dtype, device=theta.device)], -1)  # (H, W, 3): x, y, 1
-    return (base.reshape(1, h * w, 3) @ theta.transpose(1, 2)).reshape(n, h, w, 2)
+        points = points if align_corners else points * ((steps - 1) / steps)
+        return points.reshape(tuple(steps if j == i else 1 for j in range(k))).expand(spatial)
+    # x runs along the last axis (W), then y (H), then z (D); the constant 1 carries the translation
+    base = stack([axis(i) for i in reversed(range(k))] + [ones(spatial, dtype=theta.dtype, device=theta.device)],
+                 -1)
+    points = 1
+    for n in spatial:
+        points *= n
+    return (base.reshape(1, points, k + 1) @ theta.transpose(1, 2)).reshape((size[0],) + spatial + (k,))
 
 
 __all__ = ["grid_sample", "affine_grid"]

@@ -120,6 +120,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar "
                            f"types: Long, Int; but got {input.type()} instead (while checking arguments "
                            f"for embedding)")
+    if weight.dim() != 2:
+        raise RuntimeError("'weight' must be 2-D")
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
