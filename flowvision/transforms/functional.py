@@ -187,20 +187,36 @@ def pil_to_tensor(pic):
     return _wrap(a.reshape(pic.size[1], pic.size[0], len(pic.getbands())).transpose(2, 0, 1))
 
 
+def _is_float_dtype(dtype):
+    """Whether a numpy dtype holds floats (numpy sees ml_dtypes' bfloat16 as kind 'V')."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype.name == "bfloat16"
+
+
 def _convert_array_dtype(a, dtype):
-    """convert_image_dtype on a numpy array (dtype is a numpy dtype)."""
+    """convert_image_dtype on a numpy array (dtype is a numpy dtype). float16 and bfloat16 are scaled in float32 and
+    rounded back, as torch computes their products and quotients, so a factor past their range does not overflow.
+    Values out of the new type's range wrap or become inf silently, as in torch."""
     dtype = np.dtype(dtype)
     if a.dtype == dtype:
         return a
-    if a.dtype.kind == "f":
-        if dtype.kind == "f":
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _rescale_array(a, dtype)
+
+
+def _rescale_array(a, dtype):
+    """``a`` rescaled to ``dtype``'s value range (torchvision's rules: floats span [0, 1], integers their bits)."""
+    if _is_float_dtype(a.dtype):
+        if _is_float_dtype(dtype):
             return a.astype(dtype)
         if (a.dtype == np.float32 and dtype in (np.int32, np.int64)) or (a.dtype == np.float64 and dtype == np.int64):
             raise RuntimeError(f"The cast from {engine._dtype.from_numpy_dtype(a.dtype)} to "
                                f"{engine._dtype.from_numpy_dtype(dtype)} cannot be performed safely.")
-        return (a * a.dtype.type(_max_value(dtype) + 1.0 - 1e-3)).astype(dtype)
+        compute = np.promote_types(a.dtype, np.float32)
+        scaled = a.astype(compute) * compute.type(_max_value(dtype) + 1.0 - 1e-3)
+        return scaled.astype(a.dtype).astype(compute).astype(dtype)  # ml_dtypes would saturate, torch wraps
     input_max = _max_value(a.dtype)
-    if dtype.kind == "f":  # torch divides float16 by the (float) maximum in float32, then rounds
+    if _is_float_dtype(dtype):
         compute = np.promote_types(dtype, np.float32)
         return (a.astype(dtype).astype(compute) / compute.type(input_max)).astype(dtype)
     output_max = _max_value(dtype)
@@ -347,6 +363,14 @@ def _resize_array(a, size, mode, antialias):
     return _cast_out(y.reshape(lead + tuple(size)), out_dtype)
 
 
+def _check_resize_sizes(input_size, output_size):
+    """Raise torch's error for an empty tensor image or resize target (rounding can make an edge 0 long)."""
+    if min(*input_size, *output_size) <= 0:
+        (h, w), (new_h, new_w) = input_size, output_size
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input (H: {h}, W: {w}) "
+                           f"output (H: {new_h}, W: {new_w})")
+
+
 def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True):
     """Resize to size (h, w), or match the shorter edge to an int size (keeping the aspect ratio)."""
     interpolation = _to_mode(interpolation)
@@ -365,13 +389,12 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None, a
     output_size = _compute_resized_output_size((h, w), list(size), max_size)
     if [h, w] == output_size:
         return img
-    if _is_pil_image(img):
-        if interpolation == InterpolationMode.NEAREST_EXACT:
-            raise ValueError("NEAREST_EXACT is not supported for PIL images")
+    if _is_pil_image(img):  # torchvision hands NEAREST_EXACT to Pillow as NEAREST
         return img.resize(tuple(output_size[::-1]), pil_modes_mapping[interpolation])
     if interpolation not in (InterpolationMode.NEAREST, InterpolationMode.NEAREST_EXACT,
                              InterpolationMode.BILINEAR, InterpolationMode.BICUBIC):
         raise ValueError("Input tensor: only nearest, nearest-exact, bilinear and bicubic are supported")
+    _check_resize_sizes((h, w), output_size)
     return _wrap(_resize_array(_arr(img), output_size, interpolation.value, bool(antialias)))
 
 
@@ -401,6 +424,39 @@ def _pad_array(a, ltrb, fill=0, mode="constant"):
     if mode == "constant":
         return xp.pad(a, widths, mode="constant", constant_values=np.asarray(float(fill)).astype(a.dtype)[()])
     return xp.pad(a, widths, mode=mode)
+
+
+def _pad_by_index(a, ltrb, mode):
+    """Edge or reflect padding of a tensor's [..., H, W] as torch pads: output pixel i reads input pixel i - pad,
+    clamped (edge) or mirrored (reflect) into the image, so that a side cropped away (negative padding) can still
+    be padded from the other, where cropping first would leave nothing to repeat. With torch's errors: an
+    edge-padded output must keep a pixel, a reflection must be shorter than its edge, a reflected output must not
+    be negative and must keep a row or a column."""
+    left, top, right, bottom = ltrb
+    h, w = a.shape[-2:]
+    out_h, out_w = h + top + bottom, w + left + right
+    if mode == "edge" and min(out_h, out_w) < 1:
+        raise RuntimeError(f"Calculated output H: {out_h} W: {out_w} must be >= 1 in every dimension "
+                           f"(input H: {h}, W: {w})")
+    if mode == "reflect":
+        batch = [int(np.prod(a.shape[:-3], dtype=np.int64)), a.shape[-3]] if a.ndim > 2 else [1, 1]
+        for argument, dim, pads, size in ((4, 3, (left, right), w), (6, 2, (top, bottom), h)):
+            if max(pads) >= size:
+                raise RuntimeError(f"Argument #{argument}: Padding size should be less than the corresponding input "
+                                   f"dimension, but got: padding {pads} at dimension {dim} of input "
+                                   f"{batch + [h, w]}")
+        if max(out_h, out_w) < 1 or min(out_h, out_w) < 0:
+            raise RuntimeError(f"input (H: {h}, W: {w}) is too small. Calculated output H: {out_h} W: {out_w}")
+    index = []
+    for size, before, total in ((h, top, out_h), (w, left, out_w)):
+        source = np.arange(max(total, 0)) - before
+        if mode == "edge":
+            source = source.clip(0, size - 1)
+        else:
+            source = np.abs(source)
+            source = np.where(source > size - 1, 2 * (size - 1) - source, source)
+        index.append(_like(source, a))
+    return a[..., index[0][:, None], index[1][None, :]]
 
 
 def _fill_dict(fill, img, name="fillcolor"):
@@ -435,6 +491,8 @@ def pad(img, padding, fill=0, padding_mode="constant"):
             fill = 0
         if not isinstance(fill, (int, float)):
             raise TypeError("Got inappropriate fill arg")
+        if padding_mode in ("edge", "reflect"):
+            return _wrap(_pad_by_index(_arr(img), ltrb, padding_mode))
         return _wrap(_pad_array(_arr(img), ltrb, fill, padding_mode))
     if padding_mode == "constant":
         opts = _fill_dict(fill, img, name="fill")

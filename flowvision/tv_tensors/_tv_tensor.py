@@ -19,7 +19,7 @@ from engine._repr import tensor_repr
 _KEEP_TYPE = ("clone", "to", "detach", "requires_grad_", "pin_memory")
 _NOT_WRAPPED = {"as_subclass", "numpy", "tolist", "item", "size", "dim", "numel", "stride", "element_size",
                 "is_contiguous", "is_floating_point", "is_complex", "data_ptr", "untyped_storage", "storage_offset",
-                "register_hook", "register_post_accumulate_grad_hook", "backward", "retain_grad", "type"}
+                "register_hook", "register_post_accumulate_grad_hook", "backward", "retain_grad"}
 
 _BINARY = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift")
 _INPLACE_OPERATORS = {f"__i{op}__" for op in _BINARY}  # they return self

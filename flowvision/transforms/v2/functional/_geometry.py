@@ -289,6 +289,7 @@ def resize_image(image, size, interpolation=InterpolationMode.BILINEAR, max_size
         return image
     if image.numel() == 0:
         return image.reshape(tuple(image.shape[:-2]) + tuple(new_size))
+    F1._check_resize_sizes(tuple(image.shape[-2:]), new_size)
     if (image.dtype == engine.uint8 and image.device.type == "cpu"
             and interpolation in (InterpolationMode.BILINEAR, InterpolationMode.BICUBIC)):
         return _resize_uint8_native(image, new_size, interpolation.value, antialias)

@@ -120,7 +120,13 @@ def to_dtype_image(image, dtype=engine.float32, scale=False):
     if not scale:
         return image.to(dtype)
     if dtype.is_floating_point and not image.is_floating_point():  # v2 multiplies by the reciprocal (v1 divides)
-        return image.to(dtype).mul_(1.0 / F1._max_value(image.dtype.np))
+        # half precision multiplies in float32 (as torch does), so the small reciprocal does not flush to 0
+        compute = engine.float32 if dtype in (engine.float16, engine.bfloat16) else dtype
+        return image.to(dtype).to(compute).mul_(1.0 / F1._max_value(image.dtype.np)).to(dtype)
+    if not image.is_floating_point() and not dtype.is_floating_point:
+        for side in (image.dtype, dtype):  # v2 scales integers by their value bits, which bool does not have
+            if side == engine.bool:
+                raise TypeError(f"Number of value bits is only defined for integer dtypes, but got {side}.")
     return F1.convert_image_dtype(image, dtype)
 
 
