@@ -6,6 +6,8 @@ forward and, when gradients are needed, records the instance as the outputs' ``g
 The backward engine reduces broadcast gradients and casts them to each input's dtype, so an
 op's backward may return gradients in the broadcast shape.
 """
+import weakref
+
 from .. import _device, _dtype
 from . import anomaly_mode, bfloat16, grad_mode, tracing
 
@@ -135,6 +137,9 @@ class Function:
                                              results if self.uses_output else ())
             if anomaly_mode._State.enabled:
                 self._anomaly_stack = anomaly_mode.forward_stack()
+            if self.inplace and inputs[0]._base is not None and tracer is None:
+                from ..ops.view_copies import rebase_history  # the base's history now runs through the view's
+                rebase_history(inputs[0])
         if tracer is not None:
             tracer.record(type(self), state, inputs, results)
         return results[0] if single else tuple(results)
@@ -209,13 +214,15 @@ def _mark_inference(fn, inputs, results):
 def _check_inplace(target, record):
     if record and target.is_leaf and target.requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = target._base
+    if record and base is not None and base.is_leaf and base.requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
 class AccumulateGrad:
     """The sink of a leaf tensor: adds incoming gradients into ``tensor.grad``."""
 
     def __init__(self, tensor):
-        import weakref
         self.tensor_ref = weakref.ref(tensor)
         self.next_edges = ()
 
@@ -231,10 +238,12 @@ class AccumulateGrad:
 
 
 class _CustomNode(Function):
-    """The graph node of a PyTorch-style custom Function (``MyFn.apply(x)``)."""
+    """The graph node of a PyTorch-style custom Function (``MyFn.apply(x)``); each Function class gets its own
+    subclass named ``<Function>Backward``, as torch's grad_fn classes are."""
 
-    def __init__(self, fn_cls, ctx, outs):
+    def __init__(self, fn_cls, ctx, outs, positions, n_outputs):
         self.fn_cls, self.ctx, self.outs = fn_cls, ctx, outs
+        self.positions, self.n_outputs = positions, n_outputs  # where forward's tensor outputs were, of how many
 
     def name(self):
         return self.fn_cls.__name__ + "Backward"
@@ -244,35 +253,142 @@ class _CustomNode(Function):
         del self.outs
         return outs if len(outs) > 1 else outs[0]
 
+    def _all_outputs(self, grads):
+        """One gradient per output of forward: None for the outputs that were no tensors."""
+        full = [None] * self.n_outputs
+        for position, grad in zip(self.positions, grads):
+            full[position] = grad
+        return full
+
+    def _checked(self, gins):
+        """The user's gradients as a tuple, one per input, with torch's errors for a wrong count, a gradient for
+        a non-tensor input, or a shape that cannot be reduced to its input's."""
+        gins = gins if isinstance(gins, tuple) else (gins,)
+        n_inputs = len(self.needs_input_grad)
+        if len(gins) > n_inputs and all(g is None for g in gins[n_inputs:]):
+            gins = gins[:n_inputs]
+        if len(gins) != n_inputs:
+            raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients (expected "
+                               f"{n_inputs}, got {len(gins)})")
+        for i, (grad, meta) in enumerate(zip(gins, self.input_meta)):
+            if grad is None:
+                continue
+            if not self.is_tensor_input[i]:
+                raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                                   f"{i + 1}, but the corresponding forward input was not a Variable")
+            if meta is not None and not _expandable(meta[0], tuple(grad.shape)):
+                raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {i} - got "
+                                   f"{list(grad.shape)} but expected shape compatible with {list(meta[0])}")
+        return gins
+
     def backward(self, *grads):
         from ..tensor import _new
-        gins = self.fn_cls.backward(self.ctx, *(None if g is None else _new(g) for g in grads))
-        if not isinstance(gins, tuple):
-            gins = (gins,)
+        grads = self._all_outputs([None if g is None else _new(g) for g in grads])
+        gins = self._checked(self.fn_cls.backward(self.ctx, *grads))
         return tuple(None if g is None else g._data for g in gins)
 
     def backward_tensors(self, *grads):
         """The user's backward, on tensors, with grad mode on (the pass runs under ``enable_grad``): what it
         computes with engine ops is differentiable, as in torch. An engine Function written this way may give a
         ``_backward_tensors`` of its own for that pass (``utils.checkpoint``'s, which recomputes on the graph)."""
-        gins = getattr(self.fn_cls, "_backward_tensors", self.fn_cls.backward)(self.ctx, *grads)
-        return gins if isinstance(gins, tuple) else (gins,)
+        backward = getattr(self.fn_cls, "_backward_tensors", self.fn_cls.backward)
+        return self._checked(backward(self.ctx, *self._all_outputs(grads)))
+
+
+def _expandable(shape, target):
+    """Whether an array of ``shape`` broadcasts to ``target`` (so a gradient of ``target`` sums back to it)."""
+    return len(shape) <= len(target) and all(n == m or n == 1 for n, m in zip(reversed(shape), reversed(target)))
+
+
+_NODE_CLASSES = weakref.WeakKeyDictionary()  # a Function class defined in a loop or a test does not live on here
+
+
+def _node_class(fn_cls):
+    """The ``<Function>Backward`` node class of custom Function ``fn_cls`` (made once)."""
+    node_cls = _NODE_CLASSES.get(fn_cls)
+    if node_cls is None:
+        node_cls = _NODE_CLASSES[fn_cls] = type(fn_cls.__name__ + "Backward", (_CustomNode,), {})
+    return node_cls
 
 
 def apply_custom(fn_cls, *args, **kwargs):
-    """Run a PyTorch-style custom Function: ``forward(ctx, ...)`` on tensors, then record one node."""
+    """Run a PyTorch-style custom Function, then record one node: ``forward(ctx, ...)`` on tensors, or, when the
+    class defines ``setup_context``, ``forward(...)`` without ctx followed by ``setup_context(ctx, inputs, output)``
+    (``inputs`` every argument of forward, defaults filled in, as torch passes them). Outputs that are no
+    tensors pass through; tensors given to ``mark_dirty`` (changed in place) come back as themselves."""
     from ..tensor import Tensor
     ctx = FunctionCtx()
+    ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    setup_context = getattr(fn_cls, "setup_context", None)
     with grad_mode.no_grad():
-        outs = fn_cls.forward(ctx, *args, **kwargs)
+        if setup_context is None:
+            outs = fn_cls.forward(ctx, *args, **kwargs)
+        else:
+            outs = fn_cls.forward(*args, **kwargs)
+    if setup_context is not None:
+        setup_context(ctx, _bound_inputs(fn_cls.forward, args, kwargs), outs)
     single = isinstance(outs, Tensor)
-    node = _CustomNode(fn_cls, ctx, (outs,) if single else tuple(outs))
+    outs = (outs,) if single else tuple(outs)
+    positions = tuple(i for i, o in enumerate(outs) if isinstance(o, Tensor))
+    tensors = tuple(outs[i] for i in positions)
+    node = _node_class(fn_cls)(fn_cls, ctx, tensors, positions, len(outs))
     node.uses_inputs = False
-    return node(*args)
+    node.is_tensor_input = tuple(isinstance(a, Tensor) for a in args)
+    node.materialize_grads = getattr(ctx, "materialize_grads", True)
+    results = node(*args)
+    results = results if isinstance(results, tuple) else (results,)
+    results = tuple(_finish_output(out, result, ctx) for out, result in zip(tensors, results))
+    if getattr(node, "next_edges", None) is not None:  # recorded: changes to what ctx saved fail its backward
+        node._saved_versions = tuple((t, t._version[0]) for t in ctx.to_save if isinstance(t, Tensor))
+    full = list(outs)
+    for position, result in zip(positions, results):
+        full[position] = result
+    return full[0] if single else tuple(full)
+
+
+def _finish_output(out, result, ctx):
+    """The tensor the caller gets for forward's output ``out``, recorded as ``result``: ``out`` itself when
+    forward changed it in place (mark_dirty), else ``result`` sharing ``out``'s version counter; with no graph
+    for outputs marked non-differentiable."""
+    if any(out is t for t in ctx.non_differentiable):
+        result.requires_grad, result.grad_fn = False, None
+    if any(out is t for t in ctx.dirty):
+        if out.is_leaf and out.requires_grad:
+            raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        if result.grad_fn is not None:
+            out.grad_fn, out._output_index, out.requires_grad = result.grad_fn, result._output_index, True
+        return out
+    result._version = out._version
+    return result
+
+
+def _bound_inputs(forward, args, kwargs):
+    """The arguments of a ctx-less ``forward`` as one tuple in its parameters' order, defaults filled in."""
+    import inspect
+    bound = inspect.signature(forward).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
+
+
+def once_differentiable(backward):
+    """Decorate a custom Function's ``backward`` that cannot itself be differentiated (as torch's): it runs with
+    grad mode off, so its results never record a graph."""
+    import functools
+
+    @functools.wraps(backward)
+    def wrapper(ctx, *grads):
+        with grad_mode.no_grad():
+            return backward(ctx, *grads)
+    return wrapper
 
 
 class FunctionCtx:
     """The ``ctx`` of a PyTorch-style custom Function (static forward/backward on tensors)."""
+
+    to_save = ()
+    non_differentiable = ()
+    dirty = ()
+    needs_input_grad = ()
 
     def save_for_backward(self, *tensors):
         self.to_save = tensors
@@ -283,6 +399,10 @@ class FunctionCtx:
 
     def mark_non_differentiable(self, *tensors):
         self.non_differentiable = tensors
+
+    def mark_dirty(self, *tensors):
+        """Declare the inputs that forward changed in place (and returns)."""
+        self.dirty = tensors
 
     def set_materialize_grads(self, value):
         self.materialize_grads = value

@@ -232,7 +232,8 @@ def _backward_node(node, slots, retain_graph, captures):
                 captures[(node, i)] = g
     node.check_versions()
     like = next(s for s in slots if s is not None)
-    grads = [s if s is not None else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
+    materialize = getattr(node, "materialize_grads", True)  # False: a custom Function's backward takes None
+    grads = [s if s is not None or not materialize else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
     try:
         grads_in = bfloat16.backward(node, grads)
         if not isinstance(grads_in, tuple):

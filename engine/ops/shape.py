@@ -21,13 +21,6 @@ def _shape_str(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-def _dims_arg(args):
-    """Dims given as ``f(0, 2, 1)`` or ``f((0, 2, 1))``."""
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        args = args[0]
-    return tuple(int(a) for a in args)
-
-
 def _share_version(outputs, source):
     """Every output of a multi-output view op shares ``source``'s storage and version counter."""
     base = source._base if source._base is not None else source
@@ -93,14 +86,14 @@ def _reshape(x, shape, must_view=False):
     return Reshape(infer_shape(shape, x.numel()), must_view)(x)
 
 
-def view(input, *shape, dtype=None):
+def view(input, *shape, size=None, dtype=None):
     """A view with a new shape that must not copy (``Tensor.view``); ``view(dtype)`` views the same bytes as
     another dtype (``_view_as_dtype``)."""
     if dtype is None and len(shape) == 1 and isinstance(shape[0], _dtype.dtype):
         dtype = shape[0]
     if dtype is not None:
         return _view_as_dtype(input, _dtype.to_dtype(dtype))
-    return _reshape(input, shape_arg(shape), must_view=True)
+    return _reshape(input, shape_arg(shape, size, "size"), must_view=True)
 
 
 def _view_as_dtype(input, target):
@@ -145,9 +138,9 @@ def view_as(input, other):
     return view(input, tuple(other.shape))
 
 
-def reshape(input, *shape):
+def reshape(input, *sizes, shape=None):
     """A view with a new shape when possible, otherwise a copy (``torch.reshape``)."""
-    return _reshape(input, shape_arg(shape))
+    return _reshape(input, shape_arg(sizes, shape, "shape"))
 
 
 def reshape_as(input, other):
@@ -257,9 +250,9 @@ class Permute(Function):
         return gy.permute(*(int(d) for d in np.argsort(self.dims)))
 
 
-def permute(input, *dims):
+def permute(input, *order, dims=None):
     """Reorder dims (a view)."""
-    dims = _dims_arg(dims)
+    dims = shape_arg(order, dims, "dims")
     if len(dims) != input.ndim:
         raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input does not "
                            "match the length of the desired ordering of dimensions i.e. input.dim() "
@@ -381,9 +374,9 @@ def _expand_shape(shape, sizes):
     return tuple(out)
 
 
-def expand(input, *sizes):
+def expand(input, *sizes, size=None):
     """Broadcast size-1 dims (and new leading dims) to ``sizes`` without copying."""
-    shape = _expand_shape(tuple(input.shape), shape_arg(sizes))
+    shape = _expand_shape(tuple(input.shape), shape_arg(sizes, size, "size"))
     return Expand(shape)(input)
 
 
@@ -439,19 +432,19 @@ class Repeat(Function):
         return transposed_backward(self, gy)
 
 
-def repeat(input, *sizes):
+def repeat(input, *sizes, repeats=None):
     """Tile the tensor ``sizes`` times along each dim (``Tensor.repeat``)."""
-    reps = shape_arg(sizes)
+    reps = shape_arg(sizes, repeats, "repeats")
     if len(reps) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of "
                            "dimensions of tensor")
     return Repeat(reps)(input)
 
 
-def tile(input, *dims):
+def tile(input, *reps, dims=None):
     """Like ``repeat``, with missing leading repeats taken as 1; ``dims`` as a sequence or, like
     ``Tensor.tile``, as separate integers."""
-    reps = shape_arg(dims)
+    reps = shape_arg(reps, dims, "dims")
     return Repeat((1,) * (input.ndim - len(reps)) + reps)(input)
 
 
@@ -845,9 +838,9 @@ class Flip(Function):
         return transposed_backward(self, gy)
 
 
-def flip(input, *dims):
+def flip(input, *order, dims=None):
     """Reverse the order of elements along ``dims`` (a copy, as in PyTorch)."""
-    dims = tuple(wrap_dim(d, input.ndim) for d in _dims_arg(dims))
+    dims = tuple(wrap_dim(d, input.ndim) for d in shape_arg(order, dims, "dims"))
     for d in dims:
         if dims.count(d) > 1:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")

@@ -36,8 +36,9 @@ def load(f, map_location=None, weights_only=True, mmap=None):
     """The object saved in ``f`` (a path or binary file), with every tensor an ``engine.Tensor``.
 
     Reads safetensors and PyTorch checkpoints (zip and legacy formats). ``map_location`` puts every
-    tensor on a device: None or ``'cpu'`` (the file is read onto the CPU), ``'cuda'``, ``'cuda:1'``
-    or an ``engine.device``. ``weights_only`` must stay True: nothing else than tensors and plain
+    tensor on a device: None or ``'cpu'`` (the file is read onto the CPU), ``'cuda'``, ``'cuda:1'``,
+    an ``engine.device``, a dict ``{saved location: device}`` or a function ``(tensor, saved location)``
+    returning the tensor to use (None: the one read). ``weights_only`` must stay True: nothing else than tensors and plain
     containers is ever unpickled. ``mmap`` (as ``torch.load``): False or None reads the file into
     memory, so the tensors are unaffected by later changes to the file; True memory-maps it (copy on
     write), which loads faster, but the tensors then read the file's pages as they are used, so the
@@ -52,14 +53,51 @@ def load(f, map_location=None, weights_only=True, mmap=None):
 
 
 def _placer(map_location):
-    """A function putting a tensor on the device map_location names (None: tensors stay on the CPU)."""
+    """``place(tensor, location)``: ``tensor`` (saved from device ``location``) on the device map_location names
+    (None: tensors stay on the CPU). As torch's, map_location is a device, a device string, a dict from saved
+    location to device, or a function ``(storage, location) -> storage or None`` (here given each tensor)."""
     if map_location is None:
         return None
+    if isinstance(map_location, dict):
+        mapping = {key: device(value) for key, value in map_location.items()}
+        return lambda tensor, location: _to(tensor, mapping.get(location))
+    if callable(map_location) and not isinstance(map_location, (str, device)):
+        return lambda tensor, location: _mapped(map_location, tensor, location)
     if not isinstance(map_location, (str, device)):
-        raise ValueError(f"engine.load takes map_location as a device or a device string, got "
+        raise ValueError(f"engine.load takes map_location as a device, a device string, a dict or a function, got "
                          f"{type(map_location).__name__}")
     target = device(map_location)
-    return None if target.type == "cpu" else (lambda tensor: tensor.to(target))
+    return lambda tensor, location: _to(tensor, target)
+
+
+def _to(tensor, target):
+    """``tensor`` moved to device ``target`` (None or the CPU: where it is, read from the file)."""
+    return tensor if target is None or target.type == "cpu" else tensor.to(target)
+
+
+class _CallerError(Exception):
+    """Carries an error of the caller's map_location (or about what it returned) past the handlers that would
+    report it as a corrupt file; ``_parse`` raises the original."""
+
+    def __init__(self, error):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _mapped(function, tensor, location):
+    """What map_location ``function`` makes of ``tensor``: its result, or the tensor itself for None."""
+    from ..tensor import Tensor
+
+    try:
+        result = function(tensor, location)
+    except Exception as e:
+        raise _CallerError(e) from e
+    if result is None:
+        return tensor
+    if not isinstance(result, Tensor):
+        raise _CallerError(TypeError(f"map_location should return a storage (here a Tensor) or None, got "
+                                     f"{type(result).__name__}"))
+    return result
 
 
 def _read(f, mmap):
@@ -109,6 +147,8 @@ def _parse(name, data, place):
                               f"zip or legacy checkpoint, but it starts with {head[:8]!r}")
     try:
         return reader(data, place)
+    except _CallerError as e:
+        raise e.error from None
     except CheckpointError as e:
         raise CheckpointError(f"cannot load '{name}': {_one_line(e)}") from e
     except _MALFORMED as e:

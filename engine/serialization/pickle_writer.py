@@ -19,8 +19,8 @@ from .._device import device
 
 __all__ = ["checkpoint_pickle"]
 
-_SUPPORTED = ("tensors, quantized tensors, numpy arrays, numbers, strings, bools, None, dtypes, sizes, devices, "
-              "and dicts, lists and tuples of these")
+_SUPPORTED = ("tensors, quantized tensors, numpy arrays, numbers, strings, bytes, bools, None, dtypes, sizes, "
+              "devices, and dicts, lists, tuples and sets of these")
 
 
 class _Writer:
@@ -87,6 +87,11 @@ class _Writer:
         elif isinstance(obj, str):
             encoded = obj.encode("utf-8", "surrogatepass")
             self.op(b"X", struct.pack("<I", len(encoded)) + encoded)
+        elif isinstance(obj, complex):
+            self.call("__builtin__", "complex", obj.real, obj.imag)
+        elif isinstance(obj, bytes):  # protocol 2's form, b'' included (torch.save writes it as bytes(), which
+            # torch.load(weights_only=True) refuses)
+            self.call("_codecs", "encode", obj.decode("latin1"), "latin1")
         elif isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
             self.save(obj.item(), where)
         elif id(obj) in self.memo:
@@ -109,6 +114,8 @@ class _Writer:
             self.list(obj, where)
         elif isinstance(obj, tuple):
             self.tuple(obj, where)
+        elif type(obj) is set:
+            self.call("__builtin__", "set", list(obj))
         else:
             raise TypeError(f"engine.save cannot write {where}, a {type(obj).__name__}: it writes {_SUPPORTED}")
 

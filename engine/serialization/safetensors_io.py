@@ -61,7 +61,7 @@ def load_safetensors(data, place=None):
         array = data[start + entry.begin:start + entry.end].view(stored).reshape(entry.shape)
         array = array.astype(stored.newbyteorder("="), copy=False)
         tensor = _new(to_native(array, BFLOAT16) if entry.dtype == "BF16" else array)
-        out[entry.name] = tensor if place is None else place(tensor)
+        out[entry.name] = tensor if place is None else place(tensor, "cpu")
     return out
 
 

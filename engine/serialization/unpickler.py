@@ -53,9 +53,10 @@ class StorageType:
 class Storage:
     """A storage read from a checkpoint: a flat array of its elements (uint8 when untyped)."""
 
-    def __init__(self, array, dtype):
+    def __init__(self, array, dtype, location="cpu"):
         self.array = array
         self.dtype = dtype
+        self.location = location  # the device it was saved from ('cpu', 'cuda:0'), which map_location may read
 
 
 def storage_numpy_dtype(dtype):
@@ -113,11 +114,12 @@ def _strided_view(storage, storage_offset, size, stride, dtype, place):
     else:
         array = np.lib.stride_tricks.as_strided(
             base, shape=size, strides=tuple(s * base.itemsize for s in stride), writeable=base.flags.writeable)
-    return _wrap(to_native(array, dtype), place)
+    return _wrap(to_native(array, dtype), place, storage.location)
 
 
-def _wrap(array, place):
-    """An engine tensor sharing ``array``, put on its device by ``place`` (dtypes engine lacks are refused)."""
+def _wrap(array, place, location):
+    """An engine tensor sharing ``array``, put on its device by ``place(tensor, location)`` (``location``: the
+    device its storage was saved from); dtypes engine lacks are refused."""
     from ..tensor import _new
 
     try:
@@ -125,7 +127,7 @@ def _wrap(array, place):
     except TypeError as e:
         raise CheckpointError(f"checkpoint holds a tensor of dtype {array.dtype}, which engine does not support") from e
     tensor = _new(array)
-    return tensor if place is None else place(tensor)
+    return tensor if place is None else place(tensor, location)
 
 
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None, *,
@@ -240,10 +242,20 @@ _TENSOR_BUILDERS = {  # each gets the loader's ``place``
 }
 
 
+def _encode(text, encoding="utf-8"):
+    """``_codecs.encode`` as protocol 2 pickles bytes (a latin-1 string): text to bytes, nothing else."""
+    if not isinstance(text, str) or encoding != "latin1":
+        raise CheckpointError(f"unsupported bytes encoding {encoding!r:.40} of a {type(text).__name__}")
+    return text.encode("latin1")
+
+
 def _allowlist():
     """(module, name) -> the object of ours that stands in for it (tensor builders apart)."""
     allowed = {
         ("collections", "OrderedDict"): collections.OrderedDict,
+        ("builtins", "set"): set,  # constructors of plain values, as torch's weights-only unpickler allows
+        ("builtins", "complex"): complex,
+        ("_codecs", "encode"): _encode,
         ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
         ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
         ("torch", "Size"): _torch_size,
@@ -291,7 +303,7 @@ class RestrictedUnpickler(pickle.Unpickler):
     """Unpickles a checkpoint; ``load_storage(storage_type, key, location, numel, ...)`` supplies storages.
 
     With ``load_storage=None`` every storage is None and tensors come back as None (a scan pass that
-    only finds where the pickle ends). ``place(tensor)`` puts each tensor on its device (None: the CPU).
+    only finds where the pickle ends). ``place(tensor, location)`` puts each tensor on its device (None: the CPU).
     """
 
     def __init__(self, file, load_storage=None, place=None):
@@ -323,4 +335,7 @@ class RestrictedUnpickler(pickle.Unpickler):
             raise CheckpointError(f"unsupported persistent id {pid!r:.200}")
         if self._load_storage is None:
             return None
-        return self._load_storage(*pid[1:])
+        storage = self._load_storage(*pid[1:])
+        if isinstance(storage, Storage) and isinstance(pid[3], str):
+            storage.location = pid[3]
+        return storage

@@ -225,7 +225,7 @@ def test_views_of_expanded_tensors_on_cuda(cuda):
     np.testing.assert_array_equal(base.cpu().numpy(), expected)
 
 
-# ---- in-place ops on views: the base's gradient (needs the hook in autograd/function.py) ---------------------------
+# ---- in-place ops on views: the base's gradient ---------------------------------------------------------------------
 _VIEW_CHAINS = {
     "slice": lambda t: t[1:, ::2], "select": lambda t: t.select(1, 2), "transpose": lambda t: t.transpose(0, 2)[1],
     "diagonal": lambda t: t.diagonal(0, 1, 2), "reshape": lambda t: t.reshape(-1)[3:8], "none": lambda t: t[:, None, 1],
@@ -237,19 +237,9 @@ _INPLACE = {
 }
 
 
-def _rebased():
-    """Whether autograd gives a base the history of an in-place op on its view (the hook is in place)."""
-    x = engine.ones(3, requires_grad=True)
-    y = x * 1
-    y[:2].mul_(2)
-    return y.grad_fn.name() != "MulBackward"
-
-
 @pytest.mark.parametrize("chain", sorted(_VIEW_CHAINS))
 @pytest.mark.parametrize("op", sorted(_INPLACE))
 def test_in_place_on_a_view_reaches_the_base_gradient(chain, op):
-    if not _rebased():
-        pytest.skip("autograd/function.py does not yet call view_copies.rebase_history after in-place ops on views")
     weights = _RNG.standard_normal((3, 4, 5))
     grads = []
     for lib in (torch, engine):
@@ -264,8 +254,6 @@ def test_in_place_on_a_view_reaches_the_base_gradient(chain, op):
 
 
 def test_in_place_on_a_view_of_a_leaf_is_refused():
-    if not _rebased():
-        pytest.skip("autograd/function.py does not yet check the base of a view written in place")
     _same_error(lambda lib, x: x.requires_grad_()[1:].mul_(2), _X)
 
 

@@ -376,3 +376,23 @@ def test_cat_lays_its_result_out_as_torch():
                             for x in [nhwc, *others]], 1)
         assert ours.stride() == theirs.stride()
         np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.flip(x, dims=[1]), lambda lib, x: x.flip(dims=(0,)), lambda lib, x: lib.permute(x, dims=(1, 0)),
+    lambda lib, x: x.permute(dims=[1, 0]), lambda lib, x: lib.reshape(x, shape=(3, 2)),
+    lambda lib, x: x.reshape(shape=(-1,)), lambda lib, x: x.view(size=(3, 2)), lambda lib, x: lib.tile(x, dims=(2,)),
+    lambda lib, x: x.tile(dims=(2, 1, 1)), lambda lib, x: x.expand(size=(2, 2, 3)),
+    lambda lib, x: x.repeat(repeats=(2, 1)),
+])
+def test_sizes_and_dims_by_keyword(call):
+    """torch's variadic size and dim arguments also come by keyword (``x.permute(dims=...)``)."""
+    ours = call(engine, engine.arange(6).reshape(2, 3))
+    theirs = call(torch, torch.arange(6).reshape(2, 3))
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert ours.tolist() == theirs.tolist()
+
+
+def test_sizes_both_by_position_and_keyword_are_refused():
+    with pytest.raises(TypeError, match="got multiple values for argument 'dims'"):
+        engine.arange(6).reshape(2, 3).permute(1, 0, dims=(1, 0))

@@ -202,9 +202,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
     src_len = k.shape[1]
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
+        _check_key_padding_mask(key_padding_mask, bsz, src_len)
         padding = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(bsz, num_heads, 1, src_len)
         padding = padding.reshape(batch_heads, 1, src_len)
         attn_mask = padding if attn_mask is None else attn_mask + padding
@@ -244,4 +242,16 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     return output, None
 
 
+def _check_key_padding_mask(key_padding_mask, bsz, src_len):
+    """torch's errors for a key padding mask that is not (batch, source length)."""
+    shape = tuple(key_padding_mask.shape)
+    if len(shape) == 2:
+        for dim, (got, expected) in enumerate(zip(shape, (bsz, src_len))):
+            if got != expected:
+                raise AssertionError(f"Expected key_padded_mask.shape[{dim}] to be {expected}, but got {got}")
+    elif shape != (bsz, src_len):
+        raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got {shape}")
+
+
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+

@@ -133,7 +133,7 @@ class Module(StateDictMixin):
         if name == "":
             raise KeyError(f'{kind} name can\'t be empty string ""')
         if "." in name:
-            raise KeyError(f'{kind} name can\'t contain "."')
+            raise KeyError(f'{kind} name can\'t contain "."' + (f", got: {name}" if kind == "module" else ""))
 
     def get_submodule(self, target):
         """The module at dotted path ``target`` (``""`` is self)."""

@@ -151,7 +151,7 @@ class RNNBase(Module):
         if self.mode == "LSTM":
             if hx is None:
                 return zeros(out_size), zeros(self.hidden_size)
-            return batched(hx[0], out_size, "hidden"), batched(hx[1], self.hidden_size, "cell")
+            return batched(hx[0], out_size, "hidden[0]"), batched(hx[1], self.hidden_size, "hidden[1]")
         return (zeros(out_size) if hx is None else batched(hx, out_size, "hidden"),)
 
     def _layers(self, x, batch_sizes, states):

@@ -2,13 +2,16 @@
 Need"; ``norm_first`` is the pre-norm variant of Xiong et al. 2020) with PyTorch's arguments and names.
 
 PyTorch's inference fast paths (fused kernels, nested tensors) compute the same values in other ways;
-one difference shows: with ``enable_nested_tensor`` and a key padding mask in eval mode, PyTorch
-returns zeros at padded positions, while this encoder returns their computed values (as PyTorch
-does in training mode or with gradients enabled).
+one difference shows, and ``TransformerEncoder`` reproduces it: where PyTorch would run the stack on a
+nested tensor (``enable_nested_tensor``, eval mode, no gradient needed, a left-aligned key padding mask and
+no attention mask), the padded positions of the layers' output are zeros (then the final ``norm``'s output
+for zeros), not the values computed there.
 """
 import copy
 
 from ... import ops
+from ...amp.autocast_mode import is_autocast_enabled
+from ...autograd.grad_mode import is_grad_enabled
 from .. import functional as F
 from .. import init
 from ..functional.attention import _canonical_mask
@@ -107,8 +110,9 @@ class TransformerEncoderLayer(Module):
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (independent parameters, equal at the start), then ``norm``.
 
-    ``enable_nested_tensor`` and ``mask_check`` are accepted for PyTorch compatibility; engine has no
-    nested tensors (see the module docstring for the one visible consequence).
+    engine has no nested tensors: ``enable_nested_tensor`` (kept as ``use_nested_tensor`` when the layer is one
+    PyTorch could run nested) and ``mask_check`` only decide when the padded positions come out as zeros, as
+    PyTorch's nested path gives them (see the module docstring).
     """
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
@@ -117,18 +121,50 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor and _nestable(encoder_layer)
         self.mask_check = mask_check
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         """Run the layers in turn; ``is_causal=None`` detects whether ``mask`` is the causal mask."""
         mask = _canonical_mask(mask, "mask", src.dtype)
         is_causal = _is_causal_mask(mask, is_causal, _sequence_length(self.layers, src))
+        padded = self._nested_padding(src, mask, src_key_padding_mask)
         output = src
         for layer in self.layers:
             output = layer(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        if padded is not None:
+            output = output.masked_fill(padded.unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+    def _nested_padding(self, src, mask, key_padding_mask):
+        """The (N, S) padded positions where PyTorch would run this stack on a nested tensor (and so return
+        zeros there); None where it would not (PyTorch's conditions, in its order)."""
+        if not self.use_nested_tensor or self.layers[0].training or src.dim() != 3 or key_padding_mask is None:
+            return None
+        padded = key_padding_mask != 0
+        valid = ~padded
+        if getattr(self, "mask_check", True) and bool((valid[:, 1:] & padded[:, :-1]).any()):
+            return None  # not left-aligned: some valid position follows a padded one
+        if mask is not None or is_autocast_enabled():
+            return None
+        layer = self.layers[0]
+        weights = (layer.self_attn.in_proj_weight, layer.self_attn.in_proj_bias, layer.self_attn.out_proj.weight,
+                   layer.self_attn.out_proj.bias, layer.norm1.weight, layer.norm1.bias, layer.norm2.weight,
+                   layer.norm2.bias, layer.linear1.weight, layer.linear1.bias, layer.linear2.weight,
+                   layer.linear2.bias)
+        if is_grad_enabled() and any(t is not None and t.requires_grad for t in (src,) + weights):
+            return None
+        return padded
+
+
+def _nestable(layer):
+    """Whether PyTorch's encoder could run ``layer`` on nested tensors (its checks in ``__init__``)."""
+    attn = getattr(layer, "self_attn", None)
+    return (isinstance(layer, TransformerEncoderLayer) and not layer.norm_first and attn.batch_first
+            and attn._qkv_same_embed_dim and attn.in_proj_bias is not None and bool(layer.activation_relu_or_gelu)
+            and layer.norm1.eps == layer.norm2.eps and attn.num_heads % 2 == 0)
 
 
 class TransformerDecoderLayer(Module):
