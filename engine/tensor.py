@@ -337,14 +337,28 @@ class Tensor:
     def __bool__(self):
         tracing.check_value_read(self, "bool()")
         if self._data.size != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+            count = "no values" if self._data.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {count} is ambiguous")
         return bool(self._data.reshape(()).item())
 
+    def _python_number(self, c_type):
+        """The one element as a Python number for ``float()``/``int()``/``complex()``, with torch's errors: a
+        ValueError for another count of elements, and a complex value with an imaginary part into a real type
+        refused as an overflow (``c_type``: torch's name for the target, None for complex)."""
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        value = self.item()
+        if c_type is not None and isinstance(value, complex):
+            if value.imag != 0:
+                raise RuntimeError(f"value cannot be converted to type {c_type} without overflow")
+            value = value.real
+        return value
+
     def __float__(self):
-        return float(self.item())
+        return float(self._python_number("double"))
 
     def __int__(self):
-        return int(self.item())
+        return int(self._python_number("int64_t"))
 
     def __index__(self):
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
@@ -352,7 +366,7 @@ class Tensor:
         return int(self.item())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._python_number(None))
 
     def __array__(self, dtype=None, copy=None):
         arr = self.detach().cpu()._data

@@ -1,6 +1,7 @@
 """Discrete samplers (integers, Bernoulli, permutations, multinomial) as torch's CPU kernels draw them."""
 import numpy as np
 
+from .. import _dtype
 from .continuous import exponential_, unit_float32, unit_float64
 from .order import fill_in_memory_order, memory_order_axes
 
@@ -32,7 +33,7 @@ def random_(generator, out):
     dtype = out.dtype
     if dtype == np.bool_:
         values = generator.draw_uint32(out.size) & np.uint32(1)
-    elif dtype.kind == "f":
+    elif dtype.kind == "f" or dtype in _dtype.HALF_NP:  # bfloat16's numpy kind is "V"
         digits = np.finfo(dtype).nmant + 1
         modulus = np.uint64((1 << digits) + 1)
         values = _draws(generator, out.size, dtype == np.float64) % modulus

@@ -5,6 +5,8 @@ that is to match them bit for bit needs a correctly rounded ``fma``; numpy has n
 functions (log, sin, ...) come from the C library through ``math``, as torch's scalar code calls it
 (numpy's own vectorised versions differ from it in the last bit).
 """
+import math
+
 import numpy as np
 
 _SPLITTER = np.float64(2.0 ** 27 + 1)
@@ -93,8 +95,14 @@ def horner32(coefficients, x):
 
 
 def libm(function, values):
-    """``function`` (from ``math``) of every element of a float64 array, as the C library computes it."""
+    """``function`` (from ``math``) of every element of a float64 array, as the C library computes it: a result
+    past float64's range is infinity (where ``math`` raises OverflowError), as C's exp gives it."""
+    def c_function(x):
+        try:
+            return function(x)
+        except OverflowError:
+            return math.inf
     flat = np.asarray(values, np.float64).ravel()
-    out = np.fromiter(map(function, flat.tolist()), np.float64, flat.size)
+    out = np.fromiter(map(c_function, flat.tolist()), np.float64, flat.size)
     return out.reshape(np.shape(values))
 

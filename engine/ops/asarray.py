@@ -33,8 +33,8 @@ def _from_tensor(obj, dtype, device, copy):
 
 
 def _from_numpy_array(obj, dtype, device, copy):
-    if isinstance(obj, np.generic):  # a numpy scalar is always copied, into a 0-d tensor
-        return _tensor(obj, dtype=dtype, device=device)
+    if isinstance(obj, np.generic):  # a numpy scalar is always copied, into a 0-d tensor, and cast as an array
+        return _from_tensor(from_numpy(np.array(obj)), dtype, device, None)
     return _from_tensor(from_numpy(obj), dtype, device, copy)
 
 

@@ -19,6 +19,8 @@ class ToDtype(Function):
         self.dtype = dtype
 
     def forward(self, x):
+        if x.dtype.kind == "c" and self.dtype.np.kind == "b":  # true where either part is nonzero, as torch's
+            return x != 0
         if x.dtype.kind == "c" and not self.dtype.is_complex:
             warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=4)
             x = x.real

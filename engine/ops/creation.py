@@ -8,11 +8,11 @@ import numpy as np
 
 from .. import _dtype, _layout, backends
 from .. import random as _random
-from .._rng import continuous, discrete
+from .._rng import bounds, continuous, discrete
 from .._device import device_of, factory_device, move, xp_for
 from ..autograd import grad_mode, tracing
 from ..autograd.function import Function
-from ..tensor import Tensor, _new, register_method, to_array
+from ..tensor import Tensor, _new, _unwrap_sequence, register_method, to_array
 from ._common import shape_arg, xp_of
 
 
@@ -23,8 +23,75 @@ def _finish(arr, dtype=None, device=None, requires_grad=False):
         arr = move(arr, device)
     t = grad_mode.mark_inference(_new(arr))
     if requires_grad:
+        if arr.dtype.kind in "biu":  # the factories' wording (requires_grad_'s own differs)
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     return t
+
+
+def _checked_shape(size, what=None):
+    """``size`` (varargs, a tuple, a list or a Size) as a shape, with torch's error for a negative dimension
+    (``what``: the factory whose own wording differs, ``zeros``)."""
+    shape = shape_arg(size)
+    for n in shape:
+        if n < 0:
+            raise RuntimeError(f"{what}: Dimension size must be non-negative." if what else
+                               f"Trying to create tensor with negative dimension {n}: {list(shape)}")
+    return shape
+
+
+_C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+                 "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+                 "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def _to_dtype_scalar(value, np_dtype, one_element=False):
+    """A number (or one-element tensor) as torch's ``Scalar.to<dtype>()`` converts it (``fill_``, ``full``, one
+    step of ``linspace``): integers truncated, the half types through float32 (c10::Half and BFloat16 are built
+    from a float), any number true where nonzero as a bool; a numpy scalar of ``np_dtype``. Like c10's
+    checked_convert it refuses a finite value past the type's range (an integer may also wrap into an unsigned
+    type from as low as minus its maximum) and a complex number with an imaginary part into a real type.
+    ``one_element``: the fill of a single element, whose half types torch's CPU fill takes unchecked (to inf)."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    np_dtype = np.dtype(np_dtype)
+    if np_dtype.kind == "b":
+        return np.bool_(value != 0)
+    if np_dtype.kind == "c":
+        value = complex(value)
+        fits = all(_fits_float(part, np_dtype.type(0).real.dtype) for part in (value.real, value.imag))
+    elif isinstance(value, (complex, np.complexfloating)):
+        fits = value.imag == 0 and (_fits_int(value.real, np_dtype) if np_dtype.kind in "iu"
+                                    else _fits_float(value.real, np_dtype))
+        value = value.real
+    else:
+        fits = _fits_int(value, np_dtype) if np_dtype.kind in "iu" else _fits_float(value, np_dtype)
+    fits = fits or one_element and np_dtype in _dtype.HALF_NP
+    if not fits:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES.get(np_dtype.name, np_dtype.name)} "
+                           "without overflow")
+    if np_dtype.kind in "iu":
+        return np.array(int(value)).astype(np_dtype)[()]  # wraps, as two's complement does
+    if np_dtype in _dtype.HALF_NP:
+        return np.float32(value).astype(np_dtype)
+    return np_dtype.type(value)
+
+
+def _fits_int(value, np_dtype):
+    """Whether c10's checked_convert takes real ``value`` into integer type ``np_dtype``: an integer from the
+    type's minimum (minus its maximum for an unsigned type) to its maximum, a float between them compared as
+    doubles."""
+    info = np.iinfo(np_dtype)
+    if isinstance(value, (numbers.Integral, np.integer)):
+        return (-int(info.max) if np_dtype.kind == "u" else int(info.min)) <= int(value) <= int(info.max)
+    value = float(value)
+    return math.isfinite(value) and float(info.min) <= value <= float(info.max)
+
+
+def _fits_float(value, np_dtype):
+    """Whether c10's checked_convert takes real ``value`` into floating type ``np_dtype`` (infinities and NaN do)."""
+    value = float(value)
+    return not math.isfinite(value) or abs(value) <= float(np.finfo(np_dtype).max)
 
 
 def _float(dtype):
@@ -34,10 +101,9 @@ def _float(dtype):
 
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new tensor holding a copy of ``data`` (dtype inferred as PyTorch does)."""
-    arr = to_array(data, dtype, factory_device(device))
     if isinstance(data, Tensor) or isinstance(data, np.ndarray):
-        arr = arr.copy()
-    return _finish(arr, requires_grad=requires_grad)
+        return _finish(to_array(data, dtype, factory_device(device)).copy(), requires_grad=requires_grad)
+    return _finish(_python_data(data, dtype, factory_device(device)), requires_grad=requires_grad)
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -45,7 +111,184 @@ def as_tensor(data, dtype=None, device=None):
     device = factory_device(device)
     if isinstance(data, Tensor):
         return data.to(device=device, dtype=dtype) if (dtype or device) else data
-    return grad_mode.mark_inference(_new(to_array(data, dtype, device)))
+    if isinstance(data, np.ndarray):
+        return grad_mode.mark_inference(_new(to_array(data, dtype, device)))
+    return grad_mode.mark_inference(_new(_python_data(data, dtype, device)))
+
+
+# ---- Python data: torch's checks ----------------------------------------------------------
+_CHECKED_INTS = ("int8", "uint8", "int16", "int32", "int64")  # the integer types torch's data conversion checks
+
+
+def _python_data(data, dtype, device):
+    """Python data (numbers, nested lists and tuples) as an array, refused where torch refuses it (see
+    ``_check_nesting`` and ``_check_values``). Only failures and integer results pay for the checks' second
+    look at the data, and float results past 2^63 (integers that numpy read as floats)."""
+    target = None if dtype is None else _dtype.to_dtype(dtype)
+    try:
+        if target is _dtype.bool_:  # any number is a bool: complex ones and integers past int64 too
+            arr = _as_bools(_unwrap_sequence(data), data, device)
+        else:
+            arr = to_array(data, dtype, device)
+    except (ValueError, TypeError, OverflowError):
+        values = _unwrap_sequence(data)
+        leaves = _leaves(values, [])
+        if target is None:
+            _check_types(leaves)
+        final = target or _inferred(leaves)
+        sizes = _nested_sizes(values)
+        if 0 in sizes:  # torch reads no element of an empty result: only its dtype inference sees them
+            if _has_empty(values):  # an empty sequence counts as one of the default float type
+                leaves.append(0.0)
+            empty = np.empty(sizes, to_array(leaves, dtype).dtype)
+            return empty if device is None else move(empty, device)
+        _check_nesting(values, sizes, 0, final)
+        _check_values(values, final)
+        if final.is_floating_point or final.is_complex:  # integers past int64 among floats: numpy's objects
+            return to_array(_floats_for_big_ints(values), dtype, device)
+        raise
+    if arr.dtype.kind in "iu":
+        _check_values(_unwrap_sequence(data), _dtype.from_numpy_dtype(arr.dtype))
+    elif target is None and arr.dtype.kind == "f" and arr.size and float(np.abs(arr).max()) >= 2.0 ** 63:
+        values = _unwrap_sequence(data)
+        _check_values(values, _inferred(_leaves(values, [])))
+    return arr
+
+
+def _as_bools(values, data, device):
+    """Python data as bools (true where nonzero); data of other objects as ``to_array`` refuses it."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biufcO" or arr.dtype.kind == "O" and not all(type(v) is int for v in arr.flat):
+        return to_array(data, _dtype.bool_, device)
+    arr = arr.astype(np.bool_)
+    return arr if device is None else move(arr, device)
+
+
+def _floats_for_big_ints(values):
+    """Nested lists with every integer past int64 made a float, as torch reads it for a floating dtype."""
+    if isinstance(values, (list, tuple)):
+        return [_floats_for_big_ints(v) for v in values]
+    return float(values) if type(values) is int and not -2 ** 63 <= values < 2 ** 63 else values
+
+
+def _leaves(values, out):
+    """The scalars (and arrays: tensors unwrapped) of nested lists and tuples, in order, appended to ``out``."""
+    if isinstance(values, (list, tuple)):
+        for v in values:
+            _leaves(v, out)
+    else:
+        out.append(values)
+    return out
+
+
+def _check_types(leaves):
+    """torch's error for data holding something other than numbers and arrays (its dtype inference's)."""
+    for v in leaves:
+        if not isinstance(v, (numbers.Number, np.generic, np.ndarray)):
+            name = type(v).__name__
+            if isinstance(v, (str, bytes)):
+                raise TypeError(f"new(): invalid data type '{name}'")
+            raise RuntimeError(f"Could not infer dtype of {name}")
+
+
+def _has_empty(values):
+    """Whether nested lists and tuples hold an empty one."""
+    return isinstance(values, (list, tuple)) and (not values or any(_has_empty(v) for v in values))
+
+
+def _inferred(leaves):
+    """torch's dtype for data of these scalars: complex, float, integer or bool, the first that any has."""
+    kinds = {np.asarray(v).dtype.kind if isinstance(v, (np.ndarray, np.generic)) else type(v) for v in leaves}
+    if kinds & {complex, "c"}:
+        return _dtype.default_complex()
+    if kinds & {float, "f", "V"}:
+        return _dtype.get_default_dtype()
+    return _dtype.int64 if kinds & {int, "i", "u"} else _dtype.bool_
+
+
+def _nested_sizes(values):
+    """The shape torch reads off nested sequences: each level's length, down the first elements."""
+    sizes = []
+    while isinstance(values, (list, tuple)):
+        sizes.append(len(values))
+        if not values:
+            return tuple(sizes)
+        values = values[0]
+    return tuple(sizes) + np.shape(values)
+
+
+def _check_nesting(values, sizes, dim, final):
+    """torch's first error, in its order of storing the elements (depth first): a sequence whose length differs
+    from the first one's at its level, a number where a sequence belongs, a sequence where a number belongs, or
+    a number that does not convert to ``final`` (``_check_scalar``)."""
+    if dim == len(sizes):
+        if isinstance(values, (list, tuple)):
+            kind = type(values).__name__
+            raise TypeError(f"must be real number, not {kind}" if final.is_floating_point or final.is_complex
+                            else f"'{kind}' object cannot be interpreted as an integer")
+        _check_scalar(values, final)
+        return
+    if not isinstance(values, (list, tuple, np.ndarray)) or isinstance(values, np.ndarray) and values.ndim == 0:
+        raise TypeError("not a sequence")
+    if len(values) != sizes[dim]:
+        raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(values)})")
+    for v in values:
+        _check_nesting(v, sizes, dim + 1, final)
+
+
+def _check_values(values, d):
+    """torch's error where a scalar of ``values`` does not convert to ``d``, at the first such scalar: into an
+    integer type, a complex number, a numpy number other than an integer or float64 (a Python float), a float
+    tensor, an integer past int64, or a value past ``d``'s range (a negative integer into uint8 may go down to
+    -255, as c10's checked_convert allows; NaN and infinities never fit); into a floating type, an integer too
+    large for a float. Integer data (numpy reads it as integers) is checked at once, the rest element by
+    element."""
+    if d.is_floating_point or d.is_complex:
+        for v in _leaves(values, []):
+            _check_scalar(v, d)
+    if d.np.name not in _CHECKED_INTS:  # bool and the wide unsigned types take any integer
+        return
+    try:
+        natural = np.asarray(values)
+    except (ValueError, TypeError, OverflowError):
+        natural = None
+    if natural is not None and natural.dtype.kind in "iub" and natural.dtype != np.uint64:
+        if natural.size and not (_fits(natural.min(), d) and _fits(natural.max(), d)):
+            raise _overflow(d)
+        return
+    for v in _leaves(values, []):
+        _check_scalar(v, d)
+
+
+def _check_scalar(v, d):
+    """torch's error where scalar ``v`` does not convert to ``d`` (see ``_check_values``)."""
+    if d.is_floating_point or d.is_complex:
+        if type(v) is int:
+            float(v)  # OverflowError: int too large to convert to float
+        elif type(v) is complex and not d.is_complex:
+            raise TypeError("must be real number, not complex")
+        return
+    if d.np.name not in _CHECKED_INTS:
+        return
+    if isinstance(v, complex) or isinstance(v, np.generic) and v.dtype.kind not in "iu" and not isinstance(v, float):
+        raise TypeError(f"'{'numpy.' if isinstance(v, np.generic) else ''}{type(v).__name__}' object "
+                        "cannot be interpreted as an integer")
+    if isinstance(v, np.ndarray):
+        if v.ndim == 0 and v.dtype.kind not in "iub":
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+    elif type(v) is int and not -2 ** 63 <= v < 2 ** 63:
+        raise ValueError("Overflow when unpacking long long")
+    elif not _fits(v, d):
+        raise _overflow(d)
+
+
+def _fits(value, d):
+    """Whether torch's data conversion takes ``value`` (a number, a bool too) into integer type ``d``."""
+    return isinstance(value, (bool, np.bool_)) or _fits_int(value, d.np)
+
+
+def _overflow(d):
+    return RuntimeError(f"value cannot be converted to type {d.np.name} without overflow")
 
 
 def from_numpy(ndarray):
@@ -55,16 +298,18 @@ def from_numpy(ndarray):
     return _new(ndarray)
 
 
-def _filled(fill, size, dtype, device, requires_grad, default=None):
+def _filled(fill, size, dtype, device, requires_grad, default=None, what=None):
     d = _dtype.to_dtype(dtype) if dtype is not None else (default or _dtype.get_default_dtype())
     xp = xp_for(factory_device(device) or "cpu")
-    shape = shape_arg(size)
+    shape = _checked_shape(size, what)
+    if fill is not None:
+        fill = _to_dtype_scalar(fill, d.np, math.prod(shape) == 1)
     arr = xp.empty(shape, d.np) if fill is None else xp.full(shape, fill, d.np)
     return _finish(arr, requires_grad=requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    return _filled(0, size, dtype, device, requires_grad)
+    return _filled(0, size, dtype, device, requires_grad, what="zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
@@ -93,7 +338,8 @@ class FilledLike(Function):
         self.fill, self.dtype = fill, dtype
 
     def forward(self, x):
-        return xp_of(x).full(x.shape, 0 if self.fill is None else self.fill, self.dtype)
+        fill = 0 if self.fill is None else _to_dtype_scalar(self.fill, self.dtype, x.size == 1)
+        return xp_of(x).full(x.shape, fill, self.dtype)
 
 
 def _like(fill, input, dtype, device, requires_grad, memory_format):
@@ -103,14 +349,45 @@ def _like(fill, input, dtype, device, requires_grad, memory_format):
     if (tracer is not None and device is None and not requires_grad and tracer.is_traced(input)
             and not (input.requires_grad and grad_mode.is_grad_enabled())):
         return FilledLike(fill, _dtype.to_dtype(dtype or input.dtype).np)(input)
-    if input._data.flags.c_contiguous and memory_format in (None, _layout.preserve_format,
-                                                             _layout.contiguous_format):
-        return _filled(fill, (tuple(input.shape),), dtype or input.dtype, device or input.device, requires_grad)
-    d = _dtype.to_dtype(dtype or input.dtype)
-    arr = _layout.empty_in_format(input._data, memory_format, xp_of(input._data), d.np)
+    data, d = input._data, _dtype.to_dtype(dtype or input.dtype)
+    strides = _dense_strides(data) if memory_format in (None, _layout.preserve_format) else None
+    if strides == _row_major_strides(data.shape) or strides is None and data.flags.c_contiguous and memory_format in (
+            None, _layout.preserve_format, _layout.contiguous_format):
+        return _filled(fill, (tuple(input.shape),), d, device or input.device, requires_grad)
+    arr = _empty_laid_out(data, memory_format, xp_of(data), d.np)
     if fill is not None:
-        arr[...] = fill
+        arr[...] = _to_dtype_scalar(fill, d.np, arr.size == 1)
     return _finish(arr, device=device, requires_grad=requires_grad)
+
+
+def _empty_laid_out(data, memory_format, xp, np_dtype):
+    """An uninitialised array of ``data``'s shape laid out as torch lays out a ``*_like`` result: a dense input's
+    own strides (size-1 dimensions' too) unless ``memory_format`` says otherwise, else that format or the one
+    torch suggests."""
+    strides = _dense_strides(data) if memory_format in (None, _layout.preserve_format) else None
+    if strides is None:
+        return _layout.empty_in_format(data, memory_format, xp, np_dtype)
+    itemsize = np.dtype(np_dtype).itemsize
+    return xp.lib.stride_tricks.as_strided(xp.empty(data.size, np_dtype), data.shape,
+                                           tuple(s * itemsize for s in strides))
+
+
+def _row_major_strides(shape):
+    """The element strides of a row-major array of ``shape``."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _dense_strides(array):
+    """The element strides of an array that is dense in some order with none negative (which ``*_like`` keeps in
+    its result, as torch does), else None."""
+    strides = tuple(s // array.itemsize for s in array.strides)
+    if array.size == 0 or min(strides, default=0) < 0 or not _layout.is_dense(array):
+        return None
+    return strides
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None, layout=None):
@@ -130,6 +407,9 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+    for name, value in (("n", n), ("m", m)):
+        if value is not None and value < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
     xp = xp_for(factory_device(device) or "cpu")
     return _finish(xp.eye(n, m, dtype=_float(dtype).np), requires_grad=requires_grad)
 
@@ -185,21 +465,26 @@ def _sampled(fill, device_sample, shape, d, device, requires_grad, generator, li
     fill order) the result takes, as torch's ``*_like`` functions do."""
     device = factory_device(device)
     if tracing.active is not None:
-        array = np.empty(shape, d.np) if like is None else np.empty_like(like, d.np)
+        array = np.empty(shape, d.np) if like is None else _empty_laid_out(like, None, np, d.np)
         result = _traced_fill(_finish(array, device=device), fill, device_sample, generator)
         return result.requires_grad_(requires_grad) if requires_grad else result
     state = _random.device_rng(device, generator)
     if state is not None:
         array = device_sample(state, shape, _drawn_as(d.np)).astype(d.np, copy=False)
         return grad_mode.mark_inference(_new(array, requires_grad))
-    array = np.empty(shape, d.np) if like is None else np.empty_like(like, d.np)
+    array = np.empty(shape, d.np) if like is None else _empty_laid_out(like, None, np, d.np)
     return _finish(_host_fill(fill, array, generator), device=device, requires_grad=requires_grad)
 
 
-def _layout_of(input, device):
-    """The host array a ``*_like`` result copies its layout from (None on a GPU)."""
+def _layout_of(input, device, memory_format=None):
+    """The host array whose layout a ``*_like`` result takes (None on a GPU): the input's, or an empty one laid
+    out in ``memory_format``."""
     target = device or input.device
-    return input._data if input.device.type == "cpu" and _random.device_rng(target) is None else None
+    if input.device.type != "cpu" or _random.device_rng(target) is not None:
+        return None
+    if memory_format in (None, _layout.preserve_format):
+        return input._data
+    return _layout.empty_in_format(input._data, memory_format, np, np.uint8)
 
 
 def _complex_samples(sample, shape, d, scale, device, requires_grad, generator):
@@ -214,68 +499,68 @@ def _complex_samples(sample, shape, d, scale, device, requires_grad, generator):
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Uniform samples on [0, 1) (each part of a complex sample)."""
     if _float(dtype).is_complex:
-        return _complex_samples(rand, shape_arg(size), _float(dtype), 1, device, requires_grad, generator)
+        return _complex_samples(rand, _checked_shape(size), _float(dtype), 1, device, requires_grad, generator)
     return _sampled(lambda g, a: continuous.uniform_(g, a, 0.0, 1.0),
                     lambda state, s, d: state.random_sample(s, dtype=d),
-                    shape_arg(size), _float(dtype), device, requires_grad, generator)
+                    _checked_shape(size), _float(dtype), device, requires_grad, generator)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Standard normal samples (complex: parts of variance 1/2 each)."""
     if _float(dtype).is_complex:
-        return _complex_samples(randn, shape_arg(size), _float(dtype), 0.5 ** 0.5, device, requires_grad,
+        return _complex_samples(randn, _checked_shape(size), _float(dtype), 0.5 ** 0.5, device, requires_grad,
                                 generator)
     return _sampled(lambda g, a: continuous.normal_(g, a, 0.0, 1.0),
                     lambda state, s, d: state.standard_normal(s, dtype=d),
-                    shape_arg(size), _float(dtype), device, requires_grad, generator)
+                    _checked_shape(size), _float(dtype), device, requires_grad, generator)
 
 
-def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None):
     if _dtype.to_dtype(dtype or input.dtype).is_complex:
         return rand(*input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
                     requires_grad=requires_grad)
     return _sampled(lambda g, a: continuous.uniform_(g, a, 0.0, 1.0),
                     lambda state, s, d: state.random_sample(s, dtype=d),
                     tuple(input.shape), _dtype.to_dtype(dtype or input.dtype), device or input.device,
-                    requires_grad, generator, _layout_of(input, device))
+                    requires_grad, generator, _layout_of(input, device, memory_format))
 
 
-def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None, memory_format=None):
     if _dtype.to_dtype(dtype or input.dtype).is_complex:
         return randn(*input.shape, generator=generator, dtype=dtype or input.dtype, device=device or input.device,
                      requires_grad=requires_grad)
     return _sampled(lambda g, a: continuous.normal_(g, a, 0.0, 1.0),
                     lambda state, s, d: state.standard_normal(s, dtype=d),
                     tuple(input.shape), _dtype.to_dtype(dtype or input.dtype), device or input.device,
-                    requires_grad, generator, _layout_of(input, device))
-
-
-def _check_from_to(low, high):
-    if not low < high:
-        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+                    requires_grad, generator, _layout_of(input, device, memory_format))
 
 
 def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """Integers drawn uniformly from [low, high)."""
+    """Integers drawn uniformly from [low, high) (checked and, for a floating dtype, moved inside what it holds,
+    as torch's ``random_`` does: ``_rng.bounds``)."""
     if size is None:
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
-    _check_from_to(low, high)
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
-    return _sampled(lambda g, a: discrete.random_from_to_(g, a, low, high - low),
-                    lambda state, s, t: state.randint(low, high, size=s, dtype=np.int64),
-                    shape_arg((size,)), d, device, requires_grad, generator)
+    low, span = bounds.from_to(d, int(low), int(high))
+    return _sampled(lambda g, a: discrete.random_from_to_(g, a, low, span),
+                    lambda state, s, t: state.randint(low, low + span, size=s, dtype=np.int64),
+                    _checked_shape((size,)), d, device, requires_grad, generator)
 
 
-def randint_like(input, low, high=None, dtype=None, device=None, generator=None):
+def randint_like(input, low, high=None, dtype=None, device=None, generator=None, memory_format=None):
     if high is None:
         low, high = 0, low
-    _check_from_to(low, high)
-    return _sampled(lambda g, a: discrete.random_from_to_(g, a, low, high - low),
-                    lambda state, s, t: state.randint(low, high, size=s, dtype=np.int64),
-                    tuple(input.shape), _dtype.to_dtype(dtype or input.dtype), device or input.device,
-                    False, generator, _layout_of(input, device))
+    d = _dtype.to_dtype(dtype or input.dtype)
+    low, span = bounds.from_to(d, int(low), int(high))
+    return _sampled(lambda g, a: discrete.random_from_to_(g, a, low, span),
+                    lambda state, s, t: state.randint(low, low + span, size=s, dtype=np.int64),
+                    tuple(input.shape), d, device or input.device, False, generator,
+                    _layout_of(input, device, memory_format))
+
+
+_RANDPERM_LIMITS = {"float16": (2049, "2049"), "float32": (2 ** 24 + 1, "2^24+1"), "float64": (2 ** 53 + 1, "2^53+1")}
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -284,10 +569,12 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     n = int(n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")
-    if n > 0 and d.is_floating_point and n - 1 > 2 ** (np.finfo(d.np).nmant + 1):
-        raise RuntimeError(f"n cannot be greater than 2^{np.finfo(d.np).nmant + 1}+1 for {d.title} type.")
-    if n > 0 and not d.is_floating_point and d is not _dtype.bool_ and n - 1 > np.iinfo(d.np).max:
-        raise RuntimeError(f"n is too large for result tensor type: '{d.title}'")
+    if d is _dtype.bool_:
+        raise NotImplementedError("\"randperm\" not implemented for 'Bool'")
+    if not d.is_floating_point:
+        _to_dtype_scalar(max(n - 1, 0), d.np)  # torch's overflow error where n - 1 does not fit
+    elif n > _RANDPERM_LIMITS.get(d.name, (n, ""))[0]:  # bfloat16: no limit
+        raise RuntimeError(f"n cannot be greater than {_RANDPERM_LIMITS[d.name][1]} for {d.title} type.")
     return _sampled(lambda g, a: a.__setitem__(Ellipsis, discrete.randperm(g, n)),
                     lambda state, s, t: state.permutation(n), (n,), d, device, requires_grad, generator)
 
@@ -325,7 +612,7 @@ def _normal_array(mean, std, generator):
     CPU stream (on the CPU, or with an explicit ``generator``)."""
     ref = mean if not isinstance(mean, numbers.Number) else std
     if isinstance(std, numbers.Number) and std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     shape = np.broadcast_shapes(np.shape(mean), np.shape(std))
     device = device_of(ref)
     state = _random.device_rng(device, generator)
@@ -488,48 +775,52 @@ def _sample_(self, kernel, fill, device_sample, generator, floating=True):
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
-    if not a <= b:
-        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a} > to={b}")
+    if self.dtype.is_floating_point:
+        bounds.uniform_bounds(self.dtype, a, b)
+    elif not a <= b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
     return _sample_(self, "uniform_kernel_cpu", lambda g, arr: continuous.uniform_(g, arr, a, b),
                     lambda state, s, d: state.uniform(a, b, s, dtype=d), generator)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if not std >= 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     return _sample_(self, "normal_kernel_cpu", lambda g, arr: continuous.normal_(g, arr, mean, std),
                     lambda state, s, d: state.normal(mean, std, s, dtype=d), generator)
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     if not std > 0:
-        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
     return _sample_(self, "log_normal_cpu", lambda g, arr: continuous.log_normal_(g, arr, mean, std),
                     lambda state, s, d: state.lognormal(mean, std, s, dtype=d), generator)
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
-    if not 0 < lambd < math.inf:
-        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
     return _sample_(self, "exponential_cpu", lambda g, arr: continuous.exponential_(g, arr, lambd),
                     lambda state, s, d: state.exponential(1.0 / lambd, s, dtype=d), generator)
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
     return _sample_(self, "cauchy_cpu", lambda g, arr: continuous.cauchy_(g, arr, median, sigma),
                     lambda state, s, d: (median + sigma * state.standard_cauchy(s)).astype(d), generator)
 
 
 def geometric_(self, p, *, generator=None):
     if not 0 < p < 1:
-        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
     return _sample_(self, "geometric_cpu", lambda g, arr: continuous.geometric_(g, arr, p),
                     lambda state, s, d: state.geometric(p, s).astype(d), generator, floating=False)
 
 
 def _check_probability(p):
     if not 0 <= p <= 1:
-        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
     return p
 
 
@@ -549,40 +840,38 @@ _TO_OMITTED = object()
 
 
 def _largest_random(dtype):
-    """The inclusive upper end of ``random_(from)``: 2^mantissa for floats, the maximum for integers."""
+    """The inclusive upper end of ``random_()``: 2^mantissa for floats, the maximum for integers."""
     if dtype.is_floating_point:
         return 2 ** (np.finfo(dtype.np).nmant + 1)
     return 1 if dtype is _dtype.bool_ else int(np.iinfo(dtype.np).max)
 
 
-def _random_bounds(dtype, from_, to):
-    """The half-open range [low, high) of ``random_(from_, to)`` (``to`` omitted: ``from_`` is ``to``)."""
-    if from_ is None:
-        return 0, _largest_random(dtype) + 1
-    if to is _TO_OMITTED:
-        return 0, from_
-    return from_, _largest_random(dtype) + 1 if to is None else to
-
-
 def random_(self, from_=None, to=_TO_OMITTED, *, generator=None):
     """``random_()``: [0, 2^mantissa] or [0, max]; ``random_(to)``: [0, to); ``random_(from, to)``:
-    [from, to); ``random_(from, None)``: [from, max]."""
-    low, high = _random_bounds(self.dtype, from_, to)
-    _check_from_to(low, high)
+    [from, to); ``random_(from, None)``: [from, max]; the bounds checked as torch checks them
+    (``_rng.bounds``)."""
     if from_ is None:
+        low, span = 0, _largest_random(self.dtype) + 1
         fill = discrete.random_
     elif to is None and from_ == -2 ** 63:
+        low, span = from_, 2 ** 64
         fill = discrete.random_full_range_
     else:
-        fill = functools.partial(discrete.random_from_to_, low=low, span=high - low)
+        low, span = bounds.from_to(self.dtype, *((0, from_) if to is _TO_OMITTED else (from_, to)))
+        fill = functools.partial(discrete.random_from_to_, low=low, span=span)
     return _sample_(self, "random_", fill,
-                    lambda state, s, d: state.randint(low, min(high, 2 ** 63), s, dtype=np.int64).astype(d),
+                    lambda state, s, d: state.randint(low, min(low + span, 2 ** 63), s, dtype=np.int64).astype(d),
                     generator, floating=False)
 
 
 def fill_(self, value):
+    """``value`` in every element: a number converted as torch's ``Scalar.to`` converts it (past the range:
+    torch's overflow error), a tensor's value cast (wrapping) as ``Tensor.to`` casts it."""
     _check_fill(self)
-    self._data[...] = value.item() if isinstance(value, Tensor) else value
+    if isinstance(value, Tensor):
+        self._data[...] = value.detach().to(self.dtype).item()
+    else:
+        self._data[...] = _to_dtype_scalar(value, self._data.dtype, self._data.size == 1)
     self._version[0] += 1
     return self
 

@@ -16,7 +16,7 @@ from .. import _dtype, backends
 from .._device import factory_device, xp_for
 from .._rng.rounding import _two_product, _two_sum
 from ..tensor import Tensor
-from .creation import _finish, _float
+from .creation import _finish, _float, _to_dtype_scalar
 
 __all__ = ["arange", "linspace", "logspace"]
 
@@ -79,8 +79,10 @@ def _float_arange(xp, start, step, n, np_dtype):
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
-    """Values from ``start`` up to ``end`` (excluded) by ``step``; floating ones are torch's CPU values
-    (``_float_arange``)."""
+    """Values from ``start`` up to ``end`` (excluded) by ``step``, as torch computes them: ceil((end - start) /
+    step) of them (in float64 unless all three and the dtype are integers), floating ones torch's CPU values
+    (``_float_arange``), integer ones ``int(start) + int(step) * i`` (truncated arguments, wrapping into the
+    dtype)."""
     if end is None:
         start, end = 0, start
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -88,49 +90,42 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         d = _dtype.get_default_dtype() if any(isinstance(v, float) for v in values) else _dtype.int64
     else:
         d = _dtype.to_dtype(dtype)
-    xp = xp_for(factory_device(device) or "cpu")
+    if d.np.kind in "bc":
+        raise NotImplementedError(f"\"arange_cpu\" not implemented for '{d.title}'")
     start, end, step = values
-    n = max(int(np.ceil((end - start) / step)), 0)
+    check_range(start, end, step)
+    xp = xp_for(factory_device(device) or "cpu")
+    exact = d.np.kind in "iu" and all(isinstance(v, numbers.Integral) for v in values)
+    n = -(-(end - start) // step) if exact else int(math.ceil((float(end) - float(start)) / float(step)))
     with np.errstate(all="ignore"):  # infinities and NaN come out as torch's, quietly
-        arr = _float_arange(xp, start, step, n, d.np) if d.is_floating_point else xp.arange(start, end, step)
-        arr = arr.astype(d.np, copy=False)
+        if d.is_floating_point:
+            arr = _float_arange(xp, start, step, n, d.np)
+        else:
+            arr = (int(start) + int(step) * xp.arange(n, dtype=np.int64)).astype(d.np)
     return _finish(arr, requires_grad=requires_grad)
 
 
+def check_range(start, end, step):
+    """torch's errors for a range (``arange``, ``range``) that has no step, ends at an infinity or NaN, or runs
+    away from its end."""
+    if not (step > 0 or step < 0):
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start:g} -> {end:g}")
+    if not (step > 0 and end >= start or step < 0 and end <= start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+
+
 def _range_args(name, d, start, end, steps):
-    """``start`` and ``end`` as Python numbers and ``steps`` as an int, checked as torch checks them."""
-    if d.np == np.bool_:
-        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    """``start`` and ``end`` as Python numbers and ``steps`` as an int, checked as torch checks them (bool: only
+    for two steps or more, which its kernel computes; one step is a fill)."""
     steps = int(steps)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
+    if d.np == np.bool_ and steps >= 2:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
     start, end = (v.item() if isinstance(v, Tensor) else v for v in (start, end))
     return start, end, steps
-
-
-_C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-                 "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
-
-
-def _to_dtype_scalar(value, np_dtype):
-    """A Python number as torch's ``Scalar.to<dtype>()`` converts it: integers truncated, the half types
-    through float32 (c10::Half and BFloat16 are built from a float); a numpy scalar of ``np_dtype``. Like
-    c10's checked_convert it refuses a finite value past the type's range (an integer may also wrap into an
-    unsigned type from as low as minus its maximum)."""
-    if np_dtype.kind in "iu":
-        info = np.iinfo(np_dtype)
-        low = -int(info.max) if np_dtype.kind == "u" and isinstance(value, numbers.Integral) else int(info.min)
-        fits = low <= value <= int(info.max)
-    else:
-        fits = not math.isfinite(value) or abs(value) <= float(np.finfo(np_dtype).max)
-    if not fits:
-        raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES.get(np_dtype.name, np_dtype.name)} "
-                           "without overflow")
-    if np_dtype.kind in "iu":
-        return np.array(int(value)).astype(np_dtype)[()]  # wraps, as two's complement does
-    if np_dtype in _dtype.HALF_NP:
-        return np.float32(value).astype(np_dtype)
-    return np_dtype.type(value)
 
 
 def _linspace(xp, start, end, steps, np_dtype):
@@ -174,8 +169,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     start, end, steps = _range_args("linspace", d, start, end, steps)
     xp = xp_for(factory_device(device) or "cpu")
     with np.errstate(all="ignore"):  # infinities and NaN come out as torch's, quietly
-        if steps < 2:
-            arr = xp.asarray([_to_dtype_scalar(start, d.np)][:steps], d.np)
+        if steps < 2:  # a fill with ``start`` (no conversion for no steps)
+            arr = xp.asarray([_to_dtype_scalar(start, d.np)] if steps else [], d.np)
         else:
             arr = _linspace(xp, start, end, steps, d.np)
     return _finish(arr, requires_grad=requires_grad)
@@ -215,18 +210,19 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     xp = xp_for(factory_device(device) or "cpu")
     base = float(base)
     with np.errstate(all="ignore"):  # infinities and NaN come out as torch's, quietly
-        if steps < 2:
-            values = _libm_pow(xp, base, xp.asarray([float(start)][:steps], np.float64))
+        if steps < 2:  # a fill with pow(base, start), converted (checked) into the dtype
+            power = float(_libm_pow(xp, base, xp.asarray([float(start)], np.float64))[0])
+            return _finish(xp.asarray([_to_dtype_scalar(power, d.np)] if steps else [], d.np),
+                           requires_grad=requires_grad)
+        s, e = _to_dtype_scalar(start, d.np), _to_dtype_scalar(end, d.np)
+        if d.np in _dtype.HALF_NP:  # Half - Half rounds to Half; integers subtract as C ints, exactly
+            diff = (np.float32(e) - np.float32(s)).astype(d.np)
         else:
-            s, e = _to_dtype_scalar(start, d.np), _to_dtype_scalar(end, d.np)
-            if d.np in _dtype.HALF_NP:  # Half - Half rounds to Half; integers subtract as C ints, exactly
-                diff = (np.float32(e) - np.float32(s)).astype(d.np)
-            else:
-                diff = int(e) - int(s) if d.np.kind in "iu" else e - s
-            step = float(diff) / (steps - 1)
-            i = xp.arange(steps)
-            exponents = xp.where(i < steps // 2, float(s) + step * i, float(e) - step * (steps - 1 - i))
-            values = _libm_pow(xp, base, exponents)
+            diff = int(e) - int(s) if d.np.kind in "iu" else e - s
+        step = float(diff) / (steps - 1)
+        i = xp.arange(steps)
+        exponents = xp.where(i < steps // 2, float(s) + step * i, float(e) - step * (steps - 1 - i))
+        values = _libm_pow(xp, base, exponents)
         if d.np.kind in "iu":
             values = xp.trunc(values)
         elif d.np in _dtype.HALF_NP:
