@@ -308,17 +308,26 @@ def _filled(fill, size, dtype, device, requires_grad, default=None, what=None):
     return _finish(arr, requires_grad=requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    return _filled(0, size, dtype, device, requires_grad, what="zeros")
+def _sizes(positional, size):
+    """A factory's size as varargs (or one sequence) or, as torch also takes it, the keyword ``size``."""
+    if size is None:
+        return positional
+    if positional:
+        raise TypeError("got multiple values for argument 'size'")
+    return (size,)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    return _filled(1, size, dtype, device, requires_grad)
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    return _filled(0, _sizes(sizes, size), dtype, device, requires_grad, what="zeros")
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    return _filled(1, _sizes(sizes, size), dtype, device, requires_grad)
+
+
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           memory_format=None, pin_memory=False):
-    return _filled(None, size, dtype, device, requires_grad)
+    return _filled(None, _sizes(sizes, size), dtype, device, requires_grad)
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=None, layout=None):
@@ -496,8 +505,9 @@ def _complex_samples(sample, shape, d, scale, device, requires_grad, generator):
     return z.requires_grad_(requires_grad) if requires_grad else z
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Uniform samples on [0, 1) (each part of a complex sample)."""
+    size = _sizes(sizes, size)
     if _float(dtype).is_complex:
         return _complex_samples(rand, _checked_shape(size), _float(dtype), 1, device, requires_grad, generator)
     return _sampled(lambda g, a: continuous.uniform_(g, a, 0.0, 1.0),
@@ -505,8 +515,9 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, ou
                     _checked_shape(size), _float(dtype), device, requires_grad, generator)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None):
     """Standard normal samples (complex: parts of variance 1/2 each)."""
+    size = _sizes(sizes, size)
     if _float(dtype).is_complex:
         return _complex_samples(randn, _checked_shape(size), _float(dtype), 0.5 ** 0.5, device, requires_grad,
                                 generator)
@@ -866,30 +877,59 @@ def random_(self, from_=None, to=_TO_OMITTED, *, generator=None):
 
 def fill_(self, value):
     """``value`` in every element: a number converted as torch's ``Scalar.to`` converts it (past the range:
-    torch's overflow error), a tensor's value cast (wrapping) as ``Tensor.to`` casts it."""
-    _check_fill(self)
-    if isinstance(value, Tensor):
-        self._data[...] = value.detach().to(self.dtype).item()
+    torch's overflow error), a tensor's value cast (wrapping) as ``Tensor.to`` casts it. Recorded by autograd
+    (``Fill``) where the tensor or the value requires grad."""
+    tensor_value = isinstance(value, Tensor)
+    if tensor_value:
+        scalar = value.detach().to(self.dtype).item()
     else:
-        self._data[...] = _to_dtype_scalar(value, self._data.dtype, self._data.size == 1)
+        scalar = _to_dtype_scalar(value, self._data.dtype, self._data.size == 1)
+    if grad_mode.is_grad_enabled() and (self.requires_grad or (tensor_value and value.requires_grad)):
+        fill = Fill(scalar)
+        fill.inplace = True
+        return fill(self, value) if tensor_value else fill(self)
+    _check_fill(self)
+    self._data[...] = scalar
     self._version[0] += 1
     return self
+
+
+class Fill(Function):
+    """``fill_`` on the graph: the old values no longer matter (a zero gradient), a tensor value receives the sum
+    of the gradient (torch's FillBackward)."""
+
+    def __init__(self, scalar):
+        self.scalar = scalar
+
+    def forward(self, x, value=None):
+        x[...] = self.scalar
+        return x
+
+    def backward(self, gy):
+        xp = xp_of(gy)
+        return (xp.zeros_like(gy),) + ((gy.sum(),) if len(self.needs_input_grad) > 1 else ())
+
+    def backward_tensors(self, gy):
+        return (gy * 0,) + ((gy.sum(),) if len(self.needs_input_grad) > 1 else ())
 
 
 def zero_(self):
     return fill_(self, 0)
 
 
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+    return zeros(*_sizes(sizes, size), dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
 
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+    return ones(*_sizes(sizes, size), dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
 
-def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return empty(*size, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
+def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
+    return empty(*_sizes(sizes, size), dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
 
 
 def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):

@@ -256,3 +256,32 @@ def test_sampler_arguments_as_torch(call):
                                   lambda L: L.tensor([1, None]), lambda L: L.tensor(x for x in range(3))])
 def test_factory_errors_as_torch(call):
     same(call)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.zeros(size=(2,)), lambda lib, x: lib.ones(size=[2, 3]), lambda lib, x: lib.empty(size=(2, 0)),
+    lambda lib, x: lib.rand(size=(2,)), lambda lib, x: lib.randn(size=(2, 1)), lambda lib, x: x.new_zeros(size=(2,)),
+    lambda lib, x: x.new_ones(size=(1, 2)), lambda lib, x: x.new_empty(size=(3,)),
+])
+def test_factory_sizes_by_keyword(call):
+    """The factories' variadic size also comes by keyword (``torch.zeros(size=(2, 3))``), with the same result."""
+    ours, theirs = call(engine, engine.arange(3.0)), call(torch, torch.arange(3.0))
+    assert (tuple(ours.shape), str(ours.dtype)[7:]) == (tuple(theirs.shape), str(theirs.dtype)[6:])
+    with pytest.raises(TypeError, match="got multiple values for argument 'size'"):
+        engine.zeros(2, size=(2,))
+
+
+def test_fill_is_recorded_by_autograd():
+    """fill_ on a computed tensor cuts the old values' gradient; a tensor value gets the gradient's sum (on a view:
+    through the base)."""
+    grads = []
+    for lib in (torch, engine):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        v = lib.tensor(2.0, requires_grad=True)
+        a = x * 1
+        a[1:].fill_(v)
+        b = x.clone()
+        b.zero_()
+        ((a * lib.tensor([3.0, 5.0, 7.0])).sum() + (b * b).sum()).backward()
+        grads.append((x.grad.tolist(), v.grad.tolist(), a.tolist()))
+    assert grads[0] == grads[1]
