@@ -2,6 +2,7 @@
 or by their edges, with the edges returned, as torch's (not differentiable: the counts are piecewise constant)."""
 import numpy as np
 
+from .. import _dtype
 from .ranges import linspace
 from .reduction import return_type
 from ..tensor import Tensor, _new, register_method
@@ -60,6 +61,8 @@ def _bin_edges(input, points, bins, range):
     for d, count in enumerate(counts):
         if count <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {count} for dimension {d}")
+    if range is None and input.dtype not in (_dtype.float32, _dtype.float64):  # torch's data range: floats only
+        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype.title}'")
     outer = _outer_edges(points, dims, range)
     return [linspace(low, high, count + 1, dtype=input.dtype, device=input.device)
             for (low, high), count in zip(outer, counts)]

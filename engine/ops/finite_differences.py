@@ -3,6 +3,7 @@ first- or second-order one-sided differences at the edges, as torch's (numpy.gra
 ops, so it is differentiable."""
 import numbers
 
+from .. import _dtype
 from .shape import cat
 from ..tensor import Tensor
 
@@ -54,6 +55,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """The estimated partial derivatives of ``input`` along ``dim`` (an int, a list, or every dimension), one
     tensor each: ``spacing`` is one sample distance for all, one per dimension, or each dimension's 1-d
     coordinates (tensors)."""
+    if input.dtype is _dtype.uint8:
+        raise RuntimeError("torch.gradient does not support uint8 input.")
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     dims = list(range(input.dim())) if dim is None else [dim] if isinstance(dim, numbers.Integral) else list(dim)

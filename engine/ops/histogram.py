@@ -1,4 +1,6 @@
 """Counting ops: bincount and histc (not differentiable, as in PyTorch)."""
+import math
+
 import numpy as np
 
 from .. import _dtype
@@ -31,20 +33,22 @@ def bincount(input, weights=None, minlength=0):
 
 
 def histc(input, bins=100, min=0, max=0):
-    """A histogram of ``bins`` equal bins over [min, max] (the data's range when both are 0; widened
+    """A histogram of ``bins`` equal bins over [min, max] (the data's range when they are equal; widened
     by 1 each way when that range is one value); values outside are left out, ``max`` counts in the
-    last bin. The result has the input's float dtype."""
+    last bin. The result has the input's float dtype. As torch's, a range that is not finite (data
+    holding inf or NaN, when the range comes from the data) is refused, not narrowed to the finite data."""
     refuse_complex("histc", input)
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"\"histogram_{input.device.type}\" not implemented for '{input.dtype.title}'")
+        raise NotImplementedError(f"\"histogram_{input.device.type}\" not implemented for '{input.dtype.title}'")
     if bins <= 0:
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     x = input._data.reshape(-1)
     xp = xp_of(x)
     lo, hi = float(min), float(max)
     if lo == hi and x.size:
-        finite = x[xp.isfinite(x)]
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (lo, hi)
+        lo, hi = (math.nan, math.nan) if bool(xp.isnan(x).any()) else (float(x.min()), float(x.max()))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
     if lo == hi:
         lo, hi = lo - 1, hi + 1
     if lo > hi:

@@ -21,6 +21,9 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each of ``elements`` occurs in ``test_elements`` (either may be a scalar)."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() expected at least one of elements or test_elements to be a Tensor")
+    for operand in (elements, test_elements):
+        if getattr(operand, "dtype", None) is _dtype.bool_ or isinstance(operand, (bool, np.bool_)):
+            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
     like = elements if isinstance(elements, Tensor) else test_elements
     xp = xp_of(like._data)
     values = elements._data if isinstance(elements, Tensor) else xp.asarray(elements)

@@ -41,7 +41,10 @@ def norm_except_dim(v, pow=2, dim=0):
     if dim == -1:
         return vector_norm(v, pow)
     dim = _wrap_dim(dim, v.dim())
-    return vector_norm(v, pow, tuple(d for d in range(v.dim()) if d != dim), True)
+    others = tuple(d for d in range(v.dim()) if d != dim)
+    if not others:  # a 1-d v: each element's own norm (an empty dim list would mean all of v)
+        return vector_norm(v.reshape(-1, 1), pow, 1)
+    return vector_norm(v, pow, others, True)
 
 
 def embedding_renorm_(weight, indices, max_norm, norm_type):

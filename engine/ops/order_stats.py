@@ -5,10 +5,10 @@ gradient goes to the picked element).
 """
 import numpy as np
 
-from .reduction import Select, _check_nonempty, _one_axis, return_type
+from ._common import xp_of
+from .reduction import MedianAll, Select, _check_nonempty, _one_axis, median, refuse_bool, return_type
 from .scan import inclusive_scan
 from ..tensor import register_method
-from .shape import flatten
 from .complex_refusals import refuse_complex
 
 
@@ -59,14 +59,36 @@ class NanMedianDim(Select):
         return xp.take_along_axis(order, middle.astype(np.int64), self.axis)
 
 
+class NanMedianAll(MedianAll):
+    """The lower median of all non-NaN elements (NaN when all are NaN); ties, and NaN inputs when all are NaN,
+    share the gradient, as torch's."""
+
+    def forward(self, x):
+        xp = xp_of(x)
+        self.x = x
+        flat = x.reshape(-1)
+        if x.dtype.kind == "f":
+            flat = flat[~xp.isnan(flat)]
+        if flat.size == 0:
+            self.y = xp.asarray(np.nan, x.dtype)
+        else:
+            k = (flat.size - 1) // 2
+            self.y = xp.partition(flat, k)[k].reshape(())
+        return self.y
+
+
 def nanmedian(input, dim=None, keepdim=False):
-    """The lower median ignoring NaN: of all elements (a 0-d tensor) or along ``dim`` with indices."""
+    """The lower median ignoring NaN: of all elements (a 0-d tensor; NaN when empty, as ``median``) or along
+    ``dim`` with indices. torch's errors name ``median``."""
     if dim is None:
-        values, _ = NanMedianDim(0, True)(flatten(input))
-        return values
+        if input.numel() == 0:
+            return median(input)
+        refuse_bool(input, "median_cpu")
+        return NanMedianAll()(input)
     axis = _one_axis(dim, input.ndim)
     if axis is not None:
-        _check_nonempty(input, (axis,), "nanmedian")
+        _check_nonempty(input, (axis,), "median")
+    refuse_bool(input, "median_out")
     values, indices = NanMedianDim(axis, not keepdim)(input)
     return return_type("nanmedian")(values, indices)
 

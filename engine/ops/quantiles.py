@@ -1,14 +1,21 @@
 """quantile and nanquantile: sort along the dim, then read (and interpolate) at q's rank.
 
 Composed of ``sort``, ``gather`` and arithmetic, so the gradient goes to the one or two sorted
-elements each quantile reads, weighted by the interpolation, as in PyTorch. Sorting puts NaN last:
-a slice holding NaN reads its last element (quantile), and one of only NaN reads its first
-(nanquantile), which gives NaN and sends the gradient where PyTorch sends it.
+elements each quantile reads, weighted by the interpolation, as in PyTorch, and, for linear
+interpolation, to a tensor ``q`` through the weight. Sorting puts NaN last: a slice holding NaN reads
+its last element (quantile), and one of only NaN reads its first (nanquantile), which gives NaN and
+sends the gradient where PyTorch sends it. Only "linear" and "midpoint" blend two elements (with
+torch's two-sided lerp); the others read one, so an infinity stays itself.
 """
 import numbers
 
+import numpy as np
+
+from .. import _dtype
 from ..amp import autocast_mode
-from ..tensor import _new, register_method
+from ..autograd.function import Function
+from ..tensor import Tensor, _new, register_method
+from .elementwise import where
 from ._common import wrap_dim, xp_of
 from .indexing import gather
 from .shape import flatten, movedim, squeeze, unsqueeze
@@ -20,10 +27,10 @@ INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _check(input, q, interpolation):
     """PyTorch's argument checks (its messages say quantile() for nanquantile too); returns q as a
     1-d array and whether it was a scalar."""
-    if not input.is_floating_point():
-        raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if input.numel() == 0:
         raise RuntimeError("quantile() input tensor must be non-empty")
+    if input.dtype not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if interpolation not in INTERPOLATIONS:
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or "
                            f"nearest, but got {interpolation}")
@@ -55,23 +62,54 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     rank = qs * (xp.maximum(count, 1) - 1)
     if not ignore_nan:
         rank = xp.where(nan.any(axis=-1, keepdims=True), n - 1, rank)
-    below, above = xp.floor(rank), xp.ceil(rank)
-    if interpolation == "lower":
-        above = below
-    elif interpolation == "higher":
-        below = above
-    elif interpolation == "nearest":
-        below = above = xp.round(rank)
-    if interpolation == "linear":
-        weight = rank - below
+    if interpolation in ("lower", "higher", "nearest"):
+        pick = {"lower": xp.floor, "higher": xp.ceil, "nearest": xp.round}[interpolation](rank)
+        out = movedim(gather(ordered, -1, _new(pick.astype("int64"))), -1, 0)
     else:
-        weight = xp.full(rank.shape, 0.5 if interpolation == "midpoint" else 0.0)
-    low = gather(ordered, -1, _new(below.astype("int64")))
-    high = gather(ordered, -1, _new(above.astype("int64")))
-    out = movedim(low + (high - low) * _new(weight.astype(input._data.dtype)), -1, 0)
+        below = xp.floor(rank)
+        low = gather(ordered, -1, _new(below.astype("int64")))
+        high = gather(ordered, -1, _new(xp.ceil(rank).astype("int64")))
+        if interpolation == "midpoint":
+            weight = _new(xp.full(rank.shape, 0.5, input._data.dtype))
+        else:
+            weight = _new((rank - below).astype(input._data.dtype))
+            if isinstance(q, Tensor) and q.requires_grad:
+                fixed = (qs * (count - 1) < 0) if ignore_nan else nan.any(axis=-1, keepdims=True)
+                weight = weight + _rank_change(q, count, xp.broadcast_to(fixed, rank.shape))
+        out = movedim(Lerp()(low, high, weight), -1, 0)
     if keepdim:
         out = _keep_dims(out, input.ndim, dim)
     return squeeze(out, 0) if scalar_q else out
+
+
+def _rank_change(q, count, fixed):
+    """Zero, with q's gradient through the rank q * (count - 1): the count less one, cut off (not multiplied by 0:
+    NaN stays out) where the rank is ``fixed``: rows holding NaN for quantile, rows of only NaN for nanquantile
+    where q > 0 (torch clamps a negative rank, and -0.0 is not negative)."""
+    xp = xp_of(fixed)
+    slope = _new(((count - 1) * xp.ones(fixed.shape)).astype(q._data.dtype))
+    return where(_new(xp.ascontiguousarray(fixed)), 0.0, (q.reshape(-1) - q.detach().reshape(-1)) * slope)
+
+
+class Lerp(Function):
+    """torch's lerp of equal-shaped ``low``, ``high`` and ``weight``: from ``low`` below a weight of 0.5, from
+    ``high`` above (exact at both ends); its gradients are torch's, one formula each (not a ``where`` of two
+    branches, whose unchosen one would turn an infinite step times a zero gradient into NaN)."""
+
+    def forward(self, low, high, weight):
+        xp = xp_of(low)
+        self.low, self.high, self.weight = low, high, weight
+        with np.errstate(invalid="ignore"):
+            step = high - low
+            return xp.where(weight < 0.5, low + weight * step, high - step * (1 - weight)).astype(low.dtype)
+
+    def backward(self, gy):
+        with np.errstate(invalid="ignore"):
+            return gy * (1 - self.weight), gy * self.weight, gy * (self.high - self.low)
+
+    def backward_tensors(self, gy):
+        low, high, weight = (self.saved_input(i, a) for i, a in enumerate((self.low, self.high, self.weight)))
+        return gy * (1 - weight), gy * weight, gy * (high - low)
 
 
 def _keep_dims(out, ndim, dim):

@@ -9,6 +9,7 @@ import builtins
 import collections
 import copy
 import math
+import warnings
 
 import numpy as np
 
@@ -209,13 +210,20 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     return Sum(_axes(dim, input.ndim), keepdim, dt)(input)
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """Mean over ``dim``; only floating results are defined (as in PyTorch)."""
+def _mean_dtype(input, dtype, name):
+    """The result dtype of ``name`` (mean or nanmean): ``dtype`` or the input's, which must be floating or complex;
+    torch's message names which of the two was not."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else input.dtype
     if not (dt.is_floating_point or dt.is_complex):
-        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
+        which = "Input" if dtype is None else "Optional"
+        raise RuntimeError(f"{name}(): could not infer output dtype. {which} dtype must be either a floating "
                            f"point or complex dtype. Got: {dt.title}")
-    return Mean(_axes(dim, input.ndim), keepdim, dt)(input)
+    return dt
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over ``dim``; only floating results are defined (as in PyTorch)."""
+    return Mean(_axes(dim, input.ndim), keepdim, _mean_dtype(input, dtype, "mean"))(input)
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
@@ -225,46 +233,73 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
-    """Mean over the non-NaN elements."""
-    dt = _dtype.to_dtype(dtype) if dtype is not None else input.dtype
-    if not (dt.is_floating_point or dt.is_complex):
+    """Mean over the non-NaN elements (of a floating or complex input, whatever ``dtype`` says)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
-                           f"{dt.title}")
-    return NanMean(_axes(dim, input.ndim), keepdim, dt)(input)
+                           f"{input.dtype.title}")
+    return NanMean(_axes(dim, input.ndim), keepdim, _mean_dtype(input, dtype, "nanmean"))(input)
 
 
 # ---- var, std ----------------------------------------------------------------------------------
 class Var(_Reduction):
+    """Variance over ``axes`` with ``correction``, whose backward is torch's: with ``dim`` given, 2 (x - mean) / (n -
+    correction), the divisor unclamped (negative past n, unlike the forward's); for the full ``var(x)``
+    (``full``) with n <= correction, inf times the gradient, NaN where x equals the mean."""
+
     uses_inputs = True
 
-    def __init__(self, axes, keepdim, correction):
+    def __init__(self, axes, keepdim, correction, full=False):
         super().__init__(axes, keepdim)
-        self.correction = correction
+        self.correction, self.full = correction, full
 
     def forward(self, x):
+        with np.errstate(over="ignore"):  # a float16 variance past 65504 is inf, as torch's
+            return self.variance(x).astype(x.dtype, copy=False)
+
+    def variance(self, x):
+        """The variance in x's dtype, or in float32 for float16 and bfloat16 (as torch accumulates them: squares
+        of half values overflow float16 early)."""
         xp = xp_of(x)
         self.shape = x.shape
+        self.x = x
+        x = x.astype(np.float32) if x.dtype in _dtype.HALF_NP else x
         n = _count(x.shape, self.axes)
         self.dof = x.dtype.type(builtins.max(n - self.correction, 0))
-        self.x = x
+        self.grad_dof = x.dtype.type(n - self.correction)  # torch's backward does not clamp at 0
         with np.errstate(invalid="ignore", divide="ignore"):
             self.centered = x - xp.sum(x, self.axes, keepdims=True) / x.dtype.type(n)
             y = (self.centered * self.centered).sum(self.axes, keepdims=self.keepdim) / self.dof
-        return _as_array(xp, y).astype(x.dtype, copy=False)
+        return _as_array(xp, y)
+
+    def _no_dof(self):
+        """torch's factor for a full variance without degrees of freedom (or None where it does not apply)."""
+        if not (self.full and self.grad_dof <= 0):
+            return None
+        return xp_of(self.centered).where(self.centered == 0, np.nan, np.inf).astype(self.centered.dtype)
 
     def backward(self, gy):
+        factor = self._no_dof()
         with np.errstate(invalid="ignore", divide="ignore"):
-            return _keep(gy, self.axes, self.keepdim) * (2 / self.dof) * self.centered
+            if factor is not None:
+                return (_keep(gy, self.axes, self.keepdim) * factor).astype(gy.dtype, copy=False)
+            return (_keep(gy, self.axes, self.keepdim) * (2 / self.grad_dof) * self.centered).astype(gy.dtype,
+                                                                                                   copy=False)
 
     def backward_tensors(self, gy):
+        factor = self._no_dof()
+        if factor is not None:
+            return keep_dims(gy, self.axes, self.keepdim) * constant(factor.astype(gy._data.dtype))
         x = self.saved_input(0, self.x)
         centered = x - x.mean(dim=self.axes, keepdim=True)
-        return keep_dims(gy, self.axes, self.keepdim) * (2 / float(self.dof)) * centered
+        with np.errstate(divide="ignore"):
+            scale = 2 / self.grad_dof
+        return keep_dims(gy, self.axes, self.keepdim) * float(scale) * centered
 
 
 class Std(Var):
     def forward(self, x):
-        self.y = xp_of(x).sqrt(super().forward(x))
+        with np.errstate(over="ignore"):
+            self.y = xp_of(x).sqrt(self.variance(x)).astype(x.dtype, copy=False)
         return self.y
 
     def backward(self, gy):
@@ -289,60 +324,71 @@ def _correction(dim, unbiased, correction):
     return dim, correction
 
 
-def _var_like(fn_cls, input, dim, unbiased, keepdim, correction):
+def _var_like(fn_cls, input, dim, unbiased, keepdim, correction, name):
+    """``name`` (var, std, var_mean or std_mean, for torch's messages) of ``input`` by ``fn_cls``; a correction
+    that leaves no degrees of freedom gives inf or nan with torch's warning."""
     if not input.dtype.is_floating_point:
-        raise RuntimeError("std and var only support floating point and complex dtypes")
+        prefix = name if name.endswith("_mean") else "std and var"
+        raise RuntimeError(f"{prefix} only support floating point and complex dtypes")
     dim, correction = _correction(dim, unbiased, correction)
-    return fn_cls(_axes(dim, input.ndim), keepdim, correction)(input)
+    axes = _axes(dim, input.ndim)
+    if _count(input.shape, axes) - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the reduction "
+                      "factor (input numel divided by output numel).", UserWarning, stacklevel=3)
+    return fn_cls(axes, keepdim, correction, full=dim is None)(input)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance with Bessel's correction by default (``correction=1``)."""
-    return _var_like(Var, input, dim, unbiased, keepdim, correction)
+    return _var_like(Var, input, dim, unbiased, keepdim, correction, "var")
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Standard deviation; the gradient is zero where the result is zero (as PyTorch)."""
-    return _var_like(Std, input, dim, unbiased, keepdim, correction)
+    return _var_like(Std, input, dim, unbiased, keepdim, correction, "std")
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(var, mean) over the same dims."""
     d = None if isinstance(dim, bool) else dim
-    return (var(input, dim, unbiased, keepdim, correction=correction), mean(input, d, keepdim))
+    return (_var_like(Var, input, dim, unbiased, keepdim, correction, "var_mean"), mean(input, d, keepdim))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """(std, mean) over the same dims."""
     d = None if isinstance(dim, bool) else dim
-    return (std(input, dim, unbiased, keepdim, correction=correction), mean(input, d, keepdim))
+    return (_var_like(Std, input, dim, unbiased, keepdim, correction, "std_mean"), mean(input, d, keepdim))
 
 
 # ---- max/min family ----------------------------------------------------------------------------
 class _EvenTies(_Reduction):
-    """A reduction whose value is one of its inputs; the gradient is shared among equal inputs."""
+    """A reduction whose value is one of its inputs; the gradient is shared among equal inputs. With
+    ``nan_ties`` (torch's full ``max()``, ``min()``, ``median()``), a NaN result shares it among the NaN inputs
+    (``amax`` does not: its gradient is then NaN)."""
 
     uses_inputs = True
+    nan_ties = False
+
+    def _share(self, dtype):
+        xp = xp_of(self.x)
+        y = _keep(self.y, self.axes, self.keepdim)
+        hit = self.x == y
+        if self.nan_ties and self.x.dtype.kind == "f":
+            hit = xp.where(xp.isnan(y), xp.isnan(self.x), hit)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return hit / hit.sum(self.axes, keepdims=True).astype(dtype)
 
     def backward(self, gy):
-        y = _keep(self.y, self.axes, self.keepdim)
-        hit = self.x == y
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = hit / hit.sum(self.axes, keepdims=True).astype(gy.dtype)
-        return _keep(gy, self.axes, self.keepdim) * share
+        return _keep(gy, self.axes, self.keepdim) * self._share(gy.dtype)
 
     def backward_tensors(self, gy):
-        y = _keep(self.y, self.axes, self.keepdim)
-        hit = self.x == y
-        with np.errstate(divide="ignore", invalid="ignore"):
-            share = hit / hit.sum(self.axes, keepdims=True).astype(gy._data.dtype)
-        return keep_dims(gy, self.axes, self.keepdim) * constant(share)
+        return keep_dims(gy, self.axes, self.keepdim) * constant(self._share(gy._data.dtype))
 
 
 class AMax(_EvenTies):
-    def __init__(self, axes, keepdim, largest=True):
+    def __init__(self, axes, keepdim, largest=True, nan_ties=False):
         super().__init__(axes, keepdim)
-        self.largest = largest
+        self.largest, self.nan_ties = largest, nan_ties
 
     def forward(self, x):
         xp = xp_of(x)
@@ -355,6 +401,8 @@ class AMax(_EvenTies):
 class MedianAll(_EvenTies):
     """The lower median of all elements (NaN if any element is NaN)."""
 
+    nan_ties = True
+
     def __init__(self):
         super().__init__(None, False)
 
@@ -362,8 +410,9 @@ class MedianAll(_EvenTies):
         xp = xp_of(x)
         self.x = x
         flat = x.reshape(-1)
-        if flat.size == 0:
-            self.y = xp.asarray(np.nan, x.dtype)
+        if flat.size == 0:  # NaN, cast as torch casts it for integer types (numpy's cast agrees)
+            with np.errstate(invalid="ignore"):
+                self.y = xp.asarray(np.nan).astype(x.dtype)
         else:
             k = (flat.size - 1) // 2
             self.y = xp.partition(flat, k)[k].reshape(())
@@ -477,7 +526,7 @@ def _max_min(input, dim, keepdim, other, largest):
                     f"{name}(): does not support complex input")
     if dim is None:
         _check_full_nonempty(input, name)
-        return AMax(_axes(None, input.ndim), False, largest)(input)
+        return AMax(_axes(None, input.ndim), False, largest, nan_ties=True)(input)
     return _select_dim(ArgExtreme, input, dim, keepdim, name, largest=largest)
 
 
@@ -497,7 +546,9 @@ def _amax_amin(input, dim, keepdim, largest):
     axes = _axes(dim, input.ndim)
     if dim is None or dim == () or dim == []:
         _check_full_nonempty(input, name)
-    _check_nonempty(input, axes, name)
+    for d in [dim] if isinstance(dim, (int, np.integer)) else dim or ():  # torch names the dim as given
+        if input.ndim and input.shape[wrap_dim(int(d), input.ndim)] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     return AMax(axes, keepdim, largest)(input)
 
 
@@ -512,14 +563,27 @@ def amin(input, dim=(), keepdim=False):
 
 
 def aminmax(input, *, dim=None, keepdim=False):
-    """(min, max) in one call."""
-    d = () if dim is None else dim
+    """(min, max) in one call, over all elements or one ``dim``."""
+    if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                               "identity.")
+        d = ()
+    else:
+        if not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+        d = _one_axis(dim, input.ndim)
+        if d is not None and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        d = () if d is None else d
     return return_type("aminmax", ("min", "max"))(amin(input, d, keepdim), amax(input, d, keepdim))
 
 
 def _arg_extreme(input, dim, keepdim, largest):
     name = "argmax" if largest else "argmin"
     _refuse_complex(input, f"{name}(): does not support complex input")
+    if input.dtype is _dtype.bool_:
+        raise RuntimeError(f"{name}(): does not support bool input")
 
     def compute(x):
         xp = xp_of(x)
@@ -557,30 +621,54 @@ def median(input, dim=None, keepdim=False):
     _refuse_complex(input, "\"median_cpu\" not implemented for '{}'" if dim is None else
                     "\"median_out\" not implemented for '{}'")
     if dim is None:
+        if input.numel():  # torch's full median of an empty bool tensor is its NaN cast to bool
+            refuse_bool(input, "median_cpu")
         return MedianAll()(input)
+    axis = _one_axis(dim, input.ndim)
+    if axis is not None:
+        _check_nonempty(input, (axis,), "median")
+    refuse_bool(input, "median_out")
     return _select_dim(MedianDim, input, dim, keepdim, "median")
+
+
+def refuse_bool(input, kernel):
+    """torch's NotImplementedError for a median (order statistic) of a bool tensor by ``kernel``."""
+    if input.dtype is _dtype.bool_:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 # ---- prod, logsumexp ---------------------------------------------------------------------------
 class Prod(_Reduction):
-    """Product; the backward is exact when the input holds zeros (no division by zero)."""
+    """Product over ``axes`` (``full``: of all elements, as ``prod(x)``). The backward is torch's: result / input
+    when the input holds no zero at all, else the product of the other elements of each slice (no division; a
+    full product with two or more zeros has a zero gradient), which differ where the input holds inf or NaN."""
 
     uses_inputs = True
+
+    def __init__(self, axes, keepdim, dtype=None, full=False):
+        super().__init__(axes, keepdim, dtype)
+        self.full = full
 
     def forward(self, x):
         xp = xp_of(x)
         self.x = x = cast(x, self.dtype)
-        return _as_array(xp, xp.prod(x, self.axes, x.dtype, keepdims=self.keepdim))
+        with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 is NaN, as torch's, without a warning
+            return _as_array(xp, xp.prod(x, self.axes, x.dtype, keepdims=self.keepdim))
 
     def backward(self, gy):
         xp = xp_of(gy)
         x = self.x
-        zero = x == 0
-        n_zero = zero.sum(self.axes, keepdims=True)
-        x_nz = xp.where(zero, 1, x)
-        prod_nz = xp.prod(x_nz, self.axes, keepdims=True)
-        share = xp.where(n_zero == 0, prod_nz / x_nz, xp.where((n_zero == 1) & zero, prod_nz, 0))
-        return _keep(gy, self.axes, self.keepdim) * conj(share)
+        if x.ndim == 0:
+            return gy
+        g = _keep(gy, self.axes, self.keepdim)
+        zeros = int((x == 0).sum())
+        if zeros == 0:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return g * conj(xp.prod(x, self.axes, keepdims=True) / x)
+        if self.full and zeros > 1:
+            return xp.zeros(x.shape, g.dtype)
+        with np.errstate(invalid="ignore"):
+            return g * conj(_array_product_of_others(xp, x, self.axes))
 
     def backward_tensors(self, gy):
         """The product of the others as exclusive running products from both ends (torch's way round zeros:
@@ -597,7 +685,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product over all elements, or over one ``dim``."""
     dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
     axes = _axes(None, input.ndim) if dim is None else _axes(int(dim), input.ndim)
-    return Prod(axes, keepdim and dim is not None, dt)(input)
+    return Prod(axes, keepdim and dim is not None, dt, full=dim is None)(input)
 
 
 class LogSumExp(_Reduction):
@@ -635,7 +723,10 @@ def logsumexp(input, dim, keepdim=False):
 
 # ---- all, any, count_nonzero -------------------------------------------------------------------
 def _logical_reduce(input, dim, keepdim, name):
-    axes = _axes(dim, input.ndim)
+    """all/any over ``dim``; unlike the other reductions, torch's all/any over an empty list of dims reduce over
+    none (each element's truth)."""
+    no_dims = dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) == 0
+    axes = () if no_dims else _axes(dim, input.ndim)
     out_dt = np.uint8 if input.dtype is _dtype.uint8 else np.bool_
 
     def compute(x):
@@ -662,6 +753,18 @@ def count_nonzero(input, dim=None):
         xp = xp_of(x)
         return _as_array(xp, xp.count_nonzero(x, axis=axes)).astype(np.int64)
     return Compute(compute)(input)
+
+
+def _array_product_of_others(xp, x, axes):
+    """``_product_of_others`` on an array: exclusive running products from both ends over the flattened
+    ``axes`` (moved last), multiplied, so no element is divided out."""
+    last = tuple(range(x.ndim - len(axes), x.ndim))
+    moved = xp.moveaxis(x, axes, last)
+    flat = moved.reshape(moved.shape[:x.ndim - len(axes)] + (-1,))
+    ones = xp.ones(flat.shape[:-1] + (1,), x.dtype)
+    front = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], -1), -1)
+    back = xp.flip(xp.cumprod(xp.flip(xp.concatenate([flat[..., 1:], ones], -1), -1), -1), -1)
+    return xp.moveaxis((front * back).reshape(moved.shape), last, axes)
 
 
 def _product_of_others(x, axes):
@@ -733,6 +836,10 @@ class CumProd(_Cumulative):
 
     @holomorphic
     def backward(self, gy):
+        # torch's shortcuts for one element, or one along the dim: the gradient itself, also at inf or NaN (where
+        # the general formula's division gives NaN)
+        if gy.size <= 1 or self.shape[self.axis] == 1:
+            return gy
         return super().backward(gy)
 
     def grad(self, xp, g):
@@ -812,27 +919,35 @@ class VectorNorm(_Reduction):
         elif p == 2:
             y = xp.sqrt((x * x).sum(axes, keepdims=keep))
         else:
-            y = (a ** p).sum(axes, keepdims=keep) ** (1 / p)
+            with np.errstate(divide="ignore", over="ignore"):  # 0 ** p for p < 0: inf, the norm 0
+                y = (a ** p).sum(axes, keepdims=keep) ** (1 / p)
         self.y = _as_array(xp, y).astype(x.dtype, copy=False)
         return self.y
 
     def backward(self, gy):
+        """torch's formulas case by case, so that inf and NaN inputs give its gradients: the infinity norms send
+        the gradient, shared, to the elements equal to the norm in magnitude or NaN; p < 1 drops the zero
+        elements; the others drop the slices whose norm is zero."""
         xp = xp_of(gy)
         x, p = self.x, self.ord
         g, y = _keep(gy, self.axes, self.keepdim), _keep(self.y, self.axes, self.keepdim)
         if p == 0:
             return xp.zeros_like(x)
-        if p in (math.inf, -math.inf):
-            hit = xp.abs(x) == y
-            return g * xp.sign(x) * hit / hit.sum(self.axes, keepdims=True)
+        sign = xp.where(xp.isnan(x), 0, xp.sign(x))  # torch's sgn: 0 at NaN
         if p == 1:
-            return g * xp.sign(x)
-        with np.errstate(invalid="ignore", divide="ignore"):
+            return g * sign
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            if p in (math.inf, -math.inf):
+                a = xp.abs(x)
+                hit = (a == y) | xp.isnan(a)
+                return sign * (g / hit.sum(self.axes, keepdims=True).astype(g.dtype) * hit)
+            if p < 1:
+                return sign * xp.where(x == 0, 0, xp.abs(x) ** (p - 1)) * g * y ** (1 - p)
             if p == 2:
-                scale = x / y
+                scaled = x
             else:
-                scale = x * xp.abs(x) ** (p - 2) / y ** (p - 1)
-        return g * xp.where((y == 0) | (x == 0), 0, scale)
+                scaled = sign * xp.abs(x) ** (p - 1) if p < 2 else x * xp.abs(x) ** (p - 2)
+            return scaled * xp.where(y == 0, 0, g / y ** (p - 1))
 
     def backward_tensors(self, gy):
         xp = xp_of(gy._data)
@@ -861,11 +976,21 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                            f"Got {x.dtype.title}")
+    if dt.is_complex:
+        raise RuntimeError(f"linalg.vector_norm: dtype should be real for real inputs, but got {dt.title}")
+    if _dtype.promote_types(x.dtype, dt) is not dt:
+        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({x.dtype.title}) should be convertible "
+                           f"without narrowing to the specified dtype ({dt.title})")
     axes = _axes(dim, x.ndim)
-    if float(ord) < 0 or ord == math.inf:
-        if x.numel() == 0 and (dim is None or builtins.any(x.shape[a] == 0 for a in axes)):
-            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord} norm on an empty tensor "
+    if (float(ord) < 0 or ord == math.inf) and x.numel() == 0:
+        dims = [] if dim is None else [dim] if isinstance(dim, (int, np.integer)) else list(dim)
+        if not dims:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {float(ord):g} norm on an empty tensor "
                                "because the operation does not have an identity")
+        for d in dims:  # torch names the first empty dim as given (and leaves out a space)
+            if x.shape[wrap_dim(int(d), x.ndim)] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {float(ord):g} norm on the dimension "
+                                   f"{d}because this dimension is empty and the operation does not have an identity")
     return VectorNorm(ord, axes, keepdim, dt)(x)
 
 

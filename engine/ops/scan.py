@@ -132,7 +132,8 @@ class LogCumSumExp(Function):
 def logcumsumexp(input, dim):
     """log of the cumulative sum of exp(input) along ``dim`` (floating types only, as in PyTorch)."""
     if not input.is_floating_point():
-        raise RuntimeError(f"\"logcumsumexp_out_{input.device.type}\" not implemented for '{input.dtype.title}'")
+        raise NotImplementedError(f"\"logcumsumexp_out_{input.device.type}\" not implemented for "
+                                  f"'{input.dtype.title}'")
     if input.ndim == 0:
         return input.clone()
     return LogCumSumExp(wrap_dim(dim, input.ndim))(input)
@@ -146,6 +147,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = wrap_dim(dim, input.ndim)
+    if n == 0:  # a copy: torch leaves prepend and append out too
+        return input.clone()
     parts = [_joinable(p, input, d) for p in (prepend, input, append) if p is not None]
     out = cat(parts, d) if len(parts) > 1 else input
     for _ in range(n):

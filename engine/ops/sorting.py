@@ -6,6 +6,7 @@ largest value. Gradients of the selected values scatter back to their source pos
 """
 import numpy as np
 
+from .. import _dtype
 from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, wrap_dim, xp_of
 from .reduction import Compute, Select, _check_nonempty, return_type
@@ -90,6 +91,8 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     size = input.shape[axis] if input.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
+    if input.dtype is _dtype.bool_:
+        raise RuntimeError(f"topk does not support bool dtypes on {input.device.type.upper()}")
     values, indices = TopK(axis, int(k), largest)(input)
     return return_type("topk")(values, indices)
 
@@ -103,6 +106,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     size = input.shape[axis] if input.ndim else 1
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {axis}")
+    if input.dtype is _dtype.bool_:
+        raise NotImplementedError(f"\"kthvalue_{input.device.type}\" not implemented for 'Bool'")
     values, indices = KthValue(axis, not keepdim, int(k))(input)
     return return_type("kthvalue")(values, indices)
 
@@ -120,10 +125,13 @@ def _group_outputs(xp, values, starts, inverse, return_inverse, return_counts, n
 
 
 def _rows(x, axis):
-    """``x`` with ``axis`` moved first and the rest flattened (one row per slice)."""
+    """``x`` with ``axis`` moved first and the rest flattened (one row per slice); torch refuses an empty
+    dim other than ``axis``."""
+    if x.size == 0 and x.shape[axis] != 0:
+        raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so unique cannot be applied")
     xp = xp_of(x)
     moved = xp.moveaxis(x, axis, 0)
-    return moved, moved.reshape(moved.shape[0], -1)
+    return moved, moved.reshape(moved.shape[0], int(np.prod(moved.shape[1:])))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -174,14 +182,25 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 # ---- searchsorted, bucketize -------------------------------------------------------------------
 def _search(seq, values, right, out_int32):
-    """Insertion points of ``values`` in the sorted last dim of ``seq`` (1-D or batched)."""
+    """Insertion points of ``values`` in the sorted last dim of ``seq`` (1-D, or batched with values' leading
+    dims) by torch's binary search, comparison for comparison, so that NaN in either lands where torch's does:
+    the lower bound moves past a probe unless probe >= value, the upper bound unless probe > value (a NaN value
+    goes past every probe; numpy's search orders NaN last instead). A fixed number of halvings, all rows at once."""
     xp = xp_of(seq)
-    if seq.ndim == 1:
-        out = xp.searchsorted(seq, values, side="right" if right else "left")
-    else:
-        cmp = xp.less_equal if right else xp.less
-        out = cmp(seq[..., None, :], values[..., :, None]).sum(-1)
-    return xp.asarray(out).astype(np.int32 if out_int32 else np.int64)
+    n = seq.shape[-1]
+    rows = seq.reshape(-1, n) if seq.ndim > 1 else seq.reshape(1, n)
+    wanted = values.reshape(rows.shape[0], values.shape[-1] if seq.ndim > 1 else values.size)
+    start = xp.zeros(wanted.shape, np.int64)
+    end = xp.full(wanted.shape, n, np.int64)
+    row = xp.arange(rows.shape[0]).reshape(-1, 1)
+    for _ in range(n.bit_length()):
+        active = start < end
+        mid = start + ((end - start) >> 1)
+        probe = rows[row, xp.minimum(mid, n - 1)]
+        onward = ~(probe > wanted) if right else ~(probe >= wanted)
+        start = xp.where(active & onward, mid + 1, start)
+        end = xp.where(active & ~onward, mid, end)
+    return start.reshape(values.shape).astype(np.int32 if out_int32 else np.int64)
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):

@@ -1,5 +1,7 @@
 """Covariance and correlation of variables observed together: cov and corrcoef (rows are variables,
 columns observations), composed of differentiable ops."""
+import warnings
+
 from .. import _dtype
 from ..tensor import Tensor, register_method
 from .elementwise import clamp, sqrt
@@ -13,6 +15,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if input.ndim > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.ndim} dimensions")
+    if input.dtype is _dtype.bool_:
+        raise NotImplementedError("cov(): bool dtype is not supported for input")
     x = input if input.is_floating_point() else input.to(_dtype.get_default_dtype())
     x = x.reshape(1, -1) if x.ndim < 2 else x
     observations = x.shape[1]
@@ -30,13 +34,18 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         degrees = total - correction
     else:
         total = weights.sum()
+        if float(total) == 0:
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
         mean = (x * weights).sum(1, keepdim=True) / total
         degrees = total - correction if aweights is None else total - correction * (weights * aweights).sum() / total
     centred = x - mean
     weighted = centred if weights is None else centred * weights
+    if float(degrees) <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
     degrees = clamp(degrees, min=0) if isinstance(degrees, Tensor) else max(degrees, 0)
     result = matmul(weighted, centred.t()) / degrees
-    return result.reshape(()) if input.ndim < 2 else result
+    return result.reshape(()) if input.ndim < 2 or input.shape[0] == 1 else result  # one variable: torch's 0-d
 
 
 def corrcoef(input):
