@@ -145,6 +145,8 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 @autocast_mode.float32("cuda")
 def renorm(input, p, dim, maxnorm):
     """``input`` with each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to it."""
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:

@@ -324,3 +324,9 @@ def test_special_value_gradients_on_cuda(cuda, case):
 def test_searchsorted_on_cuda(cuda):
     check_op(*_both(lambda m: lambda b, v: m.searchsorted(b, v, right=True)), [_BOUNDS, _VALUES], grad=False,
              device="cuda")
+
+
+def test_renorm_refuses_one_dimensional_input():
+    for lib in (torch, engine):
+        with pytest.raises(RuntimeError, match="^renorm: input needs at least 2 dimensions, got 1 dimensions$"):
+            lib.renorm(lib.ones(3), 2, 0, 1.0)
