@@ -37,6 +37,11 @@ class Function:
     def forward(self, *arrays):
         raise NotImplementedError
 
+    def inputs_read(self, inputs):
+        """The inputs whose values backward reads (with ``uses_inputs``), so whose later in-place changes fail the
+        backward: all of them, unless an op narrows it as torch's saved variables do."""
+        return inputs
+
     def backward(self, *grad_outputs):
         raise NotImplementedError(f"{type(self).__name__} is not differentiable")
 
@@ -133,7 +138,7 @@ class Function:
                     r.requires_grad = True
                     r.grad_fn = self
                     r._output_index = i
-            self._saved_versions = _versions(inputs if self.uses_inputs else (),
+            self._saved_versions = _versions(self.inputs_read(inputs) if self.uses_inputs else (),
                                              results if self.uses_output else ())
             if anomaly_mode._State.enabled:
                 self._anomaly_stack = anomaly_mode.forward_stack()

@@ -136,6 +136,12 @@ class Mul(_Binary):
                 return xp_of(a).multiply(a, b, out=a)
             return a * b
 
+    def inputs_read(self, inputs):
+        """b for a's gradient, a for b's (not when mul_ kept a copy of a), as torch's mul saves them."""
+        a, b = inputs
+        return tuple(t for t, read in ((a, self.needs_input_grad[1] and not self.inplace),
+                                       (b, self.needs_input_grad[0])) if read)
+
     def backward(self, gy):
         with _streamed(gy, self.b):
             ga = gy * self.b if self.needs_input_grad[0] else None
@@ -173,6 +179,10 @@ class Div(_Binary):
             if self.rounding_mode == "floor":  # numpy's float floor_divide is torch's (1 // 0.1 == 9)
                 return xp.floor_divide(a, b)
             return xp.trunc(a / b).astype(self.dtype) if self.dtype.kind == "f" else _int_trunc_div(xp, a, b)
+
+    def inputs_read(self, inputs):
+        """Only the divisor: b's gradient reads the output, not a."""
+        return inputs[1:] if any(self.needs_input_grad) and self.rounding_mode is None else ()
 
     def backward(self, gy):
         if self.rounding_mode is not None:
@@ -539,7 +549,10 @@ class _Unary(Function):
 
     def forward(self, x):
         x = cast(x, self.dtype)
-        self.x = x.copy() if self.inplace and self.uses_inputs else x
+        self.x = x
+        if self.inplace and self.uses_inputs:  # backward reads this copy: later writes to the tensor do not matter
+            self.x = x.copy()
+            self.uses_inputs = False
         with _quiet():
             y = self.f(xp_of(x), x)
         if self.inplace:
