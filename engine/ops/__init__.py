@@ -78,8 +78,15 @@ from .legacy_norms import *  # noqa: E402,F401,F403
 from .functional_rnn import *  # noqa: E402,F401,F403
 
 # torch.inverse is torch.linalg.inv, LinAlgError included (linalg_solvers imports linalg, so it binds here, last)
-from .linalg_solvers import inv as inverse  # noqa: E402
+from .linalg_solvers import inv as _inv  # noqa: E402
 from ..tensor import register_method as _register_method  # noqa: E402
+
+
+def inverse(input, *, out=None):
+    """``torch.linalg.inv`` under ``torch.inverse``'s argument name."""
+    return _inv(input, out=out)
+
+
 _register_method(inverse, "inverse")
 
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,

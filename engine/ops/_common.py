@@ -1,5 +1,6 @@
 """Small helpers shared by the op modules: operand handling, dtypes, dims."""
 import numbers
+import operator
 
 import numpy as np
 
@@ -60,18 +61,36 @@ def cast(x, np_dtype):
 
 
 def wrap_dim(dim, ndim):
+    if type(dim) is not int:
+        dim = operator.index(dim)  # a numpy integer or a 0-dim integer tensor, as torch takes them
     return _wrap_dim(dim, ndim)
+
+
+def int_arg(value):
+    """An int argument as torch reads it: a 0-dim integer tensor becomes its value; anything else is unchanged."""
+    return operator.index(value) if isinstance(value, Tensor) and value.ndim == 0 else value
 
 
 def dims_tuple(dim, ndim):
     """``dim`` (None, int or sequence) as a sorted tuple of positive axes; None means all."""
     if dim is None:
         return tuple(range(ndim))
+    dim = int_arg(dim)
     if isinstance(dim, (int, np.integer)):
         return (wrap_dim(int(dim), ndim),)
     if len(dim) == 0:
         return tuple(range(ndim))
     return tuple(sorted(wrap_dim(int(d), ndim) for d in dim))
+
+
+def one_of(function, name, *values):
+    """The one of ``values`` that is not None: an argument torch takes under several names (``sections=`` or
+    ``indices=`` for ``indices_or_sections``); TypeError for none or several."""
+    given = [v for v in values if v is not None]
+    if len(given) != 1:
+        problem = "missing 1 required positional argument" if not given else "got multiple values for argument"
+        raise TypeError(f"{function}() {problem}: '{name}'")
+    return given[0]
 
 
 def shape_arg(args, keyword=None, name=None):

@@ -117,7 +117,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
     return return_type("histogramdd", ("hist", "bin_edges"))(_new(hist), tuple(edges))
 
 
-def histogram(input, bins, *, range=None, weight=None, density=False, out=None):
+def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """The histogram of all of ``input``'s values: (hist, bin_edges); ``bins`` is a count of equal bins over
     ``range`` (default: the values' extremes) or a 1-d tensor of increasing edges."""
     _check_float(input)

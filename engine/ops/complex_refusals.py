@@ -8,6 +8,8 @@ is a kernel name; on CUDA the kernel is ``logit_cuda``), and the ops' own lines 
 """
 import numbers
 
+import numpy as np
+
 from .._dtype import result_type
 
 #: op name -> the kernel torch names, or (error type, message)
@@ -53,7 +55,8 @@ def refuse_complex(name, *operands):
     entry = REFUSALS.get(name)
     if entry is None:
         return
-    tensors = [x for x in operands if hasattr(x, "device")]
+    tensors = [x for x in operands if hasattr(x, "device") and not isinstance(x, np.generic)]  # numpy 2 scalars
+    # have a ``device`` too
     scalars = [x for x in operands if isinstance(x, numbers.Number)]  # a Python complex is refused too
     if not any(x.dtype.is_complex for x in tensors) and not any(isinstance(x, complex) for x in scalars):
         return

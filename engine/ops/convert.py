@@ -110,8 +110,8 @@ def to_device(x, device, non_blocking=False):
     return ToDevice(device, non_blocking)(x)
 
 
-def clone(x, memory_format=None):
-    return Clone(memory_format)(x)
+def clone(input, memory_format=None):
+    return Clone(memory_format)(input)
 
 
 def contiguous(x, memory_format=None):
@@ -142,9 +142,10 @@ class Copy(Function):
         return constant(xp_of(gy._data).zeros_like(gy._data)), gy.to(self.src_device)
 
 
-def copy_(self, src, non_blocking=False):
-    """Overwrite ``self`` with ``src`` broadcast to its shape; torch's errors when the shapes do not broadcast or
-    the broadcast shape is not ``self``'s."""
+def copy_(self, other, non_blocking=False):
+    """Overwrite ``self`` with ``other`` (torch's name for the source) broadcast to its shape; torch's errors when
+    the shapes do not broadcast or the broadcast shape is not ``self``'s."""
+    src = other
     if not isinstance(src, Tensor):
         src = as_operand(src)
     if tuple(src.shape) != tuple(self.shape):

@@ -334,6 +334,8 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=Non
     default = None
     if dtype is None and not isinstance(fill_value, Tensor):
         default = _dtype.scalar_dtype(fill_value)
+    elif dtype is None and fill_value.ndim == 0:  # torch reads a 0-dim tensor as the Python scalar it holds
+        default = _dtype.scalar_dtype(fill_value.item())
     return _filled(fill_value, (size,), dtype, device, requires_grad, default=default)
 
 
@@ -546,13 +548,14 @@ def randn_like(input, dtype=None, device=None, requires_grad=False, generator=No
                     requires_grad, generator, _layout_of(input, device, memory_format))
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """Integers drawn uniformly from [low, high) (checked and, for a floating dtype, moved inside what it holds,
-    as torch's ``random_`` does: ``_rng.bounds``)."""
+    as torch's ``random_`` does: ``_rng.bounds``); ``randint(high, size)`` or ``randint(high=, size=)`` from 0."""
     if size is None:
-        low, high, size = 0, low, high
+        low, high, size = None, low, high
     if high is None:
-        low, high = 0, low
+        low, high = None, low
+    low = 0 if low is None else low
     d = _dtype.to_dtype(dtype) if dtype is not None else _dtype.int64
     low, span = bounds.from_to(d, int(low), int(high))
     return _sampled(lambda g, a: discrete.random_from_to_(g, a, low, span),
@@ -560,9 +563,12 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
                     _checked_shape((size,)), d, device, requires_grad, generator)
 
 
-def randint_like(input, low, high=None, dtype=None, device=None, generator=None, memory_format=None):
+def randint_like(input, low=None, high=None, dtype=None, device=None, generator=None, memory_format=None):
+    """``randint`` in ``input``'s shape (and dtype and device unless given): ``(input, high)``, ``(input, low,
+    high)`` or ``high=`` alone."""
     if high is None:
-        low, high = 0, low
+        low, high = None, low
+    low = 0 if low is None else low
     d = _dtype.to_dtype(dtype or input.dtype)
     low, span = bounds.from_to(d, int(low), int(high))
     return _sampled(lambda g, a: discrete.random_from_to_(g, a, low, span),
@@ -785,7 +791,17 @@ def _sample_(self, kernel, fill, device_sample, generator, floating=True):
     return self
 
 
-def uniform_(self, a=0.0, b=1.0, *, generator=None):
+def _from_keyword(name, value, keywords):
+    """The lower bound torch names ``from`` (a Python keyword, so given as ``**{'from': ...}``), else ``value``."""
+    for key in keywords:
+        if key != "from":
+            raise TypeError(f"{name}() got an unexpected keyword argument '{key}'")
+    return keywords.get("from", value)
+
+
+def uniform_(self, a=0.0, to=1.0, *, generator=None, **keywords):
+    """Fill with U(a, to); torch names the bounds ``from`` and ``to``."""
+    a, b = _from_keyword("uniform_", a, keywords), to
     if self.dtype.is_floating_point:
         bounds.uniform_bounds(self.dtype, a, b)
     elif not a <= b:
@@ -857,10 +873,13 @@ def _largest_random(dtype):
     return 1 if dtype is _dtype.bool_ else int(np.iinfo(dtype.np).max)
 
 
-def random_(self, from_=None, to=_TO_OMITTED, *, generator=None):
-    """``random_()``: [0, 2^mantissa] or [0, max]; ``random_(to)``: [0, to); ``random_(from, to)``:
-    [from, to); ``random_(from, None)``: [from, max]; the bounds checked as torch checks them
-    (``_rng.bounds``)."""
+def random_(self, from_=None, to=_TO_OMITTED, *, generator=None, **keywords):
+    """``random_()``: [0, 2^mantissa] or [0, max]; ``random_(to)`` or ``random_(to=to)``: [0, to);
+    ``random_(from, to)``: [from, to); ``random_(from, None)``: [from, max]; the bounds checked as torch checks
+    them (``_rng.bounds``)."""
+    from_ = _from_keyword("random_", from_, keywords)
+    if from_ is None and to is not _TO_OMITTED:
+        from_, to = to, _TO_OMITTED
     if from_ is None:
         low, span = 0, _largest_random(self.dtype) + 1
         fill = discrete.random_

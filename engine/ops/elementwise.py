@@ -1396,7 +1396,14 @@ add_ = _inplace_binary(Add)
 sub_ = _inplace_binary(Sub)
 mul_ = _inplace_binary(Mul)
 div_ = _inplace_binary(Div)
-pow_ = _inplace_binary(Pow)
+_pow_into = _inplace_binary(Pow)
+
+
+def pow_(self, exponent):
+    """In-place ``pow``, its operand named ``exponent`` as torch's."""
+    return _pow_into(self, exponent)
+
+
 remainder_ = _inplace_binary(Remainder)
 floor_divide_ = _inplace_binary(FloorDivide)
 

@@ -14,6 +14,7 @@ from ..nn import functional as F
 from ..nn.functional.dropout import _check_p, _dropout, _feature_shape
 from ..nn.functional.sparse import _bag_of_each_index
 from ..tensor import _new
+from ._common import int_arg
 
 REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}  # torch's at::Reduction enum
 GRID_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}  # GridSamplerInterpolation
@@ -22,6 +23,7 @@ BAG_MODES = {0: "sum", 1: "mean", 2: "max"}  # EmbeddingBagMode
 
 
 def _enum(table, value, what):
+    value = int_arg(value)
     if value not in table:
         raise ValueError(f"{what} must be one of {sorted(table)}, got {value}")
     return table[value]
@@ -170,7 +172,9 @@ def _max_rows(weight, output, idx, bag, counted):
 
 
 # ---- losses: reductions as integers ------------------------------------------------------------------------
-def kl_div(input, target, reduction=1, *, log_target=False):
+# torch's Python bindings of these ``torch.*`` forms default ``reduction`` to 0 (no reduction), not to the schema's
+# Mean: called without one they return the pointwise losses, and so do these.
+def kl_div(input, target, reduction=0, *, log_target=False):
     """Element-wise mean for reduction 1 (``nn.functional``'s 'mean', without its advice to use 'batchmean')."""
     pointwise = F.kl_div(input, target, reduction="none", log_target=log_target)
     return _reduce(pointwise, _reduction(reduction))
@@ -182,19 +186,19 @@ def _reduce(loss, reduction):
     return loss.sum() if reduction == "sum" else loss
 
 
-def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=1):
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
     return F.margin_ranking_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
-def hinge_embedding_loss(input, target, margin=1.0, reduction=1):
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
     return F.hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
 
 
-def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=1):
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
     return F.cosine_embedding_loss(input1, input2, target, margin, reduction=_reduction(reduction))
 
 
-def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=1):
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False, reduction=0):
     return F.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap, reduction=_reduction(reduction))
 
 
@@ -202,11 +206,11 @@ def poisson_nll_loss(input, target, log_input, full, eps, reduction):
     return F.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
 
 
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0, zero_infinity=False):
     return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction), zero_infinity)
 
 
-def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=1):
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction=0):
     return F.binary_cross_entropy_with_logits(input, target, weight, reduction=_reduction(reduction),
                                               pos_weight=pos_weight)
 

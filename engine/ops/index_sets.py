@@ -12,13 +12,16 @@ import numpy as np
 from .. import _dtype
 from .._device import factory_device, move
 from ..tensor import Tensor, _new, register_method
-from ._common import xp_of
+from ._common import one_of, xp_of
 from .indexing import index_select, meshgrid
 from .shape import stack
 
 
-def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    """Whether each of ``elements`` occurs in ``test_elements`` (either may be a scalar)."""
+def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False, element=None, test_element=None):
+    """Whether each of ``elements`` occurs in ``test_elements`` (either may be a scalar: by keyword torch names a
+    scalar one ``element`` or ``test_element``)."""
+    elements = one_of("isin", "elements", elements, element)
+    test_elements = one_of("isin", "test_elements", test_elements, test_element)
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() expected at least one of elements or test_elements to be a Tensor")
     for operand in (elements, test_elements):

@@ -527,12 +527,17 @@ def _scatter(input, dim, index, src, reduce, inplace, name):
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
-    """Out-of-place scatter of a tensor ``src`` or a scalar ``value``."""
-    return _scatter(input, dim, index, value if src is None else src, reduce, False, "scatter")
+    """Out-of-place scatter of a tensor ``src`` or a scalar ``value`` (a 0-dim tensor as ``value=`` is the scalar
+    it holds, as torch reads it)."""
+    return _scatter(input, dim, index, _scalar_value(value) if src is None else src, reduce, False, "scatter")
 
 
 def scatter_(input, dim, index, src=None, value=None, *, reduce=None):
-    return _scatter(input, dim, index, value if src is None else src, reduce, True, "scatter")
+    return _scatter(input, dim, index, _scalar_value(value) if src is None else src, reduce, True, "scatter")
+
+
+def _scalar_value(value):
+    return value.item() if isinstance(value, Tensor) and value.ndim == 0 else value
 
 
 def scatter_add(input, dim, index, src):

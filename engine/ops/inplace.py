@@ -95,10 +95,10 @@ def _view_inplace(view_op, name):
     return op_
 
 
-def resize_(self, *sizes, memory_format=None):
-    """Give ``self`` the shape ``sizes``: its elements in order, cut or followed by zeros (where
+def resize_(self, *sizes, size=None, memory_format=None):
+    """Give ``self`` the shape ``sizes`` (or ``size=``): its elements in order, cut or followed by zeros (where
     PyTorch leaves new memory unset); non-contiguous tensors are read in logical order."""
-    shape = shape_arg(sizes)
+    shape = shape_arg(sizes, size, "size")
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if any(n < 0 for n in shape):
@@ -115,8 +115,8 @@ def resize_(self, *sizes, memory_format=None):
     return self
 
 
-def resize_as_(self, other, memory_format=None):
-    return resize_(self, other.shape)
+def resize_as_(self, the_template, memory_format=None):
+    return resize_(self, the_template.shape)
 
 
 # ---- Python callables, element by element (CPU only and slow, as in PyTorch) --------------------
@@ -180,13 +180,25 @@ for _alias, _name in (("greater_", "gt"), ("greater_equal_", "ge"), ("less_", "l
 _FLOAT_RESULTS = ("atan2", "copysign", "xlogy")
 
 
+def _one_operand(alias, keyword, args, kwargs):
+    """The single operand of a binary in-place op, given positionally or by torch's name for it."""
+    if len(args) == 1 and not kwargs:
+        return args[0]
+    if not args and list(kwargs) == [keyword]:
+        return kwargs[keyword]
+    raise TypeError(f"{alias}() takes exactly one argument '{keyword}' "
+                    f"({len(args)} positional, keywords {sorted(kwargs)} given)")
+
+
 def _cast_checked(name, alias):
     """The in-place twin of binary op ``name`` that refuses, as torch does, a promoted type that cannot go into
     ``self`` before the op's own dtype checks (a bool tensor ``<<=`` 2.5, or ``hypot_`` with a uint8, is a cast
     error, not a missing kernel)."""
     into = inplace_of(getattr(Tensor, name), alias)
+    keyword = {"clamp_min": "min", "clamp_max": "max"}.get(name, "other")
 
-    def op_(self, other):
+    def op_(self, *args, **kwargs):
+        other = _one_operand(alias, keyword, args, kwargs)
         dt = result_dtype(self, as_operand(other, like=self))
         if name in _FLOAT_RESULTS and not dt.is_complex:
             dt = float_dtype(dt)

@@ -47,12 +47,12 @@ def norm_except_dim(v, pow=2, dim=0):
     return vector_norm(v, pow, others, True)
 
 
-def embedding_renorm_(weight, indices, max_norm, norm_type):
-    """Rescale in place, without gradient, the rows of ``weight`` that ``indices`` names and whose
-    ``norm_type``-norm exceeds ``max_norm`` to that norm; returns ``weight``."""
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Rescale in place, without gradient, the rows of ``input`` (an embedding weight) that ``indices`` names and
+    whose ``norm_type``-norm exceeds ``max_norm`` to that norm; returns ``input``."""
     with grad_mode.no_grad():
-        _renorm_rows(weight, indices._data, max_norm, norm_type)
-    return weight
+        _renorm_rows(input, indices._data, max_norm, norm_type)
+    return input
 
 
 def chain_matmul(*matrices):

@@ -85,7 +85,18 @@ register_method(multinomial, "multinomial")
 _TOPLEVEL_FORMS = ("fill_", "zero_", "arccos_", "arccosh_", "arcsin_", "arcsinh_", "arctan_", "arctanh_",
                    "negative_", "fix_", "gcd_", "lcm_", "ldexp_", "xlogy_", "nan_to_num_", "clamp_min_", "clamp_max_",
                    "addmv_", "resize_as_", "detach", "detach_", "get_device", "put")
+
+
+def _toplevel(method):
+    """``torch.<name>``: the method with its tensor named ``input``, as torch's functions take it by keyword."""
+    def form(input, *args, **kwargs):
+        return method(input, *args, **kwargs)
+    form.__name__ = form.__qualname__ = method.__name__
+    form.__doc__ = method.__doc__
+    return form
+
+
 for _name in _TOPLEVEL_FORMS:
-    globals()[_name] = getattr(Tensor, _name)
+    globals()[_name] = _toplevel(getattr(Tensor, _name))
 
 __all__ = ["fill", *_TOPLEVEL_FORMS]

@@ -3,12 +3,13 @@ on the data (what compiled and exported graphs need)."""
 import numpy as np
 
 from ..tensor import _new, register_method
-from ._common import xp_of
+from ._common import int_arg, xp_of
 
 
 def nonzero_static(input, *, size, fill_value=-1):
     """The (size, input.dim()) int64 indices of ``input``'s nonzero elements in row-major order: the first ``size``
     of them, rows past the last filled with ``fill_value``."""
+    size = int_arg(size)
     if not isinstance(size, (int, np.integer)) or size < 0:
         raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
     x = input._data

@@ -78,12 +78,16 @@ def _float_arange(xp, start, step, n, np_dtype):
     return out
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
     """Values from ``start`` up to ``end`` (excluded) by ``step``, as torch computes them: ceil((end - start) /
     step) of them (in float64 unless all three and the dtype are integers), floating ones torch's CPU values
     (``_float_arange``), integer ones ``int(start) + int(step) * i`` (truncated arguments, wrapping into the
     dtype)."""
-    if end is None:
+    if start is None:  # ``arange(end=5)``, as torch takes it
+        if end is None:
+            raise TypeError('arange() missing 1 required positional arguments: "end"')
+        start = 0
+    elif end is None:
         start, end = 0, start
     values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if dtype is None:

@@ -8,7 +8,7 @@ import numbers
 from ..autograd.double_backward import transposed_backward
 from ..autograd.function import Function
 from ..tensor import register_method
-from ._common import shape_arg, wrap_dim, xp_of
+from ._common import one_of, shape_arg, wrap_dim, xp_of
 from .. import _dtype
 from .creation import zeros
 from .ranges import arange
@@ -163,7 +163,8 @@ def split_with_sizes(input, split_sizes, dim=0):
 
 
 def _split_along(name, dim, min_dims):
-    def op(input, indices_or_sections):
+    def op(input, indices_or_sections=None, *, sections=None, indices=None):
+        indices_or_sections = one_of(name, "indices_or_sections", indices_or_sections, sections, indices)
         if input.ndim < min_dims:
             raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dims} dimension, but got a "
                                f"tensor with {input.ndim} dimensions!")
@@ -185,9 +186,9 @@ vsplit = _split_along("vsplit", 0, 2)
 dsplit = _split_along("dsplit", 2, 3)
 
 
-def sum_to_size(input, *size):
-    """The sum of ``input`` over the dims by which it is broadcast from ``size``."""
-    target = shape_arg(size)
+def sum_to_size(input, *sizes, size=None):
+    """The sum of ``input`` over the dims by which it is broadcast from ``sizes`` (or ``size=``)."""
+    target = shape_arg(sizes, size, "size")
     lead = input.ndim - len(target)
     expandable = lead >= 0 and all(n == 1 or n == m for n, m in zip(target, input.shape[lead:]))
     if not expandable:
@@ -215,7 +216,13 @@ def fill_diagonal_(input, fill_value, wrap=False):
     return input
 
 
-unsafe_chunk, unsafe_split, unsafe_split_with_sizes = chunk, split, split_with_sizes  # PyTorch's unchecked twins
+unsafe_chunk, unsafe_split_with_sizes = chunk, split_with_sizes  # PyTorch's unchecked twins
+
+
+def unsafe_split(input, split_size, dim=0):
+    """``split``'s unchecked twin, with torch's argument names for it."""
+    return split(input, split_size, dim)
+
 
 register_method(unfold)
 for _alias, _op in (("unsafe_chunk", chunk), ("unsafe_split", split), ("unsafe_split_with_sizes", split_with_sizes)):

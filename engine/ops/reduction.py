@@ -18,7 +18,7 @@ from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..autograd.double_backward import constant, keep_dims, masked, transposed_backward
 from ..tensor import Tensor, register_method
-from ._common import cast, float_dtype, wrap_dim, xp_of
+from ._common import cast, float_dtype, int_arg, wrap_dim, xp_of
 from .complex_grad import conj, holomorphic, holomorphic_tensors
 
 
@@ -530,14 +530,24 @@ def _max_min(input, dim, keepdim, other, largest):
     return _select_dim(ArgExtreme, input, dim, keepdim, name, largest=largest)
 
 
-def max(input, dim=None, keepdim=False, *, other=None):
+def _dim_slot(dim_or_other, dim, name):
+    """The second argument of max / min: given by keyword, ``dim`` is always a dim (a 0-dim integer tensor too,
+    as torch reads it); given positionally, a tensor there is the other operand."""
+    if dim is None:
+        return dim_or_other
+    if dim_or_other is not None:
+        raise TypeError(f"{name}() got multiple values for argument 'dim'")
+    return int_arg(dim)
+
+
+def max(input, dim_or_other=None, keepdim=False, *, dim=None, other=None):
     """``max(x)``: the largest value; ``max(x, dim)``: (values, indices); ``max(x, y)``: maximum."""
-    return _max_min(input, dim, keepdim, other, True)
+    return _max_min(input, _dim_slot(dim_or_other, dim, "max"), keepdim, other, True)
 
 
-def min(input, dim=None, keepdim=False, *, other=None):
+def min(input, dim_or_other=None, keepdim=False, *, dim=None, other=None):
     """``min(x)``: the smallest value; ``min(x, dim)``: (values, indices); ``min(x, y)``: minimum."""
-    return _max_min(input, dim, keepdim, other, False)
+    return _max_min(input, _dim_slot(dim_or_other, dim, "min"), keepdim, other, False)
 
 
 def _amax_amin(input, dim, keepdim, largest):
@@ -725,6 +735,7 @@ def logsumexp(input, dim, keepdim=False):
 def _logical_reduce(input, dim, keepdim, name):
     """all/any over ``dim``; unlike the other reductions, torch's all/any over an empty list of dims reduce over
     none (each element's truth)."""
+    dim = int_arg(dim)
     no_dims = dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) == 0
     axes = () if no_dims else _axes(dim, input.ndim)
     out_dt = np.uint8 if input.dtype is _dtype.uint8 else np.bool_

@@ -14,7 +14,7 @@ from ..autograd.double_backward import transposed_backward
 from ..autograd.function import Function
 from ..tensor import Size, Tensor, _new, register_method
 from .convert import clone
-from ._common import as_operand, cast, dims_tuple, result_dtype, shape_arg, wrap_dim, xp_of
+from ._common import as_operand, cast, dims_tuple, int_arg, one_of, result_dtype, shape_arg, wrap_dim, xp_of
 
 
 def _shape_str(shape):
@@ -276,7 +276,12 @@ def transpose(input, dim0, dim1):
     return Permute(tuple(dims))(input)
 
 
-swapaxes = swapdims = transpose
+swapdims = transpose
+
+
+def swapaxes(input, axis0, axis1):
+    """``transpose``, under numpy's name and with its argument names (``axis0``, ``axis1``) as torch's."""
+    return transpose(input, axis0, axis1)
 
 
 def t(input):
@@ -299,6 +304,7 @@ def _mT(self):
 
 def movedim(input, source, destination):
     """Move dims ``source`` to positions ``destination``; the others keep their order."""
+    source, destination = int_arg(source), int_arg(destination)
     src = (source,) if isinstance(source, numbers.Integral) else tuple(source)
     dst = (destination,) if isinstance(destination, numbers.Integral) else tuple(destination)
     if len(src) != len(dst):
@@ -374,8 +380,9 @@ def _expand_shape(shape, sizes):
     return tuple(out)
 
 
-def expand(input, *sizes, size=None):
-    """Broadcast size-1 dims (and new leading dims) to ``sizes`` without copying."""
+def expand(input, *sizes, size=None, implicit=False):
+    """Broadcast size-1 dims (and new leading dims) to ``sizes`` without copying (``implicit``, torch's flag for
+    expansions it inserted itself, changes nothing)."""
     shape = _expand_shape(tuple(input.shape), shape_arg(sizes, size, "size"))
     return Expand(shape)(input)
 
@@ -580,7 +587,12 @@ def cat(tensors, dim=0, *, out=None):
     return result
 
 
-concat = concatenate = cat
+concat = cat
+
+
+def concatenate(tensors, axis=0, out=None, *, dim=None):
+    """``cat`` under numpy's name, its dim named ``axis`` (``dim=`` taken too, as torch takes it)."""
+    return cat(tensors, axis if dim is None else dim, out=out)
 
 
 class Stack(Function):
@@ -668,8 +680,10 @@ def _split_views(input, dim, parts):
     return _share_version(SplitViews(dim, parts)(input), input)
 
 
-def split(tensor, split_size_or_sections, dim=0):
-    """Split into chunks of one size (the last may be smaller) or of the given sizes."""
+def split(tensor, split_size_or_sections=None, dim=0, *, split_size=None):
+    """Split into chunks of one size (the last may be smaller) or of the given sizes (``split_size=``: the name
+    ``Tensor.split`` gives it)."""
+    split_size_or_sections = int_arg(one_of("split", "split_size_or_sections", split_size_or_sections, split_size))
     d = wrap_dim(dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, numbers.Integral):
@@ -691,6 +705,7 @@ def split(tensor, split_size_or_sections, dim=0):
 
 def chunk(input, chunks, dim=0):
     """Split into at most ``chunks`` pieces of size ``ceil(n / chunks)``."""
+    chunks = int_arg(chunks)
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = wrap_dim(dim, input.ndim)
@@ -700,8 +715,12 @@ def chunk(input, chunks, dim=0):
     return split(input, -(-n // chunks), d)
 
 
-def tensor_split(input, indices_or_sections, dim=0):
-    """numpy's array_split: ``n`` near-equal sections, or cuts at the given indices."""
+def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indices=None,
+                 tensor_indices_or_sections=None):
+    """numpy's array_split: ``n`` near-equal sections, or cuts at the given indices (by keyword under torch's
+    names: ``sections``, ``indices`` or ``tensor_indices_or_sections``)."""
+    indices_or_sections = one_of("tensor_split", "indices_or_sections", indices_or_sections, sections, indices,
+                                 tensor_indices_or_sections)
     d = wrap_dim(dim, input.ndim)
     n = input.shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -1013,7 +1032,8 @@ register_method(squeeze)
 register_method(unsqueeze)
 register_method(permute)
 register_method(transpose)
-register_method(transpose, "swapaxes", "swapdims")
+register_method(transpose, "swapdims")
+register_method(swapaxes)
 register_method(t)
 register_method(property(_T), "T")
 register_method(property(_mT), "mT")

@@ -124,17 +124,17 @@ def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum
 
 
 def batch_norm_update_stats(input, running_mean, running_var, momentum):
-    """``(mean, var)`` of each channel (unbiased variance), and the running statistics moved towards them in
-    place."""
+    """``(mean, var)`` of each channel (the biased variance, as torch returns it), and the running statistics
+    moved towards them in place (the running variance towards the unbiased one, as batch norm's)."""
     _check_input(input, "batch_norm_update_stats")
     x = input._data
     x = x.astype(_stat_dtype(x), copy=False)
     n = x.size // x.shape[1]
     mean = x.mean(_axes(x))
-    var = ((x - _per_channel(mean)(x.ndim)) ** 2).sum(_axes(x)) / max(n - 1, 0)
+    squares = ((x - _per_channel(mean)(x.ndim)) ** 2).sum(_axes(x))
     _update_running(running_mean, mean, momentum)
-    _update_running(running_var, var, momentum)
-    return _new(mean), _new(var)
+    _update_running(running_var, squares / max(n - 1, 0), momentum)
+    return _new(mean), _new(squares / n)
 
 
 __all__ = ["batch_norm_stats", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",

@@ -34,8 +34,13 @@ def permute_copy(input, dims):
     return _fresh(input.permute(*dims))
 
 
-def view_copy(input, size):
-    """``input.view(size)`` copied; a dtype as ``size`` reinterprets the bytes, as ``Tensor.view(dtype)``."""
+def view_copy(input, size=None, *, dtype=None):
+    """``input.view(size)`` copied; a dtype (as ``dtype=`` or as ``size``) reinterprets the bytes, as
+    ``Tensor.view(dtype)``."""
+    if dtype is not None:
+        if size is not None:
+            raise TypeError("view_copy() takes a size or a dtype, not both")
+        size = dtype
     return _fresh(input.view(size) if not isinstance(size, (list, tuple)) else input.view(*size))
 
 

@@ -4,6 +4,7 @@
 ``engine.backends``.
 """
 import copy
+import operator
 
 from ... import backends, ops
 from ...amp import autocast_mode
@@ -14,8 +15,8 @@ from .padding import pad
 
 
 def _tuple(value, n, name):
-    if isinstance(value, int):
-        return (value,) * n
+    if not isinstance(value, (tuple, list)):  # an int, a numpy integer or a 0-dim integer tensor, as torch takes
+        return (operator.index(value),) * n
     value = tuple(int(v) for v in value)
     if len(value) == 1:
         return value * n

@@ -4,6 +4,24 @@ A zero stride or kernel, a zero dilation, a negative padding or a zero divisor w
 geometry as a division by zero or as a silently wrong window; an adaptive output size of the wrong length or
 below zero, and an input of the wrong rank, get torch's message for each function.
 """
+import operator
+
+
+def plain_ints(*values):
+    """Window arguments with numpy integers and 0-dim integer tensors (which torch takes) made Python ints, in
+    sequences too; anything else unchanged (for the checks below to refuse)."""
+    return tuple(_plain(v) for v in values)
+
+
+def _plain(value):
+    if value is None or type(value) in (int, float, bool):
+        return value
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v) for v in value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value
 
 
 def _per_dim(value, nd):

@@ -3,6 +3,7 @@
 1-D pooling runs as 2-D pooling over a unit height axis; unbatched inputs get a batch axis.
 """
 import copy
+import operator
 
 from ... import backends
 from ...autograd.function import Function
@@ -22,7 +23,7 @@ def _as_2d(v, fill):
     """A 1-D pooling parameter as the (height, width) pair of the equivalent 2-D pooling."""
     if v is None:
         return None
-    return (fill, v if isinstance(v, int) else tuple(v)[0])
+    return (fill, tuple(v)[0] if isinstance(v, (tuple, list)) else operator.index(v))  # numpy ints, 0-dim tensors
 
 
 class _Pool(Function):
@@ -102,6 +103,8 @@ def _run(kind, input, nd, args, return_indices=False):
         empty = _empty_adaptive(input, nd, args[0], return_indices)
         if empty is not None:
             return empty
+    else:  # torch takes a one-element list (``kernel_size=[3]``, ``dilation=[1]``) for every spatial dim
+        args = tuple(a[0] if isinstance(a, (tuple, list)) and len(a) == 1 else a for a in args)
     unbatched = input.dim() == nd + 1
     x = input.unsqueeze(0) if unbatched else input
     if kind == "max_pool2d" and not return_indices and not (is_grad_enabled() and input.requires_grad):
@@ -139,6 +142,7 @@ def _check_padding(kernel_size, padding, nd, dilation=1):
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    kernel_size, stride, padding, dilation = pool_arguments.plain_ints(kernel_size, stride, padding, dilation)
     if getattr(input, "is_quantized", False):
         return _quantized().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     pool_arguments.check_window(kernel_size, stride, padding, 2, dilation)
@@ -148,6 +152,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    kernel_size, stride, padding, dilation = pool_arguments.plain_ints(kernel_size, stride, padding, dilation)
     pool_arguments.check_max_pool1d(kernel_size, stride, padding, dilation)
     _check_padding(kernel_size, padding, 1)
     args = (_as_2d(kernel_size, 1), _as_2d(stride, 1), _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode)
@@ -156,6 +161,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    kernel_size, stride, padding = pool_arguments.plain_ints(kernel_size, stride, padding)
     if getattr(input, "is_quantized", False):
         return _quantized().avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                                        divisor_override)
@@ -168,6 +174,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    kernel_size, stride, padding = pool_arguments.plain_ints(kernel_size, stride, padding)
     pool_arguments.check_window(kernel_size, stride, padding, 1)
     _check_padding(kernel_size, padding, 1)
     args = (_as_2d(kernel_size, 1), _as_2d(stride, 1), _as_2d(padding, 0), ceil_mode, count_include_pad, None)

@@ -13,6 +13,7 @@ no 3-d kernel is needed, and autograd chains the two backward passes. The result
 """
 from ...amp import autocast_mode
 from ...tensor import Tensor
+from .pool_arguments import plain_ints
 from .pooling import adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool2d, max_pool2d
 
 
@@ -121,6 +122,7 @@ def _unbatched(out, unbatched):
 @autocast_mode.float32("cpu")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch's ``max_pool3d`` over (N, C, D, H, W) or (C, D, H, W) inputs."""
+    kernel_size, stride, padding, dilation = plain_ints(kernel_size, stride, padding, dilation)
     kernel = _triple("kernel_size", "max_pool3d", kernel_size)
     stride = kernel if stride is None or stride == [] or stride == () else _triple("stride", "max_pool3d", stride)
     padding = _triple("padding", "max_pool3d", padding)
@@ -142,6 +144,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """torch's ``avg_pool3d`` over (N, C, D, H, W) or (C, D, H, W) inputs."""
+    kernel_size, stride, padding = plain_ints(kernel_size, stride, padding)
     kernel = _triple("kernel_size", "avg_pool3d", kernel_size)
     stride = kernel if stride is None or stride == [] or stride == () else _triple("stride", "avg_pool3d", stride)
     padding = _triple("padding", "avg_pool3d", padding)

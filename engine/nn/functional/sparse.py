@@ -10,11 +10,12 @@ from ...ops.ranges import arange
 from ...tensor import _new
 
 
-def one_hot(tensor, num_classes=-1):
-    """int64 tensor of shape (*, num_classes) with a 1 at each index (num_classes=-1: max + 1)."""
-    if tensor.dtype is not _dtype.int64:
+def one_hot(input, num_classes=-1):
+    """int64 tensor of shape (*, num_classes) with a 1 at each index (num_classes=-1: max + 1); ``input`` is the
+    name torch's binding takes (its docstring still says ``tensor``)."""
+    if input.dtype is not _dtype.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    idx = tensor._data
+    idx = input._data
     xp = xp_of(idx)
     if num_classes == -1:
         if idx.size == 0:
