@@ -281,3 +281,12 @@ def _x(t, *shape):
 @pytest.mark.filterwarnings("ignore:Using a target size")
 def test_argument_errors(call):
     assert_same_error(lambda: call(F, engine), lambda: call(TF, torch))
+
+
+@pytest.mark.parametrize("reduction", ["none", "sum", "batchmean"])
+def test_kl_div_of_a_negative_target_is_nan_as_torchs(reduction):
+    x = torch.tensor([[-1.2, -0.7, -1.5], [-0.4, -2.0, -1.1]])
+    t = torch.tensor([[0.5, -0.1, 0.6], [0.2, 0.0, 0.8]])
+    theirs = torch.nn.functional.kl_div(x, t, reduction=reduction)
+    ours = engine.nn.functional.kl_div(engine.tensor(x.numpy()), engine.tensor(t.numpy()), reduction=reduction)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6, equal_nan=True)

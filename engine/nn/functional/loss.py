@@ -518,8 +518,8 @@ class _KLDiv(Function):
         if self.log_target:
             self.et = xp.exp(t)
             return self.et * (t - x)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return xp.where(t > 0, t * xp.log(t), 0).astype(t.dtype, copy=False) - t * x
+        with np.errstate(divide="ignore", invalid="ignore"):  # a target below 0 gives NaN, as torch's xlogy
+            return xp.where(t == 0, 0, t * xp.log(t)).astype(t.dtype, copy=False) - t * x
 
     def backward(self, gy):
         xp, x, t = xp_of(gy), self.x, self.t

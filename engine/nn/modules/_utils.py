@@ -1,5 +1,6 @@
 """Argument helpers shared by the layer modules: ``_pair`` and friends, factory kwargs."""
 import collections.abc
+import operator
 from itertools import repeat
 
 from ... import _dtype
@@ -27,5 +28,21 @@ def _reverse_repeat_tuple(t, n):
 
 
 def new_param_data(shape, device=None, dtype=None):
-    """Uninitialised storage for a parameter/buffer (``device``/``dtype`` factory kwargs)."""
+    """Uninitialised storage for a parameter/buffer (``device``/``dtype`` factory kwargs). A size that is not an
+    integer (``Linear(3.5, 2)``) raises PyTorch's error instead of being truncated."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):  # one sequence of sizes, as ``empty`` takes it
+        shape = tuple(shape[0])
+    for pos, size in enumerate(shape):
+        try:
+            operator.index(size)
+        except TypeError:
+            kind = type(size).__name__
+            if pos:  # the words of PyTorch's argument parser, which reads a non-int first size as the whole size
+                message = (f"failed to unpack the object at pos {pos + 1} with error \"type must be tuple of "
+                           f"ints,but got {kind}\"")
+            elif len(shape) == 1:
+                message = f"(position 1) must be tuple of ints, not {kind}"
+            else:
+                message = f"(position 1) must be tuple of ints, but found element of type {kind} at pos 0"
+            raise TypeError(f"empty(): argument 'size' {message}") from None
     return empty(*shape, dtype=dtype or _dtype.get_default_dtype(), device=device)

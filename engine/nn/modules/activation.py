@@ -45,7 +45,7 @@ class Hardtanh(Module):
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
         super().__init__()
         if max_val <= min_val:
-            raise ValueError(f"max_val ({max_val}) must be greater than min_val ({min_val})")
+            raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")  # torch's type
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):
@@ -198,8 +198,11 @@ def _legacy_softmax_dim(name, ndim):
 
 class _SoftmaxBase(Module):
     _fn = None
+    _checks_dim = True  # PyTorch type-checks ``dim`` for Softmax and LogSoftmax, not for Softmin
 
     def __init__(self, dim=None):
+        if self._checks_dim and dim is not None and (not isinstance(dim, int) or isinstance(dim, bool)):
+            raise TypeError(f"dim must be an int or None, got {type(dim)}")
         super().__init__()
         self.dim = dim
 
@@ -225,6 +228,7 @@ class LogSoftmax(_SoftmaxBase):
 
 class Softmin(_SoftmaxBase):
     _fn = "softmin"
+    _checks_dim = False
 
 
 class GLU(Module):

@@ -27,9 +27,8 @@ class AdaptiveLogSoftmaxWithLoss(Module):
             raise ValueError("cutoffs should be a sequence of length larger than 0")
         if (cutoffs != sorted(cutoffs) or min(cutoffs) <= 0 or max(cutoffs) > n_classes - 1
                 or len(set(cutoffs)) != len(cutoffs) or any(int(c) != c for c in cutoffs)):
-            raise ValueError(f"cutoffs should be a sequence of unique, positive integers sorted in an increasing "
-                             f"order, where each value is between 1 and n_classes-1; got {cutoffs} for "
-                             f"n_classes={n_classes}")
+            raise ValueError("cutoffs should be a sequence of unique, positive integers sorted in an increasing "
+                             "order, where each value is between 1 and n_classes-1")
         self.in_features = in_features
         self.n_classes = n_classes
         self.cutoffs = cutoffs + [n_classes]

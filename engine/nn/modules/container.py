@@ -1,7 +1,7 @@
 """Containers: Sequential, ModuleList, ModuleDict, ParameterList and ParameterDict."""
 import operator
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from itertools import islice
 
 from ...tensor import Tensor
@@ -69,6 +69,26 @@ class Sequential(Module):
     def __iadd__(self, other):
         return self.extend(other)
 
+    def _repeats(self, other):
+        """Check a repetition factor for ``*`` as PyTorch does: a positive int."""
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        return other
+
+    def __mul__(self, other):
+        """A new Sequential running these modules ``other`` times (the same module objects, renumbered)."""
+        return Sequential(*(list(self) * self._repeats(other)))
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        modules = list(self) * (self._repeats(other) - 1)
+        for module in modules:
+            self.append(module)
+        return self
+
     def __dir__(self):
         return [k for k in super().__dir__() if not k.isdigit()]
 
@@ -83,7 +103,7 @@ class Sequential(Module):
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
         modules = list(self._modules.values())
-        modules.insert(index % (n + 1) if index < 0 else index, module)
+        modules.insert(index + n if index < 0 else index, module)
         self._modules.clear()
         for i, m in enumerate(modules):
             self._modules[str(i)] = m
@@ -227,12 +247,23 @@ class ModuleDict(Module):
         return self._modules.values()
 
     def update(self, modules):
-        """Add modules from a mapping or an iterable of (name, module) pairs."""
-        items = modules.items() if isinstance(modules, Mapping) else modules
-        for j, item in enumerate(items):
-            if not isinstance(modules, Mapping) and len(item) != 2:
-                raise ValueError(f"ModuleDict update sequence element #{j} has length {len(item)}; 2 is required")
+        """Add modules from a mapping or an iterable of (name, module) pairs, in their order."""
+        if not isinstance(modules, Iterable):
+            raise TypeError("ModuleDict.update should be called with an iterable of key/value pairs, but got "
+                            f"{type(modules).__name__}")
+        pairs = not isinstance(modules, (Mapping, ModuleDict))
+        for j, item in enumerate(modules if pairs else modules.items()):
+            if pairs:
+                _check_pair("ModuleDict", j, item)
             self[item[0]] = item[1]
+
+
+def _check_pair(container, j, item):
+    """Element ``j`` of the pairs given to ``update``: an iterable of length 2, with PyTorch's errors."""
+    if not isinstance(item, Iterable):
+        raise TypeError(f"{container} update sequence element #{j} should be Iterable; is{type(item).__name__}")
+    if len(item) != 2:
+        raise ValueError(f"{container} update sequence element #{j} has length {len(item)}; 2 is required")
 
 
 def _param_line(key, value, type_name):
@@ -306,18 +337,41 @@ class ParameterDict(Module):
         if parameters is not None:
             self.update(parameters)
 
+    @staticmethod
+    def _attr(key):
+        """The attribute holding ``key``'s value: the key itself, which must be a string."""
+        if not isinstance(key, str):
+            raise TypeError("Index given to ParameterDict cannot be used as a key as it is not a string (type is "
+                            f"'{type(key).__name__}'). Open an issue on github if you need non-string keys.")
+        return key
+
     def __getitem__(self, key):
-        return getattr(self, key)
+        return getattr(self, self._attr(key))
 
     def __setitem__(self, key, value):
+        attr = self._attr(key)
         self._keys[key] = None
         if isinstance(value, Tensor) and not isinstance(value, Parameter):
             value = Parameter(value)
-        setattr(self, key, value)
+        setattr(self, attr, value)
 
     def __delitem__(self, key):
         del self._keys[key]
-        delattr(self, key)
+        delattr(self, self._attr(key))
+
+    def __or__(self, other):
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other):
+        merged = other.copy()
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other):
+        self.update(other)
+        return self
 
     def __len__(self):
         return len(self._keys)
@@ -368,11 +422,22 @@ class ParameterDict(Module):
         return (self[k] for k in self._keys)
 
     def update(self, parameters):
-        """Add parameters from a mapping or an iterable of (name, value) pairs."""
-        items = parameters.items() if isinstance(parameters, Mapping) else parameters
+        """Add parameters from a mapping or an iterable of (name, value) pairs.
+
+        As in PyTorch, an OrderedDict, a ParameterDict or a sequence of pairs keeps its order while a plain
+        mapping is added in sorted key order (so ``state_dict`` keys come out in the same order as PyTorch's).
+        """
+        if not isinstance(parameters, Iterable):
+            raise TypeError("ParametersDict.update should be called with an iterable of key/value pairs, but got "
+                            f"{type(parameters).__name__}")
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
         for j, item in enumerate(items):
-            if len(item) != 2:
-                raise ValueError(f"ParameterDict update sequence element #{j} has length {len(item)}; 2 is required")
+            _check_pair("ParameterDict", j, item)
             self[item[0]] = item[1]
 
     def extra_repr(self):

@@ -75,12 +75,11 @@ class _ConvNd(Module):
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
-        n = len(self.kernel_size)
-        if self.padding != (0,) * n:
+        if self.padding != (0,) * len(self.padding):  # each against its own length, as PyTorch compares
             s += f", padding={self.padding}"
-        if self.dilation != (1,) * n:
+        if self.dilation != (1,) * len(self.dilation):
             s += f", dilation={self.dilation}"
-        if self.output_padding != (0,) * n:
+        if self.output_padding != (0,) * len(self.output_padding):
             s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
@@ -147,7 +146,7 @@ class _ConvTransposeNd(_ConvNd):
         if output_size is None:
             return self.output_padding
         has_batch = input.dim() == num_spatial_dims + 2
-        output_size = list(output_size)
+        output_size = output_size if isinstance(output_size, (list, tuple)) else list(output_size)  # shown as given
         num_non_spatial = 2 if has_batch else 1
         if len(output_size) == num_non_spatial + num_spatial_dims:
             output_size = output_size[num_non_spatial:]

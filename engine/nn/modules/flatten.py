@@ -25,8 +25,12 @@ class Unflatten(Module):
         if not isinstance(dim, int):
             raise TypeError(f"invalid argument dim: expected an int, got {type(dim).__name__}")
         if not isinstance(unflattened_size, (tuple, list)):
-            raise TypeError("unflattened_size must be tuple of ints, but found type "
+            raise TypeError("unflattened_size must be a tuple of ints, but found type "
                             f"{type(unflattened_size).__name__}")
+        for pos, size in enumerate(unflattened_size):
+            if not isinstance(size, int):
+                raise TypeError("unflattened_size must be tuple of ints, but found element of type "
+                                f"{type(size).__name__} at pos {pos}")
         self.dim = dim
         self.unflattened_size = unflattened_size
 

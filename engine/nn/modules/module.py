@@ -221,7 +221,7 @@ class Module(StateDictMixin):
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                "(engine.Tensor or None expected)")
+                                "(engine.nn.Buffer, engine.Tensor or None expected)")
             self._buffers[name] = _registered(_g._global_buffer_registration_hooks, self, name, value)
         else:
             object.__setattr__(self, name, value)
@@ -380,8 +380,13 @@ class Module(StateDictMixin):
                 dev = a
         if dtype is not None:
             dtype = _dtype.to_dtype(dtype)
-            if not dtype.is_floating_point:
-                raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
+            if not (dtype.is_floating_point or dtype.is_complex):
+                raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired "
+                                f"dtype={dtype}")
+            if dtype.is_complex:
+                warnings.warn("Complex modules are a new feature under active development whose design may change, "
+                              "and some modules might not work as expected when using complex tensors as "
+                              "parameters or buffers.", stacklevel=2)
         dev = None if dev is None else _device(dev)
 
         def convert(arr):
@@ -417,8 +422,9 @@ class Module(StateDictMixin):
         return self.to("cuda" if device is None else _device("cuda", device if isinstance(device, int) else None))
 
     def _cast_floats(self, dtype):
+        """float()/double()/half()/bfloat16(): cast the real floating tensors only (complex ones stay, as torch's)."""
         dtype = _dtype.to_dtype(dtype)
-        return self._apply(lambda a: a.astype(dtype.np) if _dtype.is_floating(a.dtype) else a)
+        return self._apply(lambda a: a.astype(dtype.np) if _dtype.is_real_floating(a.dtype) else a)
 
     def float(self):
         return self._cast_floats(_dtype.float32)

@@ -14,6 +14,8 @@ reverse direction starts there; the steps only slice rows, no masks and no waste
 """
 import itertools
 import math
+import numbers
+import warnings
 
 from ... import ops
 from .. import functional as F
@@ -55,13 +57,23 @@ class RNNBase(Module):
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0.0,
                  bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
-        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
+        if not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
                              "element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and num_layers={num_layers}",
+                          stacklevel=2)
+        for name, value, kind in (("bias", bias, bool), ("batch_first", batch_first, bool),
+                                  ("input_size", input_size, int), ("hidden_size", hidden_size, int)):
+            if not isinstance(value, kind):
+                raise TypeError(f"{name} should be of type {kind.__name__}, got: {type(value).__name__}")
+            if name == "input_size" and input_size <= 0:
+                raise ValueError("input_size must be greater than zero")
         if hidden_size <= 0:
-            raise ValueError("hidden_size must be greater than 0")
+            raise ValueError("hidden_size must be greater than zero")
         if num_layers <= 0:
-            raise ValueError("num_layers must be greater than 0")
+            raise ValueError("num_layers must be greater than zero")
         if proj_size < 0:
             raise ValueError("proj_size should be a positive integer or zero to disable projections")
         if proj_size >= hidden_size:
@@ -111,7 +123,8 @@ class RNNBase(Module):
             x, batch_sizes, unbatched = input.data, input.batch_sizes.tolist(), False
         else:
             if input.dim() not in (2, 3):
-                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D instead")
+                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D tensor "
+                                 "instead")
             unbatched = input.dim() == 2
             padded = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
             steps, batch = padded.shape[:2]
@@ -281,15 +294,28 @@ class RNNCellBase(Module):
             raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got {input.dim()}D instead")
         unbatched = input.dim() == 1
         x = input.unsqueeze(0) if unbatched else input
+        if x.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {x.shape[1]} expected {self.input_size}")
         if hx is None:
             zeros = ops.zeros(x.shape[0], self.hidden_size, dtype=x.dtype, device=x.device)
             return x, (zeros,) * cells, unbatched
         states = hx if isinstance(hx, tuple) else (hx,)
-        return x, tuple(s.unsqueeze(0) if unbatched else s for s in states), unbatched
+        for i, state in enumerate(states):
+            if state.dim() not in (1, 2):
+                label = f"hx[{i}]" if cells == 2 else "hidden"
+                raise ValueError(f"{type(self).__name__}: Expected {label} to be 1D or 2D, got {state.dim()}D instead")
+        states = tuple(s.unsqueeze(0) if unbatched else s for s in states)
+        for i, state in enumerate(states):  # PyTorch's checks, in its order, on the (batched) states
+            if state.shape[0] != x.shape[0]:
+                raise RuntimeError(f"Input batch size {x.shape[0]} doesn't match hidden{i} batch size {state.shape[0]}")
+            if state.shape[1] != self.hidden_size:
+                raise RuntimeError(f"hidden{i} has inconsistent hidden_size: got {state.shape[1]}, expected "
+                                   f"{self.hidden_size}")
+        return x, states, unbatched
 
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"
-        return text if self.bias else text + ", bias=False"
+        return text if self.bias is True else text + f", bias={self.bias}"
 
 
 class RNNCell(RNNCellBase):
