@@ -76,9 +76,9 @@ def numel(input):
     return input.numel()
 
 
-def result_type(tensor1, tensor2):
+def result_type(tensor, other):
     from ._dtype import result_type as _result_type
-    return _result_type(tensor1, tensor2)
+    return _result_type(tensor, other)
 
 
 def channel_shuffle(input, groups):

@@ -221,9 +221,10 @@ def to_dtype(d):
     return from_numpy_dtype(d)
 
 
-def promote_types(a, b):
+def promote_types(type1, type2):
     """torch.promote_types: floats win over ints, ints over bool; float16+bfloat16 -> float32; uint8+int8 ->
     int16; uint16, uint32 and uint64 promote only to floats."""
+    a, b = type1, type2
     if a is b:
         return a
     if a.is_complex or b.is_complex:

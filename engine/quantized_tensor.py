@@ -337,4 +337,6 @@ def dequantize(input):
     """``torch.dequantize``: a quantized tensor's real values (a list of them for a list)."""
     if isinstance(input, (list, tuple)):
         return [dequantize(x) for x in input]
+    if not getattr(input, "is_quantized", False):  # a float tensor comes back as it is, as from torch's
+        return input
     return input.dequantize()

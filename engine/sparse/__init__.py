@@ -17,14 +17,14 @@ from .tensor import SparseCOOTensor, SparseCompressedTensor, SparseTensor
 _grad.register()
 
 
-def spmm(mat1, mat2):
+def spmm(input, mat2):
     """``torch.spmm``: sparse @ dense (``sparse.mm``)."""
-    return mm(mat1, mat2)
+    return mm(input, mat2)
 
 
-def dsmm(mat1, mat2):
+def dsmm(input, mat2):
     """``torch.dsmm``: sparse @ dense, a dense result."""
-    return mm(mat1, mat2)
+    return mm(input, mat2)
 
 
 def saddmm(input, mat1, mat2, *, beta=1, alpha=1):

@@ -202,3 +202,12 @@ def test_keywords_on_cuda(cuda):
     values, indices = engine.max(x, dim=engine.tensor(1))
     np.testing.assert_allclose(values.cpu().numpy(), X.max(1))
     np.testing.assert_allclose(x.clamp_min_(min=0.5).cpu().numpy(), np.maximum(X, 0.5))
+
+
+def test_dtype_and_sparse_helpers_take_torchs_keywords():
+    assert engine.promote_types(type1=engine.int8, type2=engine.float16) is engine.float16
+    assert engine.result_type(tensor=engine.ones(2), other=2) is engine.float32
+    dense = engine.eye(2).to_sparse()
+    assert engine.spmm(input=dense, mat2=engine.ones(2, 1)).tolist() == [[1.0], [1.0]]
+    plain = engine.ones(2)
+    assert engine.dequantize(plain) is plain
