@@ -18,6 +18,7 @@ from ..autograd.double_backward import constant, masked, transposed_backward
 from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, masked_grad, wrap_dim, xp_of
+from .python_data import _C_TYPE_NAMES, _fits_int
 from .shape import Slice, broadcast_shapes, expand, reshape, writeable_view
 from .tensor_index import NonZero, TensorIndex
 
@@ -28,19 +29,13 @@ def _shape_str(shape):
     return "[" + ", ".join(str(s) for s in shape) + "]"
 
 
-_C_TYPE_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
-                 "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
-
-
 def fit_scalar(value, dtype):
     """A Python number written into a tensor of integer ``dtype`` as torch writes it: a negative integer wraps into
     an unsigned type (-1 is 255 in uint8) when its magnitude fits, else torch's overflow error; others pass."""
     np_dtype = np.dtype(getattr(dtype, "np", dtype))
     if np_dtype.kind not in "iu" or isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         return value
-    info = np.iinfo(np_dtype)
-    bad = value > info.max or (value < -info.max if np_dtype.kind == "u" else value < info.min)
-    if bad:
+    if not _fits_int(value, np_dtype):
         raise RuntimeError(f"value cannot be converted to type {_C_TYPE_NAMES[np_dtype.name]} without overflow")
     if np_dtype.kind == "u" and value < 0 and isinstance(value, numbers.Integral):
         return int(value) % (1 << (8 * np_dtype.itemsize))

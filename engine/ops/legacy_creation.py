@@ -7,7 +7,7 @@ import numpy as np
 from .. import _dtype
 from .._device import factory_device, xp_for
 from ..tensor import Tensor, _new
-from .creation import _to_dtype_scalar
+from .python_data import _to_dtype_scalar
 from .ranges import check_range
 
 

@@ -16,7 +16,8 @@ from .. import _dtype, backends
 from .._device import factory_device, xp_for
 from .._rng.rounding import _two_product, _two_sum
 from ..tensor import Tensor
-from .creation import _finish, _float, _to_dtype_scalar
+from .creation import _finish, _float
+from .python_data import _to_dtype_scalar
 
 __all__ = ["arange", "linspace", "logspace"]
 
