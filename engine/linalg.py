@@ -7,22 +7,27 @@ import numpy as np
 
 from ._dtype import to_dtype
 from .ops.elementwise import abs as _abs
-from .ops.householder import orgqr as householder_product
+from .ops.householder import orgqr
 from .ops.legacy_linalg import matrix_exp, slogdet as _slogdet
 from .ops.linalg import matmul
 from .ops.linalg_checks import LinAlgError, check_square
 from .ops.linalg_decompositions import cholesky, cholesky_ex, eigh, eigvalsh, qr, svd, svdvals
 from .ops.linalg_eig import eig, eigvals
+from .ops.linalg_out import writes_out, writes_out_castable
 from .ops.linalg_products import cross, diagonal, multi_dot, vander, vecdot
 from .ops.linalg_solvers import (det, inv, inv_ex, ldl_factor, ldl_factor_ex, ldl_solve, solve, solve_ex,
                                  solve_triangular, tensorinv, tensorsolve)
 from .ops.linalg_spectral import cond, lstsq, matrix_rank, matrix_sqrth, pinv, polar, spectral_norm
 from .ops.lu import linalg_lu as lu, lu_factor, lu_factor_ex, lu_solve
 from .ops.products import matrix_power as _matrix_power
-from .ops.reduction import amax, amin, return_type, vector_norm
+from .ops.reduction import amax, amin, return_type, vector_norm as _vector_norm
 from .tensor import _wrap_dim
 
+householder_product = writes_out_castable(orgqr)
+vector_norm = writes_out(_vector_norm)
 
+
+@writes_out
 def matrix_power(A, n, *, out=None):
     """A^n for square matrices (n an integer; the inverse's power for negative n)."""
     if n < 0 and A.dtype.is_complex:
@@ -30,21 +35,28 @@ def matrix_power(A, n, *, out=None):
     return _matrix_power(A, n)
 
 
+@writes_out
 def slogdet(A, *, out=None):
     """(sign, logabsdet) of the determinant of each matrix (sign 0 where singular)."""
     check_square(A, "linalg.slogdet")
     return return_type("linalg_slogdet", ("sign", "logabsdet"))(*_slogdet(A))
 
 
+@writes_out
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Frobenius, nuclear, 1, -1, 2, -2, inf and -inf matrix norms over the two dims ``dim``."""
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {A.dtype.title}")
     if dtype is not None:
         A = A.to(to_dtype(dtype))
     if ord == "fro":
+        return vector_norm(A, 2, dim, keepdim)
+    if ord in (2, 1, math.inf) and A.numel() == 0:  # the largest of no values: torch's 0
         return vector_norm(A, 2, dim, keepdim)
     if ord in ("nuc", 2, -2):
         return spectral_norm(A, ord, dim, keepdim)
@@ -58,6 +70,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     return amax(sums, col, keepdim) if ord > 0 else amin(sums, col, keepdim)
 
 
+@writes_out
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """Vector norm over one dim (or everything when ``ord`` is None), matrix norm over two."""
     if isinstance(dim, (int, np.integer)):

@@ -9,6 +9,7 @@ conjugate of ``rfft*``, under the swapped norm.
 """
 from .. import _dtype
 from ..ops.complex_views import conj
+from ..ops.elementwise import _write_out
 from ._frequencies import fftfreq, fftshift, ifftshift, rfftfreq
 from ._kernels import FFTC2C, FFTC2R, FFTR2C
 
@@ -66,8 +67,11 @@ def _floating(x, name, real_only=False):
     """``x`` in a type the transforms take: integers and bool as the default float type; complex refused where
     the transform wants real input; float16 and bfloat16 refused (torch computes them only on CUDA)."""
     if x.dtype.is_complex:
+        if real_only and name in ("ihfft2", "ihfftn"):
+            raise TypeError(f"Only supports floating-point dtypes, but found: {x.dtype.title}")
         if real_only:
-            raise TypeError(f"{name} expects a real input tensor, but got {x.dtype.title}")
+            wording = "a real input" if name in ("rfft", "ihfft") else "a real-valued input"
+            raise TypeError(f"{'rfftn' if name == 'rfft2' else name} expects {wording} tensor, but got {x.dtype.title}")
         return x
     if x.dtype.name in ("float16", "bfloat16"):
         raise NotImplementedError(f"Unsupported dtype {x.dtype.title}")
@@ -79,84 +83,104 @@ def _complex(x, name):
     return x if x.dtype.is_complex else x.to(x.dtype.to_complex())
 
 
+def _at_least_one(axes, name):
+    if not axes:
+        raise RuntimeError(f"{name[:-1] + 'n' if name.endswith('2') else name} must transform at least one axis")
+
+
 def _c2c(input, s, dim, norm, forward, name):
-    x = _floating(input, name)
-    axes, sizes = _plan(x, s, dim)
+    axes, sizes = _plan(input, s, dim)
+    x = _complex(input, name)
     return FFTC2C(axes, sizes, _norm(norm), forward)(x)
 
 
 def _r2c(input, s, dim, norm, name):
+    """rfftn of ``input``: a complex one refused first (after the dims by ihfft2 and ihfftn), then the dims
+    checked, then a half one refused (torch's order)."""
+    if input.dtype.is_complex and name not in ("ihfft2", "ihfftn"):
+        _floating(input, name, real_only=True)
+    axes, sizes = _plan(input, s, dim)
+    _at_least_one(axes, name)
     x = _floating(input, name, real_only=True)
-    axes, sizes = _plan(x, s, dim)
     return FFTR2C(axes, sizes, _norm(norm))(x)
 
 
-def _c2r(input, s, dim, norm, name):
+def _c2r(input, s, dim, norm, name, conjugate=False):
+    """irfftn of ``input`` (of its conjugate when ``conjugate``); the dims are checked before the dtype, as by
+    torch."""
+    axes, sizes = _plan(input, s, dim, half_input=True)
+    _at_least_one(axes, name)
     x = _complex(input, name)
-    axes, sizes = _plan(x, s, dim, half_input=True)
-    return FFTC2R(axes, sizes, _norm(norm))(x)
+    return FFTC2R(axes, sizes, _norm(norm))(conj(x) if conjugate else x)
+
+
+def _into(result, out):
+    """``result``, or ``out`` holding it (resized first where its shape differs, as torch resizes it)."""
+    if out is not None and tuple(out.shape) != tuple(result.shape):
+        out.resize_(result.shape)
+    return _write_out(result, out)
 
 
 def _one(n):
     return None if n is None else (n,)
 
 
-def fft(input, n=None, dim=-1, norm=None):
+def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-d discrete Fourier transform along ``dim``."""
-    return _c2c(input, _one(n), dim, norm, True, "fft")
+    return _into(_c2c(input, _one(n), dim, norm, True, "fft"), out)
 
 
-def ifft(input, n=None, dim=-1, norm=None):
+def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-d inverse discrete Fourier transform along ``dim``."""
-    return _c2c(input, _one(n), dim, norm, False, "ifft")
+    return _into(_c2c(input, _one(n), dim, norm, False, "ifft"), out)
 
 
-def fft2(input, s=None, dim=(-2, -1), norm=None):
-    return _c2c(input, s, dim, norm, True, "fft2")
+def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _into(_c2c(input, s, dim, norm, True, "fft2"), out)
 
 
-def ifft2(input, s=None, dim=(-2, -1), norm=None):
-    return _c2c(input, s, dim, norm, False, "ifft2")
+def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _into(_c2c(input, s, dim, norm, False, "ifft2"), out)
 
 
-def fftn(input, s=None, dim=None, norm=None):
+def fftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-d transform over ``dim`` (all dims, or the last ``len(s)``, by default)."""
-    return _c2c(input, s, dim, norm, True, "fftn")
+    return _into(_c2c(input, s, dim, norm, True, "fftn"), out)
 
 
-def ifftn(input, s=None, dim=None, norm=None):
-    return _c2c(input, s, dim, norm, False, "ifftn")
+def ifftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _into(_c2c(input, s, dim, norm, False, "ifftn"), out)
 
 
-def rfft(input, n=None, dim=-1, norm=None):
+def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The half spectrum (``n // 2 + 1`` bins) of a real signal."""
-    return _r2c(input, _one(n), dim, norm, "rfft")
+    return _into(_r2c(input, _one(n), dim, norm, "rfft"), out)
 
 
-def irfft(input, n=None, dim=-1, norm=None):
+def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The real signal (``n`` long, default ``2 * (m - 1)``) of a half spectrum of ``m`` bins."""
-    return _c2r(input, _one(n), dim, norm, "irfft")
+    return _into(_c2r(input, _one(n), dim, norm, "irfft"), out)
 
 
-def rfft2(input, s=None, dim=(-2, -1), norm=None):
-    return _r2c(input, s, dim, norm, "rfft2")
+def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _into(_r2c(input, s, dim, norm, "rfft2"), out)
 
 
-def irfft2(input, s=None, dim=(-2, -1), norm=None):
-    return _c2r(input, s, dim, norm, "irfft2")
+def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _into(_c2r(input, s, dim, norm, "irfft2"), out)
 
 
-def rfftn(input, s=None, dim=None, norm=None):
-    return _r2c(input, s, dim, norm, "rfftn")
+def rfftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _into(_r2c(input, s, dim, norm, "rfftn"), out)
 
 
-def irfftn(input, s=None, dim=None, norm=None):
-    return _c2r(input, s, dim, norm, "irfftn")
+def irfftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _into(_c2r(input, s, dim, norm, "irfftn"), out)
 
 
 def _hermitian(input, s, dim, norm, name):
     """The real spectrum of a signal given by its half ``input`` (Hermitian symmetric): irfft of the conjugate."""
-    return _c2r(conj(_complex(input, name)), s, dim, _SWAPPED[_norm(norm)], name)
+    return _c2r(input, s, dim, _SWAPPED[_norm(norm)], name, conjugate=True)
 
 
 def _inverse_hermitian(input, s, dim, norm, name):
@@ -164,30 +188,30 @@ def _inverse_hermitian(input, s, dim, norm, name):
     return conj(_r2c(input, s, dim, _SWAPPED[_norm(norm)], name))
 
 
-def hfft(input, n=None, dim=-1, norm=None):
+def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The real 1-d spectrum of a Hermitian-symmetric signal given by its half."""
-    return _hermitian(input, _one(n), dim, norm, "hfft")
+    return _into(_hermitian(input, _one(n), dim, norm, "hfft"), out)
 
 
-def ihfft(input, n=None, dim=-1, norm=None):
+def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The half of the inverse transform of a real signal (Hermitian symmetric)."""
-    return _inverse_hermitian(input, _one(n), dim, norm, "ihfft")
+    return _into(_inverse_hermitian(input, _one(n), dim, norm, "ihfft"), out)
 
 
-def hfft2(input, s=None, dim=(-2, -1), norm=None):
-    return _hermitian(input, s, dim, norm, "hfft2")
+def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _into(_hermitian(input, s, dim, norm, "hfft2"), out)
 
 
-def ihfft2(input, s=None, dim=(-2, -1), norm=None):
-    return _inverse_hermitian(input, s, dim, norm, "ihfft2")
+def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
+    return _into(_inverse_hermitian(input, s, dim, norm, "ihfft2"), out)
 
 
-def hfftn(input, s=None, dim=None, norm=None):
-    return _hermitian(input, s, dim, norm, "hfftn")
+def hfftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _into(_hermitian(input, s, dim, norm, "hfftn"), out)
 
 
-def ihfftn(input, s=None, dim=None, norm=None):
-    return _inverse_hermitian(input, s, dim, norm, "ihfftn")
+def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
+    return _into(_inverse_hermitian(input, s, dim, norm, "ihfftn"), out)
 
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",

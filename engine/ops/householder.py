@@ -7,8 +7,10 @@ from .creation import eye
 from ..tensor import _new, register_method
 from .reduction import return_type
 from ._common import xp_of
+from .linalg_out import writes_out, writes_out_castable
 
 
+@writes_out_castable
 def geqrf(input, *, out=None):
     """(a, tau): ``input``'s QR by Householder reflections as LAPACK's geqrf stores it (batched over leading
     dimensions)."""
@@ -54,6 +56,8 @@ def _check_householder(input, tau):
 def orgqr(input, tau):
     """The first ``input.shape[-1]`` columns of Q = H_1 H_2 ... H_k (k = tau.shape[-1]) from geqrf's output."""
     _check_householder(input, tau)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or input.dtype.itemsize < 4:
+        raise NotImplementedError(f"\"orgqr_cpu\" not implemented for '{input.dtype.title}'")
     m, n, k = input.shape[-2], input.shape[-1], tau.shape[-1]
     v = _reflectors(input, k)
     q = eye(m, n, dtype=input.dtype, device=input.device).expand(*input.shape)
@@ -62,6 +66,7 @@ def orgqr(input, tau):
     return q
 
 
+@writes_out
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, op(Q) = Q or Q^H (``transpose``), for geqrf's Q of
     ``input`` and ``tau``."""

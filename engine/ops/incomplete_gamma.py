@@ -13,13 +13,26 @@ from .inplace import inplace_of
 from .special import scipy_special
 
 
+def _torch_nan_cases(xp, a, x, value, upper):
+    """P(a, x) (Q(a, x) when ``upper``, 1 - P) where torch's kernel decides before looking at a NaN: P is 0 at
+    x = 0 (a not negative or zero, NaN included), 0 at a = inf (x finite and positive, or NaN), 1 at x = inf when a
+    is NaN."""
+    zero, one = (1.0, 0.0) if upper else (0.0, 1.0)
+    with np.errstate(invalid="ignore"):
+        value = xp.where((x == 0) & ~(a <= 0), zero, value)
+        value = xp.where((a == np.inf) & ~(x <= 0) & (x != np.inf), zero, value)
+        return xp.where(xp.isnan(a) & (x == np.inf), one, value)
+
+
 class _IncompleteGamma(_Binary):
     upper = False
 
     def forward(self, a, x):
         a, x = cast(a, self.dtype), cast(x, self.dtype)
         self.a, self.x = a, x
-        return scipy_special(xp_of(a, x), "gammaincc" if self.upper else "gammainc")(a, x).astype(self.dtype)
+        xp = xp_of(a, x)
+        value = scipy_special(xp, "gammaincc" if self.upper else "gammainc")(a, x)
+        return _torch_nan_cases(xp, a, x, value, self.upper).astype(self.dtype)
 
     def backward(self, gy):
         name = "igammac" if self.upper else "igamma"

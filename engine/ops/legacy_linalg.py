@@ -24,6 +24,7 @@ from ._common import xp_of
 from .linalg import _check_square, inverse, solve
 from .linalg_checks import adjoint
 from .linalg_decompositions import svd as linalg_svd, svdvals
+from .linalg_out import writes_out, writes_out_castable
 from .linalg_solvers import solve_triangular
 from .linalg_spectral import Pinv
 from .lu import legacy_lu_solve as lu_solve, lu, lu_unpack
@@ -61,6 +62,7 @@ def _checked(input, name):
         raise RuntimeError(f"{name}: Expected a floating point tensor as input. Got {input.dtype}")
 
 
+@writes_out
 def slogdet(input):
     """``(sign, logabsdet)``: the determinant's sign (0 when singular) and the log of its magnitude."""
     _checked(input, "linalg.slogdet")
@@ -80,6 +82,7 @@ def logdet(input):
     return logabsdet.where(sign >= 0, nan)
 
 
+@writes_out
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """``(solution, cloned_coefficient)``: X with T X = b (T^T X = b with ``transpose``) for the upper or lower
     triangle T of ``A``, and a copy of ``A`` in the batch shape of both."""
@@ -131,6 +134,7 @@ class CholeskySolve(Function):
         return recomputed_backward(self, cholesky_solve, self.inputs, g)
 
 
+@writes_out_castable
 def cholesky_solve(B, L, upper=False):
     """X with A X = B for A = L L^T (``upper``: A = U^T U), from the Cholesky factor alone."""
     _check_square(L, "cholesky_solve")
@@ -139,6 +143,7 @@ def cholesky_solve(B, L, upper=False):
     return CholeskySolve(upper)(B, L)
 
 
+@writes_out_castable
 def cholesky_inverse(L, upper=False):
     """(L L^T)^-1 (``upper``: (U^T U)^-1) from the Cholesky factor."""
     _check_square(L, "cholesky_inverse")
@@ -180,6 +185,9 @@ class MatrixExp(Function):
 def matrix_exp(A):
     """e^A = sum A^k / k!."""
     _check_square(A, "linalg.matrix_exp")
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):  # integers would be truncated
+        raise RuntimeError(f"linalg.matrix_exp: Expected a floating point or complex tensor as input. "
+                           f"Got {A.dtype.title}")
     return MatrixExp()(A)
 
 
@@ -191,6 +199,7 @@ def pinverse(input, rcond=1e-15):
     return Pinv(0.0, rcond, False)(input)
 
 
+@writes_out
 def svd(input, some=True, compute_uv=True):
     """``(U, S, V)`` with input = U diag(S) V^T: reduced factors with ``some``, square ones without; with
     ``compute_uv=False`` only S, U and V being zeros of the full shapes."""

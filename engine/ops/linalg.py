@@ -19,6 +19,7 @@ from ..autograd.double_backward import constant, sum_to_shape as sum_to_shape_te
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
 from .complex_grad import holomorphic
+from .linalg_out import write_result, writes_out, writes_out_castable
 
 
 # ---- products of arrays ------------------------------------------------------------------------
@@ -195,14 +196,11 @@ def matmul(input, other, *, out=None):
         return input.matmul(other)
     _check_dtypes(input, other)
     _check_matmul(input, other)
-    result = MatMul()(input, other)
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    return write_result(MatMul()(input, other), out, exact=True)
 
 
 @autocast_mode.lower_precision("cpu", "cuda")
+@writes_out
 def mm(input, mat2):
     """Product of two matrices."""
     if input.layout is not _layout.strided:  # a sparse matrix (engine.sparse) multiplies itself
@@ -215,6 +213,7 @@ def mm(input, mat2):
 
 
 @autocast_mode.lower_precision("cpu", "cuda")
+@writes_out
 def bmm(input, mat2):
     """Batched product of two 3-D tensors with equal batch sizes."""
     if input.ndim != 3:
@@ -230,6 +229,7 @@ def bmm(input, mat2):
 
 
 @autocast_mode.lower_precision("cuda")
+@writes_out
 def mv(input, vec):
     """Matrix times vector."""
     if input.ndim != 2 or vec.ndim != 1:
@@ -238,6 +238,7 @@ def mv(input, vec):
 
 
 @autocast_mode.as_given
+@writes_out
 def dot(input, other):
     """Inner product of two 1-D tensors."""
     if input.ndim != 1 or other.ndim != 1:
@@ -248,6 +249,7 @@ def dot(input, other):
     return matmul(input, other)
 
 
+@writes_out_castable
 def outer(input, vec2):
     """Outer product of two 1-D tensors (``ger``)."""
     for name, t in (("self", input), ("vec2", vec2)):
@@ -260,6 +262,7 @@ ger = outer
 
 
 @autocast_mode.lower_precision("cpu", "cuda")
+@writes_out
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape."""
     if mat1.ndim != 2:
@@ -273,6 +276,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 @autocast_mode.lower_precision("cpu", "cuda")
+@writes_out
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
     if batch1.ndim != 3:
@@ -459,6 +463,16 @@ def einsum(equation, *operands):
     return Einsum(subs, out, sizes, result_dtype(*operands))(*operands)
 
 
+def _contracted_broadcast(x, dims_x, other, dims_other):
+    """``x`` expanded where a contracted dim of size 1 meets a partner of another size (torch broadcasts it)."""
+    shape = list(x.shape)
+    for dx, do in zip(dims_x, dims_other):
+        if shape[dx] == 1:
+            shape[dx] = other.shape[do]
+    return x if shape == list(x.shape) else x.expand(shape)
+
+
+@writes_out
 def tensordot(a, b, dims=2):
     """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or two explicit dim lists)."""
     if isinstance(dims, Tensor):
@@ -469,13 +483,15 @@ def tensordot(a, b, dims=2):
         dims_a, dims_b = [[d] if isinstance(d, int) else list(d) for d in dims]
     dims_a = [d % a.ndim for d in dims_a]
     dims_b = [d % b.ndim for d in dims_b]
+    for da, db in zip(dims_a, dims_b):
+        if a.shape[da] != b.shape[db] and 1 not in (a.shape[da], b.shape[db]):
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} "
+                               f"and second has size {b.shape[db]} in dim {db}")
+    a, b = _contracted_broadcast(a, dims_a, b, dims_b), _contracted_broadcast(b, dims_b, a, dims_a)
     letters = iter(string.ascii_letters)
     sub_a = [next(letters) for _ in range(a.ndim)]
     sub_b = [next(letters) for _ in range(b.ndim)]
     for da, db in zip(dims_a, dims_b):
-        if a.shape[da] != b.shape[db]:
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} "
-                               f"and second has size {b.shape[db]} in dim {db}")
         sub_b[db] = sub_a[da]
     out = [c for i, c in enumerate(sub_a) if i not in dims_a] + [c for i, c in enumerate(sub_b) if i not in dims_b]
     return einsum("".join(sub_a) + "," + "".join(sub_b) + "->" + "".join(out), a, b)

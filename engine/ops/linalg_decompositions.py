@@ -17,6 +17,8 @@ Complex matrices add what their phases bring: QR's skew part keeps half of its i
 U diag(i (Im diag(U^H gU) - Im diag(V^H gV)) / 2S) V^H; and a loss that depends on the phases of eigh's or the
 SVD's vectors (each fixed only up to e^(i phi)) raises torch's error (check_gauge).
 """
+import math
+
 import numpy as np
 
 from ..autograd.double_backward import constant, masked, recomputed_backward
@@ -24,6 +26,7 @@ from ..autograd.function import Function
 from .linalg_checks import LinAlgError, adjoint as _h, check_gauge, check_matrix, check_square, raise_on_info
 from ._common import xp_of
 from .reduction import return_type
+from .linalg_out import writes_out
 
 
 def _tensor_eye(n, dtype, like):
@@ -54,7 +57,7 @@ def _cholesky_info(a):
     that is not positive-definite, 0 where there is none; column by column, vectorised over the batch."""
     xp = xp_of(a)
     n = a.shape[-1]
-    flat = a.reshape(-1, n, n)
+    flat = a.reshape(math.prod(a.shape[:-2]), n, n)
     lower = xp.zeros_like(flat)
     info = xp.zeros(flat.shape[0], np.int32)
     for j in range(n):
@@ -122,6 +125,7 @@ class Cholesky(Function):
         return _solve_tensors(lower.mH, inv_h.mH).mH
 
 
+@writes_out
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): the Cholesky factor and LAPACK's status (the order of the first leading minor that is not
     positive-definite; 0 on success) of each matrix; ``check_errors`` raises LinAlgError instead."""
@@ -137,6 +141,7 @@ def _not_positive_definite(order):
             f"minor of order {order} is not positive-definite).")
 
 
+@writes_out
 def cholesky(A, *, upper=False, out=None):
     """L with A = L L^T (U with A = U^T U when ``upper``) for symmetric positive-definite A; LinAlgError
     otherwise."""
@@ -232,6 +237,7 @@ class Qr(Function):
         return cat([g_x, q @ g_v], -1)
 
 
+@writes_out
 def qr(A, mode="reduced", *, out=None):
     """(Q, R) with A = QR, Q with orthonormal columns and R upper triangular: ``reduced`` (Q m x k, R k x n,
     k = min(m, n)), ``complete`` (Q m x m) or ``r`` (R alone, Q empty)."""
@@ -299,6 +305,7 @@ def _check_uplo(UPLO):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 
 
+@writes_out
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, read from its ``UPLO`` triangle."""
     _check_uplo(UPLO)
@@ -307,6 +314,7 @@ def eigh(A, UPLO="L", *, out=None):
     return return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))(values, vectors)
 
 
+@writes_out
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues (ascending) of symmetric A, read from its ``UPLO`` triangle."""
     _check_uplo(UPLO)
@@ -391,6 +399,7 @@ class Svd(Function):
         return g_a
 
 
+@writes_out
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending: U m x m and Vh n x n with ``full_matrices``, else
     m x k and k x n (k = min(m, n)). ``driver`` (a cuSOLVER choice in torch) is accepted and ignored."""
@@ -399,6 +408,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
     return return_type("linalg_svd", ("U", "S", "Vh"))(u, s, vh)
 
 
+@writes_out
 def svdvals(A, *, driver=None, out=None):
     """The singular values of A, descending."""
     check_matrix(A, "linalg.svdvals")

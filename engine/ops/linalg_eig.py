@@ -15,6 +15,7 @@ from ..autograd.function import Function
 from ._common import xp_of
 from .linalg_checks import adjoint, check_gauge, check_square
 from .reduction import return_type
+from .linalg_out import writes_out_castable
 
 
 def _complex_type(dtype):
@@ -95,6 +96,7 @@ def _check_eig_input(A, name):
     check_square(A, name)
 
 
+@writes_out_castable
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors as columns) of each square matrix, complex, unordered (LAPACK's order)."""
     _check_eig_input(A, "linalg.eig")
@@ -102,6 +104,7 @@ def eig(A, *, out=None):
     return return_type("linalg_eig", ("eigenvalues", "eigenvectors"))(values, vectors)
 
 
+@writes_out_castable
 def eigvals(A, *, out=None):
     """The eigenvalues of each square matrix, complex, in ``eig``'s order."""
     _check_eig_input(A, "linalg.eigvals")

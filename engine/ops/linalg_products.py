@@ -7,6 +7,7 @@ from .shape import diagonal as _diagonal
 from .creation import ones_like
 from .shape import cat
 from .reduction import cumprod
+from .linalg_out import writes_out
 
 
 def _chain_order(shapes):
@@ -24,6 +25,7 @@ def _chain_order(shapes):
     return split
 
 
+@writes_out
 def multi_dot(tensors, *, out=None):
     """The product of two or more matrices (the first may be a row vector, the last a column vector), multiplied
     in the order with the fewest scalar multiplications."""
@@ -63,11 +65,14 @@ def multi_dot(tensors, *, out=None):
     return result
 
 
+@writes_out
 def vecdot(x, y, *, dim=-1, out=None):
     """The dot product of x and y (broadcast) along ``dim``, x conjugated where complex."""
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{x.dtype.title} and y of type {y.dtype.title} instead")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got {x.dtype.title}")
     return (x.conj() * y).sum(dim)
 
 
@@ -76,6 +81,9 @@ def vander(x, *, N=None):
     size), as a running product so that its gradient at 0 is finite."""
     if x.ndim < 1:
         raise RuntimeError("N must be greater than 1.")
+    if x.dtype.name in ("bool", "float16", "bfloat16"):
+        raise RuntimeError(f"linalg.vander supports floating point, complex, and integer tensors, but got "
+                           f"{x.dtype.title}")
     n = x.shape[-1] if N is None else N
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
@@ -84,6 +92,7 @@ def vander(x, *, N=None):
     return cumprod(powers, -1)
 
 
+@writes_out
 def cross(input, other, *, dim=-1, out=None):
     """The cross product of 3-vectors along ``dim`` (broadcast)."""
     return _cross(input, other, dim)

@@ -21,6 +21,7 @@ from .linalg_checks import adjoint, check_floating, check_matrix, check_square, 
 from .lu import factor
 from ._common import xp_of
 from .reduction import return_type
+from .linalg_out import writes_out, writes_out_castable
 
 
 # ---- inverse, determinant and solve of complex matrices too ------------------------------------
@@ -50,6 +51,7 @@ class Solve(_products.Solve):
         return ga, (gb[..., 0] if self.vector else gb)
 
 
+@writes_out
 def det(A, *, out=None):
     """The determinant of each square matrix (real or complex)."""
     check_square(A, "linalg.det")
@@ -71,6 +73,7 @@ def _broadcast_batches(a, b):
     return a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])
 
 
+@writes_out
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """X with T X = B (X T = B when not ``left``) for the upper or lower triangle T of A (unit diagonal with
     ``unitriangular``); batch dims broadcast. The gradient reaches only the triangle read."""
@@ -127,6 +130,7 @@ def _singular_inverse(index):
             f"is singular.")
 
 
+@writes_out
 def inv_ex(A, *, check_errors=False, out=None):
     """(A^-1, info): info as LAPACK's getrf (the index of a zero pivot; 0 when invertible)."""
     check_square(A, "linalg.inv")
@@ -137,6 +141,7 @@ def inv_ex(A, *, check_errors=False, out=None):
 
 
 @autocast_mode.float32("cpu")
+@writes_out
 def inv(A, *, out=None):
     """A^-1; LinAlgError for a singular matrix."""
     inverse, info = inv_ex(A)
@@ -154,6 +159,7 @@ def _solve(a, b, left):
     return Solve(False)(a.mT, b.mT).mT
 
 
+@writes_out
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(X, info) with A X = B (X A = B when not ``left``); B a (batch of) vector(s) where torch reads it so."""
     check_square(A, "linalg.solve")
@@ -171,6 +177,7 @@ def _singular_solve(index):
 
 
 @autocast_mode.float32("cpu")
+@writes_out
 def solve(A, B, *, left=True, out=None):
     """X with A X = B (X A = B when not ``left``); LinAlgError for a singular A."""
     result, info = solve_ex(A, B, left=left)
@@ -179,6 +186,7 @@ def solve(A, B, *, left=True, out=None):
 
 
 # ---- tensor forms ------------------------------------------------------------------------------
+@writes_out_castable
 def tensorinv(A, ind=2, *, out=None):
     """The inverse of A for ``tensordot(A, ., ind)``: shape A.shape[ind:] + A.shape[:ind]."""
     if ind <= 0:
@@ -190,6 +198,7 @@ def tensorinv(A, ind=2, *, out=None):
     return inv(A.reshape(rows, cols)).reshape(*A.shape[ind:], *A.shape[:ind])
 
 
+@writes_out_castable
 def tensorsolve(A, B, dims=None, *, out=None):
     """X with ``tensordot(A, X, X.ndim) = B``; ``dims`` of A are moved to its end first."""
     if dims is not None:
@@ -214,6 +223,7 @@ def _lapack(kind, dtype, hermitian):
     return getattr(lapack, prefix + ("he" if hermitian and prefix in "cz" else "sy") + kind)
 
 
+@writes_out
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info): LAPACK sytrf's compact L D L^T of symmetric A (hetrf's L D L^H of Hermitian A with
     ``hermitian``; lower triangle read): L's strict lower part and the 1x1 and 2x2 blocks of D in LD, the
@@ -222,7 +232,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     check_floating(A, "torch.linalg.ldl_factor_ex")
     a = move(A.detach()._data, "cpu")
     n = a.shape[-1]
-    flat = a.reshape(-1, n, n)
+    flat = a.reshape(math.prod(a.shape[:-2]), n, n)
     trf = _lapack("trf", a.dtype, hermitian)
     ld, pivots, info = np.empty_like(flat), np.empty(flat.shape[:2], np.int32), np.empty(len(flat), np.int32)
     for i, matrix in enumerate(flat):
@@ -237,12 +247,14 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
         _new(move(info.reshape(a.shape[:-2]), device)))
 
 
+@writes_out
 def ldl_factor(A, *, hermitian=False, out=None):
     """(LD, pivots) of ``ldl_factor_ex``, raising LinAlgError where D is singular."""
     ld, pivots, _ = ldl_factor_ex(A, hermitian=hermitian, check_errors=True)
     return return_type("linalg_ldl_factor", ("LD", "pivots"))(ld, pivots)
 
 
+@writes_out
 def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """X with A X = B from ``ldl_factor``'s (LD, pivots) of A (LAPACK's sytrs, or hetrs with ``hermitian``;
     batch dims broadcast)."""
@@ -253,9 +265,10 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     ld, piv, b = (move(t.detach()._data, "cpu") for t in (LD, pivots, B))
     batch = np.broadcast_shapes(ld.shape[:-2], piv.shape[:-1], b.shape[:-2])
     n, k = ld.shape[-1], b.shape[-1]
-    ld = np.broadcast_to(ld, batch + (n, n)).reshape(-1, n, n)
-    piv = np.broadcast_to(piv, batch + (n,)).reshape(-1, n)
-    b = np.broadcast_to(b, batch + (n, k)).reshape(-1, n, k)
+    count = math.prod(batch)
+    ld = np.broadcast_to(ld, batch + (n, n)).reshape(count, n, n)
+    piv = np.broadcast_to(piv, batch + (n,)).reshape(count, n)
+    b = np.broadcast_to(b, batch + (n, k)).reshape(count, n, k)
     trs = _lapack("trs", ld.dtype, hermitian)
     x = np.stack([trs(ld[i], piv[i], b[i], lower=1)[0] for i in range(len(ld))]) if len(ld) else b.copy()
     return _new(move(x.reshape(batch + (n, k)).astype(B._data.dtype, copy=False), device_of(B._data)))

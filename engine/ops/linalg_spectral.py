@@ -19,6 +19,7 @@ from .linalg_checks import adjoint, check_square
 from .linalg_decompositions import eigh, eigvalsh, svd, svdvals
 from .linalg_solvers import inv_ex
 from .reduction import amax, amin, return_type
+from .linalg_out import writes_out_castable
 
 
 class Pinv(Function):
@@ -81,11 +82,18 @@ def _tolerances(A, atol, rtol):
 
 
 def _check_pinv_input(A):
-    if A.ndim < 2 or not (A.dtype.is_floating_point or A.dtype.is_complex):
+    if A.ndim < 2 or not (A.dtype.is_floating_point or A.dtype.is_complex) or A.dtype.itemsize < 4:
         raise RuntimeError(f"linalg.pinv({A.dtype.title}{{{list(A.shape)}}}): expected a tensor with 2 or more "
                            f"dimensions of float, double, cfloat or cdouble types")
 
 
+def _check_lapack_dtype(A):
+    """torch's refusal (matrix_rank's, lstsq's) of a dtype LAPACK does not take: integers, bool, the half types."""
+    if not (A.dtype.is_floating_point or A.dtype.is_complex) or A.dtype.itemsize < 4:
+        raise RuntimeError("This function doesn't handle types other than float and double")
+
+
+@writes_out_castable
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse: singular values (eigenvalue magnitudes with ``hermitian``) at or below
     max(atol, rtol * the largest) count as zero."""
@@ -94,11 +102,13 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     return Pinv(atol, rtol, hermitian)(A)
 
 
+@writes_out_castable
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     """The number of singular values (eigenvalue magnitudes with ``hermitian``) above max(atol, rtol * the
     largest); ``tol`` is torch's older name for ``atol`` (with rtol = 0)."""
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at least 2 dimensions.")
+    _check_lapack_dtype(A)
     if tol is not None:
         atol, rtol = tol, 0.0
     atol, rtol = _tolerances(A, atol, rtol)
@@ -120,6 +130,7 @@ def spectral_norm(A, ord, dim, keepdim):
     return result
 
 
+@writes_out_castable
 def cond(A, p=None, *, out=None):
     """The condition number of A in the norm ``p``: the ratio of its extreme singular values for None, 2 and -2
     (any shape), ||A|| ||A^-1|| for 'fro', 'nuc', inf, -inf, 1 and -1 (square A; inf where singular)."""
@@ -127,17 +138,22 @@ def cond(A, p=None, *, out=None):
     if p not in (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1):
         raise ValueError(f"linalg.cond got an invalid norm type: {p}")
     if A.ndim < 2:
-        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
     if p in (None, 2, -2):
         values = svdvals(A)
+        if values.shape[-1] == 0:  # an empty matrix's condition number is 0, as torch's
+            return values.sum(-1)
         ratio = values[..., 0] / values[..., -1]
         return 1 / ratio if p == -2 else ratio
     check_square(A, f"linalg.cond(ord={p})")
+    if A.shape[-1] == 0:
+        return svdvals(A).sum(-1)
     inverse, info = inv_ex(A)
     value = matrix_norm(A, p) * matrix_norm(inverse.masked_fill((info != 0)[..., None, None], 0), p)
     return value.masked_fill(info != 0, math.inf)
 
 
+@writes_out_castable
 def polar(A, *, out=None):
     """(U, H) with A = U H for m >= n: U with orthonormal columns (the closest to A), H symmetric
     positive-semidefinite; from the reduced SVD, so differentiable where A has full column rank."""
@@ -148,6 +164,7 @@ def polar(A, *, out=None):
     return return_type("linalg_polar", ("U", "H"))(w @ vh, (vh.mH * s.unsqueeze(-2)) @ vh)
 
 
+@writes_out_castable
 def matrix_sqrth(A, *, out=None):
     """The symmetric positive-definite square root of symmetric positive-definite A (lower triangle read),
     from ``eigh``."""
@@ -170,6 +187,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    _check_lapack_dtype(A)
     vector = B.ndim == A.ndim - 1
     b = B.unsqueeze(-1) if vector else B
     if b.ndim < 2 or b.shape[-2] != A.shape[-2]:

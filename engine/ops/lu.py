@@ -14,6 +14,7 @@ dA = P (dL U + L dU), where L^-1 dL is strictly lower and dU U^-1 upper:
 - tall (m > n, L = [L1; L2]): gA = P [L1^-T phi; gL2] U^-T, phi = tril_-1(L1^T gL1) + triu(gU U^T - L2^T gL2);
 - lu_solve, X = A^-1 B: gB = A^-T gX, gA = -gB X^T, then gLU = tril_-1(P^T gA U^T) + triu(L^T P^T gA).
 """
+import math
 import warnings
 
 import numpy as np
@@ -24,6 +25,7 @@ from ..autograd.function import Function
 from ..tensor import _new
 from ._common import xp_of
 from .creation import eye
+from .linalg_out import writes_out
 from .reduction import return_type
 
 
@@ -41,7 +43,7 @@ def factor(a, pivot=True):
     xp = xp_of(a)
     batch, (m, n) = a.shape[:-2], a.shape[-2:]
     k = min(m, n)
-    lu = a.reshape(-1, m, n).copy()
+    lu = a.reshape(math.prod(batch), m, n).copy()
     count = lu.shape[0]
     pivots = xp.empty((count, k), np.int32)
     info = xp.zeros(count, np.int32)
@@ -69,7 +71,7 @@ def factor(a, pivot=True):
 def permutation(pivots, m, xp):
     """``perm`` with row i of P^T A = row perm[i] of A, for the row swaps ``pivots`` (1-based) of an m-row LU."""
     batch = pivots.shape[:-1]
-    flat = pivots.reshape(-1, pivots.shape[-1]).astype(np.int64) - 1
+    flat = pivots.reshape(math.prod(batch), pivots.shape[-1]).astype(np.int64) - 1
     perm = xp.broadcast_to(xp.arange(m), (flat.shape[0], m)).copy()
     rows = xp.arange(flat.shape[0])
     for j in range(flat.shape[1]):
@@ -248,9 +250,9 @@ class LuSolve(Function):
 
 
 # ---- public functions ----------------------------------------------------------------------------
-def _check_factorable(A, name):
+def _check_factorable(A, name, caller="torch.lu_factor"):
     if A.ndim < 2:
-        raise RuntimeError(f"torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: "
+        raise RuntimeError(f"{caller}: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")
     if A.dtype not in (_dtype.float32, _dtype.float64, _dtype.complex64, _dtype.complex128):
         raise NotImplementedError(f'"{name}" not implemented for \'{A.dtype.title}\'')
@@ -273,6 +275,7 @@ def _check_info(info, name):
                            "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
 
 
+@writes_out
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """``(LU, pivots, info)``: the packed LU factors of A (P^T A = L U), the 1-based row swaps and, per matrix,
     the 1-based index of U's first zero diagonal entry (0 where U is invertible)."""
@@ -284,6 +287,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False):
     return return_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))(lu, pivots, info)
 
 
+@writes_out
 def lu_factor(A, *, pivot=True):
     """``(LU, pivots)`` of A; raises where a matrix is singular (``lu_factor_ex`` reports that instead)."""
     _check_factorable(A, "lu_cpu")
@@ -293,6 +297,7 @@ def lu_factor(A, *, pivot=True):
     return return_type("linalg_lu_factor", ("LU", "pivots"))(lu, pivots)
 
 
+@writes_out
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """``(P, L, U)`` from packed factors; an empty tensor for what is not unpacked. Differentiable in LU_data."""
     if LU_pivots.dtype != _dtype.int32:
@@ -316,9 +321,10 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     return return_type("lu_unpack", ("P", "L", "U"))(p, lower, upper)
 
 
+@writes_out
 def linalg_lu(A, *, pivot=True):
     """``(P, L, U)`` with A = P L U (P empty where ``pivot=False``); differentiable in A through L and U."""
-    _check_factorable(A, "lu_cpu")
+    _check_factorable(A, "lu_cpu", "linalg.lu")
     _check_pivot(A, pivot)
     lu, pivots, _ = LuFactor(pivot)(A)
     p, lower, upper = lu_unpack(lu, pivots, unpack_pivots=pivot)
@@ -326,11 +332,17 @@ def linalg_lu(A, *, pivot=True):
 
 
 def _check_solve(LU, pivots, B, left):
-    if LU.ndim < 2 or LU.shape[-1] != LU.shape[-2]:
-        raise RuntimeError(f"torch.linalg.lu_solve: A must be batches of square matrices, but they are "
-                           f"{LU.shape[-2]} by {LU.shape[-1]} matrices")
+    """torch's checks, in its order: the pivots' dtype, then LU's dims and dtype, then the shapes."""
     if pivots.dtype != _dtype.int32:
         raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32")
+    if LU.ndim < 2:
+        raise RuntimeError("torch.linalg.lu_solve: The input tensor A must have at least 2 dimensions.")
+    if not (LU.dtype.is_floating_point or LU.dtype.is_complex):
+        raise RuntimeError(f"torch.linalg.lu_solve: Expected a floating point or complex tensor as input. "
+                           f"Got {LU.dtype.title}")
+    if LU.shape[-1] != LU.shape[-2]:
+        raise RuntimeError(f"torch.linalg.lu_solve: A must be batches of square matrices, but they are "
+                           f"{LU.shape[-2]} by {LU.shape[-1]} matrices")
     if pivots.ndim < 1 or pivots.shape[-1] != LU.shape[-1]:
         raise RuntimeError("linalg.lu_solve: Number of pivots per batch should be same as the dimension of the "
                            "matrix")
@@ -345,6 +357,7 @@ def _check_solve(LU, pivots, B, left):
                            f"({n}x{n} and {'x'.join(map(str, B.shape[-2:]))})")
 
 
+@writes_out
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     """X with A X = B (X A = B when not ``left``; A^T for ``adjoint``) for A = P L U given as (LU, pivots) from
     ``lu_factor``; batch dims broadcast."""
@@ -364,6 +377,7 @@ def lu(A, pivot=True, get_infos=False):
     return (lu_, pivots, info) if get_infos else (lu_, pivots)
 
 
+@writes_out
 def legacy_lu_solve(b, LU_data, LU_pivots):
     """``torch.lu_solve(b, LU_data, LU_pivots)`` (deprecated, with torch's warning): ``linalg.lu_solve`` with its
     arguments in the old order."""

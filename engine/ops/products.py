@@ -9,6 +9,7 @@ from ..tensor import Tensor, register_method
 from ._common import wrap_dim
 from .elementwise import where
 from .linalg import dot, inverse, matmul, mv, outer, tensordot
+from .linalg_out import writes_out, writes_out_castable
 from .reduction import norm, vector_norm
 from .shape import broadcast_tensors, cat, diagonal, narrow, unsqueeze
 
@@ -21,6 +22,7 @@ def trace(input):
     return diagonal(input).sum()
 
 
+@writes_out
 def inner(input, other):
     """The sum of products over the last dims of both (a scalar operand multiplies)."""
     if input.ndim == 0 or other.ndim == 0:
@@ -31,6 +33,7 @@ def inner(input, other):
     return tensordot(input, other, dims=([-1], [-1]))
 
 
+@writes_out
 def vdot(input, other):
     """The dot product of two 1-d tensors (the conjugate of the first is itself here)."""
     if input.ndim != 1 or other.ndim != 1:
@@ -38,6 +41,7 @@ def vdot(input, other):
     return dot(input, other)
 
 
+@writes_out_castable
 def kron(input, other):
     """The Kronecker product: every element of ``input`` times a whole block ``other``."""
     n = max(input.ndim, other.ndim)
@@ -57,18 +61,21 @@ def _scaled_sum(input, product, beta, alpha):
 
 
 @autocast_mode.lower_precision("cuda")
+@writes_out
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """beta * input + alpha * (mat @ vec)."""
     return _scaled_sum(input, mv(mat, vec), beta, alpha)
 
 
 @autocast_mode.lower_precision("cuda")
+@writes_out_castable
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """beta * input + alpha * outer(vec1, vec2)."""
     return _scaled_sum(input, outer(vec1, vec2), beta, alpha)
 
 
 @autocast_mode.lower_precision("cpu", "cuda")
+@writes_out
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """beta * input + alpha * (the sum over the batch of batch1[i] @ batch2[i])."""
     if batch1.ndim != 3 or batch2.ndim != 3:
@@ -76,12 +83,14 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _scaled_sum(input, matmul(batch1, batch2).sum(0), beta, alpha)
 
 
+@writes_out
 def matrix_power(input, n):
     """The ``n``-th power of square matrices by repeated squaring (the inverse's for negative n)."""
-    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
-        rows = input.shape[-2] if input.ndim >= 2 else 1
+    if input.ndim < 2:
+        raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 dimensions.")
+    if input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
-                           f"{rows} by {input.shape[-1] if input.ndim else 1} matrices")
+                           f"{input.shape[-2]} by {input.shape[-1]} matrices")
     base = inverse(input) if n < 0 else input
     result = None
     exponent = abs(int(n))

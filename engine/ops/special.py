@@ -124,7 +124,10 @@ class Polygamma(_Unary):
         self.n = n
 
     def f(self, xp, x):
-        return scipy_special(xp, "polygamma")(self.n, x).astype(x.dtype, copy=False)
+        """scipy's values, but NaN where torch's CPU kernel gives NaN: at -inf for trigamma, at +inf for n >= 2."""
+        y = scipy_special(xp, "polygamma")(self.n, x)
+        y = xp.where(x == (-np.inf if self.n == 1 else np.inf), np.nan, y)
+        return y.astype(x.dtype, copy=False)
 
     def backward(self, gy):
         return gy * scipy_special(xp_of(gy), "polygamma")(self.n + 1, self.x)

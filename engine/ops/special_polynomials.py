@@ -197,8 +197,9 @@ def _polynomial(name, fn_cls):
                             f"({type(input).__name__}, {type(n).__name__}), but expected (Tensor x, Tensor n), "
                             f"(Number x, Tensor n) or (Tensor x, Number n)")
         x, n = (t.detach() if isinstance(t, Tensor) else t for t in (input, n))
-        dtype = float_dtype(result_dtype(x, n))
-        if dtype.itemsize < 4:
+        common = result_dtype(x, n)
+        dtype = common if common.is_complex else float_dtype(common)
+        if dtype.itemsize < 4 or dtype.is_complex:
             device = (x if isinstance(x, Tensor) else n).device
             raise NotImplementedError(f"\"{name}_{device.type}\" not implemented for '{dtype.title}'")
         return _write_out(_binary(fn_cls, x, n, float_result=True), out)

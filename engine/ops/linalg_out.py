@@ -1,0 +1,53 @@
+"""torch's ``out=`` for the linear algebra functions: the result (a tensor, or a tuple of them into a tuple of
+``out`` tensors) written into ``out``, which is resized first where its shape differs (torch resizes it too, with
+a warning unless it was empty), and ``out`` returned.
+
+Most of torch's linear algebra kernels demand an ``out`` of the result's own dtype (``writes_out``); a few
+(``cond``, ``pinv``, ``kron``, ``outer``, ``cholesky_solve``, ...) take any dtype the result casts to safely
+(``writes_out_castable``). Each function so needs no code of its own for ``out``.
+"""
+import functools
+
+from .elementwise import _write_out
+
+#: the C++ names torch's message gives the dtypes
+_CPP_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
+              "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
+
+
+def _cpp_name(dtype):
+    return _CPP_NAMES.get(dtype.name, dtype.name)
+
+
+def write_result(result, out, exact=False):
+    """``result`` written into ``out`` (returned; a named tuple of the ``out`` tensors for a named tuple result);
+    with ``exact``, an ``out`` of another dtype is refused with torch's message."""
+    if out is None:
+        return result
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"out must be a tuple of {len(result)} Tensors")
+        written = [write_result(r, o, exact) for r, o in zip(result, out)]
+        return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+    if exact and out.dtype != result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_cpp_name(result.dtype)}, but got "
+                           f"{_cpp_name(out.dtype)} instead")
+    if tuple(out.shape) != tuple(result.shape):
+        out.resize_(result.shape)
+    return _write_out(result, out)
+
+
+def _decorator(exact):
+    def decorate(fn):
+        @functools.wraps(fn)
+        def with_out(*args, out=None, **kwargs):
+            return write_result(fn(*args, **kwargs), out, exact)
+        return with_out
+    return decorate
+
+
+#: ``fn`` given torch's keyword ``out``, which must have the result's dtype
+writes_out = _decorator(exact=True)
+#: ``fn`` given torch's keyword ``out``, of any dtype the result casts to safely
+writes_out_castable = _decorator(exact=False)
