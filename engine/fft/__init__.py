@@ -114,68 +114,61 @@ def _c2r(input, s, dim, norm, name, conjugate=False):
     return FFTC2R(axes, sizes, _norm(norm))(conj(x) if conjugate else x)
 
 
-def _into(result, out):
-    """``result``, or ``out`` holding it (resized first where its shape differs, as torch resizes it)."""
-    if out is not None and tuple(out.shape) != tuple(result.shape):
-        out.resize_(result.shape)
-    return _write_out(result, out)
-
-
 def _one(n):
     return None if n is None else (n,)
 
 
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-d discrete Fourier transform along ``dim``."""
-    return _into(_c2c(input, _one(n), dim, norm, True, "fft"), out)
+    return _write_out(_c2c(input, _one(n), dim, norm, True, "fft"), out)
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-d inverse discrete Fourier transform along ``dim``."""
-    return _into(_c2c(input, _one(n), dim, norm, False, "ifft"), out)
+    return _write_out(_c2c(input, _one(n), dim, norm, False, "ifft"), out)
 
 
 def fft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    return _into(_c2c(input, s, dim, norm, True, "fft2"), out)
+    return _write_out(_c2c(input, s, dim, norm, True, "fft2"), out)
 
 
 def ifft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    return _into(_c2c(input, s, dim, norm, False, "ifft2"), out)
+    return _write_out(_c2c(input, s, dim, norm, False, "ifft2"), out)
 
 
 def fftn(input, s=None, dim=None, norm=None, *, out=None):
     """The n-d transform over ``dim`` (all dims, or the last ``len(s)``, by default)."""
-    return _into(_c2c(input, s, dim, norm, True, "fftn"), out)
+    return _write_out(_c2c(input, s, dim, norm, True, "fftn"), out)
 
 
 def ifftn(input, s=None, dim=None, norm=None, *, out=None):
-    return _into(_c2c(input, s, dim, norm, False, "ifftn"), out)
+    return _write_out(_c2c(input, s, dim, norm, False, "ifftn"), out)
 
 
 def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The half spectrum (``n // 2 + 1`` bins) of a real signal."""
-    return _into(_r2c(input, _one(n), dim, norm, "rfft"), out)
+    return _write_out(_r2c(input, _one(n), dim, norm, "rfft"), out)
 
 
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The real signal (``n`` long, default ``2 * (m - 1)``) of a half spectrum of ``m`` bins."""
-    return _into(_c2r(input, _one(n), dim, norm, "irfft"), out)
+    return _write_out(_c2r(input, _one(n), dim, norm, "irfft"), out)
 
 
 def rfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    return _into(_r2c(input, s, dim, norm, "rfft2"), out)
+    return _write_out(_r2c(input, s, dim, norm, "rfft2"), out)
 
 
 def irfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    return _into(_c2r(input, s, dim, norm, "irfft2"), out)
+    return _write_out(_c2r(input, s, dim, norm, "irfft2"), out)
 
 
 def rfftn(input, s=None, dim=None, norm=None, *, out=None):
-    return _into(_r2c(input, s, dim, norm, "rfftn"), out)
+    return _write_out(_r2c(input, s, dim, norm, "rfftn"), out)
 
 
 def irfftn(input, s=None, dim=None, norm=None, *, out=None):
-    return _into(_c2r(input, s, dim, norm, "irfftn"), out)
+    return _write_out(_c2r(input, s, dim, norm, "irfftn"), out)
 
 
 def _hermitian(input, s, dim, norm, name):
@@ -190,28 +183,28 @@ def _inverse_hermitian(input, s, dim, norm, name):
 
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The real 1-d spectrum of a Hermitian-symmetric signal given by its half."""
-    return _into(_hermitian(input, _one(n), dim, norm, "hfft"), out)
+    return _write_out(_hermitian(input, _one(n), dim, norm, "hfft"), out)
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The half of the inverse transform of a real signal (Hermitian symmetric)."""
-    return _into(_inverse_hermitian(input, _one(n), dim, norm, "ihfft"), out)
+    return _write_out(_inverse_hermitian(input, _one(n), dim, norm, "ihfft"), out)
 
 
 def hfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    return _into(_hermitian(input, s, dim, norm, "hfft2"), out)
+    return _write_out(_hermitian(input, s, dim, norm, "hfft2"), out)
 
 
 def ihfft2(input, s=None, dim=(-2, -1), norm=None, *, out=None):
-    return _into(_inverse_hermitian(input, s, dim, norm, "ihfft2"), out)
+    return _write_out(_inverse_hermitian(input, s, dim, norm, "ihfft2"), out)
 
 
 def hfftn(input, s=None, dim=None, norm=None, *, out=None):
-    return _into(_hermitian(input, s, dim, norm, "hfftn"), out)
+    return _write_out(_hermitian(input, s, dim, norm, "hfftn"), out)
 
 
 def ihfftn(input, s=None, dim=None, norm=None, *, out=None):
-    return _into(_inverse_hermitian(input, s, dim, norm, "ihfftn"), out)
+    return _write_out(_inverse_hermitian(input, s, dim, norm, "ihfftn"), out)
 
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",

@@ -527,10 +527,13 @@ def atan2(input, other, *, out=None):
 
 def _write_out(result, out):
     """``result`` written into ``out`` (returned), refused where its type would fall a category (a float result
-    truncated into an integer ``out``), as torch refuses it."""
+    truncated into an integer ``out``), as torch refuses it; ``out`` is resized first where its shape differs, as
+    torch resizes it."""
     if out is None:
         return result
     _check_into(result.dtype, out.dtype)
+    if tuple(out.shape) != tuple(result.shape):
+        out.resize_(result.shape)
     out.copy_(result)
     return out
 

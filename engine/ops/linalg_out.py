@@ -33,8 +33,6 @@ def write_result(result, out, exact=False):
     if exact and out.dtype != result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {_cpp_name(result.dtype)}, but got "
                            f"{_cpp_name(out.dtype)} instead")
-    if tuple(out.shape) != tuple(result.shape):
-        out.resize_(result.shape)
     return _write_out(result, out)
 
 

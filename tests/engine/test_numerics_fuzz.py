@@ -305,3 +305,16 @@ def test_incomplete_gamma_and_polygamma_edges_on_cuda(cuda):
     assert engine.igammac(a, x).cpu().tolist() == [1.0, 0.0, 1.0, 1.0]
     values = engine.polygamma(2, engine.tensor([math.inf, 1.0], dtype=engine.float64, device="cuda")).cpu()
     assert math.isnan(values[0].item()) and values[1].item() == pytest.approx(-2.404113806319188)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, out: lib.special.erf(lib.tensor([0.5, 1.0]), out=out),
+    lambda lib, out: lib.add(lib.ones(2, 2), 1, out=out),
+    lambda lib, out: lib.fft.fft(lib.ones(3), out=out.to(lib.complex64)),
+])
+def test_elementwise_out_is_resized_as_torchs(call):
+    """An empty ``out`` takes the result's shape (torch resizes it) rather than failing."""
+    theirs = call(torch, torch.empty(0))
+    ours = call(engine, engine.empty(0))
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
