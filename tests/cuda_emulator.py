@@ -160,9 +160,15 @@ _device_roots = weakref.WeakValueDictionary()  # id -> numpy root of every devic
 
 
 def _root(a):
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
+    """The array that owns ``a``'s memory: through views, and through the DummyArray numpy's ``as_strided`` wraps
+    its input in (CuPy's ``as_strided`` makes a view of the same memory, so the emulator must see one)."""
+    while True:
+        base = a.base
+        if not isinstance(base, np.ndarray):
+            base = getattr(base, "base", None)
+        if not isinstance(base, np.ndarray):
+            return a
+        a = base
 
 
 def _roots_at(value):

@@ -97,7 +97,8 @@ def _python_data(data, dtype, device):
         raise
     if arr.dtype.kind in "iu":
         _check_values(_unwrap_sequence(data), _dtype.from_numpy_dtype(arr.dtype))
-    elif target is None and arr.dtype.kind == "f" and arr.size and float(np.abs(arr).max()) >= 2.0 ** 63:
+    elif target is None and arr.dtype.kind == "f" and arr.size and isinstance(arr, np.ndarray) and \
+            float(np.abs(arr).max()) >= 2.0 ** 63:  # (on the host only: a device array is not read back for it)
         values = _unwrap_sequence(data)
         _check_values(values, _inferred(_leaves(values, [])))
     return arr
