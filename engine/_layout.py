@@ -206,3 +206,13 @@ def memory_order(array):
     """The order, innermost first, of ``array``'s dimensions in memory (ties kept in row-major order)."""
     strides = _element_strides(array)
     return sorted(range(array.ndim), key=lambda d: (strides[d], -d))
+
+
+def contiguous_strides(shape):
+    """The element strides of a row-major (contiguous) array of ``shape``, as torch gives them (a size-0 or size-1
+    dim steps as if it were 1 long)."""
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))

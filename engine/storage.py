@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from . import _device, _dtype
+from ._layout import contiguous_strides
 from .autograd import grad_mode
 from .tensor import Tensor, _new, register_method
 
@@ -332,14 +333,6 @@ def storage_type(self):
     return LEGACY_STORAGES.get(self.dtype, TypedStorage)
 
 
-def _contiguous_strides(size):
-    strides, step = [], 1
-    for n in reversed(size):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
-
-
 def _view_bytes(flat, dtype, offset, size, stride):
     """An array of ``dtype`` over the uint8 array ``flat``: ``size`` and ``stride`` in elements, from element
     ``offset``; bounds-checked as torch's ``setStorage``."""
@@ -384,7 +377,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
                                f"1 'storage'")
         flat = source.untyped()._bytes
         size = (flat.size // dtype.itemsize,) if size is None else tuple(size)
-        stride = _contiguous_strides(size) if stride is None else tuple(stride)
+        stride = contiguous_strides(size) if stride is None else tuple(stride)
         data = _view_bytes(flat, dtype, storage_offset, size, stride)
     else:
         raise TypeError(f"set_(): expected a Tensor or a storage, got {type(source).__name__}")

@@ -136,7 +136,7 @@ def _like(fill, input, dtype, device, requires_grad, memory_format):
         return FilledLike(fill, _dtype.to_dtype(dtype or input.dtype).np)(input)
     data, d = input._data, _dtype.to_dtype(dtype or input.dtype)
     strides = _dense_strides(data) if memory_format in (None, _layout.preserve_format) else None
-    if strides == _row_major_strides(data.shape) or strides is None and data.flags.c_contiguous and memory_format in (
+    if strides == _layout.contiguous_strides(data.shape) or strides is None and data.flags.c_contiguous and memory_format in (
             None, _layout.preserve_format, _layout.contiguous_format):
         return _filled(fill, (tuple(input.shape),), d, device or input.device, requires_grad)
     arr = _empty_laid_out(data, memory_format, xp_of(data), d.np)
@@ -155,15 +155,6 @@ def _empty_laid_out(data, memory_format, xp, np_dtype):
     itemsize = np.dtype(np_dtype).itemsize
     return xp.lib.stride_tricks.as_strided(xp.empty(data.size, np_dtype), data.shape,
                                            tuple(s * itemsize for s in strides))
-
-
-def _row_major_strides(shape):
-    """The element strides of a row-major array of ``shape``."""
-    strides, step = [], 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _dense_strides(array):

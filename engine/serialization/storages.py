@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _dtype
+from .._layout import contiguous_strides
 from .._device import move
 
 __all__ = ["StoragePlanner", "Placement", "storage_type_of"]
@@ -59,16 +60,6 @@ class _Source:
     storage: int = -1
     offset: int = 0
     stride: tuple = ()
-
-
-def _contiguous_strides(shape):
-    """C-order strides, in elements, of ``shape``."""
-    strides = []
-    step = 1
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _byte_span(array):
@@ -159,7 +150,7 @@ class StoragePlanner:
     def _own(self, source):
         """A contiguous storage of ``source``'s elements alone."""
         source.storage = len(self._storages)
-        source.stride = _contiguous_strides(source.array.shape)
+        source.stride = contiguous_strides(source.array.shape)
         self._storages.append(np.ascontiguousarray(source.array).reshape(-1))
 
     def storages(self):

@@ -92,6 +92,20 @@ def _vit_pair():
     return ours, theirs
 
 
+def _same_extracted(ours, theirs, return_nodes, shape):
+    """Our extractor of ``return_nodes``, after checking its outputs equal torchvision's on one seeded input."""
+    ours_fe = ffe.create_feature_extractor(ours, return_nodes)
+    theirs_fe = tfe.create_feature_extractor(theirs, return_nodes)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    with engine.no_grad():
+        got = ours_fe(engine.tensor(x))
+    with torch.no_grad():
+        expected = theirs_fe(torch.from_numpy(x))
+    for key in return_nodes:
+        np.testing.assert_allclose(got[key].numpy(), expected[key].numpy(), rtol=1e-5, atol=1e-5, err_msg=key)
+    return ours_fe
+
+
 def test_vit_node_names_are_torchvisions_but_the_size_nodes():
     ours, theirs = _vit_pair()
     with warnings.catch_warnings():
@@ -107,15 +121,7 @@ def test_vit_node_names_are_torchvisions_but_the_size_nodes():
 def test_vit_feature_extractor_equals_torchvisions_and_takes_other_sizes():
     ours, theirs = _vit_pair()
     return_nodes = ["conv_proj", "cat", "encoder.layers.encoder_layer_1.add", "encoder.ln", "getitem_5", "heads.head"]
-    ours_fe = ffe.create_feature_extractor(ours, return_nodes)
-    theirs_fe = tfe.create_feature_extractor(theirs, return_nodes)
-    x = np.random.default_rng(1).standard_normal((2, 3, 32, 32)).astype(np.float32)
-    with engine.no_grad():
-        got = ours_fe(engine.tensor(x))
-    with torch.no_grad():
-        expected = theirs_fe(torch.from_numpy(x))
-    for key in return_nodes:
-        np.testing.assert_allclose(got[key].numpy(), expected[key].numpy(), rtol=1e-5, atol=1e-5, err_msg=key)
+    ours_fe = _same_extracted(ours, theirs, return_nodes, (2, 3, 32, 32))
     wide = np.random.default_rng(2).standard_normal((2, 3, 48, 80)).astype(np.float32)
     with engine.no_grad():
         got = ours_fe(engine.tensor(wide))
@@ -141,14 +147,6 @@ def test_maxvit_node_names_are_torchvisions_but_the_size_checks():
         assert len(checks) == 4
         assert [n for n in got if n not in checks] == names
     return_nodes = ["blocks.0.layers.0.layers.window_attention.attn_layer.1.einsum_1", "blocks.1", "classifier"]
-    ours_fe = ffe.create_feature_extractor(ours, return_nodes)
-    theirs_fe = tfe.create_feature_extractor(theirs, return_nodes)
-    x = np.random.default_rng(3).standard_normal((2, 3, 32, 32)).astype(np.float32)
-    with engine.no_grad():
-        got = ours_fe(engine.tensor(x))
-    with torch.no_grad():
-        reference = theirs_fe(torch.from_numpy(x))
-    for key in return_nodes:
-        np.testing.assert_allclose(got[key].numpy(), reference[key].numpy(), rtol=1e-5, atol=1e-5, err_msg=key)
+    ours_fe = _same_extracted(ours, theirs, return_nodes, (2, 3, 32, 32))
     with pytest.raises(ValueError, match=r"this layer partitions a \(8, 8\) map .*, got \(16, 16\)"):
         ours_fe(engine.zeros(1, 3, 64, 64))
