@@ -33,7 +33,9 @@ def dim_kw(dim, keepdim):
 def test_multi_dim_reductions(name, dim, keepdim):
     if name == "logsumexp" and dim in (None, ()):
         dim = (0, 1, 2)
-    x = noncontiguous(rand(3, 4, 5))
+    # its own seed: the module's generator gives each test what the tests before it in this worker left, and a mean
+    # of that draw near 0 once failed the relative tolerance on float32 rounding alone (7.27e-4 vs 7.27e-4 + 1e-8)
+    x = noncontiguous(np.random.default_rng(5).uniform(-2.0, 2.0, (3, 4, 5)).astype(np.float32))
     args = (2,) if name == "norm" and isinstance(dim, tuple) and len(dim) > 2 else ()
     # torch's var/std backward with dim=() is inf (a torch quirk); compare values only there
     check_op(*both(name, *args, **dim_kw(dim, keepdim)), [x], grad=not (name in ("var", "std") and dim == ()))
