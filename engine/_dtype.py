@@ -304,3 +304,14 @@ def result_type(*operands):
         else:
             zero_result = d if zero_result is None else promote_types(zero_result, d)
     return _combine(dim_result, _combine(zero_result, scalar_result))
+
+
+#: the C++ type names torch's dtype messages print ("expected dtype float", "out of bounds for signed char")
+CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
+             "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+             "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def cpp_name(d):
+    """The C++ name torch's messages give dtype ``d`` (its own name where torch has none)."""
+    return CPP_NAMES.get(d.name, d.name)

@@ -11,11 +11,6 @@ import numpy as np
 
 from .. import _dtype
 
-_CPP_NAMES = {"int8": "signed char", "uint8": "unsigned char", "int16": "short int", "int32": "int",
-              "int64": "long int", "bool": "bool", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-              "float32": "float", "float64": "double"}
-
-
 def _digits(d):
     """The bits of a floating dtype's significand (float32: 24)."""
     return int(np.finfo(d.np).nmant) + 1
@@ -49,7 +44,7 @@ def _update_to(high, d):
 def _check_in_range(low, high_inclusive, d):
     """torch's ``check_from_to_in_range``: both ends within the dtype's values (refused), and for a floating dtype
     within +-2^digits (warned)."""
-    name = _CPP_NAMES.get(d.name, d.name)
+    name = _dtype.cpp_name(d)
     if d.is_floating_point:
         info = np.finfo(d.np)
         lowest, largest = float(info.min), float(info.max)
@@ -98,7 +93,7 @@ def uniform_bounds(d, low, high):
     """torch's checks of ``uniform_(low, high)`` on a floating dtype: both within its range, in order, and no
     wider apart than its largest value."""
     info = np.finfo(d.np)
-    name = _CPP_NAMES.get(d.name, d.name)
+    name = _dtype.cpp_name(d)
     for value, what in ((low, "from"), (high, "to")):
         if not float(info.min) <= value <= float(info.max):
             raise RuntimeError(f"{what} is out of bounds for {name}")

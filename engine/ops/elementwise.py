@@ -1310,18 +1310,12 @@ def equal(input, other):
     return input.shape == other.shape and bool((input._data == other._data).all())
 
 
-#: the C++ type names torch's dtype checks print
-_CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char", "int16": "short int", "int32": "int",
-              "int64": "long int", "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-              "float64": "double", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
-
-
 def _check_lerp(input, end, weight):
     """torch's lerp checks: ``end`` (and a dimensioned ``weight`` tensor) of input's dtype, a floating one."""
     for name, other in (("end", end), ("weight", weight)):
         if isinstance(other, Tensor) and other.dtype is not input.dtype and (name == "end" or other.dim() > 0):
-            raise RuntimeError(f"expected dtype {_CPP_NAMES.get(input.dtype.name, input.dtype.name)} for `{name}` "
-                               f"but got dtype {_CPP_NAMES.get(other.dtype.name, other.dtype.name)}")
+            raise RuntimeError(f"expected dtype {_dtype.cpp_name(input.dtype)} for `{name}` "
+                               f"but got dtype {_dtype.cpp_name(other.dtype)}")
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         kind = "tensor" if isinstance(weight, Tensor) else "scalar"
         raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for '{input.dtype.title}'")

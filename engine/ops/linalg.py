@@ -135,15 +135,10 @@ class Outer(Function):
 
 
 # ---- shape checks with PyTorch's messages ------------------------------------------------------
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "int64": "long int",
-            "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-            "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
-
-
 def _check_dtypes(a, b):
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C_NAMES[a.dtype.name]} != "
-                           f"{_C_NAMES[b.dtype.name]}")
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype.cpp_name(a.dtype)} != "
+                           f"{_dtype.cpp_name(b.dtype)}")
     if a.dtype is _dtype.bool_:
         raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
 

@@ -8,17 +8,8 @@ Most of torch's linear algebra kernels demand an ``out`` of the result's own dty
 """
 import functools
 
+from .._dtype import cpp_name
 from .elementwise import _write_out
-
-#: the C++ names torch's message gives the dtypes
-_CPP_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-              "complex64": "c10::complex<float>", "complex128": "c10::complex<double>", "int64": "long int",
-              "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
-
-
-def _cpp_name(dtype):
-    return _CPP_NAMES.get(dtype.name, dtype.name)
-
 
 def write_result(result, out, exact=False):
     """``result`` written into ``out`` (returned; a named tuple of the ``out`` tensors for a named tuple result);
@@ -31,8 +22,8 @@ def write_result(result, out, exact=False):
         written = [write_result(r, o, exact) for r, o in zip(result, out)]
         return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
     if exact and out.dtype != result.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {_cpp_name(result.dtype)}, but got "
-                           f"{_cpp_name(out.dtype)} instead")
+        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but got "
+                           f"{cpp_name(out.dtype)} instead")
     return _write_out(result, out)
 
 
