@@ -15,6 +15,7 @@ import torch
 import engine
 import engine.nn as enn
 import torch.nn as tnn
+from op_check import assert_same_error
 
 pytestmark = pytest.mark.slow
 
@@ -137,11 +138,8 @@ def test_moduledict_update_from_a_moduledict():
 @pytest.mark.parametrize("container", ["ModuleDict", "ParameterDict"])
 @pytest.mark.parametrize("pairs", [[3], [("a", 1, 2)]])
 def test_dict_update_bad_pairs(container, pairs):
-    with pytest.raises(Exception) as theirs:
-        getattr(tnn, container)().update(pairs)
-    with pytest.raises(theirs.type) as ours:
-        getattr(enn, container)().update(pairs)
-    assert str(ours.value) == str(theirs.value)
+    assert_same_error(lambda: getattr(enn, container)().update(pairs),
+                      lambda: getattr(tnn, container)().update(pairs))
 
 
 def test_buffer_assignment_message():
@@ -245,11 +243,7 @@ def test_module_to_integer_dtype_message():
     ("Hardtanh", (2.0, 1.0), {}),
 ])
 def test_constructor_errors_match_torch(name, args, kwargs):
-    with pytest.raises(Exception) as theirs:
-        getattr(tnn, name)(*args, **kwargs)
-    with pytest.raises(theirs.type) as ours:
-        getattr(enn, name)(*args, **kwargs)
-    assert str(ours.value) == str(theirs.value)
+    assert_same_error(lambda: getattr(enn, name)(*args, **kwargs), lambda: getattr(tnn, name)(*args, **kwargs))
 
 
 def test_integral_sizes_are_accepted():
@@ -300,11 +294,7 @@ def test_rnn_cell_shape_errors_match_torch(cell, x_shape, h_shape):
             return module(x)
         h = lib.zeros(*h_shape)
         return module(x, (h, lib.zeros(*h_shape)) if cell == "LSTMCell" else h)
-    with pytest.raises(Exception) as theirs:
-        call(tnn, torch)
-    with pytest.raises(theirs.type) as ours:
-        call(enn, engine)
-    assert str(ours.value) == str(theirs.value)
+    assert_same_error(lambda: call(enn, engine), lambda: call(tnn, torch))
 
 
 def test_lstm_cell_second_state_checked():
