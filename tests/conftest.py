@@ -45,6 +45,20 @@ def pytest_collection_finish(session):
     gc.set_threshold(10_000, 10, 10)
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """torch on one thread for a whole test module, ours as it is: torch's second OpenMP thread spin-waits on a core
+    that our BLAS threads or another process hold, which made its references several times slower (test_resnet
+    under load: 103.3 s of CPU time, 53.3 s so; the quantized models 5 times); results do not depend on it."""
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture
 def two_blas_threads():
     import engine

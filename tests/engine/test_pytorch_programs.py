@@ -17,7 +17,7 @@ import torch as real_torch
 
 import engine
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_torch_thread")]
 
 PROGRAMS = sorted((pathlib.Path(__file__).parent / "pytorch_programs").glob("prog_*.py"))
 RTOL = 1e-4
@@ -59,15 +59,6 @@ class _Run:
         namespace = {"__builtins__": hooked, "__name__": "__program__"}
         exec(compile(path.read_text(), str(path), "exec"), namespace)
         return namespace.get("FINAL", {})
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """PyTorch on one thread: its worker threads only wait on these tiny models (and on a shared machine)."""
-    before = real_torch.get_num_threads()
-    real_torch.set_num_threads(1)
-    yield
-    real_torch.set_num_threads(before)
 
 
 def _same(ours, reference, what):

@@ -26,15 +26,6 @@ def one_thread():
     torch.set_num_threads(torch_threads)
 
 
-@pytest.fixture(scope="module")
-def one_torch_thread():
-    """torch's references on one thread for a whole test module of tests/flowvision/models, ours as they are
-    (model_parity.torch_on_one_thread says why; test_resnet under load: 103.3 s of CPU time to 53.3 s)."""
-    from model_parity import torch_on_one_thread  # on the path once that folder's test modules are collected
-    with torch_on_one_thread():
-        yield
-
-
 @pytest.fixture
 def no_init(monkeypatch):
     """Random initialisation replaced by zeros: big models build in a fraction of a second, for tests that only

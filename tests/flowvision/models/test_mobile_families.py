@@ -23,7 +23,8 @@ from model_parity import (backward_both, build_without_draws, eval_outputs, imag
                           to_numpy, torch_model, torchvision_names)
 from op_check import assert_close
 
-pytestmark = pytest.mark.slow  # whole-model runs: outside the quick subset (-m "not slow")
+pytestmark = [pytest.mark.slow,  # whole-model runs: outside the quick subset (-m "not slow")
+              pytest.mark.usefixtures("one_torch_thread")]
 
 SHUFFLENETS = ["shufflenet_v2_x0_5", "shufflenet_v2_x1_0", "shufflenet_v2_x1_5", "shufflenet_v2_x2_0"]
 MNASNETS = ["mnasnet0_5", "mnasnet0_75", "mnasnet1_0", "mnasnet1_3"]
@@ -32,16 +33,6 @@ ALL = SHUFFLENETS + MNASNETS + EFFICIENTNETS
 SMALLEST = ["shufflenet_v2_x0_5", "mnasnet0_5", "efficientnet_b0"]
 TOL = 1e-4
 IMAGE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "images", "chelsea.png")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """torch's references on one thread: with the 2 cores shared, its threads wait on each other (the depthwise
-    convolutions of these models ran 20x slower)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture

@@ -20,16 +20,8 @@ import engine
 from flowvision.models.quantization import mobilenetv3 as fq_mobilenetv3
 from model_parity import image_batch, randomize_norms
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning", "ignore::DeprecationWarning")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """torch on one thread (its spinning OpenMP threads slow it down where cores are shared)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning", "ignore::DeprecationWarning"),
+              pytest.mark.usefixtures("one_torch_thread")]
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -17,17 +17,8 @@ from flowvision.models import quantization as fq
 from flowvision.models.googlenet import GoogLeNetOutputs
 from model_parity import assert_same_init, image_batch, numpy_state, randomize_norms
 
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning", "ignore::DeprecationWarning")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """torch on one thread here: its two OpenMP threads spin-wait whenever another process holds a core, which
-    made these small models 5 times slower; the results do not depend on it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = [pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning", "ignore::DeprecationWarning"),
+              pytest.mark.usefixtures("one_torch_thread")]
 
 
 # family: (torchvision's quantized engine for it, (H, W) of the seeded batch of two images, builder arguments)

@@ -23,7 +23,8 @@ from flowvision import tv_tensors as ours
 from flowvision.transforms import v2
 from flowvision.transforms.v2 import functional as F
 
-pytestmark = pytest.mark.slow  # 63 rotated-box cases against torchvision: about 3.6 s of the quick subset
+pytestmark = [pytest.mark.slow,  # 63 rotated-box cases against torchvision: about 3.6 s of the quick subset
+              pytest.mark.usefixtures("one_torch_thread")]  # its rotated clamping is hundreds of tiny torch ops
 
 CANVAS = (29, 37)
 ODD_CANVAS = (17, 23)
@@ -31,17 +32,6 @@ ROTATED = ("XYWHR", "CXCYWHR", "XYXYXYXY")
 MODES = ("soft", "hard", None)
 DTYPES = (np.float32, np.float64)
 TOLERANCE = {np.float32: dict(atol=1e-3, rtol=1e-4), np.float64: dict(atol=1e-9, rtol=1e-12)}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _torch_on_one_thread():
-    """torchvision's references on one thread: its rotated clamping is hundreds of tiny ops, and torch's second
-    thread spin-waits on a core that others hold (8 boxes under load: 18 ms a clamp on 2 threads, 3.7 ms on 1;
-    results do not depend on it)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _xywhr_array(seed, canvas, dtype, count=8):
