@@ -1,12 +1,14 @@
-"""Converters of the elementwise ops: arithmetic, math functions, comparisons, logic, where, clamp, casts
-and the copies and aliases that ONNX (where every value is its own) needs no node for.
+"""Converters of the elementwise ops: arithmetic, hypot, logaddexp, math functions, comparisons, logic, where,
+clamp, casts and the copies and aliases that ONNX (where every value is its own) needs no node for.
 
 Binary ops compute in their recorded result dtype: an operand of another dtype is cast first, as the
 engine casts both operands before computing.
 """
+import math
+
 import numpy as np
 
-from ..ops import convert, elementwise as ew
+from ..ops import convert, elementwise as ew, pointwise as pw
 from .table import converts
 
 
@@ -112,6 +114,36 @@ def atan2(ctx):
     shift = ctx.g.node("Where", [y_negative, ctx.g.node("Neg", [pi]), pi])
     return ctx.g.node("Where", [x_negative, ctx.g.node("Add", [angle, shift]), angle])
 
+
+
+@converts(pw.Hypot)
+def hypot(ctx):
+    """big * sqrt(1 + (small / big)^2), as C's hypot, so that squares cannot overflow; 0 where both are 0."""
+    a, b = (ctx.g.node("Abs", [v]) for v in _operands(ctx))
+    big, small = ctx.g.node("Max", [a, b]), ctx.g.node("Min", [a, b])
+    zero, one = ctx.scalar(0.0, ctx.state["dtype"]), ctx.scalar(1.0, ctx.state["dtype"])
+    is_zero = ctx.g.node("Equal", [big, zero])
+    ratio = ctx.g.node("Div", [small, ctx.g.node("Where", [is_zero, one, big])])
+    root = ctx.g.node("Sqrt", [ctx.g.node("Add", [one, ctx.g.node("Mul", [ratio, ratio])])])
+    return ctx.g.node("Mul", [big, root])
+
+
+@converts(pw.LogAddExp, pw.LogAddExp2)
+def logaddexp(ctx):
+    """max + softplus(-|a - b|) (base 2: the gap and the softplus scaled by ln 2); equal operands, infinities
+    among them, give a + log(2) (base 2: a + 1) instead of inf - inf."""
+    a, b = _operands(ctx)
+    dtype = ctx.state["dtype"]
+    base2 = ctx.op.cls is pw.LogAddExp2
+    gap = ctx.g.node("Neg", [ctx.g.node("Abs", [ctx.g.node("Sub", [a, b])])])
+    if base2:
+        gap = ctx.g.node("Mul", [gap, ctx.scalar(math.log(2.0), dtype)])
+    rest = ctx.g.node("Softplus", [gap])
+    if base2:
+        rest = ctx.g.node("Div", [rest, ctx.scalar(math.log(2.0), dtype)])
+    y = ctx.g.node("Add", [ctx.g.node("Max", [a, b]), rest])
+    doubled = ctx.g.node("Add", [a, ctx.scalar(1.0 if base2 else math.log(2.0), dtype)])
+    return ctx.g.node("Where", [ctx.g.node("Equal", [a, b]), doubled, y])
 
 # ---- unary ----------------------------------------------------------------------------------------
 _UNARY = {ew.Neg: "Neg", ew.Abs: "Abs", ew.Sign: "Sign", ew.Exp: "Exp", ew.Log: "Log", ew.Sqrt: "Sqrt",

@@ -1,5 +1,6 @@
 """Converters of the indexing ops: advanced indexing by constant arrays (``AdvancedIndex``) and by traced
-tensors (``TensorIndex``, boolean masks through ``NonZero``), ``nonzero``, gather and index_select.
+tensors (``TensorIndex``, boolean masks through ``NonZero``), ``nonzero``, gather, index_select,
+masked_fill and scatter.
 
 numpy's rule decides where the index dims go: one index array is a ``Gather`` along its axis; several are
 broadcast together and read with one ``GatherND`` over their axes moved to the front, the result's index
@@ -7,6 +8,7 @@ dims then moved to the first indexed axis when the indexed axes are adjacent.
 """
 import numpy as np
 
+from ..nn.graph.plan import CONST
 from ..ops import indexing, tensor_index
 from .ops_shape import basic_index
 from .table import converts
@@ -158,3 +160,34 @@ def gather(ctx):
 def index_select(ctx):
     index = ctx.g.node("Reshape", [ctx.input(1, np.int64), ctx.g.ints([-1])])
     return ctx.g.node("Gather", [ctx.input(0), index], axis=ctx.state["dim"])
+
+
+@converts(indexing.MaskedFill)
+def masked_fill(ctx):
+    """``Where(mask, value, x)``: the mask broadcasts against ``x`` as in the engine."""
+    ctx.varying_under("state", "shape")  # the broadcast shape, which Where finds again
+    value = ctx.input(2, ctx.out_dtype())
+    return ctx.g.node("Where", [ctx.input(1), value, ctx.input(0)])
+
+
+_SCATTER_REDUCTIONS = {None: "none", "add": "add", "multiply": "mul"}
+
+
+@converts(indexing.Scatter)
+def scatter(ctx):
+    """``ScatterElements`` (with ``reduction`` from opset 16). torch reads only the leading ``index.shape`` block
+    of a larger ``src`` (ONNX wants equal shapes: a ``Slice``); a number ``src`` is expanded to the index's shape."""
+    reduce = ctx.state["reduce"]
+    if reduce is not None and ctx.opset < 16:
+        ctx.fail(f"scatter with reduce='{reduce}' needs ONNX opset 16 (ScatterElements' reduction)")
+    index = ctx.input(1, np.int64)
+    index_shape = ctx.shape_of(index)
+    if ctx.kind(2) == CONST:
+        updates = ctx.g.node("Expand", [ctx.scalar(ctx.arg(2)), index_shape])
+    else:
+        updates = ctx.input(2, ctx.out_dtype())
+        if tuple(ctx.in_shape(2)) != tuple(ctx.in_shape(1)) or ctx.dynamic(2) != ctx.dynamic(1):
+            starts = ctx.g.ints([0] * len(ctx.in_shape(1)))
+            updates = ctx.g.node("Slice", [updates, starts, index_shape])
+    attrs = {"reduction": _SCATTER_REDUCTIONS[reduce]} if ctx.opset >= 16 else {}
+    return ctx.g.node("ScatterElements", [ctx.input(0), index, updates], axis=ctx.state["dim"], **attrs)

@@ -1,5 +1,6 @@
-"""Converters of the layer ops: convolutions, linear and matmul, normalisations, pooling, resampling,
-embedding, F.normalize and the constant scale-and-shift of dropout's eval paths.
+"""Converters of the layer ops: convolutions, linear, bilinear, matmul and addmm, normalisations, resampling,
+embedding, F.normalize, cosine similarity and the constant scale-and-shift of dropout's eval paths (the pools:
+ops_pool.py).
 
 The engine runs 1-D convolutions and pools as 2-D ones over a unit height; ONNX has the 1-D forms,
 so the recorded 2-D parameters lose their unit height again here.
@@ -9,21 +10,17 @@ import math
 import numpy as np
 
 from ..nn.functional.conv import ConvNd, ConvTransposeNd
-from ..nn.functional.distance import _Normalize
+from ..nn.functional.distance import _CosineSimilarity, _Normalize
 from ..nn.functional.fold import Fold, Unfold
 from ..nn.functional.dropout import _ScaleShift
-from ..nn.functional.linear import _Linear
+from ..nn.functional.linear import _Bilinear, _Linear
 from ..nn.functional.normalization import BatchNorm, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
-from ..nn.functional.pooling import _Pool
 from ..nn.functional.sampling import GridSample
 from ..nn.functional.sparse import _Embedding
 from ..nn.functional.vision import Interpolate
 from ..ops import linalg
+from .ops_pool import adaptive_pool
 from .table import converts
-
-
-def _pair(value):
-    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
 
 
 # ---- convolutions ------------------------------------------------------------------------------
@@ -42,13 +39,28 @@ def conv_nd(ctx):
 
 @converts(ConvTransposeNd)
 def conv_transpose_nd(ctx):
+    """ConvTranspose. ONNX Runtime refuses an ``output_padding`` not below the stride, which torch allows up to the
+    dilation: then the rows it adds are cropped less at the end (``pads``), zeros beyond the full output (``Pad``),
+    and the bias added afterwards."""
     stride, padding, output_padding, dilation, groups = ctx.state["args"]
     stride, padding, output_padding, dilation = (list(v) for v in (stride, padding, output_padding, dilation))
     if ctx.state["nd"] == 1:
         stride, padding, output_padding, dilation = stride[1:], padding[1:], output_padding[1:], dilation[1:]
-    inputs = [ctx.input(0), ctx.input(1)] + ([] if ctx.is_none(2) else [ctx.input(2)])
-    return ctx.g.node("ConvTranspose", inputs, strides=stride, pads=padding + padding, dilations=dilation,
-                      output_padding=output_padding, group=groups, kernel_shape=list(ctx.in_shape(1)[2:]))
+    kernel = list(ctx.in_shape(1)[2:])
+    has_bias = not ctx.is_none(2)
+    if all(o < s for o, s in zip(output_padding, stride)):
+        inputs = [ctx.input(0), ctx.input(1)] + ([ctx.input(2)] if has_bias else [])
+        return ctx.g.node("ConvTranspose", inputs, strides=stride, pads=padding + padding, dilations=dilation,
+                          output_padding=output_padding, group=groups, kernel_shape=kernel)
+    ends = [max(p - o, 0) for p, o in zip(padding, output_padding)]
+    y = ctx.g.node("ConvTranspose", [ctx.input(0), ctx.input(1)], strides=stride, pads=padding + ends,
+                   dilations=dilation, group=groups, kernel_shape=kernel)
+    zeros = [max(o - p, 0) for p, o in zip(padding, output_padding)]
+    if any(zeros):
+        y = ctx.g.node("Pad", [y, ctx.g.ints([0] * (2 + len(zeros)) + [0, 0] + zeros)])
+    if has_bias:
+        y = ctx.g.node("Add", [y, ctx.unsqueeze(ctx.input(2), list(range(1, 1 + len(kernel))))])
+    return y
 
 
 def _block_taps(ctx, channels, kernel):
@@ -106,9 +118,34 @@ def linear_(ctx):
     return ctx.g.node("Add", [y, ctx.input(2)]) if has_bias else y
 
 
+
+@converts(_Bilinear)
+def bilinear(ctx):
+    """y[..., o] = x1 A[o] x2 + b[o] as one ``Einsum``."""
+    dtype = ctx.out_dtype()
+    y = ctx.g.node("Einsum", [ctx.input(0, dtype), ctx.input(2, dtype), ctx.input(1, dtype)],
+                   equation="...i,oij,...j->...o")
+    return y if ctx.is_none(3) else ctx.g.node("Add", [y, ctx.input(3, dtype)])
+
 @converts(linalg.MatMul)
 def matmul(ctx):
     return ctx.g.node("MatMul", [ctx.input(0), ctx.input(1)])
+
+
+@converts(linalg.AddMatMul)
+def add_matmul(ctx):
+    """addmm/baddbmm: beta * c + alpha * (a @ b); with beta 0, ``c`` is not read (its NaNs do not propagate)."""
+    dtype = ctx.out_dtype()
+    beta, alpha = ctx.state["beta"], ctx.state["alpha"]
+    y = ctx.g.node("MatMul", [ctx.input(1, dtype), ctx.input(2, dtype)])
+    if alpha != 1:
+        y = ctx.g.node("Mul", [y, ctx.scalar(alpha, dtype)])
+    if beta == 0:
+        return y
+    c = ctx.input(0, dtype)
+    if beta != 1:
+        c = ctx.g.node("Mul", [c, ctx.scalar(beta, dtype)])
+    return ctx.g.node("Add", [y, c])
 
 
 @converts(linalg.Einsum)
@@ -196,83 +233,23 @@ def rms_norm(ctx):
 
 @converts(LocalResponseNorm)
 def local_response_norm(ctx):
-    if len(ctx.in_shape(0)) != 4:
-        ctx.fail("local_response_norm of a tensor that is not 4-D")
-    return ctx.g.node("LRN", [ctx.input(0)], size=int(ctx.state["size"]), alpha=float(ctx.state["alpha"]),
-                      beta=float(ctx.state["beta"]), bias=float(ctx.state["k"]))
-
-
-# ---- pooling -----------------------------------------------------------------------------------
-@converts(_Pool)
-def pool(ctx):
-    """Max/average pools (1-D through a unit height, as the engine runs them) and adaptive pools; the
-    indices of max pools are not written (reading them fails where they are read)."""
+    """ONNX's LRN for a 4-D input and an odd window (ONNX Runtime takes no other); otherwise torch's definition,
+    x / (k + alpha * mean of the squares over a zero-padded channel window)^beta, with the window mean an
+    ``AveragePool`` over the channel axis (size // 2 channels before, (size - 1) // 2 after)."""
+    size, alpha, beta, k = ctx.state["size"], float(ctx.state["alpha"]), float(ctx.state["beta"]), float(ctx.state["k"])
+    rank = len(ctx.in_shape(0))
     x = ctx.input(0)
-    one_d = ctx.state["nd"] == 1
-    if one_d:
-        x = ctx.unsqueeze(x, [2])
-    kind = ctx.state["kind"]
-    args = ctx.state["args"]
-    if kind in ("max_pool2d", "max_pool2d_values"):
-        y = _max_pool(ctx, x, *args)
-    elif kind == "avg_pool2d":
-        y = _avg_pool(ctx, x, *args)
-    else:
-        y = _adaptive_pool(ctx, x, kind, args[0])
-    y = ctx.squeeze(y, [2]) if one_d else y
-    return (y, None) if ctx.state["with_indices"] else y
-
-
-def _window(kernel, stride, padding):
-    kernel = _pair(kernel)
-    stride = kernel if stride is None else _pair(stride)
-    padding = _pair(padding)
-    return list(kernel), list(stride), [padding[0], padding[1], padding[0], padding[1]]
-
-
-def _max_pool(ctx, x, kernel, stride, padding, dilation, ceil_mode):
-    kernel, stride, pads = _window(kernel, stride, padding)
-    return ctx.g.node("MaxPool", [x], kernel_shape=kernel, strides=stride, pads=pads,
-                      dilations=list(_pair(dilation)), ceil_mode=int(bool(ceil_mode)))
-
-
-def _avg_pool(ctx, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    if divisor_override is not None:
-        ctx.fail("avg_pool2d with divisor_override")
-    kernel, stride, pads = _window(kernel, stride, padding)
-    return ctx.g.node("AveragePool", [x], kernel_shape=kernel, strides=stride, pads=pads,
-                      ceil_mode=int(bool(ceil_mode)), count_include_pad=int(bool(count_include_pad)))
-
-
-def _adaptive_pool(ctx, x, kind, output_size):
-    """Global pools for a 1x1 output; fixed windows where the output divides the input; otherwise (average
-    only) one constant averaging matrix per axis, since ONNX has no adaptive pooling."""
-    spatial = ctx.in_shape(0)[-2:] if ctx.state["nd"] == 2 else (1,) + ctx.in_shape(0)[-1:]
-    out = [n if o is None else o for n, o in zip(spatial, output_size)]
-    is_max = kind == "adaptive_max_pool2d"
-    dynamic = {a for a in ctx.dynamic(0) if a >= 2}
-    if out == [1, 1]:
-        return ctx.g.node("GlobalMaxPool" if is_max else "GlobalAveragePool", [x])
-    if dynamic:
-        ctx.fail(f"adaptive pooling to {tuple(out)} of an input whose height or width follows the input size "
-                 "(ONNX has no adaptive pooling; export with a fixed image size)")
-    if all(n % o == 0 for n, o in zip(spatial, out)):
-        kernel = [n // o for n, o in zip(spatial, out)]
-        return ctx.g.node("MaxPool" if is_max else "AveragePool", [x], kernel_shape=kernel, strides=kernel)
-    if is_max:
-        ctx.fail(f"adaptive max pooling from {tuple(spatial)} to {tuple(out)} (windows of unequal sizes)")
-    rows = ctx.g.constant(_averaging_matrix(spatial[0], out[0], ctx.in_dtype(0)))
-    cols = ctx.g.constant(_averaging_matrix(spatial[1], out[1], ctx.in_dtype(0)).T.copy())
-    return ctx.g.node("MatMul", [rows, ctx.g.node("MatMul", [x, cols])])
-
-
-def _averaging_matrix(n_in, n_out, dtype):
-    """(n_out, n_in): row i averages torch's adaptive window [floor(i n_in / n_out), ceil((i+1) n_in / n_out))."""
-    matrix = np.zeros((n_out, n_in), np.float64)
-    for i in range(n_out):
-        start, stop = (i * n_in) // n_out, -((-(i + 1) * n_in) // n_out)
-        matrix[i, start:stop] = 1.0 / (stop - start)
-    return matrix.astype(dtype)
+    if rank == 4 and size % 2 == 1:
+        return ctx.g.node("LRN", [x], size=int(size), alpha=alpha, beta=beta, bias=k)
+    if rank not in (3, 4):
+        ctx.fail(f"local_response_norm of a {rank}-D tensor with an even window")
+    squares = ctx.unsqueeze(ctx.g.node("Mul", [x, x]), [1])
+    window = [size] + [1] * (rank - 2)
+    zeros = [0] * (rank - 2)
+    mean = ctx.g.node("AveragePool", [squares], kernel_shape=window, count_include_pad=1,
+                      pads=[size // 2] + zeros + [(size - 1) // 2] + zeros)
+    scale = ctx.g.node("Add", [ctx.g.node("Mul", [ctx.squeeze(mean, [1]), ctx.scalar(alpha)]), ctx.scalar(k)])
+    return ctx.g.node("Div", [x, ctx.g.node("Pow", [scale, ctx.scalar(beta)])])
 
 
 # ---- resampling --------------------------------------------------------------------------------
@@ -286,6 +263,8 @@ def interpolate(ctx):
     torch does; ``exclude_outside`` renormalises the weights over the taps inside the image (torch's
     clipped support), half_pixel is torch's centring s * (i + 0.5), and the cubic filter has a = -0.5."""
     size, mode, align_corners, scale_factor, recompute, antialias = ctx.state["args"]
+    if mode == "area":
+        return _area(ctx)
     if mode not in _RESIZE:
         ctx.fail(f"interpolate mode '{mode}'")
     onnx_mode, coordinates = _RESIZE[mode]
@@ -315,6 +294,19 @@ def interpolate(ctx):
         return ctx.g.node("Resize", [x, "", scales], **attrs)
     return ctx.g.node("Resize", [x, "", "", _output_sizes(ctx, x, spatial, size, scale_factor)], **attrs)
 
+
+
+def _area(ctx):
+    """interpolate(mode='area'): an adaptive average pool to the output size (1-D through a unit height)."""
+    x = ctx.input(0)
+    rank = len(ctx.in_shape(0))
+    if rank == 5:
+        ctx.fail("interpolate mode 'area' of a 5-D input")
+    spatial, out = list(ctx.in_shape(0)[2:]), list(ctx.out_shape()[2:])
+    if rank == 3:
+        y = adaptive_pool(ctx, ctx.unsqueeze(x, [2]), False, [1] + spatial, [1] + out)
+        return ctx.squeeze(y, [2])
+    return adaptive_pool(ctx, x, False, spatial, out)
 
 def _output_sizes(ctx, x, spatial, size, scale_factor):
     """The int64 (N, C, *spatial) sizes of a resize to ``size`` (or to floor(in * scale_factor))."""
@@ -374,3 +366,14 @@ def normalize(ctx):
         powered = ctx.reduce("ReduceSum", ctx.g.node("Pow", [ctx.g.node("Abs", [x]), ctx.scalar(p)]), [dim], True)
         norm = ctx.g.node("Pow", [powered, ctx.scalar(1.0 / p)])
     return ctx.g.node("Div", [x, ctx.g.node("Max", [norm, ctx.scalar(ctx.state["eps"])])])
+
+
+@converts(_CosineSimilarity)
+def cosine_similarity(ctx):
+    """sum(x1 x2) / (max(||x1||, eps) max(||x2||, eps)) along ``dim`` of the broadcast operands."""
+    x1, x2 = ctx.input(0), ctx.input(1)
+    x1, x2 = ctx.g.node("Expand", [x1, ctx.shape_of(x2)]), ctx.g.node("Expand", [x2, ctx.shape_of(x1)])
+    dim, eps = ctx.state["dim"], ctx.scalar(ctx.state["eps"])
+    dot = ctx.reduce("ReduceSum", ctx.g.node("Mul", [x1, x2]), [dim], False)
+    n1, n2 = (ctx.g.node("Max", [ctx.reduce("ReduceL2", x, [dim], False), eps]) for x in (x1, x2))
+    return ctx.g.node("Div", [dot, ctx.g.node("Mul", [n1, n2])])

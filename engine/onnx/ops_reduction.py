@@ -1,5 +1,5 @@
-"""Converters of the reductions, arg-extremes, top-k, sort and cumulative sums (engine/ops/reduction.py and
-engine/ops/sorting.py), and the closures the engine runs some reductions as."""
+"""Converters of the reductions, arg-extremes, median along a dim, top-k, sort and cumulative sums
+(engine/ops/reduction.py and engine/ops/sorting.py), and the closures the engine runs some reductions as."""
 import inspect
 import math
 
@@ -30,14 +30,22 @@ def amax(ctx):
 def var(ctx):
     x = ctx.input(0)
     axes = list(ctx.state["axes"])
-    n = int(np.prod([ctx.in_shape(0)[a] for a in axes]))
-    if any(a in ctx.dynamic(0) for a in axes):
-        ctx.fail("variance over a dimension whose size follows the input")
     centred = ctx.g.node("Sub", [x, ctx.reduce("ReduceMean", x, axes, True)])
     total = ctx.reduce("ReduceSum", ctx.g.node("Mul", [centred, centred]), axes, ctx.state["keepdim"])
-    y = ctx.g.node("Div", [total, ctx.scalar(max(n - ctx.state["correction"], 0))])
+    y = ctx.g.node("Div", [total, _degrees_of_freedom(ctx, x, axes)])
     return ctx.g.node("Sqrt", [y]) if ctx.op.cls is red.Std else y
 
+
+
+def _degrees_of_freedom(ctx, x, axes):
+    """max(n - correction, 0) for n the number of values reduced, taken from the run's shape when it follows the
+    input."""
+    correction = ctx.state["correction"]
+    if not any(a in ctx.dynamic(0) for a in axes):
+        return ctx.scalar(max(int(np.prod([ctx.in_shape(0)[a] for a in axes])) - correction, 0))
+    sizes = ctx.g.node("Gather", [ctx.shape_of(x), ctx.g.ints(axes)], axis=0)
+    n = ctx.cast(ctx.reduce("ReduceProd", sizes, [0], False), np.int64, ctx.out_dtype())
+    return ctx.g.node("Relu", [ctx.g.node("Sub", [n, ctx.scalar(correction)])])
 
 @converts(red.LogSumExp)
 def logsumexp(ctx):
@@ -87,6 +95,27 @@ def arg_extreme(ctx):
         return ctx.squeeze(values, [axis]), ctx.squeeze(indices, [axis])
     return values, indices
 
+
+
+@converts(red.MedianDim)
+def median_dim(ctx):
+    """The lower median along ``axis``: the last of the ``(n - 1) // 2 + 1`` smallest (``TopK`` keeps equal values in
+    index order, as the engine's stable sort), with its index. A NaN is not singled out as the engine does."""
+    axis = ctx.state["axis"]
+    if axis is None:
+        ctx.fail("median of a 0-d tensor along a dim")
+    x = ctx.input(0)
+    if axis in ctx.dynamic(0):
+        n = ctx.shape_of(x, axis, axis + 1)
+        last = ctx.g.node("Div", [ctx.g.node("Sub", [n, ctx.g.ints([1])]), ctx.g.ints([2])])
+    else:
+        last = ctx.g.ints([(ctx.in_shape(0)[axis] - 1) // 2])
+    count = ctx.g.node("Add", [last, ctx.g.ints([1])])
+    values, indices = ctx.g.node("TopK", [x, count], outputs=2, axis=axis, largest=0, sorted=1)
+    picked = [ctx.g.node("Slice", [v, last, count, ctx.g.ints([axis])]) for v in (values, indices)]
+    if ctx.state["squeeze"]:
+        return tuple(ctx.squeeze(v, [axis]) for v in picked)
+    return tuple(picked)
 
 @converts(sorting.TopK)
 def topk(ctx):

@@ -1,5 +1,5 @@
 """Converters of the shape ops: reshape, permute, expand, repeat, repeat_interleave, cat, stack, split, basic
-indexing, flip, roll, windows (``Tensor.unfold``) and pad.
+indexing, flip, roll, windows (``Tensor.unfold``), pad, tril/triu and diagonal.
 
 A traced reshape holds concrete sizes; a size that follows a dynamic input dimension is written as 0
 (copy the input's) when it is that same dimension, as -1 when it is the only one left, and otherwise
@@ -314,10 +314,11 @@ def windows(ctx):
 
 @converts(Pad)
 def pad(ctx):
+    """``Pad`` (circular: mode 'wrap' from opset 19, before it slices of the far ends concatenated)."""
     modes = {"constant": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
     mode = ctx.state["mode"]
     if mode == "circular" and ctx.opset < 19:
-        ctx.fail("circular padding needs ONNX opset 19 (Pad mode 'wrap')")
+        return _wrap_pad(ctx)
     rank = len(ctx.in_shape(0))
     begins, ends = [0] * rank, [0] * rank
     varying = ctx.varying_under("state", "pairs")
@@ -332,3 +333,51 @@ def pad(ctx):
     if mode == "constant":
         inputs.append(ctx.scalar(ctx.state["value"], ctx.in_dtype(0)))
     return ctx.g.node("Pad", inputs, mode=modes[mode])
+
+
+
+def _wrap_pad(ctx):
+    """Circular padding as, per padded axis, the last ``before`` entries, the tensor and the first ``after`` ones
+    concatenated."""
+    if ctx.varying_under("state", "pairs"):
+        ctx.fail("circular padding by amounts that follow the input needs ONNX opset 19 (Pad mode 'wrap')")
+    x = ctx.input(0)
+    for axis, before, after in ctx.state["pairs"]:
+        if before < 0 or after < 0:
+            ctx.fail("circular padding by negative amounts needs ONNX opset 19 (Pad mode 'wrap')")
+        pieces = [x]
+        if before:
+            pieces.insert(0, ctx.g.node("Slice", [x, ctx.g.ints([-before]), ctx.g.ints([_BIG]), ctx.g.ints([axis])]))
+        if after:
+            pieces.append(ctx.g.node("Slice", [x, ctx.g.ints([0]), ctx.g.ints([after]), ctx.g.ints([axis])]))
+        x = ctx.g.node("Concat", pieces, axis=axis) if len(pieces) > 1 else x
+    return x
+
+@converts(sh.Triangle)
+def triangle(ctx):
+    """tril/triu as ``Trilu`` (opset 14 on)."""
+    if ctx.opset < 14:
+        ctx.fail("tril/triu needs ONNX opset 14 (Trilu)")
+    k = ctx.g.constant(np.int64(ctx.state["diagonal"]))
+    return ctx.g.node("Trilu", [ctx.input(0), k], upper=int(ctx.state["upper"]))
+
+
+@converts(sh.Diagonal)
+def diagonal(ctx):
+    """The diagonal's dims moved last, the rows it crosses sliced, and each row's entry picked with
+    ``GatherElements`` (column = row + offset); the two dims' sizes must not follow the input."""
+    offset, dim1, dim2 = ctx.state["args"]
+    if {dim1, dim2} & ctx.dynamic(0):
+        ctx.fail("a diagonal over dims whose size follows the input")
+    shape = ctx.in_shape(0)
+    rank = len(shape)
+    rest = [a for a in range(rank) if a not in (dim1, dim2)]
+    x = ctx.g.node("Transpose", [ctx.input(0)], perm=rest + [dim1, dim2])
+    first_row, first_col = max(-offset, 0), max(offset, 0)
+    n = max(min(shape[dim1] - first_row, shape[dim2] - first_col), 0)
+    rows = ctx.g.node("Slice", [x, ctx.g.ints([first_row]), ctx.g.ints([first_row + n]), ctx.g.ints([rank - 2])])
+    columns = ctx.g.constant(np.arange(first_col, first_col + n, dtype=np.int64).reshape(n, 1))
+    lead = ctx.shape_of(rows, 0, rank - 2)
+    index = ctx.g.node("Expand", [columns, ctx.g.node("Concat", [lead, ctx.g.ints([n, 1])], axis=0)])
+    picked = ctx.g.node("GatherElements", [rows, index], axis=rank - 1)
+    return ctx.squeeze(picked, [rank - 1])

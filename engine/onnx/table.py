@@ -7,8 +7,8 @@ imports it. A converter takes an ``OpContext`` and returns the ONNX name of each
 import importlib
 
 CONVERTERS = {}
-_CONVERTER_MODULES = ("ops_elementwise", "ops_activation", "ops_shape", "ops_index", "ops_nn", "ops_reduction",
-                      "detection")
+_CONVERTER_MODULES = ("ops_elementwise", "ops_activation", "ops_shape", "ops_index", "ops_nn", "ops_pool",
+                      "ops_reduction", "detection")
 
 
 def op_key(cls):

@@ -100,7 +100,7 @@ def _diff(a, b, path, found):
             _diff(x.cell_contents, y.cell_contents, path + (name,), found)
         return
     if isinstance(a, numbers.Number) and isinstance(b, numbers.Number):
-        if a != b:
+        if a != b and not (a != a and b != b):  # NaN in both traces is the same constant
             found[path] = (a, b)
         return
     if type(a) is not type(b) or not _equal(a, b):
@@ -108,7 +108,8 @@ def _diff(a, b, path, found):
 
 
 def _same_array(a, b):
-    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    return a.shape == b.shape and a.dtype == b.dtype and bool(np.array_equal(np.asarray(a), np.asarray(b),
+                                                                            equal_nan=a.dtype.kind in "fc"))
 
 
 def _equal(a, b):

@@ -12,11 +12,11 @@ from ...tensor import _new
 
 def one_hot(input, num_classes=-1):
     """int64 tensor of shape (*, num_classes) with a 1 at each index (num_classes=-1: max + 1); ``input`` is the
-    name torch's binding takes (its docstring still says ``tensor``)."""
+    name torch's binding takes (its docstring still says ``tensor``). The values are checked where they are read
+    (eagerly, and once when a graph is traced)."""
     if input.dtype is not _dtype.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     idx = input._data
-    xp = xp_of(idx)
     if num_classes == -1:
         if idx.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
@@ -26,7 +26,8 @@ def one_hot(input, num_classes=-1):
             raise RuntimeError("Class values must be non-negative.")
         if int(idx.max()) >= num_classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    return _new((idx[..., None] == xp.arange(num_classes)).astype(xp.int64))
+    classes = arange(num_classes, device=input.device)
+    return (input.unsqueeze(-1) == classes).to(_dtype.int64)  # engine ops: traced by nn.Graph and the ONNX export
 
 
 class _Embedding(Function):
