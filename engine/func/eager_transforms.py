@@ -74,11 +74,48 @@ def _differentiable_args(level, args, argnums):
 
 
 def _split_aux(output, has_aux, api):
+    """(output, aux) of ``func``'s result; aux must hold tensors only, as torch requires of it."""
     if not has_aux:
         return output, None
     if not (isinstance(output, tuple) and len(output) == 2):
         raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    for leaf in tree_flatten(output[1])[0]:
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
     return output
+
+
+def _differentiable_dtype(t):
+    return t.is_floating_point() or t.is_complex()
+
+
+def _sizes(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _check_dual(primal, tangent):
+    """torch's checks when it pairs a primal with its tangent (forward-mode AD's ``make_dual``)."""
+    for name, t in (("primal", primal), ("tangent", tangent)):
+        if not _differentiable_dtype(t):
+            raise ValueError(f"Expected {name} to be floating point or complex, but got: {t.dtype}")
+    if tangent.shape != primal.shape:
+        raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                           f"Tensor, this is not supported. Tensor is of size {_sizes(primal.shape)} while the given "
+                           f"forward gradient is of size {_sizes(tangent.shape)}.")
+
+
+def _check_cotangents(outputs, cotangents):
+    """torch.autograd.grad's checks of the cotangents against the outputs they weigh."""
+    for i, (o, ct) in enumerate(zip(outputs, cotangents)):
+        if not isinstance(ct, Tensor):
+            continue
+        if ct.shape != o.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {ct.shape} and output[{i}] has "
+                               f"a shape of {o.shape}.")
+        if ct.is_complex() != o.is_complex():
+            raise RuntimeError("For complex Tensors, both grad_output and output are required to have the same "
+                               f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {ct.dtype} and "
+                               f"output[{i}] has a dtype of {o.dtype}.")
 
 
 def _check_tensor_outputs(flat, api):
@@ -106,6 +143,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
                 raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
                                    f"tensor with {output.dim()} dims. Maybe you wanted to use the vjp or jacrev "
                                    "APIs instead?")
+            if output.is_complex():
+                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got "
+                                   f"{output.dtype}")
             create = level.needs_graph([output])
             keep = create or level.reaches_outside(tree_flatten(aux)[0])
             grads = _autograd_grad([output], flat_inputs, create_graph=create, retain_graph=keep)
@@ -139,7 +179,7 @@ def _vjp(func, args, argnums, has_aux, api="vjp(f, *primals)"):
             new_args = tree_unflatten(flat_inputs, spec)
         else:
             new_args, flat_inputs, spec = _differentiable_args(level, args, _argnums(argnums, len(args)))
-        output, aux = _split_aux(func(*new_args), has_aux, "vjp(f, *primals)")
+        output, aux = _split_aux(func(*new_args), has_aux, api)
         flat_out, out_spec = tree_flatten(output)
         _check_tensor_outputs(flat_out, api)
         for o in flat_out:
@@ -153,6 +193,7 @@ def _vjp(func, args, argnums, has_aux, api="vjp(f, *primals)"):
         if ct_spec != out_spec:
             raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure of "
                                f"outputs to the function. cotangents: {ct_spec}, primal output: {out_spec}")
+        _check_cotangents(flat_out, flat_ct)
         create = create_graph and level.reaches_outside(flat_out + flat_ct)
         with enable_grad():
             grads = _autograd_grad(flat_out, flat_inputs, flat_ct, create_graph=create,
@@ -179,20 +220,21 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
     @functools.wraps(func)
     def wrapper(*args):
         from ..ops import stack
-        output, vjp_fn, aux = _vjp(func, args, argnums, has_aux, "jacrev")
+        output, vjp_fn, aux = _vjp(func, args, argnums, has_aux)
         flat_out, out_spec = tree_flatten(output)
         flat_primals, primals_spec = tree_flatten(_select(args, _argnums(argnums, len(args))))
         rows = []
+        zeros = [o.new_zeros(o.shape) for o in flat_out]  # contiguous, whatever the outputs' strides
         for k, out in enumerate(flat_out):
             for e in range(out.numel()):
-                basis = [one_hot_like(o, e) if i == k else o.new_zeros(o.shape) for i, o in enumerate(flat_out)]
+                basis = [one_hot_like(z, e) if i == k else z for i, z in enumerate(zeros)]
                 rows.append(tree_flatten(vjp_fn(tree_unflatten(basis, out_spec)))[0])
         per_output = []
         start = 0
         for out in flat_out:
             n = out.numel()
             per_output.append(tree_unflatten(
-                [stack([r[j] for r in rows[start:start + n]]).view(*out.shape, *p.shape) if n
+                [stack([r[j] for r in rows[start:start + n]]).reshape(*out.shape, *p.shape) if n
                  else p.new_zeros((*out.shape, *p.shape)) for j, p in enumerate(flat_primals)], primals_spec))
             start += n
         result = tree_unflatten(per_output, out_spec)
@@ -202,11 +244,15 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None, _preallocate_and_
 
 class _Linearization:
     """``func`` run once at its primals, with ``J^T u`` recorded for dummy cotangents ``u`` (the double-vjp trick):
-    ``tangent(t)`` then gives ``J t`` for any tangents ``t`` of the differentiated inputs."""
+    ``tangent(t)`` then gives ``J t`` for any tangents ``t`` of the differentiated inputs. Outputs of other than
+    floating-point or complex dtype get zero tangents of their own dtype, as in torch."""
 
     def __init__(self, func, args, argnums, has_aux, api):
         from ..ops import zeros_like
         self.level = level = Level()
+        for x in tree_flatten(args if argnums is None else _select(args, _argnums(argnums, len(args))))[0]:
+            if isinstance(x, Tensor) and not _differentiable_dtype(x):
+                raise ValueError(f"Expected primal to be floating point or complex, but got: {x.dtype}")
         with enable_grad():
             if argnums is None:
                 flat, spec = tree_flatten(args)
@@ -218,8 +264,10 @@ class _Linearization:
             output, self.aux = _split_aux(func(*new_args), has_aux, api)
             self.outputs, self.out_spec = tree_flatten(output)
             _check_tensor_outputs(self.outputs, api)
-            self.dummies = [level.own(zeros_like(o, requires_grad=True)) for o in self.outputs]
-            grads = _autograd_grad(self.outputs, self.inputs, self.dummies, create_graph=True, retain_graph=True)
+            self.weighed = [i for i, o in enumerate(self.outputs) if _differentiable_dtype(o)]
+            self.dummies = [level.own(zeros_like(self.outputs[i], requires_grad=True)) for i in self.weighed]
+            grads = _autograd_grad([self.outputs[i] for i in self.weighed], self.inputs, self.dummies,
+                                   create_graph=True, retain_graph=True)
         self.grads = [g for g in grads if g.requires_grad]
         self.tangent_of = [i for i, g in enumerate(grads) if g.requires_grad]
         self.create = level.needs_graph(self.grads)
@@ -233,10 +281,13 @@ class _Linearization:
             used = [flat_tangents[i] for i in self.tangent_of]
             create = self.create or (self.level.grad_enabled and any(t.requires_grad for t in used))
             with enable_grad():
-                result = autograd_grad(self.grads, self.dummies, used, retain_graph=True, create_graph=create,
-                                       allow_unused=True)
+                weighed = autograd_grad(self.grads, self.dummies, used, retain_graph=True, create_graph=create,
+                                        allow_unused=True)
         else:
-            result = [None] * len(self.outputs)
+            weighed = [None] * len(self.dummies)
+        result = [None] * len(self.outputs)
+        for i, r in zip(self.weighed, weighed):
+            result[i] = r
         if strict and any(r is None for r in result):
             raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of the "
                                "inputs. This is not allowed with strict=True.")
@@ -262,6 +313,8 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
         for x in flat:
             if not isinstance(x, Tensor):
                 raise RuntimeError(f"{_JVP}: Expected {name} to only contain Tensors, got {type(x)}")
+    for primal, tangent in zip(flat_primals, flat_tangents):
+        _check_dual(primal, tangent)
     lin = _Linearization(func, primals, None, has_aux, _JVP)
     out = tree_unflatten([lin.level.release(o) for o in lin.outputs], lin.out_spec)
     tangent_out = tree_unflatten(lin.tangent(flat_tangents, strict), lin.out_spec)
@@ -273,18 +326,18 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     """A function returning the Jacobian of ``func`` with respect to its ``argnums`` arguments column by column
     (one Jacobian-vector product per input element, double-vjp trick). ``func`` runs once, so ``randomness`` only
-    has its value checked."""
-    from .vmap import check_randomness
-    check_randomness(randomness)
-
+    has its value checked (when the function is called, as in torch)."""
     @functools.wraps(func)
     def wrapper(*args):
-        from ..ops import stack, zeros_like
-        lin = _Linearization(func, args, argnums, has_aux, "jacfwd")
+        from ..ops import stack
+        from .vmap import check_randomness
+        check_randomness(randomness)
+        lin = _Linearization(func, args, argnums, has_aux, _JVP)
         columns = []
+        zeros = [y.new_zeros(y.shape) for y in lin.inputs]  # contiguous, whatever the inputs' strides
         for j, x in enumerate(lin.inputs):
             for e in range(x.numel()):
-                tangents = [one_hot_like(y, e) if i == j else zeros_like(y) for i, y in enumerate(lin.inputs)]
+                tangents = [one_hot_like(z, e) if i == j else z for i, z in enumerate(zeros)]
                 columns.append(lin.tangent(tangents))
         per_output = []
         for k, out in enumerate(lin.outputs):
@@ -293,7 +346,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 n = x.numel()
                 col = [c[k].reshape(-1) for c in columns[start:start + n]]
                 jac = stack(col, dim=-1) if col else out.new_zeros((out.numel(), 0))
-                jacs.append(jac.view(*out.shape, *x.shape))
+                jacs.append(jac.reshape(*out.shape, *x.shape))
                 start += n
             per_output.append(tree_unflatten(jacs, lin.spec))
         result = tree_unflatten(per_output, lin.out_spec)

@@ -10,6 +10,8 @@ gives every element the same draws (the generator restarts from one state for ea
 element draw its own (other numbers than torch's one batched draw). With ``out_dims=None`` an output must not
 depend on the batch; that is checked by comparing the elements' values. An empty batch runs the function once, on
 zeros, to learn the outputs' shapes. ``chunk_size`` is accepted; elements run one at a time whatever it is.
+In-place writes to unmapped inputs happen once, as in torch, or raise torch's error (``_unmapped.py``); so does
+``vmap`` of a module whose batch norms would update running statistics (``batch_norm.py``).
 """
 import functools
 
@@ -17,6 +19,8 @@ import numpy as np
 
 from ..tensor import Tensor
 from ._pytree import broadcast_to_and_flatten, tree_flatten, tree_unflatten
+from ._unmapped import UnmappedWrites
+from .batch_norm import check_vmapped_module
 
 __all__ = ["vmap"]
 
@@ -84,6 +88,8 @@ def _mapped_inputs(func, in_dims, args):
             raise ValueError(f"{where}: Got in_dim={d} for some input, but that input is a Tensor of "
                              f"dimensionality {arg.dim()} so expected in_dim to satisfy -{arg.dim()} <= in_dim < "
                              f"{arg.dim()}.")
+        if isinstance(d, bool):  # an int to Python, refused by the size() call torch makes with it
+            raise TypeError("size(): argument 'dim' (position 1) must be int, not bool")
         dims[i] = d % arg.dim()
     sizes = [arg.shape[d] for arg, d in zip(flat_args, dims) if d is not None]
     if not sizes:
@@ -125,12 +131,18 @@ def _element(flat_args, dims, index):
 def _call(func, in_dims, out_dims, randomness, args, kwargs):
     _check_out_dims(out_dims, func)
     size, dims, flat_args, spec = _mapped_inputs(func, in_dims, args)
+    check_vmapped_module(func)
     rng = _Randomness(randomness)
+    writes = UnmappedWrites(flat_args, dims) if size > 1 else None
     results = []
     for index in range(size) if size else [None]:
         rng.before()
+        if writes:
+            writes.before()
         results.append(func(*tree_unflatten(_element(flat_args, dims, index), spec), **kwargs))
         rng.after()
+        if writes:
+            writes.after()
     return _stack_outputs(func, results, out_dims, size)
 
 
