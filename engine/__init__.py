@@ -19,7 +19,7 @@ from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enab
 from .ops import *  # noqa: F401,F403
 from .storage import *  # noqa: F401,F403  (torch.UntypedStorage ..., Tensor.untyped_storage, set_)
 from .serialization import load, save  # noqa: F401
-from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, utils  # noqa: F401
+from . import amp, autograd, cpu, cuda, jit, linalg, nn, ops, optim, return_types, utils  # noqa: F401
 from . import fft  # noqa: F401  (torch.fft; stft's ops import it anyway)
 from . import sparse  # noqa: F401  (torch.sparse; also Tensor.to_sparse* and sparse gradients reaching leaves)
 from .sparse import (ccol_indices_copy, col_indices_copy, crow_indices_copy, dsmm, hspmm, indices_copy,  # noqa: F401

@@ -11,6 +11,7 @@ import numpy as np
 from . import _dtype, _layout
 from ._device import array_module, cuda_available, device as _device, device_of, is_cuda_array, move, xp_for
 from .autograd import grad_mode, tracing
+from .autograd.double_backward import check_root_shape
 from .autograd.graph import run_backward
 
 
@@ -29,6 +30,18 @@ class Size(tuple):
     def __getitem__(self, item):
         out = tuple.__getitem__(self, item)
         return Size(out) if isinstance(item, slice) else out
+
+    # concatenated or repeated, a Size stays one (torch's)
+    def __add__(self, other):
+        return Size(tuple.__add__(self, other)) if isinstance(other, tuple) else NotImplemented
+
+    def __radd__(self, other):
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, times):
+        return Size(tuple.__mul__(self, times))
+
+    __rmul__ = __mul__
 
 
 def _new(array, requires_grad=False):
@@ -415,9 +428,7 @@ class Tensor:
             grad = array_module(self._data).ones(self._data.shape, self._data.dtype)
         else:
             grad = to_array(gradient)
-            if grad.shape != self._data.shape:
-                raise RuntimeError(f"Mismatch in shape: grad_output[0] has a shape of {Size(grad.shape)} "
-                                   f"and output[0] has a shape of {self.shape}.")
+            check_root_shape(0, grad.shape, self)
         if inputs is not None or create_graph:
             root = gradient if create_graph and isinstance(gradient, Tensor) else _new(grad)
         if inputs is not None:

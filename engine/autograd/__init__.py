@@ -16,15 +16,18 @@ def _as_list(x):
 def _root_grads(tensors, grad_tensors):
     from .._device import array_module
     from ..tensor import to_array
+    from .double_backward import check_root_shape
     grads = _as_list(grad_tensors) or [None] * len(tensors)
     out = []
-    for t, g in zip(tensors, grads):
+    for i, (t, g) in enumerate(zip(tensors, grads)):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             out.append(array_module(t._data).ones(t._data.shape, t._data.dtype))
         else:
-            out.append(to_array(g))
+            g = to_array(g)
+            check_root_shape(i, g.shape, t)
+            out.append(g)
     return out
 
 

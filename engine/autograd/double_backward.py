@@ -239,14 +239,24 @@ def root_grad_tensors(tensors, grad_tensors):
     from ..tensor import Tensor, _new, to_array
     grads = grad_tensors or [None] * len(tensors)
     out = []
-    for t, g in zip(tensors, grads):
+    for i, (t, g) in enumerate(zip(tensors, grads)):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             out.append(_new(array_module(t._data).ones(t._data.shape, t._data.dtype)))
         else:
-            out.append(g if isinstance(g, Tensor) else _new(to_array(g)))
+            g = g if isinstance(g, Tensor) else _new(to_array(g))
+            check_root_shape(i, g.shape, t)
+            out.append(g)
     return out
+
+
+def check_root_shape(index, shape, output):
+    """torch's error for a given root gradient whose shape is not its output's (it would broadcast silently)."""
+    if tuple(shape) != tuple(output.shape):
+        from ..tensor import Size
+        raise RuntimeError(f"Mismatch in shape: grad_output[{index}] has a shape of {Size(shape)} and "
+                           f"output[{index}] has a shape of {output.shape}.")
 
 
 # ---- helpers the ops' ``backward_tensors`` share ------------------------------------------------------

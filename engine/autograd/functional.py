@@ -185,8 +185,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 def one_hot_like(like, index):
     """A tensor shaped, typed and placed like ``like``, 1 at flat ``index`` and 0 elsewhere (a basis cotangent or
     tangent; ``gradcheck`` and ``engine.func`` use it too)."""
-    from ..ops import zeros_like
-    hot = zeros_like(like)
+    hot = like.new_zeros(like.shape)  # contiguous, whatever the strides of ``like`` (zeros_like keeps them)
     hot.view(-1)[index] = 1
     return hot
 

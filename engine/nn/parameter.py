@@ -14,6 +14,8 @@ class Parameter(Tensor):
         self.__dict__.update(_new(data._data).__dict__)
         self._version = data._version
         if requires_grad:
+            if not (self.dtype.is_floating_point or self.dtype.is_complex):
+                raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
             self.requires_grad_(True)
 
     def __repr__(self):

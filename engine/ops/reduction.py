@@ -6,7 +6,6 @@ Integer sums and products accumulate in int64 like PyTorch. Full reductions that
 (``max()``, ``amax``, ``median()``) split the gradient evenly among ties, as PyTorch does.
 """
 import builtins
-import collections
 import copy
 import math
 import warnings
@@ -17,6 +16,7 @@ from .. import _dtype
 from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..autograd.double_backward import constant, keep_dims, masked, transposed_backward
+from ..return_types import named_result
 from ..tensor import Tensor, register_method
 from ._common import cast, float_dtype, int_arg, wrap_dim, xp_of
 from .complex_grad import conj, holomorphic, holomorphic_tensors
@@ -93,15 +93,9 @@ def _check_full_nonempty(x, name):
                            "Specify the reduction dim with the 'dim' argument.")
 
 
-_RESULT_TYPES = {}
-
-
 def return_type(name, fields=("values", "indices")):
-    """A ``torch.return_types.<name>``-like named tuple class (cached)."""
-    key = (name, fields)
-    if key not in _RESULT_TYPES:
-        _RESULT_TYPES[key] = collections.namedtuple(name, fields)
-    return _RESULT_TYPES[key]
+    """The ``engine.return_types.<name>`` named tuple class."""
+    return named_result(name, fields)
 
 
 class Compute(Function):

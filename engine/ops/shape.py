@@ -602,7 +602,8 @@ class Stack(Function):
         self.dim, self.dtype = dim, dtype.np
 
     def forward(self, *xs):
-        return xp_of(*xs).stack([cast(x, self.dtype) for x in xs], axis=self.dim)
+        xp = xp_of(*xs)  # torch's result is contiguous; numpy's keeps the inputs' order (transposed inputs)
+        return xp.ascontiguousarray(xp.stack([cast(x, self.dtype) for x in xs], axis=self.dim))
 
     def backward(self, gy):
         return tuple(gy[(slice(None),) * self.dim + (i,)] for i in range(gy.shape[self.dim]))

@@ -12,6 +12,7 @@ class finfo:
 
     def __init__(self, type=None):
         dt = _dtype.to_dtype(type) if type is not None else _dtype.get_default_dtype()
+        dt = dt.to_real()  # a complex type's limits are its parts' (torch's)
         if not dt.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
                             "'torch.finfo'")

@@ -174,3 +174,20 @@ def test_broadcast_gradients_reduce_to_input_shapes():
     np.testing.assert_array_equal(ga, ta)
     np.testing.assert_array_equal(gb, tb)
     assert dt.split(".")[1] == tdt.split(".")[1]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_root_gradient_of_another_shape_is_refused(create_graph):
+    """A (4, 1) gradient for a (4,) output broadcast silently (4 times the values) where torch raises."""
+    def calls(lib):
+        x = lib.ones(4, requires_grad=True)
+        y = x * 2
+        return [lambda: lib.autograd.grad((y,), (x,), (lib.ones(4, 1),), create_graph=create_graph),
+                lambda: lib.autograd.backward((y,), (lib.ones(()),), create_graph=create_graph),
+                lambda: y.backward(lib.ones(4, 1), create_graph=create_graph)]
+    for ours, theirs in zip(calls(engine), calls(torch)):
+        with pytest.raises(RuntimeError) as expected:
+            theirs()
+        with pytest.raises(RuntimeError) as got:
+            ours()
+        assert str(got.value) == str(expected.value).replace("torch.", "engine.")

@@ -176,3 +176,11 @@ def test_on_the_cuda_backend(cuda):
     np.testing.assert_allclose(jac.cpu().numpy(), TF.jacobian(lambda t: (t * t).sum(1), torch.tensor(A)).numpy())
     out, prod = EF.vjp(lambda t: t.exp(), x, engine.tensor(S).to("cuda"))
     np.testing.assert_allclose(prod.cpu().numpy(), np.exp(A) * S, rtol=1e-12)
+
+
+def test_jacobian_of_a_transposed_output():
+    """The basis cotangents were made with zeros_like, which kept the output's strides, so .view(-1) failed."""
+    x = np.random.default_rng(3).standard_normal((2, 3))
+    ours = EF.jacobian(lambda a: a.t() * 2, engine.tensor(x))
+    theirs = TF.jacobian(lambda a: a.t() * 2, torch.tensor(x))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -10,6 +10,7 @@ back on the line before (the wrapping itself is checked exactly on texts without
 follow the engine's op classes (``MulBackward``, torch's ``MulBackward0``; see engine/profiler/_names.py), so a
 tensor with a grad_fn is compared up to that name."""
 import collections
+import pickle
 import re
 
 import numpy as np
@@ -333,3 +334,15 @@ _CONTAINERS = {
 def test_container_reprs(name):
     _same_text(repr(_CONTAINERS[name](engine)), repr(_CONTAINERS[name](torch)))
 
+
+
+def test_return_types_print_and_pickle_as_torch():
+    x = np.random.default_rng(5).standard_normal((3, 4)).astype(np.float32)
+    cases = [lambda t: t.max(1), lambda t: t.sort(0), lambda t: t.topk(2), lambda t: t[:3, :3].slogdet(),
+             lambda t: t.median(-1, keepdim=True)]
+    for case in cases:
+        ours, theirs = case(engine.tensor(x)), case(torch.tensor(x))
+        assert repr(ours) == repr(theirs).replace("torch.", "engine.")
+        assert type(ours).__module__ == "engine.return_types" and type(ours).__name__ == type(theirs).__name__
+        again = pickle.loads(pickle.dumps(ours))
+        assert type(again) is type(ours) and all(a.equal(b) for a, b in zip(again, ours))

@@ -396,3 +396,12 @@ def test_sizes_and_dims_by_keyword(call):
 def test_sizes_both_by_position_and_keyword_are_refused():
     with pytest.raises(TypeError, match="got multiple values for argument 'dims'"):
         engine.arange(6).reshape(2, 3).permute(1, 0, dims=(1, 0))
+
+
+def test_stack_of_transposed_inputs_is_contiguous():
+    """numpy's stack kept the inputs' order (strides (12, 1, 4)); torch's result is contiguous, so .view works."""
+    x = np.arange(12.0).reshape(3, 4)
+    ours = engine.stack([engine.tensor(x).t()] * 2)
+    theirs = torch.stack([torch.tensor(x).t()] * 2)
+    assert ours.stride() == theirs.stride() == (12, 3, 1)
+    np.testing.assert_array_equal(ours.view(2, -1).numpy(), theirs.view(2, -1).numpy())

@@ -288,3 +288,17 @@ def test_copy_broadcasts_src_to_the_destination():
     x = engine.zeros(2, 3)
     x.copy_(engine.tensor([1.0, 2.0, 3.0]))
     assert x.tolist() == [[1.0, 2.0, 3.0]] * 2
+
+
+def test_size_stays_a_size_when_concatenated_or_repeated():
+    s = engine.Size([2, 3])
+    for value, expected in ((s + (4,), (2, 3, 4)), ((1,) + s, (1, 2, 3)), (s * 2, (2, 3, 2, 3)),
+                            (2 * s, (2, 3, 2, 3)), (s + s, (2, 3, 2, 3))):
+        assert type(value) is engine.Size and value == expected
+    with pytest.raises(TypeError):
+        s + [4]  # as torch.Size and tuple
+
+
+def test_finfo_of_complex_types_is_their_parts():
+    for ours, theirs in ((engine.complex64, torch.complex64), (engine.complex128, torch.complex128)):
+        assert engine.finfo(ours).eps == torch.finfo(theirs).eps and engine.finfo(ours).bits == torch.finfo(theirs).bits

@@ -42,8 +42,14 @@ class ReLU(Module):
 class Hardtanh(Module):
     """Clamp to [min_val, max_val]."""
 
-    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None, max_value=None):
         super().__init__()
+        for old, new, value in (("min_value", "min_val", min_value), ("max_value", "max_val", max_value)):
+            if value is not None:  # torch's deprecated spellings, still taken
+                warnings.warn(f"keyword argument `{old}` is deprecated and renamed to `{new}`", FutureWarning,
+                              stacklevel=2)
+        min_val = min_val if min_value is None else min_value
+        max_val = max_val if max_value is None else max_value
         if max_val <= min_val:
             raise AssertionError(f"max_val ({max_val}) must be greater than min_val ({min_val})")  # torch's type
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace

@@ -418,3 +418,10 @@ def test_loss_weight_is_a_buffer_and_legacy_flags():
         assert enn.MSELoss(size_average=False).reduction == "sum"
     with pytest.warns(UserWarning):
         assert enn.L1Loss(reduce=False).reduction == "none"
+
+
+def test_hardtanh_takes_torchs_deprecated_keywords():
+    with pytest.warns(FutureWarning, match="`min_value` is deprecated and renamed to `min_val`"):
+        layer = enn.Hardtanh(min_value=-2.0, max_value=3.0)
+    assert (layer.min_val, layer.max_val) == (-2.0, 3.0)
+    assert repr(layer) == repr(torch.nn.Hardtanh(-2.0, 3.0))

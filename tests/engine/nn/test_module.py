@@ -439,3 +439,9 @@ def test_parameter_semantics():
     q = copy.deepcopy(p)
     assert isinstance(q, enn.Parameter) and q._data is not p._data and q.requires_grad
     assert type(p.detach()) is engine.Tensor
+
+
+def test_an_integer_parameter_is_refused_with_torchs_message():
+    with pytest.raises(RuntimeError, match="^Only Tensors of floating point and complex dtype can require gradients$"):
+        enn.Parameter(engine.tensor([1]))
+    assert not enn.Parameter(engine.tensor([1]), requires_grad=False).requires_grad
