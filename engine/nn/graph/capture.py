@@ -1,11 +1,12 @@
 """Plans captured by their device's runtime: on the GPU, one CUDA graph per input signature.
 
-- Inference (``capture_plan``): the plan's replay is captured when it compiles. The capture reads the
-  parameters' and buffers' arrays where they were when it was made: a replay checks that every tensor the
-  plan reads from outside still holds the same array (``load_state_dict``, ``.to()`` or an assignment to
-  ``.data`` puts in another) and captures anew where one does not; values changed in place (an optimizer
-  step, ``copy_``) need nothing. The same holds for the GEMM settings (TF32, bfloat16 autocast): a call
-  under other settings captures anew, as does a training step.
+- Inference (``capture_plan``): the plan's replay is captured when it compiles; what the capture's run writes
+  outside the graph (training BatchNorm's running statistics, the GPU's generator) is put back, as the call
+  has already run. The capture reads the parameters' and buffers' arrays where they were when it was made:
+  a replay checks that every tensor the plan reads from outside still holds the same array
+  (``load_state_dict``, ``.to()`` or an assignment to ``.data`` puts in another) and captures anew where one
+  does not; values changed in place (an optimizer step, ``copy_``) need nothing. The same holds for the GEMM
+  settings (TF32, bfloat16 autocast): a call under other settings captures anew, as does a training step.
 - Training (``capture_step``): a whole call (gradients zeroed, forward and backward of each micro-batch,
   each optimizer's update) is captured on its second call, whose step is the capture's warm-up (kernels
   compile, its allocations are planned; optimizer state exists from the first call). The numbers that
@@ -15,19 +16,23 @@
   schedulers step on the host after each call.
 - Random draws (dropout, stochastic depth, ``rand``/``randn`` in ``build``) come from the device's generator,
   whose seed and offset live on the device: each replay draws new numbers, in the order eager code would.
+- A graph runs on its own copies of the inputs: where ``build`` may write an input in place (``x.mul_(2)``),
+  the call copies what it wrote back to the caller's tensor.
 
 What cannot be captured is refused with one warning naming it, and that plan or step then runs op by op:
 data-dependent sizes, ops that read the host, samplers other than uniform and normal ones.
 """
+import contextlib
 import warnings
 
 import numpy as np
 
 from ... import backends
+from ..._device import device_of, is_cuda_array
 from ...autograd.graph import failed_backward
 from ...ops._common import xp_of
 from ...tensor import Tensor, _new
-from .plan import TENSOR
+from .plan import SLOT, TENSOR
 
 
 def _outside_tensors(plan):
@@ -41,6 +46,66 @@ def _outside_tensors(plan):
             if isinstance(value, Tensor):
                 found[id(value)] = value
     return list(found.values())
+
+
+def _may_write_inputs(plan):
+    """Whether an in-place op of ``plan`` may write one of its inputs: its target is an input, or a value
+    computed from inputs by ops that read nothing from outside the graph (a view, such as ``x.view(-1)``, is
+    one of those; an op reading a weight makes a new array)."""
+    aliased = set(plan.input_slots)
+    for op in plan.ops:
+        first = op.args[0] if op.args else None
+        if first is None or first[0] != SLOT or first[1] not in aliased:
+            continue
+        if op.inplace:
+            return True
+        if all(kind != TENSOR for kind, _ in op.args):
+            aliased.update(op.outs)
+    return False
+
+
+def _state_tensors(plan):
+    """The tensors from outside the graph that the plan's ops may write: the targets of in-place ops and the
+    tensors in ops' state (training BatchNorm's running statistics)."""
+    found = {}
+    for op in plan.ops:
+        values = [op.args[0][1]] if op.inplace and op.args and op.args[0][0] == TENSOR else []
+        for value in op.state.values():
+            values += value if isinstance(value, (tuple, list)) else [value]
+        for value in values:
+            if isinstance(value, Tensor):
+                found[id(value)] = value
+    return list(found.values())
+
+
+@contextlib.contextmanager
+def _undone(tensors):
+    """Inside, ``tensors`` may be written; after, they hold their values from before. A capture runs the plan
+    (its warm-up) without it being a call: a training BatchNorm's running statistics, or a counter added to in
+    place, must move once per call, as eager code moves them, not once more for each capture."""
+    saved = [(t._data, t._data.copy()) for t in tensors]
+    try:
+        yield
+    finally:
+        for array, before in saved:
+            array[...] = before
+
+
+@contextlib.contextmanager
+def _draws_undone(array):
+    """Inside, the generator of ``array``'s GPU may draw; after, it is where it was. The capture's warm-up run
+    draws the plan's random numbers (dropout in train mode), and the call that compiled the plan has drawn them
+    already: eager code would draw the next call's from there."""
+    if not is_cuda_array(array):
+        yield
+        return
+    from ... import random
+    state = random.cuda_rng(device_of(array).index or 0).state
+    before = state.copy()
+    try:
+        yield
+    finally:
+        state[...] = before
 
 
 def _hold(tensors):
@@ -61,18 +126,33 @@ class CapturedPlan:
     def __init__(self, plan, arrays):
         self.plan = plan
         self.tensors = _outside_tensors(plan)
+        self.writes_inputs = _may_write_inputs(plan)
         self._capture(arrays)
 
     def _capture(self, arrays):
         runtime = backends.runtime(arrays[0])
         self.held = _hold(self.tensors)
         self.settings = runtime.gemm_settings()
-        self.graph = runtime.capture(self.plan.run_arrays, arrays)
+        with _undone(_state_tensors(self.plan)), _draws_undone(arrays[0]):
+            self.graph = runtime.capture(self._run, arrays)
+
+    def _run(self, arrays):
+        """The captured work: the plan's outputs, then, where it may write its inputs in place, the inputs."""
+        outputs = self.plan.run_arrays(arrays)
+        return outputs + list(arrays) if self.writes_inputs else outputs
 
     def __call__(self, arrays):
         if _moved(self.held) or backends.runtime(arrays[0]).gemm_settings() != self.settings:
             self._capture(arrays)
-        return self.graph(arrays)
+        outputs = self.graph(arrays)
+        if self.writes_inputs:
+            # The graph ran on its own copies of the inputs: what it wrote there goes to the caller's arrays, as
+            # the in-place op (``x.mul_(2)`` in build) writes the caller's tensor in eager code.
+            n = len(outputs) - len(arrays)
+            for array, written in zip(arrays, outputs[n:]):
+                array[...] = written
+            outputs = outputs[:n]
+        return self.plan.share_outputs(outputs, arrays)
 
 
 def capture_plan(plan, arrays):
@@ -192,6 +272,8 @@ class CapturedStep:
         self.held = []
         self.gemm_settings = None
         self.first_outputs = None
+        self.writes_inputs = any(_may_write_inputs(plan) for plan in graph._plans.values())
+        self.arrays = None  # the caller's input arrays of the call running now
 
     def _upload_scalars(self, like):
         """This step's host scalars (step counters advance), written to the device scalars the graph reads."""
@@ -215,16 +297,28 @@ class CapturedStep:
         for optimizer in self.optimizers:
             optimizer.zero_grad(set_to_none=False)
         outputs = self.graph._forward_backward(inputs)
+        self.graph._clip_grads()
         for optimizer, items in zip(self.optimizers, self.items):
             optimizer.apply_scalars(items)
         leaves = []
         self.output_spec = _flatten(outputs, leaves)
-        return [t.detach()._data for t in leaves]
+        return [t.detach()._data for t in leaves] + (list(arrays) if self.writes_inputs else [])
+
+    def _outputs(self, outputs):
+        """The step's outputs as the call returns them; where the step may write its inputs in place, what it
+        wrote into the graph's copies of them goes to the caller's arrays first (as eager code writes them)."""
+        from .graph import _unflatten
+        if self.writes_inputs:
+            n = len(outputs) - len(self.arrays)
+            for array, written in zip(self.arrays, outputs[n:]):
+                array[...] = written
+            outputs = outputs[:n]
+        self.arrays = None
+        return _unflatten(self.output_spec, [_new(a) for a in outputs])
 
     def _first_run(self, outputs):
         """The warm-up before the capture ran this call's step: its outputs are this call's."""
-        from .graph import _unflatten
-        self.first_outputs = _unflatten(self.output_spec, [_new(a) for a in outputs])
+        self.first_outputs = self._outputs(outputs)
         for plan in self.graph._plans.values():
             plan.failed_op = None
         self.held = _hold(_step_tensors(self.graph, self.optimizers))
@@ -232,17 +326,16 @@ class CapturedStep:
     def capture(self, leaves):
         """Run this call's step (the capture's warm-up; kernels compile, its allocations are planned) and capture
         the next; ``first_outputs`` are this call's outputs once the step has run."""
-        arrays = [t._data for t in leaves]
+        arrays = self.arrays = [t._data for t in leaves]
         runtime = backends.runtime(arrays[0])
         self.gemm_settings = runtime.gemm_settings()
         self._upload_scalars(arrays[0])
         self.replay = runtime.capture(self._step, arrays, on_warm_up=self._first_run)
 
     def __call__(self, leaves):
-        from .graph import _unflatten
         if (_settings(self.optimizers) != self.settings or _moved(self.held)
                 or backends.runtime(leaves[0]._data).gemm_settings() != self.gemm_settings):
             return None
         self._upload_scalars(leaves[0]._data)
-        outputs = self.replay([t._data for t in leaves])
-        return _unflatten(self.output_spec, [_new(a) for a in outputs])
+        self.arrays = [t._data for t in leaves]
+        return self._outputs(self.replay(self.arrays))

@@ -19,11 +19,13 @@ import warnings
 
 from ... import backends
 from ...autograd import grad_mode
+from ...autograd.function import AccumulateGrad
 from ...backends.flag_module import switched
+from ...ops._common import xp_of
 from ...tensor import Tensor, _new
 from ..modules.module import Module
 from . import capture, passes, streams
-from .plan import SLOT, Plan, trace
+from .plan import SLOT, TENSOR, Plan, trace
 
 
 class GraphConfig:
@@ -136,6 +138,25 @@ def _split_batch(obj, n):
     return [obj] * n
 
 
+def _reached_leaves(roots):
+    """{id: tensor} of the leaf tensors whose gradients a backward from ``roots`` accumulates."""
+    found = {id(r): r for r in roots if r.grad_fn is None and r.requires_grad}
+    stack = [r.grad_fn for r in roots if r.grad_fn is not None]
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            leaf = node.tensor_ref()
+            if leaf is not None:
+                found[id(leaf)] = leaf
+            continue
+        stack += [edge[0] for edge in getattr(node, "next_edges", ()) if edge is not None]
+    return found
+
+
 class Graph:
     """Base class of static graphs (see the module docstring)."""
 
@@ -148,6 +169,7 @@ class Graph:
         self._last_plan = None
         self._steps = {}  # training call signature -> its CapturedStep, or False where it is not captured
         self._traced_calls = set()  # training call signatures called once (traced) on a GPU
+        self._reached = {}  # training call signature -> {id: parameter} its backward gives gradients to
         self._amp_warned = False
 
     def __setattr__(self, name, value):
@@ -172,7 +194,9 @@ class Graph:
         return len(self._plans)
 
     def add_optimizer(self, optimizer, *, lr_sch=None, is_sparse=False):
-        """Train with ``optimizer`` (stepped after every call) and an optional lr scheduler."""
+        """Train with ``optimizer`` (stepped after every call) and an optional lr scheduler. As in OneFlow, a
+        parameter group may ask for gradient clipping: ``{"params": ..., "clip_grad_max_norm": 1.0,
+        "clip_grad_norm_type": 2.0}`` (``_clip_grads``)."""
         self._optimizers.append((optimizer, lr_sch))
 
     def debug(self, v_level=0, **kwargs):
@@ -210,7 +234,11 @@ class Graph:
         if not self.training:
             with grad_mode.no_grad():
                 return self._run(inputs, None)
-        outputs = self._captured_step(inputs)
+        leaves = []
+        spec = _flatten(inputs, leaves)
+        key = self._signature(leaves, spec)
+        self._match_grads(self._reached.get(key))
+        outputs = self._captured_step(key, spec, leaves)
         if outputs is None:
             # Gradient buffers are reused: zeroed in place and accumulated into, not dropped and made again
             # each step (fresh parameter-sized arrays page-fault: resnet50 at batch 8, before the allocator
@@ -219,12 +247,46 @@ class Graph:
             for optimizer, _ in self._optimizers:
                 optimizer.zero_grad(set_to_none=False)
             outputs = self._forward_backward(inputs)
+            self._reached[key] = getattr(self._last_plan, "grad_leaves", None)
+            self._match_grads(self._reached[key])
+            self._clip_grads()
             for optimizer, _ in self._optimizers:
                 optimizer.step()
         for _, scheduler in self._optimizers:
             if scheduler is not None:
                 scheduler.step()
         return outputs
+
+    def _match_grads(self, reached):
+        """Give gradients to exactly the optimizers' parameters that a call's backward reaches (``reached``, by id;
+        None before the call with that signature first ran: nothing changes).
+
+        Each step zeroes the gradient arrays in place to reuse them, where eager code's ``zero_grad()`` sets
+        them to None: a parameter this step's backward never reaches (a head used only in training, after
+        ``eval()``) would keep a zero gradient, and momentum, Adam's moments and weight decay would still move
+        it, where the eager optimizer skips it; its gradient goes to None. A reached one without a gradient
+        (after such a call) gets zeros before the call: a captured step updates the parameters that have
+        gradients when it is captured."""
+        if reached is None:
+            return
+        for optimizer, _ in self._optimizers:
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if id(p) not in reached:
+                        p.grad = None
+                    elif p.grad is None:
+                        p.grad = _new(xp_of(p._data).zeros_like(p._data))
+
+    def _clip_grads(self):
+        """OneFlow's gradient clipping in a graph: each parameter group with a ``clip_grad_max_norm`` has its
+        gradients' total norm (of order ``clip_grad_norm_type``, 2 by default) clipped to it before the update,
+        as ``clip_grad_norm_`` on the group's parameters between ``backward()`` and ``step()`` does."""
+        from ..utils.clip_grad import clip_grad_norm_
+        for optimizer, _ in self._optimizers:
+            for group in optimizer.param_groups:
+                if group.get("clip_grad_max_norm") is not None:
+                    clip_grad_norm_(group["params"], group["clip_grad_max_norm"],
+                                    group.get("clip_grad_norm_type", 2.0))
 
     def _forward_backward(self, inputs):
         """Forward and backward of a training call: the whole batch, or its micro-batches (gradient accumulation)."""
@@ -234,15 +296,12 @@ class Graph:
         micro = [self._run(chunk, 1.0 / steps) for chunk in _split_batch(inputs, steps)]
         return self._combine(micro)
 
-    def _captured_step(self, inputs):
+    def _captured_step(self, key, spec, leaves):
         """On the GPU, a training call's outputs from its CUDA graph (``capture.CapturedStep``): the first call
-        with a signature traces (None here: run it op by op), the second runs and captures, later ones replay.
-        None where the step is not captured."""
-        leaves = []
-        spec = _flatten(inputs, leaves)
+        with a signature (``key``) traces (None here: run it op by op), the second runs and captures, later ones
+        replay. None where the step is not captured."""
         if not (self.config.cuda_graph and leaves and backends.runtime(leaves[0]._data).captures_graphs()):
             return None
-        key = self._signature(leaves, spec)
         step = self._steps.get(key, None)
         if step is False:
             return None
@@ -276,8 +335,20 @@ class Graph:
         return _unflatten(spec, combined)
 
     def _signature(self, leaves, spec):
-        modes = tuple(m.training for module in self._modules.values() for m in module.modules())
-        return (tuple((tuple(t.shape), t.dtype.name, str(t.device)) for t in leaves), repr(spec), modes)
+        """The key of a call's plan: its inputs' (shape, dtype, device) and structure, each module's train/eval
+        state, and which tensors the modules hold as parameters (and whether each requires grad) and buffers. A
+        plan reads the tensors it was traced with, so one assigned in their place (``m.weight =
+        nn.Parameter(...)``, ``load_state_dict(..., assign=True)``) needs a new trace, as eager code would read the
+        new one; and a training plan's backward reaches the parameters that required grad when it was traced, so a
+        frozen one (``requires_grad_(False)``) needs one too, or the optimizer would still move it."""
+        modes, held = [], []
+        for module in self._modules.values():
+            for m in module.modules():
+                modes.append(m.training)
+                held += [(id(p), p is not None and p.requires_grad) for p in m._parameters.values()]
+                held += [id(t) for t in m._buffers.values()]
+        return (tuple((tuple(t.shape), t.dtype.name, str(t.device)) for t in leaves), repr(spec), tuple(modes),
+                tuple(held))
 
     def _run(self, inputs, grad_scale):
         leaves = []
@@ -307,15 +378,24 @@ class Graph:
                 self._part_plan(plan, spec, leaves, lo, hi)
             backends.runtime(leaves[0].device).release_scratch()  # sized by the whole batch; streams need less
         plan.input_signature = (spec, key[0])
+        self._forget_stale(key)
         self._plans[key] = plan
         self._last_plan = plan
         return outputs
 
+    def _forget_stale(self, key):
+        """Drop the plans and captured steps of ``key``'s call made over tensors the modules no longer hold: they
+        could only run again if those very tensors were put back, and they keep them alive."""
+        for table in (self._plans, self._steps, self._reached):
+            for old in [k for k in table if k[:3] == key[:3] and k[3] != key[3]]:
+                del table[old]
+
     def _part_plan(self, plan, spec, leaves, lo, hi):
-        """The plan of a batch stream: ``plan`` traced again on samples [lo, hi) of the inputs."""
+        """The plan of a batch stream: ``plan`` traced again on samples [lo, hi) of the inputs (copies: the call
+        has run, and a ``build`` that writes its inputs in place must not write them once more)."""
         part = plan.parts.get(hi - lo)
         if part is None:
-            chunk = [_new(t._data[lo:hi]) for t in leaves]
+            chunk = [_new(t._data[lo:hi].copy()) for t in leaves]
             part, _ = self._build_plan(_unflatten(spec, chunk), chunk, None)
             plan.parts[hi - lo] = part
         return part
@@ -332,10 +412,12 @@ class Graph:
                                    "inputs (return computed tensors; parameters are reachable as modules)")
         plan = Plan(tracer.ops, input_slots, [tracer.slot_of(t) for t in out_leaves], output_spec,
                     tracer.backward_calls, tracer.n_slots)
+        tracer.unmark(leaves + out_leaves + [ref for op in tracer.ops for kind, ref in op.args if kind == TENSOR])
         plan.name = self.name
         plan.log = [f"traced {len(plan.ops)} ops for inputs "
                     f"{', '.join(str(list(t.shape)) for t in leaves) or '()'}"]
         if self.training:
+            plan.grad_leaves = _reached_leaves(tracer.backward_roots)
             self._backward_eager(tracer, grad_scale)
             plan.plan_liveness()
             hooked = sum(bool(p._post_accumulate_grad_hooks) for m in self._modules.values() for p in m.parameters())

@@ -172,13 +172,16 @@ def _next_consumer(plan, uses, slot):
 
 
 def _has_side_effect(op):
-    if op.inplace and op.args and op.args[0][0] == TENSOR:
+    """Whether ``op`` writes something besides its outputs: an in-place op (its target may be a parameter, a
+    buffer, or a view of a value that is read later, such as ``x.view(-1).mul_(2)`` before ``x`` is used; the
+    later reader names ``x``'s slot, not the view's), or training BatchNorm (its running statistics)."""
+    if op.inplace:
         return True
     return op.cls is BatchNorm and op.state.get("training", False)
 
 
 def eliminate_dead_ops(plan):
-    """Remove ops whose outputs nobody reads (keeping in-place writes to parameters/buffers)."""
+    """Remove ops whose outputs nobody reads (keeping in-place writes and what they write into)."""
     needed = set(plan.output_slots) | {slot for slot, _ in plan.backward_calls}
     kept = []
     for op in reversed(plan.ops):

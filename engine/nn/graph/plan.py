@@ -123,6 +123,17 @@ class Plan:
                 env[slot] = None
         return [env[s] for s in self.output_slots]
 
+    def share_outputs(self, outputs, arrays):
+        """``outputs`` of a replay that made a new array for each output (batch streams, a CUDA graph's copies),
+        made to share memory as ``run_arrays``' do: an output that is an input is the caller's input array, and
+        an output returned twice is one array, so that writing into one shows in the other, as in eager code."""
+        inputs = dict(zip(self.input_slots, arrays))
+        first = {}
+        shared = []
+        for slot, out in zip(self.output_slots, outputs):
+            shared.append(inputs[slot] if slot in inputs else first.setdefault(slot, out))
+        return shared
+
     def run_tensors(self, tensors, grad_scale=None):
         """Replay through Function calls (records autograd), then run the traced backward calls.
 
@@ -200,6 +211,15 @@ class Tracer:
     def slot_of(self, tensor):
         mark = tensor.__dict__.get("_graph_slot")
         return mark[1] if mark is not None and mark[0] is self else None
+
+    def unmark(self, tensors):
+        """Take this trace's slot marks off ``tensors`` (the caller's inputs and outputs, parameters and buffers
+        written in place): after the trace the marks only keep the tracer alive, and ``copy.deepcopy`` of such a
+        tensor (of a model whose BatchNorm counted a traced batch) would copy the whole trace, or fail on it."""
+        for t in tensors:
+            mark = t.__dict__.get("_graph_slot")
+            if mark is not None and mark[0] is self:
+                del t.__dict__["_graph_slot"]
 
     def is_traced(self, tensor):
         return self.slot_of(tensor) is not None

@@ -72,6 +72,10 @@ class _Encoder:
             return [self.value(x, where) for x in v]
         if isinstance(v, dict):
             return {"__dict__": {str(k): self.value(x, where) for k, x in v.items()}}
+        if isinstance(v, slice):  # an indexing key (``y[:, :3]``, ``y[..., ::2]``)
+            return {"__slice__": [self.value(x, where) for x in (v.start, v.stop, v.step)]}
+        if v is Ellipsis:
+            return {"__ellipsis__": True}
         raise TypeError(f"nn.Graph.save: {where} holds a {type(v).__name__}, which cannot be saved")
 
 
@@ -95,7 +99,19 @@ def _decode(v, arrays):
         return _dtype.to_dtype(v["__dtype__"])
     if "__tuple__" in v:
         return tuple(_decode(x, arrays) for x in v["__tuple__"])
+    if "__slice__" in v:
+        return _slice(v["__slice__"])
+    if "__ellipsis__" in v:
+        return Ellipsis
     return {k: _decode(x, arrays) for k, x in v["__dict__"].items()}
+
+
+def _slice(bounds):
+    """A saved slice: three entries, each an integer or None."""
+    if not (isinstance(bounds, list) and len(bounds) == 3
+            and all(b is None or (isinstance(b, int) and not isinstance(b, bool)) for b in bounds)):
+        raise _Refused(f"it holds a slice with bounds {bounds!r}, which are not three integers or nulls")
+    return slice(*bounds)
 
 
 def _array(arrays, key):

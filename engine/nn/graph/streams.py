@@ -127,4 +127,4 @@ def run(plan, arrays, part_plan):
     results = backends.runtime("cpu").run_streams([lambda p=p, a=a: p.run_arrays(a) for p, a in parts])
     if results is None:
         return None
-    return [np.concatenate(outs) for outs in zip(*results)]
+    return plan.share_outputs([np.concatenate(outs) for outs in zip(*results)], arrays)
