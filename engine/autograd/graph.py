@@ -3,7 +3,7 @@ import sys
 
 import numpy as np
 
-from .. import backends
+from .. import _dtype, backends
 from .._device import array_module
 from . import anomaly_mode, bfloat16
 from .function import AccumulateGrad, Function
@@ -26,9 +26,21 @@ def sum_to_shape(grad, shape):
 
 
 def _release(node):
-    for key in [k for k in node.__dict__ if k not in _KEEP]:
+    """Free what a node saved for its backward (arrays, tensors, anything but plain numbers, names and shapes). As
+    torch's, only a node that saved values refuses a second backward: a split's or a view's runs again."""
+    freed = [k for k, v in node.__dict__.items() if k not in _KEEP and not _plain(v)]
+    for key in freed:
         del node.__dict__[key]
-    node._released = True
+    if freed:
+        node._released = True
+
+
+def _plain(value):
+    """Whether ``value`` is a parameter of an op, not a value it saved: None, numbers, strings, dtypes, slices, and
+    tuples or lists of them (shapes, dims)."""
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, complex, str, slice, np.dtype, _dtype.dtype))
 
 
 def _run_hooks(hooks, grad):

@@ -191,3 +191,22 @@ def test_a_root_gradient_of_another_shape_is_refused(create_graph):
         with pytest.raises(RuntimeError) as got:
             ours()
         assert str(got.value) == str(expected.value).replace("torch.", "engine.")
+
+
+def test_a_second_backward_runs_through_nodes_that_saved_no_values():
+    """torch refuses a second backward only through a node whose saved values the first freed: the chunks of one
+    tensor can each be backpropagated, and a view twice; a product (it saved its factors) still refuses."""
+    def run(lib):
+        x = lib.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+        a, b = x.chunk(2)
+        (a * 2).sum().backward()
+        (b * 3).sum().backward()
+        v = x.view(2, 2)
+        v.sum().backward()
+        v.sum().backward()
+        y = x * x
+        y.sum().backward()
+        with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+            y.sum().backward()
+        return x.grad.numpy()
+    np.testing.assert_array_equal(run(engine), run(torch))
