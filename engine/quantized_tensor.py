@@ -120,9 +120,13 @@ class QuantizedTensor:
         return self._data.itemsize
 
     def is_contiguous(self, memory_format=None):
+        """Whether the tensor is contiguous in ``memory_format``: a 4-d tensor of one channel or a 1x1 plane is in
+        both layouts at once, as torch's strides say."""
         from ._layout import channels_last
 
-        return self._channels_last if memory_format is channels_last else not self._channels_last
+        shape = self._data.shape
+        both = len(shape) == 4 and (shape[1] == 1 or shape[2] * shape[3] == 1)
+        return both or (self._channels_last if memory_format is channels_last else not self._channels_last)
 
     def qscheme(self):
         return per_channel_affine if self._per_channel else per_tensor_affine
@@ -259,14 +263,15 @@ class QuantizedTensor:
 
     # ---- reductions ------------------------------------------------------------------------------
     def mean(self, dim, keepdim=False):
-        """The mean over the spatial dims (2, 3) of a channels-last 4-d per-tensor tensor (a quantized conv's output,
-        as in ShuffleNetV2's head), in its own quantization (``spatial_mean``)."""
+        """The mean over the spatial dims (2, 3) of a 4-d per-tensor tensor (a quantized conv's output, as in
+        ShuffleNetV2's head), in its own quantization and layout (``spatial_mean``)."""
         self._per_tensor("mean")
         dims = sorted(d % max(self.ndim, 1) for d in ([dim] if isinstance(dim, int) else dim))
-        if self.ndim != 4 or dims != [2, 3] or not self.is_channels_last:
-            raise NotImplementedError(f"quantized mean is implemented over dims (2, 3) of a channels-last 4-d tensor "
-                                      f"only, got dim={dim} for shape {tuple(self.shape)}")
-        data = _kernels.spatial_mean(self._data, self._scale, self._zero_point, _engine_switch.engine)
+        if self.ndim != 4 or dims != [2, 3]:
+            raise NotImplementedError(f"quantized mean is implemented over dims (2, 3) of a 4-d tensor only, got "
+                                      f"dim={dim} for shape {tuple(self.shape)}")
+        data = _kernels.spatial_mean(self._data, self._scale, self._zero_point, _engine_switch.engine,
+                                     channels_last=self._channels_last)
         return self._like(data if keepdim else data[:, :, 0, 0])
 
     # ---- pointwise -------------------------------------------------------------------------------
@@ -299,14 +304,26 @@ class QuantizedTensor:
         raise TypeError("a quantized tensor has no plain array: use .dequantize() (reals) or .int_repr() (integers)")
 
 
-def _float_array(input):
+def _float_array(input, what):
+    """A float32 CPU tensor's values; torch's quantizers take no other dtype (``what``: its message, with the
+    dtype's name to fill in)."""
     from .tensor import Tensor
 
-    if not isinstance(input, Tensor) or not input.is_floating_point():
-        raise RuntimeError(f"Quantize only works on floating point tensors, got {getattr(input, 'dtype', input)}")
+    if not isinstance(input, Tensor) or input.dtype is not _dtype.float32:
+        kind = input.dtype.title if isinstance(input, Tensor) else type(input).__name__
+        raise RuntimeError(what.format(kind) + " (quantize takes float32 floating point tensors)")
     if input.device.type != "cpu":
         raise RuntimeError("quantized tensors run on the CPU only: quantize a CPU tensor")
     return np.asarray(input.detach()._data, dtype=np.float32)
+
+
+def _check_zero_points(zero_points, dtype, what):
+    """Zero points must lie in ``dtype``'s integer range (torch's check and message)."""
+    info = np.iinfo(dtype.np)
+    for bound, bad, side in ((info.min, np.less, "below lower"), (info.max, np.greater, "above upper")):
+        outside = np.asarray(zero_points)[bad(zero_points, bound)]
+        if outside.size:
+            raise RuntimeError(f"{what} zero_point {int(outside[0])} is {side} bound.")
 
 
 def quantize_per_tensor(input, scale, zero_point, dtype):
@@ -314,23 +331,33 @@ def quantize_per_tensor(input, scale, zero_point, dtype):
     dtype = _quantized_dtype(dtype)
     if isinstance(input, (list, tuple)):
         return [quantize_per_tensor(x, s, z, dtype) for x, s, z in zip(input, scale, zero_point)]
+    array = _float_array(input, "Quantize only works on Float Tensor, got {}")
     scale, zero_point = float(scale), int(zero_point)
-    return QuantizedTensor(_kernels.quantize(_float_array(input), scale, zero_point, dtype.np), dtype,
-                           scale, zero_point)
+    _check_zero_points(np.int64(zero_point), dtype, "quantize_tensor_per_tensor_affine")
+    return QuantizedTensor(_kernels.quantize(array, scale, zero_point, dtype.np), dtype, scale, zero_point)
 
 
 def quantize_per_channel(input, scales, zero_points, axis, dtype):
     """``torch.quantize_per_channel``: each slice along ``axis`` with its own scale and zero point."""
     dtype = _quantized_dtype(dtype)
-    array = _float_array(input)
-    scales = np.asarray(getattr(scales, "_data", scales), dtype=np.float64)
-    zero_points = np.asarray(getattr(zero_points, "_data", zero_points), dtype=np.int64)
+    array = _float_array(input, "quantize_tensor_per_channel_affine expects a Float Tensor, got {}")
+    if not 0 <= axis < array.ndim:
+        raise RuntimeError(f"Channel axis out of range in per channel affine quantization. Got: {axis}"
+                           f"Expected: [0, {array.ndim})")
+    scales, zero_points = (np.asarray(getattr(v, "_data", v)) for v in (scales, zero_points))
+    if scales.dtype.kind != "f":
+        raise RuntimeError("scale tensor must be floating point")
+    if zero_points.dtype.kind == "f":  # torch's per_channel_affine_float_qparams scheme (embedding tables)
+        raise NotImplementedError("quantize_per_channel with floating point zero points "
+                                  "(per_channel_affine_float_qparams) is not implemented")
+    scales, zero_points = scales.astype(np.float64), zero_points.astype(np.int64)
     if scales.shape != (array.shape[axis],) or zero_points.shape != scales.shape:
         raise RuntimeError(f"quantize_per_channel: expected {array.shape[axis]} scales and zero points (the size of "
                            f"axis {axis} of an input of shape {tuple(array.shape)}), got {scales.size} and "
                            f"{zero_points.size}")
+    _check_zero_points(zero_points, dtype, "quantize_tensor_per_channel_affine")
     data = _kernels.quantize_per_channel(array, scales, zero_points, axis, dtype.np)
-    return QuantizedTensor(data, dtype, scales=scales, zero_points=zero_points, axis=axis % array.ndim)
+    return QuantizedTensor(data, dtype, scales=scales, zero_points=zero_points, axis=axis)
 
 
 def dequantize(input):

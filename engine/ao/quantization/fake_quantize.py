@@ -52,12 +52,13 @@ class FakeQuantizeAffine(Function):
 
     def forward(self, x):
         xp = xp_of(x)
+        scale, zero_point = xp.asarray(self.scale), xp.asarray(self.zero_point)  # host qparams to x's device
         work = np.promote_types(x.dtype, np.float32)  # half precision computes in float32, as torch's kernel
-        inv_scale = (np.float32(1) / self.scale).astype(work, copy=False)
-        q = xp.rint(x.astype(work, copy=False) * inv_scale) + self.zero_point
+        inv_scale = (np.float32(1) / scale).astype(work, copy=False)
+        q = xp.rint(x.astype(work, copy=False) * inv_scale) + zero_point
         self.mask = (q >= self.quant_min) & (q <= self.quant_max)
-        steps = (xp.clip(q, self.quant_min, self.quant_max) - self.zero_point).astype(np.float32, copy=False)
-        return (steps * self.scale).astype(x.dtype, copy=False)
+        steps = (xp.clip(q, self.quant_min, self.quant_max) - zero_point).astype(np.float32, copy=False)
+        return (steps * scale).astype(x.dtype, copy=False)
 
     def backward(self, gy):
         return gy * self.mask
@@ -65,6 +66,22 @@ class FakeQuantizeAffine(Function):
     def backward_tensors(self, gy):
         """The same mask on the gradient tensor: linear, so differentiable to any order."""
         return masked(gy, self.mask)
+
+
+class FakeQuantizeAffineFloatZeroPoint(FakeQuantizeAffine):
+    """``FakeQuantizeAffine`` with floating point zero points (torch's per-channel kernel for them): the integer is
+    ``rint(zero_point + x * float32(1 / scale))`` rounded from float32 (``lrintf``), and the output
+    ``(clamp(q) - zero_point) * scale`` is computed in float64 and rounded once to the input's dtype."""
+
+    def forward(self, x):
+        xp = xp_of(x)
+        scale, zero_point = xp.asarray(self.scale), xp.asarray(self.zero_point)
+        product = x.astype(np.promote_types(x.dtype, np.float32), copy=False) * (np.float32(1) / scale)
+        q = xp.rint((product + zero_point).astype(np.float32, copy=False))
+        self.mask = (q >= self.quant_min) & (q <= self.quant_max)
+        clamped = xp.clip(q, self.quant_min, self.quant_max).astype(np.float64)
+        steps = clamped - zero_point.astype(np.float64)
+        return (steps * scale.astype(np.float64)).astype(x.dtype, copy=False)
 
 
 def _check_range(quant_min, quant_max, zero_points):
@@ -80,9 +97,14 @@ def _float_input(input, name):
         raise RuntimeError(f"{name}: expected a floating point tensor, got {kind}")
 
 
+def _host(x):
+    """A tensor's values as a host numpy array (qparams are read on the host, wherever they live)."""
+    return np.asarray(x.detach().cpu()._data)
+
+
 def _value(x, kind):
     """A Python number or one-element tensor as a numpy scalar of ``kind`` (float32 scale, int zero point)."""
-    array = np.asarray(x._data if isinstance(x, Tensor) else x).reshape(-1)
+    array = (_host(x) if isinstance(x, Tensor) else np.asarray(x)).reshape(-1)
     if array.size != 1:
         raise RuntimeError(f"expected a one-element scale and zero_point, got {array.size} elements")
     return kind(array[0])
@@ -99,13 +121,15 @@ def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_m
 
 
 def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, quant_max):
-    """``fake_quantize_per_tensor_affine`` with one scale and (integer) zero point per slice along ``axis``
+    """``fake_quantize_per_tensor_affine`` with one scale (float32 or bfloat16) and zero point (int32, or float32
+    or float16: then not rounded first, ``FakeQuantizeAffineFloatZeroPoint``) per slice along ``axis``
     (``torch.fake_quantize_per_channel_affine``)."""
     _float_input(input, "fake_quantize_per_channel_affine")
-    scales = np.asarray(scale._data, dtype=np.float32)
-    zero_points = np.asarray(zero_point._data)
-    if zero_points.dtype.kind not in "iu":
-        raise NotImplementedError("fake_quantize_per_channel_affine: only integer zero points are implemented")
+    if scale.dtype not in (_dtype.float32, _dtype.bfloat16):
+        raise RuntimeError(f"Scale must be Float or BFloat16, found {scale.dtype.title}")
+    if zero_point.dtype not in (_dtype.int32, _dtype.float32, _dtype.float16):
+        raise RuntimeError(f"Zero-point must be Int32, Float or Half, found {zero_point.dtype.title}")
+    scales, zero_points = _host(scale).astype(np.float32), _host(zero_point)
     if not 0 <= axis < input.ndim:
         raise RuntimeError("`axis` must be between 0 and number of dimensions of input")
     if scales.shape != (input.shape[axis],) or zero_points.shape != scales.shape:
@@ -114,8 +138,8 @@ def fake_quantize_per_channel_affine(input, scale, zero_point, axis, quant_min, 
     _check_range(quant_min, quant_max, zero_points)
     shape = [1] * input.ndim
     shape[axis] = -1
-    return FakeQuantizeAffine(scales.reshape(shape), zero_points.astype(np.float32).reshape(shape), quant_min,
-                              quant_max)(input)
+    kind = FakeQuantizeAffineFloatZeroPoint if zero_point.dtype.is_floating_point else FakeQuantizeAffine
+    return kind(scales.reshape(shape), zero_points.astype(np.float32).reshape(shape), quant_min, quant_max)(input)
 
 
 # ---- the fused observer + fake quantization ------------------------------------------------------------------
@@ -362,6 +386,9 @@ class FusedMovingAvgObsFakeQuantize(FakeQuantize):
                 self._set_qparams(np.ones(x.shape[0]), np.zeros(x.shape[0]))
         if not self.observer_enabled._data[0]:
             return
+        if self.is_per_channel and self.ch_axis != 0:
+            raise RuntimeError("Per-channel FakeQuant in fused_moving_avg_obs_fake_quant is only supported on "
+                               "axis == 0")
         axis = 1 if self.is_per_channel else None
         constant = observer.averaging_constant
         _copy_into(observer.min_val, _moving_average(observer.min_val._data, x.min(axis=axis), constant))

@@ -363,6 +363,9 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
         """Records the per-channel running minimum and maximum of ``x_orig``; returns it unchanged."""
         if x_orig.numel() == 0:
             return x_orig
+        if x_orig.dim() < 2:  # torch flattens all but the channel dim from dim 1
+            raise IndexError(f"Dimension out of range (expected to be in range of [-{max(x_orig.dim(), 1)}, "
+                             f"{max(x_orig.dim(), 1) - 1}], but got 1)")
         rows = _per_channel_rows(_observed_array(x_orig), self.ch_axis)
         min_val, max_val = self._update(rows.min(axis=1), rows.max(axis=1))
         self.min_val._data = np.array(min_val, dtype=np.float32)  # resized, as torch's resize_ + copy_

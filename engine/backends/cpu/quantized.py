@@ -126,19 +126,21 @@ def quantize_per_channel(x, scales, zero_points, axis, np_dtype):
 
 
 def dequantize(q, scale, zero_point):
-    """Per-tensor dequantize as torch: float32 ``(q - zero_point) * float32(scale)`` (a table for uint8 arrays)."""
+    """Per-tensor dequantize as torch: float32 ``(q - zero_point) * float32(scale)`` (a table for uint8 arrays).
+    The difference is an int32 one, which wraps for qint32 values far from an extreme zero point, as torch's."""
     if q.dtype == np.uint8:
         return ((_CODES - _F32(zero_point)) * _F32(scale))[q]
-    return (q.astype(np.int64) - zero_point).astype(_F32) * _F32(scale)
+    return (q.astype(np.int64) - zero_point).astype(np.int32).astype(_F32) * _F32(scale)
 
 
 def dequantize_per_channel(q, scales, zero_points, axis):
-    """Per-channel dequantize as torch: ``(q - zero_point) * scale`` in float64 (the scales are doubles), then
-    rounded to float32."""
+    """Per-channel dequantize as torch: the float32 difference ``float32(q) - float32(zero_point)`` (inexact
+    for large qint32 values) times the double scale, rounded to float32."""
     shape = [1] * q.ndim
     shape[axis] = -1
-    zp = np.asarray(zero_points, np.int64).reshape(shape)
-    return ((q.astype(np.int64) - zp) * np.asarray(scales, np.float64).reshape(shape)).astype(_F32)
+    zp = np.asarray(zero_points, np.int64).reshape(shape).astype(_F32)
+    centred = q.astype(_F32) - zp
+    return (centred.astype(np.float64) * np.asarray(scales, np.float64).reshape(shape)).astype(_F32)
 
 
 # ---- convolution and linear ----------------------------------------------------------------------------------------
@@ -393,11 +395,11 @@ def cat(items, dim, out_scale, out_zp, channels_last=True):
     """``quantized::cat`` (QFunctional.cat) of ``(q, scale, zero_point)`` items into (out_scale, out_zp).
 
     An input already in the output's quantization is copied. Otherwise torch's channels-last fast path (4-d
-    channels-last inputs, ``dim == 1``) requantizes each input's channels in whole runs of 8 as
-    ``rint(_dequantize_fma(q) * float32(1.0 / out_scale)) + out_zp`` (a float64 reciprocal) and the rest with
-    ``quantize(dequantize(q))``, which is what its generic path does everywhere.
+    channels-last inputs, ``dim`` given as 1: torch does not take -3 for it) requantizes each input's channels
+    in whole runs of 8 as ``rint(_dequantize_fma(q) * float32(1.0 / out_scale)) + out_zp`` (a float64
+    reciprocal) and the rest with ``quantize(dequantize(q))``, which is what its generic path does everywhere.
     """
-    fast = dim in (1, -3) and all(q.ndim == 4 and _nhwc(q.shape, channels_last) for q, _, _ in items)
+    fast = dim == 1 and all(q.ndim == 4 and _nhwc(q.shape, channels_last) for q, _, _ in items)
     parts = []
     for q, s, z in items:
         if s == out_scale and z == out_zp:
@@ -508,6 +510,7 @@ def adaptive_avg_pool2d(q, scale, zero_point, output_size, engine_name="fbgemm",
 # ---- reductions ----------------------------------------------------------------------------------------------------
 
 SUM_COLUMN_BLOCK = 32  # torch's float sum (its AVX2 kernel) adds 4 vectors of 8 columns at once in cascade order
+SMALL_SUM_COLUMN_BLOCK = 4  # with 4 to 7 columns its first 4 take the cascade order too (measured on torch 2.14)
 
 
 def _cascade_sum(rows):
@@ -544,15 +547,22 @@ def _interleaved_sum(rows):
     return partial[0] + partial[1] + partial[2] + partial[3]
 
 
-def spatial_mean(q, scale, zero_point, engine_name="fbgemm"):
-    """torch's ``mean`` over dims (2, 3) of a channels-last quantized (N, C, H, W) array (ShuffleNetV2's head),
-    (N, C, 1, 1) in the input's quantization. qnnpack (quint8): its global average pooling. Otherwise the
-    dequantized values summed in float32 per channel in ATen's order (``_cascade_sum`` for whole blocks of
-    ``SUM_COLUMN_BLOCK`` channels, ``_interleaved_sum`` for the rest), divided by H * W in float32, quantized."""
+def spatial_mean(q, scale, zero_point, engine_name="fbgemm", channels_last=True):
+    """torch's ``mean`` over dims (2, 3) of a quantized (N, C, H, W) array, (N, C, 1, 1) in the input's
+    quantization. qnnpack (quint8): its global average pooling, whatever the layout. An NCHW-contiguous input
+    (``channels_last`` False, or one channel, or a 1x1 plane: torch's inner-dims kernel) averages the integers
+    themselves: ``rint(float32(sum q) / float32(H * W))``. Otherwise the dequantized values are summed in float32
+    per channel in ATen's order (``_cascade_sum`` for whole blocks of ``SUM_COLUMN_BLOCK`` channels, or the
+    first ``SMALL_SUM_COLUMN_BLOCK`` of 4 to 7 channels; ``_interleaved_sum`` for the rest), divided by H * W in
+    float32 and quantized."""
     n, c, h, w = q.shape
     if engine_name == "qnnpack" and q.dtype == np.uint8:
         return adaptive_avg_pool2d(q, scale, zero_point, (1, 1), engine_name="qnnpack")
+    if not channels_last or c == 1 or h * w == 1:
+        sums = q.sum(axis=(2, 3), dtype=np.int64, keepdims=True)
+        return np.rint(sums.astype(_F32) / _F32(h * w)).astype(q.dtype)
     rows = dequantize(q, scale, zero_point).reshape(n, c, h * w).transpose(2, 0, 1)
-    whole = c // SUM_COLUMN_BLOCK * SUM_COLUMN_BLOCK
+    block = SMALL_SUM_COLUMN_BLOCK if SMALL_SUM_COLUMN_BLOCK <= c < 2 * SMALL_SUM_COLUMN_BLOCK else SUM_COLUMN_BLOCK
+    whole = c // block * block
     sums = np.concatenate([_cascade_sum(rows[:, :, :whole]), _interleaved_sum(rows[:, :, whole:])], axis=1)
     return quantize(sums / np.float32(h * w), scale, zero_point, q.dtype)[:, :, None, None]
