@@ -7,6 +7,8 @@ In-place variants write into the input's array and keep for backward only what t
 """
 import math
 
+import numpy as np
+
 from .. import _dtype, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
@@ -20,6 +22,23 @@ from .type_info import finfo
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+_FLOAT16 = np.dtype(np.float16)
+
+
+def _widening(backward):
+    """``backward`` taking its gradient in float32 where the forward computed a float16 input in float32."""
+    def run(self, gy):
+        return backward(self, gy.astype(np.float32) if self.opmath else gy)
+    run.__doc__ = backward.__doc__
+    return run
+
+
+def round_trip(y, half):
+    """Float32 array ``y`` rounded to ``half`` (float16 or bfloat16) and back: the output a fused op returns,
+    which torch's backward reads where it saves it."""
+    return y.astype(half).astype(np.float32)
 
 
 def _check_input(x, name, allow_int=False):
@@ -38,13 +57,42 @@ def _run(fn, x, inplace=False):
 
 
 class _Activation(Function):
-    """Elementwise ``y = f(x)``: subclasses define ``compute(xp, x)`` (saving what backward needs)."""
+    """Elementwise ``y = f(x)``: subclasses define ``compute(xp, x)`` (saving what backward needs).
+
+    A float16 input is computed in float32 and the result rounded once, and so is its gradient, as torch's fused
+    kernels compute float16 ("opmath"), unless the op is ``composite`` in torch (rounded after each step, as
+    numpy's float16 steps are). bfloat16 ops compute in float32 anyway (autograd/bfloat16.py). A saved output is
+    the rounded one, which torch's backward reads."""
 
     uses_inputs = False
+    #: torch computes the op as several ops, each rounding to the input's type
+    composite = False
+    #: the forward widened a float16 input: the backward widens its gradient
+    opmath = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "backward" in cls.__dict__:
+            cls.backward = _widening(cls.__dict__["backward"])
 
     def forward(self, x):
+        if x.dtype == _FLOAT16 and not self.composite:
+            return self._opmath_forward(x)
         y = self.compute(xp_of(x), x)
+        if self.widened and self.uses_output and getattr(self, "y", None) is not None:
+            self.y = round_trip(self.y, _dtype.BFLOAT16_NP)
         if self.inplace and y is not x:
+            x[...] = y
+            return x
+        return y
+
+    def _opmath_forward(self, x):
+        """The forward of float16 ``x``, computed in float32 and rounded once."""
+        self.opmath = True
+        y = self.compute(xp_of(x), x.astype(np.float32)).astype(_FLOAT16)
+        if self.uses_output and getattr(self, "y", None) is not None:
+            self.y = y
+        if self.inplace:
             x[...] = y
             return x
         return y
@@ -223,13 +271,20 @@ class ELU(_Activation):
             if self.inplace:
                 x[...] = y
                 y = x
+            else:  # torch's backward reads the input, not the output, as elu_ does (rounded in float16)
+                self.x, self.uses_inputs = x, True
             self.y = y
         return y
 
     def backward(self, gy):
-        # for x <= 0 the derivative is input_scale * (y + scale * alpha)
+        # for x <= 0 the derivative is input_scale * scale * alpha * exp(x * input_scale), or from the output
+        # input_scale * (y + scale * alpha)
         xp = xp_of(gy)
-        d = xp.where(self.pos, self.scale, (self.y + self.scale * self.alpha) * self.input_scale)
+        if self.inplace:
+            neg = (self.y + self.scale * self.alpha) * self.input_scale
+        else:
+            neg = xp.exp(self.x * self.input_scale) * (self.input_scale * self.scale * self.alpha)
+        d = xp.where(self.pos, self.scale, neg)
         return gy * d.astype(gy.dtype, copy=False)
 
     def backward_tensors(self, gy):
@@ -389,6 +444,8 @@ class Softplus(_Activation):
 class Softsign(_Activation):
     """x / (1 + |x|)."""
 
+    composite = True  # torch's F computes it as separate ops
+
     uses_inputs = True
 
     def compute(self, xp, x):
@@ -406,6 +463,8 @@ class Softsign(_Activation):
 
 class Tanhshrink(_Activation):
     """x - tanh(x)."""
+
+    composite = True  # torch's F computes it as separate ops
 
     def compute(self, xp, x):
         self.t, self.x = xp.tanh(x), x
@@ -511,16 +570,17 @@ class Softmax(Function):
         xp, axis = xp_of(x), self.dim if x.ndim else None
         if not x.flags.c_contiguous:
             x = xp.ascontiguousarray(x)
-        e = xp.asarray(x - x.max(axis=axis, keepdims=True))  # 0-d inputs may arrive as numpy scalars
+        e = xp.asarray(_opmath(x) - x.max(axis=axis, keepdims=True))  # 0-d inputs may arrive as numpy scalars
         xp.exp(e, out=e)
         e /= e.sum(axis=axis, keepdims=True)
-        self.y = e
+        self.y, e = _rounded_once(self, x, e)
         return e
 
     def backward(self, gy):
         axis = self.dim if gy.ndim else None
-        gx = gy * self.y
-        gx -= self.y * gx.sum(axis=axis, keepdims=True)
+        gy, y = _opmath(gy), _opmath(self.y)
+        gx = gy * y
+        gx -= y * gx.sum(axis=axis, keepdims=True)
         return gx
 
     def backward_tensors(self, gy):
@@ -540,16 +600,31 @@ class LogSoftmax(Function):
     def forward(self, x):
         if not x.flags.c_contiguous:
             x = xp_of(x).ascontiguousarray(x)
-        self.y = log_softmax_array(xp_of(x), x, self.dim if x.ndim else None)
-        return self.y
+        self.y, y = _rounded_once(self, x, log_softmax_array(xp_of(x), _opmath(x), self.dim if x.ndim else None))
+        return y
 
     def backward(self, gy):
         axis = self.dim if gy.ndim else None
-        return gy - xp_of(gy).exp(self.y) * gy.sum(axis=axis, keepdims=True)
+        gy, y = _opmath(gy), _opmath(self.y)
+        return gy - xp_of(gy).exp(y) * gy.sum(axis=axis, keepdims=True)
 
     def backward_tensors(self, gy):
         y = self.saved_output(0, self.y)
         return gy - y.exp() * (gy.sum(self.dim, keepdim=True) if gy.ndim else gy)
+
+
+def _opmath(x):
+    """A float16 array in float32, where torch's softmax kernels compute it; other arrays unchanged."""
+    return x.astype(np.float32) if x.dtype == _FLOAT16 else x
+
+
+def _rounded_once(fn, x, y):
+    """(saved output, result) of a softmax of ``x`` computed as ``y``: a float16 one rounded once to float16,
+    a bfloat16 one (computed in float32 throughout) saved as the bfloat16 values that torch's backward reads."""
+    if x.dtype == _FLOAT16:
+        y = y.astype(_FLOAT16)
+        return y, y
+    return (round_trip(y, _dtype.BFLOAT16_NP) if fn.widened else y), y
 
 
 def log_softmax_array(xp, x, axis):

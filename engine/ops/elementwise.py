@@ -18,7 +18,7 @@ from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, is_scalar, masked_grad, result_dtype, xp_of
 from .complex_grad import holomorphic, holomorphic_tensors, real_parts
-from .activation import _sigmoid
+from .activation import _sigmoid, round_trip
 from .complex_refusals import refuse_complex
 
 
@@ -84,11 +84,76 @@ def _complex_refused(dtype, name, kernel=None, error=NotImplementedError):
 class _Binary(Function):
     #: the backward is ``gy`` times the derivatives: complex dtypes conjugate around it (complex_grad)
     holomorphic = True
+    #: torch's kernel reads a scalar second operand of a float16 or bfloat16 op at float32 (mul and the divisions:
+    #: ``1000 * 2**-31`` is not 0); other ops, and every op's scalar first operand, round it to that type first
+    opmath_scalar = False
+    #: the type a float16 op computed in float32 rounds its result to (``_half_operands``), else None
+    narrow = None
+    #: a float16 or bfloat16 op's scalar second operand is kept at float32 (``_half_operands``)
+    kept = False
 
     def __init__(self, dtype):
         self.dtype = dtype.np
+        self.half = dtype.np if dtype is _dtype.float16 or dtype is _dtype.bfloat16 else None
 
     __init_subclass__ = classmethod(lambda cls, **kw: _complex_aware(cls))
+
+    def operands(self, a, b, wide=False):
+        """``a`` and ``b`` cast to the op's type; for a float16 or bfloat16 result, as torch's kernels read them
+        (``_half_operands``), in float32 where ``wide``."""
+        if self.half is None:
+            return cast(a, self.dtype), cast(b, self.dtype)
+        return _half_operands(self, a, b, wide)
+
+    def rounded(self, y):
+        """The result ``y`` of the forward, rounded once to float16 where ``operands`` widened a float16 op."""
+        return y if self.narrow is None else y.astype(self.narrow)
+
+    def widened_grad(self, gy):
+        """The backward's ``gy``, in float32 where the forward computed a float16 op in float32: torch's backward
+        multiplies by a scalar (an alpha, a kept operand) at float32 too."""
+        return gy if self.narrow is None else gy.astype(np.float32)
+
+
+def _half_operands(fn, a, b, wide):
+    """A float16 or bfloat16 op's operands as torch's CPU kernels take them: a scalar (a Python number or a 0-dim
+    array) rounded to the op's type, except ``fn``'s ``opmath_scalar`` second operand, kept at float32, where
+    the op computes in float32 (its "opmath" type) and rounds once. bfloat16 ops compute in float32 anyway
+    (autograd/bfloat16.py, which rounds their results); a float16 one does here where ``wide`` or the scalar is
+    kept, with ``fn.narrow`` set for ``fn.rounded``. numpy's float16 kernels compute each element in float32
+    and round it once, so other float16 ops need no widening."""
+    half = fn.half
+    keep_b = fn.kept = fn.opmath_scalar and _scalar_like(b)
+    a, b = _rounded(a, half), (b if keep_b else _rounded(b, half))
+    if fn.dtype == half and not (wide or keep_b):
+        return cast(a, half), cast(b, half)
+    if fn.dtype == half:
+        fn.narrow = half
+    return _float32(a), _float32(b)
+
+
+def _scalar_like(x):
+    """Whether ``x`` is a scalar operand: a Python number or a 0-dim array (a 0-dim tensor's)."""
+    return isinstance(x, numbers.Number) or x.ndim == 0
+
+
+def _rounded(x, half):
+    """A scalar operand rounded to ``half`` (float16 or bfloat16) as torch converts it: a Python number through
+    float32, as a Python float; a 0-dim array as an array of ``half``. Anything else (a dimensioned array, a bool,
+    a complex number) unchanged."""
+    if isinstance(x, (bool, complex)):
+        return x
+    with _quiet():
+        if isinstance(x, numbers.Number):
+            return float(np.float32(x).astype(half))
+        return x.astype(half) if x.ndim == 0 and x.dtype != half else x
+
+
+def _float32(x):
+    """An array operand in float32; a Python number unchanged (numpy reads it at its float32 array's type)."""
+    if isinstance(x, numbers.Number):
+        return x
+    return x if x.dtype == np.float32 else x.astype(np.float32)
 
 
 class Add(_Binary):
@@ -101,17 +166,19 @@ class Add(_Binary):
         self.alpha = alpha
 
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b, wide=self.alpha != 1)
         if self.alpha != 1:
             with _quiet():  # an integer scalar times a wrapped alpha may wrap, as in torch
-                b = b * self.alpha
+                # a float16 or bfloat16 op's alpha is rounded to its type (its backward's is not)
+                b = b * (self.alpha if self.half is None else _rounded(self.alpha, self.half))
         ufunc = getattr(xp_of(a, b), self.ufunc)
         with _streamed(a, b):
             if self.inplace and a.dtype == self.dtype:
                 return ufunc(a, b, out=a)
-            return ufunc(a, b)
+            return self.rounded(ufunc(a, b))
 
     def backward(self, gy):
+        gy = self.widened_grad(gy)
         scale = self.sign * self.alpha
         return gy, (gy * scale if scale != 1 else gy)
 
@@ -127,14 +194,16 @@ class Sub(Add):
 
 
 class Mul(_Binary):
+    opmath_scalar = True
+
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b)
         self.a = a.copy() if self.inplace and self.needs_input_grad[1:2] == (True,) else a
         self.b = b
         with _streamed(a, b):
             if self.inplace and a.dtype == self.dtype:
                 return xp_of(a).multiply(a, b, out=a)
-            return a * b
+            return self.rounded(a * b)
 
     def inputs_read(self, inputs):
         """b for a's gradient, a for b's (not when mul_ kept a copy of a), as torch's mul saves them."""
@@ -143,6 +212,7 @@ class Mul(_Binary):
                                        (b, self.needs_input_grad[0])) if read)
 
     def backward(self, gy):
+        gy = self.widened_grad(gy)
         with _streamed(gy, self.b):
             ga = gy * self.b if self.needs_input_grad[0] else None
         with _streamed(gy, self.a):
@@ -156,16 +226,18 @@ class Mul(_Binary):
 
 
 class Div(_Binary):
+    opmath_scalar = True
+
     def __init__(self, dtype, rounding_mode=None):
         super().__init__(dtype)
         self.rounding_mode = rounding_mode
 
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b)
         xp = xp_of(a, b)
         if self.rounding_mode is None:
             with _streamed(a, b), _quiet():
-                y = xp.true_divide(a, b)
+                y = self.rounded(xp.true_divide(a, b))
             if self.needs_input_grad[1:2] == (True,):
                 self.b, self.y = b, y.copy() if self.inplace else y
             elif self.needs_input_grad[0:1] == (True,):
@@ -176,9 +248,14 @@ class Div(_Binary):
                              f"'{self.rounding_mode}'")
         _check_divisor("div_" + self.rounding_mode, a, b, self.dtype)
         with _quiet():
-            if self.rounding_mode == "floor":  # numpy's float floor_divide is torch's (1 // 0.1 == 9)
-                return xp.floor_divide(a, b)
-            return xp.trunc(a / b).astype(self.dtype) if self.dtype.kind == "f" else _int_trunc_div(xp, a, b)
+            if self.rounding_mode == "floor":
+                return self.rounded(_floor_divide(xp, a, b, self.half, self.kept))
+            if self.dtype.kind == "f" or self.narrow is not None:
+                q = a / b
+                if self.half is not None and not self.kept:  # torch truncates the quotient rounded to the type
+                    q = _stepwise(q, self.half)
+                return self.rounded(xp.trunc(q).astype(a.dtype))
+            return _int_trunc_div(xp, a, b)
 
     def inputs_read(self, inputs):
         """Only the divisor: b's gradient reads the output, not a."""
@@ -187,9 +264,10 @@ class Div(_Binary):
     def backward(self, gy):
         if self.rounding_mode is not None:
             return _no_grads(gy)
+        gy = self.widened_grad(gy)
         with _streamed(gy, self.b), _quiet():
             ga = gy / self.b if self.needs_input_grad[0] else None
-            gb = -gy * self.y / self.b if self.needs_input_grad[1] else None
+            gb = -gy * (self.y / self.b) if self.needs_input_grad[1] else None  # torch's steps
         return ga, gb
 
     def backward_tensors(self, gy):
@@ -197,8 +275,36 @@ class Div(_Binary):
             return tuple(constant(g) for g in _no_grads(gy._data))
         b = self.saved_input(1, self.b)
         ga = gy / b if self.needs_input_grad[0] else None
-        gb = -gy * self.saved_output(0, self.y) / b if self.needs_input_grad[1] else None
+        gb = -gy * (self.saved_output(0, self.y) / b) if self.needs_input_grad[1] else None
         return ga, gb
+
+
+def _floor_divide(xp, a, b, half, kept):
+    """Floor division as torch computes it: numpy's float floor_divide is torch's (1 // 0.1 == 9) in float32 and
+    float64, and for a float16 or bfloat16 op with a scalar divisor that torch reads at float32; with a tensor
+    divisor torch rounds each step of that algorithm to the type (``_stepwise_floor_divide``)."""
+    if half is None or kept or a.dtype.kind != "f":
+        return xp.floor_divide(a, b)
+    return _stepwise_floor_divide(xp, a, b, half)
+
+
+def _stepwise(x, half):
+    """Float32 ``x`` rounded to ``half`` (bfloat16's values, kept in float32); a ``half`` array as it is (numpy's
+    float16 steps round themselves)."""
+    return x if x.dtype == half else round_trip(x, half)
+
+
+def _stepwise_floor_divide(xp, a, b, half):
+    """a // b with each step rounded to float16 or bfloat16 ``half``, as torch's kernel computes it in that type:
+    the remainder's correction of a - mod over b, floored and moved up where the floor is more than half off."""
+    mod = xp.fmod(a, b)
+    div = _stepwise(_stepwise(a - mod, half) / b, half)
+    div = xp.where((mod != 0) & ((b < 0) != (mod < 0)), _stepwise(div - 1, half), div)
+    floor = xp.floor(div)
+    floor = xp.where(_stepwise(div - floor, half) > 0.5, _stepwise(floor + 1, half), floor)
+    quotient = _stepwise(a / b, half)
+    floor = xp.where(div == 0, xp.copysign(xp.zeros_like(floor), quotient), floor)
+    return xp.where(b == 0, quotient, floor).astype(a.dtype, copy=False)
 
 
 def _no_grads(gy):
@@ -217,7 +323,7 @@ class Remainder(_Binary):
     """a - b * floor(a / b), the sign of the divisor (Python's %)."""
 
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b)
         _check_divisor("remainder", a, b, self.dtype)
         self.b = b
         self.a = a
@@ -244,7 +350,7 @@ class Fmod(_Binary):
     """a - b * trunc(a / b), the sign of the dividend (C's fmod); exact, unlike that formula in floats."""
 
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b)
         _check_divisor("fmod", a, b, self.dtype)
         self.a, self.b = a, b
         with _quiet():
@@ -262,11 +368,13 @@ class Fmod(_Binary):
 
 
 class FloorDivide(_Binary):
+    opmath_scalar = True
+
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b)
         _check_divisor("div_floor", a, b, self.dtype)
         with _quiet():
-            return xp_of(a, b).floor_divide(a, b)
+            return self.rounded(_floor_divide(xp_of(a, b), a, b, self.half, self.kept))
 
     def backward(self, gy):
         return _no_grads(gy)
@@ -278,7 +386,7 @@ class FloorDivide(_Binary):
 
 class Pow(_Binary):
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b)
         xp = xp_of(a, b)
         self.a, self.b = (a.copy() if self.inplace else a), b
         if self.dtype == np.bool_:
@@ -341,7 +449,7 @@ class Maximum(_Binary):
     of it."""
 
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b)
         xp = xp_of(a, b)
         self.a, self.b = a, b
         return xp.maximum(a, b) if type(self) is Maximum else xp.minimum(a, b)
@@ -370,18 +478,24 @@ class Minimum(Maximum):
 
 class Atan2(_Binary):
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
+        a, b = self.operands(a, b)
         self.a, self.b = a, b
         return xp_of(a, b).arctan2(a, b)
 
     def backward(self, gy):
-        d = self.a * self.a + self.b * self.b
-        return gy * self.b / d, -gy * self.a / d
+        """gy * (b, -a) / (a^2 + b^2), in torch's steps (a reciprocal, then products), each rounded to the type;
+        0 where a^2 + b^2 is 0 (at the origin, or squares too small for the type), as torch's."""
+        xp = xp_of(gy)
+        with _quiet():
+            d = xp.asarray(self.a * self.a + self.b * self.b)
+            recip = xp.where(d == 0, 0, 1 / d).astype(d.dtype, copy=False)
+        return gy * self.b * recip, gy * -self.a * recip
 
     def backward_tensors(self, gy):
         a, b = self.saved_input(0, self.a), self.saved_input(1, self.b)
         d = a * a + b * b
-        return gy * b / d, -gy * a / d
+        recip = masked(masked(d, d._data != 0, fill=1.0).reciprocal(), d._data != 0)
+        return gy * b * recip, gy * -a * recip
 
 
 def _binary(fn_cls, a, b, *, float_result=False, inplace=False, **params):
@@ -562,6 +676,8 @@ class _Unary(Function):
             x[...] = y
             y = x
         self.y = y.copy() if self.inplace and self.uses_output else y
+        if self.widened and self.uses_output:  # torch's backward reads the bfloat16 output
+            self.y = round_trip(self.y, _dtype.BFLOAT16_NP) if self.y.dtype == np.float32 else self.y
         return y
 
 
@@ -812,12 +928,18 @@ class Cosh(_Unary):
         return gy * self.saved_input(0, self.x).sinh()
 
 
+def _opmath(x):
+    """A float16 array in float32, where torch's fused kernel computes; other arrays unchanged."""
+    return x.astype(np.float32) if x.dtype == np.float16 else x
+
+
 class Tanh(_Unary):
     uses_inputs, uses_output = False, True
     f = staticmethod(lambda xp, x: xp.tanh(x))
 
     def backward(self, gy):
-        return gy * (1 - self.y * self.y)
+        gy, y = _opmath(gy), _opmath(self.y)  # torch's tanh_backward kernel rounds once
+        return gy * (1 - y * y)
 
     def backward_tensors(self, gy):
         y = self.saved_output(0, self.y)
@@ -827,10 +949,17 @@ class Tanh(_Unary):
 class Sigmoid(_Unary):
     uses_inputs, uses_output = False, True
 
-    f = staticmethod(lambda xp, x: 1 / (1 + xp.exp(-x)) if x.dtype.kind == "c" else _sigmoid(xp, x))
+    @staticmethod
+    def f(xp, x):
+        if x.dtype.kind == "c":
+            return 1 / (1 + xp.exp(-x))
+        if x.dtype == np.float16:  # torch's kernel computes in float32 and rounds once
+            return _sigmoid(xp, x.astype(np.float32)).astype(np.float16)
+        return _sigmoid(xp, x)
 
     def backward(self, gy):
-        return gy * self.y * (1 - self.y)
+        gy, y = _opmath(gy), _opmath(self.y)  # torch's sigmoid_backward kernel rounds once
+        return gy * y * (1 - y)
 
     def backward_tensors(self, gy):
         y = self.saved_output(0, self.y)
@@ -1323,7 +1452,20 @@ def _check_lerp(input, end, weight):
 
 def lerp(input, end, weight):
     _check_lerp(input, end, weight)
+    if input.dtype in _HALF:
+        return _in_float32(lerp, input.dtype, input, end, weight)
     return add(input, mul(weight, sub(end, input)))
+
+
+_HALF = (_dtype.float16, _dtype.bfloat16)
+
+
+def _in_float32(fn, dtype, *args, **kwargs):
+    """``fn`` of ``args`` computed in float32 and rounded once to ``dtype`` (float16 or bfloat16), as torch's fused
+    kernels compute lerp, addcmul and addcdiv ("opmath"): ``fn``'s own steps would each round. The ``dtype``
+    tensors among ``args`` are cast, differentiably; scalars keep their value."""
+    wide = [a.float() if isinstance(a, Tensor) and a.dtype is dtype else a for a in args]
+    return fn(*wide, **kwargs).to(dtype)
 
 
 _ADDCDIV_INTEGERS = (
@@ -1352,12 +1494,17 @@ def addc_operands(name, input, tensor1, tensor2, value):
 
 def addcmul(input, tensor1, tensor2, *, value=1):
     tensor1, tensor2, value = addc_operands("addcmul", input, tensor1, tensor2, value)
-    return add(input, mul(tensor1, tensor2), alpha=value)
+    if tensor1.dtype in _HALF:
+        return _in_float32(addcmul, tensor1.dtype, input, tensor1, tensor2, value=value)
+    # torch's order: value * tensor1 first (a product that overflows gives inf, as in torch)
+    return add(input, mul(tensor1 if value == 1 else mul(tensor1, value), tensor2))
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
     tensor1, tensor2, value = addc_operands("addcdiv", input, tensor1, tensor2, value)
-    return add(input, div(tensor1, tensor2), alpha=value)
+    if tensor1.dtype in _HALF:
+        return _in_float32(addcdiv, tensor1.dtype, input, tensor1, tensor2, value=value)
+    return add(input, div(tensor1 if value == 1 else mul(tensor1, value), tensor2))  # torch's order, as addcmul
 
 
 # ---- Tensor methods and operators ----------------------------------------------------------------
@@ -1415,6 +1562,20 @@ def _reflect(fn):
     return lambda self, other: fn(as_operand(other, like=self), self)
 
 
+def _rmul(self, other):
+    """``other * self``: torch multiplies ``self`` by a Python number, its second operand, which float16 and
+    bfloat16 kernels read at float32 (a first one they would round to the tensor's type)."""
+    return mul(self, other) if is_scalar(other) else mul(as_operand(other, like=self), self)
+
+
+def _rtruediv(self, other):
+    """``other / self``: for a float16 or bfloat16 tensor and a real Python number, torch's reciprocal of the
+    tensor (rounded to its type) times the number (read at float32), not a quotient rounded once."""
+    if isinstance(other, (int, float)) and self.dtype in (_dtype.float16, _dtype.bfloat16):
+        return mul(reciprocal(self), other)
+    return div(as_operand(other, like=self), self)
+
+
 def _inplace_bitwise(ufunc):
     def op_(self, other):
         other = as_operand(other, like=self)
@@ -1461,9 +1622,9 @@ register_method(_reflect(add), "__radd__")
 register_method(sub, "__sub__")
 register_method(_reflect(sub), "__rsub__")
 register_method(mul, "__mul__")
-register_method(_reflect(mul), "__rmul__")
+register_method(_rmul, "__rmul__")
 register_method(div, "__truediv__")
-register_method(autocast_mode.float32("cuda")(_reflect(div)), "__rtruediv__")
+register_method(autocast_mode.float32("cuda")(_rtruediv), "__rtruediv__")
 register_method(floor_divide, "__floordiv__")
 register_method(_reflect(floor_divide), "__rfloordiv__")
 register_method(remainder, "__mod__")
