@@ -5,7 +5,10 @@ by samplers that use its stream as torch's CPU kernels do (``engine._rng``), so 
 same tensors, initial weights, dropout masks and shuffles as in PyTorch. Its state reads and writes
 as torch's bytes: ``engine.set_rng_state(torch.get_rng_state())`` continues torch's stream.
 """
+import contextlib
+import importlib
 import os
+import warnings
 
 import numpy as np
 
@@ -75,12 +78,12 @@ class Generator:
 
     def draw_uint32(self, count):
         """The next ``count`` 32-bit words of the stream (torch's ``random()``), as uint32."""
-        self._fresh = False
+        self._fresh = self._fresh and not count  # drawing nothing leaves torch's state bytes as seeded
         return self._numpy.integers(0, 2 ** 32, count, dtype=np.uint32)
 
     def draw_uint64(self, count):
         """The next ``count`` 64-bit values, each two words high then low (torch's ``random64()``)."""
-        self._fresh = False
+        self._fresh = self._fresh and not count
         return self._numpy.integers(0, _UINT64 - 1, count, dtype=np.uint64, endpoint=True)
 
     def numpy_generator(self):
@@ -157,6 +160,40 @@ def get_rng_state():
 def set_rng_state(new_state):
     """Restore the default generator's state (also from ``torch.get_rng_state()``)."""
     default_generator.set_state(new_state)
+
+
+_fork_rng_warned = False
+
+
+@contextlib.contextmanager
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices", device_type="cuda"):
+    """``torch.random.fork_rng``: the default generator's state, and that of the GPUs ``devices`` (all of them
+    when None), are saved on entry and restored on exit, so the draws inside leave the streams outside as they were.
+    ``enabled=False`` makes it a no-op."""
+    global _fork_rng_warned
+    if not enabled:
+        yield
+        return
+    if device_type == "meta":
+        device_type = "cuda"
+    device_module = importlib.import_module(f"engine.{device_type}")
+    if devices is None:
+        count = device_module.device_count()
+        if count > 1 and not _fork_rng_warned:
+            warnings.warn(f"{_caller} saves and restores the random state of all {count} {device_type} devices, "
+                          f"which can be slow: name those in use with its '{_devices_kw}' argument", stacklevel=3)
+            _fork_rng_warned = True
+        devices = list(range(count))
+    else:
+        devices = list(devices)
+    cpu_state = get_rng_state()
+    device_states = [device_module.get_rng_state(device) for device in devices]
+    try:
+        yield
+    finally:
+        set_rng_state(cpu_state)
+        for device, state in zip(devices, device_states):
+            device_module.set_rng_state(state, device)
 
 
 def generator_or_default(generator=None):

@@ -17,25 +17,26 @@ def _digits(d):
 
 
 def _rounded(value, d):
-    """Integer ``value`` as the floating dtype ``d`` rounds it (the half types through float32), back as an int;
-    None where it overflows."""
+    """Integer ``value`` as the floating dtype ``d`` rounds it (the half types through float32), cast back to int64
+    as x86 casts: a value outside int64 (2^63 and up, infinity) becomes -2^63."""
     rounded = float(np.float32(value).astype(d.np)) if d.np in _dtype.HALF_NP else float(d.np.type(value))
-    return int(rounded) if math.isfinite(rounded) else None
+    return int(rounded) if math.isfinite(rounded) and -2 ** 63 <= rounded < 2 ** 63 else -2 ** 63
 
 
 def _update_from(low, d):
     """torch's ``update_from``: a ``from`` whose successor the dtype rounds below it is moved up a unit."""
     after = _rounded(low + 1, d)
-    if after is not None and after < low:
+    if after < low:
         n = abs(low + 1).bit_length() - 1
         low = after + (1 << (n - _digits(d) + 1))
     return low
 
 
 def _update_to(high, d):
-    """torch's ``update_to``: a ``to`` whose predecessor the dtype rounds up to it is moved down a unit."""
+    """torch's ``update_to``: a ``to`` whose predecessor the dtype rounds up to it is moved down a unit (not one
+    rounding up to 2^63, which the cast back to int64 turns into -2^63)."""
     before = _rounded(high - 1, d)
-    if before is not None and before >= high:
+    if before >= high:
         n = abs(high - 1).bit_length() - 1
         high = before - (1 << (n - _digits(d) + 1))
     return high

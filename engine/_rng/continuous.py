@@ -193,3 +193,16 @@ def cauchy_(generator, out, median, sigma):
 
 def _log_or_minus_inf(x):
     return math.log(x) if x > 0 else -math.inf
+
+
+def rrelu_noise(generator, x, lower, upper):
+    """torch's training ``rrelu`` slopes for the numpy array ``x``: walking it in C order, each element <= 0 takes
+    U(lower, upper) from a float64 uniform (bounds and slope in the op's compute type, float32 below float64),
+    the others 1. Returned in that compute type: torch multiplies the input by the unrounded slope and stores
+    the slope in the input's dtype as the noise."""
+    compute = _F64 if x.dtype == _F64 else _F32
+    low, high = float(compute(lower)), float(compute(upper))
+    negative = np.ascontiguousarray(x).reshape(-1) <= 0
+    noise = np.ones(negative.shape, compute)
+    noise[negative] = unit_float64(generator, int(negative.sum())) * (high - low) + low
+    return noise.reshape(x.shape)

@@ -2,6 +2,7 @@
 import numpy as np
 
 from .. import _dtype
+from . import selection
 from .continuous import exponential_, unit_float32, unit_float64
 from .order import fill_in_memory_order, memory_order_axes
 
@@ -82,7 +83,8 @@ def multinomial(generator, probs, count, replacement):
     """``count`` category indices per row of the 2-D float ``probs`` (int64, one row per distribution).
 
     Without replacement, or for one sample, torch takes the largest p / q with q ~ Exp(1) (the
-    Gumbel trick); with replacement it searches the normalised cumulative sum for float64 uniforms.
+    Gumbel trick; equal keys, such as the zero-probability categories', in its top-k's order); with
+    replacement it searches the normalised cumulative sum for float64 uniforms.
     """
     if not replacement or count == 1:
         noise = np.empty_like(probs)
@@ -90,7 +92,11 @@ def multinomial(generator, probs, count, replacement):
         keys = probs / noise
         if count == 1:
             return np.argmax(keys, axis=1)[:, None]
-        return np.argsort(-keys, axis=1, kind="stable")[:, :count]
+        out = np.argsort(-keys, axis=1, kind="stable")[:, :count]
+        for row, row_keys in enumerate(keys):
+            if np.unique(row_keys).size < row_keys.size:  # ties: their order is libstdc++'s
+                out[row] = selection.topk_largest(row_keys.astype(np.float64).tolist(), count)
+        return out
     cumulative_dtype = np.float64 if probs.dtype == np.float64 else np.float32
     out = np.empty((len(probs), count), np.int64)
     for row, weights in enumerate(probs):

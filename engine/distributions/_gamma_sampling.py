@@ -1,7 +1,8 @@
 """Gamma and Dirichlet draws with torch's implicit reparameterisation gradients (Figurnov et al., 2018).
 
-The draws come from the engine generator's stream through numpy's gamma sampler: the same distribution as torch's
-C++ samplers (Marsaglia-Tsang), not the same numbers. The gradient of a draw x with respect to its concentration
+The draws are torch's CPU numbers: its Marsaglia-Tsang loop on the engine generator's stream
+(``engine._rng.counts``), Dirichlet's gammas in float64 and normalised as torch does. The gradient of a draw x
+with respect to its concentration
 is dx/dα = -(∂F/∂α)(x; α) / f(x; α), F the CDF and f the density: for Gamma the regularised lower incomplete gamma
 function, for one coordinate of a Dirichlet its Beta(α_i, Σα - α_i) marginal (torch's ``_standard_gamma_grad``
 and ``_dirichlet_grad``). ∂F/∂α is a central difference of scipy's float64 CDF: within 1e-9 (Gamma) and 1e-6
@@ -12,6 +13,7 @@ import numpy as np
 
 from engine import random as _random
 from engine._device import device_of, move
+from engine._rng import counts
 from engine.autograd.function import Function
 from engine.ops.special import scipy_special
 
@@ -56,11 +58,10 @@ class _StandardGamma(Function):
         self.generator = generator
 
     def forward(self, alpha):
-        rng = _random.rng(self.generator)
         self.alpha = _host64(alpha)
-        self.x = rng.standard_gamma(self.alpha)
-        tiny = np.finfo(alpha.dtype).tiny
-        return move(np.maximum(self.x, tiny).astype(alpha.dtype), device_of(alpha))
+        generator = _random.generator_or_default(self.generator)
+        self.x = counts.standard_gamma(generator, self.alpha, alpha.dtype == np.float32)
+        return move(np.maximum(self.x.astype(alpha.dtype), np.finfo(alpha.dtype).tiny), device_of(alpha))
 
     def backward(self, g):
         grad = standard_gamma_grad(np.maximum(self.x, np.finfo(np.float64).tiny), self.alpha)
@@ -76,13 +77,15 @@ class _Dirichlet(Function):
         self.generator = generator
 
     def forward(self, alpha):
-        rng = _random.rng(self.generator)
         self.alpha = _host64(alpha)
-        tiny = np.finfo(alpha.dtype).tiny
-        gammas = np.maximum(rng.standard_gamma(self.alpha), tiny)  # tiny α underflows to 0: keep the sum positive
+        generator = _random.generator_or_default(self.generator)
+        # float64 gammas at least the smallest normal double (tiny α underflows to 0: the sum stays positive)
+        gammas = np.maximum(counts.standard_gamma(generator, self.alpha, False), np.finfo(np.float64).tiny)
         x = gammas / gammas.sum(-1, keepdims=True)
+        tiny = np.finfo(alpha.dtype).tiny
         self.x = np.clip(x, tiny, 1 - np.finfo(np.float64).eps)
-        return move(np.maximum(x, tiny).astype(alpha.dtype), device_of(alpha))
+        below_one = np.nextafter(alpha.dtype.type(1), alpha.dtype.type(0))
+        return move(np.clip(x.astype(alpha.dtype), tiny, below_one), device_of(alpha))
 
     def backward(self, g):
         total = np.broadcast_to(self.alpha.sum(-1, keepdims=True), self.alpha.shape)

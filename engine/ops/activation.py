@@ -241,10 +241,13 @@ class RReLU(_Activation):
         self.lower, self.upper, self.generator = lower, upper, generator
 
     def compute(self, xp, x):
-        from ..random import rng
-        slopes = rng(self.generator).uniform(self.lower, self.upper, x.shape).astype(x.dtype)
-        self.noise = xp.where(x > 0, xp.asarray(1, x.dtype), xp.asarray(slopes))
-        return x * self.noise
+        # torch's CPU stream: a float64 uniform per element <= 0, in C order; the input times the unrounded slope
+        from .._rng.continuous import rrelu_noise
+        from ..random import generator_or_default
+        host = x if xp is np else xp.asnumpy(x)
+        slopes = xp.asarray(rrelu_noise(generator_or_default(self.generator), host, self.lower, self.upper))
+        self.noise = slopes.astype(x.dtype)
+        return (x.astype(slopes.dtype) * slopes).astype(x.dtype)
 
     def backward(self, gy):
         return gy * self.noise
@@ -729,6 +732,8 @@ def _rrelu(input, lower, upper, training, generator, inplace):
     _check_input(input, "rrelu")
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
+    if input.dtype is _dtype.float16 and input.device.type == "cpu":
+        raise NotImplementedError('"rrelu_with_noise_out_cpu" not implemented for \'Half\'')
     return _run(RReLU(float(lower), float(upper), generator), input, inplace)
 
 

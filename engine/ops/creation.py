@@ -547,7 +547,7 @@ def _sample_(self, kernel, fill, device_sample, generator, floating=True):
     """Fill ``self`` in place: ``fill(generator, array)`` on the CPU (in torch's order), or
     ``device_sample(state, shape, dtype)`` on a GPU. ``floating``: the sampler needs a float dtype."""
     if floating and not self.dtype.is_floating_point:
-        raise RuntimeError(f'"{kernel}" not implemented for \'{self.dtype.title}\'')
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{self.dtype.title}\'')
     _check_fill(self)
     if tracing.active is not None:
         return _traced_fill(self, fill, device_sample, generator)
@@ -606,6 +606,8 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 def geometric_(self, p, *, generator=None):
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    if self.dtype is _dtype.bool_ and self.numel():
+        raise NotImplementedError('"geometric_cpu" not implemented for \'Bool\'')
     return _sample_(self, "geometric_cpu", lambda g, arr: continuous.geometric_(g, arr, p),
                     lambda state, s, d: state.geometric(p, s).astype(d), generator, floating=False)
 

@@ -6,6 +6,7 @@ tensor, as in PyTorch); p = 1 gives zeros.
 """
 import numpy as np
 
+from ... import _dtype
 from ..._rng import discrete
 from ..._device import device_of
 from ...autograd.function import Function
@@ -37,16 +38,27 @@ class _Dropout(Function):
     uses_inputs = False
 
     def forward(self, x):
+        # torch computes the mask in the input's dtype: the half types round each step (their scalar factors
+        # stay float32, the shift added is rounded to the dtype). A bfloat16 input arrives widened to float32.
         dt = x.dtype
-        noise = _noise(x, self.p, self.mask_shape)
-        if self.alpha:
-            a = 1.0 / np.sqrt((_SELU_NEG_SAT ** 2 * self.p + 1) * (1 - self.p))
-            shift = (noise - dt.type(1)) * dt.type(_SELU_NEG_SAT * a) + dt.type(_SELU_NEG_SAT * a * self.p)
-            self.scale = noise * dt.type(a)
-        else:
-            shift = None
-            self.scale = noise / dt.type(1.0 - self.p)
-        return _scale_shift(x, self.scale, shift, self.inplace)
+        own = np.dtype(_dtype.bfloat16.np) if self.widened else dt
+        compute = np.float32 if own.itemsize == 2 else dt.type
+
+        def rounded(v):
+            return v if v.dtype == dt == own else v.astype(own).astype(dt, copy=False)
+        noise = _noise(x, self.p, self.mask_shape).astype(compute)
+        if not self.alpha:
+            self.scale = rounded(noise / compute(1.0 - self.p))
+            return _scale_shift(x, self.scale, None, self.inplace)
+        a = 1.0 / np.sqrt((_SELU_NEG_SAT ** 2 * self.p + 1) * (1 - self.p))
+        shift = rounded(rounded(rounded(noise - compute(1)) * compute(_SELU_NEG_SAT * a))
+                        + rounded(compute(_SELU_NEG_SAT * a * self.p)))
+        self.scale = rounded(noise * compute(a))
+        if self.inplace:
+            xp_of(x).multiply(x, self.scale, out=x)
+            x[...] = rounded(x) + shift
+            return x
+        return rounded(x * self.scale) + shift
 
     def backward(self, gy):
         return (gy * self.scale,)
@@ -102,13 +114,19 @@ def _apply_noise(input, p, mask_shape, inplace, alpha=False):
     return fn(input)
 
 
-def _dropout(input, p, training, inplace, mask_shape):
-    """Zero elements (or whole channels, via ``mask_shape``) with probability p; rescale the rest."""
+_FEATURE_NDIM = "Feature dropout requires at least 2 dimensions in the input"
+
+
+def _dropout(input, p, training, inplace, mask_shape, feature=False):
+    """Zero elements (or whole channels, via ``mask_shape``; ``feature``: torch's feature dropout, which needs
+    2 dims) with probability p; rescale the rest."""
     _check_p(p)
     if not training or p == 0 or input.numel() == 0:
         return input
     if p == 1:
         return _zeros(input, inplace)
+    if feature and input.ndim < 2:
+        raise RuntimeError(_FEATURE_NDIM)
     return _apply_noise(input, p, mask_shape, inplace)
 
 
@@ -142,7 +160,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
         warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated "
                       "and will result in an error in a future release. To retain the behavior and "
                       "silence this warning, please use dropout instead.", stacklevel=2)
-    return _dropout(input, p, training, inplace, _feature_shape(input))
+    return _dropout(input, p, training, inplace, _feature_shape(input), feature=True)
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
@@ -153,8 +171,9 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
         warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated "
                       "and will result in an error in a future release. To retain the behavior and "
                       "silence this warning, please use dropout instead.", stacklevel=2)
-    shape = (input.shape[0],) + (1,) * 3 if input.ndim == 4 else _feature_shape(input)
-    return _dropout(input, p, training, inplace, shape)
+    # all but 5-D inputs are one unbatched sample, whose channels are the first dim (torch unsqueezes them)
+    shape = _feature_shape(input) if input.ndim == 5 else input.shape[:1] + (1,) * (input.ndim - 1)
+    return _dropout(input, p, training, inplace, tuple(shape))
 
 
 _SELU_NEG_SAT = 1.7580993408473766  # -scale * alpha of SELU: where a dropped unit sits
@@ -180,8 +199,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     if p == 1:
         return _zeros(input, inplace)
     if input.ndim < 2:
-        raise RuntimeError(f"Feature dropout requires at least 2 dimensions in the input, got shape "
-                           f"{list(input.shape)}")
+        raise RuntimeError(_FEATURE_NDIM)
     return _apply_noise(input, p, _feature_shape(input), inplace, alpha=True)
 
 
