@@ -15,9 +15,11 @@ from PIL import Image, ImageEnhance, ImageOps
 
 import engine
 from engine._device import array_module, device_of, move
-from engine.backends.interpolation_geometry import matrix as resampling_matrix, taps
+from engine.backends.interpolation_geometry import matrix as resampling_matrix
 from engine.nn.functional import conv2d, interpolate
 from engine.tensor import _new
+
+from . import _torch_float32
 
 
 class InterpolationMode(Enum):
@@ -325,36 +327,24 @@ def _aa_weights(n_in, n_out, mode):
     return resampling_matrix(n_in, n_out, mode, False, None, np.dtype(np.float64), antialias=True)
 
 
-def _fused_linear(x, axis, n_out):
-    """Linear interpolation of float32 ``x`` along ``axis`` in torch's arithmetic to the bit: ``w0 * x0``
-    fused into ``w1 * x1`` (one multiply-add, one rounding), as torch's compiled kernel computes it."""
-    xp = array_module(x)
-    index, weight = (_like(v, x) for v in taps(x.shape[axis], n_out, "linear", False, None, np.float32))
-    shape = [1] * x.ndim
-    shape[axis] = -1
-    x0 = xp.take(x, index[:, 0], axis=axis)
-    if index.shape[1] == 1:
-        return x0
-    x1 = xp.take(x, index[:, 1], axis=axis)
-    far = x1 * weight[:, 1].reshape(shape)
-    return (x0.astype(np.float64) * weight[:, 0].reshape(shape) + far).astype(np.float32)
-
-
 def _resize_array(a, size, mode, antialias):
     """Resize a [..., H, W] array the way torchvision resizes tensors.
 
-    Integer images resized bilinearly take ``_fused_linear`` (the width first, as torch's kernel), so that a
-    value on a .5 boundary rounds as torchvision's; the matrix products of ``interpolate`` sum in another
-    order, one float32 step away."""
+    Integer images take torch's float32 kernels to the bit (``_torch_float32``), so that a value near a .5
+    rounds as torchvision's; the matrix products of ``interpolate`` sum in another order, a float32 step away."""
     out_dtype = a.dtype
     lead = a.shape[:-2]
     x = _work_float(a).reshape((-1, 1) + a.shape[-2:])
-    if antialias and mode in ("bilinear", "bicubic"):
+    exact = out_dtype.kind in "iu" and x.dtype == np.float32 and mode in ("bilinear", "bicubic")
+    if exact and antialias:
+        y = _torch_float32.antialiased(x, size, mode)
+    elif exact:
+        y = (_torch_float32.bilinear(x, size, a.shape[-3] if a.ndim > 2 else 1) if mode == "bilinear"
+             else _torch_float32.bicubic(x, size))
+    elif antialias and mode in ("bilinear", "bicubic"):
         wh = _like(_aa_weights(a.shape[-2], size[0], mode).astype(x.dtype), x)
         ww = _like(_aa_weights(a.shape[-1], size[1], mode).astype(x.dtype), x)
         y = wh @ x @ ww.T
-    elif mode == "bilinear" and out_dtype in _ROUNDED and x.dtype == np.float32:
-        y = _fused_linear(_fused_linear(x, 3, size[1]), 2, size[0])
     else:
         align = False if mode in ("bilinear", "bicubic") else None
         y = _arr(interpolate(_wrap(x), size=list(size), mode=mode, align_corners=align))
@@ -979,8 +969,13 @@ def _grid_sample(x, gx, gy, mode):
         return _grid_sample_bicubic(x, gx, gy)
     xp = array_module(x)
     h, w = x.shape[-2:]
-    ix = ((gx + 1) * w - 1) / 2
-    iy = ((gy + 1) * h - 1) / 2
+    if x.dtype == np.float32 and gx.dtype == np.float32:  # torch's arithmetic to the bit
+        ix, iy = _torch_float32.grid_coordinates(gx, w), _torch_float32.grid_coordinates(gy, h)
+        if mode == "bilinear":
+            return _torch_float32.grid_sample_bilinear(x, ix, iy)
+    else:
+        ix = ((gx + 1) * w - 1) / 2
+        iy = ((gy + 1) * h - 1) / 2
 
     def tap(yy, xx):
         ok = (xx >= 0) & (xx < w) & (yy >= 0) & (yy < h)

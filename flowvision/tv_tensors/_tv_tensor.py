@@ -21,6 +21,8 @@ _NOT_WRAPPED = {"as_subclass", "numpy", "tolist", "item", "size", "dim", "numel"
                 "is_contiguous", "is_floating_point", "is_complex", "data_ptr", "untyped_storage", "storage_offset",
                 "register_hook", "register_post_accumulate_grad_hook", "backward", "retain_grad"}
 
+# properties that give tensors: like the methods, pure tensors (or this TVTensor's type under set_return_type)
+_PROPERTIES = ("T", "mT", "H", "mH", "real", "imag", "data")
 _BINARY = ("add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift")
 _INPLACE_OPERATORS = {f"__i{op}__" for op in _BINARY}  # they return self
 # they build new tensors, which set_return_type("TVTensor") wraps
@@ -132,6 +134,9 @@ def _keep_type(method):
 
 
 def _install_method_wrappers():
+    for name in _PROPERTIES:
+        prop = getattr(engine.Tensor, name)
+        setattr(TVTensor, name, property(_pure_result(prop.fget), prop.fset, prop.fdel, prop.__doc__))
     for name in dir(engine.Tensor):
         method = getattr(engine.Tensor, name)
         if not callable(method) or isinstance(method, type) or name in _NOT_WRAPPED or name in vars(TVTensor):

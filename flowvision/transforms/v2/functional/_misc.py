@@ -22,9 +22,21 @@ def normalize(inpt, mean, std, inplace=False):
 @_register_kernel_internal(normalize, engine.Tensor)
 @_register_kernel_internal(normalize, tv_tensors.Image)
 def normalize_image(image, mean, std, inplace=False):
+    """As torchvision v2: the result broadcasts ``image`` against ``mean`` and ``std`` (a one-channel image with
+    three means gives three channels) unless ``inplace``, where it must hold the broadcast shape."""
     if not image.is_floating_point():
         raise TypeError(f"Input tensor should be a float tensor. Got {image.dtype}.")
-    return F1.normalize(image, mean, std, inplace=inplace)
+    if image.ndim < 3:
+        raise ValueError(f"Expected tensor to be a tensor image of size (..., C, H, W). Got {image.shape}.")
+    if isinstance(std, (tuple, list)) and not all(std) or isinstance(std, (int, float)) and std == 0:
+        raise ValueError("std evaluated to zero, leading to division by zero.")
+    mean = engine.as_tensor(mean, dtype=image.dtype, device=image.device)
+    std = engine.as_tensor(std, dtype=image.dtype, device=image.device)
+    if mean.ndim == 1:
+        mean = mean.view(-1, 1, 1)
+    if std.ndim == 1:
+        std = std.view(-1, 1, 1)
+    return (image.sub_(mean) if inplace else image.sub(mean)).div_(std)
 
 
 @_register_kernel_internal(normalize, tv_tensors.Video)
