@@ -107,7 +107,10 @@ class _Binary(Function):
 
     def rounded(self, y):
         """The result ``y`` of the forward, rounded once to float16 where ``operands`` widened a float16 op."""
-        return y if self.narrow is None else y.astype(self.narrow)
+        if self.narrow is None:
+            return y
+        with _quiet():  # beyond float16's range: inf, as torch's, without numpy's warning
+            return y.astype(self.narrow)
 
     def widened_grad(self, gy):
         """The backward's ``gy``, in float32 where the forward computed a float16 op in float32: torch's backward
@@ -200,7 +203,7 @@ class Mul(_Binary):
         a, b = self.operands(a, b)
         self.a = a.copy() if self.inplace and self.needs_input_grad[1:2] == (True,) else a
         self.b = b
-        with _streamed(a, b):
+        with _streamed(a, b), _quiet():  # an overflow to inf passes without a warning, as in torch
             if self.inplace and a.dtype == self.dtype:
                 return xp_of(a).multiply(a, b, out=a)
             return self.rounded(a * b)
@@ -1569,9 +1572,10 @@ def _rmul(self, other):
 
 
 def _rtruediv(self, other):
-    """``other / self``: for a float16 or bfloat16 tensor and a real Python number, torch's reciprocal of the
-    tensor (rounded to its type) times the number (read at float32), not a quotient rounded once."""
-    if isinstance(other, (int, float)) and self.dtype in (_dtype.float16, _dtype.bfloat16):
+    """``other / self`` for a number ``other``: torch's reciprocal of the tensor (rounded to its type) times the
+    number (float16 and bfloat16 read it at float32), not a quotient rounded once (1 ulp apart in a quarter of
+    float32 cases); the backward saves the reciprocal, not ``self``, which may then change in place."""
+    if is_scalar(other):
         return mul(reciprocal(self), other)
     return div(as_operand(other, like=self), self)
 

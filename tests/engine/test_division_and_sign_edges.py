@@ -201,3 +201,28 @@ def test_fmod_exports_to_onnx():
             return engine.fmod(x * 5, 1.5) + engine.fmod((x * 10).long(), 3).float() + engine.fmod(x, -0.7)
     exported = onnx_check.check_export(Fmods(), lambda batch: (onnx_check.images(0, batch, 5, 7),))
     assert "Mod" in onnx_check.node_types(exported)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int64", "bool"])
+def test_number_divided_by_a_tensor_is_a_reciprocal_times_the_number(dtype):
+    """torch's ``7 / t`` is ``t.reciprocal() * 7``: a quotient rounded once differed by 1 ulp in a quarter of the
+    float32 cases; its backward saves the reciprocal, so ``t`` may change in place afterwards."""
+    values = np.random.default_rng(4).standard_normal(4000) * 3
+    ours, theirs = (7 / lib.tensor(values).to(getattr(lib, dtype)) for lib in (engine, torch))
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+    grads = []
+    for lib in (engine, torch):
+        t = lib.tensor([1.0, 2.0, 4.0], requires_grad=True)
+        y = t * 1
+        z = 3 / y
+        y.add_(1)
+        z.sum().backward()
+        grads.append(t.grad.numpy())
+    np.testing.assert_array_equal(*grads)
+
+
+def test_overflow_to_infinity_gives_no_warning(recwarn):
+    assert engine.isinf(engine.tensor([3e38]) * 10).all()
+    assert engine.isinf(7 / engine.tensor([1e-7]).half()).all()
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
