@@ -40,8 +40,9 @@ def default_transform(min_size, max_size, image_mean, image_std, **kwargs):
     return GeneralizedRCNNTransform(min_size, max_size, image_mean, image_std, **kwargs)
 
 
-def check_training_targets(targets):
-    """Training needs targets whose ``boxes`` are Tensor[N, 4]."""
+def check_training_targets(targets, name_shape=True):
+    """Training needs targets whose ``boxes`` are Tensor[N, 4]; ``name_shape``: the error names the shape found
+    (all of torchvision's detectors but RetinaNet do)."""
     if targets is None:
         raise AssertionError("targets should not be none when in training mode")
     for target in targets:
@@ -49,7 +50,8 @@ def check_training_targets(targets):
         if not isinstance(boxes, engine.Tensor):
             raise AssertionError(f"Expected target boxes to be of type Tensor, got {type(boxes)}.")
         if not (len(boxes.shape) == 2 and boxes.shape[-1] == 4):
-            raise AssertionError(f"Expected target boxes to be a tensor of shape [N, 4], got {boxes.shape}.")
+            found = f", got {boxes.shape}" if name_shape else ""
+            raise AssertionError(f"Expected target boxes to be a tensor of shape [N, 4]{found}.")
 
 
 def check_degenerate_boxes(targets):
@@ -74,13 +76,14 @@ def image_size(img):
     return (val[0], val[1])
 
 
-def prepare_inputs(model, images, targets):
+def prepare_inputs(model, images, targets, name_shape=True):
     """Check the inputs, note the images' sizes, then resize and batch images and targets with ``model.transform``.
+    ``name_shape``: as in ``check_training_targets``.
 
     Returns (ImageList, transformed targets, original (H, W) per image).
     """
     if model.training:
-        check_training_targets(targets)
+        check_training_targets(targets, name_shape)
     original_image_sizes = [image_size(img) for img in images]
     images, targets = model.transform(images, targets)
     check_degenerate_boxes(targets)

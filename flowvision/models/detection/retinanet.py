@@ -205,7 +205,7 @@ class RetinaNet(Detector):
                             self.box_coder.decode_single)
 
     def forward(self, images, targets=None):
-        images, targets, original_image_sizes = prepare_inputs(self, images, targets)
+        images, targets, original_image_sizes = prepare_inputs(self, images, targets, name_shape=False)
         features = list(backbone_features(self.backbone, images).values())
         head_outputs = self.head(features)
         anchors = self.anchor_generator(images, features)

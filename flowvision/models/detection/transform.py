@@ -40,25 +40,29 @@ def _ratios(new_size, original_size):
     return [np.float32(s) / np.float32(s_orig) for s, s_orig in zip(new_size, original_size)]
 
 
-def _scale_tensor(values, like):
-    """A 1-D tensor of ratios in ``like``'s float dtype (float32 for integer input), on its device."""
-    dtype = like.dtype if like.is_floating_point() else torch.float32
-    return torch.tensor(np.asarray(values, dtype=np.float32), device=like.device).to(dtype)
+def _scaled(values, ratios):
+    """``values`` times a row of float32 ``ratios``, as torchvision multiplies by 0-dim float32 ratio tensors:
+    float32/float64 at their own precision, 16-bit floats computed in float32 and rounded once (the ratio is
+    not rounded to 16 bits first), integers promoted to float32."""
+    scale = torch.tensor(np.asarray(ratios, dtype=np.float32), device=values.device)
+    if not values.is_floating_point():
+        return values.to(torch.float32) * scale
+    if values.element_size() < 4:
+        return (values.float() * scale).to(values.dtype)
+    return values * scale.to(values.dtype)
 
 
 def resize_boxes(boxes, original_size, new_size):
     """Scale (N, 4) x1y1x2y2 boxes from an image of ``original_size`` (h, w) to ``new_size``."""
     ratio_height, ratio_width = _ratios(new_size, original_size)
-    scale = _scale_tensor([ratio_width, ratio_height, ratio_width, ratio_height], boxes)
-    return boxes * scale
+    return _scaled(boxes, [ratio_width, ratio_height, ratio_width, ratio_height])
 
 
 def resize_keypoints(keypoints, original_size, new_size):
     """Scale (N, K, 3) keypoints' x and y from ``original_size`` (h, w) to ``new_size``; visibility untouched."""
     ratio_h, ratio_w = _ratios(new_size, original_size)
     ones = [1.0] * (keypoints.shape[-1] - 2)
-    scale = _scale_tensor([ratio_w, ratio_h] + ones, keypoints)
-    return keypoints * scale
+    return _scaled(keypoints, [ratio_w, ratio_h] + ones)
 
 
 class GeneralizedRCNNTransform(nn.Module):
