@@ -255,3 +255,23 @@ def test_losses_backward_on_graph():
     x, w, t = rand(8, 10), rand(4, 10), labels((8,), 4)
     check_op(lambda a, b: F.cross_entropy(F.linear(a, b), engine.tensor(t)),
              lambda a, b: TF.cross_entropy(TF.linear(a, b), torch.tensor(t)), [x, w])
+
+
+@pytest.mark.parametrize("input_dtype, target_dtype", [("float64", "float32"), ("float32", "float64"),
+                                                       ("float16", "float32"), ("float32", "float16")])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_bce_with_logits_takes_the_targets_type(input_dtype, target_dtype, reduction):
+    """torch's loss has the target's dtype (its kernel works on a tensor made from the target), the gradient the
+    input's: Faster R-CNN in float64 gave a float64 objectness loss where torchvision gives float32."""
+    rng = np.random.default_rng(8)
+    x, t = rng.standard_normal(7), rng.random(7)
+    results = []
+    for lib, fn in ((engine, F), (torch, TF)):
+        xi = lib.tensor(x, dtype=getattr(lib, input_dtype), requires_grad=True)
+        loss = fn.binary_cross_entropy_with_logits(xi, lib.tensor(t, dtype=getattr(lib, target_dtype)),
+                                                    reduction=reduction)
+        loss.sum().backward()
+        results.append((str(loss.dtype).split(".")[-1], str(xi.grad.dtype).split(".")[-1],
+                        loss.detach().double().numpy()))
+    assert results[0][:2] == results[1][:2]
+    np.testing.assert_allclose(results[0][2], results[1][2], rtol=2e-3)

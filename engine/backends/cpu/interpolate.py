@@ -122,6 +122,11 @@ def interpolate_forward(x, size=None, mode="nearest", align_corners=None, scale_
     dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float32)
     saved = InterpolateSaved(x.shape, [(n, o, mode, align_corners, s, dtype, antialias)
                                        for n, o, s in zip(x.shape[2:], out, scales)])
+    if x.dtype == np.float16 and mode not in ("nearest", "nearest-exact"):
+        # torch interpolates float16 in float32 and rounds once (float16 sums were 0.02 off on [0, 1] images)
+        y, _ = interpolate_forward(x.astype(np.float32), size, mode, align_corners, scale_factor,
+                                   recompute_scale_factor, antialias)
+        return y.astype(np.float16), saved
     if antialias:
         return _antialias_forward(x, saved, dtype), saved
     axes = range(2, x.ndim)

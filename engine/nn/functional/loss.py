@@ -290,7 +290,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     dt = input.dtype
     w = None if weight is None else weight.to(dt)
     pw = None if pos_weight is None else pos_weight.to(dt)
-    return _reduce(_BCEWithLogits()(input, target.to(dt), w, pw), reduction)
+    loss = _reduce(_BCEWithLogits()(input, target.to(dt), w, pw), reduction)
+    # torch's kernel computes in place on a tensor made from the target: the loss has the target's floating type
+    return loss.to(target.dtype) if target.dtype.is_floating_point else loss
 
 
 # ---- class-index losses: nll_loss and cross_entropy ------------------------------------------------
