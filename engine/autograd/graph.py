@@ -19,7 +19,10 @@ def sum_to_shape(grad, shape):
     lead = grad.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         i + lead for i, n in enumerate(shape) if n == 1 and grad.shape[i + lead] != 1)
-    out = grad.sum(axis=axes, keepdims=True) if axes else grad
+    if axes and grad.dtype == np.float16:  # summed in float32 and rounded once, as torch's sum_to_size
+        out = grad.sum(axis=axes, keepdims=True, dtype=np.float32).astype(np.float16)
+    else:
+        out = grad.sum(axis=axes, keepdims=True) if axes else grad
     if lead:
         out = out.reshape(out.shape[lead:])
     return out.reshape(shape)

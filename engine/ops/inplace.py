@@ -16,7 +16,8 @@ from ..tensor import Tensor, register_method
 from ._common import shape_arg
 from .convert import clone, copy_
 from ._common import as_operand, float_dtype, result_dtype
-from .elementwise import _check_fits, _check_into, _check_lerp, add_, addc_operands, div, mul, sub
+from .elementwise import (_check_fits, _check_into, _check_lerp, add_, addc_operands, addcdiv, addcmul, div, lerp,
+                          mul, sub)
 
 
 def _records(x, args, kwargs):
@@ -51,19 +52,31 @@ def inplace_of(op, name=None):
 def addcmul_(self, tensor1, tensor2, *, value=1):
     """``self += value * tensor1 * tensor2`` (``torch.Tensor.addcmul_``)."""
     tensor1, tensor2, value = addc_operands("addcmul", self, tensor1, tensor2, value)
+    if self.dtype in _HALF:
+        return _rounded_once["addcmul"](self, tensor1, tensor2, value=value)
     return add_(self, mul(tensor1, tensor2), alpha=value)
 
 
 def addcdiv_(self, tensor1, tensor2, *, value=1):
     """``self += value * tensor1 / tensor2`` (``torch.Tensor.addcdiv_``)."""
     tensor1, tensor2, value = addc_operands("addcdiv", self, tensor1, tensor2, value)
+    if self.dtype in _HALF:
+        return _rounded_once["addcdiv"](self, tensor1, tensor2, value=value)
     return add_(self, div(tensor1, tensor2), alpha=value)
 
 
 def lerp_(self, end, weight):
     """``self += weight * (end - self)`` (``torch.Tensor.lerp_``)."""
     _check_lerp(self, end, weight)
+    if self.dtype in _HALF:
+        return _rounded_once["lerp"](self, end, weight)
     return add_(self, mul(weight, sub(end, self)))
+
+
+_HALF = (_dtype.float16, _dtype.bfloat16)
+#: the float16 and bfloat16 in-place forms: the out-of-place op (float32 inside, rounded once, as torch's kernel)
+#: written into self
+_rounded_once = {op.__name__: inplace_of(op) for op in (addcmul, addcdiv, lerp)}
 
 
 def float_power_(self, exponent):

@@ -912,7 +912,8 @@ class VectorNorm(_Reduction):
     def forward(self, x):
         xp = xp_of(x)
         self.x = x = cast(x, self.dtype)
-        a, p, axes, keep = xp.abs(x), self.ord, self.axes, self.keepdim
+        wide = x.astype(np.float32) if x.dtype == np.float16 else x  # torch accumulates float16 in float32
+        a, p, axes, keep = xp.abs(wide), self.ord, self.axes, self.keepdim
         if p == math.inf:
             y = xp.amax(a, axes, keepdims=keep)
         elif p == -math.inf:
@@ -922,7 +923,7 @@ class VectorNorm(_Reduction):
         elif p == 1:
             y = a.sum(axes, keepdims=keep)
         elif p == 2:
-            y = xp.sqrt((x * x).sum(axes, keepdims=keep))
+            y = xp.sqrt((wide * wide).sum(axes, keepdims=keep))
         else:
             with np.errstate(divide="ignore", over="ignore"):  # 0 ** p for p < 0: inf, the norm 0
                 y = (a ** p).sum(axes, keepdims=keep) ** (1 / p)

@@ -199,3 +199,38 @@ def test_on_emulated_cuda(cuda):
                           (F.softmax(ours.reshape(4, -1), dim=-1), TF.softmax(ref.reshape(4, -1), dim=-1))):
         assert got.device.type == "cuda" and got.dtype == engine.float16
         assert _ulps(got.cpu(), expected) <= 1
+
+
+# ---- outside the pointwise ops: broadcast gradients, in-place forms, norms, batch norm ------------------------
+def test_float16_broadcast_gradients_sum_in_float32():
+    (a, ta), (b, tb) = _pair("float16", 1, N, seed=1), _pair("float16", 300, N, seed=2)
+    (a * b).sum().backward()
+    (ta * tb).sum().backward()
+    assert _ulps(a.grad, ta.grad) <= 1
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("op", ["addcmul_", "addcdiv_", "lerp_"])
+def test_half_inplace_forms_round_once(dtype, op):
+    def run(x, t1, t2):
+        x = x.detach().clone()
+        if op == "lerp_":
+            return x.lerp_(t1.detach(), 0.3)
+        return getattr(x, op)(t1.detach(), t2.detach().abs() + 1, value=0.7)
+    (x, tx), (t1, tt1), (t2, tt2) = (_pair(dtype, N, seed=s) for s in (3, 4, 5))
+    assert _ulps(run(x, t1, t2), run(tx, tt1, tt2)) <= 1
+
+
+def test_float16_norm_accumulates_in_float32():
+    values = np.full(64, 1e-5, np.float16)
+    ours = engine.linalg.vector_norm(engine.tensor(values))
+    theirs = torch.linalg.vector_norm(torch.tensor(values))
+    assert float(ours) > 0 and _ulps(ours, theirs) <= 1
+
+
+def test_float16_batch_norm_keeps_torchs_half_statistics():
+    x, tx = _pair("float16", 6, 3, 5, 5, seed=6)
+    w, tw = _pair("float16", 3, seed=7)
+    ours = F.batch_norm(x, None, None, w, None, training=True)
+    theirs = TF.batch_norm(tx, None, None, tw, None, training=True)
+    assert _ulps(ours, theirs) <= 1

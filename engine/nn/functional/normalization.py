@@ -100,6 +100,12 @@ def _normalize_rows_backward(gxhat, xhat, invstd):
 
 
 # ---- batch norm --------------------------------------------------------------------------------
+def _half_stats(x, weight):
+    """Whether torch keeps the batch statistics in the input's type: a float16 input whose weight is float16 too or
+    absent (float32 weights make it keep them in float32)."""
+    return x.dtype == np.float16 and (weight is None or weight.dtype == x.dtype)
+
+
 class BatchNorm(Function):
     """Per-channel normalisation over (N, *spatial) with batch stats, or with the running stats.
 
@@ -127,6 +133,8 @@ class BatchNorm(Function):
         if self.training:
             self.count = n * length
             mean = _channel_sums(x3) / self.count
+            if _half_stats(x, weight):  # torch keeps a float16 op's batch mean and invstd in float16
+                mean = mean.astype(np.float16).astype(mean.dtype)
             out, var = norm.centred(x3, mean)
             var /= self.count
             _update_running(self.running[0], mean, self.momentum)
@@ -135,6 +143,8 @@ class BatchNorm(Function):
             mean, var = (t._data.astype(np.float64) for t in self.running)
         xp = xp_of(x)
         invstd = 1 / xp.sqrt(var + self.eps)
+        if self.training and _half_stats(x, weight):
+            invstd = invstd.astype(np.float16).astype(invstd.dtype)
         scale = invstd if weight is None else invstd * weight
         if self.training:
             out = norm.affine_(out, scale, bias)
