@@ -16,6 +16,7 @@ from ...autograd.double_backward import constant, recomputed_backward, vjp
 from . import _memory_format
 from .padding import Pad
 from ...ops._common import xp_of
+from ...tensor import Tensor
 
 # ---- shared kernels ----------------------------------------------------------------------------
 
@@ -225,6 +226,8 @@ def _update_running(running, stat, momentum):
     """running = (1 - momentum) * running + momentum * stat, in place (bumps the version)."""
     if running is None:
         return
+    if isinstance(momentum, Tensor):  # a module's num_batches_tracked: the cumulative average's 1 / count
+        momentum = 1.0 / momentum._data
     data = running._data
     data *= 1 - momentum
     data += (momentum * stat).astype(data.dtype, copy=False)

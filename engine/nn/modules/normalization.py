@@ -87,7 +87,9 @@ class _BatchNorm(_NormBase):
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             with no_grad():
                 self.num_batches_tracked.add_(1)
-            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None else self.momentum
+            # momentum None: a cumulative average, 1 / the batches seen, read from the counter when the op runs
+            # (a replayed nn.Graph reads it again as the counter moves on)
+            factor = self.num_batches_tracked if self.momentum is None else self.momentum
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_running = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_running else None,

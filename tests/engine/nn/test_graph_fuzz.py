@@ -472,3 +472,38 @@ def _fuzz_case(seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_fuzz_sample_graph_matches_eager(seed):
     _fuzz_case(seed)
+
+
+def test_batch_norm_with_a_cumulative_average_trains_in_a_graph():
+    """momentum=None averages over the batches seen: the factor was read from the counter while tracing, which a
+    graph refuses (the counter is computed in it); it is now read when the op runs, replay after replay."""
+    torch = pytest.importorskip("torch")
+
+    def model(lib):
+        lib.manual_seed(0)
+        return lib.nn.Sequential(lib.nn.Conv2d(3, 4, 3), lib.nn.BatchNorm2d(4, momentum=None))
+
+    reference = model(torch)
+    ours = model(engine)
+    ours.load_state_dict({k: engine.tensor(v.numpy()) for k, v in reference.state_dict().items()})
+
+    class Step(nn.Graph):
+        def __init__(self):
+            super().__init__()
+            self.model = ours
+            self.add_optimizer(engine.optim.SGD(ours.parameters(), lr=0.1))
+
+        def build(self, x):
+            loss = self.model(x).square().mean()
+            loss.backward()
+            return loss
+
+    step, optimizer = Step(), torch.optim.SGD(reference.parameters(), lr=0.1)
+    for k in range(4):
+        x = np.random.default_rng(k).standard_normal((2, 3, 6, 6)).astype(np.float32)
+        step(engine.tensor(x))
+        optimizer.zero_grad()
+        reference(torch.tensor(x)).square().mean().backward()
+        optimizer.step()
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        assert_close(getattr(ours[1], name).numpy(), getattr(reference[1], name).numpy(), 1e-5, name)
