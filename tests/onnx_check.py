@@ -22,6 +22,25 @@ def images(seed, *shape):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
+class Fn(engine.nn.Module):
+    """A module running ``fn(module, *inputs)`` (with optional parameter-holding submodules): one op or a few
+    exported at a time."""
+
+    def __init__(self, fn, **modules):
+        super().__init__()
+        self.fn = fn
+        for name, module in modules.items():
+            setattr(self, name, module)
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
+
+
+def one(*shape, seed=0):
+    """``make_inputs`` for ``check_export``: one seeded input of ``(batch, *shape)``."""
+    return lambda batch: (images(seed, batch, *shape),)
+
+
 def export_bytes(model, args, **kwargs):
     """The ONNX file ``engine.onnx.export`` writes, checked by ``onnx.checker`` (on the bytes themselves: a parsed
     ModelProto is serialized again for the check, which took 6.3 of test_onnx_models.py's 89 s with the parse)."""

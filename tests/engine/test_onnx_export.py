@@ -7,29 +7,12 @@ import sys
 
 import numpy as np
 import pytest
-from onnx_check import check_export, eager_outputs, export_bytes, images, node_types, onnx, run_onnx
+from onnx_check import Fn, check_export, eager_outputs, export_bytes, images, node_types, one, onnx, run_onnx
 
 import engine
 import engine.onnx
 from engine import nn
 from engine.nn import functional as F
-
-
-class Fn(nn.Module):
-    """A module running ``fn`` (with optional parameter-holding submodules)."""
-
-    def __init__(self, fn, **modules):
-        super().__init__()
-        self.fn = fn
-        for name, module in modules.items():
-            setattr(self, name, module)
-
-    def forward(self, *xs):
-        return self.fn(self, *xs)
-
-
-def one(*shape, seed=0):
-    return lambda batch: (images(seed, batch, *shape),)
 
 
 ELEMENTWISE = {

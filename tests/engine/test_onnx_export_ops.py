@@ -7,30 +7,13 @@ eager outputs (tests/onnx_check.py)."""
 import io
 
 import pytest
-from onnx_check import check_export, images, node_types
+from onnx_check import Fn, check_export, node_types, one
 
 import engine
 from engine import nn
 from engine.nn import functional as F
 
 pytestmark = pytest.mark.slow  # about a hundred exports run in ONNX Runtime: outside the quick subset
-
-
-class Fn(nn.Module):
-    """A module running ``fn`` (with optional parameter-holding submodules)."""
-
-    def __init__(self, fn, **modules):
-        super().__init__()
-        self.fn = fn
-        for name, module in modules.items():
-            setattr(self, name, module)
-
-    def forward(self, *xs):
-        return self.fn(self, *xs)
-
-
-def one(*shape, seed=0):
-    return lambda batch: (images(seed, batch, *shape),)
 
 
 OPS = {

@@ -37,9 +37,15 @@ from .plan import SLOT, TENSOR
 
 def _outside_tensors(plan):
     """The tensors from outside the graph that the plan's ops read (arguments and tensors in their state)."""
+    return _tensors_of(plan, lambda op: [ref for kind, ref in op.args if kind == TENSOR])
+
+
+def _tensors_of(plan, arguments):
+    """The distinct tensors among each op's ``arguments(op)`` and the values of its state (one level of tuples and
+    lists looked into)."""
     found = {}
     for op in plan.ops:
-        values = [ref for kind, ref in op.args if kind == TENSOR]
+        values = arguments(op)
         for value in op.state.values():
             values += value if isinstance(value, (tuple, list)) else [value]
         for value in values:
@@ -67,15 +73,7 @@ def _may_write_inputs(plan):
 def _state_tensors(plan):
     """The tensors from outside the graph that the plan's ops may write: the targets of in-place ops and the
     tensors in ops' state (training BatchNorm's running statistics)."""
-    found = {}
-    for op in plan.ops:
-        values = [op.args[0][1]] if op.inplace and op.args and op.args[0][0] == TENSOR else []
-        for value in op.state.values():
-            values += value if isinstance(value, (tuple, list)) else [value]
-        for value in values:
-            if isinstance(value, Tensor):
-                found[id(value)] = value
-    return list(found.values())
+    return _tensors_of(plan, lambda op: [op.args[0][1]] if op.inplace and op.args and op.args[0][0] == TENSOR else [])
 
 
 @contextlib.contextmanager
