@@ -4,8 +4,8 @@
 PNG and JPEG files decode to torchvision's values in every ``ImageReadMode`` (JPEG through the same
 libjpeg, PNG's grey conversion with libpng's weights), except where torchvision's own output is not
 meaningful (palette PNGs unchanged or with an added alpha, 1-bit PNGs with an added alpha: see
-``channels``) and for 16-bit colour PNGs, which Pillow reads as 8-bit (16-bit grey PNGs stay uint16).
-GIF (all frames) and WebP decode as torchvision's do; AVIF and HEIC (``decode_avif``, ``decode_heic``) as
+``channels``); 16-bit PNGs decode to uint16 (see ``png16``). GIF (all frames, composed as torchvision
+composes them: see ``gif``) and WebP decode as torchvision's do; AVIF and HEIC (``decode_avif``, ``decode_heic``) as
 Pillow decodes them. Encoded files are Pillow's bytes: they decode to
 the same pixels as torchvision's, not to the same bytes.
 """

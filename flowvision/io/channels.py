@@ -6,8 +6,9 @@ values.
 - An alpha channel that the file lacks is opaque (255, or 65535 for 16-bit grey).
 - Colour from grey repeats the grey value; an alpha channel that is not asked for is dropped.
 - A palette image is first expanded to RGB (RGBA when it has a transparent colour), a 1-bit image to
-  0/255 grey. (torchvision returns unexpanded bytes for an unchanged palette PNG and a malformed alpha
-  channel for palette and 1-bit PNGs without transparency; those cases are not reproduced.)
+  0/255 grey. (torchvision returns unexpanded bytes for an unchanged palette PNG, a malformed alpha
+  channel for palette PNGs without transparency, and an alpha of 2**depth - 1 instead of 255 for 1-, 2-
+  and 4-bit grey PNGs; those cases are not reproduced.)
 """
 import numpy as np
 
@@ -17,9 +18,11 @@ _GREY_WEIGHTS = (9794, 19234, 3740)  # libpng's fixed-point weights for 0.2989, 
 
 
 def grey_from_rgb(rgb):
-    """(H, W) grey of an (H, W, 3) uint8 array, as libpng computes it."""
+    """(H, W) grey of an (H, W, 3) uint8 or uint16 array, as libpng computes it (it rounds 16-bit values
+    and truncates 8-bit ones)."""
     red, green, blue = (rgb[..., i].astype(np.int64) for i in range(3))
-    weighted = (_GREY_WEIGHTS[0] * red + _GREY_WEIGHTS[1] * green + _GREY_WEIGHTS[2] * blue) >> 15
+    rounding = 1 << 14 if rgb.dtype == np.uint16 else 0
+    weighted = (_GREY_WEIGHTS[0] * red + _GREY_WEIGHTS[1] * green + _GREY_WEIGHTS[2] * blue + rounding) >> 15
     return np.where((red == green) & (red == blue), red, weighted).astype(rgb.dtype)
 
 
@@ -44,7 +47,12 @@ def _colour_and_alpha(image):
 
 def hwc_in_mode(image, mode):
     """The (H, W, C) array of ``image`` (already expanded) in read mode ``mode``."""
-    colour, alpha = _colour_and_alpha(image)
+    return channels_in_mode(*_colour_and_alpha(image), mode)
+
+
+def channels_in_mode(colour, alpha, mode):
+    """The (H, W, C) array in read mode ``mode`` of (H, W, 1 or 3) ``colour`` values and their (H, W)
+    ``alpha`` (None when the image has none)."""
     if mode is ImageReadMode.UNCHANGED:
         return colour if alpha is None else np.dstack([colour, alpha])
     if mode in (ImageReadMode.GRAY, ImageReadMode.GRAY_ALPHA):

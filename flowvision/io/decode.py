@@ -10,11 +10,12 @@ import io
 import warnings
 
 import numpy as np
-from PIL import Image, ImageOps, ImageSequence
+from PIL import Image, ImageOps
 
 import engine
 
-from .channels import expanded, hwc_in_mode
+from . import gif, png16
+from .channels import channels_in_mode, expanded, hwc_in_mode
 from .files import read_file
 from .read_mode import ImageReadMode, read_mode
 
@@ -78,8 +79,18 @@ def _tensor(hwc):
 
 
 def _png(data, mode, apply_exif_orientation):
+    if png16.is_deep_colour(data):
+        return _tensor(channels_in_mode(*png16.colour_and_alpha(data, lambda rawmode: _png_unpacked(
+            data, rawmode, apply_exif_orientation)), mode))
     image = expanded(_loaded(_opened(data, "png"), "png", apply_exif_orientation))
     return _tensor(hwc_in_mode(image, mode))
+
+
+def _png_unpacked(data, rawmode, apply_exif_orientation):
+    """The PNG ``data`` decoded by Pillow with the raw mode ``rawmode`` (see ``png16``)."""
+    image = _opened(data, "png")
+    image.tile = [tile._replace(args=rawmode) for tile in image.tile]
+    return _loaded(image, "png", apply_exif_orientation)
 
 
 def _jpeg(data, mode, apply_exif_orientation):
@@ -101,10 +112,9 @@ def _jpeg(data, mode, apply_exif_orientation):
 
 
 def _gif(data, mode, apply_exif_orientation):
-    """Every frame as RGB, (N, 3, H, W) when there are several (the mode is not used, as torchvision)."""
-    image = _loaded(_opened(data, "gif"), "gif", False)
-    frames = [np.asarray(frame.convert("RGB")).transpose(2, 0, 1) for frame in ImageSequence.Iterator(image)]
-    return engine.from_numpy(np.ascontiguousarray(frames[0] if len(frames) == 1 else np.stack(frames)))
+    """Every frame as RGB, (N, 3, H, W) when there are several (the mode is not used, as torchvision); see
+    ``gif`` for how the frames are composed."""
+    return engine.from_numpy(gif.decode_frames(data))
 
 
 def _webp(data, mode, apply_exif_orientation):
@@ -172,6 +182,8 @@ def decode_png(input, mode=ImageReadMode.UNCHANGED, apply_exif_orientation=False
 def decode_jpeg(input, mode=ImageReadMode.UNCHANGED, device="cpu", apply_exif_orientation=False):
     """Decode one JPEG (a 1-D uint8 tensor) or a list of them; the result is put on ``device``."""
     if isinstance(input, (list, tuple)):
+        if not input:
+            raise ValueError("Input list must contain at least one element")
         return [decode_jpeg(one, mode, device, apply_exif_orientation) for one in input]
     return _decode_as("jpeg", input, mode, apply_exif_orientation).to(device)
 

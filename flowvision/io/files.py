@@ -5,13 +5,15 @@ import engine
 
 
 def read_file(path):
-    """The bytes of the file at ``path`` as a 1-D uint8 tensor (RuntimeError when it cannot be read,
-    as torchvision)."""
+    """The bytes of the file at ``path`` as a 1-D uint8 tensor (RuntimeError when it cannot be read or is
+    empty, as torchvision)."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise RuntimeError(str(e)) from None
+    if not data:
+        raise RuntimeError("Expected a non empty file")
     return engine.from_numpy(np.frombuffer(data, np.uint8).copy())
 
 

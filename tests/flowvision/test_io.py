@@ -112,13 +112,13 @@ def _rgb16_png(pixels):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
-def test_sixteen_bit_colour_png_comes_out_as_pillow_reads_it():
-    """Pillow reads 16-bit colour PNGs as 8-bit: ours holds torchvision's values' high bytes."""
+def test_sixteen_bit_colour_png_comes_out_as_torchvisions():
+    """16-bit colour PNGs decode to torchvision's uint16 values (test_io_fuzz.py: every mode)."""
     data = _rgb16_png(_pixels(3, 4, 3, dtype=np.uint16))
     theirs = _theirs(data, "UNCHANGED").numpy()
     ours = _ours(data, "UNCHANGED").numpy()
-    assert theirs.dtype == np.uint16 and ours.dtype == np.uint8
-    assert np.array_equal(ours, (theirs >> 8).astype(np.uint8))
+    assert theirs.dtype == ours.dtype == np.uint16
+    assert np.array_equal(ours, theirs)
 
 
 @pytest.mark.parametrize("name", ["rocket.jpg", "chelsea.png"])
