@@ -87,7 +87,13 @@ class OpContext:
         if kind == CONST:
             if ref is None:
                 return None
-            return self.g.constant(ref, dtype=np.dtype(dtype) if dtype is not None else self.out_dtype())
+            to = np.dtype(dtype) if dtype is not None else self.out_dtype()
+            pair = self.varying("args", i)
+            if pair is not None and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in pair):
+                # a Python number that is a size of the input (kl_div's batchmean divides by input.shape[0])
+                size = self.g.node("Squeeze", [self.dim(pair, f"its argument {i}"), self.g.ints([0])])
+                return self.cast(size, np.int64, to)
+            return self.g.constant(ref, dtype=to)
         if kind == TENSOR and ("args", i) in self._varying:
             return self.cast(self._varying_tensor(i), self.in_dtype(i), dtype)
         if kind == TENSOR:

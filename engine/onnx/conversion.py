@@ -112,14 +112,22 @@ class Conversion:
             for k in sorted(self.variation.dynamic_axes(slot)):
                 if shapes_a[slot][k] == a and shapes_b[slot][k] == b and self._named(slot):
                     return self._dim_of(slot, k)
-        for slot in near:
-            for k in sorted(self.variation.dynamic_axes(slot)):
-                da, db = shapes_a[slot][k], shapes_b[slot][k]
-                relation = _relation(da, db, a, b)
-                if relation is not None and self._named(slot):
-                    op_type, c = relation
-                    return self.g.node(op_type, [self._dim_of(slot, k), self.g.ints([c])])
+        for relate in (_relation, _rounded_relation):  # an exact relation to any argument before a rounded one
+            for slot in near:
+                for k in sorted(self.variation.dynamic_axes(slot)):
+                    relation = relate(shapes_a[slot][k], shapes_b[slot][k], a, b)
+                    if relation is not None and self._named(slot):
+                        return self._related(slot, k, *relation)
         return None
+
+    def _related(self, slot, k, op_type, c):
+        """An int64 [1] value: dimension ``k`` of ``slot`` in ``op_type`` relation with ``c`` (see ``_relation``)."""
+        dim = self._dim_of(slot, k)
+        if op_type == "CeilDiv":
+            op_type, dim = "Div", self.g.node("Add", [dim, self.g.ints([c - 1])])
+        elif op_type == "RoundDown":
+            op_type, dim = "Mul", self.g.node("Div", [dim, self.g.ints([c])])
+        return self.g.node(op_type, [dim, self.g.ints([c])])
 
     def _named(self, slot):
         slot = self.aliases.get(slot, slot)
@@ -182,13 +190,32 @@ def check_inplace_writes(capture, live):
 
 
 def _relation(da, db, a, b):
-    """How (a, b) follows the dimension (da, db) in both traces: ("Mul", c), ("Div", c), ("Add", c) or None."""
+    """How (a, b) follows the dimension (da, db) exactly in both traces: ("Mul", c), ("Div", c), ("Add", c) or
+    None."""
     if da > 0 and db > 0 and a % da == 0 and b % db == 0 and a // da == b // db:
         return "Mul", a // da
     if a > 0 and b > 0 and da % a == 0 and db % b == 0 and da // a == db // b:
         return "Div", da // a
     if a - da == b - db:
         return "Add", a - da
+    return None
+
+
+def _rounded_relation(da, db, a, b):
+    """How (a, b) follows (da, db) through a rounded division, tried where no exact relation holds: ("Div", c)
+    (rounded down), ("CeilDiv", c) (rounded up: chunk's piece size), ("RoundDown", c) (down to a multiple of c:
+    x[:, :, :h // 2 * 2]) or None. The probe's sizes have the other parity (exporter._probe), so that a rounded
+    division and an exact one are told apart."""
+    if a <= 0 or b <= 0:
+        return None
+    for c in range(max(da // (a + 1), 1), (da // (a - 1) if a > 1 else da) + 2):
+        if da // c == a and db // c == b:
+            return "Div", c
+        if -(-da // c) == a and -(-db // c) == b:
+            return "CeilDiv", c
+    for c in range(2, min(max(da, db), 64) + 1):
+        if da // c * c == a and db // c * c == b:
+            return "RoundDown", c
     return None
 
 

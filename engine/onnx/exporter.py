@@ -131,10 +131,11 @@ def _dynamic_axes(dynamic_axes, input_names, output_names, capture):
     return axes_in, axes_out
 
 
-def _probe(args, axes_in, input_names, perturb):
+def _probe(args, axes_in, input_names, perturb, odd=1):
     """The arguments of the second trace: new values (seeded: random in each input's range, or with ``perturb``
     the input's own values moved by up to 1%) and, along the dynamic axes, new sizes (+1 for axis 0, more for
-    others, equal for axes sharing a name)."""
+    others, equal for axes sharing a name). With ``odd`` every size changes parity, so that a size the model
+    derives by a rounded division (chunk's ceil(w / 2)) cannot pass for an exact multiple or divisor."""
     leaves = []
     spec = _flatten(args, leaves)
     rng = np.random.default_rng(0)
@@ -144,7 +145,7 @@ def _probe(args, axes_in, input_names, perturb):
     for k, t in enumerate(leaves):
         shape = list(t.shape)
         for axis, name in sorted(axes_in.get(k, {}).items()):
-            delta = deltas.setdefault(name, 1 if axis == 0 else 16 * (axis + 1))
+            delta = deltas.setdefault(name, 1 if axis == 0 else 16 * (axis + 1) + odd)
             shape[axis] += delta
         if shape != list(t.shape):
             changes.append(f"'{input_names[k]}' of size {shape}")
@@ -178,9 +179,10 @@ def _new_values(rng, array, shape, perturb):
 
 def _run_probe(model, call, args, axes_in, input_names, capture):
     """The probe's capture and a description of what changed: fresh random values first; where the model
-    refuses those (inputs with structure, such as box coordinates or indices), its own values perturbed."""
-    for perturb in (False, True):
-        probe_args, what = _probe(args, axes_in, input_names, perturb)
+    refuses those (inputs with structure, such as box coordinates or indices), its own values perturbed; sizes of
+    the other parity first, the same parity where the model refuses those (it needs even heights)."""
+    for odd, perturb in ((1, False), (1, True), (0, False), (0, True)):
+        probe_args, what = _probe(args, axes_in, input_names, perturb, odd)
         try:
             return run_traced(model, call, probe_args, capture), what
         except ExportError:

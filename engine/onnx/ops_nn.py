@@ -1,5 +1,5 @@
 """Converters of the layer ops: convolutions, linear, bilinear, matmul and addmm, normalisations, resampling,
-embedding, F.normalize, cosine similarity and the constant scale-and-shift of dropout's eval paths (the pools:
+embedding and embedding_bag, F.normalize, cosine similarity and the constant scale-and-shift of dropout's eval paths (the pools:
 ops_pool.py).
 
 The engine runs 1-D convolutions and pools as 2-D ones over a unit height; ONNX has the 1-D forms,
@@ -10,13 +10,13 @@ import math
 import numpy as np
 
 from ..nn.functional.conv import ConvNd, ConvTransposeNd
-from ..nn.functional.distance import _CosineSimilarity, _Normalize
+from ..nn.functional.distance import _CosineEmbedding, _CosineSimilarity, _Normalize, _PairwiseDistance
 from ..nn.functional.fold import Fold, Unfold
 from ..nn.functional.dropout import _ScaleShift
 from ..nn.functional.linear import _Bilinear, _Linear
 from ..nn.functional.normalization import BatchNorm, GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 from ..nn.functional.sampling import GridSample
-from ..nn.functional.sparse import _Embedding
+from ..nn.functional.sparse import _Embedding, _EmbeddingBag
 from ..nn.functional.vision import Interpolate
 from ..ops import linalg
 from .ops_pool import adaptive_pool
@@ -347,6 +347,69 @@ def embedding(ctx):
     return ctx.g.node("Gather", [ctx.input(1), ctx.input(0, np.int64)], axis=0)
 
 
+@converts(_EmbeddingBag)
+def embedding_bag(ctx):
+    """Per bag the sum, mean or max of the picked rows: a (bags, indices) membership mask (each index's bag, -1 for
+    none, and ``padding_idx`` entries left out) times the rows (sum, mean over max(count, 1)), or the rows' maximum
+    under the mask (max; an empty bag gives 0). Bags of a 2-D input (one per row of L indices) follow its batch
+    size: index i's bag is i // L, computed at run time."""
+    if ctx.varying("args", 0) is not None:
+        ctx.fail("embedding_bag's indices are read as raw values (they follow the input but the trace holds "
+                 "them as a constant)")
+    weight = ctx.input(1)
+    indices = ctx.input(0, np.int64)
+    rows = ctx.g.node("Gather", [weight, indices], axis=0)
+    dtype = ctx.in_dtype(1)
+    bag_of, bags = _bags(ctx, indices)
+    member = ctx.g.node("Equal", [ctx.unsqueeze(bag_of, [0]), ctx.unsqueeze(bags, [1])])
+    if ctx.state["padding_idx"] is not None:
+        kept = ctx.g.node("Not", [ctx.g.node("Equal", [indices, ctx.scalar(ctx.state["padding_idx"], np.int64)])])
+        member = ctx.g.node("And", [member, ctx.unsqueeze(kept, [0])])
+    mode = ctx.state["mode"]
+    if mode == "max":
+        lowest = ctx.g.constant(np.asarray(-np.inf, dtype))
+        candidates = ctx.g.node("Where", [ctx.unsqueeze(member, [2]), ctx.unsqueeze(rows, [0]), lowest])
+        best = ctx.reduce("ReduceMax", candidates, [1], False)
+        count = ctx.reduce("ReduceSum", ctx.g.node("Cast", [member], to=ctx.g.elem_type(np.int64)), [1], True)
+        empty = ctx.g.node("Equal", [count, ctx.g.constant(np.int64(0))])
+        return ctx.g.node("Where", [empty, ctx.g.constant(np.zeros((), dtype)), best])
+    if not ctx.is_none(2):
+        rows = ctx.g.node("Mul", [rows, ctx.unsqueeze(ctx.input(2, dtype), [1])])
+    share = ctx.g.node("Cast", [member], to=ctx.g.elem_type(dtype))
+    out = ctx.g.node("MatMul", [share, rows])
+    if mode == "mean":
+        count = ctx.g.node("Max", [ctx.reduce("ReduceSum", share, [1], True), ctx.g.constant(np.ones((), dtype))])
+        out = ctx.g.node("Div", [out, count])
+    return out
+
+
+def _bags(ctx, indices):
+    """(each index's bag, the bag numbers 0..n_bags-1) as int64 values: the traced constants, or i // L when the
+    number of bags follows the input."""
+    bag = np.asarray(ctx.state["bag"], np.int64)
+    bag_pair, count_pair = ctx.varying("state", "bag"), ctx.varying("state", "n_bags")
+    if bag_pair is None and count_pair is None:
+        return ctx.g.constant(bag), ctx.g.constant(np.arange(ctx.state["n_bags"], dtype=np.int64))
+    lengths = {_row_length(b) for b in bag_pair or ()}
+    if bag_pair is None or len(lengths) != 1 or None in lengths:
+        ctx.fail("embedding_bag whose offsets follow the input's values (only one bag per row of a 2-D input "
+                 "follows its batch size)")
+    length = ctx.g.constant(np.int64(lengths.pop()))
+    zero, one = ctx.g.constant(np.int64(0)), ctx.g.constant(np.int64(1))
+    n = ctx.g.node("Squeeze", [ctx.shape_of(indices, 0, 1), ctx.g.ints([0])])
+    positions = ctx.g.node("Range", [zero, n, one])
+    return ctx.g.node("Div", [positions, length]), ctx.g.node("Range", [zero, ctx.g.node("Div", [n, length]), one])
+
+
+def _row_length(bag):
+    """L when ``bag`` is 0, ..., 0, 1, ..., 1, ... in runs of L (a 2-D input's bags), else None."""
+    bag = np.asarray(bag)
+    if bag.size == 0 or bag[-1] < 0:
+        return None
+    length = bag.size // (int(bag[-1]) + 1)
+    return length if np.array_equal(bag, np.arange(bag.size) // length) else None
+
+
 @converts(_ScaleShift)
 def scale_shift(ctx):
     y = ctx.g.node("Mul", [ctx.input(0), ctx.input(1, ctx.in_dtype(0))])
@@ -377,3 +440,33 @@ def cosine_similarity(ctx):
     dot = ctx.reduce("ReduceSum", ctx.g.node("Mul", [x1, x2]), [dim], False)
     n1, n2 = (ctx.g.node("Max", [ctx.reduce("ReduceL2", x, [dim], False), eps]) for x in (x1, x2))
     return ctx.g.node("Div", [dot, ctx.g.node("Mul", [n1, n2])])
+
+
+@converts(_CosineEmbedding)
+def cosine_embedding(ctx):
+    """cosine_embedding_loss's cosine: sum(x1 x2) / sqrt((||x1||^2 + 1e-12)(||x2||^2 + 1e-12)) along ``dim``."""
+    x1, x2 = ctx.input(0), ctx.input(1)
+    dim, tiny = ctx.state["dim"], ctx.scalar(1e-12)
+    m1, m2 = (ctx.g.node("Add", [ctx.reduce("ReduceSum", ctx.g.node("Mul", [x, x]), [dim], False), tiny])
+              for x in (x1, x2))
+    dot = ctx.reduce("ReduceSum", ctx.g.node("Mul", [x1, x2]), [dim], False)
+    return ctx.g.node("Div", [dot, ctx.g.node("Sqrt", [ctx.g.node("Mul", [m1, m2])])])
+
+
+@converts(_PairwiseDistance)
+def pairwise_distance(ctx):
+    """||x1 - x2 + eps||_p over the last dim (p 2, 1, inf, 0 or any other)."""
+    p, keep = ctx.state["p"], ctx.state["keepdim"]
+    d = ctx.g.node("Add", [ctx.g.node("Sub", [ctx.input(0), ctx.input(1)]), ctx.scalar(ctx.state["eps"])])
+    if p == 2:
+        return ctx.g.node("Sqrt", [ctx.reduce("ReduceSum", ctx.g.node("Mul", [d, d]), [-1], keep)])
+    if p == math.inf:
+        return ctx.reduce("ReduceMax", ctx.g.node("Abs", [d]), [-1], keep)
+    if p == 1:
+        return ctx.reduce("ReduceSum", ctx.g.node("Abs", [d]), [-1], keep)
+    if p == 0:
+        nonzero = ctx.g.node("Cast", [ctx.g.node("Not", [ctx.g.node("Equal", [d, ctx.scalar(0)])])],
+                             to=ctx.g.elem_type(ctx.out_dtype()))
+        return ctx.reduce("ReduceSum", nonzero, [-1], keep)
+    powered = ctx.reduce("ReduceSum", ctx.g.node("Pow", [ctx.g.node("Abs", [d]), ctx.scalar(p)]), [-1], keep)
+    return ctx.g.node("Pow", [powered, ctx.scalar(1.0 / p)])

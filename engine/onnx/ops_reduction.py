@@ -1,4 +1,4 @@
-"""Converters of the reductions, arg-extremes, median along a dim, top-k, sort and cumulative sums
+"""Converters of the reductions, arg-extremes, median along a dim, top-k, sort and cumulative sums and products
 (engine/ops/reduction.py and engine/ops/sorting.py), and the closures the engine runs some reductions as."""
 import inspect
 import math
@@ -78,6 +78,32 @@ def cumsum(ctx):
     if not ctx.in_shape(0):
         return ctx.g.node("Identity", [x])
     return ctx.g.node("CumSum", [x, ctx.g.constant(np.int64(ctx.state["axis"]))])
+
+
+@converts(red.CumProd)
+def cumprod(ctx):
+    """ONNX has no CumProd: y_k = prod_{j <= k} x_j as a ``ReduceProd`` over a triangular (n, n) layout along the
+    axis, x_j where j <= k and 1 elsewhere, exact around zeros and negative values (no exp/log), for any dtype
+    and for an axis whose length follows the input (n^2 memory along it). float16/bfloat16 run in float32 and
+    round once, as the engine's scan."""
+    dtype = np.dtype(ctx.state["dtype"])
+    wide = np.dtype(np.float32) if dtype.kind == "f" and dtype.itemsize < 4 else dtype
+    x = ctx.input(0, wide)
+    rank = len(ctx.in_shape(0))
+    if rank == 0:
+        return ctx.cast(x, wide, dtype)
+    axis = ctx.state["axis"]
+    if axis in ctx.dynamic(0):
+        n = ctx.g.node("Squeeze", [ctx.shape_of(x, axis, axis + 1), ctx.g.ints([0])])
+        positions = ctx.g.node("Range", [ctx.g.constant(np.int64(0)), n, ctx.g.constant(np.int64(1))])
+    else:
+        positions = ctx.g.ints(range(ctx.in_shape(0)[axis]))
+    lower = ctx.g.node("GreaterOrEqual", [ctx.unsqueeze(positions, [1]), ctx.unsqueeze(positions, [0])])
+    trailing = list(range(2, 2 + rank - 1 - axis))
+    if trailing:
+        lower = ctx.unsqueeze(lower, trailing)
+    spread = ctx.g.node("Where", [lower, ctx.unsqueeze(x, [axis]), ctx.g.constant(np.ones((), wide))])
+    return ctx.cast(ctx.reduce("ReduceProd", spread, [axis + 1], False), wide, dtype)
 
 
 @converts(red.ArgExtreme)

@@ -282,11 +282,18 @@ def flip(ctx):
 
 @converts(sh.Roll)
 def roll(ctx):
-    """Each rolled dim as the concatenation of its last ``shift`` entries and the rest."""
+    """Each rolled dim as the concatenation of its last ``shift`` entries and the rest (``shift`` mod the size
+    taken at run time along a dim whose size follows the input)."""
     y = ctx.input(0)
     for shift, dim in zip(ctx.state["shifts"], ctx.state["dims"]):
         if dim in ctx.dynamic(0):
-            ctx.fail(f"rolling along dim {dim}, whose size follows the input")
+            n = ctx.shape_of(y, dim, dim + 1)
+            rest = ctx.g.node("Mod", [ctx.g.ints([shift]), ctx.g.node("Max", [n, ctx.g.ints([1])])], fmod=0)
+            cut = ctx.g.node("Sub", [n, rest])
+            tail = ctx.g.node("Slice", [y, cut, ctx.g.ints([_BIG]), ctx.g.ints([dim])])
+            head = ctx.g.node("Slice", [y, ctx.g.ints([0]), cut, ctx.g.ints([dim])])
+            y = ctx.g.node("Concat", [tail, head], axis=dim)
+            continue
         n = ctx.in_shape(0)[dim]
         s = shift % n if n else 0
         if s == 0:

@@ -7,7 +7,6 @@ from ...autograd.double_backward import transposed_backward
 from ...autograd.function import Function
 from ...ops._common import xp_of
 from ...ops.ranges import arange
-from ...tensor import _new
 
 
 def one_hot(input, num_classes=-1):
@@ -296,7 +295,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             _renorm_rows(weight, idx, max_norm, norm_type)
     n_bags, bag = _bag_of_each_index(xp_of(idx), offsets._data.astype(idx.dtype), idx.size, include_last_offset)
     fn = _EmbeddingBag(mode, n_bags, bag, padding_idx, scale_grad_by_freq, sparse)
-    return fn(_new(idx), weight, per_sample_weights)
+    return fn(input if input.dtype is _dtype.int64 else input.long(), weight, per_sample_weights)  # traced: ONNX
 
 
 __all__ = ["one_hot", "embedding", "embedding_bag"]
