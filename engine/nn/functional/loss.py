@@ -18,6 +18,7 @@ from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
 from ...ops.activation import _sigmoid, _softplus, log_softmax, log_softmax_array, logsigmoid
 from ...ops.creation import full_like
 from ...ops.ranges import arange
+from ...tensor import Tensor
 from .distance import _cosine_embedding, pairwise_distance
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -36,7 +37,9 @@ def _reduction(size_average, reduce, reduction):
     return reduction
 
 
-def _warn_size(input, target):
+def _check_sizes(input, target):
+    """PyTorch's first step of the pointwise losses: warn on differing sizes, fail on unbroadcastable ones."""
+    _ew.check_broadcast(input, target)
     if target.shape != input.shape:
         warnings.warn(f"Using a target size ({target.shape}) that is different to the input size "
                       f"({input.shape}). This will likely lead to incorrect results due to "
@@ -117,10 +120,15 @@ class _MSE(_Pointwise):
     dloss_tensor = staticmethod(lambda d: 2 * d)
 
 
+def _sign0(d):
+    """sign(d) with 0 at NaN (an infinite input minus an infinite target): PyTorch's L1 gradient there."""
+    return (d > 0).astype(d.dtype) - (d < 0).astype(d.dtype)
+
+
 class _L1(_Pointwise):
     loss = staticmethod(lambda xp, d: xp.abs(d))
-    dloss = staticmethod(lambda xp, d: xp.sign(d))
-    dloss_tensor = staticmethod(lambda d: constant(xp_of(d._data).sign(d._data)))
+    dloss = staticmethod(lambda xp, d: _sign0(d))
+    dloss_tensor = staticmethod(lambda d: constant(_sign0(d._data)))
 
 
 class _SmoothL1(_Pointwise):
@@ -149,15 +157,21 @@ class _Huber(_Pointwise):
 
 
 def _pointwise(cls, input, target, param=None):
+    """The unreduced loss in the type of input and target promoted as tensors of one (broadcast) shape:
+    PyTorch broadcasts them first, so a 0-dim target takes part in the promotion like any other."""
     input, target = as_operand(input), as_operand(target, like=input)
     _ew.check_broadcast(input, target)
-    return cls(float_dtype(result_dtype(input, target)), param)(input, target)
+    if isinstance(input, Tensor) and isinstance(target, Tensor):
+        dtype = _dtype.promote_types(input.dtype, target.dtype)
+    else:
+        dtype = result_dtype(input, target)
+    return cls(float_dtype(dtype), param)(input, target)
 
 
 @autocast_mode.float32("cpu", "cuda")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error; with ``weight``, the mean is sum(w * l) / sum(w)."""
-    _warn_size(input, target)
+    _check_sizes(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     loss = _pointwise(_MSE, input, target)
     return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, True)
@@ -166,7 +180,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 @autocast_mode.float32("cpu", "cuda")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error; with ``weight``, the mean is sum(w * l) / sum(w)."""
-    _warn_size(input, target)
+    _check_sizes(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     loss = _pointwise(_L1, input, target)
     return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, True)
@@ -175,7 +189,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 @autocast_mode.float32("cpu", "cuda")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; beta=0 is the L1 loss."""
-    _warn_size(input, target)
+    _check_sizes(input, target)
     reduction = _reduction(size_average, reduce, reduction)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -186,11 +200,13 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 @autocast_mode.float32("cpu", "cuda")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta); weighted mean is mean(w * l)."""
-    _warn_size(input, target)
+    _check_sizes(input, target)
     reduction = _reduction(None, None, reduction)
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     loss = _pointwise(_Huber, input, target, float(delta))
+    if input.dtype.is_floating_point:  # PyTorch's huber kernel writes into a tensor of the input's type
+        loss = loss.to(input.dtype)
     return _reduce(loss, reduction) if weight is None else _weighted(loss, weight, reduction, False)
 
 
@@ -213,14 +229,18 @@ class _BCE(Function):
         xp, x = xp_of(gy), self.x
         g = gy if self.w is None else gy * self.w
         gx = g * (x - self.t) / xp.maximum((1 - x) * x, 1e-12) if self.needs_input_grad[0] else None
-        gt = g * (self.log_1mx - self.log_x) if self.needs_input_grad[1] else None
+        if self.needs_input_grad[1]:  # unclamped, as PyTorch's: infinite where x is 0 or 1
+            with np.errstate(divide="ignore"):
+                gt = g * (xp.log1p(-x) - xp.log(x))
+        else:
+            gt = None
         return gx, gt, None
 
     def backward_tensors(self, gy):
         x, t = self.saved_input(0, self.x), self.saved_input(1, self.t)
         g = gy if self.w is None else gy * self.saved_input(2, self.w)
         gx = g * (x - t) / ((1 - x) * x).clamp(min=1e-12) if self.needs_input_grad[0] else None
-        gt = g * ((1 - x).log().clamp(min=-100) - x.log().clamp(min=-100)) if self.needs_input_grad[1] else None
+        gt = g * ((-x).log1p() - x.log()) if self.needs_input_grad[1] else None
         return gx, gt, None
 
 
@@ -231,6 +251,18 @@ _BCE_UNSAFE = ("torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss ar
                "safe to autocast.")
 
 
+def _check_expandable(weight, shape):
+    """PyTorch's error where binary_cross_entropy's ``weight`` does not broadcast to the input's shape."""
+    for k in range(1, min(weight.ndim, len(shape)) + 1):
+        if weight.shape[-k] not in (1, shape[-k]):
+            raise RuntimeError(f"Attempting to broadcast a dimension of length {weight.shape[-k]} at {-k}! "
+                               f"Mismatching argument at index 1 had {weight.shape}; but expected shape should "
+                               f"be broadcastable to {list(shape)}")
+    if weight.ndim > len(shape):
+        raise RuntimeError(f"output with shape {list(shape)} doesn't match the broadcast shape "
+                           f"{list(weight.shape[:weight.ndim - len(shape)]) + list(shape)}")
+
+
 @autocast_mode.policy(cpu=autocast_mode.FLOAT32, cuda=autocast_mode.refusal(_BCE_UNSAFE))
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Binary cross-entropy of probabilities ``input`` (``weight`` is a constant rescaling)."""
@@ -238,6 +270,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input size "
                          f"({input.shape}) is deprecated. Please ensure they have the same size.")
+    if weight is not None:
+        _check_expandable(weight, input.shape)
     dt = input.dtype
     fn = _BCE()
     return _reduce(fn(input, target.to(dt), None if weight is None else weight.to(dt)), reduction)
@@ -287,6 +321,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = _reduction(size_average, reduce, reduction)
     if target.shape != input.shape:
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
+    if pos_weight is not None:
+        _ew.check_broadcast(pos_weight, input)
+    if weight is not None:
+        _ew.check_broadcast(input, weight)
     dt = input.dtype
     w = None if weight is None else weight.to(dt)
     pw = None if pos_weight is None else pos_weight.to(dt)
@@ -322,7 +360,8 @@ class _ClassLoss(Function):
             raise IndexError(f"Target {int(t[bad].ravel()[0])} is out of bounds.")
         tc = xp.where(valid, t, 0)
         logp = log_softmax_array(xp, x, 1) if self.from_logits else x
-        picked = xp.take_along_axis(logp, tc[:, None], axis=1)[:, 0]
+        # an ignored element adds nothing, even where its log-probabilities are infinite or NaN
+        picked = xp.where(valid, xp.take_along_axis(logp, tc[:, None], axis=1)[:, 0], 0)
         wt = valid.astype(x.dtype) if w is None else xp.where(valid, cast(w, x.dtype)[tc], 0).astype(x.dtype)
         loss = picked * wt
         loss *= -(1 - self.eps)
@@ -393,19 +432,34 @@ class _ClassLoss(Function):
 
 
 def _check_class_target(input, target, weight, ignore_index):
-    """PyTorch's checks for (N, C, d...) inputs with (N, d...) integer targets."""
+    """PyTorch's checks for (N, C, d...) inputs with (N, d...) integer targets; returns the target (a (1,)
+    target of a (C,) input as the 0-dim one it stands for)."""
     if input.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
-    if target.dtype.is_floating_point or target.dtype is _dtype.bool_:
+    if target.dtype not in (_dtype.int64, _dtype.uint8):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {target.dtype.title}")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {input.dtype.title} but found {weight.dtype.title}")
+    if input.ndim > 2 and target.dtype is _dtype.uint8 and target.numel():  # the spatial kernel takes Long only
+        raise RuntimeError("expected scalar type Long but found Byte")
     if input.ndim == 1:
-        if target.ndim != 0:
+        if target.ndim > 1:
             raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    elif input.ndim == 2 and target.ndim != 1:
+        if target.ndim == 1:
+            if target.shape[0] != 1:
+                raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                                 f"{target.shape[0]}")
+            target = target.reshape(())
+    elif input.ndim == 2 and target.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     elif target.ndim == 0 or input.shape[0] != target.shape[0]:
-        got = target.shape[0] if target.ndim else 1
+        got = target.shape[0] if target.ndim else 0
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size ({got}).")
+    elif input.ndim == 4 and target.ndim != 3:  # PyTorch's 2-d spatial kernel has its own messages
+        raise RuntimeError(f"only batches of spatial targets supported (3D tensors) but got targets of "
+                           f"dimension: {target.ndim}")
+    elif input.ndim == 4 and tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(f"size mismatch (got input: {list(input.shape)} , target: {list(target.shape)}")
     elif input.ndim > 2 and tuple(target.shape) != (input.shape[0],) + tuple(input.shape[2:]):
         want = [input.shape[0]] + list(input.shape[2:])
         raise RuntimeError(f"Expected target size {want}, got {list(target.shape)}")
@@ -413,6 +467,7 @@ def _check_class_target(input, target, weight, ignore_index):
     if weight is not None and weight.numel() != n_class:
         raise RuntimeError(f"weight tensor should be defined either for all {n_class} classes or no "
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
+    return target
 
 
 @autocast_mode.float32("cpu", "cuda")
@@ -420,7 +475,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     """Negative log-likelihood of log-probabilities ``input`` (N, C, d...) at class indices ``target``."""
     reduction = _reduction(size_average, reduce, reduction)
-    _check_class_target(input, target, weight, ignore_index)
+    target = _check_class_target(input, target, weight, ignore_index)
     return _ClassLoss(reduction, ignore_index, 0.0, False)(input, target, weight)
 
 
@@ -501,9 +556,13 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if weight is not None and weight.numel() != n_class:
             raise RuntimeError(f"weight tensor should be defined either for all {n_class} classes or no "
                                f"classes but got weight tensor of shape: {list(weight.shape)}")
-        w = None if weight is None else weight.to(input.dtype)
-        return _SoftTargetCE(reduction, float(label_smoothing))(input, target.to(input.dtype), w)
-    _check_class_target(input, target, weight, ignore_index)
+        # the loss is -(log_softmax(input) * target * weight).sum(1) in PyTorch: its type is the three's promotion
+        dt = _dtype.promote_types(input.dtype, target.dtype)
+        if weight is not None:
+            dt = _dtype.promote_types(dt, weight.dtype)
+        w = None if weight is None else weight.to(dt)
+        return _SoftTargetCE(reduction, float(label_smoothing))(input.to(dt), target.to(dt), w)
+    target = _check_class_target(input, target, weight, ignore_index)
     return _ClassLoss(reduction, ignore_index, float(label_smoothing), True)(input, target, weight)
 
 
@@ -531,9 +590,9 @@ class _KLDiv(Function):
         if self.needs_input_grad[1]:
             if self.log_target:
                 gt = gy * self.et * (t - x + 1)
-            else:
+            else:  # log t + t / t: NaN at t == 0 as in PyTorch (the derivative of xlogy(t, t) there)
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    gt = gy * (xp.log(t) + 1 - x)
+                    gt = gy * (xp.log(t) + t / t - x)
         return gx, gt
 
     def backward_tensors(self, gy):
@@ -542,7 +601,7 @@ class _KLDiv(Function):
         gx = -gy * et if self.needs_input_grad[0] else None
         gt = None
         if self.needs_input_grad[1]:
-            gt = gy * et * (t - x + 1) if self.log_target else gy * (t.log() + 1 - x)
+            gt = gy * et * (t - x + 1) if self.log_target else gy * (t.log() + t / t - x)
         return gx, gt
 
 
@@ -559,6 +618,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     if reduction not in _REDUCTIONS + ("batchmean",):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     input, target = as_operand(input), as_operand(target, like=input)
+    _ew.check_broadcast(target, input)
     dt = float_dtype(result_dtype(input, target))
     loss = _KLDiv(log_target)(input.to(dt), target.to(dt))
     if reduction == "batchmean":
@@ -586,6 +646,7 @@ class _SoftMargin(Function):
 @autocast_mode.float32("cpu", "cuda")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
+    _ew.check_broadcast(input, target)
     return _reduce(_SoftMargin()(input, target.to(input.dtype)), reduction)
 
 
@@ -621,6 +682,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
     """x where y == 1, max(0, margin - x) where y == -1."""
     reduction = _reduction(size_average, reduce, reduction)
+    _ew.check_broadcast(target, input)
     zero = _ew.mul(input, 0.0)
     below = _ew.where(_ew.ne(target, 1), _ew.clamp(_ew.sub(margin, input), min=0), zero)
     above = _ew.where(_ew.ne(target, -1), input, zero)
@@ -632,10 +694,21 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where y == 1, max(0, cos(x1, x2) - margin) where y == -1."""
     reduction = _reduction(size_average, reduce, reduction)
-    if input1.ndim not in (1, 2) or input1.shape != input2.shape:
-        raise RuntimeError(f"cosine_embedding_loss expects 1D or 2D inputs of the same size, got "
-                           f"{input1.shape} and {input2.shape}")
-    cos = _cosine_embedding(input1, input2, input1.ndim - 1)
+    sizes = f"{list(input1.shape)} and {list(input2.shape)}"
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if target.ndim == 1 and not input1.ndim == input2.ndim == 2:
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with sizes {sizes}.")
+    if target.ndim == 0 and not input1.ndim == input2.ndim == 1:
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes {sizes}.")
+    _ew.check_broadcast(input1, input2)
+    dim = input1.ndim - 1
+    if input1.shape == input2.shape:
+        cos = _cosine_embedding(input1, input2, dim)
+    else:  # PyTorch broadcasts the product only: each squared norm sums its own input's elements
+        squares = _ew.mul(_ew.add(_ew.mul(input1, input1).sum(dim), 1e-12),
+                          _ew.add(_ew.mul(input2, input2).sum(dim), 1e-12))
+        cos = _ew.div(_ew.mul(input1, input2).sum(dim), _ew.sqrt(squares))
     _ew.check_broadcast(target, cos)
     zero = _ew.mul(cos, 0.0)
     pos = _ew.where(_ew.eq(target, 1), _ew.sub(1.0, cos), zero)
@@ -659,6 +732,8 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     """max(0, d(a, p) - d(a, n) + margin) with p-norm distances (``swap``: use min(d(a,n), d(p,n)))."""
     reduction = _reduction(size_average, reduce, reduction)
     _check_triplet(anchor, positive, negative, margin)
+    _ew.check_broadcast(anchor, positive)
+    _ew.check_broadcast(anchor, negative)
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
@@ -695,13 +770,13 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
-def _margin_batch(input, target, name):
+def _margin_batch(input, target):
     """The (C) or (N, C) ``input`` and its int64 ``target`` with a batch dim added where it had none."""
     if input.ndim not in (1, 2) or (input.ndim == 1 and input.numel() == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{list(input.shape)}")
     if target.dtype is not _dtype.int64:
-        raise RuntimeError(f"{name}: expected target of scalar type Long but found {target.dtype.title}")
+        raise RuntimeError(f"expected scalar type Long but found {target.dtype.title}")
     if input.ndim == 2:
         return input, target
     return input.unsqueeze(0), target.unsqueeze(0)
@@ -726,7 +801,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
-    x, t = _margin_batch(input, target, "multi_margin_loss")
+    x, t = _margin_batch(input, target)
     n, n_class = x.shape
     if tuple(t.shape) != (n,):
         raise RuntimeError(f"multi_margin_loss: target tensor should be 1-D with size equal to the number of "
@@ -750,7 +825,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """Multi-label hinge loss: the target row lists class indices up to its first -1; sample n's loss is
     the sum over listed j and unlisted i of max(0, 1 - (x[j] - x[i])), over C."""
     reduction = _reduction(size_average, reduce, reduction)
-    x, t = _margin_batch(input, target, "multilabel_margin_loss")
+    x, t = _margin_batch(input, target)
     if target.shape != input.shape:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
@@ -758,8 +833,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     listed = _ew.eq(_ew.eq(t, -1).cumsum(1), 0)
     tc = _ew.where(listed, t, 0)
     if bool(_ew.logical_and(listed, _ew.logical_or(_ew.lt(t, 0), _ew.ge(t, n_class))).any()):
-        raise RuntimeError(f"argument #2 'target' is out of range: class indices must lie in [0, {n_class}) "
-                           f"before the first -1")
+        raise RuntimeError("argument #2 'target' is out of range")
     hit = _ew.logical_and(listed.unsqueeze(2), _ew.eq(tc.unsqueeze(2), arange(n_class, device=t.device)))
     negatives = _ew.logical_not(hit.any(dim=1))
     pairs = _ew.logical_and(listed.unsqueeze(2), negatives.unsqueeze(1))
@@ -770,13 +844,20 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 
 @autocast_mode.float32("cpu", "cuda")
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
-    """Per-class binary logistic loss averaged over the classes (the last dim), optionally weighted."""
+    """Per-class binary logistic loss averaged over the classes, optionally weighted.
+
+    The classes are the input's last dim, counted from the front of the (broadcast) loss as in PyTorch: a
+    (C,) input with an (N, C) target sums over dim 0.
+    """
     reduction = _reduction(size_average, reduce, reduction)
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
     loss = _ew.neg(_ew.add(_ew.mul(target, logsigmoid(input)),
                            _ew.mul(_ew.sub(1, target), logsigmoid(_ew.neg(input)))))
     if weight is not None:
         loss = _ew.mul(loss, weight)
-    return _reduce(_ew.div(loss.sum(dim=-1), input.shape[-1]), reduction)
+    class_dim = input.ndim - 1
+    return _reduce(_ew.div(loss.sum(dim=class_dim), input.shape[class_dim]), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0,
