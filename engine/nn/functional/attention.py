@@ -9,6 +9,7 @@ import math
 
 from ... import ops
 from ..._dtype import bool_ as _bool
+from ..._dtype import cpp_name, float32
 from ...amp import autocast_mode
 from .dropout import dropout
 from .linear import linear
@@ -39,6 +40,21 @@ def _masked_softmax(scores):
     return ops.where(blocked, 0.0, weights)
 
 
+def _check_sdpa_inputs(query, key, value, attn_mask):
+    """torch's checks of the ranks and dtypes of the inputs and of the mask's dtype, with its messages."""
+    if min(query.dim(), key.dim(), value.dim()) < 2:
+        raise RuntimeError(f"Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
+                           f"{query.dim()} key.dim: {key.dim()} and value.dim: {value.dim()} instead.")
+    if not (query.dtype == key.dtype == value.dtype):
+        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
+                           f"{cpp_name(query.dtype)} key.dtype: {cpp_name(key.dtype)} and value.dtype: "
+                           f"{cpp_name(value.dtype)} instead.")
+    if attn_mask is not None and attn_mask.dtype not in (_bool, float32, query.dtype):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
+                           f"attn_mask.dtype: {cpp_name(attn_mask.dtype)} and  query.dtype: "
+                           f"{cpp_name(query.dtype)} instead.")
+
+
 @autocast_mode.lower_precision("cpu", "cuda")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False):
@@ -58,23 +74,22 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     _check_backends(query, key, value, dropout_p)
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-    if not (query.dtype == key.dtype == value.dtype):
-        raise RuntimeError(f"Expected query, key, and value to have the same dtype, but got query.dtype: "
-                           f"{query.dtype} key.dtype: {key.dtype} and value.dtype: {value.dtype} instead.")
+    _check_sdpa_inputs(query, key, value, attn_mask)
     if enable_gqa:
         key, value = _repeat_kv_heads(query, key, value)
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     scores = ops.matmul(query * scale, key.transpose(-2, -1))
     if is_causal:
         attn_mask = _causal_mask(query, key)
-    if attn_mask is None:
-        weights = ops.softmax(scores, -1)
-    else:
+    if attn_mask is not None:
         if attn_mask.dtype == _bool:
             scores = ops.where(attn_mask, scores, _NEG_INF)
         else:
-            scores = scores + attn_mask
-        weights = _masked_softmax(scores)
+            scores = scores + attn_mask.to(scores.dtype)  # a float32 mask keeps half-precision scores
+    if scores.shape[-1] == 0:
+        weights = scores  # no keys: the output is zeros, as torch's
+    else:
+        weights = ops.softmax(scores, -1) if attn_mask is None else _masked_softmax(scores)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return ops.matmul(weights, value)
@@ -113,8 +128,35 @@ def _in_projection(query, key, value, weight, bias):
 
 def _in_projection_separate(query, key, value, q_weight, k_weight, v_weight, bias, embed_dim):
     """q, k and v from three weights (key and value may have other widths than the query)."""
+    for name, weight, x in (("query", q_weight, query), ("key", k_weight, key), ("value", v_weight, value)):
+        if tuple(weight.shape) != (embed_dim, x.shape[-1]):
+            raise AssertionError(f"expecting {name} weights shape of {(embed_dim, x.shape[-1])}, but got "
+                                 f"{weight.shape}")
     b_q, b_k, b_v = (None, None, None) if bias is None else bias.split([embed_dim, embed_dim, embed_dim])
     return _project(query, q_weight, b_q), _project(key, k_weight, b_k), _project(value, v_weight, b_v)
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """Whether the call is batched (a 3-D query) or not (2-D), after torch's checks of the inputs' ranks."""
+    if query.dim() not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D "
+                             "query tensor")
+    batched = query.dim() == 3
+    kind, rank = ("batched (3-D)", 3) if batched else ("unbatched (2-D)", 2)
+    if key.dim() != rank or value.dim() != rank:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {rank}-D but found "
+                             f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != rank - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or {rank - 1}-D but "
+                             f"found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None and attn_mask.dim() not in (2, 3):
+        raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                             f"{attn_mask.dim()}-D tensor instead")
+    if not batched and attn_mask is not None and attn_mask.dim() == 3:
+        expected = (num_heads, query.shape[0], key.shape[0])
+        if tuple(attn_mask.shape) != expected:
+            raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
+    return batched
 
 
 def _check_attn_mask(attn_mask, tgt_len, src_len, batch_heads):
@@ -152,7 +194,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     key/value, ``add_zero_attn`` one zero key/value; ``static_k``/``static_v`` replace the projected
     keys/values ((N * num_heads, S, head_dim)).
     """
-    is_batched = query.dim() == 3
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
@@ -163,9 +205,11 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     head_dim = embed_dim // num_heads
     if head_dim * num_heads != embed_dim:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
-    if tuple(key.shape[:2]) != tuple(value.shape[:2]):
-        raise AssertionError(f"key's sequence and batch dims {tuple(key.shape[:2])} do not match value's "
-                             f"{tuple(value.shape[:2])}")
+    if use_separate_proj_weight and tuple(key.shape[:2]) != tuple(value.shape[:2]):
+        raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match value's "
+                             f"{value.shape[:2]}")
+    if not use_separate_proj_weight and tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
     key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask", query.dtype)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "

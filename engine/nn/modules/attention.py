@@ -4,7 +4,15 @@ Parameter names and registration order are PyTorch's, so its state_dicts load di
 ``in_proj_weight`` (3E, E) when keys and values have the query's width, else ``q_proj_weight``,
 ``k_proj_weight`` and ``v_proj_weight``; ``in_proj_bias`` (3E); ``bias_k``/``bias_v`` with
 ``add_bias_kv``; the output projection ``out_proj``.
+
+PyTorch's inference fast path (``torch._native_multi_head_attention``) computes the same values, except
+that a query row whose keys are all masked out comes out NaN where the reference path gives zeros;
+``MultiheadAttention`` reproduces that under PyTorch's conditions for taking the fast path.
 """
+from ... import ops
+from ..._dtype import bool_ as _bool
+from ...amp.autocast_mode import is_autocast_enabled
+from ...autograd.grad_mode import is_grad_enabled
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -84,6 +92,7 @@ class MultiheadAttention(Module):
                 average_attn_weights=True, is_causal=False):
         """The attention output (shaped like ``query``) and the weights (None unless ``need_weights``)."""
         is_batched = query.dim() == 3
+        fast = not need_weights and self._takes_fast_path(query, key, value, attn_mask, key_padding_mask)
         if self.batch_first and is_batched:
             query, key, value = self._sequence_first(query, key, value)
         output, weights = F.multi_head_attention_forward(
@@ -95,7 +104,39 @@ class MultiheadAttention(Module):
             average_attn_weights=average_attn_weights, is_causal=is_causal)
         if self.batch_first and is_batched:
             output = output.transpose(1, 0)
+        if fast:
+            output = output.masked_fill(self._dead_rows(output, attn_mask, key_padding_mask), float("nan"))
         return output, weights
+
+    def _takes_fast_path(self, query, key, value, attn_mask, key_padding_mask):
+        """Whether PyTorch would run this call on its fused inference kernel (its conditions, in its order)."""
+        if any(m is not None and m.dtype.is_floating_point for m in (attn_mask, key_padding_mask)):
+            return False
+        if query.dim() != 3 or query is not key or key is not value or self.in_proj_weight is None:
+            return False
+        if self.in_proj_bias is None or query.dtype != self.in_proj_bias.dtype:
+            return False  # without an input bias PyTorch takes the reference path
+        if query.dtype != self.in_proj_weight.dtype or self.training or self.num_heads % 2:
+            return False
+        if not self.batch_first or self.bias_k is not None or self.bias_v is not None or self.add_zero_attn:
+            return False
+        if not self._qkv_same_embed_dim or is_autocast_enabled():
+            return False
+        tensors = (query, self.in_proj_weight, self.in_proj_bias, self.out_proj.weight, self.out_proj.bias)
+        return not (is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors))
+
+    def _dead_rows(self, output, attn_mask, key_padding_mask):
+        """(N, L, 1) booleans: the query rows that some head sees no key from (boolean masks, True = masked)."""
+        batch, length = output.shape[:2]
+        blocked = None
+        if attn_mask is not None:
+            blocked = attn_mask.reshape(-1, 1 if attn_mask.dim() == 2 else self.num_heads, length, length)
+        if key_padding_mask is not None:
+            padding = key_padding_mask.reshape(batch, 1, 1, length)
+            blocked = padding if blocked is None else blocked | padding
+        if blocked is None:
+            return ops.zeros(batch, length, 1, dtype=_bool, device=output.device)
+        return blocked.all(dim=-1).any(dim=1).unsqueeze(-1)
 
     @staticmethod
     def _sequence_first(query, key, value):

@@ -18,6 +18,7 @@ import numbers
 import warnings
 
 from ... import ops
+from ...amp.autocast_mode import is_autocast_enabled
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -106,6 +107,21 @@ class RNNBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -bound, bound)
 
+    def flatten_parameters(self):
+        """Nothing to do: torch packs the weights into one cuDNN buffer here; the layers read them in place."""
+
+    @property
+    def _flat_weights(self):
+        """The parameters in torch's flat order (per layer and direction: w_ih, w_hh, b_ih, b_hh, w_hr)."""
+        return [getattr(self, name) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self):
+        """The parameters as one list per layer and direction, in torch's order."""
+        per_cell = len(self._flat_weights_names) // (self.num_layers * (2 if self.bidirectional else 1))
+        flat = self._flat_weights
+        return [flat[i:i + per_cell] for i in range(0, len(flat), per_cell)]
+
     def _weights(self, layer, direction):
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
         get = lambda name: getattr(self, name + suffix, None)  # noqa: E731
@@ -126,9 +142,16 @@ class RNNBase(Module):
                 raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D tensor "
                                  "instead")
             unbatched = input.dim() == 2
+            self._check_state_ranks(hx, input.dim())
             padded = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
             steps, batch = padded.shape[:2]
             x, batch_sizes = padded.reshape(steps * batch, padded.shape[2]), [batch] * steps
+        weight = self.weight_ih_l0
+        if x.dtype != weight.dtype and not (is_autocast_enabled("cpu") or is_autocast_enabled("cuda")):
+            raise ValueError(f"RNN input dtype ({x.dtype}) does not match weight dtype ({weight.dtype}). Convert "
+                             f"input: input.to({weight.dtype}), or convert model: model.to({x.dtype})")
+        if not batch_sizes:
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, got "
                                f"{x.shape[-1]}")
@@ -145,6 +168,18 @@ class RNNBase(Module):
             output = output.squeeze(1) if unbatched else (output.transpose(0, 1) if self.batch_first else output)
             last = tuple(s.squeeze(1) for s in last) if unbatched else last
         return (output, last) if self.mode == "LSTM" else (output, last[0])
+
+    def _check_state_ranks(self, hx, rank):
+        """torch's check that the given initial states have the input's rank (3-D batched, 2-D unbatched)."""
+        if hx is None:
+            return
+        kind = "batched 3-D" if rank == 3 else "unbatched 2-D"
+        if self.mode == "LSTM":
+            if hx[0].dim() != rank or hx[1].dim() != rank:
+                raise RuntimeError(f"For {kind} input, hx and cx should also be {rank}-D but got ({hx[0].dim()}-D, "
+                                   f"{hx[1].dim()}-D) tensors")
+        elif hx.dim() != rank:
+            raise RuntimeError(f"For {kind} input, hx should also be {rank}-D but got {hx.dim()}-D tensor")
 
     def _initial_states(self, batch, like, hx, unbatched):
         """The initial states as a tuple, (h_0, c_0) for LSTM or (h_0,), each (layers * directions, batch, H):

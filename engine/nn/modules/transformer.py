@@ -2,10 +2,11 @@
 Need"; ``norm_first`` is the pre-norm variant of Xiong et al. 2020) with PyTorch's arguments and names.
 
 PyTorch's inference fast paths (fused kernels, nested tensors) compute the same values in other ways;
-one difference shows, and ``TransformerEncoder`` reproduces it: where PyTorch would run the stack on a
-nested tensor (``enable_nested_tensor``, eval mode, no gradient needed, a left-aligned key padding mask and
-no attention mask), the padded positions of the layers' output are zeros (then the final ``norm``'s output
-for zeros), not the values computed there.
+where the results differ, these modules reproduce them: where PyTorch would run the stack on a nested
+tensor (``enable_nested_tensor``, eval mode, no gradient needed, a left-aligned key padding mask and no
+attention mask), the padded positions of ``TransformerEncoder``'s output are zeros (then the final
+``norm``'s output for zeros), not the values computed there; where it would run an encoder layer on its
+fused kernel, the layer reads its masks as booleans and a query row that sees no key is NaN.
 """
 import copy
 
@@ -84,7 +85,17 @@ class TransformerEncoderLayer(Module):
         self.activation = activation
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
-        """``src`` (S, N, E), (N, S, E) with ``batch_first``, or (S, E); masks as in MultiheadAttention."""
+        """``src`` (S, N, E), (N, S, E) with ``batch_first``, or (S, E); masks as in MultiheadAttention.
+
+        As PyTorch's, the masks are made float (-inf where masked) before attention, and where PyTorch would run
+        its fused inference kernel (see ``_takes_fast_path``) they act as booleans instead: any nonzero entry,
+        a float one included, masks its position out, and a query row that sees no key comes out NaN.
+        """
+        src_key_padding_mask = _canonical_mask(src_key_padding_mask, "src_key_padding_mask", src.dtype)
+        src_mask = _canonical_mask(src_mask, "src_mask", src.dtype)
+        if self._takes_fast_path(src):
+            src_key_padding_mask = None if src_key_padding_mask is None else src_key_padding_mask != 0
+            src_mask = None if src_mask is None else src_mask != 0
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -93,6 +104,22 @@ class TransformerEncoderLayer(Module):
             x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
             x = self.norm2(x + self._ff_block(x))
         return x
+
+    def _takes_fast_path(self, src):
+        """Whether PyTorch would run this layer on ``torch._transformer_encoder_layer_fwd`` (its conditions)."""
+        attn = self.self_attn
+        if src.dim() != 3 or self.training or not attn.batch_first or attn.in_proj_bias is None:
+            return False
+        if not attn._qkv_same_embed_dim or not self.activation_relu_or_gelu or self.norm1.eps != self.norm2.eps:
+            return False
+        if attn.num_heads % 2 or is_autocast_enabled():
+            return False
+        if any(m._forward_hooks or m._forward_pre_hooks for m in self.modules()):
+            return False
+        tensors = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight, attn.out_proj.bias,
+                   self.norm1.weight, self.norm1.bias, self.norm2.weight, self.norm2.bias, self.linear1.weight,
+                   self.linear1.bias, self.linear2.weight, self.linear2.bias)
+        return not (is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
@@ -156,6 +183,8 @@ class TransformerEncoder(Module):
                    layer.linear2.bias)
         if is_grad_enabled() and any(t is not None and t.requires_grad for t in (src,) + weights):
             return None
+        if bool(padded.all()):  # a nested tensor of empty sequences only: PyTorch cannot pad it back
+            raise RuntimeError("to_padded_tensor: at least one constituent tensor should have non-zero numel")
         return padded
 
 
