@@ -571,6 +571,9 @@ class Softmax(Function):
 
     def forward(self, x):
         xp, axis = xp_of(x), self.dim if x.ndim else None
+        if x.size == 0:  # nothing to normalise (torch's empty result; numpy's max has no identity)
+            self.y = xp.empty_like(x, order="C")
+            return self.y
         if not x.flags.c_contiguous:
             x = xp.ascontiguousarray(x)
         e = xp.asarray(_opmath(x) - x.max(axis=axis, keepdims=True))  # 0-d inputs may arrive as numpy scalars
@@ -601,6 +604,9 @@ class LogSoftmax(Function):
         self.dim = dim
 
     def forward(self, x):
+        if x.size == 0:  # as Softmax
+            self.y = xp_of(x).empty_like(x, order="C")
+            return self.y
         if not x.flags.c_contiguous:
             x = xp_of(x).ascontiguousarray(x)
         self.y, y = _rounded_once(self, x, log_softmax_array(xp_of(x), _opmath(x), self.dim if x.ndim else None))

@@ -236,3 +236,16 @@ def test_gumbel_softmax_draws_torch_s_samples(hard, dim):
         assert (out.detach().numpy().sum(dim) == 1).all()
     with pytest.warns(UserWarning, match="`eps` parameter is deprecated"):
         F.gumbel_softmax(engine.from_numpy(logits), eps=1e-3)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, dim", [((2, 0), -1), ((0, 3), 0), ((0, 3), 1), ((2, 0, 4), 1)])
+def test_softmax_of_empty_tensors(name, shape, dim):
+    """torch returns an empty result (and an empty gradient); numpy's max over no values raised."""
+    ours = engine.zeros(shape, requires_grad=True)
+    theirs = torch.zeros(shape, requires_grad=True)
+    y, ty = getattr(engine, name)(ours, dim), getattr(torch, name)(theirs, dim)
+    assert tuple(y.shape) == tuple(ty.shape) and y.dtype == engine.float32
+    y.sum().backward()
+    ty.sum().backward()
+    assert tuple(ours.grad.shape) == tuple(theirs.grad.shape)
