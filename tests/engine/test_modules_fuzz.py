@@ -303,7 +303,7 @@ def test_lstm_cell_second_state_checked():
 
 
 def test_rnn_input_rank_message():
-    with pytest.raises(ValueError, match="^GRU: Expected input to be 2D or 3D, got 4D tensor instead$"):
+    with pytest.raises(ValueError, match="^GRU: Expected input to be 2D or 3D, got 4D instead$"):
         enn.GRU(3, 4)(engine.zeros(1, 2, 3, 3))
 
 

@@ -139,8 +139,8 @@ class RNNBase(Module):
             x, batch_sizes, unbatched = input.data, input.batch_sizes.tolist(), False
         else:
             if input.dim() not in (2, 3):
-                raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got {input.dim()}D tensor "
-                                 "instead")
+                name, noun = ("RNN", "tensor ") if self.mode.startswith("RNN") else (self.mode, "")  # torch's two texts
+                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D {noun}instead")
             unbatched = input.dim() == 2
             self._check_state_ranks(hx, input.dim())
             padded = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first else input)
