@@ -7,8 +7,9 @@ from ..pool_geometry import adaptive_output_size as _output_size, bins as _bins,
 from .scratch import phase_windows, scratch
 from .threads import copyto, parallel_chunks
 
-MaxPoolSaved = namedtuple("MaxPoolSaved", "indices x_shape overlap")
-MaxPoolSaved.__doc__ = "What the max-pool backwards need: flat argmax indices and whether windows overlap."
+MaxPoolSaved = namedtuple("MaxPoolSaved", "indices x_shape overlap outside", defaults=(False,))
+MaxPoolSaved.__doc__ = ("What the max-pool backwards need: flat argmax indices, whether windows overlap and whether "
+                        "some index lies outside its plane (a window wholly in the padding).")
 
 AvgPoolSaved = namedtuple("AvgPoolSaved", "x_shape divisor kernel stride padding")
 AvgPoolSaved.__doc__ = "What avg_pool2d_backward needs: the geometry and the (OH, OW) divisor."
@@ -100,7 +101,8 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
             index_rows[lo:hi] = np.where(np.isneginf(y_rows[lo:hi]), first_h[:, None] * W + first_w, index_rows[lo:hi])
     parallel_chunks(part, N * C, x.nbytes)
     overlap = s[0] < d[0] * (k[0] - 1) + 1 or s[1] < d[1] * (k[1] - 1) + 1
-    return y, indices, MaxPoolSaved(indices, x.shape, overlap)
+    outside = bool((first_h >= H).any() or (first_w >= W).any())  # such a window's index is torch's, past the plane
+    return y, indices, MaxPoolSaved(indices, x.shape, overlap, outside)
 
 
 def max_pool2d_values_forward(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -133,7 +135,10 @@ def max_pool2d_backward(gy, saved):
     gx = np.zeros(N * C * H * W, gy.dtype)
     planes = saved.indices.reshape(N * C, saved.indices.shape[2] * saved.indices.shape[3])
     flat = (planes + np.arange(0, N * C * H * W, H * W)[:, None]).ravel()
-    if saved.overlap:
+    if saved.outside:  # windows wholly in the padding: no input element takes their gradient
+        inside = (planes < H * W).ravel()
+        np.add.at(gx, flat[inside], gy.reshape(-1)[inside])
+    elif saved.overlap:
         np.add.at(gx, flat, gy.reshape(-1))
     else:  # each input position lies in at most one window: indices are unique, plain assignment suffices
         gx[flat] = gy.reshape(-1)

@@ -154,6 +154,9 @@ def _check(input, weight, bias, nd, groups, transposed=False, stride=1, padding=
         raise RuntimeError("weight should have at least three dimensions" if weight.dim() < 3 else
                            f"Expected {nd + 2}-dimensional weight for conv{nd}d, but got "
                            f"{weight.dim()}-dimensional weight of size {list(weight.shape)}")
+    if not transposed and weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at dimension 0, but got "
+                           f"weight of size {list(weight.shape)} instead")
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to conv{nd}d, but got "
                            f"input of size: {list(input.shape)}")
@@ -174,7 +177,8 @@ def _check(input, weight, bias, nd, groups, transposed=False, stride=1, padding=
                            f"{channels} channels instead")
     out_channels = weight.shape[1] * groups if transposed else weight.shape[0]
     if bias is not None and tuple(bias.shape) != (out_channels,):
-        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+        raise RuntimeError(f"Given {'transposed=1, ' if transposed else ''}weight of size {list(weight.shape)}, "
+                           "expected bias to be 1-dimensional with "
                            f"{out_channels} elements, but got bias of size {list(bias.shape)} instead")
     if min(_tuple(dilation, nd, "dilation")) <= 0:
         raise RuntimeError("non-positive dilation is not supported")
@@ -276,10 +280,10 @@ def _transposed_geometry(input, weight, bias, stride, padding, output_padding, g
     output_padding, dilation = _tuple(output_padding, nd, "output_padding"), _tuple(dilation, nd, "dilation")
     for op, s, d in zip(output_padding, stride, dilation):
         if op >= s and op >= d:
-            got = (f"output_padding: {list(output_padding)}, stride: {list(stride)}, dilation: {list(dilation)}"
-                   if nd < 3 else " ".join(f"{name}_{axis}: {v}" for name, values in (
-                       ("output_padding", output_padding), ("stride", stride), ("dilation", dilation))
-                       for axis, v in zip(("depth", "height", "width"), values)))
+            axes = ("depth", "height", "width")[-max(nd, 2):]  # 1-D as 2-D over a unit height
+            got = " ".join(f"{name}_{axis}: {v}" for name, values, fill in (
+                ("output_padding", output_padding, 0), ("stride", stride, 1), ("dilation", dilation, 1))
+                for axis, v in zip(axes, (fill,) * (len(axes) - nd) + values))
             raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got {got}")
     spatial = ([1] if nd == 1 else []) + list(input.shape[-nd:])
     extents = list(zip(stride, padding, output_padding, dilation, weight.shape[2:]))

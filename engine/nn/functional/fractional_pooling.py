@@ -49,12 +49,18 @@ def _output_sizes(nd, name, input, output_size, output_ratio):
 
 
 def _checked_input(nd, name, input):
-    """``input`` with a batch axis and whether it had none, with torch's error for a wrong rank."""
+    """``input`` with a batch axis and whether it had none, with torch's errors for a wrong rank and for empty
+    non-batch dims."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
     if input.dim() not in (nd + 1, nd + 2):
         op = name if nd == 2 else name + "_out"
         raise RuntimeError(f"{op}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: {list(input.shape)}")
+    empty = [d for d in range(1, input.dim()) if input.shape[d] == 0]
+    if empty:
+        op = name if nd == 2 else name + "_out"
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but got"
+                           f"{list(input.shape)} with dimension {empty[0]} being empty.")
     unbatched = input.dim() == nd + 1
     return (input.unsqueeze(0) if unbatched else input), unbatched
 
@@ -121,7 +127,8 @@ def _fractional_max_pool(nd, name, input, kernel_size, output_size, output_ratio
     samples = _checked_samples(nd, x, _random_samples)
     n, c = x.shape[:2]
     windows = _window_indices(samples, tuple(x.shape[2:]), kernel, out)
-    values = x.reshape(n, c, -1).gather(2, windows.reshape(n, c, -1)).reshape(windows.shape)
+    planes = x.reshape(n, c, math.prod(x.shape[2:]))  # sizes spelled out: -1 is ambiguous for an empty batch
+    values = planes.gather(2, windows.reshape(n, c, math.prod(windows.shape[2:]))).reshape(windows.shape)
     best = values.max(dim=-1)
     y = best.values.reshape(n, c, *out)
     indices = windows.gather(-1, best.indices[..., None]).reshape(n, c, *out)

@@ -74,10 +74,12 @@ class _PickAtIndices(Function):
         self.pool = pool
 
     def forward(self, x):
-        idx = self.pool.indices
-        flat = x.reshape(x.shape[:2] + (-1,))
-        picked = xp_of(x).take_along_axis(flat, idx.reshape(idx.shape[:2] + (-1,)), 2)
-        return picked.reshape(idx.shape)
+        xp, idx = xp_of(x), self.pool.indices
+        flat, at = x.reshape(x.shape[:2] + (-1,)), idx.reshape(idx.shape[:2] + (-1,))
+        outside = at >= flat.shape[2]  # a window wholly in the padding: its index is past the plane, its value 0
+        if outside.any():
+            return xp.where(outside, 0, xp.take_along_axis(flat, xp.where(outside, 0, at), 2)).reshape(idx.shape)
+        return xp.take_along_axis(flat, at, 2).reshape(idx.shape)
 
     def backward(self, gy):
         return self.pool.backward(gy)
@@ -99,6 +101,7 @@ def _run(kind, input, nd, args, return_indices=False):
                         f"{type(input).__name__}")
     name = kind.replace("2d", f"{nd}d")
     pool_arguments.check_rank(name, input, nd)
+    _check_nonempty(kind, input, nd)
     if kind.startswith("adaptive"):
         empty = _empty_adaptive(input, nd, args[0], return_indices)
         if empty is not None:
@@ -118,6 +121,30 @@ def _run(kind, input, nd, args, return_indices=False):
         return (y, indices) if return_indices else y
     out = _memory_format.like_input(x, out)
     return out.squeeze(0) if unbatched else out
+
+
+def _check_nonempty(kind, input, nd):
+    """torch's refusals of empty non-batch dims (an empty batch is fine), with the message and the dims of its
+    ``kind`` of pooling; 1-D pooling is checked as the 2-D pooling over a unit height it runs as, but for
+    adaptive_max_pool1d, which torch checks apart."""
+    shape = list(input.shape)
+    if nd == 1 and kind != "adaptive_max_pool2d":
+        shape.insert(-1, 1)
+    if kind == "adaptive_avg_pool2d":
+        dims = (len(shape) - 2, len(shape) - 1)
+    elif kind == "adaptive_max_pool2d":
+        dims = range(1, len(shape))
+    else:  # all dims of an unbatched input
+        dims = range(1 if len(shape) == 4 else 0, len(shape))
+    empty = [d for d in dims if shape[d] == 0]
+    if not empty:
+        return
+    if kind.startswith("adaptive"):
+        name = kind.replace("2d", f"{nd}d") if kind == "adaptive_max_pool2d" else kind
+        raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but input has "
+                           f"sizes {shape} with dimension {empty[0]} being empty")
+    raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but "
+                       f"got:{shape}")
 
 
 def _empty_adaptive(input, nd, output_size, return_indices):
@@ -141,6 +168,28 @@ def _check_padding(kernel_size, padding, nd, dilation=1):
                                f"kernel_size={k} and dilation={d}")
 
 
+def _check_max_pool1d_window(input, kernel_size, stride, padding, dilation, ceil_mode):
+    """max_pool1d's own refusals of a padding over half the kernel, of empty non-batch dims and of an empty
+    output (without indices; with them torch checks it as a 2-D pooling, as ``_check_padding``, ``_run`` and the
+    kernels do)."""
+    k, p, d = (_expand(v, 1)[0] for v in (kernel_size, padding, dilation))
+    s = k if stride in (None, (), []) else _expand(stride, 1)[0]
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but got padding={p} and "
+                           f"kernel_size={k}")
+    if not isinstance(input, Tensor) or input.dim() not in (2, 3):
+        return  # for ``_run``'s errors
+    if 0 in input.shape[input.dim() - 2:]:
+        raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size for "
+                           f"input, but got:{list(input.shape)}")
+    width = input.shape[-1]
+    out = (width + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= width + p:
+        out -= 1
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     kernel_size, stride, padding, dilation = pool_arguments.plain_ints(kernel_size, stride, padding, dilation)
     if getattr(input, "is_quantized", False):
@@ -154,7 +203,10 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     kernel_size, stride, padding, dilation = pool_arguments.plain_ints(kernel_size, stride, padding, dilation)
     pool_arguments.check_max_pool1d(kernel_size, stride, padding, dilation)
-    _check_padding(kernel_size, padding, 1)
+    if return_indices:  # torch checks it as the 2-D pooling it runs
+        _check_padding(kernel_size, padding, 1)
+    else:
+        _check_max_pool1d_window(input, kernel_size, stride, padding, dilation, ceil_mode)
     args = (_as_2d(kernel_size, 1), _as_2d(stride, 1), _as_2d(padding, 0), _as_2d(dilation, 1), ceil_mode)
     return _run("max_pool2d", input, 1, args, return_indices)
 

@@ -11,6 +11,7 @@ no 3-d kernel is needed, and autograd chains the two backward passes. The result
   product of the two passes' averages is the box's; ``divisor_override`` divides the two passes' sums;
 - adaptive: the bins of each axis are independent of the other axes.
 """
+from ... import _dtype
 from ...amp import autocast_mode
 from ...tensor import Tensor
 from .pool_arguments import plain_ints
@@ -32,16 +33,26 @@ def _checked_input(op, input):
     """``input`` as a 5-D batch and whether it was unbatched, with torch's errors."""
     if not isinstance(input, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(input).__name__}")
-    if input.dim() not in (4, 5) or any(n == 0 for n in input.shape[-4:]):
-        if op.startswith("adaptive"):
+    if op.startswith("adaptive"):
+        if input.dim() not in (4, 5):
             got = ": " if op == "adaptive_max_pool3d" else " "
             raise RuntimeError(f"{op}(): Expected 4D or 5D tensor, but got{got}{list(input.shape)}")
+        empty = [d for d in range(1, input.dim()) if input.shape[d] == 0]
+        if empty:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {list(input.shape)} with dimension {empty[0]} being empty")
+    elif input.dim() not in (4, 5):
         raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    elif 0 in input.shape[-4:]:  # torch's message names the empty dim by its size, always 0
+        where = "max_pool3d_with_indices_out_cpu_template" if op == "max_pool3d" else op
+        raise RuntimeError(f"{where}(): Expected input's non-batch dimensions to have positive length, but input "
+                           f"has a shape of {list(input.shape)} and non-batch dimension 0 has length zero!")
     return (input.unsqueeze(0), True) if input.dim() == 4 else (input, False)
 
 
 def _check_window(op, input, kernel, stride, padding, dilation, ceil_mode):
-    """torch's checks of a 3-d window on ``input``: zero strides, over-wide padding, empty outputs."""
+    """torch's checks of a 3-d window on ``input``: zero strides, over-wide padding, an average pooling's input
+    smaller than its window, empty outputs."""
     if any(s == 0 for s in stride):
         raise RuntimeError("stride should not be zero")
     for name, values in (("kernel size", kernel), ("dilation", dilation)):
@@ -55,6 +66,10 @@ def _check_window(op, input, kernel, stride, padding, dilation, ceil_mode):
         if 2 * p > k:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p}, "
                                f"kernel_size={k} and dilation={d}")
+    if op == "avg_pool3d" and any(n < k for n, k in zip(input.shape[-3:], kernel)):
+        t, h, w = input.shape[-3:]  # torch's average pooling wants the unpadded input to hold a window
+        raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
+                           f"(kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
     sizes = []
     for n, k, s, p, d in zip(input.shape[-3:], kernel, stride, padding, dilation):
         span = n + 2 * p - d * (k - 1) - 1
@@ -64,10 +79,6 @@ def _check_window(op, input, kernel, stride, padding, dilation, ceil_mode):
         sizes.append(out)
     if any(n < 1 for n in sizes):
         channels_and_input = "x".join(str(n) for n in input.shape[-4:])
-        if op == "avg_pool3d":
-            t, h, w = input.shape[-3:]
-            raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
-                               f"(kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
         raise RuntimeError(f"Given input size: ({channels_and_input}). Calculated output size: "
                            f"({input.shape[-4]}x{'x'.join(map(str, sizes))}). Output size is too small")
 
@@ -109,6 +120,19 @@ def _two_pass_max(x, plane_pool, depth_pool, return_indices):
     z, depth_indices = z
     indices = _flat_indices(depth_indices, _depth_rows(plane_indices, c, d), plane[0] * plane[1], h * w)
     return _volumes(z, plane), _volumes(indices, plane)
+
+
+def _widened(x):
+    """``x`` in float32 where it is float16 or bfloat16: the two passes of an average would round the
+    intermediate averages to the narrow type, where torch's 3-d kernel rounds the box's average once."""
+    return x.float() if x.dtype in (_dtype.float16, _dtype.bfloat16) else x
+
+
+def _empty_output(x, sizes, return_indices):
+    """torch's empty output of an adaptive pooling of ``x`` (and its indices), still joined to the graph of
+    ``x``: the passes' bins need at least one element on each axis."""
+    out = x.reshape(-1)[:0].reshape(tuple(x.shape[:2]) + tuple(sizes))
+    return (out, out.detach().long()) if return_indices else out
 
 
 def _unbatched(out, unbatched):
@@ -154,14 +178,14 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     _check_window("avg_pool3d", x, kernel, stride, padding, (1, 1, 1), ceil_mode)
     sums = None if divisor_override is None else 1  # each pass sums; the override divides once at the end
     n, c, d, h, w = x.shape
-    y = avg_pool2d(_slices(x), kernel[1:], stride[1:], padding[1:], ceil_mode, count_include_pad, sums)
+    y = avg_pool2d(_slices(_widened(x)), kernel[1:], stride[1:], padding[1:], ceil_mode, count_include_pad, sums)
     plane = tuple(y.shape[-2:])
     z = avg_pool2d(_depth_rows(y, c, d), (kernel[0], 1), (stride[0], 1), (padding[0], 0), ceil_mode,
                    count_include_pad, sums)
     out = _volumes(z, plane)
     if divisor_override is not None:
         out = out / divisor_override
-    return _unbatched(out, unbatched)
+    return _unbatched(out.to(x.dtype), unbatched)
 
 
 def _adaptive_triple(op, output_size):
@@ -190,10 +214,12 @@ def adaptive_avg_pool3d(input, output_size):
     sizes = _adaptive_triple("adaptive_avg_pool3d", output_size)
     x, unbatched = _checked_input("adaptive_avg_pool3d", input)
     od, oh, ow = _adaptive_sizes("adaptive_avg_pool3d", x, sizes)
+    if 0 in (od, oh, ow):
+        return _unbatched(_empty_output(x, (od, oh, ow), False), unbatched)
     n, c, d, h, w = x.shape
-    y = adaptive_avg_pool2d(_slices(x), (oh, ow))
+    y = adaptive_avg_pool2d(_slices(_widened(x)), (oh, ow))
     z = adaptive_avg_pool2d(_depth_rows(y, c, d), (od, oh * ow))
-    return _unbatched(_volumes(z, (oh, ow)), unbatched)
+    return _unbatched(_volumes(z, (oh, ow)).to(x.dtype), unbatched)
 
 
 @autocast_mode.float32("cpu")
@@ -202,6 +228,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     sizes = _adaptive_triple("adaptive_max_pool3d", output_size)
     x, unbatched = _checked_input("adaptive_max_pool3d", input)
     od, oh, ow = _adaptive_sizes("adaptive_max_pool3d", x, sizes)
+    if 0 in (x.shape[1], od, oh, ow):  # an empty output axis, or an unbatched input without channels
+        return _unbatched(_empty_output(x, (od, oh, ow), return_indices), unbatched)
 
     def plane_pool(slices, indices):
         return adaptive_max_pool2d(slices, (oh, ow), indices)

@@ -59,6 +59,9 @@ def _unpool(input, indices, sizes):
     n, c = x.shape[:2]
     plane = math.prod(sizes)
     flat_idx = idx.reshape(n, c, -1)
+    if plane == 0:  # torch returns the empty output without looking at the indices
+        out = x.reshape(n, c, -1)[:, :, :0].reshape(n, c, *sizes)
+        return out.squeeze(0) if unbatched else out
     invalid = (flat_idx < 0) | (flat_idx >= plane)
     if invalid.any():
         raise RuntimeError(f"Found an invalid max index: {int(flat_idx[invalid][0])} (output volumes are of size "

@@ -39,7 +39,8 @@ extern "C" __global__ void max_pool_forward(const T* __restrict__ x, T* __restri
 extern "C" __global__ void max_pool_backward(const T* __restrict__ gy, const index_t* __restrict__ indices,
                                              T* __restrict__ gx, index_t NC, index_t HW, index_t OHW) {
     GRID_LOOP(idx, NC * OHW) {
-        atomicAdd(gx + (idx / OHW) * HW + indices[idx], gy[idx]);
+        const index_t at = indices[idx];
+        if (at < HW) atomicAdd(gx + (idx / OHW) * HW + at, gy[idx]);  // a window wholly in the padding: no input
     }
 }
 
