@@ -113,18 +113,21 @@ def _class_weights_shape(rank):
     return [1, -1] + [1] * (rank - 2)
 
 
+def _batched(ctx, x, t):
+    """An unbatched (C,) input and its target with a batch axis added; (x, t, unbatched, rank, classes)."""
+    unbatched = len(ctx.in_shape(0)) == 1
+    if unbatched:
+        x, t = ctx.unsqueeze(x, [0]), ctx.unsqueeze(t, [0])
+    return x, t, unbatched, max(len(ctx.in_shape(0)), 2), ctx.in_shape(0)[0 if unbatched else 1]
+
+
 @converts(loss._ClassLoss)
 def class_loss(ctx):
     """NLL of log-probabilities (or of log_softmax(logits)) at class indices, skipping ``ignore_index``:
     loss_n = -(1 - eps) w[t_n] logp[n, t_n] - (eps / C) sum_c w_c logp[n, c]; the mean divides by the
     sum of w[t_n] over the targets kept."""
     dtype = ctx.out_dtype()
-    x, t = ctx.input(0, dtype), ctx.input(1, np.int64)
-    unbatched = len(ctx.in_shape(0)) == 1
-    if unbatched:
-        x, t = ctx.unsqueeze(x, [0]), ctx.unsqueeze(t, [0])
-    rank = max(len(ctx.in_shape(0)), 2)
-    n_class = ctx.in_shape(0)[0 if unbatched else 1]
+    x, t, unbatched, rank, n_class = _batched(ctx, ctx.input(0, dtype), ctx.input(1, np.int64))
     eps, reduction = ctx.state["eps"], ctx.state["reduction"]
     logp = ctx.g.node("LogSoftmax", [x], axis=1) if ctx.state["from_logits"] else x
     valid = ctx.g.node("Not", [ctx.g.node("Equal", [t, ctx.scalar(ctx.state["ignore_index"], np.int64)])])
@@ -155,12 +158,7 @@ def class_loss(ctx):
 def soft_target_ce(ctx):
     """-sum_c w_c t'_c log_softmax(x)_c with t' = (1 - eps) t + eps / C (class probabilities)."""
     dtype = ctx.out_dtype()
-    x, t = ctx.input(0, dtype), ctx.input(1, dtype)
-    unbatched = len(ctx.in_shape(0)) == 1
-    if unbatched:
-        x, t = ctx.unsqueeze(x, [0]), ctx.unsqueeze(t, [0])
-    rank = max(len(ctx.in_shape(0)), 2)
-    n_class = ctx.in_shape(0)[0 if unbatched else 1]
+    x, t, unbatched, rank, n_class = _batched(ctx, ctx.input(0, dtype), ctx.input(1, dtype))
     eps, reduction = ctx.state["eps"], ctx.state["reduction"]
     if eps:
         t = ctx.g.node("Add", [ctx.g.node("Mul", [t, ctx.scalar(1 - eps, dtype)]), ctx.scalar(eps / n_class, dtype)])
