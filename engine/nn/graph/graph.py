@@ -341,14 +341,11 @@ class Graph:
         nn.Parameter(...)``, ``load_state_dict(..., assign=True)``) needs a new trace, as eager code would read the
         new one; and a training plan's backward reaches the parameters that required grad when it was traced, so a
         frozen one (``requires_grad_(False)``) needs one too, or the optimizer would still move it."""
-        modes, held = [], []
-        for module in self._modules.values():
-            for m in module.modules():
-                modes.append(m.training)
-                held += [(id(p), p is not None and p.requires_grad) for p in m._parameters.values()]
-                held += [id(t) for t in m._buffers.values()]
-        return (tuple((tuple(t.shape), t.dtype.name, str(t.device)) for t in leaves), repr(spec), tuple(modes),
-                tuple(held))
+        modules = [m for module in self._modules.values() for m in module.modules()]
+        held = tuple(p if p is None else (id(p), p.requires_grad) for m in modules for p in m._parameters.values())
+        held += tuple(id(t) for m in modules for t in m._buffers.values())
+        return (tuple((tuple(t.shape), t.dtype.name, str(t.device)) for t in leaves), repr(spec),
+                tuple(m.training for m in modules), held)
 
     def _run(self, inputs, grad_scale):
         leaves = []
