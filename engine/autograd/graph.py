@@ -46,6 +46,30 @@ def _plain(value):
     return value is None or isinstance(value, (bool, int, float, complex, str, slice, np.dtype, _dtype.dtype))
 
 
+def reached_leaves(tensors):
+    """The leaf tensors requiring grad that a backward from ``tensors`` would reach (each once, in no set order):
+    those among ``tensors`` themselves and those behind their ``grad_fn``s."""
+    from ..tensor import Tensor
+    stack, seen = [], set()
+    for t in tensors:
+        if isinstance(t, Tensor) and t.requires_grad:
+            if t.grad_fn is None:
+                yield t
+            else:
+                stack.append(t.grad_fn)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            leaf = node.variable
+            if leaf is not None:
+                yield leaf
+            continue
+        stack.extend(edge[0] for edge in getattr(node, "next_edges", ()) if edge is not None)
+
+
 def _run_hooks(hooks, grad):
     from ..tensor import _new
     for hook in hooks:

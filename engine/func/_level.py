@@ -7,7 +7,7 @@ differentiates through this one) and runs the ordinary autograd engine. Its resu
 they come back detached, as torch's unwrapped results do. Nested transforms (``grad(grad(f))``, ``jacrev(jacrev(f))``,
 ``vmap(grad(f))``) therefore work through higher-order gradients, with no levels of their own.
 """
-from ..autograd.function import AccumulateGrad
+from ..autograd.graph import reached_leaves
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 
@@ -34,25 +34,7 @@ class Level:
 
     def reaches_outside(self, tensors):
         """Whether any of ``tensors`` depends on a tensor requiring grad that this transform did not make."""
-        stack, seen = [], set()
-        for t in tensors:
-            if isinstance(t, Tensor) and t.requires_grad:
-                if t.grad_fn is None:
-                    if id(t) not in self.owned:
-                        return True
-                else:
-                    stack.append(t.grad_fn)
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if isinstance(node, AccumulateGrad):
-                if id(node.variable) not in self.owned:
-                    return True
-                continue
-            stack.extend(edge[0] for edge in node.next_edges if edge is not None)
-        return False
+        return any(id(leaf) not in self.owned for leaf in reached_leaves(tensors))
 
     def needs_graph(self, tensors):
         """Whether derivatives of ``tensors`` must be recorded (``create_graph``) for someone outside."""

@@ -19,7 +19,7 @@ import warnings
 
 from ... import backends
 from ...autograd import grad_mode
-from ...autograd.function import AccumulateGrad
+from ...autograd.graph import reached_leaves
 from ...backends.flag_module import switched
 from ...ops._common import xp_of
 from ...tensor import Tensor, _new
@@ -136,25 +136,6 @@ def _split_batch(obj, n):
         parts = {k: _split_batch(v, n) for k, v in obj.items()}
         return [{k: v[i] for k, v in parts.items()} for i in range(n)]
     return [obj] * n
-
-
-def _reached_leaves(roots):
-    """{id: tensor} of the leaf tensors whose gradients a backward from ``roots`` accumulates."""
-    found = {id(r): r for r in roots if r.grad_fn is None and r.requires_grad}
-    stack = [r.grad_fn for r in roots if r.grad_fn is not None]
-    seen = set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, AccumulateGrad):
-            leaf = node.tensor_ref()
-            if leaf is not None:
-                found[id(leaf)] = leaf
-            continue
-        stack += [edge[0] for edge in getattr(node, "next_edges", ()) if edge is not None]
-    return found
 
 
 class Graph:
@@ -414,7 +395,7 @@ class Graph:
         plan.log = [f"traced {len(plan.ops)} ops for inputs "
                     f"{', '.join(str(list(t.shape)) for t in leaves) or '()'}"]
         if self.training:
-            plan.grad_leaves = _reached_leaves(tracer.backward_roots)
+            plan.grad_leaves = {id(leaf): leaf for leaf in reached_leaves(tracer.backward_roots)}
             self._backward_eager(tracer, grad_scale)
             plan.plan_liveness()
             hooked = sum(bool(p._post_accumulate_grad_hooks) for m in self._modules.values() for p in m.parameters())
