@@ -72,6 +72,19 @@ def assert_same_error(ours, theirs, first_line=False):
     assert message == str(expected.value).split("\n")[0]
 
 
+def assert_nested_close(ours, theirs, rtol=1e-6):
+    """Nested tuples/lists of an engine and a torch result equal in structure, shape, dtype and values (an absolute
+    1e-12 for values that are 0)."""
+    if isinstance(theirs, (tuple, list)):
+        assert type(ours) is type(theirs) and len(ours) == len(theirs)
+        for o, t in zip(ours, theirs):
+            assert_nested_close(o, t, rtol)
+        return
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+    np.testing.assert_allclose(ours.detach().cpu().numpy(), theirs.detach().numpy(), rtol=rtol, atol=1e-12)
+
+
 def noncontiguous(arr):
     """The same values as ``arr`` in a non-contiguous (transposed-storage) layout."""
     if arr.ndim < 2:

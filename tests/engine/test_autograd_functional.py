@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import torch
 import torch.autograd.functional as TF
+from op_check import assert_nested_close
 
 import engine
 import engine.autograd.functional as EF
@@ -19,14 +20,8 @@ def _pair(lib, *arrays, grad=False):
 
 
 def _close(ours, theirs, rtol=1e-10):
-    """Nested tuples of tensors equal in structure, shape and values."""
-    if isinstance(theirs, (tuple, list)):
-        assert type(ours) is type(theirs) and len(ours) == len(theirs)
-        for o, t in zip(ours, theirs):
-            _close(o, t, rtol)
-        return
-    assert tuple(ours.shape) == tuple(theirs.shape)
-    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=rtol, atol=1e-12)
+    """Nested tuples of float64 tensors equal in structure, shape, dtype and values."""
+    assert_nested_close(ours, theirs, rtol)
 
 
 def two_in_two_out(lib):

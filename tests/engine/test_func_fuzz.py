@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.func as TF
+from op_check import assert_nested_close
 
 import engine
 import engine.func as EF
@@ -21,16 +22,7 @@ X = RNG.standard_normal((5, 4))
 Y = RNG.standard_normal(4)
 
 
-def _close(ours, theirs, rtol=1e-6):
-    """Nested containers of tensors equal in structure, shape, dtype and values."""
-    if isinstance(theirs, (tuple, list)):
-        assert type(ours) is type(theirs) and len(ours) == len(theirs)
-        for o, t in zip(ours, theirs):
-            _close(o, t, rtol)
-        return
-    assert tuple(ours.shape) == tuple(theirs.shape)
-    assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
-    np.testing.assert_allclose(ours.detach().cpu().numpy(), theirs.detach().numpy(), rtol=rtol, atol=1e-12)
+_close = assert_nested_close
 
 
 def _error(fn):
