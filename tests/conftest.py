@@ -47,16 +47,11 @@ def pytest_collection_finish(session):
 
 @pytest.fixture(scope="module")
 def one_torch_thread():
-    """torch on one thread for a whole test module, ours as it is: torch's second OpenMP thread spin-waits on a core
-    that our BLAS threads or another process hold, which made its references several times slower (test_resnet
-    under load: 103.3 s of CPU time, 53.3 s so; the quantized models 5 times); results do not depend on it."""
-    import torch
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    """torch on one thread for a whole test module, ours as it is (``op_check.torch_on_one_thread``: the quantized
+    models' references ran 5 times slower with two)."""
+    from op_check import torch_on_one_thread
+    with torch_on_one_thread():
         yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 @pytest.fixture

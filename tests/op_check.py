@@ -10,6 +10,8 @@ inputs and upstream gradients moved there, its outputs and gradients checked to 
 PyTorch on the CPU. With ``dtype="bfloat16"`` (or any floating type's name) both sides cast their floating
 inputs to that type, as leaves, so values, dtypes and gradients are checked in it.
 """
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -17,6 +19,20 @@ import torch
 import engine
 
 RNG_SEED = 1234
+
+
+@contextlib.contextmanager
+def torch_on_one_thread():
+    """torch on one thread inside the block: its second OpenMP thread spin-waits on a core that our BLAS threads or
+    another process hold, which made the references several times slower (torch's float64 depthwise convolutions
+    of test_mobilenet_vgg 100 times: 26.4 s of CPU time for the test, 0.7 s so; test_resnet under load 103.3 s,
+    53.3 s so); results do not depend on it."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def rel_err(ours, ref):

@@ -25,7 +25,7 @@ from flowvision.models.timm_families import focalnet, mvitv2
 from flowvision.models.timm_families._efficientnet_blocks import decode_arch_def
 from flowvision.models.video import MSBlockConfig, MViT
 from flowvision.models.vision_transformer import VisionTransformer
-from op_check import assert_close
+from op_check import assert_close, torch_on_one_thread
 
 PARITY_DEVICE = os.environ.get("FLOWVISION_PARITY_DEVICE", "cpu")
 
@@ -57,19 +57,6 @@ def cpu_only_from_here(what):
     that its moves to the device and back reset (caches kept per device)."""
     if PARITY_DEVICE != "cpu":
         pytest.skip(f"{what} is checked on the CPU run")
-
-
-@contextlib.contextmanager
-def torch_on_one_thread():
-    """torch on one thread inside the block: its second OpenMP thread spin-waits on a core that our BLAS threads or
-    another process hold, which made the references several times slower (torch's float64 depthwise convolutions
-    of test_mobilenet_vgg 100 times: 26.4 s of CPU time for the test, 0.7 s so); results do not depend on it."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _skip_if_drawn(generator, drawn):
