@@ -57,14 +57,11 @@ class _Recompute(Function):
 def _replay(ctx, arguments):
     """The checkpointed call run again on ``arguments`` with recording, under the random state its forward saw;
     its outputs as a tuple."""
-    outside_state = _random.get_rng_state()
-    if ctx.rng_state is not None:
-        _random.set_rng_state(ctx.rng_state)
-    try:
+    with _random.fork_rng(devices=[]):
+        if ctx.rng_state is not None:
+            _random.set_rng_state(ctx.rng_state)
         with enable_grad():
             outputs = ctx.call(*arguments)
-    finally:
-        _random.set_rng_state(outside_state)
     return (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
 
 

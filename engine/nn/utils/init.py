@@ -16,9 +16,6 @@ def skip_init(module_cls, *args, **kwargs):
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
     final_device = kwargs.pop("device", "cpu")
-    state = _random.get_rng_state()
-    try:
+    with _random.fork_rng(devices=[]):
         module = module_cls(*args, **kwargs)
-    finally:
-        _random.set_rng_state(state)
     return module.to(final_device)
