@@ -17,10 +17,10 @@ __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR
            "ExponentialLR", "SequentialLR", "CosineAnnealingLR", "ChainedScheduler", "ReduceLROnPlateau",
            "CyclicLR", "CosineAnnealingWarmRestarts", "OneCycleLR", "PolynomialLR"]
 
-_EPOCH_WARNING = ("The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
-                  "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
-                  "epoch is different from None, the closed form is used instead of the new chainable form, "
-                  "where available.")
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where possible. Please "
+    "use `scheduler.step()` to step the scheduler. During the deprecation, if epoch is different from None, the "
+    "closed form is used instead of the new chainable form, where available.")
 
 
 def _group_values(optimizer, key):
@@ -37,13 +37,15 @@ def _set_group_value(group, key, value):
 
 
 def _per_group(name, optimizer, value):
-    """``value`` repeated per param group, or checked to have one entry per group."""
+    """``value`` repeated per param group, or checked to have one entry per group; tensors are cloned, so
+    that no two groups (nor the caller's tensor) share one that the schedule then updates in place."""
     if isinstance(value, (list, tuple)):
         if len(value) != len(optimizer.param_groups):
             raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} has "
                              f"{len(value)} values, param_groups has {len(optimizer.param_groups)}.")
-        return list(value)
-    return [value] * len(optimizer.param_groups)
+    else:
+        value = [value] * len(optimizer.param_groups)
+    return [v.clone() if isinstance(v, Tensor) else v for v in value]
 
 
 def _check_optimizer(optimizer):
@@ -69,7 +71,7 @@ class LRScheduler:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when resuming "
-                                   "scheduler with last_epoch >= 0")
+                                   "scheduler with last_epoch >= 0.")
         self.base_lrs = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         self._initial_step()
@@ -113,7 +115,7 @@ class LRScheduler:
                           "schedule.", UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
-            warnings.warn(_EPOCH_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self._update_lr(epoch)
 
     def _update_lr(self, epoch=None):
@@ -129,9 +131,13 @@ class LRScheduler:
                 values = closed() if closed is not None else self.get_lr()
         finally:
             self._get_lr_called_within_step = False
-        for group, lr in zip(self.optimizer.param_groups, values):
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             _set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")
+
+
+class _LRScheduler(LRScheduler):
+    """The base class's old name, still subclassed by older code (torch keeps it too)."""
 
 
 def _lambdas(optimizer, lr_lambda):
@@ -171,7 +177,7 @@ class LambdaLR(_LambdaState, LRScheduler):
 
     def get_lr(self):
         self._warn_outside_step()
-        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs)]
+        return [base * fn(self.last_epoch) for fn, base in zip(self.lr_lambdas, self.base_lrs, strict=True)]
 
 
 class MultiplicativeLR(_LambdaState, LRScheduler):
@@ -189,7 +195,8 @@ class MultiplicativeLR(_LambdaState, LRScheduler):
         self._warn_outside_step()
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
-        return [g["lr"] * fn(self.last_epoch) for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups)]
+        return [g["lr"] * fn(self.last_epoch)
+                for fn, g in zip(self.lr_lambdas, self.optimizer.param_groups, strict=True)]
 
 
 class StepLR(LRScheduler):
@@ -339,7 +346,7 @@ class CosineAnnealingLR(LRScheduler):
             return [self.eta_min + (base - self.eta_min) * cos / 2 for base in self.base_lrs]
         if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
             rise = (1 - math.cos(math.pi / self.T_max)) / 2
-            return [g["lr"] + (base - self.eta_min) * rise for base, g in zip(self.base_lrs, groups)]
+            return [g["lr"] + (base - self.eta_min) * rise for base, g in zip(self.base_lrs, groups, strict=True)]
         ratio = ((1 + math.cos(math.pi * self.last_epoch / self.T_max))
                  / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max)))
         return [ratio * (g["lr"] - self.eta_min) + self.eta_min for g in groups]
@@ -389,7 +396,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             values = self.get_lr()
         finally:
             self._get_lr_called_within_step = False
-        for group, lr in zip(self.optimizer.param_groups, values):
+        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
             _set_group_value(group, "lr", lr)
         self._last_lr = _group_values(self.optimizer, "lr")
 
@@ -538,7 +545,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn(_EPOCH_WARNING, UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current
@@ -604,7 +611,7 @@ def _cycle_momentum_setup(optimizer, base_momentum, max_momentum, fresh):
     max_momentums = _per_group("max_momentum", optimizer, max_momentum)
     base_momentums = _per_group("base_momentum", optimizer, base_momentum)
     if fresh:
-        for m_max, m_base, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+        for m_max, m_base, group in zip(max_momentums, base_momentums, optimizer.param_groups, strict=True):
             _set_momentum(group, m_max, use_beta1)
             group["max_momentum"] = m_max
             group["base_momentum"] = m_base
@@ -629,7 +636,7 @@ class CyclicLR(LRScheduler):
         self.optimizer = optimizer
         base_lrs = _per_group("base_lr", optimizer, base_lr)
         if last_epoch == -1:
-            for lr, group in zip(base_lrs, optimizer.param_groups):
+            for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
                 _set_group_value(group, "lr", lr)
         self.max_lrs = _per_group("max_lr", optimizer, max_lr)
         step_size_up = float(step_size_up)
@@ -669,9 +676,11 @@ class CyclicLR(LRScheduler):
         else:
             scale_factor = (x - 1) / (self.step_ratio - 1)
         scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
-        lrs = [base + (top - base) * scale_factor * scale for base, top in zip(self.base_lrs, self.max_lrs)]
+        lrs = [base + (top - base) * scale_factor * scale
+               for base, top in zip(self.base_lrs, self.max_lrs, strict=True)]
         if self.cycle_momentum:
-            for group, m_base, m_max in zip(self.optimizer.param_groups, self.base_momentums, self.max_momentums):
+            momenta = zip(self.base_momentums, self.max_momentums, strict=True)
+            for group, (m_base, m_max) in zip(self.optimizer.param_groups, momenta, strict=True):
                 _set_momentum(group, m_max - (m_max - m_base) * scale_factor * scale, self.use_beta1)
         return lrs
 
