@@ -1,4 +1,5 @@
 """What runs inside a DataLoader worker process, and the messages it exchanges with the main process."""
+import dataclasses
 import os
 import queue
 import random
@@ -16,17 +17,17 @@ STATUS_CHECK_INTERVAL = 5.0
 _worker_info = None
 
 
+@dataclasses.dataclass(frozen=True)
 class WorkerInfo:
-    """Facts about the current worker: ``id``, ``num_workers``, ``seed`` and its copy of ``dataset``."""
+    """Facts about the current worker (read-only, as torch's): ``id``, ``num_workers``, ``seed``, its copy of
+    ``dataset``, and torch's ``rng`` (None) and ``worker_method`` fields."""
 
-    def __init__(self, id, num_workers, seed, dataset):
-        self.id = id
-        self.num_workers = num_workers
-        self.seed = seed
-        self.dataset = dataset
-
-    def __repr__(self):
-        return f"WorkerInfo(id={self.id}, num_workers={self.num_workers}, seed={self.seed}, dataset={self.dataset!r})"
+    id: int
+    num_workers: int
+    seed: int
+    dataset: object
+    rng: object = None
+    worker_method: str = "multiprocessing"
 
 
 def get_worker_info():
@@ -45,6 +46,14 @@ class IterableStop:
         self.worker_id = worker_id
 
 
+class _KeyErrorMessage(str):
+    """A KeyError's message that prints as itself: KeyError shows its argument's repr, which would turn
+    the traceback's newlines into escapes."""
+
+    def __repr__(self):
+        return self
+
+
 class ExceptionWrapper:
     """An exception raised in a worker, carried to the main process with its formatted traceback."""
 
@@ -57,6 +66,8 @@ class ExceptionWrapper:
     def reraise(self):
         """Raise an exception of the original type whose message includes the worker's traceback."""
         msg = f"Caught {self.exc_type.__name__} {self.where}.\nOriginal {self.text}"
+        if self.exc_type is KeyError:
+            msg = _KeyErrorMessage(msg)
         try:
             exc = self.exc_type(msg)
         except Exception:

@@ -1,17 +1,19 @@
 """DataLoader: batches from a dataset, in the main process or in worker processes, in sampler order."""
+import collections.abc
 import itertools
 import multiprocessing
 import os
 import queue
 import warnings
 import weakref
+from typing import Generic
 
 from ... import random as _random
 from ..._device import cuda_available
 from ...tensor import Tensor
 from . import _worker
-from .collate import default_collate, default_convert
-from .dataset import IterableDataset
+from .collate import _rebuild_mapping, _rebuild_sequence, default_collate, default_convert
+from .dataset import IterableDataset, _T_co
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader"]
@@ -52,15 +54,18 @@ def _check_arguments(dataset, batch_size, shuffle, sampler, batch_sampler, drop_
         raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
 
 
-class DataLoader:
-    """Iterates over ``dataset`` in (shuffled) batches, optionally with ``num_workers`` worker processes."""
+class DataLoader(Generic[_T_co]):
+    """Iterates over ``dataset`` in (shuffled) batches, optionally with ``num_workers`` worker processes.
+
+    ``in_order=False`` lets torch's workers hand batches back out of order; here they always come in order,
+    which that setting allows."""
 
     _frozen = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None, num_workers=0,
                  collate_fn=None, pin_memory=False, drop_last=False, timeout=0, worker_init_fn=None,
                  multiprocessing_context=None, generator=None, *, prefetch_factor=None,
-                 persistent_workers=False, pin_memory_device=""):
+                 persistent_workers=False, pin_memory_device="", in_order=True):
         _check_arguments(dataset, batch_size, shuffle, sampler, batch_sampler, drop_last, num_workers, timeout,
                          prefetch_factor, persistent_workers)
         self.dataset = dataset
@@ -71,6 +76,7 @@ class DataLoader:
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
             sampler = _InfiniteConstantSampler()
@@ -90,7 +96,30 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._iterator = None
+        self._IterableDataset_len_called = None  # what len(self) reported for an iterable dataset
         self._initialized = True
+
+    @property
+    def multiprocessing_context(self):
+        """The worker start method's context (None: the default); torch's checks run when it is set."""
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, context):
+        if context is not None:
+            if self.num_workers <= 0:
+                raise ValueError("multiprocessing_context can only be used with multi-process loading "
+                                 f"(num_workers > 0), but got num_workers={self.num_workers}")
+            if isinstance(context, str):
+                methods = multiprocessing.get_all_start_methods()
+                if context not in methods:
+                    raise ValueError(f"multiprocessing_context option should specify a valid start method in "
+                                     f"{methods!r}, but got multiprocessing_context={context!r}")
+                context = multiprocessing.get_context(context)
+            if not isinstance(context, multiprocessing.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context object or a string "
+                                f"specifying the start method, but got multiprocessing_context={context}")
+        self._multiprocessing_context = context
 
     def __setattr__(self, name, value):
         if getattr(self, "_initialized", False) and name in self._frozen:
@@ -111,12 +140,9 @@ class DataLoader:
 
     def _mp_context(self):
         """The multiprocessing context for workers: the one given, else fork where the platform has it."""
-        ctx = self.multiprocessing_context
-        if ctx is None:
-            ctx = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-        if ctx is None or isinstance(ctx, str):
-            return multiprocessing.get_context(ctx)
-        return ctx
+        if self.multiprocessing_context is not None:
+            return self.multiprocessing_context
+        return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
 
     def __iter__(self):
         if self.num_workers == 0:
@@ -131,7 +157,7 @@ class DataLoader:
 
     def __len__(self):
         if self._is_iterable:
-            length = len(self.dataset)
+            length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:
                 length = length // self.batch_size if self.drop_last else -(-length // self.batch_size)
             return length
@@ -139,20 +165,30 @@ class DataLoader:
 
 
 def pin_memory(data):
-    """``data`` with every tensor in it copied to page-locked memory (nested lists, tuples and dicts)."""
-    if isinstance(data, Tensor):
+    """``data`` with every tensor in it copied to page-locked memory: tensors and objects with a
+    ``pin_memory`` method (a custom batch type), inside mappings, named tuples and sequences (rebuilt as
+    ``default_collate`` rebuilds them)."""
+    if isinstance(data, Tensor) or hasattr(data, "pin_memory"):
         return data.pin_memory()
-    if isinstance(data, (list, tuple)) and not hasattr(data, "_fields"):
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, collections.abc.Mapping):
+        return _rebuild_mapping(data, {key: pin_memory(value) for key, value in data.items()})
+    if isinstance(data, tuple):
+        if hasattr(data, "_fields"):  # a named tuple
+            return type(data)(*(pin_memory(d) for d in data))
         return type(data)(pin_memory(d) for d in data)
-    if isinstance(data, tuple):  # a named tuple
-        return type(data)(*(pin_memory(d) for d in data))
-    if isinstance(data, dict):
-        return type(data)((k, pin_memory(v)) for k, v in data.items())
+    if isinstance(data, collections.abc.Sequence):
+        return _rebuild_sequence(data, [pin_memory(d) for d in data])
     return data
 
 
-def _stop_workers(workers, index_queues, result_queue, done_event):
-    """Tell every worker to exit, wait briefly, and terminate any that linger."""
+def _stop_workers(workers, index_queues, result_queue, done_event, owner_pid):
+    """Tell every worker to exit, wait briefly, and terminate any that linger. Only in the process that
+    started them: a worker forked later for another loader inherits this iterator, and its garbage
+    collection must not stop the parent's workers (nor join processes that are not its children)."""
+    if os.getpid() != owner_pid:
+        return
     done_event.set()
     for index_queue in index_queues:
         index_queue.put(None)
@@ -169,6 +205,7 @@ class _BaseIter:
 
     def __init__(self, loader):
         self._dataset = loader.dataset
+        self._num_workers = loader.num_workers
         self._fetcher_cls = loader._dataset_kind
         self._auto_collation = loader._auto_collation
         self._collate_fn = loader.collate_fn
@@ -182,22 +219,43 @@ class _BaseIter:
         self._base_seed = _random.random_seed(loader.generator)
 
     def _reset(self, loader):
-        self._sampler_iter = iter(loader._index_sampler)
+        self._index_sampler = loader._index_sampler
+        self._sampler_iter = iter(self._index_sampler)
         self._num_yielded = 0
+        self._is_iterable = loader._is_iterable
+        self._reported_len = loader._IterableDataset_len_called
 
     def __iter__(self):
         return self
 
+    def __len__(self):
+        return len(self._index_sampler)
+
     def __next__(self):
         data = self._next_data()
         self._num_yielded += 1
+        if self._is_iterable and self._reported_len is not None and self._num_yielded > self._reported_len:
+            self._warn_past_reported_len()
         return pin_memory(data) if self._pin_memory else data
+
+    def _warn_past_reported_len(self):
+        """torch's warning: an iterable dataset yielded more than len(dataloader) said (often workers that
+        each yield the whole dataset instead of their shard)."""
+        msg = (f"Length of IterableDataset {self._dataset} was reported to be {self._reported_len}(when accessing "
+               f"len(dataloader)), but {self._num_yielded} samples have been fetched. ")
+        if self._num_workers > 0:
+            msg += ("For multiprocessing data-loading, this could be caused by not properly configuring the "
+                    "IterableDataset replica at each worker. Please see "
+                    "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples.")
+        warnings.warn(msg, stacklevel=3)
 
 
 class _SingleProcessIter(_BaseIter):
     """Fetches each batch in the calling process."""
 
     def __init__(self, loader):
+        if loader.timeout != 0:  # torch's check: a timeout only applies to waiting on workers
+            raise AssertionError("_SingleProcessDataLoaderIter requires timeout == 0")
         super().__init__(loader)
         self._fetcher = self._fetcher_cls(self._dataset, self._auto_collation, self._collate_fn, self._drop_last)
 
@@ -209,7 +267,8 @@ class _MultiProcessIter(_BaseIter):
     """Round-robins index batches to worker processes and yields their results in sampler order."""
 
     def __init__(self, loader):
-        self._num_workers = loader.num_workers
+        if loader.prefetch_factor <= 0:  # torch's check: with nothing in flight no batch would ever come
+            raise AssertionError("prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter")
         self._prefetch = loader.prefetch_factor * loader.num_workers
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
@@ -231,7 +290,7 @@ class _MultiProcessIter(_BaseIter):
         # A finalizer, not __del__: it holds the queues, so they still work when a garbage cycle
         # (e.g. through an exception's traceback) collects this iterator.
         self._finalizer = weakref.finalize(self, _stop_workers, self._workers, self._index_queues,
-                                           self._result_queue, self._done_event)
+                                           self._result_queue, self._done_event, os.getpid())
         self._start_epoch()
 
     def _reset(self, loader):

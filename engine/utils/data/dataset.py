@@ -2,14 +2,19 @@
 import bisect
 import math
 import warnings
+from typing import Generic, Iterable, TypeVar
 
 from ...ops.creation import randperm
+from ...tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
            "StackDataset", "random_split"]
 
 
-class Dataset:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Dataset(Generic[_T_co]):
     """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``)."""
 
     def __getitem__(self, index):
@@ -19,23 +24,20 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
-    """A stream of samples: subclasses implement ``__iter__`` (shard with ``get_worker_info``)."""
-
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+class IterableDataset(Dataset[_T_co], Iterable[_T_co]):
+    """A stream of samples: subclasses implement ``__iter__`` (shard with ``get_worker_info``); as torch's
+    (an abstract ``Iterable``), one that does not cannot be instantiated."""
 
     def __add__(self, other):
         return ChainDataset([self, other])
 
 
-class TensorDataset(Dataset):
+class TensorDataset(Dataset[tuple[Tensor, ...]]):
     """Samples are the i-th rows of tensors that share their first dimension."""
 
     def __init__(self, *tensors):
         if any(t.size(0) != tensors[0].size(0) for t in tensors):
-            sizes = [t.size(0) for t in tensors]
-            raise ValueError(f"Size mismatch between tensors: first dimensions are {sizes}")
+            raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
 
     def __getitem__(self, index):
@@ -45,12 +47,19 @@ class TensorDataset(Dataset):
         return self.tensors[0].size(0)
 
 
-class Subset(Dataset):
+class Subset(Dataset[_T_co]):
     """The items of ``dataset`` at ``indices``, in that order."""
 
     def __init__(self, dataset, indices):
         self.dataset = dataset
         self.indices = indices
+        # The DataLoader fetches through __getitems__, which would bypass an overridden __getitem__.
+        if type(self).__getitem__ is not Subset.__getitem__ and type(self).__getitems__ is Subset.__getitems__:
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. When subclassing Subset and "
+                "overriding __getitem__, you must also override __getitems__ to ensure DataLoader works correctly "
+                "with your custom logic. A simple implementation:\n\n"
+                "def __getitems__(self, indices):\n    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, idx):
         if isinstance(idx, list):
@@ -65,7 +74,7 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[_T_co]):
     """Datasets of one length side by side: item i is the tuple (positional datasets) or the dict (keyword
     datasets) of their items i."""
 
@@ -109,7 +118,7 @@ def _fetch_items(dataset, indices):
     return [dataset[i] for i in indices]
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[_T_co]):
     """Map-style datasets one after another, indexed through cumulative sizes."""
 
     def __init__(self, datasets):
@@ -141,6 +150,12 @@ class ConcatDataset(Dataset):
         which = bisect.bisect_right(self.cumulative_sizes, idx)
         start = self.cumulative_sizes[which - 1] if which > 0 else 0
         return self.datasets[which][idx - start]
+
+    @property
+    def cummulative_sizes(self):
+        """The old, misspelt name of ``cumulative_sizes`` (deprecated, as in torch)."""
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`", FutureWarning, stacklevel=2)
+        return self.cumulative_sizes
 
 
 class ChainDataset(IterableDataset):

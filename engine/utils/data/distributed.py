@@ -9,7 +9,7 @@ import math
 
 from ... import random as _random
 from ...ops.creation import randperm
-from .sampler import Sampler
+from .sampler import Sampler, _T_co
 
 
 def _group_placement(num_replicas, rank):
@@ -26,7 +26,7 @@ def _group_placement(num_replicas, rank):
     return num_replicas, rank
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[_T_co]):
     """The indices of rank ``rank`` out of ``num_replicas`` (see the module docstring)."""
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):

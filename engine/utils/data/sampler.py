@@ -1,9 +1,9 @@
 """Samplers: the order in which a DataLoader visits a map-style dataset's indices."""
-import numpy as np
+from typing import Generic, TypeVar
 
+from ... import _dtype
 from ... import random as _random
-from ...ops.creation import from_numpy, multinomial, randint, randperm
-from ...tensor import Tensor
+from ...ops.creation import as_tensor, multinomial, randint, randperm
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
@@ -16,12 +16,16 @@ def _epoch_generator(generator):
     return _random.Generator().manual_seed(_random.random_seed())
 
 
-def _check_positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+def _check_positive_int(name, value, allow_bool=False):
+    """torch's check: a Python int (not a numpy integer), above 0; ``RandomSampler`` lets a bool through."""
+    if (isinstance(value, bool) and not allow_bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name} should be a positive integer value, but got {name}={value}")
 
 
-class Sampler:
+class Sampler(Generic[_T_co]):
     """Base class: subclasses implement ``__iter__`` over indices (and ``__len__`` when known)."""
 
     def __init__(self, data_source=None):
@@ -31,7 +35,7 @@ class Sampler:
         raise NotImplementedError
 
 
-class SequentialSampler(Sampler):
+class SequentialSampler(Sampler[int]):
     """Indices 0, 1, ..., len(data_source) - 1."""
 
     def __init__(self, data_source):
@@ -44,7 +48,7 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
-class RandomSampler(Sampler):
+class RandomSampler(Sampler[int]):
     """Random indices: a permutation (repeated to fill ``num_samples``) or draws with replacement."""
 
     def __init__(self, data_source, replacement=False, num_samples=None, generator=None):
@@ -54,7 +58,7 @@ class RandomSampler(Sampler):
         self.generator = generator
         if not isinstance(replacement, bool):
             raise TypeError(f"replacement should be a boolean value, but got replacement={replacement}")
-        _check_positive_int("num_samples", self.num_samples)
+        _check_positive_int("num_samples", self.num_samples, allow_bool=True)
 
     @property
     def num_samples(self):
@@ -77,7 +81,7 @@ class RandomSampler(Sampler):
         return self.num_samples
 
 
-class SubsetRandomSampler(Sampler):
+class SubsetRandomSampler(Sampler[int]):
     """The given indices in a random order, without replacement."""
 
     def __init__(self, indices, generator=None):
@@ -92,35 +96,32 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
-class WeightedRandomSampler(Sampler):
+class WeightedRandomSampler(Sampler[int]):
     """Indices 0..len(weights)-1 drawn with probabilities proportional to ``weights``."""
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
         _check_positive_int("num_samples", num_samples)
         if not isinstance(replacement, bool):
             raise ValueError(f"replacement should be a boolean value, but got replacement={replacement}")
-        w = weights.numpy() if isinstance(weights, Tensor) else np.asarray(weights)
-        w = w.astype(np.float64)
-        if w.ndim != 1:
+        # A float64 tensor, as torch keeps it; bad weights (negative, non-finite, all zero, too few without
+        # replacement) raise where torch raises them: in ``multinomial``, when the sampler is iterated.
+        w = as_tensor(weights, dtype=_dtype.float64)
+        if w.dim() != 1:
             raise ValueError(f"weights should be a 1d sequence but given weights have shape {tuple(w.shape)}")
-        if (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
-            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0 or negative/inf entries)")
-        if not replacement and num_samples > len(w):
-            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
         self.weights = w
         self.num_samples = num_samples
         self.replacement = replacement
         self.generator = generator
 
     def __iter__(self):
-        draws = multinomial(from_numpy(self.weights), self.num_samples, self.replacement, generator=self.generator)
+        draws = multinomial(self.weights, self.num_samples, self.replacement, generator=self.generator)
         yield from draws.tolist()
 
     def __len__(self):
         return self.num_samples
 
 
-class BatchSampler(Sampler):
+class BatchSampler(Sampler[list[int]]):
     """Groups another sampler's indices into lists of ``batch_size`` (the last may be short)."""
 
     def __init__(self, sampler, batch_size, drop_last):
