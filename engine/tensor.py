@@ -193,7 +193,7 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return Size(self._data.shape)
-        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+        return self._data.shape[_wrap_shape_dim(dim, self._data.ndim)]
 
     @property
     def dtype(self):
@@ -234,7 +234,7 @@ class Tensor:
 
     def stride(self, dim=None):
         strides = tuple(s // self._data.itemsize for s in self._data.strides)
-        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+        return strides if dim is None else strides[_wrap_shape_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None):
         """Whether the elements lie densely in ``memory_format``'s order (row-major by default, or channels-last)."""
@@ -662,6 +662,13 @@ def _wrap_dim(dim, ndim):
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+def _wrap_shape_dim(dim, ndim):
+    """``_wrap_dim`` for ``size(dim)``/``stride(dim)``, which have nothing to index on a 0-dim tensor."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return _wrap_dim(dim, ndim)
 
 
 def storage_offset_of(array):

@@ -7,7 +7,7 @@ PyTorch has both of) with its autograd and errors, the view ops that change the 
 import numpy as np
 import pytest
 import torch
-from op_check import check_op, noncontiguous
+from op_check import assert_same_error, check_op, noncontiguous
 
 import engine
 
@@ -72,6 +72,12 @@ def test_layout_and_memory_formats():
     assert x.contiguous(memory_format=engine.contiguous_format) is x
     import pickle
     assert pickle.loads(pickle.dumps(engine.channels_last)) is engine.channels_last
+
+
+@pytest.mark.parametrize("query", ["size", "stride"])
+@pytest.mark.parametrize("shape, dim", [((), 0), ((), -1), ((2,), 1), ((2, 3), -3)])
+def test_size_and_stride_of_a_missing_dim_raise_as_torch(query, shape, dim):
+    assert_same_error(lambda: getattr(engine.zeros(shape), query)(dim), lambda: getattr(torch.zeros(shape), query)(dim))
 
 
 def test_is_nonzero_and_is_same_size():
