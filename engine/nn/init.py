@@ -10,8 +10,8 @@ import warnings
 
 import numpy as np
 
-from .. import random as _random
-from .._rng import continuous
+from .. import _dtype, random as _random
+from .._rng import bounds, continuous
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import _fill_, randperm
 
@@ -118,16 +118,32 @@ def _truncate_by_proposals(values, generator, mean, std, a, b):
         pending &= rejected(proposals)
 
 
+def _check_trunc_normal_dtype(tensor, by_redrawing):
+    """torch's error for a dtype its sampling refuses: the first op to fail names itself (``normal_`` or
+    ``uniform_`` on an integer tensor, the comparison on a complex one)."""
+    d = tensor.dtype
+    if d.is_complex:
+        kernel = "lt_cpu" if by_redrawing else "gt_cpu"
+    elif not d.is_floating_point:
+        kernel = "normal_kernel_cpu" if by_redrawing else "check_uniform_bounds"
+    else:
+        return
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{d.title}\'')
+
+
 def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """Fill with N(mean, std^2) truncated to [a, b], by torch's rejection sampling: redrawn normals
-    when [a, b] holds more than 30% of the mass, else uniform proposals accepted by density."""
-    if not std > 0:
-        raise ValueError(f"trunc_normal_ expects std > 0, got {std}")
+    when [a, b] holds more than 30% of the mass, else uniform proposals accepted by density (a
+    negative ``std`` acts as its absolute value there, as in torch; ``std=0`` divides by zero)."""
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
                       "values may be incorrect.", stacklevel=2)
     mass = _normal_cdf((b - mean) / std) - _normal_cdf((a - mean) / std)
-    sample = _truncate_by_redrawing if mass > 0.3 else _truncate_by_proposals
+    by_redrawing = mass > 0.3
+    _check_trunc_normal_dtype(tensor, by_redrawing)
+    if not by_redrawing:
+        bounds.uniform_bounds(tensor.dtype, a, b)
+    sample = _truncate_by_redrawing if by_redrawing else _truncate_by_proposals
     host = tensor._data if tensor.device.type == "cpu" else np.empty(tuple(tensor.shape), tensor._data.dtype)
     sample(host, _random.generator_or_default(generator), mean, std, a, b)
     return _write(tensor, host)
@@ -164,6 +180,9 @@ def dirac_(tensor, groups=1):
     out_per_group = shape[0] // groups
     values = np.zeros(shape)
     centre = tuple(k // 2 for k in shape[2:])
+    if min(out_per_group, shape[1]) > 0 and 0 in shape[2:]:
+        empty = shape.index(0, 2)
+        raise IndexError(f"index 0 is out of bounds for dimension {empty} with size 0")
     for g in range(groups):
         for d in range(min(out_per_group, shape[1])):
             values[(g * out_per_group + d, d) + centre] = 1
@@ -206,16 +225,31 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
 
+def _check_orthogonal_dtype(d):
+    """torch's error for a dtype its QR factorisation or its sign refuses (torch raises it after drawing)."""
+    if d.is_complex:
+        raise NotImplementedError("Unlike NumPy, torch.sign is not intended to support complex numbers. Please "
+                                  "use torch.sgn instead.")
+    if d.np in _dtype.HALF_NP:
+        raise NotImplementedError(f'"geqrf_cpu" not implemented for \'{d.title}\'')
+
+
 def orthogonal_(tensor, gain=1, generator=None):
     """Fill with a (semi-)orthogonal matrix (trailing dims flattened), scaled by ``gain``: the Q of
     the QR factorisation of a standard normal matrix (torch's draw; numpy's LAPACK factorises it, so
-    the values agree with torch's to rounding, not bit for bit)."""
+    the values agree with torch's to rounding, not bit for bit). Like torch's, it writes through a view
+    of ``tensor`` as (rows, cols), so a tensor that cannot be viewed so is refused."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     if tensor.numel() == 0:
         return tensor
+    if not (tensor.dtype.is_floating_point or tensor.dtype.is_complex):
+        raise NotImplementedError(f'"normal_kernel_cpu" not implemented for \'{tensor.dtype.title}\'')
+    _check_orthogonal_dtype(tensor.dtype)
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
+    with no_grad():
+        target = tensor.view(rows, cols)
     flat = np.empty((rows, cols), tensor._data.dtype)
     continuous.normal_(_random.generator_or_default(generator), flat, 0.0, 1.0)
     if rows < cols:
@@ -224,7 +258,8 @@ def orthogonal_(tensor, gain=1, generator=None):
     q = q * np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _write(tensor, (q * q.dtype.type(gain)).reshape(tuple(tensor.shape)))
+    _write(target, q * q.dtype.type(gain))
+    return tensor
 
 
 def sparse_(tensor, sparsity, std=0.01, generator=None):

@@ -110,11 +110,11 @@ def test_parameters_to_vector_and_back():
     vec_theirs = torch.nn.utils.parameters_to_vector(theirs)
     np.testing.assert_array_equal(vec_ours.detach().numpy(), vec_theirs.detach().numpy())
     new = np.arange(vec_theirs.numel(), dtype=np.float32)
-    arrays = [p._data for p in ours]
-    vector_to_parameters(engine.tensor(new), ours)
+    vec = engine.tensor(new)
+    vector_to_parameters(vec, ours)
     torch.nn.utils.vector_to_parameters(torch.tensor(new), theirs)
-    for a, b, arr in zip(ours, theirs, arrays):
+    for a, b in zip(ours, theirs):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
-        assert a._data is arr
+        assert np.shares_memory(a._data, vec._data)  # as torch's: each parameter's .data becomes a view of vec
     with pytest.raises(TypeError, match="expected torch.Tensor, but got: ndarray"):
         vector_to_parameters(new, ours)

@@ -15,11 +15,12 @@ def parameters_to_vector(parameters):
     device = parameters[0].device if parameters else None
     for p in parameters:
         _check_same_device(p, device)
-    return ops.cat([p.reshape(-1) for p in parameters])
+    return ops.cat([p.view(-1) for p in parameters])
 
 
 def vector_to_parameters(vec, parameters):
-    """Copy consecutive slices of the 1-D ``vec`` into ``parameters`` (in place, no autograd)."""
+    """Make each of ``parameters`` hold the next slice of ``vec``: as in torch, its ``.data`` becomes a view of
+    ``vec`` (so it takes ``vec``'s dtype and shares its memory), no autograd."""
     if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
     pointer = 0
@@ -28,6 +29,5 @@ def vector_to_parameters(vec, parameters):
     for p in parameters:
         _check_same_device(p, device)
         n = p.numel()
-        p._data[...] = vec._data[pointer:pointer + n].reshape(p._data.shape)
-        p._version[0] += 1
+        p.data = vec[pointer:pointer + n].view_as(p)
         pointer += n

@@ -171,18 +171,33 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     return padded.reshape(*rows.shape, *data.shape[1:]), _index(lengths, "cpu")
 
 
+def _like_first(sequence, first):
+    """``sequence`` with ``first``'s dtype, device and trailing shape, as torch's ``copy_`` into its padded output
+    makes it (cast, broadcast over the trailing dims, or torch's error); unchanged when it has them already."""
+    trailing = tuple(first.shape[1:])
+    if sequence.dtype == first.dtype and tuple(sequence.shape[1:]) == trailing and sequence.device == first.device:
+        return sequence
+    target = ops.empty((sequence.size(0),) + trailing, dtype=first.dtype, device=first.device)
+    return target.copy_(sequence)
+
+
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Stack tensors of shape (L_i, *) into (L_max, B, *) (or (B, L_max, *) with ``batch_first``), each padded
-    with ``padding_value`` after its elements (``padding_side="left"``: before). Differentiable: each one is
-    padded by ``F.pad``."""
+    with ``padding_value`` after its elements (``padding_side="left"``: before). As in torch, the result has the
+    first sequence's dtype, device and trailing shape, the others cast and broadcast to them. Differentiable: each
+    one is padded by ``F.pad``."""
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
-    longest = max(s.shape[0] for s in sequences)
+    first = sequences[0]
+    if first.dim() == 0:
+        raise RuntimeError("ArrayRef: invalid slice, N = 1; size = 0")
+    longest = max(s.size(0) for s in sequences)
     padded = []
     for s in sequences:
+        s = _like_first(s, first)
         missing = longest - s.shape[0]
         first_dim = (missing, 0) if padding_side == "left" else (0, missing)
         padded.append(F.pad(s, (0, 0) * (s.dim() - 1) + first_dim, value=padding_value))
@@ -190,10 +205,14 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
-    """The inverse of ``pad_sequence``: the list of sequences ``b``, each its first ``lengths[b]`` steps."""
-    lengths = _host_lengths(lengths)
+    """The inverse of ``pad_sequence``: the list of sequences ``b``, each its steps ``t < lengths[b]`` (torch's
+    mask: ``lengths`` on any device, a length past the padded one takes every step, a negative one none, a
+    fractional one rounds up); as many lengths as sequences, or torch's ``zip(..., strict=True)`` error."""
+    lengths = lengths.detach().cpu().numpy() if isinstance(lengths, Tensor) else np.asarray(lengths)
     padded = padded_sequences if batch_first else padded_sequences.transpose(0, 1)
-    return [padded[b, :length] for b, length in enumerate(lengths)]
+    steps = padded.shape[1]
+    counts = np.clip(np.ceil(lengths.astype(np.float64)), 0, steps).astype(np.int64)
+    return [padded[b, :count] for b, count in zip(range(padded.shape[0]), counts.tolist(), strict=True)]
 
 
 def pack_sequence(sequences, enforce_sorted=True):

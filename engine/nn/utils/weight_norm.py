@@ -17,6 +17,9 @@ def norm_except_dim(v, pow=2, dim=0):
     at ``dim``); ``dim=-1`` means the norm of the whole tensor (0-d), as in torch."""
     if dim == -1:
         return v.norm(pow)
+    if not -v.dim() <= dim < v.dim():
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-v.dim()}, {v.dim() - 1}], but got "
+                         f"{dim})")
     dim = dim % v.dim()
     others = [d for d in range(v.dim()) if d != dim]
     shape = [1] * v.dim()
