@@ -567,17 +567,23 @@ def _from_keyword(name, value, keywords):
 def uniform_(self, a=0.0, to=1.0, *, generator=None, **keywords):
     """Fill with U(a, to); torch names the bounds ``from`` and ``to``."""
     a, b = _from_keyword("uniform_", a, keywords), to
+    if self.is_complex():  # torch fills the real and imaginary parts alike, in memory order
+        uniform_(self.view_as_real(), a, b, generator=generator)
+        return self
     if self.dtype.is_floating_point:
         bounds.uniform_bounds(self.dtype, a, b)
     elif not a <= b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
-    return _sample_(self, "uniform_kernel_cpu", lambda g, arr: continuous.uniform_(g, arr, a, b),
+    return _sample_(self, "check_uniform_bounds", lambda g, arr: continuous.uniform_(g, arr, a, b),
                     lambda state, s, d: state.uniform(a, b, s, dtype=d), generator)
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     if not std >= 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    if self.is_complex():  # torch's complex normal: each part N(mean, std^2 / 2), in memory order
+        normal_(self.view_as_real(), mean, std / math.sqrt(2), generator=generator)
+        return self
     return _sample_(self, "normal_kernel_cpu", lambda g, arr: continuous.normal_(g, arr, mean, std),
                     lambda state, s, d: state.normal(mean, std, s, dtype=d), generator)
 

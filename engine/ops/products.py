@@ -35,10 +35,10 @@ def inner(input, other):
 
 @writes_out
 def vdot(input, other):
-    """The dot product of two 1-d tensors (the conjugate of the first is itself here)."""
+    """The dot product of two 1-d tensors, the first conjugated (sum of conj(input) * other)."""
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    return dot(input, other)
+    return dot(input.conj() if input.is_complex() else input, other)
 
 
 @writes_out_castable

@@ -68,6 +68,30 @@ def test_real_and_complex_operands(name):
     check_op(BINARY[name], BINARY[name], [_z((3, 5)), _x((3, 5))], rtol=1e-5)
 
 
+def test_vdot_conjugates_its_first_operand():
+    check_op(lambda a, b: engine.vdot(a, b), lambda a, b: torch.vdot(a, b), [_z(7), _z(7, 1)], rtol=1e-5)
+
+
+@pytest.mark.parametrize("p", [2, 3, 1, float("inf")])
+def test_normalize_of_complex_rows(p):
+    def normalize(lib):
+        return lambda z: lib.nn.functional.normalize(z, p=p, dim=1)
+    check_op(normalize(engine), normalize(torch), [_z((3, 5), dtype=np.complex128)], rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_uniform_and_normal_fill_complex_as_torch(dtype):
+    """Both parts drawn alike in memory order (normal: each part with std / sqrt(2)), bit for bit."""
+    torch.manual_seed(3)
+    engine.manual_seed(3)
+    theirs = torch.empty(2, 9, dtype=getattr(torch, dtype))
+    ours = engine.empty(2, 9, dtype=getattr(engine, dtype))
+    np.testing.assert_array_equal(ours.uniform_(-2, 3).numpy(), theirs.uniform_(-2, 3).numpy())
+    np.testing.assert_array_equal(ours.normal_(1, 2).numpy(), theirs.normal_(1, 2).numpy())
+    np.testing.assert_array_equal(ours[:, ::2].normal_().numpy(), theirs[:, ::2].normal_().numpy())
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
 def test_products_and_joins_in_double():
     a, b = _z((2, 3, 4), dtype=np.complex128), _z((2, 4, 5), 1, np.complex128)
     check_op(engine.bmm, torch.bmm, [a, b], rtol=1e-12)

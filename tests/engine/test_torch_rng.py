@@ -247,7 +247,7 @@ def test_bad_arguments_are_one_line_errors():
         engine.empty(3).bernoulli_(1.5)
     with pytest.raises(RuntimeError, match=r"^exponential_ expects lambda > 0.0, but found lambda=0$"):
         engine.empty(3).exponential_(0)
-    with pytest.raises(RuntimeError, match="uniform_kernel_cpu\" not implemented for 'Long'"):
+    with pytest.raises(RuntimeError, match="check_uniform_bounds\" not implemented for 'Long'"):
         engine.empty(3, dtype=engine.int64).uniform_()
     with pytest.raises(RuntimeError, match="^n must be non-negative, got-1$"):
         engine.randperm(-1)

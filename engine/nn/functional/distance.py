@@ -70,7 +70,11 @@ class _Normalize(Function):
 @autocast_mode.float32("cuda")
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """``input`` divided by its p-norm along ``dim`` (at least ``eps``)."""
-    result = _Normalize(float(p), wrap_dim(dim, input.ndim), eps)(input)
+    dim = wrap_dim(dim, input.ndim)
+    if input.is_complex():  # the array kernel's norms and their gradients are the real ones
+        result = input / vector_norm(input, p, dim, True).clamp_min(eps)
+    else:
+        result = _Normalize(float(p), dim, eps)(input)
     if out is None:
         return result
     out.copy_(result)
