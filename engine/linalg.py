@@ -5,12 +5,12 @@ import math
 
 import numpy as np
 
-from ._dtype import to_dtype
+from ._dtype import promote_types, to_dtype
 from .ops.elementwise import abs as _abs
 from .ops.householder import orgqr
 from .ops.legacy_linalg import matrix_exp, slogdet as _slogdet
 from .ops.linalg import matmul
-from .ops.linalg_checks import LinAlgError, check_square
+from .ops.linalg_checks import LinAlgError, check_floating, check_square
 from .ops.linalg_decompositions import cholesky, cholesky_ex, eigh, eigvalsh, qr, svd, svdvals
 from .ops.linalg_eig import eig, eigvals
 from .ops.linalg_out import writes_out, writes_out_castable
@@ -24,14 +24,37 @@ from .ops.reduction import amax, amin, return_type, vector_norm as _vector_norm
 from .tensor import _wrap_dim
 
 householder_product = writes_out_castable(orgqr)
-vector_norm = writes_out(_vector_norm)
+
+
+def _cast_for_norm(A, dtype, name):
+    """``A`` in the ``dtype=`` of a norm (unchanged without one), with torch's checks: a floating or complex input,
+    a floating or complex ``dtype`` of the input's kind (complex for complex input) that does not narrow it. The
+    cast comes first, so a complex input's magnitudes are taken in the wider type, as torch's."""
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got {A.dtype.title}")
+    if dtype is None:
+        return A
+    dtype = to_dtype(dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError(f"{name}: dtype should be floating point or complex, but got {dtype.title}")
+    if A.dtype.is_complex != dtype.is_complex:
+        kind = "complex for complex" if A.dtype.is_complex else "real for real"
+        raise RuntimeError(f"{name}: dtype should be {kind} inputs, but got {dtype.title}")
+    if promote_types(A.dtype, dtype) is not dtype:
+        raise RuntimeError(f"{name}: the dtype of the input ({A.dtype.title}) should be convertible without "
+                           f"narrowing to the specified dtype ({dtype.title})")
+    return A.to(dtype)
+
+
+@writes_out
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    """The ``ord``-norm of the values over ``dim`` (all of them by default), computed in ``dtype``."""
+    return _vector_norm(_cast_for_norm(x, dtype, "linalg.vector_norm"), ord, dim, keepdim)
 
 
 @writes_out
 def matrix_power(A, n, *, out=None):
     """A^n for square matrices (n an integer; the inverse's power for negative n)."""
-    if n < 0 and A.dtype.is_complex:
-        return _matrix_power(inv(A), -n)
     return _matrix_power(A, n)
 
 
@@ -49,19 +72,16 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
-    if not (A.dtype.is_floating_point or A.dtype.is_complex):
-        raise RuntimeError(f"linalg.matrix_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {A.dtype.title}")
-    if dtype is not None:
-        A = A.to(to_dtype(dtype))
+    if ord not in ("fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    A = _cast_for_norm(A, dtype, "linalg.matrix_norm")
     if ord == "fro":
         return vector_norm(A, 2, dim, keepdim)
     if ord in (2, 1, math.inf) and A.numel() == 0:  # the largest of no values: torch's 0
         return vector_norm(A, 2, dim, keepdim)
     if ord in ("nuc", 2, -2):
+        check_floating(A, "linalg.matrix_norm")
         return spectral_norm(A, ord, dim, keepdim)
-    if ord not in (1, -1, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     row, col = (_wrap_dim(d, A.ndim) for d in dim)
     if ord in (math.inf, -math.inf):
         row, col = col, row
@@ -75,12 +95,14 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None, out=None):
     """Vector norm over one dim (or everything when ``ord`` is None), matrix norm over two."""
     if isinstance(dim, (int, np.integer)):
         dim = (int(dim),)
+    if dim is not None and len(dim) not in (1, 2):
+        raise RuntimeError(f"linalg.norm: If dim is specified, it must be of length 1 or 2. Got {list(dim)}")
     if dim is None and ord is not None:
         if A.ndim not in (1, 2):
             raise RuntimeError(f"linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
                                f"Got {A.ndim}D.")
         dim = tuple(range(A.ndim))
-    if dim is not None and len(dim) == 2:
+    if isinstance(ord, str) or (dim is not None and len(dim) == 2):
         return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
 

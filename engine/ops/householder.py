@@ -16,7 +16,7 @@ def geqrf(input, *, out=None):
     dimensions)."""
     if input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
-    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or input.dtype.itemsize < 4:
         raise NotImplementedError(f"\"geqrf_{input.device.type}\" not implemented for '{input.dtype.title}'")
     x = input._data
     xp = xp_of(x)
@@ -39,6 +39,16 @@ def _reflect(c, v, tau, i, from_left):
     return c - ((c @ vi) * ti) @ vi.mH
 
 
+def _check_tau(input, tau, name):
+    """torch's checks of tau against input (``name`` the function): one dim fewer, the same batch dims."""
+    if tau.ndim != input.ndim - 1:
+        raise RuntimeError(f"{name}: Expected tau to have one dimension less than input, but got tau.ndim equal to "
+                           f"{tau.ndim} and input.ndim is equal to {input.ndim}")
+    if tuple(tau.shape[:-1]) != tuple(input.shape[:-2]):
+        raise RuntimeError(f"{name}: Expected batch dimensions of tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+
+
 def _check_householder(input, tau):
     if input.dim() < 2:
         raise RuntimeError("torch.linalg.householder_product: input must have at least 2 dimensions.")
@@ -48,6 +58,7 @@ def _check_householder(input, tau):
     if input.shape[-1] < tau.shape[-1]:
         raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
+    _check_tau(input, tau, "torch.linalg.householder_product")
     if tau.dtype is not input.dtype:
         raise RuntimeError(f"torch.linalg.householder_product: tau dtype {tau.dtype.title} does not match input "
                            f"dtype {input.dtype.title}")
@@ -70,14 +81,28 @@ def orgqr(input, tau):
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, op(Q) = Q or Q^H (``transpose``), for geqrf's Q of
     ``input`` and ``tau``."""
-    if input.dim() < 2 or other.dim() < 2:
-        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    for name, t in (("input", input), ("other", other)):
+        if t.dim() < 2:
+            raise RuntimeError(f"torch.ormqr: {name} must have at least 2 dimensions.")
+    if other.ndim != input.ndim:
+        raise RuntimeError(f"torch.ormqr: Expected other to have the same number of dimensions as input, but got "
+                           f"other.ndim equal to {other.ndim} and input.ndim is equal to {input.ndim}")
     side = -2 if left else -1
     if other.shape[side] != input.shape[-2]:
         raise RuntimeError(f"torch.ormqr: other.shape[{side}] must be equal to input.shape[-2]")
     k = tau.shape[-1]
     if k != min(other.shape[side], input.shape[-1]):
         raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape[{side}], input.shape[-1])")
+    _check_tau(input, tau, "torch.ormqr")
+    if tuple(other.shape[:-2]) != tuple(input.shape[:-2]):
+        raise RuntimeError(f"torch.ormqr: Expected batch dimensions of other to be equal to input.shape[:-2], but "
+                           f"got {list(other.shape[:-2])}")
+    for name, t in (("tau", tau), ("other", other)):
+        if t.dtype is not input.dtype:
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, but input has dtype"
+                               f"{input.dtype.title} and {name} has dtype {t.dtype.title}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or input.dtype.itemsize < 4:
+        raise NotImplementedError(f"\"ormqr_{input.device.type}\" not implemented for '{input.dtype.title}'")
     v = _reflectors(input, k)
     if transpose:  # Q^H: each H_i^H = I - conj(tau_i) v_i v_i^H
         tau = tau.conj()

@@ -21,12 +21,12 @@ from ..autograd.double_backward import constant, recomputed_backward
 from ..autograd.function import Function
 from ..tensor import register_method
 from ._common import xp_of
-from .linalg import _check_square, inverse, solve
-from .linalg_checks import adjoint
+from .linalg import _broadcast_batch, _check_square, inverse, solve
+from .linalg_checks import adjoint, check_floating, not_implemented
 from .linalg_decompositions import svd as linalg_svd, svdvals
 from .linalg_out import writes_out, writes_out_castable
 from .linalg_solvers import solve_triangular
-from .linalg_spectral import Pinv
+from .linalg_spectral import Pinv, _check_pinv_input
 from .lu import legacy_lu_solve as lu_solve, lu, lu_unpack
 from .reduction import return_type
 
@@ -58,8 +58,7 @@ class Slogdet(Function):
 
 def _checked(input, name):
     _check_square(input, name)
-    if not (input.is_floating_point() or input.is_complex()):
-        raise RuntimeError(f"{name}: Expected a floating point tensor as input. Got {input.dtype}")
+    check_floating(input, name)
 
 
 @writes_out
@@ -88,13 +87,18 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     triangle T of ``A``, and a copy of ``A`` in the batch shape of both."""
     warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular and will be "
                   "removed in a future PyTorch release.", UserWarning, stacklevel=2)
-    if b.ndim < 2 or A.ndim < 2:
-        raise RuntimeError(f"triangular_solve: b ({list(b.shape)}) and A ({list(A.shape)}) must be batches of "
+    for name, t in (("b", b), ("A", A)):
+        if t.ndim < 2:
+            raise RuntimeError(f"torch.triangular_solve: Expected {name} to have at least 2 dimensions, but it has "
+                               f"{t.ndim} dimensions instead")
+    _check_same_dtype(b, A)
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
                            f"matrices")
-    _check_square(A, "triangular_solve")
     if A.shape[-1] != b.shape[-2]:
-        raise RuntimeError(f"triangular_solve: incompatible shapes of A ({list(A.shape)}) and b ({list(b.shape)})")
-    batch = tuple(np.broadcast_shapes(tuple(b.shape[:-2]), tuple(A.shape[:-2])))
+        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is {A.shape[-2]} by "
+                           f"{A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    batch = _broadcast_batch(tuple(b.shape[:-2]), tuple(A.shape[:-2]))
     a = A.expand(*batch, *A.shape[-2:])
     solution = solve_triangular(a.mT if transpose else a, b, upper=upper != transpose, unitriangular=unitriangular)
     return return_type("triangular_solve", ("solution", "cloned_coefficient"))(solution, a.clone())
@@ -134,12 +138,33 @@ class CholeskySolve(Function):
         return recomputed_backward(self, cholesky_solve, self.inputs, g)
 
 
+def _check_same_dtype(b, A):
+    if b.dtype is not A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {b.dtype.title} and A of "
+                           f"type {A.dtype.title} instead.")
+
+
+def _check_lapack_kernel(A, kernel):
+    """torch's dispatch error where ``kernel`` (a LAPACK routine's) has no version for A's dtype."""
+    if not (A.dtype.is_floating_point or A.dtype.is_complex) or A.dtype.itemsize < 4:
+        raise not_implemented(kernel, A)
+
+
 @writes_out_castable
 def cholesky_solve(B, L, upper=False):
     """X with A X = B for A = L L^T (``upper``: A = U^T U), from the Cholesky factor alone."""
-    _check_square(L, "cholesky_solve")
-    if B.ndim < 2 or L.shape[-1] != B.shape[-2]:
-        raise RuntimeError(f"cholesky_solve: incompatible shapes of B ({list(B.shape)}) and L ({list(L.shape)})")
+    for name, t in (("b", B), ("u", L)):
+        if t.ndim < 2:
+            raise RuntimeError(f"{name} should have at least 2 dimensions, but has {t.ndim} dimensions instead")
+    _check_same_dtype(B, L)
+    if L.shape[-1] != L.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {L.shape[-2]} by {L.shape[-1]} "
+                           f"matrices")
+    if L.shape[-1] != B.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {L.shape[-2]} by "
+                           f"{L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    _broadcast_batch(tuple(B.shape[:-2]), tuple(L.shape[:-2]))
+    _check_lapack_kernel(L, "cholesky_solve")
     return CholeskySolve(upper)(B, L)
 
 
@@ -147,6 +172,7 @@ def cholesky_solve(B, L, upper=False):
 def cholesky_inverse(L, upper=False):
     """(L L^T)^-1 (``upper``: (U^T U)^-1) from the Cholesky factor."""
     _check_square(L, "cholesky_inverse")
+    _check_lapack_kernel(L, "cholesky_inverse_out")
     return CholeskySolve(upper)(L.new_ones(L.shape[-1]).diag().detach(), L)
 
 
@@ -193,9 +219,7 @@ def matrix_exp(A):
 
 def pinverse(input, rcond=1e-15):
     """The Moore-Penrose pseudo-inverse; singular values below ``rcond`` times the largest count as zero."""
-    if input.ndim < 2:
-        raise RuntimeError(f"pinverse: expected a tensor with 2 or more dimensions of float type, got shape "
-                           f"{list(input.shape)}")
+    _check_pinv_input(input)
     return Pinv(0.0, rcond, False)(input)
 
 
@@ -204,8 +228,8 @@ def svd(input, some=True, compute_uv=True):
     """``(U, S, V)`` with input = U diag(S) V^T: reduced factors with ``some``, square ones without; with
     ``compute_uv=False`` only S, U and V being zeros of the full shapes."""
     if input.ndim < 2:
-        raise RuntimeError(f"linalg.svd: The input tensor A must have at least 2 dimensions, got shape "
-                           f"{list(input.shape)}")
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has {input.ndim} dimensions "
+                           f"instead")
     result = return_type("svd", ("U", "S", "V"))
     if not compute_uv:
         m, n = input.shape[-2:]

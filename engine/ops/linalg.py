@@ -156,7 +156,7 @@ def _broadcast_batch(sa, sb):
         if x != y and x != 1 and y != 1:
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
                                f"non-singleton dimension {i}")
-        out.append(max(x, y))
+        out.append(y if x == 1 else x)  # a size 1 stretches, to 0 too
     return tuple(out)
 
 
@@ -569,17 +569,18 @@ class Solve(Function):
         return ga, (gb.squeeze(-1) if self.vector else gb)
 
 
-@autocast_mode.float32("cpu")
 def inverse(input):
-    """Inverse of a (batch of) square matrices."""
-    _check_square(input, "linalg.inv")
-    return Inverse()(input)
+    """Inverse of a (batch of) square matrices: ``linalg.inv`` (its LinAlgError for a singular matrix, its complex
+    gradient), which builds on this module and so is imported here when called."""
+    from .linalg_solvers import inv
+    return inv(input)
 
 
 def det(input):
-    """Determinant of a (batch of) square matrices."""
-    _check_square(input, "linalg.det")
-    return Det()(input)
+    """Determinant of a (batch of) square matrices: ``linalg.det`` (its dtype checks, its complex gradient),
+    imported when called as ``inverse`` is."""
+    from .linalg_solvers import det
+    return det(input)
 
 
 @autocast_mode.float32("cpu")

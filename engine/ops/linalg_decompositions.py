@@ -23,7 +23,8 @@ import numpy as np
 
 from ..autograd.double_backward import constant, masked, recomputed_backward
 from ..autograd.function import Function
-from .linalg_checks import LinAlgError, adjoint as _h, check_gauge, check_matrix, check_square, raise_on_info
+from .linalg_checks import (LinAlgError, adjoint as _h, check_floating, check_gauge, check_matrix, check_square,
+                            raise_on_info)
 from ._common import xp_of
 from .reduction import return_type
 from .linalg_out import writes_out
@@ -309,7 +310,8 @@ def _check_uplo(UPLO):
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, read from its ``UPLO`` triangle."""
     _check_uplo(UPLO)
-    check_square(A, "linalg.eigh")
+    check_square(A, "linalg.eigh", dtype=False)
+    check_floating(A, "linalg.eigh")
     values, vectors = Eigh(UPLO, True)(A)
     return return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))(values, vectors)
 
@@ -318,7 +320,8 @@ def eigh(A, UPLO="L", *, out=None):
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues (ascending) of symmetric A, read from its ``UPLO`` triangle."""
     _check_uplo(UPLO)
-    check_square(A, "linalg.eigvalsh")
+    check_square(A, "linalg.eigh", dtype=False)
+    check_floating(A, "linalg.eigh")
     return Eigh(UPLO, False)(A)
 
 
@@ -411,7 +414,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 @writes_out
 def svdvals(A, *, driver=None, out=None):
     """The singular values of A, descending."""
-    check_matrix(A, "linalg.svdvals")
+    check_matrix(A, "linalg.svd")
     return Svd(False, False)(A)
 
 

@@ -1,6 +1,7 @@
 """The products and views of ``torch.linalg`` that need no factorisation, as compositions of engine ops (so
 differentiable): ``multi_dot`` (the chain in the cheapest order), ``vecdot``, ``vander`` (increasing powers),
 ``cross`` and ``diagonal`` (torch.linalg's defaults: the last dims)."""
+from .._dtype import cpp_name
 from .linalg import matmul
 from .products import cross as _cross
 from .shape import diagonal as _diagonal
@@ -39,6 +40,10 @@ def multi_dot(tensors, *, out=None):
                 raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got {t.ndim}D")
         elif t.ndim != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{cpp_name(tensors[0].dtype)} and tensor {i} {cpp_name(t.dtype)}")
     first_vector, last_vector = tensors[0].ndim == 1, tensors[-1].ndim == 1
     if first_vector:
         tensors[0] = tensors[0].unsqueeze(0)
@@ -94,7 +99,12 @@ def vander(x, *, N=None):
 
 @writes_out
 def cross(input, other, *, dim=-1, out=None):
-    """The cross product of 3-vectors along ``dim`` (broadcast)."""
+    """The cross product of 3-vectors along ``dim`` (the other dims broadcast, not that one)."""
+    if input.ndim == other.ndim and -input.ndim <= dim < input.ndim:
+        sizes = input.shape[dim], other.shape[dim]
+        if sizes != (3, 3):
+            raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {sizes[0]} and "
+                               f"{sizes[1]}")
     return _cross(input, other, dim)
 
 

@@ -34,10 +34,13 @@ class Inverse(_products.Inverse):
 
 
 class Det(_products.Det):
-    """det A; the gradient g conj(det A) A^-H (nonsingular A)."""
+    """det A; the gradient g conj(det A) A^-H, 0 where det A is 0 (torch's, not the adjugate)."""
 
     def backward(self, g):
-        return (g * self.y.conj())[..., None, None] * adjoint(xp_of(g).linalg.inv(self.a))
+        xp = xp_of(g)
+        singular = (self.y == 0)[..., None, None]
+        invertible = xp.where(singular, xp.eye(self.a.shape[-1], dtype=self.a.dtype), self.a)
+        return (g * self.y.conj())[..., None, None] * adjoint(xp.linalg.inv(invertible))
 
 
 class Solve(_products.Solve):
@@ -68,8 +71,9 @@ def _triangle(a, upper, unitriangular):
 
 
 def _broadcast_batches(a, b):
-    """``a`` and ``b`` expanded to their common batch shape (all dims but the last two)."""
-    batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    """``a`` and ``b`` expanded to their common batch shape (all dims but the last two); torch's error, which names
+    b's size first, where they do not broadcast."""
+    batch = _products._broadcast_batch(tuple(b.shape[:-2]), tuple(a.shape[:-2]))
     return a.expand(*batch, *a.shape[-2:]), b.expand(*batch, *b.shape[-2:])
 
 
@@ -77,14 +81,15 @@ def _broadcast_batches(a, b):
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     """X with T X = B (X T = B when not ``left``) for the upper or lower triangle T of A (unit diagonal with
     ``unitriangular``); batch dims broadcast. The gradient reaches only the triangle read."""
-    check_matrix(A, "linalg.solve_triangular")
     if B.ndim < 2:
+        check_matrix(A, "linalg.solve_triangular", dtype=False)
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
-    check_square(A, "linalg.solve_triangular")
+    check_square(A, "linalg.solve_triangular", dtype=False)
     if (B.shape[-2] if left else B.shape[-1]) != A.shape[-1]:
         equation = "AX = B" if left else "XA = B"
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation {equation} "
                            f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+    check_floating(A, "linalg.solve_triangular")
     a, b = _broadcast_batches(A, B)
     t = _triangle(a, upper, unitriangular)
     if left:
@@ -153,6 +158,23 @@ def _is_vector_rhs(A, B):
     return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
+def _check_solve_shapes(A, B, left):
+    """torch's checks of B against A for ``solve``: a vector B (see _is_vector_rhs) only on the left, B's rows
+    (columns when not ``left``) of A's size, batch dims that broadcast."""
+    if B.ndim == 0:
+        raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
+    n, vector = A.shape[-1], _is_vector_rhs(A, B)
+    rows, cols = (B.shape[-1], 1) if vector else tuple(B.shape[-2:])
+    if (rows if left else cols) != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation {'AX' if left else 'XA'} "
+                           f"= B ({n}x{n} and {rows}x{cols})")
+    if vector and not left:
+        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. "
+                           "In this case linalg.solve is equivalent to B / A.squeeze(-1)")
+    if not vector:
+        _products._broadcast_batch(tuple(B.shape[:-2]), tuple(A.shape[:-2]))
+
+
 def _solve(a, b, left):
     if left:
         return Solve(_is_vector_rhs(a, b))(a, b)
@@ -162,10 +184,14 @@ def _solve(a, b, left):
 @writes_out
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(X, info) with A X = B (X A = B when not ``left``); B a (batch of) vector(s) where torch reads it so."""
-    check_square(A, "linalg.solve")
+    if not (A.dtype.is_floating_point or A.dtype.is_complex):  # torch's first check, before the shapes
+        check_floating(A, "linalg.solve")
+    check_square(A, "linalg.solve", dtype=False)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{A.dtype.title} and B of type {B.dtype.title} instead")
+    _check_solve_shapes(A, B, left)
+    check_floating(A, "linalg.solve")  # the half types: refused by the kernel, after the shapes
     result, info = _with_info(lambda a, b: _solve(a, b, left), A, B)
     if check_errors:
         raise_on_info(info._data, "torch.linalg.solve_ex", _singular_solve)
@@ -204,8 +230,8 @@ def tensorsolve(A, B, dims=None, *, out=None):
     if dims is not None:
         dims = [d % A.ndim for d in dims]
         A = A.movedim(dims, list(range(A.ndim - len(dims), A.ndim)))
-    rows, shape = math.prod(A.shape[:B.ndim]), tuple(A.shape[B.ndim:])
-    if rows != math.prod(shape):
+    rows, shape = B.numel(), tuple(A.shape[B.ndim:])
+    if rows != math.prod(shape):  # torch's message, its numbers those of this check
         raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[other.ndim:]) == "
                            f"prod(self.shape[:other.ndim]), but got {math.prod(shape)} != {rows}")
     return solve(A.reshape(rows, rows), B.reshape(rows)).reshape(shape)
@@ -259,9 +285,16 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     """X with A X = B from ``ldl_factor``'s (LD, pivots) of A (LAPACK's sytrs, or hetrs with ``hermitian``;
     batch dims broadcast)."""
     check_square(LD, "torch.linalg.ldl_solve")
-    if B.ndim < 2 or B.shape[-2] != LD.shape[-1]:
-        raise RuntimeError(f"torch.linalg.ldl_solve: Incompatible shapes of A and B for the equation AX = B "
-                           f"({LD.shape[-2]}x{LD.shape[-1]} and {B.shape[-2] if B.ndim > 1 else 1}x{B.shape[-1]})")
+    if B.ndim == 0:
+        raise IndexError("Dimension specified as -2 but tensor has no dimensions")
+    if B.ndim == 1:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -2)")
+    if B.shape[-2] != LD.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix is {LD.shape[-2]} by "
+                           f"{LD.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    if B.dtype is not LD.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type {B.dtype.title} and A of "
+                           f"type {LD.dtype.title} instead.")
     ld, piv, b = (move(t.detach()._data, "cpu") for t in (LD, pivots, B))
     batch = np.broadcast_shapes(ld.shape[:-2], piv.shape[:-1], b.shape[:-2])
     n, k = ld.shape[-1], b.shape[-1]
@@ -270,7 +303,8 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     piv = np.broadcast_to(piv, batch + (n,)).reshape(count, n)
     b = np.broadcast_to(b, batch + (n, k)).reshape(count, n, k)
     trs = _lapack("trs", ld.dtype, hermitian)
-    x = np.stack([trs(ld[i], piv[i], b[i], lower=1)[0] for i in range(len(ld))]) if len(ld) else b.copy()
+    solvable = len(ld) and n and k  # LAPACK refuses empty matrices: their solution is empty too
+    x = np.stack([trs(ld[i], piv[i], b[i], lower=1)[0] for i in range(len(ld))]) if solvable else b.copy()
     return _new(move(x.reshape(batch + (n, k)).astype(B._data.dtype, copy=False), device_of(B._data)))
 
 

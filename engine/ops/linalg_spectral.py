@@ -15,7 +15,8 @@ from ..autograd.double_backward import constant
 from ..autograd.function import Function
 from ..tensor import Tensor, _new
 from ._common import xp_of
-from .linalg_checks import adjoint, check_square
+from .linalg import _broadcast_batch
+from .linalg_checks import adjoint, check_floating, check_square
 from .linalg_decompositions import eigh, eigvalsh, svd, svdvals
 from .linalg_solvers import inv_ex
 from .reduction import amax, amin, return_type
@@ -138,6 +139,8 @@ def cond(A, p=None, *, out=None):
     if p not in (None, 2, -2, "fro", "nuc", math.inf, -math.inf, 1, -1):
         raise ValueError(f"linalg.cond got an invalid norm type: {p}")
     if A.ndim < 2:
+        if p in ("fro", "nuc"):  # torch checks these through their matrix norm
+            raise RuntimeError(f"linalg.cond(ord={p}): The input tensor A must have at least 2 dimensions.")
         raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
     if p in (None, 2, -2):
         values = svdvals(A)
@@ -145,6 +148,7 @@ def cond(A, p=None, *, out=None):
             return values.sum(-1)
         ratio = values[..., 0] / values[..., -1]
         return 1 / ratio if p == -2 else ratio
+    check_floating(A, "linalg.inv")
     check_square(A, f"linalg.cond(ord={p})")
     if A.shape[-1] == 0:
         return svdvals(A).sum(-1)
@@ -187,18 +191,24 @@ def lstsq(A, B, rcond=None, *, driver=None):
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
-    _check_lapack_dtype(A)
+    if B.ndim < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if not 0 <= A.ndim - B.ndim <= 1:
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                           "(input.dim() - other.dim()) <= 1")
     vector = B.ndim == A.ndim - 1
     b = B.unsqueeze(-1) if vector else B
-    if b.ndim < 2 or b.shape[-2] != A.shape[-2]:
+    _broadcast_batch(tuple(A.shape[:-2]), tuple(b.shape[:-2]))
+    if b.shape[-2] != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    _check_lapack_dtype(A)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {A.dtype.title} and other's dtype {B.dtype.title}")
     m, n = A.shape[-2:]
     rcond = float(np.finfo(A.dtype.np).eps) * max(m, n) if rcond is None else rcond
     solution = pinv(A, atol=0.0, rtol=rcond) @ b
-    empty = A.new_zeros(0)
+    empty = A.new_zeros(0, dtype=A.dtype.to_real())  # residuals and singular values are real
     rank = matrix_rank(A, atol=0.0, rtol=rcond) if driver != "gels" else empty.long()
     values = svdvals(A).detach() if driver in ("gelsd", "gelss") else empty
     residuals = empty

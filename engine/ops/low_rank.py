@@ -10,10 +10,8 @@ from .linalg_decompositions import qr
 
 
 def _reduced_q(a):
-    """Q of the reduced QR of a (..., m, k) matrix with m >= k (``linalg.qr``, differentiable)."""
-    if a.shape[-2] < a.shape[-1]:
-        raise RuntimeError(f"low-rank basis: expected a tall matrix, got shape {list(a.shape)} (q larger than a "
-                           "dimension of A)")
+    """Q of the reduced QR of a (..., m, k) matrix (``linalg.qr``, differentiable): min(m, k) columns, so that a
+    ``q`` larger than a dimension of A gives a basis of that dimension's size, as torch's."""
     return qr(a).Q
 
 

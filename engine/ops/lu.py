@@ -259,7 +259,7 @@ def _check_factorable(A, name, caller="torch.lu_factor"):
 
 
 def _check_pivot(A, pivot):
-    if not pivot and A.device.type == "cpu":
+    if not pivot and A.device.type == "cpu" and A.numel():  # torch factors empty matrices all the same
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
 
 
@@ -349,6 +349,8 @@ def _check_solve(LU, pivots, B, left):
     if LU.dtype != B.dtype:
         raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
                            f"{LU.dtype.title} and B of type {B.dtype.title} instead")
+    if B.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 dimensions.")
     n = LU.shape[-1]
     rows = B.shape[-2] if left else B.shape[-1]
     if B.ndim < 2 or rows != n:
@@ -374,7 +376,9 @@ def lu(A, pivot=True, get_infos=False):
     warnings.warn("torch.lu is deprecated in favor of torch.linalg.lu_factor / torch.linalg.lu_factor_ex and will be "
                   "removed in a future PyTorch release.", stacklevel=2)
     lu_, pivots, info = lu_factor_ex(A, pivot=pivot)
-    return (lu_, pivots, info) if get_infos else (lu_, pivots)
+    if get_infos:
+        return return_type("_lu_with_info", ("LU", "pivots", "info"))(lu_, pivots, info)
+    return lu_, pivots
 
 
 @writes_out

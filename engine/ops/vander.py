@@ -5,11 +5,11 @@ from .shape import cat, flip
 
 def vander(x, N=None, increasing=False):
     if x.ndim != 1:
-        raise RuntimeError(f"x must be a one-dimensional tensor, got shape {list(x.shape)}")
+        raise RuntimeError("x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else N
     if n < 0:
-        raise RuntimeError(f"N must be non-negative, got {n}")
-    if x.dtype.is_floating_point:
+        raise RuntimeError("N must be non-negative.")
+    if x.dtype.is_floating_point or x.dtype.is_complex:
         values = x
     else:
         values = x.long()  # torch's integer and bool powers are int64
