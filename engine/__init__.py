@@ -32,6 +32,9 @@ from .legacy_tensor_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTe
 from .amp.autocast_mode import (autocast, clear_autocast_cache, get_autocast_dtype,  # noqa: F401
                                 is_autocast_cache_enabled, is_autocast_enabled, set_autocast_cache_enabled,
                                 set_autocast_dtype, set_autocast_enabled)
+from .amp.deprecated_state import (autocast_decrement_nesting, autocast_increment_nesting,  # noqa: F401
+                                   get_autocast_cpu_dtype, get_autocast_gpu_dtype, is_autocast_cpu_enabled,
+                                   set_autocast_cpu_dtype, set_autocast_cpu_enabled, set_autocast_gpu_dtype)
 from . import accelerator  # noqa: F401  (after cuda, which it wraps)
 from . import multiprocessing  # noqa: F401  (after nn: registers how tensors cross processes)
 from . import distributed, onnx  # noqa: F401  (reachable after ``import engine``, as torch's)

@@ -49,7 +49,10 @@ def is_autocast_enabled(device_type="cuda"):
 
 
 def set_autocast_enabled(device_type, enabled):
-    _state.enabled[_checked(device_type)] = bool(enabled)
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_autocast_enabled(): argument 'enabled' (position 2) must be bool, not "
+                        f"{type(enabled).__name__}")
+    _state.enabled[_checked(device_type)] = enabled
 
 
 def get_autocast_dtype(device_type):
@@ -81,21 +84,25 @@ def _checked(device_type):
 
 class autocast:
     """``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``: see the module
-    docstring. ``dtype`` defaults to bfloat16 on "cpu" and float16 on "cuda"."""
+    docstring. ``dtype`` and ``cache_enabled`` default to the thread's settings when the context is made
+    (``get_autocast_dtype``: bfloat16 on "cpu" and float16 on "cuda" unless set; ``is_autocast_cache_enabled``).
+    CUDA takes any dtype (float32 too, as torch's); the CPU only the two low precisions."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device = _checked(device_type)
-        self.fast_dtype = _DEFAULT_DTYPES[self.device] if dtype is None else _dtype.to_dtype(dtype)
-        self._enabled = bool(enabled)
-        self._cache_enabled = cache_enabled
+        self.fast_dtype = get_autocast_dtype(self.device) if dtype is None else _dtype.to_dtype(dtype)
+        self._enabled = enabled
+        self._cache_enabled = is_autocast_cache_enabled() if cache_enabled is None else cache_enabled
         if self._enabled and self.device == "cuda":
             from .. import cuda
             if not cuda.is_available():
                 warnings.warn("User provided device_type of 'cuda', but CUDA is not available. Disabling")
                 self._enabled = False
-        if self._enabled and self.fast_dtype not in (_dtype.bfloat16, _dtype.float16):
+            elif self.fast_dtype is _dtype.bfloat16 and not cuda.is_bf16_supported():
+                raise RuntimeError("Current CUDA Device does not support bfloat16. Please switch dtype to float16.")
+        elif self._enabled and self.fast_dtype not in (_dtype.bfloat16, _dtype.float16):
             warnings.warn(f"In {self.device.upper()} autocast, but the target dtype is not supported. Disabling "
                           f"autocast.\n{self.device.upper()} Autocast only supports dtypes of engine.bfloat16, "
                           f"engine.float16 currently.")
@@ -105,11 +112,10 @@ class autocast:
 
     def __enter__(self):
         self._saved = (_state.enabled[self.device], _state.dtype[self.device], _state.cache_enabled)
-        _state.enabled[self.device] = self._enabled
+        set_autocast_enabled(self.device, self._enabled)
         _state.dtype[self.device] = self.fast_dtype
-        if self._cache_enabled is not None:
-            _state.cache_enabled = bool(self._cache_enabled)
         _state.depth += 1
+        _state.cache_enabled = bool(self._cache_enabled)
         return self
 
     def __exit__(self, *exc):
@@ -120,6 +126,11 @@ class autocast:
         return False
 
     def __call__(self, fn):
+        if not callable(fn):
+            raise TypeError(f"autocast()(func) requires a callable, but got {type(fn).__name__}. Did you mean to "
+                            "use autocast as a context manager? For example:\n    with torch.autocast("
+                            "device_type=...):\n        output = model(input)")
+
         @functools.wraps(fn)
         def autocast_wrapper(*args, **kwargs):
             with autocast(self.device, self.fast_dtype, self._enabled, self._cache_enabled):

@@ -7,7 +7,10 @@ after an overflow (``backoff_factor``) and doubles it after ``growth_interval`` 
 decides it), and the overflows of each device are counted there: one host read per ``step``, none per
 parameter.
 """
+import collections.abc
 import warnings
+
+import numpy as np
 
 from .. import _dtype
 
@@ -26,9 +29,9 @@ class GradScaler:
                 self._enabled = False
         if self._enabled:
             if growth_factor <= 1.0:
-                raise ValueError("The growth factor must be > 1.0.")
+                raise AssertionError("The growth factor must be > 1.0.")
             if backoff_factor >= 1.0:
-                raise ValueError("The backoff factor must be < 1.0.")
+                raise AssertionError("The backoff factor must be < 1.0.")
         self._init_scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
@@ -41,7 +44,8 @@ class GradScaler:
 
     # ---- scaling ---------------------------------------------------------------------------------
     def scale(self, outputs):
-        """``outputs`` (a tensor, or nested lists and tuples of them) times the scale."""
+        """``outputs`` (a tensor, or nested iterables of them) times the scale; lists and tuples keep their
+        type, other iterables come back as lazy iterators (as torch's ``map``)."""
         from ..tensor import Tensor
         if not self._enabled:
             return outputs
@@ -49,8 +53,9 @@ class GradScaler:
             if self._scale is None:
                 self._lazy_init(outputs.device)
             return outputs * self._scale.to(outputs.device)
-        if isinstance(outputs, (list, tuple)):
-            return type(outputs)(self.scale(o) for o in outputs)
+        if isinstance(outputs, collections.abc.Iterable):
+            scaled = map(self.scale, outputs)
+            return type(outputs)(scaled) if isinstance(outputs, (list, tuple)) else scaled
         raise ValueError("outputs must be a Tensor or an iterable of Tensors")
 
     def _lazy_init(self, device):
@@ -78,19 +83,27 @@ class GradScaler:
         state["stage"] = _UNSCALED
 
     def _unscale_grads(self, optimizer, inverse):
-        """Gradients times ``inverse`` (float32's rounding of 1 / scale); one overflow count per device."""
+        """Gradients (a sparse one's values) times ``inverse`` (float32's rounding of 1 / scale), multiplied in
+        float32 or wider and rounded back; one count per device of the gradients' entries that were inf or NaN
+        before the multiplication (as torch's kernel checks them)."""
         from .._device import array_module
         counts = {}
         for group in optimizer.param_groups:
             for p in group["params"]:
                 if p.grad is None:
                     continue
-                grad = p.grad._data
-                if grad.dtype == _dtype.float16.np:
+                if p.grad.dtype is _dtype.float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
+                grad = p.grad._data.values if p.grad.is_sparse else p.grad._data
                 xp = array_module(grad)
-                grad *= grad.dtype.type(_dtype.float32.np.type(inverse))
                 bad = xp.count_nonzero(~xp.isfinite(grad))
+                opmath = xp.promote_types(grad.dtype, _dtype.float32.np)
+                factor = opmath.type(_dtype.float32.np.type(inverse))
+                with np.errstate(over="ignore"):  # an overflow here is torch's too, and is not counted
+                    if opmath == grad.dtype:
+                        grad *= factor
+                    else:  # bfloat16: through float32, as torch's kernel computes it
+                        grad[...] = grad.astype(opmath) * factor
                 key = p.grad.device
                 counts[key] = bad if key not in counts else counts[key] + bad
         return counts
@@ -122,8 +135,14 @@ class GradScaler:
         if not self._enabled:
             return
         self._check_scale("update")
-        if new_scale is not None:
-            self._set_scale(float(new_scale.item()) if isinstance(new_scale, Tensor) else float(new_scale))
+        if isinstance(new_scale, Tensor):
+            if (new_scale.device.type != self._device or new_scale.numel() != 1
+                    or new_scale.requires_grad):
+                raise AssertionError("new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
+                                     "torch.FloatTensor with requires_grad=False.")
+            self._set_scale(float(new_scale.item()))
+        elif new_scale is not None:
+            self._set_scale(float(new_scale))
         else:
             counts = [c for state in self._per_optimizer.values() for c in state["found_inf"].values()]
             if not counts:
@@ -134,7 +153,10 @@ class GradScaler:
             else:
                 self._growth_tracker += 1
                 if self._growth_tracker == self._growth_interval:
-                    self._set_scale(self._scale_value * self._growth_factor)
+                    with np.errstate(over="ignore"):
+                        grown = _dtype.float32.np.type(self._scale_value * self._growth_factor)
+                    if np.isfinite(grown):  # a scale that would overflow float32 stays where it is
+                        self._set_scale(grown)
                     self._growth_tracker = 0
         self._per_optimizer = {}
 
@@ -145,6 +167,19 @@ class GradScaler:
 
     def _state(self, optimizer):
         return self._per_optimizer.setdefault(id(optimizer), {"stage": _READY, "found_inf": {}})
+
+    def __getstate__(self):
+        """As torch pickles it: only between iterations, the scale and growth tracker as plain numbers that the
+        copy's first ``scale`` puts on its device again."""
+        state = self.__dict__.copy()
+        if self._enabled:
+            if self._per_optimizer:
+                raise AssertionError("A GradScaler instance may only be pickled at the beginning of an iteration, "
+                                     "or at the end after scaler.update().")
+            state["_init_scale"] = self.get_scale()
+            state["_init_growth_tracker"] = self.state_dict()["_growth_tracker"]
+            state["_scale"] = state["_scale_value"] = state["_growth_tracker"] = None
+        return state
 
     # ---- settings and state --------------------------------------------------------------------
     def get_scale(self):
