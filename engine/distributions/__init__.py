@@ -3,9 +3,9 @@
 Parameterised probability distributions with sampling (``sample``; ``rsample`` with gradients to the parameters
 where torch has it), scoring (``log_prob``, ``cdf``, ``icdf``), moments and ``entropy``; ``kl_divergence`` between
 pairs; transforms and ``TransformedDistribution``; ``biject_to``/``transform_to`` onto constraints. Under the same
-seed, distributions that torch samples through the generator's tensor samplers (normal_, uniform_, exponential_,
-cauchy_, multinomial, bernoulli...) draw the same numbers as torch; Gamma, Beta, Dirichlet, Poisson, Binomial and
-those built on them draw from the same distributions as torch, not the same numbers.
+seed the draws are torch's numbers (the tensor samplers normal_, uniform_, exponential_, cauchy_, multinomial,
+bernoulli... and torch's Gamma, Poisson and Binomial loops), except Wishart's: torch's singular-sample check is
+inverted, so it draws every sample a second time; here a draw is redrawn only where it is singular.
 
 The submodules load on first use of a name (``engine.distributions.Normal``): importing them all takes ~55 ms,
 which ``import engine`` should not pay.

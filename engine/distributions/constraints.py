@@ -269,7 +269,7 @@ class _CorrCholesky(Constraint):
     event_dim = 2
 
     def check(self, value):
-        tol = engine.finfo(value.dtype).eps * value.shape[-1] * 10  # torch's tolerance on the unit row norms
+        tol = engine.finfo(value.dtype).eps * value.size(-1) * 10  # torch's tolerance on the unit row norms
         row_norm = value.detach().square().sum(-1).sqrt()
         return _LowerCholesky().check(value) & (row_norm - 1.0).abs().le(tol).all(-1)
 
@@ -290,8 +290,16 @@ class _Symmetric(_Square):
         return ((value - value.mT).abs() <= 1e-6 + 1e-5 * value.mT.abs()).all(-2).all(-1)
 
 
-def _host_matrices(value):
-    return value.detach().cpu().numpy().astype(np.float64)
+def _host_eigenvalues(value):
+    """The eigenvalues of symmetric matrices, computed on the host in their own precision (float32 stays float32,
+    as torch's eigvalsh, so borderline matrices are judged alike; half types in float32)."""
+    matrices = value.detach().cpu().numpy()
+    return np.linalg.eigvalsh(matrices if matrices.dtype in (np.float32, np.float64) else matrices.astype(np.float32))
+
+
+def _host_mask(mask, value):
+    """A numpy mask (0-dim for one matrix) as a bool tensor on ``value``'s device."""
+    return engine.from_numpy(np.array(mask, dtype=bool)).to(value.device)
 
 
 class _PositiveSemidefinite(_Symmetric):
@@ -299,8 +307,7 @@ class _PositiveSemidefinite(_Symmetric):
         symmetric = super().check(value)
         if not bool(symmetric.all()):
             return symmetric
-        eig = np.linalg.eigvalsh(_host_matrices(value))
-        return engine.from_numpy(np.ascontiguousarray((eig >= 0).all(-1))).to(value.device)
+        return _host_mask((_host_eigenvalues(value) >= 0).all(-1), value)
 
 
 class _PositiveDefinite(_Symmetric):
@@ -308,8 +315,7 @@ class _PositiveDefinite(_Symmetric):
         symmetric = super().check(value)
         if not bool(symmetric.all()):
             return symmetric
-        eig = np.linalg.eigvalsh(_host_matrices(value))
-        return engine.from_numpy(np.ascontiguousarray((eig > 0).all(-1))).to(value.device)
+        return _host_mask((_host_eigenvalues(value) > 0).all(-1), value)
 
 
 class _Cat(Constraint):

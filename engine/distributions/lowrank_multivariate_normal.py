@@ -55,12 +55,14 @@ class LowRankMultivariateNormal(Distribution):
         if tuple(cov_diag.shape[-1:]) != tuple(event_shape):
             raise ValueError(f"cov_diag must be a batch of vectors with shape {event_shape}")
         try:
-            loc_, self.cov_factor, cov_diag_ = engine.broadcast_tensors(loc.unsqueeze(-1), cov_factor,
-                                                                        cov_diag.unsqueeze(-1))
+            batch_shape = engine.broadcast_shapes(loc.shape[:-1], cov_factor.shape[:-2], cov_diag.shape[:-1])
         except RuntimeError as e:
             raise ValueError(f"Incompatible batch shapes: loc {loc.shape}, cov_factor {cov_factor.shape}, "
                              f"cov_diag {cov_diag.shape}") from e
-        self.loc, self.cov_diag = loc_[..., 0], cov_diag_[..., 0]
+        # expanded views, no graph node holding saved values: a second backward through loc stays possible
+        loc_shape = tuple(batch_shape) + tuple(event_shape)
+        self.loc, self.cov_diag = loc.expand(loc_shape), cov_diag.expand(loc_shape)
+        self.cov_factor = cov_factor.expand(loc_shape + tuple(cov_factor.shape[-1:]))
         self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag = cov_factor, cov_diag
         self._capacitance_tril = _capacitance_tril(cov_factor, cov_diag)
         super().__init__(self.loc.shape[:-1], event_shape, validate_args=validate_args)

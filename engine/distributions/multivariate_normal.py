@@ -49,8 +49,8 @@ class MultivariateNormal(Distribution):
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
         name, matrix = given[0]
         if matrix.dim() < 2:
-            raise ValueError(f"{name} matrix must be at least two-dimensional, with optional leading batch "
-                             "dimensions")
+            label = "scale_tril matrix" if name == "scale_tril" else name  # torch's wording for each
+            raise ValueError(f"{label} must be at least two-dimensional, with optional leading batch dimensions")
         batch_shape = engine.broadcast_shapes(matrix.shape[:-2], loc.shape[:-1])
         setattr(self, name, matrix.expand(tuple(batch_shape) + (-1, -1)))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))

@@ -344,7 +344,7 @@ class ReshapeTransform(Transform):
             raise ValueError("Too few dimensions on input")
         cut = len(shape) - len(old)
         if tuple(shape[cut:]) != tuple(old):
-            raise ValueError(f"Shape mismatch: expected {engine.Size(shape[cut:])} but got {old}")
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
         return engine.Size(tuple(shape[:cut]) + tuple(new))
 
     def forward_shape(self, shape):

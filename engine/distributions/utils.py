@@ -4,6 +4,12 @@ import numbers
 
 import engine
 
+__all__ = ["broadcast_all", "logits_to_probs", "clamp_probs", "probs_to_logits", "lazy_property",
+           "tril_matrix_to_vec", "vec_to_tril_matrix"]
+
+#: the Euler-Mascheroni constant (``torch.distributions.utils.euler_constant``)
+euler_constant = 0.57721566490153286060
+
 
 def broadcast_params(*values):
     """``broadcast_all``'s tensors and the batch shape they give a distribution: () when every value is a number,
@@ -49,19 +55,32 @@ def probs_to_logits(probs, is_binary=False):
     return engine.log(clamped) - engine.log1p(-clamped) if is_binary else engine.log(clamped)
 
 
+def _tril_pairs(n, diag):
+    """(rows, cols) of the entries of an n x n matrix on or below diagonal ``diag``, row by row (empty lists when
+    there are none)."""
+    pairs = [(i, j) for i in range(n) for j in range(n) if j - i <= diag]
+    return [i for i, _ in pairs], [j for _, j in pairs]
+
+
 def tril_matrix_to_vec(mat, diag=0):
     """The lower triangle (below diagonal ``diag``) of a batch of square matrices, row by row, as vectors."""
     n = mat.shape[-1]
-    rows, cols = zip(*[(i, j) for i in range(n) for j in range(n) if j - i <= diag])
-    return mat[..., list(rows), list(cols)]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    rows, cols = _tril_pairs(n, diag)
+    return mat[..., rows, cols]
 
 
 def vec_to_tril_matrix(vec, diag=0):
     """The inverse of ``tril_matrix_to_vec``: vectors laid into lower-triangular square matrices."""
     m = vec.shape[-1]
-    n = round((-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2)
-    rows, cols = zip(*[(i, j) for i in range(n) for j in range(n) if j - i <= diag])
-    flat_index = engine.tensor([i * n + j for i, j in zip(rows, cols)], device=vec.device)
+    root = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if round(root) - root > engine.finfo(vec.dtype).eps:
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the lower triangular part "
+                         "of a square D x D matrix.")
+    n = round(root)
+    rows, cols = _tril_pairs(n, diag)
+    flat_index = engine.tensor([i * n + j for i, j in zip(rows, cols)], dtype=engine.int64, device=vec.device)
     flat = vec.new_zeros(vec.shape[:-1] + (n * n,))
     flat = flat.scatter(-1, flat_index.expand(vec.shape[:-1] + (m,)), vec)
     return flat.reshape(vec.shape[:-1] + (n, n))
