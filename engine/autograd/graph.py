@@ -39,11 +39,12 @@ def _release(node):
 
 
 def _plain(value):
-    """Whether ``value`` is a parameter of an op, not a value it saved: None, numbers, strings, dtypes, slices, and
-    tuples or lists of them (shapes, dims)."""
+    """Whether ``value`` is a parameter of an op, not a value it saved: None, Ellipsis, numbers, strings, dtypes,
+    slices, and tuples or lists of them (shapes, dims, basic indexing keys)."""
     if isinstance(value, (tuple, list)):
         return all(_plain(v) for v in value)
-    return value is None or isinstance(value, (bool, int, float, complex, str, slice, np.dtype, _dtype.dtype))
+    return value is None or value is Ellipsis or isinstance(value, (bool, int, float, complex, str, slice, np.dtype,
+                                                                    _dtype.dtype))
 
 
 def reached_leaves(tensors):

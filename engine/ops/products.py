@@ -117,7 +117,7 @@ def cross(input, other, dim=None):
         if dim is None:
             raise RuntimeError("no dimension of size 3 in input")
     d = wrap_dim(dim, a.ndim)
-    if a.shape[d] != 3:
+    if input.shape[d] != 3 or other.shape[d] != 3:  # that dim does not broadcast
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} "
                            f"and {other.shape[d]}")
     a1, a2, a3 = (narrow(a, d, i, 1) for i in range(3))

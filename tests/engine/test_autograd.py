@@ -210,3 +210,17 @@ def test_a_second_backward_runs_through_nodes_that_saved_no_values():
             y.sum().backward()
         return x.grad.numpy()
     np.testing.assert_array_equal(run(engine), run(torch))
+
+
+@pytest.mark.parametrize("index", [lambda x: x[..., 0], lambda x: x[None], lambda x: x[::2, 1:],
+                                   lambda x: x.narrow(1, 1, 2), lambda x: x[None].expand(2, 3, 4)],
+                         ids=["ellipsis", "none", "steps", "narrow", "expand"])
+def test_basic_indexing_saves_no_values(index):
+    """Its key (Ellipsis, None, slices) is a parameter, not a saved value: a second backward runs, as torch's."""
+    def run(lib):
+        x = lib.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+        y = index(x)
+        y.sum().backward()
+        (y * 2).sum().backward()
+        return x.grad.numpy()
+    np.testing.assert_array_equal(run(engine), run(torch))

@@ -240,6 +240,7 @@ def test_svd_lowrank_with_q_past_a_dimension(shape, q):
 @pytest.mark.parametrize("a, b, dim", [((3, 3), (3, 1), -1), ((2, 3, 3), (2, 3, 1), 2)])
 def test_linalg_cross_does_not_broadcast_its_dim(a, b, dim):
     _same_error(lambda m, x, y: m.linalg.cross(x, y, dim=dim), _rand(*a), _rand(*b))
+    _same_error(lambda m, x, y: m.cross(x, y, dim=dim), _rand(*a), _rand(*b))
 
 
 @pytest.mark.parametrize("call, dtype", [
