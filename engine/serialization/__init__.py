@@ -2,9 +2,12 @@
 
 ``load`` recognises the format from the file's first bytes: safetensors, PyTorch's zip format
 (torch >= 1.6) or its legacy pickle format. Pickles go through a restricted unpickler, so a
-checkpoint can never run code. A file that cannot be loaded raises ``CheckpointError``, one line
-naming the file and what is wrong. ``save`` writes what ``torch.save`` writes (a zip archive
-``torch.load(f, weights_only=True)`` reads), or safetensors for a ``.safetensors`` name.
+checkpoint can never run code: it builds what torch's weights-only loader builds, plus the classes a
+user allows with ``add_safe_globals`` (``get_unsafe_globals_in_checkpoint`` lists what a file would
+need). A file that cannot be loaded raises ``CheckpointError``, one line naming the file and what is
+wrong. ``save`` writes what ``torch.save`` writes (a zip archive ``torch.load(f, weights_only=True)``
+reads, or the legacy format), or safetensors for a ``.safetensors`` name. Loaded tensors view their
+own storages (offsets and strides as torch's), which tensors saved sharing memory share again.
 """
 import os
 import pickle
@@ -17,12 +20,16 @@ import numpy as np
 
 from .._device import device
 from .errors import CheckpointError
-from .legacy import load_legacy
+from .legacy import load_legacy, save_legacy
+from .safe_globals import (add_safe_globals, clear_safe_globals, get_safe_globals, get_unsafe_globals_in_checkpoint,
+                           safe_globals)
 from .safetensors_io import is_safetensors, load_safetensors, read_metadata, save_safetensors
 from .torch_save import save_torch
 from .torch_zip import load_zip
 
-__all__ = ["load", "save", "save_safetensors", "read_metadata", "CheckpointError", "UnpicklingError"]
+__all__ = ["load", "save", "save_safetensors", "read_metadata", "CheckpointError", "UnpicklingError",
+           "add_safe_globals", "clear_safe_globals", "get_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 UnpicklingError = CheckpointError  # the name this error had before; callers still catch it by it
 
@@ -32,24 +39,32 @@ _MALFORMED = (pickle.UnpicklingError, EOFError, ValueError, TypeError, Attribute
 _MAX_DETAIL = 300
 
 
-def load(f, map_location=None, weights_only=True, mmap=None):
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
     """The object saved in ``f`` (a path or binary file), with every tensor an ``engine.Tensor``.
 
     Reads safetensors and PyTorch checkpoints (zip and legacy formats). ``map_location`` puts every
     tensor on a device: None or ``'cpu'`` (the file is read onto the CPU), ``'cuda'``, ``'cuda:1'``,
     an ``engine.device``, a dict ``{saved location: device}`` or a function ``(tensor, saved location)``
-    returning the tensor to use (None: the one read). ``weights_only`` must stay True: nothing else than tensors and plain
-    containers is ever unpickled. ``mmap`` (as ``torch.load``): False or None reads the file into
+    returning the tensor to use (None: the one read). ``weights_only`` must stay True (or None, which torch reads
+    as True): nothing else than tensors and plain containers is ever unpickled. ``mmap`` (as ``torch.load``): False or None reads the file into
     memory, so the tensors are unaffected by later changes to the file; True memory-maps it (copy on
     write), which loads faster, but the tensors then read the file's pages as they are used, so the
     file must not be truncated or rewritten while they live (``Module.load_state_dict`` copies them
-    into the module's own arrays). Raises ``CheckpointError`` for a file that is not a loadable checkpoint.
+    into the module's own arrays). ``pickle_load_args`` may name the ``encoding`` (default ``'utf-8'``, as
+    torch's; ``'latin1'``, ``'bytes'``) and ``errors`` that Python 2 strings in old pickles are decoded with.
+    Raises ``CheckpointError`` for a file that is not a loadable checkpoint.
     """
-    if not weights_only:
+    if weights_only is not None and not weights_only:
         raise ValueError("engine.load never runs code from a checkpoint: weights_only=False is not supported")
+    if pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
+    unknown = set(pickle_load_args) - {"encoding", "errors"}
+    if unknown:
+        raise TypeError(f"engine.load got an unexpected keyword argument '{sorted(unknown)[0]}'")
+    text = (pickle_load_args.get("encoding", "utf-8"), pickle_load_args.get("errors", "strict"))
     place = _placer(map_location)
     name, data = _read(f, mmap)
-    return _parse(name, data, place)
+    return _parse(name, data, place, text)
 
 
 def _placer(map_location):
@@ -136,8 +151,9 @@ def _one_line(error):
     return text if len(text) <= _MAX_DETAIL else text[:_MAX_DETAIL] + "..."
 
 
-def _parse(name, data, place):
-    """The object in the checkpoint bytes ``data`` of the file ``name``."""
+def _parse(name, data, place, text=("utf-8", "strict")):
+    """The object in the checkpoint bytes ``data`` of the file ``name``; ``text``: the (encoding, errors) of
+    Python 2 strings in its pickle."""
     head = bytes(data[:16])
     if not head:
         raise CheckpointError(f"'{name}' is empty: not a checkpoint (was the download interrupted?)")
@@ -146,7 +162,7 @@ def _parse(name, data, place):
         raise CheckpointError(f"'{name}' is not a checkpoint: expected a safetensors file or a PyTorch "
                               f"zip or legacy checkpoint, but it starts with {head[:8]!r}")
     try:
-        return reader(data, place)
+        return reader(data, place) if reader is load_safetensors else reader(data, place, text)
     except _CallerError as e:
         raise e.error from None
     except CheckpointError as e:
@@ -156,17 +172,27 @@ def _parse(name, data, place):
                               f"({type(e).__name__}: {_one_line(e)})") from e
 
 
-def save(obj, f, metadata=None):
+def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False, *, metadata=None):
     """Write ``obj`` to ``f`` (a path or binary file object) as ``torch.save`` does.
 
-    ``obj`` is any nesting of dicts (OrderedDicts stay ordered), lists and tuples of tensors,
-    parameters, numpy arrays (written as tensors), numbers, strings, bools, None, dtypes, sizes and
+    ``obj`` is any nesting of dicts (OrderedDicts stay ordered, with their ``_metadata``), Counters,
+    lists, tuples and sets of tensors, parameters (with the public attributes set on them), numpy
+    arrays (written as tensors), numbers, strings, bytes, bytearrays, bools, None, dtypes, sizes and
     devices: a state_dict, or a training checkpoint with the optimizer's and scheduler's state.
     Tensors that view the same memory share a storage, as in torch. A path ending in
     ``.safetensors`` gets a safetensors file of the flat dict of tensors ``obj`` with string
     ``metadata`` (also ``save_safetensors``). A path is written through a temporary file renamed
     at the end, so an interrupted save never leaves a partial checkpoint under its name.
+    As torch's: ``pickle_protocol`` (2 to 5) is the protocol the pickle declares, and
+    ``_use_new_zipfile_serialization=False`` writes the legacy format. The pickle is written by engine
+    itself (it never imports torch), so ``pickle_module`` can only be the standard ``pickle``.
     """
+    if pickle_module is not pickle:
+        raise ValueError(f"engine.save writes its pickles itself: pickle_module must be the standard pickle "
+                         f"module, got {pickle_module!r:.60}")
+    if type(pickle_protocol) is not int or not 2 <= pickle_protocol <= pickle.HIGHEST_PROTOCOL:
+        raise ValueError(f"engine.save writes pickle protocols 2 to {pickle.HIGHEST_PROTOCOL}, got {pickle_protocol!r:.40}")
     if isinstance(f, (str, os.PathLike)) and os.fspath(f).lower().endswith(".safetensors"):
         if not isinstance(obj, Mapping):
             raise TypeError(f"a .safetensors file holds a state_dict (a dict of tensors), got {type(obj).__name__}")
@@ -175,4 +201,7 @@ def save(obj, f, metadata=None):
     if metadata is not None:
         raise ValueError("engine.save writes metadata= into safetensors files only: name the file "
                          "'*.safetensors' or call engine.serialization.save_safetensors")
-    save_torch(obj, f)
+    if _use_new_zipfile_serialization:
+        save_torch(obj, f, pickle_protocol, byteorder_record=not _disable_byteorder_record)
+    else:
+        save_legacy(obj, f, pickle_protocol)

@@ -6,18 +6,28 @@ int64 element count followed by the raw elements. The storages come after the pi
 them, so the object pickle is scanned once to find where it ends, the storages are located as
 slices of the file's bytes, then the object pickle is read again for real.
 """
+import pickle
+import struct
+
 from .byte_view import open_bytes
 from .errors import CheckpointError
+from .files import writable
+from .pickle_writer import checkpoint_pickle
+from .storages import UNTYPED, StoragePlanner, storage_type_of
+from .torch_save import _little_endian_bytes  # the same bytes as the zip format's records
 from .unpickler import RestrictedUnpickler, Storage, storage_numpy_dtype
 
-__all__ = ["MAGIC_NUMBER", "load_legacy"]
+__all__ = ["MAGIC_NUMBER", "load_legacy", "save_legacy"]
 
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 PROTOCOL_VERSION = 1001
+_SYS_INFO = {"protocol_version": PROTOCOL_VERSION, "little_endian": True,
+             "type_sizes": {"short": 2, "int": 4, "long": 8}}  # the sizes of a 64-bit Linux build, as torch writes
 
 
-def load_legacy(data, place=None):
-    """The object in the legacy checkpoint whose bytes are the uint8 array ``data``; tensors are views of it."""
+def load_legacy(data, place=None, text=("utf-8", "strict")):
+    """The object in the legacy checkpoint whose bytes are the uint8 array ``data``; tensors are views of it.
+    ``text``: the (encoding, errors) of Python 2 strings in the object's pickle."""
     file = open_bytes(data)
     magic = RestrictedUnpickler(file).load()
     if type(magic) is not int or magic != MAGIC_NUMBER:
@@ -34,7 +44,7 @@ def load_legacy(data, place=None):
     def note_storage(storage_type, key, location, numel, view_metadata=None):
         element_types.setdefault(key, storage_type.dtype)
 
-    RestrictedUnpickler(file, note_storage).load()
+    RestrictedUnpickler(file, note_storage, None, text).load()
     keys = RestrictedUnpickler(file).load()
     if not isinstance(keys, list) or set(keys) != set(element_types):
         raise CheckpointError("corrupt checkpoint: its storage key list does not match its pickle")
@@ -62,4 +72,25 @@ def load_legacy(data, place=None):
         return Storage(storages[key].array[offset:offset + size], storage_type.dtype)
 
     file.seek(object_start)
-    return RestrictedUnpickler(file, load_storage, place).load()
+    return RestrictedUnpickler(file, load_storage, place, text).load()
+
+
+def save_legacy(obj, f, protocol=2):
+    """Write ``obj`` to ``f`` in the legacy format (``torch.save(..., _use_new_zipfile_serialization=False)``):
+    storages little-endian, each after its element count (its byte count for an untyped storage)."""
+    planner = StoragePlanner()
+    checkpoint_pickle(obj, planner.add)
+    planner.plan()
+    pickled = checkpoint_pickle(obj, planner.locate, protocol, legacy=True)
+    storages = dict(planner.storages())
+    keys = sorted(storages)
+    with writable(f) as out:
+        for header in (MAGIC_NUMBER, PROTOCOL_VERSION, _SYS_INFO):
+            out.write(pickle.dumps(header, protocol=protocol))
+        out.write(pickled)
+        out.write(pickle.dumps(keys, protocol=protocol))
+        for key in keys:
+            flat = storages[key]
+            untyped = storage_type_of(flat.dtype.newbyteorder("=")) == UNTYPED
+            out.write(struct.pack("<q", flat.nbytes if untyped else flat.size))
+            out.write(_little_endian_bytes(flat))

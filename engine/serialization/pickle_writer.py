@@ -10,7 +10,7 @@ object, and a container may hold itself.
 """
 import io
 import struct
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import numpy as np
 
@@ -19,16 +19,19 @@ from .._device import device
 
 __all__ = ["checkpoint_pickle"]
 
-_SUPPORTED = ("tensors, quantized tensors, numpy arrays, numbers, strings, bytes, bools, None, dtypes, sizes, "
-              "devices, and dicts, lists, tuples and sets of these")
+_SUPPORTED = ("tensors, quantized tensors, numpy arrays, numbers, strings, bytes, bytearrays, bools, None, dtypes, "
+              "sizes, devices, and dicts, Counters, lists, tuples and sets of these")
 
 
 class _Writer:
-    """Writes the pickle of a checkpoint object; ``locate(tensor)`` gives each tensor's ``Placement``."""
+    """Writes the pickle of a checkpoint object; ``locate(tensor)`` gives each tensor's ``Placement``; ``legacy``:
+    storage ids in the legacy format's form, with a sixth field (a view of a storage, always None here)."""
 
-    def __init__(self, locate):
+    def __init__(self, locate, protocol=2, legacy=False):
         self.out = io.BytesIO()
         self.locate = locate
+        self.protocol = protocol
+        self.legacy = legacy
         self.memo = {}  # id(object) -> memo index
         self.alive = []  # memoized objects, kept referenced so that their ids stay theirs
         self.globals = {}  # (module, name) -> memo index
@@ -61,6 +64,8 @@ class _Writer:
             self.op(b"j", struct.pack("<I", index))
 
     def global_(self, module, name):
+        if module == "__builtin__" and self.protocol >= 3:  # Python 2's name, which unpicklers map under protocol 2 only
+            module = "builtins"
         if (module, name) in self.globals:
             self.get(self.globals[(module, name)])
             return
@@ -108,6 +113,11 @@ class _Writer:
             self.call("torch", "device", obj.type, *(() if obj.index is None else (obj.index,)))
         elif isinstance(obj, Size):
             self.call("torch", "Size", tuple(obj))
+        elif type(obj) is Counter:
+            self.call("collections", "Counter", dict(obj))
+            self.remember(obj)
+        elif type(obj) is bytearray:
+            self.call("__builtin__", "bytearray", bytes(obj))
         elif isinstance(obj, dict):
             self.dict(obj, where)
         elif isinstance(obj, list):
@@ -170,15 +180,29 @@ class _Writer:
         self.open_tuples.discard(id(obj))
 
     def tensor(self, obj):
+        """A tensor, parameter or numpy array; the public Python attributes a tensor carries are written as
+        torch writes a tensor's (``_rebuild_from_type_v2``) or a parameter's (``_rebuild_parameter_with_state``)."""
         from ..nn.parameter import Parameter
         from ..tensor import Tensor
 
+        state = _attributes(obj) if isinstance(obj, Tensor) else {}
         if isinstance(obj, Parameter):
-            self.global_("torch._utils", "_rebuild_parameter")
+            self.global_("torch._utils", "_rebuild_parameter_with_state" if state else "_rebuild_parameter")
             self.op(b"(")
             self.plain_tensor(obj, False)
             self.save(bool(obj.requires_grad), "requires_grad")
             self.call("collections", "OrderedDict")
+            if state:
+                self.save(state, "a parameter's attributes")
+            self.op(b"tR")
+        elif state:
+            placement = self.locate(obj)
+            self.global_("torch._tensor", "_rebuild_from_type_v2")
+            self.op(b"(")
+            self.global_("torch._utils", _rebuild_name(placement))
+            self.global_("torch", "Tensor")
+            self.tensor_arguments(obj, placement, bool(obj.requires_grad))
+            self.save(state, "a tensor's attributes")
             self.op(b"tR")
         else:
             self.plain_tensor(obj, isinstance(obj, Tensor) and bool(obj.requires_grad))
@@ -226,15 +250,23 @@ class _Writer:
         """The persistent id ``("storage", StorageType, key, location, numel)``."""
         self.op(b"(")
         self.save("storage", "storage id")
-        self.global_("torch", placement.storage_type)
+        self.global_("torch.storage" if placement.dtype is not None else "torch", placement.storage_type)
         for part in (placement.key, placement.location, placement.numel):
             self.save(part, "storage id")
+        if self.legacy:
+            self.op(b"N")
         self.op(b"tQ")
 
     def plain_tensor(self, obj, requires_grad):
-        """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())``."""
+        """``_rebuild_tensor_v2(storage, offset, size, stride, requires_grad, OrderedDict())``, or for a storage
+        that is untyped, ``_rebuild_tensor_v3`` with the tensor's dtype after the hooks."""
         placement = self.locate(obj)
-        self.global_("torch._utils", "_rebuild_tensor_v2")
+        self.global_("torch._utils", _rebuild_name(placement))
+        self.tensor_arguments(obj, placement, requires_grad)
+        self.op(b"R")
+
+    def tensor_arguments(self, obj, placement, requires_grad):
+        """The argument tuple of ``_rebuild_tensor_v2`` (or v3) for ``obj``."""
         self.op(b"(")
         self.storage_id(placement)
         self.save(placement.offset, "offset")
@@ -242,13 +274,35 @@ class _Writer:
         self.save(placement.stride, "stride")
         self.save(requires_grad, "requires_grad")
         self.call("collections", "OrderedDict")
-        self.op(b"tR")
+        if placement.dtype is not None:
+            self.global_("torch", placement.dtype)
+        self.op(b"t")
 
 
-def checkpoint_pickle(obj, locate):
-    """The protocol-2 pickle of ``obj`` (bytes); ``locate(tensor)`` gives each tensor's storage placement."""
-    writer = _Writer(locate)
-    writer.op(b"\x80\x02")
+def _rebuild_name(placement):
+    """The torch function that rebuilds a tensor at ``placement``: v3 names the dtype an untyped storage holds."""
+    return "_rebuild_tensor_v2" if placement.dtype is None else "_rebuild_tensor_v3"
+
+
+_TENSOR_FIELDS = None  # the attributes every engine tensor has (computed once, from a fresh tensor)
+
+
+def _attributes(tensor):
+    """The public attributes the user set on ``tensor`` (engine's own, and private ones, are not written)."""
+    global _TENSOR_FIELDS
+    if _TENSOR_FIELDS is None:
+        from ..tensor import _new
+
+        _TENSOR_FIELDS = frozenset(vars(_new(np.empty(0))))
+    return {key: value for key, value in vars(tensor).items()
+            if key not in _TENSOR_FIELDS and not key.startswith("_")}
+
+
+def checkpoint_pickle(obj, locate, protocol=2, legacy=False):
+    """The pickle of ``obj`` (bytes); ``locate(tensor)`` gives each tensor's storage placement. It is written with
+    protocol 2's opcodes, which every later protocol reads, under the header of ``protocol`` (2 to 5)."""
+    writer = _Writer(locate, protocol, legacy)
+    writer.op(b"\x80", bytes([protocol]))
     writer.save(obj, "the checkpoint")
     writer.op(b".")
     return writer.out.getvalue()

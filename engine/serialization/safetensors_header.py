@@ -18,8 +18,8 @@ __all__ = ["DTYPES", "MAX_HEADER_BYTES", "TensorEntry", "header_length", "parse_
 
 MAX_HEADER_BYTES = 100_000_000
 DTYPES = {"F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": np.uint16, "I64": np.int64,
-          "I32": np.int32, "I16": np.int16, "I8": np.int8, "U8": np.uint8, "BOOL": np.bool_,
-          "C64": np.complex64}  # the format has no complex128
+          "I32": np.int32, "I16": np.int16, "I8": np.int8, "U64": np.uint64, "U32": np.uint32, "U16": np.uint16,
+          "U8": np.uint8, "BOOL": np.bool_, "C64": np.complex64}  # the format has no complex128
 
 
 @dataclass(frozen=True)

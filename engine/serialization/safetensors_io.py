@@ -6,6 +6,7 @@ orders tensors by element size, largest first, after a header padded to 8 bytes 
 writer does), so that each tensor's data is aligned for its type.
 """
 import json
+import sys
 from collections.abc import Mapping
 
 import numpy as np
@@ -14,7 +15,7 @@ from .. import _dtype
 from .errors import CheckpointError
 from .files import writable
 from .safetensors_header import DTYPES, header_length, parse_header
-from .unpickler import BFLOAT16, to_native
+from .unpickler import BFLOAT16, typed_root
 
 __all__ = ["save_safetensors", "load_safetensors", "read_metadata", "is_safetensors"]
 
@@ -57,10 +58,11 @@ def load_safetensors(data, place=None):
     entries, _ = parse_header(bytes(data[8:start]), data.size - start)
     out = {}
     for entry in entries:
-        stored = np.dtype(DTYPES[entry.dtype]).newbyteorder("<")
-        array = data[start + entry.begin:start + entry.end].view(stored).reshape(entry.shape)
-        array = array.astype(stored.newbyteorder("="), copy=False)
-        tensor = _new(to_native(array, BFLOAT16) if entry.dtype == "BF16" else array)
+        raw, stored = data[start + entry.begin:start + entry.end], np.dtype(DTYPES[entry.dtype])
+        if sys.byteorder == "big" and stored.itemsize > 1:  # the file's little-endian elements, copied native
+            raw = np.frombuffer(memoryview(raw), dtype=stored.newbyteorder("<")).astype(stored).view(np.uint8)
+        dtype = BFLOAT16 if entry.dtype == "BF16" else _dtype.from_numpy_dtype(stored)
+        tensor = _new(typed_root(raw, dtype).reshape(entry.shape))  # its own storage, as each of torch's
         out[entry.name] = tensor if place is None else place(tensor, "cpu")
     return out
 

@@ -14,7 +14,7 @@ from .. import _dtype
 from .._layout import contiguous_strides
 from .._device import move
 
-__all__ = ["StoragePlanner", "Placement", "storage_type_of"]
+__all__ = ["StoragePlanner", "Placement", "storage_type_of", "UNTYPED"]
 
 STORAGE_TYPES = {np.dtype(np.float64): "DoubleStorage", np.dtype(np.float32): "FloatStorage",
                  np.dtype(np.float16): "HalfStorage", np.dtype(np.int64): "LongStorage",
@@ -24,11 +24,19 @@ STORAGE_TYPES = {np.dtype(np.float64): "DoubleStorage", np.dtype(np.float32): "F
                  np.dtype(np.complex128): "ComplexDoubleStorage"}
 
 
+# dtypes newer than typed storages: torch saves them in an UntypedStorage (counted in bytes) and names the
+# dtype in _rebuild_tensor_v3
+UNTYPED = "UntypedStorage"
+_UNTYPED_DTYPES = (np.dtype(np.uint16), np.dtype(np.uint32), np.dtype(np.uint64))
+
+
 def storage_type_of(np_dtype):
     """torch's storage type name for arrays of a numpy dtype (native byte order), None for one it lacks."""
     bfloat16 = _dtype.BFLOAT16_NP  # None until bfloat16 is used: then no array holds it
     if bfloat16 is not None and np_dtype == bfloat16:
         return "BFloat16Storage"
+    if np_dtype in _UNTYPED_DTYPES:
+        return UNTYPED
     return STORAGE_TYPES.get(np_dtype)
 
 
@@ -37,7 +45,8 @@ QUANTIZED_STORAGE_TYPES = {"qint8": "QInt8Storage", "quint8": "QUInt8Storage", "
 
 @dataclass(frozen=True)
 class Placement:
-    """Where a tensor's elements are: storage ``key`` of ``numel`` elements, at ``offset`` with ``stride``."""
+    """Where a tensor's elements are: storage ``key`` of ``numel`` elements (bytes for an untyped storage), at
+    ``offset`` with ``stride`` (in elements of ``dtype``, the torch dtype name an untyped storage holds)."""
 
     storage_type: str
     key: str
@@ -45,6 +54,7 @@ class Placement:
     numel: int
     offset: int
     stride: tuple
+    dtype: str = None
 
 
 _PENDING = Placement("", "", "", 0, 0, ())
@@ -162,4 +172,7 @@ class StoragePlanner:
         source = self._sources[id(value)]
         flat = self._storages[source.storage]
         storage_type = source.storage_type or storage_type_of(flat.dtype.newbyteorder("="))
+        if storage_type == UNTYPED:
+            return Placement(storage_type, str(source.storage), source.location, flat.nbytes, source.offset,
+                             source.stride, flat.dtype.name)
         return Placement(storage_type, str(source.storage), source.location, flat.size, source.offset, source.stride)

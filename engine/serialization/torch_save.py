@@ -43,17 +43,20 @@ def _little_endian_bytes(flat):
     return flat.astype(flat.dtype.newbyteorder("<"), copy=False).view(np.uint8)
 
 
-def save_torch(obj, f):
-    """Write ``obj`` (nested dicts, lists and tuples of tensors and plain values) to ``f`` as torch.save does."""
+def save_torch(obj, f, protocol=2, byteorder_record=True):
+    """Write ``obj`` (nested dicts, lists and tuples of tensors and plain values) to ``f`` as torch.save does,
+    its pickle under protocol ``protocol``'s header; ``byteorder_record=False`` leaves out the byte order record
+    (``_disable_byteorder_record``)."""
     planner = StoragePlanner()
     checkpoint_pickle(obj, planner.add)  # a first pass finds every tensor, in the order torch numbers them
     planner.plan()
-    pickled = checkpoint_pickle(obj, planner.locate)
+    pickled = checkpoint_pickle(obj, planner.locate, protocol)
     with writable(f) as out, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
         _add_record(archive, "archive/data.pkl", pickled)
         _add_record(archive, "archive/.format_version", b"1")
         _add_record(archive, "archive/.storage_alignment", str(ALIGNMENT).encode())
-        _add_record(archive, "archive/byteorder", b"little")
+        if byteorder_record:
+            _add_record(archive, "archive/byteorder", b"little")
         for key, flat in planner.storages():
             _add_record(archive, f"archive/data/{key}", _little_endian_bytes(flat))
         _add_record(archive, "archive/version", _FILE_FORMAT_VERSION)

@@ -60,8 +60,9 @@ def _byteorder(archive, prefix, names):
     return order.decode()
 
 
-def load_zip(data, place=None):
-    """The object pickled in the zip checkpoint whose bytes are the uint8 array ``data``."""
+def load_zip(data, place=None, text=("utf-8", "strict")):
+    """The object pickled in the zip checkpoint whose bytes are the uint8 array ``data``; ``text``: the (encoding,
+    errors) of Python 2 strings in the pickle."""
     archive = zipfile.ZipFile(open_bytes(data))
     with archive:
         for info in archive.infolist():
@@ -92,4 +93,4 @@ def load_zip(data, place=None):
             return storages[key]
 
         pickled = archive.read(prefix + "data.pkl")
-        return RestrictedUnpickler(io.BytesIO(pickled), load_storage, place).load()
+        return RestrictedUnpickler(io.BytesIO(pickled), load_storage, place, text).load()

@@ -2,10 +2,12 @@
 
 Only the globals a checkpoint pickle needs are resolved, each to a value or function of ours (never
 to the real torch object). Any other global (``os.system``, ``builtins.eval``, a user class) raises
-``CheckpointError`` naming it before anything is called, so a checkpoint cannot run code. Before
-unpickling, the opcodes are scanned once: a memo index or a length field that a file of this size
-cannot hold is refused there, because C ``pickle`` would first allocate what it names, and so is a
-text string with an invalid escape (a warning, which ``-W error`` would turn into an exception).
+``CheckpointError`` naming it before anything is called, so a checkpoint cannot run code, unless the
+user allowed it with ``add_safe_globals``. BUILD may only set an OrderedDict's attributes (or the state
+of a class the user allowed). Before unpickling, the opcodes are scanned once: a memo index or a
+length field that a file of this size cannot hold is refused there, because ``pickle`` would first
+allocate what it names, and so is a text string with an invalid escape (a warning, which ``-W error``
+would turn into an exception).
 """
 import _compat_pickle
 import collections
@@ -18,17 +20,17 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from . import safe_globals as sg
+from . import tensor_state as ts
 from .errors import CheckpointError
 
-__all__ = ["RestrictedUnpickler", "StorageType", "Storage", "BFLOAT16", "to_native", "storage_numpy_dtype"]
+__all__ = ["RestrictedUnpickler", "StorageType", "Storage", "BFLOAT16", "to_native", "typed_root",
+           "storage_numpy_dtype"]
 
 
-BFLOAT16 = "bfloat16"  # bfloat16 storages are read as uint16: bfloat16 tensors, or float32 without ml_dtypes
+BFLOAT16 = _dtype.bfloat16  # its storages are read as uint16: bfloat16 tensors, or float32 without ml_dtypes
 
-# torch's dtypes by name: engine's own where engine has them, numpy's for the few it lacks
-_TORCH_DTYPES = {d.name: d for d in _dtype.ALL + _dtype.QUANTIZED}
-_TORCH_DTYPES.update({"bfloat16": BFLOAT16, "uint16": np.dtype(np.uint16), "uint32": np.dtype(np.uint32),
-                      "uint64": np.dtype(np.uint64)})
+_TORCH_DTYPES = {d.name: d for d in _dtype.ALL + _dtype.QUANTIZED}  # torch's dtypes by name: engine's own
 _STORAGE_DTYPES = {
     "DoubleStorage": "float64", "FloatStorage": "float32", "HalfStorage": "float16", "BFloat16Storage": "bfloat16",
     "LongStorage": "int64", "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
@@ -57,17 +59,38 @@ class Storage:
         self.array = array
         self.dtype = dtype
         self.location = location  # the device it was saved from ('cpu', 'cuda:0'), which map_location may read
+        self._typed = {}
+
+    def typed(self, dtype):
+        """The storage as elements of torch dtype ``dtype`` (``typed_root``), made once per dtype so that the
+        tensors viewing it share one array."""
+        if dtype not in self._typed:
+            self._typed[dtype] = typed_root(self.array, dtype)
+        return self._typed[dtype]
 
 
 def storage_numpy_dtype(dtype):
     """The numpy dtype elements of torch dtype ``dtype`` are stored as (bfloat16 as raw uint16)."""
-    if dtype is BFLOAT16:
+    if dtype is BFLOAT16:  # before .np, which needs ml_dtypes
         return np.dtype(np.uint16)
     if isinstance(dtype, _dtype.dtype):
         return dtype.np
-    if isinstance(dtype, np.dtype):
-        return dtype
+    if isinstance(dtype, ts.UnsupportedDtype):
+        raise CheckpointError(f"the checkpoint holds a tensor of dtype {dtype}, which engine does not support")
     raise CheckpointError(f"a tensor's dtype is {dtype!r:.80}, not a dtype")
+
+
+def typed_root(raw, dtype):
+    """The bytes of the 1-d contiguous array ``raw`` as engine-native elements of torch dtype ``dtype``, in an
+    array of its own (no array base, the same memory): engine counts a tensor's storage offset, and
+    ``as_strided`` reads, from the first array of its chain of bases, which must then be this storage, in the
+    tensor's dtype, as in torch. bfloat16 without ml_dtypes is widened to float32, a copy."""
+    stored = storage_numpy_dtype(dtype)
+    if raw.nbytes % stored.itemsize:
+        raise CheckpointError(f"a storage of {raw.nbytes} bytes cannot hold {dtype} elements")
+    if dtype is BFLOAT16 and _dtype.bfloat16.np is None:
+        return to_native(np.frombuffer(memoryview(raw), dtype=stored), dtype)
+    return np.frombuffer(memoryview(raw), dtype=_dtype.bfloat16.np if dtype is BFLOAT16 else stored)
 
 
 def to_native(array, dtype):
@@ -87,18 +110,14 @@ def _integers(values, what):
     return values
 
 
-def _strided_view(storage, storage_offset, size, stride, dtype, place):
-    """The tensor ``(size, stride)`` at ``storage_offset`` of ``storage``, bounds-checked, as a view."""
+def _strided_view(storage, storage_offset, size, stride, dtype, place, metadata=None):
+    """The tensor ``(size, stride)`` at ``storage_offset`` of ``storage``, bounds-checked, as a view (a copy
+    where ``metadata`` sets torch's lazy conjugate or negative bit)."""
     if storage is None:  # scan pass of the legacy reader: shapes only
         return None
     if not isinstance(storage, Storage):
         raise CheckpointError(f"a tensor's storage is a {type(storage).__name__}, not a storage")
-    dtype = storage.dtype if dtype is None else dtype
-    flat = storage.array
-    if storage.dtype is not dtype:  # v3 tensors carry their dtype; the storage is untyped bytes
-        if storage.array.nbytes % storage_numpy_dtype(dtype).itemsize:
-            raise CheckpointError(f"a storage of {storage.array.nbytes} bytes cannot hold {dtype} elements")
-        flat = flat.view(storage_numpy_dtype(dtype))
+    flat = storage.typed(storage.dtype if dtype is None else dtype)  # v3 tensors name theirs; the storage is bytes
     size, stride = _integers(tuple(size), "size"), _integers(tuple(stride), "stride")
     if type(storage_offset) is not int:
         raise CheckpointError(f"invalid tensor storage offset {storage_offset!r:.80}")
@@ -108,13 +127,26 @@ def _strided_view(storage, storage_offset, size, stride, dtype, place):
     if storage_offset < 0 or storage_offset + extent > flat.size:
         raise CheckpointError(f"tensor of size {size} and stride {stride} at offset {storage_offset} "
                               f"does not fit in a storage of {flat.size} elements")
-    base = flat[storage_offset:]
-    if 0 in size:
-        array = np.empty(size, dtype=base.dtype)
-    else:
-        array = np.lib.stride_tricks.as_strided(
-            base, shape=size, strides=tuple(s * base.itemsize for s in stride), writeable=base.flags.writeable)
-    return _wrap(to_native(array, dtype), place, storage.location)
+    # np.ndarray over flat keeps flat as the view's base (as_strided would hide it behind a wrapper)
+    array = np.ndarray(size, flat.dtype, buffer=flat, offset=storage_offset * flat.itemsize,
+                       strides=tuple(s * flat.itemsize for s in stride))
+    return _wrap(_resolve_bits(array, metadata), place, storage.location)
+
+
+def _resolve_bits(array, metadata):
+    """``array`` as the tensor it stands for once torch's lazy bits in ``metadata`` (``{'conj': True}``,
+    ``{'neg': True}``: the stored elements are to be conjugated, negated) are applied, as engine has no such bits."""
+    if metadata is None:
+        return array
+    if not isinstance(metadata, dict) or not set(metadata) <= {"conj", "neg"}:
+        raise CheckpointError(f"unsupported tensor metadata {metadata!r:.80}")
+    if metadata.get("neg"):
+        array = np.negative(array)
+    if metadata.get("conj"):
+        if array.dtype.kind != "c":
+            raise CheckpointError(f"a tensor of dtype {array.dtype} is marked conjugate")
+        array = np.conj(array)
+    return array
 
 
 def _wrap(array, place, location):
@@ -130,16 +162,28 @@ def _wrap(array, place, location):
     return tensor if place is None else place(tensor, location)
 
 
+def _requiring_grad(tensor, requires_grad):
+    """``tensor`` with the ``requires_grad`` flag it was saved with (None, in a scan pass, stays None)."""
+    if tensor is None or not requires_grad:
+        return tensor
+    if not (tensor.is_floating_point() or tensor.is_complex()):
+        raise CheckpointError(f"a tensor of dtype {tensor.dtype} is marked requires_grad, which only floating "
+                              "point and complex tensors can be")
+    return tensor.requires_grad_(True)
+
+
 def _rebuild_tensor_v2(storage, storage_offset, size, stride, requires_grad, backward_hooks, metadata=None, *,
                        place=None):
-    """``torch._utils._rebuild_tensor_v2``: a tensor over a storage (hooks and metadata are dropped)."""
-    return _strided_view(storage, storage_offset, size, stride, None, place)
+    """``torch._utils._rebuild_tensor_v2``: a tensor over a storage (backward hooks are dropped)."""
+    return _requiring_grad(_strided_view(storage, storage_offset, size, stride, None, place, metadata),
+                           requires_grad)
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype,
                        metadata=None, *, place=None):
     """``torch._utils._rebuild_tensor_v3``: like v2, with the dtype given explicitly."""
-    return _strided_view(storage, storage_offset, size, stride, dtype, place)
+    return _requiring_grad(_strided_view(storage, storage_offset, size, stride, dtype, place, metadata),
+                           requires_grad)
 
 
 def _rebuild_tensor(storage, storage_offset, size, stride, *, place=None):
@@ -198,6 +242,8 @@ def _rebuild_sparse_tensor(layout, data):
 
     compressed = (_layout.sparse_csr, _layout.sparse_csc, _layout.sparse_bsr, _layout.sparse_bsc)
     arrays = 2 if layout is _layout.sparse_coo else 3 if layout in compressed else 0
+    if arrays and isinstance(data, tuple) and len(data) == 4 and all(t is None for t in data[:arrays]):
+        return None  # scan pass of the legacy reader: its parts are tensors without storages
     if not arrays or not isinstance(data, tuple) or len(data) != 4 or not all(isinstance(t, Tensor)
                                                                                for t in data[:arrays]):
         raise CheckpointError(f"invalid sparse tensor parts for layout {layout!r:.40}")
@@ -260,7 +306,17 @@ def _allowlist():
         ("torch._utils", "_rebuild_sparse_tensor"): _rebuild_sparse_tensor,
         ("torch", "Size"): _torch_size,
         ("torch", "device"): _torch_device,
+        ("collections", "Counter"): ts.make_counter,
+        ("builtins", "bytearray"): ts.make_bytearray,
+        ("torch", "Tensor"): ts.TENSOR,
+        ("torch.nn.parameter", "Parameter"): ts.PARAMETER,
+        ("torch._tensor", "_rebuild_from_type_v2"): ts.rebuild_from_type_v2,
+        ("torch._utils", "_rebuild_parameter_with_state"): ts.rebuild_parameter_with_state,
+        ("torch._utils", "_rebuild_meta_tensor_no_storage"): ts.refuse("a meta tensor (a tensor without data)"),
+        ("torch._utils", "_rebuild_nested_tensor"): ts.refuse("a nested tensor"),
+        ("torch._utils", "_rebuild_wrapper_subclass"): ts.refuse("a tensor subclass"),
     }
+    allowed.update({("torch", name): ts.UnsupportedDtype(name) for name in ts.UNSUPPORTED_DTYPES})
     for name, dtype_name in _STORAGE_DTYPES.items():
         for module in ("torch", "torch.storage"):
             allowed[(module, name)] = StorageType(name, _TORCH_DTYPES[dtype_name])
@@ -275,6 +331,11 @@ def _allowlist():
 
 
 _ALLOWED = _allowlist()
+
+
+def allowed_names():
+    """``module.name`` of every global a checkpoint may name without ``add_safe_globals``."""
+    return {f"{module}.{name}" for module, name in (*_ALLOWED, *_TENSOR_BUILDERS)}
 
 
 def check_opcodes(file):
@@ -299,15 +360,36 @@ def check_opcodes(file):
     file.seek(start)
 
 
-class RestrictedUnpickler(pickle.Unpickler):
+def _load_build(unpickler):
+    """The BUILD opcode, which sets an object's state: only an OrderedDict's attributes (a state_dict's
+    ``_metadata``) may be set, and the state of an instance of a class ``add_safe_globals`` allowed, as torch's
+    weights-only unpickler allows. Anything else would let a checkpoint change objects shared beyond it
+    (``engine.float32``, the allowlist's storage types, module functions)."""
+    if sg.is_user_type(unpickler.stack[-2]):  # a class the user allowed: its own way of taking its state
+        return pickle._Unpickler.load_build(unpickler)
+    state = unpickler.stack.pop()
+    target = unpickler.stack[-1]
+    if type(target) is not collections.OrderedDict or not isinstance(state, dict) \
+            or not all(type(key) is str for key in state):
+        raise CheckpointError(f"refusing to set the state of a {type(target).__name__} to a "
+                              f"{type(state).__name__}: only an OrderedDict's attributes may be set")
+    target.__dict__.update(state)
+
+
+class RestrictedUnpickler(pickle._Unpickler):
     """Unpickles a checkpoint; ``load_storage(storage_type, key, location, numel, ...)`` supplies storages.
 
     With ``load_storage=None`` every storage is None and tensors come back as None (a scan pass that
     only finds where the pickle ends). ``place(tensor, location)`` puts each tensor on its device (None: the CPU).
+    ``text`` is the (encoding, errors) Python 2 strings are decoded with (torch.load's default: UTF-8).
+    It is Python's own unpickler (the C one cannot be told how to BUILD), which reads the few thousand opcodes of
+    a checkpoint's pickle about as fast.
     """
 
-    def __init__(self, file, load_storage=None, place=None):
-        super().__init__(file)
+    dispatch = {**pickle._Unpickler.dispatch, pickle.BUILD[0]: _load_build}
+
+    def __init__(self, file, load_storage=None, place=None, text=("utf-8", "strict")):
+        super().__init__(file, encoding=text[0], errors=text[1])
         self._file = file
         self._load_storage = load_storage
         self._place = place
@@ -322,14 +404,19 @@ class RestrictedUnpickler(pickle.Unpickler):
         module = _compat_pickle.IMPORT_MAPPING.get(module, module)
         if (module, name) in _TENSOR_BUILDERS:
             return functools.partial(_TENSOR_BUILDERS[(module, name)], place=self._place)
-        try:
+        if (module, name) in _ALLOWED:
             return _ALLOWED[(module, name)]
-        except KeyError:
+        trusted = sg.user_global(module, name)
+        if trusted is None:
             raise CheckpointError(
                 f"refusing to load the global '{module}.{name}': only tensors, storages and plain containers "
-                "are allowed (nothing in a checkpoint may run code)") from None
+                "are allowed (nothing in a checkpoint may run code); engine.serialization.add_safe_globals"
+                f"([{name}]) allows one you trust")
+        return trusted
 
     def persistent_load(self, pid):
+        if isinstance(pid, tuple):  # a Python 2 pickle read with encoding='bytes' gives its strings as bytes
+            pid = tuple(part.decode("ascii") if isinstance(part, bytes) else part for part in pid)
         if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"
                 and isinstance(pid[1], StorageType)):
             raise CheckpointError(f"unsupported persistent id {pid!r:.200}")

@@ -267,8 +267,8 @@ def test_safetensors_by_name_or_explicitly(tmp_path):
 def test_unwritable_values_are_named_and_nothing_is_left(tmp_path):
     with pytest.raises(TypeError, match=r"the checkpoint\['optimizer'\]\['state'\]\[0\], a frozenset"):
         save({"optimizer": {"state": [frozenset({1, 2})]}}, tmp_path / "bad.pth")
-    with pytest.raises(TypeError, match="dtype uint16"):
-        save({"w": np.zeros(2, dtype=np.uint16)}, tmp_path / "bad.pth")
+    with pytest.raises(TypeError, match="dtype <U1"):
+        save({"w": np.zeros(2, dtype="<U1")}, tmp_path / "bad.pth")
     with pytest.raises(TypeError, match="path or a binary file object"):
         save({"w": engine.ones(1)}, 42)
     assert os.listdir(tmp_path) == []
