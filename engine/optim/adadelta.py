@@ -1,6 +1,6 @@
 """Adadelta: step sizes from the ratio of running RMS of updates to running RMS of gradients."""
-from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _grad_of, _step_tensor, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_weight_decay, _addcmul_, _alpha, _bump_version, _check_lr, _grad_of, _opmath,
+                        _real, _scale_, _step_tensor, _to_scalar, _zeros_like)
 from ..ops._common import xp_of
 
 
@@ -14,8 +14,7 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         if not 0.0 <= eps:
@@ -41,15 +40,16 @@ class Adadelta(Optimizer):
         state = self._state_of(p)
         state["step"]._data += 1
         g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
-        square_avg, acc_delta = state["square_avg"]._data, state["acc_delta"]._data
-        square_avg *= rho
-        square_avg += (1 - rho) * g * g
+        x, g = _real(p._data), _real(g)
+        square_avg, acc_delta = _real(state["square_avg"]._data), _real(state["acc_delta"]._data)
+        _scale_(square_avg, rho)
+        _addcmul_(square_avg, g, g, 1 - rho)
         xp = xp_of(p._data)
-        std = xp.sqrt(square_avg + eps)
+        std = xp.sqrt(square_avg + eps)  # (an added scalar is rounded to a half dtype, in NumPy as in torch)
         delta = xp.sqrt(acc_delta + eps)
         delta /= std
         delta *= g
-        acc_delta *= rho
-        acc_delta += (1 - rho) * delta * delta
-        p._data -= lr * delta
+        _scale_(acc_delta, rho)
+        _addcmul_(acc_delta, delta, delta, 1 - rho)
+        x -= _alpha(lr, x.dtype) * _opmath(delta)
         _bump_version(p)

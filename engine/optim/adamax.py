@@ -1,6 +1,6 @@
 """Adamax: Adam with the infinity norm of past gradients in place of their second moment."""
-from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _check_adam_arguments, _grad_of, _lerp_,
-                        _step_tensor, _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _check_adam_arguments, _grad_of, _lerp_, _opmath,
+                        _real, _scale_, _step_tensor, _to_scalar, _zeros_like)
 from ..ops._common import xp_of
 
 
@@ -36,15 +36,16 @@ class Adamax(Optimizer):
         state["step"]._data += 1
         step = float(state["step"]._data)
         g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
-        exp_avg, exp_inf = state["exp_avg"]._data, state["exp_inf"]._data
+        x, g = _real(p._data), _real(g)
+        exp_avg, exp_inf = _real(state["exp_avg"]._data), _real(state["exp_inf"]._data)
         _lerp_(exp_avg, g, 1 - beta1)
         xp = xp_of(p._data)
-        exp_inf *= beta2
+        _scale_(exp_inf, beta2)
         norm = xp.abs(g)
-        norm += group["eps"]
+        norm += group["eps"]  # (an added scalar is rounded to a half dtype, in NumPy as in torch)
         xp.maximum(exp_inf, norm, out=exp_inf)
         clr = lr / (1 - beta1 ** step)
-        update = exp_avg / exp_inf
-        update *= -clr
-        p._data += update
+        update = _opmath(exp_avg) * -clr
+        update /= _opmath(exp_inf)
+        x += update
         _bump_version(p)

@@ -1,6 +1,6 @@
 """ASGD: SGD with a decaying step size and a running (Polyak) average of the iterates."""
-from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _grad_of, _step_tensor, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_weight_decay, _alpha, _bump_version, _check_lr, _grad_of, _opmath, _scale_,
+                        _step_tensor, _to_scalar, _zeros_like)
 
 
 class ASGD(Optimizer):
@@ -14,8 +14,7 @@ class ASGD(Optimizer):
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
@@ -39,8 +38,8 @@ class ASGD(Optimizer):
         state["step"]._data += 1
         g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
         eta = float(state["eta"]._data)
-        p._data *= 1 - lambd * eta
-        p._data -= eta * g
+        _scale_(p._data, 1 - lambd * eta)
+        p._data -= _alpha(eta, g.dtype) * _opmath(g)
         _bump_version(p)
         ax, mu = state["ax"]._data, state["mu"]._data
         if float(mu) != 1:

@@ -6,7 +6,7 @@ estimates, step lengths) stay in the parameters' precision, as torch's 0-dim ten
 iterates follow torch's.
 """
 from .line_search import strong_wolfe
-from .optimizer import Optimizer, _bump_version, _to_scalar
+from .optimizer import Optimizer, _bump_version, _check_lr, _real, _to_scalar
 from ..ops._common import xp_of
 from ..tensor import Tensor, _new
 
@@ -22,8 +22,7 @@ class LBFGS(Optimizer):
 
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7, tolerance_change=1e-9,
                  history_size=100, line_search_fn=None, *, maximize=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = dict(lr=lr, max_iter=max_iter, max_eval=max_eval, tolerance_grad=tolerance_grad,
@@ -40,9 +39,10 @@ class LBFGS(Optimizer):
 
     # ---- the parameters as one flat vector ------------------------------------------------------
     def _gather_flat_grad(self):
-        """Every parameter's gradient (zeros where there is none) in one new vector, negated to maximize."""
+        """Every parameter's gradient (zeros where there is none) in one new vector, negated to maximize; a
+        complex one as its real and imaginary parts (``view_as_real``), as torch flattens it."""
         xp = xp_of(self._params[0]._data)
-        views = [xp.zeros(p.numel(), p._data.dtype) if p.grad is None else p.grad._data.reshape(-1)
+        views = [_real(xp.zeros_like(p._data) if p.grad is None else p.grad._data).reshape(-1)
                  for p in self._params]
         flat = xp.concatenate(views)
         if self.param_groups[0]["maximize"]:
@@ -50,11 +50,12 @@ class LBFGS(Optimizer):
         return flat
 
     def _add_grad(self, step_size, update):
-        """``params += step_size * update`` with ``update`` a flat vector."""
+        """``params += step_size * update`` with ``update`` a flat vector (complex parameters as real pairs)."""
         offset = 0
         for p in self._params:
-            numel = p.numel()
-            p._data += step_size * update[offset:offset + numel].reshape(p._data.shape)
+            x = _real(p._data)
+            numel = x.size
+            x += step_size * update[offset:offset + numel].reshape(x.shape)
             _bump_version(p)
             offset += numel
 

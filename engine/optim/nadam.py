@@ -1,6 +1,6 @@
 """NAdam: Adam with Nesterov momentum and a momentum schedule."""
-from .optimizer import (Optimizer, _bump_version, _check_adam_arguments, _grad_of, _lerp_, _step_tensor, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_weight_decay, _addcmul_, _alpha, _bump_version, _check_adam_arguments,
+                        _grad_of, _lerp_, _new_tensor, _opmath, _real, _scale_, _step_tensor, _to_scalar, _zeros_like)
 from ..ops._common import xp_of
 
 
@@ -45,21 +45,24 @@ class NAdam(Optimizer):
         g = _grad_of(p, group["maximize"])
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
-                p._data *= 1 - lr * weight_decay
+                _scale_(p._data, 1 - lr * weight_decay)
             else:
-                g = g + weight_decay * p._data
+                g = _add_weight_decay(g, p._data, weight_decay)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         mu_product = state["mu_product"]._data
         mu_product *= mu
-        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+        x, g = _real(p._data), _real(g)
+        exp_avg, exp_avg_sq = _real(state["exp_avg"]._data), _real(state["exp_avg_sq"]._data)
         _lerp_(exp_avg, g, 1 - beta1)
-        exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * g * g
-        denom = xp_of(p._data).sqrt(exp_avg_sq / (1 - beta2 ** step))
-        denom += group["eps"]
+        _scale_(exp_avg_sq, beta2)
+        _addcmul_(exp_avg_sq, g, g, 1 - beta2)
+        dtype = x.dtype
+        denom = _new_tensor(xp_of(p._data).sqrt(_new_tensor(_opmath(exp_avg_sq) / (1 - beta2 ** step), dtype)), dtype)
+        denom += _alpha(group["eps"], dtype)
+        denom = _new_tensor(denom, dtype)
         mu_product = float(mu_product)
         mu_product_next = mu_product * mu_next
-        p._data += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (g / denom)
-        p._data += ((-lr * mu_next) / (1.0 - mu_product_next)) * (exp_avg / denom)
+        x += ((-lr * (1.0 - mu) / (1.0 - mu_product)) * _opmath(g)) / denom
+        x += (((-lr * mu_next) / (1.0 - mu_product_next)) * _opmath(exp_avg)) / denom
         _bump_version(p)

@@ -4,7 +4,9 @@ Subclasses update parameters in place on their raw arrays (no autograd) and keep
 (momentum buffers, moment estimates, step counts) as engine tensors, so ``state_dict()`` looks
 like PyTorch's.
 """
+import warnings
 from collections import OrderedDict, defaultdict
+from contextlib import contextmanager
 from copy import deepcopy
 from itertools import chain
 
@@ -28,8 +30,21 @@ required = _RequiredParameter()
 
 
 def _to_scalar(value):
-    """A 1-element tensor hyper-parameter (e.g. a tensor lr) as a Python float."""
-    return value.item() if isinstance(value, Tensor) else value
+    """A 1-element tensor hyper-parameter (e.g. a tensor lr) as a host scalar of the tensor's dtype (a float32
+    tensor lr gives ``np.float32``), so the step's scalar math (``lr / bias_correction``) runs in that precision
+    as torch's 0-dim tensor math does; other values as they are."""
+    return value._data.dtype.type(value.item()) if isinstance(value, Tensor) else value
+
+
+def _real(arr):
+    """A complex array viewed as (..., 2) real pairs sharing its memory (``torch.view_as_real``): torch's
+    optimizers update a complex parameter as two independent real numbers. Real arrays as they are."""
+    if arr.dtype.kind != "c":
+        return arr
+    xp = xp_of(arr)
+    arr = xp.asarray(arr)  # a 0-dim result is a NumPy scalar: its parts need an array's memory to view
+    real = arr.real
+    return xp.lib.stride_tricks.as_strided(real, arr.shape + (2,), arr.strides + (real.itemsize,))
 
 
 def _like(scalar, array):
@@ -39,8 +54,12 @@ def _like(scalar, array):
 
 
 def _typename(obj):
-    """The type name torch's messages show (``torch.FloatTensor`` style for tensors)."""
-    return obj.type() if isinstance(obj, Tensor) else type(obj).__module__ + "." + type(obj).__qualname__
+    """The type name torch's messages show (``torch.typename``): ``torch.FloatTensor`` style for tensors, a
+    built-in type's bare name (``float``), others with their module."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = type(obj).__module__
+    return type(obj).__qualname__ if module in ("", "builtins") else module + "." + type(obj).__qualname__
 
 
 def _zeros_like(p, fill=0):
@@ -57,10 +76,18 @@ def _step_tensor(fill=0.0, fused=False):
     return _new(np.full((), fill, dtype))
 
 
+def _check_lr(lr, positive=False):
+    """torch's constructor check of ``lr``: a tensor lr has one element; the value is non-negative (positive for
+    ``SparseAdam``)."""
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not (0.0 < lr if positive else 0.0 <= lr):
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
 def _check_adam_arguments(lr, eps, betas, weight_decay):
     """torch's constructor checks shared by Adam, Adamax, NAdam and RAdam, with its messages."""
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
+    _check_lr(lr)
     if not 0.0 <= eps:
         raise ValueError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= betas[0] < 1.0:
@@ -97,21 +124,92 @@ def _grad_of(p, maximize):
     return -g if maximize else g
 
 
+# ---- torch's in-place tensor ops on arrays, with its half precision arithmetic ----------------------------
+# Each torch op on float16/bfloat16 tensors computes in float32 and rounds its result once to the half dtype; its
+# scalars are float32 too (``mul``, ``div``, ``lerp``, ``addcmul``, ``addcdiv``), except the ``alpha`` of ``add``
+# and an added scalar, which are rounded to the half dtype first. NumPy's half arithmetic would round every
+# intermediate and every scalar. Reading half arrays through ``_opmath`` and writing float32 results into half
+# arrays in place gives torch's single rounding.
+def _opmath(arr):
+    """``arr`` as torch's CPU kernels compute with it: float16/bfloat16 in float32, other dtypes as they are."""
+    return arr.astype(np.float32) if arr.dtype in _dtype.HALF_NP else arr
+
+
+def _alpha(value, dtype):
+    """A scalar as ``add(other, alpha=value)`` or ``add(value)`` uses it on a ``dtype`` tensor: rounded to a half
+    dtype (then computed in float32); other dtypes take it as it is."""
+    if dtype not in _dtype.HALF_NP:
+        return value
+    if isinstance(value, (int, float, np.generic)):
+        return np.float32(dtype.type(value))
+    return value.astype(dtype).astype(np.float32)  # a device scalar
+
+
+def _new_tensor(value, dtype):
+    """A torch op's new tensor of ``dtype`` (e.g. ``exp_avg_sq.sqrt()``) from its opmath ``value``: rounded to
+    ``dtype`` (a half one) and read back in opmath for the next op."""
+    return _opmath(value.astype(dtype, copy=False))
+
+
+def _scale_(arr, factor):
+    """``arr.mul_(factor)``."""
+    if arr.dtype in _dtype.HALF_NP:
+        arr[...] = _opmath(arr) * factor
+    else:
+        arr *= factor
+
+
+def _addcmul_(arr, a, b, value):
+    """``arr.addcmul_(a, b, value=value)``: ``arr += value * a * b``, rounded once."""
+    arr += value * _opmath(a) * _opmath(b)
+
+
+def _fused_half(p, group):
+    """Whether ``p``'s step is torch's fused kernel on a half parameter, which computes the whole step in float32
+    and rounds once (``_in_float32``)."""
+    return bool(group.get("fused")) and p._data.dtype in _dtype.HALF_NP
+
+
+@contextmanager
+def _in_float32(p, states):
+    """Run a step with ``p``, its gradient and its half state tensors (in ``states``, the optimizer's) as float32
+    copies, rounded back into their own arrays at the end (state tensors the step creates take ``p``'s dtype)."""
+    dtype = p._data.dtype
+    state = states.get(p, {})
+    swapped = [t for t in (p, p.grad, *state.values()) if isinstance(t, Tensor) and t._data.dtype == dtype]
+    arrays = [t._data for t in swapped]
+    for t in swapped:
+        t._data = t._data.astype(np.float32)
+    try:
+        yield
+    finally:
+        for t, arr in zip(swapped, arrays):
+            if t is not p.grad:
+                arr[...] = t._data
+            t._data = arr
+        for key, value in states.get(p, {}).items():
+            if isinstance(value, Tensor) and key != "step" and value._data.dtype == np.float32:
+                value._data = value._data.astype(dtype)
+
+
 def _add_weight_decay(g, p_arr, weight_decay):
-    """L2 penalty folded into the gradient: ``g + weight_decay * p`` (a new array)."""
-    return g + weight_decay * p_arr if weight_decay != 0 else g
+    """L2 penalty folded into the gradient: ``grad.add(param, alpha=weight_decay)`` (a new array)."""
+    if weight_decay == 0:
+        return g
+    return (_opmath(g) + _alpha(weight_decay, g.dtype) * _opmath(p_arr)).astype(g.dtype, copy=False)
 
 
 def _lerp_(start, end, weight):
-    """``start += weight * (end - start)`` in place, with torch's two-branch formula for accuracy."""
-    diff = end - start
+    """``start.lerp_(end, weight)``: ``start += weight * (end - start)`` in place, with torch's two-branch formula
+    for accuracy."""
+    diff = _opmath(end) - _opmath(start)
     if weight < 0.5:
         diff *= weight
         start += diff
     else:
-        scalar = start.dtype.type  # 1 - weight in the array's precision, as torch's kernel does
+        scalar = diff.dtype.type  # 1 - weight in the computing precision, as torch's kernel does
         diff *= scalar(1) - scalar(weight)
-        start[...] = end - diff
+        start[...] = _opmath(end) - diff
 
 
 class _HookHandle:
@@ -181,10 +279,14 @@ class Optimizer:
         if step is not None and not getattr(step, "_hooked", False):
             cls.step = _wrap_step(step)
 
+    #: the tables of registered hooks, each an OrderedDict of id -> hook
+    _HOOK_TABLES = ("_step_pre_hooks", "_step_post_hooks", "_state_dict_pre_hooks", "_state_dict_post_hooks",
+                    "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+
     def __init__(self, params, defaults):
         self.defaults = defaults
-        self._step_pre_hooks = OrderedDict()
-        self._step_post_hooks = OrderedDict()
+        for table in self._HOOK_TABLES:
+            setattr(self, table, OrderedDict())
         self._hook_id = 0
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors "
@@ -204,8 +306,8 @@ class Optimizer:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-        self.__dict__.setdefault("_step_pre_hooks", OrderedDict())
-        self.__dict__.setdefault("_step_post_hooks", OrderedDict())
+        for table in self._HOOK_TABLES:
+            self.__dict__.setdefault(table, OrderedDict())
         self.__dict__.setdefault("_hook_id", 0)
 
     def __repr__(self):
@@ -250,7 +352,10 @@ class Optimizer:
                 kind = "with names" if "param_names" in param_group else "without names"
                 raise ValueError("all optimizer param groups should be with/without names. "
                                  f"cannot add param group {kind} to the optimizer")
-        if any(id(p) in seen for p in params) or len({id(p) for p in params}) != len(params):
+        if len({id(p) for p in params}) != len(params):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in future, this will cause "
+                          "an error; see github.com/pytorch/pytorch/issues/40967 for more information", stacklevel=3)
+        if any(id(p) in seen for p in params):
             raise ValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
@@ -316,10 +421,12 @@ class Optimizer:
             return closure()
 
     # ---- hooks -------------------------------------------------------------------------------
-    def _register(self, hooks, hook):
-        """Store ``hook`` under a fresh id and return a handle that removes it."""
+    def _register(self, hooks, hook, prepend=False):
+        """Store ``hook`` under a fresh id (first in line with ``prepend``) and return a handle that removes it."""
         self._hook_id += 1
         hooks[self._hook_id] = hook
+        if prepend:
+            hooks.move_to_end(self._hook_id, last=False)
         return _HookHandle(hooks, self._hook_id)
 
     def register_step_pre_hook(self, hook):
@@ -330,9 +437,29 @@ class Optimizer:
         """``hook(optimizer, args, kwargs)`` runs after each step."""
         return self._register(self._step_post_hooks, hook)
 
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs before ``state_dict()`` builds its result."""
+        return self._register(self._state_dict_pre_hooks, hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs on ``state_dict()``'s result; it may return a new one."""
+        return self._register(self._state_dict_post_hooks, hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """``hook(optimizer, state_dict)`` runs on (a shallow copy of) what ``load_state_dict`` is given; it may
+        return the state dict to load instead."""
+        return self._register(self._load_state_dict_pre_hooks, hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """``hook(optimizer)`` runs after ``load_state_dict`` has loaded."""
+        return self._register(self._load_state_dict_post_hooks, hook, prepend)
+
     # ---- state_dict --------------------------------------------------------------------------
     def state_dict(self):
-        """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}`` like torch."""
+        """``{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}`` like torch, with the state
+        dict hooks run around it."""
+        for hook in list(self._state_dict_pre_hooks.values()):
+            hook(self)
         index_of = {}
         groups = []
         for group in self.param_groups:
@@ -342,10 +469,21 @@ class Optimizer:
             packed["params"] = [index_of[id(p)] for p in group["params"]]
             groups.append(packed)
         state = {(index_of[id(k)] if isinstance(k, Tensor) else k): v for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for hook in list(self._state_dict_post_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict):
-        """Load a ``state_dict()``: state tensors move to their parameter's device (and float dtype)."""
+        """Load a ``state_dict()``: state tensors move to their parameter's device (and float dtype); the step
+        counters of fused or capturable groups become float32 tensors, as torch's."""
+        state_dict = state_dict.copy()
+        for hook in list(self._load_state_dict_pre_hooks.values()):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -355,11 +493,12 @@ class Optimizer:
                              "of optimizer's group")
         id_map = dict(zip(chain.from_iterable(g["params"] for g in saved_groups),
                           chain.from_iterable(g["params"] for g in groups)))
+        float32_steps = {index for s in saved_groups if s.get("fused") or s.get("capturable") for index in s["params"]}
         state = defaultdict(dict)
         for key, value in state_dict["state"].items():
             if key in id_map:
                 param = id_map[key]
-                state[param] = _cast_state(param, value)
+                state[param] = _cast_state(param, value, float32_step=key in float32_steps)
             else:
                 state[key] = value
         new_groups = []
@@ -369,19 +508,22 @@ class Optimizer:
                 saved["param_names"] = group["param_names"]
             new_groups.append(saved)
         self.__setstate__({"state": state, "param_groups": new_groups})
+        for hook in list(self._load_state_dict_post_hooks.values()):
+            hook(self)
 
 
-def _cast_state(param, value, key=None):
-    """Rebuild a loaded state value, moving tensors to ``param``'s device; the step stays as is."""
+def _cast_state(param, value, key=None, float32_step=False):
+    """Rebuild a loaded state value, moving tensors to ``param``'s device; the step stays as is (a float32 tensor on
+    ``param``'s device with ``float32_step``)."""
     if isinstance(value, Tensor):
         if key == "step":
-            return value
+            return _new(move(value._data, param.device).astype(np.float32)) if float32_step else value
         arr = move(value._data, param.device)
         if param.is_floating_point() and arr.dtype != param._data.dtype:
             arr = arr.astype(param._data.dtype)
         return value if arr is value._data else _new(arr)
     if isinstance(value, dict):
-        return {k: _cast_state(param, v, k) for k, v in value.items()}
+        return {k: _cast_state(param, v, k, float32_step) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return type(value)(_cast_state(param, v) for v in value)
     return value

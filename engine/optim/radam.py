@@ -1,6 +1,6 @@
 """RAdam: Adam with the variance of its adaptive learning rate rectified in the first steps."""
-from .optimizer import (Optimizer, _bump_version, _check_adam_arguments, _grad_of, _lerp_, _step_tensor, _to_scalar,
-                        _zeros_like)
+from .optimizer import (Optimizer, _add_weight_decay, _addcmul_, _bump_version, _check_adam_arguments, _grad_of,
+                        _lerp_, _new_tensor, _opmath, _real, _scale_, _step_tensor, _to_scalar, _zeros_like)
 from ..ops._common import xp_of
 
 
@@ -41,24 +41,26 @@ class RAdam(Optimizer):
         g = _grad_of(p, group["maximize"])
         if weight_decay != 0:
             if group["decoupled_weight_decay"]:
-                p._data *= 1 - lr * weight_decay
+                _scale_(p._data, 1 - lr * weight_decay)
             else:
-                g = g + weight_decay * p._data
-        exp_avg, exp_avg_sq = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                g = _add_weight_decay(g, p._data, weight_decay)
+        x, g = _real(p._data), _real(g)
+        exp_avg, exp_avg_sq = _real(state["exp_avg"]._data), _real(state["exp_avg_sq"]._data)
         _lerp_(exp_avg, g, 1 - beta1)
-        exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * g * g
+        _scale_(exp_avg_sq, beta2)
+        _addcmul_(exp_avg_sq, g, g, 1 - beta2)
         bias_correction1 = 1 - beta1 ** step
         bias_correction2 = 1 - beta2 ** step
-        update = exp_avg / bias_correction1
-        update *= lr
+        dtype = x.dtype
+        update = _new_tensor(_opmath(exp_avg) / bias_correction1, dtype)  # each product a new tensor, as torch's
+        update = _new_tensor(update * lr, dtype)
         rho_inf = 2 / (1 - beta2) - 1
         rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
         if rho_t > 5.0:
             rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
             root = xp_of(p._data).sqrt(exp_avg_sq)
-            root += group["eps"]
-            update *= bias_correction2 ** 0.5 / root
-            update *= rect
-        p._data -= update
+            root += group["eps"]  # (an added scalar is rounded to a half dtype, in NumPy as in torch)
+            update = _new_tensor(update * _new_tensor(bias_correction2 ** 0.5 / _opmath(root), dtype), dtype)
+            update = _new_tensor(update * rect, dtype)
+        x -= update
         _bump_version(p)

@@ -1,6 +1,6 @@
 """RMSprop with optional momentum, centering and weight decay."""
-from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _grad_of, _lerp_, _step_tensor,
-                        _to_scalar, _zeros_like)
+from .optimizer import (Optimizer, _add_weight_decay, _addcmul_, _alpha, _bump_version, _check_lr, _grad_of, _lerp_,
+                        _new_tensor, _opmath, _real, _scale_, _step_tensor, _to_scalar, _zeros_like)
 from ..ops._common import xp_of
 
 
@@ -14,8 +14,7 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= momentum:
@@ -47,24 +46,27 @@ class RMSprop(Optimizer):
         state = self._state_of(p, group)
         state["step"]._data += 1
         g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
-        square_avg = state["square_avg"]._data
-        square_avg *= alpha
-        square_avg += (1 - alpha) * g * g
-        xp = xp_of(p._data)
+        x, g = _real(p._data), _real(g)
+        square_avg = _real(state["square_avg"]._data)
+        _scale_(square_avg, alpha)
+        _addcmul_(square_avg, g, g, 1 - alpha)
+        xp, dtype = xp_of(p._data), x.dtype
         if group["centered"]:
-            grad_avg = state["grad_avg"]._data
+            grad_avg = _real(state["grad_avg"]._data)
             _lerp_(grad_avg, g, 1 - alpha)
-            avg = xp.sqrt(square_avg - grad_avg * grad_avg)
+            avg = _new_tensor(_opmath(square_avg) - _opmath(grad_avg) * _opmath(grad_avg), dtype)
+            avg = _new_tensor(xp.sqrt(avg), dtype)
         else:
-            avg = xp.sqrt(square_avg)
-        avg += group["eps"]
+            avg = _new_tensor(xp.sqrt(square_avg), dtype)
+        avg += _alpha(group["eps"], dtype)
+        avg = _new_tensor(avg, dtype)
         if group["momentum"] > 0:
-            buf = state["momentum_buffer"]._data
-            buf *= group["momentum"]
-            buf += g / avg
-            p._data -= lr * buf
+            buf = _real(state["momentum_buffer"]._data)
+            _scale_(buf, group["momentum"])
+            buf += _opmath(g) / avg
+            x -= _alpha(lr, dtype) * _opmath(buf)
         else:
-            update = g * -lr
+            update = _opmath(g) * -lr
             update /= avg
-            p._data += update
+            x += update
         _bump_version(p)

@@ -1,5 +1,5 @@
 """Rprop: per-coordinate step sizes that grow while the gradient keeps its sign and shrink when it flips."""
-from .optimizer import (Optimizer, _bump_version, _grad_of, _step_tensor, _to_scalar, _zeros_like)
+from .optimizer import Optimizer, _bump_version, _check_lr, _grad_of, _real, _step_tensor, _to_scalar, _zeros_like
 from ..ops._common import xp_of
 
 
@@ -14,8 +14,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False, foreach=None,
                  maximize=False, differentiable=False):
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
@@ -23,12 +22,13 @@ class Rprop(Optimizer):
         super().__init__(params, defaults)
 
     def _state_of(self, p, lr):
-        """``p``'s state, created on its first step (step, prev, step_size filled with lr)."""
+        """``p``'s state, created on its first step (step, prev, step_size filled with lr, in both parts of a
+        complex one)."""
         state = self.state[p]
         if not state:
             state["step"] = _step_tensor()
             state["prev"] = _zeros_like(p)
-            state["step_size"] = _zeros_like(p, lr)
+            state["step_size"] = _zeros_like(p, complex(lr, lr) if p.is_complex() else lr)
         return state
 
     def _update(self, p, group):
@@ -37,9 +37,9 @@ class Rprop(Optimizer):
         step_size_min, step_size_max = group["step_sizes"]
         state = self._state_of(p, _to_scalar(group["lr"]))
         state["step"]._data += 1
-        g = _grad_of(p, group["maximize"])
-        prev, step_size = state["prev"]._data, state["step_size"]._data
         xp = xp_of(p._data)
+        x, g = _real(p._data), xp.array(_real(_grad_of(p, group["maximize"])))  # a copy, even of a 0-dim grad
+        prev, step_size = _real(state["prev"]._data), _real(state["step_size"]._data)
         factor = _sign(xp, g * prev)
         flipped = factor < 0
         factor[factor > 0] = etaplus
@@ -47,9 +47,8 @@ class Rprop(Optimizer):
         factor[factor == 0] = 1
         step_size *= factor
         xp.clip(step_size, step_size_min, step_size_max, out=step_size)
-        g = g.copy()
         g[flipped] = 0
-        p._data -= _sign(xp, g) * step_size
+        x -= _sign(xp, g) * step_size
         _bump_version(p)
         prev[...] = g
 

@@ -1,6 +1,7 @@
 """Stochastic gradient descent with optional momentum, dampening, Nesterov and weight decay."""
-from .optimizer import (Optimizer, _add_weight_decay, _bump_version, _check_fused, _check_fused_param,
-                        _grad_of, _like, _to_scalar, is_sparse_grad)
+from .optimizer import (Optimizer, _add_weight_decay, _alpha, _bump_version, _check_fused, _check_fused_param,
+                        _check_lr, _fused_half, _grad_of, _in_float32, _like, _opmath, _scale_, _to_scalar,
+                        is_sparse_grad)
 from ..ops._common import xp_of
 from ..tensor import _new
 
@@ -10,7 +11,8 @@ class SGD(Optimizer):
 
     ``foreach`` and ``fused`` (on any device, as torch allows on the CPU) are accepted and change nothing:
     each parameter's update is a few whole-array operations either way; ``fused`` keeps torch's checks
-    (floating-point parameters, not with ``differentiable`` or ``foreach``). ``differentiable`` is
+    (floating-point parameters, not with ``differentiable`` or ``foreach``) and, for a half parameter, its
+    whole step computed in float32 and rounded once. ``differentiable`` is
     accepted; the update is not recorded by autograd. A sparse gradient (``Embedding(sparse=True)``) updates
     the rows it holds, with a sparse momentum buffer, as torch's.
     """
@@ -19,8 +21,7 @@ class SGD(Optimizer):
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if momentum < 0.0:
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
@@ -43,11 +44,14 @@ class SGD(Optimizer):
         (lr,) = scalars
         if is_sparse_grad(p):
             return self._apply_sparse(p, group, lr)
+        if _fused_half(p, group):
+            with _in_float32(p, self.state):
+                return self._apply(p, {**group, "fused": False}, scalars)
         momentum = group["momentum"]
         g = _add_weight_decay(_grad_of(p, group["maximize"]), p._data, group["weight_decay"])
         if momentum != 0:
             g = self._momentum(p, g, momentum, group["dampening"], group["nesterov"])
-        p._data -= _like(lr, g) * g
+        p._data -= _alpha(_like(lr, g), g.dtype) * _opmath(g)
         _bump_version(p)
 
     def _momentum(self, p, g, momentum, dampening, nesterov):
@@ -57,10 +61,10 @@ class SGD(Optimizer):
         if buf is None:
             buf = state["momentum_buffer"] = _new(g.copy())
         else:
-            buf._data *= momentum
-            buf._data += g if dampening == 0 else (1 - dampening) * g  # no scaled copy when undamped
+            _scale_(buf._data, momentum)
+            buf._data += _opmath(g) if dampening == 0 else _alpha(1 - dampening, g.dtype) * _opmath(g)
         if nesterov:
-            return g + momentum * buf._data
+            return (_opmath(g) + _alpha(momentum, g.dtype) * _opmath(buf._data)).astype(g.dtype, copy=False)
         return buf._data
 
     def _apply_sparse(self, p, group, lr):

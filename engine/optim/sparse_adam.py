@@ -1,5 +1,6 @@
 """SparseAdam: Adam that updates only the entries a sparse gradient holds (embedding tables)."""
-from .optimizer import Optimizer, _bump_version, _to_scalar, _zeros_like, is_sparse_grad, sparse_grad_values
+from .optimizer import Optimizer, _bump_version, _check_lr, _to_scalar, _zeros_like, is_sparse_grad, sparse_grad_values
+from .._layout import strided
 from ..ops._common import xp_of
 
 
@@ -13,8 +14,7 @@ class SparseAdam(Optimizer):
     takes_sparse_grads = True
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, maximize=False):
-        if not 0.0 < lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr, positive=True)
         if not 0.0 < eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         if not 0.0 <= betas[0] < 1.0:
@@ -23,6 +23,13 @@ class SparseAdam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         defaults = dict(lr=lr, betas=betas, eps=eps, maximize=maximize)
         super().__init__(params, defaults)
+        checks = (("Sparse", lambda p: p.layout is not strided, "SparseAdam requires dense parameter tensors"),
+                  ("Complex", lambda p: p.is_complex(), "SparseAdam does not support complex parameters"))
+        for kind, test, reason in checks:  # torch's [group index, index in group] of each offending parameter
+            found = [[i, j] for i, group in enumerate(self.param_groups) for j, p in enumerate(group["params"])
+                     if test(p)]
+            if found:
+                raise ValueError(f"{kind} params at indices {found}: {reason}")
 
     def _state_of(self, p):
         """``p``'s state, created on its first step (step as a Python int, exp_avg, exp_avg_sq)."""
