@@ -102,11 +102,16 @@ class Sequential(Module):
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
-        modules = list(self._modules.values())
-        modules.insert(index + n if index < 0 else index, module)
-        self._modules.clear()
-        for i, m in enumerate(modules):
-            self._modules[str(i)] = m
+        index = index + n if index < 0 else index
+        # as torch: the modules from ``index`` on move up one numeric key ("1" to "2"...), other keys stay (a
+        # named module in the way is torch's KeyError, raised here before anything moves)
+        shifted = [str(i - 1) for i in range(n, index, -1)]
+        missing = next((key for key in shifted if key not in self._modules), None)
+        if missing is not None:
+            raise KeyError(missing)
+        for key in shifted:
+            self._modules[str(int(key) + 1)] = self._modules[key]
+        self._modules[str(index)] = module
         return self
 
     def extend(self, sequential):

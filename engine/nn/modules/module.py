@@ -87,8 +87,7 @@ class Module(StateDictMixin):
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(engine Tensor or None required)")
-        if isinstance(tensor, Buffer):
-            persistent = tensor.persistent
+        if isinstance(tensor, Buffer):  # the ``persistent`` argument wins over the Buffer's flag, as in torch
             tensor = tensor.detach()
         tensor = _registered(_g._global_buffer_registration_hooks, self, name, tensor)
         self._buffers[name] = tensor
@@ -215,9 +214,8 @@ class Module(StateDictMixin):
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(engine.nn.Module or None expected)")
             self._modules[name] = value
-        elif isinstance(value, Buffer):
-            self._forget(name, keep="_buffers")
-            self.register_buffer(name, value)
+        elif isinstance(value, Buffer):  # as torch: over a plain attribute, register_buffer's KeyError
+            self.register_buffer(name, value, value.persistent)
         elif d.get("_buffers") is not None and name in d["_buffers"]:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
@@ -439,8 +437,12 @@ class Module(StateDictMixin):
         return self._cast_floats(_dtype.bfloat16)
 
     def type(self, dst_type):
-        """Cast every parameter and buffer (floating or not) to ``dst_type``."""
-        np_dtype = _dtype.to_dtype(dst_type).np
+        """Cast every parameter and buffer (floating or not) to ``dst_type``; a parameter that requires grad
+        cannot become an integer or bool tensor (torch's error, raised here before anything is cast)."""
+        dtype = _dtype.to_dtype(dst_type)
+        if not (dtype.is_floating_point or dtype.is_complex) and any(p.requires_grad for p in self.parameters()):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        np_dtype = dtype.np
         return self._apply(lambda a: a.astype(np_dtype, copy=False))
 
     # ---- calling and hooks -------------------------------------------------------------------
