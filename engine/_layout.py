@@ -8,6 +8,7 @@ honoured as torch honours them: ``contiguous``, ``is_contiguous``, ``clone``, ``
 ``memory_format=``, and the functions below read a numpy (or CuPy) array's strides the way torch reads a tensor's
 (``suggest_memory_format``), so that ops can give their outputs torch's layout (``nn/functional/_memory_format.py``).
 """
+from ._device import array_module
 
 
 class _Named:
@@ -127,11 +128,9 @@ def is_dense(array):
 
 def empty_in_format(array, fmt, xp, dtype):
     """An uninitialised array of ``array``'s shape and ``dtype``, laid out as ``*_like(array, memory_format=fmt)``
-    lays out torch's: ``preserve_format`` keeps a dense array's strides, else takes torch's suggested format."""
+    lays out torch's: ``preserve_format`` as ``empty_preserving``, another format in that format."""
     if fmt is None or fmt is preserve_format:
-        if is_dense(array):
-            return xp.empty_like(array, dtype=dtype)
-        fmt = suggested_format(array)
+        return empty_preserving(array, xp, dtype)
     if fmt is contiguous_format:
         return xp.empty(array.shape, dtype)
     rank = _CHANNELS_LAST_RANK[fmt.name]
@@ -139,6 +138,26 @@ def empty_in_format(array, fmt, xp, dtype):
         raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
     order = _CHANNELS_LAST_ORDER[rank]
     return xp.empty(tuple(array.shape[d] for d in order), dtype).transpose(_inverse(order))
+
+
+def empty_preserving(array, xp, dtype):
+    """An uninitialised array of ``array``'s shape and ``dtype`` laid out as torch's ``preserve_format`` lays out a
+    copy of it (``empty_like``, ``clone``, ``to``, ``flip``): a dense array's strides kept, else its dimensions in
+    the order torch's TensorIterator reads them (``pointwise_order``: a gap-strided array keeps its order, an
+    expanded dimension does not count as innermost, where numpy's ``order="K"`` puts it there)."""
+    if is_dense(array):
+        return xp.empty_like(array, dtype=dtype)
+    outer_first = tuple(reversed(pointwise_order([array], array.shape)))
+    return xp.empty(tuple(array.shape[d] for d in outer_first), dtype).transpose(_inverse(outer_first))
+
+
+def copy_preserving(array, xp, dtype):
+    """``array`` converted to ``dtype`` in a fresh array laid out as ``empty_preserving`` (``Tensor.to(dtype)``)."""
+    if array.flags.c_contiguous or is_dense(array):
+        return array.astype(dtype)
+    out = empty_preserving(array, xp, dtype)
+    out[...] = array
+    return out
 
 
 def suggested_format(array):
@@ -149,12 +168,14 @@ def suggested_format(array):
 
 
 def copy_preserving_format(array, fmt, xp):
-    """``clone(memory_format=fmt)``: ``preserve_format`` keeps a dense array's strides and otherwise lays the copy out
-    as torch suggests (channels-last or contiguous); another format lays it out in that format."""
+    """``clone(memory_format=fmt)``: ``preserve_format`` lays the copy out as ``empty_preserving``; another format lays
+    it out in that format."""
     if fmt is None or fmt is preserve_format:
         if is_dense(array):
             return array.copy(order="K")
-        fmt = suggested_format(array)
+        out = empty_preserving(array, xp, array.dtype)
+        out[...] = array
+        return out
     if is_contiguous_as(array, fmt):  # in_memory_format would hand back the array itself
         return array.copy(order="K")
     return in_memory_format(array, fmt, xp)
@@ -216,3 +237,39 @@ def contiguous_strides(shape):
         strides.append(step)
         step *= max(n, 1)
     return tuple(reversed(strides))
+
+
+def row_major(outs):
+    """``outs`` (an array or a tuple of them) with each array row-major, as torch allocates the results of its
+    reductions, scans and selections whatever their input's layout; numpy follows the input's order. An array
+    already row-major (every result of a row-major input) is handed back as it is, so the common case costs one
+    flag check."""
+    if isinstance(outs, tuple):
+        return tuple(row_major(o) for o in outs)
+    if not hasattr(outs, "flags") or outs.flags.c_contiguous:
+        return outs
+    return array_module(outs).ascontiguousarray(outs)
+
+
+def in_suggested_format(out, like, xp):
+    """``out`` laid out as torch lays out a result it allocates in ``like``'s suggested format (its
+    ``LEGACY_CONTIGUOUS_MEMORY_FORMAT``: ``roll``): channels-last where ``like`` reads as channels-last, else
+    row-major; ``out`` itself where it already is."""
+    fmt = suggested_format(like)
+    return out if is_contiguous_as(out, fmt) else in_memory_format(out, fmt, xp)
+
+
+class RowMajorResults:
+    """A ``Function`` mixin: the arrays each subclass's ``forward`` returns come out row-major (``row_major``), but
+    for a subclass that sets ``lays_out_results`` (its forward lays them out itself)."""
+
+    lays_out_results = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        forward = cls.__dict__.get("forward")
+        if forward is not None and not cls.__dict__.get("lays_out_results", False):
+            def row_major_forward(self, *arrays):
+                return row_major(forward(self, *arrays))
+            row_major_forward.__doc__ = forward.__doc__
+            cls.forward = row_major_forward

@@ -4,7 +4,7 @@ import warnings
 import numpy as np
 
 from .._device import device_of, move
-from .._layout import copy_preserving_format, in_memory_format
+from .._layout import copy_preserving, copy_preserving_format, in_memory_format
 from ..autograd import tracing
 from ..autograd.double_backward import constant
 from ..autograd.function import Function
@@ -26,7 +26,7 @@ class ToDtype(Function):
             x = x.real
         # values out of the target's range (70000 to float16: inf) convert as in torch, without numpy's warning
         with np.errstate(over="ignore", invalid="ignore"):
-            return x.astype(self.dtype.np)
+            return copy_preserving(x, xp_of(x), self.dtype.np)
 
     def backward(self, gy):
         if gy.dtype.kind == "c" and self.input_meta[0][1].kind != "c":  # d(complex(x))/dx: the real part

@@ -159,6 +159,37 @@ def _float32(x):
     return x if x.dtype == np.float32 else x.astype(np.float32)
 
 
+def _torch_order(originals):
+    """The dims, outermost first, in which torch lays out the result of a pointwise op over ``originals`` (arrays or
+    scalars; ``_layout.pointwise_order``); None when every array is row-major (then so is numpy's result)."""
+    arrays = [x for x in originals if getattr(x, "ndim", 0)]
+    if all(x.flags.c_contiguous for x in arrays):
+        return None
+    shape = np.broadcast_shapes(*(x.shape for x in arrays))
+    return tuple(reversed(_layout.pointwise_order(arrays, shape)))
+
+
+def _torch_ordered(originals, operands, dtype=None):
+    """The array a binary ufunc over ``operands`` (cast from ``originals``, the op's inputs) should write to, laid
+    out as torch lays out its result (``_layout.pointwise_order`` of the inputs: the first operand's order, so a
+    transposed ``a`` plus a row-major ``b`` stays transposed where numpy goes row-major, and an expanded dim is not
+    innermost); ``dtype`` is the result's type, by default the operands' common one. None (numpy allocates, as
+    fast) when every input is row-major, the common case, or the operands' types differ."""
+    a, b = originals
+    if (not hasattr(a, "flags") or a.flags.c_contiguous) and (not hasattr(b, "flags") or b.flags.c_contiguous):
+        return None
+    arrays = [x for x in originals if getattr(x, "ndim", 0)]
+    if dtype is None:
+        dtypes = {x.dtype for x in operands if hasattr(x, "dtype")}
+        if len(dtypes) != 1:
+            return None
+        dtype = dtypes.pop()
+    shape = np.broadcast_shapes(*(x.shape for x in arrays))
+    outer_first = tuple(reversed(_layout.pointwise_order(arrays, shape)))
+    out = xp_of(*arrays).empty(tuple(shape[d] for d in outer_first), dtype)
+    return out.transpose(tuple(outer_first.index(d) for d in range(len(shape))))
+
+
 class Add(_Binary):
     uses_inputs = False
     #: the ufunc combining a with alpha * b, and the sign b's gradient takes
@@ -169,6 +200,7 @@ class Add(_Binary):
         self.alpha = alpha
 
     def forward(self, a, b):
+        inputs = a, b
         a, b = self.operands(a, b, wide=self.alpha != 1)
         if self.alpha != 1:
             with _quiet():  # an integer scalar times a wrapped alpha may wrap, as in torch
@@ -178,7 +210,7 @@ class Add(_Binary):
         with _streamed(a, b):
             if self.inplace and a.dtype == self.dtype:
                 return ufunc(a, b, out=a)
-            return self.rounded(ufunc(a, b))
+            return self.rounded(ufunc(a, b, out=_torch_ordered(inputs, (a, b))))
 
     def backward(self, gy):
         gy = self.widened_grad(gy)
@@ -200,13 +232,14 @@ class Mul(_Binary):
     opmath_scalar = True
 
     def forward(self, a, b):
+        inputs = a, b
         a, b = self.operands(a, b)
         self.a = a.copy() if self.inplace and self.needs_input_grad[1:2] == (True,) else a
         self.b = b
         with _streamed(a, b), _quiet():  # an overflow to inf passes without a warning, as in torch
             if self.inplace and a.dtype == self.dtype:
                 return xp_of(a).multiply(a, b, out=a)
-            return self.rounded(a * b)
+            return self.rounded(xp_of(a, b).multiply(a, b, out=_torch_ordered(inputs, (a, b))))
 
     def inputs_read(self, inputs):
         """b for a's gradient, a for b's (not when mul_ kept a copy of a), as torch's mul saves them."""
@@ -236,11 +269,12 @@ class Div(_Binary):
         self.rounding_mode = rounding_mode
 
     def forward(self, a, b):
+        inputs = a, b
         a, b = self.operands(a, b)
         xp = xp_of(a, b)
         if self.rounding_mode is None:
             with _streamed(a, b), _quiet():
-                y = self.rounded(xp.true_divide(a, b))
+                y = self.rounded(xp.true_divide(a, b, out=_torch_ordered(inputs, (a, b))))
             if self.needs_input_grad[1:2] == (True,):
                 self.b, self.y = b, y.copy() if self.inplace else y
             elif self.needs_input_grad[0:1] == (True,):
@@ -389,6 +423,7 @@ class FloorDivide(_Binary):
 
 class Pow(_Binary):
     def forward(self, a, b):
+        inputs = a, b
         a, b = self.operands(a, b)
         xp = xp_of(a, b)
         self.a, self.b = (a.copy() if self.inplace else a), b
@@ -397,7 +432,8 @@ class Pow(_Binary):
                 raise NotImplementedError("\"pow\" not implemented for 'Bool'")
             return a | (not b)  # a bool tensor to a Python bool power: x ** True is x, x ** False is True
         with _quiet():
-            y = xp.power(a, b) if self.dtype.kind in "fc" else _int_power(xp, a, b, self.dtype)
+            y = (xp.power(a, b, out=_torch_ordered(inputs, (a, b))) if self.dtype.kind in "fc"
+                 else _int_power(xp, a, b, self.dtype))
         self.y = y.copy() if self.inplace else y
         return y
 
@@ -452,10 +488,11 @@ class Maximum(_Binary):
     of it."""
 
     def forward(self, a, b):
+        inputs = a, b
         a, b = self.operands(a, b)
         xp = xp_of(a, b)
         self.a, self.b = a, b
-        return xp.maximum(a, b) if type(self) is Maximum else xp.minimum(a, b)
+        return (xp.maximum if type(self) is Maximum else xp.minimum)(a, b, out=_torch_ordered(inputs, (a, b)))
 
     @staticmethod
     def loses(a, b):
@@ -481,9 +518,10 @@ class Minimum(Maximum):
 
 class Atan2(_Binary):
     def forward(self, a, b):
+        inputs = a, b
         a, b = self.operands(a, b)
         self.a, self.b = a, b
-        return xp_of(a, b).arctan2(a, b)
+        return xp_of(a, b).arctan2(a, b, out=_torch_ordered(inputs, (a, b)))
 
     def backward(self, gy):
         """gy * (b, -a) / (a^2 + b^2), in torch's steps (a reciprocal, then products), each rounded to the type;
@@ -1263,8 +1301,14 @@ class Where(Function):
 
     def forward(self, cond, a, b):
         self.cond = cond
+        operands = (cond, cast(a, self.dtype), cast(b, self.dtype))
+        outer_first = _torch_order((cond, a, b))
+        if outer_first is not None:  # numpy's where has no out=: run it on the operands seen in torch's order
+            operands = tuple(x if is_scalar(x) else x.reshape((1,) * (len(outer_first) - x.ndim) + x.shape)
+                             .transpose(outer_first) for x in operands)
         # astype: two Python scalars would give numpy's float64 / int64, not the promoted type
-        return xp_of(cond).where(cond, cast(a, self.dtype), cast(b, self.dtype)).astype(self.dtype, copy=False)
+        y = xp_of(cond).where(*operands).astype(self.dtype, copy=False)
+        return y if outer_first is None else y.transpose(tuple(outer_first.index(d) for d in range(y.ndim)))
 
     def backward(self, gy):
         return real_parts(self, (None, masked_grad(gy, self.cond), masked_grad(gy, ~self.cond)))
@@ -1290,8 +1334,9 @@ class _Compare(Function):
         self.ufunc, self.dtype = ufunc, dtype.np
 
     def forward(self, a, b):
+        inputs = a, b
         a, b = cast(a, self.dtype), cast(b, self.dtype)
-        return getattr(xp_of(a, b), self.ufunc)(a, b)
+        return getattr(xp_of(a, b), self.ufunc)(a, b, out=_torch_ordered(inputs, (a, b), np.bool_))
 
 
 _ORDERING = {"less": "lt", "less_equal": "le", "greater": "gt", "greater_equal": "ge"}
@@ -1327,10 +1372,11 @@ class _Bitwise(Function):
         fn = getattr(xp_of(a, b), self.ufunc)
         if b is None:
             return fn(a)
+        inputs = a, b
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         if self.inplace:
             return fn(a, b, out=a)
-        return fn(a, b)
+        return fn(a, b, out=_torch_ordered(inputs, (a, b), np.bool_ if "logical" in self.ufunc else None))
 
 
 def _check_bitwise_kind(name, dt):
@@ -1411,7 +1457,9 @@ class NanToNum(Function):
     def forward(self, x):
         self.finite = xp_of(x).isfinite(x)
         nan, posinf, neginf = self.args
-        return xp_of(x).nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+        xp = xp_of(x)
+        out = _layout.copy_preserving_format(x, None, xp)  # laid out as torch's (an expanded x too)
+        return xp.nan_to_num(out, copy=False, nan=nan, posinf=posinf, neginf=neginf)
 
     def backward(self, gy):
         return gy * self.finite

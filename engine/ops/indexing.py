@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from .. import _dtype
+from .._layout import RowMajorResults, copy_preserving_format
 from .._device import device_of, is_cuda_array, move
 from ..autograd import tracing
 from ..autograd.double_backward import constant, masked, transposed_backward
@@ -254,7 +255,7 @@ class IndexPut(Function):
         return writeable_view(a[self.basic])
 
     def forward(self, x, value):
-        out = x if self.inplace else x.copy()
+        out = x if self.inplace else copy_preserving_format(x, None, xp_of(x))  # x's layout, as torch's clone
         view = self._region(out)
         self.adv = _key_on(self.adv, x)
         key = self.adv if self.adv is not None else Ellipsis
@@ -418,7 +419,9 @@ def _zeros_like_meta(g, shape):
     return constant(xp_of(g._data).zeros(shape, g._data.dtype))
 
 
-class Gather(Function):
+class Gather(RowMajorResults, Function):
+    """``gather``; its result is row-major whatever the layouts of input and index, as torch's is."""
+
     uses_inputs = False
 
     def __init__(self, dim):
@@ -800,7 +803,7 @@ class MaskedFill(Function):
 
     def forward(self, x, mask, value):
         xp = xp_of(x)
-        out = x if self.inplace else xp.array(xp.broadcast_to(x, self.shape))
+        out = x if self.inplace else xp.array(xp.broadcast_to(x, self.shape), order="C")  # row-major, as torch's
         self.mask = xp.broadcast_to(mask, self.shape)
         out[self.mask] = value
         return out
@@ -868,7 +871,7 @@ class MaskedScatter(Function):
 
     def forward(self, x, mask, source):
         xp = xp_of(x)
-        out = x if self.inplace else xp.array(xp.broadcast_to(x, self.shape))
+        out = x if self.inplace else xp.array(xp.broadcast_to(x, self.shape), order="C")  # row-major, as torch's
         self.mask = xp.broadcast_to(mask, self.shape)
         self.count = int(self.mask.sum())
         if source.size < self.count:

@@ -15,7 +15,7 @@ from ..autograd.double_backward import constant, masked
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, result_dtype, xp_of
-from .elementwise import Maximum, _Binary, _Unary, _binary, _unary, _unary_pair, atan2, clamp, div, mul, pow, sub
+from .elementwise import Maximum, _Binary, _Unary, _binary, _torch_ordered, _unary, _unary_pair, atan2, clamp, div, mul, pow, sub
 from .reduction import return_type
 from . import complex_math, complex_views  # complex_views also makes real, imag, conj... methods of the complex forms
 from .complex_refusals import refuse_complex
@@ -28,9 +28,10 @@ class Hypot(_Binary):
     """sqrt(a**2 + b**2) without overflow; the gradient is (a, b) / result."""
 
     def forward(self, a, b):
+        inputs = a, b
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         self.a, self.b = a, b
-        self.y = xp_of(a, b).hypot(a, b)
+        self.y = xp_of(a, b).hypot(a, b, out=_torch_ordered(inputs, (a, b)))
         return self.y
 
     def backward(self, gy):
@@ -45,10 +46,11 @@ class Copysign(_Binary):
     """|a| with the sign of b; the gradient to a is result / a (0 where a is 0), none to b."""
 
     def forward(self, a, b):
+        inputs = a, b
         a, b = cast(a, self.dtype), cast(b, self.dtype)
         xp = xp_of(a, b)
         self.a = a
-        self.y = xp.copysign(a, b)
+        self.y = xp.copysign(a, b, out=_torch_ordered(inputs, (a, b)))
         return self.y
 
     def backward(self, gy):
@@ -171,8 +173,9 @@ class _IntegerBinary(_Binary):
         self.ufunc = ufunc
 
     def forward(self, a, b):
+        inputs = a, b
         a, b = cast(a, self.dtype), cast(b, self.dtype)
-        return getattr(xp_of(a, b), self.ufunc)(a, b)
+        return getattr(xp_of(a, b), self.ufunc)(a, b, out=_torch_ordered(inputs, (a, b)))
 
 
 def _check_kinds(name, dt, kinds, device="cpu"):

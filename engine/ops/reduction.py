@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype
+from .._layout import RowMajorResults
 from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..autograd.double_backward import constant, keep_dims, masked, transposed_backward
@@ -98,7 +99,7 @@ def return_type(name, fields=("values", "indices")):
     return named_result(name, fields)
 
 
-class Compute(Function):
+class Compute(RowMajorResults, Function):
     """A non-differentiable op given as a function of arrays (integer/bool results)."""
 
     uses_inputs = False
@@ -111,7 +112,7 @@ class Compute(Function):
 
 
 # ---- sum, mean, nansum, nanmean ----------------------------------------------------------------
-class _Reduction(Function):
+class _Reduction(RowMajorResults, Function):
     """A reduction over ``axes``; ``expand`` turns an output gradient back into the input shape."""
 
     uses_inputs = False
@@ -415,7 +416,7 @@ class MedianAll(_EvenTies):
         return self.y
 
 
-class Select(Function):
+class Select(RowMajorResults, Function):
     """Values picked along ``axis`` at computed indices, returned with the indices (int64).
 
     Subclasses define ``indices(xp, x)`` (keepdims layout). The gradient scatters back to the
@@ -450,7 +451,7 @@ class Select(Function):
         return transposed_backward(_PickedValues(copy.copy(self)), gv)
 
 
-class _PickedValues(Function):
+class _PickedValues(RowMajorResults, Function):
     """The values output of a ``Select`` as a linear op of its input with the indices fixed: what the
     differentiable backward of ``max(dim)`` and its kind transposes."""
 
@@ -798,7 +799,7 @@ def _reverse_cumsum_tensor(g, axis):
     return g.flip(axis).cumsum(axis).flip(axis)
 
 
-class _Cumulative(Function):
+class _Cumulative(RowMajorResults, Function):
     """Cumulative op along one axis (0-d inputs are treated as one element). float16 and bfloat16 scans run in
     float32 and round each output once, as torch's do (a float16 running sum rounded at every step drifts)."""
 

@@ -4,6 +4,7 @@ logcumsumexp and diff (``cumsum``/``cumprod`` live in ``reduction``).
 import numpy as np
 
 from .. import _dtype
+from .._layout import RowMajorResults
 from ..autograd.double_backward import constant
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
@@ -32,7 +33,7 @@ def inclusive_scan(xp, ufunc, x, axis):
     return out
 
 
-class CumExtreme(Function):
+class CumExtreme(RowMajorResults, Function):
     """The running max (or min) along ``dim`` and, for each position, the index it was last reached
     at (PyTorch's choice on ties; a NaN, once seen, stays the value). The gradient of each output goes
     to the element at its index."""
@@ -88,7 +89,7 @@ def cummin(input, dim):
     return _cum_extreme(input, dim, False, _cummin_result)
 
 
-class LogCumSumExp(Function):
+class LogCumSumExp(RowMajorResults, Function):
     """log(cumsum(exp(x))) along ``dim`` without overflow. Backward: each input's gradient is
     sum over i >= j of gy_i * exp(x_j - y_i), summed in log space (positive and negative parts of gy
     apart) so that no exponential overflows."""

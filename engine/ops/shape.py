@@ -9,11 +9,12 @@ import numbers
 import numpy as np
 
 from .. import _dtype
+from .._layout import empty_preserving, in_suggested_format, row_major
 from ..autograd import grad_mode
 from ..autograd.double_backward import transposed_backward
 from ..autograd.function import Function
 from ..tensor import Size, Tensor, _new, register_method
-from .convert import clone
+from .convert import clone, contiguous
 from ._common import as_operand, cast, dims_tuple, int_arg, one_of, result_dtype, shape_arg, wrap_dim, xp_of
 
 
@@ -148,6 +149,10 @@ def reshape_as(input, other):
 
 
 def ravel(input):
+    """The elements in row-major order as a 1-d tensor: a view where ``input`` is contiguous, else a contiguous
+    copy (torch's ``contiguous().view(-1)``; a reshape could view a uniformly strided input)."""
+    if not getattr(input, "is_quantized", False) and not input.is_contiguous():
+        input = contiguous(input)
     return reshape(input, -1)
 
 
@@ -843,13 +848,18 @@ def _with_unsqueezed_strides(y, x, key):
 
 # ---- flips, rolls, triangles, diagonals -------------------------------------------------------------
 class Flip(Function):
+    """``flip``: a copy laid out as torch lays out its result (the input's layout, ``empty_preserving``)."""
+
     uses_inputs = False
 
     def __init__(self, dims):
         self.dims = dims
 
     def forward(self, x):
-        return xp_of(x).flip(x, self.dims).copy()
+        xp = xp_of(x)
+        out = empty_preserving(x, xp, x.dtype)
+        out[...] = xp.flip(x, self.dims)
+        return out
 
     def backward(self, gy):
         return xp_of(gy).flip(gy, self.dims)
@@ -880,13 +890,16 @@ def flipud(input):
 
 
 class Roll(Function):
+    """``roll``; its result is channels-last where the input reads so, else row-major, as torch's is."""
+
     uses_inputs = False
 
     def __init__(self, shifts, dims):
         self.shifts, self.dims = shifts, dims
 
     def forward(self, x):
-        return xp_of(x).roll(x, self.shifts, self.dims)
+        xp = xp_of(x)
+        return in_suggested_format(xp.roll(x, self.shifts, self.dims), x, xp)
 
     def backward(self, gy):
         return xp_of(gy).roll(gy, tuple(-s for s in self.shifts), self.dims)
@@ -925,7 +938,7 @@ class Triangle(Function):
         if self.inplace:
             x[...] = y
             return x
-        return y
+        return row_major(y)  # torch's result is row-major whatever the input's layout
 
     def backward(self, gy):
         return self._apply(gy)

@@ -7,6 +7,7 @@ largest value. Gradients of the selected values scatter back to their source pos
 import numpy as np
 
 from .. import _dtype
+from .._layout import pointwise_order
 from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, wrap_dim, xp_of
 from .reduction import Compute, Select, _check_nonempty, return_type
@@ -22,11 +23,27 @@ def _stable_argsort(xp, x, axis, descending):
 
 
 class SortSelect(Select):
-    """Sorted values along ``axis`` with the indices that sort them."""
+    """Sorted values along ``axis`` with the indices that sort them, both laid out as the input (as torch's: a
+    transposed input gives transposed results); a row-major input takes the plain path."""
+
+    lays_out_results = True
 
     def __init__(self, axis, descending):
         super().__init__(axis)
         self.descending = descending
+
+    def forward(self, x):
+        if x.flags.c_contiguous:
+            return super().forward(x)
+        outer_first = tuple(reversed(pointwise_order([x], x.shape)))
+        if outer_first == tuple(range(x.ndim)):
+            return super().forward(x)
+        # sort the array seen in its memory order (a view), then view the row-major results back
+        back = tuple(outer_first.index(d) for d in range(x.ndim))
+        axis, self.axis = self.axis, outer_first.index(self.axis)
+        values, indices = super().forward(x.transpose(outer_first))
+        self.axis, self.shape, self.idx = axis, x.shape, self.idx.transpose(back)
+        return values.transpose(back), indices.transpose(back)
 
     def indices(self, xp, x):
         return _stable_argsort(xp, x, self.axis, self.descending)
