@@ -5,16 +5,17 @@ the ops are ``Function`` subclasses on those storages (``_autograd.py``), writte
 Gradients with respect to sparse inputs are sparse, and reach leaves through the backward walker unchanged
 (``_grad.py``): ``nn.Embedding(sparse=True)`` gives a sparse ``.grad`` that SGD, SparseAdam and Adagrad take.
 """
-from . import _grad
+from . import _grad, _unary
 from .invariants import check_sparse_tensor_invariants
 from .dense_queries import (ccol_indices_copy, col_indices_copy, crow_indices_copy, indices_copy,
                             row_indices_copy, values_copy)
-from ._construct import (sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor, sparse_coo_tensor,
+from ._construct import (spdiags, sparse_bsc_tensor, sparse_bsr_tensor, sparse_compressed_tensor, sparse_coo_tensor,
                          sparse_csc_tensor, sparse_csr_tensor)
-from ._ops import (addmm, cat, hspmm, log_softmax, mm, sampled_addmm, smm, softmax, sum)
+from ._ops import (addmm, cat, hspmm, log_softmax, mm, sampled_addmm, smm, softmax, stack, sum)
 from .tensor import SparseCOOTensor, SparseCompressedTensor, SparseTensor
 
 _grad.register()
+_unary.install(SparseTensor)
 
 
 def spmm(input, mat2):
@@ -37,9 +38,9 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
     return saddmm(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
-__all__ = ["sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor",
-           "sparse_compressed_tensor", "addmm", "mm",
+__all__ = ["spdiags", "sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor",
+           "sparse_bsc_tensor", "sparse_compressed_tensor", "addmm", "mm",
            "sum", "softmax", "log_softmax", "sampled_addmm", "smm", "hspmm", "spmm", "dsmm", "saddmm", "sspaddmm",
-           "cat", "check_sparse_tensor_invariants", "SparseTensor", "SparseCOOTensor", "SparseCompressedTensor",
-           "indices_copy", "values_copy", "crow_indices_copy", "col_indices_copy", "ccol_indices_copy",
-           "row_indices_copy"]
+           "cat", "stack", "check_sparse_tensor_invariants", "SparseTensor", "SparseCOOTensor",
+           "SparseCompressedTensor", "indices_copy", "values_copy", "crow_indices_copy", "col_indices_copy",
+           "ccol_indices_copy", "row_indices_copy"]

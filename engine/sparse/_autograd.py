@@ -4,7 +4,7 @@ them; a gradient arriving at a sparse output may be sparse or dense (``values_at
 from ..autograd.double_backward import Transposed
 from ..autograd.function import Function
 from ._compressed import CompressedArray
-from ._coo import COOArray, values_at
+from ._coo import COOArray, promoted, values_at
 
 
 def _transposed(node, *grads):
@@ -100,18 +100,24 @@ class Coalesce(_Linear):
 
 
 class Scale(_Linear):
-    """The values times a Python number (``mul``/``div`` by a scalar, ``neg``)."""
+    """The values times a Python number (``mul``/``div`` by a scalar, ``neg``; 1 for ``to(dtype)``), cast to
+    ``dtype`` (torch's promotion: an int64 tensor times 2.5 is float32)."""
 
     uses_inputs = False
 
-    def __init__(self, factor):
-        self.factor = factor
+    def __init__(self, factor, dtype):
+        self.factor, self.dtype = factor, dtype
 
     def forward(self, sparse):
-        return sparse.with_values(sparse.values * self.factor)
+        self.source = sparse.dtype
+        values = sparse.values * self.factor if self.factor != 1 else sparse.values
+        return sparse.with_values(values.astype(self.dtype, copy=False))
 
     def backward(self, grad):
-        return grad.with_values(grad.values * self.factor) if hasattr(grad, "with_values") else grad * self.factor
+        """``grad * factor`` in the input's dtype (a cast's gradient goes back to the source type)."""
+        if hasattr(grad, "with_values"):
+            return grad.with_values((grad.values * self.factor).astype(self.source, copy=False))
+        return (grad * self.factor).astype(self.source, copy=False)
 
 
 class AddSparse(_Linear):
@@ -123,8 +129,7 @@ class AddSparse(_Linear):
         self.alpha = alpha
 
     def forward(self, a, b):
-        xp = a.xp
-        dtype = xp.result_type(a.values.dtype, b.values.dtype)
+        dtype = promoted(a.values.dtype, b.values.dtype)
         scaled = b.with_values((b.values * self.alpha).astype(dtype, copy=False) if self.alpha != 1 else b.values)
         return a.astype(dtype, copy=False) + scaled
 
@@ -143,9 +148,9 @@ class MulSparse(Function):
         xp = a.xp
         self.a, self.b = a.coalesce(), b.coalesce()
         common, ia, ib = _intersect(self.a.linear_index(), self.b.linear_index(), xp)
-        self.out = COOArray(self.a.indices[:, ia], self.a.values[ia] * self.b.values[ib], a.shape,
-                            a.coalesced and b.coalesced)
-        self.va, self.vb = self.a.values[ia], self.b.values[ib]
+        dtype = promoted(a.dtype, b.dtype)
+        self.va, self.vb = self.a.values[ia].astype(dtype, copy=False), self.b.values[ib].astype(dtype, copy=False)
+        self.out = COOArray(self.a.indices[:, ia], self.va * self.vb, a.shape, a.coalesced and b.coalesced)
         return self.out
 
     def backward(self, grad):
@@ -169,19 +174,20 @@ class MulDense(Function):
 
     def forward(self, sparse, dense):
         xp = sparse.xp
-        self.pattern = sparse.coalesce()
+        self.pattern = sparse  # the entries as stored, duplicates too, as torch keeps them
         self.full = xp.broadcast_to(dense, sparse.shape)
-        self.picked = self.pattern.gather(self.full)
-        out = self.pattern.with_values(self.pattern.values * self.picked)
-        out.coalesced = sparse.coalesced
-        return out
+        dtype = promoted(sparse.dtype, dense.dtype)
+        self.picked = self.pattern.gather(self.full).astype(dtype, copy=False)
+        return self.pattern.with_values(self.pattern.values.astype(dtype, copy=False) * self.picked)
 
     def backward(self, grad):
         g = values_at(grad, self.pattern)
         gd = None
         if self.needs_input_grad[1]:
             gd = self.pattern.with_values(g * self.pattern.values).to_dense()
-        return self.pattern.with_values(g * self.picked), gd
+        scaled = (grad.with_values(grad.values * grad.gather(self.full)) if isinstance(grad, COOArray)
+                  else grad * self.full)
+        return _masked(scaled, self.pattern), gd  # on the coalesced entries, as torch's
 
 
 class Transpose(_Linear):
@@ -206,7 +212,9 @@ def _swap(coo, d0, d1):
     order[d0], order[d1] = order[d1], order[d0]
     shape = list(coo.shape)
     shape[d0], shape[d1] = shape[d1], shape[d0]
-    return COOArray(coo.indices[order], coo.values, shape, coalesced=False)
+    out = COOArray(coo.indices[order], coo.values, shape)
+    out.coalesced = coo.nnz == 0  # torch flags a transpose with entries uncoalesced, even a single one
+    return out
 
 
 class SparseMM(Function):
@@ -242,16 +250,22 @@ class SparseMM(Function):
 
 class SumAll(_Linear):
     """The sum of every stored value (a dense 0-d result); the gradient is that value on every entry (coalesced,
-    as torch's)."""
+    as torch.sparse.sum's), or everywhere (dense, as ``Tensor.sum()``'s) with ``dense_grad``."""
 
     uses_inputs = False
 
+    def __init__(self, dense_grad=False):
+        self.dense_grad = dense_grad
+
     def forward(self, sparse):
-        self.pattern = sparse.coalesce()
-        return sparse.values.sum(axis=tuple(range(sparse.values.ndim)))
+        self.shape = sparse.shape
+        self.pattern = sparse.coalesce()  # duplicates merged first: bool ones or together, as torch's
+        return self.pattern.values.sum(axis=tuple(range(sparse.values.ndim)))
 
     def backward(self, grad):
         xp = self.pattern.xp
+        if self.dense_grad:
+            return xp.broadcast_to(grad, self.shape).copy()
         return self.pattern.with_values(xp.broadcast_to(grad, self.pattern.values.shape).copy())
 
 
@@ -306,7 +320,7 @@ class Softmax(Function):
             total = xp.exp(shifted).sum(axis=axis, keepdims=True)
         else:
             others = [d for d in range(s.sparse_dim) if d != self.dim]
-            key = COOArray(s.indices[others], s.values[:, :0], [s.shape[d] for d in others]).linear_index()
+            key = COOArray(s.indices[others], s.values, [s.shape[d] for d in others]).linear_index()
             _, self.group = xp.unique(key, return_inverse=True)
             self.group = self.group.reshape(-1)
             self.n_groups = int(self.group.max()) + 1 if self.group.size else 0

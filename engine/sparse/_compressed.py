@@ -90,16 +90,21 @@ def from_coo(coo, layout):
 _NAMES = {"sparse_csr": "Csr", "sparse_csc": "Csc"}
 
 
-def blocks_from_dense(dense, blocksize, layout, xp):
-    """A 2-D dense array in BSR or BSC form: its (bh, bw) blocks that hold a nonzero, row- or column-major."""
+def blocks_from_dense(dense, blocksize, layout, xp, stored=None, origin="dense"):
+    """A 2-D dense array in BSR or BSC form: its (bh, bw) blocks that hold a nonzero (or, given the boolean
+    array ``stored``, a stored entry of the sparse tensor it came from), row- or column-major. ``origin`` names
+    the source layout in torch's message ("dense", "coo", "sparse_compressed")."""
     bh, bw = (int(b) for b in blocksize)
     rows, cols = dense.shape
     if rows % bh or cols % bw:
-        raise RuntimeError(f"tensor sizes ({rows}, {cols}) must be divisible by the blocksize ({bh}, {bw})")
+        raise RuntimeError(f"{origin}_to_{layout}: tensor sparse size ({rows},{cols}) must be divisible by given "
+                           f"blocksize ({bh},{bw})")
+    stored = dense != 0 if stored is None else stored
     grid = dense.reshape(rows // bh, bh, cols // bw, bw).transpose(0, 2, 1, 3)
+    held = stored.reshape(rows // bh, bh, cols // bw, bw).transpose(0, 2, 1, 3).any(axis=(2, 3))
     if layout == "sparse_bsc":
-        grid = grid.transpose(1, 0, 2, 3)
-    outer, inner = xp.nonzero((grid != 0).any(axis=(2, 3)))
+        grid, held = grid.transpose(1, 0, 2, 3), held.T
+    outer, inner = xp.nonzero(held)
     compressed = xp.zeros(grid.shape[0] + 1, xp.int64)
     compressed[1:] = xp.cumsum(xp.bincount(outer, minlength=grid.shape[0]))
     return CompressedArray(compressed, inner.astype(xp.int64), grid[outer, inner], dense.shape, layout)

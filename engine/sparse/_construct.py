@@ -4,7 +4,7 @@ checks and messages."""
 from .. import _dtype, _layout
 from .._device import array_module
 from ..autograd import grad_mode
-from ..tensor import Tensor, register_method, to_array
+from ..tensor import Tensor, _new, register_method, to_array
 from . import _autograd as F
 from ._compressed import CompressedArray, blocks_from_dense, from_coo
 from ._coo import COOArray
@@ -24,8 +24,9 @@ def _values_tensor(values, dtype, device):
         if device is not None:
             out = out.to(device)
         return out if dtype is None else out.to(_dtype.to_dtype(dtype))
-    return Tensor(to_array(values, dtype, device)) if dtype is None else Tensor(to_array(values, dtype, device),
-                                                                                 dtype=dtype)
+    if dtype is None:  # inferred as ``tensor(values)`` infers it (int64 for ints), not as ``Tensor(values)``
+        return _new(to_array(values, None, device))
+    return Tensor(to_array(values, dtype, device), dtype=dtype)
 
 
 def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pin_memory=False,
@@ -114,6 +115,10 @@ def _check_compressed(compressed, plain, vals, size, layout):
                            f"values.shape[0], but got {plain.shape[0]}")
     if compressed.size and int(compressed[-1]) != plain.shape[0]:
         raise RuntimeError(f"`{names[0]}[..., -1] == nnz` is not satisfied.")
+    inner = size[1] if by_rows else size[0]
+    if plain.size and (int(plain.min()) < 0 or int(plain.max()) >= inner):
+        kind = "ncols" if by_rows else "nrows"
+        raise RuntimeError(f"`0 <= {names[1]} < {kind}` is not satisfied.")
 
 
 def sparse_csr_tensor(crow_indices, col_indices, values, size=None, **kwargs):
@@ -147,6 +152,23 @@ def to_layout(t, layout):
             raise RuntimeError("engine's compressed sparse tensors have no dense dims")
         return wrap(from_coo(coo, layout.name))
     raise RuntimeError(f"to_sparse: the engine has no layout {layout}")
+
+
+def spdiags(diagonals, offsets, shape, layout=None):
+    """``torch.sparse.spdiags``: row ``i`` of ``diagonals`` along the diagonal ``offsets[i]`` of a (m, n) matrix,
+    element ``j`` of it at column ``j`` (row ``j - offset``), those that fall inside; zeros are stored too, and
+    the COO result is uncoalesced, as torch's."""
+    if diagonals.ndim != 2 or offsets.ndim != 1 or diagonals.shape[0] != offsets.shape[0]:
+        raise RuntimeError("spdiags: expected 2-D diagonals and 1-D offsets of one length, the number of diagonals")
+    xp = array_module(diagonals._data)
+    m, n = (int(s) for s in shape)
+    rows, cols, picks = [], [], []
+    for i, k in enumerate(int(k) for k in offsets._data.tolist()):
+        j = xp.arange(max(0, k), min(n, m + k, diagonals.shape[1]), dtype=xp.int64)
+        rows.append(j - k), cols.append(j), picks.append(xp.full(j.shape, i, xp.int64))
+    rows, cols, picks = (xp.concatenate(a) if a else xp.zeros(0, xp.int64) for a in (rows, cols, picks))
+    out = sparse_coo_tensor(_new(xp.stack([rows, cols])), diagonals[_new(picks), _new(cols)], (m, n))
+    return out if layout in (None, _layout.sparse_coo) else to_layout(out, layout)
 
 
 def with_values(sparse, values):
@@ -188,6 +210,20 @@ def _blocks(t, blocksize, layout):
     return wrap(blocks_from_dense(t.detach()._data, blocksize, layout, array_module(t._data)))
 
 
+def stored_blocks(t, blocksize, layout):
+    """A 2-D sparse tensor in BSR or BSC form: the blocks holding one of its stored entries (a stored zero
+    too, as torch keeps them)."""
+    data = t._data
+    if data.ndim != 2 or (data.dense_dim if isinstance(data, COOArray) else data.blocked):
+        raise RuntimeError(f"to_sparse: the engine converts only 2-D COO, CSR and CSC tensors to {layout}")
+    coo = data if isinstance(data, COOArray) else data.to_coo()
+    xp = coo.xp
+    stored = xp.zeros(coo.shape, bool)
+    stored[tuple(coo.indices)] = True
+    origin = "coo" if isinstance(data, COOArray) else "sparse_compressed"
+    return wrap(blocks_from_dense(coo.to_dense(), blocksize, layout, xp, stored, origin))
+
+
 def _bad_rank(layout, ndim):
     raise RuntimeError(f"to_sparse: the engine's {layout} tensors are 2-D, got a {ndim}-D tensor")
 
@@ -213,5 +249,5 @@ def sparse_mask(self, mask):
 for _fn in (to_sparse, to_sparse_csr, to_sparse_csc, to_sparse_coo, to_sparse_bsr, to_sparse_bsc, sparse_mask):
     register_method(_fn)
 
-__all__ = ["sparse_coo_tensor", "sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
+__all__ = ["spdiags", "sparse_coo_tensor", "sparse_compressed_tensor", "sparse_csr_tensor", "sparse_csc_tensor",
            "sparse_bsr_tensor", "sparse_bsc_tensor", "to_layout", "with_values"]

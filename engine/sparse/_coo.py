@@ -8,7 +8,13 @@ travel through the walker's slots to a leaf without the dense path paying for it
 """
 import math
 
+from .. import _dtype
 from .._device import array_module
+
+
+def promoted(a, b):
+    """The numpy dtype torch's type promotion gives two arrays' dtypes (int64 with float32 is float32)."""
+    return _dtype.promote_types(_dtype.from_numpy_dtype(a), _dtype.from_numpy_dtype(b)).np
 
 
 class SparseStorage:
@@ -102,11 +108,12 @@ class COOArray(SparseStorage):
 
     def to_dense(self):
         xp = self.xp
+        if self.values.dtype.kind == "b":  # duplicates or together: count the true ones
+            counts = xp.zeros(self.shape, xp.int64)
+            xp.add.at(counts, tuple(self.indices), self.values.astype(xp.int64))
+            return counts != 0
         out = xp.zeros(self.shape, self.values.dtype)
-        if self.values.dtype.kind == "b":
-            out[tuple(self.indices)] = self.values  # duplicates or together
-        else:
-            xp.add.at(out, tuple(self.indices), self.values)
+        xp.add.at(out, tuple(self.indices), self.values)
         return out
 
     def gather(self, dense):
@@ -134,7 +141,7 @@ def concat(a, b):
     xp = a.xp
     if a.shape != b.shape:
         raise RuntimeError(f"sizes do not match: {list(a.shape)} vs {list(b.shape)}")
-    dtype = xp.result_type(a.values.dtype, b.values.dtype)
+    dtype = promoted(a.values.dtype, b.values.dtype)
     if b.nnz == 0 or a.nnz == 0:
         kept = a if b.nnz == 0 else b
         return COOArray(kept.indices.copy(), kept.values.astype(dtype), a.shape, kept.coalesced)
@@ -187,7 +194,7 @@ def from_dense(dense, sparse_dim, xp):
     flat = dense.reshape((math.prod(lead),) + dense.shape[sparse_dim:])
     nonzero = flat != 0
     if flat.ndim > 1:
-        nonzero = nonzero.reshape(flat.shape[0], -1).any(axis=1)
+        nonzero = nonzero.reshape(flat.shape[0], math.prod(flat.shape[1:])).any(axis=1)
     lin = xp.flatnonzero(nonzero)
     return COOArray(unravel(lin.astype(xp.int64), lead, xp), flat[lin], dense.shape, True)
 

@@ -3,9 +3,10 @@ operands, sparse @ dense products, reductions, softmax over the specified entrie
 import builtins
 import numbers
 
+from .. import _dtype
 from .._device import array_module
-from ..tensor import Tensor
-from . import _autograd as F
+from ..tensor import Tensor, _new
+from . import _autograd as F, _unary
 from ._compressed import CompressedArray, from_coo
 from ._coo import COOArray
 from .tensor import SparseTensor, run, wrap
@@ -35,9 +36,8 @@ def mul(a, b):
     """``a * b``: by a scalar (values scaled), sparse * sparse (the common entries), sparse * dense (sparse)."""
     if not isinstance(a, SparseTensor):
         a, b = b, a
-    factor = _scalar(b)
-    if factor is not None:
-        return run(F.Scale(factor), a)
+    if _scalar(b) is not None:
+        return _unary.scale(a, b)
     if isinstance(b, SparseTensor):
         _check_sizes("mul", a, b)
         return _same_layout(run(F.MulSparse(), _as_coo(a), _as_coo(b)), a)
@@ -45,10 +45,9 @@ def mul(a, b):
 
 
 def div(a, b):
-    factor = _scalar(b)
-    if factor is None:
+    if _scalar(b) is None:
         raise RuntimeError("div: the engine divides sparse tensors by scalars only")
-    return run(F.Scale(1 / factor), a)
+    return _unary.scale(a, b, divide=True)
 
 
 def _check_sizes(name, a, b):
@@ -61,6 +60,12 @@ def add(a, b, alpha=1):
     """``a + alpha * b``: sparse + sparse is sparse; dense + sparse is dense; sparse + dense is torch's error."""
     if isinstance(a, SparseTensor) and isinstance(b, SparseTensor):
         _check_sizes("add", a, b)
+        if a.dtype is _dtype.bool_ and b.dtype is _dtype.bool_ and isinstance(a._data, COOArray):
+            if alpha == -1:
+                raise NotImplementedError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                                          "Use the `^` or `logical_xor()` operator instead.")
+            if a._nnz() and b._nnz():
+                raise NotImplementedError("\"cadd_sparse\" not implemented for 'Bool'")
         return _same_layout(run(F.AddSparse(alpha), _as_coo(a), _as_coo(b)), a)
     if isinstance(a, SparseTensor):
         if isinstance(a._data, CompressedArray):
@@ -115,48 +120,55 @@ def addmm(input, mat1, mat2, *, beta=1.0, alpha=1.0):
     product = mm(mat1, mat2)
     if isinstance(input, SparseTensor):
         input = input.to_dense()
-    return input * beta + product * alpha if (beta, alpha) != (1, 1) else input + product
+    dtype = _dtype.promote_types(input.dtype, product.dtype)
+    if not (dtype.is_floating_point or dtype.is_complex):  # integral results take the factors cast, as torch's
+        cast = bool if dtype is _dtype.bool_ else int
+        beta, alpha = cast(beta), cast(alpha)
+    out = input * beta + product * alpha if (beta, alpha) != (1, 1) else input + product
+    return out if out.dtype is dtype else out.to(dtype)
 
 
 def smm(input, mat):
-    """``torch.smm``: sparse @ dense as a sparse COO result."""
-    out = mm(input, mat).to_sparse()
-    out._data.coalesced = False  # as torch flags it
-    return out
+    """``torch.smm``: sparse @ dense as an uncoalesced COO result holding every column of each row of ``input``
+    that has entries (zeros included), as torch's kernel gives it."""
+    out, rows = _product_rows(input, mat)
+    n = out.shape[1]
+    xp = array_module(rows)
+    indices = xp.stack([xp.repeat(rows, n), xp.tile(xp.arange(n, dtype=xp.int64), rows.size)])
+    return run(F.FromValues(indices, tuple(out.shape), False), out[_new(rows)].reshape(-1))
 
 
 def hspmm(mat1, mat2):
     """``torch.hspmm``: sparse @ dense as a hybrid COO tensor (one sparse dim: the rows that have entries)."""
-    out = mm(mat1, mat2)
-    if out.requires_grad:
-        out = out.to_sparse(1)
-        out._data.coalesced = False
-        return out
-    return wrap(_hybrid_rows(mat1, out._data))
+    out, rows = _product_rows(mat1, mat2)
+    return run(F.FromValues(rows[None], tuple(out.shape), False), out[_new(rows)])
 
 
-def _hybrid_rows(sparse, dense):
-    xp = array_module(dense)
-    rows = xp.unique(_as_coo(sparse)._data.indices[0])
-    return COOArray(rows[None].astype(xp.int64), dense[rows], dense.shape, False)
+def _product_rows(sparse, dense):
+    """``sparse @ dense`` (dense, differentiable) and the sorted rows of ``sparse`` that hold entries."""
+    out = mm(sparse, dense)
+    xp = array_module(out._data)
+    return out, xp.unique(_as_coo(sparse)._data.indices[0]).astype(xp.int64)
 
 
 def tensor_sum(t, dim=None, keepdim=False, dtype=None):
     """``Tensor.sum`` of a sparse tensor: all (a dense 0-d tensor) or over ``dim`` (torch.sparse.sum's result)."""
-    out = sum(t, dim, dtype=dtype)
+    if dtype is None and not (t.dtype.is_floating_point or t.dtype.is_complex):
+        dtype = _dtype.int64  # integral values promote to int64 before summing (bool duplicates count each)
+    out = sum(t, dim, dtype=dtype, dense_grad=True)
     if keepdim:
         raise RuntimeError("sum: keepdim is not supported for sparse tensors")
     return out
 
 
-def sum(input, dim=None, dtype=None):
+def sum(input, dim=None, dtype=None, dense_grad=False):
     """``torch.sparse.sum``: the sum of all stored values (dense 0-d), or over ``dim``: sparse while a sparse dim
     remains, else dense."""
     t = _as_coo(input)
     if dtype is not None:
         t = t.to(dtype)
     if dim is None:
-        return run(F.SumAll(), t)
+        return run(F.SumAll(dense_grad), t)
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     n = max(t.ndim, 1)
     dims = tuple(sorted({d % n for d in dims}))
@@ -204,13 +216,16 @@ def index_select(t, dim, index):
     xp = data.xp
     idx = index._data.reshape(-1).astype(xp.int64)
     dim %= max(t.ndim, 1)
+    if idx.size and int(idx.max()) >= data.shape[dim]:
+        raise IndexError(f"index_select(): index contains {int(idx.max())} that is out of range for tensor of size "
+                         f"{list(data.shape)} at dimension {dim}")
     if dim >= data.sparse_dim:
         values = xp.take(data.values, idx, axis=dim - data.sparse_dim + 1)
         shape = list(data.shape)
         shape[dim] = idx.size
-        return wrap(COOArray(data.indices, values, shape, data.coalesced))
-    hit = data.indices[dim][:, None] == idx[None, :]
-    entry, position = xp.nonzero(hit)
+        return wrap(COOArray(data.indices, values, shape, False))  # torch flags it uncoalesced
+    hit = idx[:, None] == data.indices[dim][None, :]
+    position, entry = xp.nonzero(hit)  # ordered by position in ``index``, then by entry, as torch orders them
     indices = data.indices[:, entry]
     indices[dim] = position
     shape = list(data.shape)
@@ -224,6 +239,9 @@ def narrow_copy(t, dim, start, length):
     data = t._data
     xp = data.xp
     dim %= max(t.ndim, 1)
+    if start < 0 or length < 0 or start + length > data.shape[dim]:
+        raise RuntimeError(f"Invalid range to narrow. range(start, start+length) must be a subset of range(0, "
+                           f"{data.shape[dim]}).")
     shape = list(data.shape)
     shape[dim] = length
     if dim >= data.sparse_dim:
@@ -233,7 +251,14 @@ def narrow_copy(t, dim, start, length):
     keep = xp.flatnonzero((data.indices[dim] >= start) & (data.indices[dim] < start + length))
     indices = data.indices[:, keep]
     indices[dim] -= start
-    return wrap(COOArray(indices, data.values[keep], shape, False))
+    return wrap(flagged(COOArray(indices, data.values[keep], shape), data.coalesced))
+
+
+def flagged(coo, coalesced):
+    """``coo`` flagged as torch flags an op's result, also with fewer than two entries (which a new COOArray
+    counts as coalesced)."""
+    coo.coalesced = coalesced
+    return coo
 
 
 def cat(tensors, dim=0):
@@ -268,6 +293,24 @@ def cat(tensors, dim=0):
     return wrap(COOArray(xp.concatenate(parts, axis=1), xp.concatenate([d.values for d in datas]), shape, False))
 
 
+def stack(tensors, dim=0):
+    """``stack`` of COO tensors: each given a new dim of size 1 at ``dim`` (a sparse dim up to ``sparse_dim``, else
+    a dense one), then joined by ``cat`` along it, as torch stacks them. Not differentiable."""
+    first = _as_coo(tensors[0])._data
+    dim %= first.ndim + 1
+    return cat([wrap(_unsqueeze(_as_coo(t)._data, dim)) for t in tensors], dim)
+
+
+def _unsqueeze(data, dim):
+    xp = data.xp
+    shape = data.shape[:dim] + (1,) + data.shape[dim:]
+    if dim <= data.sparse_dim:
+        zeros = xp.zeros((1, data.nnz), xp.int64)
+        indices = xp.concatenate([data.indices[:dim], zeros, data.indices[dim:]])
+        return COOArray(indices, data.values, shape, data.coalesced)
+    return COOArray(data.indices, xp.expand_dims(data.values, dim - data.sparse_dim + 1), shape, data.coalesced)
+
+
 def sparse_resize_(t, size, sparse_dim, dense_dim):
     """Change a COO tensor's shape in place (entries kept): dims may only grow, the split into sparse and dense
     dims only change when it holds no entries, as torch requires."""
@@ -276,6 +319,9 @@ def sparse_resize_(t, size, sparse_dim, dense_dim):
     if len(size) != sparse_dim + dense_dim:
         raise RuntimeError(f"number of dimensions must be sparse_dim ({sparse_dim}) + dense_dim ({dense_dim}), but "
                            f"got {len(size)}")
+    if data.nnz and sparse_dim == data.sparse_dim and any(a < b for a, b in zip(size[:sparse_dim], data.shape)):
+        raise RuntimeError(f"shrinking the size of sparse dimensions (from {list(data.shape[:sparse_dim])} to "
+                           f"{list(size[:sparse_dim])}) on a non-empty sparse tensor is not supported.")
     if data.nnz and (sparse_dim != data.sparse_dim or dense_dim != data.dense_dim
                      or any(a < b for a, b in zip(size, data.shape))):
         raise RuntimeError("resizing a sparse tensor with entries may only grow its dims")

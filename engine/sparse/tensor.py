@@ -77,6 +77,14 @@ class SparseTensor(Tensor):
         out = run(F.ToDense(), self)
         return out if dtype is None else out.to(dtype)
 
+    def to_sparse_bsr(self, blocksize, dense_dim=None):
+        from . import _construct
+        return _construct.stored_blocks(self, blocksize, "sparse_bsr")
+
+    def to_sparse_bsc(self, blocksize, dense_dim=None):
+        from . import _construct
+        return _construct.stored_blocks(self, blocksize, "sparse_bsc")
+
     def numpy(self, force=False):
         raise TypeError(f"can't convert {self._layout_title()} layout tensor to numpy. Use Tensor.to_dense() first.")
 
@@ -104,7 +112,7 @@ class SparseTensor(Tensor):
         if data is self._data:
             return self
         if self.requires_grad and dev is None:  # a dtype cast keeps the gradient path (through the values)
-            return _with_values_of(self, self.values().to(_dtype.to_dtype(dtype)))
+            return run(F.Scale(1, _dtype.to_dtype(dtype).np), self)
         return wrap(data, self.requires_grad and _dtype.is_floating(data.dtype))
 
     def cpu(self):
@@ -139,16 +147,13 @@ class SparseTensor(Tensor):
 
     div = __truediv__
 
-    def __neg__(self):
-        return run(F.Scale(-1), self)
-
-    neg = __neg__
-
     def __add__(self, other):
         from . import _ops
         return _ops.add(self, other)
 
-    add = __add__
+    def add(self, other, *, alpha=1):
+        from . import _ops
+        return _ops.add(self, other, alpha=alpha)
 
     def __radd__(self, other):
         from . import _ops
@@ -158,7 +163,9 @@ class SparseTensor(Tensor):
         from . import _ops
         return _ops.add(self, other, alpha=-1)
 
-    sub = __sub__
+    def sub(self, other, *, alpha=1):
+        from . import _ops
+        return _ops.add(self, other, alpha=-alpha)
 
     def __rsub__(self, other):
         from . import _ops
@@ -313,6 +320,19 @@ class SparseCompressedTensor(SparseTensor):
     def indices(self):
         raise RuntimeError(f"indices expected sparse coordinate tensor layout but got {self._layout_title()}")
 
+    def t(self):
+        """The transpose: the same indices read the other way (CSR <-> CSC, BSR <-> BSC, blocks transposed)."""
+        data = self._data
+        swapped = {"sparse_csr": "sparse_csc", "sparse_csc": "sparse_csr", "sparse_bsr": "sparse_bsc",
+                   "sparse_bsc": "sparse_bsr"}[data.layout]
+        values = data.values.swapaxes(1, 2) if data.blocked else data.values
+        return wrap(CompressedArray(data.compressed, data.plain, values, data.shape[::-1], swapped))
+
+    def transpose(self, dim0, dim1):
+        if {dim0 % 2, dim1 % 2} == {0, 1}:
+            return self.t()
+        return self
+
     def to_sparse(self, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):
         from . import _construct
         return _construct.to_layout(self, layout or _layout.sparse_coo)
@@ -328,17 +348,6 @@ class SparseCompressedTensor(SparseTensor):
         from . import _construct
         return _construct.to_layout(self, _layout.sparse_csc)
 
-    def to_sparse_bsr(self, blocksize, dense_dim=None):
-        return self.to_dense().to_sparse_bsr(blocksize)
-
-    def to_sparse_bsc(self, blocksize, dense_dim=None):
-        return self.to_dense().to_sparse_bsc(blocksize)
-
-
-def _with_values_of(sparse, values):
-    """A sparse tensor with ``sparse``'s pattern and the (graph-connected) ``values``."""
-    from . import _construct
-    return _construct.with_values(sparse, values)
 
 
 def scalar_like(x):
