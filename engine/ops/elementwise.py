@@ -630,20 +630,41 @@ def _check_fits(target, result_shape):
                            f"{list(result_shape)}")
 
 
+def _is_sparse(x):
+    """Whether ``x`` is a sparse tensor (engine.sparse): the function forms then run its layout's own code, as
+    torch's dispatch does (plain tensors answer on the first test)."""
+    return type(x) is not Tensor and isinstance(x, Tensor) and x.layout is not _layout.strided
+
+
+def _sparse_ops():
+    from ..sparse import _ops
+    return _ops
+
+
 def add(input, other, *, alpha=1, out=None):
+    if out is None and (_is_sparse(input) or _is_sparse(other)):
+        return _sparse_ops().add(input, other, alpha=alpha)
     return _write_out(_binary(Add, input, other, alpha=alpha), out)
 
 
 def sub(input, other, *, alpha=1, out=None):
+    if out is None and (_is_sparse(input) or _is_sparse(other)):
+        return _sparse_ops().add(input, other, alpha=-alpha)
     _check_sub(input, other)
     return _write_out(_binary(Sub, input, other, alpha=alpha), out)
 
 
 def mul(input, other, *, out=None):
+    if out is None and _is_sparse(input):
+        return _sparse_ops().mul(input, other)
+    if out is None and _is_sparse(other):
+        return _sparse_ops().mul(other, input)
     return _write_out(_binary(Mul, input, other), out)
 
 
 def div(input, other, *, rounding_mode=None, out=None):
+    if out is None and rounding_mode is None and _is_sparse(input):
+        return _sparse_ops().div(input, other)
     return _write_out(_binary(Div, input, other, float_result=rounding_mode is None,
                               rounding_mode=rounding_mode), out)
 
@@ -706,8 +727,11 @@ class _Unary(Function):
     __init_subclass__ = classmethod(lambda cls, **kw: _complex_aware(cls))
 
     def forward(self, x):
+        """``f(x)``, keeping for the backward only what the class reads (``x`` with ``uses_inputs``, ``y`` with
+        ``uses_output``): an op that saves nothing (neg, sign, the roundings) backpropagates twice, as torch's."""
         x = cast(x, self.dtype)
-        self.x = x
+        if type(self).uses_inputs:
+            self.x = x
         if self.inplace and self.uses_inputs:  # backward reads this copy: later writes to the tensor do not matter
             self.x = x.copy()
             self.uses_inputs = False
@@ -716,7 +740,8 @@ class _Unary(Function):
         if self.inplace:
             x[...] = y
             y = x
-        self.y = y.copy() if self.inplace and self.uses_output else y
+        if self.uses_output:
+            self.y = y.copy() if self.inplace else y
         if self.widened and self.uses_output:  # torch's backward reads the bfloat16 output
             self.y = round_trip(self.y, _dtype.BFLOAT16_NP) if self.y.dtype == np.float32 else self.y
         return y
@@ -1112,6 +1137,8 @@ def _unary(fn_cls, x, *, keep_int=False, inplace=False, **params):
 def _unary_pair(name, fn_cls, keep_int=False):
     """Make ``name(x)`` and ``name_(x)`` for a unary Function class."""
     def op(input, *, out=None):
+        if out is None and _is_sparse(input) and getattr(type(input), name, op) is not op:
+            return getattr(input, name)()  # the sparse layout's own op (engine/sparse/_unary.py)
         refuse_complex(name, input)
         return _write_out(_unary(fn_cls, input, keep_int=keep_int), out)
 

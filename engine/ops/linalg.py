@@ -189,6 +189,8 @@ def matmul(input, other, *, out=None):
     """Matrix product with NumPy/PyTorch broadcasting: dot, mv, mm and batched forms."""
     if input.layout is not _layout.strided:  # a sparse matrix (engine.sparse) multiplies itself
         return input.matmul(other)
+    if other.layout is not _layout.strided and input.ndim == 2 and other.ndim == 2:  # dense @ sparse, dense
+        return other.t().matmul(input.t()).t()
     _check_dtypes(input, other)
     _check_matmul(input, other)
     return write_result(MatMul()(input, other), out, exact=True)
@@ -200,6 +202,8 @@ def mm(input, mat2):
     """Product of two matrices."""
     if input.layout is not _layout.strided:  # a sparse matrix (engine.sparse) multiplies itself
         return input.mm(mat2)
+    if mat2.layout is not _layout.strided and input.ndim == 2 and mat2.ndim == 2:  # dense @ sparse, dense
+        return mat2.t().mm(input.t()).t()
     if input.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if mat2.ndim != 2:

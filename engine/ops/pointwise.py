@@ -75,19 +75,20 @@ class Xlogy(_Binary):
         xp = xp_of(a, b)
         self.a, self.b = a, b
         self.zero = (a == 0) & ~xp.isnan(b)
+        self.grad_zero = (a == 0) & (b <= 0)  # torch's d/da is xlogy(grad, b), zeroed only where a is 0 and b <= 0
         with np.errstate(divide="ignore", invalid="ignore"):
             return xp.where(self.zero, 0, a * xp.log(b)).astype(self.dtype, copy=False)
 
     def backward(self, gy):
         xp = xp_of(gy)
         with np.errstate(divide="ignore", invalid="ignore"):
-            ga = gy * xp.where(self.zero, 0, xp.log(self.b))
+            ga = xp.where(self.grad_zero | ((gy == 0) & ~xp.isnan(self.b)), 0, gy * xp.log(self.b))
             gb = gy * self.a / self.b
         return ga, gb
 
     def backward_tensors(self, gy):
         a, b = self.saved_input(0, self.a), self.saved_input(1, self.b)
-        ga = masked(gy * b.log(), ~self.zero) if self.needs_input_grad[0] else None
+        ga = masked(gy.xlogy(b), ~self.grad_zero) if self.needs_input_grad[0] else None
         gb = gy * a / b if self.needs_input_grad[1] else None
         return ga, gb
 

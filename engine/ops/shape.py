@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _layout
 from .._layout import empty_preserving, in_suggested_format, row_major
 from ..autograd import grad_mode
 from ..autograd.double_backward import transposed_backward
@@ -564,8 +564,22 @@ class Cat(Function):
         return tuple(grads)
 
 
+def _sparse_join(tensors):
+    """engine.sparse's joins when the first tensor is sparse (they return a sparse tensor, as torch's), else None."""
+    first = tensors[0] if isinstance(tensors, (list, tuple)) and tensors else None
+    if isinstance(first, Tensor) and type(first) is not Tensor and first.layout is not _layout.strided:
+        from .. import sparse
+        return sparse
+    return None
+
+
 def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dim, promoting their dtypes (``torch.cat``)."""
+    if isinstance(tensors, (list, tuple)) and not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    sparse = _sparse_join(tensors)
+    if sparse is not None and out is None:
+        return sparse.cat(tensors, dim)
     tensors = _as_tensor_list(tensors, "cat")
     for i, x in enumerate(tensors):
         if x.ndim == 0:
@@ -619,6 +633,9 @@ class Stack(Function):
 
 def stack(tensors, dim=0, *, out=None):
     """Join equally shaped tensors along a new dim."""
+    sparse = _sparse_join(tensors)
+    if sparse is not None and out is None:
+        return sparse.stack(tensors, dim)
     tensors = _as_tensor_list(tensors, "stack")
     ref = tuple(tensors[0].shape)
     for i, x in enumerate(tensors[1:], 1):

@@ -213,10 +213,12 @@ def test_a_second_backward_runs_through_nodes_that_saved_no_values():
 
 
 @pytest.mark.parametrize("index", [lambda x: x[..., 0], lambda x: x[None], lambda x: x[::2, 1:],
-                                   lambda x: x.narrow(1, 1, 2), lambda x: x[None].expand(2, 3, 4)],
-                         ids=["ellipsis", "none", "steps", "narrow", "expand"])
-def test_basic_indexing_saves_no_values(index):
-    """Its key (Ellipsis, None, slices) is a parameter, not a saved value: a second backward runs, as torch's."""
+                                   lambda x: x.narrow(1, 1, 2), lambda x: x[None].expand(2, 3, 4), lambda x: -x,
+                                   lambda x: x.floor(), lambda x: x.sign(), lambda x: x.frac()],
+                         ids=["ellipsis", "none", "steps", "narrow", "expand", "neg", "floor", "sign", "frac"])
+def test_ops_that_save_no_values_backpropagate_twice(index):
+    """An indexing key (Ellipsis, None, slices) is a parameter, not a saved value, and neg and the roundings save
+    nothing: a second backward runs, as torch's."""
     def run(lib):
         x = lib.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
         y = index(x)

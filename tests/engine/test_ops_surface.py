@@ -71,6 +71,13 @@ def test_binary_special_values():
         check_op(*both(lambda m: getattr(m, name)), [specials, others], grad=False)
 
 
+def test_xlogy_gradient_at_a_zero_first_operand():
+    """torch's d/da is log(b) there too (zero only where b <= 0): a Dirichlet log_prob at concentration 1."""
+    a = np.array([0.0, 0.0, 0.0, 0.0, 1.5], np.float64)
+    b = np.array([0.5, 2.0, -1.0, 0.0, 0.5], np.float64)
+    check_op(*both(lambda m: m.xlogy), [a, b])
+
+
 def test_fmax_gradient_goes_to_the_number_not_the_nan_and_to_input_on_ties():
     a = np.array([1.0, np.nan, 2.0, 3.0], np.float32)
     b = np.array([1.0, 4.0, np.nan, 0.0], np.float32)

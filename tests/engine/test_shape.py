@@ -405,3 +405,11 @@ def test_stack_of_transposed_inputs_is_contiguous():
     theirs = torch.stack([torch.tensor(x).t()] * 2)
     assert ours.stride() == theirs.stride() == (12, 3, 1)
     np.testing.assert_array_equal(ours.view(2, -1).numpy(), theirs.view(2, -1).numpy())
+
+
+@pytest.mark.parametrize("join", ["cat", "concat", "stack", "hstack"])
+def test_joining_nothing_raises_as_torch(join):
+    with pytest.raises(Exception) as theirs:
+        getattr(torch, join)([])
+    with pytest.raises(type(theirs.value), match=f"^{re.escape(str(theirs.value))}$"):
+        getattr(engine, join)([])
