@@ -4,7 +4,10 @@ Where torch.special's function is a top-level op under another name (expit is si
 lgamma, multigammaln is mvlgamma, gammainc and gammaincc are igamma and igammac), it is that op here too, given
 torch.special's keyword ``out``; the functions torch has only here live in ``engine/ops/special_*.py``.
 """
+import numbers
+
 from . import ops as _ops
+from .ops._common import int_arg
 from .ops.elementwise import _write_out
 from .ops.special import zeta
 from .ops.special_bessel import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, i0e, i1, i1e,
@@ -20,9 +23,27 @@ from .ops.special_polynomials import (chebyshev_polynomial_t, chebyshev_polynomi
 from .tensor import Tensor
 
 
+def _tensor_arg(name, input, position=1):
+    """torch's TypeError for a non-tensor ``input`` of ``torch.special.<name>``."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"special_{name}(): argument 'input' (position {position}) must be Tensor, "
+                        f"not {type(input).__name__}")
+
+
+def _int_arg(name, arg, value, position=None):
+    """``value`` as an int, or torch's TypeError for argument ``arg`` (a float or bool: torch takes neither; a
+    0-dim integer tensor is its value)."""
+    value = int_arg(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        where = "" if position is None else f" (position {position})"
+        raise TypeError(f"special_{name}(): argument '{arg}'{where} must be int, not {type(value).__name__}")
+    return int(value)
+
+
 def _unary_alias(name, op):
     """``torch.special.<name>(input, *, out=None)`` computed by the engine op ``op``."""
     def fn(input, *, out=None):
+        _tensor_arg(name, input)
         return _write_out(op(input), out)
     fn.__name__ = name
     fn.__doc__ = f"``torch.special.{name}``: ``engine.{op.__name__}``."
@@ -45,9 +66,12 @@ sinc = _unary_alias("sinc", _ops.sinc)
 
 def round(input, *, decimals=0, out=None):
     """Round half to even, at ``decimals`` decimal places (``torch.special.round``); integers are refused, as by
-    torch's kernel."""
+    torch's kernels (its decimals kernel has another name)."""
+    _tensor_arg("round", input)
+    decimals = _int_arg("round", "decimals", decimals)
     if not (input.is_floating_point() or input.is_complex()):
-        raise NotImplementedError(f"\"round_vml_cpu\" not implemented for '{input.dtype.title}'")
+        kernel = "round_vml" if decimals == 0 else "round"
+        raise NotImplementedError(f"\"{kernel}_{input.device.type}\" not implemented for '{input.dtype.title}'")
     return _write_out(_ops.round(input, decimals=decimals), out)
 
 
@@ -82,11 +106,14 @@ def gammaincc(input, other, *, out=None):
 
 def multigammaln(input, p, *, out=None):
     """The multivariate log-gamma function of dimension ``p`` (``torch.mvlgamma``)."""
-    return _write_out(_ops.mvlgamma(input, p), out)
+    _tensor_arg("multigammaln", input)
+    return _write_out(_ops.mvlgamma(input, _int_arg("multigammaln", "p", p, 2)), out)
 
 
 def polygamma(n, input, *, out=None):
     """The n-th derivative of the digamma function."""
+    n = _int_arg("polygamma", "n", n, 1)
+    _tensor_arg("polygamma", input, 2)
     return _write_out(_ops.polygamma(n, input), out)
 
 

@@ -6,7 +6,7 @@ so when asked, as here. The gradient is written again in engine ops for higher o
 """
 import numpy as np
 
-from ..tensor import register_method
+from ..tensor import Tensor, register_method
 from ._common import cast, result_dtype, xp_of
 from .elementwise import _Binary, _binary
 from .inplace import inplace_of
@@ -58,7 +58,17 @@ class _UpperIncompleteGamma(_IncompleteGamma):
     upper = True
 
 
+def _tensors_only(name, input, other, method=False):
+    """torch's TypeError for a Python number in either place (its igamma has no Scalar overload); the method's
+    ``other`` is its first argument."""
+    for position, (arg, value) in enumerate((("input", input), ("other", other)), 0 if method else 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, "
+                            f"not {type(value).__name__}")
+
+
 def _incomplete_gamma(fn_cls, name, input, other):
+    _tensors_only(name, input, other)
     dtype = result_dtype(input, other)
     if not dtype.is_floating_point:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{dtype.title}'")
@@ -77,7 +87,18 @@ def igammac(input, other):
 
 igamma_ = inplace_of(igamma)
 igammac_ = inplace_of(igammac)
+
+
+def _method(fn):
+    """``Tensor.<fn>(other)``: torch's TypeError names ``other`` as the method's first argument."""
+    def method(self, other):
+        _tensors_only(fn.__name__, self, other, method=True)
+        return fn(self, other)
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
+
+
 for _fn in (igamma, igammac, igamma_, igammac_):
-    register_method(_fn)
+    register_method(_method(_fn))
 
 __all__ = ["igamma", "igammac"]

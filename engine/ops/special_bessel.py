@@ -107,10 +107,15 @@ class SphericalBesselJ0(_Plain):
     fn = staticmethod(_spherical_j0)
 
 
-def _float_only(name, input):
-    """torch's error for the half and complex types, which these kernels do not take."""
+def _tensor_input(name, input):
+    """torch's TypeError for a non-tensor input of ``torch.special.<name>``."""
     if not isinstance(input, Tensor):
         raise TypeError(f"special_{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+
+
+def _float_only(name, input):
+    """torch's error for the half and complex types, which these kernels do not take."""
+    _tensor_input(name, input)
     if input.dtype.is_floating_point and input.dtype.itemsize < 4 or input.dtype.is_complex:
         raise NotImplementedError(f"\"{name}_{input.device.type}\" not implemented for '{input.dtype.title}'")
 
@@ -202,18 +207,21 @@ class I1e(_Unary):
 
 def i0e(input, *, out=None):
     """The exponentially scaled modified Bessel function of order 0, exp(-|x|) I0(x)."""
+    _tensor_input("i0e", input)
     refuse_complex("i0e", input)
     return _write_out(_unary(I0e, input), out)
 
 
 def i1(input, *, out=None):
     """The modified Bessel function of the first kind of order 1."""
+    _tensor_input("i1", input)
     refuse_complex("i1", input)
     return _write_out(_unary(I1, input), out)
 
 
 def i1e(input, *, out=None):
     """The exponentially scaled modified Bessel function of order 1, exp(-|x|) I1(x)."""
+    _tensor_input("i1e", input)
     refuse_complex("i1e", input)
     return _write_out(_unary(I1e, input), out)
 

@@ -29,8 +29,10 @@ class Xlog1py(_Binary):
     and a / (b + 1)."""
 
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
         xp = xp_of(a, b)
+        # a Python number in the result's dtype first, as torch wraps it: 1e-300 with float32 is 0, so 0 * log1p(-2)
+        # is 0 there, not NaN
+        a, b = (xp.asarray(cast(v, self.dtype), dtype=self.dtype) for v in (a, b))
         self.a, self.b = a, b
         self.zero = (a == 0) & ~xp.isnan(b)
         with np.errstate(divide="ignore", invalid="ignore"):
