@@ -1071,6 +1071,8 @@ class Round(_Rounding):
         self.decimals = decimals
 
     def f(self, xp, x):
+        if self.decimals and x.dtype.itemsize < 4:  # half types scale in float32, as torch's (no overflow)
+            return xp.round(x.astype(np.float32), self.decimals).astype(x.dtype)
         return xp.round(x, self.decimals)
 
 

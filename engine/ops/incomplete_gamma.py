@@ -37,7 +37,7 @@ class _IncompleteGamma(_Binary):
     def backward(self, gy):
         name = "igammac" if self.upper else "igamma"
         if self.needs_input_grad[0]:
-            raise RuntimeError(f"the derivative for '{name}: input' is not implemented.")
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
         xp = xp_of(gy)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             density = xp.exp((self.a - 1) * xp.log(self.x) - self.x - scipy_special(xp, "gammaln")(self.a))
@@ -48,7 +48,7 @@ class _IncompleteGamma(_Binary):
         from .special import lgamma
         name = "igammac" if self.upper else "igamma"
         if self.needs_input_grad[0]:
-            raise RuntimeError(f"the derivative for '{name}: input' is not implemented.")
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
         a, x = self.saved_input(0, self.a), self.saved_input(1, self.x)
         density = ((a - 1) * x.log() - x - lgamma(a)).exp()
         return None, (-gy if self.upper else gy) * density

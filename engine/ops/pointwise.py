@@ -71,8 +71,9 @@ class Xlogy(_Binary):
     """a * log(b), and 0 where a is 0 (unless b is NaN)."""
 
     def forward(self, a, b):
-        a, b = cast(a, self.dtype), cast(b, self.dtype)
         xp = xp_of(a, b)
+        # a Python number rounded to the result dtype first, as torch's (a float16 4.98e-16 is 0, so 0 * log(-4) is 0)
+        a, b = (xp.asarray(cast(v, self.dtype), dtype=self.dtype) for v in (a, b))
         self.a, self.b = a, b
         self.zero = (a == 0) & ~xp.isnan(b)
         self.grad_zero = (a == 0) & (b <= 0)  # torch's d/da is xlogy(grad, b), zeroed only where a is 0 and b <= 0
@@ -403,9 +404,10 @@ class Atanh(_Unary):
 
 
 class Sinc(_Unary):
-    """sin(pi x) / (pi x), 1 at 0."""
+    """sin(pi x) / (pi x), 1 at 0; float16 and bfloat16 computed in float32, as torch's."""
 
-    f = staticmethod(lambda xp, x: xp.sinc(x))
+    f = staticmethod(lambda xp, x: xp.sinc(x.astype(np.float32)).astype(x.dtype) if x.dtype.itemsize < 4
+                     else xp.sinc(x))
 
     def backward(self, gy):
         xp = xp_of(gy)
@@ -454,8 +456,9 @@ class Logit(_Unary):
         self.eps = eps
 
     def f(self, xp, x):
-        if self.eps is not None:
-            x = xp.clip(x, self.eps, 1 - self.eps)
+        if self.eps is not None:  # torch's x < eps ? eps : (x > 1 - eps ? 1 - eps : x), also for eps > 0.5
+            x = xp.where(x < self.eps, self.eps, xp.where(x > 1 - self.eps, 1 - self.eps, x)).astype(x.dtype,
+                                                                                                   copy=False)
         with np.errstate(divide="ignore", invalid="ignore"):
             return xp.log(x / (1 - x))
 

@@ -6,6 +6,7 @@ numbers in igamma/igammac, round's kernel name with decimals)."""
 import numpy as np
 import pytest
 import torch
+from op_check import assert_same_error
 
 import engine
 import engine.special as es
@@ -168,3 +169,25 @@ def test_polygamma_gradient_at_infinities(n):
         lib.special.polygamma(n, t).backward(lib.ones_like(t))
         grads.append(t.grad)
     _same(*grads, 1e-8)  # torch's trigamma is 4e-10 relative from the exact value, scipy's within 1e-15
+
+
+POINTWISE_EDGES = {
+    "logit_eps_past_half": lambda m: m.logit(m.tensor([0.1, 0.5, 0.9]), eps=0.6),
+    "sinc_float16": lambda m: m.sinc(m.tensor([2.04, -6.0, 0.3], dtype=m.float16)),
+    "round_float16_decimals": lambda m: m.round(m.tensor([-1005.0, 3.14159], dtype=m.float16), decimals=3),
+    "xlogy_number_rounds_to_zero": lambda m: m.xlogy(4.98e-16, m.tensor([-4.0, 2.0], dtype=m.float16)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(POINTWISE_EDGES))
+def test_pointwise_edges_as_torch(name):
+    ours, theirs = POINTWISE_EDGES[name](engine), POINTWISE_EDGES[name](torch)
+    assert ours.dtype.name == str(theirs.dtype).split(".")[1]
+    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=1e-6, atol=0)
+
+
+def test_igamma_input_derivative_is_not_implemented():
+    def call(m):
+        a = m.tensor([1.0, 2.0], requires_grad=True)
+        m.special.gammainc(a, m.tensor([0.5, 1.0])).sum().backward()
+    assert_same_error(lambda: call(engine), lambda: call(torch))
