@@ -22,6 +22,7 @@ from .ops.lu import linalg_lu as lu, lu_factor, lu_factor_ex, lu_solve
 from .ops.products import matrix_power as _matrix_power
 from .ops.reduction import amax, amin, return_type, vector_norm as _vector_norm
 from .tensor import _wrap_dim
+from .amp import autocast_mode
 
 householder_product = writes_out_castable(orgqr)
 
@@ -65,6 +66,7 @@ def slogdet(A, *, out=None):
     return return_type("linalg_slogdet", ("sign", "logabsdet"))(*_slogdet(A))
 
 
+@autocast_mode.float32("cuda")
 @writes_out
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """Frobenius, nuclear, 1, -1, 2, -2, inf and -inf matrix norms over the two dims ``dim``."""

@@ -246,6 +246,8 @@ class _CustomNode(Function):
     """The graph node of a PyTorch-style custom Function (``MyFn.apply(x)``); each Function class gets its own
     subclass named ``<Function>Backward``, as torch's grad_fn classes are."""
 
+    moves_only = True  # its forward hands back what the user's computed: no bfloat16 widening, either way
+
     def __init__(self, fn_cls, ctx, outs, positions, n_outputs):
         self.fn_cls, self.ctx, self.outs = fn_cls, ctx, outs
         self.positions, self.n_outputs = positions, n_outputs  # where forward's tensor outputs were, of how many

@@ -12,6 +12,7 @@ from ..ops.complex_views import conj
 from ..ops.elementwise import _write_out
 from ._frequencies import fftfreq, fftshift, ifftshift, rfftfreq
 from ._kernels import FFTC2C, FFTC2R, FFTR2C
+from ..amp import autocast_mode
 
 _SWAPPED = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
 
@@ -88,12 +89,14 @@ def _at_least_one(axes, name):
         raise RuntimeError(f"{name[:-1] + 'n' if name.endswith('2') else name} must transform at least one axis")
 
 
+@autocast_mode.float32("cpu")  # torch lists every fft_* op for CPU autocast
 def _c2c(input, s, dim, norm, forward, name):
     axes, sizes = _plan(input, s, dim)
     x = _complex(input, name)
     return FFTC2C(axes, sizes, _norm(norm), forward)(x)
 
 
+@autocast_mode.float32("cpu")  # torch lists every fft_* op for CPU autocast
 def _r2c(input, s, dim, norm, name):
     """rfftn of ``input``: a complex one refused first (after the dims by ihfft2 and ihfftn), then the dims
     checked, then a half one refused (torch's order)."""
@@ -105,6 +108,7 @@ def _r2c(input, s, dim, norm, name):
     return FFTR2C(axes, sizes, _norm(norm))(x)
 
 
+@autocast_mode.float32("cpu")  # torch lists every fft_* op for CPU autocast
 def _c2r(input, s, dim, norm, name, conjugate=False):
     """irfftn of ``input`` (of its conjugate when ``conjugate``); the dims are checked before the dtype, as by
     torch."""

@@ -8,6 +8,7 @@ from ..tensor import register_method
 from . import complex_views, real_tensors
 from ._common import xp_of
 from .elementwise import _quiet, _write_out
+from ..amp import autocast_mode
 
 
 def _check_pair(a, b, kind):
@@ -74,6 +75,7 @@ def complex(real, imag, *, out=None):
     return _write_out(Complex()(real, imag), out)
 
 
+@autocast_mode.float32("cpu")
 def polar(abs, angle, *, out=None):
     """The complex tensor of magnitudes ``abs`` and arguments ``angle``."""
     _check_pair(abs, angle, "polar")

@@ -22,6 +22,7 @@ from ._common import as_operand, masked_grad, wrap_dim, xp_of
 from .python_data import _C_TYPE_NAMES, _fits_int
 from .shape import Slice, broadcast_shapes, expand, reshape, writeable_view
 from .tensor_index import NonZero, TensorIndex
+from ..amp import autocast_mode
 
 _INDEX_DTYPE_ERROR = "tensors used as indices must be long, int, byte or bool tensors"
 
@@ -721,6 +722,7 @@ def _index_copy(input, dim, index, source, inplace):
     return IndexCopy(d, inplace)(input, index, source)
 
 
+@autocast_mode.policy(cpu=autocast_mode.PROMOTE)
 def index_copy(input, dim, index, source):
     return _index_copy(input, dim, index, source, False)
 

@@ -29,6 +29,7 @@ from .linalg_solvers import solve_triangular
 from .linalg_spectral import Pinv, _check_pinv_input
 from .lu import legacy_lu_solve as lu_solve, lu, lu_unpack
 from .reduction import return_type
+from ..amp import autocast_mode
 
 
 class Slogdet(Function):
@@ -82,6 +83,7 @@ def logdet(input):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """``(solution, cloned_coefficient)``: X with T X = b (T^T X = b with ``transpose``) for the upper or lower
     triangle T of ``A``, and a copy of ``A`` in the batch shape of both."""
@@ -151,6 +153,7 @@ def _check_lapack_kernel(A, kernel):
 
 
 @writes_out_castable
+@autocast_mode.float32("cpu")
 def cholesky_solve(B, L, upper=False):
     """X with A X = B for A = L L^T (``upper``: A = U^T U), from the Cholesky factor alone."""
     for name, t in (("b", B), ("u", L)):
@@ -169,6 +172,7 @@ def cholesky_solve(B, L, upper=False):
 
 
 @writes_out_castable
+@autocast_mode.float32("cpu")
 def cholesky_inverse(L, upper=False):
     """(L L^T)^-1 (``upper``: (U^T U)^-1) from the Cholesky factor."""
     _check_square(L, "cholesky_inverse")
@@ -217,6 +221,7 @@ def matrix_exp(A):
     return MatrixExp()(A)
 
 
+@autocast_mode.float32("cpu")
 def pinverse(input, rcond=1e-15):
     """The Moore-Penrose pseudo-inverse; singular values below ``rcond`` times the largest count as zero."""
     _check_pinv_input(input)
@@ -224,6 +229,7 @@ def pinverse(input, rcond=1e-15):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def svd(input, some=True, compute_uv=True):
     """``(U, S, V)`` with input = U diag(S) V^T: reduced factors with ``some``, square ones without; with
     ``compute_uv=False`` only S, U and V being zeros of the full shapes."""

@@ -471,6 +471,7 @@ def _contracted_broadcast(x, dims_x, other, dims_other):
     return x if shape == list(x.shape) else x.expand(shape)
 
 
+@autocast_mode.policy(cpu=autocast_mode.LOWER, cuda=autocast_mode.PROMOTE)  # CPU: through mm, as torch's
 @writes_out
 def tensordot(a, b, dims=2):
     """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or two explicit dim lists)."""

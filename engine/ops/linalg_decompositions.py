@@ -28,6 +28,7 @@ from .linalg_checks import (LinAlgError, adjoint as _h, check_floating, check_ga
 from ._common import xp_of
 from .reduction import return_type
 from .linalg_out import writes_out
+from ..amp import autocast_mode
 
 
 def _tensor_eye(n, dtype, like):
@@ -127,6 +128,7 @@ class Cholesky(Function):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): the Cholesky factor and LAPACK's status (the order of the first leading minor that is not
     positive-definite; 0 on success) of each matrix; ``check_errors`` raises LinAlgError instead."""
@@ -143,6 +145,7 @@ def _not_positive_definite(order):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def cholesky(A, *, upper=False, out=None):
     """L with A = L L^T (U with A = U^T U when ``upper``) for symmetric positive-definite A; LinAlgError
     otherwise."""
@@ -239,6 +242,7 @@ class Qr(Function):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def qr(A, mode="reduced", *, out=None):
     """(Q, R) with A = QR, Q with orthonormal columns and R upper triangular: ``reduced`` (Q m x k, R k x n,
     k = min(m, n)), ``complete`` (Q m x m) or ``r`` (R alone, Q empty)."""
@@ -307,6 +311,7 @@ def _check_uplo(UPLO):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def eigh(A, UPLO="L", *, out=None):
     """(eigenvalues ascending, eigenvectors as columns) of symmetric A, read from its ``UPLO`` triangle."""
     _check_uplo(UPLO)
@@ -317,6 +322,7 @@ def eigh(A, UPLO="L", *, out=None):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def eigvalsh(A, UPLO="L", *, out=None):
     """The eigenvalues (ascending) of symmetric A, read from its ``UPLO`` triangle."""
     _check_uplo(UPLO)
@@ -403,6 +409,7 @@ class Svd(Function):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """(U, S, Vh) with A = U diag(S) Vh, S descending: U m x m and Vh n x n with ``full_matrices``, else
     m x k and k x n (k = min(m, n)). ``driver`` (a cuSOLVER choice in torch) is accepted and ignored."""
@@ -412,6 +419,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 
 
 @writes_out
+@autocast_mode.float32("cpu")
 def svdvals(A, *, driver=None, out=None):
     """The singular values of A, descending."""
     check_matrix(A, "linalg.svd")

@@ -16,6 +16,7 @@ from ._common import xp_of
 from .linalg_checks import adjoint, check_gauge, check_square
 from .reduction import return_type
 from .linalg_out import writes_out_castable
+from ..amp import autocast_mode
 
 
 def _complex_type(dtype):
@@ -97,6 +98,7 @@ def _check_eig_input(A, name):
 
 
 @writes_out_castable
+@autocast_mode.float32("cpu")
 def eig(A, *, out=None):
     """(eigenvalues, eigenvectors as columns) of each square matrix, complex, unordered (LAPACK's order)."""
     _check_eig_input(A, "linalg.eig")
@@ -105,6 +107,7 @@ def eig(A, *, out=None):
 
 
 @writes_out_castable
+@autocast_mode.float32("cpu")
 def eigvals(A, *, out=None):
     """The eigenvalues of each square matrix, complex, in ``eig``'s order."""
     _check_eig_input(A, "linalg.eigvals")

@@ -9,6 +9,7 @@ from .creation import ones_like
 from .shape import cat
 from .reduction import cumprod
 from .linalg_out import writes_out
+from ..amp import autocast_mode
 
 
 def _chain_order(shapes):
@@ -71,6 +72,7 @@ def multi_dot(tensors, *, out=None):
 
 
 @writes_out
+@autocast_mode.lower_precision("cpu", "cuda")
 def vecdot(x, y, *, dim=-1, out=None):
     """The dot product of x and y (broadcast) along ``dim``, x conjugated where complex."""
     if x.dtype is not y.dtype:

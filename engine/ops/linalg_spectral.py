@@ -21,6 +21,7 @@ from .linalg_decompositions import eigh, eigvalsh, svd, svdvals
 from .linalg_solvers import inv_ex
 from .reduction import amax, amin, return_type
 from .linalg_out import writes_out_castable
+from ..amp import autocast_mode
 
 
 class Pinv(Function):
@@ -95,6 +96,7 @@ def _check_lapack_dtype(A):
 
 
 @writes_out_castable
+@autocast_mode.float32("cpu")
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
     """The Moore-Penrose pseudo-inverse: singular values (eigenvalue magnitudes with ``hermitian``) at or below
     max(atol, rtol * the largest) count as zero."""
@@ -104,6 +106,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 
 @writes_out_castable
+@autocast_mode.float32("cpu")
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     """The number of singular values (eigenvalue magnitudes with ``hermitian``) above max(atol, rtol * the
     largest); ``tol`` is torch's older name for ``atol`` (with rtol = 0)."""
@@ -180,6 +183,7 @@ def matrix_sqrth(A, *, out=None):
 _LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
 
 
+@autocast_mode.float32("cpu")
 def lstsq(A, B, rcond=None, *, driver=None):
     """(solution, residuals, rank, singular_values): X minimising ||A X - B|| (the least-norm one), as the
     pseudo-inverse's product with B (singular values at or below ``rcond`` times the largest count as zero;

@@ -974,6 +974,7 @@ class VectorNorm(_Reduction):
         return masked(g * masked(scale, keep), keep)
 
 
+@autocast_mode.float32("cuda")
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """``torch.linalg.vector_norm``: the ``ord``-norm over ``dim`` (all elements by default)."""
     if x.dtype.is_complex:  # the norm of the magnitudes: abs's gradient carries it back to x

@@ -17,6 +17,7 @@ from .. import _dtype
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, result_dtype, xp_of
 from .complex_refusals import refuse_complex
+from ..amp import autocast_mode
 
 
 def scipy_special(xp, name):
@@ -185,6 +186,7 @@ def _polygamma_method(self, n):
 
 erfc, erfc_ = _unary_pair("erfc", Erfc)
 erfinv, erfinv_ = _unary_pair("erfinv", Erfinv)
+erfinv = autocast_mode.float32("cuda")(erfinv)  # on torch's CUDA float32 list
 lgamma, lgamma_ = _unary_pair("lgamma", Lgamma)
 digamma, digamma_ = _unary_pair("digamma", Digamma)
 i0, i0_ = _unary_pair("i0", I0)

@@ -11,6 +11,7 @@ import warnings
 from .. import fft as _fft
 from ..tensor import register_method
 from .complex_views import view_as_real
+from ..amp import autocast_mode
 
 _NO_WINDOW = ("A window was not provided. A rectangular window will be applied, which is known to cause spectral "
               "leakage. Pass window=engine.ones(n_fft) to use a rectangular window without this warning.")
@@ -41,6 +42,7 @@ def _lengths(n_fft, hop_length, win_length, call):
     return hop_length, win_length
 
 
+@autocast_mode.float32("cpu")
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
          normalized=False, onesided=None, return_complex=None, align_to_window=None):
     """The short-time Fourier transform of a signal (``L``) or a batch (``B, L``): ``(B,) n_freq, n_frames``

@@ -263,10 +263,6 @@ def test_scaler_on_cuda_unscales_bfloat16_gradients(cuda):
 
 
 # ---- what needs changes outside engine/amp ------------------------------------------------------------------
-# The op lists' policies are decorators in the ops' files, and a custom Function's node lives in engine/autograd:
-# the diff in the amp fuzz report changes them. Until it is applied the cases below fail, and are marked so; the
-# diff drops the marker too (strict: they would XPASS).
-_NEEDS_DIFF = pytest.mark.xfail(strict=True, reason="needs the diff of the amp fuzz report")
 
 
 def _rand(*shape, seed=0):
@@ -304,7 +300,7 @@ CPU_LIST_CASES = {
 
 
 @pytest.mark.filterwarnings("ignore:torch.triangular_solve is deprecated")
-@pytest.mark.parametrize("name", [pytest.param(name, marks=_NEEDS_DIFF) for name in CPU_LIST_CASES])
+@pytest.mark.parametrize("name", CPU_LIST_CASES)
 def test_cpu_autocast_lists_as_torch_s(name):
     fn, arrays, given = CPU_LIST_CASES[name]
     results = []
@@ -316,8 +312,7 @@ def test_cpu_autocast_lists_as_torch_s(name):
     np.testing.assert_allclose(ours.detach().float().numpy(), theirs.detach().float().numpy(), rtol=2e-2, atol=2e-2)
 
 
-@pytest.mark.parametrize("unpool", [pytest.param(F.max_unpool2d, marks=_NEEDS_DIFF),
-                                    pytest.param(F.max_unpool3d, marks=_NEEDS_DIFF)])
+@pytest.mark.parametrize("unpool", [F.max_unpool2d, F.max_unpool3d])
 def test_cpu_autocast_unpools_in_float32(unpool):
     """On torch's CPU float32 list (checked here without torch, whose first unpooling call takes seconds)."""
     x = engine.from_numpy(_rand(1, 2, 2, 4, 4)).bfloat16()
@@ -344,8 +339,7 @@ CUDA_LIST_CASES = {  # torch's documented CUDA lists: (function, input dtype, ou
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=() if "not listed" in name else _NEEDS_DIFF)
-                                  for name in CUDA_LIST_CASES])
+@pytest.mark.parametrize("name", CUDA_LIST_CASES)
 def test_cuda_autocast_lists_as_torch_s(cuda, name):
     fn, given, expected = CUDA_LIST_CASES[name]
     a = engine.from_numpy(_rand(4, 5)).to(getattr(engine, given)).cuda()
@@ -380,8 +374,8 @@ def _custom_function_run(lib, cast_inputs, given):
 
 
 @pytest.mark.parametrize("cast_inputs, given", [
-    pytest.param("float32", "bfloat16", marks=_NEEDS_DIFF),  # forward's float32 output stays float32
-    pytest.param(None, "bfloat16", marks=_NEEDS_DIFF),  # backward gets the bfloat16 gradient of its output
+    ("float32", "bfloat16"),  # forward's float32 output stays float32
+    (None, "bfloat16"),  # backward gets the bfloat16 gradient of its output
     (None, "float32"),
 ])
 def test_custom_function_outputs_keep_forward_s_dtypes(cast_inputs, given):

@@ -19,6 +19,7 @@ from ...ops.ranges import arange
 from ...ops.shape import cat
 from ...tensor import Tensor
 from .pooling import _expand
+from ...amp import autocast_mode
 
 _AXES = {2: ("height", "width"), 3: ("time", "height", "width")}
 _SAMPLE_OF_AXIS = {2: (1, 0), 3: (0, 1, 2)}
@@ -137,6 +138,7 @@ def _fractional_max_pool(nd, name, input, kernel_size, output_size, output_ratio
     return (y, indices) if return_indices else y
 
 
+@autocast_mode.float32("cpu")
 def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                           _random_samples=None):
     """torch's ``fractional_max_pool2d`` over (N, C, H, W) or (C, H, W) inputs."""
@@ -144,6 +146,7 @@ def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=Non
                                 return_indices, _random_samples)
 
 
+@autocast_mode.float32("cpu")
 def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None, return_indices=False,
                           _random_samples=None):
     """torch's ``fractional_max_pool3d`` over (N, C, T, H, W) or (C, T, H, W) inputs."""

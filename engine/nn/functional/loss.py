@@ -741,7 +741,6 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce(_ew.clamp(_ew.add(_ew.sub(d_pos, d_neg), margin), min=0), reduction)
 
 
-@autocast_mode.float32("cpu", "cuda")
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
     """0.5 (log(var) + (input - target)^2 / var), plus 0.5 log(2 pi) when ``full``.
 
@@ -842,7 +841,6 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     return _margin_reduce(_ew.div(per_sample, n_class), reduction, input.ndim == 1)
 
 
-@autocast_mode.float32("cpu", "cuda")
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """Per-class binary logistic loss averaged over the classes, optionally weighted.
 

@@ -183,7 +183,7 @@ def _check_pad(input, pad, mode, value):
 def pad(input, pad, mode="constant", value=None):
     """Pad (or crop, with negative amounts) ``input``; ``pad`` goes (left, right, top, bottom, ...)."""
     pairs = _check_pad(input, tuple(pad), mode, value)
-    if mode in ("reflect", "replicate"):
+    if mode == "replicate" or (mode == "reflect" and len(pairs) < 3):  # torch lists no reflection_pad3d
         return _pad_from_edges(input, pairs, mode)
     return Pad(pairs, mode, 0 if value is None else value)(input)
 

@@ -9,6 +9,7 @@ import math
 from ... import _dtype
 from ...tensor import Tensor
 from .pooling import _expand
+from ...amp import autocast_mode
 
 
 def _default_size(input, kernel, stride, padding):
@@ -87,12 +88,14 @@ def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _unpool(input.unsqueeze(-1), indices.unsqueeze(-1), sizes + [1]).squeeze(-1)
 
 
+@autocast_mode.float32("cpu")
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """torch's ``max_unpool2d``: the inverse of ``max_pool2d`` with zeros off the maxima."""
     sizes = _unpooled_size(2, "max_unpool2d", input, kernel_size, stride, padding, output_size)
     return _unpool(input, indices, sizes)
 
 
+@autocast_mode.float32("cpu")
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """torch's ``max_unpool3d``: the inverse of ``max_pool3d`` with zeros off the maxima."""
     sizes = _unpooled_size(3, "max_unpool3d", input, kernel_size, stride, padding, output_size)

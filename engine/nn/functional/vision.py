@@ -11,6 +11,7 @@ from . import _memory_format
 from ...backends.interpolation_geometry import check_antialias, output_sizes
 from ...ops.creation import from_numpy
 from .pooling3d import adaptive_avg_pool3d
+from ...amp import autocast_mode
 
 
 class Interpolate(Function):
@@ -166,12 +167,23 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         return adaptive_avg_pool3d(input, out)
     if mode != "area":
         _check_output_sizes(input, out)
+    resize = _resize if mode == "area" else _upsample
+    return resize(input, mode, size, scale_factor, align_corners, recompute_scale_factor, antialias, out, scales)
+
+
+def _resize(input, mode, size, scale_factor, align_corners, recompute_scale_factor, antialias, out, scales):
+    """``interpolate``'s resampling, its arguments checked and the output size ``out`` known."""
+    spatial = input.dim() - 2
     if mode == "nearest" and (spatial == 3 or spatial == 1 and _kernel_shortcut(input.shape[2:], out, scales)):
         return _nearest_by_gathers(input, out, scales)
     if spatial == 3:
         return _interpolate_3d(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
-    out = Interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor, bool(antialias))(input)
-    return _memory_format.like_input(input, out)
+    resized = Interpolate(size, mode, align_corners, scale_factor, recompute_scale_factor, bool(antialias))(input)
+    return _memory_format.like_input(input, resized)
+
+
+# torch's CUDA autocast runs every upsample_* kernel in float32; 'area' is adaptive pooling, on no list
+_upsample = autocast_mode.float32("cuda")(_resize)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
