@@ -102,7 +102,15 @@ def test_rpn_proposals_match(overrides):
     assert losses == {} and tv_losses == {}
     for b, t in zip(boxes, tv_boxes):
         assert 0 < b.shape[0] == t.shape[0]
-        assert_close(b.numpy(), t.numpy(), 1e-5, "proposals")
+        # compared as sets: objectness saturated to 1.0 ties, and torch's order among ties is unspecified; decoded
+        # corners are centre -/+ half a width up to exp(log(1000 / 16)) x 64 pixels before clipping, so float32
+        # cancellation leaves ~1e-3 pixels (2.4e-5 of the image) on some seeds, as between any two float32 decoders
+        assert_close(_by_position(b.numpy()), _by_position(t.numpy()), 1e-4, "proposals")
+
+
+def _by_position(boxes):
+    """Boxes sorted by their corners (rounded to a tenth of a pixel, well above the decoders' differences)."""
+    return boxes[np.lexsort(np.round(boxes, 1).T[::-1])]
 
 
 def _targets(empty_second=False):
