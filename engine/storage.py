@@ -357,6 +357,37 @@ def _view_bytes(flat, dtype, offset, size, stride):
     return np.ndarray(tuple(size), dtype, buffer=flat, offset=offset * itemsize, strides=byte_strides)
 
 
+def storage_layout(array):
+    """``array`` as (its root, the element offset of its first element there, its strides in elements), or None
+    where it is no regular view of a dense root (negative or misaligned strides)."""
+    root = _root(array)
+    itemsize = array.itemsize
+    offset = _address(array) - _address(root)
+    if not (root.flags.c_contiguous or root.flags.f_contiguous) or offset < 0 or offset % itemsize or \
+            any(s < 0 or s % itemsize for s in array.strides):
+        return None
+    return root, offset // itemsize, tuple(s // itemsize for s in array.strides)
+
+
+def view_of(root, offset, stride, dtype, shape):
+    """The array of ``dtype`` and ``shape`` at element ``offset`` with ``stride`` in ``root``'s memory."""
+    return _view_bytes(_flat_bytes(root), np.dtype(dtype), offset, shape, stride)
+
+
+def deepcopy_array(array, memo):
+    """A copy of ``array`` for ``copy.deepcopy``: a view of a copy of its root, that copy made once per ``memo``
+    and root memory (so views deep-copied together keep sharing memory, as torch's storages do)."""
+    layout = storage_layout(array)
+    if layout is None:
+        return array.copy()
+    root, offset, stride = layout
+    key = ("engine.storage", _device.is_cuda_array(root), _address(root), root.nbytes)  # wrappers may differ
+    if key not in memo:
+        memo[key] = root.copy(order="K")
+        memo.setdefault(id(memo), []).append(root)  # keeps the address from being reused
+    return view_of(memo[key], offset, stride, array.dtype, array.shape)
+
+
 def set_(self, source=None, storage_offset=0, size=None, stride=None):
     """Make this tensor view other memory: nothing (an empty tensor), ``source``'s (a tensor: its geometry too),
     or a storage's, from element ``storage_offset`` with ``size`` and ``stride`` (default: all of it, 1-d)."""

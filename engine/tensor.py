@@ -4,6 +4,7 @@ The class holds the state and the methods that are not ops; the ops in ``engine.
 themselves as methods (``x.exp()``, ``x + y``) through ``register_method``.
 """
 import numbers
+import warnings
 import weakref
 
 import numpy as np
@@ -51,7 +52,7 @@ def _new(array, requires_grad=False):
     t = Tensor.__new__(Tensor)
     t._data = array
     t.requires_grad = requires_grad
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._output_index = 0
     t._version = [0]
@@ -177,14 +178,31 @@ class Tensor:
     # ---- state -------------------------------------------------------------------------------
     @property
     def data(self):
-        """This tensor's values, detached from the graph (shares storage)."""
-        t = _new(self._data)
-        t._version = self._version
-        return t
+        """This tensor's values, detached from the graph: sharing the storage but with a version counter of its
+        own, so that writes through ``.data`` hide from autograd's checks (torch's)."""
+        return _new(self._data)
 
     @data.setter
     def data(self, value):
-        self._data = value._data if isinstance(value, Tensor) else to_array(value)
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self.requires_grad and not _dtype.is_floating(value._data.dtype) and value._data.dtype.kind != "c":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
+        self._data = value._data
+
+    @property
+    def grad(self):
+        """The gradient accumulated by backward passes (None until one reaches this tensor); torch's warning when
+        read, still None, on a non-leaf that does not retain its gradient."""
+        if self._grad is None and self.grad_fn is not None and not self.retains_grad:
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            _check_grad(self, value)
+        self._grad = value
 
     @property
     def shape(self):
@@ -368,6 +386,8 @@ class Tensor:
         return value
 
     def __float__(self):
+        if self.requires_grad and not _SCALAR_OF_GRAPH_WARNED:
+            _warn_scalar_of_graph()
         return float(self._python_number("double"))
 
     def __int__(self):
@@ -382,27 +402,71 @@ class Tensor:
         return complex(self._python_number(None))
 
     def __array__(self, dtype=None, copy=None):
-        arr = self.detach().cpu()._data
-        return arr if dtype is None else arr.astype(dtype)
+        """The values as a numpy array (``np.asarray(t)``): ``numpy()``'s, with its errors (a tensor that requires
+        grad is refused), the host's copy of a device tensor."""
+        arr = self.numpy(force=self.device.type != "cpu" and not self.requires_grad)
+        return arr if dtype is None else arr.astype(dtype, copy=False)
 
-    __hash__ = object.__hash__
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A numpy ufunc's result over tensors as a tensor sharing it (``np.sin(t)``), bools as uint8 (torch's)."""
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return _new(array)
+
+    def __hash__(self):
+        return id(self)
+
+    def __contains__(self, element):
+        """Whether ``element`` (a number or a tensor, broadcast against this one) equals some element."""
+        if not isinstance(element, (Tensor, numbers.Number, np.generic)):
+            raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                               f"{type(element)}.")
+        return bool((element == self).any().item())
+
+    def __reversed__(self):
+        """The tensor flipped along dim 0 (itself when 0-dim), as torch's ``reversed(t)``."""
+        return self if self._data.ndim == 0 else self.flip(0)
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (move(self._data, "cpu"), self.requires_grad))
+        """Pickled as ``(_rebuild, (values, requires_grad), state)``: the state holds the public attributes set on
+        it and, for a view, the whole storage under it (its bytes, each tensor's own copy, as torch's) and its
+        place there, so that it comes back with its storage offset and strides (subclasses that rebuild
+        themselves from the first two keep working)."""
+        from .storage import _flat_bytes, storage_layout
+        array = move(self._data, "cpu")
+        state = {k: v for k, v in self.__dict__.items() if not k.startswith("_") and k not in _INTERNAL}
+        layout = storage_layout(array)
+        if layout is not None and (layout[0].nbytes != array.nbytes or not array.flags.c_contiguous):
+            state["_storage"] = (_flat_bytes(layout[0]), *layout[1:])
+        return (_rebuild, (array, self.requires_grad), state or None)
+
+    def __setstate__(self, state):
+        """The unpickled tensor's attributes, and its place in its storage where it was a view."""
+        state = dict(state)
+        if "_storage" in state:
+            from .storage import view_of
+            flat, offset, stride = state.pop("_storage")
+            self._data = view_of(flat, offset, stride, self._data.dtype, self._data.shape)
+        self.__dict__.update(state)
 
     def __deepcopy__(self, memo):
+        """A copy of a leaf: its storage copied once per ``deepcopy`` call (views copied together keep sharing),
+        its gradient and attributes deep-copied."""
         if not self.is_leaf:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support "
-                               "the deepcopy protocol at the moment.")
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment.  If you were attempting to deepcopy a module, this may be "
+                               "because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        import copy
+        from .storage import deepcopy_array
         new = type(self).__new__(type(self))
-        new.__dict__.update(_new(self._data.copy(), self.requires_grad).__dict__)
+        new.__dict__.update(_new(deepcopy_array(self._data, memo), self.requires_grad).__dict__)
+        memo[id(self)] = new
         for k, v in self.__dict__.items():
             if k not in new.__dict__:
-                import copy
                 new.__dict__[k] = copy.deepcopy(v, memo)
-        if self.grad is not None:
-            new.grad = _new(self.grad._data.copy())
-        memo[id(self)] = new
+        if self._grad is not None:
+            new.grad = copy.deepcopy(self._grad, memo)
         return new
 
     def __format__(self, spec):
@@ -438,10 +502,10 @@ class Tensor:
                           create_graph=create_graph, allow_unused=True)
             for t, g in zip(inputs, grads):
                 if g is not None:
-                    if t.grad is None:
+                    if t._grad is None:
                         t.grad = g
                     elif create_graph:
-                        t.grad = t.grad + g
+                        t.grad = t._grad + g
                     else:
                         t.grad._data += g._data
             return
@@ -470,6 +534,8 @@ class Tensor:
         return t
 
     def detach_(self):
+        if self._base is not None:
+            raise RuntimeError(_DETACH_VIEW_ERROR)
         self.grad_fn = None
         self.requires_grad = False
         return self
@@ -485,6 +551,8 @@ class Tensor:
         return self
 
     def retain_grad(self):
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self.grad_fn is None:
             return
         node = self.grad_fn
@@ -632,7 +700,13 @@ class Tensor:
         return self.to(other.dtype)
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        if isinstance(data, Tensor):
+            warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+                          "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                          "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
         arr = to_array(data, dtype or self.dtype, device or self.device)
+        if requires_grad and not _dtype.is_floating(arr.dtype) and arr.dtype.kind != "c":
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         return _new(arr.copy(), requires_grad)
 
 
@@ -640,7 +714,58 @@ _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "
                "bfloat16": "BFloat16Tensor",
                "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
                "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor", "uint16": "UInt16Tensor",
+               "complex64": "ComplexFloatTensor", "complex128": "ComplexDoubleTensor",
                "uint32": "UInt32Tensor", "uint64": "UInt64Tensor"}
+
+
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute won't be "
+    "populated during autograd.backward(). If you indeed want the .grad field to be populated for a non-leaf "
+    "Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure you "
+    "access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 for more information.")
+
+_DETACH_VIEW_ERROR = (
+    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) for "
+    "training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and hence detach_() "
+    "cannot be called on these gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+    "torch/optim/optimizer.py as the solution.")
+
+# c10's names in the .grad setter's dtype error: the gradient's C++ type, the tensor's ScalarType
+_GRAD_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                 "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "bool": "bool", "uint16": "short unsigned int", "uint32": "unsigned int",
+                 "uint64": "long unsigned int", "complex64": "c10::complex<float>",
+                 "complex128": "c10::complex<double>"}
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                      "bool": "Bool", "uint16": "UInt16", "uint32": "UInt32", "uint64": "UInt64",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def _check_grad(tensor, grad):
+    """torch's checks on ``tensor.grad = grad``: a tensor, not ``tensor`` itself, of its dtype, device and size."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type {type(grad).__name__}")
+    if grad is tensor:
+        raise RuntimeError("can't assign Variable as its own grad")
+    if grad.dtype is not tensor.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{_GRAD_C_NAMES.get(grad.dtype.name, grad.dtype.name)}' to "
+            f"a tensor with grad_dtype '{_SCALAR_TYPE_NAMES.get(tensor.dtype.name, tensor.dtype.name)}'. The "
+            "gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's "
+            "grad_dtype attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
+            "Diverging the dtypes of a tensor and its gradient may break downstream systems that assume they match.")
+    if grad.device.type != tensor.device.type:
+        raise RuntimeError(f"attempting to assign a gradient with device type '{grad.device.type}' to a tensor with "
+                           f"device type '{tensor.device.type}'. Please ensure that the gradient and the tensor are "
+                           "on the same device")
+    if grad.get_device() != tensor.get_device():
+        raise RuntimeError(f"attempting to assign a gradient located on device with index '{grad.get_device()}' to "
+                           f"a tensor located on device with index '{tensor.get_device()}'. Please ensure that the "
+                           "gradient and the tensor are on the same device")
+    if tuple(grad.shape) != tuple(tensor.shape):
+        raise RuntimeError(f"attempting to assign a gradient of size '{list(grad.shape)}' to a tensor of size "
+                           f"'{list(tensor.shape)}'. Please ensure that the gradient and the tensor are the same size")
 
 
 class _HookHandle:
@@ -656,12 +781,26 @@ def _rebuild(array, requires_grad):
     return _new(array, requires_grad)
 
 
+_INTERNAL = frozenset(_new(np.zeros(0)).__dict__) | {"requires_grad", "grad_fn"}
+
+
 def _wrap_dim(dim, ndim):
     """A possibly negative dim made positive, with PyTorch's IndexError when out of range."""
     n = max(ndim, 1)
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+#: torch warns once per process (TORCH_WARN_ONCE) about ``float()`` of a tensor that requires grad
+_SCALAR_OF_GRAPH_WARNED = False
+
+
+def _warn_scalar_of_graph():
+    global _SCALAR_OF_GRAPH_WARNED
+    _SCALAR_OF_GRAPH_WARNED = True
+    warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+                  "Consider using tensor.detach() first.", UserWarning, stacklevel=3)
 
 
 def _wrap_shape_dim(dim, ndim):
