@@ -30,10 +30,8 @@ class Gumbel(TransformedDistribution):
         else:
             base_dist = Uniform(engine.full_like(self.loc, finfo.tiny), engine.full_like(self.loc, 1 - finfo.eps),
                                 validate_args=validate_args)
-        # 0 - scale, not -scale: the engine's negation node keeps its operands, so a second backward through a
-        # draw or icdf would find them freed, where torch's (which keeps nothing) allows it
         transforms = [ExpTransform().inv, AffineTransform(loc=0, scale=-engine.ones_like(self.scale)),
-                      ExpTransform().inv, AffineTransform(loc=loc, scale=0 - self.scale)]
+                      ExpTransform().inv, AffineTransform(loc=loc, scale=-self.scale)]
         super().__init__(base_dist, transforms, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

@@ -9,7 +9,7 @@ from ..autograd.double_backward import transposed_backward
 from ..autograd.function import Function
 from ..tensor import register_method
 from ._common import one_of, shape_arg, wrap_dim, xp_of
-from .. import _dtype
+from .. import _dtype, _layout
 from .creation import zeros
 from .ranges import arange
 from .reduction import sum as _sum
@@ -152,7 +152,7 @@ def block_diag(*tensors):
 
 def narrow_copy(input, dim, start, length):
     """A copy of ``input.narrow(dim, start, length)``."""
-    return narrow(input, dim, start, length).clone()
+    return narrow(input, dim, start, length).clone(memory_format=_layout.contiguous_format)
 
 
 def split_with_sizes(input, split_sizes, dim=0):

@@ -1004,7 +1004,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 @autocast_mode.float32("cuda")
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
-    """``torch.norm``: vector p-norms over ``dim``; 'fro' is the 2-norm of the selected dims."""
+    """``torch.norm``: vector p-norms over ``dim``; 'fro' is the 2-norm of the selected dims, 'nuc' the nuclear
+    norm over two dims (``linalg.matrix_norm``; all dims by default, which it refuses unless there are two)."""
+    if p == "nuc":
+        from .. import linalg
+        dims = tuple(range(input.ndim)) if dim is None else (dim,) if isinstance(dim, (int, np.integer)) else dim
+        result = linalg.matrix_norm(input, "nuc", tuple(dims), keepdim, dtype=dtype)
+        return result if out is None else out.copy_(result)
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm(): p='{p}' is not supported (only 'fro' and numeric p)")

@@ -13,6 +13,7 @@ from collections import OrderedDict
 
 from ..autograd import grad_mode
 from ..autograd.function import Function
+from ..tensor import Tensor
 
 __all__ = ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks", "BackwardHook"]
 
@@ -204,6 +205,9 @@ class BackwardHook:
             if len(out) != len(res):
                 raise RuntimeError("Backward hook returned an invalid number of grad_input, "
                                    f"got {len(out)}, but expected {len(res)}")
+            wrong = next((g for g in out if g is not None and not isinstance(g, Tensor)), None)
+            if wrong is not None:
+                raise TypeError(f"expected Variable, but hook returned '{type(wrong).__name__}'")
             res = out
         self.grad_outputs = None
         return tuple(res[i] for i in self.input_tensors_index)

@@ -237,6 +237,17 @@ def test_svd_lowrank_with_q_past_a_dimension(shape, q):
 
 
 # ---- refusals ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape, dim, keepdim", [((3, 4, 5), (1, 2), False), ((3, 4, 5), (0, 2), True),
+                                                 ((4, 5), None, False)])
+def test_torch_norm_nuclear(shape, dim, keepdim):
+    """``torch.norm(p='nuc')`` is linalg.matrix_norm's over ``dim`` (it raised 'not supported')."""
+    a = _rand(*shape)
+    ours = engine.norm(engine.from_numpy(a.copy()), p="nuc", dim=dim, keepdim=keepdim)
+    theirs = torch.norm(torch.from_numpy(a.copy()), p="nuc", dim=dim, keepdim=keepdim)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    _same_error(lambda m, t: m.norm(t, p="nuc"), _rand(3, 4, 5))
+
+
 @pytest.mark.parametrize("a, b, dim", [((3, 3), (3, 1), -1), ((2, 3, 3), (2, 3, 1), 2)])
 def test_linalg_cross_does_not_broadcast_its_dim(a, b, dim):
     _same_error(lambda m, x, y: m.linalg.cross(x, y, dim=dim), _rand(*a), _rand(*b))

@@ -344,3 +344,14 @@ def test_an_unused_hooked_graph_is_freed_without_the_cycle_collector():
         assert node() is None
     finally:
         gc.enable()
+
+
+def test_a_hook_returning_a_non_tensor_grad_input_raises_as_torch():
+    def run(lib):
+        m = lib.nn.Linear(3, 2)
+        m.register_full_backward_hook(lambda module, grad_input, grad_output: (1,))
+        m(lib.ones(4, 3, requires_grad=True)).sum().backward()
+    with pytest.raises(TypeError) as theirs:
+        run(torch)
+    with pytest.raises(TypeError, match=f"^{theirs.value}$"):
+        run(engine)
