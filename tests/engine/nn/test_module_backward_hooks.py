@@ -353,5 +353,6 @@ def test_a_hook_returning_a_non_tensor_grad_input_raises_as_torch():
         m(lib.ones(4, 3, requires_grad=True)).sum().backward()
     with pytest.raises(TypeError) as theirs:
         run(torch)
-    with pytest.raises(TypeError, match=f"^{theirs.value}$"):
+    with pytest.raises(TypeError) as ours:
         run(engine)
+    assert str(ours.value).split("\n")[0] == str(theirs.value)  # ours names the node on a second line
