@@ -93,13 +93,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
         if t.ndim < 2:
             raise RuntimeError(f"torch.triangular_solve: Expected {name} to have at least 2 dimensions, but it has "
                                f"{t.ndim} dimensions instead")
-    _check_same_dtype(b, A)
-    if A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
-                           f"matrices")
-    if A.shape[-1] != b.shape[-2]:
-        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is {A.shape[-2]} by "
-                           f"{A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+    _check_square_system("triangular_solve", b, A)
     batch = _broadcast_batch(tuple(b.shape[:-2]), tuple(A.shape[:-2]))
     a = A.expand(*batch, *A.shape[-2:])
     solution = solve_triangular(a.mT if transpose else a, b, upper=upper != transpose, unitriangular=unitriangular)
@@ -146,6 +140,18 @@ def _check_same_dtype(b, A):
                            f"type {A.dtype.title} instead.")
 
 
+def _check_square_system(op, b, A):
+    """torch's checks of ``op``'s right-hand sides ``b`` against the square matrices ``A``: one dtype, square
+    matrices, and as many rows in ``b`` as ``A`` has columns."""
+    _check_same_dtype(b, A)
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"A must be batches of square matrices, but they are {A.shape[-2]} by {A.shape[-1]} "
+                           f"matrices")
+    if A.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for {op}: each A matrix is {A.shape[-2]} by "
+                           f"{A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+
+
 def _check_lapack_kernel(A, kernel):
     """torch's dispatch error where ``kernel`` (a LAPACK routine's) has no version for A's dtype."""
     if not (A.dtype.is_floating_point or A.dtype.is_complex) or A.dtype.itemsize < 4:
@@ -159,13 +165,7 @@ def cholesky_solve(B, L, upper=False):
     for name, t in (("b", B), ("u", L)):
         if t.ndim < 2:
             raise RuntimeError(f"{name} should have at least 2 dimensions, but has {t.ndim} dimensions instead")
-    _check_same_dtype(B, L)
-    if L.shape[-1] != L.shape[-2]:
-        raise RuntimeError(f"A must be batches of square matrices, but they are {L.shape[-2]} by {L.shape[-1]} "
-                           f"matrices")
-    if L.shape[-1] != B.shape[-2]:
-        raise RuntimeError(f"Incompatible matrix sizes for cholesky_solve: each A matrix is {L.shape[-2]} by "
-                           f"{L.shape[-1]} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
+    _check_square_system("cholesky_solve", B, L)
     _broadcast_batch(tuple(B.shape[:-2]), tuple(L.shape[:-2]))
     _check_lapack_kernel(L, "cholesky_solve")
     return CholeskySolve(upper)(B, L)
