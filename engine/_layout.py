@@ -59,7 +59,7 @@ def _element_strides(array):
     return tuple(s // array.itemsize for s in array.strides)
 
 
-def _inverse(order):
+def inverse_permutation(order):
     """The permutation that undoes ``order`` (a transpose's axes)."""
     return tuple(order.index(d) for d in range(len(order)))
 
@@ -112,7 +112,7 @@ def in_memory_format(array, fmt, xp):
     if array.ndim != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
     order = _CHANNELS_LAST_ORDER[rank]
-    return xp.ascontiguousarray(array.transpose(order)).transpose(_inverse(order))
+    return xp.ascontiguousarray(array.transpose(order)).transpose(inverse_permutation(order))
 
 
 def is_dense(array):
@@ -136,8 +136,7 @@ def empty_in_format(array, fmt, xp, dtype):
     rank = _CHANNELS_LAST_RANK[fmt.name]
     if array.ndim != rank:
         raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
-    order = _CHANNELS_LAST_ORDER[rank]
-    return xp.empty(tuple(array.shape[d] for d in order), dtype).transpose(_inverse(order))
+    return empty_ordered(array.shape, _CHANNELS_LAST_ORDER[rank], dtype, xp)
 
 
 def empty_preserving(array, xp, dtype):
@@ -147,8 +146,12 @@ def empty_preserving(array, xp, dtype):
     expanded dimension does not count as innermost, where numpy's ``order="K"`` puts it there)."""
     if is_dense(array):
         return xp.empty_like(array, dtype=dtype)
-    outer_first = tuple(reversed(pointwise_order([array], array.shape)))
-    return xp.empty(tuple(array.shape[d] for d in outer_first), dtype).transpose(_inverse(outer_first))
+    return empty_ordered(array.shape, tuple(reversed(pointwise_order([array], array.shape))), dtype, xp)
+
+
+def empty_ordered(shape, outer_first, dtype, xp):
+    """An uninitialised array of ``shape`` whose dims lie in memory in the order ``outer_first`` (outermost first)."""
+    return xp.empty(tuple(shape[d] for d in outer_first), dtype).transpose(inverse_permutation(outer_first))
 
 
 def copy_preserving(array, xp, dtype):
@@ -171,11 +174,7 @@ def copy_preserving_format(array, fmt, xp):
     """``clone(memory_format=fmt)``: ``preserve_format`` lays the copy out as ``empty_preserving``; another format lays
     it out in that format."""
     if fmt is None or fmt is preserve_format:
-        if is_dense(array):
-            return array.copy(order="K")
-        out = empty_preserving(array, xp, array.dtype)
-        out[...] = array
-        return out
+        return copy_preserving(array, xp, array.dtype)
     if is_contiguous_as(array, fmt):  # in_memory_format would hand back the array itself
         return array.copy(order="K")
     return in_memory_format(array, fmt, xp)
@@ -220,7 +219,7 @@ def pointwise_order(arrays, shape):
 def in_order(array, order, xp):
     """A copy of ``array`` whose dimensions lie in memory in ``order`` (innermost first)."""
     outer_first = tuple(reversed(order))
-    return xp.ascontiguousarray(array.transpose(outer_first)).transpose(_inverse(outer_first))
+    return xp.ascontiguousarray(array.transpose(outer_first)).transpose(inverse_permutation(outer_first))
 
 
 def memory_order(array):

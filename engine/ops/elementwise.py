@@ -178,16 +178,14 @@ def _torch_ordered(originals, operands, dtype=None):
     a, b = originals
     if (not hasattr(a, "flags") or a.flags.c_contiguous) and (not hasattr(b, "flags") or b.flags.c_contiguous):
         return None
-    arrays = [x for x in originals if getattr(x, "ndim", 0)]
     if dtype is None:
         dtypes = {x.dtype for x in operands if hasattr(x, "dtype")}
         if len(dtypes) != 1:
             return None
         dtype = dtypes.pop()
+    arrays = [x for x in originals if getattr(x, "ndim", 0)]
     shape = np.broadcast_shapes(*(x.shape for x in arrays))
-    outer_first = tuple(reversed(_layout.pointwise_order(arrays, shape)))
-    out = xp_of(*arrays).empty(tuple(shape[d] for d in outer_first), dtype)
-    return out.transpose(tuple(outer_first.index(d) for d in range(len(shape))))
+    return _layout.empty_ordered(shape, _torch_order(originals), dtype, xp_of(*arrays))
 
 
 class Add(_Binary):
@@ -1337,7 +1335,7 @@ class Where(Function):
                              .transpose(outer_first) for x in operands)
         # astype: two Python scalars would give numpy's float64 / int64, not the promoted type
         y = xp_of(cond).where(*operands).astype(self.dtype, copy=False)
-        return y if outer_first is None else y.transpose(tuple(outer_first.index(d) for d in range(y.ndim)))
+        return y if outer_first is None else y.transpose(_layout.inverse_permutation(outer_first))
 
     def backward(self, gy):
         return real_parts(self, (None, masked_grad(gy, self.cond), masked_grad(gy, ~self.cond)))

@@ -7,7 +7,7 @@ largest value. Gradients of the selected values scatter back to their source pos
 import numpy as np
 
 from .. import _dtype
-from .._layout import pointwise_order
+from .._layout import inverse_permutation, pointwise_order
 from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, wrap_dim, xp_of
 from .reduction import Compute, Select, _check_nonempty, return_type
@@ -39,7 +39,7 @@ class SortSelect(Select):
         if outer_first == tuple(range(x.ndim)):
             return super().forward(x)
         # sort the array seen in its memory order (a view), then view the row-major results back
-        back = tuple(outer_first.index(d) for d in range(x.ndim))
+        back = inverse_permutation(outer_first)
         axis, self.axis = self.axis, outer_first.index(self.axis)
         values, indices = super().forward(x.transpose(outer_first))
         self.axis, self.shape, self.idx = axis, x.shape, self.idx.transpose(back)
