@@ -238,6 +238,21 @@ def contiguous_strides(shape):
     return tuple(reversed(strides))
 
 
+def strides_in_format(shape, fmt):
+    """The element strides of a dense array of ``shape`` laid out in ``fmt`` (contiguous or channels-last), as
+    torch's ``resize_(..., memory_format=fmt)`` gives them."""
+    if fmt is None or fmt is contiguous_format:
+        return contiguous_strides(shape)
+    rank = _CHANNELS_LAST_RANK[fmt.name]
+    if len(shape) != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+    strides, step = [0] * rank, 1
+    for d in reversed(_CHANNELS_LAST_ORDER[rank]):
+        strides[d] = step
+        step *= max(shape[d], 1)
+    return tuple(strides)
+
+
 def row_major(outs):
     """``outs`` (an array or a tuple of them) with each array row-major, as torch allocates the results of its
     reductions, scans and selections whatever their input's layout; numpy follows the input's order. An array

@@ -9,9 +9,10 @@ PyTorch's in-place ops do. The view ops (``t_``, ``squeeze_``) change ``x`` itse
 """
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _layout
 from .._device import array_module
 from ..autograd import grad_mode
+from ..storage import _flat_bytes, _view_bytes, storage_layout
 from ..tensor import Tensor, register_method
 from ._common import shape_arg
 from .convert import clone, copy_
@@ -109,27 +110,48 @@ def _view_inplace(view_op, name):
 
 
 def resize_(self, *sizes, size=None, memory_format=None):
-    """Give ``self`` the shape ``sizes`` (or ``size=``): its elements in order, cut or followed by zeros (where
-    PyTorch leaves new memory unset); non-contiguous tensors are read in logical order."""
-    shape = shape_arg(sizes, size, "size")
+    """Give ``self`` the shape ``sizes`` (or ``size=``) over its own memory, as torch's: the new geometry is dense
+    (row-major, or ``memory_format``) from ``self``'s storage offset, so it reads the storage in memory order, and a
+    smaller size keeps the storage (a later larger one finds the old values). Where the storage is too small, a
+    larger one is allocated with the old bytes at its start and zeros after (torch leaves them unset); unlike
+    torch's, other tensors over the old storage keep it. The same shape without ``memory_format`` changes nothing."""
+    shape = tuple(shape_arg(sizes, size, "size"))
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
     if any(n < 0 for n in shape):
         raise RuntimeError(f"Trying to create tensor with negative dimension: {list(shape)}")
-    n = int(np.prod(shape))
-    flat = self._data.reshape(-1)
-    if n == flat.size:
-        self._data = flat.reshape(shape)
-        return self
-    grown = array_module(flat).zeros(n, flat.dtype)
-    kept = min(n, flat.size)
-    grown[:kept] = flat[:kept]
-    self._data = grown.reshape(shape)
+    if memory_format is _layout.preserve_format:
+        raise RuntimeError("Unsupported memory formatPreserve")
+    strides = _layout.strides_in_format(shape, memory_format)
+    if shape != self._data.shape or memory_format is not None:
+        self._data = _resized(self._data, shape, strides)
+    self._version[0] += 1
     return self
 
 
+def _resized(array, shape, strides):
+    """An array of ``shape`` and element ``strides`` from ``array``'s first element in its storage, over a grown
+    copy of that storage where it is too small."""
+    layout = storage_layout(array)
+    if layout is None:  # a negative-stride numpy view (torch has none): its values, row-major, as the storage
+        array = array.copy()
+        layout = array, 0, None
+    root, offset, _ = layout
+    flat = _flat_bytes(root)
+    extent = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    needed = (offset + extent) * array.itemsize
+    if needed > flat.size:
+        grown = array_module(flat).zeros(needed, np.uint8)
+        grown[:flat.size] = flat
+        flat = grown
+    return _view_bytes(flat, array.dtype, offset, shape, strides)
+
+
 def resize_as_(self, the_template, memory_format=None):
-    return resize_(self, the_template.shape)
+    """``resize_`` to ``the_template``'s shape; ``preserve_format`` takes the template's memory format."""
+    if memory_format is _layout.preserve_format:
+        memory_format = _layout.suggested_format(the_template._data)
+    return resize_(self, the_template.shape, memory_format=memory_format)
 
 
 # ---- Python callables, element by element (CPU only and slow, as in PyTorch) --------------------

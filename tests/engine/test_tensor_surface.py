@@ -242,6 +242,37 @@ def test_resize_and_python_callables():
     same_error(lambda m: m.ones(2, requires_grad=True).apply_(abs))
 
 
+RESIZES = {
+    "transposed reads memory order": lambda m: m.arange(6.0).view(2, 3).t().resize_(6),
+    "view of a slice keeps its offset": lambda m: m.arange(6.0)[2:].resize_(2).resize_(4),
+    "shrink then grow finds the old values": lambda m: m.arange(6.0).resize_(2).resize_(2, 3),
+    "grown past the storage": lambda m: m.arange(6.0)[1:].resize_(3, 2).view(-1)[:5],  # torch leaves the last unset
+    "expanded reads its storage": lambda m: m.arange(6.0).expand(2, 6).resize_(3, 2),
+    "gapped keeps its strides at the same shape": lambda m: m.arange(12.0).view(3, 4)[:, ::2].resize_(3, 2),
+    "channels_last": lambda m: m.arange(24.0).resize_(1, 3, 2, 4, memory_format=m.channels_last),
+    "resize_as_ preserving channels_last": lambda m: m.arange(24.0).resize_as_(
+        m.zeros(2, 3, 1, 4).to(memory_format=m.channels_last), memory_format=m.preserve_format),
+    "to empty": lambda m: m.arange(3.0).resize_(0, 2),
+}
+
+
+@pytest.mark.parametrize("case", RESIZES)
+def test_resize_follows_the_storage(case):
+    ours, theirs = RESIZES[case](engine), RESIZES[case](torch)
+    assert ours.stride() == theirs.stride() and ours.storage_offset() == theirs.storage_offset()
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_resize_keeps_sharing_memory_and_refuses_torchs_way():
+    for m in (engine, torch):
+        base = m.arange(6.0)
+        view = base[:4].resize_(2, 2)
+        view[1, 1] = -1
+        assert base[3] == -1 and view._version != 0
+    same_error(lambda m: m.zeros(3).resize_(2, 3, memory_format=m.preserve_format))
+    same_error(lambda m: m.zeros(3).resize_(2, 3, memory_format=m.channels_last))
+
+
 # ---- index forms ------------------------------------------------------------------------------------------
 KEYS = [
     lambda m: range(3),
