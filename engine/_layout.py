@@ -154,6 +154,14 @@ def empty_ordered(shape, outer_first, dtype, xp):
     return xp.empty(tuple(shape[d] for d in outer_first), dtype).transpose(inverse_permutation(outer_first))
 
 
+def empty_in_suggested_format(shape, like, dtype, xp):
+    """An uninitialised array of ``shape`` (of ``like``'s rank) laid out in ``like``'s suggested memory format, as
+    torch allocates the results of its padding and pixel-shuffle kernels."""
+    if suggested_format(like) is contiguous_format:
+        return xp.empty(shape, dtype)
+    return empty_ordered(shape, _CHANNELS_LAST_ORDER[len(shape)], dtype, xp)
+
+
 def copy_preserving(array, xp, dtype):
     """``array`` converted to ``dtype`` in a fresh array laid out as ``empty_preserving`` (``Tensor.to(dtype)``)."""
     if array.flags.c_contiguous or is_dense(array):

@@ -116,6 +116,27 @@ def test_roll_keeps_channels_last():
     _check(lambda m, x: m.roll(x, (1, 2), (1, 3)), "channels_last")
 
 
+CHANNELS_LAST_KEPT = {
+    "pad_constant": lambda m, x: m.nn.functional.pad(x, (1, 2, 0, 3), value=0.5),
+    "pad_reflect": lambda m, x: m.nn.functional.pad(x, (1, 2, 0, 3), mode="reflect"),
+    "pad_replicate": lambda m, x: m.nn.functional.pad(x, (1, 2, 3, 1), mode="replicate"),
+    "pad_circular_row_major": lambda m, x: m.nn.functional.pad(x, (1, 2, 0, 3), mode="circular"),
+    "pixel_shuffle": lambda m, x: m.nn.functional.pixel_shuffle(m.cat([x] * 4, 1), 2),
+    "pixel_unshuffle": lambda m, x: m.nn.functional.pixel_unshuffle(x[:, :, :4, :4], 2),
+    "local_response_norm": lambda m, x: m.nn.functional.local_response_norm(x, 2),
+}
+
+
+@pytest.mark.parametrize("op", sorted(CHANNELS_LAST_KEPT))
+def test_padding_shuffles_and_lrn_keep_channels_last(op):
+    _check(CHANNELS_LAST_KEPT[op], "channels_last")
+
+
+def test_padding_and_lrn_of_other_layouts():
+    _check(lambda m, x: m.nn.functional.pad(x, (2, 1, 1, 1, 1, 0), mode="replicate"), "channels_last_3d")
+    _check(lambda m, x: m.nn.functional.local_response_norm(x, 3), "permuted")
+
+
 # ---- torch keeps these in the input's layout ---------------------------------------------------------------------
 PRESERVED = {
     "sort-1": lambda m, x: m.sort(x, -1).values,

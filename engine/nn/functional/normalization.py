@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from ... import backends
+from ... import _layout, backends
 from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...autograd.double_backward import constant, recomputed_backward, vjp
@@ -502,7 +502,7 @@ class LocalResponseNorm(Function):
         base *= self.alpha / self.size
         base += self.k
         div = base ** self.beta
-        out = xc / div
+        out = xp_of(xc).divide(xc, div, out=_layout.empty_preserving(xc, xp_of(xc), xc.dtype))  # torch's layout
         if any(self.needs_input_grad):
             self.x, self.base, self.div, self.out = xc, base, div, out
         return out.astype(x.dtype, copy=False)

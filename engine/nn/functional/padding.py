@@ -3,11 +3,14 @@
 ``pad`` lists (before, after) amounts from the last dim backwards. Non-constant modes map each
 padded dim through an index map (output position -> input position) that splits into a few
 contiguous runs (identity, mirrored, repeated edge, wrapped); forward copies the runs with slices
-and backward adds each run's gradient back with slices, so nothing loops per element.
+and backward adds each run's gradient back with slices, so nothing loops per element. The result is
+laid out in the input's suggested memory format (channels-last stays channels-last), as torch's
+(circular padding: row-major).
 """
 import copy
 import numbers
 
+from ... import _layout
 from ...amp import autocast_mode
 from ...autograd.double_backward import transposed_backward
 from ...autograd.function import Function
@@ -102,11 +105,19 @@ class Pad(Function):
             dst[axis] = slice(max(before, 0), max(before, 0) + length)
         return tuple(src), tuple(dst)
 
+    def _empty(self, shape, x):
+        """The result's memory: in ``x``'s suggested format, but row-major for circular padding (torch builds that
+        one from slices and ``cat``)."""
+        if self.mode == "circular":
+            return xp_of(x).empty(shape, x.dtype)
+        return _layout.empty_in_suggested_format(shape, x, x.dtype, xp_of(x))
+
     def _constant(self, x):
         shape = list(x.shape)
         for axis, before, after in self.pairs:
             shape[axis] += before + after
-        out = xp_of(x).full(shape, self.value, x.dtype)
+        out = self._empty(shape, x)
+        out.fill(self.value)
         src, dst = self._regions()
         out[dst] = x[src]
         return out
@@ -121,7 +132,7 @@ class Pad(Function):
         n = x.shape[axis]
         shape = list(x.shape)
         shape[axis] = n + before + after
-        out = xp_of(x).empty(shape, x.dtype)
+        out = self._empty(shape, x)
         for o0, o1, start, step in _runs(n, before, after, self.mode):
             out[_along(axis, x.ndim, slice(o0, o1))] = x[_along(axis, x.ndim, _source(start, step, o1 - o0))]
         return out

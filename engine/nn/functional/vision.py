@@ -209,7 +209,7 @@ def _check_rearrange(op, input, factor, name):
 
 
 def pixel_shuffle(input, upscale_factor):
-    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r); channels-last in, channels-last out (as torch's)."""
     r = upscale_factor
     _check_rearrange("pixel_shuffle", input, r, "upscale_factor")
     lead, (c, h, w) = tuple(input.shape[:-3]), input.shape[-3:]
@@ -219,11 +219,11 @@ def pixel_shuffle(input, upscale_factor):
     k = len(lead)
     x = input.reshape(lead + (c // (r * r), r, r, h, w))
     x = x.permute(tuple(range(k)) + tuple(k + i for i in (0, 3, 1, 4, 2)))
-    return x.reshape(lead + (c // (r * r), h * r, w * r))
+    return _memory_format.like_input(input, x.reshape(lead + (c // (r * r), h * r, w * r)))
 
 
 def pixel_unshuffle(input, downscale_factor):
-    """(*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W); channels-last in, channels-last out (as torch's)."""
     r = downscale_factor
     _check_rearrange("pixel_unshuffle", input, r, "downscale_factor")
     lead, (c, h, w) = tuple(input.shape[:-3]), input.shape[-3:]
@@ -234,7 +234,7 @@ def pixel_unshuffle(input, downscale_factor):
     k = len(lead)
     x = input.reshape(lead + (c, h // r, r, w // r, r))
     x = x.permute(tuple(range(k)) + tuple(k + i for i in (0, 2, 4, 1, 3)))
-    return x.reshape(lead + (c * r * r, h // r, w // r))
+    return _memory_format.like_input(input, x.reshape(lead + (c * r * r, h // r, w // r)))
 
 
 def channel_shuffle(input, groups):
