@@ -11,7 +11,7 @@ import operator
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _layout
 from .._layout import RowMajorResults, copy_preserving_format
 from .._device import device_of, is_cuda_array, move
 from ..autograd import tracing
@@ -203,9 +203,15 @@ class AdvancedIndex(Function):
         self.in_shape = x.shape
         self.key = _key_on(self.key, x)
         try:
-            return _as_array(x[self.key], x)
+            out = _as_array(x[self.key], x)
         except IndexError as err:
             raise _torch_index_error(err, self.key, x.shape) from None
+        if x.flags.c_contiguous and out.flags.c_contiguous or out.ndim < 2:
+            return out  # torch's layout too: the common case costs two flag checks
+        order = _index_result_order(x, self.key, out.shape)
+        if _layout.memory_order(out) == order:
+            return out
+        return _layout.in_order(out, order, xp_of(out))
 
     def backward(self, gy):
         g = xp_of(gy).zeros(self.in_shape, gy.dtype)
@@ -214,6 +220,27 @@ class AdvancedIndex(Function):
 
     def backward_tensors(self, gy):
         return transposed_backward(self, gy)
+
+
+def _index_result_order(x, key, shape):
+    """The order (innermost first) of the dims of ``x[key]``'s result as torch lays it out: its index kernel runs a
+    TensorIterator over ``x`` viewed with the indexed dims (moved to the front when not adjacent) replaced by the
+    broadcast index shape at stride 0, and over each broadcast index viewed in that place; the iterator orders the
+    dims by those operands' strides (``_layout.pointwise_order``)."""
+    axes = [axis for axis, k in enumerate(key) if not isinstance(k, slice)]
+    xp = xp_of(x)
+    indices = xp.broadcast_arrays(*[key[axis] for axis in axes])
+    if axes != list(range(axes[0], axes[-1] + 1)):
+        x = x.transpose(axes + [d for d in range(x.ndim) if d not in axes])
+        axes = list(range(len(axes)))
+    before, after = axes[0], x.ndim - axes[-1] - 1
+    index_shape = indices[0].shape
+    strided = xp.lib.stride_tricks.as_strided
+    source = strided(x, x.shape[:before] + index_shape + x.shape[x.ndim - after:],
+                     x.strides[:before] + (0,) * len(index_shape) + x.strides[x.ndim - after:])
+    placed = [strided(i, (1,) * before + index_shape + (1,) * after, (0,) * before + i.strides + (0,) * after)
+              for i in indices]
+    return _layout.pointwise_order([source, *placed], shape)
 
 
 def _index_on(index, tensor):

@@ -137,6 +137,25 @@ def test_padding_and_lrn_of_other_layouts():
     _check(lambda m, x: m.nn.functional.local_response_norm(x, 3), "permuted")
 
 
+# ---- advanced indexing: torch's index kernel orders the result's dims by the input's and the indices' strides ----
+ADVANCED_KEYS = {
+    "first": lambda m, x: x[[1, 0]],
+    "second": lambda m, x: x[:, [0, 2, 1]],
+    "last": lambda m, x: x[..., [1, 0, 2]],
+    "adjacent_pair": lambda m, x: x[:, [0, 1], [2, 1]],
+    "separated_pair": lambda m, x: x[[0, 1], :, [2, 1]],
+    "transposed_2d_index": lambda m, x: x[:, m.tensor([[0, 1, 2], [2, 1, 0]]).t()],
+    "broadcast_indices": lambda m, x: x[:, [[0], [1]], [1, 2, 0]],
+    "mask": lambda m, x: x[x > 0],
+}
+
+
+@pytest.mark.parametrize("layout", ["permuted", "permuted2", "stepped_permuted", "channels_last"])
+@pytest.mark.parametrize("key", sorted(ADVANCED_KEYS))
+def test_advanced_indexing_lays_out_as_torch(key, layout):
+    _check(ADVANCED_KEYS[key], layout)
+
+
 # ---- torch keeps these in the input's layout ---------------------------------------------------------------------
 PRESERVED = {
     "sort-1": lambda m, x: m.sort(x, -1).values,
