@@ -13,12 +13,12 @@ from .sampler import Sampler, _T_co
 
 
 def _group_placement(num_replicas, rank):
-    """``(num_replicas, rank)``, missing values taken from the default process group."""
+    """``(num_replicas, rank)``, missing values taken from the default process group (torch's ValueError where
+    none is initialised)."""
     if num_replicas is None or rank is None:
         from ... import distributed
-        if not distributed.is_available() or not distributed.is_initialized():
-            raise RuntimeError("DistributedSampler needs num_replicas and rank, or an initialised process group "
-                               "(engine.distributed.init_process_group)")
+        if not distributed.is_available():
+            raise RuntimeError("Requires distributed package to be available")
         num_replicas = distributed.get_world_size() if num_replicas is None else num_replicas
         rank = distributed.get_rank() if rank is None else rank
     if rank >= num_replicas or rank < 0:

@@ -80,5 +80,9 @@ def test_bad_placements_are_refused():
         DistributedSampler(range(4), 2, 2)
     with pytest.raises(ValueError, match=r"^Invalid rank -1"):
         DistributedSampler(range(4), 2, -1)
-    with pytest.raises(RuntimeError, match="needs num_replicas and rank, or an initialised process group"):
-        DistributedSampler(range(4))
+    for placement in ({}, {"num_replicas": 2}, {"rank": 0}):  # torch's error where no process group is initialised
+        with pytest.raises(ValueError) as theirs:
+            TorchSampler(range(4), **placement)
+        with pytest.raises(ValueError) as ours:
+            DistributedSampler(range(4), **placement)
+        assert str(ours.value) == str(theirs.value)
