@@ -103,3 +103,27 @@ def shape_arg(args, keyword=None, name=None):
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     return tuple(int(a) for a in args)
+
+
+def check_broadcast(a, b, *more):
+    """Raise PyTorch's error when the operands' shapes do not broadcast (scalars and None take no part)."""
+    sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
+    if sa == sb and not more:  # the common case, on every binary op
+        return
+    check_broadcast_shapes(tuple(sa), tuple(sb), *(tuple(getattr(x, "shape", ())) for x in more))
+
+
+def check_broadcast_shapes(*shapes):
+    """Raise PyTorch's error when ``shapes`` do not broadcast. As torch's TensorIterator, it broadcasts them in
+    order: "tensor a" is the broadcast shape of those before, "tensor b" the next one."""
+    sa = shapes[0]
+    for sb in shapes[1:]:
+        if sa == sb:
+            continue
+        n = max(len(sa), len(sb))
+        pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+        for dim in range(n - 1, -1, -1):
+            if pa[dim] != pb[dim] and pa[dim] != 1 and pb[dim] != 1:
+                raise RuntimeError(f"The size of tensor a ({pa[dim]}) must match the size of tensor b "
+                                   f"({pb[dim]}) at non-singleton dimension {dim}")
+        sa = np.broadcast_shapes(sa, sb)

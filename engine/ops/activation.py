@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype, backends
+from .. import _dtype, _layout, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..autograd.double_backward import constant, masked
@@ -69,6 +69,8 @@ class _Activation(Function):
     composite = False
     #: the forward widened a float16 input: the backward widens its gradient
     opmath = False
+    #: torch allocates the (out-of-place) result row-major whatever the input's layout (log_sigmoid, rrelu)
+    row_major_result = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -76,6 +78,11 @@ class _Activation(Function):
             cls.backward = _widening(cls.__dict__["backward"])
 
     def forward(self, x):
+        if self.row_major_result and not self.inplace:
+            return _layout.row_major(self._forward(x))
+        return self._forward(x)
+
+    def _forward(self, x):
         if x.dtype == _FLOAT16 and not self.composite:
             return self._opmath_forward(x)
         y = self.compute(xp_of(x), x)
@@ -236,6 +243,7 @@ class RReLU(_Activation):
     """Randomized leaky ReLU (training): each non-positive element gets a slope ~ U(lower, upper)."""
 
     uses_inputs = False
+    row_major_result = True
 
     def __init__(self, lower, upper, generator=None):
         self.lower, self.upper, self.generator = lower, upper, generator
@@ -485,6 +493,7 @@ class LogSigmoid(_Activation):
     """log(sigmoid(x)) = -softplus(-x), stable for large |x|."""
 
     uses_inputs = True
+    row_major_result = True
 
     def compute(self, xp, x):
         self.x = x
@@ -736,8 +745,10 @@ def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
 
 def _rrelu(input, lower, upper, training, generator, inplace):
     _check_input(input, "rrelu")
-    if not training:
-        return leaky_relu(input, (lower + upper) / 2, inplace)
+    if not training:  # leaky_relu, but with rrelu's row-major result
+        fn = LeakyReLU((lower + upper) / 2)
+        fn.row_major_result = True
+        return _run(fn, input, inplace)
     if input.dtype is _dtype.float16 and input.device.type == "cpu":
         raise NotImplementedError('"rrelu_with_noise_out_cpu" not implemented for \'Half\'')
     return _run(RReLU(float(lower), float(upper), generator), input, inplace)

@@ -6,8 +6,8 @@ from .._dtype import from_numpy_dtype
 from ..autograd.function import Function
 from ..tensor import register_method
 from . import complex_views, real_tensors
-from ._common import xp_of
-from .elementwise import _quiet, _write_out
+from ._common import check_broadcast, xp_of
+from .elementwise import _quiet, _torch_ordered, _write_out
 from ..amp import autocast_mode
 
 
@@ -21,10 +21,19 @@ def _check_pair(a, b, kind):
                            f"for second argument")
     if a.dtype.name == "float16":
         raise RuntimeError(f"{kind} of Half tensors needs complex32, which engine does not have")
+    check_broadcast(a, b)
 
 
 def _complex_type(real_dtype):
     return {"float32": "complex64", "float64": "complex128"}[real_dtype.name]
+
+
+def _complex_result(a, b):
+    """The uninitialised complex result of a pointwise op over real ``a`` and ``b``, laid out as torch's (the first
+    operand's order)."""
+    dtype = _complex_type(_real_dtype(a))
+    z = _torch_ordered((a, b), (a, b), dtype)
+    return xp_of(a, b).empty(xp_of(a, b).broadcast_shapes(a.shape, b.shape), dtype) if z is None else z
 
 
 class Complex(Function):
@@ -33,8 +42,7 @@ class Complex(Function):
     uses_inputs = False
 
     def forward(self, re, im):
-        xp = xp_of(re, im)
-        z = xp.empty(xp.broadcast_shapes(re.shape, im.shape), _complex_type(_real_dtype(re)))
+        z = _complex_result(re, im)
         z.real, z.imag = re, im
         return z
 
@@ -55,7 +63,7 @@ class Polar(Function):
     def forward(self, r, theta):
         xp = xp_of(r, theta)
         self.r, self.theta = r, theta
-        z = xp.empty(xp.broadcast_shapes(r.shape, theta.shape), _complex_type(_real_dtype(r)))
+        z = _complex_result(r, theta)
         z.real, z.imag = r * xp.cos(theta), r * xp.sin(theta)
         return z
 

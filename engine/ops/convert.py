@@ -9,7 +9,7 @@ from ..autograd import tracing
 from ..autograd.double_backward import constant
 from ..autograd.function import Function
 from ..tensor import Tensor, register_method
-from ._common import as_operand, xp_of
+from ._common import as_operand, check_broadcast, xp_of
 
 
 class ToDtype(Function):
@@ -149,10 +149,10 @@ def copy_(self, other, non_blocking=False):
     if not isinstance(src, Tensor):
         src = as_operand(src)
     if tuple(src.shape) != tuple(self.shape):
-        from .shape import broadcast_shapes
-        if broadcast_shapes(self.shape, src.shape) != tuple(self.shape):
-            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-                               f"{list(broadcast_shapes(self.shape, src.shape))}")
+        check_broadcast(self, src)
+        shape = np.broadcast_shapes(tuple(self.shape), tuple(src.shape))
+        if shape != tuple(self.shape):
+            raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast shape {list(shape)}")
     return Copy()(self, src)
 
 

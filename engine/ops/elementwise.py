@@ -16,7 +16,7 @@ from ..autograd.function import Function
 from ..autograd.double_backward import constant, masked
 from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
-from ._common import as_operand, cast, float_dtype, is_scalar, masked_grad, result_dtype, xp_of
+from ._common import as_operand, cast, check_broadcast, float_dtype, is_scalar, masked_grad, result_dtype, xp_of
 from .complex_grad import holomorphic, holomorphic_tensors, real_parts
 from .activation import _sigmoid, round_trip
 from .complex_refusals import refuse_complex
@@ -606,19 +606,6 @@ def _lay_out_as_torch(out, a, b):
 
 
 _CHANNELS_LAST_ORDER = [1, 3, 2, 0]  # innermost first: channels, width, height, batch
-
-
-def check_broadcast(a, b):
-    """Raise PyTorch's error when two operands' shapes do not broadcast."""
-    sa, sb = getattr(a, "shape", ()), getattr(b, "shape", ())
-    if sa == sb:
-        return
-    n = max(len(sa), len(sb))
-    pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
-    for dim in range(n - 1, -1, -1):
-        if pa[dim] != pb[dim] and pa[dim] != 1 and pb[dim] != 1:
-            raise RuntimeError(f"The size of tensor a ({pa[dim]}) must match the size of tensor b "
-                               f"({pb[dim]}) at non-singleton dimension {dim}")
 
 
 def _check_fits(target, result_shape):
@@ -1228,6 +1215,9 @@ class Clamp(Function):
         if self.inplace:
             x[...] = y
             return x
+        order = _torch_order((x, lo, hi))  # torch's layout: the first operand's order, bounds breaking ties
+        if order is not None and _layout.memory_order(y) != list(reversed(order)):
+            return _layout.in_order(y, tuple(reversed(order)), xp)
         return y if y is not x else x.copy()
 
     def _shares(self, xp, x, lo, hi):
@@ -1293,6 +1283,7 @@ def clamp_(input, min=None, max=None):
 def _clamp(input, lo, hi, inplace):
     if lo is None and hi is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    check_broadcast(input, lo, hi)
     _complex_refused(input.dtype, "clamp", "clamp is not supported for complex types")
     dt = result_dtype(input, *[t for t in (lo, hi) if t is not None])
     if dt.is_complex:  # from a bound: the kernel's refusal for a tensor one
@@ -1350,6 +1341,7 @@ def where(condition, input=None, other=None):
         return nonzero(condition, as_tuple=True)
     input = as_operand(input)
     other = as_operand(other, like=condition)
+    check_broadcast(condition, input, other)
     dt = result_dtype(input, other)
     cond = condition if condition.dtype is _dtype.bool_ else condition.bool()
     return Where(dt)(cond, input, other)
@@ -1415,6 +1407,7 @@ def _check_bitwise_kind(name, dt):
 def _bitwise(ufunc, name):
     def op(input, other, *, out=None):
         a, b = as_operand(input), as_operand(other, like=input if isinstance(input, Tensor) else None)
+        check_broadcast(a, b)
         dt = result_dtype(a, b)
         _check_bitwise_kind(name, dt)
         return _write_out(_Bitwise(ufunc, dt)(wrap_int(a, dt), wrap_int(b, dt)), out)
@@ -1447,6 +1440,7 @@ def logical_not(input):
 def _logical(ufunc):
     def op(input, other, *, out=None):
         a, b = as_operand(input), as_operand(other, like=input)
+        check_broadcast(a, b)
         return _write_out(_Bitwise(ufunc, result_dtype(a, b))(a, b), out)
     op.__name__ = ufunc
     return op
@@ -1505,6 +1499,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     from ..tensor import _new
     if isinstance(other, Tensor) and other.dtype is not input.dtype:
         raise RuntimeError(f"{input.dtype.title} did not match {other.dtype.title}")
+    check_broadcast(input, other)
     a, b = input._data, as_operand(other)._data if isinstance(other, Tensor) else other
     return _new(xp_of(a).isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -1530,6 +1525,7 @@ def _check_lerp(input, end, weight):
 
 def lerp(input, end, weight):
     _check_lerp(input, end, weight)
+    check_broadcast(input, end, weight)
     if input.dtype in _HALF:
         return _in_float32(lerp, input.dtype, input, end, weight)
     return add(input, mul(weight, sub(end, input)))
@@ -1558,6 +1554,7 @@ def addc_operands(name, input, tensor1, tensor2, value):
     """addcmul's and addcdiv's operands as torch computes them: both factors in the result type of all three (a
     float16 times a bfloat16 not rounded to bfloat16 first), ``value`` converted to that type (truncated and wrapped
     for integers); bool results and integer division refused."""
+    check_broadcast(input, tensor1, tensor2)
     dt = result_dtype(input, tensor1, tensor2)
     if name == "addcdiv" and all(_dtype.category(t.dtype) < 2 for t in (tensor1, tensor2)):
         raise RuntimeError(_ADDCDIV_INTEGERS)

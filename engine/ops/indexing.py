@@ -18,7 +18,7 @@ from ..autograd import tracing
 from ..autograd.double_backward import constant, masked, transposed_backward
 from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method
-from ._common import as_operand, masked_grad, wrap_dim, xp_of
+from ._common import as_operand, check_broadcast, check_broadcast_shapes, masked_grad, wrap_dim, xp_of
 from .python_data import _C_TYPE_NAMES, _fits_int
 from .shape import Slice, broadcast_shapes, expand, reshape, writeable_view
 from .tensor_index import NonZero, TensorIndex
@@ -585,6 +585,7 @@ def take_along_dim(input, indices, dim=None):
     d = wrap_dim(dim, input.ndim)
     in_shape, idx_shape = list(input.shape), list(indices.shape)
     in_shape[d] = idx_shape[d] = 1
+    check_broadcast_shapes(tuple(in_shape), tuple(idx_shape))
     shape = broadcast_shapes(tuple(in_shape), tuple(idx_shape))
     in_shape, idx_shape = list(shape), list(shape)
     in_shape[d], idx_shape[d] = input.shape[d], indices.shape[d]
@@ -767,7 +768,7 @@ class IndexFill(Function):
         self.dim, self.inplace = dim, inplace
 
     def forward(self, x, index, value):
-        out = x if self.inplace else x.copy()
+        out = x if self.inplace else _layout.copy_preserving(x, xp_of(x), x.dtype)  # torch's clone
         self.key = _lead(self.dim) + (xp_of(index).unique(index.reshape(-1)),)
         if out.size:
             out[self.key] = value
@@ -815,12 +816,17 @@ def _check_bool_mask(mask, name):
         raise RuntimeError(f"{name} only supports boolean masks, but got mask with dtype {got}")
 
 
-def _mask_shape(input, mask, inplace, name):
-    """The result shape: input's own shape in place (the mask must fit it), else the broadcast."""
-    shape = tuple(broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
+def _mask_shape(input, mask, inplace):
+    """The result shape: input's own shape in place (the mask must fit it), else the broadcast; torch's errors (its
+    out-of-place ops broadcast the mask first, its in-place ones the input)."""
+    if inplace:
+        check_broadcast(input, mask)
+    else:
+        check_broadcast(mask, input)
+    shape = tuple(np.broadcast_shapes(tuple(input.shape), tuple(mask.shape)))
     if inplace and shape != tuple(input.shape):
-        raise RuntimeError(f"{name}: the mask of shape {_shape_str(mask.shape)} cannot be broadcast to "
-                           f"the self tensor of shape {_shape_str(input.shape)}")
+        raise RuntimeError(f"output with shape {_shape_str(input.shape)} doesn't match the broadcast shape "
+                           f"{_shape_str(shape)}")
     return shape
 
 
@@ -851,7 +857,7 @@ def _masked_fill(input, mask, value, inplace):
     if isinstance(value, Tensor) and value.ndim != 0:
         raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
                            f"with {value.ndim} dimension(s).")
-    shape = _mask_shape(input, mask, inplace, "masked_fill_")
+    shape = _mask_shape(input, mask, inplace)
     return MaskedFill(shape, inplace)(input, mask, fit_scalar(value, input.dtype))
 
 
@@ -886,7 +892,7 @@ class MaskedSelect(Function):
 def masked_select(input, mask):
     """The entries of ``input`` where the (broadcast) mask is True, as a 1-d tensor."""
     _check_bool_mask(mask, "masked_select:")
-    broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+    check_broadcast(mask, input)
     return MaskedSelect()(input, mask)
 
 
@@ -931,7 +937,7 @@ def _masked_scatter(input, mask, source, inplace):
     if source.dtype is not input.dtype:
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but got "
                            f"{input.dtype.title} and {source.dtype.title}")
-    shape = _mask_shape(input, mask, inplace, "masked_scatter_")
+    shape = _mask_shape(input, mask, inplace)
     return MaskedScatter(shape, inplace)(input, mask, source)
 
 

@@ -50,8 +50,13 @@ def _check(op, *layouts, values=True):
     assert _strides(ours) == _strides(theirs), (ours.stride(), theirs.stride())
     assert ours.is_contiguous() == theirs.is_contiguous()
     if values:
-        np.testing.assert_allclose(ours.detach().float().numpy(), theirs.detach().float().numpy(), rtol=1e-5,
-                                   atol=1e-6)
+        np.testing.assert_allclose(_values(ours), _values(theirs), rtol=1e-5, atol=1e-6)
+
+
+def _values(t):
+    """A result's values as a numpy array (complex ones as pairs of floats)."""
+    t = t.detach()
+    return t.resolve_conj().numpy() if t.is_complex() else t.float().numpy()
 
 
 # ---- torch gives these row-major whatever the input's layout ---------------------------------------------------
@@ -135,6 +140,35 @@ def test_padding_shuffles_and_lrn_keep_channels_last(op):
 def test_padding_and_lrn_of_other_layouts():
     _check(lambda m, x: m.nn.functional.pad(x, (2, 1, 1, 1, 1, 0), mode="replicate"), "channels_last_3d")
     _check(lambda m, x: m.nn.functional.local_response_norm(x, 3), "permuted")
+
+
+#: ops whose layout a sweep of nn.functional found apart: name -> (op, the layouts it ran on)
+FUNCTIONAL_LAYOUTS = {
+    "logsigmoid_row_major": (lambda m, x: m.nn.functional.logsigmoid(x), ["channels_last", "permuted"]),
+    "rrelu_eval_row_major": (lambda m, x: m.nn.functional.rrelu(x), ["channels_last", "permuted"]),
+    "rms_norm_suggested": (lambda m, x: m.nn.functional.rms_norm(x, x.shape[-1:]),
+                           ["channels_last", "channels_last_3d", "permuted"]),
+    "channel_shuffle_suggested": (lambda m, x: m.nn.functional.channel_shuffle(m.cat([x, x], 1), 2),
+                                  ["channels_last", "channels_last_3d", "permuted"]),
+    "index_fill_preserved": (lambda m, x: x.index_fill(1, m.tensor([1]), 0.0), ["channels_last", "stepped_permuted"]),
+    "complex_first_operand": (lambda m, x: m.complex(x, x.contiguous()), ["channels_last", "permuted"]),
+    "polar_first_operand": (lambda m, x: m.polar(x.abs(), x.contiguous()), ["channels_last"]),
+    "cosine_similarity_row_major": (lambda m, x: m.nn.functional.cosine_similarity(x, x + 1, 1),
+                                    ["channels_last", "permuted"]),
+    "pairwise_distance_row_major": (lambda m, x: m.nn.functional.pairwise_distance(x, x + 1), ["channels_last"]),
+    "mse_none_first_operand": (lambda m, x: m.nn.functional.mse_loss(x, m.zeros(x.shape), reduction="none"),
+                               ["channels_last", "permuted"]),
+    "huber_none_first_operand": (lambda m, x: m.nn.functional.huber_loss(x, m.zeros(x.shape), reduction="none"),
+                                 ["channels_last"]),
+    "clamp_tensor_bound": (lambda m, x: m.clamp(x, min=m.zeros(x.shape)), ["channels_last", "permuted"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FUNCTIONAL_LAYOUTS))
+def test_functional_ops_lay_out_as_torch(case):
+    op, layouts = FUNCTIONAL_LAYOUTS[case]
+    for layout in layouts:
+        _check(op, layout)
 
 
 # ---- advanced indexing: torch's index kernel orders the result's dims by the input's and the indices' strides ----

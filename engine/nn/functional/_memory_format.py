@@ -1,4 +1,5 @@
-"""The layout torch gives an op's 4-D output: channels-last when its input is laid out so.
+"""The layout torch gives an op's 4-D output (5-D too for ``channel_shuffle``): channels-last when its input is
+laid out so.
 
 torch's CPU and CUDA kernels for convolution, BatchNorm, GroupNorm, pooling and interpolation write a channels-last
 output for a channels-last input (a convolution also for a channels-last weight); pointwise ops keep their input's
@@ -30,13 +31,23 @@ def like_conv_input(input, weight, out):
     return out
 
 
-def _make_channels_last(out, input):
-    """Lay out the fresh output ``out`` channels-last in place of its array; an output that shares the input's
-    memory (a view) keeps its layout."""
+def like_input_any_rank(input, out):
+    """``out`` laid out in ``input``'s suggested memory format, channels-last 4-D or 5-D (``channel_shuffle``)."""
+    fmt = _layout.suggested_format(input._data)
+    if fmt is not _layout.contiguous_format:
+        _make_channels_last(out, input, fmt)
+    return out
+
+
+def _make_channels_last(out, input, fmt=_layout.channels_last):
+    """Lay out the fresh output ``out`` in ``fmt`` in place of its array; an output that shares the input's memory
+    (a view), or has another rank than ``fmt``'s, keeps its layout."""
     data = out._data
-    if data.ndim != 4 or data.size == 0 or _layout.is_contiguous_as(data, _layout.channels_last):
+    if data.ndim != input._data.ndim or data.size == 0 or _layout.is_contiguous_as(data, fmt):
+        return
+    if data.ndim != (4 if fmt is _layout.channels_last else 5):
         return
     xp = array_module(data)
     if xp.may_share_memory(data, input._data):
         return
-    out._data = _layout.in_memory_format(data, _layout.channels_last, xp)
+    out._data = _layout.in_memory_format(data, fmt, xp)

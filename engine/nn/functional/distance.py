@@ -4,10 +4,11 @@ import math
 
 import numpy as np
 
+from ..._layout import RowMajorResults
 from ...amp import autocast_mode
 from ...autograd.double_backward import constant, recomputed_backward
 from ...autograd.function import Function
-from ...ops._common import as_operand, wrap_dim, xp_of
+from ...ops._common import as_operand, check_broadcast, wrap_dim, xp_of
 from ...ops.index_sets import triu_indices
 from ...ops.reduction import vector_norm
 
@@ -81,7 +82,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return out
 
 
-class _CosineSimilarity(Function):
+class _CosineSimilarity(RowMajorResults, Function):
     """sum(x1 x2) / (max(||x1||, eps) max(||x2||, eps)) along ``dim`` (PyTorch's clamped form)."""
 
     def __init__(self, dim, eps):
@@ -121,11 +122,12 @@ class _CosineSimilarity(Function):
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """Cosine of the angle between ``x1`` and ``x2`` along ``dim`` (broadcasting)."""
     x1, x2 = as_operand(x1), as_operand(x2, like=x1)
+    check_broadcast(x1, x2)
     ndim = max(x1.ndim, x2.ndim)
     return _CosineSimilarity(wrap_dim(dim, ndim), eps)(x1, x2)
 
 
-class _CosineEmbedding(Function):
+class _CosineEmbedding(RowMajorResults, Function):
     """sum(x1 x2) / sqrt((||x1||^2 + 1e-12)(||x2||^2 + 1e-12)): the cosine of cosine_embedding_loss."""
 
     def __init__(self, dim):
@@ -155,7 +157,7 @@ def _cosine_embedding(x1, x2, dim):
     return _CosineEmbedding(dim)(x1, x2)
 
 
-class _PairwiseDistance(Function):
+class _PairwiseDistance(RowMajorResults, Function):
     """||x1 - x2 + eps||_p over the last dim."""
 
     def __init__(self, p, eps, keepdim):
@@ -182,6 +184,7 @@ class _PairwiseDistance(Function):
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """p-norm of ``x1 - x2 + eps`` over the last dim (broadcasting)."""
     x1, x2 = as_operand(x1), as_operand(x2, like=x1)
+    check_broadcast(x1, x2)
     return _PairwiseDistance(float(p), eps, keepdim)(x1, x2)
 
 

@@ -98,7 +98,7 @@ class _Pointwise(Function):
 
     def forward(self, x, t):
         x, t = cast(x, self.dtype), cast(t, self.dtype)
-        self.d = x - t
+        self.d = xp_of(x, t).subtract(x, t, out=_ew._torch_ordered((x, t), (x, t)))  # laid out as torch's
         self.inputs = x, t  # for the differentiable backward (create_graph)
         return self.loss(xp_of(self.d), self.d)
 

@@ -435,7 +435,8 @@ class RMSNorm(Function):
         if any(self.needs_input_grad):
             self.xn, self.inv, self.weight, self.x = xn, inv, weight, x
         out = _apart_from_saved(out, any(self.needs_input_grad) and weight is None)
-        return out.reshape(x.shape).astype(x.dtype, copy=False)
+        out = _layout.in_suggested_format(out.reshape(x.shape), x, xp_of(x))  # torch's: channels-last stays so
+        return out.astype(x.dtype, copy=False)
 
     def backward(self, gy):
         need_x, need_w = self.needs_input_grad

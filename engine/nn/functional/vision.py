@@ -238,7 +238,8 @@ def pixel_unshuffle(input, downscale_factor):
 
 
 def channel_shuffle(input, groups):
-    """(N, g*k, ...) -> (N, k*g, ...): channel ``i*k + j`` moves to ``j*g + i`` (ShuffleNet's mixing of groups)."""
+    """(N, g*k, ...) -> (N, k*g, ...): channel ``i*k + j`` moves to ``j*g + i`` (ShuffleNet's mixing of groups); a
+    channels-last input gives a channels-last result, as torch's."""
     if input.dim() < 3:
         raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes "
                            f"{list(input.shape)}")
@@ -249,7 +250,7 @@ def channel_shuffle(input, groups):
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
     rest = tuple(input.shape[2:])
     x = input.reshape((n, groups, c // groups) + rest).transpose(1, 2)
-    return x.reshape((n, c) + rest)
+    return _memory_format.like_input_any_rank(input, x.reshape((n, c) + rest))
 
 
 native_channel_shuffle = channel_shuffle  # torch's name for the same op without its quantized dispatch
