@@ -48,11 +48,14 @@ from .ao.quantization.fake_quantize import (fake_quantize_per_channel_affine,  #
                                             fake_quantize_per_tensor_affine)
 nn.quantized = ao.nn.quantized  # torch.nn.quantized, the older name torchvision's quantizable models use
 _sys.modules["engine.nn.quantized"] = ao.nn.quantized
+nn.intrinsic, nn.qat = ao.nn.intrinsic, ao.nn.qat  # torch.nn.intrinsic and torch.nn.qat, the same older names
+_sys.modules["engine.nn.intrinsic"], _sys.modules["engine.nn.qat"] = ao.nn.intrinsic, ao.nn.qat
 quantization = ao.quantization  # torch.quantization, the older name of torch.ao.quantization
 _sys.modules["engine.quantization"] = ao.quantization
 from .compiler import compile  # noqa: F401
 from .small_names import *  # noqa: F401,F403  (GradScaler, q_scale, has_lapack, ...; three Tensor methods)
 from .small_names import _assert  # noqa: F401  (torch._assert, which torchvision's models call)
+from .symbolic_numbers import *  # noqa: F401,F403  (sym_max, sym_int, ...: torch's helpers for traceable sizes)
 from .control_flow import cond, while_loop  # noqa: F401
 from .events import Event, Stream  # noqa: F401
 from .lobpcg import lobpcg  # noqa: F401

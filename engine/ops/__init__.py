@@ -77,6 +77,10 @@ from .aten_sampling import *  # noqa: E402,F401,F403
 from .legacy_norms import *  # noqa: E402,F401,F403
 from .functional_rnn import *  # noqa: E402,F401,F403
 
+# a tensor's values hashed to one 64-bit word
+from . import hashing as _hs  # noqa: E402
+from .hashing import *  # noqa: E402,F401,F403
+
 # torch.inverse is torch.linalg.inv, LinAlgError included (linalg_solvers imports linalg, so it binds here, last)
 from .linalg_solvers import inv as _inv  # noqa: E402
 from ..tensor import register_method as _register_method  # noqa: E402
@@ -92,7 +96,7 @@ _register_method(inverse, "inverse")
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,
                               _rt, _is, _os, _st, _sr, _ti, _w, _rg, _cx, _cm, _sf,
                               _fa, _vc, _mf, _ig, _ir, _rc, _lc, _vd, _ll, _gi, _rl, _ml, _bh, _fd, _pn, _hh, _lr,
-                              _sg, _aa, _nn, _sb, _ac, _as, _lg, _fr)
+                              _sg, _aa, _nn, _sb, _ac, _as, _lg, _fr, _hs)
            for name in module.__all__]
 
 
