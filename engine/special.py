@@ -44,7 +44,7 @@ def _unary_alias(name, op):
     """``torch.special.<name>(input, *, out=None)`` computed by the engine op ``op``."""
     def fn(input, *, out=None):
         _tensor_arg(name, input)
-        return _write_out(op(input), out)
+        return _write_out(op(input), out, op.__name__)
     fn.__name__ = name
     fn.__doc__ = f"``torch.special.{name}``: ``engine.{op.__name__}``."
     return fn

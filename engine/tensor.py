@@ -251,7 +251,12 @@ class Tensor:
         return int(self._data.nbytes)
 
     def stride(self, dim=None):
-        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        """The steps, in elements, between neighbours along each dim; a new tensor with no elements reports the
+        row-major steps torch allocates (numpy allocates such arrays with strides of 0)."""
+        array = self._data
+        strides = tuple(s // array.itemsize for s in array.strides)
+        if array.size == 0 and not any(strides):
+            strides = _layout.contiguous_strides(array.shape)
         return strides if dim is None else strides[_wrap_shape_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None):

@@ -93,6 +93,10 @@ def inverse(input, *, out=None):
 
 _register_method(inverse, "inverse")
 
+# torch's out= for the functions whose own code has none (after every name above is bound)
+from .out_arguments import give_out_arguments as _give_out_arguments  # noqa: E402
+_give_out_arguments(globals())
+
 __all__ = [name for module in (_a, _cv, _cr, _e, _i, _l, _pw, _r, _sh, _so, _sp, _sc, _pr, _re, _h, _q,
                               _rt, _is, _os, _st, _sr, _ti, _w, _rg, _cx, _cm, _sf,
                               _fa, _vc, _mf, _ig, _ir, _rc, _lc, _vd, _ll, _gi, _rl, _ml, _bh, _fd, _pn, _hh, _lr,

@@ -6,6 +6,7 @@ gradients in the broadcast shape (the engine reduces them to each input's shape)
 import contextlib
 import numbers
 import math
+import sys
 
 import numpy as np
 
@@ -686,12 +687,14 @@ def atan2(input, other, *, out=None):
     return _write_out(_binary(Atan2, input, other, float_result=True), out)
 
 
-def _write_out(result, out):
+def _write_out(result, out, name=None):
     """``result`` written into ``out`` (returned), refused where its type would fall a category (a float result
     truncated into an integer ``out``), as torch refuses it; ``out`` is resized first where its shape differs, as
-    torch resizes it."""
+    torch resizes it. A result autograd records is refused, as torch refuses ``out=`` then (``name``: the op's,
+    by default that of the function calling this one)."""
     if out is None:
         return result
+    refuse_recorded_out(result, name or sys._getframe(1).f_code.co_name)
     _check_into(result.dtype, out.dtype)
     if tuple(out.shape) != tuple(result.shape):
         out.resize_(result.shape)
@@ -1127,7 +1130,7 @@ def _unary_pair(name, fn_cls, keep_int=False):
         if out is None and _is_sparse(input) and getattr(type(input), name, op) is not op:
             return getattr(input, name)()  # the sparse layout's own op (engine/sparse/_unary.py)
         refuse_complex(name, input)
-        return _write_out(_unary(fn_cls, input, keep_int=keep_int), out)
+        return _write_out(_unary(fn_cls, input, keep_int=keep_int), out, name)
 
     def op_(input):
         refuse_complex(name, input)
@@ -1625,6 +1628,13 @@ def pow_(self, exponent):
 
 remainder_ = _inplace_binary(Remainder)
 floor_divide_ = _inplace_binary(FloorDivide)
+
+
+def refuse_recorded_out(result, name):
+    """torch's refusal of ``out=`` where autograd records the op (an input requires grad, grad mode is on)."""
+    if getattr(result, "requires_grad", False) and grad_mode.is_grad_enabled():
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, but "
+                           "one of the arguments requires grad.")
 
 
 def _check_into(dt, target):

@@ -7,31 +7,37 @@ Most of torch's linear algebra kernels demand an ``out`` of the result's own dty
 (``writes_out_castable``). Each function so needs no code of its own for ``out``.
 """
 import functools
+import sys
 
 from .._dtype import cpp_name
-from .elementwise import _write_out
+from .elementwise import _write_out, refuse_recorded_out
 
-def write_result(result, out, exact=False):
+def write_result(result, out, exact=False, name=None):
     """``result`` written into ``out`` (returned; a named tuple of the ``out`` tensors for a named tuple result);
-    with ``exact``, an ``out`` of another dtype is refused with torch's message."""
+    with ``exact``, an ``out`` of another dtype is refused with torch's message; a result autograd records is
+    refused as torch refuses it (``name``: the op's, by default that of the function calling this one)."""
     if out is None:
         return result
+    name = name or sys._getframe(1).f_code.co_name
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"out must be a tuple of {len(result)} Tensors")
-        written = [write_result(r, o, exact) for r, o in zip(result, out)]
+        for r in result:
+            refuse_recorded_out(r, name)
+        written = [write_result(r, o, exact, name) for r, o in zip(result, out)]
         return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+    refuse_recorded_out(result, name)
     if exact and out.dtype != result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but got "
                            f"{cpp_name(out.dtype)} instead")
-    return _write_out(result, out)
+    return _write_out(result, out, name)
 
 
 def _decorator(exact):
     def decorate(fn):
         @functools.wraps(fn)
         def with_out(*args, out=None, **kwargs):
-            return write_result(fn(*args, **kwargs), out, exact)
+            return write_result(fn(*args, **kwargs), out, exact, fn.__name__)
         return with_out
     return decorate
 

@@ -124,7 +124,7 @@ def _without_grad(name, fn_cls):
     """``torch.special.<name>(input, *, out=None)`` for a function torch does not differentiate."""
     def op(input, *, out=None):
         _float_only(name, input)
-        return _write_out(_unary(fn_cls, input.detach()), out)
+        return _write_out(_unary(fn_cls, input.detach()), out, name)
     op.__name__ = name
     op.__doc__ = f"Elementwise {name} (``torch.special.{name}``); not differentiable, as in torch."
     return op

@@ -215,7 +215,7 @@ def _polynomial(name, fn_cls):
         if dtype.itemsize < 4 or dtype.is_complex:
             device = (x if isinstance(x, Tensor) else n).device
             raise NotImplementedError(f"\"{name}_{device.type}\" not implemented for '{dtype.title}'")
-        return _write_out(_binary(fn_cls, x, n, float_result=True), out)
+        return _write_out(_binary(fn_cls, x, n, float_result=True), out, name)
     op.__name__ = name
     op.__doc__ = f"``torch.special.{name}``: the polynomial of degree n at input (module docstring)."
     return op

@@ -324,3 +324,9 @@ def test_comparison_operators_fall_back_as_torchs():
         with pytest.raises(TypeError, match="'<' not supported between instances of 'Tensor' and 'NoneType'"):
             t < None
     assert (engine.ones(2) == 1).tolist() == [True, True]
+
+
+@pytest.mark.parametrize("make", [lambda m: m.empty(0), lambda m: m.zeros(2, 0), lambda m: m.ones(0, 3, 0),
+                                  lambda m: m.arange(0)])
+def test_strides_of_new_tensors_without_elements(make):
+    assert make(engine).stride() == make(torch).stride()
