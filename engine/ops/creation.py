@@ -91,20 +91,20 @@ def _sizes(positional, size):
     return (size,)
 
 
-def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None):
     return _filled(0, _sizes(sizes, size), dtype, device, requires_grad, what="zeros")
 
 
-def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None):
     return _filled(1, _sizes(sizes, size), dtype, device, requires_grad)
 
 
-def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
           memory_format=None, pin_memory=False):
     return _filled(None, _sizes(sizes, size), dtype, device, requires_grad)
 
 
-def full(size, fill_value, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+def full(size, fill_value, dtype=None, device=None, requires_grad=False, layout=None):
     default = None
     if dtype is None and not isinstance(fill_value, Tensor):
         default = _dtype.scalar_dtype(fill_value)
@@ -182,7 +182,7 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, m
     return _like(fill_value, input, dtype, device, requires_grad, memory_format)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None):
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     for name, value in (("n", n), ("m", m)):
         if value is not None and value < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {value}")
@@ -272,7 +272,7 @@ def _complex_samples(sample, shape, d, scale, device, requires_grad, generator):
     return z.requires_grad_(requires_grad) if requires_grad else z
 
 
-def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform samples on [0, 1) (each part of a complex sample)."""
     size = _sizes(sizes, size)
     if _float(dtype).is_complex:
@@ -282,7 +282,7 @@ def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_gr
                     _checked_shape(size), _float(dtype), device, requires_grad, generator)
 
 
-def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None):
+def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples (complex: parts of variance 1/2 each)."""
     size = _sizes(sizes, size)
     if _float(dtype).is_complex:

@@ -687,14 +687,17 @@ def atan2(input, other, *, out=None):
     return _write_out(_binary(Atan2, input, other, float_result=True), out)
 
 
-def _write_out(result, out, name=None):
+def _write_out(result, out, name=None, exact=False):
     """``result`` written into ``out`` (returned), refused where its type would fall a category (a float result
-    truncated into an integer ``out``), as torch refuses it; ``out`` is resized first where its shape differs, as
-    torch resizes it. A result autograd records is refused, as torch refuses ``out=`` then (``name``: the op's,
-    by default that of the function calling this one)."""
+    truncated into an integer ``out``), or with ``exact`` where it is another type, as torch refuses it; ``out`` is
+    resized first where its shape differs, as torch resizes it. A result autograd records is refused, as torch
+    refuses ``out=`` then (``name``: the op's, by default that of the function calling this one)."""
     if out is None:
         return result
     refuse_recorded_out(result, name or sys._getframe(1).f_code.co_name)
+    if exact and out.dtype != result.dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {_dtype.cpp_name(result.dtype)}, but got "
+                           f"{_dtype.cpp_name(out.dtype)} instead")
     _check_into(result.dtype, out.dtype)
     if tuple(out.shape) != tuple(result.shape):
         out.resize_(result.shape)
@@ -1124,13 +1127,17 @@ def _unary(fn_cls, x, *, keep_int=False, inplace=False, **params):
     return fn(x)
 
 
+#: the unary ops whose ``out`` torch wants of the result's own dtype (the others take any it casts to)
+_SAME_DTYPE_OUT = frozenset({"abs", "ceil", "floor", "frac", "neg", "sgn", "sign", "trunc"})
+
+
 def _unary_pair(name, fn_cls, keep_int=False):
     """Make ``name(x)`` and ``name_(x)`` for a unary Function class."""
     def op(input, *, out=None):
         if out is None and _is_sparse(input) and getattr(type(input), name, op) is not op:
             return getattr(input, name)()  # the sparse layout's own op (engine/sparse/_unary.py)
         refuse_complex(name, input)
-        return _write_out(_unary(fn_cls, input, keep_int=keep_int), out, name)
+        return _write_out(_unary(fn_cls, input, keep_int=keep_int), out, name, exact=name in _SAME_DTYPE_OUT)
 
     def op_(input):
         refuse_complex(name, input)
@@ -1276,7 +1283,7 @@ def _shared_grad_tensor(gy, share):
 
 
 def clamp(input, min=None, max=None, *, out=None):
-    return _write_out(_clamp(input, min, max, inplace=False), out)
+    return _write_out(_clamp(input, min, max, inplace=False), out, "clamp", exact=True)
 
 
 def clamp_(input, min=None, max=None):

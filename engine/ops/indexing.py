@@ -19,6 +19,7 @@ from ..autograd.double_backward import constant, masked, transposed_backward
 from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, check_broadcast, check_broadcast_shapes, masked_grad, wrap_dim, xp_of
+from .linalg_out import write_result
 from .python_data import _C_TYPE_NAMES, _fits_int
 from .shape import Slice, broadcast_shapes, expand, reshape, writeable_view
 from .tensor_index import NonZero, TensorIndex
@@ -479,11 +480,7 @@ def gather(input, dim, index, *, sparse_grad=False, out=None):
     d = wrap_dim(dim, input.ndim)
     _check_along("gather", tuple(input.shape), d, tuple(index.shape))
     _check_bounds(index._data, input.shape[d] if input.ndim else 1, d)
-    result = Gather(d)(input, index)
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    return write_result(Gather(d)(input, index), out, exact=True)
 
 
 class Scatter(Function):
@@ -645,11 +642,7 @@ class IndexSelect(Function):
 def index_select(input, dim, index, *, out=None):
     """The entries ``index`` along ``dim`` (a copy)."""
     d, index = _dim_index(input, dim, index, "index_select")
-    result = IndexSelect(d)(input, index)
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    return write_result(IndexSelect(d)(input, index), out, exact=True)
 
 
 class IndexAdd(Function):

@@ -17,7 +17,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None, r
     return _new(xp_for(factory_device(device) or "cpu").asarray(value, dtype=d.np), requires_grad)
 
 
-def range(start, end, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, out=None):
+def range(start, end, step=1, *, dtype=None, layout=None, device=None, requires_grad=False):
     """``start, start + step, ...`` up to and including ``end``: as torch computes them, in the dtype's
     accumulate type (float64 for float32 and float64, float32 for the half types, int64 for integers, whose arguments
     are truncated first): int((end - start) / step + 1) values ``start + i * step``."""

@@ -9,7 +9,6 @@ Most of torch's linear algebra kernels demand an ``out`` of the result's own dty
 import functools
 import sys
 
-from .._dtype import cpp_name
 from .elementwise import _write_out, refuse_recorded_out
 
 def write_result(result, out, exact=False, name=None):
@@ -26,11 +25,7 @@ def write_result(result, out, exact=False, name=None):
             refuse_recorded_out(r, name)
         written = [write_result(r, o, exact, name) for r, o in zip(result, out)]
         return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
-    refuse_recorded_out(result, name)
-    if exact and out.dtype != result.dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {cpp_name(result.dtype)}, but got "
-                           f"{cpp_name(out.dtype)} instead")
-    return _write_out(result, out, name)
+    return _write_out(result, out, name, exact)
 
 
 def _decorator(exact):

@@ -4,7 +4,8 @@ gathers its public names (the Tensor methods, which take no ``out``, keep the pl
 Each name is given one of torch's three ways of writing a result into ``out`` (``linalg_out.write_result``): into
 any dtype the result casts to safely (``CASTABLE``: sums, means, pointwise math, stacking), only into the result's
 own dtype (``EXACT``: selections, sorts, scans of extremes, triangles), or, for the factories, computed in
-``out``'s dtype and on its device (``FACTORIES``). Every way resizes ``out`` to the result's shape, returns it (a
+``out``'s dtype and on its device (``FACTORIES``); sums and products compute in ``out``'s dtype too
+(``IN_OUTS_DTYPE``). Every way resizes ``out`` to the result's shape, returns it (a
 named tuple of the ``out`` tensors for a tuple result), and refuses an op autograd records, as torch does.
 """
 import functools
@@ -25,7 +26,10 @@ EXACT = frozenset({
     "nanquantile", "narrow_copy", "nonzero", "quantile", "renorm", "round", "searchsorted", "sgn", "signbit", "sort",
     "take_along_dim", "topk", "tril", "triu", "where",
 })
-FACTORIES = frozenset({"logspace"})
+#: the castable ones that compute in ``out``'s dtype when no ``dtype`` is given (torch's sums and products)
+IN_OUTS_DTYPE = frozenset({"cumprod", "cumsum", "nansum", "prod", "sum"})
+FACTORIES = frozenset({"arange", "empty", "eye", "full", "linspace", "logspace", "ones", "rand", "randn", "range",
+                       "zeros"})
 
 
 def _takes_out(fn):
@@ -43,8 +47,9 @@ def with_out(fn, name):
     def call(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        if name in FACTORIES:
+        if name in FACTORIES or name in IN_OUTS_DTYPE:
             kwargs.setdefault("dtype", out.dtype)
+        if name in FACTORIES:
             kwargs.setdefault("device", out.device)
         return write_result(fn(*args, **kwargs), out, exact, name)
     return call

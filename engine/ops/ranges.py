@@ -79,7 +79,7 @@ def _float_arange(xp, start, step, n, np_dtype):
     return out
 
 
-def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Values from ``start`` up to ``end`` (excluded) by ``step``, as torch computes them: ceil((end - start) /
     step) of them (in float64 unless all three and the dtype are integers), floating ones torch's CPU values
     (``_float_arange``), integer ones ``int(start) + int(step) * i`` (truncated arguments, wrapping into the
@@ -159,7 +159,7 @@ def _linspace(xp, start, end, steps, np_dtype):
     return xp.trunc(values).astype(np_dtype)
 
 
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None):
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """``steps`` values evenly spaced from ``start`` to ``end``: torch's CPU values bit for bit
     (``_linspace``); one step is ``start`` in the dtype. A complex start, end or dtype spaces the real and the
     imaginary parts apart (torch's complex step times a real index is the same per part)."""

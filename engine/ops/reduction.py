@@ -21,6 +21,7 @@ from ..return_types import named_result
 from ..tensor import Tensor, register_method
 from ._common import cast, float_dtype, int_arg, wrap_dim, xp_of
 from .complex_grad import conj, holomorphic, holomorphic_tensors
+from .linalg_out import write_result
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -1010,18 +1011,14 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         from .. import linalg
         dims = tuple(range(input.ndim)) if dim is None else (dim,) if isinstance(dim, (int, np.integer)) else dim
         result = linalg.matrix_norm(input, "nuc", tuple(dims), keepdim, dtype=dtype)
-        return result if out is None else out.copy_(result)
+        return write_result(result, out, exact=True)
     if isinstance(p, str):
         if p != "fro":
             raise RuntimeError(f"norm(): p='{p}' is not supported (only 'fro' and numeric p)")
         if dim is not None and not isinstance(dim, (int, np.integer)) and len(dim) > 2:
             raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
         p = 2
-    result = vector_norm(input, p, dim, keepdim, dtype=dtype)
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    return write_result(vector_norm(input, p, dim, keepdim, dtype=dtype), out, exact=True)
 
 
 # ---- Tensor methods ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""torch's ``out=`` for the functions ``engine.ops.out_arguments`` gives it to, against torch: the values and dtype
-written into an empty ``out`` (resized), into an ``out`` of a wider dtype (accepted by the castable ones, refused by
-the exact ones, as torch), the ``out`` tensors handed back; and torch's refusal of ``out=`` where autograd records.
+"""torch's ``out=`` against torch, for the functions ``engine.ops.out_arguments`` gives it to and for those with an
+``out`` of their own (factories, gathers, norms, unary ops): the values and dtype written into an empty ``out``
+(resized), into an ``out`` of a wider or another dtype (computed in it, cast to it, or refused, as torch), the
+``out`` tensors handed back; and torch's refusal of ``out=`` where autograd records.
 """
 import warnings
 
@@ -112,6 +113,29 @@ CALLS = {
     "vstack": lambda m, o: m.vstack([T(m, A), T(m, A)], out=o),
     "where": lambda m, o: m.where(T(m, A) > 0, T(m, A), T(m, P), out=o),
     "xlogy": lambda m, o: m.xlogy(T(m, P), T(m, P), out=o),
+    # functions with an out= of their own: factories (which compute in out's dtype), gathers, norms, the unary ops
+    # torch wants an out of the result's dtype for, sums in out's dtype
+    "zeros": lambda m, o: m.zeros(2, 3, out=o),
+    "ones": lambda m, o: m.ones(4, out=o),
+    "full": lambda m, o: m.full((2, 2), 1.5, out=o),
+    "eye": lambda m, o: m.eye(3, out=o),
+    "arange": lambda m, o: m.arange(0, 2, 0.3, out=o),
+    "linspace": lambda m, o: m.linspace(-1, 1, 7, out=o),
+    "randn": lambda m, o: (m.manual_seed(0), m.randn(5, out=o))[1],
+    "gather": lambda m, o: m.gather(T(m, A), 1, m.tensor(I[:, :2] % 4), out=o),
+    "index_select": lambda m, o: m.index_select(T(m, A), 1, m.tensor([3, 0]), out=o),
+    "norm": lambda m, o: m.norm(T(m, A), dim=1, out=o),
+    "abs": lambda m, o: m.abs(T(m, A), out=o),
+    "neg": lambda m, o: m.neg(T(m, A), out=o),
+    "floor": lambda m, o: m.floor(T(m, A), out=o),
+    "clamp": lambda m, o: m.clamp(T(m, A), -0.5, 0.5, out=o),
+    "exp": lambda m, o: m.exp(T(m, A), out=o),
+}
+
+#: an ``out`` of another dtype than the natural result's: (the dtype, what the call computes into it)
+OTHER_DTYPES = {
+    "sum": "int64", "prod": "int64", "cumsum": "float64", "arange": "int64", "zeros": "bool", "linspace": "float64",
+    "full": "int32", "exp": "float64", "abs": "float64", "mean": "int64", "gather": "float64",
 }
 
 
@@ -167,6 +191,24 @@ def test_out_refused_where_autograd_records(call):
                       lambda: call(torch, torch.tensor(values, requires_grad=True)))
     with engine.no_grad():
         call(engine, engine.tensor(values, requires_grad=True))
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_DTYPES))
+def test_out_of_another_dtype(name):
+    """torch computes factories, sums and products in ``out``'s dtype, casts pointwise results safely and refuses
+    the rest; the engine does the same."""
+    call, dtype = CALLS[name], OTHER_DTYPES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            theirs = call(torch, torch.empty(0, dtype=getattr(torch, dtype)))
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                call(engine, engine.empty(0, dtype=getattr(engine, dtype)))
+            return
+        ours = call(engine, engine.empty(0, dtype=getattr(engine, dtype)))
+    assert str(ours.dtype).split(".")[-1] == dtype
+    np.testing.assert_allclose(ours.numpy().astype(np.float64), theirs.numpy().astype(np.float64), rtol=1e-6)
 
 
 def test_factory_computes_in_outs_dtype():
