@@ -101,7 +101,14 @@ def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, layout=None,
           memory_format=None, pin_memory=False):
-    return _filled(None, _sizes(sizes, size), dtype, device, requires_grad)
+    """An uninitialised tensor, laid out in ``memory_format`` (row-major by default, or channels-last)."""
+    result = _filled(None, _sizes(sizes, size), dtype, device, requires_grad)
+    if memory_format is None or memory_format is _layout.contiguous_format:
+        return result
+    if memory_format is _layout.preserve_format:
+        raise RuntimeError("unsupported memory format Preserve")
+    result._data = _layout.empty_in_format(result._data, memory_format, xp_of(result._data), result._data.dtype)
+    return result
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False, layout=None):

@@ -330,3 +330,15 @@ def test_comparison_operators_fall_back_as_torchs():
                                   lambda m: m.arange(0)])
 def test_strides_of_new_tensors_without_elements(make):
     assert make(engine).stride() == make(torch).stride()
+
+
+@pytest.mark.parametrize("make", [lambda m: m.empty(2, 3, 4, 5, memory_format=m.channels_last),
+                                  lambda m: m.empty((2, 3, 1, 4, 5), memory_format=m.channels_last_3d),
+                                  lambda m: m.empty(2, 3, memory_format=m.contiguous_format)])
+def test_empty_in_a_memory_format(make):
+    assert make(engine).stride() == make(torch).stride()
+
+
+def test_empty_memory_format_refusals():
+    same_error(lambda m: m.empty(2, 3, memory_format=m.channels_last))
+    same_error(lambda m: m.empty(2, 3, 4, 5, memory_format=m.preserve_format))
