@@ -13,7 +13,7 @@ from .. import _dtype, _layout
 from .creation import zeros
 from .ranges import arange
 from .reduction import sum as _sum
-from .shape import Diagonal, chunk, diag, flatten, flip, narrow, split, tensor_split, transpose
+from .shape import Diagonal, _narrow_start, chunk, diag, flatten, flip, narrow, split, tensor_split
 
 
 def rot90(input, k=1, dims=(0, 1)):
@@ -28,13 +28,12 @@ def rot90(input, k=1, dims=(0, 1)):
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and "
                            f"dim1 = {dims[1]}")
     turns = k % 4
-    if turns == 1:
-        return transpose(flip(input, second), first, second)
     if turns == 2:
         return flip(input, first, second)
-    if turns == 3:
-        return transpose(flip(input, first), first, second)
-    return input.clone()
+    if turns == 0:
+        return input.clone()
+    # transposed in place, as torch's: the result is the flip's own tensor, not a view of it
+    return flip(input, second if turns == 1 else first).transpose_(first, second)
 
 
 class Unfold(Function):
@@ -151,7 +150,14 @@ def block_diag(*tensors):
 
 
 def narrow_copy(input, dim, start, length):
-    """A copy of ``input.narrow(dim, start, length)``."""
+    """A copy of ``input.narrow(dim, start, length)``; its checks are torch's for narrow_copy (a negative length
+    reads as exceeding the dim, after start's range)."""
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d, start = _narrow_start(input, dim, int(start))
+    length, n = int(length), input.shape[d]
+    if length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return narrow(input, dim, start, length).clone(memory_format=_layout.contiguous_format)
 
 
@@ -193,6 +199,8 @@ def sum_to_size(input, *sizes, size=None):
     expandable = lead >= 0 and all(n == 1 or n == m for n, m in zip(target, input.shape[lead:]))
     if not expandable:
         raise RuntimeError(f"size {{{list(target)}}} is not expandable to size {{{list(input.shape)}}}.")
+    if not target:  # torch sums every element, even of a 0-d tensor (an integer one becomes int64)
+        return _sum(input)
     out = _sum(input, tuple(range(lead))) if lead else input
     kept = tuple(d for d, n in enumerate(target) if n == 1 and out.shape[d] != 1)
     return _sum(out, kept, keepdim=True) if kept else out

@@ -3,8 +3,10 @@
 View ops return array views of their input and set ``is_view`` so that the output shares the
 input's version counter; their backward maps the gradient back through the same geometry.
 """
+import collections.abc
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -106,12 +108,12 @@ def _view_as_dtype(input, target):
         what = f"to view {source.title} as {target.title} (different element sizes)"
         if arr.ndim == 0:
             raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        ratio = target.itemsize // arr.itemsize
+        if ratio > 1 and arr.shape[-1] % ratio:  # checked before the stride, as torch does
+            raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {arr.shape[-1]}")
         if input.stride(-1) != 1:
             raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {input.stride(-1)}")
-        ratio = target.itemsize // arr.itemsize
         if ratio > 1:
-            if arr.shape[-1] % ratio:
-                raise RuntimeError(f"self.size(-1) must be divisible by {ratio} {what}, but got {arr.shape[-1]}")
             if input.storage_offset() % ratio:
                 raise RuntimeError(f"self.storage_offset() must be divisible by {ratio} {what}, but got "
                                    f"{input.storage_offset()}")
@@ -165,6 +167,8 @@ def flatten(input, start_dim=0, end_dim=-1):
         return reshape(input, 1)
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:  # nothing to merge: torch hands back the tensor itself, not a view of it
+        return input
     shape = tuple(input.shape)
     merged = math.prod(shape[start:end + 1])
     return reshape(input, shape[:start] + (merged,) + shape[end + 1:])
@@ -172,7 +176,12 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 def unflatten(input, dim, sizes):
     """Split dim ``dim`` into ``sizes`` (one entry may be -1)."""
+    if len(sizes) == 0:
+        raise RuntimeError("unflatten: sizes must be non-empty")
     d = wrap_dim(dim, input.ndim)
+    if input.ndim == 0:
+        raise RuntimeError(f"unflatten got an unexpected error:\nDimension specified as {d} but tensor has no "
+                           "dimensions")
     shape = tuple(input.shape)
     sizes = tuple(int(s) for s in sizes)
     try:
@@ -301,6 +310,9 @@ def _T(self):
 
 
 def _mT(self):
+    if self.ndim == 0:  # torch's identity (the tensor itself), deprecated
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.")
+        return self
     if self.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. "
                            f"Got {self.ndim}-D tensor.")
@@ -400,8 +412,9 @@ def broadcast_to(input, size):
     return expand(input, tuple(size))
 
 
-def broadcast_shapes(*shapes):
-    """The broadcast of several shapes, with PyTorch's error naming the mismatch."""
+def broadcast_sizes(*shapes):
+    """The broadcast of the shapes of several tensors, with the error that PyTorch's tensor ops give (naming the
+    mismatching sizes as those of tensors a and b)."""
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for shape in shapes:
@@ -411,7 +424,32 @@ def broadcast_shapes(*shapes):
                 out[j] = s
             elif s != 1 and s != out[j]:
                 raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of tensor b "
-                                   f"({s}) at non-singleton dimension {i}")
+                                   f"({s}) at non-singleton dimension {j}")
+    return Size(out)
+
+
+def broadcast_shapes(*shapes):
+    """The broadcast of several shapes (``torch.broadcast_shapes``): an int stands for a 1-d shape, None is
+    skipped, and a mismatch names the argument and the shape broadcast so far, as torch's does."""
+    shapes = [(s,) if isinstance(s, numbers.Integral) else s for s in shapes if s is not None]
+    for shape in shapes:
+        if not isinstance(shape, collections.abc.Sequence):
+            raise RuntimeError(f"Input shapes should be of type ints, a tuple of ints, or a list of ints, got "
+                               f"{shape}")
+    out = [1] * max((len(s) for s in shapes), default=0)
+    for index, shape in enumerate(shapes):
+        for i in range(-1, -len(shape) - 1, -1):
+            s = shape[i]
+            if s == out[i]:
+                continue
+            if out[i] == 1:
+                if s < 0:
+                    raise ValueError("Attempting to broadcast a dimension with negative length!")
+                out[i] = s
+            elif s != 1:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {s} at {i}! Mismatching "
+                                   f"argument at index {index} had {shape}; but expected shape should be "
+                                   f"broadcastable to {out}")
     return Size(out)
 
 
@@ -419,8 +457,8 @@ def broadcast_tensors(*tensors):
     """Expand all tensors to their common broadcast shape (views)."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
-    shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
-    return tuple(expand(t, shape) for t in tensors)
+    shape = broadcast_sizes(*(tuple(t.shape) for t in tensors))
+    return tuple(t if tuple(t.shape) == shape else expand(t, shape) for t in tensors)  # torch's: no view needed
 
 
 # ---- repeating -------------------------------------------------------------------------------------
@@ -490,14 +528,19 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         return _new(xp_of(counts).repeat(xp_of(counts).arange(counts.shape[0]), counts))
     if dim is None:
         input, dim = reshape(input, -1), 0
-    dim = wrap_dim(dim, input.ndim)
+    elif input.ndim == 0:  # torch's errors: its tensor path, or its int path's unsqueeze after the dim
+        if isinstance(repeats, Tensor):
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        wrap_dim(dim, 0)
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    given, dim = dim, wrap_dim(dim, input.ndim)
     if isinstance(repeats, Tensor):
         reps = repeats._data.reshape(-1)
         if reps.size == 1:
             reps = int(reps[0])
         elif reps.size != input.shape[dim]:
             raise RuntimeError("repeats must have the same size as input along dim, but got "
-                               f"repeats.size(0) = {reps.size} and input.size({dim}) = {input.shape[dim]}")
+                               f"repeats.size(0) = {reps.size} and input.size({given}) = {input.shape[dim]}")
     else:
         reps = int(repeats)
     return RepeatInterleave(reps, dim)(input)
@@ -599,14 +642,23 @@ def cat(tensors, dim=0, *, out=None):
                                    f"{ref.shape[k]} but got size {x.shape[k]} for tensor number {i} in "
                                    "the list.")
     dtype = result_dtype(*tensors)  # the skipped empty 1-d tensors take part in the promotion, as in torch
-    result = Cat(d, dtype, skip)(*tensors)
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    return _into_out(Cat(d, dtype, skip)(*tensors), out)
 
 
 concat = cat
+
+
+def _into_out(result, out):
+    """``result`` written into ``out`` (returned; ``result`` where None): refused where a type would fall a category,
+    with torch's message for its joins (stack's too), and ``out`` resized first where its shape differs."""
+    if out is None:
+        return result
+    if not _dtype.can_cast(result.dtype, out.dtype):
+        raise TypeError(f"torch.cat(): input types can't be cast to the desired output type {out.dtype.title}")
+    if tuple(out.shape) != tuple(result.shape):
+        out.resize_(tuple(result.shape))
+    out.copy_(result)
+    return out
 
 
 def concatenate(tensors, axis=0, out=None, *, dim=None):
@@ -638,16 +690,12 @@ def stack(tensors, dim=0, *, out=None):
         return sparse.stack(tensors, dim)
     tensors = _as_tensor_list(tensors, "stack")
     ref = tuple(tensors[0].shape)
+    d = wrap_dim(dim, len(ref) + 1)  # checked before the shapes, as torch does
     for i, x in enumerate(tensors[1:], 1):
         if tuple(x.shape) != ref:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {_shape_str(ref)} at "
                                f"entry 0 and {_shape_str(x.shape)} at entry {i}")
-    d = wrap_dim(dim, len(ref) + 1)
-    result = Stack(d, result_dtype(*tensors))(*tensors)
-    if out is not None:
-        out.copy_(result)
-        return out
-    return result
+    return _into_out(Stack(d, result_dtype(*tensors))(*tensors), out)
 
 
 def hstack(tensors):
@@ -707,6 +755,8 @@ def split(tensor, split_size_or_sections=None, dim=0, *, split_size=None):
     """Split into chunks of one size (the last may be smaller) or of the given sizes (``split_size=``: the name
     ``Tensor.split`` gives it)."""
     split_size_or_sections = int_arg(one_of("split", "split_size_or_sections", split_size_or_sections, split_size))
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = wrap_dim(dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, numbers.Integral):
@@ -720,7 +770,7 @@ def split(tensor, split_size_or_sections=None, dim=0, *, split_size=None):
         sizes = [int(s) for s in split_size_or_sections]
         if sum(sizes) != n or any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
-                               f"tensor's size at dimension {d}), but got split_sizes={sizes}")
+                               f"tensor's size at dimension {dim}), but got split_sizes={sizes}")
         bounds = np.cumsum([0] + sizes).tolist()
         parts = list(zip(bounds[:-1], bounds[1:]))
     return _split_views(tensor, d, parts)
@@ -729,6 +779,8 @@ def split(tensor, split_size_or_sections=None, dim=0, *, split_size=None):
 def chunk(input, chunks, dim=0):
     """Split into at most ``chunks`` pieces of size ``ceil(n / chunks)``."""
     chunks = int_arg(chunks)
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = wrap_dim(dim, input.ndim)
@@ -744,6 +796,8 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
     names: ``sections``, ``indices`` or ``tensor_indices_or_sections``)."""
     indices_or_sections = one_of("tensor_split", "indices_or_sections", indices_or_sections, sections, indices,
                                  tensor_indices_or_sections)
+    if input.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
     d = wrap_dim(dim, input.ndim)
     n = input.shape[d]
     if isinstance(indices_or_sections, Tensor):
@@ -765,6 +819,8 @@ def tensor_split(input, indices_or_sections=None, dim=0, *, sections=None, indic
 def unbind(input, dim=0):
     """All slices along ``dim``, with that dim removed."""
     d = wrap_dim(dim, input.ndim)
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     return _split_views(input, d, list(range(input.shape[d])))
 
 
@@ -772,18 +828,25 @@ def narrow(input, dim, start, length):
     """The view ``input[..., start:start+length, ...]`` along ``dim``."""
     if input.ndim == 0:
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
-    d = wrap_dim(dim, input.ndim)
-    n = input.shape[d]
+    if isinstance(start, Tensor) and (start.ndim != 0 or start._data.dtype.kind not in "iu"):
+        raise RuntimeError("start must be an 0-dim integral Tensor.")
     start, length = int(start), int(length)
-    if not -n <= start <= n:
-        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
-    if start < 0:
-        start += n
-    if length < 0:
+    if length < 0:  # checked before start's range, as torch does
         raise RuntimeError("narrow(): length must be non-negative.")
+    d, start = _narrow_start(input, dim, start)
+    n = input.shape[d]
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return Slice((slice(None),) * d + (slice(start, start + length),))(input)
+
+
+def _narrow_start(input, dim, start):
+    """(the wrapped ``dim``, ``start`` wrapped in it), or torch's IndexError for a start outside ``[-n, n]``."""
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    return d, start + n if start < 0 else start
 
 
 class Slice(Function):
@@ -865,9 +928,10 @@ def _with_unsqueezed_strides(y, x, key):
 
 # ---- flips, rolls, triangles, diagonals -------------------------------------------------------------
 class Flip(Function):
-    """``flip``: a copy laid out as torch lays out its result (the input's layout, ``empty_preserving``)."""
+    """``flip``: a copy laid out as torch lays out its result (the input's layout, ``empty_preserving``); it only
+    moves elements, so a bfloat16 input is laid out as itself, not as its widened float32 copy."""
 
-    uses_inputs = False
+    uses_inputs, moves_only = False, True
 
     def __init__(self, dims):
         self.dims = dims
@@ -891,7 +955,7 @@ def flip(input, *order, dims=None):
     for d in dims:
         if dims.count(d) > 1:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-    return Flip(dims)(input)
+    return Flip(dims if input.ndim else ())(input)  # a 0-d tensor's dim 0 (or -1) flips nothing
 
 
 def fliplr(input):
@@ -907,18 +971,24 @@ def flipud(input):
 
 
 class Roll(Function):
-    """``roll``; its result is channels-last where the input reads so, else row-major, as torch's is."""
+    """``roll``; its result is channels-last where the input reads so, else row-major, as torch's is (read off
+    the input itself: it only moves elements). ``dims`` None rolls the flattened elements into a row-major
+    result."""
 
-    uses_inputs = False
+    uses_inputs, moves_only = False, True
 
     def __init__(self, shifts, dims):
         self.shifts, self.dims = shifts, dims
 
     def forward(self, x):
         xp = xp_of(x)
+        if self.dims is None:
+            return xp.roll(x, self.shifts[0]).reshape(x.shape)  # row-major; numpy's of a 0-d array is 1-d
         return in_suggested_format(xp.roll(x, self.shifts, self.dims), x, xp)
 
     def backward(self, gy):
+        if self.dims is None:
+            return xp_of(gy).roll(gy, -self.shifts[0]).reshape(gy.shape)
         return xp_of(gy).roll(gy, tuple(-s for s in self.shifts), self.dims)
 
     def backward_tensors(self, gy):
@@ -931,10 +1001,14 @@ def roll(input, shifts, dims=None):
     if dims is None:
         if len(shifts) != 1:
             raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
-        return reshape(Roll(shifts, (0,))(reshape(input, -1)), tuple(input.shape))
+        return Roll((int(shifts[0]),), None)(input)
     dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    if input.numel() == 0:  # torch's returns a copy before it reads the dims
+        return clone(input)
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
     return Roll(tuple(int(s) for s in shifts), tuple(wrap_dim(d, input.ndim) for d in dims))(input)
 
 

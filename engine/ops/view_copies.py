@@ -9,6 +9,7 @@ scatter finds the flat positions its view covers by taking that view of ``arange
 """
 import numpy as np
 
+from .. import _dtype
 from .._device import array_module
 from ..autograd.double_backward import constant
 from ..autograd.function import Function
@@ -22,26 +23,28 @@ def _fresh(view):
     """``view`` (or each of a list of views) as a contiguous tensor with memory of its own; the gradient flows
     back through the view."""
     if isinstance(view, (list, tuple)):
-        return [_fresh(v) for v in view]
+        return tuple(_fresh(v) for v in view)
     return clone(view).contiguous()  # clone(memory_format=contiguous_format) returns a contiguous input itself
 
 
 def expand_copy(input, size, *, implicit=False):
-    return _fresh(input.expand(*shape_arg((size,))))
+    return _fresh(input.expand(shape_arg((size,))))
 
 
 def permute_copy(input, dims):
-    return _fresh(input.permute(*dims))
+    return _fresh(input.permute(tuple(dims)))
 
 
 def view_copy(input, size=None, *, dtype=None):
     """``input.view(size)`` copied; a dtype (as ``dtype=`` or as ``size``) reinterprets the bytes, as
-    ``Tensor.view(dtype)``."""
+    ``Tensor.view(dtype)``. A copy needs no compatible strides: any layout reshapes, as in torch."""
     if dtype is not None:
         if size is not None:
             raise TypeError("view_copy() takes a size or a dtype, not both")
         size = dtype
-    return _fresh(input.view(size) if not isinstance(size, (list, tuple)) else input.view(*size))
+    if isinstance(size, _dtype.dtype):
+        return _fresh(input.view(size))
+    return _fresh(input.reshape(shape_arg((size,))))
 
 
 def transpose_copy(input, dim0, dim1):
@@ -97,6 +100,8 @@ def unfold_copy(input, dimension, size, step):
 
 
 def _slice_key(input, dim, start, end, step):
+    if input.ndim == 0:
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     if step <= 0:
         raise RuntimeError(f"slice step must be positive, got {step}")
     dim = wrap_dim(dim, input.ndim)
@@ -105,16 +110,20 @@ def _slice_key(input, dim, start, end, step):
 
 # ---- scatters: a copy of input with src written where the view sits ------------------------------------------
 class ScatterAt(Function):
-    """``input`` with ``src`` written at the flat ``positions`` (an array shaped like ``src``)."""
+    """``input`` with ``src`` written at the flat ``positions`` (an array shaped like ``src``): it only moves
+    elements, so bfloat16 arrays are taken as they are (laid out as themselves)."""
 
-    uses_inputs = False
+    uses_inputs, moves_only = False, True
 
     def __init__(self, positions):
         self.positions = positions
 
     def forward(self, x, src):
-        out = x.copy()
-        out.reshape(-1)[self.positions] = src
+        out = _copy_keeping_strides(x)
+        if out.flags.c_contiguous:
+            out.reshape(-1)[self.positions] = src
+        else:
+            out[array_module(x).unravel_index(self.positions, out.shape)] = src
         return out
 
     def backward(self, gy):
@@ -136,6 +145,18 @@ class ScatterAt(Function):
         return g_x, g_src
 
 
+def _copy_keeping_strides(array):
+    """A copy of ``array`` with its strides, as torch's scatters copy their input (gaps included: a copy of the
+    span of memory it covers); row-major where its elements overlap (an expanded array), as torch's."""
+    xp = array_module(array)
+    if array.size == 0 or array.flags.c_contiguous or _overlaps(array) or any(step < 0 for step in array.strides):
+        return array.copy()
+    span = 1 + sum((n - 1) * step for n, step in zip(array.shape, array.strides)) // array.itemsize
+    out = xp.lib.stride_tricks.as_strided(xp.empty(span, array.dtype), array.shape, array.strides)
+    out[...] = array
+    return out
+
+
 def _scatter(name, input, src, view_of_positions):
     """Write ``src`` where ``view_of_positions(positions)`` picks out of ``input``'s flat positions."""
     xp = array_module(input._data)
@@ -143,8 +164,8 @@ def _scatter(name, input, src, view_of_positions):
     if tuple(positions.shape) != tuple(src.shape):
         raise RuntimeError(f"{name}: expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(positions.shape)}")
-    if src.dtype is not input.dtype:
-        raise RuntimeError(f"{name}: expected src of dtype {input.dtype} like self, got {src.dtype}")
+    if src.dtype is not input.dtype:  # torch copies src into the result, converting it
+        src = src.to(input.dtype)
     return ScatterAt(positions._data)(input, src)
 
 
@@ -165,9 +186,37 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
 
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
-    """``input`` with ``src`` written at ``input.as_strided(size, stride, storage_offset)``, the geometry read
-    over a contiguous copy of input (as PyTorch's, whose result is a fresh contiguous tensor)."""
-    return _scatter("as_strided_scatter", input, src, lambda p: as_strided(p, size, stride, storage_offset or 0))
+    """``input`` with ``src`` written at ``input.as_strided(size, stride, storage_offset)``, the geometry read over
+    the memory of input as torch reads it: input's own memory (its gaps and offset included; what lands in a gap
+    is not seen), or a contiguous copy where its elements overlap (an expanded input)."""
+    size, stride = tuple(shape_arg((size,))), tuple(int(s) for s in stride)
+    xp = array_module(input._data)
+    if _overlaps(input._data):
+        flat, offset = xp.arange(input.numel()), 0
+    else:
+        memory, offset, own_strides = _storage(input._data)
+        flat = xp.full(memory.size, -1, np.int64)  # each memory slot's row-major index in input, -1 in a gap
+        _strided(flat, input.shape, own_strides, offset)[...] = xp.arange(input.numel()).reshape(input.shape)
+    offset = offset if storage_offset is None else int(storage_offset)
+    _check_bounds(flat.size, input.itemsize, size, stride, offset)
+    positions = _strided(flat, size, stride, offset)
+    if _overlaps(positions):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a single "
+                           "memory location. Please clone() the tensor before performing the operation.")
+    if positions.shape != tuple(src.shape):
+        raise RuntimeError(f"as_strided_scatter: expected src to have a size equal to the slice of self. src size = "
+                           f"{list(src.shape)}, slice size = {list(positions.shape)}")
+    if src.dtype is not input.dtype:
+        src = src.to(input.dtype)
+    keep = positions >= 0
+    if not keep.all():  # src's elements that land in input's gaps are dropped
+        src, positions = src.reshape(-1)[_new(keep.reshape(-1))], positions[keep]
+    return ScatterAt(positions.copy())(input, src)
+
+
+def _overlaps(array):
+    """Whether some elements of ``array`` share memory (a stride 0 along a dim of more than one element)."""
+    return array.size > 1 and any(step == 0 and n > 1 for step, n in zip(array.strides, array.shape))
 
 
 # ---- in-place ops on views: the base's history -------------------------------------------------------------
@@ -213,14 +262,24 @@ def _storage(array):
     outermost array its views come from, when that one is contiguous; else a contiguous copy of ``array`` (whose
     memory it then no longer shares)."""
     xp = array_module(array)
-    root = array
-    while isinstance(getattr(root, "base", None), type(array)):
-        root = root.base
+    root = _root(array)
     if root.flags.c_contiguous:
         strides = tuple(s // array.itemsize for s in array.strides)
         return root.reshape(-1), _offset_in(array, root), strides
     copy = xp.ascontiguousarray(array)
     return copy.reshape(-1), 0, tuple(s // copy.itemsize for s in copy.strides)
+
+
+def _root(array):
+    """The outermost array of ``array``'s type that ``array`` views: its ``base`` chain followed through numpy's
+    stride-tricks wrappers (an expanded tensor's array is one), up to memory that is not an array (bytes)."""
+    root, node = array, array
+    while True:
+        node = getattr(node, "base", None)
+        if isinstance(node, type(array)):
+            root = node
+        elif node is None or not hasattr(node, "__array_interface__"):
+            return root
 
 
 def _offset_in(array, root):
@@ -230,18 +289,23 @@ def _offset_in(array, root):
     return (array.data.ptr - root.data.ptr) // array.itemsize
 
 
-def _strided(flat, size, stride, offset):
-    """The view of the 1-d ``flat`` with element strides ``stride`` starting at ``offset``, bounds-checked."""
+def _check_bounds(numel, itemsize, size, stride, offset):
+    """torch's errors for a geometry that a memory of ``numel`` elements of ``itemsize`` bytes cannot hold."""
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
     if any(s < 0 for s in stride) or any(n < 0 for n in size) or offset < 0:
         raise RuntimeError(f"as_strided: negative sizes, strides or storage offset are not supported, got size "
                            f"{list(size)}, stride {list(stride)}, storage offset {offset}")
     needed = 0 if 0 in size else offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
-    if needed > flat.size:
+    if needed > numel:
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
-                           f"itemsize {flat.itemsize} requiring a storage size of {needed * flat.itemsize} are out "
-                           f"of bounds for storage of size {flat.size * flat.itemsize}")
+                           f"itemsize {itemsize} requiring a storage size of {needed * itemsize} are out "
+                           f"of bounds for storage of size {numel * itemsize}")
+
+
+def _strided(flat, size, stride, offset):
+    """The view of the 1-d ``flat`` with element strides ``stride`` starting at ``offset``, bounds-checked."""
+    _check_bounds(flat.size, flat.itemsize, size, stride, offset)
     xp = array_module(flat)
     start = flat[offset:] if offset < flat.size else flat[:0]
     return xp.lib.stride_tricks.as_strided(start, tuple(size), tuple(s * flat.itemsize for s in stride))
@@ -264,40 +328,49 @@ class AsStrided(Function):
         self.memory_size, self.own_geometry = flat.size, (x.shape, own_strides, own_offset)
         return _strided(flat, self.size, self.stride, self.offset)
 
+    def _gradient(self):
+        return _StridedMove(self.memory_size, (self.size, self.stride, self.offset), self.own_geometry,
+                            self.own_geometry)
+
     def backward(self, gy):
-        xp = array_module(gy)
-        memory = xp.zeros(self.memory_size, gy.dtype)
-        positions = _strided(xp.arange(self.memory_size), self.size, self.stride, self.offset)
-        xp.add.at(memory, positions.reshape(-1), gy.reshape(-1))
-        return (_strided(memory, *self.own_geometry).copy(),)
+        return (self._gradient().forward(gy),)
 
     def backward_tensors(self, gy):
-        view = (self.size, self.stride, self.offset)
-        return _StridedMove(self.memory_size, view, self.own_geometry)(gy)
+        return self._gradient()(gy)
 
 
 class _StridedMove(Function):
     """Elements moved between two geometries over one memory: summed into the memory from the ``source``
     geometry's positions (repeats add), read back out at the ``target``'s. ``as_strided``'s gradient is one (view
-    to input), and its transpose the other way round: differentiable to any order."""
+    to input), and its transpose the other way round: differentiable to any order. Where the input's own geometry
+    (``own``) reaches a memory slot from several of its elements (an expanded input), the memory is divided by
+    that count on the way, as torch's is: the backward of the expand before sums the copies back."""
 
     uses_inputs = False
 
-    def __init__(self, memory_size, source, target):
-        self.memory_size, self.source, self.target = memory_size, source, target
+    def __init__(self, memory_size, source, target, own):
+        self.memory_size, self.source, self.target, self.own = memory_size, source, target, own
 
     def forward(self, g):
         xp = array_module(g)
         memory = xp.zeros(self.memory_size, g.dtype)
-        positions = _strided(xp.arange(self.memory_size), *self.source)
-        xp.add.at(memory, positions.reshape(-1), g.reshape(-1))
+        every = xp.arange(self.memory_size)
+        xp.add.at(memory, _strided(every, *self.source).reshape(-1), g.reshape(-1))
+        shape, strides, _ = self.own
+        if any(step == 0 and n > 1 for n, step in zip(shape, strides)):
+            counts = xp.zeros(self.memory_size, np.int64)
+            xp.add.at(counts, _strided(every, *self.own).reshape(-1), 1)
+            memory /= xp.maximum(counts, 1)
         return _strided(memory, *self.target).copy()
 
     def backward(self, g):
-        return _StridedMove(self.memory_size, self.target, self.source).forward(g)
+        return self._transposed().forward(g)
 
     def backward_tensors(self, g):
-        return _StridedMove(self.memory_size, self.target, self.source)(g)
+        return self._transposed()(g)
+
+    def _transposed(self):
+        return _StridedMove(self.memory_size, self.target, self.source, self.own)
 
 
 def as_strided(input, size, stride, storage_offset=None):
