@@ -40,7 +40,7 @@ class Caltech101(_NumberedCategories):
     object's outline as a [2, K] float array; a list of both gives a tuple."""
 
     def __init__(self, root, target_type="category", transform=None, target_transform=None, download=False):
-        super().__init__(os.path.join(root, "caltech101"), transform, target_transform)
+        super().__init__(os.path.join(root, "caltech101"), transform=transform, target_transform=target_transform)
         os.makedirs(self.root, exist_ok=True)
         target_type = [target_type] if isinstance(target_type, str) else target_type
         self.target_type = [verify_str_arg(t, "target_type", ("category", "annotation")) for t in target_type]
@@ -90,7 +90,7 @@ class Caltech256(_NumberedCategories):
     """Items are (PIL image, class index); class ``<nnn>.<name>`` has index nnn - 1."""
 
     def __init__(self, root, transform=None, target_transform=None, download=False):
-        super().__init__(os.path.join(root, "caltech256"), transform, target_transform)
+        super().__init__(os.path.join(root, "caltech256"), transform=transform, target_transform=target_transform)
         os.makedirs(self.root, exist_ok=True)
         if download:
             self.download()

@@ -50,7 +50,7 @@ class _CaptionedImages(VisionDataset):
     """Items (image, list of captions) of ``self.ids`` (sorted), loaded from ``self._path(id)``."""
 
     def __init__(self, root, ann_file, transform=None, target_transform=None, loader=default_loader):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.ann_file = os.path.expanduser(ann_file)
         self.loader = loader
         self.annotations = self._read_annotations()
@@ -102,7 +102,7 @@ class SBU(VisionDataset):
     md5_checksum = "9aec147b3488753cf758b4d493422285"
 
     def __init__(self, root, transform=None, target_transform=None, download=True, loader=default_loader):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.loader = loader
         if download:
             self.download()

@@ -51,7 +51,7 @@ class CelebA(VisionDataset):
 
     def __init__(self, root, split="train", target_type="attr", transform=None, target_transform=None,
                  download=False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.split = split
         self.target_type = target_type if isinstance(target_type, list) else [target_type]
         if not self.target_type and self.target_transform is not None:

@@ -71,7 +71,7 @@ class CIFAR10(VisionDataset):
     labels_key = "labels"
 
     def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.train = train
         if download:
             self.download()

@@ -54,8 +54,8 @@ _CLASS_TABLE = [
     ('license plate', -1, -1, 'vehicle', 7, False, True, (0, 0, 142)),
 ]
 
-_SUFFIXES = {"instance": "instanceIds.png", "semantic": "labelIds.png", "color": "color.png",
-             "polygon": "polygons.json"}
+_SUFFIXES = {"instance": "instanceIds.png", "semantic": "labelIds.png", "polygon": "polygons.json",
+             "color": "color.png"}  # in torchvision's order, which its error message lists
 
 
 class Cityscapes(PairedVisionDataset):

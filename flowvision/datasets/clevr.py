@@ -20,7 +20,7 @@ class CLEVRClassification(VisionDataset):
     def __init__(self, root, split="train", transform=None, target_transform=None, download=False,
                  loader=default_loader):
         self._split = verify_str_arg(split, "split", ("train", "val", "test"))
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.loader = loader
         self._base_folder = pathlib.Path(self.root) / "clevr"
         self._data_folder = self._base_folder / pathlib.Path(urlparse(self._URL).path).stem

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 from PIL import Image
 
+from .coco_masks import segmentation_to_mask
 from .vision import PairedVisionDataset
 
 __all__ = ["CocoIndex", "CocoDetection", "CocoCaptions"]
@@ -78,6 +79,16 @@ class CocoIndex:
 
     def loadCats(self, ids=()):  # noqa: N802
         return [self.cats[i] for i in _as_list(ids)]
+
+    def annToMask(self, ann):  # noqa: N802
+        """The (height, width) uint8 mask of an annotation's polygons or run-length code, on its image's canvas."""
+        image = self.imgs[ann["image_id"]]
+        return segmentation_to_mask(ann["segmentation"], image["height"], image["width"])
+
+    def info(self):
+        """Print the annotation file's ``info`` entries, one ``key: value`` a line."""
+        for key, value in self.dataset["info"].items():
+            print(f"{key}: {value}")
 
 
 class CocoDetection(PairedVisionDataset):

@@ -30,7 +30,7 @@ class FER2013(VisionDataset):
 
     def __init__(self, root, split="train", transform=None, target_transform=None):
         self._split = verify_str_arg(split, "split", ("train", "test"))
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         base_folder = pathlib.Path(self.root) / "fer2013"
         use_fer = (base_folder / self._RESOURCES["fer"][0]).exists()
         use_icml = not use_fer and (base_folder / self._RESOURCES["icml"][0]).exists()

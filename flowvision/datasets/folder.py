@@ -75,7 +75,7 @@ class DatasetFolder(VisionDataset):
 
     def __init__(self, root, loader, extensions=None, transform=None, target_transform=None, is_valid_file=None,
                  allow_empty=False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         classes, class_to_idx = self.find_classes(self.root)
         self.loader = loader
         self.extensions = extensions

@@ -21,13 +21,18 @@ class EuroSAT(ImageFolder):
         root = os.path.expanduser(root)
         self._base_folder = os.path.join(root, "eurosat")
         self._data_folder = os.path.join(self._base_folder, "2750")
-        if download and not os.path.exists(self._data_folder):
-            os.makedirs(self._base_folder, exist_ok=True)
-            download_and_extract_archive(self._URL, self._base_folder, md5=self._MD5)
+        if download:
+            self.download()
         if not os.path.exists(self._data_folder):
             raise RuntimeError("Dataset not found. You can use download=True to download it")
         super().__init__(self._data_folder, transform=transform, target_transform=target_transform, loader=loader)
         self.root = root
+
+    def download(self):
+        """Fetch and unpack the zip (md5-checked) unless the image folder is there."""
+        if not os.path.exists(self._data_folder):
+            os.makedirs(self._base_folder, exist_ok=True)
+            download_and_extract_archive(self._URL, self._base_folder, md5=self._MD5)
 
 
 class Country211(ImageFolder):

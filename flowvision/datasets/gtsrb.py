@@ -22,13 +22,12 @@ class GTSRB(VisionDataset):
                           ("GTSRB_Final_Test_GT.zip", "fe31e9c9270bbcd7b84b7f21a9d9d9e5")]}
 
     def __init__(self, root, split="train", transform=None, target_transform=None, download=False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "test"))
         self._base_folder = pathlib.Path(root) / "gtsrb"
         self._target_folder = self._base_folder / "GTSRB" / ("Training" if split == "train" else "Final_Test/Images")
-        if download and not self._target_folder.is_dir():
-            for name, md5 in self._ARCHIVES[split]:
-                download_and_extract_archive(_BASE_URL + name, str(self._base_folder), md5=md5)
+        if download:
+            self.download()
         if not self._target_folder.is_dir():
             raise RuntimeError("Dataset not found. You can use download=True to download it")
         if split == "train":
@@ -37,6 +36,12 @@ class GTSRB(VisionDataset):
             with open(self._base_folder / "GT-final_test.csv") as f:
                 rows = csv.DictReader(f, delimiter=";", skipinitialspace=True)
                 self._samples = [(str(self._target_folder / row["Filename"]), int(row["ClassId"])) for row in rows]
+
+    def download(self):
+        """Fetch and unpack the split's archives (md5-checked) unless its image folder is there."""
+        if not self._target_folder.is_dir():
+            for name, md5 in self._ARCHIVES[self._split]:
+                download_and_extract_archive(_BASE_URL + name, str(self._base_folder), md5=md5)
 
     def __getitem__(self, index):
         path, target = self._samples[index]

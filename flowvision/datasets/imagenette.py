@@ -37,7 +37,7 @@ class Imagenette(VisionDataset):
 
     def __init__(self, root, split="train", size="full", download=False, transform=None, target_transform=None,
                  loader=default_loader):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ["train", "val"])
         self._size = verify_str_arg(size, "size", ["full", "320px", "160px"])
         self._url, self._md5 = self._ARCHIVES[self._size]

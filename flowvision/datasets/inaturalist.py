@@ -39,7 +39,7 @@ class INaturalist(VisionDataset):
     def __init__(self, root, version="2021_train", target_type="full", transform=None, target_transform=None,
                  download=False, loader=None):
         self.version = verify_str_arg(version, "version", DATASET_URLS.keys())
-        super().__init__(os.path.join(root, version), transform, target_transform)
+        super().__init__(os.path.join(root, version), transform=transform, target_transform=target_transform)
         os.makedirs(root, exist_ok=True)
         if download:
             self.download()

@@ -38,21 +38,25 @@ class _LFW(VisionDataset):
 
     def __init__(self, root, split, image_set, view, transform=None, target_transform=None, download=False,
                  loader=default_loader):
-        super().__init__(os.path.join(root, self.base_folder), transform, target_transform)
+        super().__init__(os.path.join(root, self.base_folder), transform=transform, target_transform=target_transform)
         self.image_set = verify_str_arg(image_set.lower(), "image_set", self.file_dict.keys())
         images_dir, self.filename, self.md5 = self.file_dict[self.image_set]
         self.view = verify_str_arg(view.lower(), "view", ["people", "pairs"])
         self.split = verify_str_arg(split.lower(), "split", ["10fold", "train", "test"])
         self.labels_file = f"{self.view}{self.annot_file[self.split]}.txt"
         self.data = []
-        if download:  # the University of Massachusetts server no longer serves the archives
-            raise ValueError("LFW dataset is no longer available for automatic download.Please download the dataset "
-                             "manually and place it in the specified directory.A commonly used mirror is available "
-                             "at: https://www.kaggle.com/datasets/jessicali9530/lfw-dataset")
+        if download:
+            self.download()
         if not self._check_integrity():
             raise RuntimeError("Dataset not found or corrupted. You can use download=True to download it")
         self.images_dir = os.path.join(self.root, images_dir)
         self._loader = loader
+
+    def download(self):
+        """Refuses, as torchvision's does: the University of Massachusetts server no longer serves the archives."""
+        raise ValueError("LFW dataset is no longer available for automatic download.Please download the dataset "
+                         "manually and place it in the specified directory.A commonly used mirror is available "
+                         "at: https://www.kaggle.com/datasets/jessicali9530/lfw-dataset")
 
     def _check_integrity(self):
         files = [(self.filename, self.md5), (self.labels_file, self.checksums[self.labels_file])]

@@ -36,7 +36,7 @@ class LSUNClass(VisionDataset):
     """The images of one LMDB database, in key order: items are (RGB PIL image, None)."""
 
     def __init__(self, root, transform=None, target_transform=None):
-        super().__init__(os.fspath(root), transform, target_transform)
+        super().__init__(os.fspath(root), transform=transform, target_transform=target_transform)
         self._open()
         with self.env.begin(write=False) as txn:
             self.length = txn.stat()["entries"]
@@ -103,7 +103,7 @@ class LSUN(VisionDataset):
     """
 
     def __init__(self, root, classes="train", transform=None, target_transform=None):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.classes = _verify_classes(classes)
         self.dbs = [LSUNClass(os.path.join(self.root, f"{name}_lmdb"), transform=transform) for name in self.classes]
         self.indices = []  # end of each database's items

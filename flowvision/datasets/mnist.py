@@ -1,11 +1,12 @@
 """MNIST and Fashion-MNIST from their IDX files (gzip-compressed, as published)."""
 import os
+import warnings
 
 import numpy as np
 from PIL import Image
 
 import engine
-from .utils import VisionDataset, download_and_extract_archive, mirror_urls
+from .utils import VisionDataset, check_integrity, download_and_extract_archive, mirror_urls
 
 __all__ = ["MNIST", "FashionMNIST", "read_idx"]
 
@@ -42,12 +43,16 @@ class MNIST(VisionDataset):
         ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
         ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
     ]
+    training_file = "training.pt"  # torchvision's legacy processed files, (data, targets) saved as tensors
+    test_file = "test.pt"
     classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five", "6 - six", "7 - seven",
                "8 - eight", "9 - nine"]
 
     def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.train = train
+        if self._read_legacy_files():
+            return
         if download:
             self.download()
         if not self._check_exists():
@@ -62,8 +67,31 @@ class MNIST(VisionDataset):
         return os.path.join(self.root, type(self).__name__, "raw")
 
     @property
+    def processed_folder(self):
+        return os.path.join(self.root, type(self).__name__, "processed")
+
+    def _renamed(self, old, new):
+        """The deprecated alias ``old`` of the attribute ``new``, with torchvision's warning."""
+        warnings.warn(f"{old} has been renamed {new}")
+        return getattr(self, new)
+
+    train_labels = property(lambda self: self._renamed("train_labels", "targets"))
+    test_labels = property(lambda self: self._renamed("test_labels", "targets"))
+    train_data = property(lambda self: self._renamed("train_data", "data"))
+    test_data = property(lambda self: self._renamed("test_data", "data"))
+
+    @property
     def class_to_idx(self):
         return {name: i for i, name in enumerate(self.classes)}
+
+    def _read_legacy_files(self):
+        """Whether ``data`` and ``targets`` were read from the processed files older torchvision versions wrote
+        (both splits must be there, as torchvision requires); such a root is used as torchvision uses it."""
+        files = [os.path.join(self.processed_folder, name) for name in (self.training_file, self.test_file)]
+        if not all(check_integrity(path) for path in files):
+            return False
+        self.data, self.targets = engine.load(files[0] if self.train else files[1], weights_only=True)
+        return True
 
     def _check_exists(self):
         return all(os.path.isfile(os.path.join(self.raw_folder, os.path.splitext(name)[0]))

@@ -59,15 +59,18 @@ class EMNIST(MNIST):
 
     def __init__(self, root, split, train=True, transform=None, target_transform=None, download=False):
         self.split = verify_str_arg(split, "split", self.splits)
-        VisionDataset.__init__(self, root, transform, target_transform)
+        self.training_file, self.test_file = f"training_{split}.pt", f"test_{split}.pt"
+        self.classes = self.classes_split_dict[split]
+        VisionDataset.__init__(self, root, transform=transform, target_transform=target_transform)
         self.train = train
+        if self._read_legacy_files():
+            return
         if download:
             self.download()
         if not self._check_exists():
             raise RuntimeError("Dataset not found. You can use download=True to download it")
         self.data = engine.from_numpy(_uint8_idx(self.images_file, 3))
         self.targets = engine.from_numpy(_uint8_idx(self.labels_file, 1).astype(np.int64))
-        self.classes = self.classes_split_dict[split]
 
     @property
     def _file_prefix(self):
@@ -119,8 +122,11 @@ class QMNIST(MNIST):
         what = what if what is not None else ("train" if train else "test")
         self.what = verify_str_arg(what, "what", tuple(self.subsets))
         self.compat = compat
-        VisionDataset.__init__(self, root, transform, target_transform)
+        self.data_file = self.training_file = self.test_file = what + ".pt"
+        VisionDataset.__init__(self, root, transform=transform, target_transform=target_transform)
         self.train = train
+        if self._read_legacy_files():  # the whole file, as torchvision reads it (test10k/test50k not cut out)
+            return
         if download:
             self.download()
         if not self._check_exists():

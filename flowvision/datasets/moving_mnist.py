@@ -19,7 +19,7 @@ class MovingMNIST(VisionDataset):
     _MD5 = "be083ec986bfe91a449d63653c411eb2"
 
     def __init__(self, root, split=None, split_ratio=10, download=False, transform=None):
-        super().__init__(root, transform)
+        super().__init__(root, transform=transform)
         self._base_folder = os.path.join(self.root, type(self).__name__)
         self._filename = self._URL.split("/")[-1]
         if split is not None:

@@ -32,7 +32,7 @@ class Omniglot(VisionDataset):
                 "images_evaluation": "6b91aef0f799c5bb55b94e3f2daec811"}
 
     def __init__(self, root, background=True, transform=None, target_transform=None, download=False, loader=None):
-        super().__init__(join(root, self.folder), transform, target_transform)
+        super().__init__(join(root, self.folder), transform=transform, target_transform=target_transform)
         self.background = background
         if download:
             self.download()

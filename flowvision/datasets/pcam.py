@@ -57,7 +57,7 @@ class PCAM(VisionDataset):
     def __init__(self, root, split="train", transform=None, target_transform=None, download=False):
         _h5py()
         self._split = verify_str_arg(split, "split", ("train", "test", "val"))
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self._base_folder = os.path.join(self.root, "pcam")
         if download:
             self._download()

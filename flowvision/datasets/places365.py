@@ -42,7 +42,7 @@ class Places365(VisionDataset):
 
     def __init__(self, root, split="train-standard", small=False, download=False, transform=None,
                  target_transform=None, loader=default_loader):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.split = verify_str_arg(split, "split", self._SPLITS)
         self.small = small
         self.loader = loader

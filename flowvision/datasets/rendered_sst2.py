@@ -17,7 +17,7 @@ class RenderedSST2(VisionDataset):
 
     def __init__(self, root, split="train", transform=None, target_transform=None, download=False,
                  loader=default_loader):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "val", "test"))
         self._split_to_folder = {"train": "train", "val": "valid", "test": "test"}
         self._base_folder = Path(self.root) / "rendered-sst2"

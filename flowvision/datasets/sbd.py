@@ -29,6 +29,7 @@ class SBDataset(PairedVisionDataset):
     voc_train_url = "https://www.cs.cornell.edu/~bharathh/train_noval.txt"
     voc_split_filename = "train_noval.txt"
     voc_split_md5 = "79bff800c5f0b1ec6b21080a3c066722"
+    _EXTRACTED = ("cls", "img", "inst", "train.txt", "val.txt")  # what the archive's benchmark_RELEASE/dataset holds
 
     def __init__(self, root, image_set="train", mode="boundaries", download=False, transforms=None):
         super().__init__(root, transforms)
@@ -36,18 +37,24 @@ class SBDataset(PairedVisionDataset):
         self.mode = verify_str_arg(mode, "mode", ("segmentation", "boundaries"))
         self.num_classes = 20
         if download:
-            download_and_extract_archive(self.url, self.root, filename=self.filename, md5=self.md5)
-            extracted = os.path.join(self.root, "benchmark_RELEASE", "dataset")
-            for name in ("cls", "img", "inst", "train.txt", "val.txt"):
-                shutil.move(os.path.join(extracted, name), self.root)
-            if image_set == "train_noval":
-                download_url(self.voc_train_url, self.root, self.voc_split_filename, self.voc_split_md5)
+            self.download()
         if not os.path.isdir(self.root):
             raise RuntimeError("Dataset not found or corrupted. You can use download=True to download it")
         with open(os.path.join(self.root, image_set + ".txt")) as f:
             names = [line.strip() for line in f]
         self.images = [os.path.join(self.root, "img", name + ".jpg") for name in names]
         self.masks = [os.path.join(self.root, "cls", name + ".mat") for name in names]
+
+    def download(self):
+        """Fetch and unpack the benchmark archive (md5-checked) unless the files read are already in ``root``, and
+        the train_noval list when that split is asked for."""
+        if not all(os.path.exists(os.path.join(self.root, name)) for name in ("cls", "img", "train.txt", "val.txt")):
+            download_and_extract_archive(self.url, self.root, filename=self.filename, md5=self.md5)
+            extracted = os.path.join(self.root, "benchmark_RELEASE", "dataset")
+            for name in self._EXTRACTED:
+                shutil.move(os.path.join(extracted, name), self.root)
+        if self.image_set == "train_noval":
+            download_url(self.voc_train_url, self.root, self.voc_split_filename, self.voc_split_md5)
 
     def _target(self, path):
         record = read_mat(path)["GTcls"].flat[0]

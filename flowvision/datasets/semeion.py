@@ -18,7 +18,7 @@ class SEMEION(VisionDataset):
     md5_checksum = "cb545d371d2ce14ec121470795a77432"
 
     def __init__(self, root, transform=None, target_transform=None, download=True):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         if download:
             self.download()
         if not self._check_integrity():

@@ -17,7 +17,7 @@ class StanfordCars(VisionDataset):
 
     def __init__(self, root, split="train", transform=None, target_transform=None, download=False,
                  loader=default_loader):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self._split = verify_str_arg(split, "split", ("train", "test"))
         self._base_folder = pathlib.Path(root) / "stanford_cars"
         devkit = self._base_folder / "devkit"
@@ -28,7 +28,7 @@ class StanfordCars(VisionDataset):
             self._annotations_mat_path = self._base_folder / "cars_test_annos_withlabels.mat"
             self._images_base_path = self._base_folder / "cars_test"
         if download:
-            raise ValueError("The original URL is broken so the StanfordCars dataset cannot be downloaded anymore.")
+            self.download()
         if not (devkit.is_dir() and self._annotations_mat_path.exists() and self._images_base_path.is_dir()):
             raise RuntimeError("Dataset not found.")
         annotations = read_mat(self._annotations_mat_path)["annotations"].ravel()
@@ -37,6 +37,10 @@ class StanfordCars(VisionDataset):
         self.classes = list(read_mat(devkit / "cars_meta.mat")["class_names"].ravel())
         self.class_to_idx = {name: i for i, name in enumerate(self.classes)}
         self.loader = loader
+
+    def download(self):
+        """Refuses, as torchvision's does: the original files are no longer served."""
+        raise ValueError("The original URL is broken so the StanfordCars dataset cannot be downloaded anymore.")
 
     def __getitem__(self, index):
         path, target = self._samples[index]

@@ -32,7 +32,7 @@ class STL10(VisionDataset):
     splits = ("train", "train+unlabeled", "unlabeled", "test")
 
     def __init__(self, root, split="train", folds=None, transform=None, target_transform=None, download=False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.split = verify_str_arg(split, "split", self.splits)
         self.folds = self._verify_folds(folds)
         if download:

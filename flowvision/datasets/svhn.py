@@ -29,17 +29,24 @@ class SVHN(VisionDataset):
     }
 
     def __init__(self, root, split="train", transform=None, target_transform=None, download=False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         self.split = verify_str_arg(split, "split", tuple(self.split_list))
         self.url, self.filename, self.file_md5 = self.split_list[split]
         if download:
-            download_url(self.url, self.root, self.filename, self.file_md5)
-        if not check_integrity(os.path.join(self.root, self.filename), self.file_md5):
+            self.download()
+        if not self._check_integrity():
             raise RuntimeError("Dataset not found or corrupted. You can use download=True to download it")
         variables = read_mat(os.path.join(self.root, self.filename))
         self.labels = variables["y"].astype(np.int64).squeeze()
         self.labels[self.labels == 10] = 0
         self.data = np.transpose(variables["X"], (3, 2, 0, 1))
+
+    def _check_integrity(self):
+        return check_integrity(os.path.join(self.root, self.filename), self.file_md5)
+
+    def download(self):
+        """Fetch the split's .mat file (md5-checked) unless an intact copy is there."""
+        download_url(self.url, self.root, self.filename, self.file_md5)
 
     def __getitem__(self, index):
         return self._apply(Image.fromarray(np.transpose(self.data[index], (1, 2, 0))), int(self.labels[index]))

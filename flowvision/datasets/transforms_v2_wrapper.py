@@ -37,7 +37,6 @@ from .mnist import MNIST, FashionMNIST
 from .oxford_iiit_pet import OxfordIIITPet
 from .sbd import SBDataset
 from .utils import VisionDataset
-from .vision import StandardTransform
 from .voc import VOCDetection, VOCSegmentation
 from .widerface import WIDERFace
 
@@ -94,17 +93,13 @@ class _TVTensorDatasetWrapper:
             raise TypeError(f"No wrapper exists for dataset class {type(dataset).__name__}. "
                             "Please wrap the output yourself.")
         if target_keys is not None and registered not in _TARGET_KEY_CLASSES:
-            supported = ", ".join(sorted(f"`{cls.__name__}`" for cls in _TARGET_KEY_CLASSES))
-            raise ValueError(f"`target_keys` is currently only supported for {supported}, "
-                             f"but got {registered.__name__}.")
+            raise ValueError("`target_keys` is currently only supported for `CocoDetection`, `VOCDetection`, `Kitti`, "
+                             f"and `WIDERFace`, but got {registered.__name__}.")
         self._dataset = dataset
         self._target_keys = target_keys
         self._wrapper = _FACTORIES[registered](dataset, target_keys)
         self.transform, self.target_transform = dataset.transform, dataset.target_transform
-        joint = getattr(dataset, "transforms", None)
-        if joint is None and (self.transform is not None or self.target_transform is not None):
-            joint = StandardTransform(self.transform, self.target_transform)
-        self.transforms = joint
+        self.transforms = dataset.transforms
         dataset.transform = dataset.target_transform = dataset.transforms = None
 
     def __getattr__(self, name):

@@ -22,7 +22,7 @@ class USPS(VisionDataset):
     }
 
     def __init__(self, root, train=True, transform=None, target_transform=None, download=False):
-        super().__init__(root, transform, target_transform)
+        super().__init__(root, transform=transform, target_transform=target_transform)
         url, filename, md5 = self.split_list["train" if train else "test"]
         path = os.path.join(self.root, filename)
         if download and not os.path.exists(path):

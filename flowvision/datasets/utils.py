@@ -1,4 +1,6 @@
-"""Dataset downloads and archives: verified, atomic downloads with mirrors, and safe extraction."""
+"""What every dataset builds on, as torchvision.datasets.utils offers it: the VisionDataset base (with
+StandardTransform), string-option checks, file listing and checksums, verified atomic downloads with mirrors, and
+safe extraction."""
 import bz2
 import gzip
 import hashlib
@@ -14,41 +16,115 @@ from urllib.parse import urlparse
 
 from engine.utils.data import Dataset
 
-__all__ = ["VisionDataset", "calculate_md5", "check_integrity", "download_url", "extract_archive",
-           "download_and_extract_archive", "mirror_urls"]
+__all__ = ["StandardTransform", "VisionDataset", "calculate_md5", "check_integrity", "check_md5", "download_url",
+           "extract_archive", "download_and_extract_archive", "iterable_to_str", "list_dir", "list_files",
+           "mirror_urls", "verify_str_arg"]
 
 MIRROR_ENV = "FLOWVISION_DATASETS_MIRROR"
 _CHUNK = 1 << 16
 
 
-class VisionDataset(Dataset):
-    """Base of the image datasets: ``root``, optional ``transform``/``target_transform`` and a readable repr."""
+class StandardTransform:
+    """``transform`` on the image and ``target_transform`` on the target, as one ``(image, target)`` callable."""
 
-    def __init__(self, root=None, transform=None, target_transform=None):
-        self.root = os.path.expanduser(root) if isinstance(root, str) else root
+    def __init__(self, transform=None, target_transform=None):
         self.transform = transform
         self.target_transform = target_transform
 
+    def __call__(self, image, target):
+        if self.transform is not None:
+            image = self.transform(image)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return image, target
+
+    def __repr__(self):
+        body = [type(self).__name__]
+        for head, name in (("Transform: ", "transform"), ("Target transform: ", "target_transform")):
+            if getattr(self, name) is not None:
+                body += _indented_repr(getattr(self, name), head)
+        return "\n".join(body)
+
+
+def _indented_repr(obj, head):
+    """``repr(obj)`` after ``head``, its later lines aligned under the first."""
+    lines = repr(obj).splitlines() or [""]
+    return [head + lines[0]] + [" " * len(head) + line for line in lines[1:]]
+
+
+class VisionDataset(Dataset):
+    """Base of the image datasets, with torchvision's signature and repr: ``root``, and either a joint
+    ``transforms(image, target)`` or the separate ``transform``/``target_transform`` (folded into ``transforms``
+    as a StandardTransform, so that either way one callable transforms an item)."""
+
+    _repr_indent = 4
+
+    def __init__(self, root=None, transforms=None, transform=None, target_transform=None):
+        self.root = os.path.expanduser(root) if isinstance(root, str) else root
+        separate = transform is not None or target_transform is not None
+        if transforms is not None and separate:
+            raise ValueError("Only transforms or transform/target_transform can be passed as argument")
+        self.transform = transform
+        self.target_transform = target_transform
+        self.transforms = StandardTransform(transform, target_transform) if separate else transforms
+
     def _apply(self, img, target):
-        """Apply the transforms to one (image, target) pair."""
+        """Apply ``transform`` and ``target_transform`` to one (image, target) pair."""
         if self.transform is not None:
             img = self.transform(img)
         if self.target_transform is not None:
             target = self.target_transform(target)
         return img, target
 
+    def _format_transform_repr(self, transform, head):
+        """torchvision's helper, for subclasses that print a transform of their own in ``extra_repr``."""
+        return _indented_repr(transform, head)
+
     def extra_repr(self):
         return ""
 
     def __repr__(self):
-        lines = [f"Number of datapoints: {len(self)}"]
+        body = [f"Number of datapoints: {len(self)}"]
         if self.root is not None:
-            lines.append(f"Root location: {self.root}")
-        lines += [line for line in self.extra_repr().splitlines() if line]
-        for name in ("transform", "target_transform"):
-            if getattr(self, name) is not None:
-                lines.append(f"{name.replace('_', ' ').title().replace(' ', '')}: {getattr(self, name)!r}")
-        return "\n".join([f"Dataset {type(self).__name__}"] + ["    " + line for line in lines])
+            body.append(f"Root location: {self.root}")
+        body += self.extra_repr().splitlines()
+        if getattr(self, "transforms", None) is not None:
+            body.append(repr(self.transforms))  # one entry: only its first line is indented, as in torchvision
+        return "\n".join([f"Dataset {type(self).__name__}"] + [" " * self._repr_indent + line for line in body])
+
+
+def list_dir(root, prefix=False):
+    """Names of the folders directly in ``root`` (in listing order), joined to ``root`` when ``prefix``."""
+    root = os.path.expanduser(root)
+    names = [name for name in os.listdir(root) if os.path.isdir(os.path.join(root, name))]
+    return [os.path.join(root, name) for name in names] if prefix is True else names
+
+
+def list_files(root, suffix, prefix=False):
+    """Names of the files directly in ``root`` ending with ``suffix`` (a str or a tuple of them), in listing order,
+    joined to ``root`` when ``prefix``."""
+    root = os.path.expanduser(root)
+    names = [name for name in os.listdir(root) if os.path.isfile(os.path.join(root, name)) and name.endswith(suffix)]
+    return [os.path.join(root, name) for name in names] if prefix is True else names
+
+
+def iterable_to_str(iterable):
+    """The items as ``'a', 'b'``: each str() in single quotes, the way torchvision lists valid values (no items
+    read ``''``, as there)."""
+    return "'" + "', '".join(str(item) for item in iterable) + "'"
+
+
+def verify_str_arg(value, arg=None, valid_values=None, custom_msg=None):
+    """``value`` when it is a string among ``valid_values`` (any string when None); a ValueError otherwise, with
+    ``custom_msg`` as its message when given."""
+    if not isinstance(value, str):
+        raise ValueError(f"Expected type str{f' for argument {arg}' if arg is not None else ''}, "
+                         f"but got type {type(value)}.")
+    if valid_values is not None and value not in valid_values:
+        raise ValueError(custom_msg if custom_msg is not None else
+                         f"Unknown value '{value}' for argument {arg}. Valid values are "
+                         f"{{{iterable_to_str(valid_values)}}}.")
+    return value
 
 
 def mirror_urls(mirrors, filename):
@@ -59,17 +135,22 @@ def mirror_urls(mirrors, filename):
     return [base.rstrip("/") + "/" + filename for base in bases]
 
 
-def _file_hash(fpath, algorithm):
-    h = hashlib.new(algorithm)
+def _file_hash(fpath, algorithm, chunk_size=1 << 20):
+    h = hashlib.new(algorithm, usedforsecurity=False)  # a checksum, not security: allowed where FIPS mode is on
     with open(fpath, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
+        for chunk in iter(lambda: f.read(chunk_size), b""):
             h.update(chunk)
     return h.hexdigest()
 
 
-def calculate_md5(fpath):
+def calculate_md5(fpath, chunk_size=1024 * 1024):
     """Hex md5 of a file."""
-    return _file_hash(fpath, "md5")
+    return _file_hash(fpath, "md5", chunk_size)
+
+
+def check_md5(fpath, md5, **kwargs):
+    """Whether the file's md5 is ``md5`` (``kwargs`` go to ``calculate_md5``)."""
+    return md5 == calculate_md5(fpath, **kwargs)
 
 
 def check_integrity(fpath, md5=None, sha256=None):

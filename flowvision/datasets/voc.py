@@ -62,11 +62,12 @@ class _VOCBase(PairedVisionDataset):
         key = "2007-test" if year == "2007" and image_set == "test" else year
         self.url, self.filename, self.md5, base_dir = _RELEASES[key]
         voc_root = os.path.join(self.root, *base_dir.split("/"))
-        if download:
+        split_file = os.path.join(voc_root, "ImageSets", self._splits_dir, image_set + ".txt")
+        if download and not os.path.isfile(split_file):  # an extracted split needs no archive (nor network)
             download_and_extract_archive(self.url, self.root, filename=self.filename, md5=self.md5)
         if not os.path.isdir(voc_root):
             raise RuntimeError("Dataset not found or corrupted. You can use download=True to download it")
-        with open(os.path.join(voc_root, "ImageSets", self._splits_dir, image_set + ".txt")) as f:
+        with open(split_file) as f:
             names = [line.strip() for line in f]
         self.images = [os.path.join(voc_root, "JPEGImages", name + ".jpg") for name in names]
         self.targets = [os.path.join(voc_root, self._target_dir, name + self._target_ext) for name in names]

@@ -31,18 +31,22 @@ class WIDERFace(VisionDataset):
                         "0e3767bcf0e326556d407bf5bff5d27c", "wider_face_split.zip")
 
     def __init__(self, root, split="train", transform=None, target_transform=None, download=False):
-        super().__init__(os.path.join(root, self.BASE_FOLDER), transform, target_transform)
+        super().__init__(os.path.join(root, self.BASE_FOLDER), transform=transform, target_transform=target_transform)
         self.split = verify_str_arg(split, "split", ("train", "val", "test"))
         if download:
             self.download()
         if not self._check_integrity():
             raise RuntimeError("Dataset not found or corrupted. You can use download=True to download and prepare it")
-        self.img_info = self._parse_annotations() if split != "test" else self._parse_test_list()
+        if split == "test":
+            self.parse_test_annotations_file()
+        else:
+            self.parse_train_val_annotations_file()
 
     def _image_path(self, name):
         return os.path.abspath(os.path.join(self.root, f"WIDER_{self.split}", "images", name))
 
-    def _parse_annotations(self):
+    def parse_train_val_annotations_file(self):
+        """Set ``img_info``: each image's path and its faces' boxes and attributes, from the split's list."""
         path = os.path.join(self.root, "wider_face_split", f"wider_face_{self.split}_bbx_gt.txt")
         with open(path) as f:
             lines = [line.rstrip() for line in f]
@@ -58,11 +62,12 @@ class WIDERFace(VisionDataset):
             target.update({field: values[:, 4 + i].clone() for i, field in enumerate(_FIELDS)})
             info.append({"img_path": self._image_path(name), "annotations": target})
             pos += 2 + len(rows)
-        return info
+        self.img_info = info
 
-    def _parse_test_list(self):
+    def parse_test_annotations_file(self):
+        """Set ``img_info``: the path of each test image (the test split has no annotations)."""
         with open(os.path.join(self.root, "wider_face_split", "wider_face_test_filelist.txt")) as f:
-            return [{"img_path": self._image_path(line.rstrip())} for line in f]
+            self.img_info = [{"img_path": self._image_path(line.rstrip())} for line in f]
 
     def __getitem__(self, index):
         target = None if self.split == "test" else self.img_info[index]["annotations"]
