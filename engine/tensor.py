@@ -501,18 +501,11 @@ class Tensor:
         if inputs is not None or create_graph:
             root = gradient if create_graph and isinstance(gradient, Tensor) else _new(grad)
         if inputs is not None:
-            from .autograd import grad as _grad
+            from .autograd import accumulate_into
             inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
-            grads = _grad([self], inputs, [root], retain_graph=retain_graph if create_graph else bool(retain_graph),
-                          create_graph=create_graph, allow_unused=True)
-            for t, g in zip(inputs, grads):
-                if g is not None:
-                    if t._grad is None:
-                        t.grad = g
-                    elif create_graph:
-                        t.grad = t._grad + g
-                    else:
-                        t.grad._data += g._data
+            if not inputs:
+                raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+            accumulate_into([self], [root], inputs, retain_graph if create_graph else bool(retain_graph), create_graph)
             return
         if create_graph:  # gradients as graph-connected tensors (autograd/double_backward.py)
             from .autograd.double_backward import run_backward_graph
@@ -552,6 +545,8 @@ class Tensor:
                                "differentiation use var_no_grad = var.detach().")
         if requires_grad and not _dtype.is_floating(self._data.dtype):
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if requires_grad and getattr(self, "_inference", False) and not grad_mode.is_inference_mode_enabled():
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         self.requires_grad = requires_grad
         return self
 

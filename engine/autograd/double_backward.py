@@ -17,7 +17,10 @@ import numpy as np
 from .._device import array_module
 from . import grad_mode
 from .function import AccumulateGrad, Function
-from .graph import _BACKWARD_NOTE, _dependencies, _release, add_to_slot, check_not_released, seed_roots
+from .graph import (_BACKWARD_NOTE, _dependencies, _release, add_to_slot, backward_pass, check_hook_result,
+                    check_not_released, seed_roots)
+from .node import has_post_hooks, post_hooked, pre_hooked
+from .saved_hooks import run_unpacked
 
 
 def run_backward_graph(roots, root_grads, retain_graph=True, captures=None, stop=None):
@@ -25,7 +28,7 @@ def run_backward_graph(roots, root_grads, retain_graph=True, captures=None, stop
     ``captures`` (keyed as in ``graph.run_backward``), into its values, as graph-connected tensors. The walk
     does not go past the nodes in ``stop`` (see ``vjp``), and, given ``stop``, runs no tensor hooks: it is an
     op's own backward then, not the user's."""
-    with grad_mode.enable_grad(), np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with grad_mode.enable_grad(), np.errstate(divide="ignore", invalid="ignore", over="ignore"), backward_pass():
         _run(roots, root_grads, retain_graph, captures, stop)
 
 
@@ -73,10 +76,10 @@ def _run(roots, root_grads, retain_graph, captures, stop):
                 _accumulate_leaf(node, slots[0], captures, hooks)
             continue
         if slots is not None:
-            _visit(node, slots, captures, hooks)
+            slots = _visit(node, slots, captures, hooks)
         if node not in useful:
             continue
-        grads_in = _backward_node(node, slots, retain_graph)
+        grads_in = _backward_node(node, slots, retain_graph, hooks)
         for edge, grad, meta in zip(node.next_edges, grads_in, node.input_meta):
             if not receives(edge):
                 continue
@@ -153,9 +156,14 @@ def _visit(node, slots, captures, run_hooks):
         for i, g in enumerate(slots):
             if (node, i) in captures and g is not None:
                 captures[(node, i)] = g
+    return pre_hooked(node, slots, _same, _same) if run_hooks else slots
 
 
-def _backward_node(node, slots, retain_graph):
+def _same(tensor):
+    return tensor
+
+
+def _backward_node(node, slots, retain_graph, run_hooks=True):
     """``node.backward_tensors`` on its output gradients (zeros for the missing ones)."""
     from ..tensor import _new
     check_not_released(node)
@@ -166,7 +174,7 @@ def _backward_node(node, slots, retain_graph):
     like = next(s for s in slots if s is not None)._data
     grads = [s if s is not None else _new(array_module(like).zeros(*m)) for s, m in zip(slots, node.output_meta)]
     try:
-        grads_in = node.backward_tensors(*grads)
+        grads_in = run_unpacked(node, lambda: node.backward_tensors(*grads))
     except Exception as error:
         error.add_note(_BACKWARD_NOTE + node.name())
         raise
@@ -174,6 +182,9 @@ def _backward_node(node, slots, retain_graph):
         grads_in = (grads_in,)
     if len(grads_in) < n_inputs:
         grads_in = grads_in + (None,) * (n_inputs - len(grads_in))
+    if run_hooks and has_post_hooks(node):
+        reduced = tuple(g if g is None or m is None else _to_meta(g, m) for g, m in zip(grads_in, node.input_meta))
+        grads_in = post_hooked(node, reduced, grads, _same, _same)
     if not retain_graph:
         _release(node)
     return grads_in
@@ -210,6 +221,7 @@ def _run_hooks(hooks, grad):
     for hook in hooks:
         out = hook(grad)
         if out is not None:
+            check_hook_result(hook, out, grad)
             grad = out
     return grad
 
@@ -227,10 +239,14 @@ def _accumulate_leaf(node, grad, captures, run_hooks=True):
             prev = captures[node]
             captures[node] = grad if prev is None else prev + grad
         return
+    if run_hooks:
+        grad = pre_hooked(node, [grad], _same, _same)[0]
     tensor.grad = grad if tensor.grad is None else tensor.grad + grad
     if tensor._post_accumulate_grad_hooks:
         for hook in tuple(tensor._post_accumulate_grad_hooks):
             hook(tensor)
+    if run_hooks and has_post_hooks(node):
+        post_hooked(node, (), (grad,), _same, _same)
 
 
 def root_grad_tensors(tensors, grad_tensors):

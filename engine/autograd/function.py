@@ -9,10 +9,11 @@ op's backward may return gradients in the broadcast shape.
 import weakref
 
 from .. import _device, _dtype
-from . import anomaly_mode, bfloat16, grad_mode, tracing
+from . import anomaly_mode, bfloat16, grad_mode, saved_hooks, tracing
+from .node import Node
 
 
-class Function:
+class Function(Node):
     """Base of every autograd op (Chainer's FunctionNode, PyTorch's Node)."""
 
     #: the op reads its input arrays in backward (guards against later in-place changes)
@@ -101,7 +102,8 @@ class Function:
         arrays = tuple(t._data if isinstance(t, Tensor) else t for t in inputs)
         if _device._cupy is not None and len(arrays) > 1:
             arrays = _same_device(inputs, arrays)
-        record = grad_mode._State.enabled and any(
+        # inference mode records nothing, even under enable_grad (as torch's)
+        record = grad_mode._State.enabled and not grad_mode._State.inference and any(
             isinstance(t, Tensor) and t.requires_grad for t in inputs)
         if self.inplace:
             _check_inplace(inputs[0], record)
@@ -131,6 +133,8 @@ class Function:
                 results[0]._base = inputs[0]._base if inputs[0]._base is not None else inputs[0]
         if grad_mode._State.inference:
             _mark_inference(self, inputs, results)
+        elif grad_mode._State.inference_made and self.is_view and getattr(inputs[0], "_inference", False):
+            results[0]._inference = True  # a view of an inference tensor is one, in or out of the mode
         if record:
             self.output_meta = tuple((o.shape, o.dtype) for o in outs)
             for i, r in enumerate(results):
@@ -140,6 +144,8 @@ class Function:
                     r._output_index = i
             self._saved_versions = _versions(self.inputs_read(inputs) if self.uses_inputs else (),
                                              results if self.uses_output else ())
+            if saved_hooks._stack:
+                saved_hooks.pack_node(self, inputs, results)
             if anomaly_mode._State.enabled:
                 self._anomaly_stack = anomaly_mode.forward_stack()
             if self.inplace and inputs[0]._base is not None and tracer is None:
@@ -151,12 +157,15 @@ class Function:
 
     def check_versions(self):
         """Raise when a tensor this op saved was modified in place after the forward."""
-        for tensor, version in self._saved_versions:
+        for tensor, version, output in self._saved_versions:
             if tensor._version[0] != version:
+                whose = "" if output is None else f", which is output {output} of {type(self).__name__},"
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by an "
-                    f"inplace operation: [{tensor.dtype.name} {list(tensor.shape)}] is at version "
-                    f"{tensor._version[0]}; expected version {version} instead (used by {self.name()})")
+                    f"inplace operation: [{tensor.type()} {list(tensor.shape)}]{whose} is at version "
+                    f"{tensor._version[0]}; expected version {version} instead. Hint: enable anomaly detection "
+                    "to find the operation that failed to compute its gradient, with "
+                    "engine.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
 def _same_device(inputs, arrays):
@@ -185,8 +194,10 @@ def _check_cast(result, out):
 
 
 def _versions(inputs, outputs):
+    """(tensor, its version, its output index for an output, else None) of each tensor an op saved."""
     from ..tensor import Tensor
-    return tuple((t, t._version[0]) for t in (*inputs, *outputs) if isinstance(t, Tensor))
+    return tuple((t, t._version[0], None) for t in inputs if isinstance(t, Tensor)) + tuple(
+        (t, t._version[0], i) for i, t in enumerate(outputs))
 
 
 def _edge(tensor):
@@ -224,7 +235,7 @@ def _check_inplace(target, record):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
-class AccumulateGrad:
+class AccumulateGrad(Node):
     """The sink of a leaf tensor: adds incoming gradients into ``tensor.grad``."""
 
     def __init__(self, tensor):
@@ -232,7 +243,7 @@ class AccumulateGrad:
         self.next_edges = ()
 
     def name(self):
-        return "AccumulateGrad"
+        return "torch::autograd::AccumulateGrad"
 
     def __repr__(self):
         return "<AccumulateGrad>"
@@ -253,7 +264,22 @@ class _CustomNode(Function):
         self.positions, self.n_outputs = positions, n_outputs  # where forward's tensor outputs were, of how many
 
     def name(self):
-        return self.fn_cls.__name__ + "Backward"
+        return type(self).__name__
+
+    @property
+    def saved_tensors(self):
+        """What forward saved (torch's node is its ctx); torch's error once a backward freed it."""
+        if getattr(self, "_released", False):
+            from .graph import check_not_released
+            check_not_released(self)
+        return self.ctx.saved_tensors
+
+    def __getattr__(self, name):
+        """The ctx's attributes, as on torch's node (``y.grad_fn.k`` for ``ctx.k``), while it is kept."""
+        ctx = self.__dict__.get("ctx")
+        if ctx is None or name.startswith("_") or name in _ENGINE_NODE_ATTRIBUTES:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        return getattr(ctx, name)
 
     def forward(self, *arrays):
         outs = tuple(o._data for o in self.outs)
@@ -291,15 +317,31 @@ class _CustomNode(Function):
     def backward(self, *grads):
         from ..tensor import _new
         grads = self._all_outputs([None if g is None else _new(g) for g in grads])
-        gins = self._checked(self.fn_cls.backward(self.ctx, *grads))
+        gins = self._checked(_user_backward(self.fn_cls)(self.ctx, *grads))
         return tuple(None if g is None else g._data for g in gins)
 
     def backward_tensors(self, *grads):
         """The user's backward, on tensors, with grad mode on (the pass runs under ``enable_grad``): what it
         computes with engine ops is differentiable, as in torch. An engine Function written this way may give a
         ``_backward_tensors`` of its own for that pass (``utils.checkpoint``'s, which recomputes on the graph)."""
-        backward = getattr(self.fn_cls, "_backward_tensors", self.fn_cls.backward)
+        backward = getattr(self.fn_cls, "_backward_tensors", None) or _user_backward(self.fn_cls)
         return self._checked(backward(self.ctx, *self._all_outputs(grads)))
+
+
+#: what the backward engines look up on a node with a default: never answered from a custom Function's ctx
+_ENGINE_NODE_ATTRIBUTES = frozenset(("hooks", "retained", "next_edges", "input_meta", "output_meta",
+                                     "materialize_grads", "tensor_ref", "variable", "dtype", "nd", "ufunc", "y"))
+
+
+def _user_backward(fn_cls):
+    """A custom Function's ``backward`` (or its alias ``vjp``), with torch's error when it has neither."""
+    if fn_cls.backward is not Function.backward:
+        return fn_cls.backward
+    vjp = getattr(fn_cls, "vjp", None)
+    if vjp is None:
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+    return vjp
 
 
 def _expandable(shape, target):
@@ -326,7 +368,10 @@ def apply_custom(fn_cls, *args, **kwargs):
     from ..tensor import Tensor
     ctx = FunctionCtx()
     ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
+    ctx._records = grad_mode._State.enabled and not grad_mode._State.inference and any(ctx.needs_input_grad)
     setup_context = getattr(fn_cls, "setup_context", None)
+    if fn_cls.forward is Function.forward:
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
     with grad_mode.no_grad():
         if setup_context is None:
             outs = fn_cls.forward(ctx, *args, **kwargs)
@@ -334,10 +379,15 @@ def apply_custom(fn_cls, *args, **kwargs):
             outs = fn_cls.forward(*args, **kwargs)
     if setup_context is not None:
         setup_context(ctx, _bound_inputs(fn_cls.forward, args, kwargs), outs)
-    single = isinstance(outs, Tensor)
-    outs = (outs,) if single else tuple(outs)
+    single = not isinstance(outs, tuple)  # a list, too, is one output, as torch's
+    outs = (outs,) if single else outs
+    if any(not any(d is o for o in outs) for d in ctx.dirty):
+        raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                           "The inputs that are modified inplace must all be outputs of the Function.")
     positions = tuple(i for i, o in enumerate(outs) if isinstance(o, Tensor))
     tensors = tuple(outs[i] for i in positions)
+    if not tensors:  # nothing to record a node for
+        return outs[0] if single else outs
     node = _node_class(fn_cls)(fn_cls, ctx, tensors, positions, len(outs))
     node.uses_inputs = False
     node.is_tensor_input = tuple(isinstance(a, Tensor) for a in args)
@@ -346,7 +396,7 @@ def apply_custom(fn_cls, *args, **kwargs):
     results = results if isinstance(results, tuple) else (results,)
     results = tuple(_finish_output(out, result, ctx) for out, result in zip(tensors, results))
     if getattr(node, "next_edges", None) is not None:  # recorded: changes to what ctx saved fail its backward
-        node._saved_versions = tuple((t, t._version[0]) for t in ctx.to_save if isinstance(t, Tensor))
+        node._saved_versions = tuple((t, t._version[0], None) for t in ctx.to_save if isinstance(t, Tensor))
     full = list(outs)
     for position, result in zip(positions, results):
         full[position] = result
@@ -362,6 +412,7 @@ def _finish_output(out, result, ctx):
     if any(out is t for t in ctx.dirty):
         if out.is_leaf and out.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
+        out._version[0] += 1  # marked dirty: one more version, as torch counts it
         if result.grad_fn is not None:
             out.grad_fn, out._output_index, out.requires_grad = result.grad_fn, result._output_index, True
         return out
@@ -398,11 +449,15 @@ class FunctionCtx:
     needs_input_grad = ()
 
     def save_for_backward(self, *tensors):
+        """Keep ``tensors`` for backward; packed by the saved-tensor hooks in effect when a graph is recorded
+        (``saved_hooks.py``)."""
         self.to_save = tensors
+        self._packed = saved_hooks.pack(tensors) if getattr(self, "_records", True) else None
 
     @property
     def saved_tensors(self):
-        return self.to_save
+        packed = getattr(self, "_packed", None)
+        return self.to_save if packed is None else saved_hooks.unpack(packed)
 
     def mark_non_differentiable(self, *tensors):
         self.non_differentiable = tensors

@@ -9,7 +9,8 @@ with ``create_graph=True``, so it checks the second derivatives.
 
 ``fast_mode`` is accepted and runs the full (slow) comparison, which is the stricter one. ``check_batched_grad`` is
 accepted: ``engine.func.vmap`` runs a function once per element, so batched gradients are the per-element ones
-by construction. Forward-mode checks need forward-mode AD, which the engine does not have.
+by construction. ``check_forward_ad`` compares the Jacobian that forward-mode AD (``forward_ad``) gives, one
+one-hot tangent per input element, with the same finite differences.
 """
 import warnings
 
@@ -171,7 +172,31 @@ def _check_zero_grad_outputs(outputs, diff_inputs, check_undefined_grad):
                 from error
 
 
-def _run_checks(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes):
+def _forward_jacobian(func, inputs, diff_inputs, n_float_outputs):
+    """jac[j][i]: the (input j numel, output i numel) Jacobian of the floating outputs by forward-mode AD, one
+    pass per input element with a one-hot tangent (the other inputs' tangents zero)."""
+    from .._device import array_module
+    from . import forward_ad
+    from .functional import one_hot_like
+    result = []
+    for x in diff_inputs:
+        columns = [[] for _ in range(n_float_outputs)]
+        for k in range(x.numel()):
+            with forward_ad.dual_level():
+                duals = [forward_ad.make_dual(a, one_hot_like(a, k) if a is x else a.new_zeros(a.shape))
+                         if _needs_grad(a) else a for a in inputs]
+                outs = [o for o in _as_tuple(func(*duals)) if _floating(o)]
+                for column, o in zip(columns, outs):
+                    tangent = forward_ad.unpack_dual(o).tangent
+                    column.append(np.zeros(o.numel()) if tangent is None
+                                  else tangent.detach().double().cpu()._data.reshape(-1))
+        xp = array_module(x._data)
+        result.append([xp.asarray(np.stack(column)) if column else xp.zeros((0, 0)) for column in columns])
+    return result
+
+
+def _run_checks(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
+                backward=True, forward=False):
     inputs = _as_tuple(inputs)
     _check_inputs(inputs)
     func_out = _as_tuple(func(*inputs))
@@ -185,13 +210,21 @@ def _run_checks(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
         return
     float_outs = [o for o in func_out if _floating(o)]
     diff_inputs = [x for x in inputs if _needs_grad(x)]
-    for i, (k, o) in enumerate((k, o) for k, o in enumerate(float_outs) if o.requires_grad):
-        analytical = _analytical(o, diff_inputs, nondet_tol, check_grad_dtypes)
-        for j, a in enumerate(analytical):
-            n = numerical[j][k]
-            if a.size and not bool((abs(a - n) <= atol + rtol * abs(n)).all()):
-                raise GradcheckError(_mismatch(a, n, i, j, rtol, atol))
-    _check_zero_grad_outputs(outputs, diff_inputs, check_undefined_grad)
+    if backward:
+        for i, (k, o) in enumerate((k, o) for k, o in enumerate(float_outs) if o.requires_grad):
+            analytical = _analytical(o, diff_inputs, nondet_tol, check_grad_dtypes)
+            for j, a in enumerate(analytical):
+                n = numerical[j][k]
+                if a.size and not bool((abs(a - n) <= atol + rtol * abs(n)).all()):
+                    raise GradcheckError(_mismatch(a, n, i, j, rtol, atol))
+        _check_zero_grad_outputs(outputs, diff_inputs, check_undefined_grad)
+    if forward:
+        for j, per_output in enumerate(_forward_jacobian(func, inputs, diff_inputs, len(float_outs))):
+            for i, a in enumerate(per_output):
+                n = numerical[j][i]
+                if a.size and not bool((abs(a - n) <= atol + rtol * abs(n)).all()):
+                    raise GradcheckError(_mismatch(a, n, i, j, rtol, atol).replace(
+                        "Jacobian mismatch", "Jacobian computed with forward mode mismatch", 1))
 
 
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
@@ -206,11 +239,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
     if check_batched_forward_grad and not check_forward_ad:
         raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
-    if check_forward_ad:
-        raise NotImplementedError("gradcheck: check_forward_ad=True needs forward-mode AD, which the engine does "
-                                  "not have")
     try:
-        _run_checks(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes)
+        _run_checks(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad, check_grad_dtypes,
+                    check_backward_ad, check_forward_ad)
     except GradcheckError:
         if raise_exception:
             raise

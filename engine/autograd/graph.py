@@ -1,4 +1,5 @@
 """The backward engine: walks the recorded graph from the roots in dependency order."""
+import contextlib
 import sys
 
 import numpy as np
@@ -7,9 +8,17 @@ from .. import _dtype, backends
 from .._device import array_module
 from . import anomaly_mode, bfloat16
 from .function import AccumulateGrad, Function
+from .node import KEPT, Node, has_post_hooks, post_hooked, pre_hooked
+from .saved_hooks import disable_saved_tensors_hooks, run_unpacked, save_on_cpu, saved_tensors_hooks
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """``torch.autograd.graph.register_multi_grad_hook`` (``multi_grad.py``)."""
+    from .multi_grad import register
+    return register(tensors, fn, mode)
 
 _KEEP = frozenset(("next_edges", "input_meta", "output_meta", "needs_input_grad", "hooks",
-                   "retained", "_released"))
+                   "retained", "_released", *KEPT))
 
 
 def sum_to_shape(grad, shape):
@@ -74,10 +83,30 @@ def reached_leaves(tensors):
 def _run_hooks(hooks, grad):
     from ..tensor import _new
     for hook in hooks:
-        out = hook(_new(grad))
+        given = _new(grad)
+        out = hook(given)
         if out is not None:
+            check_hook_result(hook, out, given)
             grad = out._data
     return grad
+
+
+def check_hook_result(hook, out, grad):
+    """torch's errors for a tensor hook that returned a gradient of another shape or dtype than it was given."""
+    name = getattr(hook, "__name__", type(hook).__name__)
+    if out.dtype != grad.dtype:
+        raise RuntimeError(f"hook '{name}' has changed the type of value (was {grad.type()} got {out.type()})")
+    if tuple(out.shape) != tuple(grad.shape):
+        raise RuntimeError(f"hook '{name}' has changed the size of value")
+
+
+def _as_tensor(array):
+    from ..tensor import _new
+    return _new(array)
+
+
+def _as_raw(tensor):
+    return tensor._data
 
 
 def _dependencies(roots):
@@ -137,6 +166,8 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
             captures[node] = grad if prev is None else prev + grad
         return
     from ..tensor import _new
+    if node.__dict__.get("_pre_hooks"):
+        grad = pre_hooked(node, [grad], _as_tensor, _as_raw)[0]
     sparse = SPARSE_GRADS and (SPARSE_GRADS.get(type(grad))
                                or tensor.grad is not None and SPARSE_GRADS.get(type(tensor.grad._data)))
     if sparse:
@@ -149,6 +180,8 @@ def _accumulate_leaf(node, grad, captures, unshared=False):
     if tensor._post_accumulate_grad_hooks:
         for hook in tuple(tensor._post_accumulate_grad_hooks):
             hook(tensor)
+    if has_post_hooks(node):
+        post_hooked(node, (), (grad,), _as_tensor, _as_raw)
 
 
 #: sparse gradient storages (``engine.sparse``'s COO arrays) -> the function that accumulates a gradient into a
@@ -182,10 +215,38 @@ def seed_roots(roots, root_grads, accumulate_leaf):
     return pending, root_nodes
 
 
+_PASSES = []  # the callbacks queued for the end of each backward pass running, innermost last
+
+
+def current_pass():
+    """The running backward pass (its callback list, an identity for hooks that act once per pass), or None."""
+    return _PASSES[-1] if _PASSES else None
+
+
+def queue_callback(callback):
+    """Run ``callback()`` when the running backward pass ends (torch's ``_execution_engine.queue_callback``)."""
+    if not _PASSES:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    _PASSES[-1].append(callback)
+
+
+@contextlib.contextmanager
+def backward_pass():
+    """Delimit one backward pass: the callbacks queued during it run at its end, if it succeeds."""
+    callbacks = []
+    _PASSES.append(callbacks)
+    try:
+        yield
+    finally:
+        _PASSES.pop()
+    for callback in callbacks:
+        callback()
+
+
 def run_backward(roots, root_grads, retain_graph=False, captures=None):
     """Propagate ``root_grads`` (arrays) from ``roots`` (tensors) to every leaf that needs them, with
     numpy's floating-point warnings off: PyTorch's gradients become inf or NaN without a word."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"), backward_pass():
         _run_backward(roots, root_grads, retain_graph, captures)
 
 
@@ -270,12 +331,18 @@ def _backward_node(node, slots, retain_graph, captures):
         for i, g in enumerate(slots):
             if (node, i) in captures and g is not None:
                 captures[(node, i)] = g
+    hooked = node.__dict__  # node hooks and packed saved values: looked up once, rarely there
+    if "_pre_hooks" in hooked:
+        slots = pre_hooked(node, slots, _as_tensor, _as_raw)
     node.check_versions()
     like = next(s for s in slots if s is not None)
     materialize = getattr(node, "materialize_grads", True)  # False: a custom Function's backward takes None
     grads = [s if s is not None or not materialize else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
     try:
-        grads_in = bfloat16.backward(node, grads)
+        if "_saved_packed" in hooked:
+            grads_in = run_unpacked(node, lambda: bfloat16.backward(node, grads))
+        else:
+            grads_in = bfloat16.backward(node, grads)
         if not isinstance(grads_in, tuple):
             grads_in = (grads_in,)
         if anomaly_mode._State.enabled and anomaly_mode._State.check_nan:
@@ -287,9 +354,23 @@ def _backward_node(node, slots, retain_graph, captures):
         raise
     if len(grads_in) < n_inputs:
         grads_in = grads_in + (None,) * (n_inputs - len(grads_in))
+    if "_post_hooks" in hooked and has_post_hooks(node):
+        grads_in = post_hooked(node, _reduced(grads_in, node.input_meta), grads, _as_tensor, _as_raw)
     if not retain_graph:
         _release(node)
     return grads_in
+
+
+def _reduced(grads, metas):
+    """Input gradients summed down to their inputs' shapes and cast to their dtypes (what node hooks see)."""
+    out = []
+    for grad, meta in zip(grads, metas):
+        if grad is not None and meta is not None:
+            grad = sum_to_shape(grad, meta[0])
+            if grad.dtype != meta[1]:
+                grad = (grad.real if grad.dtype.kind == "c" and meta[1].kind != "c" else grad).astype(meta[1])
+        out.append(grad)
+    return tuple(out)
 
 
 _BACKWARD_NOTE = "raised in "
@@ -301,4 +382,5 @@ def failed_backward(error):
                  if note.startswith(_BACKWARD_NOTE)), None)
 
 
-__all__ = ["run_backward", "sum_to_shape", "Function", "failed_backward"]
+__all__ = ["run_backward", "sum_to_shape", "Function", "Node", "failed_backward", "saved_tensors_hooks", "save_on_cpu",
+           "disable_saved_tensors_hooks", "register_multi_grad_hook", "queue_callback"]
