@@ -9,6 +9,7 @@ import importlib
 import inspect
 import re
 import sys
+import types
 
 __all__ = ["register_model", "list_models", "list_modules", "is_model", "model_entrypoint",
            "is_model_pretrained", "create_model", "get_model", "get_model_builder", "ModelCreator", "model_alias_of",
@@ -161,22 +162,41 @@ def _as_patterns(patterns):
     return [patterns] if isinstance(patterns, str) else list(patterns)
 
 
-def list_models(filter="", module="", pretrained=False, exclude_filters="", name_matches_cfg=False):
+def list_models(filter="", module="", pretrained=False, exclude_filters="", name_matches_cfg=False, *, include=None,
+                exclude=None):
     """Registered model names matching ``filter`` (fnmatch wildcards, one pattern or a list).
 
     ``module`` keeps the models of one family module (e.g. ``'resnet'``), ``pretrained=True``
     keeps those with published weights, ``exclude_filters`` drops names matching any of its
     patterns. ``name_matches_cfg`` is accepted for timm compatibility: every name here is its own cfg.
+
+    torchvision's spelling works too: ``module`` (also first, in place of ``filter``) may be a package such as
+    ``flowvision.models.detection`` (the models whose builders it holds directly), with ``include`` and
+    ``exclude`` patterns; such a call lists the names in torchvision's plain sorted order, the timm spelling in
+    natural order (resnet18 before resnet101).
     """
-    names = set(_module_to_models.get(module, ())) if module else set(_model_to_module)
-    include = _as_patterns(filter)
+    if isinstance(filter, types.ModuleType):
+        filter, module = "", filter
+    torchvision_call = isinstance(module, types.ModuleType) or include is not None or exclude is not None
+    if isinstance(module, types.ModuleType):
+        names = {n for n in _model_to_module if _package_of(n) == module.__name__}
+    else:
+        names = set(_module_to_models.get(module, ())) if module else set(_model_to_module)
+    include = _as_patterns(filter) + _as_patterns(include)
     if include:
         names = {n for n in names if any(fnmatch.fnmatch(n, p) for p in include)}
-    for pattern in _as_patterns(exclude_filters):
+    for pattern in _as_patterns(exclude_filters) + _as_patterns(exclude):
         names -= set(fnmatch.filter(names, pattern))
     if pretrained:
         names = {n for n in names if is_model_pretrained(n)}
-    return sorted(names, key=_natural_key)
+    return sorted(names) if torchvision_call else sorted(names, key=_natural_key)
+
+
+def _package_of(model_name):
+    """The package whose module registers ``model_name`` (``flowvision.models`` for resnet50, whose builder is in
+    ``flowvision.models.resnet``), without importing a lazily listed module."""
+    module = _lazy_models.get(model_name) or _model_entrypoints[model_name].__module__
+    return module.rsplit(".", 1)[0]
 
 
 def list_modules():
@@ -244,14 +264,23 @@ def create_model(model_name, pretrained=False, checkpoint_path=None, **kwargs):
     return entrypoint(pretrained=pretrained, **kwargs)
 
 
-get_model = create_model
+
+def _torchvision_name(name):
+    """``name`` as torchvision's ``get_model`` reads it: case does not matter (``'ResNet50'`` is resnet50)."""
+    return name if is_model(name) or not is_model(name.lower()) else name.lower()
+
+
+def get_model(name, **config):
+    """torchvision's ``get_model``: ``create_model`` of ``name`` in any case (``get_model('ResNet18',
+    num_classes=10)``)."""
+    return create_model(_torchvision_name(name), **config)
 
 
 def get_model_builder(name):
-    """torchvision's name for ``model_entrypoint``: the builder registered as ``name``; ValueError (torchvision's
-    type) for an unknown name, with the closest registered names."""
+    """torchvision's name for ``model_entrypoint``: the builder registered as ``name`` (in any case); ValueError
+    (torchvision's type) for an unknown name, with the closest registered names."""
     try:
-        return model_entrypoint(name)
+        return model_entrypoint(_torchvision_name(name))
     except RuntimeError as e:
         raise ValueError(str(e)) from None
 

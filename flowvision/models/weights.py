@@ -104,58 +104,71 @@ def _as_rgb_image(image):
 MAX_RESIZED_PIXELS = 1 << 26
 
 
-def _resize_short_side(image, size, resample):
-    """``image`` (converted to RGB) resized so its shorter side is ``size``, keeping the aspect ratio; a
-    ValueError when the result would exceed MAX_RESIZED_PIXELS."""
-    image = _as_rgb_image(image)
-    width, height = image.size
+def _check_resized_size(width, height, size):
+    """A ValueError when resizing a ``width`` x ``height`` image to a short side of ``size`` would make more than
+    MAX_RESIZED_PIXELS pixels."""
     short, long = (width, height) if width <= height else (height, width)
-    new_short, new_long = size, int(size * long / short)
+    new_short, new_long = size, int(size * long / short) if short else 0
     if new_short * new_long > MAX_RESIZED_PIXELS:
         new_size = (new_short, new_long) if width <= height else (new_long, new_short)
         raise ValueError(f"a {width}x{height} image resized to a short side of {size} would be "
                          f"{new_size[0]}x{new_size[1]}, over {MAX_RESIZED_PIXELS:,} pixels: crop it first")
-    return image.resize((new_short, new_long) if width <= height else (new_long, new_short), resample)
+
+
+def _interpolation_repr(interpolation):
+    """How torchvision's presets print their interpolation (``InterpolationMode.BILINEAR``), given as a name or a
+    mode."""
+    return f"InterpolationMode.{str(getattr(interpolation, 'value', interpolation)).upper()}"
 
 
 class _Preprocessing:
-    """Shared part of the presets: resize the short side (PIL), scale to [0, 1], normalize, batch lists."""
+    """Shared part of the presets, in torchvision's steps (``transforms.functional``'s resize of the short side with
+    antialiasing, the preset's crop, conversion to float32 in [0, 1], normalization): a PIL image (converted to RGB)
+    or HxWxC uint8 array, a (C, H, W) image or (B, C, H, W) batch tensor, or a list of images, stacked."""
 
     def __init__(self, resize_size, mean, std, interpolation):
-        self.resize_size = int(resize_size)
+        self.resize_size = None if resize_size is None else int(resize_size)
+        self._mean, self._std = [float(v) for v in mean], [float(v) for v in std]
         self.mean = np.asarray(mean, dtype=np.float32).reshape(3, 1, 1)
         self.std = np.asarray(std, dtype=np.float32).reshape(3, 1, 1)
         self.interpolation = interpolation
-        self._resample = {"bilinear": Image.BILINEAR, "bicubic": Image.BICUBIC, "nearest": Image.NEAREST}[interpolation]
 
     def _crop(self, image):
         return image
 
-    def _array(self, image):
-        """One image as a normalized (3, H, W) float32 array."""
-        image = self._crop(_resize_short_side(image, self.resize_size, self._resample))
-        array = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0
-        return (array - self.mean) / self.std
+    def _tensor(self, image):
+        """One image (or a batch tensor) as a normalized float32 tensor."""
+        from ..transforms import functional as F
+
+        if not isinstance(image, engine.Tensor):
+            image = _as_rgb_image(image)
+        if self.resize_size is not None:
+            height, width = F.get_dimensions(image)[1:]
+            _check_resized_size(width, height, self.resize_size)
+            image = F.resize(image, [self.resize_size], interpolation=F.InterpolationMode(self.interpolation),
+                             antialias=True)
+        image = self._crop(image)
+        if not isinstance(image, engine.Tensor):
+            image = F.pil_to_tensor(image)
+        return F.normalize(F.convert_image_dtype(image, engine.float32), mean=self._mean, std=self._std)
 
     def __call__(self, image):
         if isinstance(image, (list, tuple)):
-            return engine.from_numpy(np.stack([self._array(i) for i in image]).astype(np.float32))
-        return engine.from_numpy(self._array(image).astype(np.float32))
+            return engine.stack([self._tensor(i) for i in image])
+        return self._tensor(image)
 
     def _repr_lines(self):
-        return [f"resize_size=[{self.resize_size}]",
-                f"mean={[round(float(v), 3) for v in self.mean.ravel()]}",
-                f"std={[round(float(v), 3) for v in self.std.ravel()]}",
-                f"interpolation={self.interpolation}"]
+        return [f"resize_size={None if self.resize_size is None else [self.resize_size]}", f"mean={self._mean}",
+                f"std={self._std}", f"interpolation={_interpolation_repr(self.interpolation)}"]
 
     def __repr__(self):
         return f"{type(self).__name__}(\n" + "".join(f"    {line}\n" for line in self._repr_lines()) + ")"
 
 
 class ImageClassification(_Preprocessing):
-    """ImageNet preprocessing for PIL images: resize the short side, center crop, scale to [0, 1], normalize.
+    """ImageNet preprocessing: resize the short side, center crop, scale to [0, 1], normalize.
 
-    Returns a float32 ``(3, crop, crop)`` tensor; a list of images gives a batch.
+    Returns a float32 ``(3, crop, crop)`` tensor; a batch tensor or a list of images gives a batch.
     """
 
     def __init__(self, crop_size, resize_size=256, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225),
@@ -164,19 +177,19 @@ class ImageClassification(_Preprocessing):
         self.crop_size = int(crop_size)
 
     def _crop(self, image):
-        size = image.size
-        left = int(round((size[0] - self.crop_size) / 2.0))
-        top = int(round((size[1] - self.crop_size) / 2.0))
-        return image.crop((left, top, left + self.crop_size, top + self.crop_size))
+        from ..transforms import functional as F
+
+        return F.center_crop(image, [self.crop_size])
 
     def _repr_lines(self):
         return [f"crop_size=[{self.crop_size}]"] + super()._repr_lines()
 
 
 class SemanticSegmentation(_Preprocessing):
-    """Segmentation preprocessing for PIL images: resize the short side, scale to [0, 1], normalize (no crop).
+    """Segmentation preprocessing: resize the short side (unless ``resize_size`` is None), scale to [0, 1],
+    normalize (no crop).
 
-    Returns a float32 ``(3, H, W)`` tensor; a list of images of one resized size gives a batch.
+    Returns a float32 ``(3, H, W)`` tensor; a batch tensor or a list of images of one resized size gives a batch.
     """
 
     def __init__(self, resize_size, mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225), interpolation="bilinear"):
@@ -184,15 +197,21 @@ class SemanticSegmentation(_Preprocessing):
 
 
 class ObjectDetection:
-    """Detection preprocessing: an image as a float32 ``(3, H, W)`` tensor in [0, 1], its size kept.
+    """Detection preprocessing: an image as a float32 tensor in [0, 1], its size kept.
 
-    The detectors normalise and resize inside the model, so nothing else happens here; a list of
-    images gives a list of tensors (their sizes may differ).
+    The detectors normalise and resize inside the model, so nothing else happens here. Takes a PIL image (its own
+    bands, as torchvision reads them), an HxWxC uint8 array (as RGB), or a (C, H, W) image or (B, C, H, W) batch
+    tensor; a list of images gives a list of tensors (their sizes may differ).
     """
 
     def _tensor(self, image):
-        array = np.asarray(_as_rgb_image(image), dtype=np.float32).transpose(2, 0, 1) / 255.0
-        return engine.from_numpy(np.ascontiguousarray(array))
+        from ..transforms import functional as F
+
+        if isinstance(image, np.ndarray):
+            image = _as_rgb_image(image)
+        if not isinstance(image, engine.Tensor):
+            image = F.pil_to_tensor(image)
+        return F.convert_image_dtype(image, engine.float32)
 
     def __call__(self, image):
         if isinstance(image, (list, tuple)):
@@ -242,7 +261,7 @@ class VideoClassification:
 
     def __repr__(self):
         lines = [f"crop_size={self.crop_size}", f"resize_size={self.resize_size}", f"mean={self.mean}",
-                 f"std={self.std}", f"interpolation={self.interpolation}"]
+                 f"std={self.std}", f"interpolation={_interpolation_repr(self.interpolation)}"]
         return "VideoClassification(\n" + "".join(f"    {line}\n" for line in lines) + ")"
 
 
@@ -318,6 +337,10 @@ class Weights:
         categories = _categories(record["categories"]) if record["categories"] else None
         meta.update(categories=categories, _metrics=record["metrics"],
                     _ops=record.get("gflops"), _file_size=record.get("file_size_mb"))
+        if "min_size" in meta:  # JSON has no tuples; torchvision's sizes are (height, width) tuples
+            meta["min_size"] = tuple(meta["min_size"])
+        if isinstance(meta.get("unquantized"), str):  # the float weights a quantized model starts from, as a member
+            meta["unquantized"] = get_weight(meta["unquantized"])
         return meta
 
     def transforms(self):
@@ -356,6 +379,20 @@ class WeightsEnum(enum.Enum):
     def get_state_dict(self, progress=True, check_hash=True):
         return self.value.get_state_dict(progress=progress, check_hash=check_hash)
 
+    @classmethod
+    def verify(cls, obj):
+        """torchvision's check of a builder's ``weights``: None, a member, or a member's name (``'IMAGENET1K_V1'`` or
+        ``'ResNet50_Weights.IMAGENET1K_V1'``) as the member; a KeyError for an unknown name, a TypeError for another
+        enum's member."""
+        if obj is None:
+            return None
+        if type(obj) is str:
+            return cls[obj.replace(cls.__name__ + ".", "")]
+        if not isinstance(obj, cls):
+            raise TypeError(f"Invalid Weight class provided; expected {cls.__name__} but received "
+                            f"{obj.__class__.__name__}.")
+        return obj
+
     def __repr__(self):
         return f"{type(self).__name__}.{self.name}"
 
@@ -392,22 +429,38 @@ def list_pretrained():
 
 
 def get_model_weights(name):
-    """The weights enum of a model, given its name (``'resnet101'``) or its builder function."""
+    """The weights enum of a model, given its name (``'resnet101'``, in any case) or its builder function."""
     name = getattr(name, "__name__", name)
+    if name not in _shipped_manifest()["models"] and name.lower() in _shipped_manifest()["models"]:
+        name = name.lower()  # torchvision finds the builder in any case
     if name not in _shipped_manifest()["models"]:
         raise ValueError(f"no pretrained weights for model '{name}'; models with weights: "
                          f"{', '.join(list_pretrained())}")
     return _weights_enum(name)
 
 
+class UnknownWeightsTag(KeyError, ValueError):
+    """A tag its weights enum does not have: a KeyError, as torchvision's enum lookup raises, and a ValueError, as
+    flowvision raised before."""
+
+    def __str__(self):
+        return str(self.args[0])
+
+
 def get_weight(name):
-    """The weights named ``'<Enum>.<TAG>'``, e.g. ``get_weight('ResNet101_Weights.IMAGENET1K_V2')``."""
-    enum_name, _, tag = name.partition(".")
+    """The weights named ``'<Enum>.<TAG>'``, e.g. ``get_weight('ResNet101_Weights.IMAGENET1K_V2')``; torchvision's
+    errors for a name without exactly one dot (ValueError), an unknown enum (ValueError) and an unknown tag
+    (KeyError)."""
+    parts = name.split(".")
+    if len(parts) != 2:
+        raise ValueError(f"Invalid weight name provided: '{name}'.")
+    enum_name, tag = parts
     if enum_name not in _enum_models():
-        raise ValueError(f"unknown weights enum '{enum_name}' in '{name}'")
+        raise ValueError(f"The weight enum '{enum_name}' for the specific method couldn't be retrieved.")
     weights_enum = _weights_enum(_enum_models()[enum_name])
     if tag not in weights_enum.__members__:
-        raise ValueError(f"unknown tag '{tag}' for {enum_name}: choose from {', '.join(weights_enum.__members__)}")
+        raise UnknownWeightsTag(f"unknown tag '{tag}' for {enum_name}: choose from "
+                                f"{', '.join(weights_enum.__members__)}")
     return weights_enum[tag]
 
 
@@ -444,8 +497,8 @@ def resolve_weights(model, pretrained=False, weights=None):
         elif "." in weights:
             weights = get_weight(weights)
         else:
-            raise ValueError(f"unknown weights '{weights}' for {model}: choose from "
-                             f"{', '.join(weights_enum.__members__)}")
+            raise UnknownWeightsTag(f"unknown weights '{weights}' for {model}: choose from "
+                                    f"{', '.join(weights_enum.__members__)}")
     if not isinstance(weights, weights_enum):
         raise ValueError(f"weights {weights!r} do not belong to {model}: expected a {weights_enum.__name__} member")
     return weights

@@ -230,7 +230,7 @@ def test_weights_api():
             mine, preset = ours[member.name], member.transforms()
             assert mine.url == member.url and mine.meta["num_params"] == member.meta["num_params"]
             assert mine.meta["_metrics"] == member.meta["_metrics"]
-            assert mine.meta["min_size"] == list(member.meta["min_size"])
+            assert mine.meta["min_size"] == member.meta["min_size"]
             assert mine.meta["categories"] == member.meta["categories"]
             fv = mine.transforms()
             assert (fv.crop_size, fv.resize_size, fv.interpolation) == \

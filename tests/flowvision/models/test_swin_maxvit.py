@@ -302,7 +302,7 @@ def test_weights_api(name, no_init):
         mine = ours[member.name]
         assert mine.url == member.url
         for key in ("num_params", "min_size", "_metrics", "_ops", "_file_size", "recipe"):
-            assert mine.meta[key] == (list(member.meta[key]) if key == "min_size" else member.meta[key]), key
+            assert mine.meta[key] == member.meta[key], key
         assert mine.meta["categories"] == member.meta["categories"]
     model = getattr(models_flow, name)()
     assert sum(p.numel() for p in model.parameters()) == ours.DEFAULT.meta["num_params"]
