@@ -9,12 +9,18 @@ from ..tensor import Tensor, _new, register_method
 from ._common import xp_of
 
 
-def _check_float(input):
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype.title}'")
+#: the C++ names torch's histogram messages give dtypes
+_CPP_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
 
 
-def _outer_edges(points, dims, range):
+def _cpp_name(dtype):
+    return _CPP_NAMES.get(dtype.name, dtype.name)
+
+
+def _outer_edges(points, dims, range, dtype):
     """[(leftmost, rightmost)] per dimension: ``range``'s pairs or the data's extremes ([0, 1] without data),
     widened by 0.5 each way where they coincide; both must be finite with leftmost <= rightmost."""
     if range is not None and len(range) != 2 * dims:
@@ -26,6 +32,8 @@ def _outer_edges(points, dims, range):
         if range is not None:
             low, high = float(range[2 * d]), float(range[2 * d + 1])
         elif column.size:
+            if dtype not in (_dtype.float32, _dtype.float64):  # torch's data range (aminmax): these floats only
+                raise NotImplementedError(f"\"histogramdd\" not implemented for '{dtype.title}'")
             low, high = float(xp.min(column)), float(xp.max(column))
         else:
             low, high = 0.0, 1.0  # no data: numpy's and torch's unit range
@@ -40,20 +48,24 @@ def _outer_edges(points, dims, range):
 
 def _bin_edges(input, points, bins, range):
     """One 1-d edge tensor per dimension of the points (``bins``: an int, one int per dimension, or edge
-    tensors)."""
+    tensors), checked in torch's order."""
     dims = points.shape[1]
     if isinstance(bins, Tensor) or isinstance(bins, (list, tuple)) and bins and isinstance(bins[0], Tensor):
         given = [bins] if isinstance(bins, Tensor) else list(bins)
         if len(given) != dims:
-            raise RuntimeError("histogramdd: The size of bins must be equal to the innermost dimension of the input.")
+            raise RuntimeError(f"torch.histogramdd: expected {dims} sequences of bin edges for a {dims}-dimensional "
+                               f"histogram but got {len(given)}")
         for d, edges in enumerate(given):
             if edges.dtype is not input.dtype:
                 raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the same dtype, but "
-                                   f"got input with dtype {input.dtype.title.lower()} and bins for dimension {d} with "
-                                   f"dtype {edges.dtype.title.lower()}")
+                                   f"got input with dtype {_cpp_name(input.dtype)} and bins for dimension {d} with "
+                                   f"dtype {_cpp_name(edges.dtype)}")
             if edges.dim() != 1:
                 raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but got "
                                    f"{edges.dim()} dimensions in the bins tensor for dimension {d}")
+            if edges.numel() == 0:
+                raise RuntimeError("torch.histogramdd: bins tensor should have at least 1 element, but got 0 elements "
+                                   f"in the bins tensor for dimension {d}")
         return [edges.detach().clone() for edges in given]
     counts = [int(bins)] * dims if isinstance(bins, (int, np.integer)) else [int(b) for b in bins]
     if len(counts) != dims:
@@ -61,9 +73,9 @@ def _bin_edges(input, points, bins, range):
     for d, count in enumerate(counts):
         if count <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {count} for dimension {d}")
-    if range is None and input.dtype not in (_dtype.float32, _dtype.float64):  # torch's data range: floats only
-        raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype.title}'")
-    outer = _outer_edges(points, dims, range)
+    outer = _outer_edges(points, dims, range, input.dtype)
+    if input.dtype is _dtype.bool_:  # torch spaces the edges with linspace, which has no bool kernel
+        raise NotImplementedError(f"\"linspace_{input.device.type}\" not implemented for 'Bool'")
     return [linspace(low, high, count + 1, dtype=input.dtype, device=input.device)
             for (low, high), count in zip(outer, counts)]
 
@@ -98,11 +110,12 @@ def _counts(points, weight, edges, density):
 def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None):
     """The D-dimensional histogram of ``input``'s points (its last dimension, D, holds each point's coordinates):
     (hist, bin_edges), ``bin_edges`` one edge tensor per dimension; ``weight`` (input's shape less its last
-    dimension) sums weights instead of counting; ``density`` divides by the total and each bin's volume."""
-    _check_float(input)
+    dimension) sums weights instead of counting; ``density`` divides by the total and each bin's volume. Only
+    floating inputs are counted; torch's checks of the other arguments come first."""
     if input.dim() < 2:
         raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
     points = input._data.reshape(-1, input.shape[-1])
+    edges = _bin_edges(input, points, bins, range)
     if weight is not None:
         if tuple(weight.shape) != tuple(input.shape[:-1]):
             raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as "
@@ -110,17 +123,24 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
                                f"{list(input.shape)} and weight with shape {list(weight.shape)}")
         if weight.dtype is not input.dtype:
             raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
-                               f"should have the same dtype, but got input({input.dtype.title.lower()}), and "
-                               f"weight({weight.dtype.title.lower()})")
-    edges = _bin_edges(input, points, bins, range)
+                               f"should have the same dtype, but got input({_cpp_name(input.dtype)}), and "
+                               f"weight({_cpp_name(weight.dtype)})")
+    for d, e in enumerate(edges):
+        if e.numel() == 1:  # one edge, no bin
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got 0 for dimension {d}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogram_{input.device.type}\" not implemented for '{input.dtype.title}'")
     hist = _counts(points, None if weight is None else weight._data.reshape(-1), [e._data for e in edges], density)
     return return_type("histogramdd", ("hist", "bin_edges"))(_new(hist), tuple(edges))
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """The histogram of all of ``input``'s values: (hist, bin_edges); ``bins`` is a count of equal bins over
-    ``range`` (default: the values' extremes) or a 1-d tensor of increasing edges."""
-    _check_float(input)
+    ``range`` (default: the values' extremes) or a 1-d tensor of increasing edges (which torch takes without a
+    range)."""
+    if isinstance(bins, Tensor) and range is not None:
+        raise TypeError("histogram() received an invalid combination of arguments - got (Tensor, Tensor, "
+                        f"range={type(range).__name__}), but expected one of:")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the same shape as the "
                            f"input tensor excluding its innermost dimension, but got input with shape "

@@ -25,12 +25,16 @@ def isin(elements=None, test_elements=None, *, assume_unique=False, invert=False
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() expected at least one of elements or test_elements to be a Tensor")
     for operand in (elements, test_elements):
-        if getattr(operand, "dtype", None) is _dtype.bool_ or isinstance(operand, (bool, np.bool_)):
-            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
+        dtype = operand.dtype if isinstance(operand, Tensor) else _dtype.scalar_dtype(operand)
+        if isinstance(operand, complex):  # torch wraps a Python complex as a double one
+            dtype = _dtype.complex128
+        if dtype is _dtype.bool_ or dtype.is_complex:
+            raise RuntimeError(f"Unsupported input type encountered for isin(): {dtype.title}")
     like = elements if isinstance(elements, Tensor) else test_elements
     xp = xp_of(like._data)
-    values = elements._data if isinstance(elements, Tensor) else xp.asarray(elements)
-    tests = test_elements._data if isinstance(test_elements, Tensor) else xp.asarray([test_elements])
+    common = _dtype.result_type(elements, test_elements)  # torch compares in it: -2 wraps into uint8
+    values, tests = (_new(xp.asarray(x)).to(common)._data if not isinstance(x, Tensor) else x.to(common)._data
+                     for x in (elements, test_elements))
     return _new(xp.isin(values, tests.reshape(-1), assume_unique=assume_unique, invert=invert))
 
 

@@ -17,8 +17,8 @@ from ..autograd.function import Function
 from ..autograd.graph import sum_to_shape
 from ..autograd.double_backward import constant, sum_to_shape as sum_to_shape_tensor
 from ..tensor import Tensor, register_method
-from ._common import as_operand, cast, result_dtype, xp_of
-from .complex_grad import holomorphic
+from ._common import as_operand, cast, result_dtype, wrap_dim, xp_of
+from .complex_grad import holomorphic, holomorphic_tensors
 from .linalg_out import write_result, writes_out, writes_out_castable
 
 
@@ -90,12 +90,15 @@ class MatMul(Function):
 class AddMatMul(Function):
     """``beta * c + alpha * (a @ b)`` for matrices (addmm) and batches (baddbmm)."""
 
-    def __init__(self, beta, alpha):
-        self.beta, self.alpha = beta, alpha
+    def __init__(self, beta, alpha, ignores_product=False):
+        self.beta, self.alpha, self.ignores_product = beta, alpha, ignores_product
 
     def forward(self, c, a, b):
         self.a, self.b = a, b
-        y = _mm(a, b)
+        if self.alpha == 0 and self.ignores_product:  # BLAS's gemm (addmm) reads no operand then
+            y = xp_of(a).zeros(a.shape[:-1] + b.shape[-1:], a.dtype)
+        else:
+            y = _mm(a, b)
         if self.alpha != 1:
             y *= self.alpha
         if self.beta != 0:
@@ -109,6 +112,7 @@ class AddMatMul(Function):
                                self.needs_input_grad[1:])
         return gc, ga, gb
 
+    @holomorphic_tensors
     def backward_tensors(self, g):
         gc = g * self.beta if self.needs_input_grad[0] else None
         a, b = self.saved_input(1, self.a), self.saved_input(2, self.b)
@@ -130,17 +134,51 @@ class Outer(Function):
     def backward(self, g):
         return g @ self.b, self.a @ g
 
+    @holomorphic_tensors
     def backward_tensors(self, g):
         return g.matmul(self.saved_input(1, self.b)), self.saved_input(0, self.a).matmul(g)
 
 
-# ---- shape checks with PyTorch's messages ------------------------------------------------------
-def _check_dtypes(a, b):
+# ---- shape and dtype checks with PyTorch's messages ---------------------------------------------
+_BOOL_KERNELS = {"dot": "dot", "addmv": "addmv_impl_cpu", "addmm": "addmm_impl_cpu_", "bmm": "bmm"}
+
+
+def _kernel(a, b):
+    """The kernel PyTorch's matmul sends operands of these ranks to (its dtype checks and messages)."""
+    if b.ndim == 1:
+        return "dot" if a.ndim == 1 else "addmv"
+    return "addmm" if b.ndim == 2 else "bmm"
+
+
+def _check_dtypes(a, b, kernel="addmm", empty=False):
+    """``kernel``'s checks that ``a`` and ``b`` share a dtype and that it is not bool (which an ``empty`` product,
+    one with no term or no element, skips but dot's)."""
+    if kernel == "bmm" and a.dtype is _dtype.bool_ and not empty:  # its kernel is chosen by a's dtype first
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_dtype.cpp_name(a.dtype)} != "
-                           f"{_dtype.cpp_name(b.dtype)}")
-    if a.dtype is _dtype.bool_:
-        raise NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Bool'")
+        ta, tb = a.dtype.title, b.dtype.title
+        raise RuntimeError({
+            "dot": f"dot : expected both vectors to have same dtype, but found {ta} and {tb}",
+            "addmv": f"addmv input tensors must have the same dtype, but got {tb}, {ta}, and {tb}",
+            "addmm": f"expected m1 and m2 to have the same dtype, but got: {_dtype.cpp_name(a.dtype)} != "
+                     f"{_dtype.cpp_name(b.dtype)}",
+            "bmm": f"expected scalar type {ta} but found {tb}"}[kernel])
+    if a.dtype is _dtype.bool_ and (kernel == "dot" or not empty):
+        raise NotImplementedError(f"\"{_BOOL_KERNELS[kernel]}\" not implemented for 'Bool'")
+
+
+def _is_empty_product(a, b):
+    """Whether ``a @ b`` has no element or sums no term (PyTorch then runs no kernel)."""
+    others = tuple(b.shape[:-2]) + tuple(b.shape[-1:]) if b.ndim > 1 else ()
+    return 0 in tuple(a.shape) + others
+
+
+def _integral_scalars(dtype, *scalars):
+    """PyTorch's BLAS-backed ops take ``beta`` and ``alpha`` as the result's type: for integers truncated, and
+    wrapped into its range (-1 is 255 for uint8; bool: whether nonzero)."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return scalars
+    return tuple(np.array(int(x)).astype(dtype.np).item() for x in scalars)
 
 
 def _mat_error(rows, k1, k2, m):
@@ -191,8 +229,14 @@ def matmul(input, other, *, out=None):
         return input.matmul(other)
     if other.layout is not _layout.strided and input.ndim == 2 and other.ndim == 2:  # dense @ sparse, dense
         return other.t().matmul(input.t()).t()
-    _check_dtypes(input, other)
     _check_matmul(input, other)
+    kernel, empty = _kernel(input, other), _is_empty_product(input, other)
+    if out is not None and out.dtype is not input.dtype:  # checked before the operands and the kernel
+        raise RuntimeError(f"Expected out tensor to have dtype {_dtype.cpp_name(input.dtype)}, but got "
+                           f"{_dtype.cpp_name(out.dtype)} instead")
+    if kernel == "bmm" and empty and input.dtype is not other.dtype:
+        input = input.to(other.dtype)  # an empty bmm checks nothing and takes its second operand's dtype
+    _check_dtypes(input, other, kernel, empty)
     return write_result(MatMul()(input, other), out, exact=True)
 
 
@@ -219,8 +263,6 @@ def bmm(input, mat2):
         raise RuntimeError("batch1 must be a 3D tensor")
     if mat2.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
-    if input.dtype is not mat2.dtype:
-        raise RuntimeError(f"expected scalar type {input.dtype.title} but found {mat2.dtype.title}")
     if mat2.shape[0] != input.shape[0] or mat2.shape[1] != input.shape[2]:
         raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
@@ -263,66 +305,235 @@ ger = outer
 @autocast_mode.lower_precision("cpu", "cuda")
 @writes_out
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """``beta * input + alpha * (mat1 @ mat2)``; ``input`` broadcasts to the product's shape."""
-    if mat1.ndim != 2:
-        raise RuntimeError("mat1 must be a matrix")
-    if mat2.ndim != 2:
-        raise RuntimeError("mat2 must be a matrix")
-    _check_dtypes(mat1, mat2)
+    """``beta * input + alpha * (mat1 @ mat2)``; ``input`` expands to the product's shape, ``beta == 0`` ignores
+    it and ``alpha == 0`` the product (NaN included, as BLAS)."""
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+    input = as_operand(input)
+    for name, m in (("self", input), ("mat1", mat1)):
+        if m.dtype is not mat2.dtype:
+            raise RuntimeError(f"{name} and mat2 must have the same dtype, but got {m.dtype.title} and "
+                               f"{mat2.dtype.title}")
     if mat1.shape[1] != mat2.shape[0]:
         raise _mat_error(mat1.shape[0], mat1.shape[1], mat2.shape[0], mat2.shape[1])
-    return AddMatMul(beta, alpha)(as_operand(input), mat1, mat2)
+    _check_dtypes(mat1, mat2, "addmm", empty=0 in (mat1.shape[0], mat2.shape[1]))  # (no element: no kernel)
+    beta, alpha = _integral_scalars(mat1.dtype, beta, alpha)
+    c = input.expand(mat1.shape[0], mat2.shape[1])
+    return AddMatMul(beta, alpha, ignores_product=True)(c, mat1, mat2)
 
 
 @autocast_mode.lower_precision("cpu", "cuda")
 @writes_out
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
-    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    """``beta * input + alpha * bmm(batch1, batch2)`` (``beta == 0`` ignores input, NaN included)."""
     if batch1.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor")
     if batch2.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
+    input = as_operand(input)
+    if input.dtype is not batch1.dtype:
+        names = (_dtype.cpp_name(t.dtype) for t in (input, batch1, batch2))
+        raise RuntimeError("Input dtypes must be the same, got: input {}, batch1: {}, batch2: {}".format(*names))
     if batch2.shape[0] != batch1.shape[0] or batch2.shape[1] != batch1.shape[2]:
         raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: [{batch2.shape[0]}, {batch2.shape[1]}].")
-    return AddMatMul(beta, alpha)(as_operand(input), batch1, batch2)
+    empty = 0 in (batch1.shape[0], batch1.shape[1], batch2.shape[2])  # no element: no kernel
+    if batch1.dtype is _dtype.bool_ and not empty:
+        raise NotImplementedError("\"baddbmm\" not implemented for 'Bool'")
+    _check_dtypes(batch1, batch2, "bmm", empty)
+    beta, alpha = _integral_scalars(batch1.dtype, beta, alpha)
+    c = input.expand(batch1.shape[0], batch1.shape[1], batch2.shape[2])
+    return AddMatMul(beta, alpha)(c, batch1, batch2)
 
 
 # ---- einsum, tensordot -------------------------------------------------------------------------
-def _parse_einsum(equation, shapes):
-    """Expand '...' and the implicit output: explicit subscripts per operand and for the output."""
-    eq = equation.replace(" ", "")
-    lhs, arrow, rhs = eq.partition("->")
-    subs = lhs.split(",")
-    if len(subs) > len(shapes):
-        raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
-    if len(subs) < len(shapes):
+def _parse_operands(lhs, count):
+    """The labels of each of ``count`` operands in ``lhs`` ('...' kept as one item), with PyTorch's checks in
+    its order (the index in a message counts spaces)."""
+    labels = [[]]
+    i = 0
+    while i < len(lhs):
+        c = lhs[i]
+        if c == ".":
+            k = len(labels) - 1
+            if "..." in labels[-1]:
+                raise RuntimeError(f"einsum(): found '.' for operand {k} for which an ellipsis was already found")
+            if lhs[i:i + 3] != "...":
+                raise RuntimeError(f"einsum(): found '.' for operand {k} that is not part of any ellipsis")
+            labels[-1].append("...")
+            i += 2
+        elif c == ",":
+            labels.append([])
+            if len(labels) > count:
+                raise RuntimeError("einsum(): fewer operands were provided than specified in the equation")
+        elif c != " ":
+            if c not in string.ascii_letters:
+                raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, "
+                                   "subscripts must be in [a-zA-Z]")
+            labels[-1].append(c)
+        i += 1
+    if len(labels) != count:
         raise RuntimeError("einsum(): more operands were provided than specified in the equation")
-    spare = [c for c in string.ascii_letters if c not in eq]
-    n_ell = max((len(shape) - len(s) + 3 for s, shape in zip(subs, shapes) if "..." in s), default=0)
-    ell = "".join(spare[:n_ell])
-    expanded = []
-    for i, (s, shape) in enumerate(zip(subs, shapes)):
-        if "..." in s:
-            n = len(shape) - len(s) + 3
-            s = s.replace("...", ell[n_ell - n:])
-        elif len(s) != len(shape):
-            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
+    return labels
+
+
+def _parse_output(rhs, offset, counts):
+    """The output's labels ('...' one item) from ``rhs`` (at ``offset`` in the equation), each seen in an input
+    and at most once here."""
+    out = []
+    i = 0
+    while i < len(rhs):
+        c = rhs[i]
+        if c == ".":
+            if "..." in out:
+                raise RuntimeError("einsum(): found '.' for output but an ellipsis (...) was already found")
+            if rhs[i:i + 3] != "...":
+                raise RuntimeError("einsum(): found '.' for output that is not part of any ellipsis (...)")
+            out.append("...")
+            i += 2
+        elif c != " ":
+            if c not in string.ascii_letters:
+                raise RuntimeError(f"einsum(): invalid subscript given at index {offset + i} in the equation "
+                                   "string, subscripts must be in [a-zA-Z]")
+            if c in out or not counts.get(c):
+                reason = "appears more than once in the output" if c in out else \
+                    "does not appear in the equation for any input operand"
+                raise RuntimeError(f"einsum(): output subscript {c} {reason}")
+            out.append(c)
+        i += 1
+    return out
+
+
+def _parse_einsum(equation, shapes):
+    """PyTorch's reading of an einsum equation, its errors included: each operand's subscripts and the output's
+    as strings of letters, '...' spelled out in spare letters (right-aligned, so that ellipsis dims broadcast),
+    each letter's size and the ellipsis's letters."""
+    lhs, arrow, rhs = equation.partition("->")
+    labels = _parse_operands(lhs, len(shapes))
+    counts = {}
+    n_ell = 0
+    for i, (ls, shape) in enumerate(zip(labels, shapes)):
+        n = len(ls) - ("..." in ls)
+        for c in ls:
+            counts[c] = counts.get(c, 0) + (c != "...")
+        if "..." in ls:
+            n_ell = max(n_ell, len(shape) - n)
+            if n > len(shape):
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation ({n}) is more than the "
+                                   f"number of dimensions ({len(shape)}) for operand {i}")
+        elif n != len(shape):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({n}) does not match the "
                                f"number of dimensions ({len(shape)}) for operand {i} and no ellipsis was given")
-        expanded.append(s)
-    if arrow:
-        out = rhs.replace("...", ell)
+    out = _parse_output(rhs, len(lhs) + 2, counts) if arrow else None
+    ell = "".join([c for c in string.ascii_letters if c not in counts][:n_ell])
+    sizes, ell_sizes, subs = {}, [1] * n_ell, []
+    for i, (ls, shape) in enumerate(zip(labels, shapes)):
+        sub, dim = "", 0
+        for c in ls:
+            if c == "...":
+                covered = len(shape) - len(ls) + 1
+                for j in range(n_ell - covered, n_ell):
+                    n = shape[dim]
+                    if n != 1:
+                        if ell_sizes[j] not in (1, n):
+                            raise RuntimeError(f"einsum(): dimension {dim} covered by ellipsis in operand {i}has "
+                                               f"size {n} which does not broadcast with previously seen ellipsis "
+                                               f"with size {ell_sizes[j]} for the respective dimension")
+                        ell_sizes[j] = n
+                    sub += ell[j]
+                    dim += 1
+                continue
+            n = shape[dim]
+            if c in sub:
+                first = shape[sub.index(c)]
+                if n != first:
+                    raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the sizes don't "
+                                       f"match, {n} != {first}")
+            elif n != 1:
+                if sizes.get(c, 1) not in (1, n):
+                    raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} which does not "
+                                       f"broadcast with previously seen size {sizes[c]}")
+                sizes[c] = n
+            sizes.setdefault(c, 1)
+            sub += c
+            dim += 1
+        subs.append(sub)
+    sizes.update(zip(ell, ell_sizes))
+    if out is None:
+        out = ell + "".join(sorted(c for c, k in counts.items() if k == 1))
     else:
-        letters = lhs.replace("...", "").replace(",", "")
-        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
-    sizes = {}
-    for i, (s, shape) in enumerate(zip(expanded, shapes)):
-        for c, n in zip(s, shape):
-            if sizes.get(c, 1) != 1 and n != 1 and sizes[c] != n:
-                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} which does not "
-                                   f"broadcast with previously seen size {sizes[c]}")
-            sizes[c] = max(sizes.get(c, 1), n)
-    return expanded, out, sizes
+        out = "".join(ell if c == "..." else c for c in out)
+    return subs, out, sizes, ell
+
+
+def _sum_type(dtype):
+    """The dtype of ``sum`` over some dims: integers and bool widen to int64."""
+    return dtype if dtype.is_floating_point or dtype.is_complex else _dtype.int64
+
+
+def _einsum_dtype(subs, out, sizes, ell, shapes, dtypes):
+    """The result dtype of PyTorch's einsum, which contracts left to right: a label only one operand still holds
+    is summed in it (integers widen to int64), a pair with no common contracted label multiplies (promoting),
+    and one with common ones goes through ``bmm`` (which wants one dtype and refuses bool): its errors too."""
+    operands = [({**dict.fromkeys(sizes, 1), **dict(zip(sub, shape))}, dt)
+                for sub, shape, dt in zip(subs, shapes, dtypes)]
+    contracted = [c for c in sizes if c not in out]
+    if len(operands) == 1:
+        return _sum_type(dtypes[0]) if contracted else dtypes[0]
+    counts = {c: sum(op[c] != 1 for op, _ in operands) for c in contracted}
+    order = list(out) + [c for c in ell if c in contracted] + sorted(c for c in contracted if c not in ell)
+    while len(operands) > 1:
+        (a, ta), (b, tb) = operands[:2]
+        summed, alone_a, alone_b = [], False, False
+        for c in contracted:
+            if a[c] != 1 and b[c] != 1:
+                counts[c] -= 1
+                if counts[c] == 1:
+                    summed.append(c)
+                    counts[c] = 0
+            elif counts[c] == 1 and (a[c] != 1 or b[c] != 1):
+                alone_a, alone_b = alone_a or a[c] != 1, alone_b or a[c] == 1
+                (a if a[c] != 1 else b)[c] = 1
+                counts[c] = 0
+        ta, tb = (_sum_type(ta) if alone_a else ta), (_sum_type(tb) if alone_b else tb)
+        joint = {c: b[c] if a[c] == 1 else a[c] for c in sizes}  # a size 1 broadcasts, to 0 too
+        own_a = [c for c in order if c not in summed and a[c] != 1 and b[c] == 1]
+        own_b = [c for c in order if c not in summed and a[c] == 1]  # (dims of size 1 in both count as b's)
+        if summed and own_b and own_a and order.index(own_a[-1]) > order.index(own_b[-1]):
+            ta, tb = tb, ta  # PyTorch multiplies b^T a^T then, for a result whose last dim is a's
+        if not summed:
+            dtype = _dtype.promote_types(ta, tb)
+        elif not (math.prod(joint[c] for c in sizes if c not in summed) and math.prod(a[c] for c in summed)):
+            dtype = tb  # an empty bmm checks nothing and takes its second operand's dtype
+        elif ta is _dtype.bool_:
+            raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
+        elif ta is not tb:
+            raise RuntimeError(f"expected scalar type {ta.title} but found {tb.title}")
+        else:
+            dtype = ta
+        result = {c: 1 if c in summed else joint[c] for c in sizes}
+        operands[:2] = [(result, dtype)]
+    return operands[0][1]
+
+
+def _sublist_equation(args):
+    """``einsum(op, sublist, op, sublist, ..., [output sublist])``: the equation and the operands (integers 0-25
+    name 'A'-'Z', 26-51 'a'-'z', and ``...`` an ellipsis)."""
+    def letters(sublist):
+        spelled = ""
+        for n in sublist:
+            if n is Ellipsis:
+                spelled += "..."
+            elif 0 <= n < 52:
+                spelled += string.ascii_letters[(n + 26) % 52]
+            else:
+                raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+        return spelled
+    equation = ",".join(letters(s) for s in args[1::2])
+    if len(args) % 2:
+        return equation + "->" + letters(args[-1]), args[:-1:2]
+    return equation, args[::2]
 
 
 def _reduce_operand(sub, a, keep, xp):
@@ -436,6 +647,7 @@ class Einsum(Function):
         subs = [self.out] + others + [s for s, _ in extra]
         return ",".join(subs) + "->" + "".join(full), [a for _, a in extra]
 
+    @holomorphic_tensors
     def backward_tensors(self, g):
         """Each gradient the same einsum of the output gradient and the other (graph-connected) operands."""
         xp = xp_of(g._data)
@@ -454,12 +666,23 @@ class Einsum(Function):
 
 
 @autocast_mode.lower_precision("cpu", "cuda")
-def einsum(equation, *operands):
-    """Einstein summation (``'...'`` and implicit output supported), computed with optimized contraction."""
+def einsum(*args):
+    """Einstein summation, ``einsum(equation, *operands)`` (or the operands in one list) or the sublist form
+    ``einsum(op1, sublist1, op2, sublist2, ..., [output])``: PyTorch's parsing, errors and result dtype,
+    computed with optimized contraction."""
+    if len(args) < 2:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least one "
+                         "operand and its subscripts list")
+    if isinstance(args[0], Tensor):
+        equation, operands = _sublist_equation(args)
+    else:
+        equation, operands = args[0], args[1:]
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
-        operands = tuple(operands[0])
-    subs, out, sizes = _parse_einsum(equation, [tuple(t.shape) for t in operands])
-    return Einsum(subs, out, sizes, result_dtype(*operands))(*operands)
+        return einsum(equation, *operands[0])
+    shapes = [tuple(t.shape) for t in operands]
+    subs, out, sizes, ell = _parse_einsum(equation, shapes)
+    dtype = _einsum_dtype(subs, out, sizes, ell, shapes, [t.dtype for t in operands])
+    return Einsum(subs, out, sizes, dtype)(*operands)
 
 
 def _contracted_broadcast(x, dims_x, other, dims_other):
@@ -471,22 +694,54 @@ def _contracted_broadcast(x, dims_x, other, dims_other):
     return x if shape == list(x.shape) else x.expand(shape)
 
 
+def _tensordot_dims(dims, a, b):
+    """The two lists of contracted dims from ``dims`` (an int: a's last and b's first that many), checked as
+    PyTorch checks them, in its order."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, (list, tuple)):
+        if len(dims) != 2:
+            raise ValueError("too many values to unpack (expected 2)" if len(dims) > 2 else
+                             f"not enough values to unpack (expected 2, got {len(dims)})")
+        for k, (name, d) in enumerate((("dims_self", dims[0]), ("dims_other", dims[1]))):
+            if not isinstance(d, (list, tuple)):
+                raise TypeError(f"tensordot(): argument '{name}' (position {k + 3}) must be tuple of ints, not "
+                                f"{type(d).__name__}")
+        return list(dims[0]), list(dims[1])
+    if not isinstance(dims, int):
+        raise RuntimeError("tensordot expects dims to be int or tuple[list[int], list[int]] or list[list[int]] "
+                           f"containing two lists, but got dims={dims}")
+    if dims < 0:
+        raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+    if dims > min(a.ndim, b.ndim):
+        raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+    return list(range(-dims, 0)), list(range(dims))
+
+
 @autocast_mode.policy(cpu=autocast_mode.LOWER, cuda=autocast_mode.PROMOTE)  # CPU: through mm, as torch's
 @writes_out
 def tensordot(a, b, dims=2):
-    """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or two explicit dim lists)."""
-    if isinstance(dims, Tensor):
-        dims = dims.tolist()
-    if isinstance(dims, int):
-        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
-    else:
-        dims_a, dims_b = [[d] if isinstance(d, int) else list(d) for d in dims]
-    dims_a = [d % a.ndim for d in dims_a]
-    dims_b = [d % b.ndim for d in dims_b]
-    for da, db in zip(dims_a, dims_b):
+    """Contract the last ``dims`` dims of ``a`` with the first of ``b`` (or two explicit dim lists); one dtype, in
+    which integers stay, and bool refused, as PyTorch's matrix product."""
+    given_a, given_b = _tensordot_dims(dims, a, b)
+    if len(given_a) != len(given_b):
+        raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    dims_a, dims_b = [], []
+    for ga, gb in zip(given_a, given_b):
+        da, db = wrap_dim(ga, a.ndim), wrap_dim(gb, b.ndim)
+        for d, seen in ((da, dims_a), (db, dims_b)):
+            if d in seen:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         if a.shape[da] != b.shape[db] and 1 not in (a.shape[da], b.shape[db]):
-            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {da} "
-                               f"and second has size {b.shape[db]} in dim {db}")
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[da]} in dim {ga} "
+                               f"and second has size {b.shape[db]} in dim {gb}")
+        dims_a.append(da)
+        dims_b.append(db)
+    terms = math.prod(b.shape[e] if a.shape[d] == 1 else a.shape[d] for d, e in zip(dims_a, dims_b))
+    kept = [n for d, n in enumerate(a.shape) if d not in dims_a] + [n for d, n in enumerate(b.shape) if d not in dims_b]
+    _check_dtypes(a, b, "addmm", empty=not (terms and math.prod(kept)))
     a, b = _contracted_broadcast(a, dims_a, b, dims_b), _contracted_broadcast(b, dims_b, a, dims_a)
     letters = iter(string.ascii_letters)
     sub_a = [next(letters) for _ in range(a.ndim)]

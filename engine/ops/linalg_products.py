@@ -41,20 +41,19 @@ def multi_dot(tensors, *, out=None):
                 raise RuntimeError(f"multi_dot(): the {which} tensor must be 1D or 2D but got {t.ndim}D")
         elif t.ndim != 2:
             raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
-    for i, t in enumerate(tensors[1:], 1):
-        if t.dtype is not tensors[0].dtype:
-            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
-                               f"{cpp_name(tensors[0].dtype)} and tensor {i} {cpp_name(t.dtype)}")
+    shapes = [list(t.shape) for t in tensors]  # as given, for the messages
     first_vector, last_vector = tensors[0].ndim == 1, tensors[-1].ndim == 1
     if first_vector:
         tensors[0] = tensors[0].unsqueeze(0)
     if last_vector:
         tensors[-1] = tensors[-1].unsqueeze(-1)
-    for i in range(1, len(tensors)):
+    for i in range(1, len(tensors)):  # each tensor's dtype, then its fit to the previous one, as PyTorch
+        if tensors[i].dtype is not tensors[0].dtype:
+            raise RuntimeError(f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                               f"{cpp_name(tensors[0].dtype)} and tensor {i} {cpp_name(tensors[i].dtype)}")
         if tensors[i - 1].shape[1] != tensors[i].shape[0]:
-            a, b = tensors[i - 1].shape, tensors[i].shape
-            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes {list(a)} and {list(b)} cannot "
-                               f"be multiplied")
+            raise RuntimeError(f"multi_dot(): tensors {i - 1} and {i} with shapes {shapes[i - 1]} and {shapes[i]} "
+                               "cannot be multiplied")
     split = _chain_order([tuple(t.shape) for t in tensors])
 
     def product(i, j):
@@ -74,12 +73,17 @@ def multi_dot(tensors, *, out=None):
 @writes_out
 @autocast_mode.lower_precision("cpu", "cuda")
 def vecdot(x, y, *, dim=-1, out=None):
-    """The dot product of x and y (broadcast) along ``dim``, x conjugated where complex."""
+    """The dot product of x and y (broadcast) along ``dim``, x conjugated where complex (two vectors: ``dot``'s
+    check of their sizes, which do not broadcast)."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got {x.dtype.title}")
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{x.dtype.title} and y of type {y.dtype.title} instead")
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as input. Got {x.dtype.title}")
+    if x.ndim == y.ndim == 1 and x.shape != y.shape:
+        n, m = x.shape[0], y.shape[0]
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to have the same number "
+                           f"of elements, but got {n} and {m} elements respectively")
     return (x.conj() * y).sum(dim)
 
 

@@ -40,10 +40,11 @@ class ModeDim(Select):
 
 def mode(input, dim=-1, keepdim=False):
     """The most frequent value along ``dim`` and where it last occurs: ``(values, indices)``."""
-    refuse_complex("mode", input)
     axis = _one_axis(dim, input.ndim)
     if axis is not None:
         _check_nonempty(input, (axis,), "mode")
+    if input.ndim and input.numel():  # torch's kernel, which refuses complex input, runs on elements along a dim
+        refuse_complex("mode", input)
     values, indices = ModeDim(axis, not keepdim)(input)
     return return_type("mode")(values, indices)
 
@@ -84,13 +85,21 @@ def nanmedian(input, dim=None, keepdim=False):
         if input.numel() == 0:
             return median(input)
         refuse_bool(input, "median_cpu")
+        _refuse_complex(input, "median_cpu")
         return NanMedianAll()(input)
     axis = _one_axis(dim, input.ndim)
     if axis is not None:
         _check_nonempty(input, (axis,), "median")
     refuse_bool(input, "median_out")
+    _refuse_complex(input, "median_out")
     values, indices = NanMedianDim(axis, not keepdim)(input)
     return return_type("nanmedian")(values, indices)
+
+
+def _refuse_complex(input, kernel):
+    """torch's NotImplementedError for a complex input's nanmedian (its kernels are ``median``'s)."""
+    if input.dtype.is_complex:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{input.dtype.title}'")
 
 
 register_method(mode)

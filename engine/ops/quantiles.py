@@ -1,8 +1,8 @@
-"""quantile and nanquantile: sort along the dim, then read (and interpolate) at q's rank.
+"""quantile and nanquantile: find the elements at q's rank along the dim, then read (and interpolate) them.
 
-Composed of ``sort``, ``gather`` and arithmetic, so the gradient goes to the one or two sorted
-elements each quantile reads, weighted by the interpolation, as in PyTorch, and, for linear
-interpolation, to a tensor ``q`` through the weight. Sorting puts NaN last: a slice holding NaN reads
+Composed of ``gather`` (at the positions torch's selection finds) and arithmetic, so the gradient goes to the
+one or two elements each quantile reads, weighted by the interpolation, as in PyTorch, and, for linear
+interpolation, to a tensor ``q`` through the weight. The order puts NaN last: a slice holding NaN reads
 its last element (quantile), and one of only NaN reads its first (nanquantile), which gives NaN and
 sends the gradient where PyTorch sends it. Only "linear" and "midpoint" blend two elements (with
 torch's two-sided lerp); the others read one, so an infinity stays itself.
@@ -19,32 +19,32 @@ from .elementwise import where
 from ._common import wrap_dim, xp_of
 from .indexing import gather
 from .shape import flatten, movedim, squeeze, unsqueeze
-from .sorting import sort
+from .sorting import torch_cpu_ranks
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _check(input, q, interpolation):
-    """PyTorch's argument checks (its messages say quantile() for nanquantile too); returns q as a
-    1-d array and whether it was a scalar."""
-    if input.numel() == 0:
-        raise RuntimeError("quantile() input tensor must be non-empty")
-    if input.dtype not in (_dtype.float32, _dtype.float64):
-        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    """PyTorch's argument checks in its order (a scalar q's range first, the tensors' after the interpolation;
+    its messages say quantile() for nanquantile too); returns q as a 1-d array and whether it was a scalar."""
+    scalar = isinstance(q, numbers.Real)
+    if scalar and not 0 <= q <= 1:
+        raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {float(q):g}")
     if interpolation not in INTERPOLATIONS:
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, midpoint or "
                            f"nearest, but got {interpolation}")
-    scalar = isinstance(q, numbers.Real)
-    if not scalar:
-        if q.ndim > 1:
-            raise RuntimeError("quantile() q must be a scalar or 1D tensor")
-        if q.dtype is not input.dtype:
-            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if not scalar and q.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if input.dtype not in (_dtype.float32, _dtype.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if not scalar and q.dtype is not input.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
     xp = xp_of(input._data)
     values = xp.asarray([q], input._data.dtype) if scalar else q._data.reshape(-1)
-    bad = values[(values < 0) | (values > 1)]
-    if bad.size:
-        raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {float(bad[0])}")
+    if not scalar and not bool(((values >= 0) & (values <= 1)).all()):
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
     return values, scalar or q.ndim == 0
 
 
@@ -55,20 +55,20 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
         rows = flatten(input)
     else:
         rows = movedim(input, wrap_dim(dim, input.ndim), -1) if input.ndim else input.reshape(1)
-    ordered = sort(rows, dim=-1).values
-    n = ordered.shape[-1]
+    n = rows.shape[-1]
     nan = xp.isnan(rows._data)
-    count = n - nan.sum(axis=-1, keepdims=True) if ignore_nan else xp.full(ordered.shape[:-1] + (1,), n)
+    count = n - nan.sum(axis=-1, keepdims=True) if ignore_nan else xp.full(tuple(rows.shape[:-1]) + (1,), n)
     rank = qs * (xp.maximum(count, 1) - 1)
     if not ignore_nan:
         rank = xp.where(nan.any(axis=-1, keepdims=True), n - 1, rank)
     if interpolation in ("lower", "higher", "nearest"):
         pick = {"lower": xp.floor, "higher": xp.ceil, "nearest": xp.round}[interpolation](rank)
-        out = movedim(gather(ordered, -1, _new(pick.astype("int64"))), -1, 0)
+        at, _ = _positions(rows._data, pick, pick)
+        out = movedim(gather(rows, -1, _new(at)), -1, 0)
     else:
         below = xp.floor(rank)
-        low = gather(ordered, -1, _new(below.astype("int64")))
-        high = gather(ordered, -1, _new(xp.ceil(rank).astype("int64")))
+        at_low, at_high = _positions(rows._data, below, xp.ceil(rank))
+        low, high = gather(rows, -1, _new(at_low)), gather(rows, -1, _new(at_high))
         if interpolation == "midpoint":
             weight = _new(xp.full(rank.shape, 0.5, input._data.dtype))
         else:
@@ -80,6 +80,21 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if keepdim:
         out = _keep_dims(out, input.ndim, dim)
     return squeeze(out, 0) if scalar_q else out
+
+
+def _positions(data, low, high):
+    """Where along the last axis of ``data`` its ``low``-th and ``high``-th smallest values (NaN largest) lie, the
+    ranks given as float arrays shaped as ``data`` but for their last axis (one per q). With one q on the CPU,
+    the ones torch's selection picks among equal values (so the gradient goes where torch's goes); else a stable
+    order's."""
+    xp = xp_of(data)
+    low, high = low.astype(np.int64), high.astype(np.int64)
+    if xp is np and low.shape[-1] == 1:
+        n = data.shape[-1]
+        at_low, at_high = torch_cpu_ranks(data.reshape(-1, n), low.reshape(-1, 1), high.reshape(-1, 1))
+        return at_low.reshape(low.shape), at_high.reshape(high.shape)
+    order = xp.argsort(data, axis=-1, kind="stable")
+    return xp.take_along_axis(order, low, -1), xp.take_along_axis(order, high, -1)
 
 
 def _rank_change(q, count, fixed):

@@ -518,10 +518,11 @@ def _max_min(input, dim, keepdim, other, largest):
         from .elementwise import maximum, minimum
         other = dim if other is None else other
         return maximum(input, other) if largest else minimum(input, other)
+    if dim is None:  # torch's emptiness check comes before its kernel's refusal of complex input
+        _check_full_nonempty(input, name)
     _refuse_complex(input, f"\"{name}_all\" not implemented for '{{}}'" if dim is None else
                     f"{name}(): does not support complex input")
     if dim is None:
-        _check_full_nonempty(input, name)
         return AMax(_axes(None, input.ndim), False, largest, nan_ties=True)(input)
     return _select_dim(ArgExtreme, input, dim, keepdim, name, largest=largest)
 
@@ -548,13 +549,14 @@ def min(input, dim_or_other=None, keepdim=False, *, dim=None, other=None):
 
 def _amax_amin(input, dim, keepdim, largest):
     name = "amax" if largest else "amin"
-    _refuse_complex(input, f"\"{name[1:]}_values_cpu\" not implemented for '{{}}'")
     axes = _axes(dim, input.ndim)
     if dim is None or dim == () or dim == []:
         _check_full_nonempty(input, name)
     for d in [dim] if isinstance(dim, (int, np.integer)) else dim or ():  # torch names the dim as given
         if input.ndim and input.shape[wrap_dim(int(d), input.ndim)] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    if input.numel():  # torch's kernel, which refuses complex input, never runs without elements
+        _refuse_complex(input, f"\"{name[1:]}_values_cpu\" not implemented for '{{}}'")
     return AMax(axes, keepdim, largest)(input)
 
 
@@ -582,6 +584,7 @@ def aminmax(input, *, dim=None, keepdim=False):
         if d is not None and input.shape[d] == 0:
             raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
         d = () if d is None else d
+    _refuse_complex(input, "\"aminmax_cpu\" not implemented for '{}'")  # after the checks of the dim, as torch
     return return_type("aminmax", ("min", "max"))(amin(input, d, keepdim), amax(input, d, keepdim))
 
 
@@ -624,16 +627,16 @@ def argmin(input, dim=None, keepdim=False):
 
 def median(input, dim=None, keepdim=False):
     """Lower median: a value for ``median(x)``, (values, indices) with ``dim``."""
-    _refuse_complex(input, "\"median_cpu\" not implemented for '{}'" if dim is None else
-                    "\"median_out\" not implemented for '{}'")
     if dim is None:
-        if input.numel():  # torch's full median of an empty bool tensor is its NaN cast to bool
+        if input.numel():  # torch's full median of an empty tensor is its NaN cast to the dtype (complex too)
             refuse_bool(input, "median_cpu")
+            _refuse_complex(input, "\"median_cpu\" not implemented for '{}'")
         return MedianAll()(input)
     axis = _one_axis(dim, input.ndim)
     if axis is not None:
         _check_nonempty(input, (axis,), "median")
     refuse_bool(input, "median_out")
+    _refuse_complex(input, "\"median_out\" not implemented for '{}'")
     return _select_dim(MedianDim, input, dim, keepdim, "median")
 
 

@@ -70,23 +70,27 @@ class CumExtreme(RowMajorResults, Function):
         return Scatter(self.dim, "add", False)(zeros, constant(self.indices), gy)
 
 
-def _cum_extreme(input, dim, largest, result):
+def _cum_extreme(input, dim, largest, result, name):
+    """torch's kernel, which refuses complex input, runs only on a dimensioned input with elements."""
     if input.ndim == 0:
+        if dim not in (-1, 0):
+            raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
         return result(input.clone(), input.new_zeros((), dtype=_dtype.int64))
-    values, indices = CumExtreme(wrap_dim(dim, input.ndim), largest)(input)
+    axis = wrap_dim(dim, input.ndim)
+    if input.numel():
+        refuse_complex(name, input)
+    values, indices = CumExtreme(axis, largest)(input)
     return result(values, indices)
 
 
 def cummax(input, dim):
     """The running maximum along ``dim`` and where it was reached: ``(values, indices)``."""
-    refuse_complex("cummax", input)
-    return _cum_extreme(input, dim, True, _cummax_result)
+    return _cum_extreme(input, dim, True, _cummax_result, "cummax")
 
 
 def cummin(input, dim):
     """The running minimum along ``dim`` and where it was reached: ``(values, indices)``."""
-    refuse_complex("cummin", input)
-    return _cum_extreme(input, dim, False, _cummin_result)
+    return _cum_extreme(input, dim, False, _cummin_result, "cummin")
 
 
 class LogCumSumExp(RowMajorResults, Function):

@@ -159,7 +159,7 @@ def test_einsum_list_form_and_errors():
 def test_tensordot(dims, shapes):
     a, b = rand(*shapes[0]), rand(*shapes[1])
     check_op(lambda x, y: engine.tensordot(x, y, dims), lambda x, y: torch.tensordot(x, y, dims), [a, b])
-    with pytest.raises(RuntimeError, match="contracted dimensions need to match, but first has size 3 in dim 1 and "
+    with pytest.raises(RuntimeError, match="contracted dimensions need to match, but first has size 3 in dim -1 and "
                                            "second has size 4 in dim 0"):
         engine.tensordot(engine.zeros(2, 3), engine.zeros(4, 5), 1)
 
