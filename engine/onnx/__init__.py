@@ -17,9 +17,10 @@ from ..autograd import tracing
 from .capture import ExportTracer
 from .errors import ExportError, OnnxNotInstalledError, UnsupportedOperatorError
 from .exporter import MAX_OPSET, MIN_OPSET, export
+from .modes import TrainingMode
 
-__all__ = ["export", "is_in_onnx_export", "ExportError", "UnsupportedOperatorError", "OnnxNotInstalledError",
-           "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["export", "is_in_onnx_export", "TrainingMode", "ExportError", "UnsupportedOperatorError",
+           "OnnxNotInstalledError", "MIN_OPSET", "MAX_OPSET"]
 
 
 def is_in_onnx_export():

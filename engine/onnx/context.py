@@ -75,6 +75,8 @@ class OpContext:
         if kind == TENSOR:
             if ("args", i) in self._varying:
                 return None
+            if not self.conversion.weights_known and id(ref._data) in self.g.tensor_names:
+                return None
             return ref._data
         return ref
 
@@ -148,6 +150,10 @@ class OpContext:
         """The axes of argument ``i`` whose size follows the input (empty for constants)."""
         kind, ref = self.op.args[i]
         return self.conversion.variation.dynamic_axes(ref) if kind == SLOT else set()
+
+    def used(self, j):
+        """Whether output ``j`` is read by an op the outputs need, or is an output itself."""
+        return self.op.outs[j] in self.conversion.read
 
     def out_dynamic(self, j=0):
         return self.conversion.variation.dynamic_axes(self.op.outs[j])
@@ -230,6 +236,12 @@ class OpContext:
         if len(sizes) == 1:
             return [self.g.node("Identity", [x])]
         return self.g.node("Split", [x, self.g.ints(sizes)], outputs=len(sizes), axis=axis)
+
+    def is_inf(self, x, dtype, **attrs):
+        """``IsInf`` of ``x`` (of ``dtype``); half types are widened first before opset 20, whose IsInf takes them."""
+        if np.dtype(dtype).itemsize == 2 and self.opset < 20:
+            x = self.g.node("Cast", [x], to=self.g.elem_type(np.float32))
+        return self.g.node("IsInf", [x], **attrs)
 
     def scalar(self, value, dtype=None):
         return self.g.constant(value, dtype=np.dtype(dtype) if dtype is not None else self.out_dtype())

@@ -19,16 +19,18 @@ from .table import converter_of, load_converters
 class Conversion:
     """The state of one export: ONNX names and folded values of the slots, and the graph being written."""
 
-    def __init__(self, graph, capture, variation, fold_constants):
+    def __init__(self, graph, capture, variation, fold_constants, weights_known=True):
         load_converters()
         self.g = graph
         self.capture = capture
         self.variation = variation
         self.fold_constants = fold_constants
+        self.weights_known = weights_known  # False: parameters and buffers are graph inputs (export_params=False)
         self.names = {}
         self.values = {}
         self.overrides = {}
         self.aliases = {}
+        self.read = set()
 
     def name_of(self, slot):
         """The ONNX name of a slot's value (an initializer when it was folded)."""
@@ -45,6 +47,8 @@ class Conversion:
 
     def run(self, input_names):
         live = live_ops(self.capture)
+        self.read = {slot for index in live for slot in self.capture.ops[index].slot_args()}
+        self.read.update(self.capture.output_slots)
         check_inplace_writes(self.capture, live)
         for slot, name in zip(self.capture.input_slots, input_names):
             self.names[slot] = name

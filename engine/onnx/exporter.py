@@ -1,12 +1,12 @@
 """``engine.onnx.export``: trace a model with ``nn.Graph``'s tracer and write the ops as an ONNX model.
 
 As ``torch.onnx.export`` (the TorchScript exporter's signature): ``model`` is an ``nn.Module`` (run as
-``model(*args)``) or an ``nn.Graph`` (its ``build``), traced in eval mode without gradients; ``args``
-is a tensor or a tuple of arguments (tensors may sit in lists, tuples and dicts); ``f`` a path or a
-binary file object. The model is traced twice: once on ``args`` and once on a probe with other values
-and, along every axis named in ``dynamic_axes``, another size (see ``variation``), so that sizes and
-parameters that follow the input are written as runtime values and input-dependent control flow is
-refused instead of being frozen into the file.
+``model(*args)``) or an ``nn.Graph`` (its ``build``), traced without gradients in eval mode (or as
+``training`` says); ``args`` is a tensor or a tuple of arguments (tensors may sit in lists, tuples and
+dicts); ``f`` a path or a binary file object. The model is traced twice: once on ``args`` and once on a
+probe with other values and, along every axis named in ``dynamic_axes``, another size (see ``variation``),
+so that sizes and parameters that follow the input are written as runtime values and input-dependent
+control flow is refused instead of being frozen into the file.
 """
 import contextlib
 import os
@@ -18,6 +18,7 @@ from ..tensor import Tensor, _new
 from .capture import modules_of, run_traced
 from .conversion import Conversion
 from .errors import ExportError, missing_onnx
+from .modes import TrainingMode
 from .onnx_graph import OnnxGraph
 from .variation import Variation
 
@@ -26,18 +27,26 @@ MAX_OPSET = 21
 
 
 def export(model, args, f, input_names=None, output_names=None, dynamic_axes=None, opset_version=17,
-           do_constant_folding=True, verbose=False):
+           do_constant_folding=True, verbose=False, *, training=TrainingMode.EVAL, export_params=True,
+           keep_initializers_as_inputs=False, dynamo=False):
     """Write ``model`` run on ``args`` to ``f`` as an ONNX model; see the module docstring.
 
     ``dynamic_axes`` maps input and output names to the axes whose size may change, as a list of axes or
     a dict {axis: name}. ``do_constant_folding`` computes ops on constants at export time and folds eval
-    BatchNorms into the preceding convolutions.
+    BatchNorms into the preceding convolutions. ``training`` (a ``TrainingMode``) traces the modules in eval
+    mode (EVAL), in training mode (TRAINING: batch statistics, random dropout in the file) or as they are
+    (PRESERVE); the model's buffers and modes are restored afterwards. With ``export_params=False`` the
+    parameters and buffers are graph inputs named by their state_dict keys instead of stored weights (nothing
+    computed from them is folded); ``keep_initializers_as_inputs`` also lists the stored weights as graph
+    inputs (which a runtime may then override). ``dynamo`` is accepted for torch's signature: the export is
+    always this tracer's.
     """
     onnx = _import_onnx()
     opset = _check_opset(opset_version)
+    mode = _check_training(training)
     args = args if isinstance(args, tuple) else (args,)
     call = _callable(model)
-    with _eval_mode(model):
+    with _trace_mode(model, mode):
         capture = run_traced(model, call, args)
         input_names = _names(input_names, len(capture.inputs), "input")
         output_names = _names(output_names, len(capture.output_leaves), "output")
@@ -48,9 +57,10 @@ def export(model, args, f, input_names=None, output_names=None, dynamic_axes=Non
     graph = OnnxGraph(onnx, opset, _tensor_names(model))
     for name in input_names + output_names:
         graph.reserve(name)
-    conversion = Conversion(graph, capture, variation, do_constant_folding)
+    conversion = Conversion(graph, capture, variation, do_constant_folding and export_params, export_params)
     conversion.run(input_names)
     proto = _model(onnx, graph, conversion, input_names, output_names, axes_in, axes_out)
+    _place_weights(onnx, proto.graph, graph.tensor_names, export_params, keep_initializers_as_inputs)
     _write(proto.SerializeToString(), f)
     if verbose:
         print(onnx.printer.to_text(proto.graph))
@@ -83,18 +93,36 @@ def _callable(model):
     raise TypeError(f"engine.onnx.export: model must be an nn.Module or an nn.Graph, got {type(model).__name__}")
 
 
+def _check_training(training):
+    try:
+        return TrainingMode(training)
+    except ValueError:
+        raise ValueError(f"engine.onnx.export: training must be a TrainingMode (EVAL, PRESERVE or TRAINING), got "
+                         f"{training!r}") from None
+
+
 @contextlib.contextmanager
-def _eval_mode(model):
-    """Trace in eval mode (as torch's default ``training=TrainingMode.EVAL``); restore the modes after."""
+def _trace_mode(model, mode):
+    """Trace in eval mode (torch's default ``TrainingMode.EVAL``), training mode or the modules' own modes;
+    restore the modes, and the buffers that training-mode tracing updates (BatchNorm's running statistics),
+    after."""
     modules = [m for _, m in modules_of(model)]
     modes = [m.training for m in modules]
-    for m in modules:
-        m.training = False
+    buffers = [(m, key, t, t._data.copy()) for m in modules for key, t in m._buffers.items() if isinstance(t, Tensor)]
+    if mode is not TrainingMode.PRESERVE:
+        for m in modules:
+            m.training = mode is TrainingMode.TRAINING
     try:
         yield
     finally:
-        for m, mode in zip(modules, modes):
-            m.training = mode
+        for m, training in zip(modules, modes):
+            m.training = training
+        for m, key, t, data in buffers:
+            m._buffers[key] = t
+            if t._data.shape == data.shape and t._data.dtype == data.dtype:
+                t._data[...] = data
+            else:
+                t._data = data
 
 
 def _names(names, count, default):
@@ -155,10 +183,12 @@ def _probe(args, axes_in, input_names, perturb, odd=1):
 
 
 def _new_values(rng, array, shape, perturb):
-    """Values of ``array``'s dtype for the probe with the given shape: floats uniform in the array's range (or,
-    with ``perturb``, its values (tiled to the shape) times 1 + U(-0.01, 0.01)), integers and booleans random."""
+    """Values of ``array``'s dtype for the probe with the given shape: floats uniform in the range of the array's
+    finite values (or, with ``perturb``, its values (tiled to the shape) times 1 + U(-0.01, 0.01)), integers and
+    booleans random."""
     host = np.asarray(array)
-    lo, hi = (float(host.min()), float(host.max())) if host.size else (0.0, 1.0)
+    finite = host[np.isfinite(host)] if host.dtype.kind == "f" else host  # NaN and infinities bound no range
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     if host.dtype == np.bool_:
         values = rng.random(shape) < 0.5
     elif host.dtype.kind in "iu":
@@ -262,6 +292,26 @@ def _output_dims(name, shape, slot, variation, dim_names, named):
             pair = (shape[axis], variation.b.shapes[slot][axis])
             dims[axis] = dim_names.get(pair, f"{name}_dim{axis}")
     return dims
+
+
+def _place_weights(onnx, body, tensor_names, export_params, as_inputs):
+    """``export_params=False``: the initializers holding parameters and buffers become graph inputs (no data);
+    ``keep_initializers_as_inputs``: every initializer is also declared as a graph input."""
+    keys = set(tensor_names.values())
+    listed = {value.name for value in body.input}
+    kept = []
+    for tensor in body.initializer:
+        if not export_params and tensor.name in keys:
+            info = onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims))
+        elif as_inputs and tensor.name not in listed:
+            info = onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims))
+            kept.append(tensor)
+        else:
+            kept.append(tensor)
+            continue
+        body.input.append(info)
+    del body.initializer[:]
+    body.initializer.extend(kept)
 
 
 def _write(data, f):

@@ -135,13 +135,14 @@ def log_sigmoid(ctx):
 
 @converts(act.PReLU)
 def prelu(ctx):
-    x = _x(ctx)
+    """PRelu of the input and the slopes, both in the result dtype (ONNX wants one type)."""
+    x = ctx.input(0, ctx.out_dtype())
     rank = len(ctx.in_shape(0))
     n = int(np.prod(ctx.in_shape(1)))
     shape = [1] * rank
     if n > 1:
         shape[1] = n
-    slope = ctx.g.node("Reshape", [ctx.input(1), ctx.g.ints(shape)])
+    slope = ctx.g.node("Reshape", [ctx.input(1, ctx.out_dtype()), ctx.g.ints(shape)])
     return ctx.g.node("PRelu", [x, slope])
 
 

@@ -264,8 +264,8 @@ def predicate(ctx):
     if ufunc == "isnan":
         return ctx.g.node("IsNaN", [x])
     if ufunc == "isinf":
-        return ctx.g.node("IsInf", [x])
-    return ctx.g.node("Not", [ctx.g.node("Or", [ctx.g.node("IsNaN", [x]), ctx.g.node("IsInf", [x])])])
+        return ctx.is_inf(x, ctx.in_dtype(0))
+    return ctx.g.node("Not", [ctx.g.node("Or", [ctx.g.node("IsNaN", [x]), ctx.is_inf(x, ctx.in_dtype(0))])])
 
 
 @converts(ew.NanToNum)
@@ -275,9 +275,9 @@ def nan_to_num(ctx):
     nan, posinf, neginf = ctx.state["args"]
     info = np.finfo(dtype)
     y = ctx.g.node("Where", [ctx.g.node("IsNaN", [x]), ctx.scalar(nan), x])
-    y = ctx.g.node("Where", [ctx.g.node("IsInf", [y], detect_negative=0),
+    y = ctx.g.node("Where", [ctx.is_inf(y, dtype, detect_negative=0),
                              ctx.scalar(info.max if posinf is None else posinf), y])
-    return ctx.g.node("Where", [ctx.g.node("IsInf", [y], detect_positive=0),
+    return ctx.g.node("Where", [ctx.is_inf(y, dtype, detect_positive=0),
                                 ctx.scalar(info.min if neginf is None else neginf), y])
 
 

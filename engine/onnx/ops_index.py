@@ -191,3 +191,31 @@ def scatter(ctx):
             updates = ctx.g.node("Slice", [updates, starts, index_shape])
     attrs = {"reduction": _SCATTER_REDUCTIONS[reduce]} if ctx.opset >= 16 else {}
     return ctx.g.node("ScatterElements", [ctx.input(0), index, updates], axis=ctx.state["dim"], **attrs)
+
+
+@converts(indexing.IndexAdd)
+def index_add(ctx):
+    """``ScatterElements`` with reduction 'add' (opset 16) of ``alpha * source`` at the index, spread over the
+    source's other axes; a 0-d source is one entry."""
+    if ctx.opset < 16:
+        ctx.fail("index_add needs ONNX opset 16 (ScatterElements' reduction)")
+    dim, rank = ctx.state["dim"], len(ctx.in_shape(0))
+    source = ctx.input(2)
+    if not ctx.in_shape(2):
+        source = ctx.g.node("Reshape", [source, ctx.g.ints([1] * rank)])
+    if ctx.state["alpha"] != 1:
+        source = ctx.g.node("Mul", [source, ctx.scalar(ctx.state["alpha"])])
+    index = ctx.g.node("Reshape", [ctx.input(1, np.int64), ctx.g.ints([-1 if k == dim else 1 for k in range(rank)])])
+    index = ctx.g.node("Expand", [index, ctx.shape_of(source)])
+    return ctx.g.node("ScatterElements", [ctx.input(0), index, source], axis=dim, reduction="add")
+
+
+@converts(indexing.MaskedSelect)
+def masked_select(ctx):
+    """The entries of the input where the (broadcast) mask is True, in order: ``Compress`` of both broadcast
+    and flattened."""
+    x, mask = ctx.input(0), ctx.input(1)
+    x = ctx.g.node("Expand", [x, ctx.shape_of(mask)])
+    mask = ctx.g.node("Expand", [mask, ctx.shape_of(x)])
+    flat = ctx.g.ints([-1])
+    return ctx.g.node("Compress", [ctx.g.node("Reshape", [x, flat]), ctx.g.node("Reshape", [mask, flat])], axis=0)

@@ -166,14 +166,22 @@ def einsum(ctx):
 def batch_norm(ctx):
     mean, var = ctx.state["running"]
     if ctx.state["training"] or mean is None or var is None:
-        ctx.fail("BatchNorm with batch statistics (training mode or track_running_stats=False); export the "
-                 "model in eval mode with running statistics")
+        return _batch_statistics_norm(ctx)
     channels = ctx.in_shape(0)[1]
     dtype = ctx.in_dtype(0)
     scale = ctx.input(1) if not ctx.is_none(1) else ctx.g.constant(np.ones(channels, dtype))
     bias = ctx.input(2) if not ctx.is_none(2) else ctx.g.constant(np.zeros(channels, dtype))
     return ctx.g.node("BatchNormalization", [ctx.input(0), scale, bias, ctx.g.array(mean._data),
                                              ctx.g.array(var._data)], epsilon=float(ctx.state["eps"]))
+
+
+def _batch_statistics_norm(ctx):
+    """BatchNorm with the batch's statistics (training mode, or no running statistics): each channel normalized
+    by its mean and biased variance over the batch and spatial axes, then scaled and shifted. The running
+    statistics a training step would update are not outputs of the file."""
+    rank = len(ctx.in_shape(0))
+    y = _normalize(ctx, ctx.input(0), [0] + list(range(2, rank)), ctx.state["eps"])
+    return _affine(ctx, y, 1, 2, [1, -1] + [1] * (rank - 2))
 
 
 def _affine(ctx, y, weight_index, bias_index, shape=None):
@@ -268,8 +276,8 @@ def interpolate(ctx):
     if mode not in _RESIZE:
         ctx.fail(f"interpolate mode '{mode}'")
     onnx_mode, coordinates = _RESIZE[mode]
-    if coordinates is None:
-        coordinates = "align_corners" if align_corners else "pytorch_half_pixel"
+    if coordinates is None:  # half_pixel: torch's centring, also for an output of size 1 (pytorch_half_pixel's
+        coordinates = "align_corners" if align_corners else "half_pixel"  # 0 is not torch's in / 2 - 0.5)
     attrs = {"mode": onnx_mode, "coordinate_transformation_mode": coordinates}
     if onnx_mode == "nearest":
         attrs["nearest_mode"] = "floor" if mode == "nearest" else "round_prefer_ceil"

@@ -4,7 +4,8 @@ average pool to the output size).
 ONNX has no adaptive pooling: where the output divides the input the windows are fixed; otherwise an average is
 one constant averaging matrix per axis, and a maximum is taken per axis (a maximum over a rectangle is the maximum
 over its rows of the maxima over its columns), one slice per output row and column. ``divisor_override`` sums
-each window with a grouped convolution of ones, then divides.
+each window with a grouped convolution of ones, then divides. Max pools' indices are MaxPool's (taken modulo
+the plane size); adaptive max pools give them where the output divides the input, as torch's exporter.
 """
 import numpy as np
 
@@ -18,24 +19,54 @@ def _pair(value):
 
 @converts(_Pool)
 def pool(ctx):
-    """Max/average pools (1-D through a unit height, as the engine runs them) and adaptive pools; the
-    indices of max pools are not written (reading them fails where they are read)."""
+    """Max/average pools (1-D through a unit height, as the engine runs them) and adaptive pools. The indices of
+    max pools are ONNX MaxPool's, which count over the whole (N, C, H, W) input: modulo H * W they are torch's
+    flat indices into each plane."""
     x = ctx.input(0)
     one_d = ctx.state["nd"] == 1
     if one_d:
         x = ctx.unsqueeze(x, [2])
     kind = ctx.state["kind"]
     args = ctx.state["args"]
+    indices = None
+    with_indices = ctx.state["with_indices"] and ctx.used(1)
     if kind in ("max_pool2d", "max_pool2d_values"):
-        y = _max_pool(ctx, x, *args)
+        y = _max_pool(ctx, x, *args, with_indices=with_indices)
     elif kind == "avg_pool2d":
         y = _avg_pool(ctx, x, *args)
     else:
         spatial = ctx.in_shape(0)[-2:] if not one_d else (1,) + ctx.in_shape(0)[-1:]
         out = [n if o is None else o for n, o in zip(spatial, args[0])]
-        y = adaptive_pool(ctx, x, kind == "adaptive_max_pool2d", spatial, out)
-    y = ctx.squeeze(y, [2]) if one_d else y
-    return (y, None) if ctx.state["with_indices"] else y
+        if with_indices:
+            y = _adaptive_max_with_indices(ctx, x, spatial, out)
+        else:
+            y = adaptive_pool(ctx, x, kind == "adaptive_max_pool2d", spatial, out)
+    if with_indices:
+        y, indices = y
+        indices = ctx.g.node("Mod", [indices, _plane_size(ctx, x)])
+    if one_d:
+        y, indices = ctx.squeeze(y, [2]), indices if indices is None else ctx.squeeze(indices, [2])
+    return (y, indices) if ctx.state["with_indices"] else y
+
+
+def _plane_size(ctx, x):
+    """H * W of the 4-D input ``x`` (int64 [1]; computed at run time when they follow the input)."""
+    if not {a for a in ctx.dynamic(0) if a >= 2}:
+        return ctx.g.ints([int(np.prod(ctx.in_shape(0)[2:]))])
+    return ctx.reduce("ReduceProd", ctx.shape_of(x, 2, 4), [0], True)
+
+
+def _adaptive_max_with_indices(ctx, x, spatial, out):
+    """adaptive_max_pool2d(return_indices=True) as a MaxPool with indices: possible where the output divides the
+    input (fixed windows), as in torch's exporter."""
+    if {a for a in ctx.dynamic(0) if a >= 2}:
+        ctx.fail(f"adaptive max pooling with return_indices to {tuple(out)} of an input whose height or width "
+                 "follows the input size (export with a fixed image size)")
+    if not all(n % o == 0 for n, o in zip(spatial, out)):
+        ctx.fail(f"adaptive max pooling with return_indices from {tuple(spatial)} to {tuple(out)}, an output size "
+                 "that does not divide the input size (ONNX has no adaptive pooling)")
+    kernel = [n // o for n, o in zip(spatial, out)]
+    return ctx.g.node("MaxPool", [x], outputs=2, kernel_shape=kernel, strides=kernel)
 
 
 def _window(kernel, stride, padding):
@@ -45,10 +76,10 @@ def _window(kernel, stride, padding):
     return list(kernel), list(stride), [padding[0], padding[1], padding[0], padding[1]]
 
 
-def _max_pool(ctx, x, kernel, stride, padding, dilation, ceil_mode):
+def _max_pool(ctx, x, kernel, stride, padding, dilation, ceil_mode, with_indices=False):
     kernel, stride, pads = _window(kernel, stride, padding)
-    return ctx.g.node("MaxPool", [x], kernel_shape=kernel, strides=stride, pads=pads,
-                      dilations=list(_pair(dilation)), ceil_mode=int(bool(ceil_mode)))
+    return ctx.g.node("MaxPool", [x], outputs=2 if with_indices else 1, kernel_shape=kernel, strides=stride,
+                      pads=pads, dilations=list(_pair(dilation)), ceil_mode=int(bool(ceil_mode)))
 
 
 def _avg_pool(ctx, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):

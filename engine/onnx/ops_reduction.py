@@ -209,13 +209,13 @@ def _arg_closure(ctx, closed):
 
 
 def _logical_closure(ctx, closed):
-    """any: some element is nonzero (a positive count); all: no element is zero."""
-    counts = ctx.reduce("ReduceSum", _nonzero_ints(ctx), list(closed["axes"]), closed["keepdim"])
-    if closed["name"] == "any":
-        result = ctx.g.node("Greater", [counts, ctx.scalar(0, np.int64)])
-    else:
-        size = int(np.prod([ctx.in_shape(0)[a] for a in closed["axes"]]))
-        if any(a in ctx.dynamic(0) for a in closed["axes"]):
-            ctx.fail("all() over a dimension whose size follows the input")
-        result = ctx.g.node("Equal", [counts, ctx.scalar(size, np.int64)])
+    """any: some element is nonzero (a positive count of nonzeros); all: no element is zero (a zero count of
+    zeros, which holds whatever the reduced sizes are at run time)."""
+    x = ctx.input(0)
+    is_zero = ctx.g.node("Equal", [x, ctx.scalar(0, ctx.in_dtype(0))])
+    flags = is_zero if closed["name"] == "all" else ctx.g.node("Not", [is_zero])
+    counts = ctx.reduce("ReduceSum", ctx.g.node("Cast", [flags], to=ctx.g.elem_type(np.int64)),
+                        list(closed["axes"]), closed["keepdim"])
+    compare = "Equal" if closed["name"] == "all" else "Greater"
+    result = ctx.g.node(compare, [counts, ctx.scalar(0, np.int64)])
     return ctx.cast(result, np.bool_, ctx.out_dtype())

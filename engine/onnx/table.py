@@ -8,7 +8,7 @@ import importlib
 
 CONVERTERS = {}
 _CONVERTER_MODULES = ("ops_elementwise", "ops_activation", "ops_shape", "ops_index", "ops_nn", "ops_pool",
-                      "ops_reduction", "ops_loss", "detection")
+                      "ops_dropout", "ops_setitem", "ops_pointwise", "ops_reduction", "ops_loss", "detection")
 
 
 def op_key(cls):

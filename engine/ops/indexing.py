@@ -869,7 +869,7 @@ class MaskedSelect(Function):
     def forward(self, x, mask):
         xp = xp_of(x)
         shape = np.broadcast_shapes(x.shape, mask.shape)
-        self.mask = xp.broadcast_to(mask, shape)
+        self.mask = xp.broadcast_to(tracing.vary_mask(mask), shape)  # an export's count stays dynamic
         return xp.broadcast_to(x, shape)[self.mask]
 
     def backward(self, gy):
