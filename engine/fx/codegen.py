@@ -4,6 +4,7 @@ value is dropped (``x = None``) right after its last use, so intermediate tensor
 import builtins
 import math
 import operator
+import re
 import sys
 from dataclasses import dataclass
 
@@ -45,6 +46,12 @@ class _Emitter:
             return name
         if id(obj) in PUBLIC_PATHS:
             return PUBLIC_PATHS[id(obj)]
+        if getattr(obj, "__module__", None) == "_operator" and id(obj) not in self._global_names:
+            gname = self.namespace.create_name(f"_operator_{name}", None)  # torch's global for ``operator.abs``
+            self.globals[gname] = obj
+            self._global_names[id(obj)] = gname
+        if id(obj) in self._global_names:
+            return self._global_names[id(obj)]
         path = _importable_path(obj)
         if path is not None:  # ``math.sqrt``: a new trace of the code finds what wrap/autowrap patched there
             module_name, qualname = path
@@ -79,7 +86,19 @@ class _Emitter:
             return repr(a)
         if type(a) is float:
             return "nan" if a != a else ("inf" if a > 0 else "-inf")
-        return self.global_name(a, type(a).__name__.lower())
+        return self._engine_constant(a) or self.global_name(a, type(a).__name__.lower())
+
+    def _engine_constant(self, a):
+        """``engine.float32``, ``engine.channels_last``, ``device(type='cpu')``: how torch writes its dtypes,
+        layouts and devices in generated code (None for other values)."""
+        import engine
+        if isinstance(a, engine.device):
+            self.globals["device"] = engine.device
+            return repr(a)
+        text = repr(a) if isinstance(a, (engine.dtype, engine.memory_format, engine.layout)) else ""
+        if text.startswith("engine.") and getattr(engine, text[len("engine."):], None) is a:
+            return text
+        return None
 
     def call_args(self, args, kwargs):
         parts = [self.arg(a) for a in args] + [f"{k} = {self.arg(v)}" for k, v in kwargs.items()]
@@ -124,7 +143,7 @@ def attribute_path(root, target):
     """``self.layer1[0]``-free access to a dotted attribute: ``getattr(self.layer1, "0").conv1``."""
     expr = root
     for atom in target.split("."):
-        expr = f"{expr}.{atom}" if atom.isidentifier() else f"getattr({expr}, {atom!r})"
+        expr = f"{expr}.{atom}" if atom.isidentifier() else f'getattr({expr}, "{atom}")'
     return expr
 
 
@@ -155,7 +174,7 @@ class CodeGen:
         """(name, object) pairs the generated code needs besides those of its nodes."""
         return []
 
-    def _gen_python_code(self, graph, root="self"):
+    def _gen_python_code(self, graph, root="self", verbose=False, annotate=(False, False)):
         emit = self._emit = _Emitter(graph)
         for name, obj in self.additional_globals():
             emit.globals[name] = obj
@@ -167,32 +186,74 @@ class CodeGen:
                     seen.add(id(inp))
                     if node.op != "output":
                         dies_at.setdefault(id(node), []).append(inp.name)
-        params, body = [], []
+        params, body, summary = [], [], None
         for node in nodes:
+            annotation = _meta_annotation(node, *annotate) if verbose else ""
+            if verbose and node.op not in ("placeholder", "output") and _stack_summary(node) != summary:
+                summary = _stack_summary(node)
+                body += ["", f"# {summary}"]
             if node.op == "placeholder":
                 name = node.target if node.target.startswith("*") else node.name
-                params.append(f"{name} = {emit.arg(node.args[0])}" if node.args else name)
+                default = f" = {emit.arg(node.args[0])}" if node.args else ""
+                params.append(f"{name}{annotation}{default}")
                 if name.lstrip("*") != node.name:  # ``*args`` is the value ``_args`` in the body
                     body.append(f"{node.name} = {name.lstrip('*')}")
                 continue
             if node.op == "output":
                 body.append(self.generate_output(node.args[0]))
                 continue
-            line = f"{node.name} = {emit.expression(node, root)}"
+            line = f"{node.name}{annotation} = {emit.expression(node, root)}"
             dead = dies_at.get(id(node), [])
             if not node.users:
                 dead = dead + [node.name]
             if dead:
                 line += f";  {' = '.join(dead)} = None"
             body.append(line)
-        if not any(n.op == "output" for n in nodes):
-            body.append("return None")
+        while body and not body[0]:
+            body.pop(0)
+        if not body:
+            body.append("pass")
         prologue = self.gen_fn_def(params, "")
-        src = f"\n\n{prologue}\n" + "".join(f"    {line}\n" for line in body)
+        code = "\n".join(f"    {line}" if line else "" for line in body + [""]) + "    "
+        src = f"\n\n\n{prologue}\n{code}"
         del self._emit
         return PythonCode(src, emit.globals)
 
 
-def generate(graph, root="self"):
-    """``PythonCode`` of ``def forward(self, <placeholders>)`` running ``graph``, by the graph's ``CodeGen``."""
-    return graph._codegen._gen_python_code(graph, root)
+#: the short dtype names of torch's annotated printouts
+_DTYPE_ABBREVIATIONS = {"bfloat16": "bf16", "float64": "f64", "float32": "f32", "float16": "f16",
+                        "complex32": "c32", "complex64": "c64", "complex128": "c128", "int8": "i8", "int16": "i16",
+                        "int32": "i32", "int64": "i64", "bool": "b8", "uint8": "u8", "uint16": "u16",
+                        "uint32": "u32", "uint64": "u64"}
+
+
+def _meta_annotation(node, include_stride=False, include_device=False):
+    """``: "f32[2, 3]"`` for a node whose meta holds a tensor (``val``; with its strides and device if asked)
+    or its ``tensor_meta`` (``ShapeProp``), as torch annotates its readable code; "" otherwise."""
+    from ..tensor import Tensor
+    value = node.meta.get("val", node.meta.get("tensor_meta", node.meta.get("example_value")))
+    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    if not isinstance(value, Tensor) and type(value).__name__ != "TensorMetadata" or dtype is None:
+        return ""
+    abbreviation = _DTYPE_ABBREVIATIONS.get(str(dtype).rpartition(".")[2], str(dtype))
+    extra = ""
+    if isinstance(value, Tensor):
+        extra += f"[{', '.join(str(s) for s in value.stride())}]" if include_stride else ""
+        extra += str(value.device) if include_device else ""
+    return f': "{abbreviation}[{", ".join(str(d) for d in shape)}]{extra}"'
+
+
+def _stack_summary(node):
+    """The comment torch's readable code puts above a run of nodes: where the user code made them."""
+    lines = (node.stack_trace or "").strip().split("\n")
+    for i in range(len(lines) - 2, -1, -1):
+        match = re.match(r'^File "(.+)", line (\d+), in (.+)$', lines[i].strip())
+        if match:
+            return f"File: {match.group(1)}:{match.group(2)} in {match.group(3)}, code: {lines[i + 1].strip()}"
+    return "No stacktrace found for following nodes"
+
+
+def generate(graph, root="self", verbose=False, include_stride=False, include_device=False):
+    """``PythonCode`` of ``def forward(self, <placeholders>)`` running ``graph``, by the graph's ``CodeGen``;
+    ``verbose`` adds torch's readable-code comments and shape annotations."""
+    return graph._codegen._gen_python_code(graph, root, verbose, (include_stride, include_device))

@@ -3,6 +3,7 @@ insert point, erasure, dead-code elimination, checks and printing; ``codegen.py`
 import contextlib
 import copy
 import inspect
+import warnings
 
 from .naming import Namespace, target_to_str
 from .node import Node, map_arg
@@ -30,11 +31,43 @@ class _NodeList:
         return repr(self._nodes)
 
 
+def _attribute_exists(module, qualified_name):
+    """Whether ``module`` has a submodule, parameter or buffer at ``qualified_name`` (torch's check of
+    ``Graph.get_attr``, with its warning when the parent module is missing)."""
+    from ..nn import Module
+    from ..nn.parameter import Parameter
+    path, _, name = qualified_name.rpartition(".")
+    try:
+        parent = module.get_submodule(path)
+    except AttributeError:
+        warnings.warn(f"Failed to fetch module {path}!")
+        return False
+    value = getattr(parent, name, None)
+    return isinstance(value, (Module, Parameter)) or name in parent._buffers
+
+
+def _check_target(module, node):
+    """Raise torch's lint error unless the dotted target of get_attr / call_module ``node`` exists in
+    ``module`` (and, for call_module, is a module)."""
+    from ..nn import Module
+    atoms = node.target.split(".")
+    for i, atom in enumerate(atoms):
+        found = getattr(module, atom, None)
+        seen = ".".join(atoms[:i])
+        if found is None:
+            raise RuntimeError(f"Node {node} target {node.target} references nonexistent attribute {atom} of "
+                               f"{seen}")
+        if node.op == "call_module" and not isinstance(found, Module):
+            raise RuntimeError(f"Node {node} target {node.target} {atom} of {seen} does not reference an nn.Module")
+        module = found
+
+
 class Graph:
     """A program as a list of nodes: placeholders (inputs), get_attr / call_* operations, and one output."""
 
     def __init__(self, owning_module=None, tracer_cls=None, tracer_extras=None):
         self._nodes = []
+        self._root = Node(self, "", "root", "", (), {})  # what ``next`` / ``prev`` give past either end
         self._namespace = Namespace()
         self._insert_at = None  # None: at the end; (node, after): next to that node
         self.owning_module = owning_module
@@ -59,6 +92,19 @@ class Graph:
     def nodes(self):
         """The nodes in program order."""
         return _NodeList(self._nodes)
+
+    def find_nodes(self, *, op, target=None, sort=True):
+        """The nodes of opcode ``op`` (and ``target``, which call_function requires), in graph order."""
+        if op == "call_function" and target is None:
+            raise AssertionError("target must not be None for call_function op")
+        return [n for n in self._nodes if n.op == op and (target is None or n.target == target)]
+
+    def output_node(self):
+        """The graph's last node, which must be its output."""
+        last = self._nodes[-1] if self._nodes else self._root
+        if last.op != "output":
+            raise AssertionError(f"Expected output node, got op={last.op}")
+        return last
 
     # ---- creating nodes -------------------------------------------------------------------------------
     def create_node(self, op, target, args=None, kwargs=None, name=None, type_expr=None):
@@ -87,7 +133,10 @@ class Graph:
 
     def _move(self, node, anchor, after):
         self._nodes.pop(self._index(node))
-        self._nodes.insert(self._index(anchor) + after, node)
+        if anchor is self._root:  # the graph is a ring through its root: after it is the start, before it the end
+            self._nodes.insert(0 if after else len(self._nodes), node)
+        else:
+            self._nodes.insert(self._index(anchor) + after, node)
 
     @contextlib.contextmanager
     def _inserting(self, point):
@@ -111,11 +160,19 @@ class Graph:
         return self.create_node("placeholder", name, args, type_expr=type_expr)
 
     def get_attr(self, qualified_name, type_expr=None):
-        """Read attribute ``qualified_name`` (``layer1.0.conv1.weight``) of the owning module."""
+        """Read attribute ``qualified_name`` (``layer1.0.conv1.weight``) of the owning module; warns, as torch,
+        when the owning module has no submodule, parameter or buffer there."""
+        if self.owning_module is not None and not _attribute_exists(self.owning_module, qualified_name):
+            warnings.warn("Attempted to insert a get_attr Node with no underlying reference in the owning "
+                          "GraphModule! Call GraphModule.add_submodule to add the necessary submodule, "
+                          "GraphModule.add_parameter to add the necessary Parameter, or "
+                          "nn.Module.register_buffer to add the necessary buffer", stacklevel=2)
         return self.create_node("get_attr", qualified_name, type_expr=type_expr)
 
     def call_module(self, module_name, args=None, kwargs=None, type_expr=None):
-        """Call the submodule at ``module_name``."""
+        """Call the submodule at ``module_name`` (which the owning module, if any, must have)."""
+        if self.owning_module is not None:
+            self.owning_module.get_submodule(module_name)  # torch's AttributeError when it is missing
         return self.create_node("call_module", module_name, args, kwargs, type_expr=type_expr)
 
     def call_method(self, method_name, args=None, kwargs=None, type_expr=None):
@@ -202,31 +259,28 @@ class Graph:
                 if arg.graph is not self:
                     raise RuntimeError(f"Argument '{arg}' of Node '{node}' does not belong to this Graph, but was "
                                        "used as an argument! If you are copying nodes from another graph, make "
-                                       "sure to use ``arg_transform`` on node_copy() to remap values")
+                                       f"sure to use ``arg_transform`` on node_copy() to remap values\n{self}")
                 if id(arg) not in seen:
                     raise RuntimeError(f"Argument '{arg}' of Node '{node}' was used before it has been defined! "
-                                       "Please check that Nodes in the graph are topologically ordered")
+                                       f"Please check that Nodes in the graph are topologically ordered\n{self}")
             if node.name in names:
                 raise RuntimeError(f"Node redefined name {node.name}!")
             seen.add(id(node))
             names.add(node.name)
-            if self.owning_module is not None and node.op in ("get_attr", "call_module"):
-                obj = self.owning_module
-                for i, atom in enumerate(node.target.split(".")):
-                    if not hasattr(obj, atom):
-                        raise RuntimeError(f"Node {node} target {node.target} references nonexistent attribute "
-                                           f"{atom} of {'.'.join(node.target.split('.')[:i]) or 'root'}")
-                    obj = getattr(obj, atom)
+        if self.owning_module is not None:
+            for node in self._nodes:
+                if node.op in ("get_attr", "call_module"):
+                    _check_target(self.owning_module, node)
 
-    def python_code(self, root_module="self"):
-        """The Python source of ``forward`` for this graph, and the globals it needs (``codegen.PythonCode``)."""
+    def python_code(self, root_module="self", verbose=False, include_stride=False, include_device=False):
+        """The Python source of ``forward`` for this graph, and the globals it needs (``codegen.PythonCode``);
+        ``verbose`` adds the comments and shape annotations of ``GraphModule.print_readable``."""
         from .codegen import generate
-        return generate(self, root_module)
+        return generate(self, root_module, verbose, include_stride, include_device)
 
     def __str__(self):
-        params = ", ".join(n.target for n in self._nodes if n.op == "placeholder")
-        lines = [f"graph({params}):"] + ["    " + n.format_node() for n in self._nodes]
-        return "\n".join(lines)
+        # as torch's: the parentheses stay empty, the placeholders have lines of their own
+        return "\n    ".join(["graph():"] + [n.format_node() for n in self._nodes])
 
     def print_tabular(self):
         """Print opcode, name, target, args and kwargs of each node as a table."""

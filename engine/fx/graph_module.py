@@ -5,6 +5,7 @@ import copy
 import importlib
 import itertools
 import linecache
+import sys
 import types
 
 from ..nn import Module
@@ -111,12 +112,68 @@ class GraphModule(Module):
         type(self).forward = namespace["forward"]
         return python_code
 
-    def print_readable(self, print_output=True):
-        """The generated code as a class definition (printed unless ``print_output`` is False)."""
-        text = f"class {type(self).__name__}(engine.nn.Module):" + self._code.replace("\n", "\n    ").rstrip()
+    def print_readable(self, print_output=True, include_stride=False, include_device=False, colored=False):
+        """The generated code as a class definition, with where each run of nodes came from and, after
+        ``ShapeProp``, the shapes of their values (tensors in ``meta["val"]`` also with their strides and device
+        when asked); child GraphModules as nested classes. Printed unless ``print_output`` is False; returned.
+        ``colored`` is accepted for torch's signature; the text is never colored."""
+        text = _readable(self, type(self).__name__, include_stride, include_device)
         if print_output:
             print(text)
         return text
+
+    def add_submodule(self, target, m):
+        """Install module ``m`` at dotted ``target``, creating empty Modules for missing parents; False (and
+        nothing installed) when a parent on the path exists and is not a Module."""
+        *prefix, field = target.split(".")
+        module = self
+        for item in prefix:
+            child = getattr(module, item, None)
+            if child is None:
+                child = Module()
+                setattr(module, item, child)
+            if not isinstance(child, Module):
+                return False
+            module = child
+        module.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target):
+        """Remove the submodule at dotted ``target``; False when ``target`` names no submodule."""
+        *path, field = target.split(".")
+        module = self
+        for item in path:
+            module = getattr(module, item, None)
+            if not isinstance(module, Module):
+                return False
+        if not isinstance(getattr(module, field, None), Module):
+            return False
+        delattr(module, field)
+        return True
+
+    def delete_all_unused_submodules(self):
+        """Remove every submodule the graph neither calls (with its children) nor reads an attribute of (nor
+        is on the path to one that it does)."""
+        used = set()
+        for node in self.graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                atoms = node.target.split(".")
+                used.update(".".join(atoms[:i]) for i in range(1, len(atoms) + 1))
+            if node.op == "call_module":
+                try:
+                    called = self.get_submodule(node.target)
+                except AttributeError:
+                    continue
+                used.update(f"{node.target}.{name}" for name, _ in called.named_modules() if name)
+        for name in [name for name, _ in self.named_modules() if name not in used]:
+            self.delete_submodule(name)
+
+    def to_folder(self, folder, module_name="FxModule"):
+        """Write this module as source to ``folder``: ``module.py`` defining class ``module_name`` (children of
+        the common layer types rebuilt from their reprs, others pickled beside it), its ``state_dict`` in
+        ``state_dict.pt`` and an ``__init__.py``; ``from folder import module_name`` gives it back."""
+        from .to_folder import write_folder
+        write_folder(self, folder, module_name)
 
     def __deepcopy__(self, memo):
         memo[id(self)] = None  # the graph's owning_module: the copy sets its own
@@ -143,20 +200,52 @@ class GraphModule(Module):
             from .concrete_inputs import PH, is_container, tree_map
             concrete = {name: tree_map(lambda leaf: PH, spec)
                         for name, spec in zip(codegen.orig_args, codegen.in_spec) if is_container(spec)}
-        return (_rebuild_graph_module, (body, python_code.src, names, type(self).__name__, concrete))
+        from .codegen import PUBLIC_PATHS
+        wrapped = list({id(n.target): n.target for n in self.graph.nodes  # ``wrap``ped: recorded again, as torch
+                        if n.op == "call_function" and n.meta.get("is_wrapped") and id(n.target) not in PUBLIC_PATHS
+                        }.values())
+        return (_rebuild_graph_module, (body, python_code.src, names, type(self).__name__, concrete, wrapped))
 
     def __str__(self):
-        return "\n".join([super().__str__(), self._code])
+        return "\n".join([super().__str__(), self._code,
+                          "# To see more debug info, please use `graph_module.print_readable()`"])
 
 
-def _rebuild_graph_module(body, src, names, class_name, concrete_args=None):
+def _indent(text):
+    """``text`` with its lines after the first indented by 4 spaces and its blank lines emptied."""
+    first, *rest = text.split("\n")
+    return "\n".join([first] + [f"    {line}" if line.strip() else "" for line in rest])
+
+
+def _readable(module, name, include_stride=False, include_device=False):
+    """``print_readable``'s text of ``module`` under class name ``name``."""
+    src = module.graph.python_code("self", True, include_stride, include_device).src.lstrip("\n")
+    text = _indent(f"class {name}(engine.nn.Module):\n{src}")
+    children = [_readable(child, child_name, include_stride, include_device)
+                for child_name, child in module.named_children() if isinstance(child, GraphModule)]
+    return text + _indent("\n".join([""] + children))
+
+
+def _rebuild_graph_module(body, src, names, class_name, concrete_args=None, wrapped=()):
     """Unpickle a ``GraphModule``: run ``src`` to get ``forward``, put it on a module holding ``body``, and trace
-    that module again with every submodule a leaf."""
+    that module again with every submodule a leaf and the ``wrapped`` functions recorded as calls."""
+    from .codegen import _importable_path
+    from .patching import wrapped_function
     from .tracer import Tracer
 
     class KeepModules(Tracer):
         def is_leaf_module(self, m, module_qualified_name):
             return True
+
+        def _patch(self, patcher, fn_globals):
+            super()._patch(patcher, fn_globals)
+            for fn in wrapped:
+                path = _importable_path(fn)
+                places = [(fn_globals, k) for k, v in list(fn_globals.items()) if v is fn]
+                if path is not None and "." not in path[1]:
+                    places.append((vars(sys.modules[path[0]]), path[1]))
+                for namespace, name in places:
+                    patcher.patch(namespace, name, wrapped_function(fn, fn.__name__))
 
     namespace = {k: importlib.import_module(v) if kind == "module" else v for k, (kind, v) in names.items()}
     exec(compile(src, "<fx-unpickled>", "exec"), namespace)

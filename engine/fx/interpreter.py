@@ -17,6 +17,8 @@ class Interpreter:
         self.module = module
         self.graph = graph if graph is not None else module.graph
         self.garbage_collect_values = garbage_collect_values
+        #: whether an error raised by a node gets the node (and where user code made it) appended to its message
+        self.extra_traceback = True
         self.env = {}
         self.user_to_last_uses = {}
         if garbage_collect_values:
@@ -36,12 +38,33 @@ class Interpreter:
         for node in self.graph.nodes:
             if node in self.env:
                 continue
-            self.env[node] = self.run_node(node)
+            try:
+                self.env[node] = self.run_node(node)
+            except Exception as e:
+                if self.extra_traceback:  # as torch: the node that failed, after the error's own message
+                    msg = f"While executing {node.format_node()}"
+                    msg = f"{e.args[0]}\n\n{msg}" if e.args else msg
+                    e.args = (f"{msg}\nOriginal traceback:\n{node.stack_trace}",) + e.args[1:]
+                    if isinstance(e, KeyError):
+                        raise RuntimeError(*e.args) from e
+                raise
             for dead in self.user_to_last_uses.get(node, ()):
                 self.env.pop(dead, None)
             if node.op == "output":
                 return self.graph.process_outputs(self.env[node]) if enable_io_processing else self.env[node]
         return None
+
+    def boxed_run(self, args_list):
+        """``run`` with the inputs in a list, which is emptied before running so that the inputs can be freed
+        as soon as the graph is done with them."""
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        if len(args_list) != len(placeholders):
+            detail = "extra arguments" if len(args_list) > len(placeholders) else "missing arguments"
+            raise RuntimeError(f"Interpreter.boxed_run expected {len(placeholders)} arguments for placeholders but "
+                               f"received {len(args_list)} ({detail})")
+        env = dict(zip(placeholders, args_list))
+        args_list.clear()
+        return self.run(initial_env=env)
 
     def run_node(self, n):
         """Run one node on the values of its inputs."""

@@ -18,6 +18,11 @@ _RESERVED.update(inf=math.inf, nan=math.nan, NoneType=type(None), engine=object(
                  fx_pytree=object(), pytree=object())
 
 
+#: node names torch gives functions whose ``__name__`` differs from ours (``torch.special.expit`` is the builtin
+#: ``special_expit``), by ``id`` of our function; filled by ``patching.py``
+TORCH_NAMES = {}
+
+
 def snake_case(name):
     """``pascalCase`` -> ``pascal_case``, ``ALL_CAPS`` -> ``all_caps`` (dots and underscores kept)."""
     return _SNAKE.sub(r"_\1", name).lower()
@@ -26,7 +31,7 @@ def snake_case(name):
 def target_to_str(target):
     """The name a node is given for ``target``: a callable's ``__name__`` or the string with dunders stripped."""
     if callable(target):
-        name = target.__name__
+        name = TORCH_NAMES.get(id(target), target.__name__)
     else:
         name = target
         if name.startswith("__") and name.endswith("__"):

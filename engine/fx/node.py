@@ -1,6 +1,7 @@
 """``Node``: one operation of a ``Graph`` (torch.fx's ``Node``), and ``map_arg``/``map_aggregate`` over the nested
 lists, tuples, dicts and slices its arguments are made of."""
 import operator
+import types
 
 from .asserts import SIDE_EFFECTS
 from .immutable_collections import immutable_dict, immutable_list
@@ -102,6 +103,12 @@ class Node:
         args[idx] = arg
         self.args = tuple(args)
 
+    def insert_arg(self, idx, arg):
+        """Insert ``arg`` into the positional arguments before index ``idx``."""
+        if not 0 <= idx <= len(self._args):
+            raise AssertionError(f"insert_args index must be between 0 and len(self.args), got {idx}")
+        self.args = self._args[:idx] + (arg,) + self._args[idx:]
+
     def update_kwarg(self, key, arg):
         """Set keyword argument ``key`` to ``arg``."""
         self.kwargs = {**self._kwargs, key: arg}
@@ -137,17 +144,22 @@ class Node:
     # ---- position in the graph ---------------------------------------------------------------------
     @property
     def next(self):
-        """The node after this one (the graph's end returns None)."""
-        nodes = self.graph._nodes
+        """The node after this one; after the last node (and for an empty graph) the graph's root sentinel
+        (op ``"root"``, name ``""``), as torch."""
+        nodes, root = self.graph._nodes, self.graph._root
+        if self is root:
+            return nodes[0] if nodes else root
         i = nodes.index(self) + 1
-        return nodes[i] if i < len(nodes) else None
+        return nodes[i] if i < len(nodes) else root
 
     @property
     def prev(self):
-        """The node before this one (None at the start)."""
-        nodes = self.graph._nodes
+        """The node before this one; before the first node the graph's root sentinel, as torch."""
+        nodes, root = self.graph._nodes, self.graph._root
+        if self is root:
+            return nodes[-1] if nodes else root
         i = nodes.index(self)
-        return nodes[i - 1] if i else None
+        return nodes[i - 1] if i else root
 
     def prepend(self, x):
         """Move node ``x`` (of the same graph) to just before this one."""
@@ -171,16 +183,19 @@ class Node:
 
     # ---- printing -----------------------------------------------------------------------------------
     def format_node(self):
-        """One line of the graph's printout: ``%name : [num_users=N] = op[target=...](args = ..., kwargs = ...)``."""
+        """One line of the graph's printout, in torch's words:
+        ``%name : [num_users=N] = op[target=...](args = (...), kwargs = {...})``, ``return <value>``."""
+        typename = f"{type_repr(self.type)} " if self.type is not None else ""
+        head = f"%{self.name} : {typename}[num_users={len(self.users)}] = {self.op}[target="
         if self.op == "placeholder":
-            default = f" (default={self.args[0]!r})" if self.args else ""
-            return f"%{self.name} : [num_users={len(self.users)}] = placeholder[target={self.target}]{default}"
+            default = f"(default={self.args[0]})" if self.args else ""
+            return f"{head}{self.target}]{default}"
         if self.op == "output":
-            return f"return {_format_arg(self.args[0])}"
+            return f"return {self.args[0]}"
         if self.op == "get_attr":
-            return f"%{self.name} : [num_users={len(self.users)}] = get_attr[target={self.target}]"
-        return (f"%{self.name} : [num_users={len(self.users)}] = {self.op}[target={_pretty_target(self.target)}]"
-                f"(args = {_format_arg(self._args)}, kwargs = {_format_arg(self._kwargs)})")
+            return f"{head}{self.target}]"
+        return f"{head}{_pretty_target(self.target)}](args = {_format_arg(self._args)}, kwargs = " \
+            f"{_format_arg(self._kwargs)})"
 
     def __repr__(self):
         return self.name
@@ -198,17 +213,38 @@ def _freeze(a):
     return a
 
 
+def type_repr(t):
+    """How printouts name a node's type annotation: a builtin class by its name, another class by its dotted
+    path, a function by its name."""
+    if isinstance(t, type):
+        return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+    if t is Ellipsis:
+        return "..."
+    if isinstance(t, types.FunctionType):
+        return t.__name__
+    return repr(t)
+
+
 def _pretty_target(target):
-    """``operator.add``, ``engine.flatten``-style names of call targets in printouts."""
+    """``operator.add``, ``builtins.getattr``, ``engine.flatten``-style names of call targets in printouts."""
     if isinstance(target, str):
         return target
-    if getattr(operator, getattr(target, "__name__", ""), None) is target:
-        return f"operator.{target.__name__}"
+    from .codegen import PUBLIC_PATHS
+    if id(target) in PUBLIC_PATHS:
+        return PUBLIC_PATHS[id(target)]
+    name = getattr(target, "__name__", None)
     module = getattr(target, "__module__", None)
-    return f"{module}.{target.__name__}" if module and module != "builtins" else target_to_str(target)
+    if name is not None and module == "builtins":
+        return f"builtins.{name}"
+    if name is not None and getattr(operator, name, None) is target:
+        return f"operator.{name}"
+    qualname = getattr(target, "__qualname__", name)
+    return f"{module}.{qualname}" if module and qualname else target_to_str(target)
 
 
 def _format_arg(arg):
+    """An argument as torch's printouts show it: nodes as ``%name``, containers element by element, other values
+    by ``str``."""
     if isinstance(arg, Node):
         return f"%{arg.name}"
     if isinstance(arg, tuple):
@@ -217,5 +253,5 @@ def _format_arg(arg):
     if isinstance(arg, list):
         return "[" + ", ".join(_format_arg(a) for a in arg) + "]"
     if isinstance(arg, dict):
-        return "{" + ", ".join(f"{k!r}: {_format_arg(v)}" for k, v in arg.items()) + "}"
-    return repr(arg)
+        return "{" + ", ".join(f"{k}: {_format_arg(v)}" for k, v in arg.items()) + "}"
+    return str(arg)

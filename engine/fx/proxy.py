@@ -35,6 +35,12 @@ class Proxy:
             raise AttributeError(name)
         return Attribute(self, name)
 
+    def __call__(self, *args, **kwargs):
+        return self.tracer.create_proxy("call_method", "__call__", (self,) + args, kwargs)
+
+    def __abs__(self):
+        return self.tracer.create_proxy("call_function", operator.abs, (self,), {})
+
     def __bool__(self):
         return self.tracer.to_bool(self)
 

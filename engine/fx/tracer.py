@@ -263,7 +263,8 @@ class Tracer:
                 self.create_proxy("call_function", _assert_is_none,
                                   (ph, f"{name} has been specialized to have value None but got another value"), {})
             elif type(x) in _BASE_TYPES:
-                self.create_proxy("call_function", _assert,
+                import engine  # torch records torch._assert: the generated code reads engine._assert
+                self.create_proxy("call_function", getattr(engine, "_assert", _assert),
                                   (ph == x, f"{name} has been specialized to have value {x} but got another value"),
                                   {})
             else:
