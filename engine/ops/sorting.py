@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, backends
 from .._layout import inverse_permutation, pointwise_order
 from ..tensor import Tensor, _new, register_method
 from ._common import as_operand, wrap_dim, xp_of
@@ -297,9 +297,9 @@ class TopK(Select):
             picked = xp.take_along_axis(part, order, axis)
         else:
             picked = xp.take(_stable_argsort(xp, x, axis, self.largest), xp.arange(k), axis=axis)
-        if xp is not np or k == 0:  # CUDA's topk picks among equal values its own way
+        if k == 0:
             return picked
-        return self._replayed(x, picked)
+        return _on_host(xp, self._replayed, x, picked, x.shape[self.axis] if x.ndim else 1)
 
     def _replayed(self, x, picked):
         rows, back = _rows_along(x, self.axis)
@@ -338,8 +338,9 @@ class KthValue(Select):
     def indices(self, xp, x):
         part = xp.argpartition(x, self.k - 1, axis=self.axis)
         picked = xp.take(part, xp.asarray([self.k - 1]), axis=self.axis)
-        if xp is not np:
-            return picked
+        return _on_host(xp, self._replayed, x, picked, x.shape[self.axis] if x.ndim else 1)
+
+    def _replayed(self, x, picked):
         rows, back = _rows_along(x, self.axis)
         chosen, _ = _rows_along(picked, self.axis)
         if rows.shape[-1] > REPLAY_MAX:
@@ -351,6 +352,17 @@ class KthValue(Select):
             row.quickselect(self.k - 1)
             chosen[r, 0] = row.i[self.k - 1]
         return back(chosen)
+
+
+def _on_host(xp, replayed, x, picked, n):
+    """``replayed(x, picked)`` (numpy arrays), which settles equal values as torch's CPU kernels do: on the GPU too,
+    through the host, so that CUDA results equal CPU ones, except where the rows (of length ``n``) are too long to
+    replay (nothing to do) or a CUDA graph is being captured (which cannot wait for the host)."""
+    if xp is np:
+        return replayed(x, picked)
+    if n > REPLAY_MAX or backends.runtime(x).capturing():
+        return picked
+    return xp.asarray(replayed(xp.asnumpy(x), xp.asnumpy(picked)))
 
 
 def _axis(input, dim):

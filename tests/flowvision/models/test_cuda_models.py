@@ -219,7 +219,20 @@ def _spread_scores(model, name):
     with engine.no_grad():
         for parameter_name, factor in scales.items():
             model.get_parameter(parameter_name).mul_(factor)
+    if name.startswith("ssd"):  # on noise images whole feature maps are zero, so their anchors' logits tie exactly
+        model.head.classification_head.register_forward_hook(_untie_logits)
     return model
+
+
+def _untie_logits(module, inputs, logits):
+    """The (N, anchors, classes) logits plus anchor index times class number times a step, the same on both devices
+    and far above their rounding (a softmax ignores what is added to all of an anchor's logits alike): no two
+    scores tie, so which of tied candidates a top-k keeps (torch's CPU choice, replayed, against 1-ulp noise on
+    the GPU) cannot decide the detections."""
+    anchors, classes = logits.shape[1:]
+    options = dict(dtype=logits.dtype, device=logits.device)
+    ramp = engine.arange(anchors, **options).reshape(1, -1, 1) * engine.arange(1, classes + 1, **options)
+    return logits + ramp * (1e-3 / logits[0].numel())
 
 
 def _photo_batch(seed):
