@@ -54,7 +54,8 @@ _S = np.float32(1.5)  # a 0-d input
 
 
 # ---- broadcast_shapes: torch's Python rules and messages ---------------------------------------------------
-@pytest.mark.parametrize("shapes", [(3, (2, 1)), ((1, 3), None, 1), (), ((0,), 1), ([2, 1], (4, 1, 1)), (range(3), (2, 1))])
+@pytest.mark.parametrize("shapes", [(3, (2, 1)), ((1, 3), None, 1), (), ((0,), 1), ([2, 1], (4, 1, 1)),
+                                    (range(3), (2, 1))])
 def test_broadcast_shapes_takes_ints_and_skips_none(shapes):
     assert tuple(engine.broadcast_shapes(*shapes)) == tuple(torch.broadcast_shapes(*shapes))
 
@@ -139,7 +140,8 @@ def test_narrow_errors(call):
 
 @pytest.mark.parametrize("call", [lambda lib, x: x.narrow(0, lib.tensor(-2), 2),
                                   lambda lib, x: x.narrow(0, lib.tensor(1, dtype=lib.uint8), 3),
-                                  lambda lib, x: lib.narrow_copy(x, 0, -2, 2), lambda lib, x: lib.narrow_copy(x, 0, 5, 0)])
+                                  lambda lib, x: lib.narrow_copy(x, 0, -2, 2),
+                                  lambda lib, x: lib.narrow_copy(x, 0, 5, 0)])
 def test_narrow_starts(call):
     _same(call, _V)
 
@@ -155,7 +157,8 @@ def test_messages_name_the_dim_as_given(call):
 
 @pytest.mark.parametrize("make, target", [
     (lambda lib: lib.zeros(4, dtype=lib.int8)[::2], "int16"), (lambda lib: lib.zeros(2, dtype=lib.int8)[::2], "int16"),
-    (lambda lib: lib.zeros(2, 0, 0, 5, dtype=lib.int8), "int16"), (lambda lib: lib.zeros(6, dtype=lib.int8)[1:5], "int16"),
+    (lambda lib: lib.zeros(2, 0, 0, 5, dtype=lib.int8), "int16"),
+    (lambda lib: lib.zeros(6, dtype=lib.int8)[1:5], "int16"),
     (lambda lib: lib.zeros(5, 2, dtype=lib.complex64)[:, ::2], "float16"),
 ])
 def test_view_as_another_dtype_checks_in_torchs_order(make, target):
