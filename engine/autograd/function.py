@@ -16,6 +16,9 @@ from .node import Node
 class Function(Node):
     """Base of every autograd op (Chainer's FunctionNode, PyTorch's Node)."""
 
+    #: an in-place op that writes only part of its target (``x[key] = v``): it checks that part for elements
+    #: sharing memory itself, where other in-place ops refuse an expanded target as a whole
+    writes_a_region = False
     #: the op reads its input arrays in backward (guards against later in-place changes)
     uses_inputs = True
     #: the op reads its output arrays in backward
@@ -106,7 +109,7 @@ class Function(Node):
         record = grad_mode._State.enabled and not grad_mode._State.inference and any(
             isinstance(t, Tensor) and t.requires_grad for t in inputs)
         if self.inplace:
-            _check_inplace(inputs[0], record)
+            _check_inplace(inputs[0], record, self.writes_a_region)
         if grad_mode._State.inference_made:
             _check_inference_inputs(self, inputs, record)
         if record:
@@ -227,7 +230,16 @@ def _mark_inference(fn, inputs, results):
         grad_mode.mark_inference(r)
 
 
-def _check_inplace(target, record):
+_OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
+            "location. Please clone() the tensor before performing the operation.")
+
+
+def _check_inplace(target, record, overlapping_ok=False):
+    """torch's refusals of an in-place op on ``target``: a leaf (or a view of one) that requires grad while autograd
+    records, and, unless ``overlapping_ok`` (``fill_``), a tensor whose elements share memory (an expanded one)."""
+    data = target._data
+    if not overlapping_ok and data.size > 1 and any(step == 0 and n > 1 for step, n in zip(data.strides, data.shape)):
+        raise RuntimeError(_OVERLAP)
     if record and target.is_leaf and target.requires_grad:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = target._base

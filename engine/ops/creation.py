@@ -537,10 +537,10 @@ def _device_multinomial(weights, count, replacement, state):
 
 
 # ---- in-place random fills (used by nn.init) -------------------------------------------------
-def _check_fill(self):
+def _check_fill(self, overlapping_ok=False):
     from ..autograd.function import _check_inplace
     from ..autograd.grad_mode import is_grad_enabled
-    _check_inplace(self, is_grad_enabled())
+    _check_inplace(self, is_grad_enabled(), overlapping_ok)
 
 
 def _fill_(self, values):
@@ -687,10 +687,23 @@ def fill_(self, value):
         fill = Fill(scalar)
         fill.inplace = True
         return fill(self, value) if tensor_value else fill(self)
-    _check_fill(self)
-    self._data[...] = scalar
+    _check_fill(self, overlapping_ok=True)  # every element gets the same value: torch fills an expanded tensor
+    _writeable(self._data)[...] = scalar
     self._version[0] += 1
     return self
+
+
+def _writeable(array):
+    """``array``, or, where numpy made it read-only as a broadcast (an expanded tensor), a view of the same memory
+    with the same strides that writes through to it."""
+    if getattr(array, "flags", None) is None or array.flags.writeable:
+        return array
+    from ..storage import storage_layout, view_of
+    layout = storage_layout(array)
+    if layout is None:
+        return array
+    root, offset, strides = layout
+    return view_of(root, offset, strides, array.dtype, array.shape)
 
 
 class Fill(Function):

@@ -274,6 +274,7 @@ class IndexPut(Function):
     """``x[key] = v`` / ``x.index_put_(indices, v, accumulate)``: writes through the basic view."""
 
     uses_inputs = False
+    writes_a_region = True
 
     def __init__(self, basic, adv, accumulate=False, inplace=True):
         self.basic = basic + (Ellipsis,)

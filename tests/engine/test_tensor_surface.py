@@ -342,3 +342,17 @@ def test_empty_in_a_memory_format(make):
 def test_empty_memory_format_refusals():
     same_error(lambda m: m.empty(2, 3, memory_format=m.channels_last))
     same_error(lambda m: m.empty(2, 3, 4, 5, memory_format=m.preserve_format))
+
+
+def test_fill_writes_through_an_expanded_tensor():
+    for m in (engine, torch):
+        base = m.zeros(2, 1)
+        base.expand(2, 3).fill_(7)
+        assert base.tolist() == [[7], [7]]
+
+
+@pytest.mark.parametrize("write", [lambda m, t: t.add_(1), lambda m, t: t.copy_(m.ones(3)), lambda m, t: t.exp_(),
+                                   lambda m, t: t.clamp_(0, 1), lambda m, t: t.normal_(),
+                                   lambda m, t: m.zeros(3, 1).expand(3, 2).__setitem__(0, 5.0)])
+def test_other_writes_into_an_expanded_tensor_are_refused(write):
+    same_error(lambda m: write(m, m.zeros(1).expand(3)))
