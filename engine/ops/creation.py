@@ -15,6 +15,7 @@ from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method, to_array
 from ._common import shape_arg, xp_of
 from .python_data import _python_data, _to_dtype_scalar
+from .shape import over_root
 
 
 def _finish(arr, dtype=None, device=None, requires_grad=False):
@@ -688,22 +689,12 @@ def fill_(self, value):
         fill.inplace = True
         return fill(self, value) if tensor_value else fill(self)
     _check_fill(self, overlapping_ok=True)  # every element gets the same value: torch fills an expanded tensor
-    _writeable(self._data)[...] = scalar
+    target = self._data
+    if xp_of(target) is np and not target.flags.writeable:
+        target = over_root(target)  # an expanded tensor: numpy's broadcast is read-only, its memory is not
+    target[...] = scalar
     self._version[0] += 1
     return self
-
-
-def _writeable(array):
-    """``array``, or, where numpy made it read-only as a broadcast (an expanded tensor), a view of the same memory
-    with the same strides that writes through to it."""
-    if getattr(array, "flags", None) is None or array.flags.writeable:
-        return array
-    from ..storage import storage_layout, view_of
-    layout = storage_layout(array)
-    if layout is None:
-        return array
-    root, offset, strides = layout
-    return view_of(root, offset, strides, array.dtype, array.shape)
 
 
 class Fill(Function):

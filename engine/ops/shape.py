@@ -882,11 +882,11 @@ def writeable_view(y):
         try:
             y.flags.writeable = True
         except ValueError:  # made by as_strided (a diagonal): numpy cannot tell that its memory is writeable
-            y = _over_root(y)
+            y = over_root(y)
     return y
 
 
-def _over_root(y):
+def over_root(y):
     """The view ``y`` rebuilt over the array that owns its memory, writeable where that one is (a tensor over a
     bytes object is not)."""
     root = y
