@@ -71,7 +71,7 @@ half, float, double = float16, float32, float64
 cfloat, cdouble = complex64, complex128
 short, int, long = int16, int32, int64
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402,F401  (also makes engine.version, torch.version's twin)
 
 
 def is_floating_point(input):
