@@ -3,6 +3,7 @@ or by their edges, with the edges returned, as torch's (not differentiable: the 
 import numpy as np
 
 from .. import _dtype
+from .linalg_out import write_result
 from .ranges import linspace
 from .reduction import return_type
 from ..tensor import Tensor, _new, register_method
@@ -107,7 +108,7 @@ def _counts(points, weight, edges, density):
     return hist
 
 
-def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None):
+def histogramdd(input, bins, *, range=None, weight=None, density=False):
     """The D-dimensional histogram of ``input``'s points (its last dimension, D, holds each point's coordinates):
     (hist, bin_edges), ``bin_edges`` one edge tensor per dimension; ``weight`` (input's shape less its last
     dimension) sums weights instead of counting; ``density`` divides by the total and each bin's volume. Only
@@ -137,7 +138,7 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """The histogram of all of ``input``'s values: (hist, bin_edges); ``bins`` is a count of equal bins over
     ``range`` (default: the values' extremes) or a 1-d tensor of increasing edges (which torch takes without a
-    range)."""
+    range). ``out``: a (hist, bin_edges) pair of tensors of ``input``'s dtype, resized and written."""
     if isinstance(bins, Tensor) and range is not None:
         raise TypeError("histogram() received an invalid combination of arguments - got (Tensor, Tensor, "
                         f"range={type(range).__name__}), but expected one of:")
@@ -147,7 +148,13 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
                            f"{[input.numel(), 1]} and weight with shape {list(weight.shape)}")
     result = histogramdd(input.reshape(-1, 1), [bins] if isinstance(bins, Tensor) else bins, range=range,
                          weight=None if weight is None else weight.reshape(-1), density=density)
-    return return_type("histogram", ("hist", "bin_edges"))(result.hist, result.bin_edges[0])
+    result = return_type("histogram", ("hist", "bin_edges"))(result.hist, result.bin_edges[0])
+    if out is not None:
+        for name, target in zip(("hist", "bin_edges"), out):
+            if target.dtype is not input.dtype:
+                raise RuntimeError(f"torch.histogram: input tensor and {name} tensor should have the same dtype, but "
+                                   f"got input {_cpp_name(input.dtype)} and {name} {_cpp_name(target.dtype)}")
+    return write_result(result, out, exact=True, name="histogram")
 
 
 register_method(histogram)

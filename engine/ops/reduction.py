@@ -890,17 +890,28 @@ class CumProd(_Cumulative):
         return (cat(columns, axis) * before).reshape(self.shape)
 
 
+def _scan_dtype(name, input, dtype):
+    """The dtype a running sum or product accumulates in: ``dtype``, which torch refuses to be bool, or int64 for
+    bool/integer inputs."""
+    if dtype is None:
+        return _int_to_long(input.dtype)
+    dt = _dtype.to_dtype(dtype)
+    if dt is _dtype.bool_:
+        raise NotImplementedError(f"\"{name}_out_{input.device.type}\" not implemented for 'Bool'")
+    return dt
+
+
 @autocast_mode.float32("cuda")
 def cumsum(input, dim, *, dtype=None):
     """Running sum along ``dim`` (bool/integers accumulate in int64)."""
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
+    dt = _scan_dtype("cumsum", input, dtype)
     return CumSum(_one_axis(dim, input.ndim) or 0, dt)(input)
 
 
 @autocast_mode.float32("cuda")
 def cumprod(input, dim, *, dtype=None):
     """Running product along ``dim`` (bool/integers accumulate in int64)."""
-    dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
+    dt = _scan_dtype("cumprod", input, dtype)
     return CumProd(_one_axis(dim, input.ndim) or 0, dt)(input)
 
 

@@ -215,3 +215,26 @@ def test_factory_computes_in_outs_dtype():
     out = engine.empty(0, dtype=engine.float64)
     assert engine.logspace(0, 2, 5, out=out) is out and out.dtype == engine.float64
     np.testing.assert_array_equal(out.numpy(), torch.logspace(0, 2, 5, dtype=torch.float64).numpy())
+
+
+def test_histogram_writes_both_outs():
+    values = np.random.default_rng(3).random(37).astype(np.float32)
+    hist, edges = engine.empty(2), engine.empty(0)
+    result = engine.histogram(engine.from_numpy(values), 5, out=(hist, edges))
+    expected = torch.histogram(torch.from_numpy(values), 5)
+    assert result.hist is hist and result.bin_edges is edges
+    np.testing.assert_array_equal(hist.numpy(), expected.hist.numpy())
+    np.testing.assert_array_equal(edges.numpy(), expected.bin_edges.numpy())
+    assert_same_error(lambda: engine.histogram(engine.from_numpy(values), 5, out=(engine.empty(5, dtype=engine.float64),
+                                                                                   engine.empty(6))),
+                      lambda: torch.histogram(torch.from_numpy(values), 5, out=(torch.empty(5, dtype=torch.float64),
+                                                                                 torch.empty(6))))
+
+
+@pytest.mark.parametrize("name", ["cumsum", "cumprod"])
+@pytest.mark.parametrize("how", ["dtype", "out"])
+def test_running_sums_refuse_bool(name, how):
+    def call(lib):
+        kwargs = {"dtype": lib.bool} if how == "dtype" else {"out": lib.empty(3, dtype=lib.bool)}
+        return getattr(lib, name)(lib.ones(3), 0, **kwargs)
+    assert_same_error(lambda: call(engine), lambda: call(torch))
