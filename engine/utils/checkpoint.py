@@ -7,7 +7,10 @@ of ``use_reentrant``: the parameters of a ``Module`` function take part (they ge
 no input requires one), gradients reach ``.grad`` (so ``autograd.grad`` cannot capture the
 parameters'), and random numbers drawn on a GPU are not replayed. Under ``create_graph=True`` the recomputation
 is recorded on the graph instead (the non-reentrant scheme), so checkpointed segments differentiate twice.
+``context_fn`` gives two context managers, entered around the forward call and around its recomputation, as
+torch's non-reentrant checkpoint enters them.
 """
+import contextlib
 import warnings
 
 from .. import random as _random
@@ -25,7 +28,8 @@ class _Recompute(Function):
     def forward(ctx, call, n_args, preserve_rng_state, *inputs):
         ctx.call, ctx.arguments, ctx.inputs = call, inputs[:n_args], inputs
         ctx.rng_state = _random.get_rng_state() if preserve_rng_state else None
-        return call(*ctx.arguments)
+        with call.forward_context:
+            return call(*ctx.arguments)
 
     @staticmethod
     def backward(ctx, *grads):
@@ -60,16 +64,33 @@ def _replay(ctx, arguments):
     with _random.fork_rng(devices=[]):
         if ctx.rng_state is not None:
             _random.set_rng_state(ctx.rng_state)
-        with enable_grad():
+        with enable_grad(), ctx.call.recompute_context:
             outputs = ctx.call(*arguments)
     return (outputs,) if isinstance(outputs, Tensor) else tuple(outputs)
 
 
-class _Call:
-    """``function(*args, **kwargs)`` with the keyword arguments bound."""
+class CheckpointError(RuntimeError):
+    """torch's error type for a recomputation that does not match its forward."""
 
-    def __init__(self, function, kwargs):
+
+def noop_context_fn():
+    """``checkpoint``'s default ``context_fn``: nothing entered around the forward call or its recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def detach_variable(inputs):
+    """``inputs`` (a tuple) with each tensor detached, keeping its ``requires_grad``; other values unchanged."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: {type(inputs).__name__}")
+    return tuple(x.detach().requires_grad_(x.requires_grad) if isinstance(x, Tensor) else x for x in inputs)
+
+
+class _Call:
+    """``function(*args, **kwargs)`` with the keyword arguments bound, and the contexts ``context_fn`` gave."""
+
+    def __init__(self, function, kwargs, context_fn):
         self.function, self.kwargs = function, kwargs
+        self.forward_context, self.recompute_context = context_fn()
 
     def __call__(self, *args):
         return self.function(*args, **self.kwargs)
@@ -77,8 +98,8 @@ class _Call:
 
 
 
-def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, context_fn=None,
-               determinism_check="default", debug=False, early_stop=True, **kwargs):
+def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, context_fn=noop_context_fn,
+               determinism_check="default", debug=False, early_stop=True, respect_saved_tensors_hooks=None, **kwargs):
     """``function(*args, **kwargs)``, its intermediate values recomputed in backward instead of kept."""
     if use_reentrant is None:
         warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. "
@@ -86,6 +107,9 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, con
                       "exception. use_reentrant=False is recommended, but if you need to preserve the "
                       "current default behavior, you can pass use_reentrant=True. Refer to docs for more "
                       "details on the differences between the two variants.", stacklevel=2)
+    if use_reentrant and (context_fn is not noop_context_fn or debug or respect_saved_tensors_hooks is not None):
+        raise ValueError("Passing `context_fn`, `debug`, or `respect_saved_tensors_hooks` is only supported when "
+                         "use_reentrant=False.")
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     if not is_grad_enabled():
@@ -93,7 +117,7 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, con
     parameters = tuple(p for p in function.parameters() if p.requires_grad) if hasattr(function, "parameters") else ()
     if not any(isinstance(t, Tensor) and t.requires_grad for t in (*args, *parameters)):
         warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
-    return _Recompute.apply(_Call(function, kwargs), len(args), preserve_rng_state, *args, *parameters)
+    return _Recompute.apply(_Call(function, kwargs, context_fn), len(args), preserve_rng_state, *args, *parameters)
 
 
 class _Segment:
@@ -122,4 +146,4 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
     return _Segment(functions[end:])(input)
 
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "detach_variable", "noop_context_fn"]
