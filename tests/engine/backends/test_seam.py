@@ -43,7 +43,7 @@ def test_cpu_and_cuda_kernels_share_names_and_signatures(family):
 
 def test_every_family_module_is_listed_by_both_devices():
     sources = {p.stem for p in CUDA.glob("*.py")} - {"__init__", "runtime", "source", "tf32", "cublas", "graphs",
-                                                    "arena", "autocast", "philox"}
+                                                    "arena", "autocast", "philox", "sdp_switches"}
     assert sources == set(backends.KERNELS)
     assert set(backends.cpu.families()) == set(backends.KERNELS) | set(backends.CPU_ONLY)
 
