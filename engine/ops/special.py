@@ -17,6 +17,7 @@ from .. import _dtype
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, float_dtype, result_dtype, xp_of
 from .complex_refusals import refuse_complex
+from . import normal_quantile
 from ..amp import autocast_mode
 
 
@@ -43,8 +44,14 @@ def _special(name):
 
 def _erfinv(xp, y):
     """erfinv(y) in y's dtype (floating), as torch's CPU gives it (above): computed in float64, rounded through
-    float32 for the narrower types; -0 stays -0."""
-    wide = scipy_special(xp, "erfinv")(y.astype(np.float64))
+    float32 for the narrower types; -0 stays -0. Without SciPy, from ``normal_quantile`` (the zoo's initialisation
+    needs erfinv, and SciPy is not a dependency)."""
+    try:
+        wide = scipy_special(xp, "erfinv")(y.astype(np.float64))
+    except RuntimeError:
+        if xp is not np:
+            raise
+        wide = normal_quantile.erfinv(y)
     out = wide.astype(np.float32) if y.dtype != np.float64 else wide
     return xp.where(y == 0, y, out.astype(y.dtype, copy=False))
 
