@@ -2,9 +2,9 @@
 1988; its published coefficients), in float64, relative error ~1e-16.
 
 SciPy is not one of the engine's dependencies, yet timm's truncated normal initialisation (``trunc_normal_``, a
-uniform draw mapped through erfinv) builds most of the zoo's transformers: where SciPy is missing, erfinv takes its
-values from here. They are SciPy's within 5 float64 ulp (4M random inputs: rounded to float32, not one differs);
-on 4M inputs this took 3x SciPy's time, so SciPy's stay first where it is installed.
+uniform draw mapped through erfinv) builds most of the zoo's transformers: the CPU's float32 erfinv takes its values
+from here, and float64 where SciPy is missing. They are SciPy's within 5 float64 ulp (4M random inputs: rounded to
+float32, not one differs), computed in cache-sized steps at about 2x SciPy's speed (``_STEP``).
 
 erfinv(y) = ndtri((1 + y) / 2) / sqrt(2), with AS 241's two arguments formed from y without rounding: the offset
 from the median q = y / 2, and the tail probability (1 - |y|) / 2 (exact for |y| >= 1/2, where it is used).
@@ -32,29 +32,56 @@ _FAR_TAIL = ((6.65790464350110377720, 5.46378491116411436990, 1.7848265399172913
 _SQRT1_2 = 0.707106781186547524400844362104849039
 
 
-def _rational(coefficients, x):
+# elements per step: the working arrays of a step stay in the core's cache (8M float32 inputs: 0.13 s of CPU time in
+# steps of 32K, 0.28-0.41 s for SciPy's erfinv, on the 2-core development machine; one step of 8M was ~10x slower)
+_STEP = 1 << 15
+
+
+def _rational(coefficients, x, top, bottom):
+    """numerator(x) / denominator(x) by Horner's rule, in ``top`` (``bottom`` is scratch of x's size)."""
     numerator, denominator = coefficients
-    top = np.full_like(x, numerator[-1])
-    bottom = np.full_like(x, denominator[-1])
+    top.fill(numerator[-1])
+    bottom.fill(denominator[-1])
     for a, b in zip(numerator[-2::-1], denominator[-2::-1]):
         top *= x
         top += a
         bottom *= x
         bottom += b
-    return top / bottom
+    top /= bottom
+    return top
+
+
+def _tails(ends):
+    """erfinv * sqrt(2) of values with |y| > 0.85 (NaN included); the far tail (t > 5: 1 - |y| < 3e-11) is rare."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.sqrt(-np.log((1 - np.abs(ends)) / 2))
+        value = _rational(_NEAR_TAIL, t - 1.6, np.empty_like(t), np.empty_like(t))
+        far = t > 5
+        if far.any():
+            beyond = t[far] - 5
+            value[far] = _rational(_FAR_TAIL, beyond, np.empty_like(beyond), np.empty_like(beyond))
+    value[np.isinf(t)] = np.inf
+    return np.copysign(value, ends)
 
 
 def erfinv(y):
     """erfinv of a numpy float array, in float64: +-inf at +-1, NaN beyond and at NaN."""
-    y = np.asarray(y, dtype=np.float64)
-    q = y / 2
-    out = q * _rational(_CENTRAL, 0.180625 - q * q)
-    tail = ~(np.abs(y) <= 0.85)
-    if tail.any():
-        ends = y[tail]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.sqrt(-np.log((1 - np.abs(ends)) / 2))
-            value = np.where(t <= 5, _rational(_NEAR_TAIL, t - 1.6), _rational(_FAR_TAIL, t - 5))
-        value[np.isinf(t)] = np.inf
-        out[tail] = np.copysign(value, ends)
-    return out * _SQRT1_2
+    y = np.asarray(y)
+    flat = y.reshape(-1)
+    out = np.empty(flat.size, np.float64)
+    step = min(_STEP, flat.size)
+    q, r, top, bottom = (np.empty(step) for _ in range(4))
+    for start in range(0, flat.size, step):
+        stop = min(flat.size, start + step)
+        n = stop - start
+        chunk = flat[start:stop]
+        half = np.multiply(chunk, 0.5, out=q[:n], dtype=np.float64)
+        np.multiply(half, half, out=r[:n])
+        np.subtract(0.180625, r[:n], out=r[:n])
+        value = _rational(_CENTRAL, r[:n], top[:n], bottom[:n])
+        value *= half
+        tail = ~(np.abs(chunk) <= 0.85)
+        if tail.any():
+            value[tail] = _tails(chunk[tail].astype(np.float64))
+        np.multiply(value, _SQRT1_2, out=out[start:stop])
+    return out.reshape(y.shape)

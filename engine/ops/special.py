@@ -2,9 +2,10 @@
 ``torch.special``'s names).
 
 Their values come from ``scipy.special`` on the CPU and ``cupyx.scipy.special`` on the GPU (the
-accurate implementations; numpy has none of them); erfinv's are then made torch's CPU values as nearly
-as can be (``_erfinv``). scipy is optional for the engine as a whole: these ops alone need it, and say so
-in one line when it is missing.
+accurate implementations; numpy has none of them), but the CPU's float32 erfinv's, which ``normal_quantile``
+computes (the zoo's initialisation needs erfinv), as it computes float64 ones without scipy; erfinv's are made
+torch's CPU values as nearly as can be (``_erfinv``). scipy is optional for the engine as a whole: the other ops
+here need it, and say so in one line when it is missing.
 """
 import functools
 import importlib
@@ -38,20 +39,25 @@ def _special(name):
 # torch's x86-64 builds link MKL, and their CPU erfinv for float32 and float64 is MKL's vsErfInv / vdErfInv in
 # high-accuracy mode (Math.h's calc_erfinv runs only in builds without MKL); float16 and bfloat16 go through float32
 # and round. MKL's values are the correctly rounded ones but for ~0.03% of float32 inputs, which lie within ~1e-3 ulp
-# of a rounding boundary; scipy's float32 loop is off by 1 ulp on ~43% of them, its float64 erfinv rounded to float32
-# on ~0.03% only. float64 inputs keep scipy's float64 values (a few ulp from MKL's on ~43% of them).
+# of a rounding boundary; scipy's float32 loop is off by 1 ulp on ~43% of them, float64 erfinv rounded to float32
+# on ~0.03% only (scipy's or normal_quantile's, which round alike). float64 inputs keep the float64 values (a few ulp
+# from MKL's on ~43% of them).
 
 
 def _erfinv(xp, y):
     """erfinv(y) in y's dtype (floating), as torch's CPU gives it (above): computed in float64, rounded through
-    float32 for the narrower types; -0 stays -0. Without SciPy, from ``normal_quantile`` (the zoo's initialisation
-    needs erfinv, and SciPy is not a dependency)."""
-    try:
-        wide = scipy_special(xp, "erfinv")(y.astype(np.float64))
-    except RuntimeError:
-        if xp is not np:
-            raise
+    float32 for the narrower types; -0 stays -0. On the CPU, float32 and narrower types from ``normal_quantile``
+    (the zoo's initialisation needs erfinv, SciPy is not a dependency, and it is faster), float64 from SciPy where
+    installed (``normal_quantile``'s are up to 6 ulp from MKL's, SciPy's 3); on the GPU from CuPy's."""
+    if xp is np and y.dtype != np.float64:
         wide = normal_quantile.erfinv(y)
+    else:
+        try:
+            wide = scipy_special(xp, "erfinv")(y.astype(np.float64))
+        except RuntimeError:
+            if xp is not np:
+                raise
+            wide = normal_quantile.erfinv(y)
     out = wide.astype(np.float32) if y.dtype != np.float64 else wide
     return xp.where(y == 0, y, out.astype(y.dtype, copy=False))
 

@@ -1,5 +1,5 @@
-"""erfinv where SciPy is missing (``normal_quantile``, AS 241): torch's values, so that the zoo's truncated normal
-initialisation builds on an install without SciPy (which is not a dependency)."""
+"""The CPU's erfinv (``normal_quantile``, AS 241, which needs no SciPy): torch's values, also where SciPy is missing,
+so that the zoo's truncated normal initialisation builds on an install without SciPy (not a dependency)."""
 import sys
 
 import numpy as np
