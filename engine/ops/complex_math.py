@@ -3,6 +3,7 @@
 the part of the complex gradient along its own direction (``Re(conj(gz) * dz/dt)``)."""
 from .._device import array_module
 from .._dtype import from_numpy_dtype
+from ..autograd.double_backward import constant, masked
 from ..autograd.function import Function
 from ..tensor import register_method
 from . import complex_views, real_tensors
@@ -76,6 +77,12 @@ class Polar(Function):
         g_theta = self.r * (gz.imag * cos - gz.real * sin)
         return g_r, g_theta
 
+    def backward_tensors(self, gz):
+        r, theta = self.saved_input(0, self.r), self.saved_input(1, self.theta)
+        re, im = complex_views.real(gz), complex_views.imag(gz)
+        cos, sin = theta.cos(), theta.sin()
+        return (re * cos + im * sin) * constant(array_module(self.r).sign(self.r)), r * (im * cos - re * sin)
+
 
 def complex(real, imag, *, out=None):
     """The complex tensor ``real + 1j * imag`` (both float32 or both float64; broadcast)."""
@@ -104,6 +111,10 @@ class ComplexAngle(Function):
             g = gy * (1j * self.z) / norm
         return xp.where(norm == 0, 0, g).astype(self.z.dtype, copy=False)
 
+    def backward_tensors(self, gy):
+        z, keep = self.saved_input(0, self.z), self.z != 0
+        return masked(gy * z * 1j / masked(z.abs() ** 2, keep, 1.0), keep)
+
 
 def angle(input):
     """The argument of each element: of a complex tensor in (-pi, pi], of a real one pi or 0 (NaN kept)."""
@@ -113,11 +124,11 @@ def angle(input):
 class Sgn(Function):
     """``z / |z|`` (0 at 0). Not holomorphic: its gradient is ``(gy - s * Re(conj(s) * gy)) / |z|``."""
 
-    uses_inputs, uses_output = False, True
+    uses_output = True
 
     def forward(self, z):
         xp = array_module(z)
-        self.magnitude = xp.abs(z)
+        self.z, self.magnitude = z, xp.abs(z)
         with _quiet():
             s = xp.where(self.magnitude == 0, 0, z / self.magnitude).astype(z.dtype, copy=False)
         self.s = s
@@ -129,6 +140,11 @@ class Sgn(Function):
         with _quiet():
             g = (gy - self.s * along) / self.magnitude
         return xp.where(self.magnitude == 0, 0, g).astype(gy.dtype, copy=False)
+
+    def backward_tensors(self, gy):
+        z, s, keep = self.saved_input(0, self.z), self.saved_output(0, self.s), self.magnitude != 0
+        along = complex_views.real(complex_views.conj(s) * gy)
+        return masked((gy - s * along) / masked(z.abs(), keep, 1.0), keep)
 
 
 def sgn(input):

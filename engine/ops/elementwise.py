@@ -19,6 +19,7 @@ from ..backends.special import erf as erf_array
 from ..tensor import Tensor, register_method
 from ._common import as_operand, cast, check_broadcast, float_dtype, is_scalar, masked_grad, result_dtype, xp_of
 from .complex_grad import holomorphic, holomorphic_tensors, real_parts
+from .complex_power import complex_power, zero_base_real_exponent
 from .activation import _sigmoid, round_trip
 from .complex_refusals import refuse_complex
 
@@ -282,6 +283,7 @@ class Div(_Binary):
         if self.rounding_mode not in ("floor", "trunc"):
             raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
                              f"'{self.rounding_mode}'")
+        _complex_refused(_dtype.from_numpy_dtype(self.dtype), "div_" + self.rounding_mode)
         _check_divisor("div_" + self.rounding_mode, a, b, self.dtype)
         with _quiet():
             if self.rounding_mode == "floor":
@@ -431,8 +433,12 @@ class Pow(_Binary):
                 raise NotImplementedError("\"pow\" not implemented for 'Bool'")
             return a | (not b)  # a bool tensor to a Python bool power: x ** True is x, x ** False is True
         with _quiet():
-            y = (xp.power(a, b, out=_torch_ordered(inputs, (a, b))) if self.dtype.kind in "fc"
-                 else _int_power(xp, a, b, self.dtype))
+            if self.dtype.kind == "c":
+                y = complex_power(xp, a, b, self.dtype, out=_torch_ordered(inputs, (a, b)))
+            elif self.dtype.kind == "f":
+                y = xp.power(a, b, out=_torch_ordered(inputs, (a, b)))
+            else:
+                y = _int_power(xp, a, b, self.dtype)
         self.y = y.copy() if self.inplace else y
         return y
 
@@ -441,14 +447,17 @@ class Pow(_Binary):
         ga = gb = None
         if self.needs_input_grad[0]:
             b = self.b
+            with _quiet():
+                power = (complex_power(xp, self.a, b - 1, self.dtype) if self.dtype.kind == "c"
+                         else xp.power(self.a, b - 1))
             if is_scalar(b):
-                ga = gy * (b * xp.power(self.a, b - 1)) if b != 0 else xp.zeros_like(gy)
+                ga = gy * (b * power) if b != 0 else xp.zeros_like(gy)
             else:
-                ga = masked_grad(gy * xp.where(b == 0, 0, b * xp.power(self.a, b - 1)), b != 0)
+                ga = masked_grad(gy * xp.where(b == 0, 0, b * power), b != 0)
         if len(self.needs_input_grad) > 1 and self.needs_input_grad[1]:
             a = self.a
             with np.errstate(divide="ignore", invalid="ignore"):
-                zero = (a == 0) & (self.b >= 0)
+                zero = zero_base_real_exponent(a, self.b)
                 gb = masked_grad(gy * xp.where(zero, 0, self.y * xp.log(a)), ~zero)
         return ga, gb
 
@@ -463,7 +472,7 @@ class Pow(_Binary):
                 keep = self.b != 0
                 ga = masked(gy * masked(b * a ** (b - 1), keep), keep)
         if len(self.needs_input_grad) > 1 and self.needs_input_grad[1]:
-            zero = (self.a == 0) & (self.b >= 0)
+            zero = zero_base_real_exponent(self.a, self.b)
             log_a = math.log(a) if is_scalar(a) else a.log()
             gb = masked(gy * masked(self.saved_output(0, self.y) * log_a, ~zero), ~zero)
         return ga, gb
@@ -759,9 +768,9 @@ class Abs(_Unary):
         return gy * Sign.f(xp_of(gy), self.x)
 
     def backward_tensors(self, gy):
-        if self.x.dtype.kind == "c":  # sgn(x) is no constant there: its derivative would be missing
-            raise RuntimeError("double backward (create_graph=True) is not implemented for AbsBackward of "
-                               "complex tensors")
+        if self.x.dtype.kind == "c":  # sgn(x) is no constant there: it is differentiated too
+            from .complex_math import sgn
+            return gy * sgn(self.saved_input(0, self.x))
         return gy * constant(Sign.f(xp_of(self.x), self.x))
 
 
@@ -1564,6 +1573,10 @@ def addc_operands(name, input, tensor1, tensor2, value):
     """addcmul's and addcdiv's operands as torch computes them: both factors in the result type of all three (a
     float16 times a bfloat16 not rounded to bfloat16 first), ``value`` converted to that type (truncated and wrapped
     for integers); bool results and integer division refused."""
+    for position, (arg, x) in enumerate((("input", input), ("tensor1", tensor1), ("tensor2", tensor2)), 1):
+        if not isinstance(x, Tensor):
+            kind = type(x).__name__ if type(x).__module__ == "builtins" else f"{type(x).__module__}.{type(x).__name__}"
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not {kind}")
     check_broadcast(input, tensor1, tensor2)
     dt = result_dtype(input, tensor1, tensor2)
     if name == "addcdiv" and all(_dtype.category(t.dtype) < 2 for t in (tensor1, tensor2)):

@@ -380,14 +380,21 @@ class Asinh(_Unary):
 
 
 class Acosh(_Unary):
+    """acosh; its derivative 1 / sqrt(x^2 - 1) is, for complex x on acosh's principal branch,
+    1 / (sqrt(x - 1) sqrt(x + 1)), which has the opposite sign where Re x < 0."""
     f = staticmethod(lambda xp, x: xp.arccosh(x))
 
     def backward(self, gy):
+        xp = xp_of(gy)
         with np.errstate(invalid="ignore"):
-            return gy / xp_of(gy).sqrt(self.x * self.x - 1)
+            if self.x.dtype.kind == "c":
+                return gy / (xp.sqrt(self.x - 1) * xp.sqrt(self.x + 1))
+            return gy / xp.sqrt(self.x * self.x - 1)
 
     def backward_tensors(self, gy):
         x = self.saved_input(0, self.x)
+        if x.is_complex():
+            return gy / ((x - 1).sqrt() * (x + 1).sqrt())
         return gy / (x * x - 1).sqrt()
 
 
