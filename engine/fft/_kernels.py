@@ -1,6 +1,7 @@
 """The three kinds of discrete Fourier transform as differentiable ops, on numpy.fft or cupy.fft (``xp.fft``):
 complex to complex (``fftn`` / ``ifftn``), real to half-spectrum (``rfftn``) and half-spectrum to real
-(``irfftn``). Each pads or crops its input to the signal sizes ``sizes`` along ``axes`` first, as torch's ``s=``.
+(``irfftn``). Each pads or crops its input to the signal sizes ``sizes`` along ``axes`` first, as torch's ``s=``,
+and lays its result out in memory in ``order`` where one is given (torch's layout: ``_result_layout``).
 
 Every transform is linear, so its gradient is its adjoint applied to the output gradient (complex_grad's
 convention): the transform in the other direction under the dual norm (unscaled <-> scaled by 1/n, ortho <->
@@ -9,6 +10,7 @@ ortho), cropped or padded back to the input's sizes. The real transforms add tor
 ``irfftn`` counts twice the bins that stand for two (a bin and its mirrored conjugate).
 """
 from .._device import array_module
+from .._layout import empty_ordered
 from ..autograd.function import Function
 from ..ops.complex_grad import real_parts
 from ..ops.complex_views import real
@@ -49,8 +51,19 @@ def fit_tensor(x, axes, sizes):
 class _Transform(Function):
     uses_inputs = False
 
-    def __init__(self, axes, sizes, norm):
-        self.axes, self.sizes, self.norm = tuple(axes), tuple(sizes), norm
+    def __init__(self, axes, sizes, norm, order=None):
+        self.axes, self.sizes, self.norm, self.order = tuple(axes), tuple(sizes), norm, order
+
+    def _laid_out(self, result):
+        """``result`` with its dims in memory in ``order`` (outermost first; torch's layout), where one is given."""
+        if self.order is None:
+            return result
+        xp = array_module(result)
+        out = empty_ordered(result.shape, self.order, result.dtype, xp)
+        if out.strides == result.strides:
+            return result
+        out[...] = result
+        return out
 
     def _back_to_input(self, g):
         """Gradient ``g`` over the transform's signal, cropped or padded back to the input's sizes."""
@@ -63,15 +76,15 @@ class _Transform(Function):
 class FFTC2C(_Transform):
     """``fftn`` (``forward``) or ``ifftn`` of a complex (or real) input."""
 
-    def __init__(self, axes, sizes, norm, forward):
-        super().__init__(axes, sizes, norm)
+    def __init__(self, axes, sizes, norm, forward, order=None):
+        super().__init__(axes, sizes, norm, order)
         self.forward_direction = forward
 
     def forward(self, x):
         self.input_shape = x.shape
         fft = array_module(x).fft
         transform = fft.fftn if self.forward_direction else fft.ifftn
-        return transform(x, s=self.sizes, axes=self.axes, norm=self.norm)
+        return self._laid_out(transform(x, s=self.sizes, axes=self.axes, norm=self.norm))
 
     def backward(self, g):
         fft = array_module(g).fft
@@ -89,7 +102,7 @@ class FFTR2C(_Transform):
 
     def forward(self, x):
         self.input_shape = x.shape
-        return array_module(x).fft.rfftn(x, s=self.sizes, axes=self.axes, norm=self.norm)
+        return self._laid_out(array_module(x).fft.rfftn(x, s=self.sizes, axes=self.axes, norm=self.norm))
 
     def backward(self, g):
         xp = array_module(g)
@@ -113,7 +126,10 @@ class FFTC2R(_Transform):
 
     def forward(self, x):
         self.input_shape = x.shape
-        return array_module(x).fft.irfftn(x, s=self.sizes, axes=self.axes, norm=self.norm)
+        # the half spectrum padded here: numpy's irfft pads an empty one with garbage, not zeros (numpy 2.4)
+        half = self.sizes[:-1] + (self.sizes[-1] // 2 + 1,)
+        x = fit(x, self.axes, half)
+        return self._laid_out(array_module(x).fft.irfftn(x, s=self.sizes, axes=self.axes, norm=self.norm))
 
     def backward(self, g):
         xp = array_module(g)
