@@ -45,7 +45,7 @@ class dtype:
         if self.is_complex:
             return self
         if not self.is_floating_point:
-            raise RuntimeError(f"to_complex is not supported for {self.title}")
+            raise RuntimeError(f"Unknown Complex ScalarType for {self.title}")
         return complex128 if self is float64 else complex64
 
 
@@ -145,6 +145,7 @@ ALIASES = {
     "bfloat16": bfloat16, "complex64": complex64, "cfloat": complex64, "complex128": complex128,
     "cdouble": complex128,
 }
+_PYTHON_TYPES = {float: float64, int: int64, bool: bool_, complex: complex128}
 NO_COMPLEX32 = "engine has no complex32 (chalf): numpy has no complex type of two float16s; use complex64"
 
 _default_float = float32
@@ -155,10 +156,14 @@ def get_default_dtype():
 
 
 def set_default_dtype(d):
+    """torch.set_default_dtype: floating dtype ``d`` becomes the type of Python floats in new tensors (only a
+    dtype: not a name, nor Python's ``float``)."""
+    if not isinstance(d, dtype):
+        raise TypeError("invalid dtype object: only floating-point types are supported as the default type")
     global _default_float
     d = to_dtype(d)
     if not d.is_floating_point:
-        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+        raise TypeError("only floating-point types are supported as the default type")
     _default_float = d
 
 
@@ -197,23 +202,21 @@ def from_numpy_dtype(np_dtype):
     except KeyError:
         if np.dtype(np_dtype).name == bfloat16.name and bfloat16.np == np_dtype:  # ml_dtypes' before engine used it
             return bfloat16
-        raise TypeError(f"numpy dtype {np.dtype(np_dtype)} is not supported by engine") from None
+        raise TypeError(f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype).type.__name__}. The only "
+                        "supported types are: float64, float32, float16, complex64, complex128, int64, int32, int16, "
+                        "int8, uint64, uint32, uint16, uint8, and bool.") from None
 
 
 def to_dtype(d):
     """Accept an engine dtype, a numpy dtype/type, a Python type or a name. Every dtype a caller asks for
-    passes here, so bfloat16 without ml_dtypes fails here with its one line."""
+    passes here, so bfloat16 without ml_dtypes fails here with its one line. Python's types are C's widest, as
+    in torch, whatever the default dtype: ``float`` is float64 and ``complex`` complex128."""
     if isinstance(d, dtype):
         numpy_dtype(d)
         return d
-    if d is float:
-        return _default_float
-    if d is int:
-        return int64
-    if d is bool:
-        return bool_
-    if d is complex:
-        return default_complex()
+    python_type = _PYTHON_TYPES.get(d) if isinstance(d, type) else None
+    if python_type is not None:
+        return python_type
     if isinstance(d, str) and d in ("complex32", "chalf"):
         raise TypeError(NO_COMPLEX32)
     if isinstance(d, str) and d in ALIASES:
@@ -223,10 +226,14 @@ def to_dtype(d):
 
 def promote_types(type1, type2):
     """torch.promote_types: floats win over ints, ints over bool; float16+bfloat16 -> float32; uint8+int8 ->
-    int16; uint16, uint32 and uint64 promote only to floats."""
-    a, b = type1, type2
+    int16; uint16, uint32 and uint64 promote only to real floats. Python's types stand for their dtypes."""
+    a = type1 if isinstance(type1, dtype) else to_dtype(type1)
+    b = type2 if isinstance(type2, dtype) else to_dtype(type2)
     if a is b:
         return a
+    if (a in _NO_PROMOTION or b in _NO_PROMOTION) and (a.is_complex or b.is_complex):
+        raise RuntimeError(f"Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{a.title} and {b.title}")
     if a.is_complex or b.is_complex:
         wide = a._rank == 9 or b._rank == 9 or float64 in (a, b)
         return complex128 if wide else complex64
@@ -268,7 +275,9 @@ def _combine(higher, lower):
     if lower.is_complex and higher.is_floating_point:
         return higher.to_complex()  # higher's precision: float32 with a complex128 0-dim gives complex64
     if category(lower) > category(higher):
-        return promote_types(higher, lower)
+        # a floating or complex type over integers is taken as it is (uint16 tensors with a complex 0-dim tensor:
+        # complex, though uint16 and complex types do not promote); an integer type over bool is promoted
+        return lower if category(lower) >= 2 else promote_types(higher, lower)
     return higher
 
 

@@ -7,6 +7,7 @@ data converted; ``FloatTensor()``: empty; ``FloatTensor(t)``: ``t`` itself, whic
 ``Tensor.type(...)`` converts with, ``set_default_tensor_type`` torch's deprecated setter of the default dtype
 (and, for a CUDA type, device). The CUDA types are in ``CUDA_TYPES`` (``engine.cuda`` exposes them).
 """
+import builtins
 import numbers
 import warnings
 
@@ -39,8 +40,6 @@ class _TensorType(type):
         return f"<class '{cls.__module__}.{cls.__name__}'>"
 
     def __call__(cls, *args, device=None):
-        from . import empty, tensor
-
         if cls.is_cuda:
             warnings.warn("The torch.cuda.*DtypeTensor constructors are no longer recommended. It's best to use "
                           "methods such as torch.tensor(data, dtype=*, device='cuda') to create tensors.",
@@ -48,25 +47,43 @@ class _TensorType(type):
         if device is not None and _device(device).type != cls.device_type:
             raise RuntimeError(f"legacy constructor expects device type: {cls.device_type} but device type: "
                                f"{_device(device).type} was passed")
-        place = dict(dtype=cls.dtype, device=device if device is not None else cls.device_type)
-        if not args:
-            return empty(0, **place)
-        if all(isinstance(a, numbers.Integral) and not isinstance(a, (bool, np.bool_)) for a in args):
-            return empty(*(int(a) for a in args), **place)
-        if len(args) == 1:
-            data = args[0]
-            if isinstance(data, Size):
-                return empty(*data, **place)
-            if isinstance(data, Tensor):
-                if not isinstance(data, cls):
-                    raise TypeError(f"expected {cls.__module__}.{cls.__name__} (got {data.type()})")
-                return data
-            if isinstance(data, (np.ndarray, list, tuple)):
-                return tensor(data, **place)
-            raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
-        got = ", ".join(type(a).__name__ for a in args)
-        raise TypeError(f"new() received an invalid combination of arguments - got ({got}), but expected one of: "
-                        "(), (tuple of ints size), (Tensor other), (object data), each with a keyword device")
+        return legacy_new(cls.dtype, device if device is not None else cls.device_type, args, cls)
+
+
+def legacy_new(dtype, device, args, tensor_type=None):
+    """torch's legacy constructor (``FloatTensor(...)``, ``Tensor(...)``): no arguments, an empty tensor;
+    sizes (or a ``Size``), an uninitialised one; a sequence or numpy array, its values; a storage, a tensor over
+    its memory; a tensor, itself (torch: an alias), which must be of ``tensor_type`` where one is given
+    (``Tensor(t)`` takes any)."""
+    from . import empty, tensor
+    from .storage import is_storage
+
+    place = dict(dtype=dtype, device=device)
+    if not args:
+        return empty(0, **place)
+    if all(isinstance(a, numbers.Integral) and not isinstance(a, (bool, np.bool_)) for a in args):
+        return empty(*(int(a) for a in args), **place)
+    if len(args) == 1:
+        data = args[0]
+        if isinstance(data, Size):
+            return empty(*data, **place)
+        if isinstance(data, Tensor):
+            if tensor_type is not None and not isinstance(data, tensor_type):
+                raise TypeError(f"expected {tensor_type.__module__}.{tensor_type.__name__} (got {data.type()})")
+            return data
+        if is_storage(data):
+            if getattr(data, "dtype", dtype) is not dtype:  # a TypedStorage of another dtype
+                raise RuntimeError(f"Expected a Storage of type {dtype.title} or an UntypedStorage, but got type "
+                                   f"{data.dtype.title} for argument 1 'storage'")
+            return empty(0, **place).set_(data)
+        if isinstance(data, (np.ndarray, list, tuple)):
+            return tensor(data, **place)
+        if isinstance(data, (str, bytes)):
+            raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+    got = ", ".join(type(a).__name__ for a in args)
+    raise TypeError(f"new() received an invalid combination of arguments - got ({got}), but expected one of: "
+                    "(), (tuple of ints size), (Tensor other), (object data), each with a keyword device")
 
 
 def _make(name, device_type):
@@ -82,32 +99,57 @@ FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor, ByteTensor, CharTensor, S
     BoolTensor = CPU_TYPES.values()
 
 
+#: types ``Tensor.type`` knows by name only: torch has no class for them (``torch.ComplexFloatTensor`` does not
+#: exist, ``x.type('torch.ComplexFloatTensor')`` converts)
+_NAME_ONLY = {"ComplexFloatTensor": _dtype.complex64, "ComplexDoubleTensor": _dtype.complex128,
+              "UInt16Tensor": _dtype.uint16, "UInt32Tensor": _dtype.uint32, "UInt64Tensor": _dtype.uint64}
+
+
 def _named_type(name):
-    """The legacy type a name such as ``'torch.FloatTensor'``, ``'engine.cuda.IntTensor'`` or ``'LongTensor'``
-    stands for, or None."""
+    """The legacy type a name such as ``'torch.FloatTensor'`` or ``'engine.cuda.IntTensor'`` stands for, or
+    None."""
     parts = name.split(".")
-    if parts[0] in ("torch", "engine"):
-        parts = parts[1:]
+    if parts[0] not in ("torch", "engine"):
+        return None
+    parts = parts[1:]
     table = CUDA_TYPES if len(parts) == 2 and parts[0] == "cuda" else CPU_TYPES if len(parts) == 1 else {}
     return table.get(parts[-1])
 
 
-def as_tensor_type(tensor, type, non_blocking=False):
-    """``tensor.type(type)``: ``tensor`` converted to a dtype, a legacy type or a legacy type's name (its dtype
-    and device type); ``tensor`` itself when it already is one. Anything else: torch's ValueError."""
+def _target(type):
+    """The device type and dtype ``Tensor.type(type)`` converts to, for a legacy type or its name (or the name
+    of a type torch has no class for: ``'torch.ComplexFloatTensor'``; ``'torch.Tensor'`` and ``Tensor``: the
+    default dtype), or None for a dtype. torch's errors for anything else."""
     if isinstance(type, str):
         legacy = _named_type(type)
-        if legacy is None:
-            raise ValueError(f"invalid type: '{type}'")
-        type = legacy
-    if isinstance(type, _dtype.dtype):
-        return tensor.to(type, non_blocking=non_blocking)
+        if legacy is not None:
+            return legacy.device_type, legacy.dtype
+        parts = type.split(".")
+        if parts[0] in ("torch", "engine") and (len(parts) == 2 or len(parts) == 3 and parts[1] == "cuda"):
+            dt = _dtype.get_default_dtype() if parts[-1] == "Tensor" else _NAME_ONLY.get(parts[-1])
+            if dt is not None:
+                return "cuda" if len(parts) == 3 else "cpu", dt
+        raise ValueError(f"invalid type: '{type}'")
     if isinstance(type, _TensorType):
-        if isinstance(tensor, type):
-            return tensor
-        target = tensor.device if tensor.device.type == type.device_type else type.device_type
-        return tensor.to(target, type.dtype, non_blocking=non_blocking)
-    raise ValueError(f"invalid type: '{getattr(type, '__name__', type)}'")
+        return type.device_type, type.dtype
+    if type is Tensor:
+        return "cpu", _dtype.get_default_dtype()
+    if isinstance(type, _dtype.dtype):
+        return None
+    if not isinstance(type, builtins.type):
+        raise TypeError("dtype must be a type, str, or dtype object")
+    raise ValueError(f"invalid type: '{type.__name__}'")
+
+
+def as_tensor_type(tensor, type, non_blocking=False):
+    """``tensor.type(type)``: ``tensor`` converted to a dtype, a legacy type or a legacy type's name (its dtype
+    and device type); ``tensor`` itself when it already is one."""
+    target = _target(type)
+    if target is None:
+        return tensor.to(type, non_blocking=non_blocking)
+    device_type, dt = target
+    device = tensor.device if tensor.device.type == device_type else device_type
+    return tensor.to(device, dt, non_blocking=non_blocking)
 
 
 _state = {"device_from_type": False}  # whether the default device is CUDA because of set_default_tensor_type

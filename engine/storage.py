@@ -17,6 +17,7 @@ import numpy as np
 from . import _device, _dtype
 from ._layout import contiguous_strides
 from .autograd import grad_mode
+from .storage_conversions import _NO_ORDER, StorageQueries, buffer_values
 from .tensor import Tensor, _new, register_method
 
 _TYPED_STORAGE_WARNING = (
@@ -51,7 +52,7 @@ def _to_device(array, device):
     return array if device is None else _device.move(array, device)
 
 
-class UntypedStorage:
+class UntypedStorage(StorageQueries):
     """Bytes: ``UntypedStorage(nbytes)`` (zeros), ``UntypedStorage(byte values)``, or a tensor's
     (``tensor.untyped_storage()``)."""
 
@@ -59,7 +60,15 @@ class UntypedStorage:
         if len(args) > 1:
             raise TypeError(f"UntypedStorage takes a size or a sequence of byte values, got {len(args)} arguments")
         arg = args[0] if args else 0
-        data = np.zeros(int(arg), np.uint8) if isinstance(arg, (int, np.integer)) else np.asarray(arg, np.uint8)
+        if isinstance(arg, (int, np.integer)):
+            data = np.zeros(int(arg), np.uint8)
+        elif isinstance(arg, (bytes, bytearray)):
+            data = np.frombuffer(arg, np.uint8).copy()
+        elif isinstance(arg, (list, tuple)):  # byte values, wrapped into 0..255 as torch stores them
+            data = np.asarray(arg, np.int64).astype(np.uint8)
+        else:
+            raise RuntimeError(f"{__package__}.UntypedStorage(): Expected a sequence type, but got "
+                               f"{type(arg).__name__}")
         self._bytes = _to_device(data.reshape(-1), device)
 
     @classmethod
@@ -67,6 +76,14 @@ class UntypedStorage:
         storage = cls.__new__(cls)
         storage._bytes = flat
         return storage
+
+    @classmethod
+    def from_buffer(cls, buffer, byte_order=_NO_ORDER, count=-1, offset=0, *, dtype=None):
+        """The bytes of ``count`` elements of ``dtype`` read from ``buffer`` (from byte ``offset``) in
+        ``byte_order`` ('little', 'big' or 'native'), put in this machine's byte order: a copy."""
+        if dtype is None:
+            raise RuntimeError("argument 'dtype' cannot be None")
+        return cls._wrap(buffer_values(buffer, byte_order, count, offset, _dtype.to_dtype(dtype)).view(np.uint8))
 
     @classmethod
     def from_file(cls, filename, shared=False, nbytes=0):
@@ -103,6 +120,9 @@ class UntypedStorage:
     def untyped(self):
         return self
 
+    def _elements(self):
+        return self._bytes
+
     # ---- values ---------------------------------------------------------------------------------------------
     def tolist(self):
         return _device.move(self._bytes, "cpu").tolist()
@@ -110,7 +130,7 @@ class UntypedStorage:
     def __getitem__(self, index):
         if isinstance(index, slice):
             if index.step not in (None, 1):
-                raise RuntimeError("slices with steps other than 1 are not supported")
+                raise RuntimeError(f"Trying to slice with a step of {index.step}, but only a step of 1 is supported")
             return UntypedStorage._wrap(self._bytes[index])
         return int(self._bytes[_checked_index(index, self.nbytes())])
 
@@ -156,7 +176,7 @@ def _checked_index(index, size):
     return index % size
 
 
-class TypedStorage:
+class TypedStorage(StorageQueries):
     """Elements of one dtype over an ``UntypedStorage`` (deprecated in torch, with its warning):
     ``TypedStorage(size, dtype=...)``, ``TypedStorage(values)``, or ``tensor.storage()``."""
 
@@ -173,8 +193,17 @@ class TypedStorage:
         if isinstance(arg, (int, np.integer)):
             values = np.zeros(int(arg), self._dtype.np)
         else:
-            values = np.asarray(arg, self._dtype.np).reshape(-1)
+            from .ops.python_data import _python_data  # torch.tensor's checks (a value past the dtype's range)
+            values = _python_data(arg, self._dtype, None).reshape(-1)
         self._untyped_storage = UntypedStorage._wrap(_to_device(values.view(np.uint8), device))
+
+    @classmethod
+    def from_buffer(cls, buffer, byte_order=_NO_ORDER, count=-1, offset=0, *, dtype=None):
+        """``count`` elements of ``dtype`` (the class's own, or the default float type) read from ``buffer``
+        (from byte ``offset``) in ``byte_order``: a copy in this machine's byte order."""
+        d = _dtype.to_dtype(cls._fixed_dtype or dtype or _dtype.get_default_dtype())
+        values = buffer_values(buffer, byte_order, count, offset, d)
+        return cls(wrap_storage=UntypedStorage._wrap(values.view(np.uint8)), dtype=d, _internal=True)
 
     @classmethod
     def from_file(cls, filename, shared=False, size=0, dtype=None):
@@ -182,6 +211,9 @@ class TypedStorage:
         d = _dtype.to_dtype(dtype or cls._fixed_dtype or _dtype.get_default_dtype())
         flat = _map_file(filename, shared, size * d.itemsize, np.dtype(np.uint8))
         return cls(wrap_storage=UntypedStorage._wrap(flat), dtype=d, _internal=True)
+
+    def _elements(self):
+        return self._array()
 
     def _array(self):
         """The elements as a 1-d array over the bytes (whole elements only)."""
@@ -219,6 +251,10 @@ class TypedStorage:
         return self._untyped_storage.data_ptr()
 
     def type(self):
+        """The legacy storage class's name (``'engine.FloatStorage'``); torch has none for uint16, uint32 and
+        uint64: ``'engine.storage.TypedStorage'``."""
+        if self._dtype not in LEGACY_STORAGES:
+            return f"{__package__}.storage.TypedStorage"
         return f"{__package__}.{self._dtype.title}Storage"
 
     def tolist(self):
@@ -338,10 +374,13 @@ def _view_bytes(flat, dtype, offset, size, stride):
     ``offset``; bounds-checked as torch's ``setStorage``."""
     itemsize = dtype.itemsize
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape: size {list(size)}, stride {list(stride)}")
-    if offset < 0 or any(n < 0 for n in size) or any(s < 0 for s in stride):
-        raise RuntimeError(f"set_: negative sizes, strides or storage offset are not supported, got size "
-                           f"{list(size)}, stride {list(stride)}, storage offset {offset}")
+        raise RuntimeError(f"unequal size length ({len(size)}) and stride length ({len(stride)})")
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    if any(n < 0 for n in size):
+        raise RuntimeError("numel: integer multiplication overflow")
+    if any(s < 0 for s in stride):
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(size)} and strides={list(stride)}")
     needed = 0 if 0 in size else offset + 1 + sum((n - 1) * s for n, s in zip(size, stride))
     if needed * itemsize > flat.size:
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage offset {offset}, and "
@@ -399,8 +438,8 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
         data = xp.zeros(0, dtype)
     elif isinstance(source, Tensor):
         if source._data.dtype != dtype:
-            raise RuntimeError(f"Could not set tensor of type {_dtype.from_numpy_dtype(source._data.dtype)} to a "
-                               f"tensor of type {self.dtype}")
+            raise RuntimeError(f"Could not set tensor of type {_dtype.cpp_name(source.dtype)} to a tensor of type "
+                               f"{_dtype.cpp_name(self.dtype)}")
         data = source._data.view()
     elif is_storage(source):
         if isinstance(source, TypedStorage) and source.dtype.np != dtype:

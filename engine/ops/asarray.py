@@ -7,6 +7,8 @@ protocol is read as raw bytes of ``dtype`` (the default float type when none is 
 Python scalar or sequence is copied (``tensor``). ``copy=False`` raises torch's ValueError where the result cannot
 share the source's memory.
 """
+import warnings
+
 import numpy as np
 
 from .. import _dtype
@@ -46,11 +48,20 @@ def _has_buffer(obj):
     return True
 
 
-def _set_requires_grad(result, requires_grad):
-    """torch's rule: None keeps what the conversion gave (a tensor's own flag); True or False is set on the
-    result, and a result still carrying history is detached to drop it. The tensor handed back as it is gets the
-    flag set on itself, as torch does."""
-    if requires_grad is None or result.requires_grad == requires_grad:
+def _set_requires_grad(result, requires_grad, source):
+    """torch's rule: None stands for the source tensor's own flag (False for other sources), which a result of
+    an integer dtype cannot take (torch's error); True or False is set on the result, and a result still
+    carrying history is detached to drop it. The tensor handed back as it is gets the flag set on itself, as
+    torch does."""
+    if requires_grad is None:
+        requires_grad = isinstance(source, Tensor) and source.requires_grad
+        if requires_grad and result is source:
+            warnings.warn("torch.asarray: unspecified requires_grad now defaults to obj.requires_grad instead of "
+                          "False. Pass requires_grad=False explicitly to get the old behavior and silence this "
+                          "warning.", UserWarning, stacklevel=3)
+    if requires_grad and not _dtype.is_floating(result._data.dtype):
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    if result.requires_grad == requires_grad:
         return result
     if not requires_grad and result.grad_fn is not None:
         return result.detach()
@@ -74,7 +85,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
         if copy is False:
             raise ValueError("can't alias arbitrary sequence into a tensor.")
         result = _tensor(obj, dtype=dtype, device=device)
-    return _set_requires_grad(result, requires_grad)
+    return _set_requires_grad(result, requires_grad, obj)
 
 
 __all__ = ["asarray"]

@@ -720,19 +720,27 @@ def zero_(self):
     return fill_(self, 0)
 
 
+def _new_shape(name, sizes, size):
+    """The shape a ``new_zeros``-style method is asked for, which it must be given (torch's TypeError), with
+    the tensor methods' message for a negative size."""
+    if not sizes and size is None:
+        raise TypeError(f'{name}() missing 1 required positional arguments: "size"')
+    return _checked_shape(_sizes(sizes, size))
+
+
 def new_zeros(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
-    return zeros(*_sizes(sizes, size), dtype=dtype or self.dtype, device=device or self.device,
-                  requires_grad=requires_grad)
+    return zeros(_new_shape("new_zeros", sizes, size), dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad)
 
 
 def new_ones(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
-    return ones(*_sizes(sizes, size), dtype=dtype or self.dtype, device=device or self.device,
-                  requires_grad=requires_grad)
+    return ones(_new_shape("new_ones", sizes, size), dtype=dtype or self.dtype, device=device or self.device,
+                requires_grad=requires_grad)
 
 
 def new_empty(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
-    return empty(*_sizes(sizes, size), dtype=dtype or self.dtype, device=device or self.device,
-                  requires_grad=requires_grad)
+    return empty(_new_shape("new_empty", sizes, size), dtype=dtype or self.dtype, device=device or self.device,
+                 requires_grad=requires_grad)
 
 
 def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):

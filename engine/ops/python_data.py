@@ -65,7 +65,8 @@ def _fits_float(value, np_dtype):
     return not math.isfinite(value) or abs(value) <= float(np.finfo(np_dtype).max)
 
 
-_CHECKED_INTS = ("int8", "uint8", "int16", "int32", "int64")  # the integer types torch's data conversion checks
+#: the integer types torch's data conversion range-checks (uint64 takes only Python ints: ``_check_uint64``)
+_CHECKED_INTS = ("int8", "uint8", "int16", "int32", "int64", "uint16", "uint32")
 
 
 def _python_data(data, dtype, device):
@@ -73,6 +74,8 @@ def _python_data(data, dtype, device):
     ``_check_nesting`` and ``_check_values``). Only failures and integer results pay for the checks' second
     look at the data, and float results past 2^63 (integers that numpy read as floats)."""
     target = None if dtype is None else _dtype.to_dtype(dtype)
+    if isinstance(data, (bytearray, memoryview)):
+        data = _byte_lists(data)
     try:
         if target is _dtype.bool_:  # any number is a bool: complex ones and integers past int64 too
             arr = _as_bools(_unwrap_sequence(data), data, device)
@@ -102,6 +105,14 @@ def _python_data(data, dtype, device):
         values = _unwrap_sequence(data)
         _check_values(values, _inferred(_leaves(values, [])))
     return arr
+
+
+def _byte_lists(data):
+    """A bytearray's or a 1-d memoryview's elements as a list, as torch reads any sequence
+    (``tensor(bytearray(b'ab'))``: int64 [97, 98], where numpy's buffer reading would give uint8)."""
+    if isinstance(data, memoryview) and data.ndim > 1:
+        raise ValueError("could not determine the shape of object type 'memoryview'")
+    return data.tolist() if isinstance(data, memoryview) else list(data)
 
 
 def _as_bools(values, data, device):
@@ -192,10 +203,10 @@ def _check_values(values, d):
     -255, as c10's checked_convert allows; NaN and infinities never fit); into a floating type, an integer too
     large for a float. Integer data (numpy reads it as integers) is checked at once, the rest element by
     element."""
-    if d.is_floating_point or d.is_complex:
+    if d.is_floating_point or d.is_complex or d is _dtype.uint64:
         for v in _leaves(values, []):
             _check_scalar(v, d)
-    if d.np.name not in _CHECKED_INTS:  # bool and the wide unsigned types take any integer
+    if d.np.name not in _CHECKED_INTS:  # bool takes any number
         return
     try:
         natural = np.asarray(values)
@@ -217,6 +228,8 @@ def _check_scalar(v, d):
         elif type(v) is complex and not d.is_complex:
             raise TypeError("must be real number, not complex")
         return
+    if d is _dtype.uint64:
+        _check_uint64(v)
     if d.np.name not in _CHECKED_INTS:
         return
     if isinstance(v, complex) or isinstance(v, np.generic) and v.dtype.kind not in "iu" and not isinstance(v, float):
@@ -229,6 +242,19 @@ def _check_scalar(v, d):
         raise ValueError("Overflow when unpacking long long")
     elif not _fits(v, d):
         raise _overflow(d)
+
+
+def _check_uint64(v):
+    """torch's errors for a scalar of uint64 data, which it reads as C's unsigned long long: a Python int in
+    range, or a bool; numpy numbers, floats and tensors are refused."""
+    if isinstance(v, bool):
+        return
+    if type(v) is not int:
+        raise TypeError("an integer is required")
+    if v < 0:
+        raise OverflowError("can't convert negative int to unsigned")
+    if v >= 2 ** 64:
+        raise OverflowError("int too big to convert")
 
 
 def _fits(value, d):

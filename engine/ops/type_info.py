@@ -7,11 +7,25 @@ import numpy as np
 from .. import _dtype
 
 
-class finfo:
+class _Limits:
+    """Equality by value (the dtype's limits), unhashable: as torch's ``finfo``/``iinfo`` objects."""
+
+    __hash__ = None
+
+    def __eq__(self, other):
+        return type(other) is type(self) and vars(other) == vars(self)
+
+
+_DEFAULT = object()
+
+
+class finfo(_Limits):
     """Machine limits of a floating dtype (the default dtype when none is given)."""
 
-    def __init__(self, type=None):
-        dt = _dtype.to_dtype(type) if type is not None else _dtype.get_default_dtype()
+    def __init__(self, type=_DEFAULT):
+        if type is None:
+            raise TypeError("finfo(): argument 'type' (position 1) must be torch.dtype, not NoneType")
+        dt = _dtype.to_dtype(type) if type is not _DEFAULT else _dtype.get_default_dtype()
         dt = dt.to_real()  # a complex type's limits are its parts' (torch's)
         if not dt.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
@@ -31,14 +45,14 @@ class finfo:
                 f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
 
 
-class iinfo:
+class iinfo(_Limits):
     """Limits of an integer dtype."""
 
     def __init__(self, type):
         dt = _dtype.to_dtype(type)
         if dt is _dtype.bool_:
             raise TypeError("torch.bool is not supported by torch.iinfo")
-        if dt.is_floating_point:
+        if dt.is_floating_point or dt.is_complex:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle "
                             "'torch.iinfo'")
         info = np.iinfo(dt.np)

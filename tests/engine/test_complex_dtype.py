@@ -59,7 +59,7 @@ def test_dtype_attributes():
     assert complex64.to_real() is engine.float32 and complex128.to_real() is engine.float64
     assert engine.float64.to_complex() is complex128 and engine.float32.to_complex() is complex64
     assert _dtype.to_dtype("cfloat") is complex64 and _dtype.to_dtype("cdouble") is complex128
-    assert _dtype.to_dtype(complex) is complex64
+    assert _dtype.to_dtype(complex) is complex128
     assert not _dtype.can_cast(complex64, engine.float64) and _dtype.can_cast(engine.float64, complex64)
 
 
@@ -85,7 +85,7 @@ def test_tensor_queries():
 
 def test_casts():
     x = engine.tensor([1.5, -2.0])
-    assert x.to(complex64).dtype is complex64 and x.to(complex).dtype is complex64
+    assert x.to(complex64).dtype is complex64 and x.to(complex).dtype is complex128
     assert engine.arange(3).to(complex128).dtype is complex128
     z = engine.tensor([1 + 2j, 3 - 1j])
     with pytest.warns(UserWarning, match="Casting complex values to real discards the imaginary part"):
