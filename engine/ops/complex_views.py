@@ -194,14 +194,14 @@ def _batched_conjugate_transpose(self):
     return conj(real_tensors._batched_conjugate_transpose(self))
 
 
-def _cfloat(self):
+def _cfloat(self, memory_format=None):
     """``x.cfloat()``: ``x`` as complex64."""
-    return self.to(_dtype.complex64)
+    return self.to(_dtype.complex64, memory_format=memory_format)
 
 
-def _cdouble(self):
+def _cdouble(self, memory_format=None):
     """``x.cdouble()``: ``x`` as complex128."""
-    return self.to(_dtype.complex128)
+    return self.to(_dtype.complex128, memory_format=memory_format)
 
 
 def _chalf(self):
