@@ -108,7 +108,7 @@ def _grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unuse
     keys = []
     captures = {}
     for t in inputs:
-        key = (t.grad_fn, t._output_index) if t.grad_fn is not None else _edge(t)[0]
+        key = (t.grad_fn, t._output_index) if t.grad_fn is not None else (_edge(t) or (None,))[0]
         keys.append(key)
         captures[key] = None
     if create_graph:  # retain_graph defaults to create_graph, as in torch

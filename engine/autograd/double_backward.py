@@ -42,7 +42,7 @@ def vjp(output, inputs, grad):
     captures, keys = {}, []
     for t in inputs:
         key = None if t is None or not t.requires_grad else (
-            (t.grad_fn, t._output_index) if t.grad_fn is not None else _edge(t)[0])
+            (t.grad_fn, t._output_index) if t.grad_fn is not None else (_edge(t) or (None,))[0])
         keys.append(key)
         if key is not None:
             captures[key] = None

@@ -109,7 +109,8 @@ class Function(Node):
         record = grad_mode._State.enabled and not grad_mode._State.inference and any(
             isinstance(t, Tensor) and t.requires_grad for t in inputs)
         if self.inplace:
-            _check_inplace(inputs[0], record, self.writes_a_region)
+            _check_write(inputs[0], record, self.writes_a_region, self.writes_a_region and _through_a_view(self, inputs[0].shape))
+            base_required_grad = (inputs[0] if inputs[0]._base is None else inputs[0]._base).requires_grad
         if grad_mode._State.inference_made:
             _check_inference_inputs(self, inputs, record)
         if record:
@@ -132,8 +133,7 @@ class Function(Node):
         else:
             results = [_new(o) for o in outs]
             if self.is_view and isinstance(inputs[0], Tensor):
-                results[0]._version = inputs[0]._version
-                results[0]._base = inputs[0]._base if inputs[0]._base is not None else inputs[0]
+                views.made_views(inputs[0], results, several=not single)
         if grad_mode._State.inference:
             _mark_inference(self, inputs, results)
         elif grad_mode._State.inference_made and self.is_view and getattr(inputs[0], "_inference", False):
@@ -152,8 +152,11 @@ class Function(Node):
             if anomaly_mode._State.enabled:
                 self._anomaly_stack = anomaly_mode.forward_stack()
             if self.inplace and inputs[0]._base is not None and tracer is None:
+                inputs[0]._seen_version = inputs[0]._version[0]  # this write is the view's history (views.py)
                 from ..ops.view_copies import rebase_history  # the base's history now runs through the view's
                 rebase_history(inputs[0])
+        if self.inplace and tracer is None:
+            views.after_write(inputs[0], record, base_required_grad)
         if tracer is not None:
             tracer.record(type(self), state, inputs, results)
         return results[0] if single else tuple(results)
@@ -204,7 +207,9 @@ def _versions(inputs, outputs):
 
 
 def _edge(tensor):
-    """Where a gradient for ``tensor`` goes: its producing node, or its leaf accumulator."""
+    """Where a gradient for ``tensor`` goes: its producing node, or its leaf accumulator (None: nowhere)."""
+    if tensor._base is not None and not views.edge_of_view(tensor):
+        return None
     if tensor.grad_fn is not None:
         return tensor.grad_fn, tensor._output_index
     acc = tensor._accumulator
@@ -230,21 +235,55 @@ def _mark_inference(fn, inputs, results):
         grad_mode.mark_inference(r)
 
 
+_VIEW_OF_LEAF = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _through_a_view(fn, shape):
+    """Whether ``fn``, an indexing write (``x[0] = v``) into a tensor of ``shape``, writes through a view of it, as
+    torch's does where the basic part of its key (``fn.basic``) holds an int, None, or a slice other than one from
+    0 by 1 to the dim's end or past it."""
+    dim = 0
+    for k in getattr(fn, "basic", ()):
+        if k is Ellipsis:
+            break
+        if k is None or isinstance(k, int):
+            return True
+        if isinstance(k, slice):
+            if k.start not in (None, 0) or k.step not in (None, 1) or k.stop is not None and k.stop < shape[dim]:
+                return True
+            dim += 1
+    return False
+
+
 _OVERLAP = ("unsupported operation: more than one element of the written-to tensor refers to a single memory "
             "location. Please clone() the tensor before performing the operation.")
 
 
-def _check_inplace(target, record, overlapping_ok=False):
-    """torch's refusals of an in-place op on ``target``: a leaf (or a view of one) that requires grad while autograd
-    records, and, unless ``overlapping_ok`` (``fill_``), a tensor whose elements share memory (an expanded one)."""
+def _check_inplace(target, grad_enabled, overlapping_ok=False):
+    """``_check_write`` for an in-place fill of ``target`` with values that need no gradient (random, constant):
+    autograd records it where grad mode is on and ``target`` requires grad; an inference tensor is refused
+    outside inference mode, as by every in-place op."""
+    if grad_mode._State.inference_made:
+        grad_mode.check_inplace(target)
+    _check_write(target, grad_enabled and target.requires_grad, overlapping_ok)
+
+
+def _check_write(target, record, overlapping_ok=False, through_a_view=False):
+    """torch's refusals of an in-place op on ``target``, in torch's order: while autograd records it, a view it
+    restricts (``views.py``), a view of a leaf that requires grad (``through_a_view``: the op writes through a view
+    of ``target`` it takes first), such a leaf; then, unless ``overlapping_ok`` (``fill_``), a tensor whose elements
+    share memory (an expanded one)."""
+    base = target._base
+    if record and base is not None:
+        views.check_view_write(target)
+        if base.is_leaf and base.requires_grad:
+            raise RuntimeError(_VIEW_OF_LEAF)
+    if record and target.is_leaf and target.requires_grad:
+        raise RuntimeError(_VIEW_OF_LEAF if through_a_view else
+                           "a leaf Variable that requires grad is being used in an in-place operation.")
     data = target._data
     if not overlapping_ok and data.size > 1 and any(step == 0 and n > 1 for step, n in zip(data.strides, data.shape)):
         raise RuntimeError(_OVERLAP)
-    if record and target.is_leaf and target.requires_grad:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    base = target._base
-    if record and base is not None and base.is_leaf and base.requires_grad:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
 class AccumulateGrad(Node):
@@ -480,3 +519,6 @@ class FunctionCtx:
 
     def set_materialize_grads(self, value):
         self.materialize_grads = value
+
+
+from . import views  # noqa: E402  (views.py builds on Function)

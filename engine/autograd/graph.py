@@ -204,10 +204,14 @@ def seed_roots(roots, root_grads, accumulate_leaf):
     pending = {}
     root_nodes = []
     for tensor, grad in zip(roots, root_grads):
+        if getattr(tensor, "_base", None) is not None:  # a view whose memory was written since: its history first
+            from .views import fresh_history
+            fresh_history(tensor)
         if tensor.grad_fn is None:
-            if tensor.requires_grad:
-                from .function import _edge
-                accumulate_leaf(_edge(tensor)[0], grad)
+            from .function import _edge
+            edge = _edge(tensor) if tensor.requires_grad else None
+            if edge is not None:
+                accumulate_leaf(edge[0], grad)
             continue
         if tensor.grad_fn not in pending:
             root_nodes.append(tensor.grad_fn)
