@@ -28,6 +28,7 @@ around itself where that gives what eager code would, and runs eagerly everywher
   function's module and tensor globals): a change (a replaced classifier, ``.to()`` another dtype, a new hook)
   drops the graph and traces anew. Autocast and the default dtype select a graph too. Plain Python attributes
   that ``forward`` reads are not watched (torch's guards do watch them).
+- Stance: ``set_stance`` (``stance.py``) can make calls eager, or refuse or skip traces after the first.
 """
 import functools
 import weakref
@@ -40,6 +41,7 @@ from ..nn.graph.capture import _outside_tensors
 from ..nn.graph.graph import Graph, _flatten as _graph_inputs
 from ..nn.modules.module import Module
 from ..tensor import Tensor
+from . import stance
 
 _MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 _GRAPH_BACKENDS = ("cudagraphs", "inductor")  # run as nn.Graphs
@@ -47,6 +49,8 @@ _EAGER_BACKENDS = ("aot_eager", "eager")  # torch's debugging backends: run eage
 _CONSTANTS = (type(None), bool, int, float, str)
 _RECOMPILE_LIMIT = 8  # torch._dynamo.config.recompile_limit's default
 _EAGER = object()  # a decision: run this call eagerly
+_FAIL = object()  # a decision: a new signature raises (set_stance("fail_on_recompile"))
+_EAGER_FIRST = ("eager_then_compile", "aot_eager_then_compile")
 _COMPILED = weakref.WeakSet()  # every live _Compiled, for reset()
 
 
@@ -225,12 +229,16 @@ class _CallGraph(Graph):
         return self._run(inputs, None)
 
     def call(self, args, kwargs, statics, may_trace):
-        """This call's outputs, or ``_EAGER`` where it runs eagerly (see the module docstring)."""
+        """This call's outputs, or ``_EAGER`` where it runs eagerly (see the module docstring). ``may_trace``:
+        whether a new signature is traced; ``_FAIL``: raises instead (``set_stance("fail_on_recompile")``)."""
         leaves = []
         key = self._signature(leaves, _graph_inputs((args, kwargs), leaves))
         if key in self._eager:
             return _EAGER
         if key not in self._plans:
+            if may_trace is _FAIL:
+                raise RuntimeError(f"Detected recompile when torch.compile stance is 'fail_on_recompile'. function "
+                                   f"name: '{self._label}'")
             return self._trace(key, args, kwargs, statics) if may_trace else _EAGER
         if grad_mode.is_grad_enabled() and any(t.requires_grad for t in self._outside[key]):
             return _EAGER
@@ -276,6 +284,7 @@ class _Compiled:
         code = getattr(function, "__code__", None)
         self.names = () if isinstance(fn, Module) or code is None else _code_names(code)
         self.graphs = {}
+        self.called = self.traced = False  # called before; traced a signature before (for set_stance)
         _COMPILED.add(self)
 
     def __getstate__(self):
@@ -286,7 +295,11 @@ class _Compiled:
         _COMPILED.add(self)
 
     def __call__(self, args, kwargs):
-        if self.eager or tracing.active is not None:  # inside another trace: part of that graph
+        policy = stance.current()
+        first, self.called = not self.called, True
+        # inside another trace, the call is part of that graph; the stance may ask for eager code
+        if self.eager or tracing.active is not None or policy.stance == "force_eager" or \
+                policy.backend in _EAGER_BACKENDS or (first and policy.stance in _EAGER_FIRST):
             return self.fn(*args, **kwargs)
         outputs = self._graphed(args, kwargs)
         return self.fn(*args, **kwargs) if outputs is _EAGER else outputs
@@ -326,7 +339,12 @@ class _Compiled:
         if graph is None or graph.fingerprint != fingerprint:
             graph = self.graphs[key] = _CallGraph(self.fn, fingerprint, self)
         traced = sum(g.num_compiled for g in self.graphs.values())
-        return graph.call(args, kwargs, statics, may_trace=traced < self.recompile_limit)
+        may_trace = traced < self.recompile_limit
+        if self.traced and stance.current().stance in ("eager_on_recompile", "fail_on_recompile"):
+            may_trace = _FAIL if stance.current().stance == "fail_on_recompile" else False
+        outputs = graph.call(args, kwargs, statics, may_trace=may_trace)
+        self.traced = self.traced or graph.num_compiled > 0
+        return outputs
 
 
 class OptimizedModule(Module):
@@ -441,6 +459,7 @@ def reset():
     """``torch.compiler.reset``: drop every compiled callable's graphs; their next calls trace anew."""
     for compiled in list(_COMPILED):
         compiled.graphs.clear()
+        compiled.traced = False
 
 
 def is_compiling():

@@ -1,7 +1,8 @@
 """``torch.ops``: the namespaces of registered operators (``ops.mylib.mysin``, ``ops.mylib.mysin.default``).
 
-Kept free of engine imports so that ``engine.ops``'s module ``__getattr__`` can look a namespace up here without
-importing anything (an op can only be registered once ``engine.library`` is imported, which imports this).
+Kept free of engine imports at import time so that ``engine.ops``'s module ``__getattr__`` can look a namespace
+up here without importing anything (an op can only be registered once ``engine.library`` is imported, which
+imports this).
 """
 
 #: namespace -> {op name -> OpOverloadPacket}
@@ -40,7 +41,8 @@ class OpOverload:
 
 
 class OpOverloadPacket:
-    """All overloads of one operator name (``ops.mylib.foo``); calling it runs the default overload."""
+    """All overloads of one operator name (``ops.mylib.foo``); calling it runs the overload that takes the
+    arguments."""
 
     def __init__(self, namespace, name):
         self._namespace, self._opname = namespace, name
@@ -62,10 +64,23 @@ class OpOverloadPacket:
             raise AttributeError(f"The underlying op of '{self}' has no overload name '{overload}'") from None
 
     def __call__(self, *args, **kwargs):
-        if "default" not in self._overloads:
-            raise RuntimeError(f"{self._qualified_op_name} has no default overload; call one of "
-                               f"{self.overloads()}")
-        return self._overloads["default"](*args, **kwargs)
+        """The first overload (in the order defined) whose schema takes these arguments, as torch resolves a
+        call of the packet; a lone overload is called whatever its name."""
+        from .schema import bind
+
+        overloads = list(self._overloads.values())
+        if len(overloads) == 1:
+            return overloads[0](*args, **kwargs)
+        errors = []
+        for overload in overloads:
+            try:
+                bind(overload._schema, self._qualified_op_name, args, kwargs)
+            except RuntimeError as e:
+                errors.append(str(e))
+                continue
+            return overload(*args, **kwargs)
+        raise RuntimeError("Overloaded torch operator invoked from Python failed to match any schema: " +
+                           " ".join(errors))
 
     def __repr__(self):
         return f"<OpOverloadPacket(op='{self}')>"

@@ -1,11 +1,12 @@
 """The graph node of a custom operator: one node per call, whatever the kernel did inside.
 
-With a formula (``register_autograd``) the node's backward calls the user's ``backward(ctx, *grads)`` and maps
-its one-gradient-per-argument answer (a list for a ``Tensor[]`` argument) onto the node's tensor inputs. Without
+With a formula (``register_autograd``) the node's backward calls the user's ``backward(ctx, *grads)`` (one list
+for a ``Tensor[]`` output) and maps its one-gradient-per-argument answer (a list for a ``Tensor[]`` argument) onto
+the node's tensor inputs, each summed to its input's shape (torch's error where it cannot be). Without
 one, the node is still recorded (torch names it ``GeneratedBackwardFor_ns_name_default``) and its backward
 raises torch's error: the op's outputs need a gradient only if someone backpropagates through them.
 """
-from ..autograd.function import Function, FunctionCtx
+from ..autograd.function import Function, FunctionCtx, _expandable
 from ..tensor import Tensor, _new
 
 
@@ -42,9 +43,10 @@ class CustomOpNode(Function):
 
     uses_inputs = False
 
-    def __init__(self, op, ctx, out_tensors, where, n_positional, out_is_tensor):
+    def __init__(self, op, ctx, out_tensors, where, n_positional, out_is_tensor, input_shapes, list_output):
         self.op, self.ctx, self.outs = op, ctx, out_tensors
         self.where, self.n_positional, self.out_is_tensor = where, n_positional, out_is_tensor
+        self.input_shapes, self.list_output = input_shapes, list_output
 
     @classmethod
     def for_op(cls, namespace, name):
@@ -63,7 +65,8 @@ class CustomOpNode(Function):
             raise RuntimeError(f"Trying to backward through {self.op._namespace}.{self.op._name}.default but no "
                                f"autograd formula was registered. Please use register_autograd to add one.")
         grads = iter(grads)  # one per output of the schema: None for the outputs that are not tensors
-        gins = formula(self.ctx, *(next(grads) if is_tensor else None for is_tensor in self.out_is_tensor))
+        grads = [next(grads) if is_tensor else None for is_tensor in self.out_is_tensor]
+        gins = formula(self.ctx, grads) if self.list_output else formula(self.ctx, *grads)
         one_list = len(self.where) == 1 and isinstance(self.where[0], list)
         if not isinstance(gins, (tuple, list)) or one_list and not isinstance(gins[0], (tuple, list)):
             gins = (gins,)
@@ -82,7 +85,17 @@ class CustomOpNode(Function):
                         flat[i] = gi
             else:
                 flat[spot] = g
-        return flat
+        return [self._fitted(i, g) for i, g in enumerate(flat)]
+
+    def _fitted(self, i, grad):
+        """The gradient of flat input ``i`` summed to its shape; torch's error where it cannot be."""
+        shape = self.input_shapes[i]
+        if grad is None or tuple(grad.shape) == shape:
+            return grad
+        if not _expandable(shape, tuple(grad.shape)):
+            raise RuntimeError(f"Function {self.name()} returned an invalid gradient at index {i} - got "
+                               f"{list(grad.shape)} but expected shape compatible with {list(shape)}")
+        return grad.sum_to_size(shape)
 
     def backward(self, *grads):
         flat = self._user_backward(tuple(_new(g) for g in grads))

@@ -75,10 +75,16 @@ class CustomOpDef:
         return fn
 
     def register_autograd(self, backward, /, *, setup_context=None):
-        """``backward(ctx, *grads)`` returns one gradient per input; ``setup_context(ctx, inputs, output)`` saves
-        what it needs on ctx."""
+        """``backward(ctx, *grads)`` (one list of gradients for a ``Tensor[]`` output) returns one gradient per
+        input; ``setup_context(ctx, inputs, output)`` saves what it needs on ctx (``setup_context(ctx, inputs,
+        keyword_only_inputs, output)`` for an op with keyword-only arguments, ``inputs`` then the positional
+        ones). An op that mutates an argument has no formula (torch's error)."""
         if not callable(backward):
             raise TypeError(f"Expected backward to be callable, got {type(backward).__name__}")
+        if any(a.is_mutable for a in self._schema.arguments):
+            raise RuntimeError(f"Cannot register autograd formula for non-functional operator {self} with schema "
+                               f"{self._schema}. Please create a functional operator and register an autograd "
+                               f"formula for that.")
         self._backward_fn, self._setup_context_fn = backward, setup_context
 
     def register_autocast(self, device_type, cast_inputs):
@@ -169,14 +175,20 @@ class CustomOpDef:
                                 v and isinstance(v[0], Tensor) else isinstance(v, Tensor) and v.requires_grad
                                 for v in values))
         if self._setup_context_fn is not None:
-            self._setup_context_fn(ctx, tuple(values), out)
+            kwarg_only = {a.name: v for a, v in zip(self._schema.arguments, values) if a.kwarg_only}
+            if kwarg_only:  # torch hands them apart, as ``keyword_only_inputs``
+                positional = tuple(v for a, v in zip(self._schema.arguments, values) if not a.kwarg_only)
+                self._setup_context_fn(ctx, positional, kwarg_only, out)
+            else:
+                self._setup_context_fn(ctx, tuple(values), out)
         outs = out if isinstance(out, (tuple, list)) else (out,)
         tensors = [o for o in outs if isinstance(o, Tensor)]
         if not tensors:
             return out
         n_positional = sum(not a.kwarg_only for a in self._schema.arguments)
         node = self._node_cls(self, ctx, tensors, where, n_positional,
-                            tuple(isinstance(o, Tensor) for o in outs))
+                              tuple(isinstance(o, Tensor) for o in outs), [tuple(t.shape) for t in flat],
+                              self._schema.returns == ["Tensor[]"])
         made = node(*flat)
         made = list(made) if isinstance(made, tuple) else [made]
         results = [made.pop(0) if isinstance(o, Tensor) else o for o in outs]

@@ -10,6 +10,8 @@ import inspect
 import types
 import typing
 
+import numpy as np
+
 from .._device import device as _device_cls
 from .._dtype import dtype as _dtype_cls
 from ..tensor import Tensor
@@ -136,6 +138,17 @@ def _is_tuple(annotation):
     return annotation is tuple or typing.get_origin(annotation) is tuple
 
 
+def _tuple_as_list(annotation):
+    """The list type torch suggests for a tuple annotation: ``list[int]`` for ``tuple[int, int]`` or
+    ``tuple[int, ...]``, a list of the union of mixed item types."""
+    items = typing.get_args(annotation)
+    if not items:
+        return list
+    if len(set(items) - {Ellipsis}) == 1:
+        return list[items[0]]
+    return list[typing.Union[items]]
+
+
 def infer_schema(prototype_function, /, *, mutates_args, op_name=None):
     """``torch.library.infer_schema``: the schema text of a type-annotated function, with the arguments named
     in ``mutates_args`` (or every tensor argument for ``"unknown"``) marked as written in place."""
@@ -160,13 +173,13 @@ def _infer(func, mutates_args, op_name):
             fail(f"Parameter {name} must have a type annotation.")
         ann = _normalize(p.annotation)
         if ann not in PARAM_TYPES:
-            hint = (" We do not support Tuple inputs in schema. As a workaround, please try to use List instead. "
-                    "For example, list[int]." if _is_tuple(ann) else "")
-            fail(f"Parameter {name} has unsupported type {p.annotation}.{hint} The valid types are: "
+            hint = " "
+            if _is_tuple(ann):
+                hint = " We do not support Tuple inputs in schema. As a workaround, please try to use List instead. "
+                as_list = _tuple_as_list(ann)
+                hint += f"For example, {as_list}.\n\n" if as_list in PARAM_TYPES else "\n\n"
+            fail(f"Parameter {name} has unsupported type {p.annotation}.{hint}The valid types are: "
                  f"{PARAM_TYPES.keys()}.")
-        if p.default is not p.empty and p.default is not None and not isinstance(p.default, _DEFAULT_TYPES):
-            fail(f"Parameter {name} has an unsupported default value type {type(p.default)}. Please file an "
-                 f"issue on GitHub so we can prioritize this.")
         type_text = PARAM_TYPES[ann]
         alias = None
         if mutates_args == "unknown":
@@ -177,6 +190,9 @@ def _infer(func, mutates_args, op_name):
                 fail(f"Parameter {name} is in mutable_args but only Tensors or collections of Tensors can be "
                      f"mutated")
             alias = f"a{index}!"
+        if p.default is not p.empty and p.default is not None and not isinstance(p.default, _DEFAULT_TYPES):
+            fail(f"Parameter {name} has an unsupported default value type {type(p.default)}. Please file an "
+                 f"issue on GitHub so we can prioritize this.")
         arguments.append(Argument(name, type_text, p.default, p.kind == p.KEYWORD_ONLY, alias))
     if mutates_args != "unknown":
         missing = set(mutates_args) - seen
@@ -303,32 +319,68 @@ def _type_name(value):
     return type(value).__name__
 
 
-def _matches(type_text, value):
-    """Whether ``value`` fits the schema type, as the dispatcher's argument parser accepts it."""
+class _Mismatch(Exception):
+    """A value that does not fit its schema type."""
+
+
+_SCALAR_LEAVES = (int, float, bool, np.integer, np.floating, np.bool_)
+
+
+def _number(value, kinds):
+    """``value`` as a Python number when it is one of ``kinds`` (Python or numpy numbers, one-element
+    tensors as ``.item()``), else _Mismatch."""
+    if isinstance(value, Tensor) and value.numel() == 1 and not value.is_complex():
+        value = value.item()
+    if not isinstance(value, kinds):
+        raise _Mismatch
+    return value
+
+
+def _convert(type_text, value):
+    """``value`` as the kernel receives it for the schema type, as the dispatcher converts it: an ``int``
+    takes booleans, numpy integers and integral one-element tensors; a ``float`` any real number (Python's,
+    numpy's, a tensor's item); a ``bool`` any real number, as its truth; a list type any sequence (tuple, range,
+    ``Size``; a 1-d tensor for ``int[]``) of such items, as a list. _Mismatch when it does not fit."""
     if type_text.endswith("?"):
-        return value is None or _matches(type_text[:-1], value)
+        return None if value is None else _convert(type_text[:-1], value)
     if type_text.endswith("[]"):
         item = type_text[:-2]
         if item in ("SymInt", "int") and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        return isinstance(value, (list, tuple)) and all(_matches(item, v) for v in value)
+            return value
+        if item in ("SymInt", "int") and isinstance(value, Tensor) and value.dim() == 1:
+            value = value.tolist()
+        if not isinstance(value, (list, tuple, range)):
+            raise _Mismatch
+        return [_convert(item, v) for v in value]
     if type_text == "Tensor":
-        return isinstance(value, Tensor)
+        if not isinstance(value, Tensor):
+            raise _Mismatch
+        return value
     if type_text in ("SymInt", "int"):
-        return isinstance(value, int) and not isinstance(value, bool)
+        if isinstance(value, Tensor) and value.is_floating_point():
+            raise _Mismatch
+        return int(_number(value, (int, np.integer, np.bool_)))
     if type_text == "float":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+        return float(_number(value, _SCALAR_LEAVES))
     if type_text == "bool":
-        return isinstance(value, bool)
+        return bool(_number(value, _SCALAR_LEAVES))
     if type_text == "str":
-        return isinstance(value, str)
+        if not isinstance(value, str):
+            raise _Mismatch
+        return value
     if type_text == "Scalar":
-        return isinstance(value, (int, float, bool, complex))
+        if not isinstance(value, (int, float, bool, complex)):
+            raise _Mismatch
+        return value
     if type_text == "ScalarType":
-        return isinstance(value, _dtype_cls)
+        if not isinstance(value, _dtype_cls):
+            raise _Mismatch
+        return value
     if type_text == "Device":
-        return isinstance(value, (_device_cls, str, int))
-    return True  # types the engine does not check (Layout, MemoryFormat, ...)
+        if not isinstance(value, (_device_cls, str, int)):
+            raise _Mismatch
+        return value
+    return value  # types the engine does not check (Layout, MemoryFormat, ...)
 
 
 def bind(schema, qualname, args, kwargs):
@@ -355,11 +407,13 @@ def bind(schema, qualname, args, kwargs):
             value = a.default
         else:
             raise RuntimeError(f"{qualname}() is missing value for argument '{a.name}'. {decl}")
-        if not _matches(a.type, value):
+        try:
+            values.append(_convert(a.type, value))
+        except _Mismatch:
             expected = a.type.replace("SymInt", "int")
             raise RuntimeError(f"{qualname}() Expected a value of type '{expected}' for argument '{a.name}' but "
-                               f"instead found type '{_type_name(value)}'. Position: {i} Value: {value!r} {decl}")
-        values.append(value)
+                               f"instead found type '{_type_name(value)}'. Position: {i} Value: {value!r} "
+                               f"{decl}") from None
     return values
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _dtype
 from .._layout import strided
+from ..quantized_tensor import QuantizedTensor
 from ..tensor import Tensor
 from .failure import Failure
 from .messages import scalar_mismatch_msg, tensor_mismatch_msg
@@ -25,8 +26,7 @@ from .tolerances import default_tolerances, get_tolerances
 
 __all__ = ["assert_close", "assert_allclose"]
 
-_NUMBER_DTYPES = {int: _dtype.int64, float: _dtype.float64, complex: None}  # complex: no engine dtype, torch's
-_COMPLEX_PRECISION = (1e-7, 1e-7)  # torch's complex128 tolerances, for Python complex numbers
+_NUMBER_DTYPES = {int: _dtype.int64, float: _dtype.float64, complex: _dtype.complex128}
 _UNSIGNED_WIDE = {_dtype.uint16, _dtype.uint32, _dtype.uint64}
 
 
@@ -64,11 +64,7 @@ def _number_pair(actual, expected, id, rtol, atol, equal_nan, check_dtype, **_):
                (actual, expected)):
         raise _Unsupported
     actual, expected = (x.item() if isinstance(x, np.number) else x for x in (actual, expected))
-    if rtol is None and atol is None and complex in (type(actual), type(expected)):
-        rtol, atol = _COMPLEX_PRECISION
-    else:
-        dtypes = [_NUMBER_DTYPES[type(x)] for x in (actual, expected) if _NUMBER_DTYPES[type(x)] is not None]
-        rtol, atol = get_tolerances(*dtypes, rtol=rtol, atol=atol, id=id)
+    rtol, atol = get_tolerances(*(_NUMBER_DTYPES[type(x)] for x in (actual, expected)), rtol=rtol, atol=atol, id=id)
 
     def compare():
         if check_dtype and type(actual) is not type(expected):
@@ -85,7 +81,7 @@ def _number_pair(actual, expected, id, rtol, atol, equal_nan, check_dtype, **_):
 def _as_tensor(tensor_like):
     from .. import as_tensor
 
-    if isinstance(tensor_like, Tensor):
+    if isinstance(tensor_like, (Tensor, QuantizedTensor)):
         return tensor_like
     try:
         return as_tensor(tensor_like)
@@ -93,11 +89,17 @@ def _as_tensor(tensor_like):
         raise _Unsupported from None
 
 
+def _kind(tensor_like):
+    """The type the pair checks: a quantized tensor counts as a Tensor (one class in torch)."""
+    return Tensor if isinstance(tensor_like, QuantizedTensor) else type(tensor_like)
+
+
 def _tensor_pair(actual, expected, id, allow_subclasses, rtol, atol, equal_nan, check_device, check_dtype,
                  check_layout, check_stride, **_):
-    if not (isinstance(actual, type(expected)) or isinstance(expected, type(actual))):
+    kinds = _kind(actual), _kind(expected)
+    if not (issubclass(kinds[0], kinds[1]) or issubclass(kinds[1], kinds[0])):
         raise _Unsupported
-    if not allow_subclasses and type(actual) is not type(expected):
+    if not allow_subclasses and kinds[0] is not kinds[1]:
         raise _Unsupported
     actual, expected = _as_tensor(actual), _as_tensor(expected)
     rtol, atol = get_tolerances(actual.dtype, expected.dtype, rtol=rtol, atol=atol, id=id)
@@ -106,6 +108,10 @@ def _tensor_pair(actual, expected, id, allow_subclasses, rtol, atol, equal_nan, 
         _compare_attributes(actual, expected, id, check_device, check_dtype, check_layout, check_stride)
         _compare_values(*_equalized(actual, expected), rtol, atol, equal_nan, id)
     return compare
+
+
+def _layout(t):
+    return getattr(t, "layout", strided)  # a quantized tensor has none: it is strided
 
 
 def _compare_attributes(actual, expected, id, check_device, check_dtype, check_layout, check_stride):
@@ -119,10 +125,11 @@ def _compare_attributes(actual, expected, id, check_device, check_dtype, check_l
         mismatch("is_quantized", actual.is_quantized, expected.is_quantized)
     elif actual.is_quantized and actual.qscheme() != expected.qscheme():
         mismatch("qscheme()", actual.qscheme(), expected.qscheme())
-    if actual.layout != expected.layout:
+    if _layout(actual) != _layout(expected):
         if check_layout:
-            mismatch("layout", actual.layout, expected.layout)
-    elif actual.layout == strided and check_stride and actual.stride() != expected.stride():
+            mismatch("layout", _layout(actual), _layout(expected))
+    elif _layout(actual) == strided and check_stride and not actual.is_quantized \
+            and actual.stride() != expected.stride():
         mismatch("stride()", actual.stride(), expected.stride())
     if check_device and actual.device != expected.device:
         mismatch("device", actual.device, expected.device)
@@ -131,19 +138,18 @@ def _compare_attributes(actual, expected, id, check_device, check_dtype, check_l
 
 
 def _equalized(actual, expected):
-    """Both on the CPU, dequantized, in their promoted dtype (uint16/32/64 counting as int64), strided; as numpy
-    arrays."""
+    """Both on the CPU, in their promoted dtype (uint16/32/64 counting as int64), strided where their layouts
+    differ, as torch equalizes them before comparing values."""
     from .. import promote_types
 
     actual, expected = (t.detach().cpu() for t in (actual, expected))
-    if actual.is_quantized:
-        actual, expected = actual.dequantize(), expected.dequantize()
-    if actual.dtype != expected.dtype:
+    if actual.dtype != expected.dtype and not actual.is_quantized:
         a, e = (_dtype.int64 if t.dtype in _UNSIGNED_WIDE else t.dtype for t in (actual, expected))
         common = promote_types(a, e)
         actual, expected = actual.to(common), expected.to(common)
-    actual, expected = (t.to_dense() if t.layout != strided else t for t in (actual, expected))
-    return actual.numpy(), expected.numpy()
+    if _layout(actual) != _layout(expected):
+        actual, expected = (t.to_dense() if _layout(t) != strided else t for t in (actual, expected))
+    return actual, expected
 
 
 def _isclose(actual, expected, rtol, atol, equal_nan):
@@ -160,15 +166,73 @@ def _isclose(actual, expected, rtol, atol, equal_nan):
     return close
 
 
-def _compare_values(actual, expected, rtol, atol, equal_nan, id):
+def _item(array):
+    return float(array) if array.dtype.name == "bfloat16" else array.item()
+
+
+def _compare_close(actual, expected, rtol, atol, equal_nan, id, identifier=None):
+    """Raise unless the tensors' values are close, the message naming them ``identifier`` (a string, or a
+    callable given the default name: "Scalars" for zero dimensions, else "Tensor-likes")."""
+    for name, tolerance in (("rtol", rtol), ("atol", atol)):
+        if tolerance < 0:  # torch.isclose's check, which torch reaches here even for equal values
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {tolerance:g}")
+    actual, expected = actual.numpy(), expected.numpy()
     matches = _isclose(actual, expected, rtol, atol, equal_nan)
     if matches.all():
         return
+    default = "Scalars" if actual.shape == () else "Tensor-likes"
+    name = identifier(default) if callable(identifier) else identifier or default
     if actual.shape == ():
-        _fail(scalar_mismatch_msg(actual.item() if actual.dtype.name != "bfloat16" else float(actual),
-                                  expected.item() if expected.dtype.name != "bfloat16" else float(expected),
-                                  rtol, atol), id)
-    _fail(tensor_mismatch_msg(actual, expected, matches, rtol, atol), id)
+        _fail(scalar_mismatch_msg(_item(actual), _item(expected), rtol, atol, identifier=name), id)
+    _fail(tensor_mismatch_msg(actual, expected, matches, rtol, atol, identifier=name), id)
+
+
+def _compare_sparse_coo(actual, expected, rtol, atol, equal_nan, id):
+    """torch's order: sparse dimensions, number of specified values, indices (exactly), then values."""
+    if actual.sparse_dim() != expected.sparse_dim():
+        _fail("The number of sparse dimensions in sparse COO tensors does not match: "
+              f"{actual.sparse_dim()} != {expected.sparse_dim()}", id)
+    if actual._nnz() != expected._nnz():
+        _fail(f"The number of specified values in sparse COO tensors does not match: {actual._nnz()} != "
+              f"{expected._nnz()}", id)
+    _compare_close(actual._indices(), expected._indices(), 0, 0, False, id, "Sparse COO indices")
+    _compare_close(actual._values(), expected._values(), rtol, atol, equal_nan, id, "Sparse COO values")
+
+
+_COMPRESSED = {"sparse_csr": ("CSR", "crow_indices", "col_indices"), "sparse_csc": ("CSC", "ccol_indices",
+               "row_indices"), "sparse_bsr": ("BSR", "crow_indices", "col_indices"),
+               "sparse_bsc": ("BSC", "ccol_indices", "row_indices")}
+
+
+def _compare_sparse_compressed(actual, expected, rtol, atol, equal_nan, id):
+    """torch's order: number of specified values, compressed then plain indices (exactly), then values."""
+    from .. import promote_types
+
+    form, compressed, plain = _COMPRESSED[str(actual.layout).rpartition(".")[2]]
+    if actual._nnz() != expected._nnz():
+        _fail(f"The number of specified values in sparse {form} tensors does not match: {actual._nnz()} != "
+              f"{expected._nnz()}", id)
+    a_compressed, e_compressed = getattr(actual, compressed)(), getattr(expected, compressed)()
+    index_dtype = promote_types(a_compressed.dtype, e_compressed.dtype)
+    for method in (compressed, plain):
+        _compare_close(getattr(actual, method)().to(index_dtype), getattr(expected, method)().to(index_dtype), 0, 0,
+                       False, id, f"Sparse {form} {method}")
+    _compare_close(actual.values(), expected.values(), rtol, atol, equal_nan, id, f"Sparse {form} values")
+
+
+def _compare_values(actual, expected, rtol, atol, equal_nan, id):
+    """The values compared as torch compares them for the tensors' kind (quantized: dequantized; sparse: their
+    structure exactly, the specified values closely; else every element)."""
+    layout = str(_layout(actual)).rpartition(".")[2]
+    if actual.is_quantized:
+        _compare_close(actual.dequantize(), expected.dequantize(), rtol, atol, equal_nan, id,
+                       lambda default: f"Quantized {default.lower()}")
+    elif layout == "sparse_coo":
+        _compare_sparse_coo(actual, expected, rtol, atol, equal_nan, id)
+    elif layout in _COMPRESSED:
+        _compare_sparse_compressed(actual, expected, rtol, atol, equal_nan, id)
+    else:
+        _compare_close(actual, expected, rtol, atol, equal_nan, id)
 
 
 _PAIRS = (_none_pair, _bool_pair, _number_pair, _tensor_pair)

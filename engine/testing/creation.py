@@ -1,7 +1,7 @@
 """``torch.testing.make_tensor``: a tensor of a shape, dtype and device filled with uniform random values.
 
-The value ranges, clamping, checks and messages are torch's; the values themselves come from the engine's
-generator (``engine.manual_seed`` makes them repeatable), so they differ from torch's for the same seed.
+The value ranges, clamping, checks and messages are torch's, and so are the values: the engine's ``randint`` and
+``uniform_`` draw torch's numbers, so after ``engine.manual_seed(s)`` they are torch's after ``torch.manual_seed(s)``.
 """
 import collections.abc
 import math
@@ -13,7 +13,8 @@ __all__ = ["make_tensor"]
 
 _INTEGRAL = (_dtype.uint8, _dtype.int8, _dtype.int16, _dtype.int32, _dtype.int64, _dtype.uint16, _dtype.uint32,
              _dtype.uint64)
-_FLOATING = (_dtype.float16, _dtype.bfloat16, _dtype.float32, _dtype.float64)
+_FLOATING = (_dtype.float16, _dtype.bfloat16, _dtype.float32, _dtype.float64, _dtype.complex64, _dtype.complex128)
+_COMPLEX = (_dtype.complex64, _dtype.complex128)
 _BOOLEAN_OR_INTEGRAL = (_dtype.bool_, *_INTEGRAL)
 
 
@@ -40,29 +41,38 @@ def _low_high(low, high, dtype, lowest_inclusive, highest_exclusive, default_low
 
 
 def _uniform(shape, dtype, device, low, high):
-    """Uniform values in ``[low, high)``; a range wider than the dtype's largest value is drawn at half scale and
-    doubled, so that ``high - low`` never overflows."""
-    from .. import empty, finfo
+    """Uniform values in ``[low, high)`` (both parts of a complex number); a range wider than the dtype's largest
+    value is drawn at half scale and doubled, so that ``high - low`` never overflows."""
+    from .. import empty, finfo, view_as_real
 
     result = empty(shape, dtype=dtype, device=device)
+    parts = view_as_real(result) if dtype in _COMPLEX else result
     if high - low >= finfo(dtype).max:
-        return result.uniform_(low / 2, high / 2).mul_(2)
-    return result.uniform_(low, high)
+        parts.uniform_(low / 2, high / 2).mul_(2)
+    else:
+        parts.uniform_(low, high)
+    return result
+
+
+def _unsupported(dtype):
+    raise TypeError(f"The requested dtype '{dtype}' is not supported by torch.testing.make_tensor(). To request "
+                    "support, file an issue at: https://github.com/pytorch/pytorch/issues")
 
 
 def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False, noncontiguous=False,
                 exclude_zero=False, memory_format=None):
     """A tensor of ``shape`` (integers, or one sequence) with values drawn uniformly from ``[low, high)``.
 
-    Defaults as torch's: bool [0, 2), unsigned integers [0, 10), signed integers [-9, 10), floating [-9, 9);
+    Defaults as torch's: bool [0, 2), unsigned integers [0, 10), signed integers [-9, 10), floating and complex
+    (each part) [-9, 9);
     bounds outside the dtype's finite range are clamped to it. ``noncontiguous`` gives a view with a last-dimension
     stride of 2 (tensors of two or more elements); ``memory_format`` a copy in that layout; ``exclude_zero``
-    replaces zeros by 1 (integers, bool) or the dtype's smallest normal number. Complex dtypes, which the engine
-    does not have, are not supported.
+    replaces zeros by 1 (integers, bool) or the dtype's smallest normal number (complex: as the real part).
     """
     from .. import finfo, iinfo, randint
 
-    dtype = _dtype.to_dtype(dtype)
+    if not isinstance(dtype, _dtype.dtype):  # None, a Python type or a name: torch names what it got
+        _unsupported(dtype)
     if len(shape) == 1 and isinstance(shape[0], collections.abc.Sequence):
         shape = shape[0]
     shape = tuple(shape)
@@ -87,8 +97,7 @@ def make_tensor(*shape, dtype, device, low=None, high=None, requires_grad=False,
         low, high = _low_high(low, high, dtype, info.min, info.max, -9, 9)
         result = _uniform(shape, dtype, device, low, high)
     else:
-        raise TypeError(f"The requested dtype '{dtype}' is not supported by torch.testing.make_tensor(). To request "
-                        "support, file an issue at: https://github.com/pytorch/pytorch/issues")
+        _unsupported(dtype)
     if noncontiguous:
         result = result[..., 1::2]
     elif memory_format is not None:

@@ -33,17 +33,17 @@ def _unravel(flat_index, shape):
     return tuple(int(i) for i in np.unravel_index(flat_index, shape)) if shape else ()
 
 
-def tensor_mismatch_msg(actual, expected, matches, rtol, atol):
+def tensor_mismatch_msg(actual, expected, matches, rtol, atol, identifier="Tensor-likes"):
     """The message for two numpy arrays of one dtype and shape, ``matches`` their elementwise closeness.
 
-    The differences are computed as torch computes them: in the arrays' floating dtype (integers and booleans in
-    int64, their relative difference in float32), over the mismatched elements only; the greatest is the first
-    one, NaN counting as the greatest."""
+    The differences are computed as torch computes them: in the arrays' floating dtype (complex ones as moduli;
+    integers and booleans in int64, their relative difference in float32), over the mismatched elements only; the
+    greatest is the first one, NaN counting as the greatest."""
     total = matches.size
     mismatches = total - int(np.count_nonzero(matches))
     extra = f"Mismatched elements: {mismatches} / {total} ({mismatches / total:.1%})"
     actual_flat, expected_flat, matches_flat = actual.reshape(-1), expected.reshape(-1), matches.reshape(-1)
-    floating = actual.dtype.kind == "f" or actual.dtype.name == "bfloat16"
+    floating = actual.dtype.kind in "fc" or actual.dtype.name == "bfloat16"
     if not floating:
         actual_flat, expected_flat = actual_flat.astype(np.int64), expected_flat.astype(np.int64)
     with np.errstate(all="ignore"):
@@ -57,5 +57,5 @@ def tensor_mismatch_msg(actual, expected, matches, rtol, atol):
     # argmax over exact float64 copies: it takes the first NaN as the greatest, for every dtype (bfloat16 too)
     abs_at, rel_at = int(np.argmax(abs_diff.astype(np.float64))), int(np.argmax(rel_diff.astype(np.float64)))
     greatest_abs = float(abs_diff[abs_at]) if floating else int(abs_diff[abs_at])
-    return mismatch_msg("Tensor-likes", extra, greatest_abs, _unravel(abs_at, actual.shape), atol,
+    return mismatch_msg(identifier, extra, greatest_abs, _unravel(abs_at, actual.shape), atol,
                         float(rel_diff[rel_at]), _unravel(rel_at, actual.shape), rtol)

@@ -10,6 +10,8 @@ DTYPE_PRECISIONS = {
     _dtype.bfloat16: (0.016, 1e-5),
     _dtype.float32: (1.3e-6, 1e-5),
     _dtype.float64: (1e-7, 1e-7),
+    _dtype.complex64: (1.3e-6, 1e-5),
+    _dtype.complex128: (1e-7, 1e-7),
     **dict.fromkeys((_dtype.qint8, _dtype.quint8, _dtype.qint32), (1.3e-6, 1e-5)),
 }
 
