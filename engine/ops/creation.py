@@ -701,6 +701,8 @@ class Fill(Function):
     """``fill_`` on the graph: the old values no longer matter (a zero gradient), a tensor value receives the sum
     of the gradient (torch's FillBackward)."""
 
+    uses_inputs = False  # the backward reads neither the old values nor the value
+
     def __init__(self, scalar):
         self.scalar = scalar
 

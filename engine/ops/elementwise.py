@@ -423,6 +423,10 @@ class FloorDivide(_Binary):
 
 
 class Pow(_Binary):
+    def inputs_read(self, inputs):
+        """Not the base in place: ``pow_`` keeps a copy of it (torch's saves the original self)."""
+        return inputs[1:] if self.inplace else inputs
+
     def forward(self, a, b):
         inputs = a, b
         a, b = self.operands(a, b)
@@ -703,7 +707,7 @@ def _write_out(result, out, name=None, exact=False):
     refuses ``out=`` then (``name``: the op's, by default that of the function calling this one)."""
     if out is None:
         return result
-    refuse_recorded_out(result, name or sys._getframe(1).f_code.co_name)
+    refuse_recorded_out(result, name or sys._getframe(1).f_code.co_name, out)
     if exact and out.dtype != result.dtype:
         raise RuntimeError(f"Expected out tensor to have dtype {_dtype.cpp_name(result.dtype)}, but got "
                            f"{_dtype.cpp_name(out.dtype)} instead")
@@ -1223,6 +1227,10 @@ class Clamp(Function):
     def __init__(self, dtype):
         self.dtype = dtype.np
 
+    def inputs_read(self, inputs):
+        """None in place: the masks are taken before the write (torch's clamp_ saves no self)."""
+        return () if self.inplace else inputs
+
     def forward(self, x, lo, hi):
         x = cast(x, self.dtype)
         xp = xp_of(x)
@@ -1650,9 +1658,11 @@ remainder_ = _inplace_binary(Remainder)
 floor_divide_ = _inplace_binary(FloorDivide)
 
 
-def refuse_recorded_out(result, name):
-    """torch's refusal of ``out=`` where autograd records the op (an input requires grad, grad mode is on)."""
-    if getattr(result, "requires_grad", False) and grad_mode.is_grad_enabled():
+def refuse_recorded_out(result, name, out=None):
+    """torch's refusal of ``out=`` where autograd would record the op (an input, or ``out`` itself, requires grad,
+    grad mode is on)."""
+    recorded = getattr(result, "requires_grad", False) or getattr(out, "requires_grad", False)
+    if recorded and grad_mode.is_grad_enabled():
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, but "
                            "one of the arguments requires grad.")
 
