@@ -167,7 +167,12 @@ class Tensor:
     __array_priority__ = 1000  # numpy scalars defer to Tensor's reflected operators
 
     def __init__(self, *args, dtype=None, device=None, requires_grad=False):
-        if len(args) == 1 and not isinstance(args[0], numbers.Integral):
+        if len(args) == 1 and isinstance(args[0], Tensor) and dtype is None:
+            arr = args[0]._data  # torch's legacy constructor: the tensor's own memory and dtype
+        elif dtype is None and device is None and not requires_grad:
+            from .legacy_tensor_types import legacy_new  # (), sizes, a Size, data, a storage: as torch.Tensor
+            arr = legacy_new(_dtype.get_default_dtype(), None, args)._data
+        elif len(args) == 1 and not isinstance(args[0], numbers.Integral):
             arr = to_array(args[0], dtype or _dtype.get_default_dtype(), device)
         else:
             shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
@@ -602,15 +607,19 @@ class Tensor:
         copy = kwargs.get("copy", False)
         non_blocking = kwargs.get("non_blocking", False)
         memory_format = kwargs.get("memory_format")
+        flags = []  # positional non_blocking, then copy
         for a in args:
             if isinstance(a, Tensor):
                 dtype, dev = a.dtype, a.device
             elif isinstance(a, _dtype.dtype) or a in (float, int, bool, complex):
                 dtype = a
             elif isinstance(a, bool):
-                non_blocking = a
+                flags.append(a)
             elif a is not None:
                 dev = a
+        if flags:
+            non_blocking = flags[0]
+            copy = copy or len(flags) > 1 and flags[1]
         from .ops.convert import to_device, to_dtype
         out = self
         if dev is not None and _device(dev) != self.device:
@@ -666,35 +675,35 @@ class Tensor:
             base = getattr(base, "base", None) if isinstance(base, np.ndarray) else getattr(base, "obj", None)
         return base is not None
 
-    def float(self):
-        return self.to(_dtype.float32)
+    def float(self, memory_format=None):
+        return self.to(_dtype.float32, memory_format=memory_format)
 
-    def double(self):
-        return self.to(_dtype.float64)
+    def double(self, memory_format=None):
+        return self.to(_dtype.float64, memory_format=memory_format)
 
-    def half(self):
-        return self.to(_dtype.float16)
+    def half(self, memory_format=None):
+        return self.to(_dtype.float16, memory_format=memory_format)
 
-    def bfloat16(self):
-        return self.to(_dtype.bfloat16)
+    def bfloat16(self, memory_format=None):
+        return self.to(_dtype.bfloat16, memory_format=memory_format)
 
-    def long(self):
-        return self.to(_dtype.int64)
+    def long(self, memory_format=None):
+        return self.to(_dtype.int64, memory_format=memory_format)
 
-    def int(self):
-        return self.to(_dtype.int32)
+    def int(self, memory_format=None):
+        return self.to(_dtype.int32, memory_format=memory_format)
 
-    def short(self):
-        return self.to(_dtype.int16)
+    def short(self, memory_format=None):
+        return self.to(_dtype.int16, memory_format=memory_format)
 
-    def char(self):
-        return self.to(_dtype.int8)
+    def char(self, memory_format=None):
+        return self.to(_dtype.int8, memory_format=memory_format)
 
-    def byte(self):
-        return self.to(_dtype.uint8)
+    def byte(self, memory_format=None):
+        return self.to(_dtype.uint8, memory_format=memory_format)
 
-    def bool(self):
-        return self.to(_dtype.bool_)
+    def bool(self, memory_format=None):
+        return self.to(_dtype.bool_, memory_format=memory_format)
 
     def type_as(self, other):
         return self.to(other.dtype)
@@ -704,10 +713,9 @@ class Tensor:
             warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
                           "or sourceTensor.detach().clone().requires_grad_(True), rather than "
                           "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
-        arr = to_array(data, dtype or self.dtype, device or self.device)
-        if requires_grad and not _dtype.is_floating(arr.dtype) and arr.dtype.kind != "c":
-            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
-        return _new(arr.copy(), requires_grad)
+            data = data.detach()
+        from .ops.creation import tensor  # torch.tensor's checks of the data (ragged lists, ranges, types)
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device, requires_grad=requires_grad)
 
 
 _TYPE_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
