@@ -172,7 +172,8 @@ def _backward_node(node, slots, retain_graph, run_hooks=True):
         return (None,) * n_inputs
     node.check_versions()
     like = next(s for s in slots if s is not None)._data
-    grads = [s if s is not None else _new(array_module(like).zeros(*m)) for s, m in zip(slots, node.output_meta)]
+    grads = [_real_part_for_real(s, m) if s is not None else _new(array_module(like).zeros(*m))
+             for s, m in zip(slots, node.output_meta)]
     try:
         grads_in = run_unpacked(node, lambda: node.backward_tensors(*grads))
     except Exception as error:
@@ -188,6 +189,14 @@ def _backward_node(node, slots, retain_graph, run_hooks=True):
     if not retain_graph:
         _release(node)
     return grads_in
+
+
+def _real_part_for_real(grad, meta):
+    """A real output's gradient tensor as its node takes it: the real part of a complex one (graph.py's twin)."""
+    if meta is None or not grad.is_complex() or meta[1].kind == "c":
+        return grad
+    from ..ops.complex_views import real
+    return real(grad)
 
 
 def _to_meta(grad, meta):

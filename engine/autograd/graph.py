@@ -341,7 +341,8 @@ def _backward_node(node, slots, retain_graph, captures):
     node.check_versions()
     like = next(s for s in slots if s is not None)
     materialize = getattr(node, "materialize_grads", True)  # False: a custom Function's backward takes None
-    grads = [s if s is not None or not materialize else _zeros(m, like) for s, m in zip(slots, node.output_meta)]
+    grads = [_real_part_for_real(s, m) if s is not None or not materialize else _zeros(m, like)
+             for s, m in zip(slots, node.output_meta)]
     try:
         if "_saved_packed" in hooked:
             grads_in = run_unpacked(node, lambda: bfloat16.backward(node, grads))
@@ -363,6 +364,14 @@ def _backward_node(node, slots, retain_graph, captures):
     if not retain_graph:
         _release(node)
     return grads_in
+
+
+def _real_part_for_real(grad, meta):
+    """The gradient of a real output as its node takes it: the real part of a complex one, which reaches it where
+    a double backward differentiated a complex op's saved copy of that output (``z / x.abs()``)."""
+    if grad is None or meta is None or grad.dtype.kind != "c" or meta[1].kind == "c":
+        return grad
+    return grad.real
 
 
 def _reduced(grads, metas):

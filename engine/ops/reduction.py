@@ -224,8 +224,15 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """Sum treating NaN as zero."""
+    _refuse_complex_nansum(input)
     dt = _dtype.to_dtype(dtype) if dtype is not None else _int_to_long(input.dtype)
     return NanSum(_axes(dim, input.ndim), keepdim, dt)(input)
+
+
+def _refuse_complex_nansum(input):
+    """torch's CPU nansum (and nanmean, which sums with it) has no complex kernel."""
+    if input.dtype.is_complex and input.device.type == "cpu":
+        raise RuntimeError("nansum on CPU does not support complex inputs")
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
@@ -233,6 +240,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype but got "
                            f"{input.dtype.title}")
+    _refuse_complex_nansum(input)
     return NanMean(_axes(dim, input.ndim), keepdim, _mean_dtype(input, dtype, "nanmean"))(input)
 
 
@@ -323,6 +331,9 @@ def _correction(dim, unbiased, correction):
 def _var_like(fn_cls, input, dim, unbiased, keepdim, correction, name):
     """``name`` (var, std, var_mean or std_mean, for torch's messages) of ``input`` by ``fn_cls``; a correction
     that leaves no degrees of freedom gives inf or nan with torch's warning."""
+    if input.dtype.is_complex:  # of the deviations' magnitudes: a real result (complex_statistics)
+        from .complex_statistics import complex_variance
+        return complex_variance(input, dim, unbiased, keepdim, correction, root=fn_cls is Std)
     if not input.dtype.is_floating_point:
         prefix = name if name.endswith("_mean") else "std and var"
         raise RuntimeError(f"{prefix} only support floating point and complex dtypes")
@@ -686,7 +697,8 @@ class Prod(_Reduction):
             return gy
         if self.x.size == 0:
             return constant(xp_of(gy._data).zeros(self.x.shape, gy._data.dtype))
-        return keep_dims(gy, self.axes, self.keepdim) * _product_of_others(self.saved_input(0, self.x), self.axes)
+        others = _product_of_others(self.saved_input(0, self.x), self.axes)
+        return keep_dims(gy, self.axes, self.keepdim) * (others.conj() if others.is_complex() else others)
 
 
 @autocast_mode.float32("cpu", "cuda")
@@ -715,9 +727,11 @@ class LogSumExp(_Reduction):
         self.y = y
         return y if self.keepdim or not self.axes else y.squeeze(self.axes)
 
+    @holomorphic
     def backward(self, gy):
         return _keep(gy, self.axes, self.keepdim) * xp_of(gy).exp(self.x - self.y)
 
+    @holomorphic_tensors
     def backward_tensors(self, gy):
         y = self.y if self.keepdim or not self.axes else self.y.squeeze(self.axes)
         y = keep_dims(self.saved_output(0, y), self.axes, self.keepdim)
@@ -727,7 +741,8 @@ class LogSumExp(_Reduction):
 @autocast_mode.float32("cuda")
 def logsumexp(input, dim, keepdim=False):
     """Numerically stable log of the summed exponentials over ``dim`` (integers -> float)."""
-    return LogSumExp(_axes(dim, input.ndim), keepdim, float_dtype(input.dtype))(input)
+    dtype = input.dtype if input.dtype.is_complex else float_dtype(input.dtype)
+    return LogSumExp(_axes(dim, input.ndim), keepdim, dtype)(input)
 
 
 # ---- all, any, count_nonzero -------------------------------------------------------------------

@@ -4,6 +4,8 @@ import warnings
 
 from .. import _dtype
 from ..tensor import Tensor, register_method
+from .complex_math import complex
+from .complex_views import conj, real, imag
 from .elementwise import clamp, sqrt
 from .linalg import matmul
 from .shape import diag
@@ -17,7 +19,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
                            f"{input.ndim} dimensions")
     if input.dtype is _dtype.bool_:
         raise NotImplementedError("cov(): bool dtype is not supported for input")
-    x = input if input.is_floating_point() else input.to(_dtype.get_default_dtype())
+    x = input if input.is_floating_point() or input.is_complex() else input.to(_dtype.get_default_dtype())
     x = x.reshape(1, -1) if x.ndim < 2 else x
     observations = x.shape[1]
     weights = None
@@ -44,7 +46,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
                       "observations.", UserWarning, stacklevel=2)
     degrees = clamp(degrees, min=0) if isinstance(degrees, Tensor) else max(degrees, 0)
-    result = matmul(weighted, centred.t()) / degrees
+    result = matmul(weighted, conj(centred.t())) / degrees
     return result.reshape(()) if input.ndim < 2 or input.shape[0] == 1 else result  # one variable: torch's 0-d
 
 
@@ -53,8 +55,10 @@ def corrcoef(input):
     c = cov(input)
     if c.ndim == 0:
         return c / c
-    stddev = sqrt(diag(c))
+    stddev = sqrt(real(diag(c)))
     c = c / stddev.reshape(-1, 1) / stddev.reshape(1, -1)
+    if c.is_complex():  # each part clipped, as torch's
+        return complex(clamp(real(c), -1, 1), clamp(imag(c), -1, 1))
     return clamp(c, -1, 1)
 
 

@@ -187,3 +187,35 @@ def test_addcmul_addcdiv_want_tensors(name, position):
         args[position] = (1j, 2.0, np.float64(3.0))[position]
         return getattr(lib, name)(*args)
     assert_same_error(lambda: run(engine), lambda: run(torch))
+
+
+# ---- with /tmp/complex/lead.diff applied (reduction.py, statistics.py, autograd/graph.py, double_backward.py) ----
+_W = np.random.default_rng(11).standard_normal((3, 4)) + 1j * np.random.default_rng(12).standard_normal((3, 4))
+PUBLIC = {
+    "var": lambda lib, t: t.var(), "std_dim": lambda lib, t: t.std(1), "var_mean": lambda lib, t: lib.var_mean(t, 0),
+    "std_mean": lambda lib, t: lib.std_mean(t, 1, correction=0), "logsumexp": lambda lib, t: lib.logsumexp(t, 1),
+    "cov": lambda lib, t: lib.cov(t), "corrcoef": lambda lib, t: lib.corrcoef(t), "prod": lambda lib, t: t.prod(1),
+    "prod_full": lambda lib, t: t.prod(), "divide_by_abs": lambda lib, t: t / t.abs().sum(),
+    "divide_by_real": lambda lib, t: t / t.real,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC))
+def test_complex_reductions_and_their_double_backward(name):
+    """Real results of var/std, complex logsumexp/cov/corrcoef, conjugated prod gradients, and a real output
+    (abs, real) whose complex op saved it: each gradient and the gradient of its squared magnitude."""
+    def run(lib):
+        t = lib.tensor(_W).requires_grad_()
+        y = PUBLIC[name](lib, t)
+        y = y if isinstance(y, tuple) else (y,)
+        vs = [lib.ones_like(o) * ((1 + 2j) if o.is_complex() else 1.5) for o in y]
+        g, = lib.autograd.grad(y, t, vs, create_graph=True)
+        return [*y, g, lib.autograd.grad((g.abs() ** 2).sum(), t)[0]]
+    for ours, theirs in zip(run(engine), run(torch)):
+        assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+        np.testing.assert_allclose(_numpy(ours), _numpy(theirs), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["nansum", "nanmean"])
+def test_nansum_refuses_complex_on_the_cpu(name):
+    assert_same_error(lambda: getattr(engine.tensor([1j]), name)(), lambda: getattr(torch.tensor([1j]), name)())
