@@ -33,7 +33,13 @@ def _finish(arr, dtype=None, device=None, requires_grad=False):
 
 def _checked_shape(size, what=None):
     """``size`` (varargs, a tuple, a list or a Size) as a shape, with torch's error for a negative dimension
-    (``what``: the factory whose own wording differs, ``zeros``)."""
+    (``what``: the factory whose own wording differs, ``zeros``); a float size is refused as torch refuses it,
+    where ``int`` would truncate it."""
+    sizes = size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    for position, n in enumerate(sizes):
+        if isinstance(n, (float, np.floating)):
+            raise TypeError(f"{what + '(): ' if what else ''}argument 'size' must be tuple of ints, but found element "
+                            f"of type float at pos {position}")
     shape = shape_arg(size)
     for n in shape:
         if n < 0:

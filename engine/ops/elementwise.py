@@ -1526,6 +1526,9 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     from ..tensor import _new
     if isinstance(other, Tensor) and other.dtype is not input.dtype:
         raise RuntimeError(f"{input.dtype.title} did not match {other.dtype.title}")
+    for name, tolerance in (("rtol", rtol), ("atol", atol)):
+        if tolerance < 0:
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {tolerance:g}")
     check_broadcast(input, other)
     a, b = input._data, as_operand(other)._data if isinstance(other, Tensor) else other
     return _new(xp_of(a).isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))

@@ -238,3 +238,4 @@ def test_running_sums_refuse_bool(name, how):
         kwargs = {"dtype": lib.bool} if how == "dtype" else {"out": lib.empty(3, dtype=lib.bool)}
         return getattr(lib, name)(lib.ones(3), 0, **kwargs)
     assert_same_error(lambda: call(engine), lambda: call(torch))
+
