@@ -127,3 +127,14 @@ def check_broadcast_shapes(*shapes):
                 raise RuntimeError(f"The size of tensor a ({pa[dim]}) must match the size of tensor b "
                                    f"({pb[dim]}) at non-singleton dimension {dim}")
         sa = np.broadcast_shapes(sa, sb)
+
+
+def check_same_device(input, *others):
+    """torch's error where a tensor an op reads beside ``input`` (not as an autograd input, whose device
+    ``Function`` checks) lies on another device: else CuPy and numpy arrays would meet inside the op and fail
+    with a TypeError of their own (running stats, a loss's class weights, repeat counts)."""
+    for other in others:
+        if isinstance(other, Tensor) and other.device != input.device:
+            first, second = sorted((input.device, other.device), key=lambda d: d.type == "cpu")
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, "
+                               f"{first} and {second}!")

@@ -6,7 +6,7 @@ import numpy as np
 
 from .. import _dtype
 from ..tensor import _new, register_method
-from ._common import xp_of
+from ._common import check_same_device, xp_of
 from .complex_refusals import refuse_complex
 
 
@@ -27,6 +27,7 @@ def bincount(input, weights=None, minlength=0):
         return _new(xp.zeros(minlength, np.int64))
     if weights is not None and (weights.ndim != 1 or weights.shape[0] != x.shape[0]):
         raise RuntimeError("weights should be 1-d and have the same length as input")
+    check_same_device(input, weights)
     length = max(int(x.max()) + 1 if x.size else 0, minlength)
     if weights is None:
         return _new(xp.bincount(x, minlength=length).astype(np.int64, copy=False))

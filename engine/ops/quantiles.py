@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, backends
 from ..amp import autocast_mode
 from ..autograd.function import Function
 from ..tensor import Tensor, _new, register_method
@@ -19,7 +19,7 @@ from .elementwise import where
 from ._common import wrap_dim, xp_of
 from .indexing import gather
 from .shape import flatten, movedim, squeeze, unsqueeze
-from .sorting import torch_cpu_ranks
+from .sorting import REPLAY_MAX, torch_cpu_ranks
 
 INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -41,6 +41,8 @@ def _check(input, q, interpolation):
         raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if not scalar and q.dtype is not input.dtype:
         raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    if not scalar and q.device != input.device:
+        raise RuntimeError("quantile() q tensor must be on the same device as the input tensor")
     xp = xp_of(input._data)
     values = xp.asarray([q], input._data.dtype) if scalar else q._data.reshape(-1)
     if not scalar and not bool(((values >= 0) & (values <= 1)).all()):
@@ -84,15 +86,17 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
 
 def _positions(data, low, high):
     """Where along the last axis of ``data`` its ``low``-th and ``high``-th smallest values (NaN largest) lie, the
-    ranks given as float arrays shaped as ``data`` but for their last axis (one per q). With one q on the CPU,
-    the ones torch's selection picks among equal values (so the gradient goes where torch's goes); else a stable
-    order's."""
+    ranks given as float arrays shaped as ``data`` but for their last axis (one per q). With one q, the ones
+    torch's CPU selection picks among equal values (so the gradient goes where torch's goes): on the GPU too,
+    through the host (as topk and kthvalue do), unless a CUDA graph is being captured or the rows are too long
+    to replay; else a stable order's."""
     xp = xp_of(data)
     low, high = low.astype(np.int64), high.astype(np.int64)
-    if xp is np and low.shape[-1] == 1:
-        n = data.shape[-1]
-        at_low, at_high = torch_cpu_ranks(data.reshape(-1, n), low.reshape(-1, 1), high.reshape(-1, 1))
-        return at_low.reshape(low.shape), at_high.reshape(high.shape)
+    n = data.shape[-1]
+    if low.shape[-1] == 1 and (xp is np or (n <= REPLAY_MAX and not backends.runtime(data).capturing())):
+        rows, ranks_low, ranks_high = (data, low, high) if xp is np else map(xp.asnumpy, (data, low, high))
+        at_low, at_high = torch_cpu_ranks(rows.reshape(-1, n), ranks_low.reshape(-1, 1), ranks_high.reshape(-1, 1))
+        return xp.asarray(at_low.reshape(low.shape)), xp.asarray(at_high.reshape(high.shape))
     order = xp.argsort(data, axis=-1, kind="stable")
     return xp.take_along_axis(order, low, -1), xp.take_along_axis(order, high, -1)
 

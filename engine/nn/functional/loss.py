@@ -14,7 +14,7 @@ from ...amp import autocast_mode
 from ...autograd.function import Function
 from ...autograd.double_backward import constant, recomputed_backward
 from ...ops import elementwise as _ew
-from ...ops._common import as_operand, cast, float_dtype, result_dtype, xp_of
+from ...ops._common import as_operand, cast, check_same_device, float_dtype, result_dtype, xp_of
 from ...ops.activation import _sigmoid, _softplus, log_softmax, log_softmax_array, logsigmoid
 from ...ops.creation import full_like
 from ...ops.ranges import arange
@@ -808,6 +808,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
                            f"{list(target.shape)}. Input has shape {list(input.shape)}.")
     if weight is not None and weight.numel() != n_class:
         raise RuntimeError(f"inconsistent weight size, expected {n_class} but got {list(weight.shape)}")
+    check_same_device(input, target, weight)
     if t.numel() and (int(t.min()) < 0 or int(t.max()) >= n_class):
         raise RuntimeError("target out of range")
     picked = x.gather(1, t.unsqueeze(1))

@@ -15,7 +15,7 @@ from ...autograd.function import Function
 from ...autograd.double_backward import constant, recomputed_backward, vjp
 from . import _memory_format
 from .padding import Pad
-from ...ops._common import xp_of
+from ...ops._common import check_same_device, xp_of
 from ...tensor import Tensor
 
 # ---- shared kernels ----------------------------------------------------------------------------
@@ -218,6 +218,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if not training and (running_mean is None or running_var is None):
         raise RuntimeError(f"running_{'mean' if running_mean is None else 'var'} must be defined in "
                            "evaluation mode")
+    check_same_device(input, running_mean, running_var)
     out = BatchNorm(eps, running_mean, running_var, training, momentum)(input, weight, bias)
     return _memory_format.like_input(input, out)
 
@@ -400,6 +401,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if input.dim() < 3 or count == 1:
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     n, c = input.shape[:2]
+    check_same_device(input, running_mean, running_var)
     fn = GroupNorm(c, eps)
     out = fn(input, weight, bias)
     if running_mean is not None or running_var is not None:

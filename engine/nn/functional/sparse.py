@@ -5,7 +5,7 @@ from ... import _dtype
 from ...autograd import grad_mode
 from ...autograd.double_backward import transposed_backward
 from ...autograd.function import Function
-from ...ops._common import xp_of
+from ...ops._common import check_same_device, xp_of
 from ...ops.ranges import arange
 
 
@@ -278,6 +278,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     input, offsets, per_sample_weights, include_last_offset = _bag_args(input, offsets, per_sample_weights,
                                                                         include_last_offset)
     _check_bag_options(mode, scale_grad_by_freq, sparse, per_sample_weights)
+    check_same_device(weight, input, offsets)
     num = weight.shape[0]
     if padding_idx is not None:
         if not -num <= padding_idx < num:
