@@ -17,7 +17,8 @@ from ..autograd.double_backward import transposed_backward
 from ..autograd.function import Function
 from ..tensor import Size, Tensor, _new, register_method
 from .convert import clone, contiguous
-from ._common import as_operand, cast, dims_tuple, int_arg, one_of, result_dtype, shape_arg, wrap_dim, xp_of
+from ._common import (as_operand, cast, check_same_device, dims_tuple, int_arg, one_of, result_dtype, shape_arg,
+                      wrap_dim, xp_of)
 
 
 def _shape_str(shape):
@@ -122,7 +123,7 @@ def _view_as_dtype(input, target):
                     raise RuntimeError(f"self.stride({d}) must be divisible by {ratio} {what}, but got "
                                        f"{input.stride(d)}")
     with grad_mode.no_grad():
-        return ViewAsDtype(target.np)(input)
+        return ViewAsDtype(target.np)(input.detach())  # never requires grad, as torch's view(dtype)
 
 
 class ViewAsDtype(Function):
@@ -535,6 +536,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got 1)")
     given, dim = dim, wrap_dim(dim, input.ndim)
     if isinstance(repeats, Tensor):
+        check_same_device(input, repeats)  # torch's index_select of the repeated positions
         reps = repeats._data.reshape(-1)
         if reps.size == 1:
             reps = int(reps[0])
@@ -972,8 +974,8 @@ def flipud(input):
 
 class Roll(Function):
     """``roll``; its result is channels-last where the input reads so, else row-major, as torch's is (read off
-    the input itself: it only moves elements). ``dims`` None rolls the flattened elements into a row-major
-    result."""
+    the input itself: it only moves elements), but row-major where a shift is a whole number of turns (torch's
+    cat with an empty piece). ``dims`` None rolls the flattened elements into a row-major result."""
 
     uses_inputs, moves_only = False, True
 
@@ -984,7 +986,10 @@ class Roll(Function):
         xp = xp_of(x)
         if self.dims is None:
             return xp.roll(x, self.shifts[0]).reshape(x.shape)  # row-major; numpy's of a 0-d array is 1-d
-        return in_suggested_format(xp.roll(x, self.shifts, self.dims), x, xp)
+        rolled = xp.roll(x, self.shifts, self.dims)
+        if any(s % x.shape[d] == 0 for s, d in zip(self.shifts, self.dims) if x.shape[d]):
+            return xp.ascontiguousarray(rolled)  # torch's roll by a whole turn: a cat with an empty piece, row-major
+        return in_suggested_format(rolled, x, xp)
 
     def backward(self, gy):
         if self.dims is None:

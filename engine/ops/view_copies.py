@@ -242,6 +242,13 @@ def _positions_in(view, base):
     return order[xp.searchsorted(offsets[order], wanted)]
 
 
+class CopySlices(ScatterAt):
+    """The node of a base written in place through one of its views (torch's ``CopySlices``)."""
+
+    def name(self):
+        return "CopySlices"
+
+
 def rebase_history(view):
     """After an in-place op recorded on ``view``, give its base the history torch's CopySlices gives it: the base's
     old values outside the view, the view's new values (and their history) inside. The base's memory already holds
@@ -250,7 +257,7 @@ def rebase_history(view):
     old = _new(base._data, base.requires_grad)
     old.grad_fn, old._output_index, old._version = base.grad_fn, base._output_index, base._version
     positions = _positions_in(view._data, base._data)
-    scattered = ScatterAt(positions)(old, view)
+    scattered = CopySlices(positions)(old, view)
     base.grad_fn, base._output_index, base.requires_grad = scattered.grad_fn, 0, True
     if base._accumulator is not None:  # a leaf that did not require grad becomes a computed tensor
         base._accumulator = None

@@ -293,3 +293,9 @@ def test_storage_conversion_on_cuda(cuda):
     with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
         s = engine.arange(-2, 3, device="cuda").to(engine.int16).storage().double()
     assert s.device.type == "cuda" and s.dtype is engine.float64 and s.cpu().tolist() == [-2.0, -1.0, 0.0, 1.0, 2.0]
+
+
+def test_a_dtype_view_never_requires_grad():
+    for lib in (engine, torch):
+        x = lib.ones(4, requires_grad=True)
+        assert not x.view(lib.int32).requires_grad and not x.view(lib.float32).requires_grad

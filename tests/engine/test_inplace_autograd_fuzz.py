@@ -200,3 +200,10 @@ def test_gradients_through_views_written_in_place_on_cuda(cuda):
     expected = np.zeros_like(X)
     expected[0], expected[1] = 2 * W[0], 2 * W[1]
     np.testing.assert_allclose(np.asarray(x.grad.cpu().tolist()), expected, rtol=1e-12)
+
+
+def test_a_base_written_through_a_view_shows_copy_slices():
+    for lib in (engine, torch):
+        base = lib.ones(3, 4, requires_grad=True) * 1
+        base[1:3].mul_(2)
+        assert type(base.grad_fn).__name__ == "CopySlices" or base.grad_fn.name() == "CopySlices"

@@ -121,6 +121,12 @@ def test_roll_keeps_channels_last():
     _check(lambda m, x: m.roll(x, (1, 2), (1, 3)), "channels_last")
 
 
+@pytest.mark.parametrize("shifts,dims", [(0, 1), (3, 1), ((2, 0), (1, 2))])
+def test_roll_by_whole_turns_is_row_major(shifts, dims):
+    """torch rolls a dim by a multiple of its size as a cat with an empty piece: a row-major result."""
+    _check(lambda m, x: m.roll(x, shifts, dims), "channels_last")
+
+
 CHANNELS_LAST_KEPT = {
     "pad_constant": lambda m, x: m.nn.functional.pad(x, (1, 2, 0, 3), value=0.5),
     "pad_reflect": lambda m, x: m.nn.functional.pad(x, (1, 2, 0, 3), mode="reflect"),
