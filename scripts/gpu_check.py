@@ -3,6 +3,7 @@
     python scripts/gpu_check.py [--out DIR] [--tests-only | --bench-only] [-k EXPR] [--every-model]
                                 [--wheels DIR]
     python scripts/gpu_check.py --parity [--out DIR] [-k EXPR]
+    python scripts/gpu_check.py --op-sweep [--out DIR] [-k EXPR]
 
 Runs the ``cuda`` tests (every CUDA kernel against PyTorch, every zoo model against itself on the CPU,
 training steps, the digits run) and the ``gpu`` bench suite (ours and PyTorch side by side), each in a
@@ -16,6 +17,12 @@ that the NCCL tests and the NCCL bandwidth rows of the bench run.
 comparison on the GPU (``FLOWVISION_PARITY_DEVICE=cuda``): each family's small configurations, forward and
 training step, against timm and torchvision on the CPU. On the 2-core development machine, on the CPU emulation
 of CuPy, its two halves (alternate files) took 5 minutes each, run side by side; it has not yet run on a GPU.
+
+``--op-sweep`` runs, instead, every test file that calls ``check_op`` with our side of each call on the GPU
+(``OP_CHECK_DEVICE=cuda``, tests/op_device_sweep.py): each op's CUDA path against PyTorch on the CPU. The tests
+whose values are random draws, which the GPU makes with its own generator, and those of factories given no
+device are left out (``OP_SWEEP_LEFT_OUT``).
+On the CPU emulation of CuPy it took 5 minutes on two processes; it has not yet run on a GPU.
 """
 import argparse
 import os
@@ -34,6 +41,14 @@ ONE_PROCESS = ["-o", "addopts="]
 PARITY_LEFT_OUT = ["test_cuda_models.py", "test_onnx_models.py", "test_openvino_models.py", "test_quantized_models.py",
                    "test_quantized_mobilenet_v3.py", "test_quantized_pretrained.py", "test_registry.py",
                    "test_detection_weights.py", "test_torch_init_parity.py"]
+# Tests of --op-sweep that compare random draws (torch's CPU generator's numbers; the GPU draws its own), weights
+# initialised at a lazy module's first call (drawn on the GPU there), or factories given no device (on the CPU,
+# rightly).
+OP_SWEEP_LEFT_OUT = ["test_gumbel_softmax_draws_torch_s_samples", "test_rsample_gradients_match_torch",
+                     "test_native_dropout_matches_torch_draws_and_gradient", "test_dropouts_draw_torchs_masks",
+                     "test_svd_lowrank_draws_torchs_numbers", "test_multivariate_normal_rsample_gradient_matches_torch",
+                     "test_sweep_sample_scoring_moments_and_gradients", "test_first_call_infers_shapes_and_initialises",
+                     "test_unbatched_inputs_infer_the_channel_dim", "test_triangle_indices", "test_window_arguments"]
 
 
 def _machine():
@@ -98,6 +113,8 @@ def main():
     parser.add_argument("--wheels", help="a folder of mpi4py/mpich wheels to install offline where missing")
     parser.add_argument("--parity", action="store_true",
                         help="the model parity tests with our models on the GPU, instead of the cuda tests and bench")
+    parser.add_argument("--op-sweep", action="store_true",
+                        help="every check_op test with our side on the GPU, instead of the cuda tests and bench")
     args = parser.parse_args()
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -115,6 +132,16 @@ def main():
         command += ["-k", args.k] if args.k else []
         code, _ = _run("parity tests on the GPU", command, out / "parity_tests.log")
         print(_test_summary(out / "parity_tests.log"), flush=True)
+        return 1 if code else 0
+    if args.op_sweep:
+        os.environ["OP_CHECK_DEVICE"] = "cuda"
+        files = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")
+                       if "check_op" in p.read_text(errors="replace"))
+        chosen = " and ".join(f"not {name}" for name in OP_SWEEP_LEFT_OUT)
+        command = [sys.executable, "-m", "pytest", *ONE_PROCESS, "-q", "-rfE", "-p", "no:cacheprovider",
+                   "--durations=15", "--timeout=300", "-k", f"({args.k}) and {chosen}" if args.k else chosen, *files]
+        code, _ = _run("check_op tests on the GPU", command, out / "op_sweep.log")
+        print(_test_summary(out / "op_sweep.log"), flush=True)
         return 1 if code else 0
     if not args.bench_only:
         command = [sys.executable, "-m", "pytest", *ONE_PROCESS, "-m", "cuda", "-q", "-rfE", "-p", "no:cacheprovider",

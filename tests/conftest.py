@@ -79,8 +79,10 @@ _SESSION_EMULATION = False  # True while ``parity_device`` keeps the emulation i
 @pytest.fixture(autouse=True, scope="session")
 def parity_device():
     """``FLOWVISION_PARITY_DEVICE=cuda`` (model_parity.PARITY_DEVICE): the model parity helpers run our side on the
-    CUDA backend, so the whole session runs where there is no GPU on the CPU emulation of CuPy."""
-    if os.environ.get("FLOWVISION_PARITY_DEVICE", "cpu") == "cpu" or REAL_GPU:
+    CUDA backend, and ``OP_CHECK_DEVICE=cuda`` (op_device_sweep) check_op's, so the whole session runs where there
+    is no GPU on the CPU emulation of CuPy."""
+    on_cuda = "cuda" in (os.environ.get("FLOWVISION_PARITY_DEVICE"), os.environ.get("OP_CHECK_DEVICE"))
+    if not on_cuda or REAL_GPU:
         yield
         return
     import cuda_emulator

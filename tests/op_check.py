@@ -17,6 +17,7 @@ import pytest
 import torch
 
 import engine
+import op_device_sweep
 
 RNG_SEED = 1234
 
@@ -144,7 +145,15 @@ def _engine_input(x, device):
 
 def check_op(ours, theirs, inputs, rtol=1e-5, grad_rtol=None, grad=True, check_dtype=True, device=None,
              dtype=None):
-    """Run ``ours`` on engine tensors and ``theirs`` on torch tensors; compare values and grads."""
+    """Run ``ours`` on engine tensors and ``theirs`` on torch tensors; compare values and grads. Without a
+    ``device``, ``OP_CHECK_DEVICE``'s (op_device_sweep) where it is set."""
+    if device is None and op_device_sweep.DEVICE:
+        return op_device_sweep.run(lambda device: _check_op(ours, theirs, inputs, rtol, grad_rtol, grad, check_dtype,
+                                                            device, dtype), ours, op_device_sweep.DEVICE)
+    return _check_op(ours, theirs, inputs, rtol, grad_rtol, grad, check_dtype, device, dtype)
+
+
+def _check_op(ours, theirs, inputs, rtol, grad_rtol, grad, check_dtype, device, dtype):
     grad_rtol = rtol if grad_rtol is None else grad_rtol
     e_in, t_in = [], []
     for x in inputs:
