@@ -452,7 +452,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     else:
         raise TypeError(f"set_(): expected a Tensor or a storage, got {type(source).__name__}")
     self._data, self._base = data, None
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 

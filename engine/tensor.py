@@ -55,7 +55,7 @@ def _new(array, requires_grad=False):
     t._grad = None
     t.grad_fn = None
     t._output_index = 0
-    t._version = [0]
+    t._version_counter = [0]
     t._base = None
     t._accumulator = None
     t._hooks = None
@@ -277,6 +277,14 @@ class Tensor:
     @property
     def is_leaf(self):
         return self.grad_fn is None
+
+    @property
+    def _version(self):
+        """How many in-place writes this tensor's memory has had (torch's ``_version``, an int): read from the
+        counter ``_version_counter`` that it shares with its views and ``detach()``; inference tensors have none."""
+        if getattr(self, "_inference", False):
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return self._version_counter[0]
 
     @property
     def layout(self):
@@ -524,7 +532,7 @@ class Tensor:
             with grad_mode.no_grad():
                 return Alias()(self)
         t = _new(self._data)
-        t._version = self._version
+        t._version_counter = self._version_counter
         return t
 
     def as_subclass(self, cls):

@@ -225,8 +225,8 @@ def _cast(value, device, target):
         return value.to(target)
     key = (id(value), target)
     hit = _state.cache.get(key)
-    if hit is not None and hit[0] is value and hit[1] == value._version[0]:
+    if hit is not None and hit[0] is value and hit[1] == value._version_counter[0]:
         return hit[2]
     cast = value.to(target)
-    _state.cache[key] = (value, value._version[0], cast)
+    _state.cache[key] = (value, value._version_counter[0], cast)
     return cast

@@ -116,7 +116,7 @@ def _store_inplace(target, tangent):
             untracked(old.copy_, tangent)
         else:
             old._data[...] = tangent._data.astype(old._data.dtype, copy=False)
-            old._version[0] += 1
+            old._version_counter[0] += 1
         return
     if target._base is not None:
         raise RuntimeError("forward AD: an in-place operation with a dual input on a view whose base has no "

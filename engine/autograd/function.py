@@ -128,7 +128,7 @@ class Function(Node):
             if outs[0] is not target._data:
                 _check_cast(outs[0].dtype, target._data.dtype)
                 target._data[...] = outs[0]
-            target._version[0] += 1
+            target._version_counter[0] += 1
             results = [target] + [_new(o) for o in outs[1:]]
         else:
             results = [_new(o) for o in outs]
@@ -152,7 +152,7 @@ class Function(Node):
             if anomaly_mode._State.enabled:
                 self._anomaly_stack = anomaly_mode.forward_stack()
             if self.inplace and inputs[0]._base is not None and tracer is None:
-                inputs[0]._seen_version = inputs[0]._version[0]  # this write is the view's history (views.py)
+                inputs[0]._seen_version = inputs[0]._version_counter[0]  # this write is the view's history (views.py)
                 from ..ops.view_copies import rebase_history  # the base's history now runs through the view's
                 rebase_history(inputs[0])
         if self.inplace and tracer is None:
@@ -164,12 +164,12 @@ class Function(Node):
     def check_versions(self):
         """Raise when a tensor this op saved was modified in place after the forward."""
         for tensor, version, output in self._saved_versions:
-            if tensor._version[0] != version:
+            if tensor._version_counter[0] != version:
                 whose = "" if output is None else f", which is output {output} of {type(self).__name__},"
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by an "
                     f"inplace operation: [{tensor.type()} {list(tensor.shape)}]{whose} is at version "
-                    f"{tensor._version[0]}; expected version {version} instead. Hint: enable anomaly detection "
+                    f"{tensor._version_counter[0]}; expected version {version} instead. Hint: enable anomaly detection "
                     "to find the operation that failed to compute its gradient, with "
                     "engine.autograd.set_detect_anomaly(True, check_nan=False).")
 
@@ -202,8 +202,8 @@ def _check_cast(result, out):
 def _versions(inputs, outputs):
     """(tensor, its version, its output index for an output, else None) of each tensor an op saved."""
     from ..tensor import Tensor
-    return tuple((t, t._version[0], None) for t in inputs if isinstance(t, Tensor)) + tuple(
-        (t, t._version[0], i) for i, t in enumerate(outputs))
+    return tuple((t, t._version_counter[0], None) for t in inputs if isinstance(t, Tensor)) + tuple(
+        (t, t._version_counter[0], i) for i, t in enumerate(outputs))
 
 
 def _edge(tensor):
@@ -447,7 +447,7 @@ def apply_custom(fn_cls, *args, **kwargs):
     results = results if isinstance(results, tuple) else (results,)
     results = tuple(_finish_output(out, result, ctx) for out, result in zip(tensors, results))
     if getattr(node, "next_edges", None) is not None:  # recorded: changes to what ctx saved fail its backward
-        node._saved_versions = tuple((t, t._version[0], None) for t in ctx.to_save if isinstance(t, Tensor))
+        node._saved_versions = tuple((t, t._version_counter[0], None) for t in ctx.to_save if isinstance(t, Tensor))
     full = list(outs)
     for position, result in zip(positions, results):
         full[position] = result
@@ -463,11 +463,11 @@ def _finish_output(out, result, ctx):
     if any(out is t for t in ctx.dirty):
         if out.is_leaf and out.requires_grad:
             raise RuntimeError("a leaf Variable that requires grad has been used in an in-place operation.")
-        out._version[0] += 1  # marked dirty: one more version, as torch counts it
+        out._version_counter[0] += 1  # marked dirty: one more version, as torch counts it
         if result.grad_fn is not None:
             out.grad_fn, out._output_index, out.requires_grad = result.grad_fn, result._output_index, True
         return out
-    result._version = out._version
+    result._version_counter = out._version_counter
     return result
 
 

@@ -52,7 +52,7 @@ def made_views(source, results, several):
         table[None] = weakref.ref(base, lambda _, key=key: _VIEWS.pop(key, None))
     unrecorded = grad_mode._State.inference or not grad_mode._State.enabled
     for view in results:
-        view._base, view._version, view._seen_version = base, source._version, source._version[0]
+        view._base, view._version_counter, view._seen_version = base, source._version_counter, source._version_counter[0]
         if meta is not None:
             view._view_meta = meta
         if unrecorded and source.requires_grad and (_dtype.is_floating(view._data.dtype) or view.is_complex()):
@@ -79,14 +79,14 @@ def fresh_history(view):
     """Before autograd uses ``view``: where its memory was written since its history was set, the history read
     out of its base's current one, or torch's refusal for a view it restricts."""
     seen = getattr(view, "_seen_version", None)
-    if seen is None or view._version[0] == seen or tracing.active is not None:
+    if seen is None or view._version_counter[0] == seen or tracing.active is not None:
         return
     meta = getattr(view, "_view_meta", None)
     if meta is not None:
         raise RuntimeError(_refusal(view, meta, "its base or another view of its base has been modified inplace"))
     if view._base.requires_grad and view._data.dtype == view._base._data.dtype:
         _regenerate(view, view._base)
-    view._seen_version = view._version[0]
+    view._seen_version = view._version_counter[0]
 
 
 def _refusal(view, meta, what):
@@ -137,7 +137,7 @@ def _regenerate(view, base):
     from ..ops.view_copies import _positions_in
     node = AsStridedView(_positions_in(view._data, base._data), view._data)(base).grad_fn
     view.grad_fn, view._output_index, view.requires_grad = node, 0, True
-    view._seen_version = view._version[0]
+    view._seen_version = view._version_counter[0]
 
 
 class AsStridedView(Function):

@@ -34,7 +34,7 @@ class _Wire:
         target = self.tensor._data
         if self.array is not target:
             target[...] = move(self.array, device_of(target))
-        self.tensor._version[0] += 1
+        self.tensor._version_counter[0] += 1
 
 
 def _transport(group, tensor):
@@ -52,7 +52,7 @@ def _land_into(tensors, blocks):
     """Copy each block (a slice of a gathered buffer) into its tensor."""
     for tensor, block in zip(tensors, blocks):
         tensor._data[...] = move(block.reshape(tensor._data.shape), tensor.device)
-        tensor._version[0] += 1
+        tensor._version_counter[0] += 1
 
 
 def _finish(work, async_op):

@@ -19,9 +19,9 @@ class UnmappedWrites:
     """The unmapped tensor inputs (those sharing no storage with a mapped one), their values and versions."""
 
     def __init__(self, flat_args, dims):
-        mapped = {id(a._version) for a, d in zip(flat_args, dims) if d is not None}
+        mapped = {id(a._version_counter) for a, d in zip(flat_args, dims) if d is not None}
         self.tensors = [a for a, d in zip(flat_args, dims)
-                        if d is None and isinstance(a, Tensor) and id(a._version) not in mapped]
+                        if d is None and isinstance(a, Tensor) and id(a._version_counter) not in mapped]
         self.start = [t._data.copy() for t in self.tensors]
         self.first = None  # what the first element left in each tensor
 
@@ -30,7 +30,7 @@ class UnmappedWrites:
 
     def before(self):
         """Every watched tensor back to its values from before the call (a raw write: no new version)."""
-        self.versions = [t._version[0] for t in self.tensors]
+        self.versions = [t._version_counter[0] for t in self.tensors]
         if self.first is not None:
             for t, start, first in zip(self.tensors, self.start, self.first):
                 if first is not start:
@@ -38,7 +38,7 @@ class UnmappedWrites:
 
     def after(self):
         """Records the first element's writes; raises when a later element wrote other values."""
-        left = [t._data.copy() if t._version[0] != v else s
+        left = [t._data.copy() if t._version_counter[0] != v else s
                 for t, v, s in zip(self.tensors, self.versions, self.start)]
         if self.first is None:
             self.first = left

@@ -68,7 +68,7 @@ def _outputs(out):
 def _test_schema(op, args, kwargs):
     a, k = _copy_call(args, kwargs)
     values = bind(op._schema, op._qualname, a, k)
-    before = [(arg, [(t, t._version[0], t.detach().clone()) for t in flatten_tensors([v])[0]])
+    before = [(arg, [(t, t._version_counter[0], t.detach().clone()) for t in flatten_tensors([v])[0]])
               for arg, v in zip(op._schema.arguments, values)]
     with grad_mode.no_grad():
         op(*a, **k)
@@ -76,7 +76,7 @@ def _test_schema(op, args, kwargs):
         if arg.is_mutable:
             continue
         for t, version, old in tensors:
-            if t._version[0] != version or not _same(t, old):
+            if t._version_counter[0] != version or not _same(t, old):
                 raise RuntimeError(f"Argument {arg.name} is not defined as mutable but was mutated")
 
 

@@ -12,7 +12,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter expects a Tensor as data, got {type(data).__name__}")
         self.__dict__.update(_new(data._data).__dict__)
-        self._version = data._version
+        self._version_counter = data._version_counter
         if requires_grad:
             if not (self.dtype.is_floating_point or self.dtype.is_complex):
                 raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
@@ -37,7 +37,7 @@ class Buffer(Tensor):
             from ..ops.creation import empty
             data = empty(0)
         self.__dict__.update(_new(data._data).__dict__)
-        self._version = data._version
+        self._version_counter = data._version_counter
         self.persistent = persistent
 
 

@@ -553,7 +553,7 @@ def _check_fill(self, overlapping_ok=False):
 def _fill_(self, values):
     _check_fill(self)
     self._data[...] = move(values.astype(self._data.dtype, copy=False), self.device)
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 
@@ -566,7 +566,7 @@ def _sample_(self, kernel, fill, device_sample, generator, floating=True):
     if tracing.active is not None:
         return _traced_fill(self, fill, device_sample, generator)
     _fill_array(self._data, fill, device_sample, generator)
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 
@@ -699,7 +699,7 @@ def fill_(self, value):
     if xp_of(target) is np and not target.flags.writeable:
         target = over_root(target)  # an expanded tensor: numpy's broadcast is read-only, its memory is not
     target[...] = scalar
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 

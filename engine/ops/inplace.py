@@ -125,7 +125,7 @@ def resize_(self, *sizes, size=None, memory_format=None):
     strides = _layout.strides_in_format(shape, memory_format)
     if shape != self._data.shape or memory_format is not None:
         self._data = _resized(self._data, shape, strides)
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 
@@ -168,7 +168,7 @@ def apply_(self, callable):
     _check_python_callable_target(self, "apply_")
     values = np.frompyfunc(callable, 1, 1)(self._data.tolist() if self.ndim == 0 else self._data)
     self._data[...] = np.asarray(values, dtype=object).astype(self._data.dtype)
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 
@@ -178,7 +178,7 @@ def map_(self, tensor, callable):
     other = np.broadcast_to(tensor._data, self._data.shape)
     values = np.frompyfunc(callable, 2, 1)(self._data, other)
     self._data[...] = np.asarray(values, dtype=object).astype(self._data.dtype)
-    self._version[0] += 1
+    self._version_counter[0] += 1
     return self
 
 

@@ -29,7 +29,7 @@ def _share_version(outputs, source):
     """Every output of a multi-output view op shares ``source``'s storage and version counter."""
     base = source._base if source._base is not None else source
     for out in outputs:
-        out._version = source._version
+        out._version_counter = source._version_counter
         out._base = base
     return outputs
 

@@ -255,7 +255,7 @@ def rebase_history(view):
     the result, so the scatter's own output is dropped: only its graph node is kept, for the base."""
     base = view._base
     old = _new(base._data, base.requires_grad)
-    old.grad_fn, old._output_index, old._version = base.grad_fn, base._output_index, base._version
+    old.grad_fn, old._output_index, old._version_counter = base.grad_fn, base._output_index, base._version_counter
     positions = _positions_in(view._data, base._data)
     scattered = CopySlices(positions)(old, view)
     base.grad_fn, base._output_index, base.requires_grad = scattered.grad_fn, 0, True

@@ -115,7 +115,7 @@ def _check_fused_param(p):
 
 def _bump_version(p):
     """Record an in-place update of ``p`` so autograd can detect stale saved tensors."""
-    p._version[0] += 1
+    p._version_counter[0] += 1
 
 
 def _grad_of(p, maximize):

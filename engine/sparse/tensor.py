@@ -58,12 +58,12 @@ class SparseTensor(Tensor):
     @property
     def data(self):
         t = wrap(self._data)
-        t._version = self._version
+        t._version_counter = self._version_counter
         return t
 
     def detach(self):
         t = wrap(self._data)
-        t._version = self._version
+        t._version_counter = self._version_counter
         return t
 
     def clone(self, *, memory_format=None):

@@ -106,7 +106,7 @@ class BackwardHookFunction(Function):
     def watch(self, outputs):
         """Note the outputs' version counters (an in-place write moves them) and, with ``track_missing``, hook
         each output's gradient slot to learn which gradients arrive."""
-        self._watched = [(t._version, t._version[0]) for t in outputs]
+        self._watched = [(t._version_counter, t._version_counter[0]) for t in outputs]
         if self.track_missing:  # the hooks hold the set, not this node: no cycle keeps the graph alive
             arrived = self._arrived = set()
             self.hooks = {i: [functools.partial(_mark_arrival, arrived, i)] for i in range(len(outputs))}

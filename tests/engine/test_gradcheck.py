@@ -162,7 +162,7 @@ def test_variable_returns_a_detached_tensor():
     t = engine.ones(2)
     v = EV.Variable(t)
     v.add_(1)
-    assert t.tolist() == [2.0, 2.0] and v._version is t._version
+    assert t.tolist() == [2.0, 2.0] and v._version_counter is t._version_counter
 
 
 def test_variable_errors_and_volatile():

@@ -207,3 +207,16 @@ def test_a_base_written_through_a_view_shows_copy_slices():
         base = lib.ones(3, 4, requires_grad=True) * 1
         base[1:3].mul_(2)
         assert type(base.grad_fn).__name__ == "CopySlices" or base.grad_fn.name() == "CopySlices"
+
+
+def test_version_is_torchs_int():
+    for lib in (engine, torch):
+        x = lib.zeros(3)
+        view = x[1:]
+        view.add_(1)
+        x.detach().mul_(2)
+        assert x._version == view._version == 2 and isinstance(x._version, int)
+        with lib.inference_mode():
+            inference = lib.zeros(2)
+        with pytest.raises(RuntimeError, match="Inference tensors do not track version counter"):
+            inference._version

@@ -75,7 +75,7 @@ def test_batch_norm_running_stats_three_updates(shape):
         TF.batch_norm(torch.tensor(x), t_rm, t_rv, training=True, momentum=0.3)
         assert_close(e_rm.numpy(), t_rm.numpy(), 1e-6, f"running_mean after {step + 1} updates")
         assert_close(e_rv.numpy(), t_rv.numpy(), 1e-6, f"running_var after {step + 1} updates")
-    assert e_rm._version[0] == 3 and e_rv._version[0] == 3
+    assert e_rm._version == 3 and e_rv._version == 3
 
 
 def test_batch_norm_cumulative_average():

@@ -212,11 +212,11 @@ def test_updates_in_place_and_bump_version():
     ours, theirs = _pair(_init_arrays())
     opt = engine.optim.Adam(ours, lr=0.01)
     arrays = [p._data for p in ours]
-    versions = [p._version[0] for p in ours]
+    versions = [p._version for p in ours]
     _set_grads(0, ours, theirs)
     opt.step()
     assert all(p._data is a for p, a in zip(ours, arrays))
-    assert all(p._version[0] > v for p, v in zip(ours, versions))
+    assert all(p._version > v for p, v in zip(ours, versions))
     assert not opt.state[ours[0]]["exp_avg"].requires_grad
 
 

@@ -50,7 +50,7 @@ def _set_grad(t, grad):
 
 def _write_through_data(t):
     t.data.add_(1)
-    return t._version if isinstance(t._version, int) else t._version[0]
+    return t._version if isinstance(t._version, int) else t._version
 
 
 def _set_data(t, value):

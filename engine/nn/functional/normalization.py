@@ -232,7 +232,7 @@ def _update_running(running, stat, momentum):
     data = running._data
     data *= 1 - momentum
     data += (momentum * stat).astype(data.dtype, copy=False)
-    running._version[0] += 1
+    running._version_counter[0] += 1
 
 
 # ---- layer, group and instance norm -------------------------------------------------------------

@@ -110,7 +110,7 @@ def _renorm_rows(weight, idx, max_norm, norm_type):
     norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
     scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(w.dtype)
     w[rows] *= scale[:, None]
-    weight._version[0] += 1
+    weight._version_counter[0] += 1
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,

@@ -360,7 +360,7 @@ class Module(StateDictMixin):
             new = fn(tensor._data)
             if new is not tensor._data:
                 tensor._data = new
-                tensor._version = [0]
+                tensor._version_counter = [0]
             if tensor.grad is not None:
                 tensor.grad._data = fn(tensor.grad._data)
         return self

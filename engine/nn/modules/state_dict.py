@@ -241,7 +241,7 @@ def _apply_plan(plan, assign):
                 module._assign_loaded(name, target, value, array)
             else:
                 target._data[...] = move(array, target.device).astype(target._data.dtype, copy=False)
-                target._version[0] += 1
+                target._version_counter[0] += 1
 
 
 def _load_error(module, errors, missing, unexpected, strict):

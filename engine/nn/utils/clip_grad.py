@@ -101,7 +101,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
                 scaled[...] = scaled.astype(np.float32) * move(coef, g.device).astype(np.float32)
             else:
                 scaled *= move(coef, g.device).astype(scaled.dtype, copy=False)
-            g._version[0] += 1
+            g._version_counter[0] += 1
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
@@ -137,4 +137,4 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
             _check_clip_value(clip_value, p.grad.dtype)
             g = p.grad._data
             xp_of(g).clip(g, -clip_value, clip_value, out=g)
-            p.grad._version[0] += 1
+            p.grad._version_counter[0] += 1

@@ -48,7 +48,7 @@ def _maybe_set(dest, src):
     optimizer that holds ``dest`` keeps working."""
     with no_grad():
         dest._data = src._data
-        dest._version[0] += 1
+        dest._version_counter[0] += 1
 
 
 class ParametrizationList(ModuleList):
