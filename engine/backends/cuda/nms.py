@@ -1,7 +1,8 @@
 """Greedy non-maximum suppression on the GPU: boxes sorted by decreasing score (a stable sort: tied
 scores keep index order), a kernel builds the overlap bit mask, and a one-block kernel walks it in
-order (the twin of ``backends/cpu/nms.py``). IoU is computed in the boxes' dtype with torchvision's
-operation order and compared in double precision."""
+order (the twin of ``backends/cpu/nms.py``, whose order of tied survivors of several classes it keeps:
+by class, then index). IoU is computed in the boxes' dtype with torchvision's operation order and
+compared in double precision."""
 import cupy
 import numpy as np
 
@@ -18,8 +19,7 @@ def nms(boxes, scores, iou_threshold, classes=None):
     if n == 0:
         return cupy.zeros(0, cupy.int64)
     dtype = np.dtype(np.float32) if boxes.dtype == np.float16 else boxes.dtype
-    order = cupy.argsort(-scores, kind="stable")
-    order = order[cupy.argsort(~cupy.isnan(scores[order]), kind="stable")]   # NaN first, as torch's sort
+    order = _descending(scores)
     sorted_boxes = cupy.ascontiguousarray(boxes[order].astype(dtype, copy=False))
     labels = cupy.zeros(n, cupy.int64) if classes is None else cupy.ascontiguousarray(
         cupy.asarray(classes)[order].astype(cupy.int64, copy=False))
@@ -29,4 +29,14 @@ def nms(boxes, scores, iou_threshold, classes=None):
     keep = cupy.empty(n, cupy.uint8)
     launch("nms", "nms_mask", dtype, mask.size, sorted_boxes, labels, mask, n, words, np.float64(iou_threshold))
     function("nms", "nms_keep", dtype.str)((1,), (_KEEP_THREADS,), (mask, removed, keep, np.int64(n), np.int64(words)))
-    return order[cupy.flatnonzero(keep)].astype(cupy.int64, copy=False)
+    kept = order[cupy.flatnonzero(keep)]
+    if classes is not None:  # tied scores by class, then index, as the CPU backend's per-class NMS lists them
+        kept = kept[cupy.argsort(cupy.asarray(classes)[kept], kind="stable")]
+        kept = kept[_descending(scores[kept])]
+    return kept.astype(cupy.int64, copy=False)
+
+
+def _descending(scores):
+    """Indices sorting ``scores`` in decreasing order, ties in place and NaN first (torch's stable sort)."""
+    order = cupy.argsort(-scores, kind="stable")
+    return order[cupy.argsort(~cupy.isnan(scores[order]), kind="stable")]
