@@ -93,8 +93,12 @@ def available():
 
 # ---- arrays ----------------------------------------------------------------------------------------
 class _Pointer:
-    def __init__(self, ptr):
+    """CuPy's MemoryPointer: ``ptr`` the address it points at, ``mem`` the allocation it lies in (``mem.ptr``
+    where that starts: ``Tensor.storage_offset`` is their difference)."""
+
+    def __init__(self, ptr, start=None):
         self.ptr = ptr
+        self.mem = self if start is None else _Pointer(start)
 
 
 class _Device:
@@ -369,7 +373,13 @@ class DeviceArray:
 
     @property
     def data(self):
-        return _Pointer(self._a.ctypes.data)
+        root = self._a
+        while True:  # numpy's as_strided puts a DummyArray (holding the real base) in the chain
+            base = root.base if isinstance(root.base, np.ndarray) else getattr(root.base, "base", None)
+            if not isinstance(base, np.ndarray):
+                break
+            root = base
+        return _Pointer(self._a.ctypes.data, root.ctypes.data)
 
     @property
     def device(self):
