@@ -23,7 +23,11 @@ class FeatureInfo:
     """The stages a feature model returns: channels, reduction (stride) and module name of each."""
 
     def __init__(self, feature_info, out_indices):
-        self.out_indices = tuple(out_indices)
+        # timm's spelling: n picks the last n stages, a negative index counts from the end
+        count = len(feature_info)
+        if isinstance(out_indices, int):
+            out_indices = range(count - out_indices, count)
+        self.out_indices = tuple(count + i if i < 0 else i for i in out_indices)
         for i in self.out_indices:
             if not 0 <= i < len(feature_info):
                 raise IndexError(f"out_indices {self.out_indices} out of range for a model with "

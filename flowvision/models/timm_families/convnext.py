@@ -497,9 +497,7 @@ class ConvNeXt(NormPreStagesApi, nn.Module):
 
 def _create_convnext(variant, pretrained, progress, **kwargs):
     """Build a registered variant; with ``features_only`` its features are timm's: all four stages unless
-    ``out_indices`` says otherwise (negative ones counted from the end)."""
-    if kwargs.get("features_only") and kwargs.get("out_indices") is not None:
-        kwargs["out_indices"] = tuple(4 + i if i < 0 else i for i in kwargs["out_indices"])
+    ``out_indices`` says otherwise (n: the last n; negative ones counted from the end)."""
     return build_model(ConvNeXt, variant, pretrained, progress=progress, **kwargs)
 
 

@@ -430,10 +430,7 @@ class MetaFormer(nn.Module):
 
 def _create_metaformer(variant, pretrained, progress, **kwargs):
     """Build a registered variant; with ``features_only`` its features are timm's: every stage unless
-    ``out_indices`` says otherwise (negative ones counted from the end)."""
-    if kwargs.get("features_only") and kwargs.get("out_indices") is not None:
-        num_stages = len(kwargs.get("depths", (2, 2, 6, 2)))
-        kwargs["out_indices"] = tuple(num_stages + i if i < 0 else i for i in kwargs["out_indices"])
+    ``out_indices`` says otherwise (n: the last n; negative ones counted from the end)."""
     return build_model(MetaFormer, variant, pretrained, progress=progress, **kwargs)
 
 

@@ -43,7 +43,8 @@ class MobileNetV3(nn.Module):
     expanded channels with ``se_from_exp`` (else the block's input channels). ``aa_layer`` ('avg' or 'blurpc') makes
     strided convolutions anti-aliased; ``layer_scale_init_value`` gives MobileNetV4's blocks a layer scale.
     ``head_bias``: whether the head convolution has a bias. ``drop_path_rate`` grows linearly over the blocks;
-    ``drop_rate`` is the dropout before the classifier.
+    ``drop_rate`` is the dropout before the classifier. ``output_stride`` (8, 16 or 32) turns the strides beyond it
+    into dilation (timm takes it for ``features_only`` models).
 
     ``num_features`` is the trunk's width (the last block's channels, ``forward_features``), ``head_hidden_size``
     the head convolution's (the pre-logits features), as in timm.
@@ -54,8 +55,10 @@ class MobileNetV3(nn.Module):
     def __init__(self, block_args, num_classes=1000, in_chans=3, stem_size=16, fix_stem=False, num_features=1280,
                  head_bias=True, head_norm=False, pad_type="", act_layer=nn.ReLU, bn_eps=1e-5,
                  se_layer=SqueezeExcite, se_from_exp=True, channel_multiplier=1.0, round_limit=0.9, aa_layer=None,
-                 drop_rate=0.0, drop_path_rate=0.0, layer_scale_init_value=None, global_pool="avg"):
+                 drop_rate=0.0, drop_path_rate=0.0, layer_scale_init_value=None, global_pool="avg", output_stride=32):
         super().__init__()
+        if output_stride not in (8, 16, 32):
+            raise ValueError(f"output_stride must be 8, 16 or 32, got {output_stride}")
         self.num_classes = num_classes
         self.drop_rate = drop_rate
         round_chs = partial(round_channels, multiplier=channel_multiplier, round_limit=round_limit)
@@ -64,8 +67,8 @@ class MobileNetV3(nn.Module):
         self.conv_stem = create_conv2d(in_chans, stem_size, 3, stride=2, pad_type=pad_type)
         self.bn1 = BatchNormAct2d(stem_size, bn_eps, act_layer)
         self.blocks, self.feature_info, self.num_features = build_stages(
-            block_args, stem_size, round_chs, 32, pad_type, act_layer, bn_eps, se_layer, se_from_exp, aa_layer,
-            drop_path_rate, layer_scale_init_value)
+            block_args, stem_size, round_chs, output_stride, pad_type, act_layer, bn_eps, se_layer, se_from_exp,
+            aa_layer, drop_path_rate, layer_scale_init_value)
         self.head_hidden_size = num_features
         self.global_pool = SelectAdaptivePool2d(global_pool, flatten=False)
         pooled_chs = self.num_features * self.global_pool.feat_mult()
