@@ -9,7 +9,7 @@ and BatchNorm, at one resolution and width throughout. Model names, module names
 """
 from engine import nn
 
-from .._features import stage_intermediates, take_indices
+from .._features import FeatureGetterNet, stage_intermediates, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import SelectAdaptivePool2d
@@ -54,6 +54,8 @@ class ConvMixer(nn.Module):
     ``global_pool`` picks the pooling (see ``SelectAdaptivePool2d``; ``''`` leaves the map unpooled);
     ``drop_rate`` is the dropout before the head; ``num_classes=0`` replaces the head by an identity.
     """
+
+    feature_wrapper = FeatureGetterNet  # timm's features_only weight names
 
     default_cfg = {"first_conv": "stem.0", "classifier": "head"}
 

@@ -20,7 +20,7 @@ from functools import partial
 import engine as torch
 from engine import nn
 
-from .._features import normed_stage_intermediates, prune_stages
+from .._features import FlatFeatureListNet, normed_stage_intermediates, prune_stages
 from .._helpers import build_model
 from .._utils import _make_divisible
 from ..registry import register_model
@@ -395,6 +395,8 @@ class ConvNeXt(NormPreStagesApi, nn.Module):
     ``forward_intermediates`` and ``prune_intermediate_layers`` (from ``NormPreStagesApi``) are timm's: the four
     stages' outputs, ``norm_pre`` (the norm-first head's) as the final norm.
     """
+
+    feature_wrapper = FlatFeatureListNet  # timm's features_only weight names
 
     default_cfg = {"first_conv": "stem.0", "classifier": "head.fc"}
 

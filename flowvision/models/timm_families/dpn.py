@@ -18,7 +18,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import intermediate_stages, take_indices
+from .._features import FlatFeatureListNet, intermediate_stages, take_indices
 from .._helpers import build_model
 from ..registry import register_model
 from ._conv import get_padding
@@ -127,6 +127,8 @@ class DPN(nn.Module):
     expansion; ``global_pool=''`` leaves the map unpooled (the classifier then gives a class map); ``num_classes=0``
     gives the pooled features.
     """
+
+    feature_wrapper = FlatFeatureListNet  # timm's features_only weight names
 
     default_cfg = {"first_conv": "features.conv1_1.conv", "classifier": "classifier"}
 

@@ -13,6 +13,7 @@ from functools import partial
 import engine as torch
 from engine import nn
 
+from .._features import FlatFeatureListNet
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import BatchNormAct2d, ConcatBranches, ConvNormAct, create_classifier
@@ -175,6 +176,8 @@ class InceptionV4(nn.Module):
     The smallest input is 75x75 (one pixel left after the last reduction). ``num_classes=0`` gives the pooled
     features; ``norm_eps`` is the BatchNorm epsilon; ``output_stride`` exists for timm's signature and must be 32.
     """
+
+    feature_wrapper = FlatFeatureListNet  # timm's features_only weight names
 
     default_cfg = {"first_conv": "features.0.conv", "classifier": "last_linear"}
 

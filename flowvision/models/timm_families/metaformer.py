@@ -19,7 +19,7 @@ import engine as torch
 import engine.nn.functional as F
 from engine import nn
 
-from .._features import prune_stages, stage_intermediates
+from .._features import FlatFeatureListNet, prune_stages, stage_intermediates
 from .._helpers import build_model
 from ..registry import register_model
 from ._layers import Mlp, SelectAdaptivePool2d, drop_path_module, init_linear_layers
@@ -315,6 +315,8 @@ class MetaFormer(nn.Module):
     (``pool_size``, ``head_dim``, ``kernel_size``...). Weights start as timm's: truncated normals (std 0.02) for
     convolutions and linear layers, zero biases.
     """
+
+    feature_wrapper = FlatFeatureListNet  # timm's features_only weight names
 
     def __init__(self, in_chans=3, num_classes=1000, global_pool="avg", depths=(2, 2, 6, 2), dims=(64, 128, 320, 512),
                  token_mixers=Pooling, mlp_act=StarReLU, mlp_bias=False, drop_path_rate=0.0, proj_drop_rate=0.0,

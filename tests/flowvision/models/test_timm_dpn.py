@@ -11,7 +11,7 @@ from timm.models import dpn as timm_dpn
 
 import engine
 import flowvision.models as models
-from flowvision.models._features import FeatureListNet
+from flowvision.models._features import FlatFeatureListNet
 from flowvision.models._helpers import build_model
 from flowvision.models.timm_families import dpn
 from model_parity import (both_outputs, check_intermediates, check_layout, check_structure, check_train_step,
@@ -169,8 +169,8 @@ def test_features_only_matches_timm(out_indices):
     reference = timm_dpn._create_dpn("dpn68b", features_only=True, **SMALL["split"], **kwargs)
     randomize_norms(reference, 14).eval()
     ours = dpn._create_dpn("dpn68b", False, True, dict(features_only=True, **kwargs), **SMALL["split"])
-    assert type(ours) is FeatureListNet
-    ours.load_state_dict({k.replace("features_", "features.", 1): v for k, v in numpy_state(reference).items()})
+    assert type(ours) is FlatFeatureListNet
+    ours.load_state_dict(numpy_state(reference))
     for key in ("module", "num_chs", "reduction"):
         assert ours.feature_info.get(key) == reference.feature_info.get(key)
     outs, refs = both_outputs(reference, ours.eval(), image_batch(2, *SIZE, seed=15))

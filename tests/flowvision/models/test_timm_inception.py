@@ -14,7 +14,7 @@ from timm.models import xception_aligned as timm_xception
 
 import engine
 import flowvision.models as models
-from flowvision.models._features import FeatureHookNet, FeatureListNet
+from flowvision.models._features import FeatureHookNet, FeatureListNet, FlatFeatureListNet
 from flowvision.models.timm_families import xception_aligned
 from flowvision.models.timm_families._layers import SelectAdaptivePool2d
 from flowvision.models.timm_families.inception_resnet_v2 import InceptionResnetV2
@@ -267,15 +267,18 @@ def test_in_chans_1_runs():
                                                ("xception41", None), ("xception41p", (1, 3))])
 def test_features_only_matches_timm_intermediates(name, out_indices):
     """features_only returns timm's stages (its forward_intermediates, the taps its features_only models use):
-    FeatureListNet for the Inceptions, hook-based for Xception, whose stages end inside blocks."""
+    FeatureListNet for Inception-ResNet-v2, FlatFeatureListNet (timm's flattened weight names) for Inception-v4,
+    hook-based for Xception, whose stages end inside blocks."""
     reference, _ = _pair(name)
     state = numpy_state(reference)
     with pytest.MonkeyPatch.context() as patch:
         skip_random_init(patch)
         ours = models.create_model(name, features_only=True, out_indices=out_indices)
-    expected_cls = FeatureHookNet if name.startswith("xception") else FeatureListNet
+    expected_cls = (FeatureHookNet if name.startswith("xception") else FlatFeatureListNet if name == "inception_v4"
+                    else FeatureListNet)
     assert type(ours) is expected_cls
-    ours.load_state_dict({k: state[k] for k in ours.state_dict()})
+    flat = name == "inception_v4"  # the reference is timm's classifier: its names are not flattened
+    ours.load_state_dict({k: state[k.replace("features_", "features.", 1) if flat else k] for k in ours.state_dict()})
     ours.eval()
     indices = list(range(len(reference.feature_info))) if out_indices is None else list(out_indices)
     assert ours.feature_info.get_dicts() == [reference.feature_info[i] for i in indices]

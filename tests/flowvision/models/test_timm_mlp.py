@@ -261,7 +261,7 @@ def test_features_only():
         ref = timm_convmixer._create_convmixer("convmixer_768_32", features_only=True, **config, **kwargs)
         ref = randomize(ref, 15).eval()
         ours = convmixer._create_convmixer("convmixer_768_32", False, True, features_only=True, **config, **kwargs)
-        ours.load_state_dict({k[len("model."):]: v for k, v in numpy_state(ref).items()})
+        ours.load_state_dict(numpy_state(ref))  # timm's names, under its 'model.' prefix
         assert ours.feature_info.module_name() == ref.feature_info.module_name()
         assert ours.feature_info.channels() == ref.feature_info.channels()
         assert ours.feature_info.reduction() == ref.feature_info.reduction()
