@@ -69,7 +69,7 @@ def erfinv(y):
     y = np.asarray(y)
     flat = y.reshape(-1)
     out = np.empty(flat.size, np.float64)
-    step = min(_STEP, flat.size)
+    step = max(1, min(_STEP, flat.size))
     q, r, top, bottom = (np.empty(step) for _ in range(4))
     for start in range(0, flat.size, step):
         stop = min(flat.size, start + step)

@@ -40,6 +40,14 @@ def test_erfinv_gives_torchs_values_without_scipy(no_scipy, dtype):
     assert np.signbit(ours[values == 0]).tolist() == np.signbit(values[values == 0]).tolist()
 
 
+@pytest.mark.parametrize("shape", [(0,), (2, 0, 3), ()])
+def test_empty_and_zero_dim_inputs(shape):
+    values = np.full(shape, 0.5, np.float32)
+    ours = engine.erfinv(engine.from_numpy(values))
+    assert tuple(ours.shape) == shape
+    np.testing.assert_array_equal(ours.numpy(), torch.erfinv(torch.from_numpy(values)).numpy())
+
+
 def test_as241_matches_scipy():
     special = pytest.importorskip("scipy.special")
     values = _inputs(np.float64)
