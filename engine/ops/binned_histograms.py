@@ -149,7 +149,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     result = histogramdd(input.reshape(-1, 1), [bins] if isinstance(bins, Tensor) else bins, range=range,
                          weight=None if weight is None else weight.reshape(-1), density=density)
     result = return_type("histogram", ("hist", "bin_edges"))(result.hist, result.bin_edges[0])
-    if out is not None:
+    if isinstance(out, (tuple, list)):  # write_result refuses any other out
         for name, target in zip(("hist", "bin_edges"), out):
             if target.dtype is not input.dtype:
                 raise RuntimeError(f"torch.histogram: input tensor and {name} tensor should have the same dtype, but "
